@@ -1,0 +1,157 @@
+/* The CPU backend: host memory, synchronous kernels, events on the host
+ * monotonic clock. It is the numerical reference for the CUDA backend and
+ * the whole backend on machines without a GPU. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/utsname.h>
+#include "backend.h"
+#include "../kernels/tensor_ops.h"
+
+static char cpu_err[256];
+
+static const char *cpu_alloc(const kb_backend *b, void **out, size_t bytes) {
+  /* 64-byte alignment: whole cache lines, and room for 16-byte vector access */
+  size_t rounded = (bytes + 63) / 64 * 64;
+  *out = aligned_alloc(64, rounded ? rounded : 64);
+  if (*out) return NULL;
+  snprintf(cpu_err, sizeof cpu_err, "out of host memory allocating %zu bytes", bytes);
+  return cpu_err;
+}
+
+static void cpu_release(const kb_backend *b, void *p) { free(p); }
+
+static const char *cpu_copy(const kb_backend *b, void *dst, const void *src, size_t n) {
+  if (dst != src) memmove(dst, src, n);
+  return NULL;
+}
+
+static const char *cpu_fill(const kb_backend *b, void *p, kb_dtype t, size_t n, double x) {
+  return kb_fill_cpu(p, t, n, x);
+}
+
+static const char *cpu_randn(const kb_backend *b, void *p, kb_dtype t, size_t n, uint64_t seed) {
+  return kb_randn_cpu(p, t, n, seed);
+}
+
+static const char *cpu_convert(const kb_backend *b, void *dst, kb_dtype dt, const void *src,
+                               kb_dtype st, size_t n) {
+  return kb_convert_cpu(dst, dt, src, st, n);
+}
+
+static const char *cpu_rope_fused(const kb_backend *b, const kb_rope_args *a) {
+  return kb_rope_fused_cpu(a);
+}
+
+static const char *cpu_rope_reference(const kb_backend *b, const kb_rope_args *a, void *scratch) {
+  return kb_rope_reference_cpu(a, scratch);
+}
+
+static double now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+/* A CPU event is the host time at which it was recorded (NaN before). */
+static const char *cpu_event_create(const kb_backend *b, void **ev) {
+  double *t = malloc(sizeof *t);
+  if (!t) return "out of host memory creating an event";
+  *t = -1;
+  *ev = t;
+  return NULL;
+}
+
+static void cpu_event_destroy(const kb_backend *b, void *ev) { free(ev); }
+
+static const char *cpu_event_record(const kb_backend *b, void *ev) {
+  *(double *)ev = now_ns();
+  return NULL;
+}
+
+static const char *cpu_event_synchronize(const kb_backend *b, void *ev) { return NULL; }
+
+static const char *cpu_event_elapsed_ms(const kb_backend *b, void *s, void *e, double *ms) {
+  double t0 = *(double *)s, t1 = *(double *)e;
+  if (t0 < 0 || t1 < 0) return "elapsed_ms: an event has not been recorded";
+  *ms = (t1 - t0) / 1e6;
+  return NULL;
+}
+
+static const char *cpu_synchronize(const kb_backend *b) { return NULL; }
+
+/* Writing a buffer larger than the last-level cache evicts earlier data. */
+static const char *cpu_flush(const kb_backend *b, void *scratch, size_t bytes) {
+  volatile unsigned char *p = scratch;
+  for (size_t i = 0; i < bytes; i += 64) p[i] = (unsigned char)(p[i] + 1);
+  return NULL;
+}
+
+static const char *cpu_spin(const kb_backend *b, uint64_t ns) { return NULL; }
+
+static const char *cpu_graph_begin(const kb_backend *b) {
+  return "graphs need the cuda backend (this tensor or backend is cpu)";
+}
+static const char *cpu_graph_end(const kb_backend *b, void **g) { return cpu_graph_begin(b); }
+static const char *cpu_graph_launch(const kb_backend *b, void *g) { return cpu_graph_begin(b); }
+static void cpu_graph_destroy(const kb_backend *b, void *g) {}
+
+/* Model name from /proc/cpuinfo; cache size from sysconf. */
+static const char *cpu_info(const kb_backend *b, kb_device_info *out) {
+  memset(out, 0, sizeof *out);
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  char line[512];
+  while (f && fgets(line, sizeof line, f)) {
+    if (strncmp(line, "model name", 10) == 0) {
+      const char *v = strchr(line, ':');
+      if (v) {
+        v++;
+        while (*v == ' ' || *v == '\t') v++;
+        snprintf(out->name, sizeof out->name, "%.*s", (int)strcspn(v, "\n"), v);
+      }
+      break;
+    }
+  }
+  if (f) fclose(f);
+  if (!out->name[0]) snprintf(out->name, sizeof out->name, "unknown CPU");
+  struct utsname u;
+  snprintf(out->arch, sizeof out->arch, "%.31s", uname(&u) == 0 ? u.machine : "unknown");
+  out->cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
+  long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE), l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  out->l2_bytes = (size_t)(l3 > 0 ? l3 : (l2 > 0 ? l2 : 0));
+  long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+  out->memory_bytes = pages > 0 && psize > 0 ? (size_t)pages * (size_t)psize : 0;
+  return NULL;
+}
+
+static const kb_backend cpu_backend = {
+    .kind = "cpu",
+    .device = "cpu",
+    .alloc = cpu_alloc,
+    .release = cpu_release,
+    .copy = cpu_copy,
+    .to_host = cpu_copy,
+    .from_host = cpu_copy,
+    .fill = cpu_fill,
+    .randn = cpu_randn,
+    .convert = cpu_convert,
+    .rope_fused = cpu_rope_fused,
+    .rope_reference = cpu_rope_reference,
+    .event_create = cpu_event_create,
+    .event_destroy = cpu_event_destroy,
+    .event_record = cpu_event_record,
+    .event_synchronize = cpu_event_synchronize,
+    .event_elapsed_ms = cpu_event_elapsed_ms,
+    .synchronize = cpu_synchronize,
+    .flush = cpu_flush,
+    .spin = cpu_spin,
+    .graph_begin = cpu_graph_begin,
+    .graph_end = cpu_graph_end,
+    .graph_launch = cpu_graph_launch,
+    .graph_destroy = cpu_graph_destroy,
+    .info = cpu_info,
+};
+
+const kb_backend *kb_backend_cpu(void) { return &cpu_backend; }

@@ -1,0 +1,273 @@
+/* The CUDA backend: device memory, one non-blocking stream per process on
+ * which every launch, copy and event is queued, and CUDA graphs. Every CUDA
+ * call goes through CU(), which turns a failure into a message carrying the
+ * call and the error name. Errors that poison the context (an illegal
+ * address in a kernel, say) are remembered: every later call reports that
+ * the process cannot continue, instead of printing numbers. */
+#include <stdio.h>
+#include <string.h>
+#include <cuda_runtime.h>
+#include "backend.h"
+#include "../kernels/tensor_ops.h"
+
+static char cu_err[512];
+static cudaError_t g_sticky = cudaSuccess;
+
+static int is_sticky(cudaError_t e) {
+  switch (e) {
+  case cudaErrorIllegalAddress:
+  case cudaErrorLaunchFailure:
+  case cudaErrorHardwareStackError:
+  case cudaErrorIllegalInstruction:
+  case cudaErrorMisalignedAddress:
+  case cudaErrorInvalidAddressSpace:
+  case cudaErrorInvalidPc:
+  case cudaErrorAssert:
+  case cudaErrorLaunchTimeout:
+  case cudaErrorECCUncorrectable:
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+/* Format "what: cudaErrorX (text)"; clears a non-sticky error so that the
+ * next call starts clean, and marks the context dead on a sticky one. */
+static const char *cuda_fail(const char *what, cudaError_t e) {
+  if (is_sticky(e) && g_sticky == cudaSuccess) g_sticky = e;
+  else if (!is_sticky(e)) (void)cudaGetLastError();
+  snprintf(cu_err, sizeof cu_err, "%s: %s (%s)%s", what, cudaGetErrorName(e),
+           cudaGetErrorString(e),
+           g_sticky != cudaSuccess ? "; the CUDA context is unusable, kluabench cannot continue"
+                                   : "");
+  return cu_err;
+}
+
+/* A kernel wrapper's message: mark the context when the launch poisoned it. */
+static const char *kernel_fail(const char *msg) {
+  if (msg) {
+    cudaError_t e = cudaPeekAtLastError();
+    if (is_sticky(e) && g_sticky == cudaSuccess) g_sticky = e;
+  }
+  return msg;
+}
+
+#define CU(call, what)                                                                         \
+  do {                                                                                         \
+    if (g_sticky != cudaSuccess) return cuda_fail(what, g_sticky);                            \
+    cudaError_t e_ = (call);                                                                   \
+    if (e_ != cudaSuccess) return cuda_fail(what, e_);                                         \
+  } while (0)
+
+#define STREAM(b) ((cudaStream_t)(b)->stream)
+
+static const char *cu_alloc(const kb_backend *b, void **out, size_t bytes) {
+  char what[96];
+  snprintf(what, sizeof what, "cudaMalloc(%zu bytes)", bytes);
+  *out = NULL;
+  CU(cudaMalloc(out, bytes ? bytes : 1), what);
+  return NULL;
+}
+
+static void cu_release(const kb_backend *b, void *p) {
+  /* Freeing cannot be reported from __gc; a failure here means the context
+   * is already dead and the next checked call will say so. */
+  if (p) (void)cudaFree(p);
+}
+
+static const char *cu_copy(const kb_backend *b, void *dst, const void *src, size_t n) {
+  if (dst == src || n == 0) return NULL;
+  CU(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToDevice, STREAM(b)), "cudaMemcpyAsync(device to device)");
+  return NULL;
+}
+
+/* Host copies synchronise: the host buffer is pageable and may go away. */
+static const char *cu_to_host(const kb_backend *b, void *dst, const void *src, size_t n) {
+  if (n == 0) return NULL;
+  CU(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost, STREAM(b)), "cudaMemcpyAsync(device to host)");
+  CU(cudaStreamSynchronize(STREAM(b)), "cudaStreamSynchronize after device-to-host copy");
+  return NULL;
+}
+
+static const char *cu_from_host(const kb_backend *b, void *dst, const void *src, size_t n) {
+  if (n == 0) return NULL;
+  CU(cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, STREAM(b)), "cudaMemcpyAsync(host to device)");
+  CU(cudaStreamSynchronize(STREAM(b)), "cudaStreamSynchronize after host-to-device copy");
+  return NULL;
+}
+
+#define KERNEL(expr)                                                                           \
+  do {                                                                                         \
+    if (g_sticky != cudaSuccess) return cuda_fail("kernel launch", g_sticky);                 \
+    return kernel_fail(expr);                                                                  \
+  } while (0)
+
+static const char *cu_fill(const kb_backend *b, void *p, kb_dtype t, size_t n, double x) {
+  KERNEL(kb_fill_cuda(p, t, n, x, b->stream));
+}
+
+static const char *cu_randn(const kb_backend *b, void *p, kb_dtype t, size_t n, uint64_t seed) {
+  KERNEL(kb_randn_cuda(p, t, n, seed, b->stream));
+}
+
+static const char *cu_convert(const kb_backend *b, void *dst, kb_dtype dt, const void *src,
+                              kb_dtype st, size_t n) {
+  KERNEL(kb_convert_cuda(dst, dt, src, st, n, b->stream));
+}
+
+static const char *cu_rope_fused(const kb_backend *b, const kb_rope_args *a) {
+  KERNEL(kb_rope_fused_cuda(a));
+}
+
+static const char *cu_rope_reference(const kb_backend *b, const kb_rope_args *a, void *scratch) {
+  KERNEL(kb_rope_reference_cuda(a, scratch));
+}
+
+static const char *cu_event_create(const kb_backend *b, void **ev) {
+  CU(cudaEventCreate((cudaEvent_t *)ev), "cudaEventCreate");
+  return NULL;
+}
+
+static void cu_event_destroy(const kb_backend *b, void *ev) {
+  if (ev) (void)cudaEventDestroy((cudaEvent_t)ev);
+}
+
+static const char *cu_event_record(const kb_backend *b, void *ev) {
+  CU(cudaEventRecord((cudaEvent_t)ev, STREAM(b)), "cudaEventRecord");
+  return NULL;
+}
+
+static const char *cu_event_synchronize(const kb_backend *b, void *ev) {
+  CU(cudaEventSynchronize((cudaEvent_t)ev), "cudaEventSynchronize");
+  return NULL;
+}
+
+static const char *cu_event_elapsed_ms(const kb_backend *b, void *s, void *e, double *ms) {
+  float f = 0;
+  CU(cudaEventElapsedTime(&f, (cudaEvent_t)s, (cudaEvent_t)e), "cudaEventElapsedTime");
+  *ms = f;
+  return NULL;
+}
+
+static const char *cu_synchronize(const kb_backend *b) {
+  CU(cudaStreamSynchronize(STREAM(b)), "cudaStreamSynchronize");
+  return NULL;
+}
+
+/* memset of the whole scratch buffer, with a changing byte so that no
+ * hardware shortcut can skip it; queued on the stream like any kernel. */
+static const char *cu_flush(const kb_backend *b, void *scratch, size_t bytes) {
+  static unsigned char counter;
+  CU(cudaMemsetAsync(scratch, ++counter, bytes, STREAM(b)), "cudaMemsetAsync(L2 flush buffer)");
+  return NULL;
+}
+
+static const char *cu_spin(const kb_backend *b, uint64_t ns) {
+  KERNEL(kb_spin_cuda(ns, b->stream));
+}
+
+static const char *cu_graph_begin(const kb_backend *b) {
+  /* Relaxed: allocations made while capturing stay legal (they are not part
+   * of the graph; the caller keeps them alive for as long as the graph). */
+  CU(cudaStreamBeginCapture(STREAM(b), cudaStreamCaptureModeRelaxed), "cudaStreamBeginCapture");
+  return NULL;
+}
+
+static const char *cu_graph_end(const kb_backend *b, void **out) {
+  cudaGraph_t g = NULL;
+  cudaGraphExec_t exec = NULL;
+  CU(cudaStreamEndCapture(STREAM(b), &g), "cudaStreamEndCapture");
+  cudaError_t e = cudaGraphInstantiate(&exec, g, 0);
+  (void)cudaGraphDestroy(g);
+  if (e != cudaSuccess) return cuda_fail("cudaGraphInstantiate", e);
+  *out = exec;
+  return NULL;
+}
+
+static const char *cu_graph_launch(const kb_backend *b, void *g) {
+  CU(cudaGraphLaunch((cudaGraphExec_t)g, STREAM(b)), "cudaGraphLaunch");
+  return NULL;
+}
+
+static void cu_graph_destroy(const kb_backend *b, void *g) {
+  if (g) (void)cudaGraphExecDestroy((cudaGraphExec_t)g);
+}
+
+static const char *cu_info(const kb_backend *b, kb_device_info *out) {
+  struct cudaDeviceProp p;
+  memset(out, 0, sizeof *out);
+  CU(cudaGetDeviceProperties(&p, b->ordinal), "cudaGetDeviceProperties");
+  snprintf(out->name, sizeof out->name, "%s", p.name);
+  snprintf(out->arch, sizeof out->arch, "sm_%d%d", p.major, p.minor);
+  out->sm_count = p.multiProcessorCount;
+  out->l2_bytes = (size_t)p.l2CacheSize;
+  out->memory_bytes = p.totalGlobalMem;
+  out->mem_bus_bits = p.memoryBusWidth;
+  CU(cudaDeviceGetAttribute(&out->sm_clock_khz, cudaDevAttrClockRate, b->ordinal),
+     "cudaDeviceGetAttribute(cudaDevAttrClockRate)");
+  CU(cudaDeviceGetAttribute(&out->mem_clock_khz, cudaDevAttrMemoryClockRate, b->ordinal),
+     "cudaDeviceGetAttribute(cudaDevAttrMemoryClockRate)");
+  CU(cudaDriverGetVersion(&out->driver_version), "cudaDriverGetVersion");
+  CU(cudaRuntimeGetVersion(&out->runtime_version), "cudaRuntimeGetVersion");
+  return NULL;
+}
+
+static kb_backend cuda_backend = {
+    .kind = "cuda",
+    .alloc = cu_alloc,
+    .release = cu_release,
+    .copy = cu_copy,
+    .to_host = cu_to_host,
+    .from_host = cu_from_host,
+    .fill = cu_fill,
+    .randn = cu_randn,
+    .convert = cu_convert,
+    .rope_fused = cu_rope_fused,
+    .rope_reference = cu_rope_reference,
+    .event_create = cu_event_create,
+    .event_destroy = cu_event_destroy,
+    .event_record = cu_event_record,
+    .event_synchronize = cu_event_synchronize,
+    .event_elapsed_ms = cu_event_elapsed_ms,
+    .synchronize = cu_synchronize,
+    .flush = cu_flush,
+    .spin = cu_spin,
+    .graph_begin = cu_graph_begin,
+    .graph_end = cu_graph_end,
+    .graph_launch = cu_graph_launch,
+    .graph_destroy = cu_graph_destroy,
+    .info = cu_info,
+};
+
+/* One device per process: the first successful call fixes the ordinal. */
+const kb_backend *kb_backend_cuda(int ordinal, const char **why) {
+  static int initialised;
+  static char reason[512];
+  if (initialised) {
+    if (cuda_backend.stream && cuda_backend.ordinal == ordinal) return &cuda_backend;
+    *why = cuda_backend.stream ? "only one CUDA device can be used per process" : reason;
+    return NULL;
+  }
+  initialised = 1;
+  int n = 0;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    snprintf(reason, sizeof reason, "cudaGetDeviceCount: %s (%s)", cudaGetErrorName(e),
+             cudaGetErrorString(e));
+  } else if (ordinal < 0 || ordinal >= n) {
+    snprintf(reason, sizeof reason, "device %d does not exist (%d CUDA device%s)", ordinal, n,
+             n == 1 ? "" : "s");
+  } else if ((e = cudaSetDevice(ordinal)) != cudaSuccess ||
+             (e = cudaStreamCreateWithFlags((cudaStream_t *)&cuda_backend.stream,
+                                            cudaStreamNonBlocking)) != cudaSuccess) {
+    snprintf(reason, sizeof reason, "device %d: %s (%s)", ordinal, cudaGetErrorName(e),
+             cudaGetErrorString(e));
+  } else {
+    cuda_backend.ordinal = ordinal;
+    snprintf(cuda_backend.device, sizeof cuda_backend.device, "cuda:%d", ordinal);
+    return &cuda_backend;
+  }
+  (void)cudaGetLastError();
+  *why = reason;
+  return NULL;
+}

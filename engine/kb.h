@@ -1,0 +1,73 @@
+/* Internal interface between the binding files of the "kluabench" Lua module.
+ * Each engine/X.c adds its functions to the module table with kb_open_X();
+ * engine/kluabench.c assembles them. */
+#ifndef KB_KB_H
+#define KB_KB_H
+
+#include <stdint.h>
+#include <lua.h>
+#include <lauxlib.h>
+#include "backend.h"
+
+#define KB_VERSION "0.1.0"
+#define KB_TENSOR_MT "kluabench.Tensor"
+#define KB_MAX_DIMS 8
+
+/* A tensor: contiguous, row-major, on one device. data == NULL once freed;
+ * every method checks that through kb_check_tensor. */
+typedef struct {
+  void *data;
+  int freed;  /* 1 until storage exists and again after free() */
+  int pins;   /* CUDA graphs that captured this tensor; free() waits for 0 */
+  const kb_backend *dev;
+  kb_dtype dtype;
+  int ndim;
+  int64_t shape[KB_MAX_DIMS];
+  int64_t numel;
+} kb_tensor;
+
+static inline size_t kb_tensor_nbytes(const kb_tensor *t) {
+  return (size_t)t->numel * kb_dtype_size(t->dtype);
+}
+
+/* The tensor at `arg`; raises "bad argument #arg to 'fn' (kluabench.Tensor
+ * expected, got X)" or "(tensor has been freed)". */
+kb_tensor *kb_check_tensor(lua_State *L, int arg);
+/* Pushes a new tensor userdata with uninitialised storage on `dev`. Raises a
+ * Lua error naming the size when the allocation fails. */
+kb_tensor *kb_push_tensor(lua_State *L, const kb_backend *dev, kb_dtype dtype, int ndim,
+                          const int64_t *shape);
+/* "bf16" | "f16" | "f32" | "f64" at `arg` (default `def` when absent and def >= 0). */
+kb_dtype kb_check_dtype(lua_State *L, int arg, int def);
+/* Device at `arg`: nil -> default backend, "cpu", "cuda", "cuda:N". */
+const kb_backend *kb_check_device(lua_State *L, int arg);
+/* Pushes a userdata holding a host copy of the tensor's bytes and returns
+ * its address (Lua owns it: nothing leaks if a later check raises). */
+void *kb_tensor_host_copy(lua_State *L, const kb_tensor *t);
+/* "[1, 2048, 32, 16]" written into buf. */
+const char *kb_shape_str(const kb_tensor *t, char *buf, size_t n);
+/* timing.c: while a CUDA graph is being captured, pins the tensor at idx
+ * (new tensors made inside the capture live as long as the graph). */
+void kb_capture_note(lua_State *L, int idx);
+
+/* Raise a Lua error carrying a backend message (never returns). */
+int kb_raise(lua_State *L, const char *msg);
+#define KB_TRY(L, expr)                                                                        \
+  do {                                                                                         \
+    const char *kb_err_ = (expr);                                                              \
+    if (kb_err_) kb_raise((L), kb_err_);                                                       \
+  } while (0)
+
+/* digest.c: hex SHA-256 of a byte range; out gets 64 hex digits and a NUL.
+ * Returns NULL on success or an OpenSSL message. */
+const char *kb_sha256_hex(const void *p, size_t n, char out[65]);
+
+void kb_open_tensor(lua_State *L);
+void kb_open_rope(lua_State *L);
+void kb_open_timing(lua_State *L);
+void kb_open_digest(lua_State *L);
+void kb_open_jcs(lua_State *L);
+void kb_open_device(lua_State *L);
+int luaopen_kluabench(lua_State *L);
+
+#endif

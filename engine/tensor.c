@@ -1,0 +1,463 @@
+/* kluabench.Tensor: a contiguous row-major array on one device.
+ *
+ * Lifetime follows liolib's streams: the userdata is created empty (data ==
+ * NULL, metatable set) before storage is allocated, so a failed allocation
+ * leaves a consistent, collectable object; free() is idempotent and serves
+ * __gc and __close; every method checks for a freed tensor through
+ * kb_check_tensor. A tensor captured into a CUDA graph is pinned (pins > 0)
+ * and refuses free() until the graph is gone. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "kb.h"
+#include "../kernels/tensor_ops.h"
+
+int kb_raise(lua_State *L, const char *msg) { return luaL_error(L, "%s", msg); }
+
+static kb_tensor *to_tensor(lua_State *L, int arg) {
+  return (kb_tensor *)luaL_checkudata(L, arg, KB_TENSOR_MT);
+}
+
+kb_tensor *kb_check_tensor(lua_State *L, int arg) {
+  kb_tensor *t = to_tensor(L, arg);
+  if (t->freed) luaL_argerror(L, arg, "tensor has been freed");
+  kb_capture_note(L, arg);
+  return t;
+}
+
+kb_dtype kb_check_dtype(lua_State *L, int arg, int def) {
+  if (def >= 0 && lua_isnoneornil(L, arg)) return (kb_dtype)def;
+  const char *s = luaL_checkstring(L, arg);
+  for (int i = 0; i < KB_NDTYPES; i++)
+    if (strcmp(s, kb_dtype_name((kb_dtype)i)) == 0) return (kb_dtype)i;
+  luaL_argerror(L, arg, lua_pushfstring(L, "unknown dtype '%s' (expected bf16, f16, f32 or f64)", s));
+  return KB_F32;
+}
+
+const kb_backend *kb_check_device(lua_State *L, int arg) {
+  if (lua_isnoneornil(L, arg)) return kb_default_backend();
+  const char *s = luaL_checkstring(L, arg);
+  if (strcmp(s, "cpu") == 0) return kb_backend_cpu();
+  int ordinal = 0;
+  char tail;
+  if (strcmp(s, "cuda") == 0 || sscanf(s, "cuda:%d%c", &ordinal, &tail) == 1) {
+    if (strcmp(s, "cuda") == 0 && strcmp(kb_default_backend()->kind, "cuda") == 0)
+      ordinal = kb_default_backend()->ordinal;
+    const char *why = NULL;
+    const kb_backend *b = kb_backend_cuda(ordinal, &why);
+    if (!b) luaL_argerror(L, arg, lua_pushfstring(L, "device '%s' is not usable: %s", s, why));
+    return b;
+  }
+  luaL_argerror(L, arg, lua_pushfstring(L, "unknown device '%s' (expected 'cpu', 'cuda' or 'cuda:N')", s));
+  return NULL;
+}
+
+/* "[1, 2048, 32, 16]" into buf. */
+const char *kb_shape_str(const kb_tensor *t, char *buf, size_t n) {
+  size_t off = 0;
+  off += (size_t)snprintf(buf + off, n - off, "[");
+  for (int i = 0; i < t->ndim && off < n; i++)
+    off += (size_t)snprintf(buf + off, n - off, i ? ", %lld" : "%lld", (long long)t->shape[i]);
+  if (off < n) snprintf(buf + off, n - off, "]");
+  return buf;
+}
+
+/* Reads a shape table at `arg` into shape[], returns ndim. Every dimension
+ * must be a non-negative integer and the byte size must fit in 2^62. */
+static int check_shape(lua_State *L, int arg, int64_t *shape, kb_dtype dtype) {
+  luaL_checktype(L, arg, LUA_TTABLE);
+  lua_Integer n = luaL_len(L, arg);
+  if (n > KB_MAX_DIMS)
+    luaL_argerror(L, arg, lua_pushfstring(L, "shape has %d dimensions, at most %d are supported", (int)n, KB_MAX_DIMS));
+  double bytes = (double)kb_dtype_size(dtype);
+  for (lua_Integer i = 1; i <= n; i++) {
+    lua_geti(L, arg, i);
+    int ok;
+    lua_Integer d = lua_tointegerx(L, -1, &ok);
+    if (!ok || d < 0)
+      luaL_argerror(L, arg, lua_pushfstring(L, "shape[%d] must be a non-negative integer, got %s",
+                                            (int)i, ok ? lua_tostring(L, -1) : luaL_typename(L, -1)));
+    lua_pop(L, 1);
+    shape[i - 1] = d;
+    bytes *= (double)d;
+  }
+  if (bytes > 4.6e18) {
+    char msg[96];
+    snprintf(msg, sizeof msg, "shape is too large (%.3g bytes)", bytes);
+    luaL_argerror(L, arg, msg);
+  }
+  return (int)n;
+}
+
+kb_tensor *kb_push_tensor(lua_State *L, const kb_backend *dev, kb_dtype dtype, int ndim,
+                          const int64_t *shape) {
+  kb_tensor *t = (kb_tensor *)lua_newuserdatauv(L, sizeof *t, 0);
+  memset(t, 0, sizeof *t);
+  t->freed = 1; /* closed until storage exists */
+  luaL_setmetatable(L, KB_TENSOR_MT);
+  t->dev = dev;
+  t->dtype = dtype;
+  t->ndim = ndim;
+  t->numel = 1;
+  for (int i = 0; i < ndim; i++) {
+    t->shape[i] = shape[i];
+    t->numel *= shape[i];
+  }
+  void *p = NULL;
+  const char *err = dev->alloc(dev, &p, kb_tensor_nbytes(t));
+  if (err) {
+    char sb[160];
+    luaL_error(L, "cannot allocate tensor %s %s on %s (%I bytes): %s", kb_shape_str(t, sb, sizeof sb),
+               kb_dtype_name(dtype), dev->device, (lua_Integer)kb_tensor_nbytes(t), err);
+  }
+  t->data = p;
+  t->freed = 0;
+  kb_capture_note(L, -1);
+  return t;
+}
+
+void *kb_tensor_host_copy(lua_State *L, const kb_tensor *t) {
+  size_t n = kb_tensor_nbytes(t);
+  void *h = lua_newuserdatauv(L, n ? n : 1, 0);
+  KB_TRY(L, t->dev->to_host(t->dev, h, t->data, n));
+  return h;
+}
+
+/* ---- constructors ------------------------------------------------------ */
+
+static int l_empty(lua_State *L) {
+  kb_dtype dt = kb_check_dtype(L, 2, KB_F32);
+  int64_t shape[KB_MAX_DIMS];
+  int nd = check_shape(L, 1, shape, dt);
+  kb_push_tensor(L, kb_check_device(L, 3), dt, nd, shape);
+  return 1;
+}
+
+static int l_zeros(lua_State *L) {
+  kb_dtype dt = kb_check_dtype(L, 2, KB_F32);
+  int64_t shape[KB_MAX_DIMS];
+  int nd = check_shape(L, 1, shape, dt);
+  kb_tensor *t = kb_push_tensor(L, kb_check_device(L, 3), dt, nd, shape);
+  KB_TRY(L, t->dev->fill(t->dev, t->data, dt, (size_t)t->numel, 0.0));
+  return 1;
+}
+
+static int l_randn(lua_State *L) {
+  kb_dtype dt = kb_check_dtype(L, 2, KB_F32);
+  int64_t shape[KB_MAX_DIMS];
+  int nd = check_shape(L, 1, shape, dt);
+  lua_Integer seed = luaL_optinteger(L, 3, 0);
+  kb_tensor *t = kb_push_tensor(L, kb_check_device(L, 4), dt, nd, shape);
+  KB_TRY(L, t->dev->randn(t->dev, t->data, dt, (size_t)t->numel, (uint64_t)seed));
+  return 1;
+}
+
+/* from_table(values, shape?, dtype?, device?): shape defaults to {#values}. */
+static int l_from_table(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  kb_dtype dt = kb_check_dtype(L, 3, KB_F32);
+  int64_t shape[KB_MAX_DIMS];
+  lua_Integer n = luaL_len(L, 1);
+  int nd = 1;
+  shape[0] = n;
+  if (!lua_isnoneornil(L, 2)) nd = check_shape(L, 2, shape, dt);
+  int64_t numel = 1;
+  for (int i = 0; i < nd; i++) numel *= shape[i];
+  if (numel != n)
+    luaL_argerror(L, 1, lua_pushfstring(L, "has %d values, shape needs %d", (int)n, (int)numel));
+  const kb_backend *dev = kb_check_device(L, 4);
+  size_t bytes = (size_t)numel * kb_dtype_size(dt);
+  void *h = lua_newuserdatauv(L, bytes ? bytes : 1, 0); /* Lua owns it: no leak on error */
+  for (lua_Integer i = 1; i <= n; i++) {
+    int ok;
+    lua_geti(L, 1, i);
+    lua_Number x = lua_tonumberx(L, -1, &ok);
+    if (!ok)
+      luaL_argerror(L, 1, lua_pushfstring(L, "value %d is a %s, not a number", (int)i, luaL_typename(L, -1)));
+    lua_pop(L, 1);
+    kb_store_f64(h, dt, (size_t)(i - 1), x);
+  }
+  kb_tensor *out = kb_push_tensor(L, dev, dt, nd, shape);
+  KB_TRY(L, dev->from_host(dev, out->data, h, bytes));
+  return 1;
+}
+
+/* ---- methods ----------------------------------------------------------- */
+
+static int m_numel(lua_State *L) {
+  lua_pushinteger(L, kb_check_tensor(L, 1)->numel);
+  return 1;
+}
+
+static int m_nbytes(lua_State *L) {
+  lua_pushinteger(L, (lua_Integer)kb_tensor_nbytes(kb_check_tensor(L, 1)));
+  return 1;
+}
+
+static int m_totable(lua_State *L) {
+  kb_tensor *t = kb_check_tensor(L, 1);
+  void *h = kb_tensor_host_copy(L, t);
+  lua_createtable(L, (int)t->numel, 0);
+  for (int64_t i = 0; i < t->numel; i++) {
+    lua_pushnumber(L, kb_load_f64(h, t->dtype, (size_t)i));
+    lua_seti(L, -2, i + 1);
+  }
+  return 1;
+}
+
+/* dst <- src for tensors of equal shape: same device and dtype is a device
+ * copy, same device is a device conversion, across devices goes through a
+ * host buffer (converted on the host when the dtypes differ). */
+static void copy_into(lua_State *L, kb_tensor *dst, const kb_tensor *src) {
+  if (dst->dev == src->dev) {
+    if (dst->dtype == src->dtype)
+      KB_TRY(L, dst->dev->copy(dst->dev, dst->data, src->data, kb_tensor_nbytes(dst)));
+    else
+      KB_TRY(L, dst->dev->convert(dst->dev, dst->data, dst->dtype, src->data, src->dtype,
+                                  (size_t)dst->numel));
+    return;
+  }
+  int top = lua_gettop(L);
+  void *h = kb_tensor_host_copy(L, src);
+  if (dst->dtype != src->dtype) {
+    void *c = lua_newuserdatauv(L, kb_tensor_nbytes(dst) ? kb_tensor_nbytes(dst) : 1, 0);
+    kb_convert_cpu(c, dst->dtype, h, src->dtype, (size_t)dst->numel);
+    h = c;
+  }
+  KB_TRY(L, dst->dev->from_host(dst->dev, dst->data, h, kb_tensor_nbytes(dst)));
+  lua_settop(L, top);
+}
+
+static int same_shape(const kb_tensor *a, const kb_tensor *b) {
+  if (a->ndim != b->ndim) return 0;
+  for (int i = 0; i < a->ndim; i++)
+    if (a->shape[i] != b->shape[i]) return 0;
+  return 1;
+}
+
+static void check_same_shape(lua_State *L, const kb_tensor *a, const kb_tensor *b, int arg) {
+  if (same_shape(a, b)) return;
+  char sa[160], sb[160];
+  luaL_argerror(L, arg, lua_pushfstring(L, "shape %s does not match %s", kb_shape_str(b, sb, sizeof sb),
+                                        kb_shape_str(a, sa, sizeof sa)));
+}
+
+static int m_clone(lua_State *L) {
+  kb_tensor *t = kb_check_tensor(L, 1);
+  kb_tensor *c = kb_push_tensor(L, t->dev, t->dtype, t->ndim, t->shape);
+  copy_into(L, c, t);
+  return 1;
+}
+
+static int m_copy_(lua_State *L) {
+  kb_tensor *dst = kb_check_tensor(L, 1), *src = kb_check_tensor(L, 2);
+  check_same_shape(L, dst, src, 2);
+  copy_into(L, dst, src);
+  lua_settop(L, 1);
+  return 1;
+}
+
+static int m_fill_(lua_State *L) {
+  kb_tensor *t = kb_check_tensor(L, 1);
+  double x = luaL_checknumber(L, 2);
+  KB_TRY(L, t->dev->fill(t->dev, t->data, t->dtype, (size_t)t->numel, x));
+  lua_settop(L, 1);
+  return 1;
+}
+
+/* t:to(x): a new tensor on device x ("cpu", "cuda", "cuda:N") or of dtype x. */
+static int m_to(lua_State *L) {
+  kb_tensor *t = kb_check_tensor(L, 1);
+  const char *what = luaL_checkstring(L, 2);
+  const kb_backend *dev = t->dev;
+  kb_dtype dt = t->dtype;
+  int is_dtype = 0;
+  for (int i = 0; i < KB_NDTYPES; i++)
+    if (strcmp(what, kb_dtype_name((kb_dtype)i)) == 0) dt = (kb_dtype)i, is_dtype = 1;
+  if (!is_dtype) dev = kb_check_device(L, 2);
+  kb_tensor *c = kb_push_tensor(L, dev, dt, t->ndim, t->shape);
+  copy_into(L, c, t);
+  return 1;
+}
+
+static int m_digest(lua_State *L) {
+  kb_tensor *t = kb_check_tensor(L, 1);
+  void *h = kb_tensor_host_copy(L, t);
+  char hex[65];
+  KB_TRY(L, kb_sha256_hex(h, kb_tensor_nbytes(t), hex));
+  lua_pushfstring(L, "sha256:%s", hex);
+  return 1;
+}
+
+/* Idempotent; serves __gc and __close. An explicit free of a tensor pinned
+ * by a live CUDA graph is refused: the graph would write freed memory. */
+static int m_free(lua_State *L) {
+  kb_tensor *t = to_tensor(L, 1);
+  if (t->freed) return 0;
+  /* When the collector runs this, any graph pinning the tensor is
+   * unreachable too (it references the tensor), so it can never replay. */
+  if (t->pins > 0 && !lua_toboolean(L, lua_upvalueindex(1)))
+    return luaL_error(L, "free: tensor is used by a CUDA graph; free the graph first");
+  t->dev->release(t->dev, t->data);
+  t->data = NULL;
+  t->freed = 1;
+  return 0;
+}
+
+/* ---- properties, printing ------------------------------------------------ */
+
+static int p_shape(lua_State *L, kb_tensor *t) {
+  lua_createtable(L, t->ndim, 0);
+  for (int i = 0; i < t->ndim; i++) {
+    lua_pushinteger(L, t->shape[i]);
+    lua_seti(L, -2, i + 1);
+  }
+  return 1;
+}
+
+static int p_dtype(lua_State *L, kb_tensor *t) {
+  lua_pushstring(L, kb_dtype_name(t->dtype));
+  return 1;
+}
+
+static int p_device(lua_State *L, kb_tensor *t) {
+  lua_pushstring(L, t->dev->device);
+  return 1;
+}
+
+static int p_ndim(lua_State *L, kb_tensor *t) {
+  lua_pushinteger(L, t->ndim);
+  return 1;
+}
+
+typedef int (*prop_fn)(lua_State *L, kb_tensor *t);
+
+/* __index: methods first (the method table is upvalue 1), then properties
+ * (upvalue 2 maps names to light C functions); unknown keys give nil. */
+static int t_index(lua_State *L) {
+  lua_pushvalue(L, 2);
+  if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) return 1;
+  lua_pushvalue(L, 2);
+  if (lua_rawget(L, lua_upvalueindex(2)) != LUA_TLIGHTUSERDATA) return 1;
+  prop_fn f = (prop_fn)(uintptr_t)lua_touserdata(L, -1);
+  kb_tensor *t = to_tensor(L, 1);
+  if (t->freed)
+    return luaL_error(L, "attempt to read field '%s' of a freed kluabench.Tensor", lua_tostring(L, 2));
+  return f(L, t);
+}
+
+static void format_value(char *buf, size_t n, double x) {
+  snprintf(buf, n, "%.4g", x);
+}
+
+/* kluabench.Tensor([2, 3], f32, cpu) [0.1, -1.2, 0.33, ..., 2.1, 0.5, -0.7] */
+static int t_tostring(lua_State *L) {
+  kb_tensor *t = to_tensor(L, 1);
+  if (t->freed) {
+    lua_pushliteral(L, "kluabench.Tensor(freed)");
+    return 1;
+  }
+  char sb[160];
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  lua_pushfstring(L, "kluabench.Tensor(%s, %s, %s) [", kb_shape_str(t, sb, sizeof sb),
+                  kb_dtype_name(t->dtype), t->dev->device);
+  luaL_addvalue(&b);
+  /* copy only the elements shown: first and last three */
+  size_t es = kb_dtype_size(t->dtype), n = (size_t)t->numel, k = n <= 6 ? n : 3;
+  unsigned char head[48], tail[48];
+  KB_TRY(L, t->dev->to_host(t->dev, head, t->data, k * es));
+  if (n > 6) KB_TRY(L, t->dev->to_host(t->dev, tail, (char *)t->data + (n - 3) * es, 3 * es));
+  char v[32];
+  for (size_t i = 0; i < k; i++) {
+    format_value(v, sizeof v, kb_load_f64(head, t->dtype, i));
+    luaL_addstring(&b, i ? ", " : "");
+    luaL_addstring(&b, v);
+  }
+  if (n > 6) {
+    luaL_addstring(&b, ", ...");
+    for (size_t i = 0; i < 3; i++) {
+      format_value(v, sizeof v, kb_load_f64(tail, t->dtype, i));
+      luaL_addstring(&b, ", ");
+      luaL_addstring(&b, v);
+    }
+  }
+  luaL_addstring(&b, "]");
+  luaL_pushresult(&b);
+  return 1;
+}
+
+static int t_len(lua_State *L) { return m_numel(L); }
+
+/* ---- comparisons --------------------------------------------------------- */
+
+/* Host copies of a and b as doubles are compared element by element; the
+ * result is NaN when either holds a NaN, so `diff < tol` fails on NaN. */
+static int l_max_abs_diff(lua_State *L) {
+  kb_tensor *a = kb_check_tensor(L, 1), *b = kb_check_tensor(L, 2);
+  check_same_shape(L, a, b, 2);
+  void *ha = kb_tensor_host_copy(L, a), *hb = kb_tensor_host_copy(L, b);
+  double m = 0;
+  for (int64_t i = 0; i < a->numel; i++) {
+    double d = fabs(kb_load_f64(ha, a->dtype, (size_t)i) - kb_load_f64(hb, b->dtype, (size_t)i));
+    if (isnan(d)) { m = NAN; break; }
+    if (d > m) m = d;
+  }
+  lua_pushnumber(L, m);
+  return 1;
+}
+
+/* ||a - b|| / ||b||, b being the reference; 0 when both are all zero, inf
+ * when only b is. */
+static int l_rel_l2(lua_State *L) {
+  kb_tensor *a = kb_check_tensor(L, 1), *b = kb_check_tensor(L, 2);
+  check_same_shape(L, a, b, 2);
+  void *ha = kb_tensor_host_copy(L, a), *hb = kb_tensor_host_copy(L, b);
+  double num = 0, den = 0;
+  for (int64_t i = 0; i < a->numel; i++) {
+    double x = kb_load_f64(ha, a->dtype, (size_t)i), y = kb_load_f64(hb, b->dtype, (size_t)i);
+    num += (x - y) * (x - y);
+    den += y * y;
+  }
+  lua_pushnumber(L, den > 0 ? sqrt(num / den) : (num > 0 ? HUGE_VAL : (isnan(num) ? NAN : 0.0)));
+  return 1;
+}
+
+static const luaL_Reg methods[] = {
+    {"numel", m_numel}, {"nbytes", m_nbytes}, {"totable", m_totable}, {"clone", m_clone},
+    {"copy_", m_copy_}, {"fill_", m_fill_},   {"to", m_to},           {"digest", m_digest},
+    {"free", m_free},   {NULL, NULL}};
+
+static const struct { const char *name; prop_fn fn; } props[] = {
+    {"shape", p_shape}, {"dtype", p_dtype}, {"device", p_device}, {"ndim", p_ndim}, {NULL, NULL}};
+
+static const luaL_Reg functions[] = {
+    {"empty", l_empty},           {"zeros", l_zeros},     {"randn", l_randn},
+    {"from_table", l_from_table}, {"max_abs_diff", l_max_abs_diff}, {"rel_l2", l_rel_l2},
+    {NULL, NULL}};
+
+void kb_open_tensor(lua_State *L) {
+  luaL_newmetatable(L, KB_TENSOR_MT);
+  luaL_newlib(L, methods); /* upvalue 1: methods */
+  lua_pushvalue(L, -1);
+  lua_setfield(L, -3, "methods"); /* metatable.methods, for REPL completion */
+  lua_newtable(L);                /* upvalue 2: properties */
+  for (int i = 0; props[i].name; i++) {
+    lua_pushlightuserdata(L, (void *)(uintptr_t)props[i].fn);
+    lua_setfield(L, -2, props[i].name);
+  }
+  lua_pushcclosure(L, t_index, 2);
+  lua_setfield(L, -2, "__index");
+  lua_pushboolean(L, 1);
+  lua_pushcclosure(L, m_free, 1); /* upvalue true: called by the collector */
+  lua_pushvalue(L, -1);
+  lua_setfield(L, -3, "__gc");
+  lua_setfield(L, -2, "__close");
+  lua_pushcfunction(L, t_tostring);
+  lua_setfield(L, -2, "__tostring");
+  lua_pushcfunction(L, t_len);
+  lua_setfield(L, -2, "__len");
+  lua_pop(L, 1);
+  luaL_setfuncs(L, functions, 0);
+}

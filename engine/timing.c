@@ -1,0 +1,289 @@
+/* Timing primitives: kluabench.Event (a device event, or the host clock on
+ * cpu), elapsed time, synchronisation, the L2 flush, the host clock, the
+ * stream-holding spin and CUDA graphs (kluabench.Graph). Policy (how many
+ * samples, when to flush) lives in stdlib/kluabench/bench.lua. */
+#include <string.h>
+#include <time.h>
+#include "kb.h"
+
+#define KB_EVENT_MT "kluabench.Event"
+#define KB_GRAPH_MT "kluabench.Graph"
+
+typedef struct {
+  const kb_backend *dev;
+  void *ev; /* NULL once destroyed */
+  int recorded;
+} kb_event;
+
+typedef struct {
+  const kb_backend *dev;
+  void *exec; /* NULL once freed */
+} kb_graph;
+
+/* ---- events -------------------------------------------------------------- */
+
+static kb_event *check_event(lua_State *L, int arg) {
+  kb_event *e = (kb_event *)luaL_checkudata(L, arg, KB_EVENT_MT);
+  if (!e->ev) luaL_argerror(L, arg, "event has been destroyed");
+  return e;
+}
+
+static int l_event(lua_State *L) {
+  const kb_backend *dev = kb_check_device(L, 1);
+  kb_event *e = (kb_event *)lua_newuserdatauv(L, sizeof *e, 0);
+  memset(e, 0, sizeof *e);
+  luaL_setmetatable(L, KB_EVENT_MT);
+  e->dev = dev;
+  KB_TRY(L, dev->event_create(dev, &e->ev));
+  return 1;
+}
+
+static int ev_record(lua_State *L) {
+  kb_event *e = check_event(L, 1);
+  KB_TRY(L, e->dev->event_record(e->dev, e->ev));
+  e->recorded = 1;
+  lua_settop(L, 1);
+  return 1;
+}
+
+static int ev_synchronize(lua_State *L) {
+  kb_event *e = check_event(L, 1);
+  KB_TRY(L, e->dev->event_synchronize(e->dev, e->ev));
+  lua_settop(L, 1);
+  return 1;
+}
+
+static int ev_destroy(lua_State *L) {
+  kb_event *e = (kb_event *)luaL_checkudata(L, 1, KB_EVENT_MT);
+  if (e->ev) e->dev->event_destroy(e->dev, e->ev);
+  e->ev = NULL;
+  return 0;
+}
+
+/* elapsed_ms(start, end): milliseconds between two recorded events. */
+static int l_elapsed_ms(lua_State *L) {
+  kb_event *a = check_event(L, 1), *b = check_event(L, 2);
+  if (!a->recorded) luaL_argerror(L, 1, "event has not been recorded");
+  if (!b->recorded) luaL_argerror(L, 2, "event has not been recorded");
+  if (a->dev != b->dev)
+    luaL_argerror(L, 2, lua_pushfstring(L, "event is on %s, start event on %s", b->dev->device, a->dev->device));
+  double ms = 0;
+  KB_TRY(L, a->dev->event_elapsed_ms(a->dev, a->ev, b->ev, &ms));
+  lua_pushnumber(L, ms);
+  return 1;
+}
+
+static int ev_elapsed_ms(lua_State *L) { return l_elapsed_ms(L); }
+
+static int ev_tostring(lua_State *L) {
+  kb_event *e = (kb_event *)luaL_checkudata(L, 1, KB_EVENT_MT);
+  lua_pushfstring(L, "kluabench.Event(%s%s)", e->dev->device,
+                  !e->ev ? ", destroyed" : (e->recorded ? ", recorded" : ""));
+  return 1;
+}
+
+/* ---- device-wide --------------------------------------------------------- */
+
+static int l_synchronize(lua_State *L) {
+  const kb_backend *dev = kb_check_device(L, 1);
+  KB_TRY(L, dev->synchronize(dev));
+  return 0;
+}
+
+static int l_clock_ns(lua_State *L) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  lua_pushinteger(L, (lua_Integer)ts.tv_sec * 1000000000 + ts.tv_nsec);
+  return 1;
+}
+
+/* One flush buffer per device, allocated on first use and grown when a
+ * larger flush is asked for; it lives until the process ends. */
+typedef struct {
+  const kb_backend *dev;
+  void *p;
+  size_t bytes;
+} flush_buf;
+
+static flush_buf g_flush[4];
+
+static size_t default_flush_bytes(lua_State *L, const kb_backend *dev) {
+  kb_device_info info;
+  KB_TRY(L, dev->info(dev, &info));
+  size_t l2 = info.l2_bytes ? info.l2_bytes : (size_t)32 << 20;
+  return 2 * l2;
+}
+
+/* flush_l2([bytes [, device]]): overwrite `bytes` (default twice the L2, or
+ * twice the last-level cache on cpu) so that no input stays cached. Returns
+ * the bytes written. */
+static int l_flush_l2(lua_State *L) {
+  const kb_backend *dev = kb_check_device(L, 2);
+  lua_Integer req = luaL_optinteger(L, 1, 0);
+  if (req < 0) luaL_argerror(L, 1, "flush size must be >= 0 bytes");
+  size_t bytes = req ? (size_t)req : default_flush_bytes(L, dev);
+  flush_buf *f = NULL;
+  for (int i = 0; i < 4 && !f; i++)
+    if (g_flush[i].dev == dev || !g_flush[i].dev) f = &g_flush[i];
+  if (!f) return luaL_error(L, "flush_l2: too many devices");
+  if (f->bytes < bytes) {
+    if (f->p) f->dev->release(f->dev, f->p);
+    f->p = NULL;
+    f->bytes = 0;
+    f->dev = dev;
+    KB_TRY(L, dev->alloc(dev, &f->p, bytes));
+    f->bytes = bytes;
+  }
+  KB_TRY(L, dev->flush(dev, f->p, bytes));
+  lua_pushinteger(L, (lua_Integer)bytes);
+  return 1;
+}
+
+/* spin(ns [, device]): queue a kernel that busy-waits ~ns on the device, so
+ * that work queued behind it is enqueued before the GPU reaches it. */
+static int l_spin(lua_State *L) {
+  lua_Integer ns = luaL_checkinteger(L, 1);
+  if (ns < 0) luaL_argerror(L, 1, "spin time must be >= 0 ns");
+  const kb_backend *dev = kb_check_device(L, 2);
+  KB_TRY(L, dev->spin(dev, (uint64_t)ns));
+  return 0;
+}
+
+/* ---- graphs -------------------------------------------------------------- */
+
+/* While capturing, g_capture_ref is a registry reference to a table that
+ * collects every tensor checked or created: the graph keeps it as its user
+ * value, so those tensors live (and stay pinned) as long as the graph. */
+static int g_capture_ref = LUA_NOREF;
+
+void kb_capture_note(lua_State *L, int idx) {
+  if (g_capture_ref == LUA_NOREF) return;
+  idx = lua_absindex(L, idx);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, g_capture_ref);
+  lua_pushvalue(L, idx);
+  if (lua_rawget(L, -2) == LUA_TNIL) {
+    kb_tensor *t = (kb_tensor *)lua_touserdata(L, idx);
+    t->pins++;
+    lua_pushvalue(L, idx);
+    lua_pushboolean(L, 1);
+    lua_rawset(L, -4);
+  }
+  lua_pop(L, 2);
+}
+
+static kb_graph *check_graph(lua_State *L, int arg) {
+  kb_graph *g = (kb_graph *)luaL_checkudata(L, arg, KB_GRAPH_MT);
+  if (!g->exec) luaL_argerror(L, arg, "graph has been freed");
+  return g;
+}
+
+static void unpin_all(lua_State *L, int graph_idx) {
+  lua_getiuservalue(L, graph_idx, 1);
+  if (lua_istable(L, -1)) {
+    lua_pushnil(L);
+    while (lua_next(L, -2)) {
+      lua_pop(L, 1);
+      kb_tensor *t = (kb_tensor *)lua_touserdata(L, -1);
+      if (t && t->pins > 0) t->pins--;
+    }
+  }
+  lua_pop(L, 1);
+  lua_pushnil(L);
+  lua_setiuservalue(L, graph_idx, 1);
+}
+
+/* graph(fn [, device]): runs fn once while capturing the stream and returns
+ * a kluabench.Graph to replay. fn must only queue device work (no host
+ * copies, no synchronisation: CUDA refuses those during capture). */
+static int l_graph(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TFUNCTION);
+  const kb_backend *dev = kb_check_device(L, 2);
+  if (g_capture_ref != LUA_NOREF) return luaL_error(L, "graph: already capturing (graphs do not nest)");
+  kb_graph *g = (kb_graph *)lua_newuserdatauv(L, sizeof *g, 1);
+  memset(g, 0, sizeof *g);
+  luaL_setmetatable(L, KB_GRAPH_MT);
+  int gi = lua_gettop(L);
+  g->dev = dev;
+  lua_newtable(L);
+  lua_pushvalue(L, -1);
+  lua_setiuservalue(L, gi, 1);
+  KB_TRY(L, dev->graph_begin(dev));
+  g_capture_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  lua_pushvalue(L, 1);
+  int rc = lua_pcall(L, 0, 0, 0);
+  luaL_unref(L, LUA_REGISTRYINDEX, g_capture_ref);
+  g_capture_ref = LUA_NOREF;
+  void *exec = NULL;
+  const char *err = dev->graph_end(dev, &exec);
+  if (rc != LUA_OK) {
+    if (exec) dev->graph_destroy(dev, exec);
+    unpin_all(L, gi);
+    return lua_error(L); /* the function's own error, untouched */
+  }
+  if (err) {
+    unpin_all(L, gi);
+    return kb_raise(L, err);
+  }
+  g->exec = exec;
+  lua_settop(L, gi);
+  return 1;
+}
+
+/* g:replay([n]): launch the graph n times (default 1). */
+static int gr_replay(lua_State *L) {
+  kb_graph *g = check_graph(L, 1);
+  lua_Integer n = luaL_optinteger(L, 2, 1);
+  if (n < 1) luaL_argerror(L, 2, "replay count must be >= 1");
+  for (lua_Integer i = 0; i < n; i++) KB_TRY(L, g->dev->graph_launch(g->dev, g->exec));
+  lua_settop(L, 1);
+  return 1;
+}
+
+static int gr_free(lua_State *L) {
+  kb_graph *g = (kb_graph *)luaL_checkudata(L, 1, KB_GRAPH_MT);
+  if (!g->exec) return 0;
+  g->dev->graph_destroy(g->dev, g->exec);
+  g->exec = NULL;
+  unpin_all(L, 1);
+  return 0;
+}
+
+static int gr_tostring(lua_State *L) {
+  kb_graph *g = (kb_graph *)luaL_checkudata(L, 1, KB_GRAPH_MT);
+  lua_pushfstring(L, "kluabench.Graph(%s%s)", g->dev->device, g->exec ? "" : ", freed");
+  return 1;
+}
+
+static const luaL_Reg event_methods[] = {{"record", ev_record},
+                                         {"synchronize", ev_synchronize},
+                                         {"elapsed_ms", ev_elapsed_ms},
+                                         {"destroy", ev_destroy},
+                                         {NULL, NULL}};
+
+static const luaL_Reg graph_methods[] = {{"replay", gr_replay}, {"free", gr_free}, {NULL, NULL}};
+
+static const luaL_Reg functions[] = {{"event", l_event},       {"elapsed_ms", l_elapsed_ms},
+                                     {"synchronize", l_synchronize}, {"clock_ns", l_clock_ns},
+                                     {"flush_l2", l_flush_l2}, {"spin", l_spin},
+                                     {"graph", l_graph},       {NULL, NULL}};
+
+static void new_class(lua_State *L, const char *name, const luaL_Reg *methods, lua_CFunction gc,
+                      lua_CFunction tostring) {
+  luaL_newmetatable(L, name);
+  lua_newtable(L);
+  luaL_setfuncs(L, methods, 0);
+  lua_setfield(L, -2, "__index");
+  lua_pushcfunction(L, gc);
+  lua_pushvalue(L, -1);
+  lua_setfield(L, -3, "__gc");
+  lua_setfield(L, -2, "__close");
+  lua_pushcfunction(L, tostring);
+  lua_setfield(L, -2, "__tostring");
+  lua_pop(L, 1);
+}
+
+void kb_open_timing(lua_State *L) {
+  new_class(L, KB_EVENT_MT, event_methods, ev_destroy, ev_tostring);
+  new_class(L, KB_GRAPH_MT, graph_methods, gr_free, gr_tostring);
+  luaL_setfuncs(L, functions, 0);
+}
