@@ -1,0 +1,384 @@
+--- Benchmark protocols as values.
+--
+-- A protocol has a name, parameters, a `run(self, fn, ctx)` that measures fn
+-- and a `spec(self, info)` that says, for the record, how it measures. The
+-- result of a run is a table with the raw samples (ms), their summary, the
+-- values the protocol derived while running (`used`) and the protocol itself:
+--
+--   local p = bench.protocol{
+--     name = 'ten-shots',
+--     params = { n = 10 },
+--     run = function(self, fn, ctx)
+--       local samples = {}
+--       for i = 1, self.params.n do
+--         local s, e = ctx.event(), ctx.event()
+--         s:record(); fn(); e:record(); ctx.synchronize()
+--         samples[i] = ctx.elapsed_ms(s, e)
+--       end
+--       return { samples = samples }
+--     end,
+--   }
+--   local r = p:run(function() kb.rope.llama4_fwd(q, k, f) end)
+--   print(r.summary.median)
+--
+-- Every device primitive comes through `ctx` (see bench.device()), so tests
+-- pass a fake clock and check the arithmetic exactly; the default is the
+-- engine: kb.event(), ev:record(), kb.elapsed_ms(), kb.synchronize(),
+-- kb.flush_l2(), kb.clock_ns().
+local stats = require 'kluabench.stats'
+
+local M = {}
+
+local floor, max = math.floor, math.max
+
+--- The device primitives of the engine as a ctx table:
+-- {event, elapsed_ms, synchronize, flush_l2, clock_ns, backend, timer}.
+-- `timer` names what the events measure: "cuda_events" on the cuda backend,
+-- "host_monotonic" on cpu (where events record the host clock).
+function M.device()
+  local kb = require 'kluabench.core'
+  local backend = kb.backend and kb.backend() or 'cpu'
+  return {
+    event = kb.event,
+    elapsed_ms = kb.elapsed_ms,
+    synchronize = kb.synchronize,
+    flush_l2 = kb.flush_l2,
+    clock_ns = kb.clock_ns,
+    backend = backend,
+    timer = backend == 'cuda' and 'cuda_events' or 'host_monotonic',
+  }
+end
+
+local REQUIRED = { 'event', 'elapsed_ms', 'synchronize', 'flush_l2' }
+
+local function check_ctx(fname, ctx)
+  if type(ctx) ~= 'table' then
+    error(string.format("bad argument to '%s' (device table expected, got %s)", fname, type(ctx)), 3)
+  end
+  for _, k in ipairs(REQUIRED) do
+    if type(ctx[k]) ~= 'function' then
+      error(string.format("bad argument to '%s' (device table lacks function '%s')", fname, k), 3)
+    end
+  end
+  return ctx
+end
+
+local function copy(t)
+  local c = {}
+  for k, v in pairs(t or {}) do c[k] = v end
+  return c
+end
+
+---------------------------------------------------------------------------
+-- Protocol values
+---------------------------------------------------------------------------
+
+local Protocol = {}
+Protocol.__index = Protocol
+Protocol.__name = 'kluabench.Protocol'
+
+function Protocol:__tostring()
+  return string.format('protocol %s', self.name)
+end
+
+--- Measures fn with this protocol. ctx defaults to bench.device(). Returns
+-- the result {protocol, name, params, samples (ms), summary, used, ...}; the
+-- protocol also keeps it as self.last.
+function Protocol:run(fn, ctx)
+  if type(fn) ~= 'function' and not (getmetatable(fn) and getmetatable(fn).__call) then
+    error("bad argument #1 to 'run' (function expected, got " .. type(fn) .. ')', 2)
+  end
+  ctx = ctx or M.device()
+  local r = self._run(self, fn, ctx)
+  if type(r) ~= 'table' then
+    error(string.format("protocol '%s': run returned %s, expected a table with samples", self.name,
+      type(r)), 2)
+  end
+  if r.samples == nil and #r > 0 then r = { samples = r } end
+  if type(r.samples) ~= 'table' or #r.samples == 0 then
+    error(string.format("protocol '%s': run produced no samples", self.name), 2)
+  end
+  r.protocol = self
+  r.name = self.name
+  r.params = self.params
+  r.used = r.used or {}
+  r.timer = r.timer or ctx.timer
+  r.backend = r.backend or ctx.backend
+  r.summary = stats.summary(r.samples)
+  self.last = r
+  return r
+end
+
+--- The protocol's record spec (BenchmarkProtocol.spec). info is optional:
+-- {timed = "what fn does, in words", backend = "cuda"|"cpu"}.
+function Protocol:spec(info)
+  return self._spec(self, info or {})
+end
+
+-- A default spec for protocols that do not define one: their name and
+-- parameters, so the record still says what was done.
+local function default_spec(self, info)
+  local params = {}
+  for k, v in pairs(self.params) do
+    if type(v) ~= 'function' then params[k] = v end
+  end
+  return {
+    harness = { name = 'kluabench', repository = M.REPOSITORY },
+    measurement = {
+      timer = info.timer or ((info.backend or 'cpu') == 'cuda' and 'cuda_events' or 'host_monotonic'),
+      primaryStatistic = 'median',
+      method = self.name,
+      parameters = next(params) and params or nil,
+    },
+  }
+end
+
+--- A protocol value from {name = string, params = table, run = function(self,
+-- fn, ctx) -> {samples = {ms...}, used = {...}} or a list of ms, spec =
+-- function(self, info) -> table (optional), title = string (optional)}.
+function M.protocol(def)
+  if type(def) ~= 'table' then
+    error("bad argument #1 to 'protocol' (table expected, got " .. type(def) .. ')', 2)
+  end
+  if type(def.name) ~= 'string' or def.name == '' then
+    error("bad argument #1 to 'protocol' (field 'name' must be a non-empty string)", 2)
+  end
+  if type(def.run) ~= 'function' then
+    error("bad argument #1 to 'protocol' (field 'run' must be a function)", 2)
+  end
+  if def.spec ~= nil and type(def.spec) ~= 'function' then
+    error("bad argument #1 to 'protocol' (field 'spec' must be a function)", 2)
+  end
+  if def.params ~= nil and type(def.params) ~= 'table' then
+    error("bad argument #1 to 'protocol' (field 'params' must be a table)", 2)
+  end
+  local p = setmetatable({
+    name = def.name,
+    title = def.title or def.name,
+    params = copy(def.params),
+    _run = def.run,
+    _spec = def.spec or default_spec,
+  }, Protocol)
+  return p
+end
+
+--- True when v is a protocol value.
+function M.is_protocol(v)
+  return getmetatable(v) == Protocol
+end
+
+---------------------------------------------------------------------------
+-- do_bench: triton.testing.do_bench's algorithm
+---------------------------------------------------------------------------
+
+--- Where the harness lives, for the record's harness.repository (nil: left out).
+M.REPOSITORY = nil
+
+--- Defaults of do_bench (triton's).
+M.DO_BENCH_DEFAULTS = { warmup_ms = 25, rep_ms = 100, return_mode = 'mean' }
+
+local RETURN_MODES = { min = true, max = true, mean = true, median = true, all = true }
+
+--- Times fn the way triton.testing.do_bench does:
+--   1. fn() once, one flush (the engine allocates its flush buffer on the
+--      first one; triton allocates its buffer at this point), synchronize;
+--   2. estimate: start event, 5 x (flush L2, fn()), end event, synchronize;
+--      estimate_ms = elapsed / 5;
+--   3. n_warmup = max(1, floor(warmup_ms / estimate_ms)),
+--      n_repeat = max(1, floor(rep_ms / estimate_ms));
+--   4. n_warmup calls of fn() (no flush);
+--   5. per repetition: [before_each()], flush L2, record start, fn(), record end;
+--   6. one synchronize; samples[i] = elapsed_ms(start[i], end[i]).
+-- opts: warmup_ms (25), rep_ms (100), quantiles (list, optional), return_mode
+-- ("mean"; also min, max, median, all), before_each (optional function, run
+-- outside the timed region, the place of triton's grad_to_none), device (ctx
+-- table, default bench.device()).
+-- Returns value, result: value is what triton returns (the list of quantiles
+-- when quantiles are given, a single number when that list has one entry,
+-- else the return_mode statistic, or all samples for "all"); result has
+-- samples (ms), quantiles (list or nil), summary and used = {estimate_ms,
+-- n_warmup, n_repeat, warmup_ms, rep_ms, quantiles, return_mode,
+-- flush_bytes, estimate_calls = 5}.
+function M.do_bench(fn, opts)
+  if type(fn) ~= 'function' and not (getmetatable(fn) and getmetatable(fn).__call) then
+    error("bad argument #1 to 'do_bench' (function expected, got " .. type(fn) .. ')', 2)
+  end
+  opts = opts or {}
+  if type(opts) ~= 'table' then
+    error("bad argument #2 to 'do_bench' (table of options expected, got " .. type(opts) .. ')', 2)
+  end
+  local warmup_ms = opts.warmup_ms or M.DO_BENCH_DEFAULTS.warmup_ms
+  local rep_ms = opts.rep_ms or M.DO_BENCH_DEFAULTS.rep_ms
+  local return_mode = opts.return_mode or M.DO_BENCH_DEFAULTS.return_mode
+  local quantiles = opts.quantiles
+  if type(warmup_ms) ~= 'number' or warmup_ms < 0 then
+    error("bad argument #2 to 'do_bench' (warmup_ms must be a number >= 0)", 2)
+  end
+  if type(rep_ms) ~= 'number' or rep_ms <= 0 then
+    error("bad argument #2 to 'do_bench' (rep_ms must be a number > 0)", 2)
+  end
+  if not RETURN_MODES[return_mode] then
+    error("bad argument #2 to 'do_bench' (return_mode must be min, max, mean, median or all, got "
+      .. tostring(return_mode) .. ')', 2)
+  end
+  if quantiles ~= nil then
+    if type(quantiles) ~= 'table' or #quantiles == 0 then
+      error("bad argument #2 to 'do_bench' (quantiles must be a non-empty list)", 2)
+    end
+    for _, q in ipairs(quantiles) do
+      if type(q) ~= 'number' or not (q >= 0 and q <= 1) then
+        error("bad argument #2 to 'do_bench' (quantiles must lie in [0, 1], got " .. tostring(q) .. ')', 2)
+      end
+    end
+  end
+  local before_each = opts.before_each
+  local dev = check_ctx('do_bench', opts.device or M.device())
+
+  fn()
+  -- triton allocates its flush buffer here, before the estimate; the engine
+  -- allocates (and first touches) its own on the first flush, so that first
+  -- flush happens here too and stays out of the estimate
+  local flush_bytes = dev.flush_l2()
+  if type(flush_bytes) ~= 'number' then flush_bytes = nil end
+  dev.synchronize()
+
+  -- Estimate, with the flush inside the measured region as triton has it.
+  local s0, e0 = dev.event(), dev.event()
+  s0:record()
+  for _ = 1, 5 do
+    local b = dev.flush_l2()
+    if type(b) == 'number' then flush_bytes = b end
+    fn()
+  end
+  e0:record()
+  dev.synchronize()
+  local estimate_ms = dev.elapsed_ms(s0, e0) / 5
+  if not (estimate_ms > 0) then
+    error(string.format('do_bench: estimated time per call is %s ms; the timer cannot resolve fn '
+      .. '(give it more work)', tostring(estimate_ms)), 2)
+  end
+
+  local n_warmup = max(1, floor(warmup_ms / estimate_ms))
+  local n_repeat = max(1, floor(rep_ms / estimate_ms))
+
+  local starts, ends = {}, {}
+  for i = 1, n_repeat do starts[i], ends[i] = dev.event(), dev.event() end
+  for _ = 1, n_warmup do fn() end
+  for i = 1, n_repeat do
+    if before_each then before_each() end
+    dev.flush_l2()
+    starts[i]:record()
+    fn()
+    ends[i]:record()
+  end
+  dev.synchronize()
+
+  local samples = {}
+  for i = 1, n_repeat do samples[i] = dev.elapsed_ms(starts[i], ends[i]) end
+
+  local result = {
+    samples = samples,
+    summary = stats.summary(samples),
+    timer = dev.timer,
+    backend = dev.backend,
+    used = {
+      estimate_ms = estimate_ms,
+      estimate_calls = 5,
+      n_warmup = n_warmup,
+      n_repeat = n_repeat,
+      warmup_ms = warmup_ms,
+      rep_ms = rep_ms,
+      quantiles = quantiles and copy(quantiles) or nil,
+      return_mode = return_mode,
+      flush_bytes = flush_bytes,
+    },
+  }
+  local value
+  if quantiles then
+    result.quantiles = stats.quantiles(samples, quantiles)
+    value = #quantiles == 1 and result.quantiles[1] or copy(result.quantiles)
+  elseif return_mode == 'all' then
+    value = copy(samples)
+  elseif return_mode == 'mean' then
+    value = result.summary.mean
+  else
+    value = result.summary[return_mode]
+  end
+  return value, result
+end
+
+local function quantile_text(qs)
+  local parts = {}
+  for i, q in ipairs(qs) do parts[i] = string.format('%g', q) end
+  return table.concat(parts, '/')
+end
+
+--- What a list of quantiles reports, in words: "median with p20/p80 spread".
+local function spread_text(qs)
+  local others = {}
+  local has_median = false
+  for _, q in ipairs(qs) do
+    if q == 0.5 then has_median = true else others[#others + 1] = 'p' .. string.format('%g', q * 100) end
+  end
+  local s = has_median and 'median' or 'quantiles'
+  if #others > 0 then s = s .. (has_median and ' with ' or ' ') .. table.concat(others, '/') .. ' spread' end
+  return s
+end
+
+--- The do_bench protocol: bench.do_bench as a protocol value. params:
+-- warmup_ms (25), rep_ms (100), quantiles (default {0.5, 0.2, 0.8}, Liger's),
+-- return_mode ("mean"), before_each (optional). Its spec carries the
+-- configuration (not the values derived per run: those are in result.used,
+-- and records put them in the run, so that every run of one protocol has
+-- one protocolDigest).
+function M.do_bench_protocol(params)
+  params = copy(params)
+  params.warmup_ms = params.warmup_ms or M.DO_BENCH_DEFAULTS.warmup_ms
+  params.rep_ms = params.rep_ms or M.DO_BENCH_DEFAULTS.rep_ms
+  params.quantiles = params.quantiles or { 0.5, 0.2, 0.8 }
+  params.return_mode = params.return_mode or M.DO_BENCH_DEFAULTS.return_mode
+  return M.protocol {
+    name = 'do_bench',
+    title = 'do_bench',
+    params = params,
+    run = function(self, fn, ctx)
+      local p = self.params
+      local _, r = M.do_bench(fn, {
+        warmup_ms = p.warmup_ms, rep_ms = p.rep_ms, quantiles = p.quantiles,
+        return_mode = p.return_mode, before_each = p.before_each, device = ctx,
+      })
+      return r
+    end,
+    spec = function(self, info)
+      local p = self.params
+      local timer = info.timer or ((info.backend or 'cpu') == 'cuda' and 'cuda_events' or 'host_monotonic')
+      local timed = info.timed or 'the benchmarked function'
+      local notes = string.format('Timed: %s, via kluabench bench.do_bench (the algorithm of '
+        .. 'triton.testing.do_bench: 5-call estimate, warm-up %g ms, repetitions %g ms, L2 flushed '
+        .. 'before every repetition outside the timed region) with quantiles %s (%s).', timed,
+        p.warmup_ms, p.rep_ms, quantile_text(p.quantiles), spread_text(p.quantiles))
+      if timer == 'host_monotonic' then
+        notes = notes .. ' Run on the cpu backend: samples are host monotonic-clock times of CPU '
+          .. 'kernels, not GPU times.'
+      end
+      notes = notes .. ' Comparable only within one kernel, workload, timed pass, and device.'
+      return {
+        harness = { name = 'kluabench', repository = M.REPOSITORY },
+        measurement = {
+          timer = timer,
+          primaryStatistic = 'median',
+          method = 'triton.testing.do_bench',
+          warmupMs = p.warmup_ms,
+          repMs = p.rep_ms,
+          quantiles = copy(p.quantiles),
+          estimateCalls = 5,
+          l2Flush = 'before every repetition, outside the timed region (inside the 5-call estimate, '
+            .. 'as in triton)',
+        },
+        comparability = { notes = notes, family = 'triton_do_bench' },
+      }
+    end,
+  }
+end
+
+return M

@@ -1,0 +1,177 @@
+--- `kluabench verify FILE...`: recompute the four digests of every record
+-- bundle in JSON or JSON Lines files and check them against the run's.
+local output = require 'kluabench.output'
+local record = require 'kluabench.record'
+
+local M = {}
+
+M.help = [[
+Reads record bundles and recomputes the digest of each digested document,
+"sha256:" .. hex(SHA-256(JCS(document.spec))) with JCS the RFC 8785 canonical
+JSON, against protocolDigest, workloadDigest, environmentDigest and
+implementationDigest of the bundle's run (docs/RECORDS.md).
+
+FILE is a JSON file holding one bundle or an array of bundles, or a JSON Lines
+file with one bundle per line (.jsonl and .ndjson files always are; other
+files are JSON Lines when they hold more than one JSON value).
+
+For every bundle one line goes to stdout:
+  OK FILE:LINE NAME
+  MISMATCH FILE:LINE DIGEST: recorded sha256:..., computed sha256:...
+LINE is where the bundle starts, NAME its run's metadata.name. Files that
+cannot be read or parsed, and bundles that lack a document, are reported on
+stderr as "kluabench verify: FILE:LINE: why".
+
+  -q, --quiet   print only MISMATCH lines and errors
+
+Exit status: 0 every digest matches, 1 a mismatch or an unreadable or
+invalid file, 2 usage error.]]
+
+local function usage_error(fmt, ...)
+  local ok, cli = pcall(require, 'kluabench.cli')
+  if ok and cli.usage_error then return cli.usage_error('verify', fmt, ...) end
+  io.stderr:write(string.format('kluabench verify: ' .. fmt .. '\n', ...))
+  io.stderr:write('usage: kluabench verify [--quiet] FILE...\n')
+  return 2
+end
+
+local function is_jsonl_name(path)
+  return path:match('%.jsonl$') or path:match('%.ndjson$')
+end
+
+-- "line 3, column 7: why" -> 3, "7: why" (for FILE:LINE:COLUMN: why).
+local function split_position(msg)
+  local line, col, why = msg:match('^line (%d+), column (%d+): (.*)$')
+  if line then return tonumber(line), col .. ': ' .. why end
+  return nil, msg
+end
+
+--- The bundles of a file's text: a list of {bundle = value, line = N}, or
+-- nil, line, message.
+function M.bundles_of_text(text, path)
+  local items = {}
+  local jsonl = path and is_jsonl_name(path)
+  if not jsonl then
+    local v, starts, code = output.decode(text, { starts = true })
+    if v ~= nil then
+      if type(v) == 'table' and next(v) ~= nil and output.table_kind(v) == 'array' then
+        for i, b in ipairs(v) do items[i] = { bundle = b, line = starts[i] } end
+      else
+        items[1] = { bundle = v, line = 1 }
+      end
+      return items
+    end
+    if code ~= 'trailing' then
+      local line, why = split_position(starts)
+      return nil, line or 1, why
+    end
+  end
+  local n = 0
+  for line in (text .. '\n'):gmatch('(.-)\r?\n') do
+    n = n + 1
+    if line:match('%S') then
+      local v, err = output.decode(line)
+      if v == nil then
+        local _, why = split_position(err)
+        return nil, n, why
+      end
+      items[#items + 1] = { bundle = v, line = n }
+    end
+  end
+  return items
+end
+
+--- Checks one file. Calls report(kind, path, line, detail) for every finding
+-- (kind "ok", "mismatch" or "error"). Returns counts {ok, mismatch, error}.
+function M.check_file(path, report)
+  local counts = { ok = 0, mismatch = 0, error = 0, bundles = 0 }
+  local text, rerr = output.read_file(path)
+  if not text then
+    report('error', nil, nil, rerr) -- the message names the file
+    counts.error = 1
+    return counts
+  end
+  local items, line, why = M.bundles_of_text(text, path)
+  if not items then
+    report('error', path, line, why)
+    counts.error = 1
+    return counts
+  end
+  if #items == 0 then
+    report('error', path, nil, 'no bundles in the file')
+    counts.error = 1
+    return counts
+  end
+  for _, it in ipairs(items) do
+    counts.bundles = counts.bundles + 1
+    local b = it.bundle
+    local problems = record.check(b)
+    local hard = {}
+    local mism = {}
+    for _, p in ipairs(problems) do
+      if p.error then hard[#hard + 1] = p else mism[#mism + 1] = p end
+    end
+    if #hard > 0 then
+      for _, p in ipairs(hard) do report('error', path, it.line, p.field .. ': ' .. p.error) end
+      counts.error = counts.error + 1
+    end
+    if #mism > 0 then
+      for _, p in ipairs(mism) do report('mismatch', path, it.line, p) end
+      counts.mismatch = counts.mismatch + 1
+    end
+    if #problems == 0 then
+      local name = type(b.run.metadata) == 'table' and b.run.metadata.name or nil
+      report('ok', path, it.line, name)
+      counts.ok = counts.ok + 1
+    end
+  end
+  return counts
+end
+
+--- Runs the command on the words after "verify"; returns the exit status.
+function M.main(args)
+  local files, quiet = {}, false
+  local options_done = false
+  for _, a in ipairs(args or {}) do
+    if not options_done and (a == '-q' or a == '--quiet') then
+      quiet = true
+    elseif not options_done and (a == '-h' or a == '--help') then
+      io.stdout:write('usage: kluabench verify [--quiet] FILE...\n\n', M.help, '\n')
+      return 0
+    elseif not options_done and a == '--' then
+      options_done = true
+    elseif not options_done and a:match('^%-.') then
+      return usage_error("unrecognized option '%s'", a)
+    else
+      files[#files + 1] = a
+    end
+  end
+  if #files == 0 then return usage_error('no FILE given') end
+
+  local function report(kind, path, line, detail)
+    local where = path and (line and (path .. ':' .. line) or path)
+    if kind == 'ok' then
+      if not quiet then io.stdout:write('OK ', where, detail and (' ' .. detail) or '', '\n') end
+    elseif kind == 'mismatch' then
+      io.stdout:write(string.format('MISMATCH %s %s: recorded %s, computed %s\n', where,
+        detail.field, detail.recorded, detail.computed))
+    else
+      io.stderr:write('kluabench verify: ', where and (where .. ': ') or '', tostring(detail), '\n')
+    end
+  end
+
+  local total = { ok = 0, mismatch = 0, error = 0, bundles = 0 }
+  for _, path in ipairs(files) do
+    local c = M.check_file(path, report)
+    for k, v in pairs(c) do total[k] = total[k] + v end
+  end
+  io.stdout:flush()
+  io.stderr:write(string.format('kluabench verify: %d bundle%s: %d ok, %d mismatched, %d error%s\n',
+    total.bundles, total.bundles == 1 and '' or 's', total.ok, total.mismatch, total.error,
+    total.error == 1 and '' or 's'))
+  return (total.mismatch > 0 or total.error > 0) and 1 or 0
+end
+
+M.run = M.main
+
+return M

@@ -1,0 +1,249 @@
+--- The ExecutionEnvironment document: what hardware and software a run used.
+--
+-- hardware (from kb.device_info()):
+--   vendor        "nvidia", "amd", "intel", ... (lowercase)
+--   product       the device name up to its model: "NVIDIA H100 80GB HBM3" ->
+--                 "NVIDIA H100"; on the cpu backend the whole CPU model name
+--   formFactor    the rest of the device name: "80GB HBM3", "SXM4-80GB", "NVL".
+--                 Left out when the name has nothing after the model
+--                 ("NVIDIA H200"), rather than written as "": a record states
+--                 only what the device reported.
+--   architecture  "sm_90" on cuda (from the device), "x86_64" etc. on cpu
+--   smCount, l2Bytes, memoryBytes (cuda), cores (cpu): extra facts
+-- software:
+--   driver        {release = "580.65.06" (from /proc/driver/nvidia/version),
+--                  cudaVersion = "13.0" (the CUDA version the driver supports)}
+--   cudaRuntime   "13.0" (the runtime linked into the binary)
+--   kluabench     {version, gitCommit}
+--   lua           _VERSION ("Lua 5.4")
+--   os            {kernel = "Linux 6.8.0-49-generic", distribution = "Ubuntu 24.04.1 LTS"}
+-- Fields that cannot be known are left out, never invented.
+local names = require 'kluabench.names'
+
+local M = {}
+
+M.API_VERSION = 'kernelindex.dev/v1alpha1'
+
+local VENDORS = { nvidia = 'nvidia', amd = 'amd', intel = 'intel', apple = 'apple',
+  authenticamd = 'amd', genuineintel = 'intel' }
+-- Product family words that belong to the product, not the form factor.
+local FAMILY = { geforce = 'nvidia', rtx = 'nvidia', tesla = 'nvidia', quadro = 'nvidia',
+  titan = 'nvidia', jetson = 'nvidia', instinct = 'amd', radeon = 'amd', pro = false }
+
+local function trim(s) return (s:gsub('^%s+', ''):gsub('%s+$', '')) end
+
+local function vendor_of_word(w)
+  local k = w:lower():gsub('%(r%)', ''):gsub('%(tm%)', ''):gsub('[^%w]', '')
+  return VENDORS[k]
+end
+
+--- Splits a GPU name into vendor, product and form factor (nil when absent):
+-- "NVIDIA H100 80GB HBM3" -> "nvidia", "NVIDIA H100", "80GB HBM3";
+-- "NVIDIA A100-SXM4-80GB" -> "nvidia", "NVIDIA A100", "SXM4-80GB";
+-- "NVIDIA H200" -> "nvidia", "NVIDIA H200", nil;
+-- "NVIDIA GeForce RTX 4090" -> "nvidia", "NVIDIA GeForce RTX 4090", nil.
+function M.split_gpu_name(name)
+  if type(name) ~= 'string' then
+    error("bad argument #1 to 'split_gpu_name' (string expected, got " .. type(name) .. ')', 2)
+  end
+  local words = {}
+  for w in name:gmatch('%S+') do words[#words + 1] = w end
+  if #words == 0 then return nil, '', nil end
+  local i, vendor = 1, vendor_of_word(words[1])
+  local product = {}
+  if vendor then
+    product[1] = words[1]
+    i = 2
+  end
+  while words[i] and FAMILY[words[i]:lower()] ~= nil do
+    vendor = vendor or FAMILY[words[i]:lower()] or nil
+    product[#product + 1] = words[i]
+    i = i + 1
+  end
+  local form = {}
+  if words[i] then
+    local model, tail = words[i]:match('^([^-]+)%-(.+)$')
+    product[#product + 1] = model or words[i]
+    if tail then form[1] = tail end
+    i = i + 1
+  end
+  for j = i, #words do form[#form + 1] = words[j] end
+  local ff = #form > 0 and table.concat(form, ' ') or nil
+  return vendor, table.concat(product, ' '), ff
+end
+
+-- Model token -> architecture, for names of devices we did not query (Liger
+-- CSV rows). First match wins; patterns are anchored on the model token.
+local ARCH_BY_MODEL = {
+  { '^G?H%d+', 'sm_90' },      -- H100, H200, H800, H20, GH200
+  { '^A100$', 'sm_80' }, { '^A800$', 'sm_80' }, { '^A30$', 'sm_80' },
+  { '^A%d+G?$', 'sm_86' },     -- A10, A10G, A16, A2, A40, RTX A6000
+  { '^L%d+S?$', 'sm_89' },     -- L4, L40, L40S, L20
+  { '^V100$', 'sm_70' }, { '^T4$', 'sm_75' },
+  { '^G?B3%d%d$', 'sm_103' },  -- B300, GB300
+  { '^G?B[12]%d%d$', 'sm_100' }, -- B100, B200, GB200
+  { '^MI35%dX?$', 'gfx950' },
+  { '^MI3%d%d[XA]?$', 'gfx942' }, { '^MI2%d%dX?$', 'gfx90a' }, { '^MI100$', 'gfx908' },
+}
+
+--- The architecture ("sm_90", "gfx942") a GPU name implies, or nil when unknown.
+function M.arch_of_gpu_name(name)
+  local _, product = M.split_gpu_name(name)
+  local model = product:match('(%S+)$') or ''
+  model = model:upper()
+  local lower = name:lower()
+  if lower:find('%f[%a]ada%f[%A]') then return 'sm_89' end
+  if lower:find('blackwell') then return 'sm_120' end
+  if lower:find('rtx') then
+    local series = tonumber(model:match('^(%d)%d%d%d?$') or '')
+    if series then
+      return ({ [2] = 'sm_75', [3] = 'sm_86', [4] = 'sm_89', [5] = 'sm_120' })[series]
+    end
+  end
+  for _, e in ipairs(ARCH_BY_MODEL) do
+    if model:match(e[1]) then return e[2] end
+  end
+  return nil
+end
+
+--- "13.0" from CUDA's integer encoding 13000 (strings pass through; 0 or nil -> nil).
+function M.cuda_version(v)
+  if type(v) == 'string' then return v ~= '' and v or nil end
+  if type(v) ~= 'number' or v <= 0 then return nil end
+  v = math.tointeger(v) or math.floor(v)
+  return string.format('%d.%d', v // 1000, (v % 1000) // 10)
+end
+
+local function read_first_line(path)
+  local f = io.open(path, 'r')
+  if not f then return nil end
+  local line = f:read('l')
+  f:close()
+  return line
+end
+
+--- The NVIDIA kernel driver release ("580.65.06"), or nil.
+function M.driver_release()
+  local line = read_first_line('/proc/driver/nvidia/version')
+  return line and line:match('Kernel Module%s+(%d+%.%d+[%.%d]*)') or nil
+end
+
+--- {kernel = "Linux 6.1.0-18-amd64", distribution = "Debian GNU/Linux 12 (bookworm)"}:
+-- read from /proc and /etc/os-release (no subprocess); fields unknown stay nil.
+function M.os_info()
+  local t = {}
+  local ostype = read_first_line('/proc/sys/kernel/ostype')
+  local release = read_first_line('/proc/sys/kernel/osrelease')
+  if ostype and release then t.kernel = ostype .. ' ' .. release end
+  local f = io.open('/etc/os-release', 'r')
+  if f then
+    for line in f:lines() do
+      local v = line:match('^PRETTY_NAME="?(.-)"?$')
+      if v then t.distribution = v end
+    end
+    f:close()
+  end
+  if not next(t) then
+    local shell = io.popen and io.popen('uname -sr 2>/dev/null')
+    if shell then
+      local s = shell:read('l')
+      shell:close()
+      if s and s ~= '' then t.kernel = s end
+    end
+  end
+  return next(t) and t or nil
+end
+
+local function nonzero(v) return (type(v) == 'number' and v > 0) and v or nil end
+
+--- The hardware table from a device_info table and the backend name.
+function M.hardware(info, backend)
+  local hw = {}
+  local name = trim(tostring(info.name or ''))
+  if backend == 'cuda' then
+    local vendor, product, ff = M.split_gpu_name(name)
+    hw.vendor = vendor or 'nvidia'
+    hw.product = product ~= '' and product or nil
+    hw.formFactor = ff
+    hw.architecture = (info.arch and info.arch ~= '') and info.arch or M.arch_of_gpu_name(name)
+    hw.smCount = nonzero(info.sm_count)
+    hw.l2Bytes = nonzero(info.l2_bytes)
+    hw.memoryBytes = nonzero(info.memory_bytes)
+  else
+    local first = name:match('^(%S+)')
+    hw.vendor = first and (vendor_of_word(first) or first:lower():gsub('[^%w]', '')) or nil
+    hw.product = name ~= '' and name or nil
+    hw.architecture = (info.arch and info.arch ~= '') and info.arch or nil
+    hw.cores = nonzero(info.cores)
+    hw.memoryBytes = nonzero(info.memory_bytes)
+  end
+  return hw
+end
+
+--- The software table. kb is the engine module (for version and git commit).
+function M.software(info, backend, kb, opts)
+  opts = opts or {}
+  local sw = {}
+  if backend == 'cuda' then
+    local release = opts.driver_release
+    if release == nil then release = M.driver_release() end
+    local driver = { release = release or nil, cudaVersion = M.cuda_version(info.driver_version) }
+    if next(driver) then sw.driver = driver end
+    sw.cudaRuntime = M.cuda_version(info.runtime_version)
+  end
+  local kl = { version = kb and kb.version or nil, gitCommit = kb and kb.git_commit or nil }
+  if next(kl) then sw.kluabench = kl end
+  sw.lua = _VERSION
+  local os_ = opts.os
+  if os_ == nil then os_ = M.os_info() end
+  sw.os = os_ or nil
+  return sw
+end
+
+--- A short name of the device for titles: the device name without its
+-- vendor word ("NVIDIA H100 80GB HBM3" -> "H100 80GB HBM3").
+function M.short_device_name(name)
+  local first, rest = name:match('^(%S+)%s+(.+)$')
+  if first and vendor_of_word(first) then return rest end
+  return name
+end
+
+--- The ExecutionEnvironment document of this process. opts (all optional, for
+-- tests and replays): info (a device_info table), backend ("cuda"|"cpu"),
+-- kb (the engine module), os (table), driver_release (string).
+function M.capture(opts)
+  opts = opts or {}
+  local kb = opts.kb
+  if kb == nil and (opts.info == nil or opts.backend == nil) then kb = require 'kluabench.core' end
+  local backend = opts.backend or (kb and kb.backend and kb.backend()) or 'cpu'
+  local info = opts.info or kb.device_info()
+  if type(info) ~= 'table' then
+    error("bad argument to 'capture' (device_info must be a table, got " .. type(info) .. ')', 2)
+  end
+  local name = trim(tostring(info.name or (backend == 'cpu' and 'cpu' or 'unknown device')))
+  local spec = {
+    hardware = M.hardware(info, backend),
+    software = M.software(info, backend, kb, opts),
+    backend = backend,
+  }
+  local short = backend == 'cuda' and M.short_device_name(name) or name
+  return {
+    kind = 'ExecutionEnvironment',
+    spec = spec,
+    metadata = {
+      name = names.dns_name('kluabench', backend == 'cpu' and 'cpu' or nil, names.gpu_slug(name)),
+      title = 'kluabench host · ' .. short .. (backend == 'cpu' and ' (cpu backend)' or ''),
+    },
+    apiVersion = M.API_VERSION,
+  }
+end
+
+--- The full device name an environment document describes: product and form
+-- factor joined by a space ("NVIDIA H100 80GB HBM3").
+function M.device_name(doc)
+  local hw = doc and doc.spec and doc.spec.hardware or {}
+  if not hw.product then return nil end
+  return hw.formFactor and (hw.product .. ' ' .. hw.formFactor) or hw.product
+end
+
+return M

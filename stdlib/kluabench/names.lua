@@ -1,0 +1,198 @@
+--- Names, slugs and timestamps used in records.
+-- gpu slug:      lowercased device name, runs of non-alphanumerics -> "-"
+--                ("NVIDIA H100 80GB HBM3" -> "nvidia-h100-80gb-hbm3")
+-- workload slug: shape parameters sorted by name as name .. value, joined by
+--                "-", the dtype last ("hidden512-kv_heads8-q_heads32-seq2048-bf16")
+-- externalId:    kernel/mode/provider/gpu-slug/workload-slug/YYYY-MM-DD-HH-MM-SS
+-- DNS name:      lowercase, every run of characters other than [a-z0-9] -> "-",
+--                no leading or trailing "-", at most 100 characters
+-- Times are tables of UTC fields {year, month, day, hour, min, sec, ms}; no
+-- function here depends on the local time zone.
+local M = {}
+
+--- Longest metadata.name (the example record cuts its name at 100).
+M.MAX_NAME = 100
+
+--- Parameter names as they appear in slugs and workload specs: Liger's
+-- spellings on the left, ours on the right.
+M.PARAM_ALIASES = {
+  hidden_size = 'hidden',
+  H = 'hidden',
+  seq_len = 'seq',
+  T = 'seq',
+  num_q_heads = 'q_heads',
+  num_kv_heads = 'kv_heads',
+}
+
+--- dtype spellings -> kluabench dtype names.
+M.DTYPE_ALIASES = {
+  ['torch.bfloat16'] = 'bf16',
+  ['torch.float16'] = 'f16',
+  ['torch.half'] = 'f16',
+  ['torch.float32'] = 'f32',
+  ['torch.float'] = 'f32',
+  ['torch.float64'] = 'f64',
+  ['torch.double'] = 'f64',
+  bfloat16 = 'bf16',
+  float16 = 'f16',
+  float32 = 'f32',
+  float64 = 'f64',
+}
+
+local function check_string(fname, argn, s)
+  if type(s) ~= 'string' then
+    error(string.format("bad argument #%d to '%s' (string expected, got %s)", argn, fname,
+      type(s)), 3)
+  end
+end
+
+--- Our name for a parameter (Liger's `hidden_size` -> `hidden`); unknown names pass through.
+function M.param_name(name)
+  return M.PARAM_ALIASES[name] or name
+end
+
+--- Our name for a dtype (`torch.bfloat16` -> `bf16`); unknown names pass through.
+function M.dtype_name(dtype)
+  return M.DTYPE_ALIASES[dtype] or dtype
+end
+
+--- Lowercase s and turn every run of non-alphanumerics into one "-", trimmed at both ends.
+function M.slug(s)
+  check_string('slug', 1, s)
+  return (s:lower():gsub('[^%w]+', '-'):gsub('^%-+', ''):gsub('%-+$', ''))
+end
+
+--- The GPU slug of a device name.
+function M.gpu_slug(name)
+  check_string('gpu_slug', 1, name)
+  return M.slug(name)
+end
+
+--- A number or string as it appears in a slug: integral numbers without a
+-- fraction (512, not 512.0), other numbers in their shortest round-trip form.
+function M.format_value(v)
+  if math.type(v) == 'integer' then return string.format('%d', v) end
+  if type(v) == 'number' then
+    if v == math.floor(v) and math.abs(v) < 2 ^ 53 then return string.format('%d', math.tointeger(v)) end
+    for prec = 15, 17 do
+      local s = string.format('%.' .. prec .. 'g', v)
+      if tonumber(s) == v then return s end
+    end
+  end
+  return tostring(v)
+end
+
+--- The workload slug: params (name -> number or string) sorted by name as
+-- name .. value, joined by "-", with dtype (when given) last. Values that are
+-- tables are left out (they cannot be spelled in a slug).
+function M.workload_slug(params, dtype)
+  if type(params) ~= 'table' then
+    error("bad argument #1 to 'workload_slug' (table of parameters expected, got " .. type(params)
+      .. ')', 2)
+  end
+  local keys = {}
+  for k, v in pairs(params) do
+    if type(k) ~= 'string' then
+      error("bad argument #1 to 'workload_slug' (parameter names must be strings, got "
+        .. type(k) .. ')', 2)
+    end
+    if type(v) ~= 'table' then keys[#keys + 1] = k end
+  end
+  table.sort(keys)
+  local parts = {}
+  for i, k in ipairs(keys) do parts[i] = k .. M.format_value(params[k]) end
+  if dtype ~= nil then parts[#parts + 1] = M.dtype_name(dtype) end
+  return table.concat(parts, '-')
+end
+
+--- The DNS-style name of the parts joined by "-": lowercase, runs of
+-- non-alphanumerics -> "-", cut to M.MAX_NAME characters and never ending in "-".
+function M.dns_name(...)
+  local parts = {}
+  for i = 1, select('#', ...) do
+    local p = select(i, ...)
+    if p ~= nil and p ~= '' then
+      if type(p) ~= 'string' and type(p) ~= 'number' then
+        error(string.format("bad argument #%d to 'dns_name' (string expected, got %s)", i,
+          type(p)), 2)
+      end
+      parts[#parts + 1] = tostring(p)
+    end
+  end
+  local s = M.slug(table.concat(parts, '-'))
+  return (s:sub(1, M.MAX_NAME):gsub('%-+$', ''))
+end
+
+--- UTC time fields of an epoch time in seconds (fractions become milliseconds).
+function M.utc(epoch)
+  if type(epoch) ~= 'number' then
+    error("bad argument #1 to 'utc' (epoch seconds expected, got " .. type(epoch) .. ')', 2)
+  end
+  local sec = math.floor(epoch)
+  local ms = math.floor((epoch - sec) * 1000 + 0.5)
+  if ms >= 1000 then sec, ms = sec + 1, ms - 1000 end
+  local t = os.date('!*t', sec)
+  return { year = t.year, month = t.month, day = t.day, hour = t.hour, min = t.min, sec = t.sec,
+    ms = ms }
+end
+
+--- Parses "YYYY-MM-DD HH:MM:SS[.fff]" (Liger's timestamp, read as UTC) or the
+-- ISO-8601 form "YYYY-MM-DDTHH:MM:SS[.fff]Z". Returns fields or nil, message.
+function M.parse_time(s)
+  if type(s) ~= 'string' then return nil, 'timestamp must be a string' end
+  local y, mo, d, h, mi, se, rest = s:match('^%s*(%d%d%d%d)%-(%d%d)%-(%d%d)[T ](%d%d):(%d%d):(%d%d)(.-)%s*$')
+  if not y then return nil, string.format('unrecognised timestamp %q', s) end
+  local ms = 0
+  if rest ~= '' and rest ~= 'Z' and rest ~= '+00:00' then
+    local frac, z = rest:match('^%.(%d+)(Z?)$')
+    if not frac then return nil, string.format('unrecognised timestamp %q', s) end
+    ms = math.floor(tonumber('0.' .. frac) * 1000 + 0.5)
+    if ms > 999 then ms = 999 end
+  end
+  local t = { year = tonumber(y), month = tonumber(mo), day = tonumber(d), hour = tonumber(h),
+    min = tonumber(mi), sec = tonumber(se), ms = ms }
+  if t.month < 1 or t.month > 12 or t.day < 1 or t.day > 31 or t.hour > 23 or t.min > 59
+      or t.sec > 60 then
+    return nil, string.format('timestamp %q is out of range', s)
+  end
+  return t
+end
+
+--- ISO-8601 UTC with milliseconds: "2025-08-07T21:42:05.000Z".
+function M.iso8601(t)
+  return string.format('%04d-%02d-%02dT%02d:%02d:%02d.%03dZ', t.year, t.month, t.day, t.hour,
+    t.min, t.sec, t.ms or 0)
+end
+
+--- The time as it ends an externalId: "2025-08-07-21-42-05".
+function M.time_id(t)
+  return string.format('%04d-%02d-%02d-%02d-%02d-%02d', t.year, t.month, t.day, t.hour, t.min,
+    t.sec)
+end
+
+--- The time as Liger's CSV writes it: "2025-08-07 21:42:05".
+function M.liger_time(t)
+  return string.format('%04d-%02d-%02d %02d:%02d:%02d', t.year, t.month, t.day, t.hour, t.min,
+    t.sec)
+end
+
+--- externalId from {kernel, mode, provider, gpu (device name), workload (slug),
+-- time (fields), metric (optional: appended as a last segment when it is not
+-- "speed"/"latency", so that memory records of a point differ from its timings)}.
+function M.external_id(o)
+  for _, k in ipairs { 'kernel', 'mode', 'provider', 'gpu', 'workload' } do
+    if type(o[k]) ~= 'string' then
+      error(string.format("bad argument #1 to 'external_id' (field '%s' must be a string, got %s)",
+        k, type(o[k])), 2)
+    end
+  end
+  if type(o.time) ~= 'table' then
+    error("bad argument #1 to 'external_id' (field 'time' must be a table of UTC fields)", 2)
+  end
+  local id = table.concat({ o.kernel, o.mode, o.provider, M.gpu_slug(o.gpu), o.workload,
+    M.time_id(o.time) }, '/')
+  if o.metric and o.metric ~= 'speed' and o.metric ~= 'latency' then id = id .. '/' .. o.metric end
+  return id
+end
+
+return M

@@ -1,0 +1,457 @@
+--- kernelindex.dev/v1alpha1 records: one benchmark point is one bundle
+--   { run = BenchmarkRun, protocol = BenchmarkProtocol,
+--     environment = ExecutionEnvironment, workload = BenchmarkWorkload,
+--     implementation = KernelImplementation }
+-- Every document is {kind, spec, metadata, apiVersion}. The run carries the
+-- digests of the other four: "sha256:" .. hex(SHA-256(JCS(doc.spec))), JCS
+-- being RFC 8785 (kb.jcs.encode), i.e. kb.digest(doc.spec).
+-- docs/RECORDS.md describes every field.
+local names = require 'kluabench.names'
+local output = require 'kluabench.output'
+
+local M = {}
+
+M.API_VERSION = 'kernelindex.dev/v1alpha1'
+
+--- The four digested documents, in the order the run lists their digests.
+M.DIGESTS = {
+  { doc = 'protocol', field = 'protocolDigest' },
+  { doc = 'workload', field = 'workloadDigest' },
+  { doc = 'environment', field = 'environmentDigest' },
+  { doc = 'implementation', field = 'implementationDigest' },
+}
+
+local function kb() return require 'kluabench.core' end
+
+local DTYPE_BYTES = { bf16 = 2, f16 = 2, f32 = 4, f64 = 8 }
+
+--- What records know about kernels: a title for people, the source files
+-- that implement it (for the implementation digest when the engine does not
+-- list them), and a cost model (bytes moved and flops of one call, the
+-- algorithmic minimum) from the workload parameters.
+M.KERNELS = {
+  llama4_rope = {
+    title = 'Llama 4 rotary position embedding',
+    sources = { 'kernels/rope.h', 'kernels/rope.cu', 'kernels/rope_cpu.c', 'kernels/rope_freqs_cpu.c',
+      'kernels/dtype.h' },
+    -- q [B, S, Hq, D] and k [B, S, Hk, D] read and written once, the f32
+    -- (cos, sin) table [S, D/2, 2] read once; 6 flops per complex product.
+    cost = function(p, dtype, op)
+      local elt = DTYPE_BYTES[dtype]
+      local hidden, seq, hq, hk = p.hidden, p.seq, p.q_heads, p.kv_heads
+      if not (elt and hidden and seq and hq and hk) or hidden % hq ~= 0 then return nil end
+      local d = hidden // hq
+      local batch = p.batch or 1
+      local n = batch * seq * (hq + hk) * d
+      local passes = ({ forward = 1, backward = 1, full = 2 })[op]
+      if not passes then return nil end
+      return passes * (2 * n * elt + seq * d * 4), passes * 3 * n
+    end,
+  },
+  rope = { title = 'Rotary position embedding' },
+  qwen2vl_mrope = { title = 'Qwen2-VL multimodal rotary position embedding' },
+  rms_norm = { title = 'RMS normalization' },
+  layer_norm = { title = 'Layer normalization' },
+  group_norm = { title = 'Group normalization' },
+  swiglu = { title = 'SwiGLU' },
+  geglu = { title = 'GeGLU' },
+  cross_entropy = { title = 'Cross entropy' },
+  fused_linear_cross_entropy = { title = 'Fused linear cross entropy' },
+  embedding = { title = 'Embedding' },
+  kl_div = { title = 'KL divergence' },
+  jsd = { title = 'Jensen-Shannon divergence' },
+}
+
+--- A kernel's title for people (the kernel name when none is known).
+function M.kernel_title(kernel)
+  local k = M.KERNELS[kernel]
+  return k and k.title or kernel
+end
+
+--- What a mode times, in words (for protocol notes and titles).
+M.MODE_TEXT = {
+  forward = 'the forward pass',
+  backward = 'the backward pass',
+  full = 'the forward pass followed by the backward pass',
+}
+
+---------------------------------------------------------------------------
+-- Documents and digests
+---------------------------------------------------------------------------
+
+--- A document {kind, spec, metadata, apiVersion}.
+function M.document(kind, spec, metadata)
+  if type(kind) ~= 'string' then
+    error("bad argument #1 to 'document' (kind string expected, got " .. type(kind) .. ')', 2)
+  end
+  if type(spec) ~= 'table' then
+    error("bad argument #2 to 'document' (spec table expected, got " .. type(spec) .. ')', 2)
+  end
+  return { kind = kind, spec = spec, metadata = metadata or output.object(), apiVersion = M.API_VERSION }
+end
+
+--- The digest of a document: "sha256:" .. hex(SHA-256(JCS(doc.spec))).
+function M.digest(doc)
+  if type(doc) ~= 'table' or type(doc.spec) ~= 'table' then
+    error("bad argument #1 to 'digest' (document with a spec table expected)", 2)
+  end
+  local k = kb()
+  if k.digest then return k.digest(doc.spec) end
+  return 'sha256:' .. k.sha256(k.jcs.encode(doc.spec))
+end
+
+--- Computes the four digests of a bundle and stores them in run.spec.
+-- Returns the bundle.
+function M.seal(bundle)
+  for _, d in ipairs(M.DIGESTS) do
+    local doc = bundle[d.doc]
+    if type(doc) ~= 'table' then
+      error("bad argument #1 to 'seal' (bundle has no " .. d.doc .. ' document)', 2)
+    end
+    bundle.run.spec[d.field] = M.digest(doc)
+  end
+  return bundle
+end
+
+--- Recomputes the four digests of a decoded bundle. Returns a list of
+-- problems, empty when every digest matches: {field = "protocolDigest",
+-- recorded = "sha256:...", computed = "sha256:..."} or {field = ..., error = "why"}.
+function M.check(bundle)
+  local problems = {}
+  if type(bundle) ~= 'table' then return { { field = 'bundle', error = 'not a JSON object' } } end
+  local run = bundle.run
+  if type(run) ~= 'table' or type(run.spec) ~= 'table' then
+    return { { field = 'run', error = 'missing run document or run.spec' } }
+  end
+  for _, d in ipairs(M.DIGESTS) do
+    local doc, recorded = bundle[d.doc], run.spec[d.field]
+    if type(doc) ~= 'table' or type(doc.spec) ~= 'table' then
+      problems[#problems + 1] = { field = d.field, error = 'missing ' .. d.doc .. ' document or its spec' }
+    elseif type(recorded) ~= 'string' then
+      problems[#problems + 1] = { field = d.field, error = 'run.spec.' .. d.field .. ' is missing' }
+    else
+      local ok, computed = pcall(M.digest, doc)
+      if not ok then
+        problems[#problems + 1] = { field = d.field, error = 'cannot hash ' .. d.doc .. '.spec: '
+          .. tostring(computed) }
+      elseif computed ~= recorded then
+        problems[#problems + 1] = { field = d.field, recorded = recorded, computed = computed }
+      end
+    end
+  end
+  return problems
+end
+
+--- The current UTC time as fields with milliseconds when the engine can tell
+-- wall-clock time finer than a second (kb.time_ns), else with ms = 0.
+function M.now()
+  local ok, k = pcall(kb)
+  if ok and type(k) == 'table' and type(k.time_ns) == 'function' then
+    return names.utc(k.time_ns() / 1e9)
+  end
+  return names.utc(os.time())
+end
+
+--- Round to the nearest integer (halves away from zero).
+function M.round(x)
+  if x >= 0 then return math.floor(x + 0.5) end
+  return -math.floor(-x + 0.5)
+end
+
+--- The statistic name of a quantile: 0.2 -> "p20", 0.999 -> "p99.9".
+function M.quantile_name(q)
+  return 'p' .. string.format('%g', q * 100)
+end
+
+--- The sourceNative metric name of a quantile: 0.2 -> "ms_20".
+function M.metric_name(q, unit)
+  return (unit or 'ms') .. '_' .. string.format('%g', q * 100)
+end
+
+---------------------------------------------------------------------------
+-- Workload and implementation
+---------------------------------------------------------------------------
+
+--- A BenchmarkWorkload document. o: kernel, operation, parameters (name ->
+-- number|string, our names: hidden, seq, q_heads, kv_heads, ...), dtype
+-- (kluabench name), bytes and flops (numbers; default: the kernel's cost
+-- model), annotations (metadata, not digested).
+function M.workload(o)
+  if type(o) ~= 'table' or type(o.kernel) ~= 'string' or type(o.operation) ~= 'string' then
+    error("bad argument #1 to 'workload' (table with kernel and operation strings expected)", 2)
+  end
+  local params = o.parameters or {}
+  local dtype = o.dtype and names.dtype_name(o.dtype) or nil
+  local bytes, flops = o.bytes, o.flops
+  local k = M.KERNELS[o.kernel]
+  if (bytes == nil or flops == nil) and k and k.cost then
+    local b, f = k.cost(params, dtype, o.operation)
+    bytes, flops = bytes or b, flops or f
+  end
+  local spec = {
+    kernel = o.kernel,
+    operation = o.operation,
+    parameters = next(params) and params or output.object(),
+    dtype = dtype,
+    bytes = bytes,
+    flops = flops,
+  }
+  local slug = names.workload_slug(params, dtype)
+  local meta = {
+    name = names.dns_name(o.kernel, o.operation, slug),
+    title = M.kernel_title(o.kernel) .. ' · ' .. o.operation .. (slug ~= '' and (' · ' .. slug) or ''),
+    annotations = o.annotations,
+  }
+  return M.document('BenchmarkWorkload', spec, meta)
+end
+
+-- The repository root: two directories above this file (stdlib/kluabench/).
+local function repo_root()
+  local src = debug.getinfo(1, 'S').source
+  local dir = src:match('^@(.*)/stdlib/kluabench/[^/]*$')
+  if dir then return dir end
+  if src:match('^@stdlib/kluabench/') then return '.' end
+  return nil
+end
+
+--- SHA-256 of a kernel's sources: {path = "sha256:<hex>"}, from
+-- kb.kernel_sources() (what the binary was built from) when the engine has
+-- it, else by hashing the files under the repository with kb.sha256_file.
+-- Only the kernel's own files when M.KERNELS knows them; nil when none found.
+function M.kernel_sources(kernel)
+  local k = kb()
+  local wanted
+  local known = M.KERNELS[kernel] and M.KERNELS[kernel].sources
+  if known then
+    wanted = {}
+    for _, p in ipairs(known) do wanted[p] = true end
+  end
+  local out = {}
+  if type(k.kernel_sources) == 'function' then
+    for path, hex in pairs(k.kernel_sources()) do
+      if not wanted or wanted[path] then
+        out[path] = hex:match('^sha256:') and hex or ('sha256:' .. hex)
+      end
+    end
+  elseif known and type(k.sha256_file) == 'function' then
+    local root = repo_root()
+    for _, path in ipairs(known) do
+      local full = root and (root .. '/' .. path) or path
+      local ok, hex = pcall(k.sha256_file, full)
+      if ok and type(hex) == 'string' then out[path] = 'sha256:' .. hex end
+    end
+  end
+  return next(out) and out or nil
+end
+
+-- A copy of a build_info table with only what JSON can carry.
+local function json_safe(v, depth)
+  local t = type(v)
+  if t == 'string' or t == 'boolean' then return v end
+  if t == 'number' then return (v == v and v ~= math.huge and v ~= -math.huge) and v or nil end
+  if t == 'table' and depth < 8 then
+    local c = {}
+    for k, x in pairs(v) do
+      if type(k) == 'string' or math.type(k) == 'integer' then c[k] = json_safe(x, depth + 1) end
+    end
+    local ok = pcall(output.table_kind, c)
+    return ok and c or nil
+  end
+  return nil
+end
+
+--- A KernelImplementation document. o: provider, kernel, target =
+-- {backend, architecture}, and optionally sources ({path = "sha256:..."},
+-- default M.kernel_sources(kernel)), build (default kb.build_info()),
+-- version (default kb.version).
+function M.implementation(o)
+  if type(o) ~= 'table' or type(o.provider) ~= 'string' or type(o.kernel) ~= 'string' then
+    error("bad argument #1 to 'implementation' (table with provider and kernel strings expected)", 2)
+  end
+  local k = kb()
+  local version = o.version or k.version
+  local sources = o.sources
+  if sources == nil then sources = M.kernel_sources(o.kernel) end
+  local build = o.build
+  if build == nil and type(k.build_info) == 'function' then
+    build = json_safe(k.build_info(), 0)
+    -- the commit is in the environment; here it would change the digest of
+    -- an unchanged kernel on every commit
+    if type(build) == 'table' then build.git_commit = nil end
+  end
+  local spec = {
+    provider = o.provider,
+    kernel = o.kernel,
+    engine = { name = 'kluabench', version = version },
+    sources = sources,
+    build = build,
+    target = o.target,
+  }
+  return M.document('KernelImplementation', spec, {
+    name = names.dns_name('kluabench', o.kernel, o.provider, version),
+    title = M.kernel_title(o.kernel) .. ' · ' .. o.provider .. ' (kluabench ' .. tostring(version) .. ')',
+  })
+end
+
+---------------------------------------------------------------------------
+-- Run
+---------------------------------------------------------------------------
+
+--- The BenchmarkRun document of a latency measurement (the digests are
+-- filled in by M.seal). o:
+--   kernel, mode, provider, gpu (device name), workload_slug
+--   quantiles = {0.5, 0.2, 0.8}, values_ms = {ms per quantile, same order}
+--   time (UTC fields), source ("kluabench"), name_prefix ("kluabench")
+--   labels (table), samples_ms (list, optional), summary_ms (stats.summary, optional)
+--   execution (table, optional: what the protocol derived), check (table, optional)
+function M.latency_run(o)
+  local qs = o.quantiles
+  local median_ms
+  local measurements, metrics = {}, {}
+  for i, q in ipairs(qs) do
+    local ms = o.values_ms[i]
+    metrics[M.metric_name(q)] = ms
+    if q == 0.5 then
+      median_ms = ms
+    else
+      measurements[#measurements + 1] = { unit = 'ns', value = M.round(ms * 1e6), metric = 'latency',
+        statistic = M.quantile_name(q) }
+    end
+  end
+  if median_ms == nil then
+    error("bad argument #1 to 'latency_run' (quantiles must include 0.5, the median)", 2)
+  end
+  local s = o.summary_ms
+  if s then
+    for _, stat in ipairs { 'min', 'max', 'mean', 'stdev' } do
+      if s[stat] then
+        measurements[#measurements + 1] = { unit = 'ns', value = M.round(s[stat] * 1e6),
+          metric = 'latency', statistic = stat }
+      end
+    end
+  end
+  local spec = {
+    status = o.status or 'passed',
+    timing = { latencyNs = { median = M.round(median_ms * 1e6) }, primaryStatistic = 'median' },
+    observedAt = names.iso8601(o.time),
+    measurements = measurements,
+    sourceNative = {
+      source = o.source or 'kluabench',
+      metrics = metrics,
+      benchmark = o.kernel .. '/' .. o.mode,
+      externalId = names.external_id { kernel = o.kernel, mode = o.mode, provider = o.provider,
+        gpu = o.gpu, workload = o.workload_slug, time = o.time },
+    },
+    execution = o.execution,
+    check = o.check,
+  }
+  if o.samples_ms then
+    local values = {}
+    for i, ms in ipairs(o.samples_ms) do values[i] = M.round(ms * 1e6) end
+    spec.samples = { metric = 'latency', unit = 'ns', values = values }
+  end
+  local meta = {
+    name = names.dns_name(o.name_prefix or 'kluabench', o.kernel, o.mode, o.provider,
+      names.gpu_slug(o.gpu), o.workload_slug),
+    title = M.kernel_title(o.kernel) .. ' · ' .. o.provider .. ' · ' .. o.mode,
+    labels = o.labels or output.object(),
+  }
+  return M.document('BenchmarkRun', spec, meta)
+end
+
+--- The BenchmarkProtocol document of a protocol value for one timed pass.
+-- info: {mode, timed (words; default from M.MODE_TEXT), backend}.
+function M.protocol_document(protocol, info)
+  info = info or {}
+  local timed = info.timed or M.MODE_TEXT[info.mode] or ('the ' .. tostring(info.mode) .. ' pass')
+  local spec = protocol:spec { timed = timed, backend = info.backend, timer = info.timer }
+  local mode = info.mode
+  return M.document('BenchmarkProtocol', spec, {
+    name = names.dns_name('kluabench', protocol.name, mode, info.backend == 'cpu' and 'cpu' or nil),
+    title = 'kluabench ' .. (protocol.title or protocol.name) .. (mode and (' · ' .. mode .. ' pass') or '')
+      .. (info.backend == 'cpu' and ' (cpu backend)' or ''),
+  })
+end
+
+local function execution_of(result)
+  local u = result.used or {}
+  local e = {
+    estimateMs = u.estimate_ms,
+    nWarmup = u.n_warmup,
+    nRepeat = u.n_repeat,
+    flushBytes = u.flush_bytes,
+  }
+  for k, v in pairs(u) do
+    -- anything else a protocol reports, camel-cased
+    local ck = k:gsub('_(%w)', string.upper)
+    if e[ck] == nil and k ~= 'quantiles' and k ~= 'return_mode' and k ~= 'warmup_ms'
+        and k ~= 'rep_ms' and k ~= 'estimate_calls' and type(v) ~= 'function' then
+      e[ck] = v
+    end
+  end
+  return e
+end
+
+--- One sealed bundle from a protocol run. o:
+--   kernel, mode, provider, parameters (our names), dtype   (required)
+--   result       what protocol:run returned (samples in ms, used, ...)
+--   protocol     the protocol value (default result.protocol)
+--   quantiles    default protocol.params.quantiles or {0.5, 0.2, 0.8}
+--   environment  document (default env.capture())
+--   workload, implementation  documents (default built here)
+--   timed        words for what fn did (protocol notes)
+--   time         UTC fields (default now), labels, annotations, check,
+--   execution    extra facts for run.spec.execution (seeds, ...)
+--   keep_samples false to leave the raw samples out (default: kept)
+function M.from_result(o)
+  for _, f in ipairs { 'kernel', 'mode', 'provider' } do
+    if type(o[f]) ~= 'string' then
+      error(string.format("bad argument #1 to 'from_result' (field '%s' must be a string)", f), 2)
+    end
+  end
+  local result = o.result
+  if type(result) ~= 'table' or type(result.samples) ~= 'table' then
+    error("bad argument #1 to 'from_result' (field 'result' must be a protocol result)", 2)
+  end
+  local protocol = o.protocol or result.protocol
+  if not protocol then
+    error("bad argument #1 to 'from_result' (no protocol: give field 'protocol')", 2)
+  end
+  local stats = require 'kluabench.stats'
+  local k = kb()
+  local backend = result.backend or (k.backend and k.backend()) or 'cpu'
+  local environment = o.environment or require('kluabench.env').capture()
+  local hw = environment.spec.hardware or {}
+  local gpu = require('kluabench.env').device_name(environment) or 'unknown'
+  local params = o.parameters or {}
+  local dtype = o.dtype and names.dtype_name(o.dtype) or nil
+  local slug = names.workload_slug(params, dtype)
+  local qs = o.quantiles or (protocol and protocol.params and protocol.params.quantiles)
+    or { 0.5, 0.2, 0.8 }
+  local values = stats.quantiles(result.samples, qs)
+  local execution = execution_of(result)
+  for key, v in pairs(o.execution or {}) do execution[key] = v end
+  local labels = { kluabench_version = k.version, backend = backend }
+  for key, v in pairs(o.labels or {}) do labels[key] = v end
+  local run = M.latency_run {
+    kernel = o.kernel, mode = o.mode, provider = o.provider, gpu = gpu, workload_slug = slug,
+    quantiles = qs, values_ms = values, time = o.time or M.now(), labels = labels,
+    samples_ms = o.keep_samples ~= false and result.samples or nil,
+    summary_ms = result.summary or stats.summary(result.samples),
+    execution = next(execution) and execution or nil, check = o.check,
+  }
+  local bundle = {
+    run = run,
+    protocol = M.protocol_document(protocol, { mode = o.mode, timed = o.timed, backend = backend,
+      timer = result.timer }),
+    environment = environment,
+    workload = o.workload or M.workload { kernel = o.kernel, operation = o.mode,
+      parameters = params, dtype = dtype, bytes = o.bytes, flops = o.flops,
+      annotations = o.annotations },
+    implementation = o.implementation or M.implementation { provider = o.provider,
+      kernel = o.kernel, target = { backend = backend, architecture = hw.architecture } },
+  }
+  return M.seal(bundle)
+end
+
+return M

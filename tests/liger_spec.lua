@@ -1,0 +1,348 @@
+-- Liger-Kernel CSV: RFC 4180 parsing and writing, round trips, and the
+-- import of the example's row into the example record.
+local kb = require 'kluabench'
+local liger, output, record = kb.liger, kb.output, kb.record
+
+-- The example record (shared/reference/kernelindex-record-example.json), byte for byte.
+local EXAMPLE = [==[
+{
+  "run": {
+    "kind": "BenchmarkRun",
+    "spec": {
+      "status": "passed",
+      "timing": {
+        "latencyNs": {
+          "median": 137600
+        },
+        "primaryStatistic": "median"
+      },
+      "observedAt": "2025-08-07T21:42:05.000Z",
+      "measurements": [
+        {
+          "unit": "ns",
+          "value": 135744,
+          "metric": "latency",
+          "statistic": "p20"
+        },
+        {
+          "unit": "ns",
+          "value": 140096,
+          "metric": "latency",
+          "statistic": "p80"
+        }
+      ],
+      "sourceNative": {
+        "source": "liger-kernel-bench",
+        "metrics": {
+          "ms_20": 0.13574400544166565,
+          "ms_50": 0.13760000467300415,
+          "ms_80": 0.14009599387645721
+        },
+        "benchmark": "llama4_rope/backward",
+        "externalId": "llama4_rope/backward/huggingface/nvidia-h100-80gb-hbm3/hidden512-kv_heads8-q_heads32-seq2048-bf16/2025-08-07-21-42-05"
+      },
+      "protocolDigest": "sha256:080e6e66e4ec75a131aa0c9121c74b8e8eed64e7b6d621d567c6a28f79548be8",
+      "workloadDigest": "sha256:98c5e76b9fa318ddeea51b56d90bc6fb39d72e404e2d01dbb467e67f57ff63e8",
+      "environmentDigest": "sha256:2750ae381d6de582f1eb6b9008e0987463d19ede8af127d97d76c5ae09121393",
+      "implementationDigest": "sha256:cca024409163839a832c1d39bd301f536494b645171665d65fae5faf2717be48"
+    },
+    "metadata": {
+      "name": "liger-llama4-rope-backward-huggingface-nvidia-h100-80gb-hbm3-hidden512-kv-heads8-q-heads32-seq2048-b",
+      "title": "Llama 4 rotary position embedding · huggingface · backward",
+      "labels": {
+        "liger_version": "0.6.1"
+      }
+    },
+    "apiVersion": "kernelindex.dev/v1alpha1"
+  },
+  "protocol": {
+    "kind": "BenchmarkProtocol",
+    "spec": {
+      "harness": {
+        "name": "Liger-Kernel benchmark scripts",
+        "repository": "https://github.com/linkedin/Liger-Kernel"
+      },
+      "measurement": {
+        "timer": "cuda_events",
+        "primaryStatistic": "median"
+      },
+      "comparability": {
+        "notes": "Timed: the backward pass of the module output given a random upstream gradient, via triton.testing.do_bench with quantiles 0.5/0.2/0.8 (median with p20/p80 spread). The upstream CSV records no CUDA, driver, or torch version; the Liger release rides each run's labels. Comparable only within one kernel, workload, timed pass, and GPU.",
+        "family": "liger_kernel_bench"
+      }
+    },
+    "metadata": {
+      "name": "liger-bench-do-bench-backward",
+      "title": "Liger benchmark harness · backward pass"
+    },
+    "apiVersion": "kernelindex.dev/v1alpha1"
+  },
+  "environment": {
+    "kind": "ExecutionEnvironment",
+    "spec": {
+      "hardware": {
+        "vendor": "nvidia",
+        "product": "NVIDIA H100",
+        "formFactor": "80GB HBM3",
+        "architecture": "sm_90"
+      },
+      "software": {}
+    },
+    "metadata": {
+      "name": "liger-bench-nvidia-h100-80gb-hbm3",
+      "title": "Liger benchmark host · H100 80GB HBM3"
+    },
+    "apiVersion": "kernelindex.dev/v1alpha1"
+  }
+}]==]
+
+local HEADER = 'kernel_name,kernel_provider,kernel_operation_mode,metric_name,metric_unit,x_name,x_label,'
+  .. 'x_value,y_value_50,y_value_20,y_value_80,extra_benchmark_config_str,gpu_name,timestamp,liger_version\n'
+-- The row of issue 3 that the example record was made from.
+local EXAMPLE_ROW = 'llama4_rope,huggingface,backward,speed,ms,H,hidden size,512,0.13760000467300415,'
+  .. '0.13574400544166565,0.14009599387645721,"{""dtype"": ""torch.bfloat16"", ""seq_len"": 2048, '
+  .. '""num_q_heads"": 32, ""num_kv_heads"": 8}",NVIDIA H100 80GB HBM3,2025-08-07 21:42:05,0.6.1\n'
+local MEMORY_ROW = 'llama4_rope,liger,full,memory,MB,T,sequence length,4096,112.5,112.5,112.5,"{""dtype"": '
+  .. '""torch.bfloat16"", ""hidden_size"": 8192, ""num_q_heads"": 32, ""num_kv_heads"": 8}",'
+  .. 'NVIDIA H100 80GB HBM3,2025-08-07 21:43:10,0.6.1\n'
+local OTHER_ROW = 'cross_entropy,liger,forward,speed,ms,V,vocab size,4096,0.5324159860610962,'
+  .. '0.5291008353233337,0.53476482629776,"{""B"": 8, ""T"": 2048}",NVIDIA A100-SXM4-80GB,2024-09-03 15:31:39,0.2.1\n'
+local UNKNOWN_ROW = 'my_kernel,mine,forward,speed,ms,N,"size, in ""elements""",1024,1.0,0.5,2.5,{},'
+  .. 'NVIDIA H200,2026-01-02 03:04:05,\n'
+
+local function without_digests(doc)
+  local copy = output.decode(assert(output.encode_line(doc)))
+  if copy.spec then
+    for _, d in ipairs(record.DIGESTS) do copy.spec[d.field] = nil end
+  end
+  return copy
+end
+
+describe('output.parse_csv (RFC 4180)', function()
+  it('reads quoted fields with commas, "" escapes and line breaks', function()
+    local rows = assert(output.parse_csv('a,"b,c","say ""hi""","two\nlines",\r\nx,,"",z\n'))
+    assert.are.same({ { 'a', 'b,c', 'say "hi"', 'two\nlines', '' }, { 'x', '', '', 'z' } }, rows)
+  end)
+
+  it('tells the line where each record starts', function()
+    local _, lines = output.parse_csv('h\n"1\n2"\n3\n')
+    assert.are.same({ 1, 2, 4 }, lines)
+  end)
+
+  it('handles a missing final newline, CRLF and a byte order mark', function()
+    assert.are.same({ { 'a', 'b' }, { 'c', 'd' } }, output.parse_csv('\239\187\191a,b\r\nc,d'))
+    assert.are.same({}, output.parse_csv(''))
+  end)
+
+  it('refuses malformed quoting with the line', function()
+    local rows, err = output.parse_csv('a,b\nc,"d\n')
+    assert.is_nil(rows)
+    assert.are.equal('line 2: unterminated quoted field', err)
+    rows, err = output.parse_csv('a,b"c\n')
+    assert.is_nil(rows)
+    assert.matches('^line 1: quote inside an unquoted field', err)
+    rows, err = output.parse_csv('"a"b\n')
+    assert.is_nil(rows)
+    assert.matches('^line 1: text after a closing quote', err)
+  end)
+end)
+
+describe('output.csv_field', function()
+  it('quotes only what needs it and doubles quotes', function()
+    assert.are.equal('plain', output.csv_field('plain'))
+    assert.are.equal('"a,b"', output.csv_field('a,b'))
+    assert.are.equal('"say ""hi"""', output.csv_field('say "hi"'))
+    assert.are.equal('"x\ny"', output.csv_field('x\ny'))
+    assert.are.equal('" lead"', output.csv_field(' lead'))
+    assert.are.equal('', output.csv_field(nil))
+  end)
+
+  it("writes numbers as Python's repr does", function()
+    assert.are.equal('0.13760000467300415', output.csv_field(0.13760000467300415))
+    assert.are.equal('512', output.csv_field(512))
+    assert.are.equal('256.0', output.csv_field(256.0))
+    assert.are.equal('1e-05', output.csv_field(1e-05))
+    assert.are.equal('0.0001', output.csv_field(1e-04))
+    assert.are.equal('1e+16', output.csv_field(1e16))
+    assert.are.equal('1234567890123456.0', output.csv_field(1234567890123456.0))
+  end)
+
+  it('round-trips any rows', function()
+    local rows = { { 'a', 'b,c', 'q"uote', 'multi\nline', '' }, { ' x ', '"', ',', '\r\n', 'end' } }
+    local text = output.csv_line(rows[1]) .. output.csv_line(rows[2])
+    assert.are.same(rows, output.parse_csv(text))
+  end)
+end)
+
+describe('liger.parse', function()
+  it('reads rows by column name, with their line', function()
+    local rows = assert(liger.parse(HEADER .. EXAMPLE_ROW .. OTHER_ROW))
+    assert.are.equal(2, #rows)
+    assert.are.equal('llama4_rope', rows[1].kernel_name)
+    assert.are.equal('{"dtype": "torch.bfloat16", "seq_len": 2048, "num_q_heads": 32, "num_kv_heads": 8}',
+      rows[1].extra_benchmark_config_str)
+    assert.are.equal('NVIDIA H100 80GB HBM3', rows[1].gpu_name)
+    assert.are.equal(2, rows[1].line)
+    assert.are.equal(3, rows[2].line)
+  end)
+
+  it('refuses a header without the columns and marks short rows', function()
+    local rows, err = liger.parse('kernel_name,kernel_provider\nx,y\n')
+    assert.is_nil(rows)
+    assert.matches("header lacks column \"kernel_operation_mode\"", err, 1, true)
+    rows = assert(liger.parse(HEADER .. 'too,short\n' .. EXAMPLE_ROW))
+    assert.are.equal('2 fields, the header has 15', rows[1].error)
+    local b, berr = liger.row_to_bundle(rows[1])
+    assert.is_nil(b)
+    assert.are.equal('2 fields, the header has 15', berr)
+    assert.is_table((liger.row_to_bundle(rows[2])))
+  end)
+
+  it('parses the config as JSON data, never as code', function()
+    assert.are.same({ B = 8, T = 2048 }, liger.parse_config('{"B": 8, "T": 2048}'))
+    assert.are.same({}, liger.parse_config(''))
+    local v, err = liger.parse_config('os.exit(3)')
+    assert.is_nil(v)
+    assert.matches('extra_benchmark_config_str', err)
+    v, err = liger.parse_config('[1, 2]')
+    assert.is_nil(v)
+    assert.matches('not a JSON object', err)
+  end)
+end)
+
+describe("liger.row_to_bundle of the example's row", function()
+  local example = assert(output.decode(EXAMPLE))
+  local bundle = assert(liger.row_to_bundle(assert(liger.parse(HEADER .. EXAMPLE_ROW))[1]))
+
+  for _, doc in ipairs { 'run', 'protocol', 'environment' } do
+    it('equals the example ' .. doc .. ' field for field (digests aside)', function()
+      assert.are.same(without_digests(example[doc]), without_digests(bundle[doc]))
+    end)
+  end
+
+  it("writes the run, protocol and environment in the example's key order", function()
+    local want = {}
+    for _, doc in ipairs { 'run', 'protocol', 'environment' } do
+      want[#want + 1] = output.encode_pretty(without_digests(example[doc]))
+      assert.are.equal(want[#want], output.encode_pretty(without_digests(bundle[doc])))
+    end
+  end)
+
+  it('has digests that follow our recipe', function()
+    assert.are.same({}, record.check(bundle))
+    for _, d in ipairs(record.DIGESTS) do
+      assert.are.equal(kb.digest(bundle[d.doc].spec), bundle.run.spec[d.field])
+    end
+  end)
+
+  it('has a workload and an implementation of ours', function()
+    assert.are.equal('BenchmarkWorkload', bundle.workload.kind)
+    assert.are.same({ hidden = 512, seq = 2048, q_heads = 32, kv_heads = 8 }, bundle.workload.spec.parameters)
+    assert.are.equal('bf16', bundle.workload.spec.dtype)
+    assert.are.equal('backward', bundle.workload.spec.operation)
+    assert.are.equal('KernelImplementation', bundle.implementation.kind)
+    assert.are.equal('huggingface', bundle.implementation.spec.provider)
+    assert.are.equal('0.6.1', bundle.implementation.spec.ligerVersion)
+  end)
+
+  it('has the workload digest of our own run of the same point', function()
+    local ours = record.workload { kernel = 'llama4_rope', operation = 'backward',
+      parameters = { hidden = 512, seq = 2048, q_heads = 32, kv_heads = 8 }, dtype = 'bf16' }
+    assert.are.equal(record.digest(ours), bundle.run.spec.workloadDigest)
+  end)
+end)
+
+describe('liger.row_to_bundle of other rows', function()
+  it('turns memory rows into records in MB, not latency', function()
+    local b = assert(liger.row_to_bundle(assert(liger.parse(HEADER .. MEMORY_ROW))[1]))
+    local s = b.run.spec
+    assert.is_nil(s.timing)
+    assert.are.equal(3, #s.measurements)
+    for _, m in ipairs(s.measurements) do
+      assert.are.equal('MB', m.unit)
+      assert.are.equal('memory', m.metric)
+      assert.are.equal(112.5, m.value)
+    end
+    assert.are.same({ 'median', 'p20', 'p80' },
+      { s.measurements[1].statistic, s.measurements[2].statistic, s.measurements[3].statistic })
+    assert.matches('/memory$', s.sourceNative.externalId)
+    assert.are.equal('llama4_rope/full/memory', s.sourceNative.benchmark)
+    assert.are.same({ hidden = 8192, seq = 4096, q_heads = 32, kv_heads = 8 }, b.workload.spec.parameters)
+    assert.matches('memory', b.run.metadata.name)
+    assert.are.equal('torch.cuda.max_memory_allocated', b.protocol.spec.measurement.method)
+    assert.are.same({}, record.check(b))
+  end)
+
+  it('imports other kernels with their title and parameters', function()
+    local b = assert(liger.row_to_bundle(assert(liger.parse(HEADER .. OTHER_ROW))[1]))
+    assert.are.equal('Cross entropy · liger · forward', b.run.metadata.title)
+    assert.are.same({ B = 8, seq = 2048, V = 4096 }, b.workload.spec.parameters)
+    assert.are.equal('cross_entropy/forward/liger/nvidia-a100-sxm4-80gb/B8-V4096-seq2048/2024-09-03-15-31-39',
+      b.run.spec.sourceNative.externalId)
+    assert.are.equal('NVIDIA A100', b.environment.spec.hardware.product)
+    assert.are.equal('SXM4-80GB', b.environment.spec.hardware.formFactor)
+    assert.are.equal('sm_80', b.environment.spec.hardware.architecture)
+    assert.are.equal(record.round(0.5291008353233337 * 1e6), b.run.spec.measurements[1].value)
+  end)
+
+  it('uses the kernel name as title when it knows no better', function()
+    local b = assert(liger.row_to_bundle(assert(liger.parse(HEADER .. UNKNOWN_ROW))[1]))
+    assert.are.equal('my_kernel · mine · forward', b.run.metadata.title)
+    assert.are.equal('{}', output.encode_line(b.run.metadata.labels)) -- no Liger version given
+    assert.is_nil(b.environment.spec.hardware.formFactor)
+  end)
+
+  it('reports bad values instead of guessing', function()
+    local bad = EXAMPLE_ROW:gsub('0%.13760000467300415', 'fast')
+    local b, err = liger.row_to_bundle(assert(liger.parse(HEADER .. bad))[1])
+    assert.is_nil(b)
+    assert.are.equal('y_value_50 is not a number ("fast")', err)
+    bad = EXAMPLE_ROW:gsub('2025%-08%-07 21:42:05', 'last week')
+    b, err = liger.row_to_bundle(assert(liger.parse(HEADER .. bad))[1])
+    assert.is_nil(b)
+    assert.matches('^timestamp: ', err)
+  end)
+end)
+
+describe('Liger CSV round trip', function()
+  it('CSV -> bundles -> CSV gives the same text', function()
+    local text = HEADER .. EXAMPLE_ROW .. MEMORY_ROW .. OTHER_ROW .. UNKNOWN_ROW
+    local bundles = {}
+    for i, row in ipairs(assert(liger.parse(text))) do bundles[i] = assert(liger.row_to_bundle(row)) end
+    assert.are.equal(text, output.liger_csv(bundles))
+  end)
+
+  it('bundles -> JSON Lines -> bundles -> CSV gives the same text', function()
+    local text = HEADER .. EXAMPLE_ROW .. MEMORY_ROW
+    local bundles = {}
+    for i, row in ipairs(assert(liger.parse(text))) do
+      local line = assert(output.encode_line(assert(liger.row_to_bundle(row))))
+      bundles[i] = assert(output.decode(line))
+    end
+    assert.are.equal(text, output.liger_csv(bundles))
+  end)
+
+  it("writes Liger's config string for bundles of ours", function()
+    local b = record.from_result {
+      kernel = 'llama4_rope', mode = 'forward', provider = 'fused',
+      parameters = { hidden = 2048, seq = 2048, q_heads = 32, kv_heads = 8 }, dtype = 'bf16',
+      result = { samples = { 0.01, 0.02, 0.03 } }, protocol = kb.bench.do_bench_protocol {},
+      environment = kb.env.capture { info = { name = 'NVIDIA H200', arch = 'sm_90' }, backend = 'cuda', kb = kb,
+        os = { kernel = 'Linux' }, driver_release = false },
+      time = kb.names.parse_time('2026-12-02 10:00:00'),
+    }
+    local row = assert(liger.bundle_to_row(b))
+    assert.are.equal('H', row.x_name)
+    assert.are.equal(2048, row.x_value)
+    assert.are.equal('{"dtype": "torch.bfloat16", "seq_len": 2048, "num_q_heads": 32, "num_kv_heads": 8}',
+      row.extra_benchmark_config_str)
+    assert.are.equal('NVIDIA H200', row.gpu_name)
+    assert.are.equal('2026-12-02 10:00:00', row.timestamp)
+    assert.are.equal(0.02, row.y_value_50)
+    row = assert(liger.bundle_to_row(b, { x = 'seq' }))
+    assert.are.equal('T', row.x_name)
+    assert.are.equal('sequence length', row.x_label)
+    assert.are.equal('{"dtype": "torch.bfloat16", "hidden_size": 2048, "num_q_heads": 32, "num_kv_heads": 8}',
+      row.extra_benchmark_config_str)
+  end)
+end)

@@ -1,0 +1,447 @@
+-- Record bundles: the shape of shared/reference/kernelindex-record-example.json,
+-- the digest recipe recomputed independently, key order, names.
+local kb = require 'kluabench'
+local record, output, env, bench, names = kb.record, kb.output, kb.env, kb.bench, kb.names
+
+-- The example record (shared/reference/kernelindex-record-example.json), byte for byte.
+local EXAMPLE = [==[
+{
+  "run": {
+    "kind": "BenchmarkRun",
+    "spec": {
+      "status": "passed",
+      "timing": {
+        "latencyNs": {
+          "median": 137600
+        },
+        "primaryStatistic": "median"
+      },
+      "observedAt": "2025-08-07T21:42:05.000Z",
+      "measurements": [
+        {
+          "unit": "ns",
+          "value": 135744,
+          "metric": "latency",
+          "statistic": "p20"
+        },
+        {
+          "unit": "ns",
+          "value": 140096,
+          "metric": "latency",
+          "statistic": "p80"
+        }
+      ],
+      "sourceNative": {
+        "source": "liger-kernel-bench",
+        "metrics": {
+          "ms_20": 0.13574400544166565,
+          "ms_50": 0.13760000467300415,
+          "ms_80": 0.14009599387645721
+        },
+        "benchmark": "llama4_rope/backward",
+        "externalId": "llama4_rope/backward/huggingface/nvidia-h100-80gb-hbm3/hidden512-kv_heads8-q_heads32-seq2048-bf16/2025-08-07-21-42-05"
+      },
+      "protocolDigest": "sha256:080e6e66e4ec75a131aa0c9121c74b8e8eed64e7b6d621d567c6a28f79548be8",
+      "workloadDigest": "sha256:98c5e76b9fa318ddeea51b56d90bc6fb39d72e404e2d01dbb467e67f57ff63e8",
+      "environmentDigest": "sha256:2750ae381d6de582f1eb6b9008e0987463d19ede8af127d97d76c5ae09121393",
+      "implementationDigest": "sha256:cca024409163839a832c1d39bd301f536494b645171665d65fae5faf2717be48"
+    },
+    "metadata": {
+      "name": "liger-llama4-rope-backward-huggingface-nvidia-h100-80gb-hbm3-hidden512-kv-heads8-q-heads32-seq2048-b",
+      "title": "Llama 4 rotary position embedding · huggingface · backward",
+      "labels": {
+        "liger_version": "0.6.1"
+      }
+    },
+    "apiVersion": "kernelindex.dev/v1alpha1"
+  },
+  "protocol": {
+    "kind": "BenchmarkProtocol",
+    "spec": {
+      "harness": {
+        "name": "Liger-Kernel benchmark scripts",
+        "repository": "https://github.com/linkedin/Liger-Kernel"
+      },
+      "measurement": {
+        "timer": "cuda_events",
+        "primaryStatistic": "median"
+      },
+      "comparability": {
+        "notes": "Timed: the backward pass of the module output given a random upstream gradient, via triton.testing.do_bench with quantiles 0.5/0.2/0.8 (median with p20/p80 spread). The upstream CSV records no CUDA, driver, or torch version; the Liger release rides each run's labels. Comparable only within one kernel, workload, timed pass, and GPU.",
+        "family": "liger_kernel_bench"
+      }
+    },
+    "metadata": {
+      "name": "liger-bench-do-bench-backward",
+      "title": "Liger benchmark harness · backward pass"
+    },
+    "apiVersion": "kernelindex.dev/v1alpha1"
+  },
+  "environment": {
+    "kind": "ExecutionEnvironment",
+    "spec": {
+      "hardware": {
+        "vendor": "nvidia",
+        "product": "NVIDIA H100",
+        "formFactor": "80GB HBM3",
+        "architecture": "sm_90"
+      },
+      "software": {}
+    },
+    "metadata": {
+      "name": "liger-bench-nvidia-h100-80gb-hbm3",
+      "title": "Liger benchmark host · H100 80GB HBM3"
+    },
+    "apiVersion": "kernelindex.dev/v1alpha1"
+  }
+}]==]
+
+-- A device whose clock moves only when fn or flush_l2 runs (see bench_spec).
+local function fake_device(fn_ms, flush_ms)
+  local dev = { now = 0, timer = 'cuda_events', backend = 'cuda' }
+  function dev.event()
+    return { record = function(self) self.t = dev.now end }
+  end
+  function dev.elapsed_ms(a, b) return b.t - a.t end
+  function dev.synchronize() end
+  function dev.flush_l2()
+    dev.now = dev.now + flush_ms
+    return 125829120
+  end
+  local calls = 0
+  local function fn()
+    calls = calls + 1
+    dev.now = dev.now + fn_ms + (calls % 3) * 0.001
+  end
+  return dev, fn
+end
+
+local H100 = { name = 'NVIDIA H100 80GB HBM3', arch = 'sm_90', sm_count = 132, l2_bytes = 52428800,
+  memory_bytes = 85520809984, driver_version = 12080, runtime_version = 12080 }
+
+-- A bundle of ours for the example's point, as on an H100.
+local function our_bundle(fn_ms, time)
+  local protocol = bench.do_bench_protocol { rep_ms = 40, warmup_ms = 5 }
+  local dev, fn = fake_device(fn_ms or 0.125, 0.0625)
+  local result = protocol:run(fn, dev)
+  local environment = env.capture { info = H100, backend = 'cuda', kb = kb, driver_release = '570.86.15',
+    os = { kernel = 'Linux 6.8.0', distribution = 'Ubuntu 24.04 LTS' } }
+  return record.from_result {
+    kernel = 'llama4_rope', mode = 'backward', provider = 'fused',
+    parameters = { hidden = 512, seq = 2048, q_heads = 32, kv_heads = 8 }, dtype = 'bf16',
+    result = result, protocol = protocol, environment = environment,
+    time = time or names.parse_time('2026-12-02T10:11:12.345Z'),
+    timed = 'the backward pass', check = { passed = true, maxAbsDiff = 0, relL2 = 0 },
+    execution = { seeds = { q = 1, k = 2, dq = 3, dk = 4 } },
+  }
+end
+
+-- Every key path of `want` exists in `got` with the same JSON type (and an
+-- integer where want has one); list elements of got are matched against
+-- want's first element. Paths in `free` are objects whose keys are free.
+local function same_shape(want, got, path, free, problems)
+  local tw, tg = type(want), type(got)
+  if tw == 'table' then
+    if tg ~= 'table' then
+      problems[#problems + 1] = path .. ': expected ' .. output.table_kind(want) .. ', got ' .. tg
+      return
+    end
+    local kind = output.table_kind(want)
+    if kind ~= output.table_kind(got) and next(got) ~= nil then
+      problems[#problems + 1] = path .. ': expected ' .. kind .. ', got ' .. output.table_kind(got)
+      return
+    end
+    if free[path] then return end
+    if kind == 'array' then
+      if #want > 0 and #got == 0 then problems[#problems + 1] = path .. ': empty list' end
+      for i = 1, #got do same_shape(want[1], got[i], path .. '[' .. i .. ']', free, problems) end
+    else
+      for k, v in pairs(want) do
+        if got[k] == nil then
+          problems[#problems + 1] = path .. '.' .. k .. ': missing'
+        else
+          same_shape(v, got[k], path .. '.' .. k, free, problems)
+        end
+      end
+    end
+  elseif tw ~= tg then
+    problems[#problems + 1] = string.format('%s: expected %s, got %s', path, tw, tg)
+  elseif math.type(want) == 'integer' and math.type(got) ~= 'integer' then
+    problems[#problems + 1] = path .. ': expected an integer, got ' .. tostring(got)
+  end
+  return problems
+end
+
+-- Canonical JSON (RFC 8785) written here from the RFC's rules, for the
+-- values records hold (ASCII keys, plain-notation numbers), to check the
+-- engine's kb.jcs against something that is not the engine.
+local function canonical(v)
+  local t = type(v)
+  if t == 'string' then
+    return '"' .. v:gsub('[%c"\\]', function(c)
+      local named = { ['"'] = '\\"', ['\\'] = '\\\\', ['\b'] = '\\b', ['\f'] = '\\f', ['\n'] = '\\n',
+        ['\r'] = '\\r', ['\t'] = '\\t' }
+      return named[c] or string.format('\\u%04x', c:byte())
+    end) .. '"'
+  elseif t == 'number' then
+    if math.type(v) == 'integer' or (v == math.floor(v) and math.abs(v) < 2 ^ 53) then
+      return string.format('%d', math.tointeger(v))
+    end
+    for p = 1, 17 do
+      local s = string.format('%.' .. p .. 'g', v)
+      if tonumber(s) == v then
+        assert(not s:find('e'), 'test canonicalizer: exponent form not supported: ' .. s)
+        return s
+      end
+    end
+  elseif t == 'boolean' then
+    return tostring(v)
+  elseif t == 'table' then
+    if output.table_kind(v) == 'array' then
+      local parts = {}
+      for i, x in ipairs(v) do parts[i] = canonical(x) end
+      return '[' .. table.concat(parts, ',') .. ']'
+    end
+    local keys = {}
+    for k in pairs(v) do keys[#keys + 1] = k end
+    table.sort(keys) -- byte order = UTF-16 order for ASCII keys
+    local parts = {}
+    for i, k in ipairs(keys) do parts[i] = canonical(k) .. ':' .. canonical(v[k]) end
+    return '{' .. table.concat(parts, ',') .. '}'
+  end
+  error('test canonicalizer: cannot write ' .. t)
+end
+
+-- SHA-256 by the sha256sum program (nil when it is not installed).
+local function sha256sum(text)
+  local path = os.tmpname()
+  local f = assert(io.open(path, 'wb'))
+  f:write(text)
+  f:close()
+  local p = io.popen("sha256sum '" .. path .. "' 2>/dev/null")
+  local out = p and p:read('a') or ''
+  if p then p:close() end
+  os.remove(path)
+  return out:match('^(%x+)')
+end
+
+describe('record bundle shape', function()
+  local example = assert(output.decode(EXAMPLE))
+
+  it('has every key path and value type of the example', function()
+    local ours = our_bundle()
+    local problems = {}
+    local free = {
+      ['.run.metadata.labels'] = true, -- labels are free-form: ours carry kluabench_version, backend
+    }
+    for _, doc in ipairs { 'run', 'protocol', 'environment' } do
+      same_shape(example[doc], ours[doc], '.' .. doc, free, problems)
+    end
+    -- (protocol.spec.harness.repository is the project's URL; none is published yet)
+    for i = #problems, 1, -1 do
+      if problems[i] == '.protocol.spec.harness.repository: missing' and not bench.REPOSITORY then
+        table.remove(problems, i)
+      end
+    end
+    assert.are.same({}, problems)
+  end)
+
+  it('has the five documents with their kinds and apiVersion', function()
+    local b = our_bundle()
+    local kinds = { run = 'BenchmarkRun', protocol = 'BenchmarkProtocol', environment = 'ExecutionEnvironment',
+      workload = 'BenchmarkWorkload', implementation = 'KernelImplementation' }
+    for doc, kind in pairs(kinds) do
+      assert.are.equal(kind, b[doc].kind)
+      assert.are.equal('kernelindex.dev/v1alpha1', b[doc].apiVersion)
+      assert.are.equal('table', type(b[doc].spec))
+      assert.are.equal('string', type(b[doc].metadata.name))
+      assert.is_true(#b[doc].metadata.name <= 100)
+      assert.is_nil(b[doc].metadata.name:find('[^a-z0-9-]'))
+    end
+  end)
+
+  it('stores times as ISO-8601 UTC with milliseconds and ns as integers', function()
+    local b = our_bundle()
+    local s = b.run.spec
+    assert.are.equal('2026-12-02T10:11:12.345Z', s.observedAt)
+    assert.are.equal('integer', math.type(s.timing.latencyNs.median))
+    assert.are.equal(record.round(s.sourceNative.metrics.ms_50 * 1e6), s.timing.latencyNs.median)
+    assert.are.equal('p20', s.measurements[1].statistic)
+    assert.are.equal('p80', s.measurements[2].statistic)
+    assert.are.equal(record.round(s.sourceNative.metrics.ms_20 * 1e6), s.measurements[1].value)
+    assert.are.equal(record.round(s.sourceNative.metrics.ms_80 * 1e6), s.measurements[2].value)
+    for _, m in ipairs(s.measurements) do
+      assert.are.equal('integer', math.type(m.value))
+      assert.are.equal('ns', m.unit)
+    end
+    assert.are.equal('llama4_rope/backward', s.sourceNative.benchmark)
+    assert.are.equal(
+      'llama4_rope/backward/fused/nvidia-h100-80gb-hbm3/hidden512-kv_heads8-q_heads32-seq2048-bf16/2026-12-02-10-11-12',
+      s.sourceNative.externalId)
+  end)
+
+  it('keeps the raw samples and what the protocol derived', function()
+    local b = our_bundle()
+    local s = b.run.spec
+    assert.are.equal('ns', s.samples.unit)
+    assert.are.equal(s.execution.nRepeat, #s.samples.values)
+    assert.are.equal('integer', math.type(s.samples.values[1]))
+    assert.is_true(s.execution.estimateMs > 0.1875) -- fn 0.125 + flush 0.0625, plus jitter
+    assert.are.equal(math.max(1, math.floor(40 / s.execution.estimateMs)), s.execution.nRepeat)
+    assert.are.equal(math.max(1, math.floor(5 / s.execution.estimateMs)), s.execution.nWarmup)
+    assert.are.equal(125829120, s.execution.flushBytes)
+    assert.are.same({ q = 1, k = 2, dq = 3, dk = 4 }, s.execution.seeds)
+    assert.are.equal(40, b.protocol.spec.measurement.repMs)
+  end)
+
+  it('names the run, environment and workload like the example names its own', function()
+    local b = our_bundle()
+    assert.are.equal(
+      'kluabench-llama4-rope-backward-fused-nvidia-h100-80gb-hbm3-hidden512-kv-heads8-q-heads32-seq2048-bf1',
+      b.run.metadata.name) -- cut at 100, as the example's
+    assert.are.equal('Llama 4 rotary position embedding · fused · backward', b.run.metadata.title)
+    assert.are.equal('NVIDIA H100', b.environment.spec.hardware.product)
+    assert.are.equal('80GB HBM3', b.environment.spec.hardware.formFactor)
+    assert.are.equal('sm_90', b.environment.spec.hardware.architecture)
+    assert.are.equal('12.8', b.environment.spec.software.cudaRuntime)
+    assert.are.equal(kb.version, b.run.metadata.labels.kluabench_version)
+    assert.are.equal('llama4_rope', b.workload.spec.kernel)
+    assert.are.equal('backward', b.workload.spec.operation)
+    assert.are.equal('bf16', b.workload.spec.dtype)
+    assert.are.equal('fused', b.implementation.spec.provider)
+    assert.are.equal(kb.version, b.implementation.spec.engine.version)
+  end)
+
+  it('hashes the kernel sources into the implementation', function()
+    local b = our_bundle()
+    local sources = b.implementation.spec.sources
+    assert.are.equal('table', type(sources))
+    local n = 0
+    for path, digest in pairs(sources) do
+      assert.matches('^kernels/', path)
+      assert.matches('^sha256:%x+$', digest)
+      assert.are.equal(71, #digest)
+      n = n + 1
+    end
+    assert.is_true(n >= 2)
+  end)
+end)
+
+describe('digest recipe: "sha256:" .. hex(SHA-256(JCS(doc.spec)))', function()
+  it('is recomputed independently for all four documents', function()
+    local b = our_bundle()
+    for _, d in ipairs(record.DIGESTS) do
+      local spec = b[d.doc].spec
+      local text = canonical(spec)
+      -- our canonical text and the engine's agree ...
+      assert.are.equal(text, kb.jcs.encode(spec))
+      -- ... the file's JSON canonicalizes to it too ...
+      assert.are.equal(text, kb.jcs.canonicalize(assert(output.encode_pretty(spec))))
+      -- ... and its SHA-256 is the run's digest
+      assert.are.equal('sha256:' .. kb.sha256(text), b.run.spec[d.field])
+      local other = sha256sum(text)
+      if other then assert.are.equal('sha256:' .. other, b.run.spec[d.field]) end
+    end
+  end)
+
+  it('gives equal digests for equal inputs, whatever the samples and time', function()
+    local a = our_bundle(0.125, names.parse_time('2026-01-01T00:00:00.000Z'))
+    local b = our_bundle(0.25, names.parse_time('2026-06-01T12:00:00.500Z'))
+    for _, d in ipairs(record.DIGESTS) do
+      assert.are.equal(a.run.spec[d.field], b.run.spec[d.field])
+    end
+    assert.are_not.equal(a.run.spec.timing.latencyNs.median, b.run.spec.timing.latencyNs.median)
+  end)
+
+  it('changes a digest when its document changes', function()
+    local b = our_bundle()
+    local before = b.run.spec.workloadDigest
+    b.workload.spec.parameters.seq = 4096
+    assert.are_not.equal(before, record.digest(b.workload))
+    local problems = record.check(b)
+    assert.are.equal(1, #problems)
+    assert.are.equal('workloadDigest', problems[1].field)
+    assert.are.equal(before, problems[1].recorded)
+  end)
+
+  it('survives a round trip through pretty JSON and JSON Lines', function()
+    local b = our_bundle()
+    for _, text in ipairs { assert(output.encode_pretty(b)), assert(output.encode_line(b)) } do
+      local back = assert(output.decode(text))
+      assert.are.same({}, record.check(back))
+    end
+  end)
+end)
+
+describe('pretty JSON', function()
+  it("writes the example's documents in the example's key order", function()
+    local example = assert(output.decode(EXAMPLE))
+    assert.are.equal(EXAMPLE .. '\n', output.encode_pretty(example))
+  end)
+
+  it('puts unknown keys after the known ones, sorted', function()
+    local text = output.encode_line({ zeta = 1, alpha = 2, kind = 'K', apiVersion = 'v' })
+    assert.are.equal('{"kind":"K","apiVersion":"v","alpha":2,"zeta":1}', text)
+  end)
+
+  it('writes the empty object of the example and marked empty arrays', function()
+    assert.are.equal('{"software":{}}', output.encode_line({ software = output.object() }))
+    assert.are.equal('{"list":[]}', output.encode_line({ list = output.array() }))
+    assert.are.equal('[]', output.encode_line(output.array()))
+    assert.are.equal('{}', output.encode_line(output.object()))
+    assert.are.equal('[]', kb.jcs.encode(output.array()))
+    assert.are.equal('{}', kb.jcs.encode(output.object()))
+  end)
+
+  it('writes numbers as JCS does', function()
+    for _, v in ipairs { 0.13574400544166565, 137600, 1e21, 1e-7, 0.5, 123.456, -0.0, 2 ^ 60, 1 / 3 } do
+      assert.are.equal(kb.jcs.encode(v), output.format_number(v))
+    end
+  end)
+
+  it('refuses values JSON cannot carry, softly', function()
+    local text, err = output.encode_pretty({ x = 0 / 0 })
+    assert.is_nil(text)
+    assert.matches('cannot write', err)
+    assert.is_nil((output.encode_line({ 1, 2, x = 3 })))
+  end)
+end)
+
+describe('environment capture', function()
+  it('describes the backend this process runs on', function()
+    local e = env.capture()
+    local info = kb.device_info()
+    assert.are.equal('ExecutionEnvironment', e.kind)
+    assert.are.equal(kb.backend(), e.spec.backend)
+    assert.are.equal(info.arch, e.spec.hardware.architecture)
+    assert.are.equal(kb.version, e.spec.software.kluabench.version)
+    assert.are.equal(_VERSION, e.spec.software.lua)
+    if kb.backend() == 'cpu' then
+      assert.are.equal(info.name, e.spec.hardware.product)
+      assert.matches('cpu', e.metadata.name)
+    end
+  end)
+
+  it('splits GPU names into product and form factor', function()
+    local function split(n) return { env.split_gpu_name(n) } end
+    assert.are.same({ 'nvidia', 'NVIDIA H100', '80GB HBM3' }, split('NVIDIA H100 80GB HBM3'))
+    assert.are.same({ 'nvidia', 'NVIDIA H200' }, split('NVIDIA H200'))
+    assert.are.same({ 'nvidia', 'NVIDIA A100', 'SXM4-80GB' }, split('NVIDIA A100-SXM4-80GB'))
+    assert.are.same({ 'nvidia', 'NVIDIA GeForce RTX 4090' }, split('NVIDIA GeForce RTX 4090'))
+    assert.are.same({ 'amd', 'AMD Instinct MI300X' }, split('AMD Instinct MI300X'))
+    assert.are.equal('sm_90', env.arch_of_gpu_name('NVIDIA H200'))
+    assert.are.equal('sm_80', env.arch_of_gpu_name('NVIDIA A100-SXM4-80GB'))
+    assert.are.equal('sm_100', env.arch_of_gpu_name('NVIDIA B200'))
+    assert.is_nil(env.arch_of_gpu_name('Mystery Accelerator 9000'))
+  end)
+
+  it('leaves the form factor out when the name has none', function()
+    local e = env.capture { info = { name = 'NVIDIA H200', arch = 'sm_90', driver_version = 13000,
+      runtime_version = 13000 }, backend = 'cuda', kb = kb, os = { kernel = 'Linux' }, driver_release = '580.65.06' }
+    assert.are.equal('NVIDIA H200', e.spec.hardware.product)
+    assert.is_nil(e.spec.hardware.formFactor)
+    assert.are.same({ release = '580.65.06', cudaVersion = '13.0' }, e.spec.software.driver)
+    assert.are.equal('kluabench-nvidia-h200', e.metadata.name)
+    assert.are.equal('kluabench host · H200', e.metadata.title)
+  end)
+end)
