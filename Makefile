@@ -87,14 +87,15 @@ $(BUILD)/obj/%.cu.o: %.cu
 	$(call say,NVCC,$<)$(NVCC) $(NVFLAGS) -MMD -MP -c -o $@ $<
 
 # busted and its pure-Lua dependencies, plus the three C modules it loads,
-# copied beside the binary so that the tests run where none is installed.
+# copied beside the binary so that the tests run where none is installed
+# (-L: Debian ships some as relative links into the 5.1 tree).
 BUNDLE_LUA := busted busted.lua luassert say pl term system mediator.lua cliargs cliargs.lua dkjson.lua
 BUNDLE_SO  := lfs.so term system
 bundle: $(BUILD)/lua/.stamp
 $(BUILD)/lua/.stamp:
 	@mkdir -p $(BUILD)/lua $(BUILD)/lib
-	$(call say,BUNDLE,$(BUILD)/lua)for m in $(BUNDLE_LUA); do cp -R /usr/share/lua/5.4/$$m $(BUILD)/lua/; done; \
-	  for m in $(BUNDLE_SO); do cp -R $(LIBDIR)/lua/5.4/$$m $(BUILD)/lib/; done
+	$(call say,BUNDLE,$(BUILD)/lua)for m in $(BUNDLE_LUA); do cp -RL /usr/share/lua/5.4/$$m $(BUILD)/lua/; done; \
+	  for m in $(BUNDLE_SO); do cp -RL $(LIBDIR)/lua/5.4/$$m $(BUILD)/lib/; done
 	@touch $@
 
 DEPS := liblua5.4-dev lua5.4 lua-cjson-dev lua-busted libssl-dev libedit-dev libbsd-dev libncurses-dev

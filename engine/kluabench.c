@@ -2,6 +2,7 @@
  * one binding file per type or area. The host registers it as
  * package.preload["kluabench.core"]; stdlib/kluabench/init.lua wraps it. */
 #include "kb.h"
+#include "nvml.h"
 #include "signals.h"
 
 int luaopen_kluabench(lua_State *L) {
@@ -12,6 +13,8 @@ int luaopen_kluabench(lua_State *L) {
   kb_open_rope(L);
   kb_open_digest(L);
   kb_open_jcs(L);
+  kb_open_fs(L);
   kb_open_signals(L);
+  kb_open_nvml(L);
   return 1;
 }

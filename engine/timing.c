@@ -90,6 +90,15 @@ static int l_synchronize(lua_State *L) {
   return 0;
 }
 
+/* time_ns(): wall-clock nanoseconds since the Unix epoch (for timestamps;
+ * intervals use clock_ns). */
+static int l_time_ns(lua_State *L) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  lua_pushinteger(L, (lua_Integer)ts.tv_sec * 1000000000 + ts.tv_nsec);
+  return 1;
+}
+
 static int l_clock_ns(lua_State *L) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -102,16 +111,21 @@ static int l_clock_ns(lua_State *L) {
 typedef struct {
   const kb_backend *dev;
   void *p;
-  size_t bytes;
+  size_t bytes, default_bytes;
 } flush_buf;
 
 static flush_buf g_flush[4];
 
-static size_t default_flush_bytes(lua_State *L, const kb_backend *dev) {
+/* Twice the L2 (or last-level cache), asked once per device: querying the
+ * device costs about a millisecond, far more than the flush itself. */
+static size_t default_flush_bytes(lua_State *L, flush_buf *f, const kb_backend *dev) {
+  if (f->dev == dev && f->default_bytes) return f->default_bytes;
   kb_device_info info;
   KB_TRY(L, dev->info(dev, &info));
   size_t l2 = info.l2_bytes ? info.l2_bytes : (size_t)32 << 20;
-  return 2 * l2;
+  f->dev = dev;
+  f->default_bytes = 2 * l2;
+  return f->default_bytes;
 }
 
 /* flush_l2([bytes [, device]]): overwrite `bytes` (default twice the L2, or
@@ -121,16 +135,16 @@ static int l_flush_l2(lua_State *L) {
   const kb_backend *dev = kb_check_device(L, 2);
   lua_Integer req = luaL_optinteger(L, 1, 0);
   if (req < 0) luaL_argerror(L, 1, "flush size must be >= 0 bytes");
-  size_t bytes = req ? (size_t)req : default_flush_bytes(L, dev);
   flush_buf *f = NULL;
   for (int i = 0; i < 4 && !f; i++)
     if (g_flush[i].dev == dev || !g_flush[i].dev) f = &g_flush[i];
   if (!f) return luaL_error(L, "flush_l2: too many devices");
+  f->dev = dev;
+  size_t bytes = req ? (size_t)req : default_flush_bytes(L, f, dev);
   if (f->bytes < bytes) {
     if (f->p) f->dev->release(f->dev, f->p);
     f->p = NULL;
     f->bytes = 0;
-    f->dev = dev;
     KB_TRY(L, dev->alloc(dev, &f->p, bytes));
     f->bytes = bytes;
   }
@@ -264,6 +278,7 @@ static const luaL_Reg graph_methods[] = {{"replay", gr_replay}, {"free", gr_free
 
 static const luaL_Reg functions[] = {{"event", l_event},       {"elapsed_ms", l_elapsed_ms},
                                      {"synchronize", l_synchronize}, {"clock_ns", l_clock_ns},
+                                     {"time_ns", l_time_ns},
                                      {"flush_l2", l_flush_l2}, {"spin", l_spin},
                                      {"graph", l_graph},       {NULL, NULL}};
 
