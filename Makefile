@@ -98,7 +98,7 @@ $(BUILD)/lua/.stamp:
 	  for m in $(BUNDLE_SO); do cp -RL $(LIBDIR)/lua/5.4/$$m $(BUILD)/lib/; done
 	@touch $@
 
-DEPS := liblua5.4-dev lua5.4 lua-cjson-dev lua-busted libssl-dev libedit-dev libbsd-dev libncurses-dev
+DEPS := liblua5.4-dev lua5.4 lua-cjson-dev lua-busted libssl-dev libedit-dev libbsd-dev libncurses-dev tmux librsvg2-bin
 deps:
 	@missing=$$(for p in $(DEPS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
