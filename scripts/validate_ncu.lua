@@ -1,0 +1,301 @@
+-- Checks kluabench's cold and graph timings of the RoPE kernels against Nsight Compute (run by scripts/validate_ncu.sh).
+--
+--   kluabench scripts/validate_ncu.lua measure [--out FILE] [--sizes small,medium,large]
+--       times llama4_fwd (fused, reference) at each size in the cold mode
+--       (twice, interleaved, to check that repeated runs agree) and the graph
+--       mode; one JSON line per measurement to FILE (default stdout)
+--   kluabench scripts/validate_ncu.lua target --size S --impl I [--calls N]
+--       the program ncu profiles: the same inputs, N calls (default 30), each
+--       after an L2 flush, as the cold mode does
+--   kluabench scripts/validate_ncu.lua report --kb FILE --ncu FILE [--calls N]
+--       the comparison table (markdown) of the two; exit 1 when a cold median
+--       disagrees with ncu by more than max(5 %, 1 us)
+--
+-- Workload: Llama 4's RoPE forward as Liger's benchmark sets it up (batch 1,
+-- 32 query heads, 8 key/value heads, head_dim = hidden / 32, bf16, theta
+-- 10000), in place (no allocation in the timed region).
+local kb = require 'kluabench'
+
+local SIZES = {
+  small = { hidden = 512, seq = 2048 },
+  medium = { hidden = 8192, seq = 2048 },
+  large = { hidden = 8192, seq = 16384 },
+}
+local SIZE_ORDER = { 'small', 'medium', 'large' }
+local IMPLS = { 'fused', 'reference' }
+local Q_HEADS, KV_HEADS, DTYPE = 32, 8, 'bf16'
+local TOL_REL, TOL_ABS_MS = 0.05, 0.001
+
+local function die(fmt, ...)
+  io.stderr:write('validate_ncu: ', string.format(fmt, ...), '\n')
+  os.exit(2)
+end
+
+-- --name value options after the subcommand.
+local function parse(args)
+  local o, i = {}, 2
+  while i <= #args do
+    local name = args[i]:match('^%-%-(.+)$')
+    if not name then die("unexpected argument '%s'", args[i]) end
+    o[name] = args[i + 1]
+    if o[name] == nil then die('--%s needs a value', name) end
+    i = i + 2
+  end
+  return o
+end
+
+-- q, k (seeded, so target and measure see the same values) and freqs.
+local function inputs(size, seed)
+  local s = SIZES[size] or die("unknown size '%s' (small, medium, large)", tostring(size))
+  local d = s.hidden // Q_HEADS
+  local q = kb.randn({ 1, s.seq, Q_HEADS, d }, DTYPE, 1000 + seed)
+  local k = kb.randn({ 1, s.seq, KV_HEADS, d }, DTYPE, 2000 + seed)
+  return q, k, s, d
+end
+
+local function call(impl)
+  local opts = { impl = impl, inplace = true }
+  return function(q, k, freqs) kb.rope.llama4_fwd(q, k, freqs, opts) end
+end
+
+---------------------------------------------------------------------------
+-- measure
+---------------------------------------------------------------------------
+
+local function row(size, impl, mode, r, extra)
+  local u = r.used
+  local t = {
+    size = size, impl = impl, mode = mode, median_ms = r.summary.median, n = #r.samples,
+    ci_lo_ms = u.median_ci_ms and u.median_ci_ms.lo, ci_hi_ms = u.median_ci_ms and u.median_ci_ms.hi,
+    converged = r.stop.converged, stop = r.stop.reason, hold_ns = u.hold_ns,
+    enqueue_ns = u.host_enqueue_ns and u.host_enqueue_ns.median,
+    sm_mhz = u.clocks and u.clocks.smMhz and u.clocks.smMhz.median,
+    clocks_stable = u.clocks and u.clocks.stable,
+    rotate = u.rotation and u.rotation.sets, launches = u.launches,
+  }
+  for k, v in pairs(extra or {}) do t[k] = v end
+  return t
+end
+
+local function measure_cmd(o)
+  local measure, interleave, output = kb.measure, kb.interleave, kb.output
+  local stopping = kb.stopping
+  local out = io.stdout
+  if o.out then out = assert(io.open(o.out, 'w')) end
+  local sizes = {}
+  for s in (o.sizes or 'small,medium,large'):gmatch('[^,]+') do sizes[#sizes + 1] = s end
+  local stop = stopping.rse_median { target = 0.005, min_samples = 50, timeout_ms = 15000 }
+  local function emit(t)
+    out:write(output.encode_line(t), '\n')
+    out:flush()
+    io.stderr:write(string.format('%-6s %-9s %-7s median %8.2f us  n %5d  %s\n', t.size, t.impl,
+      t.mode, t.median_ms * 1000, t.n, t.stop))
+  end
+  for _, size in ipairs(sizes) do
+    local q, k, s, d = inputs(size, 0)
+    local freqs = kb.rope.freqs(s.seq, d)
+    -- cold, twice per impl, all four sessions interleaved (shuffled, seeded)
+    local tasks = {}
+    for _, impl in ipairs(IMPLS) do
+      local f = call(impl)
+      for rep = 1, 2 do
+        tasks[#tasks + 1] = { name = impl .. '#' .. rep, impl = impl, rep = rep,
+          session = measure.session('cold', function() f(q, k, freqs) end, { stop = stop }) }
+      end
+    end
+    local il = interleave.run(tasks, { order = 'shuffle', seed = 20261202 })
+    for _, t in ipairs(tasks) do
+      emit(row(size, t.impl, 'cold', il.results[t.name], { rep = t.rep, seed = il.seed }))
+    end
+    -- graph: rotated input sets covering 2 x L2, freqs shared
+    for _, impl in ipairs(IMPLS) do
+      local f = call(impl)
+      local seed = 0
+      local r = measure.run('graph', function(set) f(set.q, set.k, freqs) end, {
+        stop = stop,
+        make_set = function()
+          seed = seed + 1
+          local qq, kk = inputs(size, seed)
+          return { q = qq, k = kk }
+        end,
+      })
+      emit(row(size, impl, 'graph', r))
+      collectgarbage()
+    end
+    q:free()
+    k:free()
+    collectgarbage()
+  end
+  if out ~= io.stdout then out:close() end
+end
+
+---------------------------------------------------------------------------
+-- target (what ncu profiles)
+---------------------------------------------------------------------------
+
+local function target_cmd(o)
+  local size = o.size or die('target needs --size')
+  local impl = o.impl or die('target needs --impl')
+  if impl ~= 'fused' and impl ~= 'reference' then die("unknown impl '%s'", impl) end
+  local calls = math.tointeger(tonumber(o.calls or '30')) or die('--calls must be an integer')
+  local q, k, s, d = inputs(size, 0)
+  local freqs = kb.rope.freqs(s.seq, d)
+  local f = call(impl)
+  kb.synchronize()
+  for _ = 1, calls do
+    kb.flush_l2() -- as the cold mode: 2 x L2 overwritten before every call
+    f(q, k, freqs)
+  end
+  kb.synchronize()
+  io.stderr:write(string.format('target: %s %s, %d calls\n', size, impl, calls))
+end
+
+---------------------------------------------------------------------------
+-- report
+---------------------------------------------------------------------------
+
+-- Splits one CSV line (ncu quotes every field).
+local function csv_fields(line)
+  local out, i, n = {}, 1, #line
+  while i <= n + 1 do
+    if line:sub(i, i) == '"' then
+      local j, buf = i + 1, {}
+      while j <= n do
+        local c = line:sub(j, j)
+        if c == '"' then
+          if line:sub(j + 1, j + 1) == '"' then buf[#buf + 1] = '"'; j = j + 2
+          else break end
+        else buf[#buf + 1] = c; j = j + 1 end
+      end
+      out[#out + 1] = table.concat(buf)
+      i = j + 2
+    else
+      local j = line:find(',', i, true) or (n + 1)
+      out[#out + 1] = line:sub(i, j - 1)
+      i = j + 1
+    end
+  end
+  return out
+end
+
+local UNIT_NS = { nsecond = 1, ns = 1, usecond = 1e3, us = 1e3, msecond = 1e6, ms = 1e6,
+  second = 1e9, s = 1e9 }
+
+-- ncu's CSV (details page) of several runs, each preceded by a line
+-- "# size impl" that validate_ncu.sh writes: {["size impl"] = {ns, ...}}
+-- with the kernel durations in launch order.
+local function parse_ncu(text)
+  local runs, cur, header = {}, nil, nil
+  for line in text:gmatch('[^\n]+') do
+    local tag = line:match('^# (%S+ %S+)')
+    if tag then
+      cur = {}
+      runs[tag] = cur
+      header = nil
+    elseif line:sub(1, 1) == '"' and cur then
+      local f = csv_fields(line)
+      if not header then
+        header = {}
+        for i, name in ipairs(f) do header[name] = i end
+      elseif header['Metric Name'] and f[header['Metric Name']] == 'gpu__time_duration.sum' then
+        local unit = f[header['Metric Unit']] or 'nsecond'
+        local v = tonumber(((f[header['Metric Value']] or ''):gsub(',', '')))
+        local scale = UNIT_NS[unit]
+        if v and scale then cur[#cur + 1] = v * scale end
+      end
+    end
+  end
+  return runs
+end
+
+local function median(xs)
+  local s = table.move(xs, 1, #xs, 1, {})
+  table.sort(s)
+  local n = #s
+  if n == 0 then return nil end
+  if n % 2 == 1 then return s[(n + 1) // 2] end
+  return (s[n // 2] + s[n // 2 + 1]) / 2
+end
+
+-- Per-call device time from ncu: kernels grouped by call (k per call =
+-- total / calls), summed; the first call dropped (warm-up).
+local function ncu_per_call(kernels_ns, calls)
+  local total = #kernels_ns
+  if total == 0 or total % calls ~= 0 then return nil, total end
+  local per = total // calls
+  local sums = {}
+  for c = 2, calls do
+    local s = 0
+    for j = 1, per do s = s + kernels_ns[(c - 1) * per + j] end
+    sums[#sums + 1] = s
+  end
+  return median(sums) / 1e6, per
+end
+
+local function agree(a_ms, b_ms)
+  local tol = math.max(TOL_REL * b_ms, TOL_ABS_MS)
+  return math.abs(a_ms - b_ms) <= tol, tol
+end
+
+local function report_cmd(o)
+  local output = kb.output
+  local kbfile = o.kb or die('report needs --kb FILE')
+  local ncufile = o.ncu or die('report needs --ncu FILE')
+  local calls = math.tointeger(tonumber(o.calls or '30'))
+  local rows = {}
+  for line in assert(io.open(kbfile)):lines() do
+    if line:match('%S') then rows[#rows + 1] = assert(output.decode(line)) end
+  end
+  local ncu = parse_ncu(assert(io.open(ncufile)):read('a'))
+  local by = {}
+  for _, r in ipairs(rows) do
+    local key = r.size .. ' ' .. r.impl
+    by[key] = by[key] or {}
+    if r.mode == 'cold' then by[key]['cold' .. r.rep] = r else by[key][r.mode] = r end
+  end
+  local us = function(ms) return ms and string.format('%.2f', ms * 1000) or 'n/a' end
+  local lines = {
+    '| size | impl | kernels/call | ncu median us | cold median us | cold vs ncu | graph us/launch | graph vs ncu | cold run 2 in run 1 interval | SM MHz | verdict |',
+    '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | --- |',
+  }
+  local failed = 0
+  for _, size in ipairs(SIZE_ORDER) do
+    for _, impl in ipairs(IMPLS) do
+      local key = size .. ' ' .. impl
+      local b = by[key]
+      if b and b.cold1 then
+        local n_ms, per = ncu_per_call(ncu[key] or {}, calls)
+        local c1, c2, g = b.cold1, b.cold2, b.graph
+        local ok_cold, tol = false, nil
+        local cold_vs, graph_vs = 'n/a', 'n/a'
+        if n_ms then
+          ok_cold, tol = agree(c1.median_ms, n_ms)
+          cold_vs = string.format('%+.1f%%', (c1.median_ms / n_ms - 1) * 100)
+          if g then graph_vs = string.format('%+.1f%%', (g.median_ms / n_ms - 1) * 100) end
+        end
+        local repeat_ok = c2 and c1.ci_lo_ms and c2.median_ms >= c1.ci_lo_ms and c2.median_ms <= c1.ci_hi_ms
+        if not ok_cold then failed = failed + 1 end
+        lines[#lines + 1] = string.format('| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |',
+          size, impl, per or 'n/a', us(n_ms), us(c1.median_ms), cold_vs, us(g and g.median_ms),
+          graph_vs, repeat_ok and 'yes' or 'no', c1.sm_mhz or 'n/a',
+          n_ms and (ok_cold and string.format('PASS (tol %.2f us)', tol * 1000) or
+            string.format('FAIL (tol %.2f us)', tol * 1000)) or 'FAIL (no ncu data)')
+      end
+    end
+  end
+  io.stdout:write(table.concat(lines, '\n'), '\n\n')
+  io.stdout:write(string.format('Agreement rule: |cold - ncu| <= max(5%% of ncu, 1 us). %d of the '
+    .. 'points failed.\n', failed))
+  return failed == 0
+end
+
+---------------------------------------------------------------------------
+
+local cmd = arg[1]
+if cmd == 'measure' then measure_cmd(parse(arg))
+elseif cmd == 'target' then target_cmd(parse(arg))
+elseif cmd == 'report' then os.exit(report_cmd(parse(arg)) and 0 or 1)
+else
+  io.stderr:write('usage: kluabench scripts/validate_ncu.lua measure|target|report [options]\n')
+  os.exit(2)
+end

@@ -1,0 +1,122 @@
+--- Interleaved sampling: when several providers or configurations are
+-- measured, take their samples in turns instead of one after the other, so
+-- that slow drift (clocks, temperature, other tenants) spreads over all of
+-- them instead of biasing whichever ran last.
+--
+--   local il = require 'kluabench.interleave'
+--   local out = il.run({
+--     { name = 'fused',     session = measure.session('cold', fused_fn) },
+--     { name = 'reference', session = measure.session('cold', ref_fn) },
+--   }, { order = 'shuffle', seed = 42 })
+--   out.results.fused.summary.median; out.seed; out.sequence
+--
+-- Orders: "roundrobin" (1, 2, ..., k every round) and "shuffle" (a fresh
+-- permutation every round, from a SplitMix64 stream seeded with `seed`; a
+-- seed is drawn from the clock when none is given, and always returned so
+-- the record can carry it). Rounds continue until every session's stopping
+-- rule is done; a session that is done sits out the later rounds.
+--
+-- A session is anything with warmup(), step() -> done and result() (what
+-- measure.session returns); tests pass small fakes.
+local prng = require 'kluabench.prng'
+
+local M = {}
+
+M.ORDERS = { roundrobin = true, shuffle = true }
+
+--- The order of one round over the active task indices `active` (a list,
+-- not modified): a copy for "roundrobin", a shuffled copy drawn from g for
+-- "shuffle".
+function M.round_order(active, order, g)
+  local t = table.move(active, 1, #active, 1, {})
+  if order == 'shuffle' then g:shuffle(t) end
+  return t
+end
+
+--- The first `rounds` rounds of k tasks that never finish: a list of
+-- rounds, each a list of task indices. Pure, for tests and for showing a
+-- schedule before running it.
+function M.schedule(k, rounds, order, seed)
+  order = order or 'roundrobin'
+  if not M.ORDERS[order] then
+    error("bad argument #3 to 'schedule' (order roundrobin or shuffle expected, got "
+      .. tostring(order) .. ')', 2)
+  end
+  local g = prng.new(seed or 0)
+  local active = {}
+  for i = 1, k do active[i] = i end
+  local out = {}
+  for r = 1, rounds do out[r] = M.round_order(active, order, g) end
+  return out
+end
+
+local function check_tasks(tasks)
+  if type(tasks) ~= 'table' or #tasks == 0 then
+    error("bad argument #1 to 'run' (non-empty list of {name, session} expected)", 3)
+  end
+  local seen = {}
+  for i, t in ipairs(tasks) do
+    local s = type(t) == 'table' and t.session
+    if type(s) ~= 'table' or type(s.step) ~= 'function' or type(s.result) ~= 'function' then
+      error(string.format("bad argument #1 to 'run' (task %d has no session with step and result)",
+        i), 3)
+    end
+    local name = t.name or tostring(i)
+    if seen[name] then
+      error(string.format("bad argument #1 to 'run' (two tasks are named '%s')", name), 3)
+    end
+    seen[name] = true
+  end
+end
+
+--- Runs the sessions of `tasks` (list of {name, session}) interleaved.
+-- opts: order ("shuffle" by default), seed (integer; drawn when absent),
+-- keep_sequence (true: return the full order of samples taken),
+-- max_rounds (a safety net; default 10^7).
+-- Returns {order, seed, rounds, results = {[name] = session:result() with
+-- result.interleave = {order, seed, position}}, sequence = {names}}.
+-- Every session warms up first, in task order.
+function M.run(tasks, opts)
+  check_tasks(tasks)
+  opts = opts or {}
+  local order = opts.order or 'shuffle'
+  if not M.ORDERS[order] then
+    error("bad argument #2 to 'run' (order roundrobin or shuffle expected, got " .. tostring(order)
+      .. ')', 2)
+  end
+  local seed = opts.seed
+  if seed == nil then seed = prng.fresh_seed() end
+  local g = prng.new(seed)
+  local names = {}
+  for i, t in ipairs(tasks) do names[i] = t.name or tostring(i) end
+  for _, t in ipairs(tasks) do
+    if t.session.warmup then t.session:warmup() end
+  end
+  local active = {}
+  for i = 1, #tasks do active[i] = i end
+  local sequence = opts.keep_sequence and {} or nil
+  local rounds, max_rounds = 0, opts.max_rounds or 10000000
+  while #active > 0 and rounds < max_rounds do
+    rounds = rounds + 1
+    local still = {}
+    for _, i in ipairs(M.round_order(active, order, g)) do
+      if sequence then sequence[#sequence + 1] = names[i] end
+      if not tasks[i].session:step() then still[#still + 1] = i end
+    end
+    table.sort(still) -- the next round's permutation is drawn over a canonical order
+    active = still
+  end
+  if #active > 0 then error(string.format('interleave: %d session(s) still running after %d rounds',
+      #active, rounds), 2) end
+  local results = {}
+  for i, t in ipairs(tasks) do
+    local r = t.session:result()
+    r.interleave = { order = order, seed = seed, position = i, tasks = #tasks }
+    if r.used then r.used.interleave = r.interleave end
+    results[names[i]] = r
+  end
+  return { order = order, seed = seed, rounds = rounds, results = results, sequence = sequence,
+    names = names }
+end
+
+return M

@@ -1,0 +1,290 @@
+--- Stopping criteria: when a measurement has taken enough samples.
+--
+-- A criterion is a table {name = string, params = table, check = function(
+-- self, state) -> done, reason, converged}. `state` is a stopping.state():
+-- the samples kept so far (n, samples in ms, the same sorted, their sum) and
+-- the host time since sampling began. `reason` is one line for people;
+-- `converged` is true only when a statistical target was met (the count and
+-- time rules never claim it). A criterion never ends a run with 0 samples:
+-- every one of them answers "not done" while state.n == 0, and the runner
+-- (measure.lua) keeps sampling until one says done.
+--
+-- Writing a new one takes a few lines:
+--   local rule = stopping.criterion {
+--     name = 'p20_below', params = { ms = 0.1 },
+--     check = function(self, st)
+--       if st.n >= 10 and st:quantile(0.2) < self.params.ms then return true, 'fast enough' end
+--       return st.elapsed_ms >= 5000, 'gave up after 5 s'
+--     end }
+local inference = require 'kluabench.inference'
+
+local M = {}
+
+local floor = math.floor
+
+---------------------------------------------------------------------------
+-- The state a criterion sees
+---------------------------------------------------------------------------
+
+local State = {}
+State.__index = State
+State.__name = 'kluabench.StoppingState'
+
+--- A fresh state. clock_ns: a function returning the host time in ns
+-- (default kb.clock_ns, else os.clock). The time starts at the first call
+-- of st:start() or st:add().
+function M.state(clock_ns)
+  if clock_ns == nil then
+    local ok, kb = pcall(require, 'kluabench.core')
+    if ok and type(kb) == 'table' and kb.clock_ns then clock_ns = kb.clock_ns
+    else clock_ns = function() return floor(os.clock() * 1e9) end end
+  end
+  return setmetatable({ n = 0, samples = {}, sorted = {}, sum_ms = 0, elapsed_ms = 0,
+    clock_ns = clock_ns, t0 = nil }, State)
+end
+
+--- Starts the clock (idempotent).
+function State:start()
+  if not self.t0 then self.t0 = self.clock_ns() end
+  return self
+end
+
+--- Updates elapsed_ms from the clock.
+function State:tick()
+  self:start()
+  self.elapsed_ms = (self.clock_ns() - self.t0) / 1e6
+  return self
+end
+
+--- Keeps one sample (ms). The sorted copy is kept by binary insertion, so
+-- that rules that look at order statistics cost O(log n) comparisons and
+-- one block move per sample instead of a sort.
+function State:add(ms)
+  self:start()
+  local n = self.n + 1
+  self.n = n
+  self.samples[n] = ms
+  self.sum_ms = self.sum_ms + ms
+  local s = self.sorted
+  local lo, hi = 1, n
+  while lo < hi do
+    local mid = (lo + hi) // 2
+    if s[mid] <= ms then lo = mid + 1 else hi = mid end
+  end
+  table.insert(s, lo, ms)
+  self:tick()
+  return self
+end
+
+--- The q-quantile of the samples kept (linear interpolation, as stats.lua).
+function State:quantile(q)
+  local n = self.n
+  if n == 0 then return nil end
+  local h = q * (n - 1)
+  local lo = floor(h)
+  local t = h - lo
+  local s = self.sorted
+  if t == 0 then return s[lo + 1] end
+  return (1 - t) * s[lo + 1] + t * s[lo + 2]
+end
+
+--- The median of the samples kept (nil when none).
+function State:median() return self:quantile(0.5) end
+
+--- The relative standard error of the median (inference.rse_median);
+-- math.huge with fewer than 2 samples.
+function State:rse_median(confidence)
+  if self.n < 2 then return math.huge end
+  return (inference.rse_median(self.sorted, { sorted = true, confidence = confidence }))
+end
+
+---------------------------------------------------------------------------
+-- Criteria
+---------------------------------------------------------------------------
+
+local Criterion = {}
+Criterion.__index = Criterion
+Criterion.__name = 'kluabench.StoppingCriterion'
+
+function Criterion:__tostring()
+  return 'stopping rule ' .. self.name
+end
+
+--- done, reason, converged for state st; "not done" while st.n == 0.
+function Criterion:check(st)
+  if st.n == 0 then return false, 'no samples yet', false end
+  local done, reason, converged = self._check(self, st)
+  return done and true or false, reason, (done and converged) and true or false
+end
+
+--- What goes into the record: {rule = name, ...params}.
+function Criterion:spec()
+  local t = { rule = self.name }
+  for k, v in pairs(self.params) do t[k] = v end
+  return t
+end
+
+--- A criterion from {name, params, check = function(self, st) -> done,
+-- reason, converged}.
+function M.criterion(def)
+  if type(def) ~= 'table' or type(def.name) ~= 'string' or type(def.check) ~= 'function' then
+    error("bad argument #1 to 'criterion' (table with name and check expected)", 2)
+  end
+  return setmetatable({ name = def.name, params = def.params or {}, _check = def.check }, Criterion)
+end
+
+--- True when v is a criterion.
+function M.is_criterion(v) return getmetatable(v) == Criterion end
+
+local function positive(fname, name, v, integer)
+  if type(v) ~= 'number' or v <= 0 or v ~= v or (integer and math.type(v) ~= 'integer') then
+    error(string.format("bad argument #1 to '%s' (%s must be a positive %s, got %s)", fname, name,
+      integer and 'integer' or 'number', tostring(v)), 3)
+  end
+  return v
+end
+
+--- Exactly n samples.
+function M.count(n)
+  positive('count', 'n', n, true)
+  return M.criterion {
+    name = 'count', params = { n = n },
+    check = function(self, st)
+      if st.n >= self.params.n then
+        return true, string.format('fixed count: %d samples taken', st.n), false
+      end
+      return false
+    end,
+  }
+end
+
+--- As many samples as fit in ms milliseconds of host time (at least one).
+function M.time_budget(ms)
+  positive('time_budget', 'ms', ms)
+  return M.criterion {
+    name = 'time_budget', params = { budget_ms = ms },
+    check = function(self, st)
+      if st.elapsed_ms >= self.params.budget_ms then
+        return true, string.format('time budget of %g ms spent: %d samples', self.params.budget_ms,
+          st.n), false
+      end
+      return false
+    end,
+  }
+end
+
+--- The defaults of rse_median: 0.5 % noise (nvbench's default target),
+-- at least 20 samples and 10 ms of measured time, 10 s timeout.
+M.RSE_DEFAULTS = { target = 0.005, min_samples = 20, min_time_ms = 10, timeout_ms = 10000,
+  max_samples = 100000, confidence = 0.95 }
+
+--- Until the relative standard error of the median is at most `target`
+-- (0.005 = 0.5 %), with at least `min_samples` samples and `min_time_ms` of
+-- measured time (the sum of the samples, i.e. device time on cuda), or until
+-- `timeout_ms` of host time or `max_samples` samples (not converged). The
+-- standard error is that of the distribution-free confidence interval of
+-- the median (inference.rse_median), cheap enough to evaluate after every
+-- sample; no bootstrap. opts default to stopping.RSE_DEFAULTS.
+function M.rse_median(opts)
+  opts = opts or {}
+  local p = {}
+  for k, v in pairs(M.RSE_DEFAULTS) do p[k] = opts[k] == nil and v or opts[k] end
+  positive('rse_median', 'target', p.target)
+  positive('rse_median', 'min_samples', p.min_samples, true)
+  positive('rse_median', 'timeout_ms', p.timeout_ms)
+  positive('rse_median', 'max_samples', p.max_samples, true)
+  if type(p.min_time_ms) ~= 'number' or p.min_time_ms < 0 then
+    error("bad argument #1 to 'rse_median' (min_time_ms must be a number >= 0)", 2)
+  end
+  if p.min_samples < 2 then
+    error("bad argument #1 to 'rse_median' (min_samples must be >= 2: one sample has no spread)", 2)
+  end
+  return M.criterion {
+    name = 'rse_median', params = p,
+    check = function(self, st)
+      local q = self.params
+      local rse = st:rse_median(q.confidence)
+      if st.n >= q.min_samples and st.sum_ms >= q.min_time_ms and rse <= q.target then
+        return true, string.format('converged: rse of the median %.3g%% <= %.3g%% after %d samples',
+          rse * 100, q.target * 100, st.n), true
+      end
+      if st.elapsed_ms >= q.timeout_ms then
+        return true, string.format('timeout after %g ms: rse of the median %.3g%% > %.3g%% with %d '
+          .. 'samples', q.timeout_ms, rse * 100, q.target * 100, st.n), false
+      end
+      if st.n >= q.max_samples then
+        return true, string.format('max_samples (%d) reached: rse of the median %.3g%% > %.3g%%',
+          q.max_samples, rse * 100, q.target * 100), false
+      end
+      return false
+    end,
+  }
+end
+
+--- The first of several criteria that says done ends the run; its reason
+-- and converged flag are reported, prefixed by its name.
+function M.any(list)
+  if type(list) ~= 'table' or #list == 0 then
+    error("bad argument #1 to 'any' (non-empty list of criteria expected)", 2)
+  end
+  local names, rules = {}, {}
+  for i, c in ipairs(list) do
+    if not M.is_criterion(c) then
+      error(string.format("bad argument #1 to 'any' (element %d is not a stopping criterion)", i), 2)
+    end
+    names[i], rules[i] = c:spec(), c
+  end
+  local any = M.criterion {
+    name = 'any', params = { rules = names },
+    check = function(self, st)
+      for _, c in ipairs(rules) do
+        local done, reason, converged = c:check(st)
+        if done then
+          self.ended_by = c.name
+          return true, c.name .. ': ' .. reason, converged
+        end
+      end
+      return false
+    end,
+  }
+  return any
+end
+
+--- A criterion from a short description, for command-line options and
+-- script parameters: a criterion passes through; a number n means count(n);
+-- "count:N", "time:MS", "rse:TARGET" (rse_median with that target); a table
+-- {rule = "count"|"time_budget"|"rse_median", ...} the same with options.
+function M.from(v)
+  if M.is_criterion(v) then return v end
+  if math.type(v) == 'integer' then return M.count(v) end
+  if type(v) == 'string' then
+    local kind, x = v:match('^(%a+):([%d%.eE+-]+)$')
+    x = tonumber(x)
+    if kind == 'count' and math.tointeger(x) then return M.count(math.tointeger(x)) end
+    if kind == 'time' and x then return M.time_budget(x) end
+    if kind == 'rse' and x then return M.rse_median { target = x } end
+    error("bad stopping rule '" .. v .. "' (expected count:N, time:MS or rse:TARGET)", 2)
+  end
+  if type(v) == 'table' then
+    if v.rule == 'count' then return M.count(v.n) end
+    if v.rule == 'time_budget' then return M.time_budget(v.budget_ms or v.ms) end
+    if v.rule == 'rse_median' then return M.rse_median(v) end
+  end
+  error('bad stopping rule ' .. tostring(v) .. ' (criterion, integer, string or table expected)', 2)
+end
+
+--- What the record says about how a run ended: {rule, reason, converged,
+-- samples, rseMedian, elapsedMs}.
+function M.outcome(criterion, st, reason, converged)
+  local rse = st:rse_median()
+  return {
+    rule = criterion.ended_by or criterion.name,
+    reason = reason,
+    converged = converged and true or false,
+    samples = st.n,
+    rseMedian = rse ~= math.huge and rse or nil,
+    elapsedMs = st.elapsed_ms,
+  }
+end
+
+return M

@@ -1,0 +1,231 @@
+-- Comparing runs (compare.lua, commands/compare.lua) on synthetic samples
+-- whose answer is known, and the statistics underneath (inference.lua).
+local compare = require 'kluabench.compare'
+local inference = require 'kluabench.inference'
+local prng = require 'kluabench.prng'
+
+-- n samples around `center` with a relative spread `noise` (uniform), seeded.
+local function samples(center, noise, n, seed)
+  local g = prng.new(seed)
+  local out = {}
+  for i = 1, n do out[i] = center * (1 + noise * (g:uniform() - 0.5)) end
+  return out
+end
+
+-- A minimal bundle: the fields compare reads.
+local function bundle(o)
+  local values = {}
+  for i, ms in ipairs(o.samples or {}) do values[i] = math.floor(ms * 1e6 + 0.5) end
+  return {
+    run = { spec = {
+      workloadDigest = o.digest or 'sha256:w1',
+      protocolDigest = o.protocol or 'sha256:p1',
+      timing = { latencyNs = { median = o.median_ns or 1000 } },
+      samples = o.samples and { metric = 'latency', unit = 'ns', values = values } or nil,
+      execution = o.execution,
+    } },
+    workload = { spec = { kernel = 'llama4_rope', operation = 'forward',
+      parameters = { hidden = o.hidden or 512, seq = 2048 }, dtype = 'bf16' } },
+    implementation = { spec = { provider = o.provider or 'fused' } },
+  }
+end
+
+describe('inference for comparisons', function()
+  it('Mann-Whitney U: known answer for {1,2,3} vs {4,5,6}', function()
+    -- U = 0; sigma^2 = 3*3*7/12 = 5.25; z = (4.5 - 0.5) / sqrt(5.25) = 1.7457; p = 0.08086
+    local r = inference.mann_whitney({ 1, 2, 3 }, { 4, 5, 6 })
+    assert.equal(0, r.u)
+    assert.near(-1.745743, r.z, 1e-6)
+    assert.near(0.080856, r.p, 1e-5)
+    assert.equal(0, r.p_superiority)
+  end)
+
+  it('Mann-Whitney U: ties get average ranks; identical sets give p = 1', function()
+    local r = inference.mann_whitney({ 1, 2, 2 }, { 2, 3 })
+    -- ranks: 1 -> 1, 2,2,2 -> 3, 3 -> 5; R_a = 1 + 3 + 3 = 7; U = 7 - 6 = 1
+    assert.equal(1, r.u)
+    assert.equal(1, inference.mann_whitney({ 5, 5, 5 }, { 5, 5 }).p)
+  end)
+
+  it('bootstrap: the observed ratio, an interval around it, and the same answer for a seed', function()
+    local base = samples(1.0, 0.02, 200, 1)
+    local new = samples(1.1, 0.02, 200, 2)
+    local a = inference.bootstrap_ratio(base, new, { seed = 5 })
+    local b = inference.bootstrap_ratio(base, new, { seed = 5 })
+    assert.same(a, b)
+    assert.near(1.1, a.ratio, 0.005)
+    assert.is_true(a.lo < a.ratio and a.ratio < a.hi)
+    assert.is_true(a.lo > 1.09 and a.hi < 1.11, a.lo .. ' ' .. a.hi)
+    assert.equal(2000, a.resamples)
+    local c = inference.bootstrap_ratio(base, new, { seed = 6 })
+    assert.are_not.equal(a.lo, c.lo)
+  end)
+
+  it('bootstrap: median of one resample equals the sorted definition (odd and even n)', function()
+    -- every resample of a constant set has that constant as median
+    local r = inference.bootstrap_ratio({ 2, 2, 2, 2 }, { 3, 3, 3 }, { resamples = 50 })
+    assert.equal(1.5, r.ratio)
+    assert.equal(1.5, r.lo)
+    assert.equal(1.5, r.hi)
+    assert.has_error(function() inference.bootstrap_ratio({ 0, 0 }, { 1 }) end)
+  end)
+end)
+
+describe('compare verdicts', function()
+  it('follows the interval and the noise band', function()
+    assert.equal('SAME', compare.verdict(0.995, 1.004, 0.01))
+    assert.equal('SLOWER', compare.verdict(1.02, 1.08, 0.01))
+    assert.equal('SLOWER', compare.verdict(1.001, 1.02, 0.01))
+    assert.equal('FASTER', compare.verdict(0.90, 0.95, 0.01))
+    assert.equal('UNSURE', compare.verdict(0.97, 1.04, 0.01))
+    assert.equal('SAME', compare.verdict(1.001, 1.009, 0.01)) -- significant but negligible
+  end)
+
+  it('SAME for two draws of one distribution', function()
+    local c = compare.compare_samples(samples(1, 0.01, 300, 1), samples(1, 0.01, 300, 2))
+    assert.equal('SAME', c.verdict)
+    assert.is_false(c.regression)
+  end)
+
+  it('SLOWER and a regression for +10 %; FASTER for -10 %', function()
+    local base = samples(1, 0.02, 100, 1)
+    local c = compare.compare_samples(base, samples(1.1, 0.02, 100, 2))
+    assert.equal('SLOWER', c.verdict)
+    assert.is_true(c.regression)
+    assert.is_true(c.p < 1e-10)
+    local d = compare.compare_samples(base, samples(0.9, 0.02, 100, 3))
+    assert.equal('FASTER', d.verdict)
+    assert.is_false(d.regression)
+  end)
+
+  it('SLOWER but no regression under the threshold', function()
+    local c = compare.compare_samples(samples(1, 0.01, 200, 1), samples(1.03, 0.01, 200, 2),
+      { threshold = 0.05 })
+    assert.equal('SLOWER', c.verdict)
+    assert.is_false(c.regression)
+  end)
+
+  it('UNSURE for few noisy samples', function()
+    local c = compare.compare_samples(samples(1, 0.5, 6, 1), samples(1.02, 0.5, 6, 2))
+    assert.equal('UNSURE', c.verdict)
+  end)
+end)
+
+describe('compare bundles', function()
+  it('reads samples in ns and in sourceNative.samples_ms', function()
+    assert.same({ 0.001, 0.002 }, compare.samples_of(bundle { samples = { 0.001, 0.002 } }))
+    local b = bundle {}
+    b.run.spec.sourceNative = { samples_ms = { 0.5 } }
+    assert.same({ 0.5 }, compare.samples_of(b))
+    local none, why = compare.samples_of(bundle {})
+    assert.is_nil(none)
+    assert.equal('no raw samples in the record', why)
+  end)
+
+  it('parses JSON, JSON arrays and JSON Lines', function()
+    local output = require 'kluabench.output'
+    local b1, b2 = bundle { samples = { 1 } }, bundle { samples = { 2 }, provider = 'reference' }
+    assert.equal(1, #compare.parse(output.encode_pretty(b1)))
+    assert.equal(2, #compare.parse(output.encode_pretty { b1, b2 }))
+    assert.equal(2, #compare.parse(output.encode_line(b1) .. '\n' .. output.encode_line(b2) .. '\n'))
+    local _, err = compare.parse('{"a": 1}', 'x.json')
+    assert.equal('x.json: not a record bundle or a list of bundles', err)
+    _, err = compare.parse(output.encode_line(b1) .. '\n{oops\n', 'x.jsonl')
+    assert.matches('^x.jsonl: line 2: ', err)
+  end)
+
+  it('matches points by workload digest and provider, pooling repeated runs', function()
+    local base = {
+      bundle { digest = 'sha256:a', samples = samples(1, 0.01, 50, 1) },
+      bundle { digest = 'sha256:a', samples = samples(1, 0.01, 50, 2) },
+      bundle { digest = 'sha256:a', provider = 'reference', samples = samples(2, 0.01, 50, 3) },
+      bundle { digest = 'sha256:gone', hidden = 4096, samples = { 1 } },
+    }
+    local new = {
+      bundle { digest = 'sha256:a', samples = samples(1.2, 0.01, 50, 4) },
+      bundle { digest = 'sha256:a', provider = 'reference', samples = samples(2, 0.01, 50, 5) },
+      bundle { digest = 'sha256:fresh', samples = { 1 } },
+    }
+    local r = compare.compare(base, new)
+    assert.equal(2, #r.points)
+    local p1, p2 = r.points[1], r.points[2]
+    assert.equal('fused', p1.provider)
+    assert.equal(2, p1.base_runs)
+    assert.equal(100, p1.base_n)
+    assert.equal('SLOWER', p1.verdict)
+    assert.is_true(p1.regression)
+    assert.equal('SAME', p2.verdict)
+    assert.equal(1, r.regressions)
+    assert.same({ 'llama4_rope forward hidden4096-seq2048-bf16 (fused)' }, r.only_base)
+    assert.equal(1, #r.only_new)
+    local text = compare.format(r)
+    assert.matches('REGRESSION beyond 5%', text, 1, true)
+    assert.matches('2 point%(s%): 1 SAME, 1 SLOWER%. 1 regression%(s%) beyond 5%%', text)
+    assert.matches('^| point', compare.format(r, 'markdown'))
+  end)
+
+  it('explains an UNSURE point in one line', function()
+    local base = { bundle { samples = samples(1, 0.5, 8, 1),
+      execution = { clocks = { stable = false, smMhz = { min = 1410, max = 1980 } } } } }
+    local new = { bundle { samples = samples(1.02, 0.5, 8, 2), protocol = 'sha256:p2' } }
+    local p = compare.compare(base, new).points[1]
+    assert.equal('UNSURE', p.verdict)
+    assert.matches('take more samples (n = 8 / 8)', p.hint, 1, true)
+    assert.matches('clocks unstable in BASE (SM 1410-1980 MHz)', p.hint, 1, true)
+    assert.matches('protocols differ', p.hint, 1, true)
+  end)
+
+  it('says UNSURE without raw samples, with the recorded medians', function()
+    local r = compare.compare({ bundle { median_ns = 1000 } }, { bundle { median_ns = 1500 } })
+    assert.equal('UNSURE', r.points[1].verdict)
+    assert.equal(1.5, r.points[1].ratio)
+    assert.matches('no raw samples', r.points[1].hint)
+  end)
+end)
+
+describe('kluabench compare', function()
+  local ok, kb = pcall(require, 'kluabench.core')
+  local engine_it = (ok and kb.executable) and it or pending
+
+  local function write(path, bundles)
+    local output = require 'kluabench.output'
+    local f = assert(io.open(path, 'w'))
+    for _, b in ipairs(bundles) do f:write(output.encode_line(b), '\n') end
+    f:close()
+  end
+
+  local function run(args)
+    local p = io.popen(kb.executable() .. ' compare ' .. args .. ' 2>&1; echo "rc=$?"')
+    local out = p:read('a')
+    p:close()
+    return out, tonumber(out:match('rc=(%d+)%s*$'))
+  end
+
+  engine_it('exits 1 on a regression beyond the threshold, 0 otherwise, 2 on misuse', function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    assert(os.execute('mkdir -p ' .. dir))
+    write(dir .. '/base.jsonl', { bundle { samples = samples(1, 0.01, 60, 1) } })
+    write(dir .. '/slow.jsonl', { bundle { samples = samples(1.1, 0.01, 60, 2) } })
+    write(dir .. '/same.jsonl', { bundle { samples = samples(1, 0.01, 60, 3) } })
+    write(dir .. '/other.jsonl', { bundle { digest = 'sha256:z', samples = { 1 } } })
+    local out, rc = run(dir .. '/base.jsonl ' .. dir .. '/slow.jsonl')
+    assert.equal(1, rc, out)
+    assert.matches('SLOWER', out)
+    out, rc = run(dir .. '/base.jsonl ' .. dir .. '/slow.jsonl --threshold 0.2 --format markdown')
+    assert.equal(0, rc, out)
+    assert.matches('| SLOWER', out, 1, true)
+    out, rc = run(dir .. '/base.jsonl ' .. dir .. '/same.jsonl')
+    assert.equal(0, rc, out)
+    assert.matches('SAME', out)
+    _, rc = run(dir .. '/base.jsonl ' .. dir .. '/other.jsonl')
+    assert.equal(2, rc)
+    _, rc = run(dir .. '/base.jsonl')
+    assert.equal(2, rc)
+    _, rc = run(dir .. '/base.jsonl ' .. dir .. '/same.jsonl --format yaml')
+    assert.equal(2, rc)
+    _, rc = run(dir .. '/base.jsonl ' .. dir .. '/missing.jsonl')
+    assert.equal(2, rc)
+    os.execute('rm -rf ' .. dir)
+  end)
+end)
