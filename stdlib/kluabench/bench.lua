@@ -174,6 +174,9 @@ end
 --- Where the harness lives, for the record's harness.repository (nil: left out).
 M.REPOSITORY = nil
 
+--- triton.testing.do_bench flushes the L2 by zeroing a buffer of this size.
+M.TRITON_FLUSH_BYTES = 256000000
+
 --- Defaults of do_bench (triton's).
 M.DO_BENCH_DEFAULTS = { warmup_ms = 25, rep_ms = 100, return_mode = 'mean' }
 
@@ -193,6 +196,8 @@ local RETURN_MODES = { min = true, max = true, mean = true, median = true, all =
 -- ("mean"; also min, max, median, all), before_each (optional function, run
 -- outside the timed region, the place of triton's grad_to_none), device (ctx
 -- table, default bench.device()).
+-- flush_bytes: the size of the L2 flush (default 256e6 bytes, triton's
+-- buffer, so that the estimate and the sample counts match triton's).
 -- Returns value, result: value is what triton returns (the list of quantiles
 -- when quantiles are given, a single number when that list has one entry,
 -- else the return_mode statistic, or all samples for "all"); result has
@@ -233,12 +238,14 @@ function M.do_bench(fn, opts)
   end
   local before_each = opts.before_each
   local dev = check_ctx('do_bench', opts.device or M.device())
+  local flush_req = opts.flush_bytes or M.TRITON_FLUSH_BYTES
+  local function flush() return dev.flush_l2(flush_req) end
 
   fn()
   -- triton allocates its flush buffer here, before the estimate; the engine
   -- allocates (and first touches) its own on the first flush, so that first
   -- flush happens here too and stays out of the estimate
-  local flush_bytes = dev.flush_l2()
+  local flush_bytes = flush()
   if type(flush_bytes) ~= 'number' then flush_bytes = nil end
   dev.synchronize()
 
@@ -246,7 +253,7 @@ function M.do_bench(fn, opts)
   local s0, e0 = dev.event(), dev.event()
   s0:record()
   for _ = 1, 5 do
-    local b = dev.flush_l2()
+    local b = flush()
     if type(b) == 'number' then flush_bytes = b end
     fn()
   end
@@ -266,7 +273,7 @@ function M.do_bench(fn, opts)
   for _ = 1, n_warmup do fn() end
   for i = 1, n_repeat do
     if before_each then before_each() end
-    dev.flush_l2()
+    flush()
     starts[i]:record()
     fn()
     ends[i]:record()
