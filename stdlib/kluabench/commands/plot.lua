@@ -1,0 +1,178 @@
+--- `kluabench plot RESULTS... -o chart.svg`: draw results as an SVG chart
+-- (the drawing is kluabench.plot; this is the command line around it).
+local plot = require 'kluabench.plot'
+
+local M = {}
+
+M.USAGE = 'kluabench plot RESULTS... [--x FIELD] [--by FIELD] [options] -o chart.svg'
+
+M.help = [[
+Draws benchmark results as an SVG chart: one line per group over the x
+field, the median with p20-p80 error bars, a title, axis labels and a
+legend. When x has a single value (or with --bar) it draws bars instead.
+The SVG opens in any browser.
+
+RESULTS are record bundles (JSON or JSON Lines, as scripts write them and
+import-liger makes them) or Liger-Kernel benchmark CSV files.
+
+  -o, --output FILE   where to write the SVG ('-': stdout); required
+  --x FIELD           the x axis: a shape parameter (seq, hidden, ...) or
+                      any field below (default: the one parameter that varies)
+  --by FIELD[,FIELD]  one line per value of these fields (default: provider)
+  --y UNIT            ms (default for times), us or ns
+  --filter KEY=V[,V]  keep the points whose KEY is one of the values;
+                      repeatable (--filter mode=forward --filter seq=2048)
+  --logx, --logy      logarithmic axes
+  --bar               a bar chart (groups of bars per x value)
+  --title TEXT        the title (default: kernel and mode)
+  --width N, --height N  size in pixels (default 800 x 480)
+
+FIELDS: kernel, mode, provider, metric, gpu, dtype, and the shape parameters
+of the workload (hidden, seq, q_heads, kv_heads, ...; Liger's names such as
+seq_len or T work too). Fields that differ between points but are neither x
+nor --by split the lines, and a note on stderr says so.
+
+Examples:
+  kluabench plot results.jsonl --x seq --by provider --logx -o seq.svg
+  kluabench plot all_benchmark_data.csv --filter kernel=llama4_rope \
+      --filter mode=backward --x H -o liger.svg
+  kluabench plot point.json --bar -o bars.svg
+
+Exit status: 0 written, 1 unreadable or unsuitable data, 2 usage error.]]
+
+local FLAGS = { logx = true, logy = true, bar = true, help = true }
+local VALUES = { x = true, by = true, y = true, filter = true, title = true, output = true,
+  width = true, height = true }
+local SHORT = { o = 'output', h = 'help' }
+
+local function usage_error(fmt, ...)
+  local ok, cli = pcall(require, 'kluabench.cli')
+  if ok and type(cli) == 'table' and cli.usage_error then return cli.usage_error('plot', fmt, ...) end
+  io.stderr:write(string.format('kluabench plot: ' .. fmt .. '\n', ...))
+  io.stderr:write('usage: ', M.USAGE, '\n')
+  return 2
+end
+
+--- Reads the arguments: opts (filters as a list), files; or nil, message.
+function M.parse_args(args)
+  local opts, files = { filters = {} }, {}
+  local i = 1
+  while i <= #args do
+    local a = args[i]
+    if a == '--' then
+      table.move(args, i + 1, #args, #files + 1, files)
+      break
+    end
+    local name, value = a:match('^%-%-([^=]+)=(.*)$')
+    if not name then name = a:match('^%-%-(.+)$') or SHORT[a:match('^%-(%a)$') or ''] end
+    if not name then
+      if a:match('^%-.') then return nil, string.format("unrecognized option '%s'", a) end
+      files[#files + 1] = a
+    elseif FLAGS[name] then
+      if value then return nil, string.format("option '--%s' takes no value", name) end
+      opts[name] = true
+    elseif VALUES[name] then
+      if not value then
+        i = i + 1
+        value = args[i]
+        if value == nil then return nil, string.format("option '%s' needs a value", a) end
+      end
+      if name == 'filter' then
+        local f, err = plot.parse_filter(value)
+        if not f then return nil, err end
+        opts.filters[#opts.filters + 1] = f
+      else
+        opts[name] = value
+      end
+    else
+      return nil, string.format("unrecognized option '%s'", a)
+    end
+    i = i + 1
+  end
+  return opts, files
+end
+
+local function check_size(opts, key)
+  if opts[key] == nil then return true end
+  local n = tonumber(opts[key])
+  if not n or n < 200 or n > 10000 or n ~= math.floor(n) then
+    return nil, string.format("--%s must be a whole number of pixels from 200 to 10000, got '%s'",
+      key, opts[key])
+  end
+  opts[key] = math.tointeger(n)
+  return true
+end
+
+local function fail(fmt, ...)
+  io.stderr:write(string.format('kluabench plot: ' .. fmt .. '\n', ...))
+  return 1
+end
+
+local function write_output(path, svg)
+  if path == '-' then
+    io.stdout:write(svg)
+    io.stdout:flush()
+    return true
+  end
+  local f, err = io.open(path, 'wb')
+  if not f then return nil, err end
+  local ok, werr = f:write(svg)
+  f:close()
+  if not ok then return nil, werr end
+  return true
+end
+
+--- Runs the command; returns the exit status.
+function M.run(args)
+  local opts, files = M.parse_args(args or {})
+  if not opts then return usage_error('%s', files) end
+  if opts.help then
+    io.stdout:write('usage: ', M.USAGE, '\n\n', M.help, '\n')
+    return 0
+  end
+  if #files == 0 then return usage_error('no RESULTS file given') end
+  if not opts.output then return usage_error('no output file: give -o chart.svg (or -o - for stdout)') end
+  if opts.y and not ({ ms = true, us = true, ns = true, s = true, MB = true })[opts.y] then
+    return usage_error("--y must be ms, us or ns, got '%s'", opts.y)
+  end
+  for _, key in ipairs { 'width', 'height' } do
+    local ok, err = check_size(opts, key)
+    if not ok then return usage_error('%s', err) end
+  end
+  local by = nil
+  if opts.by then
+    by = {}
+    for f in opts.by:gmatch('[^,]+') do by[#by + 1] = f end
+  end
+
+  local points = {}
+  for _, path in ipairs(files) do
+    local pts, err = plot.read(path)
+    if not pts then return fail('%s', err) end
+    table.move(pts, 1, #pts, #points + 1, points)
+  end
+  local total = #points
+  points = plot.filter(points, opts.filters)
+  if #points == 0 then
+    return fail('no data points%s', total > 0 and string.format(' left after the filters (of %d read)', total) or '')
+  end
+  local svg, info, why = plot.chart(points, { x = opts.x, by = by, y = opts.y, logx = opts.logx,
+    logy = opts.logy, bar = opts.bar, title = opts.title, width = opts.width, height = opts.height })
+  if not svg then
+    if why == 'usage' then return usage_error('%s', info) end
+    return fail('%s', info)
+  end
+  for _, note in ipairs(info.notes) do io.stderr:write('kluabench plot: note: ', note, '\n') end
+  local ok, err = write_output(opts.output, svg)
+  if not ok then return fail('cannot write %s', err) end
+  if opts.output ~= '-' then
+    io.stderr:write(string.format('kluabench plot: wrote %s (%s chart, %d %s, %d points)\n', opts.output,
+      info.kind, info.series, info.kind == 'bar' and 'series' or (info.series == 1 and 'line' or 'lines'),
+      info.points))
+  end
+  return 0
+end
+
+M.main = M.run
+
+return M

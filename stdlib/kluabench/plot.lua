@@ -1,0 +1,906 @@
+--- Charts of benchmark results as SVG, written by plain Lua (no plotting
+-- library): a line chart with one line per group (median, with p20/p80
+-- error bars), or a bar chart when there is a single x value.
+--
+--   local plot = require 'kluabench.plot'
+--   local points = assert(plot.read('results.jsonl'))
+--   local svg = assert(plot.chart(points, { x = 'seq', by = 'provider', logx = true }))
+--   io.open('chart.svg', 'w'):write(svg):close()
+--
+-- Points come from record bundles (JSON, JSON Lines) and from Liger-Kernel's
+-- benchmark CSV. A point is a flat table:
+--   kernel, mode, provider, metric ("speed" or e.g. "memory"), unit ("ms",
+--   "MB"), gpu, dtype, params = {hidden = 512, seq = 2048, ...},
+--   y50, y20, y80 (the median and the p20/p80 quantiles, in unit),
+--   x_labels = {param = "words"} (axis titles the source knows, e.g. Liger's)
+local names = require 'kluabench.names'
+local output = require 'kluabench.output'
+
+local M = {}
+
+---------------------------------------------------------------------------
+-- Reading results
+---------------------------------------------------------------------------
+
+local function ns_to_ms(v) return type(v) == 'number' and v / 1e6 or nil end
+
+-- The measurement of a statistic ("p20", "median") in a run spec.
+local function measurement(rs, statistic)
+  for _, m in ipairs(rs.measurements or {}) do
+    if m.statistic == statistic then return m end
+  end
+  return nil
+end
+
+local DTYPES = { bf16 = true, f16 = true, f32 = true, f64 = true, fp8 = true, int8 = true }
+
+-- kernel/mode/provider/gpu/workload/time of an externalId, and the
+-- parameters of its workload slug ("hidden512-kv_heads8-bf16").
+local function parse_external_id(id)
+  local kernel, mode, provider, _, slug = (id or ''):match('^([^/]+)/([^/]+)/([^/]+)/([^/]+)/([^/]+)/')
+  if not kernel then return nil end
+  local params, dtype = {}, nil
+  for part in slug:gmatch('[^%-]+') do
+    local k, v = part:match('^([%a_]+)(%d[%d%.]*)$')
+    if DTYPES[part] or names.dtype_name(part) ~= part or not k then
+      dtype = names.dtype_name(part)
+    else
+      params[k] = tonumber(v)
+    end
+  end
+  return { kernel = kernel, mode = mode, provider = provider, params = params, dtype = dtype }
+end
+
+--- The point of one record bundle, or nil and a message.
+function M.point_from_bundle(b)
+  if type(b) ~= 'table' or type(b.run) ~= 'table' or type(b.run.spec) ~= 'table' then
+    return nil, 'not a record bundle (no run.spec)'
+  end
+  local rs = b.run.spec
+  local ws = type(b.workload) == 'table' and b.workload.spec or {}
+  local is = type(b.implementation) == 'table' and b.implementation.spec or {}
+  local native = rs.sourceNative or {}
+  local id = parse_external_id(native.externalId) or { params = {} }
+  local p = {
+    kernel = ws.kernel or id.kernel,
+    mode = ws.operation or id.mode,
+    provider = is.provider or id.provider,
+    dtype = ws.dtype or id.dtype,
+    params = {},
+  }
+  for k, v in pairs(ws.parameters or id.params) do p.params[k] = v end
+  local metrics = native.metrics or {}
+  if rs.timing then
+    p.metric, p.unit = 'speed', 'ms'
+    local lat = rs.timing.latencyNs or {}
+    local p20, p80 = measurement(rs, 'p20'), measurement(rs, 'p80')
+    p.y50 = metrics.ms_50 or ns_to_ms(lat.median)
+    p.y20 = metrics.ms_20 or (p20 and ns_to_ms(p20.value))
+    p.y80 = metrics.ms_80 or (p80 and ns_to_ms(p80.value))
+  else
+    local med = measurement(rs, 'median')
+    if not med then return nil, 'run has neither timing nor a median measurement' end
+    local p20, p80 = measurement(rs, 'p20'), measurement(rs, 'p80')
+    p.metric, p.unit = med.metric, med.unit
+    p.y50, p.y20, p.y80 = med.value, p20 and p20.value, p80 and p80.value
+  end
+  if type(p.y50) ~= 'number' then return nil, 'run has no median' end
+  local hw = type(b.environment) == 'table' and b.environment.spec and b.environment.spec.hardware
+  if type(hw) == 'table' and hw.product then
+    p.gpu = hw.formFactor and (hw.product .. ' ' .. hw.formFactor) or hw.product
+  end
+  local ann = type(b.workload) == 'table' and b.workload.metadata and b.workload.metadata.annotations
+  if type(ann) == 'table' and ann.liger_x_name and ann.liger_x_label then
+    p.x_labels = { [names.param_name(ann.liger_x_name)] = ann.liger_x_label }
+  end
+  return p
+end
+
+--- The point of one parsed Liger CSV row (see liger.parse), or nil and a message.
+function M.point_from_liger_row(row)
+  local liger = require 'kluabench.liger'
+  if row.error then return nil, row.error end
+  local config, err = liger.parse_config(row.extra_benchmark_config_str)
+  if not config then return nil, err end
+  local p = {
+    kernel = row.kernel_name, mode = row.kernel_operation_mode, provider = row.kernel_provider,
+    metric = row.metric_name, unit = row.metric_unit, gpu = row.gpu_name ~= '' and row.gpu_name or nil,
+    params = {},
+    y50 = tonumber(row.y_value_50), y20 = tonumber(row.y_value_20), y80 = tonumber(row.y_value_80),
+  }
+  if not p.y50 then return nil, 'y_value_50 is not a number' end
+  for k, v in pairs(config) do
+    if k == 'dtype' then p.dtype = names.dtype_name(tostring(v)) else p.params[names.param_name(k)] = v end
+  end
+  local x = names.param_name(row.x_name)
+  p.params[x] = tonumber(row.x_value) or row.x_value
+  if row.x_label and row.x_label ~= '' then p.x_labels = { [x] = row.x_label } end
+  return p
+end
+
+local function is_liger_csv(text)
+  local first = text:gsub('^\239\187\191', ''):match('^[^\r\n]*') or ''
+  return first:find('kernel_name', 1, true) ~= nil and first:find(',', 1, true) ~= nil
+end
+
+--- The points of one file (record bundles as JSON or JSON Lines, or Liger
+-- CSV, told apart by content), or nil and "path[:line]: why".
+function M.read(path)
+  local text, err = output.read_file(path)
+  if not text then return nil, err end
+  local points = {}
+  if is_liger_csv(text) then
+    local rows, perr = require('kluabench.liger').parse(text)
+    if not rows then return nil, path .. ': ' .. perr end
+    for _, row in ipairs(rows) do
+      local p, rerr = M.point_from_liger_row(row)
+      if not p then return nil, string.format('%s:%d: %s', path, row.line or 0, rerr) end
+      points[#points + 1] = p
+    end
+    return points
+  end
+  local items, line, why = require('kluabench.commands.verify').bundles_of_text(text, path)
+  if not items then return nil, string.format('%s:%d: %s', path, line or 1, why) end
+  for _, it in ipairs(items) do
+    local p, berr = M.point_from_bundle(it.bundle)
+    if not p then return nil, string.format('%s:%d: %s', path, it.line or 1, berr) end
+    points[#points + 1] = p
+  end
+  return points
+end
+
+---------------------------------------------------------------------------
+-- Fields, filters, groups
+---------------------------------------------------------------------------
+
+local TOP_FIELDS = { kernel = true, mode = true, provider = true, metric = true, unit = true,
+  gpu = true, dtype = true }
+local FIELD_ALIASES = { operation = 'mode', kernel_operation_mode = 'mode', kernel_provider = 'provider',
+  kernel_name = 'kernel', impl = 'provider', gpu_name = 'gpu' }
+
+--- Our name of a field: "operation" -> "mode", "seq_len" or "T" -> "seq".
+function M.field_name(name)
+  return FIELD_ALIASES[name] or (TOP_FIELDS[name] and name) or names.param_name(name)
+end
+
+--- The value of field `name` of point p (a top-level field or a parameter).
+function M.field(p, name)
+  name = M.field_name(name)
+  if TOP_FIELDS[name] then return p[name] end
+  return p.params[name]
+end
+
+local function value_text(v)
+  if type(v) == 'number' then return names.format_value(v) end
+  return tostring(v)
+end
+
+--- Parses "key=v1,v2" into {key = field name, values = {v1, v2}}, or nil, message.
+function M.parse_filter(s)
+  local k, v = tostring(s):match('^%s*([^=]-)%s*=%s*(.-)%s*$')
+  if not k or k == '' or v == '' then return nil, string.format("bad filter '%s' (expected KEY=VALUE)", s) end
+  local values = {}
+  for part in v:gmatch('[^,]+') do values[#values + 1] = part end
+  return { key = M.field_name(k), values = values }
+end
+
+local function matches(p, f)
+  local v = M.field(p, f.key)
+  if v == nil then return false end
+  for _, want in ipairs(f.values) do
+    if value_text(v) == want or (type(v) == 'number' and tonumber(want) == v) then return true end
+  end
+  return false
+end
+
+--- The points that match every filter ({key, values} as from M.parse_filter).
+function M.filter(points, filters)
+  local out = {}
+  for _, p in ipairs(points) do
+    local keep = true
+    for _, f in ipairs(filters or {}) do
+      if not matches(p, f) then keep = false break end
+    end
+    if keep then out[#out + 1] = p end
+  end
+  return out
+end
+
+--- The distinct values of a field, in order of first appearance.
+function M.distinct(points, name)
+  local seen, out = {}, {}
+  for _, p in ipairs(points) do
+    local v = M.field(p, name)
+    if v ~= nil and not seen[v] then
+      seen[v] = true
+      out[#out + 1] = v
+    end
+  end
+  return out
+end
+
+--- Every field that some point has: the top-level ones and all parameters, sorted.
+function M.fields(points)
+  local seen, out = {}, {}
+  for _, p in ipairs(points) do
+    for k in pairs(TOP_FIELDS) do
+      if p[k] ~= nil and not seen[k] then seen[k], out[#out + 1] = true, k end
+    end
+    for k in pairs(p.params) do
+      if not seen[k] then seen[k], out[#out + 1] = true, k end
+    end
+  end
+  table.sort(out)
+  return out
+end
+
+local function missing_somewhere(points, f)
+  for _, p in ipairs(points) do
+    if M.field(p, f) == nil then return true end
+  end
+  return false
+end
+
+--- The fields whose value differs between points (or that some points lack).
+function M.varying(points)
+  local out = {}
+  for _, f in ipairs(M.fields(points)) do
+    if #M.distinct(points, f) > 1 or missing_somewhere(points, f) then out[#out + 1] = f end
+  end
+  return out
+end
+
+--- The value of field f when every point has the same one, else nil.
+function M.common(points, f)
+  local d = M.distinct(points, f)
+  if #d == 1 and not missing_somewhere(points, f) then return d[1] end
+  return nil
+end
+
+local function sort_values(vs)
+  local numeric = true
+  for _, v in ipairs(vs) do if type(v) ~= 'number' then numeric = false end end
+  if numeric then table.sort(vs) end
+  return vs, numeric
+end
+
+--- Groups points into series for a chart. opts.x (field), opts.by (field or
+-- list of fields). Fields other than x and by whose values differ are added
+-- to the grouping, so that no two points of a series share an x (they are
+-- returned as `split`). Returns {series = {{name, key, points}}, xs (sorted
+-- distinct x values), numeric_x, split = {fields}, duplicates = count}.
+function M.group(points, opts)
+  local x = M.field_name(opts.x)
+  local by = {}
+  for i, f in ipairs(type(opts.by) == 'table' and opts.by or { opts.by or 'provider' }) do
+    by[i] = M.field_name(f)
+  end
+  local used = { [x] = true }
+  for _, f in ipairs(by) do used[f] = true end
+  local split = {}
+  for _, f in ipairs(M.varying(points)) do
+    if not used[f] and f ~= 'unit' then split[#split + 1] = f end
+  end
+  local keys = {}
+  for _, f in ipairs(by) do keys[#keys + 1] = f end
+  for _, f in ipairs(split) do keys[#keys + 1] = f end
+
+  local series, index, duplicates = {}, {}, 0
+  for _, p in ipairs(points) do
+    local xv = M.field(p, x)
+    if xv ~= nil then
+      local parts, label = {}, {}
+      for i, f in ipairs(keys) do
+        local v = M.field(p, f)
+        parts[i] = v == nil and '-' or value_text(v)
+        label[i] = (i <= #by) and parts[i] or (f .. '=' .. parts[i])
+      end
+      local key = table.concat(parts, '\0')
+      local s = index[key]
+      if not s then
+        s = { name = table.concat(label, ' · '), key = key, points = {}, by_x = {} }
+        index[key] = s
+        series[#series + 1] = s
+      end
+      if s.by_x[xv] then
+        duplicates = duplicates + 1
+        for i, q in ipairs(s.points) do if q == s.by_x[xv] then s.points[i] = p end end
+      else
+        s.points[#s.points + 1] = p
+      end
+      s.by_x[xv] = p
+    end
+  end
+  local xs, numeric = sort_values(M.distinct(points, x))
+  for _, s in ipairs(series) do
+    if numeric then
+      table.sort(s.points, function(a, b) return M.field(a, x) < M.field(b, x) end)
+    end
+    s.by_x = nil
+  end
+  return { series = series, xs = xs, numeric_x = numeric, split = split, duplicates = duplicates }
+end
+
+---------------------------------------------------------------------------
+-- Scales and ticks
+---------------------------------------------------------------------------
+
+-- The "nice" number (1, 2, 5 or 10 times a power of ten) near x.
+local function nice_number(x, round)
+  local e = math.floor(math.log(x, 10))
+  local f = x / 10 ^ e
+  local nf
+  if round then
+    nf = f < 1.5 and 1 or f < 3 and 2 or f < 7 and 5 or 10
+  else
+    nf = f <= 1 and 1 or f <= 2 and 2 or f <= 5 and 5 or 10
+  end
+  return nf * 10 ^ e
+end
+
+--- Tick values from lo to hi with a nice step (about n ticks). Returns the
+-- ticks and the axis range they span (lo' <= lo, hi' >= hi).
+function M.nice_ticks(lo, hi, n)
+  n = n or 6
+  if hi < lo then lo, hi = hi, lo end
+  if hi == lo then
+    local d = lo == 0 and 1 or math.abs(lo) * 0.1
+    lo, hi = lo - d, hi + d
+  end
+  local step = nice_number((hi - lo) / (n - 1), true)
+  local first, last = math.floor(lo / step + 1e-9) * step, math.ceil(hi / step - 1e-9) * step
+  local ticks = {}
+  for i = 0, math.floor((last - first) / step + 0.5) do
+    local v = first + i * step
+    if math.abs(v) < step * 1e-9 then v = 0 end
+    -- round away the binary noise of i * step (0.30000000000000004)
+    v = tonumber(string.format('%.12g', v))
+    ticks[#ticks + 1] = math.tointeger(v) or v
+  end
+  return ticks, first, last, step
+end
+
+--- Ticks of a log axis over [lo, hi] (lo > 0): powers of ten, with 2 and 5
+-- between them when the range spans fewer than four decades (and that makes
+-- at most 10 ticks); nice linear ticks within one decade.
+function M.log_ticks(lo, hi)
+  local e0, e1 = math.floor(math.log(lo, 10) + 1e-9), math.ceil(math.log(hi, 10) - 1e-9)
+  local function collect(mults)
+    local t = {}
+    for e = e0, e1 do
+      for _, m in ipairs(mults) do
+        local v = m * 10 ^ e
+        if v >= lo * (1 - 1e-9) and v <= hi * (1 + 1e-9) then t[#t + 1] = v end
+      end
+    end
+    return t
+  end
+  local ticks = collect { 1 }
+  if #ticks < 4 then
+    local finer = collect { 1, 2, 5 }
+    if #finer <= 10 then ticks = finer end
+  end
+  if #ticks < 3 then ticks = (M.nice_ticks(lo, hi, 5)) end
+  local out = {}
+  for _, v in ipairs(ticks) do
+    if v > 0 and v >= lo * (1 - 1e-9) and v <= hi * (1 + 1e-9) then
+      v = tonumber(string.format('%.12g', v))
+      out[#out + 1] = math.tointeger(v) or v
+    end
+  end
+  return out
+end
+
+-- "2.50" -> "2.5", "3.0" -> "3"; integers untouched.
+local function trim_zeros(s)
+  if not s:find('.', 1, true) then return s end
+  return (s:gsub('0+$', ''):gsub('%.$', ''))
+end
+
+--- A tick label: "0.25", "2048", "16k", "1.5M".
+function M.format_tick(v)
+  local a = math.abs(v)
+  if a >= 1e5 then
+    for _, u in ipairs { { 1e9, 'G' }, { 1e6, 'M' }, { 1e3, 'k' } } do
+      if a >= u[1] then return trim_zeros(string.format('%.4g', v / u[1])) .. u[2] end
+    end
+  end
+  if v == math.floor(v) then return string.format('%d', math.tointeger(v) or v) end
+  local s = string.format('%.4g', v)
+  if s:find('e') then s = trim_zeros(string.format('%.8f', v)) end
+  return s
+end
+
+-- A scale maps data values to pixels over [a, b].
+local function scale(lo, hi, a, b, log)
+  if log then
+    local l0, l1 = math.log(lo, 10), math.log(hi, 10)
+    if l1 == l0 then l1 = l0 + 1 end
+    return function(v) return a + (math.log(v, 10) - l0) / (l1 - l0) * (b - a) end
+  end
+  if hi == lo then hi = lo + 1 end
+  return function(v) return a + (v - lo) / (hi - lo) * (b - a) end
+end
+
+---------------------------------------------------------------------------
+-- SVG
+---------------------------------------------------------------------------
+
+--- Colours of the series, in order (Okabe and Ito's palette, readable by
+-- people with colour-blindness, then a few more).
+M.COLORS = { '#0072B2', '#E69F00', '#009E73', '#D55E00', '#CC79A7', '#56B4E9', '#000000',
+  '#999999', '#8C564B', '#F0E442' }
+
+local FONT = 'DejaVu Sans, Helvetica, Arial, sans-serif'
+
+local function esc(s)
+  return (tostring(s):gsub('[&<>"]', { ['&'] = '&amp;', ['<'] = '&lt;', ['>'] = '&gt;', ['"'] = '&quot;' }))
+end
+
+local function num(v) return (string.format('%.2f', v):gsub('%.?0+$', '')) end
+
+-- Approximate width in pixels of text at a font size (sans-serif averages
+-- about 0.6 em per character).
+local function text_width(s, size)
+  return (utf8.len(s) or #s) * size * 0.6
+end
+
+-- A buffer of SVG elements.
+local function canvas(w, h, title)
+  local out = {
+    string.format('<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" '
+      .. 'font-family="%s" font-size="12">', w, h, w, h, FONT),
+    '<title>' .. esc(title or 'kluabench chart') .. '</title>',
+    string.format('<rect x="0" y="0" width="%d" height="%d" fill="#ffffff"/>', w, h),
+  }
+  local c = {}
+  function c.add(s) out[#out + 1] = s end
+  function c.text(x, y, s, attrs)
+    out[#out + 1] = string.format('<text x="%s" y="%s"%s>%s</text>', num(x), num(y),
+      attrs and (' ' .. attrs) or '', esc(s))
+  end
+  function c.line(x1, y1, x2, y2, attrs)
+    out[#out + 1] = string.format('<line x1="%s" y1="%s" x2="%s" y2="%s" %s/>', num(x1), num(y1),
+      num(x2), num(y2), attrs)
+  end
+  function c.finish()
+    out[#out + 1] = '</svg>'
+    return table.concat(out, '\n') .. '\n'
+  end
+  return c
+end
+
+-- Title and subtitle at the top, centred.
+local function draw_titles(c, spec, w)
+  if spec.title then
+    c.text(w / 2, 26, spec.title, 'text-anchor="middle" font-size="16" font-weight="bold"')
+  end
+  if spec.subtitle then
+    c.text(w / 2, 44, spec.subtitle, 'text-anchor="middle" font-size="11" fill="#555555"')
+  end
+end
+
+-- Gridlines, axis lines, tick marks and labels, axis titles.
+local function draw_axes(c, area, xticks, yticks, spec)
+  local L, R, T, B = area.left, area.right, area.top, area.bottom
+  c.add('<g stroke="#e5e5e5" stroke-width="1">')
+  for _, t in ipairs(yticks) do c.line(L, t.px, R, t.px, '') end
+  for _, t in ipairs(xticks) do if t.grid ~= false then c.line(t.px, T, t.px, B, '') end end
+  c.add('</g>')
+  c.add('<g stroke="#333333" stroke-width="1">')
+  c.line(L, B, R, B, '')
+  c.line(L, T, L, B, '')
+  for _, t in ipairs(yticks) do c.line(L - 5, t.px, L, t.px, '') end
+  for _, t in ipairs(xticks) do c.line(t.px, B, t.px, B + 5, '') end
+  c.add('</g>')
+  for _, t in ipairs(yticks) do c.text(L - 8, t.px + 4, t.label, 'text-anchor="end"') end
+  for _, t in ipairs(xticks) do c.text(t.px, B + 19, t.label, 'text-anchor="middle"') end
+  if spec.xlabel then
+    c.text((L + R) / 2, B + 42, spec.xlabel, 'text-anchor="middle" font-size="13"')
+  end
+  if spec.ylabel then
+    local cx, cy = 18, (T + B) / 2
+    c.text(cx, cy, spec.ylabel, string.format('text-anchor="middle" font-size="13" transform="rotate(-90 %s %s)"',
+      num(cx), num(cy)))
+  end
+end
+
+-- A vertical error bar from lo to hi (pixels) at x, with caps.
+local function error_bar(c, x, lo, hi, color)
+  if not lo or not hi or math.abs(hi - lo) < 0.5 then return end
+  c.line(x, lo, x, hi, string.format('stroke="%s" stroke-width="1.5"', color))
+  c.line(x - 4, lo, x + 4, lo, string.format('stroke="%s" stroke-width="1.5"', color))
+  c.line(x - 4, hi, x + 4, hi, string.format('stroke="%s" stroke-width="1.5"', color))
+end
+
+-- Legend labels wider than this (pixels) are cut with an ellipsis.
+local LEGEND_TEXT_MAX = 300
+
+-- s cut to about max_px pixels at 12 px, ending in "…" when cut.
+local function fit(s, max_px)
+  local n = math.floor(max_px / (12 * 0.6))
+  if (utf8.len(s) or #s) <= n then return s end
+  return s:sub(1, (utf8.offset(s, n) or (n + 1)) - 1) .. '…'
+end
+
+-- The legend at the right of the plot area.
+local function draw_legend(c, series, x, y, bars)
+  c.add('<g class="legend">')
+  for i, s in ipairs(series) do
+    local ly = y + (i - 1) * 20
+    local color = M.COLORS[(i - 1) % #M.COLORS + 1]
+    if bars then
+      c.add(string.format('<rect x="%s" y="%s" width="14" height="12" fill="%s" fill-opacity="0.85"/>',
+        num(x + 4), num(ly - 6), color))
+    else
+      c.line(x, ly, x + 22, ly, string.format('stroke="%s" stroke-width="2.5"', color))
+      c.add(string.format('<circle cx="%s" cy="%s" r="3.5" fill="%s"/>', num(x + 11), num(ly), color))
+    end
+    c.text(x + 30, ly + 4, fit(s.name, LEGEND_TEXT_MAX))
+  end
+  c.add('</g>')
+end
+
+local function legend_width(series)
+  local w = 0
+  for _, s in ipairs(series) do w = math.max(w, text_width(s.name, 12)) end
+  return math.min(w, LEGEND_TEXT_MAX) + 50
+end
+
+-- The y range of the data (p20..p80 included); linear axes start at 0 when
+-- every value is positive.
+local function y_range(series, log)
+  local lo, hi = math.huge, -math.huge
+  for _, s in ipairs(series) do
+    for _, pt in ipairs(s.points) do
+      for _, v in ipairs { pt.y, pt.lo or pt.y, pt.hi or pt.y } do
+        lo, hi = math.min(lo, v), math.max(hi, v)
+      end
+    end
+  end
+  if not log and lo >= 0 then lo = 0 end
+  return lo, hi
+end
+
+local function y_ticks(lo, hi, log, top, bottom)
+  if log then
+    local pad = (hi / lo) ^ 0.05
+    if pad < 1.05 then pad = 1.05 end
+    lo, hi = lo / pad, hi * pad
+    return M.log_ticks(lo, hi), scale(lo, hi, bottom, top, true)
+  end
+  local ticks, first, last = M.nice_ticks(lo, hi, 6)
+  return ticks, scale(first, last, bottom, top, false)
+end
+
+local function check_positive(series, what, get)
+  for _, s in ipairs(series) do
+    for _, pt in ipairs(s.points) do
+      local v = get(pt)
+      if v and v <= 0 then return nil, string.format('%s needs positive values, got %s', what, tostring(v)) end
+    end
+  end
+  return true
+end
+
+--- A line chart as SVG text. spec:
+--   series = {{name = "fused", points = {{x = 1024, y = 0.1, lo = 0.09, hi = 0.12}, ...}}, ...}
+--   title, subtitle, xlabel, ylabel, logx, logy, width (800), height (480),
+--   categories = {"a", "b"} when x values are names (x = 1..n then)
+-- Returns the SVG, or nil and a message (log axis over values <= 0).
+function M.line_chart(spec)
+  local series = spec.series
+  if spec.logx and not spec.categories then
+    local ok, err = check_positive(series, 'a log x axis', function(p) return p.x end)
+    if not ok then return nil, err end
+  end
+  if spec.logy then
+    local ok, err = check_positive(series, 'a log y axis', function(p) return p.lo or p.y end)
+    if not ok then return nil, err end
+  end
+  local w, h = spec.width or 800, spec.height or 480
+  local area = { left = 78, top = spec.subtitle and 62 or 48, bottom = h - 58 }
+  area.right = w - legend_width(series) - 16
+  local c = canvas(w, h, spec.title)
+  draw_titles(c, spec, w)
+
+  -- x: data values as ticks when they are few and far enough apart
+  local xs, seen = {}, {}
+  for _, s in ipairs(series) do
+    for _, p in ipairs(s.points) do
+      if not seen[p.x] then seen[p.x], xs[#xs + 1] = true, p.x end
+    end
+  end
+  table.sort(xs)
+  local xlo, xhi = xs[1], xs[#xs]
+  local pad = (spec.categories or #xs == 1) and 0.5 or 0
+  local sx, xticks
+  if spec.categories then
+    sx = scale(1 - pad - 0.1, #spec.categories + pad + 0.1, area.left, area.right, false)
+    xticks = {}
+    for i, name in ipairs(spec.categories) do xticks[i] = { px = sx(i), label = name } end
+  else
+    if spec.logx then
+      local f = (xhi / xlo) ^ 0.04
+      sx = scale(xlo / f, xhi * f, area.left, area.right, true)
+    else
+      local span = (xhi - xlo) * 0.04
+      if span == 0 then span = math.abs(xlo) * 0.5 + 1 end
+      sx = scale(xlo - span, xhi + span, area.left, area.right, false)
+    end
+    local use_data = #xs <= 12
+    for i = 2, #xs do
+      if sx(xs[i]) - sx(xs[i - 1]) < text_width(M.format_tick(xs[i]), 12) + 8 then use_data = false end
+    end
+    local vals = use_data and xs or (spec.logx and M.log_ticks(xlo, xhi) or M.nice_ticks(xlo, xhi, 7))
+    xticks = {}
+    for _, v in ipairs(vals) do
+      local px = sx(v)
+      if px >= area.left - 0.5 and px <= area.right + 0.5 then
+        xticks[#xticks + 1] = { px = px, label = M.format_tick(v) }
+      end
+    end
+  end
+
+  local ylo, yhi = y_range(series, spec.logy)
+  local yvals, sy = y_ticks(ylo, yhi, spec.logy, area.top, area.bottom)
+  local yticks = {}
+  for i, v in ipairs(yvals) do yticks[i] = { px = sy(v), label = M.format_tick(v) } end
+  draw_axes(c, area, xticks, yticks, spec)
+
+  for i, s in ipairs(series) do
+    local color = M.COLORS[(i - 1) % #M.COLORS + 1]
+    c.add(string.format('<g class="series" data-name="%s">', esc(s.name)))
+    local pts = {}
+    for j, p in ipairs(s.points) do pts[j] = num(sx(p.x)) .. ',' .. num(sy(p.y)) end
+    if #pts > 1 then
+      c.add(string.format('<polyline fill="none" stroke="%s" stroke-width="2" stroke-linejoin="round" points="%s"/>',
+        color, table.concat(pts, ' ')))
+    end
+    for _, p in ipairs(s.points) do
+      error_bar(c, sx(p.x), p.lo and sy(p.lo), p.hi and sy(p.hi), color)
+    end
+    for _, p in ipairs(s.points) do
+      c.add(string.format('<circle cx="%s" cy="%s" r="3.5" fill="%s"/>', num(sx(p.x)), num(sy(p.y)), color))
+    end
+    c.add('</g>')
+  end
+  draw_legend(c, series, area.right + 20, area.top + 8)
+  return c.finish()
+end
+
+--- A bar chart as SVG text: one group of bars per category, one bar per
+-- series within it (error bars p20..p80, the median written above). With a
+-- single category the bars are labelled with the series names and there is
+-- no legend. spec: series (points {x = category index, y, lo, hi}),
+-- categories (names), title, subtitle, xlabel, ylabel, logy, width, height.
+function M.bar_chart(spec)
+  local series, cats = spec.series, spec.categories
+  if spec.logy then
+    local ok, err = check_positive(series, 'a log y axis', function(p) return p.lo or p.y end)
+    if not ok then return nil, err end
+  end
+  local single = #cats == 1
+  local w, h = spec.width or 800, spec.height or 480
+  local area = { left = 78, top = spec.subtitle and 62 or 48, bottom = h - 58 }
+  area.right = single and (w - 24) or (w - legend_width(series) - 16)
+  local c = canvas(w, h, spec.title)
+  draw_titles(c, spec, w)
+
+  local ylo, yhi = y_range(series, spec.logy)
+  if spec.logy then ylo = ylo / 1.5 end
+  local yvals, sy = y_ticks(ylo, yhi * (spec.logy and 1.3 or 1.08), spec.logy, area.top, area.bottom)
+  local yticks = {}
+  for i, v in ipairs(yvals) do yticks[i] = { px = sy(v), label = M.format_tick(v) } end
+
+  local slot = (area.right - area.left) / #cats
+  local nser = #series
+  local bw = math.min(single and 120 or 80, slot * 0.8 / nser)
+  local xticks = {}
+  if not single then
+    for i, name in ipairs(cats) do
+      xticks[i] = { px = area.left + (i - 0.5) * slot, label = name, grid = false }
+    end
+  end
+  draw_axes(c, area, xticks, yticks, spec)
+  local base = spec.logy and area.bottom or sy(math.max(0, yvals[1]))
+  for si, s in ipairs(series) do
+    local color = M.COLORS[(si - 1) % #M.COLORS + 1]
+    c.add(string.format('<g class="series" data-name="%s">', esc(s.name)))
+    for _, p in ipairs(s.points) do
+      local cx = area.left + (p.x - 0.5) * slot + (si - (nser + 1) / 2) * bw
+      local top = sy(p.y)
+      c.add(string.format('<rect x="%s" y="%s" width="%s" height="%s" fill="%s" fill-opacity="0.85"/>',
+        num(cx - bw * 0.45), num(math.min(top, base)), num(bw * 0.9), num(math.abs(base - top)), color))
+      error_bar(c, cx, p.lo and sy(p.lo), p.hi and sy(p.hi), '#333333')
+      local label_y = math.min(top, p.hi and sy(p.hi) or top) - 6
+      c.text(cx, label_y, M.format_tick(tonumber(string.format('%.3g', p.y))),
+        'text-anchor="middle" font-size="11"')
+      if single then
+        c.text(cx, area.bottom + 19, s.name, 'text-anchor="middle"')
+      end
+    end
+    c.add('</g>')
+  end
+  if not single then draw_legend(c, series, area.right + 20, area.top + 8, true) end
+  return c.finish()
+end
+
+---------------------------------------------------------------------------
+-- From points to a chart
+---------------------------------------------------------------------------
+
+local TIME_UNITS = { s = 1e3, ms = 1, us = 1e-3, ['µs'] = 1e-3, ns = 1e-6 }
+
+--- Keeps one slice of the data along every shape parameter that varies but
+-- is neither x nor a --by field: the value under which x takes the most
+-- values (a seq sweep at hidden 8192 rather than the lone seq 2048 point of
+-- a hidden sweep). Names (mode, kernel, ...) are not sliced: they split
+-- lines (see M.group). Returns the points kept and notes saying what was left out.
+function M.slice(points, x, by)
+  local skip = { [M.field_name(x)] = true }
+  for _, f in ipairs(type(by) == 'table' and by or { by or 'provider' }) do skip[M.field_name(f)] = true end
+  local notes = {}
+  for _, f in ipairs(M.varying(points)) do
+    local values = M.distinct(points, f)
+    local numeric = true
+    for _, v in ipairs(values) do if type(v) ~= 'number' then numeric = false end end
+    if not skip[f] and not TOP_FIELDS[f] and numeric and #values > 1 then
+      local best, best_n, best_pts = nil, -1, 0
+      for _, v in ipairs(values) do
+        local sub = M.filter(points, { { key = f, values = { value_text(v) } } })
+        local n = #M.distinct(sub, x)
+        if n > best_n or (n == best_n and #sub > best_pts) then best, best_n, best_pts = v, n, #sub end
+      end
+      local others = {}
+      for _, v in ipairs(sort_values(values)) do
+        if v ~= best then others[#others + 1] = value_text(v) end
+      end
+      points = M.filter(points, { { key = f, values = { value_text(best) } } })
+      notes[#notes + 1] = string.format('kept %s=%s, where %s varies most (also in the data: %s=%s; '
+        .. '--filter %s=N picks another)', f, value_text(best), x, f, table.concat(others, ','), f)
+    end
+  end
+  return points, notes
+end
+
+--- Picks the x field when none is given: the one numeric parameter whose
+-- value varies. Returns the field, or nil and a message listing the choices.
+function M.guess_x(points)
+  local candidates = {}
+  for _, f in ipairs(M.varying(points)) do
+    if not TOP_FIELDS[f] then candidates[#candidates + 1] = f end
+  end
+  if #candidates == 1 then return candidates[1] end
+  if #candidates == 0 then
+    -- nothing varies: any parameter will do (one x value: a bar chart)
+    local fields = {}
+    for _, f in ipairs(M.fields(points)) do if not TOP_FIELDS[f] then fields[#fields + 1] = f end end
+    if #fields > 0 then return fields[1] end
+    return 'provider'
+  end
+  return nil, 'several parameters vary (' .. table.concat(candidates, ', ') .. '): choose one with --x'
+end
+
+--- The chart of a list of points. opts: x (field; default M.guess_x), by
+-- (field or list; default "provider"), y ("ms", "us", "ns", or the data's
+-- unit), logx, logy, bar (force a bar chart), title, width, height.
+-- Returns svg, info ({kind = "line"|"bar", series = n, points = n, split,
+-- duplicates, notes = {strings}}), or nil, a message and "usage" when an
+-- option must change (x cannot be guessed, a field is unknown) or "data".
+function M.chart(points, opts)
+  opts = opts or {}
+  if #points == 0 then return nil, 'no data points to plot' end
+  local notes = {}
+  -- one metric at a time: speed when there is a choice
+  local metrics = M.distinct(points, 'metric')
+  if #metrics > 1 then
+    local pick = nil
+    for _, m in ipairs(metrics) do if m == 'speed' or m == 'latency' then pick = m end end
+    if not pick then
+      return nil, 'the data has several metrics (' .. table.concat(metrics, ', ')
+        .. '): choose one with --filter metric=NAME'
+    end
+    points = M.filter(points, { { key = 'metric', values = { pick } } })
+    notes[#notes + 1] = 'plotting metric ' .. pick .. ' (others: use --filter metric=NAME)'
+  end
+  local x = opts.x and M.field_name(opts.x)
+  if not x then
+    local err
+    x, err = M.guess_x(points)
+    if not x then return nil, err, 'usage' end
+  end
+  local has_x = false
+  for _, p in ipairs(points) do if M.field(p, x) ~= nil then has_x = true break end end
+  if not has_x then
+    return nil, string.format("no point has the field '%s' (fields: %s)", x,
+      table.concat(M.fields(points), ', ')), 'usage'
+  end
+  local slice_notes
+  points, slice_notes = M.slice(points, x, opts.by)
+  for _, n in ipairs(slice_notes) do notes[#notes + 1] = n end
+  local g = M.group(points, { x = x, by = opts.by })
+  if #g.split > 0 then
+    notes[#notes + 1] = 'lines split by ' .. table.concat(g.split, ', ')
+      .. ' (their values differ; --filter KEY=VALUE picks one)'
+  end
+  if g.duplicates > 0 then
+    notes[#notes + 1] = string.format('%d points repeat a line and x value: the last one is drawn', g.duplicates)
+  end
+
+  local unit = points[1].unit or 'ms'
+  local want = opts.y or unit
+  local factor = 1
+  if want ~= unit then
+    if not (TIME_UNITS[unit] and TIME_UNITS[want]) then
+      return nil, string.format("cannot show %s values as '%s'", unit, want), 'usage'
+    end
+    factor = TIME_UNITS[unit] / TIME_UNITS[want]
+  end
+  local bar = opts.bar or #g.xs == 1
+  local cat_index = {}
+  local categories = nil
+  if bar or not g.numeric_x then
+    categories = {}
+    for i, v in ipairs(g.xs) do
+      categories[i] = value_text(v)
+      cat_index[v] = i
+    end
+  end
+  local series = {}
+  for i, s in ipairs(g.series) do
+    local pts = {}
+    for j, p in ipairs(s.points) do
+      local xv = M.field(p, x)
+      pts[j] = { x = categories and cat_index[xv] or xv, y = p.y50 * factor,
+        lo = p.y20 and p.y20 * factor, hi = p.y80 and p.y80 * factor }
+    end
+    series[i] = { name = s.name, points = pts }
+  end
+
+  -- titles from what all points share
+  local function common(f) return M.common(points, f) end
+  local kernel, mode, gpu = common('kernel'), common('mode'), common('gpu')
+  local title = opts.title
+  if not title then
+    local parts = {}
+    if kernel then parts[#parts + 1] = kernel end
+    if mode and x ~= 'mode' then parts[#parts + 1] = mode end
+    title = #parts > 0 and table.concat(parts, ' · ') or 'kluabench results'
+  end
+  local sub = {}
+  for _, f in ipairs(M.fields(points)) do
+    if not TOP_FIELDS[f] and f ~= x then
+      local v = common(f)
+      if v ~= nil then sub[#sub + 1] = f .. ' ' .. value_text(v) end
+    end
+  end
+  local dtype = common('dtype')
+  if dtype then sub[#sub + 1] = dtype end
+  if bar and #g.xs == 1 and x ~= 'provider' then
+    table.insert(sub, 1, x .. ' ' .. value_text(g.xs[1]))
+  end
+  if gpu then sub[#sub + 1] = gpu end
+  local x_label = x
+  for _, p in ipairs(points) do
+    if p.x_labels and p.x_labels[x] then x_label = p.x_labels[x] break end
+  end
+  local metric_word = (unit == 'ms' or TIME_UNITS[unit]) and 'latency' or (points[1].metric or 'value')
+  local ylabel = string.format('%s (%s): median, bars p20–p80', metric_word, want)
+  local spec = {
+    series = series, categories = categories, title = title,
+    subtitle = #sub > 0 and table.concat(sub, ' · ') or nil,
+    xlabel = x_label, ylabel = ylabel,
+    logx = opts.logx, logy = opts.logy, width = opts.width, height = opts.height,
+  }
+  if bar and #g.xs == 1 then spec.xlabel = nil end -- the subtitle names the one x value
+  local svg, err
+  if bar then svg, err = M.bar_chart(spec) else svg, err = M.line_chart(spec) end
+  if not svg then return nil, err end
+  local n = 0
+  for _, s in ipairs(series) do n = n + #s.points end
+  return svg, { kind = bar and 'bar' or 'line', series = #series, points = n, x = x,
+    split = g.split, duplicates = g.duplicates, notes = notes }
+end
+
+return M

@@ -1,0 +1,115 @@
+-- Every example in examples/ runs (with small sizes) and exits 0, opens with
+-- one comment line saying what it shows, and keeps stdout for its output.
+local kb = require 'kluabench'
+
+local ROOT = package.searchpath('kluabench.init', package.path):match('^(.-)/?stdlib/kluabench/init%.lua$')
+if ROOT == '' then ROOT = '.' end
+
+-- Small sizes for each example (a sequence length, a sample count, ...).
+local ARGS = {
+  ['custom_protocol.lua'] = { '64', '5' },
+  ['compare_interleaved.lua'] = { '64', '5' },
+  ['sweep_axes.lua'] = { '32', '2' },
+  ['custom_record.lua'] = { '64' },
+  ['bandwidth.lua'] = { '64' },
+  ['read_results.lua'] = {},
+}
+
+local function examples()
+  local host = package.loaded['kluabench.host']
+  local names = {}
+  for _, name in ipairs(host.listdir(ROOT .. '/examples')) do
+    if name:match('%.lua$') then names[#names + 1] = name end
+  end
+  table.sort(names)
+  return names
+end
+
+local function slurp(path)
+  local f = io.open(path, 'rb')
+  if not f then return '' end
+  local s = f:read('a')
+  f:close()
+  return s
+end
+
+local function quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+
+-- Runs an example on the cpu backend: exit code, stdout, stderr.
+local function run(name, args)
+  local out, err = os.tmpname(), os.tmpname()
+  local words = { 'KLUABENCH_QUIET=', quote(kb.executable()), '--backend', 'cpu',
+    quote(ROOT .. '/examples/' .. name) }
+  for _, a in ipairs(args or {}) do words[#words + 1] = quote(a) end
+  local cmd = table.concat(words, ' ') .. ' >' .. out .. ' 2>' .. err
+  local ok, _, code = os.execute(cmd)
+  local o, e = slurp(out), slurp(err)
+  os.remove(out)
+  os.remove(err)
+  return ok and 0 or code, o, e
+end
+
+describe('examples', function()
+  local list = examples()
+
+  it('exist, one feature per file', function()
+    assert.is_true(#list >= 6)
+  end)
+
+  for _, name in ipairs(list) do
+    it(name .. ' opens with one comment line saying what it shows', function()
+      local first = slurp(ROOT .. '/examples/' .. name):match('^[^\n]*')
+      assert.truthy(first:match('^%-%- %u.+[%.:]?$'), first)
+      assert.is_true(#first <= 160, 'first line too long: ' .. first)
+    end)
+
+    it(name .. ' runs on the cpu backend and exits 0', function()
+      local code, out, err = run(name, ARGS[name])
+      assert(code == 0, string.format('%s exited %s\nstdout:\n%s\nstderr:\n%s', name, tostring(code), out, err))
+      assert.truthy(out:match('%S'), name .. ' printed nothing')
+    end)
+  end
+
+  it('sweep_axes.lua writes its table to stdout and its progress to stderr', function()
+    local code, out, err = run('sweep_axes.lua', { '32', '1' })
+    assert.equal(0, code)
+    assert.truthy(out:match('^| head_dim |'), out)
+    assert.is_nil(out:find('[1/6]', 1, true))
+    assert.truthy(err:find('[6/6]', 1, true), err)
+    assert.truthy(err:find('done: 6/6 points', 1, true), err)
+  end)
+
+  it('read_results.lua reads a results file back and draws its chart', function()
+    local liger = require 'kluabench.liger'
+    local output = require 'kluabench.output'
+    local results, chart = os.tmpname(), os.tmpname() .. '.svg'
+    local f = assert(io.open(results, 'w'))
+    for _, row in ipairs(assert(liger.read(ROOT .. '/tests/data/plot/llama4_rope_liger.csv'))) do
+      if row.kernel_operation_mode == 'backward' and row.x_name == 'T' then
+        f:write(assert(output.encode_line(assert(liger.row_to_bundle(row)))), '\n')
+      end
+    end
+    f:close()
+    local code, out, err = run('read_results.lua', { results, chart })
+    local svg = slurp(chart)
+    os.remove(results)
+    os.remove(chart)
+    assert.equal(0, code, err)
+    assert.truthy(out:find('10 bundles in', 1, true), out)
+    assert.truthy(out:find('backward hidden8192-kv_heads8-q_heads32-seq1024-bf16: liger is 2.40x the speed of huggingface',
+      1, true), out)
+    assert.truthy(out:find('wrote ' .. chart, 1, true), out)
+    assert.truthy(svg:match('^<svg'))
+  end)
+
+  it('custom_record.lua prints a canonical line whose digest recomputes', function()
+    local code, out = run('custom_record.lua', { '32' })
+    assert.equal(0, code)
+    local line = out:match('^[^\n]+')
+    assert.equal(line, kb.jcs.canonicalize(line))
+    local rec = kb.jcs.decode(line)
+    local digest = rec.digest
+    rec.digest = nil
+    assert.equal(digest, kb.digest(rec))
+  end)
+end)

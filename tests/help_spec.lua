@@ -1,0 +1,290 @@
+-- help() and the API documentation: every function of the engine and of the
+-- documented stdlib modules has an entry, every entry names something that
+-- exists, docs/API.md is the generator's output, the examples run, and
+-- help finds entries by value, by name and by near miss.
+local kb = require 'kluabench'
+local apidoc = require 'kluabench.apidoc'
+local help = require 'kluabench.help'
+
+local ROOT = package.searchpath('kluabench.apidoc', package.path):match('^(.-)/?stdlib/kluabench/apidoc%.lua$')
+if ROOT == '' then ROOT = '.' end
+
+local names = {}
+for _, e in ipairs(apidoc.entries) do names[e.name] = e end
+
+local function sorted_keys(t)
+  local out = {}
+  for k in pairs(t) do if type(k) == 'string' then out[#out + 1] = k end end
+  table.sort(out)
+  return out
+end
+
+-- Every name a user can reach that needs an entry.
+local function reachable()
+  local out = {}
+  local function need(name) out[#out + 1] = name end
+  for _, k in ipairs(sorted_keys(kb)) do
+    local v = kb[k]
+    local is_stdlib = type(v) == 'table' and package.loaded['kluabench.' .. k] == v
+    if type(v) == 'table' and not is_stdlib then
+      for _, kk in ipairs(sorted_keys(v)) do need('kb.' .. k .. '.' .. kk) end
+    elseif not is_stdlib then
+      need('kb.' .. k)
+    end
+  end
+  for prefix in pairs(apidoc.objects) do
+    local methods = help.methods(prefix)
+    assert(type(methods) == 'table', 'no methods for ' .. prefix)
+    for _, m in ipairs(sorted_keys(methods)) do
+      if type(methods[m]) == 'function' and not m:match('^_') then need(prefix .. ':' .. m) end
+    end
+  end
+  for prefix, modname in pairs(apidoc.modules) do
+    if prefix ~= 'kb' then
+      local mod = require(modname)
+      for _, k in ipairs(sorted_keys(mod)) do
+        if type(mod[k]) == 'function' and not k:match('^_') then need(prefix .. '.' .. k) end
+      end
+    end
+  end
+  local cli = require 'kluabench.cli'
+  for _, c in ipairs(cli.COMMANDS) do need('kluabench ' .. c.name) end
+  table.sort(out)
+  return out
+end
+
+local function run(cmd)
+  local p = assert(io.popen(cmd, 'r'))
+  local text = p:read('a')
+  local ok, _, code = p:close()
+  return text, ok and 0 or code
+end
+
+local function read(path)
+  local f = io.open(path, 'rb')
+  if not f then return nil end
+  local s = f:read('a')
+  f:close()
+  return s
+end
+
+describe('apidoc', function()
+  it('documents every function of kb, the object methods, the stdlib modules and the commands', function()
+    local missing = {}
+    for _, name in ipairs(reachable()) do
+      if not names[name] then missing[#missing + 1] = name end
+    end
+    assert.same({}, missing)
+  end)
+
+  it('documents only what exists', function()
+    local absent = {}
+    for _, e in ipairs(apidoc.entries) do
+      if not help.exists(e) then absent[#absent + 1] = e.name end
+    end
+    assert.same({}, absent)
+  end)
+
+  it('has a signature, a summary, an example and a known section in every entry', function()
+    local sections = {}
+    for _, s in ipairs(apidoc.sections) do sections[s.id] = true end
+    local seen = {}
+    for _, e in ipairs(apidoc.entries) do
+      assert.is_string(e.signature, e.name)
+      assert.is_string(e.summary, e.name)
+      assert.is_string(e.example, e.name .. ' has no example')
+      assert.is_true(sections[e.section] or false, e.name .. ': unknown section ' .. tostring(e.section))
+      assert.is_nil(seen[e.name], 'two entries named ' .. e.name)
+      seen[e.name] = true
+    end
+  end)
+
+  it('has Lua examples that compile', function()
+    for _, e in ipairs(apidoc.entries) do
+      if e.kind ~= 'command' then
+        local f, err = load(e.example, '=' .. e.name, 't', {})
+        assert(f, err)
+      end
+    end
+  end)
+
+  it('has examples that run on the cpu backend', function()
+    -- What the examples take as given, small and on cpu.
+    local sink = setmetatable({}, { __index = function(t) return function() return t end end })
+    local function env()
+      local e0, e1 = kb.event('cpu'), kb.event('cpu')
+      e0:record(); e1:record()
+      local samples = { 0.11, 0.1, 0.13, 0.12, 0.1 }
+      local bundles = {}
+      local pts = assert(require('kluabench.plot').read(ROOT .. '/tests/data/plot/llama4_rope_liger.csv'))
+      local t = kb.randn({ 2, 3 }, 'f32', 1, 'cpu')
+      local e = {
+        kb = kb, stats = require 'kluabench.stats', bench = require 'kluabench.bench',
+        output = require 'kluabench.output', names = require 'kluabench.names',
+        progress = require 'kluabench.progress', plot = require 'kluabench.plot',
+        help = function() end, print = function() end, io = { write = function() end, open = io.open },
+        t = t, out = t, ref = t:clone(), gpu_out = t, cpu_out = t, samples = samples,
+        result = { samples = samples }, bundles = bundles, points = pts,
+        e0 = e0, e1 = e1, start = e0, stop = e1, work = function() end, fn = function() end,
+        pt = { label = 'x' }, time_point = function() return 0.1 end, run = function() end,
+        fused = function() end, reference = function() end,
+        p = require('kluabench.progress').new { total = 3, quiet = true }, n = 2, sample = function() end,
+        os = setmetatable({ execute = function() return true end }, { __index = os }),
+      }
+      e.q = kb.randn({ 1, 8, 4, 16 }, 'bf16', 1, 'cpu')
+      e.k = kb.randn({ 1, 8, 2, 16 }, 'bf16', 2, 'cpu')
+      e.gq, e.gk = e.q, e.k
+      if kb.rope and kb.rope.freqs then e.f = kb.rope.freqs(8, 16, { device = 'cpu' }) end
+      for prefix, modname in pairs(apidoc.modules) do
+        if e[prefix] == nil then e[prefix] = require(modname) end
+      end
+      e.s = e.measure.session('hot', e.fn, { stop = e.stopping.count(1) })
+      return setmetatable(e, { __index = _G })
+    end
+    -- Examples that need a GPU, a big workload, files, or a bundle from a
+    -- measurement: compiled above, not run here.
+    local skip = {
+      ['kb.graph'] = true, ['g:replay'] = true, ['g:free'] = true, ['kb.spin'] = true,
+      ['kb.flush_l2'] = true, ['kb.randn'] = true, ['kb.rope.freqs'] = true, ['kb.rope.llama4_fwd'] = true,
+      ['bench.do_bench'] = true, ['bench.do_bench_protocol'] = true, ['protocol:run'] = true,
+      ['protocol:spec'] = true, ['output.encode_pretty'] = true, ['output.write_atomic'] = true,
+      ['output.append_jsonl'] = true, ['output.mkdir_p'] = true, ['output.read_file'] = true,
+      ['output.results_table'] = true, ['output.results_markdown'] = true, ['output.liger_csv'] = true,
+      ['output.results_rows'] = true, ['output.ordered_keys'] = true, ['plot.read'] = true,
+      ['plot.chart'] = true, ['plot.point_from_bundle'] = true, ['plot.point_from_liger_row'] = true,
+      ['kb.sha256_file'] = true, ['kb.defer_interrupts'] = true, ['t:free'] = true,
+      ['record.from_result'] = true, ['record.seal'] = true, ['record.check'] = true,
+      ['liger.read'] = true, ['liger.parse'] = true, ['liger.row_to_bundle'] = true,
+      ['liger.bundle_to_row'] = true, ['liger.to_csv'] = true,
+      ['measure.protocol'] = true, ['measure.run'] = true, ['stopping.count'] = true,
+      ['ceilings.store'] = true, ['ceilings.copy_ceiling'] = true, ['ceilings.measure_copy'] = true,
+      ['compare.compare'] = true, ['compare.format'] = true, ['compare.read'] = true, ['compare.parse'] = true,
+      ['compare.samples_of'] = true, ['compare.median_of'] = true, ['compare.key_of'] = true,
+      ['compare.bundles_of'] = true,
+    }
+    local failed = {}
+    for _, e in ipairs(apidoc.entries) do
+      if e.kind ~= 'command' and not skip[e.name] and e.section ~= 'rope' then
+        local f = assert(load(e.example, '=' .. e.name, 't', env()))
+        -- what examples print (help text, progress lines) is not the test's output
+        local out, err_stream = io.stdout, io.stderr
+        io.stdout, io.stderr = sink, sink ---@diagnostic disable-line
+        local ok, err = pcall(f)
+        io.stdout, io.stderr = out, err_stream ---@diagnostic disable-line
+        if not ok then failed[#failed + 1] = e.name .. ': ' .. tostring(err) end
+      end
+    end
+    assert.same({}, failed)
+  end)
+end)
+
+describe('docs/API.md', function()
+  it('is what scripts/gen_api_doc.lua writes (regenerate it after editing apidoc.lua)', function()
+    local exe = kb.executable()
+    local text, code = run(string.format('cd %q && %q scripts/gen_api_doc.lua', ROOT, exe))
+    assert.equal(0, code)
+    local committed = read(ROOT .. '/docs/API.md')
+    assert.is_string(committed, 'docs/API.md is missing')
+    assert.equal(committed, text)
+  end)
+
+  it('has a heading for every entry', function()
+    local doc = read(ROOT .. '/docs/API.md') or ''
+    for _, e in ipairs(apidoc.entries) do
+      assert.truthy(doc:find('### `' .. e.name .. '`', 1, true), e.name)
+    end
+  end)
+end)
+
+describe('help', function()
+  it('finds a function by identity', function()
+    local text = help.text(kb.randn)
+    assert.truthy(text:find('kb.randn(shape [, dtype [, seed [, device]]]) -> Tensor', 1, true))
+    assert.truthy(text:find('Example:', 1, true))
+    assert.truthy(help.text(kb.jcs.encode):find('^kb%.jcs%.encode%('))
+    assert.truthy(help.text(require('kluabench.stats').median):find('^stats%.median%('))
+  end)
+
+  it('finds tensor methods by identity and by name', function()
+    local t = kb.zeros({ 2 }, 'f32', 'cpu')
+    assert.truthy(help.text(t.to):find('^t:to%(device_or_dtype%)'))
+    assert.truthy(help.text('t:to'):find('^t:to%('))
+    assert.truthy(help.text('Tensor:to'):find('^t:to%('))
+    assert.truthy(help.text('t.shape'):find('^t%.shape'))
+  end)
+
+  it('finds a name in full, without its module, or as kluabench.x', function()
+    for _, q in ipairs { 'kb.sha256', 'sha256', 'kluabench.sha256' } do
+      assert.truthy(help.text(q):find('^kb%.sha256%(bytes%)'), q)
+    end
+    assert.truthy(help.text('jcs.canonicalize'):find('^kb%.jcs%.canonicalize'))
+    assert.truthy(help.text('median()'):find('^stats%.median'))
+  end)
+
+  it('shows every entry a short name stands for', function()
+    local text = help.text('free')
+    assert.truthy(text:find('t:free()', 1, true))
+    assert.truthy(text:find('g:free()', 1, true))
+  end)
+
+  it('documents the commands', function()
+    local text = help.text('verify')
+    assert.truthy(text:find('^kluabench verify'))
+    assert.truthy(text:find('Example:\n    kluabench verify', 1, true))
+    assert.truthy(help.text('import-liger'):find('^kluabench import%-liger'))
+    assert.truthy(help.text('plot'):find('^kluabench plot'))
+  end)
+
+  it('lists a group: a module table, a tensor, a section, a stdlib module', function()
+    local jcs = help.text(kb.jcs)
+    assert.truthy(jcs:find('kb.jcs.canonicalize', 1, true))
+    assert.truthy(jcs:find('kb.jcs.encode', 1, true))
+    local tensor = help.text(kb.zeros({ 1 }, 'f32', 'cpu'))
+    assert.truthy(tensor:find('Tensor (t) methods and properties', 1, true))
+    assert.truthy(tensor:find('t:digest', 1, true))
+    assert.truthy(help.text('timing'):find('kb.elapsed_ms', 1, true))
+    assert.truthy(help.text(require 'kluabench.stats'):find('stats.quantile', 1, true))
+    assert.truthy(help.text('kluabench.plot'):find('plot.nice_ticks', 1, true))
+  end)
+
+  it('gives an overview with no argument, and for kb itself', function()
+    local text = help.text()
+    for _, s in ipairs(apidoc.sections) do
+      assert.truthy(text:find(s.title, 1, true), s.title)
+    end
+    assert.equal(text, help.text(kb))
+  end)
+
+  it('suggests names for an unknown one', function()
+    assert.truthy(help.text('digst'):find('^no documentation for "digst"; did you mean: t:digest, kb.digest'))
+    assert.truthy(help.text('elapsed_m'):find('kb.elapsed_ms', 1, true))
+    assert.truthy(help.text('rnd'):find('did you mean: kb.randn', 1, true))
+    assert.truthy(help.text('qqqq'):find('^no documentation for "qqqq"; help%(%) lists everything'))
+    assert.truthy(help.text(print):find('^no documentation for this function'))
+  end)
+
+  it('prints to stdout, returns nothing, and installs the global', function()
+    local real = io.stdout
+    local buf = {}
+    io.stdout = { write = function(self, s) buf[#buf + 1] = s return self end, flush = function() end } ---@diagnostic disable-line
+    local n = select('#', help.help('kb.sha256'))
+    io.stdout = real
+    assert.equal(0, n)
+    assert.truthy(table.concat(buf):find('^kb%.sha256'))
+    local saved = rawget(_G, 'help')
+    help.install()
+    assert.equal(help.help, rawget(_G, 'help'))
+    rawset(_G, 'help', saved)
+  end)
+
+  it('wraps text to 78 columns', function()
+    for _, e in ipairs(apidoc.entries) do
+      local text = help.format(e):gsub('^[^\n]*\n', '') -- the signature stays on one line
+      for line in text:gmatch('[^\n]+') do
+        if not e.preformatted and not line:match('^    ') then
+          assert(#line <= 78 or not line:find(' ', 3), e.name .. ': ' .. line)
+        end
+      end
+    end
+  end)
+end)
