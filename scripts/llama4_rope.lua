@@ -52,6 +52,10 @@ appends the bundle to results/llama4_rope-<UTC time>.jsonl.
   --kv-heads N      key/value heads (default 8)
   --rep-ms MS       do_bench repetition time (default 400, Liger's)
   --warmup-ms MS    do_bench warm-up time (default 25)
+  --protocol P      do_bench (default: triton's algorithm, as Liger times), or one of
+                    kluabench's modes (docs/MEASUREMENT.md): cold (L2 flushed, launch
+                    overhead kept out), hot (back-to-back, warm caches), graph (CUDA
+                    graph replay over rotated input sets that exceed the L2)
   --format F        table (default): the table on stdout, the bundles appended
                       as JSON Lines to --out (default results/llama4_rope-<time>.jsonl);
                     jsonl: bundles as JSON Lines to --out or stdout;
@@ -77,7 +81,7 @@ end
 local OPTIONS = {
   hidden = 'int', seq = 'int', mode = 'string', provider = 'string', sweep = 'string',
   dtype = 'string', ['q-heads'] = 'int', ['kv-heads'] = 'int', ['rep-ms'] = 'number',
-  ['warmup-ms'] = 'number', format = 'string', out = 'string', help = 'flag',
+  ['warmup-ms'] = 'number', format = 'string', out = 'string', help = 'flag', protocol = 'string',
 }
 
 local function parse_args(args)
@@ -227,26 +231,39 @@ local TIMED = {
     .. 'kb.rope.llama4_bwd, in place)',
 }
 
+-- The timed function. In graph mode it is called with one of the rotated
+-- input sets (tables like t); otherwise it always works on t.
 local function timed_fn(mode, provider, t)
   local o = { impl = provider, inplace = true }
   local fwd, bwd = kb.rope.llama4_fwd, kb.rope.llama4_bwd
-  local q, k, dq, dk, f = t.q, t.k, t.dq, t.dk, t.freqs
+  local f = t.freqs
   if mode == 'forward' then
-    return function() fwd(q, k, f, o) end
+    return function(set) set = set or t; fwd(set.q, set.k, f, o) end
   elseif mode == 'backward' then
-    return function() bwd(dq, dk, f, o) end
+    return function(set) set = set or t; bwd(set.dq, set.dk, f, o) end
   end
-  return function()
-    fwd(q, k, f, o)
-    bwd(dq, dk, f, o)
+  return function(set)
+    set = set or t
+    fwd(set.q, set.k, f, o)
+    bwd(set.dq, set.dk, f, o)
   end
 end
 
-local protocol = bench.do_bench_protocol {
-  warmup_ms = opts['warmup-ms'] or 25,
-  rep_ms = opts['rep-ms'] or 400,
-  quantiles = { 0.5, 0.2, 0.8 },
-}
+local protocol_name = opts.protocol or 'do_bench'
+local PROTOCOLS = { do_bench = true, cold = true, hot = true, graph = true }
+if not PROTOCOLS[protocol_name] then
+  die("option '--protocol' must be do_bench, cold, hot or graph, got '%s'", protocol_name)
+end
+local protocol
+if protocol_name == 'do_bench' then
+  protocol = bench.do_bench_protocol {
+    warmup_ms = opts['warmup-ms'] or 25,
+    rep_ms = opts['rep-ms'] or 400,
+    quantiles = { 0.5, 0.2, 0.8 },
+  }
+else
+  protocol = kb.measure.protocol(protocol_name, { quantiles = { 0.5, 0.2, 0.8 } })
+end
 
 local environment = envmod.capture()
 local device_name = envmod.device_name(environment) or kb.device_info().name
@@ -316,8 +333,19 @@ for _, p in ipairs(points) do
       local what = string.format('%s %s %s', mode, provider, label)
       if progress then progress:start(what) end
       t = inputs(p, d, freqs)
+      local sets = {}
+      if protocol_name == 'graph' then
+        -- rotated input sets (set 1 is t): the rotation must exceed the L2
+        protocol.params.make_set = function(i)
+          if i == 1 then sets[1] = { q = t.q, k = t.k, dq = t.dq, dk = t.dk } return sets[1] end
+          local u = inputs(p, d, freqs)
+          sets[i] = { q = u.q, k = u.k, dq = u.dq, dk = u.dk }
+          return sets[i]
+        end
+      end
       local result = protocol:run(timed_fn(mode, provider, t))
       free(t.q, t.k, t.dq, t.dk)
+      for i = 2, #sets do free(sets[i].q, sets[i].k, sets[i].dq, sets[i].dk) end
       local bundle = record.from_result {
         kernel = 'llama4_rope', mode = mode, provider = provider, parameters = params,
         dtype = dtype, result = result, protocol = protocol, environment = environment,
