@@ -1,0 +1,388 @@
+/* kb.rope: the rotary position embedding kernels (kernels/rope.h) as Lua
+ * functions, and the frequency table they multiply by.
+ *
+ *   kb.rope.freqs(seq_len, head_dim [, opts]) -> f32 [seq_len, head_dim/2, 2]
+ *   kb.rope.llama4_fwd / llama4_bwd / neox_fwd / neox_bwd(q, k, freqs [, opts])
+ *     -> q_out, k_out
+ *
+ * This file is where a bad call stops: every shape, dtype, device and option
+ * is checked here, and each failure is a Lua error naming the function, the
+ * argument and what was wrong ("bad argument #3 to 'llama4_fwd' (freqs has
+ * 1024 positions, q has seq 2048)"). The kernels trust what passes. The
+ * function name in those messages comes from the binding itself, not from
+ * the call site, so it reads the same however the function was reached. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include "kb.h"
+
+#define ROPE_SCRATCH_KEY "kluabench.rope.scratch"
+
+/* ---- errors --------------------------------------------------------------- */
+
+/* luaL_argerror's message with a fixed function name (never returns). */
+static int rope_argerror(lua_State *L, const char *fn, int arg, const char *fmt, ...) {
+  char msg[320];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return luaL_error(L, "bad argument #%d to '%s' (%s)", arg, fn, msg);
+}
+
+/* The tensor at `arg`, or an error in rope_argerror's form. */
+static kb_tensor *check_tensor(lua_State *L, const char *fn, int arg, const char *what) {
+  kb_tensor *t = (kb_tensor *)luaL_testudata(L, arg, KB_TENSOR_MT);
+  if (!t)
+    rope_argerror(L, fn, arg, "%s must be a kluabench.Tensor, got %s", what, luaL_typename(L, arg));
+  if (t->freed) rope_argerror(L, fn, arg, "%s has been freed", what);
+  return kb_check_tensor(L, arg); /* pins it while a CUDA graph is captured */
+}
+
+/* opts at `arg` is nil or a table whose keys are all in `known`. */
+static void check_opts(lua_State *L, const char *fn, int arg, const char *const *known) {
+  if (lua_isnoneornil(L, arg)) return;
+  if (!lua_istable(L, arg))
+    rope_argerror(L, fn, arg, "opts must be a table, got %s", luaL_typename(L, arg));
+  lua_pushnil(L);
+  while (lua_next(L, arg)) {
+    int ok = 0;
+    if (lua_type(L, -2) == LUA_TSTRING)
+      for (int i = 0; known[i] && !ok; i++) ok = strcmp(lua_tostring(L, -2), known[i]) == 0;
+    if (!ok) {
+      const char *key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : luaL_typename(L, -2);
+      rope_argerror(L, fn, arg, "unknown option '%s'", key);
+    }
+    lua_pop(L, 1);
+  }
+}
+
+/* Pushes opts[key] (nil when opts is absent). */
+static int get_opt(lua_State *L, int arg, const char *key) {
+  if (!lua_istable(L, arg)) {
+    lua_pushnil(L);
+    return LUA_TNIL;
+  }
+  return lua_getfield(L, arg, key);
+}
+
+/* ---- kb.rope.freqs -------------------------------------------------------- */
+
+/* Runs kb_check_device on the value at stack index 1 of a protected call. */
+static int device_probe(lua_State *L) {
+  lua_pushlightuserdata(L, (void *)kb_check_device(L, 1));
+  return 1;
+}
+
+/* opts.device: nil -> the default backend; a name through kb_check_device,
+ * its complaint re-raised against the opts argument. */
+static const kb_backend *opt_device(lua_State *L, const char *fn, int arg) {
+  get_opt(L, arg, "device");
+  if (lua_isnil(L, -1)) {
+    lua_pop(L, 1);
+    return kb_default_backend();
+  }
+  if (lua_type(L, -1) != LUA_TSTRING)
+    rope_argerror(L, fn, arg, "opts.device must be a string, got %s", luaL_typename(L, -1));
+  lua_pushcfunction(L, device_probe);
+  lua_insert(L, -2);
+  if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
+    const char *m = lua_tostring(L, -1), *open = m ? strchr(m, '(') : NULL;
+    size_t len = open ? strlen(open) : 0;
+    if (open && len >= 2 && open[len - 1] == ')')
+      rope_argerror(L, fn, arg, "opts.device: %.*s", (int)(len - 2), open + 1);
+    rope_argerror(L, fn, arg, "opts.device: %s", m ? m : "not usable");
+  }
+  const kb_backend *dev = (const kb_backend *)lua_touserdata(L, -1);
+  lua_pop(L, 1);
+  return dev;
+}
+
+/* tbl[key], a finite positive number, or an error naming name.key */
+static double opt_positive(lua_State *L, const char *fn, int arg, int tbl, const char *name,
+                           const char *key) {
+  const int t = lua_getfield(L, tbl, key);
+  const double v = lua_tonumber(L, -1);
+  if (t != LUA_TNUMBER || !(v > 0) || isinf(v))
+    rope_argerror(L, fn, arg, "%s.%s must be a positive number, got %s", name, key,
+                  t == LUA_TNUMBER ? lua_tostring(L, -1) : luaL_typename(L, -1));
+  lua_pop(L, 1);
+  return v;
+}
+
+/* opts.scaling: llama3 parameters, all four required. */
+static int opt_scaling(lua_State *L, const char *fn, int arg, kb_rope_llama3_scaling *sc) {
+  if (get_opt(L, arg, "scaling") == LUA_TNIL) {
+    lua_pop(L, 1);
+    return 0;
+  }
+  if (!lua_istable(L, -1))
+    rope_argerror(L, fn, arg, "opts.scaling must be a table, got %s", luaL_typename(L, -1));
+  const int t = lua_gettop(L);
+  lua_pushnil(L);
+  while (lua_next(L, t)) {
+    const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "";
+    if (strcmp(k, "factor") && strcmp(k, "low_freq_factor") && strcmp(k, "high_freq_factor") &&
+        strcmp(k, "original_max_position_embeddings") && strcmp(k, "rope_type"))
+      rope_argerror(L, fn, arg, "unknown option 'scaling.%s'",
+                    *k ? k : luaL_typename(L, -2));
+    lua_pop(L, 1);
+  }
+  if (lua_getfield(L, t, "rope_type") != LUA_TNIL &&
+      !(lua_type(L, -1) == LUA_TSTRING && strcmp(lua_tostring(L, -1), "llama3") == 0))
+    rope_argerror(L, fn, arg, "opts.scaling.rope_type must be 'llama3'");
+  lua_pop(L, 1);
+  sc->factor = opt_positive(L, fn, arg, t, "opts.scaling", "factor");
+  sc->low_freq_factor = opt_positive(L, fn, arg, t, "opts.scaling", "low_freq_factor");
+  sc->high_freq_factor = opt_positive(L, fn, arg, t, "opts.scaling", "high_freq_factor");
+  sc->original_max_position_embeddings =
+      opt_positive(L, fn, arg, t, "opts.scaling", "original_max_position_embeddings");
+  if (!(sc->high_freq_factor > sc->low_freq_factor))
+    rope_argerror(L, fn, arg, "opts.scaling.high_freq_factor (%g) must exceed low_freq_factor (%g)",
+                  sc->high_freq_factor, sc->low_freq_factor);
+  lua_pop(L, 1);
+  return 1;
+}
+
+/* opts.positions: a Lua list or a tensor of any dtype and shape holding
+ * seq_len numbers. Returns a Lua-owned array (on the stack) or NULL. */
+static const double *opt_positions(lua_State *L, const char *fn, int arg, int64_t seq) {
+  int t = get_opt(L, arg, "positions");
+  if (t == LUA_TNIL) {
+    lua_pop(L, 1);
+    return NULL;
+  }
+  const int idx = lua_gettop(L);
+  double *pos = (double *)lua_newuserdatauv(L, (size_t)(seq ? seq : 1) * sizeof(double), 0);
+  if (t == LUA_TTABLE) {
+    const lua_Integer n = luaL_len(L, idx);
+    if (n != seq)
+      rope_argerror(L, fn, arg, "opts.positions has %lld entries, seq_len is %lld", (long long)n,
+                    (long long)seq);
+    for (lua_Integer i = 1; i <= n; i++) {
+      int isnum;
+      lua_geti(L, idx, i);
+      pos[i - 1] = lua_tonumberx(L, -1, &isnum);
+      if (lua_type(L, -1) != LUA_TNUMBER || !isnum)
+        rope_argerror(L, fn, arg, "opts.positions[%lld] must be a number, got %s", (long long)i,
+                      luaL_typename(L, -1));
+      lua_pop(L, 1);
+    }
+  } else {
+    kb_tensor *pt = (kb_tensor *)luaL_testudata(L, idx, KB_TENSOR_MT);
+    if (!pt)
+      rope_argerror(L, fn, arg, "opts.positions must be a list or a tensor, got %s",
+                    luaL_typename(L, idx));
+    if (pt->freed) rope_argerror(L, fn, arg, "opts.positions has been freed");
+    if (pt->numel != seq)
+      rope_argerror(L, fn, arg, "opts.positions has %lld elements, seq_len is %lld",
+                    (long long)pt->numel, (long long)seq);
+    const void *h = kb_tensor_host_copy(L, pt);
+    for (int64_t i = 0; i < seq; i++) pos[i] = kb_load_f64(h, pt->dtype, (size_t)i);
+    lua_pop(L, 1); /* the host copy */
+  }
+  for (int64_t i = 0; i < seq; i++)
+    if (!isfinite(pos[i]))
+      rope_argerror(L, fn, arg, "opts.positions[%lld] is not finite", (long long)(i + 1));
+  return pos; /* the userdata stays on the stack above the positions value */
+}
+
+static int l_freqs(lua_State *L) {
+  static const char *const known[] = {"theta", "positions", "scaling", "device", NULL};
+  const char *fn = "freqs";
+  int isint;
+  const lua_Integer seq = lua_tointegerx(L, 1, &isint);
+  if (!isint || seq < 0)
+    rope_argerror(L, fn, 1, "seq_len must be a non-negative integer, got %s",
+                  lua_type(L, 1) == LUA_TNUMBER ? lua_tostring(L, 1) : luaL_typename(L, 1));
+  const lua_Integer d = lua_tointegerx(L, 2, &isint);
+  if (!isint || d <= 0 || d % 2)
+    rope_argerror(L, fn, 2, "head_dim must be a positive even integer, got %s",
+                  lua_type(L, 2) == LUA_TNUMBER ? lua_tostring(L, 2) : luaL_typename(L, 2));
+  if (seq > ((int64_t)1 << 40) / d) rope_argerror(L, fn, 1, "seq_len %lld is too large", (long long)seq);
+  if (lua_gettop(L) > 3) rope_argerror(L, fn, 4, "expected at most 3 arguments");
+  lua_settop(L, 3);
+  check_opts(L, fn, 3, known);
+  double theta = 10000.0;
+  if (get_opt(L, 3, "theta") != LUA_TNIL) {
+    int isnum;
+    theta = lua_tonumberx(L, -1, &isnum);
+    if (lua_type(L, -1) != LUA_TNUMBER || !(theta > 0) || isinf(theta))
+      rope_argerror(L, fn, 3, "opts.theta must be a positive number, got %s",
+                    lua_type(L, -1) == LUA_TNUMBER ? lua_tostring(L, -1) : luaL_typename(L, -1));
+  }
+  lua_pop(L, 1);
+  kb_rope_llama3_scaling sc;
+  const int scaled = opt_scaling(L, fn, 3, &sc);
+  const kb_backend *dev = opt_device(L, fn, 3);
+  const double *pos = opt_positions(L, fn, 3, seq);
+
+  float *inv = (float *)lua_newuserdatauv(L, (size_t)d / 2 * sizeof(float), 0);
+  kb_rope_inv_freq_host(inv, d, theta, scaled ? &sc : NULL);
+  const size_t bytes = (size_t)seq * (size_t)d * sizeof(float);
+  float *table = (float *)lua_newuserdatauv(L, bytes ? bytes : 1, 0);
+  kb_rope_freqs_host(table, seq, d, inv, pos);
+  const int64_t shape[3] = {seq, d / 2, 2};
+  kb_tensor *out = kb_push_tensor(L, dev, KB_F32, 3, shape);
+  KB_TRY(L, dev->from_host(dev, out->data, table, bytes));
+  return 1;
+}
+
+/* ---- kb.rope.{llama4,neox}_{fwd,bwd} --------------------------------------- */
+
+static void check_same_device(lua_State *L, const char *fn, int arg, const char *what,
+                              const kb_tensor *t, const kb_tensor *q) {
+  if (t->dev != q->dev)
+    rope_argerror(L, fn, arg, "%s is on %s, q is on %s", what, t->dev->device, q->dev->device);
+}
+
+/* Checks q (1), k (2), freqs (3) and fills the kernel arguments but for the
+ * output pointers. */
+static void check_rope_args(lua_State *L, const char *fn, kb_rope_args *a, kb_tensor **qp,
+                            kb_tensor **kp) {
+  char sq[160], sk[160];
+  kb_tensor *q = check_tensor(L, fn, 1, "q"), *k = check_tensor(L, fn, 2, "k");
+  kb_tensor *f = check_tensor(L, fn, 3, "freqs");
+  if (q->ndim != 4)
+    rope_argerror(L, fn, 1, "q must be 4-D [batch, seq, heads, head_dim], got shape %s",
+                  kb_shape_str(q, sq, sizeof sq));
+  if (k->ndim != 4)
+    rope_argerror(L, fn, 2, "k must be 4-D [batch, seq, heads, head_dim], got shape %s",
+                  kb_shape_str(k, sk, sizeof sk));
+  const int64_t b = q->shape[0], s = q->shape[1], d = q->shape[3];
+  if (k->shape[0] != b || k->shape[1] != s)
+    rope_argerror(L, fn, 2, "k has shape %s, q has shape %s: batch and seq must match",
+                  kb_shape_str(k, sk, sizeof sk), kb_shape_str(q, sq, sizeof sq));
+  if (d <= 0 || d % 2)
+    rope_argerror(L, fn, 1, "q has head_dim %lld, RoPE needs a positive even head_dim",
+                  (long long)d);
+  if (k->shape[3] != d)
+    rope_argerror(L, fn, 2, "k has head_dim %lld, q has head_dim %lld", (long long)k->shape[3],
+                  (long long)d);
+  if (k->dtype != q->dtype)
+    rope_argerror(L, fn, 2, "k is %s, q is %s", kb_dtype_name(k->dtype), kb_dtype_name(q->dtype));
+  check_same_device(L, fn, 2, "k", k, q);
+  if (f->dtype != KB_F32)
+    rope_argerror(L, fn, 3, "freqs must be f32, got %s", kb_dtype_name(f->dtype));
+  if (f->ndim != 3 || f->shape[1] != d / 2 || f->shape[2] != 2)
+    rope_argerror(L, fn, 3, "freqs must be [seq, %lld, 2] for head_dim %lld, got shape %s",
+                  (long long)(d / 2), (long long)d, kb_shape_str(f, sq, sizeof sq));
+  if (f->shape[0] < s)
+    rope_argerror(L, fn, 3, "freqs has %lld positions, q has seq %lld", (long long)f->shape[0],
+                  (long long)s);
+  check_same_device(L, fn, 3, "freqs", f, q);
+  a->dtype = q->dtype;
+  a->batch = b;
+  a->seq = s;
+  a->q_heads = q->shape[2];
+  a->k_heads = k->shape[2];
+  a->head_dim = d;
+  a->q = q->data;
+  a->k = k->data;
+  a->freqs = (const float *)f->data;
+  a->stream = q->dev->stream;
+  *qp = q;
+  *kp = k;
+}
+
+/* The reference path's temporaries: one buffer per device, kept in the
+ * registry as a tensor and grown on demand, as PyTorch's caching allocator
+ * keeps eager's temporaries off cudaMalloc. A buffer that a CUDA graph
+ * captured stays alive with that graph (kb_capture_note pins it). */
+static void *reference_scratch(lua_State *L, const kb_backend *dev, size_t bytes) {
+  if (bytes == 0) return NULL;
+  if (lua_getfield(L, LUA_REGISTRYINDEX, ROPE_SCRATCH_KEY) != LUA_TTABLE) {
+    lua_pop(L, 1);
+    lua_newtable(L);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, LUA_REGISTRYINDEX, ROPE_SCRATCH_KEY);
+  }
+  lua_getfield(L, -1, dev->device);
+  kb_tensor *t = (kb_tensor *)luaL_testudata(L, -1, KB_TENSOR_MT);
+  if (!t || t->freed || t->dev != dev || kb_tensor_nbytes(t) < bytes) {
+    lua_pop(L, 1);
+    const int64_t n = (int64_t)((bytes + sizeof(float) - 1) / sizeof(float));
+    t = kb_push_tensor(L, dev, KB_F32, 1, &n);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, -3, dev->device);
+  } else {
+    kb_capture_note(L, -1);
+  }
+  lua_pop(L, 2);
+  return t->data; /* alive: the registry table holds it */
+}
+
+enum { IMPL_FUSED, IMPL_REFERENCE };
+
+static int l_rope(lua_State *L) {
+  static const char *const known[] = {"impl", "inplace", NULL};
+  const char *fn = lua_tostring(L, lua_upvalueindex(1));
+  kb_rope_args a;
+  memset(&a, 0, sizeof a);
+  a.style = (kb_rope_style)lua_tointeger(L, lua_upvalueindex(2));
+  a.backward = (int)lua_tointeger(L, lua_upvalueindex(3));
+  if (lua_gettop(L) > 4) rope_argerror(L, fn, 5, "expected at most 4 arguments");
+  lua_settop(L, 4);
+  kb_tensor *q, *k;
+  check_rope_args(L, fn, &a, &q, &k);
+
+  check_opts(L, fn, 4, known);
+  int impl = IMPL_FUSED, inplace = 0;
+  if (get_opt(L, 4, "impl") != LUA_TNIL) {
+    const char *s = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+    if (s && strcmp(s, "reference") == 0) impl = IMPL_REFERENCE;
+    else if (!s || strcmp(s, "fused") != 0)
+      rope_argerror(L, fn, 4, "opts.impl must be 'fused' or 'reference', got %s%s%s",
+                    s ? "'" : "", s ? s : luaL_typename(L, -1), s ? "'" : "");
+  }
+  if (get_opt(L, 4, "inplace") != LUA_TNIL) {
+    if (!lua_isboolean(L, -1))
+      rope_argerror(L, fn, 4, "opts.inplace must be a boolean, got %s", luaL_typename(L, -1));
+    inplace = lua_toboolean(L, -1);
+  }
+  lua_settop(L, 4);
+
+  if (inplace) {
+    if (q == k) rope_argerror(L, fn, 2, "k is the same tensor as q: in place needs two tensors");
+    a.q_out = q->data;
+    a.k_out = k->data;
+    lua_pushvalue(L, 1);
+    lua_pushvalue(L, 2);
+  } else {
+    a.q_out = kb_push_tensor(L, q->dev, q->dtype, 4, q->shape)->data;
+    a.k_out = kb_push_tensor(L, k->dev, k->dtype, 4, k->shape)->data;
+  }
+  const kb_backend *dev = q->dev;
+  if (impl == IMPL_FUSED) {
+    KB_TRY(L, dev->rope_fused(dev, &a));
+  } else {
+    void *scratch = reference_scratch(L, dev, kb_rope_reference_scratch_bytes(&a));
+    KB_TRY(L, dev->rope_reference(dev, &a, scratch));
+  }
+  return 2;
+}
+
+void kb_open_rope(lua_State *L) {
+  static const struct {
+    const char *name;
+    kb_rope_style style;
+    int backward;
+  } fns[] = {
+      {"llama4_fwd", KB_ROPE_LLAMA4, 0},
+      {"llama4_bwd", KB_ROPE_LLAMA4, 1},
+      {"neox_fwd", KB_ROPE_NEOX, 0},
+      {"neox_bwd", KB_ROPE_NEOX, 1},
+  };
+  lua_newtable(L);
+  for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
+    lua_pushstring(L, fns[i].name);
+    lua_pushinteger(L, fns[i].style);
+    lua_pushinteger(L, fns[i].backward);
+    lua_pushcclosure(L, l_rope, 3);
+    lua_setfield(L, -2, fns[i].name);
+  }
+  lua_pushcfunction(L, l_freqs);
+  lua_setfield(L, -2, "freqs");
+  lua_setfield(L, -2, "rope");
+}

@@ -1,0 +1,580 @@
+/* CUDA twin of the RoPE kernels (rope.h).
+ *
+ * Fused kernel (one launch for q and k). A token's q heads and k heads form
+ * one row of H = Hq + Hk heads of D elements, all rotated by the token's
+ * (cos, sin) row. A unit of work is one vector of NV elements at a fixed
+ * position in a head (for neox: the vector at e and its partner at e + D/2).
+ * A CTA is a grid of XS columns (unit positions within a head) by rows;
+ * rows are grouped into TPC tokens of R = ceil(H / U) rows each, and row r of
+ * a token takes heads r, r + R, r + 2R, ... (U of them). So a thread's unit
+ * position, hence its slice of the (cos, sin) row, is the same for every head
+ * it touches: it loads that slice once per token, keeps it in registers, and
+ * issues all U 16-byte loads of its heads before the first use (predicated,
+ * no branches between them). Consecutive threads take consecutive vectors of
+ * one head, then consecutive heads, so a warp reads and writes whole
+ * contiguous lines (NV is the widest vector that divides the head and the
+ * pointers' alignment; D = 2 or 6 fall back to narrower vectors).
+ * The grid has one CTA per group of TPC tokens (no persistent loop: measured
+ * faster on the H200, docs/perf-notes.md), TPC chosen to fill up to 256
+ * threads while keeping at least two CTAs per SM for small problems.
+ *
+ * Arithmetic: f32 (f64 for f64 tensors) with explicitly rounded products and
+ * sums (__fmul_rn / __fadd_rn cannot be contracted into FMAs), so the result
+ * is bit-identical to the CPU twin; one rounding to the output dtype.
+ *
+ * Reference kernels: PyTorch eager's op sequence (rope.h), one simple
+ * elementwise kernel per op with temporaries in the caller's scratch. */
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include "rope.h"
+
+namespace {
+
+/* Tuning knobs (compile-time; the defaults were chosen on the H200, see
+ * docs/perf-notes.md): grid cap in waves of resident CTAs (0: none), CTA
+ * size, vectors in flight per thread, and streaming cache hints
+ * (evict-first) on the q/k loads and stores. */
+#ifndef KB_ROPE_WAVES /* 0: no cap, one CTA per group of tokens */
+#define KB_ROPE_WAVES 0
+#endif
+#ifndef KB_ROPE_THREADS
+#define KB_ROPE_THREADS 256
+#endif
+#ifndef KB_ROPE_STREAMING
+#define KB_ROPE_STREAMING 0
+#endif
+#ifndef KB_ROPE_UNROLL /* q/k vectors in flight per thread and pass */
+#define KB_ROPE_UNROLL 8
+#endif
+
+constexpr int kThreads = KB_ROPE_THREADS; /* fused kernel CTA size, at most */
+constexpr int kWaves = KB_ROPE_WAVES;
+constexpr int kRefThreads = 256;
+
+/* ---- errors --------------------------------------------------------------- */
+
+thread_local char g_msg[320];
+
+const char *fail(const char *what, const char *detail, cudaError_t e) {
+  snprintf(g_msg, sizeof g_msg, "%s%s: %s (%s)", what, detail, cudaGetErrorName(e),
+           cudaGetErrorString(e));
+  return g_msg;
+}
+
+#define KB_CUDA_TRY(what, detail, call)                                                        \
+  do {                                                                                         \
+    cudaError_t e_ = (call);                                                                   \
+    if (e_ != cudaSuccess) return fail((what), (detail), e_);                                  \
+  } while (0)
+
+/* ---- element types --------------------------------------------------------- */
+
+template <kb_dtype DT> struct Elem;
+template <> struct Elem<KB_BF16> {
+  typedef unsigned short raw;
+  typedef float acc;
+  static __device__ __forceinline__ float widen(raw r) { return __uint_as_float((unsigned)r << 16); }
+  static __device__ __forceinline__ raw narrow(float f) {
+    return __bfloat16_as_ushort(__float2bfloat16_rn(f));
+  }
+};
+template <> struct Elem<KB_F16> {
+  typedef unsigned short raw;
+  typedef float acc;
+  static __device__ __forceinline__ float widen(raw r) { return __half2float(__ushort_as_half(r)); }
+  static __device__ __forceinline__ raw narrow(float f) { return __half_as_ushort(__float2half_rn(f)); }
+};
+template <> struct Elem<KB_F32> {
+  typedef float raw;
+  typedef float acc;
+  static __device__ __forceinline__ float widen(raw r) { return r; }
+  static __device__ __forceinline__ raw narrow(float f) { return f; }
+};
+template <> struct Elem<KB_F64> {
+  typedef double raw;
+  typedef double acc;
+  static __device__ __forceinline__ double widen(raw r) { return r; }
+  static __device__ __forceinline__ raw narrow(double f) { return f; }
+};
+
+__device__ __forceinline__ float mul_rn(float a, float b) { return __fmul_rn(a, b); }
+__device__ __forceinline__ double mul_rn(double a, double b) { return __dmul_rn(a, b); }
+__device__ __forceinline__ float add_rn(float a, float b) { return __fadd_rn(a, b); }
+__device__ __forceinline__ double add_rn(double a, double b) { return __dadd_rn(a, b); }
+__device__ __forceinline__ float sub_rn(float a, float b) { return __fsub_rn(a, b); }
+__device__ __forceinline__ double sub_rn(double a, double b) { return __dsub_rn(a, b); }
+
+/* (re, im) * (c + i s) with each product and sum rounded, in the order of
+ * the CPU twin: re' = re*c - im*s, im' = re*s + im*c. */
+template <typename A>
+__device__ __forceinline__ void rotate(A &re, A &im, A c, A s) {
+  const A r = sub_rn(mul_rn(re, c), mul_rn(im, s));
+  const A i = add_rn(mul_rn(re, s), mul_rn(im, c));
+  re = r;
+  im = i;
+}
+
+/* NV elements of R moved as one access of NV * sizeof(R) bytes (2 to 16),
+ * kept as raw 32-bit words until they are used so that a load's result is
+ * not touched (unpacked) before all the loads of a pass are issued. */
+template <int BYTES> struct alignas(BYTES) Words { unsigned w[BYTES / 4]; };
+template <> struct alignas(2) Words<2> { unsigned short h; };
+
+template <typename R, int NV> struct Vec {
+  typedef Words<(int)sizeof(R) * NV> type;
+  static __device__ __forceinline__ R get(const type &v, int j) {
+    if constexpr (sizeof(R) * NV == 2) {
+      return v.h;
+    } else if constexpr (sizeof(R) == 2) {
+      return (R)(v.w[j >> 1] >> (16 * (j & 1)));
+    } else if constexpr (sizeof(R) == 4) {
+      return __uint_as_float(v.w[j]);
+    } else {
+      return __hiloint2double((int)v.w[2 * j + 1], (int)v.w[2 * j]);
+    }
+  }
+  static __device__ __forceinline__ void set(type &v, int j, R x) {
+    if constexpr (sizeof(R) * NV == 2) {
+      v.h = x;
+    } else if constexpr (sizeof(R) == 2) {
+      const unsigned sh = 16 * (j & 1);
+      v.w[j >> 1] = (v.w[j >> 1] & ~(0xffffu << sh)) | ((unsigned)x << sh);
+    } else if constexpr (sizeof(R) == 4) {
+      v.w[j] = __float_as_uint(x);
+    } else {
+      v.w[2 * j] = (unsigned)__double2loint(x);
+      v.w[2 * j + 1] = (unsigned)__double2hiint(x);
+    }
+  }
+};
+
+/* Loads and stores of one vector of q/k data. */
+template <typename W> __device__ __forceinline__ W load_words(const char *p) {
+#if KB_ROPE_STREAMING
+  if constexpr (sizeof(W) == 16) {
+    const uint4 v = __ldcs(reinterpret_cast<const uint4 *>(p));
+    W w;
+    w.w[0] = v.x; w.w[1] = v.y; w.w[2] = v.z; w.w[3] = v.w;
+    return w;
+  }
+#endif
+  return *reinterpret_cast<const W *>(p);
+}
+
+template <typename W> __device__ __forceinline__ void store_words(char *p, const W &w) {
+#if KB_ROPE_STREAMING
+  if constexpr (sizeof(W) == 16) {
+    __stcs(reinterpret_cast<uint4 *>(p), make_uint4(w.w[0], w.w[1], w.w[2], w.w[3]));
+    return;
+  }
+#endif
+  *reinterpret_cast<W *>(p) = w;
+}
+
+/* NF floats of the (cos, sin) row through the read-only path, 16 or 8 bytes
+ * at a time (NF is 2 or a multiple of 4; the address is NF*4-aligned). */
+template <int NF> __device__ __forceinline__ void load_freqs(const float *p, float (&f)[NF]) {
+  if constexpr (NF % 4 == 0) {
+#pragma unroll
+    for (int j = 0; j < NF / 4; j++) {
+      const float4 v = __ldg(reinterpret_cast<const float4 *>(p) + j);
+      f[4 * j] = v.x; f[4 * j + 1] = v.y; f[4 * j + 2] = v.z; f[4 * j + 3] = v.w;
+    }
+  } else {
+    static_assert(NF == 2, "freqs slice of 2 or a multiple of 4 floats");
+    const float2 v = __ldg(reinterpret_cast<const float2 *>(p));
+    f[0] = v.x; f[1] = v.y;
+  }
+}
+
+/* ---- fused kernel ------------------------------------------------------------ */
+
+struct FusedGeom {
+  const void *q, *k;
+  void *qo, *ko;
+  const float *freqs;
+  long long ntok, seq;
+  int hq, hk, htot, d;
+  int units;  /* units per head: D/NV (llama4), D/2/NV (neox) */
+  int xs;     /* columns of the CTA: min(units, 256) */
+  int rows;   /* rows per token, R */
+  int tpc;    /* tokens per CTA step */
+};
+
+/* MINB: CTAs per SM promised to the register allocator. 3 (at most 85
+ * registers) measured best, except where it spills (2-byte neox, NV = 8). */
+template <kb_dtype DT, int NV, int STYLE, bool BWD, int U, int MINB>
+__global__ void __launch_bounds__(kThreads, MINB) rope_fused_kernel(const FusedGeom g) {
+  typedef Elem<DT> E;
+  typedef typename E::raw R;
+  typedef typename E::acc A;
+  typedef Vec<R, NV> V;
+  typedef typename V::type W;
+  constexpr bool NEOX = STYLE == KB_ROPE_NEOX;
+  constexpr int NF = NEOX ? 2 * NV : NV; /* floats of freqs per unit */
+
+  const int t = threadIdx.x, x0 = t % g.xs, y = t / g.xs;
+  const int tl = y / g.rows, r = y - tl * g.rows; /* blockDim = xs * rows * tpc */
+  const unsigned hbytes = (unsigned)g.d * sizeof(R), half_bytes = hbytes / 2;
+
+  for (long long tok = (long long)blockIdx.x * g.tpc + tl; tok < g.ntok;
+       tok += (long long)gridDim.x * g.tpc) {
+    const long long s = g.ntok <= 0xffffffffLL ? (long long)((unsigned)tok % (unsigned)g.seq)
+                                               : tok % g.seq;
+    const float *frow = g.freqs + s * g.d;
+    /* the token's q heads and k heads; offsets within them fit 32 bits */
+    const char *qb = (const char *)g.q + tok * g.hq * hbytes;
+    const char *kb = (const char *)g.k + tok * g.hk * hbytes;
+    char *qob = (char *)g.qo + tok * g.hq * hbytes;
+    char *kob = (char *)g.ko + tok * g.hk * hbytes;
+    for (int x = x0; x < g.units; x += g.xs) {
+      float f[NF];
+      load_freqs<NF>(frow + x * NF, f);
+      const unsigned e0 = (unsigned)x * NV * sizeof(R);
+      for (int h0 = r; h0 < g.htot; h0 += U * g.rows) {
+        W lo[U], hi[U];
+        unsigned off[U];
+        bool isq[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+          const int h = h0 + u * g.rows;
+          isq[u] = h < g.hq;
+          off[u] = (unsigned)(isq[u] ? h : h - g.hq) * hbytes + e0;
+          if (h < g.htot) {
+            const char *src = (isq[u] ? qb : kb) + off[u];
+            lo[u] = load_words<W>(src);
+            if constexpr (NEOX) hi[u] = load_words<W>(src + half_bytes);
+          }
+        }
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+          if (h0 + u * g.rows < g.htot) {
+            if constexpr (NEOX) {
+#pragma unroll
+              for (int j = 0; j < NV; j++) {
+                A re = E::widen(V::get(lo[u], j)), im = E::widen(V::get(hi[u], j));
+                const float s = BWD ? -f[2 * j + 1] : f[2 * j + 1];
+                rotate<A>(re, im, (A)f[2 * j], (A)s);
+                V::set(lo[u], j, E::narrow(re));
+                V::set(hi[u], j, E::narrow(im));
+              }
+            } else {
+#pragma unroll
+              for (int j = 0; j < NV / 2; j++) {
+                A re = E::widen(V::get(lo[u], 2 * j)), im = E::widen(V::get(lo[u], 2 * j + 1));
+                const float s = BWD ? -f[2 * j + 1] : f[2 * j + 1];
+                rotate<A>(re, im, (A)f[2 * j], (A)s);
+                V::set(lo[u], 2 * j, E::narrow(re));
+                V::set(lo[u], 2 * j + 1, E::narrow(im));
+              }
+            }
+            char *dst = (isq[u] ? qob : kob) + off[u];
+            store_words<W>(dst, lo[u]);
+            if constexpr (NEOX) store_words<W>(dst + half_bytes, hi[u]);
+          }
+        }
+      }
+    }
+  }
+}
+
+/* ---- per-device facts ---------------------------------------------------- */
+
+constexpr int kMaxDevices = 64;
+
+const char *sm_count(int *out) {
+  static int cache[kMaxDevices];
+  int dev;
+  KB_CUDA_TRY("rope: cudaGetDevice", "", cudaGetDevice(&dev));
+  if (dev >= 0 && dev < kMaxDevices && cache[dev] > 0) {
+    *out = cache[dev];
+    return NULL;
+  }
+  int n;
+  KB_CUDA_TRY("rope: cudaDeviceGetAttribute", "(MultiProcessorCount)",
+              cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
+  if (dev >= 0 && dev < kMaxDevices) cache[dev] = n;
+  *out = n;
+  return NULL;
+}
+
+/* ---- host side of the fused kernel ---------------------------------------- */
+
+const char *style_name(int style) { return style == KB_ROPE_NEOX ? "neox" : "llama4"; }
+
+/* CTA shape for `units` columns: R = ceil(H / U) rows per token, so that
+ * each thread fills all U load slots of a pass (or R = 256 / XS rows and
+ * several passes when H is large), and TPC tokens per CTA step to fill up to
+ * 256 threads, fewer when that would leave fewer than two CTAs per SM. */
+int choose_shape(FusedGeom *g, int U, int sms) {
+  g->xs = g->units < kThreads ? g->units : kThreads;
+  const int ytot = kThreads / g->xs;
+  int rows = (g->htot + U - 1) / U;
+  if (rows > ytot) rows = ytot;
+  long long tpc = ytot / rows;
+  const long long spread = (g->ntok + 2LL * sms - 1) / (2LL * sms);
+  if (tpc > spread) tpc = spread;
+  if (tpc < 1) tpc = 1;
+  g->rows = rows;
+  g->tpc = (int)tpc;
+  return g->xs * rows * g->tpc;
+}
+
+template <kb_dtype DT, int NV, int STYLE, bool BWD>
+const char *launch_fused(FusedGeom g, cudaStream_t stream) {
+  constexpr int U = STYLE == KB_ROPE_NEOX ? KB_ROPE_UNROLL / 2 : KB_ROPE_UNROLL;
+  constexpr int MINB = sizeof(typename Elem<DT>::raw) == 2 && NV == 8 && STYLE == KB_ROPE_NEOX ? 1 : 3;
+  auto kernel = rope_fused_kernel<DT, NV, STYLE, BWD, U, MINB>;
+  char what[96];
+  snprintf(what, sizeof what, "rope_fused<%s,%s,%s>", kb_dtype_name(DT), style_name(STYLE),
+           BWD ? "bwd" : "fwd");
+  int sms;
+  const char *err = sm_count(&sms);
+  if (err) return err;
+  g.units = (STYLE == KB_ROPE_NEOX ? g.d / 2 : g.d) / NV;
+  const int threads = choose_shape(&g, U, sms);
+  const long long chunks = (g.ntok + g.tpc - 1) / g.tpc;
+  long long cap = 0x7fffffffLL; /* gridDim.x limit; CTAs stride beyond it */
+  if (kWaves > 0) {
+    /* resident CTAs per SM by CTA size in warps; the same on every device we run */
+    static int occupancy[kThreads / 32 + 1];
+    const int warps = (threads + 31) / 32;
+    if (occupancy[warps] == 0) {
+      int n = 0;
+      KB_CUDA_TRY(what, " cudaOccupancyMaxActiveBlocksPerMultiprocessor",
+                  cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, warps * 32, 0));
+      occupancy[warps] = n > 0 ? n : 1;
+    }
+    cap = (long long)sms * occupancy[warps] * kWaves;
+  }
+  const unsigned grid = (unsigned)(chunks < cap ? chunks : cap);
+  kernel<<<grid, threads, 0, stream>>>(g);
+  KB_CUDA_TRY(what, " launch", cudaGetLastError());
+  return NULL;
+}
+
+/* Widest vector (elements) that divides the unit and the alignment of every
+ * pointer: llama4 needs whole pairs (NV even), neox a divisor of D/2. */
+int pick_nv(const kb_rope_args *a, size_t es) {
+  const int neox = a->style == KB_ROPE_NEOX;
+  const long long span = neox ? a->head_dim / 2 : a->head_dim;
+  const uintptr_t addr = (uintptr_t)a->q | (uintptr_t)a->k | (uintptr_t)a->q_out |
+                         (uintptr_t)a->k_out;
+  for (int nv = (int)(16 / es); nv >= 1; nv /= 2) {
+    if (!neox && nv < 2) break;
+    const size_t nf_bytes = (size_t)(neox ? 2 * nv : nv) * 4;
+    const size_t falign = nf_bytes < 16 ? nf_bytes : 16;
+    if (span % nv == 0 && addr % (nv * es) == 0 && (uintptr_t)a->freqs % falign == 0) return nv;
+  }
+  return 0;
+}
+
+template <kb_dtype DT, int STYLE, bool BWD>
+const char *dispatch_nv(const FusedGeom &g, int nv, cudaStream_t s) {
+  constexpr int ES = (int)sizeof(typename Elem<DT>::raw);
+  constexpr bool NEOX = STYLE == KB_ROPE_NEOX;
+  switch (nv) {
+  case 8:
+    if constexpr (ES == 2) return launch_fused<DT, 8, STYLE, BWD>(g, s);
+    break;
+  case 4:
+    if constexpr (ES <= 4) return launch_fused<DT, 4, STYLE, BWD>(g, s);
+    break;
+  case 2: return launch_fused<DT, 2, STYLE, BWD>(g, s);
+  case 1:
+    if constexpr (NEOX) return launch_fused<DT, 1, STYLE, BWD>(g, s);
+    break;
+  }
+  return "rope_fused: no vector width fits the head size and pointer alignment";
+}
+
+template <kb_dtype DT>
+const char *dispatch_style(const kb_rope_args *a, const FusedGeom &g, int nv, cudaStream_t s) {
+  if (a->style == KB_ROPE_NEOX) {
+    return a->backward ? dispatch_nv<DT, KB_ROPE_NEOX, true>(g, nv, s)
+                       : dispatch_nv<DT, KB_ROPE_NEOX, false>(g, nv, s);
+  }
+  return a->backward ? dispatch_nv<DT, KB_ROPE_LLAMA4, true>(g, nv, s)
+                     : dispatch_nv<DT, KB_ROPE_LLAMA4, false>(g, nv, s);
+}
+
+/* ---- reference kernels ------------------------------------------------------ */
+/* One thread per element (or complex pair); T is the compute type (float, or
+ * double for f64 tensors); I the index type, 32-bit when the tensor allows, as
+ * PyTorch's elementwise kernels index. `heads` and the geometry locate the
+ * (cos, sin) of an element, as a broadcast of freqs[s, i] over batch and heads. */
+
+struct RefGeom {
+  long long n;    /* elements of the tensor */
+  long long seq;
+  int heads, d;
+  float sign;     /* -1 for backward */
+  const float *freqs;
+};
+
+template <typename I> __device__ __forceinline__ const float *ref_freq(const RefGeom &g, I pair) {
+  const I half = (I)(g.d / 2);
+  const I tok = pair / ((I)g.heads * half);
+  return g.freqs + ((size_t)(tok % (I)g.seq) * half + pair % half) * 2;
+}
+
+#define KB_GRID_STRIDE(I, i, n)                                                                \
+  for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < (I)(n); i += (I)gridDim.x * blockDim.x)
+
+template <kb_dtype DT, typename I>
+__global__ void ref_upcast(float *out, const typename Elem<DT>::raw *in, long long n) {
+  KB_GRID_STRIDE(I, i, n) out[i] = Elem<DT>::widen(in[i]);
+}
+
+template <kb_dtype DT, typename I>
+__global__ void ref_downcast(typename Elem<DT>::raw *out, const float *in, long long n) {
+  KB_GRID_STRIDE(I, i, n) out[i] = Elem<DT>::narrow(in[i]);
+}
+
+/* llama4: out = in * freqs as complex numbers, one pair per thread */
+template <typename T, typename I> __global__ void ref_cmul(T *out, const T *in, RefGeom g) {
+  KB_GRID_STRIDE(I, p, g.n / 2) {
+    const float *f = ref_freq<I>(g, p);
+    T re = in[2 * p], im = in[2 * p + 1];
+    rotate<T>(re, im, (T)f[0], (T)(g.sign * f[1]));
+    out[2 * p] = re;
+    out[2 * p + 1] = im;
+  }
+}
+
+/* neox: out = in * cos (which = 0) or in * sin (which = 1) */
+template <typename T, typename I>
+__global__ void ref_mul_freq(T *out, const T *in, RefGeom g, int which) {
+  KB_GRID_STRIDE(I, e, g.n) {
+    const I half = (I)(g.d / 2), row = e / (I)g.d;
+    const float *f = ref_freq<I>(g, row * half + (e - row * (I)g.d) % half);
+    const T v = which ? (T)(g.sign * f[1]) : (T)f[0];
+    out[e] = mul_rn(in[e], v);
+  }
+}
+
+/* neox: out = -in[..., D/2:] ([rows, D/2]) */
+template <typename T, typename I> __global__ void ref_neg_half(T *out, const T *in, RefGeom g) {
+  KB_GRID_STRIDE(I, e, g.n / 2) {
+    const I half = (I)(g.d / 2), row = e / half;
+    out[e] = -in[row * (I)g.d + half + (e - row * half)];
+  }
+}
+
+/* neox: out = cat(neg, in[..., :D/2]) along the last axis */
+template <typename T, typename I>
+__global__ void ref_cat(T *out, const T *neg, const T *in, RefGeom g) {
+  KB_GRID_STRIDE(I, e, g.n) {
+    const I half = (I)(g.d / 2), row = e / (I)g.d, i = e - row * (I)g.d;
+    out[e] = i < half ? neg[row * half + i] : in[row * (I)g.d + i - half];
+  }
+}
+
+template <typename T, typename I> __global__ void ref_add(T *out, const T *x, const T *y, long long n) {
+  KB_GRID_STRIDE(I, e, n) out[e] = add_rn(x[e], y[e]);
+}
+
+unsigned ref_grid(long long n) {
+  const long long b = (n + kRefThreads - 1) / kRefThreads;
+  return (unsigned)(b < 0x7fffffffLL ? (b > 0 ? b : 1) : 0x7fffffffLL);
+}
+
+#define KB_REF_LAUNCH(op, kernel, n, ...)                                                      \
+  do {                                                                                         \
+    kernel<<<ref_grid(n), kRefThreads, 0, st>>>(__VA_ARGS__);                                  \
+    KB_CUDA_TRY(what, " " op " launch", cudaGetLastError());                                   \
+  } while (0)
+
+/* neox on compute-type tensors: out = A*cos + cat(-A2, A1)*sin, temps in tmp */
+template <typename T, typename I>
+const char *ref_neox(const char *what, T *out, const T *A, T *tmp, const RefGeom &g,
+                     cudaStream_t st) {
+  T *B = tmp, *C = B + g.n, *D = C + g.n / 2, *E = D + g.n;
+  KB_REF_LAUNCH("mul_freq", (ref_mul_freq<T, I>), g.n, B, A, g, 0);
+  KB_REF_LAUNCH("neg_half", (ref_neg_half<T, I>), g.n / 2, C, A, g);
+  KB_REF_LAUNCH("cat", (ref_cat<T, I>), g.n, D, C, A, g);
+  KB_REF_LAUNCH("mul_freq", (ref_mul_freq<T, I>), g.n, E, D, g, 1);
+  KB_REF_LAUNCH("add", (ref_add<T, I>), g.n, out, B, E, g.n);
+  return NULL;
+}
+
+template <typename T, typename I>
+const char *ref_rotate(const char *what, int llama4, T *out, const T *in, T *tmp,
+                       const RefGeom &g, cudaStream_t st) {
+  if (llama4) {
+    KB_REF_LAUNCH("cmul", (ref_cmul<T, I>), g.n / 2, out, in, g);
+    return NULL;
+  }
+  return ref_neox<T, I>(what, out, in, tmp, g, st);
+}
+
+/* One tensor (q or k) through the eager op sequence. */
+template <kb_dtype DT, typename I>
+const char *ref_one(const kb_rope_args *a, int heads, const void *x, void *out, void *scratch) {
+  typedef typename Elem<DT>::raw R;
+  const int llama4 = a->style == KB_ROPE_LLAMA4;
+  const RefGeom g = {a->batch * a->seq * heads * a->head_dim, a->seq, heads, (int)a->head_dim,
+                     a->backward ? -1.0f : 1.0f, a->freqs};
+  if (g.n == 0) return NULL;
+  cudaStream_t st = (cudaStream_t)a->stream;
+  char what[96];
+  snprintf(what, sizeof what, "rope_reference<%s,%s,%s>", kb_dtype_name(DT),
+           style_name(a->style), a->backward ? "bwd" : "fwd");
+  if constexpr (DT == KB_F32 || DT == KB_F64) {
+    return ref_rotate<R, I>(what, llama4, (R *)out, (const R *)x, (R *)scratch, g, st);
+  } else {
+    float *A = (float *)scratch, *T = A + g.n;
+    float *F = llama4 ? T : T + 3 * g.n + g.n / 2;
+    KB_REF_LAUNCH("upcast", (ref_upcast<DT, I>), g.n, A, (const R *)x, g.n);
+    const char *err = ref_rotate<float, I>(what, llama4, F, A, T, g, st);
+    if (err) return err;
+    KB_REF_LAUNCH("downcast", (ref_downcast<DT, I>), g.n, (R *)out, F, g.n);
+    return NULL;
+  }
+}
+
+/* 32-bit indices when every index (plus a grid stride) fits */
+template <kb_dtype DT> const char *ref_both(const kb_rope_args *a, void *scratch) {
+  const long long h = a->q_heads > a->k_heads ? a->q_heads : a->k_heads;
+  const bool small = a->batch * a->seq * h * a->head_dim < (1LL << 31);
+  const char *err = small ? ref_one<DT, unsigned>(a, (int)a->q_heads, a->q, a->q_out, scratch)
+                          : ref_one<DT, unsigned long long>(a, (int)a->q_heads, a->q, a->q_out, scratch);
+  if (err) return err;
+  return small ? ref_one<DT, unsigned>(a, (int)a->k_heads, a->k, a->k_out, scratch)
+               : ref_one<DT, unsigned long long>(a, (int)a->k_heads, a->k, a->k_out, scratch);
+}
+
+} // namespace
+
+extern "C" const char *kb_rope_fused_cuda(const kb_rope_args *a) {
+  const long long ntok = a->batch * a->seq;
+  if (ntok == 0 || a->head_dim == 0 || a->q_heads + a->k_heads == 0) return NULL;
+  FusedGeom g = {};
+  g.q = a->q; g.k = a->k; g.qo = a->q_out; g.ko = a->k_out; g.freqs = a->freqs;
+  g.ntok = ntok; g.seq = a->seq;
+  g.hq = (int)a->q_heads; g.hk = (int)a->k_heads; g.htot = g.hq + g.hk; g.d = (int)a->head_dim;
+  if ((a->q_heads + a->k_heads) * a->head_dim * (long long)kb_dtype_size(a->dtype) > 0xffffffffLL)
+    return "rope_fused: a token's q and k rows exceed 4 GiB";
+  const int nv = pick_nv(a, kb_dtype_size(a->dtype));
+  if (nv == 0) return "rope_fused: q, k and outputs must be aligned to an element pair and freqs to 8 bytes";
+  cudaStream_t s = (cudaStream_t)a->stream;
+  switch (a->dtype) {
+  case KB_BF16: return dispatch_style<KB_BF16>(a, g, nv, s);
+  case KB_F16: return dispatch_style<KB_F16>(a, g, nv, s);
+  case KB_F32: return dispatch_style<KB_F32>(a, g, nv, s);
+  case KB_F64: return dispatch_style<KB_F64>(a, g, nv, s);
+  default: return "rope_fused: unknown dtype";
+  }
+}
+
+extern "C" const char *kb_rope_reference_cuda(const kb_rope_args *a, void *scratch) {
+  switch (a->dtype) {
+  case KB_BF16: return ref_both<KB_BF16>(a, scratch);
+  case KB_F16: return ref_both<KB_F16>(a, scratch);
+  case KB_F32: return ref_both<KB_F32>(a, scratch);
+  case KB_F64: return ref_both<KB_F64>(a, scratch);
+  default: return "rope_reference: unknown dtype";
+  }
+}

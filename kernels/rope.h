@@ -1,0 +1,88 @@
+/* C interface of the rotary position embedding kernels. Each entry point has
+ * a CUDA twin (rope.cu) and a CPU twin (rope_cpu.c) with the same contract;
+ * the CPU one is the numerical reference for the CUDA one.
+ *
+ * Layout: x is [B, S, H, D] contiguous, freqs is f32 [S_f, D/2, 2] holding
+ * (cos, sin) of position s and frequency i, S_f >= S. Arithmetic is f32 for
+ * bf16/f16/f32 inputs (f64 for f64 inputs) and each output is rounded once
+ * to the input dtype.
+ *   llama4 (interleaved): pair (x[2i], x[2i+1]) is a complex number times
+ *     (cos + i sin); backward multiplies by the conjugate (sin -> -sin).
+ *   neox (rotate half): pair (x[i], x[i + D/2]), same rotation.
+ * Both twins evaluate re' = re*cos - im*sin, im' = re*sin + im*cos as two
+ * products and one sum, each rounded (no fused multiply-add), so the CUDA and
+ * CPU results, and the fused and reference paths, agree bit for bit.
+ * The binding (engine/rope.c) checks shapes, dtypes and devices before any
+ * of these run: the kernels trust their arguments (head_dim even and > 0,
+ * q/k/freqs on the kernel's device, outputs either equal to the inputs or
+ * not overlapping them). */
+#ifndef KB_ROPE_H
+#define KB_ROPE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "dtype.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum { KB_ROPE_LLAMA4 = 0, KB_ROPE_NEOX = 1 } kb_rope_style;
+
+typedef struct {
+  kb_rope_style style;
+  int backward;     /* 1: rotate by the conjugate */
+  kb_dtype dtype;   /* of q, k, q_out, k_out */
+  int64_t batch, seq, q_heads, k_heads, head_dim;
+  const void *q, *k; /* inputs */
+  void *q_out, *k_out; /* may equal q, k (in place) */
+  const float *freqs; /* [>= seq, head_dim/2, 2] */
+  void *stream;       /* cudaStream_t for the CUDA twin, unused on CPU */
+} kb_rope_args;
+
+/* Fused: q and k rotated together in one pass (one launch on CUDA).
+ * Returns NULL on success or a message naming the failed call. */
+const char *kb_rope_fused_cpu(const kb_rope_args *a);
+const char *kb_rope_fused_cuda(const kb_rope_args *a);
+
+/* Reference: the op sequence PyTorch eager runs for the same math, one
+ * operation per pass with temporaries, q then k. It is the in-engine baseline
+ * and is deliberately not tuned.
+ *   llama4: x.float() (upcast into f32 temp A), A * freqs as complex numbers
+ *     (temp B), B.type_as(x) (downcast into the output).
+ *   neox: x.float() (A), A * cos (B), -A[..., D/2:] (C), cat(C, A[..., :D/2])
+ *     (D = rotate_half), D * sin (E), B + E (F), F.type_as(x).
+ * For f32 inputs the casts are no-ops, as .float() is in PyTorch: A is the
+ * input and the last op writes the output. f64 inputs are computed in f64
+ * (the casts skipped as for f32), keeping the f64 contract above.
+ * `scratch` holds at least kb_rope_reference_scratch_bytes(a) bytes on the
+ * same device as the tensors (may be NULL when that is 0). */
+size_t kb_rope_reference_scratch_bytes(const kb_rope_args *a);
+const char *kb_rope_reference_cpu(const kb_rope_args *a, void *scratch);
+const char *kb_rope_reference_cuda(const kb_rope_args *a, void *scratch);
+
+/* The frequency table on the host, as Hugging Face's Llama4TextRotaryEmbedding
+ * builds it for the default rope type (rope_freqs_cpu.c).
+ *
+ * kb_rope_inv_freq_host: inv_freq[i] = 1 / theta^(f32(2i) / D) for i < D/2,
+ * every step in f32 (the power evaluated in double from f32 operands and
+ * rounded once); with `scaling` non-NULL, then adjusted as HF's
+ * _compute_llama3_parameters does (in f32). */
+typedef struct {
+  double factor, low_freq_factor, high_freq_factor, original_max_position_embeddings;
+} kb_rope_llama3_scaling;
+
+void kb_rope_inv_freq_host(float *inv_freq, int64_t head_dim, double theta,
+                           const kb_rope_llama3_scaling *scaling);
+
+/* out[s, i] = (cos, sin) of angle = f32(pos_s) * inv_freq[i] (an f32
+ * product), cos and sin evaluated in double and rounded to f32. positions
+ * may be NULL (pos_s = s). out holds seq * head_dim floats. */
+void kb_rope_freqs_host(float *out, int64_t seq, int64_t head_dim, const float *inv_freq,
+                        const double *positions);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
