@@ -79,6 +79,10 @@ if [ "${SKIP_OURS:-0}" != 1 ]; then
         timeout "$OURS_TIMEOUT" build/kluabench scripts/llama4_rope.lua --sweep all --mode all --provider all \
             --rep-ms "$REP_MS" --format jsonl --out "$OUT/ours.jsonl" ${OURS_ARGS:-}
         echo "kluabench exit status $?"
+        # target 3: the small point in a CUDA graph (rotated inputs, so caches stay cold)
+        timeout 60 build/kluabench scripts/llama4_rope.lua --hidden 512 --seq 2048 --mode backward \
+            --provider fused --protocol graph --format jsonl --out "$OUT/ours.jsonl"
+        echo "kluabench (graph) exit status $?"
         [ -s "$OUT/ours.jsonl" ] && OURS=(--ours "$OUT/ours.jsonl")
     else
         echo "build/kluabench or scripts/llama4_rope.lua missing: our sweep skipped"
