@@ -14,7 +14,9 @@ local bench, record, output, names, envmod = kb.bench, kb.record, kb.output, kb.
 local HIDDEN_SWEEP = { 512, 2048, 8192 }
 local SEQ_SWEEP = { 1024, 2048, 4096, 8192, 16384 }
 local MODES = { 'forward', 'backward', 'full' }
-local PROVIDERS = { 'fused', 'reference' }
+-- copy: one device-to-device copy of q's and k's bytes (two for full), the
+-- bandwidth ceiling of the same traffic under the same protocol.
+local PROVIDERS = { 'fused', 'reference', 'copy' }
 local FORMATS = { table = true, kernelindex = true, jsonl = true, ['liger-csv'] = true }
 local DTYPES = { bf16 = true, f16 = true, f32 = true, f64 = true }
 local THETA = 10000.0
@@ -44,7 +46,9 @@ appends the bundle to results/llama4_rope-<UTC time>.jsonl.
   --hidden N        hidden size (default 512; 8192 in the seq sweep)
   --seq N           sequence length (default 2048)
   --mode M          forward, backward, full or all (default backward; all in a sweep)
-  --provider P      fused, reference or all (default fused; all in a sweep)
+  --provider P      fused, reference, copy or all (default fused; all in a sweep);
+                    copy = a device-to-device copy of q's and k's bytes (twice
+                    for full): the ceiling for the same traffic and protocol
   --sweep S         hidden ({512, 2048, 8192} at --seq), seq ({1024..16384}
                     at --hidden) or all (both)
   --dtype D         bf16 (default), f16, f32, f64
@@ -188,6 +192,13 @@ end
 -- Returns the check record for run.spec.check.
 local function check(provider, t, label, need_fwd, need_bwd)
   local tol = TOLERANCE[dtype]
+  if provider == 'copy' then
+    t.dst:copy_(t.src)
+    local mad = kb.max_abs_diff(t.dst, t.src)
+    if mad ~= 0 then error('llama4_rope: WRONG RESULT: the copy of ' .. label .. ' differs by ' .. mad, 0) end
+    return { reference = 'the source buffer', passed = true, maxAbsDiff = 0, relL2 = 0,
+      tolerance = { maxAbsDiff = 0, relL2 = 0 } }
+  end
   local ctx = { provider = provider, label = label }
   local cq, ck, cf = t.q:to('cpu'), t.k:to('cpu'), t.freqs:to('cpu')
   local worst_abs, worst_rel = 0, 0
@@ -234,6 +245,14 @@ local TIMED = {
 -- The timed function. In graph mode it is called with one of the rotated
 -- input sets (tables like t); otherwise it always works on t.
 local function timed_fn(mode, provider, t)
+  if provider == 'copy' then
+    local twice = mode == 'full'
+    return function(set)
+      set = set or t
+      set.dst:copy_(set.src)
+      if twice then set.src:copy_(set.dst) end
+    end
+  end
   local o = { impl = provider, inplace = true }
   local fwd, bwd = kb.rope.llama4_fwd, kb.rope.llama4_bwd
   local f = t.freqs
@@ -309,7 +328,11 @@ end
 
 -- Fresh inputs from the recorded seeds: every check and every timed mode
 -- starts from the same q, k, dq, dk (the timed functions work in place).
-local function inputs(p, d, freqs)
+local function inputs(p, d, freqs, provider)
+  if provider == 'copy' then
+    local n = p.seq * (q_heads + kv_heads) * d
+    return { src = kb.randn({ n }, dtype, SEEDS.q), dst = kb.empty({ n }, dtype), freqs = freqs }
+  end
   return {
     q = kb.randn({ 1, p.seq, q_heads, d }, dtype, SEEDS.q),
     k = kb.randn({ 1, p.seq, kv_heads, d }, dtype, SEEDS.k),
@@ -326,26 +349,26 @@ for _, p in ipairs(points) do
   local freqs = kb.rope.freqs(p.seq, d, { theta = THETA })
   local x = liger.X_AXIS[p.axis]
   for _, provider in ipairs(providers) do
-    local t = inputs(p, d, freqs)
+    local t = inputs(p, d, freqs, provider)
     local checked = check(provider, t, label, need_fwd, need_bwd)
-    free(t.q, t.k, t.dq, t.dk)
+    free(t.q, t.k, t.dq, t.dk, t.src, t.dst)
     for _, mode in ipairs(modes) do
       local what = string.format('%s %s %s', mode, provider, label)
       if progress then progress:start(what) end
-      t = inputs(p, d, freqs)
+      t = inputs(p, d, freqs, provider)
       local sets = {}
       if protocol_name == 'graph' then
         -- rotated input sets (set 1 is t): the rotation must exceed the L2
         protocol.params.make_set = function(i)
-          if i == 1 then sets[1] = { q = t.q, k = t.k, dq = t.dq, dk = t.dk } return sets[1] end
-          local u = inputs(p, d, freqs)
-          sets[i] = { q = u.q, k = u.k, dq = u.dq, dk = u.dk }
+          local u = i == 1 and t or inputs(p, d, freqs, provider)
+          -- freqs is shared by every set, so it is no part of the rotation
+          sets[i] = { q = u.q, k = u.k, dq = u.dq, dk = u.dk, src = u.src, dst = u.dst }
           return sets[i]
         end
       end
       local result = protocol:run(timed_fn(mode, provider, t))
-      free(t.q, t.k, t.dq, t.dk)
-      for i = 2, #sets do free(sets[i].q, sets[i].k, sets[i].dq, sets[i].dk) end
+      free(t.q, t.k, t.dq, t.dk, t.src, t.dst)
+      for i = 2, #sets do free(sets[i].q, sets[i].k, sets[i].dq, sets[i].dk, sets[i].src, sets[i].dst) end
       local bundle = record.from_result {
         kernel = 'llama4_rope', mode = mode, provider = provider, parameters = params,
         dtype = dtype, result = result, protocol = protocol, environment = environment,
