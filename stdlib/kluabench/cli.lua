@@ -1,0 +1,321 @@
+--- The built-in commands of the kluabench executable: their help texts and
+-- the dispatcher that engine/main.c calls.
+--
+-- Dispatch rule (main.c): the first argument that is not an option is a
+-- command when it is exactly one of the names in M.COMMANDS; anything else is
+-- a script path, run as the lua interpreter runs it. main.c then calls
+-- M.main(name, args) and exits with its result.
+--
+-- A command is the module kluabench.commands.<module>, loaded only when the
+-- command runs. It returns a table with
+--   run(args) (or main(args)) -> exit status: 0 ok, 1 failed check or
+--             regression, 2 usage error (nil counts as 0); args are the
+--             words after the name;
+--   help   -> optional string that replaces the help text below;
+--   USAGE  -> optional usage line that replaces the one below.
+-- Commands report usage errors with M.usage_error and may read their options
+-- with M.parse_args.
+local M = {}
+
+M.PROGRAM = 'kluabench'
+
+--- The options, as `--help` and usage errors list them.
+M.OPTIONS = {
+  { '-e stat', "execute string 'stat'" },
+  { '-i', "enter interactive mode after executing 'script'" },
+  { '-l mod', "require library 'mod' into global 'mod'" },
+  { '-l g=mod', "require library 'mod' into global 'g'" },
+  { '-v', 'show version information' },
+  { '-E', 'ignore LUA_INIT, LUA_PATH, LUA_CPATH and KLUABENCH_PATH/BACKEND/DEVICE' },
+  { '-W', 'turn warnings on' },
+  { '--', 'stop handling options (a command name after it is a script)' },
+  { '-', 'stop handling options and execute stdin' },
+  { '--backend NAME', 'cpu, cuda or auto (default: cuda when a device is usable, else cpu)' },
+  { '--device N', 'the CUDA device to use (default 0)' },
+  { '--quiet', 'no progress display on stderr (sets KLUABENCH_QUIET=1 for scripts)' },
+  { '-h, --help', "show this help; 'kluabench COMMAND --help' explains a command" },
+}
+
+--- The commands: name (as typed), module (under kluabench.commands), one
+-- line of summary, the usage line(s) and the help text.
+M.COMMANDS = {
+  {
+    name = 'run',
+    module = 'run',
+    summary = "run a benchmark script (the same as 'kluabench SCRIPT')",
+    usage = 'kluabench run SCRIPT [args...]',
+    help = [[
+Runs SCRIPT exactly as 'kluabench SCRIPT args...' does: the arguments are in
+the global 'arg' (arg[0] is SCRIPT, the interpreter and options at negative
+indices) and in '...'. SCRIPT '-' reads the script from stdin. Use it to run
+a script whose file name is also the name of a command: 'kluabench run list'.]],
+  },
+  {
+    name = 'verify',
+    module = 'verify',
+    summary = 'recompute the digests of record bundles and check them',
+    usage = 'kluabench verify FILE...',
+    help = [[
+Reads record bundles (JSON or JSON Lines) and recomputes each document's
+digest, sha256 of the RFC 8785 canonical form of its spec, against the
+digests that the run carries. Exit status 1 when any digest differs.]],
+  },
+  {
+    name = 'compare',
+    module = 'compare',
+    summary = 'compare two result sets and flag regressions',
+    usage = 'kluabench compare BASELINE CANDIDATE [options]',
+    help = [[
+Matches the points of two result files by workload and implementation and
+prints the change of each, with its uncertainty. Exit status 1 when a point
+regressed.]],
+  },
+  {
+    name = 'import-liger',
+    module = 'import_liger',
+    summary = "convert Liger-Kernel benchmark CSV results into records",
+    usage = 'kluabench import-liger CSV [options]',
+    help = [[
+Reads the CSV that Liger-Kernel's benchmark scripts write
+(benchmark/data/all_benchmark_data.csv) and writes kluabench record bundles,
+so that Liger's published numbers can be compared with ours.]],
+  },
+  {
+    name = 'plot',
+    module = 'plot',
+    summary = 'draw results as an SVG chart',
+    usage = 'kluabench plot RESULTS --x AXIS --by FIELD -o chart.svg',
+    help = [[
+Draws one line per provider over the chosen axis (or bars for a single point),
+with p20/p80 error bars, title, axis labels and legend, as an SVG file.]],
+  },
+  {
+    name = 'env',
+    module = 'env',
+    summary = 'print the execution environment (versions, backend, device)',
+    usage = 'kluabench env [--json | --format text|markdown]',
+    help = [[
+Prints kluabench's and Lua's versions, the backend in use and what it reports
+about its device (kb.device_info()), and the environment variables that
+change kluabench's behaviour.
+  --json        one JSON object on stdout
+  --format F    text (default) or markdown]],
+  },
+  {
+    name = 'list',
+    module = 'list',
+    summary = 'list the benchmark scripts, examples and kernels',
+    usage = 'kluabench list [--format text|markdown|json]',
+    help = [[
+Lists the benchmark scripts (scripts/*.lua of the checkout the binary belongs
+to) and the examples, each with the first comment line of its file, and the
+kernels: the functions under kb.rope.
+  --format F    text (default), markdown or json]],
+  },
+  {
+    name = 'help',
+    summary = "show this help, or a command's ('kluabench help COMMAND')",
+    usage = 'kluabench help [COMMAND]',
+    help = "Shows the options and commands, or the help of one command.",
+  },
+}
+
+M.DISPATCH_RULE = [[
+The first argument that is not an option is a command when it is exactly one
+of the names above; anything else is a script path, run as the lua
+interpreter would. So a path with a '/' or a '.lua' ('./list', 'list.lua') is
+always a script, and 'kluabench -- list' or 'kluabench run list' runs a file
+named list.]]
+
+M.ENVIRONMENT = {
+  { 'KLUABENCH_BACKEND', 'default for --backend (ignored with -E, as the next two)' },
+  { 'KLUABENCH_DEVICE', 'default for --device' },
+  { 'KLUABENCH_PATH', "';'-separated dirs or ?-templates searched before the stdlib" },
+  { 'KLUABENCH_QUIET', '1: no progress display (what --quiet sets)' },
+  { 'KLUABENCH_HISTORY', 'the REPL history file (default ~/.kluabench_history)' },
+  { 'LUA_INIT_5_4, LUA_INIT', 'code, or @file, run before anything else (as lua does)' },
+}
+
+--- The command called name, or nil.
+function M.find(name)
+  for _, c in ipairs(M.COMMANDS) do
+    if c.name == name then return c end
+  end
+  return nil
+end
+
+local function two_columns(rows, indent)
+  local w = 0
+  for _, r in ipairs(rows) do w = math.max(w, #r[1]) end
+  local out = {}
+  for _, r in ipairs(rows) do
+    out[#out + 1] = indent .. r[1] .. string.rep(' ', w - #r[1] + 2) .. r[2]
+  end
+  return table.concat(out, '\n') .. '\n'
+end
+
+local function command_rows()
+  local rows = {}
+  for _, c in ipairs(M.COMMANDS) do rows[#rows + 1] = { c.name, c.summary } end
+  return rows
+end
+
+--- The synopsis, options and commands (what a usage error prints).
+function M.usage()
+  return 'usage: kluabench [options] [script [args]]\n'
+      .. '       kluabench [options] COMMAND [args]\n'
+      .. '\nOptions:\n' .. two_columns(M.OPTIONS, '  ')
+      .. '\nCommands:\n' .. two_columns(command_rows(), '  ')
+end
+
+--- The whole --help text.
+function M.help_text()
+  return M.usage()
+      .. '\n' .. M.DISPATCH_RULE .. '\n'
+      .. '\nEnvironment:\n' .. two_columns(M.ENVIRONMENT, '  ')
+      .. '\nExit status: 0 success, 1 error, failed check or regression, 2 usage error.\n'
+end
+
+local function module_name(c)
+  return 'kluabench.commands.' .. c.module
+end
+
+local function available(modname)
+  return package.loaded[modname] ~= nil or package.preload[modname] ~= nil
+      or package.searchpath(modname, package.path) ~= nil
+end
+
+--- The module of command c, or nil and a message when this build lacks it.
+function M.load(c)
+  local modname = module_name(c)
+  if not available(modname) then
+    return nil, string.format("command '%s' is not available in this build (module %s not found)",
+      c.name, modname)
+  end
+  return require(modname)
+end
+
+-- The module of c when it loads (for its own help and usage), else nil.
+local function module_of(c)
+  if not (c.module and available(module_name(c))) then return nil end
+  local ok, mod = pcall(require, module_name(c))
+  return ok and type(mod) == 'table' and mod or nil
+end
+
+--- The usage line of command c: the module's USAGE when it has one.
+function M.command_usage(c)
+  local mod = module_of(c)
+  return mod and type(mod.USAGE) == 'string' and mod.USAGE or c.usage
+end
+
+--- The help text of command c: usage, then the module's help when it has
+-- one, else the text above.
+function M.command_help(c)
+  local mod = module_of(c)
+  local text = mod and type(mod.help) == 'string' and mod.help or c.help
+  return 'usage: ' .. M.command_usage(c) .. '\n\n' .. text:gsub('\n*$', '') .. '\n'
+end
+
+--- Prints "kluabench NAME: message" and NAME's usage to stderr; returns 2,
+-- the exit status of a usage error.
+function M.usage_error(name, fmt, ...)
+  local c = M.find(name)
+  io.stderr:write(string.format('kluabench %s: ' .. fmt .. '\n', name, ...))
+  if c then io.stderr:write('usage: ', M.command_usage(c), '\n') end
+  io.stderr:write(string.format("run 'kluabench %s --help' for details\n", name))
+  return 2
+end
+
+--- Reads options from args. spec maps an option name (without dashes) to
+-- 'flag' or 'value'; spec.aliases maps one-letter names to option names
+-- ({o = 'output'}). Accepts --name, --name=value, --name value, -o value;
+-- '--' ends the options. Returns opts, positional args; or nil, message.
+function M.parse_args(args, spec)
+  local opts, rest = {}, {}
+  local aliases = spec.aliases or {}
+  local i = 1
+  while i <= #args do
+    local a = args[i]
+    if a == '--' then
+      table.move(args, i + 1, #args, #rest + 1, rest)
+      break
+    end
+    local name, value = a:match('^%-%-([^=]+)=(.*)$')
+    if not name then name = a:match('^%-%-(.+)$') or aliases[a:match('^%-(%a)$') or ''] end
+    if not name then
+      if a:match('^%-.') then return nil, string.format("unrecognized option '%s'", a) end
+      rest[#rest + 1] = a
+    elseif spec[name] == 'flag' then
+      if value then return nil, string.format("option '--%s' takes no value", name) end
+      opts[name] = true
+    elseif spec[name] == 'value' then
+      if not value then
+        i = i + 1
+        value = args[i]
+        if value == nil then return nil, string.format("option '%s' needs a value", a) end
+      end
+      opts[name] = value
+    else
+      return nil, string.format("unrecognized option '%s'", a)
+    end
+    i = i + 1
+  end
+  return opts, rest
+end
+
+local function wants_help(c, args)
+  if c.name == 'run' then return args[1] == '--help' or args[1] == '-h' end
+  for _, a in ipairs(args) do
+    if a == '--' then return false end
+    if a == '--help' or a == '-h' then return true end
+  end
+  return false
+end
+
+local function exit_status(v)
+  if math.type(v) == 'integer' then return v end
+  if v == nil or v == true then return 0 end
+  return 1
+end
+
+--- `kluabench help [COMMAND]`
+function M.help(name)
+  if name == nil then
+    io.stdout:write(M.help_text())
+    return 0
+  end
+  local c = M.find(name)
+  if not c then return M.usage_error('help', "unknown command '%s'", name) end
+  io.stdout:write(M.command_help(c))
+  return 0
+end
+
+--- Runs command `name` with the words that followed it; returns the exit
+-- status.
+function M.main(name, args)
+  args = args or {}
+  if name == 'help' then
+    if args[1] == '--help' or args[1] == '-h' then return M.help('help') end
+    return M.help(args[1])
+  end
+  local c = M.find(name)
+  if not c then
+    io.stderr:write(string.format("kluabench: unknown command '%s'\n", tostring(name)))
+    io.stderr:write(M.usage())
+    return 2
+  end
+  if wants_help(c, args) then
+    io.stdout:write(M.command_help(c))
+    return 0
+  end
+  local mod, err = M.load(c)
+  if not mod then
+    io.stderr:write('kluabench: ', err, '\n')
+    return 1
+  end
+  local run = type(mod) == 'function' and mod or type(mod) == 'table' and (mod.run or mod.main)
+  if not run then error(string.format("module %s has no run function", module_name(c)), 0) end
+  return exit_status(run(args))
+end
+
+return M
