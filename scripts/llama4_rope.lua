@@ -17,7 +17,7 @@ local MODES = { 'forward', 'backward', 'full' }
 -- copy: one device-to-device copy of q's and k's bytes (two for full), the
 -- bandwidth ceiling of the same traffic under the same protocol.
 local PROVIDERS = { 'fused', 'reference', 'copy' }
-local FORMATS = { table = true, kernelindex = true, jsonl = true, ['liger-csv'] = true }
+local FORMATS = { table = true, markdown = true, kernelindex = true, jsonl = true, ['liger-csv'] = true }
 local DTYPES = { bf16 = true, f16 = true, f32 = true, f64 = true }
 local THETA = 10000.0
 local SEEDS = { q = 1, k = 2, dq = 3, dk = 4 }
@@ -62,6 +62,7 @@ appends the bundle to results/llama4_rope-<UTC time>.jsonl.
                     graph replay over rotated input sets that exceed the L2)
   --format F        table (default): the table on stdout, the bundles appended
                       as JSON Lines to --out (default results/llama4_rope-<time>.jsonl);
+                    markdown: the same with the table in markdown (for pull requests);
                     jsonl: bundles as JSON Lines to --out or stdout;
                     kernelindex: pretty JSON (one bundle, or an array) to --out or stdout;
                     liger-csv: Liger's CSV to --out or stdout.
@@ -138,7 +139,7 @@ local dtype = opts.dtype or 'bf16'
 if not DTYPES[dtype] then die("option '--dtype' must be bf16, f16, f32 or f64, got '%s'", dtype) end
 local format = opts.format or 'table'
 if not FORMATS[format] then
-  die("option '--format' must be table, kernelindex, jsonl or liger-csv, got '%s'", format)
+  die("option '--format' must be table, markdown, kernelindex, jsonl or liger-csv, got '%s'", format)
 end
 local q_heads, kv_heads = opts['q-heads'] or 32, opts['kv-heads'] or 8
 local sweep = opts.sweep
@@ -293,7 +294,7 @@ local liger = kb.liger
 ---------------------------------------------------------------------------
 
 local jsonl_path
-if format == 'table' then
+if format == 'table' or format == 'markdown' then
   jsonl_path = opts.out
   if not jsonl_path then
     local ok, err = output.mkdir_p('results')
@@ -386,8 +387,8 @@ for _, p in ipairs(points) do
 end
 if progress then progress:close() end
 
-local table_text = output.results_table(bundles)
-if format == 'table' then
+local table_text = format == 'markdown' and output.results_markdown(bundles) or output.results_table(bundles)
+if format == 'table' or format == 'markdown' then
   io.stdout:write(table_text)
   io.stderr:write(string.format('llama4_rope: %d bundle%s appended to %s (backend %s)\n', #bundles,
     #bundles == 1 and '' or 's', jsonl_path, kb.backend()))
