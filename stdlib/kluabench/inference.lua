@@ -184,12 +184,7 @@ local function resample_median(s, n, g, counts)
   return 0.5 * v1 + 0.5 * s[j]
 end
 
-local function sorted_quantile(s, n, q)
-  local h = q * (n - 1)
-  local lo, hi = floor(h), ceil(h)
-  local t = h - lo
-  return (1 - t) * s[lo + 1] + t * s[hi + 1]
-end
+local sorted_quantile = require('kluabench.stats').sorted_quantile
 
 --- Bootstrap confidence interval of median(new) / median(base): both sets
 -- are resampled independently with replacement `resamples` times (default

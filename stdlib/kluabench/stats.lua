@@ -47,7 +47,8 @@ function M.sorted(xs)
   return s
 end
 
--- Quantile q of an already sorted list s of length n.
+--- Quantile q of an already sorted list s of length n (no checks: for
+-- callers that sort once and ask for many quantiles).
 local function sorted_quantile(s, n, q)
   local h = q * (n - 1)
   local lo, hi = floor(h), ceil(h)
@@ -169,5 +170,7 @@ function M.summary(xs)
     rsd = (sd and mean ~= 0) and sd / math.abs(mean) or nil,
   }
 end
+
+M.sorted_quantile = sorted_quantile
 
 return M
