@@ -8,34 +8,14 @@ if not package.searchpath('kluabench.cli', package.path) then
   package.path = 'stdlib/?.lua;stdlib/?/init.lua;' .. package.path
 end
 
-local function find_bin()
-  local b = os.getenv('KLUABENCH_BIN')
-  if not b or b == '' then
-    local host = package.loaded['kluabench.host']
-    b = host and host.exe or (arg and arg[-1] and arg[-1]:match('kluabench$') and arg[-1])
-        or 'build/kluabench'
-  end
-  if b:sub(1, 1) ~= '/' then b = (os.getenv('PWD') or '.') .. '/' .. b end
-  return b
-end
+local util = require 'helpers.util'
+local BIN = util.bin()
 
-local BIN = find_bin()
+local q = util.q
 
-local function q(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+local slurp = util.slurp
 
-local function slurp(path)
-  local f = io.open(path, 'rb')
-  if not f then return nil end
-  local s = f:read('a')
-  f:close()
-  return s
-end
-
-local function spit(path, text)
-  local f = assert(io.open(path, 'wb'))
-  f:write(text)
-  f:close()
-end
+local spit = util.spit
 
 local function tmpdir()
   local p = io.popen('mktemp -d')

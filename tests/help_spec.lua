@@ -55,20 +55,8 @@ local function reachable()
   return out
 end
 
-local function run(cmd)
-  local p = assert(io.popen(cmd, 'r'))
-  local text = p:read('a')
-  local ok, _, code = p:close()
-  return text, ok and 0 or code
-end
-
-local function read(path)
-  local f = io.open(path, 'rb')
-  if not f then return nil end
-  local s = f:read('a')
-  f:close()
-  return s
-end
+local util = require 'helpers.util'
+local run, read = util.run, util.slurp
 
 describe('apidoc', function()
   it('documents every function of kb, the object methods, the stdlib modules and the commands', function()

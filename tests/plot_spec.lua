@@ -5,24 +5,15 @@ local kb = require 'kluabench'
 local plot = require 'kluabench.plot'
 local liger = require 'kluabench.liger'
 local output = require 'kluabench.output'
+local util = require 'helpers.util'
 
 local ROOT = package.searchpath('kluabench.plot', package.path):match('^(.-)/?stdlib/kluabench/plot%.lua$')
 if ROOT == '' then ROOT = '.' end
 local CSV = ROOT .. '/tests/data/plot/llama4_rope_liger.csv'
 
-local function slurp(path)
-  local f = io.open(path, 'rb')
-  if not f then return nil end
-  local s = f:read('a')
-  f:close()
-  return s
-end
+local slurp = util.slurp
 
-local function spit(path, text)
-  local f = assert(io.open(path, 'wb'))
-  f:write(text)
-  f:close()
-end
+local spit = util.spit
 
 local function quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
 

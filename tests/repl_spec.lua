@@ -2,30 +2,14 @@
 -- (its own server socket), types keys with send-keys and reads the screen
 -- with capture-pane. Skipped (pending) where tmux is not installed.
 
-local function find_bin()
-  local b = os.getenv('KLUABENCH_BIN')
-  if not b or b == '' then
-    local host = package.loaded['kluabench.host']
-    b = host and host.exe or (arg and arg[-1] and arg[-1]:match('kluabench$') and arg[-1])
-        or 'build/kluabench'
-  end
-  if b:sub(1, 1) ~= '/' then b = (os.getenv('PWD') or '.') .. '/' .. b end
-  return b
-end
-
-local BIN = find_bin()
+local util = require 'helpers.util'
+local BIN = util.bin()
 local HAS_TMUX = os.execute('command -v tmux > /dev/null 2>&1') == true
 local TIMEOUT_S = 10
 
-local function q(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+local q = util.q
 
-local function slurp(path)
-  local f = io.open(path, 'rb')
-  if not f then return nil end
-  local s = f:read('a')
-  f:close()
-  return s
-end
+local slurp = util.slurp
 
 local function sleep(s) os.execute('sleep ' .. s) end
 
