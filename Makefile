@@ -53,7 +53,7 @@ else
   say =
 endif
 
-.PHONY: FORCE all deps test test-gpu bench bundle clean asan valgrind
+.PHONY: FORCE all deps test test-gpu bench bundle clean asan test-asan valgrind fuzz fuzz-run soak
 all: $(BIN) bundle
 
 # What the binary reports about its own build (kb.build_info(),
@@ -98,7 +98,8 @@ $(BUILD)/lua/.stamp:
 	  for m in $(BUNDLE_SO); do cp -RL $(LIBDIR)/lua/5.4/$$m $(BUILD)/lib/; done
 	@touch $@
 
-DEPS := liblua5.4-dev lua5.4 lua-cjson-dev lua-busted libssl-dev libedit-dev libbsd-dev libncurses-dev tmux librsvg2-bin
+DEPS := liblua5.4-dev lua5.4 lua-cjson-dev lua-busted libssl-dev libedit-dev libbsd-dev libncurses-dev tmux librsvg2-bin \
+        clang libclang-rt-dev valgrind
 deps:
 	@missing=$$(for p in $(DEPS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
@@ -121,7 +122,94 @@ bench: deps
 	@$(MAKE) --no-print-directory all
 	$(BIN) scripts/llama4_rope.lua
 
+# ---- Reliability (docs/RELIABILITY.md): sanitizers, valgrind, fuzzing, soak ----
+
+# `make asan`: the host with AddressSanitizer and UndefinedBehaviorSanitizer
+# in build-asan (CPU only). `make test-asan`: the whole CPU suite under it.
+# The suite starts the binary again as a subprocess, so every process writes
+# its reports to build-asan/reports/ (ASan's log_path) and the target fails
+# when one holds an error, even where a test did not look at the exit status.
+ASAN_BUILD := build-asan
+ASAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+ASAN_ENV    = ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1:check_initialization_order=1:strict_string_checks=1:log_path=$(CURDIR)/$(ASAN_BUILD)/reports/asan \
+              UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:log_path=$(CURDIR)/$(ASAN_BUILD)/reports/ubsan
+asan:
+	@$(MAKE) --no-print-directory BUILD=$(ASAN_BUILD) CUDA=0 OPT=-O1 SANITIZE='$(ASAN_FLAGS)' all
+
+test-asan: deps asan
+	@rm -rf $(ASAN_BUILD)/reports && mkdir -p $(ASAN_BUILD)/reports
+	@$(ASAN_ENV) $(ASAN_BUILD)/kluabench tests/run.lua $(TEST_ARGS); status=$$?; \
+	if grep -lE 'ERROR: |runtime error|SUMMARY: ' $(ASAN_BUILD)/reports/* 2>/dev/null; then \
+	  echo "test-asan: sanitizer reports above (in $(ASAN_BUILD)/reports/)"; status=1; \
+	  grep -hE -A25 'ERROR: |runtime error' $(ASAN_BUILD)/reports/* | head -n 120; \
+	else echo "test-asan: no sanitizer report"; fi; exit $$status
+
+# `make valgrind`: the core specs under memcheck, CPU-only build in
+# build-valgrind; any error, or a definite leak, fails it (about 5 minutes on
+# 2 cores; subprocesses the specs start run without valgrind).
+VALGRIND_BUILD := build-valgrind
+VALGRIND_SPECS ?= tests/tensor_spec.lua tests/jcs_spec.lua tests/digest_spec.lua tests/rope_spec.lua \
+                  tests/stats_spec.lua tests/record_spec.lua tests/verify_spec.lua tests/timing_spec.lua \
+                  tests/reliability_spec.lua tests/fuzz_spec.lua
+VALGRIND_FLAGS ?= -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
+                  --show-leak-kinds=definite
+valgrind: deps
+	@$(MAKE) --no-print-directory BUILD=$(VALGRIND_BUILD) CUDA=0 all
+	valgrind $(VALGRIND_FLAGS) $(VALGRIND_BUILD)/kluabench tests/run.lua $(VALGRIND_SPECS)
+
+# `make fuzz`: libFuzzer targets (clang) in build-fuzz, the engine built with
+# ASan and UBSan: fuzz_jcs (kb.jcs and the stdlib JSON reader) and fuzz_csv
+# (the Liger CSV importer). `make fuzz-run FUZZ_SECONDS=60` runs each for
+# that long, both at once, from the seed corpora in tests/fuzz/corpus/; what
+# they find lands in build-fuzz/crashes/, to be kept as a regression input in
+# tests/fuzz/regressions/<target>/ (tests/fuzz_spec.lua replays those).
+FUZZ_BUILD   := build-fuzz
+FUZZ_CC      ?= clang
+FUZZ_TARGETS := jcs csv
+FUZZ_SECONDS ?= 60
+FUZZ_FLAGS   ?= -timeout=20 -rss_limit_mb=2048 -max_len=16384 -print_final_stats=1
+fuzz: deps
+	@$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) CUDA=0 CC=$(FUZZ_CC) OPT=-O1 \
+	  SANITIZE='-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined' \
+	  $(foreach t,$(FUZZ_TARGETS),$(FUZZ_BUILD)/fuzz_$(t))
+
+$(BUILD)/obj/tests/fuzz/%.o: CFLAGS += -DKB_SOURCE_ROOT='"$(CURDIR)"'
+.PRECIOUS: $(BUILD)/obj/tests/fuzz/%.o
+$(BUILD)/fuzz_%: $(BUILD)/obj/tests/fuzz/fuzz_%.o $(filter-out %/engine/main.o %/engine/repl.o,$(OBJ))
+	$(call say,LINK,$@)$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
+
+fuzz-run: fuzz
+	@mkdir -p $(FUZZ_BUILD)/crashes; pids=; status=0; \
+	for t in $(FUZZ_TARGETS); do \
+	  mkdir -p $(FUZZ_BUILD)/corpus/$$t; \
+	  $(FUZZ_BUILD)/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) $(FUZZ_FLAGS) \
+	    -dict=tests/fuzz/$$t.dict -artifact_prefix=$(FUZZ_BUILD)/crashes/$$t- \
+	    $(FUZZ_BUILD)/corpus/$$t tests/fuzz/corpus/$$t \
+	    > $(FUZZ_BUILD)/fuzz_$$t.log 2>&1 & pids="$$pids $$!"; \
+	done; \
+	for p in $$pids; do wait $$p || status=1; done; \
+	for t in $(FUZZ_TARGETS); do \
+	  printf 'fuzz_%s: %s runs, %s corpus files, %s\n' $$t \
+	    "$$(sed -n 's/^stat::number_of_executed_units: *//p' $(FUZZ_BUILD)/fuzz_$$t.log)" \
+	    "$$(ls $(FUZZ_BUILD)/corpus/$$t | wc -l)" \
+	    "$$(grep -q 'ERROR\|Assertion\|oracle:' $(FUZZ_BUILD)/fuzz_$$t.log && echo FAILED || echo ok)"; \
+	done; \
+	if [ $$status != 0 ]; then \
+	  for t in $(FUZZ_TARGETS); do grep -B2 -A30 'ERROR\|oracle:' $(FUZZ_BUILD)/fuzz_$$t.log | head -n 60; done; \
+	  echo "fuzz-run: inputs that fail are in $(FUZZ_BUILD)/crashes/; copy each into"; \
+	  echo "tests/fuzz/regressions/<target>/ and fix the bug (tests/fuzz_spec.lua replays them)"; \
+	fi; exit $$status
+
+# `make soak`: the llama4_rope sweep repeated in one process for SOAK_SECONDS
+# with host (and device) memory sampled per round; fails when memory grows
+# (scripts/soak.lua --help). CI runs the short CPU one.
+SOAK_SECONDS ?= 60
+SOAK_ARGS    ?= --backend cpu
+SOAK_SWEEP   ?= --sweep hidden --seq 256 --rep-ms 5 --warmup-ms 1
+soak: all
+	$(BIN) $(SOAK_ARGS) scripts/soak.lua --seconds $(SOAK_SECONDS) $(SOAK_SWEEP)
+
 clean:
 	rm -rf $(BUILD)
 
--include $(OBJ:.o=.d)
+-include $(OBJ:.o=.d) $(wildcard $(BUILD)/obj/tests/fuzz/*.d)

@@ -62,6 +62,10 @@ struct kb_backend {
   const char *(*graph_launch)(const kb_backend *b, void *graph);
   void (*graph_destroy)(const kb_backend *b, void *graph);
   const char *(*info)(const kb_backend *b, kb_device_info *out);
+  /* device memory now: free and total bytes as the driver counts them (every
+   * process's allocations and the context itself are in use); the cpu
+   * backend has no memory of its own and reports 0 and 0 */
+  const char *(*mem_info)(const kb_backend *b, size_t *free_bytes, size_t *total_bytes);
 };
 
 /* The host backend; always available. */

@@ -126,6 +126,11 @@ static const char *cpu_info(const kb_backend *b, kb_device_info *out) {
   return NULL;
 }
 
+static const char *cpu_mem_info(const kb_backend *b, size_t *free_bytes, size_t *total_bytes) {
+  *free_bytes = *total_bytes = 0;
+  return NULL;
+}
+
 static const kb_backend cpu_backend = {
     .kind = "cpu",
     .device = "cpu",
@@ -152,6 +157,7 @@ static const kb_backend cpu_backend = {
     .graph_launch = cpu_graph_launch,
     .graph_destroy = cpu_graph_destroy,
     .info = cpu_info,
+    .mem_info = cpu_mem_info,
 };
 
 const kb_backend *kb_backend_cpu(void) { return &cpu_backend; }

@@ -11,7 +11,33 @@
 #include "../kernels/tensor_ops.h"
 
 static char cu_err[512];
+
+/* g_sticky: the first error that poisoned the CUDA context, else cudaSuccess.
+ *
+ * CUDA errors come in two kinds. Most concern one call (a cudaMalloc larger
+ * than the free memory, an invalid argument): cudaGetLastError() clears them
+ * and the next call works. cuda_fail clears them, which is why an
+ * allocation larger than the device is a Lua error naming the size after
+ * which the engine keeps working. A kernel that faults (illegal or
+ * misaligned address, trap, device assert, ...) instead corrupts the
+ * context: every later runtime call in the process returns that error,
+ * nothing clears it, and only a new process recovers. Kernels run
+ * asynchronously, so the fault usually surfaces in a later, unrelated call
+ * (the next synchronising copy, event or launch check); is_sticky() goes by
+ * the error code, not by the call that reported it.
+ *
+ * g_sticky is set by the first call that sees such an error and never
+ * cleared. From then on CU() and KERNEL() refuse every call before making it,
+ * with "<call>: <error name> (<text>); the CUDA context is unusable,
+ * kluabench cannot continue". The Lua error ends a script (exit status 1)
+ * unless the script catches it, and a caught one comes back on every later
+ * device call, so no number is ever timed or printed from a broken context.
+ * Releases (cu_release, from free() and __gc) ignore failures, as they must.
+ * tests/reliability_spec.lua (#gpu) provokes a fault from a helper library
+ * (tests/helpers/cuda_fault.cu) and checks this. */
 static cudaError_t g_sticky = cudaSuccess;
+
+#define KB_STICKY_TAIL "; the CUDA context is unusable, kluabench cannot continue"
 
 static int is_sticky(cudaError_t e) {
   switch (e) {
@@ -37,17 +63,20 @@ static const char *cuda_fail(const char *what, cudaError_t e) {
   if (is_sticky(e) && g_sticky == cudaSuccess) g_sticky = e;
   else if (!is_sticky(e)) (void)cudaGetLastError();
   snprintf(cu_err, sizeof cu_err, "%s: %s (%s)%s", what, cudaGetErrorName(e),
-           cudaGetErrorString(e),
-           g_sticky != cudaSuccess ? "; the CUDA context is unusable, kluabench cannot continue"
-                                   : "");
+           cudaGetErrorString(e), g_sticky != cudaSuccess ? KB_STICKY_TAIL : "");
   return cu_err;
 }
 
-/* A kernel wrapper's message: mark the context when the launch poisoned it. */
+/* A kernel wrapper's message: mark the context when the launch poisoned it,
+ * and say so. */
 static const char *kernel_fail(const char *msg) {
   if (msg) {
     cudaError_t e = cudaPeekAtLastError();
     if (is_sticky(e) && g_sticky == cudaSuccess) g_sticky = e;
+    if (g_sticky != cudaSuccess) {
+      snprintf(cu_err, sizeof cu_err, "%s%s", msg, KB_STICKY_TAIL);
+      return cu_err;
+    }
   }
   return msg;
 }
@@ -221,6 +250,12 @@ static const char *cu_info(const kb_backend *b, kb_device_info *out) {
   return NULL;
 }
 
+static const char *cu_mem_info(const kb_backend *b, size_t *free_bytes, size_t *total_bytes) {
+  *free_bytes = *total_bytes = 0;
+  CU(cudaMemGetInfo(free_bytes, total_bytes), "cudaMemGetInfo");
+  return NULL;
+}
+
 static kb_backend cuda_backend = {
     .kind = "cuda",
     .alloc = cu_alloc,
@@ -246,6 +281,7 @@ static kb_backend cuda_backend = {
     .graph_launch = cu_graph_launch,
     .graph_destroy = cu_graph_destroy,
     .info = cu_info,
+    .mem_info = cu_mem_info,
 };
 
 /* One device per process: the first successful call fixes the ordinal. */

@@ -194,6 +194,15 @@ static int get_device(lua_State *L, int arg, nvml_device *out, char *label, size
   return 1;
 }
 
+/* The device argument's type, checked before NVML is loaded so that a wrong
+ * one is an error on every machine, not only where NVML is present. */
+static void check_device_arg(lua_State *L, int arg) {
+  int t = lua_type(L, arg);
+  if (t == LUA_TNONE || t == LUA_TNIL || t == LUA_TSTRING) return;
+  if (t != LUA_TNUMBER) luaL_typeerror(L, arg, "device index, UUID or PCI bus id");
+  if (luaL_checkinteger(L, arg) < 0) luaL_argerror(L, arg, "device index must be >= 0");
+}
+
 /* One NVML query into the table on top: on success sets field = value*scale;
  * NOT_SUPPORTED (or an entry point this NVML lacks) leaves the field absent
  * and appends its name to the list at `unsup`; any other failure returns 0
@@ -300,6 +309,7 @@ static int l_count(lua_State *L) {
 static int l_sample(lua_State *L) {
   static const char *const kinds[] = {"full", "quick", NULL};
   int quick = luaL_checkoption(L, 2, "full", kinds) == 1;
+  check_device_arg(L, 1);
   NEED_NVML(L);
   long long t = now_ns();
   char label[96];
@@ -333,6 +343,7 @@ static int l_sample(lua_State *L) {
  * unsupported = {fields}} | nil, msg. Application clocks that differ from
  * their defaults mean someone set them (nvidia-smi -ac). */
 static int l_info(lua_State *L) {
+  check_device_arg(L, 1);
   NEED_NVML(L);
   char label[96];
   nvml_device d;

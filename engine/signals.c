@@ -118,13 +118,15 @@ static const char *signal_name(int sig) {
 }
 
 /* kb.defer_interrupts(on) -> previous setting. Turning it on or off forgets
- * a deferred signal that was not acted upon. */
+ * a deferred signal that was not acted upon; asking for the setting already
+ * in force keeps it (a sweep run inside a soak loop must not swallow the
+ * Ctrl-C that arrived between two sweeps). */
 static int l_defer_interrupts(lua_State *L) {
   luaL_checktype(L, 1, LUA_TBOOLEAN);
   int on = lua_toboolean(L, 1);
   lua_pushboolean(L, g_defer != 0);
   g_main = main_thread(L);
-  g_pending = 0;
+  if (on != (g_defer != 0)) g_pending = 0;
   if (on) {
     g_defer = 1;
     set_handler(SIGINT, on_run_signal);

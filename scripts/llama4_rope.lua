@@ -72,7 +72,11 @@ appends the bundle to results/llama4_rope-<UTC time>.jsonl.
 
 Timed functions run in place (inplace = true), so no allocation falls inside
 the timed region; the traffic is the same as out of place. On the cpu
-backend the times are CPU times and the records say so (timer host_monotonic).]]
+backend the times are CPU times and the records say so (timer host_monotonic).
+
+Ctrl-C (SIGINT) or SIGTERM during a sweep: the point being measured is
+finished and written, the table of the finished points is printed, and the
+exit status is 130 (SIGINT) or 143 (SIGTERM); a second signal stops at once.]]
 
 ---------------------------------------------------------------------------
 -- Options
@@ -314,8 +318,11 @@ local function emit(bundle)
   end
 end
 
+local total = #points * #providers * #modes
 local okp, progress_mod = pcall(require, 'kluabench.progress')
-local progress = okp and progress_mod.new { total = #points * #providers * #modes } or nil
+-- to-be-closed: an error or a hard stop clears the progress line before the
+-- message is printed
+local progress <close> = okp and progress_mod.new { total = total } or nil
 
 ---------------------------------------------------------------------------
 -- The sweep
@@ -343,72 +350,105 @@ local function inputs(p, d, freqs, provider)
   }
 end
 
-for _, p in ipairs(points) do
-  local d = p.hidden // q_heads
-  local params = { hidden = p.hidden, seq = p.seq, q_heads = q_heads, kv_heads = kv_heads }
-  local label = names.workload_slug(params, dtype)
-  local freqs = kb.rope.freqs(p.seq, d, { theta = THETA })
-  local x = liger.X_AXIS[p.axis]
-  for _, provider in ipairs(providers) do
-    local t = inputs(p, d, freqs, provider)
-    local checked = check(provider, t, label, need_fwd, need_bwd)
-    free(t.q, t.k, t.dq, t.dk, t.src, t.dst)
-    for _, mode in ipairs(modes) do
-      local what = string.format('%s %s %s', mode, provider, label)
-      if progress then progress:start(what) end
-      t = inputs(p, d, freqs, provider)
-      local sets = {}
-      if protocol_name == 'graph' then
-        -- rotated input sets (set 1 is t): the rotation must exceed the L2
-        protocol.params.make_set = function(i)
-          local u = i == 1 and t or inputs(p, d, freqs, provider)
-          -- freqs is shared by every set, so it is no part of the rotation
-          sets[i] = { q = u.q, k = u.k, dq = u.dq, dk = u.dk, src = u.src, dst = u.dst }
-          return sets[i]
-        end
-      end
-      local result = protocol:run(timed_fn(mode, provider, t))
+-- Ctrl-C and SIGTERM are deferred while the sweep runs: the point being
+-- measured is finished and written (a do_bench point cannot be stopped
+-- half-way; the cold, hot and graph protocols stop sampling early and their
+-- record says so), then the sweep stops, prints the summary of the finished
+-- points and exits with 130 (SIGINT) or 143 (SIGTERM). A second signal stops
+-- at once.
+kb.defer_interrupts(true)
+local stopped_by -- 'SIGINT' or 'SIGTERM' once the sweep has been interrupted
+local function interrupted()
+  local hit, sig = kb.interrupted()
+  if hit then stopped_by = sig or 'SIGINT' end
+  return hit
+end
+
+local function sweep()
+  for _, p in ipairs(points) do
+    local d = p.hidden // q_heads
+    local params = { hidden = p.hidden, seq = p.seq, q_heads = q_heads, kv_heads = kv_heads }
+    local label = names.workload_slug(params, dtype)
+    local freqs <close> = kb.rope.freqs(p.seq, d, { theta = THETA })
+    local x = liger.X_AXIS[p.axis]
+    for _, provider in ipairs(providers) do
+      if interrupted() then return end
+      local t = inputs(p, d, freqs, provider)
+      local checked = check(provider, t, label, need_fwd, need_bwd)
       free(t.q, t.k, t.dq, t.dk, t.src, t.dst)
-      for i = 2, #sets do free(sets[i].q, sets[i].k, sets[i].dq, sets[i].dk, sets[i].src, sets[i].dst) end
-      local bundle = record.from_result {
-        kernel = 'llama4_rope', mode = mode, provider = provider, parameters = params,
-        dtype = dtype, result = result, protocol = protocol, environment = environment,
-        timed = TIMED[mode], check = checked,
-        execution = { seeds = SEEDS, ropeTheta = THETA, batch = 1, headDim = d, inplace = true },
-        annotations = { liger_x_name = x[1], liger_x_label = x[2], liger_gpu_name = device_name },
-      }
-      emit(bundle)
-      if progress then
-        progress:finish(what, string.format('median %.2f us', result.summary.median * 1000))
+      for _, mode in ipairs(modes) do
+        if interrupted() then return end
+        local what = string.format('%s %s %s', mode, provider, label)
+        if progress then progress:start(what) end
+        t = inputs(p, d, freqs, provider)
+        local sets = {}
+        if protocol_name == 'graph' then
+          -- rotated input sets (set 1 is t): the rotation must exceed the L2
+          protocol.params.make_set = function(i)
+            local u = i == 1 and t or inputs(p, d, freqs, provider)
+            -- freqs is shared by every set, so it is no part of the rotation
+            sets[i] = { q = u.q, k = u.k, dq = u.dq, dk = u.dk, src = u.src, dst = u.dst }
+            return sets[i]
+          end
+        end
+        local result = protocol:run(timed_fn(mode, provider, t))
+        free(t.q, t.k, t.dq, t.dk, t.src, t.dst)
+        for i = 2, #sets do free(sets[i].q, sets[i].k, sets[i].dq, sets[i].dk, sets[i].src, sets[i].dst) end
+        local bundle = record.from_result {
+          kernel = 'llama4_rope', mode = mode, provider = provider, parameters = params,
+          dtype = dtype, result = result, protocol = protocol, environment = environment,
+          timed = TIMED[mode], check = checked,
+          execution = { seeds = SEEDS, ropeTheta = THETA, batch = 1, headDim = d, inplace = true },
+          annotations = { liger_x_name = x[1], liger_x_label = x[2], liger_gpu_name = device_name },
+        }
+        emit(bundle)
+        if progress then
+          progress:finish(what, string.format('median %.2f us', result.summary.median * 1000))
+        end
       end
     end
   end
-  freqs:free()
+  interrupted() -- a signal during the last point counts too
 end
+
+sweep()
 if progress then progress:close() end
 
-local table_text = format == 'markdown' and output.results_markdown(bundles) or output.results_table(bundles)
-if format == 'table' or format == 'markdown' then
-  io.stdout:write(table_text)
-  io.stderr:write(string.format('llama4_rope: %d bundle%s appended to %s (backend %s)\n', #bundles,
-    #bundles == 1 and '' or 's', jsonl_path, kb.backend()))
-  return
-end
-io.stderr:write(table_text)
-local text, err
-if format == 'kernelindex' then
-  text, err = output.encode_pretty(#bundles == 1 and bundles[1] or bundles)
-elseif format == 'liger-csv' then
-  text, err = output.liger_csv(bundles)
-end
-if text then
-  if opts.out then
-    local ok, werr = output.write_atomic(opts.out, text)
-    if not ok then error('llama4_rope: cannot write ' .. tostring(werr), 0) end
-    io.stderr:write('llama4_rope: wrote ', opts.out, '\n')
-  else
-    io.stdout:write(text)
+-- The summary and the files, of every finished point (all of them unless the
+-- sweep was interrupted).
+local function write_results()
+  local table_text = format == 'markdown' and output.results_markdown(bundles) or output.results_table(bundles)
+  if format == 'table' or format == 'markdown' then
+    io.stdout:write(table_text)
+    io.stderr:write(string.format('llama4_rope: %d bundle%s appended to %s (backend %s)\n', #bundles,
+      #bundles == 1 and '' or 's', jsonl_path, kb.backend()))
+    return
   end
-elseif err then
-  error('llama4_rope: ' .. err, 0)
+  io.stderr:write(table_text)
+  if #bundles == 0 then return end
+  local text, err
+  if format == 'kernelindex' then
+    text, err = output.encode_pretty(#bundles == 1 and bundles[1] or bundles)
+  elseif format == 'liger-csv' then
+    text, err = output.liger_csv(bundles)
+  end
+  if text then
+    if opts.out then
+      local ok, werr = output.write_atomic(opts.out, text)
+      if not ok then error('llama4_rope: cannot write ' .. tostring(werr), 0) end
+      io.stderr:write('llama4_rope: wrote ', opts.out, '\n')
+    else
+      io.stdout:write(text)
+    end
+  elseif err then
+    error('llama4_rope: ' .. err, 0)
+  end
+end
+write_results()
+
+if stopped_by then
+  io.stdout:flush()
+  io.stderr:write(string.format('llama4_rope: interrupted by %s after %d of %d points\n', stopped_by,
+    #bundles, total))
+  os.exit(stopped_by == 'SIGTERM' and 143 or 130)
 end

@@ -33,6 +33,30 @@ local function is_bundle(v)
   return type(v) == 'table' and type(v.run) == 'table'
 end
 
+-- t[k1][k2]... where every step is a table, else nil: bundles come from
+-- files, and any field may be missing or of another type.
+local function get(t, ...)
+  for i = 1, select('#', ...) do
+    if type(t) ~= 'table' then return nil end
+    t = t[select(i, ...)]
+  end
+  return t
+end
+
+local function text_of(v)
+  return (type(v) == 'string' or type(v) == 'number') and tostring(v) or nil
+end
+
+-- A copy of list times scale, or nil and why when an element is not a number.
+local function numbers(list, scale)
+  local out = {}
+  for i, v in ipairs(list) do
+    if type(v) ~= 'number' then return nil, string.format('sample %d is not a number', i) end
+    out[i] = v * scale
+  end
+  return out
+end
+
 --- The bundles in a decoded JSON value: a bundle, a list of bundles, or
 -- {bundles = [...]}. nil, message otherwise.
 function M.bundles_of(v)
@@ -56,7 +80,9 @@ function M.parse(text, label)
     if not bundles then return nil, label .. ': ' .. why end
     return bundles
   end
-  if code ~= 'trailing' and not text:find('\n%s*{') then return nil, label .. ': ' .. err end
+  -- a line that starts with '{' makes it JSON Lines; [ \t\r]* rather than %s*,
+  -- which spans newlines and made this quadratic in a file of blank lines
+  if code ~= 'trailing' and not text:find('\n[ \t\r]*{') then return nil, label .. ': ' .. err end
   local out, n = {}, 0
   for line in (text .. '\n'):gmatch('([^\n]*)\n') do
     n = n + 1
@@ -82,50 +108,46 @@ end
 -- | "ms", values}), or run.spec.sourceNative.samples_ms. Returns the list,
 -- or nil, why.
 function M.samples_of(bundle)
-  local rs = bundle.run and bundle.run.spec or {}
-  local s = rs.samples
+  local s = get(bundle, 'run', 'spec', 'samples')
   if type(s) == 'table' and type(s.values) == 'table' and #s.values > 0 then
     local scale = ({ ns = 1e-6, us = 1e-3, ms = 1, s = 1e3 })[s.unit or 'ns']
     if not scale then return nil, 'samples in unknown unit ' .. tostring(s.unit) end
-    local out = {}
-    for i, v in ipairs(s.values) do out[i] = v * scale end
-    return out
+    return numbers(s.values, scale)
   end
-  local sn = rs.sourceNative
-  if type(sn) == 'table' and type(sn.samples_ms) == 'table' and #sn.samples_ms > 0 then
-    return sn.samples_ms
-  end
+  local ms = get(bundle, 'run', 'spec', 'sourceNative', 'samples_ms')
+  if type(ms) == 'table' and #ms > 0 then return numbers(ms, 1) end
   return nil, 'no raw samples in the record'
 end
 
 --- The recorded median in ms (run.spec.timing.latencyNs.median), or nil.
 function M.median_of(bundle)
-  local t = bundle.run and bundle.run.spec and bundle.run.spec.timing
-  local ns = t and t.latencyNs and t.latencyNs.median
+  local ns = get(bundle, 'run', 'spec', 'timing', 'latencyNs', 'median')
   return type(ns) == 'number' and ns / 1e6 or nil
 end
 
 local function provider_of(b)
-  local is = b.implementation and b.implementation.spec
-  if is and type(is.provider) == 'string' then return is.provider end
-  local labels = b.run and b.run.metadata and b.run.metadata.labels
-  return labels and labels.provider or '?'
+  return text_of(get(b, 'implementation', 'spec', 'provider'))
+    or text_of(get(b, 'run', 'metadata', 'labels', 'provider')) or '?'
 end
 
 --- The matching key of a bundle ("workloadDigest|provider") and a label
 -- for people ("llama4_rope backward hidden512-...-bf16").
 function M.key_of(b)
-  local rs = b.run.spec or {}
-  local wd = rs.workloadDigest
-  local ws = b.workload and b.workload.spec or {}
+  local wd = get(b, 'run', 'spec', 'workloadDigest')
   if type(wd) ~= 'string' then
-    wd = (rs.sourceNative and rs.sourceNative.benchmark or '?') .. '?'
+    wd = (text_of(get(b, 'run', 'spec', 'sourceNative', 'benchmark')) or '?') .. '?'
   end
-  local slug = type(ws.parameters) == 'table' and names.workload_slug(ws.parameters, ws.dtype) or ''
-  local label = table.concat({ ws.kernel or (b.workload and b.workload.metadata
-    and b.workload.metadata.name) or '?', ws.operation, slug ~= '' and slug or nil }, ' ')
+  local ws = get(b, 'workload', 'spec')
+  local slug = ''
+  if type(get(ws, 'parameters')) == 'table' then
+    local ok, s = pcall(names.workload_slug, ws.parameters, text_of(ws.dtype))
+    slug = ok and s or ''
+  end
+  local parts = { text_of(get(ws, 'kernel')) or text_of(get(b, 'workload', 'metadata', 'name')) or '?' }
+  parts[#parts + 1] = text_of(get(ws, 'operation'))
+  if slug ~= '' then parts[#parts + 1] = slug end
   local provider = provider_of(b)
-  return wd .. '|' .. provider, label, provider
+  return wd .. '|' .. provider, table.concat(parts, ' '), provider
 end
 
 ---------------------------------------------------------------------------
@@ -163,7 +185,8 @@ function M.compare_samples(base, new, opts)
 end
 
 local function execution(b)
-  return b.run and b.run.spec and b.run.spec.execution or {}
+  local e = get(b, 'run', 'spec', 'execution')
+  return type(e) == 'table' and e or {}
 end
 
 -- One line on why a point is UNSURE (or what to mind about it).
@@ -173,7 +196,7 @@ local function hint(p, base_bs, new_bs, noise)
     for _, b in ipairs(bs) do
       local c = execution(b).clocks
       if type(c) == 'table' and c.stable == false then
-        local sm = c.smMhz or {}
+        local sm = type(c.smMhz) == 'table' and c.smMhz or {}
         parts[#parts + 1] = string.format('clocks unstable in %s (SM %s-%s MHz)', side,
           tostring(sm.min or '?'), tostring(sm.max or '?'))
         return
@@ -200,8 +223,8 @@ local function hint(p, base_bs, new_bs, noise)
     converge_note(base_bs, 'BASE')
     converge_note(new_bs, 'NEW')
   end
-  local pd = base_bs[1].run.spec.protocolDigest
-  if pd and pd ~= new_bs[1].run.spec.protocolDigest then parts[#parts + 1] = 'protocols differ' end
+  local pd = get(base_bs[1], 'run', 'spec', 'protocolDigest')
+  if pd and pd ~= get(new_bs[1], 'run', 'spec', 'protocolDigest') then parts[#parts + 1] = 'protocols differ' end
   return #parts > 0 and table.concat(parts, '; ') or nil
 end
 

@@ -102,9 +102,26 @@ function M.parse_config(s)
   return v
 end
 
+-- Why a value read from the file cannot go into a record (JSON numbers are
+-- finite, and integers beyond +-2^53 are not exact), or nil when it can.
+local function unrecordable(v)
+  if type(v) == 'number' then
+    if v ~= v or v == math.huge or v == -math.huge then return 'is not finite' end
+    if math.type(v) == 'integer' and (v > 2 ^ 53 or v < -2 ^ 53) then return 'is beyond +-2^53' end
+  elseif type(v) == 'table' then
+    for _, x in pairs(v) do
+      local why = unrecordable(x)
+      if why then return why end
+    end
+  end
+  return nil
+end
+
 local function number_field(row, col)
   local v = tonumber(row[col])
   if not v then return nil, string.format('%s is not a number (%q)', col, tostring(row[col])) end
+  local why = unrecordable(v)
+  if why then return nil, string.format('%s %s (%q)', col, why, row[col]) end
   return v
 end
 
@@ -208,6 +225,8 @@ function M.row_to_bundle(row)
   if row.error then return nil, row.error end
   for _, col in ipairs(M.HEADER) do
     if row[col] == nil then return nil, 'row lacks column ' .. col end
+    -- records are JSON, whose strings are UTF-8 (found by tests/fuzz/fuzz_csv.c)
+    if not utf8.len(row[col]) then return nil, col .. ' is not valid UTF-8' end
   end
   local kernel, provider, mode = row.kernel_name, row.kernel_provider, row.kernel_operation_mode
   local metric, unit = row.metric_name, row.metric_unit
@@ -236,6 +255,12 @@ function M.row_to_bundle(row)
   end
   local x = tonumber(row.x_value) or row.x_value
   params[names.param_name(row.x_name)] = x
+  -- found by tests/fuzz/fuzz_csv.c: such values made the digest raise
+  for k, v in pairs(config) do
+    local why = unrecordable(v)
+    if why then return nil, string.format('extra_benchmark_config_str: %s %s', k, why) end
+  end
+  if unrecordable(x) then return nil, string.format('x_value %s (%q)', unrecordable(x), row.x_value) end
   local slug = names.workload_slug(params, dtype)
   local gpu = row.gpu_name
   local version = row.liger_version or ''

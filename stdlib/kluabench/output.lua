@@ -514,8 +514,17 @@ function M.decode(text, opts)
     error(v, 0)
   end
   if d.starts then
-    local lines = {}
-    for i, p in ipairs(d.starts) do lines[i] = (line_col(text, p)) end
+    -- one pass over the text for all the (ascending) positions: line_col per
+    -- element would make a large array quadratic
+    local lines, line = {}, 1
+    local nl = text:find('\n', 1, true) -- the first newline not yet counted
+    for i, p in ipairs(d.starts) do
+      while nl and nl < p do
+        line = line + 1
+        nl = text:find('\n', nl + 1, true)
+      end
+      lines[i] = line
+    end
     return v, lines
   end
   return v
@@ -538,9 +547,10 @@ end
 local tmp_counter = 0
 
 --- Writes text to path atomically: a temporary file in the same directory is
--- written, flushed, closed (and fsync'ed when the engine offers kb.fsync),
--- then renamed over path, so a reader sees the old or the new file, never a
--- part. Returns true, or nil and a message; the temporary file never stays.
+-- written, flushed, fsync'ed (when the engine offers kb.fsync) and closed,
+-- then renamed over path, and the directory is fsync'ed so that the rename
+-- itself is durable. A reader sees the old or the new file, never a part.
+-- Returns true, or nil and a message; the temporary file never stays.
 function M.write_atomic(path, text)
   if type(path) ~= 'string' or path == '' then
     error("bad argument #1 to 'write_atomic' (path expected)", 2)
@@ -556,21 +566,30 @@ function M.write_atomic(path, text)
   if not f then return nil, err end
   local ok, werr = f:write(text)
   if ok then ok, werr = f:flush() end
-  f:close()
   if ok and c and c.fsync then
-    local fok, ferr = pcall(c.fsync, tmp)
-    if not fok then ok, werr = nil, ferr end
+    -- kb.fsync returns nil, message when it fails (a raised error is caught too)
+    local called, synced, serr = pcall(c.fsync, tmp)
+    if not (called and synced) then ok, werr = nil, called and serr or synced end
   end
+  local closed, cerr = f:close()
+  if ok and not closed then ok, werr = nil, cerr end
   if ok then ok, werr = os.rename(tmp, path) end
   if not ok then
     os.remove(tmp)
     return nil, string.format('%s: %s', path, tostring(werr))
   end
+  if c and c.fsync then
+    -- the rename is durable once the directory is; some file systems refuse
+    -- fsync on a directory, and the file is in place by now either way
+    pcall(c.fsync, path:match('^(.*)/[^/]*$') or '.')
+  end
   return true
 end
 
 --- Appends one value as a JSON line to path ("-" or nil: stdout) and flushes,
--- so that every finished point is on disk even if a later one crashes.
+-- so that every finished point is on disk even if a later one crashes. The
+-- line goes out in one unbuffered write(2) to a file opened for appending,
+-- so a process killed at any moment leaves whole lines only.
 -- Returns true, or nil and a message.
 function M.append_jsonl(path, value)
   local line, err = M.encode_line(value)
@@ -582,9 +601,11 @@ function M.append_jsonl(path, value)
   end
   local f, oerr = io.open(path, 'a')
   if not f then return nil, oerr end
-  local ok, werr = f:write(line, '\n')
+  f:setvbuf('no')
+  local ok, werr = f:write(line .. '\n')
   if ok then ok, werr = f:flush() end
-  f:close()
+  local closed, cerr = f:close()
+  if ok and not closed then ok, werr = nil, cerr end
   if not ok then return nil, string.format('%s: %s', path, tostring(werr)) end
   return true
 end

@@ -38,10 +38,13 @@ M.KERNELS = {
     -- (cos, sin) table [S, D/2, 2] read once; 6 flops per complex product.
     cost = function(p, dtype, op)
       local elt = DTYPE_BYTES[dtype]
-      local hidden, seq, hq, hk = p.hidden, p.seq, p.q_heads, p.kv_heads
-      if not (elt and hidden and seq and hq and hk) or hidden % hq ~= 0 then return nil end
+      -- parameters come from files too (a Liger CSV): no cost unless each
+      -- is a positive whole number
+      local function count(v) return type(v) == 'number' and v > 0 and math.tointeger(v) or nil end
+      local hidden, seq, hq, hk = count(p.hidden), count(p.seq), count(p.q_heads), count(p.kv_heads)
+      local batch = p.batch == nil and 1 or count(p.batch)
+      if not (elt and hidden and seq and hq and hk and batch) or hidden % hq ~= 0 then return nil end
       local d = hidden // hq
-      local batch = p.batch or 1
       local n = batch * seq * (hq + hk) * d
       local passes = ({ forward = 1, backward = 1, full = 2 })[op]
       if not passes then return nil end

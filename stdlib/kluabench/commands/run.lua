@@ -5,13 +5,13 @@ local cli = require 'kluabench.cli'
 local M = {}
 
 -- main.c made arg[0] the command name; the script sees the table it would
--- have had without "run": SCRIPT at 0, its arguments from 1, the interpreter
--- and options at negative indices.
-local function script_arg(old)
+-- have had without "run" (and a "--" before SCRIPT): SCRIPT at 0, its
+-- arguments from 1, the interpreter and options at negative indices.
+local function script_arg(old, shift)
   local new = {}
   for k, v in pairs(old) do
     if math.type(k) == 'integer' then
-      if k < 0 then new[k] = v elseif k > 0 then new[k - 1] = v end
+      if k < 0 then new[k] = v elseif k >= shift then new[k - shift] = v end
     end
   end
   return new
@@ -20,15 +20,21 @@ end
 --- Loads and runs the script; its errors propagate (main.c reports them
 -- with a traceback and exit status 1), as for a script given directly.
 function M.run(args)
-  local script = args[1]
+  local first = 1
+  if args[1] == '--' then -- a script whose name starts with '-'
+    first = 2
+  elseif args[1] and args[1]:match('^%-.') then
+    return cli.usage_error('run', "unrecognized option '%s'", args[1])
+  end
+  local script = args[first]
   if script == nil then return cli.usage_error('run', 'missing SCRIPT') end
   local chunk, err = loadfile(script ~= '-' and script or nil)
   if not chunk then
     io.stderr:write('kluabench: ', err, '\n')
     return 1
   end
-  arg = script_arg(arg or {})
-  chunk(table.unpack(args, 2, #args))
+  arg = script_arg(arg or {}, first)
+  chunk(table.unpack(args, first + 1, #args))
   return 0
 end
 

@@ -1,0 +1,180 @@
+-- Nothing is lost: output files are replaced atomically (temporary file,
+-- flush, fsync, rename, fsync of the directory), JSON Lines are appended one
+-- whole line per finished point, and a sweep stopped with Ctrl-C (SIGINT) or
+-- SIGTERM keeps every finished point, prints its summary and exits 130 / 143.
+local kb = require 'kluabench'
+local output = require 'kluabench.output'
+local sub = require 'helpers.subprocess'
+
+local ROOT = sub.root()
+
+local function lines_of(path)
+  local out = {}
+  for line in (sub.slurp(path) or ''):gmatch('([^\n]*)\n') do out[#out + 1] = line end
+  return out
+end
+
+local function listdir(dir)
+  local names = {}
+  local p = io.popen('ls -A ' .. sub.q(dir))
+  for name in p:lines() do names[#names + 1] = name end
+  p:close()
+  table.sort(names)
+  return names
+end
+
+describe('output.write_atomic', function()
+  local dir, core, saved
+  before_each(function()
+    dir = sub.tmpdir()
+    core = require 'kluabench.core'
+    saved = core.fsync
+  end)
+  after_each(function()
+    core.fsync = saved
+    os.execute('rm -rf ' .. sub.q(dir))
+  end)
+
+  it('writes a temporary file, fsyncs it, renames it over the target, then fsyncs the directory', function()
+    local path = dir .. '/result.json'
+    sub.spit(path, 'old')
+    local seen = {}
+    core.fsync = function(p)
+      -- when the file is synced the target still holds the old text
+      seen[#seen + 1] = { path = p, target = sub.slurp(path) }
+      return saved(p)
+    end
+    assert.is_true(output.write_atomic(path, 'new text'))
+    assert.equal('new text', sub.slurp(path))
+    assert.equal(2, #seen)
+    assert.matches('^' .. dir:gsub('%p', '%%%0') .. '/result%.json%.tmp%-', seen[1].path)
+    assert.equal('old', seen[1].target)
+    assert.equal(dir, seen[2].path)
+    assert.equal('new text', seen[2].target)
+    assert.same({ 'result.json' }, listdir(dir)) -- no temporary file stays
+  end)
+
+  it('keeps the old file and leaves no temporary file when fsync fails', function()
+    local path = dir .. '/result.json'
+    sub.spit(path, 'old')
+    core.fsync = function(p) return nil, p .. ': Input/output error' end
+    local ok, err = output.write_atomic(path, 'new')
+    assert.is_nil(ok)
+    assert.matches('result.json: ', err, 1, true)
+    assert.matches('Input/output error', err, 1, true)
+    assert.equal('old', sub.slurp(path))
+    assert.same({ 'result.json' }, listdir(dir))
+  end)
+
+  it('returns nil and a message for a directory that does not exist', function()
+    local ok, err = output.write_atomic(dir .. '/missing/result.json', 'x')
+    assert.is_nil(ok)
+    assert.matches('No such file or directory', err, 1, true)
+    assert.same({}, listdir(dir))
+  end)
+end)
+
+describe('output.append_jsonl', function()
+  it('appends one whole line per value, readable at once, to a file it does not truncate', function()
+    local dir = sub.tmpdir()
+    local path = dir .. '/points.jsonl'
+    sub.spit(path, '{"earlier":true}\n')
+    for i = 1, 3 do
+      assert.is_true(output.append_jsonl(path, { point = i, blob = string.rep('x', 20000) }))
+      local lines = lines_of(path)
+      assert.equal(i + 1, #lines)
+      assert.equal(i, output.decode(lines[i + 1]).point)
+    end
+    local ok, err = output.append_jsonl(dir .. '/missing/points.jsonl', { a = 1 })
+    assert.is_nil(ok)
+    assert.matches('No such file or directory', err, 1, true)
+    os.execute('rm -rf ' .. sub.q(dir))
+  end)
+end)
+
+---------------------------------------------------------------------------
+-- Stopping a real sweep
+---------------------------------------------------------------------------
+
+-- 27 points on the cpu backend, each well under a second.
+local SWEEP = { '--sweep', 'hidden', '--seq', '256', '--rep-ms', '5', '--warmup-ms', '1' }
+local POINTS = 27
+
+-- Starts the sweep in the background, waits until `file` has a first line
+-- (a finished point), sends the signals `gap` seconds apart (0.1) and waits
+-- for the exit. Returns stdout, stderr and the exit status.
+local function interrupted_sweep(dir, args, file, signals, gap)
+  local words = { sub.q(sub.bin()), '--backend', 'cpu', sub.q(ROOT .. '/scripts/llama4_rope.lua') }
+  for _, a in ipairs(SWEEP) do words[#words + 1] = sub.q(a) end
+  for _, a in ipairs(args) do words[#words + 1] = sub.q(a) end
+  local kills = {}
+  for i, s in ipairs(signals) do kills[i] = 'kill -' .. s .. ' $pid 2> /dev/null; sleep ' .. (gap or 0.1) end
+  local out, err, rc = dir .. '/out', dir .. '/err', dir .. '/rc'
+  os.execute(string.format([[
+    env -u KLUABENCH_BACKEND -u LUA_INIT %s > %s 2> %s < /dev/null & pid=$!
+    n=0; while [ ! -s %s ] && [ $n -lt 1200 ]; do sleep 0.05; n=$((n+1)); done
+    %s
+    wait $pid; echo $? > %s]], table.concat(words, ' '), sub.q(out), sub.q(err), sub.q(file),
+    table.concat(kills, '; '), sub.q(rc)))
+  return sub.slurp(out), sub.slurp(err), tonumber(sub.slurp(rc))
+end
+
+-- Every line of the file is a bundle and `kluabench verify` passes on it.
+local function assert_valid_jsonl(path)
+  local lines = lines_of(path)
+  for i, line in ipairs(lines) do assert.is_table(output.decode(line), 'line ' .. i) end
+  local r = sub.run({ 'verify', path })
+  assert.equal(0, r.code, r.err)
+  assert.matches(string.format('%d bundles?: %d ok, 0 mismatched, 0 errors', #lines, #lines), r.err)
+  return #lines
+end
+
+describe('a sweep stopped by a signal', function()
+  local dir
+  before_each(function() dir = sub.tmpdir() end)
+  after_each(function() os.execute('rm -rf ' .. sub.q(dir)) end)
+
+  it('SIGINT: finishes the point, keeps every finished point, reports them, exits 130', function()
+    local file = dir .. '/points.jsonl'
+    local out, err, code = interrupted_sweep(dir, { '--format', 'jsonl', '--out', file }, file, { 'INT' })
+    assert.equal(130, code, err)
+    assert.equal('', out)
+    local n = assert_valid_jsonl(file)
+    assert.is_true(n >= 1 and n < POINTS, tostring(n))
+    assert.matches(string.format('llama4_rope: interrupted by SIGINT after %d of %d points\n$', n, POINTS), err)
+    -- the summary table of the finished points (on stderr with --format jsonl)
+    local _, rows = err:gsub('\nllama4_rope ', '')
+    assert.equal(n, rows)
+  end)
+
+  it('SIGTERM: the same with exit status 143, the table on stdout', function()
+    local file = dir .. '/points.jsonl'
+    local out, err, code = interrupted_sweep(dir, { '--out', file }, file, { 'TERM' })
+    assert.equal(143, code, err)
+    local n = assert_valid_jsonl(file)
+    assert.is_true(n >= 1 and n < POINTS, tostring(n))
+    assert.matches(string.format('interrupted by SIGTERM after %d of %d points', n, POINTS), err, 1, true)
+    local _, rows = out:gsub('\nllama4_rope ', '')
+    assert.equal(n, rows)
+    assert.matches(n .. ' bundles? appended to', err)
+  end)
+
+  it('a second signal stops at once, and the file still holds whole lines only', function()
+    local file = dir .. '/points.jsonl'
+    local _, err, code = interrupted_sweep(dir, { '--format', 'jsonl', '--out', file }, file, { 'INT', 'INT' },
+      0.01)
+    assert.is_true(code == 1 or code == 130, tostring(code) .. ': ' .. err)
+    if code == 1 then assert.matches('interrupted!', err, 1, true) end
+    assert.is_true(assert_valid_jsonl(file) >= 1)
+  end)
+
+  it('the do_bench loop runs a point to its end: the last line is a complete point', function()
+    local file = dir .. '/points.jsonl'
+    interrupted_sweep(dir, { '--format', 'jsonl', '--out', file }, file, { 'INT' })
+    local lines = lines_of(file)
+    local last = output.decode(lines[#lines])
+    assert.is_true(#last.run.spec.samples.values >= 1)
+    assert.is_not_nil(last.run.spec.timing.latencyNs.median)
+    assert.is_true(kb.interrupted() == false) -- this process was not touched
+  end)
+end)

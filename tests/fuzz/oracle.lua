@@ -1,0 +1,121 @@
+--- What must hold for any input bytes, for the fuzz targets (tests/fuzz/*.c)
+-- and for the spec that replays the corpora and the regression inputs
+-- (tests/fuzz_spec.lua). Each function takes one byte string and returns
+-- normally when everything held; it raises "oracle: ..." when something did
+-- not. A crash, a sanitizer report or an error escaping one of these is a
+-- bug; a Lua error that the API documents (invalid JSON, a bad CSV line) is
+-- caught here and is not.
+local kb = require 'kluabench'
+local output = require 'kluabench.output'
+local liger = require 'kluabench.liger'
+local record = require 'kluabench.record'
+local compare = require 'kluabench.compare'
+local verify = require 'kluabench.commands.verify'
+
+local M = {}
+
+local function check(cond, fmt, ...)
+  if not cond then error('oracle: ' .. string.format(fmt, ...), 0) end
+end
+
+local function same(a, b)
+  if type(a) ~= 'table' or type(b) ~= 'table' then return a == b end
+  for k, v in pairs(a) do if not same(v, b[k]) then return false end end
+  for k in pairs(b) do if a[k] == nil then return false end end
+  return true
+end
+
+--- kb.jcs and the stdlib's JSON reader (output.decode, what verify and
+-- compare use) on arbitrary text:
+--  * canonicalize and decode agree on what is valid JSON, and refuse the
+--    rest with their documented message;
+--  * encode(decode(s)) == canonicalize(s), and the canonical form is a fixed
+--    point of canonicalize;
+--  * output.decode never raises, accepts whatever kb.jcs accepts (nesting
+--    beyond its 200 levels aside), and reads the same value;
+--  * what `kluabench verify` and `kluabench compare` do with a file's text
+--    (find the bundles, check their digests, compare them) never raises.
+function M.jcs(s)
+  local ok, canon = pcall(kb.jcs.canonicalize, s)
+  local okd, v = pcall(kb.jcs.decode, s)
+  check(ok == okd, 'canonicalize %s but decode %s', ok and 'accepts' or 'refuses',
+    okd and 'accepts' or 'refuses')
+  if not ok then
+    check(type(canon) == 'string' and (canon:find('^kb%.jcs%.canonicalize: invalid JSON at byte %d+: ')
+      or canon:find('nested too deeply', 1, true)), 'unexpected error: %s', tostring(canon))
+  else
+    local oke, enc = pcall(kb.jcs.encode, v)
+    check(oke, 'encode(decode(s)) raised: %s', tostring(enc))
+    check(enc == canon, 'encode(decode(s)) %q differs from canonicalize(s) %q', enc, canon)
+    local okc, again = pcall(kb.jcs.canonicalize, canon)
+    check(okc and again == canon, 'the canonical form %q is not a fixed point', canon)
+    local okg, digest = pcall(kb.digest, v)
+    check(okg and digest == 'sha256:' .. kb.sha256(canon), 'kb.digest disagrees with the canonical form')
+  end
+
+  local okl, lv, lerr = pcall(output.decode, s)
+  check(okl, 'output.decode raised: %s', tostring(lv))
+  check(lv ~= nil or type(lerr) == 'string', 'output.decode returned neither a value nor a message')
+  if ok then
+    check(lv ~= nil or lerr:find('nesting deeper', 1, true),
+      'kb.jcs accepts the text, output.decode refuses it: %s', tostring(lerr))
+    if lv ~= nil then
+      -- integers beyond 2^53 stay integers in output.decode (kb.jcs makes
+      -- them doubles), and kb.jcs.encode refuses those: nothing to compare
+      local okx, enc2 = pcall(kb.jcs.encode, lv)
+      check(okx or tostring(enc2):find('beyond', 1, true), 'encoding what output.decode read raised: %s',
+        tostring(enc2))
+      check(not okx or enc2 == canon, 'output.decode reads %q where kb.jcs reads %q', tostring(enc2), canon)
+    end
+  end
+
+  local okv, items = pcall(verify.bundles_of_text, s, 'input.json')
+  check(okv, 'verify.bundles_of_text raised: %s', tostring(items))
+  for _, it in ipairs(items or {}) do
+    local okr, problems = pcall(record.check, it.bundle)
+    check(okr, 'record.check raised: %s', tostring(problems))
+  end
+  local okp, bundles = pcall(compare.parse, s, 'input')
+  check(okp, 'compare.parse raised: %s', tostring(bundles))
+  if bundles then
+    local okc, result = pcall(compare.compare, bundles, bundles, { resamples = 100 })
+    check(okc, 'compare.compare raised: %s', tostring(result))
+    local okf, text = pcall(compare.format, result, 'table')
+    check(okf, 'compare.format raised: %s', tostring(text))
+  end
+end
+
+--- The Liger CSV importer on arbitrary text:
+--  * liger.parse and output.parse_csv never raise: they return rows, or
+--    nil and a message;
+--  * every row that converts is a bundle whose digests verify and which
+--    encodes as JSON;
+--  * CSV records written back with output.csv_line parse to the same records.
+function M.csv(s)
+  local ok, rows, err = pcall(liger.parse, s)
+  check(ok, 'liger.parse raised: %s', tostring(rows))
+  check(rows ~= nil or type(err) == 'string', 'liger.parse returned neither rows nor a message')
+  for _, row in ipairs(rows or {}) do
+    local okb, bundle, berr = pcall(liger.row_to_bundle, row)
+    check(okb, 'row_to_bundle raised: %s', tostring(bundle))
+    check(bundle ~= nil or type(berr) == 'string', 'row_to_bundle returned neither a bundle nor a message')
+    if bundle then
+      local problems = record.check(bundle)
+      check(#problems == 0, 'the bundle of line %s does not verify: %s', tostring(row.line),
+        tostring(problems[1] and (problems[1].error or problems[1].field)))
+      local line, lerr = output.encode_line(bundle)
+      check(line ~= nil, 'the bundle of line %s does not encode: %s', tostring(row.line), tostring(lerr))
+    end
+  end
+
+  local okp, records = pcall(output.parse_csv, s)
+  check(okp, 'output.parse_csv raised: %s', tostring(records))
+  if records then
+    local out = {}
+    for i, r in ipairs(records) do out[i] = output.csv_line(r) end
+    local again = output.parse_csv(table.concat(out))
+    check(same(again, records), 'CSV records do not survive csv_line and parse_csv')
+  end
+end
+
+return M

@@ -1,0 +1,66 @@
+-- The fuzz targets' checks (tests/fuzz/oracle.lua) on their seed corpora and
+-- on every input that once failed them (tests/fuzz/regressions/): what
+-- `make fuzz-run` found stays fixed. Fuzzing itself is `make fuzz-run`.
+local sub = require 'helpers.subprocess'
+local oracle = require 'fuzz.oracle'
+
+local ROOT = sub.root()
+
+local function files(dir)
+  local out = {}
+  local p = io.popen('ls -A ' .. sub.q(ROOT .. '/' .. dir) .. ' 2> /dev/null')
+  for name in p:lines() do out[#out + 1] = dir .. '/' .. name end
+  p:close()
+  table.sort(out)
+  return out
+end
+
+for _, target in ipairs { 'jcs', 'csv' } do
+  describe('fuzz target ' .. target, function()
+    it('holds on its seed corpus', function()
+      local seeds = files('tests/fuzz/corpus/' .. target)
+      assert.is_true(#seeds >= 8)
+      for _, f in ipairs(seeds) do
+        local ok, err = pcall(oracle[target], sub.slurp(ROOT .. '/' .. f))
+        assert(ok, f .. ': ' .. tostring(err))
+      end
+    end)
+
+    it('holds on every input it once failed on (tests/fuzz/regressions/' .. target .. ')', function()
+      for _, f in ipairs(files('tests/fuzz/regressions/' .. target)) do
+        local ok, err = pcall(oracle[target], sub.slurp(ROOT .. '/' .. f))
+        assert(ok, f .. ': ' .. tostring(err))
+      end
+    end)
+  end)
+end
+
+describe('the fuzz oracle', function()
+  it('catches what it is there to catch', function()
+    -- a bundle that does not verify is a finding; a CSV row that cannot be
+    -- converted is not, as long as it says why
+    local liger = require 'kluabench.liger'
+    local saved = liger.row_to_bundle
+    liger.row_to_bundle = function() error('boom') end
+    local text = sub.slurp(ROOT .. '/tests/fuzz/corpus/csv/liger_speed.csv')
+    local ok, err = pcall(oracle.csv, text)
+    liger.row_to_bundle = saved
+    assert.is_false(ok)
+    assert.matches('^oracle: row_to_bundle raised: .*boom', err)
+    assert.has_no_error(function() oracle.csv('a,b"c\n') end)
+    assert.has_no_error(function() oracle.jcs('{"a": [1, 2') end)
+    assert.has_no_error(function() oracle.jcs(string.rep('[', 5000)) end)
+  end)
+
+  it('imports the rows of each regression input it can, and says why for the others', function()
+    local liger = require 'kluabench.liger'
+    local rows = assert(liger.parse(sub.slurp(ROOT .. '/tests/fuzz/regressions/csv/invalid_utf8_in_a_column.csv')))
+    local _, why = liger.row_to_bundle(rows[1])
+    assert.equal('gpu_name is not valid UTF-8', why)
+    rows = assert(liger.parse(sub.slurp(ROOT .. '/tests/fuzz/regressions/csv/integer_beyond_2p53.csv')))
+    _, why = liger.row_to_bundle(rows[1])
+    assert.equal('x_value is beyond +-2^53 ("00000000000004553682020284002672")', why)
+    rows = assert(liger.parse(sub.slurp(ROOT .. '/tests/fuzz/regressions/csv/string_parameter_in_config.csv')))
+    assert.is_table((liger.row_to_bundle(rows[2])))
+  end)
+end)

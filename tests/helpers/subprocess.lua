@@ -1,0 +1,78 @@
+--- Running the kluabench binary as a subprocess from specs, and small file
+-- helpers: what tests/reliability_spec.lua, durability_spec.lua,
+-- soak_spec.lua and fuzz_spec.lua share.
+local M = {}
+
+--- The binary under test: KLUABENCH_BIN, else the binary running the
+-- tests, else build/kluabench; made absolute.
+function M.bin()
+  local b = os.getenv('KLUABENCH_BIN')
+  if not b or b == '' then
+    local host = package.loaded['kluabench.host']
+    b = host and host.exe or (arg and arg[-1] and arg[-1]:match('kluabench$') and arg[-1])
+        or 'build/kluabench'
+  end
+  if b:sub(1, 1) ~= '/' then b = (os.getenv('PWD') or '.') .. '/' .. b end
+  return b
+end
+
+--- The source tree (where stdlib/ and scripts/ are).
+function M.root()
+  local p = package.searchpath('kluabench.output', package.path) or 'stdlib/kluabench/output.lua'
+  local r = p:match('^(.-)/?stdlib/kluabench/output%.lua$')
+  if r == nil or r == '' then r = os.getenv('PWD') or '.' end
+  if r:sub(1, 1) ~= '/' then r = (os.getenv('PWD') or '.') .. '/' .. r end
+  return r
+end
+
+--- s quoted for sh.
+function M.q(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+
+function M.slurp(path)
+  local f = io.open(path, 'rb')
+  if not f then return nil end
+  local s = f:read('a')
+  f:close()
+  return s
+end
+
+function M.spit(path, text)
+  local f = assert(io.open(path, 'wb'))
+  assert(f:write(text))
+  f:close()
+end
+
+function M.tmpdir()
+  local p = io.popen('mktemp -d')
+  local d = p:read('l')
+  p:close()
+  return d
+end
+
+-- Variables that would change what the binary does, cleared for each run.
+local CLEARED = { 'LUA_INIT', 'LUA_INIT_5_4', 'KLUABENCH_BACKEND', 'KLUABENCH_DEVICE', 'KLUABENCH_QUIET' }
+
+--- Runs the binary with args (a list, quoted here) and returns
+-- {out =, err =, code =}; code is 128 + N for a process killed by signal N.
+-- opts: env ({NAME = value}), stdin (text), cwd.
+function M.run(args, opts)
+  opts = opts or {}
+  local words = {}
+  for i, a in ipairs(args) do words[i] = M.q(a) end
+  local env = { 'env' }
+  for _, name in ipairs(CLEARED) do env[#env + 1] = '-u ' .. name end
+  for k, v in pairs(opts.env or {}) do env[#env + 1] = M.q(k .. '=' .. v) end
+  local errf, inf = os.tmpname(), os.tmpname()
+  M.spit(inf, opts.stdin or '')
+  local cmd = string.format('%s%s %s %s < %s 2> %s', opts.cwd and ('cd ' .. M.q(opts.cwd) .. ' && ') or '',
+    table.concat(env, ' '), M.q(M.bin()), table.concat(words, ' '), M.q(inf), M.q(errf))
+  local p = io.popen(cmd, 'r')
+  local out = p:read('a')
+  local _, how, code = p:close()
+  local err = M.slurp(errf)
+  os.remove(errf)
+  os.remove(inf)
+  return { out = out, err = err, code = how == 'exit' and code or 128 + code }
+end
+
+return M
