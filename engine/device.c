@@ -59,16 +59,43 @@ static void read_rss(long long *rss, long long *peak) {
   if (f) fclose(f);
 }
 
-/* memory_info([device]): host memory of this process (resident set now and
- * at its peak; with glibc also the bytes malloc has handed out and not got
- * back, which unlike the resident set does not move with fragmentation) and,
- * for a cuda device, the device memory in use, free and in total as the
- * driver counts it. */
+/* opts.trim at `arg`: nil or a table whose only key is trim (a boolean). */
+static int opt_trim(lua_State *L, int arg) {
+  if (lua_isnoneornil(L, arg)) return 0;
+  luaL_checktype(L, arg, LUA_TTABLE);
+  lua_pushnil(L);
+  while (lua_next(L, arg)) {
+    if (lua_type(L, -2) != LUA_TSTRING || strcmp(lua_tostring(L, -2), "trim") != 0)
+      luaL_argerror(L, arg, lua_pushfstring(L, "unknown option '%s'", lua_type(L, -2) == LUA_TSTRING
+                                                    ? lua_tostring(L, -2) : luaL_typename(L, -2)));
+    if (!lua_isboolean(L, -1))
+      luaL_argerror(L, arg, lua_pushfstring(L, "opts.trim must be a boolean, got %s", luaL_typename(L, -1)));
+    lua_pop(L, 1);
+  }
+  lua_getfield(L, arg, "trim");
+  int trim = lua_toboolean(L, -1);
+  lua_pop(L, 1);
+  return trim;
+}
+
+/* memory_info([device [, opts]]): host memory of this process (resident set
+ * now and at its peak; with glibc also the bytes malloc has handed out and
+ * not got back, which unlike the resident set does not move with
+ * fragmentation) and, for a cuda device, the device memory in use, free and
+ * in total as the driver counts it. opts.trim first hands the memory malloc
+ * keeps free back to the system (glibc's malloc_trim), so that the resident
+ * set follows what is in use. */
 static int l_memory_info(lua_State *L) {
   const kb_backend *dev = kb_check_device(L, 1);
+  int trim = opt_trim(L, 2);
   long long rss, peak;
   size_t free_bytes = 0, total_bytes = 0;
   KB_TRY(L, dev->mem_info(dev, &free_bytes, &total_bytes));
+#if defined(__GLIBC__)
+  if (trim) malloc_trim(0);
+#else
+  (void)trim;
+#endif
   read_rss(&rss, &peak);
   lua_newtable(L);
   SET_STR("device", dev->device);

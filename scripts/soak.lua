@@ -143,11 +143,28 @@ end
 -- ends the round instead of the process, so that the soak still reports.
 local EXIT = {}
 
-local sink = {}
-function sink.write(self) return self end
+-- The sweep's stderr during a round (unless --verbose): its last 64 KiB are
+-- kept, and shown when the round fails.
+local sink = { parts = {}, size = 0 }
+function sink.write(self, ...)
+  for i = 1, select('#', ...) do
+    local s = tostring((select(i, ...)))
+    self.parts[#self.parts + 1] = s
+    self.size = self.size + #s
+  end
+  while self.size > 65536 and #self.parts > 1 do
+    self.size = self.size - #table.remove(self.parts, 1)
+  end
+  return self
+end
 function sink.flush(self) return self end
 function sink.setvbuf() return true end
 function sink.close() return true end
+function sink.take(self)
+  local text = table.concat(self.parts)
+  self.parts, self.size = {}, 0
+  return text
+end
 
 local function count_lines(path)
   local n = 0
@@ -169,7 +186,9 @@ local function run_round()
     return debug.traceback(tostring(e), 2)
   end)
   arg, os.exit, io.stderr = saved_arg, saved_exit, saved_stderr ---@diagnostic disable-line
+  local said = sink:take()
   if ok then return true end
+  io.stderr:write(said) -- what the sweep said before it stopped
   if type(err) == 'table' then
     if err.code == 0 then return true end
     return false, err.code, string.format('the sweep exited with status %s', tostring(err.code))
@@ -180,7 +199,9 @@ end
 local function memory()
   collectgarbage('collect')
   collectgarbage('collect')
-  return kb.memory_info()
+  -- trim: memory malloc keeps after large frees (the cpu checks of big
+  -- points) would otherwise stay in the resident set
+  return kb.memory_info(nil, { trim = true })
 end
 
 kb.defer_interrupts(true)

@@ -106,7 +106,7 @@ local API = {
   { 'kb.build_info', {}, function() end },
   { 'kb.kernel_sources', {}, function() end },
   { 'kb.device_info', { 'device?' }, function() return 'cpu' end },
-  { 'kb.memory_info', { 'device?' }, function() return 'cpu' end },
+  { 'kb.memory_info', { 'device?', 'opts?' }, function() return 'cpu', { trim = true } end },
   { 'kb.empty', { 'shape', 'dtype?', 'device?' }, function() return { 2, 3 }, 'f32', 'cpu' end },
   { 'kb.zeros', { 'shape', 'dtype?', 'device?' }, function() return { 2, 3 }, 'bf16', 'cpu' end },
   { 'kb.randn', { 'shape', 'dtype?', 'int?', 'device?' }, function() return { 5 }, 'f16', 7, 'cpu' end },

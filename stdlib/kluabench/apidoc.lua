@@ -200,14 +200,16 @@ section('device', {
       .. 'devices add `ordinal`, `sm_count`, `sm_clock_khz`, `mem_clock_khz`, `mem_bus_bits`, '
       .. '`driver_version` and `runtime_version`; cpu adds `cores`.',
     example = 'local d = kb.device_info()\nprint(d.name, d.arch, d.l2_bytes // 2^20 .. " MiB L2")' },
-  { name = 'kb.memory_info', signature = 'kb.memory_info([device]) -> table',
+  { name = 'kb.memory_info', signature = 'kb.memory_info([device [, opts]]) -> table',
     summary = 'Memory in use now: this process on the host, and the device.',
     details = '`device`; `rss_bytes` and `peak_rss_bytes` (the resident set now and at its peak, '
       .. 'from /proc/self/status); `heap_bytes` (with glibc: what malloc has handed out and not got back: '
       .. 'tensors on cpu and the Lua heap included; it does not move with fragmentation as the '
       .. 'resident set does, so it is the measure of a host leak). A cuda device adds '
       .. '`device_total_bytes`, `device_free_bytes` and `device_used_bytes` as the driver counts '
-      .. 'them (every process and the CUDA context included). scripts/soak.lua samples it per round.',
+      .. 'them (every process and the CUDA context included). `opts.trim = true` first hands the '
+      .. 'memory malloc keeps free back to the system (glibc malloc_trim), so that the resident set '
+      .. 'follows what is in use. scripts/soak.lua samples it so after every round.',
     example = 'local m = kb.memory_info()\nprint(m.rss_bytes // 2^20 .. " MiB resident", m.device_used_bytes)' },
   { name = 'kb.build_info', signature = 'kb.build_info() -> table',
     summary = 'How this binary was built: cuda (boolean), cflags, nvflags, compiler, nvcc, '
