@@ -3,18 +3,10 @@
 -- soak_spec.lua and fuzz_spec.lua share.
 local M = {}
 
---- The binary under test: KLUABENCH_BIN, else the binary running the
--- tests, else build/kluabench; made absolute.
-function M.bin()
-  local b = os.getenv('KLUABENCH_BIN')
-  if not b or b == '' then
-    local host = package.loaded['kluabench.host']
-    b = host and host.exe or (arg and arg[-1] and arg[-1]:match('kluabench$') and arg[-1])
-        or 'build/kluabench'
-  end
-  if b:sub(1, 1) ~= '/' then b = (os.getenv('PWD') or '.') .. '/' .. b end
-  return b
-end
+local util = require 'helpers.util'
+
+-- The binary, quoting and file helpers are util's (one copy for every spec).
+M.bin, M.q, M.slurp, M.spit = util.bin, util.q, util.slurp, util.spit
 
 --- The source tree (where stdlib/ and scripts/ are).
 function M.root()
@@ -23,23 +15,6 @@ function M.root()
   if r == nil or r == '' then r = os.getenv('PWD') or '.' end
   if r:sub(1, 1) ~= '/' then r = (os.getenv('PWD') or '.') .. '/' .. r end
   return r
-end
-
---- s quoted for sh.
-function M.q(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
-
-function M.slurp(path)
-  local f = io.open(path, 'rb')
-  if not f then return nil end
-  local s = f:read('a')
-  f:close()
-  return s
-end
-
-function M.spit(path, text)
-  local f = assert(io.open(path, 'wb'))
-  assert(f:write(text))
-  f:close()
 end
 
 function M.tmpdir()

@@ -29,7 +29,7 @@ end
 --- Writes text to a file (raises on failure).
 function M.spit(path, text)
   local f = assert(io.open(path, 'wb'))
-  f:write(text)
+  assert(f:write(text))
   f:close()
 end
 
