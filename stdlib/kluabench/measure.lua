@@ -280,6 +280,18 @@ local function set_hold(self, enq, calls)
   end
 end
 
+-- One unheld call between two events, synchronised: device ms and host
+-- enqueue ns (what the modes' warm-ups use to size the hold and the batch).
+local function timed_once(ctx, e0, e1, fn)
+  e0:record()
+  local t0 = ctx.clock_ns()
+  fn()
+  local t1 = ctx.clock_ns()
+  e1:record()
+  ctx.synchronize()
+  return ctx.elapsed_ms(e0, e1), t1 - t0
+end
+
 -- cold: flush, hold, start, fn, end; one call per sample.
 local function setup_cold(self, fn)
   local ctx = self.ctx
@@ -293,13 +305,7 @@ local function setup_cold(self, fn)
   self.used.l2_bytes = l2
   local function once()
     flush(bytes)
-    e0:record()
-    local t0 = clock()
-    fn()
-    local t1 = clock()
-    e1:record()
-    sync()
-    return elapsed(e0, e1), t1 - t0
+    return timed_once(ctx, e0, e1, fn)
   end
   self.warmup_fn = function()
     local _, enq = warm(self, once)
@@ -327,15 +333,7 @@ local function setup_hot(self, fn)
   local spin, clock, sync, elapsed = ctx.spin, ctx.clock_ns, ctx.synchronize, ctx.elapsed_ms
   local e0, e1 = ctx.event(), ctx.event()
   local batch = 1
-  local function once()
-    e0:record()
-    local t0 = clock()
-    fn()
-    local t1 = clock()
-    e1:record()
-    sync()
-    return elapsed(e0, e1), t1 - t0
-  end
+  local function once() return timed_once(ctx, e0, e1, fn) end
   self.warmup_fn = function()
     local est_ms, enq = warm(self, once)
     local b = self.opts.batch or M.DEFAULTS.batch
