@@ -631,7 +631,9 @@ function M.csv_field(v)
   if v == nil then return '' end
   if type(v) == 'number' then return M.format_pyfloat(v) end
   local s = tostring(v)
-  if s:find('[,"\r\n]') or s:match('^%s') or s:match('%s$') then
+  -- a leading byte order mark is quoted too: parse_csv drops an unquoted
+  -- one at the start of the text, so the field would not read back
+  if s:find('[,"\r\n]') or s:match('^%s') or s:match('%s$') or s:sub(1, 3) == '\239\187\191' then
     return '"' .. s:gsub('"', '""') .. '"'
   end
   return s
