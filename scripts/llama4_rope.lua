@@ -15,7 +15,9 @@ local HIDDEN_SWEEP = { 512, 2048, 8192 }
 local SEQ_SWEEP = { 1024, 2048, 4096, 8192, 16384 }
 local MODES = { 'forward', 'backward', 'full' }
 -- copy: one device-to-device copy of q's and k's bytes (two for full), the
--- bandwidth ceiling of the same traffic under the same protocol.
+-- bandwidth ceiling of the same traffic under the same protocol. (It does
+-- not read the (cos, sin) table, which the workload's bytes count: about
+-- 2.5 % of them in bf16 with 32 + 8 heads, so copy's GB/s reads that much high.)
 local PROVIDERS = { 'fused', 'reference', 'copy' }
 local FORMATS = { table = true, markdown = true, kernelindex = true, jsonl = true, ['liger-csv'] = true }
 local DTYPES = { bf16 = true, f16 = true, f32 = true, f64 = true }
@@ -69,6 +71,10 @@ appends the bundle to results/llama4_rope-<UTC time>.jsonl.
                     With the last three the table goes to stderr.
   --out PATH        where the bundles go (see --format)
   --help            this text
+
+The table and every record carry GB/s (the workload's minimal bytes over
+the median) and, once scripts/ceilings.lua has cached this device's copy
+ceiling (under $KLUABENCH_CACHE, default ~/.cache/kluabench), % of it.
 
 Timed functions run in place (inplace = true), so no allocation falls inside
 the timed region; the traffic is the same as out of place. On the cpu
@@ -394,6 +400,14 @@ local function sweep()
         local result = protocol:run(timed_fn(mode, provider, t))
         free(t.q, t.k, t.dq, t.dk, t.src, t.dst)
         for i = 2, #sets do free(sets[i].q, sets[i].k, sets[i].dq, sets[i].dk, sets[i].src, sets[i].dst) end
+        -- The workload's bytes and flops are record.KERNELS.llama4_rope.cost,
+        -- the one cost model: the minimal traffic of the operation, whatever
+        -- the provider does — q and k (dq and dk) read and written once per
+        -- pass plus the f32 (cos, sin) table read once per pass (an input of
+        -- the operation, not recomputed inside the kernel), two passes for
+        -- full; 6 flops per complex product. from_result puts GB/s, % of the
+        -- cached copy ceiling and the roofline floor of the median into
+        -- run.spec.execution.throughput (docs/RECORDS.md).
         local bundle = record.from_result {
           kernel = 'llama4_rope', mode = mode, provider = provider, parameters = params,
           dtype = dtype, result = result, protocol = protocol, environment = environment,

@@ -939,7 +939,7 @@ section('output', {
     summary = 'The same table as GitHub markdown, for pasting into pull requests.',
     example = 'io.write(output.format_markdown({{key = "name"}, {key = "ms"}}, {{name = "fused", ms = 0.14}}))' },
   { name = 'output.results_rows', signature = 'output.results_rows(bundles) -> rows',
-    summary = 'One row per bundle for output.RESULT_COLUMNS (kernel, mode, provider, workload, median/p20/p80 us, GB/s, samples, device).',
+    summary = 'One row per bundle for output.RESULT_COLUMNS (kernel, mode, provider, workload, median/p20/p80 us, GB/s, % of copy (left out of the tables when no row has it), samples, device).',
     example = 'local rows = output.results_rows(bundles)' },
   { name = 'output.results_table', signature = 'output.results_table(bundles) -> text',
     summary = 'The aligned terminal table of a list of bundles.', example = 'io.write(output.results_table(bundles))' },
@@ -961,7 +961,8 @@ section('record', {
       .. 'Optional: parameters (shape, our names), dtype, protocol (default result.protocol), '
       .. 'quantiles, environment (default env.capture()), workload, implementation, timed (words), '
       .. 'time, labels, annotations, check, execution, bytes, flops, keep_samples (false leaves '
-      .. 'the raw samples out).',
+      .. 'the raw samples out). When the workload has bytes or flops, run.spec.execution.throughput '
+      .. 'gets GB/s, % of the cached copy ceiling and the roofline floor of the median (docs/RECORDS.md).',
     example = 'local r = bench.do_bench_protocol{rep_ms = 50}:run(fn)\n'
       .. 'local bundle = record.from_result{kernel = "llama4_rope", mode = "forward", provider = "fused",\n'
       .. '  parameters = {hidden = 512, seq = 2048, q_heads = 32, kv_heads = 8}, dtype = "bf16", result = r}' },

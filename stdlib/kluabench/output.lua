@@ -798,7 +798,8 @@ end
 
 local function us(ns) return ns and string.format('%.2f', ns / 1000) or nil end
 
---- Columns of the results table that M.results_rows fills.
+--- Columns of the results table that M.results_rows fills. A column marked
+-- `optional` is left out of the table when no row has a value for it.
 M.RESULT_COLUMNS = {
   { key = 'kernel', title = 'kernel' },
   { key = 'mode', title = 'mode' },
@@ -808,6 +809,8 @@ M.RESULT_COLUMNS = {
   { key = 'p20_ns', title = 'p20 us', align = 'right', format = us },
   { key = 'p80_ns', title = 'p80 us', align = 'right', format = us },
   { key = 'gbps', title = 'GB/s', align = 'right', format = '%.1f' },
+  { key = 'pct_copy', title = '% of copy', align = 'right', optional = true,
+    format = function(v) return v and string.format('%.1f', v) or 'n/a' end },
   { key = 'n', title = 'samples', align = 'right' },
   { key = 'device', title = 'device' },
 }
@@ -833,20 +836,43 @@ function M.results_rows(bundles)
       end
     end
     if rs.samples and rs.samples.values then row.n = #rs.samples.values end
-    if ws.bytes and row.median_ns and row.median_ns > 0 then row.gbps = ws.bytes / row.median_ns end
+    -- the record's own throughput (of the unrounded median) when it has one;
+    -- else from the workload's bytes (imports carry no throughput)
+    local tp = type(rs.execution) == 'table' and type(rs.execution.throughput) == 'table'
+      and rs.execution.throughput or {}
+    row.gbps, row.pct_copy = tp.gbps, tp.percentOfCopy
+    if not row.gbps and ws.bytes and row.median_ns and row.median_ns > 0 then
+      row.gbps = ws.bytes / row.median_ns
+    end
     rows[i] = row
   end
   return rows
 end
 
+-- M.RESULT_COLUMNS without the optional columns that no row fills.
+local function result_columns(rows)
+  local cols = {}
+  for _, col in ipairs(M.RESULT_COLUMNS) do
+    local used = not col.optional
+    for _, row in ipairs(rows) do
+      if used then break end
+      used = row[col.key] ~= nil
+    end
+    if used then cols[#cols + 1] = col end
+  end
+  return cols
+end
+
 --- The aligned terminal table of a list of bundles.
 function M.results_table(bundles)
-  return M.format_table(M.RESULT_COLUMNS, M.results_rows(bundles))
+  local rows = M.results_rows(bundles)
+  return M.format_table(result_columns(rows), rows)
 end
 
 --- The markdown table of a list of bundles.
 function M.results_markdown(bundles)
-  return M.format_markdown(M.RESULT_COLUMNS, M.results_rows(bundles))
+  local rows = M.results_rows(bundles)
+  return M.format_markdown(result_columns(rows), rows)
 end
 
 --- Liger's CSV of a list of bundles (header included); see liger.bundle_to_row.

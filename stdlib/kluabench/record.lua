@@ -395,6 +395,29 @@ local function execution_of(result)
   return e
 end
 
+-- run.spec.execution.throughput of a point (see ceilings.throughput): the
+-- workload's bytes and flops (spec.bytes, spec.flops: its algorithmic
+-- minimum, the same for every provider) over the median time, and their
+-- share of this device's copy ceiling as cached by scripts/ceilings.lua.
+-- The cache holds ceilings of the machine running this process, so a bundle
+-- whose environment names another device (built for a test, or by hand)
+-- gets the rates but no ceiling. nil when the workload has no cost.
+local function throughput_of(workload_spec, median_ms, environment)
+  if type(workload_spec.bytes) ~= 'number' and type(workload_spec.flops) ~= 'number' then return nil end
+  local ceilings = require 'kluabench.ceilings'
+  local env = require 'kluabench.env'
+  local k = kb()
+  local here = type(k.device_info) == 'function'
+    and env.device_name { spec = { hardware = env.hardware(k.device_info(), k.backend and k.backend()) } }
+  if here ~= env.device_name(environment) then
+    local t = ceilings.throughput(workload_spec.bytes, workload_spec.flops, median_ms)
+    t.note = 'measured on ' .. tostring(env.device_name(environment)) .. ', not on this process\'s device ('
+      .. tostring(here or 'none') .. '): no cached copy ceiling applies'
+    return t
+  end
+  return ceilings.cached_throughput(workload_spec.bytes, workload_spec.flops, median_ms)
+end
+
 --- One sealed bundle from a protocol run. o:
 --   kernel, mode, provider, parameters (our names), dtype   (required)
 --   result       what protocol:run returned (samples in ms, used, ...)
@@ -405,6 +428,10 @@ end
 --   timed        words for what fn did (protocol notes)
 --   time         UTC fields (default now), labels, annotations, check,
 --   execution    extra facts for run.spec.execution (seeds, ...)
+--   bytes, flops the workload's cost (default: the kernel's cost model)
+-- When the workload has a cost, run.spec.execution.throughput holds GB/s,
+-- % of the cached copy ceiling and the roofline floor of the median
+-- (docs/RECORDS.md); an execution.throughput given in o replaces it.
 --   keep_samples false to leave the raw samples out (default: kept)
 function M.from_result(o)
   for _, f in ipairs { 'kernel', 'mode', 'provider' } do
@@ -415,6 +442,11 @@ function M.from_result(o)
   local result = o.result
   if type(result) ~= 'table' or type(result.samples) ~= 'table' then
     error("bad argument #1 to 'from_result' (field 'result' must be a protocol result)", 2)
+  end
+  for _, f in ipairs { 'bytes', 'flops' } do
+    if o[f] ~= nil and (type(o[f]) ~= 'number' or o[f] < 0) then
+      error(string.format("bad argument #1 to 'from_result' (field '%s' must be a number >= 0)", f), 2)
+    end
   end
   local protocol = o.protocol or result.protocol
   if not protocol then
@@ -436,6 +468,13 @@ function M.from_result(o)
   for key, v in pairs(o.execution or {}) do execution[key] = v end
   local labels = { kluabench_version = k.version, backend = backend }
   for key, v in pairs(o.labels or {}) do labels[key] = v end
+  local workload = o.workload or M.workload { kernel = o.kernel, operation = o.mode,
+    parameters = params, dtype = dtype, bytes = o.bytes, flops = o.flops, annotations = o.annotations }
+  if execution.throughput == nil then
+    for i, q in ipairs(qs) do
+      if q == 0.5 then execution.throughput = throughput_of(workload.spec, values[i], environment) end
+    end
+  end
   local run = M.latency_run {
     kernel = o.kernel, mode = o.mode, provider = o.provider, gpu = gpu, workload_slug = slug,
     quantiles = qs, values_ms = values, time = o.time or M.now(), labels = labels,
@@ -448,9 +487,7 @@ function M.from_result(o)
     protocol = M.protocol_document(protocol, { mode = o.mode, timed = o.timed, backend = backend,
       timer = result.timer }),
     environment = environment,
-    workload = o.workload or M.workload { kernel = o.kernel, operation = o.mode,
-      parameters = params, dtype = dtype, bytes = o.bytes, flops = o.flops,
-      annotations = o.annotations },
+    workload = workload,
     implementation = o.implementation or M.implementation { provider = o.provider,
       kernel = o.kernel, target = { backend = backend, architecture = hw.architecture } },
   }
