@@ -66,6 +66,12 @@ struct kb_backend {
    * process's allocations and the context itself are in use); the cpu
    * backend has no memory of its own and reports 0 and 0 */
   const char *(*mem_info)(const kb_backend *b, size_t *free_bytes, size_t *total_bytes);
+  /* kernel tracing (trace.h): NULL when this device can be traced, else why
+   * not; switch the recording on or off; deliver what has completed to
+   * kb_trace_add */
+  const char *(*trace_available)(const kb_backend *b);
+  const char *(*trace_enable)(const kb_backend *b, int on);
+  const char *(*trace_flush)(const kb_backend *b);
 };
 
 /* The host backend; always available. */

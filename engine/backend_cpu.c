@@ -9,6 +9,7 @@
 #include <sys/utsname.h>
 #include "backend.h"
 #include "../kernels/tensor_ops.h"
+#include "trace.h"
 
 static char cpu_err[256];
 
@@ -23,31 +24,59 @@ static const char *cpu_alloc(const kb_backend *b, void **out, size_t bytes) {
 
 static void cpu_release(const kb_backend *b, void *p) { free(p); }
 
-static const char *cpu_copy(const kb_backend *b, void *dst, const void *src, size_t n) {
+/* A kernel of this backend, timed on the host clock while kb.trace is on:
+ * the cpu backend's counterpart of CUPTI's kernel records (the work the
+ * CUDA backend runs as kernels or copies; the L2 flush, a memset there, is
+ * not traced on either). */
+#define TRACED(kind_, name_, bytes_, call)                                                    \
+  do {                                                                                         \
+    if (!kb_trace_cpu_on) return (call);                                                       \
+    uint64_t t0_ = kb_trace_now_ns();                                                          \
+    const char *err_ = (call);                                                                 \
+    kb_trace_rec r_ = {.name = (name_), .kind = (kind_), .start_ns = t0_,                      \
+                       .end_ns = kb_trace_now_ns(), .bytes = (bytes_)};                        \
+    kb_trace_add(&r_);                                                                         \
+    return err_;                                                                               \
+  } while (0)
+
+static const char *do_copy(void *dst, const void *src, size_t n) {
   if (dst != src) memmove(dst, src, n);
   return NULL;
 }
 
+static const char *cpu_copy(const kb_backend *b, void *dst, const void *src, size_t n) {
+  TRACED("memcpy", "memcpy HtoH", n, do_copy(dst, src, n));
+}
+
 static const char *cpu_fill(const kb_backend *b, void *p, kb_dtype t, size_t n, double x) {
-  return kb_fill_cpu(p, t, n, x);
+  TRACED("kernel", "kb_fill_cpu", 0, kb_fill_cpu(p, t, n, x));
 }
 
 static const char *cpu_randn(const kb_backend *b, void *p, kb_dtype t, size_t n, uint64_t seed) {
-  return kb_randn_cpu(p, t, n, seed);
+  TRACED("kernel", "kb_randn_cpu", 0, kb_randn_cpu(p, t, n, seed));
 }
 
 static const char *cpu_convert(const kb_backend *b, void *dst, kb_dtype dt, const void *src,
                                kb_dtype st, size_t n) {
-  return kb_convert_cpu(dst, dt, src, st, n);
+  TRACED("kernel", "kb_convert_cpu", 0, kb_convert_cpu(dst, dt, src, st, n));
 }
 
 static const char *cpu_rope_fused(const kb_backend *b, const kb_rope_args *a) {
-  return kb_rope_fused_cpu(a);
+  TRACED("kernel", "kb_rope_fused_cpu", 0, kb_rope_fused_cpu(a));
 }
 
 static const char *cpu_rope_reference(const kb_backend *b, const kb_rope_args *a, void *scratch) {
-  return kb_rope_reference_cpu(a, scratch);
+  TRACED("kernel", "kb_rope_reference_cpu", 0, kb_rope_reference_cpu(a, scratch));
 }
+
+static const char *cpu_trace_available(const kb_backend *b) { return NULL; }
+
+static const char *cpu_trace_enable(const kb_backend *b, int on) {
+  kb_trace_cpu_on = on;
+  return NULL;
+}
+
+static const char *cpu_trace_flush(const kb_backend *b) { return NULL; }
 
 static double now_ns(void) {
   struct timespec ts;
@@ -158,6 +187,9 @@ static const kb_backend cpu_backend = {
     .graph_destroy = cpu_graph_destroy,
     .info = cpu_info,
     .mem_info = cpu_mem_info,
+    .trace_available = cpu_trace_available,
+    .trace_enable = cpu_trace_enable,
+    .trace_flush = cpu_trace_flush,
 };
 
 const kb_backend *kb_backend_cpu(void) { return &cpu_backend; }

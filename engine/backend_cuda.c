@@ -9,6 +9,7 @@
 #include <cuda_runtime.h>
 #include "backend.h"
 #include "../kernels/tensor_ops.h"
+#include "trace.h"
 
 static char cu_err[512];
 
@@ -256,6 +257,11 @@ static const char *cu_mem_info(const kb_backend *b, size_t *free_bytes, size_t *
   return NULL;
 }
 
+/* Tracing through CUPTI (trace_cupti.c): records carry device timestamps. */
+static const char *cu_trace_available(const kb_backend *b) { return kb_cupti_load(); }
+static const char *cu_trace_enable(const kb_backend *b, int on) { return kb_cupti_enable(on); }
+static const char *cu_trace_flush(const kb_backend *b) { return kb_cupti_flush(); }
+
 static kb_backend cuda_backend = {
     .kind = "cuda",
     .alloc = cu_alloc,
@@ -282,6 +288,9 @@ static kb_backend cuda_backend = {
     .graph_destroy = cu_graph_destroy,
     .info = cu_info,
     .mem_info = cu_mem_info,
+    .trace_available = cu_trace_available,
+    .trace_enable = cu_trace_enable,
+    .trace_flush = cu_trace_flush,
 };
 
 /* One device per process: the first successful call fixes the ordinal. */

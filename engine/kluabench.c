@@ -14,6 +14,7 @@ int luaopen_kluabench(lua_State *L) {
   kb_open_digest(L);
   kb_open_jcs(L);
   kb_open_fs(L);
+  kb_open_trace(L);
   kb_open_signals(L);
   kb_open_nvml(L);
   return 1;

@@ -144,6 +144,12 @@ local API = {
   { 'kb.nvml.reason_names', {}, function() end },
   { 'kb.nvml.sample', { 'nvml_device?', 'nvml_kind?' }, function() return 0, 'quick' end },
   { 'kb.nvml.info', { 'nvml_device?' }, function() return 0 end },
+  { 'kb.trace.available', { 'device?' }, function() return 'cpu' end },
+  -- valid: tracing off first, so that a start that works is not refused as a second one
+  { 'kb.trace.start', { 'device?' }, function() kb.trace.stop(); return 'cpu' end },
+  { 'kb.trace.collect', {}, function() kb.trace.stop(); kb.trace.start('cpu') end },
+  { 'kb.trace.stop', {}, function() end },
+  { 'kb.trace.active', {}, function() end },
   { 't:numel', { 'tensor' }, function() return T() end },
   { 't:nbytes', { 'tensor' }, function() return T() end },
   { 't:totable', { 'tensor' }, function() return T() end },
@@ -193,6 +199,7 @@ describe('every engine function and method with wrong arguments', function()
   teardown(function()
     os.remove(FILE)
     kb.defer_interrupts(false)
+    kb.trace.stop()
   end)
 
   it('has an entry here for every function of kb, kb.rope, kb.jcs, kb.nvml and every method', function()

@@ -87,6 +87,13 @@ M.sections = {
   { id = 'timing', title = 'Timing: events, clocks, L2 flush, graphs',
     intro = 'The primitives protocols are made of. On the cuda backend events are CUDA events '
       .. 'on the current stream; on cpu they record the host monotonic clock.' },
+  { id = 'trace', title = 'Kernel traces (kb.trace)',
+    intro = 'What ran on a device and when: one record per kernel or memory copy with its own '
+      .. 'start and end. On cuda the records come from CUPTI\'s activity API (libcupti, loaded '
+      .. 'with dlopen; $KLUABENCH_CUPTI names the file when it is not found) and carry device '
+      .. 'timestamps, the timer Nsight Compute\'s gpu__time_duration reads; on cpu the cpu '
+      .. 'backend times its own kernels on the host clock. Memsets (the L2 flush) are not traced. '
+      .. 'One trace at a time per process.' },
   { id = 'nvml', title = 'GPU clocks, temperature and power (kb.nvml)',
     intro = 'NVML, loaded with dlopen on first use (the binary starts where it is absent). '
       .. 'Functions that query a device return nil and a message on failure; fields a GPU '
@@ -416,6 +423,30 @@ section('nvml', {
     example = 'for bit, name in pairs(kb.nvml.reason_names()) do print(bit, name) end' },
 })
 
+section('trace', {
+  { name = 'kb.trace.available', signature = 'kb.trace.available([device]) -> true | false, why',
+    summary = 'Whether the device can be traced (on cuda: whether CUPTI loads), and why not.',
+    example = 'local ok, why = kb.trace.available()\nif not ok then print(why) end' },
+  { name = 'kb.trace.start', signature = 'kb.trace.start([device])',
+    summary = 'Records every kernel and copy the device runs from now on.',
+    details = 'An error when tracing is already on, or when the device cannot be traced (the '
+      .. 'message says why). Records left from an earlier trace are discarded.',
+    example = 'kb.trace.start()\nkb.rope.llama4_fwd(q, k, f)\nkb.synchronize()\nfor _, r in ipairs(kb.trace.stop()) do print(r.name, r.ns) end' },
+  { name = 'kb.trace.collect', signature = 'kb.trace.collect() -> records, dropped',
+    summary = 'The records of the work completed so far (synchronise first), oldest first; the buffer is emptied.',
+    details = 'A record: name (demangled on cuda), kind ("kernel" or "memcpy"), start_ns, end_ns, '
+      .. 'ns (duration), grid and block ({x, y, z}, kernels), bytes (copies), stream, '
+      .. 'correlation, internal (true for kluabench\'s own stream-holding spin kernel). dropped: '
+      .. 'records the tracer lost since the last call.',
+    example = 'kb.trace.start()\nfn()\nkb.synchronize()\nlocal recs, dropped = kb.trace.collect()' },
+  { name = 'kb.trace.stop', signature = 'kb.trace.stop() -> records, dropped',
+    summary = 'Switches tracing off and returns what was not collected yet (an empty list when it was off).',
+    example = 'local recs = kb.trace.stop()' },
+  { name = 'kb.trace.active', signature = 'kb.trace.active() -> device | nil',
+    summary = 'The device being traced ("cpu", "cuda:0"), or nil.',
+    example = 'print(kb.trace.active())' },
+})
+
 ---------------------------------------------------------------------------
 -- Digests and JCS
 ---------------------------------------------------------------------------
@@ -587,11 +618,14 @@ section('bench', {
 section('measure', {
   { name = 'measure.run', signature = 'measure.run(mode, fn [, opts [, ctx]]) -> result',
     summary = 'Measures fn in mode "cold", "hot", "graph" or "do_bench"; every raw sample is kept.',
-    details = 'opts: the fields of measure.DEFAULTS (warmup_ms, hold, flush_factor, batch, rotate, '
-      .. 'margin, launches, quantiles, clocks, ...) and stop (a stopping criterion or what '
-      .. 'stopping.from accepts; default stopping.rse_median()). result: samples (ms), enqueue_ns '
-      .. '(host time per call), summary, timer, backend, stop, clocks, warnings and used (what '
-      .. 'the run derived, for the record).',
+    details = 'opts: the fields of measure.DEFAULTS (warmup_ms, hold, flush_factor, event_pairs, '
+      .. 'kernel_trace, batch, rotate, margin, launches, quantiles, clocks, ...) and stop (a '
+      .. 'stopping criterion or what stopping.from accepts; default stopping.rse_median()). '
+      .. 'result: samples (ms), enqueue_ns (host time per call), summary, timer, backend, stop, '
+      .. 'clocks, warnings and used (what the run derived, for the record). The cold mode also '
+      .. 'gives used.event_pair_ms (an empty event interval, timed at warm-up) and '
+      .. 'used.median_minus_event_pair_ms; with kernel_trace = true, kernel_sum_ms and '
+      .. 'kernel_span_ms (per kept sample, from kb.trace) and used.kernel_trace.',
     example = 'local r = measure.run("cold", function() kb.rope.llama4_fwd(q, k, f, {inplace = true}) end,\n'
       .. '  {stop = stopping.count(20)})\nprint(r.summary.median, r.stop.reason)' },
   { name = 'measure.session', signature = 'measure.session(mode, fn [, opts [, ctx]]) -> Session',
@@ -609,6 +643,9 @@ section('measure', {
   { name = 'measure.complete', signature = 'measure.complete(ctx) -> ctx',
     summary = 'ctx with what the modes need: the engine\'s ctx becomes measure.device(); a test\'s fake stays as it is.',
     example = 'local ctx = measure.complete(bench.device())' },
+  { name = 'measure.trace_totals', signature = 'measure.trace_totals(records) -> n, sum_ms, span_ms, names',
+    summary = 'The kernels of kb.trace records, internal ones left out: count, summed durations, first start to last end.',
+    example = 'kb.trace.start()\nfn()\nkb.synchronize()\nprint(measure.trace_totals(kb.trace.stop()))' },
   { name = 'measure.rotation_check', signature = 'measure.rotation_check(private_bytes, l2_bytes [, margin]) -> ok, info',
     summary = 'Whether rotating input sets keeps the caches cold: min over sets of (total - own) >= margin x L2.',
     details = 'private_bytes lists, per set, the bytes only that set touches; margin defaults to 2. '

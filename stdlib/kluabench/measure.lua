@@ -16,6 +16,15 @@
 --   do_bench  bench.do_bench (triton's algorithm), for comparability with
 --             Liger's numbers.
 --
+-- The cold mode also measures, during its warm-up, what an event pair with
+-- nothing between costs on this device (event_pairs intervals held the same
+-- way: 1.3 us on an H200), and reports the median minus it as an estimate
+-- of the kernel-only time; the samples stay raw. With kernel_trace = true it
+-- also records, per sample, the device's own start and end of every kernel
+-- and copy fn ran (kb.trace: CUPTI on cuda), so each sample has a sum of
+-- kernel durations (what Nsight Compute's gpu__time_duration adds up) and a
+-- span (first start to last end: device time without the events).
+--
 -- Each sample also records the host time spent enqueueing fn (ns, the host
 -- clock read around the call), so host overhead and device time are
 -- reported apart. Between the start and the end event only fn runs (and, in
@@ -57,6 +66,8 @@ M.DEFAULTS = {
   max_sets = 4096,
   quantiles = { 0.5, 0.2, 0.8 },
   clocks = true,         -- NVML monitor (inert where there is no NVML)
+  event_pairs = 64,      -- cold: empty event intervals timed to calibrate (0: none)
+  kernel_trace = false,  -- cold: trace fn's kernels per sample (kb.trace)
 }
 
 local function opt(opts, k)
@@ -93,6 +104,7 @@ function M.device()
   ctx.device_info = kb.device_info
   ctx.interrupted = kb.interrupted
   ctx.nvml = kb.nvml
+  ctx.tracer = kb.trace
   if ctx.backend == 'cuda' then
     ctx.graph = kb.graph
   else
@@ -292,6 +304,54 @@ local function timed_once(ctx, e0, e1, fn)
   return ctx.elapsed_ms(e0, e1), t1 - t0
 end
 
+-- The median time between a start and an end event with nothing between
+-- them, held the way the samples are: what the events add to a sample.
+local function event_pair_ms(self, e0, e1, n)
+  local ctx = self.ctx
+  local xs = {}
+  for i = 1, n do
+    if self.hold_ns > 0 then ctx.spin(self.hold_ns) end
+    e0:record()
+    e1:record()
+    ctx.synchronize()
+    xs[i] = ctx.elapsed_ms(e0, e1)
+  end
+  return stats.median(xs)
+end
+
+-- The kernels of one sample from kb.trace records: the engine's own
+-- (the stream-holding spin) left out. Returns count, sum of durations and
+-- span (first start to last end) in ms, and the names in launch order.
+function M.trace_totals(records)
+  local n, sum, first, last, names = 0, 0, nil, nil, {}
+  for _, r in ipairs(records) do
+    if not r.internal then
+      n = n + 1
+      sum = sum + r.ns
+      first = first and min(first, r.start_ns) or r.start_ns
+      last = last and max(last, r.end_ns) or r.end_ns
+      names[n] = r.name
+    end
+  end
+  return n, sum / 1e6, n > 0 and (last - first) / 1e6 or 0, names
+end
+
+-- kernel_trace: switch kb.trace on around one sample only (so that other
+-- sessions' samples, interleaved with this one's, are neither traced nor
+-- slowed by it); the cost of switching is outside the held region.
+local function tracer(self)
+  if not opt(self.opts, 'kernel_trace') then return nil end
+  local tr = self.ctx.tracer
+  if type(tr) ~= 'table' then error('cold mode: kernel_trace needs ctx.tracer (kb.trace)', 4) end
+  local ok, why = tr.available()
+  if not ok then error('cold mode: kernel_trace = true, but ' .. tostring(why), 4) end
+  if tr.active() then
+    error('cold mode: kernel_trace = true, but kb.trace is already on (stop it first)', 4)
+  end
+  self.trace = { sum_ms = {}, span_ms = {}, kernels = {}, names = nil }
+  return tr
+end
+
 -- cold: flush, hold, start, fn, end; one call per sample.
 local function setup_cold(self, fn)
   local ctx = self.ctx
@@ -301,6 +361,7 @@ local function setup_cold(self, fn)
   local bytes = floor(opt(self.opts, 'flush_factor') * l2)
   local e0, e1 = ctx.event(), ctx.event()
   local flushed = flush(bytes)
+  local tr = tracer(self)
   self.used.flush_bytes = type(flushed) == 'number' and flushed or bytes
   self.used.l2_bytes = l2
   local function once()
@@ -310,19 +371,32 @@ local function setup_cold(self, fn)
   self.warmup_fn = function()
     local _, enq = warm(self, once)
     set_hold(self, enq, 1)
+    local pairs_n = opt(self.opts, 'event_pairs')
+    if pairs_n > 0 then
+      self.used.event_pair_ms = event_pair_ms(self, e0, e1, pairs_n)
+      self.used.event_pairs = pairs_n
+    end
   end
   self.take = function()
     flush(bytes)
+    if tr then tr.start() end
     local hold = self.hold_ns
     local th = clock()
     if hold > 0 then spin(hold) end
     e0:record()
     local t0 = clock()
-    fn()
+    if tr then
+      -- an error in fn must not leave the tracer on for whoever comes next
+      local ok, err = pcall(fn)
+      if not ok then tr.stop(); error(err, 0) end
+    else
+      fn()
+    end
     local t1 = clock()
     e1:record()
     local te = clock()
     sync()
+    if tr then self.trace.last = tr.stop() end
     return elapsed(e0, e1), t1 - t0, hold > 0 and te - th >= hold
   end
 end
@@ -540,6 +614,13 @@ function Session:step()
   if keep then
     self.st:add(ms)
     self.enqueue_ns[#self.enqueue_ns + 1] = enq
+    local tr = self.trace
+    if tr then
+      local n, sum, span, names = M.trace_totals(tr.last)
+      local i = #tr.sum_ms + 1
+      tr.sum_ms[i], tr.span_ms[i], tr.kernels[i] = sum, span, n
+      tr.names = tr.names or names
+    end
   else
     self.st:tick()
   end
@@ -579,6 +660,14 @@ function Session:result()
   u.samples_dropped = self.dropped
   u.stop = self.stop
   u.host_enqueue_ns = spread(self.enqueue_ns)
+  if u.event_pair_ms and #samples > 0 then
+    u.median_minus_event_pair_ms = stats.median(samples) - u.event_pair_ms
+  end
+  local tr = self.trace
+  if tr then
+    u.kernel_trace = { kernels_per_call = median_of(tr.kernels), names = tr.names,
+      sum_ms = spread(tr.sum_ms), span_ms = spread(tr.span_ms) }
+  end
   if #samples >= 2 then
     local lo, hi = inference.median_ci(self.st.sorted, 0.95, { sorted = true })
     u.median_ci_ms = { lo = lo, hi = hi, confidence = 0.95, method = 'order statistics' }
@@ -600,6 +689,8 @@ function Session:result()
   return {
     samples = samples,
     enqueue_ns = self.enqueue_ns,
+    kernel_sum_ms = tr and tr.sum_ms or nil,
+    kernel_span_ms = tr and tr.span_ms or nil,
     summary = stats.summary(samples),
     timer = self.ctx.timer,
     backend = self.ctx.backend,
@@ -670,7 +761,9 @@ local WHAT = {
     launchOverhead = 'kept out: a spin kernel holds the stream while the start event, the call '
       .. 'and the end event are enqueued (hold sized from the host enqueue time, doubled and the '
       .. 'sample retaken when the host was slower than the hold)',
-    sample = 'device time of one call',
+    sample = 'device time of one call, between two CUDA events (which add a constant, measured '
+      .. 'at warm-up as eventPairMs and reported apart: the median minus it estimates the '
+      .. 'kernel-only time)',
     hides = 'host launch overhead (reported apart as host enqueue time); warm-cache effects',
   },
   hot = {
@@ -742,11 +835,12 @@ function M.protocol(mode, params)
         throttle = q.clocks == false and 'not monitored'
           or 'samples taken while NVML reports a power or thermal slowdown are dropped, with a pause',
       }
-      for _, k in ipairs { 'warmup_ms', 'warmup_min', 'hold', 'flush_factor', 'batch', 'batch_ms',
-        'rotate', 'margin', 'launches' } do
+      for _, k in ipairs { 'warmup_ms', 'warmup_min', 'hold', 'flush_factor', 'event_pairs',
+        'kernel_trace', 'batch', 'batch_ms', 'rotate', 'margin', 'launches' } do
         local v = q[k]
         if v == nil then v = M.DEFAULTS[k] end
-        if (mode == 'cold' or k ~= 'flush_factor') and (mode == 'hot' or not k:match('^batch'))
+        local cold_only = k == 'flush_factor' or k == 'event_pairs' or k == 'kernel_trace'
+        if (mode == 'cold' or not cold_only) and (mode == 'hot' or not k:match('^batch'))
             and (mode == 'graph' or (k ~= 'rotate' and k ~= 'margin' and k ~= 'launches')) then
           m[camel(k)] = v
         end

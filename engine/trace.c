@@ -1,0 +1,201 @@
+/* kb.trace: the kernels (and memory copies) that ran on a device, each with
+ * its start and end on the device's clock. On cuda the records come from
+ * CUPTI (trace_cupti.c), on cpu from the host clock around each of the cpu
+ * backend's kernels. Records accumulate here between kb.trace.start() and
+ * kb.trace.collect() / stop(); the buffer is shared with CUPTI's thread,
+ * hence the mutex. Policy (which records a measurement sums) lives in
+ * stdlib/kluabench/measure.lua. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "kb.h"
+#include "trace.h"
+
+#define KB_TRACE_MAX (1u << 20)
+
+volatile int kb_trace_cpu_on;
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static kb_trace_rec *recs;
+static size_t nrecs, caprecs;
+static uint64_t ndropped;
+static const kb_backend *tracing; /* the device being traced, or NULL */
+
+/* Kernel names repeat: keep one copy of each for the life of the process. */
+static char **names;
+static size_t nnames, capnames;
+
+static const char *intern(const char *s) {
+  for (size_t i = 0; i < nnames; i++)
+    if (strcmp(names[i], s) == 0) return names[i];
+  if (nnames == capnames) {
+    size_t cap = capnames ? 2 * capnames : 64;
+    char **n = realloc(names, cap * sizeof *n);
+    if (!n) return NULL;
+    names = n;
+    capnames = cap;
+  }
+  char *c = strdup(s);
+  if (c) names[nnames++] = c;
+  return c;
+}
+
+uint64_t kb_trace_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void kb_trace_add(const kb_trace_rec *r) {
+  pthread_mutex_lock(&mu);
+  if (nrecs == caprecs && caprecs < KB_TRACE_MAX) {
+    size_t cap = caprecs ? 2 * caprecs : 256;
+    kb_trace_rec *n = realloc(recs, cap * sizeof *n);
+    if (n) {
+      recs = n;
+      caprecs = cap;
+    }
+  }
+  const char *name = r->name ? intern(r->name) : NULL;
+  if (nrecs < caprecs && name) {
+    recs[nrecs] = *r;
+    recs[nrecs].name = name;
+    nrecs++;
+  } else {
+    ndropped++;
+  }
+  pthread_mutex_unlock(&mu);
+}
+
+void kb_trace_dropped(uint64_t n) {
+  pthread_mutex_lock(&mu);
+  ndropped += n;
+  pthread_mutex_unlock(&mu);
+}
+
+/* ---- Lua ----------------------------------------------------------------- */
+
+static void set_int(lua_State *L, const char *k, lua_Integer v) {
+  lua_pushinteger(L, v);
+  lua_setfield(L, -2, k);
+}
+
+static void push_xyz(lua_State *L, const char *k, const int32_t v[3]) {
+  lua_createtable(L, 3, 0);
+  for (int i = 0; i < 3; i++) {
+    lua_pushinteger(L, v[i]);
+    lua_rawseti(L, -2, i + 1);
+  }
+  lua_setfield(L, -2, k);
+}
+
+static int by_start(const void *a, const void *b) {
+  const kb_trace_rec *x = a, *y = b;
+  return x->start_ns < y->start_ns ? -1 : x->start_ns > y->start_ns;
+}
+
+/* Moves the records gathered so far into a Lua list, ordered by start time
+ * (CUPTI delivers buffers in completion order), and clears them. Pushes
+ * the list and the number of records lost since the last call. */
+static void push_records(lua_State *L) {
+  pthread_mutex_lock(&mu);
+  size_t n = nrecs;
+  kb_trace_rec *mine = recs;
+  uint64_t lost = ndropped;
+  recs = NULL;
+  nrecs = caprecs = 0;
+  ndropped = 0;
+  pthread_mutex_unlock(&mu);
+  if (n > 1) qsort(mine, n, sizeof *mine, by_start);
+  lua_createtable(L, (int)n, 0);
+  for (size_t i = 0; i < n; i++) {
+    const kb_trace_rec *r = &mine[i];
+    lua_createtable(L, 0, 12);
+    lua_pushstring(L, r->name);
+    lua_setfield(L, -2, "name");
+    lua_pushstring(L, r->kind);
+    lua_setfield(L, -2, "kind");
+    set_int(L, "start_ns", (lua_Integer)r->start_ns);
+    set_int(L, "end_ns", (lua_Integer)r->end_ns);
+    set_int(L, "ns", r->end_ns >= r->start_ns ? (lua_Integer)(r->end_ns - r->start_ns) : 0);
+    if (strcmp(r->kind, "kernel") == 0) {
+      push_xyz(L, "grid", r->grid);
+      push_xyz(L, "block", r->block);
+    } else {
+      set_int(L, "bytes", (lua_Integer)r->bytes);
+    }
+    set_int(L, "stream", r->stream);
+    set_int(L, "correlation", r->correlation);
+    lua_pushboolean(L, r->internal);
+    lua_setfield(L, -2, "internal");
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  free(mine);
+  lua_pushinteger(L, (lua_Integer)lost);
+}
+
+/* kb.trace.available([device]) -> true | false, why */
+static int l_available(lua_State *L) {
+  const kb_backend *dev = kb_check_device(L, 1);
+  const char *why = dev->trace_available(dev);
+  lua_pushboolean(L, why == NULL);
+  if (!why) return 1;
+  lua_pushstring(L, why);
+  return 2;
+}
+
+/* kb.trace.start([device]): records from now on; a second start while on
+ * is an error (one tracer per process, and a nested start would steal the
+ * outer one's records). Discards records left from an earlier trace. */
+static int l_start(lua_State *L) {
+  const kb_backend *dev = kb_check_device(L, 1);
+  if (tracing)
+    return luaL_error(L, "kb.trace.start: tracing is already on (on %s); call kb.trace.stop() first",
+                      tracing->device);
+  const char *why = dev->trace_available(dev);
+  if (why) return luaL_error(L, "kb.trace.start: cannot trace %s: %s", dev->device, why);
+  KB_TRY(L, dev->trace_enable(dev, 1));
+  tracing = dev;
+  lua_settop(L, 0);
+  push_records(L); /* discard */
+  return 0;
+}
+
+/* kb.trace.collect() -> records, dropped: every record of work that has
+ * completed (the caller synchronises first), then cleared. */
+static int l_collect(lua_State *L) {
+  if (!tracing) return luaL_error(L, "kb.trace.collect: tracing is off (call kb.trace.start() first)");
+  KB_TRY(L, tracing->trace_flush(tracing));
+  push_records(L);
+  return 2;
+}
+
+/* kb.trace.stop() -> records, dropped: switches tracing off and returns
+ * what was not collected yet. Stopping when off returns an empty list. */
+static int l_stop(lua_State *L) {
+  if (tracing) {
+    const kb_backend *dev = tracing;
+    tracing = NULL;
+    KB_TRY(L, dev->trace_flush(dev));
+    KB_TRY(L, dev->trace_enable(dev, 0));
+  }
+  push_records(L);
+  return 2;
+}
+
+/* kb.trace.active() -> device name being traced, or nil */
+static int l_active(lua_State *L) {
+  if (!tracing) return 0;
+  lua_pushstring(L, tracing->device);
+  return 1;
+}
+
+void kb_open_trace(lua_State *L) {
+  static const luaL_Reg fns[] = {
+      {"available", l_available}, {"start", l_start}, {"collect", l_collect},
+      {"stop", l_stop},           {"active", l_active}, {NULL, NULL},
+  };
+  luaL_newlib(L, fns);
+  lua_setfield(L, -2, "trace");
+}

@@ -1,0 +1,211 @@
+-- kb.trace (the kernels a device ran, with their own start and end times)
+-- and the cold mode's use of it: kernel sums and spans per sample, and the
+-- event-pair calibration. CPU-side specs use the cpu backend's tracer (host
+-- clock around each cpu kernel); the #gpu ones read CUPTI's records.
+local kb = require 'kluabench'
+local measure = require 'kluabench.measure'
+
+local function llama4_inputs(device, dtype)
+  local q = kb.randn({ 1, 64, 4, 16 }, dtype or 'f32', 11, device)
+  local k = kb.randn({ 1, 64, 2, 16 }, dtype or 'f32', 12, device)
+  local f = kb.rope.freqs(64, 16, { device = device })
+  return q, k, f
+end
+
+local function names_of(records)
+  local out = {}
+  for i, r in ipairs(records) do out[i] = r.name end
+  return out
+end
+
+describe('kb.trace on the cpu backend', function()
+  after_each(function() kb.trace.stop() end)
+
+  it('records each kernel with its host start, end and duration, in launch order', function()
+    assert.is_true(kb.trace.available('cpu'))
+    local q, k, f = llama4_inputs('cpu')
+    kb.trace.start('cpu')
+    assert.equal('cpu', kb.trace.active())
+    local t0 = kb.clock_ns()
+    kb.rope.llama4_fwd(q, k, f)
+    kb.rope.llama4_fwd(q, k, f, { impl = 'reference' })
+    local t1 = kb.clock_ns()
+    local recs, dropped = kb.trace.collect()
+    assert.equal(0, dropped)
+    assert.same({ 'kb_rope_fused_cpu', 'kb_rope_reference_cpu' }, names_of(recs))
+    for _, r in ipairs(recs) do
+      assert.equal('kernel', r.kind)
+      assert.is_false(r.internal)
+      assert.equal(r.end_ns - r.start_ns, r.ns)
+      assert.is_true(r.ns > 0)
+      -- the cpu tracer's clock is the host monotonic clock kb.clock_ns reads
+      assert.is_true(r.start_ns >= t0 and r.end_ns <= t1, string.format('%d..%d not in %d..%d',
+        r.start_ns, r.end_ns, t0, t1))
+    end
+    assert.is_true(recs[1].end_ns <= recs[2].start_ns)
+  end)
+
+  it('collect empties the buffer; copies are memcpy records with their bytes', function()
+    local q = kb.randn({ 1000 }, 'f32', 1, 'cpu')
+    local c = kb.empty({ 1000 }, 'f32', 'cpu')
+    kb.trace.start('cpu')
+    c:copy_(q)
+    local recs = kb.trace.collect()
+    assert.equal(1, #recs)
+    assert.equal('memcpy', recs[1].kind)
+    assert.equal(4000, recs[1].bytes)
+    assert.same({}, (kb.trace.collect()))
+    c:fill_(2)
+    local rest = kb.trace.stop()
+    assert.same({ 'kb_fill_cpu' }, names_of(rest))
+    assert.is_nil(kb.trace.active())
+    -- off: nothing is recorded
+    c:fill_(3)
+    kb.trace.start('cpu')
+    assert.same({}, (kb.trace.stop()))
+  end)
+
+  it('says what is wrong when used out of order or with a bad device', function()
+    assert.has_error(function() kb.trace.collect() end,
+      'kb.trace.collect: tracing is off (call kb.trace.start() first)')
+    assert.same({}, (kb.trace.stop()))
+    kb.trace.start('cpu')
+    assert.has_error(function() kb.trace.start('cpu') end,
+      'kb.trace.start: tracing is already on (on cpu); call kb.trace.stop() first')
+    assert.has_error(function() kb.trace.start('tpu') end)
+    assert.has_error(function() kb.trace.available(42) end)
+  end)
+end)
+
+describe('measure.trace_totals', function()
+  it('sums durations and spans the first start to the last end, internal records left out', function()
+    local n, sum, span, names = measure.trace_totals {
+      { name = 'kb_hold_spin', start_ns = 0, end_ns = 20000, ns = 20000, internal = true },
+      { name = 'a', start_ns = 21000, end_ns = 23000, ns = 2000, internal = false },
+      { name = 'b', start_ns = 23500, end_ns = 24500, ns = 1000, internal = false },
+    }
+    assert.equal(2, n)
+    assert.near(0.003, sum, 1e-12)
+    assert.near(0.0035, span, 1e-12)
+    assert.same({ 'a', 'b' }, names)
+    local n0, s0, p0 = measure.trace_totals {}
+    assert.same({ 0, 0, 0 }, { n0, s0, p0 })
+  end)
+end)
+
+describe('the cold mode with kernel_trace (cpu backend)', function()
+  after_each(function() kb.trace.stop() end)
+
+  it('gives every kept sample a kernel sum and span, and the event-pair calibration', function()
+    local q, k, f = llama4_inputs('cpu')
+    local r = measure.run('cold', function() kb.rope.llama4_fwd(q, k, f) end,
+      { stop = 25, kernel_trace = true, event_pairs = 16 })
+    assert.equal(#r.samples, #r.kernel_sum_ms)
+    assert.equal(#r.samples, #r.kernel_span_ms)
+    for i, ms in ipairs(r.samples) do
+      local sum = r.kernel_sum_ms[i]
+      assert.is_true(sum > 0 and sum <= ms, string.format('sample %d: kernels %g ms, sample %g ms', i, sum, ms))
+      assert.equal(sum, r.kernel_span_ms[i]) -- one kernel: sum = span
+    end
+    local kt = r.used.kernel_trace
+    assert.equal(1, kt.kernels_per_call)
+    assert.same({ 'kb_rope_fused_cpu' }, kt.names)
+    assert.is_true(kt.sum_ms.median <= r.summary.median)
+    assert.equal(16, r.used.event_pairs)
+    assert.is_true(r.used.event_pair_ms >= 0 and r.used.event_pair_ms < 1)
+    assert.near(r.summary.median - r.used.event_pair_ms, r.used.median_minus_event_pair_ms, 1e-12)
+    assert.is_nil(kb.trace.active()) -- on only around each sample
+  end)
+
+  it('a reference call is several kernels: sum <= span', function()
+    local q, k, f = llama4_inputs('cpu')
+    local fn = function()
+      kb.rope.llama4_fwd(q, k, f)
+      kb.rope.llama4_fwd(q, k, f, { impl = 'reference' })
+    end
+    local r = measure.run('cold', fn, { stop = 10, kernel_trace = true })
+    assert.equal(2, r.used.kernel_trace.kernels_per_call)
+    for i = 1, #r.samples do assert.is_true(r.kernel_sum_ms[i] <= r.kernel_span_ms[i]) end
+  end)
+
+  it('turns the tracer off when fn fails, and refuses to run over a trace already on', function()
+    local calls = 0
+    local ok, err = pcall(measure.run, 'cold', function()
+      calls = calls + 1
+      if calls > 4 then error('boom in fn') end
+    end, { stop = 10, kernel_trace = true, warmup_min = 3, warmup_ms = 0 })
+    assert.is_false(ok)
+    assert.matches('boom in fn', err)
+    assert.is_nil(kb.trace.active())
+    kb.trace.start('cpu')
+    assert.has_error(function()
+      measure.run('cold', function() end, { stop = 3, kernel_trace = true })
+    end, 'cold mode: kernel_trace = true, but kb.trace is already on (stop it first)')
+  end)
+
+  it('without kernel_trace nothing is traced and the protocol spec says so', function()
+    local r = measure.run('cold', function() end, { stop = 5, event_pairs = 0 })
+    assert.is_nil(r.kernel_sum_ms)
+    assert.is_nil(r.used.kernel_trace)
+    assert.is_nil(r.used.event_pair_ms)
+    local spec = measure.protocol('cold', { kernel_trace = true }):spec { backend = 'cpu' }
+    assert.is_true(spec.measurement.kernelTrace)
+    assert.equal(64, spec.measurement.eventPairs)
+    local hot = measure.protocol('hot'):spec { backend = 'cpu' }
+    assert.is_nil(hot.measurement.kernelTrace)
+  end)
+end)
+
+describe('kb.trace on cuda (CUPTI) #gpu', function()
+  after_each(function() kb.trace.stop() end)
+
+  it('is available, or says why', function()
+    local ok, why = kb.trace.available()
+    assert.is_true(ok, why)
+  end)
+
+  it('records the fused kernel once and the reference as its six kernels, on device time', function()
+    local q, k, f = llama4_inputs(nil, 'bf16')
+    kb.synchronize()
+    kb.trace.start()
+    kb.spin(10000)
+    kb.rope.llama4_fwd(q, k, f)
+    kb.synchronize()
+    local fused = kb.trace.collect()
+    assert.equal(2, #fused)
+    assert.is_true(fused[1].internal)
+    assert.matches('kb_hold_spin', fused[1].name)
+    assert.is_true(fused[1].ns >= 10000)
+    assert.is_false(fused[2].internal)
+    assert.matches('rope_fused_kernel', fused[2].name)
+    assert.is_true(fused[2].start_ns >= fused[1].end_ns)
+    assert.is_true(fused[2].grid[1] >= 1 and fused[2].block[1] >= 32)
+    kb.rope.llama4_fwd(q, k, f, { impl = 'reference' })
+    kb.synchronize()
+    local ref = kb.trace.collect()
+    local n = measure.trace_totals(ref)
+    assert.equal(6, n, table.concat(names_of(ref), ', '))
+    local c = kb.empty(q:shape(), 'bf16')
+    c:copy_(q)
+    kb.synchronize()
+    local copy = kb.trace.stop()
+    assert.equal(1, #copy)
+    assert.equal('memcpy', copy[1].kind)
+    assert.equal(q:nbytes(), copy[1].bytes)
+  end)
+
+  it('cold with kernel_trace: the kernel time is inside the event time, the calibration is small', function()
+    local q = kb.randn({ 1, 2048, 32, 128 }, 'bf16', 1)
+    local k = kb.randn({ 1, 2048, 8, 128 }, 'bf16', 2)
+    local f = kb.rope.freqs(2048, 128)
+    local r = measure.run('cold', function() kb.rope.llama4_fwd(q, k, f) end,
+      { stop = 50, kernel_trace = true })
+    assert.equal(1, r.used.kernel_trace.kernels_per_call)
+    for i, ms in ipairs(r.samples) do assert.is_true(r.kernel_sum_ms[i] < ms) end
+    assert.is_true(r.used.event_pair_ms > 0 and r.used.event_pair_ms < 0.005, r.used.event_pair_ms)
+    -- what the events add beyond the kernel is about one event pair
+    local extra = r.summary.median - r.used.kernel_trace.sum_ms.median
+    assert.is_true(math.abs(extra - r.used.event_pair_ms) < 0.002,
+      string.format('events add %g ms, the calibration says %g ms', extra, r.used.event_pair_ms))
+  end)
+end)

@@ -1,0 +1,75 @@
+-- scripts/validate_ncu.lua report: the agreement rule of docs/MEASUREMENT.md
+-- on synthetic inputs with known answers (the measure and ncu halves need
+-- the GPU machine: bench/h200_checks.sh runs them).
+local sub = require 'helpers.subprocess'
+
+local HEADER = '"ID","Kernel Name","Metric Name","Metric Unit","Metric Value"\n'
+
+-- ncu's CSV for `calls` calls of one kernel of `ns` each, tagged as the
+-- shell script tags it.
+local function ncu_csv(tag, calls, ns)
+  local t = { '# ' .. tag .. '\n', '==PROF== Connected to process 1\n', HEADER }
+  for i = 1, calls do
+    t[#t + 1] = string.format('"%d","void k<1>(int)","gpu__time_duration.sum","ns","%s"\n', i - 1,
+      ns >= 1000 and string.format('%d,%03d', ns // 1000, ns % 1000) or tostring(ns))
+  end
+  return table.concat(t)
+end
+
+local function rows(o)
+  local enc = function(t)
+    local parts = {}
+    for k, v in pairs(t) do
+      parts[#parts + 1] = string.format('%q:%s', k, type(v) == 'string' and string.format('%q', v) or tostring(v))
+    end
+    return '{' .. table.concat(parts, ',') .. '}'
+  end
+  local base = { size = 'small', impl = 'fused' }
+  local function with(extra)
+    local t = {}
+    for k, v in pairs(base) do t[k] = v end
+    for k, v in pairs(extra) do t[k] = v end
+    return enc(t)
+  end
+  return table.concat({
+    with { mode = 'cold', rep = 1, median_ms = o.cold, ci_lo_ms = o.cold - 0.0001, ci_hi_ms = o.cold + 0.0001,
+      event_pair_ms = o.pair, minus_pair_ms = o.cold - o.pair, sm_mhz = 1980 },
+    with { mode = 'cold', rep = 2, median_ms = o.cold, event_pair_ms = o.pair, minus_pair_ms = o.cold - o.pair },
+    with { mode = 'cold_traced', median_ms = o.cold, kernels = 1, kernel_sum_ms = o.sum, kernel_span_ms = o.span },
+    with { mode = 'graph', median_ms = o.sum },
+  }, '\n') .. '\n'
+end
+
+local function report(o)
+  local dir = sub.tmpdir()
+  sub.spit(dir .. '/kb.jsonl', rows(o))
+  sub.spit(dir .. '/ncu.csv', ncu_csv('small fused', 3, o.ncu_ns))
+  local r = sub.run({ sub.root() .. '/scripts/validate_ncu.lua', 'report', '--kb', dir .. '/kb.jsonl',
+    '--ncu', dir .. '/ncu.csv', '--calls', '3' })
+  os.execute('rm -rf ' .. sub.q(dir))
+  return r
+end
+
+describe('validate_ncu report', function()
+  it('passes when the kernel sum matches ncu and the events add only the calibrated pair', function()
+    -- ncu 4.8 us; CUPTI sum 5.0 us; cold 6.35 us, pair 1.31 us -> 5.04 vs span 5.0
+    local r = report { ncu_ns = 4800, sum = 0.0050, span = 0.0050, cold = 0.00635, pair = 0.00131 }
+    assert.equal(0, r.code, r.out .. r.err)
+    assert.matches('| small | fused | 1 | 4.80 | 6.35 | 1.31 | 5.04 | 5.00 | 5.00 | %+4.2%% |', r.out)
+    assert.matches('PASS %(tol 1.00 us%)', r.out)
+    assert.matches('0 of the points failed', r.out)
+  end)
+
+  it('fails when the kernel sum disagrees with ncu, and says which comparison failed', function()
+    local r = report { ncu_ns = 4800, sum = 0.0062, span = 0.0062, cold = 0.00751, pair = 0.00131 }
+    assert.equal(1, r.code)
+    assert.matches('FAIL: sum vs ncu > 1.00 us', r.out)
+    assert.matches('1 of the points failed', r.out)
+  end)
+
+  it('fails when the events add more than the calibrated pair', function()
+    local r = report { ncu_ns = 20000, sum = 0.0200, span = 0.0210, cold = 0.0250, pair = 0.0013 }
+    assert.equal(1, r.code)
+    assert.matches('FAIL: cold %- pair vs span > 1.05 us', r.out)
+  end)
+end)
