@@ -37,6 +37,10 @@ step "target 1: bench/target1.lua"
 timeout 120 $BIN bench/target1.lua --rep-ms 100 >"$OUT/target1.md" 2>&1
 echo "exit status $?"; cat "$OUT/target1.md"
 
+step "does kernel tracing change what it traces? bench/trace_overhead.lua"
+timeout 60 $BIN bench/trace_overhead.lua 40
+timeout 30 $BIN bench/trace_overhead.lua 200 512 2048
+
 step "validation against Nsight Compute: scripts/validate_ncu.sh"
 mkdir -p /tmp/validate
 OUT=/tmp/validate CALLS=${CALLS:-20} timeout 240 bash scripts/validate_ncu.sh
@@ -49,12 +53,14 @@ tail -n 40 /tmp/validate/validate.log 2>/dev/null
 step "compute-sanitizer memcheck (leak check) and racecheck over every gpu spec"
 # application-only: the sticky-error spec's child process faults on purpose.
 # --report-api-errors no: the out-of-memory spec's failed cudaMalloc is deliberate.
+# Left out: #timing specs (they assert durations, which instrumentation stretches) and
+# #cupti ones (the sanitizer is itself CUPTI's one client, so kb.trace is unavailable).
 {
   for tool in "memcheck --leak-check full --report-api-errors no" racecheck; do
     echo "== compute-sanitizer --tool $tool --target-processes application-only"
     # shellcheck disable=SC2086 # tool and its options
     timeout 200 compute-sanitizer --tool $tool --target-processes application-only --error-exitcode 9 \
-      $BIN tests/run.lua --tags=gpu 2>&1 | grep -v -E '^\+*$' | tail -n 40
+      $BIN tests/run.lua --tags=gpu --exclude-tags=timing,cupti 2>&1 | grep -v -E '^\+*$' | tail -n 40
     echo "exit status ${PIPESTATUS[0]}"
   done
 } >"$OUT/sanitizer.txt" 2>&1

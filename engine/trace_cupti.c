@@ -182,6 +182,16 @@ const char *kb_cupti_load(void) {
     cu.lib = NULL;
     return cu.why;
   }
+  /* Registering the buffers is where another CUPTI client (Nsight
+   * Compute or Systems, compute-sanitizer) shows: only one may subscribe. */
+  CUptiResult r = cu.register_callbacks(buffer_requested, buffer_completed);
+  if (r != CUPTI_SUCCESS) {
+    snprintf(cu.why, sizeof cu.why, "%.600s%s", fail("cuptiActivityRegisterCallbacks", r),
+             r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
+                 ? " (another CUPTI client holds it: a profiler or compute-sanitizer)" : "");
+    return cu.why;
+  }
+  cu.registered = 1;
   cu.state = 1;
   return NULL;
 }
@@ -189,10 +199,6 @@ const char *kb_cupti_load(void) {
 const char *kb_cupti_enable(int on) {
   const char *why = kb_cupti_load();
   if (why) return why;
-  if (!cu.registered) {
-    CUPTI(cu.register_callbacks(buffer_requested, buffer_completed), "cuptiActivityRegisterCallbacks");
-    cu.registered = 1;
-  }
   if (on && !cu.on) {
     CUPTI(cu.enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL),
           "cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)");

@@ -11,13 +11,12 @@
 --       after an L2 flush, as the cold mode does
 --   kluabench scripts/validate_ncu.lua report --kb FILE --ncu FILE [--calls N]
 --       the comparison table (markdown) of the two; exit 1 when a point fails
---       the agreement rule (docs/MEASUREMENT.md): within max(5 %, 1 us),
---         the sum of the call's kernel durations (CUPTI, in the cold mode)
---           agrees with ncu's gpu__time_duration.sum, and
---         the cold median minus the calibrated event pair agrees with the
---           span of the kernels (first start to last end, CUPTI): the events
---           add nothing else. For a one-kernel call span = sum, so then
---           the cold median minus the event pair agrees with ncu itself.
+--       the agreement rule (docs/MEASUREMENT.md): the cold median minus the
+--       event pair calibrated in the same session agrees with ncu's
+--       gpu__time_duration.sum within max(5 %, 1 us). The raw cold median,
+--       the graph mode and CUPTI's kernel records (sum of durations and
+--       span) are shown beside it, not judged: CUPTI's durations are not
+--       ncu's (docs/MEASUREMENT.md has the numbers).
 --
 -- Workload: Llama 4's RoPE forward as Liger's benchmark sets it up (batch 1,
 -- 32 query heads, 8 key/value heads, head_dim = hidden / 32, bf16, theta
@@ -279,7 +278,7 @@ local function report_cmd(o)
   local rel = function(a, b) return (a and b) and string.format('%+.1f%%', (a / b - 1) * 100) or 'n/a' end
   local lines = {
     '| size | impl | kernels/call | ncu sum us | cold median us | event pair us | cold - pair us '
-      .. '| CUPTI span us | CUPTI kernel sum us | sum vs ncu | cold - pair vs span | cold vs ncu (raw) '
+      .. '| cold - pair vs ncu | cold vs ncu (raw) | CUPTI kernel sum us | CUPTI span us | CUPTI sum vs ncu '
       .. '| graph us/launch | cold run 2 in run 1 interval | SM MHz | verdict |',
     '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | --- |',
   }
@@ -295,30 +294,26 @@ local function report_cmd(o)
         local sum, span = tr and tr.kernel_sum_ms, tr and tr.kernel_span_ms
         local why = {}
         if not n_ms then why[#why + 1] = 'no ncu data' end
-        if not (sum and span) then why[#why + 1] = 'no kernel trace' end
         if not minus then why[#why + 1] = 'no event-pair calibration' end
-        local ok_sum, tol_sum, ok_span, tol_span
-        if #why == 0 then
-          ok_sum, tol_sum = agree(sum, n_ms)
-          ok_span, tol_span = agree(minus, span)
-          if not ok_sum then why[#why + 1] = string.format('sum vs ncu > %.2f us', tol_sum * 1000) end
-          if not ok_span then why[#why + 1] = string.format('cold - pair vs span > %.2f us', tol_span * 1000) end
+        local ok, tol
+        if n_ms and minus then
+          ok, tol = agree(minus, n_ms)
+          if not ok then why[#why + 1] = string.format('cold - pair vs ncu > %.2f us', tol * 1000) end
         end
         local repeat_ok = c2 and c1.ci_lo_ms and c2.median_ms >= c1.ci_lo_ms and c2.median_ms <= c1.ci_hi_ms
         if #why > 0 then failed = failed + 1 end
         lines[#lines + 1] = string.format('| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |',
           size, impl, per or 'n/a', us(n_ms), us(c1.median_ms), us(c1.event_pair_ms), us(minus),
-          us(span), us(sum), rel(sum, n_ms), rel(minus, span), rel(c1.median_ms, n_ms),
+          rel(minus, n_ms), rel(c1.median_ms, n_ms), us(sum), us(span), rel(sum, n_ms),
           us(g and g.median_ms), repeat_ok and 'yes' or 'no', c1.sm_mhz or 'n/a',
-          #why == 0 and string.format('PASS (tol %.2f us)', tol_sum * 1000)
+          #why == 0 and string.format('PASS (tol %.2f us)', tol * 1000)
             or ('FAIL: ' .. table.concat(why, '; ')))
       end
     end
   end
   io.stdout:write(table.concat(lines, '\n'), '\n\n')
-  io.stdout:write(string.format('Agreement rule (each within max(5%%, 1 us)): the CUPTI kernel sum '
-    .. 'agrees with ncu, and the cold median minus the event pair agrees with the CUPTI span. '
-    .. '%d of the points failed.\n', failed))
+  io.stdout:write(string.format('Agreement rule: |(cold median - event pair) - ncu| <= max(5%% of '
+    .. 'ncu, 1 us). %d of the points failed.\n', failed))
   return failed == 0
 end
 

@@ -339,14 +339,14 @@ describe('measure on cuda #gpu', function()
   local kb
   setup(function() kb = require 'kluabench' end)
 
-  it('cold: the device time of a 100 us spin kernel, launch overhead kept out', function()
+  it('cold: the device time of a 100 us spin kernel, launch overhead kept out #timing', function()
     local r = measure.run('cold', function() kb.spin(100000) end, { stop = 'rse:0.005' })
     assert.is_true(math.abs(r.summary.median - 0.1) < 0.005, r.summary.median)
     assert.is_true(r.used.hold_ns >= 20000)
     assert.is_true(r.used.host_enqueue_ns.median < 50000)
   end)
 
-  it('cold: the hold takes launch latency out of a tiny kernel', function()
+  it('cold: the hold takes launch latency out of a tiny kernel #timing', function()
     local fn = function() kb.spin(1000) end
     local held = measure.run('cold', fn, { stop = 200 })
     local unheld = measure.run('cold', fn, { stop = 200, hold = false })
@@ -354,7 +354,7 @@ describe('measure on cuda #gpu', function()
       string.format('held %g ms, unheld %g ms', held.summary.median, unheld.summary.median))
   end)
 
-  it('hot and graph agree with cold on a spin kernel', function()
+  it('hot and graph agree with cold on a spin kernel #timing', function()
     local fn = function() kb.spin(50000) end
     local hot = measure.run('hot', fn, { stop = 50 })
     local graph = measure.run('graph', fn, { stop = 50, allow_warm = true })

@@ -156,7 +156,8 @@ describe('the cold mode with kernel_trace (cpu backend)', function()
   end)
 end)
 
-describe('kb.trace on cuda (CUPTI) #gpu', function()
+-- #cupti: compute-sanitizer holds CUPTI itself, so its runs leave these out.
+describe('kb.trace on cuda (CUPTI) #gpu #cupti', function()
   after_each(function() kb.trace.stop() end)
 
   it('is available, or says why', function()
@@ -178,7 +179,10 @@ describe('kb.trace on cuda (CUPTI) #gpu', function()
     assert.is_true(fused[1].ns >= 10000)
     assert.is_false(fused[2].internal)
     assert.matches('rope_fused_kernel', fused[2].name)
-    assert.is_true(fused[2].start_ns >= fused[1].end_ns)
+    -- queued behind the spin: it starts after most of the spin (CUPTI's end of
+    -- a kernel can come a little after the next one's start on the H200)
+    assert.is_true(fused[2].start_ns >= fused[1].start_ns + 9000)
+    assert.is_true(fused[2].end_ns > fused[1].end_ns)
     assert.is_true(fused[2].grid[1] >= 1 and fused[2].block[1] >= 32)
     kb.rope.llama4_fwd(q, k, f, { impl = 'reference' })
     kb.synchronize()
