@@ -1,14 +1,17 @@
 -- Does kernel tracing (kb.trace: CUPTI on cuda) change what it traces? The cold-mode loop
--- (flush, 50 us spin hold, start event, the call, end event) run three ways on the same
+-- (flush, spin hold, start event, the call, end event) run three ways on the same
 -- inputs: tracing off; switched on and off around every sample (what measure's kernel_trace
 -- does); on for the whole run with a collect after each sample. Prints the median event time
 -- and the median sum of kernel durations of each.
--- Usage: kluabench bench/trace_overhead.lua [samples] [hidden] [seq]
+-- Usage: kluabench bench/trace_overhead.lua [samples] [hidden] [seq] [hold_us]
+-- The hold (default 1000 us) must outlast the host enqueue, which tracing slows: with 50 us
+-- the host was still launching when the spin ended and the event times grew by 10-15 us.
 local kb = require 'kluabench'
 local measure = require 'kluabench.measure'
 local n = math.tointeger(tonumber(arg[1])) or 40
 local hidden = math.tointeger(tonumber(arg[2])) or 8192
 local seq = math.tointeger(tonumber(arg[3])) or 16384
+local hold_ns = (math.tointeger(tonumber(arg[4])) or 1000) * 1000
 local d = hidden // 32
 local q = kb.randn({ 1, seq, 32, d }, 'bf16', 1)
 local k = kb.randn({ 1, seq, 8, d }, 'bf16', 2)
@@ -22,7 +25,7 @@ local function loop(impl, how)
   for i = 1, n + 3 do
     kb.flush_l2()
     if how == 'toggle' then kb.trace.start() end
-    kb.spin(50000)
+    kb.spin(hold_ns)
     e0:record()
     kb.rope.llama4_fwd(q, k, f, opts)
     e1:record()

@@ -83,9 +83,9 @@ local function row(size, impl, mode, r, extra)
   }
   local kt = u.kernel_trace
   if kt then
-    t.kernels = kt.kernels_per_call
-    t.kernel_sum_ms = kt.sum_ms and kt.sum_ms.median
-    t.kernel_span_ms = kt.span_ms and kt.span_ms.median
+    t.kernels = kt.kernelsPerCall
+    t.kernel_sum_ms = kt.sumMs and kt.sumMs.median
+    t.kernel_span_ms = kt.spanMs and kt.spanMs.median
     t.kernel_names = kt.names
   end
   for k, v in pairs(extra or {}) do t[k] = v end

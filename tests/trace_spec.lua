@@ -108,13 +108,29 @@ describe('the cold mode with kernel_trace (cpu backend)', function()
       assert.equal(sum, r.kernel_span_ms[i]) -- one kernel: sum = span
     end
     local kt = r.used.kernel_trace
-    assert.equal(1, kt.kernels_per_call)
+    assert.equal(1, kt.kernelsPerCall)
     assert.same({ 'kb_rope_fused_cpu' }, kt.names)
-    assert.is_true(kt.sum_ms.median <= r.summary.median)
+    assert.is_true(kt.sumMs.median <= r.summary.median)
     assert.equal(16, r.used.event_pairs)
     assert.is_true(r.used.event_pair_ms >= 0 and r.used.event_pair_ms < 1)
     assert.near(r.summary.median - r.used.event_pair_ms, r.used.median_minus_event_pair_ms, 1e-12)
     assert.is_nil(kb.trace.active()) -- on only around each sample
+  end)
+
+  it('puts the calibration and the kernel summary into the record', function()
+    local record = require 'kluabench.record'
+    local q, k, f = llama4_inputs('cpu')
+    local p = measure.protocol('cold', { stop = 8, kernel_trace = true })
+    local r = p:run(function() kb.rope.llama4_fwd(q, k, f) end)
+    local bundle = record.from_result { kernel = 'llama4_rope', mode = 'forward', provider = 'fused',
+      parameters = { hidden = 64, seq = 64 }, dtype = 'f32', result = r, protocol = p }
+    local e = bundle.run.spec.execution
+    assert.equal(r.used.event_pair_ms, e.eventPairMs)
+    assert.equal(r.used.median_minus_event_pair_ms, e.medianMinusEventPairMs)
+    assert.equal(1, e.kernelTrace.kernelsPerCall)
+    assert.same({ 'kb_rope_fused_cpu' }, e.kernelTrace.names)
+    assert.is_number(e.kernelTrace.sumMs.median)
+    assert.is_true(bundle.protocol.spec.measurement.kernelTrace)
   end)
 
   it('a reference call is several kernels: sum <= span', function()
@@ -124,7 +140,7 @@ describe('the cold mode with kernel_trace (cpu backend)', function()
       kb.rope.llama4_fwd(q, k, f, { impl = 'reference' })
     end
     local r = measure.run('cold', fn, { stop = 10, kernel_trace = true })
-    assert.equal(2, r.used.kernel_trace.kernels_per_call)
+    assert.equal(2, r.used.kernel_trace.kernelsPerCall)
     for i = 1, #r.samples do assert.is_true(r.kernel_sum_ms[i] <= r.kernel_span_ms[i]) end
   end)
 
@@ -204,11 +220,11 @@ describe('kb.trace on cuda (CUPTI) #gpu #cupti', function()
     local f = kb.rope.freqs(2048, 128)
     local r = measure.run('cold', function() kb.rope.llama4_fwd(q, k, f) end,
       { stop = 50, kernel_trace = true })
-    assert.equal(1, r.used.kernel_trace.kernels_per_call)
+    assert.equal(1, r.used.kernel_trace.kernelsPerCall)
     for i, ms in ipairs(r.samples) do assert.is_true(r.kernel_sum_ms[i] < ms) end
     assert.is_true(r.used.event_pair_ms > 0 and r.used.event_pair_ms < 0.005, r.used.event_pair_ms)
     -- what the events add beyond the kernel is about one event pair
-    local extra = r.summary.median - r.used.kernel_trace.sum_ms.median
+    local extra = r.summary.median - r.used.kernel_trace.sumMs.median
     assert.is_true(math.abs(extra - r.used.event_pair_ms) < 0.002,
       string.format('events add %g ms, the calibration says %g ms', extra, r.used.event_pair_ms))
   end)

@@ -665,8 +665,9 @@ function Session:result()
   end
   local tr = self.trace
   if tr then
-    u.kernel_trace = { kernels_per_call = median_of(tr.kernels), names = tr.names,
-      sum_ms = spread(tr.sum_ms), span_ms = spread(tr.span_ms) }
+    -- camelCase inside, like used.rotation: records copy it as it is
+    u.kernel_trace = { kernelsPerCall = median_of(tr.kernels), names = tr.names,
+      sumMs = spread(tr.sum_ms), spanMs = spread(tr.span_ms) }
   end
   if #samples >= 2 then
     local lo, hi = inference.median_ci(self.st.sorted, 0.95, { sorted = true })
