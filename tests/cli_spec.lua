@@ -461,3 +461,23 @@ describe('the kluabench host', function()
     end)
   end)
 end)
+
+describe('cli.parse_args', function()
+  local cli = require 'kluabench.cli'
+  local SPEC = { quiet = 'flag', out = 'value', filter = 'list', aliases = { q = 'quiet', o = 'out' } }
+
+  it('reads flags, values in every spelling, repeated list options and positionals', function()
+    local opts, rest = cli.parse_args({ 'a.json', '-q', '--out=x', '--filter', 'k=1', 'b.json',
+      '--filter=k=2', '--', '--not-an-option' }, SPEC)
+    assert.same({ quiet = true, out = 'x', filter = { 'k=1', 'k=2' } }, opts)
+    assert.same({ 'a.json', 'b.json', '--not-an-option' }, rest)
+    assert.same({ out = 'y' }, (cli.parse_args({ '-o', 'y' }, SPEC)))
+  end)
+
+  it('says what is wrong with an option', function()
+    assert.same({ nil, "unrecognized option '--nope'" }, { cli.parse_args({ '--nope' }, SPEC) })
+    assert.same({ nil, "unrecognized option '-x'" }, { cli.parse_args({ '-x' }, SPEC) })
+    assert.same({ nil, "option '--quiet' takes no value" }, { cli.parse_args({ '--quiet=1' }, SPEC) })
+    assert.same({ nil, "option '--filter' needs a value" }, { cli.parse_args({ '--filter' }, SPEC) })
+  end)
+end)

@@ -227,9 +227,11 @@ function M.usage_error(name, fmt, ...)
 end
 
 --- Reads options from args. spec maps an option name (without dashes) to
--- 'flag' or 'value'; spec.aliases maps one-letter names to option names
--- ({o = 'output'}). Accepts --name, --name=value, --name value, -o value;
--- '--' ends the options. Returns opts, positional args; or nil, message.
+-- 'flag', 'value' or 'list' (a value that may be given several times:
+-- opts[name] is the list of them); spec.aliases maps one-letter names to
+-- option names ({o = 'output'}). Accepts --name, --name=value, --name value,
+-- -o value; '--' ends the options. Returns opts, positional args; or nil,
+-- message.
 function M.parse_args(args, spec)
   local opts, rest = {}, {}
   local aliases = spec.aliases or {}
@@ -248,13 +250,18 @@ function M.parse_args(args, spec)
     elseif spec[name] == 'flag' then
       if value then return nil, string.format("option '--%s' takes no value", name) end
       opts[name] = true
-    elseif spec[name] == 'value' then
+    elseif spec[name] == 'value' or spec[name] == 'list' then
       if not value then
         i = i + 1
         value = args[i]
         if value == nil then return nil, string.format("option '%s' needs a value", a) end
       end
-      opts[name] = value
+      if spec[name] == 'list' then
+        opts[name] = opts[name] or {}
+        table.insert(opts[name], value)
+      else
+        opts[name] = value
+      end
     else
       return nil, string.format("unrecognized option '%s'", a)
     end

@@ -29,42 +29,13 @@ error, unreadable files or no point in common.]]
 
 local USAGE = 'kluabench compare BASE NEW [--threshold T] [--noise N] [--format table|markdown|json]'
 
-local function usage_error(fmt, ...)
-  local ok, cli = pcall(require, 'kluabench.cli')
-  if ok and cli.usage_error and cli.find and cli.find('compare') then
-    return cli.usage_error('compare', fmt, ...)
-  end
-  io.stderr:write(string.format('kluabench compare: ' .. fmt .. '\n', ...))
-  io.stderr:write('usage: ', USAGE, '\n')
-  return 2
-end
+local function usage_error(fmt, ...) return require('kluabench.cli').usage_error('compare', fmt, ...) end
 
 local SPEC = { threshold = 'value', noise = 'value', confidence = 'value', resamples = 'value',
   seed = 'value', format = 'value', help = 'flag', aliases = { h = 'help' } }
 
--- The options of args, or nil, message (also when cli.parse_args is absent).
-local function parse(args)
-  local ok, cli = pcall(require, 'kluabench.cli')
-  if ok and cli.parse_args then return cli.parse_args(args, SPEC) end
-  local opts, rest, i = {}, {}, 1
-  while i <= #args do
-    local a = args[i]
-    local name, value = a:match('^%-%-([^=]+)=(.*)$')
-    name = name or a:match('^%-%-(.+)$')
-    if name then
-      if SPEC[name] == 'flag' then opts[name] = true
-      elseif SPEC[name] == 'value' then
-        if not value then i = i + 1; value = args[i] end
-        if value == nil then return nil, "option '--" .. name .. "' needs a value" end
-        opts[name] = value
-      else return nil, "unrecognized option '" .. a .. "'" end
-    else
-      rest[#rest + 1] = a
-    end
-    i = i + 1
-  end
-  return opts, rest
-end
+-- The options of args, or nil, message.
+local function parse(args) return require('kluabench.cli').parse_args(args, SPEC) end
 
 local function number_opt(opts, name, lo, hi, integer)
   local v = opts[name]

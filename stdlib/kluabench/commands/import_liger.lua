@@ -29,45 +29,17 @@ A row that cannot be converted is reported on stderr as
 Exit status: 0 all rows imported, 1 a file unreadable or a row skipped,
 2 usage error.]]
 
-local function usage_error(fmt, ...)
-  local ok, cli = pcall(require, 'kluabench.cli')
-  if ok and cli.usage_error then return cli.usage_error('import-liger', fmt, ...) end
-  io.stderr:write(string.format('kluabench import-liger: ' .. fmt .. '\n', ...))
-  io.stderr:write('usage: ', M.USAGE, '\n')
-  return 2
-end
+local cli = require 'kluabench.cli'
+
+local function usage_error(fmt, ...) return cli.usage_error('import-liger', fmt, ...) end
 
 local function fail(fmt, ...)
   io.stderr:write(string.format('kluabench import-liger: ' .. fmt .. '\n', ...))
 end
 
--- Options: returns {out = DIR, jsonl = FILE}, list of CSV paths; or nil, msg.
+-- Options: returns {out = DIR, jsonl = FILE, help}, list of CSV paths; or nil, msg.
 local function parse(args)
-  local opts, files = {}, {}
-  local i, done = 1, false
-  while i <= #args do
-    local a = args[i]
-    local name, value = a:match('^%-%-([%w-]+)=(.*)$')
-    name = name or (not done and a:match('^%-%-([%w-]+)$'))
-    if done or not a:match('^%-.') then
-      files[#files + 1] = a
-    elseif a == '--' then
-      done = true
-    elseif name == 'out' or name == 'jsonl' then
-      if not value then
-        i = i + 1
-        value = args[i]
-        if value == nil then return nil, string.format("option '--%s' needs a value", name) end
-      end
-      opts[name] = value
-    elseif name == 'help' or a == '-h' then
-      opts.help = true
-    else
-      return nil, string.format("unrecognized option '%s'", a)
-    end
-    i = i + 1
-  end
-  return opts, files
+  return cli.parse_args(args, { out = 'value', jsonl = 'value', help = 'flag', aliases = { h = 'help' } })
 end
 
 --- Runs the command on the words after "import-liger"; returns the exit status.

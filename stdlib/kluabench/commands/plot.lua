@@ -40,55 +40,26 @@ Examples:
 
 Exit status: 0 written, 1 unreadable or unsuitable data, 2 usage error.]]
 
-local FLAGS = { logx = true, logy = true, bar = true, help = true }
-local VALUES = { x = true, by = true, y = true, filter = true, title = true, output = true,
-  width = true, height = true }
-local SHORT = { o = 'output', h = 'help' }
+local cli = require 'kluabench.cli'
 
-local function usage_error(fmt, ...)
-  local ok, cli = pcall(require, 'kluabench.cli')
-  if ok and type(cli) == 'table' and cli.usage_error then return cli.usage_error('plot', fmt, ...) end
-  io.stderr:write(string.format('kluabench plot: ' .. fmt .. '\n', ...))
-  io.stderr:write('usage: ', M.USAGE, '\n')
-  return 2
-end
+local SPEC = { logx = 'flag', logy = 'flag', bar = 'flag', help = 'flag', x = 'value', by = 'value',
+  y = 'value', filter = 'list', title = 'value', output = 'value', width = 'value', height = 'value',
+  aliases = { o = 'output', h = 'help' } }
 
---- Reads the arguments: opts (filters as a list), files; or nil, message.
+local function usage_error(fmt, ...) return cli.usage_error('plot', fmt, ...) end
+
+--- Reads the arguments: opts (filters as a list of parsed filters), files;
+-- or nil, message.
 function M.parse_args(args)
-  local opts, files = { filters = {} }, {}
-  local i = 1
-  while i <= #args do
-    local a = args[i]
-    if a == '--' then
-      table.move(args, i + 1, #args, #files + 1, files)
-      break
-    end
-    local name, value = a:match('^%-%-([^=]+)=(.*)$')
-    if not name then name = a:match('^%-%-(.+)$') or SHORT[a:match('^%-(%a)$') or ''] end
-    if not name then
-      if a:match('^%-.') then return nil, string.format("unrecognized option '%s'", a) end
-      files[#files + 1] = a
-    elseif FLAGS[name] then
-      if value then return nil, string.format("option '--%s' takes no value", name) end
-      opts[name] = true
-    elseif VALUES[name] then
-      if not value then
-        i = i + 1
-        value = args[i]
-        if value == nil then return nil, string.format("option '%s' needs a value", a) end
-      end
-      if name == 'filter' then
-        local f, err = plot.parse_filter(value)
-        if not f then return nil, err end
-        opts.filters[#opts.filters + 1] = f
-      else
-        opts[name] = value
-      end
-    else
-      return nil, string.format("unrecognized option '%s'", a)
-    end
-    i = i + 1
+  local opts, files = cli.parse_args(args, SPEC)
+  if not opts then return nil, files end
+  local filters = {}
+  for i, text in ipairs(opts.filter or {}) do
+    local f, err = plot.parse_filter(text)
+    if not f then return nil, err end
+    filters[i] = f
   end
+  opts.filter, opts.filters = nil, filters
   return opts, files
 end
 

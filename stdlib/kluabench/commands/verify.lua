@@ -27,13 +27,7 @@ stderr as "kluabench verify: FILE:LINE: why".
 Exit status: 0 every digest matches, 1 a mismatch or an unreadable or
 invalid file, 2 usage error.]]
 
-local function usage_error(fmt, ...)
-  local ok, cli = pcall(require, 'kluabench.cli')
-  if ok and cli.usage_error then return cli.usage_error('verify', fmt, ...) end
-  io.stderr:write(string.format('kluabench verify: ' .. fmt .. '\n', ...))
-  io.stderr:write('usage: kluabench verify [--quiet] FILE...\n')
-  return 2
-end
+local function usage_error(fmt, ...) return require('kluabench.cli').usage_error('verify', fmt, ...) end
 
 local function is_jsonl_name(path)
   return path:match('%.jsonl$') or path:match('%.ndjson$')
@@ -131,22 +125,14 @@ end
 
 --- Runs the command on the words after "verify"; returns the exit status.
 function M.main(args)
-  local files, quiet = {}, false
-  local options_done = false
-  for _, a in ipairs(args or {}) do
-    if not options_done and (a == '-q' or a == '--quiet') then
-      quiet = true
-    elseif not options_done and (a == '-h' or a == '--help') then
-      io.stdout:write('usage: kluabench verify [--quiet] FILE...\n\n', M.help, '\n')
-      return 0
-    elseif not options_done and a == '--' then
-      options_done = true
-    elseif not options_done and a:match('^%-.') then
-      return usage_error("unrecognized option '%s'", a)
-    else
-      files[#files + 1] = a
-    end
+  local opts, files = require('kluabench.cli').parse_args(args or {},
+    { quiet = 'flag', help = 'flag', aliases = { q = 'quiet', h = 'help' } })
+  if not opts then return usage_error('%s', files) end
+  if opts.help then
+    io.stdout:write('usage: kluabench verify [--quiet] FILE...\n\n', M.help, '\n')
+    return 0
   end
+  local quiet = opts.quiet
   if #files == 0 then return usage_error('no FILE given') end
 
   local function report(kind, path, line, detail)
