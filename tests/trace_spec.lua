@@ -192,9 +192,9 @@ describe('kb.trace on cuda (CUPTI) #gpu #cupti', function()
     assert.is_true(spin[1].internal)
     assert.matches('kb_hold_spin', spin[1].name)
     assert.is_true(spin[1].ns >= 10000)
-    -- Alone, not queued behind the spin: on the H200 CUPTI dated the start of
-    -- a kernel queued right behind another before that one's end (its
-    -- "duration" then held part of the wait).
+    -- Alone, not queued behind the spin: on the H200 CUPTI's concurrent mode
+    -- (kb.trace used it at first) dated the start of a kernel queued right
+    -- behind another before that one's end.
     kb.rope.llama4_fwd(q, k, f)
     kb.synchronize()
     local fused = kb.trace.collect()

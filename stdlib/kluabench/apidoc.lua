@@ -90,8 +90,10 @@ M.sections = {
   { id = 'trace', title = 'Kernel traces (kb.trace)',
     intro = 'What ran on a device and when: one record per kernel or memory copy with its own '
       .. 'start and end. On cuda the records come from CUPTI\'s activity API (libcupti, loaded '
-      .. 'with dlopen; $KLUABENCH_CUPTI names the file when it is not found) and carry device '
-      .. 'timestamps, the timer Nsight Compute\'s gpu__time_duration reads; on cpu the cpu '
+      .. 'with dlopen; $KLUABENCH_CUPTI names the file when it is not found; its serial kernel '
+      .. 'mode, which instruments nothing) and carry device timestamps whose kernel durations '
+      .. 'agree with Nsight Compute\'s gpu__time_duration; each traced launch costs 1-2 us of '
+      .. 'device time, so time with tracing off (docs/MEASUREMENT.md). On cpu the cpu '
       .. 'backend times its own kernels on the host clock. Memsets (the L2 flush) are not traced. '
       .. 'One trace at a time per process.' },
   { id = 'nvml', title = 'GPU clocks, temperature and power (kb.nvml)',
