@@ -6,9 +6,11 @@
 --       in the cold mode with kernel_trace (CUPTI's kernel records per
 --       sample; apart, so that tracing cannot slow the other runs), and in
 --       the graph mode; one JSON line per measurement to FILE (default stdout)
---   kluabench scripts/validate_ncu.lua target --size S --impl I [--calls N]
+--   kluabench scripts/validate_ncu.lua target --size S --impl I [--calls N] [--graph yes]
 --       the program ncu profiles: the same inputs, N calls (default 30), each
---       after an L2 flush, as the cold mode does
+--       after an L2 flush, as the cold mode does; with --graph, the graph
+--       mode's graph (same rotated sets, same launches) replayed N times,
+--       for ncu --graph-profiling graph
 --   kluabench scripts/validate_ncu.lua report --kb FILE --ncu FILE [--calls N]
 --       the comparison table (markdown) of the two; exit 1 when a point fails
 --       the agreement rule (docs/MEASUREMENT.md): the cold median minus the
@@ -154,11 +156,43 @@ end
 -- target (what ncu profiles)
 ---------------------------------------------------------------------------
 
+-- The graph the graph mode replays: the same rotated input sets (seeds 1..n,
+-- n from measure.rotate_for, the frequency table shared) and the same
+-- 'auto' number of launches; replayed `calls` times, nothing after it, so
+-- the last `calls` results of ncu --graph-profiling graph are these.
+local function graph_target(size, impl, calls)
+  local measure = kb.measure
+  local _, _, s, d = inputs(size, 0)
+  local freqs = kb.rope.freqs(s.seq, d)
+  local f = call(impl)
+  local sets = {}
+  local q1, k1 = inputs(size, 1)
+  sets[1] = { q = q1, k = k1 }
+  local n = measure.rotate_for(q1:nbytes() + k1:nbytes(), kb.device_info().l2_bytes)
+  for i = 2, n do
+    local q, k = inputs(size, i)
+    sets[i] = { q = q, k = k }
+  end
+  local launches = n * math.ceil(20 / n)
+  local g = measure.device().graph(function()
+    for i = 1, launches do
+      local set = sets[(i - 1) % n + 1]
+      f(set.q, set.k, freqs)
+    end
+  end)
+  kb.synchronize()
+  for _ = 1, calls do g:replay(1) end
+  kb.synchronize()
+  io.stderr:write(string.format('graph target: %s %s, %d sets, %d launches per graph, %d replays\n',
+    size, impl, n, launches, calls))
+end
+
 local function target_cmd(o)
   local size = o.size or die('target needs --size')
   local impl = o.impl or die('target needs --impl')
   if impl ~= 'fused' and impl ~= 'reference' then die("unknown impl '%s'", impl) end
   local calls = math.tointeger(tonumber(o.calls or '30')) or die('--calls must be an integer')
+  if o.graph then return graph_target(size, impl, calls) end
   local q, k, s, d = inputs(size, 0)
   local freqs = kb.rope.freqs(s.seq, d)
   local f = call(impl)
@@ -203,12 +237,12 @@ local UNIT_NS = { nsecond = 1, ns = 1, usecond = 1e3, us = 1e3, msecond = 1e6, m
   second = 1e9, s = 1e9 }
 
 -- ncu's CSV (details page) of several runs, each preceded by a line
--- "# size impl" that validate_ncu.sh writes: {["size impl"] = {ns, ...}}
--- with the kernel durations in launch order.
+-- "# size impl" (or "# size impl graph") that validate_ncu.sh writes:
+-- {["size impl"] = {ns, ...}} with the durations in launch order.
 local function parse_ncu(text)
   local runs, cur, header = {}, nil, nil
   for line in text:gmatch('[^\n]+') do
-    local tag = line:match('^# (%S+ %S+)')
+    local tag = line:match('^# (%S+ %S+ ?%a*)')
     if tag then
       cur = {}
       runs[tag] = cur
@@ -253,6 +287,16 @@ local function ncu_per_call(kernels_ns, calls)
   return median(sums) / 1e6, per
 end
 
+-- Per-launch time of the graph from ncu --graph-profiling graph: the last
+-- `calls` results are the target's replays (the first of them dropped, as a
+-- warm-up); median / launches. nil, why when the data does not fit.
+local function ncu_graph_per_launch(rows, calls, launches)
+  if not rows or #rows < calls or not launches then return nil, 'no ncu graph data' end
+  if #rows >= calls * launches then return nil, 'ncu profiled kernels, not graphs' end
+  local last = table.move(rows, #rows - calls + 2, #rows, 1, {})
+  return median(last) / 1e6 / launches
+end
+
 local function agree(a_ms, b_ms)
   local tol = math.max(TOL_REL * b_ms, TOL_ABS_MS)
   return math.abs(a_ms - b_ms) <= tol, tol
@@ -263,6 +307,7 @@ local function report_cmd(o)
   local kbfile = o.kb or die('report needs --kb FILE')
   local ncufile = o.ncu or die('report needs --ncu FILE')
   local calls = math.tointeger(tonumber(o.calls or '30'))
+  local gcalls = math.tointeger(tonumber(o['graph-calls'] or '10'))
   local rows = {}
   for line in assert(io.open(kbfile)):lines() do
     if line:match('%S') then rows[#rows + 1] = assert(output.decode(line)) end
@@ -279,8 +324,9 @@ local function report_cmd(o)
   local lines = {
     '| size | impl | kernels/call | ncu sum us | cold median us | event pair us | cold - pair us '
       .. '| cold - pair vs ncu | cold vs ncu (raw) | CUPTI kernel sum us | CUPTI span us | CUPTI sum vs ncu '
-      .. '| graph us/launch | cold run 2 in run 1 interval | SM MHz | verdict |',
-    '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | --- |',
+      .. '| graph us/launch | ncu graph us/launch | graph vs ncu graph | cold run 2 in run 1 interval '
+      .. '| SM MHz | verdict |',
+    '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | --- |',
   }
   local failed = 0
   for _, size in ipairs(SIZE_ORDER) do
@@ -300,12 +346,21 @@ local function report_cmd(o)
           ok, tol = agree(minus, n_ms)
           if not ok then why[#why + 1] = string.format('cold - pair vs ncu > %.2f us', tol * 1000) end
         end
+        -- the graph mode against ncu's time of the same graph, when profiled
+        local g_ncu, g_why = ncu_graph_per_launch(ncu[key .. ' graph'], gcalls, g and g.launches)
+        if g and g_ncu then
+          local ok_g, tol_g = agree(g.median_ms, g_ncu)
+          if not ok_g then why[#why + 1] = string.format('graph vs ncu graph > %.2f us', tol_g * 1000) end
+        elseif g_why ~= 'no ncu graph data' then
+          why[#why + 1] = g_why
+        end
         local repeat_ok = c2 and c1.ci_lo_ms and c2.median_ms >= c1.ci_lo_ms and c2.median_ms <= c1.ci_hi_ms
         if #why > 0 then failed = failed + 1 end
-        lines[#lines + 1] = string.format('| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |',
+        lines[#lines + 1] = string.format('| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |',
           size, impl, per or 'n/a', us(n_ms), us(c1.median_ms), us(c1.event_pair_ms), us(minus),
           rel(minus, n_ms), rel(c1.median_ms, n_ms), us(sum), us(span), rel(sum, n_ms),
-          us(g and g.median_ms), repeat_ok and 'yes' or 'no', c1.sm_mhz or 'n/a',
+          us(g and g.median_ms), us(g_ncu), rel(g and g.median_ms, g_ncu), repeat_ok and 'yes' or 'no',
+          c1.sm_mhz or 'n/a',
           #why == 0 and string.format('PASS (tol %.2f us)', tol * 1000)
             or ('FAIL: ' .. table.concat(why, '; ')))
       end
@@ -313,7 +368,8 @@ local function report_cmd(o)
   end
   io.stdout:write(table.concat(lines, '\n'), '\n\n')
   io.stdout:write(string.format('Agreement rule: |(cold median - event pair) - ncu| <= max(5%% of '
-    .. 'ncu, 1 us). %d of the points failed.\n', failed))
+    .. 'ncu, 1 us), and where ncu profiled the graph mode\'s graph (--graph-profiling graph), '
+    .. '|graph per launch - ncu graph / launches| <= max(5%%, 1 us). %d of the points failed.\n', failed))
   return failed == 0
 end
 

@@ -18,6 +18,7 @@ LOG="$OUT/validate.log"
 : > "$LOG"
 BUILD=${BUILD:-build}
 CALLS=${CALLS:-30}
+GRAPH_CALLS=${GRAPH_CALLS:-10}
 SIZES=${SIZES:-small,medium,large}
 NCU=${NCU:-$(command -v ncu || echo /usr/local/cuda/bin/ncu)}
 
@@ -46,8 +47,20 @@ for size in ${SIZES//,/ }; do
   done
 done
 
+echo "== ncu: the graph mode's graphs, profiled whole (--graph-profiling graph)" | tee -a "$LOG"
+for size in ${SIZES//,/ }; do
+  for impl in fused reference; do
+    echo "# $size $impl graph" >> "$OUT/ncu.csv"
+    "$NCU" --graph-profiling graph --clock-control none --cache-control none \
+      --metrics gpu__time_duration.sum --csv --print-units base \
+      "$BIN" scripts/ncu_target.lua --size "$size" --impl "$impl" --graph yes --calls "$GRAPH_CALLS" \
+      >> "$OUT/ncu.csv" 2>>"$LOG"
+  done
+done
+
 echo "== report" | tee -a "$LOG"
 set +e
-"$BIN" scripts/validate_ncu.lua report --kb "$OUT/kluabench.jsonl" --ncu "$OUT/ncu.csv" --calls "$CALLS" | tee "$OUT/report.md"
+"$BIN" scripts/validate_ncu.lua report --kb "$OUT/kluabench.jsonl" --ncu "$OUT/ncu.csv" --calls "$CALLS" \
+  --graph-calls "$GRAPH_CALLS" | tee "$OUT/report.md"
 rc=${PIPESTATUS[0]}
 exit "$rc"

@@ -37,16 +37,22 @@ local function rows(o)
       sm_mhz = 1980 },
     with { mode = 'cold', rep = 2, median_ms = o.cold, event_pair_ms = o.pair, minus_pair_ms = o.cold - o.pair },
     with { mode = 'cold_traced', median_ms = o.cold, kernels = 1, kernel_sum_ms = o.sum, kernel_span_ms = o.span },
-    with { mode = 'graph', median_ms = o.sum },
+    with { mode = 'graph', median_ms = o.graph or o.sum, launches = o.launches or 20 },
   }, '\n') .. '\n'
 end
 
 local function report(o)
   local dir = sub.tmpdir()
   sub.spit(dir .. '/kb.jsonl', rows(o))
-  sub.spit(dir .. '/ncu.csv', ncu_csv('small fused', 3, o.ncu_ns))
+  local csv = ncu_csv('small fused', 3, o.ncu_ns)
+  if o.ncu_graph_ns then
+    -- a kernel before the graph replays (the inputs' randn), then the replays
+    csv = '# small fused graph\n' .. ncu_csv('x y', 1, 900):gsub('# x y\n', '')
+      .. ncu_csv('z w', o.ncu_graph_rows or 4, o.ncu_graph_ns):gsub('# z w\n', '') .. csv
+  end
+  sub.spit(dir .. '/ncu.csv', csv)
   local r = sub.run({ sub.root() .. '/scripts/validate_ncu.lua', 'report', '--kb', dir .. '/kb.jsonl',
-    '--ncu', dir .. '/ncu.csv', '--calls', '3' })
+    '--ncu', dir .. '/ncu.csv', '--calls', '3', '--graph-calls', '4' })
   os.execute('rm -rf ' .. sub.q(dir))
   return r
 end
@@ -72,6 +78,25 @@ describe('validate_ncu report', function()
     local far = report { ncu_ns = 40000, sum = 0.04, span = 0.04, cold = 0.0434, pair = 0.0013 }
     assert.equal(1, far.code)
     assert.matches('FAIL: cold - pair vs ncu > 2.00 us', far.out, 1, true)
+  end)
+
+  it('compares the graph mode with ncu\'s time of the whole graph, per launch', function()
+    -- 49 launches, ncu 166.6 us a replay = 3.40 us a launch; graph mode 3.45 us
+    local base = { ncu_ns = 4800, sum = 0.0048, span = 0.0048, cold = 0.00611, pair = 0.00131,
+      launches = 49, ncu_graph_ns = 166600 }
+    base.graph = 0.00345
+    local r = report(base)
+    assert.equal(0, r.code, r.out)
+    assert.matches('| 3.45 | 3.40 | +1.5% |', r.out, 1, true)
+    base.graph = 0.00445 -- 1.05 us over
+    r = report(base)
+    assert.equal(1, r.code)
+    assert.matches('FAIL: graph vs ncu graph > 1.00 us', r.out, 1, true)
+    -- ncu that profiled every kernel instead of the graph is named as such
+    base.graph, base.launches, base.ncu_graph_ns, base.ncu_graph_rows = 0.00345, 2, 3400, 8
+    r = report(base)
+    assert.equal(1, r.code)
+    assert.matches('ncu profiled kernels, not graphs', r.out, 1, true)
   end)
 
   it('fails a point without the event-pair calibration', function()
