@@ -16,9 +16,9 @@
 --       the agreement rule (docs/MEASUREMENT.md): the cold median minus the
 --       event pair calibrated in the same session agrees with ncu's
 --       gpu__time_duration.sum within max(5 %, 1 us). The raw cold median,
---       the graph mode and CUPTI's kernel records (sum of durations and
---       span) are shown beside it, not judged: CUPTI's durations are not
---       ncu's (docs/MEASUREMENT.md has the numbers).
+--       CUPTI's kernel records (sum of durations and span), the graph mode
+--       and ncu's time of the same graph (--graph-profiling graph) are shown
+--       beside it, not judged (docs/MEASUREMENT.md says why).
 --
 -- Workload: Llama 4's RoPE forward as Liger's benchmark sets it up (batch 1,
 -- 32 query heads, 8 key/value heads, head_dim = hidden / 32, bf16, theta
@@ -289,7 +289,8 @@ end
 
 -- Per-launch time of the graph from ncu --graph-profiling graph: the last
 -- `calls` results are the target's replays (the first of them dropped, as a
--- warm-up); median / launches. nil, why when the data does not fit.
+-- warm-up); median / launches. nil, why when the data does not fit (n/a
+-- in the table).
 local function ncu_graph_per_launch(rows, calls, launches)
   if not rows or #rows < calls or not launches then return nil, 'no ncu graph data' end
   if #rows >= calls * launches then return nil, 'ncu profiled kernels, not graphs' end
@@ -346,14 +347,10 @@ local function report_cmd(o)
           ok, tol = agree(minus, n_ms)
           if not ok then why[#why + 1] = string.format('cold - pair vs ncu > %.2f us', tol * 1000) end
         end
-        -- the graph mode against ncu's time of the same graph, when profiled
-        local g_ncu, g_why = ncu_graph_per_launch(ncu[key .. ' graph'], gcalls, g and g.launches)
-        if g and g_ncu then
-          local ok_g, tol_g = agree(g.median_ms, g_ncu)
-          if not ok_g then why[#why + 1] = string.format('graph vs ncu graph > %.2f us', tol_g * 1000) end
-        elseif g_why ~= 'no ncu graph data' then
-          why[#why + 1] = g_why
-        end
+        -- the graph mode beside ncu's time of the same graph (shown, not
+        -- judged: ncu's graph-level timing adds about 2 us a node at the
+        -- small size, docs/MEASUREMENT.md)
+        local g_ncu = ncu_graph_per_launch(ncu[key .. ' graph'], gcalls, g and g.launches)
         local repeat_ok = c2 and c1.ci_lo_ms and c2.median_ms >= c1.ci_lo_ms and c2.median_ms <= c1.ci_hi_ms
         if #why > 0 then failed = failed + 1 end
         lines[#lines + 1] = string.format('| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |',
@@ -368,8 +365,7 @@ local function report_cmd(o)
   end
   io.stdout:write(table.concat(lines, '\n'), '\n\n')
   io.stdout:write(string.format('Agreement rule: |(cold median - event pair) - ncu| <= max(5%% of '
-    .. 'ncu, 1 us), and where ncu profiled the graph mode\'s graph (--graph-profiling graph), '
-    .. '|graph per launch - ncu graph / launches| <= max(5%%, 1 us). %d of the points failed.\n', failed))
+    .. 'ncu, 1 us). %d of the points failed.\n', failed))
   return failed == 0
 end
 

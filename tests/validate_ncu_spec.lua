@@ -80,7 +80,7 @@ describe('validate_ncu report', function()
     assert.matches('FAIL: cold - pair vs ncu > 2.00 us', far.out, 1, true)
   end)
 
-  it('compares the graph mode with ncu\'s time of the whole graph, per launch', function()
+  it('shows the graph mode beside ncu\'s time of the whole graph, per launch, without judging it', function()
     -- 49 launches, ncu 166.6 us a replay = 3.40 us a launch; graph mode 3.45 us
     local base = { ncu_ns = 4800, sum = 0.0048, span = 0.0048, cold = 0.00611, pair = 0.00131,
       launches = 49, ncu_graph_ns = 166600 }
@@ -88,15 +88,14 @@ describe('validate_ncu report', function()
     local r = report(base)
     assert.equal(0, r.code, r.out)
     assert.matches('| 3.45 | 3.40 | +1.5% |', r.out, 1, true)
-    base.graph = 0.00445 -- 1.05 us over
+    base.graph = 0.00445
     r = report(base)
-    assert.equal(1, r.code)
-    assert.matches('FAIL: graph vs ncu graph > 1.00 us', r.out, 1, true)
-    -- ncu that profiled every kernel instead of the graph is named as such
+    assert.equal(0, r.code, r.out)
+    assert.matches('| 4.45 | 3.40 | +30.9% |', r.out, 1, true)
+    -- ncu that profiled every kernel instead of the graph gives no number
     base.graph, base.launches, base.ncu_graph_ns, base.ncu_graph_rows = 0.00345, 2, 3400, 8
     r = report(base)
-    assert.equal(1, r.code)
-    assert.matches('ncu profiled kernels, not graphs', r.out, 1, true)
+    assert.matches('| 3.45 | n/a | n/a |', r.out, 1, true)
   end)
 
   it('fails a point without the event-pair calibration', function()
