@@ -304,6 +304,25 @@ local function timed_once(ctx, e0, e1, fn)
   return ctx.elapsed_ms(e0, e1), t1 - t0
 end
 
+-- One held sample, the shape the cold, hot and graph modes share: the
+-- stream held behind a spin, start event, body(), end event, synchronise.
+-- Returns device ms and host enqueue ns (each divided by `per`, the calls
+-- in body) and whether the host was slower than the hold.
+local function held_sample(self, e0, e1, body, per)
+  local ctx = self.ctx
+  local clock, hold = ctx.clock_ns, self.hold_ns
+  local th = clock()
+  if hold > 0 then ctx.spin(hold) end
+  e0:record()
+  local t0 = clock()
+  body()
+  local t1 = clock()
+  e1:record()
+  local te = clock()
+  ctx.synchronize()
+  return ctx.elapsed_ms(e0, e1) / per, (t1 - t0) / per, hold > 0 and te - th >= hold
+end
+
 -- The median time between a start and an end event with nothing between
 -- them, held the way the samples are: what the events add to a sample.
 local function event_pair_ms(self, e0, e1, n)
@@ -355,8 +374,7 @@ end
 -- cold: flush, hold, start, fn, end; one call per sample.
 local function setup_cold(self, fn)
   local ctx = self.ctx
-  local flush, spin, clock, sync, elapsed = ctx.flush_l2, ctx.spin, ctx.clock_ns, ctx.synchronize,
-    ctx.elapsed_ms
+  local flush = ctx.flush_l2
   local l2 = self.opts.l2_bytes or l2_bytes_of(ctx)
   local bytes = floor(opt(self.opts, 'flush_factor') * l2)
   local e0, e1 = ctx.event(), ctx.event()
@@ -377,36 +395,26 @@ local function setup_cold(self, fn)
       self.used.event_pairs = pairs_n
     end
   end
+  -- traced, an error in fn must not leave the tracer on for whoever comes next
+  local body = tr and function()
+    local ok, err = pcall(fn)
+    if not ok then tr.stop(); error(err, 0) end
+  end or fn
   self.take = function()
     flush(bytes)
     if tr then tr.start() end
-    local hold = self.hold_ns
-    local th = clock()
-    if hold > 0 then spin(hold) end
-    e0:record()
-    local t0 = clock()
-    if tr then
-      -- an error in fn must not leave the tracer on for whoever comes next
-      local ok, err = pcall(fn)
-      if not ok then tr.stop(); error(err, 0) end
-    else
-      fn()
-    end
-    local t1 = clock()
-    e1:record()
-    local te = clock()
-    sync()
+    local ms, enq, overrun = held_sample(self, e0, e1, body, 1)
     if tr then self.trace.last = tr.stop() end
-    return elapsed(e0, e1), t1 - t0, hold > 0 and te - th >= hold
+    return ms, enq, overrun
   end
 end
 
 -- hot: hold, start, batch x fn, end; no flush.
 local function setup_hot(self, fn)
   local ctx = self.ctx
-  local spin, clock, sync, elapsed = ctx.spin, ctx.clock_ns, ctx.synchronize, ctx.elapsed_ms
   local e0, e1 = ctx.event(), ctx.event()
   local batch = 1
+  local function body() for _ = 1, batch do fn() end end
   local function once() return timed_once(ctx, e0, e1, fn) end
   self.warmup_fn = function()
     local est_ms, enq = warm(self, once)
@@ -421,19 +429,7 @@ local function setup_hot(self, fn)
     self.used.batch = b
     set_hold(self, enq, b)
   end
-  self.take = function()
-    local hold, n = self.hold_ns, batch
-    local th = clock()
-    if hold > 0 then spin(hold) end
-    e0:record()
-    local t0 = clock()
-    for _ = 1, n do fn() end
-    local t1 = clock()
-    e1:record()
-    local te = clock()
-    sync()
-    return elapsed(e0, e1) / n, (t1 - t0) / n, hold > 0 and te - th >= hold
-  end
+  self.take = function() return held_sample(self, e0, e1, body, batch) end
 end
 
 -- The input sets of the graph mode, checked against the L2.
@@ -483,7 +479,6 @@ end
 -- graph: hold, start, replay (launches calls of fn over the rotated sets), end.
 local function setup_graph(self, fn)
   local ctx = self.ctx
-  local spin, clock, sync, elapsed = ctx.spin, ctx.clock_ns, ctx.synchronize, ctx.elapsed_ms
   if not ctx.graph then error('graph mode: ctx has no graph function', 3) end
   local sets = graph_sets(self)
   local n = #sets
@@ -504,32 +499,16 @@ local function setup_graph(self, fn)
   self.used.launches = launches
   self.used.graph = g.emulated and 'emulated (cpu backend: fn called on every replay)' or 'cuda graph'
   local e0, e1 = ctx.event(), ctx.event()
+  local function body() g:replay(1) end
   local function once()
-    e0:record()
-    local t0 = clock()
-    g:replay(1)
-    local t1 = clock()
-    e1:record()
-    sync()
-    return elapsed(e0, e1) / launches, (t1 - t0)
+    local ms, enq = timed_once(ctx, e0, e1, body)
+    return ms / launches, enq
   end
   self.warmup_fn = function()
     local _, enq = warm(self, once)
     set_hold(self, enq, 1)
   end
-  self.take = function()
-    local hold = self.hold_ns
-    local th = clock()
-    if hold > 0 then spin(hold) end
-    e0:record()
-    local t0 = clock()
-    g:replay(1)
-    local t1 = clock()
-    e1:record()
-    local te = clock()
-    sync()
-    return elapsed(e0, e1) / launches, (t1 - t0) / launches, hold > 0 and te - th >= hold
-  end
+  self.take = function() return held_sample(self, e0, e1, body, launches) end
 end
 
 local SETUP = { cold = setup_cold, hot = setup_hot, graph = setup_graph }
