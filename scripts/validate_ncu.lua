@@ -209,28 +209,10 @@ end
 -- report
 ---------------------------------------------------------------------------
 
--- Splits one CSV line (ncu quotes every field).
+-- One CSV line of ncu's (it quotes every field) as its fields.
 local function csv_fields(line)
-  local out, i, n = {}, 1, #line
-  while i <= n + 1 do
-    if line:sub(i, i) == '"' then
-      local j, buf = i + 1, {}
-      while j <= n do
-        local c = line:sub(j, j)
-        if c == '"' then
-          if line:sub(j + 1, j + 1) == '"' then buf[#buf + 1] = '"'; j = j + 2
-          else break end
-        else buf[#buf + 1] = c; j = j + 1 end
-      end
-      out[#out + 1] = table.concat(buf)
-      i = j + 2
-    else
-      local j = line:find(',', i, true) or (n + 1)
-      out[#out + 1] = line:sub(i, j - 1)
-      i = j + 1
-    end
-  end
-  return out
+  local records = kb.output.parse_csv(line)
+  return records and records[1] or {}
 end
 
 local UNIT_NS = { nsecond = 1, ns = 1, usecond = 1e3, us = 1e3, msecond = 1e6, ms = 1e6,
@@ -263,14 +245,7 @@ local function parse_ncu(text)
   return runs
 end
 
-local function median(xs)
-  local s = table.move(xs, 1, #xs, 1, {})
-  table.sort(s)
-  local n = #s
-  if n == 0 then return nil end
-  if n % 2 == 1 then return s[(n + 1) // 2] end
-  return (s[n // 2] + s[n // 2 + 1]) / 2
-end
+local median = kb.stats.median
 
 -- Per-call device time from ncu: kernels grouped by call (k per call =
 -- total / calls), summed; the first call dropped (warm-up).

@@ -878,15 +878,13 @@ end
 --- Liger's CSV of a list of bundles (header included); see liger.bundle_to_row.
 function M.liger_csv(bundles)
   local liger = require 'kluabench.liger'
-  local out = { M.csv_line(liger.HEADER) }
-  for _, b in ipairs(bundles) do
+  local rows = {}
+  for i, b in ipairs(bundles) do
     local row, err = liger.bundle_to_row(b)
     if not row then return nil, err end
-    local fields = {}
-    for i, k in ipairs(liger.HEADER) do fields[i] = row[k] end
-    out[#out + 1] = M.csv_line(fields, #liger.HEADER)
+    rows[i] = row
   end
-  return table.concat(out)
+  return liger.to_csv(rows)
 end
 
 return M
