@@ -17,12 +17,7 @@ local slurp = util.slurp
 
 local spit = util.spit
 
-local function tmpdir()
-  local p = io.popen('mktemp -d')
-  local d = p:read('l')
-  p:close()
-  return d
-end
+local tmpdir = util.tmpdir
 
 -- Variables that would change what the binary does, cleared for each run.
 local CLEARED = { 'LUA_INIT', 'LUA_INIT_5_4', 'KLUABENCH_BACKEND', 'KLUABENCH_DEVICE', 'KLUABENCH_QUIET' }

@@ -5,8 +5,8 @@ local M = {}
 
 local util = require 'helpers.util'
 
--- The binary, quoting and file helpers are util's (one copy for every spec).
-M.bin, M.q, M.slurp, M.spit = util.bin, util.q, util.slurp, util.spit
+-- The binary, quoting, file and directory helpers are util's (one copy for every spec).
+M.bin, M.q, M.slurp, M.spit, M.tmpdir = util.bin, util.q, util.slurp, util.spit, util.tmpdir
 
 --- The source tree (where stdlib/ and scripts/ are).
 function M.root()
@@ -15,13 +15,6 @@ function M.root()
   if r == nil or r == '' then r = os.getenv('PWD') or '.' end
   if r:sub(1, 1) ~= '/' then r = (os.getenv('PWD') or '.') .. '/' .. r end
   return r
-end
-
-function M.tmpdir()
-  local p = io.popen('mktemp -d')
-  local d = p:read('l')
-  p:close()
-  return d
 end
 
 -- Variables that would change what the binary does, cleared for each run.

@@ -33,6 +33,14 @@ function M.spit(path, text)
   f:close()
 end
 
+--- A new temporary directory (mktemp -d).
+function M.tmpdir()
+  local p = io.popen('mktemp -d')
+  local d = p:read('l')
+  p:close()
+  return d
+end
+
 --- Runs a shell command; returns its stdout and exit code.
 function M.run(cmd)
   local p = assert(io.popen(cmd, 'r'))
