@@ -95,18 +95,27 @@ static int by_start(const void *a, const void *b) {
   return x->start_ns < y->start_ns ? -1 : x->start_ns > y->start_ns;
 }
 
-/* Moves the records gathered so far into a Lua list, ordered by start time
- * (CUPTI delivers buffers in completion order), and clears them. Pushes
- * the list and the number of records lost since the last call. */
-static void push_records(lua_State *L) {
+/* Takes the records gathered so far (and the count of lost ones) out of the
+ * shared buffer, which starts empty again; the caller frees them. */
+static kb_trace_rec *take_records(size_t *n, uint64_t *lost) {
   pthread_mutex_lock(&mu);
-  size_t n = nrecs;
   kb_trace_rec *mine = recs;
-  uint64_t lost = ndropped;
+  *n = nrecs;
+  *lost = ndropped;
   recs = NULL;
   nrecs = caprecs = 0;
   ndropped = 0;
   pthread_mutex_unlock(&mu);
+  return mine;
+}
+
+/* Moves the records gathered so far into a Lua list, ordered by start time
+ * (CUPTI delivers buffers in completion order). Pushes the list and the
+ * number of records lost since the last call. */
+static void push_records(lua_State *L) {
+  size_t n;
+  uint64_t lost;
+  kb_trace_rec *mine = take_records(&n, &lost);
   if (n > 1) qsort(mine, n, sizeof *mine, by_start);
   lua_createtable(L, (int)n, 0);
   for (size_t i = 0; i < n; i++) {
@@ -157,8 +166,9 @@ static int l_start(lua_State *L) {
   if (why) return luaL_error(L, "kb.trace.start: cannot trace %s: %s", dev->device, why);
   KB_TRY(L, dev->trace_enable(dev, 1));
   tracing = dev;
-  lua_settop(L, 0);
-  push_records(L); /* discard */
+  size_t n;
+  uint64_t lost;
+  free(take_records(&n, &lost)); /* what an earlier trace left */
   return 0;
 }
 
