@@ -70,6 +70,7 @@ void kb_open_jcs(lua_State *L);
 void kb_open_device(lua_State *L);
 void kb_open_fs(lua_State *L);
 void kb_open_trace(lua_State *L);
+void kb_open_process(lua_State *L);
 int luaopen_kluabench(lua_State *L);
 
 #endif

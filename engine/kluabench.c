@@ -17,5 +17,6 @@ int luaopen_kluabench(lua_State *L) {
   kb_open_trace(L);
   kb_open_signals(L);
   kb_open_nvml(L);
+  kb_open_process(L);
   return 1;
 }

@@ -37,7 +37,8 @@ int luaopen_cjson(lua_State *L);
 
 /* The built-in commands; any other first non-option argument is a script. */
 static const char *const commands[] = {"run", "verify", "compare", "import-liger",
-                                       "plot", "env", "list", "help", NULL};
+                                       "plot", "env", "list", "help",
+                                       "run-all", "slurm", "merge", NULL};
 
 /* What the command line asked for. Indices are into argv. */
 typedef struct {
@@ -576,13 +577,31 @@ static int select_backend(options *o) {
   return 1;
 }
 
+/* Commands that never touch a device: help, and those that only start
+ * other kluabench processes or read their files (run-all, slurm, merge);
+ * selecting a backend for them would hold a CUDA context on device 0 while
+ * a child measures there. Their --backend and --device are passed on to the
+ * children, which check them. */
+static int no_device_command(const char *name) {
+  static const char *const names[] = {"help", "run-all", "slurm", "merge", NULL};
+  for (int i = 0; names[i]; i++)
+    if (strcmp(name, names[i]) == 0) return 1;
+  return 0;
+}
+
 int main(int argc, char **argv) {
   options o;
   parse_args(&o, argc, argv);
   find_exe();
   if (o.quiet) setenv("KLUABENCH_QUIET", "1", 1);
-  int wants_backend = !o.usage[0] && !o.help && !(o.command && strcmp(argv[o.script], "help") == 0);
+  int wants_backend = !o.usage[0] && !o.help && !(o.command && no_device_command(argv[o.script]));
   if (wants_backend && !select_backend(&o)) return EXIT_FAILURE;
+  if (!wants_backend && !o.usage[0] && !o.help && strcmp(argv[o.script], "help") != 0) {
+    /* the orchestrating commands still reject bad values */
+    const char *name;
+    int ordinal;
+    check_backend(&o, &name, &ordinal);
+  }
   lua_State *L = luaL_newstate();
   if (L == NULL) {
     l_message("cannot create state: not enough memory");

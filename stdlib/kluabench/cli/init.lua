@@ -113,6 +113,33 @@ kernels: the functions under kb.rope.
   --format F    text (default), markdown or json]],
   },
   {
+    name = 'run-all',
+    module = 'run_all',
+    summary = 'run a benchmark script as one process per GPU of this host, and merge',
+    usage = 'kluabench run-all (--devices LIST | --procs N) [--dir DIR] [-o FILE] SCRIPT [args...]',
+    help = [[
+Splits the script's points into one shard per device, runs a child process
+per device (pinned with CUDA_VISIBLE_DEVICES) and merges their results.]],
+  },
+  {
+    name = 'slurm',
+    module = 'slurm',
+    summary = 'write (and submit) a Slurm job array that runs a script in shards',
+    usage = 'kluabench slurm --gpus N --dir DIR [sbatch options] [--submit] SCRIPT [args...]',
+    help = [[
+Writes DIR/job.sbatch, a job array of N tasks of one GPU each, each running
+one shard of the script, and DIR/manifest.json for 'kluabench merge'.]],
+  },
+  {
+    name = 'merge',
+    module = 'merge',
+    summary = 'merge the shard files of run-all or slurm, checking every point arrived once',
+    usage = 'kluabench merge DIR [-o FILE] [--allow-mixed]',
+    help = [[
+Gathers DIR/shard-*.jsonl into one file and names missing, duplicated and
+unexpected points and mixed environments.]],
+  },
+  {
     name = 'help',
     summary = "show this help, or a command's ('kluabench help COMMAND')",
     usage = 'kluabench help [COMMAND]',

@@ -18,6 +18,15 @@
 --   lua           _VERSION ("Lua 5.4")
 --   os            {kernel = "Linux 6.8.0-49-generic", distribution = "Ubuntu 24.04.1 LTS"}
 -- Fields that cannot be known are left out, never invented.
+--
+-- Where the process ran (metadata.annotations, not digested: two identical
+-- machines give the same environment digest, and the shards of one sweep on
+-- several hosts merge as one environment):
+--   hostName                 the host's name (/proc/sys/kernel/hostname)
+--   slurmJobId, slurmArrayJobId, slurmArrayTaskId, slurmClusterName,
+--   slurmNodeName            from SLURM_JOB_ID, SLURM_ARRAY_JOB_ID,
+--                            SLURM_ARRAY_TASK_ID, SLURM_CLUSTER_NAME and
+--                            SLURMD_NODENAME when Slurm set them
 local names = require 'kluabench.record.names'
 
 local M = {}
@@ -208,9 +217,34 @@ function M.short_device_name(name)
   return name
 end
 
+-- The Slurm variables recorded, and their names in the annotations.
+M.SLURM_VARS = {
+  { 'SLURM_JOB_ID', 'slurmJobId' }, { 'SLURM_ARRAY_JOB_ID', 'slurmArrayJobId' },
+  { 'SLURM_ARRAY_TASK_ID', 'slurmArrayTaskId' }, { 'SLURM_CLUSTER_NAME', 'slurmClusterName' },
+  { 'SLURMD_NODENAME', 'slurmNodeName' },
+}
+
+--- Where this process runs: {hostName = ..., slurmJobId = ..., ...} for the
+-- environment's metadata.annotations; getenv (default os.getenv) and
+-- hostname (default: read /proc/sys/kernel/hostname) may be replaced by
+-- tests. Values unknown are left out; nil when nothing is known.
+function M.placement(getenv, hostname)
+  getenv = getenv or os.getenv
+  local t = {}
+  local host = hostname
+  if host == nil then host = read_first_line('/proc/sys/kernel/hostname') or getenv('HOSTNAME') end
+  if type(host) == 'string' and host ~= '' then t.hostName = host end
+  for _, v in ipairs(M.SLURM_VARS) do
+    local value = getenv(v[1])
+    if type(value) == 'string' and value ~= '' then t[v[2]] = value end
+  end
+  return next(t) and t or nil
+end
+
 --- The ExecutionEnvironment document of this process. opts (all optional, for
 -- tests and replays): info (a device_info table), backend ("cuda"|"cpu"),
--- kb (the engine module), os (table), driver_release (string).
+-- kb (the engine module), os (table), driver_release (string), placement
+-- (the annotations; default M.placement(), false for none).
 function M.capture(opts)
   opts = opts or {}
   local kb = opts.kb
@@ -227,12 +261,15 @@ function M.capture(opts)
     backend = backend,
   }
   local short = backend == 'cuda' and M.short_device_name(name) or name
+  local placement = opts.placement
+  if placement == nil then placement = M.placement() end
   return {
     kind = 'ExecutionEnvironment',
     spec = spec,
     metadata = {
       name = names.dns_name('kluabench', backend == 'cpu' and 'cpu' or nil, names.gpu_slug(name)),
       title = 'kluabench host · ' .. short .. (backend == 'cpu' and ' (cpu backend)' or ''),
+      annotations = placement or nil,
     },
     apiVersion = M.API_VERSION,
   }

@@ -1,0 +1,288 @@
+--- What `kluabench run-all`, `kluabench slurm` and `kluabench merge` share:
+-- the launcher's command line (its options, then SCRIPT and the script's
+-- arguments), the points of every shard as the script lists them, and the
+-- manifest (DIR/manifest.json) that tells merge which points to expect from
+-- which shard. docs/DISTRIBUTED.md describes the files.
+local output = require 'kluabench.report'
+local names = require 'kluabench.record.names'
+
+local M = {}
+
+M.MANIFEST = 'manifest.json'
+M.MANIFEST_KIND = 'KluabenchShards'
+M.MANIFEST_VERSION = 1
+
+-- The script options a launcher sets for each shard itself.
+local RESERVED = { shard = true, format = true, out = true, ['list-points'] = true }
+
+---------------------------------------------------------------------------
+-- Command line
+---------------------------------------------------------------------------
+
+--- Splits args into the launcher's options (read with cli.parse_args and
+-- spec) and SCRIPT with its arguments: the launcher's options come first,
+-- the first word that is not one of them (or the word after '--') is
+-- SCRIPT. Returns opts, script, script_args; or nil, message.
+function M.split_args(args, spec)
+  local aliases = spec.aliases or {}
+  local i, prefix = 1, {}
+  while i <= #args do
+    local a = args[i]
+    if a == '--' then
+      i = i + 1
+      break
+    end
+    local name, value = a:match('^%-%-([^=]+)=(.*)$')
+    if not name then name = a:match('^%-%-(.+)$') or aliases[a:match('^%-(%a)$') or ''] end
+    if not name then
+      if a:match('^%-.') then return nil, string.format("unrecognized option '%s'", a) end
+      break
+    end
+    prefix[#prefix + 1] = a
+    if (spec[name] == 'value' or spec[name] == 'list') and value == nil then
+      i = i + 1
+      if args[i] == nil then return nil, string.format("option '%s' needs a value", a) end
+      prefix[#prefix + 1] = args[i]
+    end
+    i = i + 1
+  end
+  local opts, err = require('kluabench.cli').parse_args(prefix, spec)
+  if not opts then return nil, err end
+  local script = args[i]
+  local script_args = table.move(args, i + 1, #args, 1, {})
+  for _, a in ipairs(script_args) do
+    local name = a:match('^%-%-([^=]+)')
+    if name and RESERVED[name] then
+      return nil, string.format("the script option '%s' is set for each shard by the launcher "
+        .. "(--shard I/N, --format jsonl, --out DIR/shard-I.jsonl); leave it out", a)
+    end
+  end
+  return opts, script, script_args
+end
+
+--- The host options that children get: --backend as given to this
+-- process (KLUABENCH_BACKEND reaches them through the environment).
+function M.host_args()
+  local host = package.loaded['kluabench.host']
+  local out = {}
+  if host and host.backend_option then out[#out + 1] = '--backend=' .. host.backend_option end
+  return out
+end
+
+--- The backend the children will use when it is known: "cpu", "cuda" or nil
+-- (auto).
+function M.backend_choice()
+  local host = package.loaded['kluabench.host']
+  local b = host and host.backend_option or os.getenv('KLUABENCH_BACKEND')
+  if b == nil or b == '' or b == 'auto' then return nil end
+  return b
+end
+
+--- path made absolute against the working directory.
+function M.absolute(path)
+  if path:sub(1, 1) == '/' then return path end
+  local cwd = os.getenv('PWD')
+  if not cwd or cwd == '' then
+    local p = io.popen('pwd')
+    cwd = p and p:read('l') or '.'
+    if p then p:close() end
+  end
+  path = path:gsub('^%./', '')
+  return cwd .. '/' .. path
+end
+
+--- s quoted for sh.
+function M.shell_quote(s)
+  s = tostring(s)
+  if s:match('^[%w%-_./=:,@+]+$') then return s end
+  return "'" .. s:gsub("'", "'\\''") .. "'"
+end
+
+--- Waits for child pid: pid, "exit", code | pid, "signal", name; or nil,
+-- message (a wait cut short by a signal is resumed).
+function M.wait(pid)
+  local process = require('kluabench').process
+  while true do
+    local got, how, code = process.wait(pid)
+    if got or code ~= 'EINTR' then return got, how, code end
+  end
+end
+
+---------------------------------------------------------------------------
+-- The points of every shard
+---------------------------------------------------------------------------
+
+-- Parses --list-points output: ID<TAB>COST<TAB>DESCRIPTION per line.
+local function parse_points(text, what)
+  local out = {}
+  local n = 0
+  for line in text:gmatch('[^\n]+') do
+    n = n + 1
+    local id, cost, desc = line:match('^([^\t]+)\t([^\t]+)\t?(.*)$')
+    local c = tonumber(cost)
+    if not id or not c then
+      return nil, string.format("%s, line %d: expected ID<TAB>COST<TAB>DESCRIPTION, got '%s'", what, n, line)
+    end
+    out[#out + 1] = { id = id, cost = c, description = desc ~= '' and desc or nil }
+  end
+  return out
+end
+
+local function trimmed_tail(text, max)
+  text = (text or ''):gsub('%s+$', '')
+  if #text > max then text = '...' .. text:sub(-max) end
+  return text
+end
+
+--- Runs SCRIPT --list-points once without and once with each --shard i/n
+-- (all at once, as child processes on the cpu backend: listing touches no
+-- device, and a login node has none), and checks that the shards hold each
+-- point exactly once. o: exe, script, args, n, dir (for temporary files).
+-- Returns {points = all, shards = {list of points per shard}}; or nil,
+-- message.
+function M.list_points(o)
+  local process = require('kluabench').process
+  local jobs = {}
+  for i = 0, o.n do
+    local argv = { o.exe, '--backend=cpu', '--quiet', o.script }
+    table.move(o.args, 1, #o.args, #argv + 1, argv)
+    argv[#argv + 1] = '--list-points'
+    if i > 0 then
+      argv[#argv + 1] = '--shard'
+      argv[#argv + 1] = string.format('%d/%d', i, o.n)
+    end
+    local job = { out = string.format('%s/.points-%d.tsv', o.dir, i), err = string.format('%s/.points-%d.err', o.dir, i) }
+    local pid, err = process.spawn(argv, { stdin = '/dev/null', stdout = job.out, stderr = job.err })
+    if not pid then return nil, string.format('cannot run %s: %s', o.script, err) end
+    job.pid = pid
+    jobs[i] = job
+  end
+  local lists, failure = {}, nil
+  for i = 0, o.n do
+    local job = jobs[i]
+    local _, how, code = M.wait(job.pid)
+    local text = output.read_file(job.out) or ''
+    local err = output.read_file(job.err) or ''
+    os.remove(job.out)
+    os.remove(job.err)
+    local shard = i > 0 and string.format(' --shard %d/%d', i, o.n) or ''
+    if not (how == 'exit' and code == 0) and not failure then
+      failure = string.format('%s --list-points%s failed (%s %s)%s', o.script, shard, how, tostring(code),
+        err:match('%S') and (': ' .. trimmed_tail(err, 600)) or '')
+    elseif not failure then
+      local pts, perr = parse_points(text, o.script .. ' --list-points' .. shard)
+      if not pts then failure = perr end
+      lists[i] = pts
+    end
+  end
+  if failure then return nil, failure end
+  -- every point in exactly one shard
+  local where = {}
+  for i = 1, o.n do
+    for _, p in ipairs(lists[i]) do
+      if where[p.id] then
+        return nil, string.format('%s lists point %s in shards %d and %d of %d: its --shard does not split '
+          .. 'the points (it must call kluabench.shard.select)', o.script, p.id, where[p.id], i, o.n)
+      end
+      where[p.id] = i
+    end
+  end
+  for _, p in ipairs(lists[0]) do
+    if not where[p.id] then
+      return nil, string.format('%s lists point %s without --shard but in none of its %d shards', o.script, p.id, o.n)
+    end
+    where[p.id] = nil
+  end
+  local extra = next(where)
+  if extra then
+    return nil, string.format('%s lists point %s in shard %d but not without --shard', o.script, extra, where[extra])
+  end
+  local shards = {}
+  for i = 1, o.n do shards[i] = lists[i] end
+  return { points = lists[0], shards = shards }
+end
+
+---------------------------------------------------------------------------
+-- The manifest
+---------------------------------------------------------------------------
+
+--- The name of shard i's results file in the output directory.
+function M.shard_file(i) return string.format('shard-%d.jsonl', i) end
+
+--- A new manifest. o: launcher ("run-all" | "slurm"), exe, host_args,
+-- script, args, listing (from list_points), logs (per shard, optional),
+-- devices (per shard, optional).
+function M.manifest(o)
+  local shards = {}
+  for i, pts in ipairs(o.listing.shards) do
+    local list = {}
+    for k, p in ipairs(pts) do list[k] = { id = p.id, cost = p.cost, description = p.description } end
+    shards[i] = { index = i, file = M.shard_file(i), log = o.logs and o.logs[i] or nil,
+      device = o.devices and o.devices[i] or nil, points = next(list) and list or output.array() }
+  end
+  return {
+    kind = M.MANIFEST_KIND, version = M.MANIFEST_VERSION, launcher = o.launcher,
+    created = names.iso8601(require('kluabench.record').now()),
+    executable = o.exe, hostArgs = next(o.host_args) and o.host_args or output.array(),
+    script = o.script, args = next(o.args) and o.args or output.array(),
+    count = #shards, points = #o.listing.points, shards = shards,
+  }
+end
+
+--- Writes m as dir/manifest.json; true or nil, message.
+function M.write_manifest(dir, m)
+  local text, err = output.encode_pretty(m)
+  if not text then return nil, err end
+  return output.write_atomic(dir .. '/' .. M.MANIFEST, text)
+end
+
+--- Reads and checks dir/manifest.json; the manifest or nil, message.
+function M.read_manifest(dir)
+  local path = dir .. '/' .. M.MANIFEST
+  local text = output.read_file(path)
+  if not text then
+    return nil, path .. ' not found: merge needs the point list that run-all and slurm write there'
+  end
+  local m, err = output.decode(text)
+  if type(m) ~= 'table' then return nil, path .. ': ' .. tostring(err or 'not a JSON object') end
+  if m.kind ~= M.MANIFEST_KIND then
+    return nil, string.format("%s: kind is %s, expected %s", path, tostring(m.kind), M.MANIFEST_KIND)
+  end
+  if m.version ~= M.MANIFEST_VERSION then
+    return nil, string.format('%s: version %s, this kluabench reads version %d', path, tostring(m.version),
+      M.MANIFEST_VERSION)
+  end
+  if type(m.shards) ~= 'table' or #m.shards == 0 then return nil, path .. ': no shards' end
+  for i, s in ipairs(m.shards) do
+    if type(s) ~= 'table' or type(s.file) ~= 'string' or type(s.points) ~= 'table' then
+      return nil, string.format('%s: shard %d lacks its file or points', path, i)
+    end
+    for k, p in ipairs(s.points) do
+      if type(p) ~= 'table' or type(p.id) ~= 'string' then
+        return nil, string.format('%s: shard %d, point %d has no id', path, i, k)
+      end
+    end
+  end
+  return m
+end
+
+--- Prepares an output directory for a launch: creates it, and refuses one
+-- that holds a manifest or shard files already (JSON Lines files are
+-- appended to: results of two runs would mix). true or nil, message.
+function M.prepare_dir(dir)
+  local ok, err = output.mkdir_p(dir)
+  if not ok then return nil, err end
+  local f = io.open(dir .. '/' .. M.MANIFEST, 'r')
+  if f then
+    f:close()
+    return nil, string.format('%s already holds a run (%s); give another --dir or remove it', dir, M.MANIFEST)
+  end
+  f = io.open(dir .. '/' .. M.shard_file(1), 'r')
+  if f then
+    f:close()
+    return nil, string.format('%s already holds %s; give another --dir or remove it', dir, M.shard_file(1))
+  end
+  return true
+end
+
+return M
