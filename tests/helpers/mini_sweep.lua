@@ -60,6 +60,11 @@ if o['list-points'] then
   os.exit(0)
 end
 
+-- what run-all's specs check about the pinning of a child
+local host = package.loaded['kluabench.host'] or {}
+io.stderr:write(string.format('%s: CUDA_VISIBLE_DEVICES=%s --device=%s\n', NAME,
+  os.getenv('CUDA_VISIBLE_DEVICES') or '(unset)', host.device_option or '(none)'))
+
 local environment = kb.env.capture()
 if o.label then
   environment.spec.hardware.product = o.label

@@ -1,0 +1,167 @@
+-- kluabench merge: every point of the manifest exactly once, named when it
+-- is missing (with the shard that should have written it), duplicated,
+-- incomplete or unexpected; environments compared without the host and
+-- Slurm fields; and where a process ran, as records carry it.
+local sh = require 'helpers.shards'
+local env = require 'kluabench.record.env'
+local record = require 'kluabench.record'
+
+-- A finished run-all of the stand-in in dir (3 shards; args for the script).
+local function shards(dir, args)
+  local argv = { '--backend', 'cpu', 'run-all', '--procs', '3', '--dir', dir, sh.mini() }
+  for _, a in ipairs(args or {}) do argv[#argv + 1] = a end
+  local r = sh.run(argv)
+  assert(r.code == 0, r.err)
+end
+
+local function merge(dir, ...)
+  return sh.run({ 'merge', dir, ... })
+end
+
+-- The bundle's point id, as merge reads it.
+local function point(b) return require('kluabench.cli.commands.merge').point_of(b) end
+
+describe('kluabench merge', function()
+  local tmp, dir
+  before_each(function()
+    tmp = sh.tmpdir()
+    dir = tmp .. '/run'
+    shards(dir)
+  end)
+  after_each(function() os.execute('rm -rf ' .. sh.q(tmp)) end)
+
+  it('merges the shards of a complete run, to -o or stdout', function()
+    local r = merge(dir, '-o', tmp .. '/all.jsonl')
+    assert.equal(0, r.code, r.err)
+    assert.equal('kluabench merge: 20 bundles of 5/5 points from 3 shards -> ' .. tmp .. '/all.jsonl\n', r.err)
+    assert.same(sh.keys(dir .. '/all.jsonl'), sh.keys(tmp .. '/all.jsonl'))
+    r = merge(dir, '--quiet')
+    assert.equal(0, r.code, r.err)
+    assert.equal('', r.err)
+    local n = 0
+    for _ in r.out:gmatch('[^\n]+') do n = n + 1 end
+    assert.equal(20, n)
+  end)
+
+  it('names a missing point and the shard that should have written it', function()
+    local k = sh.shard_of(dir, 'seq384-f32')
+    sh.rewrite(string.format('%s/shard-%d.jsonl', dir, k), function(b) return point(b) ~= 'seq384-f32' and b or nil end)
+    local r = merge(dir, '-o', tmp .. '/all.jsonl')
+    assert.equal(1, r.code)
+    assert.matches(string.format('missing: point seq384-f32: no bundle; shard %d/3 should have written it to '
+      .. 'shard-%d.jsonl, its log: %s/shard-%d.log', k, k, dir, k), r.err, 1, true)
+    assert.matches('16 bundles of 4/5 points from 3 shards', r.err, 1, true)
+    assert.matches('INCOMPLETE', r.err, 1, true)
+    assert.equal(16, #sh.bundles(tmp .. '/all.jsonl')) -- what arrived is written
+  end)
+
+  it('names a whole shard file that is missing', function()
+    os.remove(dir .. '/shard-2.jsonl')
+    local r = merge(dir, '-o', tmp .. '/all.jsonl')
+    assert.equal(1, r.code)
+    assert.matches('missing: ' .. dir .. '/shard-2.jsonl does not exist (shard 2/3)', r.err, 1, true)
+  end)
+
+  it('names duplicates by point, provider, mode, session and place, and keeps the first', function()
+    local first = assert(sh.slurp(dir .. '/shard-1.jsonl'):match('^[^\n]*\n'))
+    local f = assert(io.open(dir .. '/shard-2.jsonl', 'a'))
+    f:write(first)
+    f:close()
+    local nlines = #sh.bundles(dir .. '/shard-2.jsonl')
+    local id = point(sh.bundles(dir .. '/shard-1.jsonl')[1])
+    local r = merge(dir, '-o', tmp .. '/all.jsonl')
+    assert.equal(1, r.code)
+    assert.matches(string.format('duplicate: point %s, provider a, mode forward, session 1/1 is in shard-1.jsonl:1 '
+      .. 'and shard-2.jsonl:%d (the first is kept)', id, nlines), r.err, 1, true)
+    assert.equal(20, #sh.bundles(tmp .. '/all.jsonl'))
+  end)
+
+  it('names a point with a provider and mode, or a session, that others have', function()
+    shards(tmp .. '/runs', { '--runs', '2' })
+    local k = sh.shard_of(tmp .. '/runs', 'seq128-f32')
+    sh.rewrite(string.format('%s/runs/shard-%d.jsonl', tmp, k), function(b)
+      local s = b.run.spec.execution.session
+      if point(b) == 'seq128-f32' and b.implementation.spec.provider == 'b' and b.workload.spec.operation == 'backward' then
+        return s.index == 1 and b or nil
+      end
+      if point(b) == 'seq128-f32' and b.implementation.spec.provider == 'a' and b.workload.spec.operation == 'forward' then
+        return nil
+      end
+      return b
+    end)
+    local r = merge(tmp .. '/runs')
+    assert.equal(1, r.code)
+    assert.matches(string.format('incomplete: point seq128-f32 (shard %d) has no bundle of a forward that other points have', k),
+      r.err, 1, true)
+    assert.matches(string.format('incomplete: point seq128-f32 (shard %d), b backward: session 2 of 2 is missing', k),
+      r.err, 1, true)
+  end)
+
+  it('names a point that is not in the manifest', function()
+    local r = sh.run({ '--backend', 'cpu', sh.mini(), '--seq', '999', '--format', 'jsonl', '--out', dir .. '/shard-3.jsonl' })
+    assert.equal(0, r.code, r.err)
+    r = merge(dir)
+    assert.equal(1, r.code)
+    assert.matches('unexpected: point seq999%-f32 in shard%-3%.jsonl:%d+ is not in the manifest', r.err)
+  end)
+
+  it('rejects bundles of different environments unless --allow-mixed, and writes nothing then', function()
+    os.remove(dir .. '/shard-2.jsonl')
+    local r = sh.run({ '--backend', 'cpu', sh.mini(), '--shard', '2/3', '--label', 'Another CPU', '--format', 'jsonl',
+      '--out', dir .. '/shard-2.jsonl' })
+    assert.equal(0, r.code, r.err)
+    r = merge(dir, '-o', tmp .. '/all.jsonl')
+    assert.equal(1, r.code)
+    assert.matches('mixed: the bundles come from 2 different environments (--allow-mixed merges them anyway):', r.err,
+      1, true)
+    assert.matches('Another CPU, cpu', r.err, 1, true)
+    assert.matches('from shard-2.jsonl on ', r.err, 1, true)
+    assert.matches('nothing written', r.err, 1, true)
+    assert.is_nil(sh.slurp(tmp .. '/all.jsonl'))
+    r = merge(dir, '--allow-mixed', '-o', tmp .. '/all.jsonl')
+    assert.equal(0, r.code, r.err)
+    assert.matches('note: mixed-allowed: the bundles come from 2 different environments (merged as --allow-mixed asks)',
+      r.err, 1, true)
+    assert.equal(20, #sh.bundles(tmp .. '/all.jsonl'))
+  end)
+
+  it('treats shards from other hosts and Slurm tasks as one environment', function()
+    sh.rewrite(dir .. '/shard-2.jsonl', function(b)
+      b.environment.metadata.annotations = { hostName = 'node17', slurmJobId = '42', slurmArrayTaskId = '2' }
+      return record.seal(b)
+    end)
+    local r = merge(dir, '-o', tmp .. '/all.jsonl')
+    assert.equal(0, r.code, r.err)
+  end)
+
+  it('needs the manifest, and says so', function()
+    os.remove(dir .. '/manifest.json')
+    local r = merge(dir)
+    assert.equal(1, r.code)
+    assert.matches('manifest.json not found: merge needs the point list that run-all and slurm write there', r.err, 1,
+      true)
+    r = sh.run({ 'merge' })
+    assert.equal(2, r.code)
+    assert.matches('no DIR given', r.err, 1, true)
+    r = sh.run({ 'merge', dir, dir })
+    assert.equal(2, r.code)
+  end)
+end)
+
+describe('where a process ran (env.placement)', function()
+  it('records the host name always and the Slurm ids when Slurm set them, outside the digested spec', function()
+    local vars = { SLURM_JOB_ID = '1234', SLURM_ARRAY_JOB_ID = '1230', SLURM_ARRAY_TASK_ID = '4',
+      SLURMD_NODENAME = 'gpu07', SLURM_CLUSTER_NAME = 'lab' }
+    local p = env.placement(function(k) return vars[k] end, 'gpu07.lab')
+    assert.same({ hostName = 'gpu07.lab', slurmJobId = '1234', slurmArrayJobId = '1230', slurmArrayTaskId = '4',
+      slurmNodeName = 'gpu07', slurmClusterName = 'lab' }, p)
+    assert.same({ hostName = 'x' }, env.placement(function() return nil end, 'x'))
+    assert.is_nil(env.placement(function() return '' end, ''))
+    local a = env.capture { placement = p }
+    local b = env.capture { placement = false }
+    assert.same(p, a.metadata.annotations)
+    assert.is_nil(b.metadata.annotations)
+    assert.equal(record.digest(a), record.digest(b))
+    assert.is_string(env.capture().metadata.annotations.hostName)
+  end)
+end)
