@@ -53,7 +53,7 @@ else
   say =
 endif
 
-.PHONY: FORCE all deps test test-gpu bench bundle clean asan test-asan valgrind fuzz fuzz-run soak
+.PHONY: FORCE all deps slurm-deps test test-gpu bench bundle clean asan test-asan valgrind fuzz fuzz-run soak
 all: $(BIN) bundle
 
 # What the binary reports about its own build (kb.build_info(),
@@ -107,6 +107,13 @@ deps:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
 	fi
+
+# Slurm for tests/slurm_spec.lua, which starts a single-node cluster of its
+# own (tests/slurm/cluster.sh) and submits a real job array; without these
+# packages (or without root) that spec is skipped and says why.
+SLURM_DEPS := slurm-wlm munge
+slurm-deps:
+	@$(MAKE) --no-print-directory deps DEPS='$(SLURM_DEPS)'
 
 # The test run ends with one line "N passed, N failed" (tests/run.lua).
 TEST_ARGS ?=

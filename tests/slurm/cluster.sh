@@ -81,6 +81,7 @@ SchedulerType=sched/backfill
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 MpiDefault=none
+MailProg=/bin/true
 ReturnToService=2
 SlurmdTimeout=30
 InactiveLimit=0

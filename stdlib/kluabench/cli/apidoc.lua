@@ -118,6 +118,10 @@ M.sections = {
       .. 'the points, the check before timing, the protocol, sessions (--runs), shards, progress, '
       .. 'interrupts, every output format and the records. docs/SUITE.md explains the declaration; '
       .. 'examples/copy_benchmark.lua is a whole benchmark in 32 lines.' },
+  { id = 'process', title = 'Child processes (kb.process)',
+    intro = 'What `kluabench run-all` starts its children with: fork and exec, waiting for any '
+      .. 'child without blocking, signals, sleep. Failures that can happen return nil, a message '
+      .. 'and an error name ("ENOENT", "ESRCH", "ECHILD", "EINTR"); misuse raises.' },
   { id = 'stats', title = 'kluabench.stats: statistics of samples',
     intro = '`local stats = require "kluabench.stats"`. Every function takes a list of '
       .. 'numbers (not modified) and raises an error naming the function on an empty list or a '
@@ -1070,8 +1074,17 @@ section('record', {
 section('env', {
   { name = 'env.capture', signature = 'env.capture([opts]) -> document',
     summary = 'The ExecutionEnvironment document of this process: hardware (vendor, product, formFactor, architecture) and software.',
-    details = 'opts (for tests and replays): info (a device_info table), backend, kb, os, driver_release.',
+    details = 'opts (for tests and replays): info (a device_info table), backend, kb, os, driver_release, '
+      .. 'placement (metadata.annotations; default env.placement(), false for none).',
     example = 'local doc = env.capture()\nprint(doc.spec.hardware.product, doc.spec.hardware.architecture)' },
+  { name = 'env.placement', signature = 'env.placement([getenv [, hostname]]) -> table | nil',
+    summary = 'Where this process runs: hostName, and slurmJobId, slurmArrayJobId, slurmArrayTaskId, '
+      .. 'slurmClusterName, slurmNodeName when Slurm set them.',
+    details = 'env.capture puts it in the environment\'s metadata.annotations, outside the digested '
+      .. 'spec: two identical hosts have one environment digest, and `kluabench merge` treats the '
+      .. 'shards of one sweep on several nodes as one environment. getenv and hostname replace '
+      .. 'os.getenv and /proc/sys/kernel/hostname (for tests).',
+    example = 'local where = env.placement()\nprint(where and where.hostName)' },
   { name = 'env.device_name', signature = 'env.device_name(doc) -> text | nil',
     summary = 'The full device name of an environment document: product and form factor.',
     example = 'print(env.device_name(env.capture()))' },
@@ -1378,6 +1391,34 @@ section('help', {
     example = 'print(require("kluabench.cli.help").command_module({name = "kluabench import-liger"}))' },
 })
 
+section('process', {
+  { name = 'kb.process.spawn', signature = 'kb.process.spawn(argv [, opts]) -> pid | nil, message, code',
+    summary = 'Starts a program (argv[1], searched on PATH) with arguments argv[2..]; does not wait.',
+    details = 'opts: env ({NAME = value} to set, {NAME = false} to remove, the rest inherited), stdin, '
+      .. 'stdout, stderr (file paths; stdout and stderr are truncated unless append = true), cwd, '
+      .. 'group (default true: the child gets its own process group, so a Ctrl-C on the terminal '
+      .. 'reaches only kluabench, which passes it on). A child gets SIGTERM when kluabench dies. '
+      .. 'A program that cannot be started or a file that cannot be opened gives nil, '
+      .. '"exec prog: No such file or directory", "ENOENT".',
+    example = 'local pid = assert(kb.process.spawn({"sh", "-c", "echo $X"}, {env = {X = "1"}, stdout = "/dev/null"}))\n'
+      .. 'print(kb.process.wait(pid)) --> pid  exit  0' },
+  { name = 'kb.process.wait', signature = 'kb.process.wait([pid [, block]]) -> pid, "exit", code | pid, "signal", name | nil',
+    summary = 'Waits for child pid (nil: any child); with block = false returns nil at once when none has ended.',
+    details = 'A child killed by a signal gives pid, "signal", "SIGTERM". Errors: nil, message, "ECHILD" '
+      .. '(no such child) or "EINTR" (a signal arrived while blocking: call again).',
+    example = 'local pid = kb.process.spawn({"true"})\nlocal got\nrepeat got = kb.process.wait(nil, false) '
+      .. 'until got or not kb.process.sleep(0.01)\nprint(got == pid)' },
+  { name = 'kb.process.kill', signature = 'kb.process.kill(pid, signal) -> true | nil, message, code',
+    summary = 'Sends a signal ("SIGINT", "TERM", "SIGKILL", ... or a number) to process pid (> 0 only).',
+    example = 'local pid = kb.process.spawn({"sleep", "10"})\nkb.process.kill(pid, "SIGTERM")\nprint(kb.process.wait(pid)) --> pid  signal  SIGTERM' },
+  { name = 'kb.process.sleep', signature = 'kb.process.sleep(seconds) -> true | false',
+    summary = 'Sleeps; false when a signal cut the sleep short.',
+    example = 'kb.process.sleep(0.01)' },
+  { name = 'kb.process.getpid', signature = 'kb.process.getpid() -> integer',
+    summary = 'The id of this process.',
+    example = 'print(kb.process.getpid())' },
+})
+
 ---------------------------------------------------------------------------
 -- Commands: summaries, usage and help texts come from kluabench.cli and the
 -- command modules (what `kluabench COMMAND --help` prints); the examples
@@ -1393,6 +1434,10 @@ local COMMAND_EXAMPLES = {
   env = 'kluabench env --format markdown',
   list = 'kluabench list',
   help = 'kluabench help plot',
+  ['run-all'] = 'kluabench run-all --devices all --dir results/sweep scripts/llama4_rope.lua --sweep all',
+  slurm = 'kluabench slurm --gpus 16 --partition gpu --time 01:00:00 --dir /shared/sweep --submit '
+    .. 'scripts/llama4_rope.lua --sweep all',
+  merge = 'kluabench merge /shared/sweep -o all.jsonl',
 }
 
 local function command_entries()
