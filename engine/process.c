@@ -39,13 +39,9 @@ static const char *signal_name(int sig) {
   return NULL;
 }
 
-/* "SIGTERM", "TERM" or a number at arg. */
+/* A signal name at arg: "SIGTERM" or "TERM". Names only: a number is
+ * refused, so that a stray integer can never become a signal that kills. */
 static int check_signal(lua_State *L, int arg) {
-  if (lua_type(L, arg) == LUA_TNUMBER) {
-    lua_Integer s = luaL_checkinteger(L, arg);
-    if (s < 1 || s > 64) luaL_argerror(L, arg, "signal number between 1 and 64 expected");
-    return (int)s;
-  }
   const char *s = luaL_checkstring(L, arg);
   const char *bare = strncmp(s, "SIG", 3) == 0 ? s + 3 : s;
   for (int i = 0; SIGNALS[i].name; i++)
@@ -293,7 +289,11 @@ static int l_wait(lua_State *L) {
     if (p <= 0) luaL_argerror(L, 1, "process id > 0 expected (nil waits for any child)");
     want = (pid_t)p;
   }
-  int block = lua_isnone(L, 2) ? 1 : lua_toboolean(L, 2);
+  int block = 1;
+  if (!lua_isnoneornil(L, 2)) {
+    luaL_checktype(L, 2, LUA_TBOOLEAN);
+    block = lua_toboolean(L, 2);
+  }
   int status;
   pid_t got = waitpid(want, &status, block ? 0 : WNOHANG);
   if (got < 0) return push_errno(L, errno, "waitpid");
@@ -326,10 +326,12 @@ static int l_kill(lua_State *L) {
   return 1;
 }
 
-/* sleep(seconds) -> true | false when a signal cut it short. */
+/* sleep(ms) -> true | false when a signal cut it short. Milliseconds, as
+ * everywhere in the stdlib. */
 static int l_sleep(lua_State *L) {
-  lua_Number s = luaL_checknumber(L, 1);
-  if (!(s >= 0 && s <= 86400)) luaL_argerror(L, 1, "seconds between 0 and 86400 expected");
+  lua_Number ms = luaL_checknumber(L, 1);
+  if (!(ms >= 0 && ms <= 86400e3)) luaL_argerror(L, 1, "milliseconds between 0 and 86400000 expected");
+  lua_Number s = ms / 1e3;
   struct timespec ts = {(time_t)s, (long)((s - (lua_Number)(time_t)s) * 1e9)};
   lua_pushboolean(L, nanosleep(&ts, NULL) == 0);
   return 1;

@@ -8,9 +8,7 @@ local record = require 'kluabench.record'
 
 -- A finished run-all of the stand-in in dir (3 shards; args for the script).
 local function shards(dir, args)
-  local argv = { '--backend', 'cpu', 'run-all', '--procs', '3', '--dir', dir, sh.mini() }
-  for _, a in ipairs(args or {}) do argv[#argv + 1] = a end
-  local r = sh.run(argv)
+  local r = sh.run(sh.launcher('run-all', dir, { '--procs', '3' }, nil, args))
   assert(r.code == 0, r.err)
 end
 

@@ -84,6 +84,12 @@ local ACCEPTS = {
   head_dim = set('int'),
   ['nvml_device?'] = set('nil', 'int', 'str'),
   ['nvml_kind?'] = set('nil'),
+  argv = set(), -- a non-empty list of strings: {} is refused too
+  pid = set('int'),
+  ['pid?'] = set('nil', 'int'),
+  ['boolean?'] = set('nil', 'false', 'true'),
+  signal = set(), -- names only: a number is refused
+  ms = set('int', 'float'),
 }
 
 local function T() return kb.zeros({ 2 }, 'f32', 'cpu') end
@@ -97,6 +103,15 @@ local function ROPE()
     kb.rope.freqs(4, 8, { device = 'cpu' }), { impl = 'reference' }
 end
 local FILE = os.tmpname()
+-- kb.process: children reaped before each call; the one signalled gets the
+-- harmless SIGCONT (a wrong pid, 42, gets it too)
+local function REAP()
+  while kb.process.wait(nil, false) do end
+end
+local function CHILD()
+  REAP()
+  return assert(kb.process.spawn({ 'true' }, { stdout = '/dev/null' }))
+end
 
 -- name, parameter kinds, valid arguments. Names: kb.x (the engine's module),
 -- t:m (tensor methods), ev:m (event methods), g:m (graph methods).
@@ -139,6 +154,11 @@ local API = {
   { 'kb.jcs.array', { 'table?' }, function() return {} end },
   { 'kb.jcs.object', { 'table?' }, function() return {} end },
   { 'kb.jcs.is_array', { 'any' }, function() return {} end },
+  { 'kb.process.spawn', { 'argv', 'opts?' }, function() REAP(); return { 'true' }, { stdout = '/dev/null' } end },
+  { 'kb.process.wait', { 'pid?', 'boolean?' }, function() return CHILD(), true end },
+  { 'kb.process.kill', { 'pid', 'signal' }, function() return CHILD(), 'SIGCONT' end },
+  { 'kb.process.sleep', { 'ms' }, function() return 1 end },
+  { 'kb.process.getpid', {}, function() end },
   { 'kb.nvml.available', {}, function() end },
   { 'kb.nvml.count', {}, function() end },
   { 'kb.nvml.reason_names', {}, function() end },

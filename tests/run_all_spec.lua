@@ -6,13 +6,7 @@ local kb = require 'kluabench'
 local sh = require 'helpers.shards'
 local run_all = require 'kluabench.cli.commands.run_all'
 
-local function run_all_args(dir, extra, script_args)
-  local argv = { '--backend', 'cpu', 'run-all', '--dir', dir }
-  for _, a in ipairs(extra) do argv[#argv + 1] = a end
-  argv[#argv + 1] = sh.mini()
-  for _, a in ipairs(script_args or {}) do argv[#argv + 1] = a end
-  return argv
-end
+local function run_all_args(dir, extra, script_args) return sh.launcher('run-all', dir, extra, nil, script_args) end
 
 describe('kluabench run-all', function()
   local tmp
@@ -112,7 +106,7 @@ describe('kluabench run-all', function()
       env = { KLUABENCH_BACKEND = false, KLUABENCH_QUIET = false } }))
     -- wait until a child has written a bundle (then both children run)
     local deadline = kb.clock_ns() + 60e9
-    while kb.clock_ns() < deadline and #sh.bundles(dir .. '/shard-1.jsonl') == 0 do kb.process.sleep(0.05) end
+    while kb.clock_ns() < deadline and #sh.bundles(dir .. '/shard-1.jsonl') == 0 do kb.process.sleep(50) end
     assert.is_true(kb.process.kill(pid, 'SIGINT'))
     local got, how, code = kb.process.wait(pid)
     while got == nil and code == 'EINTR' do got, how, code = kb.process.wait(pid) end

@@ -13,13 +13,7 @@ local LLAMA = ROOT .. '/scripts/llama4_rope.lua'
 local LLAMA_ARGS = { '--hidden', '64', '--seq', '16,32,48', '--q-heads', '4', '--kv-heads', '2', '--mode', 'forward',
   '--provider', 'all', '--rep-ms', '1', '--warmup-ms', '1' }
 
-local function slurm_args(dir, opts, script, script_args)
-  local argv = { '--backend', 'cpu', 'slurm', '--dir', dir }
-  for _, a in ipairs(opts) do argv[#argv + 1] = a end
-  argv[#argv + 1] = script or sh.mini()
-  for _, a in ipairs(script_args or {}) do argv[#argv + 1] = a end
-  return argv
-end
+local function slurm_args(dir, opts, script, script_args) return sh.launcher('slurm', dir, opts, script, script_args) end
 
 describe('kluabench slurm', function()
   local tmp

@@ -70,7 +70,7 @@ if o.label then
   environment.spec.hardware.product = o.label
 end
 local protocol = kb.bench.do_bench_protocol { warmup_ms = 1, rep_ms = 1 }
-local sleep_s = tonumber(o['sleep-ms'] or '0') / 1000
+local sleep_ms = tonumber(o['sleep-ms'] or '0')
 local total = #points * #providers * #modes * runs
 local done = 0
 kb.defer_interrupts(true)
@@ -91,7 +91,7 @@ for run = 1, runs do
         end
         done = done + 1
         io.stderr:write(string.format('[%d/%d] %s %s %s\n', done, total, p.id, provider, mode))
-        if sleep_s > 0 then kb.process.sleep(sleep_s) end
+        if sleep_ms > 0 then kb.process.sleep(sleep_ms) end
         local stopped, sig = kb.interrupted()
         if stopped then
           io.stderr:write(string.format('%s: interrupted by %s after %d of %d\n', NAME, sig, done, total))

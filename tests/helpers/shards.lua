@@ -10,6 +10,16 @@ M.run, M.q, M.slurp, M.spit, M.tmpdir = sub.run, sub.q, sub.slurp, sub.spit, sub
 --- tests/helpers/mini_sweep.lua, absolute.
 function M.mini() return sub.root() .. '/tests/helpers/mini_sweep.lua' end
 
+--- The arguments of `kluabench --backend cpu COMMAND --dir DIR OPTS... SCRIPT
+-- SCRIPT_ARGS...` (COMMAND run-all or slurm; SCRIPT default the stand-in).
+function M.launcher(command, dir, opts, script, script_args)
+  local argv = { '--backend', 'cpu', command, '--dir', dir }
+  table.move(opts, 1, #opts, #argv + 1, argv)
+  argv[#argv + 1] = script or M.mini()
+  table.move(script_args or {}, 1, #(script_args or {}), #argv + 1, argv)
+  return argv
+end
+
 --- The bundles of a JSON Lines file (a list; empty when the file is absent).
 function M.bundles(path)
   local out = {}

@@ -1407,13 +1407,13 @@ section('process', {
     details = 'A child killed by a signal gives pid, "signal", "SIGTERM". Errors: nil, message, "ECHILD" '
       .. '(no such child) or "EINTR" (a signal arrived while blocking: call again).',
     example = 'local pid = kb.process.spawn({"true"})\nlocal got\nrepeat got = kb.process.wait(nil, false) '
-      .. 'until got or not kb.process.sleep(0.01)\nprint(got == pid)' },
+      .. 'until got or not kb.process.sleep(10)\nprint(got == pid)' },
   { name = 'kb.process.kill', signature = 'kb.process.kill(pid, signal) -> true | nil, message, code',
-    summary = 'Sends a signal ("SIGINT", "TERM", "SIGKILL", ... or a number) to process pid (> 0 only).',
+    summary = 'Sends a signal by name ("SIGINT", "TERM", "SIGKILL", ...; no numbers) to process pid (> 0 only).',
     example = 'local pid = kb.process.spawn({"sleep", "10"})\nkb.process.kill(pid, "SIGTERM")\nprint(kb.process.wait(pid)) --> pid  signal  SIGTERM' },
-  { name = 'kb.process.sleep', signature = 'kb.process.sleep(seconds) -> true | false',
-    summary = 'Sleeps; false when a signal cut the sleep short.',
-    example = 'kb.process.sleep(0.01)' },
+  { name = 'kb.process.sleep', signature = 'kb.process.sleep(ms) -> true | false',
+    summary = 'Sleeps ms milliseconds (0 to 86400000); false when a signal cut the sleep short.',
+    example = 'kb.process.sleep(10)' },
   { name = 'kb.process.getpid', signature = 'kb.process.getpid() -> integer',
     summary = 'The id of this process.',
     example = 'print(kb.process.getpid())' },

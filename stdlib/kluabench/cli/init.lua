@@ -257,8 +257,10 @@ end
 -- 'flag', 'value' or 'list' (a value that may be given several times:
 -- opts[name] is the list of them); spec.aliases maps one-letter names to
 -- option names ({o = 'output'}). Accepts --name, --name=value, --name value,
--- -o value; '--' ends the options. Returns opts, positional args; or nil,
--- message.
+-- -o value; '--' ends the options, and so does the first positional argument
+-- when spec.stop_at_positional is set (the rest, options or not, then are
+-- positional: a command's own options before SCRIPT and the script's after).
+-- Returns opts, positional args; or nil, message.
 function M.parse_args(args, spec)
   local opts, rest = {}, {}
   local aliases = spec.aliases or {}
@@ -273,6 +275,10 @@ function M.parse_args(args, spec)
     if not name then name = a:match('^%-%-(.+)$') or aliases[a:match('^%-(%a)$') or ''] end
     if not name then
       if a:match('^%-.') then return nil, string.format("unrecognized option '%s'", a) end
+      if spec.stop_at_positional then
+        table.move(args, i, #args, #rest + 1, rest)
+        break
+      end
       rest[#rest + 1] = a
     elseif spec[name] == 'flag' then
       if value then return nil, string.format("option '--%s' takes no value", name) end

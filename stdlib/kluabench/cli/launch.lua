@@ -24,32 +24,11 @@ local RESERVED = { shard = true, format = true, out = true, ['list-points'] = tr
 -- the first word that is not one of them (or the word after '--') is
 -- SCRIPT. Returns opts, script, script_args; or nil, message.
 function M.split_args(args, spec)
-  local aliases = spec.aliases or {}
-  local i, prefix = 1, {}
-  while i <= #args do
-    local a = args[i]
-    if a == '--' then
-      i = i + 1
-      break
-    end
-    local name, value = a:match('^%-%-([^=]+)=(.*)$')
-    if not name then name = a:match('^%-%-(.+)$') or aliases[a:match('^%-(%a)$') or ''] end
-    if not name then
-      if a:match('^%-.') then return nil, string.format("unrecognized option '%s'", a) end
-      break
-    end
-    prefix[#prefix + 1] = a
-    if (spec[name] == 'value' or spec[name] == 'list') and value == nil then
-      i = i + 1
-      if args[i] == nil then return nil, string.format("option '%s' needs a value", a) end
-      prefix[#prefix + 1] = args[i]
-    end
-    i = i + 1
-  end
-  local opts, err = require('kluabench.cli').parse_args(prefix, spec)
-  if not opts then return nil, err end
-  local script = args[i]
-  local script_args = table.move(args, i + 1, #args, 1, {})
+  local stopping = setmetatable({ stop_at_positional = true }, { __index = spec })
+  local opts, rest = require('kluabench.cli').parse_args(args, stopping)
+  if not opts then return nil, rest end
+  local script = rest[1]
+  local script_args = table.move(rest, 2, #rest, 1, {})
   for _, a in ipairs(script_args) do
     local name = a:match('^%-%-([^=]+)')
     if name and RESERVED[name] then

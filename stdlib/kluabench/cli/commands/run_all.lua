@@ -7,9 +7,10 @@ local launch = require 'kluabench.cli.launch'
 
 local M = {}
 
-M.USAGE = 'kluabench [--backend B] run-all (--devices LIST | --procs N) [--dir DIR] [-o FILE] SCRIPT [args...]'
+M.USAGE = 'kluabench run-all (--devices LIST | --procs N) [--dir DIR] [-o FILE] SCRIPT [args...]'
 
 M.help = [[
+Host options (--backend, --quiet) go before 'run-all' and reach the children.
 Splits the points of SCRIPT (a benchmark on kluabench.suite) into N shards,
 one per device, and runs N children at once:
 
@@ -228,7 +229,7 @@ local function supervise(children, quiet)
         end
       end
       show(false)
-      process.sleep(0.1)
+      process.sleep(100)
     end
   end
   if tty then io.stderr:write('\r\27[K', status_line(children, start, k.clock_ns), '\n') end

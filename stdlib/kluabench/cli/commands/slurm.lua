@@ -7,9 +7,10 @@ local launch = require 'kluabench.cli.launch'
 
 local M = {}
 
-M.USAGE = 'kluabench [--backend B] slurm --gpus N --dir DIR [options] [--submit | --wait] SCRIPT [args...]'
+M.USAGE = 'kluabench slurm --gpus N --dir DIR [options] [--submit | --wait] SCRIPT [args...]'
 
 M.help = [[
+A host option --backend goes before 'slurm' and is written into the tasks.
 Writes DIR/job.sbatch, a Slurm job array of N tasks (--array=1-N), and
 DIR/manifest.json (the points of every shard, from SCRIPT --list-points run
 here on the cpu backend). Task I runs
