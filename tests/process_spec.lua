@@ -5,11 +5,7 @@ local kb = require 'kluabench'
 local util = require 'helpers.util'
 local process = kb.process
 
-local function wait(pid)
-  local got, how, code = process.wait(pid)
-  while got == nil and code == 'EINTR' do got, how, code = process.wait(pid) end
-  return got, how, code
-end
+local wait = require('kluabench.cli.launch').wait -- process.wait, resumed after EINTR
 
 describe('kb.process', function()
   local dir

@@ -10,7 +10,10 @@ local M = {}
 M.USAGE = 'kluabench run-all (--devices LIST | --procs N) [--dir DIR] [-o FILE] SCRIPT [args...]'
 
 M.help = [[
-Host options (--backend, --quiet) go before 'run-all' and reach the children.
+Host options go before 'run-all': --backend reaches the children; --quiet
+silences run-all's status line (the children's progress still goes to their
+logs).
+
 Splits the points of SCRIPT (a benchmark on kluabench.suite) into N shards,
 one per device, and runs N children at once:
 

@@ -11,6 +11,7 @@ M.USAGE = 'kluabench slurm --gpus N --dir DIR [options] [--submit | --wait] SCRI
 
 M.help = [[
 A host option --backend goes before 'slurm' and is written into the tasks.
+
 Writes DIR/job.sbatch, a Slurm job array of N tasks (--array=1-N), and
 DIR/manifest.json (the points of every shard, from SCRIPT --list-points run
 here on the cpu backend). Task I runs
