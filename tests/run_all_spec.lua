@@ -74,6 +74,9 @@ describe('kluabench run-all', function()
     assert.matches("'x' is not a device number", msg, 1, true)
     none, msg = run_all.devices('0,,1', { visible = false })
     assert.is_nil(none)
+    none, msg = run_all.devices('all', { visible = {} })
+    assert.is_nil(none)
+    assert.matches('no CUDA device found (CUDA_VISIBLE_DEVICES lists none)', msg, 1, true)
   end)
 
   it('fails when a child fails, shows its message, and keeps the points the others finished', function()
@@ -146,5 +149,32 @@ describe('kluabench run-all', function()
     local r = sh.run({ '--backend', 'cpu', 'run-all', '--procs', '2', '--dir', tmp .. '/c', script })
     assert.equal(1, r.code)
     assert.matches('broken.lua --list-points failed (exit 2): broken: no such option', r.err, 1, true)
+  end)
+end)
+
+describe('kluabench run-all on the CUDA devices of this host #gpu', function()
+  it('runs one child per device and merges the points of an unsharded run, measured on cuda', function()
+    local tmp = sh.tmpdir()
+    finally(function() os.execute('rm -rf ' .. sh.q(tmp)) end)
+    local script = require('helpers.subprocess').root() .. '/scripts/llama4_rope.lua'
+    local args = { '--hidden', '512', '--seq', '256,512,1024,2048', '--mode', 'forward', '--provider', 'all',
+      '--rep-ms', '20', '--warmup-ms', '5' }
+    local argv = { 'run-all', '--devices', 'all', '--dir', tmp .. '/run', script }
+    table.move(args, 1, #args, #argv + 1, argv)
+    local r = sh.run(argv)
+    assert.equal(0, r.code, r.err)
+    local one = { script }
+    table.move(args, 1, #args, 2, one)
+    for _, a in ipairs { '--format', 'jsonl', '--out', tmp .. '/one.jsonl' } do one[#one + 1] = a end
+    local r1 = sh.run(one)
+    assert.equal(0, r1.code, r1.err)
+    assert.same(sh.keys(tmp .. '/one.jsonl'), sh.keys(tmp .. '/run/all.jsonl'))
+    assert.equal(12, #sh.bundles(tmp .. '/run/all.jsonl'))
+    for _, b in ipairs(sh.bundles(tmp .. '/run/all.jsonl')) do
+      assert.equal('cuda', b.environment.spec.backend)
+    end
+    local m = sh.manifest(tmp .. '/run')
+    assert.is_true(m.count >= 1)
+    assert.is_string(m.shards[1].device)
   end)
 end)

@@ -85,8 +85,9 @@ function M.devices(value, opts)
       n = ok and math.tointeger(count) or nil
     end
     if not n or n < 1 then
-      return nil, "--devices all: no CUDA device found (CUDA_VISIBLE_DEVICES is unset and NVML "
-        .. "reports none); give the devices (--devices 0,1) or, on the cpu backend, --procs N"
+      return nil, string.format('--devices all: no CUDA device found (%s); give the devices (--devices 0,1) '
+        .. 'or, on the cpu backend, --procs N', vis and 'CUDA_VISIBLE_DEVICES lists none'
+        or 'CUDA_VISIBLE_DEVICES is unset and NVML reports none')
     end
     for i = 0, n - 1 do list[#list + 1] = i end
   else
