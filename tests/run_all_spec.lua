@@ -100,28 +100,31 @@ describe('kluabench run-all', function()
     end
   end)
 
-  it('passes Ctrl-C on to the children, which stop after their point, and merges what they wrote', function()
-    local dir = tmp .. '/run'
-    local argv = { require('helpers.util').bin() }
-    for _, a in ipairs(run_all_args(dir, { '--procs', '2' }, { '--sleep-ms', '300' })) do argv[#argv + 1] = a end
-    local err = tmp .. '/err'
-    local pid = assert(kb.process.spawn(argv, { stdin = '/dev/null', stdout = tmp .. '/out', stderr = err,
-      env = { KLUABENCH_BACKEND = false, KLUABENCH_QUIET = false } }))
-    -- wait until a child has written a bundle (then both children run)
-    local deadline = kb.clock_ns() + 60e9
-    while kb.clock_ns() < deadline and #sh.bundles(dir .. '/shard-1.jsonl') == 0 do kb.process.sleep(50) end
-    assert.is_true(kb.process.kill(pid, 'SIGINT'))
-    local _, how, code = require('kluabench.cli.launch').wait(pid)
-    local text = sh.slurp(err)
-    assert.same({ 'exit', 130 }, { how, code }, text)
-    assert.matches('SIGINT: passed to the children', text, 1, true)
-    assert.matches('shard 1/2 stopped after SIGINT', text, 1, true)
-    for i = 1, 2 do
-      assert.matches('interrupted by SIGINT', sh.slurp(string.format('%s/shard-%d.log', dir, i)), 1, true)
-    end
-    local n = #sh.bundles(dir .. '/all.jsonl')
-    assert.is_true(n >= 1 and n < 20, 'merged ' .. n)
-  end)
+  for _, case in ipairs { { 'SIGINT', 130 }, { 'SIGTERM', 143 } } do
+    local sig, status = case[1], case[2]
+    it('passes ' .. sig .. ' on to the children, which stop after their point, and merges what they wrote', function()
+      local dir = tmp .. '/run'
+      local argv = { require('helpers.util').bin() }
+      for _, a in ipairs(run_all_args(dir, { '--procs', '2' }, { '--sleep-ms', '300' })) do argv[#argv + 1] = a end
+      local err = tmp .. '/err'
+      local pid = assert(kb.process.spawn(argv, { stdin = '/dev/null', stdout = tmp .. '/out', stderr = err,
+        env = { KLUABENCH_BACKEND = false, KLUABENCH_QUIET = false } }))
+      -- wait until a child has written a bundle (then both children run)
+      local deadline = kb.clock_ns() + 60e9
+      while kb.clock_ns() < deadline and #sh.bundles(dir .. '/shard-1.jsonl') == 0 do kb.process.sleep(50) end
+      assert.is_true(kb.process.kill(pid, sig))
+      local _, how, code = require('kluabench.cli.launch').wait(pid)
+      local text = sh.slurp(err)
+      assert.same({ 'exit', status }, { how, code }, text)
+      assert.matches(sig .. ': passed to the children', text, 1, true)
+      assert.matches('shard 1/2 stopped after ' .. sig, text, 1, true)
+      for i = 1, 2 do
+        assert.matches('interrupted by ' .. sig, sh.slurp(string.format('%s/shard-%d.log', dir, i)), 1, true)
+      end
+      local n = #sh.bundles(dir .. '/all.jsonl')
+      assert.is_true(n >= 1 and n < 20, 'merged ' .. n)
+    end)
+  end
 
   it('reports usage errors', function()
     local r = sh.run({ '--backend', 'cpu', 'run-all', sh.mini() })

@@ -3,6 +3,7 @@
 -- (tests/slurm/cluster.sh: munged, slurmctld and slurmd under a temporary
 -- directory, stopped afterwards): three tasks of scripts/llama4_rope.lua on
 -- the cpu backend, merged, holding the points of an unsharded run.
+local kb = require 'kluabench'
 local sh = require 'helpers.shards'
 local sub = require 'helpers.subprocess'
 local slurm = require 'kluabench.cli.commands.slurm'
@@ -109,7 +110,8 @@ describe('a real Slurm job array (single-node cluster on this machine)', functio
       os.execute(sh.q(script) .. ' stop ' .. sh.q(cluster) .. ' >/dev/null 2>&1')
       os.execute('rm -rf ' .. sh.q(tmp))
     end)
-    local p = io.popen(sh.q(script) .. ' start ' .. sh.q(cluster) .. ' 2>&1')
+    -- with this process as the owner: the daemons stop even if the test run is killed
+    local p = io.popen(sh.q(script) .. ' start ' .. sh.q(cluster) .. ' ' .. kb.process.getpid() .. ' 2>&1')
     local started = p:read('a')
     local ok = p:close()
     assert(ok, 'the cluster did not start: ' .. started)
