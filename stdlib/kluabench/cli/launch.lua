@@ -121,8 +121,9 @@ end
 -- message.
 function M.list_points(o)
   local process = require('kluabench').process
-  local jobs = {}
-  for i = 0, o.n do
+  local lists, failure = {}, nil
+  -- one listing process: spawned; finish() waits for it and reads its output
+  local function start(i)
     local argv = { o.exe, '--backend=cpu', '--quiet', o.script }
     table.move(o.args, 1, #o.args, #argv + 1, argv)
     argv[#argv + 1] = '--list-points'
@@ -130,29 +131,41 @@ function M.list_points(o)
       argv[#argv + 1] = '--shard'
       argv[#argv + 1] = string.format('%d/%d', i, o.n)
     end
-    local job = { out = string.format('%s/.points-%d.tsv', o.dir, i), err = string.format('%s/.points-%d.err', o.dir, i) }
+    local job = { i = i, out = string.format('%s/.points-%d.tsv', o.dir, i),
+      err = string.format('%s/.points-%d.err', o.dir, i) }
     local pid, err = process.spawn(argv, { stdin = '/dev/null', stdout = job.out, stderr = job.err })
-    if not pid then return nil, string.format('cannot run %s: %s', o.script, err) end
+    if not pid then
+      failure = failure or string.format('cannot run %s: %s', o.script, err)
+      return nil
+    end
     job.pid = pid
-    jobs[i] = job
+    return job
   end
-  local lists, failure = {}, nil
-  for i = 0, o.n do
-    local job = jobs[i]
+  local function finish(job)
     local _, how, code = M.wait(job.pid)
     local text = output.read_file(job.out) or ''
     local err = output.read_file(job.err) or ''
     os.remove(job.out)
     os.remove(job.err)
-    local shard = i > 0 and string.format(' --shard %d/%d', i, o.n) or ''
-    if not (how == 'exit' and code == 0) and not failure then
-      failure = string.format('%s --list-points%s failed (%s %s)%s', o.script, shard, how, tostring(code),
-        err:match('%S') and (': ' .. trimmed_tail(err, 600)) or '')
-    elseif not failure then
+    local shard = job.i > 0 and string.format(' --shard %d/%d', job.i, o.n) or ''
+    if not (how == 'exit' and code == 0) then
+      failure = failure or string.format('%s --list-points%s failed (%s %s)%s', o.script, shard, how,
+        tostring(code), err:match('%S') and (': ' .. trimmed_tail(err, 600)) or '')
+    else
       local pts, perr = parse_points(text, o.script .. ' --list-points' .. shard)
-      if not pts then failure = perr end
-      lists[i] = pts
+      failure = failure or perr
+      lists[job.i] = pts
     end
+  end
+  -- at most 8 at a time (a login node listing the shards of a large array)
+  for first = 0, o.n, 8 do
+    if failure then break end
+    local batch = {}
+    for k = first, math.min(first + 7, o.n) do
+      local job = start(k)
+      if job then batch[#batch + 1] = job end
+    end
+    for _, job in ipairs(batch) do finish(job) end
   end
   if failure then return nil, failure end
   -- every point in exactly one shard
