@@ -11,5 +11,6 @@ return {
   output = 'kluabench.report', plot = 'kluabench.report.plot', compare = 'kluabench.report.compare',
   progress = 'kluabench.report.progress',
   suite = 'kluabench.suite',
+  progress = 'kluabench.report.progress', shard = 'kluabench.shard',
   cli = 'kluabench.cli', help = 'kluabench.cli.help', apidoc = 'kluabench.cli.apidoc',
 }

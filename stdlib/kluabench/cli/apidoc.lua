@@ -41,6 +41,7 @@ M.modules = {
   help = 'kluabench.cli.help',
   suite = 'kluabench.suite',
   rope_benchmarks = 'kluabench.benchmarks.rope',
+  shard = 'kluabench.shard',
 }
 
 --- Receivers of methods, and where their methods are: a registry metatable
@@ -176,6 +177,11 @@ M.sections = {
   { id = 'plot', title = 'kluabench.report.plot: SVG charts',
     intro = '`local plot = require "kluabench.report.plot"`. Charts written by plain Lua: no plotting '
       .. 'library, the SVG opens in any browser. `kluabench plot` is the command-line face.' },
+  { id = 'shard', title = 'kluabench.shard: shards of a sweep',
+    intro = '`local shard = require "kluabench.shard"`. Which points of a sweep process I of N '
+      .. 'measures (`--shard I/N`, `kluabench run-all`, `kluabench slurm`): a point is '
+      .. '`{id = slug, cost = estimated bytes}` and stays whole; the split balances cost and '
+      .. 'depends only on the ids and costs (docs/DISTRIBUTED.md).' },
   { id = 'help', title = 'kluabench.cli.help: this documentation at the prompt',
     intro = 'The REPL installs `help` as a global; `?name` is `help("name")`.' },
   { id = 'commands', title = 'Commands',
@@ -1305,6 +1311,31 @@ section('plot', {
 ---------------------------------------------------------------------------
 -- kluabench.cli.help
 ---------------------------------------------------------------------------
+
+section('shard', {
+  { name = 'shard.parse', signature = 'shard.parse(spec) -> i, n | nil, message',
+    summary = 'Reads "I/N" (1-based, 1 <= I <= N); a bad spec gives nil and a message naming it.',
+    example = 'local i, n = shard.parse("2/3")\nassert(i == 2 and n == 3)\nassert(shard.parse("4/3") == nil)' },
+  { name = 'shard.format', signature = 'shard.format(i, n) -> "i/n"',
+    summary = 'The spec of shard i of n, as --shard takes it.',
+    example = 'assert(shard.format(1, 4) == "1/4")' },
+  { name = 'shard.select', signature = 'shard.select(points, i, n) -> points',
+    summary = 'The points of shard i of n, in declaration order (possibly none).',
+    details = 'points is a list of `{id = string, cost = number >= 0}` with unique ids. Greedy '
+      .. 'longest-processing-time: points by cost, largest first (ties by id), each to the shard '
+      .. 'with the least cost so far (ties to the lowest number). The most and least loaded '
+      .. 'shards differ by at most the largest cost. The same ids and costs give the same '
+      .. 'shards in every process and every run, whatever their order.',
+    example = 'local pts = {{id = "seq1024", cost = 4e6}, {id = "seq2048", cost = 8e6}, {id = "seq4096", cost = 16e6}}\n'
+      .. 'local mine = shard.select(pts, 1, 2)\nassert(#mine == 1 and mine[1].id == "seq4096")' },
+  { name = 'shard.assign', signature = 'shard.assign(points, n) -> {shard, ...}',
+    summary = 'The shard number of every point, a list parallel to points.',
+    example = 'local where = shard.assign({{id = "a", cost = 2}, {id = "b", cost = 1}}, 2)\nassert(where[1] == 1 and where[2] == 2)' },
+  { name = 'shard.plan', signature = 'shard.plan(points, n) -> shards, costs',
+    summary = 'All n shards (lists of points in declaration order) and the total cost of each.',
+    example = 'local shards, costs = shard.plan({{id = "a", cost = 2}, {id = "b", cost = 1}, {id = "c", cost = 1}}, 2)\n'
+      .. 'assert(costs[1] == 2 and costs[2] == 2 and #shards[2] == 2)' },
+})
 
 section('help', {
   { name = 'help', kind = 'function', path = { 'kluabench.cli.help', 'help' }, signature = 'help([x])',
