@@ -85,9 +85,9 @@ function M.point_from_bundle(b)
     p.y50, p.y20, p.y80 = med.value, p20 and p20.value, p80 and p80.value
   end
   if type(p.y50) ~= 'number' then return nil, 'run has no median' end
-  local hw = type(b.environment) == 'table' and b.environment.spec and b.environment.spec.hardware
-  if type(hw) == 'table' and hw.product then
-    p.gpu = hw.formFactor and (hw.product .. ' ' .. hw.formFactor) or hw.product
+  if type(b.environment) == 'table' and type(b.environment.spec) == 'table'
+      and type(b.environment.spec.hardware) == 'table' then
+    p.gpu = require('kluabench.record.env').device_name(b.environment)
   end
   local ann = type(b.workload) == 'table' and b.workload.metadata and b.workload.metadata.annotations
   if type(ann) == 'table' and ann.liger_x_name and ann.liger_x_label then

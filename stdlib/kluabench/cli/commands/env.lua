@@ -32,7 +32,7 @@ end
 -- M.VARIABLES that are set), and record: the ExecutionEnvironment document
 -- that result records carry (kluabench.record.env.capture()) with its digest.
 function M.collect()
-  local kb = require 'kluabench'
+  local kb = require 'kluabench.core'
   local host = package.loaded['kluabench.host'] or {}
   local vars = {}
   for _, name in ipairs(M.VARIABLES) do vars[name] = os.getenv(name) end

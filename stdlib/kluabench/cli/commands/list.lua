@@ -65,7 +65,7 @@ function M.collect()
     root = host.root,
     scripts = M.files(host.root, 'scripts'),
     examples = M.files(host.root, 'examples'),
-    kernels = M.kernels(require 'kluabench'),
+    kernels = M.kernels(require 'kluabench.core'),
   }
 end
 
