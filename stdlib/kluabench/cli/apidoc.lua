@@ -497,6 +497,9 @@ section('digest', {
   { name = 'kb.jcs.null', kind = 'value', signature = 'kb.jcs.null',
     summary = 'The value JSON null decodes to and encodes from (the NULL light userdata, like cjson.null).',
     example = 'print(kb.jcs.encode({x = kb.jcs.null})) --> {"x":null}' },
+  { name = 'kb.jcs.MAX_DEPTH', kind = 'value', signature = 'kb.jcs.MAX_DEPTH',
+    summary = 'The deepest nesting of arrays and objects that kb.jcs reads and writes; the stdlib\'s JSON reader and writer (output.decode, output.encode_line) use the same cap.',
+    example = 'print(kb.jcs.MAX_DEPTH) --> 1000' },
 })
 
 ---------------------------------------------------------------------------
