@@ -1334,11 +1334,7 @@ local function command_entries()
       local hok, full = pcall(cli.command_help, c)
       if hok and type(full) == 'string' then text = full:gsub('^usage:[^\n]*\n\n', '') end
     end
-    local usage = c.usage
-    if c.module then
-      local mok, mod = pcall(require, 'kluabench.cli.commands.' .. c.module)
-      if mok and type(mod) == 'table' and type(mod.USAGE) == 'string' then usage = mod.USAGE end
-    end
+    local usage = cli.command_usage and cli.command_usage(c) or c.usage
     list[#list + 1] = {
       name = 'kluabench ' .. c.name, kind = 'command', signature = usage, summary = c.summary,
       details = text:gsub('\n+$', ''), preformatted = true, example = COMMAND_EXAMPLES[c.name],

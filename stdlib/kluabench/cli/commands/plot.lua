@@ -97,10 +97,7 @@ end
 function M.run(args)
   local opts, files = M.parse_args(args or {})
   if not opts then return usage_error('%s', files) end
-  if opts.help then
-    io.stdout:write('usage: ', M.USAGE, '\n\n', M.help, '\n')
-    return 0
-  end
+  if opts.help then return cli.help('plot') end
   if #files == 0 then return usage_error('no RESULTS file given') end
   if not opts.output then return usage_error('no output file: give -o chart.svg (or -o - for stdout)') end
   if opts.y and not ({ ms = true, us = true, ns = true, s = true, MB = true })[opts.y] then
