@@ -1198,18 +1198,28 @@ section('progress', {
 ---------------------------------------------------------------------------
 
 section('plot', {
-  { name = 'plot.read', signature = 'plot.read(path) -> points | nil, message',
+  { name = 'plot.read', signature = 'plot.read(path [, run]) -> points | nil, message',
     summary = 'The points of a results file: record bundles (JSON, JSON Lines) or Liger CSV, told apart by content.',
-    details = 'A point is {kernel, mode, provider, metric, unit, gpu, dtype, params = {hidden = 512, ...}, '
-      .. 'y50, y20, y80}.',
+    details = 'A point is {kernel, mode, provider, metric, unit, gpu, dtype, run, params = {hidden = 512, ...}, '
+      .. 'y50, y20, y80, bytes, flops, gbps, tflops}; run is the given name, else the file\'s name '
+      .. 'without its directory, so that several files overlay (--by provider,run).',
     example = 'local points = assert(plot.read("results.jsonl"))' },
+  { name = 'plot.run_names', signature = 'plot.run_names(paths) -> {names}',
+    summary = 'The run names of several files: each file\'s name, or its path where two files share a name.',
+    example = 'print(table.concat(plot.run_names({"a/x.jsonl", "b/x.jsonl", "y.csv"}), " "))' },
+  { name = 'plot.xml_text', signature = 'plot.xml_text(s) -> text',
+    summary = 'Text XML 1.0 can carry: invalid UTF-8, control characters (but tab, newline, return) and U+FFFE/U+FFFF become U+FFFD.',
+    example = 'print(plot.xml_text("a\\1b") == "a\\u{FFFD}b") --> true' },
   { name = 'plot.chart', signature = 'plot.chart(points [, opts]) -> svg, info | nil, message, kind',
     summary = 'The SVG chart of points: lines over opts.x, one per opts.by, or bars for a single x.',
     details = 'opts: x (a field; default the one parameter that varies), by (field or list; default '
-      .. '"provider"), y ("ms", "us", "ns"), logx, logy, bar, title, width, height. Names that '
-      .. 'differ (mode, kernel) split lines; for other shape parameters that vary the slice '
-      .. 'where x varies most is kept; info.notes says what was done. kind is "usage" when an '
-      .. 'option must change.',
+      .. '"provider"; an unknown field is a usage error), y ("ms", "us", "ns", "s", or the throughput '
+      .. '"gbps" / "tflops": the record\'s own at the median, else the workload\'s bytes / flops over '
+      .. 'the median, bars at the p80 and p20 times), logx, logy, bar, title, width, height. Names that '
+      .. 'differ (mode, kernel) split lines, and runs (files) where two would share a line and an x; '
+      .. 'lines of several runs share a colour per group and differ by dash pattern. For other shape '
+      .. 'parameters that vary the slice where x varies most is kept; info.notes says what was done, '
+      .. 'info.data holds the series drawn. kind is "usage" when an option must change.',
     example = 'local svg = assert(plot.chart(points, {x = "seq", by = "provider", logx = true}))\n'
       .. 'local f = assert(io.open("chart.svg", "w")); f:write(svg); f:close()' },
   { name = 'plot.line_chart', signature = 'plot.line_chart(spec) -> svg | nil, message',
