@@ -981,7 +981,7 @@ section('output', {
     summary = 'The same table as GitHub markdown, for pasting into pull requests.',
     example = 'io.write(output.format_markdown({{key = "name"}, {key = "ms"}}, {{name = "fused", ms = 0.14}}))' },
   { name = 'output.results_rows', signature = 'output.results_rows(bundles) -> rows',
-    summary = 'One row per bundle for output.RESULT_COLUMNS (kernel, mode, provider, workload, median/p20/p80 us, GB/s, % of copy (left out of the tables when no row has it), samples, device).',
+    summary = 'One row per bundle for output.RESULT_COLUMNS (kernel, mode, provider, workload, median/p20/p80 us, GB/s, % of copy, samples, ci95 ±% (the 95 % interval of the median over the median), device, protocol, backend/timer, flags: n<5, !conv, <floor as output.FLAGS explains; the optional columns are left out of the tables when no row has them).',
     example = 'local rows = output.results_rows(bundles)' },
   { name = 'output.results_table', signature = 'output.results_table(bundles) -> text',
     summary = 'The aligned terminal table of a list of bundles.', example = 'io.write(output.results_table(bundles))' },
