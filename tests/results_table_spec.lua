@@ -110,3 +110,35 @@ describe('results table', function()
     assert.is_nil(row.ci_pct)
   end)
 end)
+
+describe('results table of measured records', function()
+  local kb = require 'kluabench'
+  local record = require 'kluabench.record'
+  local measure = require 'kluabench.measure'
+  local stopping = require 'kluabench.measure.stopping'
+
+  local function measured(mode, stop)
+    local x = kb.randn({ 4096 }, 'f32', 1, 'cpu')
+    local y = kb.empty({ 4096 }, 'f32', 'cpu')
+    local p = measure.protocol(mode, { stop = stop, warmup_ms = 0, l2_bytes = 1 << 16, clocks = false })
+    local r = p:run(function() y:copy_(x) end)
+    return record.from_result { kernel = 'copy', mode = 'forward', provider = 'kb', result = r,
+      parameters = { n = 4096 }, dtype = 'f32' }
+  end
+
+  it('reads protocol, backend/timer, samples, noise and flags from what from_result writes', function()
+    local few = measured('cold', 3)
+    -- more samples required than 1 ms can take: the rule can only time out
+    local timeout = measured('hot', stopping.rse_median { min_samples = 1000000, max_samples = 1000000,
+      timeout_ms = 1 })
+    local rows = output.results_rows { few, timeout }
+    assert.equal('cold', rows[1].protocol)
+    assert.equal('hot', rows[2].protocol)
+    assert.equal(kb.backend() .. '/' .. few.protocol.spec.measurement.timer, rows[1].timer)
+    assert.equal(3, rows[1].n)
+    assert.is_number(rows[1].ci_pct)
+    assert.equal('n<5', rows[1].flags) -- a count rule never converges: not flagged !conv
+    assert.is_false(timeout.run.spec.execution.stop.converged)
+    assert.matches('!conv', rows[2].flags, 1, true)
+  end)
+end)
