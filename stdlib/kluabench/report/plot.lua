@@ -917,6 +917,14 @@ function M.guess_x(points)
   return nil, 'several parameters vary (' .. table.concat(candidates, ', ') .. '): choose one with --x'
 end
 
+-- nil when some point has field f, else a message naming it (as `what`)
+-- and listing the fields the points have.
+local function unknown_field(points, f, what)
+  local name = M.field_name(f)
+  for _, p in ipairs(points) do if M.field(p, name) ~= nil then return nil end end
+  return string.format("no point has the %s '%s' (fields: %s)", what, f, table.concat(M.fields(points), ', '))
+end
+
 --- The chart of a list of points. opts: x (field; default M.guess_x), by
 -- (field or list; default "provider"; an unknown field is a usage error),
 -- y ("ms", "us", "ns", "s", the data's unit, or a throughput: "gbps" or
@@ -950,20 +958,11 @@ function M.chart(points, opts)
     x, err = M.guess_x(points)
     if not x then return nil, err, 'usage' end
   end
-  local has_x = false
-  for _, p in ipairs(points) do if M.field(p, x) ~= nil then has_x = true break end end
-  if not has_x then
-    return nil, string.format("no point has the field '%s' (fields: %s)", x,
-      table.concat(M.fields(points), ', ')), 'usage'
-  end
+  local why = unknown_field(points, x, 'field')
+  if why then return nil, why, 'usage' end
   for _, f in ipairs(type(opts.by) == 'table' and opts.by or { opts.by or 'provider' }) do
-    local name = M.field_name(f)
-    local has = false
-    for _, p in ipairs(points) do if M.field(p, name) ~= nil then has = true break end end
-    if not has then
-      return nil, string.format("no point has the --by field '%s' (fields: %s)", f,
-        table.concat(M.fields(points), ', ')), 'usage'
-    end
+    why = unknown_field(points, f, '--by field')
+    if why then return nil, why, 'usage' end
   end
   local slice_notes
   points, slice_notes = M.slice(points, x, opts.by)
