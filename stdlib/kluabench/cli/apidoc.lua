@@ -1427,6 +1427,24 @@ local function command_entries()
   return list
 end
 
+---------------------------------------------------------------------------
+-- The Lua modules: their entries are the `---` comments beside their
+-- functions (kluabench.cli.doccomments), one copy, next to the code.
+---------------------------------------------------------------------------
+
+-- kb.output gathers the functions of four files.
+local SOURCES = { output = { 'kluabench.report.json', 'kluabench.report.files', 'kluabench.report.csv',
+  'kluabench.report.table' } }
+do
+  local modules = {}
+  for prefix, modname in pairs(M.modules) do
+    if prefix ~= 'kb' then modules[prefix] = SOURCES[prefix] or modname end
+  end
+  for _, e in ipairs(require('kluabench.cli.doccomments').collect(modules, M.sections)) do
+    M.entries[#M.entries + 1] = e
+  end
+end
+
 section('commands', command_entries())
 
 return M

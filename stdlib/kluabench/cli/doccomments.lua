@@ -23,7 +23,7 @@ local M = {}
 
 -- "-- text" -> "text"; "--" -> "".
 local function comment_text(line)
-  return (line:match('^%-%-%-? ?(.*)$') or ''):gsub('%s+$', '')
+  return (((line:match('^%-%-%-? ?(.*)$') or ''):gsub('%s+$', '')))
 end
 
 -- The definition a block documents: owner, separator, key, args; or nil.
