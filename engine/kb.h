@@ -5,6 +5,7 @@
 #define KB_KB_H
 
 #include <stdint.h>
+#include <string.h>
 #include <lua.h>
 #include <lauxlib.h>
 #include "backend.h"
@@ -50,6 +51,17 @@ const char *kb_shape_str(const kb_tensor *t, char *buf, size_t n);
  * (new tensors made inside the capture live as long as the graph). */
 void kb_capture_note(lua_State *L, int idx);
 
+/* A built-in kernel's operations table for a device (kernels/X.h declares
+ * X_cpu and X_cuda): KB_KERNEL_OPS(kb_rope_ops, dev) is &kb_rope_ops_cuda
+ * on a cuda device and &kb_rope_ops_cpu otherwise. A CPU-only build has no
+ * CUDA tables (and no cuda device), so it never names one. */
+static inline int kb_on_cuda(const kb_backend *dev) { return strcmp(dev->kind, "cuda") == 0; }
+#ifdef KB_WITH_CUDA
+#define KB_KERNEL_OPS(ops, dev) (kb_on_cuda(dev) ? &ops##_cuda : &ops##_cpu)
+#else
+#define KB_KERNEL_OPS(ops, dev) (&ops##_cpu)
+#endif
+
 /* Raise a Lua error carrying a backend message (never returns). */
 int kb_raise(lua_State *L, const char *msg);
 #define KB_TRY(L, expr)                                                                        \
@@ -63,7 +75,6 @@ int kb_raise(lua_State *L, const char *msg);
 const char *kb_sha256_hex(const void *p, size_t n, char out[65]);
 
 void kb_open_tensor(lua_State *L);
-void kb_open_rope(lua_State *L);
 void kb_open_timing(lua_State *L);
 void kb_open_digest(lua_State *L);
 void kb_open_jcs(lua_State *L);
