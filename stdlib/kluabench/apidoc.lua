@@ -26,6 +26,7 @@ M.modules = {
   output = 'kluabench.output',
   names = 'kluabench.names',
   record = 'kluabench.record',
+  kernels = 'kluabench.kernels',
   env = 'kluabench.env',
   liger = 'kluabench.liger',
   measure = 'kluabench.measure',
@@ -153,6 +154,11 @@ M.sections = {
       .. '{run, protocol, environment, workload, implementation}; the run carries the digest of '
       .. 'each other document, "sha256:" .. hex(SHA-256(JCS(doc.spec))). docs/RECORDS.md '
       .. 'describes every field.' },
+  { id = 'kernels', title = 'kluabench.kernels: the kernel registry',
+    intro = '`local kernels = require "kluabench.kernels"`. What records and `kluabench list` '
+      .. 'know about each kernel (title, source files, cost model), gathered from one descriptor '
+      .. 'per family, stdlib/kluabench/kernels/<family>.lua, for every family the engine names '
+      .. '(`kb.builtin_kernels()`). docs/ADDING_A_KERNEL.md adds one.' },
   { id = 'env', title = 'kluabench.env: the execution environment',
     intro = '`local env = require "kluabench.env"`. The ExecutionEnvironment document: hardware '
       .. 'and software a run used; what cannot be known is left out, never invented.' },
@@ -224,6 +230,9 @@ section('device', {
     summary = 'How this binary was built: cuda (boolean), cflags, nvflags, compiler, nvcc, '
       .. 'git_commit, targets.',
     example = 'print(kb.build_info().targets) --> sm_90 sm_80 compute_90 (or cpu)' },
+  { name = 'kb.builtin_kernels', signature = 'kb.builtin_kernels() -> {family, ...}',
+    summary = 'The built-in kernel families of this binary ("rope"), each a table kb.<family>.',
+    example = 'for _, f in ipairs(kb.builtin_kernels()) do print(f) end' },
   { name = 'kb.kernel_sources', signature = 'kb.kernel_sources() -> {path = sha256 hex}',
     summary = 'SHA-256 of every kernel source file the binary was built from.',
     details = 'Records cite these hashes in their implementation document, so a result can be '
@@ -1047,6 +1056,30 @@ section('record', {
     summary = 'The statistic name of a quantile: 0.2 -> "p20", 0.999 -> "p99.9".', example = 'print(record.quantile_name(0.2))' },
   { name = 'record.metric_name', signature = 'record.metric_name(q [, unit]) -> text',
     summary = 'The sourceNative metric name of a quantile: 0.2 -> "ms_20".', example = 'print(record.metric_name(0.5)) --> ms_50' },
+})
+
+---------------------------------------------------------------------------
+-- kluabench.kernels
+---------------------------------------------------------------------------
+
+section('kernels', {
+  { name = 'kernels.kernel', signature = 'kernels.kernel(name) -> {title, sources, cost, family} | nil',
+    summary = 'What records know about a kernel: its title, source files and cost model.',
+    details = 'cost(parameters, dtype, operation) returns the bytes moved and flops of one call, '
+      .. 'or nil when the parameters do not say.',
+    example = 'print(kernels.kernel("llama4_rope").cost({hidden = 4096, seq = 2048, q_heads = 32, '
+      .. 'kv_heads = 8}, "bf16", "forward"))' },
+  { name = 'kernels.title', signature = 'kernels.title(name) -> text',
+    summary = 'A kernel\'s title for people; the name when none is known.',
+    example = 'print(kernels.title("llama4_rope"))' },
+  { name = 'kernels.functions', signature = 'kernels.functions(kb) -> {{name, family}, ...}',
+    summary = 'The Lua functions of every registered family with a binding, sorted by name.',
+    example = 'for _, f in ipairs(kernels.functions(kb)) do print(f.name) end' },
+  { name = 'kernels.register', signature = 'kernels.register(family, {binding = name | false, kernels = {...}})',
+    summary = 'Adds a family\'s descriptor (what stdlib/kluabench/kernels/<family>.lua returns).',
+    details = 'Each entry of kernels (record kernel name -> {title, sources, cost}) becomes known '
+      .. 'to records; the functions of kb[binding] to `kluabench list`.',
+    example = 'kernels.register("mine", {binding = false, kernels = {my_op = {title = "My op"}}})' },
 })
 
 ---------------------------------------------------------------------------

@@ -109,7 +109,7 @@ change kluabench's behaviour.
     help = [[
 Lists the benchmark scripts (scripts/*.lua of the checkout the binary belongs
 to) and the examples, each with the first comment line of its file, and the
-kernels: the functions under kb.rope.
+kernels: the functions of every kernel family in the registry.
   --format F    text (default), markdown or json]],
   },
   {
