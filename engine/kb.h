@@ -47,7 +47,7 @@ const kb_backend *kb_check_device(lua_State *L, int arg);
 void *kb_tensor_host_copy(lua_State *L, const kb_tensor *t);
 /* "[1, 2048, 32, 16]" written into buf. */
 const char *kb_shape_str(const kb_tensor *t, char *buf, size_t n);
-/* timing.c: while a CUDA graph is being captured, pins the tensor at idx
+/* graph.c: while a CUDA graph is being captured, pins the tensor at idx
  * (new tensors made inside the capture live as long as the graph). */
 void kb_capture_note(lua_State *L, int idx);
 
@@ -61,6 +61,11 @@ static inline int kb_on_cuda(const kb_backend *dev) { return strcmp(dev->kind, "
 #else
 #define KB_KERNEL_OPS(ops, dev) (&ops##_cpu)
 #endif
+
+/* kluabench.c: registers metatable `name` with `methods` as __index, `gc`
+ * as both __gc and __close, and `tostring`; leaves the stack as it was. */
+void kb_new_class(lua_State *L, const char *name, const luaL_Reg *methods, lua_CFunction gc,
+                  lua_CFunction tostring);
 
 /* Raise a Lua error carrying a backend message (never returns). */
 int kb_raise(lua_State *L, const char *msg);
@@ -76,6 +81,7 @@ const char *kb_sha256_hex(const void *p, size_t n, char out[65]);
 
 void kb_open_tensor(lua_State *L);
 void kb_open_timing(lua_State *L);
+void kb_open_graph(lua_State *L);
 void kb_open_digest(lua_State *L);
 void kb_open_jcs(lua_State *L);
 void kb_open_device(lua_State *L);
