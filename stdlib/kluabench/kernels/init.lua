@@ -5,6 +5,7 @@
 -- engine/kluabench.c each); for a family "x" the registry loads
 -- kluabench.kernels.x (stdlib/kluabench/kernels/x.lua), which returns
 --   { binding = 'x',   -- the table of Lua functions, kb.x (default: the family)
+--     doc = { section = {id, title, intro}, entries = {...} },  -- as in apidoc.lua
 --     kernels = {      -- record kernel name -> what records say about it
 --       name = { title = 'for people',
 --                sources = { 'kernels/x.h', ... },  -- for the implementation digest
@@ -19,7 +20,7 @@ local M = {}
 -- this table).
 M.KERNELS = {}
 
---- The registered families in order: {family, binding, kernels}.
+--- The registered families in order: {family, binding, kernels, doc}.
 M.FAMILIES = {}
 
 local function core() return require 'kluabench.core' end
@@ -35,7 +36,7 @@ function M.register(family, d)
   end
   local binding = d.binding
   if binding == nil then binding = family end
-  local entry = { family = family, binding = binding or nil, kernels = d.kernels or {} }
+  local entry = { family = family, binding = binding or nil, kernels = d.kernels or {}, doc = d.doc }
   for name, k in pairs(entry.kernels) do
     k.family = family
     M.KERNELS[name] = k
