@@ -69,10 +69,14 @@ describe('kluabench.kernels', function()
   end)
 
   it('lists the functions of each family with a binding', function()
-    local names = {}
-    for _, f in ipairs(kernels.functions(kb)) do names[#names + 1] = f.name end
+    local rope = {}
+    for _, f in ipairs(kernels.functions(kb)) do
+      local binding, fn = f.name:match('^kb%.([%w_]+)%.([%w_]+)$')
+      assert.is_function(kb[binding][fn], f.name)
+      if binding == 'rope' then rope[#rope + 1] = f.name end
+    end
     assert.same({ 'kb.rope.freqs', 'kb.rope.llama4_bwd', 'kb.rope.llama4_fwd', 'kb.rope.neox_bwd',
-      'kb.rope.neox_fwd' }, names)
+      'kb.rope.neox_fwd' }, rope)
   end)
 
   it('refuses a descriptor that is not a table', function()
