@@ -325,7 +325,7 @@ local function emit(bundle)
 end
 
 local total = #points * #providers * #modes
-local okp, progress_mod = pcall(require, 'kluabench.progress')
+local okp, progress_mod = pcall(require, 'kluabench.report.progress')
 -- to-be-closed: an error or a hard stop clears the progress line before the
 -- message is printed
 local progress <close> = okp and progress_mod.new { total = total } or nil

@@ -5,7 +5,7 @@
 -- engine/kluabench.c each); for a family "x" the registry loads
 -- kluabench.kernels.x (stdlib/kluabench/kernels/x.lua), which returns
 --   { binding = 'x',   -- the table of Lua functions, kb.x (default: the family)
---     doc = { section = {id, title, intro}, entries = {...} },  -- as in apidoc.lua
+--     doc = { section = {id, title, intro}, entries = {...} },  -- as in cli/apidoc.lua
 --     kernels = {      -- record kernel name -> what records say about it
 --       name = { title = 'for people',
 --                sources = { 'kernels/x.h', ... },  -- for the implementation digest

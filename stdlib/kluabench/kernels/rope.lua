@@ -4,7 +4,7 @@ local DTYPE_BYTES = { bf16 = 2, f16 = 2, f32 = 4, f64 = 8 }
 
 return {
   binding = 'rope',
-  -- The API reference of kb.rope (stdlib/kluabench/apidoc.lua adds it to
+  -- The API reference of kb.rope (stdlib/kluabench/cli/apidoc.lua adds it to
   -- help() and docs/API.md).
   doc = {
     section = { id = 'rope', title = 'Rotary position embedding (kb.rope)',

@@ -7,8 +7,8 @@
 -- being RFC 8785 (kb.jcs.encode), i.e. kb.digest(doc.spec).
 -- docs/RECORDS.md describes every field.
 local kernels = require 'kluabench.kernels'
-local names = require 'kluabench.names'
-local output = require 'kluabench.output'
+local names = require 'kluabench.record.names'
+local output = require 'kluabench.report'
 
 local M = {}
 
@@ -371,8 +371,8 @@ end
 -- gets the rates but no ceiling. nil when the workload has no cost.
 local function throughput_of(workload_spec, median_ms, environment)
   if type(workload_spec.bytes) ~= 'number' and type(workload_spec.flops) ~= 'number' then return nil end
-  local ceilings = require 'kluabench.ceilings'
-  local env = require 'kluabench.env'
+  local ceilings = require 'kluabench.record.ceilings'
+  local env = require 'kluabench.record.env'
   local k = kb()
   local here = type(k.device_info) == 'function'
     and env.device_name { spec = { hardware = env.hardware(k.device_info(), k.backend and k.backend()) } }
@@ -422,9 +422,9 @@ function M.from_result(o)
   local stats = require 'kluabench.stats'
   local k = kb()
   local backend = result.backend or (k.backend and k.backend()) or 'cpu'
-  local environment = o.environment or require('kluabench.env').capture()
+  local environment = o.environment or require('kluabench.record.env').capture()
   local hw = environment.spec.hardware or {}
-  local gpu = require('kluabench.env').device_name(environment) or 'unknown'
+  local gpu = require('kluabench.record.env').device_name(environment) or 'unknown'
   local params = o.parameters or {}
   local dtype = o.dtype and names.dtype_name(o.dtype) or nil
   local slug = names.workload_slug(params, dtype)
