@@ -2,7 +2,7 @@
  * cpu), elapsed time, synchronisation, the L2 flush, the host clock and the
  * stream-holding spin. CUDA graphs are graph.c's. Policy (how many samples,
  * when to flush, which mode) lives in the stdlib's protocols
- * (stdlib/kluabench/measure.lua and bench.lua). */
+ * (stdlib/kluabench/measure/: the modes, stopping rules, do_bench). */
 #include <string.h>
 #include <time.h>
 #include "kb.h"
