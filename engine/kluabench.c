@@ -28,21 +28,6 @@ static int l_builtin_kernels(lua_State *L) {
   return 1;
 }
 
-void kb_new_class(lua_State *L, const char *name, const luaL_Reg *methods, lua_CFunction gc,
-                  lua_CFunction tostring) {
-  luaL_newmetatable(L, name);
-  lua_newtable(L);
-  luaL_setfuncs(L, methods, 0);
-  lua_setfield(L, -2, "__index");
-  lua_pushcfunction(L, gc);
-  lua_pushvalue(L, -1);
-  lua_setfield(L, -3, "__gc");
-  lua_setfield(L, -2, "__close");
-  lua_pushcfunction(L, tostring);
-  lua_setfield(L, -2, "__tostring");
-  lua_pop(L, 1);
-}
-
 int luaopen_kluabench(lua_State *L) {
   lua_newtable(L);
   kb_open_device(L);
