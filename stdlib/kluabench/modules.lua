@@ -10,5 +10,6 @@ return {
   ceilings = 'kluabench.record.ceilings', liger = 'kluabench.record.liger',
   output = 'kluabench.report', plot = 'kluabench.report.plot', compare = 'kluabench.report.compare',
   progress = 'kluabench.report.progress',
+  suite = 'kluabench.suite',
   cli = 'kluabench.cli', help = 'kluabench.cli.help', apidoc = 'kluabench.cli.apidoc',
 }

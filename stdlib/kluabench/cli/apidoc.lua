@@ -40,6 +40,8 @@ M.modules = {
   progress = 'kluabench.report.progress',
   plot = 'kluabench.report.plot',
   help = 'kluabench.cli.help',
+  suite = 'kluabench.suite',
+  rope_benchmarks = 'kluabench.benchmarks.rope',
 }
 
 --- Receivers of methods, and where their methods are: a registry metatable
@@ -105,6 +107,12 @@ M.sections = {
     intro = 'By default Ctrl-C stops a script at once with an "interrupted!" error. A sweep '
       .. 'that wants to finish the current sample and write what it has asks for '
       .. 'cooperative interrupts and polls.' },
+  { id = 'suite', title = 'kluabench.suite: the benchmark harness',
+    intro = '`kb.suite.main{...}` runs a declared benchmark: the script gives axes, sweeps, providers, '
+      .. 'modes, dtypes and hooks (setup, run, check, cost, record); the harness owns the command line, '
+      .. 'the points, the check before timing, the protocol, sessions (--runs), shards, progress, '
+      .. 'interrupts, every output format and the records. docs/SUITE.md explains the declaration; '
+      .. 'examples/copy_benchmark.lua is a whole benchmark in 32 lines.' },
   { id = 'stats', title = 'kluabench.stats: statistics of samples',
     intro = '`local stats = require "kluabench.stats"`. Every function takes a list of '
       .. 'numbers (not modified) and raises an error naming the function on an empty list or a '
@@ -1154,6 +1162,41 @@ section('names', {
 ---------------------------------------------------------------------------
 -- kluabench.report.progress
 ---------------------------------------------------------------------------
+
+section('suite', {
+  { name = 'suite.main', signature = 'suite.main(decl [, args]) -> bundles',
+    summary = 'Runs a declared benchmark with the script\'s command line and returns its bundles.',
+    details = 'decl: name, summary, axes {name, default, help, max}, sweeps {name, axis, values, fixed}, '
+      .. 'dtypes/dtype, providers/provider, modes/mode, and the hooks validate(point), shared(point), '
+      .. 'setup(point, provider) -> inputs, run(point, provider, mode, inputs) -> fn, '
+      .. 'check(point, provider, inputs, modes) -> check record, cost(point, mode) -> bytes, flops, '
+      .. 'record(point, provider, mode) -> {timed, execution, annotations}. A point has one field per '
+      .. 'axis, dtype, params, x (the swept axis), id and shared. Exits itself for --help and '
+      .. '--list-points (0), on a usage error (2) and after SIGINT/SIGTERM (130/143); a wrong result is '
+      .. 'an error. Every bundle\'s run.spec.execution carries session {index, count} and point (the id).',
+    example = 'kb.suite.main {\n  name = "tensor_copy", axes = {{name = "mib", default = 64}},\n'
+      .. '  dtypes = {"f32"}, modes = {"forward"}, providers = {"copy_"},\n'
+      .. '  setup = function(p) local n = p.mib * 262144\n'
+      .. '    return {src = kb.randn({n}, "f32", 1), dst = kb.empty({n}, "f32")} end,\n'
+      .. '  run = function(p, provider, mode, t) return function(s) s = s or t; s.dst:copy_(s.src) end end,\n'
+      .. '  cost = function(p) return 2 * p.mib * 2^20, 0 end,\n}' },
+  { name = 'suite.usage', signature = 'suite.usage(decl) -> string',
+    summary = 'The --help text that suite.main prints for a declaration.',
+    example = 'print(suite.usage(require("kluabench.benchmarks.rope").declaration("rope")))' },
+  { name = 'suite.points', signature = 'suite.points(decl, opts) -> list of points',
+    summary = 'The points of a declaration for parsed options (opts.axes: lists by axis name; opts.sweep; opts.dtype).',
+    details = 'With a sweep: its axis over its values (or the option\'s), the other axes at the sweep\'s '
+      .. 'fixed values or their defaults; without: the product of every axis\'s values, the first axis '
+      .. 'varying slowest. A workload that two sweeps share is measured in each; its ids are slug@axis.',
+    example = 'local d = require("kluabench.benchmarks.rope").declaration("llama4_rope")\n'
+      .. 'for _, p in ipairs(suite.points(d, {axes = {seq = {1024, 4096}}, dtype = "bf16"})) do print(p.id) end' },
+  { name = 'rope_benchmarks.declaration', signature = 'rope_benchmarks.declaration(variant [, opts]) -> decl',
+    summary = 'Liger-Kernel\'s RoPE benchmarks as harness declarations: "llama4_rope" (kb.rope.llama4_*) or '
+      .. '"rope" (kb.rope.neox_*); opts.summary replaces the --help summary.',
+    details = 'scripts/llama4_rope.lua and scripts/rope.lua run them. The module is '
+      .. 'kluabench.benchmarks.rope.',
+    example = 'local decl = require("kluabench.benchmarks.rope").declaration("rope")\nprint(decl.name, #decl.axes)' },
+})
 
 section('progress', {
   { name = 'progress.new', signature = 'progress.new{total [, quiet, stream, tty, clock, width, label]} -> Progress',
