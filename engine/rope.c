@@ -335,15 +335,16 @@ static const char *run_reference(void *p) {
 }
 
 /* Runs the fused or reference path on the tensors' device. The name is the
- * twin's entry point, which a cpu kb.trace record carries. */
+ * twin's entry point, which a cpu kb.trace record carries (constant
+ * strings: nothing is formatted on the launch path). */
 static void rope_launch(lua_State *L, const kb_backend *dev, int impl, const kb_rope_args *a) {
+  static const char *const names[2][2] = {{"kb_rope_fused_cpu", "kb_rope_reference_cpu"},
+                                           {"kb_rope_fused_cuda", "kb_rope_reference_cuda"}};
   rope_call c = {KB_KERNEL_OPS(kb_rope_ops, dev), a, NULL};
-  char name[64];
-  snprintf(name, sizeof name, "kb_rope_%s_%s", impl == IMPL_FUSED ? "fused" : "reference",
-           dev->kind);
   if (impl == IMPL_REFERENCE)
     c.scratch = reference_scratch(L, dev, kb_rope_reference_scratch_bytes(a));
-  KB_TRY(L, dev->run_kernel(dev, name, impl == IMPL_FUSED ? run_fused : run_reference, &c));
+  KB_TRY(L, dev->run_kernel(dev, names[kb_on_cuda(dev)][impl],
+                            impl == IMPL_FUSED ? run_fused : run_reference, &c));
 }
 
 static int l_rope(lua_State *L) {
