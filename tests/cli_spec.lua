@@ -303,6 +303,25 @@ describe('the kluabench host', function()
       assert.matches("unknown command 'nosuch'", r.err, 1, true)
     end)
 
+    it("takes each command's usage and help from one place, its module", function()
+      for _, c in ipairs(cli.COMMANDS) do
+        if c.module then
+          local mod = require('kluabench.cli.commands.' .. c.module)
+          assert.is_string(mod.USAGE, c.name)
+          assert.is_string(mod.help, c.name)
+          assert.is_nil(c.usage, c.name .. ': a second usage line in cli.COMMANDS')
+          assert.is_nil(c.help, c.name .. ': a second help text in cli.COMMANDS')
+          assert.matches('^kluabench ' .. c.name:gsub('%-', '%%-') .. '[ \n]', mod.USAGE)
+          local r = run({ c.name, '--help' })
+          assert.equal('usage: ' .. mod.USAGE .. '\n\n' .. mod.help:gsub('\n*$', '') .. '\n', r.out)
+          -- a usage error shows the same usage line
+          r = run({ c.name, '--no-such-option' })
+          assert.equal(2, r.code, c.name)
+          assert.matches('\nusage: ' .. mod.USAGE .. '\n', r.err, 1, true)
+        end
+      end
+    end)
+
     it('dispatch: a command name is a command, any path is a script', function()
       spit(dir .. '/list', 'print("the script", arg[0], ...)\n')
       local r = run({ 'list' }, { cwd = dir })

@@ -42,6 +42,7 @@ M.modules = {
   help = 'kluabench.cli.help',
   suite = 'kluabench.suite',
   rope_benchmarks = 'kluabench.benchmarks.rope',
+  shard = 'kluabench.shard',
 }
 
 --- Receivers of methods, and where their methods are: a registry metatable
@@ -177,6 +178,11 @@ M.sections = {
   { id = 'plot', title = 'kluabench.report.plot: SVG charts',
     intro = '`local plot = require "kluabench.report.plot"`. Charts written by plain Lua: no plotting '
       .. 'library, the SVG opens in any browser. `kluabench plot` is the command-line face.' },
+  { id = 'shard', title = 'kluabench.shard: shards of a sweep',
+    intro = '`local shard = require "kluabench.shard"`. Which points of a sweep process I of N '
+      .. 'measures (`--shard I/N`, `kluabench run-all`, `kluabench slurm`): a point is '
+      .. '`{id = slug, cost = estimated bytes}` and stays whole; the split balances cost and '
+      .. 'depends only on the ids and costs (docs/DISTRIBUTED.md).' },
   { id = 'help', title = 'kluabench.cli.help: this documentation at the prompt',
     intro = 'The REPL installs `help` as a global; `?name` is `help("name")`.' },
   { id = 'commands', title = 'Commands',
@@ -487,6 +493,9 @@ section('digest', {
   { name = 'kb.jcs.null', kind = 'value', signature = 'kb.jcs.null',
     summary = 'The value JSON null decodes to and encodes from (the NULL light userdata, like cjson.null).',
     example = 'print(kb.jcs.encode({x = kb.jcs.null})) --> {"x":null}' },
+  { name = 'kb.jcs.MAX_DEPTH', kind = 'value', signature = 'kb.jcs.MAX_DEPTH',
+    summary = 'The deepest nesting of arrays and objects that kb.jcs reads and writes; the stdlib\'s JSON reader and writer (output.decode, output.encode_line) use the same cap.',
+    example = 'print(kb.jcs.MAX_DEPTH) --> 1000' },
 })
 
 ---------------------------------------------------------------------------
@@ -933,8 +942,8 @@ section('output', {
     summary = 'A number as JSON: integers exactly, floats in the shortest round-trip form; raises for NaN and infinities.',
     example = 'print(output.format_number(0.1)) --> 0.1' },
   { name = 'output.format_pyfloat', signature = 'output.format_pyfloat(x) -> text',
-    summary = 'A float as Python\'s repr writes it ("256.0", "1e-05"), as Liger\'s CSV holds them.',
-    example = 'print(output.format_pyfloat(256)) --> 256.0' },
+    summary = 'A float as Python\'s repr writes it ("256.0", "1e-05"), as Liger\'s CSV holds them; an integer plainly ("256").',
+    example = 'print(output.format_pyfloat(256.0)) --> 256.0' },
   { name = 'output.ordered_keys', signature = 'output.ordered_keys(t) -> {keys}',
     summary = 'The keys of an object in output order: output.KEY_ORDER first, the rest sorted.',
     example = 'for _, k in ipairs(output.ordered_keys(bundle.run)) do print(k) end' },
@@ -968,7 +977,7 @@ section('output', {
     summary = 'The same table as GitHub markdown, for pasting into pull requests.',
     example = 'io.write(output.format_markdown({{key = "name"}, {key = "ms"}}, {{name = "fused", ms = 0.14}}))' },
   { name = 'output.results_rows', signature = 'output.results_rows(bundles) -> rows',
-    summary = 'One row per bundle for output.RESULT_COLUMNS (kernel, mode, provider, workload, median/p20/p80 us, GB/s, % of copy (left out of the tables when no row has it), samples, device).',
+    summary = 'One row per bundle for output.RESULT_COLUMNS (kernel, mode, provider, workload, median/p20/p80 us, GB/s, % of copy, samples, ci95 ±% (the 95 % interval of the median over the median), device, protocol, backend/timer, flags: n<5, !conv, <floor as output.FLAGS explains; the optional columns are left out of the tables when no row has them).',
     example = 'local rows = output.results_rows(bundles)' },
   { name = 'output.results_table', signature = 'output.results_table(bundles) -> text',
     summary = 'The aligned terminal table of a list of bundles.', example = 'io.write(output.results_table(bundles))' },
@@ -1224,7 +1233,7 @@ section('progress', {
   { name = 'p:elapsed', signature = 'p:elapsed() -> seconds', summary = 'Seconds since the display was made.',
     example = 'print(p:elapsed())' },
   { name = 'p:remaining', signature = 'p:remaining() -> seconds | nil',
-    summary = 'Estimated seconds left: the mean time of a finished point times the points left.',
+    summary = 'Estimated seconds left: the wall time per finished point so far (between points included) times the points left.',
     example = 'print(p:remaining())' },
   { name = 'progress.is_tty', signature = 'progress.is_tty([stream]) -> boolean',
     summary = 'Whether the stream (default io.stderr) is a terminal.',
@@ -1244,18 +1253,28 @@ section('progress', {
 ---------------------------------------------------------------------------
 
 section('plot', {
-  { name = 'plot.read', signature = 'plot.read(path) -> points | nil, message',
+  { name = 'plot.read', signature = 'plot.read(path [, run]) -> points | nil, message',
     summary = 'The points of a results file: record bundles (JSON, JSON Lines) or Liger CSV, told apart by content.',
-    details = 'A point is {kernel, mode, provider, metric, unit, gpu, dtype, params = {hidden = 512, ...}, '
-      .. 'y50, y20, y80}.',
+    details = 'A point is {kernel, mode, provider, metric, unit, gpu, dtype, run, params = {hidden = 512, ...}, '
+      .. 'y50, y20, y80, bytes, flops, gbps, tflops}; run is the given name, else the file\'s name '
+      .. 'without its directory, so that several files overlay (--by provider,run).',
     example = 'local points = assert(plot.read("results.jsonl"))' },
+  { name = 'plot.run_names', signature = 'plot.run_names(paths) -> {names}',
+    summary = 'The run names of several files: each file\'s name, or its path where two files share a name.',
+    example = 'print(table.concat(plot.run_names({"a/x.jsonl", "b/x.jsonl", "y.csv"}), " "))' },
+  { name = 'plot.xml_text', signature = 'plot.xml_text(s) -> text',
+    summary = 'Text XML 1.0 can carry: invalid UTF-8, control characters (but tab, newline, return) and U+FFFE/U+FFFF become U+FFFD.',
+    example = 'print(plot.xml_text("a\\1b") == "a\\u{FFFD}b") --> true' },
   { name = 'plot.chart', signature = 'plot.chart(points [, opts]) -> svg, info | nil, message, kind',
     summary = 'The SVG chart of points: lines over opts.x, one per opts.by, or bars for a single x.',
     details = 'opts: x (a field; default the one parameter that varies), by (field or list; default '
-      .. '"provider"), y ("ms", "us", "ns"), logx, logy, bar, title, width, height. Names that '
-      .. 'differ (mode, kernel) split lines; for other shape parameters that vary the slice '
-      .. 'where x varies most is kept; info.notes says what was done. kind is "usage" when an '
-      .. 'option must change.',
+      .. '"provider"; an unknown field is a usage error), y ("ms", "us", "ns", "s", or the throughput '
+      .. '"gbps" / "tflops": the record\'s own at the median, else the workload\'s bytes / flops over '
+      .. 'the median, bars at the p80 and p20 times), logx, logy, bar, title, width, height. Names that '
+      .. 'differ (mode, kernel) split lines, and runs (files) where two would share a line and an x; '
+      .. 'lines of several runs share a colour per group and differ by dash pattern. For other shape '
+      .. 'parameters that vary the slice where x varies most is kept; info.notes says what was done, '
+      .. 'info.data holds the series drawn. kind is "usage" when an option must change.',
     example = 'local svg = assert(plot.chart(points, {x = "seq", by = "provider", logx = true}))\n'
       .. 'local f = assert(io.open("chart.svg", "w")); f:write(svg); f:close()' },
   { name = 'plot.line_chart', signature = 'plot.line_chart(spec) -> svg | nil, message',
@@ -1311,6 +1330,31 @@ section('plot', {
 ---------------------------------------------------------------------------
 -- kluabench.cli.help
 ---------------------------------------------------------------------------
+
+section('shard', {
+  { name = 'shard.parse', signature = 'shard.parse(spec) -> i, n | nil, message',
+    summary = 'Reads "I/N" (1-based, 1 <= I <= N); a bad spec gives nil and a message naming it.',
+    example = 'local i, n = shard.parse("2/3")\nassert(i == 2 and n == 3)\nassert(shard.parse("4/3") == nil)' },
+  { name = 'shard.format', signature = 'shard.format(i, n) -> "i/n"',
+    summary = 'The spec of shard i of n, as --shard takes it.',
+    example = 'assert(shard.format(1, 4) == "1/4")' },
+  { name = 'shard.select', signature = 'shard.select(points, i, n) -> points',
+    summary = 'The points of shard i of n, in declaration order (possibly none).',
+    details = 'points is a list of `{id = string, cost = number >= 0}` with unique ids. Greedy '
+      .. 'longest-processing-time: points by cost, largest first (ties by id), each to the shard '
+      .. 'with the least cost so far (ties to the lowest number). The most and least loaded '
+      .. 'shards differ by at most the largest cost. The same ids and costs give the same '
+      .. 'shards in every process and every run, whatever their order.',
+    example = 'local pts = {{id = "seq1024", cost = 4e6}, {id = "seq2048", cost = 8e6}, {id = "seq4096", cost = 16e6}}\n'
+      .. 'local mine = shard.select(pts, 1, 2)\nassert(#mine == 1 and mine[1].id == "seq4096")' },
+  { name = 'shard.assign', signature = 'shard.assign(points, n) -> {shard, ...}',
+    summary = 'The shard number of every point, a list parallel to points.',
+    example = 'local where = shard.assign({{id = "a", cost = 2}, {id = "b", cost = 1}}, 2)\nassert(where[1] == 1 and where[2] == 2)' },
+  { name = 'shard.plan', signature = 'shard.plan(points, n) -> shards, costs',
+    summary = 'All n shards (lists of points in declaration order) and the total cost of each.',
+    example = 'local shards, costs = shard.plan({{id = "a", cost = 2}, {id = "b", cost = 1}, {id = "c", cost = 1}}, 2)\n'
+      .. 'assert(costs[1] == 2 and costs[2] == 2 and #shards[2] == 2)' },
+})
 
 section('help', {
   { name = 'help', kind = 'function', path = { 'kluabench.cli.help', 'help' }, signature = 'help([x])',
@@ -1380,11 +1424,7 @@ local function command_entries()
       local hok, full = pcall(cli.command_help, c)
       if hok and type(full) == 'string' then text = full:gsub('^usage:[^\n]*\n\n', '') end
     end
-    local usage = c.usage
-    if c.module then
-      local mok, mod = pcall(require, 'kluabench.cli.commands.' .. c.module)
-      if mok and type(mod) == 'table' and type(mod.USAGE) == 'string' then usage = mod.USAGE end
-    end
+    local usage = cli.command_usage and cli.command_usage(c) or c.usage
     list[#list + 1] = {
       name = 'kluabench ' .. c.name, kind = 'command', signature = usage, summary = c.summary,
       details = text:gsub('\n+$', ''), preformatted = true, example = COMMAND_EXAMPLES[c.name],

@@ -5,6 +5,14 @@ local output = require 'kluabench.report'
 
 local M = {}
 
+M.USAGE = 'kluabench list [--format text|markdown|json]'
+
+M.help = [[
+Lists the benchmark scripts (scripts/*.lua of the checkout the binary belongs
+to) and the examples, each with the first comment line of its file, and the
+kernels: the functions of every kernel family in the registry.
+  --format F    text (default), markdown or json]]
+
 --- The first comment line of a Lua file ("" when it has none), after an
 -- optional #! line and blank lines.
 function M.summary(path)
@@ -62,7 +70,7 @@ function M.collect()
     root = host.root,
     scripts = M.files(host.root, 'scripts'),
     examples = M.files(host.root, 'examples'),
-    kernels = M.kernels((require 'kluabench')),
+    kernels = M.kernels((require 'kluabench.core')),
   }
 end
 
