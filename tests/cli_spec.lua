@@ -398,6 +398,24 @@ describe('the kluabench host', function()
       assert.matches('\n| backend ', r.out, 1, true)
     end)
 
+    it('env shows the git commit as hex when built from a git checkout', function()
+      local host = package.loaded['kluabench.host']
+      local root = host and host.root or '.'
+      local _, git = util.run('git -C ' .. q(root) .. ' rev-parse --verify -q HEAD >/dev/null 2>&1')
+      if git ~= 0 then return end -- not a checkout: the build says "unknown"
+      local hex = '^%x%x%x%x%x%x%x+%-?d?i?r?t?y?$'
+      local r = run({ '--backend', 'cpu', 'env', '--json' })
+      assert.equal(0, r.code)
+      assert.matches(hex, require('cjson').decode(r.out).kluabench.commit)
+      assert.matches('\nkluabench%.commit +%x%x%x%x%x%x%x', run({ '--backend', 'cpu', 'env' }).out)
+      -- the host's own table carries the same commit as the engine's build info
+      r = run({ '-e', 'local h = package.loaded["kluabench.host"]; local kb = require "kluabench"; '
+        .. 'io.write(h.commit, " ", kb.build_info().git_commit)' })
+      local a, b = r.out:match('^(%S+) (%S+)$')
+      assert.matches(hex, a)
+      assert.equal(b, a)
+    end)
+
     it('list shows the kernels and the scripts with their first comment line', function()
       local r = run({ 'list' })
       assert.equal(0, r.code)

@@ -105,6 +105,7 @@ local API = {
   { 'kb.executable', {}, function() end },
   { 'kb.build_info', {}, function() end },
   { 'kb.kernel_sources', {}, function() end },
+  { 'kb.builtin_kernels', {}, function() end },
   { 'kb.device_info', { 'device?' }, function() return 'cpu' end },
   { 'kb.memory_info', { 'device?', 'opts?' }, function() return 'cpu', { trim = true } end },
   { 'kb.empty', { 'shape', 'dtype?', 'device?' }, function() return { 2, 3 }, 'f32', 'cpu' end },

@@ -26,6 +26,7 @@ M.modules = {
   output = 'kluabench.report',
   names = 'kluabench.record.names',
   record = 'kluabench.record',
+  kernels = 'kluabench.kernels',
   env = 'kluabench.record.env',
   liger = 'kluabench.record.liger',
   measure = 'kluabench.measure',
@@ -82,11 +83,6 @@ M.sections = {
     intro = 'Properties are read as fields (`t.shape`), methods called with a colon '
       .. '(`t:numel()`). `#t` is the number of elements and `tostring(t)` shows shape, dtype, '
       .. 'device and the first and last values.' },
-  { id = 'rope', title = 'Rotary position embedding (kb.rope)',
-    intro = 'The RoPE kernels, each on both backends (CUDA and the CPU reference). q is '
-      .. '`[B, S, Hq, D]`, k is `[B, S, Hk, D]` (Hq and Hk may differ), freqs is the f32 '
-      .. '`[S, D/2, 2]` table of (cos, sin) from `kb.rope.freqs`. The math is done in f32 and '
-      .. 'rounded back to the input dtype.' },
   { id = 'timing', title = 'Timing: events, clocks, L2 flush, graphs',
     intro = 'The primitives protocols are made of. On the cuda backend events are CUDA events '
       .. 'on the current stream; on cpu they record the host monotonic clock.' },
@@ -162,6 +158,11 @@ M.sections = {
       .. '{run, protocol, environment, workload, implementation}; the run carries the digest of '
       .. 'each other document, "sha256:" .. hex(SHA-256(JCS(doc.spec))). docs/RECORDS.md '
       .. 'describes every field.' },
+  { id = 'kernels', title = 'kluabench.kernels: the kernel registry',
+    intro = '`local kernels = require "kluabench.kernels"`. What records and `kluabench list` '
+      .. 'know about each kernel (title, source files, cost model), gathered from one descriptor '
+      .. 'per family, stdlib/kluabench/kernels/<family>.lua, for every family the engine names '
+      .. '(`kb.builtin_kernels()`). docs/ADDING_A_KERNEL.md adds one.' },
   { id = 'env', title = 'kluabench.record.env: the execution environment',
     intro = '`local env = require "kluabench.record.env"`. The ExecutionEnvironment document: hardware '
       .. 'and software a run used; what cannot be known is left out, never invented.' },
@@ -197,6 +198,23 @@ local function section(id, list)
     e.section = id
     e.kind = e.kind or (e.name:find(':', 1, true) and 'method') or 'function'
     M.entries[#M.entries + 1] = e
+  end
+end
+
+-- Each kernel family documents its own functions (`doc` in its descriptor,
+-- stdlib/kluabench/kernels/<family>.lua); their sections follow the tensor
+-- methods.
+do
+  local at = #M.sections + 1
+  for i, s in ipairs(M.sections) do
+    if s.id == 'tensor_methods' then at = i + 1 end
+  end
+  for _, f in ipairs(require('kluabench.kernels').FAMILIES) do
+    if f.doc then
+      table.insert(M.sections, at, f.doc.section)
+      at = at + 1
+      section(f.doc.section.id, f.doc.entries)
+    end
   end
 end
 
@@ -238,6 +256,9 @@ section('device', {
     summary = 'How this binary was built: cuda (boolean), cflags, nvflags, compiler, nvcc, '
       .. 'git_commit, targets.',
     example = 'print(kb.build_info().targets) --> sm_90 sm_80 compute_90 (or cpu)' },
+  { name = 'kb.builtin_kernels', signature = 'kb.builtin_kernels() -> {family, ...}',
+    summary = 'The built-in kernel families of this binary ("rope"), each a table kb.<family>.',
+    example = 'for _, f in ipairs(kb.builtin_kernels()) do print(f) end' },
   { name = 'kb.kernel_sources', signature = 'kb.kernel_sources() -> {path = sha256 hex}',
     summary = 'SHA-256 of every kernel source file the binary was built from.',
     details = 'Records cite these hashes in their implementation document, so a result can be '
@@ -318,45 +339,6 @@ section('tensor_methods', {
     summary = 'Frees the memory now; safe to call twice. Also `__gc` and `__close`.',
     details = 'A tensor captured in a live CUDA graph refuses free(): free the graph first.',
     example = 'do\n  local tmp <close> = kb.empty({1 << 20})\nend -- freed here' },
-})
-
----------------------------------------------------------------------------
--- RoPE
----------------------------------------------------------------------------
-
-section('rope', {
-  { name = 'kb.rope.freqs', signature = 'kb.rope.freqs(seq_len, head_dim [, opts]) -> Tensor',
-    summary = 'The f32 [seq_len, head_dim/2, 2] table of (cos, sin) that RoPE multiplies by.',
-    details = 'Equal to `view_as_real` of the `freqs_cis` of Hugging Face\'s '
-      .. '`Llama4TextRotaryEmbedding` (default rope type). opts: `theta` (default 10000.0); '
-      .. '`positions` (a list or tensor of seq_len positions instead of 0..seq_len-1); '
-      .. '`scaling` (llama3 style: factor, low_freq_factor, high_freq_factor, '
-      .. 'original_max_position_embeddings); `device` (default: the selected backend). A table '
-      .. 'longer than seq serves any shorter q and k.',
-    example = 'local f = kb.rope.freqs(2048, 128, {theta = 500000})' },
-  { name = 'kb.rope.llama4_fwd', signature = 'kb.rope.llama4_fwd(q, k, freqs [, opts]) -> q_out, k_out',
-    summary = 'Llama 4 RoPE: pairs (2i, 2i+1) of q and k multiplied by freqs[s, i] as complex numbers.',
-    details = 'opts.impl: "fused" (default; one kernel for q and k) or "reference" (the unfused '
-      .. 'op sequence PyTorch eager runs: upcast, complex multiply, downcast, with temporaries). '
-      .. 'opts.inplace = true writes into q and k (and returns them). q and k share batch, seq, '
-      .. 'head_dim, dtype and device; freqs is f32 [>= seq, head_dim/2, 2] on the same device. '
-      .. 'A mismatch is an error naming the argument: "bad argument #3 to \'llama4_fwd\' (freqs '
-      .. 'has 1024 positions, q has seq 2048)".',
-    example = 'local q = kb.randn({1, 2048, 32, 16}, "bf16", 1)\n'
-      .. 'local k = kb.randn({1, 2048, 8, 16}, "bf16", 2)\n'
-      .. 'local f = kb.rope.freqs(2048, 16)\n'
-      .. 'local qo, ko = kb.rope.llama4_fwd(q, k, f)' },
-  { name = 'kb.rope.llama4_bwd', signature = 'kb.rope.llama4_bwd(dq, dk, freqs [, opts]) -> dq_in, dk_in',
-    summary = 'Backward of llama4_fwd: the gradients multiplied by the conjugate of freqs.',
-    details = 'Same options as llama4_fwd; bwd(fwd(x)) equals x up to rounding.',
-    example = 'local dq, dk = kb.rope.llama4_bwd(gq, gk, f, {impl = "reference"})' },
-  { name = 'kb.rope.neox_fwd', signature = 'kb.rope.neox_fwd(q, k, freqs [, opts]) -> q_out, k_out',
-    summary = 'Rotate-half RoPE (pairs (i, i + D/2)), as Hugging Face\'s Llama/Qwen apply_rotary_pos_emb.',
-    details = 'Same arguments and options as llama4_fwd.',
-    example = 'local qo, ko = kb.rope.neox_fwd(q, k, f, {inplace = true})' },
-  { name = 'kb.rope.neox_bwd', signature = 'kb.rope.neox_bwd(dq, dk, freqs [, opts]) -> dq_in, dk_in',
-    summary = 'Backward of neox_fwd.',
-    example = 'local dq, dk = kb.rope.neox_bwd(gq, gk, f)' },
 })
 
 ---------------------------------------------------------------------------
@@ -1064,6 +1046,30 @@ section('record', {
     summary = 'The statistic name of a quantile: 0.2 -> "p20", 0.999 -> "p99.9".', example = 'print(record.quantile_name(0.2))' },
   { name = 'record.metric_name', signature = 'record.metric_name(q [, unit]) -> text',
     summary = 'The sourceNative metric name of a quantile: 0.2 -> "ms_20".', example = 'print(record.metric_name(0.5)) --> ms_50' },
+})
+
+---------------------------------------------------------------------------
+-- kluabench.kernels
+---------------------------------------------------------------------------
+
+section('kernels', {
+  { name = 'kernels.kernel', signature = 'kernels.kernel(name) -> {title, sources, cost, family} | nil',
+    summary = 'What records know about a kernel: its title, source files and cost model.',
+    details = 'cost(parameters, dtype, operation) returns the bytes moved and flops of one call, '
+      .. 'or nil when the parameters do not say.',
+    example = 'print(kernels.kernel("llama4_rope").cost({hidden = 4096, seq = 2048, q_heads = 32, '
+      .. 'kv_heads = 8}, "bf16", "forward"))' },
+  { name = 'kernels.title', signature = 'kernels.title(name) -> text',
+    summary = 'A kernel\'s title for people; the name when none is known.',
+    example = 'print(kernels.title("llama4_rope"))' },
+  { name = 'kernels.functions', signature = 'kernels.functions(kb) -> {{name, family}, ...}',
+    summary = 'The Lua functions of every registered family with a binding, sorted by name.',
+    example = 'for _, f in ipairs(kernels.functions(kb)) do print(f.name) end' },
+  { name = 'kernels.register', signature = 'kernels.register(family, {binding = name | false, kernels = {...}})',
+    summary = 'Adds a family\'s descriptor (what stdlib/kluabench/kernels/<family>.lua returns).',
+    details = 'Each entry of kernels (record kernel name -> {title, sources, cost}) becomes known '
+      .. 'to records; the functions of kb[binding] to `kluabench list`.',
+    example = 'kernels.register("mine", {binding = false, kernels = {my_op = {title = "My op"}}})' },
 })
 
 ---------------------------------------------------------------------------
