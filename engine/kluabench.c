@@ -4,6 +4,7 @@
 #include "kb.h"
 #include "nvml.h"
 #include "signals.h"
+#include "usercode.h"
 
 int luaopen_kluabench(lua_State *L) {
   lua_newtable(L);
@@ -17,5 +18,6 @@ int luaopen_kluabench(lua_State *L) {
   kb_open_trace(L);
   kb_open_signals(L);
   kb_open_nvml(L);
+  kb_open_usercode(L);
   return 1;
 }
