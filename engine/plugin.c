@@ -56,6 +56,12 @@ static void push_file_digest(lua_State *L, const char *path) {
   lua_pushfstring(L, "sha256:%s", hex);
 }
 
+static int parse_probe(lua_State *L) {
+  const kb_param_type *types[KB_PLUGIN_MAX_ARGS];
+  kb_parse_signature(L, "load", 1, lua_tostring(L, 1), types, KB_PLUGIN_MAX_ARGS, PLUGIN_TYPES);
+  return 0;
+}
+
 /* Checks what the plugin declares before anything of it is used. */
 static void check_plugin(lua_State *L, const char *path, const kb_plugin *p) {
   if (p->abi_version != KB_PLUGIN_ABI_VERSION)
@@ -64,14 +70,18 @@ static void check_plugin(lua_State *L, const char *path, const kb_plugin *p) {
                path, p->abi_version, KB_PLUGIN_ABI_VERSION);
   if (!p->name || p->nkernels < 0 || (p->nkernels > 0 && !p->kernels))
     luaL_error(L, "load: plugin '%s' has no name or an invalid kernel list", path);
-  const kb_param_type *types[KB_PLUGIN_MAX_ARGS];
   for (int i = 0; i < p->nkernels; i++) {
     const kb_plugin_kernel *k = &p->kernels[i];
     if (!k->name || !k->signature)
       luaL_error(L, "load: plugin '%s': kernel %d has no name or no signature", path, i + 1);
     if (!k->cuda && !k->cpu)
       luaL_error(L, "load: plugin '%s': kernel '%s' has neither a CUDA nor a CPU entry", path, k->name);
-    kb_parse_signature(L, "load", 1, k->signature, types, KB_PLUGIN_MAX_ARGS, PLUGIN_TYPES);
+    lua_pushcfunction(L, parse_probe);
+    lua_pushstring(L, k->signature);
+    if (lua_pcall(L, 1, 0, 0) != LUA_OK) {
+      const char *m = lua_tostring(L, -1), *sig = m ? strstr(m, "signature: ") : NULL;
+      luaL_error(L, "load: plugin '%s': kernel '%s' has a bad %s", path, k->name, sig ? sig : "signature");
+    }
   }
 }
 
