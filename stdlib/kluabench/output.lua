@@ -811,6 +811,7 @@ M.RESULT_COLUMNS = {
   { key = 'gbps', title = 'GB/s', align = 'right', format = '%.1f' },
   { key = 'pct_copy', title = '% of copy', align = 'right', optional = true,
     format = function(v) return v and string.format('%.1f', v) or 'n/a' end },
+  { key = 'flag', title = 'check', optional = true },
   { key = 'n', title = 'samples', align = 'right' },
   { key = 'device', title = 'device' },
 }
@@ -841,6 +842,7 @@ function M.results_rows(bundles)
     local tp = type(rs.execution) == 'table' and type(rs.execution.throughput) == 'table'
       and rs.execution.throughput or {}
     row.gbps, row.pct_copy = tp.gbps, tp.percentOfCopy
+    if tp.implausible then row.flag = 'IMPLAUSIBLE' end
     if not row.gbps and ws.bytes and row.median_ns and row.median_ns > 0 then
       row.gbps = ws.bytes / row.median_ns
     end
