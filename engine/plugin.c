@@ -80,8 +80,9 @@ static void check_plugin(lua_State *L, const char *path, const kb_plugin *p) {
     lua_pushstring(L, k->signature);
     if (lua_pcall(L, 1, 0, 0) != LUA_OK) {
       const char *m = lua_tostring(L, -1), *sig = m ? strstr(m, "signature: ") : NULL;
-      int n = sig ? (int)strlen(sig) - 1 : 9; /* without the argerror's ')' */
-      luaL_error(L, "load: plugin '%s': kernel '%s' has a bad %.*s", path, k->name, n, sig ? sig : "signature");
+      if (sig) lua_pushlstring(L, sig, strlen(sig) - 1); /* without the argerror's ')' */
+      else lua_pushliteral(L, "signature");
+      luaL_error(L, "load: plugin '%s': kernel '%s' has a bad %s", path, k->name, lua_tostring(L, -1));
     }
   }
 }
