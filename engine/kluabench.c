@@ -19,5 +19,6 @@ int luaopen_kluabench(lua_State *L) {
   kb_open_signals(L);
   kb_open_nvml(L);
   kb_open_usercode(L);
+  kb_open_compare_elements(L);
   return 1;
 }

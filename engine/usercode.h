@@ -66,5 +66,6 @@ void kb_open_usercode(lua_State *L);
 void kb_open_nvrtc(lua_State *L);
 void kb_open_module(lua_State *L);
 void kb_open_plugin(lua_State *L);
+void kb_open_compare_elements(lua_State *L);
 
 #endif

@@ -30,9 +30,6 @@ M.TOLERANCES = {
 
 M.DEFAULT_SEEDS = { 1, 2, 3 }
 
-local function is_nan(x) return x ~= x end
-local function is_inf(x) return x == math.huge or x == -math.huge end
-
 --- atol, rtol for a dtype ("bf16", ...), opts.atol / opts.rtol overriding.
 function M.tolerance(dtype, opts)
   local t = M.TOLERANCES[dtype]
@@ -57,33 +54,15 @@ function M.compare(got, want, opts)
   opts = opts or {}
   local name = opts.name or 'output'
   local gs, ws = got.shape, want.shape
-  if #gs ~= #ws or got:numel() ~= want:numel() then
+  local same = #gs == #ws
+  for i = 1, #gs do same = same and gs[i] == ws[i] end
+  if not same then
     return false, { message = string.format('%s has shape {%s}, the reference {%s}', name,
       table.concat(gs, ', '), table.concat(ws, ', ')) }
   end
   local atol, rtol = M.tolerance(got.dtype, opts)
-  local g, w = got:totable(), want:totable()
-  local r = { n = #g, mismatches = 0, unwritten = 0, nan_mismatch = 0, inf_mismatch = 0, max_abs = 0,
-    atol = atol, rtol = rtol }
-  local worst_excess = -math.huge
-  for i = 1, #g do
-    local a, b = g[i], w[i]
-    if is_nan(b) then
-      if not is_nan(a) then r.nan_mismatch = r.nan_mismatch + 1 end
-    elseif is_nan(a) then
-      r.unwritten = r.unwritten + 1
-    elseif is_inf(a) or is_inf(b) then
-      if a ~= b then r.inf_mismatch = r.inf_mismatch + 1 end
-    else
-      local d = math.abs(a - b)
-      if d > r.max_abs then r.max_abs = d end
-      local excess = d - (atol + rtol * math.abs(b))
-      if excess > 0 then
-        r.mismatches = r.mismatches + 1
-        if excess > worst_excess then worst_excess, r.worst = excess, { index = i - 1, got = a, want = b } end
-      end
-    end
-  end
+  local r = require('kluabench.core').compare_elements(got, want, atol, rtol)
+  r.atol, r.rtol = atol, rtol
   local parts = {}
   if r.mismatches > 0 then
     parts[#parts + 1] = string.format('%d of %d elements differ from the reference (worst: element %d is %.6g, '
