@@ -93,7 +93,13 @@ PLUGIN_DIR  := $(BUILD)/plugins
 PLUGIN_HDR  := include/kluabench_plugin.h
 TEST_PLUGINS := $(foreach v,1 2 3 4,$(PLUGIN_DIR)/libbroken$(v).so)
 USERCODE    := $(if $(filter 1,$(CUDA)),$(foreach x,cubin ptx fatbin,$(BUILD)/usercode/test_kernels.$(x)))
-plugins: $(PLUGIN_DIR)/libscale_add.so $(TEST_PLUGINS) $(USERCODE)
+LAUNCH_C    := $(if $(filter 1,$(CUDA)),$(BUILD)/bench/launch_overhead_c)
+plugins: $(PLUGIN_DIR)/libscale_add.so $(TEST_PLUGINS) $(USERCODE) $(LAUNCH_C)
+
+# bench/launch_overhead_user.lua's C baseline (links the driver's stub).
+$(BUILD)/bench/launch_overhead_c: bench/launch_overhead_c.c
+	@mkdir -p $(dir $@)
+	$(call say,CC,$@)$(CC) -std=c11 -O2 -Wall -Wextra -D_GNU_SOURCE -I$(CUDA_HOME)/include -o $@ $< -L$(CUDA_HOME)/lib64/stubs -lcuda
 
 ifeq ($(CUDA),1)
 $(PLUGIN_DIR)/libscale_add.so: examples/plugin/scale_add.c examples/plugin/scale_add.cu $(PLUGIN_HDR)
