@@ -558,8 +558,7 @@ static const char *image_format(const char *s, size_t n) {
   return NULL;
 }
 
-/* Pushes the content of the file at path (nil, message when unreadable). */
-static int read_file(lua_State *L, const char *path) {
+int kb_push_file(lua_State *L, const char *path) {
   FILE *f = fopen(path, "rb");
   if (!f) return 0;
   luaL_Buffer b;
@@ -570,6 +569,7 @@ static int read_file(lua_State *L, const char *path) {
   int err = ferror(f);
   fclose(f);
   luaL_pushresult(&b);
+  if (err) lua_pop(L, 1);
   return !err;
 }
 
@@ -586,7 +586,7 @@ static int l_load(lua_State *L) {
   } else {
     if (memchr(s, '\0', n) || n > 4096)
       return luaL_error(L, "bad argument #1 to 'load' (%d bytes that are neither a cubin (ELF), a fatbin nor PTX text)", (int)n);
-    if (!read_file(L, s))
+    if (!kb_push_file(L, s))
       return luaL_error(L, "bad argument #1 to 'load' (cannot read '%s': no such file or not readable)", s);
     size_t m = 0;
     const char *bytes = lua_tolstring(L, -1, &m);
@@ -609,8 +609,8 @@ static const luaL_Reg kernel_methods[] = {{"launch", k_launch},   {"attributes",
                                           {"occupancy", k_occupancy}, {"info", k_info},
                                           {NULL, NULL}};
 
-static void new_class(lua_State *L, const char *name, const luaL_Reg *methods, lua_CFunction gc,
-                      lua_CFunction tostring) {
+void kb_usercode_class(lua_State *L, const char *name, const luaL_Reg *methods, lua_CFunction gc,
+                       lua_CFunction tostring) {
   luaL_newmetatable(L, name);
   lua_newtable(L);
   luaL_setfuncs(L, methods, 0);
@@ -628,8 +628,8 @@ static void new_class(lua_State *L, const char *name, const luaL_Reg *methods, l
 
 /* Adds load to the kb.cuda table on top of the stack. */
 void kb_open_module(lua_State *L) {
-  new_class(L, KB_MODULE_MT, module_methods, mod_gc, mod_tostring);
-  new_class(L, KB_KERNEL_MT, kernel_methods, NULL, k_tostring);
+  kb_usercode_class(L, KB_MODULE_MT, module_methods, mod_gc, mod_tostring);
+  kb_usercode_class(L, KB_KERNEL_MT, kernel_methods, NULL, k_tostring);
   lua_pushcfunction(L, l_load);
   lua_setfield(L, -2, "load");
 }

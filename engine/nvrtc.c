@@ -193,6 +193,28 @@ static void add_list(lua_State *L, int opts, const char *key, const char *prefix
   lua_pop(L, 1);
 }
 
+/* Pushes the string keys of the table at tbl, sorted (so that options and
+ * the cache key do not depend on hash order); a key of another type is an
+ * error naming opts.<what>. */
+static void push_sorted_keys(lua_State *L, int tbl, const char *what) {
+  tbl = lua_absindex(L, tbl);
+  lua_newtable(L);
+  int keys = lua_gettop(L);
+  lua_pushnil(L);
+  while (lua_next(L, tbl)) {
+    lua_pop(L, 1);
+    if (lua_type(L, -1) != LUA_TSTRING)
+      luaL_error(L, "bad argument #2 to 'compile' (opts.%s keys must be strings, got %s)", what, luaL_typename(L, -1));
+    lua_pushvalue(L, -1);
+    lua_seti(L, keys, luaL_len(L, keys) + 1);
+  }
+  lua_getglobal(L, "table");
+  lua_getfield(L, -1, "sort");
+  lua_pushvalue(L, keys);
+  lua_call(L, 1, 0);
+  lua_pop(L, 1);
+}
+
 /* opts.defines: a list {"N=4", "FAST"} or a map {N = 4, FAST = true}, the
  * map's keys sorted so that the options (and the cache key) are stable. */
 static void add_defines(lua_State *L, int opts, int out) {
@@ -208,22 +230,8 @@ static void add_defines(lua_State *L, int opts, int out) {
     add_list(L, opts, "defines", "-D", out);
     return;
   }
-  /* sorted keys through table.sort */
-  lua_newtable(L);
+  push_sorted_keys(L, defs, "defines");
   int keys = lua_gettop(L);
-  lua_pushnil(L);
-  while (lua_next(L, defs)) {
-    lua_pop(L, 1);
-    if (lua_type(L, -1) != LUA_TSTRING)
-      luaL_error(L, "bad argument #2 to 'compile' (opts.defines keys must be names, got %s)", luaL_typename(L, -1));
-    lua_pushvalue(L, -1);
-    lua_seti(L, keys, luaL_len(L, keys) + 1);
-  }
-  lua_getglobal(L, "table");
-  lua_getfield(L, -1, "sort");
-  lua_pushvalue(L, keys);
-  lua_call(L, 1, 0);
-  lua_pop(L, 1);
   lua_Integer n = luaL_len(L, keys);
   for (lua_Integer i = 1; i <= n; i++) {
     lua_geti(L, keys, i);
@@ -299,18 +307,7 @@ static void push_cache_dir(lua_State *L, int opts) {
 static int read_entry(lua_State *L, const char *dir, const char *key, const char *ext) {
   char path[1024];
   snprintf(path, sizeof path, "%s/%s.%s", dir, key, ext);
-  FILE *f = fopen(path, "rb");
-  if (!f) return 0;
-  luaL_Buffer b;
-  luaL_buffinit(L, &b);
-  char chunk[65536];
-  size_t n;
-  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) luaL_addlstring(&b, chunk, n);
-  int ok = !ferror(f);
-  fclose(f);
-  luaL_pushresult(&b);
-  if (!ok) lua_pop(L, 1);
-  return ok;
+  return kb_push_file(L, path);
 }
 
 /* Writes through a temporary file and rename, so a reader never sees half. */
@@ -530,26 +527,14 @@ static void push_headers(lua_State *L, int opts) {
   if (!lua_istable(L, -1))
     luaL_error(L, "bad argument #2 to 'compile' (opts.headers must be a table {name = source})");
   int h = lua_gettop(L);
-  lua_newtable(L);
+  push_sorted_keys(L, h, "headers");
   int keys = lua_gettop(L);
-  lua_pushnil(L);
-  while (lua_next(L, h)) {
-    if (lua_type(L, -2) != LUA_TSTRING || lua_type(L, -1) != LUA_TSTRING)
-      luaL_error(L, "bad argument #2 to 'compile' (opts.headers must map names to source strings)");
-    lua_pop(L, 1);
-    lua_pushvalue(L, -1);
-    lua_seti(L, keys, luaL_len(L, keys) + 1);
-  }
-  lua_getglobal(L, "table");
-  lua_getfield(L, -1, "sort");
-  lua_pushvalue(L, keys);
-  lua_call(L, 1, 0);
-  lua_pop(L, 1);
   for (lua_Integer i = 1, n = luaL_len(L, keys); i <= n; i++) {
     lua_geti(L, keys, i);
     lua_pushvalue(L, -1);
     lua_seti(L, out, 2 * i - 1);
-    lua_gettable(L, h);
+    if (lua_gettable(L, h) != LUA_TSTRING)
+      luaL_error(L, "bad argument #2 to 'compile' (opts.headers must map names to source strings)");
     lua_seti(L, out, 2 * i);
   }
   lua_pop(L, 2);

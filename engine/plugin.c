@@ -36,18 +36,10 @@ static const char *const PLUGIN_TYPES[] = {"tensor", "i64", "f64", NULL};
 
 /* Pushes "sha256:<hex>" of the file at path, or nil. */
 static void push_file_digest(lua_State *L, const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) {
+  if (!kb_push_file(L, path)) {
     lua_pushnil(L);
     return;
   }
-  luaL_Buffer b;
-  luaL_buffinit(L, &b);
-  char chunk[65536];
-  size_t n;
-  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) luaL_addlstring(&b, chunk, n);
-  fclose(f);
-  luaL_pushresult(&b);
   size_t len;
   const char *s = lua_tolstring(L, -1, &len);
   char hex[65];
@@ -282,23 +274,11 @@ static const luaL_Reg kernel_methods[] = {{"call", pk_call}, {"info", pk_info}, 
 
 /* Adds load to the kb.plugin table on top of the stack. */
 void kb_open_plugin(lua_State *L) {
-  luaL_newmetatable(L, KB_PLUGIN_MT);
-  luaL_newlib(L, plugin_methods);
-  lua_pushvalue(L, -1);
-  lua_setfield(L, -3, "methods");
-  lua_setfield(L, -2, "__index");
-  lua_pushcfunction(L, p_tostring);
-  lua_setfield(L, -2, "__tostring");
-  lua_pop(L, 1);
-  luaL_newmetatable(L, KB_PLUGIN_KERNEL_MT);
-  luaL_newlib(L, kernel_methods);
-  lua_pushvalue(L, -1);
-  lua_setfield(L, -3, "methods");
-  lua_setfield(L, -2, "__index");
+  kb_usercode_class(L, KB_PLUGIN_MT, plugin_methods, NULL, p_tostring);
+  kb_usercode_class(L, KB_PLUGIN_KERNEL_MT, kernel_methods, NULL, pk_tostring);
+  luaL_getmetatable(L, KB_PLUGIN_KERNEL_MT);
   lua_pushcfunction(L, pk_call);
   lua_setfield(L, -2, "__call");
-  lua_pushcfunction(L, pk_tostring);
-  lua_setfield(L, -2, "__tostring");
   lua_pop(L, 1);
   lua_pushcfunction(L, l_load);
   lua_setfield(L, -2, "load");

@@ -9,15 +9,7 @@ local util = require 'helpers.util'
 
 local BUILD = kb.executable():match('^(.*)/[^/]*$')
 
-local SRC = [[
-extern "C" __global__ void scale(float *y, const float *x, float a, int n) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) y[i] = a * x[i];
-}
-template <typename T> __global__ void twice(T *y, int n) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) y[i] = y[i] + y[i];
-}
+local SRC = require('helpers.user_kernels').SCALE .. [[
 extern "C" __global__ void big_shared(float *y, int n) {
   extern __shared__ float buf[];
   int i = threadIdx.x;

@@ -7,16 +7,7 @@ local util = require 'helpers.util'
 local BUILD = kb.executable():match('^(.*)/[^/]*$')
 local NVRTC, NVRTC_WHY = kb.cuda.nvrtc_version()
 
-local SRC = [[
-extern "C" __global__ void scale(float *y, const float *x, float a, int n) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) y[i] = a * x[i];
-}
-template <typename T> __global__ void twice(T *y, int n) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) y[i] = y[i] + y[i];
-}
-]]
+local SRC = require('helpers.user_kernels').SCALE
 
 -- NVRTC is part of the CUDA toolkit; CI has it. Where it is absent the
 -- compile specs are pending with the reason, and the error is checked.
