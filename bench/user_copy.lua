@@ -7,7 +7,7 @@
 -- relative standard error of the median is 0.5 %; bytes are read + written.
 local kb = require 'kluabench'
 local measure = require 'kluabench.measure'
-local stopping = require 'kluabench.stopping'
+local stopping = require 'kluabench.measure.stopping'
 local check = require 'kluabench.check'
 
 if kb.backend() ~= 'cuda' then

@@ -4,7 +4,7 @@
  * why. Only the handful of NVML entry points below are declared, by hand,
  * with the types and enum values of nvml.h (stable across NVML releases
  * since the _v2 entry points of CUDA 5). Policy (when to sample, what counts
- * as throttled) is stdlib/kluabench/clocks.lua. */
+ * as throttled) is stdlib/kluabench/measure/clocks.lua. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>

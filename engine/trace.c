@@ -4,7 +4,7 @@
  * backend's kernels. Records accumulate here between kb.trace.start() and
  * kb.trace.collect() / stop(); the buffer is shared with CUPTI's thread,
  * hence the mutex. Policy (which records a measurement sums) lives in
- * stdlib/kluabench/measure.lua. */
+ * stdlib/kluabench/measure/init.lua. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>

@@ -11,7 +11,7 @@
 -- sample), from kluabench.measure.
 local kb = require 'kluabench'
 local measure = require 'kluabench.measure'
-local stopping = require 'kluabench.stopping'
+local stopping = require 'kluabench.measure.stopping'
 
 local SAMPLES = 10
 

@@ -7,9 +7,9 @@
 -- whichever ran second. The interval is a bootstrap of the ratio of medians.
 local kb = require 'kluabench'
 local measure = require 'kluabench.measure'
-local stopping = require 'kluabench.stopping'
-local interleave = require 'kluabench.interleave'
-local inference = require 'kluabench.inference'
+local stopping = require 'kluabench.measure.stopping'
+local interleave = require 'kluabench.measure.interleave'
+local inference = require 'kluabench.stats.inference'
 
 local seq = tonumber(arg[1]) or 4096
 local samples = tonumber(arg[2]) or 30

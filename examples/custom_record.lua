@@ -2,12 +2,12 @@
 --
 --   kluabench examples/custom_record.lua [SEQ] >> my_results.jsonl
 --
--- kluabench's own records are Lua too (stdlib/kluabench/record.lua); this
+-- kluabench's own records are Lua too (stdlib/kluabench/record/init.lua); this
 -- is the few lines a format of your own needs: pick the fields, encode them
 -- canonically (RFC 8785, so equal content gives equal bytes everywhere),
 -- and digest that text.
 local kb = require 'kluabench'
-local bench = require 'kluabench.bench'
+local bench = require 'kluabench.measure.do_bench'
 
 local seq = tonumber(arg[1]) or 4096
 local q = kb.randn({ 1, seq, 32, 16 }, 'bf16', 1)

@@ -7,15 +7,15 @@
 -- scripts/llama4_rope.lua writes (results/*.jsonl) or `kluabench
 -- import-liger` makes: one bundle per line.
 local kb = require 'kluabench'
-local output = require 'kluabench.output'
+local output = require 'kluabench.report'
 local record = require 'kluabench.record'
-local plot = require 'kluabench.plot'
+local plot = require 'kluabench.report.plot'
 
 local path, chart = arg[1], arg[2]
 
 -- A tiny results file, so the example runs without one.
 local function make_results(file)
-  local bench = require 'kluabench.bench'
+  local bench = require 'kluabench.measure.do_bench'
   local q = kb.randn({ 1, 256, 32, 16 }, 'bf16', 1)
   local k = kb.randn({ 1, 256, 8, 16 }, 'bf16', 2)
   local freqs = kb.rope.freqs(256, 16)

@@ -6,9 +6,9 @@
 -- KLUABENCH_QUIET=1), so the output can be redirected as is.
 local kb = require 'kluabench'
 local measure = require 'kluabench.measure'
-local stopping = require 'kluabench.stopping'
-local progress = require 'kluabench.progress'
-local output = require 'kluabench.output'
+local stopping = require 'kluabench.measure.stopping'
+local progress = require 'kluabench.report.progress'
+local output = require 'kluabench.report'
 
 local seq = tonumber(arg[1]) or 2048
 local samples = tonumber(arg[2]) or 20

@@ -6,8 +6,8 @@
 -- again. The cache is $KLUABENCH_CACHE/ceilings.json (default
 -- ~/.cache/kluabench/ceilings.json); records use it for "% of copy ceiling".
 local kb = require 'kluabench'
-local ceilings = require 'kluabench.ceilings'
-local output = require 'kluabench.output'
+local ceilings = require 'kluabench.record.ceilings'
+local output = require 'kluabench.report'
 
 local USAGE = 'usage: kluabench scripts/ceilings.lua [--force] [--mib N] [--json] [--cache PATH]\n'
 

@@ -9,7 +9,7 @@
 -- limits between the end of the first round (when every cache and scratch
 -- buffer exists) and the end of the last.
 local kb = require 'kluabench'
-local output = require 'kluabench.output'
+local output = require 'kluabench.report'
 
 local USAGE = [[
 usage: kluabench [--backend cpu|cuda] scripts/soak.lua [options] [sweep options] [-- args]

@@ -1,5 +1,5 @@
 -- do_bench's iteration arithmetic with a fake device clock, and protocols as values.
-local bench = require 'kluabench.bench'
+local bench = require 'kluabench.measure.do_bench'
 local stats = require 'kluabench.stats'
 
 -- A device whose clock (ms) moves only when fn or flush_l2 says so, and

@@ -1,6 +1,6 @@
 -- Throughput ceilings (ceilings.lua): the arithmetic, the per-device cache
 -- file, and on cuda the copy bandwidth itself.
-local ceilings = require 'kluabench.ceilings'
+local ceilings = require 'kluabench.record.ceilings'
 
 describe('ceilings arithmetic', function()
   it('converts bytes and ms to GB/s and percentages', function()

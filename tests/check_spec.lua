@@ -137,8 +137,8 @@ describe('check.plausible', function()
 
   it('marks the record and the results table', function()
     local record = require 'kluabench.record'
-    local output = require 'kluabench.output'
-    local ceilings = require 'kluabench.ceilings'
+    local output = require 'kluabench.report'
+    local ceilings = require 'kluabench.record.ceilings'
     local dir = os.tmpname()
     os.remove(dir)
     local path = dir .. '.json'
@@ -146,7 +146,7 @@ describe('check.plausible', function()
     assert(ceilings.store(kb.device_info(), { copy_gbps = 1, device = 'test' }, path))
     local real = ceilings.cached_throughput
     ceilings.cached_throughput = function(b, f, ms) return real(b, f, ms, { path = path }) end
-    local bench = require 'kluabench.bench'
+    local bench = require 'kluabench.measure.do_bench'
     local proto = bench.do_bench_protocol { rep_ms = 1, warmup_ms = 0 }
     local b = record.from_result {
       kernel = 'copy', mode = 'forward', provider = 'too_fast', bytes = 1e9,

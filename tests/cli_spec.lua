@@ -267,7 +267,7 @@ describe('the kluabench host', function()
       local r = run({ '-e', 'io.write(require("only_here"), " ", package.searchpath("kluabench.cli", package.path))' },
         { env = { KLUABENCH_PATH = dir } })
       assert.equal(0, r.code)
-      assert.matches('^override .*/stdlib/kluabench/cli%.lua$', r.out)
+      assert.matches('^override .*/stdlib/kluabench/cli/init%.lua$', r.out)
       r = run({ '-E', '-e', 'io.write(tostring(package.searchpath("only_here", package.path)))' },
         { env = { KLUABENCH_PATH = dir } })
       assert.equal('nil', r.out)
@@ -344,10 +344,10 @@ describe('the kluabench host', function()
       local r = run({ '-e', code })
       assert.equal(1, r.code)
       assert.equal("kluabench: command 'ghost' is not available in this build "
-        .. "(module kluabench.commands.ghost not found)\n", r.err)
+        .. "(module kluabench.cli.commands.ghost not found)\n", r.err)
       -- and through argv, for any built-in command this build lacks
       for _, c in ipairs(cli.COMMANDS) do
-        if c.module and not package.searchpath('kluabench.commands.' .. c.module, package.path) then
+        if c.module and not package.searchpath('kluabench.cli.commands.' .. c.module, package.path) then
           r = run({ c.name })
           assert.equal(1, r.code)
           assert.matches("command '" .. c.name .. "' is not available in this build", r.err, 1, true)

@@ -1,7 +1,7 @@
 -- GPU clocks: kb.nvml (engine/nvml.c, against a fake libnvidia-ml.so.1
 -- built from tests/helpers/fake_nvml.c) and the monitor that judges samples
 -- (clocks.lua, against a fake NVML table).
-local clocks = require 'kluabench.clocks'
+local clocks = require 'kluabench.measure.clocks'
 
 -- A fake kb.nvml whose quick readings follow `seq` (list of {sm, reasons}).
 local function fake_nvml(seq, info)

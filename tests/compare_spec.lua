@@ -1,8 +1,8 @@
 -- Comparing runs (compare.lua, commands/compare.lua) on synthetic samples
 -- whose answer is known, and the statistics underneath (inference.lua).
-local compare = require 'kluabench.compare'
-local inference = require 'kluabench.inference'
-local prng = require 'kluabench.prng'
+local compare = require 'kluabench.report.compare'
+local inference = require 'kluabench.stats.inference'
+local prng = require 'kluabench.stats.prng'
 
 -- n samples around `center` with a relative spread `noise` (uniform), seeded.
 local function samples(center, noise, n, seed)
@@ -123,7 +123,7 @@ describe('compare bundles', function()
   end)
 
   it('parses JSON, JSON arrays and JSON Lines', function()
-    local output = require 'kluabench.output'
+    local output = require 'kluabench.report'
     local b1, b2 = bundle { samples = { 1 } }, bundle { samples = { 2 }, provider = 'reference' }
     assert.equal(1, #compare.parse(output.encode_pretty(b1)))
     assert.equal(2, #compare.parse(output.encode_pretty { b1, b2 }))
@@ -188,7 +188,7 @@ describe('kluabench compare', function()
   local engine_it = (ok and kb.executable) and it or pending
 
   local function write(path, bundles)
-    local output = require 'kluabench.output'
+    local output = require 'kluabench.report'
     local f = assert(io.open(path, 'w'))
     for _, b in ipairs(bundles) do f:write(output.encode_line(b), '\n') end
     f:close()

@@ -3,7 +3,7 @@
 -- whole line per finished point, and a sweep stopped with Ctrl-C (SIGINT) or
 -- SIGTERM keeps every finished point, prints its summary and exits 130 / 143.
 local kb = require 'kluabench'
-local output = require 'kluabench.output'
+local output = require 'kluabench.report'
 local sub = require 'helpers.subprocess'
 
 local ROOT = sub.root()

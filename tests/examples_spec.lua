@@ -16,6 +16,7 @@ local ARGS = {
   ['user_kernel_rope.lua'] = { '64' },
   ['user_cubin.lua'] = {},
   ['user_plugin.lua'] = { '1000' },
+  ['copy_benchmark.lua'] = { '--mib', '1', '--rep-ms', '5', '--format', 'jsonl' },
 }
 
 local function examples()
@@ -83,8 +84,8 @@ describe('examples', function()
   end)
 
   it('read_results.lua reads a results file back and draws its chart', function()
-    local liger = require 'kluabench.liger'
-    local output = require 'kluabench.output'
+    local liger = require 'kluabench.record.liger'
+    local output = require 'kluabench.report'
     local results, chart = os.tmpname(), os.tmpname() .. '.svg'
     local f = assert(io.open(results, 'w'))
     for _, row in ipairs(assert(liger.read(ROOT .. '/tests/data/plot/llama4_rope_liger.csv'))) do

@@ -39,7 +39,7 @@ describe('the fuzz oracle', function()
   it('catches what it is there to catch', function()
     -- a bundle that does not verify is a finding; a CSV row that cannot be
     -- converted is not, as long as it says why
-    local liger = require 'kluabench.liger'
+    local liger = require 'kluabench.record.liger'
     local saved = liger.row_to_bundle
     liger.row_to_bundle = function() error('boom') end
     local text = sub.slurp(ROOT .. '/tests/fuzz/corpus/csv/liger_speed.csv')
@@ -53,7 +53,7 @@ describe('the fuzz oracle', function()
   end)
 
   it('imports the rows of each regression input it can, and says why for the others', function()
-    local liger = require 'kluabench.liger'
+    local liger = require 'kluabench.record.liger'
     local rows = assert(liger.parse(sub.slurp(ROOT .. '/tests/fuzz/regressions/csv/invalid_utf8_in_a_column.csv')))
     local _, why = liger.row_to_bundle(rows[1])
     assert.equal('gpu_name is not valid UTF-8', why)

@@ -3,10 +3,10 @@
 -- exists, docs/API.md is the generator's output, the examples run, and
 -- help finds entries by value, by name and by near miss.
 local kb = require 'kluabench'
-local apidoc = require 'kluabench.apidoc'
-local help = require 'kluabench.help'
+local apidoc = require 'kluabench.cli.apidoc'
+local help = require 'kluabench.cli.help'
 
-local ROOT = package.searchpath('kluabench.apidoc', package.path):match('^(.-)/?stdlib/kluabench/apidoc%.lua$')
+local ROOT = package.searchpath('kluabench.cli.apidoc', package.path):match('^(.-)/?stdlib/kluabench/cli/apidoc%.lua$')
 if ROOT == '' then ROOT = '.' end
 
 local names = {}
@@ -27,7 +27,7 @@ local function reachable()
     local v = kb[k]
     -- a lazily loaded stdlib module (documented under its own name); a spec may
     -- have reloaded it, so look for its file rather than compare tables
-    local is_stdlib = type(v) == 'table' and package.searchpath('kluabench.' .. k, package.path) ~= nil
+    local is_stdlib = type(v) == 'table' and (require('kluabench.modules')[k] ~= nil or package.searchpath('kluabench.' .. k, package.path) ~= nil)
     if type(v) == 'table' and not is_stdlib then
       for _, kk in ipairs(sorted_keys(v)) do need('kb.' .. k .. '.' .. kk) end
     elseif not is_stdlib then
@@ -106,19 +106,19 @@ describe('apidoc', function()
       e0:record(); e1:record()
       local samples = { 0.11, 0.1, 0.13, 0.12, 0.1 }
       local bundles = {}
-      local pts = assert(require('kluabench.plot').read(ROOT .. '/tests/data/plot/llama4_rope_liger.csv'))
+      local pts = assert(require('kluabench.report.plot').read(ROOT .. '/tests/data/plot/llama4_rope_liger.csv'))
       local t = kb.randn({ 2, 3 }, 'f32', 1, 'cpu')
       local e = {
-        kb = kb, stats = require 'kluabench.stats', bench = require 'kluabench.bench',
-        output = require 'kluabench.output', names = require 'kluabench.names',
-        progress = require 'kluabench.progress', plot = require 'kluabench.plot',
+        kb = kb, stats = require 'kluabench.stats', bench = require 'kluabench.measure.do_bench',
+        output = require 'kluabench.report', names = require 'kluabench.record.names',
+        progress = require 'kluabench.report.progress', plot = require 'kluabench.report.plot',
         help = function() end, print = function() end, io = { write = function() end, open = io.open },
         t = t, out = t, ref = t:clone(), gpu_out = t, cpu_out = t, samples = samples,
         result = { samples = samples }, bundles = bundles, points = pts,
         e0 = e0, e1 = e1, start = e0, stop = e1, work = function() end, fn = function() end,
         pt = { label = 'x' }, time_point = function() return 0.1 end, run = function() end,
         fused = function() end, reference = function() end,
-        p = require('kluabench.progress').new { total = 3, quiet = true }, n = 2, sample = function() end,
+        p = require('kluabench.report.progress').new { total = 3, quiet = true }, n = 2, sample = function() end,
         os = setmetatable({ execute = function() return true end }, { __index = os }),
       }
       e.q = kb.randn({ 1, 8, 4, 16 }, 'bf16', 1, 'cpu')
@@ -150,7 +150,7 @@ describe('apidoc', function()
       ['ceilings.store'] = true, ['ceilings.copy_ceiling'] = true, ['ceilings.measure_copy'] = true,
       ['compare.compare'] = true, ['compare.format'] = true, ['compare.read'] = true, ['compare.parse'] = true,
       ['compare.samples_of'] = true, ['compare.median_of'] = true, ['compare.key_of'] = true,
-      ['compare.bundles_of'] = true,
+      ['compare.bundles_of'] = true, ['suite.main'] = true,
       -- user kernels: a GPU, a loaded plugin or Triton's files
       ['mod:kernel'] = true, ['mod:cubin'] = true, ['kern:launch'] = true, ['kern:attributes'] = true,
       ['kern:occupancy'] = true, ['kern:info'] = true, ['plugin:kernel'] = true, ['plugin:kernels'] = true,
@@ -239,7 +239,7 @@ describe('help', function()
     assert.truthy(tensor:find('t:digest', 1, true))
     assert.truthy(help.text('timing'):find('kb.elapsed_ms', 1, true))
     assert.truthy(help.text(require 'kluabench.stats'):find('stats.quantile', 1, true))
-    assert.truthy(help.text('kluabench.plot'):find('plot.nice_ticks', 1, true))
+    assert.truthy(help.text('kluabench.report.plot'):find('plot.nice_ticks', 1, true))
   end)
 
   it('gives an overview with no argument, and for kb itself', function()

@@ -1,7 +1,7 @@
 -- Interleaved sampling (interleave.lua) and its seeded generator (prng.lua).
-local interleave = require 'kluabench.interleave'
-local prng = require 'kluabench.prng'
-local stopping = require 'kluabench.stopping'
+local interleave = require 'kluabench.measure.interleave'
+local prng = require 'kluabench.stats.prng'
+local stopping = require 'kluabench.measure.stopping'
 
 -- A session that needs `n` samples; every step logs its name in `log` and
 -- takes the value of a shared drift counter as its sample.

@@ -4,7 +4,7 @@
 -- specs use a fake device whose clock the test moves; the #gpu ones time
 -- real kernels.
 local measure = require 'kluabench.measure'
-local stopping = require 'kluabench.stopping'
+local stopping = require 'kluabench.measure.stopping'
 
 -- A fake device: events record a clock that only fn moves, every device
 -- call is logged in `trace`. backend 'cuda' so that the hold logic runs.

@@ -1,5 +1,5 @@
 -- Names, slugs and timestamps, checked against the example record.
-local names = require 'kluabench.names'
+local names = require 'kluabench.record.names'
 
 describe('names.gpu_slug', function()
   it('lowercases and turns runs of non-alphanumerics into "-"', function()

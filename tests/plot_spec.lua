@@ -2,12 +2,12 @@
 -- Lines), tick arithmetic, grouping and slicing, the SVG itself (which
 -- rsvg-convert must render), and the `kluabench plot` command's exit codes.
 local kb = require 'kluabench'
-local plot = require 'kluabench.plot'
-local liger = require 'kluabench.liger'
-local output = require 'kluabench.output'
+local plot = require 'kluabench.report.plot'
+local liger = require 'kluabench.record.liger'
+local output = require 'kluabench.report'
 local util = require 'helpers.util'
 
-local ROOT = package.searchpath('kluabench.plot', package.path):match('^(.-)/?stdlib/kluabench/plot%.lua$')
+local ROOT = package.searchpath('kluabench.report.plot', package.path):match('^(.-)/?stdlib/kluabench/report/plot%.lua$')
 if ROOT == '' then ROOT = '.' end
 local CSV = ROOT .. '/tests/data/plot/llama4_rope_liger.csv'
 

@@ -9,7 +9,7 @@
 -- The calls run in this process under pcall: a crash (a segfault, an abort)
 -- would end the test run, so the sweep below is itself the crash test.
 local kb = require 'kluabench'
-local output = require 'kluabench.output'
+local output = require 'kluabench.report'
 local sub = require 'helpers.subprocess'
 
 local ROOT = sub.root()
@@ -482,7 +482,7 @@ end)
 
 describe('an error inside a timed function', function()
   it('propagates out of do_bench and the measure modes, and every event it made can be collected', function()
-    local bench = require 'kluabench.bench'
+    local bench = require 'kluabench.measure.do_bench'
     local measure = require 'kluabench.measure'
     local made = setmetatable({}, { __mode = 'k' })
     local function tracked(ctx)
@@ -532,7 +532,7 @@ describe('an error inside a timed function', function()
     assert.equal(1, r.code)
     assert.equal('', r.out)
     assert.matches('^kluabench: [^\n]*timed%.lua:2: kernel exploded\nstack traceback:\n', r.err)
-    assert.matches("in %a+ 'kluabench.bench.do_bench'", r.err)
+    assert.matches("in %a+ 'kluabench.measure.do_bench.do_bench'", r.err)
   end)
 end)
 
@@ -542,7 +542,7 @@ end)
 
 -- One real bundle, from a Liger row.
 local function a_bundle_line()
-  local liger = require 'kluabench.liger'
+  local liger = require 'kluabench.record.liger'
   local rows = assert(liger.parse(sub.slurp(ROOT .. '/tests/fuzz/corpus/csv/liger_speed.csv')))
   return assert(output.encode_line(assert(liger.row_to_bundle(rows[1]))))
 end
@@ -721,7 +721,7 @@ end)
 describe('data files', function()
   it('are only parsed: the stdlib loads code only where the user names a script to run', function()
     -- the one place: `kluabench run SCRIPT` runs the script it is given
-    local allowed = { ['commands/run.lua'] = 1 }
+    local allowed = { ['cli/commands/run.lua'] = 1 }
     local found = {}
     local p = io.popen('cd ' .. sub.q(ROOT .. '/stdlib/kluabench') .. ' && find . -name "*.lua"')
     for file in p:lines() do

@@ -184,7 +184,7 @@ describe('the REPL', function()
 
   it('translates ?name into help("name")', function()
     if not needs_tmux() then return end
-    local has_help = package.searchpath('kluabench.help', package.path) ~= nil
+    local has_help = package.searchpath('kluabench.cli.help', package.path) ~= nil
     repl.line('?kb.rope.llama4_fwd')
     if has_help then
       repl.line('"done"')

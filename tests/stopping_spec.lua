@@ -1,7 +1,7 @@
 -- Stopping rules (stopping.lua) and the inference they rest on
 -- (inference.lua), with a fake clock and samples whose answers are known.
-local stopping = require 'kluabench.stopping'
-local inference = require 'kluabench.inference'
+local stopping = require 'kluabench.measure.stopping'
+local inference = require 'kluabench.stats.inference'
 
 -- A state on a clock the test moves by hand (ns).
 local function fake_state()

@@ -2,7 +2,7 @@
 -- and JSON Lines files, a tampered file caught, errors named by file and line.
 local kb = require 'kluabench'
 local output, liger = kb.output, kb.liger
-local verify = require 'kluabench.commands.verify'
+local verify = require 'kluabench.cli.commands.verify'
 
 local CSV = 'kernel_name,kernel_provider,kernel_operation_mode,metric_name,metric_unit,x_name,x_label,'
   .. 'x_value,y_value_50,y_value_20,y_value_80,extra_benchmark_config_str,gpu_name,timestamp,liger_version\n'

@@ -6,11 +6,11 @@
 -- bug; a Lua error that the API documents (invalid JSON, a bad CSV line) is
 -- caught here and is not.
 local kb = require 'kluabench'
-local output = require 'kluabench.output'
-local liger = require 'kluabench.liger'
+local output = require 'kluabench.report'
+local liger = require 'kluabench.record.liger'
 local record = require 'kluabench.record'
-local compare = require 'kluabench.compare'
-local verify = require 'kluabench.commands.verify'
+local compare = require 'kluabench.report.compare'
+local verify = require 'kluabench.cli.commands.verify'
 
 local M = {}
 

@@ -17,9 +17,9 @@
 --           (or quieter clocks) are needed to tell; a one-line hint says why.
 -- A regression is a SLOWER point whose ratio exceeds 1 + threshold (default
 -- 5 %); `kluabench compare` exits 1 when there is one.
-local inference = require 'kluabench.inference'
-local output = require 'kluabench.output'
-local names = require 'kluabench.names'
+local inference = require 'kluabench.stats.inference'
+local output = require 'kluabench.report'
+local names = require 'kluabench.record.names'
 
 local M = {}
 

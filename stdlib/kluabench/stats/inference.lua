@@ -8,7 +8,7 @@
 -- statistics, the comparison of two medians from a bootstrap, and the rank
 -- test is Mann-Whitney's. The normal distribution appears only as the
 -- large-sample limit of those (binomial ranks, the U statistic).
-local prng = require 'kluabench.prng'
+local prng = require 'kluabench.stats.prng'
 
 local M = {}
 

@@ -1,7 +1,7 @@
 --- `kluabench compare BASE NEW`: per-point verdicts between two result
 -- files, and exit status 1 on a regression (for CI). The statistics are in
--- kluabench.compare.
-local compare = require 'kluabench.compare'
+-- kluabench.report.compare.
+local compare = require 'kluabench.report.compare'
 
 local M = {}
 

@@ -22,23 +22,26 @@ local M = {}
 M.modules = {
   kb = 'kluabench',
   stats = 'kluabench.stats',
-  bench = 'kluabench.bench',
-  output = 'kluabench.output',
-  names = 'kluabench.names',
+  bench = 'kluabench.measure.do_bench',
+  output = 'kluabench.report',
+  names = 'kluabench.record.names',
   record = 'kluabench.record',
-  env = 'kluabench.env',
-  liger = 'kluabench.liger',
+  env = 'kluabench.record.env',
+  liger = 'kluabench.record.liger',
   measure = 'kluabench.measure',
-  stopping = 'kluabench.stopping',
-  interleave = 'kluabench.interleave',
-  clocks = 'kluabench.clocks',
-  ceilings = 'kluabench.ceilings',
-  inference = 'kluabench.inference',
-  compare = 'kluabench.compare',
-  prng = 'kluabench.prng',
-  progress = 'kluabench.progress',
-  plot = 'kluabench.plot',
-  help = 'kluabench.help',
+  stopping = 'kluabench.measure.stopping',
+  interleave = 'kluabench.measure.interleave',
+  clocks = 'kluabench.measure.clocks',
+  ceilings = 'kluabench.record.ceilings',
+  inference = 'kluabench.stats.inference',
+  compare = 'kluabench.report.compare',
+  prng = 'kluabench.stats.prng',
+  progress = 'kluabench.report.progress',
+  plot = 'kluabench.report.plot',
+  help = 'kluabench.cli.help',
+  suite = 'kluabench.suite',
+  rope_benchmarks = 'kluabench.benchmarks.rope',
+  shard = 'kluabench.shard',
   check = 'kluabench.check',
   triton = 'kluabench.triton',
 }
@@ -54,20 +57,20 @@ M.objects = {
   kern = { metatable = 'kluabench.Kernel', title = 'Kernel (user kernels)' },
   plugin = { metatable = 'kluabench.Plugin', title = 'Plugin' },
   pk = { metatable = 'kluabench.PluginKernel', title = 'PluginKernel' },
-  p = { module = 'kluabench.progress', field = 'Progress', title = 'Progress' },
+  p = { module = 'kluabench.report.progress', field = 'Progress', title = 'Progress' },
   protocol = { title = 'Protocol',
-    make = function() return require('kluabench.bench').do_bench_protocol() end },
+    make = function() return require('kluabench.measure.do_bench').do_bench_protocol() end },
   session = { title = 'Session (kluabench.measure)',
     make = function()
-      local stopping = require 'kluabench.stopping'
+      local stopping = require 'kluabench.measure.stopping'
       return require('kluabench.measure').session('hot', function() end, { stop = stopping.count(1) })
     end },
-  criterion = { title = 'Criterion (kluabench.stopping)',
-    make = function() return require('kluabench.stopping').count(1) end },
-  st = { title = 'State (kluabench.stopping)', make = function() return require('kluabench.stopping').state() end },
-  mon = { title = 'Monitor (kluabench.clocks)',
-    make = function() return require('kluabench.clocks').monitor { nvml = {} } end },
-  rng = { title = 'Generator (kluabench.prng)', make = function() return require('kluabench.prng').new(1) end },
+  criterion = { title = 'Criterion (kluabench.measure.stopping)',
+    make = function() return require('kluabench.measure.stopping').count(1) end },
+  st = { title = 'State (kluabench.measure.stopping)', make = function() return require('kluabench.measure.stopping').state() end },
+  mon = { title = 'Monitor (kluabench.measure.clocks)',
+    make = function() return require('kluabench.measure.clocks').monitor { nvml = {} } end },
+  rng = { title = 'Generator (kluabench.stats.prng)', make = function() return require('kluabench.stats.prng').new(1) end },
 }
 
 --- Sections in the order of docs/API.md.
@@ -127,12 +130,18 @@ M.sections = {
     intro = 'By default Ctrl-C stops a script at once with an "interrupted!" error. A sweep '
       .. 'that wants to finish the current sample and write what it has asks for '
       .. 'cooperative interrupts and polls.' },
+  { id = 'suite', title = 'kluabench.suite: the benchmark harness',
+    intro = '`kb.suite.main{...}` runs a declared benchmark: the script gives axes, sweeps, providers, '
+      .. 'modes, dtypes and hooks (setup, run, check, cost, record); the harness owns the command line, '
+      .. 'the points, the check before timing, the protocol, sessions (--runs), shards, progress, '
+      .. 'interrupts, every output format and the records. docs/SUITE.md explains the declaration; '
+      .. 'examples/copy_benchmark.lua is a whole benchmark in 32 lines.' },
   { id = 'stats', title = 'kluabench.stats: statistics of samples',
     intro = '`local stats = require "kluabench.stats"`. Every function takes a list of '
       .. 'numbers (not modified) and raises an error naming the function on an empty list or a '
       .. 'non-number.' },
-  { id = 'bench', title = 'kluabench.bench: protocols',
-    intro = '`local bench = require "kluabench.bench"`. A protocol is a value with a name, '
+  { id = 'bench', title = 'kluabench.measure.do_bench: protocols',
+    intro = '`local bench = require "kluabench.measure.do_bench"`. A protocol is a value with a name, '
       .. 'parameters, a `run` that measures a function and a `spec` that goes into records.' },
   { id = 'measure', title = 'kluabench.measure: timing modes',
     intro = '`local measure = require "kluabench.measure"`. Named ways of timing a function, '
@@ -140,53 +149,58 @@ M.sections = {
       .. 'by a spin kernel), `hot` (back-to-back batches, warm caches), `graph` (a CUDA graph '
       .. 'cycling through input sets that must cover the L2) and `do_bench` (triton\'s '
       .. 'algorithm). docs/MEASUREMENT.md explains each.' },
-  { id = 'stopping', title = 'kluabench.stopping: when to stop sampling',
-    intro = '`local stopping = require "kluabench.stopping"`. A criterion looks at the samples '
+  { id = 'stopping', title = 'kluabench.measure.stopping: when to stop sampling',
+    intro = '`local stopping = require "kluabench.measure.stopping"`. A criterion looks at the samples '
       .. 'so far and says done, why, and whether a statistical target was met. None ends a run '
       .. 'with 0 samples.' },
-  { id = 'interleave', title = 'kluabench.interleave: samples in turns',
-    intro = '`local interleave = require "kluabench.interleave"`. Several measurements advanced '
+  { id = 'interleave', title = 'kluabench.measure.interleave: samples in turns',
+    intro = '`local interleave = require "kluabench.measure.interleave"`. Several measurements advanced '
       .. 'one sample at a time, in round-robin or shuffled order (seed recorded), so drift '
       .. 'spreads over all of them.' },
-  { id = 'clocks', title = 'kluabench.clocks: GPU clocks during a measurement',
-    intro = '`local clocks = require "kluabench.clocks"`. NVML readings around points and after '
+  { id = 'clocks', title = 'kluabench.measure.clocks: GPU clocks during a measurement',
+    intro = '`local clocks = require "kluabench.measure.clocks"`. NVML readings around points and after '
       .. 'samples, dropping samples taken while the GPU throttled; inert where NVML is absent.' },
-  { id = 'ceilings', title = 'kluabench.ceilings: throughput and the roofline',
-    intro = '`local ceilings = require "kluabench.ceilings"`. The measured copy bandwidth of a '
+  { id = 'ceilings', title = 'kluabench.record.ceilings: throughput and the roofline',
+    intro = '`local ceilings = require "kluabench.record.ceilings"`. The measured copy bandwidth of a '
       .. 'device (cached per device) and the arithmetic of GB/s, % of copy and the roofline floor.' },
-  { id = 'inference', title = 'kluabench.inference: how sure the numbers are',
-    intro = '`local inference = require "kluabench.inference"`. Distribution-free intervals of '
+  { id = 'inference', title = 'kluabench.stats.inference: how sure the numbers are',
+    intro = '`local inference = require "kluabench.stats.inference"`. Distribution-free intervals of '
       .. 'a median, the bootstrap of a ratio of medians and the Mann-Whitney test.' },
-  { id = 'compare', title = 'kluabench.compare: two result sets, point by point',
-    intro = '`local compare = require "kluabench.compare"`. What `kluabench compare` does: match '
+  { id = 'compare', title = 'kluabench.report.compare: two result sets, point by point',
+    intro = '`local compare = require "kluabench.report.compare"`. What `kluabench compare` does: match '
       .. 'points by workload digest and provider, and give each a verdict SAME, FASTER, SLOWER '
       .. 'or UNSURE from the bootstrap interval of the ratio of medians.' },
-  { id = 'prng', title = 'kluabench.prng: seeded random choices',
-    intro = '`local prng = require "kluabench.prng"`. SplitMix64: every random choice a protocol '
+  { id = 'prng', title = 'kluabench.stats.prng: seeded random choices',
+    intro = '`local prng = require "kluabench.stats.prng"`. SplitMix64: every random choice a protocol '
       .. 'makes (sample order, bootstrap) is reproducible from a recorded seed.' },
-  { id = 'output', title = 'kluabench.output: JSON, CSV and tables',
-    intro = '`local output = require "kluabench.output"`.' },
+  { id = 'output', title = 'kluabench.report: JSON, CSV and tables',
+    intro = '`local output = require "kluabench.report"`.' },
   { id = 'record', title = 'kluabench.record: kernelindex records',
     intro = '`local record = require "kluabench.record"`. One benchmark point is one bundle '
       .. '{run, protocol, environment, workload, implementation}; the run carries the digest of '
       .. 'each other document, "sha256:" .. hex(SHA-256(JCS(doc.spec))). docs/RECORDS.md '
       .. 'describes every field.' },
-  { id = 'env', title = 'kluabench.env: the execution environment',
-    intro = '`local env = require "kluabench.env"`. The ExecutionEnvironment document: hardware '
+  { id = 'env', title = 'kluabench.record.env: the execution environment',
+    intro = '`local env = require "kluabench.record.env"`. The ExecutionEnvironment document: hardware '
       .. 'and software a run used; what cannot be known is left out, never invented.' },
-  { id = 'liger', title = 'kluabench.liger: Liger-Kernel\'s benchmark CSV',
-    intro = '`local liger = require "kluabench.liger"`. Reading Liger\'s CSV, turning rows into '
+  { id = 'liger', title = 'kluabench.record.liger: Liger-Kernel\'s benchmark CSV',
+    intro = '`local liger = require "kluabench.record.liger"`. Reading Liger\'s CSV, turning rows into '
       .. 'bundles (`kluabench import-liger`), and writing our results in its format.' },
-  { id = 'names', title = 'kluabench.names: slugs, names and times of records',
-    intro = '`local names = require "kluabench.names"`.' },
-  { id = 'progress', title = 'kluabench.progress: progress of a sweep',
-    intro = '`local progress = require "kluabench.progress"`. Writes to stderr only: a '
+  { id = 'names', title = 'kluabench.record.names: slugs, names and times of records',
+    intro = '`local names = require "kluabench.record.names"`.' },
+  { id = 'progress', title = 'kluabench.report.progress: progress of a sweep',
+    intro = '`local progress = require "kluabench.report.progress"`. Writes to stderr only: a '
       .. 'status line redrawn in place on a terminal, one line per point elsewhere, nothing '
       .. 'with `--quiet` or `KLUABENCH_QUIET=1`.' },
-  { id = 'plot', title = 'kluabench.plot: SVG charts',
-    intro = '`local plot = require "kluabench.plot"`. Charts written by plain Lua: no plotting '
+  { id = 'plot', title = 'kluabench.report.plot: SVG charts',
+    intro = '`local plot = require "kluabench.report.plot"`. Charts written by plain Lua: no plotting '
       .. 'library, the SVG opens in any browser. `kluabench plot` is the command-line face.' },
-  { id = 'help', title = 'kluabench.help: this documentation at the prompt',
+  { id = 'shard', title = 'kluabench.shard: shards of a sweep',
+    intro = '`local shard = require "kluabench.shard"`. Which points of a sweep process I of N '
+      .. 'measures (`--shard I/N`, `kluabench run-all`, `kluabench slurm`): a point is '
+      .. '`{id = slug, cost = estimated bytes}` and stays whole; the split balances cost and '
+      .. 'depends only on the ids and costs (docs/DISTRIBUTED.md).' },
+  { id = 'help', title = 'kluabench.cli.help: this documentation at the prompt',
     intro = 'The REPL installs `help` as a global; `?name` is `help("name")`.' },
   { id = 'commands', title = 'Commands',
     intro = '`kluabench COMMAND [args]` runs a built-in command; `kluabench FILE.lua` runs a '
@@ -687,7 +701,7 @@ section('stats', {
   { name = 'stats.sorted_quantile', signature = 'stats.sorted_quantile(s, n, q) -> number',
     summary = 'stats.quantile on a list s of n samples that is already sorted (no checks, no copy).',
     details = 'For loops that sort once and ask for many quantiles (the bootstrap in '
-      .. 'kluabench.inference).',
+      .. 'kluabench.stats.inference).',
     example = 'print(stats.sorted_quantile({1, 2, 3, 4}, 4, 0.5)) --> 2.5' },
   { name = 'stats.quantiles', signature = 'stats.quantiles(xs, qs) -> {numbers}',
     summary = 'Several quantiles at once (one sort), in the order of qs.',
@@ -719,7 +733,7 @@ section('stats', {
 })
 
 ---------------------------------------------------------------------------
--- kluabench.bench
+-- kluabench.measure.do_bench
 ---------------------------------------------------------------------------
 
 section('bench', {
@@ -834,7 +848,7 @@ section('measure', {
 })
 
 ---------------------------------------------------------------------------
--- kluabench.stopping
+-- kluabench.measure.stopping
 ---------------------------------------------------------------------------
 
 section('stopping', {
@@ -887,7 +901,7 @@ section('stopping', {
 })
 
 ---------------------------------------------------------------------------
--- kluabench.interleave
+-- kluabench.measure.interleave
 ---------------------------------------------------------------------------
 
 section('interleave', {
@@ -909,7 +923,7 @@ section('interleave', {
 })
 
 ---------------------------------------------------------------------------
--- kluabench.clocks
+-- kluabench.measure.clocks
 ---------------------------------------------------------------------------
 
 section('clocks', {
@@ -946,7 +960,7 @@ section('clocks', {
 })
 
 ---------------------------------------------------------------------------
--- kluabench.ceilings
+-- kluabench.record.ceilings
 ---------------------------------------------------------------------------
 
 section('ceilings', {
@@ -991,7 +1005,7 @@ section('ceilings', {
 })
 
 ---------------------------------------------------------------------------
--- kluabench.inference
+-- kluabench.stats.inference
 ---------------------------------------------------------------------------
 
 section('inference', {
@@ -1018,7 +1032,7 @@ section('inference', {
 })
 
 ---------------------------------------------------------------------------
--- kluabench.compare
+-- kluabench.report.compare
 ---------------------------------------------------------------------------
 
 section('compare', {
@@ -1052,7 +1066,7 @@ section('compare', {
 })
 
 ---------------------------------------------------------------------------
--- kluabench.prng
+-- kluabench.stats.prng
 ---------------------------------------------------------------------------
 
 section('prng', {
@@ -1070,7 +1084,7 @@ section('prng', {
 })
 
 ---------------------------------------------------------------------------
--- kluabench.output
+-- kluabench.report
 ---------------------------------------------------------------------------
 
 section('output', {
@@ -1211,7 +1225,7 @@ section('record', {
 })
 
 ---------------------------------------------------------------------------
--- kluabench.env
+-- kluabench.record.env
 ---------------------------------------------------------------------------
 
 section('env', {
@@ -1242,7 +1256,7 @@ section('env', {
 })
 
 ---------------------------------------------------------------------------
--- kluabench.liger
+-- kluabench.record.liger
 ---------------------------------------------------------------------------
 
 section('liger', {
@@ -1266,7 +1280,7 @@ section('liger', {
 })
 
 ---------------------------------------------------------------------------
--- kluabench.names
+-- kluabench.record.names
 ---------------------------------------------------------------------------
 
 section('names', {
@@ -1307,8 +1321,43 @@ section('names', {
 })
 
 ---------------------------------------------------------------------------
--- kluabench.progress
+-- kluabench.report.progress
 ---------------------------------------------------------------------------
+
+section('suite', {
+  { name = 'suite.main', signature = 'suite.main(decl [, args]) -> bundles',
+    summary = 'Runs a declared benchmark with the script\'s command line and returns its bundles.',
+    details = 'decl: name, summary, axes {name, default, help, max}, sweeps {name, axis, values, fixed}, '
+      .. 'dtypes/dtype, providers/provider, modes/mode, and the hooks validate(point), shared(point), '
+      .. 'setup(point, provider) -> inputs, run(point, provider, mode, inputs) -> fn, '
+      .. 'check(point, provider, inputs, modes) -> check record, cost(point, mode) -> bytes, flops, '
+      .. 'record(point, provider, mode) -> {timed, execution, annotations}. A point has one field per '
+      .. 'axis, dtype, params, x (the swept axis), id and shared. Exits itself for --help and '
+      .. '--list-points (0), on a usage error (2) and after SIGINT/SIGTERM (130/143); a wrong result is '
+      .. 'an error. Every bundle\'s run.spec.execution carries session {index, count} and point (the id).',
+    example = 'kb.suite.main {\n  name = "tensor_copy", axes = {{name = "mib", default = 64}},\n'
+      .. '  dtypes = {"f32"}, modes = {"forward"}, providers = {"copy_"},\n'
+      .. '  setup = function(p) local n = p.mib * 262144\n'
+      .. '    return {src = kb.randn({n}, "f32", 1), dst = kb.empty({n}, "f32")} end,\n'
+      .. '  run = function(p, provider, mode, t) return function(s) s = s or t; s.dst:copy_(s.src) end end,\n'
+      .. '  cost = function(p) return 2 * p.mib * 2^20, 0 end,\n}' },
+  { name = 'suite.usage', signature = 'suite.usage(decl) -> string',
+    summary = 'The --help text that suite.main prints for a declaration.',
+    example = 'print(suite.usage(require("kluabench.benchmarks.rope").declaration("rope")))' },
+  { name = 'suite.points', signature = 'suite.points(decl, opts) -> list of points',
+    summary = 'The points of a declaration for parsed options (opts.axes: lists by axis name; opts.sweep; opts.dtype).',
+    details = 'With a sweep: its axis over its values (or the option\'s), the other axes at the sweep\'s '
+      .. 'fixed values or their defaults; without: the product of every axis\'s values, the first axis '
+      .. 'varying slowest. A workload that two sweeps share is measured in each; its ids are slug@axis.',
+    example = 'local d = require("kluabench.benchmarks.rope").declaration("llama4_rope")\n'
+      .. 'for _, p in ipairs(suite.points(d, {axes = {seq = {1024, 4096}}, dtype = "bf16"})) do print(p.id) end' },
+  { name = 'rope_benchmarks.declaration', signature = 'rope_benchmarks.declaration(variant [, opts]) -> decl',
+    summary = 'Liger-Kernel\'s RoPE benchmarks as harness declarations: "llama4_rope" (kb.rope.llama4_*) or '
+      .. '"rope" (kb.rope.neox_*); opts.summary replaces the --help summary.',
+    details = 'scripts/llama4_rope.lua and scripts/rope.lua run them. The module is '
+      .. 'kluabench.benchmarks.rope.',
+    example = 'local decl = require("kluabench.benchmarks.rope").declaration("rope")\nprint(decl.name, #decl.axes)' },
+})
 
 section('progress', {
   { name = 'progress.new', signature = 'progress.new{total [, quiet, stream, tty, clock, width, label]} -> Progress',
@@ -1352,7 +1401,7 @@ section('progress', {
 })
 
 ---------------------------------------------------------------------------
--- kluabench.plot
+-- kluabench.report.plot
 ---------------------------------------------------------------------------
 
 section('plot', {
@@ -1421,48 +1470,73 @@ section('plot', {
 })
 
 ---------------------------------------------------------------------------
--- kluabench.help
+-- kluabench.cli.help
 ---------------------------------------------------------------------------
 
+section('shard', {
+  { name = 'shard.parse', signature = 'shard.parse(spec) -> i, n | nil, message',
+    summary = 'Reads "I/N" (1-based, 1 <= I <= N); a bad spec gives nil and a message naming it.',
+    example = 'local i, n = shard.parse("2/3")\nassert(i == 2 and n == 3)\nassert(shard.parse("4/3") == nil)' },
+  { name = 'shard.format', signature = 'shard.format(i, n) -> "i/n"',
+    summary = 'The spec of shard i of n, as --shard takes it.',
+    example = 'assert(shard.format(1, 4) == "1/4")' },
+  { name = 'shard.select', signature = 'shard.select(points, i, n) -> points',
+    summary = 'The points of shard i of n, in declaration order (possibly none).',
+    details = 'points is a list of `{id = string, cost = number >= 0}` with unique ids. Greedy '
+      .. 'longest-processing-time: points by cost, largest first (ties by id), each to the shard '
+      .. 'with the least cost so far (ties to the lowest number). The most and least loaded '
+      .. 'shards differ by at most the largest cost. The same ids and costs give the same '
+      .. 'shards in every process and every run, whatever their order.',
+    example = 'local pts = {{id = "seq1024", cost = 4e6}, {id = "seq2048", cost = 8e6}, {id = "seq4096", cost = 16e6}}\n'
+      .. 'local mine = shard.select(pts, 1, 2)\nassert(#mine == 1 and mine[1].id == "seq4096")' },
+  { name = 'shard.assign', signature = 'shard.assign(points, n) -> {shard, ...}',
+    summary = 'The shard number of every point, a list parallel to points.',
+    example = 'local where = shard.assign({{id = "a", cost = 2}, {id = "b", cost = 1}}, 2)\nassert(where[1] == 1 and where[2] == 2)' },
+  { name = 'shard.plan', signature = 'shard.plan(points, n) -> shards, costs',
+    summary = 'All n shards (lists of points in declaration order) and the total cost of each.',
+    example = 'local shards, costs = shard.plan({{id = "a", cost = 2}, {id = "b", cost = 1}, {id = "c", cost = 1}}, 2)\n'
+      .. 'assert(costs[1] == 2 and costs[2] == 2 and #shards[2] == 2)' },
+})
+
 section('help', {
-  { name = 'help', kind = 'function', path = { 'kluabench.help', 'help' }, signature = 'help([x])',
+  { name = 'help', kind = 'function', path = { 'kluabench.cli.help', 'help' }, signature = 'help([x])',
     summary = 'Prints the documentation of x: a function, a name ("llama4_fwd", "t:to", "verify"), a module or a tensor.',
     details = 'With no argument, an overview of every section. An unknown name lists the entries whose '
       .. 'names contain it. In the REPL `?name` is help("name"). Prints to stdout and returns nothing.',
     example = 'help(kb.rope.llama4_fwd)\nhelp("t:to")\nhelp(kb.jcs)' },
   { name = 'help.install', signature = 'help.install() -> help',
-    summary = 'Sets the global `help` (the REPL does this itself).', example = 'require("kluabench.help").install()' },
+    summary = 'Sets the global `help` (the REPL does this itself).', example = 'require("kluabench.cli.help").install()' },
   { name = 'help.help', signature = 'help.help([x])', summary = 'The function the global `help` is.',
-    example = 'require("kluabench.help").help("kb.randn")' },
+    example = 'require("kluabench.cli.help").help("kb.randn")' },
   { name = 'help.text', signature = 'help.text([x]) -> text', summary = 'What help(x) prints, as a string.',
-    example = 'local s = require("kluabench.help").text("verify")' },
+    example = 'local s = require("kluabench.cli.help").text("verify")' },
   { name = 'help.find', signature = 'help.find(name) -> entries',
     summary = 'The entries a name stands for: the exact name, else those whose last component is the name.',
-    example = 'for _, e in ipairs(require("kluabench.help").find("free")) do print(e.name) end' },
+    example = 'for _, e in ipairs(require("kluabench.cli.help").find("free")) do print(e.name) end' },
   { name = 'help.find_value', signature = 'help.find_value(x) -> entries', summary = 'The entries documenting a value, found by identity.',
-    example = 'print(require("kluabench.help").find_value(kb.randn)[1].name) --> kb.randn' },
+    example = 'print(require("kluabench.cli.help").find_value(kb.randn)[1].name) --> kb.randn' },
   { name = 'help.group', signature = 'help.group(name) -> entries, title',
     summary = 'The entries of a section ("timing"), a module prefix ("kb.rope", "stats") or an object ("Tensor").',
-    example = 'local list = require("kluabench.help").group("kb.jcs")' },
+    example = 'local list = require("kluabench.cli.help").group("kb.jcs")' },
   { name = 'help.search', signature = 'help.search(s) -> entries',
     summary = 'Entries whose name, else summary, contains s; else whose short name holds its letters in order.',
-    example = 'local near = require("kluabench.help").search("rnd") --> kb.randn' },
+    example = 'local near = require("kluabench.cli.help").search("rnd") --> kb.randn' },
   { name = 'help.format', signature = 'help.format(entry) -> text', summary = 'The text of one entry.',
-    example = 'print(require("kluabench.help").format(require("kluabench.apidoc").entries[1]))' },
+    example = 'print(require("kluabench.cli.help").format(require("kluabench.cli.apidoc").entries[1]))' },
   { name = 'help.overview', signature = 'help.overview() -> text', summary = 'What help() prints: every section with its names.',
-    example = 'io.write(require("kluabench.help").overview())' },
+    example = 'io.write(require("kluabench.cli.help").overview())' },
   { name = 'help.resolve', signature = 'help.resolve(entry) -> value | nil',
     summary = 'The value an entry documents (nil for properties and commands).',
-    example = 'local h = require("kluabench.help")\nassert(h.resolve(h.find("kb.randn")[1]) == kb.randn)' },
+    example = 'local h = require("kluabench.cli.help")\nassert(h.resolve(h.find("kb.randn")[1]) == kb.randn)' },
   { name = 'help.exists', signature = 'help.exists(entry) -> boolean',
     summary = 'Whether what an entry documents exists in this build.',
-    example = 'local h = require("kluabench.help")\nfor _, e in ipairs(require("kluabench.apidoc").entries) do assert(h.exists(e), e.name) end' },
+    example = 'local h = require("kluabench.cli.help")\nfor _, e in ipairs(require("kluabench.cli.apidoc").entries) do assert(h.exists(e), e.name) end' },
   { name = 'help.methods', signature = 'help.methods(prefix) -> table | nil',
     summary = 'The methods of an object prefix of the documentation ("t", "ev", "session", ...).',
-    example = 'for name in pairs(require("kluabench.help").methods("t")) do print(name) end' },
+    example = 'for name in pairs(require("kluabench.cli.help").methods("t")) do print(name) end' },
   { name = 'help.command_module', signature = 'help.command_module(entry) -> module name',
-    summary = 'The module that holds a command: "kluabench plot" -> kluabench.commands.plot.',
-    example = 'print(require("kluabench.help").command_module({name = "kluabench import-liger"}))' },
+    summary = 'The module that holds a command: "kluabench plot" -> kluabench.cli.commands.plot.',
+    example = 'print(require("kluabench.cli.help").command_module({name = "kluabench import-liger"}))' },
 })
 
 ---------------------------------------------------------------------------
@@ -1494,7 +1568,7 @@ local function command_entries()
     end
     local usage = c.usage
     if c.module then
-      local mok, mod = pcall(require, 'kluabench.commands.' .. c.module)
+      local mok, mod = pcall(require, 'kluabench.cli.commands.' .. c.module)
       if mok and type(mod) == 'table' and type(mod.USAGE) == 'string' then usage = mod.USAGE end
     end
     list[#list + 1] = {

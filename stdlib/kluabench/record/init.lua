@@ -6,8 +6,8 @@
 -- digests of the other four: "sha256:" .. hex(SHA-256(JCS(doc.spec))), JCS
 -- being RFC 8785 (kb.jcs.encode), i.e. kb.digest(doc.spec).
 -- docs/RECORDS.md describes every field.
-local names = require 'kluabench.names'
-local output = require 'kluabench.output'
+local names = require 'kluabench.record.names'
+local output = require 'kluabench.report'
 
 local M = {}
 
@@ -25,6 +25,24 @@ local function kb() return require 'kluabench.core' end
 
 local DTYPE_BYTES = { bf16 = 2, f16 = 2, f32 = 4, f64 = 8 }
 
+-- The cost of RoPE over q [B, S, Hq, D] and k [B, S, Hk, D]: both read and
+-- written once, the f32 (cos, sin) table [S, D/2, 2] read once; 6 flops
+-- per complex product (Llama 4's pairs and rotate-half's alike).
+local function rope_cost(p, dtype, op)
+  local elt = DTYPE_BYTES[dtype]
+  -- parameters come from files too (a Liger CSV): no cost unless each
+  -- is a positive whole number
+  local function count(v) return type(v) == 'number' and v > 0 and math.tointeger(v) or nil end
+  local hidden, seq, hq, hk = count(p.hidden), count(p.seq), count(p.q_heads), count(p.kv_heads)
+  local batch = p.batch == nil and 1 or count(p.batch)
+  if not (elt and hidden and seq and hq and hk and batch) or hidden % hq ~= 0 then return nil end
+  local d = hidden // hq
+  local n = batch * seq * (hq + hk) * d
+  local passes = ({ forward = 1, backward = 1, full = 2 })[op]
+  if not passes then return nil end
+  return passes * (2 * n * elt + seq * d * 4), passes * 3 * n
+end
+
 --- What records know about kernels: a title for people, the source files
 -- that implement it (for the implementation digest when the engine does not
 -- list them), and a cost model (bytes moved and flops of one call, the
@@ -34,24 +52,16 @@ M.KERNELS = {
     title = 'Llama 4 rotary position embedding',
     sources = { 'kernels/rope.h', 'kernels/rope.cu', 'kernels/rope_cpu.c', 'kernels/rope_freqs_cpu.c',
       'kernels/dtype.h' },
-    -- q [B, S, Hq, D] and k [B, S, Hk, D] read and written once, the f32
-    -- (cos, sin) table [S, D/2, 2] read once; 6 flops per complex product.
-    cost = function(p, dtype, op)
-      local elt = DTYPE_BYTES[dtype]
-      -- parameters come from files too (a Liger CSV): no cost unless each
-      -- is a positive whole number
-      local function count(v) return type(v) == 'number' and v > 0 and math.tointeger(v) or nil end
-      local hidden, seq, hq, hk = count(p.hidden), count(p.seq), count(p.q_heads), count(p.kv_heads)
-      local batch = p.batch == nil and 1 or count(p.batch)
-      if not (elt and hidden and seq and hq and hk and batch) or hidden % hq ~= 0 then return nil end
-      local d = hidden // hq
-      local n = batch * seq * (hq + hk) * d
-      local passes = ({ forward = 1, backward = 1, full = 2 })[op]
-      if not passes then return nil end
-      return passes * (2 * n * elt + seq * d * 4), passes * 3 * n
-    end,
+    cost = rope_cost,
   },
-  rope = { title = 'Rotary position embedding' },
+  rope = {
+    title = 'Rotary position embedding',
+    sources = { 'kernels/rope.h', 'kernels/rope.cu', 'kernels/rope_cpu.c', 'kernels/rope_freqs_cpu.c',
+      'kernels/dtype.h' },
+    -- the same traffic as llama4_rope: rotate-half pairs (i, i + D/2) instead
+    -- of adjacent ones, the same (cos, sin) table
+    cost = rope_cost,
+  },
   qwen2vl_mrope = { title = 'Qwen2-VL multimodal rotary position embedding' },
   rms_norm = { title = 'RMS normalization' },
   layer_norm = { title = 'Layer normalization' },
@@ -460,8 +470,8 @@ end
 
 local function throughput_of(workload_spec, median_ms, environment)
   if type(workload_spec.bytes) ~= 'number' and type(workload_spec.flops) ~= 'number' then return nil end
-  local ceilings = require 'kluabench.ceilings'
-  local env = require 'kluabench.env'
+  local ceilings = require 'kluabench.record.ceilings'
+  local env = require 'kluabench.record.env'
   local k = kb()
   local here = type(k.device_info) == 'function'
     and env.device_name { spec = { hardware = env.hardware(k.device_info(), k.backend and k.backend()) } }
@@ -512,9 +522,9 @@ function M.from_result(o)
   local stats = require 'kluabench.stats'
   local k = kb()
   local backend = result.backend or (k.backend and k.backend()) or 'cpu'
-  local environment = o.environment or require('kluabench.env').capture()
+  local environment = o.environment or require('kluabench.record.env').capture()
   local hw = environment.spec.hardware or {}
-  local gpu = require('kluabench.env').device_name(environment) or 'unknown'
+  local gpu = require('kluabench.record.env').device_name(environment) or 'unknown'
   local params = o.parameters or {}
   local dtype = o.dtype and names.dtype_name(o.dtype) or nil
   local slug = names.workload_slug(params, dtype)

@@ -1,6 +1,6 @@
 --- `kluabench plot RESULTS... -o chart.svg`: draw results as an SVG chart
--- (the drawing is kluabench.plot; this is the command line around it).
-local plot = require 'kluabench.plot'
+-- (the drawing is kluabench.report.plot; this is the command line around it).
+local plot = require 'kluabench.report.plot'
 
 local M = {}
 

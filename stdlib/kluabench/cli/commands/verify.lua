@@ -1,6 +1,6 @@
 --- `kluabench verify FILE...`: recompute the four digests of every record
 -- bundle in JSON or JSON Lines files and check them against the run's.
-local output = require 'kluabench.output'
+local output = require 'kluabench.report'
 local record = require 'kluabench.record'
 
 local M = {}

@@ -6,7 +6,7 @@
 -- a script path, run as the lua interpreter runs it. main.c then calls
 -- M.main(name, args) and exits with its result.
 --
--- A command is the module kluabench.commands.<module>, loaded only when the
+-- A command is the module kluabench.cli.commands.<module>, loaded only when the
 -- command runs. It returns a table with
 --   run(args) (or main(args)) -> exit status: 0 ok, 1 failed check or
 --             regression, 2 usage error (nil counts as 0); args are the
@@ -36,7 +36,7 @@ M.OPTIONS = {
   { '-h, --help', "show this help; 'kluabench COMMAND --help' explains a command" },
 }
 
---- The commands: name (as typed), module (under kluabench.commands), one
+--- The commands: name (as typed), module (under kluabench.cli.commands), one
 -- line of summary, the usage line(s) and the help text.
 M.COMMANDS = {
   {
@@ -177,7 +177,7 @@ function M.help_text()
 end
 
 local function module_name(c)
-  return 'kluabench.commands.' .. c.module
+  return 'kluabench.cli.commands.' .. c.module
 end
 
 local function available(modname)

@@ -2,7 +2,7 @@
 -- library): a line chart with one line per group (median, with p20/p80
 -- error bars), or a bar chart when there is a single x value.
 --
---   local plot = require 'kluabench.plot'
+--   local plot = require 'kluabench.report.plot'
 --   local points = assert(plot.read('results.jsonl'))
 --   local svg = assert(plot.chart(points, { x = 'seq', by = 'provider', logx = true }))
 --   io.open('chart.svg', 'w'):write(svg):close()
@@ -13,8 +13,8 @@
 --   "MB"), gpu, dtype, params = {hidden = 512, seq = 2048, ...},
 --   y50, y20, y80 (the median and the p20/p80 quantiles, in unit),
 --   x_labels = {param = "words"} (axis titles the source knows, e.g. Liger's)
-local names = require 'kluabench.names'
-local output = require 'kluabench.output'
+local names = require 'kluabench.record.names'
+local output = require 'kluabench.report'
 
 local M = {}
 
@@ -98,7 +98,7 @@ end
 
 --- The point of one parsed Liger CSV row (see liger.parse), or nil and a message.
 function M.point_from_liger_row(row)
-  local liger = require 'kluabench.liger'
+  local liger = require 'kluabench.record.liger'
   if row.error then return nil, row.error end
   local config, err = liger.parse_config(row.extra_benchmark_config_str)
   if not config then return nil, err end
@@ -130,7 +130,7 @@ function M.read(path)
   if not text then return nil, err end
   local points = {}
   if is_liger_csv(text) then
-    local rows, perr = require('kluabench.liger').parse(text)
+    local rows, perr = require('kluabench.record.liger').parse(text)
     if not rows then return nil, path .. ': ' .. perr end
     for _, row in ipairs(rows) do
       local p, rerr = M.point_from_liger_row(row)
@@ -139,7 +139,7 @@ function M.read(path)
     end
     return points
   end
-  local items, line, why = require('kluabench.commands.verify').bundles_of_text(text, path)
+  local items, line, why = require('kluabench.cli.commands.verify').bundles_of_text(text, path)
   if not items then return nil, string.format('%s:%d: %s', path, line or 1, why) end
   for _, it in ipairs(items) do
     local p, berr = M.point_from_bundle(it.bundle)

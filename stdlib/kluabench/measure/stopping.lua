@@ -16,7 +16,7 @@
 --       if st.n >= 10 and st:quantile(0.2) < self.params.ms then return true, 'fast enough' end
 --       return st.elapsed_ms >= 5000, 'gave up after 5 s'
 --     end }
-local inference = require 'kluabench.inference'
+local inference = require 'kluabench.stats.inference'
 
 local M = {}
 

@@ -8,7 +8,7 @@
 -- nothing is written. It never writes to stdout, so machine-readable
 -- output there stays clean.
 --
---   local progress = require 'kluabench.progress'
+--   local progress = require 'kluabench.report.progress'
 --   local p = progress.new { total = #points }
 --   for _, pt in ipairs(points) do
 --     p:start(pt.label)

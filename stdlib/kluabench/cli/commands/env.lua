@@ -1,7 +1,7 @@
 --- `kluabench env`: the execution environment as an aligned table, a
 -- markdown table or one JSON object (--json).
 local cli = require 'kluabench.cli'
-local output = require 'kluabench.output'
+local output = require 'kluabench.report'
 
 local M = {}
 
@@ -20,7 +20,7 @@ end
 
 -- The ExecutionEnvironment document that records carry, and its digest.
 local function record_environment(kb)
-  local ok, doc = pcall(function() return require('kluabench.env').capture() end)
+  local ok, doc = pcall(function() return require('kluabench.record.env').capture() end)
   if not ok or type(doc) ~= 'table' then return nil end
   local digest = type(kb.digest) == 'function' and call(kb.digest, doc.spec) or nil
   return doc, digest
@@ -30,7 +30,7 @@ end
 -- executable, lua), backend, device (kb.device_info()), build
 -- (kb.build_info(), when the engine has it), environment (the variables in
 -- M.VARIABLES that are set), and record: the ExecutionEnvironment document
--- that result records carry (kluabench.env.capture()) with its digest.
+-- that result records carry (kluabench.record.env.capture()) with its digest.
 function M.collect()
   local kb = require 'kluabench'
   local host = package.loaded['kluabench.host'] or {}

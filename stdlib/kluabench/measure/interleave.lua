@@ -3,7 +3,7 @@
 -- that slow drift (clocks, temperature, other tenants) spreads over all of
 -- them instead of biasing whichever ran last.
 --
---   local il = require 'kluabench.interleave'
+--   local il = require 'kluabench.measure.interleave'
 --   local out = il.run({
 --     { name = 'fused',     session = measure.session('cold', fused_fn) },
 --     { name = 'reference', session = measure.session('cold', ref_fn) },
@@ -18,7 +18,7 @@
 --
 -- A session is anything with warmup(), step() -> done and result() (what
 -- measure.session returns); tests pass small fakes.
-local prng = require 'kluabench.prng'
+local prng = require 'kluabench.stats.prng'
 
 local M = {}
 

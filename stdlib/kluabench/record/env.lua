@@ -18,7 +18,7 @@
 --   lua           _VERSION ("Lua 5.4")
 --   os            {kernel = "Linux 6.8.0-49-generic", distribution = "Ubuntu 24.04.1 LTS"}
 -- Fields that cannot be known are left out, never invented.
-local names = require 'kluabench.names'
+local names = require 'kluabench.record.names'
 
 local M = {}
 

@@ -1,7 +1,7 @@
 --- `kluabench import-liger CSV... [--out DIR | --jsonl FILE]`: turn the
 -- rows of Liger-Kernel benchmark CSV files into kernelindex record bundles.
-local output = require 'kluabench.output'
-local liger = require 'kluabench.liger'
+local output = require 'kluabench.report'
+local liger = require 'kluabench.record.liger'
 
 local M = {}
 

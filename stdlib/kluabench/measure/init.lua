@@ -36,11 +36,11 @@
 --   print(r.summary.median, r.used.stop.reason)
 --   local p = measure.protocol('cold', { stop = stopping.rse_median { target = 0.01 } })
 --   local r2 = p:run(fn)        -- a bench protocol value: records for free
-local bench = require 'kluabench.bench'
+local bench = require 'kluabench.measure.do_bench'
 local stats = require 'kluabench.stats'
-local stopping = require 'kluabench.stopping'
-local clocks = require 'kluabench.clocks'
-local inference = require 'kluabench.inference'
+local stopping = require 'kluabench.measure.stopping'
+local clocks = require 'kluabench.measure.clocks'
+local inference = require 'kluabench.stats.inference'
 
 local M = {}
 

@@ -1,5 +1,5 @@
 --- help(x): the API documentation at the prompt, from the entries of
--- kluabench.apidoc (the same source as docs/API.md).
+-- kluabench.cli.apidoc (the same source as docs/API.md).
 --
 --   help()                      an overview: every section and its names
 --   help(kb.rope.llama4_fwd)    a function, found by identity
@@ -9,9 +9,9 @@
 --   help(kb.rope), help(t)      a group: a module table, a tensor, "stats"
 --
 -- An unknown name lists the entries whose names contain it. The REPL turns
--- `?name` into help("name"); `require('kluabench.help').install()` sets
+-- `?name` into help("name"); `require('kluabench.cli.help').install()` sets
 -- the global `help` anywhere else.
-local apidoc = require 'kluabench.apidoc'
+local apidoc = require 'kluabench.cli.apidoc'
 
 local M = {}
 
@@ -64,7 +64,7 @@ local function method_table(obj)
   return m
 end
 
---- The table of methods of an object prefix of kluabench.apidoc ("t",
+--- The table of methods of an object prefix of kluabench.cli.apidoc ("t",
 -- "ev", "p", "session", ...), or nil.
 function M.methods(prefix)
   local obj = apidoc.objects[prefix]
@@ -104,10 +104,10 @@ function M.resolve(entry)
   return v
 end
 
---- The module that holds a command's code: kluabench.commands.<name>.
+--- The module that holds a command's code: kluabench.cli.commands.<name>.
 function M.command_module(entry)
   local cmd = entry.name:match('^kluabench ([%w%-]+)')
-  return cmd and ('kluabench.commands.' .. cmd:gsub('%-', '_')) or nil
+  return cmd and ('kluabench.cli.commands.' .. cmd:gsub('%-', '_')) or nil
 end
 
 --- Whether what an entry documents exists in this build. Properties are
@@ -129,7 +129,7 @@ function M.exists(entry)
     local c = type(cli) == 'table' and cli.find and cli.find(cmd)
     if not c then return false end
     if not c.module then return true end -- built into the CLI (help)
-    return package.searchpath('kluabench.commands.' .. c.module, package.path) ~= nil
+    return package.searchpath('kluabench.cli.commands.' .. c.module, package.path) ~= nil
   end
   return M.resolve(entry) ~= nil
 end
@@ -158,6 +158,11 @@ local function spellings(q)
   if rest then
     out[#out + 1] = 'kb.' .. rest
     out[#out + 1] = rest
+  end
+  -- a stdlib module by its full name: "kluabench.report.plot" is "plot"
+  for prefix, modname in pairs(apidoc.modules) do
+    if q == modname then out[#out + 1] = prefix
+    elseif q:sub(1, #modname + 1) == modname .. '.' then out[#out + 1] = prefix .. q:sub(#modname + 1) end
   end
   local obj, sep, member = q:match('^([%a_]+)([%.:])([%w_]+)$')
   if obj then

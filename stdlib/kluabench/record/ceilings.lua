@@ -11,7 +11,7 @@
 --
 -- Helpers: gbps(bytes, ms); percent(x, ceiling); floor_ms(bytes, flops,
 -- ceilings) = the roofline floor, max(bytes / bandwidth, flops / rate).
-local output = require 'kluabench.output'
+local output = require 'kluabench.report'
 
 local M = {}
 
@@ -171,7 +171,7 @@ function M.measure_copy(opts)
   opts = opts or {}
   local kb = opts.kb or require 'kluabench'
   local measure = require 'kluabench.measure'
-  local stopping = require 'kluabench.stopping'
+  local stopping = require 'kluabench.measure.stopping'
   local info = kb.device_info()
   local bytes = opts.bytes
   if not bytes then
@@ -198,7 +198,7 @@ function M.measure_copy(opts)
     converged = r.stop.converged,
     device = info.name,
     backend = kb.backend(),
-    measured_at = require('kluabench.names').iso8601(require('kluabench.record').now()),
+    measured_at = require('kluabench.record.names').iso8601(require('kluabench.record').now()),
     method = 'median of cold-mode device-to-device copies, bytes read + written',
   }
 end

@@ -1,7 +1,7 @@
 --- `kluabench list`: the benchmark scripts and examples that come with the
 -- binary (each with the first comment line of its file) and the kernels.
 local cli = require 'kluabench.cli'
-local output = require 'kluabench.output'
+local output = require 'kluabench.report'
 
 local M = {}
 
@@ -37,7 +37,7 @@ end
 
 -- name -> one-line summary, from the API reference when this build has it.
 local function summaries()
-  local ok, apidoc = pcall(require, 'kluabench.apidoc')
+  local ok, apidoc = pcall(require, 'kluabench.cli.apidoc')
   local out = {}
   if ok and type(apidoc) == 'table' then
     for _, e in ipairs(apidoc.entries or {}) do out[e.name] = e.summary end

@@ -8,10 +8,10 @@
 -- field, the record kernelindex.dev publishes for it
 -- (shared/reference/kernelindex-record-example.json). Input is data: the
 -- JSON in extra_benchmark_config_str is parsed by output.decode, never run.
-local names = require 'kluabench.names'
-local output = require 'kluabench.output'
+local names = require 'kluabench.record.names'
+local output = require 'kluabench.report'
 local record = require 'kluabench.record'
-local env = require 'kluabench.env'
+local env = require 'kluabench.record.env'
 
 local M = {}
 

@@ -1,0 +1,15 @@
+--- The short names of the stdlib, kb.<name>, and the module each loads.
+-- The stdlib is grouped in folders by job (measure/, stats/, record/,
+-- report/, cli/); these short names are the API that scripts use.
+return {
+  measure = 'kluabench.measure', bench = 'kluabench.measure.do_bench',
+  stopping = 'kluabench.measure.stopping', clocks = 'kluabench.measure.clocks',
+  interleave = 'kluabench.measure.interleave',
+  stats = 'kluabench.stats', inference = 'kluabench.stats.inference', prng = 'kluabench.stats.prng',
+  record = 'kluabench.record', env = 'kluabench.record.env', names = 'kluabench.record.names',
+  ceilings = 'kluabench.record.ceilings', liger = 'kluabench.record.liger',
+  output = 'kluabench.report', plot = 'kluabench.report.plot', compare = 'kluabench.report.compare',
+  suite = 'kluabench.suite',
+  progress = 'kluabench.report.progress', shard = 'kluabench.shard',
+  cli = 'kluabench.cli', help = 'kluabench.cli.help', apidoc = 'kluabench.cli.apidoc',
+}
