@@ -234,4 +234,27 @@ describe('user kernels on cuda #gpu', function()
       provider = 'user', kernel = 'scale', info = kb.cuda.compile(SRC .. ' ', { cache = false }):kernel('scale', 'ptr, ptr, f32, i32'):info() }))
     assert.are_not.equal(record.digest(a), record.digest(b))
   end)
+
+  it('poisons the engine when a user kernel faults, in a child process', function()
+    local sub = require 'helpers.subprocess'
+    local dir = util.tmpdir()
+    util.spit(dir .. '/fault.lua', [==[
+      local kb = require 'kluabench'
+      local m = kb.cuda.compile('extern "C" __global__ void bad(float *p) { p[threadIdx.x] = 1.0f; }', { cache = false })
+      local k = m:kernel('bad', 'ptr')
+      local t = kb.zeros({ 4 }, 'f32')
+      k:launch { grid = 1, block = 32, args = { 8 } } -- writes near address 0
+      print('sync', pcall(kb.synchronize))
+      print('launch', pcall(k.launch, k, { grid = 1, block = 1, args = { t } }))
+      print('plugin', pcall(kb.plugin.load(kb.executable():match('^(.*)/[^/]*$') .. '/plugins/libscale_add.so'):kernel('scale_add'), t, t, t, 1))
+    ]==])
+    local r = sub.run({ dir .. '/fault.lua' })
+    os.execute('rm -rf ' .. util.q(dir))
+    for _, what in ipairs { 'sync', 'launch', 'plugin' } do
+      local line = r.out:match(what .. '\tfalse\t([^\n]*)')
+      assert.is_string(line, what .. ' did not fail: ' .. r.out .. r.err)
+      assert.truthy(line:find('kluabench cannot continue', 1, true), line)
+    end
+    assert.truthy(r.out:find('cudaErrorIllegalAddress', 1, true) or r.out:find('CUDA_ERROR_ILLEGAL_ADDRESS', 1, true), r.out)
+  end)
 end)
