@@ -15,7 +15,16 @@ local f = assert(io.open(dir .. '/python.json'), 'no ' .. dir .. '/python.json: 
 local py = kb.jcs.decode(f:read('a'))
 f:close()
 
-local tk = kb.triton.load(dir .. '/' .. py.kernel .. '.json', 'ptr, ptr, ptr, i32, i32, i32')
+-- The kernel's six runtime parameters (HALF and BLOCK_ROWS are constexpr,
+-- compiled away); if this Triton version compiled them differently, the
+-- signature is read from the PTX instead.
+local json = dir .. '/' .. py.kernel .. '.json'
+local loaded, tk = pcall(kb.triton.load, json, 'ptr, ptr, ptr, i32, i32, i32')
+if not loaded then
+  io.stderr:write('triton_cubin.lua: ', tostring(tk), '; reading the signature from the PTX\n')
+  tk = kb.triton.load(json)
+end
+print('signature: ' .. tk.kernel:info().signature .. ' (hidden: ' .. table.concat(tk.hidden, ', ') .. ')')
 local seq, dim, block_rows = py.seq, py.head_dim, py.block_rows
 local freqs = kb.rope.freqs(seq, dim, { theta = 500000 })
 

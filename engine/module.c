@@ -293,7 +293,7 @@ typedef struct {
   int dyn_shared; /* the dynamic shared memory the function is allowed so far */
   const kb_param_type *types[KB_MAX_PARAMS];
   void *params[KB_MAX_PARAMS]; /* point into buf, set once */
-  _Alignas(16) unsigned char buf[KB_MAX_PARAMS * 8];
+  _Alignas(8) unsigned char buf[KB_MAX_PARAMS * 8]; /* Lua aligns userdata to 8 */
 } kb_kernel;
 
 static kb_kernel *check_kernel(lua_State *L, int arg) {
