@@ -243,3 +243,42 @@ describe('kluabench.triton', function()
     os.execute('rm -rf ' .. util.q(dir))
   end)
 end)
+
+describe('record.user_implementation', function()
+  local record = require 'kluabench.record'
+
+  needs_nvrtc('carries the source digest, options and NVRTC version, so different kernels never share a digest', function()
+    local a = kb.cuda.compile(SRC, { cache = false })
+    local b = kb.cuda.compile(SRC, { cache = false, defines = { X = 1 } })
+    local c = kb.cuda.compile(SRC .. '\n// changed\n', { cache = false })
+    local da = record.user_implementation { provider = 'mine', kernel = 'scale', info = a:info() }
+    local u = da.spec.userKernel
+    assert.equal('nvrtc', u.route)
+    assert.equal(a:info().source_sha256, u.sourceSha256)
+    assert.equal(a:info().sha256, u.sha256)
+    assert.same({ '-arch=sm_90' }, u.compileOptions)
+    assert.equal(NVRTC, u.nvrtcVersion)
+    assert.equal('sm_90', u.arch)
+    local digests = {}
+    for _, m in ipairs { a, b, c } do
+      digests[record.digest(record.user_implementation { provider = 'mine', kernel = 'scale', info = m:info() })] = true
+    end
+    local n = 0
+    for _ in pairs(digests) do n = n + 1 end
+    assert.equal(3, n)
+    assert.equal(record.digest(da), record.digest(record.user_implementation {
+      provider = 'mine', kernel = 'scale', info = kb.cuda.compile(SRC, { cache = false }):info() }))
+  end)
+
+  it('describes a plugin kernel by its library digest and versions', function()
+    local plugins = kb.executable():match('^(.*)/[^/]*$') .. '/plugins/'
+    local info = kb.plugin.load(plugins .. 'libscale_add.so'):kernel('scale_add'):info()
+    local d = record.user_implementation { provider = 'plugin', kernel = 'scale_add', info = info }
+    local u = d.spec.userKernel
+    assert.equal('plugin', u.route)
+    assert.equal(info.plugin.sha256, u.plugin.sha256)
+    assert.equal(1, u.plugin.abiVersion)
+    assert.equal(info.plugin.sha256, d.spec.sources['libscale_add.so'])
+    assert.is_string(kb.jcs.encode(d.spec))
+  end)
+end)
