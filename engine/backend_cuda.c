@@ -10,6 +10,7 @@
 #include "backend.h"
 #include "../kernels/tensor_ops.h"
 #include "trace.h"
+#include "usercode.h"
 
 static char cu_err[512];
 
@@ -90,6 +91,22 @@ static const char *kernel_fail(const char *msg) {
   } while (0)
 
 #define STREAM(b) ((cudaStream_t)(b)->stream)
+
+/* ---- calls made outside this file (engine/usercode.h) -------------------- */
+
+const char *kb_cuda_refuse(const char *what) {
+  return g_sticky != cudaSuccess ? cuda_fail(what, g_sticky) : NULL;
+}
+
+/* The driver API's CUresult and the runtime's cudaError_t agree on the
+ * codes is_sticky() lists (700, 702, 710, 714-719, 214). */
+const char *kb_cuda_external_fail(const char *what, int code, const char *name, const char *text) {
+  cudaError_t e = (cudaError_t)code;
+  if (is_sticky(e) && g_sticky == cudaSuccess) g_sticky = e;
+  snprintf(cu_err, sizeof cu_err, "%s: %s (%s)%s", what, name ? name : cudaGetErrorName(e),
+           text ? text : cudaGetErrorString(e), g_sticky != cudaSuccess ? KB_STICKY_TAIL : "");
+  return cu_err;
+}
 
 static const char *cu_alloc(const kb_backend *b, void **out, size_t bytes) {
   char what[96];

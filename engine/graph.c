@@ -7,6 +7,7 @@
  * while the graph is live (tensor.c). Freeing the graph unpins them. */
 #include <string.h>
 #include "kb.h"
+#include "usercode.h"
 
 #define KB_GRAPH_MT "kluabench.Graph"
 
@@ -35,6 +36,21 @@ void kb_capture_note(lua_State *L, int idx) {
   lua_pop(L, 2);
 }
 
+/* Values that are not tensors (a module whose kernel was launched) are kept
+ * in the same table, with value false: alive, never pinned. */
+void kb_capture_keep(lua_State *L, int idx) {
+  if (g_capture_ref == LUA_NOREF) return;
+  idx = lua_absindex(L, idx);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, g_capture_ref);
+  lua_pushvalue(L, idx);
+  if (lua_rawget(L, -2) == LUA_TNIL) {
+    lua_pushvalue(L, idx);
+    lua_pushboolean(L, 0);
+    lua_rawset(L, -4);
+  }
+  lua_pop(L, 2);
+}
+
 static kb_graph *check_graph(lua_State *L, int arg) {
   kb_graph *g = (kb_graph *)luaL_checkudata(L, arg, KB_GRAPH_MT);
   if (!g->exec) luaL_argerror(L, arg, "graph has been freed");
@@ -46,8 +62,9 @@ static void unpin_all(lua_State *L, int graph_idx) {
   if (lua_istable(L, -1)) {
     lua_pushnil(L);
     while (lua_next(L, -2)) {
+      int pinned = lua_toboolean(L, -1);
       lua_pop(L, 1);
-      kb_tensor *t = (kb_tensor *)lua_touserdata(L, -1);
+      kb_tensor *t = pinned ? (kb_tensor *)lua_touserdata(L, -1) : NULL;
       if (t && t->pins > 0) t->pins--;
     }
   }

@@ -4,6 +4,7 @@
 #include "kb.h"
 #include "nvml.h"
 #include "signals.h"
+#include "usercode.h"
 
 /* The built-in kernel families, one line each: engine/X.c binds
  * kernels/X.h and defines kb_open_X. Adding a kernel adds its line here and
@@ -43,5 +44,7 @@ int luaopen_kluabench(lua_State *L) {
   kb_open_trace(L);
   kb_open_signals(L);
   kb_open_nvml(L);
+  kb_open_usercode(L);
+  kb_open_compare_elements(L);
   return 1;
 }

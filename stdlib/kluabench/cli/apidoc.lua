@@ -43,6 +43,8 @@ M.modules = {
   suite = 'kluabench.suite',
   rope_benchmarks = 'kluabench.benchmarks.rope',
   shard = 'kluabench.shard',
+  check = 'kluabench.check',
+  triton = 'kluabench.triton',
 }
 
 --- Receivers of methods, and where their methods are: a registry metatable
@@ -52,6 +54,10 @@ M.objects = {
   t = { metatable = 'kluabench.Tensor', title = 'Tensor' },
   ev = { metatable = 'kluabench.Event', title = 'Event' },
   g = { metatable = 'kluabench.Graph', title = 'Graph' },
+  mod = { metatable = 'kluabench.Module', title = 'Module (user kernels)' },
+  kern = { metatable = 'kluabench.Kernel', title = 'Kernel (user kernels)' },
+  plugin = { metatable = 'kluabench.Plugin', title = 'Plugin' },
+  pk = { metatable = 'kluabench.PluginKernel', title = 'PluginKernel' },
   p = { module = 'kluabench.report.progress', field = 'Progress', title = 'Progress' },
   protocol = { title = 'Protocol',
     make = function() return require('kluabench.measure.do_bench').do_bench_protocol() end },
@@ -86,6 +92,18 @@ M.sections = {
   { id = 'timing', title = 'Timing: events, clocks, L2 flush, graphs',
     intro = 'The primitives protocols are made of. On the cuda backend events are CUDA events '
       .. 'on the current stream; on cpu they record the host monotonic clock.' },
+  { id = 'usercode', title = 'User kernels (kb.cuda, kb.plugin)',
+    intro = 'Kernels you bring: CUDA source compiled at run time by NVRTC (`kb.cuda.compile`), '
+      .. 'modules built elsewhere (`kb.cuda.load`: cubin, PTX, fatbin), and C plugins with CPU twins '
+      .. '(`kb.plugin.load`). They launch on the engine\'s stream, so every measure mode, `kb.bench.do_bench` '
+      .. 'and `kb.graph` work on them unchanged. docs/KERNELS.md explains the three routes.' },
+  { id = 'check', title = 'kluabench.check: correct outputs and possible times',
+    intro = 'Fresh random inputs per seed, outputs poisoned with NaN before each checked run, NaN and Inf '
+      .. 'mismatches as errors, a second check after timing, and a flag on times faster than the '
+      .. 'copy ceiling.' },
+  { id = 'triton', title = 'kluabench.triton: Triton\'s compiled kernels',
+    intro = 'A cubin and metadata JSON from Triton\'s cache, launched as Triton\'s launcher does '
+      .. '(block, shared memory, hidden scratch parameters), without Python.' },
   { id = 'trace', title = 'Kernel traces (kb.trace)',
     intro = 'What ran on a device and when: one record per kernel or memory copy with its own '
       .. 'start and end. On cuda the records come from CUPTI\'s activity API (libcupti, loaded '
@@ -395,6 +413,145 @@ section('timing', {
   { name = 'g:free', signature = 'g:free()',
     summary = 'Frees the graph and unpins its tensors; safe twice (also `__gc`, `__close`).',
     example = 'g:free()' },
+})
+
+---------------------------------------------------------------------------
+-- User kernels
+---------------------------------------------------------------------------
+
+local USER_SRC = '[[extern "C" __global__ void scale(float *y, const float *x, float a, int n) {\n'
+  .. '  int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = a * x[i]; }]]'
+
+section('usercode', {
+  { name = 'kb.cuda.compile', signature = 'kb.cuda.compile(source [, opts]) -> Module',
+    summary = 'Compiles CUDA C++ source with NVRTC (opened at run time) into a module; needs no GPU.',
+    details = 'opts: name (file name in messages, default "kernel.cu"), names (name expressions to '
+      .. 'keep and lower, e.g. "add<float>"), defines ({"N=4"} or {N = 4}), include (paths), headers '
+      .. '({name = source}), arch ("sm_90", "compute_90" for PTX only; default the device\'s, else '
+      .. 'sm_90), lineinfo (boolean), options (passed through), cache (false: off), cache_dir. A compile '
+      .. 'error raises with NVRTC\'s log and line numbers. Results are cached under '
+      .. '$KLUABENCH_CACHE/nvrtc (else ~/.cache/kluabench/nvrtc) by SHA-256 of source, options, arch '
+      .. 'and NVRTC version; module:info().cache says "hit", "miss" or "off".',
+    example = 'local m = kb.cuda.compile(' .. USER_SRC .. ', {cache = false})\nprint(m:info().format, #m:ptx())' },
+  { name = 'kb.cuda.load', signature = 'kb.cuda.load(path_or_bytes) -> Module',
+    summary = 'A module from a cubin, PTX or fatbin file (nvcc -cubin/-ptx/-fatbin, Triton) or its bytes.',
+    details = 'The format is told by the content (ELF, fatbin magic, PTX text). The module is loaded '
+      .. 'into the CUDA context when its first kernel is asked for. For Triton\'s kernels see '
+      .. '`triton.load`, which also reads the metadata.',
+    example = 'local m = kb.cuda.load(".version 8.0\\n.target sm_90\\n.address_size 64\\n")\nprint(m:info().format)' },
+  { name = 'kb.cuda.nvrtc_version', signature = 'kb.cuda.nvrtc_version() -> "13.0", path | nil, why',
+    summary = 'The NVRTC version and library, or why NVRTC cannot be used.',
+    details = 'NVRTC is looked for as $KLUABENCH_NVRTC, libnvrtc.so[.13|.12|.11.2] on the library path, '
+      .. '$CUDA_HOME/lib64, $CUDA_PATH/lib64 and /usr/local/cuda/lib64.',
+    example = 'print(kb.cuda.nvrtc_version())' },
+  { name = 'kb.cuda.parse_signature', signature = 'kb.cuda.parse_signature(signature) -> {types}',
+    summary = 'The parameter types a kernel signature names, in canonical names.',
+    details = 'Types: ptr, i8, u8, i16, u16, i32, u32, i64, u64, f16, bf16, f32, f64. C spellings ("const '
+      .. 'float*", "int", "unsigned long long", "half") and Triton\'s ("*fp32", "fp16", "i1") are accepted. '
+      .. 'A ptr takes a tensor (its device pointer, checked to be alive and on the kernel\'s device) or an '
+      .. 'integer address (0 for NULL).',
+    example = 'print(table.concat(kb.cuda.parse_signature("const float*, float*, int, float"), ", "))' },
+  { name = 'mod:kernel', signature = 'mod:kernel(name, signature) -> Kernel',
+    summary = 'A kernel of the module, its signature parsed once (loads the module on first use).',
+    details = 'name: the kernel\'s name (extern "C") or a name expression given to compile. Needs the '
+      .. 'cuda backend. A missing kernel raises CUDA_ERROR_NOT_FOUND with the name; a corrupt image the '
+      .. 'loader\'s error and log.',
+    example = 'local k = m:kernel("scale", "ptr, ptr, f32, i32")' },
+  { name = 'mod:ptx', signature = 'mod:ptx() -> string | nil',
+    summary = 'The PTX text (compiled modules and PTX files; nil for a cubin or fatbin file).',
+    example = 'print(kb.cuda.load(".version 8.0\\n.target sm_90\\n"):ptx())' },
+  { name = 'mod:cubin', signature = 'mod:cubin() -> bytes | nil, why',
+    summary = 'The cubin (compiled for an sm_ arch, or loaded from one).',
+    example = 'local bytes = m:cubin()' },
+  { name = 'mod:info', signature = 'mod:info() -> table',
+    summary = 'What records need: format, sha256, bytes, and path or source_sha256, options, arch, '
+      .. 'nvrtc_version, names, log, cache; driver_version once loaded.',
+    example = 'print(kb.cuda.load(".version 8.0\\n.target sm_90\\n"):info().sha256)' },
+  { name = 'kern:launch', signature = 'kern:launch{grid = g, block = b [, shared = bytes], args = {...}} -> kern',
+    summary = 'Queues the kernel on the engine\'s stream (cuLaunchKernel); no allocation per launch.',
+    details = 'grid and block: an integer or {x [, y [, z]]}. shared: dynamic shared memory in bytes (over 48 '
+      .. 'KiB the kernel is allowed it first). args are checked against the signature: a wrong count or '
+      .. 'type names the parameter. Tensors used while `kb.graph` captures are pinned, and the graph keeps '
+      .. 'the module loaded. A failed launch raises with the CUDA error name.',
+    example = 'k:launch{grid = (n + 255) // 256, block = 256, args = {y, x, 2.0, n}}' },
+  { name = 'kern:attributes', signature = 'kern:attributes() -> table',
+    summary = 'registers, shared_bytes, const_bytes, local_bytes, max_threads_per_block, ptx_version, '
+      .. 'binary_version, max_dynamic_shared_bytes.',
+    example = 'print(k:attributes().registers)' },
+  { name = 'kern:occupancy', signature = 'kern:occupancy(block_size [, shared]) -> table',
+    summary = 'blocks_per_sm, active_warps, max_warps and occupancy (0..1) for a block size.',
+    example = 'print(k:occupancy(256).blocks_per_sm)' },
+  { name = 'kern:info', signature = 'kern:info() -> table',
+    summary = 'name, symbol, signature, module_sha256 and module (mod:info()): for record.user_implementation.',
+    example = 'local impl = record.user_implementation{provider = "mine", kernel = "scale", info = k:info()}' },
+  { name = 'kb.plugin.load', signature = 'kb.plugin.load(path) -> Plugin',
+    summary = 'Opens a C plugin (include/kluabench_plugin.h) and checks its ABI version and signatures.',
+    details = 'A plugin built for another ABI version is refused with both versions named. The library '
+      .. 'stays loaded until the process ends.',
+    example = 'local p = kb.plugin.load(kb.executable():match("^(.*)/") .. "/plugins/libscale_add.so")' },
+  { name = 'plugin:kernel', signature = 'plugin:kernel(name) -> PluginKernel', summary = 'One of the plugin\'s kernels.',
+    example = 'local scale_add = p:kernel("scale_add")' },
+  { name = 'plugin:kernels', signature = 'plugin:kernels() -> {names}', summary = 'The names of the plugin\'s kernels.',
+    example = 'print(table.concat(p:kernels(), ", "))' },
+  { name = 'plugin:info', signature = 'plugin:info() -> table',
+    summary = 'name, version, abi_version, path and sha256 of the library.', example = 'print(p:info().sha256)' },
+  { name = 'pk:call', signature = 'pk(args...) | pk:call(args...) -> pk',
+    summary = 'Runs the kernel on the device of its tensors: the CPU twin for cpu tensors, the CUDA entry '
+      .. '(queued on the engine\'s stream) for cuda ones.',
+    details = 'Arguments are checked against the kernel\'s signature (tensor, i64, f64). An entry\'s failure '
+      .. 'is raised with the plugin\'s message.',
+    example = 'scale_add(out, x, y, 2.0)' },
+  { name = 'pk:info', signature = 'pk:info() -> table',
+    summary = 'name, signature, cuda and cpu (whether each entry exists), doc, plugin (plugin:info()).',
+    example = 'print(scale_add:info().signature)' },
+  { name = 'kb.compare_elements', signature = 'kb.compare_elements(got, want, atol, rtol) -> table',
+    summary = 'Element-by-element comparison counts (the C loop behind check.compare).',
+    details = 'Returns n, mismatches, unwritten (NaN in got where want is a number), nan_mismatch, '
+      .. 'inf_mismatch, max_abs and worst = {index, got, want}.',
+    example = 'print(kb.compare_elements(t, t, 0, 0).mismatches)' },
+})
+
+section('check', {
+  { name = 'check.tolerance', signature = 'check.tolerance(dtype [, opts]) -> atol, rtol',
+    summary = 'The tolerance of a dtype (opts.atol, opts.rtol override).', example = 'print(check.tolerance("bf16"))' },
+  { name = 'check.poison', signature = 'check.poison(t) -> t',
+    summary = 'Fills a tensor with NaN, so that elements a kernel does not write read as NaN.',
+    example = 'check.poison(out)' },
+  { name = 'check.compare', signature = 'check.compare(got, want [, opts]) -> ok, report',
+    summary = 'Compares with the reference: dtype-fit tolerance, unwritten (NaN) elements, NaN and Inf mismatches.',
+    example = 'local ok, r = check.compare(out, ref)\nprint(r.message)' },
+  { name = 'check.new', signature = 'check.new{inputs, run, outputs, reference [, seeds, atol, rtol, poison]} -> checker',
+    summary = 'A checker: checker:verify() runs the kernel per seed on fresh, poisoned outputs; '
+      .. 'checker:recheck() checks the last outputs again after timing; checker.state is what to time.',
+    example = 'local c = check.new{inputs = function(seed) return {x = kb.randn({8}, "f32", seed, "cpu"), '
+      .. 'y = kb.empty({8}, "f32", "cpu")} end,\n  run = function(s) s.y:copy_(s.x) end, '
+      .. 'outputs = function(s) return {s.y} end,\n  reference = function(s) return {s.x} end}\n'
+      .. 'assert(c:verify())\nassert(c:recheck())' },
+  { name = 'check.run', signature = 'check.run(spec) -> ok, report, checker', summary = 'check.new(spec):verify().',
+    example = 'local ok, report = check.run{inputs = function(seed) return {x = kb.randn({8}, "f32", seed, "cpu")} end,\n'
+      .. '  run = function() end, outputs = function(s) return {s.x} end, reference = function(s) return {s.x:clone()} end}' },
+  { name = 'check.plausible', signature = 'check.plausible(median_ms, bytes, ceiling [, opts]) -> ok, message, percent',
+    summary = 'False when bytes moved in median_ms exceed the copy ceiling (GB/s or {copy_gbps}): physically implausible.',
+    details = 'record.from_result applies it to every record with a cached ceiling: '
+      .. 'execution.throughput.implausible = true and implausibleReason, and results tables show '
+      .. 'IMPLAUSIBLE in their check column. opts.limit: the percentage (default 100).',
+    example = 'print(check.plausible(0.1, 1e9, 3000))' },
+})
+
+section('triton', {
+  { name = 'triton.load', signature = 'triton.load(path [, signature]) -> TritonKernel',
+    summary = 'A Triton kernel from its cubin and metadata JSON; tk:launch(grid, args) launches it.',
+    details = 'path: the .json or the .cubin beside it. signature: the compiled parameters without '
+      .. 'the hidden scratch pointers (default: read from the .ptx beside it). The launch uses block = 32 '
+      .. '* num_warps and the metadata\'s shared memory and appends the global and profile scratch '
+      .. 'pointers recent Triton versions add. tk.kernel is the kluabench.Kernel; tk:info() is for records.',
+    example = 'local tk = triton.load("triton_rope/rope_kernel.json")\ntk:launch(n_programs, {q, k, cos, sin, seq})' },
+  { name = 'triton.read_metadata', signature = 'triton.read_metadata(path) -> metadata, cubin_path, ptx_path',
+    summary = 'Triton\'s metadata JSON (name, num_warps, shared, scratch sizes, ...).',
+    example = 'local meta = triton.read_metadata("triton_rope/rope_kernel.json")' },
+  { name = 'triton.ptx_signature', signature = 'triton.ptx_signature(ptx [, name]) -> signature, count',
+    summary = 'The parameters of a PTX entry as a signature ("ptr, i32, f32").',
+    example = 'print(triton.ptx_signature(".entry k(\\n.param .u64 .ptr .global .align 1 k_param_0,\\n.param .u32 k_param_1\\n)"))' },
 })
 
 ---------------------------------------------------------------------------
@@ -1024,6 +1181,10 @@ section('record', {
     summary = 'A KernelImplementation document: provider, kluabench version, kernel source hashes, build flags, target.',
     example = 'local i = record.implementation{provider = "fused", kernel = "llama4_rope",\n'
       .. '  target = {backend = kb.backend(), architecture = kb.device_info().arch}}' },
+  { name = 'record.user_implementation', signature = 'record.user_implementation{provider, kernel, info [, target]} -> document',
+    summary = 'The KernelImplementation of a user kernel: SHA-256 of its source or binary, compile options, '
+      .. 'NVRTC and driver versions, arch (info: kern:info(), mod:info(), pk:info() or tk:info()).',
+    example = 'local i = record.user_implementation{provider = "mine", kernel = "llama4_rope", info = k:info()}' },
   { name = 'record.kernel_sources', signature = 'record.kernel_sources(kernel) -> {path = "sha256:<hex>"} | nil',
     summary = 'SHA-256 of the source files of a kernel, as built (kb.kernel_sources) or from the checkout.',
     example = 'for path, d in pairs(record.kernel_sources("llama4_rope") or {}) do print(path, d) end' },

@@ -263,6 +263,52 @@ function M.implementation(o)
   })
 end
 
+-- The file name at the end of a path.
+local function basename(path) return (tostring(path):match('([^/]+)$')) end
+
+--- The KernelImplementation of a user kernel (docs/KERNELS.md). o:
+-- provider, kernel (the workload's kernel name), target, and info: what
+-- kernel:info(), module:info() or a plugin kernel's info() returns. The spec
+-- carries the SHA-256 of the kernel's source (NVRTC) or binary (cubin, PTX,
+-- fatbin, plugin library), the compile options, the NVRTC and driver
+-- versions and the arch, so different kernels never share a digest.
+function M.user_implementation(o)
+  if type(o) ~= 'table' or type(o.info) ~= 'table' then
+    error("bad argument #1 to 'user_implementation' (table with an info table expected)", 2)
+  end
+  local info = o.info
+  local mod = info.module or info
+  local user = output.object()
+  local sources = {}
+  if info.plugin then
+    local p = info.plugin
+    user.route = 'plugin'
+    user.plugin = { name = p.name, version = p.version, abiVersion = p.abi_version, sha256 = p.sha256 }
+    user.entries = { cuda = info.cuda, cpu = info.cpu }
+    sources[basename(p.path or p.name)] = p.sha256
+  else
+    user.route = mod.source_sha256 and 'nvrtc' or 'module'
+    user.format = mod.format
+    user.sha256 = mod.sha256
+    user.sourceSha256 = mod.source_sha256
+    user.compileOptions = mod.options
+    user.nameExpressions = mod.names and next(mod.names) and mod.names or nil
+    user.nvrtcVersion = mod.nvrtc_version
+    user.arch = mod.arch
+    user.driverVersion = mod.driver_version
+    user.symbol = info.symbol
+    user.triton = info.triton
+    local name = mod.name or (mod.path and basename(mod.path)) or ('module.' .. tostring(mod.format))
+    sources[name] = mod.source_sha256 or mod.sha256
+  end
+  user.name = info.name
+  user.signature = info.signature
+  local doc = M.implementation { provider = o.provider, kernel = o.kernel, target = o.target,
+    sources = sources, version = o.version, build = o.build }
+  doc.spec.userKernel = user
+  return doc
+end
+
 ---------------------------------------------------------------------------
 -- Run
 ---------------------------------------------------------------------------
@@ -369,6 +415,16 @@ end
 -- The cache holds ceilings of the machine running this process, so a bundle
 -- whose environment names another device (built for a test, or by hand)
 -- gets the rates but no ceiling. nil when the workload has no cost.
+-- A rate above the copy ceiling sets implausible = true and says why
+-- (check.plausible): the record keeps the time, and every table shows it.
+local function flag_implausible(t, bytes, median_ms)
+  if type(t) == 'table' and type(bytes) == 'number' and t.copyCeilingGbps and median_ms and median_ms > 0 then
+    local ok, msg = require('kluabench.check').plausible(median_ms, bytes, t.copyCeilingGbps)
+    if not ok then t.implausible, t.implausibleReason = true, msg end
+  end
+  return t
+end
+
 local function throughput_of(workload_spec, median_ms, environment)
   if type(workload_spec.bytes) ~= 'number' and type(workload_spec.flops) ~= 'number' then return nil end
   local ceilings = require 'kluabench.record.ceilings'
@@ -382,7 +438,8 @@ local function throughput_of(workload_spec, median_ms, environment)
       .. tostring(here or 'none') .. '): no cached copy ceiling applies'
     return t
   end
-  return ceilings.cached_throughput(workload_spec.bytes, workload_spec.flops, median_ms)
+  return flag_implausible(ceilings.cached_throughput(workload_spec.bytes, workload_spec.flops, median_ms),
+    workload_spec.bytes, median_ms)
 end
 
 --- One sealed bundle from a protocol run. o:

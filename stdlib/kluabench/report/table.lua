@@ -94,6 +94,7 @@ M.RESULT_COLUMNS = {
   { key = 'gbps', title = 'GB/s', align = 'right', format = '%.1f' },
   { key = 'pct_copy', title = '% of copy', align = 'right', optional = true,
     format = function(v) return v and string.format('%.1f', v) or 'n/a' end },
+  { key = 'flag', title = 'check', optional = true },
   { key = 'n', title = 'samples', align = 'right' },
   { key = 'ci_pct', title = 'ci95 ±%', align = 'right', optional = true,
     format = function(v) return v and string.format('%.2f', v) or 'n/a' end },
@@ -204,6 +205,7 @@ function M.results_rows(bundles)
     -- else from the workload's bytes (imports carry no throughput)
     local tp = type(ex.throughput) == 'table' and ex.throughput or {}
     row.gbps, row.pct_copy = tp.gbps, tp.percentOfCopy
+    if tp.implausible then row.flag = 'IMPLAUSIBLE' end
     if not row.gbps and ws.bytes and row.median_ns and row.median_ns > 0 then
       row.gbps = ws.bytes / row.median_ns
     end
