@@ -22,8 +22,13 @@ local function fail(fn, argn, fmt, ...)
   error(string.format("bad argument #%d to 'shard.%s' (" .. fmt .. ')', argn, fn, ...), 4)
 end
 
---- Reads a shard spec "I/N" (1-based, 1 <= I <= N): returns I, N; or nil and
--- a message naming the spec.
+--- Reads "I/N" (1-based, 1 <= I <= N); a bad spec gives nil and a message naming it.
+--
+-- @signature shard.parse(spec) -> i, n | nil, message
+-- @example
+--   local i, n = shard.parse("2/3")
+--   assert(i == 2 and n == 3)
+--   assert(shard.parse("4/3") == nil)
 function M.parse(s)
   if type(s) ~= 'string' then
     return nil, string.format("bad shard %s: expected a string I/N, such as 1/4", tostring(s))
@@ -42,7 +47,11 @@ function M.parse(s)
   return i, n
 end
 
---- The text of shard i of n: "i/n".
+--- The spec of shard i of n, as --shard takes it.
+--
+-- @signature shard.format(i, n) -> "i/n"
+-- @example
+--   assert(shard.format(1, 4) == "1/4")
 function M.format(i, n)
   return string.format('%d/%d', i, n)
 end
@@ -68,7 +77,12 @@ local function check_count(fn, argn, n)
   end
 end
 
---- The shard (1..n) of every point: a list parallel to points.
+--- The shard number (1..n) of every point, a list parallel to points.
+--
+-- @signature shard.assign(points, n) -> {shard, ...}
+-- @example
+--   local where = shard.assign({{id = "a", cost = 2}, {id = "b", cost = 1}}, 2)
+--   assert(where[1] == 1 and where[2] == 2)
 function M.assign(points, n)
   check_points('assign', points)
   check_count('assign', 2, n)
@@ -99,9 +113,14 @@ assign = function(points, n)
   return where
 end
 
---- All n shards: a list of n lists of points, each in declaration order
--- (a shard may be empty when there are fewer points than shards), and the
--- list of their total costs.
+--- All n shards (lists of points in declaration order) and the total cost of each.
+--
+-- A shard is empty when there are fewer points than shards.
+--
+-- @signature shard.plan(points, n) -> shards, costs
+-- @example
+--   local shards, costs = shard.plan({{id = "a", cost = 2}, {id = "b", cost = 1}, {id = "c", cost = 1}}, 2)
+--   assert(costs[1] == 2 and costs[2] == 2 and #shards[2] == 2)
 function M.plan(points, n)
   check_points('plan', points)
   check_count('plan', 2, n)
@@ -121,7 +140,20 @@ plan = function(points, n)
   return shards, cost
 end
 
---- The points of shard i of n, in declaration order.
+--- The points of shard i of n, in declaration order (possibly none).
+--
+-- points is a list of `{id = string, cost = number >= 0}` with unique ids.
+-- Greedy longest-processing-time: points by cost, largest first (ties by
+-- id), each to the shard with the least cost so far (ties to the lowest
+-- number). The most and least loaded shards differ by at most the largest
+-- cost. The same ids and costs give the same shards in every process and
+-- every run, whatever their order.
+--
+-- @signature shard.select(points, i, n) -> points
+-- @example
+--   local pts = {{id = "seq1024", cost = 4e6}, {id = "seq2048", cost = 8e6}, {id = "seq4096", cost = 16e6}}
+--   local mine = shard.select(pts, 1, 2)
+--   assert(#mine == 1 and mine[1].id == "seq4096")
 function M.select(points, i, n)
   check_points('select', points)
   check_count('select', 3, n)
