@@ -80,7 +80,7 @@ end
 --- Waits for child pid: pid, "exit", code | pid, "signal", name; or nil,
 -- message (a wait cut short by a signal is resumed).
 function M.wait(pid)
-  local process = require('kluabench').process
+  local process = require('kluabench.core').process
   while true do
     local got, how, code = process.wait(pid)
     if got or code ~= 'EINTR' then return got, how, code end
@@ -120,7 +120,7 @@ end
 -- Returns {points = all, shards = {list of points per shard}}; or nil,
 -- message.
 function M.list_points(o)
-  local process = require('kluabench').process
+  local process = require('kluabench.core').process
   local lists, failure = {}, nil
   -- one listing process: spawned; finish() waits for it and reads its output
   local function start(i)

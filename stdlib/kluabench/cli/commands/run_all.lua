@@ -80,7 +80,7 @@ function M.devices(value, opts)
   if value == 'all' then
     local n = vis and #vis or nil
     if not n then
-      local nvml = require('kluabench').nvml
+      local nvml = require('kluabench.core').nvml
       local ok, count = pcall(function() return nvml and nvml.available() and nvml.count() end)
       n = ok and math.tointeger(count) or nil
     end
@@ -133,7 +133,7 @@ local function child_argv(o, i, n)
 end
 
 local function start_children(o, n)
-  local process = require('kluabench').process
+  local process = require('kluabench.core').process
   local children = {}
   for i = 1, n do
     local log = o.dir .. '/' .. string.format('shard-%d.log', i)
@@ -192,7 +192,7 @@ end
 -- Waits for every child, keeping the status line and passing signals on.
 -- Returns the signal that interrupted the run, or nil.
 local function supervise(children, quiet)
-  local k = require 'kluabench'
+  local k = require 'kluabench.core'
   local process = k.process
   local tty = not quiet and require('kluabench.report.progress').is_tty(io.stderr)
   local start, last_print, last_line = k.clock_ns(), 0, nil
@@ -242,7 +242,7 @@ end
 
 -- A hard stop (second signal) or an error: the children are stopped too.
 local function stop_children(children)
-  local process = require('kluabench').process
+  local process = require('kluabench.core').process
   for _, c in ipairs(children) do
     if not c.how then process.kill(c.pid, 'SIGTERM') end
   end
@@ -285,7 +285,7 @@ end
 function M.main(args)
   local o, err = parse(args or {})
   if not o then return usage_error('%s', err) end
-  local k = require 'kluabench'
+  local k = require 'kluabench.core'
   local opts = o.opts
   local dir = launch.absolute(opts.dir or ('results/run-all-' .. require('kluabench.record.names').time_id(
     require('kluabench.record').now())))

@@ -161,7 +161,7 @@ function M.main(args)
     say('%s', derr)
     return 1
   end
-  local k = require 'kluabench'
+  local k = require 'kluabench.core'
   local exe = opts.exe and launch.absolute(opts.exe) or k.executable()
   local host_args = launch.host_args()
   local listing, lerr = launch.list_points { exe = k.executable(), script = o.script, args = o.args, n = o.n, dir = dir }
