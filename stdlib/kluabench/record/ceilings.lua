@@ -9,6 +9,17 @@
 --   $KLUABENCH_CACHE/ceilings.json, else ~/.cache/kluabench/ceilings.json
 -- (scripts/ceilings.lua measures and stores it.)
 --
+-- The same entry keeps the device's between-session noise figure
+-- (`sessionNoise`, stored by scripts/run_noise.lua): how much the median of
+-- one point moves from one measurement session to the next, as the
+-- standard deviation of log(median) per time scale. `kluabench compare`
+-- widens its intervals by it when a side has a single session.
+--
+-- Nothing read from the cache is trusted blindly: a copy ceiling is used
+-- only when it is a finite positive number that converged, a noise figure
+-- only when its numbers are finite and in range (usable_copy,
+-- usable_noise); anything else is ignored with a note, never an error.
+--
 -- Helpers: gbps(bytes, ms); percent(x, ceiling); floor_ms(bytes, flops,
 -- ceilings) = the roofline floor, max(bytes / bandwidth, flops / rate).
 local output = require 'kluabench.report'
@@ -115,10 +126,67 @@ function M.load_cache(path)
   return v
 end
 
---- The cached ceilings of a device (device_info table), or nil.
+--- The cached ceilings of a device (device_info table), or nil. The entry
+-- is returned as stored: see usable_copy and usable_noise before using it.
 function M.lookup(info, path)
   local c = M.load_cache(path)
-  return c and c.devices[M.device_key(info)] or nil
+  local e = c and c.devices[M.device_key(info)] or nil
+  return type(e) == 'table' and e or nil
+end
+
+local function finite_positive(x)
+  return type(x) == 'number' and x > 0 and x < math.huge
+end
+
+--- The copy ceiling of a cache entry in GB/s when it may be used, else
+-- nil and why: it must be a finite positive number below 10^6 GB/s, and
+-- its measurement must not have ended unconverged (converged == false).
+function M.usable_copy(entry)
+  if type(entry) ~= 'table' then return nil, 'no cached copy ceiling' end
+  local g = entry.copy_gbps
+  if not finite_positive(g) or g >= 1e6 then
+    return nil, 'the cached copy ceiling is not a finite positive number of GB/s ('
+      .. tostring(g) .. ')'
+  end
+  if entry.converged == false then
+    return nil, string.format('the cached copy ceiling (%.4g GB/s) did not converge', g)
+  end
+  return g
+end
+
+--- The noise figure of a cache entry when it may be used, else nil and
+-- why: entry.sessionNoise.scales must be a list of {ms > 0, sd in [0, 1)}.
+function M.usable_noise(entry)
+  local n = type(entry) == 'table' and entry.sessionNoise or nil
+  if type(n) ~= 'table' or type(n.scales) ~= 'table' or #n.scales == 0 then
+    return nil, 'no between-session noise figure for this device'
+  end
+  for i, sc in ipairs(n.scales) do
+    if type(sc) ~= 'table' or not finite_positive(sc.ms) or type(sc.sd) ~= 'number'
+        or not (sc.sd >= 0 and sc.sd < 1) then
+      return nil, string.format('the cached noise figure is malformed (scale %d)', i)
+    end
+  end
+  return n
+end
+
+--- The between-session noise (sd of log median) at a point of median ms,
+-- from a noise figure (usable_noise): interpolated linearly in log(ms)
+-- between the measured scales, the nearest scale's beyond them.
+function M.noise_at(figure, ms)
+  local sc = {}
+  for i, x in ipairs(figure.scales) do sc[i] = x end
+  table.sort(sc, function(a, b) return a.ms < b.ms end)
+  if not finite_positive(ms) or ms <= sc[1].ms then return sc[1].sd end
+  if ms >= sc[#sc].ms then return sc[#sc].sd end
+  for i = 2, #sc do
+    if ms <= sc[i].ms then
+      local a, b = sc[i - 1], sc[i]
+      local t = (math.log(ms) - math.log(a.ms)) / (math.log(b.ms) - math.log(a.ms))
+      return a.sd + t * (b.sd - a.sd)
+    end
+  end
+  return sc[#sc].sd
 end
 
 --- Stores entry for the device in the cache file (atomic rewrite).
@@ -133,8 +201,23 @@ function M.store(info, entry, path)
   local c, err = M.load_cache(path)
   if not c then return nil, err end
   c.version = M.VERSION
-  c.devices[M.device_key(info)] = entry
+  local key = M.device_key(info)
+  local old = c.devices[key]
+  -- the noise figure is measured apart from the ceiling: a new ceiling keeps it
+  if type(old) == 'table' and entry.sessionNoise == nil then entry.sessionNoise = old.sessionNoise end
+  c.devices[key] = entry
   return output.write_atomic(path, output.encode_pretty(c) .. '\n')
+end
+
+--- Stores a between-session noise figure (see scripts/run_noise.lua) in the
+-- device's cache entry, beside its ceiling. Returns true or nil, message.
+function M.store_noise(info, figure, path)
+  local c, err = M.load_cache(path)
+  if not c then return nil, err end
+  local e = c.devices[M.device_key(info)]
+  e = type(e) == 'table' and e or {}
+  e.sessionNoise = figure
+  return M.store(info, e, path)
 end
 
 --- The throughput of a point for its record (ceilings.throughput) against
@@ -146,15 +229,35 @@ function M.cached_throughput(bytes, flops, ms, opts)
   local ok, kb = pcall(require, 'kluabench.core')
   local entry
   if ok and type(kb) == 'table' and kb.device_info then
-    entry = M.lookup(kb.device_info(), opts.path)
+    local okl, e = pcall(M.lookup, kb.device_info(), opts.path)
+    entry = okl and e or nil
   end
-  local t = M.throughput(bytes, flops, ms, entry and { copy_gbps = entry.copy_gbps } or nil)
-  if entry then
-    t.copyCeilingGbps = entry.copy_gbps
+  local gbps, why = M.usable_copy(entry)
+  local t = M.throughput(bytes, flops, ms, gbps and { copy_gbps = gbps } or nil)
+  if gbps then
+    t.copyCeilingGbps = gbps
+    t.copyCeiling = { gbps = gbps, measuredAt = type(entry.measured_at) == 'string' and entry.measured_at or nil,
+      converged = entry.converged }
+  elseif entry then
+    t.note = why .. ': not used; re-measure with kluabench scripts/ceilings.lua --force'
   else
     t.note = 'no cached copy ceiling for this device: run kluabench scripts/ceilings.lua'
   end
   return t
+end
+
+--- The cached between-session noise of the default device at a point of
+-- median ms, for a record's run.spec.execution.sessionNoise: {sd,
+-- measuredAt, sessions} or nil when there is no usable figure.
+function M.cached_noise(ms, opts)
+  opts = opts or {}
+  local ok, kb = pcall(require, 'kluabench.core')
+  if not (ok and type(kb) == 'table' and kb.device_info) then return nil end
+  local okl, e = pcall(M.lookup, kb.device_info(), opts.path)
+  local fig = okl and M.usable_noise(e) or nil
+  if not fig then return nil end
+  return { sd = M.noise_at(fig, ms), measuredAt = type(fig.measuredAt) == 'string' and fig.measuredAt or nil,
+    sessions = math.type(fig.sessions) == 'integer' and fig.sessions or nil }
 end
 
 ---------------------------------------------------------------------------
@@ -211,7 +314,7 @@ function M.copy_ceiling(opts)
   local info = kb.device_info()
   if not opts.force then
     local e = M.lookup(info, opts.path)
-    if e and e.copy_gbps then return e, true end
+    if M.usable_copy(e) then return e, true end
   end
   local e = M.measure_copy(opts)
   local ok, err = M.store(info, e, opts.path)
