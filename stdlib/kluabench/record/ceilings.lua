@@ -121,7 +121,9 @@ function M.load_cache(path)
   local text = output.read_file(path)
   if not text then return { version = M.VERSION, devices = {} } end
   local v, err = output.decode(text)
-  if type(v) ~= 'table' then return nil, path .. ': ' .. tostring(err or 'not a JSON object') end
+  if type(v) ~= 'table' or (next(v) ~= nil and output.table_kind(v) == 'array') then
+    return nil, path .. ': ' .. tostring(err or 'not a JSON object')
+  end
   if type(v.devices) ~= 'table' then v.devices = {} end
   return v
 end
@@ -206,7 +208,9 @@ function M.store(info, entry, path)
   -- the noise figure is measured apart from the ceiling: a new ceiling keeps it
   if type(old) == 'table' and entry.sessionNoise == nil then entry.sessionNoise = old.sessionNoise end
   c.devices[key] = entry
-  return output.write_atomic(path, output.encode_pretty(c) .. '\n')
+  local text, eerr = output.encode_pretty(c)
+  if not text then return nil, path .. ': ' .. tostring(eerr) end
+  return output.write_atomic(path, text .. '\n')
 end
 
 --- Stores a between-session noise figure (see scripts/run_noise.lua) in the
