@@ -386,3 +386,74 @@ describe('kluabench compare on one-sample and A/A files #cli', function()
     os.execute('rm -rf ' .. dir)
   end)
 end)
+
+describe('the between-session noise figure (issue 13)', function()
+  it('session_spread and noise_figure: the sd of log session medians, pooled per half-decade', function()
+    local ceilings = require 'kluabench.record.ceilings'
+    local function b(digest, median) return bundle { digest = digest, samples = { median, median, median, median, median } } end
+    -- point a at ~2 ms in sessions of 2.00, 2.04, 1.96; point b at 2.2 ms in all three; c once only
+    local bs = { b('sha256:a', 2.00), b('sha256:b', 2.2), b('sha256:c', 5),
+      b('sha256:a', 2.04), b('sha256:b', 2.2), b('sha256:a', 1.96), b('sha256:b', 2.2) }
+    local sp = compare.session_spread(bs)
+    assert.equal(2, #sp)
+    local la = { math.log(2.00), math.log(2.04), math.log(1.96) }
+    local m = (la[1] + la[2] + la[3]) / 3
+    local sd_a = math.sqrt(((la[1] - m) ^ 2 + (la[2] - m) ^ 2 + (la[3] - m) ^ 2) / 2)
+    assert.near(sd_a, sp[1].sd, 1e-12)
+    assert.equal(2, sp[1].df)
+    assert.near(0, sp[2].sd, 1e-12)
+    local fig = assert(ceilings.noise_figure(sp))
+    assert.equal(1, #fig.scales) -- 2 and 2.2 ms share a half-decade
+    assert.near(math.sqrt((2 * sd_a ^ 2) / 4), fig.scales[1].sd, 1e-12)
+    assert.equal(2, fig.scales[1].points)
+    assert.is_nil((ceilings.noise_figure {}))
+  end)
+
+  local ok, kb = pcall(require, 'kluabench.core')
+  local engine_it = (ok and kb.executable) and it or pending
+
+  engine_it('scripts/run_noise.lua --from stores it in the cache, and compare then uses it', function()
+    local output = require 'kluabench.report'
+    local dir = os.tmpname()
+    os.remove(dir)
+    assert(os.execute('mkdir -p ' .. dir))
+    local env = require('kluabench.record.env').capture()
+    local function write(path, shift, seed)
+      local f = assert(io.open(path, 'w'))
+      for i, d in ipairs { 'sha256:a1', 'sha256:b2' } do
+        local bb = bundle { digest = d, hidden = 512 * i, samples = samples(shift * i, 0.002, 50, seed + i) }
+        bb.environment = env
+        f:write(output.encode_line(bb), '\n')
+      end
+      f:close()
+    end
+    write(dir .. '/s1.jsonl', 1.00, 10)
+    write(dir .. '/s2.jsonl', 1.03, 20)
+    write(dir .. '/s3.jsonl', 0.97, 30)
+    local cache = dir .. '/cache'
+    local function sh(cmd)
+      local p = io.popen('KLUABENCH_CACHE=' .. cache .. ' ' .. cmd .. ' 2>&1; echo "rc=$?"')
+      local out = p:read('a')
+      p:close()
+      return out, tonumber(out:match('rc=(%d+)%s*$'))
+    end
+    local out, rc = sh(kb.executable() .. ' scripts/run_noise.lua --from ' .. dir .. '/s1.jsonl --from '
+      .. dir .. '/s2.jsonl --from ' .. dir .. '/s3.jsonl')
+    assert.equal(0, rc, out)
+    assert.matches('between%-session sd 3%.%d+%%', out)
+    local ceilings = require 'kluabench.record.ceilings'
+    local c = assert(ceilings.load_cache(cache .. '/ceilings.json'))
+    local _, entry = next(c.devices)
+    local fig = assert(ceilings.usable_noise(entry))
+    assert.equal(3, fig.sessions)
+    assert.is_string(fig.measuredAt)
+    -- s1 against s2 (one session each, 3 % apart): without the figure a verdict, with it UNSURE
+    out, rc = sh(kb.executable() .. ' compare ' .. dir .. '/s1.jsonl ' .. dir .. '/s2.jsonl --between 0')
+    assert.matches('SLOWER', out, 1, true)
+    out, rc = sh(kb.executable() .. ' compare ' .. dir .. '/s1.jsonl ' .. dir .. '/s2.jsonl')
+    assert.equal(0, rc, out)
+    assert.is_nil(out:find('SLOWER', 1, true), out)
+    assert.matches('UNSURE', out, 1, true)
+    os.execute('rm -rf ' .. dir)
+  end)
+end)

@@ -264,6 +264,40 @@ function M.cached_noise(ms, opts)
     sessions = math.type(fig.sessions) == 'integer' and fig.sessions or nil }
 end
 
+--- A noise figure from per-point spreads: points is a list of {ms (the
+-- point's median), sd (the sample sd of its sessions' log medians), df
+-- (sessions - 1)}. Points are binned by half-decades of ms and pooled in
+-- each bin (sqrt(sum df sd^2 / sum df)), ms the bin's geometric mean.
+-- Returns {scales = {{ms, sd, points, df}} ascending in ms, points, method}
+-- (add measuredAt, sessions, device before storing it), or nil, why.
+function M.noise_figure(points)
+  local bins, order = {}, {}
+  for _, p in ipairs(points or {}) do
+    if finite_positive(p.ms) and type(p.sd) == 'number' and p.sd >= 0 and p.sd < 1
+        and math.type(p.df) == 'integer' and p.df >= 1 then
+      local k = math.floor(2 * math.log(p.ms, 10))
+      local b = bins[k]
+      if not b then
+        b = { ss = 0, df = 0, logms = 0, n = 0 }
+        bins[k] = b
+        order[#order + 1] = k
+      end
+      b.ss, b.df = b.ss + p.df * p.sd ^ 2, b.df + p.df
+      b.logms, b.n = b.logms + math.log(p.ms), b.n + 1
+    end
+  end
+  if #order == 0 then return nil, 'no point was measured in two sessions or more' end
+  table.sort(order)
+  local scales, total = {}, 0
+  for i, k in ipairs(order) do
+    local b = bins[k]
+    scales[i] = { ms = math.exp(b.logms / b.n), sd = math.sqrt(b.ss / b.df), points = b.n, df = b.df }
+    total = total + b.n
+  end
+  return { scales = scales, points = total,
+    method = 'sd of log(session median) over sessions of each point, pooled per half-decade of time' }
+end
+
 ---------------------------------------------------------------------------
 -- Measuring
 ---------------------------------------------------------------------------

@@ -361,6 +361,32 @@ function M.compare(base, new, opts)
   return out
 end
 
+--- The run-to-run spread of every point measured in several sessions in a
+-- list of bundles (all files of repeated runs of one sweep together):
+-- {{label, provider, ms (geometric mean of the session medians), sd (sd of the log
+-- session medians), df (sessions - 1)}}, for ceilings.noise_figure.
+function M.session_spread(bundles)
+  local by, order = group(bundles)
+  local out = {}
+  for _, key in ipairs(order) do
+    local g = by[key]
+    local sessions = sessions_of(g.bundles)
+    if sessions and #sessions >= 2 then
+      local logs, sum = {}, 0
+      local stats = require 'kluabench.stats'
+      for i, s in ipairs(sessions) do
+        logs[i] = math.log(stats.median(s))
+        sum = sum + logs[i]
+      end
+      local mean, ss = sum / #logs, 0
+      for _, l in ipairs(logs) do ss = ss + (l - mean) ^ 2 end
+      out[#out + 1] = { label = g.label, provider = g.provider, ms = math.exp(mean),
+        sd = math.sqrt(ss / (#logs - 1)), df = #logs - 1 }
+    end
+  end
+  return out
+end
+
 ---------------------------------------------------------------------------
 -- Reports
 ---------------------------------------------------------------------------
