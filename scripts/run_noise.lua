@@ -112,8 +112,8 @@ if opts.json then
   io.stdout:write(output.encode_pretty(figure), '\n')
 else
   for _, sc in ipairs(figure.scales) do
-    io.stdout:write(string.format('%10.4f ms  between-session sd %.2f%%  (%d point(s), %d df)\n', sc.ms,
-      sc.sd * 100, sc.points, sc.df))
+    io.stdout:write(string.format('%10.4f ms  between-session sd %.2f%% (90 %% upper bound %.2f%%, '
+      .. 'used by compare)  %d point(s), %d df\n', sc.ms, sc.sd * 100, sc.sdUpper * 100, sc.points, sc.df))
   end
 end
 if not opts['dry-run'] then

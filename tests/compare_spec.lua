@@ -406,6 +406,9 @@ describe('the between-session noise figure (issue 13)', function()
     assert.equal(1, #fig.scales) -- 2 and 2.2 ms share a half-decade
     assert.near(math.sqrt((2 * sd_a ^ 2) / 4), fig.scales[1].sd, 1e-12)
     assert.equal(2, fig.scales[1].points)
+    -- 4 df: the 90 % upper bound is sqrt(4 / chi2_0.10(4) = 1.064) = 1.94 times the estimate
+    assert.near(1.94, fig.scales[1].sdUpper / fig.scales[1].sd, 0.01)
+    assert.equal(fig.scales[1].sdUpper, ceilings.noise_at(fig, 2))
     assert.is_nil((ceilings.noise_figure {}))
   end)
 

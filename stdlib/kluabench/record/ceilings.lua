@@ -173,11 +173,15 @@ function M.usable_noise(entry)
 end
 
 --- The between-session noise (sd of log median) at a point of median ms,
--- from a noise figure (usable_noise): interpolated linearly in log(ms)
--- between the measured scales, the nearest scale's beyond them.
+-- from a noise figure (usable_noise): each scale's sdUpper (else its sd),
+-- interpolated linearly in log(ms) between the measured scales, the
+-- nearest scale's beyond them.
 function M.noise_at(figure, ms)
   local sc = {}
-  for i, x in ipairs(figure.scales) do sc[i] = x end
+  for i, x in ipairs(figure.scales) do
+    local up = x.sdUpper
+    sc[i] = { ms = x.ms, sd = (type(up) == 'number' and up >= x.sd and up < 1) and up or x.sd }
+  end
   table.sort(sc, function(a, b) return a.ms < b.ms end)
   if not finite_positive(ms) or ms <= sc[1].ms then return sc[1].sd end
   if ms >= sc[#sc].ms then return sc[#sc].sd end
@@ -264,11 +268,24 @@ function M.cached_noise(ms, opts)
     sessions = math.type(fig.sessions) == 'integer' and fig.sessions or nil }
 end
 
+-- sqrt(df / q) with q the 10 % quantile of chi-square(df) (Wilson and
+-- Hilferty's approximation): an sd estimated with df degrees of freedom
+-- times this is a one-sided 90 % upper confidence bound of the true sd.
+local function chi2_factor(df)
+  local z = require('kluabench.stats.inference').normal_quantile(0.10)
+  local c = 2 / (9 * df)
+  local q = df * (1 - c + z * math.sqrt(c)) ^ 3
+  if q <= 0 then return 10 end
+  return math.sqrt(df / q)
+end
+
 --- A noise figure from per-point spreads: points is a list of {ms (the
 -- point's median), sd (the sample sd of its sessions' log medians), df
 -- (sessions - 1)}. Points are binned by half-decades of ms and pooled in
--- each bin (sqrt(sum df sd^2 / sum df)), ms the bin's geometric mean.
--- Returns {scales = {{ms, sd, points, df}} ascending in ms, points, method}
+-- each bin (sqrt(sum df sd^2 / sum df)), ms the bin's geometric mean;
+-- sdUpper is the one-sided 90 % upper confidence bound of that sd (so that
+-- a figure from few sessions errs wide; noise_at uses it).
+-- Returns {scales = {{ms, sd, sdUpper, points, df}} ascending in ms, points, method}
 -- (add measuredAt, sessions, device before storing it), or nil, why.
 function M.noise_figure(points)
   local bins, order = {}, {}
@@ -291,7 +308,9 @@ function M.noise_figure(points)
   local scales, total = {}, 0
   for i, k in ipairs(order) do
     local b = bins[k]
-    scales[i] = { ms = math.exp(b.logms / b.n), sd = math.sqrt(b.ss / b.df), points = b.n, df = b.df }
+    local sd = math.sqrt(b.ss / b.df)
+    scales[i] = { ms = math.exp(b.logms / b.n), sd = sd, sdUpper = math.min(0.99, sd * chi2_factor(b.df)),
+      points = b.n, df = b.df }
     total = total + b.n
   end
   return { scales = scales, points = total,

@@ -32,6 +32,10 @@ workload digest or a sample that is not a finite positive number.
   --confidence C  of the interval (default 0.95)
   --resamples N   bootstrap resamples (default 2000)
   --seed N        bootstrap seed (default 1: the same files give the same report)
+  --per-point     each interval at the confidence C, not family-wise (by
+                  default, with m points in common, each is at 1 - (1 - C) / m,
+                  so that a whole comparison reads a change that is not there
+                  no more often than 1 - C)
   --between SD    the between-session noise to assume for a single-session
                   side: the sd of log(session median), e.g. 0.01 (overrides
                   the records and the cache)
@@ -45,7 +49,7 @@ local USAGE = 'kluabench compare BASE NEW [--threshold T] [--noise N] [--between
 local function usage_error(fmt, ...) return require('kluabench.cli').usage_error('compare', fmt, ...) end
 
 local SPEC = { threshold = 'value', noise = 'value', confidence = 'value', resamples = 'value',
-  seed = 'value', between = 'value', format = 'value', help = 'flag', aliases = { h = 'help' } }
+  seed = 'value', between = 'value', format = 'value', ['per-point'] = 'flag', help = 'flag', aliases = { h = 'help' } }
 
 -- The options of args, or nil, message.
 local function parse(args) return require('kluabench.cli').parse_args(args, SPEC) end
@@ -117,6 +121,7 @@ function M.run(args)
     return 2
   end
   o.device_between = device_between(base, new)
+  if opts['per-point'] then o.familywise = false end
   local result = compare.compare(base, new, o)
   if #result.points == 0 then
     io.stderr:write(string.format('kluabench compare: no point of %s is in %s (points match by '
