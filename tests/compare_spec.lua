@@ -30,6 +30,27 @@ local function bundle(o)
   }
 end
 
+local util = require 'helpers.util'
+local ok_core, core = pcall(require, 'kluabench.core')
+local engine_it = (ok_core and core.executable) and it or pending
+
+-- Bundles to a JSON Lines file.
+local function write(path, bundles)
+  local output = require 'kluabench.report'
+  local f = assert(io.open(path, 'w'))
+  for _, b in ipairs(bundles) do f:write(output.encode_line(b), '\n') end
+  f:close()
+end
+
+-- `kluabench ARGS` (env: "NAME=value " prefixes); its output (stdout and
+-- stderr) and exit status.
+local function kluabench(args, env)
+  local p = io.popen((env or '') .. core.executable() .. ' ' .. args .. ' 2>&1; echo "rc=$?"')
+  local out = p:read('a')
+  p:close()
+  return out, tonumber(out:match('rc=(%d+)%s*$'))
+end
+
 describe('inference for comparisons', function()
   it('Mann-Whitney U: known answer for {1,2,3} vs {4,5,6}', function()
     -- U = 0; sigma^2 = 3*3*7/12 = 5.25; z = (4.5 - 0.5) / sqrt(5.25) = 1.7457; p = 0.08086
@@ -186,27 +207,10 @@ describe('compare bundles', function()
 end)
 
 describe('kluabench compare', function()
-  local ok, kb = pcall(require, 'kluabench.core')
-  local engine_it = (ok and kb.executable) and it or pending
-
-  local function write(path, bundles)
-    local output = require 'kluabench.report'
-    local f = assert(io.open(path, 'w'))
-    for _, b in ipairs(bundles) do f:write(output.encode_line(b), '\n') end
-    f:close()
-  end
-
-  local function run(args)
-    local p = io.popen(kb.executable() .. ' compare ' .. args .. ' 2>&1; echo "rc=$?"')
-    local out = p:read('a')
-    p:close()
-    return out, tonumber(out:match('rc=(%d+)%s*$'))
-  end
+  local function run(args) return kluabench('compare ' .. args) end
 
   engine_it('exits 1 on a regression beyond the threshold, 0 otherwise, 2 on misuse', function()
-    local dir = os.tmpname()
-    os.remove(dir)
-    assert(os.execute('mkdir -p ' .. dir))
+    local dir = util.tmpdir()
     write(dir .. '/base.jsonl', { bundle { samples = samples(1, 0.01, 60, 1) } })
     write(dir .. '/slow.jsonl', { bundle { samples = samples(1.1, 0.01, 60, 2) } })
     write(dir .. '/same.jsonl', { bundle { samples = samples(1, 0.01, 60, 3) } })
@@ -360,26 +364,13 @@ describe('compare needs evidence (issue 13)', function()
   end)
 end)
 
-describe('kluabench compare on one-sample and A/A files #cli', function()
-  local ok, kb = pcall(require, 'kluabench.core')
-  local engine_it = (ok and kb.executable) and it or pending
-
+describe('kluabench compare on one-sample files', function()
   engine_it('two one-sample runs 7.7 % apart: UNSURE, exit 0, no regression', function()
-    local output = require 'kluabench.report'
-    local dir = os.tmpname()
-    os.remove(dir)
-    assert(os.execute('mkdir -p ' .. dir))
-    local function write(path, b)
-      local f = assert(io.open(path, 'w'))
-      f:write(output.encode_line(b), '\n')
-      f:close()
-    end
-    write(dir .. '/a.jsonl', bundle { samples = { 1.0 } })
-    write(dir .. '/b.jsonl', bundle { samples = { 1.077 } })
-    local p = io.popen(kb.executable() .. ' compare ' .. dir .. '/a.jsonl ' .. dir .. '/b.jsonl --between 0 2>&1; echo "rc=$?"')
-    local out = p:read('a')
-    p:close()
-    assert.matches('rc=0', out, 1, true)
+    local dir = util.tmpdir()
+    write(dir .. '/a.jsonl', { bundle { samples = { 1.0 } } })
+    write(dir .. '/b.jsonl', { bundle { samples = { 1.077 } } })
+    local out, rc = kluabench('compare ' .. dir .. '/a.jsonl ' .. dir .. '/b.jsonl --between 0')
+    assert.equal(0, rc, out)
     assert.matches('UNSURE', out, 1, true)
     assert.matches('too few samples', out, 1, true)
     assert.is_nil(out:find('REGRESSION', 1, true))
@@ -412,35 +403,23 @@ describe('the between-session noise figure (issue 13)', function()
     assert.is_nil((ceilings.noise_figure {}))
   end)
 
-  local ok, kb = pcall(require, 'kluabench.core')
-  local engine_it = (ok and kb.executable) and it or pending
-
   engine_it('scripts/run_noise.lua --from stores it in the cache, and compare then uses it', function()
-    local output = require 'kluabench.report'
-    local dir = os.tmpname()
-    os.remove(dir)
-    assert(os.execute('mkdir -p ' .. dir))
+    local dir = util.tmpdir()
     local env = require('kluabench.record.env').capture()
-    local function write(path, shift, seed)
-      local f = assert(io.open(path, 'w'))
+    local function session(path, shift, seed)
+      local bs = {}
       for i, d in ipairs { 'sha256:a1', 'sha256:b2' } do
-        local bb = bundle { digest = d, hidden = 512 * i, samples = samples(shift * i, 0.002, 50, seed + i) }
-        bb.environment = env
-        f:write(output.encode_line(bb), '\n')
+        bs[i] = bundle { digest = d, hidden = 512 * i, samples = samples(shift * i, 0.002, 50, seed + i) }
+        bs[i].environment = env
       end
-      f:close()
+      write(path, bs)
     end
-    write(dir .. '/s1.jsonl', 1.00, 10)
-    write(dir .. '/s2.jsonl', 1.03, 20)
-    write(dir .. '/s3.jsonl', 0.97, 30)
+    session(dir .. '/s1.jsonl', 1.00, 10)
+    session(dir .. '/s2.jsonl', 1.03, 20)
+    session(dir .. '/s3.jsonl', 0.97, 30)
     local cache = dir .. '/cache'
-    local function sh(cmd)
-      local p = io.popen('KLUABENCH_CACHE=' .. cache .. ' ' .. cmd .. ' 2>&1; echo "rc=$?"')
-      local out = p:read('a')
-      p:close()
-      return out, tonumber(out:match('rc=(%d+)%s*$'))
-    end
-    local out, rc = sh(kb.executable() .. ' scripts/run_noise.lua --from ' .. dir .. '/s1.jsonl --from '
+    local function sh(args) return kluabench(args, 'KLUABENCH_CACHE=' .. util.q(cache) .. ' ') end
+    local out, rc = sh('scripts/run_noise.lua --from ' .. dir .. '/s1.jsonl --from '
       .. dir .. '/s2.jsonl --from ' .. dir .. '/s3.jsonl')
     assert.equal(0, rc, out)
     assert.matches('between%-session sd 3%.%d+%%', out)
@@ -451,9 +430,9 @@ describe('the between-session noise figure (issue 13)', function()
     assert.equal(3, fig.sessions)
     assert.is_string(fig.measuredAt)
     -- s1 against s2 (one session each, 3 % apart): without the figure a verdict, with it UNSURE
-    out, rc = sh(kb.executable() .. ' compare ' .. dir .. '/s1.jsonl ' .. dir .. '/s2.jsonl --between 0')
+    out = sh('compare ' .. dir .. '/s1.jsonl ' .. dir .. '/s2.jsonl --between 0')
     assert.matches('SLOWER', out, 1, true)
-    out, rc = sh(kb.executable() .. ' compare ' .. dir .. '/s1.jsonl ' .. dir .. '/s2.jsonl')
+    out, rc = sh('compare ' .. dir .. '/s1.jsonl ' .. dir .. '/s2.jsonl')
     assert.equal(0, rc, out)
     assert.is_nil(out:find('SLOWER', 1, true), out)
     assert.matches('UNSURE', out, 1, true)
