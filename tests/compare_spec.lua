@@ -269,6 +269,25 @@ describe('compare accounts for run-to-run variation (issue 13)', function()
     assert.is_true(naive >= 10, 'naive false changes: ' .. naive)
   end)
 
+  it('A/A with three sessions a side and no device figure: the sessions\' own spread, with Student\'s t', function()
+    for k = 1, 20 do
+      local c = compare.compare_sessions(sessions(1, 3, 100, 0.02, 100 + 2 * k), sessions(1, 3, 100, 0.02, 101 + 2 * k),
+        { points = 20, resamples = 500 })
+      assert.is_true(c.verdict == 'SAME' or c.verdict == 'UNSURE', c.verdict .. ' at ' .. k)
+      assert.equal('the spread of the sessions', c.between_source)
+      assert.equal(4, c.t_df)
+    end
+  end)
+
+  it('Student\'s t quantiles', function()
+    assert.near(12.7062, inference.t_quantile(0.975, 1), 1e-4)
+    assert.near(4.3027, inference.t_quantile(0.975, 2), 1e-4)
+    assert.near(2.2281, inference.t_quantile(0.975, 10), 1e-4)
+    assert.near(4.6041, inference.t_quantile(0.995, 4), 1e-4)
+    assert.near(0.050970, inference.t_cdf(-2, 5), 1e-6)
+    assert.has_error(function() inference.t_cdf(1, 0) end)
+  end)
+
   it('still finds a +8 % change through that noise, with three sessions a side', function()
     local c = compare.compare_sessions(sessions(1, 3, 100, 0.01, 1), sessions(1.08, 3, 100, 0.01, 2),
       { between = 0.01 })

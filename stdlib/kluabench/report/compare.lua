@@ -180,6 +180,11 @@ function M.compare_sessions(base, new, opts)
       if side[2] then ss, df = ss + side[2] ^ 2 * (side[1] - 1), df + side[1] - 1 end
     end
     sd, source = math.sqrt(ss / df), 'the spread of the sessions'
+    -- a spread estimated from a few sessions: Student's t with their
+    -- degrees of freedom instead of the normal quantile
+    local k = inference.t_quantile(0.5 + pconf / 2, df) / inference.normal_quantile(0.5 + pconf / 2)
+    h.lo, h.hi = h.ratio * (h.lo / h.ratio) ^ k, h.ratio * (h.hi / h.ratio) ^ k
+    r.t_df = df
   end
   local extra, unknown = 0, false
   for _, side in ipairs { { h.base_sessions, h.base_between }, { h.new_sessions, h.new_between } } do
@@ -456,6 +461,18 @@ function M.format(result, fmt)
     #result.points, #parts > 0 and table.concat(parts, ', ') or 'none', result.regressions,
     o.threshold * 100, o.confidence * 100, o.resamples, o.seed,
     o.between and string.format(' (--between %g%%)', o.between * 100) or '', o.noise * 100))
+  local sources, order = {}, {}
+  for _, p in ipairs(result.points) do
+    if p.between_source then
+      if not sources[p.between_source] then order[#order + 1] = p.between_source end
+      sources[p.between_source] = (sources[p.between_source] or 0) + 1
+    end
+  end
+  if #order > 0 then
+    local parts2 = {}
+    for i, src in ipairs(order) do parts2[i] = string.format('%s (%d point(s))', src, sources[src]) end
+    add('between-session noise from: ' .. table.concat(parts2, ', ') .. '.')
+  end
   if #result.only_base > 0 then add('only in BASE: ' .. table.concat(result.only_base, ', ')) end
   if #result.only_new > 0 then add('only in NEW: ' .. table.concat(result.only_new, ', ')) end
   return table.concat(lines, '\n') .. '\n'

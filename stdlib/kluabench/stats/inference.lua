@@ -92,6 +92,56 @@ function M.normal_quantile(p)
     / (((((B[1] * r + B[2]) * r + B[3]) * r + B[4]) * r + B[5]) * r + 1)
 end
 
+--- P(T <= t) for Student's t with df degrees of freedom (a positive
+-- integer), by the finite series of Abramowitz and Stegun 26.7.3-4 in
+-- theta = atan(t / sqrt(df)).
+function M.t_cdf(t, df)
+  if math.type(df) ~= 'integer' or df < 1 then
+    error("bad argument #2 to 't_cdf' (positive integer degrees of freedom expected, got "
+      .. tostring(df) .. ')', 2)
+  end
+  local th = math.atan(abs(t) / sqrt(df))
+  local c2, sn, cs = math.cos(th) ^ 2, math.sin(th), math.cos(th)
+  local a
+  if df % 2 == 1 then
+    local sum, term = 0, 1
+    if df > 1 then
+      sum = 1
+      for k = 3, df - 2, 2 do
+        term = term * (k - 1) / k * c2
+        sum = sum + term
+      end
+      sum = sn * cs * sum
+    end
+    a = 2 / math.pi * (th + sum)
+  else
+    local sum, term = 1, 1
+    for k = 2, df - 2, 2 do
+      term = term * (k - 1) / k * c2
+      sum = sum + term
+    end
+    a = sn * sum
+  end
+  if a > 1 then a = 1 end
+  return t >= 0 and 0.5 + a / 2 or 0.5 - a / 2
+end
+
+--- The p-quantile of Student's t with df degrees of freedom, 0.5 <= p < 1
+-- (bisection on t_cdf; t_quantile(0.975, 2) = 4.303).
+function M.t_quantile(p, df)
+  if type(p) ~= 'number' or not (p >= 0.5 and p < 1) then
+    error("bad argument #1 to 't_quantile' (probability in [0.5, 1) expected, got " .. tostring(p) .. ')', 2)
+  end
+  local lo, hi = 0, 1
+  while M.t_cdf(hi, df) < p do hi = hi * 2 end
+  for _ = 1, 200 do
+    local mid = 0.5 * (lo + hi)
+    if M.t_cdf(mid, df) < p then lo = mid else hi = mid end
+    if hi - lo < 1e-12 * hi then break end
+  end
+  return 0.5 * (lo + hi)
+end
+
 local function z_of(confidence, fname)
   if type(confidence) ~= 'number' or not (confidence > 0 and confidence < 1) then
     error(string.format("bad argument to '%s' (confidence in (0, 1) expected, got %s)", fname,
