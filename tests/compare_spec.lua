@@ -458,3 +458,29 @@ describe('the between-session noise figure (issue 13)', function()
     os.execute('rm -rf ' .. dir)
   end)
 end)
+
+describe('compare on the GPU: A/A and A/B with bench/ab_spin.lua #gpu', function()
+  -- hidden 8192 seq 16384: a kernel of ~100 us or more, where a spin of 10 %
+  -- is far beyond the run-to-run noise; three sessions a side
+  local ARGS = ' --hidden 8192 --seq 16384 --sessions 3 --protocol cold'
+
+  engine_it('finds a 10 % slow-down as SLOWER and a regression, and an A/A as no change', function()
+    local dir = util.tmpdir()
+    local function arm(name, extra)
+      local out, rc = kluabench('--quiet bench/ab_spin.lua' .. ARGS .. (extra or '') .. ' --out ' .. dir .. '/' .. name)
+      assert.equal(0, rc, out)
+    end
+    arm('a.jsonl')
+    arm('b.jsonl')
+    arm('slow.jsonl', ' --slow 10')
+    local out, rc = kluabench('compare ' .. dir .. '/a.jsonl ' .. dir .. '/b.jsonl')
+    assert.equal(0, rc, out)
+    assert.is_nil(out:find('FASTER', 1, true), out)
+    assert.is_nil(out:find('SLOWER', 1, true), out)
+    out, rc = kluabench('compare ' .. dir .. '/a.jsonl ' .. dir .. '/slow.jsonl')
+    assert.equal(1, rc, out)
+    assert.matches('SLOWER', out, 1, true)
+    assert.matches('3/3', out, 1, true)
+    os.execute('rm -rf ' .. dir)
+  end)
+end)
