@@ -73,7 +73,7 @@ $(GEN): FORCE
 	  echo; } > $@.tmp
 	@cmp -s $@.tmp $@ || mv $@.tmp $@; rm -f $@.tmp
 FORCE:
-$(BUILD)/obj/engine/device.o: $(GEN)
+$(BUILD)/obj/engine/device.o $(BUILD)/obj/engine/main.o: $(GEN)
 
 $(BIN): $(OBJ)
 	$(call say,LINK,$@)$(CC) $(LDFLAGS) -o $@ $(OBJ) $(LDLIBS)

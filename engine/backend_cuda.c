@@ -145,12 +145,9 @@ static const char *cu_convert(const kb_backend *b, void *dst, kb_dtype dt, const
   KERNEL(kb_convert_cuda(dst, dt, src, st, n, b->stream));
 }
 
-static const char *cu_rope_fused(const kb_backend *b, const kb_rope_args *a) {
-  KERNEL(kb_rope_fused_cuda(a));
-}
-
-static const char *cu_rope_reference(const kb_backend *b, const kb_rope_args *a, void *scratch) {
-  KERNEL(kb_rope_reference_cuda(a, scratch));
+static const char *cu_run_kernel(const kb_backend *b, const char *name, kb_kernel_fn fn,
+                                 void *args) {
+  KERNEL(fn(args));
 }
 
 static const char *cu_event_create(const kb_backend *b, void **ev) {
@@ -272,8 +269,7 @@ static kb_backend cuda_backend = {
     .fill = cu_fill,
     .randn = cu_randn,
     .convert = cu_convert,
-    .rope_fused = cu_rope_fused,
-    .rope_reference = cu_rope_reference,
+    .run_kernel = cu_run_kernel,
     .event_create = cu_event_create,
     .event_destroy = cu_event_destroy,
     .event_record = cu_event_record,

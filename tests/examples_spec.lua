@@ -13,6 +13,7 @@ local ARGS = {
   ['custom_record.lua'] = { '64' },
   ['bandwidth.lua'] = { '64' },
   ['read_results.lua'] = {},
+  ['copy_benchmark.lua'] = { '--mib', '1', '--rep-ms', '5', '--format', 'jsonl' },
 }
 
 local function examples()

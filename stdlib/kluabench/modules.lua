@@ -10,6 +10,7 @@ return {
   ceilings = 'kluabench.record.ceilings', liger = 'kluabench.record.liger',
   reader = 'kluabench.record.reader',
   output = 'kluabench.report', plot = 'kluabench.report.plot', compare = 'kluabench.report.compare',
-  progress = 'kluabench.report.progress',
+  suite = 'kluabench.suite',
+  progress = 'kluabench.report.progress', shard = 'kluabench.shard',
   cli = 'kluabench.cli', help = 'kluabench.cli.help', apidoc = 'kluabench.cli.apidoc',
 }

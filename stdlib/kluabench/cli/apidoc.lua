@@ -26,6 +26,7 @@ M.modules = {
   output = 'kluabench.report',
   names = 'kluabench.record.names',
   record = 'kluabench.record',
+  kernels = 'kluabench.kernels',
   env = 'kluabench.record.env',
   liger = 'kluabench.record.liger',
   measure = 'kluabench.measure',
@@ -39,6 +40,9 @@ M.modules = {
   progress = 'kluabench.report.progress',
   plot = 'kluabench.report.plot',
   help = 'kluabench.cli.help',
+  suite = 'kluabench.suite',
+  rope_benchmarks = 'kluabench.benchmarks.rope',
+  shard = 'kluabench.shard',
   reader = 'kluabench.record.reader',
 }
 
@@ -80,11 +84,6 @@ M.sections = {
     intro = 'Properties are read as fields (`t.shape`), methods called with a colon '
       .. '(`t:numel()`). `#t` is the number of elements and `tostring(t)` shows shape, dtype, '
       .. 'device and the first and last values.' },
-  { id = 'rope', title = 'Rotary position embedding (kb.rope)',
-    intro = 'The RoPE kernels, each on both backends (CUDA and the CPU reference). q is '
-      .. '`[B, S, Hq, D]`, k is `[B, S, Hk, D]` (Hq and Hk may differ), freqs is the f32 '
-      .. '`[S, D/2, 2]` table of (cos, sin) from `kb.rope.freqs`. The math is done in f32 and '
-      .. 'rounded back to the input dtype.' },
   { id = 'timing', title = 'Timing: events, clocks, L2 flush, graphs',
     intro = 'The primitives protocols are made of. On the cuda backend events are CUDA events '
       .. 'on the current stream; on cpu they record the host monotonic clock.' },
@@ -110,6 +109,12 @@ M.sections = {
     intro = 'By default Ctrl-C stops a script at once with an "interrupted!" error. A sweep '
       .. 'that wants to finish the current sample and write what it has asks for '
       .. 'cooperative interrupts and polls.' },
+  { id = 'suite', title = 'kluabench.suite: the benchmark harness',
+    intro = '`kb.suite.main{...}` runs a declared benchmark: the script gives axes, sweeps, providers, '
+      .. 'modes, dtypes and hooks (setup, run, check, cost, record); the harness owns the command line, '
+      .. 'the points, the check before timing, the protocol, sessions (--runs), shards, progress, '
+      .. 'interrupts, every output format and the records. docs/SUITE.md explains the declaration; '
+      .. 'examples/copy_benchmark.lua is a whole benchmark in 32 lines.' },
   { id = 'stats', title = 'kluabench.stats: statistics of samples',
     intro = '`local stats = require "kluabench.stats"`. Every function takes a list of '
       .. 'numbers (not modified) and raises an error naming the function on an empty list or a '
@@ -160,6 +165,11 @@ M.sections = {
       .. '{run, protocol, environment, workload, implementation}; the run carries the digest of '
       .. 'each other document, "sha256:" .. hex(SHA-256(JCS(doc.spec))). docs/RECORDS.md '
       .. 'describes every field.' },
+  { id = 'kernels', title = 'kluabench.kernels: the kernel registry',
+    intro = '`local kernels = require "kluabench.kernels"`. What records and `kluabench list` '
+      .. 'know about each kernel (title, source files, cost model), gathered from one descriptor '
+      .. 'per family, stdlib/kluabench/kernels/<family>.lua, for every family the engine names '
+      .. '(`kb.builtin_kernels()`). docs/ADDING_A_KERNEL.md adds one.' },
   { id = 'env', title = 'kluabench.record.env: the execution environment',
     intro = '`local env = require "kluabench.record.env"`. The ExecutionEnvironment document: hardware '
       .. 'and software a run used; what cannot be known is left out, never invented.' },
@@ -175,6 +185,11 @@ M.sections = {
   { id = 'plot', title = 'kluabench.report.plot: SVG charts',
     intro = '`local plot = require "kluabench.report.plot"`. Charts written by plain Lua: no plotting '
       .. 'library, the SVG opens in any browser. `kluabench plot` is the command-line face.' },
+  { id = 'shard', title = 'kluabench.shard: shards of a sweep',
+    intro = '`local shard = require "kluabench.shard"`. Which points of a sweep process I of N '
+      .. 'measures (`--shard I/N`, `kluabench run-all`, `kluabench slurm`): a point is '
+      .. '`{id = slug, cost = estimated bytes}` and stays whole; the split balances cost and '
+      .. 'depends only on the ids and costs (docs/DISTRIBUTED.md).' },
   { id = 'help', title = 'kluabench.cli.help: this documentation at the prompt',
     intro = 'The REPL installs `help` as a global; `?name` is `help("name")`.' },
   { id = 'commands', title = 'Commands',
@@ -190,6 +205,23 @@ local function section(id, list)
     e.section = id
     e.kind = e.kind or (e.name:find(':', 1, true) and 'method') or 'function'
     M.entries[#M.entries + 1] = e
+  end
+end
+
+-- Each kernel family documents its own functions (`doc` in its descriptor,
+-- stdlib/kluabench/kernels/<family>.lua); their sections follow the tensor
+-- methods.
+do
+  local at = #M.sections + 1
+  for i, s in ipairs(M.sections) do
+    if s.id == 'tensor_methods' then at = i + 1 end
+  end
+  for _, f in ipairs(require('kluabench.kernels').FAMILIES) do
+    if f.doc then
+      table.insert(M.sections, at, f.doc.section)
+      at = at + 1
+      section(f.doc.section.id, f.doc.entries)
+    end
   end
 end
 
@@ -231,6 +263,9 @@ section('device', {
     summary = 'How this binary was built: cuda (boolean), cflags, nvflags, compiler, nvcc, '
       .. 'git_commit, targets.',
     example = 'print(kb.build_info().targets) --> sm_90 sm_80 compute_90 (or cpu)' },
+  { name = 'kb.builtin_kernels', signature = 'kb.builtin_kernels() -> {family, ...}',
+    summary = 'The built-in kernel families of this binary ("rope"), each a table kb.<family>.',
+    example = 'for _, f in ipairs(kb.builtin_kernels()) do print(f) end' },
   { name = 'kb.kernel_sources', signature = 'kb.kernel_sources() -> {path = sha256 hex}',
     summary = 'SHA-256 of every kernel source file the binary was built from.',
     details = 'Records cite these hashes in their implementation document, so a result can be '
@@ -311,45 +346,6 @@ section('tensor_methods', {
     summary = 'Frees the memory now; safe to call twice. Also `__gc` and `__close`.',
     details = 'A tensor captured in a live CUDA graph refuses free(): free the graph first.',
     example = 'do\n  local tmp <close> = kb.empty({1 << 20})\nend -- freed here' },
-})
-
----------------------------------------------------------------------------
--- RoPE
----------------------------------------------------------------------------
-
-section('rope', {
-  { name = 'kb.rope.freqs', signature = 'kb.rope.freqs(seq_len, head_dim [, opts]) -> Tensor',
-    summary = 'The f32 [seq_len, head_dim/2, 2] table of (cos, sin) that RoPE multiplies by.',
-    details = 'Equal to `view_as_real` of the `freqs_cis` of Hugging Face\'s '
-      .. '`Llama4TextRotaryEmbedding` (default rope type). opts: `theta` (default 10000.0); '
-      .. '`positions` (a list or tensor of seq_len positions instead of 0..seq_len-1); '
-      .. '`scaling` (llama3 style: factor, low_freq_factor, high_freq_factor, '
-      .. 'original_max_position_embeddings); `device` (default: the selected backend). A table '
-      .. 'longer than seq serves any shorter q and k.',
-    example = 'local f = kb.rope.freqs(2048, 128, {theta = 500000})' },
-  { name = 'kb.rope.llama4_fwd', signature = 'kb.rope.llama4_fwd(q, k, freqs [, opts]) -> q_out, k_out',
-    summary = 'Llama 4 RoPE: pairs (2i, 2i+1) of q and k multiplied by freqs[s, i] as complex numbers.',
-    details = 'opts.impl: "fused" (default; one kernel for q and k) or "reference" (the unfused '
-      .. 'op sequence PyTorch eager runs: upcast, complex multiply, downcast, with temporaries). '
-      .. 'opts.inplace = true writes into q and k (and returns them). q and k share batch, seq, '
-      .. 'head_dim, dtype and device; freqs is f32 [>= seq, head_dim/2, 2] on the same device. '
-      .. 'A mismatch is an error naming the argument: "bad argument #3 to \'llama4_fwd\' (freqs '
-      .. 'has 1024 positions, q has seq 2048)".',
-    example = 'local q = kb.randn({1, 2048, 32, 16}, "bf16", 1)\n'
-      .. 'local k = kb.randn({1, 2048, 8, 16}, "bf16", 2)\n'
-      .. 'local f = kb.rope.freqs(2048, 16)\n'
-      .. 'local qo, ko = kb.rope.llama4_fwd(q, k, f)' },
-  { name = 'kb.rope.llama4_bwd', signature = 'kb.rope.llama4_bwd(dq, dk, freqs [, opts]) -> dq_in, dk_in',
-    summary = 'Backward of llama4_fwd: the gradients multiplied by the conjugate of freqs.',
-    details = 'Same options as llama4_fwd; bwd(fwd(x)) equals x up to rounding.',
-    example = 'local dq, dk = kb.rope.llama4_bwd(gq, gk, f, {impl = "reference"})' },
-  { name = 'kb.rope.neox_fwd', signature = 'kb.rope.neox_fwd(q, k, freqs [, opts]) -> q_out, k_out',
-    summary = 'Rotate-half RoPE (pairs (i, i + D/2)), as Hugging Face\'s Llama/Qwen apply_rotary_pos_emb.',
-    details = 'Same arguments and options as llama4_fwd.',
-    example = 'local qo, ko = kb.rope.neox_fwd(q, k, f, {inplace = true})' },
-  { name = 'kb.rope.neox_bwd', signature = 'kb.rope.neox_bwd(dq, dk, freqs [, opts]) -> dq_in, dk_in',
-    summary = 'Backward of neox_fwd.',
-    example = 'local dq, dk = kb.rope.neox_bwd(gq, gk, f)' },
 })
 
 ---------------------------------------------------------------------------
@@ -504,6 +500,9 @@ section('digest', {
   { name = 'kb.jcs.null', kind = 'value', signature = 'kb.jcs.null',
     summary = 'The value JSON null decodes to and encodes from (the NULL light userdata, like cjson.null).',
     example = 'print(kb.jcs.encode({x = kb.jcs.null})) --> {"x":null}' },
+  { name = 'kb.jcs.MAX_DEPTH', kind = 'value', signature = 'kb.jcs.MAX_DEPTH',
+    summary = 'The deepest nesting of arrays and objects that kb.jcs reads and writes; the stdlib\'s JSON reader and writer (output.decode, output.encode_line) use the same cap.',
+    example = 'print(kb.jcs.MAX_DEPTH) --> 1000' },
 })
 
 ---------------------------------------------------------------------------
@@ -1039,8 +1038,8 @@ section('output', {
     summary = 'A number as JSON: integers exactly, floats in the shortest round-trip form; raises for NaN and infinities.',
     example = 'print(output.format_number(0.1)) --> 0.1' },
   { name = 'output.format_pyfloat', signature = 'output.format_pyfloat(x) -> text',
-    summary = 'A float as Python\'s repr writes it ("256.0", "1e-05"), as Liger\'s CSV holds them.',
-    example = 'print(output.format_pyfloat(256)) --> 256.0' },
+    summary = 'A float as Python\'s repr writes it ("256.0", "1e-05"), as Liger\'s CSV holds them; an integer plainly ("256").',
+    example = 'print(output.format_pyfloat(256.0)) --> 256.0' },
   { name = 'output.ordered_keys', signature = 'output.ordered_keys(t) -> {keys}',
     summary = 'The keys of an object in output order: output.KEY_ORDER first, the rest sorted.',
     example = 'for _, k in ipairs(output.ordered_keys(bundle.run)) do print(k) end' },
@@ -1074,7 +1073,7 @@ section('output', {
     summary = 'The same table as GitHub markdown, for pasting into pull requests.',
     example = 'io.write(output.format_markdown({{key = "name"}, {key = "ms"}}, {{name = "fused", ms = 0.14}}))' },
   { name = 'output.results_rows', signature = 'output.results_rows(bundles) -> rows',
-    summary = 'One row per bundle for output.RESULT_COLUMNS (kernel, mode, provider, workload, median/p20/p80 us, GB/s, % of copy (left out of the tables when no row has it), samples, device).',
+    summary = 'One row per bundle for output.RESULT_COLUMNS (kernel, mode, provider, workload, median/p20/p80 us, GB/s, % of copy, samples, ci95 ±% (the 95 % interval of the median over the median), device, protocol, backend/timer, flags: n<5, !conv, <floor as output.FLAGS explains; the optional columns are left out of the tables when no row has them).',
     example = 'local rows = output.results_rows(bundles)' },
   { name = 'output.results_table', signature = 'output.results_table(bundles) -> text',
     summary = 'The aligned terminal table of a list of bundles.', example = 'io.write(output.results_table(bundles))' },
@@ -1143,6 +1142,30 @@ section('record', {
     summary = 'The statistic name of a quantile: 0.2 -> "p20", 0.999 -> "p99.9".', example = 'print(record.quantile_name(0.2))' },
   { name = 'record.metric_name', signature = 'record.metric_name(q [, unit]) -> text',
     summary = 'The sourceNative metric name of a quantile: 0.2 -> "ms_20".', example = 'print(record.metric_name(0.5)) --> ms_50' },
+})
+
+---------------------------------------------------------------------------
+-- kluabench.kernels
+---------------------------------------------------------------------------
+
+section('kernels', {
+  { name = 'kernels.kernel', signature = 'kernels.kernel(name) -> {title, sources, cost, family} | nil',
+    summary = 'What records know about a kernel: its title, source files and cost model.',
+    details = 'cost(parameters, dtype, operation) returns the bytes moved and flops of one call, '
+      .. 'or nil when the parameters do not say.',
+    example = 'print(kernels.kernel("llama4_rope").cost({hidden = 4096, seq = 2048, q_heads = 32, '
+      .. 'kv_heads = 8}, "bf16", "forward"))' },
+  { name = 'kernels.title', signature = 'kernels.title(name) -> text',
+    summary = 'A kernel\'s title for people; the name when none is known.',
+    example = 'print(kernels.title("llama4_rope"))' },
+  { name = 'kernels.functions', signature = 'kernels.functions(kb) -> {{name, family}, ...}',
+    summary = 'The Lua functions of every registered family with a binding, sorted by name.',
+    example = 'for _, f in ipairs(kernels.functions(kb)) do print(f.name) end' },
+  { name = 'kernels.register', signature = 'kernels.register(family, {binding = name | false, kernels = {...}})',
+    summary = 'Adds a family\'s descriptor (what stdlib/kluabench/kernels/<family>.lua returns).',
+    details = 'Each entry of kernels (record kernel name -> {title, sources, cost}) becomes known '
+      .. 'to records; the functions of kb[binding] to `kluabench list`.',
+    example = 'kernels.register("mine", {binding = false, kernels = {my_op = {title = "My op"}}})' },
 })
 
 ---------------------------------------------------------------------------
@@ -1245,6 +1268,41 @@ section('names', {
 -- kluabench.report.progress
 ---------------------------------------------------------------------------
 
+section('suite', {
+  { name = 'suite.main', signature = 'suite.main(decl [, args]) -> bundles',
+    summary = 'Runs a declared benchmark with the script\'s command line and returns its bundles.',
+    details = 'decl: name, summary, axes {name, default, help, max}, sweeps {name, axis, values, fixed}, '
+      .. 'dtypes/dtype, providers/provider, modes/mode, and the hooks validate(point), shared(point), '
+      .. 'setup(point, provider) -> inputs, run(point, provider, mode, inputs) -> fn, '
+      .. 'check(point, provider, inputs, modes) -> check record, cost(point, mode) -> bytes, flops, '
+      .. 'record(point, provider, mode) -> {timed, execution, annotations}. A point has one field per '
+      .. 'axis, dtype, params, x (the swept axis), id and shared. Exits itself for --help and '
+      .. '--list-points (0), on a usage error (2) and after SIGINT/SIGTERM (130/143); a wrong result is '
+      .. 'an error. Every bundle\'s run.spec.execution carries session {index, count} and point (the id).',
+    example = 'kb.suite.main {\n  name = "tensor_copy", axes = {{name = "mib", default = 64}},\n'
+      .. '  dtypes = {"f32"}, modes = {"forward"}, providers = {"copy_"},\n'
+      .. '  setup = function(p) local n = p.mib * 262144\n'
+      .. '    return {src = kb.randn({n}, "f32", 1), dst = kb.empty({n}, "f32")} end,\n'
+      .. '  run = function(p, provider, mode, t) return function(s) s = s or t; s.dst:copy_(s.src) end end,\n'
+      .. '  cost = function(p) return 2 * p.mib * 2^20, 0 end,\n}' },
+  { name = 'suite.usage', signature = 'suite.usage(decl) -> string',
+    summary = 'The --help text that suite.main prints for a declaration.',
+    example = 'print(suite.usage(require("kluabench.benchmarks.rope").declaration("rope")))' },
+  { name = 'suite.points', signature = 'suite.points(decl, opts) -> list of points',
+    summary = 'The points of a declaration for parsed options (opts.axes: lists by axis name; opts.sweep; opts.dtype).',
+    details = 'With a sweep: its axis over its values (or the option\'s), the other axes at the sweep\'s '
+      .. 'fixed values or their defaults; without: the product of every axis\'s values, the first axis '
+      .. 'varying slowest. A workload that two sweeps share is measured in each; its ids are slug@axis.',
+    example = 'local d = require("kluabench.benchmarks.rope").declaration("llama4_rope")\n'
+      .. 'for _, p in ipairs(suite.points(d, {axes = {seq = {1024, 4096}}, dtype = "bf16"})) do print(p.id) end' },
+  { name = 'rope_benchmarks.declaration', signature = 'rope_benchmarks.declaration(variant [, opts]) -> decl',
+    summary = 'Liger-Kernel\'s RoPE benchmarks as harness declarations: "llama4_rope" (kb.rope.llama4_*) or '
+      .. '"rope" (kb.rope.neox_*); opts.summary replaces the --help summary.',
+    details = 'scripts/llama4_rope.lua and scripts/rope.lua run them. The module is '
+      .. 'kluabench.benchmarks.rope.',
+    example = 'local decl = require("kluabench.benchmarks.rope").declaration("rope")\nprint(decl.name, #decl.axes)' },
+})
+
 section('progress', {
   { name = 'progress.new', signature = 'progress.new{total [, quiet, stream, tty, clock, width, label]} -> Progress',
     summary = 'A progress display for a sweep of total points.',
@@ -1271,7 +1329,7 @@ section('progress', {
   { name = 'p:elapsed', signature = 'p:elapsed() -> seconds', summary = 'Seconds since the display was made.',
     example = 'print(p:elapsed())' },
   { name = 'p:remaining', signature = 'p:remaining() -> seconds | nil',
-    summary = 'Estimated seconds left: the mean time of a finished point times the points left.',
+    summary = 'Estimated seconds left: the wall time per finished point so far (between points included) times the points left.',
     example = 'print(p:remaining())' },
   { name = 'progress.is_tty', signature = 'progress.is_tty([stream]) -> boolean',
     summary = 'Whether the stream (default io.stderr) is a terminal.',
@@ -1291,18 +1349,28 @@ section('progress', {
 ---------------------------------------------------------------------------
 
 section('plot', {
-  { name = 'plot.read', signature = 'plot.read(path) -> points | nil, message',
+  { name = 'plot.read', signature = 'plot.read(path [, run]) -> points | nil, message',
     summary = 'The points of a results file: record bundles (JSON, JSON Lines) or Liger CSV, told apart by content.',
-    details = 'A point is {kernel, mode, provider, metric, unit, gpu, dtype, params = {hidden = 512, ...}, '
-      .. 'y50, y20, y80}.',
+    details = 'A point is {kernel, mode, provider, metric, unit, gpu, dtype, run, params = {hidden = 512, ...}, '
+      .. 'y50, y20, y80, bytes, flops, gbps, tflops}; run is the given name, else the file\'s name '
+      .. 'without its directory, so that several files overlay (--by provider,run).',
     example = 'local points = assert(plot.read("results.jsonl"))' },
+  { name = 'plot.run_names', signature = 'plot.run_names(paths) -> {names}',
+    summary = 'The run names of several files: each file\'s name, or its path where two files share a name.',
+    example = 'print(table.concat(plot.run_names({"a/x.jsonl", "b/x.jsonl", "y.csv"}), " "))' },
+  { name = 'plot.xml_text', signature = 'plot.xml_text(s) -> text',
+    summary = 'Text XML 1.0 can carry: invalid UTF-8, control characters (but tab, newline, return) and U+FFFE/U+FFFF become U+FFFD.',
+    example = 'print(plot.xml_text("a\\1b") == "a\\u{FFFD}b") --> true' },
   { name = 'plot.chart', signature = 'plot.chart(points [, opts]) -> svg, info | nil, message, kind',
     summary = 'The SVG chart of points: lines over opts.x, one per opts.by, or bars for a single x.',
     details = 'opts: x (a field; default the one parameter that varies), by (field or list; default '
-      .. '"provider"), y ("ms", "us", "ns"), logx, logy, bar, title, width, height. Names that '
-      .. 'differ (mode, kernel) split lines; for other shape parameters that vary the slice '
-      .. 'where x varies most is kept; info.notes says what was done. kind is "usage" when an '
-      .. 'option must change.',
+      .. '"provider"; an unknown field is a usage error), y ("ms", "us", "ns", "s", or the throughput '
+      .. '"gbps" / "tflops": the record\'s own at the median, else the workload\'s bytes / flops over '
+      .. 'the median, bars at the p80 and p20 times), logx, logy, bar, title, width, height. Names that '
+      .. 'differ (mode, kernel) split lines, and runs (files) where two would share a line and an x; '
+      .. 'lines of several runs share a colour per group and differ by dash pattern. For other shape '
+      .. 'parameters that vary the slice where x varies most is kept; info.notes says what was done, '
+      .. 'info.data holds the series drawn. kind is "usage" when an option must change.',
     example = 'local svg = assert(plot.chart(points, {x = "seq", by = "provider", logx = true}))\n'
       .. 'local f = assert(io.open("chart.svg", "w")); f:write(svg); f:close()' },
   { name = 'plot.line_chart', signature = 'plot.line_chart(spec) -> svg | nil, message',
@@ -1358,6 +1426,31 @@ section('plot', {
 ---------------------------------------------------------------------------
 -- kluabench.cli.help
 ---------------------------------------------------------------------------
+
+section('shard', {
+  { name = 'shard.parse', signature = 'shard.parse(spec) -> i, n | nil, message',
+    summary = 'Reads "I/N" (1-based, 1 <= I <= N); a bad spec gives nil and a message naming it.',
+    example = 'local i, n = shard.parse("2/3")\nassert(i == 2 and n == 3)\nassert(shard.parse("4/3") == nil)' },
+  { name = 'shard.format', signature = 'shard.format(i, n) -> "i/n"',
+    summary = 'The spec of shard i of n, as --shard takes it.',
+    example = 'assert(shard.format(1, 4) == "1/4")' },
+  { name = 'shard.select', signature = 'shard.select(points, i, n) -> points',
+    summary = 'The points of shard i of n, in declaration order (possibly none).',
+    details = 'points is a list of `{id = string, cost = number >= 0}` with unique ids. Greedy '
+      .. 'longest-processing-time: points by cost, largest first (ties by id), each to the shard '
+      .. 'with the least cost so far (ties to the lowest number). The most and least loaded '
+      .. 'shards differ by at most the largest cost. The same ids and costs give the same '
+      .. 'shards in every process and every run, whatever their order.',
+    example = 'local pts = {{id = "seq1024", cost = 4e6}, {id = "seq2048", cost = 8e6}, {id = "seq4096", cost = 16e6}}\n'
+      .. 'local mine = shard.select(pts, 1, 2)\nassert(#mine == 1 and mine[1].id == "seq4096")' },
+  { name = 'shard.assign', signature = 'shard.assign(points, n) -> {shard, ...}',
+    summary = 'The shard number of every point, a list parallel to points.',
+    example = 'local where = shard.assign({{id = "a", cost = 2}, {id = "b", cost = 1}}, 2)\nassert(where[1] == 1 and where[2] == 2)' },
+  { name = 'shard.plan', signature = 'shard.plan(points, n) -> shards, costs',
+    summary = 'All n shards (lists of points in declaration order) and the total cost of each.',
+    example = 'local shards, costs = shard.plan({{id = "a", cost = 2}, {id = "b", cost = 1}, {id = "c", cost = 1}}, 2)\n'
+      .. 'assert(costs[1] == 2 and costs[2] == 2 and #shards[2] == 2)' },
+})
 
 section('help', {
   { name = 'help', kind = 'function', path = { 'kluabench.cli.help', 'help' }, signature = 'help([x])',
@@ -1427,17 +1520,31 @@ local function command_entries()
       local hok, full = pcall(cli.command_help, c)
       if hok and type(full) == 'string' then text = full:gsub('^usage:[^\n]*\n\n', '') end
     end
-    local usage = c.usage
-    if c.module then
-      local mok, mod = pcall(require, 'kluabench.cli.commands.' .. c.module)
-      if mok and type(mod) == 'table' and type(mod.USAGE) == 'string' then usage = mod.USAGE end
-    end
+    local usage = cli.command_usage and cli.command_usage(c) or c.usage
     list[#list + 1] = {
       name = 'kluabench ' .. c.name, kind = 'command', signature = usage, summary = c.summary,
       details = text:gsub('\n+$', ''), preformatted = true, example = COMMAND_EXAMPLES[c.name],
     }
   end
   return list
+end
+
+---------------------------------------------------------------------------
+-- The Lua modules: their entries are the `---` comments beside their
+-- functions (kluabench.cli.doccomments), one copy, next to the code.
+---------------------------------------------------------------------------
+
+-- kb.output gathers the functions of four files.
+local SOURCES = { output = { 'kluabench.report.json', 'kluabench.report.files', 'kluabench.report.csv',
+  'kluabench.report.table' } }
+do
+  local modules = {}
+  for prefix, modname in pairs(M.modules) do
+    if prefix ~= 'kb' then modules[prefix] = SOURCES[prefix] or modname end
+  end
+  for _, e in ipairs(require('kluabench.cli.doccomments').collect(modules, M.sections)) do
+    M.entries[#M.entries + 1] = e
+  end
 end
 
 section('commands', command_entries())

@@ -6,6 +6,7 @@
 -- digests of the other four: "sha256:" .. hex(SHA-256(JCS(doc.spec))), JCS
 -- being RFC 8785 (kb.jcs.encode), i.e. kb.digest(doc.spec).
 -- docs/RECORDS.md describes every field.
+local kernels = require 'kluabench.kernels'
 local names = require 'kluabench.record.names'
 local output = require 'kluabench.report'
 
@@ -23,47 +24,13 @@ M.DIGESTS = {
 
 local function kb() return require 'kluabench.core' end
 
-local DTYPE_BYTES = { bf16 = 2, f16 = 2, f32 = 4, f64 = 8 }
-
---- What records know about kernels: a title for people, the source files
--- that implement it (for the implementation digest when the engine does not
--- list them), and a cost model (bytes moved and flops of one call, the
--- algorithmic minimum) from the workload parameters.
-M.KERNELS = {
-  llama4_rope = {
-    title = 'Llama 4 rotary position embedding',
-    sources = { 'kernels/rope.h', 'kernels/rope.cu', 'kernels/rope_cpu.c', 'kernels/rope_freqs_cpu.c',
-      'kernels/dtype.h' },
-    -- q [B, S, Hq, D] and k [B, S, Hk, D] read and written once, the f32
-    -- (cos, sin) table [S, D/2, 2] read once; 6 flops per complex product.
-    cost = function(p, dtype, op)
-      local elt = DTYPE_BYTES[dtype]
-      -- parameters come from files too (a Liger CSV): no cost unless each
-      -- is a positive whole number
-      local function count(v) return type(v) == 'number' and v > 0 and math.tointeger(v) or nil end
-      local hidden, seq, hq, hk = count(p.hidden), count(p.seq), count(p.q_heads), count(p.kv_heads)
-      local batch = p.batch == nil and 1 or count(p.batch)
-      if not (elt and hidden and seq and hq and hk and batch) or hidden % hq ~= 0 then return nil end
-      local d = hidden // hq
-      local n = batch * seq * (hq + hk) * d
-      local passes = ({ forward = 1, backward = 1, full = 2 })[op]
-      if not passes then return nil end
-      return passes * (2 * n * elt + seq * d * 4), passes * 3 * n
-    end,
-  },
-  rope = { title = 'Rotary position embedding' },
-  qwen2vl_mrope = { title = 'Qwen2-VL multimodal rotary position embedding' },
-  rms_norm = { title = 'RMS normalization' },
-  layer_norm = { title = 'Layer normalization' },
-  group_norm = { title = 'Group normalization' },
-  swiglu = { title = 'SwiGLU' },
-  geglu = { title = 'GeGLU' },
-  cross_entropy = { title = 'Cross entropy' },
-  fused_linear_cross_entropy = { title = 'Fused linear cross entropy' },
-  embedding = { title = 'Embedding' },
-  kl_div = { title = 'KL divergence' },
-  jsd = { title = 'Jensen-Shannon divergence' },
-}
+--- What records know about kernels, by kernel name: a title for people, the
+-- source files that implement it (for the implementation digest when the
+-- engine does not list them), and a cost model (bytes moved and flops of one
+-- call, the algorithmic minimum) from the workload parameters. The kernel
+-- registry (kluabench.kernels) gathers them from the descriptor beside each
+-- kernel (stdlib/kluabench/kernels/<family>.lua).
+M.KERNELS = kernels.KERNELS
 
 --- A kernel's title for people (the kernel name when none is known).
 function M.kernel_title(kernel)

@@ -1,0 +1,212 @@
+--- Liger-Kernel's RoPE benchmarks as harness declarations (kluabench.suite):
+-- `llama4_rope` (kb.rope.llama4_*, Llama 4's complex-pair rotation) and
+-- `rope` (kb.rope.neox_*, the rotate-half rotation of Llama and Qwen).
+-- Both time the same workload as Liger's benchmark_llama4_rope.py and
+-- benchmark_rope.py: batch 1, q [1, seq, q_heads, hidden / q_heads], k [1,
+-- seq, kv_heads, hidden / q_heads], bf16, rope theta 10000; the hidden sweep
+-- {512, 2048, 8192} at seq 2048 and the sequence sweep {1024, ..., 16384} at
+-- hidden 8192; modes forward, backward (given random upstream gradients for
+-- q and k) and full; providers fused (one kernel for q and k), reference
+-- (PyTorch eager's op sequence) and copy (the bandwidth ceiling of the same
+-- traffic). scripts/llama4_rope.lua and scripts/rope.lua run them.
+local M = {}
+
+local kb = require 'kluabench.core'
+
+local SEEDS = { q = 1, k = 2, dq = 3, dk = 4 }
+local THETA = 10000.0
+
+-- Largest |difference| and relative L2 error allowed against the cpu
+-- reference. The kernels promise bit-identical results (kernels/rope.h);
+-- the tolerances leave room for one rounding step of the dtype, so a
+-- changed evaluation order passes and a wrong kernel does not.
+local TOLERANCE = {
+  bf16 = { abs = 2 ^ -4, rel = 1e-2 },
+  f16 = { abs = 2 ^ -7, rel = 2e-3 },
+  f32 = { abs = 1e-5, rel = 1e-6 },
+  f64 = { abs = 1e-12, rel = 1e-14 },
+}
+
+local TIMED = {
+  forward = 'the forward pass (%s of q and k, in place)',
+  backward = 'the backward pass given random upstream gradients for q and k (%s, in place)',
+  full = 'the forward pass followed by the backward pass (%s then %s, in place)',
+}
+
+-- The variants: the kernel functions and what records call them.
+local VARIANTS = {
+  llama4_rope = { fwd = 'llama4_fwd', bwd = 'llama4_bwd', reference = 'kb.rope llama4' },
+  rope = { fwd = 'neox_fwd', bwd = 'neox_bwd', reference = 'kb.rope neox' },
+}
+
+-- copy: one device-to-device copy of q's and k's bytes (two for full). It
+-- does not read the (cos, sin) table, which the workload's bytes count:
+-- about 2.5 % of them in bf16 with 32 + 8 heads, so copy's GB/s reads that
+-- much high.
+local function setup(p, provider)
+  local d = p.hidden // p.q_heads
+  if provider == 'copy' then
+    local n = p.seq * (p.q_heads + p.kv_heads) * d
+    return { src = kb.randn({ n }, p.dtype, SEEDS.q), dst = kb.empty({ n }, p.dtype) }
+  end
+  return {
+    q = kb.randn({ 1, p.seq, p.q_heads, d }, p.dtype, SEEDS.q),
+    k = kb.randn({ 1, p.seq, p.kv_heads, d }, p.dtype, SEEDS.k),
+    dq = kb.randn({ 1, p.seq, p.q_heads, d }, p.dtype, SEEDS.dq),
+    dk = kb.randn({ 1, p.seq, p.kv_heads, d }, p.dtype, SEEDS.dk),
+  }
+end
+
+-- got (any device) against want (cpu): max |diff| and rel_l2, or an error.
+local function compare(name, what, got, want, tol, provider, p)
+  local got_cpu = got:to('cpu')
+  local mad, rel = kb.max_abs_diff(got_cpu, want), kb.rel_l2(got_cpu, want)
+  if got_cpu ~= got then got_cpu:free() end
+  if not (mad <= tol.abs and rel <= tol.rel) then
+    error(string.format('%s: WRONG RESULT: provider %s, %s of %s differs from the cpu reference: '
+      .. 'max |diff| %.6g (allowed %.3g), rel_l2 %.6g (allowed %.3g); not timed',
+      name, provider, what, p.id, mad, tol.abs, rel, tol.rel), 0)
+  end
+  return mad, rel
+end
+
+local function free(...)
+  for i = 1, select('#', ...) do
+    local t = select(i, ...)
+    if t then t:free() end
+  end
+end
+
+--- The declaration of one variant ('llama4_rope' or 'rope') for suite.main;
+-- o.summary replaces the --help summary.
+function M.declaration(variant, o)
+  local v = assert(VARIANTS[variant], 'unknown RoPE variant')
+  local fwd, bwd = kb.rope[v.fwd], kb.rope[v.bwd]
+  local api = { fwd = 'kb.rope.' .. v.fwd, bwd = 'kb.rope.' .. v.bwd }
+  o = o or {}
+  local device
+  local function gpu_name()
+    if not device then
+      local env = require 'kluabench.record.env'
+      device = env.device_name(env.capture()) or kb.device_info().name
+    end
+    return device
+  end
+
+  -- Runs the provider and the cpu reference on cpu copies of the same
+  -- inputs for every pass the modes time; raises on a difference beyond
+  -- TOLERANCE. Returns the check record for run.spec.check.
+  local function check(p, provider, t, modes)
+    if provider == 'copy' then
+      t.dst:copy_(t.src)
+      local mad = kb.max_abs_diff(t.dst, t.src)
+      if mad ~= 0 then error(variant .. ': WRONG RESULT: the copy of ' .. p.id .. ' differs by ' .. mad, 0) end
+      return { reference = 'the source buffer', passed = true, maxAbsDiff = 0, relL2 = 0,
+        tolerance = { maxAbsDiff = 0, relL2 = 0 } }
+    end
+    local tol = TOLERANCE[p.dtype]
+    local f, cf = p.shared, p.shared:to('cpu')
+    local worst_abs, worst_rel = 0, 0
+    local function pass(fn, a, b, names)
+      local ca, cb = a:to('cpu'), b:to('cpu')
+      local got, want = { fn(a, b, f, { impl = provider }) }, { fn(ca, cb, cf, { impl = 'reference' }) }
+      for i = 1, 2 do
+        local mad, rel = compare(variant, names[i], got[i], want[i], tol, provider, p)
+        worst_abs, worst_rel = math.max(worst_abs, mad), math.max(worst_rel, rel)
+      end
+      free(got[1], got[2], want[1], want[2], ca ~= a and ca or nil, cb ~= b and cb or nil)
+    end
+    local need = {}
+    for _, m in ipairs(modes) do need[m] = true end
+    if need.forward or need.full then pass(fwd, t.q, t.k, { 'forward q_out', 'forward k_out' }) end
+    if need.backward or need.full then pass(bwd, t.dq, t.dk, { 'backward dq', 'backward dk' }) end
+    if cf ~= f then cf:free() end
+    return {
+      reference = v.reference .. ' impl=reference on the cpu backend, same inputs',
+      passed = true, maxAbsDiff = worst_abs, relL2 = worst_rel,
+      tolerance = { maxAbsDiff = tol.abs, relL2 = tol.rel },
+    }
+  end
+
+  -- The timed function: fn() works on t, fn(set) on a rotated input set.
+  local function run(p, provider, mode, t)
+    if provider == 'copy' then
+      local twice = mode == 'full'
+      return function(set)
+        set = set or t
+        set.dst:copy_(set.src)
+        if twice then set.src:copy_(set.dst) end
+      end
+    end
+    local opts, f = { impl = provider, inplace = true }, p.shared
+    if mode == 'forward' then
+      return function(set) set = set or t; fwd(set.q, set.k, f, opts) end
+    elseif mode == 'backward' then
+      return function(set) set = set or t; bwd(set.dq, set.dk, f, opts) end
+    end
+    return function(set)
+      set = set or t
+      fwd(set.q, set.k, f, opts)
+      bwd(set.dq, set.dk, f, opts)
+    end
+  end
+
+  return {
+    name = variant,
+    summary = o.summary,
+    axes = {
+      { name = 'hidden', default = 512, max = 1 << 20, help = 'hidden size; head_dim = hidden / q-heads' },
+      { name = 'seq', default = 2048, max = 1 << 24, help = 'sequence length' },
+      { name = 'q_heads', default = 32, max = 4096, help = 'query heads' },
+      { name = 'kv_heads', default = 8, max = 4096, help = 'key/value heads' },
+    },
+    sweeps = {
+      { name = 'hidden', axis = 'hidden', values = { 512, 2048, 8192 }, fixed = { seq = 2048 } },
+      { name = 'seq', axis = 'seq', values = { 1024, 2048, 4096, 8192, 16384 }, fixed = { hidden = 8192 } },
+    },
+    dtypes = { 'bf16', 'f16', 'f32', 'f64' },
+    modes = { 'forward', 'backward', 'full' }, mode = 'backward',
+    providers = { 'fused', 'reference', 'copy' }, provider = 'fused',
+    provider_help = '                      fused: one kernel for q and k; reference: PyTorch eager\'s op\n'
+      .. '                      sequence; copy: a device-to-device copy of q\'s and k\'s bytes\n'
+      .. '                      (twice for full), the ceiling for the same traffic and protocol',
+    notes = 'Timed functions run in place (inplace = true), so no allocation falls inside the\n'
+      .. 'timed region; the traffic is the same as out of place. On the cpu backend the\n'
+      .. 'times are CPU times and the records say so (timer host_monotonic). The table\n'
+      .. 'and every record carry GB/s (the workload\'s minimal bytes over the median) and,\n'
+      .. 'once scripts/ceilings.lua has cached this device\'s copy ceiling, % of it.',
+    validate = function(p)
+      if p.hidden % p.q_heads ~= 0 or (p.hidden // p.q_heads) % 2 ~= 0 then
+        return string.format('hidden %d is not a multiple of 2 x q-heads (%d): head_dim must be an even integer',
+          p.hidden, p.q_heads)
+      end
+      -- the largest tensor must be addressable with room to spare
+      if p.seq * p.q_heads * (p.hidden // p.q_heads) > (1 << 40) then
+        return string.format('seq %d x hidden %d is too large to allocate', p.seq, p.hidden)
+      end
+    end,
+    -- the (cos, sin) table every provider and mode of a point reads; shared
+    -- by the rotated graph sets, so it is no part of the rotation
+    shared = function(p) return kb.rope.freqs(p.seq, p.hidden // p.q_heads, { theta = THETA }) end,
+    setup = setup,
+    check = check,
+    run = run,
+    -- The workload's bytes and flops are the kernel's cost model (record
+    -- KERNELS): the minimal traffic of the operation, whatever the provider
+    -- does — q and k (dq and dk) read and written once per pass plus the f32
+    -- (cos, sin) table read once per pass, two passes for full; 6 flops per
+    -- complex product. GB/s, % of the cached copy ceiling and the roofline
+    -- floor of the median go into run.spec.execution.throughput.
+    record = function(p, provider, mode)
+      local x = require('kluabench.record.liger').X_AXIS[p.x] or { p.x, p.x }
+      return {
+        timed = string.format(TIMED[mode], mode == 'backward' and api.bwd or api.fwd, api.bwd),
+        execution = { seeds = SEEDS, ropeTheta = THETA, batch = 1, headDim = p.hidden // p.q_heads, inplace = true },
+        annotations = { liger_x_name = x[1], liger_x_label = x[2],
+          liger_gpu_name = gpu_name() },
+      }
+    end,
+  }
+end
+
+return M
