@@ -141,3 +141,38 @@ describe('ceilings on cuda #gpu', function()
     assert.equal(2 * (512 << 20), e.bytes_per_copy)
   end)
 end)
+
+describe('records carry the session noise and the ceiling they used (issue 13)', function()
+  local ok, kb = pcall(require, 'kluabench')
+  local engine_it = (ok and pcall(require, 'kluabench.core')) and it or pending
+
+  engine_it('from the cache of this device, and nothing for a bundle of another device', function()
+    local dir = require('helpers.util').tmpdir()
+    local path = dir .. '/ceilings.json'
+    local info = kb.device_info()
+    assert.is_true(ceilings.store(info, { copy_gbps = 2000, converged = true, measured_at = '2026-12-02T00:00:00Z' }, path))
+    assert.is_true(ceilings.store_noise(info, { measuredAt = '2026-12-02T01:00:00Z', sessions = 4,
+      scales = { { ms = 0.01, sd = 0.02, sdUpper = 0.03 } } }, path))
+    -- the records read the cache at ceilings.cache_path(), which asks cache_dir
+    local cache_dir = ceilings.cache_dir
+    ceilings.cache_dir = function() return dir end
+    finally(function() ceilings.cache_dir = cache_dir end)
+    local record = require 'kluabench.record'
+    local function make(environment)
+      return record.from_result {
+        kernel = 'llama4_rope', mode = 'forward', provider = 'fused',
+        parameters = { hidden = 512, seq = 256, q_heads = 32, kv_heads = 8 }, dtype = 'bf16',
+        result = { samples = { 0.01, 0.011, 0.012 } }, protocol = kb.bench.do_bench_protocol {},
+        environment = environment,
+      }
+    end
+    local here = make(kb.env.capture())
+    local other = make(kb.env.capture { info = { name = 'NVIDIA H200', arch = 'sm_90' }, backend = 'cuda',
+      kb = kb, os = { kernel = 'Linux' }, driver_release = false })
+    local e = here.run.spec.execution
+    assert.same({ sd = 0.03, measuredAt = '2026-12-02T01:00:00Z', sessions = 4 }, e.sessionNoise)
+    assert.same({ gbps = 2000, converged = true, measuredAt = '2026-12-02T00:00:00Z' }, e.throughput.copyCeiling)
+    assert.is_nil(other.run.spec.execution.sessionNoise)
+    os.execute('rm -rf ' .. dir)
+  end)
+end)

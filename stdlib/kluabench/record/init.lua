@@ -373,9 +373,7 @@ local function throughput_of(workload_spec, median_ms, environment)
   if type(workload_spec.bytes) ~= 'number' and type(workload_spec.flops) ~= 'number' then return nil end
   local ceilings = require 'kluabench.record.ceilings'
   local env = require 'kluabench.record.env'
-  local k = kb()
-  local here = type(k.device_info) == 'function'
-    and env.device_name { spec = { hardware = env.hardware(k.device_info(), k.backend and k.backend()) } }
+  local here = env.local_device_name()
   if here ~= env.device_name(environment) then
     local t = ceilings.throughput(workload_spec.bytes, workload_spec.flops, median_ms)
     t.note = 'measured on ' .. tostring(env.device_name(environment)) .. ', not on this process\'s device ('
@@ -391,10 +389,8 @@ end
 -- or the bundle's environment names another device.
 local function session_noise_of(median_ms, environment)
   local env = require 'kluabench.record.env'
-  local k = kb()
-  if type(k.device_info) ~= 'function' or type(median_ms) ~= 'number' then return nil end
-  local here = env.device_name { spec = { hardware = env.hardware(k.device_info(), k.backend and k.backend()) } }
-  if here ~= env.device_name(environment) then return nil end
+  local here = env.local_device_name()
+  if here == nil or type(median_ms) ~= 'number' or here ~= env.device_name(environment) then return nil end
   return require('kluabench.record.ceilings').cached_noise(median_ms)
 end
 

@@ -70,19 +70,17 @@ end
 -- of ms for compare.compare, when every bundle was measured on a device of
 -- this one's name; else nil.
 local function device_between(...)
-  local ok, kb = pcall(require, 'kluabench.core')
-  if not (ok and type(kb) == 'table' and kb.device_info) then return nil end
   local env = require 'kluabench.record.env'
   local ceilings = require 'kluabench.record.ceilings'
-  local info = kb.device_info()
-  local here = env.device_name { spec = { hardware = env.hardware(info, kb.backend()) } }
+  local here = env.local_device_name()
+  if not here then return nil end
   for i = 1, select('#', ...) do
     for _, b in ipairs(select(i, ...)) do
       local okn, name = pcall(env.device_name, type(b.environment) == 'table' and b.environment or nil)
       if not okn or name ~= here then return nil end
     end
   end
-  local fig = ceilings.usable_noise(ceilings.lookup(info))
+  local fig = ceilings.usable_noise(ceilings.lookup(require('kluabench.core').device_info()))
   if not fig then return nil end
   return function(ms) return ceilings.noise_at(fig, ms), 'this device\'s cache' end
 end
