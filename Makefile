@@ -53,8 +53,8 @@ else
   say =
 endif
 
-.PHONY: FORCE all deps test test-gpu bench bundle clean asan test-asan valgrind fuzz fuzz-run soak
-all: $(BIN) bundle
+.PHONY: FORCE all deps test test-gpu bench bundle plugins clean asan test-asan valgrind fuzz fuzz-run soak
+all: $(BIN) bundle plugins
 
 # What the binary reports about its own build (kb.build_info(),
 # kb.kernel_sources()); rewritten only when its content changes.
@@ -73,7 +73,7 @@ $(GEN): FORCE
 	  echo; } > $@.tmp
 	@cmp -s $@.tmp $@ || mv $@.tmp $@; rm -f $@.tmp
 FORCE:
-$(BUILD)/obj/engine/device.o: $(GEN)
+$(BUILD)/obj/engine/device.o $(BUILD)/obj/engine/main.o: $(GEN)
 
 $(BIN): $(OBJ)
 	$(call say,LINK,$@)$(CC) $(LDFLAGS) -o $@ $(OBJ) $(LDLIBS)
@@ -85,6 +85,48 @@ $(BUILD)/obj/%.o: %.c
 $(BUILD)/obj/%.cu.o: %.cu
 	@mkdir -p $(dir $@)
 	$(call say,NVCC,$<)$(NVCC) $(NVFLAGS) -MMD -MP -c -o $@ $<
+
+# User kernels (docs/KERNELS.md): the example plugin (its CUDA entry only
+# with CUDA=1), the broken plugins tests/plugin_spec.lua loads, and with
+# CUDA=1 the cubin, PTX and fatbin that tests/usercode_gpu_spec.lua loads.
+PLUGIN_DIR  := $(BUILD)/plugins
+PLUGIN_HDR  := include/kluabench_plugin.h
+TEST_PLUGINS := $(foreach v,1 2 3 4,$(PLUGIN_DIR)/libbroken$(v).so)
+USERCODE    := $(if $(filter 1,$(CUDA)),$(foreach x,cubin ptx fatbin,$(BUILD)/usercode/test_kernels.$(x)))
+LAUNCH_C    := $(if $(filter 1,$(CUDA)),$(BUILD)/bench/launch_overhead_c)
+plugins: $(PLUGIN_DIR)/libscale_add.so $(TEST_PLUGINS) $(USERCODE) $(LAUNCH_C)
+
+# bench/launch_overhead_user.lua's C baseline (links the driver's stub).
+$(BUILD)/bench/launch_overhead_c: bench/launch_overhead_c.c
+	@mkdir -p $(dir $@)
+	$(call say,CC,$@)$(CC) -std=c11 -O2 -Wall -Wextra -D_GNU_SOURCE -I$(CUDA_HOME)/include -o $@ $< -L$(CUDA_HOME)/lib64/stubs -lcuda
+
+ifeq ($(CUDA),1)
+$(PLUGIN_DIR)/libscale_add.so: examples/plugin/scale_add.c examples/plugin/scale_add.cu $(PLUGIN_HDR)
+	@mkdir -p $(PLUGIN_DIR)
+	$(call say,PLUGIN,$@)$(CC) -std=c11 -O2 -fPIC -Wall -Wextra -Iinclude -DSCALE_ADD_CUDA -c -o $(PLUGIN_DIR)/scale_add_c.o examples/plugin/scale_add.c && \
+	  $(NVCC) $(filter-out -lineinfo,$(NVFLAGS)) -Xcompiler -fPIC -Iinclude -shared -o $@ examples/plugin/scale_add.cu $(PLUGIN_DIR)/scale_add_c.o
+else
+$(PLUGIN_DIR)/libscale_add.so: examples/plugin/scale_add.c $(PLUGIN_HDR)
+	@mkdir -p $(PLUGIN_DIR)
+	$(call say,PLUGIN,$@)$(CC) -std=c11 -O2 -fPIC -Wall -Wextra -Iinclude -shared -o $@ $<
+endif
+
+$(PLUGIN_DIR)/libbroken%.so: tests/helpers/plugins.c $(PLUGIN_HDR)
+	@mkdir -p $(PLUGIN_DIR)
+	$(call say,PLUGIN,$@)$(CC) -std=c11 -fPIC -Wall -Wextra -Wno-unused-function -Iinclude -DPLUGIN_VARIANT=$* -shared -o $@ $<
+
+USERCODE_SRC := tests/data/usercode/test_kernels.cu
+$(BUILD)/usercode/test_kernels.cubin: $(USERCODE_SRC)
+	@mkdir -p $(dir $@)
+	$(call say,NVCC,$@)$(NVCC) -cubin -arch=sm_90 -o $@ $<
+$(BUILD)/usercode/test_kernels.ptx: $(USERCODE_SRC)
+	@mkdir -p $(dir $@)
+	$(call say,NVCC,$@)$(NVCC) -ptx -arch=compute_90 -o $@ $<
+$(BUILD)/usercode/test_kernels.fatbin: $(USERCODE_SRC)
+	@mkdir -p $(dir $@)
+	$(call say,NVCC,$@)$(NVCC) -fatbin -gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,code=sm_80 \
+	  -gencode arch=compute_90,code=compute_90 -o $@ $<
 
 # busted and its pure-Lua dependencies, plus the three C modules it loads,
 # copied beside the binary so that the tests run where none is installed

@@ -10,9 +10,12 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "../kernels/dtype.h"
-#include "../kernels/rope.h"
 
 typedef struct kb_backend kb_backend;
+
+/* A kernel entry bound to its arguments (engine/X.c adapts an operations
+ * table's typed entries to this): NULL on success or a message. */
+typedef const char *(*kb_kernel_fn)(void *args);
 
 /* What kb.device_info() reports. Fields a backend cannot know stay 0 / "". */
 typedef struct {
@@ -42,8 +45,12 @@ struct kb_backend {
   const char *(*randn)(const kb_backend *b, void *p, kb_dtype t, size_t n, uint64_t seed);
   const char *(*convert)(const kb_backend *b, void *dst, kb_dtype dt, const void *src,
                          kb_dtype st, size_t n);
-  const char *(*rope_fused)(const kb_backend *b, const kb_rope_args *a);
-  const char *(*rope_reference)(const kb_backend *b, const kb_rope_args *a, void *scratch);
+  /* Runs one kernel entry of this device, fn(args), with what the backend
+   * does around every kernel: cpu times it into kb.trace under `name`; cuda
+   * refuses once the context is dead and marks it dead when the launch
+   * poisoned it. The backend knows no kernel: the bindings pick a kernel's
+   * operations table (kernels/X.h) and pass its entries through here. */
+  const char *(*run_kernel)(const kb_backend *b, const char *name, kb_kernel_fn fn, void *args);
 
   /* timing: an event is an opaque handle; on cpu it stores the host clock */
   const char *(*event_create)(const kb_backend *b, void **ev);

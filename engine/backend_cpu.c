@@ -61,12 +61,9 @@ static const char *cpu_convert(const kb_backend *b, void *dst, kb_dtype dt, cons
   TRACED("kernel", "kb_convert_cpu", 0, kb_convert_cpu(dst, dt, src, st, n));
 }
 
-static const char *cpu_rope_fused(const kb_backend *b, const kb_rope_args *a) {
-  TRACED("kernel", "kb_rope_fused_cpu", 0, kb_rope_fused_cpu(a));
-}
-
-static const char *cpu_rope_reference(const kb_backend *b, const kb_rope_args *a, void *scratch) {
-  TRACED("kernel", "kb_rope_reference_cpu", 0, kb_rope_reference_cpu(a, scratch));
+static const char *cpu_run_kernel(const kb_backend *b, const char *name, kb_kernel_fn fn,
+                                  void *args) {
+  TRACED("kernel", name, 0, fn(args));
 }
 
 static const char *cpu_trace_available(const kb_backend *b) { return NULL; }
@@ -171,8 +168,7 @@ static const kb_backend cpu_backend = {
     .fill = cpu_fill,
     .randn = cpu_randn,
     .convert = cpu_convert,
-    .rope_fused = cpu_rope_fused,
-    .rope_reference = cpu_rope_reference,
+    .run_kernel = cpu_run_kernel,
     .event_create = cpu_event_create,
     .event_destroy = cpu_event_destroy,
     .event_record = cpu_event_record,

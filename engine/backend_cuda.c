@@ -10,6 +10,7 @@
 #include "backend.h"
 #include "../kernels/tensor_ops.h"
 #include "trace.h"
+#include "usercode.h"
 
 static char cu_err[512];
 
@@ -91,6 +92,22 @@ static const char *kernel_fail(const char *msg) {
 
 #define STREAM(b) ((cudaStream_t)(b)->stream)
 
+/* ---- calls made outside this file (engine/usercode.h) -------------------- */
+
+const char *kb_cuda_refuse(const char *what) {
+  return g_sticky != cudaSuccess ? cuda_fail(what, g_sticky) : NULL;
+}
+
+/* The driver API's CUresult and the runtime's cudaError_t agree on the
+ * codes is_sticky() lists (700, 702, 710, 714-719, 214). */
+const char *kb_cuda_external_fail(const char *what, int code, const char *name, const char *text) {
+  cudaError_t e = (cudaError_t)code;
+  if (is_sticky(e) && g_sticky == cudaSuccess) g_sticky = e;
+  snprintf(cu_err, sizeof cu_err, "%s: %s (%s)%s", what, name ? name : cudaGetErrorName(e),
+           text ? text : cudaGetErrorString(e), g_sticky != cudaSuccess ? KB_STICKY_TAIL : "");
+  return cu_err;
+}
+
 static const char *cu_alloc(const kb_backend *b, void **out, size_t bytes) {
   char what[96];
   snprintf(what, sizeof what, "cudaMalloc(%zu bytes)", bytes);
@@ -145,12 +162,9 @@ static const char *cu_convert(const kb_backend *b, void *dst, kb_dtype dt, const
   KERNEL(kb_convert_cuda(dst, dt, src, st, n, b->stream));
 }
 
-static const char *cu_rope_fused(const kb_backend *b, const kb_rope_args *a) {
-  KERNEL(kb_rope_fused_cuda(a));
-}
-
-static const char *cu_rope_reference(const kb_backend *b, const kb_rope_args *a, void *scratch) {
-  KERNEL(kb_rope_reference_cuda(a, scratch));
+static const char *cu_run_kernel(const kb_backend *b, const char *name, kb_kernel_fn fn,
+                                 void *args) {
+  KERNEL(fn(args));
 }
 
 static const char *cu_event_create(const kb_backend *b, void **ev) {
@@ -272,8 +286,7 @@ static kb_backend cuda_backend = {
     .fill = cu_fill,
     .randn = cu_randn,
     .convert = cu_convert,
-    .rope_fused = cu_rope_fused,
-    .rope_reference = cu_rope_reference,
+    .run_kernel = cu_run_kernel,
     .event_create = cu_event_create,
     .event_destroy = cu_event_destroy,
     .event_record = cu_event_record,

@@ -22,7 +22,9 @@
 #include "kb.h"
 
 /* Containers nested deeper than this are an error (lua-cjson and Python
- * stop at the same depth); a record is a few levels deep. */
+ * stop at the same depth); a record is a few levels deep. Lua sees it as
+ * kb.jcs.MAX_DEPTH, and the stdlib's reader and writer (report/json.lua,
+ * MAX_DEPTH) use the same value: tests/json_depth_spec.lua checks both. */
 #define JCS_MAX_DEPTH 1000
 /* 2^53: every integer of at most this magnitude is exactly a double. */
 #define JCS_MAX_EXACT ((lua_Integer)1 << 53)
@@ -961,5 +963,7 @@ void kb_open_jcs(lua_State *L) {
   luaL_newlib(L, fns);
   lua_pushlightuserdata(L, NULL);
   lua_setfield(L, -2, "null");
+  lua_pushinteger(L, JCS_MAX_DEPTH);
+  lua_setfield(L, -2, "MAX_DEPTH");
   lua_setfield(L, -2, "jcs");
 }

@@ -5,6 +5,7 @@
 #define KB_KB_H
 
 #include <stdint.h>
+#include <string.h>
 #include <lua.h>
 #include <lauxlib.h>
 #include "backend.h"
@@ -46,9 +47,37 @@ const kb_backend *kb_check_device(lua_State *L, int arg);
 void *kb_tensor_host_copy(lua_State *L, const kb_tensor *t);
 /* "[1, 2048, 32, 16]" written into buf. */
 const char *kb_shape_str(const kb_tensor *t, char *buf, size_t n);
-/* timing.c: while a CUDA graph is being captured, pins the tensor at idx
+/* graph.c: while a CUDA graph is being captured, pins the tensor at idx
  * (new tensors made inside the capture live as long as the graph). */
 void kb_capture_note(lua_State *L, int idx);
+
+/* A built-in kernel's operations table for a device (kernels/X.h declares
+ * X_cpu and X_cuda): KB_KERNEL_OPS(kb_rope_ops, dev) is &kb_rope_ops_cuda
+ * on a cuda device and &kb_rope_ops_cpu otherwise. A CPU-only build has no
+ * CUDA tables (and no cuda device), so it never names one. */
+static inline int kb_on_cuda(const kb_backend *dev) { return strcmp(dev->kind, "cuda") == 0; }
+#ifdef KB_WITH_CUDA
+#define KB_KERNEL_OPS(ops, dev) (kb_on_cuda(dev) ? &ops##_cuda : &ops##_cpu)
+#else
+#define KB_KERNEL_OPS(ops, dev) (&ops##_cpu)
+#endif
+
+/* Registers metatable `name` with `methods` as __index, `gc` as both __gc
+ * and __close, and `tostring`; leaves the stack as it was. */
+static inline void kb_new_class(lua_State *L, const char *name, const luaL_Reg *methods,
+                                lua_CFunction gc, lua_CFunction tostring) {
+  luaL_newmetatable(L, name);
+  lua_newtable(L);
+  luaL_setfuncs(L, methods, 0);
+  lua_setfield(L, -2, "__index");
+  lua_pushcfunction(L, gc);
+  lua_pushvalue(L, -1);
+  lua_setfield(L, -3, "__gc");
+  lua_setfield(L, -2, "__close");
+  lua_pushcfunction(L, tostring);
+  lua_setfield(L, -2, "__tostring");
+  lua_pop(L, 1);
+}
 
 /* Raise a Lua error carrying a backend message (never returns). */
 int kb_raise(lua_State *L, const char *msg);
@@ -63,8 +92,8 @@ int kb_raise(lua_State *L, const char *msg);
 const char *kb_sha256_hex(const void *p, size_t n, char out[65]);
 
 void kb_open_tensor(lua_State *L);
-void kb_open_rope(lua_State *L);
 void kb_open_timing(lua_State *L);
+void kb_open_graph(lua_State *L);
 void kb_open_digest(lua_State *L);
 void kb_open_jcs(lua_State *L);
 void kb_open_device(lua_State *L);

@@ -19,6 +19,7 @@
 #include <lauxlib.h>
 #include <lua.h>
 
+#include "host.h"
 #include "repl.h"
 #include "signals.h"
 

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "kb.h"
+#include "../kernels/rope.h"
 
 #define ROPE_SCRATCH_KEY "kluabench.rope.scratch"
 
@@ -315,6 +316,37 @@ static void *reference_scratch(lua_State *L, const kb_backend *dev, size_t bytes
 
 enum { IMPL_FUSED, IMPL_REFERENCE };
 
+/* An entry of the device's kb_rope_ops bound to its arguments, as the
+ * backend's run_kernel takes it. */
+typedef struct {
+  const kb_rope_ops *ops;
+  const kb_rope_args *a;
+  void *scratch;
+} rope_call;
+
+static const char *run_fused(void *p) {
+  const rope_call *c = (const rope_call *)p;
+  return c->ops->fused(c->a);
+}
+
+static const char *run_reference(void *p) {
+  const rope_call *c = (const rope_call *)p;
+  return c->ops->reference(c->a, c->scratch);
+}
+
+/* Runs the fused or reference path on the tensors' device. The name is the
+ * twin's entry point, which a cpu kb.trace record carries (constant
+ * strings: nothing is formatted on the launch path). */
+static void rope_launch(lua_State *L, const kb_backend *dev, int impl, const kb_rope_args *a) {
+  static const char *const names[2][2] = {{"kb_rope_fused_cpu", "kb_rope_reference_cpu"},
+                                           {"kb_rope_fused_cuda", "kb_rope_reference_cuda"}};
+  rope_call c = {KB_KERNEL_OPS(kb_rope_ops, dev), a, NULL};
+  if (impl == IMPL_REFERENCE)
+    c.scratch = reference_scratch(L, dev, kb_rope_reference_scratch_bytes(a));
+  KB_TRY(L, dev->run_kernel(dev, names[kb_on_cuda(dev)][impl],
+                            impl == IMPL_FUSED ? run_fused : run_reference, &c));
+}
+
 static int l_rope(lua_State *L) {
   static const char *const known[] = {"impl", "inplace", NULL};
   const char *fn = lua_tostring(L, lua_upvalueindex(1));
@@ -353,13 +385,7 @@ static int l_rope(lua_State *L) {
     a.q_out = kb_push_tensor(L, q->dev, q->dtype, 4, q->shape)->data;
     a.k_out = kb_push_tensor(L, k->dev, k->dtype, 4, k->shape)->data;
   }
-  const kb_backend *dev = q->dev;
-  if (impl == IMPL_FUSED) {
-    KB_TRY(L, dev->rope_fused(dev, &a));
-  } else {
-    void *scratch = reference_scratch(L, dev, kb_rope_reference_scratch_bytes(&a));
-    KB_TRY(L, dev->rope_reference(dev, &a, scratch));
-  }
+  rope_launch(L, q->dev, impl, &a);
   return 2;
 }
 

@@ -2,10 +2,11 @@
  *
  * Lifetime follows liolib's streams: the userdata is created empty (data ==
  * NULL, metatable set) before storage is allocated, so a failed allocation
- * leaves a consistent, collectable object; free() is idempotent and serves
- * __gc and __close; every method checks for a freed tensor through
+ * leaves a consistent, collectable object; free(), __close and __gc share
+ * one idempotent release; every method checks for a freed tensor through
  * kb_check_tensor. A tensor captured into a CUDA graph is pinned (pins > 0)
- * and refuses free() until the graph is gone. */
+ * and refuses free() and __close until the graph is gone (the collector
+ * frees it with the graph). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -290,20 +291,26 @@ static int m_digest(lua_State *L) {
   return 1;
 }
 
-/* Idempotent; serves __gc and __close. An explicit free of a tensor pinned
- * by a live CUDA graph is refused: the graph would write freed memory. */
-static int m_free(lua_State *L) {
+/* Releases the storage; idempotent. `verb` is the caller's name for the
+ * refusal, NULL for the collector: an explicit free() and a <close>
+ * variable going out of scope refuse a tensor pinned by a live CUDA graph
+ * (the graph would write freed memory); the collector never sees one, since
+ * any graph pinning the tensor references it and is unreachable too, so it
+ * can never replay. */
+static int release(lua_State *L, const char *verb) {
   kb_tensor *t = to_tensor(L, 1);
   if (t->freed) return 0;
-  /* When the collector runs this, any graph pinning the tensor is
-   * unreachable too (it references the tensor), so it can never replay. */
-  if (t->pins > 0 && !lua_toboolean(L, lua_upvalueindex(1)))
-    return luaL_error(L, "free: tensor is used by a CUDA graph; free the graph first");
+  if (t->pins > 0 && verb)
+    return luaL_error(L, "%s: tensor is used by a CUDA graph; free the graph first", verb);
   t->dev->release(t->dev, t->data);
   t->data = NULL;
   t->freed = 1;
   return 0;
 }
+
+static int m_free(lua_State *L) { return release(L, "free"); }
+static int t_close(lua_State *L) { return release(L, "close"); }
+static int t_gc(lua_State *L) { return release(L, NULL); }
 
 /* ---- properties, printing ------------------------------------------------ */
 
@@ -449,10 +456,9 @@ void kb_open_tensor(lua_State *L) {
   }
   lua_pushcclosure(L, t_index, 2);
   lua_setfield(L, -2, "__index");
-  lua_pushboolean(L, 1);
-  lua_pushcclosure(L, m_free, 1); /* upvalue true: called by the collector */
-  lua_pushvalue(L, -1);
-  lua_setfield(L, -3, "__gc");
+  lua_pushcfunction(L, t_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_pushcfunction(L, t_close);
   lua_setfield(L, -2, "__close");
   lua_pushcfunction(L, t_tostring);
   lua_setfield(L, -2, "__tostring");

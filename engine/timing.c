@@ -1,24 +1,19 @@
 /* Timing primitives: kluabench.Event (a device event, or the host clock on
- * cpu), elapsed time, synchronisation, the L2 flush, the host clock, the
- * stream-holding spin and CUDA graphs (kluabench.Graph). Policy (how many
- * samples, when to flush) lives in stdlib/kluabench/bench.lua. */
+ * cpu), elapsed time, synchronisation, the L2 flush, the host clock and the
+ * stream-holding spin. CUDA graphs are graph.c's. Policy (how many samples,
+ * when to flush, which mode) lives in the stdlib's protocols
+ * (stdlib/kluabench/measure/: the modes, stopping rules, do_bench). */
 #include <string.h>
 #include <time.h>
 #include "kb.h"
 
 #define KB_EVENT_MT "kluabench.Event"
-#define KB_GRAPH_MT "kluabench.Graph"
 
 typedef struct {
   const kb_backend *dev;
   void *ev; /* NULL once destroyed */
   int recorded;
 } kb_event;
-
-typedef struct {
-  const kb_backend *dev;
-  void *exec; /* NULL once freed */
-} kb_graph;
 
 /* ---- events -------------------------------------------------------------- */
 
@@ -175,143 +170,20 @@ static int l_spin(lua_State *L) {
   return 0;
 }
 
-/* ---- graphs -------------------------------------------------------------- */
-
-/* While capturing, g_capture_ref is a registry reference to a table that
- * collects every tensor checked or created: the graph keeps it as its user
- * value, so those tensors live (and stay pinned) as long as the graph. */
-static int g_capture_ref = LUA_NOREF;
-
-void kb_capture_note(lua_State *L, int idx) {
-  if (g_capture_ref == LUA_NOREF) return;
-  idx = lua_absindex(L, idx);
-  lua_rawgeti(L, LUA_REGISTRYINDEX, g_capture_ref);
-  lua_pushvalue(L, idx);
-  if (lua_rawget(L, -2) == LUA_TNIL) {
-    kb_tensor *t = (kb_tensor *)lua_touserdata(L, idx);
-    t->pins++;
-    lua_pushvalue(L, idx);
-    lua_pushboolean(L, 1);
-    lua_rawset(L, -4);
-  }
-  lua_pop(L, 2);
-}
-
-static kb_graph *check_graph(lua_State *L, int arg) {
-  kb_graph *g = (kb_graph *)luaL_checkudata(L, arg, KB_GRAPH_MT);
-  if (!g->exec) luaL_argerror(L, arg, "graph has been freed");
-  return g;
-}
-
-static void unpin_all(lua_State *L, int graph_idx) {
-  lua_getiuservalue(L, graph_idx, 1);
-  if (lua_istable(L, -1)) {
-    lua_pushnil(L);
-    while (lua_next(L, -2)) {
-      lua_pop(L, 1);
-      kb_tensor *t = (kb_tensor *)lua_touserdata(L, -1);
-      if (t && t->pins > 0) t->pins--;
-    }
-  }
-  lua_pop(L, 1);
-  lua_pushnil(L);
-  lua_setiuservalue(L, graph_idx, 1);
-}
-
-/* graph(fn [, device]): runs fn once while capturing the stream and returns
- * a kluabench.Graph to replay. fn must only queue device work (no host
- * copies, no synchronisation: CUDA refuses those during capture). */
-static int l_graph(lua_State *L) {
-  luaL_checktype(L, 1, LUA_TFUNCTION);
-  const kb_backend *dev = kb_check_device(L, 2);
-  if (g_capture_ref != LUA_NOREF) return luaL_error(L, "graph: already capturing (graphs do not nest)");
-  kb_graph *g = (kb_graph *)lua_newuserdatauv(L, sizeof *g, 1);
-  memset(g, 0, sizeof *g);
-  luaL_setmetatable(L, KB_GRAPH_MT);
-  int gi = lua_gettop(L);
-  g->dev = dev;
-  lua_newtable(L);
-  lua_pushvalue(L, -1);
-  lua_setiuservalue(L, gi, 1);
-  KB_TRY(L, dev->graph_begin(dev));
-  g_capture_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-  lua_pushvalue(L, 1);
-  int rc = lua_pcall(L, 0, 0, 0);
-  luaL_unref(L, LUA_REGISTRYINDEX, g_capture_ref);
-  g_capture_ref = LUA_NOREF;
-  void *exec = NULL;
-  const char *err = dev->graph_end(dev, &exec);
-  if (rc != LUA_OK) {
-    if (exec) dev->graph_destroy(dev, exec);
-    unpin_all(L, gi);
-    return lua_error(L); /* the function's own error, untouched */
-  }
-  if (err) {
-    unpin_all(L, gi);
-    return kb_raise(L, err);
-  }
-  g->exec = exec;
-  lua_settop(L, gi);
-  return 1;
-}
-
-/* g:replay([n]): launch the graph n times (default 1). */
-static int gr_replay(lua_State *L) {
-  kb_graph *g = check_graph(L, 1);
-  lua_Integer n = luaL_optinteger(L, 2, 1);
-  if (n < 1) luaL_argerror(L, 2, "replay count must be >= 1");
-  for (lua_Integer i = 0; i < n; i++) KB_TRY(L, g->dev->graph_launch(g->dev, g->exec));
-  lua_settop(L, 1);
-  return 1;
-}
-
-static int gr_free(lua_State *L) {
-  kb_graph *g = (kb_graph *)luaL_checkudata(L, 1, KB_GRAPH_MT);
-  if (!g->exec) return 0;
-  g->dev->graph_destroy(g->dev, g->exec);
-  g->exec = NULL;
-  unpin_all(L, 1);
-  return 0;
-}
-
-static int gr_tostring(lua_State *L) {
-  kb_graph *g = (kb_graph *)luaL_checkudata(L, 1, KB_GRAPH_MT);
-  lua_pushfstring(L, "kluabench.Graph(%s%s)", g->dev->device, g->exec ? "" : ", freed");
-  return 1;
-}
-
 static const luaL_Reg event_methods[] = {{"record", ev_record},
                                          {"synchronize", ev_synchronize},
                                          {"elapsed_ms", ev_elapsed_ms},
                                          {"destroy", ev_destroy},
                                          {NULL, NULL}};
 
-static const luaL_Reg graph_methods[] = {{"replay", gr_replay}, {"free", gr_free}, {NULL, NULL}};
-
 static const luaL_Reg functions[] = {{"event", l_event},       {"elapsed_ms", l_elapsed_ms},
                                      {"synchronize", l_synchronize}, {"clock_ns", l_clock_ns},
                                      {"time_ns", l_time_ns},
                                      {"flush_l2", l_flush_l2}, {"spin", l_spin},
-                                     {"graph", l_graph},       {NULL, NULL}};
-
-static void new_class(lua_State *L, const char *name, const luaL_Reg *methods, lua_CFunction gc,
-                      lua_CFunction tostring) {
-  luaL_newmetatable(L, name);
-  lua_newtable(L);
-  luaL_setfuncs(L, methods, 0);
-  lua_setfield(L, -2, "__index");
-  lua_pushcfunction(L, gc);
-  lua_pushvalue(L, -1);
-  lua_setfield(L, -3, "__gc");
-  lua_setfield(L, -2, "__close");
-  lua_pushcfunction(L, tostring);
-  lua_setfield(L, -2, "__tostring");
-  lua_pop(L, 1);
-}
+                                     {NULL, NULL}};
 
 void kb_open_timing(lua_State *L) {
-  new_class(L, KB_EVENT_MT, event_methods, ev_destroy, ev_tostring);
-  new_class(L, KB_GRAPH_MT, graph_methods, gr_free, gr_tostring);
+  kb_new_class(L, KB_EVENT_MT, event_methods, ev_destroy, ev_tostring);
   lua_newuserdatauv(L, 0, 0);
   lua_createtable(L, 0, 1);
   lua_pushcfunction(L, release_flush_buffers);

@@ -548,7 +548,7 @@ template <kb_dtype DT> const char *ref_both(const kb_rope_args *a, void *scratch
 
 } // namespace
 
-extern "C" const char *kb_rope_fused_cuda(const kb_rope_args *a) {
+static const char *kb_rope_fused_cuda(const kb_rope_args *a) {
   const long long ntok = a->batch * a->seq;
   if (ntok == 0 || a->head_dim == 0 || a->q_heads + a->k_heads == 0) return NULL;
   FusedGeom g = {};
@@ -569,7 +569,7 @@ extern "C" const char *kb_rope_fused_cuda(const kb_rope_args *a) {
   }
 }
 
-extern "C" const char *kb_rope_reference_cuda(const kb_rope_args *a, void *scratch) {
+static const char *kb_rope_reference_cuda(const kb_rope_args *a, void *scratch) {
   switch (a->dtype) {
   case KB_BF16: return ref_both<KB_BF16>(a, scratch);
   case KB_F16: return ref_both<KB_F16>(a, scratch);
@@ -578,3 +578,7 @@ extern "C" const char *kb_rope_reference_cuda(const kb_rope_args *a, void *scrat
   default: return "rope_reference: unknown dtype";
   }
 }
+
+/* extern (rope.h declares it extern "C"): a namespace-scope const would
+ * otherwise have internal linkage in C++. */
+extern "C" const kb_rope_ops kb_rope_ops_cuda = {kb_rope_fused_cuda, kb_rope_reference_cuda};

@@ -40,26 +40,36 @@ typedef struct {
   void *stream;       /* cudaStream_t for the CUDA twin, unused on CPU */
 } kb_rope_args;
 
-/* Fused: q and k rotated together in one pass (one launch on CUDA).
- * Returns NULL on success or a message naming the failed call. */
-const char *kb_rope_fused_cpu(const kb_rope_args *a);
-const char *kb_rope_fused_cuda(const kb_rope_args *a);
+/* The operations of this kernel family, one table per backend: the CUDA
+ * twin (rope.cu) queues its kernels on a->stream, the CPU twin
+ * (rope_cpu.c) computes on the calling thread (and its worker threads).
+ * Every entry returns NULL on success or a message naming the failed call.
+ * engine/rope.c picks the table by the tensors' device and runs the entry
+ * through the backend's run_kernel, which adds what that device does around
+ * every kernel (tracing on cpu, the dead-context check on cuda). */
+typedef struct {
+  /* Fused: q and k rotated together in one pass (one launch on CUDA). */
+  const char *(*fused)(const kb_rope_args *a);
+  /* Reference: the op sequence PyTorch eager runs for the same math, one
+   * operation per pass with temporaries, q then k. It is the in-engine
+   * baseline and is deliberately not tuned.
+   *   llama4: x.float() (upcast into f32 temp A), A * freqs as complex
+   *     numbers (temp B), B.type_as(x) (downcast into the output).
+   *   neox: x.float() (A), A * cos (B), -A[..., D/2:] (C), cat(C, A[..., :D/2])
+   *     (D = rotate_half), D * sin (E), B + E (F), F.type_as(x).
+   * For f32 inputs the casts are no-ops, as .float() is in PyTorch: A is the
+   * input and the last op writes the output. f64 inputs are computed in f64
+   * (the casts skipped as for f32), keeping the f64 contract above.
+   * `scratch` holds at least kb_rope_reference_scratch_bytes(a) bytes on
+   * the same device as the tensors (may be NULL when that is 0). */
+  const char *(*reference)(const kb_rope_args *a, void *scratch);
+} kb_rope_ops;
 
-/* Reference: the op sequence PyTorch eager runs for the same math, one
- * operation per pass with temporaries, q then k. It is the in-engine baseline
- * and is deliberately not tuned.
- *   llama4: x.float() (upcast into f32 temp A), A * freqs as complex numbers
- *     (temp B), B.type_as(x) (downcast into the output).
- *   neox: x.float() (A), A * cos (B), -A[..., D/2:] (C), cat(C, A[..., :D/2])
- *     (D = rotate_half), D * sin (E), B + E (F), F.type_as(x).
- * For f32 inputs the casts are no-ops, as .float() is in PyTorch: A is the
- * input and the last op writes the output. f64 inputs are computed in f64
- * (the casts skipped as for f32), keeping the f64 contract above.
- * `scratch` holds at least kb_rope_reference_scratch_bytes(a) bytes on the
- * same device as the tensors (may be NULL when that is 0). */
+extern const kb_rope_ops kb_rope_ops_cpu;  /* rope_cpu.c */
+extern const kb_rope_ops kb_rope_ops_cuda; /* rope.cu; only in CUDA builds */
+
+/* Bytes of scratch the reference path needs (the same on every backend). */
 size_t kb_rope_reference_scratch_bytes(const kb_rope_args *a);
-const char *kb_rope_reference_cpu(const kb_rope_args *a, void *scratch);
-const char *kb_rope_reference_cuda(const kb_rope_args *a, void *scratch);
 
 /* The frequency table on the host, as Hugging Face's Llama4TextRotaryEmbedding
  * builds it for the default rope type (rope_freqs_cpu.c).

@@ -170,7 +170,7 @@ static int worker_count(size_t bytes) {
   return (int)((size_t)cores < by_size ? (size_t)cores : by_size);
 }
 
-const char *kb_rope_fused_cpu(const kb_rope_args *a) {
+static const char *kb_rope_fused_cpu(const kb_rope_args *a) {
   const int64_t ntok = a->batch * a->seq, d = a->head_dim;
   if (ntok == 0 || d == 0 || a->q_heads + a->k_heads == 0) return NULL;
   const size_t bytes = (size_t)(ntok * (a->q_heads + a->k_heads) * d) * kb_dtype_size(a->dtype) * 2;
@@ -309,8 +309,13 @@ static void ref_one(const kb_rope_args *a, int64_t heads, const void *x, void *o
   }
 }
 
-const char *kb_rope_reference_cpu(const kb_rope_args *a, void *scratch) {
+static const char *kb_rope_reference_cpu(const kb_rope_args *a, void *scratch) {
   ref_one(a, a->q_heads, a->q, a->q_out, scratch);
   ref_one(a, a->k_heads, a->k, a->k_out, scratch);
   return NULL;
 }
+
+const kb_rope_ops kb_rope_ops_cpu = {
+    .fused = kb_rope_fused_cpu,
+    .reference = kb_rope_reference_cpu,
+};

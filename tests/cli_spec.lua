@@ -303,6 +303,25 @@ describe('the kluabench host', function()
       assert.matches("unknown command 'nosuch'", r.err, 1, true)
     end)
 
+    it("takes each command's usage and help from one place, its module", function()
+      for _, c in ipairs(cli.COMMANDS) do
+        if c.module then
+          local mod = require('kluabench.cli.commands.' .. c.module)
+          assert.is_string(mod.USAGE, c.name)
+          assert.is_string(mod.help, c.name)
+          assert.is_nil(c.usage, c.name .. ': a second usage line in cli.COMMANDS')
+          assert.is_nil(c.help, c.name .. ': a second help text in cli.COMMANDS')
+          assert.matches('^kluabench ' .. c.name:gsub('%-', '%%-') .. '[ \n]', mod.USAGE)
+          local r = run({ c.name, '--help' })
+          assert.equal('usage: ' .. mod.USAGE .. '\n\n' .. mod.help:gsub('\n*$', '') .. '\n', r.out)
+          -- a usage error shows the same usage line
+          r = run({ c.name, '--no-such-option' })
+          assert.equal(2, r.code, c.name)
+          assert.matches('\nusage: ' .. mod.USAGE .. '\n', r.err, 1, true)
+        end
+      end
+    end)
+
     it('dispatch: a command name is a command, any path is a script', function()
       spit(dir .. '/list', 'print("the script", arg[0], ...)\n')
       local r = run({ 'list' }, { cwd = dir })
@@ -377,6 +396,24 @@ describe('the kluabench host', function()
       assert.is_string(env.kluabench.version)
       r = run({ '--backend', 'cpu', 'env', '--format', 'markdown' })
       assert.matches('\n| backend ', r.out, 1, true)
+    end)
+
+    it('env shows the git commit as hex when built from a git checkout', function()
+      local host = package.loaded['kluabench.host']
+      local root = host and host.root or '.'
+      local _, git = util.run('git -C ' .. q(root) .. ' rev-parse --verify -q HEAD >/dev/null 2>&1')
+      if git ~= 0 then return end -- not a checkout: the build says "unknown"
+      local hex = '^%x%x%x%x%x%x%x+%-?d?i?r?t?y?$'
+      local r = run({ '--backend', 'cpu', 'env', '--json' })
+      assert.equal(0, r.code)
+      assert.matches(hex, require('cjson').decode(r.out).kluabench.commit)
+      assert.matches('\nkluabench%.commit +%x%x%x%x%x%x%x', run({ '--backend', 'cpu', 'env' }).out)
+      -- the host's own table carries the same commit as the engine's build info
+      r = run({ '-e', 'local h = package.loaded["kluabench.host"]; local kb = require "kluabench"; '
+        .. 'io.write(h.commit, " ", kb.build_info().git_commit)' })
+      local a, b = r.out:match('^(%S+) (%S+)$')
+      assert.matches(hex, a)
+      assert.equal(b, a)
     end)
 
     it('list shows the kernels and the scripts with their first comment line', function()

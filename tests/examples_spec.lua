@@ -13,6 +13,9 @@ local ARGS = {
   ['custom_record.lua'] = { '64' },
   ['bandwidth.lua'] = { '64' },
   ['read_results.lua'] = {},
+  ['user_kernel_rope.lua'] = { '64' },
+  ['user_cubin.lua'] = {},
+  ['user_plugin.lua'] = { '1000' },
   ['copy_benchmark.lua'] = { '--mib', '1', '--rep-ms', '5', '--format', 'jsonl' },
 }
 

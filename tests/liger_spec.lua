@@ -3,7 +3,7 @@
 local kb = require 'kluabench'
 local liger, output, record = kb.liger, kb.output, kb.record
 
--- The example record (shared/reference/kernelindex-record-example.json), byte for byte.
+-- The example record (tests/data/kernelindex-record-example.json), byte for byte.
 local EXAMPLE = require('helpers.example_record')
 
 local HEADER = 'kernel_name,kernel_provider,kernel_operation_mode,metric_name,metric_unit,x_name,x_label,'

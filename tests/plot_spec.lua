@@ -293,3 +293,157 @@ describe('kluabench plot', function()
     assert.truthy(out:find('--filter KEY=V[,V]', 1, true))
   end)
 end)
+
+-- A record bundle for the overlay and throughput tests: one point of
+-- provider `provider` at seq `seq` with median `ms` (p20/p80 at 0.9/1.2 x).
+local function tiny_bundle(provider, seq, ms, extra)
+  local b = {
+    run = { spec = { timing = { latencyNs = { median = math.floor(ms * 1e6) } },
+      sourceNative = { metrics = { ms_50 = ms, ms_20 = ms * 0.9, ms_80 = ms * 1.2 } },
+      execution = extra and extra.execution or nil } },
+    workload = { spec = { kernel = 'k', operation = 'forward', parameters = { seq = seq }, dtype = 'bf16',
+      bytes = extra and extra.bytes or 1e6 } },
+    implementation = { spec = { provider = provider } },
+    environment = { spec = { hardware = { product = 'NVIDIA H100' } } },
+  }
+  return b
+end
+
+local function write_bundles(path, bundles)
+  local lines = {}
+  for i, b in ipairs(bundles) do lines[i] = output.encode_line(b) end
+  spit(path, table.concat(lines, '\n') .. '\n')
+end
+
+describe('plot overlays, throughput and safe text', function()
+  local dir
+  before_each(function() dir = util.tmpdir() end)
+  after_each(function() os.execute('rm -rf ' .. quote(dir)) end)
+
+  it('names each file as a run, telling apart files of the same name by their path', function()
+    assert.same({ 'a.jsonl', 'b.jsonl' }, plot.run_names { '/x/a.jsonl', 'y/b.jsonl' })
+    assert.same({ '/x/a.jsonl', '/y/a.jsonl', 'c.csv' }, plot.run_names { '/x/a.jsonl', '/y/a.jsonl', 'c.csv' })
+    write_bundles(dir .. '/base.jsonl', { tiny_bundle('fused', 1024, 0.1) })
+    local pts = assert(plot.read(dir .. '/base.jsonl'))
+    assert.equal('base.jsonl', pts[1].run)
+    assert.equal('base.jsonl', plot.field(pts[1], 'run'))
+    assert.equal('mine', assert(plot.read(dir .. '/base.jsonl', 'mine'))[1].run)
+  end)
+
+  it('overlays runs with --by provider,run: one colour per provider, one dash pattern per run', function()
+    local base, new = {}, {}
+    for _, seq in ipairs { 1024, 2048, 4096 } do
+      base[#base + 1] = tiny_bundle('fused', seq, seq / 1e4)
+      base[#base + 1] = tiny_bundle('reference', seq, seq / 2e3)
+      new[#new + 1] = tiny_bundle('fused', seq, seq / 2e4)
+      new[#new + 1] = tiny_bundle('reference', seq, seq / 2e3)
+    end
+    write_bundles(dir .. '/base.jsonl', base)
+    write_bundles(dir .. '/new.jsonl', new)
+    local pts = assert(plot.read(dir .. '/base.jsonl'))
+    for _, p in ipairs(assert(plot.read(dir .. '/new.jsonl'))) do pts[#pts + 1] = p end
+    local svg, info = plot.chart(pts, { x = 'seq', by = { 'provider', 'run' } })
+    assert.truthy(svg, info)
+    assert.equal(4, info.series)
+    local by_name = {}
+    for _, s in ipairs(info.data) do by_name[s.name] = s end
+    for _, name in ipairs { 'fused · base.jsonl', 'fused · new.jsonl', 'reference · base.jsonl', 'reference · new.jsonl' } do
+      assert.is_table(by_name[name], name)
+    end
+    assert.equal(by_name['fused · base.jsonl'].color, by_name['fused · new.jsonl'].color)
+    assert.not_equal(by_name['fused · base.jsonl'].color, by_name['reference · base.jsonl'].color)
+    assert.not_equal(by_name['fused · base.jsonl'].dash, by_name['fused · new.jsonl'].dash)
+    assert.equal(2, count(svg, '<polyline [^>]*stroke%-dasharray')) -- the two lines of the second run
+    assert.near(0.1024 / 2, by_name['fused · new.jsonl'].points[1].y, 1e-12)
+    -- through the command: several files, the run in --by
+    local out = dir .. '/ab.svg'
+    local code, _, err = kluabench { 'plot', dir .. '/base.jsonl', dir .. '/new.jsonl', '--x', 'seq',
+      '--by', 'provider,run', '-o', out }
+    assert.equal(0, code, err)
+    assert.truthy(err:find('(line chart, 4 lines, 12 points)', 1, true), err)
+    assert.truthy((slurp(out) or ''):find('>fused · new.jsonl</text>', 1, true))
+  end)
+
+  it('splits lines by run on its own only where two runs would share a line and an x', function()
+    write_bundles(dir .. '/ours.jsonl', { tiny_bundle('fused', 1024, 0.1), tiny_bundle('fused', 2048, 0.2) })
+    write_bundles(dir .. '/peers.jsonl', { tiny_bundle('liger', 1024, 0.3), tiny_bundle('liger', 2048, 0.5) })
+    write_bundles(dir .. '/again.jsonl', { tiny_bundle('fused', 1024, 0.11), tiny_bundle('fused', 2048, 0.21) })
+    local function read_all(names)
+      local pts = {}
+      for _, n in ipairs(names) do
+        for _, p in ipairs(assert(plot.read(dir .. '/' .. n))) do pts[#pts + 1] = p end
+      end
+      return pts
+    end
+    local _, info = plot.chart(read_all { 'ours.jsonl', 'peers.jsonl' }, { x = 'seq' })
+    assert.same({ 'fused', 'liger' }, { info.data[1].name, info.data[2].name })
+    assert.same({}, info.split)
+    _, info = plot.chart(read_all { 'ours.jsonl', 'again.jsonl' }, { x = 'seq' })
+    assert.same({ 'run' }, info.split)
+    assert.equal(0, info.duplicates)
+    assert.equal('fused · run=ours.jsonl', info.data[1].name)
+  end)
+
+  it('draws throughput: the record\'s own at the median, else bytes over the median, bars at p80 and p20', function()
+    local own = tiny_bundle('fused', 1024, 0.002, { execution = { throughput = { gbps = 123 } } })
+    local from_bytes = tiny_bundle('fused', 2048, 0.004, { bytes = 8e6 })
+    local pts = { assert(plot.point_from_bundle(own)), assert(plot.point_from_bundle(from_bytes)) }
+    local svg, info = plot.chart(pts, { x = 'seq', y = 'gbps' })
+    assert.truthy(svg, info)
+    local p1, p2 = info.data[1].points[1], info.data[1].points[2]
+    assert.equal(123, p1.y)
+    assert.near(8e6 / (0.004 * 1e6), p2.y, 1e-9)  -- 2000 GB/s
+    assert.near(p2.y / 1.2, p2.lo, 1e-9)          -- at the p80 time
+    assert.near(p2.y / 0.9, p2.hi, 1e-9)          -- at the p20 time
+    assert.truthy(info.ylabel:find('GB/s', 1, true))
+    assert.truthy(svg:find('throughput (GB/s)', 1, true))
+    _, info = plot.chart(pts, { x = 'seq', y = 'tflops' })
+    assert.is_nil(_)
+    assert.truthy(info:find('no point has the flops', 1, true), info)
+    -- Liger CSV rows get the kernel's cost model
+    local csv = plot.filter(assert(plot.read(CSV)), { plot.parse_filter('metric=speed'),
+      plot.parse_filter('mode=forward'), plot.parse_filter('hidden=8192') })
+    svg, info = plot.chart(csv, { x = 'seq', y = 'tflops' })
+    assert.truthy(svg, info)
+    assert.is_true(info.data[1].points[1].y > 0)
+  end)
+
+  it('rejects an unknown --by field, listing the known ones', function()
+    local pts = assert(plot.read(CSV))
+    local svg, err, why = plot.chart(pts, { x = 'seq', by = { 'provider', 'nonesuch' } })
+    assert.is_nil(svg)
+    assert.equal('usage', why)
+    assert.truthy(err:find("no point has the --by field 'nonesuch' (fields: ", 1, true), err)
+    assert.truthy(err:find('provider', 1, true))
+    assert.truthy(err:find('run', 1, true))
+    local code, _, stderr = kluabench { 'plot', CSV, '--x', 'seq', '--by', 'provider,nonesuch', '-o', dir .. '/x.svg' }
+    assert.equal(2, code)
+    assert.truthy(stderr:find("no point has the --by field 'nonesuch'", 1, true), stderr)
+    code = kluabench { 'plot', CSV, '--x', 'seq', '--y', 'furlongs', '-o', dir .. '/x.svg' }
+    assert.equal(2, code)
+  end)
+
+  it('writes valid XML whatever bytes the titles and labels hold', function()
+    assert.equal('a\239\191\189b\239\191\189c', plot.xml_text('a\1b\255c'))
+    assert.equal('tab\tok é ✓', plot.xml_text('tab\tok é ✓'))
+    assert.equal('\239\191\189', plot.xml_text('\239\191\190')) -- U+FFFE
+    assert.equal(string.rep('\239\191\189', 3), plot.xml_text('\237\160\128')) -- an encoded surrogate: 3 bad bytes
+    local nasty = 'bad\0 \27[31m \255\254 \192\175 & <x> "q" ü'
+    local series = { { name = nasty, points = { { x = 1, y = 1 }, { x = 2, y = 2 } } } }
+    for _, svg in ipairs {
+      assert(plot.line_chart { series = series, title = nasty, subtitle = nasty, xlabel = nasty, ylabel = nasty }),
+      assert(plot.bar_chart { series = { { name = nasty, points = { { x = 1, y = 1 } } } }, categories = { nasty },
+        title = nasty }),
+    } do
+      assert.is_number(utf8.len(svg), 'not UTF-8')
+      assert.is_nil(svg:find('[%z\1-\8\11\12\14-\31]'), 'a control character XML forbids')
+      assert.is_nil(svg:find('\239\191[\190\191]'), 'U+FFFE or U+FFFF')
+      assert.truthy(svg:find('&amp; &lt;x&gt; &quot;q&quot; ü', 1, true))
+      if os.execute('command -v rsvg-convert >/dev/null 2>&1') then
+        local path, png = dir .. '/nasty.svg', dir .. '/nasty.png'
+        spit(path, svg)
+        assert.is_true(os.execute(string.format('rsvg-convert %s -o %s 2>/dev/null', quote(path), quote(png))))
+      end
+    end
+  end)
+end)

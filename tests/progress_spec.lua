@@ -138,6 +138,19 @@ describe('progress', function()
     assert.equal(6, p:remaining()) -- never less than the points not yet started
   end)
 
+  it('estimates the time left from the wall time per point, between points included', function()
+    local c = fake_clock(0)
+    local p = progress.new { total = 4, stream = fake_stream(), tty = false, quiet = false, clock = c.fn }
+    -- each point measures for 1 s, but 3 s pass before each (setup, checks, writing)
+    c.t = 3; p:start('a'); c.t = 4; p:finish()
+    c.t = 7; p:start('b'); c.t = 8; p:finish()
+    assert.equal(8, p:remaining()) -- 4 s of wall time per point x 2 points left, not 1 s x 2
+    c.t = 9
+    assert.equal(7, p:remaining()) -- 1 s of the next point's 4 already spent
+    c.t = 30
+    assert.equal(4, p:remaining()) -- never less than the points not yet started
+  end)
+
   it('formats durations for people', function()
     assert.equal('0.4s', progress.format_duration(0.4))
     assert.equal('59.9s', progress.format_duration(59.9))

@@ -167,6 +167,29 @@ describe('scripts on the harness', function()
     end
   end)
 
+  it('--shard I/N splits the sweep: every point in exactly one shard, the same each time', function()
+    local all = run(ROOT .. '/scripts/llama4_rope.lua', { '--sweep', 'all', '--list-points' }).out
+    for n = 1, 4 do
+      local seen = {}
+      for i = 1, n do
+        local r = run(ROOT .. '/scripts/llama4_rope.lua', { '--sweep', 'all', '--shard', i .. '/' .. n, '--list-points' })
+        assert.equal(0, r.code, r.err)
+        assert.equal(r.out, run(ROOT .. '/scripts/llama4_rope.lua',
+          { '--sweep', 'all', '--shard', i .. '/' .. n, '--list-points' }).out)
+        for line in r.out:gmatch('[^\n]+') do
+          assert.is_nil(seen[line], line)
+          seen[line] = true
+        end
+      end
+      local count = 0
+      for line in all:gmatch('[^\n]+') do assert.is_true(seen[line], line); count = count + 1 end
+      assert.equal(8, count)
+    end
+    local r = run(ROOT .. '/scripts/llama4_rope.lua', { '--shard', '4/3' })
+    assert.equal(2, r.code)
+    assert.matches("option '%-%-shard'", r.err)
+  end)
+
   it('rope.lua times kb.rope.neox_* and checks it against the cpu reference', function()
     local r = run(ROOT .. '/scripts/rope.lua', { '--hidden', '256', '--seq', '64', '--mode', 'all',
       '--rep-ms', '5', '--format', 'jsonl' })

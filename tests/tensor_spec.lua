@@ -128,6 +128,19 @@ describe('tensor', function()
     assert.has_error(function() t:totable() end)
   end)
 
+  it('<close> releases through the checked path of free(), not the collector\'s', function()
+    local mt = getmetatable(kb.zeros({ 1 }, 'f32', 'cpu'))
+    assert.are_not.equal(mt.__gc, mt.__close)
+    local t
+    do
+      local c <close> = kb.zeros({ 2 }, 'f32', 'cpu')
+      t = c
+    end
+    assert.equal('kluabench.Tensor(freed)', tostring(t))
+    mt.__close(t) -- closing a freed tensor again is a no-op
+    assert.has_error(function() mt.__close(nil) end)
+  end)
+
   it('allows zero-sized tensors', function()
     local t = kb.zeros({ 0, 4 }, 'bf16', 'cpu')
     assert.equal(0, t:numel())

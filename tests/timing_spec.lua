@@ -74,6 +74,26 @@ describe('timing on cuda #gpu', function()
     x:free()
   end)
 
+  it('refuses to close a tensor that a live graph uses, as free() does', function()
+    local x = kb.randn({ 1024 }, 'f32', 7)
+    local g, y
+    local ok, err = pcall(function()
+      local t <close> = x
+      g = kb.graph(function() y = t:clone() end)
+    end)
+    assert.is_false(ok)
+    assert.is_truthy(tostring(err):find('close: tensor is used by a CUDA graph; free the graph first', 1, true), err)
+    x:fill_(2) -- still alive: the graph replays into it
+    g:replay()
+    kb.synchronize()
+    assert.equal(2, y:totable()[1])
+    g:free()
+    do
+      local t <close> = x
+    end
+    assert.equal('kluabench.Tensor(freed)', tostring(x))
+  end)
+
   it('flushes twice the device L2 by default', function()
     assert.equal(2 * kb.device_info().l2_bytes, kb.flush_l2())
   end)

@@ -9,7 +9,7 @@ return {
   record = 'kluabench.record', env = 'kluabench.record.env', names = 'kluabench.record.names',
   ceilings = 'kluabench.record.ceilings', liger = 'kluabench.record.liger',
   output = 'kluabench.report', plot = 'kluabench.report.plot', compare = 'kluabench.report.compare',
-  progress = 'kluabench.report.progress',
   suite = 'kluabench.suite',
+  progress = 'kluabench.report.progress', shard = 'kluabench.shard',
   cli = 'kluabench.cli', help = 'kluabench.cli.help', apidoc = 'kluabench.cli.apidoc',
 }

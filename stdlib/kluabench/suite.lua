@@ -35,8 +35,6 @@ local M = {}
 
 local core = require 'kluabench.core'
 
-local function kb() return require 'kluabench' end
-
 ---------------------------------------------------------------------------
 -- Failing
 ---------------------------------------------------------------------------
@@ -428,11 +426,10 @@ end
 ---------------------------------------------------------------------------
 
 local function make_protocol(o)
-  local k = kb()
   if o.protocol == 'do_bench' then
-    return k.bench.do_bench_protocol { warmup_ms = o.warmup_ms, rep_ms = o.rep_ms, quantiles = { 0.5, 0.2, 0.8 } }
+    return require('kluabench.measure.do_bench').do_bench_protocol { warmup_ms = o.warmup_ms, rep_ms = o.rep_ms, quantiles = { 0.5, 0.2, 0.8 } }
   end
-  return k.measure.protocol(o.protocol, { quantiles = { 0.5, 0.2, 0.8 } })
+  return require('kluabench.measure').protocol(o.protocol, { quantiles = { 0.5, 0.2, 0.8 } })
 end
 
 -- One measured session of (point, provider, mode): the sealed bundle.
@@ -480,10 +477,9 @@ end
 -- a signal has come. Returns the bundles and the signal's name, if any.
 local function sweep(d, ctx, points, emit)
   local o, progress = ctx.o, ctx.progress
-  local k = kb()
   local stopped_by
   local function interrupted()
-    local hit, sig = k.interrupted()
+    local hit, sig = core.interrupted()
     if hit then stopped_by = sig or 'SIGINT' end
     return hit
   end
@@ -560,8 +556,7 @@ function M.main(d, args)
     if not ok then fail(d.name, 'cannot write --out %s', err) end
   end
 
-  local k = kb()
-  local ctx = { o = o, protocol = make_protocol(o), environment = k.env.capture() }
+  local ctx = { o = o, protocol = make_protocol(o), environment = require('kluabench.record.env').capture() }
   local bundles = {}
   local output = require 'kluabench.report'
   local function emit(bundle)
@@ -585,7 +580,7 @@ function M.main(d, args)
   -- their record says so), then the sweep stops, prints the summary of the
   -- finished points and exits with 130 (SIGINT) or 143 (SIGTERM). A second
   -- signal stops at once.
-  k.defer_interrupts(true)
+  core.defer_interrupts(true)
   local stopped_by = sweep(d, ctx, points, emit)
   if progress then progress:close() end
   write_results(d, o, bundles, path)

@@ -26,6 +26,7 @@ M.modules = {
   output = 'kluabench.report',
   names = 'kluabench.record.names',
   record = 'kluabench.record',
+  kernels = 'kluabench.kernels',
   env = 'kluabench.record.env',
   liger = 'kluabench.record.liger',
   measure = 'kluabench.measure',
@@ -41,6 +42,9 @@ M.modules = {
   help = 'kluabench.cli.help',
   suite = 'kluabench.suite',
   rope_benchmarks = 'kluabench.benchmarks.rope',
+  shard = 'kluabench.shard',
+  check = 'kluabench.check',
+  triton = 'kluabench.triton',
 }
 
 --- Receivers of methods, and where their methods are: a registry metatable
@@ -50,6 +54,10 @@ M.objects = {
   t = { metatable = 'kluabench.Tensor', title = 'Tensor' },
   ev = { metatable = 'kluabench.Event', title = 'Event' },
   g = { metatable = 'kluabench.Graph', title = 'Graph' },
+  mod = { metatable = 'kluabench.Module', title = 'Module (user kernels)' },
+  kern = { metatable = 'kluabench.Kernel', title = 'Kernel (user kernels)' },
+  plugin = { metatable = 'kluabench.Plugin', title = 'Plugin' },
+  pk = { metatable = 'kluabench.PluginKernel', title = 'PluginKernel' },
   p = { module = 'kluabench.report.progress', field = 'Progress', title = 'Progress' },
   protocol = { title = 'Protocol',
     make = function() return require('kluabench.measure.do_bench').do_bench_protocol() end },
@@ -81,14 +89,21 @@ M.sections = {
     intro = 'Properties are read as fields (`t.shape`), methods called with a colon '
       .. '(`t:numel()`). `#t` is the number of elements and `tostring(t)` shows shape, dtype, '
       .. 'device and the first and last values.' },
-  { id = 'rope', title = 'Rotary position embedding (kb.rope)',
-    intro = 'The RoPE kernels, each on both backends (CUDA and the CPU reference). q is '
-      .. '`[B, S, Hq, D]`, k is `[B, S, Hk, D]` (Hq and Hk may differ), freqs is the f32 '
-      .. '`[S, D/2, 2]` table of (cos, sin) from `kb.rope.freqs`. The math is done in f32 and '
-      .. 'rounded back to the input dtype.' },
   { id = 'timing', title = 'Timing: events, clocks, L2 flush, graphs',
     intro = 'The primitives protocols are made of. On the cuda backend events are CUDA events '
       .. 'on the current stream; on cpu they record the host monotonic clock.' },
+  { id = 'usercode', title = 'User kernels (kb.cuda, kb.plugin)',
+    intro = 'Kernels you bring: CUDA source compiled at run time by NVRTC (`kb.cuda.compile`), '
+      .. 'modules built elsewhere (`kb.cuda.load`: cubin, PTX, fatbin), and C plugins with CPU twins '
+      .. '(`kb.plugin.load`). They launch on the engine\'s stream, so every measure mode, `kb.bench.do_bench` '
+      .. 'and `kb.graph` work on them unchanged. docs/KERNELS.md explains the three routes.' },
+  { id = 'check', title = 'kluabench.check: correct outputs and possible times',
+    intro = 'Fresh random inputs per seed, outputs poisoned with NaN before each checked run, NaN and Inf '
+      .. 'mismatches as errors, a second check after timing, and a flag on times faster than the '
+      .. 'copy ceiling.' },
+  { id = 'triton', title = 'kluabench.triton: Triton\'s compiled kernels',
+    intro = 'A cubin and metadata JSON from Triton\'s cache, launched as Triton\'s launcher does '
+      .. '(block, shared memory, hidden scratch parameters), without Python.' },
   { id = 'trace', title = 'Kernel traces (kb.trace)',
     intro = 'What ran on a device and when: one record per kernel or memory copy with its own '
       .. 'start and end. On cuda the records come from CUPTI\'s activity API (libcupti, loaded '
@@ -161,6 +176,11 @@ M.sections = {
       .. '{run, protocol, environment, workload, implementation}; the run carries the digest of '
       .. 'each other document, "sha256:" .. hex(SHA-256(JCS(doc.spec))). docs/RECORDS.md '
       .. 'describes every field.' },
+  { id = 'kernels', title = 'kluabench.kernels: the kernel registry',
+    intro = '`local kernels = require "kluabench.kernels"`. What records and `kluabench list` '
+      .. 'know about each kernel (title, source files, cost model), gathered from one descriptor '
+      .. 'per family, stdlib/kluabench/kernels/<family>.lua, for every family the engine names '
+      .. '(`kb.builtin_kernels()`). docs/ADDING_A_KERNEL.md adds one.' },
   { id = 'env', title = 'kluabench.record.env: the execution environment',
     intro = '`local env = require "kluabench.record.env"`. The ExecutionEnvironment document: hardware '
       .. 'and software a run used; what cannot be known is left out, never invented.' },
@@ -176,6 +196,11 @@ M.sections = {
   { id = 'plot', title = 'kluabench.report.plot: SVG charts',
     intro = '`local plot = require "kluabench.report.plot"`. Charts written by plain Lua: no plotting '
       .. 'library, the SVG opens in any browser. `kluabench plot` is the command-line face.' },
+  { id = 'shard', title = 'kluabench.shard: shards of a sweep',
+    intro = '`local shard = require "kluabench.shard"`. Which points of a sweep process I of N '
+      .. 'measures (`--shard I/N`, `kluabench run-all`, `kluabench slurm`): a point is '
+      .. '`{id = slug, cost = estimated bytes}` and stays whole; the split balances cost and '
+      .. 'depends only on the ids and costs (docs/DISTRIBUTED.md).' },
   { id = 'help', title = 'kluabench.cli.help: this documentation at the prompt',
     intro = 'The REPL installs `help` as a global; `?name` is `help("name")`.' },
   { id = 'commands', title = 'Commands',
@@ -191,6 +216,23 @@ local function section(id, list)
     e.section = id
     e.kind = e.kind or (e.name:find(':', 1, true) and 'method') or 'function'
     M.entries[#M.entries + 1] = e
+  end
+end
+
+-- Each kernel family documents its own functions (`doc` in its descriptor,
+-- stdlib/kluabench/kernels/<family>.lua); their sections follow the tensor
+-- methods.
+do
+  local at = #M.sections + 1
+  for i, s in ipairs(M.sections) do
+    if s.id == 'tensor_methods' then at = i + 1 end
+  end
+  for _, f in ipairs(require('kluabench.kernels').FAMILIES) do
+    if f.doc then
+      table.insert(M.sections, at, f.doc.section)
+      at = at + 1
+      section(f.doc.section.id, f.doc.entries)
+    end
   end
 end
 
@@ -232,6 +274,9 @@ section('device', {
     summary = 'How this binary was built: cuda (boolean), cflags, nvflags, compiler, nvcc, '
       .. 'git_commit, targets.',
     example = 'print(kb.build_info().targets) --> sm_90 sm_80 compute_90 (or cpu)' },
+  { name = 'kb.builtin_kernels', signature = 'kb.builtin_kernels() -> {family, ...}',
+    summary = 'The built-in kernel families of this binary ("rope"), each a table kb.<family>.',
+    example = 'for _, f in ipairs(kb.builtin_kernels()) do print(f) end' },
   { name = 'kb.kernel_sources', signature = 'kb.kernel_sources() -> {path = sha256 hex}',
     summary = 'SHA-256 of every kernel source file the binary was built from.',
     details = 'Records cite these hashes in their implementation document, so a result can be '
@@ -315,45 +360,6 @@ section('tensor_methods', {
 })
 
 ---------------------------------------------------------------------------
--- RoPE
----------------------------------------------------------------------------
-
-section('rope', {
-  { name = 'kb.rope.freqs', signature = 'kb.rope.freqs(seq_len, head_dim [, opts]) -> Tensor',
-    summary = 'The f32 [seq_len, head_dim/2, 2] table of (cos, sin) that RoPE multiplies by.',
-    details = 'Equal to `view_as_real` of the `freqs_cis` of Hugging Face\'s '
-      .. '`Llama4TextRotaryEmbedding` (default rope type). opts: `theta` (default 10000.0); '
-      .. '`positions` (a list or tensor of seq_len positions instead of 0..seq_len-1); '
-      .. '`scaling` (llama3 style: factor, low_freq_factor, high_freq_factor, '
-      .. 'original_max_position_embeddings); `device` (default: the selected backend). A table '
-      .. 'longer than seq serves any shorter q and k.',
-    example = 'local f = kb.rope.freqs(2048, 128, {theta = 500000})' },
-  { name = 'kb.rope.llama4_fwd', signature = 'kb.rope.llama4_fwd(q, k, freqs [, opts]) -> q_out, k_out',
-    summary = 'Llama 4 RoPE: pairs (2i, 2i+1) of q and k multiplied by freqs[s, i] as complex numbers.',
-    details = 'opts.impl: "fused" (default; one kernel for q and k) or "reference" (the unfused '
-      .. 'op sequence PyTorch eager runs: upcast, complex multiply, downcast, with temporaries). '
-      .. 'opts.inplace = true writes into q and k (and returns them). q and k share batch, seq, '
-      .. 'head_dim, dtype and device; freqs is f32 [>= seq, head_dim/2, 2] on the same device. '
-      .. 'A mismatch is an error naming the argument: "bad argument #3 to \'llama4_fwd\' (freqs '
-      .. 'has 1024 positions, q has seq 2048)".',
-    example = 'local q = kb.randn({1, 2048, 32, 16}, "bf16", 1)\n'
-      .. 'local k = kb.randn({1, 2048, 8, 16}, "bf16", 2)\n'
-      .. 'local f = kb.rope.freqs(2048, 16)\n'
-      .. 'local qo, ko = kb.rope.llama4_fwd(q, k, f)' },
-  { name = 'kb.rope.llama4_bwd', signature = 'kb.rope.llama4_bwd(dq, dk, freqs [, opts]) -> dq_in, dk_in',
-    summary = 'Backward of llama4_fwd: the gradients multiplied by the conjugate of freqs.',
-    details = 'Same options as llama4_fwd; bwd(fwd(x)) equals x up to rounding.',
-    example = 'local dq, dk = kb.rope.llama4_bwd(gq, gk, f, {impl = "reference"})' },
-  { name = 'kb.rope.neox_fwd', signature = 'kb.rope.neox_fwd(q, k, freqs [, opts]) -> q_out, k_out',
-    summary = 'Rotate-half RoPE (pairs (i, i + D/2)), as Hugging Face\'s Llama/Qwen apply_rotary_pos_emb.',
-    details = 'Same arguments and options as llama4_fwd.',
-    example = 'local qo, ko = kb.rope.neox_fwd(q, k, f, {inplace = true})' },
-  { name = 'kb.rope.neox_bwd', signature = 'kb.rope.neox_bwd(dq, dk, freqs [, opts]) -> dq_in, dk_in',
-    summary = 'Backward of neox_fwd.',
-    example = 'local dq, dk = kb.rope.neox_bwd(gq, gk, f)' },
-})
-
----------------------------------------------------------------------------
 -- Timing
 ---------------------------------------------------------------------------
 
@@ -407,6 +413,145 @@ section('timing', {
   { name = 'g:free', signature = 'g:free()',
     summary = 'Frees the graph and unpins its tensors; safe twice (also `__gc`, `__close`).',
     example = 'g:free()' },
+})
+
+---------------------------------------------------------------------------
+-- User kernels
+---------------------------------------------------------------------------
+
+local USER_SRC = '[[extern "C" __global__ void scale(float *y, const float *x, float a, int n) {\n'
+  .. '  int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = a * x[i]; }]]'
+
+section('usercode', {
+  { name = 'kb.cuda.compile', signature = 'kb.cuda.compile(source [, opts]) -> Module',
+    summary = 'Compiles CUDA C++ source with NVRTC (opened at run time) into a module; needs no GPU.',
+    details = 'opts: name (file name in messages, default "kernel.cu"), names (name expressions to '
+      .. 'keep and lower, e.g. "add<float>"), defines ({"N=4"} or {N = 4}), include (paths), headers '
+      .. '({name = source}), arch ("sm_90", "compute_90" for PTX only; default the device\'s, else '
+      .. 'sm_90), lineinfo (boolean), options (passed through), cache (false: off), cache_dir. A compile '
+      .. 'error raises with NVRTC\'s log and line numbers. Results are cached under '
+      .. '$KLUABENCH_CACHE/nvrtc (else ~/.cache/kluabench/nvrtc) by SHA-256 of source, options, arch '
+      .. 'and NVRTC version; module:info().cache says "hit", "miss" or "off".',
+    example = 'local m = kb.cuda.compile(' .. USER_SRC .. ', {cache = false})\nprint(m:info().format, #m:ptx())' },
+  { name = 'kb.cuda.load', signature = 'kb.cuda.load(path_or_bytes) -> Module',
+    summary = 'A module from a cubin, PTX or fatbin file (nvcc -cubin/-ptx/-fatbin, Triton) or its bytes.',
+    details = 'The format is told by the content (ELF, fatbin magic, PTX text). The module is loaded '
+      .. 'into the CUDA context when its first kernel is asked for. For Triton\'s kernels see '
+      .. '`triton.load`, which also reads the metadata.',
+    example = 'local m = kb.cuda.load(".version 8.0\\n.target sm_90\\n.address_size 64\\n")\nprint(m:info().format)' },
+  { name = 'kb.cuda.nvrtc_version', signature = 'kb.cuda.nvrtc_version() -> "13.0", path | nil, why',
+    summary = 'The NVRTC version and library, or why NVRTC cannot be used.',
+    details = 'NVRTC is looked for as $KLUABENCH_NVRTC, libnvrtc.so[.13|.12|.11.2] on the library path, '
+      .. '$CUDA_HOME/lib64, $CUDA_PATH/lib64 and /usr/local/cuda/lib64.',
+    example = 'print(kb.cuda.nvrtc_version())' },
+  { name = 'kb.cuda.parse_signature', signature = 'kb.cuda.parse_signature(signature) -> {types}',
+    summary = 'The parameter types a kernel signature names, in canonical names.',
+    details = 'Types: ptr, i8, u8, i16, u16, i32, u32, i64, u64, f16, bf16, f32, f64. C spellings ("const '
+      .. 'float*", "int", "unsigned long long", "half") and Triton\'s ("*fp32", "fp16", "i1") are accepted. '
+      .. 'A ptr takes a tensor (its device pointer, checked to be alive and on the kernel\'s device) or an '
+      .. 'integer address (0 for NULL).',
+    example = 'print(table.concat(kb.cuda.parse_signature("const float*, float*, int, float"), ", "))' },
+  { name = 'mod:kernel', signature = 'mod:kernel(name, signature) -> Kernel',
+    summary = 'A kernel of the module, its signature parsed once (loads the module on first use).',
+    details = 'name: the kernel\'s name (extern "C") or a name expression given to compile. Needs the '
+      .. 'cuda backend. A missing kernel raises CUDA_ERROR_NOT_FOUND with the name; a corrupt image the '
+      .. 'loader\'s error and log.',
+    example = 'local k = m:kernel("scale", "ptr, ptr, f32, i32")' },
+  { name = 'mod:ptx', signature = 'mod:ptx() -> string | nil',
+    summary = 'The PTX text (compiled modules and PTX files; nil for a cubin or fatbin file).',
+    example = 'print(kb.cuda.load(".version 8.0\\n.target sm_90\\n"):ptx())' },
+  { name = 'mod:cubin', signature = 'mod:cubin() -> bytes | nil, why',
+    summary = 'The cubin (compiled for an sm_ arch, or loaded from one).',
+    example = 'local bytes = m:cubin()' },
+  { name = 'mod:info', signature = 'mod:info() -> table',
+    summary = 'What records need: format, sha256, bytes, and path or source_sha256, options, arch, '
+      .. 'nvrtc_version, names, log, cache; driver_version once loaded.',
+    example = 'print(kb.cuda.load(".version 8.0\\n.target sm_90\\n"):info().sha256)' },
+  { name = 'kern:launch', signature = 'kern:launch{grid = g, block = b [, shared = bytes], args = {...}} -> kern',
+    summary = 'Queues the kernel on the engine\'s stream (cuLaunchKernel); no allocation per launch.',
+    details = 'grid and block: an integer or {x [, y [, z]]}. shared: dynamic shared memory in bytes (over 48 '
+      .. 'KiB the kernel is allowed it first). args are checked against the signature: a wrong count or '
+      .. 'type names the parameter. Tensors used while `kb.graph` captures are pinned, and the graph keeps '
+      .. 'the module loaded. A failed launch raises with the CUDA error name.',
+    example = 'k:launch{grid = (n + 255) // 256, block = 256, args = {y, x, 2.0, n}}' },
+  { name = 'kern:attributes', signature = 'kern:attributes() -> table',
+    summary = 'registers, shared_bytes, const_bytes, local_bytes, max_threads_per_block, ptx_version, '
+      .. 'binary_version, max_dynamic_shared_bytes.',
+    example = 'print(k:attributes().registers)' },
+  { name = 'kern:occupancy', signature = 'kern:occupancy(block_size [, shared]) -> table',
+    summary = 'blocks_per_sm, active_warps, max_warps and occupancy (0..1) for a block size.',
+    example = 'print(k:occupancy(256).blocks_per_sm)' },
+  { name = 'kern:info', signature = 'kern:info() -> table',
+    summary = 'name, symbol, signature, module_sha256 and module (mod:info()): for record.user_implementation.',
+    example = 'local impl = record.user_implementation{provider = "mine", kernel = "scale", info = k:info()}' },
+  { name = 'kb.plugin.load', signature = 'kb.plugin.load(path) -> Plugin',
+    summary = 'Opens a C plugin (include/kluabench_plugin.h) and checks its ABI version and signatures.',
+    details = 'A plugin built for another ABI version is refused with both versions named. The library '
+      .. 'stays loaded until the process ends.',
+    example = 'local p = kb.plugin.load(kb.executable():match("^(.*)/") .. "/plugins/libscale_add.so")' },
+  { name = 'plugin:kernel', signature = 'plugin:kernel(name) -> PluginKernel', summary = 'One of the plugin\'s kernels.',
+    example = 'local scale_add = p:kernel("scale_add")' },
+  { name = 'plugin:kernels', signature = 'plugin:kernels() -> {names}', summary = 'The names of the plugin\'s kernels.',
+    example = 'print(table.concat(p:kernels(), ", "))' },
+  { name = 'plugin:info', signature = 'plugin:info() -> table',
+    summary = 'name, version, abi_version, path and sha256 of the library.', example = 'print(p:info().sha256)' },
+  { name = 'pk:call', signature = 'pk(args...) | pk:call(args...) -> pk',
+    summary = 'Runs the kernel on the device of its tensors: the CPU twin for cpu tensors, the CUDA entry '
+      .. '(queued on the engine\'s stream) for cuda ones.',
+    details = 'Arguments are checked against the kernel\'s signature (tensor, i64, f64). An entry\'s failure '
+      .. 'is raised with the plugin\'s message.',
+    example = 'scale_add(out, x, y, 2.0)' },
+  { name = 'pk:info', signature = 'pk:info() -> table',
+    summary = 'name, signature, cuda and cpu (whether each entry exists), doc, plugin (plugin:info()).',
+    example = 'print(scale_add:info().signature)' },
+  { name = 'kb.compare_elements', signature = 'kb.compare_elements(got, want, atol, rtol) -> table',
+    summary = 'Element-by-element comparison counts (the C loop behind check.compare).',
+    details = 'Returns n, mismatches, unwritten (NaN in got where want is a number), nan_mismatch, '
+      .. 'inf_mismatch, max_abs and worst = {index, got, want}.',
+    example = 'print(kb.compare_elements(t, t, 0, 0).mismatches)' },
+})
+
+section('check', {
+  { name = 'check.tolerance', signature = 'check.tolerance(dtype [, opts]) -> atol, rtol',
+    summary = 'The tolerance of a dtype (opts.atol, opts.rtol override).', example = 'print(check.tolerance("bf16"))' },
+  { name = 'check.poison', signature = 'check.poison(t) -> t',
+    summary = 'Fills a tensor with NaN, so that elements a kernel does not write read as NaN.',
+    example = 'check.poison(out)' },
+  { name = 'check.compare', signature = 'check.compare(got, want [, opts]) -> ok, report',
+    summary = 'Compares with the reference: dtype-fit tolerance, unwritten (NaN) elements, NaN and Inf mismatches.',
+    example = 'local ok, r = check.compare(out, ref)\nprint(r.message)' },
+  { name = 'check.new', signature = 'check.new{inputs, run, outputs, reference [, seeds, atol, rtol, poison]} -> checker',
+    summary = 'A checker: checker:verify() runs the kernel per seed on fresh, poisoned outputs; '
+      .. 'checker:recheck() checks the last outputs again after timing; checker.state is what to time.',
+    example = 'local c = check.new{inputs = function(seed) return {x = kb.randn({8}, "f32", seed, "cpu"), '
+      .. 'y = kb.empty({8}, "f32", "cpu")} end,\n  run = function(s) s.y:copy_(s.x) end, '
+      .. 'outputs = function(s) return {s.y} end,\n  reference = function(s) return {s.x} end}\n'
+      .. 'assert(c:verify())\nassert(c:recheck())' },
+  { name = 'check.run', signature = 'check.run(spec) -> ok, report, checker', summary = 'check.new(spec):verify().',
+    example = 'local ok, report = check.run{inputs = function(seed) return {x = kb.randn({8}, "f32", seed, "cpu")} end,\n'
+      .. '  run = function() end, outputs = function(s) return {s.x} end, reference = function(s) return {s.x:clone()} end}' },
+  { name = 'check.plausible', signature = 'check.plausible(median_ms, bytes, ceiling [, opts]) -> ok, message, percent',
+    summary = 'False when bytes moved in median_ms exceed the copy ceiling (GB/s or {copy_gbps}): physically implausible.',
+    details = 'record.from_result applies it to every record with a cached ceiling: '
+      .. 'execution.throughput.implausible = true and implausibleReason, and results tables show '
+      .. 'IMPLAUSIBLE in their check column. opts.limit: the percentage (default 100).',
+    example = 'print(check.plausible(0.1, 1e9, 3000))' },
+})
+
+section('triton', {
+  { name = 'triton.load', signature = 'triton.load(path [, signature]) -> TritonKernel',
+    summary = 'A Triton kernel from its cubin and metadata JSON; tk:launch(grid, args) launches it.',
+    details = 'path: the .json or the .cubin beside it. signature: the compiled parameters without '
+      .. 'the hidden scratch pointers (default: read from the .ptx beside it). The launch uses block = 32 '
+      .. '* num_warps and the metadata\'s shared memory and appends the global and profile scratch '
+      .. 'pointers recent Triton versions add. tk.kernel is the kluabench.Kernel; tk:info() is for records.',
+    example = 'local tk = triton.load("triton_rope/rope_kernel.json")\ntk:launch(n_programs, {q, k, cos, sin, seq})' },
+  { name = 'triton.read_metadata', signature = 'triton.read_metadata(path) -> metadata, cubin_path, ptx_path',
+    summary = 'Triton\'s metadata JSON (name, num_warps, shared, scratch sizes, ...).',
+    example = 'local meta = triton.read_metadata("triton_rope/rope_kernel.json")' },
+  { name = 'triton.ptx_signature', signature = 'triton.ptx_signature(ptx [, name]) -> signature, count',
+    summary = 'The parameters of a PTX entry as a signature ("ptr, i32, f32").',
+    example = 'print(triton.ptx_signature(".entry k(\\n.param .u64 .ptr .global .align 1 k_param_0,\\n.param .u32 k_param_1\\n)"))' },
 })
 
 ---------------------------------------------------------------------------
@@ -505,6 +650,9 @@ section('digest', {
   { name = 'kb.jcs.null', kind = 'value', signature = 'kb.jcs.null',
     summary = 'The value JSON null decodes to and encodes from (the NULL light userdata, like cjson.null).',
     example = 'print(kb.jcs.encode({x = kb.jcs.null})) --> {"x":null}' },
+  { name = 'kb.jcs.MAX_DEPTH', kind = 'value', signature = 'kb.jcs.MAX_DEPTH',
+    summary = 'The deepest nesting of arrays and objects that kb.jcs reads and writes; the stdlib\'s JSON reader and writer (output.decode, output.encode_line) use the same cap.',
+    example = 'print(kb.jcs.MAX_DEPTH) --> 1000' },
 })
 
 ---------------------------------------------------------------------------
@@ -951,8 +1099,8 @@ section('output', {
     summary = 'A number as JSON: integers exactly, floats in the shortest round-trip form; raises for NaN and infinities.',
     example = 'print(output.format_number(0.1)) --> 0.1' },
   { name = 'output.format_pyfloat', signature = 'output.format_pyfloat(x) -> text',
-    summary = 'A float as Python\'s repr writes it ("256.0", "1e-05"), as Liger\'s CSV holds them.',
-    example = 'print(output.format_pyfloat(256)) --> 256.0' },
+    summary = 'A float as Python\'s repr writes it ("256.0", "1e-05"), as Liger\'s CSV holds them; an integer plainly ("256").',
+    example = 'print(output.format_pyfloat(256.0)) --> 256.0' },
   { name = 'output.ordered_keys', signature = 'output.ordered_keys(t) -> {keys}',
     summary = 'The keys of an object in output order: output.KEY_ORDER first, the rest sorted.',
     example = 'for _, k in ipairs(output.ordered_keys(bundle.run)) do print(k) end' },
@@ -986,7 +1134,7 @@ section('output', {
     summary = 'The same table as GitHub markdown, for pasting into pull requests.',
     example = 'io.write(output.format_markdown({{key = "name"}, {key = "ms"}}, {{name = "fused", ms = 0.14}}))' },
   { name = 'output.results_rows', signature = 'output.results_rows(bundles) -> rows',
-    summary = 'One row per bundle for output.RESULT_COLUMNS (kernel, mode, provider, workload, median/p20/p80 us, GB/s, % of copy (left out of the tables when no row has it), samples, device).',
+    summary = 'One row per bundle for output.RESULT_COLUMNS (kernel, mode, provider, workload, median/p20/p80 us, GB/s, % of copy, samples, ci95 ±% (the 95 % interval of the median over the median), device, protocol, backend/timer, flags: n<5, !conv, <floor as output.FLAGS explains; the optional columns are left out of the tables when no row has them).',
     example = 'local rows = output.results_rows(bundles)' },
   { name = 'output.results_table', signature = 'output.results_table(bundles) -> text',
     summary = 'The aligned terminal table of a list of bundles.', example = 'io.write(output.results_table(bundles))' },
@@ -1033,6 +1181,10 @@ section('record', {
     summary = 'A KernelImplementation document: provider, kluabench version, kernel source hashes, build flags, target.',
     example = 'local i = record.implementation{provider = "fused", kernel = "llama4_rope",\n'
       .. '  target = {backend = kb.backend(), architecture = kb.device_info().arch}}' },
+  { name = 'record.user_implementation', signature = 'record.user_implementation{provider, kernel, info [, target]} -> document',
+    summary = 'The KernelImplementation of a user kernel: SHA-256 of its source or binary, compile options, '
+      .. 'NVRTC and driver versions, arch (info: kern:info(), mod:info(), pk:info() or tk:info()).',
+    example = 'local i = record.user_implementation{provider = "mine", kernel = "llama4_rope", info = k:info()}' },
   { name = 'record.kernel_sources', signature = 'record.kernel_sources(kernel) -> {path = "sha256:<hex>"} | nil',
     summary = 'SHA-256 of the source files of a kernel, as built (kb.kernel_sources) or from the checkout.',
     example = 'for path, d in pairs(record.kernel_sources("llama4_rope") or {}) do print(path, d) end' },
@@ -1055,6 +1207,30 @@ section('record', {
     summary = 'The statistic name of a quantile: 0.2 -> "p20", 0.999 -> "p99.9".', example = 'print(record.quantile_name(0.2))' },
   { name = 'record.metric_name', signature = 'record.metric_name(q [, unit]) -> text',
     summary = 'The sourceNative metric name of a quantile: 0.2 -> "ms_20".', example = 'print(record.metric_name(0.5)) --> ms_50' },
+})
+
+---------------------------------------------------------------------------
+-- kluabench.kernels
+---------------------------------------------------------------------------
+
+section('kernels', {
+  { name = 'kernels.kernel', signature = 'kernels.kernel(name) -> {title, sources, cost, family} | nil',
+    summary = 'What records know about a kernel: its title, source files and cost model.',
+    details = 'cost(parameters, dtype, operation) returns the bytes moved and flops of one call, '
+      .. 'or nil when the parameters do not say.',
+    example = 'print(kernels.kernel("llama4_rope").cost({hidden = 4096, seq = 2048, q_heads = 32, '
+      .. 'kv_heads = 8}, "bf16", "forward"))' },
+  { name = 'kernels.title', signature = 'kernels.title(name) -> text',
+    summary = 'A kernel\'s title for people; the name when none is known.',
+    example = 'print(kernels.title("llama4_rope"))' },
+  { name = 'kernels.functions', signature = 'kernels.functions(kb) -> {{name, family}, ...}',
+    summary = 'The Lua functions of every registered family with a binding, sorted by name.',
+    example = 'for _, f in ipairs(kernels.functions(kb)) do print(f.name) end' },
+  { name = 'kernels.register', signature = 'kernels.register(family, {binding = name | false, kernels = {...}})',
+    summary = 'Adds a family\'s descriptor (what stdlib/kluabench/kernels/<family>.lua returns).',
+    details = 'Each entry of kernels (record kernel name -> {title, sources, cost}) becomes known '
+      .. 'to records; the functions of kb[binding] to `kluabench list`.',
+    example = 'kernels.register("mine", {binding = false, kernels = {my_op = {title = "My op"}}})' },
 })
 
 ---------------------------------------------------------------------------
@@ -1218,7 +1394,7 @@ section('progress', {
   { name = 'p:elapsed', signature = 'p:elapsed() -> seconds', summary = 'Seconds since the display was made.',
     example = 'print(p:elapsed())' },
   { name = 'p:remaining', signature = 'p:remaining() -> seconds | nil',
-    summary = 'Estimated seconds left: the mean time of a finished point times the points left.',
+    summary = 'Estimated seconds left: the wall time per finished point so far (between points included) times the points left.',
     example = 'print(p:remaining())' },
   { name = 'progress.is_tty', signature = 'progress.is_tty([stream]) -> boolean',
     summary = 'Whether the stream (default io.stderr) is a terminal.',
@@ -1238,18 +1414,28 @@ section('progress', {
 ---------------------------------------------------------------------------
 
 section('plot', {
-  { name = 'plot.read', signature = 'plot.read(path) -> points | nil, message',
+  { name = 'plot.read', signature = 'plot.read(path [, run]) -> points | nil, message',
     summary = 'The points of a results file: record bundles (JSON, JSON Lines) or Liger CSV, told apart by content.',
-    details = 'A point is {kernel, mode, provider, metric, unit, gpu, dtype, params = {hidden = 512, ...}, '
-      .. 'y50, y20, y80}.',
+    details = 'A point is {kernel, mode, provider, metric, unit, gpu, dtype, run, params = {hidden = 512, ...}, '
+      .. 'y50, y20, y80, bytes, flops, gbps, tflops}; run is the given name, else the file\'s name '
+      .. 'without its directory, so that several files overlay (--by provider,run).',
     example = 'local points = assert(plot.read("results.jsonl"))' },
+  { name = 'plot.run_names', signature = 'plot.run_names(paths) -> {names}',
+    summary = 'The run names of several files: each file\'s name, or its path where two files share a name.',
+    example = 'print(table.concat(plot.run_names({"a/x.jsonl", "b/x.jsonl", "y.csv"}), " "))' },
+  { name = 'plot.xml_text', signature = 'plot.xml_text(s) -> text',
+    summary = 'Text XML 1.0 can carry: invalid UTF-8, control characters (but tab, newline, return) and U+FFFE/U+FFFF become U+FFFD.',
+    example = 'print(plot.xml_text("a\\1b") == "a\\u{FFFD}b") --> true' },
   { name = 'plot.chart', signature = 'plot.chart(points [, opts]) -> svg, info | nil, message, kind',
     summary = 'The SVG chart of points: lines over opts.x, one per opts.by, or bars for a single x.',
     details = 'opts: x (a field; default the one parameter that varies), by (field or list; default '
-      .. '"provider"), y ("ms", "us", "ns"), logx, logy, bar, title, width, height. Names that '
-      .. 'differ (mode, kernel) split lines; for other shape parameters that vary the slice '
-      .. 'where x varies most is kept; info.notes says what was done. kind is "usage" when an '
-      .. 'option must change.',
+      .. '"provider"; an unknown field is a usage error), y ("ms", "us", "ns", "s", or the throughput '
+      .. '"gbps" / "tflops": the record\'s own at the median, else the workload\'s bytes / flops over '
+      .. 'the median, bars at the p80 and p20 times), logx, logy, bar, title, width, height. Names that '
+      .. 'differ (mode, kernel) split lines, and runs (files) where two would share a line and an x; '
+      .. 'lines of several runs share a colour per group and differ by dash pattern. For other shape '
+      .. 'parameters that vary the slice where x varies most is kept; info.notes says what was done, '
+      .. 'info.data holds the series drawn. kind is "usage" when an option must change.',
     example = 'local svg = assert(plot.chart(points, {x = "seq", by = "provider", logx = true}))\n'
       .. 'local f = assert(io.open("chart.svg", "w")); f:write(svg); f:close()' },
   { name = 'plot.line_chart', signature = 'plot.line_chart(spec) -> svg | nil, message',
@@ -1305,6 +1491,31 @@ section('plot', {
 ---------------------------------------------------------------------------
 -- kluabench.cli.help
 ---------------------------------------------------------------------------
+
+section('shard', {
+  { name = 'shard.parse', signature = 'shard.parse(spec) -> i, n | nil, message',
+    summary = 'Reads "I/N" (1-based, 1 <= I <= N); a bad spec gives nil and a message naming it.',
+    example = 'local i, n = shard.parse("2/3")\nassert(i == 2 and n == 3)\nassert(shard.parse("4/3") == nil)' },
+  { name = 'shard.format', signature = 'shard.format(i, n) -> "i/n"',
+    summary = 'The spec of shard i of n, as --shard takes it.',
+    example = 'assert(shard.format(1, 4) == "1/4")' },
+  { name = 'shard.select', signature = 'shard.select(points, i, n) -> points',
+    summary = 'The points of shard i of n, in declaration order (possibly none).',
+    details = 'points is a list of `{id = string, cost = number >= 0}` with unique ids. Greedy '
+      .. 'longest-processing-time: points by cost, largest first (ties by id), each to the shard '
+      .. 'with the least cost so far (ties to the lowest number). The most and least loaded '
+      .. 'shards differ by at most the largest cost. The same ids and costs give the same '
+      .. 'shards in every process and every run, whatever their order.',
+    example = 'local pts = {{id = "seq1024", cost = 4e6}, {id = "seq2048", cost = 8e6}, {id = "seq4096", cost = 16e6}}\n'
+      .. 'local mine = shard.select(pts, 1, 2)\nassert(#mine == 1 and mine[1].id == "seq4096")' },
+  { name = 'shard.assign', signature = 'shard.assign(points, n) -> {shard, ...}',
+    summary = 'The shard number of every point, a list parallel to points.',
+    example = 'local where = shard.assign({{id = "a", cost = 2}, {id = "b", cost = 1}}, 2)\nassert(where[1] == 1 and where[2] == 2)' },
+  { name = 'shard.plan', signature = 'shard.plan(points, n) -> shards, costs',
+    summary = 'All n shards (lists of points in declaration order) and the total cost of each.',
+    example = 'local shards, costs = shard.plan({{id = "a", cost = 2}, {id = "b", cost = 1}, {id = "c", cost = 1}}, 2)\n'
+      .. 'assert(costs[1] == 2 and costs[2] == 2 and #shards[2] == 2)' },
+})
 
 section('help', {
   { name = 'help', kind = 'function', path = { 'kluabench.cli.help', 'help' }, signature = 'help([x])',
@@ -1374,17 +1585,31 @@ local function command_entries()
       local hok, full = pcall(cli.command_help, c)
       if hok and type(full) == 'string' then text = full:gsub('^usage:[^\n]*\n\n', '') end
     end
-    local usage = c.usage
-    if c.module then
-      local mok, mod = pcall(require, 'kluabench.cli.commands.' .. c.module)
-      if mok and type(mod) == 'table' and type(mod.USAGE) == 'string' then usage = mod.USAGE end
-    end
+    local usage = cli.command_usage and cli.command_usage(c) or c.usage
     list[#list + 1] = {
       name = 'kluabench ' .. c.name, kind = 'command', signature = usage, summary = c.summary,
       details = text:gsub('\n+$', ''), preformatted = true, example = COMMAND_EXAMPLES[c.name],
     }
   end
   return list
+end
+
+---------------------------------------------------------------------------
+-- The Lua modules: their entries are the `---` comments beside their
+-- functions (kluabench.cli.doccomments), one copy, next to the code.
+---------------------------------------------------------------------------
+
+-- kb.output gathers the functions of four files.
+local SOURCES = { output = { 'kluabench.report.json', 'kluabench.report.files', 'kluabench.report.csv',
+  'kluabench.report.table' } }
+do
+  local modules = {}
+  for prefix, modname in pairs(M.modules) do
+    if prefix ~= 'kb' then modules[prefix] = SOURCES[prefix] or modname end
+  end
+  for _, e in ipairs(require('kluabench.cli.doccomments').collect(modules, M.sections)) do
+    M.entries[#M.entries + 1] = e
+  end
 end
 
 section('commands', command_entries())

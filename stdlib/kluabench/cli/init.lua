@@ -11,8 +11,8 @@
 --   run(args) (or main(args)) -> exit status: 0 ok, 1 failed check or
 --             regression, 2 usage error (nil counts as 0); args are the
 --             words after the name;
---   help   -> optional string that replaces the help text below;
---   USAGE  -> optional usage line that replaces the one below.
+--   USAGE  -> its usage line(s) ("kluabench NAME ...");
+--   help   -> its help text (what follows the usage line in --help).
 -- Commands report usage errors with M.usage_error and may read their options
 -- with M.parse_args.
 local M = {}
@@ -36,82 +36,21 @@ M.OPTIONS = {
   { '-h, --help', "show this help; 'kluabench COMMAND --help' explains a command" },
 }
 
---- The commands: name (as typed), module (under kluabench.cli.commands), one
--- line of summary, the usage line(s) and the help text.
+--- The commands: name (as typed), module (under kluabench.cli.commands)
+-- and one line of summary. The usage line and the help text are the
+-- module's own (its USAGE and help), the one source that `kluabench
+-- COMMAND --help`, `kluabench help COMMAND`, usage errors and the API
+-- reference all read; only a command without a module (help) carries
+-- usage and help here.
 M.COMMANDS = {
-  {
-    name = 'run',
-    module = 'run',
-    summary = "run a benchmark script (the same as 'kluabench SCRIPT')",
-    usage = 'kluabench run SCRIPT [args...]',
-    help = [[
-Runs SCRIPT exactly as 'kluabench SCRIPT args...' does: the arguments are in
-the global 'arg' (arg[0] is SCRIPT, the interpreter and options at negative
-indices) and in '...'. SCRIPT '-' reads the script from stdin. Use it to run
-a script whose file name is also the name of a command: 'kluabench run list'.]],
-  },
-  {
-    name = 'verify',
-    module = 'verify',
-    summary = 'recompute the digests of record bundles and check them',
-    usage = 'kluabench verify FILE...',
-    help = [[
-Reads record bundles (JSON or JSON Lines) and recomputes each document's
-digest, sha256 of the RFC 8785 canonical form of its spec, against the
-digests that the run carries. Exit status 1 when any digest differs.]],
-  },
-  {
-    name = 'compare',
-    module = 'compare',
-    summary = 'compare two result sets and flag regressions',
-    usage = 'kluabench compare BASELINE CANDIDATE [options]',
-    help = [[
-Matches the points of two result files by workload and implementation and
-prints the change of each, with its uncertainty. Exit status 1 when a point
-regressed.]],
-  },
-  {
-    name = 'import-liger',
-    module = 'import_liger',
-    summary = "convert Liger-Kernel benchmark CSV results into records",
-    usage = 'kluabench import-liger CSV [options]',
-    help = [[
-Reads the CSV that Liger-Kernel's benchmark scripts write
-(benchmark/data/all_benchmark_data.csv) and writes kluabench record bundles,
-so that Liger's published numbers can be compared with ours.]],
-  },
-  {
-    name = 'plot',
-    module = 'plot',
-    summary = 'draw results as an SVG chart',
-    usage = 'kluabench plot RESULTS --x AXIS --by FIELD -o chart.svg',
-    help = [[
-Draws one line per provider over the chosen axis (or bars for a single point),
-with p20/p80 error bars, title, axis labels and legend, as an SVG file.]],
-  },
-  {
-    name = 'env',
-    module = 'env',
-    summary = 'print the execution environment (versions, backend, device)',
-    usage = 'kluabench env [--json | --format text|markdown]',
-    help = [[
-Prints kluabench's and Lua's versions, the backend in use and what it reports
-about its device (kb.device_info()), and the environment variables that
-change kluabench's behaviour.
-  --json        one JSON object on stdout
-  --format F    text (default) or markdown]],
-  },
-  {
-    name = 'list',
-    module = 'list',
-    summary = 'list the benchmark scripts, examples and kernels',
-    usage = 'kluabench list [--format text|markdown|json]',
-    help = [[
-Lists the benchmark scripts (scripts/*.lua of the checkout the binary belongs
-to) and the examples, each with the first comment line of its file, and the
-kernels: the functions under kb.rope.
-  --format F    text (default), markdown or json]],
-  },
+  { name = 'run', module = 'run', summary = "run a benchmark script (the same as 'kluabench SCRIPT')" },
+  { name = 'verify', module = 'verify', summary = 'recompute the digests of record bundles and check them' },
+  { name = 'compare', module = 'compare', summary = 'compare two result sets and flag regressions' },
+  { name = 'import-liger', module = 'import_liger',
+    summary = 'convert Liger-Kernel benchmark CSV results into records' },
+  { name = 'plot', module = 'plot', summary = 'draw results as an SVG chart' },
+  { name = 'env', module = 'env', summary = 'print the execution environment (versions, backend, device)' },
+  { name = 'list', module = 'list', summary = 'list the benchmark scripts, examples and kernels' },
   {
     name = 'help',
     summary = "show this help, or a command's ('kluabench help COMMAND')",
@@ -202,17 +141,19 @@ local function module_of(c)
   return ok and type(mod) == 'table' and mod or nil
 end
 
---- The usage line of command c: the module's USAGE when it has one.
+--- The usage line of command c: its module's USAGE (c.usage for a command
+-- without a module; "kluabench NAME" when this build lacks the module).
 function M.command_usage(c)
   local mod = module_of(c)
-  return mod and type(mod.USAGE) == 'string' and mod.USAGE or c.usage
+  if mod and type(mod.USAGE) == 'string' then return mod.USAGE end
+  return c.usage or (M.PROGRAM .. ' ' .. c.name)
 end
 
---- The help text of command c: usage, then the module's help when it has
--- one, else the text above.
+--- The help text of command c: the usage line, then its module's help (c.help
+-- for a command without a module; the summary when this build lacks it).
 function M.command_help(c)
   local mod = module_of(c)
-  local text = mod and type(mod.help) == 'string' and mod.help or c.help
+  local text = mod and type(mod.help) == 'string' and mod.help or c.help or c.summary
   return 'usage: ' .. M.command_usage(c) .. '\n\n' .. text:gsub('\n*$', '') .. '\n'
 end
 

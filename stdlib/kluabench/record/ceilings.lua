@@ -169,7 +169,7 @@ end
 -- backend, measured_at, method}.
 function M.measure_copy(opts)
   opts = opts or {}
-  local kb = opts.kb or require 'kluabench'
+  local kb = opts.kb or require 'kluabench.core'
   local measure = require 'kluabench.measure'
   local stopping = require 'kluabench.measure.stopping'
   local info = kb.device_info()
@@ -207,7 +207,7 @@ end
 -- stored when absent (or when opts.force). Returns entry, from_cache.
 function M.copy_ceiling(opts)
   opts = opts or {}
-  local kb = opts.kb or require 'kluabench'
+  local kb = opts.kb or require 'kluabench.core'
   local info = kb.device_info()
   if not opts.force then
     local e = M.lookup(info, opts.path)

@@ -6,6 +6,7 @@
 -- digests of the other four: "sha256:" .. hex(SHA-256(JCS(doc.spec))), JCS
 -- being RFC 8785 (kb.jcs.encode), i.e. kb.digest(doc.spec).
 -- docs/RECORDS.md describes every field.
+local kernels = require 'kluabench.kernels'
 local names = require 'kluabench.record.names'
 local output = require 'kluabench.report'
 
@@ -23,57 +24,13 @@ M.DIGESTS = {
 
 local function kb() return require 'kluabench.core' end
 
-local DTYPE_BYTES = { bf16 = 2, f16 = 2, f32 = 4, f64 = 8 }
-
--- The cost of RoPE over q [B, S, Hq, D] and k [B, S, Hk, D]: both read and
--- written once, the f32 (cos, sin) table [S, D/2, 2] read once; 6 flops
--- per complex product (Llama 4's pairs and rotate-half's alike).
-local function rope_cost(p, dtype, op)
-  local elt = DTYPE_BYTES[dtype]
-  -- parameters come from files too (a Liger CSV): no cost unless each
-  -- is a positive whole number
-  local function count(v) return type(v) == 'number' and v > 0 and math.tointeger(v) or nil end
-  local hidden, seq, hq, hk = count(p.hidden), count(p.seq), count(p.q_heads), count(p.kv_heads)
-  local batch = p.batch == nil and 1 or count(p.batch)
-  if not (elt and hidden and seq and hq and hk and batch) or hidden % hq ~= 0 then return nil end
-  local d = hidden // hq
-  local n = batch * seq * (hq + hk) * d
-  local passes = ({ forward = 1, backward = 1, full = 2 })[op]
-  if not passes then return nil end
-  return passes * (2 * n * elt + seq * d * 4), passes * 3 * n
-end
-
---- What records know about kernels: a title for people, the source files
--- that implement it (for the implementation digest when the engine does not
--- list them), and a cost model (bytes moved and flops of one call, the
--- algorithmic minimum) from the workload parameters.
-M.KERNELS = {
-  llama4_rope = {
-    title = 'Llama 4 rotary position embedding',
-    sources = { 'kernels/rope.h', 'kernels/rope.cu', 'kernels/rope_cpu.c', 'kernels/rope_freqs_cpu.c',
-      'kernels/dtype.h' },
-    cost = rope_cost,
-  },
-  rope = {
-    title = 'Rotary position embedding',
-    sources = { 'kernels/rope.h', 'kernels/rope.cu', 'kernels/rope_cpu.c', 'kernels/rope_freqs_cpu.c',
-      'kernels/dtype.h' },
-    -- the same traffic as llama4_rope: rotate-half pairs (i, i + D/2) instead
-    -- of adjacent ones, the same (cos, sin) table
-    cost = rope_cost,
-  },
-  qwen2vl_mrope = { title = 'Qwen2-VL multimodal rotary position embedding' },
-  rms_norm = { title = 'RMS normalization' },
-  layer_norm = { title = 'Layer normalization' },
-  group_norm = { title = 'Group normalization' },
-  swiglu = { title = 'SwiGLU' },
-  geglu = { title = 'GeGLU' },
-  cross_entropy = { title = 'Cross entropy' },
-  fused_linear_cross_entropy = { title = 'Fused linear cross entropy' },
-  embedding = { title = 'Embedding' },
-  kl_div = { title = 'KL divergence' },
-  jsd = { title = 'Jensen-Shannon divergence' },
-}
+--- What records know about kernels, by kernel name: a title for people, the
+-- source files that implement it (for the implementation digest when the
+-- engine does not list them), and a cost model (bytes moved and flops of one
+-- call, the algorithmic minimum) from the workload parameters. The kernel
+-- registry (kluabench.kernels) gathers them from the descriptor beside each
+-- kernel (stdlib/kluabench/kernels/<family>.lua).
+M.KERNELS = kernels.KERNELS
 
 --- A kernel's title for people (the kernel name when none is known).
 function M.kernel_title(kernel)
@@ -306,6 +263,52 @@ function M.implementation(o)
   })
 end
 
+-- The file name at the end of a path.
+local function basename(path) return (tostring(path):match('([^/]+)$')) end
+
+--- The KernelImplementation of a user kernel (docs/KERNELS.md). o:
+-- provider, kernel (the workload's kernel name), target, and info: what
+-- kernel:info(), module:info() or a plugin kernel's info() returns. The spec
+-- carries the SHA-256 of the kernel's source (NVRTC) or binary (cubin, PTX,
+-- fatbin, plugin library), the compile options, the NVRTC and driver
+-- versions and the arch, so different kernels never share a digest.
+function M.user_implementation(o)
+  if type(o) ~= 'table' or type(o.info) ~= 'table' then
+    error("bad argument #1 to 'user_implementation' (table with an info table expected)", 2)
+  end
+  local info = o.info
+  local mod = info.module or info
+  local user = output.object()
+  local sources = {}
+  if info.plugin then
+    local p = info.plugin
+    user.route = 'plugin'
+    user.plugin = { name = p.name, version = p.version, abiVersion = p.abi_version, sha256 = p.sha256 }
+    user.entries = { cuda = info.cuda, cpu = info.cpu }
+    sources[basename(p.path or p.name)] = p.sha256
+  else
+    user.route = mod.source_sha256 and 'nvrtc' or 'module'
+    user.format = mod.format
+    user.sha256 = mod.sha256
+    user.sourceSha256 = mod.source_sha256
+    user.compileOptions = mod.options
+    user.nameExpressions = mod.names and next(mod.names) and mod.names or nil
+    user.nvrtcVersion = mod.nvrtc_version
+    user.arch = mod.arch
+    user.driverVersion = mod.driver_version
+    user.symbol = info.symbol
+    user.triton = info.triton
+    local name = mod.name or (mod.path and basename(mod.path)) or ('module.' .. tostring(mod.format))
+    sources[name] = mod.source_sha256 or mod.sha256
+  end
+  user.name = info.name
+  user.signature = info.signature
+  local doc = M.implementation { provider = o.provider, kernel = o.kernel, target = o.target,
+    sources = sources, version = o.version, build = o.build }
+  doc.spec.userKernel = user
+  return doc
+end
+
 ---------------------------------------------------------------------------
 -- Run
 ---------------------------------------------------------------------------
@@ -412,6 +415,16 @@ end
 -- The cache holds ceilings of the machine running this process, so a bundle
 -- whose environment names another device (built for a test, or by hand)
 -- gets the rates but no ceiling. nil when the workload has no cost.
+-- A rate above the copy ceiling sets implausible = true and says why
+-- (check.plausible): the record keeps the time, and every table shows it.
+local function flag_implausible(t, bytes, median_ms)
+  if type(t) == 'table' and type(bytes) == 'number' and t.copyCeilingGbps and median_ms and median_ms > 0 then
+    local ok, msg = require('kluabench.check').plausible(median_ms, bytes, t.copyCeilingGbps)
+    if not ok then t.implausible, t.implausibleReason = true, msg end
+  end
+  return t
+end
+
 local function throughput_of(workload_spec, median_ms, environment)
   if type(workload_spec.bytes) ~= 'number' and type(workload_spec.flops) ~= 'number' then return nil end
   local ceilings = require 'kluabench.record.ceilings'
@@ -425,7 +438,8 @@ local function throughput_of(workload_spec, median_ms, environment)
       .. tostring(here or 'none') .. '): no cached copy ceiling applies'
     return t
   end
-  return ceilings.cached_throughput(workload_spec.bytes, workload_spec.flops, median_ms)
+  return flag_implausible(ceilings.cached_throughput(workload_spec.bytes, workload_spec.flops, median_ms),
+    workload_spec.bytes, median_ms)
 end
 
 --- One sealed bundle from a protocol run. o:

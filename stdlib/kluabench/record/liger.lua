@@ -6,7 +6,7 @@
 -- or of Liger's peak-memory probe (metric_name "memory", MB). The run,
 -- protocol and environment documents of a speed row reproduce, field for
 -- field, the record kernelindex.dev publishes for it
--- (shared/reference/kernelindex-record-example.json). Input is data: the
+-- (tests/data/kernelindex-record-example.json). Input is data: the
 -- JSON in extra_benchmark_config_str is parsed by output.decode, never run.
 local names = require 'kluabench.record.names'
 local output = require 'kluabench.report'

@@ -9,6 +9,12 @@
 -- empty table is written as {} (an object). JSON null reads as M.null().
 local M = {}
 
+--- The deepest nesting of arrays and objects that the reader (M.decode) and
+-- the writers accept: the engine's kb.jcs.MAX_DEPTH (JCS_MAX_DEPTH in
+-- engine/jcs.c), the same as lua-cjson's default, so that whatever one side
+-- reads the other reads too. A record is a few levels deep.
+M.MAX_DEPTH = 1000
+
 -- The engine is optional here: this module also runs under a plain Lua
 -- (busted on a machine without the binary), where only fsync and the JCS
 -- markers are missing.
@@ -252,7 +258,7 @@ local function encode(v, out, indent, depth, seen)
     out[#out + 1] = 'null'
   elseif tv == 'table' then
     if seen[v] then error('cannot write a table that contains itself as JSON', 0) end
-    if depth > 100 then error('JSON nesting deeper than 100 levels', 0) end
+    if depth >= M.MAX_DEPTH then error(string.format('JSON nesting deeper than %d levels', M.MAX_DEPTH), 0) end
     seen[v] = true
     local kind = table_kind(v)
     local pad = indent and ('\n' .. string.rep(indent, depth + 1)) or ''
@@ -422,10 +428,12 @@ function Decoder:number()
 end
 
 function Decoder:value(depth)
-  if depth > 200 then self:fail('nesting deeper than 200 levels') end
   self:skip()
   local text, pos = self.text, self.pos
   local c = text:sub(pos, pos)
+  if depth >= M.MAX_DEPTH and (c == '{' or c == '[') then
+    self:fail(string.format('nesting deeper than %d levels', M.MAX_DEPTH), pos)
+  end
   if c == '{' then
     local obj = {}
     self.pos = pos + 1

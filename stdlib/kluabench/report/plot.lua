@@ -12,7 +12,10 @@
 --   kernel, mode, provider, metric ("speed" or e.g. "memory"), unit ("ms",
 --   "MB"), gpu, dtype, params = {hidden = 512, seq = 2048, ...},
 --   y50, y20, y80 (the median and the p20/p80 quantiles, in unit),
---   x_labels = {param = "words"} (axis titles the source knows, e.g. Liger's)
+--   x_labels = {param = "words"} (axis titles the source knows, e.g. Liger's),
+--   bytes, flops (the workload's cost of one call, when known),
+--   gbps, tflops (the record's own throughput at the median, when it has one),
+--   run (the name of the file the point came from: M.read's run name)
 local names = require 'kluabench.record.names'
 local output = require 'kluabench.report'
 
@@ -85,9 +88,16 @@ function M.point_from_bundle(b)
     p.y50, p.y20, p.y80 = med.value, p20 and p20.value, p80 and p80.value
   end
   if type(p.y50) ~= 'number' then return nil, 'run has no median' end
-  local hw = type(b.environment) == 'table' and b.environment.spec and b.environment.spec.hardware
-  if type(hw) == 'table' and hw.product then
-    p.gpu = hw.formFactor and (hw.product .. ' ' .. hw.formFactor) or hw.product
+  if type(ws.bytes) == 'number' then p.bytes = ws.bytes end
+  if type(ws.flops) == 'number' then p.flops = ws.flops end
+  local tp = type(rs.execution) == 'table' and rs.execution.throughput
+  if type(tp) == 'table' then
+    p.gbps = type(tp.gbps) == 'number' and tp.gbps or nil
+    p.tflops = type(tp.tflops) == 'number' and tp.tflops or nil
+  end
+  if type(b.environment) == 'table' and type(b.environment.spec) == 'table'
+      and type(b.environment.spec.hardware) == 'table' then
+    p.gpu = require('kluabench.record.env').device_name(b.environment)
   end
   local ann = type(b.workload) == 'table' and b.workload.metadata and b.workload.metadata.annotations
   if type(ann) == 'table' and ann.liger_x_name and ann.liger_x_label then
@@ -115,6 +125,9 @@ function M.point_from_liger_row(row)
   local x = names.param_name(row.x_name)
   p.params[x] = tonumber(row.x_value) or row.x_value
   if row.x_label and row.x_label ~= '' then p.x_labels = { [x] = row.x_label } end
+  -- the CSV carries no cost: the kernel's cost model, as records get it
+  local k = require('kluabench.record').KERNELS[p.kernel]
+  if k and k.cost then p.bytes, p.flops = k.cost(p.params, p.dtype, p.mode) end
   return p
 end
 
@@ -123,9 +136,20 @@ local function is_liger_csv(text)
   return first:find('kernel_name', 1, true) ~= nil and first:find(',', 1, true) ~= nil
 end
 
---- The points of one file (record bundles as JSON or JSON Lines, or Liger
--- CSV, told apart by content), or nil and "path[:line]: why".
-function M.read(path)
+-- The name of a run: the file's name without its directory.
+local function basename(path) return (tostring(path):match('([^/]+)/*$') or tostring(path)) end
+
+--- The run names of several files, for M.read: each file's name without its
+-- directory, or the path as given where two files share a name.
+function M.run_names(paths)
+  local count, out = {}, {}
+  for _, path in ipairs(paths) do count[basename(path)] = (count[basename(path)] or 0) + 1 end
+  for i, path in ipairs(paths) do out[i] = count[basename(path)] > 1 and path or basename(path) end
+  return out
+end
+
+-- The points of one file, without their run name (see M.read).
+local function read_points(path)
   local text, err = output.read_file(path)
   if not text then return nil, err end
   local points = {}
@@ -149,12 +173,24 @@ function M.read(path)
   return points
 end
 
+--- The points of one file (record bundles as JSON or JSON Lines, or Liger
+-- CSV, told apart by content), or nil and "path[:line]: why". Every point's
+-- `run` field is `run` (default: the file's name without its directory), so
+-- that points of several files can be told apart (--by provider,run).
+function M.read(path, run)
+  local points, err = read_points(path)
+  if not points then return nil, err end
+  run = run or basename(path)
+  for _, p in ipairs(points) do p.run = run end
+  return points
+end
+
 ---------------------------------------------------------------------------
 -- Fields, filters, groups
 ---------------------------------------------------------------------------
 
 local TOP_FIELDS = { kernel = true, mode = true, provider = true, metric = true, unit = true,
-  gpu = true, dtype = true }
+  gpu = true, dtype = true, run = true }
 local FIELD_ALIASES = { operation = 'mode', kernel_operation_mode = 'mode', kernel_provider = 'provider',
   kernel_name = 'kernel', impl = 'provider', gpu_name = 'gpu' }
 
@@ -264,10 +300,31 @@ local function sort_values(vs)
   return vs, numeric
 end
 
+-- True when two points of different runs have the same values of `keys`
+-- and of x (repeats within one run stay "the last one is drawn").
+local function runs_collide(points, x, keys)
+  local seen = {}
+  for _, p in ipairs(points) do
+    local xv = M.field(p, x)
+    if xv ~= nil then
+      local parts = { value_text(xv) }
+      for i, f in ipairs(keys) do
+        local v = M.field(p, f)
+        parts[i + 1] = v == nil and '-' or value_text(v)
+      end
+      local k = table.concat(parts, '\0')
+      if seen[k] ~= nil and seen[k] ~= p.run then return true end
+      seen[k] = p.run
+    end
+  end
+  return false
+end
+
 --- Groups points into series for a chart. opts.x (field), opts.by (field or
 -- list of fields). Fields other than x and by whose values differ are added
 -- to the grouping, so that no two points of a series share an x (they are
--- returned as `split`). Returns {series = {{name, key, points}}, xs (sorted
+-- returned as `split`; `run` only where it is needed for that). Returns
+-- {series = {{name, key, points, values = {field = value}}}, xs (sorted
 -- distinct x values), numeric_x, split = {fields}, duplicates = count}.
 function M.group(points, opts)
   local x = M.field_name(opts.x)
@@ -279,11 +336,18 @@ function M.group(points, opts)
   for _, f in ipairs(by) do used[f] = true end
   local split = {}
   for _, f in ipairs(M.varying(points)) do
-    if not used[f] and f ~= 'unit' then split[#split + 1] = f end
+    if not used[f] and f ~= 'unit' and f ~= 'run' then split[#split + 1] = f end
   end
   local keys = {}
   for _, f in ipairs(by) do keys[#keys + 1] = f end
   for _, f in ipairs(split) do keys[#keys + 1] = f end
+  -- the run (the file a point came from) splits lines only where points of
+  -- two runs would otherwise share a line and an x: files of different
+  -- providers (ours and Liger's CSV) stay one line per provider
+  if not used.run and #M.distinct(points, 'run') > 1 and runs_collide(points, x, keys) then
+    split[#split + 1] = 'run'
+    keys[#keys + 1] = 'run'
+  end
 
   local series, index, duplicates = {}, {}, 0
   for _, p in ipairs(points) do
@@ -298,7 +362,9 @@ function M.group(points, opts)
       local key = table.concat(parts, '\0')
       local s = index[key]
       if not s then
-        s = { name = table.concat(label, ' · '), key = key, points = {}, by_x = {} }
+        local values = {}
+        for _, f in ipairs(keys) do values[f] = M.field(p, f) end
+        s = { name = table.concat(label, ' · '), key = key, points = {}, by_x = {}, values = values }
         index[key] = s
         series[#series + 1] = s
       end
@@ -433,8 +499,40 @@ M.COLORS = { '#0072B2', '#E69F00', '#009E73', '#D55E00', '#CC79A7', '#56B4E9', '
 
 local FONT = 'DejaVu Sans, Helvetica, Arial, sans-serif'
 
+local REPLACEMENT = '\239\191\189' -- U+FFFD
+
+--- Text that XML 1.0 can carry: every byte that is not part of valid UTF-8,
+-- every control character but tab, newline and carriage return, and the
+-- non-characters U+FFFE and U+FFFF become U+FFFD (titles and labels come
+-- from files: a Liger CSV or a record may hold anything).
+function M.xml_text(s)
+  s = tostring(s)
+  local out, i = {}, 1
+  while i <= #s do
+    local ok, bad = utf8.len(s, i)
+    if ok then
+      out[#out + 1] = s:sub(i)
+      break
+    end
+    out[#out + 1] = s:sub(i, bad - 1) .. REPLACEMENT
+    i = bad + 1
+  end
+  return (table.concat(out):gsub('[%z\1-\8\11\12\14-\31]', REPLACEMENT)
+    :gsub('\239\191[\190\191]', REPLACEMENT))
+end
+
 local function esc(s)
-  return (tostring(s):gsub('[&<>"]', { ['&'] = '&amp;', ['<'] = '&lt;', ['>'] = '&gt;', ['"'] = '&quot;' }))
+  return (M.xml_text(s):gsub('[&<>"]', { ['&'] = '&amp;', ['<'] = '&lt;', ['>'] = '&gt;', ['"'] = '&quot;' }))
+end
+
+-- Dash patterns of lines after the first (runs overlaid: --by provider,run).
+local DASHES = { '7 4', '2 3', '10 3 2 3', '4 2' }
+
+-- The colour and the stroke-dasharray attribute ('' when solid) of series i.
+local function style(s, i)
+  local color = M.COLORS[((s.color or i) - 1) % #M.COLORS + 1]
+  local d = s.dash and s.dash > 1 and DASHES[(s.dash - 2) % #DASHES + 1]
+  return color, d and string.format(' stroke-dasharray="%s"', d) or ''
 end
 
 local function num(v) return (string.format('%.2f', v):gsub('%.?0+$', '')) end
@@ -528,12 +626,12 @@ local function draw_legend(c, series, x, y, bars)
   c.add('<g class="legend">')
   for i, s in ipairs(series) do
     local ly = y + (i - 1) * 20
-    local color = M.COLORS[(i - 1) % #M.COLORS + 1]
+    local color, dash = style(s, i)
     if bars then
       c.add(string.format('<rect x="%s" y="%s" width="14" height="12" fill="%s" fill-opacity="0.85"/>',
         num(x + 4), num(ly - 6), color))
     else
-      c.line(x, ly, x + 22, ly, string.format('stroke="%s" stroke-width="2.5"', color))
+      c.line(x, ly, x + 22, ly, string.format('stroke="%s" stroke-width="2.5"%s', color, dash))
       c.add(string.format('<circle cx="%s" cy="%s" r="3.5" fill="%s"/>', num(x + 11), num(ly), color))
     end
     c.text(x + 30, ly + 4, fit(s.name, LEGEND_TEXT_MAX))
@@ -584,7 +682,9 @@ local function check_positive(series, what, get)
 end
 
 --- A line chart as SVG text. spec:
---   series = {{name = "fused", points = {{x = 1024, y = 0.1, lo = 0.09, hi = 0.12}, ...}}, ...}
+--   series = {{name = "fused", points = {{x = 1024, y = 0.1, lo = 0.09, hi = 0.12}, ...},
+--     color = i (optional: index into M.COLORS, default the series' index),
+--     dash = k (optional: 1 solid, 2.. dashed patterns)}, ...}
 --   title, subtitle, xlabel, ylabel, logx, logy, width (800), height (480),
 --   categories = {"a", "b"} when x values are names (x = 1..n then)
 -- Returns the SVG, or nil and a message (log axis over values <= 0).
@@ -649,13 +749,13 @@ function M.line_chart(spec)
   draw_axes(c, area, xticks, yticks, spec)
 
   for i, s in ipairs(series) do
-    local color = M.COLORS[(i - 1) % #M.COLORS + 1]
+    local color, dash = style(s, i)
     c.add(string.format('<g class="series" data-name="%s">', esc(s.name)))
     local pts = {}
     for j, p in ipairs(s.points) do pts[j] = num(sx(p.x)) .. ',' .. num(sy(p.y)) end
     if #pts > 1 then
-      c.add(string.format('<polyline fill="none" stroke="%s" stroke-width="2" stroke-linejoin="round" points="%s"/>',
-        color, table.concat(pts, ' ')))
+      c.add(string.format('<polyline fill="none" stroke="%s" stroke-width="2" stroke-linejoin="round"%s points="%s"/>',
+        color, dash, table.concat(pts, ' ')))
     end
     for _, p in ipairs(s.points) do
       error_bar(c, sx(p.x), p.lo and sy(p.lo), p.hi and sy(p.hi), color)
@@ -705,7 +805,7 @@ function M.bar_chart(spec)
   draw_axes(c, area, xticks, yticks, spec)
   local base = spec.logy and area.bottom or sy(math.max(0, yvals[1]))
   for si, s in ipairs(series) do
-    local color = M.COLORS[(si - 1) % #M.COLORS + 1]
+    local color = style(s, si)
     c.add(string.format('<g class="series" data-name="%s">', esc(s.name)))
     for _, p in ipairs(s.points) do
       local cx = area.left + (p.x - 0.5) * slot + (si - (nser + 1) / 2) * bw
@@ -731,6 +831,41 @@ end
 ---------------------------------------------------------------------------
 
 local TIME_UNITS = { s = 1e3, ms = 1, us = 1e-3, ['µs'] = 1e-3, ns = 1e-6 }
+
+-- Throughputs that --y can show: the record's own value at the median
+-- (own), else the workload's cost over the median time (cost / (ms * scale)).
+local RATES = {
+  gbps = { own = 'gbps', cost = 'bytes', scale = 1e6, label = 'throughput (GB/s)' },
+  tflops = { own = 'tflops', cost = 'flops', scale = 1e9, label = 'throughput (TFLOP/s)' },
+}
+
+--- The values --y accepts: time units, throughputs, and MB (memory rows of
+-- Liger's CSV).
+M.Y_UNITS = { 'ms', 'us', 'ns', 's', 'gbps', 'tflops', 'MB' }
+
+-- When the lines overlay runs (the run field is in the grouping), the lines
+-- of one group in different runs share a colour and each run has its own
+-- dash pattern, so that `--by provider,run` reads as providers by colour and
+-- runs by line style.
+local function overlay_styles(series, x)
+  local runs = {}
+  for _, s in ipairs(series) do
+    local r = s.values and s.values.run
+    if r ~= nil and not runs[r] then runs[#runs + 1] = r; runs[r] = #runs end
+  end
+  if #runs < 2 then return end
+  local colors, n = {}, 0
+  for _, s in ipairs(series) do
+    local parts = {}
+    for f, v in pairs(s.values or {}) do
+      if f ~= 'run' and f ~= x then parts[#parts + 1] = f .. '=' .. value_text(v) end
+    end
+    table.sort(parts)
+    local key = table.concat(parts, '\0')
+    if not colors[key] then n = n + 1; colors[key] = n end
+    s.color, s.dash = colors[key], runs[s.values.run]
+  end
+end
 
 --- Keeps one slice of the data along every shape parameter that varies but
 -- is neither x nor a --by field: the value under which x takes the most
@@ -782,11 +917,24 @@ function M.guess_x(points)
   return nil, 'several parameters vary (' .. table.concat(candidates, ', ') .. '): choose one with --x'
 end
 
+-- nil when some point has field f, else a message naming it (as `what`)
+-- and listing the fields the points have.
+local function unknown_field(points, f, what)
+  local name = M.field_name(f)
+  for _, p in ipairs(points) do if M.field(p, name) ~= nil then return nil end end
+  return string.format("no point has the %s '%s' (fields: %s)", what, f, table.concat(M.fields(points), ', '))
+end
+
 --- The chart of a list of points. opts: x (field; default M.guess_x), by
--- (field or list; default "provider"), y ("ms", "us", "ns", or the data's
--- unit), logx, logy, bar (force a bar chart), title, width, height.
+-- (field or list; default "provider"; an unknown field is a usage error),
+-- y ("ms", "us", "ns", "s", the data's unit, or a throughput: "gbps" or
+-- "tflops", the record's own at the median or the workload's bytes / flops
+-- over the median, bars at the p80 and p20 times), logx, logy, bar (force a
+-- bar chart), title, width, height. Lines of several runs (the `run` field)
+-- share a colour per group and differ by dash pattern.
 -- Returns svg, info ({kind = "line"|"bar", series = n, points = n, split,
--- duplicates, notes = {strings}}), or nil, a message and "usage" when an
+-- duplicates, notes = {strings}, ylabel, data = the series drawn: {{name,
+-- points = {{x, y, lo, hi}}, color, dash}}}), or nil, a message and "usage" when an
 -- option must change (x cannot be guessed, a field is unknown) or "data".
 function M.chart(points, opts)
   opts = opts or {}
@@ -810,11 +958,11 @@ function M.chart(points, opts)
     x, err = M.guess_x(points)
     if not x then return nil, err, 'usage' end
   end
-  local has_x = false
-  for _, p in ipairs(points) do if M.field(p, x) ~= nil then has_x = true break end end
-  if not has_x then
-    return nil, string.format("no point has the field '%s' (fields: %s)", x,
-      table.concat(M.fields(points), ', ')), 'usage'
+  local why = unknown_field(points, x, 'field')
+  if why then return nil, why, 'usage' end
+  for _, f in ipairs(type(opts.by) == 'table' and opts.by or { opts.by or 'provider' }) do
+    why = unknown_field(points, f, '--by field')
+    if why then return nil, why, 'usage' end
   end
   local slice_notes
   points, slice_notes = M.slice(points, x, opts.by)
@@ -831,11 +979,29 @@ function M.chart(points, opts)
   local unit = points[1].unit or 'ms'
   local want = opts.y or unit
   local factor = 1
-  if want ~= unit then
+  local rate = RATES[want]
+  if rate then
+    if not TIME_UNITS[unit] then
+      return nil, string.format("cannot show %s values as '%s': %s needs times", unit, want, want), 'usage'
+    end
+    factor = TIME_UNITS[unit] -- to ms
+  elseif want ~= unit then
     if not (TIME_UNITS[unit] and TIME_UNITS[want]) then
       return nil, string.format("cannot show %s values as '%s'", unit, want), 'usage'
     end
     factor = TIME_UNITS[unit] / TIME_UNITS[want]
+  end
+  -- y, lo, hi of a point: times scaled to `want`, or the rate at the median
+  -- time with bars at the rates of the p80 and p20 times
+  local function values_of(p)
+    if not rate then
+      return p.y50 * factor, p.y20 and p.y20 * factor, p.y80 and p.y80 * factor
+    end
+    local ms = p.y50 * factor
+    local r = p[rate.own] or (p[rate.cost] and ms > 0 and p[rate.cost] / (ms * rate.scale)) or nil
+    if not r then return nil end
+    local function at(y) return y and y > 0 and r * p.y50 / y or nil end
+    return r, at(p.y80), at(p.y20)
   end
   local bar = opts.bar or #g.xs == 1
   local cat_index = {}
@@ -847,16 +1013,29 @@ function M.chart(points, opts)
       cat_index[v] = i
     end
   end
-  local series = {}
-  for i, s in ipairs(g.series) do
+  local series, dropped = {}, 0
+  for _, s in ipairs(g.series) do
     local pts = {}
-    for j, p in ipairs(s.points) do
+    for _, p in ipairs(s.points) do
       local xv = M.field(p, x)
-      pts[j] = { x = categories and cat_index[xv] or xv, y = p.y50 * factor,
-        lo = p.y20 and p.y20 * factor, hi = p.y80 and p.y80 * factor }
+      local y, lo, hi = values_of(p)
+      if y then
+        pts[#pts + 1] = { x = categories and cat_index[xv] or xv, y = y, lo = lo, hi = hi }
+      else
+        dropped = dropped + 1
+      end
     end
-    series[i] = { name = s.name, points = pts }
+    if #pts > 0 then series[#series + 1] = { name = s.name, points = pts, values = s.values } end
   end
+  if #series == 0 then
+    return nil, string.format('no point has the %s to plot %s (records carry it in the workload\'s '
+      .. '%s or run.spec.execution.throughput; Liger CSV rows only for kernels with a cost model)',
+      rate.cost, rate.label, rate.cost)
+  end
+  if dropped > 0 then
+    notes[#notes + 1] = string.format('%d points left out: no %s to plot %s', dropped, rate.cost, rate.label)
+  end
+  if not bar then overlay_styles(series, x) end
 
   -- titles from what all points share
   local function common(f) return M.common(points, f) end
@@ -886,7 +1065,8 @@ function M.chart(points, opts)
     if p.x_labels and p.x_labels[x] then x_label = p.x_labels[x] break end
   end
   local metric_word = (unit == 'ms' or TIME_UNITS[unit]) and 'latency' or (points[1].metric or 'value')
-  local ylabel = string.format('%s (%s): median, bars p20–p80', metric_word, want)
+  local ylabel = rate and string.format('%s: at the median, bars at p80–p20 times', rate.label)
+    or string.format('%s (%s): median, bars p20–p80', metric_word, want)
   local spec = {
     series = series, categories = categories, title = title,
     subtitle = #sub > 0 and table.concat(sub, ' · ') or nil,
@@ -900,7 +1080,7 @@ function M.chart(points, opts)
   local n = 0
   for _, s in ipairs(series) do n = n + #s.points end
   return svg, { kind = bar and 'bar' or 'line', series = #series, points = n, x = x,
-    split = g.split, duplicates = g.duplicates, notes = notes }
+    split = g.split, duplicates = g.duplicates, notes = notes, data = series, ylabel = ylabel }
 end
 
 return M

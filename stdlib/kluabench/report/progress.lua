@@ -1,6 +1,6 @@
 --- Progress of a sweep on stderr: the current point, points done / total,
--- elapsed time and an estimate of the time left (mean time per finished
--- point times the points left).
+-- elapsed time and an estimate of the time left (wall time per finished
+-- point so far times the points left).
 --
 -- On a terminal one status line is redrawn in place ("\r" and clear-line);
 -- elsewhere (a file, a pipe, CI logs) each finished point is one plain
@@ -132,7 +132,7 @@ function M.new(opts)
     width = opts.width or term_width(),
     prefix = opts.label,
     t0 = clock(),
-    busy = 0,      -- seconds spent in finished points
+    last_finish = nil, -- clock() when the last point finished
     current = nil, -- label of the point being measured
     started = nil, -- clock() at its start
     closed = false,
@@ -143,16 +143,18 @@ end
 --- Seconds since the display was created.
 function Progress:elapsed() return self.clock() - self.t0 end
 
---- Estimated seconds left: mean time of a finished point times the points
--- not finished (minus the time the current point has already run); nil
--- before the first point finished.
+--- Estimated seconds left: the wall time per finished point so far (the
+-- time from the start to the last finish over the points finished, so that
+-- what happens between points — allocation, checks, writing records —
+-- counts too) times the points not finished, minus the time since the last
+-- point finished (at most one point's worth); nil before the first point
+-- finished.
 function Progress:remaining()
   if self.done == 0 then return nil end
   local left = self.total - self.done
   if left <= 0 then return 0 end
-  local mean = self.busy / self.done
-  local est = mean * left
-  if self.started then est = est - math.min(mean, self.clock() - self.started) end
+  local per_point = (self.last_finish - self.t0) / self.done
+  local est = per_point * left - math.min(per_point, self.clock() - self.last_finish)
   return math.max(0, est)
 end
 
@@ -211,7 +213,7 @@ function Progress:finish(label, summary)
   local now = self.clock()
   local took = self.started and (now - self.started) or 0
   label = label and tostring(label) or self.current or ''
-  self.busy = self.busy + took
+  self.last_finish = now
   self.done = self.done + 1
   self.current, self.started = nil, nil
   if self.quiet then return end

@@ -3,6 +3,8 @@
 local M = {}
 
 local names = require 'kluabench.record.names'
+local env = require 'kluabench.record.env'
+local inference = require 'kluabench.stats.inference'
 
 local function cell_text(col, row)
   local v = row[col.key]
@@ -92,9 +94,83 @@ M.RESULT_COLUMNS = {
   { key = 'gbps', title = 'GB/s', align = 'right', format = '%.1f' },
   { key = 'pct_copy', title = '% of copy', align = 'right', optional = true,
     format = function(v) return v and string.format('%.1f', v) or 'n/a' end },
+  { key = 'flag', title = 'check', optional = true },
   { key = 'n', title = 'samples', align = 'right' },
+  { key = 'ci_pct', title = 'ci95 ±%', align = 'right', optional = true,
+    format = function(v) return v and string.format('%.2f', v) or 'n/a' end },
   { key = 'device', title = 'device' },
+  { key = 'protocol', title = 'protocol', optional = true },
+  { key = 'timer', title = 'backend/timer', optional = true },
+  { key = 'flags', title = 'flags', optional = true },
 }
+
+--- Results with fewer samples than this are flagged `n<5` in the table.
+M.MIN_SAMPLES = 5
+
+--- What each flag of the results table's flags column means.
+M.FLAGS = {
+  ['n<5'] = 'fewer than 5 samples: the median and its interval mean little',
+  ['!conv'] = 'the stopping rule sought a noise target (rse_median) and ended without reaching it',
+  ['<floor'] = 'the median beats the roofline floor of its bytes and flops (the copy ceiling): '
+    .. 'the measurement or the cost model is wrong',
+}
+
+-- The short name of a run's protocol: the last part of its measurement
+-- method ("kluabench.measure.cold" -> "cold", "triton.testing.do_bench" ->
+-- "do_bench"), else its comparability family.
+local function protocol_name(ps)
+  local m = type(ps.measurement) == 'table' and ps.measurement or {}
+  if type(m.method) == 'string' then return m.method:match('([^.]+)$') end
+  return type(ps.comparability) == 'table' and ps.comparability.family or nil
+end
+
+-- "cuda/cuda_events": the backend (environment, else the run's label) and
+-- the protocol's timer.
+local function timer_text(b, ps)
+  local m = type(ps.measurement) == 'table' and ps.measurement or {}
+  local es = b.environment and b.environment.spec or {}
+  local labels = b.run and b.run.metadata and b.run.metadata.labels or {}
+  local backend = es.backend or (type(labels) == 'table' and labels.backend) or nil
+  if not backend and not m.timer then return nil end
+  return tostring(backend or '?') .. '/' .. tostring(m.timer or '?')
+end
+
+-- The relative half-width (%) of the 95 % interval of the median of the
+-- recorded samples (inference.rse_median's interval); nil with fewer than 2.
+local function ci_percent(values)
+  if type(values) ~= 'table' or #values < 2 then return nil end
+  local _, med, lo, hi = inference.rse_median(values, { confidence = 0.95 })
+  if not med or med <= 0 then return nil end
+  return 100 * (hi - lo) / (2 * med)
+end
+
+-- True when the run's stopping rule aimed at a noise target (rse_median,
+-- alone or inside `any`) or was interrupted, and did not converge.
+local function not_converged(ps, stop)
+  if type(stop) ~= 'table' or stop.converged ~= false then return false end
+  if stop.rule == 'rse_median' or stop.rule == 'interrupted' then return true end
+  local rule = type(ps.measurement) == 'table' and ps.measurement.stopping or nil
+  if type(rule) ~= 'table' then return false end
+  if rule.rule == 'rse_median' then return true end
+  for _, r in ipairs(type(rule.rules) == 'table' and rule.rules or {}) do
+    if type(r) == 'table' and r.rule == 'rse_median' then return true end
+  end
+  return false
+end
+
+-- The flags of a row (see M.FLAGS), space separated, or nil.
+local function flags_of(row, ps, ex)
+  local tp = type(ex.throughput) == 'table' and ex.throughput or {}
+  local f = {}
+  if row.n and row.n < M.MIN_SAMPLES then f[#f + 1] = 'n<' .. M.MIN_SAMPLES end
+  if not_converged(ps, ex.stop) then f[#f + 1] = '!conv' end
+  -- set by whoever checks the median against the copy floor; a percentage
+  -- of the floor above 100 says the same
+  if tp.implausible or ex.implausible or (type(tp.percentOfFloor) == 'number' and tp.percentOfFloor > 100) then
+    f[#f + 1] = '<floor'
+  end
+  return #f > 0 and table.concat(f, ' ') or nil
+end
 
 --- One row per bundle for M.RESULT_COLUMNS.
 function M.results_rows(bundles)
@@ -103,12 +179,14 @@ function M.results_rows(bundles)
     local rs = b.run and b.run.spec or {}
     local ws = b.workload and b.workload.spec or {}
     local is = b.implementation and b.implementation.spec or {}
-    local hw = b.environment and b.environment.spec and b.environment.spec.hardware or {}
+    local ps = b.protocol and b.protocol.spec or {}
+    local ex = type(rs.execution) == 'table' and rs.execution or {}
     local row = {
       kernel = ws.kernel, mode = ws.operation, provider = is.provider,
       workload = type(ws.parameters) == 'table' and names.workload_slug(ws.parameters, ws.dtype)
         or nil,
-      device = hw.product and (hw.product .. (hw.formFactor and (' ' .. hw.formFactor) or '')),
+      device = env.device_name(b.environment),
+      protocol = protocol_name(ps), timer = timer_text(b, ps),
     }
     if rs.timing and rs.timing.latencyNs then row.median_ns = rs.timing.latencyNs.median end
     for _, m in ipairs(rs.measurements or {}) do
@@ -116,15 +194,22 @@ function M.results_rows(bundles)
         row[m.statistic .. '_ns'] = m.value
       end
     end
-    if rs.samples and rs.samples.values then row.n = #rs.samples.values end
+    local values = rs.samples and rs.samples.values
+    if type(values) == 'table' then
+      row.n = #values
+      row.ci_pct = ci_percent(values)
+    elseif type(ex.stop) == 'table' and math.type(ex.stop.samples) == 'integer' then
+      row.n = ex.stop.samples
+    end
     -- the record's own throughput (of the unrounded median) when it has one;
     -- else from the workload's bytes (imports carry no throughput)
-    local tp = type(rs.execution) == 'table' and type(rs.execution.throughput) == 'table'
-      and rs.execution.throughput or {}
+    local tp = type(ex.throughput) == 'table' and ex.throughput or {}
     row.gbps, row.pct_copy = tp.gbps, tp.percentOfCopy
+    if tp.implausible then row.flag = 'IMPLAUSIBLE' end
     if not row.gbps and ws.bytes and row.median_ns and row.median_ns > 0 then
       row.gbps = ws.bytes / row.median_ns
     end
+    row.flags = flags_of(row, ps, ex)
     rows[i] = row
   end
   return rows

@@ -27,7 +27,7 @@ Repeated runs of one point in a file are pooled.
 Exit status: 0 no regression, 1 a regression beyond the threshold, 2 usage
 error, unreadable files or no point in common.]]
 
-local USAGE = 'kluabench compare BASE NEW [--threshold T] [--noise N] [--format table|markdown|json]'
+M.USAGE = 'kluabench compare BASE NEW [--threshold T] [--noise N] [--format table|markdown|json]'
 
 local function usage_error(fmt, ...) return require('kluabench.cli').usage_error('compare', fmt, ...) end
 
@@ -53,10 +53,7 @@ end
 function M.run(args)
   local opts, rest = parse(args or {})
   if not opts then return usage_error('%s', rest) end
-  if opts.help then
-    io.stdout:write('usage: ', USAGE, '\n\n', M.help, '\n')
-    return 0
-  end
+  if opts.help then return require('kluabench.cli').help('compare') end
   if #rest ~= 2 then return usage_error('expected BASE and NEW files, got %d argument(s)', #rest) end
   local o = {}
   local checks = {

@@ -5,6 +5,15 @@ local output = require 'kluabench.report'
 
 local M = {}
 
+M.USAGE = 'kluabench env [--json | --format text|markdown|json]'
+
+M.help = [[
+Prints kluabench's and Lua's versions, the backend in use and what it reports
+about its device (kb.device_info()), and the environment variables that
+change kluabench's behaviour.
+  --json        one JSON object on stdout
+  --format F    text (default), markdown or json]]
+
 --- The environment variables that change what kluabench or Lua do.
 M.VARIABLES = {
   'KLUABENCH_BACKEND', 'KLUABENCH_DEVICE', 'KLUABENCH_PATH', 'KLUABENCH_QUIET',
@@ -32,7 +41,7 @@ end
 -- M.VARIABLES that are set), and record: the ExecutionEnvironment document
 -- that result records carry (kluabench.record.env.capture()) with its digest.
 function M.collect()
-  local kb = require 'kluabench'
+  local kb = require 'kluabench.core'
   local host = package.loaded['kluabench.host'] or {}
   local vars = {}
   for _, name in ipairs(M.VARIABLES) do vars[name] = os.getenv(name) end

@@ -46,10 +46,7 @@ end
 function M.main(args)
   local opts, files = parse(args or {})
   if not opts then return usage_error('%s', files) end
-  if opts.help then
-    io.stdout:write('usage: ', M.USAGE, '\n\n', M.help, '\n')
-    return 0
-  end
+  if opts.help then return cli.help('import-liger') end
   if #files == 0 then return usage_error('no CSV file given') end
   if opts.out and opts.jsonl then return usage_error('give --out or --jsonl, not both') end
   if opts.out then

@@ -5,6 +5,14 @@ local output = require 'kluabench.report'
 
 local M = {}
 
+M.USAGE = 'kluabench list [--format text|markdown|json]'
+
+M.help = [[
+Lists the benchmark scripts (scripts/*.lua of the checkout the binary belongs
+to) and the examples, each with the first comment line of its file, and the
+kernels: the functions of every kernel family in the registry.
+  --format F    text (default), markdown or json]]
+
 --- The first comment line of a Lua file ("" when it has none), after an
 -- optional #! line and blank lines.
 function M.summary(path)
@@ -45,17 +53,14 @@ local function summaries()
   return out
 end
 
---- The kernels: every function under kb.rope, as {name = "kb.rope.x",
+--- The kernels: every function of every family in the kernel registry
+-- (kluabench.kernels, or `registry` when given), as {name = "kb.rope.x",
 -- about = its summary in the API reference, or ""}.
-function M.kernels(kb)
+function M.kernels(kb, registry)
   local out, about = {}, summaries()
-  for name, f in pairs(type(kb.rope) == 'table' and kb.rope or {}) do
-    if type(f) == 'function' and type(name) == 'string' then
-      local full = 'kb.rope.' .. name
-      out[#out + 1] = { name = full, about = about[full] or '' }
-    end
+  for _, f in ipairs((registry or require 'kluabench.kernels').functions(kb)) do
+    out[#out + 1] = { name = f.name, about = about[f.name] or '' }
   end
-  table.sort(out, function(a, b) return a.name < b.name end)
   return out
 end
 
@@ -65,7 +70,7 @@ function M.collect()
     root = host.root,
     scripts = M.files(host.root, 'scripts'),
     examples = M.files(host.root, 'examples'),
-    kernels = M.kernels(require 'kluabench'),
+    kernels = M.kernels((require 'kluabench.core')),
   }
 end
 

@@ -4,7 +4,7 @@ local plot = require 'kluabench.report.plot'
 
 local M = {}
 
-M.USAGE = 'kluabench plot RESULTS... [--x FIELD] [--by FIELD] [options] -o chart.svg'
+M.USAGE = 'kluabench plot RESULTS... [--x FIELD] [--by FIELD[,FIELD]] [--y UNIT] [options] -o chart.svg'
 
 M.help = [[
 Draws benchmark results as an SVG chart: one line per group over the x
@@ -13,13 +13,22 @@ legend. When x has a single value (or with --bar) it draws bars instead.
 The SVG opens in any browser.
 
 RESULTS are record bundles (JSON or JSON Lines, as scripts write them and
-import-liger makes them) or Liger-Kernel benchmark CSV files.
+import-liger makes them) or Liger-Kernel benchmark CSV files. Several files
+overlay: each point's `run` field is its file's name (the path where two
+names are the same), so `--by provider,run` draws one line per provider and
+run, a colour per provider and a dash pattern per run. Without `run` in --by,
+files split lines only where their points would share a line and an x.
 
   -o, --output FILE   where to write the SVG ('-': stdout); required
   --x FIELD           the x axis: a shape parameter (seq, hidden, ...) or
                       any field below (default: the one parameter that varies)
-  --by FIELD[,FIELD]  one line per value of these fields (default: provider)
-  --y UNIT            ms (default for times), us or ns
+  --by FIELD[,FIELD]  one line per value of these fields (default: provider);
+                      an unknown field is an error that lists the known ones
+  --y UNIT            latency in ms (the default for times), us, ns or s;
+                      or throughput: gbps (GB/s) or tflops (TFLOP/s), the
+                      record's own at the median, else the workload's bytes
+                      or flops over the median (Liger CSV rows: the kernel's
+                      cost model), bars at the p80 and p20 times
   --filter KEY=V[,V]  keep the points whose KEY is one of the values;
                       repeatable (--filter mode=forward --filter seq=2048)
   --logx, --logy      logarithmic axes
@@ -27,7 +36,7 @@ import-liger makes them) or Liger-Kernel benchmark CSV files.
   --title TEXT        the title (default: kernel and mode)
   --width N, --height N  size in pixels (default 800 x 480)
 
-FIELDS: kernel, mode, provider, metric, gpu, dtype, and the shape parameters
+FIELDS: kernel, mode, provider, metric, gpu, dtype, run, and the shape parameters
 of the workload (hidden, seq, q_heads, kv_heads, ...; Liger's names such as
 seq_len or T work too). Fields that differ between points but are neither x
 nor --by split the lines, and a note on stderr says so.
@@ -37,6 +46,7 @@ Examples:
   kluabench plot all_benchmark_data.csv --filter kernel=llama4_rope \
       --filter mode=backward --x H -o liger.svg
   kluabench plot point.json --bar -o bars.svg
+  kluabench plot base.jsonl new.jsonl --x seq --by provider,run --y gbps -o ab.svg
 
 Exit status: 0 written, 1 unreadable or unsuitable data, 2 usage error.]]
 
@@ -97,14 +107,15 @@ end
 function M.run(args)
   local opts, files = M.parse_args(args or {})
   if not opts then return usage_error('%s', files) end
-  if opts.help then
-    io.stdout:write('usage: ', M.USAGE, '\n\n', M.help, '\n')
-    return 0
-  end
+  if opts.help then return cli.help('plot') end
   if #files == 0 then return usage_error('no RESULTS file given') end
   if not opts.output then return usage_error('no output file: give -o chart.svg (or -o - for stdout)') end
-  if opts.y and not ({ ms = true, us = true, ns = true, s = true, MB = true })[opts.y] then
-    return usage_error("--y must be ms, us or ns, got '%s'", opts.y)
+  if opts.y then
+    local known = false
+    for _, u in ipairs(plot.Y_UNITS) do known = known or u == opts.y end
+    if not known then
+      return usage_error("--y must be one of %s, got '%s'", table.concat(plot.Y_UNITS, ', '), opts.y)
+    end
   end
   for _, key in ipairs { 'width', 'height' } do
     local ok, err = check_size(opts, key)
@@ -117,8 +128,9 @@ function M.run(args)
   end
 
   local points = {}
-  for _, path in ipairs(files) do
-    local pts, err = plot.read(path)
+  local runs = plot.run_names(files)
+  for i, path in ipairs(files) do
+    local pts, err = plot.read(path, runs[i])
     if not pts then return fail('%s', err) end
     table.move(pts, 1, #pts, #points + 1, points)
   end

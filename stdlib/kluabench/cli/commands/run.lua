@@ -4,6 +4,14 @@ local cli = require 'kluabench.cli'
 
 local M = {}
 
+M.USAGE = 'kluabench run SCRIPT [args...]'
+
+M.help = [[
+Runs SCRIPT exactly as 'kluabench SCRIPT args...' does: the arguments are in
+the global 'arg' (arg[0] is SCRIPT, the interpreter and options at negative
+indices) and in '...'. SCRIPT '-' reads the script from stdin. Use it to run
+a script whose file name is also the name of a command: 'kluabench run list'.]]
+
 -- main.c made arg[0] the command name; the script sees the table it would
 -- have had without "run" (and a "--" before SCRIPT): SCRIPT at 0, its
 -- arguments from 1, the interpreter and options at negative indices.

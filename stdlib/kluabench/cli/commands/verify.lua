@@ -5,6 +5,8 @@ local record = require 'kluabench.record'
 
 local M = {}
 
+M.USAGE = 'kluabench verify [--quiet] FILE...'
+
 M.help = [[
 Reads record bundles and recomputes the digest of each digested document,
 "sha256:" .. hex(SHA-256(JCS(document.spec))) with JCS the RFC 8785 canonical
@@ -128,10 +130,7 @@ function M.main(args)
   local opts, files = require('kluabench.cli').parse_args(args or {},
     { quiet = 'flag', help = 'flag', aliases = { q = 'quiet', h = 'help' } })
   if not opts then return usage_error('%s', files) end
-  if opts.help then
-    io.stdout:write('usage: kluabench verify [--quiet] FILE...\n\n', M.help, '\n')
-    return 0
-  end
+  if opts.help then return require('kluabench.cli').help('verify') end
   local quiet = opts.quiet
   if #files == 0 then return usage_error('no FILE given') end
 

@@ -1,0 +1,70 @@
+/* kb.compare_elements: the element-by-element comparison behind
+ * kluabench.check (stdlib/kluabench/check.lua), in C because a check
+ * compares millions of elements and a Lua loop over t:totable() takes
+ * seconds. The policy (tolerances by dtype, what counts as a failure, the
+ * messages) stays in check.lua. */
+#include <math.h>
+#include "kb.h"
+#include "../kernels/tensor_ops.h"
+
+static void set_int(lua_State *L, const char *k, int64_t v) {
+  lua_pushinteger(L, (lua_Integer)v);
+  lua_setfield(L, -2, k);
+}
+
+static void set_num(lua_State *L, const char *k, double v) {
+  lua_pushnumber(L, v);
+  lua_setfield(L, -2, k);
+}
+
+/* kb.compare_elements(got, want, atol, rtol) -> {n, mismatches, unwritten,
+ * nan_mismatch, inf_mismatch, max_abs, worst = {index, got, want}}.
+ * A pair matches when |got - want| <= atol + rtol * |want|; NaN in got
+ * where want is a number counts as unwritten (check.poison fills outputs
+ * with NaN first); NaN in want must be NaN in got; infinities must be equal. */
+static int l_compare_elements(lua_State *L) {
+  kb_tensor *a = kb_check_tensor(L, 1), *b = kb_check_tensor(L, 2);
+  double atol = luaL_checknumber(L, 3), rtol = luaL_checknumber(L, 4);
+  if (a->numel != b->numel)
+    return luaL_argerror(L, 2, lua_pushfstring(L, "has %I elements, got has %I", (lua_Integer)b->numel,
+                                               (lua_Integer)a->numel));
+  const void *ha = kb_tensor_host_copy(L, a), *hb = kb_tensor_host_copy(L, b);
+  int64_t mism = 0, unwritten = 0, nanm = 0, infm = 0, worst = -1;
+  double max_abs = 0, worst_excess = -INFINITY, wg = 0, ww = 0;
+  for (int64_t i = 0; i < a->numel; i++) {
+    double g = kb_load_f64(ha, a->dtype, (size_t)i), w = kb_load_f64(hb, b->dtype, (size_t)i);
+    if (isnan(w)) {
+      nanm += !isnan(g);
+    } else if (isnan(g)) {
+      unwritten++;
+    } else if (isinf(g) || isinf(w)) {
+      infm += g != w;
+    } else {
+      double d = fabs(g - w), excess = d - (atol + rtol * fabs(w));
+      if (d > max_abs) max_abs = d;
+      if (excess > 0) {
+        mism++;
+        if (excess > worst_excess) worst_excess = excess, worst = i, wg = g, ww = w;
+      }
+    }
+  }
+  lua_createtable(L, 0, 8);
+  set_int(L, "n", a->numel);
+  set_int(L, "mismatches", mism);
+  set_int(L, "unwritten", unwritten);
+  set_int(L, "nan_mismatch", nanm);
+  set_int(L, "inf_mismatch", infm);
+  set_num(L, "max_abs", max_abs);
+  if (worst >= 0) {
+    lua_createtable(L, 0, 3);
+    set_int(L, "index", worst);
+    set_num(L, "got", wg);
+    set_num(L, "want", ww);
+    lua_setfield(L, -2, "worst");
+  }
+  return 1;
+}
+
+static const luaL_Reg functions[] = {{"compare_elements", l_compare_elements}, {NULL, NULL}};
+
+void kb_open_compare_elements(lua_State *L) { luaL_setfuncs(L, functions, 0); }

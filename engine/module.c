@@ -1,0 +1,635 @@
+/* kluabench.Module and kluabench.Kernel: user kernels from a cubin, PTX or
+ * fatbin (kb.cuda.load, or kb.cuda.compile in nvrtc.c), launched through the
+ * CUDA driver API on the engine's stream.
+ *
+ * The driver library is opened with dlopen (as NVML and CUPTI are) and only
+ * the entry points below are declared, by hand, with the types of cuda.h, so
+ * this file builds without CUDA headers and the binary links no CUDA
+ * library. The runtime (backend_cuda.c) made the device's primary context
+ * current when it created the stream; the driver calls here use that same
+ * context, so tensors, events and graphs are shared.
+ *
+ * A module is loaded into the context when its first kernel is asked for,
+ * which lets kb.cuda.compile work on a machine without a GPU. A kernel's
+ * signature is parsed once; kernel:launch packs the arguments into a buffer
+ * inside the kernel's userdata and calls cuLaunchKernel: no allocation per
+ * launch. */
+#include <dlfcn.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include "usercode.h"
+
+/* ---- the driver API, declared by hand ------------------------------------ */
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUstream_st *CUstream;
+
+enum { CUDA_SUCCESS = 0 };
+enum { CU_JIT_ERROR_LOG_BUFFER = 5, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6 }; /* CUjit_option */
+enum { CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8 };
+enum { CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR = 39 };
+enum { CU_STREAM_CAPTURE_STATUS_NONE = 0 };
+
+/* CUfunction_attribute values and the names kernel:attributes() gives them. */
+static const struct { int attr; const char *name; } FUNC_ATTRS[] = {
+    {0, "max_threads_per_block"}, {1, "shared_bytes"},  {2, "const_bytes"},
+    {3, "local_bytes"},           {4, "registers"},     {5, "ptx_version"},
+    {6, "binary_version"},        {8, "max_dynamic_shared_bytes"},
+};
+
+static struct {
+  int state; /* 0 not tried, 1 usable, -1 failed (why says how) */
+  char why[256];
+  void *lib;
+  CUresult (*init)(unsigned);
+  CUresult (*driver_version)(int *);
+  CUresult (*error_name)(CUresult, const char **);
+  CUresult (*error_string)(CUresult, const char **);
+  CUresult (*device_get)(CUdevice *, int);
+  CUresult (*device_attribute)(int *, int, CUdevice);
+  CUresult (*ctx_get_current)(CUcontext *);
+  CUresult (*ctx_set_current)(CUcontext);
+  CUresult (*primary_ctx_retain)(CUcontext *, CUdevice);
+  CUresult (*module_load)(CUmodule *, const void *, unsigned, int *, void **);
+  CUresult (*module_unload)(CUmodule);
+  CUresult (*module_function)(CUfunction *, CUmodule, const char *);
+  CUresult (*func_attribute)(int *, int, CUfunction);
+  CUresult (*func_set_attribute)(CUfunction, int, int);
+  CUresult (*occupancy)(int *, CUfunction, int, size_t);
+  CUresult (*launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                     unsigned, CUstream, void **, void **);
+  CUresult (*stream_synchronize)(CUstream);
+  CUresult (*stream_is_capturing)(CUstream, int *);
+} drv;
+
+#define CUDA_LIB "libcuda.so.1"
+
+/* Opens the driver library once; NULL when usable, else why not. */
+static const char *drv_load(void) {
+  if (drv.state) return drv.state > 0 ? NULL : drv.why;
+  drv.state = -1;
+  drv.lib = dlopen(CUDA_LIB, RTLD_NOW | RTLD_LOCAL);
+  if (!drv.lib) {
+    snprintf(drv.why, sizeof drv.why, "cannot open %s: %s", CUDA_LIB, dlerror());
+    return drv.why;
+  }
+  static const struct { void **fn; const char *name; } syms[] = {
+      {(void **)&drv.init, "cuInit"},
+      {(void **)&drv.driver_version, "cuDriverGetVersion"},
+      {(void **)&drv.error_name, "cuGetErrorName"},
+      {(void **)&drv.error_string, "cuGetErrorString"},
+      {(void **)&drv.device_get, "cuDeviceGet"},
+      {(void **)&drv.device_attribute, "cuDeviceGetAttribute"},
+      {(void **)&drv.ctx_get_current, "cuCtxGetCurrent"},
+      {(void **)&drv.ctx_set_current, "cuCtxSetCurrent"},
+      {(void **)&drv.primary_ctx_retain, "cuDevicePrimaryCtxRetain"},
+      {(void **)&drv.module_load, "cuModuleLoadDataEx"},
+      {(void **)&drv.module_unload, "cuModuleUnload"},
+      {(void **)&drv.module_function, "cuModuleGetFunction"},
+      {(void **)&drv.func_attribute, "cuFuncGetAttribute"},
+      {(void **)&drv.func_set_attribute, "cuFuncSetAttribute"},
+      {(void **)&drv.occupancy, "cuOccupancyMaxActiveBlocksPerMultiprocessor"},
+      {(void **)&drv.launch, "cuLaunchKernel"},
+      {(void **)&drv.stream_synchronize, "cuStreamSynchronize"},
+      {(void **)&drv.stream_is_capturing, "cuStreamIsCapturing"},
+  };
+  for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
+    *syms[i].fn = dlsym(drv.lib, syms[i].name);
+    if (!*syms[i].fn) {
+      snprintf(drv.why, sizeof drv.why, "%s has no symbol %s (driver too old?)", CUDA_LIB, syms[i].name);
+      dlclose(drv.lib);
+      drv.lib = NULL;
+      return drv.why;
+    }
+  }
+  CUresult r = drv.init(0);
+  if (r != CUDA_SUCCESS) {
+    snprintf(drv.why, sizeof drv.why, "cuInit: CUDA error %d", r);
+    return drv.why;
+  }
+  drv.state = 1;
+  return NULL;
+}
+
+/* "<what>: CUDA_ERROR_X (text)", marking the context when the error poisons it. */
+static const char *drv_fail(const char *what, CUresult r) {
+  const char *name = NULL, *text = NULL;
+  if (drv.error_name(r, &name) != CUDA_SUCCESS) name = NULL;
+  if (drv.error_string(r, &text) != CUDA_SUCCESS) text = NULL;
+  char nb[32];
+  if (!name) snprintf(nb, sizeof nb, "CUDA error %d", r), name = nb;
+  return kb_cuda_external_fail(what, r, name, text ? text : "no description");
+}
+
+#define DRV(L, call, what)                                                                     \
+  do {                                                                                         \
+    CUresult r_ = (call);                                                                      \
+    if (r_ != CUDA_SUCCESS) kb_raise((L), drv_fail((what), r_));                               \
+  } while (0)
+
+/* The CUDA device the user kernels run on: the default backend, which must
+ * be cuda; its primary context is made current if no context is. */
+static const kb_backend *cuda_device(lua_State *L, const char *fn) {
+  const kb_backend *dev = kb_default_backend();
+  if (strcmp(dev->kind, "cuda") != 0)
+    luaL_error(L, "%s: user kernels run on a CUDA device, and the backend is %s "
+                  "(compiling works anywhere; loading and launching need --backend cuda)", fn, dev->kind);
+  const char *why = drv_load();
+  if (why) luaL_error(L, "%s: the CUDA driver API is not usable: %s", fn, why);
+  const char *dead = kb_cuda_refuse(fn);
+  if (dead) kb_raise(L, dead);
+  CUcontext ctx = NULL;
+  DRV(L, drv.ctx_get_current(&ctx), "cuCtxGetCurrent");
+  if (!ctx) {
+    CUdevice d;
+    DRV(L, drv.device_get(&d, dev->ordinal), "cuDeviceGet");
+    DRV(L, drv.primary_ctx_retain(&ctx, d), "cuDevicePrimaryCtxRetain");
+    DRV(L, drv.ctx_set_current(ctx), "cuCtxSetCurrent");
+  }
+  return dev;
+}
+
+/* ---- modules --------------------------------------------------------------- */
+
+/* uservalues: 1 the image (string), 2 the PTX (string or nil), 3 info (table) */
+typedef struct {
+  CUmodule mod; /* NULL until loaded */
+  const kb_backend *dev;
+  char format[8];
+} kb_module;
+
+static kb_module *check_module(lua_State *L, int arg) {
+  return (kb_module *)luaL_checkudata(L, arg, KB_MODULE_MT);
+}
+
+void kb_push_module(lua_State *L, int img, int ptx, const char *format, int info) {
+  img = lua_absindex(L, img), ptx = lua_absindex(L, ptx), info = lua_absindex(L, info);
+  size_t n = 0;
+  const char *bytes = lua_tolstring(L, img, &n);
+  char hex[65];
+  KB_TRY(L, kb_sha256_hex(bytes, n, hex));
+  kb_module *m = (kb_module *)lua_newuserdatauv(L, sizeof *m, 3);
+  memset(m, 0, sizeof *m);
+  snprintf(m->format, sizeof m->format, "%s", format);
+  luaL_setmetatable(L, KB_MODULE_MT);
+  lua_pushvalue(L, img);
+  lua_setiuservalue(L, -2, 1);
+  lua_pushvalue(L, ptx);
+  lua_setiuservalue(L, -2, 2);
+  lua_pushstring(L, format);
+  lua_setfield(L, info, "format");
+  lua_pushfstring(L, "sha256:%s", hex);
+  lua_setfield(L, info, "sha256");
+  lua_pushinteger(L, (lua_Integer)n);
+  lua_setfield(L, info, "bytes");
+  lua_pushvalue(L, info);
+  lua_setiuservalue(L, -2, 3);
+}
+
+/* Loads the image into the context (once); a loader's complaint (a corrupt
+ * cubin, PTX for a newer ISA) comes with the JIT's error log. */
+static void module_load(lua_State *L, kb_module *m, int idx) {
+  if (m->mod) return;
+  const kb_backend *dev = cuda_device(L, "kernel");
+  lua_getiuservalue(L, idx, 1);
+  size_t n = 0;
+  const char *image = lua_tolstring(L, -1, &n);
+  char log[4096] = "";
+  int opts[2] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void *vals[2] = {log, (void *)(uintptr_t)sizeof log};
+  CUmodule mod = NULL;
+  CUresult r = drv.module_load(&mod, image, 2, opts, vals);
+  if (r != CUDA_SUCCESS) {
+    char what[96];
+    snprintf(what, sizeof what, "cuModuleLoadDataEx(%s, %zu bytes)", m->format, n);
+    const char *msg = drv_fail(what, r);
+    luaL_error(L, "module:kernel: cannot load the module: %s%s%s", msg, log[0] ? "\n" : "", log);
+  }
+  lua_pop(L, 1);
+  m->mod = mod;
+  m->dev = dev;
+  int v = 0;
+  if (drv.driver_version(&v) == CUDA_SUCCESS) {
+    lua_getiuservalue(L, idx, 3);
+    lua_pushinteger(L, v);
+    lua_setfield(L, -2, "driver_version");
+    lua_pop(L, 1);
+  }
+}
+
+/* Unloading waits for the stream, so that no queued launch of the module is
+ * left; while a graph is being captured nothing may wait, and the module
+ * stays loaded (it is unreachable: nothing can launch it again). */
+static int mod_gc(lua_State *L) {
+  kb_module *m = (kb_module *)luaL_checkudata(L, 1, KB_MODULE_MT);
+  if (!m->mod) return 0;
+  int status = CU_STREAM_CAPTURE_STATUS_NONE;
+  CUstream s = (CUstream)m->dev->stream;
+  if (drv.stream_is_capturing(s, &status) == CUDA_SUCCESS && status == CU_STREAM_CAPTURE_STATUS_NONE) {
+    (void)drv.stream_synchronize(s);
+    (void)drv.module_unload(m->mod);
+  }
+  m->mod = NULL;
+  return 0;
+}
+
+static int mod_ptx(lua_State *L) {
+  check_module(L, 1);
+  lua_getiuservalue(L, 1, 2);
+  return 1;
+}
+
+static int mod_cubin(lua_State *L) {
+  kb_module *m = check_module(L, 1);
+  if (strcmp(m->format, "cubin") != 0) {
+    luaL_pushfail(L);
+    lua_pushfstring(L, "module is %s, not a cubin", m->format);
+    return 2;
+  }
+  lua_getiuservalue(L, 1, 1);
+  return 1;
+}
+
+/* A shallow copy of a table at idx (so that callers cannot edit ours). */
+static void push_copy(lua_State *L, int idx) {
+  idx = lua_absindex(L, idx);
+  lua_newtable(L);
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    lua_pushvalue(L, -2);
+    lua_insert(L, -2);
+    lua_rawset(L, -4);
+  }
+}
+
+static int mod_info(lua_State *L) {
+  check_module(L, 1);
+  lua_getiuservalue(L, 1, 3);
+  push_copy(L, -1);
+  return 1;
+}
+
+static int mod_tostring(lua_State *L) {
+  kb_module *m = check_module(L, 1);
+  lua_getiuservalue(L, 1, 3);
+  lua_getfield(L, -1, "sha256");
+  lua_pushfstring(L, "kluabench.Module(%s, %s%s)", m->format, lua_tostring(L, -1),
+                  m->mod ? ", loaded" : "");
+  return 1;
+}
+
+/* ---- kernels ---------------------------------------------------------------- */
+
+/* uservalues: 1 the module (kept alive), 2 info (table) */
+typedef struct {
+  CUfunction fn;
+  const kb_backend *dev;
+  int nparams;
+  int dyn_shared; /* the dynamic shared memory the function is allowed so far */
+  const kb_param_type *types[KB_MAX_PARAMS];
+  void *params[KB_MAX_PARAMS]; /* point into buf, set once */
+  _Alignas(8) unsigned char buf[KB_MAX_PARAMS * 8]; /* Lua aligns userdata to 8 */
+} kb_kernel;
+
+static kb_kernel *check_kernel(lua_State *L, int arg) {
+  return (kb_kernel *)luaL_checkudata(L, arg, KB_KERNEL_MT);
+}
+
+/* module:kernel(name, signature) -> Kernel. name: a kernel's name as
+ * compiled (extern "C" names) or a name expression given to compile. */
+static int mod_kernel(lua_State *L) {
+  kb_module *m = check_module(L, 1);
+  const char *name = luaL_checkstring(L, 2);
+  const char *sig = luaL_checkstring(L, 3);
+  kb_kernel *k = (kb_kernel *)lua_newuserdatauv(L, sizeof *k, 2);
+  memset(k, 0, sizeof *k);
+  luaL_setmetatable(L, KB_KERNEL_MT);
+  int ki = lua_gettop(L);
+  k->nparams = kb_parse_signature(L, "kernel", 3, sig, k->types, KB_MAX_PARAMS, NULL);
+  size_t off = 0;
+  for (int i = 0; i < k->nparams; i++) {
+    size_t sz = k->types[i]->size;
+    off = (off + sz - 1) / sz * sz;
+    k->params[i] = k->buf + off;
+    off += sz;
+  }
+  /* the lowered (mangled) name of a name expression */
+  lua_getiuservalue(L, 1, 3);
+  int info = lua_gettop(L);
+  const char *symbol = name;
+  if (lua_getfield(L, info, "names") == LUA_TTABLE && lua_getfield(L, -1, name) == LUA_TSTRING)
+    symbol = lua_tostring(L, -1);
+  module_load(L, m, 1);
+  CUresult r = drv.module_function(&k->fn, m->mod, symbol);
+  if (r != CUDA_SUCCESS) {
+    const char *msg = drv_fail("cuModuleGetFunction", r);
+    return luaL_error(L, "bad argument #1 to 'kernel' (no kernel '%s' in the module: %s; a C++ kernel "
+                         "needs extern \"C\" or its name in compile's opts.names)", name, msg);
+  }
+  k->dev = m->dev;
+  lua_pushvalue(L, 1);
+  lua_setiuservalue(L, ki, 1);
+  lua_createtable(L, 0, 6);
+  lua_pushstring(L, name);
+  lua_setfield(L, -2, "name");
+  lua_pushstring(L, symbol);
+  lua_setfield(L, -2, "symbol");
+  kb_push_signature(L, k->types, k->nparams);
+  lua_setfield(L, -2, "signature");
+  lua_getfield(L, info, "sha256");
+  lua_setfield(L, -2, "module_sha256");
+  lua_setiuservalue(L, ki, 2);
+  lua_settop(L, ki);
+  return 1;
+}
+
+/* ---- launching ---------------------------------------------------------------- */
+
+/* A launch dimension at opts[key]: an integer or {x [, y [, z]]}, each >= 1. */
+static void launch_dims(lua_State *L, int opts, const char *key, unsigned d[3], int required) {
+  d[0] = d[1] = d[2] = 1;
+  int t = lua_getfield(L, opts, key);
+  if (t == LUA_TNIL && !required) {
+    lua_pop(L, 1);
+    return;
+  }
+  int n = 1;
+  lua_Integer v[3] = {1, 1, 1};
+  int ok = 1;
+  if (t == LUA_TNUMBER) {
+    v[0] = lua_tointegerx(L, -1, &ok);
+  } else if (t == LUA_TTABLE) {
+    n = (int)luaL_len(L, -1);
+    if (n < 1 || n > 3) luaL_error(L, "bad argument #1 to 'launch' (%s must have 1 to 3 dimensions, has %d)", key, n);
+    for (int i = 0; i < n && ok; i++) {
+      lua_geti(L, -1, i + 1);
+      v[i] = lua_tointegerx(L, -1, &ok);
+      lua_pop(L, 1);
+    }
+  } else {
+    ok = 0;
+  }
+  for (int i = 0; i < 3 && ok; i++) ok = v[i] >= 1 && v[i] <= 0x7fffffff;
+  if (!ok) luaL_error(L, "bad argument #1 to 'launch' (%s must be a positive integer or a list of 1 to 3 of them)", key);
+  for (int i = 0; i < 3; i++) d[i] = (unsigned)v[i];
+  lua_pop(L, 1);
+}
+
+static int arg_error(lua_State *L, int i, const kb_param_type *t, const char *fmt, const char *what) {
+  char msg[200];
+  snprintf(msg, sizeof msg, fmt, what);
+  return luaL_error(L, "bad argument #1 to 'launch' (args[%d] (%s): %s)", i + 1, t->name, msg);
+}
+
+/* Packs the value on top of the stack as parameter i. */
+static void pack_arg(lua_State *L, kb_kernel *k, int i) {
+  const kb_param_type *t = k->types[i];
+  int ok = 0;
+  switch (t->cls) {
+  case KB_P_PTR: {
+    uint64_t p = 0;
+    kb_tensor *x = (kb_tensor *)luaL_testudata(L, -1, KB_TENSOR_MT);
+    if (x) {
+      if (x->freed) arg_error(L, i, t, "tensor has been freed%s", "");
+      if (x->dev != k->dev)
+        arg_error(L, i, t, "%s", lua_pushfstring(L, "tensor is on %s, the kernel runs on %s", x->dev->device,
+                                                  k->dev->device));
+      kb_capture_note(L, -1);
+      p = (uint64_t)(uintptr_t)x->data;
+    } else {
+      lua_Integer a = lua_tointegerx(L, -1, &ok);
+      if (!ok || lua_type(L, -1) != LUA_TNUMBER)
+        arg_error(L, i, t, "expected a tensor or an integer address, got %s", luaL_typename(L, -1));
+      p = (uint64_t)a;
+    }
+    memcpy(k->params[i], &p, 8);
+    break;
+  }
+  case KB_P_INT:
+  case KB_P_UINT: {
+    lua_Integer v = lua_tointegerx(L, -1, &ok);
+    if (!ok) arg_error(L, i, t, "expected an integer, got %s", lua_type(L, -1) == LUA_TNUMBER ? "a fraction" : luaL_typename(L, -1));
+    int bits = 8 * t->size;
+    int in_range = t->cls == KB_P_INT ? (bits == 64 || (v >= -((lua_Integer)1 << (bits - 1)) && v < ((lua_Integer)1 << (bits - 1))))
+                                      : (v >= 0 && (bits == 64 || v < ((lua_Integer)1 << bits)));
+    if (!in_range) arg_error(L, i, t, "%s is out of range", lua_tostring(L, -1));
+    memcpy(k->params[i], &v, t->size); /* little-endian: the low bytes */
+    break;
+  }
+  case KB_P_FLOAT: {
+    lua_Number v = lua_tonumberx(L, -1, &ok);
+    if (!ok) arg_error(L, i, t, "expected a number, got %s", luaL_typename(L, -1));
+    if (t->size == 8) {
+      double d = v;
+      memcpy(k->params[i], &d, 8);
+    } else if (t->size == 4) {
+      float f = (float)v;
+      memcpy(k->params[i], &f, 4);
+    } else {
+      uint16_t h = strcmp(t->name, "bf16") == 0 ? kb_f32_to_bf16((float)v) : kb_f32_to_f16((float)v);
+      memcpy(k->params[i], &h, 2);
+    }
+    break;
+  }
+  case KB_P_TENSOR:
+    break; /* plugins only */
+  }
+}
+
+/* kernel:launch{grid = g, block = b [, shared = bytes], args = {...}} -> kernel */
+static int k_launch(lua_State *L) {
+  kb_kernel *k = check_kernel(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  unsigned grid[3], block[3];
+  launch_dims(L, 2, "grid", grid, 1);
+  launch_dims(L, 2, "block", block, 1);
+  lua_Integer shared = 0;
+  if (lua_getfield(L, 2, "shared") != LUA_TNIL) {
+    int ok;
+    shared = lua_tointegerx(L, -1, &ok);
+    if (!ok || shared < 0 || shared > 0x7fffffff)
+      luaL_error(L, "bad argument #1 to 'launch' (shared must be a number of bytes >= 0)");
+  }
+  lua_pop(L, 1);
+  int t = lua_getfield(L, 2, "args");
+  if (t != LUA_TTABLE && !(t == LUA_TNIL && k->nparams == 0))
+    luaL_error(L, "bad argument #1 to 'launch' (args must be a table of %d values)", k->nparams);
+  int n = t == LUA_TNIL ? 0 : (int)luaL_len(L, -1);
+  if (n != k->nparams) {
+    lua_getiuservalue(L, 1, 2);
+    lua_getfield(L, -1, "signature");
+    luaL_error(L, "bad argument #1 to 'launch' (args has %d values, the kernel takes %d: %s)", n,
+               k->nparams, lua_tostring(L, -1));
+  }
+  for (int i = 0; i < n; i++) {
+    lua_geti(L, -1, i + 1);
+    pack_arg(L, k, i);
+    lua_pop(L, 1);
+  }
+  const char *dead = kb_cuda_refuse("cuLaunchKernel");
+  if (dead) kb_raise(L, dead);
+  if (shared > 48 * 1024 && shared > k->dyn_shared) {
+    DRV(L, drv.func_set_attribute(k->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)shared),
+        "cuFuncSetAttribute(max dynamic shared memory)");
+    k->dyn_shared = (int)shared;
+  }
+  CUresult r = drv.launch(k->fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], (unsigned)shared,
+                          (CUstream)k->dev->stream, k->params, NULL);
+  if (r != CUDA_SUCCESS) kb_raise(L, drv_fail("cuLaunchKernel", r));
+  lua_getiuservalue(L, 1, 1);
+  kb_capture_keep(L, -1); /* a captured graph keeps the module loaded */
+  lua_settop(L, 1);
+  return 1;
+}
+
+/* kernel:attributes() -> {registers, shared_bytes, local_bytes, ...} */
+static int k_attributes(lua_State *L) {
+  kb_kernel *k = check_kernel(L, 1);
+  lua_createtable(L, 0, 8);
+  for (size_t i = 0; i < sizeof FUNC_ATTRS / sizeof FUNC_ATTRS[0]; i++) {
+    int v = 0;
+    DRV(L, drv.func_attribute(&v, FUNC_ATTRS[i].attr, k->fn), "cuFuncGetAttribute");
+    lua_pushinteger(L, v);
+    lua_setfield(L, -2, FUNC_ATTRS[i].name);
+  }
+  return 1;
+}
+
+/* kernel:occupancy(block_size [, shared]) -> {blocks_per_sm, active_warps,
+ * max_warps, occupancy} */
+static int k_occupancy(lua_State *L) {
+  kb_kernel *k = check_kernel(L, 1);
+  lua_Integer block = luaL_checkinteger(L, 2), shared = luaL_optinteger(L, 3, 0);
+  if (block < 1 || block > 4096) luaL_argerror(L, 2, "block size must be 1 to 4096 threads");
+  if (shared < 0) luaL_argerror(L, 3, "shared memory must be >= 0 bytes");
+  int blocks = 0, threads = 0;
+  CUdevice d;
+  DRV(L, drv.occupancy(&blocks, k->fn, (int)block, (size_t)shared), "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+  DRV(L, drv.device_get(&d, k->dev->ordinal), "cuDeviceGet");
+  DRV(L, drv.device_attribute(&threads, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, d),
+      "cuDeviceGetAttribute(max threads per multiprocessor)");
+  int warps = blocks * (int)((block + 31) / 32), max_warps = threads / 32;
+  lua_createtable(L, 0, 4);
+  lua_pushinteger(L, blocks);
+  lua_setfield(L, -2, "blocks_per_sm");
+  lua_pushinteger(L, warps);
+  lua_setfield(L, -2, "active_warps");
+  lua_pushinteger(L, max_warps);
+  lua_setfield(L, -2, "max_warps");
+  lua_pushnumber(L, max_warps > 0 ? (double)warps / max_warps : 0.0);
+  lua_setfield(L, -2, "occupancy");
+  return 1;
+}
+
+/* kernel:info() -> {name, symbol, signature, module = module:info()} */
+static int k_info(lua_State *L) {
+  check_kernel(L, 1);
+  lua_getiuservalue(L, 1, 2);
+  push_copy(L, -1);
+  lua_getiuservalue(L, 1, 1);
+  lua_getiuservalue(L, -1, 3);
+  push_copy(L, -1);
+  lua_setfield(L, -4, "module");
+  lua_pop(L, 2);
+  return 1;
+}
+
+static int k_tostring(lua_State *L) {
+  check_kernel(L, 1);
+  lua_getiuservalue(L, 1, 2);
+  lua_getfield(L, -1, "name");
+  lua_getfield(L, -2, "signature");
+  lua_pushfstring(L, "kluabench.Kernel(%s(%s))", lua_tostring(L, -2), lua_tostring(L, -1));
+  return 1;
+}
+
+/* ---- kb.cuda.load -------------------------------------------------------------- */
+
+/* "cubin", "fatbin", "ptx" by the image's first bytes, or NULL. */
+static const char *image_format(const char *s, size_t n) {
+  if (n >= 4 && memcmp(s, "\x7f" "ELF", 4) == 0) return "cubin";
+  if (n >= 4 && memcmp(s, "\x50\xed\x55\xba", 4) == 0) return "fatbin";
+  if (n >= 8 && memchr(s, '\0', n) == NULL && strstr(s, ".version") && strstr(s, ".target")) return "ptx";
+  return NULL;
+}
+
+int kb_push_file(lua_State *L, const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return 0;
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  char chunk[65536];
+  size_t n;
+  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) luaL_addlstring(&b, chunk, n);
+  int err = ferror(f);
+  fclose(f);
+  luaL_pushresult(&b);
+  if (err) lua_pop(L, 1);
+  return !err;
+}
+
+/* kb.cuda.load(path_or_bytes) -> Module: a cubin, PTX or fatbin, given as
+ * its bytes or as the path of a file holding them. */
+static int l_load(lua_State *L) {
+  size_t n = 0;
+  const char *s = luaL_checklstring(L, 1, &n);
+  const char *fmt = image_format(s, n);
+  lua_newtable(L);
+  int info = lua_gettop(L);
+  if (fmt) {
+    lua_pushvalue(L, 1);
+  } else {
+    if (memchr(s, '\0', n) || n > 4096)
+      return luaL_error(L, "bad argument #1 to 'load' (%d bytes that are neither a cubin (ELF), a fatbin nor PTX text)", (int)n);
+    if (!kb_push_file(L, s))
+      return luaL_error(L, "bad argument #1 to 'load' (cannot read '%s': no such file or not readable)", s);
+    size_t m = 0;
+    const char *bytes = lua_tolstring(L, -1, &m);
+    fmt = image_format(bytes, m);
+    if (!fmt)
+      return luaL_error(L, "bad argument #1 to 'load' ('%s' is neither a cubin (ELF), a fatbin nor PTX text)", s);
+    lua_pushvalue(L, 1);
+    lua_setfield(L, info, "path");
+  }
+  int img = lua_gettop(L);
+  if (strcmp(fmt, "ptx") == 0) lua_pushvalue(L, img);
+  else lua_pushnil(L);
+  kb_push_module(L, img, -1, fmt, info);
+  return 1;
+}
+
+static const luaL_Reg module_methods[] = {{"kernel", mod_kernel}, {"ptx", mod_ptx}, {"cubin", mod_cubin},
+                                          {"info", mod_info},     {NULL, NULL}};
+static const luaL_Reg kernel_methods[] = {{"launch", k_launch},   {"attributes", k_attributes},
+                                          {"occupancy", k_occupancy}, {"info", k_info},
+                                          {NULL, NULL}};
+
+void kb_usercode_class(lua_State *L, const char *name, const luaL_Reg *methods, lua_CFunction gc,
+                       lua_CFunction tostring) {
+  luaL_newmetatable(L, name);
+  lua_newtable(L);
+  luaL_setfuncs(L, methods, 0);
+  lua_pushvalue(L, -1);
+  lua_setfield(L, -3, "methods");
+  lua_setfield(L, -2, "__index");
+  if (gc) {
+    lua_pushcfunction(L, gc);
+    lua_setfield(L, -2, "__gc");
+  }
+  lua_pushcfunction(L, tostring);
+  lua_setfield(L, -2, "__tostring");
+  lua_pop(L, 1);
+}
+
+/* Adds load to the kb.cuda table on top of the stack. */
+void kb_open_module(lua_State *L) {
+  kb_usercode_class(L, KB_MODULE_MT, module_methods, mod_gc, mod_tostring);
+  kb_usercode_class(L, KB_KERNEL_MT, kernel_methods, NULL, k_tostring);
+  lua_pushcfunction(L, l_load);
+  lua_setfield(L, -2, "load");
+}

@@ -1,0 +1,626 @@
+/* kb.cuda.compile: CUDA C++ source compiled at run time by NVRTC into a
+ * kluabench.Module (module.c), with a compile cache.
+ *
+ * NVRTC is opened with dlopen on first use (as NVML and CUPTI are) and never
+ * linked; it needs no GPU, so compiling and its errors work on the cpu
+ * backend wherever NVRTC is installed. Where it is not, kb.cuda.nvrtc_version()
+ * and every compile say where it was looked for.
+ *
+ * The cache: $KLUABENCH_CACHE/nvrtc, else $XDG_CACHE_HOME/kluabench/nvrtc,
+ * else ~/.cache/kluabench/nvrtc (the directory stdlib/kluabench/ceilings.lua
+ * uses), one entry per SHA-256 of (NVRTC version, arch, options, name
+ * expressions, headers, source): <key>.ptx, <key>.cubin, <key>.names. The
+ * PTX is written last, so an entry without it is incomplete and ignored. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "usercode.h"
+
+/* ---- NVRTC, declared by hand (nvrtc.h) ------------------------------------ */
+
+typedef int nvrtcResult;
+typedef struct _nvrtcProgram *nvrtcProgram;
+enum { NVRTC_SUCCESS = 0, NVRTC_ERROR_COMPILATION = 6 };
+
+static struct {
+  int state; /* 0 not tried, 1 usable, -1 failed */
+  char why[1024];
+  char path[512];    /* the library opened */
+  char include[512]; /* the CUDA include directory beside it, "" if none */
+  int major, minor;
+  void *lib;
+  const char *(*error_string)(nvrtcResult);
+  nvrtcResult (*version)(int *, int *);
+  nvrtcResult (*create)(nvrtcProgram *, const char *, const char *, int, const char *const *,
+                        const char *const *);
+  nvrtcResult (*destroy)(nvrtcProgram *);
+  nvrtcResult (*compile)(nvrtcProgram, int, const char *const *);
+  nvrtcResult (*log_size)(nvrtcProgram, size_t *);
+  nvrtcResult (*log)(nvrtcProgram, char *);
+  nvrtcResult (*ptx_size)(nvrtcProgram, size_t *);
+  nvrtcResult (*ptx)(nvrtcProgram, char *);
+  nvrtcResult (*cubin_size)(nvrtcProgram, size_t *); /* NULL before NVRTC 11.1 */
+  nvrtcResult (*cubin)(nvrtcProgram, char *);
+  nvrtcResult (*add_name)(nvrtcProgram, const char *);
+  nvrtcResult (*lowered_name)(nvrtcProgram, const char *, const char **);
+} nv;
+
+/* Where NVRTC is looked for, in order, after $KLUABENCH_NVRTC. */
+static const char *const NVRTC_NAMES[] = {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12",
+                                          "libnvrtc.so.11.2", NULL};
+static const char *const CUDA_DIRS[] = {"CUDA_HOME", "CUDA_PATH", NULL};
+
+static void *try_open(const char *path) {
+  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (h) snprintf(nv.path, sizeof nv.path, "%s", path);
+  return h;
+}
+
+static void *open_nvrtc(void) {
+  const char *env = getenv("KLUABENCH_NVRTC");
+  if (env && *env) return try_open(env);
+  void *h = NULL;
+  for (int i = 0; NVRTC_NAMES[i] && !h; i++) h = try_open(NVRTC_NAMES[i]);
+  char p[512];
+  for (int i = 0; CUDA_DIRS[i] && !h; i++) {
+    const char *d = getenv(CUDA_DIRS[i]);
+    if (d && *d) snprintf(p, sizeof p, "%s/lib64/libnvrtc.so", d), h = try_open(p);
+  }
+  if (!h) h = try_open("/usr/local/cuda/lib64/libnvrtc.so");
+  return h;
+}
+
+/* The include directory of the toolkit NVRTC came from: <lib>/../include. */
+static void find_include(void) {
+  Dl_info di;
+  nv.include[0] = '\0';
+  if (!dladdr((void *)nv.version, &di) || !di.dli_fname) return;
+  char dir[400];
+  snprintf(dir, sizeof dir, "%s", di.dli_fname);
+  for (int up = 0; up < 2; up++) {
+    char *slash = strrchr(dir, '/');
+    if (!slash) return;
+    *slash = '\0';
+  }
+  char inc[600];
+  snprintf(inc, sizeof inc, "%s/include/cuda_runtime.h", dir);
+  if (access(inc, R_OK) == 0) snprintf(nv.include, sizeof nv.include, "%s/include", dir);
+}
+
+static const char *nvrtc_load(void) {
+  if (nv.state) return nv.state > 0 ? NULL : nv.why;
+  nv.state = -1;
+  nv.lib = open_nvrtc();
+  if (!nv.lib) {
+    const char *env = getenv("KLUABENCH_NVRTC");
+    snprintf(nv.why, sizeof nv.why,
+             "NVRTC is not installed or not found (%s%s%s; tried libnvrtc.so[.13|.12|.11.2] on the library "
+             "path, $CUDA_HOME/lib64, $CUDA_PATH/lib64 and /usr/local/cuda/lib64): install the CUDA "
+             "toolkit's NVRTC or set KLUABENCH_NVRTC to libnvrtc.so",
+             env && *env ? "KLUABENCH_NVRTC=" : "", env && *env ? env : "", env && *env ? " failed" : "no KLUABENCH_NVRTC");
+    return nv.why;
+  }
+  static const struct { void **fn; const char *name; int optional; } syms[] = {
+      {(void **)&nv.error_string, "nvrtcGetErrorString", 0},
+      {(void **)&nv.version, "nvrtcVersion", 0},
+      {(void **)&nv.create, "nvrtcCreateProgram", 0},
+      {(void **)&nv.destroy, "nvrtcDestroyProgram", 0},
+      {(void **)&nv.compile, "nvrtcCompileProgram", 0},
+      {(void **)&nv.log_size, "nvrtcGetProgramLogSize", 0},
+      {(void **)&nv.log, "nvrtcGetProgramLog", 0},
+      {(void **)&nv.ptx_size, "nvrtcGetPTXSize", 0},
+      {(void **)&nv.ptx, "nvrtcGetPTX", 0},
+      {(void **)&nv.add_name, "nvrtcAddNameExpression", 0},
+      {(void **)&nv.lowered_name, "nvrtcGetLoweredName", 0},
+      {(void **)&nv.cubin_size, "nvrtcGetCUBINSize", 1},
+      {(void **)&nv.cubin, "nvrtcGetCUBIN", 1},
+  };
+  for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
+    *syms[i].fn = dlsym(nv.lib, syms[i].name);
+    if (!*syms[i].fn && !syms[i].optional) {
+      snprintf(nv.why, sizeof nv.why, "%s has no symbol %s (NVRTC too old?)", nv.path, syms[i].name);
+      dlclose(nv.lib);
+      nv.lib = NULL;
+      return nv.why;
+    }
+  }
+  if (nv.version(&nv.major, &nv.minor) != NVRTC_SUCCESS) {
+    snprintf(nv.why, sizeof nv.why, "%s: nvrtcVersion failed", nv.path);
+    return nv.why;
+  }
+  find_include();
+  nv.state = 1;
+  return NULL;
+}
+
+/* kb.cuda.nvrtc_version() -> "13.0", path | nil, why */
+static int l_nvrtc_version(lua_State *L) {
+  const char *why = nvrtc_load();
+  if (why) {
+    luaL_pushfail(L);
+    lua_pushstring(L, why);
+    return 2;
+  }
+  lua_pushfstring(L, "%d.%d", nv.major, nv.minor);
+  lua_pushstring(L, nv.path);
+  return 2;
+}
+
+/* ---- options ----------------------------------------------------------------- */
+
+static const char *const OPT_KEYS[] = {"name", "names", "defines", "include", "arch", "lineinfo",
+                                       "options", "headers", "cache", "cache_dir", NULL};
+
+static void check_opt_keys(lua_State *L, int opts) {
+  lua_pushnil(L);
+  while (lua_next(L, opts)) {
+    int ok = 0;
+    if (lua_type(L, -2) == LUA_TSTRING)
+      for (int i = 0; OPT_KEYS[i] && !ok; i++) ok = strcmp(lua_tostring(L, -2), OPT_KEYS[i]) == 0;
+    if (!ok)
+      luaL_error(L, "bad argument #2 to 'compile' (unknown option '%s'; expected name, names, defines, "
+                    "include, arch, lineinfo, options, headers, cache or cache_dir)",
+                 lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : luaL_typename(L, -2));
+    lua_pop(L, 1);
+  }
+}
+
+/* Appends each string of the list opts[key] to the array at out, as
+ * prefix .. value. */
+static void add_list(lua_State *L, int opts, const char *key, const char *prefix, int out) {
+  int t = lua_getfield(L, opts, key);
+  if (t == LUA_TSTRING) { /* one value */
+    lua_pushfstring(L, "%s%s", prefix, lua_tostring(L, -1));
+    lua_seti(L, out, luaL_len(L, out) + 1);
+  } else if (t == LUA_TTABLE) {
+    lua_Integer n = luaL_len(L, -1);
+    for (lua_Integer i = 1; i <= n; i++) {
+      if (lua_geti(L, -1, i) != LUA_TSTRING)
+        luaL_error(L, "bad argument #2 to 'compile' (opts.%s[%d] must be a string, got %s)", key, (int)i,
+                   luaL_typename(L, -1));
+      lua_pushfstring(L, "%s%s", prefix, lua_tostring(L, -1));
+      lua_seti(L, out, luaL_len(L, out) + 1);
+      lua_pop(L, 1);
+    }
+  } else if (t != LUA_TNIL) {
+    luaL_error(L, "bad argument #2 to 'compile' (opts.%s must be a string or a list of strings, got %s)",
+               key, luaL_typename(L, -1));
+  }
+  lua_pop(L, 1);
+}
+
+/* Pushes the string keys of the table at tbl, sorted (so that options and
+ * the cache key do not depend on hash order); a key of another type is an
+ * error naming opts.<what>. */
+static void push_sorted_keys(lua_State *L, int tbl, const char *what) {
+  tbl = lua_absindex(L, tbl);
+  lua_newtable(L);
+  int keys = lua_gettop(L);
+  lua_pushnil(L);
+  while (lua_next(L, tbl)) {
+    lua_pop(L, 1);
+    if (lua_type(L, -1) != LUA_TSTRING)
+      luaL_error(L, "bad argument #2 to 'compile' (opts.%s keys must be strings, got %s)", what, luaL_typename(L, -1));
+    lua_pushvalue(L, -1);
+    lua_seti(L, keys, luaL_len(L, keys) + 1);
+  }
+  lua_getglobal(L, "table");
+  lua_getfield(L, -1, "sort");
+  lua_pushvalue(L, keys);
+  lua_call(L, 1, 0);
+  lua_pop(L, 1);
+}
+
+/* opts.defines: a list {"N=4", "FAST"} or a map {N = 4, FAST = true}, the
+ * map's keys sorted so that the options (and the cache key) are stable. */
+static void add_defines(lua_State *L, int opts, int out) {
+  if (lua_getfield(L, opts, "defines") != LUA_TTABLE) {
+    if (!lua_isnil(L, -1))
+      luaL_error(L, "bad argument #2 to 'compile' (opts.defines must be a table, got %s)", luaL_typename(L, -1));
+    lua_pop(L, 1);
+    return;
+  }
+  int defs = lua_gettop(L);
+  if (luaL_len(L, defs) > 0) {
+    lua_pop(L, 1);
+    add_list(L, opts, "defines", "-D", out);
+    return;
+  }
+  push_sorted_keys(L, defs, "defines");
+  int keys = lua_gettop(L);
+  lua_Integer n = luaL_len(L, keys);
+  for (lua_Integer i = 1; i <= n; i++) {
+    lua_geti(L, keys, i);
+    lua_pushvalue(L, -1);
+    lua_gettable(L, defs);
+    if (lua_toboolean(L, -1) && lua_type(L, -1) == LUA_TBOOLEAN)
+      lua_pushfstring(L, "-D%s", lua_tostring(L, -2));
+    else if (lua_type(L, -1) == LUA_TNUMBER || lua_type(L, -1) == LUA_TSTRING)
+      lua_pushfstring(L, "-D%s=%s", lua_tostring(L, -2), lua_tostring(L, -1));
+    else
+      luaL_error(L, "bad argument #2 to 'compile' (opts.defines.%s must be a number, a string or true)",
+                 lua_tostring(L, -2));
+    lua_seti(L, out, luaL_len(L, out) + 1);
+    lua_pop(L, 2);
+  }
+  lua_pop(L, 2);
+}
+
+/* The arch: opts.arch ("sm_90", "compute_90", "90"), else the device's,
+ * else sm_90. */
+static void push_arch(lua_State *L, int opts) {
+  if (lua_getfield(L, opts, "arch") == LUA_TSTRING || lua_type(L, -1) == LUA_TNUMBER) {
+    const char *a = lua_tostring(L, -1);
+    if (strncmp(a, "sm_", 3) != 0 && strncmp(a, "compute_", 8) != 0) lua_pushfstring(L, "sm_%s", a);
+    else lua_pushstring(L, a);
+    lua_remove(L, -2);
+    return;
+  }
+  if (!lua_isnil(L, -1))
+    luaL_error(L, "bad argument #2 to 'compile' (opts.arch must be a string like \"sm_90\", got %s)", luaL_typename(L, -1));
+  lua_pop(L, 1);
+  const kb_backend *dev = kb_default_backend();
+  kb_device_info info;
+  if (strcmp(dev->kind, "cuda") == 0 && !dev->info(dev, &info) && strncmp(info.arch, "sm_", 3) == 0)
+    lua_pushstring(L, info.arch);
+  else
+    lua_pushliteral(L, "sm_90");
+}
+
+/* ---- the cache ------------------------------------------------------------------- */
+
+static int mkdir_p(char *path) {
+  for (char *p = path + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = '\0';
+    int r = mkdir(path, 0777);
+    *p = '/';
+    if (r != 0 && errno != EEXIST) return -1;
+  }
+  return mkdir(path, 0777) == 0 || errno == EEXIST ? 0 : -1;
+}
+
+/* Pushes the cache directory ("" when caching is off). */
+static void push_cache_dir(lua_State *L, int opts) {
+  if (lua_getfield(L, opts, "cache") != LUA_TNIL && !lua_toboolean(L, -1)) {
+    lua_pop(L, 1);
+    lua_pushliteral(L, "");
+    return;
+  }
+  lua_pop(L, 1);
+  if (lua_getfield(L, opts, "cache_dir") == LUA_TSTRING) {
+    lua_pushfstring(L, "%s/nvrtc", lua_tostring(L, -1));
+    lua_remove(L, -2);
+    return;
+  }
+  lua_pop(L, 1);
+  const char *d = getenv("KLUABENCH_CACHE"), *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
+  if (d && *d) lua_pushfstring(L, "%s/nvrtc", d);
+  else if (x && *x) lua_pushfstring(L, "%s/kluabench/nvrtc", x);
+  else lua_pushfstring(L, "%s/.cache/kluabench/nvrtc", h && *h ? h : ".");
+}
+
+static int read_entry(lua_State *L, const char *dir, const char *key, const char *ext) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/%s.%s", dir, key, ext);
+  return kb_push_file(L, path);
+}
+
+/* Writes through a temporary file and rename, so a reader never sees half. */
+static int write_entry(const char *dir, const char *key, const char *ext, const char *p, size_t n) {
+  char path[1024], tmp[1100];
+  snprintf(path, sizeof path, "%s/%s.%s", dir, key, ext);
+  snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+  FILE *f = fopen(tmp, "wb");
+  if (!f) return -1;
+  int ok = fwrite(p, 1, n, f) == n;
+  ok = (fclose(f) == 0) && ok;
+  if (!ok || rename(tmp, path) != 0) {
+    remove(tmp);
+    return -1;
+  }
+  return 0;
+}
+
+/* ---- compiling --------------------------------------------------------------------- */
+
+/* What one compile produced, on the Lua stack in this order. */
+enum { R_PTX = 1, R_CUBIN, R_NAMES, R_LOG, R_N };
+
+static void append_field(luaL_Buffer *b, const char *s, size_t n) {
+  char len[32];
+  snprintf(len, sizeof len, "%zu:", n);
+  luaL_addstring(b, len);
+  luaL_addlstring(b, s, n);
+}
+
+/* Pushes the hex cache key of everything that decides NVRTC's output. */
+static void push_key(lua_State *L, int src, int name, int arch, int options, int names, int headers) {
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  char ver[32];
+  snprintf(ver, sizeof ver, "kluabench-nvrtc-1 %d.%d", nv.major, nv.minor);
+  append_field(&b, ver, strlen(ver));
+  const int singles[] = {arch, name};
+  for (int s = 0; s < 2; s++) {
+    size_t n;
+    const char *p = lua_tolstring(L, singles[s], &n);
+    append_field(&b, p, n);
+  }
+  const int lists[] = {options, names, headers};
+  for (int l = 0; l < 3; l++) {
+    lua_Integer n = luaL_len(L, lists[l]);
+    for (lua_Integer i = 1; i <= n; i++) {
+      size_t len;
+      lua_geti(L, lists[l], i);
+      const char *p = lua_tolstring(L, -1, &len);
+      lua_pop(L, 1);
+      append_field(&b, p, len);
+    }
+    luaL_addchar(&b, ';');
+  }
+  size_t n;
+  const char *p = lua_tolstring(L, src, &n);
+  append_field(&b, p, n);
+  luaL_pushresult(&b);
+  size_t kn;
+  const char *k = lua_tolstring(L, -1, &kn);
+  char hex[65];
+  KB_TRY(L, kb_sha256_hex(k, kn, hex));
+  lua_pop(L, 1);
+  lua_pushstring(L, hex);
+}
+
+/* Runs NVRTC; pushes ptx, cubin (or nil), names (expr -> lowered), log. On a
+ * compile error raises with NVRTC's log. The program is destroyed on every
+ * path: nothing below raises while it exists. */
+static void run_nvrtc(lua_State *L, int src, int name, int options, int names, int headers) {
+  int top = lua_gettop(L);
+  int nopt = (int)luaL_len(L, options), nname = (int)luaL_len(L, names), nhead = (int)luaL_len(L, headers) / 2;
+  const char **argv = (const char **)lua_newuserdatauv(L, sizeof(char *) * (size_t)(nopt + 2 * nhead + 1), 0);
+  for (int i = 0; i < nopt; i++) lua_geti(L, options, i + 1), argv[i] = lua_tostring(L, -1), lua_pop(L, 1);
+  const char **hsrc = argv + nopt, **hname = argv + nopt + nhead;
+  for (int i = 0; i < nhead; i++) {
+    lua_geti(L, headers, 2 * i + 1), hname[i] = lua_tostring(L, -1), lua_pop(L, 1);
+    lua_geti(L, headers, 2 * i + 2), hsrc[i] = lua_tostring(L, -1), lua_pop(L, 1);
+  }
+  nvrtcProgram prog = NULL;
+  nvrtcResult r = nv.create(&prog, lua_tostring(L, src), lua_tostring(L, name), nhead, hsrc, hname);
+  if (r != NVRTC_SUCCESS) luaL_error(L, "compile: nvrtcCreateProgram: %s", nv.error_string(r));
+  for (int i = 0; i < nname && r == NVRTC_SUCCESS; i++) {
+    lua_geti(L, names, i + 1);
+    r = nv.add_name(prog, lua_tostring(L, -1));
+    lua_pop(L, 1);
+  }
+  if (r == NVRTC_SUCCESS) r = nv.compile(prog, nopt, argv);
+  size_t logn = 0;
+  char *log = NULL;
+  if (nv.log_size(prog, &logn) == NVRTC_SUCCESS && logn > 1) {
+    log = (char *)lua_newuserdatauv(L, logn, 0);
+    if (nv.log(prog, log) != NVRTC_SUCCESS) log[0] = '\0';
+  }
+  const char *stage = r == NVRTC_SUCCESS ? NULL : "nvrtcCompileProgram";
+  size_t n = 0;
+  char *ptx = NULL, *cubin = NULL;
+  if (!stage && nv.ptx_size(prog, &n) == NVRTC_SUCCESS && (ptx = (char *)lua_newuserdatauv(L, n + 1, 0)))
+    stage = nv.ptx(prog, ptx) == NVRTC_SUCCESS ? NULL : "nvrtcGetPTX";
+  size_t cn = 0;
+  lua_getfield(L, options, "arch_is_sm");
+  int want_cubin = lua_toboolean(L, -1) && nv.cubin_size;
+  lua_pop(L, 1);
+  if (!stage && want_cubin && nv.cubin_size(prog, &cn) == NVRTC_SUCCESS && cn > 0) {
+    cubin = (char *)lua_newuserdatauv(L, cn, 0);
+    stage = nv.cubin(prog, cubin) == NVRTC_SUCCESS ? NULL : "nvrtcGetCUBIN";
+  }
+  lua_newtable(L); /* expr -> lowered name */
+  int lowered = lua_gettop(L);
+  for (int i = 0; i < nname && !stage; i++) {
+    const char *ln = NULL;
+    lua_geti(L, names, i + 1);
+    if (nv.lowered_name(prog, lua_tostring(L, -1), &ln) == NVRTC_SUCCESS && ln) {
+      lua_pushstring(L, ln);
+      lua_rawset(L, lowered);
+    } else {
+      lua_pop(L, 1);
+      stage = "nvrtcGetLoweredName";
+    }
+  }
+  nv.destroy(&prog);
+  if (stage)
+    luaL_error(L, "compile: %s failed to compile (%s: %s)%s%s", lua_tostring(L, name), stage,
+               nv.error_string(r == NVRTC_SUCCESS ? NVRTC_ERROR_COMPILATION : r), log ? ":\n" : "",
+               log ? log : "");
+  lua_pushlstring(L, ptx, strlen(ptx));
+  if (cubin) lua_pushlstring(L, cubin, cn);
+  else lua_pushnil(L);
+  lua_pushvalue(L, lowered);
+  lua_pushstring(L, log ? log : "");
+  lua_rotate(L, top + 1, 4); /* the four results first, the buffers above them */
+  lua_settop(L, top + 4);
+}
+
+/* names as "expr\tlowered\n" lines for the cache. */
+static void push_names_text(lua_State *L, int names) {
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  lua_pushnil(L);
+  while (lua_next(L, names)) {
+    lua_pushvalue(L, -2);
+    luaL_addvalue(&b);
+    luaL_addchar(&b, '\t');
+    luaL_addvalue(&b);
+    luaL_addchar(&b, '\n');
+  }
+  luaL_pushresult(&b);
+}
+
+static void parse_names_text(lua_State *L, const char *s) {
+  lua_newtable(L);
+  while (*s) {
+    const char *tab = strchr(s, '\t'), *nl = tab ? strchr(tab, '\n') : NULL;
+    if (!nl) break;
+    lua_pushlstring(L, s, (size_t)(tab - s));
+    lua_pushlstring(L, tab + 1, (size_t)(nl - tab - 1));
+    lua_rawset(L, -3);
+    s = nl + 1;
+  }
+}
+
+/* Pushes ptx, cubin|nil, names, log from the cache; 0 (nothing pushed) on a miss. */
+static int cache_read(lua_State *L, const char *dir, const char *key, int want_cubin) {
+  int top = lua_gettop(L);
+  if (!read_entry(L, dir, key, "ptx")) return 0;
+  if (want_cubin && !read_entry(L, dir, key, "cubin")) {
+    lua_settop(L, top);
+    return 0;
+  }
+  if (!want_cubin) lua_pushnil(L);
+  if (!read_entry(L, dir, key, "names")) lua_pushliteral(L, "");
+  parse_names_text(L, lua_tostring(L, -1));
+  lua_remove(L, -2);
+  if (!read_entry(L, dir, key, "log")) lua_pushliteral(L, "");
+  return 1;
+}
+
+/* Stores the results at base (ptx, cubin, names, log); NULL or why not. */
+static const char *cache_write(lua_State *L, const char *dir, const char *key, int base) {
+  static char why[600];
+  char d[512];
+  snprintf(d, sizeof d, "%s", dir);
+  if (mkdir_p(d) != 0) {
+    snprintf(why, sizeof why, "cannot create %s: %s", dir, strerror(errno));
+    return why;
+  }
+  size_t n;
+  const char *p;
+  if (!lua_isnil(L, base + 1)) {
+    p = lua_tolstring(L, base + 1, &n);
+    if (write_entry(dir, key, "cubin", p, n)) goto fail;
+  }
+  push_names_text(L, base + 2);
+  p = lua_tolstring(L, -1, &n);
+  int bad = write_entry(dir, key, "names", p, n);
+  lua_pop(L, 1);
+  if (bad) goto fail;
+  p = lua_tolstring(L, base + 3, &n);
+  if (write_entry(dir, key, "log", p, n)) goto fail;
+  p = lua_tolstring(L, base, &n);
+  if (write_entry(dir, key, "ptx", p, n)) goto fail; /* last: marks the entry complete */
+  return NULL;
+fail:
+  snprintf(why, sizeof why, "cannot write into %s: %s", dir, strerror(errno));
+  return why;
+}
+
+/* Collects opts.headers ({name = source}) as a sorted flat list name, source, ... */
+static void push_headers(lua_State *L, int opts) {
+  lua_newtable(L);
+  int out = lua_gettop(L);
+  if (lua_getfield(L, opts, "headers") == LUA_TNIL) {
+    lua_pop(L, 1);
+    return;
+  }
+  if (!lua_istable(L, -1))
+    luaL_error(L, "bad argument #2 to 'compile' (opts.headers must be a table {name = source})");
+  int h = lua_gettop(L);
+  push_sorted_keys(L, h, "headers");
+  int keys = lua_gettop(L);
+  for (lua_Integer i = 1, n = luaL_len(L, keys); i <= n; i++) {
+    lua_geti(L, keys, i);
+    lua_pushvalue(L, -1);
+    lua_seti(L, out, 2 * i - 1);
+    if (lua_gettable(L, h) != LUA_TSTRING)
+      luaL_error(L, "bad argument #2 to 'compile' (opts.headers must map names to source strings)");
+    lua_seti(L, out, 2 * i);
+  }
+  lua_pop(L, 2);
+}
+
+/* kb.cuda.compile(source [, opts]) -> Module */
+static int l_compile(lua_State *L) {
+  luaL_checkstring(L, 1);
+  if (lua_isnoneornil(L, 2)) {
+    lua_settop(L, 1);
+    lua_newtable(L);
+  }
+  luaL_checktype(L, 2, LUA_TTABLE);
+  lua_settop(L, 2);
+  check_opt_keys(L, 2);
+  const char *why = nvrtc_load();
+  if (why) return luaL_error(L, "compile: %s", why);
+  /* 3 name, 4 arch, 5 options, 6 names, 7 headers, 8 cache dir, 9 key */
+  if (lua_getfield(L, 2, "name") == LUA_TNIL) lua_pop(L, 1), lua_pushliteral(L, "kernel.cu");
+  push_arch(L, 2);
+  lua_newtable(L);
+  lua_pushfstring(L, "-arch=%s", lua_tostring(L, 4));
+  lua_seti(L, 5, 1);
+  lua_getfield(L, 2, "lineinfo");
+  if (lua_toboolean(L, -1)) {
+    lua_pushliteral(L, "-lineinfo");
+    lua_seti(L, 5, luaL_len(L, 5) + 1);
+  }
+  lua_pop(L, 1);
+  add_defines(L, 2, 5);
+  add_list(L, 2, "include", "-I", 5);
+  add_list(L, 2, "options", "", 5);
+  lua_newtable(L);
+  add_list(L, 2, "names", "", 6);
+  push_headers(L, 2);
+  push_cache_dir(L, 2);
+  push_key(L, 1, 3, 4, 5, 6, 7);
+  int want_cubin = strncmp(lua_tostring(L, 4), "sm_", 3) == 0;
+  const char *dir = lua_tostring(L, 8);
+  const char *cache = "off";
+  const char *cache_error = NULL;
+  int base = lua_gettop(L) + 1;
+  if (*dir && cache_read(L, dir, lua_tostring(L, 9), want_cubin)) {
+    cache = "hit";
+  } else {
+    /* the toolkit's headers (cuda_fp16.h, ...) unless the user gave -I
+     * paths of their own first; not part of the options recorded */
+    lua_newtable(L);
+    int argv = lua_gettop(L);
+    for (lua_Integer i = 1, n = luaL_len(L, 5); i <= n; i++) lua_geti(L, 5, i), lua_seti(L, argv, i);
+    if (nv.include[0]) lua_pushfstring(L, "-I%s", nv.include), lua_seti(L, argv, luaL_len(L, argv) + 1);
+    lua_pushboolean(L, want_cubin);
+    lua_setfield(L, argv, "arch_is_sm");
+    run_nvrtc(L, 1, 3, argv, 6, 7);
+    lua_remove(L, argv);
+    cache = "miss";
+    if (*dir) cache_error = cache_write(L, dir, lua_tostring(L, 9), base);
+    if (!*dir) cache = "off";
+  }
+  /* info */
+  lua_createtable(L, 0, 12);
+  int info = lua_gettop(L);
+  size_t sn;
+  const char *src = lua_tolstring(L, 1, &sn);
+  char hex[65];
+  KB_TRY(L, kb_sha256_hex(src, sn, hex));
+  lua_pushfstring(L, "sha256:%s", hex);
+  lua_setfield(L, info, "source_sha256");
+  lua_pushvalue(L, 3), lua_setfield(L, info, "name");
+  lua_pushvalue(L, 4), lua_setfield(L, info, "arch");
+  lua_pushvalue(L, 5), lua_setfield(L, info, "options");
+  lua_pushfstring(L, "%d.%d", nv.major, nv.minor), lua_setfield(L, info, "nvrtc_version");
+  lua_pushvalue(L, base + 2), lua_setfield(L, info, "names");
+  lua_pushvalue(L, base + 3), lua_setfield(L, info, "log");
+  lua_pushstring(L, cache), lua_setfield(L, info, "cache");
+  lua_pushvalue(L, 9), lua_setfield(L, info, "cache_key");
+  if (cache_error) lua_pushstring(L, cache_error), lua_setfield(L, info, "cache_error");
+  int img = lua_isnil(L, base + 1) ? base : base + 1;
+  kb_push_module(L, img, base, img == base ? "ptx" : "cubin", info);
+  return 1;
+}
+
+/* Adds compile and nvrtc_version to the kb.cuda table on top of the stack. */
+void kb_open_nvrtc(lua_State *L) {
+  lua_pushcfunction(L, l_compile);
+  lua_setfield(L, -2, "compile");
+  lua_pushcfunction(L, l_nvrtc_version);
+  lua_setfield(L, -2, "nvrtc_version");
+}

@@ -1,0 +1,79 @@
+/* User kernels (docs/KERNELS.md): the pieces engine/nvrtc.c, module.c,
+ * signature.c and plugin.c share. kb.cuda and kb.plugin are built here;
+ * luaopen_kluabench adds them through kb_open_usercode. */
+#ifndef KB_USERCODE_H
+#define KB_USERCODE_H
+
+#include <stddef.h>
+#include "kb.h"
+
+#define KB_MODULE_MT "kluabench.Module"
+#define KB_KERNEL_MT "kluabench.Kernel"
+#define KB_PLUGIN_MT "kluabench.Plugin"
+#define KB_PLUGIN_KERNEL_MT "kluabench.PluginKernel"
+#define KB_MAX_PARAMS 128
+
+/* ---- signatures (signature.c) ----------------------------------------------
+ * A signature is a comma-separated list of parameter types, parsed once when
+ * a kernel is made: "ptr, ptr, i32, f32". Each type has a size (its bytes in
+ * the kernel's parameter buffer) and a class that says which Lua values it
+ * accepts. */
+typedef enum { KB_P_PTR, KB_P_INT, KB_P_UINT, KB_P_FLOAT, KB_P_TENSOR } kb_param_class;
+
+typedef struct {
+  const char *name; /* the canonical name: "ptr", "i32", "f16", "tensor" */
+  kb_param_class cls;
+  unsigned char size;
+} kb_param_type;
+
+/* Parses sig into out[] (at most max entries), returns the count, or raises
+ * "bad argument #arg to 'fn' (signature: unknown type 'x' at parameter 3;
+ * expected ...)". allow: a NULL-terminated list of canonical names accepted
+ * here (NULL: every CUDA parameter type). */
+int kb_parse_signature(lua_State *L, const char *fn, int arg, const char *sig,
+                       const kb_param_type **out, int max, const char *const *allow);
+/* "ptr, i32, f32" of a parsed signature. */
+void kb_push_signature(lua_State *L, const kb_param_type *const *types, int n);
+
+/* ---- modules (module.c) ---------------------------------------------------- */
+
+/* Pushes a kluabench.Module for the image at stack index img (a string: a
+ * cubin, PTX or fatbin, `format` saying which), with the PTX text at ptx (a
+ * string or nil) and the info table at info (taken as the module's info;
+ * format, sha256 and bytes are added). The image is loaded into the CUDA
+ * context when the first kernel is asked for, so that compiling needs no GPU. */
+void kb_push_module(lua_State *L, int img, int ptx, const char *format, int info);
+
+/* Pushes the content of the file at path and returns 1, or pushes nothing
+ * and returns 0 when it cannot be read. */
+int kb_push_file(lua_State *L, const char *path);
+/* Registers a class: metatable `name` whose __index (and field `methods`)
+ * is the methods table, with __gc (when gc is not NULL) and __tostring. */
+void kb_usercode_class(lua_State *L, const char *name, const luaL_Reg *methods, lua_CFunction gc,
+                       lua_CFunction tostring);
+
+/* ---- the CUDA context shared with the backend (backend_cuda.c) -------------
+ * User kernels are launched through the driver API or by plugins, outside
+ * backend_cuda.c; these keep its rule that an error which poisons the
+ * context stops every later call. */
+
+/* NULL while the context is usable, else "<what>: <sticky error>; the CUDA
+ * context is unusable, kluabench cannot continue". */
+const char *kb_cuda_refuse(const char *what);
+/* The message for a failed call made outside the runtime: "<what>: <name>
+ * (<text>)"; marks the context unusable when code (a CUresult or
+ * cudaError_t: the codes that poison a context are equal in both) is one of
+ * those errors. name and text may be NULL. */
+const char *kb_cuda_external_fail(const char *what, int code, const char *name, const char *text);
+
+/* timing.c: while a CUDA graph is being captured, keeps the value at idx
+ * alive as long as the graph (a module whose kernels the graph launches). */
+void kb_capture_keep(lua_State *L, int idx);
+
+void kb_open_usercode(lua_State *L);
+void kb_open_nvrtc(lua_State *L);
+void kb_open_module(lua_State *L);
+void kb_open_plugin(lua_State *L);
+void kb_open_compare_elements(lua_State *L);
+
+#endif

@@ -1,0 +1,208 @@
+--- kluabench.check: is a kernel's output right, and is its time possible?
+-- What KernelBench-style evaluations are gamed by, checked for: a kernel
+-- that works for one input only (fresh random inputs for several seeds), one
+-- that leaves outputs unwritten and is saved by stale memory (outputs filled
+-- with NaN before every checked run, so an unwritten element reads as NaN),
+-- one that is right before timing and wrong after (the output is checked
+-- again after the timed runs), NaN or Inf where the reference has a number,
+-- and a time faster than the device can even copy the bytes involved
+-- (M.plausible, which record.from_result applies to every record).
+--
+--   local c = check.new {
+--     inputs = function(seed) return { x = kb.randn({n}, 'f32', seed), out = kb.empty({n}) } end,
+--     run = function(s) kernel:launch { grid = g, block = b, args = { s.out, s.x, n } } end,
+--     outputs = function(s) return { s.out } end,
+--     reference = function(s) return { reference_of(s.x) } end,
+--   }
+--   assert(c:verify())          -- seeds 1, 2, 3: poison, run, compare
+--   time(function() c.run(c.state) end)
+--   assert(c:recheck())         -- the last seed's output, after timing
+local M = {}
+
+--- Tolerances by output dtype: |got - want| <= atol + rtol * |want|. bf16
+-- and f16 allow about one rounding of their own precision.
+M.TOLERANCES = {
+  bf16 = { atol = 1e-2, rtol = 1.6e-2 },
+  f16 = { atol = 1e-3, rtol = 1e-3 },
+  f32 = { atol = 1e-5, rtol = 1e-5 },
+  f64 = { atol = 1e-10, rtol = 1e-10 },
+}
+
+M.DEFAULT_SEEDS = { 1, 2, 3 }
+
+--- atol, rtol for a dtype ("bf16", ...), opts.atol / opts.rtol overriding.
+function M.tolerance(dtype, opts)
+  local t = M.TOLERANCES[dtype]
+  if not t then error("bad argument #1 to 'tolerance' (unknown dtype " .. tostring(dtype) .. ')', 2) end
+  opts = opts or {}
+  return opts.atol or t.atol, opts.rtol or t.rtol
+end
+
+--- Fills a tensor with NaN (on its own device) so that any element a kernel
+-- does not write reads as NaN afterwards. Returns t.
+function M.poison(t)
+  t:fill_(0 / 0)
+  return t
+end
+
+--- Compares got with the reference want (tensors of one shape, on any
+-- devices). Returns ok, report: {n, mismatches, unwritten (NaN where want
+-- is not), nan_mismatch (want NaN, got not), inf_mismatch, max_abs
+-- (finite pairs), worst = {index (0-based), got, want}, atol, rtol, message}.
+-- opts: atol, rtol (default by got's dtype), name (for the message).
+function M.compare(got, want, opts)
+  opts = opts or {}
+  local name = opts.name or 'output'
+  local gs, ws = got.shape, want.shape
+  local same = #gs == #ws
+  for i = 1, #gs do same = same and gs[i] == ws[i] end
+  if not same then
+    return false, { message = string.format('%s has shape {%s}, the reference {%s}', name,
+      table.concat(gs, ', '), table.concat(ws, ', ')) }
+  end
+  local atol, rtol = M.tolerance(got.dtype, opts)
+  local r = require('kluabench.core').compare_elements(got, want, atol, rtol)
+  r.atol, r.rtol = atol, rtol
+  local parts = {}
+  if r.mismatches > 0 then
+    parts[#parts + 1] = string.format('%d of %d elements differ from the reference (worst: element %d is %.6g, '
+      .. 'want %.6g; atol %g, rtol %g)', r.mismatches, r.n, r.worst.index, r.worst.got, r.worst.want, atol, rtol)
+  end
+  if r.unwritten > 0 then
+    parts[#parts + 1] = string.format('%d of %d elements are NaN where the reference is a number (never '
+      .. 'written: the output was filled with NaN before the run, or computed as NaN)', r.unwritten, r.n)
+  end
+  if r.nan_mismatch > 0 then
+    parts[#parts + 1] = string.format('%d elements are numbers where the reference is NaN', r.nan_mismatch)
+  end
+  if r.inf_mismatch > 0 then
+    parts[#parts + 1] = string.format('%d elements differ from the reference in an infinity', r.inf_mismatch)
+  end
+  local ok = #parts == 0
+  r.message = ok and string.format('%s matches (%d elements, max abs diff %.3g)', name, r.n, r.max_abs)
+    or (name .. ': ' .. table.concat(parts, '; '))
+  return ok, r
+end
+
+local function check_spec(spec)
+  if type(spec) ~= 'table' then error("bad argument #1 to 'new' (table expected, got " .. type(spec) .. ')', 3) end
+  for _, f in ipairs { 'inputs', 'run', 'outputs', 'reference' } do
+    if type(spec[f]) ~= 'function' then
+      error("bad argument #1 to 'new' (field '" .. f .. "' must be a function)", 3)
+    end
+  end
+  if spec.seeds ~= nil and (type(spec.seeds) ~= 'table' or #spec.seeds == 0) then
+    error("bad argument #1 to 'new' (seeds must be a non-empty list)", 3)
+  end
+end
+
+-- Compares each output with its reference; ok, list of reports.
+local function compare_all(outs, refs, opts)
+  if #outs ~= #refs then
+    return false, { { message = string.format('%d outputs, %d references', #outs, #refs) } }
+  end
+  local ok, reports = true, {}
+  for i = 1, #outs do
+    local o = { atol = opts.atol, rtol = opts.rtol, name = 'output ' .. i }
+    local good, r = M.compare(outs[i], refs[i], o)
+    ok = ok and good
+    reports[i] = r
+  end
+  return ok, reports
+end
+
+local function summary(reports)
+  local bad = {}
+  for _, r in ipairs(reports) do
+    if r.mismatches ~= 0 or r.unwritten ~= 0 or r.nan_mismatch ~= 0 or r.inf_mismatch ~= 0 or not r.n then
+      bad[#bad + 1] = r.message
+    end
+  end
+  return bad
+end
+
+local Checker = {}
+Checker.__index = Checker
+
+--- A checker. spec: inputs(seed) -> state (fresh inputs and the output
+-- tensors), run(state) (the kernel under test: writes the outputs),
+-- outputs(state) -> {tensors}, reference(state) -> {tensors, same order}
+-- (a built-in kernel, a CPU twin, Lua on CPU tensors: anything trusted),
+-- seeds (default {1, 2, 3}), atol / rtol (default by dtype), poison (default
+-- true). checker.state is the last seed's state, for timing.
+function M.new(spec)
+  check_spec(spec)
+  local c = setmetatable({}, Checker)
+  for k, v in pairs(spec) do c[k] = v end
+  c.seeds = spec.seeds or M.DEFAULT_SEEDS
+  return c
+end
+
+--- Runs the kernel once per seed on fresh inputs, its outputs poisoned
+-- first, and compares them with the reference. Returns ok, report
+-- {ok, seeds = {[i] = {seed, ok, outputs = {compare reports}}}, message}.
+-- Keeps the last seed's state and reference copies for recheck().
+function Checker:verify()
+  local report = { seeds = {} }
+  local failures = {}
+  for i, seed in ipairs(self.seeds) do
+    local state = self.inputs(seed)
+    local refs = self.reference(state)
+    local outs = self.outputs(state)
+    if self.poison ~= false then for _, t in ipairs(outs) do M.poison(t) end end
+    self.run(state)
+    local ok, reports = compare_all(self.outputs(state), refs, self)
+    report.seeds[i] = { seed = seed, ok = ok, outputs = reports }
+    if not ok then failures[#failures + 1] = 'seed ' .. tostring(seed) .. ': ' .. table.concat(summary(reports), '; ') end
+    self.state, self.refs = state, refs
+  end
+  report.ok = #failures == 0
+  report.message = report.ok and string.format('correct on %d seeds', #self.seeds) or table.concat(failures, '\n')
+  return report.ok, report
+end
+
+--- Compares the outputs of the last verified state with its reference
+-- again (after timing: a kernel that is right once and wrong later fails
+-- here). Returns ok, report {ok, outputs, message}.
+function Checker:recheck()
+  if not self.state then error("recheck: call verify() first", 2) end
+  local ok, reports = compare_all(self.outputs(self.state), self.refs, self)
+  return ok, { ok = ok, outputs = reports,
+    message = ok and 'still correct after timing' or ('after timing: ' .. table.concat(summary(reports), '; ')) }
+end
+
+--- M.new(spec) and its verify(): ok, report, checker.
+function M.run(spec)
+  local c = M.new(spec)
+  local ok, report = c:verify()
+  return ok, report, c
+end
+
+--- Is a time physically possible? bytes / median_ms against the device's
+-- copy ceiling (GB/s, or a ceilings entry {copy_gbps}). Returns ok,
+-- message, percent: ok is false when the rate exceeds opts.limit percent
+-- (default 100) of the copy ceiling, i.e. the kernel moved its declared bytes
+-- faster than the device copies memory. Without a ceiling it cannot judge:
+-- true, a message saying so, nil.
+function M.plausible(median_ms, bytes, ceiling, opts)
+  if type(median_ms) ~= 'number' or median_ms <= 0 then
+    error("bad argument #1 to 'plausible' (median_ms must be a number > 0)", 2)
+  end
+  if type(bytes) ~= 'number' or bytes < 0 then
+    error("bad argument #2 to 'plausible' (bytes must be a number >= 0)", 2)
+  end
+  local copy = type(ceiling) == 'table' and ceiling.copy_gbps or ceiling
+  if type(copy) ~= 'number' or copy <= 0 then
+    return true, 'no copy ceiling for this device: plausibility not judged', nil
+  end
+  local limit = (opts and opts.limit) or 100
+  local gbps = bytes / (median_ms * 1e6)
+  local pct = 100 * gbps / copy
+  if pct > limit then
+    return false, string.format('physically implausible: %.1f GB/s is %.0f %% of the copy ceiling (%.1f GB/s); '
+      .. 'the kernel may skip work, or the declared bytes are too many', gbps, pct, copy), pct
+  end
+  return true, string.format('%.0f %% of the copy ceiling', pct), pct
+end
+
+return M

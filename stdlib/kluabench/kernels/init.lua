@@ -1,0 +1,84 @@
+--- The kernel registry: what records and `kluabench list` know about each
+-- kernel, gathered from one descriptor file per kernel family.
+--
+-- The engine names its built-in families (kb.builtin_kernels(), one line in
+-- engine/kluabench.c each); for a family "x" the registry loads
+-- kluabench.kernels.x (stdlib/kluabench/kernels/x.lua), which returns
+--   { binding = 'x',   -- the table of Lua functions, kb.x (default: the family)
+--     doc = { section = {id, title, intro}, entries = {...} },  -- as in cli/apidoc.lua
+--     kernels = {      -- record kernel name -> what records say about it
+--       name = { title = 'for people',
+--                sources = { 'kernels/x.h', ... },  -- for the implementation digest
+--                cost = function(params, dtype, operation) return bytes, flops end },
+--     } }
+-- kluabench.kernels.liger adds the titles of kernels that Liger-Kernel
+-- benchmarks and kluabench only imports. A script can add its own with
+-- M.register. docs/ADDING_A_KERNEL.md walks through a new family.
+local M = {}
+
+--- Record kernel name -> {title, sources, cost, family} (record.KERNELS is
+-- this table).
+M.KERNELS = {}
+
+--- The registered families in order: {family, binding, kernels, doc}.
+M.FAMILIES = {}
+
+local function core() return require 'kluabench.core' end
+
+--- Adds a family's descriptor. d: {binding = name | false, kernels = {...}};
+-- family: its name. Returns d.
+function M.register(family, d)
+  if type(family) ~= 'string' or family == '' then
+    error("bad argument #1 to 'register' (family name expected, got " .. type(family) .. ')', 2)
+  end
+  if type(d) ~= 'table' then
+    error("bad argument #2 to 'register' (descriptor table expected, got " .. type(d) .. ')', 2)
+  end
+  local binding = d.binding
+  if binding == nil then binding = family end
+  local entry = { family = family, binding = binding or nil, kernels = d.kernels or {}, doc = d.doc }
+  for name, k in pairs(entry.kernels) do
+    k.family = family
+    M.KERNELS[name] = k
+  end
+  M.FAMILIES[#M.FAMILIES + 1] = entry
+  return entry
+end
+
+--- A kernel's record entry ({title, sources, cost, family}) or nil.
+function M.kernel(name) return M.KERNELS[name] end
+
+--- A kernel's title for people (the kernel name when none is known).
+function M.title(name)
+  local k = M.KERNELS[name]
+  return k and k.title or name
+end
+
+--- The Lua functions of every family with a binding in kb (the engine
+-- module), sorted: {name = "kb.rope.freqs", family = "rope"}.
+function M.functions(kb)
+  local out = {}
+  for _, f in ipairs(M.FAMILIES) do
+    local t = f.binding and kb[f.binding]
+    for name, fn in pairs(type(t) == 'table' and t or {}) do
+      if type(fn) == 'function' and type(name) == 'string' then
+        out[#out + 1] = { name = 'kb.' .. f.binding .. '.' .. name, family = f.family }
+      end
+    end
+  end
+  table.sort(out, function(a, b) return a.name < b.name end)
+  return out
+end
+
+-- The engine's families (a family without a descriptor file still lists its
+-- functions), then the imported ones.
+local ok, k = pcall(core)
+local families = ok and type(k) == 'table' and type(k.builtin_kernels) == 'function'
+    and k.builtin_kernels() or {}
+for _, family in ipairs(families) do
+  local modname = 'kluabench.kernels.' .. family
+  M.register(family, package.searchpath(modname, package.path) and require(modname) or {})
+end
+M.register('liger', require 'kluabench.kernels.liger')
+
+return M

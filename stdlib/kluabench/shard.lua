@@ -1,0 +1,135 @@
+--- Shards of a sweep: which points one process of N measures.
+--
+-- A point is { id = string, cost = number } (the harness's workload slug and
+-- its estimated bytes over all its providers and modes); a point is never
+-- split, so its providers and modes stay in one process. The split is
+-- greedy longest-processing-time: points in order of cost, largest first
+-- (ties by id, then by position), each to the shard with the least cost so
+-- far (ties to the lowest shard number). It depends on nothing but the ids
+-- and costs, so every process of a run, and every later run, computes the
+-- same shards, whatever the order the points were declared in.
+--
+-- Balance: after the split, the most loaded shard exceeds the least loaded
+-- by at most the largest point's cost (each point goes to the least loaded
+-- shard), so no shard carries more than total/N + max cost.
+local M = {}
+
+local assign, plan -- defined below, after the checks
+
+-- Raises "bad argument #argn to 'shard.fn' (why)" at the caller of the
+-- public function (level 3: fail <- check <- public function <- caller).
+local function fail(fn, argn, fmt, ...)
+  error(string.format("bad argument #%d to 'shard.%s' (" .. fmt .. ')', argn, fn, ...), 4)
+end
+
+--- Reads a shard spec "I/N" (1-based, 1 <= I <= N): returns I, N; or nil and
+-- a message naming the spec.
+function M.parse(s)
+  if type(s) ~= 'string' then
+    return nil, string.format("bad shard %s: expected a string I/N, such as 1/4", tostring(s))
+  end
+  local i, n = s:match('^(%d+)/(%d+)$')
+  if not i then
+    return nil, string.format("bad shard '%s': expected I/N with whole numbers 1 <= I <= N, such as 1/4", s)
+  end
+  i, n = math.tointeger(tonumber(i)), math.tointeger(tonumber(n))
+  if not n or n < 1 then
+    return nil, string.format("bad shard '%s': the shard count N must be at least 1", s)
+  end
+  if not i or i < 1 or i > n then
+    return nil, string.format("bad shard '%s': the shard number I must be between 1 and N = %d", s, n)
+  end
+  return i, n
+end
+
+--- The text of shard i of n: "i/n".
+function M.format(i, n)
+  return string.format('%d/%d', i, n)
+end
+
+local function check_points(fn, points)
+  if type(points) ~= 'table' then fail(fn, 1, 'points: list expected, got %s', type(points)) end
+  local seen = {}
+  for k, p in ipairs(points) do
+    if type(p) ~= 'table' then fail(fn, 1, 'point %d: table expected, got %s', k, type(p)) end
+    if type(p.id) ~= 'string' then fail(fn, 1, 'point %d: id must be a string, got %s', k, type(p.id)) end
+    local c = p.cost
+    if type(c) ~= 'number' or c ~= c or c < 0 or c == math.huge then
+      fail(fn, 1, "point %d ('%s'): cost must be a finite number >= 0, got %s", k, p.id, tostring(c))
+    end
+    if seen[p.id] then fail(fn, 1, "point %d has the id '%s' of point %d; ids must be unique", k, p.id, seen[p.id]) end
+    seen[p.id] = k
+  end
+end
+
+local function check_count(fn, argn, n)
+  if math.type(n) ~= 'integer' or n < 1 then
+    fail(fn, argn, 'shard count: integer >= 1 expected, got %s', tostring(n))
+  end
+end
+
+--- The shard (1..n) of every point: a list parallel to points.
+function M.assign(points, n)
+  check_points('assign', points)
+  check_count('assign', 2, n)
+  return assign(points, n)
+end
+
+-- M.assign without the checks.
+assign = function(points, n)
+  local order = {}
+  for k = 1, #points do order[k] = k end
+  table.sort(order, function(a, b)
+    local pa, pb = points[a], points[b]
+    if pa.cost ~= pb.cost then return pa.cost > pb.cost end
+    if pa.id ~= pb.id then return pa.id < pb.id end
+    return a < b
+  end)
+  local load = {}
+  for s = 1, n do load[s] = 0 end
+  local where = {}
+  for _, k in ipairs(order) do
+    local best = 1
+    for s = 2, n do
+      if load[s] < load[best] then best = s end
+    end
+    where[k] = best
+    load[best] = load[best] + points[k].cost
+  end
+  return where
+end
+
+--- All n shards: a list of n lists of points, each in declaration order
+-- (a shard may be empty when there are fewer points than shards), and the
+-- list of their total costs.
+function M.plan(points, n)
+  check_points('plan', points)
+  check_count('plan', 2, n)
+  return plan(points, n)
+end
+
+-- M.plan without the checks.
+plan = function(points, n)
+  local where = assign(points, n)
+  local shards, cost = {}, {}
+  for s = 1, n do shards[s], cost[s] = {}, 0 end
+  for k, p in ipairs(points) do
+    local s = where[k]
+    shards[s][#shards[s] + 1] = p
+    cost[s] = cost[s] + p.cost
+  end
+  return shards, cost
+end
+
+--- The points of shard i of n, in declaration order.
+function M.select(points, i, n)
+  check_points('select', points)
+  check_count('select', 3, n)
+  if math.type(i) ~= 'integer' or i < 1 or i > n then
+    error(string.format("bad argument #2 to 'shard.select' (shard number between 1 and %d expected, got %s)",
+      n, tostring(i)), 2)
+  end
+  return (plan(points, n))[i]
+end
+
+return M

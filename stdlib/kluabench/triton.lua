@@ -1,0 +1,139 @@
+--- kluabench.triton: Triton's compiled kernels, loaded and launched without
+-- Python. Triton writes, per compiled kernel, a cubin and a metadata JSON
+-- (and the PTX) into its cache; bench/triton_cubin.sh copies them into a
+-- folder. This module reads the metadata (name, num_warps, num_ctas, shared
+-- memory, the scratch sizes), loads the cubin with kb.cuda.load and launches
+-- it the way Triton's own launcher does: block = 32 * num_warps threads, the
+-- metadata's dynamic shared memory, and the hidden parameters recent Triton
+-- versions append to every kernel (a global scratch pointer, since 3.3, and
+-- a profile scratch pointer, since 3.5), passed as NULL when no scratch is
+-- needed or as a buffer of size * programs bytes when it is.
+local kb = require 'kluabench.core'
+
+local M = {}
+
+local function read(path)
+  local f, err = io.open(path, 'rb')
+  if not f then return nil, err end
+  local s = f:read('a')
+  f:close()
+  return s
+end
+
+--- The parameters of a kernel's PTX entry as a signature string ("ptr, i32,
+-- f32, ...": .u64 .ptr -> ptr, .u32/.b32/.s32 -> i32, .f32 -> f32, ...), and
+-- their count. name: the entry (default: the first .entry).
+function M.ptx_signature(ptx, name)
+  local pat = name and ('%.entry%s+' .. name:gsub('%p', '%%%0') .. '%s*%((.-)%)') or '%.entry%s+[%w_$]+%s*%((.-)%)'
+  local params = ptx:match(pat)
+  if not params then return nil, 'no .entry ' .. tostring(name or '') .. ' in the PTX' end
+  local map = { u8 = 'u8', s8 = 'i8', b8 = 'u8', u16 = 'u16', s16 = 'i16', b16 = 'u16', f16 = 'f16',
+    u32 = 'i32', s32 = 'i32', b32 = 'i32', f32 = 'f32', u64 = 'i64', s64 = 'i64', b64 = 'i64', f64 = 'f64' }
+  local out = {}
+  for decl in params:gmatch('%.param[^,]+') do
+    local ty = decl:match('%.param%s+%.(%w+)')
+    out[#out + 1] = decl:find('.ptr', 1, true) and 'ptr' or map[ty] or ty
+  end
+  return table.concat(out, ', '), #out
+end
+
+--- Reads a Triton metadata JSON. path: the .json, or the .cubin beside it.
+-- Returns metadata, the cubin's path, the PTX's path (or nil).
+function M.read_metadata(path)
+  if type(path) ~= 'string' then error("bad argument #1 to 'read_metadata' (path expected)", 2) end
+  local base = path:gsub('%.json$', ''):gsub('%.cubin$', '')
+  local text, err = read(base .. '.json')
+  if not text then error("read_metadata: cannot read " .. base .. ".json: " .. tostring(err), 2) end
+  local ok, meta = pcall(kb.jcs.decode, text)
+  if not ok or type(meta) ~= 'table' then error("read_metadata: " .. base .. ".json is not JSON: " .. tostring(meta), 2) end
+  for _, f in ipairs { 'name', 'num_warps' } do
+    if meta[f] == nil then error("read_metadata: " .. base .. ".json has no '" .. f .. "': not Triton metadata", 2) end
+  end
+  local ptx = io.open(base .. '.ptx', 'rb')
+  if ptx then ptx:close() end
+  return meta, base .. '.cubin', ptx and (base .. '.ptx') or nil
+end
+
+local TritonKernel = {}
+TritonKernel.__index = TritonKernel
+
+--- Loads a Triton kernel. path: its .json or .cubin (the other beside it).
+-- signature: the parameters Triton compiled in (constexpr parameters are
+-- compiled away), without the hidden scratch pointers; default: read from
+-- the PTX beside the cubin. Returns a kernel with :launch(grid, args),
+-- .kernel (the kluabench.Kernel), .metadata, :info().
+function M.load(path, signature)
+  local meta, cubin, ptx_path = M.read_metadata(path)
+  local hidden = {}
+  if meta.global_scratch_size ~= nil then hidden[#hidden + 1] = 'global_scratch' end
+  if meta.profile_scratch_size ~= nil then hidden[#hidden + 1] = 'profile_scratch' end
+  local ptx = ptx_path and read(ptx_path)
+  local full
+  if signature then
+    full = signature .. string.rep(', ptr', #hidden)
+  elseif ptx then
+    full = assert(M.ptx_signature(ptx, meta.name))
+  else
+    error("load: no signature given and no PTX beside " .. cubin .. " to read it from", 2)
+  end
+  if ptx then
+    local want, n = M.ptx_signature(ptx, meta.name)
+    if n and #kb.cuda.parse_signature(full) ~= n then
+      error(string.format("load: the signature has %d parameters with the %d hidden ones, the PTX entry %s has %d: %s",
+        #kb.cuda.parse_signature(full), #hidden, meta.name, n, want), 2)
+    end
+  end
+  if (meta.num_ctas or 1) ~= 1 then
+    error("load: " .. meta.name .. " uses num_ctas = " .. tostring(meta.num_ctas) .. ' (thread block clusters), '
+      .. 'which kernel:launch does not support', 2)
+  end
+  local module = kb.cuda.load(cubin)
+  local self = setmetatable({
+    metadata = meta, module = module, kernel = module:kernel(meta.name, full), hidden = hidden,
+    block = 32 * meta.num_warps, shared = meta.shared or 0, nvisible = #kb.cuda.parse_signature(full) - #hidden,
+    scratch = {}, args = {}, opts = {},
+  }, TritonKernel)
+  self.opts.block, self.opts.shared, self.opts.args = self.block, self.shared, self.args
+  return self
+end
+
+-- The scratch buffer `which` for a grid of `programs` (a tensor grown as
+-- needed, or 0 for NULL when the kernel needs none).
+function TritonKernel:scratch_ptr(which, programs)
+  local size = self.metadata[which .. '_size'] or 0
+  if size == 0 then return 0 end
+  local bytes = size * programs
+  local t = self.scratch[which]
+  if not t or t:nbytes() < bytes then
+    if t then t:free() end
+    t = kb.empty({ (bytes + 3) // 4 }, 'f32')
+    self.scratch[which] = t
+  end
+  return t
+end
+
+--- Launches on the engine's stream. grid: an integer or {x [, y [, z]]};
+-- args: the visible parameters, in order (tensors, integers, numbers).
+function TritonKernel:launch(grid, args)
+  if #args ~= self.nvisible then
+    error(string.format("bad argument #2 to 'launch' (%d arguments given, %s takes %d)", #args,
+      self.metadata.name, self.nvisible), 2)
+  end
+  local a = self.args
+  for i = 1, self.nvisible do a[i] = args[i] end
+  local programs = type(grid) == 'table' and (grid[1] or 1) * (grid[2] or 1) * (grid[3] or 1) or grid
+  for i, which in ipairs(self.hidden) do a[self.nvisible + i] = self:scratch_ptr(which, programs) end
+  self.opts.grid = grid
+  self.kernel:launch(self.opts)
+end
+
+--- What records need (record.user_implementation): kernel:info() with the
+-- Triton metadata that decides the launch.
+function TritonKernel:info()
+  local i = self.kernel:info()
+  i.triton = { name = self.metadata.name, num_warps = self.metadata.num_warps, num_stages = self.metadata.num_stages,
+    shared = self.metadata.shared, hash = self.metadata.hash, hidden = self.hidden }
+  return i
+end
+
+return M

@@ -1,0 +1,162 @@
+-- kluabench.check: fresh seeds, poisoned outputs, NaN and Inf, the check
+-- after timing, and the flag on times faster than the copy ceiling (in the
+-- record and in results tables).
+local kb = require 'kluabench'
+local check = require 'kluabench.check'
+
+local function cpu(values, dtype) return kb.from_table(values, nil, dtype or 'f32', 'cpu') end
+
+-- A "kernel" out = 2 * x on cpu tensors, with ways to be wrong.
+local function spec(kind)
+  local calls = 0
+  return {
+    inputs = function(seed) return { x = kb.randn({ 64 }, 'f32', seed, 'cpu'), out = kb.empty({ 64 }, 'f32', 'cpu') } end,
+    outputs = function(s) return { s.out } end,
+    reference = function(s)
+      local v = s.x:totable()
+      for i = 1, #v do v[i] = 2 * v[i] end
+      return { cpu(v) }
+    end,
+    run = function(s)
+      calls = calls + 1
+      local v = s.x:totable()
+      local o = s.out:totable()
+      for i = 1, #v do
+        if kind == 'skips_last' and i == #v then
+          -- leaves the element as it was (the poison)
+        elseif kind == 'seed_one_only' and calls > 1 then
+          o[i] = 2.5
+        elseif kind == 'nan' and i == 3 then
+          o[i] = 0 / 0
+        elseif kind == 'inf' and i == 5 then
+          o[i] = math.huge
+        elseif kind == 'drifts' and calls > 3 then
+          o[i] = 2 * v[i] + 1
+        else
+          o[i] = 2 * v[i]
+        end
+      end
+      s.out:copy_(cpu(o))
+    end,
+  }
+end
+
+describe('check.compare', function()
+  it('accepts equal tensors and dtype-fit differences', function()
+    local ok, r = check.compare(cpu { 1, 2, 3 }, cpu { 1, 2, 3 })
+    assert.is_true(ok)
+    assert.equal(0, r.max_abs)
+    assert.is_true((check.compare(cpu({ 1.001 }, 'bf16'), cpu({ 1 }, 'f32'))))
+    assert.is_false((check.compare(cpu { 1.001 }, cpu { 1 })))
+  end)
+
+  it('counts NaN where the reference has a number as unwritten, and NaN/Inf mismatches', function()
+    local ok, r = check.compare(cpu { 0 / 0, 2, math.huge, 4 }, cpu { 1, 2, 3, 0 / 0 })
+    assert.is_false(ok)
+    assert.equal(1, r.unwritten)
+    assert.equal(1, r.inf_mismatch)
+    assert.equal(1, r.nan_mismatch)
+    assert.truthy(r.message:find('NaN where the reference is a number', 1, true))
+    assert.is_true((check.compare(cpu { 0 / 0, math.huge }, cpu { 0 / 0, math.huge })))
+  end)
+
+  it('reports the worst element and a shape mismatch', function()
+    local ok, r = check.compare(cpu { 1, 2, 9 }, cpu { 1, 2, 3 })
+    assert.is_false(ok)
+    assert.same({ index = 2, got = 9, want = 3 }, r.worst)
+    ok, r = check.compare(cpu { 1, 2 }, cpu { 1, 2, 3 })
+    assert.is_false(ok)
+    assert.truthy(r.message:find('shape', 1, true))
+  end)
+
+  it('poisons with NaN', function()
+    local t = check.poison(cpu({ 1, 2 }, 'bf16'))
+    local v = t:totable()
+    assert.is_true(v[1] ~= v[1] and v[2] ~= v[2])
+  end)
+end)
+
+describe('check.new', function()
+  it('passes a correct kernel on three fresh seeds and after timing', function()
+    local c = check.new(spec('right'))
+    local ok, r = c:verify()
+    assert.is_true(ok, r.message)
+    assert.equal(3, #r.seeds)
+    assert.are_not.equal(r.seeds[1].outputs[1].max_abs, nil)
+    c.run(c.state)
+    assert.is_true((c:recheck()))
+  end)
+
+  it('catches an element never written (the poison stays)', function()
+    local ok, r = check.run(spec('skips_last'))
+    assert.is_false(ok)
+    assert.truthy(r.message:find('1 of 64 elements are NaN where the reference is a number', 1, true), r.message)
+  end)
+
+  it('catches a kernel right for the first seed only', function()
+    local ok, r = check.run(spec('seed_one_only'))
+    assert.is_false(ok)
+    assert.is_true(r.seeds[1].ok)
+    assert.is_false(r.seeds[2].ok)
+    assert.truthy(r.message:find('^seed 2:'), r.message)
+  end)
+
+  it('catches NaN and Inf in the output', function()
+    assert.is_false((check.run(spec('nan'))))
+    local ok, r = check.run(spec('inf'))
+    assert.is_false(ok)
+    assert.truthy(r.message:find('infinity', 1, true), r.message)
+  end)
+
+  it('catches an output that goes wrong after the check, at the recheck', function()
+    local ok, _, c = check.run(spec('drifts'))
+    assert.is_true(ok)
+    c.run(c.state)
+    local good, r = c:recheck()
+    assert.is_false(good)
+    assert.truthy(r.message:find('^after timing:'), r.message)
+  end)
+
+  it('rejects an incomplete spec', function()
+    local ok, err = pcall(check.new, { inputs = function() end })
+    assert.truthy(err:find("field 'run' must be a function", 1, true), err)
+  end)
+end)
+
+describe('check.plausible', function()
+  it('flags a rate above the copy ceiling', function()
+    local ok, msg, pct = check.plausible(0.1, 1e9, 3000)
+    assert.is_false(ok)
+    assert.truthy(msg:find('physically implausible', 1, true))
+    assert.truthy(pct > 300)
+    assert.is_true((check.plausible(1, 1e9, { copy_gbps = 3000 })))
+    local judged, why = check.plausible(1, 1e9, nil)
+    assert.is_true(judged)
+    assert.truthy(why:find('not judged', 1, true))
+  end)
+
+  it('marks the record and the results table', function()
+    local record = require 'kluabench.record'
+    local output = require 'kluabench.report'
+    local ceilings = require 'kluabench.record.ceilings'
+    local dir = os.tmpname()
+    os.remove(dir)
+    local path = dir .. '.json'
+    -- a cached ceiling for this device, far below what the "kernel" reaches
+    assert(ceilings.store(kb.device_info(), { copy_gbps = 1, device = 'test' }, path))
+    local real = ceilings.cached_throughput
+    ceilings.cached_throughput = function(b, f, ms) return real(b, f, ms, { path = path }) end
+    local bench = require 'kluabench.measure.do_bench'
+    local proto = bench.do_bench_protocol { rep_ms = 1, warmup_ms = 0 }
+    local b = record.from_result {
+      kernel = 'copy', mode = 'forward', provider = 'too_fast', bytes = 1e9,
+      result = { samples = { 0.01, 0.01, 0.01 }, protocol = proto },
+    }
+    ceilings.cached_throughput = real
+    os.remove(path)
+    local tp = b.run.spec.execution.throughput
+    assert.is_true(tp.implausible)
+    assert.truthy(tp.implausibleReason:find('copy ceiling', 1, true))
+    assert.truthy(output.results_table({ b }):find('IMPLAUSIBLE', 1, true))
+  end)
+end)

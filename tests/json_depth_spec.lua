@@ -1,0 +1,52 @@
+-- One JSON nesting cap for the whole program: the engine's kb.jcs
+-- (JCS_MAX_DEPTH in engine/jcs.c) and the stdlib's reader and writer
+-- (report/json.lua, MAX_DEPTH) accept and refuse the same depths.
+local kb = require 'kluabench'
+local json = require 'kluabench.report.json'
+
+local function arrays(n) return string.rep('[', n) .. string.rep(']', n) end
+local function objects(n) return string.rep('{"a":', n - 1) .. '{}' .. string.rep('}', n - 1) end
+
+local function lua_nested(n)
+  local root = {}
+  local t = root
+  for _ = 2, n do
+    t[1] = {}
+    t = t[1]
+  end
+  return root
+end
+
+describe('JSON nesting cap', function()
+  it('is one value on the C and Lua sides', function()
+    assert.is_number(kb.jcs.MAX_DEPTH)
+    assert.equal(kb.jcs.MAX_DEPTH, json.MAX_DEPTH)
+  end)
+
+  it('lets both readers accept MAX_DEPTH levels and refuse one more', function()
+    local max = json.MAX_DEPTH
+    for _, make in ipairs { arrays, objects } do
+      local ok_text, deep_text = make(max), make(max + 1)
+      assert.is_true(pcall(kb.jcs.decode, ok_text))
+      assert.is_not_nil(json.decode(ok_text))
+      local ok, err = pcall(kb.jcs.decode, deep_text)
+      assert.is_false(ok)
+      assert.matches('nesting deeper than ' .. max .. ' levels', err, 1, true)
+      local v, lerr = json.decode(deep_text)
+      assert.is_nil(v)
+      assert.matches('nesting deeper than ' .. max .. ' levels', lerr, 1, true)
+    end
+  end)
+
+  it('lets both writers write MAX_DEPTH levels and refuse one more', function()
+    local max = json.MAX_DEPTH
+    local t = lua_nested(max)
+    assert.is_string(kb.jcs.encode(t))
+    assert.equal(kb.jcs.encode(t), json.encode_line(t))
+    local deep = lua_nested(max + 1)
+    assert.is_false(pcall(kb.jcs.encode, deep))
+    local v, err = json.encode_line(deep)
+    assert.is_nil(v)
+    assert.matches('deeper than ' .. max .. ' levels', err, 1, true)
+  end)
+end)

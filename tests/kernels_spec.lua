@@ -1,0 +1,107 @@
+-- The kernel seam: the backend interface knows no kernel, each built-in
+-- kernel family is a descriptor in the registry (kluabench.kernels), and
+-- records and `kluabench list` read the registry.
+local kb = require 'kluabench'
+local kernels = require 'kluabench.kernels'
+local record = require 'kluabench.record'
+local util = require 'helpers.util'
+
+local ROOT = package.searchpath('kluabench.kernels', package.path)
+  :match('^(.-)/?stdlib/kluabench/kernels/init%.lua$')
+local function file(path) return assert(util.slurp((ROOT ~= '' and ROOT .. '/' or '') .. path), path) end
+
+-- Every name a kernel family goes by: the engine's families, their bindings
+-- and the record kernel names of their descriptors.
+local function kernel_words()
+  local words = { rope = true }
+  for _, f in ipairs(kb.builtin_kernels()) do words[f] = true end
+  for _, f in ipairs(kernels.FAMILIES) do
+    if f.binding then
+      words[f.family], words[f.binding] = true, true
+      for name in pairs(f.kernels) do words[name] = true end
+    end
+  end
+  return words
+end
+
+describe('the backend interface', function()
+  for _, path in ipairs { 'engine/backend.h', 'engine/backend.c', 'engine/backend_cpu.c', 'engine/backend_cuda.c' } do
+    it(path .. ' names no kernel', function()
+      local text = file(path):lower()
+      for word in pairs(kernel_words()) do
+        -- a word of its own or a prefix ("kb_rope_"), not "properties"
+        assert.is_nil(text:find('%f[%a]' .. word:lower() .. '%f[^%a]'), path .. ' mentions ' .. word)
+      end
+    end)
+  end
+end)
+
+describe('kluabench.kernels', function()
+  it('has a family for every built-in kernel of the engine, with its binding', function()
+    local families = {}
+    for _, f in ipairs(kernels.FAMILIES) do families[f.family] = f end
+    for _, name in ipairs(kb.builtin_kernels()) do
+      assert.is_table(families[name], name)
+      assert.is_table(kb[families[name].binding], 'kb.' .. name)
+    end
+  end)
+
+  it('gives records the rope title, sources and cost model', function()
+    assert.are.equal(kernels.KERNELS, record.KERNELS)
+    assert.are.equal('Llama 4 rotary position embedding', record.kernel_title('llama4_rope'))
+    assert.are.equal('RMS normalization', record.kernel_title('rms_norm'))
+    assert.are.equal('nope', record.kernel_title('nope'))
+    local k = kernels.kernel('llama4_rope')
+    assert.are.equal('rope', k.family)
+    assert.same({ 'kernels/rope.h', 'kernels/rope.cu', 'kernels/rope_cpu.c', 'kernels/rope_freqs_cpu.c',
+      'kernels/dtype.h' }, k.sources)
+    local bytes, flops = k.cost({ hidden = 4096, seq = 2048, q_heads = 32, kv_heads = 8 }, 'bf16', 'forward')
+    assert.are.equal(42991616, bytes)
+    assert.are.equal(31457280, flops)
+  end)
+
+  it('keeps the workload digest of a RoPE record (the cost model moved, the record did not)', function()
+    local w = record.workload { kernel = 'llama4_rope', operation = 'forward', dtype = 'bf16',
+      parameters = { hidden = 4096, seq = 2048, q_heads = 32, kv_heads = 8, batch = 1 } }
+    assert.are.equal('sha256:d5e46857fe9a274a21cdc32f4a381714bc549f748435703e7e4dca5553b580f9', record.digest(w))
+    assert.are.equal('Llama 4 rotary position embedding · forward · batch1-hidden4096-kv_heads8-q_heads32-seq2048-bf16',
+      w.metadata.title)
+  end)
+
+  it('lists the functions of each family with a binding', function()
+    local rope = {}
+    for _, f in ipairs(kernels.functions(kb)) do
+      local binding, fn = f.name:match('^kb%.([%w_]+)%.([%w_]+)$')
+      assert.is_function(kb[binding][fn], f.name)
+      if binding == 'rope' then rope[#rope + 1] = f.name end
+    end
+    assert.same({ 'kb.rope.freqs', 'kb.rope.llama4_bwd', 'kb.rope.llama4_fwd', 'kb.rope.neox_bwd',
+      'kb.rope.neox_fwd' }, rope)
+  end)
+
+  it('refuses a descriptor that is not a table', function()
+    assert.has_error(function() kernels.register('x', 1) end,
+      "bad argument #2 to 'register' (descriptor table expected, got number)")
+  end)
+end)
+
+describe('kluabench list', function()
+  it('shows the kernels of the registry', function()
+    local out, code = util.run(util.q(util.bin()) .. ' list --format json')
+    assert.are.equal(0, code)
+    local got = {}
+    for _, k in ipairs(require('cjson').decode(out).kernels) do got[#got + 1] = k.name end
+    local want = {}
+    for _, f in ipairs(kernels.functions(kb)) do want[#want + 1] = f.name end
+    assert.same(want, got)
+    assert.is_true(#got > 0)
+  end)
+
+  it('reads the families from the registry, not from a list of its own', function()
+    local list = require 'kluabench.cli.commands.list'
+    local fake = { functions = function(k)
+      return { { name = 'kb.foo.bar', family = 'foo' } }
+    end }
+    assert.same({ { name = 'kb.foo.bar', about = '' } }, list.kernels(kb, fake))
+  end)
+end)

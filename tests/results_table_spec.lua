@@ -1,0 +1,145 @@
+-- The results table (issue 11): protocol, backend/timer, samples and the
+-- noise of each point (the 95 % interval of the median), and flags for
+-- points with few samples, that did not converge, or that beat the copy floor.
+local output = require 'kluabench.report'
+
+-- A bundle with what the table reads; o: samples (ns), stop, throughput,
+-- method, backend, timer, stopping (the protocol's rule).
+local function bundle(o)
+  local values = o.samples or { 1000, 1100, 900 }
+  return {
+    run = { spec = {
+      timing = { latencyNs = { median = o.median or 1000 } },
+      samples = { metric = 'latency', unit = 'ns', values = values },
+      execution = { stop = o.stop, throughput = o.throughput },
+    }, metadata = { labels = { backend = 'label-backend' } } },
+    protocol = { spec = { measurement = { method = o.method or 'kluabench.measure.cold',
+      timer = o.timer or 'cuda_events', stopping = o.stopping } } },
+    environment = { spec = { backend = o.backend, hardware = { product = 'NVIDIA H100', formFactor = '80GB HBM3' } } },
+    workload = { spec = { kernel = 'k', operation = 'forward', bytes = 4000 } },
+    implementation = { spec = { provider = 'p' } },
+  }
+end
+
+local function nine() -- 100 .. 900 ns: median 500, 95 % interval ranks 1 and 9
+  local t = {}
+  for i = 1, 9 do t[i] = 100 * i end
+  return t
+end
+
+-- The non-empty lines of a table: header, rule, rows.
+local function header_and_rows(text)
+  local lines = {}
+  text:gsub('[^\n]+', function(line) lines[#lines + 1] = line end)
+  return lines
+end
+
+describe('results table', function()
+  it('names the protocol, backend/timer, samples and the noise of the median per point', function()
+    local rows = output.results_rows {
+      bundle { samples = nine(), median = 500, backend = 'cuda' },
+      bundle { samples = nine(), method = 'triton.testing.do_bench', timer = 'host_monotonic' },
+    }
+    assert.equal('cold', rows[1].protocol)
+    assert.equal('do_bench', rows[2].protocol)
+    assert.equal('cuda/cuda_events', rows[1].timer)
+    assert.equal('label-backend/host_monotonic', rows[2].timer) -- no environment backend: the run's label
+    assert.equal(9, rows[1].n)
+    -- n = 9: ranks floor(4.5 - 1.96 * 3 / 2) = 1 and ceil(5.5 + 1.96 * 3 / 2) = 9,
+    -- so (900 - 100) / 2 over the median 500 = 80 %
+    assert.near(80, rows[1].ci_pct, 1e-9)
+    assert.equal('NVIDIA H100 80GB HBM3', rows[1].device)
+    local lines = header_and_rows(output.results_table { bundle { samples = nine(), backend = 'cuda' } })
+    assert.matches('samples  ci95 ±%  device                 protocol  backend/timer', lines[1], 1, true)
+    assert.matches('9    80.00  NVIDIA H100 80GB HBM3  cold      cuda/cuda_events', lines[3], 1, true)
+    local md = output.results_markdown { bundle { samples = nine(), backend = 'cuda' } }
+    assert.matches('| samples | ci95 ±% | device                | protocol | backend/timer    |', md, 1, true)
+  end)
+
+  it('keeps the existing columns first, in their order', function()
+    local head = header_and_rows(output.results_table { bundle { samples = nine() } })[1]
+    local last = 0
+    for _, title in ipairs { 'kernel', 'mode', 'provider', 'workload', 'median us', 'p20 us', 'p80 us',
+      'GB/s', 'samples', 'device' } do
+      local at = head:find(title, last + 1, true)
+      assert.is_number(at, title)
+      last = at
+    end
+  end)
+
+  it('flags fewer than 5 samples, no convergence and a result faster than the floor', function()
+    local rows = output.results_rows {
+      bundle { samples = { 1000, 1000, 1000, 1000 } },
+      bundle { samples = nine(), stop = { rule = 'rse_median', converged = false, reason = 'timeout' } },
+      bundle { samples = nine(), stop = { rule = 'count', converged = false },
+        stopping = { rule = 'any', rules = { { rule = 'rse_median' }, { rule = 'count', n = 9 } } } },
+      bundle { samples = nine(), throughput = { gbps = 9, implausible = true } },
+      bundle { samples = nine(), throughput = { gbps = 9, percentOfFloor = 130 } },
+      bundle { samples = { 1 }, stop = { rule = 'interrupted', converged = false },
+        throughput = { implausible = true } },
+    }
+    assert.equal('n<5', rows[1].flags)
+    assert.equal('!conv', rows[2].flags)
+    assert.equal('!conv', rows[3].flags) -- any(rse_median, count) ended by the count
+    assert.equal('<floor', rows[4].flags)
+    assert.equal('<floor', rows[5].flags)
+    assert.equal('n<5 !conv <floor', rows[6].flags)
+    local lines = header_and_rows(output.results_table { bundle { samples = { 5, 6 } }, bundle { samples = nine() } })
+    assert.matches('flags$', lines[1])
+    assert.matches('n<5$', lines[3])
+    assert.not_matches('n<5', lines[4], 1, true)
+  end)
+
+  it('does not flag rules that never aim at convergence, and leaves the flags column out when no row has one', function()
+    local rows = output.results_rows {
+      bundle { samples = nine(), stop = { rule = 'do_bench', converged = false } },
+      bundle { samples = nine(), stop = { rule = 'count', converged = false }, stopping = { rule = 'count', n = 9 } },
+      bundle { samples = nine(), stop = { rule = 'rse_median', converged = true },
+        throughput = { percentOfFloor = 99 } },
+    }
+    for i = 1, 3 do assert.is_nil(rows[i].flags, i) end
+    local text = output.results_table { bundle { samples = nine() } }
+    assert.not_matches('flags', text, 1, true)
+  end)
+
+  it('counts samples from the stopping outcome when the record kept none', function()
+    local b = bundle { stop = { rule = 'count', converged = false, samples = 3 } }
+    b.run.spec.samples = nil
+    local row = output.results_rows({ b })[1]
+    assert.equal(3, row.n)
+    assert.equal('n<5', row.flags)
+    assert.is_nil(row.ci_pct)
+  end)
+end)
+
+describe('results table of measured records', function()
+  local kb = require 'kluabench'
+  local record = require 'kluabench.record'
+  local measure = require 'kluabench.measure'
+  local stopping = require 'kluabench.measure.stopping'
+
+  local function measured(mode, stop)
+    local x = kb.randn({ 4096 }, 'f32', 1, 'cpu')
+    local y = kb.empty({ 4096 }, 'f32', 'cpu')
+    local p = measure.protocol(mode, { stop = stop, warmup_ms = 0, l2_bytes = 1 << 16, clocks = false })
+    local r = p:run(function() y:copy_(x) end)
+    return record.from_result { kernel = 'copy', mode = 'forward', provider = 'kb', result = r,
+      parameters = { n = 4096 }, dtype = 'f32' }
+  end
+
+  it('reads protocol, backend/timer, samples, noise and flags from what from_result writes', function()
+    local few = measured('cold', 3)
+    -- more samples required than 1 ms can take: the rule can only time out
+    local timeout = measured('hot', stopping.rse_median { min_samples = 1000000, max_samples = 1000000,
+      timeout_ms = 1 })
+    local rows = output.results_rows { few, timeout }
+    assert.equal('cold', rows[1].protocol)
+    assert.equal('hot', rows[2].protocol)
+    assert.equal(kb.backend() .. '/' .. few.protocol.spec.measurement.timer, rows[1].timer)
+    assert.equal(3, rows[1].n)
+    assert.is_number(rows[1].ci_pct)
+    assert.equal('n<5', rows[1].flags) -- a count rule never converges: not flagged !conv
+    assert.is_false(timeout.run.spec.execution.stop.converged)
+    assert.matches('!conv', rows[2].flags, 1, true)
+  end)
+end)

@@ -1,0 +1,66 @@
+-- Rules the stdlib keeps across files: submodules require "kluabench.core"
+-- (never "kluabench", whose loader reaches back into them), and one function
+-- (env.device_name) names a device for the table, plot and records.
+local sub = require 'helpers.subprocess'
+local util = require 'helpers.util'
+local ROOT = sub.root()
+
+local function stdlib_files()
+  local p = assert(io.popen('find ' .. util.q(ROOT .. '/stdlib/kluabench') .. " -name '*.lua' | sort"))
+  local out = {}
+  for line in p:lines() do out[#out + 1] = line end
+  p:close()
+  return out
+end
+
+describe('stdlib rules', function()
+  it('no submodule requires "kluabench" (only init.lua, which is that module)', function()
+    local files, bad = stdlib_files(), {}
+    assert.is_true(#files > 20)
+    for _, path in ipairs(files) do
+      if not path:match('/stdlib/kluabench/init%.lua$') then
+        local text = assert(util.slurp(path))
+        for line in text:gmatch('[^\n]+') do
+          -- code, not a comment or documentation text quoting `require "kluabench"`
+          local code = not line:match('^%s*%-%-') and not line:match('`[^`]*require')
+          if code and line:match('require%s*%(?%s*[\'"]kluabench[\'"]') then
+            bad[#bad + 1] = path:sub(#ROOT + 2) .. ': ' .. line
+          end
+        end
+      end
+    end
+    assert.same({}, bad)
+  end)
+
+  it('builds a device name from hardware.product and formFactor in one place (env.device_name)', function()
+    local bad = {}
+    for _, path in ipairs(stdlib_files()) do
+      if not path:match('/record/env%.lua$') then
+        local text = assert(util.slurp(path))
+        if text:match('product%s*%.%.') or text:match('%.%.%s*[%w_.]*formFactor') then
+          bad[#bad + 1] = path:sub(#ROOT + 2)
+        end
+      end
+    end
+    assert.same({}, bad)
+  end)
+
+  it('gives the results table and the plot the same device name as env.device_name', function()
+    local env = require 'kluabench.record.env'
+    local output = require 'kluabench.report'
+    local plot = require 'kluabench.report.plot'
+    local environment = { spec = { hardware = { product = 'NVIDIA H100', formFactor = '80GB HBM3' } } }
+    local b = {
+      run = { spec = { timing = { latencyNs = { median = 1000 } } } },
+      environment = environment,
+      workload = { spec = { kernel = 'k', operation = 'forward', parameters = { seq = 1 } } },
+      implementation = { spec = { provider = 'p' } },
+    }
+    assert.equal('NVIDIA H100 80GB HBM3', env.device_name(environment))
+    assert.equal(env.device_name(environment), output.results_rows({ b })[1].device)
+    assert.equal(env.device_name(environment), assert(plot.point_from_bundle(b)).gpu)
+    environment.spec.hardware.formFactor = nil
+    assert.equal('NVIDIA H100', output.results_rows({ b })[1].device)
+    assert.equal('NVIDIA H100', assert(plot.point_from_bundle(b)).gpu)
+  end)
+end)
