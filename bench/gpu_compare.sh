@@ -28,13 +28,17 @@
 #   ours_rope.jsonl         our rope bundles
 #   peers.csv               Liger's CSV of both kernels' peers plus the `copy` rows
 #   table.md                the merged tables (printed before the summary)
-# Time plan (from bench/results/2026-12-02-h200/log.txt: our llama4_rope sweep of 48 points
-# took 69 s, the CUDA-graph point 1 s, the peers 76 s of which 41 s checks and compilation):
-# ceiling 10 s, before ~70 s, ours llama4_rope ~85 s (72 points now: the copy provider joined
-# `--provider all`), rope ~85 s, peers 2 x ~80 s, the rest ~20 s: about 7 minutes at do_bench's
-# rep 400 ms (Liger's). The whole run is held to BUDGET_S (510 s = 8.5 min): each step's
-# time-box is the smaller of its cap and what is left of the budget (less RESERVE_S for the
-# merge and the summary); a step with under 5 s left is skipped and says so.
+# Time plan (from bench/results/2026-12-02-h200/log.txt, an H200: the llama4_rope sweep of 48
+# points took 67 s, 24 s of it in do_bench (0.5 s a point at rep 400 ms) and the rest in setup
+# and the cpu reference checks; the CUDA-graph point 1 s; the peers 76 s, 41 s of it imports,
+# checks and torch.compile's compilation, 35 s timing 72 cells and the copies): wheels and
+# versions ~10 s, ceiling ~10 s, before ~80 s and ours ~80 s (72 points each: `--provider all`
+# includes copy in both), compare and the graph point ~5 s, rope ~80 s, peers 2 x ~80 s: about
+# 7.5 minutes at do_bench's rep 400 ms (Liger's), kept. REP_MS=200 would save about 80 s.
+# The whole run is held to BUDGET_S (510 s = 8.5 min): each step's time-box is the smaller of
+# its cap and what is left of the budget (less RESERVE_S for the merge and the summary); a
+# step with under 5 s left is skipped and says so, so an overrun costs the last steps first
+# (the rope peers).
 # Knobs (environment):
 #   OUT (/tmp/kluabench-compare), REP_MS (400; 200 halves the do_bench time), BUDGET_S (510),
 #   RESERVE_S (20), BASELINE (.baseline), KLUABENCH (build/kluabench), PYTHON (python3);

@@ -44,8 +44,8 @@ Liger's own benchmarks; the checks therefore give every provider private copies.
 
 Checks: before any timing, every provider's forward outputs and gradients are compared with
 HF eager's on the same inputs at every point (within atol + 1e-2 |ref|, bf16; atol 1e-2 for
-llama4_rope, whose HF function rounds once, 2**-4 for rope, whose HF function rounds every
-op); a provider that fails anywhere is not timed.
+llama4_rope, whose HF function rounds once; 1e-1 for rope, whose HF function rounds every
+op, as Liger's own test allows); a provider that fails anywhere is not timed.
 
 Copy rows (kernel_provider "copy"), the bandwidth yardsticks:
   * per point, kernel_name of the point, same x and config as the point:
@@ -156,10 +156,10 @@ KERNELS = {
         "LlamaRotaryEmbedding", "transformers.models.llama.configuration_llama.LlamaConfig",
         embed_input="k", transposed=True,
         # HF eager rounds every bf16 op (q * cos, rotate_half(q) * sin, their sum), so where
-        # the sum cancels, a peer that rounds once differs by a few ulps of the terms (|q| up
-        # to ~5: 2**-6 each); kluabench's own bf16 tolerance, 2**-4, still catches a wrong sign
-        # or pairing (errors of order |q|).
-        atol=2**-4,
+        # the sum cancels, a peer that rounds otherwise differs by ulps of the terms (|q| up to
+        # ~6: 2**-5 each), not of the result. 1e-1 is Liger's own bf16 tolerance for this
+        # comparison (test/transformers/test_rope.py); a wrong sign or pairing errs by ~|q|.
+        atol=1e-1,
         # older LigerRopeFunction.apply returned (q, k, cos, sin)
         liger=[("liger_kernel.transformers.rope", "liger_rotary_pos_emb", None),
                ("liger_kernel.ops.rope", "LigerRopeFunction",
