@@ -167,6 +167,13 @@ environment() {
     else
         skipped "copy ceiling" "SKIP_CEILING=1 or no $KB"
     fi
+    # the between-session noise of this device, cached beside the ceiling:
+    # compare widens a side measured in one session by it (docs/MEASUREMENT.md)
+    if want SKIP_NOISE && [ -x "$KB" ]; then
+        timed "session noise" "${NOISE_TIMEOUT:-90}" "$KB" scripts/run_noise.lua --sessions 5
+    else
+        skipped "session noise" "SKIP_NOISE=1 or no $KB"
+    fi
 }
 
 # b. before and after the refactor (llama4_rope), then the CUDA-graph point
