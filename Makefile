@@ -218,14 +218,15 @@ valgrind: deps
 	valgrind $(VALGRIND_FLAGS) $(VALGRIND_BUILD)/kluabench tests/run.lua $(VALGRIND_SPECS)
 
 # `make fuzz`: libFuzzer targets (clang) in build-fuzz, the engine built with
-# ASan and UBSan: fuzz_jcs (kb.jcs and the stdlib JSON reader) and fuzz_csv
-# (the Liger CSV importer). `make fuzz-run FUZZ_SECONDS=60` runs each for
-# that long, both at once, from the seed corpora in tests/fuzz/corpus/; what
+# ASan and UBSan: fuzz_jcs (kb.jcs and the stdlib JSON reader), fuzz_csv
+# (the Liger CSV importer) and fuzz_records (the reader of record files, and
+# compare and plot on what it accepts). `make fuzz-run FUZZ_SECONDS=60` runs
+# each for that long, all at once, from the seed corpora in tests/fuzz/corpus/; what
 # they find lands in build-fuzz/crashes/, to be kept as a regression input in
 # tests/fuzz/regressions/<target>/ (tests/fuzz_spec.lua replays those).
 FUZZ_BUILD   := build-fuzz
 FUZZ_CC      ?= clang
-FUZZ_TARGETS := jcs csv
+FUZZ_TARGETS := jcs csv records
 FUZZ_SECONDS ?= 60
 # -detect_leaks=0: the Lua heap frees on its own schedule, so nearly every
 # input looks like a leak to libFuzzer, whose leak scan per input made the

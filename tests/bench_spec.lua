@@ -205,6 +205,55 @@ describe('bench.do_bench_protocol', function()
   end)
 end)
 
+describe('do_bench on the cpu backend (issue 13)', function()
+  it('takes at least 5 repetitions where triton would take 1, and says so', function()
+    local dev = fake_device(0)
+    dev.backend = 'cpu'
+    local _, r = bench.do_bench(fake_fn(dev, 256), { device = dev })
+    assert.are.equal(5, r.used.n_repeat)
+    assert.are.equal(5, #r.samples)
+    assert.are.equal(1, r.used.n_repeat_triton)
+    assert.are.equal(5, r.used.min_repeat)
+    -- cuda keeps triton's minimum of 1
+    dev = fake_device(0)
+    dev.backend = 'cuda'
+    _, r = bench.do_bench(fake_fn(dev, 256), { device = dev })
+    assert.are.equal(1, r.used.n_repeat)
+    assert.is_nil(r.used.n_repeat_triton)
+    local p = bench.do_bench_protocol {}
+    assert.are.equal(5, p:spec({ backend = 'cpu' }).measurement.minRepeat)
+    assert.matches('at least 5 repetitions', p:spec({ backend = 'cpu' }).comparability.notes, 1, true)
+    assert.is_nil(p:spec({ backend = 'cuda' }).measurement.minRepeat)
+    assert.has_error(function() bench.do_bench(fake_fn(dev, 1), { device = dev, min_repeat = 0 }) end)
+  end)
+
+  it('gives a real cpu run with rep_ms far below one flushed call at least 5 samples', function()
+    local ok, kb = pcall(require, 'kluabench.core')
+    if not (ok and kb.backend and kb.backend() == 'cpu') then return end
+    local _, r = bench.do_bench(function() end, { rep_ms = 0.000001, warmup_ms = 0.000001 })
+    assert.is_true(#r.samples >= 5, #r.samples .. ' samples')
+  end)
+
+  it('reads the last-level cache size from sysfs, as cold mode must flush it', function()
+    local ok, kb = pcall(require, 'kluabench.core')
+    if not (ok and kb.backend and kb.backend() == 'cpu') then return end
+    local best, level = nil, 0
+    for i = 0, 15 do
+      local d = '/sys/devices/system/cpu/cpu0/cache/index' .. i .. '/'
+      local fl, ft, fs = io.open(d .. 'level'), io.open(d .. 'type'), io.open(d .. 'size')
+      if fl and fs then
+        local lv, ty, sz = tonumber(fl:read('l')), ft and ft:read('l'), fs:read('l')
+        local n, u = sz:match('^(%d+)([KMG]?)')
+        n = tonumber(n) * (({ K = 1024, M = 1024 ^ 2, G = 1024 ^ 3 })[u] or 1)
+        if ty ~= 'Instruction' and lv >= level then best, level = n, lv end
+      end
+      for _, f in ipairs { fl, ft, fs } do if f then f:close() end end
+    end
+    if not best then return end -- no sysfs here: sysconf's answer is all there is
+    assert.are.equal(math.tointeger(best), kb.device_info().l2_bytes)
+  end)
+end)
+
 describe('bench.protocol', function()
   it('makes a new protocol in a few lines', function()
     local p = bench.protocol {

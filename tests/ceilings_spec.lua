@@ -63,10 +63,116 @@ describe('ceilings cache', function()
   end)
 end)
 
+describe('ceilings cache is validated (issue 13)', function()
+  it('uses a copy ceiling only when finite, positive and converged', function()
+    assert.equal(3000, ceilings.usable_copy { copy_gbps = 3000, converged = true })
+    assert.equal(3000, ceilings.usable_copy { copy_gbps = 3000 }) -- older entries say nothing
+    for _, bad in ipairs { { copy_gbps = 'fast' }, { copy_gbps = -1 }, { copy_gbps = 0 }, { copy_gbps = 1e300 },
+        { copy_gbps = 0 / 0 }, { copy_gbps = 3000, converged = false }, {} } do
+      local g, why = ceilings.usable_copy(bad)
+      assert.is_nil(g)
+      assert.is_string(why)
+    end
+    assert.matches('did not converge', select(2, ceilings.usable_copy { copy_gbps = 3000, converged = false }))
+  end)
+
+  it('a cache with an absurd or non-number ceiling gives rates, no percentage, and a note', function()
+    local ok, kb = pcall(require, 'kluabench.core')
+    if not (ok and type(kb) == 'table' and kb.device_info) then return end
+    local path = os.tmpname()
+    local output = require 'kluabench.report'
+    for _, entry in ipairs { { copy_gbps = 'NaN' }, { copy_gbps = -5 }, { copy_gbps = 2000, converged = false } } do
+      local f = assert(io.open(path, 'w'))
+      f:write(output.encode_pretty { version = 1, devices = { [ceilings.device_key(kb.device_info())] = entry } })
+      f:close()
+      local t = ceilings.cached_throughput(1e6, nil, 0.001, { path = path })
+      assert.equal(1000, t.gbps)
+      assert.is_nil(t.percentOfCopy)
+      assert.matches('not used', t.note, 1, true)
+    end
+    -- an entry that is not even a table, and a file that is not an object
+    local f = assert(io.open(path, 'w'))
+    f:write('{"version": 1, "devices": {"' .. ceilings.device_key(kb.device_info()) .. '": 7}}')
+    f:close()
+    assert.is_nil(ceilings.cached_throughput(1e6, nil, 0.001, { path = path }).percentOfCopy)
+    f = assert(io.open(path, 'w'))
+    f:write('[1, 2]')
+    f:close()
+    assert.equal(1000, ceilings.cached_throughput(1e6, nil, 0.001, { path = path }).gbps)
+    local stored, why = ceilings.store(kb.device_info(), { copy_gbps = 2000 }, path)
+    assert.is_nil(stored)
+    assert.matches('not a JSON object', why, 1, true)
+    os.remove(path)
+    -- a good one says which ceiling it used
+    assert.is_true(ceilings.store(kb.device_info(), { copy_gbps = 2000, converged = true,
+      measured_at = '2026-12-02T00:00:00Z' }, path))
+    local t = ceilings.cached_throughput(1e6, nil, 0.001, { path = path })
+    assert.same({ gbps = 2000, converged = true, measuredAt = '2026-12-02T00:00:00Z' }, t.copyCeiling)
+    os.remove(path)
+  end)
+
+  it('keeps a noise figure beside the ceiling, validates it and interpolates it by time scale', function()
+    local path = os.tmpname()
+    os.remove(path)
+    local gpu = { backend = 'cuda', name = 'NVIDIA H200', memory_bytes = 1, l2_bytes = 62914560 }
+    local fig = { measuredAt = '2026-12-02T00:00:00Z', sessions = 5,
+      scales = { { ms = 0.01, sd = 0.02 }, { ms = 1, sd = 0.004 } } }
+    assert.is_true(ceilings.store(gpu, { copy_gbps = 4000 }, path))
+    assert.is_true(ceilings.store_noise(gpu, fig, path))
+    assert.is_true(ceilings.store(gpu, { copy_gbps = 4100 }, path)) -- a new ceiling keeps the figure
+    local e = ceilings.lookup(gpu, path)
+    assert.equal(4100, e.copy_gbps)
+    local n = assert(ceilings.usable_noise(e))
+    assert.equal(0.02, ceilings.noise_at(n, 0.001))
+    assert.equal(0.004, ceilings.noise_at(n, 50))
+    assert.near(0.012, ceilings.noise_at(n, 0.1), 1e-12) -- halfway in log(ms)
+    assert.is_nil(ceilings.usable_noise { sessionNoise = { scales = { { ms = 1, sd = 'x' } } } })
+    assert.is_nil(ceilings.usable_noise { sessionNoise = { scales = { { ms = -1, sd = 0.1 } } } })
+    assert.is_nil(ceilings.usable_noise { sessionNoise = { scales = { { ms = 1, sd = 2 } } } })
+    assert.is_nil(ceilings.usable_noise {})
+    os.remove(path)
+  end)
+end)
+
 describe('ceilings on cuda #gpu', function()
   it('measures a copy bandwidth in the range of HBM', function()
     local e = ceilings.measure_copy { bytes = 512 << 20 }
     assert.is_true(e.copy_gbps > 500 and e.copy_gbps < 10000, e.copy_gbps)
     assert.equal(2 * (512 << 20), e.bytes_per_copy)
+  end)
+end)
+
+describe('records carry the session noise and the ceiling they used (issue 13)', function()
+  local ok, kb = pcall(require, 'kluabench')
+  local engine_it = (ok and pcall(require, 'kluabench.core')) and it or pending
+
+  engine_it('from the cache of this device, and nothing for a bundle of another device', function()
+    local dir = require('helpers.util').tmpdir()
+    local path = dir .. '/ceilings.json'
+    local info = kb.device_info()
+    assert.is_true(ceilings.store(info, { copy_gbps = 2000, converged = true, measured_at = '2026-12-02T00:00:00Z' }, path))
+    assert.is_true(ceilings.store_noise(info, { measuredAt = '2026-12-02T01:00:00Z', sessions = 4,
+      scales = { { ms = 0.01, sd = 0.02, sdUpper = 0.03 } } }, path))
+    -- the records read the cache at ceilings.cache_path(), which asks cache_dir
+    local cache_dir = ceilings.cache_dir
+    ceilings.cache_dir = function() return dir end
+    finally(function() ceilings.cache_dir = cache_dir end)
+    local record = require 'kluabench.record'
+    local function make(environment)
+      return record.from_result {
+        kernel = 'llama4_rope', mode = 'forward', provider = 'fused',
+        parameters = { hidden = 512, seq = 256, q_heads = 32, kv_heads = 8 }, dtype = 'bf16',
+        result = { samples = { 0.01, 0.011, 0.012 } }, protocol = kb.bench.do_bench_protocol {},
+        environment = environment,
+      }
+    end
+    local here = make(kb.env.capture())
+    local other = make(kb.env.capture { info = { name = 'NVIDIA H200', arch = 'sm_90' }, backend = 'cuda',
+      kb = kb, os = { kernel = 'Linux' }, driver_release = false })
+    local e = here.run.spec.execution
+    assert.same({ sd = 0.03, measuredAt = '2026-12-02T01:00:00Z', sessions = 4 }, e.sessionNoise)
+    assert.same({ gbps = 2000, converged = true, measuredAt = '2026-12-02T00:00:00Z' }, e.throughput.copyCeiling)
+    assert.is_nil(other.run.spec.execution.sessionNoise)
+    os.execute('rm -rf ' .. dir)
   end)
 end)

@@ -18,7 +18,7 @@ local function bundle(o)
   for i, ms in ipairs(o.samples or {}) do values[i] = math.floor(ms * 1e6 + 0.5) end
   return {
     run = { spec = {
-      workloadDigest = o.digest or 'sha256:w1',
+      workloadDigest = o.digest or 'sha256:0a1',
       protocolDigest = o.protocol or 'sha256:p1',
       timing = { latencyNs = { median = o.median_ns or 1000 } },
       samples = o.samples and { metric = 'latency', unit = 'ns', values = values } or nil,
@@ -28,6 +28,27 @@ local function bundle(o)
       parameters = { hidden = o.hidden or 512, seq = 2048 }, dtype = 'bf16' } },
     implementation = { spec = { provider = o.provider or 'fused' } },
   }
+end
+
+local util = require 'helpers.util'
+local ok_core, core = pcall(require, 'kluabench.core')
+local engine_it = (ok_core and core.executable) and it or pending
+
+-- Bundles to a JSON Lines file.
+local function write(path, bundles)
+  local output = require 'kluabench.report'
+  local f = assert(io.open(path, 'w'))
+  for _, b in ipairs(bundles) do f:write(output.encode_line(b), '\n') end
+  f:close()
+end
+
+-- `kluabench ARGS` (env: "NAME=value " prefixes); its output (stdout and
+-- stderr) and exit status.
+local function kluabench(args, env)
+  local p = io.popen((env or '') .. core.executable() .. ' ' .. args .. ' 2>&1; echo "rc=$?"')
+  local out = p:read('a')
+  p:close()
+  return out, tonumber(out:match('rc=(%d+)%s*$'))
 end
 
 describe('inference for comparisons', function()
@@ -82,31 +103,31 @@ describe('compare verdicts', function()
   end)
 
   it('SAME for two draws of one distribution', function()
-    local c = compare.compare_samples(samples(1, 0.01, 300, 1), samples(1, 0.01, 300, 2))
+    local c = compare.compare_samples(samples(1, 0.01, 300, 1), samples(1, 0.01, 300, 2), { between = 0.001 })
     assert.equal('SAME', c.verdict)
     assert.is_false(c.regression)
   end)
 
   it('SLOWER and a regression for +10 %; FASTER for -10 %', function()
     local base = samples(1, 0.02, 100, 1)
-    local c = compare.compare_samples(base, samples(1.1, 0.02, 100, 2))
+    local c = compare.compare_samples(base, samples(1.1, 0.02, 100, 2), { between = 0.01 })
     assert.equal('SLOWER', c.verdict)
     assert.is_true(c.regression)
     assert.is_true(c.p < 1e-10)
-    local d = compare.compare_samples(base, samples(0.9, 0.02, 100, 3))
+    local d = compare.compare_samples(base, samples(0.9, 0.02, 100, 3), { between = 0.01 })
     assert.equal('FASTER', d.verdict)
     assert.is_false(d.regression)
   end)
 
   it('SLOWER but no regression under the threshold', function()
     local c = compare.compare_samples(samples(1, 0.01, 200, 1), samples(1.03, 0.01, 200, 2),
-      { threshold = 0.05 })
+      { threshold = 0.05, between = 0.002 })
     assert.equal('SLOWER', c.verdict)
     assert.is_false(c.regression)
   end)
 
   it('UNSURE for few noisy samples', function()
-    local c = compare.compare_samples(samples(1, 0.5, 6, 1), samples(1.02, 0.5, 6, 2))
+    local c = compare.compare_samples(samples(1, 0.5, 6, 1), samples(1.02, 0.5, 6, 2), { between = 0.01 })
     assert.equal('UNSURE', c.verdict)
   end)
 end)
@@ -125,13 +146,15 @@ describe('compare bundles', function()
   it('parses JSON, JSON arrays and JSON Lines', function()
     local output = require 'kluabench.report'
     local b1, b2 = bundle { samples = { 1 } }, bundle { samples = { 2 }, provider = 'reference' }
+    b1.run.spec.samples.values = { 1, 2, 3, 4, 5 }
+    b2.run.spec.samples.values = { 1, 2, 3, 4, 5 }
     assert.equal(1, #compare.parse(output.encode_pretty(b1)))
     assert.equal(2, #compare.parse(output.encode_pretty { b1, b2 }))
     assert.equal(2, #compare.parse(output.encode_line(b1) .. '\n' .. output.encode_line(b2) .. '\n'))
     local _, err = compare.parse('{"a": 1}', 'x.json')
-    assert.equal('x.json: not a record bundle or a list of bundles', err)
+    assert.equal('x.json:1: not a record bundle (a JSON object with a "run" object)', err)
     _, err = compare.parse(output.encode_line(b1) .. '\n{oops\n', 'x.jsonl')
-    assert.matches('^x.jsonl: line 2: ', err)
+    assert.matches('^x.jsonl:2: ', err)
   end)
 
   it('matches points by workload digest and provider, pooling repeated runs', function()
@@ -139,14 +162,14 @@ describe('compare bundles', function()
       bundle { digest = 'sha256:a', samples = samples(1, 0.01, 50, 1) },
       bundle { digest = 'sha256:a', samples = samples(1, 0.01, 50, 2) },
       bundle { digest = 'sha256:a', provider = 'reference', samples = samples(2, 0.01, 50, 3) },
-      bundle { digest = 'sha256:gone', hidden = 4096, samples = { 1 } },
+      bundle { digest = 'sha256:90e', hidden = 4096, samples = { 1 } },
     }
     local new = {
       bundle { digest = 'sha256:a', samples = samples(1.2, 0.01, 50, 4) },
       bundle { digest = 'sha256:a', provider = 'reference', samples = samples(2, 0.01, 50, 5) },
-      bundle { digest = 'sha256:fresh', samples = { 1 } },
+      bundle { digest = 'sha256:f5e5', samples = { 1 } },
     }
-    local r = compare.compare(base, new)
+    local r = compare.compare(base, new, { between = 0.002 })
     assert.equal(2, #r.points)
     local p1, p2 = r.points[1], r.points[2]
     assert.equal('fused', p1.provider)
@@ -168,9 +191,9 @@ describe('compare bundles', function()
     local base = { bundle { samples = samples(1, 0.5, 8, 1),
       execution = { clocks = { stable = false, smMhz = { min = 1410, max = 1980 } } } } }
     local new = { bundle { samples = samples(1.02, 0.5, 8, 2), protocol = 'sha256:p2' } }
-    local p = compare.compare(base, new).points[1]
+    local p = compare.compare(base, new, { between = 0.01 }).points[1]
     assert.equal('UNSURE', p.verdict)
-    assert.matches('take more samples (n = 8 / 8)', p.hint, 1, true)
+    assert.matches('take more samples or sessions (n = 8 / 8, sessions 1 / 1)', p.hint, 1, true)
     assert.matches('clocks unstable in BASE (SM 1410-1980 MHz)', p.hint, 1, true)
     assert.matches('protocols differ', p.hint, 1, true)
   end)
@@ -184,38 +207,21 @@ describe('compare bundles', function()
 end)
 
 describe('kluabench compare', function()
-  local ok, kb = pcall(require, 'kluabench.core')
-  local engine_it = (ok and kb.executable) and it or pending
-
-  local function write(path, bundles)
-    local output = require 'kluabench.report'
-    local f = assert(io.open(path, 'w'))
-    for _, b in ipairs(bundles) do f:write(output.encode_line(b), '\n') end
-    f:close()
-  end
-
-  local function run(args)
-    local p = io.popen(kb.executable() .. ' compare ' .. args .. ' 2>&1; echo "rc=$?"')
-    local out = p:read('a')
-    p:close()
-    return out, tonumber(out:match('rc=(%d+)%s*$'))
-  end
+  local function run(args) return kluabench('compare ' .. args) end
 
   engine_it('exits 1 on a regression beyond the threshold, 0 otherwise, 2 on misuse', function()
-    local dir = os.tmpname()
-    os.remove(dir)
-    assert(os.execute('mkdir -p ' .. dir))
+    local dir = util.tmpdir()
     write(dir .. '/base.jsonl', { bundle { samples = samples(1, 0.01, 60, 1) } })
     write(dir .. '/slow.jsonl', { bundle { samples = samples(1.1, 0.01, 60, 2) } })
     write(dir .. '/same.jsonl', { bundle { samples = samples(1, 0.01, 60, 3) } })
-    write(dir .. '/other.jsonl', { bundle { digest = 'sha256:z', samples = { 1 } } })
-    local out, rc = run(dir .. '/base.jsonl ' .. dir .. '/slow.jsonl')
+    write(dir .. '/other.jsonl', { bundle { digest = 'sha256:ff', samples = { 1 } } })
+    local out, rc = run(dir .. '/base.jsonl ' .. dir .. '/slow.jsonl --between 0.01')
     assert.equal(1, rc, out)
     assert.matches('SLOWER', out)
-    out, rc = run(dir .. '/base.jsonl ' .. dir .. '/slow.jsonl --threshold 0.2 --format markdown')
+    out, rc = run(dir .. '/base.jsonl ' .. dir .. '/slow.jsonl --threshold 0.2 --format markdown --between 0.01')
     assert.equal(0, rc, out)
     assert.matches('| SLOWER', out, 1, true)
-    out, rc = run(dir .. '/base.jsonl ' .. dir .. '/same.jsonl')
+    out, rc = run(dir .. '/base.jsonl ' .. dir .. '/same.jsonl --between 0.001')
     assert.equal(0, rc, out)
     assert.matches('SAME', out)
     _, rc = run(dir .. '/base.jsonl ' .. dir .. '/other.jsonl')
@@ -226,6 +232,255 @@ describe('kluabench compare', function()
     assert.equal(2, rc)
     _, rc = run(dir .. '/base.jsonl ' .. dir .. '/missing.jsonl')
     assert.equal(2, rc)
+    os.execute('rm -rf ' .. dir)
+  end)
+end)
+
+-- Sessions of one point: each shifted from the true time by a draw of
+-- relative sd `shift_sd` (the run-to-run variation), with `n` samples of
+-- relative spread 0.5 % inside it.
+local function sessions(center, R, n, shift_sd, seed)
+  local g = prng.new(seed)
+  local out = {}
+  for r = 1, R do
+    local c = center * math.exp(shift_sd * inference.normal_quantile(0.001 + 0.998 * g:uniform()))
+    local s = {}
+    for i = 1, n do s[i] = c * (1 + 0.005 * g:uniform()) end
+    out[r] = s
+  end
+  return out
+end
+
+describe('compare accounts for run-to-run variation (issue 13)', function()
+  it('A/A with a 2 % session-to-session shift: no FASTER or SLOWER over 20 points, where the '
+    .. 'pooled one-run bootstrap calls most of them a change', function()
+    local counts, naive = {}, 0
+    for k = 1, 20 do
+      local b, n = sessions(1, 3, 100, 0.02, 2 * k), sessions(1, 3, 100, 0.02, 2 * k + 1)
+      local c = compare.compare_sessions(b, n, { between = 0.02, points = 20, resamples = 500 })
+      counts[c.verdict] = (counts[c.verdict] or 0) + 1
+      -- the same samples taken as one session a side, and no run-to-run noise assumed
+      local flat = compare.compare_sessions({ table.move(b[2], 1, 100, 101, table.move(b[1], 1, 100, 1, {})) },
+        { table.move(n[2], 1, 100, 101, table.move(n[1], 1, 100, 1, {})) }, { between = 0, resamples = 500 })
+      if flat.verdict == 'FASTER' or flat.verdict == 'SLOWER' then naive = naive + 1 end
+    end
+    assert.is_nil(counts.FASTER)
+    assert.is_nil(counts.SLOWER)
+    assert.is_true(naive >= 10, 'naive false changes: ' .. naive)
+  end)
+
+  it('A/A with three sessions a side and no device figure: the sessions\' own spread, with Student\'s t', function()
+    for k = 1, 20 do
+      local c = compare.compare_sessions(sessions(1, 3, 100, 0.02, 100 + 2 * k), sessions(1, 3, 100, 0.02, 101 + 2 * k),
+        { points = 20, resamples = 500 })
+      assert.is_true(c.verdict == 'SAME' or c.verdict == 'UNSURE', c.verdict .. ' at ' .. k)
+      assert.equal('the spread of the sessions', c.between_source)
+      assert.equal(4, c.t_df)
+    end
+  end)
+
+  it('Student\'s t quantiles', function()
+    assert.near(12.7062, inference.t_quantile(0.975, 1), 1e-4)
+    assert.near(4.3027, inference.t_quantile(0.975, 2), 1e-4)
+    assert.near(2.2281, inference.t_quantile(0.975, 10), 1e-4)
+    assert.near(4.6041, inference.t_quantile(0.995, 4), 1e-4)
+    assert.near(0.050970, inference.t_cdf(-2, 5), 1e-6)
+    assert.has_error(function() inference.t_cdf(1, 0) end)
+  end)
+
+  it('still finds a +8 % change through that noise, with three sessions a side', function()
+    local c = compare.compare_sessions(sessions(1, 3, 100, 0.01, 1), sessions(1.08, 3, 100, 0.01, 2),
+      { between = 0.01 })
+    assert.equal('SLOWER', c.verdict)
+    assert.is_true(c.regression)
+    assert.equal(3, c.base_sessions)
+    assert.equal('hierarchical-bootstrap-percentile', c.method)
+  end)
+
+  it('widens a one-session side by the between-session figure', function()
+    local b, n = sessions(1, 1, 200, 0, 1), sessions(1.03, 1, 200, 0, 2)
+    local tight = compare.compare_sessions(b, n, { between = 0 })
+    local wide = compare.compare_sessions(b, n, { between = 0.02 })
+    assert.equal('SLOWER', tight.verdict)
+    assert.equal('UNSURE', wide.verdict)
+    assert.is_true(wide.lo < tight.lo and wide.hi > tight.hi)
+    assert.equal(0.02, wide.between)
+  end)
+
+  it('says UNSURE with one session a side and no between-session figure', function()
+    local c = compare.compare_sessions(sessions(1, 1, 200, 0, 1), sessions(1.5, 1, 200, 0, 2))
+    assert.equal('UNSURE', c.verdict)
+    assert.is_false(c.regression)
+    assert.matches('no between-session noise figure', c.why, 1, true)
+  end)
+
+  it('takes the between-session figure from the records when they carry one', function()
+    local function rec(center, seed)
+      return bundle { samples = samples(center, 0.002, 100, seed), execution = { sessionNoise = { sd = 0.01 } } }
+    end
+    local r = compare.compare({ rec(1, 1) }, { rec(1.2, 2) })
+    assert.equal('SLOWER', r.points[1].verdict)
+    assert.equal('the records', r.points[1].between_source)
+  end)
+
+  it('family-wise: more points give each one a wider interval', function()
+    local b, n = sessions(1, 1, 200, 0, 1), sessions(1.01, 1, 200, 0, 2)
+    local one = compare.compare_sessions(b, n, { between = 0.005, points = 1 })
+    local many = compare.compare_sessions(b, n, { between = 0.005, points = 40 })
+    assert.is_true(many.lo < one.lo and many.hi > one.hi)
+    assert.near(1 - 0.05 / 40, many.point_confidence, 1e-12)
+  end)
+end)
+
+describe('compare needs evidence (issue 13)', function()
+  it('fewer than 5 samples on a side: UNSURE, "too few samples", never a regression', function()
+    local c = compare.compare_samples({ 1.0 }, { 1.077 }, { between = 0 })
+    assert.equal('UNSURE', c.verdict)
+    assert.is_false(c.regression)
+    assert.matches('too few samples (n = 1 / 1', c.why, 1, true)
+    assert.near(1.077, c.ratio, 1e-12)
+    c = compare.compare_samples(samples(1, 0.01, 100, 1), { 2, 2, 2, 2 }, { between = 0 })
+    assert.equal('UNSURE', c.verdict)
+  end)
+
+  it('the bootstrap of 50k samples a side takes well under a second', function()
+    local t0 = os.clock()
+    local c = compare.compare_samples(samples(1, 0.05, 50000, 1), samples(1, 0.05, 50000, 2), { between = 0.001 })
+    assert.equal('SAME', c.verdict)
+    assert.is_true(os.clock() - t0 < 5, 'took ' .. (os.clock() - t0) .. ' s')
+  end)
+
+  it('refuses a sample that is not a finite positive number, naming the file, line and point', function()
+    local output = require 'kluabench.report'
+    for _, bad in ipairs { '-5', '0', '1e999' } do
+      local line = output.encode_line(bundle { samples = { 1, 1, 1, 1, 1 } }):gsub('"values":%[%d+', '"values":[' .. bad)
+      local ok, err = compare.parse(line .. '\n' .. line .. '\n', 'r.jsonl')
+      assert.is_nil(ok)
+      assert.matches('^r%.jsonl:1: point llama4_rope forward hidden512%-seq2048%-bf16 %(fused%): sample 1 is not a '
+        .. 'finite positive number', err)
+    end
+  end)
+
+  it('refuses a bundle without a workload digest instead of pooling it', function()
+    local output = require 'kluabench.report'
+    local good = output.encode_line(bundle { samples = { 1, 1, 1, 1, 1 } })
+    local b = bundle { samples = { 1, 1, 1, 1, 1 } }
+    b.run.spec.workloadDigest = nil
+    local _, err = compare.parse(good .. '\n' .. output.encode_line(b) .. '\n', 'r.jsonl')
+    assert.matches('^r%.jsonl:2: point .*no workload digest', err)
+  end)
+
+  it('--format json holds odd points: too few samples, no samples, a zero recorded median', function()
+    local output = require 'kluabench.report'
+    local r = compare.compare({ bundle { digest = 'sha256:1', samples = { 1 } }, bundle { digest = 'sha256:2', median_ns = 0 },
+      bundle { digest = 'sha256:3', samples = samples(1, 0.01, 50, 1) } },
+      { bundle { digest = 'sha256:1', samples = { 2 } }, bundle { digest = 'sha256:2', median_ns = 5 },
+        bundle { digest = 'sha256:3', samples = samples(1, 0.01, 50, 2) } })
+    local text = compare.format(r, 'json')
+    local v = assert(output.decode(text))
+    assert.equal(3, #v.points)
+    for _, p in ipairs(v.points) do assert.equal('UNSURE', p.verdict) end
+  end)
+end)
+
+describe('kluabench compare on one-sample files', function()
+  engine_it('two one-sample runs 7.7 % apart: UNSURE, exit 0, no regression', function()
+    local dir = util.tmpdir()
+    write(dir .. '/a.jsonl', { bundle { samples = { 1.0 } } })
+    write(dir .. '/b.jsonl', { bundle { samples = { 1.077 } } })
+    local out, rc = kluabench('compare ' .. dir .. '/a.jsonl ' .. dir .. '/b.jsonl --between 0')
+    assert.equal(0, rc, out)
+    assert.matches('UNSURE', out, 1, true)
+    assert.matches('too few samples', out, 1, true)
+    assert.is_nil(out:find('REGRESSION', 1, true))
+    os.execute('rm -rf ' .. dir)
+  end)
+end)
+
+describe('the between-session noise figure (issue 13)', function()
+  it('session_spread and noise_figure: the sd of log session medians, pooled per half-decade', function()
+    local ceilings = require 'kluabench.record.ceilings'
+    local function b(digest, median) return bundle { digest = digest, samples = { median, median, median, median, median } } end
+    -- point a at ~2 ms in sessions of 2.00, 2.04, 1.96; point b at 2.2 ms in all three; c once only
+    local bs = { b('sha256:a', 2.00), b('sha256:b', 2.2), b('sha256:c', 5),
+      b('sha256:a', 2.04), b('sha256:b', 2.2), b('sha256:a', 1.96), b('sha256:b', 2.2) }
+    local sp = compare.session_spread(bs)
+    assert.equal(2, #sp)
+    local la = { math.log(2.00), math.log(2.04), math.log(1.96) }
+    local m = (la[1] + la[2] + la[3]) / 3
+    local sd_a = math.sqrt(((la[1] - m) ^ 2 + (la[2] - m) ^ 2 + (la[3] - m) ^ 2) / 2)
+    assert.near(sd_a, sp[1].sd, 1e-12)
+    assert.equal(2, sp[1].df)
+    assert.near(0, sp[2].sd, 1e-12)
+    local fig = assert(ceilings.noise_figure(sp))
+    assert.equal(1, #fig.scales) -- 2 and 2.2 ms share a half-decade
+    assert.near(math.sqrt((2 * sd_a ^ 2) / 4), fig.scales[1].sd, 1e-12)
+    assert.equal(2, fig.scales[1].points)
+    -- 4 df: the 90 % upper bound is sqrt(4 / chi2_0.10(4) = 1.064) = 1.94 times the estimate
+    assert.near(1.94, fig.scales[1].sdUpper / fig.scales[1].sd, 0.01)
+    assert.equal(fig.scales[1].sdUpper, ceilings.noise_at(fig, 2))
+    assert.is_nil((ceilings.noise_figure {}))
+  end)
+
+  engine_it('scripts/run_noise.lua --from stores it in the cache, and compare then uses it', function()
+    local dir = util.tmpdir()
+    local env = require('kluabench.record.env').capture()
+    local function session(path, shift, seed)
+      local bs = {}
+      for i, d in ipairs { 'sha256:a1', 'sha256:b2' } do
+        bs[i] = bundle { digest = d, hidden = 512 * i, samples = samples(shift * i, 0.002, 50, seed + i) }
+        bs[i].environment = env
+      end
+      write(path, bs)
+    end
+    session(dir .. '/s1.jsonl', 1.00, 10)
+    session(dir .. '/s2.jsonl', 1.03, 20)
+    session(dir .. '/s3.jsonl', 0.97, 30)
+    local cache = dir .. '/cache'
+    local function sh(args) return kluabench(args, 'KLUABENCH_CACHE=' .. util.q(cache) .. ' ') end
+    local out, rc = sh('scripts/run_noise.lua --from ' .. dir .. '/s1.jsonl --from '
+      .. dir .. '/s2.jsonl --from ' .. dir .. '/s3.jsonl')
+    assert.equal(0, rc, out)
+    assert.matches('between%-session sd 3%.%d+%%', out)
+    local ceilings = require 'kluabench.record.ceilings'
+    local c = assert(ceilings.load_cache(cache .. '/ceilings.json'))
+    local _, entry = next(c.devices)
+    local fig = assert(ceilings.usable_noise(entry))
+    assert.equal(3, fig.sessions)
+    assert.is_string(fig.measuredAt)
+    -- s1 against s2 (one session each, 3 % apart): without the figure a verdict, with it UNSURE
+    out = sh('compare ' .. dir .. '/s1.jsonl ' .. dir .. '/s2.jsonl --between 0')
+    assert.matches('SLOWER', out, 1, true)
+    out, rc = sh('compare ' .. dir .. '/s1.jsonl ' .. dir .. '/s2.jsonl')
+    assert.equal(0, rc, out)
+    assert.is_nil(out:find('SLOWER', 1, true), out)
+    assert.matches('UNSURE', out, 1, true)
+    os.execute('rm -rf ' .. dir)
+  end)
+end)
+
+describe('compare on the GPU: A/A and A/B with bench/ab_spin.lua #gpu', function()
+  -- hidden 8192 seq 16384: a kernel of ~100 us or more, where a spin of 10 %
+  -- is far beyond the run-to-run noise; three sessions a side
+  local ARGS = ' --hidden 8192 --seq 16384 --sessions 3 --protocol cold'
+
+  engine_it('finds a 10 % slow-down as SLOWER and a regression, and an A/A as no change', function()
+    local dir = util.tmpdir()
+    local function arm(name, extra)
+      local out, rc = kluabench('--quiet bench/ab_spin.lua' .. ARGS .. (extra or '') .. ' --out ' .. dir .. '/' .. name)
+      assert.equal(0, rc, out)
+    end
+    arm('a.jsonl')
+    arm('b.jsonl')
+    arm('slow.jsonl', ' --slow 10')
+    local out, rc = kluabench('compare ' .. dir .. '/a.jsonl ' .. dir .. '/b.jsonl')
+    assert.equal(0, rc, out)
+    assert.is_nil(out:find('FASTER', 1, true), out)
+    assert.is_nil(out:find('SLOWER', 1, true), out)
+    out, rc = kluabench('compare ' .. dir .. '/a.jsonl ' .. dir .. '/slow.jsonl')
+    assert.equal(1, rc, out)
+    assert.matches('SLOWER', out, 1, true)
+    assert.matches('3/3', out, 1, true)
     os.execute('rm -rf ' .. dir)
   end)
 end)

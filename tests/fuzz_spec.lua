@@ -15,7 +15,7 @@ local function files(dir)
   return out
 end
 
-for _, target in ipairs { 'jcs', 'csv' } do
+for _, target in ipairs { 'jcs', 'csv', 'records' } do
   describe('fuzz target ' .. target, function()
     it('holds on its seed corpus', function()
       local seeds = files('tests/fuzz/corpus/' .. target)

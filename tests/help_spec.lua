@@ -150,12 +150,13 @@ describe('apidoc', function()
       ['ceilings.store'] = true, ['ceilings.copy_ceiling'] = true, ['ceilings.measure_copy'] = true,
       ['compare.compare'] = true, ['compare.format'] = true, ['compare.read'] = true, ['compare.parse'] = true,
       ['compare.samples_of'] = true, ['compare.median_of'] = true, ['compare.key_of'] = true,
-      ['compare.bundles_of'] = true, ['suite.main'] = true,
       -- user kernels: a GPU, a loaded plugin or Triton's files
       ['mod:kernel'] = true, ['mod:cubin'] = true, ['kern:launch'] = true, ['kern:attributes'] = true,
       ['kern:occupancy'] = true, ['kern:info'] = true, ['plugin:kernel'] = true, ['plugin:kernels'] = true,
       ['plugin:info'] = true, ['pk:call'] = true, ['pk:info'] = true, ['triton.load'] = true,
       ['triton.read_metadata'] = true, ['record.user_implementation'] = true,
+      ['compare.bundles_of'] = true, ['suite.main'] = true, ['compare.session_spread'] = true,
+      ['reader.read'] = true, ['ceilings.store_noise'] = true,
     }
     local failed = {}
     for _, e in ipairs(apidoc.entries) do

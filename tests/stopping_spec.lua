@@ -146,6 +146,24 @@ describe('stopping rules', function()
     assert.matches('^timeout after 50 ms', reason)
   end)
 
+  it('rse_median: a timeout names the condition that was not met, not the rse that was', function()
+    local st, adv = fake_state()
+    -- identical samples: rse 0 meets any target; 1 ms of 100 ms measured
+    local rule = stopping.rse_median { target = 0.01, min_samples = 2, min_time_ms = 100, timeout_ms = 50 }
+    feed(st, adv, { 0.25, 0.25, 0.25, 0.25 }, 20) -- 80 ms of host time
+    local done, reason, converged = rule:check(st)
+    assert.is_true(done)
+    assert.is_false(converged)
+    assert.equal('timeout after 50 ms: 1 ms measured < min_time_ms 100 (4 samples)', reason)
+    assert.is_nil(reason:find('rse', 1, true))
+    -- and the rse when it is the one missing, with the sample minimum
+    st, adv = fake_state()
+    rule = stopping.rse_median { target = 0.001, min_samples = 50, timeout_ms = 50 }
+    feed(st, adv, { 1, 3, 1, 3 }, 20)
+    _, reason = rule:check(st)
+    assert.matches('^timeout after 50 ms: rse of the median [%d.]+%% > 0.1%%; 4 samples < min_samples 50', reason)
+  end)
+
   it('rse_median: stops at max_samples, not converged', function()
     local st, adv = fake_state()
     local rule = stopping.rse_median { target = 1e-6, min_samples = 2, max_samples = 4 }

@@ -1,24 +1,28 @@
 #!/usr/bin/env python3
-"""Merges kluabench's llama4_rope results with the peers' into one markdown table.
+"""Merges kluabench's RoPE results (llama4_rope, rope) with the peers' into markdown tables.
 
 Inputs
-  --ours FILE    kluabench's results: Liger-format CSV (--format liger-csv) or JSON Lines /
-                 JSON of kernelindex bundles (--format jsonl / kernelindex); repeatable
-  --peers FILE   scripts/peers/llama4_rope_peers.py's CSV; repeatable
+  --ours FILE     kluabench's results: Liger-format CSV (--format liger-csv) or JSON Lines /
+                  JSON of kernelindex bundles (--format jsonl / kernelindex); repeatable
+  --peers FILE    scripts/peers/rope_peers.py's CSV; repeatable
+  --ceiling FILE  kluabench scripts/ceilings.lua --json's output, measured in the same run
 Output
-  markdown on stdout, or --out FILE
+  markdown on stdout, or --out FILE: one section per kernel read (llama4_rope, then rope;
+  --kernel picks), each with two tables.
 
-Per point (hidden, seq) and mode the table shows the medians of ours (fused), ours
-(reference), Liger, HF eager and torch.compile, the copy of q+k's bytes at that point, the
-ratios fused/Liger and fused/HF, the share of the copy bandwidth that fused and Liger reach
-(ideal bytes / time / ceiling rate, the ceiling being the peers' large copy), and issue 4's
-target 2 (fused <= 0.5 x Liger and <= 0.2 x HF). Target 3 (hidden 512, seq 2048, backward:
-fused <= 0.010 ms under do_bench, and its CUDA-graph time within 1.5 x the copy of the same
-bytes in a CUDA graph) follows the table.
+Per point (hidden, seq) and mode the first table shows the medians of ours (fused,
+reference and our copy provider), Liger, HF eager, torch.compile and torch's copy of q+k's
+bytes at that point, the ratios of fused to Liger, HF eager and torch.compile, and issue 4's
+target 2 (fused <= 0.5 x Liger and <= 0.2 x HF). The second shows the bandwidth of each
+(GB/s) and its share of the copy ceiling: the --ceiling file's when given, else the peers'
+large copy (--copy-gbps overrides both). For llama4_rope, target 3 (hidden 512, seq 2048,
+backward: fused <= 0.010 ms under do_bench, and its CUDA-graph time within 1.5 x the copy of
+the same bytes in a CUDA graph) follows.
 
 Ideal bytes of one pass (forward or backward): read q and k, write q and k, read the
-frequency table once as complex64 (8 bytes per rotated pair: HF's and Liger's form);
-full = two passes. At hidden 8192, seq 16384, bf16 that is 688 MB.
+frequency table once (4 bytes per element of a head: complex64 pairs for Llama 4, bf16 cos
+and sin for rope, an f32 (cos, sin) table for kluabench: the same count); full = two passes.
+At hidden 8192, seq 16384, bf16 that is 688 MB. A copy's bandwidth counts the bytes it moves.
 
 Only the standard library is used, so this runs anywhere.
 """
@@ -33,7 +37,8 @@ MODES = ["forward", "backward", "full"]
 TARGET2_LIGER, TARGET2_HF = 0.5, 0.2
 TARGET3_MS, TARGET3_GRAPH = 0.010, 1.5
 SMALL_POINT = (512, 2048, "backward")
-PEER_NAMES = {"liger": "Liger", "huggingface": "HF eager", "torch_compile": "torch.compile"}
+TARGET3_KERNEL = "llama4_rope"  # issue 4's target 3 is set for it
+KERNEL_ORDER = ["llama4_rope", "rope"]
 GRAPH_SUFFIXES = ("_cudagraph", "-cudagraph", "_graph", "-graph")
 DTYPES = {"torch.bfloat16": "bf16", "bfloat16": "bf16", "bf16": "bf16",
           "torch.float16": "f16", "float16": "f16", "f16": "f16", "fp16": "f16",
@@ -54,7 +59,7 @@ SWEEP_OF_X = {"H": "hidden", "hidden": "hidden", "hidden_size": "hidden",
 
 def record(**kw):
     """One measurement: kernel, provider, mode, metric, shape, ms50/20/80, sweep or None."""
-    base = dict(kernel="llama4_rope", provider="", mode="", metric="speed", unit="ms",
+    base = dict(kernel="", provider="", mode="", metric="speed", unit="ms",
                 hidden=None, seq=None, q_heads=32, kv_heads=8, dtype="bf16", sweep=None,
                 ms50=None, ms20=None, ms80=None, gpu="", timestamp="", version="", extra={})
     base.update(kw)
@@ -137,11 +142,11 @@ def slug_shape(slug):
 
 
 def bundle_to_record(b):
-    """A kernelindex bundle (stdlib/kluabench/record.lua) -> record. The one place that knows
+    """A kernelindex bundle (stdlib/kluabench/record/init.lua) -> record. The one place that knows
     the bundle's layout: run.spec.sourceNative.{metrics, benchmark, externalId},
     implementation.spec.provider, workload.spec.{parameters, dtype} (falling back to the
     workload slug inside externalId: kernel/mode/provider/gpu/workload/time), and the
-    annotations scripts/llama4_rope.lua leaves on the workload (liger_x_name: H or T, the
+    annotations the RoPE declarations (stdlib/kluabench/benchmarks/rope.lua) leave on the workload (liger_x_name: H or T, the
     sweep; liger_gpu_name). A protocol whose metadata.name mentions 'graph' marks a
     CUDA-graph time: its mode becomes '<mode>_cudagraph'."""
     run = b["run"]["spec"]
@@ -193,32 +198,37 @@ def read_any(path):
     return read_bundles(path) if head in ("{", "[") else read_csv(path)
 
 
-# --------------------------------------------------------------------------- the table
+# --------------------------------------------------------------------------- the tables
 
 class Results:
     def __init__(self, recs):
         self.recs = [r for r in recs if r["metric"] in ("speed", "") and r["ms50"] is not None]
         self.all = recs
 
-    def get(self, provider, mode, hidden, seq, sweep=None, kernel="llama4_rope"):
-        """The record of (provider, mode, shape), preferring the one of the same sweep."""
+    def get(self, kernel, provider, mode, hidden, seq, sweep=None):
+        """The record of (kernel, provider, mode, shape), preferring the one of the same sweep."""
         hits = [r for r in self.recs if r["kernel"] == kernel and r["provider"] == provider
                 and r["mode"] == mode and r["hidden"] == hidden and r["seq"] == seq]
         same = [r for r in hits if r["sweep"] == sweep]
         return (same or hits or [None])[-1]
 
-    def points(self):
+    def kernels(self):
+        """The kernels with sweep points, Liger's RoPE benchmarks first."""
+        found = {r["kernel"] for r in self.recs if r["kernel"] != "copy" and r["hidden"] and r["seq"]}
+        return [k for k in KERNEL_ORDER if k in found] + sorted(found - set(KERNEL_ORDER))
+
+    def points(self, kernel):
         """(sweep, hidden, seq, q_heads, kv_heads, dtype) in Liger's order: hidden sweep, then seq."""
         seen = {}
         for r in self.recs:
-            if r["kernel"] == "llama4_rope" and r["hidden"] and r["seq"]:
+            if r["kernel"] == kernel and r["hidden"] and r["seq"]:
                 sweep = r["sweep"] or ("hidden" if r["seq"] == 2048 and r["hidden"] != 8192 else "seq")
                 seen[(sweep, r["hidden"], r["seq"], r["q_heads"], r["kv_heads"], r["dtype"])] = True
         order = {"hidden": 0, "seq": 1}
         return sorted(seen, key=lambda p: (order.get(p[0], 2), p[1], p[2]))
 
     def copy_rate(self):
-        """Bytes/s of the largest ceiling copy (kernel 'copy', metric speed), or None."""
+        """(bytes moved, bytes/s) of the largest ceiling copy (kernel 'copy', metric speed), or None."""
         best = None
         for r in self.recs:
             if r["kernel"] == "copy" and r["provider"] == "copy":
@@ -228,11 +238,39 @@ class Results:
         return best
 
 
-def ideal_bytes(hidden, seq, q_heads, kv_heads, dtype, mode):
-    head_dim = hidden // q_heads
-    qk = seq * (q_heads + kv_heads) * head_dim * ELEM_BYTES.get(dtype, 2)
-    one = 2 * qk + seq * (head_dim // 2) * 8
+def read_ceiling(path):
+    """scripts/ceilings.lua --json's output -> (bytes per copy, bytes/s, device); the
+    object is the first one that starts a line, so lines before it (a 'device:' line, an
+    env.txt around it) are passed over."""
+    with open(path) as f:
+        text = f.read()
+    m = re.search(r"^\{", text, re.M)
+    if not m:
+        raise ValueError("no JSON object in it (none starts a line)")
+    doc, _ = json.JSONDecoder().raw_decode(text[m.start():])
+    gbps = as_float(doc.get("copy_gbps"))
+    if not gbps or gbps <= 0:
+        raise ValueError("no positive copy_gbps in it")
+    return as_float(doc.get("bytes_per_copy")), gbps * 1e9, doc.get("device", "")
+
+
+def qk_bytes(hidden, seq, q_heads, kv_heads, dtype):
+    return seq * (q_heads + kv_heads) * (hidden // q_heads) * ELEM_BYTES.get(dtype, 2)
+
+
+def ideal_bytes(point, mode):
+    """Read q, k and the frequency table once, write q and k once; full = two passes."""
+    _, hidden, seq, q_heads, kv_heads, dtype = point
+    one = 2 * qk_bytes(hidden, seq, q_heads, kv_heads, dtype) + seq * (hidden // q_heads) * 4
     return one * (2 if mode == "full" else 1)
+
+
+def copy_bytes(point, mode, which):
+    """Bytes a copy row moves: q+k's bytes read and written; our copy provider copies
+    twice for full, the peers' per-point copy is one copy whatever the mode."""
+    _, hidden, seq, q_heads, kv_heads, dtype = point
+    n = 2 * qk_bytes(hidden, seq, q_heads, kv_heads, dtype)
+    return n * (2 if which == "ours" and mode == "full" else 1)
 
 
 def ms(r):
@@ -247,11 +285,16 @@ def fmt_ratio(x):
     return f"{x:.2f}" if x is not None else "—"
 
 
-def pct_bw(r, point, mode, rate):
-    if not r or not rate:
+def bandwidth(r, nbytes, rate):
+    """'GB/s (% of the ceiling)' of nbytes in r's median."""
+    if not r:
         return "—"
-    _, h, t, qh, kvh, dt = point
-    return f"{100 * ideal_bytes(h, t, qh, kvh, dt, mode) / (r['ms50'] * 1e-3) / rate:.0f} %"
+    gbps = nbytes / (r["ms50"] * 1e-3) / 1e9
+    text = f"{gbps:.0f}" if gbps >= 100 else f"{gbps:.3g}"
+    if not rate:
+        return text
+    pct = 100 * gbps * 1e9 / rate
+    return f"{text} ({pct:.0f} %)" if round(pct, 1) >= 10 else f"{text} ({pct:.1f} %)"
 
 
 def target2(fused, liger, hf):
@@ -269,57 +312,98 @@ def target2(fused, liger, hf):
     return f"**fail** ({', '.join(why)}; {over:.2f}× too slow)", False
 
 
-def graph_time(ours, args, hidden, seq, mode):
+def graph_time(ours, args, kernel, hidden, seq, mode):
     """Our fused provider's CUDA-graph time at a point, wherever kluabench puts it."""
     for prov in (args.fused,) + tuple(args.fused + s for s in GRAPH_SUFFIXES):
         for m in tuple(mode + s for s in GRAPH_SUFFIXES) + ((mode,) if prov != args.fused else ()):
-            r = ours.get(prov, m, hidden, seq)
+            r = ours.get(kernel, prov, m, hidden, seq)
             if r:
                 return r
     return None
 
 
+def ceiling_of(ours, peers, args):
+    """(bytes/s used for the % columns, the notes' lines about it)."""
+    torch_copy = peers.copy_rate() or ours.copy_rate()
+    ours_copy = args.ceiling_info
+    notes = []
+    if ours_copy:
+        notes.append(f"{ours_copy[1] / 1e9:.0f} GB/s by kluabench's scripts/ceilings.lua "
+                     f"({ours_copy[0] / 2**30:.2f} GiB read + written per copy)" if ours_copy[0] else
+                     f"{ours_copy[1] / 1e9:.0f} GB/s by kluabench's scripts/ceilings.lua")
+    if torch_copy:
+        notes.append(f"{torch_copy[1] / 1e9:.0f} GB/s by torch copy_ under do_bench "
+                     f"({torch_copy[0] / 2**30:.2f} GiB read + written)")
+    if args.copy_gbps:
+        return args.copy_gbps * 1e9, [f"{args.copy_gbps:.0f} GB/s, given with --copy-gbps"] + \
+            [f"(measured: {n})" for n in notes]
+    rate = (ours_copy or torch_copy or (None, None))[1]
+    if not rate:
+        return None, ["not measured (no --ceiling file and no `copy` rows); % left out"]
+    notes[0] += " — the one the % columns use"
+    return rate, notes
+
+
 def build_markdown(ours, peers, args):
     both = Results(ours.all + peers.all)
-    rate_info = None if args.copy_gbps else peers.copy_rate() or ours.copy_rate()
-    rate = args.copy_gbps * 1e9 if args.copy_gbps else (rate_info[1] if rate_info else None)
+    rate, ceiling_notes = ceiling_of(ours, peers, args)
     gpus = sorted({r["gpu"] for r in both.all if r["gpu"]})
     libs = sorted({r["version"] for r in peers.all if r["version"]})
     # Liger's CSV writes "2026-12-02 14:00:00", the bundles ISO 8601 UTC: one form to sort
     stamps = sorted(re.sub(r"(\d)T(\d\d:\d\d:\d\d).*", r"\1 \2", r["timestamp"])
                     for r in both.all if r["timestamp"])
-    lines = ["# llama4_rope: kluabench against its peers", ""]
+    kernels = [k for k in both.kernels() if not args.kernels or k in args.kernels]
+    lines = [f"# {', '.join(kernels) or 'RoPE'}: kluabench against its peers", ""]
     lines.append(f"- GPU: {', '.join(gpus) or 'unknown'}; measured {stamps[0] if stamps else '?'} "
                  f"to {stamps[-1] if stamps else '?'}; liger-kernel {', '.join(libs) or 'unknown'}")
-    if rate:
-        src = (f"{rate_info[0] / 2**30:.2f} GiB moved (read + write) by torch copy_"
-               if rate_info else "given with --copy-gbps")
-        lines.append(f"- copy-bandwidth ceiling: {rate / 1e9:.0f} GB/s ({src})")
-    else:
-        lines.append("- copy-bandwidth ceiling: not measured (no `copy` rows); % columns left empty")
-    lines.append(f"- medians in ms under {args.protocol}; "
-                 "copy = one dst.copy_(src) of q+k's bytes (read + write, the freqs table left out); "
-                 "sweep H = hidden sweep at seq 2048, T = sequence sweep at hidden 8192; %BW = ideal bytes / time / ceiling; "
-                 f"target 2 = fused ≤ {TARGET2_LIGER} × Liger and ≤ {TARGET2_HF} × HF eager")
+    lines.append("- copy-bandwidth ceiling: " + "; ".join(ceiling_notes))
+    lines.append(f"- medians in ms under {args.protocol}; sweep H = hidden sweep at seq 2048, "
+                 "T = sequence sweep at hidden 8192; bf16, 32 q heads, 8 kv heads")
+    lines.append("- ours copy = kluabench's copy provider (q+k's bytes copied device to device, twice for full); "
+                 "torch copy = one dst.copy_(src) of q+k's bytes (both leave the frequency table out)")
+    lines.append(f"- target 2 = issue 4's bar: fused ≤ {TARGET2_LIGER} × Liger and ≤ {TARGET2_HF} × HF eager "
+                 "(set for llama4_rope, applied to every kernel)")
+    lines.append("- GB/s = ideal bytes / median: q and k read and written once plus the frequency table "
+                 "read once (4 bytes per element of a head: complex64 pairs or bf16 cos and sin), two passes "
+                 "for full; for the copies the bytes they move; (%) = of the ceiling above")
     if len(gpus) > 1:
         lines.append(f"- **warning: the rows come from {len(gpus)} different GPUs**; the ratios compare across them")
-    lines.append("")
-    head = ["sweep", "H", "T", "mode", "ours fused", "ours reference", "Liger", "HF eager", "torch.compile",
-            "copy", "fused/Liger", "fused/HF", "fused %BW", "Liger %BW", "target 2"]
-    lines.append("| " + " | ".join(head) + " |")
-    lines.append("|" + "|".join(":---" if c in ("sweep", "mode", "target 2") else "---:" for c in head) + "|")
+    if not kernels:
+        lines += ["", "No sweep rows were read."]
+    for kernel in kernels:
+        lines += [""] + kernel_section(kernel, ours, peers, both, args, rate)
+    return "\n".join(lines) + "\n"
+
+
+def cells_at(kernel, ours, peers, args, point, mode):
+    """The rows of one point and mode: fused, reference, ours copy, Liger, HF, compile, torch copy."""
+    sweep, h, t = point[:3]
+    return (ours.get(kernel, args.fused, mode, h, t, sweep),
+            ours.get(kernel, args.reference, mode, h, t, sweep),
+            ours.get(kernel, "copy", mode, h, t, sweep),
+            peers.get(kernel, "liger", mode, h, t, sweep),
+            peers.get(kernel, "huggingface", mode, h, t, sweep),
+            peers.get(kernel, "torch_compile", mode, h, t, sweep),
+            peers.get(kernel, "copy", "copy", h, t, sweep))
+
+
+def kernel_section(kernel, ours, peers, both, args, rate):
+    head = ["sweep", "H", "T", "mode", "ours fused", "ours reference", "ours copy", "Liger", "HF eager",
+            "torch.compile", "torch copy", "fused/Liger", "fused/HF", "fused/compile", "target 2"]
+    bw_head = ["sweep", "H", "T", "mode", "ours fused", "ours reference", "ours copy", "Liger", "HF eager",
+               "torch.compile", "torch copy"]
+    times = [f"## {kernel}", "", "Medians in ms; the ratios are ours fused over the peer.", "",
+             "| " + " | ".join(head) + " |",
+             "|" + "|".join(":---" if c in ("sweep", "mode", "target 2") else "---:" for c in head) + "|"]
+    bws = ["", "GB/s (% of the ceiling):", "", "| " + " | ".join(bw_head) + " |",
+           "|" + "|".join(":---" if c in ("sweep", "mode") else "---:" for c in bw_head) + "|"]
     passed = total = 0
     worst = None
-    for point in both.points():
+    for point in both.points(kernel):
         sweep, h, t = point[:3]
         for mode in args.modes:
-            f = ours.get(args.fused, mode, h, t, sweep)
-            ref = ours.get(args.reference, mode, h, t, sweep)
-            li = peers.get("liger", mode, h, t, sweep)
-            hf = peers.get("huggingface", mode, h, t, sweep)
-            tc = peers.get("torch_compile", mode, h, t, sweep)
-            cp = peers.get("copy", "copy", h, t, sweep) or ours.get("copy", "copy", h, t, sweep)
-            if not any((f, ref, li, hf, tc)):
+            f, ref, oc, li, hf, tc, pc = cells_at(kernel, ours, peers, args, point, mode)
+            if not any((f, ref, oc, li, hf, tc)):
                 continue
             verdict, ok = target2(f, li, hf)
             if ok is not None:
@@ -328,31 +412,36 @@ def build_markdown(ours, peers, args):
                 over = max(ratio(f, li) / TARGET2_LIGER, ratio(f, hf) / TARGET2_HF)
                 if worst is None or over > worst[0]:
                     worst = (over, h, t, mode)
-            cells = [{"hidden": "H", "seq": "T"}.get(sweep, "?"), str(h), str(t), mode, ms(f), ms(ref), ms(li), ms(hf), ms(tc), ms(cp),
-                     fmt_ratio(ratio(f, li)), fmt_ratio(ratio(f, hf)),
-                     pct_bw(f, point, mode, rate), pct_bw(li, point, mode, rate), verdict]
-            lines.append("| " + " | ".join(cells) + " |")
-    lines.append("")
+            key = [{"hidden": "H", "seq": "T"}.get(sweep, "?"), str(h), str(t), mode]
+            times.append("| " + " | ".join(key + [ms(f), ms(ref), ms(oc), ms(li), ms(hf), ms(tc), ms(pc),
+                                                  fmt_ratio(ratio(f, li)), fmt_ratio(ratio(f, hf)),
+                                                  fmt_ratio(ratio(f, tc)), verdict]) + " |")
+            ideal = ideal_bytes(point, mode)
+            bw = [bandwidth(r, ideal, rate) for r in (f, ref)] + [bandwidth(oc, copy_bytes(point, mode, "ours"), rate)]
+            bw += [bandwidth(r, ideal, rate) for r in (li, hf, tc)] + [bandwidth(pc, copy_bytes(point, mode, "torch"), rate)]
+            bws.append("| " + " | ".join(key + bw) + " |")
+    out = times + bws + [""]
     if total:
         w = f"; worst H={worst[1]} T={worst[2]} {worst[3]} at {worst[0]:.2f}× the allowed time" if worst else ""
-        lines.append(f"**Target 2**: {passed} of {total} point×mode cells pass{w}.")
+        out.append(f"**Target 2** ({kernel}): {passed} of {total} point×mode cells pass{w}.")
     else:
-        lines.append("**Target 2**: n/a (needs ours fused, Liger and HF eager at the same points).")
-    lines.append("")
-    lines.extend(target3_lines(ours, peers, args))
-    return "\n".join(lines) + "\n"
+        out.append(f"**Target 2** ({kernel}): n/a (needs ours fused, Liger and HF eager at the same points).")
+    if kernel == TARGET3_KERNEL:
+        out += [""] + target3_lines(ours, peers, args)
+    return out
 
 
 def target3_lines(ours, peers, args):
     h, t, mode = SMALL_POINT
-    f = ours.get(args.fused, mode, h, t, "hidden")
-    g = graph_time(ours, args, h, t, mode)
+    kernel = TARGET3_KERNEL
+    f = ours.get(kernel, args.fused, mode, h, t, "hidden")
+    g = graph_time(ours, args, kernel, h, t, mode)
     # the copy of the same bytes under the same protocol as ours (kluabench's copy provider,
     # rotated cold inputs) when the run has it; else the peers' copy in torch's CUDA graph
-    cg = (ours.get("copy", mode + "_cudagraph", h, t, "hidden")
-          or peers.get("copy", "copy_cudagraph", h, t, "hidden")
-          or ours.get("copy", "copy_cudagraph", h, t, "hidden"))
-    out = [f"**Target 3** (H={h}, T={t}, {mode}):"]
+    cg = (ours.get(kernel, "copy", mode + "_cudagraph", h, t, "hidden")
+          or peers.get(kernel, "copy", "copy_cudagraph", h, t, "hidden")
+          or ours.get(kernel, "copy", "copy_cudagraph", h, t, "hidden"))
+    out = [f"**Target 3** ({kernel}, H={h}, T={t}, {mode}):"]
     if f:
         ok = f["ms50"] <= TARGET3_MS
         out.append(f"- fused median under do_bench {f['ms50']:.4f} ms, limit {TARGET3_MS:.3f} ms: "
@@ -377,20 +466,29 @@ def parse_args(argv):
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog=__doc__.split("\n\n", 1)[1])
     p.add_argument("--ours", action="append", default=[], help="kluabench results: CSV, JSON Lines or JSON")
-    p.add_argument("--peers", action="append", default=[], help="llama4_rope_peers.py CSV")
+    p.add_argument("--peers", action="append", default=[], help="rope_peers.py CSV")
+    p.add_argument("--ceiling", help="scripts/ceilings.lua --json output: the ceiling for the % columns")
+    p.add_argument("--kernel", default="", help="comma list of kernels to tabulate (default every one read)")
     p.add_argument("--out", help="markdown file (default stdout)")
     p.add_argument("--fused", default="fused", help="our fused provider's name (default fused)")
     p.add_argument("--reference", default="reference", help="our reference provider's name (default reference)")
     p.add_argument("--modes", default=",".join(MODES), help="modes, in table order")
     p.add_argument("--require-fused", action="store_true",
-                   help="exit 3 (after writing the table) when no row of our fused provider was read")
+                   help="exit 3 (after writing the tables) when no row of our fused provider was read")
     p.add_argument("--protocol", default="do_bench (rep 400 ms, L2 flushed, quantiles 0.5/0.2/0.8)",
-                   help="how the medians were measured, for the table's notes")
-    p.add_argument("--copy-gbps", type=float, help="ceiling in GB/s, instead of the measured large copy")
+                   help="how the medians were measured, for the tables' notes")
+    p.add_argument("--copy-gbps", type=float, help="ceiling in GB/s, instead of the measured ones")
     a = p.parse_args(argv)
     a.modes = [m for m in a.modes.split(",") if m]
+    a.kernels = [k for k in a.kernel.split(",") if k]
     if not a.ours and not a.peers:
         p.error("give --ours and/or --peers")
+    a.ceiling_info = None
+    if a.ceiling:
+        try:
+            a.ceiling_info = read_ceiling(a.ceiling)
+        except (OSError, ValueError) as e:
+            print(f"merge.py: --ceiling {a.ceiling} left out: {type(e).__name__}: {e}", file=sys.stderr)
     return a
 
 

@@ -8,6 +8,7 @@ return {
   stats = 'kluabench.stats', inference = 'kluabench.stats.inference', prng = 'kluabench.stats.prng',
   record = 'kluabench.record', env = 'kluabench.record.env', names = 'kluabench.record.names',
   ceilings = 'kluabench.record.ceilings', liger = 'kluabench.record.liger',
+  reader = 'kluabench.record.reader',
   output = 'kluabench.report', plot = 'kluabench.report.plot', compare = 'kluabench.report.compare',
   suite = 'kluabench.suite',
   progress = 'kluabench.report.progress', shard = 'kluabench.shard',

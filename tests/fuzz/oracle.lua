@@ -11,6 +11,8 @@ local liger = require 'kluabench.record.liger'
 local record = require 'kluabench.record'
 local compare = require 'kluabench.report.compare'
 local verify = require 'kluabench.cli.commands.verify'
+local reader = require 'kluabench.record.reader'
+local plot = require 'kluabench.report.plot'
 
 local M = {}
 
@@ -81,6 +83,56 @@ function M.jcs(s)
     check(okc, 'compare.compare raised: %s', tostring(result))
     local okf, text = pcall(compare.format, result, 'table')
     check(okf, 'compare.format raised: %s', tostring(text))
+  end
+end
+
+--- The reader of record files on arbitrary text, as JSON and as JSON Lines:
+--  * reader.items and reader.parse never raise; they return values, or nil
+--    and a message that names the file and a line ("LABEL:LINE: why");
+--  * what parse accepts are bundles (tables with a run table); with
+--    comparable, each has a workload digest and samples that are finite
+--    positive numbers (or none);
+--  * compare of a file against itself never raises, never reads a change
+--    (no FASTER, SLOWER or regression: the data are identical), and its
+--    JSON report encodes and decodes;
+--  * plot makes a point of a bundle or says why, without raising.
+function M.records(s)
+  for _, label in ipairs { 'input.json', 'input.jsonl' } do
+    local ok, items, line, why = pcall(reader.items, s, label)
+    check(ok, 'reader.items raised: %s', tostring(items))
+    check(items ~= nil or (math.type(line) == 'integer' and type(why) == 'string'),
+      'reader.items returned neither items nor a line and a message')
+    for _, strict in ipairs { false, true } do
+      local okp, bundles, err = pcall(reader.parse, s, label, { comparable = strict })
+      check(okp, 'reader.parse raised: %s', tostring(bundles))
+      if not bundles then
+        check(type(err) == 'string' and err:sub(1, #label + 1) == label .. ':',
+          'reader.parse failed without naming the file: %s', tostring(err))
+      else
+        for i, b in ipairs(bundles) do
+          check(reader.is_bundle(b), 'reader.parse accepted element %d, not a bundle', i)
+          if strict then
+            local xs, swhy = reader.samples_of(b)
+            check(xs or swhy == 'no raw samples in the record', 'a comparable bundle has bad samples: %s',
+              tostring(swhy))
+            for _, x in ipairs(xs or {}) do
+              check(x > 0 and x < math.huge, 'a sample passed the checks: %s', tostring(x))
+            end
+          end
+          local okpt, p = pcall(plot.point_from_bundle, b)
+          check(okpt, 'plot.point_from_bundle raised: %s', tostring(p))
+        end
+        if strict then
+          local okc, result = pcall(compare.compare, bundles, bundles, { resamples = 100, between = 0.01 })
+          check(okc, 'compare.compare raised: %s', tostring(result))
+          check(result.regressions == 0 and not result.counts.FASTER and not result.counts.SLOWER,
+            'a file compared with itself reads as a change')
+          local okf, text = pcall(compare.format, result, 'json')
+          check(okf, 'compare.format json raised: %s', tostring(text))
+          check(output.decode(text) ~= nil, 'compare.format json wrote invalid JSON')
+        end
+      end
+    end
   end
 end
 

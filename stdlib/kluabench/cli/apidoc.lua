@@ -46,6 +46,7 @@ M.modules = {
   shard = 'kluabench.shard',
   check = 'kluabench.check',
   triton = 'kluabench.triton',
+  reader = 'kluabench.record.reader',
 }
 
 --- Receivers of methods, and where their methods are: a registry metatable
@@ -169,8 +170,14 @@ M.sections = {
       .. 'a median, the bootstrap of a ratio of medians and the Mann-Whitney test.' },
   { id = 'compare', title = 'kluabench.report.compare: two result sets, point by point',
     intro = '`local compare = require "kluabench.report.compare"`. What `kluabench compare` does: match '
-      .. 'points by workload digest and provider, and give each a verdict SAME, FASTER, SLOWER '
-      .. 'or UNSURE from the bootstrap interval of the ratio of medians.' },
+      .. 'points by workload digest and provider, treat each bundle as one measurement session, and '
+      .. 'give each point a verdict SAME, FASTER, SLOWER or UNSURE from a hierarchical bootstrap '
+      .. 'interval of the ratio (sessions, then samples), widened by the device\'s between-session '
+      .. 'noise for a side of one session (docs/MEASUREMENT.md).' },
+  { id = 'reader', title = 'kluabench.record.reader: reading record files',
+    intro = '`local reader = require "kluabench.record.reader"`. The one reader of record files '
+      .. '(JSON: a bundle, an array, {"bundles": [...]}; JSON Lines: one bundle a line) that '
+      .. '`kluabench compare`, `verify` and `plot` use; errors say FILE:LINE: why.' },
   { id = 'prng', title = 'kluabench.stats.prng: seeded random choices',
     intro = '`local prng = require "kluabench.stats.prng"`. SplitMix64: every random choice a protocol '
       .. 'makes (sample order, bootstrap) is reproducible from a recorded seed.' },
@@ -869,6 +876,11 @@ section('stopping', {
   { name = 'stopping.state', signature = 'stopping.state([clock_ns]) -> State',
     summary = 'A fresh state: the samples kept so far (n, samples, sorted, sum) and the elapsed host time.',
     example = 'local st = stopping.state()\nst:add(0.12)\nprint(st.n, st:median())' },
+  { name = 'stopping.unmet', signature = 'stopping.unmet(params, st, rse) -> text',
+    summary = 'The conditions of an rse_median rule (its params) that state st has not met, as one phrase.',
+    details = 'The reason a run that timed out gives: "rse of the median 1.2% > 0.5%", "12 samples < min_samples 20", '
+      .. '"3.1 ms measured < min_time_ms 10", joined by "; ".',
+    example = 'local st = stopping.state(); st:add(1); st:add(1)\nprint(stopping.unmet(stopping.RSE_DEFAULTS, st, st:rse_median()))' },
   { name = 'stopping.outcome', signature = 'stopping.outcome(criterion, st, reason, converged) -> table',
     summary = 'What the record says about how a run ended: {rule, reason, converged, samples, rseMedian, elapsedMs}.',
     example = 'local st = stopping.state(); st:add(1)\nlocal o = stopping.outcome(stopping.count(1), st, "1 sample", false)' },
@@ -983,6 +995,24 @@ section('ceilings', {
   { name = 'ceilings.store', signature = 'ceilings.store(info, entry [, path]) -> true | nil, message',
     summary = 'Stores an entry for a device in the cache file (atomic rewrite).',
     example = 'ceilings.store(kb.device_info(), {copy_gbps = 3900}, os.tmpname())' },
+  { name = 'ceilings.usable_copy', signature = 'ceilings.usable_copy(entry) -> gbps | nil, why',
+    summary = 'The copy ceiling of a cache entry when it may be used: a finite positive number that did not end unconverged.',
+    example = 'print(ceilings.usable_copy({copy_gbps = 4000, converged = false}))' },
+  { name = 'ceilings.usable_noise', signature = 'ceilings.usable_noise(entry) -> figure | nil, why',
+    summary = 'The between-session noise figure of a cache entry (entry.sessionNoise) when its numbers are valid.',
+    example = 'print(ceilings.usable_noise({sessionNoise = {scales = {{ms = 0.01, sd = 0.02}}}}))' },
+  { name = 'ceilings.noise_at', signature = 'ceilings.noise_at(figure, ms) -> sd',
+    summary = 'The between-session sd of log median at a point of median ms: the scales\' sdUpper interpolated in log(ms).',
+    example = 'print(ceilings.noise_at({scales = {{ms = 0.01, sd = 0.02}, {ms = 1, sd = 0.004}}}, 0.1)) --> 0.012' },
+  { name = 'ceilings.noise_figure', signature = 'ceilings.noise_figure(points) -> figure | nil, why',
+    summary = 'A noise figure from per-point spreads {ms, sd, df} (compare.session_spread): pooled per half-decade of time, with a 90 % upper bound of each sd.',
+    example = 'local f = ceilings.noise_figure({{ms = 0.007, sd = 0.015, df = 3}, {ms = 0.008, sd = 0.02, df = 3}})\nprint(f.scales[1].sd, f.scales[1].sdUpper)' },
+  { name = 'ceilings.store_noise', signature = 'ceilings.store_noise(info, figure [, path]) -> true | nil, message',
+    summary = 'Stores a noise figure in the device\'s cache entry, beside its ceiling (scripts/run_noise.lua).',
+    example = 'ceilings.store_noise(kb.device_info(), figure, os.tmpname())' },
+  { name = 'ceilings.cached_noise', signature = 'ceilings.cached_noise(ms [, opts]) -> {sd, measuredAt, sessions} | nil',
+    summary = 'The cached between-session noise of the default device at a point of median ms (records\' run.spec.execution.sessionNoise).',
+    example = 'print(ceilings.cached_noise(0.01))' },
   { name = 'ceilings.load_cache', signature = 'ceilings.load_cache([path]) -> cache | nil, message',
     summary = 'The decoded cache {version, devices}; an empty one when the file is missing.',
     example = 'local c = ceilings.load_cache()' },
@@ -1004,6 +1034,21 @@ section('inference', {
     details = 'opts: resamples (2000), seed (1), confidence (0.95). Returns {ratio, lo, hi, '
       .. 'base_median, new_median, resamples, confidence, seed, method}.',
     example = 'local r = inference.bootstrap_ratio({1.0, 1.1, 0.9, 1.0}, {2.0, 2.1, 1.9, 2.2})\nprint(r.ratio, r.lo, r.hi)' },
+  { name = 'inference.hierarchical_ratio', signature = 'inference.hierarchical_ratio(base_sessions, new_sessions [, opts]) -> table',
+    summary = 'Hierarchical bootstrap of new / base over sessions (lists of samples): sessions resampled, then samples within them.',
+    details = 'A side\'s estimate is the mean of its sessions\' medians; drawn sessions are spread about '
+      .. 'their mean by sqrt(R / (R - 1)). opts: resamples (2000), confidence (0.95), seed (1). Returns '
+      .. '{ratio, lo, hi, base_median, new_median, base_sessions, new_sessions, base_between, '
+      .. 'new_between (sd of the sessions\' log medians), resamples, confidence, seed, method}.',
+    example = 'local r = inference.hierarchical_ratio({{1, 1.1, 0.9}, {1.05, 1.0, 1.1}}, {{2, 2.1, 1.9}, {2.2, 2.0, 2.1}})\nprint(r.ratio, r.lo, r.hi)' },
+  { name = 'inference.order_statistic_cdf', signature = 'inference.order_statistic_cdf(n, k) -> F',
+    summary = 'The law of the k-th smallest of a bootstrap resample of n sorted samples: F[j] = P(Binomial(n, j/n) >= k).',
+    details = 'A resample\'s k-th order statistic is s[j] for the first j with F[j] above a uniform draw, so '
+      .. 'a bootstrap of a median costs a binary search per resample instead of n draws.',
+    example = 'local F = inference.order_statistic_cdf(5, 3)\nprint(F[1], F[3], F[5])' },
+  { name = 'inference.widen', signature = 'inference.widen(ratio, lo, hi, sd [, confidence]) -> lo, hi',
+    summary = 'Widens an interval around ratio by a further relative sd: each log half-width h becomes sqrt(h^2 + (z sd)^2).',
+    example = 'print(inference.widen(1.0, 0.99, 1.01, 0.02))' },
   { name = 'inference.mann_whitney', signature = 'inference.mann_whitney(a, b) -> {u, z, p, p_superiority}',
     summary = 'The two-sided Mann-Whitney U test of a against b (p_superiority > 0.5: a tends to be larger).',
     example = 'print(inference.mann_whitney({1, 2, 3, 4}, {5, 6, 7, 8}).p)' },
@@ -1015,6 +1060,12 @@ section('inference', {
   { name = 'inference.rse_median', signature = 'inference.rse_median(xs [, opts]) -> rse, median, lo, hi',
     summary = 'The relative standard error of the median: the CI half-width over z, over the median.',
     example = 'print(inference.rse_median({1, 1.1, 0.9, 1.05, 0.95}))' },
+  { name = 'inference.t_cdf', signature = 'inference.t_cdf(t, df) -> p',
+    summary = 'Student\'s t distribution function for integer degrees of freedom (Abramowitz and Stegun 26.7.3-4).',
+    example = 'print(inference.t_cdf(-2, 5)) --> 0.05097' },
+  { name = 'inference.t_quantile', signature = 'inference.t_quantile(p, df) -> t',
+    summary = 'The p-quantile (p >= 0.5) of Student\'s t with df degrees of freedom.',
+    example = 'print(inference.t_quantile(0.975, 2)) --> 4.3027' },
   { name = 'inference.normal_cdf', signature = 'inference.normal_cdf(x) -> p', summary = 'The standard normal distribution function.',
     example = 'print(inference.normal_cdf(1.96)) --> 0.975' },
   { name = 'inference.normal_quantile', signature = 'inference.normal_quantile(p) -> x',
@@ -1029,30 +1080,75 @@ section('compare', {
   { name = 'compare.compare', signature = 'compare.compare(base, new [, opts]) -> result',
     summary = 'Compares two lists of bundles point by point: verdict, ratio, interval, p-value, hint.',
     details = 'opts: threshold (0.05: a SLOWER point beyond it is a regression), noise (0.01), '
-      .. 'confidence, resamples, seed (compare.DEFAULTS). result: {points, only_base, only_new, '
-      .. 'regressions, counts, opts}.',
+      .. 'confidence, resamples, seed, familywise (true: each interval at 1 - (1 - confidence) / m for m '
+      .. 'points) (compare.DEFAULTS), between (the between-session sd of log median: a number or a '
+      .. 'function(ms) -> sd, source; default the records\' sessionNoise, else device_between). result: '
+      .. '{points, only_base, only_new, regressions, counts, opts}.',
     example = 'local r = compare.compare(assert(compare.read("base.jsonl")), assert(compare.read("new.jsonl")))\n'
       .. 'io.write(compare.format(r, "markdown"))' },
   { name = 'compare.compare_samples', signature = 'compare.compare_samples(base, new [, opts]) -> table',
-    summary = 'Compares two lists of samples (ms): ratio, lo, hi, p, verdict, regression, medians, counts.',
-    example = 'local c = compare.compare_samples({1, 1.1, 0.9, 1, 1.05}, {1.5, 1.6, 1.4, 1.55, 1.5})\nprint(c.verdict, c.ratio)' },
+    summary = 'Compares two lists of samples (ms), one session each: compare.compare_sessions({base}, {new}, opts).',
+    example = 'local c = compare.compare_samples({1, 1.1, 0.9, 1, 1.05}, {1.5, 1.6, 1.4, 1.55, 1.5}, {between = 0.01})\nprint(c.verdict, c.ratio)' },
+  { name = 'compare.compare_sessions', signature = 'compare.compare_sessions(base_sessions, new_sessions [, opts]) -> table',
+    summary = 'Compares the sessions of one point: hierarchical bootstrap, widened by the between-session noise where a side has one session.',
+    details = 'Fewer than compare.MIN_SAMPLES (5) samples on a side, or one session a side and no '
+      .. 'between-session figure, give UNSURE with `why` set. opts: as compare.compare, and points '
+      .. '(how many points the comparison holds, for the family-wise confidence). Returns {ratio, lo, '
+      .. 'hi, p, verdict, regression, base_median, new_median, base_n, new_n, base_sessions, '
+      .. 'new_sessions, between, point_confidence, why, ...}.',
+    example = 'local c = compare.compare_sessions({{1, 1.1, 0.9, 1, 1.05}, {1, 1, 1.1, 0.95, 1}}, {{1.5, 1.6, 1.4, 1.55, 1.5}, {1.5, 1.5, 1.6, 1.45, 1.5}})\nprint(c.verdict)' },
+  { name = 'compare.session_spread', signature = 'compare.session_spread(bundles) -> list',
+    summary = 'The run-to-run spread of each point found in several sessions: {label, provider, ms, sd (of log session medians), df}.',
+    details = 'For ceilings.noise_figure; scripts/run_noise.lua --from uses it.',
+    example = 'local sp = compare.session_spread(assert(compare.read("sessions.jsonl")))' },
   { name = 'compare.verdict', signature = 'compare.verdict(lo, hi [, noise]) -> "SAME" | "FASTER" | "SLOWER" | "UNSURE"',
     summary = 'The verdict of an interval of new / base.', example = 'print(compare.verdict(1.10, 1.20)) --> SLOWER' },
   { name = 'compare.format', signature = 'compare.format(result [, format]) -> text',
     summary = 'The report as "table" (default), "markdown" or "json", ending with a summary line.',
     example = 'io.write(compare.format(result, "markdown"))' },
   { name = 'compare.read', signature = 'compare.read(path) -> bundles | nil, message',
-    summary = 'Bundles from a JSON or JSON Lines file.', example = 'local bundles = assert(compare.read("results.jsonl"))' },
+    summary = 'Bundles from a JSON or JSON Lines file, checked for comparing (reader.read with comparable = true).', example = 'local bundles = assert(compare.read("results.jsonl"))' },
   { name = 'compare.parse', signature = 'compare.parse(text [, label]) -> bundles | nil, message',
-    summary = 'Bundles from JSON or JSON Lines text.', example = 'local bundles = compare.parse(text, "results.jsonl")' },
+    summary = 'Bundles from JSON or JSON Lines text, checked for comparing (reader.parse with comparable = true).', example = 'local bundles = compare.parse(text, "results.jsonl")' },
   { name = 'compare.bundles_of', signature = 'compare.bundles_of(v) -> bundles | nil, message',
     summary = 'The bundles in a decoded value: a bundle, a list, or {bundles = [...]}.', example = 'local list = compare.bundles_of(decoded)' },
   { name = 'compare.samples_of', signature = 'compare.samples_of(bundle) -> ms list | nil, why',
-    summary = 'The raw samples of a bundle in ms.', example = 'local xs = compare.samples_of(bundle)' },
+    summary = 'The raw samples of a bundle in ms (reader.samples_of).', example = 'local xs = compare.samples_of(bundle)' },
   { name = 'compare.median_of', signature = 'compare.median_of(bundle) -> ms | nil', summary = 'The recorded median in ms.',
     example = 'print(compare.median_of(bundle))' },
   { name = 'compare.key_of', signature = 'compare.key_of(bundle) -> key, label',
     summary = 'The matching key ("workloadDigest|provider") and a label for people.', example = 'local key, label = compare.key_of(bundle)' },
+})
+
+---------------------------------------------------------------------------
+-- kluabench.record.reader
+---------------------------------------------------------------------------
+
+section('reader', {
+  { name = 'reader.read', signature = 'reader.read(path [, opts]) -> bundles, lines | nil, message',
+    summary = 'The bundles of a record file (reader.parse of its text).',
+    example = 'local bundles, lines = assert(reader.read("results.jsonl", {comparable = true}))' },
+  { name = 'reader.parse', signature = 'reader.parse(text [, label [, opts]]) -> bundles, lines | nil, message',
+    summary = 'Strictly: every value must be a bundle (an object with a run object); errors read "LABEL:LINE: why".',
+    details = 'opts.comparable: also refuse a bundle without a workload digest ("sha256:...") or with a sample '
+      .. 'that is not a finite positive number, naming the point. lines: the line each bundle starts on.',
+    example = 'local bs, lines = reader.parse(\'{"run": {}}\\n{"run": {}}\\n\', "x.jsonl")\nprint(#bs, lines[2])' },
+  { name = 'reader.items', signature = 'reader.items(text [, label]) -> items | nil, line, message',
+    summary = 'Every JSON value of a file with its line, unchecked: {{bundle, line}} (what verify judges one by one).',
+    details = '.jsonl and .ndjson labels are JSON Lines; other text is when it holds more than one value. '
+      .. 'A JSON array gives its elements, {"bundles": [...]} the elements of that array.',
+    example = 'local items = reader.items(\'[{"run": {}}, 3]\', "x.json")\nprint(#items, items[2].bundle)' },
+  { name = 'reader.samples_of', signature = 'reader.samples_of(bundle) -> ms list | nil, why',
+    summary = 'The raw samples of a bundle in ms (run.spec.samples or sourceNative.samples_ms); nil and why when absent or not finite positive numbers.',
+    example = 'print(#reader.samples_of({run = {spec = {samples = {unit = "ns", values = {1000, 2000}}}}}))' },
+  { name = 'reader.label_of', signature = 'reader.label_of(bundle) -> label, provider',
+    summary = 'A label for people of a bundle\'s point ("llama4_rope forward hidden512-...-bf16") and its provider.',
+    example = 'print(reader.label_of({run = {}, implementation = {spec = {provider = "fused"}}}))' },
+  { name = 'reader.is_bundle', signature = 'reader.is_bundle(v) -> boolean',
+    summary = 'True when v is a table with a run table.', example = 'print(reader.is_bundle({run = {}})) --> true' },
+  { name = 'reader.get', signature = 'reader.get(t, key, ...) -> value | nil',
+    summary = 't[key][...] when every step is a table, else nil: for fields of files that may be missing or of another type.',
+    example = 'print(reader.get({run = {spec = 3}}, "run", "spec", "x")) --> nil' },
 })
 
 ---------------------------------------------------------------------------

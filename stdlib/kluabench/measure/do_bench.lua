@@ -180,6 +180,14 @@ M.TRITON_FLUSH_BYTES = 256000000
 --- Defaults of do_bench (triton's).
 M.DO_BENCH_DEFAULTS = { warmup_ms = 25, rep_ms = 100, return_mode = 'mean' }
 
+--- The fewest repetitions do_bench takes on the cpu backend. Triton takes
+-- max(1, rep_ms / estimate), and on a CPU the 256 MB flush inside the
+-- 5-call estimate can make the estimate exceed rep_ms: one sample, no
+-- median worth the name, nothing a comparison can use. This is where the
+-- cpu backend departs from triton's algorithm (its records say so); the
+-- cuda backend keeps triton's minimum of 1.
+M.CPU_MIN_REPEAT = 5
+
 local RETURN_MODES = { min = true, max = true, mean = true, median = true, all = true }
 
 --- Times fn the way triton.testing.do_bench does:
@@ -188,7 +196,8 @@ local RETURN_MODES = { min = true, max = true, mean = true, median = true, all =
 --   2. estimate: start event, 5 x (flush L2, fn()), end event, synchronize;
 --      estimate_ms = elapsed / 5;
 --   3. n_warmup = max(1, floor(warmup_ms / estimate_ms)),
---      n_repeat = max(1, floor(rep_ms / estimate_ms));
+--      n_repeat = max(min_repeat, floor(rep_ms / estimate_ms)), min_repeat
+--      being triton's 1 except on the cpu backend (CPU_MIN_REPEAT, 5);
 --   4. n_warmup calls of fn() (no flush);
 --   5. per repetition: [before_each()], flush L2, record start, fn(), record end;
 --   6. one synchronize; samples[i] = elapsed_ms(start[i], end[i]).
@@ -196,6 +205,8 @@ local RETURN_MODES = { min = true, max = true, mean = true, median = true, all =
 -- ("mean"; also min, max, median, all), before_each (optional function, run
 -- outside the timed region, the place of triton's grad_to_none), device (ctx
 -- table, default bench.device()).
+-- min_repeat: the fewest repetitions (default 1, triton's; CPU_MIN_REPEAT
+-- when the device is the cpu backend).
 -- flush_bytes: the size of the L2 flush (default 256e6 bytes, triton's
 -- buffer, so that the estimate and the sample counts match triton's).
 -- Returns value, result: value is what triton returns (the list of quantiles
@@ -203,7 +214,8 @@ local RETURN_MODES = { min = true, max = true, mean = true, median = true, all =
 -- else the return_mode statistic, or all samples for "all"); result has
 -- samples (ms), quantiles (list or nil), summary and used = {estimate_ms,
 -- n_warmup, n_repeat, warmup_ms, rep_ms, quantiles, return_mode,
--- flush_bytes, estimate_calls = 5}.
+-- flush_bytes, estimate_calls = 5, min_repeat, n_repeat_triton (what
+-- triton would have taken, when min_repeat raised it)}.
 function M.do_bench(fn, opts)
   if type(fn) ~= 'function' and not (getmetatable(fn) and getmetatable(fn).__call) then
     error("bad argument #1 to 'do_bench' (function expected, got " .. type(fn) .. ')', 2)
@@ -266,7 +278,13 @@ function M.do_bench(fn, opts)
   end
 
   local n_warmup = max(1, floor(warmup_ms / estimate_ms))
-  local n_repeat = max(1, floor(rep_ms / estimate_ms))
+  local n_repeat_triton = max(1, floor(rep_ms / estimate_ms))
+  local min_repeat = opts.min_repeat or (dev.backend == 'cpu' and M.CPU_MIN_REPEAT or 1)
+  if math.type(min_repeat) ~= 'integer' or min_repeat < 1 then
+    error("bad argument #2 to 'do_bench' (min_repeat must be a positive integer, got "
+      .. tostring(min_repeat) .. ')', 2)
+  end
+  local n_repeat = max(min_repeat, n_repeat_triton)
 
   local starts, ends = {}, {}
   for i = 1, n_repeat do starts[i], ends[i] = dev.event(), dev.event() end
@@ -298,6 +316,8 @@ function M.do_bench(fn, opts)
       quantiles = quantiles and copy(quantiles) or nil,
       return_mode = return_mode,
       flush_bytes = flush_bytes,
+      min_repeat = min_repeat,
+      n_repeat_triton = n_repeat_triton < n_repeat and n_repeat_triton or nil,
     },
   }
   local value
@@ -364,9 +384,15 @@ function M.do_bench_protocol(params)
         .. 'triton.testing.do_bench: 5-call estimate, warm-up %g ms, repetitions %g ms, L2 flushed '
         .. 'before every repetition outside the timed region) with quantiles %s (%s).', timed,
         p.warmup_ms, p.rep_ms, quantile_text(p.quantiles), spread_text(p.quantiles))
+      local cpu = (info.backend or 'cpu') == 'cpu'
       if timer == 'host_monotonic' then
         notes = notes .. ' Run on the cpu backend: samples are host monotonic-clock times of CPU '
           .. 'kernels, not GPU times.'
+      end
+      if cpu then
+        notes = notes .. string.format(' Unlike triton, at least %d repetitions are taken on the cpu '
+          .. '(triton takes max(1, rep/estimate), which the flush inside the estimate can make 1).',
+          M.CPU_MIN_REPEAT)
       end
       notes = notes .. ' Comparable only within one kernel, workload, timed pass, and device.'
       return {
@@ -379,6 +405,7 @@ function M.do_bench_protocol(params)
           repMs = p.rep_ms,
           quantiles = copy(p.quantiles),
           estimateCalls = 5,
+          minRepeat = cpu and M.CPU_MIN_REPEAT or nil,
           l2Flush = 'before every repetition, outside the timed region (inside the 5-call estimate, '
             .. 'as in triton)',
         },

@@ -209,16 +209,34 @@ function M.rse_median(opts)
           rse * 100, q.target * 100, st.n), true
       end
       if st.elapsed_ms >= q.timeout_ms then
-        return true, string.format('timeout after %g ms: rse of the median %.3g%% > %.3g%% with %d '
-          .. 'samples', q.timeout_ms, rse * 100, q.target * 100, st.n), false
+        return true, string.format('timeout after %g ms: %s', q.timeout_ms, M.unmet(q, st, rse)), false
       end
       if st.n >= q.max_samples then
-        return true, string.format('max_samples (%d) reached: rse of the median %.3g%% > %.3g%%',
-          q.max_samples, rse * 100, q.target * 100), false
+        return true, string.format('max_samples (%d) reached: %s', q.max_samples, M.unmet(q, st, rse)),
+          false
       end
       return false
     end,
   }
+end
+
+--- Which conditions of an rse_median rule (params q) a state has not met,
+-- as one phrase: "rse of the median 1.2% > 0.5%", "12 samples < min_samples
+-- 20", "3.1 ms measured < min_time_ms 10", joined by "; " (the rse alone
+-- is not the failure when it met its target and a minimum was not met).
+function M.unmet(q, st, rse)
+  local parts = {}
+  if not (rse <= q.target) then
+    parts[#parts + 1] = string.format('rse of the median %.3g%% > %.3g%%', rse * 100, q.target * 100)
+  end
+  if st.n < q.min_samples then
+    parts[#parts + 1] = string.format('%d samples < min_samples %d', st.n, q.min_samples)
+  end
+  if st.sum_ms < q.min_time_ms then
+    parts[#parts + 1] = string.format('%.3g ms measured < min_time_ms %g', st.sum_ms, q.min_time_ms)
+  end
+  if #parts == 0 then parts[1] = 'every condition met' end
+  return table.concat(parts, '; ') .. string.format(' (%d samples)', st.n)
 end
 
 --- The first of several criteria that says done ends the run; its reason

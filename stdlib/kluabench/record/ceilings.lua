@@ -9,6 +9,17 @@
 --   $KLUABENCH_CACHE/ceilings.json, else ~/.cache/kluabench/ceilings.json
 -- (scripts/ceilings.lua measures and stores it.)
 --
+-- The same entry keeps the device's between-session noise figure
+-- (`sessionNoise`, stored by scripts/run_noise.lua): how much the median of
+-- one point moves from one measurement session to the next, as the
+-- standard deviation of log(median) per time scale. `kluabench compare`
+-- widens its intervals by it when a side has a single session.
+--
+-- Nothing read from the cache is trusted blindly: a copy ceiling is used
+-- only when it is a finite positive number that converged, a noise figure
+-- only when its numbers are finite and in range (usable_copy,
+-- usable_noise); anything else is ignored with a note, never an error.
+--
 -- Helpers: gbps(bytes, ms); percent(x, ceiling); floor_ms(bytes, flops,
 -- ceilings) = the roofline floor, max(bytes / bandwidth, flops / rate).
 local output = require 'kluabench.report'
@@ -110,15 +121,78 @@ function M.load_cache(path)
   local text = output.read_file(path)
   if not text then return { version = M.VERSION, devices = {} } end
   local v, err = output.decode(text)
-  if type(v) ~= 'table' then return nil, path .. ': ' .. tostring(err or 'not a JSON object') end
+  if type(v) ~= 'table' or (next(v) ~= nil and output.table_kind(v) == 'array') then
+    return nil, path .. ': ' .. tostring(err or 'not a JSON object')
+  end
   if type(v.devices) ~= 'table' then v.devices = {} end
   return v
 end
 
---- The cached ceilings of a device (device_info table), or nil.
+--- The cached ceilings of a device (device_info table), or nil. The entry
+-- is returned as stored: see usable_copy and usable_noise before using it.
 function M.lookup(info, path)
   local c = M.load_cache(path)
-  return c and c.devices[M.device_key(info)] or nil
+  local e = c and c.devices[M.device_key(info)] or nil
+  return type(e) == 'table' and e or nil
+end
+
+local function finite_positive(x)
+  return type(x) == 'number' and x > 0 and x < math.huge
+end
+
+--- The copy ceiling of a cache entry in GB/s when it may be used, else
+-- nil and why: it must be a finite positive number below 10^6 GB/s, and
+-- its measurement must not have ended unconverged (converged == false).
+function M.usable_copy(entry)
+  if type(entry) ~= 'table' then return nil, 'no cached copy ceiling' end
+  local g = entry.copy_gbps
+  if not finite_positive(g) or g >= 1e6 then
+    return nil, 'the cached copy ceiling is not a finite positive number of GB/s ('
+      .. tostring(g) .. ')'
+  end
+  if entry.converged == false then
+    return nil, string.format('the cached copy ceiling (%.4g GB/s) did not converge', g)
+  end
+  return g
+end
+
+--- The noise figure of a cache entry when it may be used, else nil and
+-- why: entry.sessionNoise.scales must be a list of {ms > 0, sd in [0, 1)}.
+function M.usable_noise(entry)
+  local n = type(entry) == 'table' and entry.sessionNoise or nil
+  if type(n) ~= 'table' or type(n.scales) ~= 'table' or #n.scales == 0 then
+    return nil, 'no between-session noise figure for this device'
+  end
+  for i, sc in ipairs(n.scales) do
+    if type(sc) ~= 'table' or not finite_positive(sc.ms) or type(sc.sd) ~= 'number'
+        or not (sc.sd >= 0 and sc.sd < 1) then
+      return nil, string.format('the cached noise figure is malformed (scale %d)', i)
+    end
+  end
+  return n
+end
+
+--- The between-session noise (sd of log median) at a point of median ms,
+-- from a noise figure (usable_noise): each scale's sdUpper (else its sd),
+-- interpolated linearly in log(ms) between the measured scales, the
+-- nearest scale's beyond them.
+function M.noise_at(figure, ms)
+  local sc = {}
+  for i, x in ipairs(figure.scales) do
+    local up = x.sdUpper
+    sc[i] = { ms = x.ms, sd = (type(up) == 'number' and up >= x.sd and up < 1) and up or x.sd }
+  end
+  table.sort(sc, function(a, b) return a.ms < b.ms end)
+  if not finite_positive(ms) or ms <= sc[1].ms then return sc[1].sd end
+  if ms >= sc[#sc].ms then return sc[#sc].sd end
+  for i = 2, #sc do
+    if ms <= sc[i].ms then
+      local a, b = sc[i - 1], sc[i]
+      local t = (math.log(ms) - math.log(a.ms)) / (math.log(b.ms) - math.log(a.ms))
+      return a.sd + t * (b.sd - a.sd)
+    end
+  end
+  return sc[#sc].sd
 end
 
 --- Stores entry for the device in the cache file (atomic rewrite).
@@ -133,8 +207,25 @@ function M.store(info, entry, path)
   local c, err = M.load_cache(path)
   if not c then return nil, err end
   c.version = M.VERSION
-  c.devices[M.device_key(info)] = entry
-  return output.write_atomic(path, output.encode_pretty(c) .. '\n')
+  local key = M.device_key(info)
+  local old = c.devices[key]
+  -- the noise figure is measured apart from the ceiling: a new ceiling keeps it
+  if type(old) == 'table' and entry.sessionNoise == nil then entry.sessionNoise = old.sessionNoise end
+  c.devices[key] = entry
+  local text, eerr = output.encode_pretty(c)
+  if not text then return nil, path .. ': ' .. tostring(eerr) end
+  return output.write_atomic(path, text .. '\n')
+end
+
+--- Stores a between-session noise figure (see scripts/run_noise.lua) in the
+-- device's cache entry, beside its ceiling. Returns true or nil, message.
+function M.store_noise(info, figure, path)
+  local c, err = M.load_cache(path)
+  if not c then return nil, err end
+  local e = c.devices[M.device_key(info)]
+  e = type(e) == 'table' and e or {}
+  e.sessionNoise = figure
+  return M.store(info, e, path)
 end
 
 --- The throughput of a point for its record (ceilings.throughput) against
@@ -146,15 +237,84 @@ function M.cached_throughput(bytes, flops, ms, opts)
   local ok, kb = pcall(require, 'kluabench.core')
   local entry
   if ok and type(kb) == 'table' and kb.device_info then
-    entry = M.lookup(kb.device_info(), opts.path)
+    local okl, e = pcall(M.lookup, kb.device_info(), opts.path)
+    entry = okl and e or nil
   end
-  local t = M.throughput(bytes, flops, ms, entry and { copy_gbps = entry.copy_gbps } or nil)
-  if entry then
-    t.copyCeilingGbps = entry.copy_gbps
+  local gbps, why = M.usable_copy(entry)
+  local t = M.throughput(bytes, flops, ms, gbps and { copy_gbps = gbps } or nil)
+  if gbps then
+    t.copyCeilingGbps = gbps
+    t.copyCeiling = { gbps = gbps, measuredAt = type(entry.measured_at) == 'string' and entry.measured_at or nil,
+      converged = entry.converged }
+  elseif entry then
+    t.note = why .. ': not used; re-measure with kluabench scripts/ceilings.lua --force'
   else
     t.note = 'no cached copy ceiling for this device: run kluabench scripts/ceilings.lua'
   end
   return t
+end
+
+--- The cached between-session noise of the default device at a point of
+-- median ms, for a record's run.spec.execution.sessionNoise: {sd,
+-- measuredAt, sessions} or nil when there is no usable figure.
+function M.cached_noise(ms, opts)
+  opts = opts or {}
+  local ok, kb = pcall(require, 'kluabench.core')
+  if not (ok and type(kb) == 'table' and kb.device_info) then return nil end
+  local okl, e = pcall(M.lookup, kb.device_info(), opts.path)
+  local fig = okl and M.usable_noise(e) or nil
+  if not fig then return nil end
+  return { sd = M.noise_at(fig, ms), measuredAt = type(fig.measuredAt) == 'string' and fig.measuredAt or nil,
+    sessions = math.type(fig.sessions) == 'integer' and fig.sessions or nil }
+end
+
+-- sqrt(df / q) with q the 10 % quantile of chi-square(df) (Wilson and
+-- Hilferty's approximation): an sd estimated with df degrees of freedom
+-- times this is a one-sided 90 % upper confidence bound of the true sd.
+local function chi2_factor(df)
+  local z = require('kluabench.stats.inference').normal_quantile(0.10)
+  local c = 2 / (9 * df)
+  local q = df * (1 - c + z * math.sqrt(c)) ^ 3
+  if q <= 0 then return 10 end
+  return math.sqrt(df / q)
+end
+
+--- A noise figure from per-point spreads: points is a list of {ms (the
+-- point's median), sd (the sample sd of its sessions' log medians), df
+-- (sessions - 1)}. Points are binned by half-decades of ms and pooled in
+-- each bin (sqrt(sum df sd^2 / sum df)), ms the bin's geometric mean;
+-- sdUpper is the one-sided 90 % upper confidence bound of that sd (so that
+-- a figure from few sessions errs wide; noise_at uses it).
+-- Returns {scales = {{ms, sd, sdUpper, points, df}} ascending in ms, points, method}
+-- (add measuredAt, sessions, device before storing it), or nil, why.
+function M.noise_figure(points)
+  local bins, order = {}, {}
+  for _, p in ipairs(points or {}) do
+    if finite_positive(p.ms) and type(p.sd) == 'number' and p.sd >= 0 and p.sd < 1
+        and math.type(p.df) == 'integer' and p.df >= 1 then
+      local k = math.floor(2 * math.log(p.ms, 10))
+      local b = bins[k]
+      if not b then
+        b = { ss = 0, df = 0, logms = 0, n = 0 }
+        bins[k] = b
+        order[#order + 1] = k
+      end
+      b.ss, b.df = b.ss + p.df * p.sd ^ 2, b.df + p.df
+      b.logms, b.n = b.logms + math.log(p.ms), b.n + 1
+    end
+  end
+  if #order == 0 then return nil, 'no point was measured in two sessions or more' end
+  table.sort(order)
+  local scales, total = {}, 0
+  for i, k in ipairs(order) do
+    local b = bins[k]
+    local sd = math.sqrt(b.ss / b.df)
+    scales[i] = { ms = math.exp(b.logms / b.n), sd = sd, sdUpper = math.min(0.99, sd * chi2_factor(b.df)),
+      points = b.n, df = b.df }
+    total = total + b.n
+  end
+  return { scales = scales, points = total,
+    method = 'sd of log(session median) over sessions of each point, pooled per half-decade of time' }
 end
 
 ---------------------------------------------------------------------------
@@ -211,7 +371,7 @@ function M.copy_ceiling(opts)
   local info = kb.device_info()
   if not opts.force then
     local e = M.lookup(info, opts.path)
-    if e and e.copy_gbps then return e, true end
+    if M.usable_copy(e) then return e, true end
   end
   local e = M.measure_copy(opts)
   local ok, err = M.store(info, e, opts.path)

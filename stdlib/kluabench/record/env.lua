@@ -283,4 +283,14 @@ function M.device_name(doc)
   return hw.formFactor and (hw.product .. ' ' .. hw.formFactor) or hw.product
 end
 
+--- The device_name of this process's default device (what a bundle measured
+-- here would say), or nil without the engine.
+-- @example
+--   print(env.local_device_name())
+function M.local_device_name()
+  local ok, k = pcall(require, 'kluabench.core')
+  if not (ok and type(k) == 'table' and type(k.device_info) == 'function') then return nil end
+  return M.device_name { spec = { hardware = M.hardware(k.device_info(), k.backend and k.backend()) } }
+end
+
 return M

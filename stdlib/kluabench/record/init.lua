@@ -429,9 +429,7 @@ local function throughput_of(workload_spec, median_ms, environment)
   if type(workload_spec.bytes) ~= 'number' and type(workload_spec.flops) ~= 'number' then return nil end
   local ceilings = require 'kluabench.record.ceilings'
   local env = require 'kluabench.record.env'
-  local k = kb()
-  local here = type(k.device_info) == 'function'
-    and env.device_name { spec = { hardware = env.hardware(k.device_info(), k.backend and k.backend()) } }
+  local here = env.local_device_name()
   if here ~= env.device_name(environment) then
     local t = ceilings.throughput(workload_spec.bytes, workload_spec.flops, median_ms)
     t.note = 'measured on ' .. tostring(env.device_name(environment)) .. ', not on this process\'s device ('
@@ -440,6 +438,17 @@ local function throughput_of(workload_spec, median_ms, environment)
   end
   return flag_implausible(ceilings.cached_throughput(workload_spec.bytes, workload_spec.flops, median_ms),
     workload_spec.bytes, median_ms)
+end
+
+-- run.spec.execution.sessionNoise: the cached between-session noise of this
+-- device at the point's median (ceilings.cached_noise), which `kluabench
+-- compare` uses for a side measured in one session; nil when there is none
+-- or the bundle's environment names another device.
+local function session_noise_of(median_ms, environment)
+  local env = require 'kluabench.record.env'
+  local here = env.local_device_name()
+  if here == nil or type(median_ms) ~= 'number' or here ~= env.device_name(environment) then return nil end
+  return require('kluabench.record.ceilings').cached_noise(median_ms)
 end
 
 --- One sealed bundle from a protocol run. o:
@@ -498,6 +507,9 @@ function M.from_result(o)
     for i, q in ipairs(qs) do
       if q == 0.5 then execution.throughput = throughput_of(workload.spec, values[i], environment) end
     end
+  end
+  if execution.sessionNoise == nil and #result.samples > 0 then
+    execution.sessionNoise = session_noise_of(stats.median(result.samples), environment)
   end
   local run = M.latency_run {
     kernel = o.kernel, mode = o.mode, provider = o.provider, gpu = gpu, workload_slug = slug,

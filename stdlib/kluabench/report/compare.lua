@@ -2,152 +2,93 @@
 -- same as BASE, or can the samples not tell?
 --
 -- Points are matched by the run's workloadDigest and the implementation's
--- provider (bundles of one point found several times in one file, repeated
--- runs, have their samples pooled). For each match, on the raw samples:
---   - the ratio of medians new / base (> 1: NEW is slower),
---   - its bootstrap confidence interval (percentile method, `resamples`
---     resamples of each side, seeded: the same files give the same report),
---   - the Mann-Whitney U test's two-sided p-value (reported, as a second
---     opinion that does not depend on the median).
+-- provider. Each bundle of a point is one measurement session (the harness's
+-- --runs N gives N); a side's estimate is the mean of its sessions' medians.
+-- For each match:
+--   - the ratio new / base of those estimates (> 1: NEW is slower),
+--   - its confidence interval from a hierarchical bootstrap: sessions
+--     resampled, then samples within them (inference.hierarchical_ratio),
+--     so that the run-to-run shift counts, not only the spread inside a run;
+--   - a side measured in a single session shows no run-to-run shift, so the
+--     interval is widened by the device's between-session noise figure at
+--     the point's time scale (--between, the records' sessionNoise, or the
+--     local cache that scripts/run_noise.lua fills); without one, the point
+--     is UNSURE (a hint says how to get one);
+--   - the Mann-Whitney U test's two-sided p-value on the pooled samples
+--     (reported, as a second opinion that does not depend on the median).
 -- Verdict, with the interval [lo, hi] and the noise band `noise` (default
 -- 1 %):
 --   SAME    the whole interval lies within [1 - noise, 1 + noise]
 --   SLOWER  lo > 1 (otherwise)            FASTER  hi < 1 (otherwise)
---   UNSURE  the interval holds 1 and reaches outside the band: more samples
---           (or quieter clocks) are needed to tell; a one-line hint says why.
+--   UNSURE  the interval holds 1 and reaches outside the band, fewer than
+--           MIN_SAMPLES samples on a side, or no between-session figure.
 -- A regression is a SLOWER point whose ratio exceeds 1 + threshold (default
 -- 5 %); `kluabench compare` exits 1 when there is one.
 local inference = require 'kluabench.stats.inference'
 local output = require 'kluabench.report'
-local names = require 'kluabench.record.names'
+local reader = require 'kluabench.record.reader'
 
 local M = {}
 
-M.DEFAULTS = { threshold = 0.05, noise = 0.01, confidence = 0.95, resamples = 2000, seed = 1 }
+M.DEFAULTS = { threshold = 0.05, noise = 0.01, confidence = 0.95, resamples = 2000, seed = 1,
+  familywise = true }
+
+--- Fewer samples than this on either side of a point: UNSURE, never a
+-- verdict (a median and its interval need a few samples to mean anything).
+M.MIN_SAMPLES = 5
+
+local get = reader.get
 
 ---------------------------------------------------------------------------
--- Reading bundles
+-- Reading bundles (kluabench.record.reader)
 ---------------------------------------------------------------------------
-
-local function is_bundle(v)
-  return type(v) == 'table' and type(v.run) == 'table'
-end
-
--- t[k1][k2]... where every step is a table, else nil: bundles come from
--- files, and any field may be missing or of another type.
-local function get(t, ...)
-  for i = 1, select('#', ...) do
-    if type(t) ~= 'table' then return nil end
-    t = t[select(i, ...)]
-  end
-  return t
-end
-
-local function text_of(v)
-  return (type(v) == 'string' or type(v) == 'number') and tostring(v) or nil
-end
-
--- A copy of list times scale, or nil and why when an element is not a number.
-local function numbers(list, scale)
-  local out = {}
-  for i, v in ipairs(list) do
-    if type(v) ~= 'number' then return nil, string.format('sample %d is not a number', i) end
-    out[i] = v * scale
-  end
-  return out
-end
 
 --- The bundles in a decoded JSON value: a bundle, a list of bundles, or
 -- {bundles = [...]}. nil, message otherwise.
 function M.bundles_of(v)
-  if is_bundle(v) then return { v } end
+  if reader.is_bundle(v) then return { v } end
   if type(v) == 'table' and type(v.bundles) == 'table' then v = v.bundles end
   if type(v) == 'table' and #v > 0 then
     for i, b in ipairs(v) do
-      if not is_bundle(b) then return nil, string.format('element %d is not a record bundle', i) end
+      if not reader.is_bundle(b) then return nil, string.format('element %d is not a record bundle', i) end
     end
     return v
   end
   return nil, 'not a record bundle or a list of bundles'
 end
 
---- Bundles from JSON or JSON Lines text. Returns a list, or nil, message.
+--- Bundles from JSON or JSON Lines text, checked for comparing (reader.parse
+-- with comparable = true). Returns a list, or nil, "LABEL:LINE: why".
 function M.parse(text, label)
-  label = label or 'input'
-  local v, err, code = output.decode(text)
-  if v ~= nil then
-    local bundles, why = M.bundles_of(v)
-    if not bundles then return nil, label .. ': ' .. why end
-    return bundles
-  end
-  -- a line that starts with '{' makes it JSON Lines; [ \t\r]* rather than %s*,
-  -- which spans newlines and made this quadratic in a file of blank lines
-  if code ~= 'trailing' and not text:find('\n[ \t\r]*{') then return nil, label .. ': ' .. err end
-  local out, n = {}, 0
-  for line in (text .. '\n'):gmatch('([^\n]*)\n') do
-    n = n + 1
-    if line:match('%S') then
-      local b, lerr = output.decode(line)
-      if b == nil then return nil, string.format('%s: line %d: %s', label, n, lerr) end
-      if not is_bundle(b) then return nil, string.format('%s: line %d: not a record bundle', label, n) end
-      out[#out + 1] = b
-    end
-  end
-  if #out == 0 then return nil, label .. ': no bundles' end
-  return out
+  local bundles, err = reader.parse(text, label or 'input', { comparable = true })
+  if not bundles then return nil, err end
+  return bundles
 end
 
---- Bundles from a file (JSON or JSON Lines). nil, message on failure.
+--- Bundles from a file (JSON or JSON Lines), checked for comparing. nil,
+-- message on failure.
 function M.read(path)
-  local text, err = output.read_file(path)
-  if not text then return nil, err end
-  return M.parse(text, path)
+  local bundles, err = reader.read(path, { comparable = true })
+  if not bundles then return nil, err end
+  return bundles
 end
 
---- The raw samples of a bundle in ms: run.spec.samples ({unit = "ns" | "us"
--- | "ms", values}), or run.spec.sourceNative.samples_ms. Returns the list,
--- or nil, why.
-function M.samples_of(bundle)
-  local s = get(bundle, 'run', 'spec', 'samples')
-  if type(s) == 'table' and type(s.values) == 'table' and #s.values > 0 then
-    local scale = ({ ns = 1e-6, us = 1e-3, ms = 1, s = 1e3 })[s.unit or 'ns']
-    if not scale then return nil, 'samples in unknown unit ' .. tostring(s.unit) end
-    return numbers(s.values, scale)
-  end
-  local ms = get(bundle, 'run', 'spec', 'sourceNative', 'samples_ms')
-  if type(ms) == 'table' and #ms > 0 then return numbers(ms, 1) end
-  return nil, 'no raw samples in the record'
-end
+--- The raw samples of a bundle in ms (reader.samples_of).
+M.samples_of = reader.samples_of
 
 --- The recorded median in ms (run.spec.timing.latencyNs.median), or nil.
 function M.median_of(bundle)
   local ns = get(bundle, 'run', 'spec', 'timing', 'latencyNs', 'median')
-  return type(ns) == 'number' and ns / 1e6 or nil
+  return (type(ns) == 'number' and ns > 0 and ns < math.huge) and ns / 1e6 or nil
 end
 
-local function provider_of(b)
-  return text_of(get(b, 'implementation', 'spec', 'provider'))
-    or text_of(get(b, 'run', 'metadata', 'labels', 'provider')) or '?'
-end
-
---- The matching key of a bundle ("workloadDigest|provider") and a label
--- for people ("llama4_rope backward hidden512-...-bf16").
+--- The matching key of a bundle ("workloadDigest|provider"), a label for
+-- people ("llama4_rope backward hidden512-...-bf16") and the provider.
 function M.key_of(b)
   local wd = get(b, 'run', 'spec', 'workloadDigest')
-  if type(wd) ~= 'string' then
-    wd = (text_of(get(b, 'run', 'spec', 'sourceNative', 'benchmark')) or '?') .. '?'
-  end
-  local ws = get(b, 'workload', 'spec')
-  local slug = ''
-  if type(get(ws, 'parameters')) == 'table' then
-    local ok, s = pcall(names.workload_slug, ws.parameters, text_of(ws.dtype))
-    slug = ok and s or ''
-  end
-  local parts = { text_of(get(ws, 'kernel')) or text_of(get(b, 'workload', 'metadata', 'name')) or '?' }
-  parts[#parts + 1] = text_of(get(ws, 'operation'))
-  if slug ~= '' then parts[#parts + 1] = slug end
-  local provider = provider_of(b)
-  return wd .. '|' .. provider, table.concat(parts, ' '), provider
+  if type(wd) ~= 'string' then wd = '?' end
+  local label, provider = reader.label_of(b)
+  return wd .. '|' .. provider, label, provider
 end
 
 ---------------------------------------------------------------------------
@@ -163,25 +104,113 @@ function M.verdict(lo, hi, noise)
   return 'UNSURE'
 end
 
---- Compares two lists of samples (ms). opts: the fields of M.DEFAULTS.
--- Returns {ratio, lo, hi, p, verdict, regression, base_median, new_median,
--- base_n, new_n, confidence, resamples, seed}.
-function M.compare_samples(base, new, opts)
+local function total(sessions)
+  local n = 0
+  for _, s in ipairs(sessions) do n = n + #s end
+  return n
+end
+
+local function pooled(sessions)
+  local out = {}
+  for _, s in ipairs(sessions) do table.move(s, 1, #s, #out + 1, out) end
+  return out
+end
+
+-- The between-session noise (sd of log median) at a point of ms: opts.between
+-- is a number or a function(ms) -> sd, source.
+local function between_at(between, ms)
+  if type(between) == 'number' then return between, '--between' end
+  if type(between) == 'function' then return between(ms) end
+  return nil
+end
+
+--- Compares the sessions of one point (each session a list of samples in
+-- ms). opts: the fields of M.DEFAULTS, and `between`: the relative
+-- between-session noise of the device (the sd of log(session median); a
+-- number, or a function(ms) -> sd, source) used for a side with one
+-- session; `points`: how many points the comparison holds, for the
+-- family-wise confidence (default 1). Returns {ratio, lo, hi, p, verdict, regression, base_median,
+-- new_median (means of session medians), base_n, new_n, base_sessions,
+-- new_sessions, base_between, new_between, between, confidence,
+-- point_confidence, resamples, seed, method, why (set when the verdict is UNSURE for want of evidence)}.
+function M.compare_sessions(base, new, opts)
   opts = opts or {}
   local d = M.DEFAULTS
   local conf = opts.confidence or d.confidence
-  local bs = inference.bootstrap_ratio(base, new, { resamples = opts.resamples or d.resamples,
+  local nb, nn = total(base), total(new)
+  local r = { base_n = nb, new_n = nn, base_sessions = #base, new_sessions = #new, confidence = conf }
+  if nb < M.MIN_SAMPLES or nn < M.MIN_SAMPLES then
+    local sb, sn = pooled(base), pooled(new)
+    if nb > 0 and nn > 0 then
+      local stats = require 'kluabench.stats'
+      r.base_median, r.new_median = stats.median(sb), stats.median(sn)
+      r.ratio = r.new_median / r.base_median
+    end
+    r.verdict, r.regression = 'UNSURE', false
+    r.why = string.format('too few samples (n = %d / %d; a verdict needs at least %d a side)', nb, nn,
+      M.MIN_SAMPLES)
+    return r
+  end
+  local h = inference.hierarchical_ratio(base, new, { resamples = opts.resamples or d.resamples,
     confidence = conf, seed = opts.seed or d.seed })
-  local mw = inference.mann_whitney(new, base)
-  local verdict = M.verdict(bs.lo, bs.hi, opts.noise or d.noise)
-  local threshold = opts.threshold or d.threshold
-  return {
-    ratio = bs.ratio, lo = bs.lo, hi = bs.hi, p = mw.p, p_superiority = mw.p_superiority,
-    verdict = verdict,
-    regression = verdict == 'SLOWER' and bs.ratio > 1 + threshold,
-    base_median = bs.base_median, new_median = bs.new_median,
-    base_n = #base, new_n = #new, confidence = conf, resamples = bs.resamples, seed = bs.seed,
-  }
+  for k, v in pairs(h) do r[k] = v end
+  -- family-wise: with m points compared, each interval is at confidence
+  -- 1 - (1 - conf) / m (Bonferroni), so that an A/A comparison of a whole
+  -- sweep reads as a change no more often than 1 - conf. The bootstrap's
+  -- percentile interval at conf has its log half-widths stretched by
+  -- z(point) / z(conf) rather than taking percentiles far in the tails.
+  local m = opts.points or 1
+  local pconf = 1 - (1 - conf) / m
+  r.point_confidence = pconf
+  local stretch = inference.normal_quantile(0.5 + pconf / 2) / inference.normal_quantile(0.5 + conf / 2)
+  h.lo = h.ratio * (h.lo / h.ratio) ^ stretch
+  h.hi = h.ratio * (h.hi / h.ratio) ^ stretch
+  local mw = inference.mann_whitney(pooled(new), pooled(base))
+  r.p, r.p_superiority = mw.p, mw.p_superiority
+  -- the between-session variance the bootstrap could not see: all of it for
+  -- a side of one session, the shortfall of the observed spread below the
+  -- device's figure for a side of several (few sessions underestimate it)
+  local sd, source = between_at(opts.between, h.base_median)
+  if not sd and (h.base_between or h.new_between) then
+    -- without a device figure, the spread the sessions themselves show,
+    -- pooled over both sides: a side that happened to land close together
+    -- (or has one session) is not taken to be quieter than the other
+    local ss, df = 0, 0
+    for _, side in ipairs { { h.base_sessions, h.base_between }, { h.new_sessions, h.new_between } } do
+      if side[2] then ss, df = ss + side[2] ^ 2 * (side[1] - 1), df + side[1] - 1 end
+    end
+    sd, source = math.sqrt(ss / df), 'the spread of the sessions'
+    -- a spread estimated from a few sessions: Student's t with their
+    -- degrees of freedom instead of the normal quantile
+    local k = inference.t_quantile(0.5 + pconf / 2, df) / inference.normal_quantile(0.5 + pconf / 2)
+    h.lo, h.hi = h.ratio * (h.lo / h.ratio) ^ k, h.ratio * (h.hi / h.ratio) ^ k
+    r.t_df = df
+  end
+  local extra, unknown = 0, false
+  for _, side in ipairs { { h.base_sessions, h.base_between }, { h.new_sessions, h.new_between } } do
+    if sd then
+      extra = extra + math.max(0, sd ^ 2 - (side[2] or 0) ^ 2) / side[1]
+    elseif side[1] == 1 then
+      unknown = true
+    end
+  end
+  r.between, r.between_source = sd, source
+  r.lo, r.hi = inference.widen(h.ratio, h.lo, h.hi, math.sqrt(extra), pconf)
+  r.verdict = M.verdict(r.lo, r.hi, opts.noise or d.noise)
+  if unknown then
+    r.verdict = 'UNSURE'
+    r.why = 'one session a side and no between-session noise figure for this device: the interval '
+      .. 'holds only the spread inside one run (give --between SD, run kluabench scripts/run_noise.lua '
+      .. 'on the device, or measure with --runs 3)'
+  end
+  r.regression = r.verdict == 'SLOWER' and r.ratio > 1 + (opts.threshold or d.threshold)
+  return r
+end
+
+--- Compares two lists of samples (ms), one session each: compare_sessions
+-- of {base} and {new}.
+function M.compare_samples(base, new, opts)
+  return M.compare_sessions({ base }, { new }, opts)
 end
 
 local function execution(b)
@@ -212,10 +241,12 @@ local function hint(p, base_bs, new_bs, noise)
       end
     end
   end
-  if p.verdict == 'UNSURE' then
+  if p.why then
+    parts[#parts + 1] = p.why
+  elseif p.verdict == 'UNSURE' then
     parts[#parts + 1] = string.format('interval %+.1f%%..%+.1f%% is wider than the +-%g%% noise band: '
-      .. 'take more samples (n = %d / %d)', (p.lo - 1) * 100, (p.hi - 1) * 100, noise * 100,
-      p.base_n, p.new_n)
+      .. 'take more samples or sessions (n = %d / %d, sessions %d / %d)', (p.lo - 1) * 100,
+      (p.hi - 1) * 100, noise * 100, p.base_n, p.new_n, p.base_sessions, p.new_sessions)
   end
   clocks_note(base_bs, 'BASE')
   clocks_note(new_bs, 'NEW')
@@ -240,24 +271,40 @@ local function group(bundles)
       by[key] = { key = key, label = label, provider = provider, bundles = {} }
       order[#order + 1] = key
     end
-    table.insert(by[key].bundles, b)
+    local list = by[key].bundles
+    list[#list + 1] = b
   end
   return by, order
 end
 
-local function pooled(bs)
+-- The sessions (sample lists) of a point's bundles, or nil, why.
+local function sessions_of(bs)
   local out = {}
-  for _, b in ipairs(bs) do
+  for i, b in ipairs(bs) do
     local s, why = M.samples_of(b)
     if not s then return nil, why end
-    table.move(s, 1, #s, #out + 1, out)
+    out[i] = s
   end
   return out
 end
 
---- Compares two lists of bundles. Returns {points = {{label, provider,
--- verdict, ratio, lo, hi, p, base_median, new_median, base_n, new_n,
--- regression, hint, base_runs, new_runs}}, only_base = {labels},
+-- The noise figure recorded in the bundles (the largest of them), as a
+-- function of ms for compare_sessions, or nil.
+local function recorded_between(bs)
+  local sd
+  for _, b in ipairs(bs) do
+    local x = get(execution(b), 'sessionNoise', 'sd')
+    if type(x) == 'number' and x >= 0 and x < 1 and (not sd or x > sd) then sd = x end
+  end
+  return sd
+end
+
+--- Compares two lists of bundles. opts: the fields of M.DEFAULTS and
+-- `between` (see compare_sessions; default: the largest sessionNoise the
+-- point's bundles recorded, else opts.device_between, the same kind of
+-- value, which `kluabench compare` takes from this device's cache). Returns {points = {{label, provider, verdict, ratio, lo, hi,
+-- p, base_median, new_median, base_n, new_n, base_sessions, new_sessions,
+-- between, regression, hint, base_runs, new_runs}}, only_base = {labels},
 -- only_new = {labels}, regressions = n, counts = {VERDICT = n}, opts}.
 function M.compare(base, new, opts)
   opts = opts or {}
@@ -265,7 +312,12 @@ function M.compare(base, new, opts)
   for k, v in pairs(M.DEFAULTS) do o[k] = opts[k] == nil and v or opts[k] end
   local bb, border = group(base)
   local nb = group(new)
-  local out = { points = {}, only_base = {}, only_new = {}, regressions = 0, counts = {}, opts = o }
+  local out = { points = {}, only_base = {}, only_new = {}, regressions = 0, counts = {},
+    opts = { threshold = o.threshold, noise = o.noise, confidence = o.confidence,
+      resamples = o.resamples, seed = o.seed, familywise = o.familywise, points_compared = common,
+      between = type(opts.between) == 'number' and opts.between or nil } }
+  local common = 0
+  for _, key in ipairs(border) do if nb[key] then common = common + 1 end end
   for _, key in ipairs(border) do
     local b, n = bb[key], nb[key]
     if not n then
@@ -273,25 +325,35 @@ function M.compare(base, new, opts)
     else
       local point = { label = b.label, provider = b.provider, base_runs = #b.bundles,
         new_runs = #n.bundles }
-      local sb, why_b = pooled(b.bundles)
-      local sn, why_n = pooled(n.bundles)
-      if sb and sn and #sb > 0 and #sn > 0 then
-        local ok, c = pcall(M.compare_samples, sb, sn, o)
+      local sb, why_b = sessions_of(b.bundles)
+      local sn, why_n = sessions_of(n.bundles)
+      if sb and sn then
+        local po = {}
+        for k, v in pairs(o) do po[k] = v end
+        po.between, po.points = opts.between, o.familywise == false and 1 or common
+        if po.between == nil then
+          local rb, rn = recorded_between(b.bundles), recorded_between(n.bundles)
+          local sd = (rb and rn) and math.max(rb, rn) or rb or rn
+          if sd then po.between = function() return sd, 'the records' end end
+        end
+        if po.between == nil then po.between = opts.device_between end
+        local ok, c = pcall(M.compare_sessions, sb, sn, po)
         if ok then
           for k, v in pairs(c) do point[k] = v end
+          point.hint = hint(point, b.bundles, n.bundles, o.noise)
         else
-          point.verdict, point.hint = 'UNSURE', 'cannot compare: ' .. tostring(c):gsub('^.-: ', '')
+          point.verdict, point.regression = 'UNSURE', false
+          point.hint = 'cannot compare: ' .. tostring(c):gsub('^.-: ', '')
         end
       else
         point.verdict = 'UNSURE'
         local mb, mn = M.median_of(b.bundles[1]), M.median_of(n.bundles[1])
-        if mb and mn and mb > 0 then
+        if mb and mn then
           point.ratio, point.base_median, point.new_median = mn / mb, mb, mn
         end
         point.hint = (sb and 'NEW: ' .. why_n or 'BASE: ' .. why_b)
           .. ' (re-run with raw samples kept to get a verdict)'
       end
-      if point.lo then point.hint = hint(point, b.bundles, n.bundles, o.noise) end
       if point.regression then out.regressions = out.regressions + 1 end
       out.counts[point.verdict] = (out.counts[point.verdict] or 0) + 1
       out.points[#out.points + 1] = point
@@ -301,6 +363,32 @@ function M.compare(base, new, opts)
     if not bb[key] then out.only_new[#out.only_new + 1] = n.label .. ' (' .. n.provider .. ')' end
   end
   table.sort(out.only_new)
+  return out
+end
+
+--- The run-to-run spread of every point measured in several sessions in a
+-- list of bundles (all files of repeated runs of one sweep together):
+-- {{label, provider, ms (geometric mean of the session medians), sd (sd of the log
+-- session medians), df (sessions - 1)}}, for ceilings.noise_figure.
+function M.session_spread(bundles)
+  local by, order = group(bundles)
+  local out = {}
+  for _, key in ipairs(order) do
+    local g = by[key]
+    local sessions = sessions_of(g.bundles)
+    if sessions and #sessions >= 2 then
+      local logs, sum = {}, 0
+      local stats = require 'kluabench.stats'
+      for i, s in ipairs(sessions) do
+        logs[i] = math.log(stats.median(s))
+        sum = sum + logs[i]
+      end
+      local mean, ss = sum / #logs, 0
+      for _, l in ipairs(logs) do ss = ss + (l - mean) ^ 2 end
+      out[#out + 1] = { label = g.label, provider = g.provider, ms = math.exp(mean),
+        sd = math.sqrt(ss / (#logs - 1)), df = #logs - 1 }
+    end
+  end
   return out
 end
 
@@ -314,6 +402,7 @@ local function pct(r) return r and string.format('%+.1f%%', (r - 1) * 100) or ''
 local COLUMNS = {
   { key = 'label', title = 'point' },
   { key = 'provider', title = 'provider' },
+  { key = 'runs', title = 'runs', align = 'right' },
   { key = 'base_median', title = 'base us', align = 'right', format = us },
   { key = 'new_median', title = 'new us', align = 'right', format = us },
   { key = 'ratio', title = 'change', align = 'right', format = pct },
@@ -323,12 +412,23 @@ local COLUMNS = {
   { key = 'note', title = 'note' },
 }
 
+-- A copy of v that JSON can hold: numbers that are not finite (a ratio of
+-- odd recorded medians) and functions become absent.
+local function json_safe(v)
+  if type(v) == 'number' then return (v == v and v > -math.huge and v < math.huge) and v or nil end
+  if type(v) == 'function' then return nil end
+  if type(v) ~= 'table' then return v end
+  local out = {}
+  for k, x in pairs(v) do out[k] = json_safe(x) end
+  return out
+end
+
 --- The report as text: format "table" (aligned, default), "markdown" or
 -- "json". Ends with a summary line.
 function M.format(result, fmt)
   fmt = fmt or 'table'
   if fmt == 'json' then
-    return output.encode_pretty(result) .. '\n'
+    return output.encode_pretty(json_safe(result)) .. '\n'
   end
   local rows = {}
   for i, p in ipairs(result.points) do
@@ -338,7 +438,9 @@ function M.format(result, fmt)
         .. (note and ('; ' .. note) or '')
     end
     rows[i] = {
-      label = p.label, provider = p.provider, base_median = p.base_median, new_median = p.new_median,
+      label = p.label, provider = p.provider,
+      runs = string.format('%d/%d', p.base_sessions or p.base_runs, p.new_sessions or p.new_runs),
+      base_median = p.base_median, new_median = p.new_median,
       ratio = p.ratio, p = p.p, verdict = p.verdict, note = note,
       interval = p.lo and string.format('%s..%s', pct(p.lo), pct(p.hi)) or '',
     }
@@ -353,10 +455,24 @@ function M.format(result, fmt)
   local lines = { (text:gsub('\n$', '')) }
   local function add(s) lines[#lines + 1] = s end
   if fmt == 'markdown' then add('') end
-  add(string.format('%d point(s): %s. %d regression(s) beyond %g%%. Ratio new/base of medians, '
-    .. '%g%% bootstrap interval (%d resamples, seed %d), noise band +-%g%%.', #result.points,
-    #parts > 0 and table.concat(parts, ', ') or 'none', result.regressions, o.threshold * 100,
-    o.confidence * 100, o.resamples, o.seed, o.noise * 100))
+  add(string.format('%d point(s): %s. %d regression(s) beyond %g%%. Ratio new/base of the mean '
+    .. 'session medians, %g%% hierarchical bootstrap interval (sessions, then samples; %d resamples, '
+    .. 'seed %d) widened by the between-session noise for single-session sides%s, noise band +-%g%%.',
+    #result.points, #parts > 0 and table.concat(parts, ', ') or 'none', result.regressions,
+    o.threshold * 100, o.confidence * 100, o.resamples, o.seed,
+    o.between and string.format(' (--between %g%%)', o.between * 100) or '', o.noise * 100))
+  local sources, order = {}, {}
+  for _, p in ipairs(result.points) do
+    if p.between_source then
+      if not sources[p.between_source] then order[#order + 1] = p.between_source end
+      sources[p.between_source] = (sources[p.between_source] or 0) + 1
+    end
+  end
+  if #order > 0 then
+    local parts2 = {}
+    for i, src in ipairs(order) do parts2[i] = string.format('%s (%d point(s))', src, sources[src]) end
+    add('between-session noise from: ' .. table.concat(parts2, ', ') .. '.')
+  end
   if #result.only_base > 0 then add('only in BASE: ' .. table.concat(result.only_base, ', ')) end
   if #result.only_new > 0 then add('only in NEW: ' .. table.concat(result.only_new, ', ')) end
   return table.concat(lines, '\n') .. '\n'

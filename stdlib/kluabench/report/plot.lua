@@ -163,11 +163,11 @@ local function read_points(path)
     end
     return points
   end
-  local items, line, why = require('kluabench.cli.commands.verify').bundles_of_text(text, path)
-  if not items then return nil, string.format('%s:%d: %s', path, line or 1, why) end
-  for _, it in ipairs(items) do
-    local p, berr = M.point_from_bundle(it.bundle)
-    if not p then return nil, string.format('%s:%d: %s', path, it.line or 1, berr) end
+  local bundles, lines = require('kluabench.record.reader').parse(text, path)
+  if not bundles then return nil, lines end
+  for i, b in ipairs(bundles) do
+    local p, berr = M.point_from_bundle(b)
+    if not p then return nil, string.format('%s:%d: %s', path, lines[i], berr) end
     points[#points + 1] = p
   end
   return points

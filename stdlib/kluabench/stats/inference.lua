@@ -92,6 +92,56 @@ function M.normal_quantile(p)
     / (((((B[1] * r + B[2]) * r + B[3]) * r + B[4]) * r + B[5]) * r + 1)
 end
 
+--- P(T <= t) for Student's t with df degrees of freedom (a positive
+-- integer), by the finite series of Abramowitz and Stegun 26.7.3-4 in
+-- theta = atan(t / sqrt(df)).
+function M.t_cdf(t, df)
+  if math.type(df) ~= 'integer' or df < 1 then
+    error("bad argument #2 to 't_cdf' (positive integer degrees of freedom expected, got "
+      .. tostring(df) .. ')', 2)
+  end
+  local th = math.atan(abs(t) / sqrt(df))
+  local c2, sn, cs = math.cos(th) ^ 2, math.sin(th), math.cos(th)
+  local a
+  if df % 2 == 1 then
+    local sum, term = 0, 1
+    if df > 1 then
+      sum = 1
+      for k = 3, df - 2, 2 do
+        term = term * (k - 1) / k * c2
+        sum = sum + term
+      end
+      sum = sn * cs * sum
+    end
+    a = 2 / math.pi * (th + sum)
+  else
+    local sum, term = 1, 1
+    for k = 2, df - 2, 2 do
+      term = term * (k - 1) / k * c2
+      sum = sum + term
+    end
+    a = sn * sum
+  end
+  if a > 1 then a = 1 end
+  return t >= 0 and 0.5 + a / 2 or 0.5 - a / 2
+end
+
+--- The p-quantile of Student's t with df degrees of freedom, 0.5 <= p < 1
+-- (bisection on t_cdf; t_quantile(0.975, 2) = 4.303).
+function M.t_quantile(p, df)
+  if type(p) ~= 'number' or not (p >= 0.5 and p < 1) then
+    error("bad argument #1 to 't_quantile' (probability in [0.5, 1) expected, got " .. tostring(p) .. ')', 2)
+  end
+  local lo, hi = 0, 1
+  while M.t_cdf(hi, df) < p do hi = hi * 2 end
+  for _ = 1, 200 do
+    local mid = 0.5 * (lo + hi)
+    if M.t_cdf(mid, df) < p then lo = mid else hi = mid end
+    if hi - lo < 1e-12 * hi then break end
+  end
+  return 0.5 * (lo + hi)
+end
+
 local function z_of(confidence, fname)
   if type(confidence) ~= 'number' or not (confidence > 0 and confidence < 1) then
     error(string.format("bad argument to '%s' (confidence in (0, 1) expected, got %s)", fname,
@@ -161,73 +211,210 @@ end
 -- Two samples: bootstrap of the ratio of medians
 ---------------------------------------------------------------------------
 
--- The median of one bootstrap resample of sorted s (length n), without
--- sorting: draw n ranks with replacement into counts[1..n], then walk the
--- counts to the middle rank(s). The resample's sorted order is s's order, so
--- its k-th smallest value is s[j] for the first j whose cumulative count
--- reaches k. O(n) per resample.
-local function resample_median(s, n, g, counts)
-  for i = 1, n do counts[i] = 0 end
-  for _ = 1, n do
-    local k = g:int(n)
-    counts[k] = counts[k] + 1
+-- log C(n, k), summed (O(k); once per session).
+local function log_choose(n, k)
+  local s = 0
+  for i = 1, k do s = s + log((n - k + i) / i) end
+  return s
+end
+
+-- P(X >= k) for X ~ Binomial(n, p), 0 < p < 1, 1 <= k <= n; logc = log C(n, k).
+-- Summed from k away from the mode (the terms only shrink that way), up to
+-- the first term below 1e-17 of the sum: O(sqrt(n)) terms near the middle,
+-- one far from it.
+local function binomial_upper(n, k, p, logc)
+  local q = 1 - p
+  local lp, lq = log(p), log(q)
+  if p * n <= k then -- the mode is at or below k
+    local t = exp(logc + k * lp + (n - k) * lq)
+    local sum, x, step = t, k, p / q
+    while x < n and t > sum * 1e-17 do
+      t = t * (n - x) / (x + 1) * step
+      sum = sum + t
+      x = x + 1
+    end
+    return sum
   end
+  local x = k - 1 -- 1 - P(X <= k - 1); the mode is above k - 1
+  local t = exp(logc + log(k / (n - k + 1)) + x * lp + (n - x) * lq)
+  local sum, step = t, q / p
+  while x > 0 and t > sum * 1e-17 do
+    t = t * x / (n - x + 1) * step
+    sum = sum + t
+    x = x - 1
+  end
+  return 1 - sum
+end
+
+--- The law of the k-th smallest value of a bootstrap resample of n sorted
+-- samples s: it is s[j] for the first j whose F[j] exceeds a uniform draw,
+-- where F[j] = P(at least k of the n draws fall on s[1..j]) =
+-- P(Binomial(n, j/n) >= k). Returns F (F[n] = 1). O(n) once, after which a
+-- resample's order statistic costs a binary search instead of n draws.
+function M.order_statistic_cdf(n, k)
+  if math.type(n) ~= 'integer' or n < 1 or math.type(k) ~= 'integer' or k < 1 or k > n then
+    error(string.format("bad arguments to 'order_statistic_cdf' (integers 1 <= k <= n expected, "
+      .. 'got n = %s, k = %s)', tostring(n), tostring(k)), 2)
+  end
+  local F, logc = {}, log_choose(n, k)
+  for j = 1, n - 1 do F[j] = binomial_upper(n, k, j / n, logc) end
+  F[n] = 1
+  return F
+end
+
+-- The first j with F[j] > u (binary search; F ascending, F[n] = 1 > u).
+local function draw_rank(F, n, u)
+  local lo, hi = 1, n
+  while lo < hi do
+    local mid = (lo + hi) // 2
+    if F[mid] > u then hi = mid else lo = mid + 1 end
+  end
+  return lo
+end
+
+-- One session prepared for resampling: sorted samples, its median, the
+-- laws of the resample's middle order statistics.
+local function prepare_session(xs, fname, argn)
+  local n = check_list(fname, xs, argn)
+  local s = sorted_copy(xs, n)
   local h = (n - 1) * 0.5
-  local r1 = floor(h) + 1        -- the lower middle rank
-  local r2 = ceil(h) + 1         -- the upper middle rank (= r1 when n is odd)
-  local cum, j = 0, 0
-  local v1
-  while cum < r1 do j = j + 1; cum = cum + counts[j] end
-  v1 = s[j]
-  if r2 == r1 then return v1 end
-  while cum < r2 do j = j + 1; cum = cum + counts[j] end
-  return 0.5 * v1 + 0.5 * s[j]
+  local r1, r2 = floor(h) + 1, ceil(h) + 1
+  local F1 = M.order_statistic_cdf(n, r1)
+  return { s = s, n = n, median = sorted_median(s, n), F1 = F1,
+    F2 = r2 ~= r1 and M.order_statistic_cdf(n, r2) or nil }
+end
+
+-- The median of one bootstrap resample of a prepared session. For an odd
+-- n it has exactly the resample median's law; for an even n the two middle
+-- order statistics, each with its exact law, are drawn from one uniform
+-- (their joint law is approximated by the comonotone one).
+local function resample_median(sess, g)
+  local u = g:uniform()
+  local v1 = sess.s[draw_rank(sess.F1, sess.n, u)]
+  if not sess.F2 then return v1 end
+  return 0.5 * v1 + 0.5 * sess.s[draw_rank(sess.F2, sess.n, u)]
+end
+
+-- One side: its sessions prepared, the mean of their medians (the side's
+-- estimate), and the spread of the sessions' log medians (nil for one).
+local function prepare_side(sessions, fname, argn)
+  if type(sessions) ~= 'table' or #sessions == 0 then
+    error(string.format("bad argument #%d to '%s' (non-empty list of sessions expected)", argn, fname), 3)
+  end
+  local side = { sessions = {}, R = #sessions }
+  local sum = 0
+  for i, xs in ipairs(sessions) do
+    local sess = prepare_session(xs, fname, argn)
+    if not (sess.s[1] > 0) then
+      error(string.format("bad argument #%d to '%s' (samples must be > 0 for a ratio)", argn, fname), 3)
+    end
+    side.sessions[i] = sess
+    sum = sum + sess.median
+  end
+  side.mean = sum / side.R
+  if side.R > 1 then
+    local lm, ss = 0, 0
+    for _, sess in ipairs(side.sessions) do lm = lm + log(sess.median) end
+    lm = lm / side.R
+    for _, sess in ipairs(side.sessions) do ss = ss + (log(sess.median) - lm) ^ 2 end
+    side.between_sd = sqrt(ss / (side.R - 1))
+  end
+  -- the bootstrap variance of a mean of R values is (R - 1) / R times the
+  -- unbiased one: sessions are drawn spread about the mean by sqrt(R / (R - 1))
+  side.expand = side.R > 1 and sqrt(side.R / (side.R - 1)) or 1
+  return side
+end
+
+-- One hierarchical resample of a side: R sessions drawn with replacement,
+-- each one's median resampled within the session; their mean.
+local function resample_side(side, g)
+  local R = side.R
+  if R == 1 then return resample_median(side.sessions[1], g) end
+  local sum, mean, c = 0, side.mean, side.expand
+  for _ = 1, R do
+    local sess = side.sessions[g:int(R)]
+    sum = sum + mean + c * (sess.median - mean) + (resample_median(sess, g) - sess.median)
+  end
+  return sum / R
 end
 
 local sorted_quantile = require('kluabench.stats').sorted_quantile
+
+local function check_resampling(opts, fname)
+  local resamples = opts.resamples or 2000
+  local confidence = opts.confidence or 0.95
+  z_of(confidence, fname)
+  if math.type(resamples) ~= 'integer' or resamples < 10 then
+    error("bad argument #3 to '" .. fname .. "' (resamples must be an integer >= 10)", 3)
+  end
+  return resamples, confidence, opts.seed or 1
+end
+
+--- Hierarchical bootstrap of new / base over sessions (independent
+-- measurement sessions of one point, each a list of samples): a side's
+-- estimate is the mean of its sessions' medians; a resample draws the
+-- sessions with replacement (spread about their mean by sqrt(R / (R - 1)),
+-- the small-R variance correction) and, within each drawn session, the
+-- median of a resample of its samples (Ren et al. 2010; Davison and Hinkley
+-- 1997, section 3.8). With one session a side it is the plain bootstrap of
+-- the ratio of medians, which sees no between-session variation at all.
+-- opts: resamples (2000), confidence (0.95), seed (1). Returns {ratio, lo,
+-- hi, base_median, new_median (the side estimates), base_sessions,
+-- new_sessions, base_between, new_between (the sample SD of the sessions'
+-- log medians; nil with one session), resamples, confidence, seed, method}.
+function M.hierarchical_ratio(base, new, opts)
+  opts = opts or {}
+  local resamples, confidence, seed = check_resampling(opts, 'hierarchical_ratio')
+  local b = prepare_side(base, 'hierarchical_ratio', 1)
+  local n = prepare_side(new, 'hierarchical_ratio', 2)
+  local g = prng.new(seed)
+  local ratios = {}
+  for r = 1, resamples do ratios[r] = resample_side(n, g) / resample_side(b, g) end
+  table.sort(ratios)
+  local a = (1 - confidence) / 2
+  return {
+    ratio = n.mean / b.mean,
+    lo = sorted_quantile(ratios, resamples, a),
+    hi = sorted_quantile(ratios, resamples, 1 - a),
+    base_median = b.mean, new_median = n.mean,
+    base_sessions = b.R, new_sessions = n.R,
+    base_between = b.between_sd, new_between = n.between_sd,
+    resamples = resamples, confidence = confidence, seed = seed,
+    method = (b.R > 1 or n.R > 1) and 'hierarchical-bootstrap-percentile' or 'bootstrap-percentile',
+  }
+end
 
 --- Bootstrap confidence interval of median(new) / median(base): both sets
 -- are resampled independently with replacement `resamples` times (default
 -- 2000) from a SplitMix64 stream seeded with `seed` (default 1), and the
 -- interval is the percentile interval of the resampled ratios at the given
 -- confidence (default 0.95). A ratio > 1 means new is slower (larger times).
--- Returns {ratio (of the observed medians), lo, hi, base_median,
--- new_median, resamples, confidence, seed, method = "bootstrap-percentile"}.
+-- A resample's median is drawn from its exact law (order_statistic_cdf), so
+-- a resample costs O(log n), not O(n). Returns {ratio (of the observed
+-- medians), lo, hi, base_median, new_median, resamples, confidence, seed,
+-- method = "bootstrap-percentile"}.
 function M.bootstrap_ratio(base, new, opts)
-  opts = opts or {}
-  local nb = check_list('bootstrap_ratio', base, 1)
-  local nn = check_list('bootstrap_ratio', new, 2)
-  local resamples = opts.resamples or 2000
-  local confidence = opts.confidence or 0.95
-  local seed = opts.seed or 1
-  z_of(confidence, 'bootstrap_ratio')
-  if math.type(resamples) ~= 'integer' or resamples < 10 then
-    error("bad argument #3 to 'bootstrap_ratio' (resamples must be an integer >= 10)", 2)
-  end
-  local sb, sn = sorted_copy(base, nb), sorted_copy(new, nn)
-  local mb, mn = sorted_median(sb, nb), sorted_median(sn, nn)
-  if not (mb > 0 and sb[1] > 0) then
-    error("bad argument #1 to 'bootstrap_ratio' (base samples must be > 0 for a ratio)", 2)
-  end
-  local g = prng.new(seed)
-  local cb, cn = {}, {}
-  local ratios = {}
-  for r = 1, resamples do
-    ratios[r] = resample_median(sn, nn, g, cn) / resample_median(sb, nb, g, cb)
-  end
-  table.sort(ratios)
-  local a = (1 - confidence) / 2
-  return {
-    ratio = mn / mb,
-    lo = sorted_quantile(ratios, resamples, a),
-    hi = sorted_quantile(ratios, resamples, 1 - a),
-    base_median = mb,
-    new_median = mn,
-    resamples = resamples,
-    confidence = confidence,
-    seed = seed,
-    method = 'bootstrap-percentile',
-  }
+  check_list('bootstrap_ratio', base, 1)
+  check_list('bootstrap_ratio', new, 2)
+  local r = M.hierarchical_ratio({ base }, { new }, opts)
+  return { ratio = r.ratio, lo = r.lo, hi = r.hi, base_median = r.base_median,
+    new_median = r.new_median, resamples = r.resamples, confidence = r.confidence, seed = r.seed,
+    method = r.method }
+end
+
+--- Widens an interval [lo, hi] around ratio for a source of variation the
+-- bootstrap did not see, of relative (log-scale) standard deviation sd:
+-- each half-width h (in log ratio) becomes sqrt(h^2 + (z * sd)^2), z the
+-- normal quantile of the confidence. Returns lo, hi.
+function M.widen(ratio, lo, hi, sd, confidence)
+  if not sd or sd <= 0 then return lo, hi end
+  local z = z_of(confidence or 0.95, 'widen')
+  local e = (z * sd) ^ 2
+  local hl = log(ratio / lo)
+  local hh = log(hi / ratio)
+  if hl < 0 then hl = 0 end
+  if hh < 0 then hh = 0 end
+  return ratio * exp(-sqrt(hl * hl + e)), ratio * exp(sqrt(hh * hh + e))
 end
 
 ---------------------------------------------------------------------------
@@ -243,23 +430,23 @@ end
 function M.mann_whitney(a, b)
   local na = check_list('mann_whitney', a, 1)
   local nb = check_list('mann_whitney', b, 2)
-  local all = {}
-  for i = 1, na do all[i] = { a[i], 1 } end
-  for i = 1, nb do all[na + i] = { b[i], 2 } end
-  table.sort(all, function(x, y) return x[1] < y[1] end)
+  -- both sorted on their own (plain numbers sort fast), then merged: a run
+  -- of equal values across both lists is one tie group of average rank
+  local sa, sb = sorted_copy(a, na), sorted_copy(b, nb)
   local N = na + nb
   local ra, ties = 0, 0
-  local i = 1
-  while i <= N do
-    local j = i
-    while j < N and all[j + 1][1] == all[i][1] do j = j + 1 end
-    local rank = (i + j) / 2
-    local t = j - i + 1
+  local i, j, placed = 1, 1, 0
+  while i <= na or j <= nb do
+    local v
+    if j > nb or (i <= na and sa[i] <= sb[j]) then v = sa[i] else v = sb[j] end
+    local ca, cb = 0, 0
+    while i <= na and sa[i] == v do ca = ca + 1; i = i + 1 end
+    while j <= nb and sb[j] == v do cb = cb + 1; j = j + 1 end
+    local t = ca + cb
+    local rank = placed + (t + 1) / 2
+    placed = placed + t
     if t > 1 then ties = ties + (t * t * t - t) end
-    for k = i, j do
-      if all[k][2] == 1 then ra = ra + rank end
-    end
-    i = j + 1
+    ra = ra + ca * rank
   end
   local u = ra - na * (na + 1) / 2
   local mu = na * nb / 2

@@ -2,6 +2,7 @@
 -- bundle in JSON or JSON Lines files and check them against the run's.
 local output = require 'kluabench.report'
 local record = require 'kluabench.record'
+local reader = require 'kluabench.record.reader'
 
 local M = {}
 
@@ -31,51 +32,9 @@ invalid file, 2 usage error.]]
 
 local function usage_error(fmt, ...) return require('kluabench.cli').usage_error('verify', fmt, ...) end
 
-local function is_jsonl_name(path)
-  return path:match('%.jsonl$') or path:match('%.ndjson$')
-end
-
--- "line 3, column 7: why" -> 3, "7: why" (for FILE:LINE:COLUMN: why).
-local function split_position(msg)
-  local line, col, why = msg:match('^line (%d+), column (%d+): (.*)$')
-  if line then return tonumber(line), col .. ': ' .. why end
-  return nil, msg
-end
-
 --- The bundles of a file's text: a list of {bundle = value, line = N}, or
--- nil, line, message.
-function M.bundles_of_text(text, path)
-  local items = {}
-  local jsonl = path and is_jsonl_name(path)
-  if not jsonl then
-    local v, starts, code = output.decode(text, { starts = true })
-    if v ~= nil then
-      if type(v) == 'table' and next(v) ~= nil and output.table_kind(v) == 'array' then
-        for i, b in ipairs(v) do items[i] = { bundle = b, line = starts[i] } end
-      else
-        items[1] = { bundle = v, line = 1 }
-      end
-      return items
-    end
-    if code ~= 'trailing' then
-      local line, why = split_position(starts)
-      return nil, line or 1, why
-    end
-  end
-  local n = 0
-  for line in (text .. '\n'):gmatch('(.-)\r?\n') do
-    n = n + 1
-    if line:match('%S') then
-      local v, err = output.decode(line)
-      if v == nil then
-        local _, why = split_position(err)
-        return nil, n, why
-      end
-      items[#items + 1] = { bundle = v, line = n }
-    end
-  end
-  return items
-end
+-- nil, line, message (kluabench.record.reader's items).
+M.bundles_of_text = reader.items
 
 --- Checks one file. Calls report(kind, path, line, detail) for every finding
 -- (kind "ok", "mismatch" or "error"). Returns counts {ok, mismatch, error}.
