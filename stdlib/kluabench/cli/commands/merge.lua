@@ -44,13 +44,8 @@ unreadable file; 2 usage error.]]
 
 local function usage_error(fmt, ...) return require('kluabench.cli').usage_error('merge', fmt, ...) end
 
-local function get(t, ...)
-  for _, k in ipairs { ... } do
-    if type(t) ~= 'table' then return nil end
-    t = t[k]
-  end
-  return t
-end
+local reader = require 'kluabench.record.reader'
+local get = reader.get
 
 --- The point id of a bundle: the slug of its workload's parameters and
 -- dtype ("seq2048-bf16"), or nil, why.
@@ -65,8 +60,7 @@ end
 local function text(v) return (type(v) == 'string' or type(v) == 'number') and tostring(v) or nil end
 
 local function provider_of(b)
-  return text(get(b, 'implementation', 'spec', 'provider')) or text(get(b, 'run', 'metadata', 'labels', 'provider'))
-    or '?'
+  return select(2, reader.label_of(b))
 end
 
 local function mode_of(b)
@@ -116,7 +110,6 @@ function M.collect(dir, opts)
   opts = opts or {}
   local manifest, err = launch.read_manifest(dir)
   if not manifest then return nil, err end
-  local verify = require 'kluabench.cli.commands.verify'
   local res = { bundles = {}, problems = {}, shards = #manifest.shards, points = 0 }
   local function problem(kind, fmt, ...)
     res.problems[#res.problems + 1] = { kind = kind, message = string.format(fmt, ...) }
@@ -136,7 +129,7 @@ function M.collect(dir, opts)
     local path = dir .. '/' .. s.file
     local textv = output.read_file(path)
     local items, line, why
-    if textv then items, line, why = verify.bundles_of_text(textv, path) end
+    if textv then items, line, why = reader.items(textv, path) end
     if not textv then
       if #s.points > 0 then problem('missing', '%s does not exist (shard %d/%d)', path, i, #manifest.shards) end
       items = {}
