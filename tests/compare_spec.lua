@@ -96,7 +96,11 @@ describe('compare verdicts', function()
   it('follows the interval and the noise band', function()
     assert.equal('SAME', compare.verdict(0.995, 1.004, 0.01))
     assert.equal('SLOWER', compare.verdict(1.02, 1.08, 0.01))
-    assert.equal('SLOWER', compare.verdict(1.001, 1.02, 0.01))
+    -- significant, but the interval starts inside the noise band: no change can be called
+    assert.equal('UNSURE', compare.verdict(1.001, 1.02, 0.01))
+    assert.equal('SLOWER', compare.verdict(1.011, 1.02, 0.01))
+    assert.equal('FASTER', compare.verdict(0.97, 0.989, 0.01))
+    assert.equal('UNSURE', compare.verdict(0.97, 0.995, 0.01))
     assert.equal('FASTER', compare.verdict(0.90, 0.95, 0.01))
     assert.equal('UNSURE', compare.verdict(0.97, 1.04, 0.01))
     assert.equal('SAME', compare.verdict(1.001, 1.009, 0.01)) -- significant but negligible
@@ -266,7 +270,7 @@ describe('compare accounts for run-to-run variation (issue 13)', function()
     end
     assert.is_nil(counts.FASTER)
     assert.is_nil(counts.SLOWER)
-    assert.is_true(naive >= 10, 'naive false changes: ' .. naive)
+    assert.is_true(naive >= 5, 'naive false changes: ' .. naive)
   end)
 
   it('A/A with three sessions a side and no device figure: the sessions\' own spread, with Student\'s t', function()

@@ -99,8 +99,11 @@ end
 function M.verdict(lo, hi, noise)
   noise = noise or M.DEFAULTS.noise
   if lo >= 1 - noise and hi <= 1 + noise then return 'SAME' end
-  if lo > 1 then return 'SLOWER' end
-  if hi < 1 then return 'FASTER' end
+  -- a change is called only when the whole interval lies beyond the noise
+  -- band: an interval that starts inside it cannot tell a change of a few
+  -- tenths of a percent (run-to-run drift) from none
+  if lo > 1 + noise then return 'SLOWER' end
+  if hi < 1 - noise then return 'FASTER' end
   return 'UNSURE'
 end
 
