@@ -126,7 +126,7 @@ end
 --- The points of one file (record bundles as JSON or JSON Lines, or Liger
 -- CSV, told apart by content), or nil and "path[:line]: why".
 function M.read(path)
-  local text, err = output.read_file(path)
+  local text, err = output.read_text(path)
   if not text then return nil, err end
   local points = {}
   if is_liger_csv(text) then

@@ -79,7 +79,7 @@ end
 -- (kind "ok", "mismatch" or "error"). Returns counts {ok, mismatch, error}.
 function M.check_file(path, report)
   local counts = { ok = 0, mismatch = 0, error = 0, bundles = 0 }
-  local text, rerr = output.read_file(path)
+  local text, rerr = output.read_text(path)
   if not text then
     report('error', nil, nil, rerr) -- the message names the file
     counts.error = 1
