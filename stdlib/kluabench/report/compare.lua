@@ -18,6 +18,13 @@
 -- A regression is a SLOWER point whose ratio exceeds 1 + threshold (default
 -- 5 %); `kluabench compare` exits 1 when there is one.
 local inference = require 'kluabench.stats.inference'
+
+-- True once SIGINT or SIGTERM stopped the command (kb.interrupted): an error
+-- caught then is the interrupt itself.
+local function interrupted()
+  local kb = package.loaded['kluabench.core']
+  return kb ~= nil and kb.interrupted() == true
+end
 local output = require 'kluabench.report'
 local names = require 'kluabench.record.names'
 
@@ -277,6 +284,7 @@ function M.compare(base, new, opts)
       local sn, why_n = pooled(n.bundles)
       if sb and sn and #sb > 0 and #sn > 0 then
         local ok, c = pcall(M.compare_samples, sb, sn, o)
+        if not ok and interrupted() then error(c, 0) end -- Ctrl-C stops the command, not one point
         if ok then
           for k, v in pairs(c) do point[k] = v end
         else

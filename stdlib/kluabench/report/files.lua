@@ -183,7 +183,10 @@ function M.write_atomic(path, text)
   local called, ok, werr = pcall(write_replacing, target, tmp, text, st and st.mode)
   if not (called and ok) then
     os.remove(tmp)
-    if not called then error(ok, 0) end -- an interrupt: raised again, the file removed
+    -- an interrupt (raised here, or caught by the pcall around fsync): raised
+    -- again, now that the temporary file is gone
+    if not called then error(ok, 0) end
+    if c and c.interrupted and c.interrupted() then error('interrupted!', 0) end
     return nil, string.format('%s: %s', path, tostring(werr))
   end
   if c and c.fsync then
