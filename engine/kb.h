@@ -50,6 +50,12 @@ const char *kb_shape_str(const kb_tensor *t, char *buf, size_t n);
  * (new tensors made inside the capture live as long as the graph). */
 void kb_capture_note(lua_State *L, int idx);
 
+/* Raises an error when called from a __gc metamethod: a native resource
+ * made there may never be released (while the state closes, Lua registers
+ * no finalizer for new objects), so tensors, events, graphs and flush
+ * buffers are refused there. `what` names the thing ("a tensor"). */
+void kb_check_not_finalizing(lua_State *L, const char *what);
+
 /* Raise a Lua error carrying a backend message (never returns). */
 int kb_raise(lua_State *L, const char *msg);
 #define KB_TRY(L, expr)                                                                        \

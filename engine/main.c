@@ -113,8 +113,24 @@ static int is_command(const char *s) {
   return 0;
 }
 
+/* s for a message: control bytes, DEL and bytes >= 0x80 as \xNN (an
+ * argument may hold anything), cut to fit out. */
+static const char *printable(const char *s, char *out, size_t n) {
+  size_t k = 0;
+  for (; s && *s && k + 5 < n; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c < 0x20 || c >= 0x7f)
+      k += (size_t)snprintf(out + k, n - k, "\\x%02X", c);
+    else
+      out[k++] = (char)c;
+  }
+  out[k] = '\0';
+  return out;
+}
+
 static int usage_error(options *o, const char *fmt, const char *a, const char *b) {
-  snprintf(o->usage, sizeof o->usage, fmt, a, b);
+  char pa[96], pb[96];
+  snprintf(o->usage, sizeof o->usage, fmt, printable(a, pa, sizeof pa), printable(b, pb, sizeof pb));
   return 0;
 }
 
@@ -577,8 +593,8 @@ static int pmain(lua_State *L) {
 /* Selects the backend before any Lua runs; a usage error is left for pmain
  * to report with the usage text. Returns 0 when it failed (reported). */
 static int select_backend(options *o) {
-  const char *name, *device_src;
-  int ordinal;
+  const char *name = NULL, *device_src = NULL;
+  int ordinal = 0;
   if (!check_backend(o, &name, &ordinal, &device_src)) return 1;
   /* auto falls back to cpu silently, but not past a device the user named:
    * --device 99 that does not exist is an error whatever the backend */

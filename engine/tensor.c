@@ -92,8 +92,16 @@ static int check_shape(lua_State *L, int arg, int64_t *shape, kb_dtype dtype) {
   return (int)n;
 }
 
+/* lua_gc answers -1 to everything while a finalizer runs (Lua 5.4.4+). */
+void kb_check_not_finalizing(lua_State *L, const char *what) {
+  if (lua_gc(L, LUA_GCISRUNNING) < 0)
+    luaL_error(L, "cannot create %s inside a __gc metamethod (its memory might never be released)",
+               what);
+}
+
 kb_tensor *kb_push_tensor(lua_State *L, const kb_backend *dev, kb_dtype dtype, int ndim,
                           const int64_t *shape) {
+  kb_check_not_finalizing(L, "a tensor");
   kb_tensor *t = (kb_tensor *)lua_newuserdatauv(L, sizeof *t, 0);
   memset(t, 0, sizeof *t);
   t->freed = 1; /* closed until storage exists */

@@ -30,6 +30,7 @@ static kb_event *check_event(lua_State *L, int arg) {
 
 static int l_event(lua_State *L) {
   const kb_backend *dev = kb_check_device(L, 1);
+  kb_check_not_finalizing(L, "an event");
   kb_event *e = (kb_event *)lua_newuserdatauv(L, sizeof *e, 0);
   memset(e, 0, sizeof *e);
   luaL_setmetatable(L, KB_EVENT_MT);
@@ -142,6 +143,7 @@ static int l_flush_l2(lua_State *L) {
   f->dev = dev;
   size_t bytes = req ? (size_t)req : default_flush_bytes(L, f, dev);
   if (f->bytes < bytes) {
+    kb_check_not_finalizing(L, "an L2 flush buffer");
     if (f->p) f->dev->release(f->dev, f->p);
     f->p = NULL;
     f->bytes = 0;
@@ -225,6 +227,7 @@ static int l_graph(lua_State *L) {
   luaL_checktype(L, 1, LUA_TFUNCTION);
   const kb_backend *dev = kb_check_device(L, 2);
   if (g_capture_ref != LUA_NOREF) return luaL_error(L, "graph: already capturing (graphs do not nest)");
+  kb_check_not_finalizing(L, "a graph");
   kb_graph *g = (kb_graph *)lua_newuserdatauv(L, sizeof *g, 1);
   memset(g, 0, sizeof *g);
   luaL_setmetatable(L, KB_GRAPH_MT);
