@@ -131,6 +131,10 @@ static int l_sha256_file(lua_State *L) {
     close(fd);
     return file_fail(L, path, e);
   }
+  if (S_ISDIR(st.st_mode)) {
+    close(fd);
+    return file_fail(L, path, EISDIR);
+  }
   if (!S_ISREG(st.st_mode)) {
     close(fd);
     lua_pushnil(L);

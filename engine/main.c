@@ -613,12 +613,13 @@ static int select_backend(options *o) {
 }
 
 /* Whatever went wrong writing stdout (a full disk, a closed pipe, a closed
- * descriptor) is an error of the run, as in coreutils' close_stdout: 0, or
- * the errno. A stdout that was closed and never written to is fine. */
+ * descriptor) is an error of the run, as in coreutils' close_stdout: 0, the
+ * errno, or -1 for an earlier failed write. A stdout that was closed and
+ * never written to is fine. */
 static int close_stdout(void) {
   int err = 0;
   if (fflush(stdout) != 0) err = errno ? errno : EIO;
-  else if (ferror(stdout)) err = EIO;
+  else if (ferror(stdout)) err = -1; /* an earlier write failed; its errno is gone */
   if (fclose(stdout) != 0 && !err && errno != EBADF) err = errno;
   return err;
 }
@@ -649,7 +650,8 @@ int main(int argc, char **argv) {
   lua_close(L);
   int werr = close_stdout();
   if (werr) {
-    fprintf(stderr, "%s: cannot write to stdout: %s\n", PROGNAME, strerror(werr));
+    fprintf(stderr, "%s: cannot write to stdout: %s\n", PROGNAME,
+            werr > 0 ? strerror(werr) : "a write failed (no space, or the reader went away?)");
     if (o.status == 0) o.status = 1;
   }
   return o.status;

@@ -232,8 +232,8 @@ end
 -- reports "kluabench CMD: interrupted by SIGINT" and exits 130 (143 for
 -- SIGTERM); files being written are removed by report/files.lua.
 function M.stop_if_interrupted()
-  local kb = package.loaded['kluabench.core']
-  if kb and kb.interrupted() then error('interrupted!', 0) end
+  local ok, kb = pcall(require, 'kluabench.core')
+  if ok and type(kb) == 'table' and kb.interrupted() then error('interrupted!', 0) end
 end
 
 --- s made safe to quote in a message (control characters and bytes that

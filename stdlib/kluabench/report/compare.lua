@@ -22,8 +22,8 @@ local inference = require 'kluabench.stats.inference'
 -- True once SIGINT or SIGTERM stopped the command (kb.interrupted): an error
 -- caught then is the interrupt itself.
 local function interrupted()
-  local kb = package.loaded['kluabench.core']
-  return kb ~= nil and kb.interrupted() == true
+  local ok, kb = pcall(require, 'kluabench.core')
+  return ok and type(kb) == 'table' and kb.interrupted() == true
 end
 local output = require 'kluabench.report'
 local names = require 'kluabench.record.names'
@@ -274,6 +274,7 @@ function M.compare(base, new, opts)
   local nb = group(new)
   local out = { points = {}, only_base = {}, only_new = {}, regressions = 0, counts = {}, opts = o }
   for _, key in ipairs(border) do
+    if interrupted() then error('interrupted!', 0) end -- caught on the way (reading): stop here
     local b, n = bb[key], nb[key]
     if not n then
       out.only_base[#out.only_base + 1] = b.label .. ' (' .. b.provider .. ')'
