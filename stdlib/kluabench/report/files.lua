@@ -112,11 +112,13 @@ function M.write_stdout(text)
   return true
 end
 
--- Writes text to what path names, in place (devices, FIFOs, a link whose
--- target is missing): nothing to replace atomically there.
-local function write_in_place(path, text)
-  local f, err = io.open(path, 'wb')
+-- Opens path in io.open's mode, writes text (in one write(2) when
+-- unbuffered), flushes and closes, checking each step: true, or nil and
+-- "path: why".
+local function write_to(path, mode, text, unbuffered)
+  local f, err = io.open(path, mode)
   if not f then return nil, string.format('%s: %s', path, reason(err, path)) end
+  if unbuffered then f:setvbuf('no') end
   local ok, werr = f:write(text)
   if ok then ok, werr = f:flush() end
   local closed, cerr = f:close()
@@ -124,6 +126,10 @@ local function write_in_place(path, text)
   if not ok then return nil, string.format('%s: %s', path, reason(werr, path)) end
   return true
 end
+
+-- Writes text to what path names, in place (devices, FIFOs, a link whose
+-- target is missing): nothing to replace atomically there.
+local function write_in_place(path, text) return write_to(path, 'wb', text) end
 
 -- The steps of an atomic replacement of target (a regular file or none)
 -- through tmp. Raises nothing itself; returns true or nil, reason.
@@ -245,15 +251,7 @@ function M.append_jsonl(path, value)
   local line, err = json.encode_line(value)
   if not line then return nil, err end
   if path == nil or path == '-' then return M.write_stdout(line .. '\n') end
-  local f, oerr = io.open(path, 'a')
-  if not f then return nil, string.format('%s: %s', path, reason(oerr, path)) end
-  f:setvbuf('no')
-  local ok, werr = f:write(line .. '\n')
-  if ok then ok, werr = f:flush() end
-  local closed, cerr = f:close()
-  if ok and not closed then ok, werr = nil, cerr end
-  if not ok then return nil, string.format('%s: %s', path, reason(werr, path)) end
-  return true
+  return write_to(path, 'a', line .. '\n', true)
 end
 
 --- Creates directory path and its parents if missing, without a shell
