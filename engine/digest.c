@@ -6,6 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <openssl/err.h>
 #include <openssl/evp.h>
@@ -118,8 +121,32 @@ static int l_sha256_file(lua_State *L) {
   char hex[65];
   int io_errno;
   const char *err;
-  FILE *f = fopen(path, "rb");
-  if (!f) return file_fail(L, path, errno);
+  /* a device or a FIFO may never end (/dev/zero), and opening a FIFO
+   * waits for a writer: opened without waiting, and only regular files */
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return file_fail(L, path, errno);
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    int e = errno;
+    close(fd);
+    return file_fail(L, path, e);
+  }
+  if (S_ISDIR(st.st_mode)) {
+    close(fd);
+    return file_fail(L, path, EISDIR);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    close(fd);
+    lua_pushnil(L);
+    lua_pushfstring(L, "%s: not a regular file (a device or FIFO may never end)", path);
+    return 2;
+  }
+  FILE *f = fdopen(fd, "rb");
+  if (!f) {
+    int e = errno;
+    close(fd);
+    return file_fail(L, path, e);
+  }
   err = sha256_stream(f, buf, hex, &io_errno);
   fclose(f);
   KB_TRY(L, err);

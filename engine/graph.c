@@ -80,6 +80,7 @@ static int l_graph(lua_State *L) {
   luaL_checktype(L, 1, LUA_TFUNCTION);
   const kb_backend *dev = kb_check_device(L, 2);
   if (g_capture_ref != LUA_NOREF) return luaL_error(L, "graph: already capturing (graphs do not nest)");
+  kb_check_not_finalizing(L, "a graph");
   kb_graph *g = (kb_graph *)lua_newuserdatauv(L, sizeof *g, 1);
   memset(g, 0, sizeof *g);
   luaL_setmetatable(L, KB_GRAPH_MT);

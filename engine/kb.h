@@ -78,6 +78,11 @@ static inline void kb_new_class(lua_State *L, const char *name, const luaL_Reg *
   lua_setfield(L, -2, "__tostring");
   lua_pop(L, 1);
 }
+/* Raises an error when called from a __gc metamethod: a native resource
+ * made there may never be released (while the state closes, Lua registers
+ * no finalizer for new objects), so tensors, events, graphs and flush
+ * buffers are refused there. `what` names the thing ("a tensor"). */
+void kb_check_not_finalizing(lua_State *L, const char *what);
 
 /* Raise a Lua error carrying a backend message (never returns). */
 int kb_raise(lua_State *L, const char *msg);

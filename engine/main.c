@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,8 +72,24 @@ static int is_command(const char *s) {
   return 0;
 }
 
+/* s for a message: control bytes, DEL and bytes >= 0x80 as \xNN (an
+ * argument may hold anything), cut to fit out. */
+static const char *printable(const char *s, char *out, size_t n) {
+  size_t k = 0;
+  for (; s && *s && k + 5 < n; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c < 0x20 || c >= 0x7f)
+      k += (size_t)snprintf(out + k, n - k, "\\x%02X", c);
+    else
+      out[k++] = (char)c;
+  }
+  out[k] = '\0';
+  return out;
+}
+
 static int usage_error(options *o, const char *fmt, const char *a, const char *b) {
-  snprintf(o->usage, sizeof o->usage, fmt, a, b);
+  char pa[96], pb[96];
+  snprintf(o->usage, sizeof o->usage, fmt, printable(a, pa, sizeof pa), printable(b, pb, sizeof pb));
   return 0;
 }
 
@@ -167,8 +184,9 @@ static const char *option_or_env(const options *o, const char *value, const char
   return value && *value ? value : NULL;
 }
 
-/* The backend options, or the environment when an option is absent. */
-static int check_backend(options *o, const char **name, int *ordinal) {
+/* The backend options, or the environment when an option is absent;
+ * *device_src names where an explicit device came from (NULL: none). */
+static int check_backend(options *o, const char **name, int *ordinal, const char **device_src) {
   const char *bsrc, *dsrc;
   const char *b = option_or_env(o, o->backend, "--backend", "KLUABENCH_BACKEND", &bsrc);
   const char *d = option_or_env(o, o->device, "--device", "KLUABENCH_DEVICE", &dsrc);
@@ -176,6 +194,7 @@ static int check_backend(options *o, const char **name, int *ordinal) {
     return usage_error(o, "invalid value '%s' for %s (expected cpu, cuda or auto)", b, bsrc);
   *name = (b && strcmp(b, "auto")) ? b : NULL;
   *ordinal = 0;
+  *device_src = d ? dsrc : NULL;
   if (d) {
     char *end;
     errno = 0;
@@ -438,7 +457,16 @@ static int handle_command(lua_State *L, const char *cmd, char **args, int nargs)
     lua_pushstring(L, args[i]);
     lua_rawseti(L, -2, i + 1);
   }
+  kb_signals_want_sigterm(1);
   int status = kb_host_docall(L, 2, 1);
+  kb_signals_want_sigterm(0);
+  int sig = kb_signals_stopped();
+  if (sig) { /* the command's files are cleaned up (files.lua); no traceback */
+    if (status != LUA_OK) lua_pop(L, 1);
+    fprintf(stderr, "%s %s: interrupted by %s\n", PROGNAME, cmd, sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    fflush(stderr);
+    return 128 + sig;
+  }
   if (status != LUA_OK) {
     kb_host_report(L, status);
     return 1;
@@ -524,12 +552,20 @@ static int pmain(lua_State *L) {
 /* Selects the backend before any Lua runs; a usage error is left for pmain
  * to report with the usage text. Returns 0 when it failed (reported). */
 static int select_backend(options *o) {
-  const char *name;
-  int ordinal;
-  if (!check_backend(o, &name, &ordinal)) return 1;
-  const char *err = kb_select_backend(name, ordinal);
+  const char *name = NULL, *device_src = NULL;
+  int ordinal = 0;
+  if (!check_backend(o, &name, &ordinal, &device_src)) return 1;
+  /* auto falls back to cpu silently, but not past a device the user named:
+   * --device 99 that does not exist is an error whatever the backend */
+  const char *err = kb_select_backend(name ? name : device_src ? "cuda" : NULL, ordinal);
   if (err) {
-    kb_host_message(err);
+    if (!name && device_src) {
+      char msg[640];
+      snprintf(msg, sizeof msg, "%s %d: no such usable device (%s)", device_src, ordinal, err);
+      kb_host_message(msg);
+    } else {
+      kb_host_message(err);
+    }
     return 0;
   }
   return 1;
@@ -547,8 +583,23 @@ static int no_device_command(const char *name) {
   return 0;
 }
 
+/* Whatever went wrong writing stdout (a full disk, a closed pipe, a closed
+ * descriptor) is an error of the run, as in coreutils' close_stdout: 0, the
+ * errno, or -1 for an earlier failed write. A stdout that was closed and
+ * never written to is fine. */
+static int close_stdout(void) {
+  int err = 0;
+  if (fflush(stdout) != 0) err = errno ? errno : EIO;
+  else if (ferror(stdout)) err = -1; /* an earlier write failed; its errno is gone */
+  if (fclose(stdout) != 0 && !err && errno != EBADF) err = errno;
+  return err;
+}
+
 int main(int argc, char **argv) {
   options o;
+  /* a reader that goes away is a write error (EPIPE), reported and exit 1,
+   * not a silent death by SIGPIPE */
+  signal(SIGPIPE, SIG_IGN);
   parse_args(&o, argc, argv);
   find_exe();
   if (o.quiet) setenv("KLUABENCH_QUIET", "1", 1);
@@ -574,5 +625,11 @@ int main(int argc, char **argv) {
     o.status = 1;
   }
   lua_close(L);
+  int werr = close_stdout();
+  if (werr) {
+    fprintf(stderr, "%s: cannot write to stdout: %s\n", PROGNAME,
+            werr > 0 ? strerror(werr) : "a write failed (no space, or the reader went away?)");
+    if (o.status == 0) o.status = 1;
+  }
   return o.status;
 }

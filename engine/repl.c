@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include <editline/readline.h>
 
@@ -450,6 +451,30 @@ static char *history_path(void) {
   return s;
 }
 
+/* The history file is read whole and rewritten (libedit's write_history
+ * also chmods it): only a regular file of sane size, or none yet, may be
+ * used. A device (/dev/null), a FIFO or an endless file would be read
+ * forever or turned into a plain file. Frees path and returns NULL, with
+ * a note, when it is not usable. */
+#define MAX_HISTORY_BYTES (16 * 1024 * 1024)
+static char *usable_history(char *path) {
+  struct stat st;
+  const char *why;
+  if (!path) return NULL;
+  if (stat(path, &st) != 0)
+    why = errno == ENOENT ? NULL : strerror(errno); /* missing: created on exit */
+  else if (!S_ISREG(st.st_mode))
+    why = "not a regular file";
+  else if (st.st_size > MAX_HISTORY_BYTES)
+    why = "larger than 16 MiB";
+  else
+    why = NULL;
+  if (!why) return path;
+  fprintf(stderr, "kluabench: history file %s: %s; history is not kept\n", path, why);
+  free(path);
+  return NULL;
+}
+
 /* libedit converts between characters and bytes with the C library's
  * LC_CTYPE: the user's, or C.UTF-8 when that one is not UTF-8 (a terminal
  * today is). Only LC_CTYPE changes; Lua's number formatting stays in C. */
@@ -527,7 +552,7 @@ void kb_repl(lua_State *L) {
   char *hist = NULL;
   if (g_tty) {
     init_editline();
-    hist = history_path();
+    hist = usable_history(history_path());
     if (hist) read_history(hist);
   }
   preload(L);

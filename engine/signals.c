@@ -15,6 +15,8 @@ static lua_State *volatile g_main;
 static volatile sig_atomic_t g_defer;        /* cooperative mode is on */
 static volatile sig_atomic_t g_pending;      /* deferred signal number, 0 if none */
 static volatile sig_atomic_t g_prompt_hit;   /* SIGINT while reading a REPL line */
+static volatile sig_atomic_t g_stopped;      /* the signal of the hard stop, 0 if none */
+static int g_want_term;                      /* arm SIGTERM too (built-in commands) */
 
 static struct sigaction g_term_saved;        /* SIGTERM's action before defer mode */
 static int g_term_taken;                     /* we replaced SIGTERM's action */
@@ -42,6 +44,7 @@ static void on_run_signal(int sig) {
     g_pending = sig;
     return;
   }
+  if (g_stopped == 0) g_stopped = sig;
   /* If Lua never comes back (a long C call), the next one kills. */
   set_handler(sig, SIG_DFL);
   lua_sethook(g_main, stop_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKLINE | LUA_MASKCOUNT, 1);
@@ -73,8 +76,14 @@ static lua_State *main_thread(lua_State *L) {
 void kb_signals_arm(lua_State *L) {
   g_main = main_thread(L);
   g_pending = 0;
+  g_stopped = 0;
   set_handler(SIGINT, on_run_signal);
+  if (g_want_term) take_sigterm();
 }
+
+void kb_signals_want_sigterm(int on) { g_want_term = on; }
+
+int kb_signals_stopped(void) { return g_stopped; }
 
 /* Cooperative mode lasts until defer_interrupts(false) or the end of the
  * top-level chunk that turned it on; a stop hook that has not fired yet is
@@ -138,9 +147,11 @@ static int l_defer_interrupts(lua_State *L) {
   return 1;
 }
 
-/* kb.interrupted() -> false | true, "SIGINT" | "SIGTERM" */
+/* kb.interrupted() -> false | true, "SIGINT" | "SIGTERM": a deferred
+ * signal, or a hard stop that some pcall caught (so that a loop can still
+ * see it and stop). */
 static int l_interrupted(lua_State *L) {
-  int sig = g_pending;
+  int sig = g_pending ? g_pending : g_stopped;
   if (sig == 0) {
     lua_pushboolean(L, 0);
     return 1;

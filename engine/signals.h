@@ -22,6 +22,12 @@ void kb_open_signals(lua_State *L);
 /* Around a protected call of Lua code on L's main thread. */
 void kb_signals_arm(lua_State *L);
 void kb_signals_disarm(void);
+/* on: kb_signals_arm also takes SIGTERM for a hard stop (the built-in
+ * commands, which clean up and exit 143; scripts keep SIGTERM's default). */
+void kb_signals_want_sigterm(int on);
+/* The signal (SIGINT, SIGTERM) that raised "interrupted!" since the last
+ * kb_signals_arm, else 0. */
+int kb_signals_stopped(void);
 
 /* Around a blocking read of a REPL line; SIGINT interrupts the read. */
 void kb_signals_at_prompt(void);

@@ -65,13 +65,17 @@ const char *kb_shape_str(const kb_tensor *t, char *buf, size_t n) {
 }
 
 /* Reads a shape table at `arg` into shape[], returns ndim. Every dimension
- * must be a non-negative integer and the byte size must fit in 2^62. */
+ * must be a non-negative integer, and the byte size of the non-zero
+ * dimensions must fit in 2^62 whatever the order and whatever zeros the
+ * shape holds, so that every partial product of the dimensions (numel as
+ * kb_push_tensor computes it) fits in an int64_t. */
 static int check_shape(lua_State *L, int arg, int64_t *shape, kb_dtype dtype) {
   luaL_checktype(L, arg, LUA_TTABLE);
   lua_Integer n = luaL_len(L, arg);
   if (n > KB_MAX_DIMS)
     luaL_argerror(L, arg, lua_pushfstring(L, "shape has %d dimensions, at most %d are supported", (int)n, KB_MAX_DIMS));
-  double bytes = (double)kb_dtype_size(dtype);
+  int64_t bytes = (int64_t)kb_dtype_size(dtype);
+  int too_large = 0;
   for (lua_Integer i = 1; i <= n; i++) {
     lua_geti(L, arg, i);
     int ok;
@@ -81,18 +85,24 @@ static int check_shape(lua_State *L, int arg, int64_t *shape, kb_dtype dtype) {
                                             (int)i, ok ? lua_tostring(L, -1) : luaL_typename(L, -1)));
     lua_pop(L, 1);
     shape[i - 1] = d;
-    bytes *= (double)d;
+    if (d > 0 && (too_large || __builtin_mul_overflow(bytes, (int64_t)d, &bytes) ||
+                  bytes > ((int64_t)1 << 62)))
+      too_large = 1;
   }
-  if (bytes > 4.6e18) {
-    char msg[96];
-    snprintf(msg, sizeof msg, "shape is too large (%.3g bytes)", bytes);
-    luaL_argerror(L, arg, msg);
-  }
+  if (too_large) luaL_argerror(L, arg, "shape is too large (its size exceeds 2^62 bytes)");
   return (int)n;
+}
+
+/* lua_gc answers -1 to everything while a finalizer runs (Lua 5.4.4+). */
+void kb_check_not_finalizing(lua_State *L, const char *what) {
+  if (lua_gc(L, LUA_GCISRUNNING) < 0)
+    luaL_error(L, "cannot create %s inside a __gc metamethod (its memory might never be released)",
+               what);
 }
 
 kb_tensor *kb_push_tensor(lua_State *L, const kb_backend *dev, kb_dtype dtype, int ndim,
                           const int64_t *shape) {
+  kb_check_not_finalizing(L, "a tensor");
   kb_tensor *t = (kb_tensor *)lua_newuserdatauv(L, sizeof *t, 0);
   memset(t, 0, sizeof *t);
   t->freed = 1; /* closed until storage exists */

@@ -25,6 +25,7 @@ static kb_event *check_event(lua_State *L, int arg) {
 
 static int l_event(lua_State *L) {
   const kb_backend *dev = kb_check_device(L, 1);
+  kb_check_not_finalizing(L, "an event");
   kb_event *e = (kb_event *)lua_newuserdatauv(L, sizeof *e, 0);
   memset(e, 0, sizeof *e);
   luaL_setmetatable(L, KB_EVENT_MT);
@@ -137,6 +138,7 @@ static int l_flush_l2(lua_State *L) {
   f->dev = dev;
   size_t bytes = req ? (size_t)req : default_flush_bytes(L, f, dev);
   if (f->bytes < bytes) {
+    kb_check_not_finalizing(L, "an L2 flush buffer");
     if (f->p) f->dev->release(f->dev, f->p);
     f->p = NULL;
     f->bytes = 0;

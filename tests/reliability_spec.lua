@@ -142,6 +142,11 @@ local API = {
   { 'kb.sha256_file', { 'tostring' }, function() return FILE end },
   { 'kb.digest', { 'json' }, function() return { a = 1 } end },
   { 'kb.fsync', { 'tostring' }, function() return FILE end },
+  { 'kb.stat', { 'tostring', 'any' }, function() return FILE, true end },
+  { 'kb.realpath', { 'tostring' }, function() return FILE end },
+  { 'kb.chmod', { 'tostring', 'ns' }, function() return FILE, 420 end },
+  -- (a directory that exists: the valid call fails softly, creating nothing)
+  { 'kb.mkdir', { 'tostring' }, function() return '/' end },
   { 'kb.defer_interrupts', { 'boolean' }, function() return false end },
   { 'kb.interrupted', {}, function() end },
   { 'kb.rope.freqs', { 'seq_len', 'head_dim', 'opts?' }, function() return 4, 8, { device = 'cpu' } end },

@@ -222,4 +222,27 @@ describe('the REPL', function()
     local s = repl.wait_for('[exited 0]')
     assert.not_matches('nonexistent', s, 1, true)
   end)
+
+  -- issue 14: libedit's write_history chmods and rewrites the file; as root
+  -- that turned /dev/null into a plain file. A device made here stands for it.
+  it('never hands a history path that is not a regular file to libedit', function()
+    if not needs_tmux() then return end
+    repl.stop()
+    local dir = util.tmpdir()
+    local null = dir .. '/null'
+    if not os.execute('mknod ' .. q(null) .. ' c 1 3 2> /dev/null') then
+      os.execute('rm -rf ' .. q(dir))
+      return pending('mknod is not allowed here')
+    end
+    repl = start(null)
+    repl.wait_for('history file ' .. null .. ': not a regular file; history is not kept')
+    repl.line('1 + 1')
+    repl.keys('C-d')
+    repl.wait_for('[exited 0]')
+    local p = io.popen('stat -c %F ' .. q(null))
+    local kind = p:read('l')
+    p:close()
+    os.execute('rm -rf ' .. q(dir))
+    assert.equal('character special file', kind)
+  end)
 end)

@@ -177,6 +177,85 @@ M.REPOSITORY = nil
 --- triton.testing.do_bench flushes the L2 by zeroing a buffer of this size.
 M.TRITON_FLUSH_BYTES = 256000000
 
+---------------------------------------------------------------------------
+-- Options: every name known, every value of its type and in its range
+---------------------------------------------------------------------------
+
+--- The longest time an option in milliseconds may ask for (one hour): a
+-- larger rep_ms or warmup_ms is a typo, not a plan.
+M.MAX_MS = 3600 * 1000
+
+--- The most samples one measurement keeps (do_bench's repetitions, a mode's
+-- samples): their events and numbers stay in memory until the end.
+M.MAX_SAMPLES = 1000000
+
+local function describe_value(v)
+  if type(v) == 'string' then return string.format('%q', v) end
+  return tostring(v)
+end
+
+--- An option's rule: {kind = 'number', min, max, integer, above (min
+-- excluded)}, {kind = 'boolean'|'string'|'table'|'function'}, {one_of =
+-- {values...}} added to a number rule ('auto'), or kind 'any'.
+local function check_value(name, v, rule)
+  if rule.one_of then
+    for _, x in ipairs(rule.one_of) do if v == x then return nil end end
+  end
+  local k = rule.kind
+  if k == 'any' then return nil end
+  if k == 'function' then
+    local callable = type(v) == 'function' or (getmetatable(v) and getmetatable(v).__call)
+    if callable then return nil end
+    return string.format('%s must be a function, got %s', name, type(v))
+  end
+  if k ~= 'number' then
+    if type(v) == k then return nil end
+    return string.format('%s must be a %s, got %s', name, k, type(v))
+  end
+  local alts = rule.one_of and (' or ' .. describe_value(rule.one_of[1])) or ''
+  if type(v) ~= 'number' then
+    return string.format('%s must be a number%s, got %s', name, alts, describe_value(v))
+  end
+  local lo, hi = rule.min or -math.huge, rule.max or math.huge
+  local ok = v == v and v > -math.huge and v < math.huge
+    and (rule.above and v > lo or not rule.above and v >= lo) and v <= hi
+    and (not rule.integer or math.type(v) == 'integer' or v == math.floor(v))
+  if ok then return nil end
+  return string.format('%s must be %s %s %g and at most %g%s, got %s', name,
+    rule.integer and 'a whole number' or 'a finite number', rule.above and 'above' or 'from', lo, hi,
+    alts, describe_value(v))
+end
+
+--- Checks an options table against a schema (name -> rule, see above): an
+-- unknown name (a misspelt key), a value of the wrong type or out of its
+-- range raises "bad argument #argn to 'fname' (why)". Returns opts.
+function M.check_options(fname, argn, opts, schema)
+  for k, v in pairs(opts) do
+    local rule = schema[k]
+    if rule == nil then
+      local known = {}
+      for name in pairs(schema) do known[#known + 1] = name end
+      table.sort(known)
+      error(string.format("bad argument #%d to '%s' (unknown option '%s'; known: %s)", argn, fname,
+        tostring(k), table.concat(known, ', ')), 3)
+    end
+    local why = check_value(tostring(k), v, rule)
+    if why then error(string.format("bad argument #%d to '%s' (%s)", argn, fname, why), 3) end
+  end
+  return opts
+end
+
+--- The options of do_bench and their rules (check_options).
+M.DO_BENCH_OPTIONS = {
+  warmup_ms = { kind = 'number', min = 0, max = M.MAX_MS },
+  rep_ms = { kind = 'number', min = 0, above = true, max = M.MAX_MS },
+  quantiles = { kind = 'table' },
+  return_mode = { kind = 'string' },
+  before_each = { kind = 'function' },
+  device = { kind = 'table' },
+  flush_bytes = { kind = 'number', min = 0, max = 2 ^ 40, integer = true },
+}
+
 --- Defaults of do_bench (triton's).
 M.DO_BENCH_DEFAULTS = { warmup_ms = 25, rep_ms = 100, return_mode = 'mean' }
 
@@ -224,6 +303,7 @@ function M.do_bench(fn, opts)
   if type(opts) ~= 'table' then
     error("bad argument #2 to 'do_bench' (table of options expected, got " .. type(opts) .. ')', 2)
   end
+  M.check_options('do_bench', 2, opts, M.DO_BENCH_OPTIONS)
   local warmup_ms = opts.warmup_ms or M.DO_BENCH_DEFAULTS.warmup_ms
   local rep_ms = opts.rep_ms or M.DO_BENCH_DEFAULTS.rep_ms
   local return_mode = opts.return_mode or M.DO_BENCH_DEFAULTS.return_mode
@@ -285,6 +365,11 @@ function M.do_bench(fn, opts)
       .. tostring(min_repeat) .. ')', 2)
   end
   local n_repeat = max(min_repeat, n_repeat_triton)
+  if n_repeat > M.MAX_SAMPLES then
+    error(string.format('do_bench: rep_ms = %g ms at %.3g ms per call would take %.3g samples, more '
+      .. 'than the %d one measurement keeps (bench.MAX_SAMPLES): lower rep_ms', rep_ms, estimate_ms,
+      rep_ms / estimate_ms, M.MAX_SAMPLES), 2)
+  end
 
   local starts, ends = {}, {}
   for i = 1, n_repeat do starts[i], ends[i] = dev.event(), dev.event() end
@@ -359,6 +444,10 @@ end
 -- and records put them in the run, so that every run of one protocol has
 -- one protocolDigest).
 function M.do_bench_protocol(params)
+  if params ~= nil and type(params) ~= 'table' then
+    error("bad argument #1 to 'do_bench_protocol' (table of parameters expected, got " .. type(params) .. ')', 2)
+  end
+  M.check_options('do_bench_protocol', 1, params or {}, M.DO_BENCH_OPTIONS)
   params = copy(params)
   params.warmup_ms = params.warmup_ms or M.DO_BENCH_DEFAULTS.warmup_ms
   params.rep_ms = params.rep_ms or M.DO_BENCH_DEFAULTS.rep_ms

@@ -70,6 +70,49 @@ M.DEFAULTS = {
   kernel_trace = false,  -- cold: trace fn's kernels per sample (kb.trace)
 }
 
+--- The options of measure.run, measure.session and measure.protocol, and
+-- their rules (bench.check_options): the modes' (DEFAULTS) and those of
+-- do_bench, so that one table of options serves every mode; an unknown
+-- name or a value out of range is an error naming it.
+local NS_MAX = 1e10 -- 10 s: any hold or spin beyond is a typo
+local count = function(lo, hi, auto)
+  return { kind = 'number', min = lo, max = hi, integer = true, one_of = auto and { 'auto' } or nil }
+end
+M.OPTIONS = {
+  warmup_ms = { kind = 'number', min = 0, max = bench.MAX_MS },
+  warmup_min = count(1, 1e6),
+  hold = { kind = 'number', min = 0, max = NS_MAX, one_of = { 'auto', false } },
+  hold_min_ns = { kind = 'number', min = 0, max = NS_MAX },
+  hold_max_ns = { kind = 'number', min = 0, max = NS_MAX },
+  flush_factor = { kind = 'number', min = 0, max = 1000 },
+  batch = count(1, 1e7, true),
+  batch_ms = { kind = 'number', min = 0, above = true, max = bench.MAX_MS },
+  batch_max = count(1, 1e7),
+  rotate = count(1, 1e6, true),
+  margin = { kind = 'number', min = 1, max = 1000 },
+  launches = count(1, 1e6, true),
+  max_sets = count(1, 1e6),
+  quantiles = { kind = 'table' },
+  clocks = { kind = 'boolean' },
+  event_pairs = count(0, 1e6),
+  kernel_trace = { kind = 'boolean' },
+  stop = { kind = 'any' }, -- stopping.from checks it
+  l2_bytes = { kind = 'number', min = 0, above = true, max = 2 ^ 40 },
+  sets = { kind = 'table' },
+  make_set = { kind = 'function' },
+  set_bytes = { kind = 'number', min = 0, above = true, max = 2 ^ 50 },
+  allow_warm = { kind = 'boolean' },
+  name = { kind = 'string' },
+  nvml_device = { kind = 'any' }, -- an index or a UUID: clocks.lua checks it
+  recovery_ms = { kind = 'number', min = 0, max = bench.MAX_MS },
+  max_drops = count(0, 1e6),
+  drop_throttled = { kind = 'boolean' },
+  keep_graph = { kind = 'boolean' },
+}
+for k, rule in pairs(bench.DO_BENCH_OPTIONS) do
+  if k ~= 'device' and M.OPTIONS[k] == nil then M.OPTIONS[k] = rule end
+end
+
 local function opt(opts, k)
   local v = opts[k]
   if v == nil then return M.DEFAULTS[k] end
@@ -535,6 +578,10 @@ function M.session(mode, fn, opts, ctx)
   end
   check_fn('session', fn)
   opts = opts or {}
+  if type(opts) ~= 'table' then
+    error("bad argument #3 to 'session' (table of options expected, got " .. type(opts) .. ')', 2)
+  end
+  bench.check_options('session', 3, opts, M.OPTIONS)
   ctx = ctx or M.device()
   local rule = opts.stop ~= nil and stopping.from(opts.stop) or stopping.rse_median()
   local self = setmetatable({
@@ -604,6 +651,11 @@ function Session:step()
     self.st:tick()
   end
   local done, reason, converged = self.rule:check(self.st)
+  if not done and self.st.n >= bench.MAX_SAMPLES then
+    -- a criterion that never ends (stopping.count(1e12)) must not fill the memory
+    done, reason, converged = true, string.format('the sample limit (%d, bench.MAX_SAMPLES) reached',
+      bench.MAX_SAMPLES), false
+  end
   local interrupted = false
   if not done and self.st.n > 0 and self.ctx.interrupted and self.ctx.interrupted() then
     done, reason, converged = true, 'interrupted: stopped early with the samples taken so far', false
@@ -718,6 +770,10 @@ function M.run(mode, fn, opts, ctx)
   end
   check_fn('run', fn)
   opts = opts or {}
+  if type(opts) ~= 'table' then
+    error("bad argument #3 to 'run' (table of options expected, got " .. type(opts) .. ')', 2)
+  end
+  bench.check_options('run', 3, opts, M.OPTIONS)
   ctx = ctx or M.device()
   if mode == 'do_bench' then return run_do_bench(fn, opts, ctx) end
   local s = M.session(mode, fn, opts, ctx)
@@ -783,12 +839,21 @@ end
 -- run of the protocol, so runs share a protocolDigest), while what a run
 -- derived goes into result.used (run.spec.execution in records).
 function M.protocol(mode, params)
-  if mode == 'do_bench' then return bench.do_bench_protocol(params) end
   if not IS_MODE[mode] then
     error(string.format("bad argument #1 to 'protocol' (mode cold, hot, graph or do_bench expected, "
       .. 'got %s)', tostring(mode)), 2)
   end
   params = params or {}
+  if type(params) ~= 'table' then
+    error("bad argument #2 to 'protocol' (table of parameters expected, got " .. type(params) .. ')', 2)
+  end
+  bench.check_options('protocol', 2, params, M.OPTIONS)
+  if mode == 'do_bench' then
+    -- the options of the other modes are allowed (one table for every mode), not passed on
+    local d = {}
+    for k, v in pairs(params) do if bench.DO_BENCH_OPTIONS[k] then d[k] = v end end
+    return bench.do_bench_protocol(d)
+  end
   local p = {}
   for k, v in pairs(params) do p[k] = v end
   p.quantiles = p.quantiles or M.DEFAULTS.quantiles

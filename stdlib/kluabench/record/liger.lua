@@ -84,7 +84,7 @@ end
 
 --- Reads and parses a Liger CSV file: rows, or nil and "path:line: why".
 function M.read(path)
-  local text, err = output.read_file(path)
+  local text, err = output.read_text(path)
   if not text then return nil, err end
   local rows, perr = M.parse(text)
   if not rows then return nil, path .. ':' .. perr:gsub('^line ', '') end
@@ -117,11 +117,24 @@ local function unrecordable(v)
   return nil
 end
 
+-- The number a decimal numeral spells ("12", "-0.5", "1e-3"), or nil:
+-- Lua's tonumber also reads hexadecimal ("0x10") and surrounding spaces,
+-- which Liger's files never hold and which would make a silently wrong record.
+local function decimal(s)
+  if type(s) ~= 'string' then return nil end
+  local mant, exp = s:match('^([+-]?[%d.]+)([eE]?[+-]?%d*)$')
+  if not mant or not mant:match('%d') or select(2, mant:gsub('%.', '')) > 1 then return nil end
+  if exp ~= '' and not exp:match('^[eE][+-]?%d+$') then return nil end
+  return tonumber(s)
+end
+
+local function quoted(s) return "'" .. output.printable(s, 60) .. "'" end
+
 local function number_field(row, col)
-  local v = tonumber(row[col])
-  if not v then return nil, string.format('%s is not a number (%q)', col, tostring(row[col])) end
+  local v = decimal(row[col])
+  if not v then return nil, string.format('%s is not a decimal number (%s)', col, quoted(row[col])) end
   local why = unrecordable(v)
-  if why then return nil, string.format('%s %s (%q)', col, why, row[col]) end
+  if why then return nil, string.format('%s %s (%s)', col, why, quoted(row[col])) end
   return v
 end
 
@@ -242,6 +255,12 @@ function M.row_to_bundle(row)
   for i, col in ipairs(Y_COLUMNS) do
     local v, err = number_field(row, col)
     if not v then return nil, err end
+    -- a time of zero or below is no measurement; a negative amount of anything else neither
+    if v < 0 or (v == 0 and metric == 'speed') then
+      return nil, string.format('%s is %s (%s): a %s must be %s', col, v < 0 and 'negative' or 'zero',
+        quoted(row[col]), metric == 'speed' and 'time' or metric,
+        metric == 'speed' and 'positive' or 'zero or more')
+    end
     values[i] = v + 0.0
   end
 
@@ -253,14 +272,17 @@ function M.row_to_bundle(row)
       params[names.param_name(k)] = v
     end
   end
-  local x = tonumber(row.x_value) or row.x_value
+  local x = decimal(row.x_value)
+  if x == nil then
+    return nil, string.format('x_value is not a decimal number (%s)', quoted(row.x_value))
+  end
   params[names.param_name(row.x_name)] = x
   -- found by tests/fuzz/fuzz_csv.c: such values made the digest raise
   for k, v in pairs(config) do
     local why = unrecordable(v)
     if why then return nil, string.format('extra_benchmark_config_str: %s %s', k, why) end
   end
-  if unrecordable(x) then return nil, string.format('x_value %s (%q)', unrecordable(x), row.x_value) end
+  if unrecordable(x) then return nil, string.format('x_value %s (%s)', unrecordable(x), quoted(row.x_value)) end
   local slug = names.workload_slug(params, dtype)
   local gpu = row.gpu_name
   local version = row.liger_version or ''

@@ -25,6 +25,13 @@
 -- A regression is a SLOWER point whose ratio exceeds 1 + threshold (default
 -- 5 %); `kluabench compare` exits 1 when there is one.
 local inference = require 'kluabench.stats.inference'
+
+-- True once SIGINT or SIGTERM stopped the command (kb.interrupted): an error
+-- caught then is the interrupt itself.
+local function interrupted()
+  local ok, kb = pcall(require, 'kluabench.core')
+  return ok and type(kb) == 'table' and kb.interrupted() == true
+end
 local output = require 'kluabench.report'
 local reader = require 'kluabench.record.reader'
 
@@ -322,6 +329,7 @@ function M.compare(base, new, opts)
   local common = 0
   for _, key in ipairs(border) do if nb[key] then common = common + 1 end end
   for _, key in ipairs(border) do
+    if interrupted() then error('interrupted!', 0) end -- caught on the way (reading): stop here
     local b, n = bb[key], nb[key]
     if not n then
       out.only_base[#out.only_base + 1] = b.label .. ' (' .. b.provider .. ')'
@@ -341,6 +349,7 @@ function M.compare(base, new, opts)
         end
         if po.between == nil then po.between = opts.device_between end
         local ok, c = pcall(M.compare_sessions, sb, sn, po)
+        if not ok and interrupted() then error(c, 0) end -- Ctrl-C stops the command, not one point
         if ok then
           for k, v in pairs(c) do point[k] = v end
           point.hint = hint(point, b.bundles, n.bundles, o.noise)

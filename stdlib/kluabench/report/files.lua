@@ -14,23 +14,154 @@ local function core()
   return core_cache or nil
 end
 
---- Reads a whole file: text, or nil and "path: reason".
-function M.read_file(path)
+--- The largest file read_file reads (512 MiB): an endless file (/dev/zero,
+-- a FIFO that never ends) or a huge one is an error, not a process that
+-- grows until the system kills it.
+M.MAX_READ_BYTES = 512 * 1024 * 1024
+
+--- Reads a whole file of at most max_bytes (default M.MAX_READ_BYTES):
+-- text, or nil and "path: reason".
+function M.read_file(path, max_bytes)
+  max_bytes = max_bytes or M.MAX_READ_BYTES
   local f, err = io.open(path, 'rb')
   if not f then return nil, err end
-  local text, rerr = f:read('a')
+  local parts, total, chunk = {}, 0, 1024 * 1024
+  while true do
+    local piece, rerr = f:read(math.min(chunk, max_bytes + 1 - total))
+    if piece == nil then
+      if rerr then
+        f:close()
+        return nil, path .. ': ' .. tostring(rerr)
+      end
+      break
+    end
+    total = total + #piece
+    parts[#parts + 1] = piece
+    if total > max_bytes then
+      f:close()
+      return nil, string.format('%s: larger than %d bytes, the most kluabench reads '
+        .. '(an endless file such as a device?)', path, max_bytes)
+    end
+  end
   f:close()
-  if not text then return nil, path .. ': ' .. tostring(rerr) end
+  return table.concat(parts)
+end
+
+--- Reads a text file (read_file), refusing UTF-16 and UTF-32 with a message
+-- that says so, and dropping a UTF-8 byte order mark. Returns text, or nil
+-- and "path: reason".
+function M.read_text(path, max_bytes)
+  local text, err = M.read_file(path, max_bytes)
+  if not text then return nil, err end
+  local enc = json.encoding_problem(text)
+  if enc then return nil, path .. ': ' .. enc end
+  if text:sub(1, 3) == '\239\187\191' then text = text:sub(4) end
   return text
 end
 
 local tmp_counter = 0
 
+-- Longest path and file name the system takes (Linux's PATH_MAX and
+-- NAME_MAX); a longer one is refused before anything is created.
+local NAME_MAX = 255
+local function path_max()
+  local c = core()
+  return c and c.PATH_MAX or 4096
+end
+
+--- Checks that path is short enough for the system: true, or nil and a
+-- message naming it.
+function M.check_path_length(path)
+  local limit = path_max()
+  if #path >= limit then
+    return nil, string.format('%s...: the path is %d bytes long, the system takes at most %d',
+      path:sub(1, 60), #path, limit - 1)
+  end
+  for part in path:gmatch('[^/]+') do
+    if #part > NAME_MAX then
+      return nil, string.format('%s...: a name in the path is %d bytes long, the system takes at most %d',
+        path:sub(1, 60), #part, NAME_MAX)
+    end
+  end
+  return true
+end
+
+-- io.open's message names the file it opened; ours names the user's path.
+local function reason(err, name)
+  err = tostring(err)
+  if name and err:sub(1, #name + 2) == name .. ': ' then err = err:sub(#name + 3) end
+  return err
+end
+
+-- What path is: 'missing', 'file', 'directory', 'link', 'fifo', 'char',
+-- 'block', 'socket', 'other', with the stat table; nil when the engine
+-- cannot tell (busted without the binary: treated as a regular file).
+local function kind_of(path, follow)
+  local c = core()
+  if not (c and c.stat) then return nil end
+  local st, _, errno = c.stat(path, follow)
+  if not st then return errno == 2 and 'missing' or nil, nil end
+  return st.type, st
+end
+
+--- Writes text to stdout and flushes it; true, or nil and "stdout: why".
+function M.write_stdout(text)
+  local ok, err = io.stdout:write(text)
+  if ok then ok, err = io.stdout:flush() end
+  if not ok then return nil, 'stdout: ' .. reason(err) end
+  return true
+end
+
+-- Opens path in io.open's mode, writes text (in one write(2) when
+-- unbuffered), flushes and closes, checking each step: true, or nil and
+-- "path: why".
+local function write_to(path, mode, text, unbuffered)
+  local f, err = io.open(path, mode)
+  if not f then return nil, string.format('%s: %s', path, reason(err, path)) end
+  if unbuffered then f:setvbuf('no') end
+  local ok, werr = f:write(text)
+  if ok then ok, werr = f:flush() end
+  local closed, cerr = f:close()
+  if ok and not closed then ok, werr = nil, cerr end
+  if not ok then return nil, string.format('%s: %s', path, reason(werr, path)) end
+  return true
+end
+
+-- Writes text to what path names, in place (devices, FIFOs, a link whose
+-- target is missing): nothing to replace atomically there.
+local function write_in_place(path, text) return write_to(path, 'wb', text) end
+
+-- The steps of an atomic replacement of target (a regular file or none)
+-- through tmp. Raises nothing itself; returns true or nil, reason.
+local function write_replacing(target, tmp, text, mode)
+  local c = core()
+  local f, err = io.open(tmp, 'wb')
+  if not f then return nil, reason(err, tmp) end
+  local ok, werr = f:write(text)
+  if ok then ok, werr = f:flush() end
+  if ok and c and c.fsync then
+    -- kb.fsync returns nil, message when it fails (a raised error is caught too)
+    local called, synced, serr = pcall(c.fsync, tmp)
+    if not (called and synced) then ok, werr = nil, reason(called and serr or synced, tmp) end
+  end
+  local closed, cerr = f:close()
+  if ok and not closed then ok, werr = nil, reason(cerr, tmp) end
+  if ok and mode and c and c.chmod then ok, werr = c.chmod(tmp, mode) end
+  if ok then ok, werr = os.rename(tmp, target) end
+  if not ok then return nil, reason(werr, tmp) end
+  return true
+end
+
 --- Writes text to path atomically: a temporary file in the same directory is
 -- written, flushed, fsync'ed (when the engine offers kb.fsync) and closed,
--- then renamed over path, and the directory is fsync'ed so that the rename
--- itself is durable. A reader sees the old or the new file, never a part.
--- Returns true, or nil and a message; the temporary file never stays.
+-- given the mode of the file it replaces, then renamed over path, and the
+-- directory is fsync'ed so that the rename itself is durable. A reader sees
+-- the old or the new file, never a part. A symbolic link is written through
+-- to its target (the link stays); what is not a regular file (a device, a
+-- FIFO; "-" is stdout) is written in place, since replacing it would turn
+-- it into a plain file. Returns true, or nil and a message naming path; the
+-- temporary file never stays, also when an error (an interrupt) is raised
+-- while it is written.
 function M.write_atomic(path, text)
   if type(path) ~= 'string' or path == '' then
     error("bad argument #1 to 'write_atomic' (path expected)", 2)
@@ -38,67 +169,118 @@ function M.write_atomic(path, text)
   if type(text) ~= 'string' then
     error("bad argument #2 to 'write_atomic' (string expected, got " .. type(text) .. ')', 2)
   end
+  if path == '-' then return M.write_stdout(text) end
+  local okl, lerr = M.check_path_length(path)
+  if not okl then return nil, lerr end
+  local target, kind, st = path, kind_of(path, false)
+  if kind == 'link' then
+    local c = core()
+    local real = c.realpath(path)
+    if not real then return write_in_place(path, text) end -- dangling: open() creates the target
+    target = real
+    kind, st = kind_of(real, true)
+  end
+  if kind == 'directory' then return nil, path .. ': is a directory' end
+  if kind and kind ~= 'missing' and kind ~= 'file' then return write_in_place(path, text) end
   tmp_counter = tmp_counter + 1
   local c = core()
   local stamp = c and c.clock_ns and c.clock_ns() or os.time()
-  local tmp = string.format('%s.tmp-%s-%d', path, tostring(stamp), tmp_counter)
-  local f, err = io.open(tmp, 'wb')
-  if not f then return nil, err end
-  local ok, werr = f:write(text)
-  if ok then ok, werr = f:flush() end
-  if ok and c and c.fsync then
-    -- kb.fsync returns nil, message when it fails (a raised error is caught too)
-    local called, synced, serr = pcall(c.fsync, tmp)
-    if not (called and synced) then ok, werr = nil, called and serr or synced end
-  end
-  local closed, cerr = f:close()
-  if ok and not closed then ok, werr = nil, cerr end
-  if ok then ok, werr = os.rename(tmp, path) end
-  if not ok then
+  local tmp = string.format('%s.tmp-%s-%d', target, tostring(stamp), tmp_counter)
+  local called, ok, werr = pcall(write_replacing, target, tmp, text, st and st.mode)
+  if not (called and ok) then
     os.remove(tmp)
+    -- an interrupt (raised here, or caught by the pcall around fsync): raised
+    -- again, now that the temporary file is gone
+    if not called then error(ok, 0) end
+    if c and c.interrupted and c.interrupted() then error('interrupted!', 0) end
     return nil, string.format('%s: %s', path, tostring(werr))
   end
   if c and c.fsync then
     -- the rename is durable once the directory is; some file systems refuse
     -- fsync on a directory, and the file is in place by now either way
-    pcall(c.fsync, path:match('^(.*)/[^/]*$') or '.')
+    pcall(c.fsync, target:match('^(.*)/[^/]*$') or '.')
   end
+  return true
+end
+
+--- Whether path can be written as an output (checked before any work is
+-- done, so that a sweep does not measure for an hour and then fail): "-"
+-- (stdout) can; an existing file or device must be writable and not a
+-- directory; a new file needs an existing, writable directory (checked by
+-- creating and removing a probe file there). Nothing is truncated. Returns
+-- true, or nil and a message naming path.
+function M.check_writable(path)
+  if type(path) ~= 'string' or path == '' then
+    error("bad argument #1 to 'check_writable' (path expected)", 2)
+  end
+  if path == '-' then return true end
+  local okl, lerr = M.check_path_length(path)
+  if not okl then return nil, lerr end
+  local kind = kind_of(path, true)
+  if kind == 'directory' then return nil, path .. ': is a directory' end
+  if kind == 'fifo' or kind == 'socket' then return true end -- opening a FIFO waits for a reader
+  if kind and kind ~= 'missing' then
+    local f, err = io.open(path, 'ab')
+    if not f then return nil, string.format('%s: cannot write: %s', path, reason(err, path)) end
+    f:close()
+    return true
+  end
+  local dir = path:match('^(.*)/[^/]*$') or '.'
+  if dir == '' then dir = '/' end
+  local dkind = kind_of(dir, true)
+  if dkind and dkind ~= 'directory' then
+    return nil, string.format('%s: cannot write: %s %s', path, dir,
+      dkind == 'missing' and 'does not exist' or 'is not a directory')
+  end
+  tmp_counter = tmp_counter + 1
+  local probe = string.format('%s.probe-%d-%d', path, os.time(), tmp_counter)
+  local f, err = io.open(probe, 'wb')
+  if not f then return nil, string.format('%s: cannot write: %s', path, reason(err, probe)) end
+  f:close()
+  os.remove(probe)
   return true
 end
 
 --- Appends one value as a JSON line to path ("-" or nil: stdout) and flushes,
 -- so that every finished point is on disk even if a later one crashes. The
 -- line goes out in one unbuffered write(2) to a file opened for appending,
--- so a process killed at any moment leaves whole lines only.
--- Returns true, or nil and a message.
+-- so a process killed at any moment leaves whole lines only. Every write,
+-- flush and close is checked.
+-- Returns true, or nil and a message naming path (or stdout).
 function M.append_jsonl(path, value)
   local line, err = json.encode_line(value)
   if not line then return nil, err end
-  if path == nil or path == '-' then
-    io.stdout:write(line, '\n')
-    io.stdout:flush()
-    return true
-  end
-  local f, oerr = io.open(path, 'a')
-  if not f then return nil, oerr end
-  f:setvbuf('no')
-  local ok, werr = f:write(line .. '\n')
-  if ok then ok, werr = f:flush() end
-  local closed, cerr = f:close()
-  if ok and not closed then ok, werr = nil, cerr end
-  if not ok then return nil, string.format('%s: %s', path, tostring(werr)) end
-  return true
+  if path == nil or path == '-' then return M.write_stdout(line .. '\n') end
+  return write_to(path, 'a', line .. '\n', true)
 end
 
---- Creates directory path and its parents if missing (via mkdir -p; the path
--- is passed quoted). Returns true or nil, message.
+--- Creates directory path and its parents if missing, without a shell
+-- (kb.mkdir per component; a path starting with '-' is a path, not an
+-- option). A path longer than the system takes is refused before anything
+-- is created. Returns true or nil, message naming path.
 function M.mkdir_p(path)
   if path == nil or path == '' or path == '.' then return true end
-  local probe = io.open(path .. '/.', 'r')
-  if probe then probe:close() return true end
-  local ok = os.execute("mkdir -p '" .. path:gsub("'", "'\\''") .. "'")
-  if ok then return true end
-  return nil, path .. ': cannot create directory'
+  local okl, lerr = M.check_path_length(path)
+  if not okl then return nil, lerr end
+  local c = core()
+  local prefix = path:sub(1, 1) == '/' and '/' or ''
+  for part in path:gmatch('[^/]+') do
+    prefix = prefix .. part
+    local kind = kind_of(prefix, true)
+    if kind == nil and not (c and c.mkdir) then
+      return nil, path .. ': cannot create directory (this build has no kb.mkdir)'
+    end
+    if kind == 'missing' then
+      local ok, err, errno = c.mkdir(prefix)
+      if not ok and errno ~= 17 then -- EEXIST: made by someone else meanwhile
+        return nil, string.format('%s: cannot create directory %s', path, reason(err))
+      end
+    elseif kind ~= 'directory' and part ~= '.' and part ~= '..' then
+      return nil, string.format('%s: cannot create directory: %s is not a directory', path, prefix)
+    end
+    prefix = prefix .. '/'
+  end
+  return true
 end
 
 return M

@@ -494,7 +494,52 @@ function Decoder:value(depth)
   elseif c == '' then
     self:fail('unexpected end of input', pos)
   end
-  self:fail('unexpected character ' .. string.format('%q', c), pos)
+  self:fail("unexpected character '" .. M.printable(c) .. "'", pos)
+end
+
+--- What is wrong with the encoding of text when it is not UTF-8 that a
+-- reader could take for garbage: UTF-16 or UTF-32 (with or without a byte
+-- order mark). Returns a message ("the text is UTF-16 (little-endian, with
+-- a byte order mark) ..."), or nil when the text may be UTF-8.
+function M.encoding_problem(text)
+  local b1, b2, b3, b4 = text:byte(1, 4)
+  local what
+  if b1 == 0xFF and b2 == 0xFE and b3 == 0 and b4 == 0 then what = 'UTF-32 (little-endian, with a byte order mark)'
+  elseif b1 == 0 and b2 == 0 and b3 == 0xFE and b4 == 0xFF then what = 'UTF-32 (big-endian, with a byte order mark)'
+  elseif b1 == 0xFF and b2 == 0xFE then what = 'UTF-16 (little-endian, with a byte order mark)'
+  elseif b1 == 0xFE and b2 == 0xFF then what = 'UTF-16 (big-endian, with a byte order mark)'
+  elseif b1 and b2 and b1 ~= 0 and b2 == 0 and b1 < 0x80 then what = 'UTF-16 (little-endian)'
+  elseif b1 == 0 and b2 and b2 ~= 0 and b2 < 0x80 then what = 'UTF-16 (big-endian)'
+  end
+  if not what then return nil end
+  return 'the text is ' .. what .. '; kluabench reads UTF-8 (convert it, e.g. iconv -f '
+    .. what:match('^(UTF%-%d+)') .. ' -t UTF-8)'
+end
+
+--- s made safe to print inside a one-line message: control characters,
+-- DEL and bytes that are not valid UTF-8 become \xNN (valid UTF-8
+-- characters stay), and more than max bytes (default 200) are cut with
+-- "...". For every message that quotes input.
+function M.printable(s, max)
+  s = tostring(s)
+  max = max or 200
+  local cut = #s > max
+  if cut then s = s:sub(1, max) end
+  local out, i, n = {}, 1, #s
+  while i <= n do
+    local b = s:byte(i)
+    local len = b < 0x80 and 1 or b >= 0xF0 and 4 or b >= 0xE0 and 3 or b >= 0xC2 and 2 or 0
+    local ch = len > 0 and s:sub(i, i + len - 1) or nil
+    if ch and len > 1 and not (#ch == len and utf8.len(ch)) then ch = nil end
+    if b < 0x20 or b == 0x7F or ch == nil then
+      out[#out + 1] = string.format('\\x%02X', b)
+      i = i + 1
+    else
+      out[#out + 1] = ch
+      i = i + len
+    end
+  end
+  return table.concat(out) .. (cut and '...' or '')
 end
 
 --- Decodes one JSON text. Returns the value, or nil, "line L, column C: why"
@@ -509,6 +554,8 @@ function M.decode(text, opts)
   local d = setmetatable({ text = text, pos = 1, starts = opts and opts.starts and {} or nil },
     Decoder)
   if text:sub(1, 3) == '\239\187\191' then d.pos = 4 end -- UTF-8 byte order mark
+  local enc = M.encoding_problem(text)
+  if enc then return nil, 'line 1, column 1: ' .. enc, 'encoding' end
   local ok, v = pcall(function()
     local v = d:value(0)
     d:skip()

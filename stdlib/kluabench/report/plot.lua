@@ -150,7 +150,7 @@ end
 
 -- The points of one file, without their run name (see M.read).
 local function read_points(path)
-  local text, err = output.read_file(path)
+  local text, err = output.read_text(path)
   if not text then return nil, err end
   local points = {}
   if is_liger_csv(text) then

@@ -123,8 +123,11 @@ function M.run(args)
       .. 'workload digest and provider)\n', rest[1], rest[2]))
     return 2
   end
-  io.stdout:write(compare.format(result, fmt))
-  io.stdout:flush()
+  local written, werr = require('kluabench.report.files').write_stdout(compare.format(result, fmt))
+  if not written then
+    io.stderr:write('kluabench compare: cannot write to ', werr, '\n')
+    return 2
+  end
   return result.regressions > 0 and 1 or 0
 end
 

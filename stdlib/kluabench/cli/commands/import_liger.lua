@@ -34,7 +34,7 @@ local cli = require 'kluabench.cli'
 local function usage_error(fmt, ...) return cli.usage_error('import-liger', fmt, ...) end
 
 local function fail(fmt, ...)
-  io.stderr:write(string.format('kluabench import-liger: ' .. fmt .. '\n', ...))
+  io.stderr:write('kluabench import-liger: ', cli.printable(string.format(fmt, ...), 400), '\n')
 end
 
 -- Options: returns {out = DIR, jsonl = FILE, help}, list of CSV paths; or nil, msg.
@@ -66,6 +66,7 @@ function M.main(args)
       status = 1
     else
       for _, row in ipairs(rows) do
+        cli.stop_if_interrupted()
         local bundle, berr = liger.row_to_bundle(row)
         if not bundle then
           fail('%s:%d: %s', path, row.line, berr)

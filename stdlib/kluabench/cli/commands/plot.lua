@@ -85,22 +85,14 @@ local function check_size(opts, key)
 end
 
 local function fail(fmt, ...)
-  io.stderr:write(string.format('kluabench plot: ' .. fmt .. '\n', ...))
+  io.stderr:write('kluabench plot: ', cli.printable(string.format(fmt, ...), 400), '\n')
   return 1
 end
 
+-- The SVG to path ('-': stdout), whole or not at all (report.files): a
+-- link is written through, a device in place, a replaced file keeps its mode.
 local function write_output(path, svg)
-  if path == '-' then
-    io.stdout:write(svg)
-    io.stdout:flush()
-    return true
-  end
-  local f, err = io.open(path, 'wb')
-  if not f then return nil, err end
-  local ok, werr = f:write(svg)
-  f:close()
-  if not ok then return nil, werr end
-  return true
+  return require('kluabench.report.files').write_atomic(path, svg)
 end
 
 --- Runs the command; returns the exit status.
@@ -130,6 +122,7 @@ function M.run(args)
   local points = {}
   local runs = plot.run_names(files)
   for i, path in ipairs(files) do
+    cli.stop_if_interrupted()
     local pts, err = plot.read(path, runs[i])
     if not pts then return fail('%s', err) end
     table.move(pts, 1, #pts, #points + 1, points)

@@ -40,7 +40,7 @@ M.bundles_of_text = reader.items
 -- (kind "ok", "mismatch" or "error"). Returns counts {ok, mismatch, error}.
 function M.check_file(path, report)
   local counts = { ok = 0, mismatch = 0, error = 0, bundles = 0 }
-  local text, rerr = output.read_file(path)
+  local text, rerr = output.read_text(path)
   if not text then
     report('error', nil, nil, rerr) -- the message names the file
     counts.error = 1
@@ -57,7 +57,9 @@ function M.check_file(path, report)
     counts.error = 1
     return counts
   end
+  local cli = require 'kluabench.cli'
   for _, it in ipairs(items) do
+    cli.stop_if_interrupted()
     counts.bundles = counts.bundles + 1
     local b = it.bundle
     local problems = record.check(b)
@@ -84,6 +86,9 @@ function M.check_file(path, report)
   return counts
 end
 
+--- Error lines shown per file; the rest are counted ("N more errors not shown").
+M.MAX_ERRORS_PER_FILE = 100
+
 --- Runs the command on the words after "verify"; returns the exit status.
 function M.main(args)
   local opts, files = require('kluabench.cli').parse_args(args or {},
@@ -93,24 +98,52 @@ function M.main(args)
   local quiet = opts.quiet
   if #files == 0 then return usage_error('no FILE given') end
 
+  local cli = require 'kluabench.cli'
+  local printable = cli.printable
+  local stdout_err -- set when stdout cannot be written: the command stops
+  local errors_here, silenced = 0, 0 -- error lines of the current file, and those left out
+  local function out(...)
+    local ok, err = io.stdout:write(...)
+    if not ok then
+      stdout_err = tostring(err)
+      error('stdout: ' .. stdout_err, 0)
+    end
+  end
   local function report(kind, path, line, detail)
-    local where = path and (line and (path .. ':' .. line) or path)
+    local where = path and printable(line and (path .. ':' .. line) or path, 300)
     if kind == 'ok' then
-      if not quiet then io.stdout:write('OK ', where, detail and (' ' .. detail) or '', '\n') end
+      if not quiet then out('OK ', where, detail and (' ' .. printable(detail)) or '', '\n') end
     elseif kind == 'mismatch' then
-      io.stdout:write(string.format('MISMATCH %s %s: recorded %s, computed %s\n', where,
-        detail.field, detail.recorded, detail.computed))
+      out(string.format('MISMATCH %s %s: recorded %s, computed %s\n', where,
+        detail.field, printable(detail.recorded), printable(detail.computed)))
+    elseif errors_here >= M.MAX_ERRORS_PER_FILE then
+      silenced = silenced + 1 -- a file of a million bad elements gives a bounded report
     else
-      io.stderr:write('kluabench verify: ', where and (where .. ': ') or '', tostring(detail), '\n')
+      errors_here = errors_here + 1
+      io.stderr:write('kluabench verify: ', where and (where .. ': ') or '', printable(detail, 400), '\n')
     end
   end
 
   local total = { ok = 0, mismatch = 0, error = 0, bundles = 0 }
-  for _, path in ipairs(files) do
-    local c = M.check_file(path, report)
-    for k, v in pairs(c) do total[k] = total[k] + v end
+  local done, err = pcall(function()
+    for _, path in ipairs(files) do
+      cli.stop_if_interrupted()
+      errors_here, silenced = 0, 0
+      local c = M.check_file(path, report)
+      for k, v in pairs(c) do total[k] = total[k] + v end
+      if silenced > 0 then
+        io.stderr:write(string.format('kluabench verify: %s: %d more error%s not shown\n',
+          printable(path, 300), silenced, silenced == 1 and '' or 's'))
+      end
+    end
+    local ok, ferr = io.stdout:flush()
+    if not ok then stdout_err = tostring(ferr) end
+  end)
+  if not done and not stdout_err then error(err, 0) end -- an interrupt, or a bug
+  if stdout_err then
+    io.stderr:write('kluabench verify: cannot write to stdout: ', stdout_err, '\n')
+    return 1
   end
-  io.stdout:flush()
   io.stderr:write(string.format('kluabench verify: %d bundle%s: %d ok, %d mismatched, %d error%s\n',
     total.bundles, total.bundles == 1 and '' or 's', total.ok, total.mismatch, total.error,
     total.error == 1 and '' or 's'))
