@@ -607,9 +607,9 @@ int main(int argc, char **argv) {
   if (wants_backend && !select_backend(&o)) return EXIT_FAILURE;
   if (!wants_backend && !o.usage[0] && !o.help && strcmp(argv[o.script], "help") != 0) {
     /* the orchestrating commands still reject bad values */
-    const char *name;
+    const char *name, *device_src;
     int ordinal;
-    check_backend(&o, &name, &ordinal);
+    check_backend(&o, &name, &ordinal, &device_src);
   }
   lua_State *L = luaL_newstate();
   if (L == NULL) {
