@@ -338,14 +338,14 @@ describe('every command stops cleanly on SIGINT and SIGTERM', function()
       local values = {}
       for k = 1, 300 do values[k] = 1000000 + math.floor(g:uniform() * 10000) end
       assert(output.append_jsonl(dir .. '/r.jsonl', {
-        run = { spec = { workloadDigest = 'sha256:w' .. i, protocolDigest = 'sha256:p',
+        run = { spec = { workloadDigest = string.format('sha256:%064x', i), protocolDigest = 'sha256:' .. string.rep('0', 64),
           samples = { metric = 'latency', unit = 'ns', values = values } } },
         workload = { spec = { kernel = 'llama4_rope', operation = 'forward',
           parameters = { hidden = i, seq = 2048 }, dtype = 'bf16' } },
         implementation = { spec = { provider = 'fused' } },
       }))
     end
-    local out, err, code = signalled(dir, { 'compare', 'r.jsonl', 'r.jsonl', '--resamples', '4000' }, 'INT', 1.5)
+    local out, err, code = signalled(dir, { 'compare', 'r.jsonl', 'r.jsonl', '--resamples', '200000' }, 'INT', 1.5)
     assert_stopped(err, code, 'compare', 'INT')
     assert.equal('', out)
   end)

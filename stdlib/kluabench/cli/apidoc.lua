@@ -1240,7 +1240,7 @@ section('output', {
     example = 'local text, err = output.read_text("all_benchmark_data.csv")' },
   { name = 'output.encoding_problem', signature = 'output.encoding_problem(text) -> message | nil',
     summary = 'Says when text is UTF-16 or UTF-32 (with or without a byte order mark), which kluabench does not read; nil when it may be UTF-8.',
-    example = 'print(output.encoding_problem("\\255\\254{\\0")) --> the text is UTF-16 (little-endian, ...' },
+    example = 'print(output.encoding_problem("\\255\\254{\\0"))\n--> the text is UTF-16 (little-endian, with a byte order mark); kluabench reads UTF-8 (convert it, e.g. iconv -f UTF-16 -t UTF-8)' },
   { name = 'output.printable', signature = 'output.printable(s [, max]) -> text',
     summary = 's made safe to quote in a message: control characters, DEL and bytes that are not UTF-8 as \\xNN, cut at max bytes (200) with "...".',
     example = 'print(output.printable("a\\27[31m")) --> a\\x1B[31m' },
