@@ -359,25 +359,6 @@ end
 -- Output
 ---------------------------------------------------------------------------
 
--- Can path be written? Creates nothing that was not there, except an empty
--- file for a JSON Lines file that is appended to anyway.
-local function writable(path, append)
-  if path == '-' then return true end
-  if append then
-    local f, err = io.open(path, 'a')
-    if not f then return nil, err end
-    f:close()
-    return true
-  end
-  local dir = path:match('^(.*)/[^/]*$') or '.'
-  local probe = string.format('%s/.kluabench-probe-%d', dir, core.clock_ns and core.clock_ns() or os.time())
-  local f, err = io.open(probe, 'w')
-  if not f then return nil, path .. ': ' .. (err:match(': (.*)$') or err) end
-  f:close()
-  os.remove(probe)
-  return true
-end
-
 -- Where the bundles go as they are made: the JSON Lines path or nil.
 local function jsonl_path(d, o)
   local output = require 'kluabench.report'
@@ -398,7 +379,8 @@ local function write_results(d, o, bundles, path)
   local output = require 'kluabench.report'
   local table_text = o.format == 'markdown' and output.results_markdown(bundles) or output.results_table(bundles)
   if o.format == 'table' or o.format == 'markdown' then
-    io.stdout:write(table_text)
+    local ok, err = require('kluabench.report.files').write_stdout(table_text)
+    if not ok then fail(d.name, 'cannot write %s', err) end
     io.stderr:write(string.format('%s: %d bundle%s appended to %s (backend %s)\n', d.name, #bundles,
       #bundles == 1 and '' or 's', path, core.backend()))
     return
@@ -417,7 +399,8 @@ local function write_results(d, o, bundles, path)
     if not ok then fail(d.name, 'cannot write %s', tostring(werr)) end
     io.stderr:write(d.name, ': wrote ', o.out, '\n')
   else
-    io.stdout:write(text)
+    local ok, werr = require('kluabench.report.files').write_stdout(text)
+    if not ok then fail(d.name, 'cannot write %s', werr) end
   end
 end
 
@@ -552,7 +535,7 @@ function M.main(d, args)
   local path = jsonl_path(d, o)
   local target = path or o.out
   if target then
-    local ok, err = writable(target, path ~= nil)
+    local ok, err = require('kluabench.report.files').check_writable(target)
     if not ok then fail(d.name, 'cannot write --out %s', err) end
   end
 
@@ -585,7 +568,7 @@ function M.main(d, args)
   if progress then progress:close() end
   write_results(d, o, bundles, path)
   if stopped_by then
-    io.stdout:flush()
+    io.stdout:flush() -- os.exit below skips the host's check of stdout: the writes above were checked
     io.stderr:write(string.format('%s: interrupted by %s after %d of %d points\n', d.name, stopped_by,
       #bundles, total))
     os.exit(stopped_by == 'SIGTERM' and 143 or 130)
