@@ -30,7 +30,11 @@ M.TOLERANCES = {
 
 M.DEFAULT_SEEDS = { 1, 2, 3 }
 
---- atol, rtol for a dtype ("bf16", ...), opts.atol / opts.rtol overriding.
+--- The tolerance of a dtype (opts.atol, opts.rtol override).
+--
+-- @signature check.tolerance(dtype [, opts]) -> atol, rtol
+-- @example
+--   print(check.tolerance("bf16"))
 function M.tolerance(dtype, opts)
   local t = M.TOLERANCES[dtype]
   if not t then error("bad argument #1 to 'tolerance' (unknown dtype " .. tostring(dtype) .. ')', 2) end
@@ -38,18 +42,30 @@ function M.tolerance(dtype, opts)
   return opts.atol or t.atol, opts.rtol or t.rtol
 end
 
---- Fills a tensor with NaN (on its own device) so that any element a kernel
--- does not write reads as NaN afterwards. Returns t.
+--- Fills a tensor with NaN, so that elements a kernel does not write read as NaN.
+--
+-- Returns t.
+--
+-- @signature check.poison(t) -> t
+-- @example
+--   check.poison(out)
 function M.poison(t)
   t:fill_(0 / 0)
   return t
 end
 
---- Compares got with the reference want (tensors of one shape, on any
--- devices). Returns ok, report: {n, mismatches, unwritten (NaN where want
--- is not), nan_mismatch (want NaN, got not), inf_mismatch, max_abs
--- (finite pairs), worst = {index (0-based), got, want}, atol, rtol, message}.
+--- Compares with the reference: dtype-fit tolerance, unwritten (NaN) elements, NaN and Inf
+-- mismatches.
+--
+-- Compares got with the reference want (tensors of one shape, on any devices). Returns ok, report:
+-- {n, mismatches, unwritten (NaN where want is not), nan_mismatch (want NaN, got not),
+-- inf_mismatch, max_abs (finite pairs), worst = {index (0-based), got, want}, atol, rtol, message}.
 -- opts: atol, rtol (default by got's dtype), name (for the message).
+--
+-- @signature check.compare(got, want [, opts]) -> ok, report
+-- @example
+--   local ok, r = check.compare(out, ref)
+--   print(r.message)
 function M.compare(got, want, opts)
   opts = opts or {}
   local name = opts.name or 'output'
@@ -124,12 +140,21 @@ end
 local Checker = {}
 Checker.__index = Checker
 
---- A checker. spec: inputs(seed) -> state (fresh inputs and the output
--- tensors), run(state) (the kernel under test: writes the outputs),
--- outputs(state) -> {tensors}, reference(state) -> {tensors, same order}
--- (a built-in kernel, a CPU twin, Lua on CPU tensors: anything trusted),
--- seeds (default {1, 2, 3}), atol / rtol (default by dtype), poison (default
--- true). checker.state is the last seed's state, for timing.
+--- A checker: checker:verify() runs the kernel per seed on fresh, poisoned outputs;
+-- checker:recheck() checks the last outputs again after timing; checker.state is what to time.
+--
+-- spec: inputs(seed) -> state (fresh inputs and the output tensors), run(state) (the kernel under
+-- test: writes the outputs), outputs(state) -> {tensors}, reference(state) -> {tensors, same order}
+-- (a built-in kernel, a CPU twin, Lua on CPU tensors: anything trusted), seeds (default {1, 2, 3}),
+-- atol / rtol (default by dtype), poison (default true).
+--
+-- @signature check.new{inputs, run, outputs, reference [, seeds, atol, rtol, poison]} -> checker
+-- @example
+--   local c = check.new{inputs = function(seed) return {x = kb.randn({8}, "f32", seed, "cpu"), y = kb.empty({8}, "f32", "cpu")} end,
+--     run = function(s) s.y:copy_(s.x) end, outputs = function(s) return {s.y} end,
+--     reference = function(s) return {s.x} end}
+--   assert(c:verify())
+--   assert(c:recheck())
 function M.new(spec)
   check_spec(spec)
   local c = setmetatable({}, Checker)
@@ -171,19 +196,34 @@ function Checker:recheck()
     message = ok and 'still correct after timing' or ('after timing: ' .. table.concat(summary(reports), '; ')) }
 end
 
---- M.new(spec) and its verify(): ok, report, checker.
+--- check.new(spec):verify().
+--
+-- M.new(spec) and its verify(): ok, report, checker.
+--
+-- @signature check.run(spec) -> ok, report, checker
+-- @example
+--   local ok, report = check.run{inputs = function(seed) return {x = kb.randn({8}, "f32", seed, "cpu")} end,
+--     run = function() end, outputs = function(s) return {s.x} end, reference = function(s) return {s.x:clone()} end}
 function M.run(spec)
   local c = M.new(spec)
   local ok, report = c:verify()
   return ok, report, c
 end
 
---- Is a time physically possible? bytes / median_ms against the device's
--- copy ceiling (GB/s, or a ceilings entry {copy_gbps}). Returns ok,
--- message, percent: ok is false when the rate exceeds opts.limit percent
--- (default 100) of the copy ceiling, i.e. the kernel moved its declared bytes
--- faster than the device copies memory. Without a ceiling it cannot judge:
--- true, a message saying so, nil.
+--- False when bytes moved in median_ms exceed the copy ceiling (GB/s or {copy_gbps}): physically
+-- implausible.
+--
+-- record.from_result applies it to every record with a cached ceiling:
+-- execution.throughput.implausible = true and implausibleReason, and results tables show
+-- IMPLAUSIBLE in their check column. opts.limit: the percentage (default 100).
+--
+-- Returns ok, message, percent: ok is false when the rate exceeds opts.limit percent (default 100)
+-- of the copy ceiling, i.e. the kernel moved its declared bytes faster than the device copies
+-- memory. Without a ceiling it cannot judge: true, a message saying so, nil.
+--
+-- @signature check.plausible(median_ms, bytes, ceiling [, opts]) -> ok, message, percent
+-- @example
+--   print(check.plausible(0.1, 1e9, 3000))
 function M.plausible(median_ms, bytes, ceiling, opts)
   if type(median_ms) ~= 'number' or median_ms <= 0 then
     error("bad argument #1 to 'plausible' (median_ms must be a number > 0)", 2)

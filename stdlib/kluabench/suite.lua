@@ -107,6 +107,11 @@ end
 local function choices(list) return table.concat(list, ', ') end
 
 -- The --help text, made from the declaration.
+--- The --help text that suite.main prints for a declaration.
+--
+-- @signature suite.usage(decl) -> string
+-- @example
+--   print(suite.usage(require("kluabench.benchmarks.rope").declaration("rope")))
 function M.usage(d)
   local out = {}
   local function add(fmt, ...) out[#out + 1] = string.format(fmt, ...) end
@@ -277,10 +282,17 @@ local function product(d, values, x, dtype, out)
   rec(1, {})
 end
 
---- The points of a declaration for parsed options: the sweeps asked for, or
--- the product of the axes (each at its option's values or its default).
--- Each point's id is its workload slug (slug@axis for a workload that two
--- sweeps share: it is measured once in each).
+--- The points of a declaration for parsed options (opts.axes: lists by axis name; opts.sweep;
+-- opts.dtype).
+--
+-- With a sweep: its axis over its values (or the option's), the other axes at the sweep's fixed
+-- values or their defaults; without: the product of every axis's values, the first axis varying
+-- slowest. A workload that two sweeps share is measured in each; its ids are slug@axis.
+--
+-- @signature suite.points(decl, opts) -> list of points
+-- @example
+--   local d = require("kluabench.benchmarks.rope").declaration("llama4_rope")
+--   for _, p in ipairs(suite.points(d, {axes = {seq = {1024, 4096}}, dtype = "bf16"})) do print(p.id) end
 function M.points(d, o)
   local out = {}
   local first_multi
@@ -500,11 +512,27 @@ local function sweep(d, ctx, points, emit)
   return stopped_by
 end
 
---- Runs a declared benchmark with the script's command line (`arg`, or
--- args when given) and returns the bundles once every point is measured.
--- It exits itself for --help and --list-points (0), on a usage error (2)
--- and after SIGINT/SIGTERM (130/143); a wrong result or a failure is an
--- error (exit 1).
+--- Runs a declared benchmark with the script's command line and returns its bundles.
+--
+-- decl: name, summary, axes {name, default, help, max}, sweeps {name, axis, values, fixed},
+-- dtypes/dtype, providers/provider, modes/mode, and the hooks validate(point), shared(point),
+-- setup(point, provider) -> inputs, run(point, provider, mode, inputs) -> fn, check(point,
+-- provider, inputs, modes) -> check record, cost(point, mode) -> bytes, flops, record(point,
+-- provider, mode) -> {timed, execution, annotations}. A point has one field per axis, dtype,
+-- params, x (the swept axis), id and shared. Exits itself for --help and --list-points (0), on a
+-- usage error (2) and after SIGINT/SIGTERM (130/143); a wrong result is an error. Every bundle's
+-- run.spec.execution carries session {index, count} and point (the id).
+--
+-- @signature suite.main(decl [, args]) -> bundles
+-- @example
+--   kb.suite.main {
+--     name = "tensor_copy", axes = {{name = "mib", default = 64}},
+--     dtypes = {"f32"}, modes = {"forward"}, providers = {"copy_"},
+--     setup = function(p) local n = p.mib * 262144
+--       return {src = kb.randn({n}, "f32", 1), dst = kb.empty({n}, "f32")} end,
+--     run = function(p, provider, mode, t) return function(s) s = s or t; s.dst:copy_(s.src) end end,
+--     cost = function(p) return 2 * p.mib * 2^20, 0 end,
+--   }
 function M.main(d, args)
   check_decl(d)
   local o = parse(d, args or arg or {})

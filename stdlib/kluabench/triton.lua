@@ -20,9 +20,11 @@ local function read(path)
   return s
 end
 
---- The parameters of a kernel's PTX entry as a signature string ("ptr, i32,
--- f32, ...": .u64 .ptr -> ptr, .u32/.b32/.s32 -> i32, .f32 -> f32, ...), and
--- their count. name: the entry (default: the first .entry).
+--- The parameters of a PTX entry as a signature ("ptr, i32, f32").
+--
+-- @signature triton.ptx_signature(ptx [, name]) -> signature, count
+-- @example
+--   print(triton.ptx_signature(".entry k(\n.param .u64 .ptr .global .align 1 k_param_0,\n.param .u32 k_param_1\n)"))
 function M.ptx_signature(ptx, name)
   local pat = name and ('%.entry%s+' .. name:gsub('%p', '%%%0') .. '%s*%((.-)%)') or '%.entry%s+[%w_$]+%s*%((.-)%)'
   local params = ptx:match(pat)
@@ -37,8 +39,14 @@ function M.ptx_signature(ptx, name)
   return table.concat(out, ', '), #out
 end
 
---- Reads a Triton metadata JSON. path: the .json, or the .cubin beside it.
--- Returns metadata, the cubin's path, the PTX's path (or nil).
+--- Triton's metadata JSON (name, num_warps, shared, scratch sizes, ...).
+--
+-- path: the .json, or the .cubin beside it. Returns metadata, the cubin's path, the PTX's path (or
+-- nil).
+--
+-- @signature triton.read_metadata(path) -> metadata, cubin_path, ptx_path
+-- @example
+--   local meta = triton.read_metadata("triton_rope/rope_kernel.json")
 function M.read_metadata(path)
   if type(path) ~= 'string' then error("bad argument #1 to 'read_metadata' (path expected)", 2) end
   local base = path:gsub('%.json$', ''):gsub('%.cubin$', '')
@@ -57,11 +65,17 @@ end
 local TritonKernel = {}
 TritonKernel.__index = TritonKernel
 
---- Loads a Triton kernel. path: its .json or .cubin (the other beside it).
--- signature: the parameters Triton compiled in (constexpr parameters are
--- compiled away), without the hidden scratch pointers; default: read from
--- the PTX beside the cubin. Returns a kernel with :launch(grid, args),
--- .kernel (the kluabench.Kernel), .metadata, :info().
+--- A Triton kernel from its cubin and metadata JSON; tk:launch(grid, args) launches it.
+--
+-- path: the .json or the .cubin beside it. signature: the compiled parameters without the hidden
+-- scratch pointers (default: read from the .ptx beside it). The launch uses block = 32 * num_warps
+-- and the metadata's shared memory and appends the global and profile scratch pointers recent
+-- Triton versions add. tk.kernel is the kluabench.Kernel; tk:info() is for records.
+--
+-- @signature triton.load(path [, signature]) -> TritonKernel
+-- @example
+--   local tk = triton.load("triton_rope/rope_kernel.json")
+--   tk:launch(n_programs, {q, k, cos, sin, seq})
 function M.load(path, signature)
   local meta, cubin, ptx_path = M.read_metadata(path)
   local hidden = {}

@@ -77,8 +77,16 @@ local function free(...)
   end
 end
 
---- The declaration of one variant ('llama4_rope' or 'rope') for suite.main;
--- o.summary replaces the --help summary.
+--- Liger-Kernel's RoPE benchmarks as harness declarations: "llama4_rope" (kb.rope.llama4_*) or
+-- "rope" (kb.rope.neox_*); opts.summary replaces the --help summary.
+--
+-- scripts/llama4_rope.lua and scripts/rope.lua run them. The module is kluabench.benchmarks.rope.
+--
+-- @signature rope_benchmarks.declaration(variant [, opts]) -> decl
+-- @section suite
+-- @example
+--   local decl = require("kluabench.benchmarks.rope").declaration("rope")
+--   print(decl.name, #decl.axes)
 function M.declaration(variant, o)
   local v = assert(VARIANTS[variant], 'unknown RoPE variant')
   local fwd, bwd = kb.rope[v.fwd], kb.rope[v.bwd]

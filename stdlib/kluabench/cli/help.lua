@@ -64,8 +64,11 @@ local function method_table(obj)
   return m
 end
 
---- The table of methods of an object prefix of kluabench.cli.apidoc ("t",
--- "ev", "p", "session", ...), or nil.
+--- The methods of an object prefix of the documentation ("t", "ev", "session", ...).
+--
+-- @signature help.methods(prefix) -> table | nil
+-- @example
+--   for name in pairs(require("kluabench.cli.help").methods("t")) do print(name) end
 function M.methods(prefix)
   local obj = apidoc.objects[prefix]
   return obj and method_table(obj) or nil
@@ -81,8 +84,15 @@ local function split(name)
   return head, path, sep
 end
 
---- The value an entry documents (a function, a table, a number...), or nil
--- for properties and commands (see M.exists) or when it cannot be found.
+--- The value an entry documents (nil for properties and commands).
+--
+-- The value an entry documents (a function, a table, a number...), or nil for properties and
+-- commands (see M.exists) or when it cannot be found.
+--
+-- @signature help.resolve(entry) -> value | nil
+-- @example
+--   local h = require("kluabench.cli.help")
+--   assert(h.resolve(h.find("kb.randn")[1]) == kb.randn)
 function M.resolve(entry)
   local head, path, sep = split(entry.name)
   local v
@@ -104,15 +114,25 @@ function M.resolve(entry)
   return v
 end
 
---- The module that holds a command's code: kluabench.cli.commands.<name>.
+--- The module that holds a command: "kluabench plot" -> kluabench.cli.commands.plot.
+--
+-- @signature help.command_module(entry) -> module name
+-- @example
+--   print(require("kluabench.cli.help").command_module({name = "kluabench import-liger"}))
 function M.command_module(entry)
   local cmd = entry.name:match('^kluabench ([%w%-]+)')
   return cmd and ('kluabench.cli.commands.' .. cmd:gsub('%-', '_')) or nil
 end
 
---- Whether what an entry documents exists in this build. Properties are
--- read from a small cpu tensor; a command exists when the CLI knows it and
--- its module is there.
+--- Whether what an entry documents exists in this build.
+--
+-- Properties are read from a small cpu tensor; a command exists when the CLI knows it and its
+-- module is there.
+--
+-- @signature help.exists(entry) -> boolean
+-- @example
+--   local h = require("kluabench.cli.help")
+--   for _, e in ipairs(require("kluabench.cli.apidoc").entries) do assert(h.exists(e), e.name) end
 function M.exists(entry)
   if entry.kind == 'property' then
     local kb = load_module('kluabench')
@@ -178,8 +198,13 @@ end
 
 local function short_name(name) return name:match('[%.: ]([^%.: ]+)$') or name end
 
---- The entries a name stands for: an exact name first; else the entries
--- whose last component is the name ("to" finds t:to). Returns a list.
+--- The entries a name stands for: the exact name, else those whose last component is the name.
+--
+-- Returns a list.
+--
+-- @signature help.find(name) -> entries
+-- @example
+--   for _, e in ipairs(require("kluabench.cli.help").find("free")) do print(e.name) end
 function M.find(name)
   local found = {}
   for _, q in ipairs(spellings(name)) do
@@ -196,8 +221,12 @@ function M.find(name)
   return found
 end
 
---- The entries of a group: a module prefix ("kb.rope", "stats"), an
--- object ("Tensor", "t"), or a section id or title ("commands").
+--- The entries of a section ("timing"), a module prefix ("kb.rope", "stats") or an object
+-- ("Tensor").
+--
+-- @signature help.group(name) -> entries, title
+-- @example
+--   local list = require("kluabench.cli.help").group("kb.jcs")
 function M.group(name)
   local list = {}
   local lower = name:lower()
@@ -241,9 +270,14 @@ local function subsequence(q, s)
   return true
 end
 
---- Entries whose name contains s, ignoring case; failing that, those whose
--- summary contains it; failing that, those whose last name component holds
--- its letters in order ("rnd" finds kb.randn).
+--- Entries whose name, else summary, contains s; else whose short name holds its letters in order.
+--
+-- Entries whose name contains s, ignoring case; failing that, those whose summary contains it;
+-- failing that, those whose last name component holds its letters in order ("rnd" finds kb.randn).
+--
+-- @signature help.search(s) -> entries
+-- @example
+--   local near = require("kluabench.cli.help").search("rnd") --> kb.randn
 function M.search(s)
   local q = s:lower()
   local tests = {
@@ -287,7 +321,11 @@ local function group_of_value(x)
   return nil
 end
 
---- The entries documenting value x (a function found by identity).
+--- The entries documenting a value, found by identity.
+--
+-- @signature help.find_value(x) -> entries
+-- @example
+--   print(require("kluabench.cli.help").find_value(kb.randn)[1].name) --> kb.randn
 function M.find_value(x)
   local found = {}
   for _, e in ipairs(apidoc.entries) do
@@ -326,7 +364,13 @@ local function indent_block(text, indent)
   return (text:gsub('[^\n]+', function(line) return indent .. line end))
 end
 
---- The full text of one entry: signature, summary, details, example.
+--- The text of one entry.
+--
+-- The full text of one entry: signature, summary, details, example.
+--
+-- @signature help.format(entry) -> text
+-- @example
+--   print(require("kluabench.cli.help").format(require("kluabench.cli.apidoc").entries[1]))
 function M.format(entry)
   local parts = { entry.signature or entry.name, '', wrap(entry.summary, '  ') }
   if entry.details then
@@ -376,7 +420,13 @@ local function wrap_words(words, indent, sep)
   return table.concat(lines, '\n')
 end
 
---- The overview: each section with the names it documents.
+--- What help() prints: every section with its names.
+--
+-- The overview: each section with the names it documents.
+--
+-- @signature help.overview() -> text
+-- @example
+--   io.write(require("kluabench.cli.help").overview())
 function M.overview()
   local kb = package.loaded['kluabench']
   local version = type(kb) == 'table' and kb.version and (' ' .. kb.version) or ''
@@ -414,7 +464,11 @@ local function format_all(list)
   return table.concat(texts, '\n')
 end
 
---- The text help(x) prints.
+--- What help(x) prints, as a string.
+--
+-- @signature help.text([x]) -> text
+-- @example
+--   local s = require("kluabench.cli.help").text("verify")
 function M.text(...)
   if select('#', ...) == 0 then return M.overview() end
   local x = ...
@@ -447,14 +501,24 @@ function M.text(...)
   return string.format('no documentation for %s %s; help() lists everything\n', type(x), tostring(x))
 end
 
---- Prints the documentation of x (see the top of this file). Returns
--- nothing, so the REPL prints nothing more.
+--- The function the global `help` is.
+--
+-- Prints the documentation of x (see the top of this file). Returns nothing, so the REPL prints
+-- nothing more.
+--
+-- @signature help.help([x])
+-- @example
+--   require("kluabench.cli.help").help("kb.randn")
 function M.help(...)
   io.stdout:write(M.text(...))
   io.stdout:flush()
 end
 
 --- Sets the global `help` (the REPL does this itself).
+--
+-- @signature help.install() -> help
+-- @example
+--   require("kluabench.cli.help").install()
 function M.install()
   rawset(_G, 'help', M.help)
   return M.help

@@ -25,8 +25,16 @@ M.FAMILIES = {}
 
 local function core() return require 'kluabench.core' end
 
---- Adds a family's descriptor. d: {binding = name | false, kernels = {...}};
--- family: its name. Returns d.
+--- Adds a family's descriptor (what stdlib/kluabench/kernels/<family>.lua returns).
+--
+-- Each entry of kernels (record kernel name -> {title, sources, cost}) becomes known to records;
+-- the functions of kb[binding] to `kluabench list`.
+--
+-- Returns d.
+--
+-- @signature kernels.register(family, {binding = name | false, kernels = {...}})
+-- @example
+--   kernels.register("mine", {binding = false, kernels = {my_op = {title = "My op"}}})
 function M.register(family, d)
   if type(family) ~= 'string' or family == '' then
     error("bad argument #1 to 'register' (family name expected, got " .. type(family) .. ')', 2)
@@ -45,17 +53,31 @@ function M.register(family, d)
   return entry
 end
 
---- A kernel's record entry ({title, sources, cost, family}) or nil.
+--- What records know about a kernel: its title, source files and cost model.
+--
+-- cost(parameters, dtype, operation) returns the bytes moved and flops of one call, or nil when the
+-- parameters do not say.
+--
+-- @signature kernels.kernel(name) -> {title, sources, cost, family} | nil
+-- @example
+--   print(kernels.kernel("llama4_rope").cost({hidden = 4096, seq = 2048, q_heads = 32, kv_heads = 8}, "bf16", "forward"))
 function M.kernel(name) return M.KERNELS[name] end
 
---- A kernel's title for people (the kernel name when none is known).
+--- A kernel's title for people; the name when none is known.
+--
+-- @signature kernels.title(name) -> text
+-- @example
+--   print(kernels.title("llama4_rope"))
 function M.title(name)
   local k = M.KERNELS[name]
   return k and k.title or name
 end
 
---- The Lua functions of every family with a binding in kb (the engine
--- module), sorted: {name = "kb.rope.freqs", family = "rope"}.
+--- The Lua functions of every registered family with a binding, sorted by name.
+--
+-- @signature kernels.functions(kb) -> {{name, family}, ...}
+-- @example
+--   for _, f in ipairs(kernels.functions(kb)) do print(f.name) end
 function M.functions(kb)
   local out = {}
   for _, f in ipairs(M.FAMILIES) do

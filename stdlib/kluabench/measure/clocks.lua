@@ -55,11 +55,17 @@ local function core()
   return ok and type(kb) == 'table' and kb or nil
 end
 
---- The NVML device of CUDA ordinal `ordinal`: NVML ignores
--- CUDA_VISIBLE_DEVICES, so when that lists devices the ordinal-th entry is
--- used (an index, or a "GPU-..." UUID); otherwise the ordinal itself. (With
--- several different GPUs CUDA's default order, fastest first, can differ
--- from NVML's PCI order: pass the device explicitly there.)
+--- The NVML device of a CUDA ordinal, through CUDA_VISIBLE_DEVICES (visible) when it is set.
+--
+-- NVML ignores CUDA_VISIBLE_DEVICES, so the ordinal-th entry of that list is used (an index or a
+-- "GPU-..." UUID); otherwise the ordinal itself.
+--
+-- (With several different GPUs CUDA's default order, fastest first, can differ from NVML's PCI
+-- order: pass the device explicitly there.).
+--
+-- @signature clocks.nvml_device_for(ordinal [, visible]) -> device
+-- @example
+--   print(clocks.nvml_device_for(1, "GPU-aaa,GPU-bbb")) --> GPU-bbb
 function M.nvml_device_for(ordinal, visible)
   if type(visible) == 'string' and visible:match('%S') then
     local list = {}
@@ -77,11 +83,18 @@ local Monitor = {}
 Monitor.__index = Monitor
 Monitor.__name = 'kluabench.ClockMonitor'
 
---- A monitor for one GPU. opts (all optional): device (NVML index, UUID or
--- PCI bus id; default: the CUDA ordinal of the default backend, which is
--- the NVML index when CUDA_VISIBLE_DEVICES is unset and devices are in PCI
--- order), nvml (the kb.nvml table; tests pass a fake), clock_ns, sleep_ms
--- (function(ms)), and the fields of clocks.DEFAULTS.
+--- A monitor of one GPU's clocks; inert (keeps every sample) where NVML is absent.
+--
+-- opts: device (NVML index, UUID or PCI bus id), nvml (a fake for tests), clock_ns, sleep_ms, and
+-- the fields of clocks.DEFAULTS (stable_spread, recovery_ms, max_drops, ...).
+--
+-- @signature clocks.monitor([opts]) -> Monitor
+-- @example
+--   local mon = clocks.monitor()
+--   mon:before()
+--   -- per sample: local keep, why = mon:check()
+--   mon:after()
+--   local s = mon:summary()
 function M.monitor(opts)
   opts = opts or {}
   local kb = core()
@@ -115,6 +128,13 @@ end
 
 -- A reading, or nil after recording the error (one NVML failure must not
 -- end a benchmark: the summary says the clocks are unknown instead).
+--- One reading ("full" or "quick"); an NVML failure is recorded, not raised.
+--
+-- @signature mon:read(kind) -> reading | nil
+-- @section clocks
+-- @example
+--   local mon = clocks.monitor()
+--   local r = mon:read("quick")
 function Monitor:read(kind)
   if not self.available then return nil end
   local s, err = self.nvml.sample(self.device, kind)
@@ -127,7 +147,11 @@ function Monitor:read(kind)
   return s
 end
 
---- The active reasons of reading s that drop a sample, as a list (empty: none).
+--- The throttle reasons of a reading that drop a sample (clocks.DROP_REASONS by default).
+--
+-- @signature clocks.drop_reasons_of(sample [, reasons]) -> {names}
+-- @example
+--   print(#clocks.drop_reasons_of({throttle = {"sw_thermal_slowdown"}}))
 function M.drop_reasons_of(s, reasons)
   reasons = reasons or M.DROP_REASONS
   local out = {}
@@ -137,7 +161,13 @@ function M.drop_reasons_of(s, reasons)
   return out
 end
 
---- Full reading (and the device's clock settings) before a point.
+--- A full reading (and the clock settings) before a point.
+--
+-- @signature mon:before()
+-- @section clocks
+-- @example
+--   local mon = clocks.monitor()
+--   mon:before()
 function Monitor:before()
   self.before_s = self:read('full')
   if self.available and self.info == nil and self.nvml.info then
@@ -146,16 +176,28 @@ function Monitor:before()
   return self.before_s
 end
 
---- Full reading after a point.
+--- A full reading after a point.
+--
+-- @signature mon:after()
+-- @section clocks
+-- @example
+--   local mon = clocks.monitor()
+--   mon:after()
 function Monitor:after()
   self.after_s = self:read('full')
   return self.after_s
 end
 
---- After a sample: true to keep it; false, "reason, reason" to drop it.
--- Drops stop after max_drops (then throttled samples are kept and counted,
--- and the summary warns), so that a GPU that is throttled all the time still
--- yields a result.
+--- After a sample: keep it, or drop it because the GPU was throttled.
+--
+-- Drops stop after max_drops (then throttled samples are kept and counted, and the summary warns),
+-- so that a GPU that is throttled all the time still yields a result.
+--
+-- @signature mon:check() -> true | false, reasons
+-- @section clocks
+-- @example
+--   local mon = clocks.monitor()
+--   local keep, why = mon:check()
 function Monitor:check()
   if not (self.available and self.per_sample) then return true end
   local s = self:read('quick')
@@ -171,7 +213,13 @@ function Monitor:check()
   return true
 end
 
---- Pauses recovery_ms (after a dropped sample).
+--- Pauses recovery_ms after a dropped sample.
+--
+-- @signature mon:recover()
+-- @section clocks
+-- @example
+--   local mon = clocks.monitor()
+--   if not mon:check() then mon:recover() end
 function Monitor:recover()
   if self.recovery_ms > 0 then self.sleep_ms(self.recovery_ms) end
 end
@@ -185,10 +233,15 @@ local function median_of(xs)
   return (s[n // 2] + s[n // 2 + 1]) / 2
 end
 
---- Whether the clocks were locked (or pinned by application clocks), from
--- the device's settings and the readings: true, false or nil (unknown),
--- and the basis in words. Pure, for tests: info is kb.nvml.info(), reasons
--- a set of reason names seen, sm a list of SM MHz readings.
+--- Whether the clocks were locked: true, false or nil (unknown), and why, from settings and
+-- readings.
+--
+-- Pure, for tests: info is kb.nvml.info(), reasons a set of reason names seen, sm a list of SM MHz
+-- readings.
+--
+-- @signature clocks.locked_state(info, reasons, sm) -> locked, basis
+-- @example
+--   print(clocks.locked_state({}, {}, {1980, 1980}))
 function M.locked_state(info, reasons, sm)
   if info and info.app_sm_mhz and info.default_app_sm_mhz
       and info.app_sm_mhz ~= info.default_app_sm_mhz then
@@ -203,11 +256,18 @@ function M.locked_state(info, reasons, sm)
     .. 'the GPU boosts freely'
 end
 
---- The summary for the record (camelCase, as record documents are):
--- {available, reason?, smMhz = {before, after, min, median, max}, memMhz =
--- {before, after}, tempC = {before, after}, powerW = {before, after},
--- stable, spread, locked, lockedBasis, throttleReasonsSeen, droppedSamples,
+--- The record's clock summary: smMhz, memMhz, tempC, powerW, stable, locked, drops, warnings.
+--
+-- The summary for the record (camelCase, as record documents are): {available, reason?, smMhz =
+-- {before, after, min, median, max}, memMhz = {before, after}, tempC = {before, after}, powerW =
+-- {before, after}, stable, spread, locked, lockedBasis, throttleReasonsSeen, droppedSamples,
 -- throttledSamplesKept, readings, warnings}.
+--
+-- @signature mon:summary() -> table
+-- @section clocks
+-- @example
+--   local mon = clocks.monitor()
+--   print(mon:summary().available)
 function Monitor:summary()
   if not self.available and not self.before_s and #self.readings == 0 then
     return { available = false, reason = self.why }

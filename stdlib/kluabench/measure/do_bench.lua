@@ -31,10 +31,15 @@ local M = {}
 
 local floor, max = math.floor, math.max
 
---- The device primitives of the engine as a ctx table:
--- {event, elapsed_ms, synchronize, flush_l2, clock_ns, backend, timer}.
--- `timer` names what the events measure: "cuda_events" on the cuda backend,
--- "host_monotonic" on cpu (where events record the host clock).
+--- The engine's primitives as a ctx table: event, elapsed_ms, synchronize, flush_l2, clock_ns,
+-- backend, timer.
+--
+-- timer is "cuda_events" on the cuda backend and "host_monotonic" on cpu.
+--
+-- @signature bench.device() -> ctx
+-- @example
+--   local ctx = bench.device()
+--   print(ctx.backend, ctx.timer)
 function M.device()
   local kb = require 'kluabench.core'
   local backend = kb.backend and kb.backend() or 'cpu'
@@ -81,9 +86,15 @@ function Protocol:__tostring()
   return string.format('protocol %s', self.name)
 end
 
---- Measures fn with this protocol. ctx defaults to bench.device(). Returns
--- the result {protocol, name, params, samples (ms), summary, used, ...}; the
--- protocol also keeps it as self.last.
+--- Measures fn; result has samples (ms), summary, used, protocol, timer, backend.
+--
+-- ctx defaults to bench.device(). Returns the result {protocol, name, params, samples (ms),
+-- summary, used, ...}; the protocol also keeps it as self.last.
+--
+-- @signature protocol:run(fn [, ctx]) -> result
+-- @section bench
+-- @example
+--   local r = bench.do_bench_protocol():run(function() kb.rope.llama4_fwd(q, k, f) end)
 function Protocol:run(fn, ctx)
   if type(fn) ~= 'function' and not (getmetatable(fn) and getmetatable(fn).__call) then
     error("bad argument #1 to 'run' (function expected, got " .. type(fn) .. ')', 2)
@@ -109,8 +120,14 @@ function Protocol:run(fn, ctx)
   return r
 end
 
---- The protocol's record spec (BenchmarkProtocol.spec). info is optional:
--- {timed = "what fn does, in words", backend = "cuda"|"cpu"}.
+--- The BenchmarkProtocol spec of the protocol; info: {timed = words, backend, timer}.
+--
+-- info is optional: {timed = "what fn does, in words", backend = "cuda"|"cpu"}.
+--
+-- @signature protocol:spec([info]) -> table
+-- @section bench
+-- @example
+--   print(kb.jcs.encode(p:spec{timed = "the forward pass"}))
 function Protocol:spec(info)
   return self._spec(self, info or {})
 end
@@ -133,9 +150,27 @@ local function default_spec(self, info)
   }
 end
 
---- A protocol value from {name = string, params = table, run = function(self,
--- fn, ctx) -> {samples = {ms...}, used = {...}} or a list of ms, spec =
--- function(self, info) -> table (optional), title = string (optional)}.
+--- A protocol value: a named way of measuring a function, that records can describe.
+--
+-- run(self, fn, ctx) returns {samples = {ms...}, used = {...}} or just the list of samples; ctx
+-- holds the device primitives (event, elapsed_ms, synchronize, flush_l2, clock_ns), so tests can
+-- pass a fake clock. spec(self, info) returns the BenchmarkProtocol spec (a default one names the
+-- protocol and its parameters).
+--
+-- @signature bench.protocol{name, params, run [, spec, title]} -> Protocol
+-- @example
+--   local ten = bench.protocol{
+--     name = "ten-shots", params = {n = 10},
+--     run = function(self, fn, ctx)
+--       local samples = {}
+--       for i = 1, self.params.n do
+--         local s, e = ctx.event(), ctx.event()
+--         s:record(); fn(); e:record(); ctx.synchronize()
+--         samples[i] = ctx.elapsed_ms(s, e)
+--       end
+--       return samples
+--     end,
+--   }
 function M.protocol(def)
   if type(def) ~= 'table' then
     error("bad argument #1 to 'protocol' (table expected, got " .. type(def) .. ')', 2)
@@ -163,6 +198,10 @@ function M.protocol(def)
 end
 
 --- True when v is a protocol value.
+--
+-- @signature bench.is_protocol(v) -> boolean
+-- @example
+--   assert(bench.is_protocol(bench.do_bench_protocol()))
 function M.is_protocol(v)
   return getmetatable(v) == Protocol
 end
@@ -226,9 +265,20 @@ local function check_value(name, v, rule)
     alts, describe_value(v))
 end
 
---- Checks an options table against a schema (name -> rule, see above): an
--- unknown name (a misspelt key), a value of the wrong type or out of its
--- range raises "bad argument #argn to 'fname' (why)". Returns opts.
+--- Checks an options table: an unknown name (a misspelt key), a value of the wrong type or out of
+-- its range raises "bad argument #argn to 'fname' (why)".
+--
+-- schema maps a name to a rule: {kind = "number", min, max, integer, above} (above: min excluded),
+-- {kind = "boolean"|"string"|"table"|"function"|"any"}, with one_of = {values} for allowed extras
+-- ("auto"). NaN and infinities are never in range. bench.DO_BENCH_OPTIONS and measure.OPTIONS are
+-- the schemas of do_bench and of the modes.
+--
+-- Returns opts.
+--
+-- @signature bench.check_options(fname, argn, opts, schema) -> opts
+-- @example
+--   local opts = {reps = 10}
+--   bench.check_options("my_bench", 1, opts, {reps = {kind = "number", min = 1, max = 1e6, integer = true}})
 function M.check_options(fname, argn, opts, schema)
   for k, v in pairs(opts) do
     local rule = schema[k]
@@ -269,32 +319,31 @@ M.CPU_MIN_REPEAT = 5
 
 local RETURN_MODES = { min = true, max = true, mean = true, median = true, all = true }
 
---- Times fn the way triton.testing.do_bench does:
---   1. fn() once, one flush (the engine allocates its flush buffer on the
---      first one; triton allocates its buffer at this point), synchronize;
---   2. estimate: start event, 5 x (flush L2, fn()), end event, synchronize;
---      estimate_ms = elapsed / 5;
---   3. n_warmup = max(1, floor(warmup_ms / estimate_ms)),
---      n_repeat = max(min_repeat, floor(rep_ms / estimate_ms)), min_repeat
---      being triton's 1 except on the cpu backend (CPU_MIN_REPEAT, 5);
---   4. n_warmup calls of fn() (no flush);
---   5. per repetition: [before_each()], flush L2, record start, fn(), record end;
---   6. one synchronize; samples[i] = elapsed_ms(start[i], end[i]).
--- opts: warmup_ms (25), rep_ms (100), quantiles (list, optional), return_mode
--- ("mean"; also min, max, median, all), before_each (optional function, run
--- outside the timed region, the place of triton's grad_to_none), device (ctx
--- table, default bench.device()).
--- min_repeat: the fewest repetitions (default 1, triton's; CPU_MIN_REPEAT
--- when the device is the cpu backend).
--- flush_bytes: the size of the L2 flush (default 256e6 bytes, triton's
--- buffer, so that the estimate and the sample counts match triton's).
--- Returns value, result: value is what triton returns (the list of quantiles
--- when quantiles are given, a single number when that list has one entry,
--- else the return_mode statistic, or all samples for "all"); result has
--- samples (ms), quantiles (list or nil), summary and used = {estimate_ms,
--- n_warmup, n_repeat, warmup_ms, rep_ms, quantiles, return_mode,
--- flush_bytes, estimate_calls = 5, min_repeat, n_repeat_triton (what
--- triton would have taken, when min_repeat raised it)}.
+--- Times fn with the algorithm of triton.testing.do_bench.
+--
+-- fn once; a 5-call estimate (L2 flushed before each); n_warmup = max(1, warmup_ms / estimate) and
+-- n_repeat = max(1, rep_ms / estimate); then per repetition: opts.before_each(), flush the L2,
+-- start event, fn(), end event; one synchronize. opts: warmup_ms (25), rep_ms (100), quantiles,
+-- return_mode ("mean"; min, max, median, all), before_each, device (a ctx table like
+-- bench.device()), flush_bytes; an unknown option or a value out of range (rep_ms and warmup_ms at
+-- most bench.MAX_MS, an hour) is an error naming it, and a run that would keep more than
+-- bench.MAX_SAMPLES samples is refused. value is what triton returns (the quantiles when given);
+-- result has samples (ms), summary, quantiles and used (every number the run derived).
+--
+-- fn() once, one flush (the engine allocates its flush buffer on the first one; triton allocates
+-- its buffer at this point), synchronize; 2. n_warmup = max(1, floor(warmup_ms / estimate_ms)),
+-- n_repeat = max(min_repeat, floor(rep_ms / estimate_ms)), min_repeat being triton's 1 except on
+-- the cpu backend (CPU_MIN_REPEAT, 5); 4. min_repeat: the fewest repetitions (default 1, triton's;
+-- CPU_MIN_REPEAT when the device is the cpu backend).
+--
+-- @signature bench.do_bench(fn [, opts]) -> value, result
+-- @example
+--   local q = kb.randn({1, 2048, 32, 16}, "bf16", 1)
+--   local k = kb.randn({1, 2048, 8, 16}, "bf16", 2)
+--   local f = kb.rope.freqs(2048, 16)
+--   local ms = bench.do_bench(function() kb.rope.llama4_fwd(q, k, f) end,
+--     {rep_ms = 400, quantiles = {0.5, 0.2, 0.8}})
+--   print(ms[1], ms[2], ms[3])
 function M.do_bench(fn, opts)
   if type(fn) ~= 'function' and not (getmetatable(fn) and getmetatable(fn).__call) then
     error("bad argument #1 to 'do_bench' (function expected, got " .. type(fn) .. ')', 2)
@@ -437,12 +486,19 @@ local function spread_text(qs)
   return s
 end
 
---- The do_bench protocol: bench.do_bench as a protocol value. params:
--- warmup_ms (25), rep_ms (100), quantiles (default {0.5, 0.2, 0.8}, Liger's),
--- return_mode ("mean"), before_each (optional). Its spec carries the
--- configuration (not the values derived per run: those are in result.used,
--- and records put them in the run, so that every run of one protocol has
--- one protocolDigest).
+--- bench.do_bench as a protocol value (quantiles 0.5/0.2/0.8 by default, as Liger).
+--
+-- params: warmup_ms, rep_ms, quantiles, return_mode, before_each. Its spec states the
+-- configuration; the values derived per run (estimate, repetitions) go into the run record.
+--
+-- Its spec carries the configuration (not the values derived per run: those are in result.used, and
+-- records put them in the run, so that every run of one protocol has one protocolDigest).
+--
+-- @signature bench.do_bench_protocol([params]) -> Protocol
+-- @example
+--   local p = bench.do_bench_protocol{rep_ms = 400}
+--   local r = p:run(fn)
+--   print(r.summary.median)
 function M.do_bench_protocol(params)
   if params ~= nil and type(params) ~= 'table' then
     error("bad argument #1 to 'do_bench_protocol' (table of parameters expected, got " .. type(params) .. ')', 2)

@@ -138,8 +138,15 @@ local function emulated_graph(fn)
   }
 end
 
---- The engine's primitives as a ctx table: bench.device() plus spin, graph,
--- device_info, interrupted, nvml.
+--- bench.device() plus spin, graph, device_info, interrupted and nvml.
+--
+-- The engine's primitives as a ctx table: bench.device() plus spin, graph, device_info,
+-- interrupted, nvml.
+--
+-- @signature measure.device() -> ctx
+-- @example
+--   local ctx = measure.device()
+--   print(ctx.backend)
 function M.device()
   local kb = require 'kluabench.core'
   local ctx = bench.device()
@@ -157,9 +164,12 @@ function M.device()
   return ctx
 end
 
---- ctx with what the modes need: bench.Protocol:run passes bench.device(),
--- which lacks spin, graph and device_info; the engine's ctx is replaced by
--- measure.device(), any other (a test's fake) is used as it is.
+--- ctx with what the modes need: the engine's ctx becomes measure.device(); a test's fake stays as
+-- it is.
+--
+-- @signature measure.complete(ctx) -> ctx
+-- @example
+--   local ctx = measure.complete(bench.device())
 function M.complete(ctx)
   if ctx == nil then return M.device() end
   local ok, kb = pcall(require, 'kluabench.core')
@@ -182,14 +192,20 @@ end
 -- Graph input rotation: the warm-cache check (pure functions)
 ---------------------------------------------------------------------------
 
---- Whether a rotation of input sets keeps the caches cold. private_bytes is
--- a list with, for each set, the bytes that belong to it alone. Between two
--- uses of set i the graph touches the private bytes of every other set, so
--- set i's data is gone from the L2 when that exceeds the L2. The rule:
---   min over i of (total - private_bytes[i]) >= margin x l2_bytes
--- with margin 2 by default (replacement is not perfect LRU; writes allocate
--- lines too). One set never passes. Returns ok, info = {sets, total_bytes,
--- between_bytes, required_bytes, l2_bytes, margin}.
+--- Whether rotating input sets keeps the caches cold: min over sets of (total - own) >= margin x L2.
+--
+-- private_bytes lists, per set, the bytes only that set touches; margin defaults to 2. One set
+-- never passes. The graph mode refuses to run when this fails.
+--
+-- private_bytes is a list with, for each set, the bytes that belong to it alone. The rule: min over
+-- i of (total - private_bytes[i]) >= margin x l2_bytes with margin 2 by default (replacement is not
+-- perfect LRU; writes allocate lines too). Returns ok, info = {sets, total_bytes, between_bytes,
+-- required_bytes, l2_bytes, margin}.
+--
+-- @signature measure.rotation_check(private_bytes, l2_bytes [, margin]) -> ok, info
+-- @example
+--   local ok, info = measure.rotation_check({64e6, 64e6, 64e6}, 50e6)
+--   print(ok, info.required_bytes)
 function M.rotation_check(private_bytes, l2_bytes, margin)
   margin = margin or M.DEFAULTS.margin
   if type(private_bytes) ~= 'table' then
@@ -210,8 +226,11 @@ function M.rotation_check(private_bytes, l2_bytes, margin)
   return between >= margin * l2_bytes, info
 end
 
---- The number of sets of `set_bytes` each that passes rotation_check:
--- (N - 1) x set_bytes >= margin x L2.
+--- The number of sets of set_bytes each that passes rotation_check.
+--
+-- @signature measure.rotate_for(set_bytes, l2_bytes [, margin]) -> n
+-- @example
+--   print(measure.rotate_for(16e6, 50e6)) -- sets needed on a 50 MB L2
 function M.rotate_for(set_bytes, l2_bytes, margin)
   if type(set_bytes) ~= 'number' or set_bytes <= 0 then
     error("bad argument #1 to 'rotate_for' (bytes per set > 0 expected)", 2)
@@ -223,6 +242,11 @@ end
 local function mib(b) return string.format('%.1f MiB', b / 1048576) end
 
 --- The refusal message for a rotation that fails rotation_check.
+--
+-- @signature measure.rotation_message(info, set_bytes) -> text
+-- @example
+--   local ok, info = measure.rotation_check({1e6}, 50e6)
+--   if not ok then print(measure.rotation_message(info, 1e6)) end
 function M.rotation_message(info, set_bytes)
   local need = set_bytes and set_bytes > 0
     and string.format('; use rotate >= %d (or rotate = "auto")',
@@ -258,10 +282,13 @@ local function collect_tensors(v, out, depth)
   end
 end
 
---- The bytes private to each set and the bytes shared between sets, found
--- by tensor identity: a tensor in several sets (a shared frequency table,
--- say) stays warm and counts for none of them. Returns private (list),
--- shared_bytes.
+--- The bytes private to each input set, found by tensor identity (a shared tensor counts for none).
+--
+-- Returns private (list), shared_bytes.
+--
+-- @signature measure.rotation_bytes(sets) -> private, shared_bytes
+-- @example
+--   local private, shared = measure.rotation_bytes({{q = q, f = f}, {q = q:clone(), f = f}})
 function M.rotation_bytes(sets)
   local owners, bytes = {}, {}
   for i, s in ipairs(sets) do
@@ -384,6 +411,15 @@ end
 -- The kernels of one sample from kb.trace records: the engine's own
 -- (the stream-holding spin) left out. Returns count, sum of durations and
 -- span (first start to last end) in ms, and the names in launch order.
+--- The kernels of kb.trace records, internal ones left out: count, summed durations, first start to
+-- last end.
+--
+-- @signature measure.trace_totals(records) -> n, sum_ms, span_ms, names
+-- @example
+--   kb.trace.start()
+--   fn()
+--   kb.synchronize()
+--   print(measure.trace_totals(kb.trace.stop()))
 function M.trace_totals(records)
   local n, sum, first, last, names = 0, 0, nil, nil, {}
   for _, r in ipairs(records) do
@@ -562,15 +598,22 @@ local function check_fn(fname, fn)
   end
 end
 
---- A measurement of fn in `mode` (cold, hot or graph) that is advanced one
--- sample at a time: s:warmup(), then s:step() until it returns true, then
--- s:result(). interleave.lua drives several sessions this way. opts: the
--- fields of measure.DEFAULTS, stop (a stopping criterion or what
--- stopping.from accepts; default stopping.rse_median()), l2_bytes (instead
--- of the device's), sets / make_set / set_bytes / allow_warm (graph), name,
--- and for the clock monitor: nvml_device, recovery_ms, max_drops,
--- drop_throttled (clocks.DEFAULTS).
--- ctx defaults to measure.device().
+--- A measurement advanced one sample at a time (what interleave drives).
+--
+-- A measurement of fn in `mode` (cold, hot or graph) that is advanced one sample at a time:
+-- s:warmup(), then s:step() until it returns true, then s:result(). interleave.lua drives several
+-- sessions this way. opts: the fields of measure.DEFAULTS, stop (a stopping criterion or what
+-- stopping.from accepts; default stopping.rse_median()), l2_bytes (instead of the device's), sets /
+-- make_set / set_bytes / allow_warm (graph), name, and for the clock monitor: nvml_device,
+-- recovery_ms, max_drops, drop_throttled (clocks.DEFAULTS). ctx defaults to measure.device().
+--
+-- @signature measure.session(mode, fn [, opts [, ctx]]) -> Session
+-- @example
+--   local s = measure.session("cold", fn, {stop = stopping.count(10)})
+--   s:warmup()
+--   while not s:step() do end
+--   print(s:result().summary.median)
+--   s:close()
 function M.session(mode, fn, opts, ctx)
   if not IS_MODE[mode] or mode == 'do_bench' then
     error(string.format("bad argument #1 to 'session' (mode cold, hot or graph expected, got %s)",
@@ -600,6 +643,11 @@ function M.session(mode, fn, opts, ctx)
 end
 
 --- Warms up (once) and reads the clocks before the point.
+--
+-- @signature session:warmup()
+-- @section measure
+-- @example
+--   s:warmup()
 function Session:warmup()
   if self.warmed then return self end
   self.warmed = true
@@ -609,11 +657,15 @@ function Session:warmup()
   return self
 end
 
---- Takes one sample; returns true when the stopping rule says done. A
--- sample is not kept when the hold was too short (the host was still
--- enqueueing when the spin ended, so launch overhead may be inside the
--- time: the hold doubles and the sample is taken again) or when the GPU was
--- throttled (clocks.lua).
+--- Takes one sample; true when the stopping rule says done.
+--
+-- A sample is retaken when the hold was too short (launch overhead could be inside it) and dropped
+-- when the GPU was throttled.
+--
+-- @signature session:step() -> done
+-- @section measure
+-- @example
+--   while not s:step() do end
 function Session:step()
   if self.done then return true end
   if not self.warmed then self:warmup() end
@@ -676,11 +728,20 @@ local function spread(xs)
   return { median = q[1], p20 = q[2], p80 = q[3], min = stats.min(xs), max = stats.max(xs) }
 end
 
---- The result: {samples (ms, in the order taken), enqueue_ns (per call of
--- fn, same order), summary, timer, backend, stop, clocks, warnings, used}.
--- `used` holds what this run derived (hold, flush bytes, batch, rotation,
--- the stopping outcome, the clock summary, host enqueue quantiles, the 95 %
+--- samples (ms), enqueue_ns, summary, timer, backend, stop, clocks, warnings, used.
+--
+-- The result: {samples (ms, in the order taken), enqueue_ns (per call of fn, same order), summary,
+-- timer, backend, stop, clocks, warnings, used}. `used` holds what this run derived (hold, flush
+-- bytes, batch, rotation, the stopping outcome, the clock summary, host enqueue quantiles, the 95 %
 -- interval of the median): records put it in run.spec.execution.
+--
+-- @signature session:result() -> result
+-- @section measure
+-- @example
+--   s:warmup()
+--   while not s:step() do end
+--   local r = s:result()
+--   print(r.summary.median)
 function Session:result()
   if not self.done then error('measure: result() before the stopping rule said done', 2) end
   local u = self.used
@@ -735,7 +796,12 @@ function Session:result()
   }
 end
 
---- Frees what the session holds on the device (the graph).
+--- Frees what the session holds on the device (its graph).
+--
+-- @signature session:close()
+-- @section measure
+-- @example
+--   s:close()
 function Session:close()
   if self.graph and self.graph.free then self.graph:free() end
   self.graph = nil
@@ -760,9 +826,24 @@ local function run_do_bench(fn, opts, ctx)
   return r
 end
 
---- Measures fn in `mode` and returns the result (see Session:result; for
--- do_bench, bench.do_bench's result with used.stop added and no enqueue
--- times: triton's algorithm does not take them).
+--- Measures fn in mode "cold", "hot", "graph" or "do_bench"; every raw sample is kept.
+--
+-- opts: the fields of measure.DEFAULTS (warmup_ms, hold, flush_factor, event_pairs, kernel_trace,
+-- batch, rotate, margin, launches, quantiles, clocks, ...) and stop (a stopping criterion or what
+-- stopping.from accepts; default stopping.rse_median()). result: samples (ms), enqueue_ns (host
+-- time per call), summary, timer, backend, stop, clocks, warnings and used (what the run derived,
+-- for the record). The cold mode also gives used.event_pair_ms (an empty event interval, timed at
+-- warm-up) and used.median_minus_event_pair_ms; with kernel_trace = true, kernel_sum_ms and
+-- kernel_span_ms (per kept sample, from kb.trace) and used.kernel_trace.
+--
+-- Measures fn in `mode` and returns the result (see Session:result; for do_bench, bench.do_bench's
+-- result with used.stop added and no enqueue times: triton's algorithm does not take them).
+--
+-- @signature measure.run(mode, fn [, opts [, ctx]]) -> result
+-- @example
+--   local r = measure.run("cold", function() kb.rope.llama4_fwd(q, k, f, {inplace = true}) end,
+--     {stop = stopping.count(20)})
+--   print(r.summary.median, r.stop.reason)
 function M.run(mode, fn, opts, ctx)
   if not IS_MODE[mode] then
     error(string.format("bad argument #1 to 'run' (mode cold, hot, graph or do_bench expected, "
@@ -833,11 +914,18 @@ local function camel_keys(t)
   return c
 end
 
---- A bench protocol value for mode (cold, hot, graph; do_bench gives
--- bench.do_bench_protocol(params)). params are the opts of measure.run;
--- the protocol's spec lists them (the configuration, identical for every
--- run of the protocol, so runs share a protocolDigest), while what a run
--- derived goes into result.used (run.spec.execution in records).
+--- A mode as a bench protocol value, so records come for free.
+--
+-- Its spec lists the configuration (the same for every run, so runs share a protocolDigest); what a
+-- run derived goes into result.used.
+--
+-- A bench protocol value for mode (cold, hot, graph; do_bench gives
+-- bench.do_bench_protocol(params)).
+--
+-- @signature measure.protocol(mode [, params]) -> Protocol
+-- @example
+--   local p = measure.protocol("cold", {stop = stopping.rse_median{target = 0.01}})
+--   local r = p:run(fn)
 function M.protocol(mode, params)
   if not IS_MODE[mode] then
     error(string.format("bad argument #1 to 'protocol' (mode cold, hot, graph or do_bench expected, "

@@ -24,18 +24,28 @@ local M = {}
 
 M.ORDERS = { roundrobin = true, shuffle = true }
 
---- The order of one round over the active task indices `active` (a list,
--- not modified): a copy for "roundrobin", a shuffled copy drawn from g for
--- "shuffle".
+--- The order of one round over the task indices in active.
+--
+-- The order of one round over the active task indices `active` (a list, not modified): a copy for
+-- "roundrobin", a shuffled copy drawn from g for "shuffle".
+--
+-- @signature interleave.round_order(active, order, rng) -> list
+-- @example
+--   print(table.concat(interleave.round_order({1, 2, 3}, "shuffle", prng.new(1)), " "))
 function M.round_order(active, order, g)
   local t = table.move(active, 1, #active, 1, {})
   if order == 'shuffle' then g:shuffle(t) end
   return t
 end
 
---- The first `rounds` rounds of k tasks that never finish: a list of
--- rounds, each a list of task indices. Pure, for tests and for showing a
--- schedule before running it.
+--- The order of the first rounds of k tasks, without running anything.
+--
+-- The first `rounds` rounds of k tasks that never finish: a list of rounds, each a list of task
+-- indices. Pure, for tests and for showing a schedule before running it.
+--
+-- @signature interleave.schedule(k, rounds [, order [, seed]]) -> rounds
+-- @example
+--   for _, r in ipairs(interleave.schedule(3, 2, "shuffle", 7)) do print(table.concat(r, " ")) end
 function M.schedule(k, rounds, order, seed)
   order = order or 'roundrobin'
   if not M.ORDERS[order] then
@@ -69,13 +79,24 @@ local function check_tasks(tasks)
   end
 end
 
---- Runs the sessions of `tasks` (list of {name, session}) interleaved.
--- opts: order ("shuffle" by default), seed (integer; drawn when absent),
--- keep_sequence (true: return the full order of samples taken),
--- max_rounds (a safety net; default 10^7).
--- Returns {order, seed, rounds, results = {[name] = session:result() with
--- result.interleave = {order, seed, position}}, sequence = {names}}.
--- Every session warms up first, in task order.
+--- Runs sessions ({name, session} each) in turns until every stopping rule is done.
+--
+-- opts: order ("shuffle", default, or "roundrobin"), seed (drawn when absent and always returned),
+-- keep_sequence, max_rounds. out: {order, seed, rounds, results = {[name] = result}, sequence,
+-- names}.
+--
+-- Runs the sessions of `tasks` (list of {name, session}) interleaved. opts: order ("shuffle" by
+-- default), seed (integer; drawn when absent), keep_sequence (true: return the full order of
+-- samples taken), max_rounds (a safety net; default 10^7). Every session warms up first, in task
+-- order.
+--
+-- @signature interleave.run(tasks [, opts]) -> out
+-- @example
+--   local out = interleave.run({
+--     {name = "fused", session = measure.session("cold", fused, {stop = stopping.count(30)})},
+--     {name = "reference", session = measure.session("cold", reference, {stop = stopping.count(30)})},
+--   }, {order = "shuffle", seed = 42})
+--   print(out.results.fused.summary.median)
 function M.run(tasks, opts)
   check_tasks(tasks)
   opts = opts or {}

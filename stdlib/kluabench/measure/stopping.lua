@@ -30,9 +30,16 @@ local State = {}
 State.__index = State
 State.__name = 'kluabench.StoppingState'
 
---- A fresh state. clock_ns: a function returning the host time in ns
--- (default kb.clock_ns, else os.clock). The time starts at the first call
--- of st:start() or st:add().
+--- A fresh state: the samples kept so far (n, samples, sorted, sum) and the elapsed host time.
+--
+-- clock_ns: a function returning the host time in ns (default kb.clock_ns, else os.clock). The time
+-- starts at the first call of st:start() or st:add().
+--
+-- @signature stopping.state([clock_ns]) -> State
+-- @example
+--   local st = stopping.state()
+--   st:add(0.12)
+--   print(st.n, st:median())
 function M.state(clock_ns)
   if clock_ns == nil then
     local ok, kb = pcall(require, 'kluabench.core')
@@ -44,21 +51,40 @@ function M.state(clock_ns)
 end
 
 --- Starts the clock (idempotent).
+--
+-- @signature st:start()
+-- @section stopping
+-- @example
+--   local st = stopping.state()
+--   st:start()
 function State:start()
   if not self.t0 then self.t0 = self.clock_ns() end
   return self
 end
 
---- Updates elapsed_ms from the clock.
+--- Updates st.elapsed_ms from the clock.
+--
+-- @signature st:tick()
+-- @section stopping
+-- @example
+--   local st = stopping.state()
+--   st:tick()
 function State:tick()
   self:start()
   self.elapsed_ms = (self.clock_ns() - self.t0) / 1e6
   return self
 end
 
---- Keeps one sample (ms). The sorted copy is kept by binary insertion, so
--- that rules that look at order statistics cost O(log n) comparisons and
--- one block move per sample instead of a sort.
+--- Keeps one sample (sorted copy kept by binary insertion).
+--
+-- The sorted copy is kept by binary insertion, so that rules that look at order statistics cost
+-- O(log n) comparisons and one block move per sample instead of a sort.
+--
+-- @signature st:add(ms)
+-- @section stopping
+-- @example
+--   local st = stopping.state()
+--   st:add(0.5)
 function State:add(ms)
   self:start()
   local n = self.n + 1
@@ -76,7 +102,13 @@ function State:add(ms)
   return self
 end
 
---- The q-quantile of the samples kept (linear interpolation, as stats.lua).
+--- The q-quantile of the samples kept.
+--
+-- @signature st:quantile(q) -> ms
+-- @section stopping
+-- @example
+--   local st = stopping.state(); st:add(1); st:add(2)
+--   print(st:quantile(0.5))
 function State:quantile(q)
   local n = self.n
   if n == 0 then return nil end
@@ -89,10 +121,22 @@ function State:quantile(q)
 end
 
 --- The median of the samples kept (nil when none).
+--
+-- @signature st:median() -> ms | nil
+-- @section stopping
+-- @example
+--   local st = stopping.state(); st:add(3)
+--   print(st:median())
 function State:median() return self:quantile(0.5) end
 
---- The relative standard error of the median (inference.rse_median);
--- math.huge with fewer than 2 samples.
+--- The relative standard error of the median; math.huge with fewer than 2 samples.
+--
+-- @signature st:rse_median([confidence]) -> number
+-- @section stopping
+-- @example
+--   local st = stopping.state()
+--   for _, v in ipairs{1, 1.1, 0.9, 1.05} do st:add(v) end
+--   print(st:rse_median())
 function State:rse_median(confidence)
   if self.n < 2 then return math.huge end
   return (inference.rse_median(self.sorted, { sorted = true, confidence = confidence }))
@@ -110,22 +154,40 @@ function Criterion:__tostring()
   return 'stopping rule ' .. self.name
 end
 
---- done, reason, converged for state st; "not done" while st.n == 0.
+--- Asks the criterion about state st ("not done" while st.n == 0).
+--
+-- @signature criterion:check(st) -> done, reason, converged
+-- @section stopping
+-- @example
+--   local st = stopping.state(); st:add(1)
+--   print(stopping.count(1):check(st))
 function Criterion:check(st)
   if st.n == 0 then return false, 'no samples yet', false end
   local done, reason, converged = self._check(self, st)
   return done and true or false, reason, (done and converged) and true or false
 end
 
---- What goes into the record: {rule = name, ...params}.
+--- What goes into the record.
+--
+-- @signature criterion:spec() -> {rule, ...params}
+-- @section stopping
+-- @example
+--   print(stopping.count(5):spec().rule)
 function Criterion:spec()
   local t = { rule = self.name }
   for k, v in pairs(self.params) do t[k] = v end
   return t
 end
 
---- A criterion from {name, params, check = function(self, st) -> done,
--- reason, converged}.
+--- A criterion of your own: check(self, st) -> done, reason, converged.
+--
+-- @signature stopping.criterion{name, params, check} -> Criterion
+-- @example
+--   local fast = stopping.criterion{name = "p20_below", params = {ms = 0.1},
+--     check = function(self, st)
+--       if st.n >= 10 and st:quantile(0.2) < self.params.ms then return true, "fast enough" end
+--       return st.elapsed_ms >= 5000, "gave up after 5 s"
+--     end}
 function M.criterion(def)
   if type(def) ~= 'table' or type(def.name) ~= 'string' or type(def.check) ~= 'function' then
     error("bad argument #1 to 'criterion' (table with name and check expected)", 2)
@@ -134,6 +196,10 @@ function M.criterion(def)
 end
 
 --- True when v is a criterion.
+--
+-- @signature stopping.is_criterion(v) -> boolean
+-- @example
+--   assert(stopping.is_criterion(stopping.count(3)))
 function M.is_criterion(v) return getmetatable(v) == Criterion end
 
 local function positive(fname, name, v, integer)
@@ -145,6 +211,10 @@ local function positive(fname, name, v, integer)
 end
 
 --- Exactly n samples.
+--
+-- @signature stopping.count(n) -> Criterion
+-- @example
+--   local r = measure.run("cold", fn, {stop = stopping.count(50)})
 function M.count(n)
   positive('count', 'n', n, true)
   return M.criterion {
@@ -159,6 +229,10 @@ function M.count(n)
 end
 
 --- As many samples as fit in ms milliseconds of host time (at least one).
+--
+-- @signature stopping.time_budget(ms) -> Criterion
+-- @example
+--   local rule = stopping.time_budget(500)
 function M.time_budget(ms)
   positive('time_budget', 'ms', ms)
   return M.criterion {
@@ -178,13 +252,17 @@ end
 M.RSE_DEFAULTS = { target = 0.005, min_samples = 20, min_time_ms = 10, timeout_ms = 10000,
   max_samples = 100000, confidence = 0.95 }
 
---- Until the relative standard error of the median is at most `target`
--- (0.005 = 0.5 %), with at least `min_samples` samples and `min_time_ms` of
--- measured time (the sum of the samples, i.e. device time on cuda), or until
--- `timeout_ms` of host time or `max_samples` samples (not converged). The
--- standard error is that of the distribution-free confidence interval of
--- the median (inference.rse_median), cheap enough to evaluate after every
--- sample; no bootstrap. opts default to stopping.RSE_DEFAULTS.
+--- Until the relative standard error of the median is at most opts.target (0.5 % by default).
+--
+-- With at least min_samples samples and min_time_ms of measured time; or until timeout_ms of host
+-- time or max_samples (then not converged). Defaults: stopping.RSE_DEFAULTS.
+--
+-- The standard error is that of the distribution-free confidence interval of the median
+-- (inference.rse_median), cheap enough to evaluate after every sample; no bootstrap.
+--
+-- @signature stopping.rse_median([opts]) -> Criterion
+-- @example
+--   local rule = stopping.rse_median{target = 0.01, timeout_ms = 5000}
 function M.rse_median(opts)
   opts = opts or {}
   local p = {}
@@ -220,10 +298,15 @@ function M.rse_median(opts)
   }
 end
 
---- Which conditions of an rse_median rule (params q) a state has not met,
--- as one phrase: "rse of the median 1.2% > 0.5%", "12 samples < min_samples
--- 20", "3.1 ms measured < min_time_ms 10", joined by "; " (the rse alone
--- is not the failure when it met its target and a minimum was not met).
+--- The conditions of an rse_median rule (its params) that state st has not met, as one phrase.
+--
+-- The reason a run that timed out gives: "rse of the median 1.2% > 0.5%", "12 samples < min_samples
+-- 20", "3.1 ms measured < min_time_ms 10", joined by "; ".
+--
+-- @signature stopping.unmet(params, st, rse) -> text
+-- @example
+--   local st = stopping.state(); st:add(1); st:add(1)
+--   print(stopping.unmet(stopping.RSE_DEFAULTS, st, st:rse_median()))
 function M.unmet(q, st, rse)
   local parts = {}
   if not (rse <= q.target) then
@@ -239,8 +322,14 @@ function M.unmet(q, st, rse)
   return table.concat(parts, '; ') .. string.format(' (%d samples)', st.n)
 end
 
---- The first of several criteria that says done ends the run; its reason
--- and converged flag are reported, prefixed by its name.
+--- Done when the first of several criteria is; its reason is reported.
+--
+-- The first of several criteria that says done ends the run; its reason and converged flag are
+-- reported, prefixed by its name.
+--
+-- @signature stopping.any(list) -> Criterion
+-- @example
+--   local rule = stopping.any{stopping.rse_median(), stopping.count(1000)}
 function M.any(list)
   if type(list) ~= 'table' or #list == 0 then
     error("bad argument #1 to 'any' (non-empty list of criteria expected)", 2)
@@ -268,10 +357,15 @@ function M.any(list)
   return any
 end
 
---- A criterion from a short description, for command-line options and
--- script parameters: a criterion passes through; a number n means count(n);
--- "count:N", "time:MS", "rse:TARGET" (rse_median with that target); a table
--- {rule = "count"|"time_budget"|"rse_median", ...} the same with options.
+--- A criterion from a short form: n, "count:N", "time:MS", "rse:TARGET" or {rule = ..., ...}.
+--
+-- A criterion from a short description, for command-line options and script parameters: a criterion
+-- passes through; a number n means count(n); "count:N", "time:MS", "rse:TARGET" (rse_median with
+-- that target); a table {rule = "count"|"time_budget"|"rse_median", ...} the same with options.
+--
+-- @signature stopping.from(v) -> Criterion
+-- @example
+--   local rule = stopping.from("rse:0.01")
 function M.from(v)
   if M.is_criterion(v) then return v end
   if math.type(v) == 'integer' then return M.count(v) end
@@ -291,8 +385,13 @@ function M.from(v)
   error('bad stopping rule ' .. tostring(v) .. ' (criterion, integer, string or table expected)', 2)
 end
 
---- What the record says about how a run ended: {rule, reason, converged,
--- samples, rseMedian, elapsedMs}.
+--- What the record says about how a run ended: {rule, reason, converged, samples, rseMedian,
+-- elapsedMs}.
+--
+-- @signature stopping.outcome(criterion, st, reason, converged) -> table
+-- @example
+--   local st = stopping.state(); st:add(1)
+--   local o = stopping.outcome(stopping.count(1), st, "1 sample", false)
 function M.outcome(criterion, st, reason, converged)
   local rse = st:rse_median()
   return {

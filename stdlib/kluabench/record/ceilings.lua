@@ -33,7 +33,11 @@ M.VERSION = 1
 -- Arithmetic
 ---------------------------------------------------------------------------
 
---- GB/s (10^9 bytes per second) of moving `bytes` in `ms` milliseconds.
+--- 10^9 bytes per second of moving bytes in ms.
+--
+-- @signature ceilings.gbps(bytes, ms) -> GB/s
+-- @example
+--   print(ceilings.gbps(1e9, 1)) --> 1000.0
 function M.gbps(bytes, ms)
   if type(bytes) ~= 'number' or type(ms) ~= 'number' then
     error("bad arguments to 'gbps' (bytes and ms numbers expected)", 2)
@@ -42,22 +46,37 @@ function M.gbps(bytes, ms)
   return bytes / (ms * 1e6)
 end
 
---- TFLOP/s of `flops` in `ms` milliseconds.
+--- TFLOP/s of flops in ms.
+--
+-- @signature ceilings.tflops(flops, ms) -> TFLOP/s
+-- @example
+--   print(ceilings.tflops(1e12, 1000))
 function M.tflops(flops, ms)
   if ms <= 0 then return nil end
   return flops / (ms * 1e9)
 end
 
---- x as a percentage of ceiling (nil when either is missing or ceiling <= 0).
+--- x as a percentage of ceiling.
+--
+-- x as a percentage of ceiling (nil when either is missing or ceiling <= 0).
+--
+-- @signature ceilings.percent(x, ceiling) -> number | nil
+-- @example
+--   print(ceilings.percent(3000, 4000)) --> 75.0
 function M.percent(x, ceiling)
   if type(x) ~= 'number' or type(ceiling) ~= 'number' or ceiling <= 0 then return nil end
   return 100 * x / ceiling
 end
 
---- The roofline floor of a workload: the least time in which `bytes` can
--- move at ceil.copy_gbps and `flops` can run at ceil.tflops (either may be
--- absent: that term is left out). Returns floor_ms, bound ("memory" or
--- "compute"), or nil when no term applies.
+--- The roofline floor: max(bytes / ceil.copy_gbps, flops / ceil.tflops).
+--
+-- The roofline floor of a workload: the least time in which `bytes` can move at ceil.copy_gbps and
+-- `flops` can run at ceil.tflops (either may be absent: that term is left out). Returns floor_ms,
+-- bound ("memory" or "compute"), or nil when no term applies.
+--
+-- @signature ceilings.floor_ms(bytes, flops, ceil) -> ms, "memory" | "compute"
+-- @example
+--   print(ceilings.floor_ms(1e9, nil, {copy_gbps = 4000}))
 function M.floor_ms(bytes, flops, ceil)
   ceil = ceil or {}
   local mem = (bytes and ceil.copy_gbps and ceil.copy_gbps > 0) and bytes / (ceil.copy_gbps * 1e6) or nil
@@ -71,9 +90,16 @@ function M.floor_ms(bytes, flops, ceil)
   return nil
 end
 
---- What a record carries about one point's throughput: {gbps, percentOfCopy,
--- floorMs, boundBy, percentOfFloor (floor / measured: 100 = at the roof)}.
--- Any field that cannot be computed is absent.
+--- What a record carries: {gbps, percentOfCopy, floorMs, boundBy, percentOfFloor}.
+--
+-- What a record carries about one point's throughput: {gbps, percentOfCopy, floorMs, boundBy,
+-- percentOfFloor (floor / measured: 100 = at the roof)}. Any field that cannot be computed is
+-- absent.
+--
+-- @signature ceilings.throughput(bytes, flops, ms, ceil) -> table
+-- @example
+--   local t = ceilings.throughput(1e9, nil, 0.5, {copy_gbps = 4000})
+--   print(t.gbps, t.percentOfCopy)
 function M.throughput(bytes, flops, ms, ceil)
   local t = {}
   if bytes and ms and ms > 0 then
@@ -93,8 +119,11 @@ end
 -- The cache file
 ---------------------------------------------------------------------------
 
---- The directory of the cache: $KLUABENCH_CACHE, else $XDG_CACHE_HOME/kluabench,
--- else ~/.cache/kluabench.
+--- $KLUABENCH_CACHE, else $XDG_CACHE_HOME/kluabench, else ~/.cache/kluabench.
+--
+-- @signature ceilings.cache_dir() -> path
+-- @example
+--   print(ceilings.cache_dir())
 function M.cache_dir()
   local d = os.getenv('KLUABENCH_CACHE')
   if d and d ~= '' then return d end
@@ -104,18 +133,28 @@ function M.cache_dir()
   return home .. '/.cache/kluabench'
 end
 
+--- The cache file: cache_dir()/ceilings.json.
+--
+-- @signature ceilings.cache_path() -> path
+-- @example
+--   print(ceilings.cache_path())
 function M.cache_path() return M.cache_dir() .. '/' .. M.FILE end
 
---- The key of a device in the cache: backend, name, memory and L2 size
--- (two cards of one model share a key; that is the intent: the ceiling is a
--- property of the model, and a card far off it is worth noticing).
+--- The key of a device in the cache: backend, name, memory and L2 size.
+--
+-- @signature ceilings.device_key(info) -> text
+-- @example
+--   print(ceilings.device_key(kb.device_info()))
 function M.device_key(info)
   return string.format('%s|%s|%s|%s', tostring(info.backend or '?'), tostring(info.name or '?'),
     tostring(info.memory_bytes or 0), tostring(info.l2_bytes or 0))
 end
 
---- The decoded cache file ({version, devices = {[key] = entry}}), or an
--- empty one when the file is missing; nil, message when it is unreadable.
+--- The decoded cache {version, devices}; an empty one when the file is missing.
+--
+-- @signature ceilings.load_cache([path]) -> cache | nil, message
+-- @example
+--   local c = ceilings.load_cache()
 function M.load_cache(path)
   path = path or M.cache_path()
   local text = output.read_file(path)
@@ -128,8 +167,13 @@ function M.load_cache(path)
   return v
 end
 
---- The cached ceilings of a device (device_info table), or nil. The entry
--- is returned as stored: see usable_copy and usable_noise before using it.
+--- The cached ceilings of a device (a device_info table).
+--
+-- The entry is returned as stored: see usable_copy and usable_noise before using it.
+--
+-- @signature ceilings.lookup(info [, path]) -> entry | nil
+-- @example
+--   local e = ceilings.lookup(kb.device_info())
 function M.lookup(info, path)
   local c = M.load_cache(path)
   local e = c and c.devices[M.device_key(info)] or nil
@@ -140,9 +184,16 @@ local function finite_positive(x)
   return type(x) == 'number' and x > 0 and x < math.huge
 end
 
---- The copy ceiling of a cache entry in GB/s when it may be used, else
--- nil and why: it must be a finite positive number below 10^6 GB/s, and
--- its measurement must not have ended unconverged (converged == false).
+--- The copy ceiling of a cache entry when it may be used: a finite positive number that did not end
+-- unconverged.
+--
+-- The copy ceiling of a cache entry in GB/s when it may be used, else nil and why: it must be a
+-- finite positive number below 10^6 GB/s, and its measurement must not have ended unconverged
+-- (converged == false).
+--
+-- @signature ceilings.usable_copy(entry) -> gbps | nil, why
+-- @example
+--   print(ceilings.usable_copy({copy_gbps = 4000, converged = false}))
 function M.usable_copy(entry)
   if type(entry) ~= 'table' then return nil, 'no cached copy ceiling' end
   local g = entry.copy_gbps
@@ -156,8 +207,15 @@ function M.usable_copy(entry)
   return g
 end
 
---- The noise figure of a cache entry when it may be used, else nil and
--- why: entry.sessionNoise.scales must be a list of {ms > 0, sd in [0, 1)}.
+--- The between-session noise figure of a cache entry (entry.sessionNoise) when its numbers are
+-- valid.
+--
+-- The noise figure of a cache entry when it may be used, else nil and why:
+-- entry.sessionNoise.scales must be a list of {ms > 0, sd in [0, 1)}.
+--
+-- @signature ceilings.usable_noise(entry) -> figure | nil, why
+-- @example
+--   print(ceilings.usable_noise({sessionNoise = {scales = {{ms = 0.01, sd = 0.02}}}}))
 function M.usable_noise(entry)
   local n = type(entry) == 'table' and entry.sessionNoise or nil
   if type(n) ~= 'table' or type(n.scales) ~= 'table' or #n.scales == 0 then
@@ -172,10 +230,12 @@ function M.usable_noise(entry)
   return n
 end
 
---- The between-session noise (sd of log median) at a point of median ms,
--- from a noise figure (usable_noise): each scale's sdUpper (else its sd),
--- interpolated linearly in log(ms) between the measured scales, the
--- nearest scale's beyond them.
+--- The between-session sd of log median at a point of median ms: the scales' sdUpper interpolated in
+-- log(ms).
+--
+-- @signature ceilings.noise_at(figure, ms) -> sd
+-- @example
+--   print(ceilings.noise_at({scales = {{ms = 0.01, sd = 0.02}, {ms = 1, sd = 0.004}}}, 0.1)) --> 0.012
 function M.noise_at(figure, ms)
   local sc = {}
   for i, x in ipairs(figure.scales) do
@@ -195,8 +255,13 @@ function M.noise_at(figure, ms)
   return sc[#sc].sd
 end
 
---- Stores entry for the device in the cache file (atomic rewrite).
+--- Stores an entry for a device in the cache file (atomic rewrite).
+--
 -- Returns true or nil, message.
+--
+-- @signature ceilings.store(info, entry [, path]) -> true | nil, message
+-- @example
+--   ceilings.store(kb.device_info(), {copy_gbps = 3900}, os.tmpname())
 function M.store(info, entry, path)
   path = path or M.cache_path()
   local dir = path:match('^(.*)/[^/]*$')
@@ -217,8 +282,13 @@ function M.store(info, entry, path)
   return output.write_atomic(path, text .. '\n')
 end
 
---- Stores a between-session noise figure (see scripts/run_noise.lua) in the
--- device's cache entry, beside its ceiling. Returns true or nil, message.
+--- Stores a noise figure in the device's cache entry, beside its ceiling (scripts/run_noise.lua).
+--
+-- Returns true or nil, message.
+--
+-- @signature ceilings.store_noise(info, figure [, path]) -> true | nil, message
+-- @example
+--   ceilings.store_noise(kb.device_info(), figure, os.tmpname())
 function M.store_noise(info, figure, path)
   local c, err = M.load_cache(path)
   if not c then return nil, err end
@@ -228,10 +298,17 @@ function M.store_noise(info, figure, path)
   return M.store(info, e, path)
 end
 
---- The throughput of a point for its record (ceilings.throughput) against
--- the cached copy ceiling of the default device; never measures (a missing
--- ceiling leaves percentOfCopy and the floor out, and says how to get it).
--- For record.from_result's `execution`: { throughput = ... }.
+--- ceilings.throughput against the cached copy ceiling of the default device; never measures.
+--
+-- Without a cached ceiling, percentOfCopy and the floor are left out and `note` says how to get one
+-- (kluabench scripts/ceilings.lua). opts.path: another cache file.
+--
+-- For record.from_result's `execution`: { throughput = ...
+--
+-- @signature ceilings.cached_throughput(bytes, flops, ms [, opts]) -> table
+-- @example
+--   local t = ceilings.cached_throughput(2 * q:nbytes(), nil, 0.12)
+--   print(t.gbps, t.percentOfCopy or t.note)
 function M.cached_throughput(bytes, flops, ms, opts)
   opts = opts or {}
   local ok, kb = pcall(require, 'kluabench.core')
@@ -254,9 +331,12 @@ function M.cached_throughput(bytes, flops, ms, opts)
   return t
 end
 
---- The cached between-session noise of the default device at a point of
--- median ms, for a record's run.spec.execution.sessionNoise: {sd,
--- measuredAt, sessions} or nil when there is no usable figure.
+--- The cached between-session noise of the default device at a point of median ms (records'
+-- run.spec.execution.sessionNoise).
+--
+-- @signature ceilings.cached_noise(ms [, opts]) -> {sd, measuredAt, sessions} | nil
+-- @example
+--   print(ceilings.cached_noise(0.01))
 function M.cached_noise(ms, opts)
   opts = opts or {}
   local ok, kb = pcall(require, 'kluabench.core')
@@ -279,14 +359,19 @@ local function chi2_factor(df)
   return math.sqrt(df / q)
 end
 
---- A noise figure from per-point spreads: points is a list of {ms (the
--- point's median), sd (the sample sd of its sessions' log medians), df
--- (sessions - 1)}. Points are binned by half-decades of ms and pooled in
--- each bin (sqrt(sum df sd^2 / sum df)), ms the bin's geometric mean;
--- sdUpper is the one-sided 90 % upper confidence bound of that sd (so that
--- a figure from few sessions errs wide; noise_at uses it).
--- Returns {scales = {{ms, sd, sdUpper, points, df}} ascending in ms, points, method}
--- (add measuredAt, sessions, device before storing it), or nil, why.
+--- A noise figure from per-point spreads {ms, sd, df} (compare.session_spread): pooled per
+-- half-decade of time, with a 90 % upper bound of each sd.
+--
+-- Points are binned by half-decades of ms and pooled in each bin (sqrt(sum df sd^2 / sum df)), ms
+-- the bin's geometric mean; sdUpper is the one-sided 90 % upper confidence bound of that sd (so
+-- that a figure from few sessions errs wide; noise_at uses it). Returns {scales = {{ms, sd,
+-- sdUpper, points, df}} ascending in ms, points, method} (add measuredAt, sessions, device before
+-- storing it), or nil, why.
+--
+-- @signature ceilings.noise_figure(points) -> figure | nil, why
+-- @example
+--   local f = ceilings.noise_figure({{ms = 0.007, sd = 0.015, df = 3}, {ms = 0.008, sd = 0.02, df = 3}})
+--   print(f.scales[1].sd, f.scales[1].sdUpper)
 function M.noise_figure(points)
   local bins, order = {}, {}
   for _, p in ipairs(points or {}) do
@@ -321,12 +406,16 @@ end
 -- Measuring
 ---------------------------------------------------------------------------
 
---- Measures the copy bandwidth of the default device. opts: bytes (size of
--- one buffer; default max(8 x L2, 1 GiB) on cuda, 64 MiB on cpu), stop
--- (stopping rule; default rse 0.5 % with at least 30 samples), kb (the
--- engine, for tests). Returns the cache entry {copy_gbps, bytes_per_copy
--- (read + written), buffer_bytes, median_ms, samples, rse, device,
--- backend, measured_at, method}.
+--- Measures the copy bandwidth (bytes read + written) of a large copy in the cold mode.
+--
+-- opts: bytes (one buffer; default max(8 x L2, 1 GiB) on cuda, 64 MiB on cpu), stop, kb.
+--
+-- Returns the cache entry {copy_gbps, bytes_per_copy (read + written), buffer_bytes, median_ms,
+-- samples, rse, device, backend, measured_at, method}.
+--
+-- @signature ceilings.measure_copy([opts]) -> entry
+-- @example
+--   local e = ceilings.measure_copy{bytes = 256 << 20}
 function M.measure_copy(opts)
   opts = opts or {}
   local kb = opts.kb or require 'kluabench.core'
@@ -363,8 +452,14 @@ function M.measure_copy(opts)
   }
 end
 
---- The copy ceiling of the default device: from the cache, or measured and
--- stored when absent (or when opts.force). Returns entry, from_cache.
+--- The device's copy bandwidth: from the cache, or measured and stored (opts.force measures again).
+--
+-- Returns entry, from_cache.
+--
+-- @signature ceilings.copy_ceiling([opts]) -> entry, from_cache
+-- @example
+--   local c = ceilings.copy_ceiling()
+--   print(c.copy_gbps .. " GB/s")
 function M.copy_ceiling(opts)
   opts = opts or {}
   local kb = opts.kb or require 'kluabench.core'

@@ -46,11 +46,11 @@ local function vendor_of_word(w)
   return VENDORS[k]
 end
 
---- Splits a GPU name into vendor, product and form factor (nil when absent):
--- "NVIDIA H100 80GB HBM3" -> "nvidia", "NVIDIA H100", "80GB HBM3";
--- "NVIDIA A100-SXM4-80GB" -> "nvidia", "NVIDIA A100", "SXM4-80GB";
--- "NVIDIA H200" -> "nvidia", "NVIDIA H200", nil;
--- "NVIDIA GeForce RTX 4090" -> "nvidia", "NVIDIA GeForce RTX 4090", nil.
+--- Splits a GPU name: "NVIDIA H100 80GB HBM3" -> "nvidia", "NVIDIA H100", "80GB HBM3".
+--
+-- @signature env.split_gpu_name(name) -> vendor, product, form_factor
+-- @example
+--   print(env.split_gpu_name("NVIDIA A100-SXM4-80GB"))
 function M.split_gpu_name(name)
   if type(name) ~= 'string' then
     error("bad argument #1 to 'split_gpu_name' (string expected, got " .. type(name) .. ')', 2)
@@ -95,7 +95,11 @@ local ARCH_BY_MODEL = {
   { '^MI3%d%d[XA]?$', 'gfx942' }, { '^MI2%d%dX?$', 'gfx90a' }, { '^MI100$', 'gfx908' },
 }
 
---- The architecture ("sm_90", "gfx942") a GPU name implies, or nil when unknown.
+--- The architecture a GPU name implies, or nil when unknown.
+--
+-- @signature env.arch_of_gpu_name(name) -> "sm_90" | nil
+-- @example
+--   print(env.arch_of_gpu_name("NVIDIA H100 80GB HBM3"))
 function M.arch_of_gpu_name(name)
   local _, product = M.split_gpu_name(name)
   local model = product:match('(%S+)$') or ''
@@ -115,7 +119,11 @@ function M.arch_of_gpu_name(name)
   return nil
 end
 
---- "13.0" from CUDA's integer encoding 13000 (strings pass through; 0 or nil -> nil).
+--- "13.0" from CUDA's integer encoding 13000.
+--
+-- @signature env.cuda_version(v) -> text | nil
+-- @example
+--   print(env.cuda_version(12080)) --> 12.8
 function M.cuda_version(v)
   if type(v) == 'string' then return v ~= '' and v or nil end
   if type(v) ~= 'number' or v <= 0 then return nil end
@@ -131,14 +139,24 @@ local function read_first_line(path)
   return line
 end
 
---- The NVIDIA kernel driver release ("580.65.06"), or nil.
+--- The NVIDIA kernel driver release ("580.65.06"), from /proc/driver/nvidia/version.
+--
+-- @signature env.driver_release() -> text | nil
+-- @example
+--   print(env.driver_release())
 function M.driver_release()
   local line = read_first_line('/proc/driver/nvidia/version')
   return line and line:match('Kernel Module%s+(%d+%.%d+[%.%d]*)') or nil
 end
 
---- {kernel = "Linux 6.1.0-18-amd64", distribution = "Debian GNU/Linux 12 (bookworm)"}:
--- read from /proc and /etc/os-release (no subprocess); fields unknown stay nil.
+--- The kernel and distribution, from /proc and /etc/os-release.
+--
+-- {kernel = "Linux 6.1.0-18-amd64", distribution = "Debian GNU/Linux 12 (bookworm)"}: read from
+-- /proc and /etc/os-release (no subprocess); fields unknown stay nil.
+--
+-- @signature env.os_info() -> {kernel, distribution}
+-- @example
+--   print(env.os_info().distribution)
 function M.os_info()
   local t = {}
   local ostype = read_first_line('/proc/sys/kernel/ostype')
@@ -165,7 +183,11 @@ end
 
 local function nonzero(v) return (type(v) == 'number' and v > 0) and v or nil end
 
---- The hardware table from a device_info table and the backend name.
+--- The hardware table of a device_info table.
+--
+-- @signature env.hardware(info, backend) -> table
+-- @example
+--   local hw = env.hardware(kb.device_info(), kb.backend())
 function M.hardware(info, backend)
   local hw = {}
   local name = trim(tostring(info.name or ''))
@@ -189,7 +211,13 @@ function M.hardware(info, backend)
   return hw
 end
 
---- The software table. kb is the engine module (for version and git commit).
+--- The software table: driver, CUDA runtime, kluabench, Lua, OS.
+--
+-- kb is the engine module (for version and git commit).
+--
+-- @signature env.software(info, backend, kb [, opts]) -> table
+-- @example
+--   local sw = env.software(kb.device_info(), kb.backend(), kb)
 function M.software(info, backend, kb, opts)
   opts = opts or {}
   local sw = {}
@@ -209,8 +237,11 @@ function M.software(info, backend, kb, opts)
   return sw
 end
 
---- A short name of the device for titles: the device name without its
--- vendor word ("NVIDIA H100 80GB HBM3" -> "H100 80GB HBM3").
+--- The device name without its vendor word: "H100 80GB HBM3".
+--
+-- @signature env.short_device_name(name) -> text
+-- @example
+--   print(env.short_device_name("NVIDIA H200"))
 function M.short_device_name(name)
   local first, rest = name:match('^(%S+)%s+(.+)$')
   if first and vendor_of_word(first) then return rest end
@@ -224,10 +255,20 @@ M.SLURM_VARS = {
   { 'SLURMD_NODENAME', 'slurmNodeName' },
 }
 
---- Where this process runs: {hostName = ..., slurmJobId = ..., ...} for the
--- environment's metadata.annotations; getenv (default os.getenv) and
--- hostname (default: read /proc/sys/kernel/hostname) may be replaced by
--- tests. Values unknown are left out; nil when nothing is known.
+--- Where this process runs: hostName, and slurmJobId, slurmArrayJobId, slurmArrayTaskId,
+-- slurmClusterName, slurmNodeName when Slurm set them.
+--
+-- env.capture puts it in the environment's metadata.annotations, outside the digested spec: two
+-- identical hosts have one environment digest, and `kluabench merge` treats the shards of one sweep
+-- on several nodes as one environment. getenv and hostname replace os.getenv and
+-- /proc/sys/kernel/hostname (for tests).
+--
+-- Values unknown are left out; nil when nothing is known.
+--
+-- @signature env.placement([getenv [, hostname]]) -> table | nil
+-- @example
+--   local where = env.placement()
+--   print(where and where.hostName)
 function M.placement(getenv, hostname)
   getenv = getenv or os.getenv
   local t = {}
@@ -241,10 +282,16 @@ function M.placement(getenv, hostname)
   return next(t) and t or nil
 end
 
---- The ExecutionEnvironment document of this process. opts (all optional, for
--- tests and replays): info (a device_info table), backend ("cuda"|"cpu"),
--- kb (the engine module), os (table), driver_release (string), placement
--- (the annotations; default M.placement(), false for none).
+--- The ExecutionEnvironment document of this process: hardware (vendor, product, formFactor,
+-- architecture) and software.
+--
+-- opts (for tests and replays): info (a device_info table), backend, kb, os, driver_release,
+-- placement (metadata.annotations; default env.placement(), false for none).
+--
+-- @signature env.capture([opts]) -> document
+-- @example
+--   local doc = env.capture()
+--   print(doc.spec.hardware.product, doc.spec.hardware.architecture)
 function M.capture(opts)
   opts = opts or {}
   local kb = opts.kb
@@ -275,16 +322,23 @@ function M.capture(opts)
   }
 end
 
---- The full device name an environment document describes: product and form
--- factor joined by a space ("NVIDIA H100 80GB HBM3").
+--- The full device name of an environment document: product and form factor.
+--
+-- @signature env.device_name(doc) -> text | nil
+-- @example
+--   print(env.device_name(env.capture()))
 function M.device_name(doc)
   local hw = doc and doc.spec and doc.spec.hardware or {}
   if not hw.product then return nil end
   return hw.formFactor and (hw.product .. ' ' .. hw.formFactor) or hw.product
 end
 
---- The device_name of this process's default device (what a bundle measured
--- here would say), or nil without the engine.
+--- The device_name of this process's default device (what a bundle measured here would say), or nil
+-- without the engine.
+--
+-- @example print(env.local_device_name()).
+--
+-- @signature env.local_device_name()
 -- @example
 --   print(env.local_device_name())
 function M.local_device_name()

@@ -32,7 +32,11 @@ local function kb() return require 'kluabench.core' end
 -- kernel (stdlib/kluabench/kernels/<family>.lua).
 M.KERNELS = kernels.KERNELS
 
---- A kernel's title for people (the kernel name when none is known).
+--- A kernel's title for people ("Llama 4 rotary position embedding"); the name when none is known.
+--
+-- @signature record.kernel_title(kernel) -> text
+-- @example
+--   print(record.kernel_title("llama4_rope"))
 function M.kernel_title(kernel)
   local k = M.KERNELS[kernel]
   return k and k.title or kernel
@@ -49,7 +53,11 @@ M.MODE_TEXT = {
 -- Documents and digests
 ---------------------------------------------------------------------------
 
---- A document {kind, spec, metadata, apiVersion}.
+--- A document {kind, spec, metadata, apiVersion = "kernelindex.dev/v1alpha1"}.
+--
+-- @signature record.document(kind, spec, metadata) -> document
+-- @example
+--   local doc = record.document("BenchmarkWorkload", {kernel = "copy"}, {name = "copy"})
 function M.document(kind, spec, metadata)
   if type(kind) ~= 'string' then
     error("bad argument #1 to 'document' (kind string expected, got " .. type(kind) .. ')', 2)
@@ -61,6 +69,10 @@ function M.document(kind, spec, metadata)
 end
 
 --- The digest of a document: "sha256:" .. hex(SHA-256(JCS(doc.spec))).
+--
+-- @signature record.digest(doc) -> "sha256:<hex>"
+-- @example
+--   print(record.digest(record.document("BenchmarkWorkload", {kernel = "copy"}, {})))
 function M.digest(doc)
   if type(doc) ~= 'table' or type(doc.spec) ~= 'table' then
     error("bad argument #1 to 'digest' (document with a spec table expected)", 2)
@@ -70,8 +82,11 @@ function M.digest(doc)
   return 'sha256:' .. k.sha256(k.jcs.encode(doc.spec))
 end
 
---- Computes the four digests of a bundle and stores them in run.spec.
--- Returns the bundle.
+--- Computes the four digests of a bundle into run.spec.
+--
+-- @signature record.seal(bundle) -> bundle
+-- @example
+--   record.seal(bundle)
 function M.seal(bundle)
   for _, d in ipairs(M.DIGESTS) do
     local doc = bundle[d.doc]
@@ -83,9 +98,13 @@ function M.seal(bundle)
   return bundle
 end
 
---- Recomputes the four digests of a decoded bundle. Returns a list of
--- problems, empty when every digest matches: {field = "protocolDigest",
--- recorded = "sha256:...", computed = "sha256:..."} or {field = ..., error = "why"}.
+--- Recomputes the digests of a decoded bundle; an empty list when all match.
+--
+-- A problem is {field = "protocolDigest", recorded, computed} or {field, error = why}.
+--
+-- @signature record.check(bundle) -> problems
+-- @example
+--   for _, p in ipairs(record.check(bundle)) do print(p.field, p.recorded, p.computed or p.error) end
 function M.check(bundle)
   local problems = {}
   if type(bundle) ~= 'table' then return { { field = 'bundle', error = 'not a JSON object' } } end
@@ -112,8 +131,11 @@ function M.check(bundle)
   return problems
 end
 
---- The current UTC time as fields with milliseconds when the engine can tell
--- wall-clock time finer than a second (kb.time_ns), else with ms = 0.
+--- The current UTC time as fields (with milliseconds when the engine can tell them).
+--
+-- @signature record.now() -> time fields
+-- @example
+--   print(names.iso8601(record.now()))
 function M.now()
   local ok, k = pcall(kb)
   if ok and type(k) == 'table' and type(k.time_ns) == 'function' then
@@ -122,18 +144,30 @@ function M.now()
   return names.utc(os.time())
 end
 
---- Round to the nearest integer (halves away from zero).
+--- Rounds to the nearest integer, halves away from zero.
+--
+-- @signature record.round(x) -> integer
+-- @example
+--   print(record.round(2.5)) --> 3
 function M.round(x)
   if x >= 0 then return math.floor(x + 0.5) end
   return -math.floor(-x + 0.5)
 end
 
 --- The statistic name of a quantile: 0.2 -> "p20", 0.999 -> "p99.9".
+--
+-- @signature record.quantile_name(q) -> text
+-- @example
+--   print(record.quantile_name(0.2))
 function M.quantile_name(q)
   return 'p' .. string.format('%g', q * 100)
 end
 
 --- The sourceNative metric name of a quantile: 0.2 -> "ms_20".
+--
+-- @signature record.metric_name(q [, unit]) -> text
+-- @example
+--   print(record.metric_name(0.5)) --> ms_50
 function M.metric_name(q, unit)
   return (unit or 'ms') .. '_' .. string.format('%g', q * 100)
 end
@@ -142,10 +176,16 @@ end
 -- Workload and implementation
 ---------------------------------------------------------------------------
 
---- A BenchmarkWorkload document. o: kernel, operation, parameters (name ->
--- number|string, our names: hidden, seq, q_heads, kv_heads, ...), dtype
--- (kluabench name), bytes and flops (numbers; default: the kernel's cost
+--- A BenchmarkWorkload document; bytes and flops default to the kernel's cost model.
+--
+-- o: kernel, operation, parameters (name -> number|string, our names: hidden, seq, q_heads,
+-- kv_heads, ...), dtype (kluabench name), bytes and flops (numbers; default: the kernel's cost
 -- model), annotations (metadata, not digested).
+--
+-- @signature record.workload{kernel, operation, parameters, dtype, bytes, flops, annotations} -> document
+-- @example
+--   local w = record.workload{kernel = "llama4_rope", operation = "forward",
+--     parameters = {hidden = 512, seq = 2048, q_heads = 32, kv_heads = 8}, dtype = "bf16"}
 function M.workload(o)
   if type(o) ~= 'table' or type(o.kernel) ~= 'string' or type(o.operation) ~= 'string' then
     error("bad argument #1 to 'workload' (table with kernel and operation strings expected)", 2)
@@ -184,10 +224,15 @@ local function repo_root()
   return nil
 end
 
---- SHA-256 of a kernel's sources: {path = "sha256:<hex>"}, from
--- kb.kernel_sources() (what the binary was built from) when the engine has
--- it, else by hashing the files under the repository with kb.sha256_file.
--- Only the kernel's own files when M.KERNELS knows them; nil when none found.
+--- SHA-256 of the source files of a kernel, as built (kb.kernel_sources) or from the checkout.
+--
+-- SHA-256 of a kernel's sources: {path = "sha256:<hex>"}, from kb.kernel_sources() (what the binary
+-- was built from) when the engine has it, else by hashing the files under the repository with
+-- kb.sha256_file. Only the kernel's own files when M.KERNELS knows them; nil when none found.
+--
+-- @signature record.kernel_sources(kernel) -> {path = "sha256:<hex>"} | nil
+-- @example
+--   for path, d in pairs(record.kernel_sources("llama4_rope") or {}) do print(path, d) end
 function M.kernel_sources(kernel)
   local k = kb()
   local wanted
@@ -230,10 +275,17 @@ local function json_safe(v, depth)
   return nil
 end
 
---- A KernelImplementation document. o: provider, kernel, target =
--- {backend, architecture}, and optionally sources ({path = "sha256:..."},
--- default M.kernel_sources(kernel)), build (default kb.build_info()),
--- version (default kb.version).
+--- A KernelImplementation document: provider, kluabench version, kernel source hashes, build flags,
+-- target.
+--
+-- o: provider, kernel, target = {backend, architecture}, and optionally sources ({path =
+-- "sha256:..."}, default M.kernel_sources(kernel)), build (default kb.build_info()), version
+-- (default kb.version).
+--
+-- @signature record.implementation{provider, kernel, target, sources, build, version} -> document
+-- @example
+--   local i = record.implementation{provider = "fused", kernel = "llama4_rope",
+--     target = {backend = kb.backend(), architecture = kb.device_info().arch}}
 function M.implementation(o)
   if type(o) ~= 'table' or type(o.provider) ~= 'string' or type(o.kernel) ~= 'string' then
     error("bad argument #1 to 'implementation' (table with provider and kernel strings expected)", 2)
@@ -266,12 +318,12 @@ end
 -- The file name at the end of a path.
 local function basename(path) return (tostring(path):match('([^/]+)$')) end
 
---- The KernelImplementation of a user kernel (docs/KERNELS.md). o:
--- provider, kernel (the workload's kernel name), target, and info: what
--- kernel:info(), module:info() or a plugin kernel's info() returns. The spec
--- carries the SHA-256 of the kernel's source (NVRTC) or binary (cubin, PTX,
--- fatbin, plugin library), the compile options, the NVRTC and driver
--- versions and the arch, so different kernels never share a digest.
+--- The KernelImplementation of a user kernel: SHA-256 of its source or binary, compile options,
+-- NVRTC and driver versions, arch (info: kern:info(), mod:info(), pk:info() or tk:info()).
+--
+-- @signature record.user_implementation{provider, kernel, info [, target]} -> document
+-- @example
+--   local i = record.user_implementation{provider = "mine", kernel = "llama4_rope", info = k:info()}
 function M.user_implementation(o)
   if type(o) ~= 'table' or type(o.info) ~= 'table' then
     error("bad argument #1 to 'user_implementation' (table with an info table expected)", 2)
@@ -313,13 +365,17 @@ end
 -- Run
 ---------------------------------------------------------------------------
 
---- The BenchmarkRun document of a latency measurement (the digests are
--- filled in by M.seal). o:
---   kernel, mode, provider, gpu (device name), workload_slug
---   quantiles = {0.5, 0.2, 0.8}, values_ms = {ms per quantile, same order}
---   time (UTC fields), source ("kluabench"), name_prefix ("kluabench")
---   labels (table), samples_ms (list, optional), summary_ms (stats.summary, optional)
---   execution (table, optional: what the protocol derived), check (table, optional)
+--- The BenchmarkRun document of a latency measurement (digests filled in by record.seal).
+--
+-- o: kernel, mode, provider, gpu (device name), workload_slug quantiles = {0.5, 0.2, 0.8},
+-- values_ms = {ms per quantile, same order} time (UTC fields), source ("kluabench"), name_prefix
+-- ("kluabench") labels (table), samples_ms (list, optional), summary_ms (stats.summary, optional)
+-- execution (table, optional: what the protocol derived), check (table, optional).
+--
+-- @signature record.latency_run{kernel, mode, provider, gpu, workload_slug, quantiles, values_ms, time, ...} -> document
+-- @example
+--   local run = record.latency_run{kernel = "k", mode = "forward", provider = "p", gpu = "cpu",
+--     workload_slug = "n1024", quantiles = {0.5, 0.2, 0.8}, values_ms = {1.0, 0.9, 1.1}, time = record.now()}
 function M.latency_run(o)
   local qs = o.quantiles
   local median_ms
@@ -375,8 +431,14 @@ function M.latency_run(o)
   return M.document('BenchmarkRun', spec, meta)
 end
 
---- The BenchmarkProtocol document of a protocol value for one timed pass.
+--- The BenchmarkProtocol document of a protocol value for one timed pass; info: {mode, timed,
+-- backend}.
+--
 -- info: {mode, timed (words; default from M.MODE_TEXT), backend}.
+--
+-- @signature record.protocol_document(protocol [, info]) -> document
+-- @example
+--   local doc = record.protocol_document(bench.do_bench_protocol(), {mode = "forward", backend = "cpu"})
 function M.protocol_document(protocol, info)
   info = info or {}
   local timed = info.timed or M.MODE_TEXT[info.mode] or ('the ' .. tostring(info.mode) .. ' pass')
@@ -451,21 +513,20 @@ local function session_noise_of(median_ms, environment)
   return require('kluabench.record.ceilings').cached_noise(median_ms)
 end
 
---- One sealed bundle from a protocol run. o:
---   kernel, mode, provider, parameters (our names), dtype   (required)
---   result       what protocol:run returned (samples in ms, used, ...)
---   protocol     the protocol value (default result.protocol)
---   quantiles    default protocol.params.quantiles or {0.5, 0.2, 0.8}
---   environment  document (default env.capture())
---   workload, implementation  documents (default built here)
---   timed        words for what fn did (protocol notes)
---   time         UTC fields (default now), labels, annotations, check,
---   execution    extra facts for run.spec.execution (seeds, ...)
---   bytes, flops the workload's cost (default: the kernel's cost model)
--- When the workload has a cost, run.spec.execution.throughput holds GB/s,
--- % of the cached copy ceiling and the roofline floor of the median
--- (docs/RECORDS.md); an execution.throughput given in o replaces it.
---   keep_samples false to leave the raw samples out (default: kept)
+--- One sealed bundle from what a protocol measured.
+--
+-- Required: kernel, mode, provider (strings), result (what protocol:run returned). Optional:
+-- parameters (shape, our names), dtype, protocol (default result.protocol), quantiles, environment
+-- (default env.capture()), workload, implementation, timed (words), time, labels, annotations,
+-- check, execution, bytes, flops, keep_samples (false leaves the raw samples out). When the
+-- workload has bytes or flops, run.spec.execution.throughput gets GB/s, % of the cached copy
+-- ceiling and the roofline floor of the median (docs/RECORDS.md).
+--
+-- @signature record.from_result{kernel, mode, provider, parameters, dtype, result, ...} -> bundle
+-- @example
+--   local r = bench.do_bench_protocol{rep_ms = 50}:run(fn)
+--   local bundle = record.from_result{kernel = "llama4_rope", mode = "forward", provider = "fused",
+--     parameters = {hidden = 512, seq = 2048, q_heads = 32, kv_heads = 8}, dtype = "bf16", result = r}
 function M.from_result(o)
   for _, f in ipairs { 'kernel', 'mode', 'provider' } do
     if type(o[f]) ~= 'string' then

@@ -48,11 +48,16 @@ local CONFIG_ORDER = { dtype = 1, hidden_size = 2, seq_len = 3, num_q_heads = 4,
 -- Reading
 ---------------------------------------------------------------------------
 
---- Parses Liger CSV text. Returns a list of rows (tables keyed by column
--- name, with `line` = the row's line in the text, and `error` instead of the
--- columns when the row has the wrong number of fields), or nil and
--- "line N: why" when the text is not CSV or the header lacks a column.
--- Columns may come in any order; all of M.HEADER must be present.
+--- Parses Liger CSV text; a row with the wrong number of fields has `error` instead of columns.
+--
+-- Returns a list of rows (tables keyed by column name, with `line` = the row's line in the text,
+-- and `error` instead of the columns when the row has the wrong number of fields), or nil and "line
+-- N: why" when the text is not CSV or the header lacks a column. Columns may come in any order; all
+-- of M.HEADER must be present.
+--
+-- @signature liger.parse(text) -> rows | nil, message
+-- @example
+--   local rows = assert(liger.parse(text))
 function M.parse(text)
   local records, lines = output.parse_csv(text)
   if not records then return nil, lines end
@@ -82,7 +87,11 @@ function M.parse(text)
   return rows
 end
 
---- Reads and parses a Liger CSV file: rows, or nil and "path:line: why".
+--- Reads and parses a Liger CSV file; each row is keyed by column name, with its line.
+--
+-- @signature liger.read(path) -> rows | nil, message
+-- @example
+--   local rows = assert(liger.read("all_benchmark_data.csv"))
 function M.read(path)
   local text, err = output.read_text(path)
   if not text then return nil, err end
@@ -91,7 +100,13 @@ function M.read(path)
   return rows
 end
 
---- The table in extra_benchmark_config_str ("" -> empty), or nil, message.
+--- The JSON object of extra_benchmark_config_str (parsed as data, never run).
+--
+-- The table in extra_benchmark_config_str ("" -> empty), or nil, message.
+--
+-- @signature liger.parse_config(s) -> table | nil, message
+-- @example
+--   local c = liger.parse_config('{"seq_len": 2048}')
 function M.parse_config(s)
   if s == nil or s:match('^%s*$') then return {} end
   local v, err = output.decode(s)
@@ -233,7 +248,13 @@ local function other_run(o)
   })
 end
 
---- The sealed bundle of one parsed row, or nil and a message.
+--- The sealed bundle of one row: speed rows as latency records, memory rows in their unit.
+--
+-- The sealed bundle of one parsed row, or nil and a message.
+--
+-- @signature liger.row_to_bundle(row) -> bundle | nil, message
+-- @example
+--   for _, row in ipairs(rows) do local b = liger.row_to_bundle(row) end
 function M.row_to_bundle(row)
   if row.error then return nil, row.error end
   for _, col in ipairs(M.HEADER) do
@@ -348,9 +369,13 @@ local function config_string(params, dtype, x_key)
   return '{' .. table.concat(parts, ', ') .. '}'
 end
 
---- A row (table keyed by M.HEADER) of a bundle, or nil and a message. The
--- x axis comes from the workload's liger_x_name annotation, else from opts.x
--- (our parameter name), else hidden, else seq.
+--- A CSV row of a bundle; the x axis from the workload's annotation, opts.x, hidden or seq.
+--
+-- A row (table keyed by M.HEADER) of a bundle, or nil and a message.
+--
+-- @signature liger.bundle_to_row(bundle [, opts]) -> row | nil, message
+-- @example
+--   local row = liger.bundle_to_row(bundle, {x = "seq"})
 function M.bundle_to_row(bundle, opts)
   opts = opts or {}
   local run, wl = bundle.run, bundle.workload
@@ -405,7 +430,11 @@ function M.bundle_to_row(bundle, opts)
   }
 end
 
---- CSV text (header and one line per row) of rows keyed by M.HEADER.
+--- CSV text, header and one line per row.
+--
+-- @signature liger.to_csv(rows) -> text
+-- @example
+--   io.write(liger.to_csv({liger.bundle_to_row(bundle)}))
 function M.to_csv(rows)
   local out = { output.csv_line(M.HEADER) }
   for _, row in ipairs(rows) do

@@ -46,30 +46,52 @@ local function check_string(fname, argn, s)
   end
 end
 
---- Our name for a parameter (Liger's `hidden_size` -> `hidden`); unknown names pass through.
+--- Our name of a parameter: hidden_size and H -> hidden, seq_len and T -> seq, num_q_heads ->
+-- q_heads.
+--
+-- Our name for a parameter (Liger's `hidden_size` -> `hidden`); unknown names pass through.
+--
+-- @signature names.param_name(name) -> name
+-- @example
+--   print(names.param_name("seq_len")) --> seq
 function M.param_name(name)
   return M.PARAM_ALIASES[name] or name
 end
 
---- Our name for a dtype (`torch.bfloat16` -> `bf16`); unknown names pass through.
+--- Our name of a dtype: torch.bfloat16 -> bf16.
+--
+-- @signature names.dtype_name(dtype) -> name
+-- @example
+--   print(names.dtype_name("torch.float16")) --> f16
 function M.dtype_name(dtype)
   return M.DTYPE_ALIASES[dtype] or dtype
 end
 
---- Lowercase s and turn every run of non-alphanumerics into one "-", trimmed at both ends.
+--- Lowercase, every run of non-alphanumerics turned into one "-".
+--
+-- @signature names.slug(s) -> text
+-- @example
+--   print(names.slug("NVIDIA H100 80GB HBM3")) --> nvidia-h100-80gb-hbm3
 function M.slug(s)
   check_string('slug', 1, s)
   return (s:lower():gsub('[^%w]+', '-'):gsub('^%-+', ''):gsub('%-+$', ''))
 end
 
 --- The GPU slug of a device name.
+--
+-- @signature names.gpu_slug(name) -> text
+-- @example
+--   print(names.gpu_slug(kb.device_info().name))
 function M.gpu_slug(name)
   check_string('gpu_slug', 1, name)
   return M.slug(name)
 end
 
---- A number or string as it appears in a slug: integral numbers without a
--- fraction (512, not 512.0), other numbers in their shortest round-trip form.
+--- A value as slugs spell it: 512, not 512.0; other numbers in shortest round-trip form.
+--
+-- @signature names.format_value(v) -> text
+-- @example
+--   print(names.format_value(512.0)) --> 512
 function M.format_value(v)
   if math.type(v) == 'integer' then return string.format('%d', v) end
   if type(v) == 'number' then
@@ -82,9 +104,14 @@ function M.format_value(v)
   return tostring(v)
 end
 
---- The workload slug: params (name -> number or string) sorted by name as
--- name .. value, joined by "-", with dtype (when given) last. Values that are
+--- Parameters sorted by name as name..value joined by "-", dtype last.
+--
+-- The workload slug: params (name -> number or string) sorted by name as name .. Values that are
 -- tables are left out (they cannot be spelled in a slug).
+--
+-- @signature names.workload_slug(params [, dtype]) -> text
+-- @example
+--   print(names.workload_slug({seq = 2048, hidden = 512}, "bf16")) --> hidden512-seq2048-bf16
 function M.workload_slug(params, dtype)
   if type(params) ~= 'table' then
     error("bad argument #1 to 'workload_slug' (table of parameters expected, got " .. type(params)
@@ -105,8 +132,14 @@ function M.workload_slug(params, dtype)
   return table.concat(parts, '-')
 end
 
---- The DNS-style name of the parts joined by "-": lowercase, runs of
--- non-alphanumerics -> "-", cut to M.MAX_NAME characters and never ending in "-".
+--- The parts joined by "-", lowercase, DNS-safe, cut to 100 characters (metadata.name).
+--
+-- The DNS-style name of the parts joined by "-": lowercase, runs of non-alphanumerics -> "-", cut
+-- to M.MAX_NAME characters and never ending in "-".
+--
+-- @signature names.dns_name(...) -> text
+-- @example
+--   print(names.dns_name("kluabench", "llama4_rope", "forward"))
 function M.dns_name(...)
   local parts = {}
   for i = 1, select('#', ...) do
@@ -123,7 +156,11 @@ function M.dns_name(...)
   return (s:sub(1, M.MAX_NAME):gsub('%-+$', ''))
 end
 
---- UTC time fields of an epoch time in seconds (fractions become milliseconds).
+--- UTC time fields of an epoch time in seconds (fractions as milliseconds).
+--
+-- @signature names.utc(epoch) -> table
+-- @example
+--   local t = names.utc(os.time())
 function M.utc(epoch)
   if type(epoch) ~= 'number' then
     error("bad argument #1 to 'utc' (epoch seconds expected, got " .. type(epoch) .. ')', 2)
@@ -136,8 +173,13 @@ function M.utc(epoch)
     ms = ms }
 end
 
---- Parses "YYYY-MM-DD HH:MM:SS[.fff]" (Liger's timestamp, read as UTC) or the
--- ISO-8601 form "YYYY-MM-DDTHH:MM:SS[.fff]Z". Returns fields or nil, message.
+--- Parses "YYYY-MM-DD HH:MM:SS[.fff]" (Liger's timestamp, as UTC) or ISO-8601 with Z.
+--
+-- Returns fields or nil, message.
+--
+-- @signature names.parse_time(s) -> table | nil, message
+-- @example
+--   local t = names.parse_time("2025-08-07 21:42:05")
 function M.parse_time(s)
   if type(s) ~= 'string' then return nil, 'timestamp must be a string' end
   local y, mo, d, h, mi, se, rest = s:match('^%s*(%d%d%d%d)%-(%d%d)%-(%d%d)[T ](%d%d):(%d%d):(%d%d)(.-)%s*$')
@@ -159,26 +201,45 @@ function M.parse_time(s)
 end
 
 --- ISO-8601 UTC with milliseconds: "2025-08-07T21:42:05.000Z".
+--
+-- @signature names.iso8601(t) -> text
+-- @example
+--   print(names.iso8601(names.utc(0)))
 function M.iso8601(t)
   return string.format('%04d-%02d-%02dT%02d:%02d:%02d.%03dZ', t.year, t.month, t.day, t.hour,
     t.min, t.sec, t.ms or 0)
 end
 
 --- The time as it ends an externalId: "2025-08-07-21-42-05".
+--
+-- @signature names.time_id(t) -> text
+-- @example
+--   print(names.time_id(names.utc(0)))
 function M.time_id(t)
   return string.format('%04d-%02d-%02d-%02d-%02d-%02d', t.year, t.month, t.day, t.hour, t.min,
     t.sec)
 end
 
 --- The time as Liger's CSV writes it: "2025-08-07 21:42:05".
+--
+-- @signature names.liger_time(t) -> text
+-- @example
+--   print(names.liger_time(names.utc(0)))
 function M.liger_time(t)
   return string.format('%04d-%02d-%02d %02d:%02d:%02d', t.year, t.month, t.day, t.hour, t.min,
     t.sec)
 end
 
---- externalId from {kernel, mode, provider, gpu (device name), workload (slug),
--- time (fields), metric (optional: appended as a last segment when it is not
--- "speed"/"latency", so that memory records of a point differ from its timings)}.
+--- The externalId kernel/mode/provider/gpu-slug/workload-slug/YYYY-MM-DD-HH-MM-SS.
+--
+-- externalId from {kernel, mode, provider, gpu (device name), workload (slug), time (fields),
+-- metric (optional: appended as a last segment when it is not "speed"/"latency", so that memory
+-- records of a point differ from its timings)}.
+--
+-- @signature names.external_id{kernel, mode, provider, gpu, workload, time} -> text
+-- @example
+--   print(names.external_id{kernel = "llama4_rope", mode = "forward", provider = "fused",
+--     gpu = "NVIDIA H200", workload = "hidden512-seq2048-bf16", time = names.utc(0)})
 function M.external_id(o)
   for _, k in ipairs { 'kernel', 'mode', 'provider', 'gpu', 'workload' } do
     if type(o[k]) ~= 'string' then

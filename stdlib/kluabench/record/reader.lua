@@ -39,22 +39,39 @@ local function get(t, ...)
   end
   return t
 end
+--- t[key][...] when every step is a table, else nil: for fields of files that may be missing or of
+-- another type.
+--
+-- @signature reader.get(t, key, ...) -> value | nil
+-- @example
+--   print(reader.get({run = {spec = 3}}, "run", "spec", "x")) --> nil
 M.get = get
 
 local function text_of(v)
   return (type(v) == 'string' or type(v) == 'number') and tostring(v) or nil
 end
 
---- True when v looks like a record bundle (a table with a `run` table).
+--- True when v is a table with a run table.
+--
+-- @signature reader.is_bundle(v) -> boolean
+-- @example
+--   print(reader.is_bundle({run = {}})) --> true
 function M.is_bundle(v)
   return type(v) == 'table' and type(v.run) == 'table'
 end
 
---- Every JSON value of a file's text with the line it starts on: a list of
--- {bundle = value, line = N}, or nil, line, why. A JSON array gives its
--- elements, {"bundles": [...]} the elements of that array; .jsonl and
--- .ndjson labels are always read as JSON Lines, other text is when it holds
--- more than one JSON value. The values are not checked (see parse).
+--- Every JSON value of a file with its line, unchecked: {{bundle, line}} (what verify judges one by
+-- one).
+--
+-- .jsonl and .ndjson labels are JSON Lines; other text is when it holds more than one value. A JSON
+-- array gives its elements, {"bundles": [...]} the elements of that array.
+--
+-- The values are not checked (see parse).
+--
+-- @signature reader.items(text [, label]) -> items | nil, line, message
+-- @example
+--   local items = reader.items('[{"run": {}}, 3]', "x.json")
+--   print(#items, items[2].bundle)
 function M.items(text, label)
   local items = {}
   if not is_jsonl_name(label) then
@@ -90,8 +107,12 @@ function M.items(text, label)
   return items
 end
 
---- A label for people of a bundle's point and its provider:
--- "llama4_rope forward hidden512-kv_heads8-q_heads32-seq2048-bf16", "fused".
+--- A label for people of a bundle's point ("llama4_rope forward hidden512-...-bf16") and its
+-- provider.
+--
+-- @signature reader.label_of(bundle) -> label, provider
+-- @example
+--   print(reader.label_of({run = {}, implementation = {spec = {provider = "fused"}}}))
 function M.label_of(b)
   local ws = get(b, 'workload', 'spec')
   local parts = { text_of(get(ws, 'kernel')) or text_of(get(b, 'workload', 'metadata', 'name')) or '?' }
@@ -120,10 +141,15 @@ local function times(list, scale)
   return out
 end
 
---- The raw samples of a bundle in ms: run.spec.samples ({unit = "ns" | "us"
--- | "ms" | "s", values}), or run.spec.sourceNative.samples_ms. Returns the
--- list, or nil, why (no samples, an unknown unit, a value that is not a
--- finite positive number).
+--- The raw samples of a bundle in ms (run.spec.samples or sourceNative.samples_ms); nil and why when
+-- absent or not finite positive numbers.
+--
+-- Returns the list, or nil, why (no samples, an unknown unit, a value that is not a finite positive
+-- number).
+--
+-- @signature reader.samples_of(bundle) -> ms list | nil, why
+-- @example
+--   print(#reader.samples_of({run = {spec = {samples = {unit = "ns", values = {1000, 2000}}}}}))
 function M.samples_of(bundle)
   local s = get(bundle, 'run', 'spec', 'samples')
   if type(s) == 'table' and type(s.values) == 'table' and #s.values > 0 then
@@ -148,11 +174,16 @@ local function not_comparable(b)
   return nil
 end
 
---- The bundles of a file's text, strictly: every value must be a record
--- bundle (a JSON object with a `run` object). opts.comparable: also refuse
--- a bundle without a workload digest or with a sample that is not a
--- finite positive number. Returns bundles, lines (the line each starts
--- on), or nil, "LABEL:LINE: why" (naming the point where it can).
+--- Strictly: every value must be a bundle (an object with a run object); errors read "LABEL:LINE:
+-- why".
+--
+-- opts.comparable: also refuse a bundle without a workload digest ("sha256:...") or with a sample
+-- that is not a finite positive number, naming the point. lines: the line each bundle starts on.
+--
+-- @signature reader.parse(text [, label [, opts]]) -> bundles, lines | nil, message
+-- @example
+--   local bs, lines = reader.parse('{"run": {}}\n{"run": {}}\n', "x.jsonl")
+--   print(#bs, lines[2])
 function M.parse(text, label, opts)
   label = label or 'input'
   local items, line, why = M.items(text, label)
@@ -177,8 +208,14 @@ function M.parse(text, label, opts)
   return bundles, lines
 end
 
---- The bundles of a file (see parse); nil, message when it cannot be read
--- or is not a file of record bundles.
+--- The bundles of a record file (reader.parse of its text).
+--
+-- The bundles of a file (see parse); nil, message when it cannot be read or is not a file of record
+-- bundles.
+--
+-- @signature reader.read(path [, opts]) -> bundles, lines | nil, message
+-- @example
+--   local bundles, lines = assert(reader.read("results.jsonl", {comparable = true}))
 function M.read(path, opts)
   local text, err = output.read_file(path)
   if not text then return nil, err end

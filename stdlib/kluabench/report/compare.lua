@@ -50,8 +50,13 @@ local get = reader.get
 -- Reading bundles (kluabench.record.reader)
 ---------------------------------------------------------------------------
 
---- The bundles in a decoded JSON value: a bundle, a list of bundles, or
--- {bundles = [...]}. nil, message otherwise.
+--- The bundles in a decoded value: a bundle, a list, or {bundles = [...]}.
+--
+-- nil, message otherwise.
+--
+-- @signature compare.bundles_of(v) -> bundles | nil, message
+-- @example
+--   local list = compare.bundles_of(decoded)
 function M.bundles_of(v)
   if reader.is_bundle(v) then return { v } end
   if type(v) == 'table' and type(v.bundles) == 'table' then v = v.bundles end
@@ -64,16 +69,28 @@ function M.bundles_of(v)
   return nil, 'not a record bundle or a list of bundles'
 end
 
---- Bundles from JSON or JSON Lines text, checked for comparing (reader.parse
--- with comparable = true). Returns a list, or nil, "LABEL:LINE: why".
+--- Bundles from JSON or JSON Lines text, checked for comparing (reader.parse with comparable =
+-- true).
+--
+-- Returns a list, or nil, "LABEL:LINE: why".
+--
+-- @signature compare.parse(text [, label]) -> bundles | nil, message
+-- @example
+--   local bundles = compare.parse(text, "results.jsonl")
 function M.parse(text, label)
   local bundles, err = reader.parse(text, label or 'input', { comparable = true })
   if not bundles then return nil, err end
   return bundles
 end
 
---- Bundles from a file (JSON or JSON Lines), checked for comparing. nil,
--- message on failure.
+--- Bundles from a JSON or JSON Lines file, checked for comparing (reader.read with comparable =
+-- true).
+--
+-- nil, message on failure.
+--
+-- @signature compare.read(path) -> bundles | nil, message
+-- @example
+--   local bundles = assert(compare.read("results.jsonl"))
 function M.read(path)
   local bundles, err = reader.read(path, { comparable = true })
   if not bundles then return nil, err end
@@ -81,16 +98,29 @@ function M.read(path)
 end
 
 --- The raw samples of a bundle in ms (reader.samples_of).
+--
+-- @signature compare.samples_of(bundle) -> ms list | nil, why
+-- @example
+--   local xs = compare.samples_of(bundle)
 M.samples_of = reader.samples_of
 
---- The recorded median in ms (run.spec.timing.latencyNs.median), or nil.
+--- The recorded median in ms.
+--
+-- The recorded median in ms (run.spec.timing.latencyNs.median), or nil.
+--
+-- @signature compare.median_of(bundle) -> ms | nil
+-- @example
+--   print(compare.median_of(bundle))
 function M.median_of(bundle)
   local ns = get(bundle, 'run', 'spec', 'timing', 'latencyNs', 'median')
   return (type(ns) == 'number' and ns > 0 and ns < math.huge) and ns / 1e6 or nil
 end
 
---- The matching key of a bundle ("workloadDigest|provider"), a label for
--- people ("llama4_rope backward hidden512-...-bf16") and the provider.
+--- The matching key ("workloadDigest|provider") and a label for people.
+--
+-- @signature compare.key_of(bundle) -> key, label
+-- @example
+--   local key, label = compare.key_of(bundle)
 function M.key_of(b)
   local wd = get(b, 'run', 'spec', 'workloadDigest')
   if type(wd) ~= 'string' then wd = '?' end
@@ -102,7 +132,11 @@ end
 -- Statistics of one point
 ---------------------------------------------------------------------------
 
---- The verdict for a confidence interval [lo, hi] of new / base.
+--- The verdict of an interval of new / base.
+--
+-- @signature compare.verdict(lo, hi [, noise]) -> "SAME" | "FASTER" | "SLOWER" | "UNSURE"
+-- @example
+--   print(compare.verdict(1.10, 1.20)) --> SLOWER
 function M.verdict(lo, hi, noise)
   noise = noise or M.DEFAULTS.noise
   if lo >= 1 - noise and hi <= 1 + noise then return 'SAME' end
@@ -134,15 +168,19 @@ local function between_at(between, ms)
   return nil
 end
 
---- Compares the sessions of one point (each session a list of samples in
--- ms). opts: the fields of M.DEFAULTS, and `between`: the relative
--- between-session noise of the device (the sd of log(session median); a
--- number, or a function(ms) -> sd, source) used for a side with one
--- session; `points`: how many points the comparison holds, for the
--- family-wise confidence (default 1). Returns {ratio, lo, hi, p, verdict, regression, base_median,
--- new_median (means of session medians), base_n, new_n, base_sessions,
--- new_sessions, base_between, new_between, between, confidence,
--- point_confidence, resamples, seed, method, why (set when the verdict is UNSURE for want of evidence)}.
+--- Compares the sessions of one point: hierarchical bootstrap, widened by the between-session noise
+-- where a side has one session.
+--
+-- Fewer than compare.MIN_SAMPLES (5) samples on a side, or one session a side and no
+-- between-session figure, give UNSURE with `why` set. opts: as compare.compare, and points (how
+-- many points the comparison holds, for the family-wise confidence). Returns {ratio, lo, hi, p,
+-- verdict, regression, base_median, new_median, base_n, new_n, base_sessions, new_sessions,
+-- between, point_confidence, why, ...}.
+--
+-- @signature compare.compare_sessions(base_sessions, new_sessions [, opts]) -> table
+-- @example
+--   local c = compare.compare_sessions({{1, 1.1, 0.9, 1, 1.05}, {1, 1, 1.1, 0.95, 1}}, {{1.5, 1.6, 1.4, 1.55, 1.5}, {1.5, 1.5, 1.6, 1.45, 1.5}})
+--   print(c.verdict)
 function M.compare_sessions(base, new, opts)
   opts = opts or {}
   local d = M.DEFAULTS
@@ -217,8 +255,13 @@ function M.compare_sessions(base, new, opts)
   return r
 end
 
---- Compares two lists of samples (ms), one session each: compare_sessions
--- of {base} and {new}.
+--- Compares two lists of samples (ms), one session each: compare.compare_sessions({base}, {new},
+-- opts).
+--
+-- @signature compare.compare_samples(base, new [, opts]) -> table
+-- @example
+--   local c = compare.compare_samples({1, 1.1, 0.9, 1, 1.05}, {1.5, 1.6, 1.4, 1.55, 1.5}, {between = 0.01})
+--   print(c.verdict, c.ratio)
 function M.compare_samples(base, new, opts)
   return M.compare_sessions({ base }, { new }, opts)
 end
@@ -309,13 +352,22 @@ local function recorded_between(bs)
   return sd
 end
 
---- Compares two lists of bundles. opts: the fields of M.DEFAULTS and
--- `between` (see compare_sessions; default: the largest sessionNoise the
--- point's bundles recorded, else opts.device_between, the same kind of
--- value, which `kluabench compare` takes from this device's cache). Returns {points = {{label, provider, verdict, ratio, lo, hi,
--- p, base_median, new_median, base_n, new_n, base_sessions, new_sessions,
--- between, regression, hint, base_runs, new_runs}}, only_base = {labels},
--- only_new = {labels}, regressions = n, counts = {VERDICT = n}, opts}.
+--- Compares two lists of bundles point by point: verdict, ratio, interval, p-value, hint.
+--
+-- opts: threshold (0.05: a SLOWER point beyond it is a regression), noise (0.01), confidence,
+-- resamples, seed, familywise (true: each interval at 1 - (1 - confidence) / m for m points)
+-- (compare.DEFAULTS), between (the between-session sd of log median: a number or a function(ms) ->
+-- sd, source; default the records' sessionNoise, else device_between). result: {points, only_base,
+-- only_new, regressions, counts, opts}.
+--
+-- Returns {points = {{label, provider, verdict, ratio, lo, hi, p, base_median, new_median, base_n,
+-- new_n, base_sessions, new_sessions, between, regression, hint, base_runs, new_runs}}, only_base =
+-- {labels}, only_new = {labels}, regressions = n, counts = {VERDICT = n}, opts}.
+--
+-- @signature compare.compare(base, new [, opts]) -> result
+-- @example
+--   local r = compare.compare(assert(compare.read("base.jsonl")), assert(compare.read("new.jsonl")))
+--   io.write(compare.format(r, "markdown"))
 function M.compare(base, new, opts)
   opts = opts or {}
   local o = {}
@@ -378,10 +430,14 @@ function M.compare(base, new, opts)
   return out
 end
 
---- The run-to-run spread of every point measured in several sessions in a
--- list of bundles (all files of repeated runs of one sweep together):
--- {{label, provider, ms (geometric mean of the session medians), sd (sd of the log
--- session medians), df (sessions - 1)}}, for ceilings.noise_figure.
+--- The run-to-run spread of each point found in several sessions: {label, provider, ms, sd (of log
+-- session medians), df}.
+--
+-- For ceilings.noise_figure; scripts/run_noise.lua --from uses it.
+--
+-- @signature compare.session_spread(bundles) -> list
+-- @example
+--   local sp = compare.session_spread(assert(compare.read("sessions.jsonl")))
 function M.session_spread(bundles)
   local by, order = group(bundles)
   local out = {}
@@ -435,8 +491,11 @@ local function json_safe(v)
   return out
 end
 
---- The report as text: format "table" (aligned, default), "markdown" or
--- "json". Ends with a summary line.
+--- The report as "table" (default), "markdown" or "json", ending with a summary line.
+--
+-- @signature compare.format(result [, format]) -> text
+-- @example
+--   io.write(compare.format(result, "markdown"))
 function M.format(result, fmt)
   fmt = fmt or 'table'
   if fmt == 'json' then

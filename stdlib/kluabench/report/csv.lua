@@ -3,8 +3,14 @@ local M = {}
 
 local json = require 'kluabench.report.json'
 
---- One CSV field: numbers as Python writes them, strings quoted when they
--- hold a comma, a quote, a line break or edge spaces ("" escapes quotes).
+--- One CSV field: numbers as Python writes them, strings quoted when needed.
+--
+-- One CSV field: numbers as Python writes them, strings quoted when they hold a comma, a quote, a
+-- line break or edge spaces ("" escapes quotes).
+--
+-- @signature output.csv_field(v) -> text
+-- @example
+--   print(output.csv_field("a,b")) --> "a,b"
 function M.csv_field(v)
   if v == nil then return '' end
   if type(v) == 'number' then return json.format_pyfloat(v) end
@@ -17,17 +23,28 @@ function M.csv_field(v)
   return s
 end
 
---- One CSV line (ending in "\n") of a list of fields.
+--- One CSV line, ending in a newline.
+--
+-- @signature output.csv_line(fields [, n]) -> text
+-- @example
+--   io.write(output.csv_line({"x", 1.5}))
 function M.csv_line(fields, n)
   local out = {}
   for i = 1, n or #fields do out[i] = M.csv_field(fields[i]) end
   return table.concat(out, ',') .. '\n'
 end
 
---- Parses CSV text into a list of records, each a list of strings. Quoted
--- fields may hold commas, "" and line breaks; CRLF and LF both end a record;
--- a trailing newline does not make an empty record. Returns the records and
--- the line on which each record starts, or nil and "line N: why".
+--- Parses RFC 4180 CSV into lists of strings (quoted fields may hold commas, quotes and line
+-- breaks).
+--
+-- Parses CSV text into a list of records, each a list of strings. Quoted fields may hold commas, ""
+-- and line breaks; CRLF and LF both end a record; a trailing newline does not make an empty record.
+-- Returns the records and the line on which each record starts, or nil and "line N: why".
+--
+-- @signature output.parse_csv(text) -> records, lines | nil, message
+-- @example
+--   local rows = assert(output.parse_csv("a,b\n1,2\n"))
+--   print(rows[2][1]) --> 1
 function M.parse_csv(text)
   if type(text) ~= 'string' then
     error("bad argument #1 to 'parse_csv' (string expected, got " .. type(text) .. ')', 2)

@@ -19,8 +19,15 @@ end
 -- grows until the system kills it.
 M.MAX_READ_BYTES = 512 * 1024 * 1024
 
---- Reads a whole file of at most max_bytes (default M.MAX_READ_BYTES):
--- text, or nil and "path: reason".
+--- A whole file's bytes, at most max_bytes (default output.MAX_READ_BYTES, 512 MiB): an endless file
+-- is an error, not a growing process.
+--
+-- Reads a whole file of at most max_bytes (default M.MAX_READ_BYTES): text, or nil and "path:
+-- reason".
+--
+-- @signature output.read_file(path [, max_bytes]) -> text | nil, message
+-- @example
+--   local text = assert(output.read_file("results.jsonl"))
 function M.read_file(path, max_bytes)
   max_bytes = max_bytes or M.MAX_READ_BYTES
   local f, err = io.open(path, 'rb')
@@ -47,9 +54,14 @@ function M.read_file(path, max_bytes)
   return table.concat(parts)
 end
 
---- Reads a text file (read_file), refusing UTF-16 and UTF-32 with a message
--- that says so, and dropping a UTF-8 byte order mark. Returns text, or nil
--- and "path: reason".
+--- output.read_file for text: UTF-16 and UTF-32 files are refused with a message that says so; a
+-- UTF-8 byte order mark is dropped.
+--
+-- Returns text, or nil and "path: reason".
+--
+-- @signature output.read_text(path [, max_bytes]) -> text | nil, message
+-- @example
+--   local text, err = output.read_text("all_benchmark_data.csv")
 function M.read_text(path, max_bytes)
   local text, err = M.read_file(path, max_bytes)
   if not text then return nil, err end
@@ -69,8 +81,13 @@ local function path_max()
   return c and c.PATH_MAX or 4096
 end
 
---- Checks that path is short enough for the system: true, or nil and a
--- message naming it.
+--- Whether path and each of its names fit the system's limits (kb.PATH_MAX, 255 bytes a name).
+--
+-- Checks that path is short enough for the system: true, or nil and a message naming it.
+--
+-- @signature output.check_path_length(path) -> true | nil, message
+-- @example
+--   assert(output.check_path_length("results/today.jsonl"))
 function M.check_path_length(path)
   local limit = path_max()
   if #path >= limit then
@@ -104,7 +121,12 @@ local function kind_of(path, follow)
   return st.type, st
 end
 
---- Writes text to stdout and flushes it; true, or nil and "stdout: why".
+--- Writes text to stdout and flushes, checking both: nil, "stdout: why" when stdout is full, closed
+-- or its reader went away.
+--
+-- @signature output.write_stdout(text) -> true | nil, message
+-- @example
+--   assert(output.write_stdout("one line\n"))
 function M.write_stdout(text)
   local ok, err = io.stdout:write(text)
   if ok then ok, err = io.stdout:flush() end
@@ -152,16 +174,20 @@ local function write_replacing(target, tmp, text, mode)
   return true
 end
 
---- Writes text to path atomically: a temporary file in the same directory is
--- written, flushed, fsync'ed (when the engine offers kb.fsync) and closed,
--- given the mode of the file it replaces, then renamed over path, and the
--- directory is fsync'ed so that the rename itself is durable. A reader sees
--- the old or the new file, never a part. A symbolic link is written through
--- to its target (the link stays); what is not a regular file (a device, a
--- FIFO; "-" is stdout) is written in place, since replacing it would turn
--- it into a plain file. Returns true, or nil and a message naming path; the
--- temporary file never stays, also when an error (an interrupt) is raised
--- while it is written.
+--- Writes a file through a temporary file and a rename: readers see the old or the new file, never a
+-- part.
+--
+-- The replaced file's mode is kept; a symbolic link is written through to its target and stays a
+-- link; a device, a FIFO or "-" (stdout) is written in place, never replaced by a plain file.
+-- Messages name path, not the temporary file, which never stays (also after an interrupt).
+--
+-- Writes text to path atomically: a temporary file in the same directory is written, flushed,
+-- fsync'ed (when the engine offers kb.fsync) and closed, given the mode of the file it replaces,
+-- then renamed over path, and the directory is fsync'ed so that the rename itself is durable.
+--
+-- @signature output.write_atomic(path, text) -> true | nil, message
+-- @example
+--   assert(output.write_atomic("result.json", output.encode_pretty(bundle)))
 function M.write_atomic(path, text)
   if type(path) ~= 'string' or path == '' then
     error("bad argument #1 to 'write_atomic' (path expected)", 2)
@@ -203,12 +229,19 @@ function M.write_atomic(path, text)
   return true
 end
 
---- Whether path can be written as an output (checked before any work is
--- done, so that a sweep does not measure for an hour and then fail): "-"
--- (stdout) can; an existing file or device must be writable and not a
--- directory; a new file needs an existing, writable directory (checked by
--- creating and removing a probe file there). Nothing is truncated. Returns
--- true, or nil and a message naming path.
+--- Whether an output path can be written, checked before any work: "-" can; an existing file must be
+-- writable and not a directory; a new file needs an existing, writable directory (a probe file is
+-- made and removed). Nothing is truncated.
+--
+-- The message names path: "out/x.jsonl: cannot write: out does not exist". The harness calls it on
+-- --out before measuring.
+--
+-- Returns true, or nil and a message naming path.
+--
+-- @signature output.check_writable(path) -> true | nil, message
+-- @example
+--   local ok, err = output.check_writable("results/today.jsonl")
+--   if not ok then io.stderr:write(err, "\n") end
 function M.check_writable(path)
   if type(path) ~= 'string' or path == '' then
     error("bad argument #1 to 'check_writable' (path expected)", 2)
@@ -241,12 +274,16 @@ function M.check_writable(path)
   return true
 end
 
---- Appends one value as a JSON line to path ("-" or nil: stdout) and flushes,
--- so that every finished point is on disk even if a later one crashes. The
--- line goes out in one unbuffered write(2) to a file opened for appending,
--- so a process killed at any moment leaves whole lines only. Every write,
--- flush and close is checked.
--- Returns true, or nil and a message naming path (or stdout).
+--- Appends value as one JSON line to path ("-" or nil: stdout) and flushes.
+--
+-- Each finished point is on disk at once, even if a later one crashes.
+--
+-- The line goes out in one unbuffered write(2) to a file opened for appending, so a process killed
+-- at any moment leaves whole lines only. Every write, flush and close is checked.
+--
+-- @signature output.append_jsonl(path, value) -> true | nil, message
+-- @example
+--   output.append_jsonl("results.jsonl", bundle)
 function M.append_jsonl(path, value)
   local line, err = json.encode_line(value)
   if not line then return nil, err end
@@ -254,10 +291,14 @@ function M.append_jsonl(path, value)
   return write_to(path, 'a', line .. '\n', true)
 end
 
---- Creates directory path and its parents if missing, without a shell
--- (kb.mkdir per component; a path starting with '-' is a path, not an
--- option). A path longer than the system takes is refused before anything
--- is created. Returns true or nil, message naming path.
+--- Creates a directory and its parents when missing, without a shell (a name starting with "-" is a
+-- name); a path longer than the system takes is refused before anything is created.
+--
+-- Returns true or nil, message naming path.
+--
+-- @signature output.mkdir_p(path) -> true | nil, message
+-- @example
+--   output.mkdir_p("results/today")
 function M.mkdir_p(path)
   if path == nil or path == '' or path == '.' then return true end
   local okl, lerr = M.check_path_length(path)

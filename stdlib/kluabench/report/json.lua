@@ -56,7 +56,11 @@ local function engine_marks()
   return marks
 end
 
---- Marks t (default {}) as a JSON object; returns the marked table.
+--- Marks t (default {}) to be written as a JSON object when empty.
+--
+-- @signature output.object([t]) -> t
+-- @example
+--   local labels = output.object()
 function M.object(t)
   t = t or {}
   if next(t) == nil then
@@ -67,7 +71,11 @@ function M.object(t)
   return t
 end
 
---- Marks t (default {}) as a JSON array; returns the marked table.
+--- Marks t (default {}) to be written as a JSON array when empty.
+--
+-- @signature output.array([t]) -> t
+-- @example
+--   local samples = output.array()
 function M.array(t)
   t = t or {}
   if next(t) == nil then
@@ -78,7 +86,13 @@ function M.array(t)
   return t
 end
 
---- The value JSON null decodes to (the engine's kb.jcs.null when it has one).
+--- The value JSON null decodes to.
+--
+-- The value JSON null decodes to (the engine's kb.jcs.null when it has one).
+--
+-- @signature output.null() -> value
+-- @example
+--   if v == output.null() then print("null") end
 function M.null()
   local j = jcs()
   if j and j.null ~= nil then return j.null end
@@ -118,6 +132,11 @@ local function table_kind(t)
   return 'object'
 end
 
+--- How a table is written as JSON; raises for mixed keys or a list with holes.
+--
+-- @signature output.table_kind(t) -> "object" | "array"
+-- @example
+--   print(output.table_kind({1, 2}))
 M.table_kind = function(t) return table_kind(t) end
 
 ---------------------------------------------------------------------------
@@ -138,9 +157,12 @@ local function shortest_digits(x)
   return digits, tonumber(exp) + 1
 end
 
---- A number as JSON: integers exactly; floats in ECMAScript's Number
--- toString form (shortest round trip), which is also what JCS writes.
--- Raises for NaN and infinities, which JSON cannot carry.
+--- A number as JSON: integers exactly, floats in the shortest round-trip form; raises for NaN and
+-- infinities.
+--
+-- @signature output.format_number(x) -> text
+-- @example
+--   print(output.format_number(0.1)) --> 0.1
 function M.format_number(x)
   if math.type(x) == 'integer' then return string.format('%d', x) end
   if x ~= x or x == math.huge or x == -math.huge then
@@ -165,8 +187,12 @@ function M.format_number(x)
   return sign .. body
 end
 
---- A float as Python's repr writes it (what Liger's CSV files hold:
--- "0.13760000467300415", "256.0", "1e-05"); integers plainly.
+--- A float as Python's repr writes it ("256.0", "1e-05"), as Liger's CSV holds them; an integer
+-- plainly ("256").
+--
+-- @signature output.format_pyfloat(x) -> text
+-- @example
+--   print(output.format_pyfloat(256.0)) --> 256.0
 function M.format_pyfloat(x)
   if math.type(x) == 'integer' then return string.format('%d', x) end
   if x ~= x then return 'nan' end
@@ -223,7 +249,11 @@ M.KEY_ORDER = {
 local RANK = {}
 for i, k in ipairs(M.KEY_ORDER) do RANK[k] = RANK[k] or i end
 
---- The keys of object t in output order.
+--- The keys of an object in output order: output.KEY_ORDER first, the rest sorted.
+--
+-- @signature output.ordered_keys(t) -> {keys}
+-- @example
+--   for _, k in ipairs(output.ordered_keys(bundle.run)) do print(k) end
 function M.ordered_keys(t)
   local keys = {}
   for k in pairs(t) do keys[#keys + 1] = k end
@@ -239,7 +269,11 @@ end
 local ESCAPES = { ['"'] = '\\"', ['\\'] = '\\\\', ['\b'] = '\\b', ['\f'] = '\\f', ['\n'] = '\\n',
   ['\r'] = '\\r', ['\t'] = '\\t' }
 
---- A string as a JSON string literal (UTF-8 kept as is).
+--- A string as a JSON string literal.
+--
+-- @signature output.quote(s) -> text
+-- @example
+--   print(output.quote('say "hi"'))
 function M.quote(s)
   return '"' .. s:gsub('[%c"\\]', function(c)
     return ESCAPES[c] or (c:byte() < 32 and string.format('\\u%04x', c:byte())) or c
@@ -315,8 +349,14 @@ local function encode(v, out, indent, depth, seen)
   end
 end
 
---- Pretty JSON (2-space indent, keys in M.KEY_ORDER order) ending in a newline.
+--- Pretty JSON (2-space indent) with keys in the record order (output.KEY_ORDER), ending in a
+-- newline.
+--
 -- Returns the text, or nil and a message for a value JSON cannot carry.
+--
+-- @signature output.encode_pretty(v) -> text
+-- @example
+--   io.write(output.encode_pretty(bundle))
 function M.encode_pretty(v)
   local out = {}
   local ok, err = pcall(encode, v, out, '  ', 0, {})
@@ -325,7 +365,11 @@ function M.encode_pretty(v)
   return table.concat(out)
 end
 
---- One-line JSON in the same key order (no trailing newline), or nil, message.
+--- One-line JSON in the same key order, for JSON Lines.
+--
+-- @signature output.encode_line(v) -> text | nil, message
+-- @example
+--   print(output.encode_line({a = 1}))
 function M.encode_line(v)
   local out = {}
   local ok, err = pcall(encode, v, out, nil, 0, {})
@@ -497,10 +541,13 @@ function Decoder:value(depth)
   self:fail("unexpected character '" .. M.printable(c) .. "'", pos)
 end
 
---- What is wrong with the encoding of text when it is not UTF-8 that a
--- reader could take for garbage: UTF-16 or UTF-32 (with or without a byte
--- order mark). Returns a message ("the text is UTF-16 (little-endian, with
--- a byte order mark) ..."), or nil when the text may be UTF-8.
+--- Says when text is UTF-16 or UTF-32 (with or without a byte order mark), which kluabench does not
+-- read; nil when it may be UTF-8.
+--
+-- @signature output.encoding_problem(text) -> message | nil
+-- @example
+--   print(output.encoding_problem("\255\254{\0"))
+--   --> the text is UTF-16 (little-endian, with a byte order mark); kluabench reads UTF-8 (convert it, e.g. iconv -f UTF-16 -t UTF-8)
 function M.encoding_problem(text)
   local b1, b2, b3, b4 = text:byte(1, 4)
   local what
@@ -516,10 +563,14 @@ function M.encoding_problem(text)
     .. what:match('^(UTF%-%d+)') .. ' -t UTF-8)'
 end
 
---- s made safe to print inside a one-line message: control characters,
--- DEL and bytes that are not valid UTF-8 become \xNN (valid UTF-8
--- characters stay), and more than max bytes (default 200) are cut with
--- "...". For every message that quotes input.
+--- s made safe to quote in a message: control characters, DEL and bytes that are not UTF-8 as \xNN,
+-- cut at max bytes (200) with "...".
+--
+-- For every message that quotes input.
+--
+-- @signature output.printable(s [, max]) -> text
+-- @example
+--   print(output.printable("a\27[31m")) --> a\x1B[31m
 function M.printable(s, max)
   s = tostring(s)
   max = max or 200
@@ -542,11 +593,14 @@ function M.printable(s, max)
   return table.concat(out) .. (cut and '...' or '')
 end
 
---- Decodes one JSON text. Returns the value, or nil, "line L, column C: why"
--- and a code ("trailing" when a complete value is followed by more text,
--- which is how JSON Lines looks to a JSON reader).
--- With opts.starts, a second result lists the line of each element of a
--- top-level array.
+--- Parses one JSON text; errors say "line L, column C: why".
+--
+-- code is "trailing" when a complete value is followed by more text (how JSON Lines looks to a JSON
+-- reader). With opts.starts, the second result lists the line of each element of a top-level array.
+--
+-- @signature output.decode(text [, opts]) -> value | nil, message, code
+-- @example
+--   local v, err = output.decode('{"a": [1, 2]}')
 function M.decode(text, opts)
   if type(text) ~= 'string' then
     error("bad argument #1 to 'decode' (string expected, got " .. type(text) .. ')', 2)

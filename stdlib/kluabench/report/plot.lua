@@ -54,7 +54,11 @@ local function parse_external_id(id)
   return { kernel = kernel, mode = mode, provider = provider, params = params, dtype = dtype }
 end
 
---- The point of one record bundle, or nil and a message.
+--- The point of one record bundle.
+--
+-- @signature plot.point_from_bundle(bundle) -> point | nil, message
+-- @example
+--   local p = plot.point_from_bundle(bundle)
 function M.point_from_bundle(b)
   if type(b) ~= 'table' or type(b.run) ~= 'table' or type(b.run.spec) ~= 'table' then
     return nil, 'not a record bundle (no run.spec)'
@@ -106,7 +110,13 @@ function M.point_from_bundle(b)
   return p
 end
 
---- The point of one parsed Liger CSV row (see liger.parse), or nil and a message.
+--- The point of one row of liger.parse.
+--
+-- The point of one parsed Liger CSV row (see liger.parse), or nil and a message.
+--
+-- @signature plot.point_from_liger_row(row) -> point | nil, message
+-- @example
+--   local p = plot.point_from_liger_row(rows[1])
 function M.point_from_liger_row(row)
   local liger = require 'kluabench.record.liger'
   if row.error then return nil, row.error end
@@ -139,8 +149,11 @@ end
 -- The name of a run: the file's name without its directory.
 local function basename(path) return (tostring(path):match('([^/]+)/*$') or tostring(path)) end
 
---- The run names of several files, for M.read: each file's name without its
--- directory, or the path as given where two files share a name.
+--- The run names of several files: each file's name, or its path where two files share a name.
+--
+-- @signature plot.run_names(paths) -> {names}
+-- @example
+--   print(table.concat(plot.run_names({"a/x.jsonl", "b/x.jsonl", "y.csv"}), " "))
 function M.run_names(paths)
   local count, out = {}, {}
   for _, path in ipairs(paths) do count[basename(path)] = (count[basename(path)] or 0) + 1 end
@@ -173,10 +186,16 @@ local function read_points(path)
   return points
 end
 
---- The points of one file (record bundles as JSON or JSON Lines, or Liger
--- CSV, told apart by content), or nil and "path[:line]: why". Every point's
--- `run` field is `run` (default: the file's name without its directory), so
--- that points of several files can be told apart (--by provider,run).
+--- The points of a results file: record bundles (JSON, JSON Lines) or Liger CSV, told apart by
+-- content.
+--
+-- A point is {kernel, mode, provider, metric, unit, gpu, dtype, run, params = {hidden = 512, ...},
+-- y50, y20, y80, bytes, flops, gbps, tflops}; run is the given name, else the file's name without
+-- its directory, so that several files overlay (--by provider,run).
+--
+-- @signature plot.read(path [, run]) -> points | nil, message
+-- @example
+--   local points = assert(plot.read("results.jsonl"))
 function M.read(path, run)
   local points, err = read_points(path)
   if not points then return nil, err end
@@ -194,12 +213,20 @@ local TOP_FIELDS = { kernel = true, mode = true, provider = true, metric = true,
 local FIELD_ALIASES = { operation = 'mode', kernel_operation_mode = 'mode', kernel_provider = 'provider',
   kernel_name = 'kernel', impl = 'provider', gpu_name = 'gpu' }
 
---- Our name of a field: "operation" -> "mode", "seq_len" or "T" -> "seq".
+--- Our name of a field: operation -> mode, seq_len or T -> seq.
+--
+-- @signature plot.field_name(name) -> name
+-- @example
+--   print(plot.field_name("T")) --> seq
 function M.field_name(name)
   return FIELD_ALIASES[name] or (TOP_FIELDS[name] and name) or names.param_name(name)
 end
 
---- The value of field `name` of point p (a top-level field or a parameter).
+--- A field of a point: kernel, mode, provider, metric, unit, gpu, dtype or a parameter.
+--
+-- @signature plot.field(point, name) -> value
+-- @example
+--   print(plot.field(points[1], "seq_len"))
 function M.field(p, name)
   name = M.field_name(name)
   if TOP_FIELDS[name] then return p[name] end
@@ -211,7 +238,13 @@ local function value_text(v)
   return tostring(v)
 end
 
---- Parses "key=v1,v2" into {key = field name, values = {v1, v2}}, or nil, message.
+--- A filter from its command-line form.
+--
+-- Parses "key=v1,v2" into {key = field name, values = {v1, v2}}, or nil, message.
+--
+-- @signature plot.parse_filter("KEY=V1,V2") -> filter | nil, message
+-- @example
+--   local f = plot.parse_filter("seq=2048,4096")
 function M.parse_filter(s)
   local k, v = tostring(s):match('^%s*([^=]-)%s*=%s*(.-)%s*$')
   if not k or k == '' or v == '' then return nil, string.format("bad filter '%s' (expected KEY=VALUE)", s) end
@@ -229,7 +262,11 @@ local function matches(p, f)
   return false
 end
 
---- The points that match every filter ({key, values} as from M.parse_filter).
+--- The points that match every filter {key, values}.
+--
+-- @signature plot.filter(points, filters) -> points
+-- @example
+--   local fwd = plot.filter(points, {plot.parse_filter("mode=forward")})
 function M.filter(points, filters)
   local out = {}
   for _, p in ipairs(points) do
@@ -243,6 +280,10 @@ function M.filter(points, filters)
 end
 
 --- The distinct values of a field, in order of first appearance.
+--
+-- @signature plot.distinct(points, name) -> {values}
+-- @example
+--   local seqs = plot.distinct(points, "seq")
 function M.distinct(points, name)
   local seen, out = {}, {}
   for _, p in ipairs(points) do
@@ -255,7 +296,13 @@ function M.distinct(points, name)
   return out
 end
 
---- Every field that some point has: the top-level ones and all parameters, sorted.
+--- Every field some point has, sorted.
+--
+-- Every field that some point has: the top-level ones and all parameters, sorted.
+--
+-- @signature plot.fields(points) -> {names}
+-- @example
+--   print(table.concat(plot.fields(points), ", "))
 function M.fields(points)
   local seen, out = {}, {}
   for _, p in ipairs(points) do
@@ -277,7 +324,11 @@ local function missing_somewhere(points, f)
   return false
 end
 
---- The fields whose value differs between points (or that some points lack).
+--- The fields whose value differs between points (or that some lack).
+--
+-- @signature plot.varying(points) -> {names}
+-- @example
+--   print(table.concat(plot.varying(points), ", "))
 function M.varying(points)
   local out = {}
   for _, f in ipairs(M.fields(points)) do
@@ -286,7 +337,11 @@ function M.varying(points)
   return out
 end
 
---- The value of field f when every point has the same one, else nil.
+--- The value of a field when every point has the same one.
+--
+-- @signature plot.common(points, name) -> value | nil
+-- @example
+--   print(plot.common(points, "gpu"))
 function M.common(points, f)
   local d = M.distinct(points, f)
   if #d == 1 and not missing_somewhere(points, f) then return d[1] end
@@ -320,12 +375,18 @@ local function runs_collide(points, x, keys)
   return false
 end
 
---- Groups points into series for a chart. opts.x (field), opts.by (field or
--- list of fields). Fields other than x and by whose values differ are added
--- to the grouping, so that no two points of a series share an x (they are
--- returned as `split`; `run` only where it is needed for that). Returns
--- {series = {{name, key, points, values = {field = value}}}, xs (sorted
--- distinct x values), numeric_x, split = {fields}, duplicates = count}.
+--- Series of points by the by fields (and the other names that differ), sorted by x.
+--
+-- Groups points into series for a chart. opts.x (field), opts.by (field or list of fields). Fields
+-- other than x and by whose values differ are added to the grouping, so that no two points of a
+-- series share an x (they are returned as `split`; `run` only where it is needed for that). Returns
+-- {series = {{name, key, points, values = {field = value}}}, xs (sorted distinct x values),
+-- numeric_x, split = {fields}, duplicates = count}.
+--
+-- @signature plot.group(points, {x, by}) -> groups
+-- @example
+--   local g = plot.group(points, {x = "seq", by = "provider"})
+--   for _, s in ipairs(g.series) do print(s.name, #s.points) end
 function M.group(points, opts)
   local x = M.field_name(opts.x)
   local by = {}
@@ -404,8 +465,13 @@ local function nice_number(x, round)
   return nf * 10 ^ e
 end
 
---- Tick values from lo to hi with a nice step (about n ticks). Returns the
--- ticks and the axis range they span (lo' <= lo, hi' >= hi).
+--- About n tick values with a step of 1, 2 or 5 times a power of ten, covering [lo, hi].
+--
+-- Returns the ticks and the axis range they span (lo' <= lo, hi' >= hi).
+--
+-- @signature plot.nice_ticks(lo, hi [, n]) -> ticks, lo, hi, step
+-- @example
+--   local ticks = plot.nice_ticks(0, 0.93) --> 0, 0.2, 0.4, 0.6, 0.8, 1
 function M.nice_ticks(lo, hi, n)
   n = n or 6
   if hi < lo then lo, hi = hi, lo end
@@ -426,9 +492,15 @@ function M.nice_ticks(lo, hi, n)
   return ticks, first, last, step
 end
 
---- Ticks of a log axis over [lo, hi] (lo > 0): powers of ten, with 2 and 5
--- between them when the range spans fewer than four decades (and that makes
--- at most 10 ticks); nice linear ticks within one decade.
+--- Ticks of a log axis: powers of ten, with 2 and 5 when the range is short.
+--
+-- Ticks of a log axis over [lo, hi] (lo > 0): powers of ten, with 2 and 5 between them when the
+-- range spans fewer than four decades (and that makes at most 10 ticks); nice linear ticks within
+-- one decade.
+--
+-- @signature plot.log_ticks(lo, hi) -> ticks
+-- @example
+--   local ticks = plot.log_ticks(0.03, 2) --> 0.05, 0.1, 0.2, 0.5, 1, 2
 function M.log_ticks(lo, hi)
   local e0, e1 = math.floor(math.log(lo, 10) + 1e-9), math.ceil(math.log(hi, 10) - 1e-9)
   local function collect(mults)
@@ -464,6 +536,10 @@ local function trim_zeros(s)
 end
 
 --- A tick label: "0.25", "2048", "16k", "1.5M".
+--
+-- @signature plot.format_tick(v) -> text
+-- @example
+--   print(plot.format_tick(16384)) --> 16384
 function M.format_tick(v)
   local a = math.abs(v)
   if a >= 1e5 then
@@ -501,10 +577,16 @@ local FONT = 'DejaVu Sans, Helvetica, Arial, sans-serif'
 
 local REPLACEMENT = '\239\191\189' -- U+FFFD
 
---- Text that XML 1.0 can carry: every byte that is not part of valid UTF-8,
--- every control character but tab, newline and carriage return, and the
--- non-characters U+FFFE and U+FFFF become U+FFFD (titles and labels come
--- from files: a Liger CSV or a record may hold anything).
+--- Text XML 1.0 can carry: invalid UTF-8, control characters (but tab, newline, return) and
+-- U+FFFE/U+FFFF become U+FFFD.
+--
+-- Text that XML 1.0 can carry: every byte that is not part of valid UTF-8, every control character
+-- but tab, newline and carriage return, and the non-characters U+FFFE and U+FFFF become U+FFFD
+-- (titles and labels come from files: a Liger CSV or a record may hold anything).
+--
+-- @signature plot.xml_text(s) -> text
+-- @example
+--   print(plot.xml_text("a\1b") == "a\u{FFFD}b") --> true
 function M.xml_text(s)
   s = tostring(s)
   local out, i = {}, 1
@@ -681,13 +763,21 @@ local function check_positive(series, what, get)
   return true
 end
 
---- A line chart as SVG text. spec:
---   series = {{name = "fused", points = {{x = 1024, y = 0.1, lo = 0.09, hi = 0.12}, ...},
---     color = i (optional: index into M.COLORS, default the series' index),
---     dash = k (optional: 1 solid, 2.. dashed patterns)}, ...}
---   title, subtitle, xlabel, ylabel, logx, logy, width (800), height (480),
---   categories = {"a", "b"} when x values are names (x = 1..n then)
+--- A line chart from series of {x, y, lo, hi} points, with error bars and a legend.
+--
+-- spec: series = {{name, points}}, title, subtitle, xlabel, ylabel, logx, logy, width, height,
+-- categories (names of x = 1..n).
+--
+-- A line chart as SVG text. spec: series = {{name = "fused", points = {{x = 1024, y = 0.1, lo =
+-- 0.09, hi = 0.12}, ...}, color = i (optional: index into M.COLORS, default the series' index),
+-- dash = k (optional: 1 solid, 2.. dashed patterns)}, ...} title, subtitle, xlabel, ylabel, logx,
+-- logy, width (800), height (480), categories = {"a", "b"} when x values are names (x = 1..n then)
 -- Returns the SVG, or nil and a message (log axis over values <= 0).
+--
+-- @signature plot.line_chart(spec) -> svg | nil, message
+-- @example
+--   local svg = plot.line_chart{title = "demo", xlabel = "n", ylabel = "ms",
+--     series = {{name = "a", points = {{x = 1, y = 2, lo = 1.8, hi = 2.3}, {x = 2, y = 3}}}}}
 function M.line_chart(spec)
   local series = spec.series
   if spec.logx and not spec.categories then
@@ -769,11 +859,16 @@ function M.line_chart(spec)
   return c.finish()
 end
 
---- A bar chart as SVG text: one group of bars per category, one bar per
--- series within it (error bars p20..p80, the median written above). With a
--- single category the bars are labelled with the series names and there is
--- no legend. spec: series (points {x = category index, y, lo, hi}),
--- categories (names), title, subtitle, xlabel, ylabel, logy, width, height.
+--- A bar chart: a group of bars per category, one per series, with error bars and values.
+--
+-- With a single category the bars are labelled with the series names and there is no legend. spec:
+-- series (points {x = category index, y, lo, hi}), categories (names), title, subtitle, xlabel,
+-- ylabel, logy, width, height.
+--
+-- @signature plot.bar_chart(spec) -> svg | nil, message
+-- @example
+--   local svg = plot.bar_chart{categories = {"seq 2048"}, ylabel = "ms",
+--     series = {{name = "fused", points = {{x = 1, y = 0.1}}}, {name = "reference", points = {{x = 1, y = 0.3}}}}}
 function M.bar_chart(spec)
   local series, cats = spec.series, spec.categories
   if spec.logy then
@@ -867,11 +962,16 @@ local function overlay_styles(series, x)
   end
 end
 
---- Keeps one slice of the data along every shape parameter that varies but
--- is neither x nor a --by field: the value under which x takes the most
--- values (a seq sweep at hidden 8192 rather than the lone seq 2048 point of
--- a hidden sweep). Names (mode, kernel, ...) are not sliced: they split
+--- Keeps, for each other numeric parameter that varies, the value under which x varies most.
+--
+-- Keeps one slice of the data along every shape parameter that varies but is neither x nor a --by
+-- field: the value under which x takes the most values (a seq sweep at hidden 8192 rather than the
+-- lone seq 2048 point of a hidden sweep). Names (mode, kernel, ...) are not sliced: they split
 -- lines (see M.group). Returns the points kept and notes saying what was left out.
+--
+-- @signature plot.slice(points, x [, by]) -> points, notes
+-- @example
+--   local pts, notes = plot.slice(points, "seq")
 function M.slice(points, x, by)
   local skip = { [M.field_name(x)] = true }
   for _, f in ipairs(type(by) == 'table' and by or { by or 'provider' }) do skip[M.field_name(f)] = true end
@@ -899,8 +999,13 @@ function M.slice(points, x, by)
   return points, notes
 end
 
---- Picks the x field when none is given: the one numeric parameter whose
--- value varies. Returns the field, or nil and a message listing the choices.
+--- The one shape parameter that varies, for when no x is given.
+--
+-- Returns the field, or nil and a message listing the choices.
+--
+-- @signature plot.guess_x(points) -> field | nil, message
+-- @example
+--   print(plot.guess_x(points))
 function M.guess_x(points)
   local candidates = {}
   for _, f in ipairs(M.varying(points)) do
@@ -925,17 +1030,21 @@ local function unknown_field(points, f, what)
   return string.format("no point has the %s '%s' (fields: %s)", what, f, table.concat(M.fields(points), ', '))
 end
 
---- The chart of a list of points. opts: x (field; default M.guess_x), by
--- (field or list; default "provider"; an unknown field is a usage error),
--- y ("ms", "us", "ns", "s", the data's unit, or a throughput: "gbps" or
--- "tflops", the record's own at the median or the workload's bytes / flops
--- over the median, bars at the p80 and p20 times), logx, logy, bar (force a
--- bar chart), title, width, height. Lines of several runs (the `run` field)
--- share a colour per group and differ by dash pattern.
--- Returns svg, info ({kind = "line"|"bar", series = n, points = n, split,
--- duplicates, notes = {strings}, ylabel, data = the series drawn: {{name,
--- points = {{x, y, lo, hi}}, color, dash}}}), or nil, a message and "usage" when an
--- option must change (x cannot be guessed, a field is unknown) or "data".
+--- The SVG chart of points: lines over opts.x, one per opts.by, or bars for a single x.
+--
+-- opts: x (a field; default the one parameter that varies), by (field or list; default "provider";
+-- an unknown field is a usage error), y ("ms", "us", "ns", "s", or the throughput "gbps" /
+-- "tflops": the record's own at the median, else the workload's bytes / flops over the median, bars
+-- at the p80 and p20 times), logx, logy, bar, title, width, height. Names that differ (mode,
+-- kernel) split lines, and runs (files) where two would share a line and an x; lines of several
+-- runs share a colour per group and differ by dash pattern. For other shape parameters that vary
+-- the slice where x varies most is kept; info.notes says what was done, info.data holds the series
+-- drawn. kind is "usage" when an option must change.
+--
+-- @signature plot.chart(points [, opts]) -> svg, info | nil, message, kind
+-- @example
+--   local svg = assert(plot.chart(points, {x = "seq", by = "provider", logx = true}))
+--   local f = assert(io.open("chart.svg", "w")); f:write(svg); f:close()
 function M.chart(points, opts)
   opts = opts or {}
   if #points == 0 then return nil, 'no data points to plot' end

@@ -27,16 +27,27 @@ local CLEAR_LINE = '\r\27[2K'
 -- Environment: terminal detection, quiet, clock, width
 ---------------------------------------------------------------------------
 
---- True when the environment asks for silence: KLUABENCH_QUIET set to
--- anything but "" or "0" (the host sets it for `--quiet`).
+--- True when KLUABENCH_QUIET is set to anything but "" or "0".
+--
+-- True when the environment asks for silence: KLUABENCH_QUIET set to anything but "" or "0" (the
+-- host sets it for `--quiet`).
+--
+-- @signature progress.quiet_from_env() -> boolean
+-- @example
+--   if progress.quiet_from_env() then print("quiet") end
 function M.quiet_from_env()
   local q = os.getenv('KLUABENCH_QUIET')
   return q ~= nil and q ~= '' and q ~= '0'
 end
 
---- Whether stream (default io.stderr) is a terminal. Tries the host's
--- isatty (inside kluabench), then the `term` module that busted bundles,
--- then a TERM variable plus `test -t 2` (stderr only).
+--- Whether the stream (default io.stderr) is a terminal.
+--
+-- Tries the host's isatty (inside kluabench), then the `term` module that busted bundles, then a
+-- TERM variable plus `test -t 2` (stderr only).
+--
+-- @signature progress.is_tty([stream]) -> boolean
+-- @example
+--   print(progress.is_tty(io.stderr))
 function M.is_tty(stream)
   stream = stream or io.stderr
   local fd = (stream == io.stderr and 2) or (stream == io.stdout and 1) or nil
@@ -55,8 +66,15 @@ function M.is_tty(stream)
   return os.execute('test -t 2') == true
 end
 
---- The default clock: seconds as a float, from the engine's monotonic
--- kb.clock_ns when it is loaded, else os.time() (whole seconds).
+--- A function returning seconds: kb.clock_ns / 1e9, or os.time outside kluabench.
+--
+-- The default clock: seconds as a float, from the engine's monotonic kb.clock_ns when it is loaded,
+-- else os.time() (whole seconds).
+--
+-- @signature progress.default_clock() -> function
+-- @example
+--   local now = progress.default_clock()
+--   print(now())
 function M.default_clock()
   local core = package.loaded['kluabench.core'] or package.loaded['kluabench']
   if type(core) == 'table' and type(core.clock_ns) == 'function' then
@@ -76,7 +94,11 @@ end
 -- Formatting
 ---------------------------------------------------------------------------
 
---- A duration for people: "0.4s", "12.3s", "2m05s", "1h02m".
+--- A duration for people: "0.4s", "2m05s", "1h02m".
+--
+-- @signature progress.format_duration(seconds) -> text
+-- @example
+--   print(progress.format_duration(125)) --> 2m05s
 function M.format_duration(s)
   if s == nil or s ~= s or s < 0 then return '?' end
   if s < 60 then return string.format('%.1fs', s) end
@@ -98,14 +120,28 @@ end
 -- The progress object
 ---------------------------------------------------------------------------
 
---- A new progress display.
--- opts.total   number of points (required, integer >= 0)
--- opts.quiet   write nothing (default: M.quiet_from_env())
--- opts.stream  where to write (default io.stderr; anything with :write)
--- opts.tty     redraw in place (default: M.is_tty(stream))
--- opts.clock   function returning seconds (default M.default_clock())
--- opts.width   line width on a terminal (default $COLUMNS or 80)
--- opts.label   a prefix for every line, e.g. the script name
+--- A progress display for a sweep of total points.
+--
+-- quiet defaults to KLUABENCH_QUIET (set by --quiet); stream to io.stderr; tty to
+-- progress.is_tty(stream); clock (seconds) to kb.clock_ns; width to $COLUMNS or 80; label prefixes
+-- every line. On a terminal one status line is redrawn in place; elsewhere each finished point is
+-- one line: "[3/16] seq=4096: 0.137 ms (0.8s; elapsed 2.4s, left ~10.4s)".
+--
+-- opts.total number of points (required, integer >= 0) opts.quiet write nothing (default:
+-- M.quiet_from_env()) opts.stream where to write (default io.stderr; anything with :write) opts.tty
+-- redraw in place (default: M.is_tty(stream)) opts.clock function returning seconds (default
+-- M.default_clock()) opts.width line width on a terminal (default $COLUMNS or 80) opts.label a
+-- prefix for every line, e.g. the script name.
+--
+-- @signature progress.new{total [, quiet, stream, tty, clock, width, label]} -> Progress
+-- @example
+--   local p = progress.new{total = #points}
+--   for _, pt in ipairs(points) do
+--     p:start(pt.label)
+--     local ms = time_point(pt)
+--     p:finish(pt.label, string.format("%.3f ms", ms))
+--   end
+--   p:close()
 function M.new(opts)
   opts = opts or {}
   if type(opts) ~= 'table' then
@@ -140,15 +176,21 @@ function M.new(opts)
   return self
 end
 
---- Seconds since the display was created.
+--- Seconds since the display was made.
+--
+-- @signature p:elapsed() -> seconds
+-- @section progress
+-- @example
+--   print(p:elapsed())
 function Progress:elapsed() return self.clock() - self.t0 end
 
---- Estimated seconds left: the wall time per finished point so far (the
--- time from the start to the last finish over the points finished, so that
--- what happens between points — allocation, checks, writing records —
--- counts too) times the points not finished, minus the time since the last
--- point finished (at most one point's worth); nil before the first point
--- finished.
+--- Estimated seconds left: the wall time per finished point so far (between points included) times
+-- the points left.
+--
+-- @signature p:remaining() -> seconds | nil
+-- @section progress
+-- @example
+--   print(p:remaining())
 function Progress:remaining()
   if self.done == 0 then return nil end
   local left = self.total - self.done
@@ -185,8 +227,12 @@ local function status(p)
   return string.format('%s %s  (%s)', counter(p, p.done + 1), p.current, times(p))
 end
 
---- A point starts: on a terminal the status line shows it; elsewhere
--- nothing is written until it finishes.
+--- A point starts (on a terminal the status line shows it).
+--
+-- @signature p:start(label)
+-- @section progress
+-- @example
+--   p:start("hidden=512 fused")
 function Progress:start(label)
   if self.closed then error('progress: start after close', 2) end
   self.current = label and tostring(label) or ''
@@ -195,8 +241,12 @@ function Progress:start(label)
   draw(self, status(self))
 end
 
---- Redraws the status line (at most every 0.25 s) so that elapsed time moves
--- during a long point; does nothing off a terminal.
+--- Redraws the status line (at most every 0.25 s) so elapsed time moves during a long point.
+--
+-- @signature p:tick()
+-- @section progress
+-- @example
+--   for i = 1, n do sample(); p:tick() end
 function Progress:tick()
   if self.quiet or not self.tty or self.closed or not self.current then return end
   local now = self.clock()
@@ -205,9 +255,14 @@ function Progress:tick()
   draw(self, status(self))
 end
 
---- A point finished; summary (optional) is a short result such as
--- "0.137 ms". Off a terminal this writes one line:
--- "[ 3/16] label: summary (0.8s; elapsed 2.4s, left ~10.4s)".
+--- A point finished; summary is a short result such as "0.137 ms".
+--
+-- Off a terminal this writes one line: "[ 3/16] label: summary (0.8s; elapsed 2.4s, left ~10.4s)".
+--
+-- @signature p:finish([label [, summary]])
+-- @section progress
+-- @example
+--   p:finish(nil, "0.137 ms")
 function Progress:finish(label, summary)
   if self.closed then error('progress: finish after close', 2) end
   local now = self.clock()
@@ -227,9 +282,14 @@ function Progress:finish(label, summary)
   end
 end
 
---- Writes a message (a warning, a note) on a line of its own: on a terminal
--- the status line is cleared first and redrawn after, so the two never mix.
+--- Writes a message on a line of its own; on a terminal the status line is redrawn after it.
+--
 -- Quiet displays write nothing.
+--
+-- @signature p:log(text)
+-- @section progress
+-- @example
+--   p:log("warning: clocks were not locked")
 function Progress:log(text)
   if self.quiet then return end
   text = tostring(text):gsub('\n+$', '')
@@ -241,9 +301,15 @@ function Progress:log(text)
   end
 end
 
---- Ends the display: on a terminal the status line is replaced by a final
--- "done N/TOTAL points in T" line; off a terminal that line is written too
--- when at least one point ran. Safe to call twice.
+--- Ends the display with "done: N/TOTAL points in T"; safe twice, also `<close>`.
+--
+-- Ends the display: on a terminal the status line is replaced by a final "done N/TOTAL points in T"
+-- line; off a terminal that line is written too when at least one point ran. Safe to call twice.
+--
+-- @signature p:close()
+-- @section progress
+-- @example
+--   local p <close> = progress.new{total = 3}
 function Progress:close()
   if self.closed then return end
   self.closed = true

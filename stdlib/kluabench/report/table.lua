@@ -37,9 +37,16 @@ local function columns_and_cells(columns, rows)
   return widths, cells
 end
 
---- An aligned plain-text table. columns: list of {key=, title=, align=
--- "left"|"right", format= printf string or function(value, row)}; rows: list
--- of tables. Returns the text, ending in a newline.
+--- An aligned plain-text table; columns: {key, title, align = "left"|"right", format}.
+--
+-- format is a printf pattern or a function(value, row).
+--
+-- Returns the text, ending in a newline.
+--
+-- @signature output.format_table(columns, rows) -> text
+-- @example
+--   io.write(output.format_table({{key = "name"}, {key = "ms", align = "right", format = "%.3f"}},
+--     {{name = "fused", ms = 0.1375}}))
 function M.format_table(columns, rows)
   local widths, cells = columns_and_cells(columns, rows)
   local out = {}
@@ -58,7 +65,11 @@ function M.format_table(columns, rows)
   return table.concat(out, '\n') .. '\n'
 end
 
---- The same table as GitHub markdown (| separated, alignment in the rule row).
+--- The same table as GitHub markdown, for pasting into pull requests.
+--
+-- @signature output.format_markdown(columns, rows) -> text
+-- @example
+--   io.write(output.format_markdown({{key = "name"}, {key = "ms"}}, {{name = "fused", ms = 0.14}}))
 function M.format_markdown(columns, rows)
   local widths, cells = columns_and_cells(columns, rows)
   local function esc(s) return (s:gsub('|', '\\|')) end
@@ -172,7 +183,14 @@ local function flags_of(row, ps, ex)
   return #f > 0 and table.concat(f, ' ') or nil
 end
 
---- One row per bundle for M.RESULT_COLUMNS.
+--- One row per bundle for output.RESULT_COLUMNS (kernel, mode, provider, workload, median/p20/p80
+-- us, GB/s, % of copy, samples, ci95 ±% (the 95 % interval of the median over the median), device,
+-- protocol, backend/timer, flags: n<5, !conv, <floor as output.FLAGS explains; the optional columns
+-- are left out of the tables when no row has them).
+--
+-- @signature output.results_rows(bundles) -> rows
+-- @example
+--   local rows = output.results_rows(bundles)
 function M.results_rows(bundles)
   local rows = {}
   for i, b in ipairs(bundles) do
@@ -230,18 +248,30 @@ local function result_columns(rows)
 end
 
 --- The aligned terminal table of a list of bundles.
+--
+-- @signature output.results_table(bundles) -> text
+-- @example
+--   io.write(output.results_table(bundles))
 function M.results_table(bundles)
   local rows = M.results_rows(bundles)
   return M.format_table(result_columns(rows), rows)
 end
 
 --- The markdown table of a list of bundles.
+--
+-- @signature output.results_markdown(bundles) -> text
+-- @example
+--   io.write(output.results_markdown(bundles))
 function M.results_markdown(bundles)
   local rows = M.results_rows(bundles)
   return M.format_markdown(result_columns(rows), rows)
 end
 
---- Liger's CSV of a list of bundles (header included); see liger.bundle_to_row.
+--- Liger-Kernel's benchmark CSV of a list of bundles, header included.
+--
+-- @signature output.liger_csv(bundles) -> text | nil, message
+-- @example
+--   io.write(assert(output.liger_csv(bundles)))
 function M.liger_csv(bundles)
   local liger = require 'kluabench.record.liger'
   local rows = {}

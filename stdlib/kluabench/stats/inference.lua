@@ -55,7 +55,13 @@ local function erfc(x)
   return x >= 0 and r or 2 - r
 end
 
---- Phi(x), the standard normal cumulative distribution (absolute error < 1e-7).
+--- The standard normal distribution function.
+--
+-- Phi(x), the standard normal cumulative distribution (absolute error < 1e-7).
+--
+-- @signature inference.normal_cdf(x) -> p
+-- @example
+--   print(inference.normal_cdf(1.96)) --> 0.975
 function M.normal_cdf(x)
   return 0.5 * erfc(-x / sqrt(2))
 end
@@ -76,8 +82,11 @@ local function tail(q)
     / ((((D[1] * q + D[2]) * q + D[3]) * q + D[4]) * q + 1)
 end
 
---- The p-quantile of the standard normal distribution, 0 < p < 1
--- (normal_quantile(0.975) = 1.959964).
+--- The p-quantile of the standard normal distribution.
+--
+-- @signature inference.normal_quantile(p) -> x
+-- @example
+--   print(inference.normal_quantile(0.975)) --> 1.959964
 function M.normal_quantile(p)
   if type(p) ~= 'number' or not (p > 0 and p < 1) then
     error("bad argument #1 to 'normal_quantile' (probability in (0, 1) expected, got "
@@ -92,9 +101,12 @@ function M.normal_quantile(p)
     / (((((B[1] * r + B[2]) * r + B[3]) * r + B[4]) * r + B[5]) * r + 1)
 end
 
---- P(T <= t) for Student's t with df degrees of freedom (a positive
--- integer), by the finite series of Abramowitz and Stegun 26.7.3-4 in
--- theta = atan(t / sqrt(df)).
+--- Student's t distribution function for integer degrees of freedom (Abramowitz and Stegun
+-- 26.7.3-4).
+--
+-- @signature inference.t_cdf(t, df) -> p
+-- @example
+--   print(inference.t_cdf(-2, 5)) --> 0.05097
 function M.t_cdf(t, df)
   if math.type(df) ~= 'integer' or df < 1 then
     error("bad argument #2 to 't_cdf' (positive integer degrees of freedom expected, got "
@@ -126,8 +138,11 @@ function M.t_cdf(t, df)
   return t >= 0 and 0.5 + a / 2 or 0.5 - a / 2
 end
 
---- The p-quantile of Student's t with df degrees of freedom, 0.5 <= p < 1
--- (bisection on t_cdf; t_quantile(0.975, 2) = 4.303).
+--- The p-quantile (p >= 0.5) of Student's t with df degrees of freedom.
+--
+-- @signature inference.t_quantile(p, df) -> t
+-- @example
+--   print(inference.t_quantile(0.975, 2)) --> 4.3027
 function M.t_quantile(p, df)
   if type(p) ~= 'number' or not (p >= 0.5 and p < 1) then
     error("bad argument #1 to 't_quantile' (probability in [0.5, 1) expected, got " .. tostring(p) .. ')', 2)
@@ -164,12 +179,17 @@ local function sorted_median(s, n)
   return (1 - t) * s[lo + 1] + t * s[lo + 2]
 end
 
---- The ranks (1-based) of the order statistics that bracket the median of n
--- samples with the given confidence, distribution-free: the number of
--- samples below the true median is Binomial(n, 1/2), so with
--- h = z * sqrt(n) / 2 the ranks floor(n/2 - h) and ceil(1 + n/2 + h) hold the
--- median between them with probability ~confidence (normal approximation of
--- the binomial). Ranks are clamped to [1, n], which only widens the interval.
+--- The ranks of the order statistics that bracket the median of n samples.
+--
+-- The ranks (1-based) of the order statistics that bracket the median of n samples with the given
+-- confidence, distribution-free: the number of samples below the true median is Binomial(n, 1/2),
+-- so with h = z * sqrt(n) / 2 the ranks floor(n/2 - h) and ceil(1 + n/2 + h) hold the median
+-- between them with probability ~confidence (normal approximation of the binomial). Ranks are
+-- clamped to [1, n], which only widens the interval.
+--
+-- @signature inference.median_ci_ranks(n [, confidence]) -> lo_rank, hi_rank
+-- @example
+--   print(inference.median_ci_ranks(100))
 function M.median_ci_ranks(n, confidence)
   local z = z_of(confidence or 0.95, 'median_ci_ranks')
   local h = z * sqrt(n) / 2
@@ -180,8 +200,13 @@ function M.median_ci_ranks(n, confidence)
   return l, u
 end
 
---- The confidence interval of the median of xs: lo, hi (sample values).
+--- The distribution-free confidence interval of the median (order statistics).
+--
 -- opts.sorted = true when xs is already sorted (skips the copy and sort).
+--
+-- @signature inference.median_ci(xs [, confidence [, opts]]) -> lo, hi
+-- @example
+--   print(inference.median_ci({5, 1, 4, 2, 3, 6, 7, 8, 9, 10}, 0.95))
 function M.median_ci(xs, confidence, opts)
   local n = check_list('median_ci', xs, 1)
   local s = (opts and opts.sorted) and xs or sorted_copy(xs, n)
@@ -189,11 +214,15 @@ function M.median_ci(xs, confidence, opts)
   return s[l], s[u]
 end
 
---- The relative standard error of the median of xs: the half-width of its
--- distribution-free confidence interval (above) divided by z, over the
--- median. This is the quantity the `rse_median` stopping rule drives below
--- its target. Returns rse, median, lo, hi; rse is math.huge for n < 2 and
--- for a zero median. opts.sorted as in median_ci; opts.confidence (0.95).
+--- The relative standard error of the median: the CI half-width over z, over the median.
+--
+-- This is the quantity the `rse_median` stopping rule drives below its target. Returns rse, median,
+-- lo, hi; rse is math.huge for n < 2 and for a zero median. opts.sorted as in median_ci;
+-- opts.confidence (0.95).
+--
+-- @signature inference.rse_median(xs [, opts]) -> rse, median, lo, hi
+-- @example
+--   print(inference.rse_median({1, 1.1, 0.9, 1.05, 0.95}))
 function M.rse_median(xs, opts)
   local n = check_list('rse_median', xs, 1)
   local confidence = opts and opts.confidence or 0.95
@@ -246,11 +275,16 @@ local function binomial_upper(n, k, p, logc)
   return 1 - sum
 end
 
---- The law of the k-th smallest value of a bootstrap resample of n sorted
--- samples s: it is s[j] for the first j whose F[j] exceeds a uniform draw,
--- where F[j] = P(at least k of the n draws fall on s[1..j]) =
--- P(Binomial(n, j/n) >= k). Returns F (F[n] = 1). O(n) once, after which a
--- resample's order statistic costs a binary search instead of n draws.
+--- The law of the k-th smallest of a bootstrap resample of n sorted samples: F[j] = P(Binomial(n,
+-- j/n) >= k).
+--
+-- A resample's k-th order statistic is s[j] for the first j with F[j] above a uniform draw, so a
+-- bootstrap of a median costs a binary search per resample instead of n draws.
+--
+-- @signature inference.order_statistic_cdf(n, k) -> F
+-- @example
+--   local F = inference.order_statistic_cdf(5, 3)
+--   print(F[1], F[3], F[5])
 function M.order_statistic_cdf(n, k)
   if math.type(n) ~= 'integer' or n < 1 or math.type(k) ~= 'integer' or k < 1 or k > n then
     error(string.format("bad arguments to 'order_statistic_cdf' (integers 1 <= k <= n expected, "
@@ -350,18 +384,21 @@ local function check_resampling(opts, fname)
   return resamples, confidence, opts.seed or 1
 end
 
---- Hierarchical bootstrap of new / base over sessions (independent
--- measurement sessions of one point, each a list of samples): a side's
--- estimate is the mean of its sessions' medians; a resample draws the
--- sessions with replacement (spread about their mean by sqrt(R / (R - 1)),
--- the small-R variance correction) and, within each drawn session, the
--- median of a resample of its samples (Ren et al. 2010; Davison and Hinkley
--- 1997, section 3.8). With one session a side it is the plain bootstrap of
--- the ratio of medians, which sees no between-session variation at all.
--- opts: resamples (2000), confidence (0.95), seed (1). Returns {ratio, lo,
--- hi, base_median, new_median (the side estimates), base_sessions,
--- new_sessions, base_between, new_between (the sample SD of the sessions'
--- log medians; nil with one session), resamples, confidence, seed, method}.
+--- Hierarchical bootstrap of new / base over sessions (lists of samples): sessions resampled, then
+-- samples within them.
+--
+-- A side's estimate is the mean of its sessions' medians; drawn sessions are spread about their
+-- mean by sqrt(R / (R - 1)). opts: resamples (2000), confidence (0.95), seed (1). Returns {ratio,
+-- lo, hi, base_median, new_median, base_sessions, new_sessions, base_between, new_between (sd of
+-- the sessions' log medians), resamples, confidence, seed, method}.
+--
+-- 2010; Davison and Hinkley 1997, section 3.8). With one session a side it is the plain bootstrap
+-- of the ratio of medians, which sees no between-session variation at all.
+--
+-- @signature inference.hierarchical_ratio(base_sessions, new_sessions [, opts]) -> table
+-- @example
+--   local r = inference.hierarchical_ratio({{1, 1.1, 0.9}, {1.05, 1.0, 1.1}}, {{2, 2.1, 1.9}, {2.2, 2.0, 2.1}})
+--   print(r.ratio, r.lo, r.hi)
 function M.hierarchical_ratio(base, new, opts)
   opts = opts or {}
   local resamples, confidence, seed = check_resampling(opts, 'hierarchical_ratio')
@@ -384,15 +421,21 @@ function M.hierarchical_ratio(base, new, opts)
   }
 end
 
---- Bootstrap confidence interval of median(new) / median(base): both sets
--- are resampled independently with replacement `resamples` times (default
--- 2000) from a SplitMix64 stream seeded with `seed` (default 1), and the
--- interval is the percentile interval of the resampled ratios at the given
--- confidence (default 0.95). A ratio > 1 means new is slower (larger times).
--- A resample's median is drawn from its exact law (order_statistic_cdf), so
--- a resample costs O(log n), not O(n). Returns {ratio (of the observed
--- medians), lo, hi, base_median, new_median, resamples, confidence, seed,
--- method = "bootstrap-percentile"}.
+--- The bootstrap interval of median(new) / median(base); > 1 means new is slower.
+--
+-- opts: resamples (2000), seed (1), confidence (0.95). Returns {ratio, lo, hi, base_median,
+-- new_median, resamples, confidence, seed, method}.
+--
+-- Bootstrap confidence interval of median(new) / median(base): both sets are resampled
+-- independently with replacement `resamples` times (default 2000) from a SplitMix64 stream seeded
+-- with `seed` (default 1), and the interval is the percentile interval of the resampled ratios at
+-- the given confidence (default 0.95). A resample's median is drawn from its exact law
+-- (order_statistic_cdf), so a resample costs O(log n), not O(n).
+--
+-- @signature inference.bootstrap_ratio(base, new [, opts]) -> table
+-- @example
+--   local r = inference.bootstrap_ratio({1.0, 1.1, 0.9, 1.0}, {2.0, 2.1, 1.9, 2.2})
+--   print(r.ratio, r.lo, r.hi)
 function M.bootstrap_ratio(base, new, opts)
   check_list('bootstrap_ratio', base, 1)
   check_list('bootstrap_ratio', new, 2)
@@ -402,10 +445,14 @@ function M.bootstrap_ratio(base, new, opts)
     method = r.method }
 end
 
---- Widens an interval [lo, hi] around ratio for a source of variation the
--- bootstrap did not see, of relative (log-scale) standard deviation sd:
--- each half-width h (in log ratio) becomes sqrt(h^2 + (z * sd)^2), z the
--- normal quantile of the confidence. Returns lo, hi.
+--- Widens an interval around ratio by a further relative sd: each log half-width h becomes sqrt(h^2
+-- + (z sd)^2).
+--
+-- Returns lo, hi.
+--
+-- @signature inference.widen(ratio, lo, hi, sd [, confidence]) -> lo, hi
+-- @example
+--   print(inference.widen(1.0, 0.99, 1.01, 0.02))
 function M.widen(ratio, lo, hi, sd, confidence)
   if not sd or sd <= 0 then return lo, hi end
   local z = z_of(confidence or 0.95, 'widen')
@@ -421,12 +468,16 @@ end
 -- Two samples: Mann-Whitney U
 ---------------------------------------------------------------------------
 
---- The Mann-Whitney U test of a against b (two-sided), with average ranks
--- for ties, the tie-corrected variance and a continuity correction in the
--- normal approximation (good from about 8 samples each; for fewer, the
--- p-value is approximate). Returns {u (U of a: the number of pairs with
--- a > b, ties counting 1/2), z, p, p_superiority = u / (na * nb)}.
--- p_superiority > 0.5 means a tends to be larger (slower, for timings).
+--- The two-sided Mann-Whitney U test of a against b (p_superiority > 0.5: a tends to be larger).
+--
+-- The Mann-Whitney U test of a against b (two-sided), with average ranks for ties, the
+-- tie-corrected variance and a continuity correction in the normal approximation (good from about 8
+-- samples each; for fewer, the p-value is approximate). Returns {u (U of a: the number of pairs
+-- with a > b, ties counting 1/2), z, p, p_superiority = u / (na * nb)}.
+--
+-- @signature inference.mann_whitney(a, b) -> {u, z, p, p_superiority}
+-- @example
+--   print(inference.mann_whitney({1, 2, 3, 4}, {5, 6, 7, 8}).p)
 function M.mann_whitney(a, b)
   local na = check_list('mann_whitney', a, 1)
   local nb = check_list('mann_whitney', b, 2)

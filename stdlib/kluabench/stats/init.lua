@@ -40,6 +40,10 @@ local function check_q(fname, q, argn)
 end
 
 --- A sorted copy of xs.
+--
+-- @signature stats.sorted(xs) -> {numbers}
+-- @example
+--   local s = stats.sorted(samples)
 function M.sorted(xs)
   local n = check_samples('sorted', xs)
   local s = table.move(xs, 1, n, 1, {})
@@ -56,7 +60,14 @@ local function sorted_quantile(s, n, q)
   return (1 - t) * s[lo + 1] + t * s[hi + 1]
 end
 
---- The q-quantile (0 <= q <= 1) of xs by linear interpolation.
+--- The q-quantile (0 <= q <= 1) by linear interpolation between closest ranks.
+--
+-- The definition of numpy's default, torch.quantile and triton.testing: with sorted a[0..n-1] and h
+-- = q (n - 1), (1 - t) a[floor h] + t a[ceil h], t = h - floor h.
+--
+-- @signature stats.quantile(xs, q) -> number
+-- @example
+--   print(stats.quantile({4, 1, 3, 2}, 0.2)) --> 1.6
 function M.quantile(xs, q)
   local n = check_samples('quantile', xs)
   check_q('quantile', q, 2)
@@ -65,7 +76,11 @@ function M.quantile(xs, q)
   return sorted_quantile(s, n, q)
 end
 
---- Several quantiles at once (sorts once); returns a list in the order of qs.
+--- Several quantiles at once (one sort), in the order of qs.
+--
+-- @signature stats.quantiles(xs, qs) -> {numbers}
+-- @example
+--   local med, p20, p80 = table.unpack(stats.quantiles(samples, {0.5, 0.2, 0.8}))
 function M.quantiles(xs, qs)
   local n = check_samples('quantiles', xs)
   if type(qs) ~= 'table' then
@@ -79,7 +94,11 @@ function M.quantiles(xs, qs)
   return out
 end
 
---- The median (the 0.5-quantile: the mean of the two middle samples when n is even).
+--- The median (the mean of the two middle samples when n is even).
+--
+-- @signature stats.median(xs) -> number
+-- @example
+--   print(stats.median({3, 1, 2, 10})) --> 2.5
 function M.median(xs)
   local n = check_samples('median', xs)
   local s = table.move(xs, 1, n, 1, {})
@@ -88,6 +107,10 @@ function M.median(xs)
 end
 
 --- The smallest sample.
+--
+-- @signature stats.min(xs) -> number
+-- @example
+--   print(stats.min({3, 1, 2}))
 function M.min(xs)
   local n = check_samples('min', xs)
   local m = xs[1]
@@ -96,6 +119,10 @@ function M.min(xs)
 end
 
 --- The largest sample.
+--
+-- @signature stats.max(xs) -> number
+-- @example
+--   print(stats.max({3, 1, 2}))
 function M.max(xs)
   local n = check_samples('max', xs)
   local m = xs[1]
@@ -116,13 +143,21 @@ local function fsum(xs, n)
   return s + c
 end
 
---- The arithmetic mean.
+--- The arithmetic mean (compensated summation).
+--
+-- @signature stats.mean(xs) -> number
+-- @example
+--   print(stats.mean({1, 2, 3})) --> 2.0
 function M.mean(xs)
   local n = check_samples('mean', xs)
   return fsum(xs, n) / n
 end
 
---- The sample variance (divisor n - 1). Returns nil, message for fewer than 2 samples.
+--- The sample variance (divisor n - 1); nil and a message for fewer than 2 samples.
+--
+-- @signature stats.variance(xs) -> number | nil, message
+-- @example
+--   print(stats.variance({1, 2, 3, 4}))
 function M.variance(xs)
   local n = check_samples('variance', xs)
   if n < 2 then return nil, 'variance needs at least 2 samples' end
@@ -132,8 +167,13 @@ function M.variance(xs)
   return fsum(d, n) / (n - 1)
 end
 
---- The sample standard deviation (divisor n - 1, as numpy's ddof=1, torch.std and
--- Python's statistics.stdev). Returns nil, message for fewer than 2 samples.
+--- The sample standard deviation (divisor n - 1, as numpy ddof=1 and torch.std).
+--
+-- Returns nil, message for fewer than 2 samples.
+--
+-- @signature stats.stdev(xs) -> number | nil, message
+-- @example
+--   print(stats.stdev({1, 2, 3, 4}))
 function M.stdev(xs)
   local n = check_samples('stdev', xs)
   if n < 2 then return nil, 'stdev needs at least 2 samples' end
@@ -142,14 +182,24 @@ function M.stdev(xs)
 end
 
 --- The interquartile range quantile(0.75) - quantile(0.25).
+--
+-- @signature stats.iqr(xs) -> number
+-- @example
+--   print(stats.iqr({1, 2, 3, 4, 5}))
 function M.iqr(xs)
   check_samples('iqr', xs)
   local q = M.quantiles(xs, { 0.25, 0.75 })
   return q[2] - q[1]
 end
 
---- A summary table: n, min, max, mean, stdev (nil when n < 2), median, p20,
--- p80, q25, q75, iqr and rsd (stdev / mean, nil when undefined).
+--- n, min, max, mean, stdev, median, p20, p80, q25, q75, iqr and rsd of the samples.
+--
+-- stdev and rsd (stdev / mean) are nil when they are undefined (n < 2).
+--
+-- @signature stats.summary(xs) -> table
+-- @example
+--   local s = stats.summary(result.samples)
+--   print(s.median, s.p20, s.p80, s.rsd)
 function M.summary(xs)
   local n = check_samples('summary', xs)
   local q = M.quantiles(xs, { 0.5, 0.2, 0.8, 0.25, 0.75 })
@@ -171,6 +221,13 @@ function M.summary(xs)
   }
 end
 
+--- stats.quantile on a list s of n samples that is already sorted (no checks, no copy).
+--
+-- For loops that sort once and ask for many quantiles (the bootstrap in kluabench.stats.inference).
+--
+-- @signature stats.sorted_quantile(s, n, q) -> number
+-- @example
+--   print(stats.sorted_quantile({1, 2, 3, 4}, 4, 0.5)) --> 2.5
 M.sorted_quantile = sorted_quantile
 
 return M

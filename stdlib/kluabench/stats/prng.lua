@@ -20,8 +20,12 @@ local MIX1 = 0xBF58476D1CE4E5B9
 local MIX2 = 0x94D049BB133111EB
 local TWO_M53 = 2.0 ^ -53
 
---- A generator seeded with an integer (a float with an integer value is
--- accepted; anything else raises).
+--- A SplitMix64 generator seeded with an integer.
+--
+-- @signature prng.new(seed) -> Generator
+-- @example
+--   local rng = prng.new(42)
+--   print(rng:int(6))
 function M.new(seed)
   local s = math.tointeger(seed)
   if s == nil then
@@ -30,7 +34,14 @@ function M.new(seed)
   return setmetatable({ state = s, seed = s }, Gen)
 end
 
---- The next 64-bit output, as a Lua integer (any sign: all 64 bits are used).
+--- The next 64-bit output (any sign).
+--
+-- The next 64-bit output, as a Lua integer (any sign: all 64 bits are used).
+--
+-- @signature rng:next() -> integer
+-- @section prng
+-- @example
+--   print(prng.new(1):next())
 function Gen:next()
   local s = self.state + GOLDEN
   self.state = s
@@ -39,19 +50,39 @@ function Gen:next()
   return z ~ (z >> 31)
 end
 
---- A float uniform in [0, 1): the top 53 bits of the next output.
+--- A float uniform in [0, 1).
+--
+-- A float uniform in [0, 1): the top 53 bits of the next output.
+--
+-- @signature rng:uniform() -> number
+-- @section prng
+-- @example
+--   print(prng.new(1):uniform())
 function Gen:uniform()
   return (self:next() >> 11) * TWO_M53
 end
 
---- An integer uniform in [1, n] (n >= 1): floor(uniform * n) + 1. The bias
--- of this mapping is below n / 2^53, far under any effect it could have on
--- a shuffle or a bootstrap.
+--- An integer uniform in [1, n].
+--
+-- The bias of this mapping is below n / 2^53, far under any effect it could have on a shuffle or a
+-- bootstrap.
+--
+-- @signature rng:int(n) -> integer
+-- @section prng
+-- @example
+--   print(prng.new(1):int(10))
 function Gen:int(n)
   return math.floor((self:next() >> 11) * TWO_M53 * n) + 1
 end
 
---- Shuffles list t in place (Fisher-Yates, from the end) and returns it.
+--- Shuffles a list in place (Fisher-Yates).
+--
+-- Shuffles list t in place (Fisher-Yates, from the end) and returns it.
+--
+-- @signature rng:shuffle(t) -> t
+-- @section prng
+-- @example
+--   print(table.concat(prng.new(7):shuffle({1, 2, 3, 4}), " "))
 function Gen:shuffle(t)
   for i = #t, 2, -1 do
     local j = self:int(i)
@@ -60,9 +91,15 @@ function Gen:shuffle(t)
   return t
 end
 
---- A seed for when the caller gives none: the host clock mixed once, so that
--- two runs started in the same second still differ. Returned as an integer
--- below 2^53 so that it survives a round trip through JSON exactly.
+--- A seed from the host clock, below 2^53 (exact in JSON), for when none is given.
+--
+-- A seed for when the caller gives none: the host clock mixed once, so that two runs started in the
+-- same second still differ. Returned as an integer below 2^53 so that it survives a round trip
+-- through JSON exactly.
+--
+-- @signature prng.fresh_seed() -> integer
+-- @example
+--   print(prng.fresh_seed())
 function M.fresh_seed()
   local ok, kb = pcall(require, 'kluabench.core')
   local t = (ok and type(kb) == 'table' and kb.clock_ns) and kb.clock_ns() or os.time()
