@@ -109,9 +109,12 @@ describe('kluabench run-all', function()
       local err = tmp .. '/err'
       local pid = assert(kb.process.spawn(argv, { stdin = '/dev/null', stdout = tmp .. '/out', stderr = err,
         env = { KLUABENCH_BACKEND = false, KLUABENCH_QUIET = false } }))
-      -- wait until a child has written a bundle (then both children run)
-      local deadline = kb.clock_ns() + 60e9
-      while kb.clock_ns() < deadline and #sh.bundles(dir .. '/shard-1.jsonl') == 0 do kb.process.sleep(50) end
+      -- wait until both children have written a bundle: both are then in
+      -- their sweeps (a signal while one still loads its modules stops it
+      -- with a plain "interrupted!", as lua.c does; slow under ASan)
+      local deadline = kb.clock_ns() + 120e9
+      local function started(i) return #sh.bundles(string.format('%s/shard-%d.jsonl', dir, i)) > 0 end
+      while kb.clock_ns() < deadline and not (started(1) and started(2)) do kb.process.sleep(50) end
       assert.is_true(kb.process.kill(pid, sig))
       local _, how, code = require('kluabench.cli.launch').wait(pid)
       local text = sh.slurp(err)
