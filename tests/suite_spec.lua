@@ -73,6 +73,10 @@ describe('kluabench.suite', function()
     -- both providers in a sweep: the cost counts each
     assert.matches('^k2%-n64%-f32\t2048\t', r.out)
     assert.matches('\nk2%-n128%-f32\t4096\t', r.out)
+    -- providers as a comma list, each once: the cost counts two
+    r = run(script, { '--n', '16', '--provider', 'good,bad,good', '--list-points' })
+    assert.equal(0, r.code, r.err)
+    assert.matches('^k1%-n16%-f32\t256\t', r.out)
   end)
 
   it('rejects bad values with the option named, exit 2', function()
@@ -82,6 +86,9 @@ describe('kluabench.suite', function()
       { { '--n', '2000000' }, "option '%-%-n': 2000000 is larger than the largest allowed, 1048576" },
       { { '--sweep', 'nope' }, "option '%-%-sweep' must be size or all, got 'nope'" },
       { { '--provider', 'worst' }, "option '%-%-provider' must be good, bad or all" },
+      { { '--provider', 'good,worst' }, "option '%-%-provider' must be good, bad or all, got 'worst'" },
+      { { '--provider', 'good,' }, "option '%-%-provider' must be good, bad or all, got ''" },
+      { { '--provider', 'good,all' }, "option '%-%-provider': all cannot be part of a list" },
       { { '--runs', '0' }, "option '%-%-runs' needs a whole number from 1 to 1000" },
       { { '--rep-ms', 'nan' }, "option '%-%-rep%-ms' needs a positive number" },
       { { '--bogus' }, "unrecognized option '%-%-bogus'" },
@@ -98,7 +105,7 @@ describe('kluabench.suite', function()
     assert.matches('Doubles a vector.', r.out, 1, true)
     assert.matches('%-%-n N,%.%.%.', r.out)
     assert.matches('size: n {64, 128} at k 2', r.out, 1, true)
-    assert.matches('%-%-provider P%s+good, bad or all %(default good', r.out)
+    assert.matches('%-%-provider P,%.%.%.%s+good, bad or all, or a comma list %(default good', r.out)
     assert.matches('%-%-shard I/N', r.out)
   end)
 

@@ -133,9 +133,10 @@ function M.usage(d)
     end
   end
   add('  --%-17s %s (default %s)', 'dtype D', choices(d.dtypes), d.dtype or d.dtypes[1])
-  add('  --%-17s %s or all (default %s; all in a sweep)', 'mode M', choices(d.modes), d.mode or d.modes[1])
-  add('  --%-17s %s or all (default %s; all in a sweep)', 'provider P', choices(d.providers),
-    d.provider or d.providers[1])
+  add('  --%-17s %s or all, or a comma list (default %s; all in a sweep)', 'mode M,...', choices(d.modes),
+    d.mode or d.modes[1])
+  add('  --%-17s %s or all, or a comma list (default %s; all in a sweep)', 'provider P,...',
+    choices(d.providers), d.provider or d.providers[1])
   if d.provider_help then add('%s', d.provider_help) end
   add([[
 Measurement:
@@ -197,6 +198,19 @@ local function choice(name, opt, value, list)
   usage_error(name, "option '--%s' must be %s or all, got '%s'", opt, choices(list), value)
 end
 
+-- A comma list of choices (--mode forward,backward), in the order given,
+-- each once; or all.
+local function choice_list(name, opt, value, list)
+  if value == 'all' then return list end
+  local out, seen = {}, {}
+  for item in (value .. ','):gmatch('([^,]*),') do
+    if item == 'all' then usage_error(name, "option '--%s': all cannot be part of a list, got '%s'", opt, value) end
+    local v = choice(name, opt, item, list)[1]
+    if not seen[v] then out[#out + 1], seen[v] = v, true end
+  end
+  return out
+end
+
 local function positive_number(name, opt, s, max)
   local n = tonumber(s)
   if not n or n ~= n or n <= 0 or n == math.huge then
@@ -233,8 +247,8 @@ local function parse(d, args)
   o.sweep = raw.sweep
   o.dtype = raw.dtype or d.dtype or d.dtypes[1]
   choice(d.name, 'dtype', o.dtype == 'all' and '?' or o.dtype, d.dtypes)
-  o.modes = choice(d.name, 'mode', raw.mode or (o.sweep and 'all' or d.mode or d.modes[1]), d.modes)
-  o.providers = choice(d.name, 'provider', raw.provider or (o.sweep and 'all' or d.provider or d.providers[1]),
+  o.modes = choice_list(d.name, 'mode', raw.mode or (o.sweep and 'all' or d.mode or d.modes[1]), d.modes)
+  o.providers = choice_list(d.name, 'provider', raw.provider or (o.sweep and 'all' or d.provider or d.providers[1]),
     d.providers)
   o.protocol = choice(d.name, 'protocol', raw.protocol or 'do_bench', PROTOCOLS)[1]
   o.format = choice(d.name, 'format', raw.format or 'table', FORMATS)[1]
