@@ -1,4 +1,4 @@
--- Timing modes (measure.lua): what each mode queues and in which order, the
+-- Timing modes (measure/): what each mode queues and in which order, the
 -- hold that keeps launch overhead out, the graph rotation's warm-cache
 -- refusal, throttled samples, and what goes into the record. The CPU-side
 -- specs use a fake device whose clock the test moves; the #gpu ones time

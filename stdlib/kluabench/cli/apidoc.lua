@@ -886,9 +886,12 @@ end
 -- functions (kluabench.cli.doccomments), one copy, next to the code.
 ---------------------------------------------------------------------------
 
--- kb.output gathers the functions of four files.
-local SOURCES = { output = { 'kluabench.report.json', 'kluabench.report.files', 'kluabench.report.csv',
-  'kluabench.report.table' } }
+-- kb.output gathers the functions of four files, measure those of six.
+local SOURCES = {
+  output = { 'kluabench.report.json', 'kluabench.report.files', 'kluabench.report.csv', 'kluabench.report.table' },
+  measure = { 'kluabench.measure.device', 'kluabench.measure.rotation', 'kluabench.measure.trace',
+    'kluabench.measure.session', 'kluabench.measure', 'kluabench.measure.protocol' },
+}
 do
   local modules = {}
   for prefix, modname in pairs(M.modules) do

@@ -1,0 +1,125 @@
+-- Graph input rotation: whether cycling through input sets keeps the
+-- caches cold (pure functions; the graph mode refuses a rotation that
+-- fails the check).
+local options = require 'kluabench.measure.options'
+
+local M = {}
+
+local ceil, min = math.ceil, math.min
+
+--- Whether rotating input sets keeps the caches cold: min over sets of (total - own) >= margin x L2.
+--
+-- private_bytes lists, per set, the bytes only that set touches; margin defaults to 2. One set
+-- never passes. The graph mode refuses to run when this fails.
+--
+-- private_bytes is a list with, for each set, the bytes that belong to it alone. The rule: min over
+-- i of (total - private_bytes[i]) >= margin x l2_bytes with margin 2 by default (replacement is not
+-- perfect LRU; writes allocate lines too). Returns ok, info = {sets, total_bytes, between_bytes,
+-- required_bytes, l2_bytes, margin}.
+--
+-- @signature measure.rotation_check(private_bytes, l2_bytes [, margin]) -> ok, info
+-- @example
+--   local ok, info = measure.rotation_check({64e6, 64e6, 64e6}, 50e6)
+--   print(ok, info.required_bytes)
+function M.rotation_check(private_bytes, l2_bytes, margin)
+  margin = margin or options.DEFAULTS.margin
+  if type(private_bytes) ~= 'table' then
+    error("bad argument #1 to 'rotation_check' (list of bytes per set expected)", 2)
+  end
+  if type(l2_bytes) ~= 'number' or l2_bytes <= 0 then
+    error("bad argument #2 to 'rotation_check' (L2 size in bytes > 0 expected)", 2)
+  end
+  if type(margin) ~= 'number' or margin < 1 then
+    error("bad argument #3 to 'rotation_check' (margin >= 1 expected)", 2)
+  end
+  local n, total = #private_bytes, 0
+  for i = 1, n do total = total + private_bytes[i] end
+  local between = n >= 2 and math.huge or 0
+  for i = 1, n do between = min(between, total - private_bytes[i]) end
+  local info = { sets = n, total_bytes = total, between_bytes = between,
+    required_bytes = margin * l2_bytes, l2_bytes = l2_bytes, margin = margin }
+  return between >= margin * l2_bytes, info
+end
+
+--- The number of sets of set_bytes each that passes rotation_check.
+--
+-- @signature measure.rotate_for(set_bytes, l2_bytes [, margin]) -> n
+-- @example
+--   print(measure.rotate_for(16e6, 50e6)) -- sets needed on a 50 MB L2
+function M.rotate_for(set_bytes, l2_bytes, margin)
+  if type(set_bytes) ~= 'number' or set_bytes <= 0 then
+    error("bad argument #1 to 'rotate_for' (bytes per set > 0 expected)", 2)
+  end
+  margin = margin or options.DEFAULTS.margin
+  return ceil(margin * l2_bytes / set_bytes) + 1
+end
+
+local function mib(b) return string.format('%.1f MiB', b / 1048576) end
+
+--- The refusal message for a rotation that fails rotation_check.
+--
+-- @signature measure.rotation_message(info, set_bytes) -> text
+-- @example
+--   local ok, info = measure.rotation_check({1e6}, 50e6)
+--   if not ok then print(measure.rotation_message(info, 1e6)) end
+function M.rotation_message(info, set_bytes)
+  local need = set_bytes and set_bytes > 0
+    and string.format('; use rotate >= %d (or rotate = "auto")',
+      M.rotate_for(set_bytes, info.l2_bytes, info.margin))
+    or ''
+  return string.format('graph mode refused: the rotation of %d input set(s) touches %s between '
+    .. 'two uses of one set, under %g x L2 = %s, so caches would be warm%s, or pass allow_warm = '
+    .. 'true to measure warm caches on purpose', info.sets, mib(info.between_bytes), info.margin,
+    mib(info.required_bytes), need)
+end
+
+-- The tensors in a set (a tensor, or a table holding tensors up to three
+-- levels down): anything with an nbytes method.
+local function tensor_bytes(v)
+  local ok, f = pcall(function() return v.nbytes end)
+  if ok and type(f) == 'function' then
+    local ok2, b = pcall(f, v)
+    if ok2 and type(b) == 'number' then return b end
+  end
+  return nil
+end
+
+local function collect_tensors(v, out, depth)
+  local t = type(v)
+  if t ~= 'table' and t ~= 'userdata' then return end
+  local b = tensor_bytes(v)
+  if b then
+    out[v] = b
+    return
+  end
+  if t == 'table' and depth < 3 then
+    for _, x in pairs(v) do collect_tensors(x, out, depth + 1) end
+  end
+end
+
+--- The bytes private to each input set, found by tensor identity (a shared tensor counts for none).
+--
+-- Returns private (list), shared_bytes.
+--
+-- @signature measure.rotation_bytes(sets) -> private, shared_bytes
+-- @example
+--   local private, shared = measure.rotation_bytes({{q = q, f = f}, {q = q:clone(), f = f}})
+function M.rotation_bytes(sets)
+  local owners, bytes = {}, {}
+  for i, s in ipairs(sets) do
+    local ts = {}
+    collect_tensors(s, ts, 0)
+    for t, b in pairs(ts) do
+      bytes[t] = b
+      owners[t] = owners[t] and (owners[t] == i and i or 0) or i
+    end
+  end
+  local private, shared = {}, 0
+  for i = 1, #sets do private[i] = 0 end
+  for t, o in pairs(owners) do
+    if o == 0 then shared = shared + bytes[t] else private[o] = private[o] + bytes[t] end
+  end
+  return private, shared
+end
+
+return M
