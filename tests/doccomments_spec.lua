@@ -83,6 +83,18 @@ describe('kluabench.cli.doccomments', function()
     assert.matches('x.lua:1: a documented definition needs @signature', err, 1, true)
   end)
 
+  it('refuses a tag given twice in one block (a re-wrapped copy would end up in the prose)', function()
+    local text = '--- Hm.\n--\n-- @signature util.f(x) -> y @example f(1)\n--\n-- @signature util.f(x) -> y\n'
+      .. '-- @example\n--   f(1)\nfunction M.f(x) end\n'
+    local ok, err = pcall(doc.parse, text, 'util', 'x.lua')
+    assert.is_false(ok)
+    assert.matches('x.lua:1: @signature given twice in one block', err, 1, true)
+    ok, err = pcall(doc.parse, '--- Hm.\n-- @example\n--   f(1)\n-- @example\n--   f(2)\nfunction M.f(x) end\n',
+      'util', 'x.lua')
+    assert.is_false(ok)
+    assert.matches('x.lua:1: @example given twice in one block', err, 1, true)
+  end)
+
   it('collects the entries of modules, each in its section', function()
     local list = doc.collect({ stats = 'kluabench.stats' }, { { id = 'stats' } })
     for _, e in ipairs(list) do

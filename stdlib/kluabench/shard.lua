@@ -24,9 +24,6 @@ end
 
 --- Reads "I/N" (1-based, 1 <= I <= N); a bad spec gives nil and a message naming it.
 --
--- @signature shard.parse(spec) -> i, n | nil, message @example local i, n = shard.parse("2/3")
--- assert(i == 2 and n == 3) assert(shard.parse("4/3") == nil).
---
 -- @signature shard.parse(spec) -> i, n | nil, message
 -- @example
 --   local i, n = shard.parse("2/3")
@@ -51,8 +48,6 @@ function M.parse(s)
 end
 
 --- The spec of shard i of n, as --shard takes it.
---
--- @signature shard.format(i, n) -> "i/n" @example assert(shard.format(1, 4) == "1/4").
 --
 -- @signature shard.format(i, n) -> "i/n"
 -- @example
@@ -83,9 +78,6 @@ local function check_count(fn, argn, n)
 end
 
 --- The shard number (1..n) of every point, a list parallel to points.
---
--- @signature shard.assign(points, n) -> {shard, ...} @example local where = shard.assign({{id =
--- "a", cost = 2}, {id = "b", cost = 1}}, 2) assert(where[1] == 1 and where[2] == 2).
 --
 -- @signature shard.assign(points, n) -> {shard, ...}
 -- @example
@@ -125,10 +117,6 @@ end
 --
 -- A shard is empty when there are fewer points than shards.
 --
--- @signature shard.plan(points, n) -> shards, costs @example local shards, costs = shard.plan({{id
--- = "a", cost = 2}, {id = "b", cost = 1}, {id = "c", cost = 1}}, 2) assert(costs[1] == 2 and
--- costs[2] == 2 and #shards[2] == 2).
---
 -- @signature shard.plan(points, n) -> shards, costs
 -- @example
 --   local shards, costs = shard.plan({{id = "a", cost = 2}, {id = "b", cost = 1}, {id = "c", cost = 1}}, 2)
@@ -159,10 +147,6 @@ end
 -- least cost so far (ties to the lowest number). The most and least loaded shards differ by at most
 -- the largest cost. The same ids and costs give the same shards in every process and every run,
 -- whatever their order.
---
--- @signature shard.select(points, i, n) -> points @example local pts = {{id = "seq1024", cost =
--- 4e6}, {id = "seq2048", cost = 8e6}, {id = "seq4096", cost = 16e6}} local mine = shard.select(pts,
--- 1, 2) assert(#mine == 1 and mine[1].id == "seq4096").
 --
 -- @signature shard.select(points, i, n) -> points
 -- @example

@@ -55,6 +55,11 @@ local function entry_of(texts, def_line, prefix, file, line_no)
   local prose, tags, example, in_example = {}, {}, nil, false
   for _, t in ipairs(texts) do
     local tag, rest = t:match('^@(%a+)%s*(.*)$')
+    -- a tag given twice (a paragraph re-wrapped into one line, say) would
+    -- leave its first copy's words in the prose: refuse it
+    if tag and (tags[tag] or (tag == 'example' and example)) then
+      error(string.format('%s:%d: @%s given twice in one block', file, line_no, tag), 0)
+    end
     if tag == 'example' then
       in_example, example = true, {}
       if rest ~= '' then example[1] = rest end

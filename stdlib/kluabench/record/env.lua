@@ -336,8 +336,6 @@ end
 --- The device_name of this process's default device (what a bundle measured here would say), or nil
 -- without the engine.
 --
--- @example print(env.local_device_name()).
---
 -- @signature env.local_device_name()
 -- @example
 --   print(env.local_device_name())
