@@ -25,16 +25,8 @@ local cli = require 'kluabench.cli'
 local USAGE = 'usage: kluabench bench/ab_spin.lua [--slow PCT] [--sessions N] '
   .. '[--protocol cold|hot|do_bench] [--hidden LIST] [--seq LIST] [--out PATH]\n'
 
-local function fail(fmt, ...)
-  io.stderr:write('ab_spin.lua: ', string.format(fmt, ...), '\n', USAGE)
-  os.exit(2)
-end
-
-local opts, rest = cli.parse_args(arg, { slow = 'value', sessions = 'value', protocol = 'value',
-  hidden = 'value', seq = 'value', out = 'value', help = 'flag', aliases = { h = 'help' } })
-if not opts then fail('%s', rest) end
-if opts.help then io.stdout:write(USAGE) os.exit(0) end
-if #rest > 0 then fail("unexpected argument '%s'", rest[1]) end
+local opts, fail = cli.script_options('ab_spin.lua', USAGE, arg, { slow = 'value', sessions = 'value', protocol = 'value',
+  hidden = 'value', seq = 'value', out = 'value' })
 local slow = tonumber(opts.slow or '0')
 if not slow or slow < 0 or slow > 1000 then fail("--slow must be a percentage in [0, 1000], got '%s'", opts.slow) end
 local sessions = math.tointeger(tonumber(opts.sessions or '1'))

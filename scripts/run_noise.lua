@@ -25,17 +25,8 @@ local cli = require 'kluabench.cli'
 local USAGE = 'usage: kluabench scripts/run_noise.lua [--sessions K] [--mode cold|hot|graph] '
   .. '[--kib LIST] [--from FILE]... [--cache PATH] [--json] [--dry-run]\n'
 
-local function fail(fmt, ...)
-  io.stderr:write('run_noise.lua: ', string.format(fmt, ...), '\n', USAGE)
-  os.exit(2)
-end
-
-local opts, rest = cli.parse_args(arg, { sessions = 'value', mode = 'value', kib = 'value',
-  from = 'list', cache = 'value', json = 'flag', ['dry-run'] = 'flag', help = 'flag',
-  aliases = { h = 'help' } })
-if not opts then fail('%s', rest) end
-if opts.help then io.stdout:write(USAGE) os.exit(0) end
-if #rest > 0 then fail("unexpected argument '%s'", rest[1]) end
+local opts, fail = cli.script_options('run_noise.lua', USAGE, arg, { sessions = 'value', mode = 'value', kib = 'value',
+  from = 'list', cache = 'value', json = 'flag', ['dry-run'] = 'flag' })
 local K = math.tointeger(tonumber(opts.sessions or '5'))
 if not K or K < 2 or K > 1000 then fail("--sessions must be an integer in [2, 1000], got '%s'", opts.sessions) end
 local mode = opts.mode or 'cold'

@@ -172,6 +172,24 @@ function M.usage_error(name, fmt, ...)
   return 2
 end
 
+--- The options of a script (`kluabench SCRIPT ARGS`): cli.parse_args of
+-- args by spec, where --help (-h) prints usage to stdout and exits 0, and an
+-- unknown option or a positional argument prints "NAME: message" and usage
+-- to stderr and exits 2. Returns opts and fail(fmt, ...), which reports the
+-- script's own checks the same way.
+function M.script_options(name, usage, args, spec)
+  local function fail(fmt, ...)
+    io.stderr:write(name, ': ', M.printable(string.format(fmt, ...), 400), '\n', usage)
+    os.exit(2)
+  end
+  spec.help, spec.aliases = 'flag', spec.aliases or { h = 'help' }
+  local opts, rest = M.parse_args(args, spec)
+  if not opts then fail('%s', rest) end
+  if opts.help then io.stdout:write(usage) os.exit(0) end
+  if #rest > 0 then fail("unexpected argument '%s'", rest[1]) end
+  return opts, fail
+end
+
 --- Raises "interrupted!" when SIGINT or SIGTERM stopped the command but a
 -- protected call on the way caught it (kb.interrupted() says so): commands
 -- call it in their loops, so that they stop promptly. engine/main.c then
