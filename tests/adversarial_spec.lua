@@ -488,6 +488,7 @@ describe('errors are clear: the user\'s path, early, escaped', function()
       { 'verify', '--\27[2J' },
       { 'plot', dir .. '/in.csv', '--y', '\27[2J\255', '-o', dir .. '/x.svg' },
       { '--\27[2J' },
+      { ROOT .. '/scripts/rope.lua', '--provider', '\27[2J' },
     }
     for _, args in ipairs(cases) do
       local r = sub.run(args)

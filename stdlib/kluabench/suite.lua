@@ -39,9 +39,10 @@ local core = require 'kluabench.core'
 -- Failing
 ---------------------------------------------------------------------------
 
--- A usage error: the message on stderr, exit status 2.
+-- A usage error: the message on stderr (the option's bytes escaped, as
+-- every command's are), exit status 2.
 local function usage_error(name, fmt, ...)
-  io.stderr:write(name, ': ', string.format(fmt, ...), ' (see --help)\n')
+  io.stderr:write(name, ': ', require('kluabench.cli').printable(string.format(fmt, ...), 400), ' (see --help)\n')
   os.exit(2)
 end
 
