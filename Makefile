@@ -11,7 +11,7 @@ CC      ?= cc
 V       ?= 0
 LIBDIR  := /usr/lib/x86_64-linux-gnu
 LUAINC  := /usr/include/lua5.4
-GIT_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+GIT_COMMIT := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 GIT_DIRTY  := $(shell git diff --quiet HEAD 2>/dev/null || echo -dirty)
 
 OPT      ?= -O2
@@ -27,7 +27,8 @@ NVFLAGS ?= -O3 -std=c++17 -lineinfo -Xcompiler -Wall,-Wextra \
 # binary runs where Lua, cjson, OpenSSL and libedit are not installed. -E
 # exports the Lua API for C modules that busted loads at run time.
 STATIC_LIBS := $(LIBDIR)/liblua5.4.a $(LIBDIR)/liblua5.4-cjson.a $(LIBDIR)/libcrypto.a \
-               $(LIBDIR)/libedit.a $(LIBDIR)/libtinfo.a $(LIBDIR)/libbsd.a $(LIBDIR)/libmd.a
+               $(LIBDIR)/libedit.a $(LIBDIR)/libtinfo.a $(LIBDIR)/libbsd.a $(LIBDIR)/libmd.a \
+               $(LIBDIR)/libpcre2-8.a
 LDFLAGS += -Wl,-E $(SANITIZE)
 LDLIBS  += $(STATIC_LIBS) -lm -ldl -lpthread
 
@@ -141,7 +142,7 @@ $(BUILD)/lua/.stamp:
 	@touch $@
 
 DEPS := liblua5.4-dev lua5.4 lua-cjson-dev lua-busted libssl-dev libedit-dev libbsd-dev libncurses-dev tmux librsvg2-bin \
-        clang libclang-rt-dev valgrind
+        clang libclang-rt-dev valgrind libpcre2-dev python3-jsonschema
 deps:
 	@missing=$$(for p in $(DEPS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then \

@@ -105,6 +105,7 @@ void kb_open_device(lua_State *L);
 void kb_open_fs(lua_State *L);
 void kb_open_trace(lua_State *L);
 void kb_open_process(lua_State *L);
+void kb_open_regex(lua_State *L);
 int luaopen_kluabench(lua_State *L);
 
 #endif

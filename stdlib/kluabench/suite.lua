@@ -26,7 +26,20 @@
 --                          the provider's result is wrong (nothing is timed)
 --   cost(point, mode)      -> bytes, flops (default: the kernel's cost model)
 --   record(point, provider, mode) -> {timed, execution, annotations} for
---                          the record
+--                          the record (its evidence entry)
+--   implementation(point, provider) -> what the provider runs: a user
+--                          kernel's info() table (k:info(), pk:info(),
+--                          tk:info()), a list of them, or an
+--                          ImplementationRevision document; default: the
+--                          kernel registry's built-in kernel, else the script
+--   operation              the OperationSpec's description
+--                          (kluabench.record.operation); default: kernelindex's
+--                          own for Liger's kernels, else the tensors setup makes
+--
+-- A check that finds a wrong result raises suite.wrong_result(message): the
+-- provider is not timed, its bundles say incorrect_numerical (any other
+-- error in a hook says runtime_error), the other points still run, and the
+-- exit status is 1.
 --
 -- A point is a table with one field per axis, `dtype`, `params` (the axis
 -- values by name, as records spell them), `x` (the swept axis), `id` (the
@@ -56,7 +69,7 @@ end
 ---------------------------------------------------------------------------
 
 local HOOKS = { 'setup', 'run' }
-local OPTIONAL_HOOKS = { 'validate', 'shared', 'check', 'cost', 'record' }
+local OPTIONAL_HOOKS = { 'validate', 'shared', 'check', 'cost', 'record', 'implementation' }
 local PROTOCOLS = { 'do_bench', 'cold', 'hot', 'graph' }
 local FORMATS = { 'table', 'markdown', 'jsonl', 'kernelindex', 'liger-csv' }
 
@@ -97,6 +110,11 @@ local function check_decl(d)
     if type(s.name) ~= 'string' or not known[s.axis] or type(s.values) ~= 'table' or #s.values == 0 then
       bad('sweeps[%d] needs a name, an axis of axes and a list of values', i)
     end
+  end
+  if d.operation ~= nil then
+    if type(d.operation) ~= 'table' then bad("field 'operation' must be an operation description table") end
+    local ok, err = pcall(require('kluabench.record.operation').document, d.operation)
+    if not ok then bad("field 'operation': %s", tostring(err):gsub('^.-%(', '('):gsub('^%((.*)%)$', '%1')) end
   end
   return known
 end
@@ -161,12 +179,16 @@ Output:
                       liger-csv: Liger's CSV to --out or stdout.
                       With the last three the table goes to stderr.
   --out PATH          where the bundles go (see --format)
+  --samples PATH      where the raw samples go (the evidence file the records name);
+                      default: beside --out (x.jsonl -> x.samples.jsonl), or
+                      results/%s-<time>.samples.jsonl when the bundles go to stdout
   --help              this text
 
-Every provider's result is checked before it is timed; a wrong result stops
-the run. Ctrl-C (SIGINT) or SIGTERM: the point being measured is finished and
+Every provider's result is checked before it is timed; a wrong result is not
+timed: its bundles say incorrect_numerical, the other points still run, and
+the exit status is 1. Ctrl-C (SIGINT) or SIGTERM: the point being measured is finished and
 written, the table of the finished points is printed, and the exit status is
-130 (SIGINT) or 143 (SIGTERM); a second signal stops at once.]], d.rep_ms or 400, d.warmup_ms or 25, d.name)
+130 (SIGINT) or 143 (SIGTERM); a second signal stops at once.]], d.rep_ms or 400, d.warmup_ms or 25, d.name, d.name)
   if d.notes then add('\n%s', d.notes) end
   return table.concat(out, '\n')
 end
@@ -224,14 +246,14 @@ end
 -- The options of a declaration: opts table (values converted and checked).
 local function parse(d, args)
   local spec = { help = 'flag', ['list-points'] = 'flag', sweep = 'value', dtype = 'value', mode = 'value',
-    provider = 'value', protocol = 'value', format = 'value', out = 'value', ['rep-ms'] = 'value',
+    provider = 'value', protocol = 'value', format = 'value', out = 'value', samples = 'value', ['rep-ms'] = 'value',
     ['warmup-ms'] = 'value', runs = 'value', shard = 'value', aliases = { h = 'help' } }
   for _, a in ipairs(d.axes) do spec[option_name(a.name)] = 'value' end
   local raw, rest = require('kluabench.cli').parse_args(args, spec)
   if not raw then usage_error(d.name, '%s', rest) end
   if #rest > 0 then usage_error(d.name, "unexpected argument '%s'", rest[1]) end
   if raw.help then return { help = true } end
-  local o = { list_points = raw['list-points'], out = raw.out, axes = {} }
+  local o = { list_points = raw['list-points'], out = raw.out, samples = raw.samples, axes = {} }
   for _, a in ipairs(d.axes) do
     local v = raw[option_name(a.name)]
     if v then o.axes[a.name] = int_list(d.name, option_name(a.name), v, a.max) end
@@ -341,12 +363,13 @@ function M.points(d, o)
   return out
 end
 
--- The workload's bytes and flops of one mode at a point.
+-- The workload's bytes and flops of one mode at a point: the declaration's
+-- cost, else the kernel registry's cost model.
 local function cost_of(d, p, mode)
   if d.cost then return d.cost(p, mode) end
-  local spec = require('kluabench.record').workload { kernel = d.name, operation = mode, parameters = p.params,
-    dtype = p.dtype }.spec
-  return spec.bytes, spec.flops
+  local k = require('kluabench.kernels').kernel(d.name)
+  if k and k.cost then return k.cost(p.params, p.dtype, mode) end
+  return nil
 end
 
 -- The estimated bytes of a whole point: every provider times every mode.
@@ -388,10 +411,9 @@ end
 
 -- Where the bundles go as they are made: the JSON Lines path or nil.
 local function jsonl_path(d, o)
-  local output = require 'kluabench.report'
   if o.format == 'table' or o.format == 'markdown' then
     if o.out then return o.out end
-    local ok, err = output.mkdir_p('results')
+    local ok, err = require('kluabench.report.files').mkdir_p('results')
     if not ok then fail(d.name, '%s', err) end
     return 'results/' .. d.name .. '-' .. require('kluabench.record.names').time_id(require('kluabench.record').now())
       .. '.jsonl'
@@ -401,8 +423,20 @@ local function jsonl_path(d, o)
   return nil
 end
 
+-- Where the raw samples go when the bundles go to stdout (else beside them,
+-- unless --samples says otherwise).
+local function samples_path(d, o, records)
+  if o.samples then return o.samples end
+  if records and records ~= '-' then return nil end
+  if o.format == 'liger-csv' then return nil end -- Liger's CSV carries no samples
+  local ok, err = require('kluabench.report.files').mkdir_p('results')
+  if not ok then fail(d.name, '%s', err) end
+  return 'results/' .. d.name .. '-' .. require('kluabench.record.names').time_id(require('kluabench.record').now())
+    .. '.samples.jsonl'
+end
+
 -- The table of the finished points and, for the whole-file formats, the file.
-local function write_results(d, o, bundles, path)
+local function write_results(d, o, bundles, path, samples)
   local output = require 'kluabench.report'
   local table_text = o.format == 'markdown' and output.results_markdown(bundles) or output.results_table(bundles)
   if o.format == 'table' or o.format == 'markdown' then
@@ -414,21 +448,17 @@ local function write_results(d, o, bundles, path)
   end
   io.stderr:write(table_text)
   if #bundles == 0 or o.format == 'jsonl' then return end
-  local text, err
+  local out = o.out or '-'
   if o.format == 'kernelindex' then
-    text, err = output.encode_pretty(#bundles == 1 and bundles[1] or bundles)
+    local ok, err = require('kluabench.record.writer').write_pretty(out, bundles, samples)
+    if not ok then fail(d.name, 'cannot write %s', tostring(err)) end
   else
-    text, err = output.liger_csv(bundles)
-  end
-  if not text then fail(d.name, '%s', err) end
-  if o.out and o.out ~= '-' then
-    local ok, werr = output.write_atomic(o.out, text)
+    local text, err = output.liger_csv(bundles)
+    if not text then fail(d.name, '%s', err) end
+    local ok, werr = output.write_atomic(out, text)
     if not ok then fail(d.name, 'cannot write %s', tostring(werr)) end
-    io.stderr:write(d.name, ': wrote ', o.out, '\n')
-  else
-    local ok, werr = require('kluabench.report.files').write_stdout(text)
-    if not ok then fail(d.name, 'cannot write %s', werr) end
   end
+  if out ~= '-' then io.stderr:write(d.name, ': wrote ', out, '\n') end
 end
 
 ---------------------------------------------------------------------------
@@ -440,6 +470,91 @@ local function make_protocol(o)
     return require('kluabench.measure.do_bench').do_bench_protocol { warmup_ms = o.warmup_ms, rep_ms = o.rep_ms, quantiles = { 0.5, 0.2, 0.8 } }
   end
   return require('kluabench.measure').protocol(o.protocol, { quantiles = { 0.5, 0.2, 0.8 } })
+end
+
+local WRONG = {}
+WRONG.__index = WRONG
+WRONG.__tostring = function(e) return e.message end
+
+--- Raised by a benchmark's check when the provider's result is wrong: the provider is not timed and
+-- its bundles get status (default "incorrect_numerical"; "incorrect_shape" or "incorrect_dtype"
+-- where that is what is wrong) with the message as the reason.
+--
+-- @signature suite.wrong_result(message [, status])
+-- @example
+--   local ok, e = pcall(suite.wrong_result, "q_out differs from the reference")
+--   print(tostring(e))
+function M.wrong_result(message, status)
+  error(setmetatable({ message = tostring(message), status = status or 'incorrect_numerical' }, WRONG), 0)
+end
+
+-- The status and message of an error a hook raised.
+local function failure_of(err)
+  if getmetatable(err) == WRONG then return err.status, err.message end
+  return 'runtime_error', tostring(err)
+end
+
+-- What a bundle of (point, provider) says about the workload and the code,
+-- the same for every mode and session: operation, tensors and implementation.
+local function describe(d, ctx, p, provider)
+  local key = p.id .. '\0' .. provider
+  local cached = ctx.described[key]
+  if cached then return cached end
+  local out = { operation = d.operation }
+  local liger = require 'kluabench.record.liger'
+  if not d.operation and not (liger.KERNELS[d.name] and liger.binding_of(d.name, p.params, p.dtype)) then
+    local t = ctx.tensors[p.id]
+    if not t then
+      -- the default provider's inputs describe the point, whatever providers run
+      local default = d.provider or d.providers[1]
+      local inputs = d.setup(p, default)
+      t = {}
+      for name, v in pairs(type(inputs) == 'table' and inputs or {}) do
+        if is_tensor(v) then t[name] = { shape = v.shape, dtype = v.dtype } end
+      end
+      free_tensors(inputs, tensor_set(p.shared))
+      ctx.tensors[p.id] = t
+    end
+    out.tensors = t
+  end
+  local record = require 'kluabench.record'
+  local workload, op = record.workload { kernel = d.name, parameters = p.params, dtype = p.dtype,
+    operation = out.operation, tensors = out.tensors }
+  out.workload, out.operation_document = workload, op
+  local od = record.digest(op)
+  local declared = d.implementation and d.implementation(p, provider)
+  if type(declared) == 'table' and declared.kind == 'ImplementationRevision' then
+    out.implementation = declared
+  elseif type(declared) == 'table' then
+    local hw = ctx.environment.spec.hardware or {}
+    out.implementation = record.user_implementation { provider = provider, kernel = d.name, info = declared,
+      operation_digest = od, arch = hw.architecture, dtypes = { p.dtype } }
+  elseif declared ~= nil then
+    fail(d.name, "the implementation hook returned a %s for provider '%s' (an info() table, a list of them or an "
+      .. 'ImplementationRevision document expected)', type(declared), provider)
+  end
+  ctx.described[key] = out
+  return out
+end
+
+-- A bundle of (point, provider, mode): what was measured (result), or
+-- nothing (status and reason say why).
+local function bundle_of(d, ctx, p, provider, mode, run_index, o)
+  local extra = d.record and d.record(p, provider, mode) or {}
+  local execution = {}
+  for key, v in pairs(extra.execution or {}) do execution[key] = v end
+  execution.point = p.id
+  local bytes, flops
+  if d.cost then bytes, flops = d.cost(p, mode) end
+  local desc = describe(d, ctx, p, provider)
+  return require('kluabench.record').from_result {
+    kernel = d.name, mode = mode, provider = provider, parameters = p.params, dtype = p.dtype,
+    result = o.result or { samples = {}, used = {}, protocol = ctx.protocol }, protocol = ctx.protocol,
+    environment = ctx.environment, timed = extra.timed, check = o.check, execution = execution,
+    annotations = extra.annotations, bytes = bytes, flops = flops,
+    workload = desc.workload, operation_document = desc.operation_document, implementation = desc.implementation,
+    session = { index = run_index, count = ctx.o.runs }, status = o.status, reasons = o.reasons,
+  }
 end
 
 -- One measured session of (point, provider, mode): the sealed bundle.
@@ -455,36 +570,29 @@ local function session(d, ctx, p, provider, mode, run_index, checked)
       return sets[#sets]
     end
   end
-  local ok, result = pcall(ctx.protocol.run, ctx.protocol, d.run(p, provider, mode, inputs))
+  local ok, result = pcall(function() return ctx.protocol:run(d.run(p, provider, mode, inputs)) end)
   free_tensors(inputs, keep)
   for _, s in ipairs(sets) do free_tensors(s, keep) end
   if not ok then error(result, 0) end
-  local extra = d.record and d.record(p, provider, mode) or {}
-  local execution = {}
-  for key, v in pairs(extra.execution or {}) do execution[key] = v end
-  execution.session = { index = run_index, count = ctx.o.runs }
-  execution.point = p.id
-  local bytes, flops
-  if d.cost then bytes, flops = d.cost(p, mode) end
-  return require('kluabench.record').from_result {
-    kernel = d.name, mode = mode, provider = provider, parameters = p.params, dtype = p.dtype,
-    result = result, protocol = ctx.protocol, environment = ctx.environment, timed = extra.timed,
-    check = checked, execution = execution, annotations = extra.annotations, bytes = bytes, flops = flops,
-  }
+  return bundle_of(d, ctx, p, provider, mode, run_index, { result = result, check = checked })
 end
 
--- Checks provider at p on fresh inputs before anything is timed.
+-- Checks provider at p on fresh inputs before anything is timed: the check
+-- record, or nil and the failure's status and message.
 local function check_provider(d, p, provider, modes)
-  if not d.check then return nil end
+  if not d.check then return true end
   local inputs = d.setup(p, provider)
   local ok, checked = pcall(d.check, p, provider, inputs, modes)
   free_tensors(inputs, tensor_set(p.shared))
-  if not ok then error(checked, 0) end
-  return checked
+  if not ok then
+    if core.interrupted() then error(checked, 0) end
+    return nil, failure_of(checked)
+  end
+  return checked or true
 end
 
 -- Runs every (session, point, provider, mode); stops between sessions once
--- a signal has come. Returns the bundles and the signal's name, if any.
+-- a signal has come. Returns the signal's name, if any.
 local function sweep(d, ctx, points, emit)
   local o, progress = ctx.o, ctx.progress
   local stopped_by
@@ -500,17 +608,40 @@ local function sweep(d, ctx, points, emit)
       p.shared = d.shared and d.shared(p) or nil
       for _, provider in ipairs(o.providers) do
         local key = p.id .. '\0' .. provider
-        if checks[key] == nil then checks[key] = check_provider(d, p, provider, o.modes) or false end
+        if checks[key] == nil then
+          local c, status, message = check_provider(d, p, provider, o.modes)
+          checks[key] = c or { status = status, message = message }
+          if not c then
+            io.stderr:write(string.format('%s: %s: provider %s at %s is not timed: %s\n', d.name, status, provider,
+              p.id, message))
+            ctx.failures = ctx.failures + 1
+          end
+        end
+        local c = checks[key]
         for _, mode in ipairs(o.modes) do
           if interrupted() then break end
           local what = string.format('%s %s %s', mode, provider, p.id)
           if o.runs > 1 then what = what .. string.format(' (run %d/%d)', run_index, o.runs) end
           if progress then progress:start(what) end
-          local bundle = session(d, ctx, p, provider, mode, run_index, checks[key] or nil)
+          local bundle
+          if c.status then
+            bundle = bundle_of(d, ctx, p, provider, mode, run_index,
+              { status = c.status, reasons = { c.message } })
+          else
+            local ok, b = pcall(session, d, ctx, p, provider, mode, run_index, c ~= true and c or nil)
+            if not ok then
+              if core.interrupted() then error(b, 0) end
+              local status, message = failure_of(b)
+              io.stderr:write(string.format('%s: %s: %s %s at %s: %s\n', d.name, status, mode, provider, p.id, message))
+              ctx.failures = ctx.failures + 1
+              b = bundle_of(d, ctx, p, provider, mode, run_index, { status = status, reasons = { message } })
+            end
+            bundle = b
+          end
           emit(bundle)
           if progress then
             local median = bundle.run.spec.timing and bundle.run.spec.timing.latencyNs.median
-            progress:finish(what, median and string.format('median %.2f us', median / 1000) or 'done')
+            progress:finish(what, median and string.format('median %.2f us', median / 1000) or bundle.run.spec.status)
           end
         end
       end
@@ -534,9 +665,12 @@ end
 -- setup(point, provider) -> inputs, run(point, provider, mode, inputs) -> fn, check(point,
 -- provider, inputs, modes) -> check record, cost(point, mode) -> bytes, flops, record(point,
 -- provider, mode) -> {timed, execution, annotations}. A point has one field per axis, dtype,
--- params, x (the swept axis), id and shared. Exits itself for --help and --list-points (0), on a
--- usage error (2) and after SIGINT/SIGTERM (130/143); a wrong result is an error. Every bundle's
--- run.spec.execution carries session {index, count} and point (the id).
+-- params, x (the swept axis), id and shared. Optional: operation (an operation description) and
+-- implementation(point, provider) (what the provider runs: k:info() tables or an
+-- ImplementationRevision). Exits itself for --help and --list-points (0), on a usage error (2),
+-- after a wrong result or a failed session (1: the other points still run, and their bundles and
+-- the failed ones are written) and after SIGINT/SIGTERM (130/143). Every bundle's evidence
+-- carries the session {index, count} and the point's id.
 --
 -- @signature suite.main(decl [, args]) -> bundles
 -- @example
@@ -582,13 +716,19 @@ function M.main(d, args)
     if not ok then fail(d.name, 'cannot write --out %s', err) end
   end
 
-  local ctx = { o = o, protocol = make_protocol(o), environment = require('kluabench.record.env').capture() }
+  local samples = samples_path(d, o, path or o.out)
+  if samples then
+    local ok, err = require('kluabench.report.files').check_writable(samples)
+    if not ok then fail(d.name, 'cannot write --samples %s', err) end
+  end
+  local ctx = { o = o, protocol = make_protocol(o), environment = require('kluabench.record.env').capture(),
+    described = {}, tensors = {}, failures = 0 }
   local bundles = {}
-  local output = require 'kluabench.report'
+  local writer = require 'kluabench.record.writer'
   local function emit(bundle)
     bundles[#bundles + 1] = bundle
     if path then
-      local ok, err = output.append_jsonl(path, bundle)
+      local ok, err = writer.append(path, bundle, samples)
       if not ok then fail(d.name, 'cannot write %s', tostring(err)) end
     end
   end
@@ -607,9 +747,17 @@ function M.main(d, args)
   -- finished points and exits with 130 (SIGINT) or 143 (SIGTERM). A second
   -- signal stops at once.
   core.defer_interrupts(true)
-  local stopped_by = sweep(d, ctx, points, emit)
+  local swept, stopped_by = pcall(sweep, d, ctx, points, emit)
   if progress then progress:close() end
-  write_results(d, o, bundles, path)
+  -- the points finished before an error are written in every format too
+  write_results(d, o, bundles, path, samples)
+  if not swept then error(stopped_by, 0) end
+  if ctx.failures > 0 then
+    io.stdout:flush()
+    io.stderr:write(string.format('%s: %d provider%s or session%s failed (their bundles say why); exit status 1\n',
+      d.name, ctx.failures, ctx.failures == 1 and '' or 's', ctx.failures == 1 and '' or 's'))
+    if not stopped_by then os.exit(1) end
+  end
   if stopped_by then
     io.stdout:flush() -- os.exit below skips the host's check of stdout: the writes above were checked
     io.stderr:write(string.format('%s: interrupted by %s after %d of %d points\n', d.name, stopped_by,

@@ -6,6 +6,22 @@ local DTYPE_BYTES = { bf16 = 2, f16 = 2, f32 = 4, f64 = 8 }
 local SOURCES = { 'kernels/rope.h', 'kernels/rope.cu', 'kernels/rope_cpu.c', 'kernels/rope_freqs_cpu.c',
   'kernels/dtype.h' }
 
+-- The dtypes the kernels take.
+local DTYPES = { 'bf16', 'f16', 'f32', 'f64' }
+
+-- What each provider of the RoPE benchmarks runs, per backend: the entry
+-- point (the operations table's function, the name kb.trace shows on the
+-- cpu) and its file, for the provider's ImplementationRevision. copy is the
+-- engine's device-to-device copy (t:copy_), no RoPE code.
+local IMPLEMENTATIONS = {
+  fused = { cuda = { symbol = 'kb_rope_fused_cuda', path = 'kernels/rope.cu' },
+    cpu = { symbol = 'kb_rope_fused_cpu', path = 'kernels/rope_cpu.c' } },
+  reference = { cuda = { symbol = 'kb_rope_reference_cuda', path = 'kernels/rope.cu' },
+    cpu = { symbol = 'kb_rope_reference_cpu', path = 'kernels/rope_cpu.c' } },
+  copy = { cuda = { symbol = 'cudaMemcpyAsync', path = 'engine/backend_cuda.c', sources = { 'engine/backend_cuda.c' } },
+    cpu = { symbol = 'memcpy', path = 'engine/backend_cpu.c', sources = { 'engine/backend_cpu.c' } } },
+}
+
 -- The cost of RoPE over q [B, S, Hq, D] and k [B, S, Hk, D]: both read and
 -- written once, the f32 (cos, sin) table [S, D/2, 2] read once; 6 flops
 -- per complex product (Llama 4's pairs and rotate-half's alike).
@@ -74,6 +90,8 @@ return {
       title = 'Llama 4 rotary position embedding',
       sources = SOURCES,
       cost = cost,
+      dtypes = DTYPES,
+      implementations = IMPLEMENTATIONS,
     },
     rope = {
       title = 'Rotary position embedding',
@@ -81,6 +99,8 @@ return {
       -- the same traffic as llama4_rope: rotate-half pairs (i, i + D/2)
       -- instead of adjacent ones, the same (cos, sin) table
       cost = cost,
+      dtypes = DTYPES,
+      implementations = IMPLEMENTATIONS,
     },
   },
 }

@@ -1,6 +1,7 @@
---- The ExecutionEnvironment document: what hardware and software a run used.
+--- The ExecutionEnvironment document: what hardware and software a run used,
+-- in the fields of kernelindex's schema (execution-environment.v1alpha1).
 --
--- hardware (from kb.device_info()):
+-- spec.hardware (from kb.device_info()):
 --   vendor        "nvidia", "amd", "intel", ... (lowercase)
 --   product       the device name up to its model: "NVIDIA H100 80GB HBM3" ->
 --                 "NVIDIA H100"; on the cpu backend the whole CPU model name
@@ -9,22 +10,30 @@
 --                 ("NVIDIA H200"), rather than written as "": a record states
 --                 only what the device reported.
 --   architecture  "sm_90" on cuda (from the device), "x86_64" etc. on cpu
---   smCount, l2Bytes, memoryBytes (cuda), cores (cpu): extra facts
--- software:
---   driver        {release = "580.65.06" (from /proc/driver/nvidia/version),
---                  cudaVersion = "13.0" (the CUDA version the driver supports)}
---   cudaRuntime   "13.0" (the runtime linked into the binary)
---   kluabench     {version, gitCommit}
---   lua           _VERSION ("Lua 5.4")
---   os            {kernel = "Linux 6.8.0-49-generic", distribution = "Ubuntu 24.04.1 LTS"}
+--   memoryBytes   device memory (cuda), host memory (cpu)
+--   count         1: one device per process
+-- spec.software:
+--   operatingSystem  "Ubuntu 24.04.1 LTS" (/etc/os-release)
+--   kernel           "Linux 6.8.0-49-generic"
+--   driver           "580.65.06" (/proc/driver/nvidia/version)
+--   cudaToolkit      "13.0": the CUDA runtime linked into the binary
+--   compiler         the C compiler the binary was built with
+--   framework        {name = "kluabench", version}
+--   libraries        {lua = "Lua 5.4", cuda_driver = "13.0" (the CUDA version
+--                    the driver supports)}
+-- spec.settings (cuda, from NVML): clocksLocked = true when the application
+--   clocks differ from their defaults (someone set them); left out otherwise.
 -- Fields that cannot be known are left out, never invented.
 --
--- Where the process ran (metadata.annotations, not digested: two identical
--- machines give the same environment digest, and the shards of one sweep on
--- several hosts merge as one environment):
---   hostName                 the host's name (/proc/sys/kernel/hostname)
---   slurmJobId, slurmArrayJobId, slurmArrayTaskId, slurmClusterName,
---   slurmNodeName            from SLURM_JOB_ID, SLURM_ARRAY_JOB_ID,
+-- What the schema has no field for goes elsewhere (docs/RECORDS.md): the SM
+-- count, L2 size, CPU cores and the backend are device facts of the run's
+-- evidence (env.device_facts); where the process ran (host, Slurm job) is
+-- the environment's metadata.labels (not digested: two identical machines
+-- give the same environment digest, and the shards of one sweep on several
+-- hosts merge as one environment):
+--   host_name                the host's name (/proc/sys/kernel/hostname)
+--   slurm_job_id, slurm_array_job_id, slurm_array_task_id, slurm_cluster_name,
+--   slurm_node_name          from SLURM_JOB_ID, SLURM_ARRAY_JOB_ID,
 --                            SLURM_ARRAY_TASK_ID, SLURM_CLUSTER_NAME and
 --                            SLURMD_NODENAME when Slurm set them
 local names = require 'kluabench.record.names'
@@ -183,7 +192,7 @@ end
 
 local function nonzero(v) return (type(v) == 'number' and v > 0) and v or nil end
 
---- The hardware table of a device_info table.
+--- The hardware table of a device_info table (the schema's fields only).
 --
 -- @signature env.hardware(info, backend) -> table
 -- @example
@@ -197,23 +206,36 @@ function M.hardware(info, backend)
     hw.product = product ~= '' and product or nil
     hw.formFactor = ff
     hw.architecture = (info.arch and info.arch ~= '') and info.arch or M.arch_of_gpu_name(name)
-    hw.smCount = nonzero(info.sm_count)
-    hw.l2Bytes = nonzero(info.l2_bytes)
-    hw.memoryBytes = nonzero(info.memory_bytes)
   else
     local first = name:match('^(%S+)')
     hw.vendor = first and (vendor_of_word(first) or first:lower():gsub('[^%w]', '')) or nil
     hw.product = name ~= '' and name or nil
     hw.architecture = (info.arch and info.arch ~= '') and info.arch or nil
-    hw.cores = nonzero(info.cores)
-    hw.memoryBytes = nonzero(info.memory_bytes)
   end
+  -- the schema's tokens are lowercase words: "x86_64" is one, "x86-64" is not
+  if hw.architecture then hw.architecture = hw.architecture:lower():gsub('[^%w_]', '_') end
+  if hw.vendor == '' or (hw.vendor and not hw.vendor:match('^[a-z]')) then hw.vendor = nil end
+  hw.memoryBytes = nonzero(info.memory_bytes)
+  hw.count = 1
   return hw
 end
 
---- The software table: driver, CUDA runtime, kluabench, Lua, OS.
+--- Device facts the schema has no field for, for the run's evidence: backend, smCount, l2Bytes
+-- (cuda), cores (cpu).
 --
--- kb is the engine module (for version and git commit).
+-- @signature env.device_facts(info, backend) -> table
+-- @example
+--   print(env.device_facts(kb.device_info(), kb.backend()).backend)
+function M.device_facts(info, backend)
+  return { backend = backend, smCount = nonzero(info.sm_count), l2Bytes = nonzero(info.l2_bytes),
+    cores = nonzero(info.cores) }
+end
+
+--- The software table: OS, kernel, driver, CUDA toolkit, compiler, framework (kluabench) and
+-- libraries, as the schema names them.
+--
+-- kb is the engine module (for its version and build). opts: driver_release, os ({kernel,
+-- distribution}) for tests and replays.
 --
 -- @signature env.software(info, backend, kb [, opts]) -> table
 -- @example
@@ -221,19 +243,24 @@ end
 function M.software(info, backend, kb, opts)
   opts = opts or {}
   local sw = {}
+  local libraries = { lua = _VERSION }
   if backend == 'cuda' then
     local release = opts.driver_release
     if release == nil then release = M.driver_release() end
-    local driver = { release = release or nil, cudaVersion = M.cuda_version(info.driver_version) }
-    if next(driver) then sw.driver = driver end
-    sw.cudaRuntime = M.cuda_version(info.runtime_version)
+    sw.driver = release or nil
+    sw.cudaToolkit = M.cuda_version(info.runtime_version)
+    libraries.cuda_driver = M.cuda_version(info.driver_version)
   end
-  local kl = { version = kb and kb.version or nil, gitCommit = kb and kb.git_commit or nil }
-  if next(kl) then sw.kluabench = kl end
-  sw.lua = _VERSION
+  local build = kb and type(kb.build_info) == 'function' and kb.build_info() or {}
+  if type(build.compiler) == 'string' and build.compiler ~= '' then sw.compiler = build.compiler:sub(1, 200) end
+  if kb and kb.version then sw.framework = { name = 'kluabench', version = tostring(kb.version) } end
+  sw.libraries = libraries
   local os_ = opts.os
   if os_ == nil then os_ = M.os_info() end
-  sw.os = os_ or nil
+  if os_ then
+    sw.operatingSystem = os_.distribution
+    sw.kernel = os_.kernel
+  end
   return sw
 end
 
@@ -250,43 +277,44 @@ end
 
 -- The Slurm variables recorded, and their names in the annotations.
 M.SLURM_VARS = {
-  { 'SLURM_JOB_ID', 'slurmJobId' }, { 'SLURM_ARRAY_JOB_ID', 'slurmArrayJobId' },
-  { 'SLURM_ARRAY_TASK_ID', 'slurmArrayTaskId' }, { 'SLURM_CLUSTER_NAME', 'slurmClusterName' },
-  { 'SLURMD_NODENAME', 'slurmNodeName' },
+  { 'SLURM_JOB_ID', 'slurm_job_id' }, { 'SLURM_ARRAY_JOB_ID', 'slurm_array_job_id' },
+  { 'SLURM_ARRAY_TASK_ID', 'slurm_array_task_id' }, { 'SLURM_CLUSTER_NAME', 'slurm_cluster_name' },
+  { 'SLURMD_NODENAME', 'slurm_node_name' },
 }
 
---- Where this process runs: hostName, and slurmJobId, slurmArrayJobId, slurmArrayTaskId,
--- slurmClusterName, slurmNodeName when Slurm set them.
+--- Where this process runs: host_name, and slurm_job_id, slurm_array_job_id, slurm_array_task_id,
+-- slurm_cluster_name, slurm_node_name when Slurm set them.
 --
--- env.capture puts it in the environment's metadata.annotations, outside the digested spec: two
+-- env.capture puts it in the environment's metadata.labels, outside the digested spec: two
 -- identical hosts have one environment digest, and `kluabench merge` treats the shards of one sweep
 -- on several nodes as one environment. getenv and hostname replace os.getenv and
 -- /proc/sys/kernel/hostname (for tests).
 --
--- Values unknown are left out; nil when nothing is known.
+-- Values unknown are left out; nil when nothing is known. Values are cut to 200 characters (the
+-- schema's longest label).
 --
 -- @signature env.placement([getenv [, hostname]]) -> table | nil
 -- @example
 --   local where = env.placement()
---   print(where and where.hostName)
+--   print(where and where.host_name)
 function M.placement(getenv, hostname)
   getenv = getenv or os.getenv
   local t = {}
   local host = hostname
   if host == nil then host = read_first_line('/proc/sys/kernel/hostname') or getenv('HOSTNAME') end
-  if type(host) == 'string' and host ~= '' then t.hostName = host end
+  if type(host) == 'string' and host ~= '' then t.host_name = host:sub(1, 200) end
   for _, v in ipairs(M.SLURM_VARS) do
     local value = getenv(v[1])
-    if type(value) == 'string' and value ~= '' then t[v[2]] = value end
+    if type(value) == 'string' and value ~= '' then t[v[2]] = value:sub(1, 200) end
   end
   return next(t) and t or nil
 end
 
 --- The ExecutionEnvironment document of this process: hardware (vendor, product, formFactor,
--- architecture) and software.
+-- architecture, memoryBytes, count) and software, in the schema's fields.
 --
 -- opts (for tests and replays): info (a device_info table), backend, kb, os, driver_release,
--- placement (metadata.annotations; default env.placement(), false for none).
+-- placement (metadata.labels; default env.placement(), false for none).
 --
 -- @signature env.capture([opts]) -> document
 -- @example
@@ -305,8 +333,11 @@ function M.capture(opts)
   local spec = {
     hardware = M.hardware(info, backend),
     software = M.software(info, backend, kb, opts),
-    backend = backend,
   }
+  if backend == 'cuda' and opts.nvml ~= false then
+    local locked = M.clocks_locked(opts.nvml_info)
+    if locked then spec.settings = { clocksLocked = true } end
+  end
   local short = backend == 'cuda' and M.short_device_name(name) or name
   local placement = opts.placement
   if placement == nil then placement = M.placement() end
@@ -315,11 +346,34 @@ function M.capture(opts)
     spec = spec,
     metadata = {
       name = names.dns_name('kluabench', backend == 'cpu' and 'cpu' or nil, names.gpu_slug(name)),
-      title = 'kluabench host · ' .. short .. (backend == 'cpu' and ' (cpu backend)' or ''),
-      annotations = placement or nil,
+      title = ('kluabench host · ' .. short .. (backend == 'cpu' and ' (cpu backend)' or '')):sub(1, 200),
+      labels = placement or nil,
     },
     apiVersion = M.API_VERSION,
   }
+end
+
+--- True when NVML reports application clocks that differ from their defaults (someone set them
+-- with nvidia-smi -ac); nil when NVML cannot tell. info: a kb.nvml.info() table (default: queried).
+--
+-- @signature env.clocks_locked([info]) -> true | nil
+-- @example
+--   print(env.clocks_locked())
+function M.clocks_locked(info)
+  if info == nil then
+    local ok, k = pcall(require, 'kluabench.core')
+    if not (ok and type(k) == 'table' and type(k.nvml) == 'table' and k.nvml.available and k.nvml.available()) then
+      return nil
+    end
+    local okq, i = pcall(k.nvml.info)
+    info = okq and i or nil
+  end
+  if type(info) ~= 'table' then return nil end
+  local function differs(a, b) return type(a) == 'number' and type(b) == 'number' and a ~= b end
+  if differs(info.app_sm_mhz, info.default_app_sm_mhz) or differs(info.app_mem_mhz, info.default_app_mem_mhz) then
+    return true
+  end
+  return nil
 end
 
 --- The full device name of an environment document: product and form factor.

@@ -1,18 +1,40 @@
 --- kernelindex.dev/v1alpha1 records: one benchmark point is one bundle
 --   { run = BenchmarkRun, protocol = BenchmarkProtocol,
---     environment = ExecutionEnvironment, workload = BenchmarkWorkload,
---     implementation = KernelImplementation }
--- Every document is {kind, spec, metadata, apiVersion}. The run carries the
--- digests of the other four: "sha256:" .. hex(SHA-256(JCS(doc.spec))), JCS
--- being RFC 8785 (kb.jcs.encode), i.e. kb.digest(doc.spec).
--- docs/RECORDS.md describes every field.
+--     environment = ExecutionEnvironment, workload = WorkloadCase,
+--     implementation = ImplementationRevision, operation = OperationSpec,
+--     project = SoftwareProject (where one is named) }
+-- Every document is {apiVersion, kind, metadata, spec} and valid against the
+-- public JSON Schema of its kind (kluabench.record.schema). The run carries
+-- the digests of protocol, workload, environment and implementation; the
+-- workload and the implementation carry the operation's. A digest is
+-- "sha256:" .. hex(SHA-256(JCS({apiVersion, kind, spec}))), JCS being RFC 8785
+-- (kernelindex's recipe: metadata never counts). What the schema has no field
+-- for goes into the run's evidence entry (kluabench.record.evidence) and its
+-- measurements[] (kluabench.record.measurements). docs/RECORDS.md describes
+-- every field and where each figure went.
+local json = require 'kluabench.report.json'
 local kernels = require 'kluabench.kernels'
 local names = require 'kluabench.record.names'
-local output = require 'kluabench.report'
+local operation = require 'kluabench.record.operation'
+local implementation = require 'kluabench.record.implementation'
+local measurements = require 'kluabench.record.measurements'
+local evidence = require 'kluabench.record.evidence'
+local schema = require 'kluabench.record.schema'
 
 local M = {}
 
 M.API_VERSION = 'kernelindex.dev/v1alpha1'
+
+--- The documents of a bundle and their kinds, in the order they are written.
+M.MEMBERS = {
+  { doc = 'run', kind = 'BenchmarkRun' },
+  { doc = 'protocol', kind = 'BenchmarkProtocol' },
+  { doc = 'environment', kind = 'ExecutionEnvironment' },
+  { doc = 'workload', kind = 'WorkloadCase' },
+  { doc = 'implementation', kind = 'ImplementationRevision' },
+  { doc = 'operation', kind = 'OperationSpec' },
+  { doc = 'project', kind = 'SoftwareProject', optional = true },
+}
 
 --- The four digested documents, in the order the run lists their digests.
 M.DIGESTS = {
@@ -22,14 +44,15 @@ M.DIGESTS = {
   { doc = 'implementation', field = 'implementationDigest' },
 }
 
+--- The links to the operation: the workload's and the implementation's digest of it.
+M.OPERATION_LINKS = {
+  { doc = 'workload', path = { 'operationSpecDigest' }, field = 'workload.spec.operationSpecDigest' },
+  { doc = 'implementation', path = { 'operation', 'specDigest' }, field = 'implementation.spec.operation.specDigest' },
+}
+
 local function kb() return require 'kluabench.core' end
 
---- What records know about kernels, by kernel name: a title for people, the
--- source files that implement it (for the implementation digest when the
--- engine does not list them), and a cost model (bytes moved and flops of one
--- call, the algorithmic minimum) from the workload parameters. The kernel
--- registry (kluabench.kernels) gathers them from the descriptor beside each
--- kernel (stdlib/kluabench/kernels/<family>.lua).
+--- What records know about kernels, by kernel name (the kernel registry, kluabench.kernels).
 M.KERNELS = kernels.KERNELS
 
 --- A kernel's title for people ("Llama 4 rotary position embedding"); the name when none is known.
@@ -38,8 +61,7 @@ M.KERNELS = kernels.KERNELS
 -- @example
 --   print(record.kernel_title("llama4_rope"))
 function M.kernel_title(kernel)
-  local k = M.KERNELS[kernel]
-  return k and k.title or kernel
+  return kernels.title(kernel)
 end
 
 --- What a mode times, in words (for protocol notes and titles).
@@ -53,11 +75,11 @@ M.MODE_TEXT = {
 -- Documents and digests
 ---------------------------------------------------------------------------
 
---- A document {kind, spec, metadata, apiVersion = "kernelindex.dev/v1alpha1"}.
+--- A document {apiVersion = "kernelindex.dev/v1alpha1", kind, metadata, spec}.
 --
 -- @signature record.document(kind, spec, metadata) -> document
 -- @example
---   local doc = record.document("BenchmarkWorkload", {kernel = "copy"}, {name = "copy"})
+--   local doc = record.document("SoftwareProject", {name = "mine"}, {name = "mine"})
 function M.document(kind, spec, metadata)
   if type(kind) ~= 'string' then
     error("bad argument #1 to 'document' (kind string expected, got " .. type(kind) .. ')', 2)
@@ -65,24 +87,24 @@ function M.document(kind, spec, metadata)
   if type(spec) ~= 'table' then
     error("bad argument #2 to 'document' (spec table expected, got " .. type(spec) .. ')', 2)
   end
-  return { kind = kind, spec = spec, metadata = metadata or output.object(), apiVersion = M.API_VERSION }
+  return { kind = kind, spec = spec, metadata = metadata or json.object(), apiVersion = M.API_VERSION }
 end
 
---- The digest of a document: "sha256:" .. hex(SHA-256(JCS(doc.spec))).
+--- The digest of a document: "sha256:" .. hex(SHA-256(JCS({apiVersion, kind, spec}))).
 --
 -- @signature record.digest(doc) -> "sha256:<hex>"
 -- @example
---   print(record.digest(record.document("BenchmarkWorkload", {kernel = "copy"}, {})))
+--   print(record.digest(record.document("SoftwareProject", {name = "mine"}, {name = "mine"})))
 function M.digest(doc)
   if type(doc) ~= 'table' or type(doc.spec) ~= 'table' then
     error("bad argument #1 to 'digest' (document with a spec table expected)", 2)
   end
   local k = kb()
-  if k.digest then return k.digest(doc.spec) end
-  return 'sha256:' .. k.sha256(k.jcs.encode(doc.spec))
+  return 'sha256:' .. k.sha256(k.jcs.encode { apiVersion = doc.apiVersion, kind = doc.kind, spec = doc.spec })
 end
 
---- Computes the four digests of a bundle into run.spec.
+--- Computes the four digests of a bundle into run.spec (the operation links are set when the
+-- workload and implementation are made).
 --
 -- @signature record.seal(bundle) -> bundle
 -- @example
@@ -98,14 +120,40 @@ function M.seal(bundle)
   return bundle
 end
 
---- Recomputes the digests of a decoded bundle; an empty list when all match.
+local function get(t, path)
+  for _, k in ipairs(path) do
+    if type(t) ~= 'table' then return nil end
+    t = t[k]
+  end
+  return t
+end
+
+local function recompute(problems, field, doc, recorded, what)
+  if type(doc) ~= 'table' or type(doc.spec) ~= 'table' then
+    problems[#problems + 1] = { field = field, error = 'missing ' .. what .. ' document or its spec' }
+  elseif type(recorded) ~= 'string' then
+    problems[#problems + 1] = { field = field, error = field .. ' is missing' }
+  else
+    local ok, computed = pcall(M.digest, doc)
+    if not ok then
+      problems[#problems + 1] = { field = field, error = 'cannot hash ' .. what .. ': ' .. tostring(computed) }
+    elseif computed ~= recorded then
+      problems[#problems + 1] = { field = field, recorded = recorded, computed = computed }
+    end
+  end
+end
+
+--- Recomputes every digest of a decoded bundle (the run's four, the workload's and the
+-- implementation's digest of the operation) and checks every document against the schema and
+-- field rules of its kind; an empty list when all is well.
 --
--- A problem is {field = "protocolDigest", recorded, computed} or {field, error = why}.
+-- A problem is {field = "protocolDigest", recorded, computed} (a mismatch) or {field, error = why}.
+-- opts.schema = false skips the schema checks (digests only).
 --
--- @signature record.check(bundle) -> problems
+-- @signature record.check(bundle [, opts]) -> problems
 -- @example
 --   for _, p in ipairs(record.check(bundle)) do print(p.field, p.recorded, p.computed or p.error) end
-function M.check(bundle)
+function M.check(bundle, opts)
   local problems = {}
   if type(bundle) ~= 'table' then return { { field = 'bundle', error = 'not a JSON object' } } end
   local run = bundle.run
@@ -113,20 +161,64 @@ function M.check(bundle)
     return { { field = 'run', error = 'missing run document or run.spec' } }
   end
   for _, d in ipairs(M.DIGESTS) do
-    local doc, recorded = bundle[d.doc], run.spec[d.field]
-    if type(doc) ~= 'table' or type(doc.spec) ~= 'table' then
-      problems[#problems + 1] = { field = d.field, error = 'missing ' .. d.doc .. ' document or its spec' }
-    elseif type(recorded) ~= 'string' then
-      problems[#problems + 1] = { field = d.field, error = 'run.spec.' .. d.field .. ' is missing' }
-    else
-      local ok, computed = pcall(M.digest, doc)
-      if not ok then
-        problems[#problems + 1] = { field = d.field, error = 'cannot hash ' .. d.doc .. '.spec: '
-          .. tostring(computed) }
-      elseif computed ~= recorded then
-        problems[#problems + 1] = { field = d.field, recorded = recorded, computed = computed }
+    recompute(problems, d.field, bundle[d.doc], run.spec[d.field], d.doc)
+  end
+  for _, l in ipairs(M.OPERATION_LINKS) do
+    if type(bundle[l.doc]) == 'table' then
+      recompute(problems, l.field, bundle.operation, get(bundle[l.doc].spec, l.path), 'operation')
+    end
+  end
+  if not (opts and opts.schema == false) then
+    for _, m in ipairs(M.MEMBERS) do
+      local doc = bundle[m.doc]
+      if doc ~= nil or not m.optional then
+        if type(doc) == 'table' and doc.kind ~= m.kind then
+          problems[#problems + 1] = { field = m.doc, error = string.format('kind %s where %s belongs',
+            tostring(doc.kind), m.kind) }
+        elseif doc ~= nil then
+          for _, p in ipairs(schema.check(doc)) do
+            problems[#problems + 1] = { field = m.doc, error = p }
+          end
+        end
       end
     end
+  end
+  return problems
+end
+
+--- Whether the statistics a run records are those of its raw samples (its evidence entry): the
+-- median, p20 and p80 (within 1 ns of rounding) and the sample count. A list of {field, error}.
+--
+-- @signature record.consistency(bundle, entry) -> problems
+-- @example
+--   for _, p in ipairs(record.consistency(bundle, evidence.of(bundle))) do print(p.field, p.error) end
+function M.consistency(bundle, entry)
+  local problems = {}
+  local samples, why = evidence.samples_ms(entry)
+  local rs = type(bundle.run) == 'table' and bundle.run.spec or {}
+  if not samples then
+    if type(entry) == 'table' and type(entry.samples) == 'table' and #entry.samples > 0 then
+      problems[1] = { field = 'evidence.samples', error = why }
+    end
+    return problems
+  end
+  local stats = require 'kluabench.stats'
+  local function check(field, recorded, q)
+    if type(recorded) ~= 'number' then return end
+    local computed = M.round(stats.quantiles(samples, { q })[1] * 1e6)
+    if math.abs(computed - recorded) > 1 then
+      problems[#problems + 1] = { field = field, error = string.format('the run records %s ns, its raw samples give %s ns',
+        tostring(recorded), tostring(computed)) }
+    end
+  end
+  local timing = type(rs.timing) == 'table' and rs.timing or {}
+  check('timing.latencyNs.median', type(timing.latencyNs) == 'table' and timing.latencyNs.median or nil, 0.5)
+  local f = measurements.fields(rs.measurements)
+  check('measurements p20', f.p20_ns, 0.2)
+  check('measurements p80', f.p80_ns, 0.8)
+  if timing.samples ~= nil and timing.samples ~= #samples then
+    problems[#problems + 1] = { field = 'timing.samples', error = string.format('the run records %s samples, its '
+      .. 'evidence holds %d', tostring(timing.samples), #samples) }
   end
   return problems
 end
@@ -150,17 +242,17 @@ end
 -- @example
 --   print(record.round(2.5)) --> 3
 function M.round(x)
-  if x >= 0 then return math.floor(x + 0.5) end
-  return -math.floor(-x + 0.5)
+  local r = x >= 0 and math.floor(x + 0.5) or -math.floor(-x + 0.5)
+  return math.tointeger(r) or r
 end
 
---- The statistic name of a quantile: 0.2 -> "p20", 0.999 -> "p99.9".
+--- The statistic name of a quantile: 0.2 -> "p20", 0.999 -> "p99_9" (a token: no dots).
 --
 -- @signature record.quantile_name(q) -> text
 -- @example
 --   print(record.quantile_name(0.2))
 function M.quantile_name(q)
-  return 'p' .. string.format('%g', q * 100)
+  return ('p' .. string.format('%g', q * 100)):gsub('%.', '_')
 end
 
 --- The sourceNative metric name of a quantile: 0.2 -> "ms_20".
@@ -169,343 +261,401 @@ end
 -- @example
 --   print(record.metric_name(0.5)) --> ms_50
 function M.metric_name(q, unit)
-  return (unit or 'ms') .. '_' .. string.format('%g', q * 100)
+  return ((unit or 'ms') .. '_' .. string.format('%g', q * 100)):gsub('%.', '_')
 end
 
 ---------------------------------------------------------------------------
--- Workload and implementation
+-- Operation and workload
 ---------------------------------------------------------------------------
 
---- A BenchmarkWorkload document; bytes and flops default to the kernel's cost model.
---
--- o: kernel, operation, parameters (name -> number|string, our names: hidden, seq, q_heads,
--- kv_heads, ...), dtype (kluabench name), bytes and flops (numbers; default: the kernel's cost
--- model), annotations (metadata, not digested).
---
--- @signature record.workload{kernel, operation, parameters, dtype, bytes, flops, annotations} -> document
--- @example
---   local w = record.workload{kernel = "llama4_rope", operation = "forward",
---     parameters = {hidden = 512, seq = 2048, q_heads = 32, kv_heads = 8}, dtype = "bf16"}
-function M.workload(o)
-  if type(o) ~= 'table' or type(o.kernel) ~= 'string' or type(o.operation) ~= 'string' then
-    error("bad argument #1 to 'workload' (table with kernel and operation strings expected)", 2)
-  end
-  local params = o.parameters or {}
-  local dtype = o.dtype and names.dtype_name(o.dtype) or nil
-  local bytes, flops = o.bytes, o.flops
-  local k = M.KERNELS[o.kernel]
-  if (bytes == nil or flops == nil) and k and k.cost then
-    local b, f = k.cost(params, dtype, o.operation)
-    bytes, flops = bytes or b, flops or f
-  end
-  local spec = {
-    kernel = o.kernel,
-    operation = o.operation,
-    parameters = next(params) and params or output.object(),
-    dtype = dtype,
-    bytes = bytes,
-    flops = flops,
-  }
-  local slug = names.workload_slug(params, dtype)
-  local meta = {
-    name = names.dns_name(o.kernel, o.operation, slug),
-    title = M.kernel_title(o.kernel) .. ' · ' .. o.operation .. (slug ~= '' and (' · ' .. slug) or ''),
-    annotations = o.annotations,
-  }
-  return M.document('BenchmarkWorkload', spec, meta)
-end
-
--- The repository root: two directories above this file (stdlib/kluabench/).
+-- The repository root: two directories above this file (stdlib/kluabench/record/).
 local function repo_root()
   local src = debug.getinfo(1, 'S').source
-  local dir = src:match('^@(.*)/stdlib/kluabench/[^/]*$')
+  local dir = src:match('^@(.*)/stdlib/kluabench/record/[^/]*$')
   if dir then return dir end
   if src:match('^@stdlib/kluabench/') then return '.' end
   return nil
 end
 
---- SHA-256 of the source files of a kernel, as built (kb.kernel_sources) or from the checkout.
+--- SHA-256 of a kernel's source files ({path = "sha256:<hex>"}): what the binary was built from
+-- (kb.kernel_sources) for the files it lists, else the files under the repository (kb.sha256_file).
+-- files: the paths (default: the kernel registry's sources of kernel). nil when none is found.
 --
--- SHA-256 of a kernel's sources: {path = "sha256:<hex>"}, from kb.kernel_sources() (what the binary
--- was built from) when the engine has it, else by hashing the files under the repository with
--- kb.sha256_file. Only the kernel's own files when M.KERNELS knows them; nil when none found.
---
--- @signature record.kernel_sources(kernel) -> {path = "sha256:<hex>"} | nil
+-- @signature record.kernel_sources(kernel [, files]) -> {path = "sha256:<hex>"} | nil
 -- @example
 --   for path, d in pairs(record.kernel_sources("llama4_rope") or {}) do print(path, d) end
-function M.kernel_sources(kernel)
+function M.kernel_sources(kernel, files)
   local k = kb()
-  local wanted
-  local known = M.KERNELS[kernel] and M.KERNELS[kernel].sources
-  if known then
-    wanted = {}
-    for _, p in ipairs(known) do wanted[p] = true end
-  end
+  files = files or (M.KERNELS[kernel] and M.KERNELS[kernel].sources)
+  if not files then return nil end
+  local built = type(k.kernel_sources) == 'function' and k.kernel_sources() or {}
   local out = {}
-  if type(k.kernel_sources) == 'function' then
-    for path, hex in pairs(k.kernel_sources()) do
-      if not wanted or wanted[path] then
-        out[path] = hex:match('^sha256:') and hex or ('sha256:' .. hex)
-      end
-    end
-  elseif known and type(k.sha256_file) == 'function' then
-    local root = repo_root()
-    for _, path in ipairs(known) do
-      local full = root and (root .. '/' .. path) or path
-      local ok, hex = pcall(k.sha256_file, full)
-      if ok and type(hex) == 'string' then out[path] = 'sha256:' .. hex end
+  local root = repo_root()
+  for _, path in ipairs(files) do
+    local hex = built[path]
+    if hex then
+      out[path] = hex:match('^sha256:') and hex or ('sha256:' .. hex)
+    elseif type(k.sha256_file) == 'function' then
+      local ok, h = pcall(k.sha256_file, root and (root .. '/' .. path) or path)
+      if ok and type(h) == 'string' then out[path] = 'sha256:' .. h end
     end
   end
   return next(out) and out or nil
 end
 
--- A copy of a build_info table with only what JSON can carry.
-local function json_safe(v, depth)
-  local t = type(v)
-  if t == 'string' or t == 'boolean' then return v end
-  if t == 'number' then return (v == v and v ~= math.huge and v ~= -math.huge) and v or nil end
-  if t == 'table' and depth < 8 then
-    local c = {}
-    for k, x in pairs(v) do
-      if type(k) == 'string' or math.type(k) == 'integer' then c[k] = json_safe(x, depth + 1) end
-    end
-    local ok = pcall(output.table_kind, c)
-    return ok and c or nil
-  end
-  return nil
+-- A name kernelindex accepts as a token: lowercase, [a-z0-9_], a letter first.
+local function token(s)
+  local t = tostring(s):lower():gsub('[^a-z0-9_]', '_')
+  if not t:match('^[a-z]') then t = 't_' .. t end
+  return t
 end
 
---- A KernelImplementation document: provider, kluabench version, kernel source hashes, build flags,
--- target.
+--- The operation description kluabench makes when a benchmark declares none: every tensor its setup
+-- made is an input and an output (the timed function works on them in place; which ones it writes
+-- the harness cannot tell), each dimension an axis of its own ("q_d0"); without tensors, one opaque
+-- input and output of the point's dtype.
 --
--- o: provider, kernel, target = {backend, architecture}, and optionally sources ({path =
--- "sha256:..."}, default M.kernel_sources(kernel)), build (default kb.build_info()), version
--- (default kb.version).
---
--- @signature record.implementation{provider, kernel, target, sources, build, version} -> document
+-- @signature record.describe_operation(kernel, dtype [, tensors]) -> description
 -- @example
---   local i = record.implementation{provider = "fused", kernel = "llama4_rope",
---     target = {backend = kb.backend(), architecture = kb.device_info().arch}}
-function M.implementation(o)
-  if type(o) ~= 'table' or type(o.provider) ~= 'string' or type(o.kernel) ~= 'string' then
-    error("bad argument #1 to 'implementation' (table with provider and kernel strings expected)", 2)
+--   local d = record.describe_operation("copy", "f32", {src = kb.zeros({4}, "f32", "cpu")})
+--   print(d.inputs[1].name, d.inputs[1].shape[1])
+function M.describe_operation(kernel, dtype, tensors)
+  if type(kernel) ~= 'string' then
+    error("bad argument #1 to 'describe_operation' (kernel name expected, got " .. type(kernel) .. ')', 2)
   end
-  local k = kb()
-  local version = o.version or k.version
-  local sources = o.sources
-  if sources == nil then sources = M.kernel_sources(o.kernel) end
-  local build = o.build
-  if build == nil and type(k.build_info) == 'function' then
-    build = json_safe(k.build_info(), 0)
-    -- the commit is in the environment; here it would change the digest of
-    -- an unchanged kernel on every commit
-    if type(build) == 'table' then build.git_commit = nil end
+  local family = names.kebab(kernel)
+  if family == '' then family = 'kernel' end
+  local tok = dtype and operation.dtype_token(dtype) or 'opaque'
+  local inputs, shapes = {}, {}
+  local keys = {}
+  for name, t in pairs(tensors or {}) do
+    if type(name) == 'string' and type(t) ~= 'function' then keys[#keys + 1] = name end
   end
-  local spec = {
-    provider = o.provider,
-    kernel = o.kernel,
-    engine = { name = 'kluabench', version = version },
-    sources = sources,
-    build = build,
-    target = o.target,
+  table.sort(keys)
+  for _, name in ipairs(keys) do
+    local t = tensors[name]
+    local n = token(name)
+    local shape = {}
+    for i = 1, #t.shape do shape[i] = n .. '_d' .. (i - 1) end
+    local td = operation.dtype_token(t.dtype)
+    inputs[#inputs + 1] = { name = n, shape = shape, dtype = td == tok and 'cfg' or td }
+    shapes[n] = { shape = json.array(t.shape), dtype = td }
+  end
+  local described = #inputs > 0
+  if not described then inputs = { { name = 'inputs', scalar = tok } } end
+  return {
+    name = 'kluabench-' .. family, family = family:sub(1, 100), title = M.kernel_title(kernel),
+    description = described and ('The tensors the benchmark\'s setup makes, worked on in place by '
+      .. 'the timed function (the benchmark declares no operation of its own).')
+      or 'An operation the benchmark does not describe (it declares no operation and no tensors).',
+    inputs = inputs, outputs = described and inputs or { { name = 'outputs', scalar = tok } },
+    mutation = described and 'in_place' or 'none',
+    tensors = described and shapes or nil,
   }
-  return M.document('KernelImplementation', spec, {
-    name = names.dns_name('kluabench', o.kernel, o.provider, version),
-    title = M.kernel_title(o.kernel) .. ' · ' .. o.provider .. ' (kluabench ' .. tostring(version) .. ')',
-  })
 end
 
--- The file name at the end of a path.
-local function basename(path) return (tostring(path):match('([^/]+)$')) end
-
---- The KernelImplementation of a user kernel: SHA-256 of its source or binary, compile options,
--- NVRTC and driver versions, arch (info: kern:info(), mod:info(), pk:info() or tk:info()).
+--- The WorkloadCase and OperationSpec of a point.
 --
--- @signature record.user_implementation{provider, kernel, info [, target]} -> document
+-- o: kernel, parameters (integer axes, our names), dtype, and optionally operation (an operation
+-- description, kluabench.record.operation; default: kernelindex's own for the Liger kernels
+-- kluabench reproduces, else record.describe_operation(kernel, dtype, tensors)), tensors (name ->
+-- tensor, for the default description), commit (the Liger commit an imported OperationSpec cites).
+--
+-- @signature record.workload{kernel, parameters, dtype [, operation, tensors]} -> workload, operation
 -- @example
---   local i = record.user_implementation{provider = "mine", kernel = "llama4_rope", info = k:info()}
+--   local w, op = record.workload{kernel = "llama4_rope",
+--     parameters = {hidden = 512, seq = 2048, q_heads = 32, kv_heads = 8}, dtype = "bf16"}
+--   print(record.digest(w))
+function M.workload(o)
+  if type(o) ~= 'table' or type(o.kernel) ~= 'string' then
+    error("bad argument #1 to 'workload' (table with a kernel string expected)", 2)
+  end
+  local params = o.parameters or {}
+  local axes = {}
+  for k, v in pairs(params) do
+    if math.type(v) == 'integer' or (type(v) == 'number' and v == math.floor(v) and math.abs(v) < 2 ^ 53) then
+      axes[token(k)] = math.tointeger(v)
+    else
+      error(string.format("bad argument #1 to 'workload' (parameter '%s' must be an integer, got %s: kernelindex's "
+        .. 'workload axes are integers)', tostring(k), tostring(v)), 2)
+    end
+  end
+  local dtype = o.dtype and operation.dtype_token(o.dtype) or 'opaque'
+  local liger = require 'kluabench.record.liger'
+  if o.operation == nil and liger.KERNELS[o.kernel] then
+    local binding = liger.binding_of(o.kernel, params, o.dtype)
+    if binding then
+      local op = liger.operation_document(o.kernel, o.commit)
+      return liger.workload_document(o.kernel, binding, M.digest(op)), op
+    end
+  end
+  local desc = o.operation or M.describe_operation(o.kernel, o.dtype, o.tensors)
+  local op = operation.document(desc)
+  local binding = { axes = axes, dtype = dtype, tensors = desc.tensors }
+  return operation.workload(desc, M.digest(op), binding), op
+end
+
+---------------------------------------------------------------------------
+-- Implementation
+---------------------------------------------------------------------------
+
+--- The ImplementationRevision of a provider of a built-in kernel, from the kernel registry
+-- (kluabench.kernels: each kernel lists its providers' entry points per backend); nil when the
+-- registry does not know the kernel and provider.
+--
+-- @signature record.builtin_implementation{kernel, provider, backend, operation_digest [, dtypes]} -> document | nil
+-- @example
+--   local op = require("kluabench.record.liger").operation_document("llama4_rope")
+--   local i = record.builtin_implementation{kernel = "llama4_rope", provider = "fused", backend = "cpu",
+--     operation_digest = record.digest(op)}
+--   print(i.spec.callable.symbol)
+function M.builtin_implementation(o)
+  local k = M.KERNELS[o.kernel]
+  local entry = k and k.implementations and k.implementations[o.provider]
+  entry = entry and entry[o.backend]
+  if not entry then return nil end
+  return implementation.builtin { operation_digest = o.operation_digest, provider = o.provider, kernel = o.kernel,
+    backend = o.backend, symbol = entry.symbol, path = entry.path, language = entry.language,
+    sources = M.kernel_sources(o.kernel, entry.sources or k.sources),
+    dtypes = o.dtypes or entry.dtypes or k.dtypes }
+end
+
+--- The ImplementationRevision of a user kernel (record.implementation.user with the operation's
+-- digest): info is k:info(), mod:info(), pk:info() or tk:info(), or a list of them.
+--
+-- @signature record.user_implementation{provider, kernel, info, operation_digest [, arch, dtypes]} -> document
+-- @example
+--   local i = record.user_implementation{provider = "mine", kernel = "scale", operation_digest = "sha256:" .. string.rep("0", 64),
+--     info = {name = "scale", module = {format = "cubin", sha256 = "sha256:" .. string.rep("1", 64), arch = "sm_90"}}}
+--   print(i.spec.source.contentDigest)
 function M.user_implementation(o)
-  if type(o) ~= 'table' or type(o.info) ~= 'table' then
-    error("bad argument #1 to 'user_implementation' (table with an info table expected)", 2)
-  end
-  local info = o.info
-  local mod = info.module or info
-  local user = output.object()
-  local sources = {}
-  if info.plugin then
-    local p = info.plugin
-    user.route = 'plugin'
-    user.plugin = { name = p.name, version = p.version, abiVersion = p.abi_version, sha256 = p.sha256 }
-    user.entries = { cuda = info.cuda, cpu = info.cpu }
-    sources[basename(p.path or p.name)] = p.sha256
-  else
-    user.route = mod.source_sha256 and 'nvrtc' or 'module'
-    user.format = mod.format
-    user.sha256 = mod.sha256
-    user.sourceSha256 = mod.source_sha256
-    user.compileOptions = mod.options
-    user.nameExpressions = mod.names and next(mod.names) and mod.names or nil
-    user.nvrtcVersion = mod.nvrtc_version
-    user.arch = mod.arch
-    user.driverVersion = mod.driver_version
-    user.symbol = info.symbol
-    user.triton = info.triton
-    local name = mod.name or (mod.path and basename(mod.path)) or ('module.' .. tostring(mod.format))
-    sources[name] = mod.source_sha256 or mod.sha256
-  end
-  user.name = info.name
-  user.signature = info.signature
-  local doc = M.implementation { provider = o.provider, kernel = o.kernel, target = o.target,
-    sources = sources, version = o.version, build = o.build }
-  doc.spec.userKernel = user
-  return doc
+  return implementation.user(o)
 end
 
 ---------------------------------------------------------------------------
 -- Run
 ---------------------------------------------------------------------------
 
---- The BenchmarkRun document of a latency measurement (digests filled in by record.seal).
---
--- o: kernel, mode, provider, gpu (device name), workload_slug quantiles = {0.5, 0.2, 0.8},
--- values_ms = {ms per quantile, same order} time (UTC fields), source ("kluabench"), name_prefix
--- ("kluabench") labels (table), samples_ms (list, optional), summary_ms (stats.summary, optional)
--- execution (table, optional: what the protocol derived), check (table, optional).
---
--- @signature record.latency_run{kernel, mode, provider, gpu, workload_slug, quantiles, values_ms, time, ...} -> document
--- @example
---   local run = record.latency_run{kernel = "k", mode = "forward", provider = "p", gpu = "cpu",
---     workload_slug = "n1024", quantiles = {0.5, 0.2, 0.8}, values_ms = {1.0, 0.9, 1.1}, time = record.now()}
-function M.latency_run(o)
-  local qs = o.quantiles
-  local median_ms
-  local measurements, metrics = {}, {}
-  for i, q in ipairs(qs) do
-    local ms = o.values_ms[i]
-    metrics[M.metric_name(q)] = ms
-    if q == 0.5 then
-      median_ms = ms
-    else
-      measurements[#measurements + 1] = { unit = 'ns', value = M.round(ms * 1e6), metric = 'latency',
-        statistic = M.quantile_name(q) }
-    end
-  end
-  if median_ms == nil then
-    error("bad argument #1 to 'latency_run' (quantiles must include 0.5, the median)", 2)
-  end
-  local s = o.summary_ms
-  if s then
-    for _, stat in ipairs { 'min', 'max', 'mean', 'stdev' } do
-      if s[stat] then
-        measurements[#measurements + 1] = { unit = 'ns', value = M.round(s[stat] * 1e6),
-          metric = 'latency', statistic = stat }
-      end
-    end
-  end
-  local spec = {
-    status = o.status or 'passed',
-    timing = { latencyNs = { median = M.round(median_ms * 1e6) }, primaryStatistic = 'median' },
-    observedAt = names.iso8601(o.time),
-    measurements = measurements,
-    sourceNative = {
-      source = o.source or 'kluabench',
-      metrics = metrics,
-      benchmark = o.kernel .. '/' .. o.mode,
-      externalId = names.external_id { kernel = o.kernel, mode = o.mode, provider = o.provider,
-        gpu = o.gpu, workload = o.workload_slug, time = o.time },
-    },
-    execution = o.execution,
-    check = o.check,
-  }
-  if o.samples_ms then
-    local values = {}
-    for i, ms in ipairs(o.samples_ms) do values[i] = M.round(ms * 1e6) end
-    spec.samples = { metric = 'latency', unit = 'ns', values = values }
-  end
-  local meta = {
-    name = names.dns_name(o.name_prefix or 'kluabench', o.kernel, o.mode, o.provider,
-      names.gpu_slug(o.gpu), o.workload_slug),
-    title = M.kernel_title(o.kernel) .. ' · ' .. o.provider .. ' · ' .. o.mode,
-    labels = o.labels or output.object(),
-  }
-  return M.document('BenchmarkRun', spec, meta)
+local function finite(v) return type(v) == 'number' and v == v and v > -math.huge and v < math.huge end
+
+-- The check record of a run as the schema's correctness, or nil.
+local function correctness_of(c)
+  if type(c) ~= 'table' then return nil end
+  local out = { comparator = type(c.comparator) == 'string' and c.comparator or 'max_abs_rel_l2' }
+  if finite(c.maxAbsDiff) and c.maxAbsDiff >= 0 then out.maximumAbsoluteError = c.maxAbsDiff end
+  if finite(c.maxRelDiff) and c.maxRelDiff >= 0 then out.maximumRelativeError = c.maxRelDiff end
+  if finite(c.matchedRatio) and c.matchedRatio >= 0 and c.matchedRatio <= 1 then out.matchedRatio = c.matchedRatio end
+  return out
 end
 
---- The BenchmarkProtocol document of a protocol value for one timed pass; info: {mode, timed,
--- backend}.
+--- The run's name: unique per run (the point, the provider, the time to the millisecond and the
+-- session), at most 200 characters (a longer one keeps a digest of the whole).
 --
--- info: {mode, timed (words; default from M.MODE_TEXT), backend}.
---
--- @signature record.protocol_document(protocol [, info]) -> document
+-- @signature record.run_name(parts...) -> text
 -- @example
---   local doc = record.protocol_document(bench.do_bench_protocol(), {mode = "forward", backend = "cpu"})
-function M.protocol_document(protocol, info)
-  info = info or {}
-  local timed = info.timed or M.MODE_TEXT[info.mode] or ('the ' .. tostring(info.mode) .. ' pass')
-  local spec = protocol:spec { timed = timed, backend = info.backend, timer = info.timer }
-  local mode = info.mode
-  return M.document('BenchmarkProtocol', spec, {
-    name = names.dns_name('kluabench', protocol.name, mode, info.backend == 'cpu' and 'cpu' or nil),
-    title = 'kluabench ' .. (protocol.title or protocol.name) .. (mode and (' · ' .. mode .. ' pass') or '')
-      .. (info.backend == 'cpu' and ' (cpu backend)' or ''),
+--   print(record.run_name("kluabench", "llama4_rope", "forward", "fused", "hidden512-seq2048-bf16"))
+function M.run_name(...)
+  local parts = {}
+  for i = 1, select('#', ...) do
+    local p = select(i, ...)
+    if p ~= nil and p ~= '' then parts[#parts + 1] = tostring(p) end
+  end
+  local full = names.slug(table.concat(parts, '-'))
+  if #full <= 200 then return full end
+  return (full:sub(1, 186):gsub('%-+$', '')) .. '-' .. kb().sha256(full):sub(1, 12)
+end
+
+--- The BenchmarkRun document of a latency measurement (digests filled in by record.seal).
+--
+-- o: kernel, mode, provider, gpu (device name), case (the workload's case key), time (UTC fields),
+-- status (default "passed"), median_ns, fields (kluabench.record.measurements fields: p20_ns,
+-- p80_ns, gbps, ...), latency (more timing.latencyNs statistics: mean, minimum, maximum,
+-- confidence95), samples (their count), metrics (sourceNative.metrics), correctness (a check
+-- record), session {index, count}, labels, harness {repository, commit}.
+--
+-- @signature record.run_document{kernel, mode, provider, gpu, case, time, ...} -> document
+-- @example
+--   local run = record.run_document{kernel = "k", mode = "forward", provider = "p", gpu = "cpu",
+--     case = "n1024-fp32", time = record.now(), median_ns = 1000000, fields = {p20_ns = 900000, p80_ns = 1100000}}
+--   print(run.spec.timing.latencyNs.median)
+function M.run_document(o)
+  for _, f in ipairs { 'kernel', 'mode', 'provider', 'gpu', 'case' } do
+    if type(o[f]) ~= 'string' then
+      error(string.format("bad argument #1 to 'run_document' (field '%s' must be a string, got %s)", f, type(o[f])), 2)
+    end
+  end
+  local session = o.session or {}
+  local stamp = names.time_id(o.time) .. string.format('-%03d', o.time.ms or 0)
+  local external = table.concat({ o.kernel, o.mode, o.provider, names.kebab(o.gpu), o.case, stamp }, '/')
+  if (session.count or 1) > 1 then external = external .. string.format('/session-%d-of-%d', session.index, session.count) end
+  local spec = {
+    status = o.status or 'passed',
+    observedAt = names.iso8601(o.time),
+    measurements = measurements.list(o.fields or {}),
+    sourceNative = { source = 'kluabench', benchmark = o.kernel .. '/' .. o.mode, externalId = external,
+      metrics = o.metrics and next(o.metrics) and o.metrics or nil },
+    correctness = correctness_of(o.correctness),
+  }
+  if o.median_ns then
+    local l = { median = o.median_ns }
+    for k, v in pairs(o.latency or {}) do l[k] = v end
+    spec.timing = { primaryStatistic = 'median', latencyNs = l, samples = o.samples }
+  end
+  if #spec.measurements == 0 then spec.measurements = nil end
+  if o.harness then spec.evidence = { harness = o.harness } end
+  local labels = {}
+  for k, v in pairs(o.labels or {}) do labels[k] = tostring(v):sub(1, 200) end
+  return M.document('BenchmarkRun', spec, {
+    name = M.run_name('kluabench', o.kernel, o.mode, o.provider, names.kebab(o.gpu), o.case, stamp,
+      (session.count or 1) > 1 and string.format('s%d-of-%d', session.index, session.count) or nil),
+    title = (M.kernel_title(o.kernel) .. ' · ' .. o.provider .. ' · ' .. o.mode):sub(1, 200),
+    labels = next(labels) and labels or nil,
   })
 end
 
+---------------------------------------------------------------------------
+-- Protocol
+---------------------------------------------------------------------------
+
+local MEASUREMENT_FIELDS = { timer = true, synchronization = true, compileIncluded = true, setupIncluded = true,
+  warmupIterations = true, warmupDuration = true, measuredIterations = true, samples = true,
+  inputRegeneration = true, outlierPolicy = true, primaryStatistic = true }
+local SPEC_FIELDS = { harness = true, measurement = true, correctness = true, devicePolicy = true,
+  comparability = true }
+local NOTES_MAX = 1000
+
+-- Shortens notes to the schema's 1000 characters, keeping a digest of the
+-- whole so that two protocols that differ only past the cut stay apart.
+local function fit_notes(notes)
+  if utf8.len(notes) and utf8.len(notes) <= NOTES_MAX then return notes end
+  local tail = ' [sha256 of the full notes: ' .. kb().sha256(notes):sub(1, 16) .. ']'
+  local keep = NOTES_MAX - #tail
+  local cut = notes:sub(1, keep)
+  while not utf8.len(cut) do cut = cut:sub(1, -2) end
+  return cut .. tail
+end
+
+--- The schema's BenchmarkProtocol spec of what a protocol's spec() returned: the schema's fields
+-- kept; every other field (method, repetition times, stopping rules, ...) written into
+-- comparability.notes as canonical JSON, so that it still tells protocols apart (the digest covers
+-- the notes) and the document stays valid. warmupMs becomes measurement.warmupDuration in ns.
+--
+-- @signature record.protocol_spec(spec) -> spec
+-- @example
+--   local s = record.protocol_spec{harness = {name = "mine"}, measurement = {timer = "cuda_events",
+--     primaryStatistic = "median", repMs = 100}}
+--   print(s.comparability.notes)
+function M.protocol_spec(spec)
+  if type(spec) ~= 'table' then
+    error("bad argument #1 to 'protocol_spec' (table expected, got " .. type(spec) .. ')', 2)
+  end
+  local out, extra = {}, {}
+  for k, v in pairs(spec) do
+    if SPEC_FIELDS[k] then out[k] = v else extra[k] = v end
+  end
+  local m = {}
+  for k, v in pairs(type(spec.measurement) == 'table' and spec.measurement or {}) do
+    if MEASUREMENT_FIELDS[k] then
+      m[k] = v
+    elseif k == 'warmupMs' and finite(v) and v >= 0 then
+      m.warmupDuration = M.round(v * 1e6)
+    else
+      extra[k] = v
+    end
+  end
+  m.timer = m.timer or 'host_monotonic'
+  m.primaryStatistic = m.primaryStatistic or 'median'
+  out.measurement = m
+  out.harness = type(out.harness) == 'table' and out.harness or { name = 'kluabench' }
+  local c = type(out.comparability) == 'table' and out.comparability or {}
+  local notes = c.notes or ''
+  if next(extra) then
+    local ok, text = pcall(kb().jcs.encode, extra)
+    if ok then notes = notes .. (notes ~= '' and ' ' or '') .. 'Parameters: ' .. text end
+  end
+  out.comparability = { family = c.family or 'kluabench', notes = notes ~= '' and fit_notes(notes) or nil }
+  return out
+end
+
+--- The BenchmarkProtocol document of a protocol value for one timed pass; info: {mode, timed,
+-- backend, timer}.
+--
+-- @signature record.protocol_document(protocol [, info]) -> document
+-- @example
+--   local doc = record.protocol_document(kb.bench.do_bench_protocol(), {mode = "forward", backend = "cpu"})
+--   print(doc.spec.comparability.family)
+function M.protocol_document(protocol, info)
+  info = info or {}
+  local timed = info.timed or M.MODE_TEXT[info.mode] or ('the ' .. tostring(info.mode) .. ' pass')
+  local spec = M.protocol_spec(protocol:spec { timed = timed, backend = info.backend, timer = info.timer })
+  local mode = info.mode
+  return M.document('BenchmarkProtocol', spec, {
+    name = names.dns_name('kluabench', protocol.name, mode, info.backend == 'cpu' and 'cpu' or nil),
+    title = ('kluabench ' .. (protocol.title or protocol.name) .. (mode and (' · ' .. mode .. ' pass') or '')
+      .. (info.backend == 'cpu' and ' (cpu backend)' or '')):sub(1, 200),
+  })
+end
+
+---------------------------------------------------------------------------
+-- A bundle from a measurement
+---------------------------------------------------------------------------
+
+-- What a protocol reports about a session, camel-cased, for the evidence.
 local function execution_of(result)
-  local u = result.used or {}
-  local e = {
-    estimateMs = u.estimate_ms,
-    nWarmup = u.n_warmup,
-    nRepeat = u.n_repeat,
-    flushBytes = u.flush_bytes,
-  }
-  for k, v in pairs(u) do
-    -- anything else a protocol reports, camel-cased
-    local ck = k:gsub('_(%w)', string.upper)
-    if e[ck] == nil and k ~= 'quantiles' and k ~= 'return_mode' and k ~= 'warmup_ms'
-        and k ~= 'rep_ms' and k ~= 'estimate_calls' and type(v) ~= 'function' then
-      e[ck] = v
+  local e = {}
+  for k, v in pairs(result.used or {}) do
+    if type(v) ~= 'function' and k ~= 'quantiles' and k ~= 'return_mode' then
+      e[(k:gsub('_(%w)', string.upper))] = v
     end
   end
   return e
 end
 
--- run.spec.execution.throughput of a point (see ceilings.throughput): the
--- workload's bytes and flops (spec.bytes, spec.flops: its algorithmic
--- minimum, the same for every provider) over the median time, and their
--- share of this device's copy ceiling as cached by scripts/ceilings.lua.
--- The cache holds ceilings of the machine running this process, so a bundle
--- whose environment names another device (built for a test, or by hand)
--- gets the rates but no ceiling. nil when the workload has no cost.
--- A rate above the copy ceiling sets implausible = true and says why
--- (check.plausible): the record keeps the time, and every table shows it.
-local function flag_implausible(t, bytes, median_ms)
-  if type(t) == 'table' and type(bytes) == 'number' and t.copyCeilingGbps and median_ms and median_ms > 0 then
+-- A copy with only what JSON can carry (no functions, no NaN, string keys).
+local function json_safe(v, depth)
+  depth = depth or 0
+  local t = type(v)
+  if t == 'string' or t == 'boolean' then return v end
+  if t == 'number' then return finite(v) and v or nil end
+  if t == 'table' and depth < 16 then
+    if getmetatable(v) and getmetatable(v).__name then
+      local mt = getmetatable(v).__name
+      if mt:match('^kluabench%.json') or mt:match('^kluabench%.jcs') then return v end
+      return nil
+    end
+    local c = {}
+    for k, x in pairs(v) do
+      if type(k) == 'string' or math.type(k) == 'integer' then c[k] = json_safe(x, depth + 1) end
+    end
+    local ok = pcall(json.table_kind, c)
+    return ok and c or nil
+  end
+  return nil
+end
+M.json_safe = json_safe
+
+-- The throughput figures of a point (ceilings.throughput against the cached
+-- copy ceiling of this process's device, when the bundle's environment is
+-- this device), and whether the median is implausibly fast.
+local function throughput_of(bytes, flops, median_ms, environment)
+  if type(bytes) ~= 'number' and type(flops) ~= 'number' then return nil end
+  local ceilings = require 'kluabench.record.ceilings'
+  local env = require 'kluabench.record.env'
+  local here = env.local_device_name()
+  if here ~= env.device_name(environment) then
+    local t = ceilings.throughput(bytes, flops, median_ms)
+    t.note = 'measured on ' .. tostring(env.device_name(environment)) .. ', not on this process\'s device ('
+      .. tostring(here or 'none') .. '): no cached copy ceiling applies'
+    return t
+  end
+  local t = ceilings.cached_throughput(bytes, flops, median_ms)
+  if type(bytes) == 'number' and t.copyCeilingGbps and median_ms and median_ms > 0 then
     local ok, msg = require('kluabench.check').plausible(median_ms, bytes, t.copyCeilingGbps)
     if not ok then t.implausible, t.implausibleReason = true, msg end
   end
   return t
 end
 
-local function throughput_of(workload_spec, median_ms, environment)
-  if type(workload_spec.bytes) ~= 'number' and type(workload_spec.flops) ~= 'number' then return nil end
-  local ceilings = require 'kluabench.record.ceilings'
-  local env = require 'kluabench.record.env'
-  local here = env.local_device_name()
-  if here ~= env.device_name(environment) then
-    local t = ceilings.throughput(workload_spec.bytes, workload_spec.flops, median_ms)
-    t.note = 'measured on ' .. tostring(env.device_name(environment)) .. ', not on this process\'s device ('
-      .. tostring(here or 'none') .. '): no cached copy ceiling applies'
-    return t
-  end
-  return flag_implausible(ceilings.cached_throughput(workload_spec.bytes, workload_spec.flops, median_ms),
-    workload_spec.bytes, median_ms)
-end
-
--- run.spec.execution.sessionNoise: the cached between-session noise of this
--- device at the point's median (ceilings.cached_noise), which `kluabench
--- compare` uses for a side measured in one session; nil when there is none
--- or the bundle's environment names another device.
 local function session_noise_of(median_ms, environment)
   local env = require 'kluabench.record.env'
   local here = env.local_device_name()
@@ -513,14 +663,35 @@ local function session_noise_of(median_ms, environment)
   return require('kluabench.record.ceilings').cached_noise(median_ms)
 end
 
---- One sealed bundle from what a protocol measured.
+-- The harness's commit for run.spec.evidence.harness: {repository, commit}
+-- when the repository's https URL is known (kluabench.REPOSITORY,
+-- KLUABENCH_REPOSITORY) and the build is of a clean commit; else nil.
+local function harness_ref()
+  local k = kb()
+  local commit = tostring(k.git_commit or '')
+  local repo = os.getenv('KLUABENCH_REPOSITORY') or require('kluabench.measure.do_bench').REPOSITORY
+  if type(repo) == 'string' and repo:match('^https://') and commit:match('^%x+$') and #commit == 40 then
+    return { repository = repo, commit = commit }
+  end
+  return nil
+end
+
+--- One sealed bundle from what a protocol measured, with its evidence entry attached (written
+-- beside the records by the writers: kluabench.record.evidence).
 --
 -- Required: kernel, mode, provider (strings), result (what protocol:run returned). Optional:
--- parameters (shape, our names), dtype, protocol (default result.protocol), quantiles, environment
--- (default env.capture()), workload, implementation, timed (words), time, labels, annotations,
--- check, execution, bytes, flops, keep_samples (false leaves the raw samples out). When the
--- workload has bytes or flops, run.spec.execution.throughput gets GB/s, % of the cached copy
--- ceiling and the roofline floor of the median (docs/RECORDS.md).
+-- parameters (integer axes, our names), dtype, protocol (default result.protocol), quantiles,
+-- environment (default env.capture()), operation (an operation description), tensors (for the
+-- default description), workload and operation documents (both, to use them as they are),
+-- implementation (a document; default: the kernel registry's built-in one, else the benchmark
+-- script's), timed (words), time, labels, annotations, check (the check record), status (a run
+-- status of the schema's enum) and reasons (why, in words), execution (what the harness adds to
+-- the evidence), bytes, flops, session {index, count}, keep_samples (false leaves the raw samples
+-- out of the evidence).
+--
+-- When the workload has bytes or flops, the run's measurements get GB/s, % of the cached copy
+-- ceiling and the roofline floor of the median; a median faster than the copy floor sets the
+-- status suspected_reward_hack with the reason in the evidence (docs/RECORDS.md).
 --
 -- @signature record.from_result{kernel, mode, provider, parameters, dtype, result, ...} -> bundle
 -- @example
@@ -528,6 +699,9 @@ end
 --   local bundle = record.from_result{kernel = "llama4_rope", mode = "forward", provider = "fused",
 --     parameters = {hidden = 512, seq = 2048, q_heads = 32, kv_heads = 8}, dtype = "bf16", result = r}
 function M.from_result(o)
+  if type(o) ~= 'table' then
+    error("bad argument #1 to 'from_result' (table expected, got " .. type(o) .. ')', 2)
+  end
   for _, f in ipairs { 'kernel', 'mode', 'provider' } do
     if type(o[f]) ~= 'string' then
       error(string.format("bad argument #1 to 'from_result' (field '%s' must be a string)", f), 2)
@@ -538,8 +712,9 @@ function M.from_result(o)
     error("bad argument #1 to 'from_result' (field 'result' must be a protocol result)", 2)
   end
   for _, f in ipairs { 'bytes', 'flops' } do
-    if o[f] ~= nil and (type(o[f]) ~= 'number' or o[f] < 0) then
-      error(string.format("bad argument #1 to 'from_result' (field '%s' must be a number >= 0)", f), 2)
+    if o[f] ~= nil and (not finite(o[f]) or o[f] < 0) then
+      error(string.format("bad argument #1 to 'from_result' (field '%s' must be a finite number >= 0, got %s)", f,
+        tostring(o[f])), 2)
     end
   end
   local protocol = o.protocol or result.protocol
@@ -547,37 +722,87 @@ function M.from_result(o)
     error("bad argument #1 to 'from_result' (no protocol: give field 'protocol')", 2)
   end
   local stats = require 'kluabench.stats'
+  local inference = require 'kluabench.stats.inference'
+  local env = require 'kluabench.record.env'
   local k = kb()
   local backend = result.backend or (k.backend and k.backend()) or 'cpu'
-  local environment = o.environment or require('kluabench.record.env').capture()
-  local hw = environment.spec.hardware or {}
-  local gpu = require('kluabench.record.env').device_name(environment) or 'unknown'
+  local environment = o.environment or env.capture()
+  local gpu = env.device_name(environment) or 'unknown'
   local params = o.parameters or {}
-  local dtype = o.dtype and names.dtype_name(o.dtype) or nil
-  local slug = names.workload_slug(params, dtype)
-  local qs = o.quantiles or (protocol and protocol.params and protocol.params.quantiles)
-    or { 0.5, 0.2, 0.8 }
-  local values = stats.quantiles(result.samples, qs)
-  local execution = execution_of(result)
-  for key, v in pairs(o.execution or {}) do execution[key] = v end
-  local labels = { kluabench_version = k.version, backend = backend }
-  for key, v in pairs(o.labels or {}) do labels[key] = v end
-  local workload = o.workload or M.workload { kernel = o.kernel, operation = o.mode,
-    parameters = params, dtype = dtype, bytes = o.bytes, flops = o.flops, annotations = o.annotations }
-  if execution.throughput == nil then
+
+  -- workload, operation, implementation
+  local workload, op = o.workload, o.operation_document
+  if not (workload and op) then
+    workload, op = M.workload { kernel = o.kernel, parameters = params, dtype = o.dtype,
+      operation = o.operation, tensors = o.tensors }
+  end
+  local od = M.digest(op)
+  local implementation = o.implementation
+    or M.builtin_implementation { kernel = o.kernel, provider = o.provider, backend = backend, operation_digest = od }
+    or implementation.script { operation_digest = od, provider = o.provider, kernel = o.kernel,
+      arch = (environment.spec.hardware or {}).architecture, dtypes = o.dtype and { o.dtype } or nil }
+  local bytes, flops = o.bytes, o.flops
+  local kdesc = M.KERNELS[o.kernel]
+  if (bytes == nil or flops == nil) and kdesc and kdesc.cost then
+    local b, f = kdesc.cost(params, o.dtype and names.dtype_name(o.dtype), o.mode)
+    bytes, flops = bytes or b, flops or f
+  end
+
+  -- statistics of the session's samples
+  local samples = result.samples
+  local qs = o.quantiles or (protocol.params and protocol.params.quantiles) or { 0.5, 0.2, 0.8 }
+  local fields, metrics, latency = {}, {}, {}
+  local median_ms
+  if #samples > 0 then
+    local values = stats.quantiles(samples, qs)
     for i, q in ipairs(qs) do
-      if q == 0.5 then execution.throughput = throughput_of(workload.spec, values[i], environment) end
+      metrics[M.metric_name(q)] = values[i]
+      if q == 0.5 then median_ms = values[i]
+      elseif q == 0.2 then fields.p20_ns = values[i] * 1e6
+      elseif q == 0.8 then fields.p80_ns = values[i] * 1e6 end
+    end
+    median_ms = median_ms or stats.median(samples)
+    local s = result.summary or stats.summary(samples)
+    if finite(s.mean) then latency.mean = M.round(s.mean * 1e6) end
+    if finite(s.min) then latency.minimum = M.round(s.min * 1e6) end
+    if finite(s.max) then latency.maximum = M.round(s.max * 1e6) end
+    if finite(s.stdev) then fields.stdev_ns = s.stdev * 1e6 end
+    if #samples >= 2 then
+      local _, _, lo, hi = inference.rse_median(samples, { confidence = 0.95 })
+      if finite(lo) and finite(hi) and lo >= 0 then latency.confidence95 = { M.round(lo * 1e6), M.round(hi * 1e6) } end
     end
   end
-  if execution.sessionNoise == nil and #result.samples > 0 then
-    execution.sessionNoise = session_noise_of(stats.median(result.samples), environment)
+
+  -- derived figures
+  local status, reasons = o.status or 'passed', {}
+  for _, r in ipairs(o.reasons or {}) do reasons[#reasons + 1] = r end
+  local throughput = median_ms and throughput_of(bytes, flops, median_ms, environment) or nil
+  if throughput then
+    fields.gbps, fields.tflops, fields.pct_copy = throughput.gbps, throughput.tflops, throughput.percentOfCopy
+    fields.copy_gbps, fields.pct_floor = throughput.copyCeilingGbps, throughput.percentOfFloor
+    fields.floor_ns = throughput.floorMs and throughput.floorMs * 1e6
+    if throughput.implausible then
+      fields.implausible = 1
+      if status == 'passed' then status = 'suspected_reward_hack' end
+      reasons[#reasons + 1] = throughput.implausibleReason
+    end
   end
-  local run = M.latency_run {
-    kernel = o.kernel, mode = o.mode, provider = o.provider, gpu = gpu, workload_slug = slug,
-    quantiles = qs, values_ms = values, time = o.time or M.now(), labels = labels,
-    samples_ms = o.keep_samples ~= false and result.samples or nil,
-    summary_ms = result.summary or stats.summary(result.samples),
-    execution = next(execution) and execution or nil, check = o.check,
+  fields.bytes, fields.flops = bytes, flops
+  local session = o.session or { index = 1, count = 1 }
+  fields.session, fields.sessions = session.index, session.count
+  local noise = median_ms and session_noise_of(median_ms, environment) or nil
+  fields.noise_sd = noise and noise.sd
+  if o.check and finite(o.check.relL2) then fields.rel_l2 = o.check.relL2 end
+
+  local time = o.time or M.now()
+  local labels = { kluabench_version = k.version, backend = backend, kluabench_commit = k.git_commit }
+  for key, v in pairs(o.labels or {}) do labels[key] = v end
+  local run = M.run_document {
+    kernel = o.kernel, mode = o.mode, provider = o.provider, gpu = gpu,
+    case = operation.case_key { axes = workload.spec.axes, dtype = o.dtype and operation.dtype_token(o.dtype) or 'opaque' },
+    time = time, status = status, median_ns = median_ms and M.round(median_ms * 1e6), fields = fields,
+    latency = latency, samples = #samples > 0 and #samples or nil, metrics = metrics, correctness = o.check,
+    session = session, labels = labels, harness = harness_ref(),
   }
   local bundle = {
     run = run,
@@ -585,10 +810,41 @@ function M.from_result(o)
       timer = result.timer }),
     environment = environment,
     workload = workload,
-    implementation = o.implementation or M.implementation { provider = o.provider,
-      kernel = o.kernel, target = { backend = backend, architecture = hw.architecture } },
+    implementation = implementation,
+    operation = op,
+    project = o.project,
   }
-  return M.seal(bundle)
+  M.seal(bundle)
+
+  local execution = execution_of(result)
+  -- the stopping rule the protocol followed (what !conv in a table judges)
+  local rule = protocol.params and protocol.params.stop
+  if type(rule) == 'table' and type(rule.spec) == 'function' then
+    local ok, spec = pcall(rule.spec, rule)
+    if ok and type(spec) == 'table' then execution.stopping = spec end
+  end
+  for key, v in pairs(o.execution or {}) do execution[key] = v end
+  local entry = {
+    format = evidence.FORMAT,
+    run = run.spec.sourceNative.externalId,
+    unit = 'ns',
+    samples = json.array {},
+    session = session,
+    execution = json_safe(execution),
+    check = json_safe(o.check),
+    throughput = json_safe(throughput),
+    sessionNoise = json_safe(noise),
+    device = json_safe(env.device_facts(k.device_info and (backend == 'cpu' and k.device_info('cpu') or k.device_info())
+      or {}, backend)),
+    harness = { version = k.version and tostring(k.version), commit = k.git_commit },
+    annotations = json_safe(o.annotations),
+    reasons = #reasons > 0 and reasons or nil,
+  }
+  if o.keep_samples ~= false then
+    for i, ms in ipairs(samples) do entry.samples[i] = M.round(ms * 1e6) end
+  end
+  evidence.attach(bundle, entry)
+  return bundle
 end
 
 return M

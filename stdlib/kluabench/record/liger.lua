@@ -1,16 +1,24 @@
---- Liger-Kernel's benchmark CSV: reading it, turning rows into kernelindex
--- bundles, and writing our results in it.
+--- Liger-Kernel interop: its benchmark CSV read into kernelindex bundles the
+-- way kernelindex's own Liger importer builds them, the workloads kluabench
+-- shares with Liger's benchmarks, and our results written in Liger's CSV.
 --
 -- A row of benchmark/data/all_benchmark_data.csv is one point: the
 -- quantiles 0.5/0.2/0.8 of triton.testing.do_bench (metric_name "speed", ms)
--- or of Liger's peak-memory probe (metric_name "memory", MB). The run,
--- protocol and environment documents of a speed row reproduce, field for
--- field, the record kernelindex.dev publishes for it
--- (tests/data/kernelindex-record-example.json). Input is data: the
--- JSON in extra_benchmark_config_str is parsed by output.decode, never run.
+-- or of Liger's peak-memory probe (metric_name "memory", MB). For the
+-- kernels kluabench reproduces (llama4_rope and rope) a speed row gives the
+-- documents and digests that kernelindex's importer gives
+-- (apps/web/src/server/import/liger/normalize.ts and reconcile.ts in
+-- github.com/SamMausberg/KernelIndex): the same OperationSpec, WorkloadCase,
+-- ImplementationRevision, BenchmarkProtocol, ExecutionEnvironment and
+-- BenchmarkRun, byte for byte after JCS. Rows that importer skips are
+-- skipped with a reason (M.SKIP), or with opts.keep kept as documents of
+-- our own labelled not_reproduced. Input is data: the JSON in
+-- extra_benchmark_config_str is parsed by output.decode, never run.
 local names = require 'kluabench.record.names'
-local output = require 'kluabench.report'
-local record = require 'kluabench.record'
+local output = require 'kluabench.report.json'
+local csv = require 'kluabench.report.csv'
+local files = require 'kluabench.report.files'
+local operation = require 'kluabench.record.operation'
 local env = require 'kluabench.record.env'
 
 local M = {}
@@ -24,14 +32,19 @@ M.HEADER = { 'kernel_name', 'kernel_provider', 'kernel_operation_mode', 'metric_
 M.QUANTILES = { 0.5, 0.2, 0.8 }
 local Y_COLUMNS = { 'y_value_50', 'y_value_20', 'y_value_80' }
 
-M.HARNESS = { name = 'Liger-Kernel benchmark scripts', repository = 'https://github.com/linkedin/Liger-Kernel' }
+M.REPOSITORY = 'https://github.com/linkedin/Liger-Kernel'
+M.HARNESS = { name = 'Liger-Kernel benchmark scripts', repository = M.REPOSITORY }
 M.SOURCE = 'liger-kernel-bench'
+--- The Liger-Kernel commit whose benchmark scripts the OperationSpecs cite (metadata only): the
+-- latest commit touching benchmark/data/all_benchmark_data.csv when kernelindex's schemas were
+-- copied (2026-08-10). import-liger --liger-commit names another.
+M.COMMIT = '2120862ba532c9449e72d603ba6324310ae756e7'
 
---- What a Liger mode timed, in words, as the published records say it.
+--- What a Liger mode timed, in words, as kernelindex's importer says it (its MODES).
 M.TIMED = {
-  forward = 'the forward pass of the module',
+  forward = 'the module forward pass',
   backward = 'the backward pass of the module output given a random upstream gradient',
-  full = 'the forward pass and then the backward pass given a random upstream gradient',
+  full = 'the forward pass plus the backward pass',
 }
 
 --- Liger's spelling of our parameter names (for writing its CSV).
@@ -59,7 +72,7 @@ local CONFIG_ORDER = { dtype = 1, hidden_size = 2, seq_len = 3, num_q_heads = 4,
 -- @example
 --   local rows = assert(liger.parse(text))
 function M.parse(text)
-  local records, lines = output.parse_csv(text)
+  local records, lines = csv.parse_csv(text)
   if not records then return nil, lines end
   if #records == 0 then return nil, 'line 1: empty file (no header)' end
   local header = records[1]
@@ -93,7 +106,7 @@ end
 -- @example
 --   local rows = assert(liger.read("all_benchmark_data.csv"))
 function M.read(path)
-  local text, err = output.read_text(path)
+  local text, err = files.read_text(path)
   if not text then return nil, err end
   local rows, perr = M.parse(text)
   if not rows then return nil, path .. ':' .. perr:gsub('^line ', '') end
@@ -154,187 +167,434 @@ local function number_field(row, col)
 end
 
 ---------------------------------------------------------------------------
+-- What kernelindex's importer declares (kernels.ts, normalize.ts)
+---------------------------------------------------------------------------
+
+-- The binder of Liger's RoPE benchmark configs: {seq, hidden, q_heads,
+-- kv_heads} from x (T = seq, H = hidden) and the config, or nil when the
+-- config is not of that shape (kernels.ts).
+local function rope_binding(x, x_name, config)
+  local function int(v) return (math.type(v) == 'integer' or (type(v) == 'number' and v == math.floor(v)))
+    and v > 0 and math.tointeger(v) or nil end
+  local q_heads, kv_heads = int(config.num_q_heads), int(config.num_kv_heads)
+  local dtype = M.DTYPES[config.dtype]
+  if not q_heads or not kv_heads or not dtype then return nil end
+  local seq = x_name == 'T' and x or int(config.seq_len)
+  local hidden = x_name == 'H' and x or int(config.hidden_size)
+  if not seq or not hidden or hidden % q_heads ~= 0 then return nil end
+  return { axes = { seq = seq, hidden = hidden, q_heads = q_heads, kv_heads = kv_heads }, dtype = dtype }
+end
+
+--- The torch dtypes of Liger's configs -> kernelindex's tokens (the importer's DTYPES).
+M.DTYPES = { ['torch.bfloat16'] = 'bf16', ['torch.float16'] = 'fp16', ['torch.float32'] = 'fp32' }
+
+local function rope_kernel(csv_name, slug, title, description, shape_q, shape_k)
+  return {
+    csv_name = csv_name, name = slug, family = 'rope', title = title, description = description,
+    inputs = { { name = 'q', shape = shape_q, dtype = 'cfg' }, { name = 'k', shape = shape_k, dtype = 'cfg' } },
+    outputs = { { name = 'q_out', shape = shape_q, dtype = 'cfg' }, { name = 'k_out', shape = shape_k, dtype = 'cfg' } },
+    derived = { head_dim = 'hidden // q_heads' },
+    axis_order = { 'seq', 'hidden', 'q_heads', 'kv_heads' },
+    bind = rope_binding,
+  }
+end
+
+--- The Liger kernels kluabench reproduces, as kernelindex's importer curates them: record kernel
+-- name -> operation description (kluabench.record.operation) with csv_name and bind(x, x_name,
+-- config) -> binding | nil. Both RoPE benchmarks of kluabench (scripts/llama4_rope.lua,
+-- scripts/rope.lua) measure these workloads, so their runs land on kernelindex's.
+M.KERNELS = {
+  llama4_rope = rope_kernel('llama4_rope', 'liger-llama4-rope', 'Llama 4 rotary position embedding',
+    'Llama-4-style rotary embedding applied to query and key tensors in batch×seq×heads×head_dim layout '
+      .. '(batch 1, complex-frequency formulation).',
+    { 1, 'seq', 'q_heads', 'head_dim' }, { 1, 'seq', 'kv_heads', 'head_dim' }),
+  rope = rope_kernel('rope', 'liger-rope', 'Rotary position embedding',
+    'Rotary position embedding applied to query and key tensors (batch 1, Llama-style head layout).',
+    { 1, 'q_heads', 'seq', 'head_dim' }, { 1, 'kv_heads', 'seq', 'head_dim' }),
+}
+
+--- The Liger kernels kernelindex's importer curates and kluabench does not reproduce (their rows
+-- are skipped as 'not_reproduced'); every other kernel is one the importer skips too.
+M.NOT_REPRODUCED = {
+  rms_norm = true, fused_add_rms_norm = true, layer_norm = true, softmax = true, cross_entropy = true,
+  jsd = true, embedding = true, megatron_rms_norm = true, megatron_swiglu = true, swiglu = true,
+}
+
+--- The GPUs kernelindex's importer knows (its HARDWARE): CSV gpu_name -> hardware.
+M.HARDWARE = {
+  ['NVIDIA A100-SXM4-80GB'] = { vendor = 'nvidia', product = 'NVIDIA A100', architecture = 'sm_80', formFactor = 'SXM4-80GB' },
+  ['NVIDIA H100 80GB HBM3'] = { vendor = 'nvidia', product = 'NVIDIA H100', architecture = 'sm_90', formFactor = '80GB HBM3' },
+  ['NVIDIA H100 PCIe'] = { vendor = 'nvidia', product = 'NVIDIA H100', architecture = 'sm_90', formFactor = 'PCIe' },
+  ['NVIDIA B200'] = { vendor = 'nvidia', product = 'NVIDIA B200', architecture = 'sm_100' },
+  ['NVIDIA GeForce RTX 3090'] = { vendor = 'nvidia', product = 'NVIDIA GeForce RTX 3090', architecture = 'sm_86' },
+  ['NVIDIA GeForce RTX 4090'] = { vendor = 'nvidia', product = 'NVIDIA GeForce RTX 4090', architecture = 'sm_89' },
+}
+
+--- The software projects providers belong to (the importer's PROJECTS): slug -> {name, repository, id}.
+M.PROJECTS = {
+  ['liger-kernel'] = { name = 'Liger-Kernel', repository = M.REPOSITORY, id = 'linkedin/Liger-Kernel' },
+  pytorch = { name = 'PyTorch', repository = 'https://github.com/pytorch/pytorch', id = 'pytorch/pytorch' },
+  ['megatron-lm'] = { name = 'NVIDIA Megatron-LM', repository = 'https://github.com/NVIDIA/Megatron-LM',
+    id = 'NVIDIA/Megatron-LM' },
+  deepspeed = { name = 'DeepSpeed', repository = 'https://github.com/deepspeedai/DeepSpeed', id = 'deepspeedai/DeepSpeed' },
+  transformers = { name = 'Hugging Face Transformers', repository = 'https://github.com/huggingface/transformers',
+    id = 'huggingface/transformers' },
+}
+
+local function liger_provider(title, description)
+  return { project = 'liger-kernel', title = title, language = 'triton', description = description,
+    declared = 'BSD-2-Clause', concluded = 'BSD-2-Clause', pip = 'liger-kernel' }
+end
+
+--- Liger's providers (the importer's PROVIDERS): CSV kernel_provider -> {project, title, language,
+-- description, declared, concluded, pip, role}.
+M.PROVIDERS = {
+  liger = liger_provider('Liger', 'Liger-Kernel Triton implementation.'),
+  liger_fused_add_rms_norm = liger_provider('Liger fused', 'Liger-Kernel fused add + RMSNorm Triton implementation.'),
+  liger_rms_norm = liger_provider('Liger unfused',
+    'Residual add in PyTorch followed by the Liger RMSNorm Triton kernel (unfused baseline).'),
+  huggingface = { project = 'transformers', title = 'Transformers', language = 'python',
+    description = 'Hugging Face Transformers reference module.', declared = 'Apache-2.0', role = 'baseline' },
+  torch = { project = 'pytorch', title = 'PyTorch', language = 'python', description = 'PyTorch reference module.',
+    declared = 'BSD-3-Clause', role = 'baseline' },
+  torch_compile = { project = 'pytorch', title = 'torch.compile', language = 'python',
+    description = 'PyTorch reference module compiled with torch.compile.', declared = 'BSD-3-Clause' },
+  liger_in_place = liger_provider('Liger in-place', 'Liger-Kernel Triton implementation, in-place variant.'),
+  liger_tiled = liger_provider('Liger tiled',
+    'Liger-Kernel MLP under seq-sharded tiled execution (same computation, chunked over the sequence).'),
+  megatron = { project = 'megatron-lm', title = 'Megatron', language = 'python',
+    description = 'Megatron-Core module for the benchmarked operation.', declared = 'BSD-3-Clause' },
+  ['megatron-fused'] = { project = 'megatron-lm', title = 'Megatron fused', language = 'python',
+    description = 'Megatron-Core fused_vocab_parallel_cross_entropy (fused kernel path).', declared = 'BSD-3-Clause' },
+  ['megatron-unfused'] = { project = 'megatron-lm', title = 'Megatron unfused', language = 'python',
+    description = 'Megatron-Core vocab_parallel_cross_entropy (unfused reference path).', declared = 'BSD-3-Clause',
+    role = 'baseline' },
+  deepspeed_tiled = { project = 'deepspeed', title = 'DeepSpeed tiled', language = 'python',
+    description = 'DeepSpeed TiledMLP seq-sharded execution.', declared = 'Apache-2.0' },
+}
+
+local API = 'kernelindex.dev/v1alpha1'
+local function doc(kind, metadata, spec) return { apiVersion = API, kind = kind, metadata = metadata, spec = spec } end
+local function digest(d) return require('kluabench.record').digest(d) end
+
+--- The OperationSpec of a reproduced Liger kernel (commit: the Liger commit its sourceRef cites,
+-- default M.COMMIT).
+--
+-- @signature liger.operation_document(kernel [, commit]) -> document
+-- @example
+--   print(record.digest(liger.operation_document("llama4_rope")))
+function M.operation_document(kernel, commit)
+  local k = M.KERNELS[kernel]
+  if not k then error("bad argument #1 to 'operation_document' (not a reproduced Liger kernel: " .. tostring(kernel) .. ')', 2) end
+  local op = {}
+  for key, v in pairs(k) do op[key] = v end
+  op.source_url = string.format('%s/blob/%s/benchmark/scripts/benchmark_%s.py', M.REPOSITORY, commit or M.COMMIT,
+    k.csv_name)
+  return operation.document(op)
+end
+
+--- The WorkloadCase of a reproduced Liger kernel at a binding {axes, dtype (token)}.
+--
+-- @signature liger.workload_document(kernel, binding [, operation_digest]) -> document
+-- @example
+--   local w = liger.workload_document("llama4_rope", {axes = {seq = 2048, hidden = 512, q_heads = 32, kv_heads = 8}, dtype = "bf16"})
+--   print(record.digest(w))
+function M.workload_document(kernel, binding, operation_digest)
+  local k = M.KERNELS[kernel]
+  if not k then error("bad argument #1 to 'workload_document' (not a reproduced Liger kernel: " .. tostring(kernel) .. ')', 2) end
+  return operation.workload(k, operation_digest or digest(M.operation_document(kernel)), binding)
+end
+
+--- The SoftwareProject of a project slug of M.PROJECTS.
+--
+-- @signature liger.project_document(slug) -> document
+-- @example
+--   print(liger.project_document("liger-kernel").spec.name)
+function M.project_document(slug)
+  local p = M.PROJECTS[slug]
+  if not p then error("bad argument #1 to 'project_document' (unknown project " .. tostring(slug) .. ')', 2) end
+  return doc('SoftwareProject', { name = slug },
+    { name = p.name, kind = 'library', repository = p.repository, host = { kind = 'github', id = p.id } })
+end
+
+--- The ImplementationRevision of a Liger benchmark provider for a kernel; nil for an unknown provider.
+--
+-- @signature liger.implementation_document(kernel, provider [, operation_digest]) -> document | nil
+-- @example
+--   print(record.digest(liger.implementation_document("llama4_rope", "huggingface")))
+function M.implementation_document(kernel, provider, operation_digest)
+  local entry = M.PROVIDERS[provider]
+  if not entry then return nil end
+  local csv_name = M.KERNELS[kernel] and M.KERNELS[kernel].csv_name or kernel
+  local title = M.KERNELS[kernel] and M.KERNELS[kernel].title or kernel
+  return doc('ImplementationRevision', {
+    name = names.kebab('liger-bench-' .. csv_name .. '-' .. provider),
+    title = title .. ' · ' .. entry.title,
+    description = entry.description,
+    labels = entry.role and { role = entry.role } or nil,
+    sourceRefs = { { url = M.REPOSITORY } },
+  }, {
+    projectRevision = output.object(),
+    operation = { specDigest = operation_digest or digest(M.operation_document(kernel)) },
+    callable = { language = entry.language },
+    support = { hardwareArchitectures = output.array(), dtypes = output.array() },
+    buildVariants = entry.pip and { { name = 'pip', install = { kind = 'pip', package = entry.pip } } } or nil,
+    licensing = { declared = entry.declared, concluded = entry.concluded },
+  })
+end
+
+--- The BenchmarkProtocol of Liger's harness for one timed pass (the importer's ligerProtocol).
+--
+-- @signature liger.protocol_document(mode) -> document
+-- @example
+--   print(record.digest(liger.protocol_document("backward")))
+function M.protocol_document(mode)
+  return doc('BenchmarkProtocol', {
+    name = names.kebab('liger-bench-do-bench-' .. mode),
+    title = 'Liger benchmark harness · ' .. mode .. ' pass',
+  }, {
+    harness = { name = M.HARNESS.name, repository = M.HARNESS.repository },
+    measurement = { timer = 'cuda_events', primaryStatistic = 'median' },
+    comparability = {
+      family = 'liger_kernel_bench',
+      notes = 'Timed: ' .. (M.TIMED[mode] or mode) .. ', via triton.testing.do_bench with quantiles 0.5/0.2/0.8 '
+        .. "(median with p20/p80 spread). The upstream CSV records no CUDA, driver, or torch version; the Liger "
+        .. "release rides each run's labels. Comparable only within one kernel, workload, timed pass, and GPU.",
+    },
+  })
+end
+
+-- Our own protocol of Liger's memory probe (kernelindex's importer skips
+-- memory rows: these documents are kluabench's, labelled not_reproduced).
+local function memory_protocol_document(mode)
+  return doc('BenchmarkProtocol', {
+    name = names.kebab('liger-bench-memory-' .. mode),
+    title = 'Liger benchmark harness · peak memory, ' .. mode .. ' pass',
+    labels = { not_reproduced = 'kernelindex imports speed rows only' },
+  }, {
+    harness = { name = M.HARNESS.name, repository = M.HARNESS.repository },
+    measurement = { timer = 'torch_cuda_max_memory_allocated', primaryStatistic = 'median' },
+    comparability = {
+      family = 'liger_kernel_bench_memory',
+      notes = 'Measured: the peak GPU memory allocated (torch.cuda.max_memory_allocated, MB) while running '
+        .. (M.TIMED[mode] or mode) .. ', repeated, with quantiles 0.5/0.2/0.8 (median with p20/p80 spread). '
+        .. 'Comparable only within one kernel, workload, pass, and GPU.',
+    },
+  })
+end
+
+--- The ExecutionEnvironment of a Liger CSV gpu_name (the importer's ligerEnvironment); nil for a
+-- GPU the importer does not know, unless opts.guess (then from the name, labelled not_reproduced).
+--
+-- @signature liger.environment_document(gpu_name [, opts]) -> document | nil
+-- @example
+--   print(record.digest(liger.environment_document("NVIDIA H100 80GB HBM3")))
+function M.environment_document(gpu, opts)
+  local hw = M.HARDWARE[gpu]
+  local labels
+  if not hw then
+    if not (opts and opts.guess) then return nil end
+    local vendor, product, ff = env.split_gpu_name(gpu)
+    local arch = env.arch_of_gpu_name(gpu)
+    if not vendor or product == '' or not arch then return nil end
+    hw = { vendor = vendor, product = product, architecture = arch, formFactor = ff }
+    labels = { not_reproduced = 'a GPU kernelindex\'s importer does not know' }
+  end
+  local copy = {}
+  for k, v in pairs(hw) do copy[k] = v end
+  return doc('ExecutionEnvironment', {
+    name = names.kebab('liger-bench-' .. gpu),
+    title = 'Liger benchmark host · ' .. gpu:gsub('^NVIDIA ', ''),
+    labels = labels,
+  }, { hardware = copy, software = output.object() })
+end
+
+---------------------------------------------------------------------------
 -- Row -> bundle
 ---------------------------------------------------------------------------
 
-local function protocol_document(mode, metric, unit)
-  local timed = M.TIMED[mode] or ('the ' .. mode .. ' pass')
-  local tail = ' The upstream CSV records no CUDA, driver, or torch version; the Liger release '
-    .. "rides each run's labels. Comparable only within one kernel, workload, timed pass, and GPU."
-  if metric == 'speed' then
-    return record.document('BenchmarkProtocol', {
-      harness = { name = M.HARNESS.name, repository = M.HARNESS.repository },
-      measurement = { timer = 'cuda_events', primaryStatistic = 'median' },
-      comparability = {
-        notes = 'Timed: ' .. timed .. ', via triton.testing.do_bench with quantiles 0.5/0.2/0.8 '
-          .. '(median with p20/p80 spread).' .. tail,
-        family = 'liger_kernel_bench',
-      },
-    }, {
-      name = names.dns_name('liger-bench-do-bench', mode),
-      title = 'Liger benchmark harness · ' .. mode .. ' pass',
-    })
-  end
-  local what = metric == 'memory' and ('peak GPU memory allocated (' .. unit .. ')')
-    or (metric .. ' (' .. unit .. ')')
-  return record.document('BenchmarkProtocol', {
-    harness = { name = M.HARNESS.name, repository = M.HARNESS.repository },
-    measurement = {
-      method = metric == 'memory' and 'torch.cuda.max_memory_allocated' or metric,
-      primaryStatistic = 'median',
-    },
-    comparability = {
-      notes = 'Measured: ' .. what .. ' while running ' .. timed .. ', repeated, with quantiles '
-        .. '0.5/0.2/0.8 (median with p20/p80 spread).' .. tail,
-      family = 'liger_kernel_bench',
-    },
-  }, {
-    name = names.dns_name('liger-bench', metric, mode),
-    title = 'Liger benchmark harness · ' .. metric .. ', ' .. mode .. ' pass',
-  })
-end
+--- Why rows are skipped, by reason code (import-liger counts them).
+M.SKIP = {
+  memory_row = 'memory rows (kernelindex imports speed rows only; --keep keeps them as our own)',
+  not_reproduced = 'kernels kernelindex curates that kluabench does not reproduce',
+  uncurated_kernel = 'kernels kernelindex does not curate',
+  unknown_mode = 'operation modes other than forward, backward and full',
+  unknown_config = 'configs that do not bind the kernel\'s axes',
+  unknown_provider = 'providers kernelindex does not know',
+  unknown_gpu = 'GPUs kernelindex does not know (--keep keeps them as our own)',
+  invalid = 'rows with a value that is not a number, a time or UTF-8',
+}
 
-local function environment_document(gpu)
-  local vendor, product, ff = env.split_gpu_name(gpu)
-  return record.document('ExecutionEnvironment', {
-    hardware = { vendor = vendor, product = product ~= '' and product or nil, formFactor = ff,
-      architecture = env.arch_of_gpu_name(gpu) },
-    software = output.object(),
+-- The run of a speed row (the importer's runFromRow).
+local function speed_run(row, k, binding, digests, values)
+  local ms50, ms20, ms80 = values[1], values[2], values[3]
+  local key = operation.case_key(binding)
+  local external = table.concat({ k.csv_name, row.kernel_operation_mode, row.kernel_provider, names.kebab(row.gpu_name),
+    key, names.kebab(row.timestamp) }, '/')
+  local ns = function(ms) return require('kluabench.record').round(ms * 1e6) end
+  return doc('BenchmarkRun', {
+    name = names.kebab(string.format('liger-%s-%s-%s-%s-%s-%s', k.csv_name, row.kernel_operation_mode,
+      row.kernel_provider, row.gpu_name, key, row.timestamp)),
+    title = k.title .. ' · ' .. row.kernel_provider .. ' · ' .. row.kernel_operation_mode,
+    labels = { liger_version = row.liger_version },
   }, {
-    name = names.dns_name('liger-bench', names.gpu_slug(gpu)),
-    title = 'Liger benchmark host · ' .. env.short_device_name(gpu),
-  })
-end
-
-local function implementation_document(kernel, provider, version)
-  return record.document('KernelImplementation', {
-    provider = provider,
-    kernel = kernel,
-    source = M.SOURCE,
-    ligerVersion = version ~= '' and version or nil,
-  }, {
-    name = names.dns_name('liger', kernel, provider, version),
-    title = record.kernel_title(kernel) .. ' · ' .. provider .. ' (Liger-Kernel '
-      .. (version ~= '' and version or 'unknown') .. ' benchmark)',
-  })
-end
-
--- A run of a metric other than speed: all three quantiles are measurements
--- in the row's own unit, and there is no timing block.
-local function other_run(o)
-  local measurements, metrics = {}, {}
-  local unit_key = o.unit:lower():gsub('[^%w]+', '_')
-  for i, q in ipairs(M.QUANTILES) do
-    measurements[i] = { unit = o.unit, value = o.values[i], metric = o.metric,
-      statistic = q == 0.5 and 'median' or record.quantile_name(q) }
-    metrics[record.metric_name(q, unit_key)] = o.values[i]
-  end
-  return record.document('BenchmarkRun', {
+    implementationDigest = digests.implementation,
+    workloadDigest = digests.workload,
+    protocolDigest = digests.protocol,
+    environmentDigest = digests.environment,
     status = 'passed',
-    observedAt = names.iso8601(o.time),
-    measurements = measurements,
+    timing = { primaryStatistic = 'median', latencyNs = { median = ns(ms50) } },
+    measurements = {
+      { metric = 'latency', unit = 'ns', statistic = 'p20', value = ns(ms20) },
+      { metric = 'latency', unit = 'ns', statistic = 'p80', value = ns(ms80) },
+    },
     sourceNative = {
       source = M.SOURCE,
-      metrics = metrics,
-      benchmark = o.kernel .. '/' .. o.mode .. '/' .. o.metric,
-      externalId = names.external_id { kernel = o.kernel, mode = o.mode, provider = o.provider,
-        gpu = o.gpu, workload = o.slug, time = o.time, metric = o.metric },
+      benchmark = k.csv_name .. '/' .. row.kernel_operation_mode,
+      externalId = external,
+      metrics = { ms_50 = ms50, ms_20 = ms20, ms_80 = ms80 },
     },
-  }, {
-    name = names.dns_name('liger', o.kernel, o.metric, o.mode, o.provider, names.gpu_slug(o.gpu),
-      o.slug),
-    title = record.kernel_title(o.kernel) .. ' · ' .. o.provider .. ' · ' .. o.mode .. ' · ' .. o.metric,
-    labels = o.labels,
+    observedAt = names.iso8601(digests.time),
   })
 end
 
---- The sealed bundle of one row: speed rows as latency records, memory rows in their unit.
---
--- The sealed bundle of one parsed row, or nil and a message.
---
--- @signature liger.row_to_bundle(row) -> bundle | nil, message
--- @example
---   for _, row in ipairs(rows) do local b = liger.row_to_bundle(row) end
-function M.row_to_bundle(row)
-  if row.error then return nil, row.error end
-  for _, col in ipairs(M.HEADER) do
-    if row[col] == nil then return nil, 'row lacks column ' .. col end
-    -- records are JSON, whose strings are UTF-8 (found by tests/fuzz/fuzz_csv.c)
-    if not utf8.len(row[col]) then return nil, col .. ' is not valid UTF-8' end
+-- The run of a memory row: our own (not reproduced), the three quantiles as
+-- measurements in MB.
+local function memory_run(row, k, binding, digests, values)
+  local key = operation.case_key(binding)
+  local unit = names.kebab(row.metric_unit):gsub('-', '_')
+  if not unit:match('^[a-z]') then unit = 'mb' end
+  local ms = {}
+  for i, q in ipairs { 'median', 'p20', 'p80' } do
+    ms[i] = { metric = 'memory', unit = unit, statistic = q, value = values[i] }
   end
-  local kernel, provider, mode = row.kernel_name, row.kernel_provider, row.kernel_operation_mode
-  local metric, unit = row.metric_name, row.metric_unit
-  for _, col in ipairs { 'kernel_name', 'kernel_provider', 'kernel_operation_mode', 'metric_name',
-    'metric_unit', 'x_name', 'gpu_name' } do
-    if row[col] == '' then return nil, col .. ' is empty' end
+  return doc('BenchmarkRun', {
+    name = names.kebab(string.format('liger-%s-memory-%s-%s-%s-%s-%s', k.csv_name, row.kernel_operation_mode,
+      row.kernel_provider, row.gpu_name, key, row.timestamp)),
+    title = k.title .. ' · ' .. row.kernel_provider .. ' · ' .. row.kernel_operation_mode .. ' · memory',
+    labels = { liger_version = row.liger_version, not_reproduced = 'kernelindex imports speed rows only' },
+  }, {
+    implementationDigest = digests.implementation,
+    workloadDigest = digests.workload,
+    protocolDigest = digests.protocol,
+    environmentDigest = digests.environment,
+    status = 'passed',
+    measurements = ms,
+    sourceNative = {
+      source = M.SOURCE,
+      benchmark = k.csv_name .. '/' .. row.kernel_operation_mode .. '/memory',
+      externalId = table.concat({ k.csv_name, row.kernel_operation_mode, row.kernel_provider,
+        names.kebab(row.gpu_name), key, names.kebab(row.timestamp), 'memory' }, '/'),
+      metrics = { mb_50 = values[1], mb_20 = values[2], mb_80 = values[3] },
+    },
+    observedAt = names.iso8601(digests.time),
+  })
+end
+
+local function kernel_of_csv(name)
+  for kernel, k in pairs(M.KERNELS) do
+    if k.csv_name == name then return kernel, k end
+  end
+  return nil
+end
+
+--- The bundle of one parsed row, as kernelindex's importer builds it; or nil, reason (a key of
+-- M.SKIP), message.
+--
+-- opts: keep (keep memory rows and rows of GPUs the importer does not know, as documents of our
+-- own labelled not_reproduced), commit (the Liger commit the OperationSpec cites).
+--
+-- @signature liger.row_to_bundle(row [, opts]) -> bundle | nil, reason, message
+-- @example
+--   for _, row in ipairs(rows) do local b, why = liger.row_to_bundle(row) end
+function M.row_to_bundle(row, opts)
+  opts = opts or {}
+  local function skip(reason, fmt, ...) return nil, reason, string.format(fmt, ...) end
+  if row.error then return skip('invalid', '%s', row.error) end
+  for _, col in ipairs(M.HEADER) do
+    if row[col] == nil then return skip('invalid', 'row lacks column %s', col) end
+    -- records are JSON, whose strings are UTF-8 (found by tests/fuzz/fuzz_csv.c)
+    if not utf8.len(row[col]) then return skip('invalid', '%s is not valid UTF-8', col) end
+  end
+  local memory = row.metric_name ~= 'speed'
+  if memory and not (opts.keep and row.metric_name == 'memory') then
+    return skip('memory_row', '%s row (kernelindex imports speed rows only)', row.metric_name)
+  end
+  local kernel, k = kernel_of_csv(row.kernel_name)
+  if not k then
+    if M.NOT_REPRODUCED[row.kernel_name] then
+      return skip('not_reproduced', 'kernel %s: kluabench does not reproduce its importer', quoted(row.kernel_name))
+    end
+    return skip('uncurated_kernel', 'kernel %s is not curated by kernelindex\'s importer', quoted(row.kernel_name))
+  end
+  local mode = row.kernel_operation_mode
+  if not M.TIMED[mode] then return skip('unknown_mode', 'mode %s', quoted(mode)) end
+  if not M.PROVIDERS[row.kernel_provider] then
+    return skip('unknown_provider', 'provider %s', quoted(row.kernel_provider))
   end
   local config, cerr = M.parse_config(row.extra_benchmark_config_str)
-  if not config then return nil, cerr end
+  if not config then return skip('unknown_config', '%s', cerr) end
+  local x = decimal(row.x_value)
+  local binding = x and x == math.floor(x) and x > 0 and k.bind(math.tointeger(x), row.x_name, config) or nil
+  if not binding then return skip('unknown_config', 'x %s=%s with config %s does not bind %s', quoted(row.x_name),
+    quoted(row.x_value), quoted(row.extra_benchmark_config_str), kernel) end
+  local environment = M.environment_document(row.gpu_name, { guess = opts.keep })
+  if not environment then return skip('unknown_gpu', 'GPU %s', quoted(row.gpu_name)) end
   local time, terr = names.parse_time(row.timestamp)
-  if not time then return nil, 'timestamp: ' .. terr end
+  if not time then return skip('invalid', 'timestamp: %s', terr) end
   local values = {}
   for i, col in ipairs(Y_COLUMNS) do
     local v, err = number_field(row, col)
-    if not v then return nil, err end
-    -- a time of zero or below is no measurement; a negative amount of anything else neither
-    if v < 0 or (v == 0 and metric == 'speed') then
-      return nil, string.format('%s is %s (%s): a %s must be %s', col, v < 0 and 'negative' or 'zero',
-        quoted(row[col]), metric == 'speed' and 'time' or metric,
-        metric == 'speed' and 'positive' or 'zero or more')
+    if not v then return skip('invalid', '%s', err) end
+    if v < 0 or (v == 0 and not memory) then
+      return skip('invalid', '%s is %s (%s): a %s must be %s', col, v < 0 and 'negative' or 'zero', quoted(row[col]),
+        memory and 'memory figure' or 'time', memory and 'zero or more' or 'positive')
     end
     values[i] = v + 0.0
   end
-
-  local params, dtype = {}, nil
-  for k, v in pairs(config) do
-    if k == 'dtype' then
-      dtype = names.dtype_name(tostring(v))
-    else
-      params[names.param_name(k)] = v
-    end
+  if values[2] > values[3] then
+    return skip('invalid', 'y_value_20 (%s) is above y_value_80 (%s): the quantiles are swapped or broken',
+      quoted(row.y_value_20), quoted(row.y_value_80))
   end
-  local x = decimal(row.x_value)
-  if x == nil then
-    return nil, string.format('x_value is not a decimal number (%s)', quoted(row.x_value))
+  local op = M.operation_document(kernel, opts.commit)
+  local od = digest(op)
+  local workload = M.workload_document(kernel, binding, od)
+  local implementation = M.implementation_document(kernel, row.kernel_provider, od)
+  local protocol = memory and memory_protocol_document(mode) or M.protocol_document(mode)
+  local digests = { operation = od, workload = digest(workload), implementation = digest(implementation),
+    protocol = digest(protocol), environment = digest(environment), time = time }
+  local run = (memory and memory_run or speed_run)(row, k, binding, digests, values)
+  if environment.metadata.labels then
+    run.metadata.labels.not_reproduced = environment.metadata.labels.not_reproduced
   end
-  params[names.param_name(row.x_name)] = x
-  -- found by tests/fuzz/fuzz_csv.c: such values made the digest raise
-  for k, v in pairs(config) do
-    local why = unrecordable(v)
-    if why then return nil, string.format('extra_benchmark_config_str: %s %s', k, why) end
-  end
-  if unrecordable(x) then return nil, string.format('x_value %s (%s)', unrecordable(x), quoted(row.x_value)) end
-  local slug = names.workload_slug(params, dtype)
-  local gpu = row.gpu_name
-  local version = row.liger_version or ''
-  local labels = version ~= '' and { liger_version = version } or output.object()
-
-  local run
-  if metric == 'speed' then
-    if unit ~= 'ms' then return nil, 'speed rows must be in ms, got ' .. unit end
-    run = record.latency_run {
-      kernel = kernel, mode = mode, provider = provider, gpu = gpu, workload_slug = slug,
-      quantiles = M.QUANTILES, values_ms = values, time = time, source = M.SOURCE,
-      name_prefix = 'liger', labels = labels,
-    }
-  else
-    run = other_run { kernel = kernel, mode = mode, provider = provider, gpu = gpu, slug = slug,
-      metric = metric, unit = unit, values = values, time = time, labels = labels }
-  end
-  local bundle = {
-    run = run,
-    protocol = protocol_document(mode, metric, unit),
-    environment = environment_document(gpu),
-    workload = record.workload { kernel = kernel, operation = mode, parameters = params,
-      dtype = dtype, annotations = {
-        liger_x_name = row.x_name,
-        liger_x_label = row.x_label,
-        liger_extra_benchmark_config = row.extra_benchmark_config_str,
-        liger_gpu_name = gpu,
-      } },
-    implementation = implementation_document(kernel, provider, version),
+  return {
+    run = run, protocol = protocol, environment = environment, workload = workload,
+    implementation = implementation, operation = op,
+    project = M.project_document(M.PROVIDERS[row.kernel_provider].project),
   }
-  return record.seal(bundle)
+end
+
+--- The binding of one of our points of a reproduced kernel: {axes = {seq, hidden, q_heads,
+-- kv_heads}, dtype = token}, or nil when the parameters do not bind it.
+--
+-- @signature liger.binding_of(kernel, params, dtype) -> binding | nil
+-- @example
+--   print(liger.binding_of("rope", {hidden = 512, seq = 2048, q_heads = 32, kv_heads = 8}, "bf16").dtype)
+function M.binding_of(kernel, params, dtype)
+  local k = M.KERNELS[kernel]
+  if not k or type(params) ~= 'table' then return nil end
+  local token = dtype and operation.dtype_token(dtype)
+  local torch
+  for t, tok in pairs(M.DTYPES) do if tok == token then torch = t end end
+  local b = k.bind(params.hidden, 'H', { num_q_heads = params.q_heads, num_kv_heads = params.kv_heads,
+    seq_len = params.seq, dtype = torch })
+  if b == nil and token then
+    -- fp64 is no dtype of Liger's configs; the workload is still this one
+    b = k.bind(params.hidden, 'H', { num_q_heads = params.q_heads, num_kv_heads = params.kv_heads,
+      seq_len = params.seq, dtype = 'torch.bfloat16' })
+    if b then b.dtype = token end
+  end
+  return b
 end
 
 ---------------------------------------------------------------------------
@@ -369,7 +629,8 @@ local function config_string(params, dtype, x_key)
   return '{' .. table.concat(parts, ', ') .. '}'
 end
 
---- A CSV row of a bundle; the x axis from the workload's annotation, opts.x, hidden or seq.
+--- A CSV row of a bundle; the x axis from the run's evidence annotation (liger_x_name), opts.x,
+-- else hidden or seq.
 --
 -- A row (table keyed by M.HEADER) of a bundle, or nil and a message.
 --
@@ -378,42 +639,39 @@ end
 --   local row = liger.bundle_to_row(bundle, {x = "seq"})
 function M.bundle_to_row(bundle, opts)
   opts = opts or {}
-  local run, wl = bundle.run, bundle.workload
-  if type(run) ~= 'table' or type(wl) ~= 'table' then return nil, 'bundle lacks run or workload' end
-  local rs, ws = run.spec or {}, wl.spec or {}
-  local ann = (wl.metadata and wl.metadata.annotations) or {}
-  local params = ws.parameters or {}
+  if type(bundle) ~= 'table' or type(bundle.run) ~= 'table' then
+    error("bad argument #1 to 'liger.bundle_to_row' (bundle expected, got " .. type(bundle) .. ')', 2)
+  end
+  local p = require('kluabench.record.point').of(bundle)
+  if not p.kernel or not p.mode or not p.provider then
+    return nil, 'bundle lacks the run\'s sourceNative benchmark and externalId'
+  end
+  local ann = type(p.evidence.annotations) == 'table' and p.evidence.annotations or {}
+  local params = p.params
   local x_name = ann.liger_x_name
   local x_key = x_name and names.param_name(x_name) or opts.x
   if not x_key then x_key = params.hidden and 'hidden' or (params.seq and 'seq') or next(params) end
   if not x_name then x_name = M.X_AXIS[x_key] and M.X_AXIS[x_key][1] or x_key end
   local x_label = ann.liger_x_label or (M.X_AXIS[x_key] and M.X_AXIS[x_key][2]) or x_key
   local metric, unit, y
-  local metrics = rs.sourceNative and rs.sourceNative.metrics or {}
-  if rs.timing then
-    metric, unit = 'speed', 'ms'
-    y = { metrics.ms_50, metrics.ms_20, metrics.ms_80 }
+  local metrics = require('kluabench.record.point').get(bundle, 'run', 'spec', 'sourceNative', 'metrics') or {}
+  if p.metric == 'memory' then
+    metric, unit = 'memory', (p.memory_unit == 'mb' and 'MB') or p.memory_unit or 'MB'
+    y = { p.memory_median, p.memory_p20, p.memory_p80 }
   else
-    local m = rs.measurements and rs.measurements[1]
-    if not m then return nil, 'run has neither timing nor measurements' end
-    metric, unit = m.metric, m.unit
-    y = {}
-    for i, q in ipairs(M.QUANTILES) do
-      for _, mm in ipairs(rs.measurements) do
-        if mm.statistic == (q == 0.5 and 'median' or record.quantile_name(q)) then y[i] = mm.value end
-      end
-    end
+    metric, unit = 'speed', 'ms'
+    y = { metrics.ms_50 or (p.median_ns and p.median_ns / 1e6), metrics.ms_20 or (p.p20_ns and p.p20_ns / 1e6),
+      metrics.ms_80 or (p.p80_ns and p.p80_ns / 1e6) }
   end
   for i = 1, 3 do
     if type(y[i]) ~= 'number' then return nil, 'run lacks the ' .. M.QUANTILES[i] .. ' quantile' end
   end
-  local time = rs.observedAt and names.parse_time(rs.observedAt)
-  local labels = run.metadata and run.metadata.labels or {}
-  local impl = bundle.implementation and bundle.implementation.spec or {}
+  local time = p.observed_at and names.parse_time(p.observed_at)
+  local labels = p.labels
   return {
-    kernel_name = ws.kernel,
-    kernel_provider = impl.provider,
-    kernel_operation_mode = ws.operation,
+    kernel_name = p.kernel,
+    kernel_provider = p.provider,
+    kernel_operation_mode = p.mode,
     metric_name = metric,
     metric_unit = unit,
     x_name = x_name,
@@ -422,9 +680,8 @@ function M.bundle_to_row(bundle, opts)
     y_value_50 = y[1] + 0.0,
     y_value_20 = y[2] + 0.0,
     y_value_80 = y[3] + 0.0,
-    extra_benchmark_config_str = ann.liger_extra_benchmark_config
-      or config_string(params, ws.dtype, x_key),
-    gpu_name = ann.liger_gpu_name or env.device_name(bundle.environment),
+    extra_benchmark_config_str = ann.liger_extra_benchmark_config or config_string(params, p.dtype, x_key),
+    gpu_name = ann.liger_gpu_name or p.device or '',
     timestamp = time and names.liger_time(time) or '',
     liger_version = labels.liger_version or labels.kluabench_version or '',
   }
@@ -436,11 +693,11 @@ end
 -- @example
 --   io.write(liger.to_csv({liger.bundle_to_row(bundle)}))
 function M.to_csv(rows)
-  local out = { output.csv_line(M.HEADER) }
+  local out = { csv.csv_line(M.HEADER) }
   for _, row in ipairs(rows) do
     local fields = {}
     for i, k in ipairs(M.HEADER) do fields[i] = row[k] end
-    out[#out + 1] = output.csv_line(fields, #M.HEADER)
+    out[#out + 1] = csv.csv_line(fields, #M.HEADER)
   end
   return table.concat(out)
 end

@@ -77,6 +77,19 @@ function M.slug(s)
   return (s:lower():gsub('[^%w]+', '-'):gsub('^%-+', ''):gsub('%-+$', ''))
 end
 
+--- kernelindex's kebab case, as its importers name documents: lowercase, every run of characters
+-- other than a-z and 0-9 turned into one "-", leading and trailing "-" trimmed, then cut to 100
+-- characters (the cut may leave a trailing "-", as kernelindex's does).
+--
+-- @signature names.kebab(s) -> text
+-- @example
+--   print(names.kebab("liger-llama4_rope-NVIDIA H100")) --> liger-llama4-rope-nvidia-h100
+function M.kebab(s)
+  check_string('kebab', 1, s)
+  local k = s:lower():gsub('[^a-z0-9]+', '-'):gsub('^%-+', ''):gsub('%-+$', '')
+  return k:sub(1, 100)
+end
+
 --- The GPU slug of a device name.
 --
 -- @signature names.gpu_slug(name) -> text
@@ -104,7 +117,8 @@ function M.format_value(v)
   return tostring(v)
 end
 
---- Parameters sorted by name as name..value joined by "-", dtype last.
+--- Parameters sorted by name as name..value joined by "-", the dtype's kernelindex token last (the
+-- case key of kernelindex's importer: "hidden512-seq2048-bf16", "n1024-fp32").
 --
 -- The workload slug: params (name -> number or string) sorted by name as name .. Values that are
 -- tables are left out (they cannot be spelled in a slug).
@@ -128,7 +142,7 @@ function M.workload_slug(params, dtype)
   table.sort(keys)
   local parts = {}
   for i, k in ipairs(keys) do parts[i] = k .. M.format_value(params[k]) end
-  if dtype ~= nil then parts[#parts + 1] = M.dtype_name(dtype) end
+  if dtype ~= nil then parts[#parts + 1] = require('kluabench.record.operation').dtype_token(dtype) end
   return table.concat(parts, '-')
 end
 

@@ -11,8 +11,14 @@
 --   opts.comparable = true            also what comparing needs: a workload
 --                                     digest ("sha256:..."), and raw samples
 --                                     that are finite positive numbers
-local output = require 'kluabench.report'
-local names = require 'kluabench.record.names'
+-- parse and read also turn bundles of kluabench's earlier format into
+-- today's (kluabench.record.migrate) and read each run's evidence entry (its
+-- raw samples: kluabench.record.evidence) from the samples file beside the
+-- records file; kluabench.record.point then gives the view of each.
+local output = require 'kluabench.report.json'
+local files = require 'kluabench.report.files'
+local evidence = require 'kluabench.record.evidence'
+local migrate = require 'kluabench.record.migrate'
 
 local M = {}
 
@@ -108,58 +114,26 @@ function M.items(text, label)
 end
 
 --- A label for people of a bundle's point ("llama4_rope forward hidden512-...-bf16") and its
--- provider.
+-- provider (kluabench.record.point's label_of).
 --
 -- @signature reader.label_of(bundle) -> label, provider
 -- @example
---   print(reader.label_of({run = {}, implementation = {spec = {provider = "fused"}}}))
+--   print(reader.label_of({run = {spec = {sourceNative = {benchmark = "k/forward", externalId = "k/forward/fused/gpu/n8-fp32/t"}}}}))
 function M.label_of(b)
-  local ws = get(b, 'workload', 'spec')
-  local parts = { text_of(get(ws, 'kernel')) or text_of(get(b, 'workload', 'metadata', 'name')) or '?' }
-  parts[#parts + 1] = text_of(get(ws, 'operation'))
-  if type(get(ws, 'parameters')) == 'table' then
-    local ok, s = pcall(names.workload_slug, ws.parameters, text_of(ws.dtype))
-    if ok and s ~= '' then parts[#parts + 1] = s end
-  end
-  local provider = text_of(get(b, 'implementation', 'spec', 'provider'))
-    or text_of(get(b, 'run', 'metadata', 'labels', 'provider')) or '?'
-  return table.concat(parts, ' '), provider
+  return require('kluabench.record.point').label_of(b)
 end
 
--- A copy of list times scale, or nil and why when an element is not a
--- finite positive number (a time of 0, a negative one, NaN or infinity is
--- a broken record, not a fast kernel).
-local function times(list, scale)
-  local out = {}
-  for i, v in ipairs(list) do
-    if type(v) ~= 'number' or not (v > 0 and v < math.huge) then
-      return nil, string.format('sample %d is not a finite positive number (%s)', i,
-        type(v) == 'number' and string.format('%.17g', v) or type(v))
-    end
-    out[i] = v * scale
-  end
-  return out
-end
-
---- The raw samples of a bundle in ms (run.spec.samples or sourceNative.samples_ms); nil and why when
--- absent or not finite positive numbers.
---
--- Returns the list, or nil, why (no samples, an unknown unit, a value that is not a finite positive
--- number).
+--- The raw samples of a bundle in ms, from its evidence entry (read with the bundle); nil and why
+-- when absent or not finite positive numbers.
 --
 -- @signature reader.samples_of(bundle) -> ms list | nil, why
 -- @example
---   print(#reader.samples_of({run = {spec = {samples = {unit = "ns", values = {1000, 2000}}}}}))
+--   local xs, why = reader.samples_of(bundle)
 function M.samples_of(bundle)
-  local s = get(bundle, 'run', 'spec', 'samples')
-  if type(s) == 'table' and type(s.values) == 'table' and #s.values > 0 then
-    local scale = M.UNIT_MS[s.unit or 'ns']
-    if not scale then return nil, 'samples in unknown unit ' .. tostring(s.unit) end
-    return times(s.values, scale)
-  end
-  local ms = get(bundle, 'run', 'spec', 'sourceNative', 'samples_ms')
-  if type(ms) == 'table' and #ms > 0 then return times(ms, 1) end
-  return nil, 'no raw samples in the record'
+  if migrate.is_old(bundle) then bundle = migrate.bundle(bundle) end
+  local e = evidence.of(bundle)
+  if not e then return nil, evidence.failure(bundle) or 'no raw samples in the record' end
+  return evidence.samples_ms(e)
 end
 
 -- What comparing needs of one bundle; nil or why not.
@@ -170,7 +144,11 @@ local function not_comparable(b)
       .. 'so the bundle is refused rather than pooled with others'
   end
   local s, why = M.samples_of(b)
-  if not s and why ~= 'no raw samples in the record' then return why end
+  -- a record without samples (an import) is compared by its median; one
+  -- whose samples are there but broken is refused
+  if not s and why ~= 'no raw samples in the record' and not (evidence.failure(b) and not evidence.of(b)) then
+    return why
+  end
   return nil
 end
 
@@ -193,8 +171,22 @@ function M.parse(text, label, opts)
   for i, it in ipairs(items) do
     local b = it.bundle
     if not M.is_bundle(b) then
+      if type(b) == 'table' and b.format == evidence.FORMAT then
+        return nil, string.format('%s:%d: an evidence entry (a samples file), not a record bundle: give the '
+          .. 'records file beside it', label, it.line)
+      end
       return nil, string.format('%s:%d: not a record bundle (a JSON object with a "run" object)',
         label, it.line)
+    end
+    if migrate.is_old(b) then
+      local ok, nb = pcall(migrate.bundle, b)
+      if not ok then
+        return nil, string.format('%s:%d: a bundle of the earlier format that cannot be migrated: %s', label, it.line,
+          tostring(nb))
+      end
+      b = nb
+    else
+      evidence.resolve(b, label)
     end
     if opts and opts.comparable then
       local bad = not_comparable(b)
@@ -217,7 +209,7 @@ end
 -- @example
 --   local bundles, lines = assert(reader.read("results.jsonl", {comparable = true}))
 function M.read(path, opts)
-  local text, err = output.read_file(path)
+  local text, err = files.read_file(path)
   if not text then return nil, err end
   return M.parse(text, path, opts)
 end

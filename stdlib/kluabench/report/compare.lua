@@ -1,8 +1,8 @@
 --- Comparing two sets of results point by point: is NEW faster, slower, the
 -- same as BASE, or can the samples not tell?
 --
--- Points are matched by the run's workloadDigest and the implementation's
--- provider. Each bundle of a point is one measurement session (the harness's
+-- Points are matched by the run's workloadDigest and the provider
+-- (kluabench.record.point). Each bundle of a point is one measurement session (the harness's
 -- --runs N gives N); a side's estimate is the mean of its sessions' medians.
 -- For each match:
 --   - the ratio new / base of those estimates (> 1: NEW is slower),
@@ -112,7 +112,7 @@ M.samples_of = reader.samples_of
 -- @example
 --   print(compare.median_of(bundle))
 function M.median_of(bundle)
-  local ns = get(bundle, 'run', 'spec', 'timing', 'latencyNs', 'median')
+  local ns = require('kluabench.record.point').of(bundle).median_ns
   return (type(ns) == 'number' and ns > 0 and ns < math.huge) and ns / 1e6 or nil
 end
 
@@ -266,8 +266,9 @@ function M.compare_samples(base, new, opts)
   return M.compare_sessions({ base }, { new }, opts)
 end
 
+-- What the protocol reported about a bundle's session (its evidence entry).
 local function execution(b)
-  local e = get(b, 'run', 'spec', 'execution')
+  local e = require('kluabench.record.point').of(b).evidence.execution
   return type(e) == 'table' and e or {}
 end
 
@@ -346,7 +347,7 @@ end
 local function recorded_between(bs)
   local sd
   for _, b in ipairs(bs) do
-    local x = get(execution(b), 'sessionNoise', 'sd')
+    local x = require('kluabench.record.point').of(b).noise_sd
     if type(x) == 'number' and x >= 0 and x < 1 and (not sd or x > sd) then sd = x end
   end
   return sd

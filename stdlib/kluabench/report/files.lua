@@ -287,6 +287,19 @@ end
 function M.append_jsonl(path, value)
   local line, err = json.encode_line(value)
   if not line then return nil, err end
+  return M.append_line(path, line)
+end
+
+--- Appends one line of text (a newline is added) to path ("-" or nil: stdout), in one unbuffered
+-- write(2) to a file opened for appending, as append_jsonl does.
+--
+-- @signature output.append_line(path, line) -> true | nil, message
+-- @example
+--   assert(output.append_line(os.tmpname(), '{"a":1}'))
+function M.append_line(path, line)
+  if type(line) ~= 'string' then
+    error("bad argument #2 to 'append_line' (string expected, got " .. type(line) .. ')', 2)
+  end
   if path == nil or path == '-' then return M.write_stdout(line .. '\n') end
   return write_to(path, 'a', line .. '\n', true)
 end

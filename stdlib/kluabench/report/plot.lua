@@ -27,34 +27,7 @@ local M = {}
 
 local function ns_to_ms(v) return type(v) == 'number' and v / 1e6 or nil end
 
--- The measurement of a statistic ("p20", "median") in a run spec.
-local function measurement(rs, statistic)
-  for _, m in ipairs(rs.measurements or {}) do
-    if m.statistic == statistic then return m end
-  end
-  return nil
-end
-
-local DTYPES = { bf16 = true, f16 = true, f32 = true, f64 = true, fp8 = true, int8 = true }
-
--- kernel/mode/provider/gpu/workload/time of an externalId, and the
--- parameters of its workload slug ("hidden512-kv_heads8-bf16").
-local function parse_external_id(id)
-  local kernel, mode, provider, _, slug = (id or ''):match('^([^/]+)/([^/]+)/([^/]+)/([^/]+)/([^/]+)/')
-  if not kernel then return nil end
-  local params, dtype = {}, nil
-  for part in slug:gmatch('[^%-]+') do
-    local k, v = part:match('^([%a_]+)(%d[%d%.]*)$')
-    if DTYPES[part] or names.dtype_name(part) ~= part or not k then
-      dtype = names.dtype_name(part)
-    else
-      params[k] = tonumber(v)
-    end
-  end
-  return { kernel = kernel, mode = mode, provider = provider, params = params, dtype = dtype }
-end
-
---- The point of one record bundle.
+--- The point of one record bundle (kluabench.record.point's view, in the plot's fields).
 --
 -- @signature plot.point_from_bundle(bundle) -> point | nil, message
 -- @example
@@ -63,47 +36,23 @@ function M.point_from_bundle(b)
   if type(b) ~= 'table' or type(b.run) ~= 'table' or type(b.run.spec) ~= 'table' then
     return nil, 'not a record bundle (no run.spec)'
   end
-  local rs = b.run.spec
-  local ws = type(b.workload) == 'table' and b.workload.spec or {}
-  local is = type(b.implementation) == 'table' and b.implementation.spec or {}
-  local native = rs.sourceNative or {}
-  local id = parse_external_id(native.externalId) or { params = {} }
-  local p = {
-    kernel = ws.kernel or id.kernel,
-    mode = ws.operation or id.mode,
-    provider = is.provider or id.provider,
-    dtype = ws.dtype or id.dtype,
-    params = {},
-  }
-  for k, v in pairs(ws.parameters or id.params) do p.params[k] = v end
-  local metrics = native.metrics or {}
-  if rs.timing then
-    p.metric, p.unit = 'speed', 'ms'
-    local lat = rs.timing.latencyNs or {}
-    local p20, p80 = measurement(rs, 'p20'), measurement(rs, 'p80')
-    p.y50 = metrics.ms_50 or ns_to_ms(lat.median)
-    p.y20 = metrics.ms_20 or (p20 and ns_to_ms(p20.value))
-    p.y80 = metrics.ms_80 or (p80 and ns_to_ms(p80.value))
+  local v = require('kluabench.record.point').of(b)
+  local metrics = type(b.run.spec.sourceNative) == 'table' and b.run.spec.sourceNative.metrics or {}
+  local p = { kernel = v.kernel, mode = v.mode, provider = v.provider, dtype = v.dtype, params = {} }
+  for k, x in pairs(v.params) do p.params[k] = x end
+  if v.metric == 'memory' then
+    p.metric, p.unit = 'memory', v.memory_unit == 'mb' and 'MB' or v.memory_unit
+    p.y50, p.y20, p.y80 = v.memory_median, v.memory_p20, v.memory_p80
   else
-    local med = measurement(rs, 'median')
-    if not med then return nil, 'run has neither timing nor a median measurement' end
-    local p20, p80 = measurement(rs, 'p20'), measurement(rs, 'p80')
-    p.metric, p.unit = med.metric, med.unit
-    p.y50, p.y20, p.y80 = med.value, p20 and p20.value, p80 and p80.value
+    p.metric, p.unit = 'speed', 'ms'
+    p.y50 = metrics.ms_50 or ns_to_ms(v.median_ns)
+    p.y20 = metrics.ms_20 or ns_to_ms(v.p20_ns)
+    p.y80 = metrics.ms_80 or ns_to_ms(v.p80_ns)
   end
   if type(p.y50) ~= 'number' then return nil, 'run has no median' end
-  if type(ws.bytes) == 'number' then p.bytes = ws.bytes end
-  if type(ws.flops) == 'number' then p.flops = ws.flops end
-  local tp = type(rs.execution) == 'table' and rs.execution.throughput
-  if type(tp) == 'table' then
-    p.gbps = type(tp.gbps) == 'number' and tp.gbps or nil
-    p.tflops = type(tp.tflops) == 'number' and tp.tflops or nil
-  end
-  if type(b.environment) == 'table' and type(b.environment.spec) == 'table'
-      and type(b.environment.spec.hardware) == 'table' then
-    p.gpu = require('kluabench.record.env').device_name(b.environment)
-  end
-  local ann = type(b.workload) == 'table' and b.workload.metadata and b.workload.metadata.annotations
+  p.bytes, p.flops, p.gbps, p.tflops = v.bytes, v.flops, v.gbps, v.tflops
+  p.gpu = v.device
+  local ann = v.evidence.annotations
   if type(ann) == 'table' and ann.liger_x_name and ann.liger_x_label then
     p.x_labels = { [names.param_name(ann.liger_x_name)] = ann.liger_x_label }
   end

@@ -2,8 +2,6 @@
 -- results table of a list of bundles; Liger's CSV of bundles.
 local M = {}
 
-local names = require 'kluabench.record.names'
-local env = require 'kluabench.record.env'
 local inference = require 'kluabench.stats.inference'
 
 local function cell_text(col, row)
@@ -126,24 +124,10 @@ M.FLAGS = {
     .. 'the measurement or the cost model is wrong',
 }
 
--- The short name of a run's protocol: the last part of its measurement
--- method ("kluabench.measure.cold" -> "cold", "triton.testing.do_bench" ->
--- "do_bench"), else its comparability family.
-local function protocol_name(ps)
-  local m = type(ps.measurement) == 'table' and ps.measurement or {}
-  if type(m.method) == 'string' then return m.method:match('([^.]+)$') end
-  return type(ps.comparability) == 'table' and ps.comparability.family or nil
-end
-
--- "cuda/cuda_events": the backend (environment, else the run's label) and
--- the protocol's timer.
-local function timer_text(b, ps)
-  local m = type(ps.measurement) == 'table' and ps.measurement or {}
-  local es = b.environment and b.environment.spec or {}
-  local labels = b.run and b.run.metadata and b.run.metadata.labels or {}
-  local backend = es.backend or (type(labels) == 'table' and labels.backend) or nil
-  if not backend and not m.timer then return nil end
-  return tostring(backend or '?') .. '/' .. tostring(m.timer or '?')
+-- "cuda/cuda_events": the point's backend and its protocol's timer.
+local function timer_text(p)
+  if not p.backend and not p.timer then return nil end
+  return tostring(p.backend or '?') .. '/' .. tostring(p.timer or '?')
 end
 
 -- The relative half-width (%) of the 95 % interval of the median of the
@@ -157,10 +141,9 @@ end
 
 -- True when the run's stopping rule aimed at a noise target (rse_median,
 -- alone or inside `any`) or was interrupted, and did not converge.
-local function not_converged(ps, stop)
+local function not_converged(stop, rule)
   if type(stop) ~= 'table' or stop.converged ~= false then return false end
   if stop.rule == 'rse_median' or stop.rule == 'interrupted' then return true end
-  local rule = type(ps.measurement) == 'table' and ps.measurement.stopping or nil
   if type(rule) ~= 'table' then return false end
   if rule.rule == 'rse_median' then return true end
   for _, r in ipairs(type(rule.rules) == 'table' and rule.rules or {}) do
@@ -170,64 +153,43 @@ local function not_converged(ps, stop)
 end
 
 -- The flags of a row (see M.FLAGS), space separated, or nil.
-local function flags_of(row, ps, ex)
-  local tp = type(ex.throughput) == 'table' and ex.throughput or {}
+local function flags_of(row, p)
+  local ex = type(p.evidence.execution) == 'table' and p.evidence.execution or {}
   local f = {}
   if row.n and row.n < M.MIN_SAMPLES then f[#f + 1] = 'n<' .. M.MIN_SAMPLES end
-  if not_converged(ps, ex.stop) then f[#f + 1] = '!conv' end
+  if not_converged(ex.stop, ex.stopping) then f[#f + 1] = '!conv' end
   -- set by whoever checks the median against the copy floor; a percentage
   -- of the floor above 100 says the same
-  if tp.implausible or ex.implausible or (type(tp.percentOfFloor) == 'number' and tp.percentOfFloor > 100) then
-    f[#f + 1] = '<floor'
-  end
+  if p.implausible or (type(p.pct_floor) == 'number' and p.pct_floor > 100) then f[#f + 1] = '<floor' end
   return #f > 0 and table.concat(f, ' ') or nil
 end
 
 --- One row per bundle for output.RESULT_COLUMNS (kernel, mode, provider, workload, median/p20/p80
--- us, GB/s, % of copy, samples, ci95 ±% (the 95 % interval of the median over the median), device,
--- protocol, backend/timer, flags: n<5, !conv, <floor as output.FLAGS explains; the optional columns
--- are left out of the tables when no row has them).
+-- us, GB/s, % of copy, check (the run's status when it is not passed), samples, ci95 ±% (the 95 %
+-- interval of the median over the median), device, protocol, backend/timer, flags: n<5, !conv,
+-- <floor as output.FLAGS explains; the optional columns are left out of the tables when no row has
+-- them).
 --
 -- @signature output.results_rows(bundles) -> rows
 -- @example
 --   local rows = output.results_rows(bundles)
 function M.results_rows(bundles)
+  local point = require 'kluabench.record.point'
   local rows = {}
   for i, b in ipairs(bundles) do
-    local rs = b.run and b.run.spec or {}
-    local ws = b.workload and b.workload.spec or {}
-    local is = b.implementation and b.implementation.spec or {}
-    local ps = b.protocol and b.protocol.spec or {}
-    local ex = type(rs.execution) == 'table' and rs.execution or {}
+    local p = point.of(b)
     local row = {
-      kernel = ws.kernel, mode = ws.operation, provider = is.provider,
-      workload = type(ws.parameters) == 'table' and names.workload_slug(ws.parameters, ws.dtype)
-        or nil,
-      device = env.device_name(b.environment),
-      protocol = protocol_name(ps), timer = timer_text(b, ps),
+      kernel = p.kernel, mode = p.mode, provider = p.provider, workload = p.id, device = p.device,
+      protocol = p.protocol, timer = timer_text(p), median_ns = p.median_ns,
+      gbps = p.gbps, pct_copy = p.pct_copy, n = p.n,
     }
-    if rs.timing and rs.timing.latencyNs then row.median_ns = rs.timing.latencyNs.median end
-    for _, m in ipairs(rs.measurements or {}) do
-      if m.metric == 'latency' and m.unit == 'ns' then
-        row[m.statistic .. '_ns'] = m.value
-      end
+    row.p20_ns, row.p80_ns = p.p20_ns, p.p80_ns
+    row.ci_pct = ci_percent(p.samples_ms)
+    if p.status and p.status ~= 'passed' then
+      row.flag = p.status == 'suspected_reward_hack' and 'IMPLAUSIBLE' or p.status
     end
-    local values = rs.samples and rs.samples.values
-    if type(values) == 'table' then
-      row.n = #values
-      row.ci_pct = ci_percent(values)
-    elseif type(ex.stop) == 'table' and math.type(ex.stop.samples) == 'integer' then
-      row.n = ex.stop.samples
-    end
-    -- the record's own throughput (of the unrounded median) when it has one;
-    -- else from the workload's bytes (imports carry no throughput)
-    local tp = type(ex.throughput) == 'table' and ex.throughput or {}
-    row.gbps, row.pct_copy = tp.gbps, tp.percentOfCopy
-    if tp.implausible then row.flag = 'IMPLAUSIBLE' end
-    if not row.gbps and ws.bytes and row.median_ns and row.median_ns > 0 then
-      row.gbps = ws.bytes / row.median_ns
-    end
-    row.flags = flags_of(row, ps, ex)
+    if not row.gbps and p.bytes and row.median_ns and row.median_ns > 0 then row.gbps = p.bytes / row.median_ns end
+    row.flags = flags_of(row, p)
     rows[i] = row
   end
   return rows

@@ -2,7 +2,6 @@
 -- run-all or slurm run gathered into one JSON Lines file, after checking
 -- that every point of the manifest arrived exactly once.
 local output = require 'kluabench.report'
-local names = require 'kluabench.record.names'
 local record = require 'kluabench.record'
 local launch = require 'kluabench.cli.launch'
 
@@ -15,8 +14,10 @@ Reads DIR/manifest.json (written by 'kluabench run-all' and 'kluabench
 slurm': the script, its arguments and the points of every shard) and the
 shard files it names (DIR/shard-I.jsonl), and writes their bundles as one
 JSON Lines file: FILE with -o, else stdout. A bundle belongs to the point
-whose id is its workload's slug (names.workload_slug of the workload's
-parameters and dtype).
+whose id is its workload's case key (the axes and dtype of its run:
+kluabench.record.point). The raw samples of the shards (their evidence
+entries, DIR/shard-I.samples.jsonl) go to FILE's samples file beside it
+(FILE.samples.jsonl); on stdout the runs name the shards' samples files.
 
 It checks, and names on stderr, as "kluabench merge: ...":
   missing      a point of the manifest without any bundle, with the shard
@@ -30,7 +31,7 @@ It checks, and names on stderr, as "kluabench merge: ...":
   mixed        bundles from different environments: the environment spec
                differs (device, driver, CUDA, kluabench, OS). Host names and
                Slurm job and task ids are in the environment's
-               metadata.annotations, not in its spec, so shards on identical
+               metadata.labels, not in its spec, so shards on identical
                hosts are one environment. Without --allow-mixed nothing is
                written.
 
@@ -47,31 +48,25 @@ local function usage_error(fmt, ...) return require('kluabench.cli').usage_error
 local reader = require 'kluabench.record.reader'
 local get = reader.get
 
---- The point id of a bundle: the slug of its workload's parameters and
--- dtype ("seq2048-bf16"), or nil, why.
+--- The point id of a bundle: its workload's case key ("seq2048-bf16"), or nil, why.
 function M.point_of(b)
-  local ws = get(b, 'workload', 'spec')
-  if type(ws) ~= 'table' or type(ws.parameters) ~= 'table' then return nil, 'no workload.spec.parameters' end
-  local ok, slug = pcall(names.workload_slug, ws.parameters, ws.dtype)
-  if not ok or slug == '' then return nil, 'cannot make the workload slug: ' .. tostring(slug) end
-  return slug
+  local ok, p = pcall(require('kluabench.record.point').of, b)
+  if not ok then return nil, 'not a record bundle: ' .. tostring(p) end
+  if not p.id then return nil, 'no workload case key (run.spec.sourceNative.externalId)' end
+  return p.id
 end
 
-local function text(v) return (type(v) == 'string' or type(v) == 'number') and tostring(v) or nil end
-
 local function provider_of(b)
-  return select(2, reader.label_of(b))
+  return require('kluabench.record.point').of(b).provider or '?'
 end
 
 local function mode_of(b)
-  return text(get(b, 'workload', 'spec', 'operation')) or '?'
+  return require('kluabench.record.point').of(b).mode or '?'
 end
 
 local function session_of(b)
-  local s = get(b, 'run', 'spec', 'execution', 'session')
-  local i, n = get(s, 'index'), get(s, 'count')
-  if math.type(i) == 'integer' and math.type(n) == 'integer' then return i, n end
-  return 1, 1
+  local s = require('kluabench.record.point').of(b).session
+  return s.index, s.count
 end
 
 -- The environment a bundle comes from: the digest of its spec (host and
@@ -86,12 +81,14 @@ end
 local function environment_label(b)
   local env = require 'kluabench.record.env'
   local name = type(b.environment) == 'table' and env.device_name(b.environment) or nil
-  local backend = get(b, 'environment', 'spec', 'backend')
+  local p = require('kluabench.record.point').of(b)
   local sw = get(b, 'environment', 'spec', 'software') or {}
   local parts = { name or 'unknown device' }
-  if backend then parts[#parts + 1] = tostring(backend) end
-  if type(sw.driver) == 'table' and sw.driver.release then parts[#parts + 1] = 'driver ' .. tostring(sw.driver.release) end
-  if type(sw.kluabench) == 'table' and sw.kluabench.gitCommit then parts[#parts + 1] = 'kluabench ' .. tostring(sw.kluabench.gitCommit) end
+  if p.backend then parts[#parts + 1] = tostring(p.backend) end
+  if type(sw.driver) == 'string' then parts[#parts + 1] = 'driver ' .. sw.driver end
+  if type(sw.framework) == 'table' and sw.framework.version then
+    parts[#parts + 1] = 'kluabench ' .. tostring(sw.framework.version)
+  end
   return table.concat(parts, ', ')
 end
 
@@ -110,7 +107,8 @@ function M.collect(dir, opts)
   opts = opts or {}
   local manifest, err = launch.read_manifest(dir)
   if not manifest then return nil, err end
-  local res = { bundles = {}, problems = {}, shards = #manifest.shards, points = 0 }
+  local res = { bundles = {}, problems = {}, shards = #manifest.shards, points = 0,
+    origin = setmetatable({}, { __mode = 'k' }) }
   local function problem(kind, fmt, ...)
     res.problems[#res.problems + 1] = { kind = kind, message = string.format(fmt, ...) }
   end
@@ -139,6 +137,10 @@ function M.collect(dir, opts)
     end
     for _, it in ipairs(items) do
       local b, where = it.bundle, string.format('%s:%d', s.file, it.line)
+      if reader.is_bundle(b) then
+        local migrate = require 'kluabench.record.migrate'
+        if migrate.is_old(b) then b = migrate.bundle(b) else require('kluabench.record.evidence').resolve(b, path) end
+      end
       local id, perr = M.point_of(b)
       if not id then
         problem('unreadable', '%s: not a benchmark bundle (%s)', where, perr)
@@ -167,9 +169,10 @@ function M.collect(dir, opts)
           local e = envs[ek]
           e.count = e.count + 1
           e.files[s.file] = true
-          local host = get(b, 'environment', 'metadata', 'annotations', 'hostName')
+          local host = get(b, 'environment', 'metadata', 'labels', 'host_name')
           if type(host) == 'string' then e.hosts[host] = true end
           res.bundles[#res.bundles + 1] = b
+          res.origin[b] = path
         end
       end
     end
@@ -228,9 +231,28 @@ end
 -- Problems that do not fail the merge.
 local NOTES = { misplaced = true, ['mixed-allowed'] = true }
 
---- Writes the merged bundles of res to path (nil or '-' = stdout). Returns
--- true or nil, message.
+--- Writes the merged bundles of res to path (nil or '-' = stdout), their evidence entries into the
+-- samples file beside it (on stdout, the runs name the shards' samples files by absolute uri).
+-- Returns true or nil, message.
 function M.write(res, path)
+  local evidence = require 'kluabench.record.evidence'
+  local to_stdout = path == nil or path == '-'
+  -- runs whose entries stay where they are (on stdout, or not readable now)
+  -- name them by absolute uri, so that the uri holds wherever FILE goes
+  for _, b in ipairs(res.bundles) do
+    local ref = get(b, 'run', 'spec', 'evidence', 'rawSamples')
+    if type(ref) == 'table' and res.origin[b] and (to_stdout or not evidence.of(b)) then
+      local file, line = evidence.locate(ref.uri, res.origin[b])
+      if file then
+        local real = require('kluabench.core').realpath(file) or file
+        ref.uri = 'file://' .. real .. (line and ('#L' .. line) or '')
+      end
+    end
+  end
+  if not to_stdout then
+    local ok, err = evidence.write_file(res.bundles, path)
+    if not ok then return nil, err end
+  end
   local lines = {}
   for _, b in ipairs(res.bundles) do
     local line, err = output.encode_line(b)
@@ -238,7 +260,7 @@ function M.write(res, path)
     lines[#lines + 1] = line
   end
   local textv = #lines > 0 and (table.concat(lines, '\n') .. '\n') or ''
-  if path == nil or path == '-' then
+  if to_stdout then
     io.stdout:write(textv)
     io.stdout:flush()
     return true

@@ -1,18 +1,29 @@
---- `kluabench verify FILE...`: recompute the four digests of every record
--- bundle in JSON or JSON Lines files and check them against the run's.
+--- `kluabench verify FILE...`: recompute every digest of every record
+-- bundle in JSON or JSON Lines files, check each document against the
+-- kernelindex schema of its kind, and check the run's raw samples (its
+-- evidence entry) against their digest and the statistics the run records.
 local output = require 'kluabench.report'
 local record = require 'kluabench.record'
 local reader = require 'kluabench.record.reader'
+local evidence = require 'kluabench.record.evidence'
+local migrate = require 'kluabench.record.migrate'
 
 local M = {}
 
 M.USAGE = 'kluabench verify [--quiet] FILE...'
 
 M.help = [[
-Reads record bundles and recomputes the digest of each digested document,
-"sha256:" .. hex(SHA-256(JCS(document.spec))) with JCS the RFC 8785 canonical
-JSON, against protocolDigest, workloadDigest, environmentDigest and
-implementationDigest of the bundle's run (docs/RECORDS.md).
+Reads record bundles and, for each, checks:
+  - every digest: the run's protocolDigest, workloadDigest, environmentDigest
+    and implementationDigest, and the workload's operationSpecDigest and the
+    implementation's operation.specDigest, each recomputed as kernelindex does,
+    "sha256:" .. hex(SHA-256(JCS({apiVersion, kind, spec}))) with JCS the
+    RFC 8785 canonical JSON (docs/RECORDS.md);
+  - every document against the kernelindex.dev/v1alpha1 JSON Schema of its
+    kind and kernelindex's field rules (an unknown field is an error);
+  - the raw samples the run names (run.spec.evidence.rawSamples): the samples
+    file beside FILE holds an entry with exactly that digest, and the median,
+    p20, p80 and sample count the run records are those of its samples.
 
 FILE is a JSON file holding one bundle or an array of bundles, or a JSON Lines
 file with one bundle per line (.jsonl and .ndjson files always are; other
@@ -22,12 +33,14 @@ For every bundle one line goes to stdout:
   OK FILE:LINE NAME
   MISMATCH FILE:LINE DIGEST: recorded sha256:..., computed sha256:...
 LINE is where the bundle starts, NAME its run's metadata.name. Files that
-cannot be read or parsed, and bundles that lack a document, are reported on
-stderr as "kluabench verify: FILE:LINE: why".
+cannot be read or parsed, documents that break their schema, samples that do
+not match, and bundles of kluabench's earlier format (before the kernelindex
+schemas: rewrite them with 'kluabench migrate') are reported on stderr as
+"kluabench verify: FILE:LINE: why".
 
   -q, --quiet   print only MISMATCH lines and errors
 
-Exit status: 0 every digest matches, 1 a mismatch or an unreadable or
+Exit status: 0 everything checks out, 1 a mismatch or an unreadable or
 invalid file, 2 usage error.]]
 
 local function usage_error(fmt, ...) return require('kluabench.cli').usage_error('verify', fmt, ...) end
@@ -35,6 +48,16 @@ local function usage_error(fmt, ...) return require('kluabench.cli').usage_error
 --- The bundles of a file's text: a list of {bundle = value, line = N}, or
 -- nil, line, message (kluabench.record.reader's items).
 M.bundles_of_text = reader.items
+
+--- What is wrong with a bundle's raw samples: its evidence entry missing, or the statistics the run
+-- records not those of the samples. A list of {field, error}.
+function M.evidence_problems(b, path)
+  local ref = reader.get(b, 'run', 'spec', 'evidence', 'rawSamples')
+  if ref == nil then return {} end
+  local entry, why = evidence.resolve(b, path)
+  if not entry then return { { field = 'evidence.rawSamples', error = why } } end
+  return record.consistency(b, entry)
+end
 
 --- Checks one file. Calls report(kind, path, line, detail) for every finding
 -- (kind "ok", "mismatch" or "error"). Returns counts {ok, mismatch, error}.
@@ -62,7 +85,14 @@ function M.check_file(path, report)
     cli.stop_if_interrupted()
     counts.bundles = counts.bundles + 1
     local b = it.bundle
-    local problems = record.check(b)
+    local problems
+    if migrate.is_old(b) then
+      problems = { { field = 'bundle', error = 'a bundle of kluabench\'s earlier record format (kinds BenchmarkWorkload '
+        .. 'and KernelImplementation, digests of JCS(spec)): rewrite it with kluabench migrate' } }
+    else
+      problems = record.check(b)
+      for _, p in ipairs(M.evidence_problems(b, path)) do problems[#problems + 1] = p end
+    end
     local hard = {}
     local mism = {}
     for _, p in ipairs(problems) do
