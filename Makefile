@@ -171,9 +171,11 @@ slurm-deps:
 
 # The test run ends with one line "N passed, N failed" (tests/run.lua).
 TEST_ARGS ?=
+# KLUABENCH_RESULTS: what a test's script writes to its default results
+# folder goes to a temporary one, never into the source tree.
 test: deps
 	@$(MAKE) --no-print-directory all
-	$(BIN) tests/run.lua $(TEST_ARGS)
+	@results=$$(mktemp -d) && KLUABENCH_RESULTS=$$results $(BIN) tests/run.lua $(TEST_ARGS); rc=$$?; rm -rf "$$results"; exit $$rc
 
 # On the GPU machine: build/kluabench tests/run.lua --tags=gpu (see README).
 test-gpu: all

@@ -4,8 +4,9 @@
 --
 -- With no file (or "-") it first measures a tiny fused/reference pair into
 -- a temporary file, so that it runs anywhere. Results files are what
--- scripts/llama4_rope.lua writes (results/*.jsonl) or `kluabench
--- import-liger` makes: one bundle per line.
+-- scripts/llama4_rope.lua writes (results/*.jsonl, their raw samples beside
+-- them in results/*.samples.jsonl) or `kluabench import-liger` makes: one
+-- bundle per line.
 local kb = require 'kluabench'
 local output = require 'kluabench.report'
 local record = require 'kluabench.record'
@@ -22,7 +23,7 @@ local function make_results(file)
   local protocol = bench.do_bench_protocol { warmup_ms = 1, rep_ms = 5 }
   for _, impl in ipairs { 'fused', 'reference' } do
     local r = protocol:run(function() kb.rope.llama4_fwd(q, k, freqs, { impl = impl, inplace = true }) end)
-    assert(output.append_jsonl(file, record.from_result {
+    assert(kb.writer.append(file, record.from_result {
       kernel = 'llama4_rope', mode = 'forward', provider = impl, dtype = 'bf16',
       parameters = { hidden = 512, seq = 256, q_heads = 32, kv_heads = 8 }, result = r }))
   end
@@ -30,27 +31,20 @@ end
 
 local made = not path or path == '-'
 if made then
-  path = os.tmpname()
+  path = os.tmpname() .. '.jsonl'
   make_results(path)
 end
 
--- 1. Read: one JSON value per line.
-local bundles = {}
-local n = 0
-for line in io.lines(path) do
-  n = n + 1
-  if line:match('%S') then
-    local b, err = output.decode(line)
-    if not b then error(string.format('%s:%d: %s', path, n, err)) end
-    bundles[#bundles + 1] = b
-  end
-end
+-- 1. Read: the bundles and, from the samples file beside them, each run's raw samples.
+local bundles = assert(kb.reader.read(path))
 print(string.format('%d bundles in %s', #bundles, path))
 
--- 2. Check: recompute the four digests of each bundle (what `kluabench verify` does).
+-- 2. Check: recompute every digest and check every document against its schema (what
+-- `kluabench verify` does).
 for i, b in ipairs(bundles) do
   local problems = record.check(b)
-  if #problems > 0 then print(string.format('bundle %d: %d digest problem(s)', i, #problems)) end
+  if #problems > 0 then print(string.format('bundle %d: %d problem(s), the first: %s', i, #problems,
+    problems[1].error or problems[1].field)) end
 end
 
 -- 3. Tabulate.
@@ -61,11 +55,11 @@ io.write(output.results_table(bundles))
 local BASELINES = { 'reference', 'huggingface' }
 local by_point = {}
 for _, b in ipairs(bundles) do
-  local ws, timing = b.workload.spec, b.run.spec.timing
-  if timing then -- latency records (a memory record has measurements only)
-    local key = ws.operation .. ' ' .. kb.names.workload_slug(ws.parameters, ws.dtype)
+  local p = kb.point.of(b) -- what the bundle says about its point, wherever the schema keeps it
+  if p.median_ns then -- latency records (a memory record has measurements only)
+    local key = p.mode .. ' ' .. p.id
     by_point[key] = by_point[key] or {}
-    by_point[key][b.implementation.spec.provider] = timing.latencyNs.median
+    by_point[key][p.provider] = p.median_ns
   end
 end
 local keys = {}
@@ -95,4 +89,7 @@ if chart then
     print('no chart: ' .. why)
   end
 end
-if made then os.remove(path) end
+if made then
+  os.remove(path)
+  os.remove(kb.evidence.samples_path(path))
+end

@@ -50,7 +50,8 @@ end
 -- A Liger CSV of n good rows.
 local function big_csv(path, n)
   local t = { HEADER }
-  for i = 1, n do t[#t + 1] = liger_row(tostring(i)) end
+  -- hidden sizes that bind the config's 32 heads, as kernelindex's importer needs
+  for i = 1, n do t[#t + 1] = liger_row(tostring(64 * i)) end
   sub.spit(path, table.concat(t))
 end
 
@@ -368,7 +369,7 @@ describe('bad Liger data is refused with the row named', function()
     }
     for _, c in ipairs(cases) do
       local rows = assert(liger.parse(HEADER .. c[1]))
-      local b, err = liger.row_to_bundle(rows[1])
+      local b, _, err = liger.row_to_bundle(rows[1])
       assert.is_nil(b, c[2])
       assert.equal(c[2], err)
     end

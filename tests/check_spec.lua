@@ -154,9 +154,13 @@ describe('check.plausible', function()
     }
     ceilings.cached_throughput = real
     os.remove(path)
-    local tp = b.run.spec.execution.throughput
+    local tp = kb.evidence.of(b).throughput
     assert.is_true(tp.implausible)
     assert.truthy(tp.implausibleReason:find('copy ceiling', 1, true))
+    -- the run's status says so, with the reason in its evidence, and so does the table
+    assert.equal('suspected_reward_hack', b.run.spec.status)
+    assert.truthy(kb.evidence.of(b).reasons[1]:find('physically implausible', 1, true))
+    assert.truthy(kb.point.of(b).implausible)
     assert.truthy(output.results_table({ b }):find('IMPLAUSIBLE', 1, true))
   end)
 end)

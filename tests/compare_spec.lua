@@ -12,7 +12,8 @@ local function samples(center, noise, n, seed)
   return out
 end
 
--- A minimal bundle: the fields compare reads.
+-- A minimal bundle of kluabench's earlier record format (what results files
+-- made before the kernelindex schemas hold), which the reader migrates.
 local function bundle(o)
   local values = {}
   for i, ms in ipairs(o.samples or {}) do values[i] = math.floor(ms * 1e6 + 0.5) end
@@ -218,7 +219,7 @@ describe('kluabench compare', function()
     write(dir .. '/base.jsonl', { bundle { samples = samples(1, 0.01, 60, 1) } })
     write(dir .. '/slow.jsonl', { bundle { samples = samples(1.1, 0.01, 60, 2) } })
     write(dir .. '/same.jsonl', { bundle { samples = samples(1, 0.01, 60, 3) } })
-    write(dir .. '/other.jsonl', { bundle { digest = 'sha256:ff', samples = { 1 } } })
+    write(dir .. '/other.jsonl', { bundle { hidden = 1024, samples = { 1 } } })
     local out, rc = run(dir .. '/base.jsonl ' .. dir .. '/slow.jsonl --between 0.01')
     assert.equal(1, rc, out)
     assert.matches('SLOWER', out)
@@ -368,7 +369,7 @@ describe('compare needs evidence (issue 13)', function()
   it('refuses a bundle without a workload digest instead of pooling it', function()
     local output = require 'kluabench.report'
     local good = output.encode_line(bundle { samples = { 1, 1, 1, 1, 1 } })
-    local b = bundle { samples = { 1, 1, 1, 1, 1 } }
+    local b = require('kluabench.record.migrate').bundle(bundle { samples = { 1, 1, 1, 1, 1 } })
     b.run.spec.workloadDigest = nil
     local _, err = compare.parse(good .. '\n' .. output.encode_line(b) .. '\n', 'r.jsonl')
     assert.matches('^r%.jsonl:2: point .*no workload digest', err)

@@ -52,7 +52,8 @@ describe('docs', function()
       .. 'README.md docs stdlib tests scripts examples bench 2>/dev/null'))
     local citing = {}
     for line in p:lines() do
-      if line ~= 'tests/docs_spec.lua' then citing[#citing + 1] = line end
+      -- (schema_spec compares the vendored schemas with the reference copy when that is there)
+      if line ~= 'tests/docs_spec.lua' and line ~= 'tests/schema_spec.lua' then citing[#citing + 1] = line end
     end
     p:close()
     assert.same({}, citing)

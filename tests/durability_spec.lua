@@ -173,7 +173,10 @@ describe('a sweep stopped by a signal', function()
     interrupted_sweep(dir, { '--format', 'jsonl', '--out', file }, file, { 'INT' })
     local lines = lines_of(file)
     local last = output.decode(lines[#lines])
-    assert.is_true(#last.run.spec.samples.values >= 1)
+    assert.is_true(last.run.spec.timing.samples >= 1)
+    -- and its raw samples are in the samples file beside it
+    local entry = assert(kb.evidence.resolve(last, file))
+    assert.equal(last.run.spec.timing.samples, #entry.samples)
     assert.is_not_nil(last.run.spec.timing.latencyNs.median)
     assert.is_true(kb.interrupted() == false) -- this process was not touched
   end)

@@ -55,15 +55,23 @@ describe('the fuzz oracle', function()
   it('imports the rows of each regression input it can, and says why for the others', function()
     local liger = require 'kluabench.record.liger'
     local rows = assert(liger.parse(sub.slurp(ROOT .. '/tests/fuzz/regressions/csv/invalid_utf8_in_a_column.csv')))
-    local _, why = liger.row_to_bundle(rows[1])
+    local _, reason, why = liger.row_to_bundle(rows[1])
+    assert.equal('invalid', reason)
     assert.equal('gpu_name is not valid UTF-8', why)
     rows = assert(liger.parse(sub.slurp(ROOT .. '/tests/fuzz/regressions/csv/integer_beyond_2p53.csv')))
-    _, why = liger.row_to_bundle(rows[1])
+    -- (its provider and config are broken too: mended, so that the x value is what is judged)
+    rows[1].kernel_provider = 'liger'
+    rows[1].extra_benchmark_config_str = '{"dtype": "torch.bfloat16", "seq_len": 2048, "num_q_heads": 32, '
+      .. '"num_kv_heads": 8}'
+    _, reason, why = liger.row_to_bundle(rows[1])
+    assert.equal('unknown_config', reason)
     assert.equal("x_value is beyond +-2^53 ('00000000000004553682020284002672')", why)
     rows = assert(liger.parse(sub.slurp(ROOT .. '/tests/fuzz/regressions/csv/string_parameter_in_config.csv')))
-    assert.is_table((liger.row_to_bundle(rows[1])))
+    -- a kernel kernelindex does not curate is skipped, as its importer skips it
+    assert.equal('uncurated_kernel', select(2, liger.row_to_bundle(rows[1])))
     -- the x value that once reached the cost model as a string is refused now (issue 14)
-    _, why = liger.row_to_bundle(rows[2])
+    _, reason, why = liger.row_to_bundle(rows[2])
+    assert.equal('unknown_config', reason)
     assert.equal("x_value is not a decimal number ('20iiiiiiii48')", why)
   end)
 end)

@@ -157,6 +157,10 @@ describe('apidoc', function()
       ['triton.read_metadata'] = true, ['record.user_implementation'] = true,
       ['compare.bundles_of'] = true, ['suite.main'] = true, ['compare.session_spread'] = true,
       ['reader.read'] = true, ['ceilings.store_noise'] = true,
+      -- a bundle of a measurement, or files beside one
+      ['point.of'] = true, ['point.label_of'] = true, ['evidence.write_for'] = true, ['evidence.write_file'] = true,
+      ['evidence.resolve'] = true, ['writer.append'] = true, ['writer.write_pretty'] = true, ['migrate.bundle'] = true,
+      ['reader.samples_of'] = true,
     }
     local failed = {}
     for _, e in ipairs(apidoc.entries) do

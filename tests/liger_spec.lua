@@ -102,8 +102,9 @@ describe('liger.parse', function()
     assert.matches("header lacks column \"kernel_operation_mode\"", err, 1, true)
     rows = assert(liger.parse(HEADER .. 'too,short\n' .. EXAMPLE_ROW))
     assert.are.equal('2 fields, the header has 15', rows[1].error)
-    local b, berr = liger.row_to_bundle(rows[1])
+    local b, why, berr = liger.row_to_bundle(rows[1])
     assert.is_nil(b)
+    assert.are.equal('invalid', why)
     assert.are.equal('2 fields, the header has 15', berr)
     assert.is_table((liger.row_to_bundle(rows[2])))
   end)
@@ -138,38 +139,65 @@ describe("liger.row_to_bundle of the example's row", function()
     end
   end)
 
-  it('has digests that follow our recipe', function()
-    assert.are.same({}, record.check(bundle))
-    for _, d in ipairs(record.DIGESTS) do
-      assert.are.equal(kb.digest(bundle[d.doc].spec), bundle.run.spec[d.field])
+  it("equals the example record byte for byte after JCS, digests and metadata included", function()
+    for _, doc in ipairs { 'run', 'protocol', 'environment' } do
+      assert.are.equal(kb.jcs.encode(example[doc]), kb.jcs.encode(bundle[doc]))
     end
   end)
 
-  it('has a workload and an implementation of ours', function()
-    assert.are.equal('BenchmarkWorkload', bundle.workload.kind)
-    assert.are.same({ hidden = 512, seq = 2048, q_heads = 32, kv_heads = 8 }, bundle.workload.spec.parameters)
-    assert.are.equal('bf16', bundle.workload.spec.dtype)
-    assert.are.equal('backward', bundle.workload.spec.operation)
-    assert.are.equal('KernelImplementation', bundle.implementation.kind)
-    assert.are.equal('huggingface', bundle.implementation.spec.provider)
-    assert.are.equal('0.6.1', bundle.implementation.spec.ligerVersion)
+  it("pins the example record's four digests, recomputed by kernelindex's recipe", function()
+    assert.are.same({}, record.check(bundle))
+    local want = {
+      protocolDigest = 'sha256:080e6e66e4ec75a131aa0c9121c74b8e8eed64e7b6d621d567c6a28f79548be8',
+      workloadDigest = 'sha256:98c5e76b9fa318ddeea51b56d90bc6fb39d72e404e2d01dbb467e67f57ff63e8',
+      environmentDigest = 'sha256:2750ae381d6de582f1eb6b9008e0987463d19ede8af127d97d76c5ae09121393',
+      implementationDigest = 'sha256:cca024409163839a832c1d39bd301f536494b645171665d65fae5faf2717be48',
+    }
+    for _, d in ipairs(record.DIGESTS) do
+      assert.are.equal(want[d.field], bundle.run.spec[d.field])
+      local doc = bundle[d.doc]
+      assert.are.equal('sha256:' .. kb.sha256(kb.jcs.encode { apiVersion = doc.apiVersion, kind = doc.kind,
+        spec = doc.spec }), bundle.run.spec[d.field])
+    end
+  end)
+
+  it("has kernelindex's OperationSpec, WorkloadCase, ImplementationRevision and SoftwareProject", function()
+    assert.are.equal('WorkloadCase', bundle.workload.kind)
+    assert.are.same({ hidden = 512, seq = 2048, q_heads = 32, kv_heads = 8 }, bundle.workload.spec.axes)
+    assert.are.same({ shape = { 1, 2048, 32, 16 }, dtype = 'bf16' }, bundle.workload.spec.tensors.q)
+    assert.are.same({ comparator = 'not_asserted' }, bundle.workload.spec.correctness)
+    assert.are.equal('OperationSpec', bundle.operation.kind)
+    assert.are.equal('liger-llama4-rope', bundle.operation.metadata.name)
+    assert.are.same({ role = 'derived', type = 'integer', expression = 'hidden // q_heads' },
+      bundle.operation.spec.axes.head_dim)
+    assert.are.equal(record.digest(bundle.operation), bundle.workload.spec.operationSpecDigest)
+    assert.are.equal('ImplementationRevision', bundle.implementation.kind)
+    assert.are.same({ language = 'python' }, bundle.implementation.spec.callable)
+    assert.are.same({ declared = 'Apache-2.0' }, bundle.implementation.spec.licensing)
+    assert.are.equal('liger-bench-llama4-rope-huggingface', bundle.implementation.metadata.name)
+    assert.are.equal('SoftwareProject', bundle.project.kind)
+    assert.are.equal('transformers', bundle.project.metadata.name)
   end)
 
   it('has the workload digest of our own run of the same point', function()
-    local ours = record.workload { kernel = 'llama4_rope', operation = 'backward',
+    local ours = record.workload { kernel = 'llama4_rope',
       parameters = { hidden = 512, seq = 2048, q_heads = 32, kv_heads = 8 }, dtype = 'bf16' }
     assert.are.equal(record.digest(ours), bundle.run.spec.workloadDigest)
   end)
 end)
 
 describe('liger.row_to_bundle of other rows', function()
-  it('turns memory rows into records in MB, not latency', function()
-    local b = assert(liger.row_to_bundle(assert(liger.parse(HEADER .. MEMORY_ROW))[1]))
+  it('skips memory rows as kernelindex does, and with keep makes runs of our own in MB', function()
+    local row = assert(liger.parse(HEADER .. MEMORY_ROW))[1]
+    local none, why = liger.row_to_bundle(row)
+    assert.is_nil(none)
+    assert.are.equal('memory_row', why)
+    local b = assert(liger.row_to_bundle(row, { keep = true }))
     local s = b.run.spec
     assert.is_nil(s.timing)
     assert.are.equal(3, #s.measurements)
     for _, m in ipairs(s.measurements) do
-      assert.are.equal('MB', m.unit)
+      assert.are.equal('mb', m.unit)
       assert.are.equal('memory', m.metric)
       assert.are.equal(112.5, m.value)
     end
@@ -177,53 +205,60 @@ describe('liger.row_to_bundle of other rows', function()
       { s.measurements[1].statistic, s.measurements[2].statistic, s.measurements[3].statistic })
     assert.matches('/memory$', s.sourceNative.externalId)
     assert.are.equal('llama4_rope/full/memory', s.sourceNative.benchmark)
-    assert.are.same({ hidden = 8192, seq = 4096, q_heads = 32, kv_heads = 8 }, b.workload.spec.parameters)
+    assert.are.same({ hidden = 8192, seq = 4096, q_heads = 32, kv_heads = 8 }, b.workload.spec.axes)
     assert.matches('memory', b.run.metadata.name)
-    assert.are.equal('torch.cuda.max_memory_allocated', b.protocol.spec.measurement.method)
+    assert.is_string(b.run.metadata.labels.not_reproduced)
+    assert.are.equal('torch_cuda_max_memory_allocated', b.protocol.spec.measurement.timer)
     assert.are.same({}, record.check(b))
   end)
 
-  it('imports other kernels with their title and parameters', function()
-    local b = assert(liger.row_to_bundle(assert(liger.parse(HEADER .. OTHER_ROW))[1]))
-    assert.are.equal('Cross entropy · liger · forward', b.run.metadata.title)
-    assert.are.same({ B = 8, seq = 2048, V = 4096 }, b.workload.spec.parameters)
-    assert.are.equal('cross_entropy/forward/liger/nvidia-a100-sxm4-80gb/B8-V4096-seq2048/2024-09-03-15-31-39',
-      b.run.spec.sourceNative.externalId)
-    assert.are.equal('NVIDIA A100', b.environment.spec.hardware.product)
-    assert.are.equal('SXM4-80GB', b.environment.spec.hardware.formFactor)
-    assert.are.equal('sm_80', b.environment.spec.hardware.architecture)
-    assert.are.equal(record.round(0.5291008353233337 * 1e6), b.run.spec.measurements[1].value)
+  it('skips kernels it does not reproduce, with the reason', function()
+    local b, why, msg = liger.row_to_bundle(assert(liger.parse(HEADER .. OTHER_ROW))[1])
+    assert.is_nil(b)
+    assert.are.equal('not_reproduced', why)
+    assert.matches('cross_entropy', msg)
+    b, why = liger.row_to_bundle(assert(liger.parse(HEADER .. UNKNOWN_ROW))[1])
+    assert.is_nil(b)
+    assert.are.equal('uncurated_kernel', why)
   end)
 
-  it('uses the kernel name as title when it knows no better', function()
-    local b = assert(liger.row_to_bundle(assert(liger.parse(HEADER .. UNKNOWN_ROW))[1]))
-    assert.are.equal('my_kernel · mine · forward', b.run.metadata.title)
-    assert.are.equal('{}', output.encode_line(b.run.metadata.labels)) -- no Liger version given
-    assert.is_nil(b.environment.spec.hardware.formFactor)
+  it('skips GPUs kernelindex does not know, and with keep names them itself', function()
+    local row = assert(liger.parse(HEADER .. EXAMPLE_ROW:gsub('NVIDIA H100 80GB HBM3', 'NVIDIA H200')))[1]
+    local b, why = liger.row_to_bundle(row)
+    assert.is_nil(b)
+    assert.are.equal('unknown_gpu', why)
+    b = assert(liger.row_to_bundle(row, { keep = true }))
+    assert.are.equal('NVIDIA H200', b.environment.spec.hardware.product)
+    assert.are.equal('sm_90', b.environment.spec.hardware.architecture)
+    assert.is_string(b.run.metadata.labels.not_reproduced)
+    assert.are.same({}, record.check(b))
   end)
 
   it('reports bad values instead of guessing', function()
     local bad = EXAMPLE_ROW:gsub('0%.13760000467300415', 'fast')
-    local b, err = liger.row_to_bundle(assert(liger.parse(HEADER .. bad))[1])
+    local b, why, err = liger.row_to_bundle(assert(liger.parse(HEADER .. bad))[1])
     assert.is_nil(b)
+    assert.are.equal('invalid', why)
     assert.are.equal("y_value_50 is not a decimal number ('fast')", err)
     bad = EXAMPLE_ROW:gsub('2025%-08%-07 21:42:05', 'last week')
-    b, err = liger.row_to_bundle(assert(liger.parse(HEADER .. bad))[1])
+    b, why, err = liger.row_to_bundle(assert(liger.parse(HEADER .. bad))[1])
     assert.is_nil(b)
     assert.matches('^timestamp: ', err)
   end)
 end)
 
 describe('Liger CSV round trip', function()
+  local T_ROW = EXAMPLE_ROW:gsub(',H,hidden size,512,', ',T,sequence length,4096,')
+    :gsub('""seq_len"": 2048', '""hidden_size"": 8192')
   it('CSV -> bundles -> CSV gives the same text', function()
-    local text = HEADER .. EXAMPLE_ROW .. MEMORY_ROW .. OTHER_ROW .. UNKNOWN_ROW
+    local text = HEADER .. EXAMPLE_ROW .. T_ROW
     local bundles = {}
     for i, row in ipairs(assert(liger.parse(text))) do bundles[i] = assert(liger.row_to_bundle(row)) end
     assert.are.equal(text, output.liger_csv(bundles))
   end)
 
   it('bundles -> JSON Lines -> bundles -> CSV gives the same text', function()
-    local text = HEADER .. EXAMPLE_ROW .. MEMORY_ROW
+    local text = HEADER .. EXAMPLE_ROW .. T_ROW
     local bundles = {}
     for i, row in ipairs(assert(liger.parse(text))) do
       local line = assert(output.encode_line(assert(liger.row_to_bundle(row))))

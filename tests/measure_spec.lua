@@ -318,10 +318,11 @@ describe('measure: records', function()
     local r = p:run(function() y:copy_(x) end)
     local b = record.from_result { kernel = 'copy', mode = 'forward', provider = 'kb', result = r,
       parameters = { n = 4096 }, dtype = 'f32' }
-    local rs = b.run.spec
-    assert.equal(12, #rs.samples.values)
-    assert.equal('ns', rs.samples.unit)
-    local e = rs.execution
+    local ev = kb.evidence.of(b)
+    assert.equal(12, #ev.samples)
+    assert.equal(12, b.run.spec.timing.samples)
+    assert.equal('ns', ev.unit)
+    local e = ev.execution
     assert.equal('cold', e.mode)
     assert.equal('count', e.stop.rule)
     assert.is_false(e.stop.converged)
@@ -330,7 +331,8 @@ describe('measure: records', function()
     if kb.backend() == 'cpu' then assert.equal(0, e.holdNs) else assert.is_true(e.holdNs >= 20000) end
     assert.is_number(e.hostEnqueueNs.median)
     assert.is_number(e.medianCiMs.lo)
-    assert.equal('kluabench.measure.cold', b.protocol.spec.measurement.method)
+    assert.equal('kluabench_cold', b.protocol.spec.comparability.family)
+    assert.matches('"method":"kluabench.measure.cold"', b.protocol.spec.comparability.notes, 1, true)
     assert.same({}, record.check(b))
   end)
 end)

@@ -42,11 +42,11 @@ describe('kluabench merge', function()
   end)
 
   it('names a missing point and the shard that should have written it', function()
-    local k = sh.shard_of(dir, 'seq384-f32')
-    sh.rewrite(string.format('%s/shard-%d.jsonl', dir, k), function(b) return point(b) ~= 'seq384-f32' and b or nil end)
+    local k = sh.shard_of(dir, 'seq384-fp32')
+    sh.rewrite(string.format('%s/shard-%d.jsonl', dir, k), function(b) return point(b) ~= 'seq384-fp32' and b or nil end)
     local r = merge(dir, '-o', tmp .. '/all.jsonl')
     assert.equal(1, r.code)
-    assert.matches(string.format('missing: point seq384-f32: no bundle; shard %d/3 should have written it to '
+    assert.matches(string.format('missing: point seq384-fp32: no bundle; shard %d/3 should have written it to '
       .. 'shard-%d.jsonl, its log: %s/shard-%d.log', k, k, dir, k), r.err, 1, true)
     assert.matches('16 bundles of 4/5 points from 3 shards', r.err, 1, true)
     assert.matches('INCOMPLETE', r.err, 1, true)
@@ -76,22 +76,22 @@ describe('kluabench merge', function()
 
   it('names a point with a provider and mode, or a session, that others have', function()
     shards(tmp .. '/runs', { '--runs', '2' })
-    local k = sh.shard_of(tmp .. '/runs', 'seq128-f32')
+    local k = sh.shard_of(tmp .. '/runs', 'seq128-fp32')
     sh.rewrite(string.format('%s/runs/shard-%d.jsonl', tmp, k), function(b)
-      local s = b.run.spec.execution.session
-      if point(b) == 'seq128-f32' and b.implementation.spec.provider == 'b' and b.workload.spec.operation == 'backward' then
-        return s.index == 1 and b or nil
+      local p = require('kluabench.record.point').of(b)
+      if point(b) == 'seq128-fp32' and p.provider == 'b' and p.mode == 'backward' then
+        return p.session.index == 1 and b or nil
       end
-      if point(b) == 'seq128-f32' and b.implementation.spec.provider == 'a' and b.workload.spec.operation == 'forward' then
+      if point(b) == 'seq128-fp32' and p.provider == 'a' and p.mode == 'forward' then
         return nil
       end
       return b
     end)
     local r = merge(tmp .. '/runs')
     assert.equal(1, r.code)
-    assert.matches(string.format('incomplete: point seq128-f32 (shard %d) has no bundle of a forward that other points have', k),
+    assert.matches(string.format('incomplete: point seq128-fp32 (shard %d) has no bundle of a forward that other points have', k),
       r.err, 1, true)
-    assert.matches(string.format('incomplete: point seq128-f32 (shard %d), b backward: session 2 of 2 is missing', k),
+    assert.matches(string.format('incomplete: point seq128-fp32 (shard %d), b backward: session 2 of 2 is missing', k),
       r.err, 1, true)
   end)
 
@@ -100,7 +100,7 @@ describe('kluabench merge', function()
     assert.equal(0, r.code, r.err)
     r = merge(dir)
     assert.equal(1, r.code)
-    assert.matches('unexpected: point seq999%-f32 in shard%-3%.jsonl:%d+ is not in the manifest', r.err)
+    assert.matches('unexpected: point seq999%-fp32 in shard%-3%.jsonl:%d+ is not in the manifest', r.err)
   end)
 
   it('rejects bundles of different environments unless --allow-mixed, and writes nothing then', function()
@@ -125,7 +125,7 @@ describe('kluabench merge', function()
 
   it('treats shards from other hosts and Slurm tasks as one environment', function()
     sh.rewrite(dir .. '/shard-2.jsonl', function(b)
-      b.environment.metadata.annotations = { hostName = 'node17', slurmJobId = '42', slurmArrayTaskId = '2' }
+      b.environment.metadata.labels = { host_name = 'node17', slurm_job_id = '42', slurm_array_task_id = '2' }
       return record.seal(b)
     end)
     local r = merge(dir, '-o', tmp .. '/all.jsonl')
@@ -159,15 +159,15 @@ describe('where a process ran (env.placement)', function()
     local vars = { SLURM_JOB_ID = '1234', SLURM_ARRAY_JOB_ID = '1230', SLURM_ARRAY_TASK_ID = '4',
       SLURMD_NODENAME = 'gpu07', SLURM_CLUSTER_NAME = 'lab' }
     local p = env.placement(function(k) return vars[k] end, 'gpu07.lab')
-    assert.same({ hostName = 'gpu07.lab', slurmJobId = '1234', slurmArrayJobId = '1230', slurmArrayTaskId = '4',
-      slurmNodeName = 'gpu07', slurmClusterName = 'lab' }, p)
-    assert.same({ hostName = 'x' }, env.placement(function() return nil end, 'x'))
+    assert.same({ host_name = 'gpu07.lab', slurm_job_id = '1234', slurm_array_job_id = '1230', slurm_array_task_id = '4',
+      slurm_node_name = 'gpu07', slurm_cluster_name = 'lab' }, p)
+    assert.same({ host_name = 'x' }, env.placement(function() return nil end, 'x'))
     assert.is_nil(env.placement(function() return '' end, ''))
     local a = env.capture { placement = p }
     local b = env.capture { placement = false }
-    assert.same(p, a.metadata.annotations)
-    assert.is_nil(b.metadata.annotations)
+    assert.same(p, a.metadata.labels)
+    assert.is_nil(b.metadata.labels)
     assert.equal(record.digest(a), record.digest(b))
-    assert.is_string(env.capture().metadata.annotations.hostName)
+    assert.is_string(env.capture().metadata.labels.host_name)
   end)
 end)

@@ -35,7 +35,7 @@ local function count(s, pattern) return select(2, s:gsub(pattern, '')) end
 local function bundles_of_csv()
   local rows = assert(liger.read(CSV))
   local out = {}
-  for _, row in ipairs(rows) do out[#out + 1] = assert(liger.row_to_bundle(row)) end
+  for _, row in ipairs(rows) do out[#out + 1] = assert(liger.row_to_bundle(row, { keep = true })) end
   return out
 end
 
@@ -297,13 +297,14 @@ end)
 -- A record bundle for the overlay and throughput tests: one point of
 -- provider `provider` at seq `seq` with median `ms` (p20/p80 at 0.9/1.2 x).
 local function tiny_bundle(provider, seq, ms, extra)
+  local fields = { bytes = extra and extra.bytes or 1e6, gbps = extra and extra.gbps }
   local b = {
     run = { spec = { timing = { latencyNs = { median = math.floor(ms * 1e6) } },
-      sourceNative = { metrics = { ms_50 = ms, ms_20 = ms * 0.9, ms_80 = ms * 1.2 } },
-      execution = extra and extra.execution or nil } },
-    workload = { spec = { kernel = 'k', operation = 'forward', parameters = { seq = seq }, dtype = 'bf16',
-      bytes = extra and extra.bytes or 1e6 } },
-    implementation = { spec = { provider = provider } },
+      measurements = kb.record.measurements.list(fields),
+      sourceNative = { source = 'kluabench', benchmark = 'k/forward',
+        externalId = 'k/forward/' .. provider .. '/nvidia-h100/seq' .. seq .. '-bf16/2026-01-01-00-00-00-000',
+        metrics = { ms_50 = ms, ms_20 = ms * 0.9, ms_80 = ms * 1.2 } } } },
+    workload = { spec = { axes = { seq = seq } } },
     environment = { spec = { hardware = { product = 'NVIDIA H100' } } },
   }
   return b
@@ -385,7 +386,7 @@ describe('plot overlays, throughput and safe text', function()
   end)
 
   it('draws throughput: the record\'s own at the median, else bytes over the median, bars at p80 and p20', function()
-    local own = tiny_bundle('fused', 1024, 0.002, { execution = { throughput = { gbps = 123 } } })
+    local own = tiny_bundle('fused', 1024, 0.002, { gbps = 123 })
     local from_bytes = tiny_bundle('fused', 2048, 0.004, { bytes = 8e6 })
     local pts = { assert(plot.point_from_bundle(own)), assert(plot.point_from_bundle(from_bytes)) }
     local svg, info = plot.chart(pts, { x = 'seq', y = 'gbps' })

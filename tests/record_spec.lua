@@ -137,12 +137,15 @@ end
 
 describe('record bundle shape', function()
   local example = assert(output.decode(EXAMPLE))
+  local schema = require 'kluabench.record.schema'
 
   it('has every key path and value type of the example', function()
     local ours = our_bundle()
     local problems = {}
     local free = {
       ['.run.metadata.labels'] = true, -- labels are free-form: ours carry kluabench_version, backend
+      ['.run.spec.measurements'] = true, -- ours hold GB/s and the session too (checked below)
+      ['.environment.spec.software'] = true, -- Liger's CSV records no software; we do
     }
     for _, doc in ipairs { 'run', 'protocol', 'environment' } do
       same_shape(example[doc], ours[doc], '.' .. doc, free, problems)
@@ -154,20 +157,25 @@ describe('record bundle shape', function()
       end
     end
     assert.are.same({}, problems)
+    for _, m in ipairs(ours.run.spec.measurements) do
+      if m.unit == 'ns' then assert.are.equal('integer', math.type(m.value)) end
+    end
   end)
 
-  it('has the five documents with their kinds and apiVersion', function()
+  it('has the six documents with their kernelindex kinds and apiVersion, each valid against its schema', function()
     local b = our_bundle()
     local kinds = { run = 'BenchmarkRun', protocol = 'BenchmarkProtocol', environment = 'ExecutionEnvironment',
-      workload = 'BenchmarkWorkload', implementation = 'KernelImplementation' }
+      workload = 'WorkloadCase', implementation = 'ImplementationRevision', operation = 'OperationSpec' }
     for doc, kind in pairs(kinds) do
       assert.are.equal(kind, b[doc].kind)
       assert.are.equal('kernelindex.dev/v1alpha1', b[doc].apiVersion)
       assert.are.equal('table', type(b[doc].spec))
       assert.are.equal('string', type(b[doc].metadata.name))
-      assert.is_true(#b[doc].metadata.name <= 100)
-      assert.is_nil(b[doc].metadata.name:find('[^a-z0-9-]'))
+      assert.is_true(#b[doc].metadata.name <= 200)
+      assert.is_nil(b[doc].metadata.name:find('[^a-z0-9._-]'))
+      assert.are.same({}, schema.check(b[doc]))
     end
+    assert.are.same({}, record.check(b))
   end)
 
   it('stores times as ISO-8601 UTC with milliseconds and ns as integers', function()
@@ -180,78 +188,120 @@ describe('record bundle shape', function()
     assert.are.equal('p80', s.measurements[2].statistic)
     assert.are.equal(record.round(s.sourceNative.metrics.ms_20 * 1e6), s.measurements[1].value)
     assert.are.equal(record.round(s.sourceNative.metrics.ms_80 * 1e6), s.measurements[2].value)
-    for _, m in ipairs(s.measurements) do
-      assert.are.equal('integer', math.type(m.value))
-      assert.are.equal('ns', m.unit)
+    for _, k in ipairs { 'median', 'mean', 'minimum', 'maximum' } do
+      assert.are.equal('integer', math.type(s.timing.latencyNs[k]))
     end
+    assert.are.equal('integer', math.type(s.timing.latencyNs.confidence95[1]))
+    assert.is_true(s.timing.latencyNs.confidence95[1] <= s.timing.latencyNs.median)
+    assert.is_true(s.timing.latencyNs.confidence95[2] >= s.timing.latencyNs.median)
     assert.are.equal('llama4_rope/backward', s.sourceNative.benchmark)
     assert.are.equal(
-      'llama4_rope/backward/fused/nvidia-h100-80gb-hbm3/hidden512-kv_heads8-q_heads32-seq2048-bf16/2026-12-02-10-11-12',
+      'llama4_rope/backward/fused/nvidia-h100-80gb-hbm3/hidden512-kv_heads8-q_heads32-seq2048-bf16/2026-12-02-10-11-12-345',
       s.sourceNative.externalId)
   end)
 
-  it('keeps the raw samples and what the protocol derived', function()
+  it('keeps the raw samples and what the protocol derived in the evidence entry the run names', function()
+    local evidence = require 'kluabench.record.evidence'
     local b = our_bundle()
+    local e = assert(evidence.of(b))
     local s = b.run.spec
-    assert.are.equal('ns', s.samples.unit)
-    assert.are.equal(s.execution.nRepeat, #s.samples.values)
-    assert.are.equal('integer', math.type(s.samples.values[1]))
-    assert.is_true(s.execution.estimateMs > 0.1875) -- fn 0.125 + flush 0.0625, plus jitter
-    assert.are.equal(math.max(1, math.floor(40 / s.execution.estimateMs)), s.execution.nRepeat)
-    assert.are.equal(math.max(1, math.floor(5 / s.execution.estimateMs)), s.execution.nWarmup)
-    assert.are.equal(125829120, s.execution.flushBytes)
-    assert.are.same({ q = 1, k = 2, dq = 3, dk = 4 }, s.execution.seeds)
-    assert.are.equal(40, b.protocol.spec.measurement.repMs)
+    assert.are.equal('ns', e.unit)
+    assert.are.equal(e.execution.nRepeat, #e.samples)
+    assert.are.equal(s.timing.samples, #e.samples)
+    assert.are.equal('integer', math.type(e.samples[1]))
+    assert.is_true(e.execution.estimateMs > 0.1875) -- fn 0.125 + flush 0.0625, plus jitter
+    assert.are.equal(math.max(1, math.floor(40 / e.execution.estimateMs)), e.execution.nRepeat)
+    assert.are.equal(math.max(1, math.floor(5 / e.execution.estimateMs)), e.execution.nWarmup)
+    assert.are.equal(125829120, e.execution.flushBytes)
+    assert.are.same({ q = 1, k = 2, dq = 3, dk = 4 }, e.execution.seeds)
+    assert.matches('"repMs":40', b.protocol.spec.comparability.notes)
+    assert.are.same({ passed = true, maxAbsDiff = 0, relL2 = 0 }, e.check)
+    assert.are.same({ comparator = 'max_abs_rel_l2', maximumAbsoluteError = 0 }, s.correctness)
+    -- written beside the records, the run names the entry by uri and digest
+    local path = os.tmpname() .. '.jsonl'
+    assert(require('kluabench.record.writer').append(path, b))
+    local ref = b.run.spec.evidence.rawSamples
+    assert.are.equal(path:match('([^/]+)%.jsonl$') .. '.samples.jsonl#L1', ref.uri)
+    local f = assert(io.open(evidence.samples_path(path)))
+    local line = f:read('l')
+    f:close()
+    assert.are.equal('sha256:' .. kb.sha256(line), ref.digest)
+    assert.are.equal(kb.jcs.encode(e), line)
+    os.remove(path)
+    os.remove(evidence.samples_path(path))
   end)
 
-  it('names the run, environment and workload like the example names its own', function()
+  it('names every run uniquely, within the schema\'s 200 characters', function()
     local b = our_bundle()
-    assert.are.equal(
-      'kluabench-llama4-rope-backward-fused-nvidia-h100-80gb-hbm3-hidden512-kv-heads8-q-heads32-seq2048-bf1',
-      b.run.metadata.name) -- cut at 100, as the example's
+    assert.are.equal('kluabench-llama4-rope-backward-fused-nvidia-h100-80gb-hbm3-hidden512-kv-heads8-q-heads32-seq2048-bf16'
+      .. '-2026-12-02-10-11-12-345', b.run.metadata.name)
+    local later = our_bundle(nil, names.parse_time('2026-12-02T10:11:12.346Z'))
+    assert.are_not.equal(b.run.metadata.name, later.run.metadata.name)
+    local long = record.run_name('kluabench', string.rep('x', 190), 'seq1024')
+    local longer = record.run_name('kluabench', string.rep('x', 190), 'seq16384')
+    assert.is_true(#long <= 200 and #longer <= 200)
+    assert.are_not.equal(long, longer)
     assert.are.equal('Llama 4 rotary position embedding · fused · backward', b.run.metadata.title)
     assert.are.equal('NVIDIA H100', b.environment.spec.hardware.product)
     assert.are.equal('80GB HBM3', b.environment.spec.hardware.formFactor)
     assert.are.equal('sm_90', b.environment.spec.hardware.architecture)
-    assert.are.equal('12.8', b.environment.spec.software.cudaRuntime)
+    assert.are.equal('12.8', b.environment.spec.software.cudaToolkit)
     assert.are.equal(kb.version, b.run.metadata.labels.kluabench_version)
-    assert.are.equal('llama4_rope', b.workload.spec.kernel)
-    assert.are.equal('backward', b.workload.spec.operation)
-    assert.are.equal('bf16', b.workload.spec.dtype)
-    assert.are.equal('fused', b.implementation.spec.provider)
-    assert.are.equal(kb.version, b.implementation.spec.engine.version)
+    assert.are.same({ hidden = 512, seq = 2048, q_heads = 32, kv_heads = 8 }, b.workload.spec.axes)
+    assert.are.equal('bf16', b.workload.spec.tensors.q.dtype)
+    assert.are.equal('kb_rope_fused_cuda', b.implementation.spec.callable.symbol)
+    assert.are.equal(kb.version, b.implementation.spec.projectRevision.version)
   end)
 
-  it('hashes the kernel sources into the implementation', function()
+  it('identifies the built-in kernel by the digest of its sources, entry point and build', function()
     local b = our_bundle()
-    local sources = b.implementation.spec.sources
-    assert.are.equal('table', type(sources))
-    local n = 0
+    local spec = b.implementation.spec
+    local sources = assert(record.kernel_sources('llama4_rope'))
+    assert.are.equal('sha256:' .. kb.sha256(kb.jcs.encode(sources)), spec.projectRevision.treeDigest)
     for path, digest in pairs(sources) do
       assert.matches('^kernels/', path)
-      assert.matches('^sha256:%x+$', digest)
       assert.are.equal(71, #digest)
-      n = n + 1
     end
-    assert.is_true(n >= 2)
+    assert.are.equal(record.digest(b.operation), spec.operation.specDigest)
+    assert.are.equal('kernels/rope.cu', spec.callable.path)
+    assert.matches('^make', spec.buildVariants[1].install.command)
+    -- another provider, or the cpu twin, is another implementation
+    local op = record.digest(b.operation)
+    local ref = record.builtin_implementation { kernel = 'llama4_rope', provider = 'reference', backend = 'cuda',
+      operation_digest = op }
+    local cpu = record.builtin_implementation { kernel = 'llama4_rope', provider = 'fused', backend = 'cpu',
+      operation_digest = op }
+    assert.are_not.equal(record.digest(b.implementation), record.digest(ref))
+    assert.are_not.equal(record.digest(b.implementation), record.digest(cpu))
   end)
 end)
 
-describe('digest recipe: "sha256:" .. hex(SHA-256(JCS(doc.spec)))', function()
-  it('is recomputed independently for all four documents', function()
+describe('digest recipe: "sha256:" .. hex(SHA-256(JCS({apiVersion, kind, spec})))', function()
+  it('is recomputed independently for all six digests', function()
     local b = our_bundle()
-    for _, d in ipairs(record.DIGESTS) do
-      local spec = b[d.doc].spec
-      local text = canonical(spec)
+    local function body(doc) return { apiVersion = doc.apiVersion, kind = doc.kind, spec = doc.spec } end
+    local links = {}
+    for _, d in ipairs(record.DIGESTS) do links[#links + 1] = { b[d.doc], b.run.spec[d.field] } end
+    links[#links + 1] = { b.operation, b.workload.spec.operationSpecDigest }
+    links[#links + 1] = { b.operation, b.implementation.spec.operation.specDigest }
+    for _, l in ipairs(links) do
+      local text = canonical(body(l[1]))
       -- our canonical text and the engine's agree ...
-      assert.are.equal(text, kb.jcs.encode(spec))
+      assert.are.equal(text, kb.jcs.encode(body(l[1])))
       -- ... the file's JSON canonicalizes to it too ...
-      assert.are.equal(text, kb.jcs.canonicalize(assert(output.encode_pretty(spec))))
-      -- ... and its SHA-256 is the run's digest
-      assert.are.equal('sha256:' .. kb.sha256(text), b.run.spec[d.field])
+      assert.are.equal(text, kb.jcs.canonicalize(assert(output.encode_pretty(body(l[1])))))
+      -- ... and its SHA-256 is the digest recorded
+      assert.are.equal('sha256:' .. kb.sha256(text), l[2])
       local other = sha256sum(text)
-      if other then assert.are.equal('sha256:' .. other, b.run.spec[d.field]) end
+      if other then assert.are.equal('sha256:' .. other, l[2]) end
     end
+  end)
+
+  it('leaves metadata out', function()
+    local b = our_bundle()
+    local before = record.digest(b.workload)
+    b.workload.metadata.title = 'another title'
+    assert.are.equal(before, record.digest(b.workload))
   end)
 
   it('gives equal digests for equal inputs, whatever the samples and time', function()
@@ -266,12 +316,18 @@ describe('digest recipe: "sha256:" .. hex(SHA-256(JCS(doc.spec)))', function()
   it('changes a digest when its document changes', function()
     local b = our_bundle()
     local before = b.run.spec.workloadDigest
-    b.workload.spec.parameters.seq = 4096
+    b.workload.spec.axes.seq = 4096
     assert.are_not.equal(before, record.digest(b.workload))
     local problems = record.check(b)
     assert.are.equal(1, #problems)
     assert.are.equal('workloadDigest', problems[1].field)
     assert.are.equal(before, problems[1].recorded)
+    b.workload.spec.axes.seq = 2048
+    b.operation.spec.family = 'rotary'
+    local fields = {}
+    for _, p in ipairs(record.check(b)) do fields[#fields + 1] = p.field end
+    table.sort(fields)
+    assert.are.same({ 'implementation.spec.operation.specDigest', 'workload.spec.operationSpecDigest' }, fields)
   end)
 
   it('survives a round trip through pretty JSON and JSON Lines', function()
@@ -279,6 +335,33 @@ describe('digest recipe: "sha256:" .. hex(SHA-256(JCS(doc.spec)))', function()
     for _, text in ipairs { assert(output.encode_pretty(b)), assert(output.encode_line(b)) } do
       local back = assert(output.decode(text))
       assert.are.same({}, record.check(back))
+    end
+  end)
+end)
+
+describe('shared workloads', function()
+  it("put our run of the example record's point on kernelindex's own workload", function()
+    assert.are.equal('sha256:98c5e76b9fa318ddeea51b56d90bc6fb39d72e404e2d01dbb467e67f57ff63e8',
+      our_bundle().run.spec.workloadDigest)
+  end)
+
+  it('give every point of both RoPE benchmarks the workload its Liger rows import to', function()
+    local liger = require 'kluabench.record.liger'
+    local rows = assert(liger.parse(table.concat({
+      table.concat(liger.HEADER, ','),
+      'rope,liger,full,speed,ms,T,sequence length,4096,0.5,0.4,0.6,"{""dtype"": ""torch.float16"", '
+        .. '""hidden_size"": 8192, ""num_q_heads"": 32, ""num_kv_heads"": 8}",NVIDIA H100 80GB HBM3,2025-01-01 00:00:00,0.6.1',
+      'llama4_rope,liger,forward,speed,ms,H,hidden size,2048,0.5,0.4,0.6,"{""dtype"": ""torch.bfloat16"", '
+        .. '""seq_len"": 2048, ""num_q_heads"": 32, ""num_kv_heads"": 8}",NVIDIA H100 80GB HBM3,2025-01-01 00:00:00,0.6.1',
+    }, '\n') .. '\n'))
+    local want = {
+      { 'rope', { hidden = 8192, seq = 4096, q_heads = 32, kv_heads = 8 }, 'f16' },
+      { 'llama4_rope', { hidden = 2048, seq = 2048, q_heads = 32, kv_heads = 8 }, 'bf16' },
+    }
+    for i, row in ipairs(rows) do
+      local imported = assert(liger.row_to_bundle(row))
+      local ours = record.workload { kernel = want[i][1], parameters = want[i][2], dtype = want[i][3] }
+      assert.are.equal(imported.run.spec.workloadDigest, record.digest(ours))
     end
   end)
 end)
@@ -318,18 +401,21 @@ describe('pretty JSON', function()
 end)
 
 describe('environment capture', function()
-  it('describes the backend this process runs on', function()
+  local schema = require 'kluabench.record.schema'
+
+  it('describes the device this process runs on in the schema\'s fields', function()
     local e = env.capture()
     local info = kb.device_info()
     assert.are.equal('ExecutionEnvironment', e.kind)
-    assert.are.equal(kb.backend(), e.spec.backend)
     assert.are.equal(info.arch, e.spec.hardware.architecture)
-    assert.are.equal(kb.version, e.spec.software.kluabench.version)
-    assert.are.equal(_VERSION, e.spec.software.lua)
+    assert.are.same({ name = 'kluabench', version = kb.version }, e.spec.software.framework)
+    assert.are.equal(_VERSION, e.spec.software.libraries.lua)
+    assert.are.same({}, schema.check(e))
     if kb.backend() == 'cpu' then
       assert.are.equal(info.name, e.spec.hardware.product)
       assert.matches('cpu', e.metadata.name)
     end
+    assert.are.equal(kb.backend(), env.device_facts(info, kb.backend()).backend)
   end)
 
   it('splits GPU names into product and form factor', function()
@@ -345,13 +431,18 @@ describe('environment capture', function()
     assert.is_nil(env.arch_of_gpu_name('Mystery Accelerator 9000'))
   end)
 
-  it('leaves the form factor out when the name has none', function()
+  it('leaves the form factor out when the name has none, and the driver is a string', function()
     local e = env.capture { info = { name = 'NVIDIA H200', arch = 'sm_90', driver_version = 13000,
-      runtime_version = 13000 }, backend = 'cuda', kb = kb, os = { kernel = 'Linux' }, driver_release = '580.65.06' }
+      runtime_version = 13000 }, backend = 'cuda', kb = kb, os = { kernel = 'Linux' }, driver_release = '580.65.06',
+      nvml = false, placement = { host_name = 'gpu7' } }
     assert.are.equal('NVIDIA H200', e.spec.hardware.product)
     assert.is_nil(e.spec.hardware.formFactor)
-    assert.are.same({ release = '580.65.06', cudaVersion = '13.0' }, e.spec.software.driver)
+    assert.are.equal('580.65.06', e.spec.software.driver)
+    assert.are.equal('13.0', e.spec.software.cudaToolkit)
+    assert.are.equal('13.0', e.spec.software.libraries.cuda_driver)
     assert.are.equal('kluabench-nvidia-h200', e.metadata.name)
     assert.are.equal('kluabench host · H200', e.metadata.title)
+    assert.are.same({ host_name = 'gpu7' }, e.metadata.labels)
+    assert.are.same({}, schema.check(e))
   end)
 end)

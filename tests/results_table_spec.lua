@@ -3,22 +3,25 @@
 -- points with few samples, that did not converge, or that beat the copy floor.
 local output = require 'kluabench.report'
 
--- A bundle with what the table reads; o: samples (ns), stop, throughput,
--- method, backend, timer, stopping (the protocol's rule).
+-- A bundle with what the table reads; o: samples (ns), stop, throughput
+-- (fields of kluabench.record.measurements), family (the protocol's
+-- comparability family), backend, timer, stopping (the protocol's rule).
 local function bundle(o)
   local values = o.samples or { 1000, 1100, 900 }
-  return {
+  local b = {
     run = { spec = {
       timing = { latencyNs = { median = o.median or 1000 } },
-      samples = { metric = 'latency', unit = 'ns', values = values },
-      execution = { stop = o.stop, throughput = o.throughput },
-    }, metadata = { labels = { backend = 'label-backend' } } },
-    protocol = { spec = { measurement = { method = o.method or 'kluabench.measure.cold',
-      timer = o.timer or 'cuda_events', stopping = o.stopping } } },
-    environment = { spec = { backend = o.backend, hardware = { product = 'NVIDIA H100', formFactor = '80GB HBM3' } } },
-    workload = { spec = { kernel = 'k', operation = 'forward', bytes = 4000 } },
-    implementation = { spec = { provider = 'p' } },
+      measurements = require('kluabench.record.measurements').list(o.throughput or {}),
+      sourceNative = { source = 'kluabench', benchmark = 'k/forward', externalId = 'k/forward/p/gpu/n1-fp32/t' },
+    }, metadata = { labels = { backend = o.label or 'label-backend' } } },
+    protocol = { spec = { measurement = { timer = o.timer or 'cuda_events' },
+      comparability = { family = o.family or 'kluabench_cold' } } },
+    environment = { spec = { hardware = { product = 'NVIDIA H100', formFactor = '80GB HBM3' } } },
   }
+  require('kluabench.record.evidence').attach(b, { format = 'kluabench.samples/v1', unit = 'ns', samples = values,
+    execution = { stop = o.stop, stopping = o.stopping }, device = { backend = o.backend } })
+  if o.backend then b.run.metadata.labels.backend = o.backend end
+  return b
 end
 
 local function nine() -- 100 .. 900 ns: median 500, 95 % interval ranks 1 and 9
@@ -38,12 +41,12 @@ describe('results table', function()
   it('names the protocol, backend/timer, samples and the noise of the median per point', function()
     local rows = output.results_rows {
       bundle { samples = nine(), median = 500, backend = 'cuda' },
-      bundle { samples = nine(), method = 'triton.testing.do_bench', timer = 'host_monotonic' },
+      bundle { samples = nine(), family = 'triton_do_bench', timer = 'host_monotonic' },
     }
     assert.equal('cold', rows[1].protocol)
     assert.equal('do_bench', rows[2].protocol)
     assert.equal('cuda/cuda_events', rows[1].timer)
-    assert.equal('label-backend/host_monotonic', rows[2].timer) -- no environment backend: the run's label
+    assert.equal('label-backend/host_monotonic', rows[2].timer) -- the run's label
     assert.equal(9, rows[1].n)
     -- n = 9: ranks floor(4.5 - 1.96 * 3 / 2) = 1 and ceil(5.5 + 1.96 * 3 / 2) = 9,
     -- so (900 - 100) / 2 over the median 500 = 80 %
@@ -73,10 +76,10 @@ describe('results table', function()
       bundle { samples = nine(), stop = { rule = 'rse_median', converged = false, reason = 'timeout' } },
       bundle { samples = nine(), stop = { rule = 'count', converged = false },
         stopping = { rule = 'any', rules = { { rule = 'rse_median' }, { rule = 'count', n = 9 } } } },
-      bundle { samples = nine(), throughput = { gbps = 9, implausible = true } },
-      bundle { samples = nine(), throughput = { gbps = 9, percentOfFloor = 130 } },
+      bundle { samples = nine(), throughput = { gbps = 9, implausible = 1 } },
+      bundle { samples = nine(), throughput = { gbps = 9, pct_floor = 130 } },
       bundle { samples = { 1 }, stop = { rule = 'interrupted', converged = false },
-        throughput = { implausible = true } },
+        throughput = { implausible = 1 } },
     }
     assert.equal('n<5', rows[1].flags)
     assert.equal('!conv', rows[2].flags)
@@ -95,7 +98,7 @@ describe('results table', function()
       bundle { samples = nine(), stop = { rule = 'do_bench', converged = false } },
       bundle { samples = nine(), stop = { rule = 'count', converged = false }, stopping = { rule = 'count', n = 9 } },
       bundle { samples = nine(), stop = { rule = 'rse_median', converged = true },
-        throughput = { percentOfFloor = 99 } },
+        throughput = { pct_floor = 99 } },
     }
     for i = 1, 3 do assert.is_nil(rows[i].flags, i) end
     local text = output.results_table { bundle { samples = nine() } }
@@ -104,7 +107,7 @@ describe('results table', function()
 
   it('counts samples from the stopping outcome when the record kept none', function()
     local b = bundle { stop = { rule = 'count', converged = false, samples = 3 } }
-    b.run.spec.samples = nil
+    require('kluabench.record.evidence').of(b).samples = {}
     local row = output.results_rows({ b })[1]
     assert.equal(3, row.n)
     assert.equal('n<5', row.flags)
@@ -139,7 +142,7 @@ describe('results table of measured records', function()
     assert.equal(3, rows[1].n)
     assert.is_number(rows[1].ci_pct)
     assert.equal('n<5', rows[1].flags) -- a count rule never converges: not flagged !conv
-    assert.is_false(timeout.run.spec.execution.stop.converged)
+    assert.is_false(kb.point.of(timeout).evidence.execution.stop.converged)
     assert.matches('!conv', rows[2].flags, 1, true)
   end)
 end)

@@ -81,12 +81,12 @@ describe('kluabench run-all', function()
 
   it('fails when a child fails, shows its message, and keeps the points the others finished', function()
     local dir = tmp .. '/run'
-    local r = sh.run(run_all_args(dir, { '--procs', '3' }, { '--fail-at', 'seq256-f32' }))
+    local r = sh.run(run_all_args(dir, { '--procs', '3' }, { '--fail-at', 'seq256-fp32' }))
     assert.equal(1, r.code)
-    local bad = sh.shard_of(dir, 'seq256-f32')
+    local bad = sh.shard_of(dir, 'seq256-fp32')
     assert.matches(string.format('shard %d/3 failed (exit 1)', bad), r.err, 1, true)
-    assert.matches('failing at point seq256-f32 as asked', r.err, 1, true)
-    assert.matches(string.format('missing: point seq256-f32: no bundle; shard %d/3 should have written it', bad), r.err,
+    assert.matches('failing at point seq256-fp32 as asked', r.err, 1, true)
+    assert.matches(string.format('missing: point seq256-fp32: no bundle; shard %d/3 should have written it', bad), r.err,
       1, true)
     -- every point of the other shards is in the merged file
     local merged = {}

@@ -146,11 +146,11 @@ describe('a real Slurm job array (single-node cluster on this machine)', functio
     -- every record says which job and task measured it
     for i = 1, 3 do
       for _, b in ipairs(sh.bundles(string.format('%s/shard-%d.jsonl', dir, i))) do
-        local a = b.environment.metadata.annotations
-        assert.equal(job, a.slurmArrayJobId)
-        assert.equal(tostring(i), a.slurmArrayTaskId)
-        assert.equal('kbnode', a.slurmNodeName)
-        assert.is_string(a.hostName)
+        local a = b.environment.metadata.labels
+        assert.equal(job, a.slurm_array_job_id)
+        assert.equal(tostring(i), a.slurm_array_task_id)
+        assert.equal('kbnode', a.slurm_node_name)
+        assert.is_string(a.host_name)
       end
     end
   end)

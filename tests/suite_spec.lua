@@ -20,6 +20,8 @@ local function bundles(text)
   return out
 end
 
+local function point(b) return kb.point.of(b) end
+
 -- A small declaration written to a file, so that it runs as a user's script
 -- does. `wrong` makes the 'bad' provider return a wrong result.
 local SCRIPT = [[
@@ -40,7 +42,7 @@ kb.suite.main {
     t.y:copy_(t.x)
     if provider == 'bad' then t.y:fill_(1) end
     local d = kb.max_abs_diff(t.y, t.x)
-    if d ~= 0 then error('scale: WRONG RESULT: provider ' .. provider .. ' differs by ' .. d, 0) end
+    if d ~= 0 then kb.suite.wrong_result('scale: WRONG RESULT: provider ' .. provider .. ' differs by ' .. d) end
     return { passed = true, maxAbsDiff = 0 }
   end,
   cost = function(p) return 8 * p.n * p.k, 0 end,
@@ -61,7 +63,7 @@ describe('kluabench.suite', function()
     assert.equal(0, r.code, r.err)
     local ids = {}
     for id, cost in r.out:gmatch('([^\t\n]+)\t(%d+)\t[^\n]*') do ids[#ids + 1] = id .. ' ' .. cost end
-    assert.same({ 'k1-n16-f32 128', 'k1-n32-f32 256', 'k1-n48-f32 384' }, ids)
+    assert.same({ 'k1-n16-fp32 128', 'k1-n32-fp32 256', 'k1-n48-fp32 384' }, ids)
   end)
 
   it('takes the product of two list axes and sweeps with their fixed values', function()
@@ -71,12 +73,12 @@ describe('kluabench.suite', function()
     r = run(script, { '--sweep', 'size', '--list-points' })
     assert.equal(0, r.code, r.err)
     -- both providers in a sweep: the cost counts each
-    assert.matches('^k2%-n64%-f32\t2048\t', r.out)
-    assert.matches('\nk2%-n128%-f32\t4096\t', r.out)
+    assert.matches('^k2%-n64%-fp32\t2048\t', r.out)
+    assert.matches('\nk2%-n128%-fp32\t4096\t', r.out)
     -- providers as a comma list, each once: the cost counts two
     r = run(script, { '--n', '16', '--provider', 'good,bad,good', '--list-points' })
     assert.equal(0, r.code, r.err)
-    assert.matches('^k1%-n16%-f32\t256\t', r.out)
+    assert.matches('^k1%-n16%-fp32\t256\t', r.out)
   end)
 
   it('rejects bad values with the option named, exit 2', function()
@@ -109,15 +111,22 @@ describe('kluabench.suite', function()
     assert.matches('%-%-shard I/N', r.out)
   end)
 
-  it('stops loudly on a wrong result before timing anything', function()
+  it('times nothing of a wrong result, records it as incorrect_numerical, runs the rest and exits 1', function()
     local out = dir .. '/wrong.jsonl'
     local r = run(script, { '--provider', 'all', '--rep-ms', '5', '--out', out })
     assert.equal(1, r.code)
-    assert.matches('scale: WRONG RESULT: provider bad differs by', r.err, 1, true)
-    -- the good provider's point was measured and kept; nothing of the bad one
+    assert.matches('scale: incorrect_numerical: provider bad at k1-n256-fp32 is not timed: scale: WRONG RESULT: '
+      .. 'provider bad differs by', r.err, 1, true)
+    -- the good provider's point was measured; the bad one's bundle says why it was not
     local got = bundles(sub.slurp(out))
-    assert.equal(1, #got)
-    assert.equal('good', got[1].implementation.spec.provider)
+    assert.equal(2, #got)
+    assert.equal('good', point(got[1]).provider)
+    assert.equal('passed', got[1].run.spec.status)
+    assert.equal('bad', point(got[2]).provider)
+    assert.equal('incorrect_numerical', got[2].run.spec.status)
+    assert.is_nil(got[2].run.spec.timing)
+    local samples = sub.slurp(dir .. '/wrong.samples.jsonl')
+    assert.matches('WRONG RESULT: provider bad differs by', samples, 1, true)
   end)
 
   it('measures every point in --runs sessions, interleaved, and records the session', function()
@@ -127,9 +136,9 @@ describe('kluabench.suite', function()
     assert.equal(6, #got)
     local order = {}
     for i, b in ipairs(got) do
-      local s = b.run.spec.execution.session
+      local s = point(b).session
       assert.equal(3, s.count)
-      order[i] = b.workload.spec.parameters.n .. ':' .. s.index
+      order[i] = b.workload.spec.axes.n .. ':' .. s.index
       assert.same({}, kb.record.check(b))
     end
     assert.same({ '16:1', '32:1', '16:2', '32:2', '16:3', '32:3' }, order)
@@ -139,10 +148,18 @@ describe('kluabench.suite', function()
     local r = run(script, { '--n', '16', '--rep-ms', '5', '--format', 'jsonl' })
     assert.equal(0, r.code, r.err)
     local b = bundles(r.out)[1]
-    assert.equal('scale', b.workload.spec.kernel)
-    assert.equal(128, b.workload.spec.bytes)
-    assert.same({ n = 16, k = 1 }, b.workload.spec.parameters)
-    assert.same({ index = 1, count = 1 }, b.run.spec.execution.session)
+    local p = point(b)
+    assert.equal('scale', p.kernel)
+    assert.equal(128, p.bytes)
+    assert.same({ n = 16, k = 1 }, b.workload.spec.axes)
+    -- no operation declared: the tensors setup made describe it
+    assert.same({ x = { shape = { 16 }, dtype = 'fp32' }, y = { shape = { 16 }, dtype = 'fp32' } },
+      b.workload.spec.tensors)
+    assert.equal('in_place', b.operation.spec.semantics.mutation)
+    -- no implementation declared: the script and the provider
+    assert.equal('good', b.implementation.spec.callable.symbol)
+    assert.equal('sha256:' .. kb.sha256_file(script), b.implementation.spec.source.contentDigest)
+    assert.same({ index = 1, count = 1 }, p.session)
     assert.same({}, kb.record.check(b))
   end)
 
@@ -198,17 +215,21 @@ describe('scripts on the harness', function()
   end)
 
   it('rope.lua times kb.rope.neox_* and checks it against the cpu reference', function()
+    local dir = sub.tmpdir()
+    local out = dir .. '/rope.jsonl'
     local r = run(ROOT .. '/scripts/rope.lua', { '--hidden', '256', '--seq', '64', '--mode', 'all',
-      '--rep-ms', '5', '--format', 'jsonl' })
+      '--rep-ms', '5', '--format', 'jsonl', '--out', out })
     assert.equal(0, r.code, r.err)
-    local got = bundles(r.out)
+    local got = assert(kb.reader.read(out))
     assert.equal(3, #got)
     for _, b in ipairs(got) do
-      assert.equal('rope', b.workload.spec.kernel)
-      assert.matches('kb.rope.neox_', b.protocol.spec.notes and table.concat(b.protocol.spec.notes, ' ')
-        or json.encode_line(b.protocol.spec), 1, true)
-      assert.equal('kb.rope neox impl=reference on the cpu backend, same inputs', b.run.spec.check.reference)
+      local p = point(b)
+      assert.equal('rope', p.kernel)
+      assert.equal('liger-rope', b.operation.metadata.name)
+      assert.matches('kb.rope.neox_', b.protocol.spec.comparability.notes, 1, true)
+      assert.equal('kb.rope neox impl=reference on the cpu backend, same inputs', p.evidence.check.reference)
     end
+    os.execute('rm -rf ' .. sub.q(dir))
   end)
 
   it('the copy example declares a whole benchmark in under 40 lines', function()
@@ -216,6 +237,6 @@ describe('scripts on the harness', function()
     assert.is_true(select(2, sub.slurp(path):gsub('\n', '')) < 40)
     local r = run(path, { '--mib', '1', '--rep-ms', '5', '--format', 'jsonl' })
     assert.equal(0, r.code, r.err)
-    assert.equal(2 * (1 << 20), bundles(r.out)[1].workload.spec.bytes)
+    assert.equal(2 * (1 << 20), point(bundles(r.out)[1]).bytes)
   end)
 end)

@@ -1,7 +1,8 @@
--- Throughput in records (issue 5): run.spec.execution.throughput of the
--- bundles scripts/llama4_rope.lua writes, recomputed here from the bundle's
--- own median and workload bytes against a ceiling cache the test writes;
--- what a bundle without a ceiling says; the GB/s and % of copy columns.
+-- Throughput in records (issue 5): the throughput measurements and the
+-- evidence's throughput of the bundles scripts/llama4_rope.lua writes,
+-- recomputed here from the bundle's own median and bytes against a ceiling
+-- cache the test writes; what a bundle without a ceiling says; the GB/s and
+-- % of copy columns.
 local kb = require 'kluabench'
 local output, record = kb.output, kb.record
 local sub = require 'helpers.subprocess'
@@ -20,7 +21,7 @@ local function rope_point(dir, cache, mode)
   for _, a in ipairs(POINT) do args[#args + 1] = a end
   local r = sub.run(args, { env = { KLUABENCH_CACHE = cache } })
   assert.equal(0, r.code, r.err)
-  local b = assert(output.decode(assert(sub.slurp(out))))
+  local b = assert(kb.reader.read(out))[1]
   assert.same({}, record.check(b)) -- the throughput leaves the digests alone
   return b, r.out
 end
@@ -37,7 +38,7 @@ end
 -- The throughput a bundle must carry, recomputed from its own fields.
 local function expected(b, copy_gbps)
   local ms = b.run.spec.sourceNative.metrics.ms_50
-  local ws = b.workload.spec
+  local ws = kb.point.of(b)
   local gbps = ws.bytes / (ms * 1e6)
   local t = { gbps = gbps, tflops = ws.flops / (ms * 1e9) }
   if copy_gbps then
@@ -74,11 +75,16 @@ describe('llama4_rope records carry their throughput', function()
       -- read and written (2 x 10240 x 2 bytes) plus the f32 table [64,2,2]
       -- (1024 bytes) per pass; full is two passes
       local passes = mode == 'full' and 2 or 1
-      assert.equal(passes * 41984, b.workload.spec.bytes)
-      assert.equal(passes * 3 * 10240, b.workload.spec.flops)
-      local t = b.run.spec.execution.throughput
+      local p = kb.point.of(b)
+      assert.equal(passes * 41984, p.bytes)
+      assert.equal(passes * 3 * 10240, p.flops)
+      local t = p.evidence.throughput
       assert.is_table(t)
       assert_throughput(expected(b, COPY_GBPS), t)
+      -- the measurements say the same
+      assert.near(t.gbps, p.gbps, 1e-12 * t.gbps)
+      assert.near(t.percentOfCopy, p.pct_copy, 1e-12 * t.percentOfCopy)
+      assert.equal(COPY_GBPS, p.copy_gbps)
       assert.is_nil(t.note)
       assert.matches('GB/s  % of copy', table_text, 1, true)
       assert.matches(string.format('%.1f', t.percentOfCopy), table_text, 1, true)
@@ -87,7 +93,7 @@ describe('llama4_rope records carry their throughput', function()
 
   it('without a cached ceiling: GB/s, no percentage, a note that says how to get one', function()
     local b, table_text = rope_point(dir, dir .. '/empty', 'forward')
-    local t = b.run.spec.execution.throughput
+    local t = kb.point.of(b).evidence.throughput
     assert_throughput(expected(b, nil), t)
     for _, k in ipairs { 'percentOfCopy', 'copyCeilingGbps', 'floorMs', 'boundBy', 'percentOfFloor' } do
       assert.is_nil(t[k], k)
@@ -118,48 +124,54 @@ describe('record.from_result throughput', function()
 
   engine_it('of another device: the rates without a ceiling, and why', function()
     local b = bundle()
-    local t = b.run.spec.execution.throughput
-    assert.near(b.workload.spec.bytes / 0.02e6, t.gbps, 1e-9)
+    local p = kb.point.of(b)
+    local t = p.evidence.throughput
+    assert.near(p.bytes / 0.02e6, t.gbps, 1e-9)
+    assert.near(t.gbps, p.gbps, 1e-9)
     assert.is_nil(t.percentOfCopy)
     assert.is_nil(t.copyCeilingGbps)
+    assert.is_nil(p.pct_copy)
     assert.matches('measured on NVIDIA H200, not on this process', t.note, 1, true)
   end)
 
   engine_it('takes bytes and flops from the caller, and a throughput given in execution', function()
     local b = bundle { bytes = 4e6, flops = 0 }
-    assert.equal(4e6, b.workload.spec.bytes)
-    assert.near(200, b.run.spec.execution.throughput.gbps, 1e-9) -- 4 MB in 0.02 ms
+    assert.equal(4e6, kb.point.of(b).bytes)
+    assert.near(200, kb.point.of(b).gbps, 1e-9) -- 4 MB in 0.02 ms
     b = bundle { execution = { throughput = { gbps = 1 } } }
-    assert.same({ gbps = 1 }, b.run.spec.execution.throughput)
+    assert.same({ gbps = 1 }, kb.point.of(b).evidence.throughput)
+    assert.equal(1, kb.point.of(b).gbps)
     b = bundle { kernel = 'no_cost_model' }
-    assert.is_nil(b.run.spec.execution and b.run.spec.execution.throughput)
+    assert.is_nil(kb.point.of(b).evidence.throughput)
+    assert.is_nil(kb.point.of(b).gbps)
     assert.has_error(function() bundle { bytes = 'many' } end,
-      "bad argument #1 to 'from_result' (field 'bytes' must be a number >= 0)")
+      "bad argument #1 to 'from_result' (field 'bytes' must be a finite number >= 0, got many)")
   end)
 end)
 
 describe('results table throughput columns', function()
-  local function fake(median_ns, bytes, throughput)
+  local function fake(median_ns, bytes, fields)
+    local f = { bytes = bytes }
+    for k, v in pairs(fields or {}) do f[k] = v end
     return {
-      run = { spec = { timing = { latencyNs = { median = median_ns } },
-        execution = throughput and { throughput = throughput } or nil } },
-      workload = { spec = { kernel = 'k', operation = 'forward', bytes = bytes } },
+      run = { spec = { timing = { latencyNs = { median = median_ns } }, measurements = kb.record.measurements.list(f),
+        sourceNative = { source = 'kluabench', benchmark = 'k/forward', externalId = 'k/forward/p/cpu/n1-fp32/t' } } },
     }
   end
 
   it("shows the run's GB/s and % of copy, n/a where a row has none", function()
-    local rows = output.results_rows { fake(1000, 2000, { gbps = 2.5, percentOfCopy = 40 }), fake(1000, 3000) }
+    local rows = output.results_rows { fake(1000, 2000, { gbps = 2.5, pct_copy = 40 }), fake(1000, 3000) }
     assert.equal(2.5, rows[1].gbps) -- the record's own, not bytes / rounded median
     assert.equal(40, rows[1].pct_copy)
     assert.equal(3, rows[2].gbps) -- 3000 bytes in 1000 ns
     assert.is_nil(rows[2].pct_copy)
-    local text = output.results_table { fake(1000, 2000, { gbps = 2.5, percentOfCopy = 40 }), fake(1000, 3000) }
+    local text = output.results_table { fake(1000, 2000, { gbps = 2.5, pct_copy = 40 }), fake(1000, 3000) }
     local lines = {}
     for line in text:gmatch('[^\n]+') do lines[#lines + 1] = line end
     assert.matches('GB/s  % of copy', lines[1], 1, true)
     assert.matches('2.5       40.0', lines[3], 1, true)
     assert.matches('3.0        n/a', lines[4], 1, true)
-    assert.matches('| % of copy |', output.results_markdown { fake(1000, 2000, { percentOfCopy = 40 }) }, 1, true)
+    assert.matches('| % of copy |', output.results_markdown { fake(1000, 2000, { pct_copy = 40 }) }, 1, true)
   end)
 
   it('leaves the % of copy column out when no row has one', function()

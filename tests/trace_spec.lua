@@ -124,13 +124,13 @@ describe('the cold mode with kernel_trace (cpu backend)', function()
     local r = p:run(function() kb.rope.llama4_fwd(q, k, f) end)
     local bundle = record.from_result { kernel = 'llama4_rope', mode = 'forward', provider = 'fused',
       parameters = { hidden = 64, seq = 64 }, dtype = 'f32', result = r, protocol = p }
-    local e = bundle.run.spec.execution
+    local e = kb.evidence.of(bundle).execution
     assert.equal(r.used.event_pair_ms, e.eventPairMs)
     assert.equal(r.used.median_minus_event_pair_ms, e.medianMinusEventPairMs)
     assert.equal(1, e.kernelTrace.kernelsPerCall)
     assert.same({ 'kb_rope_fused_cpu' }, e.kernelTrace.names)
     assert.is_number(e.kernelTrace.sumMs.median)
-    assert.is_true(bundle.protocol.spec.measurement.kernelTrace)
+    assert.matches('"kernelTrace":true', bundle.protocol.spec.comparability.notes, 1, true)
   end)
 
   it('a reference call is several kernels: sum <= span', function()

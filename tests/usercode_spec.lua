@@ -251,34 +251,41 @@ describe('record.user_implementation', function()
     local a = kb.cuda.compile(SRC, { cache = false })
     local b = kb.cuda.compile(SRC, { cache = false, defines = { X = 1 } })
     local c = kb.cuda.compile(SRC .. '\n// changed\n', { cache = false })
-    local da = record.user_implementation { provider = 'mine', kernel = 'scale', info = a:info() }
-    local u = da.spec.userKernel
-    assert.equal('nvrtc', u.route)
-    assert.equal(a:info().source_sha256, u.sourceSha256)
-    assert.equal(a:info().sha256, u.sha256)
-    assert.same({ '-arch=sm_90' }, u.compileOptions)
-    assert.equal(NVRTC, u.nvrtcVersion)
-    assert.equal('sm_90', u.arch)
+    local OP = 'sha256:' .. string.rep('0', 64)
+    local da = record.user_implementation { provider = 'mine', kernel = 'scale', info = a:info(), operation_digest = OP }
+    local s = da.spec
+    assert.equal('kluabench_nvrtc', s.callable.interface)
+    assert.equal(a:info().source_sha256, s.source.contentDigest)
+    assert.equal('nvrtc -arch=sm_90', s.buildVariants[1].install.command)
+    assert.equal(NVRTC, s.buildVariants[1].requirements.nvrtc)
+    assert.same({ 'sm_90' }, s.support.hardwareArchitectures)
+    assert.equal(OP, s.operation.specDigest)
+    assert.same({}, kb.schema.check(da))
     local digests = {}
     for _, m in ipairs { a, b, c } do
-      digests[record.digest(record.user_implementation { provider = 'mine', kernel = 'scale', info = m:info() })] = true
+      digests[record.digest(record.user_implementation { provider = 'mine', kernel = 'scale', info = m:info(),
+        operation_digest = OP })] = true
     end
     local n = 0
     for _ in pairs(digests) do n = n + 1 end
     assert.equal(3, n)
     assert.equal(record.digest(da), record.digest(record.user_implementation {
-      provider = 'mine', kernel = 'scale', info = kb.cuda.compile(SRC, { cache = false }):info() }))
+      provider = 'mine', kernel = 'scale', info = kb.cuda.compile(SRC, { cache = false }):info(), operation_digest = OP }))
+    assert.has_error(function() record.user_implementation { provider = 'mine', kernel = 'scale', info = a:info() } end)
   end)
 
   it('describes a plugin kernel by its library digest and versions', function()
     local plugins = kb.executable():match('^(.*)/[^/]*$') .. '/plugins/'
     local info = kb.plugin.load(plugins .. 'libscale_add.so'):kernel('scale_add'):info()
-    local d = record.user_implementation { provider = 'plugin', kernel = 'scale_add', info = info }
-    local u = d.spec.userKernel
-    assert.equal('plugin', u.route)
-    assert.equal(info.plugin.sha256, u.plugin.sha256)
-    assert.equal(1, u.plugin.abiVersion)
-    assert.equal(info.plugin.sha256, d.spec.sources['libscale_add.so'])
-    assert.is_string(kb.jcs.encode(d.spec))
+    local d = record.user_implementation { provider = 'plugin', kernel = 'llama4_rope', info = info }
+    local s = d.spec
+    assert.equal('kluabench_plugin', s.callable.interface)
+    assert.equal('scale_add', s.callable.symbol)
+    assert.equal(info.plugin.sha256, s.source.contentDigest)
+    assert.equal('libscale_add.so', s.source.fileName)
+    assert.equal('1', s.buildVariants[1].requirements.abi_version)
+    -- a kernel of a reproduced Liger benchmark names kernelindex's OperationSpec by default
+    assert.equal(record.digest(kb.liger.operation_document('llama4_rope')), s.operation.specDigest)
+    assert.same({}, kb.schema.check(d))
   end)
 end)

@@ -29,7 +29,9 @@ Only the standard library is used, so this runs anywhere.
 
 import argparse
 import csv
+import hashlib
 import json
+import os
 import re
 import sys
 
@@ -141,14 +143,37 @@ def slug_shape(slug):
     return shape
 
 
-def bundle_to_record(b):
+def evidence_of(b, base_dir):
+    """The run's evidence entry (stdlib/kluabench/record/evidence.lua): the line of the samples
+    file its run.spec.evidence.rawSamples names ("x.samples.jsonl#L3", relative to the records
+    file, or file:///abs#L3), checked against its digest; {} when there is none."""
+    ref = ((b["run"]["spec"].get("evidence") or {}).get("rawSamples")) or {}
+    uri, digest = ref.get("uri", ""), ref.get("digest", "")
+    if not uri:
+        return {}
+    target, _, frag = uri.partition("#")
+    path = target[len("file://"):] if target.startswith("file://") else os.path.join(base_dir, target)
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return {}
+    want = digest[len("sha256:"):]
+    order = [int(frag[1:]) - 1] if frag.startswith("L") and frag[1:].isdigit() else []
+    for i in order + list(range(len(lines))):
+        if 0 <= i < len(lines) and hashlib.sha256(lines[i].encode("utf-8")).hexdigest() == want:
+            return json.loads(lines[i])
+    return {}
+
+
+def bundle_to_record(b, base_dir="."):
     """A kernelindex bundle (stdlib/kluabench/record/init.lua) -> record. The one place that knows
-    the bundle's layout: run.spec.sourceNative.{metrics, benchmark, externalId},
-    implementation.spec.provider, workload.spec.{parameters, dtype} (falling back to the
-    workload slug inside externalId: kernel/mode/provider/gpu/workload/time), and the
-    annotations the RoPE declarations (stdlib/kluabench/benchmarks/rope.lua) leave on the workload (liger_x_name: H or T, the
-    sweep; liger_gpu_name). A protocol whose metadata.name mentions 'graph' marks a
-    CUDA-graph time: its mode becomes '<mode>_cudagraph'."""
+    the bundle's layout: run.spec.sourceNative.{metrics, benchmark, externalId} (the provider and
+    the case key "hidden512-kv_heads8-q_heads32-seq2048-bf16" are parts of externalId:
+    kernel/mode/provider/gpu/case/time), workload.spec.axes, and the annotations the RoPE
+    declarations (stdlib/kluabench/benchmarks/rope.lua) leave in the run's evidence entry
+    (liger_x_name: H or T, the sweep; liger_gpu_name). A protocol whose metadata.name mentions
+    'graph' marks a CUDA-graph time: its mode becomes '<mode>_cudagraph'."""
     run = b["run"]["spec"]
     native = run["sourceNative"]
     metrics = native["metrics"]
@@ -160,7 +185,7 @@ def bundle_to_record(b):
         provider = provider.get("name", "")
     workload = b.get("workload") or {}
     work = workload.get("spec") or {}
-    notes = (workload.get("metadata") or {}).get("annotations") or {}
+    notes = evidence_of(b, base_dir).get("annotations") or (workload.get("metadata") or {}).get("annotations") or {}
     shape = slug_shape(ext[4]) if len(ext) > 4 else {}
     for name in ("hidden", "seq", "q_heads", "kv_heads", "dtype"):
         v = find_key(work, KEYS[name] + (name,))
@@ -189,7 +214,8 @@ def read_bundles(path):
         docs = doc if isinstance(doc, list) else [doc]
     except json.JSONDecodeError:  # JSON Lines
         docs = [json.loads(line) for line in text.splitlines() if line.strip()]
-    return [bundle_to_record(d) for d in docs]
+    base = os.path.dirname(os.path.abspath(path))
+    return [bundle_to_record(d, base) for d in docs]
 
 
 def read_any(path):

@@ -172,7 +172,8 @@ Measurement:
   --list-points       print the points (id, estimated bytes, description) and exit
 Output:
   --format F          table (default): the table on stdout, the bundles appended
-                        as JSON Lines to --out (default results/%s-<time>.jsonl);
+                        as JSON Lines to --out (default results/%s-<time>.jsonl;
+                        $KLUABENCH_RESULTS names another folder than results/);
                       markdown: the same with the table in markdown (for pull requests);
                       jsonl: bundles as JSON Lines to --out or stdout;
                       kernelindex: pretty JSON (one bundle, or an array) to --out or stdout;
@@ -409,14 +410,21 @@ end
 -- Output
 ---------------------------------------------------------------------------
 
+-- A new file in the results folder ($KLUABENCH_RESULTS, default results/):
+-- NAME-<UTC time>SUFFIX.
+local function results_file(d, suffix)
+  local dir = os.getenv('KLUABENCH_RESULTS')
+  if dir == nil or dir == '' then dir = 'results' end
+  local ok, err = require('kluabench.report.files').mkdir_p(dir)
+  if not ok then fail(d.name, '%s', err) end
+  return dir .. '/' .. d.name .. '-' .. require('kluabench.record.names').time_id(require('kluabench.record').now())
+    .. suffix
+end
+
 -- Where the bundles go as they are made: the JSON Lines path or nil.
 local function jsonl_path(d, o)
   if o.format == 'table' or o.format == 'markdown' then
-    if o.out then return o.out end
-    local ok, err = require('kluabench.report.files').mkdir_p('results')
-    if not ok then fail(d.name, '%s', err) end
-    return 'results/' .. d.name .. '-' .. require('kluabench.record.names').time_id(require('kluabench.record').now())
-      .. '.jsonl'
+    return o.out or results_file(d, '.jsonl')
   elseif o.format == 'jsonl' then
     return o.out or '-'
   end
@@ -429,10 +437,9 @@ local function samples_path(d, o, records)
   if o.samples then return o.samples end
   if records and records ~= '-' then return nil end
   if o.format == 'liger-csv' then return nil end -- Liger's CSV carries no samples
-  local ok, err = require('kluabench.report.files').mkdir_p('results')
-  if not ok then fail(d.name, '%s', err) end
-  return 'results/' .. d.name .. '-' .. require('kluabench.record.names').time_id(require('kluabench.record').now())
-    .. '.samples.jsonl'
+  local path = results_file(d, '.samples.jsonl')
+  io.stderr:write(d.name, ': the raw samples of the bundles on stdout go to ', path, ' (--samples)\n')
+  return path
 end
 
 -- The table of the finished points and, for the whole-file formats, the file.

@@ -83,10 +83,10 @@ for run = 1, runs do
         local b = record.from_result {
           kernel = NAME, mode = mode, provider = provider, parameters = p.params, dtype = p.dtype,
           result = { samples = { base, base * 1.1, base * 0.9 }, protocol = protocol },
-          environment = environment, execution = { session = { index = run, count = runs } },
+          environment = environment, session = { index = run, count = runs },
         }
         if o.out then
-          local ok, err = output.append_jsonl(o.out, b)
+          local ok, err = require('kluabench.record.writer').append(o.out, b)
           if not ok then fail(1, 'cannot write --out %s', tostring(err)) end
         end
         done = done + 1

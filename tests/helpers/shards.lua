@@ -33,9 +33,9 @@ end
 function M.keys(path)
   local out = {}
   for _, b in ipairs(M.bundles(path)) do
-    local s = b.run.spec.execution and b.run.spec.execution.session or { index = 1, count = 1 }
-    out[#out + 1] = string.format('%s %s %d/%d', b.run.spec.workloadDigest, b.implementation.spec.provider,
-      s.index, s.count)
+    local p = require('kluabench.record.point').of(b)
+    out[#out + 1] = string.format('%s %s %d/%d', b.run.spec.workloadDigest, p.provider, p.session.index,
+      p.session.count)
   end
   table.sort(out)
   return out

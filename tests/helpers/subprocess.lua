@@ -22,13 +22,17 @@ local CLEARED = { 'LUA_INIT', 'LUA_INIT_5_4', 'KLUABENCH_BACKEND', 'KLUABENCH_DE
 
 --- Runs the binary with args (a list, quoted here) and returns
 -- {out =, err =, code =}; code is 128 + N for a process killed by signal N.
--- opts: env ({NAME = value}), stdin (text), cwd.
+-- opts: env ({NAME = value}), stdin (text), cwd. KLUABENCH_RESULTS is a temporary folder
+-- (M.results), so that a script's default results never land in the source tree.
 function M.run(args, opts)
   opts = opts or {}
   local words = {}
   for i, a in ipairs(args) do words[i] = M.q(a) end
   local env = { 'env' }
   for _, name in ipairs(CLEARED) do env[#env + 1] = '-u ' .. name end
+  -- what a script writes to its default results folder stays in a temporary one
+  M.results = M.results or util.tmpdir()
+  env[#env + 1] = M.q('KLUABENCH_RESULTS=' .. M.results)
   for k, v in pairs(opts.env or {}) do env[#env + 1] = M.q(k .. '=' .. v) end
   local errf, inf = os.tmpname(), os.tmpname()
   M.spit(inf, opts.stdin or '')

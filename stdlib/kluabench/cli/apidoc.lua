@@ -47,6 +47,14 @@ M.modules = {
   check = 'kluabench.check',
   triton = 'kluabench.triton',
   reader = 'kluabench.record.reader',
+  point = 'kluabench.record.point',
+  evidence = 'kluabench.record.evidence',
+  schema = 'kluabench.record.schema',
+  writer = 'kluabench.record.writer',
+  migrate = 'kluabench.record.migrate',
+  operation = 'kluabench.record.operation',
+  implementation = 'kluabench.record.implementation',
+  measurements = 'kluabench.record.measurements',
 }
 
 --- Receivers of methods, and where their methods are: a registry metatable
@@ -185,9 +193,12 @@ M.sections = {
     intro = '`local output = require "kluabench.report"`.' },
   { id = 'record', title = 'kluabench.record: kernelindex records',
     intro = '`local record = require "kluabench.record"`. One benchmark point is one bundle '
-      .. '{run, protocol, environment, workload, implementation}; the run carries the digest of '
-      .. 'each other document, "sha256:" .. hex(SHA-256(JCS(doc.spec))). docs/RECORDS.md '
-      .. 'describes every field.' },
+      .. '{run, protocol, environment, workload, implementation, operation} of kernelindex.dev/v1alpha1 '
+      .. 'documents, each valid against the public schema of its kind (kluabench.record.schema); a digest is '
+      .. '"sha256:" .. hex(SHA-256(JCS({apiVersion, kind, spec}))). The raw samples are the run\'s evidence '
+      .. '(kluabench.record.evidence), in a samples file beside the records; kluabench.record.point is the '
+      .. 'view of a bundle every table and command reads; kluabench.record.operation, .implementation, '
+      .. '.measurements, .writer and .migrate are the parts. docs/RECORDS.md describes every field.' },
   { id = 'kernels', title = 'kluabench.kernels: the kernel registry',
     intro = '`local kernels = require "kluabench.kernels"`. What records and `kluabench list` '
       .. 'know about each kernel (title, source files, cost model), gathered from one descriptor '
@@ -589,6 +600,12 @@ section('digest', {
     summary = 'SHA-256 of a file\'s bytes; nil and "path: reason" when it cannot be read.',
     details = 'Only regular files: a device or a FIFO (which may never end) gives nil, "path: not a regular file ...".',
     example = 'local hex, err = kb.sha256_file("kernels/rope.cu")' },
+  { name = 'kb.regex.test', signature = 'kb.regex.test(pattern, subject) -> boolean [, why]',
+    summary = 'Whether a regular expression (ECMA-262 syntax as JSON Schema uses it, through PCRE2) matches somewhere in subject.',
+    details = 'Unanchored unless the pattern anchors itself, as JSON Schema\'s `pattern` keyword. Patterns and subjects '
+      .. 'are UTF-8; a subject that is not valid UTF-8 does not match, and the second result says why. A pattern that '
+      .. 'does not compile is an error naming the offset and PCRE2\'s reason.',
+    example = 'print(kb.regex.test("^sha256:[0-9a-f]{64}$", "sha256:" .. string.rep("0", 64))) --> true' },
   { name = 'kb.fsync', signature = 'kb.fsync(path) -> true | nil, message',
     summary = 'Flushes a file\'s (or a directory\'s) data to the device, for "write, fsync, rename" output that survives a crash.',
     example = 'local ok, err = kb.fsync(".")' },
@@ -897,7 +914,10 @@ do
   for prefix, modname in pairs(M.modules) do
     if prefix ~= 'kb' then modules[prefix] = SOURCES[prefix] or modname end
   end
-  for _, e in ipairs(require('kluabench.cli.doccomments').collect(modules, M.sections)) do
+  -- the record format's parts are documented with kluabench.record
+  local record_parts = { point = 'record', evidence = 'record', schema = 'record', writer = 'record',
+    migrate = 'record', operation = 'record', implementation = 'record', measurements = 'record' }
+  for _, e in ipairs(require('kluabench.cli.doccomments').collect(modules, M.sections, record_parts)) do
     M.entries[#M.entries + 1] = e
   end
 end

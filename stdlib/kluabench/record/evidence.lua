@@ -42,10 +42,21 @@ M.FORMAT = 'kluabench.samples/v1'
 local function core() return require 'kluabench.core' end
 
 -- bundle -> entry, for bundles made or read in this process (weak keys:
--- a bundle nobody holds takes its entry with it).
-local entries = setmetatable({}, { __mode = 'k' })
--- bundle -> why its evidence could not be read (evidence.resolve).
-local failures = setmetatable({}, { __mode = 'k' })
+-- a bundle nobody holds takes its entry with it); bundle -> why its evidence
+-- could not be read (evidence.resolve). Kept in the registry, not in this
+-- module, so that a second load of the module (busted's insulation unloads
+-- and reloads modules between spec files) sees the same entries.
+local function side_table(name)
+  local reg = debug.getregistry()
+  local t = reg[name]
+  if t == nil then
+    t = setmetatable({}, { __mode = 'k' })
+    reg[name] = t
+  end
+  return t
+end
+local entries = side_table('kluabench.record.evidence.entries')
+local failures = side_table('kluabench.record.evidence.failures')
 
 --- The canonical line of an entry and its digest "sha256:<hex>".
 --
@@ -66,7 +77,8 @@ end
 --
 -- @signature evidence.attach(bundle, entry) -> bundle
 -- @example
---   evidence.attach(bundle, {format = evidence.FORMAT, unit = "ns", samples = {1000}})
+--   local b = evidence.attach({run = {spec = {}}}, {format = evidence.FORMAT, unit = "ns", samples = {1000}})
+--   print(#evidence.of(b).samples)
 function M.attach(bundle, entry)
   if type(bundle) ~= 'table' then
     error("bad argument #1 to 'evidence.attach' (bundle expected, got " .. type(bundle) .. ')', 2)
@@ -79,8 +91,7 @@ end
 --
 -- @signature evidence.of(bundle) -> entry | nil
 -- @example
---   local e = evidence.of(bundle)
---   print(e and #e.samples)
+--   print(evidence.of({run = {spec = {}}})) --> nil
 function M.of(bundle) return entries[bundle] end
 
 --- Why the evidence of a bundle read in this process could not be resolved (evidence.resolve), or
@@ -88,7 +99,7 @@ function M.of(bundle) return entries[bundle] end
 --
 -- @signature evidence.failure(bundle) -> message | nil
 -- @example
---   print(evidence.failure(bundle))
+--   print(evidence.failure({run = {spec = {}}})) --> nil
 function M.failure(bundle) return failures[bundle] end
 
 --- The samples file beside a records file: x.jsonl, x.json or x -> x.samples.jsonl.

@@ -25,6 +25,9 @@ local M = {}
 
 M.API_VERSION = 'kernelindex.dev/v1alpha1'
 
+--- The derived figures of runs' measurements[] (kluabench.record.measurements).
+M.measurements = measurements
+
 --- The documents of a bundle and their kinds, in the order they are written.
 M.MEMBERS = {
   { doc = 'run', kind = 'BenchmarkRun' },
@@ -191,7 +194,8 @@ end
 --
 -- @signature record.consistency(bundle, entry) -> problems
 -- @example
---   for _, p in ipairs(record.consistency(bundle, evidence.of(bundle))) do print(p.field, p.error) end
+--   local b = {run = {spec = {timing = {latencyNs = {median = 2000}}}}}
+--   for _, p in ipairs(record.consistency(b, {unit = "ns", samples = {1000, 1000, 1000}})) do print(p.field, p.error) end
 function M.consistency(bundle, entry)
   local problems = {}
   local samples, why = evidence.samples_ms(entry)
@@ -252,7 +256,7 @@ end
 -- @example
 --   print(record.quantile_name(0.2))
 function M.quantile_name(q)
-  return ('p' .. string.format('%g', q * 100)):gsub('%.', '_')
+  return (('p' .. string.format('%g', q * 100)):gsub('%.', '_'))
 end
 
 --- The sourceNative metric name of a quantile: 0.2 -> "ms_20".
@@ -261,7 +265,7 @@ end
 -- @example
 --   print(record.metric_name(0.5)) --> ms_50
 function M.metric_name(q, unit)
-  return ((unit or 'ms') .. '_' .. string.format('%g', q * 100)):gsub('%.', '_')
+  return (((unit or 'ms') .. '_' .. string.format('%g', q * 100)):gsub('%.', '_'))
 end
 
 ---------------------------------------------------------------------------
@@ -420,15 +424,35 @@ function M.builtin_implementation(o)
     dtypes = o.dtypes or entry.dtypes or k.dtypes }
 end
 
---- The ImplementationRevision of a user kernel (record.implementation.user with the operation's
--- digest): info is k:info(), mod:info(), pk:info() or tk:info(), or a list of them.
+--- The ImplementationRevision of a user kernel (kluabench.record.implementation's user): info is
+-- k:info(), mod:info(), pk:info() or tk:info(), or a list of them.
 --
--- @signature record.user_implementation{provider, kernel, info, operation_digest [, arch, dtypes]} -> document
+-- It names the operation it implements: operation_digest, else the digest of operation (an
+-- OperationSpec document), else kernelindex's OperationSpec of kernel when kernel is one of the
+-- Liger kernels kluabench reproduces (llama4_rope, rope).
+--
+-- @signature record.user_implementation{provider, kernel, info [, operation_digest | operation, arch, dtypes]} -> document
 -- @example
---   local i = record.user_implementation{provider = "mine", kernel = "scale", operation_digest = "sha256:" .. string.rep("0", 64),
---     info = {name = "scale", module = {format = "cubin", sha256 = "sha256:" .. string.rep("1", 64), arch = "sm_90"}}}
---   print(i.spec.source.contentDigest)
+--   local i = record.user_implementation{provider = "mine", kernel = "llama4_rope",
+--     info = {name = "rope", module = {format = "cubin", sha256 = "sha256:" .. string.rep("1", 64), arch = "sm_90"}}}
+--   print(i.spec.source.contentDigest, i.spec.operation.specDigest)
 function M.user_implementation(o)
+  if type(o) ~= 'table' then
+    error("bad argument #1 to 'user_implementation' (table expected, got " .. type(o) .. ')', 2)
+  end
+  if o.operation_digest == nil then
+    local op = o.operation
+    local liger = require 'kluabench.record.liger'
+    if op == nil and liger.KERNELS[o.kernel] then op = liger.operation_document(o.kernel) end
+    if type(op) ~= 'table' then
+      error("bad argument #1 to 'user_implementation' (field 'operation_digest' or 'operation' needed: the "
+        .. 'OperationSpec the kernel implements)', 2)
+    end
+    local copy = {}
+    for k, v in pairs(o) do copy[k] = v end
+    copy.operation_digest = M.digest(op)
+    o = copy
+  end
   return implementation.user(o)
 end
 
@@ -632,6 +656,12 @@ local function json_safe(v, depth)
   end
   return nil
 end
+--- A copy of a value with only what JSON can carry: no functions, userdata or non-finite numbers, only
+-- string and integer keys (what a protocol or hook hands records may hold anything).
+--
+-- @signature record.json_safe(v) -> copy | nil
+-- @example
+--   print(kb.jcs.encode(record.json_safe({a = 1, f = print, x = 0 / 0})))
 M.json_safe = json_safe
 
 -- The throughput figures of a point (ceilings.throughput against the cached
@@ -776,7 +806,9 @@ function M.from_result(o)
   -- derived figures
   local status, reasons = o.status or 'passed', {}
   for _, r in ipairs(o.reasons or {}) do reasons[#reasons + 1] = r end
-  local throughput = median_ms and throughput_of(bytes, flops, median_ms, environment) or nil
+  -- a throughput the caller measured itself replaces the computed one
+  local throughput = o.execution and o.execution.throughput
+  if throughput == nil and median_ms then throughput = throughput_of(bytes, flops, median_ms, environment) end
   if throughput then
     fields.gbps, fields.tflops, fields.pct_copy = throughput.gbps, throughput.tflops, throughput.percentOfCopy
     fields.copy_gbps, fields.pct_floor = throughput.copyCeilingGbps, throughput.percentOfFloor

@@ -535,9 +535,13 @@ function M.row_to_bundle(row, opts)
   local config, cerr = M.parse_config(row.extra_benchmark_config_str)
   if not config then return skip('unknown_config', '%s', cerr) end
   local x = decimal(row.x_value)
-  local binding = x and x == math.floor(x) and x > 0 and k.bind(math.tointeger(x), row.x_name, config) or nil
-  if not binding then return skip('unknown_config', 'x %s=%s with config %s does not bind %s', quoted(row.x_name),
-    quoted(row.x_value), quoted(row.extra_benchmark_config_str), kernel) end
+  if x == nil then return skip('unknown_config', 'x_value is not a decimal number (%s)', quoted(row.x_value)) end
+  if unrecordable(x) then return skip('unknown_config', 'x_value %s (%s)', unrecordable(x), quoted(row.x_value)) end
+  local binding = x == math.floor(x) and x > 0 and k.bind(math.tointeger(x), row.x_name, config) or nil
+  if not binding then
+    return skip('unknown_config', 'x %s = %s with config %s does not bind the axes of %s', quoted(row.x_name),
+      quoted(row.x_value), quoted(row.extra_benchmark_config_str), kernel)
+  end
   local environment = M.environment_document(row.gpu_name, { guess = opts.keep })
   if not environment then return skip('unknown_gpu', 'GPU %s', quoted(row.gpu_name)) end
   local time, terr = names.parse_time(row.timestamp)
@@ -551,10 +555,6 @@ function M.row_to_bundle(row, opts)
         memory and 'memory figure' or 'time', memory and 'zero or more' or 'positive')
     end
     values[i] = v + 0.0
-  end
-  if values[2] > values[3] then
-    return skip('invalid', 'y_value_20 (%s) is above y_value_80 (%s): the quantiles are swapped or broken',
-      quoted(row.y_value_20), quoted(row.y_value_80))
   end
   local op = M.operation_document(kernel, opts.commit)
   local od = digest(op)
@@ -574,8 +574,24 @@ function M.row_to_bundle(row, opts)
   }
 end
 
+--- What is suspicious about a row that is still imported (kernelindex's importer imports it as it is),
+-- or nil: p20 above p80.
+--
+-- @signature liger.row_warning(row) -> message | nil
+-- @example
+--   print(liger.row_warning({y_value_20 = "2", y_value_80 = "1"}))
+function M.row_warning(row)
+  local p20, p80 = decimal(row.y_value_20), decimal(row.y_value_80)
+  if p20 and p80 and p20 > p80 then
+    return string.format('y_value_20 (%s) is above y_value_80 (%s): the quantiles look swapped; imported as they are, '
+      .. "as kernelindex's importer does", quoted(row.y_value_20), quoted(row.y_value_80))
+  end
+  return nil
+end
+
 --- The binding of one of our points of a reproduced kernel: {axes = {seq, hidden, q_heads,
--- kv_heads}, dtype = token}, or nil when the parameters do not bind it.
+-- kv_heads}, dtype = token}, or nil when the parameters do not bind it (a parameter beyond those
+-- four, other than batch = 1, makes another workload).
 --
 -- @signature liger.binding_of(kernel, params, dtype) -> binding | nil
 -- @example
@@ -583,6 +599,11 @@ end
 function M.binding_of(kernel, params, dtype)
   local k = M.KERNELS[kernel]
   if not k or type(params) ~= 'table' then return nil end
+  -- Liger's workload has these four axes at batch 1, and nothing else
+  for name, v in pairs(params) do
+    local known = name == 'hidden' or name == 'seq' or name == 'q_heads' or name == 'kv_heads'
+    if not known and not (name == 'batch' and v == 1) then return nil end
+  end
   local token = dtype and operation.dtype_token(dtype)
   local torch
   for t, tok in pairs(M.DTYPES) do if tok == token then torch = t end end
@@ -629,8 +650,21 @@ local function config_string(params, dtype, x_key)
   return '{' .. table.concat(parts, ', ') .. '}'
 end
 
+--- The swept axis of a point of Liger's RoPE benchmarks when nothing says it (imported runs carry
+-- no annotation): seq for the sequence sweep (hidden 8192, seq other than 2048), else hidden (the
+-- hidden sweep at seq 2048, and the point both sweeps share). nil for other parameters.
+--
+-- @signature liger.default_x(params) -> "hidden" | "seq" | nil
+-- @example
+--   print(liger.default_x({hidden = 8192, seq = 4096})) --> seq
+function M.default_x(params)
+  if type(params) ~= 'table' or params.hidden == nil or params.seq == nil then return nil end
+  if params.hidden == 8192 and params.seq ~= 2048 then return 'seq' end
+  return 'hidden'
+end
+
 --- A CSV row of a bundle; the x axis from the run's evidence annotation (liger_x_name), opts.x,
--- else hidden or seq.
+-- else liger.default_x.
 --
 -- A row (table keyed by M.HEADER) of a bundle, or nil and a message.
 --
@@ -649,12 +683,13 @@ function M.bundle_to_row(bundle, opts)
   local ann = type(p.evidence.annotations) == 'table' and p.evidence.annotations or {}
   local params = p.params
   local x_name = ann.liger_x_name
-  local x_key = x_name and names.param_name(x_name) or opts.x
+  local x_key = x_name and names.param_name(x_name) or opts.x or M.default_x(params)
   if not x_key then x_key = params.hidden and 'hidden' or (params.seq and 'seq') or next(params) end
   if not x_name then x_name = M.X_AXIS[x_key] and M.X_AXIS[x_key][1] or x_key end
   local x_label = ann.liger_x_label or (M.X_AXIS[x_key] and M.X_AXIS[x_key][2]) or x_key
   local metric, unit, y
-  local metrics = require('kluabench.record.point').get(bundle, 'run', 'spec', 'sourceNative', 'metrics') or {}
+  local sn = type(bundle.run.spec) == 'table' and bundle.run.spec.sourceNative or nil
+  local metrics = type(sn) == 'table' and type(sn.metrics) == 'table' and sn.metrics or {}
   if p.metric == 'memory' then
     metric, unit = 'memory', (p.memory_unit == 'mb' and 'MB') or p.memory_unit or 'MB'
     y = { p.memory_median, p.memory_p20, p.memory_p80 }

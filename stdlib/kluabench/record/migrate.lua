@@ -10,7 +10,6 @@
 -- digests cannot be kept (the recipe changed); every number and name is.
 local json = require 'kluabench.report.json'
 local names = require 'kluabench.record.names'
-local measurements = require 'kluabench.record.measurements'
 
 local M = {}
 
@@ -24,8 +23,9 @@ end
 
 local function num(v) return type(v) == 'number' and v == v and v > -math.huge and v < math.huge and v or nil end
 
---- True when a bundle is of the earlier format (a BenchmarkWorkload or KernelImplementation, or a
--- run with samples, execution or check of its own).
+--- True when a bundle is of the earlier format (a BenchmarkWorkload or KernelImplementation, a
+-- workload with parameters or an implementation with a provider, or a run with samples, execution
+-- or check of its own).
 --
 -- @signature migrate.is_old(bundle) -> boolean
 -- @example
@@ -36,12 +36,16 @@ function M.is_old(b)
     return true
   end
   local rs = get(b, 'run', 'spec')
-  return type(rs) == 'table' and (rs.samples ~= nil or rs.execution ~= nil or rs.check ~= nil)
+  if type(rs) == 'table' and (rs.samples ~= nil or rs.execution ~= nil or rs.check ~= nil
+      or get(rs, 'sourceNative', 'samples_ms') ~= nil) then
+    return true
+  end
+  -- the earlier workload and implementation fields, kind or not
+  return get(b, 'workload', 'spec', 'parameters') ~= nil or get(b, 'implementation', 'spec', 'provider') ~= nil
 end
 
 -- The old environment spec in the schema's fields, and its device facts.
 local function environment(old)
-  local env = require 'kluabench.record.env'
   local s = type(old) == 'table' and type(old.spec) == 'table' and old.spec or {}
   local hw = type(s.hardware) == 'table' and s.hardware or {}
   local sw = type(s.software) == 'table' and s.software or {}
@@ -80,7 +84,7 @@ local function environment(old)
   }
   local facts = { backend = s.backend, smCount = num(hw.smCount), l2Bytes = num(hw.l2Bytes), cores = num(hw.cores),
     kluabenchCommit = kl.gitCommit }
-  return doc, facts, env
+  return doc, facts
 end
 
 -- The old implementation as an ImplementationRevision of the operation.

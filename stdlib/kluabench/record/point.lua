@@ -34,7 +34,6 @@ local function get(t, ...)
   end
   return t
 end
-M.get = get
 
 local function text(v) return (type(v) == 'string' or type(v) == 'number') and tostring(v) or nil end
 
@@ -63,28 +62,23 @@ local function protocol_name(p)
   return FAMILY[fam] or fam:match('^kluabench_(.+)$') or fam
 end
 
+local view
+
 --- The point of a bundle (see the module's comment); fields that the bundle does not have are nil.
 --
 -- @signature point.of(bundle) -> point
 -- @example
 --   local p = point.of(bundle)
 --   print(p.kernel, p.mode, p.provider, p.id, p.median_ns)
-local cache = setmetatable({}, { __mode = 'k' })
-
 function M.of(b)
   if type(b) ~= 'table' then
     error("bad argument #1 to 'point.of' (bundle expected, got " .. type(b) .. ')', 2)
   end
-  local hit = cache[b]
-  if hit and hit.evidence_seen == (evidence.of(b) ~= nil) then return hit end
-  local p = M.view(b)
-  p.evidence_seen = evidence.of(b) ~= nil
-  cache[b] = p
-  return p
+  return view(b)
 end
 
--- The view itself (point.of caches it per bundle).
-function M.view(b)
+-- The view itself (made anew each time: bundles may change).
+view = function(b)
   if require('kluabench.record.migrate').is_old(b) then b = require('kluabench.record.migrate').bundle(b) end
   local rs = get(b, 'run', 'spec') or {}
   local sn = type(rs.sourceNative) == 'table' and rs.sourceNative or {}
@@ -101,7 +95,17 @@ function M.view(b)
   p.id = ext[5] ~= '' and ext[5] or nil
   local axes = get(b, 'workload', 'spec', 'axes')
   p.params = {}
-  if type(axes) == 'table' then for k, v in pairs(axes) do p.params[k] = v end end
+  if type(axes) == 'table' then
+    for k, v in pairs(axes) do p.params[k] = v end
+  elseif p.id then
+    -- no workload document: the case key spells the axes ("hidden512-seq2048-bf16")
+    local parts = {}
+    for part in p.id:gmatch('[^%-]+') do parts[#parts + 1] = part end
+    for i = 1, #parts - 1 do -- the last part is the dtype
+      local k, v = parts[i]:match('^([%a_]+)(%d+)$')
+      if k then p.params[k] = math.tointeger(tonumber(v)) end
+    end
+  end
   local token = p.id and p.id:match('%-([%w_]+)$')
   p.dtype = token and (operation.DTYPE_NAME[token] or token) or nil
   if not p.id and next(p.params) then p.id = operation.case_key { axes = p.params, dtype = token or '?' } end
@@ -130,6 +134,8 @@ function M.view(b)
   if not e then why = evidence.failure(b) or why end
   p.samples_ms, p.samples_why = samples, why
   if samples and not p.n then p.n = #samples end
+  local stop = get(p.evidence, 'execution', 'stop')
+  if not p.n and type(stop) == 'table' and math.type(stop.samples) == 'integer' then p.n = stop.samples end
   local se = type(p.evidence.session) == 'table' and p.evidence.session or {}
   p.session = { index = math.tointeger(fields.session) or se.index or 1, count = math.tointeger(fields.sessions)
     or se.count or 1 }

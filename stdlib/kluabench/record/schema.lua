@@ -325,7 +325,8 @@ end
 --
 -- @signature schema.check(doc [, kind]) -> problems
 -- @example
---   for _, p in ipairs(schema.check(bundle.run)) do print(p) end
+--   for _, p in ipairs(schema.check({apiVersion = "kernelindex.dev/v1alpha1", kind = "SoftwareProject",
+--     metadata = {name = "mine"}, spec = {name = "Mine", color = "blue"}})) do print(p) end
 function M.check(doc, kind)
   if type(doc) ~= 'table' then return { '$: a document (JSON object) expected, got ' .. json_type(doc) } end
   kind = kind or doc.kind
@@ -344,7 +345,8 @@ end
 --
 -- @signature schema.assert_valid(doc [, what]) -> doc
 -- @example
---   schema.assert_valid(bundle.run)
+--   print(pcall(schema.assert_valid, {apiVersion = "kernelindex.dev/v1alpha1", kind = "SoftwareProject",
+--     metadata = {name = "Not A Name"}, spec = {name = "x"}}))
 function M.assert_valid(doc, what)
   local problems = M.check(doc)
   if #problems > 0 then

@@ -24,7 +24,6 @@ local function validate(bundle)
   end
   return true
 end
-M.validate = validate
 
 --- Appends a bundle as one JSON line to path ("-": stdout), its evidence entry first to the samples
 -- file beside it (samples: another samples file; required when path is stdout). Every document is

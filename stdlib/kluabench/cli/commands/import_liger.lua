@@ -1,45 +1,67 @@
---- `kluabench import-liger CSV... [--out DIR | --jsonl FILE]`: turn the
--- rows of Liger-Kernel benchmark CSV files into kernelindex record bundles.
+--- `kluabench import-liger CSV... [--out DIR | --jsonl FILE] [--keep]`: the
+-- rows of Liger-Kernel benchmark CSV files as kernelindex record bundles,
+-- built the way kernelindex's own Liger importer builds them.
 local output = require 'kluabench.report'
 local liger = require 'kluabench.record.liger'
+local writer = require 'kluabench.record.writer'
 
 local M = {}
 
-M.USAGE = 'kluabench import-liger CSV... [--out DIR | --jsonl FILE]'
+M.USAGE = 'kluabench import-liger CSV... [--out DIR | --jsonl FILE] [--keep] [--liger-commit SHA]'
 
 M.help = [[
 Reads the CSV that Liger-Kernel's benchmark scripts write (header
 kernel_name,kernel_provider,...,liger_version, e.g. Liger's
-benchmark/data/all_benchmark_data.csv) and makes one record bundle per row
-(docs/RECORDS.md): speed rows become latency records (ns = round(ms x 1e6)),
-memory rows records in their own unit (MB). The input is only parsed, never
-executed.
+benchmark/data/all_benchmark_data.csv) and makes one record bundle per row of
+the kernels kluabench reproduces (llama4_rope and rope), exactly as
+kernelindex's Liger importer does (docs/RECORDS.md): the same OperationSpec,
+WorkloadCase, ImplementationRevision, SoftwareProject, BenchmarkProtocol,
+ExecutionEnvironment and BenchmarkRun, and so the same digests; a speed row
+becomes a latency record (ns = round(ms x 1e6)). The input is only parsed,
+never executed.
 
-  --out DIR     write one pretty JSON file per row into DIR (created when
-                missing), named after the run's metadata.name: DIR/NAME.json.
-                Names are cut at 100 characters, so rows that differ only
-                beyond that get NAME-2.json, NAME-3.json, ... in row order.
-                Files are written atomically.
-  --jsonl FILE  append every bundle as one line to FILE ('-': stdout)
-  (neither)     JSON Lines on stdout
+Rows kernelindex's importer skips are skipped and counted by reason on stderr:
+memory rows, kernels it does not curate (and those it curates that kluabench
+does not reproduce), unknown providers, modes and GPUs. With --keep, memory
+rows and rows of GPUs it does not know are kept as valid documents of our own,
+labelled not_reproduced (their digests are kluabench's, not kernelindex's).
 
-A row that cannot be converted is reported on stderr as
-"kluabench import-liger: FILE:LINE: why" and skipped; the others are written.
+  --out DIR            write one pretty JSON file per row into DIR (created when
+                       missing), named after the run's metadata.name:
+                       DIR/NAME.json (NAME-2.json, ... for repeated names).
+                       Files are written atomically.
+  --jsonl FILE         append every bundle as one line to FILE ('-': stdout)
+  (neither)            JSON Lines on stdout
+  --keep               keep memory rows and unknown GPUs as documents of our own
+  --liger-commit SHA   the Liger-Kernel commit the OperationSpecs cite (metadata
+                       only; default the CSV's commit when the schemas were
+                       copied, record/liger.lua's COMMIT)
 
-Exit status: 0 all rows imported, 1 a file unreadable or a row skipped,
-2 usage error.]]
+A row of a reproduced kernel that cannot be converted (a value that is not a
+number or a time, a config that does not bind the kernel's axes) is reported
+on stderr as "kluabench import-liger: FILE:LINE: why" and skipped; the others
+are written. A row whose p20 is above its p80 is imported as it is, with a
+warning.
+
+Exit status: 0 all rows imported or skipped as kernelindex skips them, 1 a file
+unreadable or a row that cannot be converted, 2 usage error.]]
 
 local cli = require 'kluabench.cli'
 
 local function usage_error(fmt, ...) return cli.usage_error('import-liger', fmt, ...) end
 
-local function fail(fmt, ...)
+local function say(fmt, ...)
   io.stderr:write('kluabench import-liger: ', cli.printable(string.format(fmt, ...), 400), '\n')
 end
 
--- Options: returns {out = DIR, jsonl = FILE, help}, list of CSV paths; or nil, msg.
+-- Reasons of a skip that mean the row is broken, not merely outside what
+-- kernelindex imports: named one by one, and exit status 1.
+local BROKEN = { invalid = true, unknown_config = true }
+
+-- Options: returns {out = DIR, jsonl = FILE, keep, help, ['liger-commit']}, list of CSV paths; or nil, msg.
 local function parse(args)
-  return cli.parse_args(args, { out = 'value', jsonl = 'value', help = 'flag', aliases = { h = 'help' } })
+  return cli.parse_args(args, { out = 'value', jsonl = 'value', keep = 'flag', ['liger-commit'] = 'value',
+    help = 'flag', aliases = { h = 'help' } })
 end
 
 --- Runs the command on the words after "import-liger"; returns the exit status.
@@ -49,49 +71,62 @@ function M.main(args)
   if opts.help then return cli.help('import-liger') end
   if #files == 0 then return usage_error('no CSV file given') end
   if opts.out and opts.jsonl then return usage_error('give --out or --jsonl, not both') end
+  local commit = opts['liger-commit']
+  if commit and not commit:match('^%x+$') then
+    return usage_error("option '--liger-commit' needs a commit SHA (hexadecimal), got '%s'", commit)
+  end
   if opts.out then
     local ok, err = output.mkdir_p(opts.out)
     if not ok then
-      fail('%s', err)
+      say('%s', err)
       return 1
     end
   end
   local jsonl = opts.jsonl or (not opts.out and '-') or nil
 
-  local status, imported, used = 0, 0, {}
+  local status, imported, used, skipped = 0, 0, {}, {}
   for _, path in ipairs(files) do
     local rows, err = liger.read(path)
     if not rows then
-      fail('%s', err)
+      say('%s', err)
       status = 1
     else
       for _, row in ipairs(rows) do
         cli.stop_if_interrupted()
-        local bundle, berr = liger.row_to_bundle(row)
+        local bundle, why, berr = liger.row_to_bundle(row, { keep = opts.keep, commit = commit and commit:lower() })
         if not bundle then
-          fail('%s:%d: %s', path, row.line, berr)
-          status = 1
+          skipped[why] = (skipped[why] or 0) + 1
+          if BROKEN[why] then
+            say('%s:%d: %s', path, row.line, berr)
+            status = 1
+          end
         else
+          local warning = liger.row_warning(row)
+          if warning then say('%s:%d: warning: %s', path, row.line, warning) end
           local ok, werr
           if jsonl then
-            ok, werr = output.append_jsonl(jsonl, bundle)
+            ok, werr = writer.append(jsonl, bundle)
           else
             local name = bundle.run.metadata.name
             local n = (used[name] or 0) + 1
             used[name] = n
-            local file = string.format('%s/%s%s.json', opts.out, name, n > 1 and ('-' .. n) or '')
-            local text
-            text, werr = output.encode_pretty(bundle)
-            if text then ok, werr = output.write_atomic(file, text) end
+            ok, werr = writer.write_pretty(string.format('%s/%s%s.json', opts.out, name, n > 1 and ('-' .. n) or ''),
+              { bundle })
           end
           if not ok then
-            fail('%s', werr)
+            say('%s', werr)
             return 1
           end
           imported = imported + 1
         end
       end
     end
+  end
+  local reasons = {}
+  for why in pairs(skipped) do reasons[#reasons + 1] = why end
+  table.sort(reasons)
+  for _, why in ipairs(reasons) do
+    say('skipped %d row%s: %s', skipped[why], skipped[why] == 1 and '' or 's', liger.SKIP[why] or why)
   end
   io.stderr:write(string.format('kluabench import-liger: %d bundle%s written%s\n', imported,
     imported == 1 and '' or 's', opts.out and (' to ' .. opts.out) or
