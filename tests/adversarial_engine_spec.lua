@@ -210,6 +210,16 @@ describe('shard, process and task counts are bounded (issue 24, class 6)', funct
     assert.matches("kluabench run-all: --procs '100000': expected a whole number from 1 to", r.err, 1, true)
   end)
 
+  it('run-all and slurm refuse a SCRIPT that is a FIFO, without waiting for a writer', function()
+    local fifo = mkfifo(dir .. '/script.lua')
+    for _, argv in ipairs { { 'run-all', '--procs', '2', '--dir', dir .. '/r', fifo },
+      { 'slurm', '--gpus', '2', '--dir', dir .. '/s', fifo } } do
+      local r = child(nil, 20, argv)
+      assert.equal(2, r.code, r.err)
+      assert.matches("cannot read SCRIPT '" .. fifo .. "': is a FIFO, not a regular file", r.err, 1, true)
+    end
+  end)
+
   it('slurm --gpus beyond the bound is a usage error at once, before any listing', function()
     local t0 = kb.clock_ns()
     local r = child(nil, 30, { 'slurm', '--gpus', '100000', '--dir', dir .. '/s', script(), points(3) })
@@ -284,7 +294,7 @@ describe('kluabench.check cannot be switched off or fooled (issue 24, class 8)',
     assert.is_false((check.run(spec { atol = 0, rtol = 0 })))
   end)
 
-  it('outputs or a reference that return no tensors are an error, not "correct on 3 seeds"', function()
+  it('outputs or a reference that return no tensors are an error, never a pass', function()
     assert.matches('verify: outputs(state) for seed 1 returned no tensors',
       err_of(check.run, spec { outputs = function() return {} end }), 1, true)
     assert.matches('verify: reference(state) for seed 1 returned no tensors',
@@ -436,7 +446,7 @@ describe('the NVRTC cache is verified before use (issue 24, class 11)', function
     end
   end)
 
-  needs_nvrtc('an entry whose record of digests is missing or damaged is rebuilt too', function()
+  needs_nvrtc('an entry whose record of digests is damaged is rebuilt too', function()
     local key = kb.cuda.compile(SRC, { cache_dir = cache }):info().cache_key
     local sums = cache .. '/nvrtc/' .. key .. '.sha256'
     assert.truthy(sub.slurp(sums), 'the digests are recorded beside the entry')

@@ -77,6 +77,21 @@ function M.shell_quote(s)
   return "'" .. s:gsub("'", "'\\''") .. "'"
 end
 
+--- Whether SCRIPT can be read: true, or nil and "cannot read SCRIPT 'x': why". Only a regular
+-- file: opening a FIFO would wait for a writer (checked without opening it).
+function M.check_script(script)
+  local st, err = require('kluabench.core').stat(script, true)
+  local why = not st and err:gsub('^.-: ', '') or st.type ~= 'file' and ('is a ' .. (st.type == 'fifo' and 'FIFO'
+    or st.type == 'char' and 'character device' or st.type == 'block' and 'block device' or st.type)
+    .. ', not a regular file') or nil
+  if not why then
+    local f, oerr = io.open(script, 'r')
+    if f then f:close() else why = tostring(oerr):gsub('^.-: ', '') end
+  end
+  if why then return nil, string.format("cannot read SCRIPT '%s': %s", script, why) end
+  return true
+end
+
 --- Waits for child pid: pid, "exit", code | pid, "signal", name; or nil,
 -- message (a wait cut short by a signal is resumed).
 function M.wait(pid)
@@ -273,14 +288,12 @@ end
 function M.prepare_dir(dir)
   local ok, err = output.mkdir_p(dir)
   if not ok then return nil, err end
-  local f = io.open(dir .. '/' .. M.MANIFEST, 'r')
-  if f then
-    f:close()
+  -- stat, not open: opening a FIFO there would wait for a writer
+  local stat = require('kluabench.core').stat
+  if stat(dir .. '/' .. M.MANIFEST, true) then
     return nil, string.format('%s already holds a run (%s); give another --dir or remove it', dir, M.MANIFEST)
   end
-  f = io.open(dir .. '/' .. M.shard_file(1), 'r')
-  if f then
-    f:close()
+  if stat(dir .. '/' .. M.shard_file(1), true) then
     return nil, string.format('%s already holds %s; give another --dir or remove it', dir, M.shard_file(1))
   end
   return true

@@ -284,9 +284,8 @@ local function parse(args)
     end
     o.devices, o.n = devs, #devs
   end
-  local f = io.open(script, 'r')
-  if not f then return nil, string.format("cannot read SCRIPT '%s'", script) end
-  f:close()
+  local sok, serr = launch.check_script(script)
+  if not sok then return nil, serr end
   o.script = launch.absolute(script)
   o.opts = opts
   return o

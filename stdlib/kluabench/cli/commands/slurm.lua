@@ -132,9 +132,8 @@ local function parse(args)
   if opts.out and not opts.wait then return nil, '-o/--out is for --wait (merge later with kluabench merge DIR -o FILE)' end
   local sb, err = sbatch_options(opts)
   if not sb then return nil, err end
-  local f = io.open(script, 'r')
-  if not f then return nil, string.format("cannot read SCRIPT '%s'", script) end
-  f:close()
+  local sok, serr = launch.check_script(script)
+  if not sok then return nil, serr end
   return { opts = opts, n = n, max_parallel = k, sbatch = sb, script = launch.absolute(script), args = script_args }
 end
 
