@@ -11,7 +11,6 @@
  * entry receives exactly the kinds it declared. A library stays loaded until
  * the process ends: a CUDA graph or a queued launch may still use its code. */
 #include <dlfcn.h>
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>

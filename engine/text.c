@@ -9,7 +9,7 @@
  * U+10FFFF are not, as in Lua's utf8 library). */
 static size_t utf8_len(const unsigned char *s, size_t n) {
   unsigned char b = s[0];
-  size_t len = b < 0x80 ? 1 : b >= 0xC2 && b <= 0xDF ? 2 : b >= 0xE0 && b <= 0xEF ? 3 : b >= 0xF0 && b <= 0xF4 ? 4 : 0;
+  size_t len = b < 0x80 ? 1 : b < 0xC2 ? 0 : b <= 0xDF ? 2 : b <= 0xEF ? 3 : b <= 0xF4 ? 4 : 0;
   if (len == 0 || len > n) return 0;
   if (len == 1) return 1;
   for (size_t i = 1; i < len; i++)

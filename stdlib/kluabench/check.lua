@@ -143,8 +143,8 @@ end
 -- What outputs(state) or reference(state) returned, checked: a non-empty
 -- list of tensors. An empty one would make every check pass ("correct on 3
 -- seeds" having compared nothing); raises "verify: ..." naming the hook.
-local function tensors(list, hook, seed)
-  local where = string.format('%s(state) for seed %s', hook, tostring(seed))
+local function tensors(list, hook, when)
+  local where = hook .. '(state) ' .. when
   if type(list) ~= 'table' then error(string.format('verify: %s returned a %s, not a list of tensors', where,
     type(list)), 0) end
   if #list == 0 then
@@ -228,11 +228,12 @@ function Checker:verify()
   local failures = {}
   for i, seed in ipairs(self.seeds) do
     local state = self.inputs(seed)
-    local refs = tensors(self.reference(state), 'reference', seed)
-    local outs = tensors(self.outputs(state), 'outputs', seed)
+    local when = 'for seed ' .. tostring(seed)
+    local refs = tensors(self.reference(state), 'reference', when)
+    local outs = tensors(self.outputs(state), 'outputs', when)
     if self.poison ~= false then for _, t in ipairs(outs) do M.poison(t) end end
     self.run(state)
-    local ok, reports = compare_all(tensors(self.outputs(state), 'outputs', seed), refs,
+    local ok, reports = compare_all(tensors(self.outputs(state), 'outputs', when), refs,
       { atol = self.atol, rtol = self.rtol, seed_label = tostring(seed) })
     report.seeds[i] = { seed = seed, ok = ok, outputs = reports }
     if not ok then failures[#failures + 1] = 'seed ' .. tostring(seed) .. ': ' .. table.concat(summary(reports), '; ') end
