@@ -140,7 +140,7 @@ describe('reads are bounded and never wait (issue 24, class 6)', function()
     assert.matches('cannot read ' .. dir .. '/k.ptx: is a FIFO', r.out, 1, true)
   end)
 
-  it('verify, compare, plot and import-liger name a FIFO, a directory and a device instead of waiting', function()
+  it('verify, compare, plot, import-liger and merge end on a FIFO, a directory or a device instead of waiting', function()
     local fifo = mkfifo(dir .. '/fifo.jsonl')
     for _, argv in ipairs {
       { 'verify', fifo }, { 'compare', fifo, fifo }, { 'plot', fifo, '-o', dir .. '/p.svg' },
@@ -151,6 +151,12 @@ describe('reads are bounded and never wait (issue 24, class 6)', function()
       assert.matches(fifo .. ': is a FIFO', r.err, 1, true)
       assert.is_nil(r.err:find('does not exist', 1, true), r.err)
     end
+    -- merge reads its manifest with the same reader: a FIFO there ends the command, never waits
+    os.execute('mkdir ' .. q(dir .. '/run'))
+    mkfifo(dir .. '/run/manifest.json')
+    local m = child(nil, 20, { 'merge', dir .. '/run', '-o', dir .. '/m.jsonl' })
+    assert.are_not.equal(124, m.code, 'merge waited for a writer')
+    assert.are_not.equal(0, m.code)
     local r = child(nil, 20, { 'verify', dir, '/dev/zero' })
     assert.equal(1, r.code)
     assert.matches(dir .. ': is a directory', r.err, 1, true)
@@ -248,6 +254,20 @@ describe('plugin error text is bounded and escaped (issue 24, class 7)', functio
   it('control bytes and invalid UTF-8 in a message are shown as \\xNN', function()
     local err = err_of(p:kernel('control'), t)
     assert.equal('broken.control (CPU entry) failed: bad\\x1B[2J\\x0Dthing\\xFF', err)
+  end)
+end)
+
+describe('plugin error text from a CUDA entry #gpu (issue 24, class 7)', function()
+  it('is bounded and escaped too, and the context stays usable', function()
+    local p = kb.plugin.load(PLUGINS .. 'libbroken5.so')
+    local t = kb.zeros({ 1 }, 'f32', 'cuda')
+    local err = err_of(p:kernel('unterminated'), t)
+    assert.matches('^broken%.unterminated %(CUDA entry%): cudaErrorInvalidValue %(AAAA', err)
+    assert.truthy(#err < 600, #err)
+    err = err_of(p:kernel('control'), t)
+    assert.equal('broken.control (CUDA entry): cudaErrorInvalidValue (bad\\x1B[2J\\x0Dthing\\xFF)', err)
+    assert.is_nil(err:find('[%c]'))
+    assert.same({ 1, 2 }, kb.from_table({ 1, 2 }, nil, 'f32', 'cuda'):totable())
   end)
 end)
 

@@ -2,8 +2,10 @@
  * one per PLUGIN_VARIANT:
  * 1 built for another ABI version, 2 a kernel with a bad signature,
  * 3 no kluabench_plugin symbol at all, 4 a CPU entry that fails,
- * 5 CPU entries whose messages misbehave (no terminating NUL; escape and
- *   carriage-return bytes), 6 a kernel of 33 parameters (one more than a
+ * 5 entries whose messages misbehave (no terminating NUL; escape and
+ *   carriage-return bytes), the same C functions as CUDA and CPU entries
+ *   (they touch no argument, and 1 is cudaErrorInvalidValue, which leaves
+ *   the context usable), 6 a kernel of 33 parameters (one more than a
  *   plugin kernel may take). */
 #include <stdio.h>
 #include <string.h>
@@ -37,8 +39,8 @@ static const kb_plugin_kernel kernels[] = {
 #if PLUGIN_VARIANT == 2
     {"bad", "tensor, float3", NULL, fail_cpu, NULL},
 #elif PLUGIN_VARIANT == 5
-    {"unterminated", "tensor", NULL, unterminated_cpu, NULL},
-    {"control", "tensor", NULL, control_cpu, NULL},
+    {"unterminated", "tensor", unterminated_cpu, unterminated_cpu, NULL},
+    {"control", "tensor", control_cpu, control_cpu, NULL},
 #elif PLUGIN_VARIANT == 6
     {"wide", T8 T8 T8 T8 "tensor", NULL, fail_cpu, NULL},
 #else
