@@ -92,7 +92,7 @@ $(BUILD)/obj/%.cu.o: %.cu
 # CUDA=1 the cubin, PTX and fatbin that tests/usercode_gpu_spec.lua loads.
 PLUGIN_DIR  := $(BUILD)/plugins
 PLUGIN_HDR  := include/kluabench_plugin.h
-TEST_PLUGINS := $(foreach v,1 2 3 4,$(PLUGIN_DIR)/libbroken$(v).so)
+TEST_PLUGINS := $(foreach v,1 2 3 4 5 6,$(PLUGIN_DIR)/libbroken$(v).so)
 USERCODE    := $(if $(filter 1,$(CUDA)),$(foreach x,cubin ptx fatbin,$(BUILD)/usercode/test_kernels.$(x)))
 LAUNCH_C    := $(if $(filter 1,$(CUDA)),$(BUILD)/bench/launch_overhead_c)
 plugins: $(PLUGIN_DIR)/libscale_add.so $(TEST_PLUGINS) $(USERCODE) $(LAUNCH_C)

@@ -17,23 +17,35 @@ static void set_num(lua_State *L, const char *k, double v) {
   lua_setfield(L, -2, k);
 }
 
+/* A tolerance at arg: a finite number >= 0 (NaN would make every
+ * comparison pass, a negative one every comparison fail). */
+static double check_tolerance(lua_State *L, int arg, const char *name) {
+  double v = luaL_checknumber(L, arg);
+  if (isnan(v)) luaL_argerror(L, arg, lua_pushfstring(L, "%s must be a finite number >= 0, got NaN", name));
+  if (!isfinite(v) || v < 0)
+    luaL_argerror(L, arg, lua_pushfstring(L, "%s must be a finite number >= 0, got %f", name, v));
+  return v;
+}
+
 /* kb.compare_elements(got, want, atol, rtol) -> {n, mismatches, unwritten,
- * nan_mismatch, inf_mismatch, max_abs, worst = {index, got, want}}.
+ * nan_mismatch, inf_mismatch, want_nan, max_abs, worst = {index, got, want}}.
  * A pair matches when |got - want| <= atol + rtol * |want|; NaN in got
  * where want is a number counts as unwritten (check.poison fills outputs
- * with NaN first); NaN in want must be NaN in got; infinities must be equal. */
+ * with NaN first); NaN in want must be NaN in got (want_nan counts them: a
+ * poisoned output matches them unwritten); infinities must be equal. */
 static int l_compare_elements(lua_State *L) {
   kb_tensor *a = kb_check_tensor(L, 1), *b = kb_check_tensor(L, 2);
-  double atol = luaL_checknumber(L, 3), rtol = luaL_checknumber(L, 4);
+  double atol = check_tolerance(L, 3, "atol"), rtol = check_tolerance(L, 4, "rtol");
   if (a->numel != b->numel)
     return luaL_argerror(L, 2, lua_pushfstring(L, "has %I elements, got has %I", (lua_Integer)b->numel,
                                                (lua_Integer)a->numel));
   const void *ha = kb_tensor_host_copy(L, a), *hb = kb_tensor_host_copy(L, b);
-  int64_t mism = 0, unwritten = 0, nanm = 0, infm = 0, worst = -1;
+  int64_t mism = 0, unwritten = 0, nanm = 0, infm = 0, want_nan = 0, worst = -1;
   double max_abs = 0, worst_excess = -INFINITY, wg = 0, ww = 0;
   for (int64_t i = 0; i < a->numel; i++) {
     double g = kb_load_f64(ha, a->dtype, (size_t)i), w = kb_load_f64(hb, b->dtype, (size_t)i);
     if (isnan(w)) {
+      want_nan++;
       nanm += !isnan(g);
     } else if (isnan(g)) {
       unwritten++;
@@ -54,6 +66,7 @@ static int l_compare_elements(lua_State *L) {
   set_int(L, "unwritten", unwritten);
   set_int(L, "nan_mismatch", nanm);
   set_int(L, "inf_mismatch", infm);
+  set_int(L, "want_nan", want_nan);
   set_num(L, "max_abs", max_abs);
   if (worst >= 0) {
     lua_createtable(L, 0, 3);

@@ -2,11 +2,15 @@
  * fsync of a file and of its directory (so that "write temp, fsync, rename"
  * survives a crash), what a path is (a symbolic link, a device, a FIFO must
  * not be replaced by a regular file), its mode (kept when a file is
- * replaced), and mkdir without a shell. Soft failures return nil, message
- * (luv style). */
+ * replaced), and mkdir without a shell. And the one bounded reader of whole
+ * files that the engine (kb.cuda.load, the NVRTC cache, plugins) and the
+ * stdlib (output.read_file) share. Soft failures return nil, message (luv
+ * style). */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -102,12 +106,129 @@ static int l_mkdir(lua_State *L) {
   return 1;
 }
 
+/* ---- reading a whole file -------------------------------------------------- */
+
+#define FD_MT "kluabench.fs.fd"
+
+/* A file descriptor owned by a userdata, so that an error raised while the
+ * file is read (a memory error growing the buffer) cannot leak it. */
+typedef struct {
+  int fd;
+} kb_fd;
+
+static int fd_gc(lua_State *L) {
+  kb_fd *b = (kb_fd *)luaL_checkudata(L, 1, FD_MT);
+  if (b->fd >= 0) close(b->fd);
+  b->fd = -1;
+  return 0;
+}
+
+/* What a file that is not a regular one is, as a message names it; NULL
+ * for a regular file. */
+static const char *not_regular(mode_t m) {
+  if (S_ISREG(m)) return NULL;
+  if (S_ISDIR(m)) return "a directory";
+  if (S_ISFIFO(m)) return "a FIFO";
+  if (S_ISCHR(m)) return "a character device";
+  if (S_ISBLK(m)) return "a block device";
+  if (S_ISSOCK(m)) return "a socket";
+  return "not a file";
+}
+
+/* Reads fd to its end or past max into a buffer on the stack; returns the
+ * errno of a failed read, or -1 when there was more than max. */
+static int read_all(lua_State *L, int fd, size_t max, size_t hint, size_t *got) {
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  size_t total = 0;
+  int status = 0;
+  for (;;) {
+    size_t want = total == 0 && hint > 0 ? hint + 1 : 64 * 1024;
+    if (want > max - total + 1) want = max - total + 1;
+    char *p = luaL_prepbuffsize(&b, want);
+    ssize_t n = read(fd, p, want);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      status = errno;
+      break;
+    }
+    if (n == 0) break;
+    luaL_addsize(&b, (size_t)n);
+    total += (size_t)n;
+    if (total > max) {
+      status = -1;
+      break;
+    }
+  }
+  luaL_pushresult(&b);
+  *got = total;
+  return status;
+}
+
+/* Declared in kb.h. */
+const char *kb_read_file(lua_State *L, const char *path, size_t max) {
+  static _Thread_local char why[200];
+  kb_fd *box = (kb_fd *)lua_newuserdatauv(L, sizeof *box, 0);
+  box->fd = -1;
+  luaL_setmetatable(L, FD_MT);
+  /* non-blocking: opening a FIFO for reading must not wait for a writer */
+  box->fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  struct stat st;
+  const char *kind = NULL;
+  int e = 0;
+  if (box->fd < 0 || fstat(box->fd, &st) != 0) e = errno;
+  else kind = not_regular(st.st_mode);
+  if (e) {
+    snprintf(why, sizeof why, "%s", strerror(e));
+  } else if (kind && S_ISDIR(st.st_mode)) {
+    snprintf(why, sizeof why, "is a directory");
+  } else if (kind) {
+    snprintf(why, sizeof why, "is %s, not a regular file (a device or a FIFO may never end)", kind);
+  } else if ((uintmax_t)st.st_size > (uintmax_t)max) {
+    snprintf(why, sizeof why, "is larger than %zu bytes (it has %jd), the most kluabench reads here", max,
+             (intmax_t)st.st_size);
+  } else {
+    size_t got = 0;
+    int status = read_all(L, box->fd, max, (size_t)st.st_size, &got);
+    close(box->fd);
+    box->fd = -1;
+    lua_remove(L, -2); /* the box; the bytes stay */
+    if (status == 0) return NULL;
+    lua_pop(L, 1);
+    if (status > 0) snprintf(why, sizeof why, "%s", strerror(status));
+    else snprintf(why, sizeof why, "is larger than %zu bytes (it grew while it was read), the most kluabench reads here", max);
+    return why;
+  }
+  if (box->fd >= 0) close(box->fd);
+  box->fd = -1;
+  lua_pop(L, 1);
+  return why;
+}
+
+/* kb.read_file(path [, max_bytes]) -> bytes | nil, "path: why". At most
+ * max_bytes (default KB_READ_MAX, 512 MiB); regular files only. */
+static int l_read_file(lua_State *L) {
+  const char *path = kb_check_cstring(L, 1, "read_file", "path");
+  lua_Integer max = luaL_optinteger(L, 2, (lua_Integer)KB_READ_MAX);
+  luaL_argcheck(L, max >= 0, 2, "max_bytes must be >= 0");
+  const char *why = kb_read_file(L, path, (size_t)max);
+  if (!why) return 1;
+  luaL_pushfail(L);
+  lua_pushfstring(L, "%s: %s", path, why);
+  return 2;
+}
+
 static const luaL_Reg functions[] = {
     {"fsync", l_fsync}, {"stat", l_stat},   {"realpath", l_realpath},
-    {"chmod", l_chmod}, {"mkdir", l_mkdir}, {NULL, NULL},
+    {"chmod", l_chmod}, {"mkdir", l_mkdir}, {"read_file", l_read_file},
+    {NULL, NULL},
 };
 
 void kb_open_fs(lua_State *L) {
+  luaL_newmetatable(L, FD_MT);
+  lua_pushcfunction(L, fd_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_pop(L, 1);
   luaL_setfuncs(L, functions, 0);
   lua_pushinteger(L, PATH_MAX);
   lua_setfield(L, -2, "PATH_MAX");

@@ -96,6 +96,30 @@ int kb_raise(lua_State *L, const char *msg);
  * Returns NULL on success or an OpenSSL message. */
 const char *kb_sha256_hex(const void *p, size_t n, char out[65]);
 
+/* fs.c: reads the whole regular file at path, at most max bytes, without
+ * ever waiting: it is opened non-blocking and refused unless it is a regular
+ * file (a FIFO may have no writer, a device may never end), and a file
+ * larger than max is refused by its size before any of it is read. Pushes
+ * the bytes and returns NULL, or pushes nothing and returns why not: "is a
+ * directory", "is a FIFO, not a regular file (...)", "is larger than N
+ * bytes (it has M), ...", or strerror's text. The reason stays valid until
+ * the next call. */
+#define KB_READ_MAX ((size_t)512 * 1024 * 1024)
+const char *kb_read_file(lua_State *L, const char *path, size_t max);
+
+/* text.c: in[0..inlen) made safe to print into out (outlen bytes, always
+ * NUL-terminated): control bytes and bytes that are not UTF-8 as \xNN, as
+ * the stdlib's cli.printable writes them; the text is cut where out is
+ * full. Returns the length written. */
+size_t kb_printable(char *out, size_t outlen, const char *in, size_t inlen);
+/* text.c: raises "bad argument #arg to 'fn' (what has a NUL byte at byte
+ * N: ...)" when the string at stack index idx holds a NUL (C would see only
+ * the part before it). arg is the number the message gives (a method's
+ * arguments count from its self). */
+void kb_refuse_nul(lua_State *L, int idx, const char *fn, int arg, const char *what);
+/* text.c: luaL_checkstring of arg, refused as kb_refuse_nul says. */
+const char *kb_check_cstring(lua_State *L, int arg, const char *fn, const char *what);
+
 void kb_open_tensor(lua_State *L);
 void kb_open_timing(lua_State *L);
 void kb_open_graph(lua_State *L);

@@ -304,13 +304,21 @@ static kb_kernel *check_kernel(lua_State *L, int arg) {
  * compiled (extern "C" names) or a name expression given to compile. */
 static int mod_kernel(lua_State *L) {
   kb_module *m = check_module(L, 1);
-  const char *name = luaL_checkstring(L, 2);
-  const char *sig = luaL_checkstring(L, 3);
+  /* a method's arguments are numbered from after self, as luaL_argerror does */
+  if (lua_type(L, 2) != LUA_TSTRING)
+    return luaL_error(L, "bad argument #1 to 'kernel' (kernel name expected: a string, got %s)", luaL_typename(L, 2));
+  if (lua_type(L, 3) != LUA_TSTRING)
+    return luaL_error(L, "bad argument #2 to 'kernel' (signature expected: a string such as \"ptr, i32\", got %s)",
+                      luaL_typename(L, 3));
+  kb_refuse_nul(L, 2, "kernel", 1, "kernel name");
+  kb_refuse_nul(L, 3, "kernel", 2, "signature");
+  const char *name = lua_tostring(L, 2);
+  const char *sig = lua_tostring(L, 3);
   kb_kernel *k = (kb_kernel *)lua_newuserdatauv(L, sizeof *k, 2);
   memset(k, 0, sizeof *k);
   luaL_setmetatable(L, KB_KERNEL_MT);
   int ki = lua_gettop(L);
-  k->nparams = kb_parse_signature(L, "kernel", 3, sig, k->types, KB_MAX_PARAMS, NULL);
+  k->nparams = kb_parse_signature(L, "kernel", 2, sig, k->types, KB_MAX_PARAMS, NULL);
   size_t off = 0;
   for (int i = 0; i < k->nparams; i++) {
     size_t sz = k->types[i]->size;
@@ -558,21 +566,6 @@ static const char *image_format(const char *s, size_t n) {
   return NULL;
 }
 
-int kb_push_file(lua_State *L, const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return 0;
-  luaL_Buffer b;
-  luaL_buffinit(L, &b);
-  char chunk[65536];
-  size_t n;
-  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) luaL_addlstring(&b, chunk, n);
-  int err = ferror(f);
-  fclose(f);
-  luaL_pushresult(&b);
-  if (err) lua_pop(L, 1);
-  return !err;
-}
-
 /* kb.cuda.load(path_or_bytes) -> Module: a cubin, PTX or fatbin, given as
  * its bytes or as the path of a file holding them. */
 static int l_load(lua_State *L) {
@@ -586,8 +579,8 @@ static int l_load(lua_State *L) {
   } else {
     if (memchr(s, '\0', n) || n > 4096)
       return luaL_error(L, "bad argument #1 to 'load' (%d bytes that are neither a cubin (ELF), a fatbin nor PTX text)", (int)n);
-    if (!kb_push_file(L, s))
-      return luaL_error(L, "bad argument #1 to 'load' (cannot read '%s': no such file or not readable)", s);
+    const char *why = kb_read_file(L, s, KB_READ_MAX);
+    if (why) return luaL_error(L, "bad argument #1 to 'load' (cannot read '%s': %s)", s, why);
     size_t m = 0;
     const char *bytes = lua_tolstring(L, -1, &m);
     fmt = image_format(bytes, m);

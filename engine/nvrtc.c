@@ -9,8 +9,12 @@
  * The cache: $KLUABENCH_CACHE/nvrtc, else $XDG_CACHE_HOME/kluabench/nvrtc,
  * else ~/.cache/kluabench/nvrtc (the directory stdlib/kluabench/ceilings.lua
  * uses), one entry per SHA-256 of (NVRTC version, arch, options, name
- * expressions, headers, source): <key>.ptx, <key>.cubin, <key>.names. The
- * PTX is written last, so an entry without it is incomplete and ignored. */
+ * expressions, headers, source): <key>.ptx, <key>.cubin, <key>.names,
+ * <key>.log, and <key>.sha256, the SHA-256 of each of them in sha256sum's
+ * format. The digests are written last, so an entry without them is
+ * incomplete and ignored; an entry whose files do not match them (truncated,
+ * emptied, overwritten) is compiled again and written anew, and
+ * m:info().cache says "rebuilt", with cache_problem saying why. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
@@ -174,6 +178,9 @@ static void check_opt_keys(lua_State *L, int opts) {
 static void add_list(lua_State *L, int opts, const char *key, const char *prefix, int out) {
   int t = lua_getfield(L, opts, key);
   if (t == LUA_TSTRING) { /* one value */
+    int v = lua_gettop(L);
+    kb_refuse_nul(L, v, "compile", 2, lua_pushfstring(L, "opts.%s", key));
+    lua_pop(L, 1);
     lua_pushfstring(L, "%s%s", prefix, lua_tostring(L, -1));
     lua_seti(L, out, luaL_len(L, out) + 1);
   } else if (t == LUA_TTABLE) {
@@ -182,6 +189,9 @@ static void add_list(lua_State *L, int opts, const char *key, const char *prefix
       if (lua_geti(L, -1, i) != LUA_TSTRING)
         luaL_error(L, "bad argument #2 to 'compile' (opts.%s[%d] must be a string, got %s)", key, (int)i,
                    luaL_typename(L, -1));
+      int v = lua_gettop(L);
+      kb_refuse_nul(L, v, "compile", 2, lua_pushfstring(L, "opts.%s[%d]", key, (int)i));
+      lua_pop(L, 1);
       lua_pushfstring(L, "%s%s", prefix, lua_tostring(L, -1));
       lua_seti(L, out, luaL_len(L, out) + 1);
       lua_pop(L, 1);
@@ -235,8 +245,14 @@ static void add_defines(lua_State *L, int opts, int out) {
   lua_Integer n = luaL_len(L, keys);
   for (lua_Integer i = 1; i <= n; i++) {
     lua_geti(L, keys, i);
+    kb_refuse_nul(L, -1, "compile", 2, "a key of opts.defines");
     lua_pushvalue(L, -1);
     lua_gettable(L, defs);
+    if (lua_type(L, -1) == LUA_TSTRING) {
+      int v = lua_gettop(L);
+      kb_refuse_nul(L, v, "compile", 2, lua_pushfstring(L, "opts.defines.%s", lua_tostring(L, -2)));
+      lua_pop(L, 1);
+    }
     if (lua_toboolean(L, -1) && lua_type(L, -1) == LUA_TBOOLEAN)
       lua_pushfstring(L, "-D%s", lua_tostring(L, -2));
     else if (lua_type(L, -1) == LUA_TNUMBER || lua_type(L, -1) == LUA_TSTRING)
@@ -254,6 +270,7 @@ static void add_defines(lua_State *L, int opts, int out) {
  * else sm_90. */
 static void push_arch(lua_State *L, int opts) {
   if (lua_getfield(L, opts, "arch") == LUA_TSTRING || lua_type(L, -1) == LUA_TNUMBER) {
+    kb_refuse_nul(L, -1, "compile", 2, "opts.arch");
     const char *a = lua_tostring(L, -1);
     if (strncmp(a, "sm_", 3) != 0 && strncmp(a, "compute_", 8) != 0) lua_pushfstring(L, "sm_%s", a);
     else lua_pushstring(L, a);
@@ -304,10 +321,12 @@ static void push_cache_dir(lua_State *L, int opts) {
   else lua_pushfstring(L, "%s/.cache/kluabench/nvrtc", h && *h ? h : ".");
 }
 
-static int read_entry(lua_State *L, const char *dir, const char *key, const char *ext) {
+/* Pushes the bytes of <dir>/<key>.<ext> and returns NULL, or pushes nothing
+ * and returns why not. */
+static const char *read_entry(lua_State *L, const char *dir, const char *key, const char *ext) {
   char path[1024];
   snprintf(path, sizeof path, "%s/%s.%s", dir, key, ext);
-  return kb_push_file(L, path);
+  return kb_read_file(L, path, KB_READ_MAX);
 }
 
 /* Writes through a temporary file and rename, so a reader never sees half. */
@@ -470,23 +489,100 @@ static void parse_names_text(lua_State *L, const char *s) {
   }
 }
 
-/* Pushes ptx, cubin|nil, names, log from the cache; 0 (nothing pushed) on a miss. */
-static int cache_read(lua_State *L, const char *dir, const char *key, int want_cubin) {
-  int top = lua_gettop(L);
-  if (!read_entry(L, dir, key, "ptx")) return 0;
-  if (want_cubin && !read_entry(L, dir, key, "cubin")) {
-    lua_settop(L, top);
-    return 0;
+/* The parts of an entry, in the order cache_read pushes them. */
+static const char *const PARTS[] = {"ptx", "cubin", "names", "log"};
+enum { NPARTS = 4 };
+
+/* Reads <key>.sha256 (sha256sum's lines "<hex>  <key>.<part>") into
+ * sums[part] (64 hex digits, "" when the part is not listed). Returns 0
+ * when there is no such file (an incomplete entry), 1 when it was read, -1
+ * when it is not such a record. */
+static int read_sums(lua_State *L, const char *dir, const char *key, char sums[NPARTS][65]) {
+  for (int i = 0; i < NPARTS; i++) sums[i][0] = '\0';
+  if (read_entry(L, dir, key, "sha256")) return 0;
+  size_t n;
+  const char *s = lua_tolstring(L, -1, &n), *end = s + n;
+  size_t klen = strlen(key);
+  int ok = n > 0;
+  while (ok && s < end) {
+    const char *nl = memchr(s, '\n', (size_t)(end - s));
+    size_t len = nl ? (size_t)(nl - s) : (size_t)(end - s);
+    int part = -1;
+    ok = len > 64 + 2 + klen + 1 && strspn(s, "0123456789abcdef") >= 64 && memcmp(s + 64, "  ", 2) == 0 &&
+         memcmp(s + 66, key, klen) == 0 && s[66 + klen] == '.';
+    for (int i = 0; ok && i < NPARTS && part < 0; i++)
+      if (len - 67 - klen == strlen(PARTS[i]) && memcmp(s + 67 + klen, PARTS[i], len - 67 - klen) == 0) part = i;
+    ok = ok && part >= 0 && !sums[part][0];
+    if (ok) memcpy(sums[part], s, 64), sums[part][64] = '\0';
+    s += len + 1;
   }
-  if (!want_cubin) lua_pushnil(L);
-  if (!read_entry(L, dir, key, "names")) lua_pushliteral(L, "");
-  parse_names_text(L, lua_tostring(L, -1));
-  lua_remove(L, -2);
-  if (!read_entry(L, dir, key, "log")) lua_pushliteral(L, "");
+  lua_pop(L, 1);
+  return ok && sums[0][0] && sums[2][0] && sums[3][0] ? 1 : -1;
+}
+
+/* Pushes ptx, cubin|nil, names, log from the cache and returns 1; on a miss
+ * returns 0, and on an entry that fails its digests -1 with the reason in
+ * problem; nothing is pushed then. Every part is checked against the
+ * SHA-256 recorded when it was written. */
+static int cache_read(lua_State *L, const char *dir, const char *key, int want_cubin, char *problem,
+                      size_t plen) {
+  int top = lua_gettop(L);
+  char sums[NPARTS][65];
+  int r = read_sums(L, dir, key, sums);
+  if (r == 0) return 0;
+  if (r < 0) {
+    snprintf(problem, plen, "%s.sha256 is not a record of digests (it lists ptx, names and log with their SHA-256)",
+             key);
+    return -1;
+  }
+  for (int i = 0; i < NPARTS; i++) {
+    if (i == 1 && !(want_cubin && sums[i][0])) { /* no cubin for a virtual arch, or none was made */
+      lua_pushnil(L);
+      continue;
+    }
+    const char *why = read_entry(L, dir, key, PARTS[i]);
+    char hex[65];
+    if (why) {
+      snprintf(problem, plen, "%s.%s cannot be read: %s", key, PARTS[i], why);
+    } else {
+      size_t n;
+      const char *p = lua_tolstring(L, -1, &n);
+      KB_TRY(L, kb_sha256_hex(p, n, hex));
+      if (strcmp(hex, sums[i]) == 0) continue;
+      snprintf(problem, plen, "%s.%s does not match the SHA-256 recorded when it was cached (truncated or "
+                              "changed since)", key, PARTS[i]);
+    }
+    lua_settop(L, top);
+    return -1;
+  }
+  parse_names_text(L, lua_tostring(L, -2));
+  lua_replace(L, -3);
   return 1;
 }
 
-/* Stores the results at base (ptx, cubin, names, log); NULL or why not. */
+/* Pushes the <key>.sha256 text for the parts at[] (the PTX, the cubin or
+ * nil, the names text, the log): one "<hex>  <key>.<part>" line each. */
+static void push_sums_text(lua_State *L, const char *key, const int at[NPARTS]) {
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  for (int i = 0; i < NPARTS; i++) {
+    if (lua_isnil(L, at[i])) continue;
+    size_t n;
+    const char *p = lua_tolstring(L, at[i], &n);
+    char hex[65];
+    KB_TRY(L, kb_sha256_hex(p, n, hex));
+    luaL_addstring(&b, hex);
+    luaL_addstring(&b, "  ");
+    luaL_addstring(&b, key);
+    luaL_addchar(&b, '.');
+    luaL_addstring(&b, PARTS[i]);
+    luaL_addchar(&b, '\n');
+  }
+  luaL_pushresult(&b);
+}
+
+/* Stores the results at base (ptx, cubin, names, log) and their digests;
+ * NULL or why not. */
 static const char *cache_write(lua_State *L, const char *dir, const char *key, int base) {
   static char why[600];
   char d[512];
@@ -495,23 +591,29 @@ static const char *cache_write(lua_State *L, const char *dir, const char *key, i
     snprintf(why, sizeof why, "cannot create %s: %s", dir, strerror(errno));
     return why;
   }
-  size_t n;
-  const char *p;
-  if (!lua_isnil(L, base + 1)) {
-    p = lua_tolstring(L, base + 1, &n);
-    if (write_entry(dir, key, "cubin", p, n)) goto fail;
-  }
+  char sums[1100];
+  snprintf(sums, sizeof sums, "%s/%s.sha256", dir, key);
+  remove(sums); /* while the parts are replaced the entry is incomplete, not mismatched */
+  int top = lua_gettop(L);
   push_names_text(L, base + 2);
-  p = lua_tolstring(L, -1, &n);
-  int bad = write_entry(dir, key, "names", p, n);
-  lua_pop(L, 1);
-  if (bad) goto fail;
-  p = lua_tolstring(L, base + 3, &n);
-  if (write_entry(dir, key, "log", p, n)) goto fail;
-  p = lua_tolstring(L, base, &n);
-  if (write_entry(dir, key, "ptx", p, n)) goto fail; /* last: marks the entry complete */
-  return NULL;
-fail:
+  const int at[NPARTS] = {base, base + 1, top + 1, base + 3};
+  push_sums_text(L, key, at);
+  int bad = 0;
+  /* the PTX after the others, the digests last: they mark the entry complete */
+  static const int order[NPARTS] = {1, 2, 3, 0};
+  for (int k = 0; k < NPARTS && !bad; k++) {
+    int i = order[k];
+    size_t n;
+    const char *p = lua_isnil(L, at[i]) ? NULL : lua_tolstring(L, at[i], &n);
+    if (p) bad = write_entry(dir, key, PARTS[i], p, n);
+  }
+  if (!bad) {
+    size_t n;
+    const char *p = lua_tolstring(L, -1, &n);
+    bad = write_entry(dir, key, "sha256", p, n);
+  }
+  lua_settop(L, top);
+  if (!bad) return NULL;
   snprintf(why, sizeof why, "cannot write into %s: %s", dir, strerror(errno));
   return why;
 }
@@ -531,10 +633,16 @@ static void push_headers(lua_State *L, int opts) {
   int keys = lua_gettop(L);
   for (lua_Integer i = 1, n = luaL_len(L, keys); i <= n; i++) {
     lua_geti(L, keys, i);
+    kb_refuse_nul(L, -1, "compile", 2, "a name in opts.headers");
     lua_pushvalue(L, -1);
     lua_seti(L, out, 2 * i - 1);
+    lua_pushvalue(L, -1);
     if (lua_gettable(L, h) != LUA_TSTRING)
       luaL_error(L, "bad argument #2 to 'compile' (opts.headers must map names to source strings)");
+    int v = lua_gettop(L);
+    kb_refuse_nul(L, v, "compile", 2, lua_pushfstring(L, "opts.headers['%s']", lua_tostring(L, -2)));
+    lua_pop(L, 1);
+    lua_remove(L, -2);
     lua_seti(L, out, 2 * i);
   }
   lua_pop(L, 2);
@@ -542,7 +650,7 @@ static void push_headers(lua_State *L, int opts) {
 
 /* kb.cuda.compile(source [, opts]) -> Module */
 static int l_compile(lua_State *L) {
-  luaL_checkstring(L, 1);
+  kb_check_cstring(L, 1, "compile", "source");
   if (lua_isnoneornil(L, 2)) {
     lua_settop(L, 1);
     lua_newtable(L);
@@ -554,6 +662,9 @@ static int l_compile(lua_State *L) {
   if (why) return luaL_error(L, "compile: %s", why);
   /* 3 name, 4 arch, 5 options, 6 names, 7 headers, 8 cache dir, 9 key */
   if (lua_getfield(L, 2, "name") == LUA_TNIL) lua_pop(L, 1), lua_pushliteral(L, "kernel.cu");
+  if (lua_type(L, 3) != LUA_TSTRING)
+    return luaL_error(L, "bad argument #2 to 'compile' (opts.name must be a string, got %s)", luaL_typename(L, 3));
+  kb_refuse_nul(L, 3, "compile", 2, "opts.name");
   push_arch(L, 2);
   lua_newtable(L);
   lua_pushfstring(L, "-arch=%s", lua_tostring(L, 4));
@@ -576,8 +687,10 @@ static int l_compile(lua_State *L) {
   const char *dir = lua_tostring(L, 8);
   const char *cache = "off";
   const char *cache_error = NULL;
+  char problem[600] = "";
   int base = lua_gettop(L) + 1;
-  if (*dir && cache_read(L, dir, lua_tostring(L, 9), want_cubin)) {
+  int found = *dir ? cache_read(L, dir, lua_tostring(L, 9), want_cubin, problem, sizeof problem) : 0;
+  if (found > 0) {
     cache = "hit";
   } else {
     /* the toolkit's headers (cuda_fp16.h, ...) unless the user gave -I
@@ -590,7 +703,7 @@ static int l_compile(lua_State *L) {
     lua_setfield(L, argv, "arch_is_sm");
     run_nvrtc(L, 1, 3, argv, 6, 7);
     lua_remove(L, argv);
-    cache = "miss";
+    cache = found < 0 ? "rebuilt" : "miss";
     if (*dir) cache_error = cache_write(L, dir, lua_tostring(L, 9), base);
     if (!*dir) cache = "off";
   }
@@ -612,6 +725,7 @@ static int l_compile(lua_State *L) {
   lua_pushstring(L, cache), lua_setfield(L, info, "cache");
   lua_pushvalue(L, 9), lua_setfield(L, info, "cache_key");
   if (cache_error) lua_pushstring(L, cache_error), lua_setfield(L, info, "cache_error");
+  if (found < 0) lua_pushstring(L, problem), lua_setfield(L, info, "cache_problem");
   int img = lua_isnil(L, base + 1) ? base : base + 1;
   kb_push_module(L, img, base, img == base ? "ptx" : "cubin", info);
   return 1;

@@ -13,10 +13,15 @@
 #include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "usercode.h"
 #include "../include/kluabench_plugin.h"
 
 #define KB_PLUGIN_MAX_ARGS 32
+/* The err buffer an entry gets, and the room for its message escaped (each
+ * byte may become the four of \xNN) with a note. */
+#define PLUGIN_ERR_BYTES 512
+#define PLUGIN_MSG_BYTES (4 * PLUGIN_ERR_BYTES + 96)
 
 typedef struct {
   const kb_plugin *p;
@@ -36,7 +41,7 @@ static const char *const PLUGIN_TYPES[] = {"tensor", "i64", "f64", NULL};
 
 /* Pushes "sha256:<hex>" of the file at path, or nil. */
 static void push_file_digest(lua_State *L, const char *path) {
-  if (!kb_push_file(L, path)) {
+  if (kb_read_file(L, path, KB_READ_MAX)) {
     lua_pushnil(L);
     return;
   }
@@ -73,7 +78,7 @@ static void check_plugin(lua_State *L, const char *path, const kb_plugin *p) {
     if (lua_pcall(L, 1, 0, 0) != LUA_OK) {
       const char *m = lua_tostring(L, -1), *sig = m ? strstr(m, "signature: ") : NULL;
       if (sig) lua_pushlstring(L, sig, strlen(sig) - 1); /* without the argerror's ')' */
-      else lua_pushliteral(L, "signature");
+      else lua_pushfstring(L, "signature (%s)", m ? m : "?");
       luaL_error(L, "load: plugin '%s': kernel '%s' has a bad %s", path, k->name, lua_tostring(L, -1));
     }
   }
@@ -81,7 +86,14 @@ static void check_plugin(lua_State *L, const char *path, const kb_plugin *p) {
 
 /* kb.plugin.load(path) -> Plugin */
 static int l_load(lua_State *L) {
-  const char *path = luaL_checkstring(L, 1);
+  const char *path = kb_check_cstring(L, 1, "load", "path");
+  /* dlopen would wait on a FIFO and misreport a directory */
+  struct stat st;
+  if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+    return luaL_error(L, "load: cannot open plugin '%s': %s", path,
+                      S_ISDIR(st.st_mode) ? "is a directory"
+                      : S_ISFIFO(st.st_mode) ? "is a FIFO, not a regular file"
+                                             : "is a device or a socket, not a regular file");
   /* a path without a slash would be searched on the library path */
   const char *open_path = strchr(path, '/') ? path : lua_pushfstring(L, "./%s", path);
   void *h = dlopen(open_path, RTLD_NOW | RTLD_LOCAL);
@@ -216,6 +228,21 @@ static const kb_backend *pack_args(lua_State *L, kb_plugin_kernel_ud *pk) {
   return dev ? dev : kb_default_backend();
 }
 
+/* An entry's message, as the ABI has it: err[0..PLUGIN_ERR_BYTES), NUL
+ * terminated. An entry may break that (fill the buffer without a NUL) or
+ * write bytes a terminal would obey (escape sequences, carriage returns):
+ * the message is read up to the buffer's end at most and escaped as \xNN.
+ * Writes it into msg and returns its length (0: no message). */
+static size_t entry_message(char msg[PLUGIN_MSG_BYTES], const char err[PLUGIN_ERR_BYTES]) {
+  const char *nul = memchr(err, '\0', PLUGIN_ERR_BYTES);
+  size_t n = nul ? (size_t)(nul - err) : PLUGIN_ERR_BYTES - 1;
+  size_t len = kb_printable(msg, PLUGIN_MSG_BYTES, err, n);
+  if (!nul)
+    len += (size_t)snprintf(msg + len, PLUGIN_MSG_BYTES - len,
+                            " (the plugin left its message unterminated: cut at %zu bytes)", n);
+  return len;
+}
+
 /* pk(args...) / pk:call(args...) -> pk */
 static int pk_call(lua_State *L) {
   kb_plugin_kernel_ud *pk = (kb_plugin_kernel_ud *)luaL_checkudata(L, 1, KB_PLUGIN_KERNEL_MT);
@@ -229,18 +256,19 @@ static int pk_call(lua_State *L) {
   if (!fn)
     return luaL_error(L, "%s: plugin '%s' has no %s entry for this kernel (its tensors are on %s)", pk->k->name,
                       pk->plugin, cuda ? "CUDA" : "CPU", dev->device);
-  char err[512] = "";
+  char err[PLUGIN_ERR_BYTES] = "", msg[PLUGIN_MSG_BYTES];
   if (cuda) {
     char what[160];
     snprintf(what, sizeof what, "%s.%s (CUDA entry)", pk->plugin, pk->k->name);
     const char *dead = kb_cuda_refuse(what);
     if (dead) return kb_raise(L, dead);
     int rc = fn(pk->args, pk->nparams, dev->stream, err, sizeof err);
-    if (rc != 0) return kb_raise(L, kb_cuda_external_fail(what, rc, NULL, err[0] ? err : NULL));
+    if (rc != 0) return kb_raise(L, kb_cuda_external_fail(what, rc, NULL, entry_message(msg, err) ? msg : NULL));
   } else {
     int rc = fn(pk->args, pk->nparams, NULL, err, sizeof err);
     if (rc != 0)
-      return luaL_error(L, "%s.%s (CPU entry) failed: %s", pk->plugin, pk->k->name, err[0] ? err : "no message");
+      return luaL_error(L, "%s.%s (CPU entry) failed: %s", pk->plugin, pk->k->name,
+                        entry_message(msg, err) ? msg : "no message");
   }
   lua_settop(L, 1);
   return 1;

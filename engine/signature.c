@@ -90,8 +90,12 @@ int kb_parse_signature(lua_State *L, const char *fn, int arg, const char *sig,
       return luaL_error(L, "bad argument #%d to '%s' (signature: %s type '%s' at parameter %d; expected %s)",
                         arg, fn, t ? "unsupported" : "unknown", tok + strspn(tok, " \t"), n + 1, exp);
     }
-    if (n >= max)
-      return luaL_error(L, "bad argument #%d to '%s' (signature has more than %d parameters)", arg, fn, max);
+    if (n >= max) {
+      int count = 1;
+      for (const char *c = sig; *c; c++) count += *c == ',';
+      return luaL_error(L, "bad argument #%d to '%s' (signature: more than %d parameters (it has %d))", arg, fn,
+                        max, count);
+    }
     out[n] = t;
     if (!comma) break;
     tok = comma + 1;
@@ -113,7 +117,8 @@ void kb_push_signature(lua_State *L, const kb_param_type *const *types, int n) {
  * with this signature takes, in canonical names. */
 static int l_parse_signature(lua_State *L) {
   const kb_param_type *types[KB_MAX_PARAMS];
-  int n = kb_parse_signature(L, "parse_signature", 1, luaL_checkstring(L, 1), types, KB_MAX_PARAMS, NULL);
+  const char *sig = kb_check_cstring(L, 1, "parse_signature", "signature");
+  int n = kb_parse_signature(L, "parse_signature", 1, sig, types, KB_MAX_PARAMS, NULL);
   lua_createtable(L, n, 0);
   for (int i = 0; i < n; i++) {
     lua_pushstring(L, types[i]->name);

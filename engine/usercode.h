@@ -44,9 +44,6 @@ void kb_push_signature(lua_State *L, const kb_param_type *const *types, int n);
  * context when the first kernel is asked for, so that compiling needs no GPU. */
 void kb_push_module(lua_State *L, int img, int ptx, const char *format, int info);
 
-/* Pushes the content of the file at path and returns 1, or pushes nothing
- * and returns 0 when it cannot be read. */
-int kb_push_file(lua_State *L, const char *path);
 /* Registers a class: metatable `name` whose __index (and field `methods`)
  * is the methods table, with __gc (when gc is not NULL) and __tostring. */
 void kb_usercode_class(lua_State *L, const char *name, const luaL_Reg *methods, lua_CFunction gc,

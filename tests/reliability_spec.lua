@@ -140,6 +140,7 @@ local API = {
   { 'kb.graph', { 'function', 'device?' }, function() return function() end, 'cpu' end },
   { 'kb.sha256', { 'text' }, function() return 'abc' end },
   { 'kb.sha256_file', { 'tostring' }, function() return FILE end },
+  { 'kb.read_file', { 'tostring', 'bytes?' }, function() return FILE, 1 << 20 end },
   { 'kb.digest', { 'json' }, function() return { a = 1 } end },
   { 'kb.fsync', { 'tostring' }, function() return FILE end },
   { 'kb.stat', { 'tostring', 'any' }, function() return FILE, true end },

@@ -30,7 +30,31 @@ M.TOLERANCES = {
 
 M.DEFAULT_SEEDS = { 1, 2, 3 }
 
---- The tolerance of a dtype (opts.atol, opts.rtol override).
+-- v as a message shows it: NaN and infinities by name, a string in quotes.
+local function shown(v)
+  if type(v) == 'string' then return "string '" .. v:sub(1, 40) .. "'" end
+  if type(v) ~= 'number' then return type(v) end
+  if v ~= v then return 'NaN' end
+  if v == math.huge then return 'inf' end
+  if v == -math.huge then return '-inf' end
+  return tostring(v)
+end
+
+local function finite(v) return type(v) == 'number' and v == v and v > -math.huge and v < math.huge end
+
+-- A tolerance that is given must be a finite number >= 0: NaN would pass every element (a check
+-- switched off), a negative one fail every element. Raises "bad argument #argn to 'fn' (...)".
+local function check_tolerances(opts, fn, argn, level)
+  for _, name in ipairs { 'atol', 'rtol' } do
+    local v = opts[name]
+    if v ~= nil and not (finite(v) and v >= 0) then
+      error(string.format("bad argument #%d to '%s' (%s must be a finite number >= 0, got %s)", argn, fn, name,
+        shown(v)), level + 1)
+    end
+  end
+end
+
+--- The tolerance of a dtype (opts.atol, opts.rtol override; each a finite number >= 0).
 --
 -- @signature check.tolerance(dtype [, opts]) -> atol, rtol
 -- @example
@@ -39,6 +63,7 @@ function M.tolerance(dtype, opts)
   local t = M.TOLERANCES[dtype]
   if not t then error("bad argument #1 to 'tolerance' (unknown dtype " .. tostring(dtype) .. ')', 2) end
   opts = opts or {}
+  check_tolerances(opts, 'tolerance', 2, 2)
   return opts.atol or t.atol, opts.rtol or t.rtol
 end
 
@@ -59,8 +84,9 @@ end
 --
 -- Compares got with the reference want (tensors of one shape, on any devices). Returns ok, report:
 -- {n, mismatches, unwritten (NaN where want is not), nan_mismatch (want NaN, got not),
--- inf_mismatch, max_abs (finite pairs), worst = {index (0-based), got, want}, atol, rtol, message}.
--- opts: atol, rtol (default by got's dtype), name (for the message).
+-- inf_mismatch, want_nan (NaN in want: NaN in got matches them), max_abs (finite pairs), worst =
+-- {index (0-based), got, want}, atol, rtol, message}. opts: atol, rtol (default by got's dtype; a
+-- finite number >= 0, else an error), name (for the message).
 --
 -- @signature check.compare(got, want [, opts]) -> ok, report
 -- @example
@@ -68,6 +94,7 @@ end
 --   print(r.message)
 function M.compare(got, want, opts)
   opts = opts or {}
+  check_tolerances(opts, 'compare', 3, 2)
   local name = opts.name or 'output'
   local gs, ws = got.shape, want.shape
   local same = #gs == #ws
@@ -110,6 +137,26 @@ local function check_spec(spec)
   if spec.seeds ~= nil and (type(spec.seeds) ~= 'table' or #spec.seeds == 0) then
     error("bad argument #1 to 'new' (seeds must be a non-empty list)", 3)
   end
+  check_tolerances(spec, 'new', 1, 3)
+end
+
+-- What outputs(state) or reference(state) returned, checked: a non-empty
+-- list of tensors. An empty one would make every check pass ("correct on 3
+-- seeds" having compared nothing); raises "verify: ..." naming the hook.
+local function tensors(list, hook, when)
+  local where = hook .. '(state) ' .. when
+  if type(list) ~= 'table' then error(string.format('verify: %s returned a %s, not a list of tensors', where,
+    type(list)), 0) end
+  if #list == 0 then
+    error(string.format('verify: %s returned no tensors: a check needs at least one output and its reference', where), 0)
+  end
+  for i, t in ipairs(list) do
+    local mt = getmetatable(t)
+    if type(mt) ~= 'table' or mt.__name ~= 'kluabench.Tensor' then
+      error(string.format('verify: %s: element %d is a %s, not a kluabench.Tensor', where, i, type(t)), 0)
+    end
+  end
+  return list
 end
 
 -- Compares each output with its reference; ok, list of reports.
@@ -121,6 +168,13 @@ local function compare_all(outs, refs, opts)
   for i = 1, #outs do
     local o = { atol = opts.atol, rtol = opts.rtol, name = 'output ' .. i }
     local good, r = M.compare(outs[i], refs[i], o)
+    -- outputs are poisoned with NaN: where the reference is NaN an unwritten
+    -- element matches, so such a reference checks nothing there
+    if (r.want_nan or 0) > 0 and opts.seed_label then
+      error(string.format('verify: reference(state) for seed %s, output %d holds %d NaN of %d elements: the outputs '
+        .. 'are poisoned with NaN, so an element the kernel never writes would match there; give a reference '
+        .. 'without NaN', opts.seed_label, i, r.want_nan, r.n), 0)
+    end
     ok = ok and good
     reports[i] = r
   end
@@ -146,7 +200,9 @@ Checker.__index = Checker
 -- spec: inputs(seed) -> state (fresh inputs and the output tensors), run(state) (the kernel under
 -- test: writes the outputs), outputs(state) -> {tensors}, reference(state) -> {tensors, same order}
 -- (a built-in kernel, a CPU twin, Lua on CPU tensors: anything trusted), seeds (default {1, 2, 3}),
--- atol / rtol (default by dtype), poison (default true).
+-- atol / rtol (default by dtype; a finite number >= 0, else an error), poison (default true).
+-- verify() raises when outputs or reference return no tensors, or when a reference holds NaN (an
+-- unwritten, poisoned element would match it): such a check would pass having checked nothing.
 --
 -- @signature check.new{inputs, run, outputs, reference [, seeds, atol, rtol, poison]} -> checker
 -- @example
@@ -172,11 +228,13 @@ function Checker:verify()
   local failures = {}
   for i, seed in ipairs(self.seeds) do
     local state = self.inputs(seed)
-    local refs = self.reference(state)
-    local outs = self.outputs(state)
+    local when = 'for seed ' .. tostring(seed)
+    local refs = tensors(self.reference(state), 'reference', when)
+    local outs = tensors(self.outputs(state), 'outputs', when)
     if self.poison ~= false then for _, t in ipairs(outs) do M.poison(t) end end
     self.run(state)
-    local ok, reports = compare_all(self.outputs(state), refs, self)
+    local ok, reports = compare_all(tensors(self.outputs(state), 'outputs', when), refs,
+      { atol = self.atol, rtol = self.rtol, seed_label = tostring(seed) })
     report.seeds[i] = { seed = seed, ok = ok, outputs = reports }
     if not ok then failures[#failures + 1] = 'seed ' .. tostring(seed) .. ': ' .. table.concat(summary(reports), '; ') end
     self.state, self.refs = state, refs
@@ -191,7 +249,7 @@ end
 -- here). Returns ok, report {ok, outputs, message}.
 function Checker:recheck()
   if not self.state then error("recheck: call verify() first", 2) end
-  local ok, reports = compare_all(self.outputs(self.state), self.refs, self)
+  local ok, reports = compare_all(tensors(self.outputs(self.state), 'outputs', 'after timing'), self.refs, self)
   return ok, { ok = ok, outputs = reports,
     message = ok and 'still correct after timing' or ('after timing: ' .. table.concat(summary(reports), '; ')) }
 end
@@ -219,23 +277,32 @@ end
 --
 -- Returns ok, message, percent: ok is false when the rate exceeds opts.limit percent (default 100)
 -- of the copy ceiling, i.e. the kernel moved its declared bytes faster than the device copies
--- memory. Without a ceiling it cannot judge: true, a message saying so, nil.
+-- memory. Without a ceiling it cannot judge: true, a message saying so, nil. A time, byte count,
+-- ceiling or limit that is NaN, infinite or out of range is an error (NaN compares false with every
+-- limit, which would read as plausible).
 --
 -- @signature check.plausible(median_ms, bytes, ceiling [, opts]) -> ok, message, percent
 -- @example
 --   print(check.plausible(0.1, 1e9, 3000))
 function M.plausible(median_ms, bytes, ceiling, opts)
-  if type(median_ms) ~= 'number' or median_ms <= 0 then
-    error("bad argument #1 to 'plausible' (median_ms must be a number > 0)", 2)
+  if not (finite(median_ms) and median_ms > 0) then
+    error("bad argument #1 to 'plausible' (median_ms must be a finite number > 0, got " .. shown(median_ms) .. ')', 2)
   end
-  if type(bytes) ~= 'number' or bytes < 0 then
-    error("bad argument #2 to 'plausible' (bytes must be a number >= 0)", 2)
+  if not (finite(bytes) and bytes >= 0) then
+    error("bad argument #2 to 'plausible' (bytes must be a finite number >= 0, got " .. shown(bytes) .. ')', 2)
   end
   local copy = type(ceiling) == 'table' and ceiling.copy_gbps or ceiling
+  if type(copy) == 'number' and not finite(copy) then
+    -- NaN would judge every rate plausible: an error, never a silent pass
+    error("bad argument #3 to 'plausible' (the copy ceiling must be a finite number > 0, got " .. shown(copy) .. ')', 2)
+  end
   if type(copy) ~= 'number' or copy <= 0 then
     return true, 'no copy ceiling for this device: plausibility not judged', nil
   end
   local limit = (opts and opts.limit) or 100
+  if not (finite(limit) and limit > 0) then
+    error("bad argument #4 to 'plausible' (opts.limit must be a finite number > 0, got " .. shown(limit) .. ')', 2)
+  end
   local gbps = bytes / (median_ms * 1e6)
   local pct = 100 * gbps / copy
   if pct > limit then

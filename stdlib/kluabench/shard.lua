@@ -14,6 +14,11 @@
 -- shard), so no shard carries more than total/N + max cost.
 local M = {}
 
+--- The most shards a sweep is split into (4096). A larger count is refused: each shard is a process
+-- or a Slurm task (whose points a launcher lists first, one process per shard), and a count like
+-- 10^9 would make the split itself take minutes and gigabytes (it keeps a load figure per shard).
+M.MAX_SHARDS = 4096
+
 local assign, plan -- defined below, after the checks
 
 -- Raises "bad argument #argn to 'shard.fn' (why)" at the caller of the
@@ -22,7 +27,8 @@ local function fail(fn, argn, fmt, ...)
   error(string.format("bad argument #%d to 'shard.%s' (" .. fmt .. ')', argn, fn, ...), 4)
 end
 
---- Reads "I/N" (1-based, 1 <= I <= N); a bad spec gives nil and a message naming it.
+--- Reads "I/N" (1-based, 1 <= I <= N <= shard.MAX_SHARDS); a bad spec gives nil and a message naming
+-- it.
 --
 -- @signature shard.parse(spec) -> i, n | nil, message
 -- @example
@@ -37,9 +43,13 @@ function M.parse(s)
   if not i then
     return nil, string.format("bad shard '%s': expected I/N with whole numbers 1 <= I <= N, such as 1/4", s)
   end
+  local digits = n
   i, n = math.tointeger(tonumber(i)), math.tointeger(tonumber(n))
-  if not n or n < 1 then
+  if n and n < 1 then
     return nil, string.format("bad shard '%s': the shard count N must be at least 1", s)
+  end
+  if not n or n > M.MAX_SHARDS or #digits > 10 then
+    return nil, string.format("bad shard '%s': the shard count N must be at most %d", s, M.MAX_SHARDS)
   end
   if not i or i < 1 or i > n then
     return nil, string.format("bad shard '%s': the shard number I must be between 1 and N = %d", s, n)
@@ -75,6 +85,7 @@ local function check_count(fn, argn, n)
   if math.type(n) ~= 'integer' or n < 1 then
     fail(fn, argn, 'shard count: integer >= 1 expected, got %s', tostring(n))
   end
+  if n > M.MAX_SHARDS then fail(fn, argn, 'shard count: at most %d (shard.MAX_SHARDS), got %d', M.MAX_SHARDS, n) end
 end
 
 --- The shard number (1..n) of every point, a list parallel to points.

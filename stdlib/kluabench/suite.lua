@@ -617,7 +617,8 @@ local function sweep(d, ctx, points, emit)
         local key = p.id .. '\0' .. provider
         if checks[key] == nil then
           local c, status, message = check_provider(d, p, provider, o.modes)
-          checks[key] = c or { status = status, message = message }
+          -- {record = the check record} or {status, message} of a failed check
+          checks[key] = c and { record = c ~= true and c or nil } or { status = status, message = message }
           if not c then
             io.stderr:write(string.format('%s: %s: provider %s at %s is not timed: %s\n', d.name, status, provider,
               p.id, message))
@@ -635,7 +636,7 @@ local function sweep(d, ctx, points, emit)
             bundle = bundle_of(d, ctx, p, provider, mode, run_index,
               { status = c.status, reasons = { c.message } })
           else
-            local ok, b = pcall(session, d, ctx, p, provider, mode, run_index, c ~= true and c or nil)
+            local ok, b = pcall(session, d, ctx, p, provider, mode, run_index, c.record)
             if not ok then
               if core.interrupted() then error(b, 0) end
               local status, message = failure_of(b)

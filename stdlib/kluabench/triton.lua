@@ -12,12 +12,52 @@ local kb = require 'kluabench.core'
 
 local M = {}
 
-local function read(path)
-  local f, err = io.open(path, 'rb')
-  if not f then return nil, err end
-  local s = f:read('a')
-  f:close()
-  return s
+-- The most bytes of metadata JSON read (Triton writes a few kilobytes);
+-- cubins and PTX are read up to kb.read_file's default bound (512 MiB).
+M.MAX_METADATA_BYTES = 16 * 1024 * 1024
+
+-- A file's bytes, or nil and why not (kb.read_file: regular files only, a
+-- FIFO is never waited on, the size is bounded before reading).
+local function read(path, max)
+  local text, err = kb.read_file(path, max)
+  if not text then return nil, (err:gsub('^' .. path:gsub('%p', '%%%0') .. ': ', '')) end
+  return text
+end
+
+-- v as a message shows it: its value, with its type when it is not the
+-- type expected (a string in quotes, escaped).
+local function shown(v, expected)
+  local text
+  if type(v) == 'string' then
+    text = "'" .. require('kluabench.report.json').printable(v, 60) .. "'"
+  elseif type(v) == 'number' and v ~= v then
+    text = 'NaN'
+  elseif math.type(v) == 'float' and v == math.floor(v) and math.abs(v) < 2 ^ 53 then
+    text = string.format('%d', v)
+  else
+    text = tostring(v)
+  end
+  if type(v) ~= expected then text = type(v) .. ' ' .. text end
+  return text
+end
+
+-- A whole number in [lo, hi] (hi may be nil), as JSON decodes it.
+local function whole(v, lo, hi)
+  return type(v) == 'number' and v == math.floor(v) and v >= lo and (hi == nil or v <= hi) and v < 2 ^ 53
+end
+
+-- Checks the fields the launch depends on; raises naming the field.
+local function check_metadata(meta, file)
+  local function bad(field, what) error(string.format("read_metadata: %s: '%s' must be %s, got %s", file, field, what,
+    shown(meta[field], what:find('string', 1, true) and 'string' or 'number')), 4) end
+  if type(meta.name) ~= 'string' or not meta.name:match('^[%a_$][%w_$]*$') then
+    bad('name', 'a kernel name (a string)')
+  end
+  if not whole(meta.num_warps, 1, 32) then bad('num_warps', 'a whole number from 1 to 32') end
+  if meta.num_ctas ~= nil and not whole(meta.num_ctas, 1) then bad('num_ctas', 'a whole number >= 1') end
+  for _, f in ipairs { 'shared', 'global_scratch_size', 'profile_scratch_size' } do
+    if meta[f] ~= nil and not whole(meta[f], 0) then bad(f, 'a whole number of bytes >= 0') end
+  end
 end
 
 --- The parameters of a PTX entry as a signature ("ptr, i32, f32").
@@ -50,16 +90,20 @@ end
 function M.read_metadata(path)
   if type(path) ~= 'string' then error("bad argument #1 to 'read_metadata' (path expected)", 2) end
   local base = path:gsub('%.json$', ''):gsub('%.cubin$', '')
-  local text, err = read(base .. '.json')
+  local text, err = read(base .. '.json', M.MAX_METADATA_BYTES)
   if not text then error("read_metadata: cannot read " .. base .. ".json: " .. tostring(err), 2) end
   local ok, meta = pcall(kb.jcs.decode, text)
-  if not ok or type(meta) ~= 'table' then error("read_metadata: " .. base .. ".json is not JSON: " .. tostring(meta), 2) end
+  if not ok then error("read_metadata: " .. base .. ".json is not JSON: " .. tostring(meta), 2) end
+  if type(meta) ~= 'table' or kb.jcs.is_array(meta) then
+    error("read_metadata: " .. base .. ".json is not a JSON object: not Triton metadata", 2)
+  end
   for _, f in ipairs { 'name', 'num_warps' } do
     if meta[f] == nil then error("read_metadata: " .. base .. ".json has no '" .. f .. "': not Triton metadata", 2) end
   end
-  local ptx = io.open(base .. '.ptx', 'rb')
-  if ptx then ptx:close() end
-  return meta, base .. '.cubin', ptx and (base .. '.ptx') or nil
+  check_metadata(meta, base .. '.json')
+  -- the PTX is named when something is there; load reads it (and says why it cannot)
+  local ptx = kb.stat(base .. '.ptx', true) and (base .. '.ptx') or nil
+  return meta, base .. '.cubin', ptx
 end
 
 local TritonKernel = {}
@@ -81,7 +125,11 @@ function M.load(path, signature)
   local hidden = {}
   if meta.global_scratch_size ~= nil then hidden[#hidden + 1] = 'global_scratch' end
   if meta.profile_scratch_size ~= nil then hidden[#hidden + 1] = 'profile_scratch' end
-  local ptx = ptx_path and read(ptx_path)
+  local ptx, perr
+  if ptx_path then
+    ptx, perr = read(ptx_path)
+    if not ptx then error("load: cannot read " .. ptx_path .. ': ' .. perr, 2) end
+  end
   local full
   if signature then
     full = signature .. string.rep(', ptr', #hidden)

@@ -606,6 +606,14 @@ section('digest', {
       .. 'are UTF-8; a subject that is not valid UTF-8 does not match, and the second result says why. A pattern that '
       .. 'does not compile is an error naming the offset and PCRE2\'s reason.',
     example = 'print(kb.regex.test("^sha256:[0-9a-f]{64}$", "sha256:" .. string.rep("0", 64))) --> true' },
+  { name = 'kb.read_file', signature = 'kb.read_file(path [, max_bytes]) -> bytes | nil, message',
+    summary = 'A whole regular file\'s bytes, at most max_bytes (default 512 MiB); never waits on a FIFO.',
+    details = 'The one bounded reader behind output.read_file, kb.cuda.load, the NVRTC cache and plugin '
+      .. 'digests. Opened non-blocking and refused unless it is a regular file ("path: is a directory", '
+      .. '"path: is a FIFO, not a regular file (...)", "path: is a character device, ..."); a file larger '
+      .. 'than max_bytes is refused by its size before any byte is read ("path: is larger than N bytes (it '
+      .. 'has M), ..."). A path holding a NUL byte is an argument error.',
+    example = 'local text, err = kb.read_file("README.md")' },
   { name = 'kb.fsync', signature = 'kb.fsync(path) -> true | nil, message',
     summary = 'Flushes a file\'s (or a directory\'s) data to the device, for "write, fsync, rename" output that survives a crash.',
     example = 'local ok, err = kb.fsync(".")' },

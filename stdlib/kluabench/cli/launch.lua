@@ -77,6 +77,21 @@ function M.shell_quote(s)
   return "'" .. s:gsub("'", "'\\''") .. "'"
 end
 
+--- Whether SCRIPT can be read: true, or nil and "cannot read SCRIPT 'x': why". Only a regular
+-- file: opening a FIFO would wait for a writer (checked without opening it).
+function M.check_script(script)
+  local st, err = require('kluabench.core').stat(script, true)
+  local why = not st and err:gsub('^.-: ', '') or st.type ~= 'file' and ('is a ' .. (st.type == 'fifo' and 'FIFO'
+    or st.type == 'char' and 'character device' or st.type == 'block' and 'block device' or st.type)
+    .. ', not a regular file') or nil
+  if not why then
+    local f, oerr = io.open(script, 'r')
+    if f then f:close() else why = tostring(oerr):gsub('^.-: ', '') end
+  end
+  if why then return nil, string.format("cannot read SCRIPT '%s': %s", script, why) end
+  return true
+end
+
 --- Waits for child pid: pid, "exit", code | pid, "signal", name; or nil,
 -- message (a wait cut short by a signal is resumed).
 function M.wait(pid)
@@ -113,15 +128,19 @@ local function trimmed_tail(text, max)
   return text
 end
 
---- Runs SCRIPT --list-points once without and once with each --shard i/n
--- (all at once, as child processes on the cpu backend: listing touches no
--- device, and a login node has none), and checks that the shards hold each
--- point exactly once. o: exe, script, args, n, dir (for temporary files).
--- Returns {points = all, shards = {list of points per shard}}; or nil,
--- message.
+--- Runs SCRIPT --list-points once without and then once with each --shard
+-- i/n (as child processes on the cpu backend, 8 at a time: listing touches
+-- no device, and a login node has none), and checks that the shards hold
+-- each point exactly once. o: exe, script, args, n, dir (for temporary
+-- files). More shards than points would be shards with nothing to do: n is
+-- cut to the number of points (at least 1) before the shards are listed,
+-- unless o.keep_empty (slurm: the array has the size asked for).
+-- Returns {points = all, shards = {list of points per shard}, n = the
+-- shards listed}; or nil, message.
 function M.list_points(o)
   local process = require('kluabench.core').process
   local lists, failure = {}, nil
+  local n -- the shard count, known once the whole list is
   -- one listing process: spawned; finish() waits for it and reads its output
   local function start(i)
     local argv = { o.exe, '--backend=cpu', '--quiet', o.script }
@@ -129,7 +148,7 @@ function M.list_points(o)
     argv[#argv + 1] = '--list-points'
     if i > 0 then
       argv[#argv + 1] = '--shard'
-      argv[#argv + 1] = string.format('%d/%d', i, o.n)
+      argv[#argv + 1] = string.format('%d/%d', i, n)
     end
     local job = { i = i, out = string.format('%s/.points-%d.tsv', o.dir, i),
       err = string.format('%s/.points-%d.err', o.dir, i) }
@@ -147,7 +166,7 @@ function M.list_points(o)
     local err = output.read_file(job.err) or ''
     os.remove(job.out)
     os.remove(job.err)
-    local shard = job.i > 0 and string.format(' --shard %d/%d', job.i, o.n) or ''
+    local shard = job.i > 0 and string.format(' --shard %d/%d', job.i, n) or ''
     if not (how == 'exit' and code == 0) then
       failure = failure or string.format('%s --list-points%s failed (%s %s)%s', o.script, shard, how,
         tostring(code), err:match('%S') and (': ' .. trimmed_tail(err, 600)) or '')
@@ -157,11 +176,16 @@ function M.list_points(o)
       lists[job.i] = pts
     end
   end
+  -- the whole list first: it says how many shards can have points
+  local whole = start(0)
+  if whole then finish(whole) end
+  if failure then return nil, failure end
+  n = o.keep_empty and o.n or math.max(1, math.min(o.n, #lists[0]))
   -- at most 8 at a time (a login node listing the shards of a large array)
-  for first = 0, o.n, 8 do
+  for first = 1, n, 8 do
     if failure then break end
     local batch = {}
-    for k = first, math.min(first + 7, o.n) do
+    for k = first, math.min(first + 7, n) do
       local job = start(k)
       if job then batch[#batch + 1] = job end
     end
@@ -170,18 +194,18 @@ function M.list_points(o)
   if failure then return nil, failure end
   -- every point in exactly one shard
   local where = {}
-  for i = 1, o.n do
+  for i = 1, n do
     for _, p in ipairs(lists[i]) do
       if where[p.id] then
         return nil, string.format('%s lists point %s in shards %d and %d of %d: its --shard does not split '
-          .. 'the points (it must call kluabench.shard.select)', o.script, p.id, where[p.id], i, o.n)
+          .. 'the points (it must call kluabench.shard.select)', o.script, p.id, where[p.id], i, n)
       end
       where[p.id] = i
     end
   end
   for _, p in ipairs(lists[0]) do
     if not where[p.id] then
-      return nil, string.format('%s lists point %s without --shard but in none of its %d shards', o.script, p.id, o.n)
+      return nil, string.format('%s lists point %s without --shard but in none of its %d shards', o.script, p.id, n)
     end
     where[p.id] = nil
   end
@@ -190,8 +214,8 @@ function M.list_points(o)
     return nil, string.format('%s lists point %s in shard %d but not without --shard', o.script, extra, where[extra])
   end
   local shards = {}
-  for i = 1, o.n do shards[i] = lists[i] end
-  return { points = lists[0], shards = shards }
+  for i = 1, n do shards[i] = lists[i] end
+  return { points = lists[0], shards = shards, n = n }
 end
 
 ---------------------------------------------------------------------------
@@ -264,14 +288,12 @@ end
 function M.prepare_dir(dir)
   local ok, err = output.mkdir_p(dir)
   if not ok then return nil, err end
-  local f = io.open(dir .. '/' .. M.MANIFEST, 'r')
-  if f then
-    f:close()
+  -- stat, not open: opening a FIFO there would wait for a writer
+  local stat = require('kluabench.core').stat
+  if stat(dir .. '/' .. M.MANIFEST, true) then
     return nil, string.format('%s already holds a run (%s); give another --dir or remove it', dir, M.MANIFEST)
   end
-  f = io.open(dir .. '/' .. M.shard_file(1), 'r')
-  if f then
-    f:close()
+  if stat(dir .. '/' .. M.shard_file(1), true) then
     return nil, string.format('%s already holds %s; give another --dir or remove it', dir, M.shard_file(1))
   end
   return true

@@ -14,44 +14,40 @@ local function core()
   return core_cache or nil
 end
 
---- The largest file read_file reads (512 MiB): an endless file (/dev/zero,
--- a FIFO that never ends) or a huge one is an error, not a process that
--- grows until the system kills it.
+--- The largest file read_file reads (512 MiB): a huge file is refused by its
+-- size before any of it is read, not read into a process that grows until
+-- the system kills it.
 M.MAX_READ_BYTES = 512 * 1024 * 1024
 
---- A whole file's bytes, at most max_bytes (default output.MAX_READ_BYTES, 512 MiB): an endless file
--- is an error, not a growing process.
+--- A whole regular file's bytes, at most max_bytes (default output.MAX_READ_BYTES, 512 MiB); never
+-- waits on a FIFO.
 --
--- Reads a whole file of at most max_bytes (default M.MAX_READ_BYTES): text, or nil and "path:
--- reason".
+-- Returns the bytes, or nil and a one-line message naming path and the cause: "path: is a
+-- directory", "path: is a FIFO, not a regular file (...)", "path: is a character device, ...",
+-- "path: is larger than N bytes (it has M), the most kluabench reads here", "path: No such file
+-- or directory". Only regular files are read: a FIFO may have no writer (opening it would wait
+-- forever) and a device may never end (/dev/zero). The size is checked before any byte is read,
+-- and the read stops at max_bytes should the file grow meanwhile. The engine's kb.read_file does
+-- the reading (opened non-blocking, in one allocation).
 --
 -- @signature output.read_file(path [, max_bytes]) -> text | nil, message
 -- @example
---   local text = assert(output.read_file("results.jsonl"))
+--   local text, err = output.read_file("results.jsonl")
 function M.read_file(path, max_bytes)
   max_bytes = max_bytes or M.MAX_READ_BYTES
+  local c = core()
+  if c and c.read_file then return c.read_file(path, max_bytes) end
+  -- without the engine (busted on a machine without the binary): plain io
   local f, err = io.open(path, 'rb')
   if not f then return nil, err end
-  local parts, total, chunk = {}, 0, 1024 * 1024
-  while true do
-    local piece, rerr = f:read(math.min(chunk, max_bytes + 1 - total))
-    if piece == nil then
-      if rerr then
-        f:close()
-        return nil, path .. ': ' .. tostring(rerr)
-      end
-      break
-    end
-    total = total + #piece
-    parts[#parts + 1] = piece
-    if total > max_bytes then
-      f:close()
-      return nil, string.format('%s: larger than %d bytes, the most kluabench reads '
-        .. '(an endless file such as a device?)', path, max_bytes)
-    end
-  end
+  local text, rerr = f:read(max_bytes + 1)
   f:close()
-  return table.concat(parts)
+  if rerr then return nil, path .. ': ' .. tostring(rerr) end
+  text = text or '' -- nil at the end of an empty file
+  if #text > max_bytes then
+    return nil, string.format('%s: is larger than %d bytes, the most kluabench reads here', path, max_bytes)
+  end
+  return text
 end
 
 --- output.read_file for text: UTF-16 and UTF-32 files are refused with a message that says so; a

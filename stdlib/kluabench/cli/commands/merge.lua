@@ -125,10 +125,13 @@ function M.collect(dir, opts)
   local envs, env_order = {}, {}
   for i, s in ipairs(manifest.shards) do
     local path = dir .. '/' .. s.file
-    local textv = output.read_file(path)
+    local textv, rerr = output.read_file(path)
     local items, line, why
     if textv then items, line, why = reader.items(textv, path) end
-    if not textv then
+    if not textv and not tostring(rerr):find('No such file', 1, true) then
+      problem('unreadable', '%s (shard %d/%d)', tostring(rerr), i, #manifest.shards)
+      items = {}
+    elseif not textv then
       if #s.points > 0 then problem('missing', '%s does not exist (shard %d/%d)', path, i, #manifest.shards) end
       items = {}
     elseif not items then

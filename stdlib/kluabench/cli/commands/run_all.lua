@@ -33,6 +33,9 @@ checking that every point arrived once.
                    their timings disturb each other.
   --procs N        N children without device pinning (the cpu backend:
                    'kluabench --backend cpu run-all --procs 3 ...')
+                   At most 4096 children (kluabench.shard.MAX_SHARDS), and
+                   never more than the script has points: N (or the list
+                   of devices) is cut to the number of points.
   --dir DIR        where the shard files, logs and manifest go (default
                    results/run-all-TIME); it must not hold a run already
   -o, --out FILE   the merged JSON Lines (default DIR/all.jsonl)
@@ -54,6 +57,9 @@ SIGINT/SIGTERM.]]
 local NAME = 'run-all'
 local function usage_error(fmt, ...) return require('kluabench.cli').usage_error(NAME, fmt, ...) end
 local function say(fmt, ...) io.stderr:write('kluabench run-all: ', string.format(fmt, ...), '\n') end
+
+-- The most children (shards): kluabench.shard's bound.
+local MAX = require('kluabench.shard').MAX_SHARDS
 
 local SPEC = { devices = 'value', procs = 'value', dir = 'value', out = 'value', ['allow-mixed'] = 'flag',
   aliases = { o = 'out' } }
@@ -268,15 +274,18 @@ local function parse(args)
     if not n or n < 1 or not opts.procs:match('^%d+$') then
       return nil, string.format("--procs '%s': expected a whole number >= 1", opts.procs)
     end
+    if n > MAX then return nil, string.format("--procs '%s': expected a whole number from 1 to %d", opts.procs, MAX) end
     o.n = n
   else
     local devs, err = M.devices(opts.devices)
     if not devs then return nil, err end
+    if #devs > MAX then
+      return nil, string.format('--devices: %d devices given, at most %d (one child each) are taken', #devs, MAX)
+    end
     o.devices, o.n = devs, #devs
   end
-  local f = io.open(script, 'r')
-  if not f then return nil, string.format("cannot read SCRIPT '%s'", script) end
-  f:close()
+  local sok, serr = launch.check_script(script)
+  if not sok then return nil, serr end
   o.script = launch.absolute(script)
   o.opts = opts
   return o
@@ -312,6 +321,14 @@ function M.main(args)
   if not listing then
     say('%s', lerr)
     return 1
+  end
+  if listing.n < o.n then
+    -- a child per point at most: the others would have nothing to measure
+    local np = #listing.points
+    say('%s: the script has %d point%s; starting %d process%s', opts.procs and ('--procs ' .. o.n)
+      or ('--devices ' .. opts.devices), np, np == 1 and '' or 's', listing.n, listing.n == 1 and '' or 'es')
+    o.n = listing.n
+    if o.devices then o.devices = table.move(o.devices, 1, o.n, 1, {}) end
   end
   local logs, devices = {}, {}
   for i = 1, o.n do

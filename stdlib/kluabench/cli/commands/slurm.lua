@@ -27,7 +27,8 @@ When the array is done, 'kluabench merge DIR -o all.jsonl' gathers the
 results and names any point that is missing, with the task that should have
 measured it.
 
-  --gpus N              the number of tasks (shards), one GPU each
+  --gpus N              the number of tasks (shards), one GPU each (at most
+                        4096, kluabench.shard.MAX_SHARDS)
   --dir DIR             where the batch script, manifest, shard files and logs go
   --partition P, --time T, --account A, --qos Q, --constraint C, --mem M,
   --cpus-per-task C, --job-name NAME
@@ -118,6 +119,8 @@ local function parse(args)
   if not opts.gpus then return nil, '--gpus N is required (the number of tasks, one GPU each)' end
   local n = opts.gpus:match('^%d+$') and math.tointeger(tonumber(opts.gpus))
   if not n or n < 1 then return nil, string.format("--gpus '%s': expected a whole number >= 1", opts.gpus) end
+  local max = require('kluabench.shard').MAX_SHARDS
+  if n > max then return nil, string.format("--gpus '%s': expected a whole number from 1 to %d", opts.gpus, max) end
   if not opts.dir then return nil, '--dir DIR is required (a directory the compute nodes share)' end
   local k
   if opts['max-parallel'] then
@@ -129,9 +132,8 @@ local function parse(args)
   if opts.out and not opts.wait then return nil, '-o/--out is for --wait (merge later with kluabench merge DIR -o FILE)' end
   local sb, err = sbatch_options(opts)
   if not sb then return nil, err end
-  local f = io.open(script, 'r')
-  if not f then return nil, string.format("cannot read SCRIPT '%s'", script) end
-  f:close()
+  local sok, serr = launch.check_script(script)
+  if not sok then return nil, serr end
   return { opts = opts, n = n, max_parallel = k, sbatch = sb, script = launch.absolute(script), args = script_args }
 end
 
@@ -164,7 +166,9 @@ function M.main(args)
   local k = require 'kluabench.core'
   local exe = opts.exe and launch.absolute(opts.exe) or k.executable()
   local host_args = launch.host_args()
-  local listing, lerr = launch.list_points { exe = k.executable(), script = o.script, args = o.args, n = o.n, dir = dir }
+  -- every task is listed, those without points too (the array has the size asked for)
+  local listing, lerr = launch.list_points { exe = k.executable(), script = o.script, args = o.args, n = o.n, dir = dir,
+    keep_empty = true }
   if not listing then
     say('%s', lerr)
     return 1
