@@ -97,6 +97,7 @@ int kb_raise(lua_State *L, const char *msg);
 const char *kb_sha256_hex(const void *p, size_t n, char out[65]);
 
 void kb_open_tensor(lua_State *L);
+void kb_open_tensor_math(lua_State *L); /* tensor_math.c: methods and operators */
 void kb_open_timing(lua_State *L);
 void kb_open_graph(lua_State *L);
 void kb_open_digest(lua_State *L);

@@ -33,6 +33,7 @@ int luaopen_kluabench(lua_State *L) {
   lua_newtable(L);
   kb_open_device(L);
   kb_open_tensor(L);
+  kb_open_tensor_math(L);
   kb_open_timing(L);
   kb_open_graph(L);
   KB_KERNEL_BINDINGS(KB_CALL_OPEN)
