@@ -102,6 +102,7 @@ void kb_open_timing(lua_State *L);
 void kb_open_graph(lua_State *L);
 void kb_open_digest(lua_State *L);
 void kb_open_jcs(lua_State *L);
+void kb_open_tensor_io(lua_State *L); /* tensor_io.c: .npy and safetensors */
 void kb_open_device(lua_State *L);
 void kb_open_fs(lua_State *L);
 void kb_open_trace(lua_State *L);
