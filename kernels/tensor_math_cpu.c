@@ -28,64 +28,100 @@ static inline void store_f(void *p, kb_dtype t, int64_t i, float x) {
   }
 }
 
-/* ---- element-wise: a op b ----------------------------------------------- */
+/* ---- element-wise ------------------------------------------------------------ */
 
-static inline float binary_f(kb_math_binary_op op, float x, float y) {
-  switch (op) {
-  case KB_MATH_ADD: return x + y;
-  case KB_MATH_SUB: return x - y;
-  case KB_MATH_MUL: return x * y;
-  default: return x / y;
-  }
+/* Elements go through blocks of BLK values of the compute type: loaded
+ * (widened, or gathered along broadcast strides), combined by one loop per
+ * operation (which the compiler vectorises), stored (narrowed). */
+enum { BLK = 512 };
+
+static void widen(float *dst, const void *src, kb_dtype t, int64_t i0, int n) {
+  const uint16_t *h = (const uint16_t *)src + i0;
+  if (t == KB_BF16) for (int j = 0; j < n; j++) dst[j] = kb_bf16_to_f32(h[j]);
+  else if (t == KB_F16) for (int j = 0; j < n; j++) dst[j] = kb_f16_to_f32(h[j]);
+  else memcpy(dst, (const float *)src + i0, (size_t)n * sizeof(float));
 }
 
-static inline double binary_d(kb_math_binary_op op, double x, double y) {
-  switch (op) {
-  case KB_MATH_ADD: return x + y;
-  case KB_MATH_SUB: return x - y;
-  case KB_MATH_MUL: return x * y;
-  default: return x / y;
-  }
+static void narrow(void *dst, kb_dtype t, int64_t i0, const float *src, int n) {
+  uint16_t *h = (uint16_t *)dst + i0;
+  if (t == KB_BF16) for (int j = 0; j < n; j++) h[j] = kb_f32_to_bf16(src[j]);
+  else if (t == KB_F16) for (int j = 0; j < n; j++) h[j] = kb_f32_to_f16(src[j]);
+  else memcpy((float *)dst + i0, src, (size_t)n * sizeof(float));
 }
 
-/* Element offsets of a and b for output index i (the broadcast strides). */
-static void offsets(const kb_math_binary_args *a, int64_t i, int64_t *oa, int64_t *ob) {
-  int64_t ia = 0, ib = 0;
+/* Where an operand read along broadcast strides is: the output's
+ * coordinates and the operand's element offset, advanced one output
+ * element at a time (no division per element). */
+typedef struct {
+  int64_t coord[KB_MATH_MAX_DIMS], offset;
+} walker;
+
+static void walk_step(const kb_math_binary_args *a, const int64_t *stride, walker *w) {
   for (int d = a->ndim - 1; d >= 0; d--) {
-    const int64_t c = i % a->shape[d];
-    i /= a->shape[d];
-    ia += c * a->a_stride[d];
-    ib += c * a->b_stride[d];
+    w->offset += stride[d];
+    if (++w->coord[d] < a->shape[d]) return;
+    w->offset -= stride[d] * a->shape[d];
+    w->coord[d] = 0;
   }
-  *oa = a->a_dense ? -1 : ia;
-  *ob = a->b_dense ? -1 : ib;
 }
+
+/* Loads n values of an operand for output elements i0.. into dst (f32 or
+ * f64 as the dtype computes). */
+static void load_operand(const kb_math_binary_args *a, const void *p, int dense, const int64_t *stride, walker *w,
+                         int64_t i0, int n, void *dst) {
+  const int f64 = a->dtype == KB_F64;
+  if (dense) {
+    if (f64) memcpy(dst, (const double *)p + i0, (size_t)n * sizeof(double));
+    else widen(dst, p, a->dtype, i0, n);
+    return;
+  }
+  for (int j = 0; j < n; j++) {
+    if (f64) ((double *)dst)[j] = ((const double *)p)[w->offset];
+    else ((float *)dst)[j] = load_f(p, a->dtype, w->offset);
+    walk_step(a, stride, w);
+  }
+}
+
+#define KB_APPLY(T, op, x, y, n, swap)                                                        \
+  do {                                                                                       \
+    T *restrict x_ = (x);                                                                    \
+    const T *restrict y_ = (y);                                                              \
+    switch ((op) * 2 + (swap)) {                                                             \
+    case KB_MATH_ADD * 2: case KB_MATH_ADD * 2 + 1: for (int j = 0; j < (n); j++) x_[j] = x_[j] + y_[j]; break; \
+    case KB_MATH_MUL * 2: case KB_MATH_MUL * 2 + 1: for (int j = 0; j < (n); j++) x_[j] = x_[j] * y_[j]; break; \
+    case KB_MATH_SUB * 2: for (int j = 0; j < (n); j++) x_[j] = x_[j] - y_[j]; break;         \
+    case KB_MATH_SUB * 2 + 1: for (int j = 0; j < (n); j++) x_[j] = y_[j] - x_[j]; break;     \
+    case KB_MATH_DIV * 2: for (int j = 0; j < (n); j++) x_[j] = x_[j] / y_[j]; break;         \
+    default: for (int j = 0; j < (n); j++) x_[j] = y_[j] / x_[j]; break;                      \
+    }                                                                                        \
+  } while (0)
 
 static const char *binary_cpu(const kb_math_binary_args *a) {
-  const int general = !a->a_dense || (a->b && !a->b_dense);
   const int f64 = a->dtype == KB_F64;
-  const float sf = (float)a->scalar;
-  for (int64_t i = 0; i < a->numel; i++) {
-    int64_t ia = i, ib = i;
-    if (general) {
-      offsets(a, i, &ia, &ib);
-      if (ia < 0) ia = i;
-      if (ib < 0) ib = i;
+  double xb[BLK], yb[BLK]; /* f32 blocks use the front half of each as floats */
+  walker wa, wb;
+  memset(&wa, 0, sizeof wa);
+  memset(&wb, 0, sizeof wb);
+  if (!a->b) { /* the number, rounded to the compute type once */
+    for (int j = 0; j < BLK; j++) {
+      if (f64) yb[j] = a->scalar;
+      else ((float *)yb)[j] = (float)a->scalar;
     }
+  }
+  for (int64_t i0 = 0; i0 < a->numel; i0 += BLK) {
+    const int n = a->numel - i0 < BLK ? (int)(a->numel - i0) : BLK;
+    load_operand(a, a->a, a->a_dense, a->a_stride, &wa, i0, n, xb);
+    if (a->b) load_operand(a, a->b, a->b_dense, a->b_stride, &wb, i0, n, yb);
     if (f64) {
-      const double x = ((const double *)a->a)[ia];
-      const double y = a->b ? ((const double *)a->b)[ib] : a->scalar;
-      ((double *)a->out)[i] = a->scalar_first ? binary_d(a->op, y, x) : binary_d(a->op, x, y);
+      KB_APPLY(double, a->op, xb, yb, n, a->scalar_first);
+      memcpy((double *)a->out + i0, xb, (size_t)n * sizeof(double));
     } else {
-      const float x = load_f(a->a, a->dtype, ia);
-      const float y = a->b ? load_f(a->b, a->dtype, ib) : sf;
-      store_f(a->out, a->dtype, i, a->scalar_first ? binary_f(a->op, y, x) : binary_f(a->op, x, y));
+      KB_APPLY(float, a->op, (float *)xb, (const float *)yb, n, a->scalar_first);
+      narrow(a->out, a->dtype, i0, (const float *)xb, n);
     }
   }
   return NULL;
 }
-
-/* ---- element-wise: op(x) ------------------------------------------------- */
 
 static inline float unary_f(kb_math_unary_op op, float x) {
   switch (op) {
@@ -110,8 +146,14 @@ static const char *unary_cpu(const kb_math_unary_args *a) {
     const double *x = a->x;
     double *out = a->out;
     for (int64_t i = 0; i < a->n; i++) out[i] = unary_d(a->op, x[i]);
-  } else {
-    for (int64_t i = 0; i < a->n; i++) store_f(a->out, a->dtype, i, unary_f(a->op, load_f(a->x, a->dtype, i)));
+    return NULL;
+  }
+  float b[BLK];
+  for (int64_t i0 = 0; i0 < a->n; i0 += BLK) {
+    const int n = a->n - i0 < BLK ? (int)(a->n - i0) : BLK;
+    widen(b, a->x, a->dtype, i0, n);
+    for (int j = 0; j < n; j++) b[j] = unary_f(a->op, b[j]);
+    narrow(a->out, a->dtype, i0, b, n);
   }
   return NULL;
 }
