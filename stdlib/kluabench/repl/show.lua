@@ -148,11 +148,11 @@ end
 
 --- Whether v is a timing result: a table with a list of samples and a summary with a median.
 --
--- @signature show.is_timing(v) -> boolean
+-- @signature show.is_measurement(v) -> boolean
 -- @example
 --   local show = require 'kluabench.repl.show'
---   assert(not show.is_timing({1, 2, 3}))
-function M.is_timing(v)
+--   assert(not show.is_measurement({1, 2, 3}))
+function M.is_measurement(v)
   return type(v) == 'table' and not has_tostring(v) and type(rawget(v, 'samples')) == 'table'
     and type(rawget(v, 'summary')) == 'table' and type(rawget(v.summary, 'median')) == 'number'
 end
@@ -180,13 +180,13 @@ end
 -- protocol (mode) and its stopping rule, the timer and backend, and each warning the result
 -- carries; an IQR above 10 % of the median adds a warning, as torch's does.
 --
--- @signature show.timing(r) -> string
+-- @signature show.measurement(r) -> string
 -- @example
 --   local show = require 'kluabench.repl.show'
 --   local r = {samples = {0.011, 0.012, 0.013}, mode = "cold",
 --     summary = require("kluabench.stats").summary({0.011, 0.012, 0.013})}
---   print(show.timing(r))
-function M.timing(r)
+--   print(show.measurement(r))
+function M.measurement(r)
   local s = r.summary
   local median, unit = duration(s.median)
   local lines = {}
@@ -231,7 +231,7 @@ end
 function M.result(v)
   if type(v) == 'string' then return v end
   if type(v) == 'number' then return tostring(v) end
-  if M.is_timing(v) then return M.timing(v) end
+  if M.is_measurement(v) then return M.measurement(v) end
   return M.value(v)
 end
 
