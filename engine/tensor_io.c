@@ -358,14 +358,33 @@ static void shape_text(const int64_t *shape, int ndim, char *buf, size_t n) {
   kb_shape_str(&t, buf, n);
 }
 
+/* Closes the descriptor of the fd box at idx now (the results above it
+ * stay), rather than whenever the collector gets to it. */
+static int close_box(lua_State *L, int idx, int nresults) {
+  fd_box *b = lua_touserdata(L, idx);
+  if (b && b->fd >= 0) close(b->fd);
+  if (b) b->fd = -1;
+  return nresults;
+}
+
+static int load_npy_from(lua_State *L, const char *path, const kb_backend *dev, int fd, uint64_t size);
+
 static int l_load_npy(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
   const kb_backend *dev = kb_check_device(L, 2);
+  lua_settop(L, 2);
   char why[400];
   uint64_t size;
   const char *err = open_for_reading(L, path, &size, why, sizeof why);
   if (err) return failf(L, path, "%s", err);
-  const int fd = ((fd_box *)lua_touserdata(L, -1))->fd;
+  return close_box(L, 3, load_npy_from(L, path, dev, ((fd_box *)lua_touserdata(L, 3))->fd, size));
+}
+
+/* The .npy file open on fd (size bytes): pushes the tensor, or nil and a
+ * message. */
+static int load_npy_from(lua_State *L, const char *path, const kb_backend *dev, int fd, uint64_t size) {
+  char why[400];
+  const char *err;
   unsigned char pre[12];
   if (size < 10) return failf(L, path, "not an .npy file (%llu bytes, too short for the header)", (unsigned long long)size);
   if ((err = read_at(fd, pre, size < 12 ? 10 : 12, 0, why, sizeof why))) return failf(L, path, "%s", err);
@@ -567,6 +586,8 @@ static const char *st_check_metadata(lua_State *L, int idx, char *why, size_t n)
   return NULL;
 }
 
+static int load_safetensors_from(lua_State *L, const char *path, const kb_backend *dev, int fd, uint64_t size);
+
 /* upvalue 1: kb.jcs.decode */
 static int l_load_safetensors(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
@@ -576,7 +597,15 @@ static int l_load_safetensors(lua_State *L) {
   uint64_t size;
   const char *err = open_for_reading(L, path, &size, why, sizeof why);
   if (err) return failf(L, path, "%s", err);
-  const int fd = ((fd_box *)lua_touserdata(L, -1))->fd;
+  return close_box(L, 3, load_safetensors_from(L, path, dev, ((fd_box *)lua_touserdata(L, 3))->fd, size));
+}
+
+/* The safetensors file open on fd (size bytes): pushes the tensors and the
+ * metadata, or nil and a message. Runs in l_load_safetensors' frame (its
+ * upvalue is kb.jcs.decode). */
+static int load_safetensors_from(lua_State *L, const char *path, const kb_backend *dev, int fd, uint64_t size) {
+  char why[600];
+  const char *err;
   unsigned char len8[8];
   if (size < 8) return failf(L, path, "not a safetensors file (%llu bytes, too short)", (unsigned long long)size);
   if ((err = read_at(fd, len8, 8, 0, why, sizeof why))) return failf(L, path, "%s", err);
