@@ -390,7 +390,8 @@ describe('tensor arithmetic on cuda against the cpu twins #gpu', function()
       for _, s in ipairs(SHAPES) do
         local ga, ca = pair(s[1], dt)
         local gb, cb = pair(s[2], dt, true) -- positive: no division by zero
-        for _, op in ipairs { 'add', 'sub', 'mul', 'div' } do
+        -- (the long vector only exercises the grid-stride loop, the same for every op)
+        for _, op in ipairs(numel(s[1]) > 1e7 and { 'add' } or { 'add', 'sub', 'mul', 'div' }) do
           local w = where(dt, op, '[' .. table.concat(s[1], ',') .. ']', '[' .. table.concat(s[2], ',') .. ']')
           same_bits(ga[op](ga, gb), ca[op](ca, cb), w)
           local x = 0.3 + math.random()
@@ -409,7 +410,7 @@ describe('tensor arithmetic on cuda against the cpu twins #gpu', function()
     end)
 
     it(dt .. ': neg, sqrt, rsqrt bit for bit; exp within 2 ulp of f32 and one of the dtype', function()
-      for _, shape in ipairs { { 1000003 }, { 33, 65 }, { 0 } } do
+      for _, shape in ipairs { { 100003 }, { 33, 65 }, { 0 } } do
         local g, c = pair(shape, dt)
         same_bits(g:neg(), c:neg(), dt .. ' neg')
         same_bits(-g, -c, dt .. ' unary minus')
@@ -426,7 +427,7 @@ describe('tensor arithmetic on cuda against the cpu twins #gpu', function()
 
     it(dt .. ': sum and mean within f64 rounding of the cpu twin, max bit for bit', function()
       -- short rows (one thread each, cpu order) and long ones (a block each)
-      for _, shape in ipairs { { 300, 7, 3 }, { 5, 4097, 2 }, { 1, 1000003 }, { 2, 0, 3 } } do
+      for _, shape in ipairs { { 300, 7, 3 }, { 5, 4097, 2 }, { 1, 300007 }, { 2, 0, 3 } } do
         local g, c = pair(shape, dt)
         for d = 1, #shape do
           for _, keep in ipairs { false, true } do
