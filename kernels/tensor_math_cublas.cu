@@ -40,9 +40,12 @@ struct Cublas {
 Cublas g;
 thread_local char g_msg[512];
 
+char g_dlerror[256]; /* why the last dlopen failed */
+
 void *try_open(const char *path) {
   void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (h) snprintf(g.path, sizeof g.path, "%s", path);
+  else snprintf(g_dlerror, sizeof g_dlerror, "%s", dlerror());
   return h;
 }
 
@@ -81,11 +84,15 @@ const char *load() {
   g.lib = open_cublas();
   if (!g.lib) {
     const char *env = getenv("KLUABENCH_CUBLAS");
-    snprintf(g.why, sizeof g.why,
-             "matmul on cuda needs cuBLAS, which was not found (%s%s; tried libcublas.so[.13|.12|.11] on "
-             "the library path, $CUDA_HOME/lib64 and /usr/local/cuda/lib64): install the CUDA toolkit's "
-             "cuBLAS or set KLUABENCH_CUBLAS to libcublas.so",
-             env && *env ? "KLUABENCH_CUBLAS=" : "no KLUABENCH_CUBLAS", env && *env ? env : "");
+    if (env && *env)
+      snprintf(g.why, sizeof g.why, "matmul on cuda needs cuBLAS: KLUABENCH_CUBLAS=%s cannot be opened (%s)", env,
+               g_dlerror);
+    else
+      snprintf(g.why, sizeof g.why,
+               "matmul on cuda needs cuBLAS, which was not found (tried libcublas.so[.13|.12|.11] on the library "
+               "path, $CUDA_HOME/lib64 and /usr/local/cuda/lib64: %s): install the CUDA toolkit's cuBLAS or set "
+               "KLUABENCH_CUBLAS to libcublas.so",
+               g_dlerror);
     return g.why;
   }
   if (!bind(g.create, "cublasCreate_v2", false) || !bind(g.set_stream, "cublasSetStream_v2", false) ||

@@ -478,6 +478,16 @@ describe('tensor arithmetic on cuda against the cpu twins #gpu', function()
     assert(mg[2] ~= mg[2] and mc[2] ~= mc[2])
   end)
 
+  it('says what is missing when cuBLAS cannot be opened, and the rest still works', function()
+    local util = require 'helpers.util'
+    local code = 'local a = kb.randn({2, 2}, "f32", 1, "cuda"); print((a + 1):sum():item()); '
+      .. 'print(pcall(a.matmul, a, a))'
+    local out, status = util.run(string.format('KLUABENCH_CUBLAS=/nonexistent/libcublas.so %s --backend cuda -e %s 2>&1',
+      util.q(util.bin()), util.q(code)))
+    assert.equal(0, status, out)
+    assert.matches('false\t[^\n]*matmul on cuda needs cuBLAS: KLUABENCH_CUBLAS=/nonexistent/libcublas.so cannot be opened', out)
+  end)
+
   it('works inside a CUDA graph (in-place ops and a cuBLAS matmul replayed)', function()
     local x = kb.randn({ 1024 }, 'f32', seed(), 'cuda')
     local x0 = x:to('cpu')
