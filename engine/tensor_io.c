@@ -392,6 +392,9 @@ static int load_npy_from(lua_State *L, const char *path, const kb_backend *dev, 
   const int major = pre[6];
   if (major < 1 || major > 3)
     return failf(L, path, ".npy format version %d.%d is not supported (1.0 to 3.0 are)", major, pre[7]);
+  if (major > 1 && size < 12)
+    return failf(L, path, "not an .npy file (%llu bytes, too short for a version %d header)",
+                 (unsigned long long)size, major);
   const uint64_t hlen = major == 1 ? (uint64_t)pre[8] | (uint64_t)pre[9] << 8
                                    : (uint64_t)pre[8] | (uint64_t)pre[9] << 8 | (uint64_t)pre[10] << 16 |
                                          (uint64_t)pre[11] << 24;

@@ -102,6 +102,7 @@ describe('kb.save_npy and kb.load_npy', function()
     local cases = {
       { 'not an .npy file (no \\x93NUMPY magic)', string.rep('x', 64) },
       { 'too short for the header', '\x93NUM' },
+      { 'too short for a version 2 header', '\x93NUMPY\x02\x00\x00\x00' },
       { 'has 20 bytes of data, shape [2, 3] <f4 needs 24 (truncated', npy(good, string.rep('\0', 20)) },
       { 'has 28 bytes of data, shape [2, 3] <f4 needs 24', npy(good, string.rep('\0', 28)) },
       { 'runs past the end of the file', '\x93NUMPY\x01\x00\xff\x7f{' },
