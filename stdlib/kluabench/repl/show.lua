@@ -193,9 +193,10 @@ function M.measurement(r)
   local where = {}
   if r.timer then where[#where + 1] = 'timer ' .. tostring(r.timer) end
   if r.backend then where[#where + 1] = 'backend ' .. tostring(r.backend) end
-  lines[1] = string.format('<kluabench timing result: %s%s>', protocol_of(r),
+  local protocol = protocol_of(r)
+  lines[1] = string.format('<kluabench timing result: %s%s>', protocol,
     #where > 0 and (', ' .. table.concat(where, ', ')) or '')
-  if r.name then lines[#lines + 1] = '  ' .. tostring(r.name) end
+  if r.name and tostring(r.name) ~= protocol then lines[#lines + 1] = '  ' .. tostring(r.name) end
   lines[#lines + 1] = '  Median: ' .. median
   local q25, q75 = s.q25, s.q75
   if type(q25) == 'number' and type(q75) == 'number' then
