@@ -121,10 +121,12 @@ void kb_refuse_nul(lua_State *L, int idx, const char *fn, int arg, const char *w
 const char *kb_check_cstring(lua_State *L, int arg, const char *fn, const char *what);
 
 void kb_open_tensor(lua_State *L);
+void kb_open_tensor_math(lua_State *L); /* tensor_math.c: methods and operators */
 void kb_open_timing(lua_State *L);
 void kb_open_graph(lua_State *L);
 void kb_open_digest(lua_State *L);
 void kb_open_jcs(lua_State *L);
+void kb_open_tensor_io(lua_State *L); /* tensor_io.c: .npy and safetensors */
 void kb_open_device(lua_State *L);
 void kb_open_fs(lua_State *L);
 void kb_open_trace(lua_State *L);

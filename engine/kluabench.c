@@ -33,6 +33,7 @@ int luaopen_kluabench(lua_State *L) {
   lua_newtable(L);
   kb_open_device(L);
   kb_open_tensor(L);
+  kb_open_tensor_math(L);
   kb_open_timing(L);
   kb_open_graph(L);
   KB_KERNEL_BINDINGS(KB_CALL_OPEN)
@@ -41,6 +42,7 @@ int luaopen_kluabench(lua_State *L) {
   kb_open_digest(L);
   kb_open_jcs(L);
   kb_open_regex(L);
+  kb_open_tensor_io(L); /* after jcs: it keeps kb.jcs.encode and decode */
   kb_open_fs(L);
   kb_open_trace(L);
   kb_open_signals(L);

@@ -398,9 +398,21 @@ static int dolibrary(lua_State *L, const char *spec) {
   return kb_host_report(L, status);
 }
 
+/* The global kb = require "kluabench", as the REPL has it, for -e code
+ * (`kluabench -e 'print(kb.device_info().name)'`). Left unset, silently,
+ * where the module cannot be loaded (the stdlib is not beside the binary):
+ * -e code that uses kb then says kb is nil. */
+static void set_kb_global(lua_State *L) {
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, "kluabench");
+  if (lua_pcall(L, 1, 1, 0) == LUA_OK) lua_setglobal(L, "kb");
+  else lua_pop(L, 1);
+}
+
 /* -e, -l and -W in command-line order; 0 when one failed. */
 static int run_options(lua_State *L, const options *o) {
   int last = o->script ? o->script : o->argc;
+  if (o->has_e) set_kb_global(L);
   for (int i = 1; i < last; i++) {
     const char *a = o->argv[i];
     if (a[0] != '-' || a[1] == '-') continue;

@@ -12,7 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <unistd.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 
 #include <editline/readline.h>
@@ -113,8 +115,13 @@ static int read_line(const char *prompt, char **line) {
   return LINE_OK;
 }
 
+static int g_new_lines; /* lines this session added to the history */
+
 static void remember(const char *line) {
-  if (g_tty && line[0] != '\0') add_history(line);
+  if (g_tty && line[0] != '\0') {
+    add_history(line);
+    g_new_lines++;
+  }
 }
 
 /* ------------------------------------------------------------------ */
@@ -212,24 +219,55 @@ static int load_statement(lua_State *L) {
 /* ------------------------------------------------------------------ */
 /* Printing results                                                     */
 
+#define PRINTER_KEY "kluabench.repl.printer"
+
+/* Loads the results printer (upvalue-free function at stack top):
+ * require("kluabench.repl.show").print. */
+static int load_printer(lua_State *L) {
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, "kluabench.repl.show");
+  lua_call(L, 1, 1);
+  lua_getfield(L, -1, "print");
+  luaL_checktype(L, -1, LUA_TFUNCTION);
+  return 1;
+}
+
+/* Pushes the function that prints results: kluabench.repl.show's print
+ * (tables nested and bounded, timing results as a Measurement), required
+ * on the first result and kept in the registry; the global print where the
+ * stdlib does not have it. */
+static void push_printer(lua_State *L) {
+  if (lua_getfield(L, LUA_REGISTRYINDEX, PRINTER_KEY) == LUA_TFUNCTION) return;
+  lua_pop(L, 1);
+  lua_pushcfunction(L, load_printer);
+  if (lua_pcall(L, 0, 1, 0) != LUA_OK || !lua_isfunction(L, -1)) {
+    lua_pop(L, 1);
+    lua_getglobal(L, "print");
+    return; /* not kept: a later result tries the module again */
+  }
+  lua_pushvalue(L, -1);
+  lua_setfield(L, LUA_REGISTRYINDEX, PRINTER_KEY);
+}
+
 static void print_results(lua_State *L, int base) {
   int n = lua_gettop(L) - base;
   if (n <= 0) return;
   luaL_checkstack(L, LUA_MINSTACK, "too many results to print");
-  lua_getglobal(L, "print");
+  push_printer(L);
   lua_insert(L, base + 1);
   int status = kb_host_docall(L, n, 0);
   if (status != LUA_OK) {
-    lua_pushfstring(L, "error calling 'print' (%s)", lua_tostring(L, -1));
+    lua_pushfstring(L, "error printing the results (%s)", lua_tostring(L, -1));
     lua_remove(L, -2);
     kb_host_report(L, status);
   }
 }
 
 /* ------------------------------------------------------------------ */
-/* Tab completion. Only raw reads of tables and metatables: no
- * metamethod, __index function or finalizer runs (the collector is held
- * while completing). */
+/* Tab completion. Raw reads of tables and metatables, except the fields a
+ * metatable lists in `fields`, read through __index (kb's lazily loaded
+ * modules, a tensor's properties); no other metamethod and no finalizer
+ * runs (the collector is held while completing). */
 
 static const char *const keywords[] = {
     "and", "break", "do", "else", "elseif", "end", "false", "for", "function", "goto", "if",
@@ -275,9 +313,36 @@ static int next_index_table(lua_State *L) {
   return 0;
 }
 
+/* Whether the metatable of the value on top lists `key` in its `fields`
+ * table (fields that its __index computes or loads). */
+static int computed_field(lua_State *L, const char *key, size_t n) {
+  if (!lua_getmetatable(L, -1)) return 0;
+  int listed = 0;
+  lua_pushliteral(L, "fields");
+  if (lua_rawget(L, -2) == LUA_TTABLE) {
+    lua_pushlstring(L, key, n);
+    listed = lua_rawget(L, -2) != LUA_TNIL;
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 2);
+  return listed;
+}
+
 /* Replaces the value on top by its field `key` (raw, through __index
- * tables); returns 0 (nothing pushed) when there is none. */
+ * tables); returns 0 (nothing pushed) when there is none. A field that the
+ * metatable lists in `fields` and that is not there raw is read through
+ * __index (completion runs under lua_pcall): that is how `kb.measure.`
+ * completes before kb.measure was first used (kluabench's __index loads
+ * the module). */
 static int raw_field(lua_State *L, const char *key, size_t n) {
+  if (computed_field(L, key, n)) {
+    lua_pushlstring(L, key, n);
+    lua_gettable(L, -2);
+    lua_remove(L, -2);
+    if (!lua_isnil(L, -1)) return 1;
+    lua_pop(L, 1);
+    return 0;
+  }
   for (int depth = 0; depth < MAX_INDEX_DEPTH; depth++) {
     if (lua_istable(L, -1)) {
       lua_pushlstring(L, key, n);
@@ -451,9 +516,9 @@ static char *history_path(void) {
   return s;
 }
 
-/* The history file is read whole and rewritten (libedit's write_history
- * also chmods it): only a regular file of sane size, or none yet, may be
- * used. A device (/dev/null), a FIFO or an endless file would be read
+/* The history file is read whole, appended to and trimmed (libedit's
+ * append_history also chmods it): only a regular file of sane size, or none
+ * yet, may be used. A device (/dev/null), a FIFO or an endless file would be read
  * forever or turned into a plain file. Frees path and returns NULL, with
  * a note, when it is not usable. */
 #define MAX_HISTORY_BYTES (16 * 1024 * 1024)
@@ -473,6 +538,121 @@ static char *usable_history(char *path) {
   fprintf(stderr, "kluabench: history file %s: %s; history is not kept\n", path, why);
   free(path);
   return NULL;
+}
+
+/* Several REPLs share one history file, each started and ended at its own
+ * time: a REPL that wrote back the whole history it read at start (as
+ * write_history does) would drop the lines that the others added
+ * meanwhile. So each one reads the file at start, appends only its own new
+ * lines at exit (append_history), and trims the file to MAX_HISTORY
+ * entries, all under an flock on the file: shared to read, exclusive to
+ * append and trim. */
+static int lock_history(const char *path, int flags, int how) {
+  int fd = open(path, flags | O_CLOEXEC | O_NONBLOCK, 0600);
+  if (fd < 0) return -1;
+  while (flock(fd, how) != 0) {
+    if (errno != EINTR) {
+      close(fd);
+      return -1;
+    }
+  }
+  return fd;
+}
+
+static void load_history(const char *path) {
+  int fd = lock_history(path, O_RDONLY, LOCK_SH);
+  if (fd < 0) return; /* none yet */
+  read_history(path);
+  close(fd); /* and the lock with it */
+}
+
+/* Keeps libedit's first line (its format cookie) and the last `keep`
+ * entries of the file open on fd (one entry a line: libedit encodes
+ * newlines inside an entry). A file it cannot read or that has no more is
+ * left as it is. */
+static void trim_history(int fd, int keep) {
+  struct stat st;
+  if (fstat(fd, &st) != 0 || st.st_size <= 0 || st.st_size > 2 * MAX_HISTORY_BYTES) return;
+  size_t n = (size_t)st.st_size;
+  char *buf = malloc(n);
+  if (!buf) return;
+  ssize_t got = pread(fd, buf, n, 0);
+  if (got != (ssize_t)n) {
+    free(buf);
+    return;
+  }
+  size_t lines = 0;
+  for (size_t i = 0; i < n; i++) lines += buf[i] == '\n';
+  if (lines > (size_t)keep + 1) {
+    size_t cookie = (size_t)((char *)memchr(buf, '\n', n) - buf) + 1, from = cookie, drop = lines - 1 - (size_t)keep;
+    for (size_t i = cookie; i < n && drop > 0; i++)
+      if (buf[i] == '\n' && --drop == 0) from = i + 1;
+    memmove(buf + cookie, buf + from, n - from);
+    size_t len = cookie + (n - from);
+    if (pwrite(fd, buf, len, 0) == (ssize_t)len) (void)!ftruncate(fd, (off_t)len);
+  }
+  free(buf);
+}
+
+/* The whole file at path (at most limit bytes) in a malloc'd buffer. */
+static char *slurp_file(const char *path, size_t limit, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  char *buf = malloc(limit + 1);
+  size_t n = buf ? fread(buf, 1, limit + 1, f) : 0;
+  fclose(f);
+  if (!buf || n > limit) {
+    free(buf);
+    return NULL;
+  }
+  *len = n;
+  return buf;
+}
+
+static int write_all(int fd, const char *p, size_t n) {
+  while (n > 0) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return -1;
+    p += w, n -= (size_t)w;
+  }
+  return 0;
+}
+
+/* Appends this session's lines, in libedit's encoding: the whole history
+ * is written to a temporary file by write_history (libedit's
+ * append_history would do, but the one linked here writes one entry more
+ * than asked for), and its last lines, one entry each, are appended. */
+static void save_history(const char *path) {
+  int n = g_new_lines < history_length ? g_new_lines : history_length;
+  if (n <= 0) return;
+  const char *dir = getenv("TMPDIR");
+  char tmp[512];
+  snprintf(tmp, sizeof tmp, "%s/kluabench-history-XXXXXX", dir && *dir ? dir : "/tmp");
+  int tfd = mkstemp(tmp);
+  if (tfd < 0) return;
+  close(tfd);
+  size_t len = 0;
+  char *all = write_history(tmp) == 0 ? slurp_file(tmp, 2 * MAX_HISTORY_BYTES, &len) : NULL;
+  unlink(tmp);
+  if (!all || len == 0 || all[len - 1] != '\n') {
+    free(all);
+    return;
+  }
+  size_t cookie = (size_t)((char *)memchr(all, '\n', len) - all) + 1, from = len;
+  for (int k = 0; from > cookie && k <= n;) /* back over n newlines, to the start of the nth-last line */
+    if (all[--from - 1] == '\n' && ++k == n) break;
+  if (from < cookie) from = cookie;
+  /* not O_APPEND: Linux's pwrite appends on such a descriptor, and
+   * trim_history rewrites from offset 0; the lock keeps the end still */
+  int fd = lock_history(path, O_RDWR | O_CREAT, LOCK_EX);
+  if (fd >= 0) {
+    off_t end = lseek(fd, 0, SEEK_END);
+    if (end >= 0 && (end > 0 || write_all(fd, all, cookie) == 0) && write_all(fd, all + from, len - from) == 0)
+      trim_history(fd, MAX_HISTORY);
+    close(fd);
+  }
+  free(all);
 }
 
 /* libedit converts between characters and bytes with the C library's
@@ -553,7 +733,7 @@ void kb_repl(lua_State *L) {
   if (g_tty) {
     init_editline();
     hist = usable_history(history_path());
-    if (hist) read_history(hist);
+    if (hist) load_history(hist);
   }
   preload(L);
   int status;
@@ -575,7 +755,7 @@ void kb_repl(lua_State *L) {
   fflush(stdout);
   kb_signals_disarm();
   if (hist) {
-    write_history(hist); /* a history that cannot be written is not an error */
+    save_history(hist);
     free(hist);
   }
   free_matches();

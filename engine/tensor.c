@@ -460,10 +460,14 @@ void kb_open_tensor(lua_State *L) {
   lua_pushvalue(L, -1);
   lua_setfield(L, -3, "methods"); /* metatable.methods, for REPL completion */
   lua_newtable(L);                /* upvalue 2: properties */
+  lua_newtable(L);                /* metatable.fields: their names, for REPL completion */
   for (int i = 0; props[i].name; i++) {
     lua_pushlightuserdata(L, (void *)(uintptr_t)props[i].fn);
+    lua_setfield(L, -3, props[i].name);
+    lua_pushboolean(L, 1);
     lua_setfield(L, -2, props[i].name);
   }
+  lua_setfield(L, -4, "fields");
   lua_pushcclosure(L, t_index, 2);
   lua_setfield(L, -2, "__index");
   lua_pushcfunction(L, t_gc);

@@ -17,6 +17,7 @@ local ARGS = {
   ['user_cubin.lua'] = {},
   ['user_plugin.lua'] = { '1000' },
   ['copy_benchmark.lua'] = { '--mib', '1', '--rep-ms', '5', '--format', 'jsonl' },
+  ['vector_add_benchmark.lua'] = { '--mi', '1', '--rep-ms', '5', '--format', 'jsonl' },
 }
 
 local function examples()

@@ -90,6 +90,13 @@ local ACCEPTS = {
   ['boolean?'] = set('nil', 'false', 'true'),
   signal = set(), -- names only: a number is refused
   ms = set('int', 'float'),
+  operand = set('tensor', 'int', 'neg', 'float'), -- a tensor or a number
+  ['dim?'] = set('nil', 'int', 'neg'),
+  dtype = set(),
+  -- a path written to: the wrong numbers and 'x' name files in the current
+  -- directory, which the sweep removes afterwards (WRITTEN below)
+  out_path = set('int', 'neg', 'float', 'str'),
+  tensors = set('table'),
 }
 
 local function T() return kb.zeros({ 2 }, 'f32', 'cpu') end
@@ -103,6 +110,9 @@ local function ROPE()
     kb.rope.freqs(4, 8, { device = 'cpu' }), { impl = 'reference' }
 end
 local FILE = os.tmpname()
+-- tensor files: one to read of each kind, and where the valid calls write
+local NPY, SAFETENSORS, OUT = os.tmpname(), os.tmpname(), os.tmpname()
+local function M(r, c) return kb.zeros({ r, c }, 'f32', 'cpu') end
 -- kb.process: children reaped before each call; the one signalled gets the
 -- harmless SIGCONT (a wrong pid, 42, gets it too)
 local function REAP()
@@ -197,6 +207,33 @@ local API = {
   { 't:copy_', { 'tensor', 'tensor' }, function() return T(), T() end },
   { 't:fill_', { 'tensor', 'number' }, function() return T(), 1.5 end },
   { 't:to', { 'tensor', 'tostring' }, function() return T(), 'f64' end },
+  { 'kb.load_npy', { 'tostring', 'device?' }, function() return NPY, 'cpu' end },
+  { 'kb.save_npy', { 'out_path', 'tensor' }, function() return OUT, T() end },
+  { 'kb.load_safetensors', { 'tostring', 'device?' }, function() return SAFETENSORS, 'cpu' end },
+  { 'kb.save_safetensors', { 'out_path', 'tensors', 'table?' }, function() return OUT, { w = T() }, { k = 'v' } end },
+  { 't:add', { 'tensor', 'operand' }, function() return T(), T() end },
+  { 't:sub', { 'tensor', 'operand' }, function() return T(), 2 end },
+  { 't:mul', { 'tensor', 'operand' }, function() return T(), T() end },
+  { 't:div', { 'tensor', 'operand' }, function() return T(), 0.5 end },
+  { 't:add_', { 'tensor', 'operand' }, function() return T(), T() end },
+  { 't:sub_', { 'tensor', 'operand' }, function() return T(), 1 end },
+  { 't:mul_', { 'tensor', 'operand' }, function() return T(), T() end },
+  { 't:div_', { 'tensor', 'operand' }, function() return T(), 4 end },
+  { 't:neg', { 'tensor' }, function() return T() end },
+  { 't:exp', { 'tensor' }, function() return T() end },
+  { 't:sqrt', { 'tensor' }, function() return T() end },
+  { 't:rsqrt', { 'tensor' }, function() return T() end },
+  { 't:neg_', { 'tensor' }, function() return T() end },
+  { 't:exp_', { 'tensor' }, function() return T() end },
+  { 't:sqrt_', { 'tensor' }, function() return T() end },
+  { 't:rsqrt_', { 'tensor' }, function() return T() end },
+  { 't:sum', { 'tensor', 'dim?', 'boolean?' }, function() return T(), 1, true end },
+  { 't:mean', { 'tensor', 'dim?', 'boolean?' }, function() return T(), -1, false end },
+  { 't:max', { 'tensor', 'dim?', 'boolean?' }, function() return T(), 1, true end },
+  { 't:matmul', { 'tensor', 'tensor' }, function() return M(2, 3), M(3, 4) end },
+  { 't:cast', { 'tensor', 'dtype' }, function() return T(), 'bf16' end },
+  { 't:reshape', { 'tensor', 'shape' }, function() return T(), { 1, 2 } end },
+  { 't:item', { 'tensor' }, function() return kb.zeros({ 1 }, 'f32', 'cpu') end },
   { 'ev:record', { 'event' }, function() return E() end },
   { 'ev:synchronize', { 'event' }, function() return E() end },
   { 'ev:elapsed_ms', { 'event', 'event' }, function() return E(), E() end },
@@ -233,8 +270,25 @@ local function call(fn, args, n)
 end
 
 describe('every engine function and method with wrong arguments', function()
-  setup(function() sub.spit(FILE, 'some bytes') end)
+  -- names the sweep's wrong path values give files in the current
+  -- directory (kb.save_npy(42, t) writes ./42, kb.mkdir('x') makes ./x),
+  -- and whether each was there before
+  local WRITTEN = { 'x', '42', '-1', '2.5' }
+  local existed = {}
+  setup(function()
+    sub.spit(FILE, 'some bytes')
+    assert(kb.save_npy(NPY, T()))
+    assert(kb.save_safetensors(SAFETENSORS, { w = T() }))
+    for _, name in ipairs(WRITTEN) do existed[name] = kb.stat(name) ~= nil end
+  end)
   teardown(function()
+    for _, name in ipairs(WRITTEN) do
+      local st = kb.stat(name)
+      if not existed[name] and st and (st.type == 'file' or st.type == 'directory') then
+        os.remove(name) -- (a directory only when empty, as the sweep left it)
+      end
+    end
+    for _, f in ipairs { NPY, SAFETENSORS, OUT } do os.remove(f) end
     os.remove(FILE)
     kb.defer_interrupts(false)
     kb.trace.stop()

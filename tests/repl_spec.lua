@@ -148,6 +148,69 @@ describe('the REPL', function()
     repl.wait_for('> string.upper("ok")\nOK\n')
   end)
 
+  it('prints tables as nested views with sorted keys, and shapes as lists', function()
+    if not needs_tmux() then return end
+    repl.line('t = kb.zeros({2, 1024, 3})')
+    repl.line('t.shape')
+    repl.wait_for('> t.shape\n[2, 1024, 3]\n')
+    repl.line('{b = 1, a = {x = true, [2] = "two"}, [1] = "one"}')
+    repl.wait_for('\n{[1] = "one", a = {[2] = "two", x = true}, b = 1}\n')
+    repl.line('c = {}; c.me = c; c.list = {10, 20}')
+    repl.line('c')
+    repl.wait_for('\n{list = [10, 20], me = <cycle: table: 0x')
+    repl.line('kb.device_info()')
+    local s = repl.wait_for('\n  name = "')
+    assert.matches('\n{\n  arch = "', s, 1, true) -- one key a line, sorted
+    assert.not_matches('table: 0x', s:match('kb.device_info%(%)(.*)$'), 1, true)
+    repl.line('t:sum(2, true).shape, 7, "plain"')
+    repl.wait_for('\n%[2, 1, 3%] +7 +plain\n', true) -- the pane shows tabs as blanks
+  end)
+
+  it('shows a timing result as torch.utils.benchmark shows a Measurement', function()
+    if not needs_tmux() then return end
+    repl.line('x = kb.randn({4096})')
+    repl.line('kb.measure.run("hot", function() x:add_(1) end, {stop = kb.stopping.count(7)})')
+    local s = repl.wait_for('7 samples')
+    assert.matches('<kluabench timing result: hot, timer host_monotonic, backend cpu>', s, 1, true)
+    assert.matches('\n  Median: [%d.]+ [num]?s\n  IQR:    [%d.]+ [num]?s %([%d.]+ to [%d.]+%)\n  7 samples', s)
+    repl.line('kb.bench.do_bench(function() x:mul_(1) end, {rep_ms = 2, warmup_ms = 1})')
+    s = repl.wait_for('<kluabench timing result: do_bench')
+    assert.matches('\n[%d.e-]+\n<kluabench timing result: do_bench', s) -- do_bench's value first
+  end)
+
+  it('completes the modules kb loads on first use, and tensor properties', function()
+    if not needs_tmux() then return end
+    repl.type('kb.mea')
+    repl.keys('Tab')
+    repl.type('.ru')
+    repl.keys('Tab')
+    repl.type(' ~= nil')
+    repl.keys('Enter')
+    repl.wait_for('> kb.measure.run ~= nil\ntrue\n')
+    repl.type('kb.be')
+    repl.keys('Tab')
+    repl.type('.do_')
+    repl.keys('Tab', 'Tab')
+    repl.wait_for('kb.bench.do_bench_protocol')
+    repl.keys('C-u')
+    repl.type('kb.sto')
+    repl.keys('Tab')
+    repl.type('.cou')
+    repl.keys('Tab')
+    repl.type('(3).name')
+    repl.keys('Enter')
+    repl.wait_for('> kb.stopping.count(3).name\n')
+    repl.line('t = kb.zeros({5})')
+    repl.type('t.sh')
+    repl.keys('Tab')
+    repl.keys('Enter')
+    repl.wait_for('> t.shape\n[5]\n')
+    repl.type('t:ma')
+    repl.keys('Tab', 'Tab')
+    local s = repl.wait_for('t:matmul')
+    assert.matches('t:max', s, 1, true)
+  end)
+
   it('prints an error with its traceback and goes on', function()
     if not needs_tmux() then return end
     repl.line('error("oops")')
@@ -244,5 +307,128 @@ describe('the REPL', function()
     p:close()
     os.execute('rm -rf ' .. q(dir))
     assert.equal('character special file', kind)
+  end)
+end)
+
+-- Several REPLs on one history file (issue 24): each keeps its own lines,
+-- whatever the order they end in; the file keeps the last 1000 entries.
+describe('the REPL history shared by several REPLs', function()
+  local function needs_tmux()
+    if HAS_TMUX then return true end
+    pending('tmux is not installed: the REPL tests drive a terminal through it')
+    return false
+  end
+
+  -- n REPLs as windows of one tmux server, all on `history`
+  local function start_many(n, history)
+    local socket = string.format('kluabench-hist-%d-%d', os.time(), math.random(1e6))
+    local function tmux(args) return shell('tmux -L ' .. q(socket) .. ' ' .. args) end
+    tmux('-f /dev/null new-session -d -s many -x 120 -y 20 ' .. q('sleep 120'))
+    for i = 1, n do
+      local cmd = string.format('env -u LUA_INIT -u LUA_INIT_5_4 KLUABENCH_HISTORY=%s %s --backend cpu; '
+        .. 'echo "[exited $?]"; sleep 120', q(history), q(BIN))
+      tmux(string.format('new-window -t many -n w%d %s', i, q(cmd)))
+    end
+    local m = { tmux = tmux }
+    function m.screen(i) return tmux('capture-pane -p -J -t many:w' .. i) end
+    function m.wait_for(i, text)
+      local deadline = os.time() + TIMEOUT_S
+      repeat
+        local screen = m.screen(i)
+        if screen:find(text, 1, true) then return screen end
+        sleep(0.05)
+      until os.time() > deadline
+      error(string.format('window %d: timed out waiting for %q; the screen:\n%s', i, text, m.screen(i)), 2)
+    end
+    function m.stop() tmux('kill-server') end
+    return m
+  end
+
+  it('keeps every line of 8 REPLs that end at the same time', function()
+    if not needs_tmux() then return end
+    local dir = util.tmpdir()
+    local history = dir .. '/history'
+    util.spit(history, '_HiStOrY_V2_\nolder\\040line\n')
+    local m = start_many(8, history)
+    local ok, err = pcall(function()
+      for i = 1, 8 do m.wait_for(i, '\n>') end
+      for i = 1, 8 do
+        m.tmux(string.format('send-keys -t many:w%d -l %s', i, q('marker_' .. i .. ' = ' .. i)))
+        m.tmux(string.format('send-keys -t many:w%d Enter', i))
+      end
+      for i = 1, 8 do m.wait_for(i, '> marker_' .. i .. ' = ' .. i .. '\n>') end
+      for i = 1, 8 do m.tmux(string.format('send-keys -t many:w%d C-d', i)) end
+      for i = 1, 8 do m.wait_for(i, '[exited 0]') end
+    end)
+    m.stop()
+    local text = slurp(history) or ''
+    os.execute('rm -rf ' .. q(dir))
+    assert(ok, err)
+    local head = '_HiStOrY_V2_\nolder\\040line\n'
+    assert.equal(head, text:sub(1, #head))
+    for i = 1, 8 do
+      assert.matches('\nmarker_' .. i .. '\\040=\\040' .. i .. '\n', text, 1, true)
+    end
+    local lines = 0
+    for _ in text:gmatch('\n') do lines = lines + 1 end
+    assert.equal(10, lines) -- the cookie, the older line and eight markers, once each
+  end)
+
+  it('trims the file to the last 1000 entries, keeping its first line', function()
+    if not needs_tmux() then return end
+    local dir = util.tmpdir()
+    local history = dir .. '/history'
+    local old = { '_HiStOrY_V2_' }
+    for i = 1, 1200 do old[#old + 1] = 'old_' .. i end
+    util.spit(history, table.concat(old, '\n') .. '\n')
+    local m = start_many(1, history)
+    local ok, err = pcall(function()
+      m.wait_for(1, '\n>')
+      m.tmux('send-keys -t many:w1 -l ' .. q('newest = 1'))
+      m.tmux('send-keys -t many:w1 Enter')
+      m.wait_for(1, '> newest = 1\n>')
+      m.tmux('send-keys -t many:w1 C-d')
+      m.wait_for(1, '[exited 0]')
+    end)
+    m.stop()
+    local text = slurp(history) or ''
+    os.execute('rm -rf ' .. q(dir))
+    assert(ok, err)
+    local lines = {}
+    for line in text:gmatch('[^\n]+') do lines[#lines + 1] = line end
+    assert.equal(1001, #lines)
+    assert.equal('_HiStOrY_V2_', lines[1])
+    assert.equal('old_202', lines[2])
+    assert.equal('newest\\040=\\0401', lines[1001])
+  end)
+end)
+
+-- REPL lines from a pipe (`kluabench -i`), and kb in -e: no terminal needed.
+describe('kluabench -i with a pipe, and -e', function()
+  local function run(args, stdin)
+    local dir = util.tmpdir()
+    util.spit(dir .. '/in', stdin or '')
+    local out = shell(string.format('%s --backend cpu %s < %s', q(BIN), args, q(dir .. '/in')))
+    os.execute('rm -rf ' .. q(dir))
+    return out
+  end
+
+  it('reads REPL lines and prints results as the terminal REPL does', function()
+    local out = run('-i', 'q = kb.randn({1, 2048, 32, 64}, "bf16", 1)\nq.shape\n{z = 1, a = {2, 3}}\n'
+      .. 'kb.measure.run("hot", function() end, {stop = kb.stopping.count(3)})\n')
+    assert.matches('> > [1, 2048, 32, 64]\n', out, 1, true)
+    assert.matches('> {a = [2, 3], z = 1}\n', out, 1, true)
+    assert.matches('> <kluabench timing result: hot', out, 1, true)
+    assert.matches('\n  3 samples', out, 1, true)
+  end)
+
+  it('gives -e the kb global, and keeps "-" a script read from stdin, as lua does', function()
+    assert.equal(BIN, run('-e ' .. q('print(kb.executable())')):match('^(.-)\n'))
+    assert.equal('[3]\n', run('-e ' .. q('io.write(tostring(kb.zeros({3}).shape[1] == 3 and "[3]\\n"))')))
+    -- a script from stdin: a bare expression is a syntax error there
+    assert.equal('script\t6\n', run('-', 'print("script", 2 * 3)\n'))
+    local text, code = util.run(string.format('echo "1 + 1" | %s --backend cpu - 2>&1', q(BIN)))
+    assert.equal(1, code)
+    assert.matches("kluabench: stdin:1: unexpected symbol near '1'", text, 1, true)
   end)
 end)

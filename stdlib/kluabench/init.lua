@@ -43,4 +43,22 @@ mt.__index = function(t, name)
   return nil
 end
 
+-- mt.fields: every name __index can load, for the REPL's completion
+-- (engine/repl.c reads a metatable's `fields` raw, and reads a listed
+-- field that is not loaded yet through __index): the short names above and
+-- the modules found beside this file.
+local function loadable_names()
+  local names = {}
+  for name in pairs(SUBMODULES) do names[name] = true end
+  local here = package.searchpath('kluabench.init', package.path)
+  local host = package.loaded['kluabench.host']
+  local entries = here and host and host.listdir and host.listdir((here:gsub('/init%.lua$', ''))) or {}
+  for _, e in ipairs(entries) do
+    local name = e:match('^([%a_][%w_]*)%.lua$') or e:match('^([%a_][%w_]*)$')
+    if name and name ~= 'init' and name ~= 'modules' and module_of(name) then names[name] = true end
+  end
+  return names
+end
+mt.fields = loadable_names()
+
 return setmetatable(core, mt)

@@ -55,6 +55,7 @@ M.modules = {
   operation = 'kluabench.record.operation',
   implementation = 'kluabench.record.implementation',
   measurements = 'kluabench.record.measurements',
+  show = 'kluabench.repl.show',
 }
 
 --- Receivers of methods, and where their methods are: a registry metatable
@@ -99,6 +100,23 @@ M.sections = {
     intro = 'Properties are read as fields (`t.shape`), methods called with a colon '
       .. '(`t:numel()`). `#t` is the number of elements and `tostring(t)` shows shape, dtype, '
       .. 'device and the first and last values.' },
+  { id = 'tensor_math', title = 'Tensor arithmetic',
+    intro = 'Element-wise operations, reductions and matrix products on both backends, for references '
+      .. 'and inputs made without C (kernels/tensor_math.h: CUDA kernels, cuBLAS for matmul, CPU twins). '
+      .. 'Shapes broadcast as NumPy\'s do: aligned from the last dimension, each pair of sizes equal or '
+      .. 'one of them 1 (a missing dimension counts as 1); anything else is refused with both shapes. '
+      .. 'Both operands have one dtype and one device. bf16, f16 and f32 are computed in f32, f64 in f64, '
+      .. 'and each result is rounded once to the dtype (nearest even); CUDA and CPU agree bit for bit '
+      .. 'for every element-wise operation but exp (within 2 ulp of f32). sum and mean accumulate in f64, '
+      .. 'max is exact (NaN when any element is; +0 beats -0). dim counts as `t.shape` does: 1 is the '
+      .. 'first dimension, -1 the last. The operators `a + b`, `a - b`, `a * b` (element-wise), `a / b` '
+      .. 'and `-a` are these methods, with a number on either side. docs/TENSORS.md has the details.' },
+  { id = 'tensor_files', title = 'Tensor files: .npy and safetensors',
+    intro = 'Tensors saved for, and loaded from, NumPy and PyTorch (safetensors). Only regular files are '
+      .. 'read (a FIFO, a device or a directory is refused without waiting), every size in a header is '
+      .. 'checked against the file\'s before anything is read, and a file is written through a fsynced '
+      .. 'temporary file renamed over it. Failures of the file or its content return nil and '
+      .. '"path: what is wrong"; wrong argument types raise.' },
   { id = 'timing', title = 'Timing: events, clocks, L2 flush, graphs',
     intro = 'The primitives protocols are made of. On the cuda backend events are CUDA events '
       .. 'on the current stream; on cpu they record the host monotonic clock.' },
@@ -136,6 +154,9 @@ M.sections = {
     intro = 'By default Ctrl-C stops a script at once with an "interrupted!" error. A sweep '
       .. 'that wants to finish the current sample and write what it has asks for '
       .. 'cooperative interrupts and polls.' },
+  { id = 'show', title = 'The REPL\'s view of results (kluabench.repl.show)',
+    intro = 'What the REPL prints for a result, as functions a script can call too: a table as a '
+      .. 'bounded, nested view with sorted keys, a timing result as torch.utils.benchmark\'s Measurement.' },
   { id = 'suite', title = 'kluabench.suite: the benchmark harness',
     intro = '`kb.suite.main{...}` runs a declared benchmark: the script gives axes, sweeps, providers, '
       .. 'modes, dtypes and hooks (setup, run, check, cost, record); the harness owns the command line, '
@@ -380,6 +401,108 @@ section('tensor_methods', {
     summary = 'Frees the memory now; safe to call twice. Also `__gc` and `__close`.',
     details = 'A tensor captured in a live CUDA graph refuses free(): free the graph first.',
     example = 'do\n  local tmp <close> = kb.empty({1 << 20})\nend -- freed here' },
+})
+
+local function math_method(name, op, sign)
+  return { name = 't:' .. name, signature = 't:' .. name .. '(b) -> Tensor',
+    summary = 'Element-wise t ' .. sign .. ' b, b a tensor (broadcast) or a number; also `t ' .. sign .. ' b`.',
+    details = 'The result has the broadcast shape of t and b. A number is rounded to the compute type '
+      .. '(f32 for bf16, f16 and f32; f64 for f64) and may stand on either side of the operator '
+      .. '(`2 ' .. sign .. ' t`).',
+    example = 'local a = kb.from_table({1, 2, 3, 4, 5, 6}, {2, 3})\nlocal b = kb.from_table({10, 20, 30})\n'
+      .. 'print(a:' .. name .. '(b)) --> shape [2, 3]\nprint(a ' .. sign .. ' 2, 2 ' .. sign .. ' a)' }
+end
+
+local function inplace_method(name, sign)
+  return { name = 't:' .. name .. '_', signature = 't:' .. name .. '_(b) -> t',
+    summary = 'In place: t := t ' .. sign .. ' b, b a tensor that broadcasts to t\'s shape, or a number.',
+    example = 'local y = kb.randn({4, 3})\ny:' .. name .. '_(kb.randn({3}, "f32", 1)):' .. name .. '_(2)' }
+end
+
+local function unary_method(name, what, inplace)
+  local sig = 't:' .. name .. (inplace and '_' or '')
+  return { name = sig, signature = sig .. '() -> ' .. (inplace and 't' or 'Tensor'),
+    summary = (inplace and 'In place: ' or '') .. what .. (name == 'neg' and not inplace and '; also `-t`' or '') .. '.',
+    details = name == 'exp' and 'CUDA\'s expf and the C library\'s differ by up to 2 ulp of f32 '
+      .. '(the only element-wise operation whose twins are not bit for bit equal).'
+      or (name == 'rsqrt' and 'Computed as 1 / sqrt(x), both correctly rounded (not the approximate rsqrtf).' or nil),
+    example = 'local t = kb.from_table({1, 4, 9})\nprint(t:' .. name .. (inplace and '_' or '') .. '())' }
+end
+
+local function reduce_method(name, what)
+  return { name = 't:' .. name, signature = 't:' .. name .. '([dim [, keepdim]]) -> Tensor',
+    summary = what .. ' over dimension dim, or over every element when dim is nil.',
+    details = 'dim is 1-based like `t.shape` (-1 is the last dimension). The result drops that dimension, '
+      .. 'or keeps it with size 1 when keepdim is true; over every element it has shape [] '
+      .. '(`:item()` reads it). '
+      .. (name == 'max' and 'Returns the values only. NaN when any element is NaN; +0 beats -0; an empty '
+        .. 'dimension is an error.'
+        or 'Accumulates in f64 for every dtype and rounds once.'
+          .. (name == 'mean' and ' The mean of no element is NaN.' or '')),
+    example = 'local x = kb.from_table({1, 2, 3, 4, 5, 6}, {2, 3})\n'
+      .. 'print(x:' .. name .. '(), x:' .. name .. '(1), x:' .. name .. '(-1, true))' }
+end
+
+section('tensor_math', {
+  math_method('add', 'add', '+'), math_method('sub', 'sub', '-'), math_method('mul', 'mul', '*'),
+  math_method('div', 'div', '/'),
+  inplace_method('add', '+'), inplace_method('sub', '-'), inplace_method('mul', '*'), inplace_method('div', '/'),
+  unary_method('neg', 'Negation, -x'), unary_method('exp', 'e^x'), unary_method('sqrt', 'The square root'),
+  unary_method('rsqrt', '1 / sqrt(x)'),
+  unary_method('neg', 'Negation', true), unary_method('exp', 'e^x', true),
+  unary_method('sqrt', 'The square root', true), unary_method('rsqrt', '1 / sqrt(x)', true),
+  reduce_method('sum', 'The sum'), reduce_method('mean', 'The mean'), reduce_method('max', 'The largest value'),
+  { name = 't:matmul', signature = 't:matmul(b) -> Tensor',
+    summary = 'The matrix product [.., m, k] x [.., k, n] -> [.., m, n]: 2-D, or batched over the leading dimensions.',
+    details = 'The leading dimensions of t and b are equal, or one operand is 2-D and is used for every '
+      .. 'matrix of the other. On cuda it is cublasGemmStridedBatchedEx (libcublas opened at run time; '
+      .. '$KLUABENCH_CUBLAS names it when it is not found): f32 accumulation for bf16, f16 and f32 without '
+      .. 'TF32, f64 for f64. On cpu the reference accumulates in f64 and rounds once. A vector is a '
+      .. '[1, n] or [n, 1] matrix (`t:reshape`).',
+    example = 'local a = kb.from_table({1, 2, 3, 4, 5, 6}, {2, 3})\n'
+      .. 'print(a:matmul(a:reshape({3, 2}))) --> [[22, 28], [49, 64]]\n'
+      .. 'print(kb.randn({8, 2, 3}):matmul(kb.randn({3, 4})).shape[1]) --> 8' },
+  { name = 't:cast', signature = 't:cast(dtype) -> Tensor',
+    summary = 'A new tensor of another dtype on the same device, rounded to nearest even: t:to(dtype) that takes only a dtype.',
+    example = 'local h = kb.randn({4}, "f32", 1):cast("bf16")\nprint(h.dtype)' },
+  { name = 't:reshape', signature = 't:reshape(shape) -> Tensor',
+    summary = 'A copy with another shape of as many elements (one dimension may be -1, inferred).',
+    details = 'Tensors are contiguous and never share storage: this is a copy, not a view.',
+    example = 'local v = kb.randn({6})\nprint(v:reshape({2, -1}).shape[2]) --> 3' },
+  { name = 't:item', signature = 't:item() -> number',
+    summary = 'The value of a tensor of one element (a reduction over everything, say).',
+    example = 'print(kb.from_table({1, 2, 3}):sum():item()) --> 6.0' },
+})
+
+section('tensor_files', {
+  { name = 'kb.save_npy', signature = 'kb.save_npy(path, t) -> true | nil, message',
+    summary = 'Writes t as a NumPy .npy file (format 1.0, C order, little-endian <f2, <f4 or <f8).',
+    details = 'NumPy has no bfloat16 (ml_dtypes stores its bfloat16 as raw 2-byte void data, "<V2", '
+      .. 'which cannot be told from other data), so a bf16 tensor is refused: save t:cast("f32"), or '
+      .. 'a safetensors file (BF16). `numpy.load(path)` reads the file.',
+    example = 'local path = os.tmpname()\nassert(kb.save_npy(path, kb.randn({2, 3}, "f32", 1)))\n'
+      .. 'print(kb.load_npy(path).shape[2]) --> 3\nos.remove(path)' },
+  { name = 'kb.load_npy', signature = 'kb.load_npy(path [, device]) -> Tensor | nil, message',
+    summary = 'Reads a .npy file (formats 1.0 to 3.0; f2, f4, f8 of either byte order; C order) into a tensor on device.',
+    details = 'Refused, with a message naming the file: another dtype (integers, "<V2"), Fortran order, '
+      .. 'more than 8 dimensions, a header over 1 MiB, data shorter or longer than the header\'s shape, '
+      .. 'anything that is not a regular file. `numpy.save(path, x)` writes what it reads.',
+    example = 'local path = os.tmpname()\nassert(kb.save_npy(path, kb.zeros({4}, "f64")))\n'
+      .. 'local t = assert(kb.load_npy(path, "cpu"))\nprint(t)\nos.remove(path)' },
+  { name = 'kb.save_safetensors', signature = 'kb.save_safetensors(path, tensors [, metadata]) -> true | nil, message',
+    summary = 'Writes named tensors ({name = Tensor}) as a safetensors file, with optional string metadata.',
+    details = 'Tensors are stored in name order, dtypes BF16, F16, F32 and F64; the JSON header is padded '
+      .. 'to 8 bytes. `safetensors.torch.load_file(path)` reads the file.',
+    example = 'local path = os.tmpname()\n'
+      .. 'assert(kb.save_safetensors(path, {q = kb.randn({2, 4}, "bf16", 1), k = kb.zeros({2})}, {who = "me"}))\n'
+      .. 'local t, meta = kb.load_safetensors(path)\nprint(t.q, meta.who)\nos.remove(path)' },
+  { name = 'kb.load_safetensors', signature = 'kb.load_safetensors(path [, device]) -> {name = Tensor}, metadata | nil, message',
+    summary = 'Reads every tensor of a safetensors file onto device, and its __metadata__ (a table of strings).',
+    details = 'Dtypes BF16, F16, F32 and F64 (another dtype is refused, naming the tensor). The header is '
+      .. 'at most 100 MB, as the safetensors library allows, and the tensors\' data offsets must tile the data '
+      .. 'exactly: no gap, no overlap, nothing after; a header that says otherwise is refused.',
+    example = 'local path = os.tmpname()\nassert(kb.save_safetensors(path, {w = kb.randn({3, 3})}))\n'
+      .. 'local t = assert(kb.load_safetensors(path))\nprint(t.w.shape[1])\nos.remove(path)' },
 })
 
 ---------------------------------------------------------------------------
