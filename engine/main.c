@@ -37,7 +37,7 @@ int luaopen_cjson(lua_State *L);
 /* The built-in commands; any other first non-option argument is a script. */
 static const char *const commands[] = {"run", "verify", "compare", "import-liger",
                                        "plot", "env", "list", "help",
-                                       "run-all", "slurm", "merge", NULL};
+                                       "run-all", "slurm", "merge", "migrate", "submission", NULL};
 
 /* What the command line asked for. Indices are into argv. */
 typedef struct {
@@ -584,12 +584,13 @@ static int select_backend(options *o) {
 }
 
 /* Commands that never touch a device: help, and those that only start
- * other kluabench processes or read their files (run-all, slurm, merge);
+ * other kluabench processes or read their files (run-all, slurm, merge,
+ * migrate, submission);
  * selecting a backend for them would hold a CUDA context on device 0 while
  * a child measures there. Their --backend and --device are passed on to the
  * children, which check them. */
 static int no_device_command(const char *name) {
-  static const char *const names[] = {"help", "run-all", "slurm", "merge", NULL};
+  static const char *const names[] = {"help", "run-all", "slurm", "merge", "migrate", "submission", NULL};
   for (int i = 0; names[i]; i++)
     if (strcmp(name, names[i]) == 0) return 1;
   return 0;

@@ -15,7 +15,7 @@
 -- the copy ceiling in the cache ($KLUABENCH_CACHE/ceilings.json), with the
 -- date, the number of sessions and the method. `kluabench compare` widens
 -- the interval of a side measured in one session by it; records made after
--- carry it (run.spec.execution.sessionNoise).
+-- carry it (the session_noise measurement, and sessionNoise in their evidence).
 local kb = require 'kluabench'
 local ceilings = require 'kluabench.record.ceilings'
 local compare = require 'kluabench.report.compare'
@@ -63,10 +63,15 @@ local function measure_sessions()
       dst:free()
       local ns = {}
       for i, ms in ipairs(r.samples) do ns[i] = ms * 1e6 end
-      bundles[#bundles + 1] = { run = { spec = { workloadDigest = 'sha256:' .. kb.sha256('copy ' .. bytes),
-        samples = { unit = 'ns', values = ns } } },
-        workload = { spec = { kernel = 'copy', operation = mode, parameters = { kib = bytes >> 10 } } },
-        implementation = { spec = { provider = 'copy_' } } }
+      -- what compare needs of a point (its digest, kernel, mode, provider, case) and the samples
+      local case = 'kib' .. (bytes >> 10) .. '-fp32'
+      local b = { run = { spec = { workloadDigest = 'sha256:' .. kb.sha256('copy ' .. bytes),
+        sourceNative = { source = 'kluabench', benchmark = 'copy/' .. mode,
+          externalId = 'copy/' .. mode .. '/copy_/' .. kb.names.kebab(kb.device_info().name) .. '/' .. case
+            .. '/session-' .. s } } },
+        workload = { spec = { axes = { kib = bytes >> 10 } } } }
+      kb.evidence.attach(b, { format = kb.evidence.FORMAT, unit = 'ns', samples = ns, session = { index = s, count = K } })
+      bundles[#bundles + 1] = b
       io.stderr:write(string.format('session %d/%d: copy of %d KiB: median %.4f ms (%d samples)\n', s, K,
         bytes >> 10, r.summary.median, #r.samples))
     end

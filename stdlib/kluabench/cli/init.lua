@@ -56,6 +56,10 @@ M.COMMANDS = {
   { name = 'slurm', module = 'slurm', summary = 'write (and submit) a Slurm job array that runs a script in shards' },
   { name = 'merge', module = 'merge',
     summary = 'merge the shard files of run-all or slurm, checking every point arrived once' },
+  { name = 'migrate', module = 'migrate',
+    summary = "rewrite results files of kluabench's earlier record format in today's" },
+  { name = 'submission', module = 'submission',
+    summary = 'write a kernelindex submission document of results files' },
   {
     name = 'help',
     summary = "show this help, or a command's ('kluabench help COMMAND')",

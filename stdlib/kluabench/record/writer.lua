@@ -25,6 +25,19 @@ local function validate(bundle)
   return true
 end
 
+--- Whether every document of a bundle is valid against its schema: true, or nil and a message naming
+-- the first problem (what the writers check before writing).
+--
+-- @signature writer.check(bundle) -> true | nil, message
+-- @example
+--   print(writer.check({run = {kind = "BenchmarkRun"}}))
+function M.check(bundle)
+  if type(bundle) ~= 'table' then
+    error("bad argument #1 to 'writer.check' (bundle expected, got " .. type(bundle) .. ')', 2)
+  end
+  return validate(bundle)
+end
+
 --- Appends a bundle as one JSON line to path ("-": stdout), its evidence entry first to the samples
 -- file beside it (samples: another samples file; required when path is stdout). Every document is
 -- checked against its schema first: an invalid one is not written.

@@ -1,8 +1,8 @@
 --- Comparing two sets of results point by point: is NEW faster, slower, the
 -- same as BASE, or can the samples not tell?
 --
--- Points are matched by the run's workloadDigest and the provider
--- (kluabench.record.point). Each bundle of a point is one measurement session (the harness's
+-- Points are matched by the run's workloadDigest, the mode (the timed pass)
+-- and the provider (kluabench.record.point). Each bundle of a point is one measurement session (the harness's
 -- --runs N gives N); a side's estimate is the mean of its sessions' medians.
 -- For each match:
 --   - the ratio new / base of those estimates (> 1: NEW is slower),
@@ -116,7 +116,8 @@ function M.median_of(bundle)
   return (type(ns) == 'number' and ns > 0 and ns < math.huge) and ns / 1e6 or nil
 end
 
---- The matching key ("workloadDigest|provider") and a label for people.
+--- The matching key ("workloadDigest|mode|provider": kernelindex's workload holds no mode, the
+-- timed pass is the protocol's) and a label for people.
 --
 -- @signature compare.key_of(bundle) -> key, label
 -- @example
@@ -125,7 +126,8 @@ function M.key_of(b)
   local wd = get(b, 'run', 'spec', 'workloadDigest')
   if type(wd) ~= 'string' then wd = '?' end
   local label, provider = reader.label_of(b)
-  return wd .. '|' .. provider, label, provider
+  local mode = require('kluabench.record.point').of(b).mode or '?'
+  return wd .. '|' .. mode .. '|' .. provider, label, provider
 end
 
 ---------------------------------------------------------------------------

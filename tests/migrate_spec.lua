@@ -1,0 +1,88 @@
+-- Results files of kluabench's earlier record format (before it followed
+-- kernelindex's published schemas) still read: compare and plot read the
+-- committed file tests/data/records_before_kernelindex.jsonl as they read
+-- today's, and `kluabench migrate` rewrites it in today's form, keeping
+-- every number.
+local kb = require 'kluabench'
+local sub = require 'helpers.subprocess'
+local output = require 'kluabench.report'
+
+local ROOT = sub.root()
+local OLD = ROOT .. '/tests/data/records_before_kernelindex.jsonl'
+
+-- The old file's own lines, decoded (no migration).
+local function old_lines()
+  local out = {}
+  for line in assert(sub.slurp(OLD)):gmatch('[^\n]+') do out[#out + 1] = assert(output.decode(line)) end
+  return out
+end
+
+describe('the earlier record format', function()
+  it('is what the committed file holds', function()
+    for _, b in ipairs(old_lines()) do
+      assert.equal('BenchmarkWorkload', b.workload.kind)
+      assert.is_true(kb.migrate.is_old(b))
+    end
+  end)
+
+  it('reads as today\'s, every number kept: the same median, samples, session and throughput', function()
+    local old = old_lines()
+    local new = assert(kb.reader.read(OLD))
+    assert.equal(#old, #new)
+    for i, b in ipairs(new) do
+      local o = old[i].run.spec
+      assert.same({}, kb.record.check(b))
+      local p = kb.point.of(b)
+      assert.equal(o.timing.latencyNs.median, p.median_ns)
+      assert.equal(#o.samples.values, #p.samples_ms)
+      for j, ns in ipairs(o.samples.values) do assert.near(ns / 1e6, p.samples_ms[j], 1e-12) end
+      assert.equal(old[i].workload.spec.kernel, p.kernel)
+      assert.equal(old[i].workload.spec.operation, p.mode)
+      assert.equal(old[i].implementation.spec.provider, p.provider)
+      assert.same(old[i].workload.spec.parameters, p.params)
+      assert.equal(o.execution.session.index, p.session.index)
+      assert.equal(o.execution.throughput.gbps, p.gbps)
+      assert.equal(old[i].workload.spec.bytes, p.bytes)
+      -- a Liger benchmark's point lands on kernelindex's own workload
+      assert.equal(kb.record.digest((kb.record.workload { kernel = p.kernel, parameters = p.params, dtype = p.dtype })),
+        b.run.spec.workloadDigest)
+    end
+  end)
+
+  it('compares with itself as SAME, and plots', function()
+    local r = sub.run { 'compare', OLD, OLD, '--between', '0.001' }
+    assert.equal(0, r.code, r.err)
+    assert.matches('SAME', r.out)
+    assert.not_matches('UNSURE', r.out)
+    local svg = sub.tmpdir() .. '/old.svg'
+    r = sub.run { 'plot', OLD, '-o', svg }
+    assert.equal(0, r.code, r.err)
+    assert.matches('<svg', assert(sub.slurp(svg)))
+  end)
+
+  it('is rewritten by kluabench migrate into documents that verify, samples beside them', function()
+    local dir = sub.tmpdir()
+    local r = sub.run { 'migrate', OLD, '-o', dir .. '/new.jsonl' }
+    assert.equal(0, r.code, r.err)
+    assert.matches('2 bundles (2 of the earlier format migrated)', r.err, 1, true)
+    r = sub.run { 'verify', dir .. '/new.jsonl' }
+    assert.equal(0, r.code, r.err)
+    assert.matches('2 bundles: 2 ok', r.err, 1, true)
+    -- the same results, whichever file compare reads
+    r = sub.run { 'compare', OLD, dir .. '/new.jsonl', '--between', '0.001' }
+    assert.equal(0, r.code, r.err)
+    assert.not_matches('UNSURE', r.out)
+    -- migrating a migrated file changes nothing but the samples file's name
+    r = sub.run { 'migrate', dir .. '/new.jsonl', '-o', dir .. '/again.jsonl' }
+    assert.equal(0, r.code, r.err)
+    assert.matches('(0 of the earlier format migrated)', r.err, 1, true)
+    assert.equal((sub.slurp(dir .. '/new.jsonl'):gsub('new%.samples%.jsonl', 'again.samples.jsonl')),
+      sub.slurp(dir .. '/again.jsonl'))
+    assert.equal(sub.slurp(dir .. '/new.samples.jsonl'), sub.slurp(dir .. '/again.samples.jsonl'))
+    -- never over an input
+    r = sub.run { 'migrate', dir .. '/new.jsonl', '-o', dir .. '/new.jsonl' }
+    assert.equal(2, r.code)
+    assert.matches('would write over the input', r.err, 1, true)
+    os.execute('rm -rf ' .. sub.q(dir))
+  end)
+end)

@@ -1,0 +1,198 @@
+-- Every document kluabench writes is one kernelindex accepts: one of every
+-- kind that every command emits, validated by an independent JSON Schema
+-- validator (python3-jsonschema, draft 2020-12, tests/helpers/
+-- validate_kernelindex.py) against the vendored public schemas, and by our
+-- own (kluabench.record.schema); an unknown field fails both; the vendored
+-- schemas are the reference copy, byte for byte, when that is present.
+local kb = require 'kluabench'
+local sub = require 'helpers.subprocess'
+local output = require 'kluabench.report'
+
+local ROOT = sub.root()
+local SCHEMAS = ROOT .. '/stdlib/kluabench/record/schemas'
+local PYTHON = '/usr/bin/python3' -- Debian's, where python3-jsonschema is installed
+
+local function have_jsonschema()
+  local ok = os.execute(PYTHON .. ' -c "import jsonschema; jsonschema.Draft202012Validator" >/dev/null 2>&1')
+  return ok == true or ok == 0
+end
+
+-- Runs the independent validator on files: its exit status and output.
+local function python_validate(files)
+  local words = { PYTHON, sub.q(ROOT .. '/tests/helpers/validate_kernelindex.py'), sub.q(SCHEMAS) }
+  for _, f in ipairs(files) do words[#words + 1] = sub.q(f) end
+  local p = io.popen(table.concat(words, ' ') .. ' 2>&1; echo "rc=$?"')
+  local out = p:read('a')
+  p:close()
+  return tonumber(out:match('rc=(%d+)%s*$')), out
+end
+
+local function kluabench(args, opts)
+  local r = sub.run(args, opts)
+  assert(r.code == 0, table.concat(args, ' ') .. ': ' .. r.err)
+  return r
+end
+
+local HEADER = 'kernel_name,kernel_provider,kernel_operation_mode,metric_name,metric_unit,x_name,x_label,'
+  .. 'x_value,y_value_50,y_value_20,y_value_80,extra_benchmark_config_str,gpu_name,timestamp,liger_version\n'
+local function row(kernel, provider, mode, metric, gpu)
+  return string.format('%s,%s,%s,%s,%s,H,hidden size,512,0.1376,0.1357,0.1400,"{""dtype"": ""torch.bfloat16"", '
+    .. '""seq_len"": 2048, ""num_q_heads"": 32, ""num_kv_heads"": 8}",%s,2025-08-07 21:42:05,0.6.1\n', kernel,
+    provider, mode, metric, metric == 'memory' and 'MB' or 'ms', gpu or 'NVIDIA H100 80GB HBM3')
+end
+
+describe('every document every command writes', function()
+  local dir
+  local files = {}
+  local engine_ok = pcall(require, 'kluabench.core')
+
+  setup(function()
+    dir = sub.tmpdir()
+    if not engine_ok then return end
+    local tiny = { '--hidden', '64', '--seq', '16', '--rep-ms', '2', '--warmup-ms', '1' }
+    local function script(name, extra, out)
+      local a = { '--backend', 'cpu', '--quiet', ROOT .. '/scripts/' .. name }
+      for _, x in ipairs(tiny) do a[#a + 1] = x end
+      for _, x in ipairs(extra) do a[#a + 1] = x end
+      for _, x in ipairs { '--format', 'jsonl', '--out', out } do a[#a + 1] = x end
+      kluabench(a)
+      files[#files + 1] = out
+    end
+    -- the harness: both RoPE benchmarks, every provider and mode, every protocol
+    script('llama4_rope.lua', { '--provider', 'all', '--mode', 'all' }, dir .. '/llama4.jsonl')
+    script('rope.lua', { '--provider', 'all', '--mode', 'forward', '--protocol', 'cold' }, dir .. '/rope.jsonl')
+    script('llama4_rope.lua', { '--protocol', 'hot' }, dir .. '/hot.jsonl')
+    -- a benchmark of the user's own, declaring no operation and no implementation
+    local ex = dir .. '/copy.jsonl'
+    kluabench { '--backend', 'cpu', ROOT .. '/examples/copy_benchmark.lua', '--mib', '1', '--rep-ms', '2',
+      '--format', 'jsonl', '--out', ex }
+    files[#files + 1] = ex
+    -- a wrong result: its bundle is valid too
+    local wrong = dir .. '/wrong.lua'
+    sub.spit(wrong, [[
+local kb = require 'kluabench'
+kb.suite.main { name = 'wrong', axes = { { name = 'n', default = 8 } }, dtypes = { 'f32' }, modes = { 'forward' },
+  providers = { 'bad' }, setup = function(p) return { x = kb.zeros({ p.n }, 'f32') } end,
+  run = function() return function() end end,
+  check = function() kb.suite.wrong_result('wrong on purpose') end }
+]])
+    local r = sub.run { '--backend', 'cpu', wrong, '--format', 'jsonl', '--out', dir .. '/wrong.jsonl' }
+    assert(r.code == 1, r.err)
+    files[#files + 1] = dir .. '/wrong.jsonl'
+    -- whole-file output of the harness
+    kluabench { '--backend', 'cpu', ROOT .. '/scripts/llama4_rope.lua', '--rep-ms', '2', '--warmup-ms', '1',
+      '--format', 'kernelindex', '--out', dir .. '/pretty.json' }
+    files[#files + 1] = dir .. '/pretty.json'
+    -- import-liger: reproduced rows, and with --keep memory rows and an unknown GPU
+    sub.spit(dir .. '/liger.csv', HEADER .. row('llama4_rope', 'huggingface', 'backward', 'speed')
+      .. row('rope', 'liger', 'forward', 'speed') .. row('rope', 'torch_compile', 'full', 'speed')
+      .. row('llama4_rope', 'liger', 'full', 'memory') .. row('llama4_rope', 'liger', 'forward', 'speed', 'NVIDIA H200'))
+    kluabench { 'import-liger', dir .. '/liger.csv', '--keep', '--jsonl', dir .. '/liger.jsonl' }
+    files[#files + 1] = dir .. '/liger.jsonl'
+    -- run-all and its merge
+    kluabench { '--backend', 'cpu', 'run-all', '--procs', '2', '--dir', dir .. '/run', ROOT .. '/scripts/rope.lua',
+      '--seq', '16,32', '--hidden', '64', '--rep-ms', '2', '--warmup-ms', '1' }
+    files[#files + 1] = dir .. '/run/all.jsonl'
+    -- migrate of a results file of the earlier format
+    kluabench { 'migrate', ROOT .. '/tests/data/records_before_kernelindex.jsonl', '-o', dir .. '/migrated.jsonl' }
+    files[#files + 1] = dir .. '/migrated.jsonl'
+    -- the submission of all of them
+    local args = { 'submission' }
+    for _, f in ipairs(files) do args[#args + 1] = f end
+    for _, x in ipairs { '-o', dir .. '/submission.json' } do args[#args + 1] = x end
+    kluabench(args)
+    files[#files + 1] = dir .. '/submission.json'
+  end)
+  teardown(function() os.execute('rm -rf ' .. sub.q(dir)) end)
+
+  local engine_it = engine_ok and it or pending
+  local python_it = (engine_ok and have_jsonschema()) and it or pending
+
+  python_it('validate with python3-jsonschema, one of every kind and more', function()
+    local rc, out = python_validate(files)
+    assert.equal(0, rc, out)
+    for _, kind in ipairs { 'BenchmarkRun', 'BenchmarkProtocol', 'ExecutionEnvironment', 'WorkloadCase',
+      'ImplementationRevision', 'OperationSpec', 'SoftwareProject' } do
+      assert.matches(kind .. ' %d+', out)
+    end
+  end)
+
+  engine_it("validate with kluabench's own checker and verify", function()
+    for _, f in ipairs(files) do
+      if not f:match('submission%.json$') then
+        local r = sub.run { 'verify', '--quiet', f }
+        assert.equal(0, r.code, f .. ': ' .. r.err)
+      end
+    end
+  end)
+
+  python_it('fail on an unknown field, in each kind', function()
+    local bundles = assert(kb.reader.read(dir .. '/llama4.jsonl'))
+    for _, member in ipairs { 'run', 'protocol', 'environment', 'workload', 'implementation', 'operation' } do
+      local b = output.decode(assert(output.encode_line(bundles[1])))
+      b[member].spec.kluabenchExtra = 1
+      local path = dir .. '/unknown-' .. member .. '.json'
+      sub.spit(path, assert(output.encode_line(b)))
+      local rc, out = python_validate { path }
+      assert.equal(1, rc, member .. ': ' .. out)
+      assert.matches('INVALID', out)
+      assert.matches('kluabenchExtra', out)
+      assert.is_true(#kb.schema.check(b[member]) > 0, member)
+      assert.matches('unknown field', kb.schema.check(b[member])[1])
+    end
+  end)
+
+  python_it("agree with ours on the example record and on broken documents", function()
+    local ex = output.decode(require 'helpers.example_record')
+    local path = dir .. '/example.json'
+    sub.spit(path, output.encode_line(ex))
+    assert.equal(0, (python_validate { path }))
+    for _, m in ipairs { 'run', 'protocol', 'environment' } do assert.same({}, kb.schema.check(ex[m])) end
+    -- a wrong status, a bad digest pattern, a too-long name, a missing required field
+    local cases = {
+      function(b) b.run.spec.status = 'failed' end,
+      function(b) b.run.spec.workloadDigest = 'sha256:XYZ' end,
+      function(b) b.run.metadata.name = string.rep('a', 201) end,
+      function(b) b.protocol.spec.measurement.timer = nil end,
+      function(b) b.environment.spec.hardware.architecture = 'SM-90' end,
+      function(b) b.run.spec.observedAt = '2025-02-30T00:00:00Z' end,
+    }
+    for i, break_it in ipairs(cases) do
+      local b = output.decode(require 'helpers.example_record')
+      break_it(b)
+      local p = dir .. '/broken-' .. i .. '.json'
+      sub.spit(p, output.encode_line(b))
+      assert.equal(1, (python_validate { p }), 'case ' .. i)
+      local problems = 0
+      for _, m in ipairs { 'run', 'protocol', 'environment' } do problems = problems + #kb.schema.check(b[m]) end
+      assert.is_true(problems > 0, 'case ' .. i)
+    end
+  end)
+end)
+
+describe('the vendored schemas', function()
+  it('are the reference copy, byte for byte, where the project keeps it beside the checkout', function()
+    local ref = ROOT .. '/../shared/reference/kernelindex'
+    local probe = io.open(ref .. '/benchmark-run.v1alpha1.schema.json', 'rb')
+    if not probe then
+      pending('no reference copy beside this checkout')
+      return
+    end
+    probe:close()
+    local p = io.popen('ls ' .. sub.q(ref) .. '/*.schema.json')
+    local n = 0
+    for path in p:lines() do
+      local name = path:match('([^/]+)$')
+      assert.equal(sub.slurp(path), sub.slurp(SCHEMAS .. '/' .. name), name)
+      n = n + 1
+    end
+    p:close()
+    assert.equal(13, n)
+  end)
+
+  it('use only keywords our validator implements (it refuses any other)', function()
+    for kind in pairs(kb.schema.FILES) do
+      assert.has_no_error(function() kb.schema.validate({}, kb.schema.of(kind)) end, kind)
+    end
+  end)
+end)
