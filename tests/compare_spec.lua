@@ -148,6 +148,21 @@ describe('compare bundles', function()
     assert.equal('no raw samples in the record', why)
   end)
 
+  it('matches points by workload, mode and provider: two modes of one workload are two points', function()
+    local function moded(mode, ms, seed)
+      local b = bundle { samples = samples(ms, 0.01, 40, seed) }
+      b.workload.spec.operation = mode
+      return b
+    end
+    local r = compare.compare({ moded('forward', 1, 1), moded('backward', 2, 2) },
+      { moded('forward', 1, 3), moded('backward', 3, 4) }, { between = 0.001 })
+    assert.equal(2, #r.points)
+    local by = {}
+    for _, p in ipairs(r.points) do by[p.label:match('^%S+ (%S+)')] = p end
+    assert.equal('SAME', by.forward.verdict)
+    assert.equal('SLOWER', by.backward.verdict)
+  end)
+
   it('parses JSON, JSON arrays and JSON Lines', function()
     local output = require 'kluabench.report'
     local b1, b2 = bundle { samples = { 1 } }, bundle { samples = { 2 }, provider = 'reference' }

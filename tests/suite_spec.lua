@@ -129,6 +129,29 @@ describe('kluabench.suite', function()
     assert.matches('WRONG RESULT: provider bad differs by', samples, 1, true)
   end)
 
+  it('records a session past --timeout as timeout, stopped at the deadline, and exits 1', function()
+    local slow = dir .. '/slow.lua'
+    sub.spit(slow, [[
+local kb = require 'kluabench'
+kb.suite.main { name = 'slow', axes = { { name = 'n', default = 8 } }, dtypes = { 'f32' }, modes = { 'forward' },
+  providers = { 'sleepy' }, setup = function(p) return { x = kb.zeros({ p.n }, 'f32') } end,
+  run = function() return function() kb.process.sleep(20) end end }
+]])
+    local out = dir .. '/slow.jsonl'
+    local r = run(slow, { '--protocol', 'hot', '--timeout', '0.2', '--out', out })
+    assert.equal(1, r.code)
+    assert.matches('slow: timeout: forward sleepy at n8-fp32: the session took', r.err, 1, true)
+    local b = assert(kb.reader.read(out))[1]
+    assert.equal('timeout', b.run.spec.status)
+    local p = point(b)
+    assert.equal('timeout', p.evidence.execution.stop.rule)
+    assert.is_true(#p.samples_ms >= 1 and #p.samples_ms < 20) -- fewer than the rule would have taken
+    assert.matches('past %-%-timeout 0.2 s', p.evidence.reasons[1])
+    r = run(slow, { '--timeout', '-1' })
+    assert.equal(2, r.code)
+    assert.matches("option '%-%-timeout' needs a positive number", r.err)
+  end)
+
   it('measures every point in --runs sessions, interleaved, and records the session', function()
     local r = run(script, { '--n', '16,32', '--runs', '3', '--rep-ms', '5', '--format', 'jsonl' })
     assert.equal(0, r.code, r.err)

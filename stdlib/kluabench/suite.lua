@@ -38,8 +38,8 @@
 --
 -- A check that finds a wrong result raises suite.wrong_result(message): the
 -- provider is not timed, its bundles say incorrect_numerical (any other
--- error in a hook says runtime_error), the other points still run, and the
--- exit status is 1.
+-- error in a hook says runtime_error, and a session or check past --timeout
+-- says timeout), the other points still run, and the exit status is 1.
 --
 -- A point is a table with one field per axis, `dtype`, `params` (the axis
 -- values by name, as records spell them), `x` (the swept axis), `id` (the
@@ -167,6 +167,9 @@ Measurement:
   --warmup-ms MS      do_bench warm-up time (default %s)
   --runs N            measure every point in N independent sessions (fresh inputs,
                       interleaved with the other points); records say which session
+  --timeout S         the most seconds one session (point, provider, mode) may take:
+                      cold, hot and graph stop sampling at it, and a session (or a
+                      check) that ran past it is recorded with status timeout
   --shard I/N         run only the I-th of N shares of the points (1 <= I <= N),
                       balanced by estimated bytes; providers and modes stay together
   --list-points       print the points (id, estimated bytes, description) and exit
@@ -248,7 +251,7 @@ end
 local function parse(d, args)
   local spec = { help = 'flag', ['list-points'] = 'flag', sweep = 'value', dtype = 'value', mode = 'value',
     provider = 'value', protocol = 'value', format = 'value', out = 'value', samples = 'value', ['rep-ms'] = 'value',
-    ['warmup-ms'] = 'value', runs = 'value', shard = 'value', aliases = { h = 'help' } }
+    ['warmup-ms'] = 'value', runs = 'value', shard = 'value', timeout = 'value', aliases = { h = 'help' } }
   for _, a in ipairs(d.axes) do spec[option_name(a.name)] = 'value' end
   local raw, rest = require('kluabench.cli').parse_args(args, spec)
   if not raw then usage_error(d.name, '%s', rest) end
@@ -281,6 +284,8 @@ local function parse(d, args)
   o.rep_ms = raw['rep-ms'] and positive_number(d.name, 'rep-ms', raw['rep-ms'], 86400e3) or d.rep_ms or 400
   o.warmup_ms = raw['warmup-ms'] and positive_number(d.name, 'warmup-ms', raw['warmup-ms'], 86400e3)
     or d.warmup_ms or 25
+  -- a week of one session is more than anyone means
+  o.timeout = raw.timeout and positive_number(d.name, 'timeout', raw.timeout, 7 * 86400) or nil
   o.runs = 1
   if raw.runs then
     o.runs = positive_int(raw.runs)
@@ -577,23 +582,46 @@ local function session(d, ctx, p, provider, mode, run_index, checked)
       return sets[#sets]
     end
   end
-  local ok, result = pcall(function() return ctx.protocol:run(d.run(p, provider, mode, inputs)) end)
+  local t0 = core.clock_ns()
+  local limit_ns = ctx.o.timeout and ctx.o.timeout * 1e9
+  local ok, result = pcall(function()
+    local fn = d.run(p, provider, mode, inputs)
+    -- the deadline is checked between samples (a call that never returns is not stopped)
+    local run_ctx = limit_ns and require('kluabench.measure.device').device() or nil
+    if run_ctx then run_ctx.deadline_ns = t0 + limit_ns end
+    return ctx.protocol:run(fn, run_ctx)
+  end)
   free_tensors(inputs, keep)
   for _, s in ipairs(sets) do free_tensors(s, keep) end
   if not ok then error(result, 0) end
-  return bundle_of(d, ctx, p, provider, mode, run_index, { result = result, check = checked })
+  local o = { result = result, check = checked }
+  local elapsed = (core.clock_ns() - t0) / 1e9
+  local stop = type(result) == 'table' and type(result.used) == 'table' and result.used.stop or nil
+  if limit_ns and (elapsed > ctx.o.timeout or (type(stop) == 'table' and stop.rule == 'timeout')) then
+    o.status = 'timeout'
+    o.reasons = { string.format('the session took %.3f s, past --timeout %g s%s', elapsed, ctx.o.timeout,
+      type(stop) == 'table' and stop.rule == 'timeout' and ': sampling stopped at the deadline' or '') }
+    io.stderr:write(string.format('%s: timeout: %s %s at %s: %s\n', d.name, mode, provider, p.id, o.reasons[1]))
+    ctx.failures = ctx.failures + 1
+  end
+  return bundle_of(d, ctx, p, provider, mode, run_index, o)
 end
 
 -- Checks provider at p on fresh inputs before anything is timed: the check
 -- record, or nil and the failure's status and message.
-local function check_provider(d, p, provider, modes)
+local function check_provider(d, p, provider, modes, timeout)
   if not d.check then return true end
+  local t0 = core.clock_ns()
   local inputs = d.setup(p, provider)
   local ok, checked = pcall(d.check, p, provider, inputs, modes)
   free_tensors(inputs, tensor_set(p.shared))
   if not ok then
     if core.interrupted() then error(checked, 0) end
     return nil, failure_of(checked)
+  end
+  local elapsed = (core.clock_ns() - t0) / 1e9
+  if timeout and elapsed > timeout then
+    return nil, 'timeout', string.format('the check took %.3f s, past --timeout %g s', elapsed, timeout)
   end
   return checked or true
 end
@@ -616,7 +644,7 @@ local function sweep(d, ctx, points, emit)
       for _, provider in ipairs(o.providers) do
         local key = p.id .. '\0' .. provider
         if checks[key] == nil then
-          local c, status, message = check_provider(d, p, provider, o.modes)
+          local c, status, message = check_provider(d, p, provider, o.modes, o.timeout)
           -- {record = the check record} or {status, message} of a failed check
           checks[key] = c and { record = c ~= true and c or nil } or { status = status, message = message }
           if not c then

@@ -148,15 +148,20 @@ function Session:step()
     done, reason, converged = true, string.format('the sample limit (%d, bench.MAX_SAMPLES) reached',
       bench.MAX_SAMPLES), false
   end
-  local interrupted = false
+  local cut -- 'interrupted' or 'timeout': why sampling stopped before the rule said so
   if not done and self.st.n > 0 and self.ctx.interrupted and self.ctx.interrupted() then
     done, reason, converged = true, 'interrupted: stopped early with the samples taken so far', false
-    interrupted = true
+    cut = 'interrupted'
+  end
+  -- a deadline the caller set (the harness's --timeout), checked between samples
+  if not done and self.st.n > 0 and self.ctx.deadline_ns and self.ctx.clock_ns() >= self.ctx.deadline_ns then
+    done, reason, converged = true, 'timeout: the deadline passed, stopped with the samples taken so far', false
+    cut = 'timeout'
   end
   if done then
     self.done = true
     self.stop = stopping.outcome(self.rule, self.st, reason, converged)
-    if interrupted then self.stop.rule = 'interrupted' end
+    if cut then self.stop.rule = cut end
     if self.monitor then self.monitor:after() end
   end
   return self.done
