@@ -24,9 +24,10 @@ NVFLAGS ?= -O3 -std=c++17 -lineinfo -Xcompiler -Wall,-Wextra \
            -gencode arch=compute_90,code=compute_90
 
 # Everything but libc, libm, libstdc++ and libgcc is linked statically, so the
-# binary runs where Lua, cjson, OpenSSL and libedit are not installed. -E
-# exports the Lua API for C modules that busted loads at run time.
-STATIC_LIBS := $(LIBDIR)/liblua5.4.a $(LIBDIR)/liblua5.4-cjson.a $(LIBDIR)/libcrypto.a \
+# binary runs where Lua, cjson, OpenSSL, libedit and SQLite are not installed.
+# -E exports the Lua API for C modules that busted loads at run time. libpq
+# (PostgreSQL) is opened at run time with dlopen (engine/pq.c), never linked.
+STATIC_LIBS := $(LIBDIR)/liblua5.4.a $(LIBDIR)/liblua5.4-cjson.a $(LIBDIR)/libcrypto.a $(LIBDIR)/libsqlite3.a \
                $(LIBDIR)/libedit.a $(LIBDIR)/libtinfo.a $(LIBDIR)/libbsd.a $(LIBDIR)/libmd.a
 LDFLAGS += -Wl,-E $(SANITIZE)
 LDLIBS  += $(STATIC_LIBS) -lm -ldl -lpthread

@@ -860,6 +860,8 @@ local COMMAND_EXAMPLES = {
   slurm = 'kluabench slurm --gpus 16 --partition gpu --time 01:00:00 --dir /shared/sweep --submit '
     .. 'scripts/llama4_rope.lua --sweep all',
   merge = 'kluabench merge /shared/sweep -o all.jsonl',
+  history = 'kluabench history add results/run.jsonl --db results/history.db && kluabench history check',
+  report = 'kluabench report results/run.jsonl -o report.html',
 }
 
 local function command_entries()

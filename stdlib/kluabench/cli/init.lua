@@ -56,6 +56,9 @@ M.COMMANDS = {
   { name = 'slurm', module = 'slurm', summary = 'write (and submit) a Slurm job array that runs a script in shards' },
   { name = 'merge', module = 'merge',
     summary = 'merge the shard files of run-all or slurm, checking every point arrived once' },
+  { name = 'history', module = 'history',
+    summary = 'results over commits in a database: add, list, trend, compare, check for regressions' },
+  { name = 'report', module = 'report', summary = 'write a self-contained HTML report of results or a history' },
   {
     name = 'help',
     summary = "show this help, or a command's ('kluabench help COMMAND')",
