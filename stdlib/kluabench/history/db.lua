@@ -43,7 +43,11 @@ end
 local Handle = {}
 Handle.__index = Handle
 
-local function fail(h, msg) error(msg, 0) end
+-- libpq's messages span lines ("...failed: ...\n\tIs the server running..."):
+-- one line, so that a message stays one line on a terminal.
+local function one_line(msg) return (tostring(msg):gsub('%s*\n%s*', '; '):gsub(';%s*$', '')) end
+
+local function fail(h, msg) error(one_line(msg), 0) end
 
 -- ? -> $1, $2, ... (the SQL of this module holds no ? in a literal)
 local function numbered(sql)
@@ -221,7 +225,7 @@ end
 local function open_postgres(uri, opts)
   local label = M.redact(uri)
   local conn, msg = core.pq.connect(uri, label)
-  if not conn then return nil, msg end
+  if not conn then return nil, one_line(msg) end
   local h = setmetatable({ kind = 'postgresql', name = label, conn = conn, sql_cache = {} }, Handle)
   -- ? -> $n once per SQL text
   setmetatable(h.sql_cache, { __index = function(t, sql)

@@ -18,8 +18,9 @@
 --            than the device is)
 --     d    = mean(x post) - mean(x base);   z = d / (s * sqrt(1/#base + 1/#post))
 --   a step at t: #base >= min_window, z >= z_threshold, exp(d) - 1 >=
---   threshold, and every commit of post beyond mean(x base) (a step
---   persists; one outlier among them is not a step)
+--   threshold, and every commit of post on its own at least z_threshold / 2
+--   spreads beyond mean(x base) (a step persists; one outlier among them is
+--   not a step)
 --   the commit reported is the candidate with the largest z.
 --
 -- A sentinel series (the copy ceiling measured in the same sessions) is
@@ -56,8 +57,10 @@ function M.value(medians)
   return s / #medians
 end
 
--- The step statistics of xs with post starting at t, base from b0.
-local function step_at(xs, t, b0, noise)
+-- The step statistics of xs with post starting at t, base from b0. persists:
+-- every commit after the step is, on its own, at least half the z
+-- threshold away in the step's direction (one outlier is not a step).
+local function step_at(xs, t, b0, noise, zmin)
   local n = #xs
   local mb = mean(xs, b0, t - 1)
   local sb = sd(xs, b0, t - 1, mb)
@@ -66,9 +69,11 @@ local function step_at(xs, t, b0, noise)
   local d = mp - mb
   local nb, np = t - b0, n - t + 1
   local se = s * math.sqrt(1 / nb + 1 / np)
+  local one = s * math.sqrt(1 + 1 / nb)
   local persists = true
   for k = t, n do
-    if (d > 0 and xs[k] <= mb) or (d < 0 and xs[k] >= mb) then persists = false end
+    local zk = one > 0 and (xs[k] - mb) / one or 0
+    if (d >= 0 and zk < zmin / 2) or (d < 0 and zk > -zmin / 2) then persists = false end
   end
   return { t = t, d = d, z = se > 0 and d / se or (d == 0 and 0 or math.huge * d), base_n = nb, post_n = np,
     base_mean = mb, base_sd = sb, sd = s, se = se, persists = persists }
@@ -101,7 +106,7 @@ function M.check(xs, opts)
     local b0 = math.max(start, t - o.window)
     if t - b0 >= o.min_window then
       any = true
-      local s = step_at(xs, t, b0, o.noise)
+      local s = step_at(xs, t, b0, o.noise, o.z)
       s.flag = math.abs(s.z) >= o.z and math.exp(math.abs(s.d)) - 1 >= o.threshold and s.persists
       if s.flag and (not flagged or math.abs(s.z) > math.abs(flagged.z)) then flagged = s end
       if not top or math.abs(s.z) > math.abs(top.z) then top = s end

@@ -260,7 +260,9 @@ end
 function M.check(h, opts)
   opts = opts or {}
   local commits = store.commits(h)
-  local lineage = store.lineage(commits)
+  local with_runs = {}
+  for _, c in ipairs(commits) do if c.runs > 0 then with_runs[#with_runs + 1] = c end end
+  local lineage = store.lineage(with_runs)
   local head = opts.head or (lineage[#lineage] and lineage[#lineage].sha)
   local out = { head = head, results = {}, regressions = 0 }
   if not head then return out end

@@ -111,6 +111,67 @@ function M.bundle(documents, samples)
   return b
 end
 
+-- The fields of a table flattened to "a.b.c" = text, sorted (for the
+-- report's environment and protocol tables).
+local function flatten(t, prefix, out, depth)
+  out = out or {}
+  if type(t) ~= 'table' or depth > 6 then return out end
+  for k, v in pairs(t) do
+    local name = prefix and (prefix .. '.' .. tostring(k)) or tostring(k)
+    if type(v) == 'table' then
+      if #v > 0 and type(v[1]) ~= 'table' then
+        local parts = {}
+        for i = 1, math.min(#v, 16) do parts[i] = tostring(v[i]) end
+        out[#out + 1] = { name, table.concat(parts, ', ') .. (#v > 16 and ', ...' or '') }
+      else
+        flatten(v, name, out, depth + 1)
+      end
+    elseif type(v) ~= 'function' and type(v) ~= 'userdata' then
+      out[#out + 1] = { name, tostring(v) }
+    end
+  end
+  if depth == 0 then table.sort(out, function(a, b) return a[1] < b[1] end) end
+  return out
+end
+
+local function measurement(rs, statistic)
+  for _, m in ipairs(type(get(rs, 'measurements')) == 'table' and rs.measurements or {}) do
+    if type(m) == 'table' and m.statistic == statistic and m.metric == 'latency' and type(m.value) == 'number' then
+      return m.value * (reader.UNIT_MS[m.unit or 'ns'] or 1e-6)
+    end
+  end
+  return nil
+end
+
+--- What the HTML report shows of one bundle: label, kernel, mode, provider, device, host,
+-- median_ms, p20_ms, p80_ms (recorded), samples (count), session {index, count}, noise_sd, gbps,
+-- copy_gbps, protocol (name), digests {run key fields}, environment and protocol (flattened
+-- {name, value} rows), observed_at.
+--
+-- @signature point.summary(bundle) -> table | nil, message
+-- @example
+--   local s = point.summary(bundle)
+function M.summary(b)
+  local p, why = M.of(b)
+  if not p then return nil, why end
+  local rs = get(b, 'run', 'spec')
+  local stats = require 'kluabench.stats'
+  local median = stats.median(p.samples)
+  return {
+    label = p.label, kernel = p.kernel, mode = text(get(b, 'workload', 'spec', 'operation')), provider = p.provider,
+    device = p.device, host = p.host, backend = p.backend, median_ms = median,
+    p20_ms = measurement(rs, 'p20') or stats.quantile(p.samples, 0.2),
+    p80_ms = measurement(rs, 'p80') or stats.quantile(p.samples, 0.8),
+    samples = #p.samples, raw = p.samples, session = { index = p.key.session_index, count = p.key.session_count },
+    noise_sd = p.noise_sd, copy_gbps = p.copy_gbps,
+    gbps = get(rs, 'execution', 'throughput', 'gbps'),
+    protocol = text(get(b, 'protocol', 'metadata', 'name')) or p.key.protocol,
+    digests = p.key, observed_at = p.key.observed_at,
+    environment = flatten(get(b, 'environment', 'spec'), nil, nil, 0),
+    protocol_fields = flatten(get(b, 'protocol', 'spec'), nil, nil, 0),
+  }
+end
+
 --- The raw samples of a bundle in ms (reader.samples_of).
 --
 -- @signature point.samples(bundle) -> ms list | nil, why

@@ -128,11 +128,14 @@ function M.add_bundles(h, bundles, meta)
   for first = 1, #points, M.BATCH do
     require('kluabench.cli').stop_if_interrupted()
     local added, present = h:transaction(function()
-      put_commit(h, m)
       local a, p = 0, 0
       for i = first, math.min(first + M.BATCH - 1, #points) do
+        -- the commit is recorded with its first new run (runs refer to it)
+        if a == 0 then put_commit(h, m) end
         if add_point(h, points[i], m, seen, added_at) then a = a + 1 else p = p + 1 end
       end
+      if a == 0 then h:run('DELETE FROM commits WHERE sha = ? AND NOT EXISTS '
+        .. '(SELECT 1 FROM runs WHERE commit_sha = ?)', { m.commit, m.commit }) end
       return a, p
     end)
     summary.added, summary.present = summary.added + added, summary.present + present

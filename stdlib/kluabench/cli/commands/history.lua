@@ -80,6 +80,8 @@ local TAKES = {
   mark = { 'db', 'reason', 'device' },
 }
 
+local NUMERIC
+
 local function usage_error(fmt, ...) return cli.usage_error('history', fmt, ...) end
 
 local function fail(fmt, ...)
@@ -356,6 +358,13 @@ end
 
 ---------------------------------------------------------------------------
 
+-- The numeric options and their ranges (checked before the database opens).
+NUMERIC = {
+  window = { 2, 100000, true }, ['min-window'] = { 1, 100000, true }, lag = { 1, 1000, true }, z = { 0.5, 100 },
+  threshold = { 0, 10 }, noise = { 0, 1 }, confidence = { 0.5, 0.999 }, resamples = { 100, 1000000, true },
+  seed = { -2 ^ 53, 2 ^ 53, true }, between = { 0, 0.5 },
+}
+
 local RUN = { add = run_add, list = run_list, trend = run_trend, compare = run_compare, check = run_check,
   mark = run_mark }
 
@@ -379,6 +388,21 @@ function M.run(args)
   local fmt = opts.format or 'table'
   if fmt ~= 'table' and fmt ~= 'markdown' and fmt ~= 'json' then
     return usage_error("--format must be table, markdown or json, got '%s'", fmt)
+  end
+  if sub == 'compare' and #rest ~= 2 then
+    return usage_error('history compare: expected REV1 and REV2, got %d argument(s)', #rest)
+  end
+  if sub == 'mark' and #rest ~= 1 then return usage_error('history mark: expected one REV, got %d argument(s)', #rest) end
+  if sub == 'mark' and (not opts.reason or opts.reason == '') then
+    return usage_error('history mark: --reason TEXT is required')
+  end
+  if sub == 'trend' and not (opts.point or opts.provider or opts.device) then
+    return usage_error('history trend: give --point (and --provider, --device) to name one series')
+  end
+  if sub == 'add' and #rest == 0 then return usage_error('history add: no FILE given') end
+  for name, r in pairs(NUMERIC) do
+    local _, err = number_opt(opts, name, r[1], r[2], r[3])
+    if err then return usage_error('%s', err) end
   end
   if sub == 'add' then
     for _, f in ipairs(rest) do
