@@ -142,7 +142,7 @@ $(BUILD)/lua/.stamp:
 	@touch $@
 
 DEPS := liblua5.4-dev lua5.4 lua-cjson-dev lua-busted libssl-dev libedit-dev libbsd-dev libncurses-dev tmux librsvg2-bin \
-        clang libclang-rt-dev valgrind
+        clang libclang-rt-dev valgrind libsqlite3-dev libpq5 postgresql chromium
 deps:
 	@missing=$$(for p in $(DEPS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then \

@@ -242,6 +242,86 @@ local function sentinel_values(h, device, list, provider)
   return any and out or nil
 end
 
+-- What judging a series needs: its commits up to head (with the protocol of
+-- the head's runs only), their values, the noise in force, the position of
+-- each commit on the lineage (for marks) and the marks.
+local function prepare(h, s, head, opts)
+  local list, chain = commits_of(h, s.series, head)
+  local last = list[#list]
+  if not last then return nil end
+  local proto = last.runs[1].protocol
+  local kept = {}
+  for _, e in ipairs(list) do
+    local rs = {}
+    for _, r in ipairs(e.runs) do if r.protocol == proto then rs[#rs + 1] = r end end
+    if #rs > 0 then kept[#kept + 1] = { commit = e.commit, runs = rs } end
+  end
+  local xs, noises = {}, {}
+  for i, e in ipairs(kept) do
+    local ms = {}
+    for j, r in ipairs(e.runs) do
+      ms[j] = r.median_ms
+      if r.noise_sd then noises[#noises + 1] = r.noise_sd end
+    end
+    xs[i] = detect.value(ms)
+  end
+  local pos = {}
+  for i, c in ipairs(chain) do pos[c.sha] = i end
+  return { list = kept, xs = xs, pos = pos, marks = store.marks(h, s.device, s.series),
+    noise = opts.noise or (#noises > 0 and stats.median(noises) or 0) }
+end
+
+-- The verdict on the first k commits of a prepared series (k: the newest).
+local function judge(h, s, ctx, k, opts, sentinel, cache)
+  local list = ctx.list
+  local xs = table.move(ctx.xs, 1, k, 1, {})
+  -- the baseline restarts at the newest mark at or before commit k
+  local start, mark = 1, nil
+  for _, m in ipairs(ctx.marks) do
+    local at = ctx.pos[m.commit]
+    if at and at <= ctx.pos[list[k].commit.sha] and (not mark or at > ctx.pos[mark.commit]) then mark = m end
+  end
+  if mark then
+    start = k + 1
+    for i = 1, k do
+      if ctx.pos[list[i].commit.sha] >= ctx.pos[mark.commit] then
+        start = i
+        break
+      end
+    end
+  end
+  local o = { start = start, noise = ctx.noise }
+  for _, key in ipairs { 'window', 'min_window', 'lag', 'z', 'threshold' } do o[key] = opts[key] end
+  local r = detect.check(xs, o)
+  local res = { series = s.series, point = s.point, provider = s.provider, device = s.device,
+    status = r.status, ratio = r.ratio, lo = r.lo, hi = r.hi, z = r.z, base_n = r.base_n,
+    post_n = r.post_n, commits = k, mark = mark, noise = ctx.noise, head = list[k].commit.sha,
+    step = r.step and list[r.step].commit.sha or nil }
+  if (r.status == 'regression' or r.status == 'improvement') and sentinel then
+    if s.provider == sentinel then
+      res.sentinel, res.status = 'self', 'drift'
+    else
+      cache.values = cache.values or { sentinel_values(h, s.device, list, sentinel) }
+      local sxs = cache.values[1]
+      if sxs then
+        res.sentinel, res.sentinel_ratio = detect.sentinel(r, table.move(sxs, 1, k, 1, {}), { noise = ctx.noise })
+        if res.sentinel == 'drift' then res.status = 'drift' end
+      else
+        res.sentinel = 'none'
+      end
+    end
+  end
+  return res
+end
+
+local function head_of(h, opts)
+  if opts.head then return opts.head end
+  local with_runs = {}
+  for _, c in ipairs(store.commits(h)) do if c.runs > 0 then with_runs[#with_runs + 1] = c end end
+  local lineage = store.lineage(with_runs)
+  return lineage[#lineage] and lineage[#lineage].sha
+end
+
 --- Regression detection for CI: each series that has runs at the head commit, judged against a
 -- lookback window of its ancestors (kluabench.history.detect, docs/HISTORY.md).
 --
@@ -259,11 +339,7 @@ end
 --   print(history.check(h).regressions)
 function M.check(h, opts)
   opts = opts or {}
-  local commits = store.commits(h)
-  local with_runs = {}
-  for _, c in ipairs(commits) do if c.runs > 0 then with_runs[#with_runs + 1] = c end end
-  local lineage = store.lineage(with_runs)
-  local head = opts.head or (lineage[#lineage] and lineage[#lineage].sha)
+  local head = head_of(h, opts)
   local out = { head = head, results = {}, regressions = 0 }
   if not head then return out end
   local wanted
@@ -272,78 +348,43 @@ function M.check(h, opts)
     for _, s in ipairs(opts.series) do wanted[s] = true end
   end
   local sentinel = opts.sentinel == nil and M.SENTINEL or opts.sentinel
-  local sentinel_cache = {}
   for _, s in ipairs(store.series(h)) do
     if not wanted or wanted[s.series] then
-      local list, chain = commits_of(h, s.series, head)
-      local last = list[#list]
-      if last and last.commit.sha == head then
-        -- the protocol of the head's runs only
-        local proto = last.runs[1].protocol
-        local kept = {}
-        for _, e in ipairs(list) do
-          local rs = {}
-          for _, r in ipairs(e.runs) do if r.protocol == proto then rs[#rs + 1] = r end end
-          if #rs > 0 then kept[#kept + 1] = { commit = e.commit, runs = rs } end
-        end
-        list = kept
-        local xs, noises = {}, {}
-        for i, e in ipairs(list) do
-          local ms = {}
-          for j, r in ipairs(e.runs) do
-            ms[j] = r.median_ms
-            if r.noise_sd then noises[#noises + 1] = r.noise_sd end
-          end
-          xs[i] = detect.value(ms)
-        end
-        -- the baseline restarts at the newest mark on the lineage
-        local start, mark = 1, nil
-        local marks = store.marks(h, s.device, s.series)
-        if #marks > 0 then
-          local pos = {}
-          for i, c in ipairs(chain) do pos[c.sha] = i end
-          local best
-          for _, m in ipairs(marks) do
-            if pos[m.commit] and (not best or pos[m.commit] > pos[best.commit]) then best = m end
-          end
-          if best then
-            mark = best
-            start = #list + 1
-            for i, e in ipairs(list) do
-              if pos[e.commit.sha] >= pos[best.commit] then
-                start = i
-                break
-              end
-            end
-          end
-        end
-        local noise = opts.noise or (#noises > 0 and stats.median(noises) or 0)
-        local o = { start = start, noise = noise }
-        for _, k in ipairs { 'window', 'min_window', 'lag', 'z', 'threshold' } do o[k] = opts[k] end
-        local r = detect.check(xs, o)
-        local res = { series = s.series, point = s.point, provider = s.provider, device = s.device,
-          status = r.status, ratio = r.ratio, lo = r.lo, hi = r.hi, z = r.z, base_n = r.base_n,
-          post_n = r.post_n, commits = #list, mark = mark, noise = noise,
-          step = r.step and list[r.step].commit.sha or nil }
-        if r.status == 'regression' or r.status == 'improvement' then
-          if sentinel and s.provider == sentinel then
-            res.sentinel = 'self'
-            res.status = 'drift'
-          elseif sentinel then
-            local key = s.device .. '\n' .. s.series
-            sentinel_cache[key] = sentinel_cache[key] or { sentinel_values(h, s.device, list, sentinel) }
-            local sxs = sentinel_cache[key][1]
-            if sxs then
-              res.sentinel, res.sentinel_ratio = detect.sentinel(r, sxs, { noise = noise })
-              if res.sentinel == 'drift' then res.status = 'drift' end
-            else
-              res.sentinel = 'none'
-            end
-          end
-        end
+      local ctx = prepare(h, s, head, opts)
+      if ctx and ctx.list[#ctx.list].commit.sha == head then
+        local res = judge(h, s, ctx, #ctx.list, opts, sentinel, {})
         if res.status == 'regression' then out.regressions = out.regressions + 1 end
         out.results[#out.results + 1] = res
       end
+    end
+  end
+  return out
+end
+
+--- Every step of one series over its history, as `history check` after each commit would have
+-- found them: {{step (sha), found_at (the first commit whose check saw it), status, ratio, z}},
+-- oldest first (what the report marks on a trend).
+--
+-- opts as for history.check (head, window, ..., sentinel).
+--
+-- @signature history.steps(h, series [, opts]) -> list
+-- @example
+--   local h = assert(history.open(":memory:", {create = true}))
+--   print(#history.steps(h, "sha256:ab|fused|NVIDIA H200"))
+function M.steps(h, series, opts)
+  opts = opts or {}
+  local s
+  for _, x in ipairs(store.series(h)) do if x.series == series then s = x end end
+  if not s then return {} end
+  local ctx = prepare(h, s, head_of(h, opts), opts)
+  if not ctx then return {} end
+  local sentinel = opts.sentinel == nil and M.SENTINEL or opts.sentinel
+  local cache, out, seen = {}, {}, {}
+  for k = 1, #ctx.list do
+    local res = judge(h, s, ctx, k, opts, sentinel, cache)
+    if res.step and res.status ~= 'ok' and res.status ~= 'short' and not seen[res.step] then
+      seen[res.step] = true
+      out[#out + 1] = { step = res.step, found_at = res.head, status = res.status, ratio = res.ratio, z = res.z }
     end
   end
   return out

@@ -145,21 +145,22 @@ local function charts(points)
   return out
 end
 
---- The trend chart of one series: the median per commit with its interval, and the commit where
--- the series stepped marked in red.
+--- The trend chart of one series: the median per commit with its interval, and the commits where
+-- the series stepped marked as their own series ("stepped here").
 --
--- trend: history.trend's list; step: the sha where it stepped (or nil); title. Returns the SVG.
+-- trend: history.trend's list; steps: {sha = status} of the commits where it stepped (or nil);
+-- title. Returns the SVG.
 --
--- @signature html.trend_chart(trend, step, title) -> svg | nil, message
+-- @signature html.trend_chart(trend, steps, title) -> svg | nil, message
 -- @example
 --   local svg = html.trend_chart({{commit = {sha = "aaaaaaa"}, median_ms = 0.1, lo_ms = 0.09, hi_ms = 0.11},
---     {commit = {sha = "bbbbbbb"}, median_ms = 0.12}}, "bbbbbbb", "demo")
-function M.trend_chart(trend, step, title)
+--     {commit = {sha = "bbbbbbb"}, median_ms = 0.12}}, {bbbbbbb = "regression"}, "demo")
+function M.trend_chart(trend, steps, title)
   local cats, pts, marked = {}, {}, {}
   for i, t in ipairs(trend) do
     cats[i] = t.commit.sha:sub(1, 7)
     pts[i] = { x = i, y = t.median_ms * 1000, lo = t.lo_ms and t.lo_ms * 1000, hi = t.hi_ms and t.hi_ms * 1000 }
-    if step and t.commit.sha == step then marked[#marked + 1] = { x = i, y = t.median_ms * 1000 } end
+    if steps and steps[t.commit.sha] then marked[#marked + 1] = { x = i, y = t.median_ms * 1000 } end
   end
   local series = { { name = 'median', points = pts, color = 1 } }
   if #marked > 0 then series[2] = { name = 'stepped here', points = marked, color = 4 } end
@@ -171,7 +172,7 @@ end
 --
 -- report: title, sources (list of text), generated (time text), rows (point.summary of each
 -- bundle), plot_points (plot.point_from_bundle of each), checks (history.check's result or nil),
--- trends ({{title, anchor, step, status, trend}}). Every record row links to its anchor with its
+-- trends ({{title, anchor, steps = {sha = status}, trend}}). Every record row links to its anchor with its
 -- digests.
 --
 -- @signature html.render(report) -> text
@@ -240,15 +241,16 @@ function M.render(r)
     add('<h2 id="trends">Trends over commits</h2>')
     for _, t in ipairs(r.trends or {}) do
       add('<section id="' .. esc(t.anchor) .. '"><h3>' .. esc(t.title) .. '</h3>')
-      local svg, err = M.trend_chart(t.trend, t.step, t.title)
+      local svg, err = M.trend_chart(t.trend, t.steps, t.title)
       if svg then add('<div class="chart">' .. svg:gsub('^<%?xml[^>]*>%s*', '') .. '</div>')
       else add('<p class="muted">' .. esc(err) .. '</p>') end
       local trows = {}
       for i, e in ipairs(t.trend) do
-        trows[i] = { _class = (t.step == e.commit.sha and t.status) or nil, commit = e.commit.sha:sub(1, 12),
+        local st = t.steps and t.steps[e.commit.sha]
+        trows[i] = { _class = st, commit = e.commit.sha:sub(1, 12),
           time = e.commit.committed_at or '', sessions = e.sessions, samples = e.samples, median = us(e.median_ms),
           interval = e.lo_ms and (us(e.lo_ms) .. '..' .. us(e.hi_ms)) or '',
-          mark = t.step == e.commit.sha and ('stepped here (' .. t.status .. ')') or '' }
+          mark = st and ('stepped here (' .. st .. ')') or '' }
       end
       add(table_html(TREND_COLUMNS, trows))
       add('</section>')

@@ -78,10 +78,15 @@ local function from_history(report, opts, max_trends)
       history.detect.DEFAULTS.lag, history.detect.DEFAULTS.z, history.detect.DEFAULTS.threshold * 100)
     report.sources[#report.sources + 1] = h.name .. ' at ' .. tostring(checks.head or 'no commit'):sub(1, 12)
     local order = {}
-    for _, c in ipairs(checks.results) do order[#order + 1] = c end
+    for _, c in ipairs(checks.results) do
+      -- a series that stepped earlier in its history ranks with the regressions
+      if c.status == 'ok' and #history.steps(h, c.series, { head = checks.head }) > 0 then c.stepped_before = true end
+      order[#order + 1] = c
+    end
     local rank = { regression = 1, drift = 2, improvement = 3, ok = 4, short = 5 }
     table.sort(order, function(a, b)
-      if rank[a.status] ~= rank[b.status] then return rank[a.status] < rank[b.status] end
+      local ra, rb = a.stepped_before and 1.5 or rank[a.status], b.stepped_before and 1.5 or rank[b.status]
+      if ra ~= rb then return ra < rb end
       return a.point .. a.provider < b.point .. b.provider
     end)
     report.trend_anchor = {}
@@ -89,8 +94,11 @@ local function from_history(report, opts, max_trends)
       local c = order[i]
       local anchor = 'trend-' .. i
       report.trend_anchor[c.series] = anchor
-      report.trends[#report.trends + 1] = { anchor = anchor, status = c.status,
-        step = (c.status ~= 'ok' and c.status ~= 'short') and c.step or nil,
+      -- every step along the series, as the check after each commit found it
+      local steps = {}
+      for _, st in ipairs(history.steps(h, c.series, { head = checks.head })) do steps[st.step] = st.status end
+      if c.step and c.status ~= 'ok' and c.status ~= 'short' then steps[c.step] = c.status end
+      report.trends[#report.trends + 1] = { anchor = anchor, steps = steps,
         title = string.format('%s (%s, %s)', c.point, c.provider, c.device),
         trend = history.trend(h, c.series, { head = checks.head }) }
     end
