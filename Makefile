@@ -149,7 +149,14 @@ deps:
 	  echo "installing:" $$missing; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+	  case " $$missing " in *" postgresql "*) \
+	    $$SUDO pg_lsclusters -h 2>/dev/null | while read -r v c _; do $$SUDO pg_ctlcluster "$$v" "$$c" stop 2>/dev/null || true; done; \
+	    if command -v systemctl >/dev/null && [ -d /run/systemd/system ]; then $$SUDO systemctl disable --now postgresql >/dev/null 2>&1 || true; fi;; \
+	  esac; \
 	fi
+# (tests/history_pg_spec.lua starts a PostgreSQL server of its own on a Unix
+# socket in a temporary folder and stops it: the cluster that installing
+# postgresql may start is stopped above, so that nothing is left running.)
 
 # Slurm for tests/slurm_spec.lua, which starts a single-node cluster of its
 # own (tests/slurm/cluster.sh) and submits a real job array; without these

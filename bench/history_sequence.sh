@@ -15,7 +15,7 @@
 # HTML report (kluabench report --db).
 #
 #   bash bench/history_sequence.sh [OUT_DIR]            (default: a temporary folder)
-#   COMMITS=10 SLOW_AT=6 MIB=64 bash bench/history_sequence.sh
+#   COMMITS=10 SLOW_AT=6 MIB=64 PROTOCOL=cold SWEEP_ARGS="..." bash bench/history_sequence.sh
 #   KLUABENCH_BACKEND=cpu MIB=16 EXTRA=0.5 bash bench/history_sequence.sh
 #                 (the cpu backend: a shared CPU's timing wanders by several
 #                 per cent between sessions, so here the slow commits move
@@ -91,7 +91,7 @@ for i in $(seq 1 "$COMMITS"); do
   git add bench.lua
   git commit -q --allow-empty -m "commit $i$([ "$i" -ge "$SLOW_AT" ] && echo ": the copy moves $EXTRA more of its bytes")"
   sha=$(git rev-parse HEAD)
-  "$BIN" bench.lua --mib "$MIB" --provider user,copy --runs 3 --protocol "${PROTOCOL:-cold}" --format jsonl --out "$OUT/c$i.jsonl" \
+  "$BIN" bench.lua --mib "$MIB" --provider user,copy --runs "${RUNS:-3}" --protocol "${PROTOCOL:-cold}" ${SWEEP_ARGS:-} --format jsonl --out "$OUT/c$i.jsonl" \
     > /dev/null 2> "$OUT/c$i.log"
   "$BIN" history add "$OUT/c$i.jsonl" --db "$DB" 2>> "$OUT/c$i.log"
   set +e

@@ -209,6 +209,7 @@ local function open_sqlite(path, opts)
   -- the first read tells a database from another file ("file is not a database")
   local rok, rerr = pcall(function()
     h:query('PRAGMA foreign_keys = ON')
+    if path ~= ':memory:' and not opts.readonly then h:query('PRAGMA journal_mode = WAL') end
     local id = h:query('PRAGMA application_id')[1][1]
     if id ~= 0 and id ~= M.APPLICATION_ID then
       error(string.format('%s: not a kluabench history database (a SQLite file of another program: '

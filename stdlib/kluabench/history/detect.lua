@@ -30,7 +30,7 @@
 local M = {}
 
 --- The defaults of detect.check (docs/HISTORY.md says how they were chosen).
-M.DEFAULTS = { window = 20, min_window = 5, lag = 3, z = 4.5, threshold = 0.02, noise = 0.0 }
+M.DEFAULTS = { window = 20, min_window = 5, lag = 3, z = 4, threshold = 0.02, noise = 0.0 }
 
 local function mean(xs, i, j)
   local s = 0
@@ -82,7 +82,7 @@ end
 --- Looks for a step in the newest commits of a series.
 --
 -- xs: the commits' values (detect.value), oldest first. opts: window (20), min_window (5), lag (3:
--- the step may be at any of the last 3 commits), z (4.5), threshold (0.02: the smallest change that
+-- the step may be at any of the last 3 commits), z (4), threshold (0.02: the smallest change that
 -- counts), noise (the between-session sd of log median in force; the spread is never taken below
 -- it), start (the first index the baseline may use: a marked step). Returns {status =
 -- "regression" | "improvement" | "ok" | "short", step = index of the first commit after the step,

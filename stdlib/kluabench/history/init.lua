@@ -146,16 +146,16 @@ function M.find_series(h, f)
   return out
 end
 
--- Runs per commit of a series, in ancestry order ending at head, with the
--- protocol of the head's runs only.
-local function commits_of(h, series, head)
+-- Runs per commit of a series, in ancestry order ending at head. chain: the
+-- lineage to head when the caller has it (one per check, not per series).
+local function commits_of(h, series, head, chain)
   local runs = store.runs(h, series)
   local by = {}
   for _, r in ipairs(runs) do
     by[r.commit] = by[r.commit] or {}
     table.insert(by[r.commit], r)
   end
-  local chain = store.lineage(store.commits(h), head)
+  chain = chain or store.lineage(store.commits(h), head)
   local out = {}
   for _, c in ipairs(chain) do
     if by[c.sha] then out[#out + 1] = { commit = c, runs = by[c.sha] } end
@@ -245,8 +245,8 @@ end
 -- What judging a series needs: its commits up to head (with the protocol of
 -- the head's runs only), their values, the noise in force, the position of
 -- each commit on the lineage (for marks) and the marks.
-local function prepare(h, s, head, opts)
-  local list, chain = commits_of(h, s.series, head)
+local function prepare(h, s, head, opts, lineage)
+  local list, chain = commits_of(h, s.series, head, lineage)
   local last = list[#list]
   if not last then return nil end
   local proto = last.runs[1].protocol
@@ -348,9 +348,10 @@ function M.check(h, opts)
     for _, s in ipairs(opts.series) do wanted[s] = true end
   end
   local sentinel = opts.sentinel == nil and M.SENTINEL or opts.sentinel
+  local lineage = store.lineage(store.commits(h), head)
   for _, s in ipairs(store.series(h)) do
     if not wanted or wanted[s.series] then
-      local ctx = prepare(h, s, head, opts)
+      local ctx = prepare(h, s, head, opts, lineage)
       if ctx and ctx.list[#ctx.list].commit.sha == head then
         local res = judge(h, s, ctx, #ctx.list, opts, sentinel, {})
         if res.status == 'regression' then out.regressions = out.regressions + 1 end

@@ -56,8 +56,8 @@ end
 --
 -- @signature point.of(bundle) -> table | nil, message
 -- @example
---   local p = assert(point.of(bundle))
---   print(p.label, p.provider, #p.samples)
+--   local p, why = point.of(bundle)
+--   print(p and p.label or why)
 function M.of(b)
   if not reader.is_bundle(b) then return nil, 'not a record bundle' end
   local rs = get(b, 'run', 'spec')

@@ -45,10 +45,15 @@ local function check_meta(meta)
   }
 end
 
--- Inserts a document once; returns its id.
+-- Inserts a document once; returns its id. seen[doc] caches the id of a
+-- table already encoded in this call (bundles of one sweep may share their
+-- documents' tables), seen[id] the ids already inserted.
 local function put_document(h, doc, kind, digest, seen)
+  local id = seen.tables[doc]
+  if id then return id end
   local body = core.jcs.encode(doc)
-  local id = 'sha256:' .. sha(body)
+  id = 'sha256:' .. sha(body)
+  seen.tables[doc] = id
   if not seen[id] then
     h:run('INSERT INTO documents (id, kind, digest, body) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING',
       { id, kind, digest, body })
@@ -124,7 +129,7 @@ function M.add_bundles(h, bundles, meta)
     local p, why = point.of(b)
     if p then points[#points + 1] = p else summary.refused[#summary.refused + 1] = { index = i, why = why } end
   end
-  local seen, added_at = {}, now()
+  local seen, added_at = { tables = setmetatable({}, { __mode = 'k' }) }, now()
   for first = 1, #points, M.BATCH do
     require('kluabench.cli').stop_if_interrupted()
     local added, present = h:transaction(function()

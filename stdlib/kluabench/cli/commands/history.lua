@@ -39,7 +39,7 @@ the copy ceiling and between-session noise it was measured with.
       [--window N]          ancestors (20); at least --min-window N (5) of
       [--min-window N]      them before the step; the step may be at any of
       [--lag N]             the last --lag N (3) commits; a step counts when
-      [--z Z]               its z-score reaches Z (4.5) and the change
+      [--z Z]               its z-score reaches Z (4) and the change
       [--threshold T]       --threshold T (0.02 = 2 %); the spread is never
       [--noise SD]          taken below the between-session noise (--noise,
       [--sentinel P|none]   else the records'). A step that the sentinel
