@@ -48,11 +48,11 @@ M.modules = {
   triton = 'kluabench.triton',
   reader = 'kluabench.record.reader',
   history = 'kluabench.history',
-  db = 'kluabench.history.db',
-  schema = 'kluabench.history.schema',
-  store = 'kluabench.history.store',
-  detect = 'kluabench.history.detect',
-  point = 'kluabench.history.point',
+  history_db = 'kluabench.history.db',
+  history_schema = 'kluabench.history.schema',
+  history_store = 'kluabench.history.store',
+  history_detect = 'kluabench.history.detect',
+  history_point = 'kluabench.history.point',
   html = 'kluabench.report.html',
 }
 
@@ -234,20 +234,20 @@ M.sections = {
     intro = '`local history = require "kluabench.history"`. The history database (SQLite file or '
       .. 'PostgreSQL), what `kluabench history` and `kluabench report` ask of it, and `history.add_bundles`, '
       .. 'which the harness calls to write a sweep into it. docs/HISTORY.md describes the schema and the method.' },
-  { id = 'db', title = 'kluabench.history.db: one interface to both databases',
-    intro = '`local db = require "kluabench.history.db"`. SQL with `?` placeholders in the types both share; '
+  { id = 'history_db', title = 'kluabench.history.db: one interface to both databases',
+    intro = '`local history_db = require "kluabench.history.db"`. SQL with `?` placeholders in the types both share; '
       .. 'transactions; errors that name the database.' },
-  { id = 'schema', title = 'kluabench.history.schema: versions and migrations',
-    intro = '`local schema = require "kluabench.history.schema"`. Ordered migration steps and the '
+  { id = 'history_schema', title = 'kluabench.history.schema: versions and migrations',
+    intro = '`local history_schema = require "kluabench.history.schema"`. Ordered migration steps and the '
       .. 'schema_version table; a newer schema is refused by name.' },
-  { id = 'store', title = 'kluabench.history.store: writing and reading runs',
-    intro = '`local store = require "kluabench.history.store"`. The SQL of the history: bundles in, series, '
+  { id = 'history_store', title = 'kluabench.history.store: writing and reading runs',
+    intro = '`local history_store = require "kluabench.history.store"`. The SQL of the history: bundles in, series, '
       .. 'commits, runs, marks and rebuilt bundles out.' },
-  { id = 'detect', title = 'kluabench.history.detect: steps along commits',
-    intro = '`local detect = require "kluabench.history.detect"`. The regression test of `history check`: '
+  { id = 'history_detect', title = 'kluabench.history.detect: steps along commits',
+    intro = '`local history_detect = require "kluabench.history.detect"`. The regression test of `history check`: '
       .. 'a lookback z-score over the last commits as candidate steps, with a sentinel for machine drift.' },
-  { id = 'point', title = 'kluabench.history.point: what the history reads of a bundle',
-    intro = '`local point = require "kluabench.history.point"`. The one adapter between record bundles and '
+  { id = 'history_point', title = 'kluabench.history.point: what the history reads of a bundle',
+    intro = '`local history_point = require "kluabench.history.point"`. The one adapter between record bundles and '
       .. 'the history (kluabench.record.reader underneath).' },
   { id = 'html', title = 'kluabench.report.html: the HTML report',
     intro = '`local html = require "kluabench.report.html"`. One self-contained page: tables, inline SVG '

@@ -22,18 +22,18 @@ M.APPLICATION_ID = 0x6b6c6862
 
 --- True when spec names a PostgreSQL database (a postgresql:// or postgres:// URI).
 --
--- @signature db.is_postgres(spec) -> boolean
+-- @signature history_db.is_postgres(spec) -> boolean
 -- @example
---   print(db.is_postgres("postgresql://ci@db.example/bench"), db.is_postgres("results/history.db"))
+--   print(history_db.is_postgres("postgresql://ci@db.example/bench"), history_db.is_postgres("results/history.db"))
 function M.is_postgres(spec)
   return type(spec) == 'string' and (spec:match('^postgresql://') or spec:match('^postgres://')) ~= nil
 end
 
 --- A URI without its password, for messages ("postgresql://ci@host/db").
 --
--- @signature db.redact(uri) -> text
+-- @signature history_db.redact(uri) -> text
 -- @example
---   print(db.redact("postgresql://ci:secret@db.example:5432/bench")) --> postgresql://ci@db.example:5432/bench
+--   print(history_db.redact("postgresql://ci:secret@db.example:5432/bench")) --> postgresql://ci@db.example:5432/bench
 function M.redact(uri)
   local s = uri:gsub('^(%a+://)([^@/:]*):[^@/]*@', '%1%2@')
   s = s:gsub('([?&])password=[^&]*&?', '%1'):gsub('[?&]$', '')
@@ -75,7 +75,7 @@ end
 --
 -- @signature h:query(sql [, params]) -> rows
 -- @example
---   local h = assert(db.open(":memory:", {create = true}))
+--   local h = assert(history_db.open(":memory:", {create = true}))
 --   print(h:query("SELECT 1 + ?", {41})[1][1]) --> 42
 function Handle:query(sql, params)
   if self.kind == 'sqlite' then
@@ -92,7 +92,7 @@ end
 --
 -- @signature h:run(sql [, params]) -> changes
 -- @example
---   local h = assert(db.open(":memory:", {create = true}))
+--   local h = assert(history_db.open(":memory:", {create = true}))
 --   h:exec("CREATE TABLE t (x BIGINT PRIMARY KEY)")
 --   print(h:run("INSERT INTO t VALUES (?) ON CONFLICT DO NOTHING", {1})) --> 1
 function Handle:run(sql, params)
@@ -110,7 +110,7 @@ end
 --
 -- @signature h:exec(sql)
 -- @example
---   local h = assert(db.open(":memory:", {create = true}))
+--   local h = assert(history_db.open(":memory:", {create = true}))
 --   h:exec("CREATE TABLE a (x TEXT); CREATE TABLE b (y TEXT)")
 function Handle:exec(sql)
   local ok, err = self.conn:exec(sql)
@@ -129,7 +129,7 @@ local RETRY = { ['40P01'] = true, ['40001'] = true }
 --
 -- @signature h:transaction(fn) -> results of fn
 -- @example
---   local h = assert(db.open(":memory:", {create = true}))
+--   local h = assert(history_db.open(":memory:", {create = true}))
 --   h:exec("CREATE TABLE t (x BIGINT)")
 --   h:transaction(function() h:run("INSERT INTO t VALUES (?)", {1}) end)
 function Handle:transaction(fn)
@@ -154,7 +154,7 @@ end
 --
 -- @signature h:tables() -> {names}
 -- @example
---   local h = assert(db.open(":memory:", {create = true}))
+--   local h = assert(history_db.open(":memory:", {create = true}))
 --   print(#h:tables()) --> 0
 function Handle:tables()
   local rows = self.kind == 'sqlite'
@@ -170,7 +170,7 @@ end
 --
 -- @signature h:close()
 -- @example
---   local h = assert(db.open(":memory:", {create = true}))
+--   local h = assert(history_db.open(":memory:", {create = true}))
 --   h:close()
 function Handle:close()
   if self.cache then
@@ -251,9 +251,9 @@ end
 -- an error naming the URI without its password. Returns a handle (h:query, h:run, h:exec,
 -- h:transaction, h:tables, h:close; h.kind "sqlite" or "postgresql", h.name) or nil, message.
 --
--- @signature db.open(spec [, opts]) -> handle | nil, message
+-- @signature history_db.open(spec [, opts]) -> handle | nil, message
 -- @example
---   local h = assert(db.open(":memory:", {create = true}))
+--   local h = assert(history_db.open(":memory:", {create = true}))
 --   print(h.kind, h.name)
 --   h:close()
 function M.open(spec, opts)

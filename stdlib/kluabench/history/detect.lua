@@ -29,7 +29,7 @@
 -- reported as drift (not a regression).
 local M = {}
 
---- The defaults of detect.check (docs/HISTORY.md says how they were chosen).
+--- The defaults of history_detect.check (docs/HISTORY.md says how they were chosen).
 M.DEFAULTS = { window = 20, min_window = 5, lag = 3, z = 4, threshold = 0.02, noise = 0.0 }
 
 local function mean(xs, i, j)
@@ -48,9 +48,9 @@ end
 
 --- The value of one commit from its session medians (ms): the mean of their logs.
 --
--- @signature detect.value(session_medians) -> x
+-- @signature history_detect.value(session_medians) -> x
 -- @example
---   print(math.exp(detect.value({1.0, 1.02, 0.98})))
+--   print(math.exp(history_detect.value({1.0, 1.02, 0.98})))
 function M.value(medians)
   local s = 0
   for _, m in ipairs(medians) do s = s + math.log(m) end
@@ -89,11 +89,11 @@ end
 -- ratio = exp(d), lo, hi (the interval of the ratio at the z threshold), z, base_n, post_n, sd}.
 -- "short": fewer than min_window commits before every candidate.
 --
--- @signature detect.check(xs [, opts]) -> result
+-- @signature history_detect.check(xs [, opts]) -> result
 -- @example
 --   local xs = {}
 --   for i = 1, 12 do xs[i] = math.log(i <= 10 and 1.0 + 0.001 * (i % 3) or 1.08) end
---   local r = detect.check(xs, {noise = 0.01})
+--   local r = history_detect.check(xs, {noise = 0.01})
 --   print(r.status, r.step, r.ratio)
 function M.check(xs, opts)
   opts = opts or {}
@@ -128,16 +128,16 @@ end
 --- The same step tested on a sentinel series (the copy ceiling of the same sessions): "drift" when
 -- it stepped the same way by at least half as much as the series did.
 --
--- result: what detect.check gave the series; sxs: the sentinel's values for the same commits
+-- result: what history_detect.check gave the series; sxs: the sentinel's values for the same commits
 -- (nil where a commit has none); opts as for check. Returns "drift", "steady" (the sentinel did not
 -- step) or "none" (no sentinel values on both sides of the step), and the sentinel's ratio.
 --
--- @signature detect.sentinel(result, sxs [, opts]) -> verdict, ratio
+-- @signature history_detect.sentinel(result, sxs [, opts]) -> verdict, ratio
 -- @example
 --   local r = {status = "regression", step = 11, ratio = 1.08, base_n = 10}
 --   local s = {}
 --   for i = 1, 12 do s[i] = math.log(i <= 10 and 1.0 or 1.07) end
---   print(detect.sentinel(r, s, {noise = 0.01})) --> drift
+--   print(history_detect.sentinel(r, s, {noise = 0.01})) --> drift
 function M.sentinel(result, sxs, opts)
   opts = opts or {}
   if not result.step then return 'none' end

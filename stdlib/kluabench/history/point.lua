@@ -20,9 +20,9 @@ M.ROLES = { 'run', 'protocol', 'environment', 'workload', 'implementation', 'ope
 --- The bundles of a record file, checked as `compare` checks them (a workload digest, finite
 -- positive samples); nil and "FILE:LINE: why" otherwise.
 --
--- @signature point.read(path) -> bundles | nil, message
+-- @signature history_point.read(path) -> bundles | nil, message
 -- @example
---   local bundles = point.read("results.jsonl")
+--   local bundles = history_point.read("results.jsonl")
 function M.read(path)
   local bundles, err = reader.read(path, { comparable = true })
   if not bundles then return nil, err end
@@ -54,9 +54,9 @@ end
 -- provider, device, host, backend, noise_sd, copy_gbps}. The identity of a run is its four digests,
 -- the time it was observed and its session: the same bundle added twice has the same key.
 --
--- @signature point.of(bundle) -> table | nil, message
+-- @signature history_point.of(bundle) -> table | nil, message
 -- @example
---   local p, why = point.of(bundle)
+--   local p, why = history_point.of(bundle)
 --   print(p and p.label or why)
 function M.of(b)
   if not reader.is_bundle(b) then return nil, 'not a record bundle' end
@@ -98,10 +98,10 @@ end
 --- A bundle for kluabench.report.compare from stored documents and samples (the inverse of
 -- point.of): the documents by role, with the raw samples where the reader finds them.
 --
--- @signature point.bundle(documents, samples) -> bundle
+-- @signature history_point.bundle(documents, samples) -> bundle
 -- @example
---   local b = point.bundle({run = {spec = {workloadDigest = "sha256:ab"}}}, {0.1, 0.2})
---   print(#point.samples(b))
+--   local b = history_point.bundle({run = {spec = {workloadDigest = "sha256:ab"}}}, {0.1, 0.2})
+--   print(#history_point.samples(b))
 function M.bundle(documents, samples)
   local b = {}
   for role, doc in pairs(documents) do b[role] = doc end
@@ -148,9 +148,9 @@ end
 -- copy_gbps, protocol (name), digests {run key fields}, environment and protocol (flattened
 -- {name, value} rows), observed_at.
 --
--- @signature point.summary(bundle) -> table | nil, message
+-- @signature history_point.summary(bundle) -> table | nil, message
 -- @example
---   local s = point.summary(bundle)
+--   local s = history_point.summary(bundle)
 function M.summary(b)
   local p, why = M.of(b)
   if not p then return nil, why end
@@ -174,16 +174,16 @@ end
 
 --- The raw samples of a bundle in ms (reader.samples_of).
 --
--- @signature point.samples(bundle) -> ms list | nil, why
+-- @signature history_point.samples(bundle) -> ms list | nil, why
 -- @example
---   print(#point.samples({run = {spec = {samples = {unit = "ms", values = {1, 2}}}}}))
+--   print(#history_point.samples({run = {spec = {samples = {unit = "ms", values = {1, 2}}}}}))
 M.samples = reader.samples_of
 
 --- The label and provider of a bundle's point, for people (reader.label_of).
 --
--- @signature point.label(bundle) -> label, provider
+-- @signature history_point.label(bundle) -> label, provider
 -- @example
---   print(point.label({run = {}, implementation = {spec = {provider = "fused"}}}))
+--   print(history_point.label({run = {}, implementation = {spec = {provider = "fused"}}}))
 M.label = reader.label_of
 
 return M

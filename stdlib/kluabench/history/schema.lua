@@ -87,9 +87,9 @@ CREATE INDEX commits_time ON commits (committed_at);
 
 --- The newest schema version this kluabench knows.
 --
--- @signature schema.latest() -> integer
+-- @signature history_schema.latest() -> integer
 -- @example
---   print(schema.latest())
+--   print(history_schema.latest())
 function M.latest() return M.STEPS[#M.STEPS].version end
 
 local VERSION_TABLE = [[
@@ -107,10 +107,10 @@ end
 --- The schema version of an open database (0: no kluabench table yet), or an error naming it when
 -- it holds tables of another program.
 --
--- @signature schema.version(h) -> integer
+-- @signature history_schema.version(h) -> integer
 -- @example
 --   local h = assert(require("kluabench.history.db").open(":memory:", {create = true}))
---   print(schema.version(h)) --> 0
+--   print(history_schema.version(h)) --> 0
 function M.version(h)
   local tables = h:tables()
   if not has(tables, 'schema_version') then
@@ -129,10 +129,10 @@ local function now() return os.date('!%Y-%m-%dT%H:%M:%SZ') end
 --- Brings an open database to the newest schema: runs the steps it lacks, each in one transaction;
 -- refuses a database of a newer schema, naming it. Returns the version before and after.
 --
--- @signature schema.migrate(h) -> old_version, new_version
+-- @signature history_schema.migrate(h) -> old_version, new_version
 -- @example
 --   local h = assert(require("kluabench.history.db").open(":memory:", {create = true}))
---   print(schema.migrate(h)) --> 0 1
+--   print(history_schema.migrate(h)) --> 0 1
 function M.migrate(h)
   local before = M.version(h)
   local latest = M.latest()
@@ -166,11 +166,11 @@ end
 --- Checks, without changing anything, that a database is at the schema this kluabench knows;
 -- raises naming it otherwise (a query on an empty or older database says to run `history add`).
 --
--- @signature schema.check(h) -> version
+-- @signature history_schema.check(h) -> version
 -- @example
 --   local h = assert(require("kluabench.history.db").open(":memory:", {create = true}))
---   schema.migrate(h)
---   print(schema.check(h)) --> 1
+--   history_schema.migrate(h)
+--   print(history_schema.check(h)) --> 1
 function M.check(h)
   local v = M.version(h)
   local latest = M.latest()

@@ -24,9 +24,9 @@ end
 
 --- The series a run belongs to: "workload digest|provider|device".
 --
--- @signature store.series_key(workload_digest, provider, device) -> text
+-- @signature history_store.series_key(workload_digest, provider, device) -> text
 -- @example
---   print(store.series_key("sha256:ab", "fused", "NVIDIA H200"))
+--   print(history_store.series_key("sha256:ab", "fused", "NVIDIA H200"))
 function M.series_key(workload, provider, device)
   return workload .. '|' .. provider .. '|' .. device
 end
@@ -112,10 +112,10 @@ end
 -- session) is left as it is. Bundles go in transactions of store.BATCH, each whole or not at all.
 -- Returns {added, present, refused = {{index, why}}}.
 --
--- @signature store.add_bundles(h, bundles, meta) -> summary
+-- @signature history_store.add_bundles(h, bundles, meta) -> summary
 -- @example
 --   local h = assert(require("kluabench.history").open(":memory:", {create = true}))
---   local s = store.add_bundles(h, {}, {commit = "abc123"})
+--   local s = history_store.add_bundles(h, {}, {commit = "abc123"})
 --   print(s.added, s.present)
 function M.add_bundles(h, bundles, meta)
   local m = check_meta(meta)
@@ -151,10 +151,10 @@ end
 --- Every series with its counts: {series, kernel, point, provider, device, runs, commits, first,
 -- last}, ordered by point, provider and device.
 --
--- @signature store.series(h) -> list
+-- @signature history_store.series(h) -> list
 -- @example
 --   local h = assert(require("kluabench.history").open(":memory:", {create = true}))
---   print(#store.series(h))
+--   print(#history_store.series(h))
 function M.series(h)
   local rows = h:query([[SELECT series, kernel, point, provider, device, COUNT(*), COUNT(DISTINCT commit_sha),
     MIN(observed_at), MAX(observed_at) FROM runs GROUP BY series, kernel, point, provider, device
@@ -170,10 +170,10 @@ end
 --- Every commit with its runs: {sha, branch, parents (list), committed_at, subject, runs}, newest
 -- first.
 --
--- @signature store.commits(h) -> list
+-- @signature history_store.commits(h) -> list
 -- @example
 --   local h = assert(require("kluabench.history").open(":memory:", {create = true}))
---   print(#store.commits(h))
+--   print(#history_store.commits(h))
 function M.commits(h)
   local rows = h:query([[SELECT c.sha, c.branch, c.parents, c.committed_at, c.subject, COUNT(r.run_key)
     FROM commits c LEFT JOIN runs r ON r.commit_sha = c.sha
@@ -190,10 +190,10 @@ end
 
 --- The full sha of a commit given in full or as a unique prefix, or nil and why.
 --
--- @signature store.resolve_commit(h, rev) -> sha | nil, message
+-- @signature history_store.resolve_commit(h, rev) -> sha | nil, message
 -- @example
 --   local h = assert(require("kluabench.history").open(":memory:", {create = true}))
---   print(store.resolve_commit(h, "abc"))
+--   print(history_store.resolve_commit(h, "abc"))
 function M.resolve_commit(h, rev)
   local rows = h:query('SELECT sha FROM commits WHERE sha = ?', { rev })
   if #rows == 1 then return rows[1][1] end
@@ -207,12 +207,12 @@ end
 -- commits the history knows; where a parent is not known (a commit without runs), the chain goes on
 -- with the known commits older than it, by commit time.
 --
--- commits: store.commits(h) (or a subset); head: a sha (default: the newest commit). Returns the
+-- commits: history_store.commits(h) (or a subset); head: a sha (default: the newest commit). Returns the
 -- list of commit tables.
 --
--- @signature store.lineage(commits [, head]) -> list
+-- @signature history_store.lineage(commits [, head]) -> list
 -- @example
---   local list = store.lineage({{sha = "b", parents = {"a"}, committed_at = "2"}, {sha = "a", parents = {}, committed_at = "1"}})
+--   local list = history_store.lineage({{sha = "b", parents = {"a"}, committed_at = "2"}, {sha = "a", parents = {}, committed_at = "1"}})
 --   print(list[1].sha, list[2].sha) --> a b
 function M.lineage(commits, head)
   local by = {}
@@ -248,10 +248,10 @@ end
 --- The runs of one series: {run_key, commit, median_ms, lo_ms, hi_ms, n_samples, noise_sd, protocol,
 -- session_group, observed_at, copy_gbps}.
 --
--- @signature store.runs(h, series) -> list
+-- @signature history_store.runs(h, series) -> list
 -- @example
 --   local h = assert(require("kluabench.history").open(":memory:", {create = true}))
---   print(#store.runs(h, "sha256:ab|fused|NVIDIA H200"))
+--   print(#history_store.runs(h, "sha256:ab|fused|NVIDIA H200"))
 function M.runs(h, series)
   local rows = h:query([[SELECT run_key, commit_sha, median_ms, lo_ms, hi_ms, n_samples, noise_sd,
     protocol_digest, session_group, observed_at, copy_gbps, workload_digest FROM runs WHERE series = ?
@@ -268,10 +268,10 @@ end
 --- The runs of a provider on a device (the sentinel's): {commit, workload, median_ms,
 -- session_group}.
 --
--- @signature store.provider_runs(h, provider, device) -> list
+-- @signature history_store.provider_runs(h, provider, device) -> list
 -- @example
 --   local h = assert(require("kluabench.history").open(":memory:", {create = true}))
---   print(#store.provider_runs(h, "copy", "NVIDIA H200"))
+--   print(#history_store.provider_runs(h, "copy", "NVIDIA H200"))
 function M.provider_runs(h, provider, device)
   local rows = h:query([[SELECT commit_sha, workload_digest, median_ms, session_group FROM runs
     WHERE provider = ? AND device = ?]], { provider, device })
@@ -285,10 +285,10 @@ end
 --- The bundles of a commit (every run, or those of series), rebuilt from the stored documents and
 -- samples (point.bundle), for kluabench.report.compare.
 --
--- @signature store.bundles(h, commit [, series]) -> bundles
+-- @signature history_store.bundles(h, commit [, series]) -> bundles
 -- @example
 --   local h = assert(require("kluabench.history").open(":memory:", {create = true}))
---   print(#store.bundles(h, "abc123"))
+--   print(#history_store.bundles(h, "abc123"))
 function M.bundles(h, commit, series)
   local sql = [[SELECT r.run_key, d.body, p.body, e.body, w.body, i.body, o.body, s.vals FROM runs r
     JOIN documents d ON d.id = r.run_doc
@@ -311,10 +311,10 @@ end
 --- Marks a known step (a driver update, a new GPU): from commit on, the baseline of history check
 -- restarts there. device and series: "*" (default) for all.
 --
--- @signature store.mark(h, commit, reason [, device [, series]]) -> true
+-- @signature history_store.mark(h, commit, reason [, device [, series]]) -> true
 -- @example
 --   local h = assert(require("kluabench.history").open(":memory:", {create = true}))
---   store.mark(h, "abc123", "driver 580 -> 590")
+--   history_store.mark(h, "abc123", "driver 580 -> 590")
 function M.mark(h, commit, reason, device, series)
   h:transaction(function()
     h:run('INSERT INTO marks (commit_sha, device, series, reason, created_at) VALUES (?, ?, ?, ?, ?) '
@@ -325,10 +325,10 @@ end
 
 --- The marks that apply to a series on a device: {commit, reason}.
 --
--- @signature store.marks(h, device, series) -> list
+-- @signature history_store.marks(h, device, series) -> list
 -- @example
 --   local h = assert(require("kluabench.history").open(":memory:", {create = true}))
---   print(#store.marks(h, "NVIDIA H200", "sha256:ab|fused|NVIDIA H200"))
+--   print(#history_store.marks(h, "NVIDIA H200", "sha256:ab|fused|NVIDIA H200"))
 function M.marks(h, device, series)
   local rows = h:query([[SELECT commit_sha, reason FROM marks WHERE (device = '*' OR device = ?)
     AND (series = '*' OR series = ?) ORDER BY created_at]], { device, series })
@@ -339,10 +339,10 @@ end
 
 --- How many runs, documents, samples and commits the database holds.
 --
--- @signature store.counts(h) -> {runs, documents, samples, commits, marks}
+-- @signature history_store.counts(h) -> {runs, documents, samples, commits, marks}
 -- @example
 --   local h = assert(require("kluabench.history").open(":memory:", {create = true}))
---   print(store.counts(h).runs)
+--   print(history_store.counts(h).runs)
 function M.counts(h)
   local out = {}
   for _, t in ipairs { 'runs', 'documents', 'samples', 'commits', 'marks' } do
