@@ -284,6 +284,19 @@ describe('kluabench history (SQLite)', function()
   end)
 end)
 
+describe('kluabench.history.store.lineage', function()
+  it('orders commits of one second by ancestry: the head is the tip, whatever the shas', function()
+    local t = '2026-11-01T12:00:00Z'
+    local list = history.store.lineage({ { sha = 'ccc', parents = {}, committed_at = t },
+      { sha = 'bbb', parents = { 'ccc' }, committed_at = t }, { sha = 'aaa', parents = { 'bbb' }, committed_at = t } })
+    assert.same({ 'ccc', 'bbb', 'aaa' }, { list[1].sha, list[2].sha, list[3].sha })
+    -- a parent never benchmarked: the chain goes on with the next older commit
+    list = history.store.lineage({ { sha = 'x1', parents = {}, committed_at = '1' },
+      { sha = 'x3', parents = { 'x2' }, committed_at = '3' } })
+    assert.same({ 'x1', 'x3' }, { list[1].sha, list[2].sha })
+  end)
+end)
+
 describe('kluabench.history.detect', function()
   local function series(n, f, noise)
     local rng = require('kluabench.stats.prng').new(7)

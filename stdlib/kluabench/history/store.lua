@@ -175,15 +175,16 @@ end
 --   local h = assert(require("kluabench.history").open(":memory:", {create = true}))
 --   print(#history_store.commits(h))
 function M.commits(h)
-  local rows = h:query([[SELECT c.sha, c.branch, c.parents, c.committed_at, c.subject, COUNT(r.run_key)
-    FROM commits c LEFT JOIN runs r ON r.commit_sha = c.sha
+  local rows = h:query([[SELECT c.sha, c.branch, c.parents, c.committed_at, c.subject, COUNT(r.run_key),
+    MAX(r.observed_at) FROM commits c LEFT JOIN runs r ON r.commit_sha = c.sha
     GROUP BY c.sha, c.branch, c.parents, c.committed_at, c.subject
     ORDER BY c.committed_at DESC, c.sha]])
   local out = {}
   for i, r in ipairs(rows) do
     local parents = {}
     for p in (r[3] or ''):gmatch('%S+') do parents[#parents + 1] = p end
-    out[i] = { sha = r[1], branch = r[2], parents = parents, committed_at = r[4], subject = r[5], runs = r[6] }
+    out[i] = { sha = r[1], branch = r[2], parents = parents, committed_at = r[4], subject = r[5], runs = r[6],
+      last_observed = r[7] }
   end
   return out
 end
@@ -205,25 +206,41 @@ end
 
 --- Commits in ancestry order, oldest first, ending at head: its first-parent chain among the
 -- commits the history knows; where a parent is not known (a commit without runs), the chain goes on
--- with the known commits older than it, by commit time.
+-- with the known commits older than it, by commit time (then by the time of their runs).
 --
--- commits: history_store.commits(h) (or a subset); head: a sha (default: the newest commit). Returns the
--- list of commit tables.
+-- commits: history_store.commits(h) (or a subset); head: a sha (default: the newest tip, a commit
+-- that is no known commit's parent). Returns the list of commit tables.
 --
 -- @signature history_store.lineage(commits [, head]) -> list
 -- @example
 --   local list = history_store.lineage({{sha = "b", parents = {"a"}, committed_at = "2"}, {sha = "a", parents = {}, committed_at = "1"}})
 --   print(list[1].sha, list[2].sha) --> a b
 function M.lineage(commits, head)
-  local by = {}
+  local by, parent_of = {}, {}
   for _, c in ipairs(commits) do by[c.sha] = c end
+  for _, c in ipairs(commits) do
+    for _, p in ipairs(c.parents or {}) do parent_of[p] = true end
+  end
+  -- newest first: by commit time, then (commits of one second) by the time
+  -- their runs were observed
   local sorted = {}
   for _, c in ipairs(commits) do sorted[#sorted + 1] = c end
   table.sort(sorted, function(a, b)
     if (a.committed_at or '') ~= (b.committed_at or '') then return (a.committed_at or '') > (b.committed_at or '') end
+    if (a.last_observed or '') ~= (b.last_observed or '') then return (a.last_observed or '') > (b.last_observed or '') end
     return a.sha > b.sha
   end)
-  local cur = head and by[head] or sorted[1]
+  local cur = head and by[head]
+  if not cur then
+    -- the newest tip: a commit that no known commit has as its parent
+    for _, c in ipairs(sorted) do
+      if not parent_of[c.sha] then
+        cur = c
+        break
+      end
+    end
+    cur = cur or sorted[1]
+  end
   local chain, used = {}, {}
   while cur and not used[cur.sha] do
     chain[#chain + 1] = cur
@@ -231,8 +248,10 @@ function M.lineage(commits, head)
     local nxt = cur.parents and cur.parents[1] and by[cur.parents[1]]
     if not nxt then
       -- the parent has no runs: the next older known commit
+      local past = false
       for _, c in ipairs(sorted) do
-        if not used[c.sha] and (c.committed_at or '') <= (cur.committed_at or '') then
+        if c == cur then past = true
+        elseif past and not used[c.sha] then
           nxt = c
           break
         end
