@@ -24,9 +24,11 @@ NVFLAGS ?= -O3 -std=c++17 -lineinfo -Xcompiler -Wall,-Wextra \
            -gencode arch=compute_90,code=compute_90
 
 # Everything but libc, libm, libstdc++ and libgcc is linked statically, so the
-# binary runs where Lua, cjson, OpenSSL and libedit are not installed. -E
-# exports the Lua API for C modules that busted loads at run time.
-STATIC_LIBS := $(LIBDIR)/liblua5.4.a $(LIBDIR)/liblua5.4-cjson.a $(LIBDIR)/libcrypto.a \
+# binary runs where Lua, cjson, OpenSSL, libedit, PCRE2 and SQLite are not
+# installed. -E exports the Lua API for C modules that busted loads at run
+# time. libpq (PostgreSQL) is opened at run time with dlopen (engine/pq.c),
+# never linked.
+STATIC_LIBS := $(LIBDIR)/liblua5.4.a $(LIBDIR)/liblua5.4-cjson.a $(LIBDIR)/libcrypto.a $(LIBDIR)/libsqlite3.a \
                $(LIBDIR)/libedit.a $(LIBDIR)/libtinfo.a $(LIBDIR)/libbsd.a $(LIBDIR)/libmd.a \
                $(LIBDIR)/libpcre2-8.a
 LDFLAGS += -Wl,-E $(SANITIZE)
@@ -142,14 +144,21 @@ $(BUILD)/lua/.stamp:
 	@touch $@
 
 DEPS := liblua5.4-dev lua5.4 lua-cjson-dev lua-busted libssl-dev libedit-dev libbsd-dev libncurses-dev tmux librsvg2-bin \
-        clang libclang-rt-dev valgrind libpcre2-dev python3-jsonschema
+        clang libclang-rt-dev valgrind libpcre2-dev python3-jsonschema libsqlite3-dev libpq5 postgresql chromium
 deps:
 	@missing=$$(for p in $(DEPS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:" $$missing; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+	  case " $$missing " in *" postgresql "*) \
+	    $$SUDO pg_lsclusters -h 2>/dev/null | while read -r v c _; do $$SUDO pg_ctlcluster "$$v" "$$c" stop 2>/dev/null || true; done; \
+	    if command -v systemctl >/dev/null && [ -d /run/systemd/system ]; then $$SUDO systemctl disable --now postgresql >/dev/null 2>&1 || true; fi;; \
+	  esac; \
 	fi
+# (tests/history_pg_spec.lua starts a PostgreSQL server of its own on a Unix
+# socket in a temporary folder and stops it: the cluster that installing
+# postgresql may start is stopped above, so that nothing is left running.)
 
 # Slurm for tests/slurm_spec.lua, which starts a single-node cluster of its
 # own (tests/slurm/cluster.sh) and submits a real job array; without these

@@ -50,5 +50,7 @@ int luaopen_kluabench(lua_State *L) {
   kb_open_process(L);
   kb_open_usercode(L);
   kb_open_compare_elements(L);
+  kb_open_sqlite(L);
+  kb_open_pq(L);
   return 1;
 }

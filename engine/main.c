@@ -37,7 +37,8 @@ int luaopen_cjson(lua_State *L);
 /* The built-in commands; any other first non-option argument is a script. */
 static const char *const commands[] = {"run", "verify", "compare", "import-liger",
                                        "plot", "env", "list", "help",
-                                       "run-all", "slurm", "merge", "migrate", "submission", NULL};
+                                       "run-all", "slurm", "merge", "migrate", "submission", "history",
+                                       "report", NULL};
 
 /* What the command line asked for. Indices are into argv. */
 typedef struct {

@@ -97,6 +97,8 @@ local ACCEPTS = {
   -- directory, which the sweep removes afterwards (WRITTEN below)
   out_path = set('int', 'neg', 'float', 'str'),
   tensors = set('table'),
+  ['tostring?'] = set('nil', 'int', 'neg', 'float', 'str'),
+  ['sqlite_mode?'] = set('nil'), -- a string, but one of 'rw', 'rwc', 'ro'
 }
 
 local function T() return kb.zeros({ 2 }, 'f32', 'cpu') end
@@ -198,6 +200,13 @@ local API = {
   { 'kb.cuda.parse_signature', { 'tostring' }, function() return 'ptr, i32' end },
   { 'kb.plugin.load', { 'tostring' },
     function() return kb.executable():match('^(.*)/[^/]*$') .. '/plugins/libscale_add.so' end },
+  -- (absent files are not created: the default mode opens existing ones only)
+  { 'kb.sqlite.open', { 'tostring', 'sqlite_mode?' }, function() return ':memory:', 'rw' end },
+  { 'kb.sqlite.version', {}, function() end },
+  { 'kb.pq.available', {}, function() end },
+  { 'kb.pq.version', {}, function() end },
+  -- (a socket folder that does not exist: the valid call fails softly at once)
+  { 'kb.pq.connect', { 'tostring', 'tostring?' }, function() return 'host=/nonexistent-kb port=1', 'label' end },
   { 't:numel', { 'tensor' }, function() return T() end },
   { 't:nbytes', { 'tensor' }, function() return T() end },
   { 't:totable', { 'tensor' }, function() return T() end },

@@ -56,6 +56,13 @@ M.modules = {
   implementation = 'kluabench.record.implementation',
   measurements = 'kluabench.record.measurements',
   show = 'kluabench.repl.show',
+  history = 'kluabench.history',
+  history_db = 'kluabench.history.db',
+  history_schema = 'kluabench.history.schema',
+  history_store = 'kluabench.history.store',
+  history_detect = 'kluabench.history.detect',
+  history_point = 'kluabench.history.point',
+  html = 'kluabench.report.html',
 }
 
 --- Receivers of methods, and where their methods are: a registry metatable
@@ -83,6 +90,11 @@ M.objects = {
   mon = { title = 'Monitor (kluabench.measure.clocks)',
     make = function() return require('kluabench.measure.clocks').monitor { nvml = {} } end },
   rng = { title = 'Generator (kluabench.stats.prng)', make = function() return require('kluabench.stats.prng').new(1) end },
+  sqlite = { metatable = 'kluabench.SQLite', title = 'SQLite database (kb.sqlite)' },
+  stmt = { metatable = 'kluabench.SQLiteStatement', title = 'SQLite statement' },
+  conn = { metatable = 'kluabench.PQ', title = 'PostgreSQL connection (kb.pq)' },
+  h = { title = 'History database handle (kluabench.history.db)',
+    make = function() return require('kluabench.history.db').open(':memory:', { create = true }) end },
 }
 
 --- Sections in the order of docs/API.md.
@@ -245,6 +257,33 @@ M.sections = {
       .. 'measures (`--shard I/N`, `kluabench run-all`, `kluabench slurm`): a point is '
       .. '`{id = slug, cost = estimated bytes}` and stays whole; the split balances cost and '
       .. 'depends only on the ids and costs (docs/DISTRIBUTED.md).' },
+  { id = 'database', title = 'Databases: SQLite and PostgreSQL (kb.sqlite, kb.pq)',
+    intro = 'What the history database is made of. SQLite is linked into the binary (public domain); '
+      .. 'PostgreSQL\'s client library libpq is opened with dlopen on first use ($KLUABENCH_LIBPQ names it), '
+      .. 'so the binary runs where PostgreSQL is not installed. Every message starts with the database\'s '
+      .. 'name; expected failures return nil, message, code; misuse raises.' },
+  { id = 'history', title = 'kluabench.history: results over commits',
+    intro = '`local history = require "kluabench.history"`. The history database (SQLite file or '
+      .. 'PostgreSQL), what `kluabench history` and `kluabench report` ask of it, and `history.add_bundles`, '
+      .. 'which the harness calls to write a sweep into it. docs/HISTORY.md describes the schema and the method.' },
+  { id = 'history_db', title = 'kluabench.history.db: one interface to both databases',
+    intro = '`local history_db = require "kluabench.history.db"`. SQL with `?` placeholders in the types both share; '
+      .. 'transactions; errors that name the database.' },
+  { id = 'history_schema', title = 'kluabench.history.schema: versions and migrations',
+    intro = '`local history_schema = require "kluabench.history.schema"`. Ordered migration steps and the '
+      .. 'schema_version table; a newer schema is refused by name.' },
+  { id = 'history_store', title = 'kluabench.history.store: writing and reading runs',
+    intro = '`local history_store = require "kluabench.history.store"`. The SQL of the history: bundles in, series, '
+      .. 'commits, runs, marks and rebuilt bundles out.' },
+  { id = 'history_detect', title = 'kluabench.history.detect: steps along commits',
+    intro = '`local history_detect = require "kluabench.history.detect"`. The regression test of `history check`: '
+      .. 'a lookback z-score over the last commits as candidate steps, with a sentinel for machine drift.' },
+  { id = 'history_point', title = 'kluabench.history.point: what the history reads of a bundle',
+    intro = '`local history_point = require "kluabench.history.point"`. The one adapter between record bundles and '
+      .. 'the history (kluabench.record.reader underneath).' },
+  { id = 'html', title = 'kluabench.report.html: the HTML report',
+    intro = '`local html = require "kluabench.report.html"`. One self-contained page: tables, inline SVG '
+      .. 'charts (kluabench.report.plot), trends with their steps marked.' },
   { id = 'help', title = 'kluabench.cli.help: this documentation at the prompt',
     intro = 'The REPL installs `help` as a global; `?name` is `help("name")`.' },
   { id = 'commands', title = 'Commands',
@@ -989,6 +1028,65 @@ section('process', {
     example = 'print(kb.process.getpid())' },
 })
 
+section('database', {
+  { name = 'kb.sqlite.open', signature = 'kb.sqlite.open(path [, mode]) -> db | nil, message, code',
+    summary = 'Opens a SQLite database file (":memory:": one in memory); mode "rw" (default: the file must exist), "rwc" (create it), "ro".',
+    details = 'A file that is not a database opens but fails at its first statement with "path: file is not a '
+      .. 'database", "SQLITE_NOTADB". Codes: SQLITE_CANTOPEN, SQLITE_BUSY, SQLITE_CONSTRAINT, ...',
+    example = 'local db = assert(kb.sqlite.open(":memory:"))\nassert(db:exec("CREATE TABLE t (x INTEGER)"))\ndb:close()' },
+  { name = 'kb.sqlite.version', signature = 'kb.sqlite.version() -> text',
+    summary = 'The version of the SQLite library linked in ("3.40.1").', example = 'print(kb.sqlite.version())' },
+  { name = 'sqlite:exec', signature = 'db:exec(sql) -> true | nil, message, code',
+    summary = 'Runs one or more SQL statements without parameters.',
+    example = 'local db = assert(kb.sqlite.open(":memory:"))\nprint(db:exec("CREATE TABLE a (x); CREATE TABLE b (y)"))' },
+  { name = 'sqlite:prepare', signature = 'db:prepare(sql) -> stmt | nil, message, code',
+    summary = 'Compiles one SQL statement with ? parameters into a statement to execute many times.',
+    example = 'local db = assert(kb.sqlite.open(":memory:"))\nlocal st = assert(db:prepare("SELECT ? + 1"))\nprint(st:execute({41})[1][1]) --> 42' },
+  { name = 'sqlite:busy_timeout', signature = 'db:busy_timeout(ms)',
+    summary = 'How long a statement waits for another process\'s lock before failing with SQLITE_BUSY.',
+    example = 'local db = assert(kb.sqlite.open(":memory:"))\ndb:busy_timeout(5000)' },
+  { name = 'sqlite:changes', signature = 'db:changes() -> integer',
+    summary = 'The rows the last INSERT, UPDATE or DELETE changed.',
+    example = 'local db = assert(kb.sqlite.open(":memory:"))\ndb:exec("CREATE TABLE t (x); INSERT INTO t VALUES (1), (2)")\nprint(db:changes()) --> 2' },
+  { name = 'sqlite:autocommit', signature = 'db:autocommit() -> boolean',
+    summary = 'True outside a transaction.',
+    example = 'local db = assert(kb.sqlite.open(":memory:"))\nprint(db:autocommit()) --> true' },
+  { name = 'sqlite:path', signature = 'db:path() -> text', summary = 'The path the database was opened with.',
+    example = 'print(assert(kb.sqlite.open(":memory:")):path())' },
+  { name = 'sqlite:close', signature = 'db:close()',
+    summary = 'Closes the database and finalizes its statements; closing twice is fine, using a closed one is an error.',
+    example = 'local db = assert(kb.sqlite.open(":memory:"))\ndb:close()\ndb:close()' },
+  { name = 'stmt:execute', signature = 'stmt:execute([params]) -> rows | nil, message, code',
+    summary = 'Binds params (nil, booleans, numbers, strings; params.n for trailing nils), runs the statement to its end and returns its rows as lists of column values.',
+    example = 'local db = assert(kb.sqlite.open(":memory:"))\ndb:exec("CREATE TABLE t (a, b)")\n'
+      .. 'local ins = assert(db:prepare("INSERT INTO t VALUES (?, ?)"))\nins:execute({1, "x"})\n'
+      .. 'print(assert(db:prepare("SELECT b FROM t")):execute()[1][1]) --> x' },
+  { name = 'stmt:columns', signature = 'stmt:columns() -> {names}', summary = 'The names of the result columns.',
+    example = 'local db = assert(kb.sqlite.open(":memory:"))\nprint(assert(db:prepare("SELECT 1 AS one")):columns()[1]) --> one' },
+  { name = 'stmt:finalize', signature = 'stmt:finalize()', summary = 'Frees the statement (idempotent).',
+    example = 'local db = assert(kb.sqlite.open(":memory:"))\nlocal st = assert(db:prepare("SELECT 1"))\nst:finalize()' },
+  { name = 'kb.pq.available', signature = 'kb.pq.available() -> true, path | false, why',
+    summary = 'Whether libpq (the PostgreSQL client library) could be opened, and from where.',
+    example = 'print(kb.pq.available())' },
+  { name = 'kb.pq.version', signature = 'kb.pq.version() -> integer | nil, why',
+    summary = 'libpq\'s version number (150018 for 15.18).', example = 'print(kb.pq.version())' },
+  { name = 'kb.pq.connect', signature = 'kb.pq.connect(conninfo [, label]) -> conn | nil, message, code',
+    summary = 'Connects to a PostgreSQL server (a postgresql:// URI or key=value words); label names the database in every message (give it without a password).',
+    details = 'A server that does not answer gives nil, "label: connection to server ... failed: ...", "CONNECTION"; '
+      .. 'without libpq, code "NOLIBPQ".',
+    example = 'local conn, err = kb.pq.connect("host=/nonexistent port=5432 dbname=bench", "bench")\nprint(conn, err)' },
+  { name = 'conn:exec', signature = 'conn:exec(sql [, params]) -> rows, changes, columns | nil, message, sqlstate',
+    summary = 'Runs SQL: without params one or more statements; with params ($1, $2, ...) one. Numbers, booleans and NULL come back typed.',
+    example = 'local conn = kb.pq.connect("host=/nonexistent port=5432")\nif conn then print(conn:exec("SELECT $1::int + 1", {41})[1][1]) end' },
+  { name = 'conn:in_transaction', signature = 'conn:in_transaction() -> boolean',
+    summary = 'True between BEGIN and COMMIT (or after a failed statement inside one).',
+    example = 'local conn = kb.pq.connect("host=/nonexistent port=5432")\nif conn then print(conn:in_transaction()) end' },
+  { name = 'conn:label', signature = 'conn:label() -> text', summary = 'The name messages use for this database.',
+    example = 'local conn = kb.pq.connect("host=/nonexistent port=5432", "team db")\nif conn then print(conn:label()) end' },
+  { name = 'conn:close', signature = 'conn:close()', summary = 'Closes the connection (idempotent).',
+    example = 'local conn = kb.pq.connect("host=/nonexistent port=5432")\nif conn then conn:close() end' },
+})
+
 ---------------------------------------------------------------------------
 -- Commands: summaries, usage and help texts come from kluabench.cli and the
 -- command modules (what `kluabench COMMAND --help` prints); the examples
@@ -1008,6 +1106,10 @@ local COMMAND_EXAMPLES = {
   slurm = 'kluabench slurm --gpus 16 --partition gpu --time 01:00:00 --dir /shared/sweep --submit '
     .. 'scripts/llama4_rope.lua --sweep all',
   merge = 'kluabench merge /shared/sweep -o all.jsonl',
+  migrate = 'kluabench migrate bench/results/2026-12-02-s3-h200-aa/aa1-a.jsonl -o aa1-a.kernelindex.jsonl',
+  submission = 'kluabench submission results/run.jsonl records/liger.jsonl -o submission.json',
+  history = 'kluabench history add results/run.jsonl --db results/history.db && kluabench history check',
+  report = 'kluabench report results/run.jsonl -o report.html',
 }
 
 local function command_entries()

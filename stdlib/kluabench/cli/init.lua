@@ -60,6 +60,9 @@ M.COMMANDS = {
     summary = "rewrite results files of kluabench's earlier record format in today's" },
   { name = 'submission', module = 'submission',
     summary = 'write a kernelindex submission document of results files' },
+  { name = 'history', module = 'history',
+    summary = 'results over commits in a database: add, list, trend, compare, check for regressions' },
+  { name = 'report', module = 'report', summary = 'write a self-contained HTML report of results or a history' },
   {
     name = 'help',
     summary = "show this help, or a command's ('kluabench help COMMAND')",

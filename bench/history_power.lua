@@ -1,0 +1,159 @@
+-- The false-alarm rate and the detection power of `kluabench history check`
+-- (kluabench.history.detect, the method itself), on simulated series whose
+-- noise comes from real GPU sessions: the H200 A/A files of
+-- bench/results/2026-12-02-s3-h200-aa (9 sessions of the same sweep, read
+-- with the current reader through kluabench.history.point).
+--
+-- A simulated commit is one real session, drawn at random, its raw samples
+-- resampled with replacement (a fresh draw of that session's median): so
+-- the series carries the device's real between-session spread and each
+-- session's real within-session noise. The sentinel (the copy provider of
+-- the same workload) comes from the same real session, as it would on the
+-- GPU. Three questions, per point of the sweep (fused and reference, 8
+-- points):
+--   A/A:   20 commits of history, then 100 checks, one per new commit, of a
+--          series with no change: how many checks raise a regression?
+--   power: a +5 % step at commit 21 (the point slowed, the sentinel not):
+--          is it found at commit 21, 22 or 23, and at which commit?
+--   drift: the same +5 % step in the point and in its sentinel (the machine
+--          changed): how often is it blamed on the code?
+--
+-- Usage: build/kluabench bench/history_power.lua [--trials N] [--seed N]
+-- (writes a report to stdout; bench/results/history-power.txt is its output)
+local point = require 'kluabench.history.point'
+local detect = require 'kluabench.history.detect'
+local prng = require 'kluabench.stats.prng'
+local stats = require 'kluabench.stats'
+
+local opts = require('kluabench.cli').script_options('history_power.lua',
+  'usage: kluabench bench/history_power.lua [--trials N] [--seed N] [--z Z]\n', arg,
+  { trials = 'value', seed = 'value', z = 'value' })
+local TRIALS = math.tointeger(tonumber(opts.trials or 50)) or 50
+local SEED = math.tointeger(tonumber(opts.seed or 1)) or 1
+local Z = tonumber(opts.z or detect.DEFAULTS.z)
+
+local DIR = (arg[0]:match('^(.*)/[^/]*$') or '.') .. '/results/2026-12-02-s3-h200-aa/'
+local FILES = { 'aa1-a', 'aa1-b', 'aa2-a', 'aa2-b', 'aa3-a', 'aa3-b', 'noise-s1', 'noise-s2', 'noise-s3' }
+
+-- sessions[point label][provider] = {{samples...} per real session, in file order}
+local sessions, order, noise = {}, {}, {}
+for _, name in ipairs(FILES) do
+  local bundles = assert(point.read(DIR .. name .. '.jsonl'))
+  local seen = {}
+  for _, b in ipairs(bundles) do
+    local p = assert(point.of(b))
+    -- a point measured twice in one file (hidden8192 seq2048) is two sessions
+    local key = p.label .. '#' .. (seen[p.label .. p.provider] or 0)
+    seen[p.label .. p.provider] = (seen[p.label .. p.provider] or 0) + 1
+    if not sessions[key] then
+      sessions[key] = {}
+      order[#order + 1] = key
+    end
+    sessions[key][p.provider] = sessions[key][p.provider] or {}
+    table.insert(sessions[key][p.provider], p.samples)
+    if p.noise_sd then noise[#noise + 1] = p.noise_sd end
+  end
+end
+local NOISE = stats.median(noise) -- the between-session noise the records carry
+local rng = prng.new(SEED)
+
+local function resampled_median(samples)
+  local out = {}
+  for i = 1, #samples do out[i] = samples[rng:int(#samples)] end
+  return stats.median(out)
+end
+
+-- One simulated commit of a point: a real session drawn at random.
+local function commit(key, provider, factor, sentinel_factor)
+  local list = sessions[key][provider]
+  local i = rng:int(#list)
+  local copy = sessions[key].copy and sessions[key].copy[math.min(i, #sessions[key].copy)]
+  return math.log(resampled_median(list[i]) * factor),
+    copy and math.log(resampled_median(copy) * sentinel_factor) or nil
+end
+
+local function run_check(xs, sxs)
+  local r = detect.check(xs, { noise = NOISE, z = Z })
+  if r.status == 'regression' then
+    local verdict = detect.sentinel(r, sxs, { noise = NOISE })
+    if verdict == 'drift' then r.status = 'drift' end
+  end
+  return r
+end
+
+local HISTORY, CHECKS = 20, 100
+local out = {}
+local function say(fmt, ...) out[#out + 1] = string.format(fmt, ...) end
+
+say('history check on simulated series with the noise of the H200 A/A sessions (%d files, %d points)',
+  #FILES, #order)
+say('method: %s; noise floor %.4f (median sessionNoise.sd of the records); z %.2f, threshold %.0f%%, '
+  .. 'window %d, min window %d, lag %d; %d trials per point, seed %d', 'kluabench.history.detect',
+  NOISE, Z, detect.DEFAULTS.threshold * 100, detect.DEFAULTS.window, detect.DEFAULTS.min_window,
+  detect.DEFAULTS.lag, TRIALS, SEED)
+say('')
+say('%-72s %-9s %8s %9s %7s %7s %7s %7s %8s %7s', 'point', 'provider', 'sd(x)', 'A/A', 'rate',
+  'at +0', 'at +1', 'at +2', 'missed', 'drift')
+
+local totals = { checks = 0, alarms = 0, steps = 0, found = { 0, 0, 0 }, missed = 0, wrong = 0,
+  drift = 0, drift_blamed = 0 }
+for _, key in ipairs(order) do
+  for _, provider in ipairs { 'fused', 'reference' } do
+    if sessions[key][provider] then
+      -- the real between-session spread of this point
+      local ms = {}
+      for i, s in ipairs(sessions[key][provider]) do ms[i] = math.log(stats.median(s)) end
+      local spread = stats.stdev(ms)
+      local alarms, checks = 0, 0
+      local found, missed, wrong, blamed = { 0, 0, 0 }, 0, 0, 0
+      for _ = 1, TRIALS do
+        -- A/A: 100 checks along one long series
+        local xs, sxs = {}, {}
+        for c = 1, HISTORY + CHECKS do
+          xs[c], sxs[c] = commit(key, provider, 1, 1)
+          if c > HISTORY then
+            checks = checks + 1
+            if run_check(xs, sxs).status == 'regression' then alarms = alarms + 1 end
+          end
+        end
+        -- power: +5 % from commit HISTORY + 1, the sentinel steady
+        xs, sxs = {}, {}
+        local hit = nil
+        for c = 1, HISTORY + 3 do
+          xs[c], sxs[c] = commit(key, provider, c > HISTORY and 1.05 or 1, 1)
+          if c > HISTORY and not hit then
+            local r = run_check(xs, sxs)
+            if r.status == 'regression' then hit = { at = c - HISTORY, step = r.step } end
+          end
+        end
+        if hit and hit.step == HISTORY + 1 then found[hit.at] = found[hit.at] + 1
+        elseif hit then wrong = wrong + 1 else missed = missed + 1 end
+        -- drift: the point and its sentinel both +5 %
+        xs, sxs = {}, {}
+        local said = false
+        for c = 1, HISTORY + 3 do
+          xs[c], sxs[c] = commit(key, provider, c > HISTORY and 1.05 or 1, c > HISTORY and 1.05 or 1)
+          if c > HISTORY and run_check(xs, sxs).status == 'regression' then said = true end
+        end
+        if said then blamed = blamed + 1 end
+      end
+      say('%-72s %-9s %8.4f %4d/%-4d %6.2f%% %7d %7d %7d %8d %7d', key:gsub('#0$', ''), provider, spread,
+        alarms, checks, 100 * alarms / checks, found[1], found[2], found[3], missed + wrong, blamed)
+      totals.checks, totals.alarms = totals.checks + checks, totals.alarms + alarms
+      totals.steps = totals.steps + TRIALS
+      for i = 1, 3 do totals.found[i] = totals.found[i] + found[i] end
+      totals.missed, totals.wrong = totals.missed + missed, totals.wrong + wrong
+      totals.drift, totals.drift_blamed = totals.drift + TRIALS, totals.drift_blamed + blamed
+    end
+  end
+end
+local f = totals.found
+say('')
+say('A/A: %d false alarms in %d checks (%.3f%%; the goal: at most 1 in 100)', totals.alarms, totals.checks,
+  100 * totals.alarms / totals.checks)
+say('+5%% step: found at its commit by the check of that commit %d, of the next %d, of the one after %d: '
+  .. '%d of %d (%.1f%%) within 3 commits; %d found at another commit, %d missed', f[1], f[2], f[3],
+  f[1] + f[2] + f[3], totals.steps, 100 * (f[1] + f[2] + f[3]) / totals.steps, totals.wrong, totals.missed)
+say('machine drift (+5%% in the point and in its sentinel): blamed on the code in %d of %d series (%.1f%%)',
+  totals.drift_blamed, totals.drift, 100 * totals.drift_blamed / totals.drift)
+io.write(table.concat(out, '\n'), '\n')

@@ -1,0 +1,131 @@
+-- How `kluabench history` scales: 100,000 bundles added to a SQLite file
+-- (1,000 commits x 100 runs: 33 workloads x 3 providers, as a sweep would
+-- write them) through history.add_bundles, the call `history add` and the
+-- harness make, timed per 10,000; then a trend query and a whole
+-- `history check` over them; then `kluabench history add FILE` of 10,000
+-- bundles from a JSON Lines file (the reading of the file included).
+--
+-- The bundles are the first H200 bundle of
+-- bench/results/2026-12-02-s3-h200-aa/aa1-a.jsonl with fresh samples (20
+-- each), a time and a workload digest of their own.
+--
+-- Usage: build/kluabench bench/history_scale.lua [--bundles N] [--db PATH] [--file-bundles N]
+-- (bench/results/history-scale.txt is its output on the 2-core CI machine)
+local kb = require 'kluabench'
+local history = require 'kluabench.history'
+local point = require 'kluabench.history.point'
+local output = require 'kluabench.report'
+local prng = require 'kluabench.stats.prng'
+
+local opts = require('kluabench.cli').script_options('history_scale.lua',
+  'usage: kluabench bench/history_scale.lua [--bundles N] [--db PATH] [--file-bundles N]\n', arg,
+  { bundles = 'value', db = 'value', ['file-bundles'] = 'value' })
+local N = math.tointeger(tonumber(opts.bundles or 100000)) or 100000
+local FILE_N = math.tointeger(tonumber(opts['file-bundles'] or 10000)) or 10000
+local PER_COMMIT, WORKLOADS = 99, 33
+local dir = os.tmpname()
+os.remove(dir)
+assert(kb.mkdir(dir))
+local DB = opts.db or (dir .. '/scale.db')
+
+local root = arg[0]:match('^(.*)/bench/[^/]*$') or '.'
+local templates = {}
+for _, b in ipairs(assert(point.read(root .. '/bench/results/2026-12-02-s3-h200-aa/aa1-a.jsonl'))) do
+  local provider = kb.point.of(b).provider
+  templates[provider] = templates[provider] or b
+end
+local PROVIDERS = { 'fused', 'reference', 'copy' }
+local rng = prng.new(1)
+
+-- Bundle number i: the template of its provider with its own run document.
+local function bundle(i)
+  local c = (i - 1) // PER_COMMIT
+  local k = (i - 1) % PER_COMMIT
+  local provider = PROVIDERS[k % 3 + 1]
+  local w = k // 3
+  local t = templates[provider]
+  local spec = {}
+  for key, v in pairs(t.run.spec) do spec[key] = v end
+  local base = t.run.spec.timing.latencyNs.median * (1 + w / 10)
+  local vals = {}
+  for j = 1, 20 do vals[j] = math.floor(base * (1 + 0.01 * rng:uniform()) + 0.5) end
+  spec.workloadDigest = 'sha256:' .. kb.sha256('workload ' .. w)
+  spec.observedAt = string.format('2026-%02d-%02dT%02d:%02d:%02d.000Z', 1 + c // 600 % 12, 1 + c // 24 % 25, c % 24,
+    k // 60, k % 60)
+  local b = { run = { apiVersion = t.run.apiVersion, kind = t.run.kind, metadata = t.run.metadata, spec = spec },
+    protocol = t.protocol, environment = t.environment, workload = t.workload, implementation = t.implementation,
+    operation = t.operation }
+  -- the raw samples are the run's evidence entry, as the records keep them
+  return kb.evidence.attach(b, { format = kb.evidence.FORMAT, unit = 'ns', samples = vals })
+end
+
+local function sha(c) return string.format('%08x%032x', c, 0x5ca1e) end
+
+local out = {}
+local function say(fmt, ...)
+  out[#out + 1] = string.format(fmt, ...)
+  io.stderr:write(out[#out], '\n')
+end
+local function size(path)
+  local st = kb.stat(path, true)
+  return st and st.size / 2 ^ 20 or 0
+end
+
+say('history scale: %d bundles into %s (%d commits x %d runs), SQLite %s, %s', N, 'a new SQLite file', N // PER_COMMIT,
+  PER_COMMIT, kb.sqlite.version(), os.date('!%Y-%m-%d'))
+local h = assert(history.open(DB, { create = true }))
+say('%10s %14s %16s %12s', 'bundles', 'last ~10k (s)', 'per bundle (us)', 'file (MiB)')
+local start, chunk_start, chunk_n = kb.clock_ns(), kb.clock_ns(), 0
+local commit = 0
+local i = 1
+while i <= N do
+  local list = {}
+  for j = i, math.min(i + PER_COMMIT - 1, N) do list[#list + 1] = bundle(j) end
+  commit = commit + 1
+  local s = assert(history.add_bundles(h, list, { commit = sha(commit), parents = { commit > 1 and sha(commit - 1) or nil },
+    committed_at = string.format('2026-01-01T00:00:00Z+%06d', commit), batch = 'c' .. commit }))
+  assert(s.added == #list, 'added ' .. s.added)
+  i = i + #list
+  chunk_n = chunk_n + #list
+  if chunk_n >= 10000 or i > N then
+    local now = kb.clock_ns()
+    say('%10d %14.2f %16.1f %12.1f', i - 1, (now - chunk_start) / 1e9, (now - chunk_start) / 1e3 / chunk_n, size(DB))
+    chunk_start, chunk_n = now, 0
+  end
+end
+local total = (kb.clock_ns() - start) / 1e9
+say('added %d bundles in %.1f s (%.0f bundles/s)', N, total, N / total)
+
+local series = history.find_series(h, { provider = 'fused', point = 'hidden512' })[1]
+local t0 = kb.clock_ns()
+local trend = history.trend(h, series.series)
+say('trend of one series (%d commits): %.3f s', #trend, (kb.clock_ns() - t0) / 1e9)
+t0 = kb.clock_ns()
+local r = history.check(h)
+say('history check of every series at the newest commit (%d series): %.2f s', #r.results, (kb.clock_ns() - t0) / 1e9)
+h:close()
+
+-- history add of a file: the reading of JSON Lines included
+local file = dir .. '/bundles.jsonl'
+local bundles = {}
+for j = 1, FILE_N do bundles[j] = bundle(N + j) end
+-- the records and, beside them, their raw samples (as the harness writes them)
+assert(kb.evidence.write_file(bundles, file))
+local lines = {}
+for j, b in ipairs(bundles) do lines[j] = output.encode_line(b) end
+local f = assert(io.open(file, 'w'))
+f:write(table.concat(lines, '\n'), '\n')
+f:close()
+lines, bundles = nil, nil
+collectgarbage()
+t0 = kb.clock_ns()
+local cmd = string.format("'%s' history add '%s' --db '%s' --commit %s 2>&1", kb.executable(), file, DB, sha(commit + 1))
+local p = io.popen(cmd)
+local msg = p:read('a')
+p:close()
+local dt = (kb.clock_ns() - t0) / 1e9
+say('kluabench history add FILE of %d bundles (%.0f MiB of JSON Lines) into the %d-bundle database: %.1f s '
+  .. '(%.0f bundles/s); %s', FILE_N, size(file), N, dt, FILE_N / dt, (msg:gsub('\n$', '')))
+say('database file: %.1f MiB for %d runs', size(DB), N + FILE_N)
+os.execute("rm -rf '" .. dir .. "'")
+io.write(table.concat(out, '\n'), '\n')

@@ -1,0 +1,374 @@
+--- Writing bundles into the history database and reading series back:
+-- the SQL of `kluabench history`. Bundles are read only through
+-- kluabench.history.point.
+local core = require 'kluabench.core'
+local point = require 'kluabench.history.point'
+local stats = require 'kluabench.stats'
+local inference = require 'kluabench.stats.inference'
+
+local M = {}
+
+--- Bundles written per transaction by add_bundles: an interrupted add leaves whole batches, each
+-- of whole bundles.
+M.BATCH = 500
+
+local function now() return os.date('!%Y-%m-%dT%H:%M:%SZ') end
+
+local function sha(s) return core.sha256(s) end
+
+-- The identity of a run: its four digests, its time and its session.
+local function run_key(k)
+  return 'sha256:' .. sha(table.concat({ k.protocol, k.workload, k.environment, k.implementation,
+    k.observed_at, tostring(k.session_index), tostring(k.session_count) }, '\n'))
+end
+
+--- The series a run belongs to: "workload digest|mode|provider|device" (kernelindex's workload
+-- holds no mode: the timed pass is the protocol's).
+--
+-- @signature history_store.series_key(workload_digest, mode, provider, device) -> text
+-- @example
+--   print(history_store.series_key("sha256:ab", "forward", "fused", "NVIDIA H200"))
+function M.series_key(workload, mode, provider, device)
+  return workload .. '|' .. tostring(mode or '?') .. '|' .. provider .. '|' .. device
+end
+
+-- Checks the commit metadata of an add: commit (required), branch,
+-- parents (a list or space-separated text), committed_at, subject, source, batch.
+local function check_meta(meta)
+  if type(meta) ~= 'table' or type(meta.commit) ~= 'string' or meta.commit == '' then
+    error("bad argument #3 to 'add_bundles' (meta.commit expected: the commit of the code under test)", 3)
+  end
+  local parents = meta.parents
+  if type(parents) == 'table' then parents = table.concat(parents, ' ') end
+  return {
+    commit = meta.commit, branch = meta.branch, parents = parents or '', committed_at = meta.committed_at,
+    subject = meta.subject, source = meta.source, batch = meta.batch,
+  }
+end
+
+-- Inserts a document once; returns its id. seen[doc] caches the id of a
+-- table already encoded in this call (bundles of one sweep may share their
+-- documents' tables), seen[id] the ids already inserted.
+local function put_document(h, doc, kind, digest, seen)
+  local id = seen.tables[doc]
+  if id then return id end
+  local body = core.jcs.encode(doc)
+  id = 'sha256:' .. sha(body)
+  seen.tables[doc] = id
+  if not seen[id] then
+    h:run('INSERT INTO documents (id, kind, digest, body) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING',
+      { id, kind, digest, body })
+    seen[id] = true
+  end
+  return id
+end
+
+local ROLE_DIGEST = { protocol = 'protocol', environment = 'environment', workload = 'workload',
+  implementation = 'implementation' }
+
+-- Adds one point (point.of) in the open transaction; true when new.
+local function add_point(h, p, m, seen, added_at)
+  local key = run_key(p.key)
+  if #h:query('SELECT 1 FROM runs WHERE run_key = ?', { key }) > 0 then return false end
+  local ids = {}
+  for _, role in ipairs(point.ROLES) do
+    local doc = p.documents[role]
+    if doc then
+      local kind = type(doc.kind) == 'string' and doc.kind or role
+      ids[role] = put_document(h, doc, kind, ROLE_DIGEST[role] and p.key[ROLE_DIGEST[role]] or nil, seen)
+    end
+  end
+  local median = stats.median(p.samples)
+  local lo, hi = nil, nil
+  if #p.samples >= 2 then lo, hi = inference.median_ci(p.samples, 0.95) end
+  local group = 'sha256:' .. sha(table.concat({ m.commit, p.key.environment, p.host, m.batch or '',
+    tostring(p.key.session_index) }, '\n'))
+  h:run([[INSERT INTO runs (run_key, protocol_digest, workload_digest, environment_digest,
+    implementation_digest, observed_at, session_index, session_count, commit_sha, series, session_group,
+    kernel, point, provider, device, host, backend, median_ms, lo_ms, hi_ms, n_samples, noise_sd, copy_gbps,
+    run_doc, protocol_doc, environment_doc, workload_doc, implementation_doc, operation_doc, source, added_at)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)]], {
+    n = 31, key, p.key.protocol, p.key.workload, p.key.environment, p.key.implementation, p.key.observed_at,
+    p.key.session_index, p.key.session_count, m.commit, M.series_key(p.key.workload, p.mode, p.provider, p.device),
+    group, p.kernel, p.label, p.provider, p.device, p.host, p.backend, median, lo, hi, #p.samples, p.noise_sd,
+    p.copy_gbps, ids.run, ids.protocol, ids.environment, ids.workload, ids.implementation, ids.operation,
+    m.source, added_at })
+  h:run('INSERT INTO samples (run_key, unit, n, vals) VALUES (?, ?, ?, ?)',
+    { key, 'ms', #p.samples, core.jcs.encode(core.jcs.array(p.samples)) })
+  return true
+end
+
+local function put_commit(h, m)
+  h:run('INSERT INTO commits (sha, branch, parents, committed_at, subject) VALUES (?, ?, ?, ?, ?) '
+    .. 'ON CONFLICT DO NOTHING', { n = 5, m.commit, m.branch, m.parents, m.committed_at, m.subject })
+end
+
+--- Adds record bundles to an open, migrated history database: the harness's `--history DB` calls it
+-- (history.add_bundles opens the database first).
+--
+-- meta: commit (required: the commit of the code under test), branch, parents (list or text),
+-- committed_at (ISO 8601), subject, source (the file), batch (what one measurement session shares:
+-- bundles of one sweep session with the same batch form one session group, whose copy provider is
+-- the sentinel of the others). A bundle already in the database (the same four digests, time and
+-- session) is left as it is. Bundles go in transactions of store.BATCH, each whole or not at all.
+-- Returns {added, present, refused = {{index, why}}}.
+--
+-- @signature history_store.add_bundles(h, bundles, meta) -> summary
+-- @example
+--   local h = assert(require("kluabench.history").open(":memory:", {create = true}))
+--   local s = history_store.add_bundles(h, {}, {commit = "abc123"})
+--   print(s.added, s.present)
+function M.add_bundles(h, bundles, meta)
+  local m = check_meta(meta)
+  if not m.batch then
+    -- one call is one batch unless told otherwise
+    m.batch = 'call:' .. os.time() .. ':' .. tostring(core.clock_ns())
+  end
+  local summary = { added = 0, present = 0, refused = {} }
+  local points = {}
+  for i, b in ipairs(bundles) do
+    local p, why = point.of(b)
+    if p then points[#points + 1] = p else summary.refused[#summary.refused + 1] = { index = i, why = why } end
+  end
+  local seen, added_at = { tables = setmetatable({}, { __mode = 'k' }) }, now()
+  for first = 1, #points, M.BATCH do
+    require('kluabench.cli').stop_if_interrupted()
+    local added, present = h:transaction(function()
+      local a, p = 0, 0
+      for i = first, math.min(first + M.BATCH - 1, #points) do
+        -- the commit is recorded with its first new run (runs refer to it)
+        if a == 0 then put_commit(h, m) end
+        if add_point(h, points[i], m, seen, added_at) then a = a + 1 else p = p + 1 end
+      end
+      if a == 0 then h:run('DELETE FROM commits WHERE sha = ? AND NOT EXISTS '
+        .. '(SELECT 1 FROM runs WHERE commit_sha = ?)', { m.commit, m.commit }) end
+      return a, p
+    end)
+    summary.added, summary.present = summary.added + added, summary.present + present
+  end
+  return summary
+end
+
+--- Every series with its counts: {series, kernel, point, provider, device, runs, commits, first,
+-- last}, ordered by point, provider and device.
+--
+-- @signature history_store.series(h) -> list
+-- @example
+--   local h = assert(require("kluabench.history").open(":memory:", {create = true}))
+--   print(#history_store.series(h))
+function M.series(h)
+  local rows = h:query([[SELECT series, kernel, point, provider, device, COUNT(*), COUNT(DISTINCT commit_sha),
+    MIN(observed_at), MAX(observed_at) FROM runs GROUP BY series, kernel, point, provider, device
+    ORDER BY point, provider, device]])
+  local out = {}
+  for i, r in ipairs(rows) do
+    out[i] = { series = r[1], kernel = r[2], point = r[3], provider = r[4], device = r[5], runs = r[6],
+      commits = r[7], first = r[8], last = r[9] }
+  end
+  return out
+end
+
+--- Every commit with its runs: {sha, branch, parents (list), committed_at, subject, runs}, newest
+-- first.
+--
+-- @signature history_store.commits(h) -> list
+-- @example
+--   local h = assert(require("kluabench.history").open(":memory:", {create = true}))
+--   print(#history_store.commits(h))
+function M.commits(h)
+  local rows = h:query([[SELECT c.sha, c.branch, c.parents, c.committed_at, c.subject, COUNT(r.run_key),
+    MAX(r.observed_at) FROM commits c LEFT JOIN runs r ON r.commit_sha = c.sha
+    GROUP BY c.sha, c.branch, c.parents, c.committed_at, c.subject
+    ORDER BY c.committed_at DESC, c.sha]])
+  local out = {}
+  for i, r in ipairs(rows) do
+    local parents = {}
+    for p in (r[3] or ''):gmatch('%S+') do parents[#parents + 1] = p end
+    out[i] = { sha = r[1], branch = r[2], parents = parents, committed_at = r[4], subject = r[5], runs = r[6],
+      last_observed = r[7] }
+  end
+  return out
+end
+
+--- The full sha of a commit given in full or as a unique prefix, or nil and why.
+--
+-- @signature history_store.resolve_commit(h, rev) -> sha | nil, message
+-- @example
+--   local h = assert(require("kluabench.history").open(":memory:", {create = true}))
+--   print(history_store.resolve_commit(h, "abc"))
+function M.resolve_commit(h, rev)
+  local rows = h:query('SELECT sha FROM commits WHERE sha = ?', { rev })
+  if #rows == 1 then return rows[1][1] end
+  rows = h:query('SELECT sha FROM commits WHERE sha LIKE ? ORDER BY sha', { rev:gsub('[%%_]', '') .. '%' })
+  if #rows == 1 then return rows[1][1] end
+  if #rows == 0 then return nil, string.format("%s: no commit '%s' in the history", h.name, rev) end
+  return nil, string.format("%s: commit '%s' is ambiguous (%d commits start with it)", h.name, rev, #rows)
+end
+
+--- Commits in ancestry order, oldest first, ending at head: its first-parent chain among the
+-- commits the history knows; where a parent is not known (a commit without runs), the chain goes on
+-- with the known commits older than it, by commit time (then by the time of their runs).
+--
+-- commits: history_store.commits(h) (or a subset); head: a sha (default: the newest tip, a commit
+-- that is no known commit's parent). Returns the list of commit tables.
+--
+-- @signature history_store.lineage(commits [, head]) -> list
+-- @example
+--   local list = history_store.lineage({{sha = "b", parents = {"a"}, committed_at = "2"}, {sha = "a", parents = {}, committed_at = "1"}})
+--   print(list[1].sha, list[2].sha) --> a b
+function M.lineage(commits, head)
+  local by, parent_of = {}, {}
+  for _, c in ipairs(commits) do by[c.sha] = c end
+  for _, c in ipairs(commits) do
+    for _, p in ipairs(c.parents or {}) do parent_of[p] = true end
+  end
+  -- newest first: by commit time, then (commits of one second) by the time
+  -- their runs were observed
+  local sorted = {}
+  for _, c in ipairs(commits) do sorted[#sorted + 1] = c end
+  table.sort(sorted, function(a, b)
+    if (a.committed_at or '') ~= (b.committed_at or '') then return (a.committed_at or '') > (b.committed_at or '') end
+    if (a.last_observed or '') ~= (b.last_observed or '') then return (a.last_observed or '') > (b.last_observed or '') end
+    return a.sha > b.sha
+  end)
+  local cur = head and by[head]
+  if not cur then
+    -- the newest tip: a commit that no known commit has as its parent
+    for _, c in ipairs(sorted) do
+      if not parent_of[c.sha] then
+        cur = c
+        break
+      end
+    end
+    cur = cur or sorted[1]
+  end
+  local chain, used = {}, {}
+  while cur and not used[cur.sha] do
+    chain[#chain + 1] = cur
+    used[cur.sha] = true
+    local nxt = cur.parents and cur.parents[1] and by[cur.parents[1]]
+    if not nxt then
+      -- the parent has no runs: the next older known commit
+      local past = false
+      for _, c in ipairs(sorted) do
+        if c == cur then past = true
+        elseif past and not used[c.sha] then
+          nxt = c
+          break
+        end
+      end
+    end
+    cur = nxt
+  end
+  local out = {}
+  for i = #chain, 1, -1 do out[#out + 1] = chain[i] end
+  return out
+end
+
+--- The runs of one series: {run_key, commit, median_ms, lo_ms, hi_ms, n_samples, noise_sd, protocol,
+-- session_group, observed_at, copy_gbps}.
+--
+-- @signature history_store.runs(h, series) -> list
+-- @example
+--   local h = assert(require("kluabench.history").open(":memory:", {create = true}))
+--   print(#history_store.runs(h, "sha256:ab|fused|NVIDIA H200"))
+function M.runs(h, series)
+  local rows = h:query([[SELECT run_key, commit_sha, median_ms, lo_ms, hi_ms, n_samples, noise_sd,
+    protocol_digest, session_group, observed_at, copy_gbps, workload_digest FROM runs WHERE series = ?
+    ORDER BY observed_at]], { series })
+  local out = {}
+  for i, r in ipairs(rows) do
+    out[i] = { run_key = r[1], commit = r[2], median_ms = r[3], lo_ms = r[4], hi_ms = r[5], n_samples = r[6],
+      noise_sd = r[7], protocol = r[8], session_group = r[9], observed_at = r[10], copy_gbps = r[11],
+      workload = r[12] }
+  end
+  return out
+end
+
+--- The runs of a provider on a device (the sentinel's): {commit, workload, median_ms,
+-- session_group}.
+--
+-- @signature history_store.provider_runs(h, provider, device) -> list
+-- @example
+--   local h = assert(require("kluabench.history").open(":memory:", {create = true}))
+--   print(#history_store.provider_runs(h, "copy", "NVIDIA H200"))
+function M.provider_runs(h, provider, device)
+  local rows = h:query([[SELECT commit_sha, workload_digest, median_ms, session_group FROM runs
+    WHERE provider = ? AND device = ?]], { provider, device })
+  local out = {}
+  for i, r in ipairs(rows) do
+    out[i] = { commit = r[1], workload = r[2], median_ms = r[3], session_group = r[4] }
+  end
+  return out
+end
+
+--- The bundles of a commit (every run, or those of series), rebuilt from the stored documents and
+-- samples (point.bundle), for kluabench.report.compare.
+--
+-- @signature history_store.bundles(h, commit [, series]) -> bundles
+-- @example
+--   local h = assert(require("kluabench.history").open(":memory:", {create = true}))
+--   print(#history_store.bundles(h, "abc123"))
+function M.bundles(h, commit, series)
+  local sql = [[SELECT r.run_key, d.body, p.body, e.body, w.body, i.body, o.body, s.vals FROM runs r
+    JOIN documents d ON d.id = r.run_doc
+    LEFT JOIN documents p ON p.id = r.protocol_doc LEFT JOIN documents e ON e.id = r.environment_doc
+    LEFT JOIN documents w ON w.id = r.workload_doc LEFT JOIN documents i ON i.id = r.implementation_doc
+    LEFT JOIN documents o ON o.id = r.operation_doc JOIN samples s ON s.run_key = r.run_key
+    WHERE r.commit_sha = ?]] .. (series and ' AND r.series = ?' or '') .. ' ORDER BY r.observed_at'
+  local rows = h:query(sql, series and { commit, series } or { commit })
+  local out = {}
+  for i, r in ipairs(rows) do
+    local docs = {}
+    for j, role in ipairs(point.ROLES) do
+      if r[j + 1] then docs[role] = core.jcs.decode(r[j + 1]) end
+    end
+    out[i] = point.bundle(docs, core.jcs.decode(r[8]))
+  end
+  return out
+end
+
+--- Marks a known step (a driver update, a new GPU): from commit on, the baseline of history check
+-- restarts there. device and series: "*" (default) for all.
+--
+-- @signature history_store.mark(h, commit, reason [, device [, series]]) -> true
+-- @example
+--   local h = assert(require("kluabench.history").open(":memory:", {create = true}))
+--   history_store.mark(h, "abc123", "driver 580 -> 590")
+function M.mark(h, commit, reason, device, series)
+  h:transaction(function()
+    h:run('INSERT INTO marks (commit_sha, device, series, reason, created_at) VALUES (?, ?, ?, ?, ?) '
+      .. 'ON CONFLICT DO NOTHING', { commit, device or '*', series or '*', reason, now() })
+  end)
+  return true
+end
+
+--- The marks that apply to a series on a device: {commit, reason}.
+--
+-- @signature history_store.marks(h, device, series) -> list
+-- @example
+--   local h = assert(require("kluabench.history").open(":memory:", {create = true}))
+--   print(#history_store.marks(h, "NVIDIA H200", "sha256:ab|fused|NVIDIA H200"))
+function M.marks(h, device, series)
+  local rows = h:query([[SELECT commit_sha, reason FROM marks WHERE (device = '*' OR device = ?)
+    AND (series = '*' OR series = ?) ORDER BY created_at]], { device, series })
+  local out = {}
+  for i, r in ipairs(rows) do out[i] = { commit = r[1], reason = r[2] } end
+  return out
+end
+
+--- How many runs, documents, samples and commits the database holds.
+--
+-- @signature history_store.counts(h) -> {runs, documents, samples, commits, marks}
+-- @example
+--   local h = assert(require("kluabench.history").open(":memory:", {create = true}))
+--   print(history_store.counts(h).runs)
+function M.counts(h)
+  local out = {}
+  for _, t in ipairs { 'runs', 'documents', 'samples', 'commits', 'marks' } do
+    out[t] = h:query('SELECT COUNT(*) FROM ' .. t)[1][1]
+  end
+  return out
+end
+
+return M

@@ -1,0 +1,66 @@
+-- Record bundles for the history specs: real H200 bundles (the committed
+-- A/A files, of kluabench's earlier record format, migrated to today's)
+-- with their raw samples replaced by fresh draws of a known median, so that
+-- a series over commits steps exactly where a test says.
+local output = require 'kluabench.report'
+local prng = require 'kluabench.stats.prng'
+local sub = require 'helpers.subprocess'
+local migrate = require 'kluabench.record.migrate'
+local evidence = require 'kluabench.record.evidence'
+local stats = require 'kluabench.stats'
+
+local M = {}
+
+M.AA = sub.root() .. '/bench/results/2026-12-02-s3-h200-aa/'
+
+local templates
+-- The first fused and copy bundles of aa1-a.jsonl (hidden512 seq2048).
+local function template(provider)
+  if not templates then
+    templates = {}
+    local text = assert(sub.slurp(M.AA .. 'aa1-a.jsonl'))
+    for line in text:gmatch('[^\n]+') do
+      local b = assert(output.decode(line))
+      local p = b.implementation.spec.provider
+      local w = b.workload.spec.parameters.hidden
+      templates[p .. w] = templates[p .. w] or line
+    end
+  end
+  return migrate.bundle(assert(output.decode(templates[provider])))
+end
+
+--- Bundles of one session: for each provider ({"fused", "copy"} by default) a bundle whose
+-- samples (n, default 60) are drawn around median_ns[provider] with 1 % spread; observedAt made
+-- unique by tag. hidden: 512 (default), 2048 or 8192 (other workloads, other digests).
+function M.session(tag, median_ns, opts)
+  opts = opts or {}
+  local rng = prng.new(opts.seed or 1)
+  local out = {}
+  for _, provider in ipairs(opts.providers or { 'fused', 'copy' }) do
+    local b = template(provider .. (opts.hidden or 512))
+    local vals = {}
+    for i = 1, opts.n or 60 do
+      vals[i] = math.floor(median_ns[provider] * (1 + 0.01 * (rng:uniform() * 2 - 1)) + 0.5)
+    end
+    local e = evidence.of(b)
+    e.samples = vals
+    e.session = { index = 1, count = 1 }
+    b.run.spec.timing.samples = #vals
+    b.run.spec.timing.latencyNs.median = math.floor(stats.median(vals) + 0.5)
+    b.run.spec.observedAt = string.format('2026-12-03T00:%02d:%02d.%03dZ', (tag // 3600) % 60, (tag // 60) % 60, tag % 1000)
+    for _, m in ipairs(b.run.spec.measurements) do
+      if m.metric == 'session' or m.metric == 'sessions' then m.value = 1 end
+    end
+    out[#out + 1] = b
+  end
+  return out
+end
+
+--- Writes bundles as JSON Lines to path, their raw samples beside it (path's samples file).
+function M.write(path, bundles)
+  os.remove(path)
+  os.remove(evidence.samples_path(path))
+  for _, b in ipairs(bundles) do assert(require('kluabench.record.writer').append(path, b)) end
+end
+
+return M

@@ -1,0 +1,114 @@
+-- kluabench history on a real PostgreSQL server, started for this spec on a
+-- Unix socket in a temporary folder (tests/helpers/pg_server.lua) and stopped
+-- at its end: the same commands as on SQLite, two writers at once, a newer
+-- schema refused, and a server that is down named without its password.
+-- Pending, with the reason, where PostgreSQL is not installed.
+local sub = require 'helpers.subprocess'
+local data = require 'helpers.history_data'
+local pg = require 'helpers.pg_server'
+local history = require 'kluabench.history'
+
+local run = sub.run
+
+local server, why = nil, nil
+
+local function sha(i) return string.format('%02x%038x', i, 0xbeef) end
+
+describe('kluabench history (PostgreSQL)', function()
+  setup(function() server, why = pg.start() end)
+  teardown(function() if server then server.stop() end end)
+
+  local function needs_server()
+    if not server then
+      pending('no PostgreSQL server here: ' .. tostring(why))
+      return false
+    end
+    return true
+  end
+
+  it('adds once, lists, checks a step and names its commit, as on SQLite', function()
+    if not needs_server() then return end
+    local uri = server.database('steps')
+    local dir = sub.tmpdir()
+    for i = 1, 11 do
+      local f = string.format('%s/c%02d.jsonl', dir, i)
+      local noise = 1 + 0.004 * math.sin(i * 2.1)
+      data.write(f, data.session(i, { fused = 6200 * noise * (i >= 10 and 1.07 or 1), copy = 5000 * noise }, { seed = i }))
+      local r = run({ 'history', 'add', f, '--db', uri, '--commit', sha(i), '--parents', i > 1 and sha(i - 1) or '',
+        '--commit-time', string.format('2026-11-%02dT12:00:00Z', i) })
+      assert.equal(0, r.code, r.err)
+      if i == 1 then
+        r = run({ 'history', 'add', f, '--db', uri, '--commit', sha(i) })
+        assert.matches('0 bundle(s) added, 2 already there', r.err, 1, true)
+      end
+    end
+    local r = run({ 'history', 'list', '--db', uri })
+    assert.equal(0, r.code, r.err)
+    assert.matches('2 series, 22 run(s), 11 commit(s)', r.out, 1, true)
+    r = run({ 'history', 'check', '--db', uri })
+    assert.equal(1, r.code, r.out .. r.err)
+    assert.matches('stepped at commit ' .. sha(10), r.out, 1, true)
+    r = run({ 'history', 'trend', '--db', uri, '--point', 'hidden512', '--provider', 'fused' })
+    assert.equal(0, r.code, r.err)
+    assert.matches('11 commit(s), oldest first', r.out, 1, true)
+    r = run({ 'history', 'compare', sha(9), sha(10), '--db', uri, '--between', '0.01' })
+    assert.equal(1, r.code, r.out .. r.err)
+    assert.matches('SLOWER', r.out, 1, true)
+    run({ '-e', 'os.execute("rm -rf ' .. dir .. '")' })
+  end)
+
+  it('two processes adding at once into a new database lose nothing', function()
+    if not needs_server() then return end
+    local uri = server.database('concurrent')
+    local dir = sub.tmpdir()
+    local files = {}
+    for k = 1, 2 do
+      local bs = {}
+      for i = 1, 100 do
+        for _, b in ipairs(data.session(k * 1000 + i, { fused = 6200, copy = 5000 }, { seed = i, n = 20 })) do
+          bs[#bs + 1] = b
+        end
+      end
+      files[k] = dir .. '/w' .. k .. '.jsonl'
+      data.write(files[k], bs)
+    end
+    local cmd = string.format('(%s history add %s --db %s --commit %s & %s history add %s --db %s --commit %s & wait) 2>&1',
+      sub.q(sub.bin()), sub.q(files[1]), sub.q(uri), sha(1), sub.q(sub.bin()), sub.q(files[2]), sub.q(uri), sha(2))
+    local r = run({ '-e', 'os.exit(os.execute(' .. string.format('%q', cmd) .. ') and 0 or 1)' })
+    assert.equal(0, r.code, r.err)
+    local h = assert(history.open(uri))
+    local c = history.store.counts(h)
+    assert.equal(400, c.runs)
+    assert.equal(400, c.samples)
+    assert.equal(1, h:query('SELECT COUNT(*) FROM schema_version')[1][1])
+    h:close()
+    run({ '-e', 'os.execute("rm -rf ' .. dir .. '")' })
+  end)
+
+  it('refuses a newer schema and a foreign database by name', function()
+    if not needs_server() then return end
+    local uri = server.database('newer')
+    local h = assert(history.open(uri, { create = true }))
+    h:close()
+    server.psql('newer', "INSERT INTO schema_version VALUES (42, 'later', '2030-01-01')")
+    local r = run({ 'history', 'list', '--db', uri })
+    assert.equal(1, r.code)
+    assert.matches(uri .. ': the history database has schema version 42, newer than this kluabench knows', r.err, 1, true)
+    local other = server.database('other')
+    server.psql('other', 'CREATE TABLE orders (id integer)')
+    r = run({ 'history', 'add', sub.root() .. '/bench/results/2026-12-02-s3-h200-aa/aa1-a.jsonl', '--db', other,
+      '--commit', sha(1) })
+    assert.equal(1, r.code)
+    assert.matches('not a kluabench history database (it has tables orders', r.err, 1, true)
+  end)
+
+  it('a server that is down: an error naming the database, without its password', function()
+    if not needs_server() then return end
+    local uri = string.format('postgresql://kb:s3cret@/nosuch?host=%s&port=%d', server.dir .. '/none', server.port)
+    local r = run({ 'history', 'list', '--db', uri })
+    assert.equal(1, r.code)
+    assert.matches('kluabench history: postgresql://kb@/nosuch?host=', r.err, 1, true)
+    assert.matches('No such file or directory', r.err, 1, true)
+    assert.is_nil(r.err:find('s3cret', 1, true))
+  end)
+end)

@@ -1,0 +1,338 @@
+-- kluabench history on a real SQLite file: adding bundles (idempotent, whole
+-- bundles only, two writers at once), the queries, regression detection
+-- along commits (a step found at its commit, machine drift kept apart by the
+-- sentinel, a mark restarting the baseline), compare's statistics, and bad
+-- databases (corrupt, foreign, newer schema, not a file) refused by name.
+local sub = require 'helpers.subprocess'
+local data = require 'helpers.history_data'
+local history = require 'kluabench.history'
+local detect = require 'kluabench.history.detect'
+local kb = require 'kluabench'
+
+local run, q = sub.run, sub.q
+
+-- A series of commits c1..cN: per commit one session of fused and copy;
+-- fused is scaled by step(i), copy by drift(i).
+local function series_files(dir, n, step, drift)
+  local files = {}
+  for i = 1, n do
+    local f = string.format('%s/c%02d.jsonl', dir, i)
+    local noise = 1 + 0.004 * math.sin(i * 2.1)
+    data.write(f, data.session(i, { fused = 6200 * noise * (step and step(i) or 1),
+      copy = 5000 * noise * (drift and drift(i) or 1) }, { seed = i }))
+    files[i] = f
+  end
+  return files
+end
+
+local function sha(i) return string.format('%02x%038x', i, 0xc0ffee) end
+
+local function add_series(db, files)
+  for i, f in ipairs(files) do
+    local r = run({ 'history', 'add', f, '--db', db, '--commit', sha(i), '--parents', i > 1 and sha(i - 1) or '',
+      '--commit-time', string.format('2026-11-%02dT12:00:00Z', i), '--branch', 'main' })
+    assert(r.code == 0, r.err)
+  end
+end
+
+describe('kluabench history (SQLite)', function()
+  local dir
+  before_each(function() dir = sub.tmpdir() end)
+  after_each(function() run({ '-e', 'os.execute("rm -rf ' .. dir .. '")' }) end)
+
+  it('adds bundles once: the same file twice is a no-op, and every document is kept as written', function()
+    local f = dir .. '/a.jsonl'
+    local bundles = data.session(1, { fused = 6200, copy = 5000 })
+    data.write(f, bundles)
+    local db = dir .. '/h.db'
+    local r = run({ 'history', 'add', f, '--db', db, '--commit', sha(1) })
+    assert.equal(0, r.code, r.err)
+    assert.matches('2 bundle(s) added, 0 already there', r.err, 1, true)
+    r = run({ 'history', 'add', f, '--db', db, '--commit', sha(2) })
+    assert.equal(0, r.code, r.err)
+    assert.matches('0 bundle(s) added, 2 already there', r.err, 1, true)
+    local h = assert(history.open(db))
+    local c = history.store.counts(h)
+    assert.equal(2, c.runs)
+    assert.equal(2, c.samples)
+    assert.equal(1, c.commits) -- the second add added nothing, so no commit
+    -- the documents as written: each stored body is the document's canonical JSON
+    local back = history.store.bundles(h, sha(1))
+    assert.equal(2, #back)
+    for _, role in ipairs { 'run', 'protocol', 'environment', 'workload', 'implementation' } do
+      assert.equal(kb.jcs.encode(bundles[1][role]), kb.jcs.encode(back[1][role]), role)
+    end
+    h:close()
+  end)
+
+  it('lists series and commits, and trends one series over commits with intervals', function()
+    local db = dir .. '/h.db'
+    add_series(db, series_files(dir, 4, function(i) return i == 4 and 1.1 or 1 end))
+    local r = run({ 'history', 'list', '--db', db })
+    assert.equal(0, r.code, r.err)
+    assert.matches('hidden512-kv_heads8-q_heads32-seq2048-bf16', r.out, 1, true)
+    assert.matches('2 series, 8 run(s), 4 commit(s)', r.out, 1, true)
+    r = run({ 'history', 'list', '--commits', '--db', db })
+    assert.matches(sha(4):sub(1, 12), r.out, 1, true)
+    r = run({ 'history', 'trend', '--db', db, '--point', 'hidden512', '--provider', 'fused', '--format', 'json' })
+    assert.equal(0, r.code, r.err)
+    local t = assert(require('kluabench.report').decode(r.out))
+    assert.equal(4, #t.commits)
+    assert.equal(sha(1), t.commits[1].commit.sha)
+    for _, c in ipairs(t.commits) do
+      assert.is_true(c.lo_ms <= c.median_ms and c.median_ms <= c.hi_ms)
+    end
+    assert.near(1.1, t.commits[4].median_ms / t.commits[3].median_ms, 0.02)
+    -- two series match without --provider: the user is told which
+    r = run({ 'history', 'trend', '--db', db, '--point', 'hidden512' })
+    assert.equal(1, r.code)
+    assert.matches('2 series match', r.err, 1, true)
+  end)
+
+  it('check: exit 1 and the commit where the series stepped (+6 % at commit 10 of 12)', function()
+    local db = dir .. '/h.db'
+    add_series(db, series_files(dir, 12, function(i) return i >= 10 and 1.06 or 1 end))
+    local r = run({ 'history', 'check', '--db', db })
+    assert.equal(1, r.code, r.out .. r.err)
+    assert.matches('REGRESSION: llama4_rope forward hidden512[^\n]*%(fused, NVIDIA H200%) stepped at commit '
+      .. sha(10), r.out)
+    -- the copy provider (the sentinel) did not step
+    assert.matches('1 regression%(s%)', r.out)
+    -- the same history checked at commit 9 (before the step): nothing
+    r = run({ 'history', 'check', '--db', db, '--head', sha(9):sub(1, 10) })
+    assert.equal(0, r.code, r.out)
+    -- a mark at the step restarts the baseline: too few commits after it to judge
+    r = run({ 'history', 'mark', sha(10), '--reason', 'new kernel tuning on purpose', '--db', db })
+    assert.equal(0, r.code, r.err)
+    r = run({ 'history', 'check', '--db', db })
+    assert.equal(0, r.code, r.out)
+    assert.matches('short', r.out, 1, true)
+    assert.matches('baseline from mark', r.out, 1, true)
+  end)
+
+  it('check: a step the sentinel (copy, same sessions) shows too is drift, not a regression', function()
+    local db = dir .. '/h.db'
+    local up = function(i) return i >= 10 and 1.06 or 1 end
+    add_series(db, series_files(dir, 12, up, up))
+    local r = run({ 'history', 'check', '--db', db })
+    assert.equal(0, r.code, r.out .. r.err)
+    assert.matches('drift', r.out, 1, true)
+    assert.matches('the sentinel stepped too', r.out, 1, true)
+    -- without the sentinel the same data is a regression
+    r = run({ 'history', 'check', '--db', db, '--sentinel', 'none' })
+    assert.equal(1, r.code, r.out)
+  end)
+
+  it('compare REV1 REV2 gives the statistics of kluabench compare on the stored bundles', function()
+    local db = dir .. '/h.db'
+    local files = series_files(dir, 2, function(i) return i == 2 and 1.3 or 1 end)
+    add_series(db, files)
+    local r = run({ 'history', 'compare', sha(1):sub(1, 9), sha(2):sub(1, 9), '--db', db, '--between', '0.01',
+      '--format', 'json' })
+    local direct = run({ 'compare', files[1], files[2], '--between', '0.01', '--format', 'json' })
+    assert.equal(direct.code, r.code)
+    local a = assert(require('kluabench.report').decode(r.out))
+    local b = assert(require('kluabench.report').decode(direct.out))
+    assert.equal(#b.points, #a.points)
+    for i, p in ipairs(b.points) do
+      assert.equal(p.verdict, a.points[i].verdict)
+      assert.equal(p.ratio, a.points[i].ratio)
+      assert.equal(p.lo, a.points[i].lo)
+    end
+    assert.equal(1, r.code) -- +30 %: a regression
+  end)
+
+  it('two processes adding at once lose nothing (and migrate a new database once)', function()
+    local db = dir .. '/h.db'
+    local files = {}
+    for k = 1, 2 do
+      local bs = {}
+      for i = 1, 150 do
+        for _, b in ipairs(data.session(k * 1000 + i, { fused = 6200, copy = 5000 }, { seed = i, n = 20 })) do
+          bs[#bs + 1] = b
+        end
+      end
+      files[k] = dir .. '/w' .. k .. '.jsonl'
+      data.write(files[k], bs)
+    end
+    local cmd = string.format('(%s history add %s --db %s --commit %s & %s history add %s --db %s --commit %s & wait) 2>&1',
+      q(sub.bin()), q(files[1]), q(db), sha(1), q(sub.bin()), q(files[2]), q(db), sha(2))
+    local out = sub.run({ '-e', 'os.exit(os.execute(' .. string.format('%q', cmd) .. ') and 0 or 1)' })
+    assert.equal(0, out.code, out.err)
+    local h = assert(history.open(db))
+    local c = history.store.counts(h)
+    assert.equal(600, c.runs)
+    assert.equal(600, c.samples)
+    assert.equal(1, h:query('SELECT COUNT(*) FROM schema_version')[1][1])
+    h:close()
+  end)
+
+  for _, signal in ipairs { 'KILL', 'INT' } do
+    it('an add stopped by SIG' .. signal .. ' leaves whole bundles only, and adding again completes it', function()
+      local bs = {}
+      for i = 1, 1300 do
+        for _, b in ipairs(data.session(i, { fused = 6200 }, { providers = { 'fused' }, seed = i, n = 40 })) do
+          bs[#bs + 1] = b
+        end
+      end
+      local f, db = dir .. '/big.jsonl', dir .. '/h.db'
+      data.write(f, bs)
+      local ticket = dir .. '/pid'
+      -- start the add, wait for the first committed batch, then signal it
+      local script = string.format([[
+        local kb = require 'kluabench'
+        local pid = assert(kb.process.spawn({%q, 'history', 'add', %q, '--db', %q, '--commit', %q},
+          {stdout = '/dev/null', stderr = '/dev/null'}))
+        local deadline = os.time() + 60
+        while os.time() < deadline do
+          kb.process.sleep(20)
+          local h = require('kluabench.history').open(%q)
+          if h then
+            local ok, n = pcall(function() return h:query('SELECT COUNT(*) FROM runs')[1][1] end)
+            h:close()
+            if ok and n > 0 then break end
+          end
+        end
+        kb.process.kill(pid, 'SIG%s')
+        local _, how, code = kb.process.wait(pid)
+        io.write(tostring(code))
+      ]], sub.bin(), f, db, sha(1), db, signal)
+      local r = run({ '-e', script })
+      assert.equal(0, r.code, r.err)
+      local h = assert(history.open(db))
+      assert.equal('ok', h:query('PRAGMA integrity_check')[1][1])
+      local c = history.store.counts(h)
+      assert.is_true(c.runs > 0 and c.runs < 1300, 'stopped part way: ' .. c.runs)
+      assert.equal(0, c.runs % history.store.BATCH) -- whole batches of whole bundles
+      assert.equal(c.runs, c.samples)
+      assert.equal(0, h:query('SELECT COUNT(*) FROM runs r LEFT JOIN documents d ON d.id = r.run_doc '
+        .. 'WHERE d.id IS NULL')[1][1])
+      h:close()
+      r = run({ 'history', 'add', f, '--db', db, '--commit', sha(1) })
+      assert.equal(0, r.code, r.err)
+      h = assert(history.open(db))
+      assert.equal(1300, history.store.counts(h).runs)
+      h:close()
+    end)
+  end
+
+  describe('bad databases are refused, naming the database, and never overwritten', function()
+    it('a results file, a text file, a corrupt database', function()
+      local f = dir .. '/results.jsonl'
+      data.write(f, data.session(1, { fused = 6200, copy = 5000 }))
+      local before = sub.slurp(f)
+      local r = run({ 'history', 'add', f, '--db', f, '--commit', sha(1) })
+      assert.equal(1, r.code)
+      assert.matches(f .. ': file is not a database', r.err, 1, true)
+      assert.equal(before, sub.slurp(f))
+      -- a history database with its pages overwritten in the middle
+      local db = dir .. '/h.db'
+      add_series(db, series_files(dir, 3))
+      local text = sub.slurp(db)
+      sub.spit(db, text:sub(1, 100) .. string.rep('\255', #text - 200) .. text:sub(-100))
+      r = run({ 'history', 'list', '--db', db })
+      assert.equal(1, r.code)
+      assert.matches('^kluabench history: ' .. db:gsub('%p', '%%%0') .. ': ', r.err)
+    end)
+
+    it('another program\'s SQLite database, and a schema newer than this kluabench', function()
+      local db = dir .. '/other.db'
+      local conn = assert(kb.sqlite.open(db, 'rwc'))
+      assert(conn:exec('CREATE TABLE customers (id INTEGER, name TEXT)'))
+      conn:close()
+      local r = run({ 'history', 'add', dir .. '/x.jsonl', '--db', db, '--commit', sha(1) })
+      assert.equal(1, r.code)
+      assert.matches(db .. ': not a kluabench history database (it has tables customers and no schema_version)',
+        r.err, 1, true)
+      local newer = dir .. '/newer.db'
+      add_series(newer, series_files(dir, 1))
+      conn = assert(kb.sqlite.open(newer))
+      assert(conn:exec("INSERT INTO schema_version VALUES (99, 'from the future', '2030-01-01')"))
+      conn:close()
+      r = run({ 'history', 'list', '--db', newer })
+      assert.equal(1, r.code)
+      assert.matches(newer .. ': the history database has schema version 99, newer than this kluabench knows (1)',
+        r.err, 1, true)
+    end)
+
+    it('a directory, a FIFO, an absent file (for queries), and an empty file', function()
+      local r = run({ 'history', 'list', '--db', dir })
+      assert.equal(1, r.code)
+      assert.matches(dir .. ': not a regular file (a directory)', r.err, 1, true)
+      assert(os.execute('mkfifo ' .. q(dir .. '/fifo')))
+      r = run({ 'history', 'list', '--db', dir .. '/fifo' })
+      assert.equal(1, r.code)
+      assert.matches('not a regular file (a fifo)', r.err, 1, true)
+      r = run({ 'history', 'check', '--db', dir .. '/none.db' })
+      assert.equal(1, r.code)
+      assert.matches(dir .. "/none.db: no such history database", r.err, 1, true)
+      assert.is_nil(kb.stat(dir .. '/none.db'))
+      sub.spit(dir .. '/empty.db', '')
+      r = run({ 'history', 'list', '--db', dir .. '/empty.db' })
+      assert.equal(1, r.code)
+      assert.matches('no history in it yet', r.err, 1, true)
+    end)
+
+    it('usage errors exit 2', function()
+      for _, args in ipairs { { 'history' }, { 'history', 'nosuch' }, { 'history', 'list', '--reason', 'x' },
+        { 'history', 'check', '--z', 'abc' }, { 'history', 'compare', 'a' }, { 'history', 'mark', 'a' } } do
+        local r = run(args)
+        assert.equal(2, r.code, table.concat(args, ' '))
+        assert.matches('usage: kluabench history', r.err, 1, true)
+      end
+    end)
+  end)
+end)
+
+describe('kluabench.history.store.lineage', function()
+  it('orders commits of one second by ancestry: the head is the tip, whatever the shas', function()
+    local t = '2026-11-01T12:00:00Z'
+    local list = history.store.lineage({ { sha = 'ccc', parents = {}, committed_at = t },
+      { sha = 'bbb', parents = { 'ccc' }, committed_at = t }, { sha = 'aaa', parents = { 'bbb' }, committed_at = t } })
+    assert.same({ 'ccc', 'bbb', 'aaa' }, { list[1].sha, list[2].sha, list[3].sha })
+    -- a parent never benchmarked: the chain goes on with the next older commit
+    list = history.store.lineage({ { sha = 'x1', parents = {}, committed_at = '1' },
+      { sha = 'x3', parents = { 'x2' }, committed_at = '3' } })
+    assert.same({ 'x1', 'x3' }, { list[1].sha, list[2].sha })
+  end)
+end)
+
+describe('kluabench.history.detect', function()
+  local function series(n, f, noise)
+    local rng = require('kluabench.stats.prng').new(7)
+    local xs = {}
+    for i = 1, n do xs[i] = math.log(f(i) * (1 + noise * (rng:uniform() * 2 - 1))) end
+    return xs
+  end
+
+  it('finds a step at its commit and says where; nothing in a flat series', function()
+    local xs = series(25, function(i) return i >= 24 and 1.05 or 1 end, 0.005)
+    local r = detect.check(xs, { noise = 0.005 })
+    assert.equal('regression', r.status)
+    assert.equal(24, r.step)
+    assert.near(1.05, r.ratio, 0.01)
+    assert.is_true(r.lo > 1 and r.hi > r.ratio)
+    assert.equal('ok', detect.check(series(25, function() return 1 end, 0.005), { noise = 0.005 }).status)
+    local down = detect.check(series(25, function(i) return i >= 25 and 0.9 or 1 end, 0.005), { noise = 0.005 })
+    assert.equal('improvement', down.status)
+  end)
+
+  it('needs min_window commits before the step, and a change beyond the threshold', function()
+    assert.equal('short', detect.check(series(4, function() return 1 end, 0.01)).status)
+    -- a 1 % step is below the 2 % threshold whatever its z
+    local r = detect.check(series(30, function(i) return i >= 29 and 1.01 or 1 end, 0.0005), { noise = 0.0005 })
+    assert.equal('ok', r.status)
+  end)
+
+  it('one outlier among the last commits is not a step (the step must persist)', function()
+    local xs = series(25, function(i) return i == 24 and 1.2 or 1 end, 0.005)
+    assert.equal('ok', detect.check(xs, { noise = 0.005 }).status)
+  end)
+
+  it('the noise floor keeps a too-quiet baseline from alarming', function()
+    local xs = {}
+    for i = 1, 21 do xs[i] = math.log(1 + 0.001 * (i % 2) + (i == 21 and 0.025 or 0)) end
+    assert.equal('regression', detect.check(xs, { noise = 0 }).status)
+    assert.equal('ok', detect.check(xs, { noise = 0.02 }).status)
+  end)
+end)

@@ -1,0 +1,108 @@
+-- kluabench report in a real browser: headless Chromium (Debian's chromium)
+-- loads the report from disk, and the test fails on any console message and
+-- checks from the rendered DOM (--dump-dom) that the tables and charts are
+-- there and not blank: the report's inline script writes what it measured
+-- after layout (getBBox of each chart, the height of each table) into the
+-- page. Pending, with the reason, where chromium is not installed (make deps
+-- installs it).
+local sub = require 'helpers.subprocess'
+local data = require 'helpers.history_data'
+local util = require 'helpers.util'
+
+local run, q = sub.run, sub.q
+
+local function chromium()
+  for _, name in ipairs { 'chromium', 'chromium-browser', 'google-chrome' } do
+    local path = util.run('command -v ' .. name .. ' 2>/dev/null'):match('^(%S+)')
+    if path then return path end
+  end
+  return nil
+end
+
+-- The rendered DOM of file and what the browser logged (console messages are
+-- INFO:CONSOLE lines with --enable-logging=stderr).
+local function render(browser, file, dir)
+  local log = dir .. '/chromium.log'
+  local cmd = string.format('HOME=%s timeout 120 %s --headless --no-sandbox --disable-gpu --no-first-run '
+    .. '--user-data-dir=%s --enable-logging=stderr --v=0 --virtual-time-budget=5000 --dump-dom %s 2> %s',
+    q(dir), q(browser), q(dir .. '/profile'), q('file://' .. file), q(log))
+  local dom = util.run(cmd)
+  return dom, sub.slurp(log) or ''
+end
+
+local function console_lines(log)
+  local out = {}
+  for line in log:gmatch('[^\n]+') do
+    if line:find('CONSOLE', 1, true) then out[#out + 1] = line end
+  end
+  return out
+end
+
+describe('kluabench report in headless Chromium', function()
+  local browser = chromium()
+  local dir
+  before_each(function() dir = sub.tmpdir() end)
+  after_each(function() run({ '-e', 'os.execute("rm -rf ' .. dir .. '")' }) end)
+
+  it('a results file: tables with units, the charts plot draws, records with digests; no console message', function()
+    if not browser then return pending('chromium is not installed (make deps installs it)') end
+    local f = sub.root() .. '/bench/results/2026-12-02-s3-h200-aa/aa1-a.jsonl'
+    local out = dir .. '/report.html'
+    local r = run({ 'report', f, '-o', out })
+    assert.equal(0, r.code, r.err)
+    local html = assert(sub.slurp(out))
+    -- self-contained: nothing is fetched
+    assert.is_nil(html:find('src="http', 1, true))
+    assert.is_nil(html:find('<link', 1, true))
+    local dom, log = render(browser, out, dir)
+    assert.same({}, console_lines(log))
+    local drawn, total = dom:match('data%-charts%-drawn="(%d+)/(%d+)"')
+    assert.is_truthy(drawn, 'the inline script did not run')
+    assert.is_true(tonumber(total) >= 1)
+    assert.equal(total, drawn)
+    local filled, tables = dom:match('data%-tables%-filled="(%d+)/(%d+)"')
+    assert.equal(tables, filled)
+    -- the results table: 24 rows, drawn with a height
+    local rows, height = dom:match('<table id="results%-table" data%-rendered%-rows="(%d+)" data%-rendered%-height="(%d+)"')
+    assert.equal('24', rows)
+    assert.is_true(tonumber(height) > 100)
+    assert.matches('median (us)', dom, 1, true)
+    assert.matches('id="run-24"', dom, 1, true)
+    -- the file is of the earlier record format: read as today's, its first point is on kernelindex's workload
+    assert.matches('sha256:98c5e76b9fa318ddeea51b56d90bc6fb39d72e404e2d01dbb467e67f57ff63e8', dom, 1, true)
+    for size, marks in dom:gmatch('data%-rendered%-size="(%d+x%d+)" data%-rendered%-marks="(%d+)"') do
+      local w, h = size:match('(%d+)x(%d+)')
+      assert.is_true(tonumber(w) > 200 and tonumber(h) > 100, size)
+      assert.is_true(tonumber(marks) > 10, marks)
+    end
+  end)
+
+  it('a history: the regression check and the trend with the step marked', function()
+    if not browser then return pending('chromium is not installed (make deps installs it)') end
+    local db = dir .. '/h.db'
+    for i = 1, 12 do
+      local f = string.format('%s/c%02d.jsonl', dir, i)
+      local noise = 1 + 0.004 * math.sin(i * 2.1)
+      data.write(f, data.session(i, { fused = 6200 * noise * (i >= 10 and 1.08 or 1), copy = 5000 * noise }, { seed = i }))
+      local r = run({ 'history', 'add', f, '--db', db, '--commit', string.format('%02x%038x', i, 7),
+        '--parents', i > 1 and string.format('%02x%038x', i - 1, 7) or '',
+        '--commit-time', string.format('2026-11-%02dT12:00:00Z', i) })
+      assert.equal(0, r.code, r.err)
+    end
+    local out = dir .. '/history.html'
+    local r = run({ 'report', '--db', db, '-o', out })
+    assert.equal(0, r.code, r.err)
+    assert.matches('1 regression(s)', r.err, 1, true)
+    local dom, log = render(browser, out, dir)
+    assert.same({}, console_lines(log))
+    local drawn, total = dom:match('data%-charts%-drawn="(%d+)/(%d+)"')
+    assert.equal(total, drawn)
+    assert.is_true(tonumber(total) >= 3) -- the chart of the head's runs and two trends
+    assert.matches('<tr class="regression">', dom, 1, true)
+    assert.matches('REGRESSION', dom, 1, true)
+    assert.matches('stepped here (regression)', dom, 1, true)
+    assert.matches(string.format('%02x%038x', 10, 7):sub(1, 12), dom, 1, true)
+    -- the trend chart draws the marked commit as its own series
+    assert.matches('data-name="stepped here"', dom, 1, true)
+  end)
+end)
