@@ -13,8 +13,16 @@ local stats = require 'kluabench.stats'
 local M = {}
 
 --- The default database when none is given: results/history.db (beside the results the scripts
--- write).
-M.DEFAULT_DB = 'results/history.db'
+-- write; $KLUABENCH_RESULTS names another folder than results/, as it does for the scripts).
+--
+-- @signature history.default_db() -> path
+-- @example
+--   print(history.default_db())
+function M.default_db()
+  local dir = os.getenv('KLUABENCH_RESULTS')
+  if dir == nil or dir == '' then dir = 'results' end
+  return dir .. '/history.db'
+end
 
 --- The provider whose runs are the sentinel of machine drift: the copy kernel, measured in the same
 -- session (the RoPE benchmarks have it).

@@ -410,7 +410,7 @@ function M.run(args)
     end
   end
   local history = require 'kluabench.history'
-  local spec = opts.db or history.DEFAULT_DB
+  local spec = opts.db or history.default_db()
   if sub == 'add' and not require('kluabench.history.db').is_postgres(spec) and spec:match('/') then
     -- the folder of a new database file (results/ of a fresh checkout)
     local dir = spec:match('^(.*)/[^/]*$')
