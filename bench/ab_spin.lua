@@ -14,8 +14,10 @@
 -- was). On the cpu backend kb.spin does nothing: both arms are the same.
 -- Each point is measured in N sessions (default 1), interleaved (session
 -- loop outside the point loop), with fresh inputs every session; one
--- bundle per session, appended to --out (JSON Lines), as the harness's
--- --runs N does. This is a plain kb.measure script, not the harness, so
+-- bundle per session, appended to --out (JSON Lines; the raw samples in the
+-- samples file beside it), as the harness's --runs N does; without --out the
+-- bundles go to stdout and their samples to a samples file in a temporary
+-- folder, named on stderr. This is a plain kb.measure script, not the harness, so
 -- that the experiment does not wait for it.
 local kb = require 'kluabench'
 local record = require 'kluabench.record'
@@ -32,6 +34,11 @@ if not slow or slow < 0 or slow > 1000 then fail("--slow must be a percentage in
 local sessions = math.tointeger(tonumber(opts.sessions or '1'))
 if not sessions or sessions < 1 then fail("--sessions must be a positive integer, got '%s'", opts.sessions) end
 local protocol_name = opts.protocol or 'cold'
+local samples_file
+if not opts.out then
+  samples_file = os.tmpname() .. '.samples.jsonl'
+  io.stderr:write('ab_spin.lua: the raw samples of the bundles on stdout go to ', samples_file, '\n')
+end
 if protocol_name ~= 'cold' and protocol_name ~= 'hot' and protocol_name ~= 'do_bench' then
   fail("--protocol must be cold, hot or do_bench, got '%s'", protocol_name)
 end
@@ -101,14 +108,13 @@ for s = 1, sessions do
       dtype = DTYPE, result = result, protocol = protocol, environment = environment,
       timed = 'the forward pass (kb.rope.llama4_fwd of q and k, in place)'
         .. (ns and string.format(', then kb.spin(%d ns): an A/B slow-down of %g %%', ns, slow) or ''),
-      execution = { session = { index = s, count = sessions }, abSlowPercent = slow },
+      session = { index = s, count = sessions }, execution = { abSlowPercent = slow },
     }
-    if opts.out then
-      local ok, err = output.append_jsonl(opts.out, bundle)
-      if not ok then io.stderr:write('ab_spin.lua: cannot write ', tostring(err), '\n') os.exit(1) end
-    else
-      io.stdout:write(assert(output.encode_line(bundle)), '\n')
-    end
+    -- the bundle, its raw samples first into the samples file beside --out (or
+    -- the samples file of bundles on stdout: OUT.samples.jsonl in the results folder)
+    local ok, err = require('kluabench.record.writer').append(opts.out or '-', bundle,
+      not opts.out and samples_file or nil)
+    if not ok then io.stderr:write('ab_spin.lua: cannot write ', tostring(err), '\n') os.exit(1) end
     io.stderr:write(string.format('session %d/%d hidden %d seq %d: median %.2f us (%d samples)\n', s, sessions,
       p.hidden, p.seq, result.summary.median * 1000, #result.samples))
   end

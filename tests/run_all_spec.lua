@@ -177,7 +177,7 @@ describe('kluabench run-all on the CUDA devices of this host #gpu', function()
     assert.same(sh.keys(tmp .. '/one.jsonl'), sh.keys(tmp .. '/run/all.jsonl'))
     assert.equal(12, #sh.bundles(tmp .. '/run/all.jsonl'))
     for _, b in ipairs(sh.bundles(tmp .. '/run/all.jsonl')) do
-      assert.equal('cuda', b.environment.spec.backend)
+      assert.equal('cuda', require('kluabench.record.point').of(b).backend)
     end
     local m = sh.manifest(tmp .. '/run')
     assert.is_true(m.count >= 1)

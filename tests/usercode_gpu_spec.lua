@@ -225,13 +225,16 @@ describe('user kernels on cuda #gpu', function()
     }
     assert(c:verify())
     assert(c:recheck())
-    local a = record.user_implementation { provider = 'user', kernel = 'scale', info = scale:info() }
+    local OP = 'sha256:' .. string.rep('0', 64)
+    local a = record.user_implementation { provider = 'user', kernel = 'scale', info = scale:info(), operation_digest = OP }
     local b = record.user_implementation { provider = 'user', kernel = 'scale',
-      info = m:kernel('twice<float>', 'ptr, i32'):info() }
-    assert.equal('nvrtc', a.spec.userKernel.route)
-    assert.equal(m:info().source_sha256, a.spec.userKernel.sourceSha256)
+      info = m:kernel('twice<float>', 'ptr, i32'):info(), operation_digest = OP }
+    assert.equal('kluabench_nvrtc', a.spec.callable.interface)
+    assert.equal(m:info().source_sha256, a.spec.source.contentDigest)
+    assert.same({}, kb.schema.check(a))
     assert.are_not.equal(record.digest(a), record.digest(kb.record.user_implementation {
-      provider = 'user', kernel = 'scale', info = kb.cuda.compile(SRC .. ' ', { cache = false }):kernel('scale', 'ptr, ptr, f32, i32'):info() }))
+      provider = 'user', kernel = 'scale', operation_digest = OP,
+      info = kb.cuda.compile(SRC .. ' ', { cache = false }):kernel('scale', 'ptr, ptr, f32, i32'):info() }))
     assert.are_not.equal(record.digest(a), record.digest(b))
   end)
 

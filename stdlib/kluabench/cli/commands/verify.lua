@@ -63,6 +63,12 @@ end
 -- (kind "ok", "mismatch" or "error"). Returns counts {ok, mismatch, error}.
 function M.check_file(path, report)
   local counts = { ok = 0, mismatch = 0, error = 0, bundles = 0 }
+  if evidence.is_samples_path(path) then
+    -- a glob of *.jsonl gives the samples files too: they are checked through the records beside them
+    report('note', path, nil, 'a samples file (the raw samples the runs of the records file beside it name): '
+      .. 'checked through that records file')
+    return counts
+  end
   local text, rerr = output.read_text(path)
   if not text then
     report('error', nil, nil, rerr) -- the message names the file
@@ -146,6 +152,8 @@ function M.main(args)
     elseif kind == 'mismatch' then
       out(string.format('MISMATCH %s %s: recorded %s, computed %s\n', where,
         detail.field, printable(detail.recorded), printable(detail.computed)))
+    elseif kind == 'note' then
+      io.stderr:write('kluabench verify: ', where and (where .. ': ') or '', printable(detail, 400), '\n')
     elseif errors_here >= M.MAX_ERRORS_PER_FILE then
       silenced = silenced + 1 -- a file of a million bad elements gives a bounded report
     else
