@@ -205,14 +205,15 @@ __global__ void __launch_bounds__(kThreads, MINB) rope_fused_kernel(const FusedG
    * local memory */
   const Pass ps = {second ? g.pass[1].q : g.pass[0].q, second ? g.pass[1].k : g.pass[0].k,
                    second ? g.pass[1].qo : g.pass[0].qo, second ? g.pass[1].ko : g.pass[0].ko};
-  const int t = threadIdx.x, x0 = t % g.xs, y = t / g.xs;
-  const int tl = y / g.rows, r = y - tl * g.rows; /* blockDim = xs * rows * tpc */
+  /* blockDim = (xs, rows, tpc): no division before the first load */
+  const int x0 = threadIdx.x, r = threadIdx.y, tl = threadIdx.z;
   const unsigned hbytes = (unsigned)g.d * sizeof(R), half_bytes = hbytes / 2;
 
   for (long long tok = (long long)blockIdx.x * g.tpc + tl; tok < g.ntok;
        tok += (long long)gridDim.x * g.tpc) {
-    const long long s = g.ntok <= 0xffffffffLL ? (long long)((unsigned)tok % (unsigned)g.seq)
-                                               : tok % g.seq;
+    const long long s = tok < g.seq ? tok
+                        : g.ntok <= 0xffffffffLL ? (long long)((unsigned)tok % (unsigned)g.seq)
+                                                 : tok % g.seq;
     const float *frow = g.freqs + s * g.d;
     /* the token's q heads and k heads; offsets within them fit 32 bits */
     const char *qb = (const char *)ps.q + tok * g.hq * hbytes;
@@ -297,23 +298,23 @@ template <> struct FloorWord<8> { typedef uint2 type; static __device__ unsigned
 template <> struct FloorWord<4> { typedef unsigned type; static __device__ unsigned fold(unsigned v) { return v; } };
 template <> struct FloorWord<2> { typedef unsigned short type; static __device__ unsigned fold(unsigned short v) { return v; } };
 
-template <int WB, int V>
+template <int WB, int V, typename I>
 __global__ void __launch_bounds__(kThreads) rope_floor_kernel(const FloorGeom g) {
   typedef typename FloorWord<WB>::type T;
-  const unsigned long long total = g.end[g.nseg - 1];
-  const unsigned long long nthreads = (unsigned long long)gridDim.x * blockDim.x;
-  const unsigned long long i0 = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+  const I total = (I)g.end[g.nseg - 1];
+  const I nthreads = (I)gridDim.x * blockDim.x;
+  const I i0 = (I)blockIdx.x * blockDim.x + threadIdx.x;
   T w[V];
   int seg[V];
-  unsigned long long idx[V];
+  I idx[V];
 #pragma unroll
   for (int v = 0; v < V; v++) {
-    const unsigned long long i = i0 + v * nthreads;
+    const I i = i0 + v * nthreads;
     int sg = 0;
 #pragma unroll
-    for (int j = 0; j < kFloorSegs - 1; j++) sg += j < g.nseg - 1 && i >= g.end[j];
+    for (int j = 0; j < kFloorSegs - 1; j++) sg += j < g.nseg - 1 && i >= (I)g.end[j];
     seg[v] = sg;
-    idx[v] = i - (sg ? g.end[sg - 1] : 0);
+    idx[v] = i - (sg ? (I)g.end[sg - 1] : 0);
     if (i < total) w[v] = reinterpret_cast<const T *>(g.src[sg])[idx[v]];
   }
   unsigned acc = 0;
@@ -369,6 +370,7 @@ int choose_shape(FusedGeom *g, const Plan &p, int sms) {
   int rows = (g->htot + p.u - 1) / p.u;
   if (rows > ytot) rows = ytot;
   long long tpc = ytot / rows;
+  if (tpc > 64) tpc = 64; /* blockDim.z limit */
   const long long want = (long long)p.spread * sms;
   const long long spread = (g->ntok + want - 1) / want;
   if (tpc > spread) tpc = spread;
@@ -391,11 +393,11 @@ const char *launch_fused_u(FusedGeom g, const Plan &p, cudaStream_t stream) {
   int sms;
   const char *err = sm_count(&sms);
   if (err) return err;
-  const int threads = choose_shape(&g, p, sms);
+  choose_shape(&g, p, sms);
   const long long chunks = (g.ntok + g.tpc - 1) / g.tpc;
   /* gridDim.x limit; CTAs stride beyond it */
   const unsigned grid = (unsigned)(chunks < 0x7fffffffLL ? chunks : 0x7fffffffLL);
-  kernel<<<dim3(grid, (unsigned)npass), threads, 0, stream>>>(g);
+  kernel<<<dim3(grid, (unsigned)npass), dim3(g.xs, g.rows, g.tpc), 0, stream>>>(g);
   KB_CUDA_TRY(what, " launch", cudaGetLastError());
   return NULL;
 }
@@ -509,7 +511,11 @@ template <int WB, int V> const char *launch_floor_v(const FloorGeom &g, cudaStre
   const unsigned long long threads = (total + V - 1) / V;
   const unsigned long long blocks = (threads + kThreads - 1) / kThreads;
   if (blocks > 0x7fffffffULL) return "rope_floor: the tensors are too large for one grid";
-  rope_floor_kernel<WB, V><<<(unsigned)blocks, kThreads, 0, st>>>(g);
+  /* 32-bit word indices when every index, plus a thread's last stride, fits */
+  if (blocks * kThreads * V <= 0xffffffffULL)
+    rope_floor_kernel<WB, V, unsigned><<<(unsigned)blocks, kThreads, 0, st>>>(g);
+  else
+    rope_floor_kernel<WB, V, unsigned long long><<<(unsigned)blocks, kThreads, 0, st>>>(g);
   KB_CUDA_TRY("rope_floor", " launch", cudaGetLastError());
   return NULL;
 }
