@@ -353,17 +353,14 @@ const char *sm_count(int *out) {
 
 const char *style_name(int style) { return style == KB_ROPE_NEOX ? "neox" : "llama4"; }
 
-/* How a fused launch is shaped (choose_plan): U, the units (llama4: vectors,
- * neox: vector pairs) of one thread per pass, and spread, the fewest CTAs per
- * SM that grouping tokens into a CTA may leave. */
+/* How a fused launch is shaped (launch_fused_dir): U, the units (llama4:
+ * vectors, neox: vector pairs) of one thread per pass; spread, the fewest
+ * CTAs per SM that grouping tokens into a CTA may leave; max_tpc, a cap on
+ * the tokens of one CTA (0: none). */
 struct Plan {
-  int u, spread;
+  int u, spread, max_tpc;
 };
 
-/* CTA shape for `units` columns: R = ceil(H / U) rows per token, so that
- * each thread fills all U load slots of a pass (or R = 256 / XS rows and
- * several passes when H is large), and TPC tokens per CTA step to fill up to
- * 256 threads, fewer when that would leave fewer than `spread` CTAs per SM. */
 int choose_shape(FusedGeom *g, const Plan &p, int sms) {
   g->xs = g->units < kThreads ? g->units : kThreads;
   const int ytot = kThreads / g->xs;
@@ -374,20 +371,24 @@ int choose_shape(FusedGeom *g, const Plan &p, int sms) {
   const long long want = (long long)p.spread * sms;
   const long long spread = (g->ntok + want - 1) / want;
   if (tpc > spread) tpc = spread;
+  if (p.max_tpc > 0 && tpc > p.max_tpc) tpc = p.max_tpc;
   if (tpc < 1) tpc = 1;
   g->rows = rows;
   g->tpc = (int)tpc;
   return g->xs * rows * g->tpc;
 }
 
-/* MINB 3 (at most 85 registers) measured best for the large kernels, except
- * where it spills (2-byte neox with NV = 8 and four pairs in flight). */
+/* The launch bound of the kernel for U: MINB 3 (at most 85 registers)
+ * measured best for the large kernels, except where it spills (2-byte neox
+ * with NV = 8 and four pairs in flight). */
+template <kb_dtype DT, int NV, int STYLE, int U> constexpr int min_blocks() {
+  return sizeof(typename Elem<DT>::raw) == 2 && NV == 8 && STYLE == KB_ROPE_NEOX && U >= 4 ? 1 : 3;
+}
+
 template <kb_dtype DT, int NV, int STYLE, int U, int DIR>
 const char *launch_fused_u(FusedGeom g, const Plan &p, cudaStream_t stream) {
   constexpr int npass = DIR == kFull ? 2 : 1;
-  constexpr int MINB =
-      sizeof(typename Elem<DT>::raw) == 2 && NV == 8 && STYLE == KB_ROPE_NEOX && U >= 4 ? 1 : 3;
-  auto kernel = rope_fused_kernel<DT, NV, STYLE, U, DIR, MINB>;
+  auto kernel = rope_fused_kernel<DT, NV, STYLE, U, DIR, min_blocks<DT, NV, STYLE, U>()>;
   char what[96];
   snprintf(what, sizeof what, "rope_fused<%s,%s,U=%d>", kb_dtype_name(DT), style_name(STYLE), U);
   int sms;
@@ -402,31 +403,51 @@ const char *launch_fused_u(FusedGeom g, const Plan &p, cudaStream_t stream) {
   return NULL;
 }
 
-/* Whether the kernel for plan p runs the call in one wave: no more CTAs than
- * the SMs hold at once (the occupancy is asked once per CTA size). */
+/* The largest token group (at most p's) with which the call runs in one wave,
+ * no more CTAs than the SMs hold at once, or 0 when none does. The occupancy
+ * of each CTA size is asked once. */
 template <kb_dtype DT, int NV, int STYLE, int U, int DIR>
-const char *one_wave(FusedGeom g, const Plan &p, int sms, bool *fits) {
-  constexpr int MINB =
-      sizeof(typename Elem<DT>::raw) == 2 && NV == 8 && STYLE == KB_ROPE_NEOX && U >= 4 ? 1 : 3;
+const char *one_wave_tpc(FusedGeom g, Plan p, int sms, int *tpc) {
   static int occupancy[kThreads + 1];
-  const int threads = choose_shape(&g, p, sms);
-  if (occupancy[threads] == 0) {
-    int n = 0;
-    KB_CUDA_TRY("rope_fused", " cudaOccupancyMaxActiveBlocksPerMultiprocessor",
-                cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                    &n, rope_fused_kernel<DT, NV, STYLE, U, DIR, MINB>, threads, 0));
-    occupancy[threads] = n > 0 ? n : 1;
+  choose_shape(&g, p, sms);
+  *tpc = 0;
+  for (int t = g.tpc; t >= 1; t--) {
+    p.max_tpc = t;
+    const int threads = choose_shape(&g, p, sms);
+    if (occupancy[threads] == 0) {
+      int n = 0;
+      KB_CUDA_TRY("rope_fused", " cudaOccupancyMaxActiveBlocksPerMultiprocessor",
+                  cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                      &n, rope_fused_kernel<DT, NV, STYLE, U, DIR, min_blocks<DT, NV, STYLE, U>()>,
+                      threads, 0));
+      occupancy[threads] = n > 0 ? n : 1;
+    }
+    const long long ctas = (g.ntok + g.tpc - 1) / g.tpc * (DIR == kFull ? 2 : 1);
+    if (ctas <= (long long)sms * occupancy[threads]) {
+      *tpc = t;
+      return NULL;
+    }
   }
-  const long long ctas = (g.ntok + g.tpc - 1) / g.tpc * (DIR == kFull ? 2 : 1);
-  *fits = ctas <= (long long)sms * occupancy[threads];
   return NULL;
 }
 
-/* Units per thread. The large kernels keep 8 vectors (neox: 4 pairs) in
- * flight per thread, which a bandwidth-bound call needs. A call that fits in
- * one wave of resident CTAs with fewer is bound by latency instead, and
- * spreading it over more warps shortens it: the fewest units per thread
- * that still fit one wave (docs/perf-notes.md). */
+template <kb_dtype DT, int NV, int STYLE, int U, int DIR>
+const char *launch_small(const FusedGeom &g, int sms, cudaStream_t stream) {
+  Plan p = {U, 2, 0};
+  int tpc;
+  const char *err = one_wave_tpc<DT, NV, STYLE, U, DIR>(g, p, sms, &tpc);
+  if (err) return err;
+  p.max_tpc = tpc; /* 0 (no one-wave shape): the widest CTAs */
+  return launch_fused_u<DT, NV, STYLE, U, DIR>(g, p, stream);
+}
+
+/* Units per thread. A bandwidth-bound call needs 8 vectors (neox: 4 pairs)
+ * in flight per thread, the large kernels. A call small enough to be bound
+ * by latency runs fastest with about kThreadsPerSm threads per SM (measured
+ * on the H200 at hidden 512, docs/perf-notes.md): the fewest units per
+ * thread that keep to that, in CTAs that fit one wave where they can. */
+constexpr long long kThreadsPerSm = 640;
+
 template <kb_dtype DT, int NV, int STYLE, int DIR>
 const char *launch_fused_dir(FusedGeom g, cudaStream_t stream) {
   constexpr int ULARGE = STYLE == KB_ROPE_NEOX ? 4 : 8;
@@ -434,13 +455,13 @@ const char *launch_fused_dir(FusedGeom g, cudaStream_t stream) {
   const char *err = sm_count(&sms);
   if (err) return err;
   g.units = (STYLE == KB_ROPE_NEOX ? g.d / 2 : g.d) / NV;
-  bool fits = false;
-  const Plan p1 = {1, 2}, p2 = {2, 2};
-  if ((err = one_wave<DT, NV, STYLE, 1, DIR>(g, p1, sms, &fits))) return err;
-  if (fits) return launch_fused_u<DT, NV, STYLE, 1, DIR>(g, p1, stream);
-  if ((err = one_wave<DT, NV, STYLE, 2, DIR>(g, p2, sms, &fits))) return err;
-  if (fits) return launch_fused_u<DT, NV, STYLE, 2, DIR>(g, p2, stream);
-  return launch_fused_u<DT, NV, STYLE, ULARGE, DIR>(g, Plan{ULARGE, 2}, stream);
+  const long long per_sm = g.ntok * g.htot * (long long)g.units * (DIR == kFull ? 2 : 1) / sms;
+  if (per_sm <= kThreadsPerSm) return launch_small<DT, NV, STYLE, 1, DIR>(g, sms, stream);
+  if (per_sm <= 2 * kThreadsPerSm) return launch_small<DT, NV, STYLE, 2, DIR>(g, sms, stream);
+  if (STYLE == KB_ROPE_LLAMA4 && per_sm <= 4 * kThreadsPerSm)
+    return launch_small<DT, NV, STYLE, 4, DIR>(g, sms, stream);
+  if (per_sm <= ULARGE * kThreadsPerSm) return launch_small<DT, NV, STYLE, ULARGE, DIR>(g, sms, stream);
+  return launch_fused_u<DT, NV, STYLE, ULARGE, DIR>(g, Plan{ULARGE, 2, 0}, stream);
 }
 
 template <kb_dtype DT, int NV, int STYLE>

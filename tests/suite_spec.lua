@@ -207,7 +207,7 @@ describe('scripts on the harness', function()
       assert.equal('rope', b.workload.spec.kernel)
       assert.matches('kb.rope.neox_', b.protocol.spec.notes and table.concat(b.protocol.spec.notes, ' ')
         or json.encode_line(b.protocol.spec), 1, true)
-      assert.equal('kb.rope neox impl=reference on the cpu backend, same inputs', b.run.spec.check.reference)
+      assert.equal('kb.rope neox impl=fused on the cpu backend (bit for bit its impl=reference), same inputs', b.run.spec.check.reference)
     end
   end)
 
