@@ -59,7 +59,8 @@ timed() {
 
 env_info() {
     date -u '+date %Y-%m-%dT%H:%M:%SZ'
-    echo "commit $(git rev-parse --short=12 HEAD 2>/dev/null || cat COMMIT 2>/dev/null || echo unknown)"
+    # a staged copy (no .git of its own) carries its commit in COMMIT
+    echo "commit $(cat COMMIT 2>/dev/null || git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"
     "$KB" -v 2>&1 | head -2
     "$PY" -c 'import importlib.metadata as m
 for d in ("torch", "triton", "transformers", "liger-kernel"):
