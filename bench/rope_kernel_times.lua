@@ -28,9 +28,9 @@ local function fn_of(style, provider, mode, t, f)
   if provider == 'floor' then
     if mode == 'forward' then return function() kb.rope.floor(t.q, t.k, f, o) end end
     if mode == 'backward' then return function() kb.rope.floor(t.dq, t.dk, f, o) end end
-    return function() kb.rope.floor_full(t.q, t.k, t.dq, t.dk, f, o) end
+    return function() kb.rope.floor_fwd_bwd(t.q, t.k, t.dq, t.dk, f, o) end
   end
-  local fwd, bwd, full = kb.rope[style .. '_fwd'], kb.rope[style .. '_bwd'], kb.rope[style .. '_full']
+  local fwd, bwd, full = kb.rope[style .. '_fwd'], kb.rope[style .. '_bwd'], kb.rope[style .. '_fwd_bwd']
   if mode == 'forward' then return function() fwd(t.q, t.k, f, o) end end
   if mode == 'backward' then return function() bwd(t.dq, t.dk, f, o) end end
   return function() full(t.q, t.k, t.dq, t.dk, f, o) end

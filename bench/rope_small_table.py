@@ -16,7 +16,7 @@ The rule (written before the runs that it judges; a cell is a kernel, point and 
      hidden 8192 at seq 1024): the median ncu gpu__time_duration.sum of ours (the sum over the
      kernels of one call) at most Liger's.
   B  ours <= 1.05 x the floor: in every call, at every cell, the do_bench median of fused over
-     the do_bench median of provider floor (kb.rope.floor / floor_full, same call) <= 1.05.
+     the do_bench median of provider floor (kb.rope.floor / floor_fwd_bwd, same call) <= 1.05.
   C  the full mode in one launch: kb.trace counts 1 kernel per call of fused full at the
      launch-bound points (kernel_times.csv, kernels_per_call), else B's ratio <= 1.10 for full.
   D  no regression at the large shapes: `kluabench compare` of the main build's fused sweep

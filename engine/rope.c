@@ -4,10 +4,10 @@
  *   kb.rope.freqs(seq_len, head_dim [, opts]) -> f32 [seq_len, head_dim/2, 2]
  *   kb.rope.llama4_fwd / llama4_bwd / neox_fwd / neox_bwd(q, k, freqs [, opts])
  *     -> q_out, k_out
- *   kb.rope.llama4_full / neox_full(q, k, dq, dk, freqs [, opts])
+ *   kb.rope.llama4_fwd_bwd / neox_fwd_bwd(q, k, dq, dk, freqs [, opts])
  *     -> q_out, k_out, dq_out, dk_out   (forward of q, k and backward of dq, dk)
  *   kb.rope.floor(q, k, freqs [, opts]) -> q_out, k_out           (copies)
- *   kb.rope.floor_full(q, k, dq, dk, freqs [, opts]) -> 4 copies
+ *   kb.rope.floor_fwd_bwd(q, k, dq, dk, freqs [, opts]) -> 4 copies
  *
  * This file is where a bad call stops: every shape, dtype, device and option
  * is checked here, and each failure is a Lua error naming the function, the
@@ -293,7 +293,7 @@ static void check_rope_args(lua_State *L, const char *fn, kb_rope_args *a, kb_te
 }
 
 /* Checks that the tensor at `arg` (named `what`) has the shape, dtype and
- * device of `like` (named `like_name`): the gradients of full and floor_full. */
+ * device of `like` (named `like_name`): the gradients of full and floor_fwd_bwd. */
 static kb_tensor *check_like(lua_State *L, const char *fn, int arg, const char *what,
                              const kb_tensor *like, const char *like_name) {
   char s1[160], s2[160];
@@ -483,12 +483,12 @@ void kb_open_rope(lua_State *L) {
   } fns[] = {
       {"llama4_fwd", KB_ROPE_LLAMA4, 0, KIND_PASS},
       {"llama4_bwd", KB_ROPE_LLAMA4, 1, KIND_PASS},
-      {"llama4_full", KB_ROPE_LLAMA4, 0, KIND_FULL},
+      {"llama4_fwd_bwd", KB_ROPE_LLAMA4, 0, KIND_FULL},
       {"neox_fwd", KB_ROPE_NEOX, 0, KIND_PASS},
       {"neox_bwd", KB_ROPE_NEOX, 1, KIND_PASS},
-      {"neox_full", KB_ROPE_NEOX, 0, KIND_FULL},
+      {"neox_fwd_bwd", KB_ROPE_NEOX, 0, KIND_FULL},
       {"floor", KB_ROPE_LLAMA4, 0, KIND_FLOOR},
-      {"floor_full", KB_ROPE_LLAMA4, 0, KIND_FLOOR_FULL},
+      {"floor_fwd_bwd", KB_ROPE_LLAMA4, 0, KIND_FLOOR_FULL},
   };
   lua_newtable(L);
   for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {

@@ -37,8 +37,8 @@ local TIMED = {
 
 -- The variants: the kernel functions and what records call them.
 local VARIANTS = {
-  llama4_rope = { fwd = 'llama4_fwd', bwd = 'llama4_bwd', full = 'llama4_full', reference = 'kb.rope llama4' },
-  rope = { fwd = 'neox_fwd', bwd = 'neox_bwd', full = 'neox_full', reference = 'kb.rope neox' },
+  llama4_rope = { fwd = 'llama4_fwd', bwd = 'llama4_bwd', full = 'llama4_fwd_bwd', reference = 'kb.rope llama4' },
+  rope = { fwd = 'neox_fwd', bwd = 'neox_bwd', full = 'neox_fwd_bwd', reference = 'kb.rope neox' },
 }
 
 -- copy: one device-to-device copy of q's and k's bytes (two for full). It
@@ -116,7 +116,7 @@ function M.declaration(variant, o)
     end
     if provider == 'floor' then
       -- the floor's outputs are copies of its inputs, bit for bit
-      local got = { kb.rope.floor_full(t.q, t.k, t.dq, t.dk, p.shared) }
+      local got = { kb.rope.floor_fwd_bwd(t.q, t.k, t.dq, t.dk, p.shared) }
       for i, src in ipairs { t.q, t.k, t.dq, t.dk } do
         local mad = kb.max_abs_diff(got[i], src)
         if mad ~= 0 then error(variant .. ': WRONG RESULT: the floor of ' .. p.id .. ' differs by ' .. mad, 0) end
@@ -178,13 +178,13 @@ function M.declaration(variant, o)
     end
     local f = p.shared
     if provider == 'floor' then
-      local floor, floor_full, opts = kb.rope.floor, kb.rope.floor_full, { inplace = true }
+      local floor, floor_fwd_bwd, opts = kb.rope.floor, kb.rope.floor_fwd_bwd, { inplace = true }
       if mode == 'forward' then
         return function(set) set = set or t; floor(set.q, set.k, f, opts) end
       elseif mode == 'backward' then
         return function(set) set = set or t; floor(set.dq, set.dk, f, opts) end
       end
-      return function(set) set = set or t; floor_full(set.q, set.k, set.dq, set.dk, f, opts) end
+      return function(set) set = set or t; floor_fwd_bwd(set.q, set.k, set.dq, set.dk, f, opts) end
     end
     local opts = { impl = provider, inplace = true }
     if mode == 'forward' then

@@ -1,5 +1,5 @@
--- kb.rope's one-launch entry points: llama4_full / neox_full (the forward of q, k and the
--- backward of dq, dk together) against the separate passes, bit for bit; floor / floor_full
+-- kb.rope's one-launch entry points: llama4_fwd_bwd / neox_fwd_bwd (the forward of q, k and the
+-- backward of dq, dk together) against the separate passes, bit for bit; floor / floor_fwd_bwd
 -- (the fused call's bytes moved without arithmetic) against the inputs they copy; their
 -- argument errors; and (#gpu) both on cuda against the cpu path, at shapes that take every
 -- launch plan of the CUDA kernels (one unit per thread up to the bandwidth-bound eight).
@@ -50,14 +50,14 @@ describe('kb.rope full and floor on the cpu', function()
           local fq, fk = kb.rope[style .. '_fwd'](t.q, t.k, t.f)
           local bq, bk = kb.rope[style .. '_bwd'](t.dq, t.dk, t.f)
           for _, impl in ipairs { 'fused', 'reference' } do
-            local q, k, dq, dk = kb.rope[style .. '_full'](t.q, t.k, t.dq, t.dk, t.f, { impl = impl })
+            local q, k, dq, dk = kb.rope[style .. '_fwd_bwd'](t.q, t.k, t.dq, t.dk, t.f, { impl = impl })
             same_bits(q, fq, t.where .. ' ' .. impl .. ' q')
             same_bits(k, fk, t.where .. ' ' .. impl .. ' k')
             same_bits(dq, bq, t.where .. ' ' .. impl .. ' dq')
             same_bits(dk, bk, t.where .. ' ' .. impl .. ' dk')
           end
           local q2, k2, dq2, dk2 = t.q:clone(), t.k:clone(), t.dq:clone(), t.dk:clone()
-          local r = { kb.rope[style .. '_full'](q2, k2, dq2, dk2, t.f, { inplace = true }) }
+          local r = { kb.rope[style .. '_fwd_bwd'](q2, k2, dq2, dk2, t.f, { inplace = true }) }
           assert.equal(q2, r[1])
           assert.equal(dk2, r[4])
           same_bits(q2, fq, t.where .. ' in place q')
@@ -66,7 +66,7 @@ describe('kb.rope full and floor on the cpu', function()
       end)
     end
 
-    it(dtype .. ': floor and floor_full copy their inputs and leave them alone', function()
+    it(dtype .. ': floor and floor_fwd_bwd copy their inputs and leave them alone', function()
       for _ = 1, 4 do
         local t = inputs(random_case(), dtype, 'cpu')
         local q0, k0, f0 = t.q:clone(), t.k:clone(), t.f:clone()
@@ -74,9 +74,9 @@ describe('kb.rope full and floor on the cpu', function()
         assert.are_not.equal(t.q, q)
         same_bits(q, q0, t.where .. ' floor q')
         same_bits(k, k0, t.where .. ' floor k')
-        local r = { kb.rope.floor_full(t.q, t.k, t.dq, t.dk, t.f) }
-        for i, src in ipairs { t.q, t.k, t.dq, t.dk } do same_bits(r[i], src, t.where .. ' floor_full ' .. i) end
-        local r2 = { kb.rope.floor_full(t.q, t.k, t.dq, t.dk, t.f, { inplace = true }) }
+        local r = { kb.rope.floor_fwd_bwd(t.q, t.k, t.dq, t.dk, t.f) }
+        for i, src in ipairs { t.q, t.k, t.dq, t.dk } do same_bits(r[i], src, t.where .. ' floor_fwd_bwd ' .. i) end
+        local r2 = { kb.rope.floor_fwd_bwd(t.q, t.k, t.dq, t.dk, t.f, { inplace = true }) }
         assert.equal(t.dq, r2[3])
         same_bits(t.q, q0, t.where .. ' floor in place q')
         same_bits(t.f, f0, t.where .. ' the table')
@@ -87,22 +87,22 @@ describe('kb.rope full and floor on the cpu', function()
   it('names the argument that is wrong', function()
     local q, k = kb.randn({ 1, 4, 3, 8 }, 'f32', 1), kb.randn({ 1, 4, 2, 8 }, 'f32', 2)
     local f = kb.rope.freqs(4, 8)
-    fails_with("bad argument #3 to 'llama4_full' (dq has shape [1, 4, 2, 8], q has shape [1, 4, 3, 8]: they must match)",
-      function() kb.rope.llama4_full(q, k, k, k, f) end)
-    fails_with("bad argument #4 to 'neox_full' (dk is bf16, k is f32)",
-      function() kb.rope.neox_full(q, k, q, kb.randn({ 1, 4, 2, 8 }, 'bf16', 3), f) end)
-    fails_with("bad argument #5 to 'neox_full' (freqs must be a kluabench.Tensor, got nil)",
-      function() kb.rope.neox_full(q, k, q:clone(), k:clone()) end)
-    fails_with("bad argument #3 to 'floor_full' (dq is the same tensor as q: in place needs four tensors)",
-      function() kb.rope.floor_full(q, k, q, k:clone(), f, { inplace = true }) end)
+    fails_with("bad argument #3 to 'llama4_fwd_bwd' (dq has shape [1, 4, 2, 8], q has shape [1, 4, 3, 8]: they must match)",
+      function() kb.rope.llama4_fwd_bwd(q, k, k, k, f) end)
+    fails_with("bad argument #4 to 'neox_fwd_bwd' (dk is bf16, k is f32)",
+      function() kb.rope.neox_fwd_bwd(q, k, q, kb.randn({ 1, 4, 2, 8 }, 'bf16', 3), f) end)
+    fails_with("bad argument #5 to 'neox_fwd_bwd' (freqs must be a kluabench.Tensor, got nil)",
+      function() kb.rope.neox_fwd_bwd(q, k, q:clone(), k:clone()) end)
+    fails_with("bad argument #3 to 'floor_fwd_bwd' (dq is the same tensor as q: in place needs four tensors)",
+      function() kb.rope.floor_fwd_bwd(q, k, q, k:clone(), f, { inplace = true }) end)
     fails_with("bad argument #4 to 'floor' (unknown option 'impl')",
       function() kb.rope.floor(q, k, f, { impl = 'fused' }) end)
     fails_with("bad argument #3 to 'floor' (freqs has 4 positions, q has seq 5)",
       function() kb.rope.floor(kb.randn({ 1, 5, 3, 8 }, 'f32', 1), kb.randn({ 1, 5, 2, 8 }, 'f32', 2), f) end)
-    fails_with("bad argument #7 to 'llama4_full' (expected at most 6 arguments)",
-      function() kb.rope.llama4_full(q, k, q:clone(), k:clone(), f, nil, 1) end)
-    fails_with("bad argument #6 to 'llama4_full' (opts.impl must be 'fused' or 'reference', got 'x')",
-      function() kb.rope.llama4_full(q, k, q:clone(), k:clone(), f, { impl = 'x' }) end)
+    fails_with("bad argument #7 to 'llama4_fwd_bwd' (expected at most 6 arguments)",
+      function() kb.rope.llama4_fwd_bwd(q, k, q:clone(), k:clone(), f, nil, 1) end)
+    fails_with("bad argument #6 to 'llama4_fwd_bwd' (opts.impl must be 'fused' or 'reference', got 'x')",
+      function() kb.rope.llama4_fwd_bwd(q, k, q:clone(), k:clone(), f, { impl = 'x' }) end)
   end)
 end)
 
@@ -132,9 +132,9 @@ describe('kb.rope full and floor on cuda against the cpu path #gpu', function()
         for _, c in ipairs(SHAPES) do
           local t = inputs(c, dtype, 'cuda')
           local cq, ck, cdq, cdk, cf = t.q:to('cpu'), t.k:to('cpu'), t.dq:to('cpu'), t.dk:to('cpu'), t.f:to('cpu')
-          local want = { kb.rope[style .. '_full'](cq, ck, cdq, cdk, cf) }
+          local want = { kb.rope[style .. '_fwd_bwd'](cq, ck, cdq, cdk, cf) }
           for _, x in ipairs { t.q, t.k } do poison(x.shape, dtype) end
-          local got = { kb.rope[style .. '_full'](t.q, t.k, t.dq, t.dk, t.f) }
+          local got = { kb.rope[style .. '_fwd_bwd'](t.q, t.k, t.dq, t.dk, t.f) }
           for i = 1, 4 do same_bits(got[i]:to('cpu'), want[i], t.where .. ' full ' .. i) end
           local fq, fk = kb.rope[style .. '_fwd'](t.q, t.k, t.f)
           same_bits(fq:to('cpu'), want[1], t.where .. ' fwd q')
@@ -142,24 +142,24 @@ describe('kb.rope full and floor on cuda against the cpu path #gpu', function()
           local bq, bk = kb.rope[style .. '_bwd'](t.dq, t.dk, t.f)
           same_bits(bq:to('cpu'), want[3], t.where .. ' bwd dq')
           same_bits(bk:to('cpu'), want[4], t.where .. ' bwd dk')
-          kb.rope[style .. '_full'](t.q, t.k, t.dq, t.dk, t.f, { inplace = true })
+          kb.rope[style .. '_fwd_bwd'](t.q, t.k, t.dq, t.dk, t.f, { inplace = true })
           same_bits(t.q:to('cpu'), want[1], t.where .. ' full in place q')
           same_bits(t.dk:to('cpu'), want[4], t.where .. ' full in place dk')
         end
       end)
     end
 
-    it(dtype .. ': floor and floor_full copy every byte', function()
+    it(dtype .. ': floor and floor_fwd_bwd copy every byte', function()
       for _, c in ipairs(SHAPES) do
         local t = inputs(c, dtype, 'cuda')
         for _, x in ipairs { t.q, t.k } do poison(x.shape, dtype) end
         local q, k = kb.rope.floor(t.q, t.k, t.f)
         same_bits(q, t.q, t.where .. ' floor q')
         same_bits(k, t.k, t.where .. ' floor k')
-        local r = { kb.rope.floor_full(t.q, t.k, t.dq, t.dk, t.f) }
-        for i, src in ipairs { t.q, t.k, t.dq, t.dk } do same_bits(r[i], src, t.where .. ' floor_full ' .. i) end
+        local r = { kb.rope.floor_fwd_bwd(t.q, t.k, t.dq, t.dk, t.f) }
+        for i, src in ipairs { t.q, t.k, t.dq, t.dk } do same_bits(r[i], src, t.where .. ' floor_fwd_bwd ' .. i) end
         local q0 = t.q:to('cpu')
-        kb.rope.floor_full(t.q, t.k, t.dq, t.dk, t.f, { inplace = true })
+        kb.rope.floor_fwd_bwd(t.q, t.k, t.dq, t.dk, t.f, { inplace = true })
         same_bits(t.q:to('cpu'), q0, t.where .. ' floor in place')
       end
     end)
