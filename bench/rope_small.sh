@@ -8,7 +8,8 @@
 # Builds nothing: it runs the carried build/kluabench (and installs the carried liger-kernel
 # wheel from .whl/ into a scratch folder). From the repository root on the GPU machine:
 #   device run, carry ["build", ".whl"], timeout_s 300:  bash bench/rope_small.sh
-# Outputs in $OUT (8 files come back at most; these are 3):
+# Outputs in $OUT (the device tool returns 8 files at most: these are 3, and a combined call that
+# leaves more of its own under $OUT must keep the total at 8, or the tar may be the one left out):
 #   rope_small_raw.tar.gz   raw/: ours_llama4_rope.jsonl, ours_rope.jsonl (bundles with raw
 #                           samples), ours_graph.jsonl, kernel_times.csv (kb.trace),
 #                           ncu_ours.csv, ncu_liger.csv, peers.csv (Liger's CSV format),

@@ -17,8 +17,10 @@
  * The grid has one CTA per group of TPC tokens (no persistent loop: measured
  * faster on the H200, docs/perf-notes.md), TPC chosen to fill up to 256
  * threads while keeping at least two CTAs per SM for small problems. U is 8
- * (neox: 4 pairs) where the call is bound by bandwidth, and 1 where it is
- * bound by latency (choose_plan). blockIdx.y is the pass: `full` runs the
+ * (neox: 4 pairs) where the call is bound by bandwidth; where it is bound
+ * by latency, the fewest units per thread that keep to about 640 threads per
+ * SM, in token groups that fit one wave (launch_fused_dir). The CTA is a 3-D
+ * block (columns, rows, tokens). blockIdx.y is the pass: `full` runs the
  * forward of (q, k) and the backward of (dq, dk) in one launch; the
  * direction is a sign XORed into sin, so both passes share one kernel.
  *
