@@ -392,7 +392,8 @@ const char *launch_fused_u(FusedGeom g, const Plan &p, cudaStream_t stream) {
   constexpr int npass = DIR == kFull ? 2 : 1;
   auto kernel = rope_fused_kernel<DT, NV, STYLE, U, DIR, min_blocks<DT, NV, STYLE, U>()>;
   char what[96];
-  snprintf(what, sizeof what, "rope_fused<%s,%s,U=%d>", kb_dtype_name(DT), style_name(STYLE), U);
+  snprintf(what, sizeof what, "rope_fused<%s,%s,%s,U=%d>", kb_dtype_name(DT), style_name(STYLE),
+           DIR == kFull ? "fwd_bwd" : DIR == kBackward ? "bwd" : "fwd", U);
   int sms;
   const char *err = sm_count(&sms);
   if (err) return err;

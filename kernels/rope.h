@@ -74,8 +74,9 @@ typedef struct {
   /* Floor: the fewest bytes a fused call moves, in one pass (one launch on
    * CUDA) and without arithmetic: q_out = q and k_out = k (and dq_out = dq,
    * dk_out = dk when dq is not NULL), with rows [0, seq) of freqs read once
-   * per pass. It is the yardstick of the fused kernels: the fastest way to
-   * move their bytes, launch latency included. `scratch` holds at least
+   * per pass. It is the yardstick of the fused kernels: their bytes in one
+   * flat pass, launch latency included (docs/perf-notes.md says where a
+   * kernel shaped otherwise moves them faster). `scratch` holds at least
    * KB_ROPE_FLOOR_SCRATCH bytes on the tensors' device; the kernel may write
    * there (so that the table reads cannot be optimised away), never reads. */
   const char *(*floor)(const kb_rope_args *a, void *scratch);

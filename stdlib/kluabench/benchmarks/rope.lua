@@ -222,8 +222,8 @@ function M.declaration(variant, o)
       .. '                      and the backward); reference: PyTorch eager\'s op sequence;\n'
       .. '                      floor: one launch that moves the fused call\'s bytes (q and k\n'
       .. '                      copied, the (cos, sin) table read) and computes nothing, the\n'
-      .. '                      fastest the call can be; copy: a device-to-device copy of q\'s\n'
-      .. '                      and k\'s bytes (twice for full), without the table',
+      .. '                      yardstick of fused; copy: a device-to-device copy of q\'s and\n'
+      .. '                      k\'s bytes (twice for full), without the table',
     notes = 'Timed functions run in place (inplace = true), so no allocation falls inside the\n'
       .. 'timed region; the traffic is the same as out of place. On the cpu backend the\n'
       .. 'times are CPU times and the records say so (timer host_monotonic). The table\n'

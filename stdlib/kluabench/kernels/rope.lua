@@ -86,9 +86,10 @@ return {
         example = 'local qo, ko, dq, dk = kb.rope.neox_fwd_bwd(q, k, q:clone(), k:clone(), f, {impl = "reference"})' },
       { name = 'kb.rope.floor', signature = 'kb.rope.floor(q, k, freqs [, opts]) -> q_out, k_out',
         summary = 'The floor of a fused RoPE call: its bytes moved in one launch, without arithmetic.',
-        details = 'Reads q, k and rows [0, seq) of freqs once, writes q_out = q and k_out = k: the fastest '
-          .. 'a fused call can be, launch latency included (the benchmarks\' floor provider). Takes '
-          .. 'the arguments of llama4_fwd; opts.inplace = true rewrites q and k with their own bytes.',
+        details = 'Reads q, k and rows [0, seq) of freqs once, writes q_out = q and k_out = k: the yardstick '
+          .. 'of the fused kernels, their bytes in one launch with no arithmetic (the benchmarks\' floor '
+          .. 'provider). Takes the arguments of llama4_fwd; opts.inplace = true rewrites q and k with '
+          .. 'their own bytes.',
         example = 'local q2, k2 = kb.rope.floor(q, k, f)' },
       { name = 'kb.rope.floor_fwd_bwd',
         signature = 'kb.rope.floor_fwd_bwd(q, k, dq, dk, freqs [, opts]) -> q_out, k_out, dq_out, dk_out',
