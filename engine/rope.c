@@ -4,6 +4,10 @@
  *   kb.rope.freqs(seq_len, head_dim [, opts]) -> f32 [seq_len, head_dim/2, 2]
  *   kb.rope.llama4_fwd / llama4_bwd / neox_fwd / neox_bwd(q, k, freqs [, opts])
  *     -> q_out, k_out
+ *   kb.rope.llama4_fwd_bwd / neox_fwd_bwd(q, k, dq, dk, freqs [, opts])
+ *     -> q_out, k_out, dq_out, dk_out   (forward of q, k and backward of dq, dk)
+ *   kb.rope.floor(q, k, freqs [, opts]) -> q_out, k_out           (copies)
+ *   kb.rope.floor_fwd_bwd(q, k, dq, dk, freqs [, opts]) -> 4 copies
  *
  * This file is where a bad call stops: every shape, dtype, device and option
  * is checked here, and each failure is a Lua error naming the function, the
@@ -19,6 +23,7 @@
 #include "../kernels/rope.h"
 
 #define ROPE_SCRATCH_KEY "kluabench.rope.scratch"
+#define ROPE_SINK_KEY "kluabench.rope.floor_sink"
 
 /* ---- errors --------------------------------------------------------------- */
 
@@ -238,13 +243,13 @@ static void check_same_device(lua_State *L, const char *fn, int arg, const char 
     rope_argerror(L, fn, arg, "%s is on %s, q is on %s", what, t->dev->device, q->dev->device);
 }
 
-/* Checks q (1), k (2), freqs (3) and fills the kernel arguments but for the
- * output pointers. */
+/* Checks q (1), k (2), freqs (farg) and fills the kernel arguments but for
+ * the output pointers. */
 static void check_rope_args(lua_State *L, const char *fn, kb_rope_args *a, kb_tensor **qp,
-                            kb_tensor **kp) {
+                            kb_tensor **kp, int farg) {
   char sq[160], sk[160];
   kb_tensor *q = check_tensor(L, fn, 1, "q"), *k = check_tensor(L, fn, 2, "k");
-  kb_tensor *f = check_tensor(L, fn, 3, "freqs");
+  kb_tensor *f = check_tensor(L, fn, farg, "freqs");
   if (q->ndim != 4)
     rope_argerror(L, fn, 1, "q must be 4-D [batch, seq, heads, head_dim], got shape %s",
                   kb_shape_str(q, sq, sizeof sq));
@@ -265,14 +270,14 @@ static void check_rope_args(lua_State *L, const char *fn, kb_rope_args *a, kb_te
     rope_argerror(L, fn, 2, "k is %s, q is %s", kb_dtype_name(k->dtype), kb_dtype_name(q->dtype));
   check_same_device(L, fn, 2, "k", k, q);
   if (f->dtype != KB_F32)
-    rope_argerror(L, fn, 3, "freqs must be f32, got %s", kb_dtype_name(f->dtype));
+    rope_argerror(L, fn, farg, "freqs must be f32, got %s", kb_dtype_name(f->dtype));
   if (f->ndim != 3 || f->shape[1] != d / 2 || f->shape[2] != 2)
-    rope_argerror(L, fn, 3, "freqs must be [seq, %lld, 2] for head_dim %lld, got shape %s",
+    rope_argerror(L, fn, farg, "freqs must be [seq, %lld, 2] for head_dim %lld, got shape %s",
                   (long long)(d / 2), (long long)d, kb_shape_str(f, sq, sizeof sq));
   if (f->shape[0] < s)
-    rope_argerror(L, fn, 3, "freqs has %lld positions, q has seq %lld", (long long)f->shape[0],
+    rope_argerror(L, fn, farg, "freqs has %lld positions, q has seq %lld", (long long)f->shape[0],
                   (long long)s);
-  check_same_device(L, fn, 3, "freqs", f, q);
+  check_same_device(L, fn, farg, "freqs", f, q);
   a->dtype = q->dtype;
   a->batch = b;
   a->seq = s;
@@ -287,17 +292,36 @@ static void check_rope_args(lua_State *L, const char *fn, kb_rope_args *a, kb_te
   *kp = k;
 }
 
-/* The reference path's temporaries: one buffer per device, kept in the
- * registry as a tensor and grown on demand, as PyTorch's caching allocator
- * keeps eager's temporaries off cudaMalloc. A buffer that a CUDA graph
- * captured stays alive with that graph (kb_capture_note pins it). */
-static void *reference_scratch(lua_State *L, const kb_backend *dev, size_t bytes) {
+/* Checks that the tensor at `arg` (named `what`) has the shape, dtype and
+ * device of `like` (named `like_name`): the gradients of full and floor_fwd_bwd. */
+static kb_tensor *check_like(lua_State *L, const char *fn, int arg, const char *what,
+                             const kb_tensor *like, const char *like_name) {
+  char s1[160], s2[160];
+  kb_tensor *t = check_tensor(L, fn, arg, what);
+  int same = t->ndim == like->ndim;
+  for (int i = 0; same && i < t->ndim; i++) same = t->shape[i] == like->shape[i];
+  if (!same)
+    rope_argerror(L, fn, arg, "%s has shape %s, %s has shape %s: they must match", what,
+                  kb_shape_str(t, s1, sizeof s1), like_name, kb_shape_str(like, s2, sizeof s2));
+  if (t->dtype != like->dtype)
+    rope_argerror(L, fn, arg, "%s is %s, %s is %s", what, kb_dtype_name(t->dtype), like_name,
+                  kb_dtype_name(like->dtype));
+  check_same_device(L, fn, arg, what, t, like);
+  return t;
+}
+
+/* Scratch on a device, under a registry key: the reference path's
+ * temporaries and the floor's sink word. One buffer per device and key, kept
+ * in the registry as a tensor and grown on demand, as PyTorch's caching
+ * allocator keeps eager's temporaries off cudaMalloc. A buffer that a CUDA
+ * graph captured stays alive with that graph (kb_capture_note pins it). */
+static void *device_scratch(lua_State *L, const char *key, const kb_backend *dev, size_t bytes) {
   if (bytes == 0) return NULL;
-  if (lua_getfield(L, LUA_REGISTRYINDEX, ROPE_SCRATCH_KEY) != LUA_TTABLE) {
+  if (lua_getfield(L, LUA_REGISTRYINDEX, key) != LUA_TTABLE) {
     lua_pop(L, 1);
     lua_newtable(L);
     lua_pushvalue(L, -1);
-    lua_setfield(L, LUA_REGISTRYINDEX, ROPE_SCRATCH_KEY);
+    lua_setfield(L, LUA_REGISTRYINDEX, key);
   }
   lua_getfield(L, -1, dev->device);
   kb_tensor *t = (kb_tensor *)luaL_testudata(L, -1, KB_TENSOR_MT);
@@ -314,7 +338,7 @@ static void *reference_scratch(lua_State *L, const kb_backend *dev, size_t bytes
   return t->data; /* alive: the registry table holds it */
 }
 
-enum { IMPL_FUSED, IMPL_REFERENCE };
+enum { IMPL_FUSED, IMPL_REFERENCE, IMPL_FULL, IMPL_FLOOR };
 
 /* An entry of the device's kb_rope_ops bound to its arguments, as the
  * backend's run_kernel takes it. */
@@ -334,78 +358,145 @@ static const char *run_reference(void *p) {
   return c->ops->reference(c->a, c->scratch);
 }
 
+static const char *run_full(void *p) {
+  const rope_call *c = (const rope_call *)p;
+  return c->ops->full(c->a);
+}
+
+static const char *run_floor(void *p) {
+  const rope_call *c = (const rope_call *)p;
+  return c->ops->floor(c->a, c->scratch);
+}
+
 /* Runs the fused or reference path on the tensors' device. The name is the
  * twin's entry point, which a cpu kb.trace record carries (constant
  * strings: nothing is formatted on the launch path). */
 static void rope_launch(lua_State *L, const kb_backend *dev, int impl, const kb_rope_args *a) {
-  static const char *const names[2][2] = {{"kb_rope_fused_cpu", "kb_rope_reference_cpu"},
-                                           {"kb_rope_fused_cuda", "kb_rope_reference_cuda"}};
+  static const char *const names[2][4] = {
+      {"kb_rope_fused_cpu", "kb_rope_reference_cpu", "kb_rope_full_cpu", "kb_rope_floor_cpu"},
+      {"kb_rope_fused_cuda", "kb_rope_reference_cuda", "kb_rope_full_cuda", "kb_rope_floor_cuda"}};
+  static const char *(*const runs[4])(void *) = {run_fused, run_reference, run_full, run_floor};
   rope_call c = {KB_KERNEL_OPS(kb_rope_ops, dev), a, NULL};
   if (impl == IMPL_REFERENCE)
-    c.scratch = reference_scratch(L, dev, kb_rope_reference_scratch_bytes(a));
-  KB_TRY(L, dev->run_kernel(dev, names[kb_on_cuda(dev)][impl],
-                            impl == IMPL_FUSED ? run_fused : run_reference, &c));
+    c.scratch = device_scratch(L, ROPE_SCRATCH_KEY, dev, kb_rope_reference_scratch_bytes(a));
+  else if (impl == IMPL_FLOOR)
+    c.scratch = device_scratch(L, ROPE_SINK_KEY, dev, KB_ROPE_FLOOR_SCRATCH);
+  KB_TRY(L, dev->run_kernel(dev, names[kb_on_cuda(dev)][impl], runs[impl], &c));
+}
+
+/* What a kb.rope function runs: one pass (fwd or bwd), the fused forward
+ * and backward (full), or the floor of one or two passes. */
+enum { KIND_PASS, KIND_FULL, KIND_FLOOR, KIND_FLOOR_FULL };
+
+/* opts.impl: IMPL_FUSED (absent or "fused") or IMPL_REFERENCE. */
+static int opt_impl(lua_State *L, const char *fn, int arg) {
+  int impl = IMPL_FUSED;
+  if (get_opt(L, arg, "impl") != LUA_TNIL) {
+    const char *s = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+    if (s && strcmp(s, "reference") == 0) impl = IMPL_REFERENCE;
+    else if (!s || strcmp(s, "fused") != 0)
+      rope_argerror(L, fn, arg, "opts.impl must be 'fused' or 'reference', got %s%s%s",
+                    s ? "'" : "", s ? s : luaL_typename(L, -1), s ? "'" : "");
+  }
+  lua_pop(L, 1);
+  return impl;
+}
+
+/* Points the output of each of the n tensors at args 1..n at the tensor
+ * itself (in place: all n must be distinct) or at a new tensor like it, and
+ * pushes the n outputs. */
+static void push_outputs(lua_State *L, const char *fn, int inplace, kb_tensor **in,
+                         void **out, int n) {
+  static const char *const names[] = {"q", "k", "dq", "dk"};
+  for (int i = 0; i < n; i++) {
+    if (!inplace) {
+      out[i] = kb_push_tensor(L, in[i]->dev, in[i]->dtype, 4, in[i]->shape)->data;
+      continue;
+    }
+    for (int j = 0; j < i; j++)
+      if (in[j] == in[i])
+        rope_argerror(L, fn, i + 1, "%s is the same tensor as %s: in place needs %s tensors",
+                      names[i], names[j], n == 2 ? "two" : "four");
+    out[i] = in[i]->data;
+    lua_pushvalue(L, i + 1);
+  }
 }
 
 static int l_rope(lua_State *L) {
-  static const char *const known[] = {"impl", "inplace", NULL};
+  static const char *const with_impl[] = {"impl", "inplace", NULL}, *const floor_opts[] = {"inplace", NULL};
   const char *fn = lua_tostring(L, lua_upvalueindex(1));
+  const int kind = (int)lua_tointeger(L, lua_upvalueindex(4));
+  const int pairs = kind == KIND_FULL || kind == KIND_FLOOR_FULL ? 2 : 1;
+  const int farg = 2 * pairs + 1, oarg = farg + 1;
   kb_rope_args a;
   memset(&a, 0, sizeof a);
   a.style = (kb_rope_style)lua_tointeger(L, lua_upvalueindex(2));
   a.backward = (int)lua_tointeger(L, lua_upvalueindex(3));
-  if (lua_gettop(L) > 4) rope_argerror(L, fn, 5, "expected at most 4 arguments");
-  lua_settop(L, 4);
-  kb_tensor *q, *k;
-  check_rope_args(L, fn, &a, &q, &k);
-
-  check_opts(L, fn, 4, known);
-  int impl = IMPL_FUSED, inplace = 0;
-  if (get_opt(L, 4, "impl") != LUA_TNIL) {
-    const char *s = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
-    if (s && strcmp(s, "reference") == 0) impl = IMPL_REFERENCE;
-    else if (!s || strcmp(s, "fused") != 0)
-      rope_argerror(L, fn, 4, "opts.impl must be 'fused' or 'reference', got %s%s%s",
-                    s ? "'" : "", s ? s : luaL_typename(L, -1), s ? "'" : "");
+  if (lua_gettop(L) > oarg) rope_argerror(L, fn, oarg + 1, "expected at most %d arguments", oarg);
+  lua_settop(L, oarg);
+  kb_tensor *t[4];
+  check_rope_args(L, fn, &a, &t[0], &t[1], farg);
+  if (pairs == 2) {
+    t[2] = check_like(L, fn, 3, "dq", t[0], "q");
+    t[3] = check_like(L, fn, 4, "dk", t[1], "k");
+    a.dq = t[2]->data;
+    a.dk = t[3]->data;
   }
-  if (get_opt(L, 4, "inplace") != LUA_TNIL) {
+
+  const int floor = kind == KIND_FLOOR || kind == KIND_FLOOR_FULL;
+  check_opts(L, fn, oarg, floor ? floor_opts : with_impl);
+  const int impl = floor ? IMPL_FLOOR : opt_impl(L, fn, oarg);
+  int inplace = 0;
+  if (get_opt(L, oarg, "inplace") != LUA_TNIL) {
     if (!lua_isboolean(L, -1))
-      rope_argerror(L, fn, 4, "opts.inplace must be a boolean, got %s", luaL_typename(L, -1));
+      rope_argerror(L, fn, oarg, "opts.inplace must be a boolean, got %s", luaL_typename(L, -1));
     inplace = lua_toboolean(L, -1);
   }
-  lua_settop(L, 4);
+  lua_settop(L, oarg);
 
-  if (inplace) {
-    if (q == k) rope_argerror(L, fn, 2, "k is the same tensor as q: in place needs two tensors");
-    a.q_out = q->data;
-    a.k_out = k->data;
-    lua_pushvalue(L, 1);
-    lua_pushvalue(L, 2);
-  } else {
-    a.q_out = kb_push_tensor(L, q->dev, q->dtype, 4, q->shape)->data;
-    a.k_out = kb_push_tensor(L, k->dev, k->dtype, 4, k->shape)->data;
+  void *out[4] = {NULL, NULL, NULL, NULL};
+  push_outputs(L, fn, inplace, t, out, 2 * pairs);
+  a.q_out = out[0];
+  a.k_out = out[1];
+  a.dq_out = out[2];
+  a.dk_out = out[3];
+  if (kind != KIND_FULL) {
+    rope_launch(L, t[0]->dev, impl, &a);
+  } else if (impl == IMPL_FUSED) {
+    rope_launch(L, t[0]->dev, IMPL_FULL, &a);
+  } else { /* the reference forward, then the reference backward */
+    kb_rope_args b = a;
+    a.backward = 0;
+    b.backward = 1;
+    b.q = a.dq, b.k = a.dk, b.q_out = a.dq_out, b.k_out = a.dk_out;
+    rope_launch(L, t[0]->dev, IMPL_REFERENCE, &a);
+    rope_launch(L, t[0]->dev, IMPL_REFERENCE, &b);
   }
-  rope_launch(L, q->dev, impl, &a);
-  return 2;
+  return 2 * pairs;
 }
 
 void kb_open_rope(lua_State *L) {
   static const struct {
     const char *name;
     kb_rope_style style;
-    int backward;
+    int backward, kind;
   } fns[] = {
-      {"llama4_fwd", KB_ROPE_LLAMA4, 0},
-      {"llama4_bwd", KB_ROPE_LLAMA4, 1},
-      {"neox_fwd", KB_ROPE_NEOX, 0},
-      {"neox_bwd", KB_ROPE_NEOX, 1},
+      {"llama4_fwd", KB_ROPE_LLAMA4, 0, KIND_PASS},
+      {"llama4_bwd", KB_ROPE_LLAMA4, 1, KIND_PASS},
+      {"llama4_fwd_bwd", KB_ROPE_LLAMA4, 0, KIND_FULL},
+      {"neox_fwd", KB_ROPE_NEOX, 0, KIND_PASS},
+      {"neox_bwd", KB_ROPE_NEOX, 1, KIND_PASS},
+      {"neox_fwd_bwd", KB_ROPE_NEOX, 0, KIND_FULL},
+      {"floor", KB_ROPE_LLAMA4, 0, KIND_FLOOR},
+      {"floor_fwd_bwd", KB_ROPE_LLAMA4, 0, KIND_FLOOR_FULL},
   };
   lua_newtable(L);
   for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
     lua_pushstring(L, fns[i].name);
     lua_pushinteger(L, fns[i].style);
     lua_pushinteger(L, fns[i].backward);
-    lua_pushcclosure(L, l_rope, 3);
+    lua_pushinteger(L, fns[i].kind);
+    lua_pushcclosure(L, l_rope, 4);
     lua_setfield(L, -2, fns[i].name);
   }
   lua_pushcfunction(L, l_freqs);

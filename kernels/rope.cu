@@ -16,7 +16,16 @@
  * pointers' alignment; D = 2 or 6 fall back to narrower vectors).
  * The grid has one CTA per group of TPC tokens (no persistent loop: measured
  * faster on the H200, docs/perf-notes.md), TPC chosen to fill up to 256
- * threads while keeping at least two CTAs per SM for small problems.
+ * threads while keeping at least two CTAs per SM for small problems. U is 8
+ * (neox: 4 pairs) where the call is bound by bandwidth; where it is bound
+ * by latency, the fewest units per thread that keep to about 640 threads per
+ * SM, in token groups that fit one wave (launch_fused_dir). The CTA is a 3-D
+ * block (columns, rows, tokens). blockIdx.y is the pass: `full` runs the
+ * forward of (q, k) and the backward of (dq, dk) in one launch; the
+ * direction is a sign XORed into sin, so both passes share one kernel.
+ *
+ * Floor kernel (rope.h): the fused call's bytes moved by one flat copy in
+ * one launch, the yardstick the fused kernels are measured against.
  *
  * Arithmetic: f32 (f64 for f64 tensors) with explicitly rounded products and
  * sums (__fmul_rn / __fadd_rn cannot be contracted into FMAs), so the result
@@ -32,25 +41,7 @@
 
 namespace {
 
-/* Tuning knobs (compile-time; the defaults were chosen on the H200, see
- * docs/perf-notes.md): grid cap in waves of resident CTAs (0: none), CTA
- * size, vectors in flight per thread, and streaming cache hints
- * (evict-first) on the q/k loads and stores. */
-#ifndef KB_ROPE_WAVES /* 0: no cap, one CTA per group of tokens */
-#define KB_ROPE_WAVES 0
-#endif
-#ifndef KB_ROPE_THREADS
-#define KB_ROPE_THREADS 256
-#endif
-#ifndef KB_ROPE_STREAMING
-#define KB_ROPE_STREAMING 0
-#endif
-#ifndef KB_ROPE_UNROLL /* q/k vectors in flight per thread and pass */
-#define KB_ROPE_UNROLL 8
-#endif
-
-constexpr int kThreads = KB_ROPE_THREADS; /* fused kernel CTA size, at most */
-constexpr int kWaves = KB_ROPE_WAVES;
+constexpr int kThreads = 256; /* fused and floor CTA size, at most */
 constexpr int kRefThreads = 256;
 
 /* ---- errors --------------------------------------------------------------- */
@@ -152,24 +143,10 @@ template <typename R, int NV> struct Vec {
 
 /* Loads and stores of one vector of q/k data. */
 template <typename W> __device__ __forceinline__ W load_words(const char *p) {
-#if KB_ROPE_STREAMING
-  if constexpr (sizeof(W) == 16) {
-    const uint4 v = __ldcs(reinterpret_cast<const uint4 *>(p));
-    W w;
-    w.w[0] = v.x; w.w[1] = v.y; w.w[2] = v.z; w.w[3] = v.w;
-    return w;
-  }
-#endif
   return *reinterpret_cast<const W *>(p);
 }
 
 template <typename W> __device__ __forceinline__ void store_words(char *p, const W &w) {
-#if KB_ROPE_STREAMING
-  if constexpr (sizeof(W) == 16) {
-    __stcs(reinterpret_cast<uint4 *>(p), make_uint4(w.w[0], w.w[1], w.w[2], w.w[3]));
-    return;
-  }
-#endif
   *reinterpret_cast<W *>(p) = w;
 }
 
@@ -191,9 +168,14 @@ template <int NF> __device__ __forceinline__ void load_freqs(const float *p, flo
 
 /* ---- fused kernel ------------------------------------------------------------ */
 
-struct FusedGeom {
+/* One pass of the fused kernel: its tensors. */
+struct Pass {
   const void *q, *k;
   void *qo, *ko;
+};
+
+struct FusedGeom {
+  Pass pass[2]; /* blockIdx.y picks one: two for `full` (forward, backward) */
   const float *freqs;
   long long ntok, seq;
   int hq, hk, htot, d;
@@ -203,9 +185,14 @@ struct FusedGeom {
   int tpc;    /* tokens per CTA step */
 };
 
-/* MINB: CTAs per SM promised to the register allocator. 3 (at most 85
- * registers) measured best, except where it spills (2-byte neox, NV = 8). */
-template <kb_dtype DT, int NV, int STYLE, bool BWD, int U, int MINB>
+/* DIR: kForward, kBackward (one pass), or kFull (blockIdx.y: pass 0 the
+ * forward, pass 1 the backward). A one-pass kernel reads its pointers from
+ * the constant bank and folds the backward's negated sin into its
+ * multiplies, as before full existed. MINB: CTAs per SM promised to the
+ * register allocator (launch_fused_u says which). */
+enum { kForward = 0, kBackward = 1, kFull = 2 };
+
+template <kb_dtype DT, int NV, int STYLE, int U, int DIR, int MINB>
 __global__ void __launch_bounds__(kThreads, MINB) rope_fused_kernel(const FusedGeom g) {
   typedef Elem<DT> E;
   typedef typename E::raw R;
@@ -215,23 +202,31 @@ __global__ void __launch_bounds__(kThreads, MINB) rope_fused_kernel(const FusedG
   constexpr bool NEOX = STYLE == KB_ROPE_NEOX;
   constexpr int NF = NEOX ? 2 * NV : NV; /* floats of freqs per unit */
 
-  const int t = threadIdx.x, x0 = t % g.xs, y = t / g.xs;
-  const int tl = y / g.rows, r = y - tl * g.rows; /* blockDim = xs * rows * tpc */
+  const bool second = DIR == kFull && blockIdx.y == 1, bwd = DIR == kBackward || second;
+  /* chosen field by field: indexing the parameter array would copy it to
+   * local memory */
+  const Pass ps = {second ? g.pass[1].q : g.pass[0].q, second ? g.pass[1].k : g.pass[0].k,
+                   second ? g.pass[1].qo : g.pass[0].qo, second ? g.pass[1].ko : g.pass[0].ko};
+  /* blockDim = (xs, rows, tpc): no division before the first load */
+  const int x0 = threadIdx.x, r = threadIdx.y, tl = threadIdx.z;
   const unsigned hbytes = (unsigned)g.d * sizeof(R), half_bytes = hbytes / 2;
 
   for (long long tok = (long long)blockIdx.x * g.tpc + tl; tok < g.ntok;
        tok += (long long)gridDim.x * g.tpc) {
-    const long long s = g.ntok <= 0xffffffffLL ? (long long)((unsigned)tok % (unsigned)g.seq)
-                                               : tok % g.seq;
+    const long long s = tok < g.seq ? tok
+                        : g.ntok <= 0xffffffffLL ? (long long)((unsigned)tok % (unsigned)g.seq)
+                                                 : tok % g.seq;
     const float *frow = g.freqs + s * g.d;
     /* the token's q heads and k heads; offsets within them fit 32 bits */
-    const char *qb = (const char *)g.q + tok * g.hq * hbytes;
-    const char *kb = (const char *)g.k + tok * g.hk * hbytes;
-    char *qob = (char *)g.qo + tok * g.hq * hbytes;
-    char *kob = (char *)g.ko + tok * g.hk * hbytes;
+    const char *qb = (const char *)ps.q + tok * g.hq * hbytes;
+    const char *kb = (const char *)ps.k + tok * g.hk * hbytes;
+    char *qob = (char *)ps.qo + tok * g.hq * hbytes;
+    char *kob = (char *)ps.ko + tok * g.hk * hbytes;
     for (int x = x0; x < g.units; x += g.xs) {
       float f[NF];
       load_freqs<NF>(frow + x * NF, f);
+#pragma unroll
+      for (int j = 1; j < NF; j += 2) f[j] = bwd ? -f[j] : f[j];
       const unsigned e0 = (unsigned)x * NV * sizeof(R);
       for (int h0 = r; h0 < g.htot; h0 += U * g.rows) {
         W lo[U], hi[U];
@@ -255,8 +250,7 @@ __global__ void __launch_bounds__(kThreads, MINB) rope_fused_kernel(const FusedG
 #pragma unroll
               for (int j = 0; j < NV; j++) {
                 A re = E::widen(V::get(lo[u], j)), im = E::widen(V::get(hi[u], j));
-                const float s = BWD ? -f[2 * j + 1] : f[2 * j + 1];
-                rotate<A>(re, im, (A)f[2 * j], (A)s);
+                rotate<A>(re, im, (A)f[2 * j], (A)f[2 * j + 1]);
                 V::set(lo[u], j, E::narrow(re));
                 V::set(hi[u], j, E::narrow(im));
               }
@@ -264,8 +258,7 @@ __global__ void __launch_bounds__(kThreads, MINB) rope_fused_kernel(const FusedG
 #pragma unroll
               for (int j = 0; j < NV / 2; j++) {
                 A re = E::widen(V::get(lo[u], 2 * j)), im = E::widen(V::get(lo[u], 2 * j + 1));
-                const float s = BWD ? -f[2 * j + 1] : f[2 * j + 1];
-                rotate<A>(re, im, (A)f[2 * j], (A)s);
+                rotate<A>(re, im, (A)f[2 * j], (A)f[2 * j + 1]);
                 V::set(lo[u], 2 * j, E::narrow(re));
                 V::set(lo[u], 2 * j + 1, E::narrow(im));
               }
@@ -278,6 +271,64 @@ __global__ void __launch_bounds__(kThreads, MINB) rope_fused_kernel(const FusedG
       }
     }
   }
+}
+
+/* ---- floor kernel ------------------------------------------------------------ */
+/* The floor (rope.h): one launch over a list of byte segments, each copied
+ * (dst set) or only read (dst NULL: the table), in words of WB bytes. Thread
+ * i of T takes words i, i + T, ..., i + (V-1) T of the concatenated segments,
+ * all V loads issued before the first store, so a warp's every access is
+ * one contiguous run and a grid that covers the words makes one pass. The
+ * words read and not copied are XOR-folded; a fold equal to an arbitrary
+ * constant is stored to the scratch word, which keeps the loads in the
+ * program at the cost of one compare (such a store is rare and harmless: the
+ * scratch is no output). */
+constexpr int kFloorSegs = 6;      /* q, k, freqs per pass, two passes */
+constexpr unsigned kFloorMagic = 0x9e3779b9u;
+
+struct FloorGeom {
+  const char *src[kFloorSegs];
+  char *dst[kFloorSegs];
+  unsigned long long end[kFloorSegs]; /* cumulative word counts */
+  int nseg;
+  unsigned *sink;
+};
+
+template <int WB> struct FloorWord;
+template <> struct FloorWord<16> { typedef uint4 type; static __device__ unsigned fold(uint4 v) { return v.x ^ v.y ^ v.z ^ v.w; } };
+template <> struct FloorWord<8> { typedef uint2 type; static __device__ unsigned fold(uint2 v) { return v.x ^ v.y; } };
+template <> struct FloorWord<4> { typedef unsigned type; static __device__ unsigned fold(unsigned v) { return v; } };
+template <> struct FloorWord<2> { typedef unsigned short type; static __device__ unsigned fold(unsigned short v) { return v; } };
+
+template <int WB, int V, typename I>
+__global__ void __launch_bounds__(kThreads) rope_floor_kernel(const FloorGeom g) {
+  typedef typename FloorWord<WB>::type T;
+  const I total = (I)g.end[g.nseg - 1];
+  const I nthreads = (I)gridDim.x * blockDim.x;
+  const I i0 = (I)blockIdx.x * blockDim.x + threadIdx.x;
+  T w[V];
+  int seg[V];
+  I idx[V];
+#pragma unroll
+  for (int v = 0; v < V; v++) {
+    const I i = i0 + v * nthreads;
+    int sg = 0;
+#pragma unroll
+    for (int j = 0; j < kFloorSegs - 1; j++) sg += j < g.nseg - 1 && i >= (I)g.end[j];
+    seg[v] = sg;
+    idx[v] = i - (sg ? (I)g.end[sg - 1] : 0);
+    if (i < total) w[v] = reinterpret_cast<const T *>(g.src[sg])[idx[v]];
+  }
+  unsigned acc = 0;
+#pragma unroll
+  for (int v = 0; v < V; v++) {
+    if (i0 + v * nthreads < total) {
+      char *d = g.dst[seg[v]];
+      if (d) reinterpret_cast<T *>(d)[idx[v]] = w[v];
+      else acc ^= FloorWord<WB>::fold(w[v]);
+    }
+  }
+  if (acc == kFloorMagic) *g.sink = acc;
 }
 
 /* ---- per-device facts ---------------------------------------------------- */
@@ -304,64 +355,135 @@ const char *sm_count(int *out) {
 
 const char *style_name(int style) { return style == KB_ROPE_NEOX ? "neox" : "llama4"; }
 
-/* CTA shape for `units` columns: R = ceil(H / U) rows per token, so that
- * each thread fills all U load slots of a pass (or R = 256 / XS rows and
- * several passes when H is large), and TPC tokens per CTA step to fill up to
- * 256 threads, fewer when that would leave fewer than two CTAs per SM. */
-int choose_shape(FusedGeom *g, int U, int sms) {
+/* How a fused launch is shaped (launch_fused_dir): U, the units (llama4:
+ * vectors, neox: vector pairs) of one thread per pass; spread, the fewest
+ * CTAs per SM that grouping tokens into a CTA may leave; max_tpc, a cap on
+ * the tokens of one CTA (0: none). */
+struct Plan {
+  int u, spread, max_tpc;
+};
+
+int choose_shape(FusedGeom *g, const Plan &p, int sms) {
   g->xs = g->units < kThreads ? g->units : kThreads;
   const int ytot = kThreads / g->xs;
-  int rows = (g->htot + U - 1) / U;
+  int rows = (g->htot + p.u - 1) / p.u;
   if (rows > ytot) rows = ytot;
   long long tpc = ytot / rows;
-  const long long spread = (g->ntok + 2LL * sms - 1) / (2LL * sms);
+  if (tpc > 64) tpc = 64; /* blockDim.z limit */
+  const long long want = (long long)p.spread * sms;
+  const long long spread = (g->ntok + want - 1) / want;
   if (tpc > spread) tpc = spread;
+  if (p.max_tpc > 0 && tpc > p.max_tpc) tpc = p.max_tpc;
   if (tpc < 1) tpc = 1;
   g->rows = rows;
   g->tpc = (int)tpc;
   return g->xs * rows * g->tpc;
 }
 
-template <kb_dtype DT, int NV, int STYLE, bool BWD>
-const char *launch_fused(FusedGeom g, cudaStream_t stream) {
-  constexpr int U = STYLE == KB_ROPE_NEOX ? KB_ROPE_UNROLL / 2 : KB_ROPE_UNROLL;
-  constexpr int MINB = sizeof(typename Elem<DT>::raw) == 2 && NV == 8 && STYLE == KB_ROPE_NEOX ? 1 : 3;
-  auto kernel = rope_fused_kernel<DT, NV, STYLE, BWD, U, MINB>;
+/* The launch bound of the kernel for U: MINB 3 (at most 85 registers)
+ * measured best for the large kernels, except where it spills (2-byte neox
+ * with NV = 8 and four pairs in flight). */
+template <kb_dtype DT, int NV, int STYLE, int U> constexpr int min_blocks() {
+  return sizeof(typename Elem<DT>::raw) == 2 && NV == 8 && STYLE == KB_ROPE_NEOX && U >= 4 ? 1 : 3;
+}
+
+template <kb_dtype DT, int NV, int STYLE, int U, int DIR>
+const char *launch_fused_u(FusedGeom g, const Plan &p, cudaStream_t stream) {
+  constexpr int npass = DIR == kFull ? 2 : 1;
+  auto kernel = rope_fused_kernel<DT, NV, STYLE, U, DIR, min_blocks<DT, NV, STYLE, U>()>;
   char what[96];
-  snprintf(what, sizeof what, "rope_fused<%s,%s,%s>", kb_dtype_name(DT), style_name(STYLE),
-           BWD ? "bwd" : "fwd");
+  snprintf(what, sizeof what, "rope_fused<%s,%s,%s,U=%d>", kb_dtype_name(DT), style_name(STYLE),
+           DIR == kFull ? "fwd_bwd" : DIR == kBackward ? "bwd" : "fwd", U);
   int sms;
   const char *err = sm_count(&sms);
   if (err) return err;
-  g.units = (STYLE == KB_ROPE_NEOX ? g.d / 2 : g.d) / NV;
-  const int threads = choose_shape(&g, U, sms);
+  choose_shape(&g, p, sms);
   const long long chunks = (g.ntok + g.tpc - 1) / g.tpc;
-  long long cap = 0x7fffffffLL; /* gridDim.x limit; CTAs stride beyond it */
-  if (kWaves > 0) {
-    /* resident CTAs per SM by CTA size in warps; the same on every device we run */
-    static int occupancy[kThreads / 32 + 1];
-    const int warps = (threads + 31) / 32;
-    if (occupancy[warps] == 0) {
-      int n = 0;
-      KB_CUDA_TRY(what, " cudaOccupancyMaxActiveBlocksPerMultiprocessor",
-                  cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, warps * 32, 0));
-      occupancy[warps] = n > 0 ? n : 1;
-    }
-    cap = (long long)sms * occupancy[warps] * kWaves;
-  }
-  const unsigned grid = (unsigned)(chunks < cap ? chunks : cap);
-  kernel<<<grid, threads, 0, stream>>>(g);
+  /* gridDim.x limit; CTAs stride beyond it */
+  const unsigned grid = (unsigned)(chunks < 0x7fffffffLL ? chunks : 0x7fffffffLL);
+  kernel<<<dim3(grid, (unsigned)npass), dim3(g.xs, g.rows, g.tpc), 0, stream>>>(g);
   KB_CUDA_TRY(what, " launch", cudaGetLastError());
   return NULL;
 }
 
+/* The largest token group (at most p's) with which the call runs in one wave,
+ * no more CTAs than the SMs hold at once, or 0 when none does. The occupancy
+ * of each CTA size is asked once. */
+template <kb_dtype DT, int NV, int STYLE, int U, int DIR>
+const char *one_wave_tpc(FusedGeom g, Plan p, int sms, int *tpc) {
+  static int occupancy[kThreads + 1];
+  choose_shape(&g, p, sms);
+  *tpc = 0;
+  for (int t = g.tpc; t >= 1; t--) {
+    p.max_tpc = t;
+    const int threads = choose_shape(&g, p, sms);
+    if (occupancy[threads] == 0) {
+      int n = 0;
+      KB_CUDA_TRY("rope_fused", " cudaOccupancyMaxActiveBlocksPerMultiprocessor",
+                  cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                      &n, rope_fused_kernel<DT, NV, STYLE, U, DIR, min_blocks<DT, NV, STYLE, U>()>,
+                      threads, 0));
+      occupancy[threads] = n > 0 ? n : 1;
+    }
+    const long long ctas = (g.ntok + g.tpc - 1) / g.tpc * (DIR == kFull ? 2 : 1);
+    if (ctas <= (long long)sms * occupancy[threads]) {
+      *tpc = t;
+      return NULL;
+    }
+  }
+  return NULL;
+}
+
+template <kb_dtype DT, int NV, int STYLE, int U, int DIR>
+const char *launch_small(const FusedGeom &g, int sms, cudaStream_t stream) {
+  Plan p = {U, 2, 0};
+  int tpc;
+  const char *err = one_wave_tpc<DT, NV, STYLE, U, DIR>(g, p, sms, &tpc);
+  if (err) return err;
+  p.max_tpc = tpc; /* 0 (no one-wave shape): the widest CTAs */
+  return launch_fused_u<DT, NV, STYLE, U, DIR>(g, p, stream);
+}
+
+/* Units per thread. A bandwidth-bound call needs 8 vectors (neox: 4 pairs)
+ * in flight per thread, the large kernels. A call small enough to be bound
+ * by latency runs fastest with about kThreadsPerSm threads per SM (measured
+ * on the H200 at hidden 512, docs/perf-notes.md): the fewest units per
+ * thread that keep to that, in CTAs that fit one wave where they can. */
+constexpr long long kThreadsPerSm = 640;
+
+template <kb_dtype DT, int NV, int STYLE, int DIR>
+const char *launch_fused_dir(FusedGeom g, cudaStream_t stream) {
+  constexpr int ULARGE = STYLE == KB_ROPE_NEOX ? 4 : 8;
+  int sms;
+  const char *err = sm_count(&sms);
+  if (err) return err;
+  g.units = (STYLE == KB_ROPE_NEOX ? g.d / 2 : g.d) / NV;
+  const long long per_sm = g.ntok * g.htot * (long long)g.units * (DIR == kFull ? 2 : 1) / sms;
+  if (per_sm <= kThreadsPerSm) return launch_small<DT, NV, STYLE, 1, DIR>(g, sms, stream);
+  if (per_sm <= 2 * kThreadsPerSm) return launch_small<DT, NV, STYLE, 2, DIR>(g, sms, stream);
+  if (STYLE == KB_ROPE_LLAMA4 && per_sm <= 4 * kThreadsPerSm)
+    return launch_small<DT, NV, STYLE, 4, DIR>(g, sms, stream);
+  if (per_sm <= ULARGE * kThreadsPerSm) return launch_small<DT, NV, STYLE, ULARGE, DIR>(g, sms, stream);
+  return launch_fused_u<DT, NV, STYLE, ULARGE, DIR>(g, Plan{ULARGE, 2, 0}, stream);
+}
+
+template <kb_dtype DT, int NV, int STYLE>
+const char *launch_fused(const FusedGeom &g, int dir, cudaStream_t stream) {
+  switch (dir) {
+  case kForward: return launch_fused_dir<DT, NV, STYLE, kForward>(g, stream);
+  case kBackward: return launch_fused_dir<DT, NV, STYLE, kBackward>(g, stream);
+  default: return launch_fused_dir<DT, NV, STYLE, kFull>(g, stream);
+  }
+}
+
 /* Widest vector (elements) that divides the unit and the alignment of every
  * pointer: llama4 needs whole pairs (NV even), neox a divisor of D/2. */
-int pick_nv(const kb_rope_args *a, size_t es) {
+int pick_nv(const kb_rope_args *a, int npass, size_t es) {
   const int neox = a->style == KB_ROPE_NEOX;
   const long long span = neox ? a->head_dim / 2 : a->head_dim;
-  const uintptr_t addr = (uintptr_t)a->q | (uintptr_t)a->k | (uintptr_t)a->q_out |
-                         (uintptr_t)a->k_out;
+  uintptr_t addr = (uintptr_t)a->q | (uintptr_t)a->k | (uintptr_t)a->q_out | (uintptr_t)a->k_out;
+  if (npass == 2)
+    addr |= (uintptr_t)a->dq | (uintptr_t)a->dk | (uintptr_t)a->dq_out | (uintptr_t)a->dk_out;
   for (int nv = (int)(16 / es); nv >= 1; nv /= 2) {
     if (!neox && nv < 2) break;
     const size_t nf_bytes = (size_t)(neox ? 2 * nv : nv) * 4;
@@ -371,33 +493,67 @@ int pick_nv(const kb_rope_args *a, size_t es) {
   return 0;
 }
 
-template <kb_dtype DT, int STYLE, bool BWD>
-const char *dispatch_nv(const FusedGeom &g, int nv, cudaStream_t s) {
+template <kb_dtype DT, int STYLE>
+const char *dispatch_nv(const FusedGeom &g, int nv, int dir, cudaStream_t s) {
   constexpr int ES = (int)sizeof(typename Elem<DT>::raw);
   constexpr bool NEOX = STYLE == KB_ROPE_NEOX;
   switch (nv) {
   case 8:
-    if constexpr (ES == 2) return launch_fused<DT, 8, STYLE, BWD>(g, s);
+    if constexpr (ES == 2) return launch_fused<DT, 8, STYLE>(g, dir, s);
     break;
   case 4:
-    if constexpr (ES <= 4) return launch_fused<DT, 4, STYLE, BWD>(g, s);
+    if constexpr (ES <= 4) return launch_fused<DT, 4, STYLE>(g, dir, s);
     break;
-  case 2: return launch_fused<DT, 2, STYLE, BWD>(g, s);
+  case 2: return launch_fused<DT, 2, STYLE>(g, dir, s);
   case 1:
-    if constexpr (NEOX) return launch_fused<DT, 1, STYLE, BWD>(g, s);
+    if constexpr (NEOX) return launch_fused<DT, 1, STYLE>(g, dir, s);
     break;
   }
   return "rope_fused: no vector width fits the head size and pointer alignment";
 }
 
 template <kb_dtype DT>
-const char *dispatch_style(const kb_rope_args *a, const FusedGeom &g, int nv, cudaStream_t s) {
-  if (a->style == KB_ROPE_NEOX) {
-    return a->backward ? dispatch_nv<DT, KB_ROPE_NEOX, true>(g, nv, s)
-                       : dispatch_nv<DT, KB_ROPE_NEOX, false>(g, nv, s);
-  }
-  return a->backward ? dispatch_nv<DT, KB_ROPE_LLAMA4, true>(g, nv, s)
-                     : dispatch_nv<DT, KB_ROPE_LLAMA4, false>(g, nv, s);
+const char *dispatch_style(const kb_rope_args *a, const FusedGeom &g, int nv, int dir,
+                           cudaStream_t s) {
+  if (a->style == KB_ROPE_NEOX) return dispatch_nv<DT, KB_ROPE_NEOX>(g, nv, dir, s);
+  return dispatch_nv<DT, KB_ROPE_LLAMA4>(g, nv, dir, s);
+}
+
+/* ---- host side of the floor kernel ----------------------------------------- */
+
+/* Widest word that divides every segment's address and size. */
+int floor_word(const FloorGeom &g, const unsigned long long *bytes) {
+  uintptr_t bits = 0;
+  for (int i = 0; i < g.nseg; i++) bits |= (uintptr_t)g.src[i] | (uintptr_t)g.dst[i] | bytes[i];
+  for (int wb = 16; wb >= 2; wb /= 2)
+    if (bits % wb == 0) return wb;
+  return 0;
+}
+
+template <int WB, int V> const char *launch_floor_v(const FloorGeom &g, cudaStream_t st) {
+  const unsigned long long total = g.end[g.nseg - 1];
+  const unsigned long long threads = (total + V - 1) / V;
+  const unsigned long long blocks = (threads + kThreads - 1) / kThreads;
+  if (blocks > 0x7fffffffULL) return "rope_floor: the tensors are too large for one grid";
+  /* 32-bit word indices when every index, plus a thread's last stride, fits */
+  if (blocks * kThreads * V <= 0xffffffffULL)
+    rope_floor_kernel<WB, V, unsigned><<<(unsigned)blocks, kThreads, 0, st>>>(g);
+  else
+    rope_floor_kernel<WB, V, unsigned long long><<<(unsigned)blocks, kThreads, 0, st>>>(g);
+  KB_CUDA_TRY("rope_floor", " launch", cudaGetLastError());
+  return NULL;
+}
+
+/* Words per thread, by words per SM: one while the call is latency-bound,
+ * more in flight once it is bandwidth-bound (docs/perf-notes.md). */
+constexpr long long kFloorV1Work = 1LL << 40;
+template <int WB> const char *launch_floor(const FloorGeom &g, cudaStream_t st) {
+  int sms;
+  const char *err = sm_count(&sms);
+  if (err) return err;
+  const long long per_sm = (long long)(g.end[g.nseg - 1] / (unsigned long long)sms);
+  if (per_sm <= kFloorV1Work) return launch_floor_v<WB, 1>(g, st);
+  return launch_floor_v<WB, 4>(g, st);
 }
 
 /* ---- reference kernels ------------------------------------------------------ */
@@ -548,24 +704,67 @@ template <kb_dtype DT> const char *ref_both(const kb_rope_args *a, void *scratch
 
 } // namespace
 
-static const char *kb_rope_fused_cuda(const kb_rope_args *a) {
+/* One launch of the fused kernel over npass passes: the forward or backward
+ * of (q, k), or (full) the forward of (q, k) and the backward of (dq, dk). */
+static const char *fused_passes(const kb_rope_args *a, int npass) {
   const long long ntok = a->batch * a->seq;
   if (ntok == 0 || a->head_dim == 0 || a->q_heads + a->k_heads == 0) return NULL;
   FusedGeom g = {};
-  g.q = a->q; g.k = a->k; g.qo = a->q_out; g.ko = a->k_out; g.freqs = a->freqs;
+  g.pass[0] = Pass{a->q, a->k, a->q_out, a->k_out};
+  if (npass == 2) g.pass[1] = Pass{a->dq, a->dk, a->dq_out, a->dk_out};
+  const int dir = npass == 2 ? kFull : a->backward ? kBackward : kForward;
+  g.freqs = a->freqs;
   g.ntok = ntok; g.seq = a->seq;
   g.hq = (int)a->q_heads; g.hk = (int)a->k_heads; g.htot = g.hq + g.hk; g.d = (int)a->head_dim;
   if ((a->q_heads + a->k_heads) * a->head_dim * (long long)kb_dtype_size(a->dtype) > 0xffffffffLL)
     return "rope_fused: a token's q and k rows exceed 4 GiB";
-  const int nv = pick_nv(a, kb_dtype_size(a->dtype));
+  const int nv = pick_nv(a, npass, kb_dtype_size(a->dtype));
   if (nv == 0) return "rope_fused: q, k and outputs must be aligned to an element pair and freqs to 8 bytes";
   cudaStream_t s = (cudaStream_t)a->stream;
   switch (a->dtype) {
-  case KB_BF16: return dispatch_style<KB_BF16>(a, g, nv, s);
-  case KB_F16: return dispatch_style<KB_F16>(a, g, nv, s);
-  case KB_F32: return dispatch_style<KB_F32>(a, g, nv, s);
-  case KB_F64: return dispatch_style<KB_F64>(a, g, nv, s);
+  case KB_BF16: return dispatch_style<KB_BF16>(a, g, nv, dir, s);
+  case KB_F16: return dispatch_style<KB_F16>(a, g, nv, dir, s);
+  case KB_F32: return dispatch_style<KB_F32>(a, g, nv, dir, s);
+  case KB_F64: return dispatch_style<KB_F64>(a, g, nv, dir, s);
   default: return "rope_fused: unknown dtype";
+  }
+}
+
+static const char *kb_rope_fused_cuda(const kb_rope_args *a) { return fused_passes(a, 1); }
+
+static const char *kb_rope_full_cuda(const kb_rope_args *a) { return fused_passes(a, 2); }
+
+/* The floor's segments: per pass q, k (copied) and the table rows (read). */
+static const char *kb_rope_floor_cuda(const kb_rope_args *a, void *scratch) {
+  const long long ntok = a->batch * a->seq;
+  if (ntok == 0 || a->head_dim == 0) return NULL;
+  const unsigned long long es = kb_dtype_size(a->dtype), row = (unsigned long long)a->head_dim * es;
+  const void *src[kFloorSegs] = {a->q, a->k, a->freqs, a->dq, a->dk, a->freqs};
+  void *dst[kFloorSegs] = {a->q_out, a->k_out, NULL, a->dq_out, a->dk_out, NULL};
+  const unsigned long long size[kFloorSegs] = {
+      ntok * a->q_heads * row, ntok * a->k_heads * row,
+      (unsigned long long)a->seq * a->head_dim * sizeof(float)};
+  FloorGeom g = {};
+  unsigned long long bytes[kFloorSegs];
+  const int nseg = a->dq ? 6 : 3;
+  for (int i = 0; i < nseg; i++) {
+    g.src[i] = (const char *)src[i];
+    g.dst[i] = (char *)dst[i];
+    bytes[i] = size[i % 3];
+  }
+  g.nseg = nseg;
+  g.sink = (unsigned *)scratch;
+  const int wb = floor_word(g, bytes);
+  unsigned long long words = 0;
+  for (int i = 0; i < nseg; i++) g.end[i] = words += bytes[i] / (wb ? wb : 1);
+  if (words == 0) return NULL;
+  cudaStream_t st = (cudaStream_t)a->stream;
+  switch (wb) {
+  case 16: return launch_floor<16>(g, st);
+  case 8: return launch_floor<8>(g, st);
+  case 4: return launch_floor<4>(g, st);
+  case 2: return launch_floor<2>(g, st);
+  default: return "rope_floor: tensors must be aligned to 2 bytes";
   }
 }
 
@@ -581,4 +780,5 @@ static const char *kb_rope_reference_cuda(const kb_rope_args *a, void *scratch) 
 
 /* extern (rope.h declares it extern "C"): a namespace-scope const would
  * otherwise have internal linkage in C++. */
-extern "C" const kb_rope_ops kb_rope_ops_cuda = {kb_rope_fused_cuda, kb_rope_reference_cuda};
+extern "C" const kb_rope_ops kb_rope_ops_cuda = {kb_rope_fused_cuda, kb_rope_reference_cuda,
+                                                  kb_rope_full_cuda, kb_rope_floor_cuda};

@@ -38,6 +38,10 @@ typedef struct {
   void *q_out, *k_out; /* may equal q, k (in place) */
   const float *freqs; /* [>= seq, head_dim/2, 2] */
   void *stream;       /* cudaStream_t for the CUDA twin, unused on CPU */
+  /* The second pass of `full` and of `floor`: the backward of (dq, dk) into
+   * (dq_out, dk_out), shaped as q and k. dq NULL: one pass (floor only). */
+  const void *dq, *dk;
+  void *dq_out, *dk_out; /* may equal dq, dk */
 } kb_rope_args;
 
 /* The operations of this kernel family, one table per backend: the CUDA
@@ -63,7 +67,22 @@ typedef struct {
    * `scratch` holds at least kb_rope_reference_scratch_bytes(a) bytes on
    * the same device as the tensors (may be NULL when that is 0). */
   const char *(*reference)(const kb_rope_args *a, void *scratch);
+  /* Full: the forward of (q, k) and the backward of (dq, dk), the benchmark's
+   * forward-then-backward, in one pass (one launch on CUDA); a->backward is
+   * ignored. Bit for bit what fused forward then fused backward write. */
+  const char *(*full)(const kb_rope_args *a);
+  /* Floor: the fewest bytes a fused call moves, in one pass (one launch on
+   * CUDA) and without arithmetic: q_out = q and k_out = k (and dq_out = dq,
+   * dk_out = dk when dq is not NULL), with rows [0, seq) of freqs read once
+   * per pass. It is the yardstick of the fused kernels: their bytes in one
+   * flat pass, launch latency included (docs/perf-notes.md says where a
+   * kernel shaped otherwise moves them faster). `scratch` holds at least
+   * KB_ROPE_FLOOR_SCRATCH bytes on the tensors' device; the kernel may write
+   * there (so that the table reads cannot be optimised away), never reads. */
+  const char *(*floor)(const kb_rope_args *a, void *scratch);
 } kb_rope_ops;
+
+#define KB_ROPE_FLOOR_SCRATCH 16
 
 extern const kb_rope_ops kb_rope_ops_cpu;  /* rope_cpu.c */
 extern const kb_rope_ops kb_rope_ops_cuda; /* rope.cu; only in CUDA builds */

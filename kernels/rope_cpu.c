@@ -315,7 +315,52 @@ static const char *kb_rope_reference_cpu(const kb_rope_args *a, void *scratch) {
   return NULL;
 }
 
+/* ---- full and floor ------------------------------------------------------ */
+
+/* The forward of (q, k), then the backward of (dq, dk): on the CPU one pass
+ * after the other, each exactly the fused path. */
+static const char *kb_rope_full_cpu(const kb_rope_args *a) {
+  kb_rope_args f = *a, b = *a;
+  f.backward = 0;
+  b.backward = 1;
+  b.q = a->dq, b.k = a->dk, b.q_out = a->dq_out, b.k_out = a->dk_out;
+  const char *err = kb_rope_fused_cpu(&f);
+  return err ? err : kb_rope_fused_cpu(&b);
+}
+
+/* XOR of n bytes' 64-bit words (n a multiple of 8: the table is f32 pairs). */
+static uint64_t fold_words(const void *p, size_t n) {
+  uint64_t acc = 0, w;
+  for (size_t i = 0; i + 8 <= n; i += 8) {
+    memcpy(&w, (const char *)p + i, 8);
+    acc ^= w;
+  }
+  return acc;
+}
+
+/* One pass of the floor: the copies (nothing to do in place) and one read
+ * of the table rows the pass uses, folded into the scratch word so that the
+ * reads are not optimised away. */
+static void floor_pass(const kb_rope_args *a, const void *q, const void *k, void *qo, void *ko,
+                       void *scratch) {
+  const size_t es = kb_dtype_size(a->dtype), tok = (size_t)(a->batch * a->seq);
+  const size_t dbytes = (size_t)a->head_dim * es;
+  if (qo != q) memcpy(qo, q, tok * (size_t)a->q_heads * dbytes);
+  if (ko != k) memcpy(ko, k, tok * (size_t)a->k_heads * dbytes);
+  const uint64_t acc = fold_words(a->freqs, (size_t)a->seq * (size_t)a->head_dim * sizeof(float));
+  memcpy(scratch, &acc, sizeof acc);
+}
+
+static const char *kb_rope_floor_cpu(const kb_rope_args *a, void *scratch) {
+  if (a->batch * a->seq == 0 || a->head_dim == 0) return NULL;
+  floor_pass(a, a->q, a->k, a->q_out, a->k_out, scratch);
+  if (a->dq) floor_pass(a, a->dq, a->dk, a->dq_out, a->dk_out, scratch);
+  return NULL;
+}
+
 const kb_rope_ops kb_rope_ops_cpu = {
     .fused = kb_rope_fused_cpu,
     .reference = kb_rope_reference_cpu,
+    .full = kb_rope_full_cpu,
+    .floor = kb_rope_floor_cpu,
 };

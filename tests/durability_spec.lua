@@ -96,9 +96,9 @@ end)
 -- Stopping a real sweep
 ---------------------------------------------------------------------------
 
--- 27 points on the cpu backend, each well under a second.
+-- 36 points (3 hidden sizes x 3 modes x 4 providers) on the cpu backend, each well under a second.
 local SWEEP = { '--sweep', 'hidden', '--seq', '256', '--rep-ms', '5', '--warmup-ms', '1' }
-local POINTS = 27
+local POINTS = 36
 
 -- Starts the sweep in the background, waits until `file` has a first line
 -- (a finished point), sends the signals `gap` seconds apart (0.1) and waits

@@ -81,8 +81,9 @@ describe('kluabench.kernels', function()
       assert.is_function(kb[binding][fn], f.name)
       if binding == 'rope' then rope[#rope + 1] = f.name end
     end
-    assert.same({ 'kb.rope.freqs', 'kb.rope.llama4_bwd', 'kb.rope.llama4_fwd', 'kb.rope.neox_bwd',
-      'kb.rope.neox_fwd' }, rope)
+    assert.same({ 'kb.rope.floor', 'kb.rope.floor_fwd_bwd', 'kb.rope.freqs', 'kb.rope.llama4_bwd',
+      'kb.rope.llama4_fwd', 'kb.rope.llama4_fwd_bwd', 'kb.rope.neox_bwd', 'kb.rope.neox_fwd',
+      'kb.rope.neox_fwd_bwd' }, rope)
   end)
 
   it('refuses a descriptor that is not a table', function()

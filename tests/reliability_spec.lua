@@ -111,6 +111,18 @@ local function ROPE()
   return kb.randn({ 1, 4, 2, 8 }, 'f32', 1, 'cpu'), kb.randn({ 1, 4, 1, 8 }, 'f32', 2, 'cpu'),
     kb.rope.freqs(4, 8, { device = 'cpu' }), { impl = 'reference' }
 end
+local function ROPE_FULL()
+  local q, k, f = ROPE()
+  return q, k, q:clone(), k:clone(), f, { impl = 'reference' }
+end
+local function FLOOR()
+  local q, k, f = ROPE()
+  return q, k, f, { inplace = false }
+end
+local function FLOOR_FULL()
+  local q, k, f = ROPE()
+  return q, k, q:clone(), k:clone(), f, { inplace = false }
+end
 local FILE = os.tmpname()
 -- tensor files: one to read of each kind, and where the valid calls write
 local NPY, SAFETENSORS, OUT = os.tmpname(), os.tmpname(), os.tmpname()
@@ -170,6 +182,10 @@ local API = {
   { 'kb.rope.neox_fwd', { 'tensor', 'tensor', 'tensor', 'opts?' }, ROPE },
   { 'kb.rope.neox_bwd', { 'tensor', 'tensor', 'tensor', 'opts?' }, ROPE },
   { 'kb.regex.test', { 'tostring', 'tostring' }, function() return '^a', 'abc' end },
+  { 'kb.rope.llama4_fwd_bwd', { 'tensor', 'tensor', 'tensor', 'tensor', 'tensor', 'opts?' }, ROPE_FULL },
+  { 'kb.rope.neox_fwd_bwd', { 'tensor', 'tensor', 'tensor', 'tensor', 'tensor', 'opts?' }, ROPE_FULL },
+  { 'kb.rope.floor', { 'tensor', 'tensor', 'tensor', 'opts?' }, FLOOR },
+  { 'kb.rope.floor_fwd_bwd', { 'tensor', 'tensor', 'tensor', 'tensor', 'tensor', 'opts?' }, FLOOR_FULL },
   { 'kb.jcs.canonicalize', { 'text' }, function() return '{"b": 1, "a": [true]}' end },
   { 'kb.jcs.decode', { 'text' }, function() return '{"b": 1, "a": [true]}' end },
   { 'kb.jcs.encode', { 'json' }, function() return { b = 1 } end },

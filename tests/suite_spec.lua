@@ -250,7 +250,7 @@ describe('scripts on the harness', function()
       assert.equal('rope', p.kernel)
       assert.equal('liger-rope', b.operation.metadata.name)
       assert.matches('kb.rope.neox_', b.protocol.spec.comparability.notes, 1, true)
-      assert.equal('kb.rope neox impl=reference on the cpu backend, same inputs', p.evidence.check.reference)
+      assert.equal('kb.rope neox impl=fused on the cpu backend (bit for bit its impl=reference), same inputs', p.evidence.check.reference)
     end
     os.execute('rm -rf ' .. sub.q(dir))
   end)

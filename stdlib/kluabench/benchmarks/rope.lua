@@ -6,9 +6,11 @@
 -- seq, kv_heads, hidden / q_heads], bf16, rope theta 10000; the hidden sweep
 -- {512, 2048, 8192} at seq 2048 and the sequence sweep {1024, ..., 16384} at
 -- hidden 8192; modes forward, backward (given random upstream gradients for
--- q and k) and full; providers fused (one kernel for q and k), reference
--- (PyTorch eager's op sequence) and copy (the bandwidth ceiling of the same
--- traffic). scripts/llama4_rope.lua and scripts/rope.lua run them.
+-- q and k) and full; providers fused (one kernel for q and k; full is one
+-- launch of the forward and the backward), reference (PyTorch eager's op
+-- sequence), floor (kb.rope.floor: the fused call's bytes moved in one
+-- launch, its yardstick) and copy (a device-to-device copy of q's and k's
+-- bytes). scripts/llama4_rope.lua and scripts/rope.lua run them.
 local M = {}
 
 local kb = require 'kluabench.core'
@@ -30,13 +32,13 @@ local TOLERANCE = {
 local TIMED = {
   forward = 'the forward pass (%s of q and k, in place)',
   backward = 'the backward pass given random upstream gradients for q and k (%s, in place)',
-  full = 'the forward pass followed by the backward pass (%s then %s, in place)',
+  full = 'the forward pass followed by the backward pass (%s then %s, or %s in one launch, in place)',
 }
 
 -- The variants: the kernel functions and what records call them.
 local VARIANTS = {
-  llama4_rope = { fwd = 'llama4_fwd', bwd = 'llama4_bwd', reference = 'kb.rope llama4' },
-  rope = { fwd = 'neox_fwd', bwd = 'neox_bwd', reference = 'kb.rope neox' },
+  llama4_rope = { fwd = 'llama4_fwd', bwd = 'llama4_bwd', full = 'llama4_fwd_bwd', reference = 'kb.rope llama4' },
+  rope = { fwd = 'neox_fwd', bwd = 'neox_bwd', full = 'neox_fwd_bwd', reference = 'kb.rope neox' },
 }
 
 -- copy: one device-to-device copy of q's and k's bytes (two for full). It
@@ -89,8 +91,8 @@ end
 --   print(decl.name, #decl.axes)
 function M.declaration(variant, o)
   local v = assert(VARIANTS[variant], 'unknown RoPE variant')
-  local fwd, bwd = kb.rope[v.fwd], kb.rope[v.bwd]
-  local api = { fwd = 'kb.rope.' .. v.fwd, bwd = 'kb.rope.' .. v.bwd }
+  local fwd, bwd, full = kb.rope[v.fwd], kb.rope[v.bwd], kb.rope[v.full]
+  local api = { fwd = 'kb.rope.' .. v.fwd, bwd = 'kb.rope.' .. v.bwd, full = 'kb.rope.' .. v.full }
   o = o or {}
   local device
   local function gpu_name()
@@ -112,12 +114,25 @@ function M.declaration(variant, o)
       return { reference = 'the source buffer', passed = true, maxAbsDiff = 0, relL2 = 0,
         tolerance = { maxAbsDiff = 0, relL2 = 0 } }
     end
+    if provider == 'floor' then
+      -- the floor's outputs are copies of its inputs, bit for bit
+      local got = { kb.rope.floor_fwd_bwd(t.q, t.k, t.dq, t.dk, p.shared) }
+      for i, src in ipairs { t.q, t.k, t.dq, t.dk } do
+        local mad = kb.max_abs_diff(got[i], src)
+        if mad ~= 0 then require('kluabench.suite').wrong_result(variant .. ': WRONG RESULT: the floor of ' .. p.id .. ' differs by ' .. mad) end
+      end
+      free(got[1], got[2], got[3], got[4])
+      return { reference = 'the input tensors', passed = true, maxAbsDiff = 0, relL2 = 0,
+        tolerance = { maxAbsDiff = 0, relL2 = 0 } }
+    end
     local tol = TOLERANCE[p.dtype]
     local f, cf = p.shared, p.shared:to('cpu')
     local worst_abs, worst_rel = 0, 0
     local function pass(fn, a, b, names)
       local ca, cb = a:to('cpu'), b:to('cpu')
-      local got, want = { fn(a, b, f, { impl = provider }) }, { fn(ca, cb, cf, { impl = 'reference' }) }
+      -- the cpu twin's fused path: bit for bit its reference path (kernels/rope.h, tests/rope_spec.lua)
+      -- and many times faster, which at seq 16384 is most of a sweep's time
+      local got, want = { fn(a, b, f, { impl = provider }) }, { fn(ca, cb, cf) }
       for i = 1, 2 do
         local mad, rel = compare(variant, names[i], got[i], want[i], tol, provider, p)
         worst_abs, worst_rel = math.max(worst_abs, mad), math.max(worst_rel, rel)
@@ -128,9 +143,24 @@ function M.declaration(variant, o)
     for _, m in ipairs(modes) do need[m] = true end
     if need.forward or need.full then pass(fwd, t.q, t.k, { 'forward q_out', 'forward k_out' }) end
     if need.backward or need.full then pass(bwd, t.dq, t.dk, { 'backward dq', 'backward dk' }) end
+    if need.full and provider == 'fused' then
+      -- the one-launch full writes the bits of the fused forward and backward,
+      -- which pass() has just compared with the cpu reference
+      local got = { full(t.q, t.k, t.dq, t.dk, f) }
+      local want = { fwd(t.q, t.k, f) }
+      want[3], want[4] = bwd(t.dq, t.dk, f)
+      for i, name in ipairs { 'full q_out', 'full k_out', 'full dq', 'full dk' } do
+        local mad = kb.max_abs_diff(got[i], want[i])
+        if mad ~= 0 then
+          error(string.format('%s: WRONG RESULT: provider fused, %s of %s differs from the fused '
+            .. 'forward and backward by %.6g; not timed', variant, name, p.id, mad), 0)
+        end
+      end
+      free(got[1], got[2], got[3], got[4], want[1], want[2], want[3], want[4])
+    end
     if cf ~= f then cf:free() end
     return {
-      reference = v.reference .. ' impl=reference on the cpu backend, same inputs',
+      reference = v.reference .. ' impl=fused on the cpu backend (bit for bit its impl=reference), same inputs',
       passed = true, maxAbsDiff = worst_abs, relL2 = worst_rel,
       tolerance = { maxAbsDiff = tol.abs, relL2 = tol.rel },
     }
@@ -146,11 +176,24 @@ function M.declaration(variant, o)
         if twice then set.src:copy_(set.dst) end
       end
     end
-    local opts, f = { impl = provider, inplace = true }, p.shared
+    local f = p.shared
+    if provider == 'floor' then
+      local floor, floor_fwd_bwd, opts = kb.rope.floor, kb.rope.floor_fwd_bwd, { inplace = true }
+      if mode == 'forward' then
+        return function(set) set = set or t; floor(set.q, set.k, f, opts) end
+      elseif mode == 'backward' then
+        return function(set) set = set or t; floor(set.dq, set.dk, f, opts) end
+      end
+      return function(set) set = set or t; floor_fwd_bwd(set.q, set.k, set.dq, set.dk, f, opts) end
+    end
+    local opts = { impl = provider, inplace = true }
     if mode == 'forward' then
       return function(set) set = set or t; fwd(set.q, set.k, f, opts) end
     elseif mode == 'backward' then
       return function(set) set = set or t; bwd(set.dq, set.dk, f, opts) end
+    elseif provider == 'fused' then
+      -- one launch: the forward of q and k and the backward of dq and dk
+      return function(set) set = set or t; full(set.q, set.k, set.dq, set.dk, f, opts) end
     end
     return function(set)
       set = set or t
@@ -174,10 +217,13 @@ function M.declaration(variant, o)
     },
     dtypes = { 'bf16', 'f16', 'f32', 'f64' },
     modes = { 'forward', 'backward', 'full' }, mode = 'backward',
-    providers = { 'fused', 'reference', 'copy' }, provider = 'fused',
-    provider_help = '                      fused: one kernel for q and k; reference: PyTorch eager\'s op\n'
-      .. '                      sequence; copy: a device-to-device copy of q\'s and k\'s bytes\n'
-      .. '                      (twice for full), the ceiling for the same traffic and protocol',
+    providers = { 'fused', 'reference', 'floor', 'copy' }, provider = 'fused',
+    provider_help = '                      fused: one kernel for q and k (full: one launch of the forward\n'
+      .. '                      and the backward); reference: PyTorch eager\'s op sequence;\n'
+      .. '                      floor: one launch that moves the fused call\'s bytes (q and k\n'
+      .. '                      copied, the (cos, sin) table read) and computes nothing, the\n'
+      .. '                      yardstick of fused; copy: a device-to-device copy of q\'s and\n'
+      .. '                      k\'s bytes (twice for full), without the table',
     notes = 'Timed functions run in place (inplace = true), so no allocation falls inside the\n'
       .. 'timed region; the traffic is the same as out of place. On the cpu backend the\n'
       .. 'times are CPU times and the records say so (timer host_monotonic). The table\n'
@@ -204,11 +250,12 @@ function M.declaration(variant, o)
     -- does — q and k (dq and dk) read and written once per pass plus the f32
     -- (cos, sin) table read once per pass, two passes for full; 6 flops per
     -- complex product. GB/s, % of the cached copy ceiling and the roofline
-    -- floor of the median go into run.spec.execution.throughput.
+    -- floor of the median go into the run's measurements (and its evidence).
     record = function(p, provider, mode)
       local x = require('kluabench.record.liger').X_AXIS[p.x] or { p.x, p.x }
       return {
-        timed = string.format(TIMED[mode], mode == 'backward' and api.bwd or api.fwd, api.bwd),
+        -- the same words for every provider: the protocol says what is timed, not whose code
+        timed = string.format(TIMED[mode], mode == 'backward' and api.bwd or api.fwd, api.bwd, api.full),
         execution = { seeds = SEEDS, ropeTheta = THETA, batch = 1, headDim = p.hidden // p.q_heads, inplace = true },
         annotations = { liger_x_name = x[1], liger_x_label = x[2],
           liger_gpu_name = gpu_name() },

@@ -14,10 +14,13 @@ local DTYPES = { 'bf16', 'f16', 'f32', 'f64' }
 -- cpu) and its file, for the provider's ImplementationRevision. copy is the
 -- engine's device-to-device copy (t:copy_), no RoPE code.
 local IMPLEMENTATIONS = {
-  fused = { cuda = { symbol = 'kb_rope_fused_cuda', path = 'kernels/rope.cu' },
-    cpu = { symbol = 'kb_rope_fused_cpu', path = 'kernels/rope_cpu.c' } },
+  -- full runs forward and backward in one launch: its own entry point
+  fused = { cuda = { symbol = 'kb_rope_fused_cuda', path = 'kernels/rope.cu', modes = { full = 'kb_rope_full_cuda' } },
+    cpu = { symbol = 'kb_rope_fused_cpu', path = 'kernels/rope_cpu.c', modes = { full = 'kb_rope_full_cpu' } } },
   reference = { cuda = { symbol = 'kb_rope_reference_cuda', path = 'kernels/rope.cu' },
     cpu = { symbol = 'kb_rope_reference_cpu', path = 'kernels/rope_cpu.c' } },
+  floor = { cuda = { symbol = 'kb_rope_floor_cuda', path = 'kernels/rope.cu' },
+    cpu = { symbol = 'kb_rope_floor_cpu', path = 'kernels/rope_cpu.c' } },
   copy = { cuda = { symbol = 'cudaMemcpyAsync', path = 'engine/backend_cuda.c', sources = { 'engine/backend_cuda.c' } },
     cpu = { symbol = 'memcpy', path = 'engine/backend_cpu.c', sources = { 'engine/backend_cpu.c' } } },
 }
@@ -83,6 +86,36 @@ return {
       { name = 'kb.rope.neox_bwd', signature = 'kb.rope.neox_bwd(dq, dk, freqs [, opts]) -> dq_in, dk_in',
         summary = 'Backward of neox_fwd.',
         example = 'local dq, dk = kb.rope.neox_bwd(gq, gk, f)' },
+      { name = 'kb.rope.llama4_fwd_bwd',
+        signature = 'kb.rope.llama4_fwd_bwd(q, k, dq, dk, freqs [, opts]) -> q_out, k_out, dq_in, dk_in',
+        summary = 'llama4_fwd of q and k and llama4_bwd of dq and dk in one pass (one kernel launch on CUDA).',
+        details = 'The full mode of the benchmarks (a forward, then the backward of upstream gradients) '
+          .. 'as one launch, bit for bit what the two calls write. dq and dk have the shapes, dtype and '
+          .. 'device of q and k. opts.impl: "fused" (default) or "reference" (the reference forward, '
+          .. 'then the reference backward); opts.inplace = true writes into all four tensors, which '
+          .. 'must then be distinct.',
+        example = 'local q = kb.randn({1, 2048, 32, 16}, "bf16", 1)\n'
+          .. 'local k = kb.randn({1, 2048, 8, 16}, "bf16", 2)\n'
+          .. 'local f = kb.rope.freqs(2048, 16)\n'
+          .. 'local qo, ko, dq, dk = kb.rope.llama4_fwd_bwd(q, k, q:clone(), k:clone(), f)' },
+      { name = 'kb.rope.neox_fwd_bwd',
+        signature = 'kb.rope.neox_fwd_bwd(q, k, dq, dk, freqs [, opts]) -> q_out, k_out, dq_in, dk_in',
+        summary = 'neox_fwd of q and k and neox_bwd of dq and dk in one pass (one kernel launch on CUDA).',
+        details = 'Same arguments and options as llama4_fwd_bwd.',
+        example = 'local qo, ko, dq, dk = kb.rope.neox_fwd_bwd(q, k, q:clone(), k:clone(), f, {impl = "reference"})' },
+      { name = 'kb.rope.floor', signature = 'kb.rope.floor(q, k, freqs [, opts]) -> q_out, k_out',
+        summary = 'The floor of a fused RoPE call: its bytes moved in one launch, without arithmetic.',
+        details = 'Reads q, k and rows [0, seq) of freqs once, writes q_out = q and k_out = k: the yardstick '
+          .. 'of the fused kernels, their bytes in one launch with no arithmetic (the benchmarks\' floor '
+          .. 'provider). Takes the arguments of llama4_fwd; opts.inplace = true rewrites q and k with '
+          .. 'their own bytes.',
+        example = 'local q2, k2 = kb.rope.floor(q, k, f)' },
+      { name = 'kb.rope.floor_fwd_bwd',
+        signature = 'kb.rope.floor_fwd_bwd(q, k, dq, dk, freqs [, opts]) -> q_out, k_out, dq_out, dk_out',
+        summary = 'The floor of llama4_fwd_bwd and neox_fwd_bwd: both passes\' bytes in one launch.',
+        details = 'Copies q, k, dq and dk and reads the table once per pass. Same arguments as llama4_fwd_bwd; '
+          .. 'opts.inplace only.',
+        example = 'local a, b, c, d = kb.rope.floor_fwd_bwd(q, k, q:clone(), k:clone(), f, {inplace = true})' },
     },
   },
   kernels = {

@@ -407,7 +407,9 @@ end
 -- (kluabench.kernels: each kernel lists its providers' entry points per backend); nil when the
 -- registry does not know the kernel and provider.
 --
--- @signature record.builtin_implementation{kernel, provider, backend, operation_digest [, dtypes]} -> document | nil
+-- mode: the timed pass, where a mode runs another entry point (the registry's modes).
+--
+-- @signature record.builtin_implementation{kernel, provider, backend, operation_digest [, mode, dtypes]} -> document | nil
 -- @example
 --   local op = require("kluabench.record.liger").operation_document("llama4_rope")
 --   local i = record.builtin_implementation{kernel = "llama4_rope", provider = "fused", backend = "cpu",
@@ -418,8 +420,10 @@ function M.builtin_implementation(o)
   local entry = k and k.implementations and k.implementations[o.provider]
   entry = entry and entry[o.backend]
   if not entry then return nil end
+  -- a mode may run another entry point of the same code (full: one launch for both passes)
+  local symbol = o.mode and entry.modes and entry.modes[o.mode] or entry.symbol
   return implementation.builtin { operation_digest = o.operation_digest, provider = o.provider, kernel = o.kernel,
-    backend = o.backend, symbol = entry.symbol, path = entry.path, language = entry.language,
+    backend = o.backend, symbol = symbol, path = entry.path, language = entry.language,
     sources = M.kernel_sources(o.kernel, entry.sources or k.sources),
     dtypes = o.dtypes or entry.dtypes or k.dtypes }
 end
@@ -768,7 +772,8 @@ function M.from_result(o)
   end
   local od = M.digest(op)
   local implementation = o.implementation
-    or M.builtin_implementation { kernel = o.kernel, provider = o.provider, backend = backend, operation_digest = od }
+    or M.builtin_implementation { kernel = o.kernel, provider = o.provider, backend = backend, operation_digest = od,
+      mode = o.mode }
     or implementation.script { operation_digest = od, provider = o.provider, kernel = o.kernel,
       arch = (environment.spec.hardware or {}).architecture, dtypes = o.dtype and { o.dtype } or nil }
   local bytes, flops = o.bytes, o.flops

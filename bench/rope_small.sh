@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# Issue 25 in one call: our two RoPE sweeps (llama4_rope, rope; providers fused and floor) and
+# the peers (Liger-Kernel, HF eager, torch.compile) timed in the same call under do_bench, kernel
+# times at the launch-bound points (CUPTI via kb.trace, and Nsight Compute for ours and Liger),
+# and graph mode there (ours --protocol graph, the peers in torch.cuda graphs); then the table
+# of bench/rope_small_table.py, which judges the targets by the rule written in it.
+#
+# Builds nothing: it runs the carried build/kluabench (and installs the carried liger-kernel
+# wheel from .whl/ into a scratch folder). From the repository root on the GPU machine:
+#   device run, carry ["build", ".whl"], timeout_s 300:  bash bench/rope_small.sh
+# Outputs in $OUT (the device tool returns 8 files at most: these are 3, and a combined call that
+# leaves more of its own under $OUT must keep the total at 8, or the tar may be the one left out):
+#   rope_small_raw.tar.gz   raw/: ours_llama4_rope.jsonl, ours_rope.jsonl (bundles with raw
+#                           samples), ours_graph.jsonl, kernel_times.csv (kb.trace),
+#                           ncu_ours.csv, ncu_liger.csv, peers.csv (Liger's CSV format),
+#                           peers_graph.csv, env.txt, log.txt
+#   table.md                the verdicts and the short tables (printed last)
+#   log.txt                 everything printed
+# Steps, each time-boxed; the whole held to BUDGET_S (default 225 s: under 4 minutes), in order
+# of what the targets need (a short budget cuts the last, reported-only steps first):
+#   env (versions, clocks), ours do_bench sweeps, the peers' do_bench sweep, ncu of ours and of
+#   Liger, kb.trace kernel times, ours in graph mode, the peers in CUDA graphs, the table.
+# Knobs: OUT (/tmp/rope-small), REP_MS (100), BUDGET_S (225), KLUABENCH (build/kluabench),
+#   PYTHON (python3), NCU (ncu), PEERS ("huggingface,liger,torch_compile").
+set -u
+cd "$(dirname "$0")/.." || exit 1
+OUT=${OUT:-/tmp/rope-small}
+RAW="$OUT/raw"
+mkdir -p "$RAW" || exit 1
+rm -f "$RAW"/* "$OUT/table.md" "$OUT/rope_small_raw.tar.gz"
+SCRATCH=$(mktemp -d "${TMPDIR:-/tmp}/rope_small.XXXXXX") || exit 1
+export PYTHONUNBUFFERED=1
+KB=${KLUABENCH:-build/kluabench}
+PY=${PYTHON:-python3}
+NCU=${NCU:-$(command -v ncu || echo /usr/local/cuda/bin/ncu)}
+REP_MS=${REP_MS:-100}
+BUDGET_S=${BUDGET_S:-225}
+PEERS=${PEERS:-huggingface,liger,torch_compile}
+T0=$(date +%s)
+SUMMARY=()
+
+# timed NAME CAP COMMAND...: COMMAND under min(CAP, what is left of the budget less 12 s for
+# the table), stdin closed; its status and time go to the summary. Skipped when under 5 s remain.
+timed() {
+    local name=$1 cap=$2 left limit t rc
+    shift 2
+    left=$(( T0 + BUDGET_S - 12 - $(date +%s) ))
+    limit=$(( cap < left ? cap : left ))
+    if [ "$limit" -lt 5 ]; then
+        SUMMARY+=("$(printf '%-22s skipped: out of the %s s budget' "$name" "$BUDGET_S")")
+        return 125
+    fi
+    printf '\n==== %s (+%ss, time-box %ss)\n' "$name" "$(( $(date +%s) - T0 ))" "$limit" >&2
+    t=$(date +%s)
+    timeout -k 5 "$limit" "$@" </dev/null
+    rc=$?
+    SUMMARY+=("$(printf '%-22s exit %-3s %4s s' "$name" "$rc" "$(( $(date +%s) - t ))")")
+    return $rc
+}
+
+env_info() {
+    date -u '+date %Y-%m-%dT%H:%M:%SZ'
+    # a staged copy (no .git of its own) carries its commit in COMMIT
+    echo "commit $(cat COMMIT 2>/dev/null || git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"
+    "$KB" -v 2>&1 | head -2
+    "$PY" -c 'import importlib.metadata as m
+for d in ("torch", "triton", "transformers", "liger-kernel"):
+    try: print(d, m.version(d))
+    except m.PackageNotFoundError: print(d, "not installed")'
+    nvidia-smi --query-gpu=name,driver_version,pstate,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv
+}
+
+main() {
+    if ls .whl/*.whl >/dev/null 2>&1 &&
+        "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$SCRATCH/site" .whl/*.whl; then
+        export PYTHONPATH="$SCRATCH/site${PYTHONPATH:+:$PYTHONPATH}"
+    else
+        echo "no liger-kernel wheel installed from .whl/: the liger provider will be skipped"
+    fi
+    env_info | tee "$RAW/env.txt"
+    # in order of what the targets need, so that a short budget cuts the reported-only steps
+    for k in llama4_rope rope; do
+        timed "ours $k" 50 "$KB" scripts/$k.lua --sweep all --mode all --provider fused,floor \
+            --rep-ms "$REP_MS" --format jsonl --out "$RAW/ours_$k.jsonl"
+    done
+    timed "peers" 90 "$PY" scripts/peers/rope_peers.py --kernel llama4_rope,rope --providers "$PEERS" \
+        --rep-ms "$REP_MS" --no-copy --out "$RAW/peers.csv"
+    timed "ncu ours" 25 "$NCU" --clock-control none --cache-control none --metrics gpu__time_duration.sum \
+        --kernel-name regex:'rope_(fused|floor)' --csv --print-units base \
+        "$KB" bench/rope_kernel_times.lua ncu 5 >"$RAW/ncu_ours.csv"
+    timed "ncu liger" 35 "$NCU" --clock-control none --cache-control none --metrics gpu__time_duration.sum \
+        --kernel-name regex:'rope' --csv --print-units base \
+        "$PY" scripts/peers/rope_peers_graph.py --what ncu --providers liger >"$RAW/ncu_liger.csv"
+    timed "kb.trace" 15 "$KB" bench/rope_kernel_times.lua trace 100 >"$RAW/kernel_times.csv"
+    for k in llama4_rope rope; do
+        timed "ours $k graph" 12 "$KB" scripts/$k.lua --hidden 512,2048 --seq 2048 --mode all \
+            --provider fused,floor --protocol graph --format jsonl --out "$RAW/ours_graph.jsonl"
+        timed "ours $k graph T1024" 8 "$KB" scripts/$k.lua --hidden 8192 --seq 1024 --mode all \
+            --provider fused,floor --protocol graph --format jsonl --out "$RAW/ours_graph.jsonl"
+    done
+    timed "peers graph" 25 "$PY" scripts/peers/rope_peers_graph.py --what graph --out "$RAW/peers_graph.csv"
+    nvidia-smi --query-gpu=clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv | sed 's/^/after: /' >>"$RAW/env.txt"
+    printf '\n==== steps\n'
+    printf '%s\n' "${SUMMARY[@]}"
+    echo "wall time $(( $(date +%s) - T0 )) s of the ${BUDGET_S} s budget"
+}
+
+main 2>&1 | tee "$RAW/log.txt"
+"$PY" bench/rope_small_table.py "$RAW" --out "$OUT/table.md" >/dev/null 2>"$SCRATCH/table.err" ||
+    cat "$SCRATCH/table.err"
+cp "$RAW/log.txt" "$OUT/log.txt"
+tar -C "$OUT" -czf "$OUT/rope_small_raw.tar.gz" raw
+rm -rf "$SCRATCH"
+echo
+cat "$OUT/table.md" 2>/dev/null || echo "no table"

@@ -1,0 +1,337 @@
+/* Tuning harness for the fused RoPE and floor kernels (kernels/rope.cu), bf16, Liger's
+ * benchmark shapes (32 q heads, 8 kv heads, head_dim = hidden / 32): times every plan the
+ * kernels can take (units per thread U, the CTA spread; the floor's words per thread V)
+ * beside the plan that rope.cu chooses, and checks that each plan writes the same bits.
+ *
+ * It includes kernels/rope.cu, so it reaches the kernels' templates directly and the
+ * production dispatch is exactly the one linked into kluabench. Build (no Lua needed):
+ *   nvcc -O3 -std=c++17 -gencode arch=compute_90,code=sm_90 -o build/bench/rope_tune bench/rope_tune.cu
+ * Run on the GPU: build/bench/rope_tune [--samples N] [--points small|all] > tune.csv
+ * Protocol: per sample a 2 x L2 cudaMemsetAsync (the cold mode's flush), then a CUDA event
+ * pair around one launch, in place; median, p20, p80 of the samples in us. An event pair
+ * with nothing between them is timed the same way ("empty") and reported, not subtracted.
+ * Output: CSV on stdout (point, style, mode, variant, median_us, p20_us, p80_us, ok). */
+#include "../kernels/rope.cu"
+
+#include <algorithm>
+#include <stdlib.h>
+#include <string.h>
+#include <vector>
+
+#define CK(call)                                                                               \
+  do {                                                                                         \
+    cudaError_t e_ = (call);                                                                   \
+    if (e_ != cudaSuccess) {                                                                   \
+      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));    \
+      exit(1);                                                                                 \
+    }                                                                                          \
+  } while (0)
+#define CKS(msg)                                                                               \
+  do {                                                                                         \
+    const char *m_ = (msg);                                                                    \
+    if (m_) {                                                                                  \
+      fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, m_);                                   \
+      exit(1);                                                                                 \
+    }                                                                                          \
+  } while (0)
+
+namespace {
+
+int g_samples = 60;
+void *g_flush;
+size_t g_flush_bytes;
+cudaStream_t g_st;
+
+__global__ void fill_bits(unsigned short *p, size_t n, unsigned seed) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    unsigned x = (unsigned)i * 2654435761u ^ seed;
+    x ^= x >> 13; x *= 0x5bd1e995u; x ^= x >> 15;
+    /* a bf16 in [-2, 2): sign, exponent 126..127, random mantissa */
+    p[i] = (unsigned short)(((x & 1u) << 15) | ((126u + ((x >> 1) & 1u)) << 7) | ((x >> 2) & 0x7fu));
+  }
+}
+
+__global__ void fill_freqs(float *p, size_t pairs) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < pairs; i += (size_t)gridDim.x * blockDim.x) {
+    float s, c;
+    sincosf((float)(i % 9973) * 0.001f, &s, &c);
+    p[2 * i] = c;
+    p[2 * i + 1] = s;
+  }
+}
+
+__global__ void empty_kernel() {}
+
+struct Stats { double med, p20, p80; };
+
+template <typename F> Stats time_it(F launch) {
+  cudaEvent_t a, b;
+  CK(cudaEventCreate(&a));
+  CK(cudaEventCreate(&b));
+  for (int i = 0; i < 3; i++) launch();
+  std::vector<float> t;
+  for (int i = 0; i < g_samples; i++) {
+    CK(cudaMemsetAsync(g_flush, i & 0xff, g_flush_bytes, g_st));
+    CK(cudaEventRecord(a, g_st));
+    launch();
+    CK(cudaEventRecord(b, g_st));
+    CK(cudaEventSynchronize(b));
+    float ms;
+    CK(cudaEventElapsedTime(&ms, a, b));
+    t.push_back(ms * 1000.0f);
+  }
+  CK(cudaEventDestroy(a));
+  CK(cudaEventDestroy(b));
+  std::sort(t.begin(), t.end());
+  const size_t n = t.size();
+  return Stats{t[n / 2], t[n / 5], t[(4 * n) / 5]};
+}
+
+struct Point {
+  int hidden, seq;
+};
+
+struct Bufs {
+  size_t nq, nk; /* elements */
+  unsigned short *q, *k, *dq, *dk, *ref_q, *ref_k, *ref_dq, *ref_dk, *out_q, *out_k, *out_dq, *out_dk;
+  float *freqs;
+  unsigned *sink;
+};
+
+unsigned short *alloc_bf16(size_t n) {
+  void *p;
+  CK(cudaMalloc(&p, n * 2 + 16));
+  return (unsigned short *)p;
+}
+
+Bufs make_bufs(const Point &pt) {
+  const int d = pt.hidden / 32;
+  Bufs b;
+  b.nq = (size_t)pt.seq * 32 * d;
+  b.nk = (size_t)pt.seq * 8 * d;
+  unsigned short **qs[] = {&b.q, &b.dq, &b.ref_q, &b.ref_dq, &b.out_dq};
+  unsigned short **ks[] = {&b.k, &b.dk, &b.ref_k, &b.ref_dk, &b.out_k, &b.out_dk};
+  for (auto p : qs) *p = alloc_bf16(b.nq);
+  b.out_q = alloc_bf16(b.nq + b.nk); /* also the target of one copy of q+k's bytes */
+  for (auto p : ks) *p = alloc_bf16(b.nk);
+  fill_bits<<<1024, 256, 0, g_st>>>(b.q, b.nq, 1);
+  fill_bits<<<1024, 256, 0, g_st>>>(b.k, b.nk, 2);
+  fill_bits<<<1024, 256, 0, g_st>>>(b.dq, b.nq, 3);
+  fill_bits<<<1024, 256, 0, g_st>>>(b.dk, b.nk, 4);
+  CK(cudaMalloc(&b.freqs, (size_t)pt.seq * d * sizeof(float)));
+  fill_freqs<<<1024, 256, 0, g_st>>>(b.freqs, (size_t)pt.seq * d / 2);
+  CK(cudaMalloc(&b.sink, 16));
+  CK(cudaStreamSynchronize(g_st));
+  return b;
+}
+
+void free_bufs(Bufs &b) {
+  void *all[] = {b.q, b.k, b.dq, b.dk, b.ref_q, b.ref_k, b.ref_dq, b.ref_dk, b.out_q, b.out_k, b.out_dq, b.out_dk, b.freqs, b.sink};
+  for (void *p : all) CK(cudaFree(p));
+}
+
+kb_rope_args args_of(const Point &pt, const Bufs &b, int style, int bwd, bool full, bool to_ref) {
+  kb_rope_args a;
+  memset(&a, 0, sizeof a);
+  a.style = (kb_rope_style)style;
+  a.backward = bwd;
+  a.dtype = KB_BF16;
+  a.batch = 1;
+  a.seq = pt.seq;
+  a.q_heads = 32;
+  a.k_heads = 8;
+  a.head_dim = pt.hidden / 32;
+  a.q = b.q; a.k = b.k;
+  a.q_out = to_ref ? b.ref_q : b.out_q;
+  a.k_out = to_ref ? b.ref_k : b.out_k;
+  if (full) {
+    a.dq = b.dq; a.dk = b.dk;
+    a.dq_out = to_ref ? b.ref_dq : b.out_dq;
+    a.dk_out = to_ref ? b.ref_dk : b.out_dk;
+  }
+  a.freqs = b.freqs;
+  a.stream = g_st;
+  return a;
+}
+
+__global__ void count_diff(const unsigned short *x, const unsigned short *y, size_t n, unsigned *bad) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+    if (x[i] != y[i]) atomicAdd(bad, 1u);
+}
+
+unsigned *g_bad;
+
+bool same(const void *x, const void *y, size_t bytes) {
+  CK(cudaMemsetAsync(g_bad, 0, 4, g_st));
+  count_diff<<<1024, 256, 0, g_st>>>((const unsigned short *)x, (const unsigned short *)y, bytes / 2, g_bad);
+  unsigned bad;
+  CK(cudaMemcpyAsync(&bad, g_bad, 4, cudaMemcpyDeviceToHost, g_st));
+  CK(cudaStreamSynchronize(g_st));
+  return bad == 0;
+}
+
+/* poisons the outputs, runs once, compares with the reference outputs */
+template <typename F> bool check(const Bufs &b, bool full, F launch, bool vs_inputs) {
+  CK(cudaMemsetAsync(b.out_q, 0xff, b.nq * 2, g_st));
+  CK(cudaMemsetAsync(b.out_k, 0xff, b.nk * 2, g_st));
+  CK(cudaMemsetAsync(b.out_dq, 0xff, b.nq * 2, g_st));
+  CK(cudaMemsetAsync(b.out_dk, 0xff, b.nk * 2, g_st));
+  launch();
+  CK(cudaStreamSynchronize(g_st));
+  CK(cudaGetLastError());
+  bool ok = same(b.out_q, vs_inputs ? b.q : b.ref_q, b.nq * 2) && same(b.out_k, vs_inputs ? b.k : b.ref_k, b.nk * 2);
+  if (full) ok = ok && same(b.out_dq, vs_inputs ? b.dq : b.ref_dq, b.nq * 2) && same(b.out_dk, vs_inputs ? b.dk : b.ref_dk, b.nk * 2);
+  return ok;
+}
+
+void emit(const Point &pt, const char *style, const char *mode, const char *variant, Stats s, bool ok) {
+  printf("H%d_T%d,%s,%s,%s,%.3f,%.3f,%.3f,%s\n", pt.hidden, pt.seq, style, mode, variant, s.med, s.p20, s.p80,
+         ok ? "ok" : "WRONG");
+  fflush(stdout);
+}
+
+/* geometry as kb_rope_fused_cuda builds it, for the launches of given plans */
+FusedGeom geom_of(const kb_rope_args &a, bool full, int nv) {
+  FusedGeom g = {};
+  g.pass[0] = Pass{a.q, a.k, a.q_out, a.k_out};
+  if (full) g.pass[1] = Pass{a.dq, a.dk, a.dq_out, a.dk_out};
+  g.freqs = a.freqs;
+  g.ntok = a.batch * a.seq; g.seq = a.seq;
+  g.hq = 32; g.hk = 8; g.htot = 40; g.d = (int)a.head_dim;
+  g.units = (a.style == KB_ROPE_NEOX ? g.d / 2 : g.d) / nv;
+  return g;
+}
+
+template <int STYLE, int U, int DIR>
+void plan_row(const Point &pt, const Bufs &b, const char *sname, const char *mode, int spread) {
+  const bool full = DIR == kFull;
+  kb_rope_args a = args_of(pt, b, STYLE, DIR == kBackward, full, false);
+  FusedGeom g = geom_of(a, full, 8);
+  const Plan p = {U, spread, 0};
+  auto launch = [&] { CKS((launch_fused_u<KB_BF16, 8, STYLE, U, DIR>(g, p, g_st))); };
+  const bool ok = check(b, full, launch, false);
+  char v[64];
+  snprintf(v, sizeof v, "fused U=%d spread=%d", U, spread);
+  emit(pt, sname, mode, v, time_it(launch), ok);
+}
+
+template <int WB, int V> void floor_row(const Point &pt, const Bufs &b, bool full) {
+  kb_rope_args a = args_of(pt, b, KB_ROPE_LLAMA4, 0, full, false);
+  FloorGeom g = {};
+  const unsigned long long qb = b.nq * 2, kbytes = b.nk * 2, fb = (unsigned long long)pt.seq * (pt.hidden / 32) * 4;
+  const void *src[6] = {a.q, a.k, a.freqs, a.dq, a.dk, a.freqs};
+  void *dst[6] = {a.q_out, a.k_out, NULL, a.dq_out, a.dk_out, NULL};
+  const unsigned long long sz[3] = {qb, kbytes, fb};
+  g.nseg = full ? 6 : 3;
+  unsigned long long words = 0;
+  for (int i = 0; i < g.nseg; i++) {
+    g.src[i] = (const char *)src[i];
+    g.dst[i] = (char *)dst[i];
+    g.end[i] = words += sz[i % 3] / WB;
+  }
+  g.sink = b.sink;
+  auto launch = [&] { CKS((launch_floor_v<WB, V>(g, g_st))); };
+  const bool ok = check(b, full, launch, true);
+  char v[64];
+  snprintf(v, sizeof v, "floor V=%d", V);
+  emit(pt, "floor", full ? "full" : "forward", v, time_it(launch), ok);
+}
+
+template <int STYLE> void style_rows(const Point &pt, Bufs &b) {
+  const char *sname = STYLE == KB_ROPE_NEOX ? "neox" : "llama4";
+  /* references: the production path, forward and full */
+  kb_rope_args ref1 = args_of(pt, b, STYLE, 0, false, true), reff = args_of(pt, b, STYLE, 0, true, true);
+  CKS(kb_rope_ops_cuda.full(&reff));
+  CK(cudaStreamSynchronize(g_st));
+  kb_rope_args prod1 = args_of(pt, b, STYLE, 0, false, false), prodf = args_of(pt, b, STYLE, 0, true, false);
+  auto p1 = [&] { CKS(kb_rope_ops_cuda.fused(&prod1)); };
+  auto pf = [&] { CKS(kb_rope_ops_cuda.full(&prodf)); };
+  emit(pt, sname, "forward", "fused prod", time_it(p1), check(b, false, p1, false));
+  emit(pt, sname, "full", "fused prod", time_it(pf), check(b, true, pf, false));
+  /* full as two launches, forward then backward (the old full) */
+  kb_rope_args fw = args_of(pt, b, STYLE, 0, false, false), bw = args_of(pt, b, STYLE, 1, false, false);
+  bw.q = b.dq; bw.k = b.dk; bw.q_out = b.out_dq; bw.k_out = b.out_dk;
+  auto two = [&] { CKS(kb_rope_ops_cuda.fused(&fw)); CKS(kb_rope_ops_cuda.fused(&bw)); };
+  emit(pt, sname, "full", "fused two launches", time_it(two), check(b, true, two, false));
+  (void)ref1;
+  constexpr int UL = STYLE == KB_ROPE_NEOX ? 4 : 8;
+  for (int spread : {1, 2, 4}) {
+    plan_row<STYLE, 1, kForward>(pt, b, sname, "forward", spread);
+    plan_row<STYLE, 2, kForward>(pt, b, sname, "forward", spread);
+  }
+  plan_row<STYLE, 4, kForward>(pt, b, sname, "forward", 2);
+  plan_row<STYLE, UL, kForward>(pt, b, sname, "forward", 2);
+  if (UL == 8) plan_row<STYLE, 8, kForward>(pt, b, sname, "forward", 1);
+  plan_row<STYLE, 1, kFull>(pt, b, sname, "full", 2);
+  plan_row<STYLE, 2, kFull>(pt, b, sname, "full", 2);
+  plan_row<STYLE, 4, kFull>(pt, b, sname, "full", 2);
+  plan_row<STYLE, UL, kFull>(pt, b, sname, "full", 2);
+}
+
+void point_rows(const Point &pt) {
+  Bufs b = make_bufs(pt);
+  /* reference outputs for the llama4 and neox checks are rewritten per style */
+  {
+    kb_rope_args r = args_of(pt, b, KB_ROPE_LLAMA4, 0, true, true);
+    CKS(kb_rope_ops_cuda.full(&r));
+  }
+  style_rows<KB_ROPE_LLAMA4>(pt, b);
+  {
+    kb_rope_args r = args_of(pt, b, KB_ROPE_NEOX, 0, true, true);
+    CKS(kb_rope_ops_cuda.full(&r));
+  }
+  style_rows<KB_ROPE_NEOX>(pt, b);
+  /* the floor: production, then each V; and cudaMemcpyAsync of q and k */
+  kb_rope_args f1 = args_of(pt, b, KB_ROPE_LLAMA4, 0, false, false), ff = args_of(pt, b, KB_ROPE_LLAMA4, 0, true, false);
+  auto pf1 = [&] { CKS(kb_rope_ops_cuda.floor(&f1, b.sink)); };
+  auto pff = [&] { CKS(kb_rope_ops_cuda.floor(&ff, b.sink)); };
+  emit(pt, "floor", "forward", "floor prod", time_it(pf1), check(b, false, pf1, true));
+  emit(pt, "floor", "full", "floor prod", time_it(pff), check(b, true, pff, true));
+  floor_row<16, 1>(pt, b, false);
+  floor_row<16, 2>(pt, b, false);
+  floor_row<16, 4>(pt, b, false);
+  floor_row<16, 8>(pt, b, false);
+  floor_row<16, 1>(pt, b, true);
+  floor_row<16, 2>(pt, b, true);
+  floor_row<16, 4>(pt, b, true);
+  auto mc = [&] {
+    CK(cudaMemcpyAsync(b.out_q, b.q, b.nq * 2, cudaMemcpyDeviceToDevice, g_st));
+    CK(cudaMemcpyAsync(b.out_k, b.k, b.nk * 2, cudaMemcpyDeviceToDevice, g_st));
+  };
+  emit(pt, "copy", "forward", "cudaMemcpyAsync q, k", time_it(mc), check(b, false, mc, true));
+  auto mc1 = [&] { CK(cudaMemcpyAsync(b.out_q, b.q, (b.nq + b.nk) * 2, cudaMemcpyDeviceToDevice, g_st)); };
+  emit(pt, "copy", "forward", "cudaMemcpyAsync one of q+k bytes", time_it(mc1), true);
+  free_bufs(b);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  bool small_only = false;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--samples") && i + 1 < argc) g_samples = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--points") && i + 1 < argc) small_only = !strcmp(argv[++i], "small");
+    else {
+      fprintf(stderr, "usage: rope_tune [--samples N] [--points small|all]\n");
+      return 2;
+    }
+  }
+  CK(cudaStreamCreate(&g_st));
+  int dev, l2;
+  CK(cudaGetDevice(&dev));
+  CK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
+  g_flush_bytes = 2 * (size_t)l2;
+  CK(cudaMalloc(&g_flush, g_flush_bytes));
+  CK(cudaMalloc(&g_bad, 4));
+  printf("point,style,mode,variant,median_us,p20_us,p80_us,check\n");
+  auto e = [] { empty_kernel<<<1, 32, 0, g_st>>>(); };
+  emit(Point{0, 0}, "none", "none", "empty kernel", time_it(e), true);
+  auto ev = [] {};
+  emit(Point{0, 0}, "none", "none", "event pair", time_it(ev), true);
+  const Point small[] = {{512, 2048}, {2048, 2048}, {8192, 1024}};
+  const Point large[] = {{8192, 2048}, {8192, 4096}, {8192, 16384}};
+  for (const Point &p : small) point_rows(p);
+  if (!small_only)
+    for (const Point &p : large) point_rows(p);
+  return 0;
+}

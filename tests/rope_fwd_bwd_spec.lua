@@ -1,0 +1,167 @@
+-- kb.rope's one-launch entry points: llama4_fwd_bwd / neox_fwd_bwd (the forward of q, k and the
+-- backward of dq, dk together) against the separate passes, bit for bit; floor / floor_fwd_bwd
+-- (the fused call's bytes moved without arithmetic) against the inputs they copy; their
+-- argument errors; and (#gpu) both on cuda against the cpu path, at shapes that take every
+-- launch plan of the CUDA kernels (one unit per thread up to the bandwidth-bound eight).
+local kb = require 'kluabench'
+
+local DTYPES = { 'bf16', 'f16', 'f32', 'f64' }
+
+local function seed() return math.random(1, 2 ^ 31) end
+
+local function same_bits(a, b, where)
+  local d = kb.max_abs_diff(a, b)
+  assert(d == 0, ('%s: differs by %s'):format(where, tostring(d)))
+end
+
+local function fails_with(needle, fn)
+  local ok, err = pcall(fn)
+  assert(not ok, 'expected an error containing: ' .. needle)
+  assert(tostring(err):find(needle, 1, true), ('error %q does not contain %q'):format(tostring(err), needle))
+end
+
+-- q, k, dq, dk of case c on device, fresh seeds, and freqs with spare positions
+local function inputs(c, dtype, device)
+  local s = { seed(), seed(), seed(), seed() }
+  local t = {
+    q = kb.randn({ c.b, c.s, c.hq, c.d }, dtype, s[1], device),
+    k = kb.randn({ c.b, c.s, c.hk, c.d }, dtype, s[2], device),
+    dq = kb.randn({ c.b, c.s, c.hq, c.d }, dtype, s[3], device),
+    dk = kb.randn({ c.b, c.s, c.hk, c.d }, dtype, s[4], device),
+    f = kb.rope.freqs(c.s + math.random(0, 3), c.d, { device = device }),
+  }
+  t.where = ('%s B=%d S=%d Hq=%d Hk=%d D=%d seeds %d %d %d %d'):format(dtype, c.b, c.s, c.hq, c.hk, c.d,
+    s[1], s[2], s[3], s[4])
+  return t
+end
+
+local function random_case()
+  local hq = math.random(2, 6)
+  return { b = math.random(1, 3), s = ({ 1, 7, 33, 130 })[math.random(4)], hq = hq,
+    hk = math.random(1, hq - 1), d = ({ 2, 6, 8, 16, 24, 64 })[math.random(6)] }
+end
+
+describe('kb.rope full and floor on the cpu', function()
+  for _, dtype in ipairs(DTYPES) do
+    for _, style in ipairs { 'llama4', 'neox' } do
+      it(('%s %s: full equals the forward then the backward, fused and reference'):format(style, dtype), function()
+        for _ = 1, 4 do
+          local t = inputs(random_case(), dtype, 'cpu')
+          local fq, fk = kb.rope[style .. '_fwd'](t.q, t.k, t.f)
+          local bq, bk = kb.rope[style .. '_bwd'](t.dq, t.dk, t.f)
+          for _, impl in ipairs { 'fused', 'reference' } do
+            local q, k, dq, dk = kb.rope[style .. '_fwd_bwd'](t.q, t.k, t.dq, t.dk, t.f, { impl = impl })
+            same_bits(q, fq, t.where .. ' ' .. impl .. ' q')
+            same_bits(k, fk, t.where .. ' ' .. impl .. ' k')
+            same_bits(dq, bq, t.where .. ' ' .. impl .. ' dq')
+            same_bits(dk, bk, t.where .. ' ' .. impl .. ' dk')
+          end
+          local q2, k2, dq2, dk2 = t.q:clone(), t.k:clone(), t.dq:clone(), t.dk:clone()
+          local r = { kb.rope[style .. '_fwd_bwd'](q2, k2, dq2, dk2, t.f, { inplace = true }) }
+          assert.equal(q2, r[1])
+          assert.equal(dk2, r[4])
+          same_bits(q2, fq, t.where .. ' in place q')
+          same_bits(dk2, bk, t.where .. ' in place dk')
+        end
+      end)
+    end
+
+    it(dtype .. ': floor and floor_fwd_bwd copy their inputs and leave them alone', function()
+      for _ = 1, 4 do
+        local t = inputs(random_case(), dtype, 'cpu')
+        local q0, k0, f0 = t.q:clone(), t.k:clone(), t.f:clone()
+        local q, k = kb.rope.floor(t.q, t.k, t.f)
+        assert.are_not.equal(t.q, q)
+        same_bits(q, q0, t.where .. ' floor q')
+        same_bits(k, k0, t.where .. ' floor k')
+        local r = { kb.rope.floor_fwd_bwd(t.q, t.k, t.dq, t.dk, t.f) }
+        for i, src in ipairs { t.q, t.k, t.dq, t.dk } do same_bits(r[i], src, t.where .. ' floor_fwd_bwd ' .. i) end
+        local r2 = { kb.rope.floor_fwd_bwd(t.q, t.k, t.dq, t.dk, t.f, { inplace = true }) }
+        assert.equal(t.dq, r2[3])
+        same_bits(t.q, q0, t.where .. ' floor in place q')
+        same_bits(t.f, f0, t.where .. ' the table')
+      end
+    end)
+  end
+
+  it('names the argument that is wrong', function()
+    local q, k = kb.randn({ 1, 4, 3, 8 }, 'f32', 1), kb.randn({ 1, 4, 2, 8 }, 'f32', 2)
+    local f = kb.rope.freqs(4, 8)
+    fails_with("bad argument #3 to 'llama4_fwd_bwd' (dq has shape [1, 4, 2, 8], q has shape [1, 4, 3, 8]: they must match)",
+      function() kb.rope.llama4_fwd_bwd(q, k, k, k, f) end)
+    fails_with("bad argument #4 to 'neox_fwd_bwd' (dk is bf16, k is f32)",
+      function() kb.rope.neox_fwd_bwd(q, k, q, kb.randn({ 1, 4, 2, 8 }, 'bf16', 3), f) end)
+    fails_with("bad argument #5 to 'neox_fwd_bwd' (freqs must be a kluabench.Tensor, got nil)",
+      function() kb.rope.neox_fwd_bwd(q, k, q:clone(), k:clone()) end)
+    fails_with("bad argument #3 to 'floor_fwd_bwd' (dq is the same tensor as q: in place needs four tensors)",
+      function() kb.rope.floor_fwd_bwd(q, k, q, k:clone(), f, { inplace = true }) end)
+    fails_with("bad argument #4 to 'floor' (unknown option 'impl')",
+      function() kb.rope.floor(q, k, f, { impl = 'fused' }) end)
+    fails_with("bad argument #3 to 'floor' (freqs has 4 positions, q has seq 5)",
+      function() kb.rope.floor(kb.randn({ 1, 5, 3, 8 }, 'f32', 1), kb.randn({ 1, 5, 2, 8 }, 'f32', 2), f) end)
+    fails_with("bad argument #7 to 'llama4_fwd_bwd' (expected at most 6 arguments)",
+      function() kb.rope.llama4_fwd_bwd(q, k, q:clone(), k:clone(), f, nil, 1) end)
+    fails_with("bad argument #6 to 'llama4_fwd_bwd' (opts.impl must be 'fused' or 'reference', got 'x')",
+      function() kb.rope.llama4_fwd_bwd(q, k, q:clone(), k:clone(), f, { impl = 'x' }) end)
+  end)
+end)
+
+describe('kb.rope full and floor on cuda against the cpu path #gpu', function()
+  if kb.backend() ~= 'cuda' then
+    pending('needs the cuda backend')
+    return
+  end
+
+  -- tiny and ragged shapes (one unit per thread), the sweep's launch-bound points (one or two
+  -- units), and hidden-8192 layouts that take the bandwidth-bound plan (eight vectors, or four
+  -- pairs, per thread)
+  local SHAPES = {
+    { b = 2, s = 37, hq = 3, hk = 2, d = 2 }, { b = 3, s = 37, hq = 5, hk = 2, d = 12 },
+    { b = 1, s = 2048, hq = 32, hk = 8, d = 16 }, { b = 1, s = 2048, hq = 32, hk = 8, d = 64 },
+    { b = 1, s = 1024, hq = 32, hk = 8, d = 256 }, { b = 1, s = 4099, hq = 32, hk = 8, d = 256 },
+  }
+
+  local function poison(shape, dtype)
+    local p = kb.empty(shape, dtype, 'cuda'):fill_(0 / 0)
+    p:free()
+  end
+
+  for _, dtype in ipairs { 'bf16', 'f32' } do
+    for _, style in ipairs { 'llama4', 'neox' } do
+      it(('%s %s: full, forward and backward equal the cpu path at every plan'):format(style, dtype), function()
+        for _, c in ipairs(SHAPES) do
+          local t = inputs(c, dtype, 'cuda')
+          local cq, ck, cdq, cdk, cf = t.q:to('cpu'), t.k:to('cpu'), t.dq:to('cpu'), t.dk:to('cpu'), t.f:to('cpu')
+          local want = { kb.rope[style .. '_fwd_bwd'](cq, ck, cdq, cdk, cf) }
+          for _, x in ipairs { t.q, t.k } do poison(x.shape, dtype) end
+          local got = { kb.rope[style .. '_fwd_bwd'](t.q, t.k, t.dq, t.dk, t.f) }
+          for i = 1, 4 do same_bits(got[i]:to('cpu'), want[i], t.where .. ' full ' .. i) end
+          local fq, fk = kb.rope[style .. '_fwd'](t.q, t.k, t.f)
+          same_bits(fq:to('cpu'), want[1], t.where .. ' fwd q')
+          same_bits(fk:to('cpu'), want[2], t.where .. ' fwd k')
+          local bq, bk = kb.rope[style .. '_bwd'](t.dq, t.dk, t.f)
+          same_bits(bq:to('cpu'), want[3], t.where .. ' bwd dq')
+          same_bits(bk:to('cpu'), want[4], t.where .. ' bwd dk')
+          kb.rope[style .. '_fwd_bwd'](t.q, t.k, t.dq, t.dk, t.f, { inplace = true })
+          same_bits(t.q:to('cpu'), want[1], t.where .. ' full in place q')
+          same_bits(t.dk:to('cpu'), want[4], t.where .. ' full in place dk')
+        end
+      end)
+    end
+
+    it(dtype .. ': floor and floor_fwd_bwd copy every byte', function()
+      for _, c in ipairs(SHAPES) do
+        local t = inputs(c, dtype, 'cuda')
+        for _, x in ipairs { t.q, t.k } do poison(x.shape, dtype) end
+        local q, k = kb.rope.floor(t.q, t.k, t.f)
+        same_bits(q, t.q, t.where .. ' floor q')
+        same_bits(k, t.k, t.where .. ' floor k')
+        local r = { kb.rope.floor_fwd_bwd(t.q, t.k, t.dq, t.dk, t.f) }
+        for i, src in ipairs { t.q, t.k, t.dq, t.dk } do same_bits(r[i], src, t.where .. ' floor_fwd_bwd ' .. i) end
+        local q0 = t.q:to('cpu')
+        kb.rope.floor_fwd_bwd(t.q, t.k, t.dq, t.dk, t.f, { inplace = true })
+        same_bits(t.q:to('cpu'), q0, t.where .. ' floor in place')
+      end
+    end)
+  end
+end)
