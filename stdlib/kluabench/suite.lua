@@ -418,8 +418,7 @@ end
 -- A new file in the results folder ($KLUABENCH_RESULTS, default results/):
 -- NAME-<UTC time>SUFFIX.
 local function results_file(d, suffix)
-  local dir = os.getenv('KLUABENCH_RESULTS')
-  if dir == nil or dir == '' then dir = 'results' end
+  local dir = require('kluabench.report.files').results_dir()
   local ok, err = require('kluabench.report.files').mkdir_p(dir)
   if not ok then fail(d.name, '%s', err) end
   return dir .. '/' .. d.name .. '-' .. require('kluabench.record.names').time_id(require('kluabench.record').now())

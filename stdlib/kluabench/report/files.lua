@@ -300,6 +300,18 @@ function M.append_line(path, line)
   return write_to(path, 'a', line .. '\n', true)
 end
 
+--- The folder results go to by default: $KLUABENCH_RESULTS, else results/ (the harness's default
+-- results files, run-all's run folders, the history's default database).
+--
+-- @signature output.results_dir() -> path
+-- @example
+--   print(output.results_dir())
+function M.results_dir()
+  local dir = os.getenv('KLUABENCH_RESULTS')
+  if dir == nil or dir == '' then return 'results' end
+  return dir
+end
+
 --- Creates a directory and its parents when missing, without a shell (a name starting with "-" is a
 -- name); a path longer than the system takes is refused before anything is created.
 --
