@@ -175,7 +175,7 @@ describe('kluabench run-all on the CUDA devices of this host #gpu', function()
     local r1 = sh.run(one)
     assert.equal(0, r1.code, r1.err)
     assert.same(sh.keys(tmp .. '/one.jsonl'), sh.keys(tmp .. '/run/all.jsonl'))
-    assert.equal(12, #sh.bundles(tmp .. '/run/all.jsonl'))
+    assert.equal(16, #sh.bundles(tmp .. '/run/all.jsonl')) -- 4 points x 4 providers (fused, reference, floor, copy)
     for _, b in ipairs(sh.bundles(tmp .. '/run/all.jsonl')) do
       assert.equal('cuda', require('kluabench.record.point').of(b).backend)
     end
