@@ -272,7 +272,7 @@ end
 -- implausible.
 --
 -- record.from_result applies it to every record with a cached ceiling:
--- execution.throughput.implausible = true and implausibleReason, and results tables show
+-- status suspected_reward_hack, the implausible measurement and the reason in the evidence; tables show
 -- IMPLAUSIBLE in their check column. opts.limit: the percentage (default 100).
 --
 -- Returns ok, message, percent: ok is false when the rate exceeds opts.limit percent (default 100)

@@ -668,7 +668,7 @@ section('usercode', {
     example = 'print(k:occupancy(256).blocks_per_sm)' },
   { name = 'kern:info', signature = 'kern:info() -> table',
     summary = 'name, symbol, signature, module_sha256 and module (mod:info()): for record.user_implementation.',
-    example = 'local impl = record.user_implementation{provider = "mine", kernel = "scale", info = k:info()}' },
+    example = 'local impl = record.user_implementation{provider = "mine", kernel = "llama4_rope", info = k:info()}' },
   { name = 'kb.plugin.load', signature = 'kb.plugin.load(path) -> Plugin',
     summary = 'Opens a C plugin (include/kluabench_plugin.h) and checks its ABI version and signatures.',
     details = 'A plugin built for another ABI version is refused with both versions named. The library '

@@ -7,7 +7,7 @@
 --   mon:before()
 --   ... per sample: local ok, why = mon:check(); if not ok then drop it; mon:recover() end
 --   mon:after()
---   local summary = mon:summary()   -- goes into run.spec.execution.clocks
+--   local summary = mon:summary()   -- goes into the evidence entry's execution.clocks
 --
 -- Where NVML is missing (the cpu backend, a machine without the driver) the
 -- monitor is inert: check() always keeps the sample and the summary says

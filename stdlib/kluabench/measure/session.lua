@@ -178,7 +178,7 @@ end
 -- The result: {samples (ms, in the order taken), enqueue_ns (per call of fn, same order), summary,
 -- timer, backend, stop, clocks, warnings, used}. `used` holds what this run derived (hold, flush
 -- bytes, batch, rotation, the stopping outcome, the clock summary, host enqueue quantiles, the 95 %
--- interval of the median): records put it in run.spec.execution.
+-- interval of the median): records put it in their evidence entry's execution.
 --
 -- @signature session:result() -> result
 -- @section measure

@@ -332,7 +332,7 @@ function M.cached_throughput(bytes, flops, ms, opts)
 end
 
 --- The cached between-session noise of the default device at a point of median ms (records'
--- run.spec.execution.sessionNoise).
+-- session_noise measurement and evidence sessionNoise).
 --
 -- @signature ceilings.cached_noise(ms [, opts]) -> {sd, measuredAt, sessions} | nil
 -- @example

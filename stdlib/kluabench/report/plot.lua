@@ -1087,7 +1087,7 @@ function M.chart(points, opts)
   end
   if #series == 0 then
     return nil, string.format('no point has the %s to plot %s (records carry it in the workload\'s '
-      .. '%s or run.spec.execution.throughput; Liger CSV rows only for kernels with a cost model)',
+      .. '%s measurement or the run\'s throughput measurement; Liger CSV rows only for kernels with a cost model)',
       rate.cost, rate.label, rate.cost)
   end
   if dropped > 0 then
