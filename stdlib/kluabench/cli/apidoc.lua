@@ -791,7 +791,7 @@ section('digest', {
     example = 'kb.chmod("result.json", 420) -- 0644' },
   { name = 'kb.mkdir', signature = 'kb.mkdir(path) -> true | nil, message, errno',
     summary = 'Creates one directory (mode 0777 less the umask), without a shell; errno 17 when it exists.',
-    example = 'local ok, err, errno = kb.mkdir("results")' },
+    example = 'local ok, err, errno = kb.mkdir(os.tmpname() .. ".d")' },
   { name = 'kb.PATH_MAX', signature = 'kb.PATH_MAX -> integer',
     summary = 'The longest path the system takes, in bytes with the final NUL (4096 on Linux); output.mkdir_p and write_atomic refuse longer paths before creating anything.',
     example = 'print(kb.PATH_MAX)' },

@@ -236,7 +236,7 @@ end
 --
 -- @signature output.check_writable(path) -> true | nil, message
 -- @example
---   local ok, err = output.check_writable("results/today.jsonl")
+--   local ok, err = output.check_writable(os.tmpname() .. ".jsonl")
 --   if not ok then io.stderr:write(err, "\n") end
 function M.check_writable(path)
   if type(path) ~= 'string' or path == '' then
