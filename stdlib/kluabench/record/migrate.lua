@@ -13,13 +13,7 @@ local names = require 'kluabench.record.names'
 
 local M = {}
 
-local function get(t, ...)
-  for i = 1, select('#', ...) do
-    if type(t) ~= 'table' then return nil end
-    t = t[select(i, ...)]
-  end
-  return t
-end
+local get = json.get
 
 local function num(v) return type(v) == 'number' and v == v and v > -math.huge and v < math.huge and v or nil end
 

@@ -27,13 +27,7 @@ local operation = require 'kluabench.record.operation'
 
 local M = {}
 
-local function get(t, ...)
-  for i = 1, select('#', ...) do
-    if type(t) ~= 'table' then return nil end
-    t = t[select(i, ...)]
-  end
-  return t
-end
+local get = require('kluabench.report.json').get
 
 local function text(v) return (type(v) == 'string' or type(v) == 'number') and tostring(v) or nil end
 
@@ -62,9 +56,8 @@ local function protocol_name(p)
   return FAMILY[fam] or fam:match('^kluabench_(.+)$') or fam
 end
 
-local view
-
 --- The point of a bundle (see the module's comment); fields that the bundle does not have are nil.
+-- It is made anew at each call: bundles may change.
 --
 -- @signature point.of(bundle) -> point
 -- @example
@@ -74,11 +67,6 @@ function M.of(b)
   if type(b) ~= 'table' then
     error("bad argument #1 to 'point.of' (bundle expected, got " .. type(b) .. ')', 2)
   end
-  return view(b)
-end
-
--- The view itself (made anew each time: bundles may change).
-view = function(b)
   if require('kluabench.record.migrate').is_old(b) then b = require('kluabench.record.migrate').bundle(b) end
   local rs = get(b, 'run', 'spec') or {}
   local sn = type(rs.sourceNative) == 'table' and rs.sourceNative or {}
@@ -99,10 +87,10 @@ view = function(b)
     for k, v in pairs(axes) do p.params[k] = v end
   elseif p.id then
     -- no workload document: the case key spells the axes ("hidden512-seq2048-bf16")
-    local parts = {}
-    for part in p.id:gmatch('[^%-]+') do parts[#parts + 1] = part end
-    for i = 1, #parts - 1 do -- the last part is the dtype
-      local k, v = parts[i]:match('^([%a_]+)(%d+)$')
+    local words = {}
+    for word in p.id:gmatch('[^%-]+') do words[#words + 1] = word end
+    for i = 1, #words - 1 do -- the last word is the dtype
+      local k, v = words[i]:match('^([%a_]+)(%d+)$')
       if k then p.params[k] = math.tointeger(tonumber(v)) end
     end
   end

@@ -36,15 +36,7 @@ local function split_position(msg)
   return nil, msg
 end
 
--- t[k1][k2]... where every step is a table, else nil: any field of a file
--- may be missing or of another type.
-local function get(t, ...)
-  for i = 1, select('#', ...) do
-    if type(t) ~= 'table' then return nil end
-    t = t[select(i, ...)]
-  end
-  return t
-end
+local get = output.get
 --- t[key][...] when every step is a table, else nil: for fields of files that may be missing or of
 -- another type.
 --
@@ -200,10 +192,8 @@ function M.parse(text, label, opts)
   return bundles, lines
 end
 
---- The bundles of a record file (reader.parse of its text).
---
--- The bundles of a file (see parse); nil, message when it cannot be read or is not a file of record
--- bundles.
+--- The bundles of a record file (reader.parse of its text); nil, message when it cannot be read
+-- or is not a file of record bundles.
 --
 -- @signature reader.read(path [, opts]) -> bundles, lines | nil, message
 -- @example

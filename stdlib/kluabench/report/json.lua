@@ -56,6 +56,20 @@ local function engine_marks()
   return marks
 end
 
+--- t[key][...] when every step is a table, else nil: a field of a decoded file, any of whose
+-- fields may be missing or of another type.
+--
+-- @signature output.get(t, key, ...) -> value | nil
+-- @example
+--   print(output.get({run = {spec = {status = "passed"}}}, "run", "spec", "status")) --> passed
+function M.get(t, ...)
+  for i = 1, select('#', ...) do
+    if type(t) ~= 'table' then return nil end
+    t = t[select(i, ...)]
+  end
+  return t
+end
+
 --- Marks t (default {}) to be written as a JSON object when empty.
 --
 -- @signature output.object([t]) -> t
