@@ -142,6 +142,40 @@ describe('kluabench history (SQLite)', function()
     assert.equal(1, r.code) -- +30 %: a regression
   end)
 
+  it("the harness's --history DB adds its runs under the git commit of the current directory", function()
+    local git = function(cmd)
+      local ok = os.execute(string.format('cd %s && git -c user.email=t@example.com -c user.name=t %s >/dev/null 2>&1',
+        q(dir), cmd))
+      assert(ok, 'git ' .. cmd)
+    end
+    git('init -q')
+    git('commit -q --allow-empty -m one')
+    local db = dir .. '/h.db'
+    local script = sub.root() .. '/scripts/llama4_rope.lua'
+    local args = { script, '--seq', '64,128', '--hidden', '64', '--rep-ms', '5', '--warmup-ms', '1',
+      '--format', 'jsonl', '--out', dir .. '/r.jsonl', '--history', db }
+    local r = run(args, { cwd = dir })
+    assert.equal(0, r.code, r.err)
+    assert.matches('2 runs added, 0 already there, 0 refused', r.err, 1, true)
+    local list = run({ 'history', 'list', '--db', db })
+    assert.equal(0, list.code, list.err)
+    assert.matches('2 series, 2 run%(s%), 1 commit%(s%)', list.out)
+    -- the runs are the results file's: history add of it finds them there
+    local again = run({ 'history', 'add', dir .. '/r.jsonl', '--db', db }, { cwd = dir })
+    assert.equal(0, again.code, again.err)
+    assert.matches('0 bundle(s) added, 2 already there', again.out .. again.err, 1, true)
+    -- no git work tree, or a database that cannot be opened: refused before anything is timed
+    local outside = sub.tmpdir()
+    r = run({ script, '--seq', '64', '--hidden', '64', '--history', db }, { cwd = outside })
+    assert.equal(1, r.code)
+    assert.matches('--history ' .. db .. ': no git commit in the current directory', r.err, 1, true)
+    assert.no.matches('median', r.err .. r.out, 1, true)
+    sub.spit(dir .. '/bad.db', string.rep('not a database ', 100))
+    r = run({ script, '--seq', '64', '--hidden', '64', '--history', dir .. '/bad.db' }, { cwd = dir })
+    assert.equal(1, r.code)
+    assert.matches('bad.db: file is not a database', r.err, 1, true)
+  end)
+
   it('two processes adding at once lose nothing (and migrate a new database once)', function()
     local db = dir .. '/h.db'
     local files = {}

@@ -186,6 +186,9 @@ Output:
   --samples PATH      where the raw samples go (the evidence file the records name);
                       default: beside --out (x.jsonl -> x.samples.jsonl), or
                       results/%s-<time>.samples.jsonl when the bundles go to stdout
+  --history DB        also add the bundles to a history database (a SQLite file, made
+                      when missing, or postgresql://...; docs/HISTORY.md) under the git
+                      commit of the current directory; both are checked before timing
   --help              this text
 
 Every provider's result is checked before it is timed; a wrong result is not
@@ -251,13 +254,14 @@ end
 local function parse(d, args)
   local spec = { help = 'flag', ['list-points'] = 'flag', sweep = 'value', dtype = 'value', mode = 'value',
     provider = 'value', protocol = 'value', format = 'value', out = 'value', samples = 'value', ['rep-ms'] = 'value',
-    ['warmup-ms'] = 'value', runs = 'value', shard = 'value', timeout = 'value', aliases = { h = 'help' } }
+    ['warmup-ms'] = 'value', runs = 'value', shard = 'value', timeout = 'value', history = 'value',
+    aliases = { h = 'help' } }
   for _, a in ipairs(d.axes) do spec[option_name(a.name)] = 'value' end
   local raw, rest = require('kluabench.cli').parse_args(args, spec)
   if not raw then usage_error(d.name, '%s', rest) end
   if #rest > 0 then usage_error(d.name, "unexpected argument '%s'", rest[1]) end
   if raw.help then return { help = true } end
-  local o = { list_points = raw['list-points'], out = raw.out, samples = raw.samples, axes = {} }
+  local o = { list_points = raw['list-points'], out = raw.out, samples = raw.samples, history = raw.history, axes = {} }
   for _, a in ipairs(d.axes) do
     local v = raw[option_name(a.name)]
     if v then o.axes[a.name] = int_list(d.name, option_name(a.name), v, a.max) end
@@ -470,6 +474,40 @@ local function write_results(d, o, bundles, path, samples)
     if not ok then fail(d.name, 'cannot write %s', tostring(werr)) end
   end
   if out ~= '-' then io.stderr:write(d.name, ': wrote ', out, '\n') end
+end
+
+-- --history DB: the commit of the code under test (git, in the current
+-- directory) and the database, both checked before anything is timed, so that
+-- a sweep does not end in an error it could have had at its start.
+local function open_history(d, o)
+  local history = require 'kluabench.history'
+  local meta = history.git_meta()
+  if not meta then
+    fail(d.name, '--history %s: no git commit in the current directory to file the runs under (run in the work '
+      .. 'tree of the code under test, or write the results and add them with kluabench history add FILE --commit '
+      .. 'SHA)', o.history)
+  end
+  local h, err = history.open(o.history, { create = true })
+  if not h then fail(d.name, '--history %s: %s', o.history, tostring(err)) end
+  h:close()
+  return meta
+end
+
+-- Adds the finished points to the --history database (also after an error or
+-- a signal: they are in the results file too).
+local function add_to_history(d, o, bundles, meta, source)
+  local m = {}
+  for k, v in pairs(meta) do m[k] = v end
+  m.source = source ~= '-' and source or nil
+  m.batch = (source or 'stdout') .. '@' .. require('kluabench.record.names').time_id(require('kluabench.record').now())
+  local s, err = require('kluabench.history').add_bundles(o.history, bundles, m)
+  if not s then
+    io.stderr:write(string.format('%s: --history %s: %s (the bundles are in the results file; history add '
+      .. 'takes them later)\n', d.name, o.history, tostring(err)))
+    return
+  end
+  io.stderr:write(string.format('%s: history %s: %d run%s added, %d already there, %d refused (commit %s)\n', d.name,
+    o.history, s.added, s.added == 1 and '' or 's', s.present, #s.refused, tostring(m.commit):sub(1, 12)))
 end
 
 ---------------------------------------------------------------------------
@@ -756,6 +794,7 @@ function M.main(d, args)
     local ok, err = require('kluabench.report.files').check_writable(samples)
     if not ok then fail(d.name, 'cannot write --samples %s', err) end
   end
+  local history_meta = o.history and open_history(d, o)
   local ctx = { o = o, protocol = make_protocol(o), environment = require('kluabench.record.env').capture(),
     described = {}, tensors = {}, failures = 0 }
   local bundles = {}
@@ -786,6 +825,7 @@ function M.main(d, args)
   if progress then progress:close() end
   -- the points finished before an error are written in every format too
   write_results(d, o, bundles, path, samples)
+  if history_meta and #bundles > 0 then add_to_history(d, o, bundles, history_meta, path or o.out) end
   if not swept then error(stopped_by, 0) end
   if ctx.failures > 0 then
     io.stdout:flush()
