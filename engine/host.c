@@ -1,6 +1,8 @@
 /* What the host (main.c) and the REPL (repl.c) share: protected calls
  * under a message handler and the error reports of lua.c. */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include <lauxlib.h>
 #include <lua.h>
@@ -23,8 +25,28 @@ int kb_host_report(lua_State *L, int status) {
   return status;
 }
 
+/* Whether the error is one the stdlib raised on purpose: `error(message, 0)`
+ * called from a kluabench module (a wrong result, a path that cannot be
+ * written, a failed command), whose message already says what was wrong and
+ * where. Its traceback would only show the harness's insides, so it is left
+ * out unless KLUABENCH_TRACEBACK=1. Everything else keeps it: an error of a
+ * user's script (its file:line is in the traceback), an error raised by C
+ * (an argument error names no line; the traceback does), error() with a
+ * position (a stdlib bug), an interrupt. */
+static int raised_on_purpose(lua_State *L, const char *msg) {
+  const char *force = getenv("KLUABENCH_TRACEBACK");
+  if (force != NULL && strcmp(force, "1") == 0) return 0;
+  lua_Debug ar;
+  if (!lua_getstack(L, 1, &ar) || !lua_getinfo(L, "Sn", &ar)) return 0;
+  if (strcmp(ar.what, "C") != 0 || ar.name == NULL || strcmp(ar.name, "error") != 0) return 0;
+  if (!lua_getstack(L, 2, &ar) || !lua_getinfo(L, "S", &ar)) return 0;
+  if (ar.source[0] != '@' || strstr(ar.source, "/kluabench/") == NULL) return 0;
+  size_t n = strlen(ar.short_src);
+  return !(strncmp(msg, ar.short_src, n) == 0 && msg[n] == ':');
+}
+
 /* Message handler: the error as a string (through __tostring when it has
- * one) followed by a traceback. */
+ * one) followed by a traceback, unless the stdlib raised it on purpose. */
 static int msghandler(lua_State *L) {
   const char *msg = lua_tostring(L, 1);
   if (msg == NULL) {
@@ -32,6 +54,10 @@ static int msghandler(lua_State *L) {
       msg = lua_tostring(L, -1);
     else
       msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+  }
+  if (raised_on_purpose(L, msg)) {
+    lua_pushstring(L, msg);
+    return 1;
   }
   luaL_traceback(L, L, msg, 1);
   return 1;

@@ -152,6 +152,24 @@ describe('the kluabench host', function()
       assert.matches('^kluabench: %(command line%):1: boom\nstack traceback:\n', r.err)
     end)
 
+    it('without a traceback when the stdlib raised it on purpose (KLUABENCH_TRACEBACK=1 shows it)', function()
+      local script = BIN:match('^(.*)/build[^/]*/[^/]*$') .. '/scripts/llama4_rope.lua'
+      local args = { script, '--seq', '64', '--hidden', '64', '--out', dir .. '/no/such/dir/x.jsonl' }
+      local r = run(args)
+      assert.equal(1, r.code)
+      assert.equal('kluabench: llama4_rope: cannot write --out ' .. dir .. '/no/such/dir/x.jsonl: cannot write: '
+        .. dir .. '/no/such/dir does not exist\n', r.err)
+      r = run(args, { env = { KLUABENCH_TRACEBACK = '1' } })
+      assert.equal(1, r.code)
+      assert.matches('does not exist\nstack traceback:\n', r.err, 1, true)
+      assert.matches('suite.lua:%d+: in ', r.err)
+      -- error(message, 0) in a script of one's own keeps its traceback: it is the script's line
+      spit(dir .. '/mine.lua', 'local function f() error("my own", 0) end\nf()\n')
+      r = run({ dir .. '/mine.lua' })
+      assert.matches('^kluabench: my own\nstack traceback:\n', r.err)
+      assert.matches('mine.lua:2: in main chunk', r.err, 1, true)
+    end)
+
     it('with the file and line of each frame for a script', function()
       spit(dir .. '/fail.lua', 'local function inner()\n  error("deep")\nend\ninner()\n')
       local r = run({ dir .. '/fail.lua' })
