@@ -86,8 +86,9 @@ function M.split_gpu_name(name)
     i = i + 1
   end
   for j = i, #words do form[#form + 1] = words[j] end
-  local ff = #form > 0 and table.concat(form, ' ') or nil
-  return vendor, table.concat(product, ' '), ff
+  -- bounded as the schema bounds hardware.product and hardware.formFactor
+  local ff = #form > 0 and names.clip(table.concat(form, ' '), 100) or nil
+  return vendor, names.clip(table.concat(product, ' '), 200), ff
 end
 
 -- Model token -> architecture, for names of devices we did not query (Liger

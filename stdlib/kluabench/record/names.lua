@@ -90,6 +90,24 @@ function M.kebab(s)
   return k:sub(1, 100)
 end
 
+--- The first n characters of s, counted as the schemas' maxLength counts them (code points of
+-- UTF-8), cut on a character boundary; s itself when it is short enough. Bytes that are not
+-- UTF-8 are cut at n bytes (the schema check refuses them anyway).
+--
+-- @signature names.clip(s, n) -> text
+-- @example
+--   print(names.clip("NVIDIA H200 ✓✓", 13)) --> NVIDIA H200 ✓
+function M.clip(s, n)
+  check_string('clip', 1, s)
+  if math.type(n) ~= 'integer' or n < 0 then
+    error("bad argument #2 to 'clip' (non-negative integer expected, got " .. tostring(n) .. ')', 2)
+  end
+  local len = utf8.len(s)
+  if not len then return s:sub(1, n) end
+  if len <= n then return s end
+  return s:sub(1, utf8.offset(s, n + 1) - 1)
+end
+
 --- The GPU slug of a device name.
 --
 -- @signature names.gpu_slug(name) -> text
