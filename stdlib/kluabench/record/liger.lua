@@ -554,6 +554,11 @@ function M.row_to_bundle(row, opts)
       return skip('invalid', '%s is %s (%s): a %s must be %s', col, v < 0 and 'negative' or 'zero', quoted(row[col]),
         memory and 'memory figure' or 'time', memory and 'zero or more' or 'positive')
     end
+    if not memory and v * 1e6 >= 2 ^ 53 then
+      -- the schema's latencies are integers of ns up to 2^53 (104 days)
+      return skip('invalid', '%s is %s ms (%s): beyond 2^53 ns, the longest latency a run can hold', col,
+        string.format('%.6g', v), quoted(row[col]))
+    end
     values[i] = v + 0.0
   end
   local op = M.operation_document(kernel, opts.commit)
