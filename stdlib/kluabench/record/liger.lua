@@ -274,7 +274,14 @@ M.PROVIDERS = {
 }
 
 local API = 'kernelindex.dev/v1alpha1'
-local function doc(kind, metadata, spec) return { apiVersion = API, kind = kind, metadata = metadata, spec = spec } end
+-- A document; its metadata's texts bounded as the schemas bound them (a CSV's
+-- columns can be of any length; metadata is not digested, so no digest moves).
+local function doc(kind, metadata, spec)
+  if metadata.title then metadata.title = names.clip(metadata.title, 200) end
+  if metadata.description then metadata.description = names.clip(metadata.description, 2000) end
+  for k, v in pairs(metadata.labels or {}) do metadata.labels[k] = names.clip(v, 200) end
+  return { apiVersion = API, kind = kind, metadata = metadata, spec = spec }
+end
 local function digest(d) return require('kluabench.record').digest(d) end
 
 --- The OperationSpec of a reproduced Liger kernel (commit: the Liger commit its sourceRef cites,
