@@ -73,6 +73,43 @@ static int is_command(const char *s) {
   return 0;
 }
 
+/* The edit distance of a and b (insertions, deletions, substitutions and
+ * swaps of neighbours), or a large number for words longer than 31 bytes. */
+static int edit_distance(const char *a, const char *b) {
+  size_t n = strlen(a), m = strlen(b);
+  if (n > 31 || m > 31) return 99;
+  int d[32][32];
+  for (size_t i = 0; i <= n; i++) d[i][0] = (int)i;
+  for (size_t j = 0; j <= m; j++) d[0][j] = (int)j;
+  for (size_t i = 1; i <= n; i++) {
+    for (size_t j = 1; j <= m; j++) {
+      int best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+      if (d[i - 1][j] + 1 < best) best = d[i - 1][j] + 1;
+      if (d[i][j - 1] + 1 < best) best = d[i][j - 1] + 1;
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < best)
+        best = d[i - 2][j - 2] + 1;
+      d[i][j] = best;
+    }
+  }
+  return d[n][m];
+}
+
+/* The command a mistyped word most likely meant, or NULL: a word that is no
+ * file, names no path (no '/', no ".lua") and is at most two edits from a
+ * command ("verfy" -> "verify"). Running it as a script would only say
+ * "cannot open verfy". */
+static const char *meant_command(const char *s) {
+  size_t n = strlen(s);
+  if (strchr(s, '/') || (n >= 4 && strcmp(s + n - 4, ".lua") == 0) || access(s, F_OK) == 0) return NULL;
+  const char *best = NULL;
+  int best_d = n <= 3 ? 2 : 3;
+  for (int i = 0; commands[i]; i++) {
+    int d = edit_distance(s, commands[i]);
+    if (d < best_d) best = commands[i], best_d = d;
+  }
+  return best;
+}
+
 /* s for a message: control bytes, DEL and bytes >= 0x80 as \xNN (an
  * argument may hold anything), cut to fit out. */
 static const char *printable(const char *s, char *out, size_t n) {
@@ -163,6 +200,8 @@ static void parse_args(options *o, int argc, char **argv) {
     if (a[0] != '-' || a[1] == '\0') { /* script, command or "-" */
       o->script = i;
       o->command = is_command(a);
+      const char *meant = o->command || strcmp(a, "-") == 0 ? NULL : meant_command(a);
+      if (meant) usage_error(o, "'%s' is no command and no file (did you mean '%s'?)", a, meant);
       return;
     }
     if (strcmp(a, "--") == 0) {

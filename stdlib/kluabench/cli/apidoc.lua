@@ -43,7 +43,6 @@ M.modules = {
   shard = 'kluabench.shard',
   suite = 'kluabench.suite',
   rope_benchmarks = 'kluabench.benchmarks.rope',
-  shard = 'kluabench.shard',
   check = 'kluabench.check',
   triton = 'kluabench.triton',
   reader = 'kluabench.record.reader',
@@ -63,6 +62,7 @@ M.modules = {
   history_detect = 'kluabench.history.detect',
   history_point = 'kluabench.history.point',
   html = 'kluabench.report.html',
+  suggest = 'kluabench.cli.suggest',
 }
 
 --- Receivers of methods, and where their methods are: a registry metatable
@@ -284,6 +284,9 @@ M.sections = {
   { id = 'html', title = 'kluabench.report.html: the HTML report',
     intro = '`local html = require "kluabench.report.html"`. One self-contained page: tables, inline SVG '
       .. 'charts (kluabench.report.plot), trends with their steps marked.' },
+  { id = 'suggest', title = 'kluabench.cli.suggest: did you mean',
+    intro = '`local suggest = require "kluabench.cli.suggest"`. The valid word a mistyped one most likely '
+      .. 'meant: unknown options of every command and benchmark script say it.' },
   { id = 'help', title = 'kluabench.cli.help: this documentation at the prompt',
     intro = 'The REPL installs `help` as a global; `?name` is `help("name")`.' },
   { id = 'commands', title = 'Commands',

@@ -219,6 +219,15 @@ function M.printable(s, max) return require('kluabench.report.json').printable(s
 -- when spec.stop_at_positional is set (the rest, options or not, then are
 -- positional: a command's own options before SCRIPT and the script's after).
 -- Returns opts, positional args; or nil, message.
+-- " (did you mean '--seq'?)" for an unknown option name, from the options spec names.
+local function option_hint(name, spec)
+  local names = {}
+  for k, v in pairs(spec) do
+    if type(k) == 'string' and (v == 'flag' or v == 'value' or v == 'list') then names[#names + 1] = k end
+  end
+  return require('kluabench.cli.suggest').hint(name, names, '--')
+end
+
 function M.parse_args(args, spec)
   local opts, rest = {}, {}
   local aliases = spec.aliases or {}
@@ -254,7 +263,7 @@ function M.parse_args(args, spec)
         opts[name] = value
       end
     else
-      return nil, string.format("unrecognized option '%s'", a)
+      return nil, string.format("unrecognized option '%s'", a) .. option_hint(name, spec)
     end
     i = i + 1
   end
