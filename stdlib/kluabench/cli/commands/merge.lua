@@ -31,8 +31,10 @@ is merged. Then merge names on stderr, as "kluabench merge: KIND: ...":
                x session 1..N the manifest expects (a child killed half-way,
                a mode that never ran), named with the first ones missing
   failed       a run that arrived with a status other than passed
-               (incorrect_numerical, runtime_error, timeout, ...): it is
-               merged and its record says why; merge counts them
+               (incorrect_numerical, runtime_error, timeout, ...): it
+               counts as arrived and is merged (its record says why);
+               merge says how many failed, and any failed run makes the
+               exit status 1
   corrupt      a bundle whose digests, schema or raw samples do not check
                out as 'kluabench verify' checks them: not merged
   unreadable   a line of a shard file that is not JSON, or not a bundle (the
