@@ -49,7 +49,7 @@ static const char *type_name(mode_t m) {
 }
 
 /* stat(path [, follow]) -> {type = "file"|"directory"|"link"|"fifo"|"char"|
- * "block"|"socket"|"other", mode = permission bits, size = bytes}, or nil,
+ * "block"|"socket"|"other", mode = permission bits, size = bytes, dev, ino}, or nil,
  * "path: reason", errno. Links are not followed unless follow is true. */
 static int l_stat(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
@@ -61,13 +61,18 @@ static int l_stat(lua_State *L) {
     lua_pushinteger(L, e);
     return 3;
   }
-  lua_createtable(L, 0, 3);
+  lua_createtable(L, 0, 5);
   lua_pushstring(L, type_name(st.st_mode));
   lua_setfield(L, -2, "type");
   lua_pushinteger(L, (lua_Integer)(st.st_mode & 07777));
   lua_setfield(L, -2, "mode");
   lua_pushinteger(L, (lua_Integer)st.st_size);
   lua_setfield(L, -2, "size");
+  /* dev and ino tell whether two paths are one file (hard links included) */
+  lua_pushinteger(L, (lua_Integer)st.st_dev);
+  lua_setfield(L, -2, "dev");
+  lua_pushinteger(L, (lua_Integer)st.st_ino);
+  lua_setfield(L, -2, "ino");
   return 1;
 }
 

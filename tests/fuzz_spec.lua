@@ -15,7 +15,7 @@ local function files(dir)
   return out
 end
 
-for _, target in ipairs { 'jcs', 'csv', 'records' } do
+for _, target in ipairs { 'jcs', 'csv', 'records', 'merge' } do
   describe('fuzz target ' .. target, function()
     it('holds on its seed corpus', function()
       local seeds = files('tests/fuzz/corpus/' .. target)
@@ -50,6 +50,32 @@ describe('the fuzz oracle', function()
     assert.has_no_error(function() oracle.csv('a,b"c\n') end)
     assert.has_no_error(function() oracle.jcs('{"a": [1, 2') end)
     assert.has_no_error(function() oracle.jcs(string.rep('[', 5000)) end)
+  end)
+
+  it('sees a clean merge in the merge seed of a real run, and catches a gather that merges a bundle twice', function()
+    local merge = require 'kluabench.cli.commands.merge'
+    local launch = require 'kluabench.cli.launch'
+    local seed = sub.slurp(ROOT .. '/tests/fuzz/corpus/merge/valid.bin')
+    local mtext, shard, samples = seed:match('^(.-)%z(.-)%z(.*)$')
+    local m = assert(launch.parse_manifest(mtext))
+    local dir = sub.tmpdir()
+    sub.spit(dir .. '/shard-1.samples.jsonl', samples)
+    local res = merge.gather(m, { { path = dir .. '/shard-1.jsonl', text = shard } })
+    os.execute('rm -rf ' .. sub.q(dir))
+    assert.equal(2, #res.bundles)
+    assert.equal(1, res.complete)
+    assert.equal(2, res.expected)
+    for _, p in ipairs(res.problems) do assert.is_true(merge.NOTES[p.kind], p.message) end
+    local saved = merge.gather
+    merge.gather = function(...)
+      local r = saved(...)
+      r.bundles[#r.bundles + 1] = r.bundles[1]
+      return r
+    end
+    local ok, err = pcall(oracle.merge, seed)
+    merge.gather = saved
+    assert.is_false(ok)
+    assert.matches('^oracle: ', err)
   end)
 
   it('imports the rows of each regression input it can, and says why for the others', function()

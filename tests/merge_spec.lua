@@ -31,7 +31,8 @@ describe('kluabench merge', function()
   it('merges the shards of a complete run, to -o or stdout', function()
     local r = merge(dir, '-o', tmp .. '/all.jsonl')
     assert.equal(0, r.code, r.err)
-    assert.equal('kluabench merge: 20 bundles of 5/5 points from 3 shards -> ' .. tmp .. '/all.jsonl\n', r.err)
+    assert.equal('kluabench merge: 20 of 20 bundles, 5 of 5 points complete, from 3 shards -> ' .. tmp .. '/all.jsonl\n',
+      r.err)
     assert.same(sh.keys(dir .. '/all.jsonl'), sh.keys(tmp .. '/all.jsonl'))
     r = merge(dir, '--quiet')
     assert.equal(0, r.code, r.err)
@@ -48,7 +49,7 @@ describe('kluabench merge', function()
     assert.equal(1, r.code)
     assert.matches(string.format('missing: point seq384-fp32: no bundle; shard %d/3 should have written it to '
       .. 'shard-%d.jsonl, its log: %s/shard-%d.log', k, k, dir, k), r.err, 1, true)
-    assert.matches('16 bundles of 4/5 points from 3 shards', r.err, 1, true)
+    assert.matches('16 of 20 bundles, 4 of 5 points complete, from 3 shards', r.err, 1, true)
     assert.matches('INCOMPLETE', r.err, 1, true)
     assert.equal(16, #sh.bundles(tmp .. '/all.jsonl')) -- what arrived is written
   end)
@@ -74,10 +75,10 @@ describe('kluabench merge', function()
     assert.equal(20, #sh.bundles(tmp .. '/all.jsonl'))
   end)
 
-  it('names a point with a provider and mode, or a session, that others have', function()
-    shards(tmp .. '/runs', { '--runs', '2' })
-    local k = sh.shard_of(tmp .. '/runs', 'seq128-fp32')
-    sh.rewrite(string.format('%s/runs/shard-%d.jsonl', tmp, k), function(b)
+  -- drops provider a forward of seq128 (both sessions) and session 2 of its b backward
+  local function damage(run)
+    local k = sh.shard_of(run, 'seq128-fp32')
+    sh.rewrite(string.format('%s/shard-%d.jsonl', run, k), function(b)
       local p = require('kluabench.record.point').of(b)
       if point(b) == 'seq128-fp32' and p.provider == 'b' and p.mode == 'backward' then
         return p.session.index == 1 and b or nil
@@ -87,7 +88,33 @@ describe('kluabench merge', function()
       end
       return b
     end)
+    return k
+  end
+
+  it('names the bundles a point lacks of what the manifest expects: providers x modes x sessions', function()
+    shards(tmp .. '/runs', { '--runs', '2' })
+    local e = sh.manifest(tmp .. '/runs').shards[1].points[1].expect
+    assert.same({ providers = { 'a', 'b' }, modes = { 'forward', 'backward' }, sessions = 2 }, e)
+    local k = damage(tmp .. '/runs')
     local r = merge(tmp .. '/runs')
+    assert.equal(1, r.code)
+    assert.matches(string.format('incomplete: point seq128-fp32 (shard %d): 5 of its 8 bundles arrived; missing: '
+      .. 'provider a mode forward session 1/2, provider a mode forward session 2/2, provider b mode backward session '
+      .. '2/2', k), r.err, 1, true)
+    assert.matches('37 of 40 bundles, 4 of 5 points complete, from 3 shards', r.err, 1, true)
+    assert.is_nil(r.err:find('inferred', 1, true))
+  end)
+
+  it('infers what a point expects from the others when the manifest does not say (an earlier kluabench), with a note', function()
+    shards(tmp .. '/runs', { '--runs', '2', '--plain-list' })
+    assert.is_nil(sh.manifest(tmp .. '/runs').shards[1].points[1].expect)
+    local r = merge(tmp .. '/runs')
+    assert.equal(0, r.code, r.err)
+    assert.matches('note: inferred: the manifest does not say which providers, modes and sessions each point expects',
+      r.err, 1, true)
+    assert.matches('40 bundles, 5 of 5 points complete (as inferred), from 3 shards', r.err, 1, true)
+    local k = damage(tmp .. '/runs')
+    r = merge(tmp .. '/runs')
     assert.equal(1, r.code)
     assert.matches(string.format('incomplete: point seq128-fp32 (shard %d) has no bundle of a forward that other points have', k),
       r.err, 1, true)

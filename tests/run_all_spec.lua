@@ -20,7 +20,7 @@ describe('kluabench run-all', function()
     local want = sh.unsharded(tmp .. '/one.jsonl', { '--runs', '2' })
     assert.equal(40, #want) -- 5 points x 2 providers x 2 modes x 2 sessions
     assert.same(want, sh.keys(dir .. '/all.jsonl'))
-    assert.matches('40 bundles of 5/5 points from 3 shards', r.err, 1, true)
+    assert.matches('40 of 40 bundles, 5 of 5 points complete, from 3 shards', r.err, 1, true)
     -- the manifest: three shards that hold every point once
     local m = sh.manifest(dir)
     assert.equal('run-all', m.launcher)

@@ -775,9 +775,12 @@ function M.main(d, args)
     for i, s in ipairs(selected) do points[i] = s.point end
   end
   if o.list_points then
+    -- ID, COST, DESCRIPTION, then the bundles the point will have (every provider x mode x session),
+    -- which the launchers write into their manifest for merge to expect
+    local providers, modes = table.concat(o.providers, ','), table.concat(o.modes, ',')
     for _, p in ipairs(points) do
-      io.stdout:write(string.format('%s\t%.0f\t%s x {%s} x {%s}, %s sweep\n', p.id, point_cost(d, p, o), d.name,
-        table.concat(o.providers, ','), table.concat(o.modes, ','), p.x))
+      io.stdout:write(string.format('%s\t%.0f\t%s x {%s} x {%s}, %s sweep\tproviders=%s\tmodes=%s\tsessions=%d\n',
+        p.id, point_cost(d, p, o), d.name, providers, modes, p.x, providers, modes, o.runs))
     end
     os.exit(0)
   end

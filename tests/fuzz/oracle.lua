@@ -136,6 +136,140 @@ function M.records(s)
   end
 end
 
+-- A directory of this process for the merge target's files (made on first use).
+local merge_dir
+local function fuzz_dir()
+  if not merge_dir then
+    merge_dir = os.tmpname()
+    os.remove(merge_dir)
+    assert(kb.mkdir(merge_dir))
+  end
+  return merge_dir
+end
+
+-- A manifest of one shard with one point, for shard texts whose own manifest is refused.
+local function default_manifest()
+  return {
+    kind = 'KluabenchShards', version = 1, count = 1, points = 1, launcher = 'run-all',
+    shards = { { index = 1, file = 'shard-1.jsonl', log = 'shard-1.log', points = { { id = 'seq128-fp32', cost = 1,
+      expect = { providers = { 'a' }, modes = { 'forward', 'backward' }, sessions = 1 } } } } },
+  }
+end
+
+local MERGE_KINDS = { missing = true, incomplete = true, failed = true, corrupt = true, unreadable = true,
+  duplicate = true, unexpected = true, unlisted = true, mixed = true, ['mixed-allowed'] = true, misplaced = true,
+  inferred = true, implausible = true }
+
+--- merge's readers on arbitrary bytes: MANIFEST \0 SHARD [\0 SAMPLES] (a part may be empty; without a
+-- NUL the bytes are the manifest and the shard both):
+--  * launch.parse_manifest never raises; it refuses with "LABEL: why", or what it accepts keeps its
+--    promises: count a whole number 1..MAX_SHARDS, count shards with indexes 1..count in order, files
+--    inside DIR and distinct, every point id once, expect on every point or none and well-formed;
+--  * reader.items in tolerant mode never fails: every non-blank JSON Lines line is an item or a bad
+--    line with a message, and a garbage line appended costs only itself;
+--  * merge.gather (the manifest, or one of one point when it is refused, and the shard) never raises;
+--    its problems are of the documented kinds; what it merges belongs to the manifest's points, never
+--    twice; a clean result has every point complete and every expected bundle.
+function M.merge(s)
+  local launch = require 'kluabench.cli.launch'
+  local merge = require 'kluabench.cli.commands.merge'
+  local evidence = require 'kluabench.record.evidence'
+  local shard = require 'kluabench.shard'
+  local mtext, rest = s:match('^(.-)%z(.*)$')
+  local stext, samples
+  if mtext then
+    stext, samples = rest:match('^(.-)%z(.*)$')
+    if not stext then stext = rest end
+  else
+    mtext, stext = s, s
+  end
+
+  local okm, m, merr = pcall(launch.parse_manifest, mtext, 'fuzz/manifest.json')
+  check(okm, 'launch.parse_manifest raised: %s', tostring(m))
+  if not m then
+    check(type(merr) == 'string' and merr:sub(1, 19) == 'fuzz/manifest.json:', 'a manifest refused without naming '
+      .. 'it: %s', tostring(merr))
+  else
+    check(math.type(m.count) == 'integer' and m.count >= 1 and m.count <= shard.MAX_SHARDS, 'count %s accepted',
+      tostring(m.count))
+    check(#m.shards == m.count, '%d shards accepted for count %d', #m.shards, m.count)
+    local ids, files, with = {}, {}, 0
+    local total = 0
+    for i, sh in ipairs(m.shards) do
+      check(sh.index == i, 'shard %d has index %s', i, tostring(sh.index))
+      check(launch.inside_name(sh.file) and not files[sh.file], 'shard %d file %s accepted', i, tostring(sh.file))
+      files[sh.file] = true
+      for _, p in ipairs(sh.points) do
+        check(type(p.id) == 'string' and not ids[p.id], 'point %s accepted twice or without an id', tostring(p.id))
+        ids[p.id] = true
+        total = total + 1
+        if p.expect then
+          with = with + 1
+          check(math.type(p.expect.sessions) == 'integer' and p.expect.sessions <= launch.MAX_SESSIONS,
+            'sessions %s accepted', tostring(p.expect.sessions))
+        end
+      end
+    end
+    check(with == 0 or with == total, 'expect on %d of %d points accepted', with, total)
+    check(m.expects == (with > 0), 'expects says %s', tostring(m.expects))
+  end
+
+  local dir = fuzz_dir()
+  local path = dir .. '/shard-1.jsonl'
+  evidence.forget()
+  os.remove(dir .. '/shard-1.samples.jsonl')
+  if samples then
+    local f = assert(io.open(dir .. '/shard-1.samples.jsonl', 'wb'))
+    f:write(samples)
+    f:close()
+  end
+
+  local oki, items, bad = pcall(reader.items, stext, path, { tolerant = true })
+  check(oki, 'reader.items (tolerant) raised: %s', tostring(items))
+  check(type(items) == 'table' and type(bad) == 'table', 'reader.items (tolerant) returned no lists')
+  local lines = 0
+  for line in (stext .. '\n'):gmatch('(.-)\r?\n') do
+    if line:match('%S') then lines = lines + 1 end
+  end
+  check(#items + #bad == lines, '%d lines, %d items and %d bad lines', lines, #items, #bad)
+  for _, b in ipairs(bad) do
+    check(math.type(b.line) == 'integer' and type(b.message) == 'string', 'a bad line without a line and a message')
+  end
+  local more, more_bad = reader.items(stext .. '\ngarbage{{{\n', path, { tolerant = true })
+  check(#more == #items and #more_bad == #bad + 1, 'a garbage line cost more than itself (%d items, %d bad, then '
+    .. '%d and %d)', #items, #bad, #more, #more_bad)
+
+  local manifest = m or assert(launch.check_manifest(default_manifest(), 'default'))
+  local inputs = { dir = dir }
+  for i = 1, #manifest.shards do inputs[i] = i == 1 and { path = path, text = stext } or { missing = true } end
+  local okg, res = pcall(merge.gather, manifest, inputs, {})
+  check(okg, 'merge.gather raised: %s', tostring(res))
+  local planned, failing = {}, false
+  for _, sh in ipairs(manifest.shards) do
+    for _, p in ipairs(sh.points) do planned[p.id] = p end
+  end
+  for _, p in ipairs(res.problems) do
+    check(MERGE_KINDS[p.kind] and type(p.message) == 'string', 'a problem of kind %s', tostring(p.kind))
+    failing = failing or not merge.NOTES[p.kind]
+  end
+  check(#res.bundles <= #items, '%d bundles merged from %d items', #res.bundles, #items)
+  local keys = {}
+  for _, b in ipairs(res.bundles) do
+    local pt = require('kluabench.record.point').of(b)
+    check(planned[pt.id], 'a bundle of point %s merged, not in the manifest', tostring(pt.id))
+    local key = table.concat({ pt.id, tostring(pt.provider), tostring(pt.mode), pt.session.index, pt.session.count },
+      '\0')
+    check(not keys[key], 'point %s, provider %s merged twice', pt.id, tostring(pt.provider))
+    keys[key] = true
+  end
+  check(res.complete <= res.points, '%d of %d points complete', res.complete, res.points)
+  if not failing then
+    check(res.complete == res.points, 'a clean merge with %d of %d points complete', res.complete, res.points)
+    check(not manifest.expects or res.expected == #res.bundles, 'a clean merge of %d of %d expected bundles',
+      #res.bundles, tostring(res.expected))
+  end
+end
+
 --- The Liger CSV importer on arbitrary text:
 --  * liger.parse and output.parse_csv never raise: they return rows, or
 --    nil and a message;

@@ -8,6 +8,9 @@
 --   --sleep-ms MS      pause after every bundle (to interrupt a run)
 --   --label TEXT       put TEXT into environment.spec.hardware.product
 --                      (makes environments differ, for merge's mixed check)
+--   --plain-list       --list-points without providers=, modes=, sessions=
+--   --status P:M:S     bundles of provider P, mode M get status S (a failed
+--                      run as the harness writes it: its reason in the evidence)
 local kb = require 'kluabench'
 local names = require 'kluabench.record.names'
 local record = require 'kluabench.record'
@@ -29,7 +32,7 @@ end
 
 local spec = { seq = 'value', provider = 'value', mode = 'value', shard = 'value', ['list-points'] = 'flag',
   format = 'value', out = 'value', runs = 'value', ['fail-at'] = 'value', ['sleep-ms'] = 'value', label = 'value',
-  ['rep-ms'] = 'value' }
+  ['rep-ms'] = 'value', ['plain-list'] = 'flag', status = 'value' }
 local o, rest = require('kluabench.cli').parse_args({ ... }, spec)
 if not o then fail(2, '%s', rest) end
 if #rest > 0 then fail(2, "unexpected argument '%s'", rest[1]) end
@@ -53,9 +56,13 @@ if o.shard then
   points = shard.select(points, i, n)
 end
 if o['list-points'] then
+  -- as the harness lists them, with the bundles each point will have; --plain-list leaves those out (a
+  -- script of an earlier kluabench, whose manifest merge must infer from)
   for _, p in ipairs(points) do
-    io.stdout:write(string.format('%s\t%.0f\t%s x {%s} x {%s}\n', p.id, p.cost, NAME,
-      table.concat(providers, ','), table.concat(modes, ',')))
+    local expect = o['plain-list'] and '' or string.format('\tproviders=%s\tmodes=%s\tsessions=%d',
+      table.concat(providers, ','), table.concat(modes, ','), runs)
+    io.stdout:write(string.format('%s\t%.0f\t%s x {%s} x {%s}%s\n', p.id, p.cost, NAME,
+      table.concat(providers, ','), table.concat(modes, ','), expect))
   end
   os.exit(0)
 end
@@ -70,6 +77,12 @@ if o.label then
   environment.spec.hardware.product = o.label
 end
 local protocol = kb.bench.do_bench_protocol { warmup_ms = 1, rep_ms = 1 }
+local failing = {} -- "provider:mode" -> status (--status)
+for w in (o.status or ''):gmatch('[^,]+') do
+  local pm, st = w:match('^([^:]+:[^:]+):(.+)$')
+  if not pm then fail(2, "bad --status '%s': expected PROVIDER:MODE:STATUS", w) end
+  failing[pm] = st
+end
 local sleep_ms = tonumber(o['sleep-ms'] or '0')
 local total = #points * #providers * #modes * runs
 local done = 0
@@ -80,7 +93,9 @@ for run = 1, runs do
     for _, provider in ipairs(providers) do
       for _, mode in ipairs(modes) do
         local base = p.params.seq / 1e5
+        local status = failing[provider .. ':' .. mode]
         local b = record.from_result {
+          status = status, reasons = status and { 'made to fail as asked (--status)' } or nil,
           kernel = NAME, mode = mode, provider = provider, parameters = p.params, dtype = p.dtype,
           result = { samples = { base, base * 1.1, base * 0.9 }, protocol = protocol },
           environment = environment, session = { index = run, count = runs },

@@ -106,18 +106,67 @@ end
 -- The points of every shard
 ---------------------------------------------------------------------------
 
--- Parses --list-points output: ID<TAB>COST<TAB>DESCRIPTION per line.
+--- The most sessions (--runs) a point may expect: the harness's bound on --runs.
+M.MAX_SESSIONS = 1000
+
+--- The most providers, or modes, a point may expect.
+M.MAX_NAMES = 4096
+
+-- A comma list of distinct, non-empty names (providers, modes); or nil, why.
+local function name_list(s, what)
+  local out, seen = {}, {}
+  for w in (s .. ','):gmatch('([^,]*),') do
+    if w == '' or w:find('[%c]') then return nil, string.format("%s '%s': an empty name or a control character", what, s) end
+    if seen[w] then return nil, string.format("%s '%s': '%s' twice", what, s, w) end
+    if #out == M.MAX_NAMES then return nil, string.format('%s: more than %d names', what, M.MAX_NAMES) end
+    seen[w] = true
+    out[#out + 1] = w
+  end
+  return out
+end
+
+-- The expectation fields of a --list-points line (after its description).
+local EXPECT_KEYS = { providers = true, modes = true, sessions = true }
+
+-- Parses --list-points output: ID<TAB>COST<TAB>DESCRIPTION per line, then
+-- (the harness writes them) providers=A,B<TAB>modes=M,N<TAB>sessions=S, the
+-- bundles the point will have: every provider x mode x session 1..S. A
+-- script that prints no such fields gets points without an expectation
+-- (merge then infers it, as before).
 local function parse_points(text, what)
   local out = {}
   local n = 0
   for line in text:gmatch('[^\n]+') do
     n = n + 1
-    local id, cost, desc = line:match('^([^\t]+)\t([^\t]+)\t?(.*)$')
-    local c = tonumber(cost)
-    if not id or not c then
-      return nil, string.format("%s, line %d: expected ID<TAB>COST<TAB>DESCRIPTION, got '%s'", what, n, line)
+    local fields = {}
+    for f in (line .. '\t'):gmatch('([^\t]*)\t') do fields[#fields + 1] = f end
+    local id, c = fields[1], tonumber(fields[2] or '')
+    if not id or id == '' or not c then
+      return nil, string.format("%s, line %d: expected ID<TAB>COST<TAB>DESCRIPTION, got '%s'", what, n,
+        output.printable(line, 200))
     end
-    out[#out + 1] = { id = id, cost = c, description = desc ~= '' and desc or nil }
+    local desc, raw = {}, {}
+    for k = 3, #fields do
+      local key, v = fields[k]:match('^(%l+)=(.*)$')
+      if key and EXPECT_KEYS[key] and raw[key] == nil then raw[key] = v else desc[#desc + 1] = fields[k] end
+    end
+    local p = { id = id, cost = c, description = #desc > 0 and desc[1] ~= '' and table.concat(desc, '\t') or nil }
+    if next(raw) then
+      if not (raw.providers and raw.modes and raw.sessions) then
+        return nil, string.format('%s, line %d: providers=, modes= and sessions= go together (got %s)', what, n,
+          output.printable(line, 200))
+      end
+      local providers, perr = name_list(raw.providers, 'providers')
+      local modes, merr = name_list(raw.modes, 'modes')
+      local sessions = raw.sessions:match('^%d+$') and math.tointeger(tonumber(raw.sessions))
+      if not providers or not modes then return nil, string.format('%s, line %d: %s', what, n, perr or merr) end
+      if not sessions or sessions < 1 or sessions > M.MAX_SESSIONS then
+        return nil, string.format("%s, line %d: sessions '%s': expected a whole number from 1 to %d", what, n,
+          output.printable(raw.sessions, 40), M.MAX_SESSIONS)
+      end
+      p.expect = { providers = providers, modes = modes, sessions = sessions }
+    end
+    out[#out + 1] = p
   end
   return out
 end
@@ -232,7 +281,11 @@ function M.manifest(o)
   local shards = {}
   for i, pts in ipairs(o.listing.shards) do
     local list = {}
-    for k, p in ipairs(pts) do list[k] = { id = p.id, cost = p.cost, description = p.description } end
+    for k, p in ipairs(pts) do
+      local e = p.expect
+      list[k] = { id = p.id, cost = p.cost, description = p.description, expect = e and {
+        providers = output.array(e.providers), modes = output.array(e.modes), sessions = e.sessions } or nil }
+    end
     shards[i] = { index = i, file = M.shard_file(i), log = o.logs and o.logs[i] or nil,
       device = o.devices and o.devices[i] or nil, points = next(list) and list or output.array() }
   end
@@ -245,41 +298,276 @@ function M.manifest(o)
   }
 end
 
---- Writes m as dir/manifest.json; true or nil, message.
+--- Writes m as dir/manifest.json after checking it as merge will (launch.check_manifest); true or nil,
+-- message.
 function M.write_manifest(dir, m)
+  local ok, why = M.check_manifest(m, dir .. '/' .. M.MANIFEST)
+  if not ok then return nil, why end
   local text, err = output.encode_pretty(m)
   if not text then return nil, err end
   return output.write_atomic(dir .. '/' .. M.MANIFEST, text)
 end
 
+-- A list: a table whose keys are 1..#t (an empty table is an empty list).
+local function is_list(t)
+  if type(t) ~= 'table' then return false end
+  local n = 0
+  for k in pairs(t) do
+    if math.type(k) ~= 'integer' or k < 1 then return false end
+    n = n + 1
+  end
+  return n == #t
+end
+
+-- How a value of the manifest reads in a message: 3, "3" (a string), a table.
+local function shown(v)
+  if type(v) == 'string' then return string.format('"%s" (a string)', output.printable(v, 60)) end
+  if type(v) == 'table' then return 'a JSON ' .. (is_list(v) and 'array' or 'object') end
+  if v == nil then return 'missing' end
+  return tostring(v)
+end
+
+--- Whether name is a path inside the run's directory: relative, without '.', '..' or empty
+-- components, control characters or NUL. true or nil, why.
+function M.inside_name(name)
+  if type(name) ~= 'string' or name == '' then return nil, 'not a file name' end
+  if name:sub(1, 1) == '/' then return nil, 'an absolute path, not a name inside DIR' end
+  if name:find('[%c]') then return nil, 'a control character or NUL in the name' end
+  if #name > 4095 then return nil, 'longer than a path can be' end
+  for part in (name .. '/'):gmatch('([^/]*)/') do
+    if part == '' or part == '.' or part == '..' then return nil, "a '" .. part .. "' component: not a name inside DIR" end
+  end
+  return true
+end
+
+-- The list of non-empty distinct names of an expect field; or nil, why.
+local function check_names(v, what)
+  if not is_list(v) or #v == 0 then return nil, what .. ' must be a non-empty array of names, got ' .. shown(v) end
+  if #v > M.MAX_NAMES then return nil, string.format('%s has %d names, at most %d', what, #v, M.MAX_NAMES) end
+  local seen = {}
+  for i, w in ipairs(v) do
+    if type(w) ~= 'string' or w == '' or w:find('[%c]') then
+      return nil, string.format('%s[%d] must be a name, got %s', what, i, shown(w))
+    end
+    if seen[w] then return nil, string.format("%s names '%s' twice", what, output.printable(w, 60)) end
+    seen[w] = true
+  end
+  return true
+end
+
+-- What a point of the manifest expects; nil, why.
+local function check_expect(e)
+  if type(e) ~= 'table' or is_list(e) and next(e) ~= nil then return nil, 'expect must be an object, got ' .. shown(e) end
+  local ok, why = check_names(e.providers, 'expect.providers')
+  if ok then ok, why = check_names(e.modes, 'expect.modes') end
+  if not ok then return nil, why end
+  if math.type(e.sessions) ~= 'integer' or e.sessions < 1 or e.sessions > M.MAX_SESSIONS then
+    return nil, string.format('expect.sessions must be a whole number from 1 to %d, got %s', M.MAX_SESSIONS,
+      shown(e.sessions))
+  end
+  return true
+end
+
+--- Checks a decoded manifest against what the launchers write (docs/DISTRIBUTED.md): kind and version; count a
+-- whole number from 1 to shard.MAX_SHARDS; shards a list of count entries whose indexes are 1..count, each once;
+-- every file and log a name inside DIR, no two alike (nor the manifest's own name); every point id in exactly one
+-- shard; `points` the number of them; every point's expect (the providers, modes and sessions it will have)
+-- well-formed, on every point or on none.
+--
+-- Returns a copy of the manifest with its shards in index order and expects = true when the points carry expect,
+-- or nil and "LABEL: why".
+function M.check_manifest(m, label)
+  label = label or M.MANIFEST
+  local function bad(fmt, ...) return nil, label .. ': ' .. string.format(fmt, ...) end
+  if type(m) ~= 'table' or is_list(m) and next(m) ~= nil then return bad('not a JSON object') end
+  if m.kind ~= M.MANIFEST_KIND then return bad('kind is %s, expected %s', shown(m.kind), M.MANIFEST_KIND) end
+  if m.version ~= M.MANIFEST_VERSION then
+    return bad('version %s, this kluabench reads version %d', shown(m.version), M.MANIFEST_VERSION)
+  end
+  local max = require('kluabench.shard').MAX_SHARDS
+  if math.type(m.count) ~= 'integer' or m.count < 1 or m.count > max then
+    return bad('count is %s, expected a whole number from 1 to %d (the number of shards)', shown(m.count), max)
+  end
+  if not is_list(m.shards) then return bad('shards must be an array, got %s', shown(m.shards)) end
+  if #m.shards ~= m.count then
+    return bad('count is %d but shards lists %d shard%s', m.count, #m.shards, #m.shards == 1 and '' or 's')
+  end
+  local by_index, names, where = {}, { [M.MANIFEST] = 'the manifest', ['job.sbatch'] = 'the batch script' }, {}
+  local function claim(name, what)
+    if names[name] then return bad("%s is '%s', which is %s too", what, output.printable(name, 80), names[name]) end
+    names[name] = what
+    return true
+  end
+  local total, with_expect = 0, 0
+  for k, s in ipairs(m.shards) do
+    if type(s) ~= 'table' or is_list(s) and next(s) ~= nil then return bad('shards[%d] is not an object', k) end
+    if math.type(s.index) ~= 'integer' or s.index < 1 or s.index > m.count then
+      return bad('shards[%d] has index %s, expected a whole number from 1 to %d', k, shown(s.index), m.count)
+    end
+    if by_index[s.index] then return bad('shards[%d] and shards[%d] both have index %d', by_index[s.index].k, k, s.index) end
+    by_index[s.index] = { k = k, shard = s }
+    local i = s.index
+    local ok, why = M.inside_name(s.file)
+    if not ok then return bad("shard %d's file %s: %s", i, shown(s.file), why) end
+    ok, why = claim(s.file, string.format("shard %d's file", i))
+    if not ok then return nil, why end
+    local samples = require('kluabench.record.evidence').samples_path(s.file)
+    ok, why = claim(samples, string.format("shard %d's samples file", i))
+    if not ok then return nil, why end
+    if s.log ~= nil then
+      ok, why = M.inside_name(s.log)
+      if not ok then return bad("shard %d's log %s: %s", i, shown(s.log), why) end
+      ok, why = claim(s.log, string.format("shard %d's log", i))
+      if not ok then return nil, why end
+    end
+    if s.device ~= nil and type(s.device) ~= 'string' and math.type(s.device) ~= 'integer' then
+      return bad("shard %d's device is %s, expected a device number or name", i, shown(s.device))
+    end
+    if not is_list(s.points) then return bad("shard %d's points must be an array, got %s", i, shown(s.points)) end
+    for j, p in ipairs(s.points) do
+      if type(p) ~= 'table' or type(p.id) ~= 'string' or p.id == '' or p.id:find('[%c]') then
+        return bad('shard %d, point %d has no id (a non-empty string without control characters)', i, j)
+      end
+      if where[p.id] then
+        return bad('point %s is in shard %d and in shard %d (a point belongs to one shard)', output.printable(p.id, 80),
+          where[p.id], i)
+      end
+      where[p.id] = i
+      if p.cost ~= nil and (type(p.cost) ~= 'number' or not (p.cost >= 0 and p.cost < math.huge)) then
+        return bad('point %s: cost is %s, expected a finite number >= 0', output.printable(p.id, 80), shown(p.cost))
+      end
+      if p.expect ~= nil then
+        local eok, ewhy = check_expect(p.expect)
+        if not eok then return bad('point %s: %s', output.printable(p.id, 80), ewhy) end
+        with_expect = with_expect + 1
+      end
+      total = total + 1
+    end
+  end
+  if m.points ~= nil and m.points ~= total then
+    return bad('points is %s but the shards list %d point%s', shown(m.points), total, total == 1 and '' or 's')
+  end
+  if with_expect > 0 and with_expect < total then
+    return bad('%d of the %d points say what they expect (expect) and the others do not', with_expect, total)
+  end
+  local checked = {}
+  for k, v in pairs(m) do checked[k] = v end
+  checked.shards = {}
+  for i = 1, m.count do checked.shards[i] = by_index[i].shard end
+  checked.expects = with_expect > 0
+  return checked
+end
+
+--- Decodes and checks the text of a manifest (launch.check_manifest); the manifest or nil, "LABEL: why".
+function M.parse_manifest(text, label)
+  label = label or M.MANIFEST
+  local m, err = output.decode(text)
+  if m == nil then return nil, label .. ': ' .. tostring(err) end
+  return M.check_manifest(m, label)
+end
+
 --- Reads and checks dir/manifest.json; the manifest or nil, message.
 function M.read_manifest(dir)
   local path = dir .. '/' .. M.MANIFEST
-  local text = output.read_file(path)
+  local text, err = output.read_file(path)
   if not text then
-    return nil, path .. ' not found: merge needs the point list that run-all and slurm write there'
-  end
-  local m, err = output.decode(text)
-  if type(m) ~= 'table' then return nil, path .. ': ' .. tostring(err or 'not a JSON object') end
-  if m.kind ~= M.MANIFEST_KIND then
-    return nil, string.format("%s: kind is %s, expected %s", path, tostring(m.kind), M.MANIFEST_KIND)
-  end
-  if m.version ~= M.MANIFEST_VERSION then
-    return nil, string.format('%s: version %s, this kluabench reads version %d', path, tostring(m.version),
-      M.MANIFEST_VERSION)
-  end
-  if type(m.shards) ~= 'table' or #m.shards == 0 then return nil, path .. ': no shards' end
-  for i, s in ipairs(m.shards) do
-    if type(s) ~= 'table' or type(s.file) ~= 'string' or type(s.points) ~= 'table' then
-      return nil, string.format('%s: shard %d lacks its file or points', path, i)
+    local _, _, errno = require('kluabench.core').stat(path, true)
+    if errno == 2 then
+      return nil, path .. ' not found: merge needs the point list that run-all and slurm write there'
     end
-    for k, p in ipairs(s.points) do
-      if type(p) ~= 'table' or type(p.id) ~= 'string' then
-        return nil, string.format('%s: shard %d, point %d has no id', path, i, k)
+    return nil, tostring(err)
+  end
+  return M.parse_manifest(text, path)
+end
+
+---------------------------------------------------------------------------
+-- Outputs that would overwrite an input
+---------------------------------------------------------------------------
+
+local function parent_and_base(path)
+  local parent, base = path:match('^(.*)/([^/]*)$')
+  if not parent then return '.', path end
+  return parent == '' and '/' or parent, base
+end
+
+--- path as one spelling for comparing: its realpath when it exists, else the realpath of its
+-- deepest existing ancestor with the rest of path after it.
+function M.canonical(path)
+  local realpath = require('kluabench.core').realpath
+  path = M.absolute(path)
+  local real = realpath(path)
+  if real then return real end
+  local rest, p = {}, path
+  while true do
+    local parent, base = parent_and_base(p)
+    table.insert(rest, 1, base)
+    local r = realpath(parent)
+    if r then return (r == '/' and '' or r) .. '/' .. table.concat(rest, '/') end
+    if parent == '/' or parent == '.' or parent == p then return path end
+    p = parent
+  end
+end
+
+--- What a name in a run's directory is ("the manifest", "shard 3's results file", ...), by the names
+-- the launchers give: manifest.json, job.sbatch, shard-I.jsonl, shard-I.samples.jsonl, shard-I.log
+-- and the listing's .points-I files; or nil.
+function M.role_in_dir(name)
+  if name == M.MANIFEST then return 'the manifest' end
+  if name == 'job.sbatch' then return 'the batch script' end
+  local i = name:match('^shard%-(%d+)%.samples%.jsonl$')
+  if i then return string.format("shard %s's samples file", i) end
+  i = name:match('^shard%-(%d+)%.jsonl$')
+  if i then return string.format("shard %s's results file", i) end
+  i = name:match('^shard%-(%d+)%.log$')
+  if i then return string.format("shard %s's log", i) end
+  if name:match('^%.points%-%d+%.') then return 'a listing of the points' end
+  return nil
+end
+
+--- The inputs of a launch that its -o must not overwrite: SCRIPT and the kluabench binary (the files the
+-- launcher writes into DIR are checked by name, launch.role_in_dir).
+function M.launch_inputs(script, exe)
+  local inputs = { { script, 'SCRIPT' } }
+  if exe then inputs[2] = { exe, 'the kluabench binary' } end
+  return inputs
+end
+
+--- Whether an output file (and the samples file beside it) would overwrite an input: inputs is a list of
+-- {path, what}, dir (optional) the run's directory, whose launcher files (launch.role_in_dir) are inputs too.
+-- Paths are compared as launch.canonical spells them, and by device and inode where both exist (hard
+-- links). Returns true, or nil and "OPTION PATH is WHAT: ..." for a usage error.
+function M.check_output(option, out, inputs, dir)
+  if out == nil or out == '-' then return true end
+  local stat = require('kluabench.core').stat
+  local cdir = dir and M.canonical(dir)
+  local keyed = {}
+  for _, input in ipairs(inputs) do keyed[M.canonical(input[1])] = input end
+  local targets = { { path = out } }
+  local samples = require('kluabench.record.evidence').samples_path(out)
+  targets[2] = { path = samples, samples = true }
+  for _, t in ipairs(targets) do
+    local c = M.canonical(t.path)
+    local what = keyed[c] and keyed[c][2]
+    if not what and cdir then
+      local parent, base = parent_and_base(c)
+      if parent == cdir then what = M.role_in_dir(base) end
+    end
+    if not what then
+      local st = stat(t.path, true)
+      if st then
+        for _, input in ipairs(inputs) do
+          local ist = stat(input[1], true)
+          if ist and ist.dev == st.dev and ist.ino == st.ino then what = input[2] break end
+        end
       end
     end
+    if what then
+      return nil, string.format('%s %s%s is %s: writing there would overwrite an input; give another path', option,
+        output.printable(out, 200), t.samples and (' (its samples file ' .. output.printable(samples, 200) .. ')') or '',
+        what)
+    end
   end
-  return m
+  return true
 end
 
 --- Prepares an output directory for a launch: creates it, and refuses one

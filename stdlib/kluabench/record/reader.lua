@@ -64,14 +64,20 @@ end
 -- .jsonl and .ndjson labels are JSON Lines; other text is when it holds more than one value. A JSON
 -- array gives its elements, {"bundles": [...]} the elements of that array.
 --
--- The values are not checked (see parse).
+-- The values are not checked (see parse). By default the first line that is not JSON fails the
+-- whole text. opts.tolerant (merge's reading of shard files) keeps every line that is and lists
+-- each one that is not in bad, {line, message}: one bad line never drops the others, and a last
+-- line cut short (no newline after it) loses only itself.
 --
--- @signature reader.items(text [, label]) -> items | nil, line, message
+-- @signature reader.items(text [, label [, opts]]) -> items | nil, line, message; with opts.tolerant: items, bad
 -- @example
 --   local items = reader.items('[{"run": {}}, 3]', "x.json")
 --   print(#items, items[2].bundle)
-function M.items(text, label)
-  local items = {}
+--   local kept, bad = reader.items('{"run": {}}\ngarbage{{{\n', "x.jsonl", {tolerant = true})
+--   print(#kept, bad[1].line, bad[1].message)
+function M.items(text, label, opts)
+  local tolerant = opts and opts.tolerant
+  local items, bad = {}, tolerant and {} or nil
   if not is_jsonl_name(label) then
     local v, starts, code = output.decode(text, { starts = true })
     if v ~= nil then
@@ -83,26 +89,31 @@ function M.items(text, label)
       else
         items[1] = { bundle = v, line = 1 }
       end
-      return items
+      return items, bad
     end
     if code ~= 'trailing' then
       local line, why = split_position(starts)
+      if tolerant then return items, { { line = line or 1, message = why } } end
       return nil, line or 1, why
     end
   end
   local n = 0
+  local last = tolerant and select(2, text:gsub('\n', '')) + 1 -- the line after the last newline
   for line in (text .. '\n'):gmatch('(.-)\r?\n') do
     n = n + 1
     if line:match('%S') then
       local v, err = output.decode(line)
       if v == nil then
         local _, why = split_position(err)
-        return nil, n, why
+        if not tolerant then return nil, n, why end
+        if n == last then why = why .. ' (the last line, without a newline after it: cut short as it was written?)' end
+        bad[#bad + 1] = { line = n, message = why }
+      else
+        items[#items + 1] = { bundle = v, line = n }
       end
-      items[#items + 1] = { bundle = v, line = n }
     end
   end
-  return items
+  return items, bad
 end
 
 --- A label for people of a bundle's point ("llama4_rope forward hidden512-...-bf16") and its

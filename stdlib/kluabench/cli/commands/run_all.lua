@@ -38,7 +38,10 @@ checking that every point arrived once.
                    of devices) is cut to the number of points.
   --dir DIR        where the shard files, logs and manifest go (default
                    results/run-all-TIME); it must not hold a run already
-  -o, --out FILE   the merged JSON Lines (default DIR/all.jsonl)
+  -o, --out FILE   the merged JSON Lines (default DIR/all.jsonl); SCRIPT,
+                   this binary and the files run-all writes in DIR (the
+                   manifest, shard files, samples files, logs) are refused
+                   (a usage error), compared by real path and inode
   --allow-mixed    merge even when the children's environments differ
 
 The script's own options follow SCRIPT, except --shard, --format, --out and
@@ -298,7 +301,10 @@ function M.main(args)
   local opts = o.opts
   local dir = launch.absolute(opts.dir or (require('kluabench.report.files').results_dir() .. '/run-all-' .. require('kluabench.record.names').time_id(
     require('kluabench.record').now())))
+  if opts.out == '' then return usage_error('-o: an empty path (leave -o out for DIR/all.jsonl)') end
   local out = opts.out and launch.absolute(opts.out) or (dir .. '/all.jsonl')
+  local ook, oerr = launch.check_output('-o', out, launch.launch_inputs(o.script, k.executable()), dir)
+  if not ook then return usage_error('%s', oerr) end
   local ok, derr = launch.prepare_dir(dir)
   if not ok then
     say('%s', derr)

@@ -42,7 +42,8 @@ measured it.
   --submit              submit it with 'sbatch --parsable' and print the job id
   --wait                submit, wait for every task ('sbatch --wait'), then
                         merge into -o FILE (default DIR/all.jsonl)
-  -o, --out FILE        the merged file for --wait
+  -o, --out FILE        the merged file for --wait (default DIR/all.jsonl);
+                        SCRIPT, the binary and the files of DIR are refused
   --allow-mixed         for --wait: merge even when environments differ
 
 Exit status: 0 written (and submitted; with --wait: every task succeeded and
@@ -87,7 +88,7 @@ function M.batch_script(o)
     'set -eu',
     'i=$SLURM_ARRAY_TASK_ID',
     'out=' .. q(o.dir) .. '/shard-$i.jsonl',
-    'rm -f "$out" # JSON Lines are appended to: a requeued task starts afresh',
+    'rm -f "$out" "${out%.jsonl}.samples.jsonl" # JSON Lines are appended to: a requeued task starts afresh',
     'exec ' .. table.concat(cmd, ' '),
   } do lines[#lines + 1] = l end
   return table.concat(lines, '\n') .. '\n'
@@ -158,6 +159,12 @@ function M.main(args)
   if not o then return usage_error('%s', err) end
   local opts = o.opts
   local dir = launch.absolute(opts.dir)
+  if opts.out == '' then return usage_error('-o: an empty path (leave -o out for DIR/all.jsonl)') end
+  local out = opts.out and launch.absolute(opts.out) or (dir .. '/all.jsonl')
+  local k0 = require 'kluabench.core'
+  local ook, oerr = launch.check_output('-o', out, launch.launch_inputs(o.script,
+    opts.exe and launch.absolute(opts.exe) or k0.executable()), dir)
+  if not ook then return usage_error('%s', oerr) end
   local ok, derr = launch.prepare_dir(dir)
   if not ok then
     say('%s', derr)
@@ -213,7 +220,6 @@ function M.main(args)
     return 0
   end
   say('job %s finished%s; merging', id or partial, id and '' or ' with a failed task')
-  local out = opts.out and launch.absolute(opts.out) or (dir .. '/all.jsonl')
   local status = require('kluabench.cli.commands.merge').merge(dir, out,
     { allow_mixed = opts['allow-mixed'], name = NAME })
   if not id then return 1 end
