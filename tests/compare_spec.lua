@@ -13,17 +13,27 @@ local function samples(center, noise, n, seed)
 end
 
 -- A minimal bundle of kluabench's earlier record format (what results files
--- made before the kernelindex schemas hold), which the reader migrates.
+-- made before the kernelindex schemas hold), which the reader migrates. Each
+-- is a run of its own (its own name, as every run has); o.session = {index,
+-- count} says which session of a sweep it is.
+local made = 0
 local function bundle(o)
   local values = {}
   for i, ms in ipairs(o.samples or {}) do values[i] = math.floor(ms * 1e6 + 0.5) end
+  made = made + 1
+  local execution = o.execution
+  if o.session then
+    execution = execution or {}
+    execution.session = { index = o.session[1], count = o.session[2] }
+  end
   return {
-    run = { spec = {
+    run = { metadata = { name = 'fixture-run-' .. made }, spec = {
+      observedAt = os.date('!%Y-%m-%dT%H:%M:%SZ', 1700000000 + made),
       workloadDigest = o.digest or 'sha256:0a1',
       protocolDigest = o.protocol or 'sha256:p1',
       timing = { latencyNs = { median = o.median_ns or 1000 } },
       samples = o.samples and { metric = 'latency', unit = 'ns', values = values } or nil,
-      execution = o.execution,
+      execution = execution,
     } },
     workload = { spec = { kernel = 'llama4_rope', operation = 'forward',
       parameters = { hidden = o.hidden or 512, seq = 2048 }, dtype = 'bf16' } },
@@ -179,8 +189,8 @@ describe('compare bundles', function()
 
   it('matches points by workload digest and provider, pooling repeated runs', function()
     local base = {
-      bundle { digest = 'sha256:a', samples = samples(1, 0.01, 50, 1) },
-      bundle { digest = 'sha256:a', samples = samples(1, 0.01, 50, 2) },
+      bundle { digest = 'sha256:a', samples = samples(1, 0.01, 50, 1), session = { 1, 2 } },
+      bundle { digest = 'sha256:a', samples = samples(1, 0.01, 50, 2), session = { 2, 2 } },
       bundle { digest = 'sha256:a', provider = 'reference', samples = samples(2, 0.01, 50, 3) },
       bundle { digest = 'sha256:90e', hidden = 4096, samples = { 1 } },
     }

@@ -59,7 +59,7 @@ local function usage_error(name, fmt, ...)
   os.exit(2)
 end
 
--- Errors raised with this marker are printed without a traceback.
+-- An error of the run (not of its options), prefixed with the benchmark's name.
 local function fail(name, fmt, ...)
   error(name .. ': ' .. string.format(fmt, ...), 0)
 end
@@ -106,9 +106,22 @@ local function check_decl(d)
     end
     known[a.name] = a
   end
+  local sweep_names = {}
   for i, s in ipairs(d.sweeps or {}) do
-    if type(s.name) ~= 'string' or not known[s.axis] or type(s.values) ~= 'table' or #s.values == 0 then
+    if type(s) ~= 'table' or type(s.name) ~= 'string' or not known[s.axis] or type(s.values) ~= 'table'
+        or #s.values == 0 then
       bad('sweeps[%d] needs a name, an axis of axes and a list of values', i)
+    end
+    -- a point's id names its sweep when two share a workload: names and values once each
+    if sweep_names[s.name] then bad("sweeps[%d] has the name '%s' of sweeps[%d]", i, s.name, sweep_names[s.name]) end
+    sweep_names[s.name] = i
+    local seen = {}
+    for j, v in ipairs(s.values) do
+      if math.type(v) ~= 'integer' or v <= 0 then
+        bad("sweeps[%d] ('%s') value %d must be a positive integer, got %s", i, s.name, j, tostring(v))
+      end
+      if seen[v] then bad("sweeps[%d] ('%s') lists %d twice", i, s.name, v) end
+      seen[v] = true
     end
   end
   if d.operation ~= nil then
@@ -207,17 +220,32 @@ local function positive_int(s)
   return nil
 end
 
--- The values of a comma list option, each a positive integer <= max.
+-- A value given twice in a list option (--seq 16,16, --provider a,a) is
+-- measured once: a note says so on stderr, once per option.
+local function note_repeats(name, opt, repeats)
+  if #repeats == 0 then return end
+  io.stderr:write(name, ': ', require('kluabench.cli').printable(string.format("option '--%s' lists %s more than once: "
+    .. 'each is measured once', opt, table.concat(repeats, ', ')), 400), '\n')
+end
+
+-- The values of a comma list option, each a positive integer <= max, each
+-- once, in the order given.
 local function int_list(name, opt, s, max)
-  local out = {}
+  local out, seen, repeats = {}, {}, {}
   for item in (s .. ','):gmatch('([^,]*),') do
     local n = positive_int(item)
     if not n then usage_error(name, "option '--%s' needs a positive integer, got '%s'", opt, item) end
     if max and n > max then
       usage_error(name, "option '--%s': %d is larger than the largest allowed, %d", opt, n, max)
     end
-    out[#out + 1] = n
+    if seen[n] then
+      if seen[n] == 1 then repeats[#repeats + 1] = tostring(n) end
+      seen[n] = seen[n] + 1
+    else
+      out[#out + 1], seen[n] = n, 1
+    end
   end
+  note_repeats(name, opt, repeats)
   return out
 end
 
@@ -232,12 +260,18 @@ end
 -- each once; or all.
 local function choice_list(name, opt, value, list)
   if value == 'all' then return list end
-  local out, seen = {}, {}
+  local out, seen, repeats = {}, {}, {}
   for item in (value .. ','):gmatch('([^,]*),') do
     if item == 'all' then usage_error(name, "option '--%s': all cannot be part of a list, got '%s'", opt, value) end
     local v = choice(name, opt, item, list)[1]
-    if not seen[v] then out[#out + 1], seen[v] = v, true end
+    if not seen[v] then
+      out[#out + 1], seen[v] = v, 1
+    else
+      if seen[v] == 1 then repeats[#repeats + 1] = v end
+      seen[v] = seen[v] + 1
+    end
   end
+  note_repeats(name, opt, repeats)
   return out
 end
 
@@ -261,6 +295,10 @@ local function parse(d, args)
   if not raw then usage_error(d.name, '%s', rest) end
   if #rest > 0 then usage_error(d.name, "unexpected argument '%s'", rest[1]) end
   if raw.help then return { help = true } end
+  for _, opt in ipairs { 'out', 'samples', 'history' } do
+    -- an empty path names no file: say so before anything is measured
+    if raw[opt] == '' then usage_error(d.name, "option '--%s' needs a path, got an empty string", opt) end
+  end
   local o = { list_points = raw['list-points'], out = raw.out, samples = raw.samples, history = raw.history, axes = {} }
   for _, a in ipairs(d.axes) do
     local v = raw[option_name(a.name)]
@@ -354,7 +392,9 @@ function M.points(d, o)
           values[a.name] = o.axes[a.name] or { (s.fixed or {})[a.name] or a.default }
         end
         values[s.axis] = o.axes[s.axis] or s.values
+        local first = #out + 1
         product(d, values, s.axis, o.dtype, out)
+        for i = first, #out do out[i].sweep = s.name end
       end
     end
   else
@@ -370,23 +410,14 @@ function M.points(d, o)
   for _, p in ipairs(out) do
     if count[p.id] > 1 then p.id = p.id .. '@' .. p.x end
   end
+  -- two sweeps of one axis that share a workload: slug@sweep (ids are unique:
+  -- shards, merge and compare count points by them)
+  count = {}
+  for _, p in ipairs(out) do count[p.id] = (count[p.id] or 0) + 1 end
+  for _, p in ipairs(out) do
+    if count[p.id] > 1 and p.sweep then p.id = p.id:gsub('@[^@]*$', '') .. '@' .. p.sweep end
+  end
   return out
-end
-
--- The workload's bytes and flops of one mode at a point: the declaration's
--- cost, else the kernel registry's cost model.
-local function cost_of(d, p, mode)
-  if d.cost then return d.cost(p, mode) end
-  local k = require('kluabench.kernels').kernel(d.name)
-  if k and k.cost then return k.cost(p.params, p.dtype, mode) end
-  return nil
-end
-
--- The estimated bytes of a whole point: every provider times every mode.
-local function point_cost(d, p, o)
-  local bytes = 0
-  for _, mode in ipairs(o.modes) do bytes = bytes + (cost_of(d, p, mode) or 0) end
-  return bytes * #o.providers
 end
 
 ---------------------------------------------------------------------------
@@ -413,6 +444,161 @@ local function tensor_set(t)
     for _, v in pairs(t) do if is_tensor(v) then set[v] = true end end
   end
   return set
+end
+
+---------------------------------------------------------------------------
+-- Calling the hooks: what each returns is checked, and a wrong value is an
+-- error naming the hook, where the script defines it, and the provider, mode
+-- and point it was called for
+---------------------------------------------------------------------------
+
+-- " (scale.lua:9)": where a hook function is defined, or ''.
+local function defined_at(fn)
+  local info = type(fn) == 'function' and debug.getinfo(fn, 'S') or nil
+  if not info or info.what == 'C' or (info.linedefined or 0) <= 0 then return '' end
+  return string.format(' (%s:%d)', info.short_src, info.linedefined)
+end
+
+local function finite(v) return type(v) == 'number' and v == v and v > -math.huge and v < math.huge end
+
+-- A value as a message shows it: nil, NaN, the number -1, the string 'x', a table.
+local function shown(v)
+  if v == nil then return 'nil' end
+  if type(v) == 'number' then
+    if v ~= v then return 'NaN' end
+    return 'the number ' .. (finite(v) and string.format('%.17g', v) or (v > 0 and 'inf' or '-inf'))
+  end
+  if type(v) == 'string' then return "the string '" .. require('kluabench.cli').printable(v, 60) .. "'" end
+  if type(v) == 'boolean' then return tostring(v) end
+  if is_tensor(v) then return 'a tensor' end
+  return 'a ' .. type(v)
+end
+
+-- "provider 'good', mode 'forward', point n16-fp32" (the parts given).
+local function call_site(p, provider, mode)
+  local parts = {}
+  if provider then parts[#parts + 1] = "provider '" .. provider .. "'" end
+  if mode then parts[#parts + 1] = "mode '" .. mode .. "'" end
+  if p then parts[#parts + 1] = 'point ' .. tostring(p.id) end
+  return table.concat(parts, ', ')
+end
+
+-- Raises: the hook returned `got` (as field `what`, if given) where `expected` belongs.
+local function bad_return(d, hook, what, got, expected, p, provider, mode)
+  if not expected:find(' expected', 1, true) then expected = expected .. ' expected' end
+  error(string.format('the %s hook%s returned %s%s for %s (%s)', hook, defined_at(d[hook]), what and
+    (what .. ' = ') or '', shown(got), call_site(p, provider, mode), expected), 0)
+end
+
+-- validate(point): nil or false when the point can run, else the message.
+local function call_validate(d, p)
+  if not d.validate then return nil end
+  local why = d.validate(p)
+  if why == nil or why == false then return nil end
+  if type(why) ~= 'string' then bad_return(d, 'validate', nil, why, 'nil, or a message saying why the point cannot run', p) end
+  return why
+end
+
+-- shared(point): nil, a tensor or a table (what the harness frees after the point).
+local function call_shared(d, p)
+  if not d.shared then return nil end
+  local v = d.shared(p)
+  if v ~= nil and type(v) ~= 'table' and not is_tensor(v) then
+    bad_return(d, 'shared', nil, v, 'nil, a tensor or a table of per-point state', p)
+  end
+  return v
+end
+
+-- setup(point, provider): the table of inputs.
+local function call_setup(d, p, provider)
+  local v = d.setup(p, provider)
+  if type(v) ~= 'table' then bad_return(d, 'setup', nil, v, 'a table of inputs', p, provider) end
+  return v
+end
+
+local function callable(v)
+  if type(v) == 'function' then return true end
+  local mt = getmetatable(v)
+  return type(mt) == 'table' and type(mt.__call) == 'function'
+end
+
+-- run(point, provider, mode, inputs): the function to time.
+local function call_run(d, p, provider, mode, inputs)
+  local fn = d.run(p, provider, mode, inputs)
+  if not callable(fn) then bad_return(d, 'run', nil, fn, 'the function to time', p, provider, mode) end
+  return fn
+end
+
+-- The check record's figures that records carry: finite and >= 0.
+local CHECK_FIGURES = { 'maxAbsDiff', 'maxRelDiff', 'relL2', 'matchedRatio' }
+
+-- The check record a check hook returned, checked: true (nothing to record)
+-- or the table; raises for a wrong type or a figure that is not a finite
+-- number >= 0 (the schema holds no NaN; a NaN difference measured nothing),
+-- and says wrong for passed = false.
+local function checked_record(d, v, p, provider)
+  if v == nil or v == true then return true end
+  if type(v) ~= 'table' then
+    bad_return(d, 'check', nil, v, 'nothing or a check record table expected; a wrong result raises kb.suite.wrong_result',
+      p, provider)
+  end
+  for _, f in ipairs(CHECK_FIGURES) do
+    local x = v[f]
+    if x ~= nil and not (finite(x) and x >= 0 and (f ~= 'matchedRatio' or x <= 1)) then
+      bad_return(d, 'check', f, x, f == 'matchedRatio' and 'a number from 0 to 1' or 'a finite number >= 0', p, provider)
+    end
+  end
+  if v.passed ~= nil and type(v.passed) ~= 'boolean' then
+    bad_return(d, 'check', 'passed', v.passed, 'true or false', p, provider)
+  end
+  if v.passed == false then
+    M.wrong_result(string.format('the check hook%s returned passed = false for %s', defined_at(d.check),
+      call_site(p, provider)))
+  end
+  return v
+end
+
+-- cost(point, mode): bytes and flops, each nil or a finite number >= 0.
+local function call_cost(d, p, mode)
+  local bytes, flops = d.cost(p, mode)
+  for _, f in ipairs { { 'bytes', bytes }, { 'flops', flops } } do
+    if f[2] ~= nil and not (finite(f[2]) and f[2] >= 0) then
+      bad_return(d, 'cost', f[1], f[2], 'nil or a finite number >= 0', p, nil, mode)
+    end
+  end
+  return bytes, flops
+end
+
+-- record(point, provider, mode): nil or {timed = text, execution = table, annotations = table}.
+local function call_record(d, p, provider, mode)
+  local v = d.record(p, provider, mode)
+  if v == nil then return {} end
+  if type(v) ~= 'table' then
+    bad_return(d, 'record', nil, v, 'nil or a table {timed, execution, annotations}', p, provider, mode)
+  end
+  if v.timed ~= nil and type(v.timed) ~= 'string' then
+    bad_return(d, 'record', 'timed', v.timed, 'words saying what the function does', p, provider, mode)
+  end
+  for _, f in ipairs { 'execution', 'annotations' } do
+    if v[f] ~= nil and type(v[f]) ~= 'table' then bad_return(d, 'record', f, v[f], 'a table', p, provider, mode) end
+  end
+  return v
+end
+
+-- The workload's bytes and flops of one mode at a point: the declaration's
+-- cost, else the kernel registry's cost model.
+local function cost_of(d, p, mode)
+  if d.cost then return call_cost(d, p, mode) end
+  local k = require('kluabench.kernels').kernel(d.name)
+  if k and k.cost then return k.cost(p.params, p.dtype, mode) end
+  return nil
+end
+
+-- The estimated bytes of a whole point: every provider times every mode.
+local function point_cost(d, p, o)
+  local bytes = 0
+  for _, mode in ipairs(o.modes) do bytes = bytes + (cost_of(d, p, mode) or 0) end
+  return bytes * #o.providers
 end
 
 ---------------------------------------------------------------------------
@@ -450,8 +636,10 @@ local function samples_path(d, o, records)
   return path
 end
 
--- The table of the finished points and, for the whole-file formats, the file.
-local function write_results(d, o, bundles, path, samples)
+-- The table of the finished points and, for the whole-file formats, the file
+-- (claim: what the file held when the sweep started, writer.claim: another
+-- process's file written since is not overwritten).
+local function write_results(d, o, bundles, path, samples, claim)
   local output = require 'kluabench.report'
   local table_text = o.format == 'markdown' and output.results_markdown(bundles) or output.results_table(bundles)
   if o.format == 'table' or o.format == 'markdown' then
@@ -464,15 +652,25 @@ local function write_results(d, o, bundles, path, samples)
   io.stderr:write(table_text)
   if #bundles == 0 or o.format == 'jsonl' then return end
   local out = o.out or '-'
+  local writer = require 'kluabench.record.writer'
+  local note
   if o.format == 'kernelindex' then
-    local ok, err = require('kluabench.record.writer').write_pretty(out, bundles, samples)
-    if not ok then fail(d.name, 'cannot write %s', tostring(err)) end
+    local ok, where, why = writer.write_pretty(out, bundles, samples, { claim = claim })
+    if not ok then fail(d.name, 'cannot write %s', tostring(where)) end
+    out, note = where, why
   else
-    local text, err = output.liger_csv(bundles)
-    if not text then fail(d.name, '%s', err) end
+    local text, left_out = output.liger_csv(bundles)
+    if not text then fail(d.name, '%s', left_out) end
+    if left_out > 0 then
+      io.stderr:write(string.format('%s: %d bundle%s whose status is not passed %s not in the Liger CSV (it has no '
+        .. 'column to say why; --format jsonl keeps every bundle)\n', d.name, left_out, left_out == 1 and '' or 's',
+        left_out == 1 and 'is' or 'are'))
+    end
+    if claim then out, _, note = writer.destination(claim, out) end
     local ok, werr = output.write_atomic(out, text)
     if not ok then fail(d.name, 'cannot write %s', tostring(werr)) end
   end
+  if note then io.stderr:write(d.name, ': ', note, '\n') end
   if out ~= '-' then io.stderr:write(d.name, ': wrote ', out, '\n') end
 end
 
@@ -545,7 +743,10 @@ end
 
 -- What a bundle of (point, provider) says about the workload and the code,
 -- the same for every mode and session: operation, tensors and implementation.
-local function describe(d, ctx, p, provider)
+--
+-- bare: for the bundle of a failure that a hook caused, without calling the
+-- setup and implementation hooks again (what was described before is used).
+local function describe(d, ctx, p, provider, bare)
   local key = p.id .. '\0' .. provider
   local cached = ctx.described[key]
   if cached then return cached end
@@ -553,12 +754,12 @@ local function describe(d, ctx, p, provider)
   local liger = require 'kluabench.record.liger'
   if not d.operation and not (liger.KERNELS[d.name] and liger.binding_of(d.name, p.params, p.dtype)) then
     local t = ctx.tensors[p.id]
-    if not t then
+    if not t and not bare then
       -- the default provider's inputs describe the point, whatever providers run
       local default = d.provider or d.providers[1]
-      local inputs = d.setup(p, default)
+      local inputs = call_setup(d, p, default)
       t = {}
-      for name, v in pairs(type(inputs) == 'table' and inputs or {}) do
+      for name, v in pairs(inputs) do
         if is_tensor(v) then t[name] = { shape = v.shape, dtype = v.dtype } end
       end
       free_tensors(inputs, tensor_set(p.shared))
@@ -571,7 +772,7 @@ local function describe(d, ctx, p, provider)
     operation = out.operation, tensors = out.tensors }
   out.workload, out.operation_document = workload, op
   local od = record.digest(op)
-  local declared = d.implementation and d.implementation(p, provider)
+  local declared = not bare and d.implementation and d.implementation(p, provider) or nil
   if type(declared) == 'table' and declared.kind == 'ImplementationRevision' then
     out.implementation = declared
   elseif type(declared) == 'table' then
@@ -579,23 +780,25 @@ local function describe(d, ctx, p, provider)
     out.implementation = record.user_implementation { provider = provider, kernel = d.name, info = declared,
       operation_digest = od, arch = hw.architecture, dtypes = { p.dtype } }
   elseif declared ~= nil then
-    fail(d.name, "the implementation hook returned a %s for provider '%s' (an info() table, a list of them or an "
-      .. 'ImplementationRevision document expected)', type(declared), provider)
+    bad_return(d, 'implementation', nil, declared, 'nil, an info() table, a list of them or an ImplementationRevision '
+      .. 'document', p, provider)
   end
-  ctx.described[key] = out
+  if not bare then ctx.described[key] = out end
   return out
 end
 
 -- A bundle of (point, provider, mode): what was measured (result), or
 -- nothing (status and reason say why).
+-- o.bare: without calling the record, cost, setup and implementation hooks
+-- (the bundle of a failure one of them caused).
 local function bundle_of(d, ctx, p, provider, mode, run_index, o)
-  local extra = d.record and d.record(p, provider, mode) or {}
+  local extra = (d.record and not o.bare) and call_record(d, p, provider, mode) or {}
   local execution = {}
   for key, v in pairs(extra.execution or {}) do execution[key] = v end
   execution.point = p.id
   local bytes, flops
-  if d.cost then bytes, flops = d.cost(p, mode) end
-  local desc = describe(d, ctx, p, provider)
+  if d.cost and not o.bare then bytes, flops = call_cost(d, p, mode) end
+  local desc = describe(d, ctx, p, provider, o.bare)
   return require('kluabench.record').from_result {
     kernel = d.name, mode = mode, provider = provider, parameters = p.params, dtype = p.dtype,
     result = o.result or { samples = {}, used = {}, protocol = ctx.protocol }, protocol = ctx.protocol,
@@ -606,23 +809,36 @@ local function bundle_of(d, ctx, p, provider, mode, run_index, o)
   }
 end
 
+-- The bundle of a (point, provider, mode) that failed (status, message): the
+-- record and cost hooks still describe it, unless one of them is what fails,
+-- then it is made without them and says so.
+local function failure_bundle(d, ctx, p, provider, mode, run_index, status, message)
+  local ok, b = pcall(bundle_of, d, ctx, p, provider, mode, run_index, { status = status, reasons = { message } })
+  if ok then return b end
+  if core.interrupted() then error(b, 0) end
+  local again = tostring(b)
+  return bundle_of(d, ctx, p, provider, mode, run_index, { status = status, bare = true,
+    reasons = { message, 'its record was made without the record, cost and implementation hooks'
+      .. (again == message and ' (one of them raised that error)' or (', which raised: ' .. again)) } })
+end
+
 -- One measured session of (point, provider, mode): the sealed bundle.
 local function session(d, ctx, p, provider, mode, run_index, checked)
   local keep = tensor_set(p.shared)
-  local inputs = d.setup(p, provider)
+  local inputs = call_setup(d, p, provider)
   local sets = {}
   if ctx.o.protocol == 'graph' then
     -- rotated input sets (set 1 is inputs): the rotation must exceed the L2
     ctx.protocol.params.make_set = function(i)
       if i == 1 then return inputs end
-      sets[#sets + 1] = d.setup(p, provider)
+      sets[#sets + 1] = call_setup(d, p, provider)
       return sets[#sets]
     end
   end
   local t0 = core.clock_ns()
   local limit_ns = ctx.o.timeout and ctx.o.timeout * 1e9
   local ok, result = pcall(function()
-    local fn = d.run(p, provider, mode, inputs)
+    local fn = call_run(d, p, provider, mode, inputs)
     -- the deadline is checked between samples (a call that never returns is not stopped)
     local run_ctx = limit_ns and require('kluabench.measure.device').device() or nil
     if run_ctx then run_ctx.deadline_ns = t0 + limit_ns end
@@ -649,8 +865,11 @@ end
 local function check_provider(d, p, provider, modes, timeout)
   if not d.check then return true end
   local t0 = core.clock_ns()
-  local inputs = d.setup(p, provider)
-  local ok, checked = pcall(d.check, p, provider, inputs, modes)
+  local inputs
+  local ok, checked = pcall(function()
+    inputs = call_setup(d, p, provider)
+    return checked_record(d, d.check(p, provider, inputs, modes), p, provider)
+  end)
   free_tensors(inputs, tensor_set(p.shared))
   if not ok then
     if core.interrupted() then error(checked, 0) end
@@ -660,7 +879,7 @@ local function check_provider(d, p, provider, modes, timeout)
   if timeout and elapsed > timeout then
     return nil, 'timeout', string.format('the check took %.3f s, past --timeout %g s', elapsed, timeout)
   end
-  return checked or true
+  return checked
 end
 
 -- Runs every (session, point, provider, mode); stops between sessions once
@@ -677,10 +896,23 @@ local function sweep(d, ctx, points, emit)
   for run_index = 1, o.runs do
     for _, p in ipairs(points) do
       if interrupted() then return stopped_by end
-      p.shared = d.shared and d.shared(p) or nil
+      -- a shared hook that fails fails the point (every provider and mode of
+      -- it, this session), not the sweep
+      local shared_failure
+      local ok_shared, shared_v = pcall(call_shared, d, p)
+      if ok_shared then
+        p.shared = shared_v
+      else
+        if core.interrupted() then error(shared_v, 0) end
+        p.shared = nil
+        local status, message = failure_of(shared_v)
+        shared_failure = { status = status, message = message }
+        io.stderr:write(string.format('%s: %s: point %s is not timed: %s\n', d.name, status, p.id, message))
+        ctx.failures = ctx.failures + 1
+      end
       for _, provider in ipairs(o.providers) do
         local key = p.id .. '\0' .. provider
-        if checks[key] == nil then
+        if checks[key] == nil and not shared_failure then
           local c, status, message = check_provider(d, p, provider, o.modes, o.timeout)
           -- {record = the check record} or {status, message} of a failed check
           checks[key] = c and { record = c ~= true and c or nil } or { status = status, message = message }
@@ -690,7 +922,7 @@ local function sweep(d, ctx, points, emit)
             ctx.failures = ctx.failures + 1
           end
         end
-        local c = checks[key]
+        local c = shared_failure or checks[key]
         for _, mode in ipairs(o.modes) do
           if interrupted() then break end
           local what = string.format('%s %s %s', mode, provider, p.id)
@@ -698,8 +930,7 @@ local function sweep(d, ctx, points, emit)
           if progress then progress:start(what) end
           local bundle
           if c.status then
-            bundle = bundle_of(d, ctx, p, provider, mode, run_index,
-              { status = c.status, reasons = { c.message } })
+            bundle = failure_bundle(d, ctx, p, provider, mode, run_index, c.status, c.message)
           else
             local ok, b = pcall(session, d, ctx, p, provider, mode, run_index, c.record)
             if not ok then
@@ -707,7 +938,7 @@ local function sweep(d, ctx, points, emit)
               local status, message = failure_of(b)
               io.stderr:write(string.format('%s: %s: %s %s at %s: %s\n', d.name, status, mode, provider, p.id, message))
               ctx.failures = ctx.failures + 1
-              b = bundle_of(d, ctx, p, provider, mode, run_index, { status = status, reasons = { message } })
+              b = failure_bundle(d, ctx, p, provider, mode, run_index, status, message)
             end
             bundle = b
           end
@@ -764,7 +995,7 @@ function M.main(d, args)
   end
   local points = M.points(d, o)
   for _, p in ipairs(points) do
-    local why = d.validate and d.validate(p)
+    local why = call_validate(d, p)
     if why then usage_error(d.name, '%s', why) end
   end
   if o.shard then
@@ -797,6 +1028,12 @@ function M.main(d, args)
     local ok, err = require('kluabench.report.files').check_writable(samples)
     if not ok then fail(d.name, 'cannot write --samples %s', err) end
   end
+  -- the whole-file formats replace --out at the end: what it holds now is
+  -- claimed, so that another process's file written meanwhile is kept
+  local claim
+  if (o.format == 'kernelindex' or o.format == 'liger-csv') and o.out and o.out ~= '-' then
+    claim = require('kluabench.record.writer').claim(o.out, o.format == 'kernelindex' and samples or false)
+  end
   local history_meta = o.history and open_history(d, o)
   local ctx = { o = o, protocol = make_protocol(o), environment = require('kluabench.record.env').capture(),
     described = {}, tensors = {}, failures = 0 }
@@ -827,7 +1064,7 @@ function M.main(d, args)
   local swept, stopped_by = pcall(sweep, d, ctx, points, emit)
   if progress then progress:close() end
   -- the points finished before an error are written in every format too
-  write_results(d, o, bundles, path, samples)
+  write_results(d, o, bundles, path, samples, claim)
   if history_meta and #bundles > 0 then add_to_history(d, o, bundles, history_meta, path or o.out) end
   if not swept then error(stopped_by, 0) end
   if ctx.failures > 0 then

@@ -56,22 +56,114 @@ function M.append(path, bundle, samples)
   return files.append_jsonl(path, bundle)
 end
 
---- Writes bundles as one pretty JSON document (one bundle, or an array) to path atomically ("-":
--- stdout), their evidence entries first, as a fresh samples file beside it.
+---------------------------------------------------------------------------
+-- Whole-file writes that another process may race: a claim taken when the
+-- work starts, checked before the file is replaced
+---------------------------------------------------------------------------
+
+-- What a file holds now: "missing", or "sha256:<hex>" of its bytes; nil for
+-- what is not a regular file (stdout, a device, a FIFO: written in place,
+-- nothing to claim).
+local function state_of(path)
+  if path == nil or path == '-' then return nil end
+  local kb = require 'kluabench.core'
+  local st, _, errno = kb.stat(path, true)
+  if not st then return errno == 2 and 'missing' or nil end
+  if st.type ~= 'file' then return nil end
+  local text, err = files.read_file(path)
+  if not text then return 'unreadable: ' .. tostring(err) end
+  return 'sha256:' .. kb.sha256(text)
+end
+
+--- What a whole-file write will replace holds now: the records file and its samples file (samples,
+-- or the one beside path; false: none). write_pretty (opts.claim) and writer.destination compare it with what
+-- they find when they write, so that a second process writing the same --out is noticed instead of
+-- silently overwritten.
 --
--- @signature writer.write_pretty(path, bundles [, samples]) -> true | nil, message
+-- @signature writer.claim(path [, samples]) -> claim
+-- @example
+--   local c = writer.claim(os.tmpname() .. ".json")
+function M.claim(path, samples)
+  if type(path) ~= 'string' or path == '' then
+    error("bad argument #1 to 'writer.claim' (path expected, got " .. (path == '' and 'an empty string' or type(path))
+      .. ')', 2)
+  end
+  local c = { files = {} }
+  local list = { path }
+  if samples then list[2] = samples elseif samples == nil and path ~= '-' then list[2] = evidence.samples_path(path) end
+  for _, p in ipairs(list) do
+    local st = state_of(p)
+    if st then c.files[#c.files + 1] = { path = p, state = st } end
+  end
+  return c
+end
+
+-- A sibling of path that does not exist: x.json -> x-<UTC time>.json (then -2, -3, ...).
+local function sibling(path)
+  local names = require 'kluabench.record.names'
+  local stem, ext = path:match('^(.*)(%.samples%.jsonl)$')
+  if not stem then stem, ext = path:match('^(.-)(%.[^./]*)$') end
+  if not stem or stem == '' or stem:sub(-1) == '/' then stem, ext = path, '' end
+  local base = stem .. '-' .. names.time_id(require('kluabench.record').now())
+  local kb = require 'kluabench.core'
+  for i = 1, 1000 do
+    local candidate = base .. (i > 1 and ('-' .. i) or '') .. ext
+    if not kb.stat(candidate) then return candidate end
+  end
+  return base .. '-' .. tostring(os.clock()):gsub('%.', '') .. ext
+end
+
+--- Where a whole-file write claimed earlier (writer.claim) goes: path and samples when neither file
+-- changed since the claim; otherwise fresh names beside them (x.json -> x-<UTC time>.json, its
+-- samples file beside it) and a note saying which file another process wrote meanwhile. The check
+-- is not a lock: two writers finishing within the same moment can still race.
+--
+-- @signature writer.destination(claim, path [, samples]) -> path, samples, note | path, samples
+-- @example
+--   local p = os.tmpname() .. ".json"
+--   print(writer.destination(writer.claim(p), p))
+function M.destination(claim, path, samples)
+  if type(claim) ~= 'table' or type(claim.files) ~= 'table' then
+    error("bad argument #1 to 'writer.destination' (a claim from writer.claim expected, got " .. type(claim) .. ')', 2)
+  end
+  local changed
+  for _, f in ipairs(claim.files) do
+    if state_of(f.path) ~= f.state then
+      changed = f.path
+      break
+    end
+  end
+  if not changed then return path, samples end
+  local new_path = sibling(path)
+  local new_samples = samples and sibling(samples) or nil
+  return new_path, new_samples, string.format('%s was written by another process since this one started (it is '
+    .. 'left as it is): this one\'s bundles go to %s instead', changed, new_path)
+end
+
+--- Writes bundles as one pretty JSON document (one bundle, or an array) to path atomically ("-":
+-- stdout), their evidence entries first, as a fresh samples file beside it. opts.claim (writer.claim,
+-- taken when the work started): when another process wrote either file since, this one's go to
+-- fresh names beside them (writer.destination) instead of over the other's.
+--
+-- Returns true, the path written and a note when it is not path; nil, message on failure.
+--
+-- @signature writer.write_pretty(path, bundles [, samples [, opts]]) -> true, path [, note] | nil, message
 -- @example
 --   assert(writer.write_pretty(os.tmpname() .. ".json", {bundle}))
-function M.write_pretty(path, bundles, samples)
+function M.write_pretty(path, bundles, samples, opts)
   for _, b in ipairs(bundles) do
     local ok, err = validate(b)
     if not ok then return nil, err end
   end
+  local note
+  if opts and opts.claim then path, samples, note = M.destination(opts.claim, path, samples) end
   local ok, err = evidence.write_file(bundles, path, samples)
   if not ok then return nil, err end
-  local text, err = json.encode_pretty(#bundles == 1 and bundles[1] or bundles)
-  if not text then return nil, err end
-  return files.write_atomic(path, text)
+  local text, err2 = json.encode_pretty(#bundles == 1 and bundles[1] or bundles)
+  if not text then return nil, err2 end
+  local written, werr = files.write_atomic(path, text)
+  if not written then return nil, werr end
+  return true, path, note
 end
 
 return M

@@ -46,6 +46,8 @@ M.MIN_SAMPLES = 5
 
 local get = reader.get
 
+local function finite(x) return type(x) == 'number' and x == x and x > -math.huge and x < math.huge end
+
 ---------------------------------------------------------------------------
 -- Reading bundles (kluabench.record.reader)
 ---------------------------------------------------------------------------
@@ -69,8 +71,40 @@ function M.bundles_of(v)
   return nil, 'not a record bundle or a list of bundles'
 end
 
+-- Why a bundle's recorded workloadDigest (what points are matched on) cannot be trusted: the
+-- digest recomputed from its workload document differs, or there is no document to recompute it
+-- from; nil when it holds.
+local function workload_digest_problem(b)
+  local recorded = get(b, 'run', 'spec', 'workloadDigest')
+  local doc = b.workload
+  if type(doc) ~= 'table' or type(doc.spec) ~= 'table' then
+    return 'no workload document to check run.spec.workloadDigest against (points are matched on it)'
+  end
+  local ok, computed = pcall(require('kluabench.record').digest, doc)
+  if not ok then return 'cannot hash its workload document: ' .. tostring(computed) end
+  if computed ~= recorded then
+    return string.format('run.spec.workloadDigest %s is not the digest of its workload document (%s): the '
+      .. 'bundle was edited or damaged since it was written (kluabench verify says more)', tostring(recorded), computed)
+  end
+  return nil
+end
+
+-- The bundles reader.parse gave, each workloadDigest recomputed: bundles, or nil and
+-- "LABEL:LINE: point P (provider): why" for the first that does not hold.
+local function checked(bundles, lines, label)
+  for i, b in ipairs(bundles) do
+    local why = workload_digest_problem(b)
+    if why then
+      local point, provider = reader.label_of(b)
+      return nil, string.format('%s:%d: point %s (%s): %s', label, lines[i] or 1, point, provider, why)
+    end
+  end
+  return bundles
+end
+
 --- Bundles from JSON or JSON Lines text, checked for comparing (reader.parse with comparable =
--- true).
+-- true), each run's workloadDigest recomputed from its workload document (points are matched on
+-- it: a bundle whose digest does not hold is refused, naming the line).
 --
 -- Returns a list, or nil, "LABEL:LINE: why".
 --
@@ -78,13 +112,13 @@ end
 -- @example
 --   local bundles = compare.parse(text, "results.jsonl")
 function M.parse(text, label)
-  local bundles, err = reader.parse(text, label or 'input', { comparable = true })
-  if not bundles then return nil, err end
-  return bundles
+  label = label or 'input'
+  local bundles, lines = reader.parse(text, label, { comparable = true })
+  if not bundles then return nil, lines end
+  return checked(bundles, lines, label)
 end
 
---- Bundles from a JSON or JSON Lines file, checked for comparing (reader.read with comparable =
--- true).
+--- Bundles from a JSON or JSON Lines file, checked for comparing as compare.parse does.
 --
 -- nil, message on failure.
 --
@@ -92,9 +126,9 @@ end
 -- @example
 --   local bundles = assert(compare.read("results.jsonl"))
 function M.read(path)
-  local bundles, err = reader.read(path, { comparable = true })
-  if not bundles then return nil, err end
-  return bundles
+  local bundles, lines = reader.read(path, { comparable = true })
+  if not bundles then return nil, lines end
+  return checked(bundles, lines, path)
 end
 
 --- The raw samples of a bundle in ms (reader.samples_of).
@@ -247,6 +281,14 @@ function M.compare_sessions(base, new, opts)
   r.between, r.between_source = sd, source
   r.lo, r.hi = inference.widen(h.ratio, h.lo, h.hi, math.sqrt(extra), pconf)
   r.verdict = M.verdict(r.lo, r.hi, opts.noise or d.noise)
+  if not (finite(r.ratio) and finite(r.lo) and finite(r.hi)) then
+    -- samples so far apart (or so far out) that floating point has no ratio for them
+    r.verdict, r.regression, r.lo, r.hi = 'UNSURE', false, nil, nil
+    if not finite(r.ratio) then r.ratio = nil end
+    r.why = string.format('no interval: the medians (%.3g ms and %.3g ms) are out of the range a ratio can be '
+      .. 'computed in', r.base_median or 0 / 0, r.new_median or 0 / 0)
+    return r
+  end
   if unknown then
     r.verdict = 'UNSURE'
     r.why = 'one session a side and no between-session noise figure for this device: the interval '
@@ -272,6 +314,20 @@ end
 local function execution(b)
   local e = require('kluabench.record.point').of(b).evidence.execution
   return type(e) == 'table' and e or {}
+end
+
+--- A ratio as a change in percent: 1.042 -> "+4.2%"; e-notation from a change of 10^6 % ("+1.00e+302%"),
+-- "+inf%" beyond what a number holds, "" for what is not a number (NaN): never 300 digits or "nan".
+--
+-- @signature compare.percent(ratio) -> text
+-- @example
+--   print(compare.percent(1.042), compare.percent(1e300), compare.percent(0 / 0))
+function M.percent(r)
+  if type(r) ~= 'number' or r ~= r then return '' end
+  local x = (r - 1) * 100
+  if x == math.huge then return '+inf%' end
+  if math.abs(x) >= 1e6 then return string.format('%+.2e%%', x) end
+  return string.format('%+.1f%%', x)
 end
 
 -- One line on why a point is UNSURE (or what to mind about it).
@@ -300,9 +356,9 @@ local function hint(p, base_bs, new_bs, noise)
   if p.why then
     parts[#parts + 1] = p.why
   elseif p.verdict == 'UNSURE' then
-    parts[#parts + 1] = string.format('interval %+.1f%%..%+.1f%% is wider than the +-%g%% noise band: '
-      .. 'take more samples or sessions (n = %d / %d, sessions %d / %d)', (p.lo - 1) * 100,
-      (p.hi - 1) * 100, noise * 100, p.base_n, p.new_n, p.base_sessions, p.new_sessions)
+    parts[#parts + 1] = string.format('interval %s..%s is wider than the +-%g%% noise band: '
+      .. 'take more samples or sessions (n = %d / %d, sessions %d / %d)', M.percent(p.lo), M.percent(p.hi),
+      noise * 100, p.base_n, p.new_n, p.base_sessions, p.new_sessions)
   end
   clocks_note(base_bs, 'BASE')
   clocks_note(new_bs, 'NEW')
@@ -333,6 +389,155 @@ local function group(bundles)
   return by, order
 end
 
+---------------------------------------------------------------------------
+-- The sessions of one side of a point: each run once, passed runs only,
+-- session fields that agree
+---------------------------------------------------------------------------
+
+-- The names a run goes by: two bundles that share one are the same run.
+local function run_ids(b)
+  local ids = {}
+  local function add(kind, v) if type(v) == 'string' and v ~= '' then ids[#ids + 1] = kind .. ' ' .. v end end
+  add('run', get(b, 'run', 'metadata', 'name'))
+  add('externalId', get(b, 'run', 'spec', 'sourceNative', 'externalId'))
+  add('evidence', get(b, 'run', 'spec', 'evidence', 'rawSamples', 'digest'))
+  return ids
+end
+
+-- What a run says it measured: its spec without where its evidence lies (a
+-- copy of the file elsewhere names the same entry by another uri), canonical.
+local function fingerprint(b)
+  local spec = get(b, 'run', 'spec')
+  if type(spec) ~= 'table' then return '' end
+  local copy = {}
+  for k, v in pairs(spec) do copy[k] = v end
+  if type(spec.evidence) == 'table' then
+    copy.evidence = {}
+    for k, v in pairs(spec.evidence) do copy.evidence[k] = v end
+    if type(spec.evidence.rawSamples) == 'table' then copy.evidence.rawSamples = spec.evidence.rawSamples.digest end
+  end
+  local ok, kb = pcall(require, 'kluabench.core')
+  local enc_ok, text = false, nil
+  if ok and type(kb) == 'table' and kb.jcs then enc_ok, text = pcall(kb.jcs.encode, copy) end
+  if not enc_ok then text = output.encode_line(copy) or '' end
+  local n = #(require('kluabench.record.point').of(b).samples_ms or {})
+  return text .. '|' .. n
+end
+
+-- A session's {index, count} as the run's measurements and its evidence entry
+-- give them (either may be absent), and what is wrong with them, or nil.
+local function session_problem(b)
+  local p = require('kluabench.record.point').of(b)
+  local s, e = p.session, p.evidence.session
+  local i, n = s.index, s.count
+  if math.type(i) ~= 'integer' or math.type(n) ~= 'integer' or i < 1 or n < 1 then
+    return string.format('session %s of %s is not a session (whole numbers from 1 expected)', tostring(i), tostring(n))
+  end
+  if i > n then return string.format('session %d of %d: the index is past the count', i, n) end
+  if type(e) == 'table' and (e.index ~= nil or e.count ~= nil) and (e.index ~= i or e.count ~= n) then
+    return string.format('the run says session %d of %d, its evidence session %s of %s', i, n, tostring(e.index),
+      tostring(e.count))
+  end
+  return nil
+end
+
+local function status_of(b)
+  local st = require('kluabench.record.point').of(b).status
+  return type(st) == 'string' and st or 'no status'
+end
+
+-- The first reason a failed run's evidence gives, shortened, or nil.
+local function reason_of(b)
+  local r = require('kluabench.record.point').of(b).evidence.reasons
+  if type(r) == 'table' and type(r[1]) == 'string' then
+    local text = r[1]:gsub('%s+', ' ')
+    return #text > 120 and (text:sub(1, 117) .. '...') or text
+  end
+  return nil
+end
+
+--- Sorts the bundles of one side of a point into what can be compared as sessions: each run once
+-- (bundles of the same run, by run name, externalId or evidence digest, with the same data are
+-- duplicates: counted once), runs whose status is passed (a failed run is never a time), and what
+-- contradicts itself (the same run with different data; a session index past its count, repeated,
+-- or counts that differ within the side).
+--
+-- Returns {bundles = the passed runs, each once, duplicates = n dropped, failed = {{status,
+-- reason}}, problems = {text}, clashes = n (runs found twice with different data)}; problems not
+-- empty means the side cannot be compared.
+--
+-- @signature compare.sessions_of_side(bundles) -> {bundles, duplicates, failed, problems}
+-- @example
+--   local s = compare.sessions_of_side({bundle, bundle})
+--   print(#s.bundles, s.duplicates)
+function M.sessions_of_side(bundles)
+  local out = { bundles = {}, duplicates = 0, failed = {}, problems = {}, clashes = 0 }
+  local seen = {}
+  local kept = {}
+  for _, b in ipairs(bundles) do
+    local ids, fp = run_ids(b), fingerprint(b)
+    local dup, clash = false, nil
+    for _, id in ipairs(ids) do
+      local s = seen[id]
+      if s then
+        if s == fp then dup = true else clash = clash or id end
+      end
+    end
+    if clash then
+      out.clashes = out.clashes + 1
+      out.problems[#out.problems + 1] = string.format('%s appears twice with different data', clash)
+    elseif dup then
+      out.duplicates = out.duplicates + 1
+    else
+      for _, id in ipairs(ids) do seen[id] = fp end
+      kept[#kept + 1] = b
+    end
+  end
+  local counts, by_index = {}, {}
+  for _, b in ipairs(kept) do
+    local why = session_problem(b)
+    if why then
+      out.problems[#out.problems + 1] = why
+    else
+      local s = require('kluabench.record.point').of(b).session
+      counts[s.count] = (counts[s.count] or 0) + 1
+      by_index[s.index] = (by_index[s.index] or 0) + 1
+      if by_index[s.index] == 2 then
+        out.problems[#out.problems + 1] = string.format('session %d of %d appears in two different runs (two '
+          .. 'sweeps in one file, or one point measured twice): a side\'s sessions must be those of one sweep '
+          .. '(--runs N)', s.index, s.count)
+      end
+    end
+    if status_of(b) == 'passed' then
+      out.bundles[#out.bundles + 1] = b
+    else
+      out.failed[#out.failed + 1] = { status = status_of(b), reason = reason_of(b) }
+    end
+  end
+  local list = {}
+  for n in pairs(counts) do list[#list + 1] = n end
+  if #list > 1 then
+    table.sort(list)
+    out.problems[#out.problems + 1] = 'its runs count their sessions differently (of ' .. table.concat(list, ', of ') .. ')'
+  end
+  return out
+end
+
+-- One phrase for a side's failed runs: "2 runs runtime_error (boom), 1 timeout".
+local function failed_text(failed)
+  local by, order = {}, {}
+  for _, f in ipairs(failed) do
+    if not by[f.status] then by[f.status] = { n = 0, reason = f.reason }; order[#order + 1] = f.status end
+    by[f.status].n = by[f.status].n + 1
+  end
+  local parts = {}
+  for _, st in ipairs(order) do
+    parts[#parts + 1] = string.format('%d run%s %s%s', by[st].n, by[st].n == 1 and '' or 's', st,
+      by[st].reason and (' (' .. by[st].reason .. ')') or '')
+  end
+  return table.concat(parts, ', ')
+end
+
 -- The sessions (sample lists) of a point's bundles, or nil, why.
 local function sessions_of(bs)
   local out = {}
@@ -360,12 +565,19 @@ end
 -- opts: threshold (0.05: a SLOWER point beyond it is a regression), noise (0.01), confidence,
 -- resamples, seed, familywise (true: each interval at 1 - (1 - confidence) / m for m points)
 -- (compare.DEFAULTS), between (the between-session sd of log median: a number or a function(ms) ->
--- sd, source; default the records' sessionNoise, else device_between). result: {points, only_base,
--- only_new, regressions, counts, opts}.
+-- sd, source; default the records' sessionNoise, else device_between).
+--
+-- Each side of a point is first sorted by compare.sessions_of_side: a run found twice with the
+-- same data counts once (a file concatenated with itself changes nothing), a run whose status is
+-- not passed is left out and said so, and a side that contradicts itself (the same run with
+-- different data, a session index past its count or repeated, counts that differ) or has no passed
+-- run gives UNSURE with `refused` set and no interval.
 --
 -- Returns {points = {{label, provider, verdict, ratio, lo, hi, p, base_median, new_median, base_n,
--- new_n, base_sessions, new_sessions, between, regression, hint, base_runs, new_runs}}, only_base =
--- {labels}, only_new = {labels}, regressions = n, counts = {VERDICT = n}, opts}.
+-- new_n, base_sessions, new_sessions, between, regression, hint, base_runs, new_runs,
+-- base_duplicates, new_duplicates, base_failed, new_failed, refused}}, only_base = {labels},
+-- only_new = {labels}, regressions = n, counts = {VERDICT = n}, duplicates = n (bundles counted
+-- once), with_failed = n (points with a failed run), refused = n (points not compared), opts}.
 --
 -- @signature compare.compare(base, new [, opts]) -> result
 -- @example
@@ -377,49 +589,84 @@ function M.compare(base, new, opts)
   for k, v in pairs(M.DEFAULTS) do o[k] = opts[k] == nil and v or opts[k] end
   local bb, border = group(base)
   local nb = group(new)
-  local out = { points = {}, only_base = {}, only_new = {}, regressions = 0, counts = {},
+  local common = 0
+  for _, key in ipairs(border) do if nb[key] then common = common + 1 end end
+  local out = { points = {}, only_base = {}, only_new = {}, regressions = 0, counts = {}, duplicates = 0,
+    with_failed = 0, refused = 0,
     opts = { threshold = o.threshold, noise = o.noise, confidence = o.confidence,
       resamples = o.resamples, seed = o.seed, familywise = o.familywise, points_compared = common,
       between = type(opts.between) == 'number' and opts.between or nil } }
-  local common = 0
-  for _, key in ipairs(border) do if nb[key] then common = common + 1 end end
   for _, key in ipairs(border) do
     if interrupted() then error('interrupted!', 0) end -- caught on the way (reading): stop here
     local b, n = bb[key], nb[key]
     if not n then
       out.only_base[#out.only_base + 1] = b.label .. ' (' .. b.provider .. ')'
     else
-      local point = { label = b.label, provider = b.provider, base_runs = #b.bundles,
-        new_runs = #n.bundles }
-      local sb, why_b = sessions_of(b.bundles)
-      local sn, why_n = sessions_of(n.bundles)
-      if sb and sn then
-        local po = {}
-        for k, v in pairs(o) do po[k] = v end
-        po.between, po.points = opts.between, o.familywise == false and 1 or common
-        if po.between == nil then
-          local rb, rn = recorded_between(b.bundles), recorded_between(n.bundles)
-          local sd = (rb and rn) and math.max(rb, rn) or rb or rn
-          if sd then po.between = function() return sd, 'the records' end end
+      local sideb, siden = M.sessions_of_side(b.bundles), M.sessions_of_side(n.bundles)
+      local point = { label = b.label, provider = b.provider, base_runs = #sideb.bundles,
+        new_runs = #siden.bundles, base_duplicates = sideb.duplicates, new_duplicates = siden.duplicates,
+        base_failed = #sideb.failed, new_failed = #siden.failed }
+      out.duplicates = out.duplicates + sideb.duplicates + siden.duplicates
+      -- what the reader must know whatever the verdict: runs counted once, runs left out
+      local notes = {}
+      for _, side in ipairs { { 'BASE', sideb }, { 'NEW', siden } } do
+        if side[2].duplicates > 0 then
+          notes[#notes + 1] = string.format('%s: %d duplicate bundle%s of the same run counted once', side[1],
+            side[2].duplicates, side[2].duplicates == 1 and '' or 's')
         end
-        if po.between == nil then po.between = opts.device_between end
-        local ok, c = pcall(M.compare_sessions, sb, sn, po)
-        if not ok and interrupted() then error(c, 0) end -- Ctrl-C stops the command, not one point
-        if ok then
-          for k, v in pairs(c) do point[k] = v end
-          point.hint = hint(point, b.bundles, n.bundles, o.noise)
-        else
-          point.verdict, point.regression = 'UNSURE', false
-          point.hint = 'cannot compare: ' .. tostring(c):gsub('^.-: ', '')
+        if #side[2].failed > 0 then
+          notes[#notes + 1] = string.format('%s: %s left out (a failed run is never compared as a time)', side[1],
+            failed_text(side[2].failed))
         end
+      end
+      if #sideb.failed > 0 or #siden.failed > 0 then out.with_failed = out.with_failed + 1 end
+      local refused = {}
+      for _, side in ipairs { { 'BASE', sideb }, { 'NEW', siden } } do
+        for _, why in ipairs(side[2].problems) do refused[#refused + 1] = side[1] .. ': ' .. why end
+        if #side[2].problems == 0 and #side[2].bundles == 0 then
+          refused[#refused + 1] = side[1] .. ': no passed run'
+        end
+      end
+      if #refused > 0 then
+        -- a side that contradicts itself, or has no time, gives no verdict
+        point.verdict, point.regression, point.refused = 'UNSURE', false, true
+        out.refused = out.refused + 1
+        table.insert(notes, 1, 'not compared: ' .. table.concat(refused, '; '))
       else
-        point.verdict = 'UNSURE'
-        local mb, mn = M.median_of(b.bundles[1]), M.median_of(n.bundles[1])
-        if mb and mn then
-          point.ratio, point.base_median, point.new_median = mn / mb, mb, mn
+        local sb, why_b = sessions_of(sideb.bundles)
+        local sn, why_n = sessions_of(siden.bundles)
+        if sb and sn then
+          local po = {}
+          for k, v in pairs(o) do po[k] = v end
+          po.between, po.points = opts.between, o.familywise == false and 1 or common
+          if po.between == nil then
+            local rb, rn = recorded_between(sideb.bundles), recorded_between(siden.bundles)
+            local sd = (rb and rn) and math.max(rb, rn) or rb or rn
+            if sd then po.between = function() return sd, 'the records' end end
+          end
+          if po.between == nil then po.between = opts.device_between end
+          local ok, c = pcall(M.compare_sessions, sb, sn, po)
+          if not ok and interrupted() then error(c, 0) end -- Ctrl-C stops the command, not one point
+          if ok then
+            for k, v in pairs(c) do point[k] = v end
+            point.hint = hint(point, sideb.bundles, siden.bundles, o.noise)
+          else
+            point.verdict, point.regression = 'UNSURE', false
+            point.hint = 'cannot compare: ' .. tostring(c):gsub('^.-: ', '')
+          end
+        else
+          point.verdict = 'UNSURE'
+          local mb, mn = M.median_of(sideb.bundles[1]), M.median_of(siden.bundles[1])
+          if mb and mn then
+            point.ratio, point.base_median, point.new_median = mn / mb, mb, mn
+          end
+          point.hint = (sb and 'NEW: ' .. why_n or 'BASE: ' .. why_b)
+            .. ' (re-run with raw samples kept to get a verdict)'
         end
-        point.hint = (sb and 'NEW: ' .. why_n or 'BASE: ' .. why_b)
-          .. ' (re-run with raw samples kept to get a verdict)'
+      end
+      if #notes > 0 then
+        notes[#notes + 1] = point.hint
+        point.hint = table.concat(notes, '; ')
       end
       if point.regression then out.regressions = out.regressions + 1 end
       out.counts[point.verdict] = (out.counts[point.verdict] or 0) + 1
@@ -434,7 +681,8 @@ function M.compare(base, new, opts)
 end
 
 --- The run-to-run spread of each point found in several sessions: {label, provider, ms, sd (of log
--- session medians), df}.
+-- session medians), df}. Each run counts once, failed runs not at all, and a point where one run
+-- appears with different data is left out.
 --
 -- For ceilings.noise_figure; scripts/run_noise.lua --from uses it.
 --
@@ -446,7 +694,10 @@ function M.session_spread(bundles)
   local out = {}
   for _, key in ipairs(order) do
     local g = by[key]
-    local sessions = sessions_of(g.bundles)
+    -- each run once and passed runs only; sessions of several sweeps (run_noise --from s1 --from
+    -- s2) are what this pools, so repeated session indices are no contradiction here
+    local side = M.sessions_of_side(g.bundles)
+    local sessions = side.clashes == 0 and sessions_of(side.bundles) or nil
     if sessions and #sessions >= 2 then
       local logs, sum = {}, 0
       local stats = require 'kluabench.stats'
@@ -467,8 +718,9 @@ end
 -- Reports
 ---------------------------------------------------------------------------
 
-local function us(ms) return ms and string.format('%.2f', ms * 1000) or '' end
-local function pct(r) return r and string.format('%+.1f%%', (r - 1) * 100) or '' end
+local function us(ms) return finite(ms) and output.cell_number(ms * 1000, 2) or '' end
+
+local pct = M.percent
 
 local COLUMNS = {
   { key = 'label', title = 'point' },
@@ -478,7 +730,7 @@ local COLUMNS = {
   { key = 'new_median', title = 'new us', align = 'right', format = us },
   { key = 'ratio', title = 'change', align = 'right', format = pct },
   { key = 'interval', title = 'interval', align = 'right' },
-  { key = 'p', title = 'p (MWU)', align = 'right', format = '%.3g' },
+  { key = 'p', title = 'p (MWU)', align = 'right', format = function(v) return finite(v) and string.format('%.3g', v) or '' end },
   { key = 'verdict', title = 'verdict' },
   { key = 'note', title = 'note' },
 }
@@ -516,7 +768,7 @@ function M.format(result, fmt)
       runs = string.format('%d/%d', p.base_sessions or p.base_runs, p.new_sessions or p.new_runs),
       base_median = p.base_median, new_median = p.new_median,
       ratio = p.ratio, p = p.p, verdict = p.verdict, note = note,
-      interval = p.lo and string.format('%s..%s', pct(p.lo), pct(p.hi)) or '',
+      interval = (finite(p.lo) and finite(p.hi)) and string.format('%s..%s', pct(p.lo), pct(p.hi)) or '',
     }
   end
   local text = fmt == 'markdown' and output.format_markdown(COLUMNS, rows)
@@ -542,6 +794,20 @@ function M.format(result, fmt)
       sources[p.between_source] = (sources[p.between_source] or 0) + 1
     end
   end
+  local kept = {}
+  if (result.duplicates or 0) > 0 then
+    kept[#kept + 1] = string.format('%d duplicate bundle%s (the same run again) counted once', result.duplicates,
+      result.duplicates == 1 and '' or 's')
+  end
+  if (result.with_failed or 0) > 0 then
+    kept[#kept + 1] = string.format('%d point%s with failed runs (left out, never compared as times)',
+      result.with_failed, result.with_failed == 1 and '' or 's')
+  end
+  if (result.refused or 0) > 0 then
+    kept[#kept + 1] = string.format('%d point%s not compared (see the note)', result.refused,
+      result.refused == 1 and '' or 's')
+  end
+  if #kept > 0 then add(table.concat(kept, '; ') .. '.') end
   if #order > 0 then
     local parts2 = {}
     for i, src in ipairs(order) do parts2[i] = string.format('%s (%d point(s))', src, sources[src]) end

@@ -88,7 +88,26 @@ function M.format_markdown(columns, rows)
   return table.concat(out, '\n') .. '\n'
 end
 
-local function us(ns) return ns and string.format('%.2f', ns / 1000) or nil end
+--- A number for a table cell with `decimals` places (default 2): e-notation from 1e9 up (a value
+-- that far out is a broken input; 300 digits of it would break the table), three significant
+-- digits where the places would show 0 (0.001, not 0.00), "n/a" for NaN and infinities, nil for
+-- what is not a number.
+--
+-- @signature output.cell_number(x [, decimals]) -> text | nil
+-- @example
+--   print(output.cell_number(1.5), output.cell_number(1e300), output.cell_number(0.001))
+function M.cell_number(x, decimals)
+  if type(x) ~= 'number' then return nil end
+  if x ~= x or x == math.huge or x == -math.huge then return 'n/a' end
+  decimals = decimals or 2
+  local a = math.abs(x)
+  if a >= 1e9 then return string.format('%.3e', x) end
+  if a > 0 and a < 0.5 * 10 ^ -decimals then return string.format('%.3g', x) end
+  return string.format('%.' .. decimals .. 'f', x)
+end
+
+local function us(ns) return type(ns) == 'number' and M.cell_number(ns / 1000, 2) or nil end
+local function number(places) return function(v) return M.cell_number(v, places) end end
 
 --- Columns of the results table that M.results_rows fills. A column marked
 -- `optional` is left out of the table when no row has a value for it.
@@ -100,13 +119,13 @@ M.RESULT_COLUMNS = {
   { key = 'median_ns', title = 'median us', align = 'right', format = us },
   { key = 'p20_ns', title = 'p20 us', align = 'right', format = us },
   { key = 'p80_ns', title = 'p80 us', align = 'right', format = us },
-  { key = 'gbps', title = 'GB/s', align = 'right', format = '%.1f' },
+  { key = 'gbps', title = 'GB/s', align = 'right', format = number(1) },
   { key = 'pct_copy', title = '% of copy', align = 'right', optional = true,
-    format = function(v) return v and string.format('%.1f', v) or 'n/a' end },
+    format = function(v) return M.cell_number(v, 1) or 'n/a' end },
   { key = 'flag', title = 'check', optional = true },
   { key = 'n', title = 'samples', align = 'right' },
   { key = 'ci_pct', title = 'ci95 ±%', align = 'right', optional = true,
-    format = function(v) return v and string.format('%.2f', v) or 'n/a' end },
+    format = function(v) return M.cell_number(v, 2) or 'n/a' end },
   { key = 'device', title = 'device' },
   { key = 'protocol', title = 'protocol', optional = true },
   { key = 'timer', title = 'backend/timer', optional = true },
@@ -229,20 +248,30 @@ function M.results_markdown(bundles)
   return M.format_markdown(result_columns(rows), rows)
 end
 
---- Liger-Kernel's benchmark CSV of a list of bundles, header included.
+--- Liger-Kernel's benchmark CSV of a list of bundles, header included, and how many bundles it
+-- leaves out: runs whose status is not passed (a failed or unchecked run has no time, and Liger's
+-- CSV has no column to say why; the records keep them).
 --
--- @signature output.liger_csv(bundles) -> text | nil, message
+-- @signature output.liger_csv(bundles) -> text, left_out | nil, message
 -- @example
---   io.write(assert(output.liger_csv(bundles)))
+--   local text, left_out = assert(output.liger_csv(bundles))
+--   io.write(text)
 function M.liger_csv(bundles)
   local liger = require 'kluabench.record.liger'
-  local rows = {}
-  for i, b in ipairs(bundles) do
-    local row, err = liger.bundle_to_row(b)
-    if not row then return nil, err end
-    rows[i] = row
+  local point = require 'kluabench.record.point'
+  local rows, left_out = {}, 0
+  for _, b in ipairs(bundles) do
+    if point.of(b).status ~= 'passed' then
+      left_out = left_out + 1
+    else
+      local row, err = liger.bundle_to_row(b)
+      if not row then return nil, err end
+      rows[#rows + 1] = row
+    end
   end
-  return liger.to_csv(rows)
+  local text, err = liger.to_csv(rows)
+  if not text then return nil, err end
+  return text, left_out
 end
 
 return M
