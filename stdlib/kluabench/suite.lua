@@ -456,7 +456,9 @@ end
 local function defined_at(fn)
   local info = type(fn) == 'function' and debug.getinfo(fn, 'S') or nil
   if not info or info.what == 'C' or (info.linedefined or 0) <= 0 then return '' end
-  return string.format(' (%s:%d)', info.short_src, info.linedefined)
+  -- the script's path as it was given (short_src cuts a long one to 60 bytes)
+  local src = info.source:sub(1, 1) == '@' and info.source:sub(2) or info.short_src
+  return string.format(' (%s:%d)', require('kluabench.cli').printable(src, 300), info.linedefined)
 end
 
 local function finite(v) return type(v) == 'number' and v == v and v > -math.huge and v < math.huge end
@@ -558,12 +560,13 @@ local function checked_record(d, v, p, provider)
   return v
 end
 
--- cost(point, mode): bytes and flops, each nil or a finite number >= 0.
-local function call_cost(d, p, mode)
+-- cost(point, mode): bytes and flops, each nil or a finite number >= 0
+-- (provider: the one whose record needs them, for the message).
+local function call_cost(d, p, mode, provider)
   local bytes, flops = d.cost(p, mode)
   for _, f in ipairs { { 'bytes', bytes }, { 'flops', flops } } do
     if f[2] ~= nil and not (finite(f[2]) and f[2] >= 0) then
-      bad_return(d, 'cost', f[1], f[2], 'nil or a finite number >= 0', p, nil, mode)
+      bad_return(d, 'cost', f[1], f[2], 'nil or a finite number >= 0', p, provider, mode)
     end
   end
   return bytes, flops
@@ -797,7 +800,7 @@ local function bundle_of(d, ctx, p, provider, mode, run_index, o)
   for key, v in pairs(extra.execution or {}) do execution[key] = v end
   execution.point = p.id
   local bytes, flops
-  if d.cost and not o.bare then bytes, flops = call_cost(d, p, mode) end
+  if d.cost and not o.bare then bytes, flops = call_cost(d, p, mode, provider) end
   local desc = describe(d, ctx, p, provider, o.bare)
   return require('kluabench.record').from_result {
     kernel = d.name, mode = mode, provider = provider, parameters = p.params, dtype = p.dtype,
