@@ -36,6 +36,9 @@
 --                          (kluabench.record.operation); default: kernelindex's
 --                          own for Liger's kernels, else the tensors setup makes
 --
+-- What each hook returns is checked where it is called; a wrong value is an
+-- error naming the hook, its script line, the provider, mode and point.
+--
 -- A check that finds a wrong result raises suite.wrong_result(message): the
 -- provider is not timed, its bundles say incorrect_numerical (any other
 -- error in a hook says runtime_error, and a session or check past --timeout
@@ -193,7 +196,7 @@ Output:
                       markdown: the same with the table in markdown (for pull requests);
                       jsonl: bundles as JSON Lines to --out or stdout;
                       kernelindex: pretty JSON (one bundle, or an array) to --out or stdout;
-                      liger-csv: Liger's CSV to --out or stdout.
+                      liger-csv: Liger's CSV (the runs that passed) to --out or stdout.
                       With the last three the table goes to stderr.
   --out PATH          where the bundles go (see --format)
   --samples PATH      where the raw samples go (the evidence file the records name);

@@ -468,8 +468,9 @@ end
 --
 -- @signature compare.sessions_of_side(bundles) -> {bundles, duplicates, failed, problems}
 -- @example
---   local s = compare.sessions_of_side({bundle, bundle})
---   print(#s.bundles, s.duplicates)
+--   local b = {run = {metadata = {name = "r1"}, spec = {status = "passed"}}}
+--   local s = compare.sessions_of_side({b, b})
+--   print(#s.bundles, s.duplicates) --> 1  1
 function M.sessions_of_side(bundles)
   local out = { bundles = {}, duplicates = 0, failed = {}, problems = {}, clashes = 0 }
   local seen = {}

@@ -23,8 +23,18 @@ test's p-value on the pooled samples is shown beside it. Verdicts:
   UNSURE  the interval holds 1 and reaches past the band, or fewer than 5
           samples on a side, or no between-session figure; a hint says why
           (too few samples, unstable clocks, a run that did not converge)
-Files are refused, naming the file, line and point, when a bundle has no
-workload digest or a sample that is not a finite positive number.
+Each run counts once: a bundle found again (the same run name, externalId
+or evidence digest, with the same data) is a duplicate, dropped and counted
+in a note, so a file concatenated with itself changes nothing. A run whose
+status is not passed (a wrong result, an error, a timeout) is never compared
+as a time: it is left out and the note says so. A side that contradicts
+itself gives UNSURE and no interval ("not compared: ..."): one run with
+different data, a session index past its count, one index in two runs, or
+runs that count their sessions differently; likewise a side with no passed
+run. Files are refused, naming the file, line and point, when a bundle has no
+workload digest, a workload digest that is not that of its workload document
+(recomputed, since points are matched on it), or a sample that is not a
+finite positive number.
 
   --threshold T   a SLOWER point whose change exceeds T is a regression
                   (default 0.05 = 5 %); exit status 1 when there is one
