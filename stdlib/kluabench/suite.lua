@@ -62,7 +62,7 @@ local function usage_error(name, fmt, ...)
   os.exit(2)
 end
 
--- An error of the run (not of its options), prefixed with the benchmark's name.
+-- Errors raised with this marker are printed without a traceback.
 local function fail(name, fmt, ...)
   error(name .. ': ' .. string.format(fmt, ...), 0)
 end
@@ -672,7 +672,10 @@ local function write_results(d, o, bundles, path, samples, claim)
         .. 'column to say why; --format jsonl keeps every bundle)\n', d.name, left_out, left_out == 1 and '' or 's',
         left_out == 1 and 'is' or 'are'))
     end
-    if claim then out, _, note = writer.destination(claim, out) end
+    if claim then
+      local dest, _, why = writer.destination(claim, out)
+      out, note = dest, why
+    end
     local ok, werr = output.write_atomic(out, text)
     if not ok then fail(d.name, 'cannot write %s', tostring(werr)) end
   end
