@@ -170,6 +170,28 @@ describe('compare counts each run once (issue 24, class 4)', function()
     assert.matches('the run says session 1 of 2, its evidence session 2 of 2', p.hint, 1, true)
   end)
 
+  it('across_sweeps (a history database: every batch of a commit) pools sessions of several sweeps', function()
+    local base = { run { samples = noisy(1, 0.01, 30, 1) }, run { samples = noisy(1, 0.01, 30, 2) } }
+    local new = { run { samples = noisy(1.2, 0.01, 30, 3) }, run { samples = noisy(1.2, 0.01, 30, 4) } }
+    local strict = compare.compare(base, new).points[1]
+    assert.is_true(strict.refused)
+    local pooled = compare.compare(base, new, { across_sweeps = true }).points[1]
+    assert.is_nil(pooled.refused)
+    assert.equal(2, pooled.base_sessions)
+    assert.equal('SLOWER', pooled.verdict)
+    -- history.compare: two batches of one commit are two sessions, the same run added twice one
+    local history = require 'kluabench.history'
+    local h = assert(history.open(':memory:', { create = true }))
+    local A, B = string.rep('a', 40), string.rep('b', 40)
+    assert(history.add_bundles(h, { base[1] }, { commit = A, batch = 'one' }))
+    assert(history.add_bundles(h, { base[2], base[1] }, { commit = A, batch = 'two' }))
+    assert(history.add_bundles(h, new, { commit = B, batch = 'three' }))
+    local p = history.compare(h, A, B).points[1]
+    h:close()
+    assert.equal(2, p.base_sessions)
+    assert.equal('SLOWER', p.verdict)
+  end)
+
   it('session_spread (run_noise --from) counts a run given twice once', function()
     local bs = {}
     for i, ms in ipairs { 2.00, 2.04, 1.96 } do bs[i] = run { samples = { ms, ms, ms, ms, ms } } end

@@ -409,7 +409,10 @@ end
 function M.compare(h, base_sha, new_sha, opts)
   local compare = require 'kluabench.report.compare'
   local base, new = store.bundles(h, base_sha), store.bundles(h, new_sha)
-  return compare.compare(base, new, opts)
+  -- a commit's runs may come from several batches: their sessions are pooled
+  local o = { across_sweeps = true }
+  for k, v in pairs(opts or {}) do o[k] = v end
+  return compare.compare(base, new, o)
 end
 
 --- The bundles of one commit, rebuilt from the database (for `kluabench report --db`).

@@ -462,16 +462,21 @@ end
 -- contradicts itself (the same run with different data; a session index past its count, repeated,
 -- or counts that differ within the side).
 --
+-- opts.across_sweeps: the bundles may come from several sweeps (a history database holds every
+-- batch of a commit; run_noise --from pools files), so one session index in several runs and
+-- counts that differ are no contradiction.
+--
 -- Returns {bundles = the passed runs, each once, duplicates = n dropped, failed = {{status,
 -- reason}}, problems = {text}, clashes = n (runs found twice with different data)}; problems not
 -- empty means the side cannot be compared.
 --
--- @signature compare.sessions_of_side(bundles) -> {bundles, duplicates, failed, problems}
+-- @signature compare.sessions_of_side(bundles [, opts]) -> {bundles, duplicates, failed, problems}
 -- @example
 --   local b = {run = {metadata = {name = "r1"}, spec = {status = "passed"}}}
 --   local s = compare.sessions_of_side({b, b})
 --   print(#s.bundles, s.duplicates) --> 1  1
-function M.sessions_of_side(bundles)
+function M.sessions_of_side(bundles, opts)
+  local across = type(opts) == 'table' and opts.across_sweeps
   local out = { bundles = {}, duplicates = 0, failed = {}, problems = {}, clashes = 0 }
   local seen = {}
   local kept = {}
@@ -503,7 +508,7 @@ function M.sessions_of_side(bundles)
       local s = require('kluabench.record.point').of(b).session
       counts[s.count] = (counts[s.count] or 0) + 1
       by_index[s.index] = (by_index[s.index] or 0) + 1
-      if by_index[s.index] == 2 then
+      if by_index[s.index] == 2 and not across then
         out.problems[#out.problems + 1] = string.format('session %d of %d appears in two different runs (two '
           .. 'sweeps in one file, or one point measured twice): a side\'s sessions must be those of one sweep '
           .. '(--runs N)', s.index, s.count)
@@ -517,7 +522,7 @@ function M.sessions_of_side(bundles)
   end
   local list = {}
   for n in pairs(counts) do list[#list + 1] = n end
-  if #list > 1 then
+  if #list > 1 and not across then
     table.sort(list)
     out.problems[#out.problems + 1] = 'its runs count their sessions differently (of ' .. table.concat(list, ', of ') .. ')'
   end
@@ -566,7 +571,8 @@ end
 -- opts: threshold (0.05: a SLOWER point beyond it is a regression), noise (0.01), confidence,
 -- resamples, seed, familywise (true: each interval at 1 - (1 - confidence) / m for m points)
 -- (compare.DEFAULTS), between (the between-session sd of log median: a number or a function(ms) ->
--- sd, source; default the records' sessionNoise, else device_between).
+-- sd, source; default the records' sessionNoise, else device_between), across_sweeps (a side's
+-- bundles may come from several sweeps: see compare.sessions_of_side).
 --
 -- Each side of a point is first sorted by compare.sessions_of_side: a run found twice with the
 -- same data counts once (a file concatenated with itself changes nothing), a run whose status is
@@ -603,7 +609,8 @@ function M.compare(base, new, opts)
     if not n then
       out.only_base[#out.only_base + 1] = b.label .. ' (' .. b.provider .. ')'
     else
-      local sideb, siden = M.sessions_of_side(b.bundles), M.sessions_of_side(n.bundles)
+      local sideb = M.sessions_of_side(b.bundles, { across_sweeps = opts.across_sweeps })
+      local siden = M.sessions_of_side(n.bundles, { across_sweeps = opts.across_sweeps })
       local point = { label = b.label, provider = b.provider, base_runs = #sideb.bundles,
         new_runs = #siden.bundles, base_duplicates = sideb.duplicates, new_duplicates = siden.duplicates,
         base_failed = #sideb.failed, new_failed = #siden.failed }
@@ -697,8 +704,8 @@ function M.session_spread(bundles)
     local g = by[key]
     -- each run once and passed runs only; sessions of several sweeps (run_noise --from s1 --from
     -- s2) are what this pools, so repeated session indices are no contradiction here
-    local side = M.sessions_of_side(g.bundles)
-    local sessions = side.clashes == 0 and sessions_of(side.bundles) or nil
+    local side = M.sessions_of_side(g.bundles, { across_sweeps = true })
+    local sessions = #side.problems == 0 and sessions_of(side.bundles) or nil
     if sessions and #sessions >= 2 then
       local logs, sum = {}, 0
       local stats = require 'kluabench.stats'
