@@ -459,16 +459,18 @@ end
 --- Sorts the bundles of one side of a point into what can be compared as sessions: each run once
 -- (bundles of the same run, by run name, externalId or evidence digest, with the same data are
 -- duplicates: counted once), runs whose status is passed (a failed run is never a time), and what
--- contradicts itself (the same run with different data; a session index past its count, repeated,
--- or counts that differ within the side).
+-- contradicts itself (the same run with different data; a session index past its count; a run
+-- and its evidence naming different sessions).
 --
--- opts.across_sweeps: the bundles may come from several sweeps (a history database holds every
--- batch of a commit; run_noise --from pools files), so one session index in several runs and
--- counts that differ are no contradiction.
+-- Different runs that share a session index, or count their sessions differently, are sessions of
+-- different sweeps in one file (results appended to one --out, files concatenated): each is a
+-- session of its own, and a note says so, unless opts.across_sweeps says the side is meant to
+-- hold several sweeps (a history database holds every batch of a commit; run_noise --from pools
+-- files).
 --
 -- Returns {bundles = the passed runs, each once, duplicates = n dropped, failed = {{status,
--- reason}}, problems = {text}, clashes = n (runs found twice with different data)}; problems not
--- empty means the side cannot be compared.
+-- reason}}, problems = {text}, notes = {text}, clashes = n (runs found twice with different
+-- data)}; problems not empty means the side cannot be compared.
 --
 -- @signature compare.sessions_of_side(bundles [, opts]) -> {bundles, duplicates, failed, problems}
 -- @example
@@ -477,7 +479,7 @@ end
 --   print(#s.bundles, s.duplicates) --> 1  1
 function M.sessions_of_side(bundles, opts)
   local across = type(opts) == 'table' and opts.across_sweeps
-  local out = { bundles = {}, duplicates = 0, failed = {}, problems = {}, clashes = 0 }
+  local out = { bundles = {}, duplicates = 0, failed = {}, problems = {}, notes = {}, clashes = 0 }
   local seen = {}
   local kept = {}
   for _, b in ipairs(bundles) do
@@ -509,9 +511,8 @@ function M.sessions_of_side(bundles, opts)
       counts[s.count] = (counts[s.count] or 0) + 1
       by_index[s.index] = (by_index[s.index] or 0) + 1
       if by_index[s.index] == 2 and not across then
-        out.problems[#out.problems + 1] = string.format('session %d of %d appears in two different runs (two '
-          .. 'sweeps in one file, or one point measured twice): a side\'s sessions must be those of one sweep '
-          .. '(--runs N)', s.index, s.count)
+        out.notes[#out.notes + 1] = string.format('session %d of %d appears in several runs (several sweeps in '
+          .. 'one file): each run is counted as a session of its own', s.index, s.count)
       end
     end
     if status_of(b) == 'passed' then
@@ -524,7 +525,8 @@ function M.sessions_of_side(bundles, opts)
   for n in pairs(counts) do list[#list + 1] = n end
   if #list > 1 and not across then
     table.sort(list)
-    out.problems[#out.problems + 1] = 'its runs count their sessions differently (of ' .. table.concat(list, ', of ') .. ')'
+    out.notes[#out.notes + 1] = 'its runs count their sessions differently (of ' .. table.concat(list, ', of ')
+      .. '): sweeps of different --runs, each run counted as a session'
   end
   return out
 end
@@ -626,6 +628,7 @@ function M.compare(base, new, opts)
           notes[#notes + 1] = string.format('%s: %s left out (a failed run is never compared as a time)', side[1],
             failed_text(side[2].failed))
         end
+        for _, note in ipairs(side[2].notes) do notes[#notes + 1] = side[1] .. ': ' .. note end
       end
       if #sideb.failed > 0 or #siden.failed > 0 then out.with_failed = out.with_failed + 1 end
       local refused = {}
