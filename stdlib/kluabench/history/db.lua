@@ -199,6 +199,22 @@ local function check_file(path, create)
   return true
 end
 
+-- Switches the file to WAL (readers and one writer at once). SQLite answers
+-- SQLITE_BUSY at once, without its busy handler, when another process holds a
+-- lock while the mode changes (two processes opening a new database: tested in
+-- history_spec), so this waits and tries again, up to the busy timeout.
+local function set_wal(h, timeout_ms)
+  local deadline = core.clock_ns() + timeout_ms * 1e6
+  local pause = 5
+  while true do
+    local ok, err, code = h.conn:exec('PRAGMA journal_mode = WAL')
+    if ok then return end
+    if code ~= 'SQLITE_BUSY' or core.clock_ns() > deadline then fail(h, err) end
+    core.process.sleep(pause)
+    pause = math.min(pause * 2, 100)
+  end
+end
+
 local function open_sqlite(path, opts)
   local ok, err = check_file(path, opts.create)
   if not ok then return nil, err end
@@ -209,7 +225,7 @@ local function open_sqlite(path, opts)
   -- the first read tells a database from another file ("file is not a database")
   local rok, rerr = pcall(function()
     h:query('PRAGMA foreign_keys = ON')
-    if path ~= ':memory:' and not opts.readonly then h:query('PRAGMA journal_mode = WAL') end
+    if path ~= ':memory:' and not opts.readonly then set_wal(h, opts.busy_timeout_ms or M.BUSY_TIMEOUT_MS) end
     local id = h:query('PRAGMA application_id')[1][1]
     if id ~= 0 and id ~= M.APPLICATION_ID then
       error(string.format('%s: not a kluabench history database (a SQLite file of another program: '
