@@ -206,7 +206,7 @@ describe('kluabench history (SQLite)', function()
     h:close()
   end)
 
-  it('opening a new database while another process writes to it waits its turn (no "locked")', function()
+  it("opening a new database while another process writes to it waits its turn (no 'database is locked')", function()
     -- SQLite answers the switch to WAL with SQLITE_BUSY at once, without its busy handler, while
     -- another process holds the write lock of a new (not yet WAL) file: two adds starting together
     -- failed about one time in three with "database is locked", within milliseconds
