@@ -25,7 +25,7 @@ kb.suite.main {
   check = function(p, provider, t)
     copy(t)()
     local diff = kb.max_abs_diff(t.dst, t.src)
-    if diff ~= 0 then error('tensor_copy: WRONG RESULT: the copy differs by ' .. diff, 0) end
+    if diff ~= 0 then kb.suite.wrong_result('tensor_copy: the copy differs by ' .. diff) end
     return { reference = 'the source tensor', passed = true, maxAbsDiff = 0 }
   end,
   cost = function(p) return 2 * p.mib * (1 << 20), 0 end,
