@@ -94,11 +94,27 @@ describe('kluabench.suite', function()
       { { '--runs', '0' }, "option '%-%-runs' needs a whole number from 1 to 1000" },
       { { '--rep-ms', 'nan' }, "option '%-%-rep%-ms' needs a positive number" },
       { { '--bogus' }, "unrecognized option '%-%-bogus'" },
+      -- did you mean, for choices and options alike
+      { { '--provider', 'godo' }, "must be good, bad or all, got 'godo' %(did you mean 'good'%?%)" },
+      { { '--rep-m', '16' }, "unrecognized option '%-%-rep%-m' %(did you mean '%-%-rep%-ms'%?%)" },
+      -- `all` only where it is offered: a run has one dtype, one protocol, one format
+      { { '--dtype', 'all' }, "option '%-%-dtype' must be one of f32, got 'all'" },
+      { { '--protocol', 'all' }, "option '%-%-protocol' must be one of do_bench, cold, hot, graph, got 'all'" },
+      { { '--format', 'all' }, "option '%-%-format' must be one of table, markdown, jsonl, kernelindex, liger%-csv, got 'all'" },
+      { { '--protocol', 'cld' }, "got 'cld' %(did you mean 'cold'%?%)" },
     } do
       local r = run(script, case[1])
       assert.equal(2, r.code, table.concat(case[1], ' '))
       assert.matches(case[2], r.err)
     end
+  end)
+
+  it('makes a field a point does not have an error in the hook that read it, with the fields it has', function()
+    local typo = dir .. '/typo.lua'
+    sub.spit(typo, (SCRIPT:gsub("kb.randn%({ p.n %* p.k }, 'f32'", "kb.randn({ p.n * p.k }, p.dtyp", 1)))
+    local r = run(typo, { '--n', '16', '--format', 'jsonl', '--out', dir .. '/typo.jsonl' })
+    assert.equal(1, r.code)
+    assert.matches("typo.lua:%d+: scale: a point has no field 'dtyp' %(did you mean 'dtype'%?%) %(its fields: n, k, params, dtype,", r.err)
   end)
 
   it('generates --help from the declaration', function()

@@ -253,10 +253,14 @@ local function int_list(name, opt, s, max)
 end
 
 -- A choice option: {value} or the whole list for 'all'.
-local function choice(name, opt, value, list)
-  if value == 'all' then return list end
+-- One of list (as a one-element list), or all of it where `all` is offered
+-- (modes and providers: a sweep runs each; a dtype, a protocol and a format are
+-- one per run, so there `all` is no choice and is refused like any word).
+local function choice(name, opt, value, list, offers_all)
+  if value == 'all' and offers_all then return list end
   for _, v in ipairs(list) do if v == value then return { v } end end
-  usage_error(name, "option '--%s' must be %s or all, got '%s'", opt, choices(list), value)
+  usage_error(name, "option '--%s' must be %s%s%s, got '%s'%s", opt, offers_all and '' or 'one of ', choices(list),
+    offers_all and ' or all' or '', value, require('kluabench.cli.suggest').hint(value, list))
 end
 
 -- A comma list of choices (--mode forward,backward), in the order given,
@@ -266,7 +270,7 @@ local function choice_list(name, opt, value, list)
   local out, seen, repeats = {}, {}, {}
   for item in (value .. ','):gmatch('([^,]*),') do
     if item == 'all' then usage_error(name, "option '--%s': all cannot be part of a list, got '%s'", opt, value) end
-    local v = choice(name, opt, item, list)[1]
+    local v = choice(name, opt, item, list, true)[1]
     if not seen[v] then
       out[#out + 1], seen[v] = v, 1
     else
@@ -313,12 +317,13 @@ local function parse(d, args)
     if not found then
       local names = {}
       for _, s in ipairs(d.sweeps or {}) do names[#names + 1] = s.name end
-      usage_error(d.name, "option '--sweep' must be %s or all, got '%s'", choices(names), raw.sweep)
+      usage_error(d.name, "option '--sweep' must be %s or all, got '%s'%s", choices(names), raw.sweep,
+        require('kluabench.cli.suggest').hint(raw.sweep, names))
     end
   end
   o.sweep = raw.sweep
   o.dtype = raw.dtype or d.dtype or d.dtypes[1]
-  choice(d.name, 'dtype', o.dtype == 'all' and '?' or o.dtype, d.dtypes)
+  choice(d.name, 'dtype', o.dtype, d.dtypes)
   o.modes = choice_list(d.name, 'mode', raw.mode or (o.sweep and 'all' or d.mode or d.modes[1]), d.modes)
   o.providers = choice_list(d.name, 'provider', raw.provider or (o.sweep and 'all' or d.provider or d.providers[1]),
     d.providers)
@@ -350,12 +355,31 @@ end
 -- Points
 ---------------------------------------------------------------------------
 
+-- What a point has besides its axes; sweep and shared may be nil.
+local POINT_FIELDS = { 'params', 'dtype', 'x', 'id', 'sweep', 'shared' }
+
+-- Points read a field they do not have as an error naming those they have: a
+-- typo in a hook (p.row for p.rows) would otherwise be a silent nil.
+local function point_meta(d)
+  local known, names = {}, {}
+  for _, a in ipairs(d.axes) do known[a.name] = true; names[#names + 1] = a.name end
+  for _, f in ipairs(POINT_FIELDS) do known[f] = true; names[#names + 1] = f end
+  return {
+    __index = function(_, k)
+      if known[k] or type(k) ~= 'string' then return nil end
+      error(string.format("%s: a point has no field '%s'%s (its fields: %s)", d.name, k,
+        require('kluabench.cli.suggest').hint(k, names), table.concat(names, ', ')), 2)
+    end,
+  }
+end
+
 -- The cartesian product of the axes' value lists, in declaration order
 -- (the first axis varies slowest). x: the swept axis.
 local function product(d, values, x, dtype, out)
+  local meta = point_meta(d)
   local function rec(i, acc)
     if i > #d.axes then
-      local p = { params = {}, dtype = dtype, x = x }
+      local p = setmetatable({ params = {}, dtype = dtype, x = x }, meta)
       for _, a in ipairs(d.axes) do p[a.name], p.params[a.name] = acc[a.name], acc[a.name] end
       p.id = require('kluabench.record.names').workload_slug(p.params, dtype)
       out[#out + 1] = p
