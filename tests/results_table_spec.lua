@@ -30,10 +30,12 @@ local function nine() -- 100 .. 900 ns: median 500, 95 % interval ranks 1 and 9
   return t
 end
 
--- The non-empty lines of a table: header, rule, rows.
+-- The non-empty lines of a table: header, rule, rows (and the line of what
+-- every row shares, when there is one, as `shared`).
 local function header_and_rows(text)
   local lines = {}
   text:gsub('[^\n]+', function(line) lines[#lines + 1] = line end)
+  if lines[2] and not lines[2]:match('^%-') then lines.shared = table.remove(lines, 1) end
   return lines
 end
 
@@ -52,18 +54,29 @@ describe('results table', function()
     -- so (900 - 100) / 2 over the median 500 = 80 %
     assert.near(80, rows[1].ci_pct, 1e-9)
     assert.equal('NVIDIA H100 80GB HBM3', rows[1].device)
+    -- what every row shares is said once, above the table
     local lines = header_and_rows(output.results_table { bundle { samples = nine(), backend = 'cuda' } })
-    assert.matches('samples  ci95 ±%  device                 protocol  backend/timer', lines[1], 1, true)
-    assert.matches('9    80.00  NVIDIA H100 80GB HBM3  cold      cuda/cuda_events', lines[3], 1, true)
+    assert.equal('kernel k · device NVIDIA H100 80GB HBM3 · protocol cold · backend/timer cuda/cuda_events',
+      lines.shared)
+    assert.matches('samples  ci95 ±%%$', lines[1])
+    assert.matches('9    80.00$', lines[3])
     local md = output.results_markdown { bundle { samples = nine(), backend = 'cuda' } }
-    assert.matches('| samples | ci95 ±% | device                | protocol | backend/timer    |', md, 1, true)
+    assert.matches('^kernel k · device NVIDIA H100 80GB HBM3 · protocol cold · backend/timer cuda/cuda_events\n\n| mode',
+      md)
+    -- where rows differ, the column stays
+    lines = header_and_rows(output.results_table { bundle { samples = nine(), backend = 'cuda' },
+      bundle { samples = nine(), family = 'triton_do_bench', backend = 'cuda' } })
+    assert.equal('kernel k · device NVIDIA H100 80GB HBM3 · backend/timer cuda/cuda_events', lines.shared)
+    assert.matches('samples  ci95 ±%%  protocol$', lines[1])
+    assert.matches('9    80.00  cold$', lines[3])
+    assert.matches('9    80.00  do_bench$', lines[4])
   end)
 
   it('keeps the existing columns first, in their order', function()
     local head = header_and_rows(output.results_table { bundle { samples = nine() } })[1]
     local last = 0
-    for _, title in ipairs { 'kernel', 'mode', 'provider', 'workload', 'median us', 'p20 us', 'p80 us',
-      'GB/s', 'samples', 'device' } do
+    for _, title in ipairs { 'mode', 'provider', 'workload', 'median us', 'p20 us', 'p80 us',
+      'GB/s', 'samples' } do
       local at = head:find(title, last + 1, true)
       assert.is_number(at, title)
       last = at

@@ -215,27 +215,46 @@ function M.results_rows(bundles)
 end
 
 -- M.RESULT_COLUMNS without the optional columns that no row fills.
+--- The columns that say what and how every row measured: when all rows agree on them, they go into a
+-- line above the table instead of repeating on each row (the table then fits 120 columns).
+M.SHARED_COLUMNS = { kernel = true, device = true, protocol = true, timer = true }
+
+-- The value every row has for key, or nil when they differ or one lacks it.
+local function common_value(rows, key)
+  local v = rows[1] and rows[1][key]
+  if v == nil then return nil end
+  for _, row in ipairs(rows) do if row[key] ~= v then return nil end end
+  return v
+end
+
 local function result_columns(rows)
-  local cols = {}
+  local cols, heading = {}, {}
   for _, col in ipairs(M.RESULT_COLUMNS) do
     local used = not col.optional
     for _, row in ipairs(rows) do
       if used then break end
       used = row[col.key] ~= nil
     end
-    if used then cols[#cols + 1] = col end
+    local shared = M.SHARED_COLUMNS[col.key] and common_value(rows, col.key)
+    if shared then
+      heading[#heading + 1] = col.title .. ' ' .. tostring(shared)
+    elseif used then
+      cols[#cols + 1] = col
+    end
   end
-  return cols
+  return cols, #heading > 0 and table.concat(heading, ' · ') or nil
 end
 
---- The aligned terminal table of a list of bundles.
+--- The aligned terminal table of a list of bundles; the device, protocol and backend/timer that
+-- every row shares (and the kernel) are said once, in a line above it.
 --
 -- @signature output.results_table(bundles) -> text
 -- @example
 --   io.write(output.results_table(bundles))
 function M.results_table(bundles)
   local rows = M.results_rows(bundles)
-  return M.format_table(result_columns(rows), rows)
+  local cols, heading = result_columns(rows)
+  return (heading and (heading .. '\n') or '') .. M.format_table(cols, rows)
 end
 
 --- The markdown table of a list of bundles.
@@ -245,7 +264,8 @@ end
 --   io.write(output.results_markdown(bundles))
 function M.results_markdown(bundles)
   local rows = M.results_rows(bundles)
-  return M.format_markdown(result_columns(rows), rows)
+  local cols, heading = result_columns(rows)
+  return (heading and (heading .. '\n\n') or '') .. M.format_markdown(cols, rows)
 end
 
 --- Liger-Kernel's benchmark CSV of a list of bundles, header included, and how many bundles it
