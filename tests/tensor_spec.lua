@@ -74,6 +74,25 @@ describe('tensor', function()
     for i = 1, 4 do assert.equal(short[i], long[i]) end
   end)
 
+  it('randn and dtype conversion split over the cores give the one-thread values (a large, odd length)', function()
+    -- 2^19 + 3 elements: several threads wherever there are several cores (kernels/parallel_cpu.h,
+    -- one per 2^18 elements); 262150 elements: one thread. Every element is a function of (seed,
+    -- index) only, so the long stream begins with the short one, across the split between the
+    -- first two threads' ranges (at element 262144 with two), and a conversion is element-wise
+    local s, n = seed(), (1 << 19) + 3
+    local long = kb.randn({ n }, 'f64', s, 'cpu'):totable()
+    local short = kb.randn({ 262150 }, 'f64', s, 'cpu'):totable()
+    for i = 1, #short do
+      if short[i] ~= long[i] then assert.equal(short[i], long[i], 'element ' .. i) end
+    end
+    for _, i in ipairs { n - 2, n - 1, n } do assert.is_true(long[i] == long[i] and long[i] ~= 0, tostring(i)) end
+    local big = kb.randn({ n }, 'f32', s, 'cpu')
+    local as_bf16 = big:to('bf16'):totable()
+    local direct = kb.randn({ n }, 'bf16', s, 'cpu'):totable()
+    for _, i in ipairs { 1, 2, n // 2, n - 1, n } do assert.equal(direct[i], as_bf16[i], tostring(i)) end
+    assert.equal(kb.randn({ n }, 'bf16', s, 'cpu'):digest(), big:to('bf16'):digest())
+  end)
+
   it('randn looks standard normal', function()
     local v = kb.randn({ 20000 }, 'f32', seed(), 'cpu'):totable()
     local sum, sq = 0, 0
