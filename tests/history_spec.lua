@@ -340,6 +340,50 @@ describe('kluabench history (SQLite)', function()
       assert.matches('no history in it yet', r.err, 1, true)
     end)
 
+    it('report -o and the harness\'s --out never write over the database or an input', function()
+      local db = dir .. '/h.db'
+      add_series(db, series_files(dir, 2))
+      local f = dir .. '/c01.jsonl'
+      local before, results = sub.slurp(db), sub.slurp(f)
+      local samples = dir .. '/c01.samples.jsonl'
+      local raw = sub.slurp(samples)
+      assert(os.execute('ln ' .. q(db) .. ' ' .. q(dir .. '/hard.db')))
+      -- report: the database it reads (by any name), a RESULTS file or its samples file: usage errors
+      for _, case in ipairs {
+        { { 'report', '--db', db, '-o', db }, '-o ' .. db .. ' is the history database (--db)' },
+        { { 'report', '--db', db, '-o', dir .. '/./hard.db' }, 'is the history database (--db)' },
+        { { 'report', f, '-o', f }, '-o ' .. f .. ' is a RESULTS file' },
+        { { 'report', f, '-o', samples }, 'is the samples file of a RESULTS file' },
+      } do
+        local r = run(case[1])
+        assert.equal(2, r.code, r.err)
+        assert.matches(case[2] .. ': writing there would overwrite an input', r.err, 1, true)
+      end
+      -- another SQLite database as -o: refused (exit 1) by what it is
+      local r = run({ 'report', f, '-o', dir .. '/hard.db' })
+      assert.equal(1, r.code, r.err)
+      assert.matches('a SQLite database (a history database?)', r.err, 1, true)
+      -- the harness: --out (or --samples) naming the --history database, new or existing; an existing
+      -- history database as --out without --history
+      local script = sub.root() .. '/scripts/llama4_rope.lua'
+      for _, case in ipairs {
+        { { '--out', dir .. '/new.db', '--history', dir .. '/new.db' }, 2, '--out ' .. dir .. '/new.db is the --history database' },
+        { { '--out', dir .. '/x.jsonl', '--samples', db, '--history', db }, 2, '--samples ' .. db .. ' is the --history database' },
+        { { '--out', db }, 1, 'cannot write --out ' .. db .. ': a SQLite database' },
+      } do
+        local args = { script, '--seq', '64', '--hidden', '64', '--format', 'jsonl' }
+        for _, a in ipairs(case[1]) do args[#args + 1] = a end
+        r = run(args, { cwd = dir })
+        assert.equal(case[2], r.code, r.err)
+        assert.matches(case[3], r.err, 1, true)
+        assert.no.matches('median', r.out .. r.err, 1, true) -- refused before anything was timed
+      end
+      assert.is_nil(kb.stat(dir .. '/new.db'))
+      assert.equal(before, sub.slurp(db))
+      assert.equal(results, sub.slurp(f))
+      assert.equal(raw, sub.slurp(samples))
+    end)
+
     it('usage errors exit 2', function()
       for _, args in ipairs { { 'history' }, { 'history', 'nosuch' }, { 'history', 'list', '--reason', 'x' },
         { 'history', 'check', '--z', 'abc' }, { 'history', 'compare', 'a' }, { 'history', 'mark', 'a' } } do

@@ -1051,6 +1051,14 @@ function M.main(d, args)
 
   local path = jsonl_path(d, o)
   local target = path or o.out
+  if o.history and not require('kluabench.history.db').is_postgres(o.history) then
+    -- results appended to the database file would damage it
+    local launch = require 'kluabench.cli.launch'
+    for _, out in ipairs { { '--out', target }, { '--samples', o.samples } } do
+      local ok, err = launch.check_output(out[1], out[2], { { o.history, 'the --history database' } })
+      if not ok then usage_error(d.name, '%s', err) end
+    end
+  end
   if target then
     local ok, err = require('kluabench.report.files').check_writable(target)
     if not ok then fail(d.name, 'cannot write --out %s', err) end
