@@ -142,6 +142,32 @@ describe('kluabench history (SQLite)', function()
     assert.equal(1, r.code) -- +30 %: a regression
   end)
 
+  it('compare pools the runs of several adds of one commit as its sessions', function()
+    -- CI adds a commit's sweeps one file at a time: each file's session 1 is one more session of the
+    -- commit, not "several sweeps in one file"
+    local db = dir .. '/h.db'
+    for c = 1, 2 do
+      for k = 1, 2 do
+        local tag = c * 10 + k
+        local f = string.format('%s/c%d-%d.jsonl', dir, c, k)
+        data.write(f, data.session(tag, { fused = 6200 * (c == 2 and 1.3 or 1), copy = 5000 }, { seed = tag }))
+        local r = run({ 'history', 'add', f, '--db', db, '--commit', sha(c), '--parents', c > 1 and sha(1) or '',
+          '--commit-time', string.format('2026-11-%02dT12:00:00Z', c) })
+        assert.equal(0, r.code, r.err)
+      end
+    end
+    local r = run({ 'history', 'compare', sha(1), sha(2), '--db', db, '--format', 'json' })
+    assert.equal(1, r.code, r.err) -- +30 % on fused: a regression
+    local res = assert(require('kluabench.report').decode(r.out))
+    assert.equal(2, #res.points)
+    for _, p in ipairs(res.points) do
+      assert.equal(2, p.base_sessions, p.provider)
+      assert.equal(2, p.new_sessions, p.provider)
+      assert.no.matches('several', p.hint or '', 1, true)
+      if p.provider == 'fused' then assert.equal('SLOWER', p.verdict) else assert.are_not.equal('SLOWER', p.verdict) end
+    end
+  end)
+
   it("the harness's --history DB adds its runs under the git commit of the current directory", function()
     local git = function(cmd)
       local ok = os.execute(string.format('cd %s && git -c user.email=t@example.com -c user.name=t %s >/dev/null 2>&1',

@@ -268,9 +268,8 @@ local function run_compare(h, opts, args, fmt)
   end
   if opts['per-point'] then o.familywise = false end
   local a, b = resolve(h, args[1]), resolve(h, args[2])
-  local store = require('kluabench.history').store
-  local base, new = store.bundles(h, a), store.bundles(h, b)
-  local result = compare.compare(base, new, o)
+  -- history.compare: a commit's runs from several adds (sweeps) are its sessions, pooled
+  local result = require('kluabench.history').compare(h, a, b, o)
   if #result.points == 0 then
     return fail('no point of %s is in %s (points match by workload digest and provider)', short(a), short(b))
   end
