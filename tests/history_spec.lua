@@ -202,6 +202,49 @@ describe('kluabench history (SQLite)', function()
     assert.matches('bad.db: file is not a database', r.err, 1, true)
   end)
 
+  it('a schema step added later migrates an existing database once and keeps its runs; a failing step changes nothing',
+    function()
+      local schema = require 'kluabench.history.schema'
+      local db = dir .. '/h.db'
+      add_series(db, series_files(dir, 2))
+      local function versions(h)
+        local out = {}
+        for i, row in ipairs(h:query('SELECT version FROM schema_version ORDER BY version')) do out[i] = row[1] end
+        return out
+      end
+      -- a step that fails half way: rolled back whole, the database stays at version 1
+      table.insert(schema.STEPS, { version = 2, description = 'a broken step',
+        sql = 'ALTER TABLE runs ADD COLUMN note TEXT; INSERT INTO nosuch VALUES (1)' })
+      local h, err = history.open(db)
+      table.remove(schema.STEPS)
+      assert.is_nil(h)
+      assert.matches(db .. ': ', err, 1, true)
+      assert.matches('nosuch', err, 1, true)
+      h = assert(history.open(db))
+      assert.same({ 1 }, versions(h))
+      assert.is_false(pcall(h.query, h, 'SELECT note FROM runs')) -- the ALTER was rolled back with it
+      h:close()
+      -- a good step: applied once, on the next open; the runs are all there
+      table.insert(schema.STEPS, { version = 2, description = 'a note per run',
+        sql = 'ALTER TABLE runs ADD COLUMN note TEXT; CREATE INDEX runs_note ON runs (note)' })
+      local ok, e = pcall(function()
+        for _ = 1, 2 do
+          local hh = assert(history.open(db))
+          assert.same({ 1, 2 }, versions(hh))
+          assert.equal(4, history.store.counts(hh).runs)
+          assert.equal(4, hh:run('UPDATE runs SET note = ?', { 'kept' }))
+          hh:close()
+        end
+      end)
+      table.remove(schema.STEPS)
+      assert(ok, e)
+      -- this kluabench, without that step, refuses the migrated database by name
+      local r = run({ 'history', 'list', '--db', db })
+      assert.equal(1, r.code)
+      assert.matches(db .. ': the history database has schema version 2, newer than this kluabench knows (1)', r.err, 1,
+        true)
+    end)
+
   it('two processes adding at once lose nothing (and migrate a new database once)', function()
     local db = dir .. '/h.db'
     local files = {}
