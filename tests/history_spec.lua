@@ -96,8 +96,9 @@ describe('kluabench history (SQLite)', function()
     assert.equal(1, r.code, r.out .. r.err)
     assert.matches('REGRESSION: llama4_rope forward hidden512[^\n]*%(fused, NVIDIA H200%) stepped at commit '
       .. sha(10), r.out)
-    -- the copy provider (the sentinel) did not step
+    -- the copy provider (the sentinel) did not step, and the row says so
     assert.matches('1 regression%(s%)', r.out)
+    assert.matches('the sentinel (copy) did not step (', r.out, 1, true)
     -- the same history checked at commit 9 (before the step): nothing
     r = run({ 'history', 'check', '--db', db, '--head', sha(9):sub(1, 10) })
     assert.equal(0, r.code, r.out)
@@ -121,6 +122,21 @@ describe('kluabench history (SQLite)', function()
     -- without the sentinel the same data is a regression
     r = run({ 'history', 'check', '--db', db, '--sentinel', 'none' })
     assert.equal(1, r.code, r.out)
+  end)
+
+  it('check: a regression with no sentinel runs says that machine drift is not ruled out', function()
+    local db, files = dir .. '/h.db', {}
+    for i = 1, 12 do
+      files[i] = string.format('%s/c%02d.jsonl', dir, i)
+      local noise = 1 + 0.004 * math.sin(i * 2.1)
+      data.write(files[i], data.session(i, { fused = 6200 * noise * (i >= 10 and 1.06 or 1) }, { seed = i,
+        providers = { 'fused' } }))
+    end
+    add_series(db, files)
+    local r = run({ 'history', 'check', '--db', db })
+    assert.equal(1, r.code, r.out .. r.err)
+    assert.matches('stepped at commit ' .. sha(10), r.out, 1, true)
+    assert.matches('no sentinel (copy) runs around the step: machine drift not ruled out', r.out, 1, true)
   end)
 
   it('compare REV1 REV2 gives the statistics of kluabench compare on the stored bundles', function()
@@ -495,6 +511,21 @@ describe('kluabench.history.detect', function()
     assert.equal('ok', detect.check(series(25, function() return 1 end, 0.005), { noise = 0.005 }).status)
     local down = detect.check(series(25, function(i) return i >= 25 and 0.9 or 1 end, 0.005), { noise = 0.005 })
     assert.equal('improvement', down.status)
+  end)
+
+  it('a step older than the lag is the series\' new level: the commits after it are not blamed', function()
+    -- before, a baseline holding the step's first commits made commits 22 to 24 look like a step of their own
+    local xs = series(40, function(i) return (i >= 21 and 1.05 or 1) * (i >= 33 and 1.05 or 1) end, 0.005)
+    for n = 21, 40 do
+      local r = detect.check(table.move(xs, 1, n, 1, {}), { noise = 0.005 })
+      if (n >= 21 and n <= 23) or (n >= 33 and n <= 35) then
+        assert.equal('regression', r.status, n)
+        assert.equal(n <= 23 and 21 or 33, r.step, n)
+      else
+        assert.are_not.equal('regression', r.status, n)
+        assert.equal(n < 36 and 21 or 33, r.earlier, n) -- the baseline restarts at the older step
+      end
+    end
   end)
 
   it('needs min_window commits before the step, and a change beyond the threshold', function()

@@ -302,8 +302,9 @@ local function judge(h, s, ctx, k, opts, sentinel, cache)
   local res = { series = s.series, point = s.point, provider = s.provider, device = s.device,
     status = r.status, ratio = r.ratio, lo = r.lo, hi = r.hi, z = r.z, base_n = r.base_n,
     post_n = r.post_n, commits = k, mark = mark, noise = ctx.noise, head = list[k].commit.sha,
-    step = r.step and list[r.step].commit.sha or nil }
+    step = r.step and list[r.step].commit.sha or nil, earlier = r.earlier and list[r.earlier].commit.sha or nil }
   if (r.status == 'regression' or r.status == 'improvement') and sentinel then
+    res.sentinel_provider = sentinel
     if s.provider == sentinel then
       res.sentinel, res.status = 'self', 'drift'
     else
@@ -336,8 +337,10 @@ end
 -- median between-session noise the series' records carry), sentinel (provider, default "copy";
 -- false: none). Marks restart the baseline at their commit. Returns {head, results = {{series,
 -- point, provider, device, status = regression | improvement | drift | ok | short, step (the
--- commit sha where it stepped), ratio, lo, hi, z, base_n, post_n, sentinel, sentinel_ratio, mark,
--- commits}}, regressions}.
+-- commit sha where it stepped), ratio, lo, hi, z, base_n, post_n, sentinel (for a step: "drift",
+-- "steady" (the sentinel did not step), "none" (no sentinel runs around the step) or "self"),
+-- sentinel_ratio, sentinel_provider, mark, earlier (the sha of an older step the baseline restarts
+-- at: the checks of its own commits judged it), commits}}, regressions}.
 --
 -- @signature history.check(h [, opts]) -> result
 -- @example
