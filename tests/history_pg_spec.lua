@@ -26,7 +26,7 @@ describe('kluabench history (PostgreSQL)', function()
     return true
   end
 
-  it('adds once, lists, checks a step and names its commit, as on SQLite', function()
+  it('adds once, lists, checks a step and names its commit, reports and marks, as on SQLite', function()
     if not needs_server() then return end
     local uri = server.database('steps')
     local dir = sub.tmpdir()
@@ -54,6 +54,16 @@ describe('kluabench history (PostgreSQL)', function()
     r = run({ 'history', 'compare', sha(9), sha(10), '--db', uri, '--between', '0.01' })
     assert.equal(1, r.code, r.out .. r.err)
     assert.matches('SLOWER', r.out, 1, true)
+    r = run({ 'report', '--db', uri, '-o', dir .. '/report.html' })
+    assert.equal(0, r.code, r.err)
+    assert.matches('1 regression(s)', r.err, 1, true)
+    assert.matches('stepped here (regression)', sub.slurp(dir .. '/report.html'), 1, true)
+    -- a mark at the step restarts the baseline there
+    r = run({ 'history', 'mark', sha(10), '--reason', 'new driver', '--db', uri })
+    assert.equal(0, r.code, r.err)
+    r = run({ 'history', 'check', '--db', uri })
+    assert.equal(0, r.code, r.out .. r.err)
+    assert.matches('baseline from mark at ' .. sha(10):sub(1, 12) .. ' (new driver)', r.out, 1, true)
     run({ '-e', 'os.execute("rm -rf ' .. dir .. '")' })
   end)
 

@@ -371,6 +371,39 @@ function M.check(h, opts)
   return out
 end
 
+local function pct(r) return string.format('%+.1f%%', (r - 1) * 100) end
+
+--- What one result of history.check says beyond its figures, for people: the sentinel's part in a
+-- step (drift, steady, no sentinel runs), where its baseline starts (an earlier step, a mark) and
+-- why it is short; "" when nothing. `history check` and `kluabench report` print it.
+--
+-- @signature history.note(result) -> text
+-- @example
+--   print(history.note({status = "short", commits = 3})) --> 3 commit(s): too few for a baseline
+function M.note(r)
+  local note = {}
+  if r.status == 'drift' then
+    note[#note + 1] = r.sentinel == 'self' and 'the sentinel itself: the machine changed'
+      or string.format('the sentinel stepped too (%s): machine drift, not the code', pct(r.sentinel_ratio))
+  end
+  if r.status == 'regression' and r.sentinel == 'steady' then
+    note[#note + 1] = string.format('the sentinel (%s) did not step (%s)', r.sentinel_provider, pct(r.sentinel_ratio))
+  elseif r.status == 'regression' and r.sentinel == 'none' then
+    note[#note + 1] = string.format('no sentinel (%s) runs around the step: machine drift not ruled out',
+      r.sentinel_provider)
+  end
+  if r.earlier then
+    note[#note + 1] = string.format('baseline from the step at %s (%s)', r.earlier:sub(1, 12),
+      r.status == 'short' and 'too few commits since it to judge' or 'judged by the checks of its commits')
+  elseif r.status == 'short' then
+    note[#note + 1] = string.format('%d commit(s): too few for a baseline', r.commits)
+  end
+  if r.mark then
+    note[#note + 1] = 'baseline from mark at ' .. r.mark.commit:sub(1, 12) .. ' (' .. r.mark.reason .. ')'
+  end
+  return table.concat(note, '; ')
+end
+
 --- Every step of one series over its history, as `history check` after each commit would have
 -- found them: {{step (sha), found_at (the first commit whose check saw it), status, ratio, z}},
 -- oldest first (what the report marks on a trend).

@@ -292,24 +292,6 @@ local function format_check(result, fmt)
   local output = require 'kluabench.report'
   local rows = {}
   for i, r in ipairs(result.results) do
-    local note = {}
-    if r.status == 'drift' then
-      note[#note + 1] = r.sentinel == 'self' and 'the sentinel itself: the machine changed'
-        or string.format('the sentinel stepped too (%s): machine drift, not the code', pct(r.sentinel_ratio))
-    end
-    if r.status == 'regression' and r.sentinel == 'steady' then
-      note[#note + 1] = string.format('the sentinel (%s) did not step (%s)', r.sentinel_provider, pct(r.sentinel_ratio))
-    elseif r.status == 'regression' and r.sentinel == 'none' then
-      note[#note + 1] = string.format('no sentinel (%s) runs around the step: machine drift not ruled out',
-        r.sentinel_provider)
-    end
-    if r.earlier then
-      note[#note + 1] = string.format('baseline from the step at %s (%s)', short(r.earlier),
-        r.status == 'short' and 'too few commits since it to judge' or 'judged by the checks of its commits')
-    elseif r.status == 'short' then
-      note[#note + 1] = string.format('%d commit(s): too few for a baseline', r.commits)
-    end
-    if r.mark then note[#note + 1] = 'baseline from mark at ' .. short(r.mark.commit) .. ' (' .. r.mark.reason .. ')' end
     local stepped = r.status == 'regression' or r.status == 'improvement' or r.status == 'drift'
     rows[i] = { point = r.point, provider = r.provider, device = r.device,
       status = r.status == 'regression' and 'REGRESSION' or r.status,
@@ -317,7 +299,7 @@ local function format_check(result, fmt)
       interval = r.lo and (pct(r.lo) .. '..' .. pct(r.hi)) or '',
       z = r.z and string.format('%.1f', r.z) or '',
       window = r.base_n and r.base_n > 0 and string.format('%d/%d', r.base_n, r.post_n) or '',
-      note = table.concat(note, '; ') }
+      note = require('kluabench.history').note(r) }
   end
   local text = (fmt == 'markdown' and output.format_markdown or output.format_table)(CHECK_COLUMNS, rows)
   local lines = { (text:gsub('\n$', '')) }

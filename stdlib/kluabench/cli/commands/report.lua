@@ -81,7 +81,10 @@ local function from_history(report, opts, max_trends)
     local order = {}
     for _, c in ipairs(checks.results) do
       -- a series that stepped earlier in its history ranks with the regressions
-      if c.status == 'ok' and #history.steps(h, c.series, { head = checks.head }) > 0 then c.stepped_before = true end
+      if (c.status == 'ok' or c.status == 'short') and #history.steps(h, c.series, { head = checks.head }) > 0 then
+        c.stepped_before = true
+      end
+      c.note = history.note(c)
       order[#order + 1] = c
     end
     local rank = { regression = 1, drift = 2, improvement = 3, ok = 4, short = 5 }
