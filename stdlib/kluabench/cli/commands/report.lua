@@ -23,7 +23,8 @@ RESULTS are record files (JSON or JSON Lines). With --db and no RESULTS the
 tables and charts show the runs of the head commit.
 
   -o, --output FILE   the HTML file (required; '-': stdout); written whole or
-                      not at all
+                      not at all. One of RESULTS (or a samples file beside
+                      one) or the --db file is refused: never written over
   --db DB             a history database (SQLite path or postgresql:// URI)
   --head REV          the commit to report (default: the newest)
   --point TEXT, --provider P, --device D
@@ -130,6 +131,13 @@ function M.run(args)
       return usage_error("--max-trends must be a whole number from 0 to 10000, got '%s'", opts['max-trends'])
     end
   end
+  local launch = require 'kluabench.cli.launch'
+  local inputs = launch.file_inputs(files)
+  if opts.db and not require('kluabench.history.db').is_postgres(opts.db) then
+    inputs[#inputs + 1] = { opts.db, 'the database --db' }
+  end
+  local fresh, why_not = launch.check_output('-o', opts.output, inputs, nil, true)
+  if not fresh then return usage_error('%s', why_not) end
   local files_mod = require 'kluabench.report.files'
   if opts.output ~= '-' then
     local ok, err = files_mod.check_writable(opts.output)
