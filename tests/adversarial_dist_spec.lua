@@ -319,6 +319,9 @@ describe('one bad line never drops a shard, and an unreadable shard is named as 
     assert.matches('(the other lines of shard 1 are kept)', r.err, 1, true)
     assert.is_nil(r.err:find('missing', 1, true), r.err)
     assert.matches('20 of 20 bundles, 5 of 5 points complete', r.err, 1, true)
+    -- every point arrived whole: the summary says the merge was not clean, not that it is incomplete
+    assert.matches('(NOT CLEAN: see above)', r.err, 1, true)
+    assert.is_nil(r.err:find('INCOMPLETE', 1, true), r.err)
     assert.equal(20, count_lines(sh.slurp(tmp .. '/m.jsonl')))
   end)
 
