@@ -392,6 +392,21 @@ describe('engine and loader errors say what was wrong (issue 24, class 10)', fun
     assert.matches('uses num_ctas = 2 (thread block clusters)', err_of(triton.load, dir .. '/k.json', 'ptr'), 1, true)
   end)
 
+  it("Triton metadata errors point at the caller's line, not into triton.lua, and show no traceback", function()
+    sub.spit(dir .. '/k.json', '{"name": 5, "num_warps": 4}')
+    sub.spit(dir .. '/s.lua', "local kb = require 'kluabench'\n\nkb.triton.load(" .. string.format('%q', dir .. '/k.json')
+      .. ')\n')
+    local r = child(nil, 20, { dir .. '/s.lua' })
+    assert.equal(1, r.code, r.err)
+    assert.equal('kluabench: ' .. dir .. "/s.lua:3: read_metadata: " .. dir .. "/k.json: 'name' must be a kernel name "
+      .. '(a string), got number 5\n', r.err)
+    for _, f in ipairs { triton.load, triton.read_metadata } do
+      local ok, err = pcall(f, dir .. '/k.json')
+      assert.is_false(ok)
+      assert.is_nil(err:find('triton.lua', 1, true), err)
+    end
+  end)
+
   it('a plugin kernel of 33 parameters says why its signature is bad', function()
     local err = err_of(kb.plugin.load, PLUGINS .. 'libbroken6.so')
     assert.matches("kernel 'wide' has a bad signature: more than 32 parameters (it has 33)", err, 1, true)
