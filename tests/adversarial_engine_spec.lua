@@ -101,6 +101,20 @@ describe('reads are bounded and never wait (issue 24, class 6)', function()
     assert.matches('is larger than', err, 1, true)
   end)
 
+  -- under a memory limit (the child's 4 GB address space) a file within the bound that does not
+  -- fit is a message naming it, not a bare "not enough memory"; sanitizer builds have no limit
+  local function under_a_limit(name, fn)
+    if SANITIZED then pending(name .. ' (a sanitizer build runs without ulimit -v)') else it(name, fn) end
+  end
+  under_a_limit('a file that does not fit in the memory left is an error naming it and its size', function()
+    local big = dir .. '/sparse'
+    assert(sh('truncate -s 5G ' .. q(big)))
+    local r = child(string.format('print(kb.read_file(%q, 6e9))', big), 20)
+    assert.equal(0, r.code, r.err)
+    assert.equal('nil\t' .. big .. ': not enough memory to read its 5368709120 bytes\n', r.out)
+    os.remove(big)
+  end)
+
   it('kb.cuda.load of /dev/zero, a FIFO and a directory is an error naming the file and why', function()
     local fifo = mkfifo(dir .. '/fifo')
     local code = string.format([[
