@@ -392,7 +392,8 @@ describe('no command writes over one of its inputs (issue 24, class 2)', functio
     sh.spit(csv, 'kernel_name,kernel_provider,kernel_operation_mode,metric_name,metric_unit,x_name,x_label,x_value,'
       .. 'y_value_50,y_value_20,y_value_80,extra_benchmark_config_str,gpu_name,timestamp,liger_version\n'
       .. 'llama4_rope,liger,forward,speed,ms,H,hidden size,512,0.1,0.09,0.11,"{""dtype"": ""torch.bfloat16"", '
-      .. '""seq_len"": 2048, ""num_q_heads"": 32, ""num_kv_heads"": 8}",NVIDIA H100 80GB HBM3,2025-08-07 21:42:05,0.6.1\n')
+      .. '""seq_len"": 2048, ""num_q_heads"": 32, ""num_kv_heads"": 8}",NVIDIA H100 80GB HBM3,'
+      .. '2025-08-07 21:42:05,0.6.1\n')
     assert(os.execute(string.format('ln -s r.jsonl %s && ln %s %s', q(tmp .. '/link.jsonl'), q(samples),
       q(tmp .. '/hard.jsonl'))))
   end)

@@ -408,8 +408,7 @@ describe('engine and loader errors say what was wrong (issue 24, class 10)', fun
 
   it("Triton metadata errors point at the caller's line, not into triton.lua, and show no traceback", function()
     sub.spit(dir .. '/k.json', '{"name": 5, "num_warps": 4}')
-    sub.spit(dir .. '/s.lua', "local kb = require 'kluabench'\n\nkb.triton.load(" .. string.format('%q', dir .. '/k.json')
-      .. ')\n')
+    sub.spit(dir .. '/s.lua', string.format("local kb = require 'kluabench'\n\nkb.triton.load(%q)\n", dir .. '/k.json'))
     local r = child(nil, 20, { dir .. '/s.lua' })
     assert.equal(1, r.code, r.err)
     assert.equal('kluabench: ' .. dir .. "/s.lua:3: read_metadata: " .. dir .. "/k.json: 'name' must be a kernel name "
