@@ -437,8 +437,8 @@ describe('kluabench history (SQLite)', function()
       for _, case in ipairs {
         { { 'report', '--db', db, '-o', db }, '-o ' .. db .. ' is the history database (--db)' },
         { { 'report', '--db', db, '-o', dir .. '/./hard.db' }, 'is the history database (--db)' },
-        { { 'report', f, '-o', f }, '-o ' .. f .. ' is a RESULTS file' },
-        { { 'report', f, '-o', samples }, 'is the samples file of a RESULTS file' },
+        { { 'report', f, '-o', f }, '-o ' .. f .. ' is the input ' .. f },
+        { { 'report', f, '-o', samples }, 'is the samples file of the input ' .. f },
       } do
         local r = run(case[1])
         assert.equal(2, r.code, r.err)

@@ -234,6 +234,28 @@ describe('liger.row_to_bundle of other rows', function()
     assert.are.same({}, record.check(b))
   end)
 
+  it('imports a row whose p20 is above its p80 as it is, and import-liger warns, naming the line (issue 24)', function()
+    local swapped = EXAMPLE_ROW:gsub('0%.13574400544166565,0%.14009599387645721',
+      '0.14009599387645721,0.13574400544166565', 1)
+    assert.are_not.equal(EXAMPLE_ROW, swapped)
+    local row = assert(liger.parse(HEADER .. swapped))[1]
+    assert.are.equal("y_value_20 ('0.14009599387645721') is above y_value_80 ('0.13574400544166565'): the quantiles "
+      .. "look swapped; imported as they are, as kernelindex's importer does", liger.row_warning(row))
+    assert.is_nil(liger.row_warning(assert(liger.parse(HEADER .. EXAMPLE_ROW))[1]))
+    assert.is_nil(liger.row_warning({ y_value_20 = '1', y_value_80 = '1' }))
+    local b = assert(liger.row_to_bundle(row))
+    assert.are.same({}, record.check(b))
+    local sub = require 'helpers.subprocess'
+    local dir = sub.tmpdir()
+    sub.spit(dir .. '/in.csv', HEADER .. EXAMPLE_ROW .. swapped)
+    local r = sub.run { 'import-liger', dir .. '/in.csv', '--jsonl', dir .. '/out.jsonl' }
+    assert.are.equal(0, r.code, r.err)
+    assert.matches('kluabench import-liger: ' .. dir .. '/in.csv:3: warning: y_value_20 (', r.err, 1, true)
+    assert.is_nil(r.err:find('in.csv:2:', 1, true), r.err) -- the row in order is not named
+    assert.matches('2 bundles written', r.err, 1, true)
+    os.execute('rm -rf ' .. sub.q(dir))
+  end)
+
   it('reports bad values instead of guessing', function()
     local bad = EXAMPLE_ROW:gsub('0%.13760000467300415', 'fast')
     local b, why, err = liger.row_to_bundle(assert(liger.parse(HEADER .. bad))[1])

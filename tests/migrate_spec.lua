@@ -82,7 +82,7 @@ describe('the earlier record format', function()
     -- never over an input
     r = sub.run { 'migrate', dir .. '/new.jsonl', '-o', dir .. '/new.jsonl' }
     assert.equal(2, r.code)
-    assert.matches('would write over the input', r.err, 1, true)
+    assert.matches('is the input ' .. dir .. '/new.jsonl: writing there would overwrite an input', r.err, 1, true)
     os.execute('rm -rf ' .. sub.q(dir))
   end)
 end)

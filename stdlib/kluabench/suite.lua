@@ -198,7 +198,8 @@ Output:
                       kernelindex: pretty JSON (one bundle, or an array) to --out or stdout;
                       liger-csv: Liger's CSV (the runs that passed) to --out or stdout.
                       With the last three the table goes to stderr.
-  --out PATH          where the bundles go (see --format)
+  --out PATH          where the bundles go (see --format); never the script or a
+                      file of its hooks (a usage error)
   --samples PATH      where the raw samples go (the evidence file the records name);
                       default: beside --out (x.jsonl -> x.samples.jsonl), or
                       results/%s-<time>.samples.jsonl when the bundles go to stdout
@@ -655,6 +656,45 @@ local function jsonl_path(d, o)
   return nil
 end
 
+-- The files a sweep reads that --out and --samples must not overwrite: the
+-- script run (arg[0]), every file that defines one of the declaration's hooks
+-- (a benchmark module the script requires) and the kluabench binary.
+local function sweep_inputs(d)
+  local inputs, seen = {}, {}
+  local function add(path, what)
+    if type(path) == 'string' and path ~= '' and not seen[path] then
+      seen[path] = true
+      inputs[#inputs + 1] = { path, what }
+    end
+  end
+  local script = rawget(_G, 'arg') and _G.arg[0]
+  add(script, 'the benchmark script')
+  for _, list in ipairs { HOOKS, OPTIONAL_HOOKS } do
+    for _, h in ipairs(list) do
+      local info = type(d[h]) == 'function' and debug.getinfo(d[h], 'S')
+      if info and info.source:sub(1, 1) == '@' then add(info.source:sub(2), 'the file of the ' .. h .. ' hook') end
+    end
+  end
+  add(core.executable(), 'the kluabench binary')
+  return inputs
+end
+
+-- A usage error when --out (or the samples file beside it) or --samples is a
+-- file the sweep reads, or --samples is the records file: appending there
+-- would overwrite or corrupt an input. target: where the bundles go.
+local function check_not_inputs(d, o, target)
+  local launch = require 'kluabench.cli.launch'
+  local inputs = sweep_inputs(d)
+  local beside = o.samples == nil and o.format ~= 'liger-csv'
+  local ok, why = launch.check_output("option '--out'", target, inputs, nil, not beside)
+  if not ok then usage_error(d.name, '%s', why) end
+  if o.samples then
+    if target and target ~= '-' then inputs[#inputs + 1] = { target, 'the records file' } end
+    ok, why = launch.check_output("option '--samples'", o.samples, inputs, nil, true)
+    if not ok then usage_error(d.name, '%s', why) end
+  end
+end
+
 -- Where the raw samples go when the bundles go to stdout (else beside them,
 -- unless --samples says otherwise).
 local function samples_path(d, o, records)
@@ -1059,6 +1099,7 @@ function M.main(d, args)
       if not ok then usage_error(d.name, '%s', err) end
     end
   end
+  check_not_inputs(d, o, target)
   if target then
     local ok, err = require('kluabench.report.files').check_writable(target)
     if not ok then fail(d.name, 'cannot write --out %s', err) end

@@ -777,7 +777,8 @@ section('digest', {
       .. 'digests. Opened non-blocking and refused unless it is a regular file ("path: is a directory", '
       .. '"path: is a FIFO, not a regular file (...)", "path: is a character device, ..."); a file larger '
       .. 'than max_bytes is refused by its size before any byte is read ("path: is larger than N bytes (it '
-      .. 'has M), ..."). A path holding a NUL byte is an argument error.',
+      .. 'has M), ..."); one that does not fit in the memory left is "path: not enough memory to read its N '
+      .. 'bytes". A path holding a NUL byte is an argument error.',
     example = 'local text, err = kb.read_file("README.md")' },
   { name = 'kb.fsync', signature = 'kb.fsync(path) -> true | nil, message',
     summary = 'Flushes a file\'s (or a directory\'s) data to the device, for "write, fsync, rename" output that survives a crash.',

@@ -532,19 +532,38 @@ function M.launch_inputs(script, exe)
   return inputs
 end
 
+--- The files a command reads, as inputs for launch.check_output: each path as {path, "the input PATH"}
+-- and, unless without_samples, the samples file beside it (evidence.samples_path) as {samples,
+-- "the samples file of the input PATH"}: the raw samples its records name are part of it.
+function M.file_inputs(paths, without_samples)
+  local evidence = require 'kluabench.record.evidence'
+  local inputs = {}
+  for _, path in ipairs(paths) do
+    if path ~= '-' then
+      local shown = output.printable(path, 200)
+      inputs[#inputs + 1] = { path, 'the input ' .. shown }
+      if not without_samples then
+        inputs[#inputs + 1] = { evidence.samples_path(path), 'the samples file of the input ' .. shown }
+      end
+    end
+  end
+  return inputs
+end
+
 --- Whether an output file (and the samples file beside it) would overwrite an input: inputs is a list of
--- {path, what}, dir (optional) the run's directory, whose launcher files (launch.role_in_dir) are inputs too.
+-- {path, what}, dir (optional) the run's directory, whose launcher files (launch.role_in_dir) are inputs too;
+-- alone: the output has no samples file beside it (an SVG, an HTML page), so only out is checked.
 -- Paths are compared as launch.canonical spells them, and by device and inode where both exist (hard
 -- links). Returns true, or nil and "OPTION PATH is WHAT: ..." for a usage error.
-function M.check_output(option, out, inputs, dir)
+function M.check_output(option, out, inputs, dir, alone)
   if out == nil or out == '-' then return true end
   local stat = require('kluabench.core').stat
   local cdir = dir and M.canonical(dir)
   local keyed = {}
-  for _, input in ipairs(inputs) do keyed[M.canonical(input[1])] = input end
+  for _, input in ipairs(inputs) do keyed[M.canonical(input[1])] = keyed[M.canonical(input[1])] or input end
   local targets = { { path = out } }
   local samples = require('kluabench.record.evidence').samples_path(out)
-  targets[2] = { path = samples, samples = true }
+  if not alone then targets[2] = { path = samples, samples = true } end
   for _, t in ipairs(targets) do
     local c = M.canonical(t.path)
     local what = keyed[c] and keyed[c][2]

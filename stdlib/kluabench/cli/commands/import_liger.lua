@@ -30,7 +30,8 @@ labelled not_reproduced (their digests are kluabench's, not kernelindex's).
                        missing), named after the run's metadata.name:
                        DIR/NAME.json (NAME-2.json, ... for repeated names).
                        Files are written atomically.
-  --jsonl FILE         append every bundle as one line to FILE ('-': stdout)
+  --jsonl FILE         append every bundle as one line to FILE ('-': stdout);
+                       one of the CSV files is refused (a usage error)
   (neither)            JSON Lines on stdout
   --keep               keep memory rows and unknown GPUs as documents of our own
   --liger-commit SHA   the Liger-Kernel commit the OperationSpecs cite (metadata
@@ -71,6 +72,9 @@ function M.main(args)
   if opts.help then return cli.help('import-liger') end
   if #files == 0 then return usage_error('no CSV file given') end
   if opts.out and opts.jsonl then return usage_error('give --out or --jsonl, not both') end
+  local launch = require 'kluabench.cli.launch'
+  local fresh, why_not = launch.check_output('--jsonl', opts.jsonl, launch.file_inputs(files, true))
+  if not fresh then return usage_error('%s', why_not) end
   local commit = opts['liger-commit']
   if commit and not commit:match('^%x+$') then
     return usage_error("option '--liger-commit' needs a commit SHA (hexadecimal), got '%s'", commit)

@@ -23,8 +23,9 @@ RESULTS are record files (JSON or JSON Lines). With --db and no RESULTS the
 tables and charts show the runs of the head commit.
 
   -o, --output FILE   the HTML file (required; '-': stdout); written whole or
-                      not at all; never one of RESULTS, the --db file or
-                      another SQLite database
+                      not at all. One of RESULTS (or a samples file beside
+                      one), the --db file or another SQLite database is
+                      refused: never written over
   --db DB             a history database (SQLite path or postgresql:// URI)
   --head REV          the commit to report (default: the newest)
   --point TEXT, --provider P, --device D
@@ -117,20 +118,6 @@ local function from_history(report, opts, max_trends)
   return true
 end
 
--- What out is among inputs ({path, what}): the same path (launch.canonical)
--- or the same file under another name (device and inode); or nil.
-local function input_named(out, inputs)
-  local launch = require 'kluabench.cli.launch'
-  local stat = require('kluabench.core').stat
-  local c, st = launch.canonical(out), stat(out, true)
-  for _, input in ipairs(inputs) do
-    if launch.canonical(input[1]) == c then return input[2] end
-    local ist = st and stat(input[1], true)
-    if ist and ist.dev == st.dev and ist.ino == st.ino then return input[2] end
-  end
-  return nil
-end
-
 --- Runs the command; returns the exit status.
 function M.run(args)
   local opts, files = cli.parse_args(args or {}, SPEC)
@@ -148,20 +135,15 @@ function M.run(args)
       return usage_error("--max-trends must be a whole number from 0 to 10000, got '%s'", opts['max-trends'])
     end
   end
+  local launch = require 'kluabench.cli.launch'
+  local inputs = launch.file_inputs(files)
+  if opts.db and not require('kluabench.history.db').is_postgres(opts.db) then
+    inputs[#inputs + 1] = { opts.db, 'the history database (--db)' }
+  end
+  local fresh, why_not = launch.check_output('-o', opts.output, inputs, nil, true)
+  if not fresh then return usage_error('%s', why_not) end
   local files_mod = require 'kluabench.report.files'
   if opts.output ~= '-' then
-    local inputs = {}
-    for _, f in ipairs(files) do
-      inputs[#inputs + 1] = { f, 'a RESULTS file' }
-      inputs[#inputs + 1] = { require('kluabench.record.evidence').samples_path(f), 'the samples file of a RESULTS file' }
-    end
-    if opts.db and not require('kluabench.history.db').is_postgres(opts.db) then
-      inputs[#inputs + 1] = { opts.db, 'the history database (--db)' }
-    end
-    local what = input_named(opts.output, inputs)
-    if what then
-      return usage_error('-o %s is %s: writing there would overwrite an input; give another path', opts.output, what)
-    end
     local ok, err = files_mod.check_writable(opts.output)
     if not ok then return fail('%s', err) end
   end

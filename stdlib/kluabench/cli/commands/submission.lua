@@ -24,7 +24,8 @@ Transformers, PyTorch, ...); all others to --project NAME (default "local", a
 project of kind individual). The runs' raw-samples evidence keeps its uri and
 digest: kernelindex can check the samples only where the file is published.
 
-  -o, --out OUT     the submission document (required; never one of the inputs)
+  -o, --out OUT     the submission document (required; never one of the inputs
+                    or an input's samples file, compared by real path and inode)
   --project NAME    the project of user kernels and undeclared providers
 
 Exit status: 0 written, 1 an unreadable or invalid input, 2 usage error.]]
@@ -43,9 +44,9 @@ function M.main(args)
   if opts.help then return cli.help('submission') end
   if #files == 0 then return usage_error('no FILE given') end
   if not opts.out then return usage_error('no -o OUT given (the submission document)') end
-  for _, f in ipairs(files) do
-    if f == opts.out then return usage_error("-o %s is one of the inputs: it is never written over", opts.out) end
-  end
+  local launch = require 'kluabench.cli.launch'
+  local fresh, why_not = launch.check_output('-o', opts.out, launch.file_inputs(files), nil, true)
+  if not fresh then return usage_error('%s', why_not) end
   local reader = require 'kluabench.record.reader'
   local bundles = {}
   for _, path in ipairs(files) do
