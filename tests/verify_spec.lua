@@ -183,6 +183,21 @@ describe('kluabench import-liger (the command)', function()
     assert.are.equal(0, code, out)
   end)
 
+  it('imports a repeated row once and counts the repeat, as kernelindex\'s importer does', function()
+    if not exe then return pending('kb.executable() is not available') end
+    local first = CSV:match('^[^\n]*\n([^\n]*\n)')
+    local moe = first:gsub('^llama4_rope', 'fused_moe')
+    local csv = tmp('repeated.csv', CSV .. first .. moe)
+    local jsonl = tmp('repeated.jsonl')
+    local out, code = sh(q(exe) .. ' import-liger ' .. q(csv) .. ' --jsonl ' .. q(jsonl))
+    assert.are.equal(0, code, out)
+    assert.matches('skipped 1 row: rows repeating a run already imported', out, 1, true)
+    assert.matches('skipped 1 row: kernels kernelindex curates that kluabench does not reproduce', out, 1, true)
+    assert.matches('2 bundles written', out, 1, true)
+    local c = check(jsonl)
+    assert.are.equal(2, c.ok)
+  end)
+
   it('writes JSON Lines with --jsonl and reports bad rows by line', function()
     if not exe then return pending('kb.executable() is not available') end
     local csv = tmp('in-bad.csv', CSV .. 'short,row\n')

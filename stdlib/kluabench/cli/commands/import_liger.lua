@@ -22,9 +22,11 @@ never executed.
 
 Rows kernelindex's importer skips are skipped and counted by reason on stderr:
 memory rows, kernels it does not curate (and those it curates that kluabench
-does not reproduce), unknown providers, modes and GPUs. With --keep, memory
-rows and rows of GPUs it does not know are kept as valid documents of our own,
-labelled not_reproduced (their digests are kluabench's, not kernelindex's).
+does not reproduce), unknown providers, modes and GPUs, and a row repeating a
+run already imported (the same externalId, in any of the files). With --keep,
+memory rows and rows of GPUs it does not know are kept as valid documents of
+our own, labelled not_reproduced (their digests are kluabench's, not
+kernelindex's).
 
   --out DIR            write one pretty JSON file per row into DIR (created when
                        missing), named after the run's metadata.name:
@@ -85,6 +87,7 @@ function M.main(args)
   local jsonl = opts.jsonl or (not opts.out and '-') or nil
 
   local status, imported, used, skipped = 0, 0, {}, {}
+  local runs = {} -- externalIds imported: kernelindex's importer imports a run once (its duplicateRows)
   for _, path in ipairs(files) do
     local rows, err = liger.read(path)
     if not rows then
@@ -94,6 +97,14 @@ function M.main(args)
       for _, row in ipairs(rows) do
         cli.stop_if_interrupted()
         local bundle, why, berr = liger.row_to_bundle(row, { keep = opts.keep, commit = commit and commit:lower() })
+        if bundle then
+          local id = bundle.run.spec.sourceNative.externalId
+          if runs[id] then
+            bundle, why = nil, 'duplicate_row'
+          else
+            runs[id] = true
+          end
+        end
         if not bundle then
           skipped[why] = (skipped[why] or 0) + 1
           if BROKEN[why] then
