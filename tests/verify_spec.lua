@@ -198,6 +198,20 @@ describe('kluabench import-liger (the command)', function()
     assert.are.equal(2, c.ok)
   end)
 
+  it('skips a config that does not bind the axes as kernelindex does: named, counted, exit status 0', function()
+    if not exe then return pending('kb.executable() is not available') end
+    local first = CSV:match('^[^\n]*\n([^\n]*\n)')
+    -- hidden 100 is no multiple of 32 query heads: kernelindex's binder returns null
+    local unbound = first:gsub('hidden size,512,', 'hidden size,100,')
+    local csv = tmp('unbound.csv', CSV .. unbound)
+    local jsonl = tmp('unbound.jsonl')
+    local out, code = sh(q(exe) .. ' import-liger ' .. q(csv) .. ' --jsonl ' .. q(jsonl))
+    assert.are.equal(0, code, out)
+    assert.matches("unbound.csv:4: skipped: x 'H' = '100' with config", out, 1, true)
+    assert.matches("skipped 1 row: configs that do not bind the kernel's axes", out, 1, true)
+    assert.are.equal(2, check(jsonl).ok)
+  end)
+
   it('writes JSON Lines with --jsonl and reports bad rows by line', function()
     if not exe then return pending('kb.executable() is not available') end
     local csv = tmp('in-bad.csv', CSV .. 'short,row\n')

@@ -39,11 +39,13 @@ kernelindex's).
                        only; default the CSV's commit when the schemas were
                        copied, record/liger.lua's COMMIT)
 
-A row of a reproduced kernel that cannot be converted (a value that is not a
-number or a time, a config that does not bind the kernel's axes) is reported
-on stderr as "kluabench import-liger: FILE:LINE: why" and skipped; the others
-are written. A row whose p20 is above its p80 is imported as it is, with a
-warning.
+A row of a reproduced kernel whose config does not bind the kernel's axes
+(kernelindex's importer skips it as an unknown config) is named on stderr as
+"kluabench import-liger: FILE:LINE: skipped: why" and counted. A row that
+cannot be converted (a value that is not a number, a time or UTF-8, a row of
+the wrong width) is reported as "kluabench import-liger: FILE:LINE: why" and
+left out; the others are written. A row whose p20 is above its p80 is
+imported as it is, with a warning.
 
 Exit status: 0 all rows imported or skipped as kernelindex skips them, 1 a file
 unreadable or a row that cannot be converted, 2 usage error.]]
@@ -58,7 +60,10 @@ end
 
 -- Reasons of a skip that mean the row is broken, not merely outside what
 -- kernelindex imports: named one by one, and exit status 1.
-local BROKEN = { invalid = true, unknown_config = true }
+local BROKEN = { invalid = true }
+-- Skips kernelindex's importer makes too (exit status 0) whose rows are still
+-- named, since a row of a kernel we reproduce was meant to import.
+local NAMED = { unknown_config = true }
 
 -- Options: returns {out = DIR, jsonl = FILE, keep, help, ['liger-commit']}, list of CSV paths; or nil, msg.
 local function parse(args)
@@ -110,6 +115,8 @@ function M.main(args)
           if BROKEN[why] then
             say('%s:%d: %s', path, row.line, berr)
             status = 1
+          elseif NAMED[why] then
+            say('%s:%d: skipped: %s', path, row.line, berr)
           end
         else
           local warning = liger.row_warning(row)
