@@ -717,8 +717,9 @@ end
 -- parameters (integer axes, our names), dtype, protocol (default result.protocol), quantiles,
 -- environment (default env.capture()), operation (an operation description), tensors (for the
 -- default description), workload and operation documents (both, to use them as they are),
--- implementation (a document; default: the kernel registry's built-in one, else the benchmark
--- script's), timed (words), time, labels, annotations, check (the check record), status (a run
+-- implementation (a document; default: the kernel registry's built-in one of kernel and provider,
+-- else the benchmark script's), builtin (false: never the registry's, whatever the names; the
+-- harness passes it unless a declaration's implementation hook says 'builtin'), timed (words), time, labels, annotations, check (the check record), status (a run
 -- status of the schema's enum) and reasons (why, in words), execution (what the harness adds to
 -- the evidence), bytes, flops, session {index, count}, keep_samples (false leaves the raw samples
 -- out of the evidence).
@@ -772,8 +773,8 @@ function M.from_result(o)
   end
   local od = M.digest(op)
   local implementation = o.implementation
-    or M.builtin_implementation { kernel = o.kernel, provider = o.provider, backend = backend, operation_digest = od,
-      mode = o.mode }
+    or (o.builtin ~= false and M.builtin_implementation { kernel = o.kernel, provider = o.provider, backend = backend,
+      operation_digest = od, mode = o.mode })
     or implementation.script { operation_digest = od, provider = o.provider, kernel = o.kernel,
       arch = (environment.spec.hardware or {}).architecture, dtypes = o.dtype and { o.dtype } or nil }
   local bytes, flops = o.bytes, o.flops
