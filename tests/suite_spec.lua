@@ -273,6 +273,32 @@ kb.suite.main { name = 'scale_add', axes = { { name = 'n', default = 64 } }, dty
     assert.equal(a.lua.run.spec.implementationDigest, b.lua.run.spec.implementationDigest)
   end)
 
+  it('names the harness commit as evidence.harness when KLUABENCH_REPOSITORY is an https URL', function()
+    local function harness(repo)
+      local r = sub.run({ '--backend', 'cpu', '--quiet', script, '--n', '16,32', '--rep-ms', '2', '--format', 'jsonl' },
+        { env = { KLUABENCH_REPOSITORY = repo } })
+      assert.equal(0, r.code, r.err)
+      local got = bundles(r.out)
+      assert.equal(2, #got)
+      for _, b in ipairs(got) do assert.same({}, kb.record.check(b)) end
+      return got[1].run.spec.evidence.harness, r.err
+    end
+    local h = harness('https://example.org/kluabench')
+    local commit = tostring(kb.git_commit)
+    if commit:match('^%x+$') and #commit == 40 then
+      assert.same({ repository = 'https://example.org/kluabench', commit = commit }, h)
+    else -- a build of a tree with changes has no commit to name
+      assert.is_nil(h)
+    end
+    -- not an https URL: said once, and the records are still written (without it)
+    for _, bad in ipairs { 'http://example.org/kluabench', 'https://' } do
+      local none, err = harness(bad)
+      assert.is_nil(none)
+      local _, n = err:gsub("KLUABENCH_REPOSITORY '[^']*' is not an https URL", '')
+      assert.equal(1, n, err)
+    end
+  end)
+
   it('refuses an unwritable --out before measuring anything', function()
     local r = run(script, { '--out', dir .. '/no/such/dir/x.jsonl' })
     assert.equal(1, r.code)

@@ -687,7 +687,7 @@ local function write_results(d, o, bundles, path, samples, claim)
   local note
   if o.format == 'kernelindex' then
     local ok, where, why = writer.write_pretty(out, bundles, samples, { claim = claim })
-    if not ok then fail(d.name, 'cannot write %s', tostring(where)) end
+    if not ok then fail(d.name, '%s', tostring(where)) end
     out, note = where, why
   else
     local text, left_out = output.liger_csv(bundles)
@@ -702,7 +702,7 @@ local function write_results(d, o, bundles, path, samples, claim)
       out, note = dest, why
     end
     local ok, werr = output.write_atomic(out, text)
-    if not ok then fail(d.name, 'cannot write %s', tostring(werr)) end
+    if not ok then fail(d.name, '%s', tostring(werr)) end
   end
   if note then io.stderr:write(d.name, ': ', note, '\n') end
   if out ~= '-' then io.stderr:write(d.name, ': wrote ', out, '\n') end
@@ -1089,7 +1089,7 @@ function M.main(d, args)
     bundles[#bundles + 1] = bundle
     if path then
       local ok, err = writer.append(path, bundle, samples)
-      if not ok then fail(d.name, 'cannot write %s', tostring(err)) end
+      if not ok then fail(d.name, '%s', tostring(err)) end
     end
   end
 

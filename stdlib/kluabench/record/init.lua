@@ -699,11 +699,23 @@ end
 
 -- The harness's commit for run.spec.evidence.harness: {repository, commit}
 -- when the repository's https URL is known (kluabench.REPOSITORY,
--- KLUABENCH_REPOSITORY) and the build is of a clean commit; else nil.
+-- KLUABENCH_REPOSITORY) and the build is of a clean commit; else nil. A
+-- KLUABENCH_REPOSITORY that is no https URL (the schema's rule) is said
+-- once on stderr and left out, rather than making every record invalid.
+local warned_repository
 local function harness_ref()
   local k = kb()
   local commit = tostring(k.git_commit or '')
-  local repo = os.getenv('KLUABENCH_REPOSITORY') or require('kluabench.measure.do_bench').REPOSITORY
+  local env = os.getenv('KLUABENCH_REPOSITORY')
+  local repo = env or require('kluabench.measure.do_bench').REPOSITORY
+  if env and not require('kluabench.record.schema').is_https(env) then
+    if warned_repository ~= env then
+      warned_repository = env
+      io.stderr:write(string.format("kluabench: KLUABENCH_REPOSITORY '%s' is not an https URL: the records name "
+        .. 'no evidence.harness (the commit is still their kluabench_commit label)\n', json.printable(env, 200)))
+    end
+    return nil
+  end
   if type(repo) == 'string' and repo:match('^https://') and commit:match('^%x+$') and #commit == 40 then
     return { repository = repo, commit = commit }
   end
