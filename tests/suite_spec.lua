@@ -299,6 +299,29 @@ kb.suite.main { name = 'scale_add', axes = { { name = 'n', default = 64 } }, dty
     end
   end)
 
+  it('records the status wrong_result names, and refuses one that is not a wrong result', function()
+    local shape = dir .. '/shape.lua'
+    sub.spit(shape, (SCRIPT:gsub("kb%.suite%.wrong_result%('scale: WRONG RESULT: provider ' %.%. provider %.%. ' differs by ' %.%. d%)",
+      "kb.suite.wrong_result('shape differs', os.getenv('STATUS'))")))
+    local function status_of(st)
+      local out = dir .. '/shape-' .. st .. '.jsonl'
+      local r = sub.run({ '--backend', 'cpu', '--quiet', shape, '--n', '16', '--provider', 'bad', '--rep-ms', '2',
+        '--format', 'jsonl', '--out', out }, { env = { STATUS = st } })
+      assert.equal(1, r.code, r.err)
+      local b = assert(kb.reader.read(out))[1]
+      return b.run.spec.status, point(b).evidence.reasons[1], r.err
+    end
+    for _, st in ipairs { 'incorrect_shape', 'incorrect_dtype', 'incorrect_numerical' } do
+      local got, why = status_of(st)
+      assert.equal(st, got)
+      assert.equal('shape differs', why)
+    end
+    local got, why = status_of('failed')
+    assert.equal('runtime_error', got)
+    assert.matches("bad argument #2 to 'wrong_result' (\"incorrect_numerical\", \"incorrect_shape\" or "
+      .. '"incorrect_dtype" expected, got "failed")', why, 1, true)
+  end)
+
   it('refuses an unwritable --out before measuring anything', function()
     local r = run(script, { '--out', dir .. '/no/such/dir/x.jsonl' })
     assert.equal(1, r.code)

@@ -759,13 +759,18 @@ WRONG.__tostring = function(e) return e.message end
 
 --- Raised by a benchmark's check when the provider's result is wrong: the provider is not timed and
 -- its bundles get status (default "incorrect_numerical"; "incorrect_shape" or "incorrect_dtype"
--- where that is what is wrong) with the message as the reason.
+-- where that is what is wrong; any other status is an error) with the message as the reason.
 --
 -- @signature suite.wrong_result(message [, status])
 -- @example
 --   local ok, e = pcall(suite.wrong_result, "q_out differs from the reference")
 --   print(tostring(e))
+local WRONG_STATUSES = { incorrect_numerical = true, incorrect_shape = true, incorrect_dtype = true }
 function M.wrong_result(message, status)
+  if status ~= nil and not WRONG_STATUSES[status] then
+    error(string.format("bad argument #2 to 'wrong_result' (\"incorrect_numerical\", \"incorrect_shape\" or "
+      .. '"incorrect_dtype" expected, got %s)', type(status) == 'string' and string.format('%q', status) or type(status)), 2)
+  end
   error(setmetatable({ message = tostring(message), status = status or 'incorrect_numerical' }, WRONG), 0)
 end
 
