@@ -756,6 +756,7 @@ end
 local WRONG = {}
 WRONG.__index = WRONG
 WRONG.__tostring = function(e) return e.message end
+local WRONG_STATUSES = { incorrect_numerical = true, incorrect_shape = true, incorrect_dtype = true }
 
 --- Raised by a benchmark's check when the provider's result is wrong: the provider is not timed and
 -- its bundles get status (default "incorrect_numerical"; "incorrect_shape" or "incorrect_dtype"
@@ -765,7 +766,6 @@ WRONG.__tostring = function(e) return e.message end
 -- @example
 --   local ok, e = pcall(suite.wrong_result, "q_out differs from the reference")
 --   print(tostring(e))
-local WRONG_STATUSES = { incorrect_numerical = true, incorrect_shape = true, incorrect_dtype = true }
 function M.wrong_result(message, status)
   if status ~= nil and not WRONG_STATUSES[status] then
     error(string.format("bad argument #2 to 'wrong_result' (\"incorrect_numerical\", \"incorrect_shape\" or "
