@@ -157,6 +157,27 @@ describe('kluabench verify (the command)', function()
     assert.matches('1 ok, 1 mismatched', out)
   end)
 
+  it('recomputes the operation digests the workload and the implementation carry', function()
+    if not exe then return pending('kb.executable() is not available') end
+    local b = bundles()[1]
+    -- the operation changed: both documents that name it disagree with it
+    local changed = output.decode(assert(output.encode_line(b)))
+    changed.operation.spec.family = 'rotary'
+    -- the implementation's link alone changed (and the run resealed over it): only that link disagrees
+    local relinked = output.decode(assert(output.encode_line(b)))
+    relinked.implementation.spec.operation.specDigest = 'sha256:' .. string.rep('0', 64)
+    kb.record.seal(relinked)
+    local path = tmp('cmd-op.jsonl', assert(output.encode_line(changed)) .. '\n' .. assert(output.encode_line(relinked)) .. '\n')
+    local out, code = sh(q(exe) .. ' verify ' .. q(path))
+    assert.are.equal(1, code, out)
+    local p = path:gsub('%p', '%%%0')
+    assert.matches('MISMATCH ' .. p .. ':1 workload.spec.operationSpecDigest: recorded sha256:%x+, computed sha256:%x+', out)
+    assert.matches('MISMATCH ' .. p .. ':1 implementation.spec.operation.specDigest: recorded', out)
+    assert.matches('MISMATCH ' .. p .. ':2 implementation.spec.operation.specDigest: recorded sha256:0000', out)
+    assert.not_matches(p .. ':2 workload', out)
+    assert.matches('0 ok, 2 mismatched', out)
+  end)
+
   it('exits 2 on usage errors', function()
     if not exe then return pending('kb.executable() is not available') end
     local _, code = sh(q(exe) .. ' verify')
