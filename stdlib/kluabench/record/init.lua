@@ -407,9 +407,11 @@ end
 -- (kluabench.kernels: each kernel lists its providers' entry points per backend); nil when the
 -- registry does not know the kernel and provider.
 --
--- mode: the timed pass, where a mode runs another entry point (the registry's modes).
+-- mode: the timed pass, where a mode runs another entry point (the registry's modes). build
+-- (kb.build_info()'s fields) and arch (the CPU's): what the code was built with and for, when not
+-- this binary's (a record of another build, migrated).
 --
--- @signature record.builtin_implementation{kernel, provider, backend, operation_digest [, mode, dtypes]} -> document | nil
+-- @signature record.builtin_implementation{kernel, provider, backend, operation_digest [, mode, dtypes, build, arch]} -> document | nil
 -- @example
 --   local op = require("kluabench.record.liger").operation_document("llama4_rope")
 --   local i = record.builtin_implementation{kernel = "llama4_rope", provider = "fused", backend = "cpu",
@@ -425,7 +427,7 @@ function M.builtin_implementation(o)
   return implementation.builtin { operation_digest = o.operation_digest, provider = o.provider, kernel = o.kernel,
     backend = o.backend, symbol = symbol, path = entry.path, language = entry.language,
     sources = M.kernel_sources(o.kernel, entry.sources or k.sources),
-    dtypes = o.dtypes or entry.dtypes or k.dtypes }
+    dtypes = o.dtypes or entry.dtypes or k.dtypes, build = o.build, arch = o.arch }
 end
 
 --- The ImplementationRevision of a user kernel (kluabench.record.implementation's user): info is
