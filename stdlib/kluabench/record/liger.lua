@@ -548,9 +548,11 @@ function M.row_to_bundle(row, opts)
   end
   local config, cerr = M.parse_config(row.extra_benchmark_config_str)
   if not config then return skip('unknown_config', '%s', cerr) end
+  -- an x_value that is no number is a broken row (kernelindex's importer would skip it as an
+  -- unknown config, or read "0x200" as 512): refused, named, like a y value that is no number
   local x = decimal(row.x_value)
-  if x == nil then return skip('unknown_config', 'x_value is not a decimal number (%s)', quoted(row.x_value)) end
-  if unrecordable(x) then return skip('unknown_config', 'x_value %s (%s)', unrecordable(x), quoted(row.x_value)) end
+  if x == nil then return skip('invalid', 'x_value is not a decimal number (%s)', quoted(row.x_value)) end
+  if unrecordable(x) then return skip('invalid', 'x_value %s (%s)', unrecordable(x), quoted(row.x_value)) end
   local binding = x == math.floor(x) and x > 0 and k.bind(math.tointeger(x), row.x_name, config) or nil
   if not binding then
     return skip('unknown_config', 'x %s = %s with config %s does not bind the axes of %s', quoted(row.x_name),
