@@ -220,6 +220,13 @@ describe('liger.row_to_bundle of other rows', function()
     b, why = liger.row_to_bundle(assert(liger.parse(HEADER .. UNKNOWN_ROW))[1])
     assert.is_nil(b)
     assert.are.equal('uncurated_kernel', why)
+    -- kernels of the importer's later curation (kernels-extra.ts, kernels-losses.ts) are curated too
+    for _, name in ipairs { 'fused_moe', 'geglu', 'group_norm', 'kl_div', 'kto_loss', 'relu_squared', 'sparsemax',
+      'tvd', 'fused_linear_jsd', 'fused_linear_cross_entropy', 'fused_neighborhood_attention', 'megatron_cross_entropy' } do
+      b, why = liger.row_to_bundle(assert(liger.parse(HEADER .. OTHER_ROW:gsub('^cross_entropy', name)))[1])
+      assert.is_nil(b)
+      assert.are.equal('not_reproduced', why, name)
+    end
   end)
 
   it('skips GPUs kernelindex does not know, and with keep names them itself', function()

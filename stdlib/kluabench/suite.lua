@@ -29,9 +29,10 @@
 --                          the record (its evidence entry)
 --   implementation(point, provider) -> what the provider runs: a user
 --                          kernel's info() table (k:info(), pk:info(),
---                          tk:info()), a list of them, or an
---                          ImplementationRevision document; default: the
---                          kernel registry's built-in kernel, else the script
+--                          tk:info()), a list of them, an
+--                          ImplementationRevision document, or 'builtin'
+--                          (the kernel registry's built-in code of this
+--                          kernel and provider); default: the script
 --   operation              the OperationSpec's description
 --                          (kluabench.record.operation); default: kernelindex's
 --                          own for Liger's kernels, else the tensors setup makes
@@ -726,7 +727,7 @@ local function write_results(d, o, bundles, path, samples, claim)
   local note
   if o.format == 'kernelindex' then
     local ok, where, why = writer.write_pretty(out, bundles, samples, { claim = claim })
-    if not ok then fail(d.name, 'cannot write %s', tostring(where)) end
+    if not ok then fail(d.name, '%s', tostring(where)) end
     out, note = where, why
   else
     local text, left_out = output.liger_csv(bundles)
@@ -741,7 +742,7 @@ local function write_results(d, o, bundles, path, samples, claim)
       out, note = dest, why
     end
     local ok, werr = output.write_atomic(out, text)
-    if not ok then fail(d.name, 'cannot write %s', tostring(werr)) end
+    if not ok then fail(d.name, '%s', tostring(werr)) end
   end
   if note then io.stderr:write(d.name, ': ', note, '\n') end
   if out ~= '-' then io.stderr:write(d.name, ': wrote ', out, '\n') end
@@ -795,16 +796,21 @@ end
 local WRONG = {}
 WRONG.__index = WRONG
 WRONG.__tostring = function(e) return e.message end
+local WRONG_STATUSES = { incorrect_numerical = true, incorrect_shape = true, incorrect_dtype = true }
 
 --- Raised by a benchmark's check when the provider's result is wrong: the provider is not timed and
 -- its bundles get status (default "incorrect_numerical"; "incorrect_shape" or "incorrect_dtype"
--- where that is what is wrong) with the message as the reason.
+-- where that is what is wrong; any other status is an error) with the message as the reason.
 --
 -- @signature suite.wrong_result(message [, status])
 -- @example
 --   local ok, e = pcall(suite.wrong_result, "q_out differs from the reference")
 --   print(tostring(e))
 function M.wrong_result(message, status)
+  if status ~= nil and not WRONG_STATUSES[status] then
+    error(string.format("bad argument #2 to 'wrong_result' (\"incorrect_numerical\", \"incorrect_shape\" or "
+      .. '"incorrect_dtype" expected, got %s)', type(status) == 'string' and string.format('%q', status) or type(status)), 2)
+  end
   error(setmetatable({ message = tostring(message), status = status or 'incorrect_numerical' }, WRONG), 0)
 end
 
@@ -846,15 +852,26 @@ local function describe(d, ctx, p, provider, bare)
   out.workload, out.operation_document = workload, op
   local od = record.digest(op)
   local declared = not bare and d.implementation and d.implementation(p, provider) or nil
-  if type(declared) == 'table' and declared.kind == 'ImplementationRevision' then
+  if declared == 'builtin' then
+    -- the kernel registry's built-in code, only where the declaration says so: a provider of a
+    -- script of the user's that bears a built-in kernel's and provider's names is not that code
+    if not record.builtin_implementation { kernel = d.name, provider = provider, backend = core.backend(),
+        operation_digest = od } then
+      bad_return(d, 'implementation', nil, declared, string.format("nil, an info() table, a list of them or an "
+        .. "ImplementationRevision document expected: 'builtin' names a provider of the kernel registry "
+        .. '(kluabench.kernels), which has no provider %s of a kernel %s on the %s backend',
+        provider, d.name, core.backend()), p, provider)
+    end
+    out.builtin = true
+  elseif type(declared) == 'table' and declared.kind == 'ImplementationRevision' then
     out.implementation = declared
   elseif type(declared) == 'table' then
     local hw = ctx.environment.spec.hardware or {}
     out.implementation = record.user_implementation { provider = provider, kernel = d.name, info = declared,
       operation_digest = od, arch = hw.architecture, dtypes = { p.dtype } }
   elseif declared ~= nil then
-    bad_return(d, 'implementation', nil, declared, 'nil, an info() table, a list of them or an ImplementationRevision '
-      .. 'document', p, provider)
+    bad_return(d, 'implementation', nil, declared, "nil, 'builtin', an info() table, a list of them or an "
+      .. 'ImplementationRevision document', p, provider)
   end
   if not bare then ctx.described[key] = out end
   return out
@@ -878,6 +895,7 @@ local function bundle_of(d, ctx, p, provider, mode, run_index, o)
     environment = ctx.environment, timed = extra.timed, check = o.check, execution = execution,
     annotations = extra.annotations, bytes = bytes, flops = flops,
     workload = desc.workload, operation_document = desc.operation_document, implementation = desc.implementation,
+    builtin = desc.builtin == true,
     session = { index = run_index, count = ctx.o.runs }, status = o.status, reasons = o.reasons,
   }
 end
@@ -1043,8 +1061,8 @@ end
 -- provider, inputs, modes) -> check record, cost(point, mode) -> bytes, flops, record(point,
 -- provider, mode) -> {timed, execution, annotations}. A point has one field per axis, dtype,
 -- params, x (the swept axis), id and shared. Optional: operation (an operation description) and
--- implementation(point, provider) (what the provider runs: k:info() tables or an
--- ImplementationRevision). Exits itself for --help and --list-points (0), on a usage error (2),
+-- implementation(point, provider) (what the provider runs: k:info() tables, an
+-- ImplementationRevision or 'builtin'; without it, the script). Exits itself for --help and --list-points (0), on a usage error (2),
 -- after a wrong result or a failed session (1: the other points still run, and their bundles and
 -- the failed ones are written) and after SIGINT/SIGTERM (130/143). Every bundle's evidence
 -- carries the session {index, count} and the point's id.
@@ -1125,7 +1143,7 @@ function M.main(d, args)
     bundles[#bundles + 1] = bundle
     if path then
       local ok, err = writer.append(path, bundle, samples)
-      if not ok then fail(d.name, 'cannot write %s', tostring(err)) end
+      if not ok then fail(d.name, '%s', tostring(err)) end
     end
   end
 

@@ -16,7 +16,9 @@ YAML reader takes) in the layout of its submission path:
 Each document appears once; every manifest is checked against its schema
 first (nothing invalid is written), and a document whose metadata.name another
 document of its kind already bears is renamed NAME-<12 hex digits of its
-digest> (names are not digested: no digest changes).
+digest> (names are not digested: no digest changes); so is a project,
+operation or implementation whose slug (kernelindex's kebab of the name, 100
+characters) another one has.
 
 Implementations of kluabench's built-in kernels belong to the project
 "kluabench"; imported ones to their upstream project (Liger-Kernel,
