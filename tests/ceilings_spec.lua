@@ -170,7 +170,7 @@ describe('records carry the session noise and the ceiling they used (issue 13)',
     local other = make(kb.env.capture { info = { name = 'NVIDIA H200', arch = 'sm_90' }, backend = 'cuda',
       kb = kb, os = { kernel = 'Linux' }, driver_release = false })
     local e = kb.evidence.of(here)
-    assert.same({ sd = 0.03, measuredAt = '2026-12-02T01:00:00Z', sessions = 4 }, e.sessionNoise)
+    assert.same({ sd = 0.03, measuredAt = '2026-12-02T01:00:00Z', sessions = 4, scope = 'device' }, e.sessionNoise)
     assert.same({ gbps = 2000, converged = true, measuredAt = '2026-12-02T00:00:00Z' }, e.throughput.copyCeiling)
     -- the figures in force are measurements too
     assert.equal(0.03, kb.point.of(here).noise_sd)

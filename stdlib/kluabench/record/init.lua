@@ -690,11 +690,16 @@ local function throughput_of(bytes, flops, median_ms, environment)
   return t
 end
 
-local function session_noise_of(median_ms, environment)
+-- The between-session figure in force for a record made here (record/noise.lua: the cache's, per
+-- kernel where measured, else the default), which its evidence names; nil for a record of
+-- another device.
+local function session_noise_of(median_ms, environment, kernel)
   local env = require 'kluabench.record.env'
   local here = env.local_device_name()
   if here == nil or type(median_ms) ~= 'number' or here ~= env.device_name(environment) then return nil end
-  return require('kluabench.record.ceilings').cached_noise(median_ms)
+  local ok, info = pcall(function() return kb().device_info() end)
+  if not ok then return nil end
+  return require('kluabench.record.noise').in_force(median_ms, kernel, info)
 end
 
 -- The harness's commit for run.spec.evidence.harness: {repository, commit}
@@ -827,7 +832,7 @@ function M.from_result(o)
   fields.bytes, fields.flops = bytes, flops
   local session = o.session or { index = 1, count = 1 }
   fields.session, fields.sessions = session.index, session.count
-  local noise = median_ms and session_noise_of(median_ms, environment) or nil
+  local noise = median_ms and session_noise_of(median_ms, environment, o.kernel) or nil
   fields.noise_sd = noise and noise.sd
   if o.check and finite(o.check.relL2) then fields.rel_l2 = o.check.relL2 end
 
