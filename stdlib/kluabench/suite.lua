@@ -182,7 +182,10 @@ Measurement:
   --rep-ms MS         do_bench repetition time (default %s)
   --warmup-ms MS      do_bench warm-up time (default %s)
   --runs N            measure every point in N independent sessions (fresh inputs,
-                      interleaved with the other points); records say which session
+                      interleaved with the other points); records say which session;
+                      the table shows one row per point (the mean of the session
+                      medians, the session count, ci95 over the sessions)
+  --sessions          the table shows each session of a point on a row of its own
   --timeout S         the most seconds one session (point, provider, mode) may take:
                       cold, hot and graph stop sampling at it, and a session (or a
                       check) that ran past it is recorded with status timeout
@@ -296,7 +299,7 @@ local function parse(d, args)
   local spec = { help = 'flag', ['list-points'] = 'flag', sweep = 'value', dtype = 'value', mode = 'value',
     provider = 'value', protocol = 'value', format = 'value', out = 'value', samples = 'value', ['rep-ms'] = 'value',
     ['warmup-ms'] = 'value', runs = 'value', shard = 'value', timeout = 'value', history = 'value',
-    aliases = { h = 'help' } }
+    sessions = 'flag', aliases = { h = 'help' } }
   for _, a in ipairs(d.axes) do spec[option_name(a.name)] = 'value' end
   local raw, rest = require('kluabench.cli').parse_args(args, spec)
   if not raw then usage_error(d.name, '%s', rest) end
@@ -306,7 +309,8 @@ local function parse(d, args)
     -- an empty path names no file: say so before anything is measured
     if raw[opt] == '' then usage_error(d.name, "option '--%s' needs a path, got an empty string", opt) end
   end
-  local o = { list_points = raw['list-points'], out = raw.out, samples = raw.samples, history = raw.history, axes = {} }
+  local o = { list_points = raw['list-points'], out = raw.out, samples = raw.samples, history = raw.history, axes = {},
+    sessions = raw.sessions }
   for _, a in ipairs(d.axes) do
     local v = raw[option_name(a.name)]
     if v then o.axes[a.name] = int_list(d.name, option_name(a.name), v, a.max) end
@@ -671,7 +675,9 @@ end
 -- process's file written since is not overwritten).
 local function write_results(d, o, bundles, path, samples, claim)
   local output = require 'kluabench.report'
-  local table_text = o.format == 'markdown' and output.results_markdown(bundles) or output.results_table(bundles)
+  local topts = { sessions = o.sessions }
+  local table_text = o.format == 'markdown' and output.results_markdown(bundles, topts)
+    or output.results_table(bundles, topts)
   if o.format == 'table' or o.format == 'markdown' then
     local ok, err = require('kluabench.report.files').write_stdout(table_text)
     if not ok then fail(d.name, 'cannot write %s', err) end
