@@ -54,6 +54,7 @@ local function finite_positive(x) return type(x) == 'number' and x > 0 and x < m
 -- freedom of the nearest scale (nil where the figure gives none).
 --
 -- @signature noise.at(figure, ms) -> sd, df
+-- @section compare
 -- @example
 --   print(noise.at(noise.DEFAULT, 0.02))
 function M.at(figure, ms)
@@ -92,6 +93,7 @@ end
 -- ("kernel" or "device"). nil when the entry holds no usable figure.
 --
 -- @signature noise.of_entry(entry [, kernel]) -> figure, scope | nil
+-- @section compare
 -- @example
 --   local fig, scope = noise.of_entry(entry, "llama4_rope")
 function M.of_entry(entry, kernel)
@@ -107,6 +109,7 @@ end
 -- noise figure first.
 --
 -- @signature noise.entries_named(name [, path]) -> list of entries
+-- @section compare
 -- @example
 --   local list = noise.entries_named("NVIDIA H200")
 function M.entries_named(name, path)
@@ -133,6 +136,7 @@ end
 -- measuredAt, sessions}).
 --
 -- @signature noise.in_force(ms, kernel, info [, path]) -> {sd, scope, df, measuredAt, sessions}
+-- @section compare
 -- @example
 --   print(noise.in_force(0.02, "llama4_rope", kb.device_info()).scope)
 function M.in_force(ms, kernel, info, path)
@@ -152,6 +156,7 @@ end
 -- "default". opts: between (a number: the user's figure, exact), path (the cache file).
 --
 -- @signature noise.resolver([opts]) -> function(ms, kernel, device) -> sd, source, df, scope
+-- @section compare
 -- @example
 --   local figure = noise.resolver()
 --   print(figure(0.02, "llama4_rope", "NVIDIA H200"))

@@ -157,18 +157,22 @@ function M.median_of(bundle)
   return (type(ns) == 'number' and ns > 0 and ns < math.huge) and ns / 1e6 or nil
 end
 
---- The matching key ("workloadDigest|mode|provider": kernelindex's workload holds no mode, the
--- timed pass is the protocol's) and a label for people.
+--- The matching key ("workloadDigest|mode|provider", and "|memory" for a memory run:
+-- kernelindex's workload holds no mode, the timed pass is the protocol's) and a label for people.
+-- match: a table of provider renames ({liger = "fused"}: that provider is matched as this one).
 --
--- @signature compare.key_of(bundle) -> key, label
+-- @signature compare.key_of(bundle [, match]) -> key, label, provider
 -- @example
 --   local key, label = compare.key_of(bundle)
-function M.key_of(b)
+function M.key_of(b, match)
   local wd = get(b, 'run', 'spec', 'workloadDigest')
   if type(wd) ~= 'string' then wd = '?' end
   local label, provider = reader.label_of(b)
-  local mode = require('kluabench.record.point').of(b).mode or '?'
-  return wd .. '|' .. mode .. '|' .. provider, label, provider
+  local p = require('kluabench.record.point').of(b)
+  local mode = p.mode or '?'
+  local as = type(match) == 'table' and match[provider] or provider
+  if as ~= provider then provider = as .. ' (' .. provider .. ')' end
+  return wd .. '|' .. mode .. '|' .. as .. (p.metric == 'memory' and '|memory' or ''), label, provider
 end
 
 ---------------------------------------------------------------------------
@@ -219,9 +223,9 @@ end
 --
 -- @signature compare.detectable(ratio, lo, hi [, noise]) -> fraction
 -- @example
---   print(compare.detectable(1.0, 0.97, 1.03)) --> about 0.041
+--   print(string.format("%.3f", compare.detectable(1.0, 0.97, 1.03))) --> 0.041
 function M.detectable(ratio, lo, hi, noise)
-  noise = noise or M.DEFAULT.noise
+  noise = noise or M.DEFAULTS.noise
   return math.max((1 + noise) * ratio / lo - 1, 1 - (1 - noise) * ratio / hi)
 end
 
@@ -405,10 +409,10 @@ end
 -- Two sets of bundles
 ---------------------------------------------------------------------------
 
-local function group(bundles)
+local function group(bundles, match)
   local by, order = {}, {}
   for _, b in ipairs(bundles) do
-    local key, label, provider = M.key_of(b)
+    local key, label, provider = M.key_of(b, match)
     if not by[key] then
       by[key] = { key = key, label = label, provider = provider, bundles = {} }
       order[#order + 1] = key
@@ -587,6 +591,40 @@ local function sessions_of(bs)
   return out
 end
 
+-- The peak memory of a side's runs in MB: the mean of their medians (each run a session), and
+-- the unit they were recorded in; nil when a run has none.
+local function memory_of(bs)
+  local sum, unit = 0, nil
+  for _, b in ipairs(bs) do
+    local p = require('kluabench.record.point').of(b)
+    if not finite(p.memory_median) then return nil end
+    sum, unit = sum + p.memory_median, unit or p.memory_unit
+  end
+  return sum / #bs, unit
+end
+
+-- Fills point with the comparison of two sides of memory runs (Liger's memory rows, --metric
+-- memory): base_mb, new_mb, ratio and a verdict SAME (within the noise band), LARGER or SMALLER.
+-- A peak of allocated bytes is counted, not sampled: there is no interval, and it is never a
+-- regression of time.
+local function memory_point(point, base, new, band)
+  point.metric, point.regression = 'memory', false
+  local mb, ub = memory_of(base)
+  local mn, un = memory_of(new)
+  point.base_mb, point.new_mb = mb, mn
+  if not (mb and mn) or mb <= 0 then
+    point.verdict, point.hint = 'UNSURE', (mb and mn) and 'BASE has no memory to compare with'
+      or ((mb and 'NEW' or 'BASE') .. ': a memory run without its median')
+    return
+  end
+  if ub and un and ub ~= un then
+    point.verdict, point.hint = 'UNSURE', string.format('units differ (%s and %s)', ub, un)
+    return
+  end
+  point.ratio = mn / mb
+  point.verdict = math.abs(point.ratio - 1) <= band and 'SAME' or (point.ratio > 1 and 'LARGER' or 'SMALLER')
+end
+
 -- The figure of a point for compare_sessions: function(ms) -> sd, source, df,
 -- scope, the larger of what the resolver gives for the two sides' devices
 -- (kernel and device from each side's first run).
@@ -635,11 +673,12 @@ function M.compare(base, new, opts)
   for k, v in pairs(M.DEFAULTS) do o[k] = opts[k] == nil and v or opts[k] end
   local figure = type(opts.between) == 'function' and opts.between
     or require('kluabench.record.noise').resolver { between = opts.between, path = opts.cache }
-  local bb, border = group(base)
+  local bb, border = group(base, opts.match)
   local nb = group(new)
   local common = 0
   for _, key in ipairs(border) do if nb[key] then common = common + 1 end end
-  local out = { points = {}, only_base = {}, only_new = {}, regressions = 0, counts = {}, duplicates = 0,
+  local out = { points = {}, memory = {}, memory_counts = {}, only_base = {}, only_new = {}, regressions = 0,
+    counts = {}, duplicates = 0,
     with_failed = 0, refused = 0,
     opts = { threshold = o.threshold, noise = o.noise, confidence = o.confidence,
       resamples = o.resamples, seed = o.seed, familywise = o.familywise, points_compared = common,
@@ -682,6 +721,8 @@ function M.compare(base, new, opts)
         point.verdict, point.regression, point.refused = 'UNSURE', false, true
         out.refused = out.refused + 1
         table.insert(notes, 1, 'not compared: ' .. table.concat(refused, '; '))
+      elseif key:match('|memory$') then
+        memory_point(point, sideb.bundles, siden.bundles, o.noise)
       else
         local sb, why_b = sessions_of(sideb.bundles)
         local sn, why_n = sessions_of(siden.bundles)
@@ -714,8 +755,13 @@ function M.compare(base, new, opts)
         point.hint = table.concat(notes, '; ')
       end
       if point.regression then out.regressions = out.regressions + 1 end
-      out.counts[point.verdict] = (out.counts[point.verdict] or 0) + 1
-      out.points[#out.points + 1] = point
+      if point.metric == 'memory' then
+        out.memory_counts[point.verdict] = (out.memory_counts[point.verdict] or 0) + 1
+        out.memory[#out.memory + 1] = point
+      else
+        out.counts[point.verdict] = (out.counts[point.verdict] or 0) + 1
+        out.points[#out.points + 1] = point
+      end
     end
   end
   for key, n in pairs(nb) do
@@ -783,6 +829,17 @@ local COLUMNS = {
   { key = 'note', title = 'note' },
 }
 
+local MEMORY_COLUMNS = {
+  { key = 'label', title = 'point' },
+  { key = 'provider', title = 'provider' },
+  { key = 'runs', title = 'runs', align = 'right' },
+  { key = 'base_mb', title = 'base MB', align = 'right', format = function(v) return output.cell_number(v, 1) end },
+  { key = 'new_mb', title = 'new MB', align = 'right', format = function(v) return output.cell_number(v, 1) end },
+  { key = 'ratio', title = 'change', align = 'right', format = pct },
+  { key = 'verdict', title = 'verdict' },
+  { key = 'note', title = 'note' },
+}
+
 -- A copy of v that JSON can hold: numbers that are not finite (a ratio of
 -- odd recorded medians) and functions become absent.
 local function json_safe(v)
@@ -826,8 +883,30 @@ function M.format(result, fmt)
     if result.counts[v] then parts[#parts + 1] = result.counts[v] .. ' ' .. v end
   end
   local o = result.opts
-  local lines = { (text:gsub('\n$', '')) }
+  local lines = {}
   local function add(s) lines[#lines + 1] = s end
+  local memory = result.memory or {}
+  if #memory > 0 then
+    local mrows = {}
+    for i, p in ipairs(memory) do
+      mrows[i] = { label = p.label, provider = p.provider, runs = string.format('%d/%d', p.base_runs, p.new_runs),
+        base_mb = p.base_mb, new_mb = p.new_mb, ratio = p.ratio, verdict = p.verdict, note = p.hint }
+    end
+    local mtext = fmt == 'markdown' and output.format_markdown(MEMORY_COLUMNS, mrows)
+      or output.format_table(MEMORY_COLUMNS, mrows)
+    local mparts = {}
+    for _, v in ipairs { 'SMALLER', 'SAME', 'LARGER', 'UNSURE' } do
+      if result.memory_counts[v] then mparts[#mparts + 1] = result.memory_counts[v] .. ' ' .. v end
+    end
+    add('peak memory (MB: 2^20 bytes, the peak allocated around one call, Liger\'s metric):')
+    add((mtext:gsub('\n$', '')))
+    if fmt == 'markdown' then add('') end
+    add(string.format('%d memory point(s): %s. A counted peak, not sampled: SAME within the +-%g%% band, '
+      .. 'else LARGER or SMALLER; never a regression of time.', #memory, table.concat(mparts, ', '), o.noise * 100))
+    if #result.points == 0 then return table.concat(lines, '\n') .. '\n' end
+    add('')
+  end
+  add((text:gsub('\n$', '')))
   if fmt == 'markdown' then add('') end
   add(string.format('%d point(s): %s. %d regression(s) beyond %g%%. Ratio new/base of the mean '
     .. 'session medians, %g%% hierarchical bootstrap interval (sessions, then samples; %d resamples, '

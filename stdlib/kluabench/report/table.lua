@@ -116,14 +116,22 @@ M.RESULT_COLUMNS = {
   { key = 'mode', title = 'mode' },
   { key = 'provider', title = 'provider' },
   { key = 'workload', title = 'workload' },
-  { key = 'median_ns', title = 'median us', align = 'right', format = us },
-  { key = 'p20_ns', title = 'p20 us', align = 'right', format = us },
-  { key = 'p80_ns', title = 'p80 us', align = 'right', format = us },
-  { key = 'gbps', title = 'GB/s', align = 'right', format = number(1) },
+  -- optional: a table of memory runs alone has no time
+  { key = 'median_ns', title = 'median us', align = 'right', format = us, optional = 'time' },
+  { key = 'p20_ns', title = 'p20 us', align = 'right', format = us, optional = 'time' },
+  { key = 'p80_ns', title = 'p80 us', align = 'right', format = us, optional = 'time' },
+  { key = 'gbps', title = 'GB/s', align = 'right', format = number(1), optional = 'time' },
   { key = 'pct_copy', title = '% of copy', align = 'right', optional = true,
     format = function(v) return M.cell_number(v, 1) or 'n/a' end },
+  { key = 'mem_mb', title = 'peak MB', align = 'right', optional = true, format = number(1) },
+  { key = 'energy_mj', title = 'mJ/call', align = 'right', optional = true,
+    format = function(v) return v == false and 'n/a' or M.cell_number(v, 3) end },
+  { key = 'power_w', title = 'W', align = 'right', optional = true,
+    format = function(v) return v == false and 'n/a' or M.cell_number(v, 0) end },
+  { key = 'sm_mhz', title = 'SM MHz', align = 'right', optional = true,
+    format = function(v) return v == false and 'n/a' or M.cell_number(v, 0) end },
   { key = 'flag', title = 'check', optional = true },
-  { key = 'n', title = 'samples', align = 'right' },
+  { key = 'n', title = 'samples', align = 'right', optional = 'time' },
   { key = 'sessions', title = 'sessions', align = 'right', optional = true },
   { key = 'ci_pct', title = 'ci95 ±%', align = 'right', optional = true,
     format = function(v, row) return (M.cell_number(v, 2) or 'n/a') .. (row.ci_flag and '*' or '') end },
@@ -215,14 +223,19 @@ local function flags_of(row, p)
   return #f > 0 and table.concat(f, ' ') or nil
 end
 
--- One row of a bundle, and its point.
-local function row_of(b)
+-- One row of a bundle, and its point. energy: fill the energy columns (false: "n/a").
+local function row_of(b, energy)
   local p = require('kluabench.record.point').of(b)
   local row = {
     kernel = p.kernel, mode = p.mode, provider = p.provider, workload = p.id, device = p.device,
     protocol = p.protocol, timer = timer_text(p), median_ns = p.median_ns,
     gbps = p.gbps, pct_copy = p.pct_copy, n = p.n,
+    mem_mb = p.metric == 'memory' and p.memory_median or nil,
   }
+  if energy and p.metric ~= 'memory' then
+    row.energy_mj = p.energy_j and p.energy_j * 1000 or false
+    row.power_w, row.sm_mhz = p.power_w or false, p.sm_mhz or false
+  end
   row.p20_ns, row.p80_ns = p.p20_ns, p.p80_ns
   row.ci_pct, row.ci_flag = ci_percent(p.samples_ms)
   if p.status and p.status ~= 'passed' then
@@ -232,6 +245,9 @@ local function row_of(b)
   row.flags = flags_of(row, p)
   return row, p
 end
+
+-- The columns whose per-session values an aggregated row averages.
+local AVERAGED = { 'gbps', 'pct_copy', 'p20_ns', 'p80_ns', 'energy_mj', 'power_w', 'sm_mhz' }
 
 -- The one row of the sessions of a point (rows and points of each): the mean of the session
 -- medians (as compare takes it), p20/p80 of the pooled samples, the samples summed, the session
@@ -249,12 +265,14 @@ local function aggregate(rows, points)
     n = n + (row.n or 0)
     local xs = points[i].samples_ms
     if type(xs) == 'table' and #xs > 0 then table.move(xs, 1, #xs, #pooled + 1, pooled) else all_samples = false end
-    for _, f in ipairs { 'gbps', 'pct_copy', 'p20_ns', 'p80_ns' } do
+    for _, f in ipairs(AVERAGED) do
       if type(row[f]) == 'number' and sums[f] ~= false then sums[f] = (sums[f] or 0) + row[f] else sums[f] = false end
     end
   end
   out.median_ns, out.n, out.sessions = sum / R, n, R
-  for _, f in ipairs { 'gbps', 'pct_copy', 'p20_ns', 'p80_ns' } do out[f] = sums[f] and sums[f] / R or nil end
+  for _, f in ipairs(AVERAGED) do
+    if sums[f] then out[f] = sums[f] / R elseif rows[1][f] == false then out[f] = false else out[f] = nil end
+  end
   if all_samples then
     local q = require('kluabench.stats').quantiles(pooled, { 0.2, 0.8 })
     out.p20_ns, out.p80_ns = q[1] * 1e6, q[2] * 1e6
@@ -277,21 +295,25 @@ local function aggregate(rows, points)
 end
 
 --- One row per point for output.RESULT_COLUMNS (kernel, mode, provider, workload, median/p20/p80
--- us, GB/s, % of copy, check (the run's status when it is not passed), samples, sessions, ci95 ±%
+-- us, GB/s, % of copy, peak MB (a memory run), mJ/call, W and SM MHz (with opts.metrics.energy;
+-- "n/a" where the record has none), check (the run's status when it is not passed), samples,
+-- sessions, ci95 ±%
 -- (the 95 % interval of the median over the median, marked * when it says little), device,
 -- protocol, backend/timer, flags: n<5, !conv, <floor, ci=range, ci~1 as output.FLAGS explains; the
 -- optional columns are left out of the tables when no row has them).
 --
 -- The passed sessions of one point (a sweep with --runs N) make one row: the mean of their medians,
 -- the pooled p20/p80, the samples summed, the session count, and as ci95 the t interval of that mean
--- over the sessions. opts.sessions = true gives one row per bundle instead (each session apart).
+-- over the sessions. opts.sessions = true gives one row per bundle instead (each session apart);
+-- opts.metrics = {energy = true} adds the energy columns.
 --
 -- @signature output.results_rows(bundles [, opts]) -> rows
 -- @example
 --   local rows = output.results_rows(bundles)
 function M.results_rows(bundles, opts)
   local rows, points = {}, {}
-  for i, b in ipairs(bundles) do rows[i], points[i] = row_of(b) end
+  local energy = opts and type(opts.metrics) == 'table' and opts.metrics.energy
+  for i, b in ipairs(bundles) do rows[i], points[i] = row_of(b, energy) end
   if opts and opts.sessions then return rows end
   -- the passed sessions of one point, in the order their first one came
   local groups, order = {}, {}
@@ -333,8 +355,10 @@ end
 
 local function result_columns(rows)
   local cols, heading = {}, {}
+  local timed = false
+  for _, row in ipairs(rows) do timed = timed or row.mem_mb == nil end
   for _, col in ipairs(M.RESULT_COLUMNS) do
-    local used = not col.optional
+    local used = not col.optional or (col.optional == 'time' and timed)
     for _, row in ipairs(rows) do
       if used then break end
       used = row[col.key] ~= nil

@@ -58,17 +58,28 @@ finite positive number.
   --between SD    the between-session noise to assume for a side of fewer
                   than 3 sessions: the sd of log(session median), e.g. 0.01
                   (instead of the cache's figure or the default)
+  --match A=B,... match BASE's provider A with NEW's provider B (e.g.
+                  liger=fused,huggingface=reference to line Liger's rows, from
+                  import-liger, up with ours)
   --format F      table (default), markdown or json
+
+Memory runs (Liger's memory rows, or the harness's --metric memory) are
+matched among themselves and compared in a table of their own: the peak MB
+of each side (the mean over its runs), the change, and SAME within the noise
+band, else LARGER or SMALLER (a counted peak has no interval, and is never a
+regression).
 
 Exit status: 0 no regression, 1 a regression beyond the threshold, 2 usage
 error, unreadable files or no point in common.]]
 
-M.USAGE = 'kluabench compare BASE NEW [--threshold T] [--noise N] [--between SD] [--per-point] [--format table|markdown|json]'
+M.USAGE = 'kluabench compare BASE NEW [--threshold T] [--noise N] [--between SD] [--per-point] [--match A=B,...] '
+  .. '[--format table|markdown|json]'
 
 local function usage_error(fmt, ...) return require('kluabench.cli').usage_error('compare', fmt, ...) end
 
 local SPEC = { threshold = 'value', noise = 'value', confidence = 'value', resamples = 'value',
-  seed = 'value', between = 'value', format = 'value', ['per-point'] = 'flag', help = 'flag', aliases = { h = 'help' } }
+  seed = 'value', between = 'value', format = 'value', ['per-point'] = 'flag', match = 'value', help = 'flag',
+  aliases = { h = 'help' } }
 
 -- The options of args, or nil, message.
 local function parse(args) return require('kluabench.cli').parse_args(args, SPEC) end
@@ -116,8 +127,18 @@ function M.run(args)
     return 2
   end
   if opts['per-point'] then o.familywise = false end
+  if opts.match then
+    o.match = {}
+    for pair in (opts.match .. ','):gmatch('([^,]*),') do
+      local a, b = pair:match('^([^=]+)=([^=]+)$')
+      if not a then
+        return usage_error("--match takes BASE=NEW provider pairs separated by commas (liger=fused), got '%s'", pair)
+      end
+      o.match[a] = b
+    end
+  end
   local result = compare.compare(base, new, o)
-  if #result.points == 0 then
+  if #result.points == 0 and #result.memory == 0 then
     io.stderr:write(string.format('kluabench compare: no point of %s is in %s (points match by '
       .. 'workload digest and provider)\n', rest[1], rest[2]))
     return 2
