@@ -166,3 +166,21 @@ describe('kb.nvml.energy', function()
     assert.equal('nil\tnvmlDeviceGetTotalEnergyConsumption(device 0): Not Supported\n', out)
   end)
 end)
+
+describe('energy on the GPU #gpu', function()
+  it('reads joules per call of a 1 GiB copy over aligned windows, with the power and the SM clock', function()
+    local kb = require 'kluabench'
+    local n = (1 << 30) // 4
+    local src, dst = kb.empty({ n }, 'f32'):fill_(1.5), kb.empty({ n }, 'f32')
+    local e = energy.measure(function() dst:copy_(src) end, { window_ms = 500 })
+    src:free()
+    dst:free()
+    assert.is_true(e.available, e.reason)
+    assert.equal(3, #e.windows)
+    -- 2 GiB moved a call at 100 to 1000 W and 2 to 5 TB/s: 0.04 to 1 J
+    assert.is_true(e.joules_per_call.median > 0.04 and e.joules_per_call.median < 1, e.joules_per_call.median)
+    assert.is_true(e.watts.median > 50 and e.watts.median < 1000, e.watts.median)
+    assert.is_true(e.sm_mhz.median > 0)
+    for _, w in ipairs(e.windows) do assert.is_true(w.seconds >= 0.5, w.seconds) end
+  end)
+end)
