@@ -845,7 +845,9 @@ function M.from_result(o)
   local session = o.session or { index = 1, count = 1 }
   fields.session, fields.sessions = session.index, session.count
   local noise = median_ms and session_noise_of(median_ms, environment, o.kernel) or nil
-  fields.noise_sd = noise and noise.sd
+  -- the measurement is a figure measured on this device (history reads it); the default is said in
+  -- the evidence only
+  fields.noise_sd = noise and noise.scope ~= 'default' and noise.sd or nil
   if o.check and finite(o.check.relL2) then fields.rel_l2 = o.check.relL2 end
   -- the SM clock the samples ran at (the clock monitor's median of its readings after each sample)
   local clocks = type(result.used) == 'table' and result.used.clocks or nil
