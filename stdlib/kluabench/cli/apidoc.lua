@@ -63,6 +63,9 @@ M.modules = {
   history_point = 'kluabench.history.point',
   html = 'kluabench.report.html',
   suggest = 'kluabench.cli.suggest',
+  memory = 'kluabench.measure.memory',
+  energy = 'kluabench.measure.energy',
+  noise = 'kluabench.record.noise',
 }
 
 --- Receivers of methods, and where their methods are: a registry metatable
@@ -74,6 +77,7 @@ M.objects = {
   g = { metatable = 'kluabench.Graph', title = 'Graph' },
   mod = { metatable = 'kluabench.Module', title = 'Module (user kernels)' },
   kern = { metatable = 'kluabench.Kernel', title = 'Kernel (user kernels)' },
+  pack = { metatable = 'kluabench.ArgPack', title = 'ArgPack (a launch\'s arguments, packed without a launch)' },
   plugin = { metatable = 'kluabench.Plugin', title = 'Plugin' },
   pk = { metatable = 'kluabench.PluginKernel', title = 'PluginKernel' },
   p = { module = 'kluabench.report.progress', field = 'Progress', title = 'Progress' },
@@ -356,6 +360,23 @@ section('device', {
       .. 'memory malloc keeps free back to the system (glibc malloc_trim), so that the resident set '
       .. 'follows what is in use. scripts/soak.lua samples it so after every round.',
     example = 'local m = kb.memory_info()\nprint(m.rss_bytes // 2^20 .. " MiB resident", m.device_used_bytes)' },
+  { name = 'kb.memory_stats', signature = 'kb.memory_stats([device]) -> table',
+    summary = 'The bytes kluabench\'s allocator holds on a device: now, at the peak, and how many allocations.',
+    details = '`device`, `allocated_bytes` (the storage of every live tensor, the scratch the built-in kernels '
+      .. 'keep included), `peak_bytes` (the most since the start or the last kb.reset_peak_memory), '
+      .. '`allocations` (alive now) and `total_allocations`. Every tensor is counted, on both backends, as '
+      .. 'torch.cuda.memory_allocated() and max_memory_allocated() count PyTorch\'s: the cold mode\'s flush '
+      .. 'buffer and what the driver holds are not. The harness\'s --metric memory reads it (measure/memory.lua).',
+    example = 'local s = kb.memory_stats()\nprint(s.allocated_bytes, s.peak_bytes)' },
+  { name = 'kb.reset_peak_memory', signature = 'kb.reset_peak_memory([device]) -> bytes',
+    summary = 'Sets the peak of kb.memory_stats to what is allocated now, and returns it.',
+    example = 'local now = kb.reset_peak_memory()\nlocal x = kb.empty({1024}, "f32")\nprint(kb.memory_stats().peak_bytes - now)' },
+  { name = 'kb.drop_scratch', signature = 'kb.drop_scratch()',
+    summary = 'Lets go of the scratch the built-in kernels keep between calls (the collector then frees it).',
+    details = 'The next call allocates it again. The memory metric calls it before each measured call, so '
+      .. 'that a kernel\'s temporaries count while it runs, as PyTorch\'s do, and scratch left by an earlier '
+      .. 'provider does not. A buffer that a live CUDA graph captured stays alive with the graph.',
+    example = 'kb.drop_scratch()\ncollectgarbage()' },
   { name = 'kb.build_info', signature = 'kb.build_info() -> table',
     summary = 'How this binary was built: cuda (boolean), cflags, nvflags, compiler, nvcc, '
       .. 'git_commit, targets.',
@@ -662,6 +683,24 @@ section('usercode', {
       .. 'type names the parameter. Tensors used while `kb.graph` captures are pinned, and the graph keeps '
       .. 'the module loaded. A failed launch raises with the CUDA error name.',
     example = 'k:launch{grid = (n + 255) // 256, block = 256, args = {y, x, 2.0, n}}' },
+  { name = 'kern:launch_repeat', signature = 'kern:launch_repeat(opts, n) -> ns',
+    summary = 'Launches the kernel n times from a C loop with the arguments of opts, packed once; the host ns it took.',
+    details = 'opts as kern:launch takes them, with the same checks. Nothing waits for the device. The floor '
+      .. 'that kern:launch\'s host cost is measured against: bench/launch_overhead_user.lua alternates the two '
+      .. 'in one process. Refused while a CUDA graph is being captured.',
+    example = 'local ns = k:launch_repeat({grid = 1, block = 32, args = {y, x, 2.0, n}}, 1000)\nprint(ns / 1000 .. " ns a launch")' },
+  { name = 'kb.cuda.args', signature = 'kb.cuda.args(signature) -> ArgPack',
+    summary = 'The parameter buffer of a kernel of this signature, filled as kern:launch fills it, without a launch.',
+    details = 'pack:pack(opts) reads grid, block, shared and args and packs args with every check kern:launch '
+      .. 'makes (tensors must be on the default device); pack:bytes() returns the buffer. It works on any '
+      .. 'backend: the packing is tested, and its host cost timed, without a GPU.',
+    example = 'local pk = kb.cuda.args("ptr, i32")\nprint(#pk:pack({grid = 1, block = 32, args = {0, 7}}):bytes())' },
+  { name = 'pack:pack', signature = 'pack:pack(opts) -> pack',
+    summary = 'Packs opts.args (and checks grid, block, shared) as kern:launch does.',
+    example = 'kb.cuda.args("i32"):pack({grid = 1, block = 1, args = {3}})' },
+  { name = 'pack:bytes', signature = 'pack:bytes() -> string',
+    summary = 'The packed parameters, each at its offset, little-endian.',
+    example = 'print(string.unpack("<i4", kb.cuda.args("i32"):pack({grid = 1, block = 1, args = {3}}):bytes()))' },
   { name = 'kern:attributes', signature = 'kern:attributes() -> table',
     summary = 'registers, shared_bytes, const_bytes, local_bytes, max_threads_per_block, ptx_version, '
       .. 'binary_version, max_dynamic_shared_bytes.',
@@ -720,6 +759,11 @@ section('nvml', {
     details = '"quick" reads only the SM clock and the throttle reasons, the two cheapest queries, '
       .. 'for use between samples. t_ns is on kb.clock_ns()\'s clock.',
     example = 'local s = kb.nvml.sample()\nif s then print(s.sm_mhz, s.temp_c, table.concat(s.throttle, ",")) end' },
+  { name = 'kb.nvml.energy', signature = 'kb.nvml.energy([device]) -> mJ, t_ns | nil, message',
+    summary = 'The GPU\'s total-energy counter (mJ since the driver loaded) and kb.clock_ns()\'s clock just before.',
+    details = 'nvmlDeviceGetTotalEnergyConsumption (Volta and later). The counter moves in steps (every ~100 ms '
+      .. 'on an H200): measure/energy.lua opens and closes its windows on them.',
+    example = 'print(kb.nvml.energy())' },
   { name = 'kb.nvml.info', signature = 'kb.nvml.info([device]) -> table | nil, message',
     summary = 'name, uuid, and the max, application, default and boost clocks of a GPU.',
     details = 'Application clocks that differ from their defaults mean someone set them (nvidia-smi -ac).',
