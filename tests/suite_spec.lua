@@ -58,12 +58,23 @@ describe('kluabench.suite', function()
   end)
   teardown(function() os.execute('rm -rf ' .. sub.q(dir)) end)
 
-  it('makes one point per value of a comma-list axis, in order', function()
+  it('makes one point per value of a comma-list axis, in order, its id words in declaration order', function()
     local r = run(script, { '--n', '16,32,48', '--list-points' })
     assert.equal(0, r.code, r.err)
     local ids = {}
     for id, cost in r.out:gmatch('([^\t\n]+)\t(%d+)\t[^\n]*') do ids[#ids + 1] = id .. ' ' .. cost end
-    assert.same({ 'k1-n16-fp32 128', 'k1-n32-fp32 256', 'k1-n48-fp32 384' }, ids)
+    -- n is declared before k: the id says n first (kernelindex's own workloads sort, below)
+    assert.same({ 'n16-k1-fp32 128', 'n32-k1-fp32 256', 'n48-k1-fp32 384' }, ids)
+    -- the records name the workload as the table and --list-points do
+    local out = dir .. '/order.jsonl'
+    r = run(script, { '--n', '16', '--provider', 'good', '--rep-ms', '2', '--format', 'jsonl', '--out', out })
+    assert.equal(0, r.code, r.err)
+    local f = assert(io.open(out))
+    local b = json.decode(f:read('l'))
+    f:close()
+    assert.matches('/n16%-k1%-fp32/', b.run.spec.sourceNative.externalId)
+    assert.equal('n16-k1-fp32', point(b).id)
+    assert.matches('%-n16%-k1%-fp32$', b.workload.metadata.name)
   end)
 
   it('takes the product of two list axes and sweeps with their fixed values', function()
@@ -73,12 +84,12 @@ describe('kluabench.suite', function()
     r = run(script, { '--sweep', 'size', '--list-points' })
     assert.equal(0, r.code, r.err)
     -- both providers in a sweep: the cost counts each
-    assert.matches('^k2%-n64%-fp32\t2048\t', r.out)
-    assert.matches('\nk2%-n128%-fp32\t4096\t', r.out)
+    assert.matches('^n64%-k2%-fp32\t2048\t', r.out)
+    assert.matches('\nn128%-k2%-fp32\t4096\t', r.out)
     -- providers as a comma list, each once: the cost counts two
     r = run(script, { '--n', '16', '--provider', 'good,bad,good', '--list-points' })
     assert.equal(0, r.code, r.err)
-    assert.matches('^k1%-n16%-fp32\t256\t', r.out)
+    assert.matches('^n16%-k1%-fp32\t256\t', r.out)
   end)
 
   it('rejects bad values with the option named, exit 2', function()
@@ -131,7 +142,7 @@ describe('kluabench.suite', function()
     local out = dir .. '/wrong.jsonl'
     local r = run(script, { '--provider', 'all', '--rep-ms', '5', '--out', out })
     assert.equal(1, r.code)
-    assert.matches('scale: incorrect_numerical: provider bad at k1-n256-fp32 is not timed: scale: WRONG RESULT: '
+    assert.matches('scale: incorrect_numerical: provider bad at n256-k1-fp32 is not timed: scale: WRONG RESULT: '
       .. 'provider bad differs by', r.err, 1, true)
     -- the good provider's point was measured; the bad one's bundle says why it was not
     local got = bundles(sub.slurp(out))
@@ -217,6 +228,21 @@ kb.suite.main { name = 'slow', axes = { { name = 'n', default = 8 } }, dtypes = 
       providers = { 'a' }, modes = { 'm' }, dtypes = { 'f32' }, axes = { { name = 'n', default = 0 } } })
     assert.is_false(ok)
     assert.matches("axes%[1%] %('n'%) needs a positive integer default", err)
+    -- a sweep of an axis that is not declared: the axis named, the likely one, the axes there are
+    local function decl(sweep)
+      return { name = 'x', setup = function() end, run = function() end, providers = { 'a' }, modes = { 'm' },
+        dtypes = { 'f32' }, axes = { { name = 'rows', default = 8 }, { name = 'cols', default = 8 } }, sweeps = { sweep } }
+    end
+    ok, err = pcall(suite.main, decl { name = 'wide', axis = 'colls', values = { 8, 16 } })
+    assert.is_false(ok)
+    assert.matches("sweeps%[1%] %('wide'%) sweeps axis 'colls', which is not one of axes %(did you mean 'cols'%?%) "
+      .. "%(axes: rows, cols%)", err)
+    ok, err = pcall(suite.main, decl { name = 'wide', values = { 8 } })
+    assert.matches("sweeps%[1%] %('wide'%) sweeps axis 'nil', which is not one of axes %(axes: rows, cols%)", err)
+    ok, err = pcall(suite.main, decl { name = 'wide', axis = 'cols', values = {} })
+    assert.matches("sweeps%[1%] %('wide'%) needs a non%-empty list of values", err)
+    ok, err = pcall(suite.main, decl { axis = 'cols', values = { 8 } })
+    assert.matches("sweeps%[1%] needs a name %(a word%)", err)
   end)
 end)
 

@@ -109,11 +109,20 @@ local function check_decl(d)
     end
     known[a.name] = a
   end
-  local sweep_names = {}
+  local sweep_names, declared_axes = {}, {}
+  for i, a in ipairs(d.axes) do declared_axes[i] = a.name end
+  if d.sweeps ~= nil and type(d.sweeps) ~= 'table' then bad("field 'sweeps' must be a list") end
   for i, s in ipairs(d.sweeps or {}) do
-    if type(s) ~= 'table' or type(s.name) ~= 'string' or not known[s.axis] or type(s.values) ~= 'table'
-        or #s.values == 0 then
-      bad('sweeps[%d] needs a name, an axis of axes and a list of values', i)
+    if type(s) ~= 'table' or type(s.name) ~= 'string' or not s.name:match('^[%w_]+$') then
+      bad('sweeps[%d] needs a name (a word)', i)
+    end
+    if not known[s.axis] then
+      bad("sweeps[%d] ('%s') sweeps axis '%s', which is not one of axes%s (axes: %s)", i, s.name, tostring(s.axis),
+        type(s.axis) == 'string' and require('kluabench.cli.suggest').hint(s.axis, declared_axes) or '',
+        table.concat(declared_axes, ', '))
+    end
+    if type(s.values) ~= 'table' or #s.values == 0 then
+      bad("sweeps[%d] ('%s') needs a non-empty list of values", i, s.name)
     end
     -- a point's id names its sweep when two share a workload: names and values once each
     if sweep_names[s.name] then bad("sweeps[%d] has the name '%s' of sweeps[%d]", i, s.name, sweep_names[s.name]) end
@@ -373,6 +382,20 @@ local function point_meta(d)
   }
 end
 
+-- The axes' names as the declaration lists them.
+local function axis_names(d)
+  local out = {}
+  for i, a in ipairs(d.axes) do out[i] = a.name end
+  return out
+end
+
+-- The order of a point's id words: the declaration's, except for kernelindex's own workloads
+-- (llama4_rope, rope), whose caseKey sorts the axes by name (record.case_order).
+local function id_order(d, params, dtype)
+  return require('kluabench.record').case_order { kernel = d.name, parameters = params, dtype = dtype,
+    operation = d.operation, axis_order = axis_names(d) }
+end
+
 -- The cartesian product of the axes' value lists, in declaration order
 -- (the first axis varies slowest). x: the swept axis.
 local function product(d, values, x, dtype, out)
@@ -381,7 +404,7 @@ local function product(d, values, x, dtype, out)
     if i > #d.axes then
       local p = setmetatable({ params = {}, dtype = dtype, x = x }, meta)
       for _, a in ipairs(d.axes) do p[a.name], p.params[a.name] = acc[a.name], acc[a.name] end
-      p.id = require('kluabench.record.names').workload_slug(p.params, dtype)
+      p.id = require('kluabench.record.names').workload_slug(p.params, dtype, id_order(d, p.params, dtype))
       out[#out + 1] = p
       return
     end
@@ -802,7 +825,7 @@ local function describe(d, ctx, p, provider, bare)
   end
   local record = require 'kluabench.record'
   local workload, op = record.workload { kernel = d.name, parameters = p.params, dtype = p.dtype,
-    operation = out.operation, tensors = out.tensors }
+    operation = out.operation, tensors = out.tensors, axis_order = axis_names(d) }
   out.workload, out.operation_document = workload, op
   local od = record.digest(op)
   local declared = not bare and d.implementation and d.implementation(p, provider) or nil
@@ -839,6 +862,7 @@ local function bundle_of(d, ctx, p, provider, mode, run_index, o)
     annotations = extra.annotations, bytes = bytes, flops = flops,
     workload = desc.workload, operation_document = desc.operation_document, implementation = desc.implementation,
     session = { index = run_index, count = ctx.o.runs }, status = o.status, reasons = o.reasons,
+    axis_order = axis_names(d),
   }
 end
 

@@ -358,14 +358,38 @@ function M.describe_operation(kernel, dtype, tensors)
   }
 end
 
+--- The order of the words of a point's case key: nil (sorted by name, kernelindex's own caseKey)
+-- for the Liger kernels kluabench shares with kernelindex (llama4_rope, rope: no operation of their
+-- own and axes kernelindex binds), else o.axis_order (a benchmark's axes as it declares them).
+--
+-- @signature record.case_order{kernel, parameters, dtype [, operation, axis_order]} -> list | nil
+-- @example
+--   print(record.case_order{kernel = "llama4_rope", dtype = "bf16", axis_order = {"seq", "hidden"},
+--     parameters = {hidden = 512, seq = 2048, q_heads = 32, kv_heads = 8}}) --> nil
+function M.case_order(o)
+  if type(o) ~= 'table' or type(o.kernel) ~= 'string' then
+    error("bad argument #1 to 'case_order' (table with a kernel string expected, got " .. type(o) .. ')', 2)
+  end
+  if o.axis_order ~= nil and type(o.axis_order) ~= 'table' then
+    error("bad argument #1 to 'case_order' (field 'axis_order' must be a list of axis names, got "
+      .. type(o.axis_order) .. ')', 2)
+  end
+  local liger = require 'kluabench.record.liger'
+  if o.operation == nil and liger.KERNELS[o.kernel] and liger.binding_of(o.kernel, o.parameters or {}, o.dtype) then
+    return nil
+  end
+  return o.axis_order
+end
+
 --- The WorkloadCase and OperationSpec of a point.
 --
 -- o: kernel, parameters (integer axes, our names), dtype, and optionally operation (an operation
 -- description, kluabench.record.operation; default: kernelindex's own for the Liger kernels
 -- kluabench reproduces, else record.describe_operation(kernel, dtype, tensors)), tensors (name ->
--- tensor, for the default description), commit (the Liger commit an imported OperationSpec cites).
+-- tensor, for the default description), commit (the Liger commit an imported OperationSpec cites),
+-- axis_order (the order of the case key's words in the workload's name, record.case_order).
 --
--- @signature record.workload{kernel, parameters, dtype [, operation, tensors]} -> workload, operation
+-- @signature record.workload{kernel, parameters, dtype [, operation, tensors, axis_order]} -> workload, operation
 -- @example
 --   local w, op = record.workload{kernel = "llama4_rope",
 --     parameters = {hidden = 512, seq = 2048, q_heads = 32, kv_heads = 8}, dtype = "bf16"}
@@ -395,7 +419,9 @@ function M.workload(o)
   end
   local desc = o.operation or M.describe_operation(o.kernel, o.dtype, o.tensors)
   local op = operation.document(desc)
-  local binding = { axes = axes, dtype = dtype, tensors = desc.tensors }
+  local order
+  for i, k in ipairs(M.case_order(o) or {}) do order = order or {}; order[i] = token(k) end
+  local binding = { axes = axes, dtype = dtype, tensors = desc.tensors, order = order }
   return operation.workload(desc, M.digest(op), binding), op
 end
 
@@ -721,7 +747,8 @@ end
 -- script's), timed (words), time, labels, annotations, check (the check record), status (a run
 -- status of the schema's enum) and reasons (why, in words), execution (what the harness adds to
 -- the evidence), bytes, flops, session {index, count}, keep_samples (false leaves the raw samples
--- out of the evidence).
+-- out of the evidence), axis_order (the order of the case key's words in the run's externalId,
+-- record.case_order).
 --
 -- When the workload has bytes or flops, the run's measurements get GB/s, % of the cached copy
 -- ceiling and the roofline floor of the median; a median faster than the copy floor sets the
@@ -768,7 +795,13 @@ function M.from_result(o)
   local workload, op = o.workload, o.operation_document
   if not (workload and op) then
     workload, op = M.workload { kernel = o.kernel, parameters = params, dtype = o.dtype,
-      operation = o.operation, tensors = o.tensors }
+      operation = o.operation, tensors = o.tensors, axis_order = o.axis_order }
+  end
+  local case_order
+  for i, k in ipairs(M.case_order { kernel = o.kernel, parameters = params, dtype = o.dtype, operation = o.operation,
+    axis_order = o.axis_order } or {}) do
+    case_order = case_order or {}
+    case_order[i] = token(k)
   end
   local od = M.digest(op)
   local implementation = o.implementation
@@ -836,7 +869,8 @@ function M.from_result(o)
   for key, v in pairs(o.labels or {}) do labels[key] = v end
   local run = M.run_document {
     kernel = o.kernel, mode = o.mode, provider = o.provider, gpu = gpu,
-    case = operation.case_key { axes = workload.spec.axes, dtype = o.dtype and operation.dtype_token(o.dtype) or 'opaque' },
+    case = operation.case_key { axes = workload.spec.axes, dtype = o.dtype and operation.dtype_token(o.dtype) or 'opaque',
+      order = case_order },
     time = time, status = status, median_ns = median_ms and M.round(median_ms * 1e6), fields = fields,
     latency = latency, samples = #samples > 0 and #samples or nil, metrics = metrics, correctness = o.check,
     session = session, labels = labels, harness = harness_ref(),

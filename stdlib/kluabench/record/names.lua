@@ -135,31 +135,63 @@ function M.format_value(v)
   return tostring(v)
 end
 
---- Parameters sorted by name as name..value joined by "-", the dtype's kernelindex token last (the
--- case key of kernelindex's importer: "hidden512-seq2048-bf16", "n1024-fp32").
+--- The names of params in `order` first (those it has), then the others sorted by name: the order
+-- of the words of a workload slug and a case key. Names whose values are tables are left out.
 --
--- The workload slug: params (name -> number or string) sorted by name as name .. Values that are
--- tables are left out (they cannot be spelled in a slug).
+-- @signature names.axis_order(params [, order]) -> list
+-- @example
+--   print(table.concat(names.axis_order({seq = 2048, hidden = 512, heads = 8}, {"seq"}), ",")) --> seq,heads,hidden
+function M.axis_order(params, order)
+  if type(params) ~= 'table' then
+    error("bad argument #1 to 'axis_order' (table of parameters expected, got " .. type(params) .. ')', 2)
+  end
+  if order ~= nil and type(order) ~= 'table' then
+    error("bad argument #2 to 'axis_order' (list of axis names expected, got " .. type(order) .. ')', 2)
+  end
+  local keys, listed = {}, {}
+  for _, k in ipairs(order or {}) do
+    if type(k) == 'string' and params[k] ~= nil and type(params[k]) ~= 'table' and not listed[k] then
+      keys[#keys + 1], listed[k] = k, true
+    end
+  end
+  local rest = {}
+  for k, v in pairs(params) do
+    if type(k) ~= 'string' then
+      error("bad argument #1 to 'axis_order' (parameter names must be strings, got " .. type(k) .. ')', 2)
+    end
+    if type(v) ~= 'table' and not listed[k] then rest[#rest + 1] = k end
+  end
+  table.sort(rest)
+  table.move(rest, 1, #rest, #keys + 1, keys)
+  return keys
+end
+
+--- Parameters as name..value joined by "-", the dtype's kernelindex token last: sorted by name (the
+-- case key of kernelindex's importer: "hidden512-seq2048-bf16", "n1024-fp32"), or in `order` (a
+-- benchmark's axes as it declares them: "rows256-cols1024-fp32"), names not in it sorted after.
 --
--- @signature names.workload_slug(params [, dtype]) -> text
+-- The workload slug: values that are tables are left out (they cannot be spelled in a slug).
+--
+-- @signature names.workload_slug(params [, dtype [, order]]) -> text
 -- @example
 --   print(names.workload_slug({seq = 2048, hidden = 512}, "bf16")) --> hidden512-seq2048-bf16
-function M.workload_slug(params, dtype)
+--   print(names.workload_slug({rows = 256, cols = 1024}, "f32", {"rows", "cols"})) --> rows256-cols1024-fp32
+function M.workload_slug(params, dtype, order)
   if type(params) ~= 'table' then
     error("bad argument #1 to 'workload_slug' (table of parameters expected, got " .. type(params)
       .. ')', 2)
   end
-  local keys = {}
-  for k, v in pairs(params) do
+  if order ~= nil and type(order) ~= 'table' then
+    error("bad argument #3 to 'workload_slug' (list of axis names expected, got " .. type(order) .. ')', 2)
+  end
+  for k in pairs(params) do
     if type(k) ~= 'string' then
       error("bad argument #1 to 'workload_slug' (parameter names must be strings, got "
         .. type(k) .. ')', 2)
     end
-    if type(v) ~= 'table' then keys[#keys + 1] = k end
   end
-  table.sort(keys)
   local parts = {}
-  for i, k in ipairs(keys) do parts[i] = k .. M.format_value(params[k]) end
+  for i, k in ipairs(M.axis_order(params, order)) do parts[i] = k .. M.format_value(params[k]) end
   if dtype ~= nil then parts[#parts + 1] = require('kluabench.record.operation').dtype_token(dtype) end
   return table.concat(parts, '-')
 end
