@@ -252,6 +252,25 @@ end
 M.RSE_DEFAULTS = { target = 0.005, min_samples = 20, min_time_ms = 10, timeout_ms = 10000,
   max_samples = 100000, confidence = 0.95 }
 
+--- How long a session on the cpu backend may sample by default (ms): a CPU rarely reaches
+-- rse_median's 0.5 % target (other processes share its cores), so the 10 s timeout would be spent
+-- on every point; 2 s gives a median and its interval on a CPU while a sweep stays short.
+M.CPU_TIMEOUT_MS = 2000
+
+--- The stopping rule of a session that names none: stopping.rse_median() on a GPU, with a timeout
+-- of stopping.CPU_TIMEOUT_MS on the cpu backend.
+--
+-- @signature stopping.default_for(backend) -> Criterion
+-- @example
+--   print(stopping.default_for("cpu").params.timeout_ms) --> 2000
+function M.default_for(backend)
+  if backend ~= nil and type(backend) ~= 'string' then
+    error("bad argument #1 to 'default_for' (backend name expected, got " .. type(backend) .. ')', 2)
+  end
+  if backend == 'cpu' then return M.rse_median { timeout_ms = M.CPU_TIMEOUT_MS } end
+  return M.rse_median()
+end
+
 --- Until the relative standard error of the median is at most opts.target (0.5 % by default).
 --
 -- With at least min_samples samples and min_time_ms of measured time; or until timeout_ms of host
