@@ -132,6 +132,9 @@ M.RESULT_COLUMNS = {
   { key = 'flags', title = 'flags', optional = true },
 }
 
+--- The width the results table aims to fit (a sweep's rows, and its heading lines).
+M.WIDTH = 120
+
 --- Results with fewer samples than this are flagged `n<5` in the table.
 M.MIN_SAMPLES = 5
 
@@ -216,7 +219,8 @@ end
 
 -- M.RESULT_COLUMNS without the optional columns that no row fills.
 --- The columns that say what and how every row measured: when all rows agree on them, they go into a
--- line above the table instead of repeating on each row (the table then fits 120 columns).
+-- line above the table instead of repeating on each row, as do the words of the workload ids that
+-- every row shares (so that a sweep's table fits 120 columns).
 M.SHARED_COLUMNS = { kernel = true, device = true, protocol = true, timer = true }
 
 -- The value every row has for key, or nil when they differ or one lacks it.
@@ -227,9 +231,51 @@ local function common_value(rows, key)
   return v
 end
 
+-- The words ("-"-separated) of the workload ids that every row shares, said once above the table:
+-- with two rows or more whose ids have as many words, and some but not all the same, each row's
+-- workload cell keeps the words that vary and the heading gets the id with "*" for them
+-- ("hidden8192-kv_heads8-q_heads32-seq*-bf16" over cells "seq1024", "seq2048").
+local function shared_workload(rows)
+  if #rows < 2 then return nil end
+  local words, n = {}, nil
+  for i, row in ipairs(rows) do
+    if type(row.workload) ~= 'string' then return nil end
+    local w = {}
+    for word in (row.workload .. '-'):gmatch('([^-]*)-') do w[#w + 1] = word end
+    if n and #w ~= n then return nil end
+    n, words[i] = #w, w
+  end
+  local same, varying = {}, 0
+  for j = 1, n do
+    same[j] = true
+    for i = 2, #rows do
+      if words[i][j] ~= words[1][j] then same[j] = false break end
+    end
+    if not same[j] then varying = varying + 1 end
+  end
+  if varying == 0 or varying == n then return nil end
+  local pattern = {}
+  for j = 1, n do
+    -- the axis name the varying words start with ("seq" of seq1024, seq2048), then "*"
+    local prefix = not same[j] and words[1][j]:match('^([%a_]*)') or nil
+    for i = 2, #rows do
+      if prefix and words[i][j]:match('^([%a_]*)') ~= prefix then prefix = '' end
+    end
+    pattern[j] = same[j] and words[1][j] or ((prefix or '') .. '*')
+  end
+  for i, row in ipairs(rows) do
+    local cell = {}
+    for j = 1, n do if not same[j] then cell[#cell + 1] = words[i][j] end end
+    row.workload = table.concat(cell, '-')
+  end
+  return table.concat(pattern, '-')
+end
+
 local function result_columns(rows)
   local cols, heading = {}, {}
+  local workload = shared_workload(rows)
   for _, col in ipairs(M.RESULT_COLUMNS) do
+    if col.key == 'workload' and workload then heading[#heading + 1] = 'workload ' .. workload end
     local used = not col.optional
     for _, row in ipairs(rows) do
       if used then break end
@@ -242,11 +288,23 @@ local function result_columns(rows)
       cols[#cols + 1] = col
     end
   end
-  return cols, #heading > 0 and table.concat(heading, ' · ') or nil
+  if #heading == 0 then return cols, nil end
+  -- one line, or as many as it takes to stay within M.WIDTH
+  local lines, line = {}, heading[1]
+  for i = 2, #heading do
+    if ulen(line) + 3 + ulen(heading[i]) > M.WIDTH then
+      lines[#lines + 1], line = line, heading[i]
+    else
+      line = line .. ' · ' .. heading[i]
+    end
+  end
+  lines[#lines + 1] = line
+  return cols, table.concat(lines, '\n')
 end
 
 --- The aligned terminal table of a list of bundles; the device, protocol and backend/timer that
--- every row shares (and the kernel) are said once, in a line above it.
+-- every row shares (and the kernel, and the words of the workload ids that do not vary) are said
+-- once, in a line above it.
 --
 -- @signature output.results_table(bundles) -> text
 -- @example
