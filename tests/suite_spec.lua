@@ -179,6 +179,38 @@ kb.suite.main { name = 'slow', axes = { { name = 'n', default = 8 } }, dtypes = 
     assert.matches("option '%-%-timeout' needs a positive number", r.err)
   end)
 
+  it('says what a long sweep will take before it starts, from a probe of its smallest point', function()
+    -- a call of p.n ms, its cost p.n bytes; the check finds every result wrong, so nothing is
+    -- timed and the run ends at once, after the estimate
+    local long = dir .. '/long.lua'
+    sub.spit(long, [[
+local kb = require 'kluabench'
+kb.suite.main { name = 'long', axes = { { name = 'n', default = 100, max = 10000 } }, dtypes = { 'f32' },
+  modes = { 'forward' }, providers = { 'nap' }, setup = function(p) return { x = kb.zeros({ 4 }, 'f32') } end,
+  run = function(p) return function() kb.process.sleep(p.n) end end,
+  check = function() kb.suite.wrong_result('long: not timed on purpose') end,
+  cost = function(p) return p.n, 0 end }
+]])
+    -- do_bench on the cpu: about 12 calls a session; 12 x (0.1 + 0.2 + 0.4 + 0.8 + 1.6) s = 37 s,
+    -- and 2 calls a check: 6 s (unscaled, 5 x 12 x 0.1 s would be 6 s and say nothing)
+    local r = sub.run { '--backend', 'cpu', long, '--n', '100,200,400,800,1600' }
+    assert.equal(1, r.code, r.err)
+    local seconds = r.err:match('^long: 5 sessions, estimated ([%d.]+)s %(one call of each provider and mode timed at '
+      .. 'the smallest point, scaled by bytes%); fewer values, %-%-provider or %-%-mode make it shorter\n')
+    assert(seconds, r.err)
+    assert(tonumber(seconds) > 38 and tonumber(seconds) < 50, seconds)
+    -- cold on the cpu: each session its 2 s budget (16 x 2 s), whatever the call takes
+    r = sub.run { '--backend', 'cpu', long, '--n', '1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16', '--protocol', 'cold' }
+    seconds = r.err:match('^long: 16 sessions, estimated ([%d.]+)s ')
+    assert(seconds, r.err)
+    assert(tonumber(seconds) > 32 and tonumber(seconds) < 34, seconds)
+    -- a short sweep says nothing, nor does a quiet one
+    r = sub.run { '--backend', 'cpu', long, '--n', '1,2' }
+    assert.not_matches('estimated', r.err, 1, true)
+    r = sub.run { '--backend', 'cpu', '--quiet', long, '--n', '100,200,400,800,1600' }
+    assert.not_matches('estimated', r.err, 1, true)
+  end)
+
   it('measures every point in --runs sessions, interleaved, and records the session', function()
     local r = run(script, { '--n', '16,32', '--runs', '3', '--rep-ms', '5', '--format', 'jsonl' })
     assert.equal(0, r.code, r.err)

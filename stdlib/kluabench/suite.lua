@@ -655,6 +655,107 @@ local function point_cost(d, p, o)
 end
 
 ---------------------------------------------------------------------------
+-- The estimate a long sweep shows before it starts
+---------------------------------------------------------------------------
+
+--- A sweep estimated to take at least this many seconds says so before it starts.
+M.ESTIMATE_FROM_S = 30
+
+-- Seconds one session of the protocol takes when one call takes call_s: do_bench's first call,
+-- 5-call estimate, warm-up and repetitions (at least CPU_MIN_REPEAT on the cpu); a stopping rule's
+-- warm-up and samples: n for a count, else its timeout (a CPU seldom converges sooner; a GPU often
+-- does, so there the figure is an upper bound); --timeout caps it.
+local function session_seconds(protocol, o, call_s, backend)
+  local p = protocol.params or {}
+  local s
+  if protocol.name == 'do_bench' then
+    local bench = require 'kluabench.measure.do_bench'
+    local warmup, rep = (p.warmup_ms or 25) / 1e3, (p.rep_ms or 100) / 1e3
+    s = 6 * call_s + math.max(call_s, warmup) + math.max((backend == 'cpu' and bench.CPU_MIN_REPEAT or 1) * call_s, rep)
+  else
+    local defaults = require('kluabench.measure.options').DEFAULTS
+    local rule = type(p.stop) == 'table' and p.stop or {}
+    local q = type(rule.params) == 'table' and rule.params or {}
+    local sampling
+    if rule.name == 'count' and math.type(q.n) == 'integer' then sampling = q.n * call_s
+    elseif type(q.timeout_ms) == 'number' then sampling = q.timeout_ms / 1e3
+    else sampling = 20 * call_s end
+    s = math.max((p.warmup_ms or defaults.warmup_ms) / 1e3, (p.warmup_min or defaults.warmup_min) * call_s) + sampling
+  end
+  if o.timeout then s = math.min(s, o.timeout) end
+  return s
+end
+
+-- Times what a session of each provider and mode costs at the sweep's smallest point: its setup,
+-- and one call of the timed function after a first one. Returns the point, {provider -> setup s}
+-- and {provider -> {mode -> call s}}; nil when a hook fails (the sweep will say why).
+local function probe(d, o, points)
+  local p0, c0
+  for _, p in ipairs(points) do
+    local c = point_cost(d, p, o)
+    if not c0 or c < c0 then p0, c0 = p, c end
+  end
+  local dev = require('kluabench.measure.do_bench').device()
+  local setup_s, call_s = {}, {}
+  local shared, inputs
+  local ok = pcall(function()
+    shared = call_shared(d, p0)
+    p0.shared = shared
+    for _, provider in ipairs(o.providers) do
+      local t0 = core.clock_ns()
+      inputs = call_setup(d, p0, provider)
+      dev.synchronize()
+      setup_s[provider] = (core.clock_ns() - t0) / 1e9
+      call_s[provider] = {}
+      for _, mode in ipairs(o.modes) do
+        local fn = call_run(d, p0, provider, mode, inputs)
+        fn()
+        local e0, e1 = dev.event(), dev.event()
+        e0:record()
+        fn()
+        e1:record()
+        dev.synchronize()
+        call_s[provider][mode] = dev.elapsed_ms(e0, e1) / 1e3
+      end
+      free_tensors(inputs, tensor_set(shared))
+      inputs = nil
+    end
+  end)
+  if inputs then free_tensors(inputs, tensor_set(shared)) end
+  p0.shared = nil
+  if shared then
+    free_tensors(shared, {})
+    if is_tensor(shared) then shared:free() end
+  end
+  if not ok then return nil end
+  return p0, setup_s, call_s
+end
+
+-- The sweep's estimated seconds: each session (its setup and protocol) and each check (a setup and
+-- a few calls) at every point, from the probe of the smallest point scaled by each point's bytes.
+local function estimate_seconds(d, ctx, points)
+  local o = ctx.o
+  local p0, setup_s, call_s = probe(d, o, points)
+  if not p0 then return nil end
+  local backend = core.backend and core.backend() or 'cpu'
+  local function ratio(a, b) return (a and b and a > 0 and b > 0) and a / b or 1 end
+  local total = 0
+  for _, p in ipairs(points) do
+    local r_point = ratio(point_cost(d, p, o), point_cost(d, p0, o))
+    for _, provider in ipairs(o.providers) do
+      local setup = setup_s[provider] * r_point
+      total = total + setup -- the check's setup, once a point and provider
+      for _, mode in ipairs(o.modes) do
+        local call = call_s[provider][mode] * ratio(cost_of(d, p, mode), cost_of(d, p0, mode))
+        total = total + (d.check and 2 * call or 0) -- the check's calls (the reference is the check's own)
+          + o.runs * (setup + session_seconds(ctx.protocol, o, call, backend))
+      end
+    end
+  end
+  return total
+end
+
+---------------------------------------------------------------------------
 -- Output
 ---------------------------------------------------------------------------
 
@@ -1118,6 +1219,14 @@ function M.main(d, args)
   -- finished points and exits with 130 (SIGINT) or 143 (SIGTERM). A second
   -- signal stops at once.
   core.defer_interrupts(true)
+  if total > 1 and not require('kluabench.report.progress').quiet_from_env() then
+    local seconds = estimate_seconds(d, ctx, points)
+    if seconds and seconds >= M.ESTIMATE_FROM_S and not core.interrupted() then
+      io.stderr:write(string.format('%s: %d sessions, estimated %s (one call of each provider and mode timed at the '
+        .. 'smallest point, scaled by bytes); fewer values, --provider or --mode make it shorter\n', d.name, total,
+        require('kluabench.report.progress').format_duration(seconds)))
+    end
+  end
   local swept, stopped_by = pcall(sweep, d, ctx, points, emit)
   if progress then progress:close() end
   -- the points finished before an error are written in every format too
