@@ -206,7 +206,7 @@ function M.measurement(r)
   local n = s.n or #r.samples
   local stop = type(r.stop) == 'table' and r.stop or (type(r.used) == 'table' and type(r.used.stop) == 'table' and r.used.stop)
   local counts = string.format('  %d sample%s', n, n == 1 and '' or 's')
-  if type(r.used) == 'table' and r.used.batch then 
+  if type(r.used) == 'table' and r.used.batch then
     counts = counts .. string.format(', %s call%s per sample', tostring(r.used.batch), r.used.batch == 1 and '' or 's')
   end
   if stop and stop.reason then counts = counts .. '; stop: ' .. tostring(stop.reason) end
