@@ -48,6 +48,7 @@
 -- values by name, as records spell them), `x` (the swept axis), `id` (the
 -- workload slug) and `shared` (what shared(point) returned).
 local M = {}
+local args = require 'kluabench.args'
 
 local core = require 'kluabench.core'
 
@@ -157,6 +158,7 @@ local function choices(list) return table.concat(list, ', ') end
 -- @example
 --   print(suite.usage(require("kluabench.benchmarks.rope").declaration("rope")))
 function M.usage(d)
+  args.check('suite.usage', 1, d, 'table', 'declaration table')
   local out = {}
   local function add(fmt, ...) out[#out + 1] = string.format(fmt, ...) end
   add('usage: kluabench %s [options]\n', arg and arg[0] or ('scripts/' .. d.name .. '.lua'))
@@ -429,6 +431,8 @@ end
 --   local d = require("kluabench.benchmarks.rope").declaration("llama4_rope")
 --   for _, p in ipairs(suite.points(d, {axes = {seq = {1024, 4096}}, dtype = "bf16"})) do print(p.id) end
 function M.points(d, o)
+  args.check('suite.points', 1, d, 'table', 'declaration table')
+  args.check('suite.points', 2, o, 'table', 'parsed options')
   local out = {}
   local first_multi
   for _, a in ipairs(d.axes) do
@@ -889,6 +893,8 @@ WRONG.__tostring = function(e) return e.message end
 --   local ok, e = pcall(suite.wrong_result, "q_out differs from the reference")
 --   print(tostring(e))
 function M.wrong_result(message, status)
+  args.check('suite.wrong_result', 1, message, 'string', 'message')
+  args.check('suite.wrong_result', 2, status, 'string|nil', 'run status')
   error(setmetatable({ message = tostring(message), status = status or 'incorrect_numerical' }, WRONG), 0)
 end
 

@@ -28,6 +28,7 @@
 local stats = require 'kluabench.stats'
 
 local M = {}
+local args = require 'kluabench.args'
 
 local floor, max = math.floor, math.max
 
@@ -280,6 +281,10 @@ end
 --   local opts = {reps = 10}
 --   bench.check_options("my_bench", 1, opts, {reps = {kind = "number", min = 1, max = 1e6, integer = true}})
 function M.check_options(fname, argn, opts, schema)
+  args.check('check_options', 1, fname, 'string', 'function name')
+  args.check('check_options', 2, argn, 'integer', 'argument number')
+  args.check('check_options', 3, opts, 'table', 'table of options')
+  args.check('check_options', 4, schema, 'table', 'table of option rules')
   for k, v in pairs(opts) do
     local rule = schema[k]
     if rule == nil then

@@ -22,6 +22,7 @@ local evidence = require 'kluabench.record.evidence'
 local schema = require 'kluabench.record.schema'
 
 local M = {}
+local args = require 'kluabench.args'
 
 M.API_VERSION = 'kernelindex.dev/v1alpha1'
 
@@ -64,6 +65,7 @@ M.KERNELS = kernels.KERNELS
 -- @example
 --   print(record.kernel_title("llama4_rope"))
 function M.kernel_title(kernel)
+  args.check('record.kernel_title', 1, kernel, 'string', 'kernel name')
   return kernels.title(kernel)
 end
 
@@ -113,6 +115,7 @@ end
 -- @example
 --   record.seal(bundle)
 function M.seal(bundle)
+  args.check('record.seal', 1, bundle, 'table', 'bundle')
   for _, d in ipairs(M.DIGESTS) do
     local doc = bundle[d.doc]
     if type(doc) ~= 'table' then
@@ -197,6 +200,8 @@ end
 --   local b = {run = {spec = {timing = {latencyNs = {median = 2000}}}}}
 --   for _, p in ipairs(record.consistency(b, {unit = "ns", samples = {1000, 1000, 1000}})) do print(p.field, p.error) end
 function M.consistency(bundle, entry)
+  args.check('record.consistency', 1, bundle, 'table', 'bundle')
+  args.check('record.consistency', 2, entry, 'table|nil', 'evidence entry')
   local problems = {}
   local samples, why = evidence.samples_ms(entry)
   local rs = type(bundle.run) == 'table' and bundle.run.spec or {}
@@ -246,6 +251,7 @@ end
 -- @example
 --   print(record.round(2.5)) --> 3
 function M.round(x)
+  args.check('record.round', 1, x, 'number', 'number')
   local r = x >= 0 and math.floor(x + 0.5) or -math.floor(-x + 0.5)
   return math.tointeger(r) or r
 end
@@ -256,6 +262,7 @@ end
 -- @example
 --   print(record.quantile_name(0.2))
 function M.quantile_name(q)
+  args.check('record.quantile_name', 1, q, 'number', 'quantile')
   return (('p' .. string.format('%g', q * 100)):gsub('%.', '_'))
 end
 
@@ -265,6 +272,8 @@ end
 -- @example
 --   print(record.metric_name(0.5)) --> ms_50
 function M.metric_name(q, unit)
+  args.check('record.metric_name', 1, q, 'number', 'quantile')
+  args.check('record.metric_name', 2, unit, 'string|nil', 'unit')
   return (((unit or 'ms') .. '_' .. string.format('%g', q * 100)):gsub('%.', '_'))
 end
 
@@ -289,6 +298,8 @@ end
 -- @example
 --   for path, d in pairs(record.kernel_sources("llama4_rope") or {}) do print(path, d) end
 function M.kernel_sources(kernel, files)
+  args.check('record.kernel_sources', 1, kernel, 'string', 'kernel name')
+  args.check('record.kernel_sources', 2, files, 'table|nil', 'list of files')
   local k = kb()
   files = files or (M.KERNELS[kernel] and M.KERNELS[kernel].sources)
   if not files then return nil end
@@ -639,6 +650,8 @@ end
 --   local doc = record.protocol_document(kb.bench.do_bench_protocol(), {mode = "forward", backend = "cpu"})
 --   print(doc.spec.comparability.family)
 function M.protocol_document(protocol, info)
+  args.check('record.protocol_document', 1, protocol, 'table', 'protocol (bench.protocol)')
+  args.check('record.protocol_document', 2, info, 'table|nil', 'table of facts')
   info = info or {}
   local timed = info.timed or M.MODE_TEXT[info.mode] or ('the ' .. tostring(info.mode) .. ' pass')
   local spec = M.protocol_spec(protocol:spec { timed = timed, backend = info.backend, timer = info.timer })

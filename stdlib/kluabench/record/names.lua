@@ -9,6 +9,7 @@
 -- Times are tables of UTC fields {year, month, day, hour, min, sec, ms}; no
 -- function here depends on the local time zone.
 local M = {}
+local args = require 'kluabench.args'
 
 --- Longest metadata.name (the example record cuts its name at 100).
 M.MAX_NAME = 100
@@ -55,6 +56,7 @@ end
 -- @example
 --   print(names.param_name("seq_len")) --> seq
 function M.param_name(name)
+  args.check('names.param_name', 1, name, 'string', 'parameter name')
   return M.PARAM_ALIASES[name] or name
 end
 
@@ -64,6 +66,7 @@ end
 -- @example
 --   print(names.dtype_name("torch.float16")) --> f16
 function M.dtype_name(dtype)
+  args.check('names.dtype_name', 1, dtype, 'string', 'dtype')
   return M.DTYPE_ALIASES[dtype] or dtype
 end
 
@@ -245,6 +248,7 @@ end
 -- @example
 --   local t = names.parse_time("2025-08-07 21:42:05")
 function M.parse_time(s)
+  args.check('names.parse_time', 1, s, 'string', 'time text')
   if type(s) ~= 'string' then return nil, 'timestamp must be a string' end
   local y, mo, d, h, mi, se, rest = s:match('^%s*(%d%d%d%d)%-(%d%d)%-(%d%d)[T ](%d%d):(%d%d):(%d%d)(.-)%s*$')
   if not y then return nil, string.format('unrecognised timestamp %q', s) end
@@ -270,6 +274,7 @@ end
 -- @example
 --   print(names.iso8601(names.utc(0)))
 function M.iso8601(t)
+  args.check('names.iso8601', 1, t, 'table', 'time fields (names.utc)')
   return string.format('%04d-%02d-%02dT%02d:%02d:%02d.%03dZ', t.year, t.month, t.day, t.hour,
     t.min, t.sec, t.ms or 0)
 end
@@ -280,6 +285,7 @@ end
 -- @example
 --   print(names.time_id(names.utc(0)))
 function M.time_id(t)
+  args.check('names.time_id', 1, t, 'table', 'time fields (names.utc)')
   return string.format('%04d-%02d-%02d-%02d-%02d-%02d', t.year, t.month, t.day, t.hour, t.min,
     t.sec)
 end
@@ -290,6 +296,7 @@ end
 -- @example
 --   print(names.liger_time(names.utc(0)))
 function M.liger_time(t)
+  args.check('names.liger_time', 1, t, 'table', 'time fields (names.utc)')
   return string.format('%04d-%02d-%02d %02d:%02d:%02d', t.year, t.month, t.day, t.hour, t.min,
     t.sec)
 end

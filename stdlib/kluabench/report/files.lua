@@ -1,5 +1,6 @@
 --- Files: whole-file reads, atomic writes, JSON Lines appends, mkdir -p.
 local M = {}
+local args = require 'kluabench.args'
 
 local json = require 'kluabench.report.json'
 
@@ -59,6 +60,8 @@ end
 -- @example
 --   local text, err = output.read_text("all_benchmark_data.csv")
 function M.read_text(path, max_bytes)
+  args.check('output.read_text', 1, path, 'string', 'path')
+  args.check('output.read_text', 2, max_bytes, 'integer|nil', 'byte limit')
   local text, err = M.read_file(path, max_bytes)
   if not text then return nil, err end
   local enc = json.encoding_problem(text)
@@ -85,6 +88,7 @@ end
 -- @example
 --   assert(output.check_path_length("results/today.jsonl"))
 function M.check_path_length(path)
+  args.check('output.check_path_length', 1, path, 'string', 'path')
   local limit = path_max()
   if #path >= limit then
     return nil, string.format('%s...: the path is %d bytes long, the system takes at most %d',
@@ -124,6 +128,7 @@ end
 -- @example
 --   assert(output.write_stdout("one line\n"))
 function M.write_stdout(text)
+  args.check('output.write_stdout', 1, text, 'string', 'text')
   local ok, err = io.stdout:write(text)
   if ok then ok, err = io.stdout:flush() end
   if not ok then return nil, 'stdout: ' .. reason(err) end
@@ -281,6 +286,7 @@ end
 -- @example
 --   output.append_jsonl("results.jsonl", bundle)
 function M.append_jsonl(path, value)
+  args.check('output.append_jsonl', 1, path, 'string', 'path')
   local line, err = json.encode_line(value)
   if not line then return nil, err end
   return M.append_line(path, line)
@@ -293,6 +299,8 @@ end
 -- @example
 --   assert(output.append_line(os.tmpname(), '{"a":1}'))
 function M.append_line(path, line)
+  args.check('output.append_line', 1, path, 'string', 'path')
+  args.check('output.append_line', 2, line, 'string', 'line')
   if type(line) ~= 'string' then
     error("bad argument #2 to 'append_line' (string expected, got " .. type(line) .. ')', 2)
   end
@@ -321,6 +329,7 @@ end
 -- @example
 --   output.mkdir_p("results/today")
 function M.mkdir_p(path)
+  args.check('output.mkdir_p', 1, path, 'string', 'path')
   if path == nil or path == '' or path == '.' then return true end
   local okl, lerr = M.check_path_length(path)
   if not okl then return nil, lerr end

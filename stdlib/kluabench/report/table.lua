@@ -1,6 +1,7 @@
 --- Tables for people: aligned terminal tables, markdown tables, and the
 -- results table of a list of bundles; Liger's CSV of bundles.
 local M = {}
+local args = require 'kluabench.args'
 
 local inference = require 'kluabench.stats.inference'
 
@@ -46,6 +47,8 @@ end
 --   io.write(output.format_table({{key = "name"}, {key = "ms", align = "right", format = "%.3f"}},
 --     {{name = "fused", ms = 0.1375}}))
 function M.format_table(columns, rows)
+  args.check('output.format_table', 1, columns, 'table', 'list of columns')
+  args.check('output.format_table', 2, rows, 'table', 'list of rows')
   local widths, cells = columns_and_cells(columns, rows)
   local out = {}
   local head, rule = {}, {}
@@ -69,6 +72,8 @@ end
 -- @example
 --   io.write(output.format_markdown({{key = "name"}, {key = "ms"}}, {{name = "fused", ms = 0.14}}))
 function M.format_markdown(columns, rows)
+  args.check('output.format_markdown', 1, columns, 'table', 'list of columns')
+  args.check('output.format_markdown', 2, rows, 'table', 'list of rows')
   local widths, cells = columns_and_cells(columns, rows)
   local function esc(s) return (s:gsub('|', '\\|')) end
   local out = {}
@@ -196,6 +201,7 @@ end
 -- @example
 --   local rows = output.results_rows(bundles)
 function M.results_rows(bundles)
+  args.check('output.results_rows', 1, bundles, 'table', 'list of bundles')
   local point = require 'kluabench.record.point'
   local rows = {}
   for i, b in ipairs(bundles) do
@@ -310,6 +316,7 @@ end
 -- @example
 --   io.write(output.results_table(bundles))
 function M.results_table(bundles)
+  args.check('output.results_table', 1, bundles, 'table', 'list of bundles')
   local rows = M.results_rows(bundles)
   local cols, heading = result_columns(rows)
   return (heading and (heading .. '\n') or '') .. M.format_table(cols, rows)
@@ -321,6 +328,7 @@ end
 -- @example
 --   io.write(output.results_markdown(bundles))
 function M.results_markdown(bundles)
+  args.check('output.results_markdown', 1, bundles, 'table', 'list of bundles')
   local rows = M.results_rows(bundles)
   local cols, heading = result_columns(rows)
   return (heading and (heading .. '\n\n') or '') .. M.format_markdown(cols, rows)
@@ -335,6 +343,7 @@ end
 --   local text, left_out = assert(output.liger_csv(bundles))
 --   io.write(text)
 function M.liger_csv(bundles)
+  args.check('output.liger_csv', 1, bundles, 'table', 'list of bundles')
   local liger = require 'kluabench.record.liger'
   local point = require 'kluabench.record.point'
   local rows, left_out = {}, 0
