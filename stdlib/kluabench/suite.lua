@@ -1142,14 +1142,16 @@ end
 --
 -- @signature suite.main(decl [, args]) -> bundles
 -- @example
---   kb.suite.main {
+--   local out = os.tmpname() -- a script runs it with its own command line: kb.suite.main{...}
+--   kb.suite.main({
 --     name = "tensor_copy", axes = {{name = "mib", default = 64}},
 --     dtypes = {"f32"}, modes = {"forward"}, providers = {"copy_"},
 --     setup = function(p) local n = p.mib * 262144
 --       return {src = kb.randn({n}, "f32", 1), dst = kb.empty({n}, "f32")} end,
 --     run = function(p, provider, mode, t) return function(s) s = s or t; s.dst:copy_(s.src) end end,
 --     cost = function(p) return 2 * p.mib * 2^20, 0 end,
---   }
+--   }, {"--mib", "1", "--rep-ms", "5", "--format", "jsonl", "--out", out .. ".jsonl"})
+--   os.remove(out); os.remove(out .. ".jsonl"); os.remove(out .. ".samples.jsonl")
 function M.main(d, args)
   check_decl(d)
   local o = parse(d, args or arg or {})

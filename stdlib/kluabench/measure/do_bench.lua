@@ -128,6 +128,7 @@ end
 -- @signature protocol:spec([info]) -> table
 -- @section bench
 -- @example
+--   local p = bench.do_bench_protocol{rep_ms = 100}
 --   print(kb.jcs.encode(p:spec{timed = "the forward pass"}))
 function Protocol:spec(info)
   return self._spec(self, info or {})

@@ -446,7 +446,8 @@ end
 --
 -- @signature ceilings.measure_copy([opts]) -> entry
 -- @example
---   local e = ceilings.measure_copy{bytes = 256 << 20}
+--   local e = ceilings.measure_copy{bytes = 16 << 20}
+--   print(e.copy_gbps .. " GB/s")
 function M.measure_copy(opts)
   args.check('ceilings.measure_copy', 1, opts, 'table|nil', 'table of options')
   opts = opts or {}
@@ -490,8 +491,10 @@ end
 --
 -- @signature ceilings.copy_ceiling([opts]) -> entry, from_cache
 -- @example
---   local c = ceilings.copy_ceiling()
+--   local cache = os.tmpname() .. ".json" -- default: ~/.cache/kluabench/ceilings.json, which tables then read
+--   local c = ceilings.copy_ceiling{path = cache, bytes = 16 << 20}
 --   print(c.copy_gbps .. " GB/s")
+--   os.remove(cache)
 function M.copy_ceiling(opts)
   args.check('ceilings.copy_ceiling', 1, opts, 'table|nil', 'table of options')
   opts = opts or {}

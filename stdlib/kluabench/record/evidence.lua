@@ -163,7 +163,12 @@ end
 --
 -- @signature evidence.write_for(bundle, records_path [, samples_path]) -> true | nil, message
 -- @example
---   assert(evidence.write_for(bundle, "results/run.jsonl"))
+--   local x = kb.randn({4096}, "f32", 1)
+--   local r = kb.bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
+--   local b = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
+--   local dir = os.tmpname(); os.remove(dir); assert(kb.mkdir(dir))
+--   assert(evidence.write_for(b, dir .. "/run.jsonl")) -- the entry goes to dir/run.samples.jsonl
+--   os.execute("rm -r " .. dir)
 function M.write_for(bundle, records_path, samples)
   args.check('evidence.write_for', 1, bundle, 'table', 'bundle')
   args.check('evidence.write_for', 2, records_path, 'string|nil', 'records file path (nil or "-": stdout)')
@@ -197,7 +202,12 @@ end
 --
 -- @signature evidence.write_file(bundles, records_path [, samples_path]) -> true | nil, message
 -- @example
---   assert(evidence.write_file({bundle}, "results/run.json"))
+--   local x = kb.randn({4096}, "f32", 1)
+--   local r = kb.bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
+--   local b = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
+--   local dir = os.tmpname(); os.remove(dir); assert(kb.mkdir(dir))
+--   assert(evidence.write_file({b}, dir .. "/run.json"))
+--   os.execute("rm -r " .. dir)
 function M.write_file(bundles, records_path, samples)
   args.check('evidence.write_file', 1, bundles, 'table', 'list of bundles')
   args.check('evidence.write_file', 2, records_path, 'string|nil', 'records file path (nil or "-": stdout)')
@@ -330,7 +340,15 @@ end
 --
 -- @signature evidence.resolve(bundle, records_path) -> entry | nil, message
 -- @example
---   local e, why = evidence.resolve(bundle, "results/run.jsonl")
+--   local x = kb.randn({4096}, "f32", 1)
+--   local r = kb.bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
+--   local dir = os.tmpname(); os.remove(dir); assert(kb.mkdir(dir))
+--   assert(writer.append(dir .. "/run.jsonl", record.from_result{kernel = "add", mode = "forward",
+--     provider = "add_", dtype = "f32", result = r}))
+--   local read = assert(io.open(dir .. "/run.jsonl")):read("l")
+--   local e, why = evidence.resolve(kb.jcs.decode(read), dir .. "/run.jsonl")
+--   print(#e.samples, why)
+--   os.execute("rm -r " .. dir)
 function M.resolve(bundle, records_path)
   args.check('evidence.resolve', 1, bundle, 'table', 'bundle')
   args.check('evidence.resolve', 2, records_path, 'string|nil', 'records file path')

@@ -71,7 +71,8 @@ local CONFIG_ORDER = { dtype = 1, hidden_size = 2, seq_len = 3, num_q_heads = 4,
 --
 -- @signature liger.parse(text) -> rows | nil, message
 -- @example
---   local rows = assert(liger.parse(text))
+--   local rows = assert(liger.parse(liger.to_csv({liger.bundle_to_row(bundle)})))
+--   print(#rows, rows[1].kernel_name)
 function M.parse(text)
   local records, lines = csv.parse_csv(text)
   if not records then return nil, lines end

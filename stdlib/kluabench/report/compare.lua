@@ -780,6 +780,7 @@ end
 --
 -- @signature compare.format(result [, format]) -> text
 -- @example
+--   local result = compare.compare({bundle}, {bundle})
 --   io.write(compare.format(result, "markdown"))
 function M.format(result, fmt)
   args.check('compare.format', 1, result, 'table', 'comparison result (compare.compare)')

@@ -188,7 +188,9 @@ end
 --
 -- @signature output.write_atomic(path, text) -> true | nil, message
 -- @example
---   assert(output.write_atomic("result.json", output.encode_pretty(bundle)))
+--   local path = os.tmpname()
+--   assert(output.write_atomic(path, output.encode_pretty({kind = "example"})))
+--   os.remove(path)
 function M.write_atomic(path, text)
   if type(path) ~= 'string' or path == '' then
     error("bad argument #1 to 'write_atomic' (path expected)", 2)
@@ -284,7 +286,9 @@ end
 --
 -- @signature output.append_jsonl(path, value) -> true | nil, message
 -- @example
---   output.append_jsonl("results.jsonl", bundle)
+--   local path = os.tmpname()
+--   assert(output.append_jsonl(path, {n = 1}))
+--   os.remove(path)
 function M.append_jsonl(path, value)
   args.check('output.append_jsonl', 1, path, 'string', 'path')
   local line, err = json.encode_line(value)
@@ -327,7 +331,10 @@ end
 --
 -- @signature output.mkdir_p(path) -> true | nil, message
 -- @example
---   output.mkdir_p("results/today")
+--   local dir = os.tmpname()
+--   os.remove(dir)
+--   assert(output.mkdir_p(dir .. "/results/today"))
+--   os.execute("rm -r " .. dir)
 function M.mkdir_p(path)
   args.check('output.mkdir_p', 1, path, 'string', 'path')
   if path == nil or path == '' or path == '.' then return true end

@@ -1022,7 +1022,9 @@ end
 -- @signature plot.chart(points [, opts]) -> svg, info | nil, message, kind
 -- @example
 --   local svg = assert(plot.chart(points, {x = "seq", by = "provider", logx = true}))
---   local f = assert(io.open("chart.svg", "w")); f:write(svg); f:close()
+--   local path = os.tmpname() .. ".svg"
+--   local f = assert(io.open(path, "w")); f:write(svg); f:close()
+--   os.remove(path)
 function M.chart(points, opts)
   args.check('plot.chart', 1, points, 'table', 'list of points')
   args.check('plot.chart', 2, opts, 'table|nil', 'table of options')
