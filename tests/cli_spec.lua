@@ -168,6 +168,12 @@ describe('the kluabench host', function()
       r = run({ dir .. '/mine.lua' })
       assert.matches('^kluabench: my own\nstack traceback:\n', r.err)
       assert.matches('mine.lua:2: in main chunk', r.err, 1, true)
+      -- also in a folder named kluabench (a clone of the repository): only the stdlib's own are quiet
+      assert(os.execute('mkdir -p ' .. dir .. '/kluabench'))
+      spit(dir .. '/kluabench/mine.lua', 'local function f() error("my own", 0) end\nf()\n')
+      r = run({ dir .. '/kluabench/mine.lua' })
+      assert.matches('^kluabench: my own\nstack traceback:\n', r.err)
+      assert.matches('kluabench/mine.lua:2: in main chunk', r.err, 1, true)
     end)
 
     it('with the file and line of each frame for a script', function()

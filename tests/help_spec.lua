@@ -98,84 +98,22 @@ describe('apidoc', function()
     end
   end)
 
-  it('has examples that run on the cpu backend', function()
-    -- What the examples take as given, small and on cpu.
-    local sink = setmetatable({}, { __index = function(t) return function() return t end end })
-    local function env()
-      local e0, e1 = kb.event('cpu'), kb.event('cpu')
-      e0:record(); e1:record()
-      local samples = { 0.11, 0.1, 0.13, 0.12, 0.1 }
-      local bundles = {}
-      local pts = assert(require('kluabench.report.plot').read(ROOT .. '/tests/data/plot/llama4_rope_liger.csv'))
-      local t = kb.randn({ 2, 3 }, 'f32', 1, 'cpu')
-      local e = {
-        kb = kb, stats = require 'kluabench.stats', bench = require 'kluabench.measure.do_bench',
-        output = require 'kluabench.report', names = require 'kluabench.record.names',
-        progress = require 'kluabench.report.progress', plot = require 'kluabench.report.plot',
-        help = function() end, print = function() end,
-        io = { write = function() end, open = io.open, stderr = sink, stdout = sink },
-        t = t, out = t, ref = t:clone(), gpu_out = t, cpu_out = t, samples = samples,
-        result = { samples = samples }, bundles = bundles, points = pts,
-        e0 = e0, e1 = e1, start = e0, stop = e1, work = function() end, fn = function() end,
-        pt = { label = 'x' }, time_point = function() return 0.1 end, run = function() end,
-        fused = function() end, reference = function() end,
-        p = require('kluabench.report.progress').new { total = 3, quiet = true }, n = 2, sample = function() end,
-        os = setmetatable({ execute = function() return true end }, { __index = os }),
-      }
-      e.q = kb.randn({ 1, 8, 4, 16 }, 'bf16', 1, 'cpu')
-      e.k = kb.randn({ 1, 8, 2, 16 }, 'bf16', 2, 'cpu')
-      e.gq, e.gk = e.q, e.k
-      if kb.rope and kb.rope.freqs then e.f = kb.rope.freqs(8, 16, { device = 'cpu' }) end
-      for prefix, modname in pairs(apidoc.modules) do
-        if e[prefix] == nil then e[prefix] = require(modname) end
-      end
-      e.s = e.measure.session('hot', e.fn, { stop = e.stopping.count(1) })
-      return setmetatable(e, { __index = _G })
-    end
-    -- Examples that need a GPU, a big workload, files, or a bundle from a
-    -- measurement: compiled above, not run here.
-    local skip = {
-      ['kb.graph'] = true, ['g:replay'] = true, ['g:free'] = true, ['kb.spin'] = true,
-      ['kb.flush_l2'] = true, ['kb.randn'] = true, ['kb.rope.freqs'] = true, ['kb.rope.llama4_fwd'] = true,
-      ['bench.do_bench'] = true, ['bench.do_bench_protocol'] = true, ['protocol:run'] = true,
-      ['protocol:spec'] = true, ['output.encode_pretty'] = true, ['output.write_atomic'] = true,
-      ['output.append_jsonl'] = true, ['output.mkdir_p'] = true, ['output.read_file'] = true,
-      ['output.results_table'] = true, ['output.results_markdown'] = true, ['output.liger_csv'] = true,
-      ['output.results_rows'] = true, ['output.ordered_keys'] = true, ['plot.read'] = true,
-      ['plot.chart'] = true, ['plot.point_from_bundle'] = true, ['plot.point_from_liger_row'] = true,
-      ['kb.sha256_file'] = true, ['kb.defer_interrupts'] = true, ['t:free'] = true,
-      ['record.from_result'] = true, ['record.seal'] = true, ['record.check'] = true,
-      ['liger.read'] = true, ['liger.parse'] = true, ['liger.row_to_bundle'] = true,
-      ['liger.bundle_to_row'] = true, ['liger.to_csv'] = true,
-      ['measure.protocol'] = true, ['measure.run'] = true, ['stopping.count'] = true,
-      ['ceilings.store'] = true, ['ceilings.copy_ceiling'] = true, ['ceilings.measure_copy'] = true,
-      ['compare.compare'] = true, ['compare.format'] = true, ['compare.read'] = true, ['compare.parse'] = true,
-      ['compare.samples_of'] = true, ['compare.median_of'] = true, ['compare.key_of'] = true,
-      -- user kernels: a GPU, a loaded plugin or Triton's files
-      ['mod:kernel'] = true, ['mod:cubin'] = true, ['kern:launch'] = true, ['kern:launch_repeat'] = true, ['kern:attributes'] = true,
-      ['kern:occupancy'] = true, ['kern:info'] = true, ['plugin:kernel'] = true, ['plugin:kernels'] = true,
-      ['plugin:info'] = true, ['pk:call'] = true, ['pk:info'] = true, ['triton.load'] = true,
-      ['triton.read_metadata'] = true, ['record.user_implementation'] = true,
-      ['compare.bundles_of'] = true, ['suite.main'] = true, ['compare.session_spread'] = true,
-      ['reader.read'] = true, ['ceilings.store_noise'] = true,
-      -- a bundle of a measurement, or files beside one
-      ['point.of'] = true, ['point.label_of'] = true, ['evidence.write_for'] = true, ['evidence.write_file'] = true,
-      ['evidence.resolve'] = true, ['writer.append'] = true, ['writer.write_pretty'] = true, ['migrate.bundle'] = true,
-      ['reader.samples_of'] = true,
-    }
-    local failed = {}
-    for _, e in ipairs(apidoc.entries) do
-      if e.kind ~= 'command' and not skip[e.name] and e.section ~= 'rope' then
-        local f = assert(load(e.example, '=' .. e.name, 't', env()))
-        -- what examples print (help text, progress lines) is not the test's output
-        local out, err_stream = io.stdout, io.stderr
-        io.stdout, io.stderr = sink, sink ---@diagnostic disable-line
-        local ok, err = pcall(f)
-        io.stdout, io.stderr = out, err_stream ---@diagnostic disable-line
-        if not ok then failed[#failed + 1] = e.name .. ': ' .. tostring(err) end
-      end
-    end
-    assert.same({}, failed)
+  it('has examples that run on the cpu backend, writing only under the temporary folder', function()
+    -- in an empty directory, with HOME there too: what an example writes into the directory it
+    -- runs in, into results/ or into ~/.cache stays behind and fails the test
+    local sub = require 'helpers.subprocess'
+    local dir = sub.tmpdir()
+    assert(os.execute('mkdir ' .. sub.q(dir .. '/home')))
+    local r = sub.run({ '--backend', 'cpu', ROOT .. '/tests/helpers/apidoc_examples.lua' },
+      { cwd = dir, env = { HOME = dir .. '/home', XDG_CACHE_HOME = '', KLUABENCH_RESULTS = '' } })
+    local left = run('cd ' .. sub.q(dir) .. ' && find . -mindepth 1 -not -path ./home')
+    local in_home = run('cd ' .. sub.q(dir .. '/home') .. ' && find . -mindepth 1')
+    os.execute('rm -rf ' .. sub.q(dir))
+    assert.equal(0, r.code, r.err)
+    assert.matches('\n?(%d+) examples ran, 0 failed\n$', r.out)
+    assert(tonumber(r.out:match('(%d+) examples ran')) > 450, r.out)
+    assert.equal('', left)
+    assert.equal('', in_home)
   end)
 end)
 

@@ -267,6 +267,38 @@ describe('measure: do_bench and errors', function()
     assert.equal('do_bench', r.used.mode)
   end)
 
+  it("flushes triton's 256 MB on a GPU and the device's default (twice the cache) on the cpu", function()
+    local ctx = fake_ctx()
+    measure.run('do_bench', timed_fn(ctx, { 1e6 }), { warmup_ms = 2, rep_ms = 10 }, ctx)
+    assert.equal(256000000, ctx.flushed)
+    ctx = fake_ctx { backend = 'cpu' }
+    local r = measure.run('do_bench', timed_fn(ctx, { 1e6 }), { warmup_ms = 2, rep_ms = 10 }, ctx)
+    assert.is_nil(ctx.flushed) -- kb.flush_l2() with no size: twice the last-level cache
+    ctx = fake_ctx { backend = 'cpu' }
+    measure.run('do_bench', timed_fn(ctx, { 1e6 }), { warmup_ms = 2, rep_ms = 10, flush_bytes = 4096 }, ctx)
+    assert.equal(4096, ctx.flushed)
+    -- and the protocol document says so on the cpu
+    local notes = require('kluabench.measure.do_bench').do_bench_protocol():spec { backend = 'cpu' }.comparability.notes
+    assert.matches('twice the last-level cache instead of 256 MB', notes, 1, true)
+    -- a 4 ms call: triton would take one repetition of rep_ms 10; the cpu takes CPU_MIN_REPEAT
+    ctx = fake_ctx { backend = 'cpu' }
+    r = measure.run('do_bench', timed_fn(ctx, { 4e6 }), { warmup_ms = 2, rep_ms = 10 }, ctx)
+    assert.equal(5, #r.samples)
+    assert.equal(2, r.used.n_repeat_triton)
+  end)
+
+  it('stops a session after 2 s by default on the cpu backend, after 10 s on a GPU', function()
+    assert.equal(2000, stopping.default_for('cpu').params.timeout_ms)
+    assert.equal(10000, stopping.default_for('cuda').params.timeout_ms)
+    assert.equal(0.005, stopping.default_for('cpu').params.target)
+    assert.equal(2000, measure.session('cold', function() end, {}, fake_ctx { backend = 'cpu' }).rule.params.timeout_ms)
+    assert.equal(10000, measure.session('cold', function() end, {}, fake_ctx()).rule.params.timeout_ms)
+    assert.equal(500, measure.session('cold', function() end, { stop = stopping.rse_median { timeout_ms = 500 } },
+      fake_ctx { backend = 'cpu' }).rule.params.timeout_ms)
+    assert.has_error(function() stopping.default_for(42) end,
+      "bad argument #1 to 'default_for' (backend name expected, got number)")
+  end)
+
   it('rejects unknown modes and non-functions', function()
     assert.has_error(function() measure.run('lukewarm', function() end) end,
       "bad argument #1 to 'run' (mode cold, hot, graph or do_bench expected, got lukewarm)")

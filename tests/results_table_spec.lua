@@ -12,7 +12,8 @@ local function bundle(o)
     run = { spec = {
       timing = { latencyNs = { median = o.median or 1000 } },
       measurements = require('kluabench.record.measurements').list(o.throughput or {}),
-      sourceNative = { source = 'kluabench', benchmark = 'k/forward', externalId = 'k/forward/p/gpu/n1-fp32/t' },
+      sourceNative = { source = 'kluabench', benchmark = 'k/' .. (o.mode or 'forward'),
+        externalId = ('k/%s/%s/gpu/%s/t'):format(o.mode or 'forward', o.provider or 'p', o.id or 'n1-fp32') },
     }, metadata = { labels = { backend = o.label or 'label-backend' } } },
     protocol = { spec = { measurement = { timer = o.timer or 'cuda_events' },
       comparability = { family = o.family or 'kluabench_cold' } } },
@@ -162,6 +163,35 @@ describe('results table', function()
     for i = 1, 3 do assert.is_nil(rows[i].flags, i) end
     local text = output.results_table { bundle { samples = nine() } }
     assert.not_matches('flags', text, 1, true)
+  end)
+
+  it('says the words of the workload ids that every row shares once, and a sweep fits 120 columns', function()
+    -- Liger's seq sweep on a CPU in cold mode: three modes, four providers, medians up to 0.7 s, !conv
+    local bundles = {}
+    for _, seq in ipairs { 1024, 2048, 4096, 8192, 16384 } do
+      for _, mode in ipairs { 'forward', 'backward', 'full' } do
+        for _, provider in ipairs { 'fused', 'reference', 'floor', 'copy' } do
+          bundles[#bundles + 1] = bundle { id = ('hidden8192-kv_heads8-q_heads32-seq%d-bf16'):format(seq), mode = mode,
+            provider = provider, median = 668819160, samples = { 605309720, 668819160, 746270000, 1000 },
+            throughput = { gbps = 654.8 }, backend = 'cpu', timer = 'host_monotonic',
+            stop = { rule = 'rse_median', converged = false, reason = 'timeout' } }
+        end
+      end
+    end
+    for _, text in ipairs { output.results_table(bundles), output.results_markdown(bundles) } do
+      assert.matches('workload hidden8192%-kv_heads8%-q_heads32%-seq%*%-bf16', text)
+      assert.matches('\nfull +copy +seq16384 +668819%.16 ', output.results_table(bundles))
+      assert.not_matches('kv_heads8-q_heads32-seq1024', text, 1, true)
+    end
+    for line in output.results_table(bundles):gmatch('[^\n]+') do
+      assert(utf8.len(line) <= 120, ('%d columns: %s'):format(utf8.len(line), line))
+    end
+    -- ids that differ in every word, or in their number of words, stay whole; one row stays whole
+    local lines = header_and_rows(output.results_table { bundle { id = 'n1-fp32' }, bundle { id = 'n2-bf16' } })
+    assert.matches('  n1%-fp32  ', lines[3])
+    lines = header_and_rows(output.results_table { bundle { id = 'n1-fp32' }, bundle { id = 'n1-k2-fp32' } })
+    assert.matches('  n1%-k2%-fp32  ', lines[4])
+    assert.matches('  n1%-fp32  ', header_and_rows(output.results_table { bundle { id = 'n1-fp32' } })[3])
   end)
 
   it('counts samples from the stopping outcome when the record kept none', function()

@@ -58,12 +58,23 @@ describe('kluabench.suite', function()
   end)
   teardown(function() os.execute('rm -rf ' .. sub.q(dir)) end)
 
-  it('makes one point per value of a comma-list axis, in order', function()
+  it('makes one point per value of a comma-list axis, in order, its id words in declaration order', function()
     local r = run(script, { '--n', '16,32,48', '--list-points' })
     assert.equal(0, r.code, r.err)
     local ids = {}
     for id, cost in r.out:gmatch('([^\t\n]+)\t(%d+)\t[^\n]*') do ids[#ids + 1] = id .. ' ' .. cost end
-    assert.same({ 'k1-n16-fp32 128', 'k1-n32-fp32 256', 'k1-n48-fp32 384' }, ids)
+    -- n is declared before k: the id says n first (kernelindex's own workloads sort, below)
+    assert.same({ 'n16-k1-fp32 128', 'n32-k1-fp32 256', 'n48-k1-fp32 384' }, ids)
+    -- the records name the workload as the table and --list-points do
+    local out = dir .. '/order.jsonl'
+    r = run(script, { '--n', '16', '--provider', 'good', '--rep-ms', '2', '--format', 'jsonl', '--out', out })
+    assert.equal(0, r.code, r.err)
+    local f = assert(io.open(out))
+    local b = json.decode(f:read('l'))
+    f:close()
+    assert.matches('/n16%-k1%-fp32/', b.run.spec.sourceNative.externalId)
+    assert.equal('n16-k1-fp32', point(b).id)
+    assert.matches('%-n16%-k1%-fp32$', b.workload.metadata.name)
   end)
 
   it('takes the product of two list axes and sweeps with their fixed values', function()
@@ -73,12 +84,12 @@ describe('kluabench.suite', function()
     r = run(script, { '--sweep', 'size', '--list-points' })
     assert.equal(0, r.code, r.err)
     -- both providers in a sweep: the cost counts each
-    assert.matches('^k2%-n64%-fp32\t2048\t', r.out)
-    assert.matches('\nk2%-n128%-fp32\t4096\t', r.out)
+    assert.matches('^n64%-k2%-fp32\t2048\t', r.out)
+    assert.matches('\nn128%-k2%-fp32\t4096\t', r.out)
     -- providers as a comma list, each once: the cost counts two
     r = run(script, { '--n', '16', '--provider', 'good,bad,good', '--list-points' })
     assert.equal(0, r.code, r.err)
-    assert.matches('^k1%-n16%-fp32\t256\t', r.out)
+    assert.matches('^n16%-k1%-fp32\t256\t', r.out)
   end)
 
   it('rejects bad values with the option named, exit 2', function()
@@ -131,7 +142,7 @@ describe('kluabench.suite', function()
     local out = dir .. '/wrong.jsonl'
     local r = run(script, { '--provider', 'all', '--rep-ms', '5', '--out', out })
     assert.equal(1, r.code)
-    assert.matches('scale: incorrect_numerical: provider bad at k1-n256-fp32 is not timed: scale: WRONG RESULT: '
+    assert.matches('scale: incorrect_numerical: provider bad at n256-k1-fp32 is not timed: scale: WRONG RESULT: '
       .. 'provider bad differs by', r.err, 1, true)
     -- the good provider's point was measured; the bad one's bundle says why it was not
     local got = bundles(sub.slurp(out))
@@ -166,6 +177,38 @@ kb.suite.main { name = 'slow', axes = { { name = 'n', default = 8 } }, dtypes = 
     r = run(slow, { '--timeout', '-1' })
     assert.equal(2, r.code)
     assert.matches("option '%-%-timeout' needs a positive number", r.err)
+  end)
+
+  it('says what a long sweep will take before it starts, from a probe of its smallest point', function()
+    -- a call of p.n ms, its cost p.n bytes; the check finds every result wrong, so nothing is
+    -- timed and the run ends at once, after the estimate
+    local long = dir .. '/long.lua'
+    sub.spit(long, [[
+local kb = require 'kluabench'
+kb.suite.main { name = 'long', axes = { { name = 'n', default = 100, max = 10000 } }, dtypes = { 'f32' },
+  modes = { 'forward' }, providers = { 'nap' }, setup = function(p) return { x = kb.zeros({ 4 }, 'f32') } end,
+  run = function(p) return function() kb.process.sleep(p.n) end end,
+  check = function() kb.suite.wrong_result('long: not timed on purpose') end,
+  cost = function(p) return p.n, 0 end }
+]])
+    -- do_bench on the cpu: about 12 calls a session; 12 x (0.1 + 0.2 + 0.4 + 0.8 + 1.6) s = 37 s,
+    -- and 2 calls a check: 6 s (unscaled, 5 x 12 x 0.1 s would be 6 s and say nothing)
+    local r = sub.run { '--backend', 'cpu', long, '--n', '100,200,400,800,1600' }
+    assert.equal(1, r.code, r.err)
+    local seconds = r.err:match('^long: 5 sessions, estimated ([%d.]+)s %(one call of each provider and mode timed at '
+      .. 'the smallest point, scaled by bytes%); fewer values, %-%-provider or %-%-mode make it shorter\n')
+    assert(seconds, r.err)
+    assert(tonumber(seconds) > 38 and tonumber(seconds) < 50, seconds)
+    -- cold on the cpu: each session its 2 s budget (16 x 2 s), whatever the call takes
+    r = sub.run { '--backend', 'cpu', long, '--n', '1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16', '--protocol', 'cold' }
+    seconds = r.err:match('^long: 16 sessions, estimated ([%d.]+)s ')
+    assert(seconds, r.err)
+    assert(tonumber(seconds) > 32 and tonumber(seconds) < 34, seconds)
+    -- a short sweep says nothing, nor does a quiet one
+    r = sub.run { '--backend', 'cpu', long, '--n', '1,2' }
+    assert.not_matches('estimated', r.err, 1, true)
+    r = sub.run { '--backend', 'cpu', '--quiet', long, '--n', '100,200,400,800,1600' }
+    assert.not_matches('estimated', r.err, 1, true)
   end)
 
   it('measures every point in --runs sessions, interleaved, and records the session', function()
@@ -337,6 +380,21 @@ kb.suite.main { name = 'scale_add', axes = { { name = 'n', default = 64 } }, dty
       providers = { 'a' }, modes = { 'm' }, dtypes = { 'f32' }, axes = { { name = 'n', default = 0 } } })
     assert.is_false(ok)
     assert.matches("axes%[1%] %('n'%) needs a positive integer default", err)
+    -- a sweep of an axis that is not declared: the axis named, the likely one, the axes there are
+    local function decl(sweep)
+      return { name = 'x', setup = function() end, run = function() end, providers = { 'a' }, modes = { 'm' },
+        dtypes = { 'f32' }, axes = { { name = 'rows', default = 8 }, { name = 'cols', default = 8 } }, sweeps = { sweep } }
+    end
+    ok, err = pcall(suite.main, decl { name = 'wide', axis = 'colls', values = { 8, 16 } })
+    assert.is_false(ok)
+    assert.matches("sweeps%[1%] %('wide'%) sweeps axis 'colls', which is not one of axes %(did you mean 'cols'%?%) "
+      .. "%(axes: rows, cols%)", err)
+    ok, err = pcall(suite.main, decl { name = 'wide', values = { 8 } })
+    assert.matches("sweeps%[1%] %('wide'%) sweeps axis 'nil', which is not one of axes %(axes: rows, cols%)", err)
+    ok, err = pcall(suite.main, decl { name = 'wide', axis = 'cols', values = {} })
+    assert.matches("sweeps%[1%] %('wide'%) needs a non%-empty list of values", err)
+    ok, err = pcall(suite.main, decl { axis = 'cols', values = { 8 } })
+    assert.matches("sweeps%[1%] needs a name %(a word%)", err)
   end)
 end)
 

@@ -18,6 +18,7 @@
 --   time(function() c.run(c.state) end)
 --   assert(c:recheck())         -- the last seed's output, after timing
 local M = {}
+local args = require 'kluabench.args'
 
 --- Tolerances by output dtype: |got - want| <= atol + rtol * |want|. bf16
 -- and f16 allow about one rounding of their own precision.
@@ -75,6 +76,7 @@ end
 -- @example
 --   check.poison(out)
 function M.poison(t)
+  args.check('check.poison', 1, t, 'userdata', 'tensor')
   t:fill_(0 / 0)
   return t
 end
@@ -93,6 +95,9 @@ end
 --   local ok, r = check.compare(out, ref)
 --   print(r.message)
 function M.compare(got, want, opts)
+  args.check('check.compare', 1, got, 'userdata', 'tensor')
+  args.check('check.compare', 2, want, 'userdata', 'tensor')
+  args.check('check.compare', 3, opts, 'table|nil', 'table of options')
   opts = opts or {}
   check_tolerances(opts, 'compare', 3, 2)
   local name = opts.name or 'output'
@@ -263,6 +268,7 @@ end
 --   local ok, report = check.run{inputs = function(seed) return {x = kb.randn({8}, "f32", seed, "cpu")} end,
 --     run = function() end, outputs = function(s) return {s.x} end, reference = function(s) return {s.x:clone()} end}
 function M.run(spec)
+  args.check('check.run', 1, spec, 'table', 'check table {inputs, run, outputs, reference, ...}')
   local c = M.new(spec)
   local ok, report = c:verify()
   return ok, report, c

@@ -13,6 +13,7 @@
 -- by at most the largest point's cost (each point goes to the least loaded
 -- shard), so no shard carries more than total/N + max cost.
 local M = {}
+local args = require 'kluabench.args'
 
 --- The most shards a sweep is split into (4096). A larger count is refused: each shard is a process
 -- or a Slurm task (whose points a launcher lists first, one process per shard), and a count like
@@ -36,6 +37,7 @@ end
 --   assert(i == 2 and n == 3)
 --   assert(shard.parse("4/3") == nil)
 function M.parse(s)
+  args.check('shard.parse', 1, s, 'string|nil', 'shard text "I/N"')
   if type(s) ~= 'string' then
     return nil, string.format("bad shard %s: expected a string I/N, such as 1/4", tostring(s))
   end
@@ -63,6 +65,8 @@ end
 -- @example
 --   assert(shard.format(1, 4) == "1/4")
 function M.format(i, n)
+  args.check('shard.format', 1, i, 'integer', 'shard index')
+  args.check('shard.format', 2, n, 'integer', 'shard count')
   return string.format('%d/%d', i, n)
 end
 

@@ -49,6 +49,7 @@
 -- values by name, as records spell them), `x` (the swept axis), `id` (the
 -- workload slug) and `shared` (what shared(point) returned).
 local M = {}
+local args = require 'kluabench.args'
 
 local core = require 'kluabench.core'
 
@@ -113,11 +114,20 @@ local function check_decl(d)
     end
     known[a.name] = a
   end
-  local sweep_names = {}
+  local sweep_names, declared_axes = {}, {}
+  for i, a in ipairs(d.axes) do declared_axes[i] = a.name end
+  if d.sweeps ~= nil and type(d.sweeps) ~= 'table' then bad("field 'sweeps' must be a list") end
   for i, s in ipairs(d.sweeps or {}) do
-    if type(s) ~= 'table' or type(s.name) ~= 'string' or not known[s.axis] or type(s.values) ~= 'table'
-        or #s.values == 0 then
-      bad('sweeps[%d] needs a name, an axis of axes and a list of values', i)
+    if type(s) ~= 'table' or type(s.name) ~= 'string' or not s.name:match('^[%w_]+$') then
+      bad('sweeps[%d] needs a name (a word)', i)
+    end
+    if not known[s.axis] then
+      bad("sweeps[%d] ('%s') sweeps axis '%s', which is not one of axes%s (axes: %s)", i, s.name, tostring(s.axis),
+        type(s.axis) == 'string' and require('kluabench.cli.suggest').hint(s.axis, declared_axes) or '',
+        table.concat(declared_axes, ', '))
+    end
+    if type(s.values) ~= 'table' or #s.values == 0 then
+      bad("sweeps[%d] ('%s') needs a non-empty list of values", i, s.name)
     end
     -- a point's id names its sweep when two share a workload: names and values once each
     if sweep_names[s.name] then bad("sweeps[%d] has the name '%s' of sweeps[%d]", i, s.name, sweep_names[s.name]) end
@@ -152,6 +162,7 @@ local function choices(list) return table.concat(list, ', ') end
 -- @example
 --   print(suite.usage(require("kluabench.benchmarks.rope").declaration("rope")))
 function M.usage(d)
+  args.check('suite.usage', 1, d, 'table', 'declaration table')
   local out = {}
   local function add(fmt, ...) out[#out + 1] = string.format(fmt, ...) end
   add('usage: kluabench %s [options]\n', arg and arg[0] or ('scripts/' .. d.name .. '.lua'))
@@ -397,6 +408,20 @@ local function point_meta(d)
   }
 end
 
+-- The axes' names as the declaration lists them.
+local function axis_names(d)
+  local out = {}
+  for i, a in ipairs(d.axes) do out[i] = a.name end
+  return out
+end
+
+-- The order of a point's id words: the declaration's, except for kernelindex's own workloads
+-- (llama4_rope, rope), whose caseKey sorts the axes by name (record.case_order).
+local function id_order(d, params, dtype)
+  return require('kluabench.record').case_order { kernel = d.name, parameters = params, dtype = dtype,
+    operation = d.operation, axis_order = axis_names(d) }
+end
+
 -- The cartesian product of the axes' value lists, in declaration order
 -- (the first axis varies slowest). x: the swept axis.
 local function product(d, values, x, dtype, out)
@@ -405,7 +430,7 @@ local function product(d, values, x, dtype, out)
     if i > #d.axes then
       local p = setmetatable({ params = {}, dtype = dtype, x = x }, meta)
       for _, a in ipairs(d.axes) do p[a.name], p.params[a.name] = acc[a.name], acc[a.name] end
-      p.id = require('kluabench.record.names').workload_slug(p.params, dtype)
+      p.id = require('kluabench.record.names').workload_slug(p.params, dtype, id_order(d, p.params, dtype))
       out[#out + 1] = p
       return
     end
@@ -430,6 +455,8 @@ end
 --   local d = require("kluabench.benchmarks.rope").declaration("llama4_rope")
 --   for _, p in ipairs(suite.points(d, {axes = {seq = {1024, 4096}}, dtype = "bf16"})) do print(p.id) end
 function M.points(d, o)
+  args.check('suite.points', 1, d, 'table', 'declaration table')
+  args.check('suite.points', 2, o, 'table', 'parsed options')
   local out = {}
   local first_multi
   for _, a in ipairs(d.axes) do
@@ -656,6 +683,107 @@ local function point_cost(d, p, o)
 end
 
 ---------------------------------------------------------------------------
+-- The estimate a long sweep shows before it starts
+---------------------------------------------------------------------------
+
+--- A sweep estimated to take at least this many seconds says so before it starts.
+M.ESTIMATE_FROM_S = 30
+
+-- Seconds one session of the protocol takes when one call takes call_s: do_bench's first call,
+-- 5-call estimate, warm-up and repetitions (at least CPU_MIN_REPEAT on the cpu); a stopping rule's
+-- warm-up and samples: n for a count, else its timeout (a CPU seldom converges sooner; a GPU often
+-- does, so there the figure is an upper bound); --timeout caps it.
+local function session_seconds(protocol, o, call_s, backend)
+  local p = protocol.params or {}
+  local s
+  if protocol.name == 'do_bench' then
+    local bench = require 'kluabench.measure.do_bench'
+    local warmup, rep = (p.warmup_ms or 25) / 1e3, (p.rep_ms or 100) / 1e3
+    s = 6 * call_s + math.max(call_s, warmup) + math.max((backend == 'cpu' and bench.CPU_MIN_REPEAT or 1) * call_s, rep)
+  else
+    local defaults = require('kluabench.measure.options').DEFAULTS
+    local rule = type(p.stop) == 'table' and p.stop or {}
+    local q = type(rule.params) == 'table' and rule.params or {}
+    local sampling
+    if rule.name == 'count' and math.type(q.n) == 'integer' then sampling = q.n * call_s
+    elseif type(q.timeout_ms) == 'number' then sampling = q.timeout_ms / 1e3
+    else sampling = 20 * call_s end
+    s = math.max((p.warmup_ms or defaults.warmup_ms) / 1e3, (p.warmup_min or defaults.warmup_min) * call_s) + sampling
+  end
+  if o.timeout then s = math.min(s, o.timeout) end
+  return s
+end
+
+-- Times what a session of each provider and mode costs at the sweep's smallest point: its setup,
+-- and one call of the timed function after a first one. Returns the point, {provider -> setup s}
+-- and {provider -> {mode -> call s}}; nil when a hook fails (the sweep will say why).
+local function probe(d, o, points)
+  local p0, c0
+  for _, p in ipairs(points) do
+    local c = point_cost(d, p, o)
+    if not c0 or c < c0 then p0, c0 = p, c end
+  end
+  local dev = require('kluabench.measure.do_bench').device()
+  local setup_s, call_s = {}, {}
+  local shared, inputs
+  local ok = pcall(function()
+    shared = call_shared(d, p0)
+    p0.shared = shared
+    for _, provider in ipairs(o.providers) do
+      local t0 = core.clock_ns()
+      inputs = call_setup(d, p0, provider)
+      dev.synchronize()
+      setup_s[provider] = (core.clock_ns() - t0) / 1e9
+      call_s[provider] = {}
+      for _, mode in ipairs(o.modes) do
+        local fn = call_run(d, p0, provider, mode, inputs)
+        fn()
+        local e0, e1 = dev.event(), dev.event()
+        e0:record()
+        fn()
+        e1:record()
+        dev.synchronize()
+        call_s[provider][mode] = dev.elapsed_ms(e0, e1) / 1e3
+      end
+      free_tensors(inputs, tensor_set(shared))
+      inputs = nil
+    end
+  end)
+  if inputs then free_tensors(inputs, tensor_set(shared)) end
+  p0.shared = nil
+  if shared then
+    free_tensors(shared, {})
+    if is_tensor(shared) then shared:free() end
+  end
+  if not ok then return nil end
+  return p0, setup_s, call_s
+end
+
+-- The sweep's estimated seconds: each session (its setup and protocol) and each check (a setup and
+-- a few calls) at every point, from the probe of the smallest point scaled by each point's bytes.
+local function estimate_seconds(d, ctx, points)
+  local o = ctx.o
+  local p0, setup_s, call_s = probe(d, o, points)
+  if not p0 then return nil end
+  local backend = core.backend and core.backend() or 'cpu'
+  local function ratio(a, b) return (a and b and a > 0 and b > 0) and a / b or 1 end
+  local total = 0
+  for _, p in ipairs(points) do
+    local r_point = ratio(point_cost(d, p, o), point_cost(d, p0, o))
+    for _, provider in ipairs(o.providers) do
+      local setup = setup_s[provider] * r_point
+      total = total + setup -- the check's setup, once a point and provider
+      for _, mode in ipairs(o.modes) do
+        local call = call_s[provider][mode] * ratio(cost_of(d, p, mode), cost_of(d, p0, mode))
+        total = total + (d.check and 2 * call or 0) -- the check's calls (the reference is the check's own)
+          + o.runs * (setup + session_seconds(ctx.protocol, o, call, backend))
+      end
+    end
+  end
+  return total
+end
+
+---------------------------------------------------------------------------
 -- Output
 ---------------------------------------------------------------------------
 
@@ -832,6 +960,8 @@ local WRONG_STATUSES = { incorrect_numerical = true, incorrect_shape = true, inc
 --   local ok, e = pcall(suite.wrong_result, "q_out differs from the reference")
 --   print(tostring(e))
 function M.wrong_result(message, status)
+  args.check('suite.wrong_result', 1, message, 'string', 'message')
+  args.check('suite.wrong_result', 2, status, 'string|nil', 'run status')
   if status ~= nil and not WRONG_STATUSES[status] then
     error(string.format("bad argument #2 to 'wrong_result' (\"incorrect_numerical\", \"incorrect_shape\" or "
       .. '"incorrect_dtype" expected, got %s)', type(status) == 'string' and string.format('%q', status) or type(status)), 2)
@@ -873,7 +1003,7 @@ local function describe(d, ctx, p, provider, bare)
   end
   local record = require 'kluabench.record'
   local workload, op = record.workload { kernel = d.name, parameters = p.params, dtype = p.dtype,
-    operation = out.operation, tensors = out.tensors }
+    operation = out.operation, tensors = out.tensors, axis_order = axis_names(d) }
   out.workload, out.operation_document = workload, op
   local od = record.digest(op)
   local declared = not bare and d.implementation and d.implementation(p, provider) or nil
@@ -922,6 +1052,7 @@ local function bundle_of(d, ctx, p, provider, mode, run_index, o)
     workload = desc.workload, operation_document = desc.operation_document, implementation = desc.implementation,
     builtin = desc.builtin == true,
     session = { index = run_index, count = ctx.o.runs }, status = o.status, reasons = o.reasons,
+    axis_order = axis_names(d),
   }
 end
 
@@ -1104,14 +1235,16 @@ end
 --
 -- @signature suite.main(decl [, args]) -> bundles
 -- @example
---   kb.suite.main {
+--   local out = os.tmpname() -- a script runs it with its own command line: kb.suite.main{...}
+--   kb.suite.main({
 --     name = "tensor_copy", axes = {{name = "mib", default = 64}},
 --     dtypes = {"f32"}, modes = {"forward"}, providers = {"copy_"},
 --     setup = function(p) local n = p.mib * 262144
 --       return {src = kb.randn({n}, "f32", 1), dst = kb.empty({n}, "f32")} end,
 --     run = function(p, provider, mode, t) return function(s) s = s or t; s.dst:copy_(s.src) end end,
 --     cost = function(p) return 2 * p.mib * 2^20, 0 end,
---   }
+--   }, {"--mib", "1", "--rep-ms", "5", "--format", "jsonl", "--out", out .. ".jsonl"})
+--   os.remove(out); os.remove(out .. ".jsonl"); os.remove(out .. ".samples.jsonl")
 function M.main(d, args)
   check_decl(d)
   local o = parse(d, args or arg or {})
@@ -1196,6 +1329,14 @@ function M.main(d, args)
   -- finished points and exits with 130 (SIGINT) or 143 (SIGTERM). A second
   -- signal stops at once.
   core.defer_interrupts(true)
+  if total > 1 and not require('kluabench.report.progress').quiet_from_env() then
+    local seconds = estimate_seconds(d, ctx, points)
+    if seconds and seconds >= M.ESTIMATE_FROM_S and not core.interrupted() then
+      io.stderr:write(string.format('%s: %d sessions, estimated %s (one call of each provider and mode timed at the '
+        .. 'smallest point, scaled by bytes); fewer values, --provider or --mode make it shorter\n', d.name, total,
+        require('kluabench.report.progress').format_duration(seconds)))
+    end
+  end
   local swept, stopped_by = pcall(sweep, d, ctx, points, emit)
   if progress then progress:close() end
   -- the points finished before an error are written in every format too

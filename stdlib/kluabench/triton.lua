@@ -11,6 +11,7 @@
 local kb = require 'kluabench.core'
 
 local M = {}
+local args = require 'kluabench.args'
 
 -- The most bytes of metadata JSON read (Triton writes a few kilobytes);
 -- cubins and PTX are read up to kb.read_file's default bound (512 MiB).
@@ -67,6 +68,8 @@ end
 -- @example
 --   print(triton.ptx_signature(".entry k(\n.param .u64 .ptr .global .align 1 k_param_0,\n.param .u32 k_param_1\n)"))
 function M.ptx_signature(ptx, name)
+  args.check('triton.ptx_signature', 1, ptx, 'string', 'PTX text')
+  args.check('triton.ptx_signature', 2, name, 'string|nil', 'kernel name')
   local pat = name and ('%.entry%s+' .. name:gsub('%p', '%%%0') .. '%s*%((.-)%)') or '%.entry%s+[%w_$]+%s*%((.-)%)'
   local params = ptx:match(pat)
   if not params then return nil, 'no .entry ' .. tostring(name or '') .. ' in the PTX' end
@@ -129,7 +132,7 @@ TritonKernel.__index = TritonKernel
 --   local tk = triton.load("triton_rope/rope_kernel.json")
 --   tk:launch(n_programs, {q, k, cos, sin, seq})
 function M.load(path, signature)
-  if type(path) ~= 'string' then error("bad argument #1 to 'load' (path expected)", 2) end
+  args.check('triton.load', 1, path, 'string', 'path of the kernel\'s .json or .cubin')
   local ok, meta, cubin, ptx_path = pcall(metadata_of, path)
   if not ok then error(meta, 2) end -- at the caller's line, not this file's
   local hidden = {}

@@ -12,6 +12,7 @@
 -- launch, its yardstick) and copy (a device-to-device copy of q's and k's
 -- bytes). scripts/llama4_rope.lua and scripts/rope.lua run them.
 local M = {}
+local args = require 'kluabench.args'
 
 local kb = require 'kluabench.core'
 
@@ -93,6 +94,8 @@ end
 --   local decl = require("kluabench.benchmarks.rope").declaration("rope")
 --   print(decl.name, #decl.axes)
 function M.declaration(variant, o)
+  args.check('rope_benchmarks.declaration', 1, variant, 'string', 'RoPE variant name ("llama4_rope" or "rope")')
+  args.check('rope_benchmarks.declaration', 2, o, 'table|nil', 'table of options')
   local v = assert(VARIANTS[variant], 'unknown RoPE variant')
   local fwd, bwd, full = kb.rope[v.fwd], kb.rope[v.bwd], kb.rope[v.full]
   local api = { fwd = 'kb.rope.' .. v.fwd, bwd = 'kb.rope.' .. v.bwd, full = 'kb.rope.' .. v.full }

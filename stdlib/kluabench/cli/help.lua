@@ -14,6 +14,7 @@
 local apidoc = require 'kluabench.cli.apidoc'
 
 local M = {}
+local args = require 'kluabench.args'
 
 local WIDTH = 78
 
@@ -70,6 +71,7 @@ end
 -- @example
 --   for name in pairs(require("kluabench.cli.help").methods("t")) do print(name) end
 function M.methods(prefix)
+  args.check('help.methods', 1, prefix, 'string', 'object prefix ("t", "ev", ...)')
   local obj = apidoc.objects[prefix]
   return obj and method_table(obj) or nil
 end
@@ -94,6 +96,7 @@ end
 --   local h = require("kluabench.cli.help")
 --   assert(h.resolve(h.find("kb.randn")[1]) == kb.randn)
 function M.resolve(entry)
+  args.check('help.resolve', 1, entry, 'table', 'apidoc entry')
   local head, path, sep = split(entry.name)
   local v
   if entry.path then
@@ -120,6 +123,7 @@ end
 -- @example
 --   print(require("kluabench.cli.help").command_module({name = "kluabench import-liger"}))
 function M.command_module(entry)
+  args.check('help.command_module', 1, entry, 'table', 'apidoc entry')
   local cmd = entry.name:match('^kluabench ([%w%-]+)')
   return cmd and ('kluabench.cli.commands.' .. cmd:gsub('%-', '_')) or nil
 end
@@ -134,6 +138,7 @@ end
 --   local h = require("kluabench.cli.help")
 --   for _, e in ipairs(require("kluabench.cli.apidoc").entries) do assert(h.exists(e), e.name) end
 function M.exists(entry)
+  args.check('help.exists', 1, entry, 'table', 'apidoc entry')
   if entry.kind == 'property' then
     local kb = load_module('kluabench')
     if not kb or not kb.empty then return false end
@@ -206,6 +211,7 @@ local function short_name(name) return name:match('[%.: ]([^%.: ]+)$') or name e
 -- @example
 --   for _, e in ipairs(require("kluabench.cli.help").find("free")) do print(e.name) end
 function M.find(name)
+  args.check('help.find', 1, name, 'string', 'name')
   local found = {}
   for _, q in ipairs(spellings(name)) do
     for _, e in ipairs(apidoc.entries) do
@@ -228,6 +234,7 @@ end
 -- @example
 --   local list = require("kluabench.cli.help").group("kb.jcs")
 function M.group(name)
+  args.check('help.group', 1, name, 'string|table|userdata', 'name, module table or tensor')
   local list = {}
   local lower = name:lower()
   for _, s in ipairs(apidoc.sections) do
@@ -279,6 +286,7 @@ end
 -- @example
 --   local near = require("kluabench.cli.help").search("rnd") --> kb.randn
 function M.search(s)
+  args.check('help.search', 1, s, 'string', 'text')
   local q = s:lower()
   local tests = {
     function(e) return e.name:lower():find(q, 1, true) end,
@@ -372,6 +380,7 @@ end
 -- @example
 --   print(require("kluabench.cli.help").format(require("kluabench.cli.apidoc").entries[1]))
 function M.format(entry)
+  args.check('help.format', 1, entry, 'table', 'apidoc entry')
   local parts = { entry.signature or entry.name, '', wrap(entry.summary, '  ') }
   if entry.details then
     parts[#parts + 1] = ''

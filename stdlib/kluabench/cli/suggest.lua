@@ -1,6 +1,7 @@
 --- Did-you-mean: the valid word a mistyped one most likely meant, for the
 -- messages of unknown options, axes, providers and modes.
 local M = {}
+local args = require 'kluabench.args'
 
 -- The optimal string alignment distance of a and b: insertions, deletions,
 -- substitutions and swaps of neighbours ("--seqs" is one edit from "--seq",
@@ -64,6 +65,9 @@ end
 -- @example
 --   print("unrecognized option '--seqs'" .. suggest.hint("seqs", {"seq", "hidden"}, "--"))
 function M.hint(word, candidates, prefix)
+  args.check('hint', 1, word, 'string', 'word')
+  args.check('hint', 2, candidates, 'table', 'list of strings')
+  args.check('hint', 3, prefix, 'string|nil', 'prefix')
   local c = M.closest(word, candidates)
   if #c == 0 then return '' end
   prefix = prefix or ''

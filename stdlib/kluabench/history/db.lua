@@ -12,6 +12,7 @@
 local core = require 'kluabench.core'
 
 local M = {}
+local args = require 'kluabench.args'
 
 --- The SQLite busy timeout (ms): how long a writer waits for another process's transaction.
 M.BUSY_TIMEOUT_MS = 60000
@@ -26,6 +27,7 @@ M.APPLICATION_ID = 0x6b6c6862
 -- @example
 --   print(history_db.is_postgres("postgresql://ci@db.example/bench"), history_db.is_postgres("results/history.db"))
 function M.is_postgres(spec)
+  args.check('history_db.is_postgres', 1, spec, 'string', 'database path or URI')
   return type(spec) == 'string' and (spec:match('^postgresql://') or spec:match('^postgres://')) ~= nil
 end
 
@@ -35,6 +37,7 @@ end
 -- @example
 --   print(history_db.redact("postgresql://ci:secret@db.example:5432/bench")) --> postgresql://ci@db.example:5432/bench
 function M.redact(uri)
+  args.check('history_db.redact', 1, uri, 'string', 'database path or URI')
   local s = uri:gsub('^(%a+://)([^@/:]*):[^@/]*@', '%1%2@')
   s = s:gsub('([?&])password=[^&]*&?', '%1'):gsub('[?&]$', '')
   return s

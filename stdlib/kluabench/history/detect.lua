@@ -32,6 +32,7 @@
 -- least half as much, the machine changed, not the code, and the step is
 -- reported as drift (not a regression).
 local M = {}
+local args = require 'kluabench.args'
 
 --- The defaults of history_detect.check (docs/HISTORY.md says how they were chosen).
 M.DEFAULTS = { window = 20, min_window = 5, lag = 3, z = 4, threshold = 0.02, noise = 0.0 }
@@ -56,6 +57,7 @@ end
 -- @example
 --   print(math.exp(history_detect.value({1.0, 1.02, 0.98})))
 function M.value(medians)
+  args.check('history_detect.value', 1, medians, 'table', 'list of session medians')
   local s = 0
   for _, m in ipairs(medians) do s = s + math.log(m) end
   return s / #medians
@@ -127,6 +129,8 @@ end
 --   local r = history_detect.check(xs, {noise = 0.01})
 --   print(r.status, r.step, r.ratio)
 function M.check(xs, opts)
+  args.check('history_detect.check', 1, xs, 'table', 'list of values')
+  args.check('history_detect.check', 2, opts, 'table|nil', 'table of options')
   opts = opts or {}
   local o = {}
   for k, v in pairs(M.DEFAULTS) do o[k] = opts[k] == nil and v or opts[k] end
@@ -170,6 +174,9 @@ end
 --   for i = 1, 12 do s[i] = math.log(i <= 10 and 1.0 or 1.07) end
 --   print(history_detect.sentinel(r, s, {noise = 0.01})) --> drift
 function M.sentinel(result, sxs, opts)
+  args.check('history_detect.sentinel', 1, result, 'table', 'check result')
+  args.check('history_detect.sentinel', 2, sxs, 'table', 'list of sentinel values')
+  args.check('history_detect.sentinel', 3, opts, 'table|nil', 'table of options')
   opts = opts or {}
   if not result.step then return 'none' end
   local base, post = {}, {}

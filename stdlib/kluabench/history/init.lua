@@ -11,6 +11,7 @@ local inference = require 'kluabench.stats.inference'
 local stats = require 'kluabench.stats'
 
 local M = {}
+local args = require 'kluabench.args'
 
 --- The default database when none is given: results/history.db (beside the results the scripts
 -- write; $KLUABENCH_RESULTS names another folder than results/, as it does for the scripts).
@@ -79,6 +80,8 @@ end
 --   local meta = history.git_meta()
 --   print(meta and meta.commit)
 function M.git_meta(rev, dir)
+  args.check('history.git_meta', 1, rev, 'string|nil', 'revision')
+  args.check('history.git_meta', 2, dir, 'string|nil', 'directory')
   rev = rev or 'HEAD'
   if rev:match('^%-') or rev:match('[%s\'"]') then return nil, string.format("not a revision: '%s'", rev) end
   local out = git(dir, "log -1 --format='%H%n%P%n%cI%n%s' " .. rev .. ' --')
@@ -109,6 +112,9 @@ end
 --   local s = assert(history.add_bundles(h, {}, {commit = "0123abcd"}))
 --   print(s.added)
 function M.add_bundles(target, bundles, meta)
+  args.check('history.add_bundles', 1, target, 'string|table', 'database path, URI or handle')
+  args.check('history.add_bundles', 2, bundles, 'table', 'list of bundles')
+  args.check('history.add_bundles', 3, meta, 'table', 'table {commit, ...}')
   meta = meta or {}
   if not meta.commit then
     local g, err = M.git_meta()
@@ -137,6 +143,8 @@ end
 --   local h = assert(history.open(":memory:", {create = true}))
 --   print(#history.find_series(h, {provider = "fused"}))
 function M.find_series(h, f)
+  args.check('history.find_series', 1, h, 'table', 'history database handle (history.open)')
+  args.check('history.find_series', 2, f, 'table|nil', 'table of filters')
   f = f or {}
   local out = {}
   for _, s in ipairs(store.series(h)) do
@@ -201,6 +209,9 @@ end
 --   local h = assert(history.open(":memory:", {create = true}))
 --   print(#history.trend(h, "sha256:ab|fused|NVIDIA H200"))
 function M.trend(h, series, opts)
+  args.check('history.trend', 1, h, 'table', 'history database handle (history.open)')
+  args.check('history.trend', 2, series, 'string|table', 'series key or table')
+  args.check('history.trend', 3, opts, 'table|nil', 'table of options')
   local list = commits_of(h, series, opts and opts.head)
   local out = {}
   for i, e in ipairs(list) do
@@ -347,6 +358,8 @@ end
 --   local h = assert(history.open(":memory:", {create = true}))
 --   print(history.check(h).regressions)
 function M.check(h, opts)
+  args.check('history.check', 1, h, 'table', 'history database handle (history.open)')
+  args.check('history.check', 2, opts, 'table|nil', 'table of options')
   opts = opts or {}
   local head = head_of(h, opts)
   local out = { head = head, results = {}, regressions = 0 }
@@ -381,6 +394,7 @@ local function pct(r) return string.format('%+.1f%%', (r - 1) * 100) end
 -- @example
 --   print(history.note({status = "short", commits = 3})) --> 3 commit(s): too few for a baseline
 function M.note(r)
+  args.check('history.note', 1, r, 'table', 'check result')
   local note = {}
   if r.status == 'drift' then
     note[#note + 1] = r.sentinel == 'self' and 'the sentinel itself: the machine changed'
@@ -415,6 +429,9 @@ end
 --   local h = assert(history.open(":memory:", {create = true}))
 --   print(#history.steps(h, "sha256:ab|fused|NVIDIA H200"))
 function M.steps(h, series, opts)
+  args.check('history.steps', 1, h, 'table', 'history database handle (history.open)')
+  args.check('history.steps', 2, series, 'string|table', 'series key or table')
+  args.check('history.steps', 3, opts, 'table|nil', 'table of options')
   opts = opts or {}
   local s
   for _, x in ipairs(store.series(h)) do if x.series == series then s = x end end
@@ -443,6 +460,10 @@ end
 --   local h = assert(history.open(":memory:", {create = true}))
 --   print(#history.compare(h, "a", "b").points)
 function M.compare(h, base_sha, new_sha, opts)
+  args.check('history.compare', 1, h, 'table', 'history database handle (history.open)')
+  args.check('history.compare', 2, base_sha, 'string', 'revision')
+  args.check('history.compare', 3, new_sha, 'string', 'revision')
+  args.check('history.compare', 4, opts, 'table|nil', 'table of options')
   local compare = require 'kluabench.report.compare'
   local base, new = store.bundles(h, base_sha), store.bundles(h, new_sha)
   -- a commit's runs may come from several batches: their sessions are pooled
@@ -457,7 +478,11 @@ end
 -- @example
 --   local h = assert(history.open(":memory:", {create = true}))
 --   print(#history.bundles(h, "abc"))
-function M.bundles(h, commit) return store.bundles(h, commit) end
+function M.bundles(h, commit)
+  args.check('history.bundles', 1, h, 'table', 'history database handle (history.open)')
+  args.check('history.bundles', 2, commit, 'string', 'commit')
+  return store.bundles(h, commit)
+end
 
 M.point = point
 M.store = store

@@ -15,6 +15,7 @@ local view = require 'kluabench.record.point'
 local evidence = require 'kluabench.record.evidence'
 
 local M = {}
+local args = require 'kluabench.args'
 
 local get = reader.get
 
@@ -92,6 +93,8 @@ end
 --   local b = history_point.bundle({run = {spec = {workloadDigest = "sha256:ab"}}}, {0.1, 0.2})
 --   print(#require("kluabench.record.evidence").of(b).samples)
 function M.bundle(documents, samples)
+  args.check('history_point.bundle', 1, documents, 'table', 'table of documents')
+  args.check('history_point.bundle', 2, samples, 'table|nil', 'list of samples')
   local b = {}
   for role, doc in pairs(documents) do b[role] = doc end
   if samples and type(get(b, 'run', 'spec')) == 'table' then

@@ -9,6 +9,7 @@
 -- The SQL is the subset SQLite and PostgreSQL share (TEXT, BIGINT, DOUBLE
 -- PRECISION, ON CONFLICT DO NOTHING); docs/HISTORY.md describes the tables.
 local M = {}
+local args = require 'kluabench.args'
 
 --- The migration steps, oldest first: {version, description, sql}. Append a step to change the
 -- schema; never edit one that has shipped.
@@ -112,6 +113,7 @@ end
 --   local h = assert(require("kluabench.history.db").open(":memory:", {create = true}))
 --   print(history_schema.version(h)) --> 0
 function M.version(h)
+  args.check('history_schema.version', 1, h, 'table', 'history database handle (history.open)')
   local tables = h:tables()
   if not has(tables, 'schema_version') then
     if #tables > 0 then
@@ -134,6 +136,7 @@ local function now() return os.date('!%Y-%m-%dT%H:%M:%SZ') end
 --   local h = assert(require("kluabench.history.db").open(":memory:", {create = true}))
 --   print(history_schema.migrate(h)) --> 0 1
 function M.migrate(h)
+  args.check('history_schema.migrate', 1, h, 'table', 'history database handle (history.open)')
   local before = M.version(h)
   local latest = M.latest()
   if before > latest then
@@ -172,6 +175,7 @@ end
 --   history_schema.migrate(h)
 --   print(history_schema.check(h)) --> 1
 function M.check(h)
+  args.check('history_schema.check', 1, h, 'table', 'history database handle (history.open)')
   local v = M.version(h)
   local latest = M.latest()
   if v > latest then

@@ -7,6 +7,7 @@ local stats = require 'kluabench.stats'
 local inference = require 'kluabench.stats.inference'
 
 local M = {}
+local args = require 'kluabench.args'
 
 --- Bundles written per transaction by add_bundles: an interrupted add leaves whole batches, each
 -- of whole bundles.
@@ -29,6 +30,10 @@ end
 -- @example
 --   print(history_store.series_key("sha256:ab", "forward", "fused", "NVIDIA H200"))
 function M.series_key(workload, mode, provider, device)
+  args.check('history_store.series_key', 1, workload, 'string', 'workload digest')
+  args.check('history_store.series_key', 2, mode, 'string', 'mode')
+  args.check('history_store.series_key', 3, provider, 'string', 'provider')
+  args.check('history_store.series_key', 4, device, 'string', 'device name')
   return workload .. '|' .. tostring(mode or '?') .. '|' .. provider .. '|' .. device
 end
 
@@ -119,6 +124,9 @@ end
 --   local s = history_store.add_bundles(h, {}, {commit = "abc123"})
 --   print(s.added, s.present)
 function M.add_bundles(h, bundles, meta)
+  args.check('history_store.add_bundles', 1, h, 'table', 'history database handle (history.open)')
+  args.check('history_store.add_bundles', 2, bundles, 'table', 'list of bundles')
+  args.check('history_store.add_bundles', 3, meta, 'table', 'table {commit, ...}')
   local m = check_meta(meta)
   if not m.batch then
     -- one call is one batch unless told otherwise
@@ -157,6 +165,7 @@ end
 --   local h = assert(require("kluabench.history").open(":memory:", {create = true}))
 --   print(#history_store.series(h))
 function M.series(h)
+  args.check('history_store.series', 1, h, 'table', 'history database handle (history.open)')
   local rows = h:query([[SELECT series, kernel, point, provider, device, COUNT(*), COUNT(DISTINCT commit_sha),
     MIN(observed_at), MAX(observed_at) FROM runs GROUP BY series, kernel, point, provider, device
     ORDER BY point, provider, device]])
@@ -176,6 +185,7 @@ end
 --   local h = assert(require("kluabench.history").open(":memory:", {create = true}))
 --   print(#history_store.commits(h))
 function M.commits(h)
+  args.check('history_store.commits', 1, h, 'table', 'history database handle (history.open)')
   local rows = h:query([[SELECT c.sha, c.branch, c.parents, c.committed_at, c.subject, COUNT(r.run_key),
     MAX(r.observed_at) FROM commits c LEFT JOIN runs r ON r.commit_sha = c.sha
     GROUP BY c.sha, c.branch, c.parents, c.committed_at, c.subject
@@ -197,6 +207,8 @@ end
 --   local h = assert(require("kluabench.history").open(":memory:", {create = true}))
 --   print(history_store.resolve_commit(h, "abc"))
 function M.resolve_commit(h, rev)
+  args.check('history_store.resolve_commit', 1, h, 'table', 'history database handle (history.open)')
+  args.check('history_store.resolve_commit', 2, rev, 'string', 'revision')
   local rows = h:query('SELECT sha FROM commits WHERE sha = ?', { rev })
   if #rows == 1 then return rows[1][1] end
   rows = h:query('SELECT sha FROM commits WHERE sha LIKE ? ORDER BY sha', { rev:gsub('[%%_]', '') .. '%' })
@@ -217,6 +229,8 @@ end
 --   local list = history_store.lineage({{sha = "b", parents = {"a"}, committed_at = "2"}, {sha = "a", parents = {}, committed_at = "1"}})
 --   print(list[1].sha, list[2].sha) --> a b
 function M.lineage(commits, head)
+  args.check('history_store.lineage', 1, commits, 'table', 'list of commits')
+  args.check('history_store.lineage', 2, head, 'string|nil', 'commit')
   local by, parent_of = {}, {}
   for _, c in ipairs(commits) do by[c.sha] = c end
   for _, c in ipairs(commits) do
@@ -273,6 +287,8 @@ end
 --   local h = assert(require("kluabench.history").open(":memory:", {create = true}))
 --   print(#history_store.runs(h, "sha256:ab|fused|NVIDIA H200"))
 function M.runs(h, series)
+  args.check('history_store.runs', 1, h, 'table', 'history database handle (history.open)')
+  args.check('history_store.runs', 2, series, 'string|table', 'series key or table')
   local rows = h:query([[SELECT run_key, commit_sha, median_ms, lo_ms, hi_ms, n_samples, noise_sd,
     protocol_digest, session_group, observed_at, copy_gbps, workload_digest FROM runs WHERE series = ?
     ORDER BY observed_at]], { series })
@@ -293,6 +309,9 @@ end
 --   local h = assert(require("kluabench.history").open(":memory:", {create = true}))
 --   print(#history_store.provider_runs(h, "copy", "NVIDIA H200"))
 function M.provider_runs(h, provider, device)
+  args.check('history_store.provider_runs', 1, h, 'table', 'history database handle (history.open)')
+  args.check('history_store.provider_runs', 2, provider, 'string', 'provider')
+  args.check('history_store.provider_runs', 3, device, 'string', 'device name')
   local rows = h:query([[SELECT commit_sha, workload_digest, median_ms, session_group FROM runs
     WHERE provider = ? AND device = ?]], { provider, device })
   local out = {}
@@ -310,6 +329,8 @@ end
 --   local h = assert(require("kluabench.history").open(":memory:", {create = true}))
 --   print(#history_store.bundles(h, "abc123"))
 function M.bundles(h, commit, series)
+  args.check('history_store.bundles', 1, h, 'table', 'history database handle (history.open)')
+  args.check('history_store.bundles', 2, commit, 'string', 'commit')
   local sql = [[SELECT r.run_key, d.body, p.body, e.body, w.body, i.body, o.body, s.vals FROM runs r
     JOIN documents d ON d.id = r.run_doc
     LEFT JOIN documents p ON p.id = r.protocol_doc LEFT JOIN documents e ON e.id = r.environment_doc
@@ -336,6 +357,9 @@ end
 --   local h = assert(require("kluabench.history").open(":memory:", {create = true}))
 --   history_store.mark(h, "abc123", "driver 580 -> 590")
 function M.mark(h, commit, reason, device, series)
+  args.check('history_store.mark', 1, h, 'table', 'history database handle (history.open)')
+  args.check('history_store.mark', 2, commit, 'string', 'commit')
+  args.check('history_store.mark', 3, reason, 'string', 'reason')
   h:transaction(function()
     h:run('INSERT INTO marks (commit_sha, device, series, reason, created_at) VALUES (?, ?, ?, ?, ?) '
       .. 'ON CONFLICT DO NOTHING', { commit, device or '*', series or '*', reason, now() })
@@ -350,6 +374,7 @@ end
 --   local h = assert(require("kluabench.history").open(":memory:", {create = true}))
 --   print(#history_store.marks(h, "NVIDIA H200", "sha256:ab|fused|NVIDIA H200"))
 function M.marks(h, device, series)
+  args.check('history_store.marks', 1, h, 'table', 'history database handle (history.open)')
   local rows = h:query([[SELECT commit_sha, reason FROM marks WHERE (device = '*' OR device = ?)
     AND (series = '*' OR series = ?) ORDER BY created_at]], { device, series })
   local out = {}
@@ -364,6 +389,7 @@ end
 --   local h = assert(require("kluabench.history").open(":memory:", {create = true}))
 --   print(history_store.counts(h).runs)
 function M.counts(h)
+  args.check('history_store.counts', 1, h, 'table', 'history database handle (history.open)')
   local out = {}
   for _, t in ipairs { 'runs', 'documents', 'samples', 'commits', 'marks' } do
     out[t] = h:query('SELECT COUNT(*) FROM ' .. t)[1][1]

@@ -15,6 +15,7 @@
 -- benchmarks and kluabench only imports. A script can add its own with
 -- M.register. docs/ADDING_A_KERNEL.md walks through a new family.
 local M = {}
+local args = require 'kluabench.args'
 
 --- Record kernel name -> {title, sources, cost, family} (record.KERNELS is
 -- this table).
@@ -61,7 +62,10 @@ end
 -- @signature kernels.kernel(name) -> {title, sources, cost, family} | nil
 -- @example
 --   print(kernels.kernel("llama4_rope").cost({hidden = 4096, seq = 2048, q_heads = 32, kv_heads = 8}, "bf16", "forward"))
-function M.kernel(name) return M.KERNELS[name] end
+function M.kernel(name)
+  args.check('kernels.kernel', 1, name, 'string', 'kernel name')
+  return M.KERNELS[name]
+end
 
 --- A kernel's title for people; the name when none is known.
 --
@@ -69,6 +73,7 @@ function M.kernel(name) return M.KERNELS[name] end
 -- @example
 --   print(kernels.title("llama4_rope"))
 function M.title(name)
+  args.check('kernels.title', 1, name, 'string', 'kernel name')
   local k = M.KERNELS[name]
   return k and k.title or name
 end
@@ -79,6 +84,7 @@ end
 -- @example
 --   for _, f in ipairs(kernels.functions(kb)) do print(f.name) end
 function M.functions(kb)
+  args.check('kernels.functions', 1, kb, 'table', 'the kluabench module')
   local out = {}
   for _, f in ipairs(M.FAMILIES) do
     local t = f.binding and kb[f.binding]

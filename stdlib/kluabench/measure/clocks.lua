@@ -20,6 +20,7 @@
 -- read right after a sample may already show the GPU relaxing: it is a
 -- lower bound of the clock the sample ran at, not an average.
 local M = {}
+local args = require 'kluabench.args'
 
 --- The throttle reasons that make a sample be dropped by default: the GPU
 -- lowered its clocks for power or temperature. Not in the list: gpu_idle
@@ -67,6 +68,7 @@ end
 -- @example
 --   print(clocks.nvml_device_for(1, "GPU-aaa,GPU-bbb")) --> GPU-bbb
 function M.nvml_device_for(ordinal, visible)
+  args.check('clocks.nvml_device_for', 1, ordinal, 'integer', 'device ordinal')
   if type(visible) == 'string' and visible:match('%S') then
     local list = {}
     for e in visible:gmatch('[^,]+') do list[#list + 1] = e:match('^%s*(.-)%s*$') end
@@ -96,6 +98,7 @@ Monitor.__name = 'kluabench.ClockMonitor'
 --   mon:after()
 --   local s = mon:summary()
 function M.monitor(opts)
+  args.check('clocks.monitor', 1, opts, 'table|nil', 'table of options')
   opts = opts or {}
   local kb = core()
   local nvml = opts.nvml
@@ -153,6 +156,7 @@ end
 -- @example
 --   print(#clocks.drop_reasons_of({throttle = {"sw_thermal_slowdown"}}))
 function M.drop_reasons_of(s, reasons)
+  args.check('clocks.drop_reasons_of', 1, s, 'table', 'clock sample')
   reasons = reasons or M.DROP_REASONS
   local out = {}
   for _, r in ipairs(s and s.throttle or {}) do
@@ -243,6 +247,7 @@ end
 -- @example
 --   print(clocks.locked_state({}, {}, {1980, 1980}))
 function M.locked_state(info, reasons, sm)
+  args.check('clocks.locked_state', 1, info, 'table|nil', 'kb.nvml.info() table')
   if info and info.app_sm_mhz and info.default_app_sm_mhz
       and info.app_sm_mhz ~= info.default_app_sm_mhz then
     return true, string.format('application clocks set: SM %d MHz (default %d)', info.app_sm_mhz,

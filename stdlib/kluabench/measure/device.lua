@@ -4,6 +4,7 @@
 local bench = require 'kluabench.measure.do_bench'
 
 local M = {}
+local args = require 'kluabench.args'
 
 -- A stand-in for kb.graph on the cpu backend, where no capture exists: the
 -- "graph" calls the captured function again on every replay. Results on cpu
@@ -49,10 +50,11 @@ end
 --- ctx with what the modes need: the engine's ctx becomes measure.device(); a test's fake stays as
 -- it is.
 --
--- @signature measure.complete(ctx) -> ctx
+-- @signature measure.complete([ctx]) -> ctx
 -- @example
 --   local ctx = measure.complete(bench.device())
 function M.complete(ctx)
+  args.check('measure.complete', 1, ctx, 'table|nil', 'device table')
   if ctx == nil then return M.device() end
   local ok, kb = pcall(require, 'kluabench.core')
   if ok and type(kb) == 'table' and ctx.event == kb.event and ctx.device_info == nil then

@@ -28,6 +28,7 @@
 local stats = require 'kluabench.stats'
 
 local M = {}
+local args = require 'kluabench.args'
 
 local floor, max = math.floor, math.max
 
@@ -127,6 +128,7 @@ end
 -- @signature protocol:spec([info]) -> table
 -- @section bench
 -- @example
+--   local p = bench.do_bench_protocol{rep_ms = 100}
 --   print(kb.jcs.encode(p:spec{timed = "the forward pass"}))
 function Protocol:spec(info)
   return self._spec(self, info or {})
@@ -280,6 +282,10 @@ end
 --   local opts = {reps = 10}
 --   bench.check_options("my_bench", 1, opts, {reps = {kind = "number", min = 1, max = 1e6, integer = true}})
 function M.check_options(fname, argn, opts, schema)
+  args.check('check_options', 1, fname, 'string', 'function name')
+  args.check('check_options', 2, argn, 'integer', 'argument number')
+  args.check('check_options', 3, opts, 'table', 'table of options')
+  args.check('check_options', 4, schema, 'table', 'table of option rules')
   for k, v in pairs(opts) do
     local rule = schema[k]
     if rule == nil then
@@ -310,8 +316,8 @@ M.DO_BENCH_OPTIONS = {
 M.DO_BENCH_DEFAULTS = { warmup_ms = 25, rep_ms = 100, return_mode = 'mean' }
 
 --- The fewest repetitions do_bench takes on the cpu backend. Triton takes
--- max(1, rep_ms / estimate), and on a CPU the 256 MB flush inside the
--- 5-call estimate can make the estimate exceed rep_ms: one sample, no
+-- max(1, rep_ms / estimate), and on a CPU a slow call (or the flush inside
+-- the 5-call estimate) can make the estimate exceed rep_ms: one sample, no
 -- median worth the name, nothing a comparison can use. This is where the
 -- cpu backend departs from triton's algorithm (its records say so); the
 -- cuda backend keeps triton's minimum of 1.
@@ -321,20 +327,24 @@ local RETURN_MODES = { min = true, max = true, mean = true, median = true, all =
 
 --- Times fn with the algorithm of triton.testing.do_bench.
 --
--- fn once; a 5-call estimate (L2 flushed before each); n_warmup = max(1, warmup_ms / estimate) and
--- n_repeat = max(1, rep_ms / estimate); then per repetition: opts.before_each(), flush the L2,
--- start event, fn(), end event; one synchronize. opts: warmup_ms (25), rep_ms (100), quantiles,
--- return_mode ("mean"; min, max, median, all), before_each, device (a ctx table like
--- bench.device()), flush_bytes; an unknown option or a value out of range (rep_ms and warmup_ms at
--- most bench.MAX_MS, an hour) is an error naming it, and a run that would keep more than
--- bench.MAX_SAMPLES samples is refused. value is what triton returns (the quantiles when given);
--- result has samples (ms), summary, quantiles and used (every number the run derived).
+-- The steps: 1. fn() once, one flush (the engine allocates its flush buffer on the first one, as
+-- triton allocates its buffer at this point), synchronize; 2. a 5-call estimate, the L2 flushed
+-- before each call inside the timed region (as triton has it); 3. n_warmup = max(1,
+-- floor(warmup_ms / estimate_ms)) calls; 4. n_repeat = max(min_repeat, floor(rep_ms / estimate_ms))
+-- repetitions, each: opts.before_each(), flush the L2, start event, fn(), end event; 5. one
+-- synchronize. min_repeat is triton's 1, except on the cpu backend (bench.CPU_MIN_REPEAT, 5).
 --
--- fn() once, one flush (the engine allocates its flush buffer on the first one; triton allocates
--- its buffer at this point), synchronize; 2. n_warmup = max(1, floor(warmup_ms / estimate_ms)),
--- n_repeat = max(min_repeat, floor(rep_ms / estimate_ms)), min_repeat being triton's 1 except on
--- the cpu backend (CPU_MIN_REPEAT, 5); 4. min_repeat: the fewest repetitions (default 1, triton's;
--- CPU_MIN_REPEAT when the device is the cpu backend).
+-- The flush writes opts.flush_bytes: by default triton's 256 MB on a GPU
+-- (bench.TRITON_FLUSH_BYTES), and on the cpu backend kb.flush_l2's default, twice the last-level
+-- cache (256 MB there would add tens of milliseconds to every repetition of a CPU run).
+--
+-- opts: warmup_ms (25), rep_ms (100), quantiles, return_mode ("mean"; min, max, median, all),
+-- before_each, device (a ctx table like bench.device()), flush_bytes; an unknown option or a value
+-- out of range (rep_ms and warmup_ms at most bench.MAX_MS, an hour) is an error naming it, and a
+-- run that would keep more than bench.MAX_SAMPLES samples is refused. value is what triton returns
+-- (the quantiles when given); result has samples (ms), summary, quantiles and used (every number
+-- the run derived: estimate_ms, n_warmup, n_repeat, flush_bytes, min_repeat, and n_repeat_triton
+-- when the cpu minimum took more repetitions than triton would have).
 --
 -- @signature bench.do_bench(fn [, opts]) -> value, result
 -- @example
@@ -379,7 +389,9 @@ function M.do_bench(fn, opts)
   end
   local before_each = opts.before_each
   local dev = check_ctx('do_bench', opts.device or M.device())
-  local flush_req = opts.flush_bytes or M.TRITON_FLUSH_BYTES
+  -- nil: kb.flush_l2's default, twice the last-level cache (the cpu backend)
+  local flush_req = opts.flush_bytes
+  if flush_req == nil and dev.backend ~= 'cpu' then flush_req = M.TRITON_FLUSH_BYTES end
   local function flush() return dev.flush_l2(flush_req) end
 
   fn()
@@ -408,11 +420,7 @@ function M.do_bench(fn, opts)
 
   local n_warmup = max(1, floor(warmup_ms / estimate_ms))
   local n_repeat_triton = max(1, floor(rep_ms / estimate_ms))
-  local min_repeat = opts.min_repeat or (dev.backend == 'cpu' and M.CPU_MIN_REPEAT or 1)
-  if math.type(min_repeat) ~= 'integer' or min_repeat < 1 then
-    error("bad argument #2 to 'do_bench' (min_repeat must be a positive integer, got "
-      .. tostring(min_repeat) .. ')', 2)
-  end
+  local min_repeat = dev.backend == 'cpu' and M.CPU_MIN_REPEAT or 1
   local n_repeat = max(min_repeat, n_repeat_triton)
   if n_repeat > M.MAX_SAMPLES then
     error(string.format('do_bench: rep_ms = %g ms at %.3g ms per call would take %.3g samples, more '
@@ -517,7 +525,7 @@ function M.do_bench_protocol(params)
       local p = self.params
       local _, r = M.do_bench(fn, {
         warmup_ms = p.warmup_ms, rep_ms = p.rep_ms, quantiles = p.quantiles,
-        return_mode = p.return_mode, before_each = p.before_each, device = ctx,
+        return_mode = p.return_mode, before_each = p.before_each, flush_bytes = p.flush_bytes, device = ctx,
       })
       return r
     end,
@@ -536,8 +544,8 @@ function M.do_bench_protocol(params)
       end
       if cpu then
         notes = notes .. string.format(' Unlike triton, at least %d repetitions are taken on the cpu '
-          .. '(triton takes max(1, rep/estimate), which the flush inside the estimate can make 1).',
-          M.CPU_MIN_REPEAT)
+          .. '(triton takes max(1, rep/estimate), which the flush inside the estimate can make 1), and '
+          .. 'the flush writes twice the last-level cache instead of 256 MB.', M.CPU_MIN_REPEAT)
       end
       notes = notes .. ' Comparable only within one kernel, workload, timed pass, and device.'
       return {

@@ -28,6 +28,7 @@
 --
 -- Where there is no energy counter (the cpu backend, no NVML, a GPU older
 -- than Volta) the result is {available = false, reason}; records say so.
+local args = require 'kluabench.args'
 local M = {}
 
 M.DEFAULTS = { windows = 3, window_ms = 1000, batch_ms = 10, max_batch = 1000000, edge_timeout_ms = 2000 }
@@ -59,6 +60,7 @@ end
 -- @example
 --   print(energy.available())
 function M.available(opts)
+  args.check('energy.available', 1, opts, 'table|nil', 'options')
   opts = opts or {}
   local backend = opts.backend or core().backend()
   if backend ~= 'cuda' then
@@ -87,6 +89,8 @@ end
 --   local e = energy.measure(function() y:copy_(x) end, {windows = 3})
 --   print(e.available, e.joules_per_call and e.joules_per_call.median)
 function M.measure(fn, opts)
+  args.check('energy.measure', 1, fn, 'callable', 'function to time')
+  args.check('energy.measure', 2, opts, 'table|nil', 'options')
   opts = opts or {}
   local o = {}
   for k, v in pairs(M.DEFAULTS) do o[k] = opts[k] == nil and v or opts[k] end

@@ -72,7 +72,7 @@ M.protocol = protocol.protocol
 local function run_do_bench(fn, opts, ctx)
   local _, r = bench.do_bench(fn, {
     warmup_ms = opts.warmup_ms, rep_ms = opts.rep_ms, quantiles = opts.quantiles,
-    return_mode = opts.return_mode, before_each = opts.before_each, device = ctx,
+    return_mode = opts.return_mode, before_each = opts.before_each, flush_bytes = opts.flush_bytes, device = ctx,
   })
   local n = #r.samples
   r.used.mode = 'do_bench'
@@ -88,7 +88,8 @@ end
 --
 -- opts: the fields of measure.DEFAULTS (warmup_ms, hold, flush_factor, event_pairs, kernel_trace,
 -- batch, rotate, margin, launches, quantiles, clocks, ...) and stop (a stopping criterion or what
--- stopping.from accepts; default stopping.rse_median()). result: samples (ms), enqueue_ns (host
+-- stopping.from accepts; default stopping.default_for(the backend): rse_median, at most 2 s a session on
+-- cpu). result: samples (ms), enqueue_ns (host
 -- time per call), summary, timer, backend, stop, clocks, warnings and used (what the run derived,
 -- for the record). The cold mode also gives used.event_pair_ms (an empty event interval, timed at
 -- warm-up) and used.median_minus_event_pair_ms; with kernel_trace = true, kernel_sum_ms and

@@ -21,6 +21,7 @@
 local prng = require 'kluabench.stats.prng'
 
 local M = {}
+local args = require 'kluabench.args'
 
 M.ORDERS = { roundrobin = true, shuffle = true }
 
@@ -33,6 +34,8 @@ M.ORDERS = { roundrobin = true, shuffle = true }
 -- @example
 --   print(table.concat(interleave.round_order({1, 2, 3}, "shuffle", prng.new(1)), " "))
 function M.round_order(active, order, g)
+  args.check('interleave.round_order', 1, active, 'table', 'list of tasks')
+  args.check('interleave.round_order', 2, order, 'string', 'order name')
   local t = table.move(active, 1, #active, 1, {})
   if order == 'shuffle' then g:shuffle(t) end
   return t
@@ -47,6 +50,8 @@ end
 -- @example
 --   for _, r in ipairs(interleave.schedule(3, 2, "shuffle", 7)) do print(table.concat(r, " ")) end
 function M.schedule(k, rounds, order, seed)
+  args.check('interleave.schedule', 1, k, 'integer', 'number of tasks')
+  args.check('interleave.schedule', 2, rounds, 'integer', 'number of rounds')
   order = order or 'roundrobin'
   if not M.ORDERS[order] then
     error("bad argument #3 to 'schedule' (order roundrobin or shuffle expected, got "

@@ -12,6 +12,7 @@
 -- built-in kernels keep between calls is let go (kb.drop_scratch) and the
 -- garbage collector runs, so that only what the call holds or allocates
 -- counts, not buffers left by an earlier provider or tensors nobody holds.
+local args = require 'kluabench.args'
 local M = {}
 
 --- Iterations per figure (Liger's _test_memory: 10).
@@ -75,6 +76,7 @@ end
 -- @example
 --   print(memory.protocol():spec({timed = "the full pass"}).measurement.timer)
 function M.protocol(opts)
+  args.check('memory.protocol', 1, opts, 'table|nil', 'options')
   opts = opts or {}
   local n = opts.iterations or M.ITERATIONS
   local bench = require 'kluabench.measure.do_bench'

@@ -56,7 +56,7 @@ function M.protocol(mode, params)
   local p = {}
   for k, v in pairs(params) do p[k] = v end
   p.quantiles = p.quantiles or options.DEFAULTS.quantiles
-  p.stop = stopping.from(p.stop ~= nil and p.stop or stopping.rse_median())
+  p.stop = stopping.from(p.stop ~= nil and p.stop or stopping.default_for(device.device().backend))
   local what = WHAT[mode]
   return bench.protocol {
     name = mode,

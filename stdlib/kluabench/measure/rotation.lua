@@ -4,6 +4,7 @@
 local options = require 'kluabench.measure.options'
 
 local M = {}
+local args = require 'kluabench.args'
 
 local ceil, min = math.ceil, math.min
 
@@ -63,6 +64,8 @@ local function mib(b) return string.format('%.1f MiB', b / 1048576) end
 --   local ok, info = measure.rotation_check({1e6}, 50e6)
 --   if not ok then print(measure.rotation_message(info, 1e6)) end
 function M.rotation_message(info, set_bytes)
+  args.check('measure.rotation_message', 1, info, 'table', 'rotation info')
+  args.check('measure.rotation_message', 2, set_bytes, 'number', 'bytes per set')
   local need = set_bytes and set_bytes > 0
     and string.format('; use rotate >= %d (or rotate = "auto")',
       M.rotate_for(set_bytes, info.l2_bytes, info.margin))
@@ -105,6 +108,7 @@ end
 -- @example
 --   local private, shared = measure.rotation_bytes({{q = q, f = f}, {q = q:clone(), f = f}})
 function M.rotation_bytes(sets)
+  args.check('measure.rotation_bytes', 1, sets, 'table', 'list of input sets')
   local owners, bytes = {}, {}
   for i, s in ipairs(sets) do
     local ts = {}

@@ -43,9 +43,10 @@ end
 -- A measurement of fn in `mode` (cold, hot or graph) that is advanced one sample at a time:
 -- s:warmup(), then s:step() until it returns true, then s:result(). interleave.lua drives several
 -- sessions this way. opts: the fields of measure.DEFAULTS, stop (a stopping criterion or what
--- stopping.from accepts; default stopping.rse_median()), l2_bytes (instead of the device's), sets /
--- make_set / set_bytes / allow_warm (graph), name, and for the clock monitor: nvml_device,
--- recovery_ms, max_drops, drop_throttled (clocks.DEFAULTS). ctx defaults to measure.device().
+-- stopping.from accepts; default stopping.default_for(the backend): rse_median, at most 2 s on
+-- cpu), l2_bytes (instead of the device's), sets / make_set / set_bytes / allow_warm (graph), name,
+-- and for the clock monitor: nvml_device, recovery_ms, max_drops, drop_throttled
+-- (clocks.DEFAULTS). ctx defaults to measure.device().
 --
 -- @signature measure.session(mode, fn [, opts [, ctx]]) -> Session
 -- @example
@@ -66,7 +67,7 @@ function M.session(mode, fn, opts, ctx)
   end
   bench.check_options('session', 3, opts, options.OPTIONS)
   ctx = ctx or device.device()
-  local rule = opts.stop ~= nil and stopping.from(opts.stop) or stopping.rse_median()
+  local rule = opts.stop ~= nil and stopping.from(opts.stop) or stopping.default_for(ctx.backend)
   local self = setmetatable({
     mode = mode, opts = opts, ctx = ctx, rule = rule, name = opts.name,
     st = stopping.state(ctx.clock_ns), enqueue_ns = {}, hold_ns = 0,

@@ -19,6 +19,7 @@
 local inference = require 'kluabench.stats.inference'
 
 local M = {}
+local args = require 'kluabench.args'
 
 local floor = math.floor
 
@@ -41,6 +42,7 @@ State.__name = 'kluabench.StoppingState'
 --   st:add(0.12)
 --   print(st.n, st:median())
 function M.state(clock_ns)
+  args.check('stopping.state', 1, clock_ns, 'callable|nil', 'clock function')
   if clock_ns == nil then
     local ok, kb = pcall(require, 'kluabench.core')
     if ok and type(kb) == 'table' and kb.clock_ns then clock_ns = kb.clock_ns
@@ -252,6 +254,25 @@ end
 M.RSE_DEFAULTS = { target = 0.005, min_samples = 20, min_time_ms = 10, timeout_ms = 10000,
   max_samples = 100000, confidence = 0.95 }
 
+--- How long a session on the cpu backend may sample by default (ms): a CPU rarely reaches
+-- rse_median's 0.5 % target (other processes share its cores), so the 10 s timeout would be spent
+-- on every point; 2 s gives a median and its interval on a CPU while a sweep stays short.
+M.CPU_TIMEOUT_MS = 2000
+
+--- The stopping rule of a session that names none: stopping.rse_median() on a GPU (or with no
+-- backend named), with a timeout of stopping.CPU_TIMEOUT_MS on the cpu backend.
+--
+-- @signature stopping.default_for([backend]) -> Criterion
+-- @example
+--   print(stopping.default_for("cpu").params.timeout_ms) --> 2000
+function M.default_for(backend)
+  if backend ~= nil and type(backend) ~= 'string' then
+    error("bad argument #1 to 'default_for' (backend name expected, got " .. type(backend) .. ')', 2)
+  end
+  if backend == 'cpu' then return M.rse_median { timeout_ms = M.CPU_TIMEOUT_MS } end
+  return M.rse_median()
+end
+
 --- Until the relative standard error of the median is at most opts.target (0.5 % by default).
 --
 -- With at least min_samples samples and min_time_ms of measured time; or until timeout_ms of host
@@ -264,6 +285,7 @@ M.RSE_DEFAULTS = { target = 0.005, min_samples = 20, min_time_ms = 10, timeout_m
 -- @example
 --   local rule = stopping.rse_median{target = 0.01, timeout_ms = 5000}
 function M.rse_median(opts)
+  args.check('stopping.rse_median', 1, opts, 'table|nil', 'table of options')
   opts = opts or {}
   local p = {}
   for k, v in pairs(M.RSE_DEFAULTS) do p[k] = opts[k] == nil and v or opts[k] end
@@ -308,6 +330,9 @@ end
 --   local st = stopping.state(); st:add(1); st:add(1)
 --   print(stopping.unmet(stopping.RSE_DEFAULTS, st, st:rse_median()))
 function M.unmet(q, st, rse)
+  args.check('stopping.unmet', 1, q, 'table', 'rule parameters')
+  args.check('stopping.unmet', 2, st, 'table', 'stopping state')
+  args.check('stopping.unmet', 3, rse, 'number', 'relative standard error')
   local parts = {}
   if not (rse <= q.target) then
     parts[#parts + 1] = string.format('rse of the median %.3g%% > %.3g%%', rse * 100, q.target * 100)
@@ -382,7 +407,8 @@ function M.from(v)
     if v.rule == 'time_budget' then return M.time_budget(v.budget_ms or v.ms) end
     if v.rule == 'rse_median' then return M.rse_median(v) end
   end
-  error('bad stopping rule ' .. tostring(v) .. ' (criterion, integer, string or table expected)', 2)
+  error(string.format("bad argument #1 to 'stopping.from' (bad stopping rule %s: a criterion, integer, string or table "
+    .. 'expected, got %s)', tostring(v), type(v)), 2)
 end
 
 --- What the record says about how a run ended: {rule, reason, converged, samples, rseMedian,
@@ -393,6 +419,9 @@ end
 --   local st = stopping.state(); st:add(1)
 --   local o = stopping.outcome(stopping.count(1), st, "1 sample", false)
 function M.outcome(criterion, st, reason, converged)
+  args.check('stopping.outcome', 1, criterion, 'table', 'stopping criterion')
+  args.check('stopping.outcome', 2, st, 'table', 'stopping state')
+  args.check('stopping.outcome', 3, reason, 'string', 'reason')
   local rse = st:rse_median()
   return {
     rule = criterion.ended_by or criterion.name,

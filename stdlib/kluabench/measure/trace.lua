@@ -3,6 +3,7 @@
 local options = require 'kluabench.measure.options'
 
 local M = {}
+local args = require 'kluabench.args'
 
 local max, min = math.max, math.min
 local opt = options.get
@@ -20,6 +21,7 @@ local opt = options.get
 --   kb.synchronize()
 --   print(measure.trace_totals(kb.trace.stop()))
 function M.trace_totals(records)
+  args.check('measure.trace_totals', 1, records, 'table', 'list of trace records')
   local n, sum, first, last, names = 0, 0, nil, nil, {}
   for _, r in ipairs(records) do
     if not r.internal then

@@ -25,6 +25,7 @@
 local output = require 'kluabench.report'
 
 local M = {}
+local args = require 'kluabench.args'
 
 M.FILE = 'ceilings.json'
 M.VERSION = 1
@@ -39,6 +40,8 @@ M.VERSION = 1
 -- @example
 --   print(ceilings.gbps(1e9, 1)) --> 1000.0
 function M.gbps(bytes, ms)
+  args.check('ceilings.gbps', 1, bytes, 'number', 'bytes')
+  args.check('ceilings.gbps', 2, ms, 'number', 'milliseconds')
   if type(bytes) ~= 'number' or type(ms) ~= 'number' then
     error("bad arguments to 'gbps' (bytes and ms numbers expected)", 2)
   end
@@ -52,6 +55,8 @@ end
 -- @example
 --   print(ceilings.tflops(1e12, 1000))
 function M.tflops(flops, ms)
+  args.check('ceilings.tflops', 1, flops, 'number', 'flops')
+  args.check('ceilings.tflops', 2, ms, 'number', 'milliseconds')
   if ms <= 0 then return nil end
   return flops / (ms * 1e9)
 end
@@ -78,6 +83,9 @@ end
 -- @example
 --   print(ceilings.floor_ms(1e9, nil, {copy_gbps = 4000}))
 function M.floor_ms(bytes, flops, ceil)
+  args.check('ceilings.floor_ms', 1, bytes, 'number|nil', 'bytes')
+  args.check('ceilings.floor_ms', 2, flops, 'number|nil', 'flops')
+  args.check('ceilings.floor_ms', 3, ceil, 'table|nil', 'ceiling entry')
   ceil = ceil or {}
   local mem = (bytes and ceil.copy_gbps and ceil.copy_gbps > 0) and bytes / (ceil.copy_gbps * 1e6) or nil
   local comp = (flops and ceil.tflops and ceil.tflops > 0) and flops / (ceil.tflops * 1e9) or nil
@@ -101,6 +109,10 @@ end
 --   local t = ceilings.throughput(1e9, nil, 0.5, {copy_gbps = 4000})
 --   print(t.gbps, t.percentOfCopy)
 function M.throughput(bytes, flops, ms, ceil)
+  args.check('ceilings.throughput', 1, bytes, 'number|nil', 'bytes')
+  args.check('ceilings.throughput', 2, flops, 'number|nil', 'flops')
+  args.check('ceilings.throughput', 3, ms, 'number', 'milliseconds')
+  args.check('ceilings.throughput', 4, ceil, 'table|nil', 'ceiling entry')
   local t = {}
   if bytes and ms and ms > 0 then
     t.gbps = M.gbps(bytes, ms)
@@ -146,6 +158,7 @@ function M.cache_path() return M.cache_dir() .. '/' .. M.FILE end
 -- @example
 --   print(ceilings.device_key(kb.device_info()))
 function M.device_key(info)
+  args.check('ceilings.device_key', 1, info, 'table', 'device info (kb.device_info())')
   return string.format('%s|%s|%s|%s', tostring(info.backend or '?'), tostring(info.name or '?'),
     tostring(info.memory_bytes or 0), tostring(info.l2_bytes or 0))
 end
@@ -156,6 +169,7 @@ end
 -- @example
 --   local c = ceilings.load_cache()
 function M.load_cache(path)
+  args.check('ceilings.load_cache', 1, path, 'string|nil', 'cache file path')
   path = path or M.cache_path()
   local text = output.read_file(path)
   if not text then return { version = M.VERSION, devices = {} } end
@@ -175,6 +189,8 @@ end
 -- @example
 --   local e = ceilings.lookup(kb.device_info())
 function M.lookup(info, path)
+  args.check('ceilings.lookup', 1, info, 'table', 'device info (kb.device_info())')
+  args.check('ceilings.lookup', 2, path, 'string|nil', 'cache file path')
   local c = M.load_cache(path)
   local e = c and c.devices[M.device_key(info)] or nil
   return type(e) == 'table' and e or nil
@@ -237,6 +253,8 @@ end
 -- @example
 --   print(ceilings.noise_at({scales = {{ms = 0.01, sd = 0.02}, {ms = 1, sd = 0.004}}}, 0.1)) --> 0.012
 function M.noise_at(figure, ms)
+  args.check('ceilings.noise_at', 1, figure, 'table', 'noise figure')
+  args.check('ceilings.noise_at', 2, ms, 'number', 'milliseconds')
   local sc = {}
   for i, x in ipairs(figure.scales) do
     local up = x.sdUpper
@@ -263,6 +281,9 @@ end
 -- @example
 --   ceilings.store(kb.device_info(), {copy_gbps = 3900}, os.tmpname())
 function M.store(info, entry, path)
+  args.check('ceilings.store', 1, info, 'table', 'device info (kb.device_info())')
+  args.check('ceilings.store', 2, entry, 'table', 'ceiling entry')
+  args.check('ceilings.store', 3, path, 'string|nil', 'cache file path')
   path = path or M.cache_path()
   local dir = path:match('^(.*)/[^/]*$')
   if dir then
@@ -290,6 +311,9 @@ end
 -- @example
 --   ceilings.store_noise(kb.device_info(), figure, os.tmpname())
 function M.store_noise(info, figure, path)
+  args.check('ceilings.store_noise', 1, info, 'table', 'device info (kb.device_info())')
+  args.check('ceilings.store_noise', 2, figure, 'table', 'noise figure')
+  args.check('ceilings.store_noise', 3, path, 'string|nil', 'cache file path')
   local c, err = M.load_cache(path)
   if not c then return nil, err end
   local e = c.devices[M.device_key(info)]
@@ -310,6 +334,10 @@ end
 --   local t = ceilings.cached_throughput(2 * q:nbytes(), nil, 0.12)
 --   print(t.gbps, t.percentOfCopy or t.note)
 function M.cached_throughput(bytes, flops, ms, opts)
+  args.check('ceilings.cached_throughput', 1, bytes, 'number|nil', 'bytes')
+  args.check('ceilings.cached_throughput', 2, flops, 'number|nil', 'flops')
+  args.check('ceilings.cached_throughput', 3, ms, 'number', 'milliseconds')
+  args.check('ceilings.cached_throughput', 4, opts, 'table|nil', 'table of options')
   opts = opts or {}
   local ok, kb = pcall(require, 'kluabench.core')
   local entry
@@ -339,6 +367,8 @@ end
 -- @example
 --   print(ceilings.cached_noise(0.01))
 function M.cached_noise(ms, opts)
+  args.check('ceilings.cached_noise', 1, ms, 'number', 'milliseconds')
+  args.check('ceilings.cached_noise', 2, opts, 'table|nil', 'table of options')
   opts = opts or {}
   local ok, kb = pcall(require, 'kluabench.core')
   if not (ok and type(kb) == 'table' and kb.device_info) then return nil end
@@ -374,6 +404,7 @@ end
 --   local f = ceilings.noise_figure({{ms = 0.007, sd = 0.015, df = 3}, {ms = 0.008, sd = 0.02, df = 3}})
 --   print(f.scales[1].sd, f.scales[1].sdUpper)
 function M.noise_figure(points)
+  args.check('ceilings.noise_figure', 1, points, 'table', 'list of points')
   local bins, order = {}, {}
   for _, p in ipairs(points or {}) do
     if finite_positive(p.ms) and type(p.sd) == 'number' and p.sd >= 0 and p.sd < 1
@@ -418,8 +449,10 @@ end
 --
 -- @signature ceilings.measure_copy([opts]) -> entry
 -- @example
---   local e = ceilings.measure_copy{bytes = 256 << 20}
+--   local e = ceilings.measure_copy{bytes = 16 << 20}
+--   print(e.copy_gbps .. " GB/s")
 function M.measure_copy(opts)
+  args.check('ceilings.measure_copy', 1, opts, 'table|nil', 'table of options')
   opts = opts or {}
   local kb = opts.kb or require 'kluabench.core'
   local measure = require 'kluabench.measure'
@@ -465,9 +498,12 @@ end
 --
 -- @signature ceilings.copy_ceiling([opts]) -> entry, from_cache
 -- @example
---   local c = ceilings.copy_ceiling()
+--   local cache = os.tmpname() .. ".json" -- default: ~/.cache/kluabench/ceilings.json, which tables then read
+--   local c = ceilings.copy_ceiling{path = cache, bytes = 16 << 20}
 --   print(c.copy_gbps .. " GB/s")
+--   os.remove(cache)
 function M.copy_ceiling(opts)
+  args.check('ceilings.copy_ceiling', 1, opts, 'table|nil', 'table of options')
   opts = opts or {}
   local kb = opts.kb or require 'kluabench.core'
   local info = kb.device_info()

@@ -39,6 +39,7 @@
 local names = require 'kluabench.record.names'
 
 local M = {}
+local args = require 'kluabench.args'
 
 M.API_VERSION = 'kernelindex.dev/v1alpha1'
 
@@ -111,6 +112,7 @@ local ARCH_BY_MODEL = {
 -- @example
 --   print(env.arch_of_gpu_name("NVIDIA H100 80GB HBM3"))
 function M.arch_of_gpu_name(name)
+  args.check('env.arch_of_gpu_name', 1, name, 'string', 'GPU name')
   local _, product = M.split_gpu_name(name)
   local model = product:match('(%S+)$') or ''
   model = model:upper()
@@ -199,6 +201,8 @@ local function nonzero(v) return (type(v) == 'number' and v > 0) and v or nil en
 -- @example
 --   local hw = env.hardware(kb.device_info(), kb.backend())
 function M.hardware(info, backend)
+  args.check('env.hardware', 1, info, 'table', 'device info (kb.device_info())')
+  args.check('env.hardware', 2, backend, 'string', 'backend name')
   local hw = {}
   local name = trim(tostring(info.name or ''))
   if backend == 'cuda' then
@@ -228,6 +232,8 @@ end
 -- @example
 --   print(env.device_facts(kb.device_info(), kb.backend()).backend)
 function M.device_facts(info, backend)
+  args.check('env.device_facts', 1, info, 'table', 'device info (kb.device_info())')
+  args.check('env.device_facts', 2, backend, 'string', 'backend name')
   return { backend = backend, smCount = nonzero(info.sm_count), l2Bytes = nonzero(info.l2_bytes),
     cores = nonzero(info.cores) }
 end
@@ -242,6 +248,8 @@ end
 -- @example
 --   local sw = env.software(kb.device_info(), kb.backend(), kb)
 function M.software(info, backend, kb, opts)
+  args.check('env.software', 1, info, 'table', 'device info (kb.device_info())')
+  args.check('env.software', 2, backend, 'string', 'backend name')
   opts = opts or {}
   local sw = {}
   local libraries = { lua = _VERSION }
@@ -271,6 +279,7 @@ end
 -- @example
 --   print(env.short_device_name("NVIDIA H200"))
 function M.short_device_name(name)
+  args.check('env.short_device_name', 1, name, 'string', 'device name')
   local first, rest = name:match('^(%S+)%s+(.+)$')
   if first and vendor_of_word(first) then return rest end
   return name
@@ -299,6 +308,8 @@ M.SLURM_VARS = {
 --   local where = env.placement()
 --   print(where and where.host_name)
 function M.placement(getenv, hostname)
+  args.check('env.placement', 1, getenv, 'callable|nil', 'getenv function')
+  args.check('env.placement', 2, hostname, 'string|nil', 'host name')
   getenv = getenv or os.getenv
   local t = {}
   local host = hostname
@@ -322,6 +333,7 @@ end
 --   local doc = env.capture()
 --   print(doc.spec.hardware.product, doc.spec.hardware.architecture)
 function M.capture(opts)
+  args.check('env.capture', 1, opts, 'table|nil', 'table of options')
   opts = opts or {}
   local kb = opts.kb
   if kb == nil and (opts.info == nil or opts.backend == nil) then kb = require 'kluabench.core' end
@@ -361,6 +373,7 @@ end
 -- @example
 --   print(env.clocks_locked())
 function M.clocks_locked(info)
+  args.check('env.clocks_locked', 1, info, 'table|nil', 'kb.nvml.info() table')
   if info == nil then
     local ok, k = pcall(require, 'kluabench.core')
     if not (ok and type(k) == 'table' and type(k.nvml) == 'table' and k.nvml.available and k.nvml.available()) then
@@ -377,15 +390,17 @@ function M.clocks_locked(info)
   return nil
 end
 
---- The full device name of an environment document: product and form factor.
+--- The full device name of an environment document: product and form factor; nil when the
+-- document (as read from a record: any value) names no product.
 --
 -- @signature env.device_name(doc) -> text | nil
 -- @example
 --   print(env.device_name(env.capture()))
 function M.device_name(doc)
-  local hw = doc and doc.spec and doc.spec.hardware or {}
-  if not hw.product then return nil end
-  return hw.formFactor and (hw.product .. ' ' .. hw.formFactor) or hw.product
+  local get = require('kluabench.report.json').get
+  local hw = get(doc, 'spec', 'hardware')
+  if type(hw) ~= 'table' or type(hw.product) ~= 'string' then return nil end
+  return type(hw.formFactor) == 'string' and (hw.product .. ' ' .. hw.formFactor) or hw.product
 end
 
 --- The device_name of this process's default device (what a bundle measured here would say), or nil

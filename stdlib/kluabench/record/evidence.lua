@@ -36,6 +36,7 @@ local json = require 'kluabench.report.json'
 local files = require 'kluabench.report.files'
 
 local M = {}
+local args = require 'kluabench.args'
 
 M.FORMAT = 'kluabench.samples/v1'
 
@@ -162,8 +163,15 @@ end
 --
 -- @signature evidence.write_for(bundle, records_path [, samples_path]) -> true | nil, message
 -- @example
---   assert(evidence.write_for(bundle, "results/run.jsonl"))
+--   local x = kb.randn({4096}, "f32", 1)
+--   local r = kb.bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
+--   local b = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
+--   local dir = os.tmpname(); os.remove(dir); assert(kb.mkdir(dir))
+--   assert(evidence.write_for(b, dir .. "/run.jsonl")) -- the entry goes to dir/run.samples.jsonl
+--   os.execute("rm -r " .. dir)
 function M.write_for(bundle, records_path, samples)
+  args.check('evidence.write_for', 1, bundle, 'table', 'bundle')
+  args.check('evidence.write_for', 2, records_path, 'string|nil', 'records file path (nil or "-": stdout)')
   local entry = entries[bundle]
   if entry == nil then return true end
   local to_stdout = records_path == nil or records_path == '-'
@@ -194,8 +202,15 @@ end
 --
 -- @signature evidence.write_file(bundles, records_path [, samples_path]) -> true | nil, message
 -- @example
---   assert(evidence.write_file({bundle}, "results/run.json"))
+--   local x = kb.randn({4096}, "f32", 1)
+--   local r = kb.bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
+--   local b = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
+--   local dir = os.tmpname(); os.remove(dir); assert(kb.mkdir(dir))
+--   assert(evidence.write_file({b}, dir .. "/run.json"))
+--   os.execute("rm -r " .. dir)
 function M.write_file(bundles, records_path, samples)
+  args.check('evidence.write_file', 1, bundles, 'table', 'list of bundles')
+  args.check('evidence.write_file', 2, records_path, 'string|nil', 'records file path (nil or "-": stdout)')
   local to_stdout = records_path == nil or records_path == '-'
   if to_stdout and not samples then
     return nil, 'records on stdout need a samples file (evidence.write_file\'s third argument)'
@@ -266,12 +281,15 @@ local function index_of(path)
 end
 
 --- The samples file and line a rawSamples uri names, resolved against the records file's
--- directory: path, line (nil when the uri names no line), or nil and why.
+-- directory: path, line (nil when the uri names no line), or nil and why (also for a uri that is
+-- not a non-empty string: it comes from a record as read).
 --
 -- @signature evidence.locate(uri, records_path) -> path, line | nil, message
 -- @example
 --   print(evidence.locate("run.samples.jsonl#L3", "results/run.jsonl"))
 function M.locate(uri, records_path)
+  -- uri comes from a record as it was read: anything that is not a non-empty string is an answer
+  args.check('evidence.locate', 2, records_path, 'string|nil', 'records file path')
   if type(uri) ~= 'string' or uri == '' then return nil, 'the evidence uri is empty' end
   local target, frag = uri:match('^([^#]*)#?(.*)$')
   local path
@@ -322,8 +340,18 @@ end
 --
 -- @signature evidence.resolve(bundle, records_path) -> entry | nil, message
 -- @example
---   local e, why = evidence.resolve(bundle, "results/run.jsonl")
+--   local x = kb.randn({4096}, "f32", 1)
+--   local r = kb.bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
+--   local dir = os.tmpname(); os.remove(dir); assert(kb.mkdir(dir))
+--   assert(writer.append(dir .. "/run.jsonl", record.from_result{kernel = "add", mode = "forward",
+--     provider = "add_", dtype = "f32", result = r}))
+--   local read = assert(io.open(dir .. "/run.jsonl")):read("l")
+--   local e, why = evidence.resolve(kb.jcs.decode(read), dir .. "/run.jsonl")
+--   print(#e.samples, why)
+--   os.execute("rm -r " .. dir)
 function M.resolve(bundle, records_path)
+  args.check('evidence.resolve', 1, bundle, 'table', 'bundle')
+  args.check('evidence.resolve', 2, records_path, 'string|nil', 'records file path')
   if entries[bundle] then return entries[bundle] end
   local entry, why = resolve(bundle, records_path)
   if not entry then failures[bundle] = why; return nil, why end

@@ -21,6 +21,7 @@ local names = require 'kluabench.record.names'
 local operation = require 'kluabench.record.operation'
 
 local M = {}
+local args = require 'kluabench.args'
 
 M.API_VERSION = 'kernelindex.dev/v1alpha1'
 
@@ -62,6 +63,7 @@ end
 -- @example
 --   print(table.concat(implementation.dtype_tokens({"f32", "bf16"}), ","))
 function M.dtype_tokens(dtypes)
+  args.check('implementation.dtype_tokens', 1, dtypes, 'table|nil', 'list of dtypes')
   local out = {}
   for i, d in ipairs(dtypes or {}) do out[i] = operation.dtype_token(d) end
   return sorted_unique(out)

@@ -22,6 +22,7 @@ local evidence = require 'kluabench.record.evidence'
 local schema = require 'kluabench.record.schema'
 
 local M = {}
+local args = require 'kluabench.args'
 
 M.API_VERSION = 'kernelindex.dev/v1alpha1'
 
@@ -64,6 +65,7 @@ M.KERNELS = kernels.KERNELS
 -- @example
 --   print(record.kernel_title("llama4_rope"))
 function M.kernel_title(kernel)
+  args.check('record.kernel_title', 1, kernel, 'string', 'kernel name')
   return kernels.title(kernel)
 end
 
@@ -113,6 +115,7 @@ end
 -- @example
 --   record.seal(bundle)
 function M.seal(bundle)
+  args.check('record.seal', 1, bundle, 'table', 'bundle')
   for _, d in ipairs(M.DIGESTS) do
     local doc = bundle[d.doc]
     if type(doc) ~= 'table' then
@@ -197,6 +200,8 @@ end
 --   local b = {run = {spec = {timing = {latencyNs = {median = 2000}}}}}
 --   for _, p in ipairs(record.consistency(b, {unit = "ns", samples = {1000, 1000, 1000}})) do print(p.field, p.error) end
 function M.consistency(bundle, entry)
+  args.check('record.consistency', 1, bundle, 'table', 'bundle')
+  args.check('record.consistency', 2, entry, 'table|nil', 'evidence entry')
   local problems = {}
   local samples, why = evidence.samples_ms(entry)
   local rs = type(bundle.run) == 'table' and bundle.run.spec or {}
@@ -246,6 +251,7 @@ end
 -- @example
 --   print(record.round(2.5)) --> 3
 function M.round(x)
+  args.check('record.round', 1, x, 'number', 'number')
   local r = x >= 0 and math.floor(x + 0.5) or -math.floor(-x + 0.5)
   return math.tointeger(r) or r
 end
@@ -256,6 +262,7 @@ end
 -- @example
 --   print(record.quantile_name(0.2))
 function M.quantile_name(q)
+  args.check('record.quantile_name', 1, q, 'number', 'quantile')
   return (('p' .. string.format('%g', q * 100)):gsub('%.', '_'))
 end
 
@@ -265,6 +272,8 @@ end
 -- @example
 --   print(record.metric_name(0.5)) --> ms_50
 function M.metric_name(q, unit)
+  args.check('record.metric_name', 1, q, 'number', 'quantile')
+  args.check('record.metric_name', 2, unit, 'string|nil', 'unit')
   return (((unit or 'ms') .. '_' .. string.format('%g', q * 100)):gsub('%.', '_'))
 end
 
@@ -289,6 +298,8 @@ end
 -- @example
 --   for path, d in pairs(record.kernel_sources("llama4_rope") or {}) do print(path, d) end
 function M.kernel_sources(kernel, files)
+  args.check('record.kernel_sources', 1, kernel, 'string', 'kernel name')
+  args.check('record.kernel_sources', 2, files, 'table|nil', 'list of files')
   local k = kb()
   files = files or (M.KERNELS[kernel] and M.KERNELS[kernel].sources)
   if not files then return nil end
@@ -358,14 +369,38 @@ function M.describe_operation(kernel, dtype, tensors)
   }
 end
 
+--- The order of the words of a point's case key: nil (sorted by name, kernelindex's own caseKey)
+-- for the Liger kernels kluabench shares with kernelindex (llama4_rope, rope: no operation of their
+-- own and axes kernelindex binds), else o.axis_order (a benchmark's axes as it declares them).
+--
+-- @signature record.case_order{kernel, parameters, dtype [, operation, axis_order]} -> list | nil
+-- @example
+--   print(record.case_order{kernel = "llama4_rope", dtype = "bf16", axis_order = {"seq", "hidden"},
+--     parameters = {hidden = 512, seq = 2048, q_heads = 32, kv_heads = 8}}) --> nil
+function M.case_order(o)
+  if type(o) ~= 'table' or type(o.kernel) ~= 'string' then
+    error("bad argument #1 to 'case_order' (table with a kernel string expected, got " .. type(o) .. ')', 2)
+  end
+  if o.axis_order ~= nil and type(o.axis_order) ~= 'table' then
+    error("bad argument #1 to 'case_order' (field 'axis_order' must be a list of axis names, got "
+      .. type(o.axis_order) .. ')', 2)
+  end
+  local liger = require 'kluabench.record.liger'
+  if o.operation == nil and liger.KERNELS[o.kernel] and liger.binding_of(o.kernel, o.parameters or {}, o.dtype) then
+    return nil
+  end
+  return o.axis_order
+end
+
 --- The WorkloadCase and OperationSpec of a point.
 --
 -- o: kernel, parameters (integer axes, our names), dtype, and optionally operation (an operation
 -- description, kluabench.record.operation; default: kernelindex's own for the Liger kernels
 -- kluabench reproduces, else record.describe_operation(kernel, dtype, tensors)), tensors (name ->
--- tensor, for the default description), commit (the Liger commit an imported OperationSpec cites).
+-- tensor, for the default description), commit (the Liger commit an imported OperationSpec cites),
+-- axis_order (the order of the case key's words in the workload's name, record.case_order).
 --
--- @signature record.workload{kernel, parameters, dtype [, operation, tensors]} -> workload, operation
+-- @signature record.workload{kernel, parameters, dtype [, operation, tensors, axis_order]} -> workload, operation
 -- @example
 --   local w, op = record.workload{kernel = "llama4_rope",
 --     parameters = {hidden = 512, seq = 2048, q_heads = 32, kv_heads = 8}, dtype = "bf16"}
@@ -395,7 +430,9 @@ function M.workload(o)
   end
   local desc = o.operation or M.describe_operation(o.kernel, o.dtype, o.tensors)
   local op = operation.document(desc)
-  local binding = { axes = axes, dtype = dtype, tensors = desc.tensors }
+  local order
+  for i, k in ipairs(M.case_order(o) or {}) do order = order or {}; order[i] = token(k) end
+  local binding = { axes = axes, dtype = dtype, tensors = desc.tensors, order = order }
   return operation.workload(desc, M.digest(op), binding), op
 end
 
@@ -622,6 +659,8 @@ end
 --   local doc = record.protocol_document(kb.bench.do_bench_protocol(), {mode = "forward", backend = "cpu"})
 --   print(doc.spec.comparability.family)
 function M.protocol_document(protocol, info)
+  args.check('record.protocol_document', 1, protocol, 'table', 'protocol (bench.protocol)')
+  args.check('record.protocol_document', 2, info, 'table|nil', 'table of facts')
   info = info or {}
   local timed = info.timed or M.MODE_TEXT[info.mode] or ('the ' .. tostring(info.mode) .. ' pass')
   local spec = M.protocol_spec(protocol:spec { timed = timed, backend = info.backend, timer = info.timer })
@@ -749,7 +788,8 @@ end
 -- harness passes it unless a declaration's implementation hook says 'builtin'), timed (words), time, labels, annotations, check (the check record), status (a run
 -- status of the schema's enum) and reasons (why, in words), execution (what the harness adds to
 -- the evidence), bytes, flops, session {index, count}, keep_samples (false leaves the raw samples
--- out of the evidence).
+-- out of the evidence), axis_order (the order of the case key's words in the run's externalId,
+-- record.case_order).
 --
 -- When the workload has bytes or flops, the run's measurements get GB/s, % of the cached copy
 -- ceiling and the roofline floor of the median; a median faster than the copy floor sets the
@@ -800,7 +840,13 @@ function M.from_result(o)
   local workload, op = o.workload, o.operation_document
   if not (workload and op) then
     workload, op = M.workload { kernel = o.kernel, parameters = params, dtype = o.dtype,
-      operation = o.operation, tensors = o.tensors }
+      operation = o.operation, tensors = o.tensors, axis_order = o.axis_order }
+  end
+  local case_order
+  for i, k in ipairs(M.case_order { kernel = o.kernel, parameters = params, dtype = o.dtype, operation = o.operation,
+    axis_order = o.axis_order } or {}) do
+    case_order = case_order or {}
+    case_order[i] = token(k)
   end
   local od = M.digest(op)
   local implementation = o.implementation
@@ -889,7 +935,8 @@ function M.from_result(o)
   for key, v in pairs(o.labels or {}) do labels[key] = v end
   local run = M.run_document {
     kernel = o.kernel, mode = o.mode, provider = o.provider, gpu = gpu,
-    case = operation.case_key { axes = workload.spec.axes, dtype = o.dtype and operation.dtype_token(o.dtype) or 'opaque' },
+    case = operation.case_key { axes = workload.spec.axes, dtype = o.dtype and operation.dtype_token(o.dtype) or 'opaque',
+      order = case_order },
     time = time, status = status, median_ns = median_ms and M.round(median_ms * 1e6), fields = fields,
     latency = latency, samples = #samples > 0 and #samples or nil, metrics = metrics, correctness = o.check,
     session = session, labels = labels, harness = harness_ref(), metric = mem and 'memory' or nil,

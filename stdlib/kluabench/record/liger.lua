@@ -22,6 +22,7 @@ local operation = require 'kluabench.record.operation'
 local env = require 'kluabench.record.env'
 
 local M = {}
+local args = require 'kluabench.args'
 
 --- The header of Liger's CSV, in its order.
 M.HEADER = { 'kernel_name', 'kernel_provider', 'kernel_operation_mode', 'metric_name',
@@ -70,7 +71,8 @@ local CONFIG_ORDER = { dtype = 1, hidden_size = 2, seq_len = 3, num_q_heads = 4,
 --
 -- @signature liger.parse(text) -> rows | nil, message
 -- @example
---   local rows = assert(liger.parse(text))
+--   local rows = assert(liger.parse(liger.to_csv({liger.bundle_to_row(bundle)})))
+--   print(#rows, rows[1].kernel_name)
 function M.parse(text)
   local records, lines = csv.parse_csv(text)
   if not records then return nil, lines end
@@ -121,6 +123,7 @@ end
 -- @example
 --   local c = liger.parse_config('{"seq_len": 2048}')
 function M.parse_config(s)
+  args.check('liger.parse_config', 1, s, 'string', 'extra_benchmark_config text')
   if s == nil or s:match('^%s*$') then return {} end
   local v, err = output.decode(s)
   if v == nil then return nil, 'extra_benchmark_config_str: ' .. err end
@@ -335,6 +338,8 @@ end
 -- @example
 --   print(record.digest(liger.implementation_document("llama4_rope", "huggingface")))
 function M.implementation_document(kernel, provider, operation_digest)
+  args.check('liger.implementation_document', 1, kernel, 'string', 'kernel name')
+  args.check('liger.implementation_document', 2, provider, 'string', 'provider')
   local entry = M.PROVIDERS[provider]
   if not entry then return nil end
   local csv_name = M.KERNELS[kernel] and M.KERNELS[kernel].csv_name or kernel
@@ -361,6 +366,7 @@ end
 -- @example
 --   print(record.digest(liger.protocol_document("backward")))
 function M.protocol_document(mode)
+  args.check('liger.protocol_document', 1, mode, 'string', 'mode')
   return doc('BenchmarkProtocol', {
     name = names.kebab('liger-bench-do-bench-' .. mode),
     title = 'Liger benchmark harness · ' .. mode .. ' pass',
@@ -402,6 +408,8 @@ end
 -- @example
 --   print(record.digest(liger.environment_document("NVIDIA H100 80GB HBM3")))
 function M.environment_document(gpu, opts)
+  args.check('liger.environment_document', 1, gpu, 'string', 'GPU name')
+  args.check('liger.environment_document', 2, opts, 'table|nil', 'table of options')
   local hw = M.HARDWARE[gpu]
   local labels
   if not hw then
@@ -524,6 +532,8 @@ end
 -- @example
 --   for _, row in ipairs(rows) do local b, why = liger.row_to_bundle(row) end
 function M.row_to_bundle(row, opts)
+  args.check('liger.row_to_bundle', 1, row, 'table', 'Liger CSV row')
+  args.check('liger.row_to_bundle', 2, opts, 'table|nil', 'table of options')
   opts = opts or {}
   local function skip(reason, fmt, ...) return nil, reason, string.format(fmt, ...) end
   if row.error then return skip('invalid', '%s', row.error) end
@@ -604,6 +614,7 @@ end
 -- @example
 --   print(liger.row_warning({y_value_20 = "2", y_value_80 = "1"}))
 function M.row_warning(row)
+  args.check('liger.row_warning', 1, row, 'table', 'Liger CSV row')
   local p20, p80 = decimal(row.y_value_20), decimal(row.y_value_80)
   if p20 and p80 and p20 > p80 then
     return string.format('y_value_20 (%s) is above y_value_80 (%s): the quantiles look swapped; imported as they are, '
@@ -620,6 +631,8 @@ end
 -- @example
 --   print(liger.binding_of("rope", {hidden = 512, seq = 2048, q_heads = 32, kv_heads = 8}, "bf16").dtype)
 function M.binding_of(kernel, params, dtype)
+  args.check('liger.binding_of', 1, kernel, 'string', 'kernel name')
+  args.check('liger.binding_of', 2, params, 'table', 'table of parameters')
   local k = M.KERNELS[kernel]
   if not k or type(params) ~= 'table' then return nil end
   -- Liger's workload has these four axes at batch 1, and nothing else
@@ -681,6 +694,7 @@ end
 -- @example
 --   print(liger.default_x({hidden = 8192, seq = 4096})) --> seq
 function M.default_x(params)
+  args.check('liger.default_x', 1, params, 'table', 'table of parameters')
   if type(params) ~= 'table' or params.hidden == nil or params.seq == nil then return nil end
   if params.hidden == 8192 and params.seq ~= 2048 then return 'seq' end
   return 'hidden'
@@ -705,7 +719,7 @@ function M.bundle_to_row(bundle, opts)
   end
   local ann = type(p.evidence.annotations) == 'table' and p.evidence.annotations or {}
   local params = p.params
-  local x_name = ann.liger_x_name
+  local x_name = type(ann.liger_x_name) == 'string' and ann.liger_x_name or nil
   local x_key = x_name and names.param_name(x_name) or opts.x or M.default_x(params)
   if not x_key then x_key = params.hidden and 'hidden' or (params.seq and 'seq') or next(params) end
   if not x_name then x_name = M.X_AXIS[x_key] and M.X_AXIS[x_key][1] or x_key end
@@ -751,6 +765,7 @@ end
 -- @example
 --   io.write(liger.to_csv({liger.bundle_to_row(bundle)}))
 function M.to_csv(rows)
+  args.check('liger.to_csv', 1, rows, 'table', 'list of Liger CSV rows')
   local out = { csv.csv_line(M.HEADER) }
   for _, row in ipairs(rows) do
     local fields = {}

@@ -3,6 +3,7 @@
 -- (kluabench.record.point) use. A measurement is {metric, unit, statistic,
 -- value}, all tokens but the value (the schema's form).
 local M = {}
+local args = require 'kluabench.args'
 
 --- field -> {metric, unit, statistic, integer}: what a point's field is called in a record.
 M.FIELDS = {
@@ -47,6 +48,8 @@ local function finite(v) return type(v) == 'number' and v == v and v > -math.hug
 --   local l = measurements.list({gbps = 812.5, session = 1, sessions = 3})
 --   print(#l, l[1].metric)
 function M.list(fields, extra)
+  args.check('measurements.list', 1, fields, 'table', 'table of fields')
+  args.check('measurements.list', 2, extra, 'table|nil', 'list of measurements')
   local out = {}
   for _, f in ipairs(M.ORDER) do
     local v = fields[f]

@@ -12,6 +12,7 @@ local json = require 'kluabench.report.json'
 local names = require 'kluabench.record.names'
 
 local M = {}
+local args = require 'kluabench.args'
 
 local get = json.get
 
@@ -130,6 +131,7 @@ end
 --   local new = migrate.bundle(old_bundle)
 --   print(new.workload.kind) --> WorkloadCase
 function M.bundle(old)
+  args.check('migrate.bundle', 1, old, 'table', 'bundle')
   if not M.is_old(old) then return old end
   local record = require 'kluabench.record'
   local evidence = require 'kluabench.record.evidence'

@@ -9,6 +9,7 @@
 -- Times are tables of UTC fields {year, month, day, hour, min, sec, ms}; no
 -- function here depends on the local time zone.
 local M = {}
+local args = require 'kluabench.args'
 
 --- Longest metadata.name (the example record cuts its name at 100).
 M.MAX_NAME = 100
@@ -55,6 +56,7 @@ end
 -- @example
 --   print(names.param_name("seq_len")) --> seq
 function M.param_name(name)
+  args.check('names.param_name', 1, name, 'string', 'parameter name')
   return M.PARAM_ALIASES[name] or name
 end
 
@@ -64,6 +66,7 @@ end
 -- @example
 --   print(names.dtype_name("torch.float16")) --> f16
 function M.dtype_name(dtype)
+  args.check('names.dtype_name', 1, dtype, 'string', 'dtype')
   return M.DTYPE_ALIASES[dtype] or dtype
 end
 
@@ -135,31 +138,63 @@ function M.format_value(v)
   return tostring(v)
 end
 
---- Parameters sorted by name as name..value joined by "-", the dtype's kernelindex token last (the
--- case key of kernelindex's importer: "hidden512-seq2048-bf16", "n1024-fp32").
+--- The names of params in `order` first (those it has), then the others sorted by name: the order
+-- of the words of a workload slug and a case key. Names whose values are tables are left out.
 --
--- The workload slug: params (name -> number or string) sorted by name as name .. Values that are
--- tables are left out (they cannot be spelled in a slug).
+-- @signature names.axis_order(params [, order]) -> list
+-- @example
+--   print(table.concat(names.axis_order({seq = 2048, hidden = 512, heads = 8}, {"seq"}), ",")) --> seq,heads,hidden
+function M.axis_order(params, order)
+  if type(params) ~= 'table' then
+    error("bad argument #1 to 'axis_order' (table of parameters expected, got " .. type(params) .. ')', 2)
+  end
+  if order ~= nil and type(order) ~= 'table' then
+    error("bad argument #2 to 'axis_order' (list of axis names expected, got " .. type(order) .. ')', 2)
+  end
+  local keys, listed = {}, {}
+  for _, k in ipairs(order or {}) do
+    if type(k) == 'string' and params[k] ~= nil and type(params[k]) ~= 'table' and not listed[k] then
+      keys[#keys + 1], listed[k] = k, true
+    end
+  end
+  local rest = {}
+  for k, v in pairs(params) do
+    if type(k) ~= 'string' then
+      error("bad argument #1 to 'axis_order' (parameter names must be strings, got " .. type(k) .. ')', 2)
+    end
+    if type(v) ~= 'table' and not listed[k] then rest[#rest + 1] = k end
+  end
+  table.sort(rest)
+  table.move(rest, 1, #rest, #keys + 1, keys)
+  return keys
+end
+
+--- Parameters as name..value joined by "-", the dtype's kernelindex token last: sorted by name (the
+-- case key of kernelindex's importer: "hidden512-seq2048-bf16", "n1024-fp32"), or in `order` (a
+-- benchmark's axes as it declares them: "rows256-cols1024-fp32"), names not in it sorted after.
 --
--- @signature names.workload_slug(params [, dtype]) -> text
+-- The workload slug: values that are tables are left out (they cannot be spelled in a slug).
+--
+-- @signature names.workload_slug(params [, dtype [, order]]) -> text
 -- @example
 --   print(names.workload_slug({seq = 2048, hidden = 512}, "bf16")) --> hidden512-seq2048-bf16
-function M.workload_slug(params, dtype)
+--   print(names.workload_slug({rows = 256, cols = 1024}, "f32", {"rows", "cols"})) --> rows256-cols1024-fp32
+function M.workload_slug(params, dtype, order)
   if type(params) ~= 'table' then
     error("bad argument #1 to 'workload_slug' (table of parameters expected, got " .. type(params)
       .. ')', 2)
   end
-  local keys = {}
-  for k, v in pairs(params) do
+  if order ~= nil and type(order) ~= 'table' then
+    error("bad argument #3 to 'workload_slug' (list of axis names expected, got " .. type(order) .. ')', 2)
+  end
+  for k in pairs(params) do
     if type(k) ~= 'string' then
       error("bad argument #1 to 'workload_slug' (parameter names must be strings, got "
         .. type(k) .. ')', 2)
     end
-    if type(v) ~= 'table' then keys[#keys + 1] = k end
   end
-  table.sort(keys)
   local parts = {}
-  for i, k in ipairs(keys) do parts[i] = k .. M.format_value(params[k]) end
+  for i, k in ipairs(M.axis_order(params, order)) do parts[i] = k .. M.format_value(params[k]) end
   if dtype ~= nil then parts[#parts + 1] = require('kluabench.record.operation').dtype_token(dtype) end
   return table.concat(parts, '-')
 end
@@ -213,6 +248,7 @@ end
 -- @example
 --   local t = names.parse_time("2025-08-07 21:42:05")
 function M.parse_time(s)
+  args.check('names.parse_time', 1, s, 'string', 'time text')
   if type(s) ~= 'string' then return nil, 'timestamp must be a string' end
   local y, mo, d, h, mi, se, rest = s:match('^%s*(%d%d%d%d)%-(%d%d)%-(%d%d)[T ](%d%d):(%d%d):(%d%d)(.-)%s*$')
   if not y then return nil, string.format('unrecognised timestamp %q', s) end
@@ -238,6 +274,7 @@ end
 -- @example
 --   print(names.iso8601(names.utc(0)))
 function M.iso8601(t)
+  args.check('names.iso8601', 1, t, 'table', 'time fields (names.utc)')
   return string.format('%04d-%02d-%02dT%02d:%02d:%02d.%03dZ', t.year, t.month, t.day, t.hour,
     t.min, t.sec, t.ms or 0)
 end
@@ -248,6 +285,7 @@ end
 -- @example
 --   print(names.time_id(names.utc(0)))
 function M.time_id(t)
+  args.check('names.time_id', 1, t, 'table', 'time fields (names.utc)')
   return string.format('%04d-%02d-%02d-%02d-%02d-%02d', t.year, t.month, t.day, t.hour, t.min,
     t.sec)
 end
@@ -258,6 +296,7 @@ end
 -- @example
 --   print(names.liger_time(names.utc(0)))
 function M.liger_time(t)
+  args.check('names.liger_time', 1, t, 'table', 'time fields (names.utc)')
   return string.format('%04d-%02d-%02d %02d:%02d:%02d', t.year, t.month, t.day, t.hour, t.min,
     t.sec)
 end

@@ -19,6 +19,7 @@
 -- The figure in force when a record was made is written into it (evidence
 -- sessionNoise), for the reader; compare never reads it back: a later
 -- comparison uses the figure in force then.
+local args = require 'kluabench.args'
 local M = {}
 
 --- Sides with at least this many sessions show their own between-session spread, which decides.
@@ -58,6 +59,8 @@ local function finite_positive(x) return type(x) == 'number' and x > 0 and x < m
 -- @example
 --   print(noise.at(noise.DEFAULT, 0.02))
 function M.at(figure, ms)
+  args.check('noise.at', 1, figure, 'table', 'noise figure')
+  args.check('noise.at', 2, ms, 'number', 'time in ms')
   local sc = {}
   for i, x in ipairs(figure.scales) do
     local up = x.sdUpper
@@ -97,6 +100,7 @@ end
 -- @example
 --   local fig, scope = noise.of_entry(entry, "llama4_rope")
 function M.of_entry(entry, kernel)
+  args.check('noise.of_entry', 2, kernel, 'string|nil', 'kernel name')
   local n = type(entry) == 'table' and entry.sessionNoise or nil
   if type(n) ~= 'table' then return nil end
   local k = kernel and type(n.kernels) == 'table' and n.kernels[kernel] or nil
@@ -113,6 +117,8 @@ end
 -- @example
 --   local list = noise.entries_named("NVIDIA H200")
 function M.entries_named(name, path)
+  args.check('noise.entries_named', 1, name, 'string', 'device name')
+  args.check('noise.entries_named', 2, path, 'string|nil', 'cache path')
   local ceilings = require 'kluabench.record.ceilings'
   local c = ceilings.load_cache(path)
   local out = {}
@@ -140,6 +146,7 @@ end
 -- @example
 --   print(noise.in_force(0.02, "llama4_rope", kb.device_info()).scope)
 function M.in_force(ms, kernel, info, path)
+  args.check('noise.in_force', 1, ms, 'number', 'time in ms')
   local ceilings = require 'kluabench.record.ceilings'
   local ok, entry = pcall(ceilings.lookup, info, path)
   local fig, scope = M.of_entry(ok and entry or nil, kernel)
@@ -161,6 +168,7 @@ end
 --   local figure = noise.resolver()
 --   print(figure(0.02, "llama4_rope", "NVIDIA H200"))
 function M.resolver(opts)
+  args.check('noise.resolver', 1, opts, 'table|nil', 'options')
   opts = opts or {}
   if type(opts.between) == 'number' then
     local sd = opts.between

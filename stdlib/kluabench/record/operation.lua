@@ -114,15 +114,21 @@ function M.evaluate(expression, bindings)
 end
 
 --- The workload's case key: the axes sorted by name as name..value joined by "-", then the dtype
--- ("hidden512-kv_heads8-q_heads32-seq2048-bf16"), as kernelindex's importer keys a case.
+-- ("hidden512-kv_heads8-q_heads32-seq2048-bf16"), as kernelindex's importer keys a case; with
+-- binding.order (a list of axis names), those axes first in that order (a benchmark's declaration
+-- order: "rows256-cols1024-fp32").
 --
 -- @signature operation.case_key(binding) -> text
 -- @example
 --   print(operation.case_key{axes = {seq = 2048, hidden = 512}, dtype = "bf16"})
 function M.case_key(binding)
-  local keys = {}
-  for k in pairs(binding.axes) do keys[#keys + 1] = k end
-  table.sort(keys)
+  if type(binding) ~= 'table' or type(binding.axes) ~= 'table' then
+    error("bad argument #1 to 'case_key' (binding {axes, dtype [, order]} expected, got " .. type(binding) .. ')', 2)
+  end
+  if type(binding.dtype) ~= 'string' then
+    error("bad argument #1 to 'case_key' (field 'dtype' must be a string, got " .. type(binding.dtype) .. ')', 2)
+  end
+  local keys = names.axis_order(binding.axes, binding.order)
   local parts = {}
   for i, k in ipairs(keys) do parts[i] = k .. names.format_value(binding.axes[k]) end
   parts[#parts + 1] = binding.dtype

@@ -21,6 +21,7 @@ local evidence = require 'kluabench.record.evidence'
 local migrate = require 'kluabench.record.migrate'
 
 local M = {}
+local args = require 'kluabench.args'
 
 --- Units of run.spec.samples, in ms.
 M.UNIT_MS = { ns = 1e-6, us = 1e-3, ms = 1, s = 1e3 }
@@ -76,6 +77,9 @@ end
 --   local kept, bad = reader.items('{"run": {}}\ngarbage{{{\n', "x.jsonl", {tolerant = true})
 --   print(#kept, bad[1].line, bad[1].message)
 function M.items(text, label, opts)
+  args.check('reader.items', 1, text, 'string', 'JSON or JSON Lines text')
+  args.check('reader.items', 2, label, 'string|nil', 'label')
+  args.check('reader.items', 3, opts, 'table|nil', 'table of options')
   local tolerant = opts and opts.tolerant
   local items, bad = {}, tolerant and {} or nil
   if not is_jsonl_name(label) then
@@ -166,6 +170,9 @@ end
 --   local bs, lines = reader.parse('{"run": {}}\n{"run": {}}\n', "x.jsonl")
 --   print(#bs, lines[2])
 function M.parse(text, label, opts)
+  args.check('reader.parse', 1, text, 'string', 'JSON or JSON Lines text')
+  args.check('reader.parse', 2, label, 'string|nil', 'label')
+  args.check('reader.parse', 3, opts, 'table|nil', 'table of options')
   label = label or 'input'
   local items, line, why = M.items(text, label)
   if not items then return nil, string.format('%s:%d: %s', label, line or 1, why) end

@@ -19,6 +19,7 @@ local json = require 'kluabench.report.json'
 local files = require 'kluabench.report.files'
 
 local M = {}
+local args = require 'kluabench.args'
 
 --- The kinds and their schema files.
 M.FILES = {
@@ -221,6 +222,8 @@ end
 -- @example
 --   print(#schema.validate(3, {type = "string"}))
 function M.validate(v, s, where)
+  args.check('schema.validate', 2, s, 'table', 'JSON Schema table')
+  args.check('schema.validate', 3, where, 'string|nil', 'path')
   local out = {}
   validate(v, s, where or '$', out)
   return out
@@ -356,6 +359,8 @@ end
 --   print(pcall(schema.assert_valid, {apiVersion = "kernelindex.dev/v1alpha1", kind = "SoftwareProject",
 --     metadata = {name = "Not A Name"}, spec = {name = "x"}}))
 function M.assert_valid(doc, what)
+  args.check('schema.assert_valid', 1, doc, 'table', 'kernelindex document')
+  args.check('schema.assert_valid', 2, what, 'string|nil', 'what the document is')
   local problems = M.check(doc)
   if #problems > 0 then
     local name = type(doc) == 'table' and type(doc.metadata) == 'table' and doc.metadata.name or '?'

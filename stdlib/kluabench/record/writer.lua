@@ -9,6 +9,7 @@ local json = require 'kluabench.report.json'
 local schema = require 'kluabench.record.schema'
 
 local M = {}
+local args = require 'kluabench.args'
 
 -- Every document of a bundle valid, or an error naming the first problem:
 -- nothing invalid is written.
@@ -46,6 +47,8 @@ end
 -- @example
 --   assert(writer.append(os.tmpname() .. ".jsonl", bundle))
 function M.append(path, bundle, samples)
+  args.check('writer.append', 1, path, 'string', 'file path')
+  args.check('writer.append', 2, bundle, 'table', 'bundle')
   if type(bundle) ~= 'table' or type(bundle.run) ~= 'table' then
     error("bad argument #2 to 'writer.append' (bundle expected, got " .. type(bundle) .. ')', 2)
   end
@@ -151,6 +154,8 @@ end
 -- @example
 --   assert(writer.write_pretty(os.tmpname() .. ".json", {bundle}))
 function M.write_pretty(path, bundles, samples, opts)
+  args.check('writer.write_pretty', 1, path, 'string', 'file path')
+  args.check('writer.write_pretty', 2, bundles, 'table', 'list of bundles')
   for _, b in ipairs(bundles) do
     local ok, err = validate(b)
     if not ok then return nil, err end

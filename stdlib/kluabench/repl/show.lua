@@ -6,6 +6,7 @@
 -- samples, protocol, warnings), anything else as tostring shows it.
 -- Strings at the top level print as they are, as lua.c prints them.
 local M = {}
+local args = require 'kluabench.args'
 
 --- Limits of the table view: nesting depth, entries shown per table, entries
 -- shown in all (the rest is counted, not shown), bytes of a string, and the
@@ -187,6 +188,9 @@ end
 --     summary = require("kluabench.stats").summary({0.011, 0.012, 0.013})}
 --   print(show.measurement(r))
 function M.measurement(r)
+  if not M.is_measurement(r) then
+    error("bad argument #1 to 'show.measurement' (timing result {samples, summary} expected, got " .. type(r) .. ')', 2)
+  end
   local s = r.summary
   local median, unit = duration(s.median)
   local lines = {}
@@ -206,7 +210,7 @@ function M.measurement(r)
   local n = s.n or #r.samples
   local stop = type(r.stop) == 'table' and r.stop or (type(r.used) == 'table' and type(r.used.stop) == 'table' and r.used.stop)
   local counts = string.format('  %d sample%s', n, n == 1 and '' or 's')
-  if type(r.used) == 'table' and r.used.batch then 
+  if type(r.used) == 'table' and r.used.batch then
     counts = counts .. string.format(', %s call%s per sample', tostring(r.used.batch), r.used.batch == 1 and '' or 's')
   end
   if stop and stop.reason then counts = counts .. '; stop: ' .. tostring(stop.reason) end

@@ -39,6 +39,7 @@ local output = require 'kluabench.report'
 local reader = require 'kluabench.record.reader'
 
 local M = {}
+local args = require 'kluabench.args'
 
 M.DEFAULTS = { threshold = 0.05, noise = 0.01, confidence = 0.95, resamples = 2000, seed = 1,
   familywise = true }
@@ -119,6 +120,7 @@ end
 -- @example
 --   local bundles = compare.parse(text, "results.jsonl")
 function M.parse(text, label)
+  args.check('compare.parse', 1, text, 'string', 'JSON Lines text')
   label = label or 'input'
   local bundles, lines = reader.parse(text, label, { comparable = true })
   if not bundles then return nil, lines end
@@ -153,6 +155,7 @@ M.samples_of = reader.samples_of
 -- @example
 --   print(compare.median_of(bundle))
 function M.median_of(bundle)
+  args.check('compare.median_of', 1, bundle, 'table', 'bundle')
   local ns = require('kluabench.record.point').of(bundle).median_ns
   return (type(ns) == 'number' and ns > 0 and ns < math.huge) and ns / 1e6 or nil
 end
@@ -165,6 +168,8 @@ end
 -- @example
 --   local key, label = compare.key_of(bundle)
 function M.key_of(b, match)
+  args.check('compare.key_of', 1, b, 'table', 'bundle')
+  args.check('compare.key_of', 2, match, 'table|nil', 'provider renames')
   local wd = get(b, 'run', 'spec', 'workloadDigest')
   if type(wd) ~= 'string' then wd = '?' end
   local label, provider = reader.label_of(b)
@@ -185,6 +190,9 @@ end
 -- @example
 --   print(compare.verdict(1.10, 1.20)) --> SLOWER
 function M.verdict(lo, hi, noise)
+  args.check('compare.verdict', 1, lo, 'number', 'lower bound')
+  args.check('compare.verdict', 2, hi, 'number', 'upper bound')
+  args.check('compare.verdict', 3, noise, 'number|nil', 'noise band')
   noise = noise or M.DEFAULTS.noise
   if lo >= 1 - noise and hi <= 1 + noise then return 'SAME' end
   -- a change is called only when the whole interval lies beyond the noise
@@ -225,6 +233,10 @@ end
 -- @example
 --   print(string.format("%.3f", compare.detectable(1.0, 0.97, 1.03))) --> 0.041
 function M.detectable(ratio, lo, hi, noise)
+  args.check('compare.detectable', 1, ratio, 'number', 'ratio')
+  args.check('compare.detectable', 2, lo, 'number', 'interval low end')
+  args.check('compare.detectable', 3, hi, 'number', 'interval high end')
+  args.check('compare.detectable', 4, noise, 'number|nil', 'noise band')
   noise = noise or M.DEFAULTS.noise
   return math.max((1 + noise) * ratio / lo - 1, 1 - (1 - noise) * ratio / hi)
 end
@@ -250,6 +262,9 @@ end
 --   local c = compare.compare_sessions({{1, 1.1, 0.9, 1, 1.05}, {1, 1, 1.1, 0.95, 1}}, {{1.5, 1.6, 1.4, 1.55, 1.5}, {1.5, 1.5, 1.6, 1.45, 1.5}})
 --   print(c.verdict)
 function M.compare_sessions(base, new, opts)
+  args.check('compare.compare_sessions', 1, base, 'table', 'list of sessions')
+  args.check('compare.compare_sessions', 2, new, 'table', 'list of sessions')
+  args.check('compare.compare_sessions', 3, opts, 'table|nil', 'table of options')
   opts = opts or {}
   local d = M.DEFAULTS
   local conf = opts.confidence or d.confidence
@@ -340,6 +355,9 @@ end
 --   local c = compare.compare_samples({1, 1.1, 0.9, 1, 1.05}, {1.5, 1.6, 1.4, 1.55, 1.5}, {between = 0.01})
 --   print(c.verdict, c.ratio)
 function M.compare_samples(base, new, opts)
+  args.check('compare.compare_samples', 1, base, 'table', 'list of samples')
+  args.check('compare.compare_samples', 2, new, 'table', 'list of samples')
+  args.check('compare.compare_samples', 3, opts, 'table|nil', 'table of options')
   return M.compare_sessions({ base }, { new }, opts)
 end
 
@@ -512,6 +530,8 @@ end
 --   local s = compare.sessions_of_side({b, b})
 --   print(#s.bundles, s.duplicates) --> 1  1
 function M.sessions_of_side(bundles, opts)
+  args.check('compare.sessions_of_side', 1, bundles, 'table', 'list of bundles')
+  args.check('compare.sessions_of_side', 2, opts, 'table|nil', 'table of options')
   local across = type(opts) == 'table' and opts.across_sweeps
   local out = { bundles = {}, duplicates = 0, failed = {}, problems = {}, notes = {}, clashes = 0 }
   local seen = {}
@@ -668,6 +688,9 @@ end
 --   local r = compare.compare(assert(compare.read("base.jsonl")), assert(compare.read("new.jsonl")))
 --   io.write(compare.format(r, "markdown"))
 function M.compare(base, new, opts)
+  args.check('compare.compare', 1, base, 'table|string', 'list of bundles or results file')
+  args.check('compare.compare', 2, new, 'table|string', 'list of bundles or results file')
+  args.check('compare.compare', 3, opts, 'table|nil', 'table of options')
   opts = opts or {}
   local o = {}
   for k, v in pairs(M.DEFAULTS) do o[k] = opts[k] == nil and v or opts[k] end
@@ -781,6 +804,7 @@ end
 -- @example
 --   local sp = compare.session_spread(assert(compare.read("sessions.jsonl")))
 function M.session_spread(bundles)
+  args.check('compare.session_spread', 1, bundles, 'table', 'list of bundles')
   local by, order = group(bundles)
   local out = {}
   for _, key in ipairs(order) do
@@ -855,8 +879,11 @@ end
 --
 -- @signature compare.format(result [, format]) -> text
 -- @example
+--   local result = compare.compare({bundle}, {bundle})
 --   io.write(compare.format(result, "markdown"))
 function M.format(result, fmt)
+  args.check('compare.format', 1, result, 'table', 'comparison result (compare.compare)')
+  args.check('compare.format', 2, fmt, 'string|nil', 'format name')
   fmt = fmt or 'table'
   if fmt == 'json' then
     return output.encode_pretty(json_safe(result)) .. '\n'

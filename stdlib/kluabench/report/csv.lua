@@ -1,5 +1,6 @@
 --- CSV (RFC 4180): fields written as Python writes them, and a parser.
 local M = {}
+local args = require 'kluabench.args'
 
 local json = require 'kluabench.report.json'
 
@@ -29,6 +30,8 @@ end
 -- @example
 --   io.write(output.csv_line({"x", 1.5}))
 function M.csv_line(fields, n)
+  args.check('output.csv_line', 1, fields, 'table', 'list of fields')
+  args.check('output.csv_line', 2, n, 'integer|nil', 'number of fields')
   local out = {}
   for i = 1, n or #fields do out[i] = M.csv_field(fields[i]) end
   return table.concat(out, ',') .. '\n'

@@ -1,5 +1,6 @@
 --- Files: whole-file reads, atomic writes, JSON Lines appends, mkdir -p.
 local M = {}
+local args = require 'kluabench.args'
 
 local json = require 'kluabench.report.json'
 
@@ -59,6 +60,8 @@ end
 -- @example
 --   local text, err = output.read_text("all_benchmark_data.csv")
 function M.read_text(path, max_bytes)
+  args.check('output.read_text', 1, path, 'string', 'path')
+  args.check('output.read_text', 2, max_bytes, 'integer|nil', 'byte limit')
   local text, err = M.read_file(path, max_bytes)
   if not text then return nil, err end
   local enc = json.encoding_problem(text)
@@ -85,6 +88,7 @@ end
 -- @example
 --   assert(output.check_path_length("results/today.jsonl"))
 function M.check_path_length(path)
+  args.check('output.check_path_length', 1, path, 'string', 'path')
   local limit = path_max()
   if #path >= limit then
     return nil, string.format('%s...: the path is %d bytes long, the system takes at most %d',
@@ -124,6 +128,7 @@ end
 -- @example
 --   assert(output.write_stdout("one line\n"))
 function M.write_stdout(text)
+  args.check('output.write_stdout', 1, text, 'string', 'text')
   local ok, err = io.stdout:write(text)
   if ok then ok, err = io.stdout:flush() end
   if not ok then return nil, 'stdout: ' .. reason(err) end
@@ -183,7 +188,9 @@ end
 --
 -- @signature output.write_atomic(path, text) -> true | nil, message
 -- @example
---   assert(output.write_atomic("result.json", output.encode_pretty(bundle)))
+--   local path = os.tmpname()
+--   assert(output.write_atomic(path, output.encode_pretty({kind = "example"})))
+--   os.remove(path)
 function M.write_atomic(path, text)
   if type(path) ~= 'string' or path == '' then
     error("bad argument #1 to 'write_atomic' (path expected)", 2)
@@ -232,6 +239,7 @@ end
 -- @example
 --   print(output.is_sqlite(os.tmpname())) --> false
 function M.is_sqlite(path)
+  args.check('output.is_sqlite', 1, path, 'string', 'path')
   if kind_of(path, true) ~= 'file' then return false end
   local f = io.open(path, 'rb')
   if not f then return false end
@@ -299,8 +307,11 @@ end
 --
 -- @signature output.append_jsonl(path, value) -> true | nil, message
 -- @example
---   output.append_jsonl("results.jsonl", bundle)
+--   local path = os.tmpname()
+--   assert(output.append_jsonl(path, {n = 1}))
+--   os.remove(path)
 function M.append_jsonl(path, value)
+  args.check('output.append_jsonl', 1, path, 'string', 'path')
   local line, err = json.encode_line(value)
   if not line then return nil, err end
   return M.append_line(path, line)
@@ -313,6 +324,8 @@ end
 -- @example
 --   assert(output.append_line(os.tmpname(), '{"a":1}'))
 function M.append_line(path, line)
+  args.check('output.append_line', 1, path, 'string', 'path')
+  args.check('output.append_line', 2, line, 'string', 'line')
   if type(line) ~= 'string' then
     error("bad argument #2 to 'append_line' (string expected, got " .. type(line) .. ')', 2)
   end
@@ -339,8 +352,12 @@ end
 --
 -- @signature output.mkdir_p(path) -> true | nil, message
 -- @example
---   output.mkdir_p("results/today")
+--   local dir = os.tmpname()
+--   os.remove(dir)
+--   assert(output.mkdir_p(dir .. "/results/today"))
+--   os.execute("rm -r " .. dir)
 function M.mkdir_p(path)
+  args.check('output.mkdir_p', 1, path, 'string', 'path')
   if path == nil or path == '' or path == '.' then return true end
   local okl, lerr = M.check_path_length(path)
   if not okl then return nil, lerr end

@@ -10,6 +10,7 @@
 local plot = require 'kluabench.report.plot'
 
 local M = {}
+local args = require 'kluabench.args'
 
 local function esc(s)
   s = plot.xml_text(s == nil and '' or s)
@@ -156,6 +157,9 @@ end
 --   local svg = html.trend_chart({{commit = {sha = "aaaaaaa"}, median_ms = 0.1, lo_ms = 0.09, hi_ms = 0.11},
 --     {commit = {sha = "bbbbbbb"}, median_ms = 0.12}}, {bbbbbbb = "regression"}, "demo")
 function M.trend_chart(trend, steps, title)
+  args.check('html.trend_chart', 1, trend, 'table', 'trend (history.trend)')
+  args.check('html.trend_chart', 2, steps, 'table|nil', 'table of steps')
+  args.check('html.trend_chart', 3, title, 'string|nil', 'title')
   local cats, pts, marked = {}, {}, {}
   for i, t in ipairs(trend) do
     cats[i] = t.commit.sha:sub(1, 7)
@@ -180,6 +184,7 @@ end
 --   local text = html.render({title = "empty", sources = {}, rows = {}, plot_points = {}})
 --   print(#text > 0)
 function M.render(r)
+  args.check('html.render', 1, r, 'table', 'report table')
   local out = {}
   local function add(s) out[#out + 1] = s end
   add('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">')

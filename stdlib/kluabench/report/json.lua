@@ -8,6 +8,7 @@
 -- digest of a spec sees the same value that the file shows). An unmarked
 -- empty table is written as {} (an object). JSON null reads as M.null().
 local M = {}
+local args = require 'kluabench.args'
 
 --- The deepest nesting of arrays and objects that the reader (M.decode) and
 -- the writers accept: the engine's kb.jcs.MAX_DEPTH (JCS_MAX_DEPTH in
@@ -76,6 +77,7 @@ end
 -- @example
 --   local labels = output.object()
 function M.object(t)
+  args.check('output.object', 1, t, 'table|nil', 'table')
   t = t or {}
   if next(t) == nil then
     local j = jcs()
@@ -91,6 +93,7 @@ end
 -- @example
 --   local samples = output.array()
 function M.array(t)
+  args.check('output.array', 1, t, 'table|nil', 'table')
   t = t or {}
   if next(t) == nil then
     local j = jcs()
@@ -178,6 +181,7 @@ end
 -- @example
 --   print(output.format_number(0.1)) --> 0.1
 function M.format_number(x)
+  args.check('output.format_number', 1, x, 'number', 'number')
   if math.type(x) == 'integer' then return string.format('%d', x) end
   if x ~= x or x == math.huge or x == -math.huge then
     error('cannot write ' .. tostring(x) .. ' as JSON', 0)
@@ -208,6 +212,7 @@ end
 -- @example
 --   print(output.format_pyfloat(256.0)) --> 256.0
 function M.format_pyfloat(x)
+  args.check('output.format_pyfloat', 1, x, 'number', 'number')
   if math.type(x) == 'integer' then return string.format('%d', x) end
   if x ~= x then return 'nan' end
   if x == math.huge then return 'inf' end
@@ -269,6 +274,7 @@ for i, k in ipairs(M.KEY_ORDER) do RANK[k] = RANK[k] or i end
 -- @example
 --   for _, k in ipairs(output.ordered_keys(bundle.run)) do print(k) end
 function M.ordered_keys(t)
+  args.check('output.ordered_keys', 1, t, 'table', 'table')
   local keys = {}
   for k in pairs(t) do keys[#keys + 1] = k end
   table.sort(keys, function(a, b)
@@ -289,6 +295,7 @@ local ESCAPES = { ['"'] = '\\"', ['\\'] = '\\\\', ['\b'] = '\\b', ['\f'] = '\\f'
 -- @example
 --   print(output.quote('say "hi"'))
 function M.quote(s)
+  args.check('output.quote', 1, s, 'string', 'string')
   return '"' .. s:gsub('[%c"\\]', function(c)
     return ESCAPES[c] or (c:byte() < 32 and string.format('\\u%04x', c:byte())) or c
   end) .. '"'
@@ -563,6 +570,7 @@ end
 --   print(output.encoding_problem("\255\254{\0"))
 --   --> the text is UTF-16 (little-endian, with a byte order mark); kluabench reads UTF-8 (convert it, e.g. iconv -f UTF-16 -t UTF-8)
 function M.encoding_problem(text)
+  args.check('output.encoding_problem', 1, text, 'string', 'JSON text')
   local b1, b2, b3, b4 = text:byte(1, 4)
   local what
   if b1 == 0xFF and b2 == 0xFE and b3 == 0 and b4 == 0 then what = 'UTF-32 (little-endian, with a byte order mark)'

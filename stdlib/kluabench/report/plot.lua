@@ -20,6 +20,7 @@ local names = require 'kluabench.record.names'
 local output = require 'kluabench.report'
 
 local M = {}
+local args = require 'kluabench.args'
 
 ---------------------------------------------------------------------------
 -- Reading results
@@ -53,7 +54,7 @@ function M.point_from_bundle(b)
   p.bytes, p.flops, p.gbps, p.tflops = v.bytes, v.flops, v.gbps, v.tflops
   p.gpu = v.device
   local ann = v.evidence.annotations
-  if type(ann) == 'table' and ann.liger_x_name and ann.liger_x_label then
+  if type(ann) == 'table' and type(ann.liger_x_name) == 'string' and ann.liger_x_label then
     p.x_labels = { [names.param_name(ann.liger_x_name)] = ann.liger_x_label }
   end
   return p
@@ -67,6 +68,7 @@ end
 -- @example
 --   local p = plot.point_from_liger_row(rows[1])
 function M.point_from_liger_row(row)
+  args.check('plot.point_from_liger_row', 1, row, 'table', 'Liger CSV row')
   local liger = require 'kluabench.record.liger'
   if row.error then return nil, row.error end
   local config, err = liger.parse_config(row.extra_benchmark_config_str)
@@ -81,6 +83,7 @@ function M.point_from_liger_row(row)
   for k, v in pairs(config) do
     if k == 'dtype' then p.dtype = names.dtype_name(tostring(v)) else p.params[names.param_name(k)] = v end
   end
+  if type(row.x_name) ~= 'string' or row.x_name == '' then return nil, 'x_name is empty' end
   local x = names.param_name(row.x_name)
   p.params[x] = tonumber(row.x_value) or row.x_value
   if row.x_label and row.x_label ~= '' then p.x_labels = { [x] = row.x_label } end
@@ -104,6 +107,7 @@ local function basename(path) return (tostring(path):match('([^/]+)/*$') or tost
 -- @example
 --   print(table.concat(plot.run_names({"a/x.jsonl", "b/x.jsonl", "y.csv"}), " "))
 function M.run_names(paths)
+  args.check('plot.run_names', 1, paths, 'table', 'list of paths')
   local count, out = {}, {}
   for _, path in ipairs(paths) do count[basename(path)] = (count[basename(path)] or 0) + 1 end
   for i, path in ipairs(paths) do out[i] = count[basename(path)] > 1 and path or basename(path) end
@@ -168,6 +172,7 @@ local FIELD_ALIASES = { operation = 'mode', kernel_operation_mode = 'mode', kern
 -- @example
 --   print(plot.field_name("T")) --> seq
 function M.field_name(name)
+  args.check('plot.field_name', 1, name, 'string', 'field name')
   return FIELD_ALIASES[name] or (TOP_FIELDS[name] and name) or names.param_name(name)
 end
 
@@ -177,6 +182,8 @@ end
 -- @example
 --   print(plot.field(points[1], "seq_len"))
 function M.field(p, name)
+  args.check('plot.field', 1, p, 'table', 'point')
+  args.check('plot.field', 2, name, 'string', 'field name')
   name = M.field_name(name)
   if TOP_FIELDS[name] then return p[name] end
   return p.params[name]
@@ -195,6 +202,7 @@ end
 -- @example
 --   local f = plot.parse_filter("seq=2048,4096")
 function M.parse_filter(s)
+  args.check('plot.parse_filter', 1, s, 'string', 'filter text "KEY=V1,V2"')
   local k, v = tostring(s):match('^%s*([^=]-)%s*=%s*(.-)%s*$')
   if not k or k == '' or v == '' then return nil, string.format("bad filter '%s' (expected KEY=VALUE)", s) end
   local values = {}
@@ -217,6 +225,8 @@ end
 -- @example
 --   local fwd = plot.filter(points, {plot.parse_filter("mode=forward")})
 function M.filter(points, filters)
+  args.check('plot.filter', 1, points, 'table', 'list of points')
+  args.check('plot.filter', 2, filters, 'table|nil', 'list of filters')
   local out = {}
   for _, p in ipairs(points) do
     local keep = true
@@ -234,6 +244,8 @@ end
 -- @example
 --   local seqs = plot.distinct(points, "seq")
 function M.distinct(points, name)
+  args.check('plot.distinct', 1, points, 'table', 'list of points')
+  args.check('plot.distinct', 2, name, 'string', 'field name')
   local seen, out = {}, {}
   for _, p in ipairs(points) do
     local v = M.field(p, name)
@@ -253,6 +265,7 @@ end
 -- @example
 --   print(table.concat(plot.fields(points), ", "))
 function M.fields(points)
+  args.check('plot.fields', 1, points, 'table', 'list of points')
   local seen, out = {}, {}
   for _, p in ipairs(points) do
     for k in pairs(TOP_FIELDS) do
@@ -279,6 +292,7 @@ end
 -- @example
 --   print(table.concat(plot.varying(points), ", "))
 function M.varying(points)
+  args.check('plot.varying', 1, points, 'table', 'list of points')
   local out = {}
   for _, f in ipairs(M.fields(points)) do
     if #M.distinct(points, f) > 1 or missing_somewhere(points, f) then out[#out + 1] = f end
@@ -292,6 +306,8 @@ end
 -- @example
 --   print(plot.common(points, "gpu"))
 function M.common(points, f)
+  args.check('plot.common', 1, points, 'table', 'list of points')
+  args.check('plot.common', 2, f, 'string', 'field name')
   local d = M.distinct(points, f)
   if #d == 1 and not missing_somewhere(points, f) then return d[1] end
   return nil
@@ -337,6 +353,8 @@ end
 --   local g = plot.group(points, {x = "seq", by = "provider"})
 --   for _, s in ipairs(g.series) do print(s.name, #s.points) end
 function M.group(points, opts)
+  args.check('plot.group', 1, points, 'table', 'list of points')
+  args.check('plot.group', 2, opts, 'table', 'table {x, by}')
   local x = M.field_name(opts.x)
   local by = {}
   for i, f in ipairs(type(opts.by) == 'table' and opts.by or { opts.by or 'provider' }) do
@@ -422,6 +440,9 @@ end
 -- @example
 --   local ticks = plot.nice_ticks(0, 0.93) --> 0, 0.2, 0.4, 0.6, 0.8, 1
 function M.nice_ticks(lo, hi, n)
+  args.check('plot.nice_ticks', 1, lo, 'number', 'number')
+  args.check('plot.nice_ticks', 2, hi, 'number', 'number')
+  args.check('plot.nice_ticks', 3, n, 'integer|nil', 'number of ticks')
   n = n or 6
   if hi < lo then lo, hi = hi, lo end
   if hi == lo then
@@ -451,6 +472,8 @@ end
 -- @example
 --   local ticks = plot.log_ticks(0.03, 2) --> 0.05, 0.1, 0.2, 0.5, 1, 2
 function M.log_ticks(lo, hi)
+  args.check('plot.log_ticks', 1, lo, 'number', 'number')
+  args.check('plot.log_ticks', 2, hi, 'number', 'number')
   local e0, e1 = math.floor(math.log(lo, 10) + 1e-9), math.ceil(math.log(hi, 10) - 1e-9)
   local function collect(mults)
     local t = {}
@@ -490,6 +513,7 @@ end
 -- @example
 --   print(plot.format_tick(16384)) --> 16384
 function M.format_tick(v)
+  args.check('plot.format_tick', 1, v, 'number', 'number')
   local a = math.abs(v)
   if a >= 1e5 then
     for _, u in ipairs { { 1e9, 'G' }, { 1e6, 'M' }, { 1e3, 'k' } } do
@@ -728,6 +752,7 @@ end
 --   local svg = plot.line_chart{title = "demo", xlabel = "n", ylabel = "ms",
 --     series = {{name = "a", points = {{x = 1, y = 2, lo = 1.8, hi = 2.3}, {x = 2, y = 3}}}}}
 function M.line_chart(spec)
+  args.check('plot.line_chart', 1, spec, 'table', 'chart table {series, ...}')
   local series = spec.series
   if spec.logx and not spec.categories then
     local ok, err = check_positive(series, 'a log x axis', function(p) return p.x end)
@@ -819,6 +844,7 @@ end
 --   local svg = plot.bar_chart{categories = {"seq 2048"}, ylabel = "ms",
 --     series = {{name = "fused", points = {{x = 1, y = 0.1}}}, {name = "reference", points = {{x = 1, y = 0.3}}}}}
 function M.bar_chart(spec)
+  args.check('plot.bar_chart', 1, spec, 'table', 'chart table {categories, series, ...}')
   local series, cats = spec.series, spec.categories
   if spec.logy then
     local ok, err = check_positive(series, 'a log y axis', function(p) return p.lo or p.y end)
@@ -922,6 +948,8 @@ end
 -- @example
 --   local pts, notes = plot.slice(points, "seq")
 function M.slice(points, x, by)
+  args.check('plot.slice', 1, points, 'table', 'list of points')
+  args.check('plot.slice', 2, x, 'string', 'field name')
   local skip = { [M.field_name(x)] = true }
   for _, f in ipairs(type(by) == 'table' and by or { by or 'provider' }) do skip[M.field_name(f)] = true end
   local notes = {}
@@ -956,6 +984,7 @@ end
 -- @example
 --   print(plot.guess_x(points))
 function M.guess_x(points)
+  args.check('plot.guess_x', 1, points, 'table', 'list of points')
   local candidates = {}
   for _, f in ipairs(M.varying(points)) do
     if not TOP_FIELDS[f] then candidates[#candidates + 1] = f end
@@ -993,8 +1022,12 @@ end
 -- @signature plot.chart(points [, opts]) -> svg, info | nil, message, kind
 -- @example
 --   local svg = assert(plot.chart(points, {x = "seq", by = "provider", logx = true}))
---   local f = assert(io.open("chart.svg", "w")); f:write(svg); f:close()
+--   local path = os.tmpname() .. ".svg"
+--   local f = assert(io.open(path, "w")); f:write(svg); f:close()
+--   os.remove(path)
 function M.chart(points, opts)
+  args.check('plot.chart', 1, points, 'table', 'list of points')
+  args.check('plot.chart', 2, opts, 'table|nil', 'table of options')
   opts = opts or {}
   if #points == 0 then return nil, 'no data points to plot' end
   local notes = {}

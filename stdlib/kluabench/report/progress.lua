@@ -17,6 +17,7 @@
 --   end
 --   p:close()
 local M = {}
+local args = require 'kluabench.args'
 
 local Progress = {}
 Progress.__index = Progress
@@ -49,6 +50,7 @@ end
 -- @example
 --   print(progress.is_tty(io.stderr))
 function M.is_tty(stream)
+  args.check('progress.is_tty', 1, stream, 'userdata|table|nil', 'file or stream')
   stream = stream or io.stderr
   local fd = (stream == io.stderr and 2) or (stream == io.stdout and 1) or nil
   local host = package.loaded['kluabench.host']
@@ -100,6 +102,7 @@ end
 -- @example
 --   print(progress.format_duration(125)) --> 2m05s
 function M.format_duration(s)
+  args.check('progress.format_duration', 1, s, 'number|nil', 'seconds')
   if s == nil or s ~= s or s < 0 then return '?' end
   if s < 60 then return string.format('%.1fs', s) end
   local m = math.floor(s / 60 + 1e-9)

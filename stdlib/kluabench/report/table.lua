@@ -1,6 +1,7 @@
 --- Tables for people: aligned terminal tables, markdown tables, and the
 -- results table of a list of bundles; Liger's CSV of bundles.
 local M = {}
+local args = require 'kluabench.args'
 
 local inference = require 'kluabench.stats.inference'
 
@@ -46,6 +47,8 @@ end
 --   io.write(output.format_table({{key = "name"}, {key = "ms", align = "right", format = "%.3f"}},
 --     {{name = "fused", ms = 0.1375}}))
 function M.format_table(columns, rows)
+  args.check('output.format_table', 1, columns, 'table', 'list of columns')
+  args.check('output.format_table', 2, rows, 'table', 'list of rows')
   local widths, cells = columns_and_cells(columns, rows)
   local out = {}
   local head, rule = {}, {}
@@ -69,6 +72,8 @@ end
 -- @example
 --   io.write(output.format_markdown({{key = "name"}, {key = "ms"}}, {{name = "fused", ms = 0.14}}))
 function M.format_markdown(columns, rows)
+  args.check('output.format_markdown', 1, columns, 'table', 'list of columns')
+  args.check('output.format_markdown', 2, rows, 'table', 'list of rows')
   local widths, cells = columns_and_cells(columns, rows)
   local function esc(s) return (s:gsub('|', '\\|')) end
   local out = {}
@@ -144,6 +149,9 @@ M.RESULT_COLUMNS = {
 --- How far past the copy floor a median may be before the table flags it `<floor`: the copy ceiling's
 -- own spread (check.CEILING_SPREAD).
 M.CEILING_SPREAD = require('kluabench.check').CEILING_SPREAD
+
+--- The width the results table aims to fit (a sweep's rows, and its heading lines).
+M.WIDTH = 120
 
 --- Results with fewer samples than this are flagged `n<5` in the table.
 M.MIN_SAMPLES = 5
@@ -311,6 +319,8 @@ end
 -- @example
 --   local rows = output.results_rows(bundles)
 function M.results_rows(bundles, opts)
+  args.check('output.results_rows', 1, bundles, 'table', 'list of bundles')
+  args.check('output.results_rows', 2, opts, 'table|nil', 'options')
   local rows, points = {}, {}
   local energy = opts and type(opts.metrics) == 'table' and opts.metrics.energy
   for i, b in ipairs(bundles) do rows[i], points[i] = row_of(b, energy) end
@@ -342,7 +352,8 @@ end
 
 -- M.RESULT_COLUMNS without the optional columns that no row fills.
 --- The columns that say what and how every row measured: when all rows agree on them, they go into a
--- line above the table instead of repeating on each row (the table then fits 120 columns).
+-- line above the table instead of repeating on each row, as do the words of the workload ids that
+-- every row shares (so that a sweep's table fits 120 columns).
 M.SHARED_COLUMNS = { kernel = true, device = true, protocol = true, timer = true }
 
 -- The value every row has for key, or nil when they differ or one lacks it.
@@ -353,11 +364,53 @@ local function common_value(rows, key)
   return v
 end
 
+-- The words ("-"-separated) of the workload ids that every row shares, said once above the table:
+-- with two rows or more whose ids have as many words, and some but not all the same, each row's
+-- workload cell keeps the words that vary and the heading gets the id with "*" for them
+-- ("hidden8192-kv_heads8-q_heads32-seq*-bf16" over cells "seq1024", "seq2048").
+local function shared_workload(rows)
+  if #rows < 2 then return nil end
+  local words, n = {}, nil
+  for i, row in ipairs(rows) do
+    if type(row.workload) ~= 'string' then return nil end
+    local w = {}
+    for word in (row.workload .. '-'):gmatch('([^-]*)-') do w[#w + 1] = word end
+    if n and #w ~= n then return nil end
+    n, words[i] = #w, w
+  end
+  local same, varying = {}, 0
+  for j = 1, n do
+    same[j] = true
+    for i = 2, #rows do
+      if words[i][j] ~= words[1][j] then same[j] = false break end
+    end
+    if not same[j] then varying = varying + 1 end
+  end
+  if varying == 0 or varying == n then return nil end
+  local pattern = {}
+  for j = 1, n do
+    -- the axis name the varying words start with ("seq" of seq1024, seq2048), then "*"
+    local prefix = not same[j] and words[1][j]:match('^([%a_]*)') or nil
+    for i = 2, #rows do
+      if prefix and words[i][j]:match('^([%a_]*)') ~= prefix then prefix = '' end
+    end
+    pattern[j] = same[j] and words[1][j] or ((prefix or '') .. '*')
+  end
+  for i, row in ipairs(rows) do
+    local cell = {}
+    for j = 1, n do if not same[j] then cell[#cell + 1] = words[i][j] end end
+    row.workload = table.concat(cell, '-')
+  end
+  return table.concat(pattern, '-')
+end
+
 local function result_columns(rows)
   local cols, heading = {}, {}
+  local workload = shared_workload(rows)
   local timed = false
   for _, row in ipairs(rows) do timed = timed or row.mem_mb == nil end
   for _, col in ipairs(M.RESULT_COLUMNS) do
+    if col.key == 'workload' and workload then heading[#heading + 1] = 'workload ' .. workload end
     local used = not col.optional or (col.optional == 'time' and timed)
     for _, row in ipairs(rows) do
       if used then break end
@@ -370,11 +423,23 @@ local function result_columns(rows)
       cols[#cols + 1] = col
     end
   end
-  return cols, #heading > 0 and table.concat(heading, ' · ') or nil
+  if #heading == 0 then return cols, nil end
+  -- one line, or as many as it takes to stay within M.WIDTH
+  local lines, line = {}, heading[1]
+  for i = 2, #heading do
+    if ulen(line) + 3 + ulen(heading[i]) > M.WIDTH then
+      lines[#lines + 1], line = line, heading[i]
+    else
+      line = line .. ' · ' .. heading[i]
+    end
+  end
+  lines[#lines + 1] = line
+  return cols, table.concat(lines, '\n')
 end
 
 --- The aligned terminal table of a list of bundles; the device, protocol and backend/timer that
--- every row shares (and the kernel) are said once, in a line above it.
+-- every row shares (and the kernel, and the words of the workload ids that do not vary) are said
+-- once, in a line above it.
 --
 -- opts: as output.results_rows (sessions = true: one row per session).
 --
@@ -382,6 +447,7 @@ end
 -- @example
 --   io.write(output.results_table(bundles))
 function M.results_table(bundles, opts)
+  args.check('output.results_table', 1, bundles, 'table', 'list of bundles')
   local rows = M.results_rows(bundles, opts)
   local cols, heading = result_columns(rows)
   return (heading and (heading .. '\n') or '') .. M.format_table(cols, rows)
@@ -393,6 +459,7 @@ end
 -- @example
 --   io.write(output.results_markdown(bundles))
 function M.results_markdown(bundles, opts)
+  args.check('output.results_markdown', 1, bundles, 'table', 'list of bundles')
   local rows = M.results_rows(bundles, opts)
   local cols, heading = result_columns(rows)
   return (heading and (heading .. '\n\n') or '') .. M.format_markdown(cols, rows)
@@ -407,6 +474,7 @@ end
 --   local text, left_out = assert(output.liger_csv(bundles))
 --   io.write(text)
 function M.liger_csv(bundles)
+  args.check('output.liger_csv', 1, bundles, 'table', 'list of bundles')
   local liger = require 'kluabench.record.liger'
   local point = require 'kluabench.record.point'
   local rows, left_out = {}, 0

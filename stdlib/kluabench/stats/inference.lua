@@ -11,6 +11,7 @@
 local prng = require 'kluabench.stats.prng'
 
 local M = {}
+local args = require 'kluabench.args'
 
 local sqrt, exp, log, abs, floor, ceil = math.sqrt, math.exp, math.log, math.abs, math.floor,
   math.ceil
@@ -63,6 +64,7 @@ end
 -- @example
 --   print(inference.normal_cdf(1.96)) --> 0.975
 function M.normal_cdf(x)
+  args.check('inference.normal_cdf', 1, x, 'number', 'number')
   return 0.5 * erfc(-x / sqrt(2))
 end
 
@@ -108,6 +110,7 @@ end
 -- @example
 --   print(inference.t_cdf(-2, 5)) --> 0.05097
 function M.t_cdf(t, df)
+  args.check('inference.t_cdf', 1, t, 'number', 'number')
   if math.type(df) ~= 'integer' or df < 1 then
     error("bad argument #2 to 't_cdf' (positive integer degrees of freedom expected, got "
       .. tostring(df) .. ')', 2)
@@ -191,6 +194,8 @@ end
 -- @example
 --   print(inference.median_ci_ranks(100))
 function M.median_ci_ranks(n, confidence)
+  args.check('inference.median_ci_ranks', 1, n, 'integer', 'sample count')
+  args.check('inference.median_ci_ranks', 2, confidence, 'number|nil', 'confidence')
   local z = z_of(confidence or 0.95, 'median_ci_ranks')
   local h = z * sqrt(n) / 2
   local l = floor(n / 2 - h)
@@ -286,6 +291,8 @@ end
 --   local F = inference.order_statistic_cdf(5, 3)
 --   print(F[1], F[3], F[5])
 function M.order_statistic_cdf(n, k)
+  args.check('inference.order_statistic_cdf', 1, n, 'integer', 'sample count')
+  args.check('inference.order_statistic_cdf', 2, k, 'integer', 'rank')
   if math.type(n) ~= 'integer' or n < 1 or math.type(k) ~= 'integer' or k < 1 or k > n then
     error(string.format("bad arguments to 'order_statistic_cdf' (integers 1 <= k <= n expected, "
       .. 'got n = %s, k = %s)', tostring(n), tostring(k)), 2)
@@ -454,6 +461,10 @@ end
 -- @example
 --   print(inference.widen(1.0, 0.99, 1.01, 0.02))
 function M.widen(ratio, lo, hi, sd, confidence)
+  args.check('inference.widen', 1, ratio, 'number', 'ratio')
+  args.check('inference.widen', 2, lo, 'number', 'lower bound')
+  args.check('inference.widen', 3, hi, 'number', 'upper bound')
+  args.check('inference.widen', 4, sd, 'number|nil', 'noise standard deviation')
   if not sd or sd <= 0 then return lo, hi end
   local z = z_of(confidence or 0.95, 'widen')
   local e = (z * sd) ^ 2
