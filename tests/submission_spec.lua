@@ -156,6 +156,6 @@ describe('kluabench submission (the command)', function()
     assert.matches('no %-o OUT given', r.err)
     r = sub.run { 'submission', dir .. '/in.jsonl', '-o', dir .. '/in.jsonl' }
     assert.equal(2, r.code)
-    assert.matches('is one of the inputs', r.err)
+    assert.matches('is the input .*: writing there would overwrite an input', r.err)
   end)
 end)

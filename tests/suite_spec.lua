@@ -269,7 +269,7 @@ kb.suite.main { name = 'long', axes = { { name = 'n', default = 100, max = 10000
     -- ... and the word is refused for a provider the registry does not have
     r = run(builtin, { '--n', '16', '--rep-ms', '2', '--provider', 'other', '--format', 'jsonl' })
     assert.equal(1, r.code)
-    assert.matches("runtime_error: forward other at k1-n16-fp32: the implementation hook (", r.err, 1, true)
+    assert.matches("runtime_error: forward other at n16-k1-fp32: the implementation hook (", r.err, 1, true)
     assert.matches("llama4_builtin.lua:%d+%) returned the string 'builtin' for provider 'other'", r.err)
     assert.matches("which has no provider other of a kernel llama4_rope on the cpu backend)", r.err, 1, true)
   end)
