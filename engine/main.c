@@ -286,7 +286,9 @@ static void add_user_path(luaL_Buffer *b, const char *spec) {
 }
 
 /* Our directories go in front of what package already has (its default,
- * or LUA_PATH unless -E). KLUABENCH_PATH, unless -E, goes first. */
+ * or LUA_PATH unless -E). KLUABENCH_PATH, unless -E, goes first.
+ * stdlib/compat/ holds the old names of moved modules (each file one
+ * require of the new name), searched after the stdlib itself. */
 static void set_paths(lua_State *L, int noenv) {
   luaL_Buffer b;
   lua_getglobal(L, "package");
@@ -294,8 +296,8 @@ static void set_paths(lua_State *L, int noenv) {
   const char *user = noenv ? NULL : getenv("KLUABENCH_PATH");
   if (user) add_user_path(&b, user);
   if (*exe_dir) {
-    lua_pushfstring(L, "%s/stdlib/?.lua;%s/stdlib/?/init.lua;%s/lua/?.lua;%s/lua/?/init.lua;",
-                    root_dir, root_dir, exe_dir, exe_dir);
+    lua_pushfstring(L, "%s/stdlib/?.lua;%s/stdlib/?/init.lua;%s/stdlib/compat/?.lua;%s/lua/?.lua;%s/lua/?/init.lua;",
+                    root_dir, root_dir, root_dir, exe_dir, exe_dir);
     luaL_addvalue(&b);
   }
   lua_getfield(L, -2, "path");

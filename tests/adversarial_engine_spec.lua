@@ -8,7 +8,7 @@
 -- under `timeout` (and, outside sanitizer builds, a memory limit), so that a
 -- regression fails the test instead of stalling the suite.
 local kb = require 'kluabench'
-local files = require 'kluabench.report.files'
+local files = require 'kluabench.io.files'
 local check = require 'kluabench.check'
 local sub = require 'helpers.subprocess'
 

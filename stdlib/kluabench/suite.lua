@@ -638,8 +638,8 @@ end
 -- A new file in the results folder ($KLUABENCH_RESULTS, default results/):
 -- NAME-<UTC time>SUFFIX.
 local function results_file(d, suffix)
-  local dir = require('kluabench.report.files').results_dir()
-  local ok, err = require('kluabench.report.files').mkdir_p(dir)
+  local dir = require('kluabench.io.files').results_dir()
+  local ok, err = require('kluabench.io.files').mkdir_p(dir)
   if not ok then fail(d.name, '%s', err) end
   return dir .. '/' .. d.name .. '-' .. require('kluabench.record.names').time_id(require('kluabench.record').now())
     .. suffix
@@ -673,7 +673,7 @@ local function write_results(d, o, bundles, path, samples, claim)
   local output = require 'kluabench.report'
   local table_text = o.format == 'markdown' and output.results_markdown(bundles) or output.results_table(bundles)
   if o.format == 'table' or o.format == 'markdown' then
-    local ok, err = require('kluabench.report.files').write_stdout(table_text)
+    local ok, err = require('kluabench.io.files').write_stdout(table_text)
     if not ok then fail(d.name, 'cannot write %s', err) end
     io.stderr:write(string.format('%s: %d bundle%s appended to %s (backend %s)\n', d.name, #bundles,
       #bundles == 1 and '' or 's', path, core.backend()))
@@ -1052,13 +1052,13 @@ function M.main(d, args)
   local path = jsonl_path(d, o)
   local target = path or o.out
   if target then
-    local ok, err = require('kluabench.report.files').check_writable(target)
+    local ok, err = require('kluabench.io.files').check_writable(target)
     if not ok then fail(d.name, 'cannot write --out %s', err) end
   end
 
   local samples = samples_path(d, o, path or o.out)
   if samples then
-    local ok, err = require('kluabench.report.files').check_writable(samples)
+    local ok, err = require('kluabench.io.files').check_writable(samples)
     if not ok then fail(d.name, 'cannot write --samples %s', err) end
   end
   -- the whole-file formats replace --out at the end: what it holds now is

@@ -1141,7 +1141,7 @@ end
 
 -- kb.output gathers the functions of four files, measure those of six.
 local SOURCES = {
-  output = { 'kluabench.report.json', 'kluabench.report.files', 'kluabench.report.csv', 'kluabench.report.table' },
+  output = { 'kluabench.io.json', 'kluabench.io.files', 'kluabench.io.csv', 'kluabench.report.table' },
   measure = { 'kluabench.measure.device', 'kluabench.measure.rotation', 'kluabench.measure.trace',
     'kluabench.measure.session', 'kluabench.measure', 'kluabench.measure.protocol' },
 }

@@ -128,7 +128,7 @@ end
 
 --- The entries of every module: modules maps a prefix to a module name, or
 -- to a list of module names whose functions it gathers (kb.output is
--- report/json, files, csv and table). Each entry's section defaults to the
+-- io/json, files, csv and report/table). Each entry's section defaults to the
 -- prefix of its name when sections has one by that id, else to `default`
 -- (a table prefix -> section id).
 function M.collect(modules, sections, default)

@@ -201,15 +201,15 @@ end
 -- protected call on the way caught it (kb.interrupted() says so): commands
 -- call it in their loops, so that they stop promptly. engine/main.c then
 -- reports "kluabench CMD: interrupted by SIGINT" and exits 130 (143 for
--- SIGTERM); files being written are removed by report/files.lua.
+-- SIGTERM); files being written are removed by io/files.lua.
 function M.stop_if_interrupted()
   local ok, kb = pcall(require, 'kluabench.core')
   if ok and type(kb) == 'table' and kb.interrupted() then error('interrupted!', 0) end
 end
 
 --- s made safe to quote in a message (control characters and bytes that
--- are not UTF-8 as \xNN, long values cut): report.json.printable.
-function M.printable(s, max) return require('kluabench.report.json').printable(s, max) end
+-- are not UTF-8 as \xNN, long values cut): io.json.printable.
+function M.printable(s, max) return require('kluabench.io.json').printable(s, max) end
 
 --- Reads options from args. spec maps an option name (without dashes) to
 -- 'flag', 'value' or 'list' (a value that may be given several times:

@@ -19,7 +19,7 @@ local M = {}
 -- @example
 --   print(history.default_db())
 function M.default_db()
-  return require('kluabench.report.files').results_dir() .. '/history.db'
+  return require('kluabench.io.files').results_dir() .. '/history.db'
 end
 
 --- The provider whose runs are the sentinel of machine drift: the copy kernel, measured in the same

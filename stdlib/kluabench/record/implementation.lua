@@ -16,7 +16,7 @@
 -- Every one names its OperationSpec by digest (operation.specDigest). Two
 -- different kernels never share a revision: the source digest, the symbol,
 -- the options or the arch differ.
-local json = require 'kluabench.report.json'
+local json = require 'kluabench.io.json'
 local names = require 'kluabench.record.names'
 local operation = require 'kluabench.record.operation'
 

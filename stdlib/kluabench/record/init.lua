@@ -12,7 +12,7 @@
 -- for goes into the run's evidence entry (kluabench.record.evidence) and its
 -- measurements[] (kluabench.record.measurements). docs/RECORDS.md describes
 -- every field and where each figure went.
-local json = require 'kluabench.report.json'
+local json = require 'kluabench.io.json'
 local kernels = require 'kluabench.kernels'
 local names = require 'kluabench.record.names'
 local operation = require 'kluabench.record.operation'

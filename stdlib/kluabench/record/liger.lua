@@ -15,9 +15,9 @@
 -- our own labelled not_reproduced. Input is data: the JSON in
 -- extra_benchmark_config_str is parsed by output.decode, never run.
 local names = require 'kluabench.record.names'
-local output = require 'kluabench.report.json'
-local csv = require 'kluabench.report.csv'
-local files = require 'kluabench.report.files'
+local output = require 'kluabench.io.json'
+local csv = require 'kluabench.io.csv'
+local files = require 'kluabench.io.files'
 local operation = require 'kluabench.record.operation'
 local env = require 'kluabench.record.env'
 

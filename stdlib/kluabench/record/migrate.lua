@@ -8,7 +8,7 @@
 -- them, so compare, plot and merge read old results files unchanged;
 -- `kluabench migrate OLD -o NEW` writes them out in today's form. The old
 -- digests cannot be kept (the recipe changed); every number and name is.
-local json = require 'kluabench.report.json'
+local json = require 'kluabench.io.json'
 local names = require 'kluabench.record.names'
 
 local M = {}

@@ -21,7 +21,7 @@
 -- with dtype a kernelindex token (bf16, fp16, fp32, fp64), and optionally tensors
 -- ({name = {shape, dtype}}: the concrete tensors, for inputs whose dimensions are
 -- no axes of the workload).
-local json = require 'kluabench.report.json'
+local json = require 'kluabench.io.json'
 local names = require 'kluabench.record.names'
 
 local M = {}

@@ -15,8 +15,8 @@
 -- today's (kluabench.record.migrate) and read each run's evidence entry (its
 -- raw samples: kluabench.record.evidence) from the samples file beside the
 -- records file; kluabench.record.point then gives the view of each.
-local output = require 'kluabench.report.json'
-local files = require 'kluabench.report.files'
+local output = require 'kluabench.io.json'
+local files = require 'kluabench.io.files'
 local evidence = require 'kluabench.record.evidence'
 local migrate = require 'kluabench.record.migrate'
 

@@ -15,8 +15,8 @@
 -- regular expressions, matched through PCRE2 (kb.regex). `format` is an
 -- annotation in draft 2020-12 and is not asserted (the date-time pattern
 -- beside it is).
-local json = require 'kluabench.report.json'
-local files = require 'kluabench.report.files'
+local json = require 'kluabench.io.json'
+local files = require 'kluabench.io.files'
 
 local M = {}
 

@@ -10,7 +10,7 @@
 -- of a kind that bears a name already taken gets the name with the first 12
 -- hex digits of its digest appended (names are not digested, so no digest
 -- changes).
-local json = require 'kluabench.report.json'
+local json = require 'kluabench.io.json'
 local names = require 'kluabench.record.names'
 local schema = require 'kluabench.record.schema'
 

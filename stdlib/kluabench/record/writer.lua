@@ -4,8 +4,8 @@
 -- process stopped between the two leaves an unreferenced entry, never a run
 -- that names an entry that is not there.
 local evidence = require 'kluabench.record.evidence'
-local files = require 'kluabench.report.files'
-local json = require 'kluabench.report.json'
+local files = require 'kluabench.io.files'
+local json = require 'kluabench.io.json'
 local schema = require 'kluabench.record.schema'
 
 local M = {}

@@ -133,7 +133,7 @@ function M.run(args)
       .. 'workload digest and provider)\n', rest[1], rest[2]))
     return 2
   end
-  local written, werr = require('kluabench.report.files').write_stdout(compare.format(result, fmt))
+  local written, werr = require('kluabench.io.files').write_stdout(compare.format(result, fmt))
   if not written then
     io.stderr:write('kluabench compare: cannot write to ', werr, '\n')
     return 2

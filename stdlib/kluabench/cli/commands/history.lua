@@ -90,7 +90,7 @@ local function fail(fmt, ...)
 end
 
 local function write(text)
-  local ok, err = require('kluabench.report.files').write_stdout(text)
+  local ok, err = require('kluabench.io.files').write_stdout(text)
   if not ok then return fail('cannot write to %s', err) end
   return 0
 end

@@ -89,10 +89,10 @@ local function fail(fmt, ...)
   return 1
 end
 
--- The SVG to path ('-': stdout), whole or not at all (report.files): a
+-- The SVG to path ('-': stdout), whole or not at all (io.files): a
 -- link is written through, a device in place, a replaced file keeps its mode.
 local function write_output(path, svg)
-  return require('kluabench.report.files').write_atomic(path, svg)
+  return require('kluabench.io.files').write_atomic(path, svg)
 end
 
 --- Runs the command; returns the exit status.

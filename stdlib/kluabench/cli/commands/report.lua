@@ -130,7 +130,7 @@ function M.run(args)
       return usage_error("--max-trends must be a whole number from 0 to 10000, got '%s'", opts['max-trends'])
     end
   end
-  local files_mod = require 'kluabench.report.files'
+  local files_mod = require 'kluabench.io.files'
   if opts.output ~= '-' then
     local ok, err = files_mod.check_writable(opts.output)
     if not ok then return fail('%s', err) end

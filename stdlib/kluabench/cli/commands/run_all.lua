@@ -299,7 +299,7 @@ function M.main(args)
   if not o then return usage_error('%s', err) end
   local k = require 'kluabench.core'
   local opts = o.opts
-  local dir = launch.absolute(opts.dir or (require('kluabench.report.files').results_dir() .. '/run-all-' .. require('kluabench.record.names').time_id(
+  local dir = launch.absolute(opts.dir or (require('kluabench.io.files').results_dir() .. '/run-all-' .. require('kluabench.record.names').time_id(
     require('kluabench.record').now())))
   if opts.out == '' then return usage_error('-o: an empty path (leave -o out for DIR/all.jsonl)') end
   local out = opts.out and launch.absolute(opts.out) or (dir .. '/all.jsonl')

@@ -1,7 +1,7 @@
 --- Files: whole-file reads, atomic writes, JSON Lines appends, mkdir -p.
 local M = {}
 
-local json = require 'kluabench.report.json'
+local json = require 'kluabench.io.json'
 
 -- (busted on a machine without the binary), where only fsync and the JCS
 -- markers are missing.

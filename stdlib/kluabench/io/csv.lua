@@ -1,7 +1,7 @@
 --- CSV (RFC 4180): fields written as Python writes them, and a parser.
 local M = {}
 
-local json = require 'kluabench.report.json'
+local json = require 'kluabench.io.json'
 
 --- One CSV field: numbers as Python writes them, strings quoted when needed.
 --
