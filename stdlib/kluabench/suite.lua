@@ -58,7 +58,7 @@ local core = require 'kluabench.core'
 -- A usage error: the message on stderr (the option's bytes escaped, as
 -- every command's are), exit status 2.
 local function usage_error(name, fmt, ...)
-  io.stderr:write(name, ': ', require('kluabench.cli').printable(string.format(fmt, ...), 400), ' (see --help)\n')
+  io.stderr:write(name, ': ', require('kluabench.io.args').printable(string.format(fmt, ...), 400), ' (see --help)\n')
   os.exit(2)
 end
 
@@ -227,7 +227,7 @@ end
 -- measured once: a note says so on stderr, once per option.
 local function note_repeats(name, opt, repeats)
   if #repeats == 0 then return end
-  io.stderr:write(name, ': ', require('kluabench.cli').printable(string.format("option '--%s' lists %s more than once: "
+  io.stderr:write(name, ': ', require('kluabench.io.args').printable(string.format("option '--%s' lists %s more than once: "
     .. 'each is measured once', opt, table.concat(repeats, ', ')), 400), '\n')
 end
 
@@ -260,7 +260,7 @@ local function choice(name, opt, value, list, offers_all)
   if value == 'all' and offers_all then return list end
   for _, v in ipairs(list) do if v == value then return { v } end end
   usage_error(name, "option '--%s' must be %s%s%s, got '%s'%s", opt, offers_all and '' or 'one of ', choices(list),
-    offers_all and ' or all' or '', value, require('kluabench.cli.suggest').hint(value, list))
+    offers_all and ' or all' or '', value, require('kluabench.io.suggest').hint(value, list))
 end
 
 -- A comma list of choices (--mode forward,backward), in the order given,
@@ -298,7 +298,7 @@ local function parse(d, args)
     ['warmup-ms'] = 'value', runs = 'value', shard = 'value', timeout = 'value', history = 'value',
     aliases = { h = 'help' } }
   for _, a in ipairs(d.axes) do spec[option_name(a.name)] = 'value' end
-  local raw, rest = require('kluabench.cli').parse_args(args, spec)
+  local raw, rest = require('kluabench.io.args').parse_args(args, spec)
   if not raw then usage_error(d.name, '%s', rest) end
   if #rest > 0 then usage_error(d.name, "unexpected argument '%s'", rest[1]) end
   if raw.help then return { help = true } end
@@ -318,7 +318,7 @@ local function parse(d, args)
       local names = {}
       for _, s in ipairs(d.sweeps or {}) do names[#names + 1] = s.name end
       usage_error(d.name, "option '--sweep' must be %s or all, got '%s'%s", choices(names), raw.sweep,
-        require('kluabench.cli.suggest').hint(raw.sweep, names))
+        require('kluabench.io.suggest').hint(raw.sweep, names))
     end
   end
   o.sweep = raw.sweep
@@ -368,7 +368,7 @@ local function point_meta(d)
     __index = function(_, k)
       if known[k] or type(k) ~= 'string' then return nil end
       error(string.format("%s: a point has no field '%s'%s (its fields: %s)", d.name, k,
-        require('kluabench.cli.suggest').hint(k, names), table.concat(names, ', ')), 2)
+        require('kluabench.io.suggest').hint(k, names), table.concat(names, ', ')), 2)
     end,
   }
 end
@@ -485,7 +485,7 @@ local function defined_at(fn)
   if not info or info.what == 'C' or (info.linedefined or 0) <= 0 then return '' end
   -- the script's path as it was given (short_src cuts a long one to 60 bytes)
   local src = info.source:sub(1, 1) == '@' and info.source:sub(2) or info.short_src
-  return string.format(' (%s:%d)', require('kluabench.cli').printable(src, 300), info.linedefined)
+  return string.format(' (%s:%d)', require('kluabench.io.args').printable(src, 300), info.linedefined)
 end
 
 local function finite(v) return type(v) == 'number' and v == v and v > -math.huge and v < math.huge end
@@ -497,7 +497,7 @@ local function shown(v)
     if v ~= v then return 'NaN' end
     return 'the number ' .. (finite(v) and string.format('%.17g', v) or (v > 0 and 'inf' or '-inf'))
   end
-  if type(v) == 'string' then return "the string '" .. require('kluabench.cli').printable(v, 60) .. "'" end
+  if type(v) == 'string' then return "the string '" .. require('kluabench.io.args').printable(v, 60) .. "'" end
   if type(v) == 'boolean' then return tostring(v) end
   if is_tensor(v) then return 'a tensor' end
   return 'a ' .. type(v)

@@ -62,7 +62,7 @@ M.modules = {
   history_detect = 'kluabench.history.detect',
   history_point = 'kluabench.history.point',
   html = 'kluabench.report.html',
-  suggest = 'kluabench.cli.suggest',
+  suggest = 'kluabench.io.suggest',
 }
 
 --- Receivers of methods, and where their methods are: a registry metatable
@@ -284,8 +284,8 @@ M.sections = {
   { id = 'html', title = 'kluabench.report.html: the HTML report',
     intro = '`local html = require "kluabench.report.html"`. One self-contained page: tables, inline SVG '
       .. 'charts (kluabench.report.plot), trends with their steps marked.' },
-  { id = 'suggest', title = 'kluabench.cli.suggest: did you mean',
-    intro = '`local suggest = require "kluabench.cli.suggest"`. The valid word a mistyped one most likely '
+  { id = 'suggest', title = 'kluabench.io.suggest: did you mean',
+    intro = '`local suggest = require "kluabench.io.suggest"`. The valid word a mistyped one most likely '
       .. 'meant: unknown options of every command and benchmark script say it.' },
   { id = 'help', title = 'kluabench.cli.help: this documentation at the prompt',
     intro = 'The REPL installs `help` as a global; `?name` is `help("name")`.' },

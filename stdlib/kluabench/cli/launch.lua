@@ -25,7 +25,7 @@ local RESERVED = { shard = true, format = true, out = true, ['list-points'] = tr
 -- SCRIPT. Returns opts, script, script_args; or nil, message.
 function M.split_args(args, spec)
   local stopping = setmetatable({ stop_at_positional = true }, { __index = spec })
-  local opts, rest = require('kluabench.cli').parse_args(args, stopping)
+  local opts, rest = require('kluabench.io.args').parse_args(args, stopping)
   if not opts then return nil, rest end
   local script = rest[1]
   local script_args = table.move(rest, 2, #rest, 1, {})
