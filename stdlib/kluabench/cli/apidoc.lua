@@ -1116,7 +1116,7 @@ local COMMAND_EXAMPLES = {
 }
 
 local function command_entries()
-  local ok, cli = pcall(require, 'kluabench.cli')
+  local ok, cli = pcall(require, 'kluabench.cli.helpers')
   if not ok or type(cli) ~= 'table' or type(cli.COMMANDS) ~= 'table' then return {} end
   local list = {}
   for _, c in ipairs(cli.COMMANDS) do

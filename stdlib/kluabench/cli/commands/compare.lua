@@ -56,13 +56,13 @@ error, unreadable files or no point in common.]]
 
 M.USAGE = 'kluabench compare BASE NEW [--threshold T] [--noise N] [--between SD] [--per-point] [--format table|markdown|json]'
 
-local function usage_error(fmt, ...) return require('kluabench.cli').usage_error('compare', fmt, ...) end
+local function usage_error(fmt, ...) return require('kluabench.cli.helpers').usage_error('compare', fmt, ...) end
 
 local SPEC = { threshold = 'value', noise = 'value', confidence = 'value', resamples = 'value',
   seed = 'value', between = 'value', format = 'value', ['per-point'] = 'flag', help = 'flag', aliases = { h = 'help' } }
 
 -- The options of args, or nil, message.
-local function parse(args) return require('kluabench.cli').parse_args(args, SPEC) end
+local function parse(args) return require('kluabench.cli.helpers').parse_args(args, SPEC) end
 
 local function number_opt(opts, name, lo, hi, integer)
   local v = opts[name]
@@ -99,7 +99,7 @@ end
 function M.run(args)
   local opts, rest = parse(args or {})
   if not opts then return usage_error('%s', rest) end
-  if opts.help then return require('kluabench.cli').help('compare') end
+  if opts.help then return require('kluabench.cli.helpers').help('compare') end
   if #rest ~= 2 then return usage_error('expected BASE and NEW files, got %d argument(s)', #rest) end
   local o = {}
   local checks = {

@@ -1,7 +1,7 @@
 --- `kluabench history SUBCOMMAND`: results over commits in a database
 -- (SQLite file or PostgreSQL server): add, list, trend, compare, check,
 -- mark. The work is kluabench.history's; this is the command line.
-local cli = require 'kluabench.cli'
+local cli = require 'kluabench.cli.helpers'
 
 local M = {}
 

@@ -46,7 +46,7 @@ warning.
 Exit status: 0 all rows imported or skipped as kernelindex skips them, 1 a file
 unreadable or a row that cannot be converted, 2 usage error.]]
 
-local cli = require 'kluabench.cli'
+local cli = require 'kluabench.cli.helpers'
 
 local function usage_error(fmt, ...) return cli.usage_error('import-liger', fmt, ...) end
 

@@ -68,7 +68,7 @@ one environment; 1 a problem above (what arrived is still written, except
 for mixed environments and a bad manifest), a failed run, or an unreadable
 file; 2 usage error (-o naming an input included).]]
 
-local function usage_error(fmt, ...) return require('kluabench.cli').usage_error('merge', fmt, ...) end
+local function usage_error(fmt, ...) return require('kluabench.cli.helpers').usage_error('merge', fmt, ...) end
 
 local reader = require 'kluabench.record.reader'
 local get = reader.get
@@ -504,7 +504,7 @@ function M.check_output(dir, out, option)
 end
 
 function M.main(args)
-  local opts, rest = require('kluabench.cli').parse_args(args or {},
+  local opts, rest = require('kluabench.cli.helpers').parse_args(args or {},
     { out = 'value', ['allow-mixed'] = 'flag', quiet = 'flag', aliases = { o = 'out', q = 'quiet' } })
   if not opts then return usage_error('%s', rest) end
   if #rest == 0 then return usage_error('no DIR given (the --dir of run-all or slurm)') end

@@ -1,6 +1,6 @@
 --- `kluabench migrate FILE... -o OUT`: results files of kluabench's earlier
 -- record format rewritten in today's (kernelindex.dev/v1alpha1 as published).
-local cli = require 'kluabench.cli'
+local cli = require 'kluabench.cli.helpers'
 
 local M = {}
 

@@ -50,7 +50,7 @@ Examples:
 
 Exit status: 0 written, 1 unreadable or unsuitable data, 2 usage error.]]
 
-local cli = require 'kluabench.cli'
+local cli = require 'kluabench.cli.helpers'
 
 local SPEC = { logx = 'flag', logy = 'flag', bar = 'flag', help = 'flag', x = 'value', by = 'value',
   y = 'value', filter = 'list', title = 'value', output = 'value', width = 'value', height = 'value',

@@ -1,7 +1,7 @@
 --- `kluabench report RESULTS... -o report.html` and `kluabench report --db DB
 -- -o report.html`: one self-contained HTML file (kluabench.report.html) of
 -- result files or of a history query.
-local cli = require 'kluabench.cli'
+local cli = require 'kluabench.cli.helpers'
 
 local M = {}
 

@@ -58,7 +58,7 @@ failed or the merge found a problem; 2 usage error; 130/143 interrupted by
 SIGINT/SIGTERM.]]
 
 local NAME = 'run-all'
-local function usage_error(fmt, ...) return require('kluabench.cli').usage_error(NAME, fmt, ...) end
+local function usage_error(fmt, ...) return require('kluabench.cli.helpers').usage_error(NAME, fmt, ...) end
 local function say(fmt, ...) io.stderr:write('kluabench run-all: ', string.format(fmt, ...), '\n') end
 
 -- The most children (shards): kluabench.shard's bound.

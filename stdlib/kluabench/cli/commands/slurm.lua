@@ -51,7 +51,7 @@ every point arrived); 1 the listing, writing, sbatch or the merge failed;
 2 usage error.]]
 
 local NAME = 'slurm'
-local function usage_error(fmt, ...) return require('kluabench.cli').usage_error(NAME, fmt, ...) end
+local function usage_error(fmt, ...) return require('kluabench.cli.helpers').usage_error(NAME, fmt, ...) end
 local function say(fmt, ...) io.stderr:write('kluabench slurm: ', string.format(fmt, ...), '\n') end
 
 local SBATCH_VALUES = { 'partition', 'time', 'account', 'qos', 'constraint', 'mem', 'cpus-per-task', 'job-name' }

@@ -1,6 +1,6 @@
 --- `kluabench submission FILE... -o OUT`: a kernelindex submission document
 -- of the record bundles in results files.
-local cli = require 'kluabench.cli'
+local cli = require 'kluabench.cli.helpers'
 
 local M = {}
 
