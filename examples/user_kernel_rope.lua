@@ -75,7 +75,7 @@ local builtin_ms = kb.bench.do_bench(function() kb.rope.llama4_fwd(s.q, s.k, fre
 local after_ok, after = c:recheck()
 print('recheck: ' .. after.message)
 
-local ceiling = require('kluabench.record.ceilings').lookup(kb.device_info())
+local ceiling = require('kluabench.measure.ceilings').lookup(kb.device_info())
 print(string.format('\n| kernel | median ms | GB/s | plausible |\n|---|---:|---:|---|'))
 for _, row in ipairs { { 'user (NVRTC)', user_ms }, { 'kb.rope.llama4_fwd', builtin_ms } } do
   local plausible, why = check.plausible(row[2], bytes, ceiling)

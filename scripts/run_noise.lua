@@ -17,7 +17,7 @@
 -- the interval of a side measured in one session by it; records made after
 -- carry it (the session_noise measurement, and sessionNoise in their evidence).
 local kb = require 'kluabench'
-local ceilings = require 'kluabench.record.ceilings'
+local ceilings = require 'kluabench.measure.ceilings'
 local compare = require 'kluabench.report.compare'
 local output = require 'kluabench.report'
 local cli = require 'kluabench.cli'

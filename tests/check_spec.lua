@@ -138,7 +138,7 @@ describe('check.plausible', function()
   it('marks the record and the results table', function()
     local record = require 'kluabench.record'
     local output = require 'kluabench.report'
-    local ceilings = require 'kluabench.record.ceilings'
+    local ceilings = require 'kluabench.measure.ceilings'
     local dir = os.tmpname()
     os.remove(dir)
     local path = dir .. '.json'

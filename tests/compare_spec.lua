@@ -429,7 +429,7 @@ end)
 
 describe('the between-session noise figure (issue 13)', function()
   it('session_spread and noise_figure: the sd of log session medians, pooled per half-decade', function()
-    local ceilings = require 'kluabench.record.ceilings'
+    local ceilings = require 'kluabench.measure.ceilings'
     local function b(digest, median) return bundle { digest = digest, samples = { median, median, median, median, median } } end
     -- point a at ~2 ms in sessions of 2.00, 2.04, 1.96; point b at 2.2 ms in all three; c once only
     local bs = { b('sha256:a', 2.00), b('sha256:b', 2.2), b('sha256:c', 5),
@@ -472,7 +472,7 @@ describe('the between-session noise figure (issue 13)', function()
       .. dir .. '/s2.jsonl --from ' .. dir .. '/s3.jsonl')
     assert.equal(0, rc, out)
     assert.matches('between%-session sd 3%.%d+%%', out)
-    local ceilings = require 'kluabench.record.ceilings'
+    local ceilings = require 'kluabench.measure.ceilings'
     local c = assert(ceilings.load_cache(cache .. '/ceilings.json'))
     local _, entry = next(c.devices)
     local fig = assert(ceilings.usable_noise(entry))

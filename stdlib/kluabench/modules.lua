@@ -7,7 +7,7 @@ return {
   interleave = 'kluabench.measure.interleave',
   stats = 'kluabench.stats', inference = 'kluabench.stats.inference', prng = 'kluabench.stats.prng',
   record = 'kluabench.record', env = 'kluabench.record.env', names = 'kluabench.record.names',
-  ceilings = 'kluabench.record.ceilings', liger = 'kluabench.record.liger',
+  ceilings = 'kluabench.measure.ceilings', liger = 'kluabench.record.liger',
   reader = 'kluabench.record.reader', point = 'kluabench.record.point', evidence = 'kluabench.record.evidence',
   schema = 'kluabench.record.schema', writer = 'kluabench.record.writer', migrate = 'kluabench.record.migrate',
   operation = 'kluabench.record.operation', implementation = 'kluabench.record.implementation',

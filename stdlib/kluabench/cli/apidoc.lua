@@ -33,7 +33,7 @@ M.modules = {
   stopping = 'kluabench.measure.stopping',
   interleave = 'kluabench.measure.interleave',
   clocks = 'kluabench.measure.clocks',
-  ceilings = 'kluabench.record.ceilings',
+  ceilings = 'kluabench.measure.ceilings',
   inference = 'kluabench.stats.inference',
   compare = 'kluabench.report.compare',
   prng = 'kluabench.stats.prng',
@@ -203,8 +203,8 @@ M.sections = {
   { id = 'clocks', title = 'kluabench.measure.clocks: GPU clocks during a measurement',
     intro = '`local clocks = require "kluabench.measure.clocks"`. NVML readings around points and after '
       .. 'samples, dropping samples taken while the GPU throttled; inert where NVML is absent.' },
-  { id = 'ceilings', title = 'kluabench.record.ceilings: throughput and the roofline',
-    intro = '`local ceilings = require "kluabench.record.ceilings"`. The measured copy bandwidth of a '
+  { id = 'ceilings', title = 'kluabench.measure.ceilings: throughput and the roofline',
+    intro = '`local ceilings = require "kluabench.measure.ceilings"`. The measured copy bandwidth of a '
       .. 'device (cached per device) and the arithmetic of GB/s, % of copy and the roofline floor.' },
   { id = 'inference', title = 'kluabench.stats.inference: how sure the numbers are',
     intro = '`local inference = require "kluabench.stats.inference"`. Distribution-free intervals of '
@@ -898,7 +898,7 @@ section('clocks', {
 })
 
 ---------------------------------------------------------------------------
--- kluabench.record.ceilings
+-- kluabench.measure.ceilings
 ---------------------------------------------------------------------------
 
 section('ceilings', {

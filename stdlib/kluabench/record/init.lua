@@ -673,7 +673,7 @@ M.json_safe = json_safe
 -- this device), and whether the median is implausibly fast.
 local function throughput_of(bytes, flops, median_ms, environment)
   if type(bytes) ~= 'number' and type(flops) ~= 'number' then return nil end
-  local ceilings = require 'kluabench.record.ceilings'
+  local ceilings = require 'kluabench.measure.ceilings'
   local env = require 'kluabench.record.env'
   local here = env.local_device_name()
   if here ~= env.device_name(environment) then
@@ -694,7 +694,7 @@ local function session_noise_of(median_ms, environment)
   local env = require 'kluabench.record.env'
   local here = env.local_device_name()
   if here == nil or type(median_ms) ~= 'number' or here ~= env.device_name(environment) then return nil end
-  return require('kluabench.record.ceilings').cached_noise(median_ms)
+  return require('kluabench.measure.ceilings').cached_noise(median_ms)
 end
 
 -- The harness's commit for run.spec.evidence.harness: {repository, commit}

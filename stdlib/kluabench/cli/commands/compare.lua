@@ -81,7 +81,7 @@ end
 -- this one's name; else nil.
 local function device_between(...)
   local env = require 'kluabench.record.env'
-  local ceilings = require 'kluabench.record.ceilings'
+  local ceilings = require 'kluabench.measure.ceilings'
   local here = env.local_device_name()
   if not here then return nil end
   for i = 1, select('#', ...) do
