@@ -1143,7 +1143,7 @@ end
 local SOURCES = {
   output = { 'kluabench.io.json', 'kluabench.io.files', 'kluabench.io.csv', 'kluabench.report.table' },
   measure = { 'kluabench.measure.device', 'kluabench.measure.rotation', 'kluabench.measure.trace',
-    'kluabench.measure.session', 'kluabench.measure', 'kluabench.measure.protocol' },
+    'kluabench.measure.session', 'kluabench.measure.run', 'kluabench.measure.protocol' },
 }
 do
   local modules = {}
