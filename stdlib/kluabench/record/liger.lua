@@ -282,7 +282,7 @@ local function doc(kind, metadata, spec)
   for k, v in pairs(metadata.labels or {}) do metadata.labels[k] = names.clip(v, 200) end
   return { apiVersion = API, kind = kind, metadata = metadata, spec = spec }
 end
-local function digest(d) return require('kluabench.record').digest(d) end
+local function digest(d) return require('kluabench.record.document').digest(d) end
 
 --- The OperationSpec of a reproduced Liger kernel (commit: the Liger commit its sourceRef cites,
 -- default M.COMMIT).
@@ -438,7 +438,7 @@ local function speed_run(row, k, binding, digests, values)
   local key = operation.case_key(binding)
   local external = table.concat({ k.csv_name, row.kernel_operation_mode, row.kernel_provider, names.kebab(row.gpu_name),
     key, names.kebab(row.timestamp) }, '/')
-  local ns = function(ms) return require('kluabench.record').round(ms * 1e6) end
+  local ns = function(ms) return require('kluabench.record.document').round(ms * 1e6) end
   return doc('BenchmarkRun', {
     name = names.kebab(string.format('liger-%s-%s-%s-%s-%s-%s', k.csv_name, row.kernel_operation_mode,
       row.kernel_provider, row.gpu_name, key, row.timestamp)),

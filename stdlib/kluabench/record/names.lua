@@ -39,6 +39,11 @@ M.DTYPE_ALIASES = {
   float64 = 'f64',
 }
 
+--- kluabench dtype names -> kernelindex's tokens (the importer's bf16/fp16/fp32).
+M.DTYPE_TOKEN = { bf16 = 'bf16', f16 = 'fp16', f32 = 'fp32', f64 = 'fp64' }
+--- kernelindex's tokens -> kluabench dtype names.
+M.DTYPE_NAME = { bf16 = 'bf16', fp16 = 'f16', fp32 = 'f32', fp64 = 'f64' }
+
 local function check_string(fname, argn, s)
   if type(s) ~= 'string' then
     error(string.format("bad argument #%d to '%s' (string expected, got %s)", argn, fname,
@@ -160,7 +165,13 @@ function M.workload_slug(params, dtype)
   table.sort(keys)
   local parts = {}
   for i, k in ipairs(keys) do parts[i] = k .. M.format_value(params[k]) end
-  if dtype ~= nil then parts[#parts + 1] = require('kluabench.record.operation').dtype_token(dtype) end
+  if dtype ~= nil then -- operation.dtype_token's token: "bf16", "fp16", ...
+    if type(dtype) ~= 'string' then
+      error("bad argument #2 to 'workload_slug' (dtype string expected, got " .. type(dtype) .. ')', 2)
+    end
+    local ours = M.dtype_name(dtype)
+    parts[#parts + 1] = M.DTYPE_TOKEN[ours] or ours
+  end
   return table.concat(parts, '-')
 end
 

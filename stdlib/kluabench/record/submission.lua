@@ -52,7 +52,7 @@ function M.of(bundles, opts)
     error("bad argument #1 to 'submission.of' (list of bundles expected, got " .. type(bundles) .. ')', 2)
   end
   opts = opts or {}
-  local record = require 'kluabench.record'
+  local record = require 'kluabench.record.document'
   local doc = { projects = json.array(), operations = json.array(), workloads = json.array(),
     implementations = json.array(), runs = json.array() }
   local seen = {}        -- kind .. digest -> the document as it went in

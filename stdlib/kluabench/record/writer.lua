@@ -13,7 +13,7 @@ local M = {}
 -- Every document of a bundle valid, or an error naming the first problem:
 -- nothing invalid is written.
 local function validate(bundle)
-  for _, m in ipairs(require('kluabench.record').MEMBERS) do
+  for _, m in ipairs(require('kluabench.record.document').MEMBERS) do
     local doc = bundle[m.doc]
     if doc ~= nil then
       local problems = schema.check(doc)
@@ -104,7 +104,7 @@ local function sibling(path)
   local stem, ext = path:match('^(.*)(%.samples%.jsonl)$')
   if not stem then stem, ext = path:match('^(.-)(%.[^./]*)$') end
   if not stem or stem == '' or stem:sub(-1) == '/' then stem, ext = path, '' end
-  local base = stem .. '-' .. names.time_id(require('kluabench.record').now())
+  local base = stem .. '-' .. names.time_id(require('kluabench.record.document').now())
   local kb = require 'kluabench.core'
   for i = 1, 1000 do
     local candidate = base .. (i > 1 and ('-' .. i) or '') .. ext
