@@ -688,7 +688,12 @@ function M.bundle_to_row(bundle, opts)
   if type(bundle) ~= 'table' or type(bundle.run) ~= 'table' then
     error("bad argument #1 to 'liger.bundle_to_row' (bundle expected, got " .. type(bundle) .. ')', 2)
   end
-  local p = require('kluabench.record.point').of(bundle)
+  -- the view without migration (record/view.lua): migrating needs this module
+  local view = require 'kluabench.record.view'
+  if view.is_old(bundle) then
+    return nil, "bundle is of kluabench's earlier record format: migrate it first (kluabench migrate, migrate.bundle)"
+  end
+  local p = view.of(bundle)
   if not p.kernel or not p.mode or not p.provider then
     return nil, 'bundle lacks the run\'s sourceNative benchmark and externalId'
   end
