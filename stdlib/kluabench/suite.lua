@@ -689,7 +689,7 @@ local function write_results(d, o, bundles, path, samples, claim)
     if not ok then fail(d.name, 'cannot write %s', tostring(where)) end
     out, note = where, why
   else
-    local text, left_out = output.liger_csv(bundles)
+    local text, left_out = require('kluabench.record.liger').csv_of_bundles(bundles)
     if not text then fail(d.name, '%s', left_out) end
     if left_out > 0 then
       io.stderr:write(string.format('%s: %d bundle%s whose status is not passed %s not in the Liger CSV (it has no '

@@ -21,6 +21,8 @@ local implementation = require 'kluabench.record.implementation'
 local measurements = require 'kluabench.record.measurements'
 local evidence = require 'kluabench.record.evidence'
 local schema = require 'kluabench.record.schema'
+-- Liger's workloads are kernelindex's; loading it also names Liger's kernels in the registry
+local liger = require 'kluabench.record.liger'
 
 local M = {}
 
@@ -318,7 +320,6 @@ function M.workload(o)
     end
   end
   local dtype = o.dtype and operation.dtype_token(o.dtype) or 'opaque'
-  local liger = require 'kluabench.record.liger'
   if o.operation == nil and liger.KERNELS[o.kernel] then
     local binding = liger.binding_of(o.kernel, params, o.dtype)
     if binding then
@@ -379,8 +380,7 @@ function M.user_implementation(o)
   end
   if o.operation_digest == nil then
     local op = o.operation
-    local liger = require 'kluabench.record.liger'
-    if op == nil and liger.KERNELS[o.kernel] then op = liger.operation_document(o.kernel) end
+      if op == nil and liger.KERNELS[o.kernel] then op = liger.operation_document(o.kernel) end
     if type(op) ~= 'table' then
       error("bad argument #1 to 'user_implementation' (field 'operation_digest' or 'operation' needed: the "
         .. 'OperationSpec the kernel implements)', 2)

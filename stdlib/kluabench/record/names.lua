@@ -13,17 +13,6 @@ local M = {}
 --- Longest metadata.name (the example record cuts its name at 100).
 M.MAX_NAME = 100
 
---- Parameter names as they appear in slugs and workload specs: Liger's
--- spellings on the left, ours on the right.
-M.PARAM_ALIASES = {
-  hidden_size = 'hidden',
-  H = 'hidden',
-  seq_len = 'seq',
-  T = 'seq',
-  num_q_heads = 'q_heads',
-  num_kv_heads = 'kv_heads',
-}
-
 --- dtype spellings -> kluabench dtype names.
 M.DTYPE_ALIASES = {
   ['torch.bfloat16'] = 'bf16',
@@ -49,18 +38,6 @@ local function check_string(fname, argn, s)
     error(string.format("bad argument #%d to '%s' (string expected, got %s)", argn, fname,
       type(s)), 3)
   end
-end
-
---- Our name of a parameter: hidden_size and H -> hidden, seq_len and T -> seq, num_q_heads ->
--- q_heads.
---
--- Our name for a parameter (Liger's `hidden_size` -> `hidden`); unknown names pass through.
---
--- @signature names.param_name(name) -> name
--- @example
---   print(names.param_name("seq_len")) --> seq
-function M.param_name(name)
-  return M.PARAM_ALIASES[name] or name
 end
 
 --- Our name of a dtype: torch.bfloat16 -> bf16.

@@ -276,22 +276,6 @@ end
 -- @example
 --   local text, left_out = assert(output.liger_csv(bundles))
 --   io.write(text)
-function M.liger_csv(bundles)
-  local liger = require 'kluabench.record.liger'
-  local point = require 'kluabench.record.point'
-  local rows, left_out = {}, 0
-  for _, b in ipairs(bundles) do
-    if point.of(b).status ~= 'passed' then
-      left_out = left_out + 1
-    else
-      local row, err = liger.bundle_to_row(b)
-      if not row then return nil, err end
-      rows[#rows + 1] = row
-    end
-  end
-  local text, err = liger.to_csv(rows)
-  if not text then return nil, err end
-  return text, left_out
-end
+function M.liger_csv(bundles) return require('kluabench.record.liger').csv_of_bundles(bundles) end
 
 return M
