@@ -7,7 +7,7 @@
 -- and timed by kb.bench.do_bench (mean and median, as triton's do_bench
 -- reports them); Python's numbers come from DIR/python.json.
 local kb = require 'kluabench'
-local check = require 'kluabench.check'
+local check = require 'kluabench.kernels.check'
 local record = require 'kluabench.record'
 
 local dir = arg[1] or 'build/triton_rope'

@@ -1,8 +1,8 @@
 /* kb.compare_elements: the element-by-element comparison behind
- * kluabench.check (stdlib/kluabench/check.lua), in C because a check
+ * kluabench.kernels.check (stdlib/kluabench/kernels/check.lua), in C because a check
  * compares millions of elements and a Lua loop over t:totable() takes
  * seconds. The policy (tolerances by dtype, what counts as a failure, the
- * messages) stays in check.lua. */
+ * messages) stays in kernels/check.lua. */
 #include <math.h>
 #include "kb.h"
 #include "../kernels/tensor_ops.h"

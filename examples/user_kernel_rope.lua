@@ -9,7 +9,7 @@
 -- kb.bench.do_bench and the user kernel is checked again. On the cpu backend
 -- the kernel is compiled only (NVRTC needs no GPU), and the example says so.
 local kb = require 'kluabench'
-local check = require 'kluabench.check'
+local check = require 'kluabench.kernels.check'
 local record = require 'kluabench.record'
 
 local SOURCE = [[

@@ -6,7 +6,7 @@
 -- only with CUDA=1). On cuda the CUDA entry is checked against the plugin's
 -- own CPU twin; on cpu the twin is checked against plain Lua.
 local kb = require 'kluabench'
-local check = require 'kluabench.check'
+local check = require 'kluabench.kernels.check'
 
 local n = math.tointeger(tonumber(arg and arg[1] or '')) or (1 << 20)
 local path = arg and arg[2] or (kb.executable():match('^(.*)/[^/]*$') .. '/plugins/libscale_add.so')

@@ -1,8 +1,8 @@
--- kluabench.check: fresh seeds, poisoned outputs, NaN and Inf, the check
+-- kluabench.kernels.check: fresh seeds, poisoned outputs, NaN and Inf, the check
 -- after timing, and the flag on times faster than the copy ceiling (in the
 -- record and in results tables).
 local kb = require 'kluabench'
-local check = require 'kluabench.check'
+local check = require 'kluabench.kernels.check'
 
 local function cpu(values, dtype) return kb.from_table(values, nil, dtype or 'f32', 'cpu') end
 

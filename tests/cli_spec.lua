@@ -162,7 +162,7 @@ describe('the kluabench host', function()
       r = run(args, { env = { KLUABENCH_TRACEBACK = '1' } })
       assert.equal(1, r.code)
       assert.matches('does not exist\nstack traceback:\n', r.err, 1, true)
-      assert.matches('suite.lua:%d+: in ', r.err)
+      assert.matches('suite/init%.lua:%d+: in ', r.err)
       -- error(message, 0) in a script of one's own keeps its traceback: it is the script's line
       spit(dir .. '/mine.lua', 'local function f() error("my own", 0) end\nf()\n')
       r = run({ dir .. '/mine.lua' })

@@ -14,6 +14,6 @@ return {
   measurements = 'kluabench.record.measurements',
   output = 'kluabench.report', plot = 'kluabench.report.plot', compare = 'kluabench.report.compare',
   suite = 'kluabench.suite',
-  progress = 'kluabench.report.progress', shard = 'kluabench.shard',
+  progress = 'kluabench.report.progress', shard = 'kluabench.suite.shard',
   cli = 'kluabench.cli', help = 'kluabench.cli.help', apidoc = 'kluabench.cli.apidoc',
 }

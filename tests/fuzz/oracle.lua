@@ -174,7 +174,7 @@ function M.merge(s)
   local launch = require 'kluabench.cli.launch'
   local merge = require 'kluabench.cli.commands.merge'
   local evidence = require 'kluabench.record.evidence'
-  local shard = require 'kluabench.shard'
+  local shard = require 'kluabench.suite.shard'
   local mtext, rest = s:match('^(.-)%z(.*)$')
   local stext, samples
   if mtext then

@@ -40,11 +40,11 @@ M.modules = {
   progress = 'kluabench.report.progress',
   plot = 'kluabench.report.plot',
   help = 'kluabench.cli.help',
-  shard = 'kluabench.shard',
+  shard = 'kluabench.suite.shard',
   suite = 'kluabench.suite',
   rope_benchmarks = 'kluabench.benchmarks.rope',
-  check = 'kluabench.check',
-  triton = 'kluabench.triton',
+  check = 'kluabench.kernels.check',
+  triton = 'kluabench.kernels.triton',
   reader = 'kluabench.record.reader',
   point = 'kluabench.record.point',
   evidence = 'kluabench.record.evidence',
@@ -137,11 +137,11 @@ M.sections = {
       .. 'modules built elsewhere (`kb.cuda.load`: cubin, PTX, fatbin), and C plugins with CPU twins '
       .. '(`kb.plugin.load`). They launch on the engine\'s stream, so every measure mode, `kb.bench.do_bench` '
       .. 'and `kb.graph` work on them unchanged. docs/KERNELS.md explains the three routes.' },
-  { id = 'check', title = 'kluabench.check: correct outputs and possible times',
+  { id = 'check', title = 'kluabench.kernels.check: correct outputs and possible times',
     intro = 'Fresh random inputs per seed, outputs poisoned with NaN before each checked run, NaN and Inf '
       .. 'mismatches as errors, a second check after timing, and a flag on times faster than the '
       .. 'copy ceiling.' },
-  { id = 'triton', title = 'kluabench.triton: Triton\'s compiled kernels',
+  { id = 'triton', title = 'kluabench.kernels.triton: Triton\'s compiled kernels',
     intro = 'A cubin and metadata JSON from Triton\'s cache, launched as Triton\'s launcher does '
       .. '(block, shared memory, hidden scratch parameters), without Python.' },
   { id = 'trace', title = 'Kernel traces (kb.trace)',
@@ -252,8 +252,8 @@ M.sections = {
   { id = 'plot', title = 'kluabench.report.plot: SVG charts',
     intro = '`local plot = require "kluabench.report.plot"`. Charts written by plain Lua: no plotting '
       .. 'library, the SVG opens in any browser. `kluabench plot` is the command-line face.' },
-  { id = 'shard', title = 'kluabench.shard: shards of a sweep',
-    intro = '`local shard = require "kluabench.shard"`. Which points of a sweep process I of N '
+  { id = 'shard', title = 'kluabench.suite.shard: shards of a sweep',
+    intro = '`local shard = require "kluabench.suite.shard"`. Which points of a sweep process I of N '
       .. 'measures (`--shard I/N`, `kluabench run-all`, `kluabench slurm`): a point is '
       .. '`{id = slug, cost = estimated bytes}` and stays whole; the split balances cost and '
       .. 'depends only on the ids and costs (docs/DISTRIBUTED.md).' },

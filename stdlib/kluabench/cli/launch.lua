@@ -247,7 +247,7 @@ function M.list_points(o)
     for _, p in ipairs(lists[i]) do
       if where[p.id] then
         return nil, string.format('%s lists point %s in shards %d and %d of %d: its --shard does not split '
-          .. 'the points (it must call kluabench.shard.select)', o.script, p.id, where[p.id], i, n)
+          .. 'the points (it must call kluabench.suite.shard.select)', o.script, p.id, where[p.id], i, n)
       end
       where[p.id] = i
     end
@@ -384,7 +384,7 @@ function M.check_manifest(m, label)
   if m.version ~= M.MANIFEST_VERSION then
     return bad('version %s, this kluabench reads version %d', shown(m.version), M.MANIFEST_VERSION)
   end
-  local max = require('kluabench.shard').MAX_SHARDS
+  local max = require('kluabench.suite.shard').MAX_SHARDS
   if math.type(m.count) ~= 'integer' or m.count < 1 or m.count > max then
     return bad('count is %s, expected a whole number from 1 to %d (the number of shards)', shown(m.count), max)
   end

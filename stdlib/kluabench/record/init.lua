@@ -550,7 +550,7 @@ local function throughput_of(bytes, flops, median_ms, environment)
   end
   local t = ceilings.cached_throughput(bytes, flops, median_ms)
   if type(bytes) == 'number' and t.copyCeilingGbps and median_ms and median_ms > 0 then
-    local ok, msg = require('kluabench.check').plausible(median_ms, bytes, t.copyCeilingGbps)
+    local ok, msg = require('kluabench.kernels.check').plausible(median_ms, bytes, t.copyCeilingGbps)
     if not ok then t.implausible, t.implausibleReason = true, msg end
   end
   return t

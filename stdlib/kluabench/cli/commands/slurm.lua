@@ -28,7 +28,7 @@ results and names any point that is missing, with the task that should have
 measured it.
 
   --gpus N              the number of tasks (shards), one GPU each (at most
-                        4096, kluabench.shard.MAX_SHARDS)
+                        4096, kluabench.suite.shard.MAX_SHARDS)
   --dir DIR             where the batch script, manifest, shard files and logs go
   --partition P, --time T, --account A, --qos Q, --constraint C, --mem M,
   --cpus-per-task C, --job-name NAME
@@ -120,7 +120,7 @@ local function parse(args)
   if not opts.gpus then return nil, '--gpus N is required (the number of tasks, one GPU each)' end
   local n = opts.gpus:match('^%d+$') and math.tointeger(tonumber(opts.gpus))
   if not n or n < 1 then return nil, string.format("--gpus '%s': expected a whole number >= 1", opts.gpus) end
-  local max = require('kluabench.shard').MAX_SHARDS
+  local max = require('kluabench.suite.shard').MAX_SHARDS
   if n > max then return nil, string.format("--gpus '%s': expected a whole number from 1 to %d", opts.gpus, max) end
   if not opts.dir then return nil, '--dir DIR is required (a directory the compute nodes share)' end
   local k

@@ -1,4 +1,4 @@
---- kluabench.check: is a kernel's output right, and is its time possible?
+--- kluabench.kernels.check: is a kernel's output right, and is its time possible?
 -- What KernelBench-style evaluations are gamed by, checked for: a kernel
 -- that works for one input only (fresh random inputs for several seeds), one
 -- that leaves outputs unwritten and is saved by stale memory (outputs filled

@@ -1,4 +1,4 @@
---- kluabench.triton: Triton's compiled kernels, loaded and launched without
+--- kluabench.kernels.triton: Triton's compiled kernels, loaded and launched without
 -- Python. Triton writes, per compiled kernel, a cubin and a metadata JSON
 -- (and the PTX) into its cache; bench/triton_cubin.sh copies them into a
 -- folder. This module reads the metadata (name, num_warps, num_ctas, shared

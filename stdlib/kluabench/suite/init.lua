@@ -344,7 +344,7 @@ local function parse(d, args)
     end
   end
   if raw.shard then
-    local i, n = require('kluabench.shard').parse(raw.shard)
+    local i, n = require('kluabench.suite.shard').parse(raw.shard)
     if not i then usage_error(d.name, "option '--shard': %s", n) end
     o.shard = { i, n }
   end
@@ -1034,7 +1034,7 @@ function M.main(d, args)
   if o.shard then
     local list = {}
     for i, p in ipairs(points) do list[i] = { id = p.id, cost = point_cost(d, p, o), point = p } end
-    local selected = require('kluabench.shard').select(list, o.shard[1], o.shard[2])
+    local selected = require('kluabench.suite.shard').select(list, o.shard[1], o.shard[2])
     points = {}
     for i, s in ipairs(selected) do points[i] = s.point end
   end
