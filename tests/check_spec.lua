@@ -164,3 +164,29 @@ describe('check.plausible', function()
     assert.truthy(output.results_table({ b }):find('IMPLAUSIBLE', 1, true))
   end)
 end)
+
+describe('check.ROUNDING_TOLERANCES', function()
+  it("are the RoPE benchmark's tolerances: the numbers its check has always used, in its records", function()
+    assert.same({
+      bf16 = { max_abs = 2 ^ -4, rel_l2 = 1e-2 },
+      f16 = { max_abs = 2 ^ -7, rel_l2 = 2e-3 },
+      f32 = { max_abs = 1e-5, rel_l2 = 1e-6 },
+      f64 = { max_abs = 1e-12, rel_l2 = 1e-14 },
+    }, check.ROUNDING_TOLERANCES)
+    local util = require 'helpers.util'
+    local root = require('helpers.subprocess').root()
+    local dir = util.tmpdir()
+    for _, dtype in ipairs { 'bf16', 'f32' } do
+      local out = dir .. '/' .. dtype .. '.jsonl'
+      local cmd = string.format('%s --quiet --backend cpu %s --seq 64 --hidden 64 --dtype %s --mode forward '
+        .. '--provider fused --rep-ms 1 --warmup-ms 1 --format jsonl --out %s > /dev/null', util.q(util.bin()),
+        util.q(root .. '/scripts/llama4_rope.lua'), dtype, util.q(out))
+      assert.is_true(os.execute(cmd))
+      local samples = assert(util.slurp(dir .. '/' .. dtype .. '.samples.jsonl'))
+      local entry = require('kluabench.io.json').decode(samples:match('^[^\n]+'))
+      local want = check.ROUNDING_TOLERANCES[dtype]
+      assert.same({ maxAbsDiff = want.max_abs, relL2 = want.rel_l2 }, entry.check.tolerance)
+    end
+    os.execute('rm -rf ' .. util.q(dir))
+  end)
+end)

@@ -28,6 +28,17 @@ M.TOLERANCES = {
   f64 = { atol = 1e-10, rtol = 1e-10 },
 }
 
+--- Whole-output tolerances by dtype, for a kernel that promises its reference's result bit for bit
+-- (the RoPE kernels, kernels/rope.h): the largest |difference| (max_abs) and relative L2 error
+-- (rel_l2) of an output against the reference, room for one rounding step of the dtype, so that a
+-- changed evaluation order passes and a wrong kernel does not. The RoPE benchmark checks with them.
+M.ROUNDING_TOLERANCES = {
+  bf16 = { max_abs = 2 ^ -4, rel_l2 = 1e-2 },
+  f16 = { max_abs = 2 ^ -7, rel_l2 = 2e-3 },
+  f32 = { max_abs = 1e-5, rel_l2 = 1e-6 },
+  f64 = { max_abs = 1e-12, rel_l2 = 1e-14 },
+}
+
 M.DEFAULT_SEEDS = { 1, 2, 3 }
 
 -- v as a message shows it: NaN and infinities by name, a string in quotes.
