@@ -9,7 +9,7 @@ local sh = require 'helpers.shards'
 local sub = require 'helpers.subprocess'
 local output = require 'kluabench.report'
 local reader = require 'kluabench.record.reader'
-local launch = require 'kluabench.cli.launch'
+local shards = require 'kluabench.cli.shards'
 
 local q = sh.q
 
@@ -207,7 +207,7 @@ describe('merge and run-all check the manifest (issue 24, class 2)', function()
       { function(m) m.shards[1].log = 'shard-2.jsonl' end, "shard 2's file is 'shard-2.jsonl', which is shard 1's log too" },
       { function(m) m.shards = { m.shards[1], m.shards[2], 'x' } end, 'shards[3] is not an object' },
       { function(m) m.shards[1].points[1].expect.sessions = 1e9 end, 'expect.sessions must be a whole number from 1 to '
-        .. launch.MAX_SESSIONS },
+        .. shards.MAX_SESSIONS },
       { function(m) m.shards[1].points[1].expect.providers = {} end, 'expect.providers must be a non-empty array' },
       { function(m) m.shards[1].points[1].expect = nil end, 'of the 5 points say what they expect' },
     } do

@@ -298,7 +298,7 @@ function M.manifest(o)
   }
 end
 
---- Writes m as dir/manifest.json after checking it as merge will (launch.check_manifest); true or nil,
+--- Writes m as dir/manifest.json after checking it as merge will (shards.check_manifest); true or nil,
 -- message.
 function M.write_manifest(dir, m)
   local ok, why = M.check_manifest(m, dir .. '/' .. M.MANIFEST)
@@ -458,7 +458,7 @@ function M.check_manifest(m, label)
   return checked
 end
 
---- Decodes and checks the text of a manifest (launch.check_manifest); the manifest or nil, "LABEL: why".
+--- Decodes and checks the text of a manifest (shards.check_manifest); the manifest or nil, "LABEL: why".
 function M.parse_manifest(text, label)
   label = label or M.MANIFEST
   local m, err = output.decode(text)
@@ -525,7 +525,7 @@ function M.role_in_dir(name)
 end
 
 --- The inputs of a launch that its -o must not overwrite: SCRIPT and the kluabench binary (the files the
--- launcher writes into DIR are checked by name, launch.role_in_dir).
+-- launcher writes into DIR are checked by name, shards.role_in_dir).
 function M.launch_inputs(script, exe)
   local inputs = { { script, 'SCRIPT' } }
   if exe then inputs[2] = { exe, 'the kluabench binary' } end
@@ -533,8 +533,8 @@ function M.launch_inputs(script, exe)
 end
 
 --- Whether an output file (and the samples file beside it) would overwrite an input: inputs is a list of
--- {path, what}, dir (optional) the run's directory, whose launcher files (launch.role_in_dir) are inputs too.
--- Paths are compared as launch.canonical spells them, and by device and inode where both exist (hard
+-- {path, what}, dir (optional) the run's directory, whose launcher files (shards.role_in_dir) are inputs too.
+-- Paths are compared as shards.canonical spells them, and by device and inode where both exist (hard
 -- links). Returns true, or nil and "OPTION PATH is WHAT: ..." for a usage error.
 function M.check_output(option, out, inputs, dir)
   if out == nil or out == '-' then return true end
