@@ -4,7 +4,7 @@
 --   build/kluabench bench/triton_cubin.lua DIR
 --
 -- The kernel is checked against kb.rope.llama4_fwd on fresh seeds (kb.check)
--- and timed by kb.bench.do_bench (mean and median, as triton's do_bench
+-- and timed by kb.do_bench.do_bench (mean and median, as triton's do_bench
 -- reports them); Python's numbers come from DIR/python.json.
 local kb = require 'kluabench'
 local check = require 'kluabench.kernels.check'
@@ -48,9 +48,9 @@ print('check against kb.rope.llama4_fwd: ' .. report.message)
 
 local s = c.state
 local fn = function() c.run(s) end
-local mean = kb.bench.do_bench(fn)
-local median = kb.bench.do_bench(fn, { return_mode = 'median' })
-local builtin = kb.bench.do_bench(function() kb.rope.llama4_fwd(s.q, s.k, freqs) end, { return_mode = 'median' })
+local mean = kb.do_bench.do_bench(fn)
+local median = kb.do_bench.do_bench(fn, { return_mode = 'median' })
+local builtin = kb.do_bench.do_bench(function() kb.rope.llama4_fwd(s.q, s.k, freqs) end, { return_mode = 'median' })
 local after_ok, after = c:recheck()
 print('recheck: ' .. after.message)
 local a = tk.kernel:attributes()
@@ -59,7 +59,7 @@ print(string.format('%s: Triton %s, num_warps %d, shared %d B, %d registers', py
 print(string.format('\n| seq %d, %s | mean ms | median ms |', seq, py.device))
 print('|---|---:|---:|')
 print(string.format('| triton.testing.do_bench (Python) | %.4f | %.4f |', py.do_bench_mean_ms, py.do_bench_median_ms))
-print(string.format('| kb.bench.do_bench, cubin via kb.triton | %.4f | %.4f |', mean, median))
+print(string.format('| kb.do_bench.do_bench, cubin via kb.triton | %.4f | %.4f |', mean, median))
 print(string.format('| kb.rope.llama4_fwd (built-in, fused) | | %.4f |', builtin))
 print('\nimplementation digest: ' .. record.digest(record.user_implementation {
   provider = 'triton', kernel = 'llama4_rope', info = tk:info() }))

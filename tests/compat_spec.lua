@@ -34,3 +34,24 @@ describe('stdlib/compat', function()
     end)
   end
 end)
+
+describe('the old short names (kluabench.modules.ALIASES)', function()
+  local kb = require 'kluabench'
+  local modules = require 'kluabench.modules'
+
+  it('kb.bench is kb.do_bench and kb.output is kb.report, for one release', function()
+    assert.same({ bench = 'do_bench', output = 'report' }, modules.ALIASES)
+    assert.are.equal(require 'kluabench.measure.do_bench', kb.do_bench)
+    assert.are.equal(kb.do_bench, kb.bench)
+    assert.are.equal(require 'kluabench.report', kb.report)
+    assert.are.equal(kb.report, kb.output)
+  end)
+
+  it('name modules that have a short name of their own', function()
+    for old, new in pairs(modules.ALIASES) do
+      assert.is_nil(modules.MODULES[old], old)
+      assert.is_string(modules.MODULES[new], new)
+      assert.are.equal(modules.MODULES[new], modules.module(old))
+    end
+  end)
+end)

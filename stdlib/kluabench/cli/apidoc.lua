@@ -18,52 +18,15 @@
 --   preformatted  details are laid out already (commands' help texts)
 local M = {}
 
---- Name prefixes and the module each stands for.
-M.modules = {
-  kb = 'kluabench',
-  stats = 'kluabench.stats',
-  bench = 'kluabench.measure.do_bench',
-  output = 'kluabench.report',
-  names = 'kluabench.record.names',
-  record = 'kluabench.record',
-  kernels = 'kluabench.kernels',
-  env = 'kluabench.record.env',
-  liger = 'kluabench.record.liger',
-  measure = 'kluabench.measure',
-  stopping = 'kluabench.measure.stopping',
-  interleave = 'kluabench.measure.interleave',
-  clocks = 'kluabench.measure.clocks',
-  ceilings = 'kluabench.measure.ceilings',
-  inference = 'kluabench.stats.inference',
-  compare = 'kluabench.report.compare',
-  prng = 'kluabench.stats.prng',
-  progress = 'kluabench.report.progress',
-  plot = 'kluabench.report.plot',
-  help = 'kluabench.cli.help',
-  shard = 'kluabench.suite.shard',
-  suite = 'kluabench.suite',
-  rope_benchmarks = 'kluabench.benchmarks.rope',
-  check = 'kluabench.kernels.check',
-  triton = 'kluabench.kernels.triton',
-  reader = 'kluabench.record.reader',
-  point = 'kluabench.record.point',
-  evidence = 'kluabench.record.evidence',
-  schema = 'kluabench.record.schema',
-  writer = 'kluabench.record.writer',
-  migrate = 'kluabench.record.migrate',
-  operation = 'kluabench.record.operation',
-  implementation = 'kluabench.record.implementation',
-  measurements = 'kluabench.record.measurements',
-  show = 'kluabench.repl.show',
-  history = 'kluabench.history',
-  history_db = 'kluabench.history.db',
-  history_schema = 'kluabench.history.schema',
-  history_store = 'kluabench.history.store',
-  history_detect = 'kluabench.history.detect',
-  history_point = 'kluabench.history.point',
-  html = 'kluabench.report.html',
-  suggest = 'kluabench.io.suggest',
-}
+--- Name prefixes and the module each stands for: kb (the engine) and every short name of
+-- kluabench.modules (the one map of them) but its old names and the command line's machinery.
+M.modules = { kb = 'kluabench' }
+do
+  local map = require 'kluabench.modules'
+  for name, modname in pairs(map.MODULES) do
+    if not map.UNDOCUMENTED[name] then M.modules[name] = modname end
+  end
+end
 
 --- Receivers of methods, and where their methods are: a registry metatable
 -- (its `methods` or `__index` table), a module field, or the `__index` of
@@ -135,7 +98,7 @@ M.sections = {
   { id = 'usercode', title = 'User kernels (kb.cuda, kb.plugin)',
     intro = 'Kernels you bring: CUDA source compiled at run time by NVRTC (`kb.cuda.compile`), '
       .. 'modules built elsewhere (`kb.cuda.load`: cubin, PTX, fatbin), and C plugins with CPU twins '
-      .. '(`kb.plugin.load`). They launch on the engine\'s stream, so every measure mode, `kb.bench.do_bench` '
+      .. '(`kb.plugin.load`). They launch on the engine\'s stream, so every measure mode, `kb.do_bench.do_bench` '
       .. 'and `kb.graph` work on them unchanged. docs/KERNELS.md explains the three routes.' },
   { id = 'check', title = 'kluabench.kernels.check: correct outputs and possible times',
     intro = 'Fresh random inputs per seed, outputs poisoned with NaN before each checked run, NaN and Inf '
@@ -183,8 +146,8 @@ M.sections = {
     intro = '`local stats = require "kluabench.stats"`. Every function takes a list of '
       .. 'numbers (not modified) and raises an error naming the function on an empty list or a '
       .. 'non-number.' },
-  { id = 'bench', title = 'kluabench.measure.do_bench: protocols',
-    intro = '`local bench = require "kluabench.measure.do_bench"`. A protocol is a value with a name, '
+  { id = 'do_bench', title = 'kluabench.measure.do_bench: protocols',
+    intro = '`local do_bench = require "kluabench.measure.do_bench"`. A protocol is a value with a name, '
       .. 'parameters, a `run` that measures a function and a `spec` that goes into records.' },
   { id = 'measure', title = 'kluabench.measure: timing modes',
     intro = '`local measure = require "kluabench.measure"`. Named ways of timing a function, '
@@ -222,8 +185,8 @@ M.sections = {
   { id = 'prng', title = 'kluabench.stats.prng: seeded random choices',
     intro = '`local prng = require "kluabench.stats.prng"`. SplitMix64: every random choice a protocol '
       .. 'makes (sample order, bootstrap) is reproducible from a recorded seed.' },
-  { id = 'output', title = 'kluabench.report: JSON, CSV and tables',
-    intro = '`local output = require "kluabench.report"`.' },
+  { id = 'report', title = 'kluabench.report: JSON, CSV and tables',
+    intro = '`local report = require "kluabench.report"`.' },
   { id = 'record', title = 'kluabench.record: kernelindex records',
     intro = '`local record = require "kluabench.record"`. One benchmark point is one bundle '
       .. '{run, protocol, environment, workload, implementation, operation} of kernelindex.dev/v1alpha1 '
@@ -866,7 +829,7 @@ section('stats', {
 -- kluabench.measure.do_bench
 ---------------------------------------------------------------------------
 
-section('bench', {
+section('do_bench', {
 })
 
 ---------------------------------------------------------------------------
@@ -936,7 +899,7 @@ section('prng', {
 -- kluabench.report
 ---------------------------------------------------------------------------
 
-section('output', {
+section('report', {
 })
 
 ---------------------------------------------------------------------------
@@ -1139,9 +1102,9 @@ end
 -- functions (kluabench.cli.doccomments), one copy, next to the code.
 ---------------------------------------------------------------------------
 
--- kb.output gathers the functions of four files, measure those of six.
+-- kb.report gathers the functions of four files, measure those of six.
 local SOURCES = {
-  output = { 'kluabench.io.json', 'kluabench.io.files', 'kluabench.io.csv', 'kluabench.report.table' },
+  report = { 'kluabench.io.json', 'kluabench.io.files', 'kluabench.io.csv', 'kluabench.report.table' },
   measure = { 'kluabench.measure.device', 'kluabench.measure.rotation', 'kluabench.measure.trace',
     'kluabench.measure.session', 'kluabench.measure.run', 'kluabench.measure.protocol' },
 }

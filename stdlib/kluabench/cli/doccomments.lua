@@ -127,7 +127,7 @@ function M.parse(text, prefix, file)
 end
 
 --- The entries of every module: modules maps a prefix to a module name, or
--- to a list of module names whose functions it gathers (kb.output is
+-- to a list of module names whose functions it gathers (kb.report is
 -- io/json, files, csv and report/table). Each entry's section defaults to the
 -- prefix of its name when sections has one by that id, else to `default`
 -- (a table prefix -> section id).

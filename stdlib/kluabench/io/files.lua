@@ -30,9 +30,9 @@ M.MAX_READ_BYTES = 512 * 1024 * 1024
 -- and the read stops at max_bytes should the file grow meanwhile. The engine's kb.read_file does
 -- the reading (opened non-blocking, in one allocation).
 --
--- @signature output.read_file(path [, max_bytes]) -> text | nil, message
+-- @signature report.read_file(path [, max_bytes]) -> text | nil, message
 -- @example
---   local text, err = output.read_file("results.jsonl")
+--   local text, err = report.read_file("results.jsonl")
 function M.read_file(path, max_bytes)
   max_bytes = max_bytes or M.MAX_READ_BYTES
   local c = core()
@@ -50,14 +50,14 @@ function M.read_file(path, max_bytes)
   return text
 end
 
---- output.read_file for text: UTF-16 and UTF-32 files are refused with a message that says so; a
+--- report.read_file for text: UTF-16 and UTF-32 files are refused with a message that says so; a
 -- UTF-8 byte order mark is dropped.
 --
 -- Returns text, or nil and "path: reason".
 --
--- @signature output.read_text(path [, max_bytes]) -> text | nil, message
+-- @signature report.read_text(path [, max_bytes]) -> text | nil, message
 -- @example
---   local text, err = output.read_text("all_benchmark_data.csv")
+--   local text, err = report.read_text("all_benchmark_data.csv")
 function M.read_text(path, max_bytes)
   local text, err = M.read_file(path, max_bytes)
   if not text then return nil, err end
@@ -81,9 +81,9 @@ end
 --
 -- Checks that path is short enough for the system: true, or nil and a message naming it.
 --
--- @signature output.check_path_length(path) -> true | nil, message
+-- @signature report.check_path_length(path) -> true | nil, message
 -- @example
---   assert(output.check_path_length("results/today.jsonl"))
+--   assert(report.check_path_length("results/today.jsonl"))
 function M.check_path_length(path)
   local limit = path_max()
   if #path >= limit then
@@ -120,9 +120,9 @@ end
 --- Writes text to stdout and flushes, checking both: nil, "stdout: why" when stdout is full, closed
 -- or its reader went away.
 --
--- @signature output.write_stdout(text) -> true | nil, message
+-- @signature report.write_stdout(text) -> true | nil, message
 -- @example
---   assert(output.write_stdout("one line\n"))
+--   assert(report.write_stdout("one line\n"))
 function M.write_stdout(text)
   local ok, err = io.stdout:write(text)
   if ok then ok, err = io.stdout:flush() end
@@ -181,9 +181,9 @@ end
 -- fsync'ed (when the engine offers kb.fsync) and closed, given the mode of the file it replaces,
 -- then renamed over path, and the directory is fsync'ed so that the rename itself is durable.
 --
--- @signature output.write_atomic(path, text) -> true | nil, message
+-- @signature report.write_atomic(path, text) -> true | nil, message
 -- @example
---   assert(output.write_atomic("result.json", output.encode_pretty(bundle)))
+--   assert(report.write_atomic("result.json", report.encode_pretty(bundle)))
 function M.write_atomic(path, text)
   if type(path) ~= 'string' or path == '' then
     error("bad argument #1 to 'write_atomic' (path expected)", 2)
@@ -234,9 +234,9 @@ end
 --
 -- Returns true, or nil and a message naming path.
 --
--- @signature output.check_writable(path) -> true | nil, message
+-- @signature report.check_writable(path) -> true | nil, message
 -- @example
---   local ok, err = output.check_writable(os.tmpname() .. ".jsonl")
+--   local ok, err = report.check_writable(os.tmpname() .. ".jsonl")
 --   if not ok then io.stderr:write(err, "\n") end
 function M.check_writable(path)
   if type(path) ~= 'string' or path == '' then
@@ -277,9 +277,9 @@ end
 -- The line goes out in one unbuffered write(2) to a file opened for appending, so a process killed
 -- at any moment leaves whole lines only. Every write, flush and close is checked.
 --
--- @signature output.append_jsonl(path, value) -> true | nil, message
+-- @signature report.append_jsonl(path, value) -> true | nil, message
 -- @example
---   output.append_jsonl("results.jsonl", bundle)
+--   report.append_jsonl("results.jsonl", bundle)
 function M.append_jsonl(path, value)
   local line, err = json.encode_line(value)
   if not line then return nil, err end
@@ -289,9 +289,9 @@ end
 --- Appends one line of text (a newline is added) to path ("-" or nil: stdout), in one unbuffered
 -- write(2) to a file opened for appending, as append_jsonl does.
 --
--- @signature output.append_line(path, line) -> true | nil, message
+-- @signature report.append_line(path, line) -> true | nil, message
 -- @example
---   assert(output.append_line(os.tmpname(), '{"a":1}'))
+--   assert(report.append_line(os.tmpname(), '{"a":1}'))
 function M.append_line(path, line)
   if type(line) ~= 'string' then
     error("bad argument #2 to 'append_line' (string expected, got " .. type(line) .. ')', 2)
@@ -303,9 +303,9 @@ end
 --- The folder results go to by default: $KLUABENCH_RESULTS, else results/ (the harness's default
 -- results files, run-all's run folders, the history's default database).
 --
--- @signature output.results_dir() -> path
+-- @signature report.results_dir() -> path
 -- @example
---   print(output.results_dir())
+--   print(report.results_dir())
 function M.results_dir()
   local dir = os.getenv('KLUABENCH_RESULTS')
   if dir == nil or dir == '' then return 'results' end
@@ -317,9 +317,9 @@ end
 --
 -- Returns true or nil, message naming path.
 --
--- @signature output.mkdir_p(path) -> true | nil, message
+-- @signature report.mkdir_p(path) -> true | nil, message
 -- @example
---   output.mkdir_p("results/today")
+--   report.mkdir_p("results/today")
 function M.mkdir_p(path)
   if path == nil or path == '' or path == '.' then return true end
   local okl, lerr = M.check_path_length(path)

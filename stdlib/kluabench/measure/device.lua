@@ -1,4 +1,4 @@
--- The device as the timing modes see it: bench.device() plus what they
+-- The device as the timing modes see it: do_bench.device() plus what they
 -- need beyond do_bench (spin, graphs, device facts, interrupts, NVML,
 -- kernel tracing).
 local bench = require 'kluabench.measure.do_bench'
@@ -20,9 +20,9 @@ local function emulated_graph(fn)
   }
 end
 
---- bench.device() plus spin, graph, device_info, interrupted and nvml.
+--- do_bench.device() plus spin, graph, device_info, interrupted and nvml.
 --
--- The engine's primitives as a ctx table: bench.device() plus spin, graph, device_info,
+-- The engine's primitives as a ctx table: do_bench.device() plus spin, graph, device_info,
 -- interrupted, nvml.
 --
 -- @signature measure.device() -> ctx
@@ -51,7 +51,7 @@ end
 --
 -- @signature measure.complete(ctx) -> ctx
 -- @example
---   local ctx = measure.complete(bench.device())
+--   local ctx = measure.complete(do_bench.device())
 function M.complete(ctx)
   if ctx == nil then return M.device() end
   local ok, kb = pcall(require, 'kluabench.core')

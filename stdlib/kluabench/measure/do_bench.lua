@@ -5,7 +5,7 @@
 -- result of a run is a table with the raw samples (ms), their summary, the
 -- values the protocol derived while running (`used`) and the protocol itself:
 --
---   local p = bench.protocol{
+--   local p = do_bench.protocol{
 --     name = 'ten-shots',
 --     params = { n = 10 },
 --     run = function(self, fn, ctx)
@@ -21,7 +21,7 @@
 --   local r = p:run(function() kb.rope.llama4_fwd(q, k, f) end)
 --   print(r.summary.median)
 --
--- Every device primitive comes through `ctx` (see bench.device()), so tests
+-- Every device primitive comes through `ctx` (see do_bench.device()), so tests
 -- pass a fake clock and check the arithmetic exactly; the default is the
 -- engine: kb.event(), ev:record(), kb.elapsed_ms(), kb.synchronize(),
 -- kb.flush_l2(), kb.clock_ns().
@@ -36,9 +36,9 @@ local floor, max = math.floor, math.max
 --
 -- timer is "cuda_events" on the cuda backend and "host_monotonic" on cpu.
 --
--- @signature bench.device() -> ctx
+-- @signature do_bench.device() -> ctx
 -- @example
---   local ctx = bench.device()
+--   local ctx = do_bench.device()
 --   print(ctx.backend, ctx.timer)
 function M.device()
   local kb = require 'kluabench.core'
@@ -88,13 +88,13 @@ end
 
 --- Measures fn; result has samples (ms), summary, used, protocol, timer, backend.
 --
--- ctx defaults to bench.device(). Returns the result {protocol, name, params, samples (ms),
+-- ctx defaults to do_bench.device(). Returns the result {protocol, name, params, samples (ms),
 -- summary, used, ...}; the protocol also keeps it as self.last.
 --
 -- @signature protocol:run(fn [, ctx]) -> result
--- @section bench
+-- @section do_bench
 -- @example
---   local r = bench.do_bench_protocol():run(function() kb.rope.llama4_fwd(q, k, f) end)
+--   local r = do_bench.do_bench_protocol():run(function() kb.rope.llama4_fwd(q, k, f) end)
 function Protocol:run(fn, ctx)
   if type(fn) ~= 'function' and not (getmetatable(fn) and getmetatable(fn).__call) then
     error("bad argument #1 to 'run' (function expected, got " .. type(fn) .. ')', 2)
@@ -125,7 +125,7 @@ end
 -- info is optional: {timed = "what fn does, in words", backend = "cuda"|"cpu"}.
 --
 -- @signature protocol:spec([info]) -> table
--- @section bench
+-- @section do_bench
 -- @example
 --   print(kb.jcs.encode(p:spec{timed = "the forward pass"}))
 function Protocol:spec(info)
@@ -157,9 +157,9 @@ end
 -- pass a fake clock. spec(self, info) returns the BenchmarkProtocol spec (a default one names the
 -- protocol and its parameters).
 --
--- @signature bench.protocol{name, params, run [, spec, title]} -> Protocol
+-- @signature do_bench.protocol{name, params, run [, spec, title]} -> Protocol
 -- @example
---   local ten = bench.protocol{
+--   local ten = do_bench.protocol{
 --     name = "ten-shots", params = {n = 10},
 --     run = function(self, fn, ctx)
 --       local samples = {}
@@ -199,9 +199,9 @@ end
 
 --- True when v is a protocol value.
 --
--- @signature bench.is_protocol(v) -> boolean
+-- @signature do_bench.is_protocol(v) -> boolean
 -- @example
---   assert(bench.is_protocol(bench.do_bench_protocol()))
+--   assert(do_bench.is_protocol(do_bench.do_bench_protocol()))
 function M.is_protocol(v)
   return getmetatable(v) == Protocol
 end
@@ -275,10 +275,10 @@ end
 --
 -- Returns opts.
 --
--- @signature bench.check_options(fname, argn, opts, schema) -> opts
+-- @signature do_bench.check_options(fname, argn, opts, schema) -> opts
 -- @example
 --   local opts = {reps = 10}
---   bench.check_options("my_bench", 1, opts, {reps = {kind = "number", min = 1, max = 1e6, integer = true}})
+--   do_bench.check_options("my_bench", 1, opts, {reps = {kind = "number", min = 1, max = 1e6, integer = true}})
 function M.check_options(fname, argn, opts, schema)
   for k, v in pairs(opts) do
     local rule = schema[k]
@@ -325,9 +325,9 @@ local RETURN_MODES = { min = true, max = true, mean = true, median = true, all =
 -- n_repeat = max(1, rep_ms / estimate); then per repetition: opts.before_each(), flush the L2,
 -- start event, fn(), end event; one synchronize. opts: warmup_ms (25), rep_ms (100), quantiles,
 -- return_mode ("mean"; min, max, median, all), before_each, device (a ctx table like
--- bench.device()), flush_bytes; an unknown option or a value out of range (rep_ms and warmup_ms at
--- most bench.MAX_MS, an hour) is an error naming it, and a run that would keep more than
--- bench.MAX_SAMPLES samples is refused. value is what triton returns (the quantiles when given);
+-- do_bench.device()), flush_bytes; an unknown option or a value out of range (rep_ms and warmup_ms at
+-- most do_bench.MAX_MS, an hour) is an error naming it, and a run that would keep more than
+-- do_bench.MAX_SAMPLES samples is refused. value is what triton returns (the quantiles when given);
 -- result has samples (ms), summary, quantiles and used (every number the run derived).
 --
 -- fn() once, one flush (the engine allocates its flush buffer on the first one; triton allocates
@@ -336,12 +336,12 @@ local RETURN_MODES = { min = true, max = true, mean = true, median = true, all =
 -- the cpu backend (CPU_MIN_REPEAT, 5); 4. min_repeat: the fewest repetitions (default 1, triton's;
 -- CPU_MIN_REPEAT when the device is the cpu backend).
 --
--- @signature bench.do_bench(fn [, opts]) -> value, result
+-- @signature do_bench.do_bench(fn [, opts]) -> value, result
 -- @example
 --   local q = kb.randn({1, 2048, 32, 16}, "bf16", 1)
 --   local k = kb.randn({1, 2048, 8, 16}, "bf16", 2)
 --   local f = kb.rope.freqs(2048, 16)
---   local ms = bench.do_bench(function() kb.rope.llama4_fwd(q, k, f) end,
+--   local ms = do_bench.do_bench(function() kb.rope.llama4_fwd(q, k, f) end,
 --     {rep_ms = 400, quantiles = {0.5, 0.2, 0.8}})
 --   print(ms[1], ms[2], ms[3])
 function M.do_bench(fn, opts)
@@ -486,7 +486,7 @@ local function spread_text(qs)
   return s
 end
 
---- bench.do_bench as a protocol value (quantiles 0.5/0.2/0.8 by default, as Liger).
+--- do_bench.do_bench as a protocol value (quantiles 0.5/0.2/0.8 by default, as Liger).
 --
 -- params: warmup_ms, rep_ms, quantiles, return_mode, before_each. Its spec states the
 -- configuration; the values derived per run (estimate, repetitions) go into the run record.
@@ -494,9 +494,9 @@ end
 -- Its spec carries the configuration (not the values derived per run: those are in result.used, and
 -- records put them in the run, so that every run of one protocol has one protocolDigest).
 --
--- @signature bench.do_bench_protocol([params]) -> Protocol
+-- @signature do_bench.do_bench_protocol([params]) -> Protocol
 -- @example
---   local p = bench.do_bench_protocol{rep_ms = 400}
+--   local p = do_bench.do_bench_protocol{rep_ms = 400}
 --   local r = p:run(fn)
 --   print(r.summary.median)
 function M.do_bench_protocol(params)

@@ -13,7 +13,7 @@
 --             through `rotate` input sets; refuses to run when the sets do
 --             not cover the L2 (measure.rotation_check). One sample = one
 --             replay / launches.
---   do_bench  bench.do_bench (triton's algorithm), for comparability with
+--   do_bench  do_bench.do_bench (triton's algorithm), for comparability with
 --             Liger's numbers.
 --
 -- The cold mode also measures, during its warm-up, what an event pair with

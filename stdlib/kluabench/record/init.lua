@@ -496,7 +496,7 @@ M.protocol_spec = document.protocol_spec
 --
 -- @signature record.protocol_document(protocol [, info]) -> document
 -- @example
---   local doc = record.protocol_document(kb.bench.do_bench_protocol(), {mode = "forward", backend = "cpu"})
+--   local doc = record.protocol_document(kb.do_bench.do_bench_protocol(), {mode = "forward", backend = "cpu"})
 --   print(doc.spec.comparability.family)
 function M.protocol_document(protocol, info)
   info = info or {}
@@ -595,7 +595,7 @@ end
 --
 -- @signature record.from_result{kernel, mode, provider, parameters, dtype, result, ...} -> bundle
 -- @example
---   local r = bench.do_bench_protocol{rep_ms = 50}:run(fn)
+--   local r = do_bench.do_bench_protocol{rep_ms = 50}:run(fn)
 --   local bundle = record.from_result{kernel = "llama4_rope", mode = "forward", provider = "fused",
 --     parameters = {hidden = 512, seq = 2048, q_heads = 32, kv_heads = 8}, dtype = "bf16", result = r}
 function M.from_result(o)

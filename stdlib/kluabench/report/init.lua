@@ -1,7 +1,7 @@
---- kb.output: the writers and readers a script needs in one table. JSON,
+--- kb.report: the writers and readers a script needs in one table. JSON,
 -- CSV and files are the base layer (io/json.lua, io/files.lua, io/csv.lua);
 -- the results table is this layer's (report/table.lua). This module only
--- gathers their functions, so kb.output.encode_pretty and
+-- gathers their functions, so kb.report.encode_pretty and
 -- require('kluabench.io.json').encode_pretty are the same function.
 local M = {}
 

@@ -41,9 +41,9 @@ end
 --
 -- Returns the text, ending in a newline.
 --
--- @signature output.format_table(columns, rows) -> text
+-- @signature report.format_table(columns, rows) -> text
 -- @example
---   io.write(output.format_table({{key = "name"}, {key = "ms", align = "right", format = "%.3f"}},
+--   io.write(report.format_table({{key = "name"}, {key = "ms", align = "right", format = "%.3f"}},
 --     {{name = "fused", ms = 0.1375}}))
 function M.format_table(columns, rows)
   local widths, cells = columns_and_cells(columns, rows)
@@ -65,9 +65,9 @@ end
 
 --- The same table as GitHub markdown, for pasting into pull requests.
 --
--- @signature output.format_markdown(columns, rows) -> text
+-- @signature report.format_markdown(columns, rows) -> text
 -- @example
---   io.write(output.format_markdown({{key = "name"}, {key = "ms"}}, {{name = "fused", ms = 0.14}}))
+--   io.write(report.format_markdown({{key = "name"}, {key = "ms"}}, {{name = "fused", ms = 0.14}}))
 function M.format_markdown(columns, rows)
   local widths, cells = columns_and_cells(columns, rows)
   local function esc(s) return (s:gsub('|', '\\|')) end
@@ -93,9 +93,9 @@ end
 -- digits where the places would show 0 (0.001, not 0.00), "n/a" for NaN and infinities, nil for
 -- what is not a number.
 --
--- @signature output.cell_number(x [, decimals]) -> text | nil
+-- @signature report.cell_number(x [, decimals]) -> text | nil
 -- @example
---   print(output.cell_number(1.5), output.cell_number(1e300), output.cell_number(0.001))
+--   print(report.cell_number(1.5), report.cell_number(1e300), report.cell_number(0.001))
 function M.cell_number(x, decimals)
   if type(x) ~= 'number' then return nil end
   if x ~= x or x == math.huge or x == -math.huge then return 'n/a' end
@@ -189,9 +189,9 @@ end
 -- <floor as output.FLAGS explains; the optional columns are left out of the tables when no row has
 -- them).
 --
--- @signature output.results_rows(bundles) -> rows
+-- @signature report.results_rows(bundles) -> rows
 -- @example
---   local rows = output.results_rows(bundles)
+--   local rows = report.results_rows(bundles)
 function M.results_rows(bundles)
   local point = require 'kluabench.record.point'
   local rows = {}
@@ -248,9 +248,9 @@ end
 --- The aligned terminal table of a list of bundles; the device, protocol and backend/timer that
 -- every row shares (and the kernel) are said once, in a line above it.
 --
--- @signature output.results_table(bundles) -> text
+-- @signature report.results_table(bundles) -> text
 -- @example
---   io.write(output.results_table(bundles))
+--   io.write(report.results_table(bundles))
 function M.results_table(bundles)
   local rows = M.results_rows(bundles)
   local cols, heading = result_columns(rows)
@@ -259,9 +259,9 @@ end
 
 --- The markdown table of a list of bundles.
 --
--- @signature output.results_markdown(bundles) -> text
+-- @signature report.results_markdown(bundles) -> text
 -- @example
---   io.write(output.results_markdown(bundles))
+--   io.write(report.results_markdown(bundles))
 function M.results_markdown(bundles)
   local rows = M.results_rows(bundles)
   local cols, heading = result_columns(rows)
@@ -272,9 +272,9 @@ end
 -- leaves out: runs whose status is not passed (a failed or unchecked run has no time, and Liger's
 -- CSV has no column to say why; the records keep them).
 --
--- @signature output.liger_csv(bundles) -> text, left_out | nil, message
+-- @signature report.liger_csv(bundles) -> text, left_out | nil, message
 -- @example
---   local text, left_out = assert(output.liger_csv(bundles))
+--   local text, left_out = assert(report.liger_csv(bundles))
 --   io.write(text)
 function M.liger_csv(bundles) return require('kluabench.record.liger').csv_of_bundles(bundles) end
 
