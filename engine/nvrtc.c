@@ -7,8 +7,8 @@
  * and every compile say where it was looked for.
  *
  * The cache: $KLUABENCH_CACHE/nvrtc, else $XDG_CACHE_HOME/kluabench/nvrtc,
- * else ~/.cache/kluabench/nvrtc (the directory stdlib/kluabench/ceilings.lua
- * uses), one entry per SHA-256 of (NVRTC version, arch, options, name
+ * else ~/.cache/kluabench/nvrtc (the directory stdlib/kluabench/measure/ceilings.lua
+ * keeps its cache in), one entry per SHA-256 of (NVRTC version, arch, options, name
  * expressions, headers, source): <key>.ptx, <key>.cubin, <key>.names,
  * <key>.log, and <key>.sha256, the SHA-256 of each of them in sha256sum's
  * format. The digests are written last, so an entry without them is

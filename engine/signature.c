@@ -127,15 +127,9 @@ static int l_parse_signature(lua_State *L) {
   return 1;
 }
 
-/* kb.cuda and kb.plugin: tables the binding files fill. */
-void kb_open_usercode(lua_State *L) {
-  lua_newtable(L);
+/* kb.cuda.parse_signature, into the kb.cuda table on top of the stack
+ * (usercode.c builds the table). */
+void kb_open_signature(lua_State *L) {
   lua_pushcfunction(L, l_parse_signature);
   lua_setfield(L, -2, "parse_signature");
-  kb_open_nvrtc(L);
-  kb_open_module(L);
-  lua_setfield(L, -2, "cuda");
-  lua_newtable(L);
-  kb_open_plugin(L);
-  lua_setfield(L, -2, "plugin");
 }

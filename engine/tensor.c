@@ -14,8 +14,6 @@
 #include "kb.h"
 #include "../kernels/tensor_ops.h"
 
-int kb_raise(lua_State *L, const char *msg) { return luaL_error(L, "%s", msg); }
-
 static kb_tensor *to_tensor(lua_State *L, int arg) {
   return (kb_tensor *)luaL_checkudata(L, arg, KB_TENSOR_MT);
 }
@@ -34,24 +32,6 @@ kb_dtype kb_check_dtype(lua_State *L, int arg, int def) {
     if (strcmp(s, kb_dtype_name((kb_dtype)i)) == 0) return (kb_dtype)i;
   luaL_argerror(L, arg, lua_pushfstring(L, "unknown dtype '%s' (expected bf16, f16, f32 or f64)", s));
   return KB_F32;
-}
-
-const kb_backend *kb_check_device(lua_State *L, int arg) {
-  if (lua_isnoneornil(L, arg)) return kb_default_backend();
-  const char *s = luaL_checkstring(L, arg);
-  if (strcmp(s, "cpu") == 0) return kb_backend_cpu();
-  int ordinal = 0;
-  char tail;
-  if (strcmp(s, "cuda") == 0 || sscanf(s, "cuda:%d%c", &ordinal, &tail) == 1) {
-    if (strcmp(s, "cuda") == 0 && strcmp(kb_default_backend()->kind, "cuda") == 0)
-      ordinal = kb_default_backend()->ordinal;
-    const char *why = NULL;
-    const kb_backend *b = kb_backend_cuda(ordinal, &why);
-    if (!b) luaL_argerror(L, arg, lua_pushfstring(L, "device '%s' is not usable: %s", s, why));
-    return b;
-  }
-  luaL_argerror(L, arg, lua_pushfstring(L, "unknown device '%s' (expected 'cpu', 'cuda' or 'cuda:N')", s));
-  return NULL;
 }
 
 /* "[1, 2048, 32, 16]" into buf. */
@@ -91,13 +71,6 @@ static int check_shape(lua_State *L, int arg, int64_t *shape, kb_dtype dtype) {
   }
   if (too_large) luaL_argerror(L, arg, "shape is too large (its size exceeds 2^62 bytes)");
   return (int)n;
-}
-
-/* lua_gc answers -1 to everything while a finalizer runs (Lua 5.4.4+). */
-void kb_check_not_finalizing(lua_State *L, const char *what) {
-  if (lua_gc(L, LUA_GCISRUNNING) < 0)
-    luaL_error(L, "cannot create %s inside a __gc metamethod (its memory might never be released)",
-               what);
 }
 
 kb_tensor *kb_push_tensor(lua_State *L, const kb_backend *dev, kb_dtype dtype, int ndim,
