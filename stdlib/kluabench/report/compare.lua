@@ -19,9 +19,11 @@
 -- Verdict, with the interval [lo, hi] and the noise band `noise` (default
 -- 1 %):
 --   SAME    the whole interval lies within [1 - noise, 1 + noise]
---   SLOWER  lo > 1 (otherwise)            FASTER  hi < 1 (otherwise)
---   UNSURE  the interval holds 1 and reaches outside the band, fewer than
---           MIN_SAMPLES samples on a side, or no between-session figure.
+--   SLOWER  lo > 1 + noise: the whole interval lies above the band
+--   FASTER  hi < 1 - noise: the whole interval lies below the band
+--   UNSURE  otherwise (the interval reaches outside the band but starts or
+--           ends inside it), fewer than MIN_SAMPLES samples on a side, or
+--           no between-session figure.
 -- A regression is a SLOWER point whose ratio exceeds 1 + threshold (default
 -- 5 %); `kluabench compare` exits 1 when there is one.
 local inference = require 'kluabench.stats.inference'
