@@ -30,6 +30,16 @@ const kb_backend *kb_check_device(lua_State *L, int arg) {
   return NULL;
 }
 
+/*** The selected backend: what tensors and events use when no device is given.
+ *
+ * Chosen before any Lua runs: `--backend cpu|cuda` or `KLUABENCH_BACKEND`, else cuda when a CUDA
+ * device is usable and cpu otherwise.
+ *
+ * @signature kb.backend() -> "cuda" | "cpu"
+ * @section device
+ * @example
+ *   if kb.backend() == "cpu" then print("numbers are CPU times") end
+ */
 static int l_backend(lua_State *L) {
   lua_pushstring(L, kb_default_backend()->kind);
   return 1;
@@ -38,6 +48,19 @@ static int l_backend(lua_State *L) {
 #define SET_INT(field, v) (lua_pushinteger(L, (lua_Integer)(v)), lua_setfield(L, -2, field))
 #define SET_STR(field, v) (lua_pushstring(L, (v)), lua_setfield(L, -2, field))
 
+/*** A description of the device: name, arch, memory and cache sizes, clocks.
+ *
+ * Every device has `backend`, `device`, `name`, `arch` (`"sm_90"` on an H100/H200, `"x86_64"` on
+ * cpu), `l2_bytes` (the last-level cache on cpu) and `memory_bytes`. CUDA devices add `ordinal`,
+ * `sm_count`, `sm_clock_khz`, `mem_clock_khz`, `mem_bus_bits`, `driver_version` and
+ * `runtime_version`; cpu adds `cores`.
+ *
+ * @signature kb.device_info([device]) -> table
+ * @section device
+ * @example
+ *   local d = kb.device_info()
+ *   print(d.name, d.arch, d.l2_bytes // 2^20 .. " MiB L2")
+ */
 /* device_info([device]): a table describing the device. */
 static int l_device_info(lua_State *L) {
   const kb_backend *dev = kb_check_device(L, 1);
@@ -97,6 +120,23 @@ static int opt_trim(lua_State *L, int arg) {
   return trim;
 }
 
+/*** Memory in use now: this process on the host, and the device.
+ *
+ * `device`; `rss_bytes` and `peak_rss_bytes` (the resident set now and at its peak, from
+ * /proc/self/status); `heap_bytes` (with glibc: what malloc has handed out and not got back:
+ * tensors on cpu and the Lua heap included; it does not move with fragmentation as the resident
+ * set does, so it is the measure of a host leak). A cuda device adds `device_total_bytes`,
+ * `device_free_bytes` and `device_used_bytes` as the driver counts them (every process and the
+ * CUDA context included). `opts.trim = true` first hands the memory malloc keeps free back to the
+ * system (glibc malloc_trim), so that the resident set follows what is in use. scripts/soak.lua
+ * samples it so after every round.
+ *
+ * @signature kb.memory_info([device [, opts]]) -> table
+ * @section device
+ * @example
+ *   local m = kb.memory_info()
+ *   print(m.rss_bytes // 2^20 .. " MiB resident", m.device_used_bytes)
+ */
 /* memory_info([device [, opts]]): host memory of this process (resident set
  * now and at its peak; with glibc also the bytes malloc has handed out and
  * not got back, which unlike the resident set does not move with
@@ -133,6 +173,14 @@ static int l_memory_info(lua_State *L) {
   return 1;
 }
 
+/*** How this binary was built: cuda (boolean), cflags, nvflags, compiler, nvcc, git_commit,
+ * targets.
+ *
+ * @signature kb.build_info() -> table
+ * @section device
+ * @example
+ *   print(kb.build_info().targets) --> sm_90 sm_80 compute_90 (or cpu)
+ */
 /* build_info(): how this binary was built. */
 static int l_build_info(lua_State *L) {
   lua_newtable(L);
@@ -151,6 +199,16 @@ static int l_build_info(lua_State *L) {
   return 1;
 }
 
+/*** SHA-256 of every kernel source file the binary was built from.
+ *
+ * Records cite these hashes in their implementation document, so a result can be traced to the
+ * exact kernel code.
+ *
+ * @signature kb.kernel_sources() -> {path = sha256 hex}
+ * @section device
+ * @example
+ *   for path, hex in pairs(kb.kernel_sources()) do print(path, hex:sub(1, 12)) end
+ */
 /* kernel_sources(): { ["kernels/rope.cu"] = "<sha256 hex>", ... } as built. */
 static int l_kernel_sources(lua_State *L) {
   static const char *const src[][2] = {KB_KERNEL_SOURCES {NULL, NULL}};
@@ -159,6 +217,15 @@ static int l_kernel_sources(lua_State *L) {
   return 1;
 }
 
+/*** The absolute path of the running kluabench binary.
+ *
+ * Tests use it to start kluabench again as a subprocess.
+ *
+ * @signature kb.executable() -> path
+ * @section device
+ * @example
+ *   os.execute(kb.executable() .. " -v")
+ */
 /* executable(): absolute path of the running kluabench binary (tests start
  * it again as a subprocess). */
 static int l_executable(lua_State *L) {
@@ -177,6 +244,22 @@ static const luaL_Reg functions[] = {{"backend", l_backend},
                                      {"kernel_sources", l_kernel_sources},
                                      {NULL, NULL}};
 
+/*** The kluabench version, e.g. "0.1.0".
+ *
+ * @signature kb.version -> string
+ * @section device
+ * @kind value
+ * @example
+ *   print(kb.version)
+ */
+/*** The git commit the binary was built from ("-dirty" when the tree had changes).
+ *
+ * @signature kb.git_commit -> string
+ * @section device
+ * @kind value
+ * @example
+ *   print(kb.git_commit)
+ */
 void kb_open_device(lua_State *L) {
   luaL_setfuncs(L, functions, 0);
   SET_STR("version", KB_VERSION);
