@@ -222,6 +222,22 @@ describe('stdlib layout', function()
     for name in pairs(layers.DYNAMIC) do assert.is_true(used[name] or false, name .. ' has no such require') end
   end)
 
+  it('is the order docs/ARCHITECTURE.md draws: its table of layers is layers.LAYERS', function()
+    local doc = assert(util.slurp((ROOT ~= '' and ROOT .. '/' or '') .. 'docs/ARCHITECTURE.md'))
+    local part = assert(doc:match("\n## The stdlib's layers\n(.-)\n## "), "no section \"The stdlib's layers\"")
+    local rows = {}
+    for name, mods in part:gmatch('\n| ([%w_]+) | ([^|]+) |') do
+      if name ~= 'layer' then
+        local list = {}
+        for m in mods:gmatch('`([%w_.]+)`') do list[#list + 1] = m end
+        rows[#rows + 1] = { name = name, modules = list }
+      end
+    end
+    local want = {}
+    for i, l in ipairs(layers.LAYERS) do want[i] = { name = l.name, modules = l.modules } end
+    assert.same(want, rows)
+  end)
+
   it('would catch an upward require, a lazy one and a circle (the checks check)', function()
     local fake = {
       { name = 'kluabench.io.x', text = "local r = require 'kluabench.record'\n" },
