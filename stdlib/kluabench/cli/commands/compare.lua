@@ -19,10 +19,12 @@ records carry, else this device's cache, filled by kluabench
 scripts/run_noise.lua); with none, the point is UNSURE. The Mann-Whitney U
 test's p-value on the pooled samples is shown beside it. Verdicts:
   SAME    the whole interval lies within the noise band (+-1 % by default)
-  FASTER  the interval lies below 1        SLOWER  the interval lies above 1
-  UNSURE  the interval holds 1 and reaches past the band, or fewer than 5
-          samples on a side, or no between-session figure; a hint says why
-          (too few samples, unstable clocks, a run that did not converge)
+  FASTER  the whole interval lies below the band (hi < 1 - noise)
+  SLOWER  the whole interval lies above the band (lo > 1 + noise)
+  UNSURE  the interval reaches past the band but starts or ends inside it,
+          fewer than 5 samples on a side, or no between-session figure; a
+          hint says why (too few samples, unstable clocks, a run that did
+          not converge)
 Each run counts once: a bundle found again (the same run name, externalId
 or evidence digest, with the same data) is a duplicate, dropped and counted
 in a note, so a file concatenated with itself changes nothing. A run whose
