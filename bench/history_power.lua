@@ -14,9 +14,13 @@
 --   A/A:   20 commits of history, then 100 checks, one per new commit, of a
 --          series with no change: how many checks raise a regression?
 --   power: a +5 % step at commit 21 (the point slowed, the sentinel not):
---          is it found at commit 21, 22 or 23, and at which commit?
+--          is it found at commit 21, 22 or 23, and at which commit? And
+--          the checks of the 9 commits after those (24 to 32), which
+--          changed nothing: does any of them raise a regression (blaming
+--          a commit after the step)?
 --   drift: the same +5 % step in the point and in its sentinel (the machine
---          changed): how often is it blamed on the code?
+--          changed), checked at commits 21 to 32: how often is it blamed on
+--          the code?
 --
 -- Usage: build/kluabench bench/history_power.lua [--trials N] [--seed N]
 -- (writes a report to stdout; evidence/history-power.txt is its output)
@@ -81,7 +85,7 @@ local function run_check(xs, sxs)
   return r
 end
 
-local HISTORY, CHECKS = 20, 100
+local HISTORY, CHECKS, AFTER = 20, 100, 12
 local out = {}
 local function say(fmt, ...) out[#out + 1] = string.format(fmt, ...) end
 
@@ -92,11 +96,11 @@ say('method: %s; noise floor %.4f (median sessionNoise.sd of the records); z %.2
   NOISE, Z, detect.DEFAULTS.threshold * 100, detect.DEFAULTS.window, detect.DEFAULTS.min_window,
   detect.DEFAULTS.lag, TRIALS, SEED)
 say('')
-say('%-72s %-9s %8s %9s %7s %7s %7s %7s %8s %7s', 'point', 'provider', 'sd(x)', 'A/A', 'rate',
-  'at +0', 'at +1', 'at +2', 'missed', 'drift')
+say('%-72s %-9s %8s %9s %7s %7s %7s %7s %8s %9s %7s', 'point', 'provider', 'sd(x)', 'A/A', 'rate',
+  'at +0', 'at +1', 'at +2', 'missed', 'later', 'drift')
 
 local totals = { checks = 0, alarms = 0, steps = 0, found = { 0, 0, 0 }, missed = 0, wrong = 0,
-  drift = 0, drift_blamed = 0 }
+  drift = 0, drift_blamed = 0, later = 0, later_checks = 0 }
 for _, key in ipairs(order) do
   for _, provider in ipairs { 'fused', 'reference' } do
     if sessions[key][provider] then
@@ -105,7 +109,7 @@ for _, key in ipairs(order) do
       for i, s in ipairs(sessions[key][provider]) do ms[i] = math.log(stats.median(s)) end
       local spread = stats.stdev(ms)
       local alarms, checks = 0, 0
-      local found, missed, wrong, blamed = { 0, 0, 0 }, 0, 0, 0
+      local found, missed, wrong, blamed, later = { 0, 0, 0 }, 0, 0, 0, 0
       for _ = 1, TRIALS do
         -- A/A: 100 checks along one long series
         local xs, sxs = {}, {}
@@ -119,9 +123,12 @@ for _, key in ipairs(order) do
         -- power: +5 % from commit HISTORY + 1, the sentinel steady
         xs, sxs = {}, {}
         local hit = nil
-        for c = 1, HISTORY + 3 do
+        for c = 1, HISTORY + AFTER do
           xs[c], sxs[c] = commit(key, provider, c > HISTORY and 1.05 or 1, 1)
-          if c > HISTORY and not hit then
+          if c > HISTORY + 3 then
+            -- the step is older than the checks' lag: a regression now blames a commit that changed nothing
+            if run_check(xs, sxs).status == 'regression' then later = later + 1 end
+          elseif c > HISTORY and not hit then
             local r = run_check(xs, sxs)
             if r.status == 'regression' then hit = { at = c - HISTORY, step = r.step } end
           end
@@ -131,14 +138,16 @@ for _, key in ipairs(order) do
         -- drift: the point and its sentinel both +5 %
         xs, sxs = {}, {}
         local said = false
-        for c = 1, HISTORY + 3 do
+        for c = 1, HISTORY + AFTER do
           xs[c], sxs[c] = commit(key, provider, c > HISTORY and 1.05 or 1, c > HISTORY and 1.05 or 1)
           if c > HISTORY and run_check(xs, sxs).status == 'regression' then said = true end
         end
         if said then blamed = blamed + 1 end
       end
-      say('%-72s %-9s %8.4f %4d/%-4d %6.2f%% %7d %7d %7d %8d %7d', key:gsub('#0$', ''), provider, spread,
-        alarms, checks, 100 * alarms / checks, found[1], found[2], found[3], missed + wrong, blamed)
+      say('%-72s %-9s %8.4f %4d/%-4d %6.2f%% %7d %7d %7d %8d %4d/%-4d %7d', key:gsub('#0$', ''), provider, spread,
+        alarms, checks, 100 * alarms / checks, found[1], found[2], found[3], missed + wrong, later,
+        TRIALS * (AFTER - 3), blamed)
+      totals.later, totals.later_checks = totals.later + later, totals.later_checks + TRIALS * (AFTER - 3)
       totals.checks, totals.alarms = totals.checks + checks, totals.alarms + alarms
       totals.steps = totals.steps + TRIALS
       for i = 1, 3 do totals.found[i] = totals.found[i] + found[i] end
@@ -154,6 +163,9 @@ say('A/A: %d false alarms in %d checks (%.3f%%; the goal: at most 1 in 100)', to
 say('+5%% step: found at its commit by the check of that commit %d, of the next %d, of the one after %d: '
   .. '%d of %d (%.1f%%) within 3 commits; %d found at another commit, %d missed', f[1], f[2], f[3],
   f[1] + f[2] + f[3], totals.steps, 100 * (f[1] + f[2] + f[3]) / totals.steps, totals.wrong, totals.missed)
-say('machine drift (+5%% in the point and in its sentinel): blamed on the code in %d of %d series (%.1f%%)',
+say('after the step: %d of the %d checks of commits +3 to +%d (which changed nothing) raised a regression (%.2f%%)',
+  totals.later, totals.later_checks, AFTER - 1, 100 * totals.later / totals.later_checks)
+say('machine drift (+5%% in the point and in its sentinel, checked at commits +0 to +%d): blamed on the code in '
+  .. '%d of %d series (%.1f%%)', AFTER - 1,
   totals.drift_blamed, totals.drift, 100 * totals.drift_blamed / totals.drift)
 io.write(table.concat(out, '\n'), '\n')

@@ -211,6 +211,20 @@ static int read_all(lua_State *L, int fd, size_t max, size_t hint, size_t *got) 
   return status;
 }
 
+/* read_all under lua_pcall: a buffer that cannot be allocated (a large
+ * file under a memory limit) is a message naming the file, not a bare
+ * "not enough memory" raised through the caller. */
+typedef struct {
+  int fd, status;
+  size_t max, hint, got;
+} read_job;
+
+static int read_all_protected(lua_State *L) {
+  read_job *j = (read_job *)lua_touserdata(L, 1);
+  j->status = read_all(L, j->fd, j->max, j->hint, &j->got);
+  return 1; /* the bytes */
+}
+
 /* Declared in kb.h. */
 const char *kb_read_file(lua_State *L, const char *path, size_t max) {
   static _Thread_local char why[200];
@@ -234,15 +248,21 @@ const char *kb_read_file(lua_State *L, const char *path, size_t max) {
     snprintf(why, sizeof why, "is larger than %zu bytes (it has %jd), the most kluabench reads here", max,
              (intmax_t)st.st_size);
   } else {
-    size_t got = 0;
-    int status = read_all(L, box->fd, max, (size_t)st.st_size, &got);
+    read_job job = {.fd = box->fd, .max = max, .hint = (size_t)st.st_size};
+    lua_pushcfunction(L, read_all_protected);
+    lua_pushlightuserdata(L, &job);
+    int rc = lua_pcall(L, 1, 1, 0);
     close(box->fd);
     box->fd = -1;
-    lua_remove(L, -2); /* the box; the bytes stay */
-    if (status == 0) return NULL;
-    lua_pop(L, 1);
-    if (status > 0) snprintf(why, sizeof why, "%s", strerror(status));
+    lua_remove(L, -2); /* the box; the bytes (or the error) stay */
+    if (rc == LUA_OK && job.status == 0) return NULL;
+    if (rc == LUA_ERRMEM)
+      snprintf(why, sizeof why, "not enough memory to read its %jd bytes", (intmax_t)st.st_size);
+    else if (rc != LUA_OK) /* "buffer too large" from luaL_prepbuffsize */
+      snprintf(why, sizeof why, "cannot be read into memory: %s", lua_isstring(L, -1) ? lua_tostring(L, -1) : "?");
+    else if (job.status > 0) snprintf(why, sizeof why, "%s", strerror(job.status));
     else snprintf(why, sizeof why, "is larger than %zu bytes (it grew while it was read), the most kluabench reads here", max);
+    lua_pop(L, 1); /* the bytes read so far, or the error */
     return why;
   }
   if (box->fd >= 0) close(box->fd);
@@ -257,7 +277,8 @@ const char *kb_read_file(lua_State *L, const char *path, size_t max) {
  * digests. Opened non-blocking and refused unless it is a regular file ("path: is a directory",
  * "path: is a FIFO, not a regular file (...)", "path: is a character device, ..."); a file larger
  * than max_bytes is refused by its size before any byte is read ("path: is larger than N bytes (it
- * has M), ..."). A path holding a NUL byte is an argument error.
+ * has M), ..."); one that does not fit in the memory left is "path: not enough memory to read its
+ * N bytes". A path holding a NUL byte is an argument error.
  *
  * @signature kb.read_file(path [, max_bytes]) -> bytes | nil, message
  * @section digest

@@ -319,6 +319,9 @@ describe('one bad line never drops a shard, and an unreadable shard is named as 
     assert.matches('(the other lines of shard 1 are kept)', r.err, 1, true)
     assert.is_nil(r.err:find('missing', 1, true), r.err)
     assert.matches('20 of 20 bundles, 5 of 5 points complete', r.err, 1, true)
+    -- every point arrived whole: the summary says the merge was not clean, not that it is incomplete
+    assert.matches('(NOT CLEAN: see above)', r.err, 1, true)
+    assert.is_nil(r.err:find('INCOMPLETE', 1, true), r.err)
     assert.equal(20, count_lines(sh.slurp(tmp .. '/m.jsonl')))
   end)
 
@@ -373,5 +376,53 @@ describe('one bad line never drops a shard, and an unreadable shard is named as 
     items, bad = reader.items('[{"run": {}}, ', 'x.json', { tolerant = true })
     assert.same({}, items)
     assert.equal(1, #bad)
+  end)
+end)
+
+---------------------------------------------------------------------------
+-- Class 2, the rule for every command: no command writes over one of its inputs
+---------------------------------------------------------------------------
+
+describe('no command writes over one of its inputs (issue 24, class 2)', function()
+  local tmp, rec, samples, csv
+  before_each(function()
+    tmp = sh.tmpdir()
+    rec, samples, csv = tmp .. '/r.jsonl', tmp .. '/r.samples.jsonl', tmp .. '/liger.csv'
+    sh.unsharded(rec, { '--seq', '128' })
+    sh.spit(csv, 'kernel_name,kernel_provider,kernel_operation_mode,metric_name,metric_unit,x_name,x_label,x_value,'
+      .. 'y_value_50,y_value_20,y_value_80,extra_benchmark_config_str,gpu_name,timestamp,liger_version\n'
+      .. 'llama4_rope,liger,forward,speed,ms,H,hidden size,512,0.1,0.09,0.11,"{""dtype"": ""torch.bfloat16"", '
+      .. '""seq_len"": 2048, ""num_q_heads"": 32, ""num_kv_heads"": 8}",NVIDIA H100 80GB HBM3,'
+      .. '2025-08-07 21:42:05,0.6.1\n')
+    assert(os.execute(string.format('ln -s r.jsonl %s && ln %s %s', q(tmp .. '/link.jsonl'), q(samples),
+      q(tmp .. '/hard.jsonl'))))
+  end)
+  after_each(function() os.execute('rm -rf ' .. q(tmp)) end)
+
+  it('plot, report, migrate, submission and import-liger refuse an output that is an input or its samples', function()
+    local before = { sha(rec), sha(samples), sha(csv) }
+    for _, case in ipairs {
+      { { 'plot', rec, '-o', rec }, 'kluabench plot: -o ' .. rec .. ' is the input ' .. rec },
+      { { 'plot', rec, '-o', tmp .. '/link.jsonl' }, 'is the input ' .. rec },
+      { { 'plot', rec, '-o', tmp .. '/hard.jsonl' }, 'is the samples file of the input ' .. rec },
+      { { 'report', rec, '-o', tmp .. '/./r.jsonl' }, 'kluabench report: -o ' .. tmp .. '/./r.jsonl is the input ' },
+      { { 'report', '--db', rec, '-o', rec }, 'is the history database (--db)' },
+      { { 'migrate', rec, '-o', rec }, 'kluabench migrate: -o ' .. rec .. ' is the input ' .. rec },
+      { { 'migrate', rec, '-o', samples }, 'is the samples file of the input ' .. rec },
+      { { 'migrate', rec, '-o', tmp .. '/r.json' }, '(its samples file ' .. samples .. ') is the samples file of' },
+      { { 'submission', rec, '-o', tmp .. '/link.jsonl' }, 'kluabench submission: -o ' .. tmp .. '/link.jsonl is the' },
+      { { 'submission', rec, '-o', samples }, 'is the samples file of the input ' .. rec },
+      { { 'import-liger', csv, '--jsonl', csv }, 'kluabench import-liger: --jsonl ' .. csv .. ' is the input ' .. csv },
+    } do
+      local r = run(case[1])
+      assert.equal(2, r.code, table.concat(case[1], ' ') .. ': ' .. r.err)
+      assert.matches(case[2], r.err, 1, true)
+      assert.matches(': writing there would overwrite an input; give another path', r.err, 1, true)
+    end
+    assert.same(before, { sha(rec), sha(samples), sha(csv) })
+    -- an output beside the inputs is written as before
+    assert.equal(0, run({ 'plot', rec, '-o', tmp .. '/r.svg' }).code)
+    assert.equal(0, run({ 'migrate', rec, '-o', tmp .. '/m.jsonl' }).code)
+    assert.equal(0, run({ 'import-liger', csv, '--jsonl', tmp .. '/l.jsonl' }).code)
   end)
 end)

@@ -101,6 +101,20 @@ describe('reads are bounded and never wait (issue 24, class 6)', function()
     assert.matches('is larger than', err, 1, true)
   end)
 
+  -- under a memory limit (the child's 4 GB address space) a file within the bound that does not
+  -- fit is a message naming it, not a bare "not enough memory"; sanitizer builds have no limit
+  local function under_a_limit(name, fn)
+    if SANITIZED then pending(name .. ' (a sanitizer build runs without ulimit -v)') else it(name, fn) end
+  end
+  under_a_limit('a file that does not fit in the memory left is an error naming it and its size', function()
+    local big = dir .. '/sparse'
+    assert(sh('truncate -s 5G ' .. q(big)))
+    local r = child(string.format('print(kb.read_file(%q, 6e9))', big), 20)
+    assert.equal(0, r.code, r.err)
+    assert.equal('nil\t' .. big .. ': not enough memory to read its 5368709120 bytes\n', r.out)
+    os.remove(big)
+  end)
+
   it('kb.cuda.load of /dev/zero, a FIFO and a directory is an error naming the file and why', function()
     local fifo = mkfifo(dir .. '/fifo')
     local code = string.format([[
@@ -390,6 +404,20 @@ describe('engine and loader errors say what was wrong (issue 24, class 10)', fun
     -- num_ctas = 2 is what clusters are, and still said so
     sub.spit(dir .. '/k.json', '{"name": "k", "num_warps": 4, "num_ctas": 2}')
     assert.matches('uses num_ctas = 2 (thread block clusters)', err_of(triton.load, dir .. '/k.json', 'ptr'), 1, true)
+  end)
+
+  it("Triton metadata errors point at the caller's line, not into triton.lua, and show no traceback", function()
+    sub.spit(dir .. '/k.json', '{"name": 5, "num_warps": 4}')
+    sub.spit(dir .. '/s.lua', string.format("local kb = require 'kluabench'\n\nkb.triton.load(%q)\n", dir .. '/k.json'))
+    local r = child(nil, 20, { dir .. '/s.lua' })
+    assert.equal(1, r.code, r.err)
+    assert.equal('kluabench: ' .. dir .. "/s.lua:3: read_metadata: " .. dir .. "/k.json: 'name' must be a kernel name "
+      .. '(a string), got number 5\n', r.err)
+    for _, f in ipairs { triton.load, triton.read_metadata } do
+      local ok, err = pcall(f, dir .. '/k.json')
+      assert.is_false(ok)
+      assert.is_nil(err:find('triton.lua', 1, true), err)
+    end
   end)
 
   it('a plugin kernel of 33 parameters says why its signature is bad', function()

@@ -722,6 +722,50 @@ end)
 -- Lesser: two writers of one --format kernelindex file
 ---------------------------------------------------------------------------
 
+describe('the harness never writes over the files it runs (issue 24, class 2)', function()
+  local dir
+  before_each(function()
+    dir = sub.tmpdir()
+    sub.spit(dir .. '/toy.lua', TOY)
+    -- the same declaration in a module that a script requires (as scripts/llama4_rope.lua does)
+    sub.spit(dir .. '/decl.lua', (TOY:gsub('kb%.suite%.main {', 'return {', 1)))
+    sub.spit(dir .. '/main.lua', string.format("package.path = %q .. '/?.lua;' .. package.path\n"
+      .. "require('kluabench').suite.main((require('decl')))\n", dir))
+    assert(os.execute(string.format('ln -s toy.lua %s', q(dir .. '/link.lua'))))
+  end)
+  after_each(function() os.execute('rm -rf ' .. q(dir)) end)
+
+  it('--out or --samples naming the script, a file of its hooks or the records file is a usage error', function()
+    local script, decl = dir .. '/toy.lua', dir .. '/decl.lua'
+    local before = { sub.slurp(script), sub.slurp(decl) }
+    for _, format in ipairs { 'table', 'jsonl', 'kernelindex', 'liger-csv' } do
+      for _, out in ipairs { script, dir .. '/link.lua', dir .. '/../' .. dir:match('[^/]+$') .. '/toy.lua' } do
+        local r = toy(dir, { '--n', '16', '--format', format, '--out', out })
+        assert.equal(2, r.code, format .. ' ' .. out .. ': ' .. r.err)
+        assert.matches("toy: option '--out' " .. out .. ' is the benchmark script: writing there would overwrite an '
+          .. 'input; give another path (see --help)', r.err, 1, true)
+      end
+    end
+    local r = toy(dir, { '--n', '16', '--format', 'jsonl', '--out', dir .. '/x.jsonl', '--samples', script })
+    assert.equal(2, r.code, r.err)
+    assert.matches("option '--samples' " .. script .. ' is the benchmark script', r.err, 1, true)
+    r = toy(dir, { '--n', '16', '--out', dir .. '/x.jsonl', '--samples', dir .. '/./x.jsonl' })
+    assert.equal(2, r.code, r.err)
+    assert.matches("option '--samples' " .. dir .. '/./x.jsonl is the records file', r.err, 1, true)
+    -- a module that defines the hooks is an input too
+    r = kluabench({ dir .. '/main.lua', '--n', '16', '--format', 'kernelindex', '--out', decl })
+    assert.equal(2, r.code, r.err)
+    assert.matches("option '--out' " .. decl .. ' is the file of the setup hook', r.err, 1, true)
+    assert.same(before, { sub.slurp(script), sub.slurp(decl) })
+    assert.is_nil(sub.slurp(dir .. '/x.jsonl'))
+    -- a path beside them is written as before
+    r = kluabench({ dir .. '/main.lua', '--n', '16', '--rep-ms', '2', '--warmup-ms', '1', '--format', 'jsonl',
+      '--out', dir .. '/x.jsonl' })
+    assert.equal(0, r.code, r.err)
+    assert.equal(1, #lines_of(dir .. '/x.jsonl'))
+  end)
+end)
+
 describe('a second writer of one whole-file --out is noticed, not overwritten (issue 24, lesser)', function()
   local dir
   before_each(function()

@@ -90,14 +90,14 @@ describe('the fuzz oracle', function()
     rows[1].extra_benchmark_config_str = '{"dtype": "torch.bfloat16", "seq_len": 2048, "num_q_heads": 32, '
       .. '"num_kv_heads": 8}'
     _, reason, why = liger.row_to_bundle(rows[1])
-    assert.equal('unknown_config', reason)
+    assert.equal('invalid', reason)
     assert.equal("x_value is beyond +-2^53 ('00000000000004553682020284002672')", why)
     rows = assert(liger.parse(sub.slurp(ROOT .. '/tests/fuzz/regressions/csv/string_parameter_in_config.csv')))
     -- a kernel kernelindex does not curate is skipped, as its importer skips it
     assert.equal('uncurated_kernel', select(2, liger.row_to_bundle(rows[1])))
     -- the x value that once reached the cost model as a string is refused now (issue 14)
     _, reason, why = liger.row_to_bundle(rows[2])
-    assert.equal('unknown_config', reason)
+    assert.equal('invalid', reason)
     assert.equal("x_value is not a decimal number ('20iiiiiiii48')", why)
   end)
 end)

@@ -26,7 +26,7 @@ describe('kluabench history (PostgreSQL)', function()
     return true
   end
 
-  it('adds once, lists, checks a step and names its commit, as on SQLite', function()
+  it('adds once, lists, checks a step and names its commit, reports and marks, as on SQLite', function()
     if not needs_server() then return end
     local uri = server.database('steps')
     local dir = sub.tmpdir()
@@ -54,6 +54,16 @@ describe('kluabench history (PostgreSQL)', function()
     r = run({ 'history', 'compare', sha(9), sha(10), '--db', uri, '--between', '0.01' })
     assert.equal(1, r.code, r.out .. r.err)
     assert.matches('SLOWER', r.out, 1, true)
+    r = run({ 'report', '--db', uri, '-o', dir .. '/report.html' })
+    assert.equal(0, r.code, r.err)
+    assert.matches('1 regression(s)', r.err, 1, true)
+    assert.matches('stepped here (regression)', sub.slurp(dir .. '/report.html'), 1, true)
+    -- a mark at the step restarts the baseline there
+    r = run({ 'history', 'mark', sha(10), '--reason', 'new driver', '--db', uri })
+    assert.equal(0, r.code, r.err)
+    r = run({ 'history', 'check', '--db', uri })
+    assert.equal(0, r.code, r.out .. r.err)
+    assert.matches('baseline from mark at ' .. sha(10):sub(1, 12) .. ' (new driver)', r.out, 1, true)
     run({ '-e', 'os.execute("rm -rf ' .. dir .. '")' })
   end)
 
@@ -84,6 +94,52 @@ describe('kluabench history (PostgreSQL)', function()
     h:close()
     run({ '-e', 'os.execute("rm -rf ' .. dir .. '")' })
   end)
+
+  it('a schema step added later migrates the database once and keeps its runs; a failing step changes nothing',
+    function()
+      if not needs_server() then return end
+      local schema = require 'kluabench.history.schema'
+      local uri = server.database('migrate')
+      local dir = sub.tmpdir()
+      local f = dir .. '/c.jsonl'
+      data.write(f, data.session(1, { fused = 6200, copy = 5000 }))
+      local r = run({ 'history', 'add', f, '--db', uri, '--commit', sha(1) })
+      assert.equal(0, r.code, r.err)
+      local function versions(h)
+        local out = {}
+        for i, row in ipairs(h:query('SELECT version FROM schema_version ORDER BY version')) do out[i] = row[1] end
+        return out
+      end
+      table.insert(schema.STEPS, { version = 2, description = 'a broken step',
+        sql = 'ALTER TABLE runs ADD COLUMN note TEXT; INSERT INTO nosuch VALUES (1)' })
+      local h, err = history.open(uri)
+      table.remove(schema.STEPS)
+      assert.is_nil(h)
+      assert.matches(uri .. ': ', err, 1, true)
+      assert.matches('nosuch', err, 1, true)
+      h = assert(history.open(uri))
+      assert.same({ 1 }, versions(h))
+      assert.is_false(pcall(h.query, h, 'SELECT note FROM runs'))
+      h:close()
+      table.insert(schema.STEPS, { version = 2, description = 'a note per run',
+        sql = 'ALTER TABLE runs ADD COLUMN note TEXT; CREATE INDEX runs_note ON runs (note)' })
+      local ok, e = pcall(function()
+        for _ = 1, 2 do
+          local hh = assert(history.open(uri))
+          assert.same({ 1, 2 }, versions(hh))
+          assert.equal(2, history.store.counts(hh).runs)
+          assert.equal(2, hh:run('UPDATE runs SET note = ?', { 'kept' }))
+          hh:close()
+        end
+      end)
+      table.remove(schema.STEPS)
+      assert(ok, e)
+      r = run({ 'history', 'list', '--db', uri })
+      assert.equal(1, r.code)
+      assert.matches(uri .. ': the history database has schema version 2, newer than this kluabench knows (1)', r.err, 1,
+        true)
+      run({ '-e', 'os.execute("rm -rf ' .. dir .. '")' })
+    end)
 
   it('refuses a newer schema and a foreign database by name', function()
     if not needs_server() then return end

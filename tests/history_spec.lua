@@ -96,8 +96,9 @@ describe('kluabench history (SQLite)', function()
     assert.equal(1, r.code, r.out .. r.err)
     assert.matches('REGRESSION: llama4_rope forward hidden512[^\n]*%(fused, NVIDIA H200%) stepped at commit '
       .. sha(10), r.out)
-    -- the copy provider (the sentinel) did not step
+    -- the copy provider (the sentinel) did not step, and the row says so
     assert.matches('1 regression%(s%)', r.out)
+    assert.matches('the sentinel (copy) did not step (', r.out, 1, true)
     -- the same history checked at commit 9 (before the step): nothing
     r = run({ 'history', 'check', '--db', db, '--head', sha(9):sub(1, 10) })
     assert.equal(0, r.code, r.out)
@@ -123,6 +124,21 @@ describe('kluabench history (SQLite)', function()
     assert.equal(1, r.code, r.out)
   end)
 
+  it('check: a regression with no sentinel runs says that machine drift is not ruled out', function()
+    local db, files = dir .. '/h.db', {}
+    for i = 1, 12 do
+      files[i] = string.format('%s/c%02d.jsonl', dir, i)
+      local noise = 1 + 0.004 * math.sin(i * 2.1)
+      data.write(files[i], data.session(i, { fused = 6200 * noise * (i >= 10 and 1.06 or 1) }, { seed = i,
+        providers = { 'fused' } }))
+    end
+    add_series(db, files)
+    local r = run({ 'history', 'check', '--db', db })
+    assert.equal(1, r.code, r.out .. r.err)
+    assert.matches('stepped at commit ' .. sha(10), r.out, 1, true)
+    assert.matches('no sentinel (copy) runs around the step: machine drift not ruled out', r.out, 1, true)
+  end)
+
   it('compare REV1 REV2 gives the statistics of kluabench compare on the stored bundles', function()
     local db = dir .. '/h.db'
     local files = series_files(dir, 2, function(i) return i == 2 and 1.3 or 1 end)
@@ -140,6 +156,32 @@ describe('kluabench history (SQLite)', function()
       assert.equal(p.lo, a.points[i].lo)
     end
     assert.equal(1, r.code) -- +30 %: a regression
+  end)
+
+  it('compare pools the runs of several adds of one commit as its sessions', function()
+    -- CI adds a commit's sweeps one file at a time: each file's session 1 is one more session of the
+    -- commit, not "several sweeps in one file"
+    local db = dir .. '/h.db'
+    for c = 1, 2 do
+      for k = 1, 2 do
+        local tag = c * 10 + k
+        local f = string.format('%s/c%d-%d.jsonl', dir, c, k)
+        data.write(f, data.session(tag, { fused = 6200 * (c == 2 and 1.3 or 1), copy = 5000 }, { seed = tag }))
+        local r = run({ 'history', 'add', f, '--db', db, '--commit', sha(c), '--parents', c > 1 and sha(1) or '',
+          '--commit-time', string.format('2026-11-%02dT12:00:00Z', c) })
+        assert.equal(0, r.code, r.err)
+      end
+    end
+    local r = run({ 'history', 'compare', sha(1), sha(2), '--db', db, '--format', 'json' })
+    assert.equal(1, r.code, r.err) -- +30 % on fused: a regression
+    local res = assert(require('kluabench.report').decode(r.out))
+    assert.equal(2, #res.points)
+    for _, p in ipairs(res.points) do
+      assert.equal(2, p.base_sessions, p.provider)
+      assert.equal(2, p.new_sessions, p.provider)
+      assert.no.matches('several', p.hint or '', 1, true)
+      if p.provider == 'fused' then assert.equal('SLOWER', p.verdict) else assert.are_not.equal('SLOWER', p.verdict) end
+    end
   end)
 
   it("the harness's --history DB adds its runs under the git commit of the current directory", function()
@@ -175,6 +217,49 @@ describe('kluabench history (SQLite)', function()
     assert.equal(1, r.code)
     assert.matches('bad.db: file is not a database', r.err, 1, true)
   end)
+
+  it('a schema step added later migrates an existing database once and keeps its runs; a failing step changes nothing',
+    function()
+      local schema = require 'kluabench.history.schema'
+      local db = dir .. '/h.db'
+      add_series(db, series_files(dir, 2))
+      local function versions(h)
+        local out = {}
+        for i, row in ipairs(h:query('SELECT version FROM schema_version ORDER BY version')) do out[i] = row[1] end
+        return out
+      end
+      -- a step that fails half way: rolled back whole, the database stays at version 1
+      table.insert(schema.STEPS, { version = 2, description = 'a broken step',
+        sql = 'ALTER TABLE runs ADD COLUMN note TEXT; INSERT INTO nosuch VALUES (1)' })
+      local h, err = history.open(db)
+      table.remove(schema.STEPS)
+      assert.is_nil(h)
+      assert.matches(db .. ': ', err, 1, true)
+      assert.matches('nosuch', err, 1, true)
+      h = assert(history.open(db))
+      assert.same({ 1 }, versions(h))
+      assert.is_false(pcall(h.query, h, 'SELECT note FROM runs')) -- the ALTER was rolled back with it
+      h:close()
+      -- a good step: applied once, on the next open; the runs are all there
+      table.insert(schema.STEPS, { version = 2, description = 'a note per run',
+        sql = 'ALTER TABLE runs ADD COLUMN note TEXT; CREATE INDEX runs_note ON runs (note)' })
+      local ok, e = pcall(function()
+        for _ = 1, 2 do
+          local hh = assert(history.open(db))
+          assert.same({ 1, 2 }, versions(hh))
+          assert.equal(4, history.store.counts(hh).runs)
+          assert.equal(4, hh:run('UPDATE runs SET note = ?', { 'kept' }))
+          hh:close()
+        end
+      end)
+      table.remove(schema.STEPS)
+      assert(ok, e)
+      -- this kluabench, without that step, refuses the migrated database by name
+      local r = run({ 'history', 'list', '--db', db })
+      assert.equal(1, r.code)
+      assert.matches(db .. ': the history database has schema version 2, newer than this kluabench knows (1)', r.err, 1,
+        true)
+    end)
 
   it('two processes adding at once lose nothing (and migrate a new database once)', function()
     local db = dir .. '/h.db'
@@ -340,6 +425,50 @@ describe('kluabench history (SQLite)', function()
       assert.matches('no history in it yet', r.err, 1, true)
     end)
 
+    it('report -o and the harness\'s --out never write over the database or an input', function()
+      local db = dir .. '/h.db'
+      add_series(db, series_files(dir, 2))
+      local f = dir .. '/c01.jsonl'
+      local before, results = sub.slurp(db), sub.slurp(f)
+      local samples = dir .. '/c01.samples.jsonl'
+      local raw = sub.slurp(samples)
+      assert(os.execute('ln ' .. q(db) .. ' ' .. q(dir .. '/hard.db')))
+      -- report: the database it reads (by any name), a RESULTS file or its samples file: usage errors
+      for _, case in ipairs {
+        { { 'report', '--db', db, '-o', db }, '-o ' .. db .. ' is the history database (--db)' },
+        { { 'report', '--db', db, '-o', dir .. '/./hard.db' }, 'is the history database (--db)' },
+        { { 'report', f, '-o', f }, '-o ' .. f .. ' is the input ' .. f },
+        { { 'report', f, '-o', samples }, 'is the samples file of the input ' .. f },
+      } do
+        local r = run(case[1])
+        assert.equal(2, r.code, r.err)
+        assert.matches(case[2] .. ': writing there would overwrite an input', r.err, 1, true)
+      end
+      -- another SQLite database as -o: refused (exit 1) by what it is
+      local r = run({ 'report', f, '-o', dir .. '/hard.db' })
+      assert.equal(1, r.code, r.err)
+      assert.matches('a SQLite database (a history database?)', r.err, 1, true)
+      -- the harness: --out (or --samples) naming the --history database, new or existing; an existing
+      -- history database as --out without --history
+      local script = sub.root() .. '/scripts/llama4_rope.lua'
+      for _, case in ipairs {
+        { { '--out', dir .. '/new.db', '--history', dir .. '/new.db' }, 2, '--out ' .. dir .. '/new.db is the --history database' },
+        { { '--out', dir .. '/x.jsonl', '--samples', db, '--history', db }, 2, '--samples ' .. db .. ' is the --history database' },
+        { { '--out', db }, 1, 'cannot write --out ' .. db .. ': a SQLite database' },
+      } do
+        local args = { script, '--seq', '64', '--hidden', '64', '--format', 'jsonl' }
+        for _, a in ipairs(case[1]) do args[#args + 1] = a end
+        r = run(args, { cwd = dir })
+        assert.equal(case[2], r.code, r.err)
+        assert.matches(case[3], r.err, 1, true)
+        assert.no.matches('median', r.out .. r.err, 1, true) -- refused before anything was timed
+      end
+      assert.is_nil(kb.stat(dir .. '/new.db'))
+      assert.equal(before, sub.slurp(db))
+      assert.equal(results, sub.slurp(f))
+      assert.equal(raw, sub.slurp(samples))
+    end)
+
     it('usage errors exit 2', function()
       for _, args in ipairs { { 'history' }, { 'history', 'nosuch' }, { 'history', 'list', '--reason', 'x' },
         { 'history', 'check', '--z', 'abc' }, { 'history', 'compare', 'a' }, { 'history', 'mark', 'a' } } do
@@ -382,6 +511,21 @@ describe('kluabench.history.detect', function()
     assert.equal('ok', detect.check(series(25, function() return 1 end, 0.005), { noise = 0.005 }).status)
     local down = detect.check(series(25, function(i) return i >= 25 and 0.9 or 1 end, 0.005), { noise = 0.005 })
     assert.equal('improvement', down.status)
+  end)
+
+  it('a step older than the lag is the series\' new level: the commits after it are not blamed', function()
+    -- before, a baseline holding the step's first commits made commits 22 to 24 look like a step of their own
+    local xs = series(40, function(i) return (i >= 21 and 1.05 or 1) * (i >= 33 and 1.05 or 1) end, 0.005)
+    for n = 21, 40 do
+      local r = detect.check(table.move(xs, 1, n, 1, {}), { noise = 0.005 })
+      if (n >= 21 and n <= 23) or (n >= 33 and n <= 35) then
+        assert.equal('regression', r.status, n)
+        assert.equal(n <= 23 and 21 or 33, r.step, n)
+      else
+        assert.are_not.equal('regression', r.status, n)
+        assert.equal(n < 36 and 21 or 33, r.earlier, n) -- the baseline restarts at the older step
+      end
+    end
   end)
 
   it('needs min_window commits before the step, and a change beyond the threshold', function()

@@ -220,6 +220,13 @@ describe('liger.row_to_bundle of other rows', function()
     b, why = liger.row_to_bundle(assert(liger.parse(HEADER .. UNKNOWN_ROW))[1])
     assert.is_nil(b)
     assert.are.equal('uncurated_kernel', why)
+    -- kernels of the importer's later curation (kernels-extra.ts, kernels-losses.ts) are curated too
+    for _, name in ipairs { 'fused_moe', 'geglu', 'group_norm', 'kl_div', 'kto_loss', 'relu_squared', 'sparsemax',
+      'tvd', 'fused_linear_jsd', 'fused_linear_cross_entropy', 'fused_neighborhood_attention', 'megatron_cross_entropy' } do
+      b, why = liger.row_to_bundle(assert(liger.parse(HEADER .. OTHER_ROW:gsub('^cross_entropy', name)))[1])
+      assert.is_nil(b)
+      assert.are.equal('not_reproduced', why, name)
+    end
   end)
 
   it('skips GPUs kernelindex does not know, and with keep names them itself', function()
@@ -232,6 +239,28 @@ describe('liger.row_to_bundle of other rows', function()
     assert.are.equal('sm_90', b.environment.spec.hardware.architecture)
     assert.is_string(b.run.metadata.labels.not_reproduced)
     assert.are.same({}, record.check(b))
+  end)
+
+  it('imports a row whose p20 is above its p80 as it is, and import-liger warns, naming the line (issue 24)', function()
+    local swapped = EXAMPLE_ROW:gsub('0%.13574400544166565,0%.14009599387645721',
+      '0.14009599387645721,0.13574400544166565', 1)
+    assert.are_not.equal(EXAMPLE_ROW, swapped)
+    local row = assert(liger.parse(HEADER .. swapped))[1]
+    assert.are.equal("y_value_20 ('0.14009599387645721') is above y_value_80 ('0.13574400544166565'): the quantiles "
+      .. "look swapped; imported as they are, as kernelindex's importer does", liger.row_warning(row))
+    assert.is_nil(liger.row_warning(assert(liger.parse(HEADER .. EXAMPLE_ROW))[1]))
+    assert.is_nil(liger.row_warning({ y_value_20 = '1', y_value_80 = '1' }))
+    local b = assert(liger.row_to_bundle(row))
+    assert.are.same({}, record.check(b))
+    local sub = require 'helpers.subprocess'
+    local dir = sub.tmpdir()
+    sub.spit(dir .. '/in.csv', HEADER .. EXAMPLE_ROW .. swapped)
+    local r = sub.run { 'import-liger', dir .. '/in.csv', '--jsonl', dir .. '/out.jsonl' }
+    assert.are.equal(0, r.code, r.err)
+    assert.matches('kluabench import-liger: ' .. dir .. '/in.csv:3: warning: y_value_20 (', r.err, 1, true)
+    assert.is_nil(r.err:find('in.csv:2:', 1, true), r.err) -- the row in order is not named
+    assert.matches('2 bundles written', r.err, 1, true)
+    os.execute('rm -rf ' .. sub.q(dir))
   end)
 
   it('reports bad values instead of guessing', function()

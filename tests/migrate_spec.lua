@@ -60,6 +60,31 @@ describe('the earlier record format', function()
     assert.matches('<svg', assert(sub.slurp(svg)))
   end)
 
+  it("describes the built-in code as the record's build made it, not as this binary was built", function()
+    local dir = sub.tmpdir()
+    local lines = {}
+    for i, b in ipairs(old_lines()) do
+      b.implementation.spec.build = { cflags = '-O1', compiler = 'cc 11', cuda = true, nvcc = 'nvcc 12.4',
+        nvflags = '-O2 -gencode arch=compute_80,code=sm_80', targets = 'sm_80' }
+      if i == 2 then -- a run of the cpu backend on another CPU
+        b.implementation.spec.target = { backend = 'cpu', architecture = 'aarch64' }
+        b.environment.spec.backend, b.run.metadata.labels.backend = 'cpu', 'cpu'
+      end
+      lines[i] = assert(output.encode_line(b))
+    end
+    sub.spit(dir .. '/old.jsonl', table.concat(lines, '\n') .. '\n')
+    local new = assert(kb.reader.read(dir .. '/old.jsonl'))
+    local cuda = new[1].implementation.spec
+    assert.equal('make (nvcc -O2 -gencode arch=compute_80,code=sm_80)', cuda.buildVariants[1].install.command)
+    assert.same({ nvcc = 'nvcc 12.4', cc = 'cc 11' }, cuda.buildVariants[1].requirements)
+    assert.same({ 'sm_80' }, cuda.support.hardwareArchitectures)
+    local cpu = new[2].implementation.spec
+    assert.equal('make (cc -O1)', cpu.buildVariants[1].install.command)
+    assert.same({ 'aarch64' }, cpu.support.hardwareArchitectures)
+    for _, b in ipairs(new) do assert.same({}, kb.record.check(b)) end
+    os.execute('rm -rf ' .. sub.q(dir))
+  end)
+
   it('is rewritten by kluabench migrate into documents that verify, samples beside them', function()
     local dir = sub.tmpdir()
     local r = sub.run { 'migrate', OLD, '-o', dir .. '/new.jsonl' }
@@ -82,7 +107,7 @@ describe('the earlier record format', function()
     -- never over an input
     r = sub.run { 'migrate', dir .. '/new.jsonl', '-o', dir .. '/new.jsonl' }
     assert.equal(2, r.code)
-    assert.matches('would write over the input', r.err, 1, true)
+    assert.matches('is the input ' .. dir .. '/new.jsonl: writing there would overwrite an input', r.err, 1, true)
     os.execute('rm -rf ' .. sub.q(dir))
   end)
 end)

@@ -345,6 +345,17 @@ describe('shared workloads', function()
       our_bundle().run.spec.workloadDigest)
   end)
 
+  it("put scripts/llama4_rope.lua's default point, as a user runs it, on the example record's workload", function()
+    local sub = require 'helpers.subprocess'
+    local r = sub.run { '--backend', 'cpu', '--quiet', sub.root() .. '/scripts/llama4_rope.lua', '--rep-ms', '2',
+      '--warmup-ms', '1', '--format', 'jsonl' }
+    assert.are.equal(0, r.code, r.err)
+    local b = assert(output.decode(r.out:match('^[^\n]+')))
+    assert.are.equal('sha256:98c5e76b9fa318ddeea51b56d90bc6fb39d72e404e2d01dbb467e67f57ff63e8', b.run.spec.workloadDigest)
+    assert.are.equal(record.digest(b.workload), b.run.spec.workloadDigest)
+    assert.are.equal(EXAMPLE:match('"workloadDigest": "([^"]+)"'), b.run.spec.workloadDigest)
+  end)
+
   it('give every point of both RoPE benchmarks the workload its Liger rows import to', function()
     local liger = require 'kluabench.record.liger'
     local rows = assert(liger.parse(table.concat({

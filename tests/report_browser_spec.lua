@@ -101,6 +101,8 @@ describe('kluabench report in headless Chromium', function()
     assert.matches('<tr class="regression">', dom, 1, true)
     assert.matches('REGRESSION', dom, 1, true)
     assert.matches('stepped here (regression)', dom, 1, true)
+    -- the check's note, as history check prints it
+    assert.matches('the sentinel (copy) did not step (', dom, 1, true)
     assert.matches(string.format('%02x%038x', 10, 7):sub(1, 12), dom, 1, true)
     -- the trend chart draws the marked commit as its own series
     assert.matches('data-name="stepped here"', dom, 1, true)

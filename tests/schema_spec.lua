@@ -1,5 +1,9 @@
 -- Every document kluabench writes is one kernelindex accepts: one of every
--- kind that every command emits, validated by an independent JSON Schema
+-- kind that every command emits (the harness with every protocol and the
+-- statuses passed, incorrect_numerical, timeout and runtime_error, a plugin
+-- kernel, do_bench and a user's protocol through record.from_result,
+-- import-liger, run-all and merge, migrate, submission; all on the cpu
+-- backend), validated by an independent JSON Schema
 -- validator (python3-jsonschema, draft 2020-12, tests/helpers/
 -- validate_kernelindex.py) against the vendored public schemas, and by our
 -- own (kluabench.record.schema); an unknown field fails both; the vendored
@@ -79,6 +83,63 @@ kb.suite.main { name = 'wrong', axes = { { name = 'n', default = 8 } }, dtypes =
     local r = sub.run { '--backend', 'cpu', wrong, '--format', 'jsonl', '--out', dir .. '/wrong.jsonl' }
     assert(r.code == 1, r.err)
     files[#files + 1] = dir .. '/wrong.jsonl'
+    -- a session past --timeout, and the graph protocol (refused at this size on the cpu: runtime_error)
+    local slow = dir .. '/slow.lua'
+    sub.spit(slow, [[
+local kb = require 'kluabench'
+kb.suite.main { name = 'slow', axes = { { name = 'n', default = 8 } }, dtypes = { 'f32' }, modes = { 'forward' },
+  providers = { 'sleepy' }, setup = function(p) return { x = kb.zeros({ p.n }, 'f32') } end,
+  run = function() return function() kb.process.sleep(20) end end }
+]])
+    r = sub.run { '--backend', 'cpu', slow, '--protocol', 'hot', '--timeout', '0.1', '--format', 'jsonl', '--out',
+      dir .. '/timeout.jsonl' }
+    assert(r.code == 1, r.err)
+    files[#files + 1] = dir .. '/timeout.jsonl'
+    r = sub.run { '--backend', 'cpu', ROOT .. '/scripts/llama4_rope.lua', '--hidden', '64', '--seq', '16', '--protocol',
+      'graph', '--format', 'jsonl', '--out', dir .. '/graph.jsonl' }
+    assert(r.code == 1, r.err)
+    files[#files + 1] = dir .. '/graph.jsonl'
+    -- a user kernel (a plugin's CPU twin) named by the implementation hook
+    local plug = dir .. '/plug.lua'
+    sub.spit(plug, [[
+local kb = require 'kluabench'
+local pk = kb.plugin.load(os.getenv('LIB')):kernel('scale_add')
+kb.suite.main { name = 'scale_add', axes = { { name = 'n', default = 64 } }, dtypes = { 'f32' }, modes = { 'forward' },
+  providers = { 'plugin' },
+  setup = function(p) return { x = kb.randn({ p.n }, 'f32', 1), y = kb.randn({ p.n }, 'f32', 2), out = kb.empty({ p.n }, 'f32') } end,
+  run = function(p, provider, mode, t) return function() pk(t.out, t.x, t.y, 1.5) end end,
+  implementation = function() return pk:info() end,
+}
+]])
+    r = sub.run({ '--backend', 'cpu', plug, '--rep-ms', '2', '--format', 'jsonl', '--out', dir .. '/plugin.jsonl' },
+      { env = { LIB = kb.executable():match('^(.*)/[^/]*$') .. '/plugins/libscale_add.so' } })
+    assert(r.code == 0, r.err)
+    files[#files + 1] = dir .. '/plugin.jsonl'
+    -- do_bench and a protocol of the user's, made into records by record.from_result and written by
+    -- writer.append, as a script of the user's does without the harness
+    local own = dir .. '/own.lua'
+    sub.spit(own, [[
+local kb = require 'kluabench'
+local q, k = kb.randn({ 1, 16, 32, 2 }, 'bf16', 1), kb.randn({ 1, 16, 8, 2 }, 'bf16', 2)
+local f = kb.rope.freqs(16, 2)
+local fn = function() kb.rope.llama4_fwd(q, k, f, { inplace = true }) end
+local best = kb.bench.protocol { name = 'best-of-n', title = 'best of N', params = { n = 5 },
+  run = function(self, g, ctx)
+    local samples = {}
+    for i = 1, self.params.n do
+      local a, b = ctx.event(), ctx.event()
+      a:record() g() b:record() b:synchronize()
+      samples[i] = ctx.elapsed_ms(a, b)
+    end
+    return { samples = samples }
+  end }
+for _, r in ipairs { kb.bench.do_bench_protocol { rep_ms = 2, warmup_ms = 1 }:run(fn), best:run(fn) } do
+  assert(kb.writer.append(arg[1], kb.record.from_result { kernel = 'llama4_rope', mode = 'forward',
+    provider = 'fused', dtype = 'bf16', parameters = { hidden = 64, seq = 16, q_heads = 32, kv_heads = 8 }, result = r }))
+end
+]])
+    kluabench { '--backend', 'cpu', own, dir .. '/own.jsonl' }
+    files[#files + 1] = dir .. '/own.jsonl'
     -- whole-file output of the harness
     kluabench { '--backend', 'cpu', ROOT .. '/scripts/llama4_rope.lua', '--rep-ms', '2', '--warmup-ms', '1',
       '--format', 'kernelindex', '--out', dir .. '/pretty.json' }
@@ -114,6 +175,27 @@ kb.suite.main { name = 'wrong', axes = { { name = 'n', default = 8 } }, dtypes =
     for _, kind in ipairs { 'BenchmarkRun', 'BenchmarkProtocol', 'ExecutionEnvironment', 'WorkloadCase',
       'ImplementationRevision', 'OperationSpec', 'SoftwareProject' } do
       assert.matches(kind .. ' %d+', out)
+    end
+  end)
+
+  engine_it('hold the statuses, protocols and implementations they are meant to', function()
+    local seen = {}
+    local function note(what) seen[what] = true end
+    for _, f in ipairs(files) do
+      if f:match('%.jsonl$') then
+        for line in sub.slurp(f):gmatch('[^\n]+') do
+          local b = assert(output.decode(line))
+          note('status ' .. b.run.spec.status)
+          note('protocol ' .. b.protocol.spec.comparability.family)
+          note('interface ' .. tostring(b.implementation.spec.callable.interface))
+        end
+      end
+    end
+    for _, want in ipairs { 'status passed', 'status incorrect_numerical', 'status timeout', 'status runtime_error',
+      'protocol triton_do_bench', 'protocol kluabench_cold', 'protocol kluabench_hot', 'protocol kluabench_graph',
+      'protocol liger_kernel_bench', 'protocol kluabench', 'interface kluabench', 'interface kluabench_plugin',
+      'interface kluabench_suite' } do
+      assert.is_true(seen[want] == true, want)
     end
   end)
 

@@ -202,6 +202,126 @@ kb.suite.main { name = 'slow', axes = { { name = 'n', default = 8 } }, dtypes = 
     assert.same({}, kb.record.check(b))
   end)
 
+  it("takes a provider's implementation from the provider, never from a built-in kernel of the same names", function()
+    -- a script of the user's named like the built-in benchmark, its provider named like a built-in one
+    local mine = dir .. '/llama4_mine.lua'
+    sub.spit(mine, (SCRIPT:gsub("name = 'scale'", "name = 'llama4_rope'"):gsub("'good', 'bad'", "'fused', 'bad'")
+      :gsub("provider = 'good'", "provider = 'fused'")))
+    local r = run(mine, { '--n', '16', '--rep-ms', '2', '--format', 'jsonl' })
+    assert.equal(0, r.code, r.err)
+    local spec = bundles(r.out)[1].implementation.spec
+    assert.equal('kluabench_suite', spec.callable.interface)
+    assert.equal('fused', spec.callable.symbol)
+    assert.equal('sha256:' .. kb.sha256_file(mine), spec.source.contentDigest)
+    assert.is_nil(spec.projectRevision.treeDigest)
+    -- only the declaration's word makes it the registry's built-in code ...
+    local builtin = dir .. '/llama4_builtin.lua'
+    sub.spit(builtin, (sub.slurp(mine):gsub("'fused', 'bad'", "'fused', 'other'")
+      :gsub("cost = function", "implementation = function() return 'builtin' end,\n  cost = function")))
+    r = run(builtin, { '--n', '16', '--rep-ms', '2', '--format', 'jsonl' })
+    assert.equal(0, r.code, r.err)
+    spec = bundles(r.out)[1].implementation.spec
+    assert.equal('kernels/rope_cpu.c', spec.callable.path)
+    assert.matches('^sha256:%x+$', spec.projectRevision.treeDigest)
+    -- ... and the word is refused for a provider the registry does not have
+    r = run(builtin, { '--n', '16', '--rep-ms', '2', '--provider', 'other', '--format', 'jsonl' })
+    assert.equal(1, r.code)
+    assert.matches("runtime_error: forward other at k1-n16-fp32: the implementation hook (", r.err, 1, true)
+    assert.matches("llama4_builtin.lua:%d+%) returned the string 'builtin' for provider 'other'", r.err)
+    assert.matches("which has no provider other of a kernel llama4_rope on the cpu backend)", r.err, 1, true)
+  end)
+
+  it("names a plugin kernel's library by its digest: another library, or another kernel, another digest", function()
+    local plugins = kb.executable():match('^(.*)/[^/]*$') .. '/plugins/'
+    local lib1, lib2 = dir .. '/p1.so', dir .. '/p2.so'
+    local so = sub.slurp(plugins .. 'libscale_add.so')
+    sub.spit(lib1, so)
+    sub.spit(lib2, so .. 'x') -- the same code, another file: another digest
+    local plug = dir .. '/plug.lua'
+    sub.spit(plug, [[
+local kb = require 'kluabench'
+local pk = kb.plugin.load(os.getenv('LIB')):kernel('scale_add')
+kb.suite.main { name = 'scale_add', axes = { { name = 'n', default = 64 } }, dtypes = { 'f32' }, modes = { 'forward' },
+  providers = { 'plugin', 'lua' },
+  setup = function(p) return { x = kb.randn({ p.n }, 'f32', 1), y = kb.randn({ p.n }, 'f32', 2), out = kb.empty({ p.n }, 'f32') } end,
+  run = function(p, provider, mode, t)
+    if provider == 'plugin' then return function() pk(t.out, t.x, t.y, 1.5) end end
+    return function() t.out:copy_(t.x) end
+  end,
+  implementation = function(p, provider) if provider == 'plugin' then return pk:info() end end,
+}
+]])
+    local function impl(lib)
+      local r = sub.run({ '--backend', 'cpu', '--quiet', plug, '--provider', 'all', '--rep-ms', '2', '--format', 'jsonl' },
+        { env = { LIB = lib } })
+      assert.equal(0, r.code, r.err)
+      local got = {}
+      for _, b in ipairs(bundles(r.out)) do
+        assert.same({}, kb.record.check(b))
+        got[point(b).provider] = b
+      end
+      return got
+    end
+    local a, b = impl(lib1), impl(lib2)
+    local s = a.plugin.implementation.spec
+    assert.equal('kluabench_plugin', s.callable.interface)
+    assert.equal('scale_add', s.callable.symbol)
+    assert.equal('sha256:' .. kb.sha256_file(lib1), s.source.contentDigest)
+    assert.are_not.equal(a.plugin.run.spec.implementationDigest, b.plugin.run.spec.implementationDigest)
+    assert.are_not.equal(a.plugin.run.spec.implementationDigest, a.lua.run.spec.implementationDigest)
+    -- the script's own provider stays the script's
+    assert.equal(a.lua.run.spec.implementationDigest, b.lua.run.spec.implementationDigest)
+  end)
+
+  it('names the harness commit as evidence.harness when KLUABENCH_REPOSITORY is an https URL', function()
+    local function harness(repo)
+      local r = sub.run({ '--backend', 'cpu', '--quiet', script, '--n', '16,32', '--rep-ms', '2', '--format', 'jsonl' },
+        { env = { KLUABENCH_REPOSITORY = repo } })
+      assert.equal(0, r.code, r.err)
+      local got = bundles(r.out)
+      assert.equal(2, #got)
+      for _, b in ipairs(got) do assert.same({}, kb.record.check(b)) end
+      return got[1].run.spec.evidence.harness, r.err
+    end
+    local h = harness('https://example.org/kluabench')
+    local commit = tostring(kb.git_commit)
+    if commit:match('^%x+$') and #commit == 40 then
+      assert.same({ repository = 'https://example.org/kluabench', commit = commit }, h)
+    else -- a build of a tree with changes has no commit to name
+      assert.is_nil(h)
+    end
+    -- not an https URL: said once, and the records are still written (without it)
+    for _, bad in ipairs { 'http://example.org/kluabench', 'https://' } do
+      local none, err = harness(bad)
+      assert.is_nil(none)
+      local _, n = err:gsub("KLUABENCH_REPOSITORY '[^']*' is not an https URL", '')
+      assert.equal(1, n, err)
+    end
+  end)
+
+  it('records the status wrong_result names, and refuses one that is not a wrong result', function()
+    local shape = dir .. '/shape.lua'
+    sub.spit(shape, (SCRIPT:gsub("kb%.suite%.wrong_result%('scale: WRONG RESULT: provider ' %.%. provider %.%. ' differs by ' %.%. d%)",
+      "kb.suite.wrong_result('shape differs', os.getenv('STATUS'))")))
+    local function status_of(st)
+      local out = dir .. '/shape-' .. st .. '.jsonl'
+      local r = sub.run({ '--backend', 'cpu', '--quiet', shape, '--n', '16', '--provider', 'bad', '--rep-ms', '2',
+        '--format', 'jsonl', '--out', out }, { env = { STATUS = st } })
+      assert.equal(1, r.code, r.err)
+      local b = assert(kb.reader.read(out))[1]
+      return b.run.spec.status, point(b).evidence.reasons[1], r.err
+    end
+    for _, st in ipairs { 'incorrect_shape', 'incorrect_dtype', 'incorrect_numerical' } do
+      local got, why = status_of(st)
+      assert.equal(st, got)
+      assert.equal('shape differs', why)
+    end
+    local got, why = status_of('failed')
+    assert.equal('runtime_error', got)
+    assert.matches("bad argument #2 to 'wrong_result' (\"incorrect_numerical\", \"incorrect_shape\" or "
+      .. '"incorrect_dtype" expected, got "failed")', why, 1, true)
+  end)
+
   it('refuses an unwritable --out before measuring anything', function()
     local r = run(script, { '--out', dir .. '/no/such/dir/x.jsonl' })
     assert.equal(1, r.code)

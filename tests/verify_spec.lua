@@ -157,6 +157,27 @@ describe('kluabench verify (the command)', function()
     assert.matches('1 ok, 1 mismatched', out)
   end)
 
+  it('recomputes the operation digests the workload and the implementation carry', function()
+    if not exe then return pending('kb.executable() is not available') end
+    local b = bundles()[1]
+    -- the operation changed: both documents that name it disagree with it
+    local changed = output.decode(assert(output.encode_line(b)))
+    changed.operation.spec.family = 'rotary'
+    -- the implementation's link alone changed (and the run resealed over it): only that link disagrees
+    local relinked = output.decode(assert(output.encode_line(b)))
+    relinked.implementation.spec.operation.specDigest = 'sha256:' .. string.rep('0', 64)
+    kb.record.seal(relinked)
+    local path = tmp('cmd-op.jsonl', assert(output.encode_line(changed)) .. '\n' .. assert(output.encode_line(relinked)) .. '\n')
+    local out, code = sh(q(exe) .. ' verify ' .. q(path))
+    assert.are.equal(1, code, out)
+    local p = path:gsub('%p', '%%%0')
+    assert.matches('MISMATCH ' .. p .. ':1 workload.spec.operationSpecDigest: recorded sha256:%x+, computed sha256:%x+', out)
+    assert.matches('MISMATCH ' .. p .. ':1 implementation.spec.operation.specDigest: recorded', out)
+    assert.matches('MISMATCH ' .. p .. ':2 implementation.spec.operation.specDigest: recorded sha256:0000', out)
+    assert.not_matches(p .. ':2 workload', out)
+    assert.matches('0 ok, 2 mismatched', out)
+  end)
+
   it('exits 2 on usage errors', function()
     if not exe then return pending('kb.executable() is not available') end
     local _, code = sh(q(exe) .. ' verify')
@@ -181,6 +202,35 @@ describe('kluabench import-liger (the command)', function()
     assert.are.equal(name, b.run.metadata.name)
     out, code = sh(q(exe) .. ' verify ' .. q(file))
     assert.are.equal(0, code, out)
+  end)
+
+  it('imports a repeated row once and counts the repeat, as kernelindex\'s importer does', function()
+    if not exe then return pending('kb.executable() is not available') end
+    local first = CSV:match('^[^\n]*\n([^\n]*\n)')
+    local moe = first:gsub('^llama4_rope', 'fused_moe')
+    local csv = tmp('repeated.csv', CSV .. first .. moe)
+    local jsonl = tmp('repeated.jsonl')
+    local out, code = sh(q(exe) .. ' import-liger ' .. q(csv) .. ' --jsonl ' .. q(jsonl))
+    assert.are.equal(0, code, out)
+    assert.matches('skipped 1 row: rows repeating a run already imported', out, 1, true)
+    assert.matches('skipped 1 row: kernels kernelindex curates that kluabench does not reproduce', out, 1, true)
+    assert.matches('2 bundles written', out, 1, true)
+    local c = check(jsonl)
+    assert.are.equal(2, c.ok)
+  end)
+
+  it('skips a config that does not bind the axes as kernelindex does: named, counted, exit status 0', function()
+    if not exe then return pending('kb.executable() is not available') end
+    local first = CSV:match('^[^\n]*\n([^\n]*\n)')
+    -- hidden 100 is no multiple of 32 query heads: kernelindex's binder returns null
+    local unbound = first:gsub('hidden size,512,', 'hidden size,100,')
+    local csv = tmp('unbound.csv', CSV .. unbound)
+    local jsonl = tmp('unbound.jsonl')
+    local out, code = sh(q(exe) .. ' import-liger ' .. q(csv) .. ' --jsonl ' .. q(jsonl))
+    assert.are.equal(0, code, out)
+    assert.matches("unbound.csv:4: skipped: x 'H' = '100' with config", out, 1, true)
+    assert.matches("skipped 1 row: configs that do not bind the kernel's axes", out, 1, true)
+    assert.are.equal(2, check(jsonl).ok)
   end)
 
   it('writes JSON Lines with --jsonl and reports bad rows by line', function()

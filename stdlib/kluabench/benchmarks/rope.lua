@@ -243,6 +243,8 @@ function M.declaration(variant, o)
     setup = setup,
     check = check,
     run = run,
+    -- every provider runs kluabench's own kernels: the registry's documents (kernels/rope.lua)
+    implementation = function() return 'builtin' end,
     -- The workload's bytes and flops are the kernel's cost model (record
     -- KERNELS): the minimal traffic of the operation, whatever the provider
     -- does — q and k (dq and dk) read and written once per pass plus the f32

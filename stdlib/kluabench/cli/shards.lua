@@ -4,6 +4,7 @@
 -- manifest (DIR/manifest.json) that tells merge which points to expect from
 -- which shard. docs/DISTRIBUTED.md describes the files.
 local output = require 'kluabench.report'
+local outputs = require 'kluabench.record.outputs'
 local names = require 'kluabench.record.names'
 
 local M = {}
@@ -57,18 +58,8 @@ function M.backend_choice()
   return b
 end
 
---- path made absolute against the working directory.
-function M.absolute(path)
-  if path:sub(1, 1) == '/' then return path end
-  local cwd = os.getenv('PWD')
-  if not cwd or cwd == '' then
-    local p = io.popen('pwd')
-    cwd = p and p:read('l') or '.'
-    if p then p:close() end
-  end
-  path = path:gsub('^%./', '')
-  return cwd .. '/' .. path
-end
+--- path made absolute against the working directory (kluabench.record.outputs.absolute).
+M.absolute = outputs.absolute
 
 --- s quoted for sh.
 function M.shell_quote(s)
@@ -484,29 +475,8 @@ end
 -- Outputs that would overwrite an input
 ---------------------------------------------------------------------------
 
-local function parent_and_base(path)
-  local parent, base = path:match('^(.*)/([^/]*)$')
-  if not parent then return '.', path end
-  return parent == '' and '/' or parent, base
-end
-
---- path as one spelling for comparing: its realpath when it exists, else the realpath of its
--- deepest existing ancestor with the rest of path after it.
-function M.canonical(path)
-  local realpath = require('kluabench.core').realpath
-  path = M.absolute(path)
-  local real = realpath(path)
-  if real then return real end
-  local rest, p = {}, path
-  while true do
-    local parent, base = parent_and_base(p)
-    table.insert(rest, 1, base)
-    local r = realpath(parent)
-    if r then return (r == '/' and '' or r) .. '/' .. table.concat(rest, '/') end
-    if parent == '/' or parent == '.' or parent == p then return path end
-    p = parent
-  end
-end
+--- path as one spelling for comparing (kluabench.record.outputs.canonical).
+M.canonical = outputs.canonical
 
 --- What a name in a run's directory is ("the manifest", "shard 3's results file", ...), by the names
 -- the launchers give: manifest.json, job.sbatch, shard-I.jsonl, shard-I.samples.jsonl, shard-I.log
@@ -532,42 +502,19 @@ function M.launch_inputs(script, exe)
   return inputs
 end
 
---- Whether an output file (and the samples file beside it) would overwrite an input: inputs is a list of
--- {path, what}, dir (optional) the run's directory, whose launcher files (shards.role_in_dir) are inputs too.
--- Paths are compared as shards.canonical spells them, and by device and inode where both exist (hard
--- links). Returns true, or nil and "OPTION PATH is WHAT: ..." for a usage error.
-function M.check_output(option, out, inputs, dir)
-  if out == nil or out == '-' then return true end
-  local stat = require('kluabench.core').stat
-  local cdir = dir and M.canonical(dir)
-  local keyed = {}
-  for _, input in ipairs(inputs) do keyed[M.canonical(input[1])] = input end
-  local targets = { { path = out } }
-  local samples = require('kluabench.record.evidence').samples_path(out)
-  targets[2] = { path = samples, samples = true }
-  for _, t in ipairs(targets) do
-    local c = M.canonical(t.path)
-    local what = keyed[c] and keyed[c][2]
-    if not what and cdir then
-      local parent, base = parent_and_base(c)
-      if parent == cdir then what = M.role_in_dir(base) end
-    end
-    if not what then
-      local st = stat(t.path, true)
-      if st then
-        for _, input in ipairs(inputs) do
-          local ist = stat(input[1], true)
-          if ist and ist.dev == st.dev and ist.ino == st.ino then what = input[2] break end
-        end
-      end
-    end
-    if what then
-      return nil, string.format('%s %s%s is %s: writing there would overwrite an input; give another path', option,
-        output.printable(out, 200), t.samples and (' (its samples file ' .. output.printable(samples, 200) .. ')') or '',
-        what)
-    end
+--- The files a command reads, as inputs for check_output (kluabench.record.outputs.file_inputs).
+M.file_inputs = outputs.file_inputs
+
+--- Whether an output file (and the samples file beside it) would overwrite an input
+-- (kluabench.record.outputs.check_output), dir (optional) being the run's directory, whose launcher
+-- files (shards.role_in_dir) are inputs too. Returns true, or nil and "OPTION PATH is WHAT: ...".
+function M.check_output(option, out, inputs, dir, alone)
+  local role
+  if dir then
+    local cdir = outputs.canonical(dir)
+    role = function(parent, base) return parent == cdir and M.role_in_dir(base) or nil end
   end
-  return true
+  return outputs.check_output(option, out, inputs, alone, role)
 end
 
 --- Prepares an output directory for a launch: creates it, and refuses one

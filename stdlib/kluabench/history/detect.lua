@@ -22,6 +22,10 @@
 --   spreads beyond mean(x base) (a step persists; one outlier among them is
 --   not a step)
 --   the commit reported is the candidate with the largest z.
+--   a step that counts but is older than the last `lag` commits (within
+--   reach of their window) restarts the baseline there, as a mark does:
+--   the commits after a step are judged against the series' new level, not
+--   against a baseline that holds the step's first commits.
 --
 -- A sentinel series (the copy ceiling measured in the same sessions) is
 -- tested over the same base and post: when it stepped the same way by at
@@ -79,15 +83,42 @@ local function step_at(xs, t, b0, noise, zmin)
     base_mean = mb, base_sd = sb, sd = s, se = se, persists = persists }
 end
 
+-- Whether a candidate step counts (the rule of M.check).
+local function counts(s, o)
+  return math.abs(s.z) >= o.z and math.exp(math.abs(s.d)) - 1 >= o.threshold and s.persists
+end
+
+-- Where the baseline of the newest commits starts: at start, or at a step
+-- older than the last `lag` commits within reach of their window (the
+-- strongest that counts, then again after it). A step the checks of its own
+-- commits have judged is the series' level from then on, as a mark is:
+-- without this, a baseline that holds the step's first commits makes the
+-- commits after it look like a second step, and blames one of them.
+local function restart(xs, start, o)
+  local n = #xs
+  local at
+  while true do
+    local best
+    for t = math.max(start + o.min_window, n - o.lag - o.window + 1), n - o.lag do
+      local s = step_at(xs, t, math.max(start, t - o.window), o.noise, o.z)
+      if counts(s, o) and (not best or math.abs(s.z) > math.abs(best.z)) then best = s end
+    end
+    if not best then return start, at end
+    start, at = best.t, best.t
+  end
+end
+
 --- Looks for a step in the newest commits of a series.
 --
 -- xs: the commits' values (detect.value), oldest first. opts: window (20), min_window (5), lag (3:
 -- the step may be at any of the last 3 commits), z (4), threshold (0.02: the smallest change that
 -- counts), noise (the between-session sd of log median in force; the spread is never taken below
--- it), start (the first index the baseline may use: a marked step). Returns {status =
--- "regression" | "improvement" | "ok" | "short", step = index of the first commit after the step,
--- ratio = exp(d), lo, hi (the interval of the ratio at the z threshold), z, base_n, post_n, sd}.
--- "short": fewer than min_window commits before every candidate.
+-- it), start (the first index the baseline may use: a marked step). A step that counts but is older
+-- than the last lag commits (the checks of its own commits judged it) restarts the baseline there,
+-- as a mark does. Returns {status = "regression" | "improvement" | "ok" | "short", step = index of
+-- the first commit after the step, ratio = exp(d), lo, hi (the interval of the ratio at the z
+-- threshold), z, base_n, post_n, sd, earlier = index of such an older step, or nil}. "short": fewer
+-- than min_window commits before every candidate.
 --
 -- @signature history_detect.check(xs [, opts]) -> result
 -- @example
@@ -100,22 +131,22 @@ function M.check(xs, opts)
   local o = {}
   for k, v in pairs(M.DEFAULTS) do o[k] = opts[k] == nil and v or opts[k] end
   local n = #xs
-  local start = math.max(1, opts.start or 1)
+  local start, earlier = restart(xs, math.max(1, opts.start or 1), o)
   local flagged, top, any = nil, nil, false
   for t = math.max(start + 1, n - o.lag + 1), n do
     local b0 = math.max(start, t - o.window)
     if t - b0 >= o.min_window then
       any = true
       local s = step_at(xs, t, b0, o.noise, o.z)
-      s.flag = math.abs(s.z) >= o.z and math.exp(math.abs(s.d)) - 1 >= o.threshold and s.persists
+      s.flag = counts(s, o)
       if s.flag and (not flagged or math.abs(s.z) > math.abs(flagged.z)) then flagged = s end
       if not top or math.abs(s.z) > math.abs(top.z) then top = s end
     end
   end
-  if not any then return { status = 'short', post_n = 0, base_n = 0 } end
+  if not any then return { status = 'short', post_n = 0, base_n = 0, earlier = earlier } end
   local best = flagged or top
   local r = { step = best.t, ratio = math.exp(best.d), z = best.z, base_n = best.base_n, post_n = best.post_n,
-    sd = best.sd, base_mean = best.base_mean }
+    sd = best.sd, base_mean = best.base_mean, earlier = earlier }
   r.lo, r.hi = math.exp(best.d - o.z * best.se), math.exp(best.d + o.z * best.se)
   if best.flag then
     r.status = best.d > 0 and 'regression' or 'improvement'

@@ -302,8 +302,9 @@ local function judge(h, s, ctx, k, opts, sentinel, cache)
   local res = { series = s.series, point = s.point, provider = s.provider, device = s.device,
     status = r.status, ratio = r.ratio, lo = r.lo, hi = r.hi, z = r.z, base_n = r.base_n,
     post_n = r.post_n, commits = k, mark = mark, noise = ctx.noise, head = list[k].commit.sha,
-    step = r.step and list[r.step].commit.sha or nil }
+    step = r.step and list[r.step].commit.sha or nil, earlier = r.earlier and list[r.earlier].commit.sha or nil }
   if (r.status == 'regression' or r.status == 'improvement') and sentinel then
+    res.sentinel_provider = sentinel
     if s.provider == sentinel then
       res.sentinel, res.status = 'self', 'drift'
     else
@@ -336,8 +337,10 @@ end
 -- median between-session noise the series' records carry), sentinel (provider, default "copy";
 -- false: none). Marks restart the baseline at their commit. Returns {head, results = {{series,
 -- point, provider, device, status = regression | improvement | drift | ok | short, step (the
--- commit sha where it stepped), ratio, lo, hi, z, base_n, post_n, sentinel, sentinel_ratio, mark,
--- commits}}, regressions}.
+-- commit sha where it stepped), ratio, lo, hi, z, base_n, post_n, sentinel (for a step: "drift",
+-- "steady" (the sentinel did not step), "none" (no sentinel runs around the step) or "self"),
+-- sentinel_ratio, sentinel_provider, mark, earlier (the sha of an older step the baseline restarts
+-- at: the checks of its own commits judged it), commits}}, regressions}.
 --
 -- @signature history.check(h [, opts]) -> result
 -- @example
@@ -366,6 +369,39 @@ function M.check(h, opts)
     end
   end
   return out
+end
+
+local function pct(r) return string.format('%+.1f%%', (r - 1) * 100) end
+
+--- What one result of history.check says beyond its figures, for people: the sentinel's part in a
+-- step (drift, steady, no sentinel runs), where its baseline starts (an earlier step, a mark) and
+-- why it is short; "" when nothing. `history check` and `kluabench report` print it.
+--
+-- @signature history.note(result) -> text
+-- @example
+--   print(history.note({status = "short", commits = 3})) --> 3 commit(s): too few for a baseline
+function M.note(r)
+  local note = {}
+  if r.status == 'drift' then
+    note[#note + 1] = r.sentinel == 'self' and 'the sentinel itself: the machine changed'
+      or string.format('the sentinel stepped too (%s): machine drift, not the code', pct(r.sentinel_ratio))
+  end
+  if r.status == 'regression' and r.sentinel == 'steady' then
+    note[#note + 1] = string.format('the sentinel (%s) did not step (%s)', r.sentinel_provider, pct(r.sentinel_ratio))
+  elseif r.status == 'regression' and r.sentinel == 'none' then
+    note[#note + 1] = string.format('no sentinel (%s) runs around the step: machine drift not ruled out',
+      r.sentinel_provider)
+  end
+  if r.earlier then
+    note[#note + 1] = string.format('baseline from the step at %s (%s)', r.earlier:sub(1, 12),
+      r.status == 'short' and 'too few commits since it to judge' or 'judged by the checks of its commits')
+  elseif r.status == 'short' then
+    note[#note + 1] = string.format('%d commit(s): too few for a baseline', r.commits)
+  end
+  if r.mark then
+    note[#note + 1] = 'baseline from mark at ' .. r.mark.commit:sub(1, 12) .. ' (' .. r.mark.reason .. ')'
+  end
+  return table.concat(note, '; ')
 end
 
 --- Every step of one series over its history, as `history check` after each commit would have

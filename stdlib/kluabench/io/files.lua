@@ -225,9 +225,25 @@ function M.write_atomic(path, text)
   return true
 end
 
+--- True when path is a regular file that begins as a SQLite database does ("SQLite format 3\0": a
+-- history database, or another program's).
+--
+-- @signature report.is_sqlite(path) -> boolean
+-- @example
+--   print(report.is_sqlite(os.tmpname())) --> false
+function M.is_sqlite(path)
+  if kind_of(path, true) ~= 'file' then return false end
+  local f = io.open(path, 'rb')
+  if not f then return false end
+  local head = f:read(16)
+  f:close()
+  return head == 'SQLite format 3\0'
+end
+
 --- Whether an output path can be written, checked before any work: "-" can; an existing file must be
--- writable and not a directory; a new file needs an existing, writable directory (a probe file is
--- made and removed). Nothing is truncated.
+-- writable, not a directory and not a SQLite database (a history database is never written over); a
+-- new file needs an existing, writable directory (a probe file is made and removed). Nothing is
+-- truncated.
 --
 -- The message names path: "out/x.jsonl: cannot write: out does not exist". The harness calls it on
 -- --out before measuring.
@@ -252,6 +268,10 @@ function M.check_writable(path)
     local f, err = io.open(path, 'ab')
     if not f then return nil, string.format('%s: cannot write: %s', path, reason(err, path)) end
     f:close()
+    if kind == 'file' and M.is_sqlite(path) then
+      return nil, string.format('%s: a SQLite database (a history database?): results and reports are never '
+        .. 'written over one; give another path', path)
+    end
     return true
   end
   local dir = path:match('^(.*)/[^/]*$') or '.'

@@ -46,10 +46,11 @@ local function whole(v, lo, hi)
   return type(v) == 'number' and v == math.floor(v) and v >= lo and (hi == nil or v <= hi) and v < 2 ^ 53
 end
 
--- Checks the fields the launch depends on; raises naming the field.
+-- Checks the fields the launch depends on; raises naming the field (without a position: the public
+-- functions add their caller's).
 local function check_metadata(meta, file)
   local function bad(field, what) error(string.format("read_metadata: %s: '%s' must be %s, got %s", file, field, what,
-    shown(meta[field], what:find('string', 1, true) and 'string' or 'number')), 4) end
+    shown(meta[field], what:find('string', 1, true) and 'string' or 'number')), 0) end
   if type(meta.name) ~= 'string' or not meta.name:match('^[%a_$][%w_$]*$') then
     bad('name', 'a kernel name (a string)')
   end
@@ -79,6 +80,25 @@ function M.ptx_signature(ptx, name)
   return table.concat(out, ', '), #out
 end
 
+-- read_metadata's work; raises without a position (read_metadata and load add their caller's).
+local function metadata_of(path)
+  local base = path:gsub('%.json$', ''):gsub('%.cubin$', '')
+  local text, err = read(base .. '.json', M.MAX_METADATA_BYTES)
+  if not text then error("read_metadata: cannot read " .. base .. ".json: " .. tostring(err), 0) end
+  local ok, meta = pcall(kb.jcs.decode, text)
+  if not ok then error("read_metadata: " .. base .. ".json is not JSON: " .. tostring(meta), 0) end
+  if type(meta) ~= 'table' or kb.jcs.is_array(meta) then
+    error("read_metadata: " .. base .. ".json is not a JSON object: not Triton metadata", 0)
+  end
+  for _, f in ipairs { 'name', 'num_warps' } do
+    if meta[f] == nil then error("read_metadata: " .. base .. ".json has no '" .. f .. "': not Triton metadata", 0) end
+  end
+  check_metadata(meta, base .. '.json')
+  -- the PTX is named when something is there; load reads it (and says why it cannot)
+  local ptx = kb.stat(base .. '.ptx', true) and (base .. '.ptx') or nil
+  return meta, base .. '.cubin', ptx
+end
+
 --- Triton's metadata JSON (name, num_warps, shared, scratch sizes, ...).
 --
 -- path: the .json, or the .cubin beside it. Returns metadata, the cubin's path, the PTX's path (or
@@ -89,21 +109,9 @@ end
 --   local meta = triton.read_metadata("triton_rope/rope_kernel.json")
 function M.read_metadata(path)
   if type(path) ~= 'string' then error("bad argument #1 to 'read_metadata' (path expected)", 2) end
-  local base = path:gsub('%.json$', ''):gsub('%.cubin$', '')
-  local text, err = read(base .. '.json', M.MAX_METADATA_BYTES)
-  if not text then error("read_metadata: cannot read " .. base .. ".json: " .. tostring(err), 2) end
-  local ok, meta = pcall(kb.jcs.decode, text)
-  if not ok then error("read_metadata: " .. base .. ".json is not JSON: " .. tostring(meta), 2) end
-  if type(meta) ~= 'table' or kb.jcs.is_array(meta) then
-    error("read_metadata: " .. base .. ".json is not a JSON object: not Triton metadata", 2)
-  end
-  for _, f in ipairs { 'name', 'num_warps' } do
-    if meta[f] == nil then error("read_metadata: " .. base .. ".json has no '" .. f .. "': not Triton metadata", 2) end
-  end
-  check_metadata(meta, base .. '.json')
-  -- the PTX is named when something is there; load reads it (and says why it cannot)
-  local ptx = kb.stat(base .. '.ptx', true) and (base .. '.ptx') or nil
-  return meta, base .. '.cubin', ptx
+  local ok, meta, cubin, ptx = pcall(metadata_of, path)
+  if not ok then error(meta, 2) end -- at the caller's line, not this file's
+  return meta, cubin, ptx
 end
 
 local TritonKernel = {}
@@ -121,7 +129,9 @@ TritonKernel.__index = TritonKernel
 --   local tk = triton.load("triton_rope/rope_kernel.json")
 --   tk:launch(n_programs, {q, k, cos, sin, seq})
 function M.load(path, signature)
-  local meta, cubin, ptx_path = M.read_metadata(path)
+  if type(path) ~= 'string' then error("bad argument #1 to 'load' (path expected)", 2) end
+  local ok, meta, cubin, ptx_path = pcall(metadata_of, path)
+  if not ok then error(meta, 2) end -- at the caller's line, not this file's
   local hidden = {}
   if meta.global_scratch_size ~= nil then hidden[#hidden + 1] = 'global_scratch' end
   if meta.profile_scratch_size ~= nil then hidden[#hidden + 1] = 'profile_scratch' end

@@ -341,9 +341,11 @@ end
 -- (kluabench.kernels: each kernel lists its providers' entry points per backend); nil when the
 -- registry does not know the kernel and provider.
 --
--- mode: the timed pass, where a mode runs another entry point (the registry's modes).
+-- mode: the timed pass, where a mode runs another entry point (the registry's modes). build
+-- (kb.build_info()'s fields) and arch (the CPU's): what the code was built with and for, when not
+-- this binary's (a record of another build, migrated).
 --
--- @signature record.builtin_implementation{kernel, provider, backend, operation_digest [, mode, dtypes]} -> document | nil
+-- @signature record.builtin_implementation{kernel, provider, backend, operation_digest [, mode, dtypes, build, arch]} -> document | nil
 -- @example
 --   local op = require("kluabench.record.liger").operation_document("llama4_rope")
 --   local i = record.builtin_implementation{kernel = "llama4_rope", provider = "fused", backend = "cpu",
@@ -359,7 +361,7 @@ function M.builtin_implementation(o)
   return implementation.builtin { operation_digest = o.operation_digest, provider = o.provider, kernel = o.kernel,
     backend = o.backend, symbol = symbol, path = entry.path, language = entry.language,
     sources = M.kernel_sources(o.kernel, entry.sources or k.sources),
-    dtypes = o.dtypes or entry.dtypes or k.dtypes }
+    dtypes = o.dtypes or entry.dtypes or k.dtypes, build = o.build, arch = o.arch }
 end
 
 --- The ImplementationRevision of a user kernel (kluabench.record.implementation's user): info is
@@ -565,11 +567,23 @@ end
 
 -- The harness's commit for run.spec.evidence.harness: {repository, commit}
 -- when the repository's https URL is known (kluabench.REPOSITORY,
--- KLUABENCH_REPOSITORY) and the build is of a clean commit; else nil.
+-- KLUABENCH_REPOSITORY) and the build is of a clean commit; else nil. A
+-- KLUABENCH_REPOSITORY that is no https URL (the schema's rule) is said
+-- once on stderr and left out, rather than making every record invalid.
+local warned_repository
 local function harness_ref()
   local k = kb()
   local commit = tostring(k.git_commit or '')
-  local repo = os.getenv('KLUABENCH_REPOSITORY') or require('kluabench.measure.do_bench').REPOSITORY
+  local env = os.getenv('KLUABENCH_REPOSITORY')
+  local repo = env or require('kluabench.measure.do_bench').REPOSITORY
+  if env and not require('kluabench.record.schema').is_https(env) then
+    if warned_repository ~= env then
+      warned_repository = env
+      io.stderr:write(string.format("kluabench: KLUABENCH_REPOSITORY '%s' is not an https URL: the records name "
+        .. 'no evidence.harness (the commit is still their kluabench_commit label)\n', json.printable(env, 200)))
+    end
+    return nil
+  end
   if type(repo) == 'string' and repo:match('^https://') and commit:match('^%x+$') and #commit == 40 then
     return { repository = repo, commit = commit }
   end
@@ -583,8 +597,9 @@ end
 -- parameters (integer axes, our names), dtype, protocol (default result.protocol), quantiles,
 -- environment (default env.capture()), operation (an operation description), tensors (for the
 -- default description), workload and operation documents (both, to use them as they are),
--- implementation (a document; default: the kernel registry's built-in one, else the benchmark
--- script's), timed (words), time, labels, annotations, check (the check record), status (a run
+-- implementation (a document; default: the kernel registry's built-in one of kernel and provider,
+-- else the benchmark script's), builtin (false: never the registry's, whatever the names; the
+-- harness passes it unless a declaration's implementation hook says 'builtin'), timed (words), time, labels, annotations, check (the check record), status (a run
 -- status of the schema's enum) and reasons (why, in words), execution (what the harness adds to
 -- the evidence), bytes, flops, session {index, count}, keep_samples (false leaves the raw samples
 -- out of the evidence).
@@ -638,8 +653,8 @@ function M.from_result(o)
   end
   local od = M.digest(op)
   local implementation = o.implementation
-    or M.builtin_implementation { kernel = o.kernel, provider = o.provider, backend = backend, operation_digest = od,
-      mode = o.mode }
+    or (o.builtin ~= false and M.builtin_implementation { kernel = o.kernel, provider = o.provider, backend = backend,
+      operation_digest = od, mode = o.mode })
     or implementation.script { operation_digest = od, provider = o.provider, kernel = o.kernel,
       arch = (environment.spec.hardware or {}).architecture, dtypes = o.dtype and { o.dtype } or nil }
   local bytes, flops = o.bytes, o.flops

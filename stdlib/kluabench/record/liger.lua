@@ -247,10 +247,15 @@ M.IMPORTED_KERNELS = {
 require('kluabench.kernels').register('liger', { binding = false, kernels = M.IMPORTED_KERNELS })
 
 --- The Liger kernels kernelindex's importer curates and kluabench does not reproduce (their rows
--- are skipped as 'not_reproduced'); every other kernel is one the importer skips too.
+-- are skipped as 'not_reproduced'); every other kernel is one the importer skips too. The list is
+-- its curation (kernels.ts, kernels-extra.ts, kernels-losses.ts) at the commit the schemas were
+-- copied from.
 M.NOT_REPRODUCED = {
-  rms_norm = true, fused_add_rms_norm = true, layer_norm = true, softmax = true, cross_entropy = true,
-  jsd = true, embedding = true, megatron_rms_norm = true, megatron_swiglu = true, swiglu = true,
+  cross_entropy = true, embedding = true, fused_add_rms_norm = true, fused_linear_cross_entropy = true,
+  fused_linear_jsd = true, fused_moe = true, fused_neighborhood_attention = true, geglu = true, group_norm = true,
+  jsd = true, kl_div = true, kto_loss = true, layer_norm = true, megatron_cross_entropy = true,
+  megatron_rms_norm = true, megatron_swiglu = true, relu_squared = true, rms_norm = true, softmax = true,
+  sparsemax = true, swiglu = true, tvd = true,
 }
 
 --- The GPUs kernelindex's importer knows (its HARDWARE): CSV gpu_name -> hardware.
@@ -463,6 +468,8 @@ M.SKIP = {
   unknown_provider = 'providers kernelindex does not know',
   unknown_gpu = 'GPUs kernelindex does not know (--keep keeps them as our own)',
   invalid = 'rows with a value that is not a number, a time or UTF-8',
+  duplicate_row = 'rows repeating a run already imported (the same kernel, mode, provider, GPU, workload and '
+    .. 'time: the externalId kernelindex\'s importer imports once)',
 }
 
 -- The run of a speed row (the importer's runFromRow).
@@ -574,9 +581,11 @@ function M.row_to_bundle(row, opts)
   end
   local config, cerr = M.parse_config(row.extra_benchmark_config_str)
   if not config then return skip('unknown_config', '%s', cerr) end
+  -- an x_value that is no number is a broken row (kernelindex's importer would skip it as an
+  -- unknown config, or read "0x200" as 512): refused, named, like a y value that is no number
   local x = decimal(row.x_value)
-  if x == nil then return skip('unknown_config', 'x_value is not a decimal number (%s)', quoted(row.x_value)) end
-  if unrecordable(x) then return skip('unknown_config', 'x_value %s (%s)', unrecordable(x), quoted(row.x_value)) end
+  if x == nil then return skip('invalid', 'x_value is not a decimal number (%s)', quoted(row.x_value)) end
+  if unrecordable(x) then return skip('invalid', 'x_value %s (%s)', unrecordable(x), quoted(row.x_value)) end
   local binding = x == math.floor(x) and x > 0 and k.bind(math.tointeger(x), row.x_name, config) or nil
   if not binding then
     return skip('unknown_config', 'x %s = %s with config %s does not bind the axes of %s', quoted(row.x_name),

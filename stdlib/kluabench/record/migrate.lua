@@ -96,14 +96,17 @@ local function implementation(old, kernel, provider, od, backend, arch, dtype)
       arch = arch })
     if ok then return doc end
   end
+  -- built as the record says (flags, compiler, targets, the CPU), not as this binary was
+  local build = type(s.build) == 'table' and s.build or nil
   local doc = record.builtin_implementation { kernel = kernel, provider = provider, backend = backend or 'cuda',
-    operation_digest = od }
+    operation_digest = od, build = build,
+    arch = type(get(s, 'target', 'architecture')) == 'string' and s.target.architecture or nil }
   if doc and type(s.sources) == 'table' and next(s.sources) then
     -- the sources it was built from, not today's
     local k = require('kluabench.core')
     doc.spec.projectRevision.treeDigest = 'sha256:' .. k.sha256(k.jcs.encode(s.sources))
-    if get(s, 'engine', 'version') then doc.spec.projectRevision.version = tostring(s.engine.version) end
   end
+  if doc and get(s, 'engine', 'version') then doc.spec.projectRevision.version = tostring(s.engine.version) end
   if doc then return doc end
   return impl.script { operation_digest = od, provider = provider, kernel = kernel, arch = arch,
     script = 'migrated', dtypes = dtype and { dtype } or nil }

@@ -234,6 +234,14 @@ local function is_https(url)
   return type(url) == 'string' and url:match('^https://[^/%s?#]+') ~= nil and not url:find('%s')
 end
 
+--- Whether a value is an https URL as kernelindex's field rules require one (its httpsUrl): a string
+-- "https://HOST..." without whitespace.
+--
+-- @signature schema.is_https(url) -> boolean
+-- @example
+--   print(schema.is_https("https://github.com/x/y"), schema.is_https("http://x"))
+M.is_https = is_https
+
 local function sorted_unique(list)
   if type(list) ~= 'table' then return true end
   for i = 2, #list do

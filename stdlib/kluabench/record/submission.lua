@@ -9,7 +9,12 @@
 -- schema, and every metadata.name unique within its kind: a second document
 -- of a kind that bears a name already taken gets the name with the first 12
 -- hex digits of its digest appended (names are not digested, so no digest
--- changes).
+-- changes). Projects, operations and implementations are also known to
+-- kernelindex by a slug, kebab(metadata.name) cut at 100 characters (its
+-- submissions.ts), which must be unique too (its operations and projects
+-- tables index them as unique): such a document whose slug is taken is
+-- renamed to a slug-shaped name within those 100 characters, and an
+-- implementation's projectSlug is its project's slug.
 local json = require 'kluabench.io.json'
 local names = require 'kluabench.record.names'
 local schema = require 'kluabench.record.schema'
@@ -30,13 +35,23 @@ local function renamed(doc, name)
   return { apiVersion = doc.apiVersion, kind = doc.kind, metadata = meta, spec = doc.spec }
 end
 
--- A name kernelindex's pattern accepts, at most 200 characters.
-local function fit_name(name, digest)
-  local n = tostring(name):lower():gsub('[^a-z0-9._-]+', '-'):gsub('^[^a-z0-9]+', '')
-  if n == '' then n = 'doc' end
+-- The kinds kernelindex's submission path gives a slug, kebab(metadata.name).
+local SLUGGED = { SoftwareProject = true, OperationSpec = true, ImplementationRevision = true }
+
+-- A name kernelindex's pattern accepts, at most 200 characters (at most 100
+-- and slug-shaped for a kind with a slug, so that kebab keeps it whole), with
+-- the first 12 hex digits of the document's digest at its end.
+local function fit_name(name, digest, slugged)
   local tail = '-' .. digest:sub(8, 19)
-  if #n + #tail > 200 then n = n:sub(1, 200 - #tail) end
-  return n, tail
+  local n, limit
+  if slugged then
+    n, limit = names.kebab(tostring(name)), 100
+  else
+    n, limit = tostring(name):lower():gsub('[^a-z0-9._-]+', '-'):gsub('^[^a-z0-9]+', ''), 200
+  end
+  if n == '' then n = 'doc' end
+  if #n + #tail > limit then n = n:sub(1, limit - #tail):gsub('[^a-z0-9]+$', '') end
+  return n .. tail
 end
 
 --- The submission document of bundles; opts.project: the projectSlug of implementations that name
@@ -56,7 +71,7 @@ function M.of(bundles, opts)
   local doc = { projects = json.array(), operations = json.array(), workloads = json.array(),
     implementations = json.array(), runs = json.array() }
   local seen = {}        -- kind .. digest -> the document as it went in
-  local taken = {}       -- kind .. name -> true
+  local taken = {}       -- kind .. name (and kind .. slug, for kinds with one) -> true
   local function add(d)
     local digest = record.digest(d)
     local key = d.kind .. '\0' .. digest
@@ -65,12 +80,19 @@ function M.of(bundles, opts)
     if #problems > 0 then
       error({ message = string.format('%s %s: %s', d.kind, tostring(d.metadata and d.metadata.name), problems[1]) })
     end
-    local name = d.metadata.name
-    if taken[d.kind .. '\0' .. name] then
-      local base, tail = fit_name(name, digest)
-      d = renamed(d, base .. tail)
+    local slugged = SLUGGED[d.kind]
+    local function free(name)
+      return not taken[d.kind .. '\0' .. name] and not (slugged and taken[d.kind .. '\1' .. names.kebab(name)])
+    end
+    if not free(d.metadata.name) then
+      d = renamed(d, fit_name(d.metadata.name, digest, slugged))
+      if not free(d.metadata.name) then
+        error({ message = string.format('%s %s: its name and slug are taken even with its digest appended', d.kind,
+          d.metadata.name) })
+      end
     end
     taken[d.kind .. '\0' .. d.metadata.name] = true
+    if slugged then taken[d.kind .. '\1' .. names.kebab(d.metadata.name)] = true end
     seen[key] = d
     return d, true
   end
@@ -95,7 +117,9 @@ function M.of(bundles, opts)
       if new then doc.workloads[#doc.workloads + 1] = w end
       local i
       i, new = add(b.implementation)
-      if new then doc.implementations[#doc.implementations + 1] = { manifest = i, projectSlug = p.metadata.name } end
+      if new then
+        doc.implementations[#doc.implementations + 1] = { manifest = i, projectSlug = names.kebab(p.metadata.name) }
+      end
       local r
       r, new = add(b.run)
       local pr = add(b.protocol)

@@ -233,7 +233,7 @@ function M.render(r)
         step = (c.status ~= 'ok' and c.status ~= 'short' and c.step) and c.step:sub(1, 12) or '',
         change = pct(c.ratio), interval = c.lo and (pct(c.lo) .. '..' .. pct(c.hi)) or '',
         z = c.z and string.format('%.1f', c.z) or '', window = c.base_n and c.base_n > 0 and (c.base_n .. '/' .. c.post_n) or '',
-        note = c.status == 'drift' and 'the sentinel stepped too: machine drift' or (c.mark and ('baseline from mark: ' .. c.mark.reason) or '') }
+        note = c.note or '' }
     end
     add(table_html(CHECK_COLUMNS, crow, { id = 'check-table' }))
     add('<p><strong>' .. esc(string.format('%d series checked, %d regression(s).', #r.checks.results,

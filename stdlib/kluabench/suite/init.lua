@@ -29,9 +29,10 @@
 --                          the record (its evidence entry)
 --   implementation(point, provider) -> what the provider runs: a user
 --                          kernel's info() table (k:info(), pk:info(),
---                          tk:info()), a list of them, or an
---                          ImplementationRevision document; default: the
---                          kernel registry's built-in kernel, else the script
+--                          tk:info()), a list of them, an
+--                          ImplementationRevision document, or 'builtin'
+--                          (the kernel registry's built-in code of this
+--                          kernel and provider); default: the script
 --   operation              the OperationSpec's description
 --                          (kluabench.record.operation); default: kernelindex's
 --                          own for Liger's kernels, else the tensors setup makes
@@ -198,7 +199,8 @@ Output:
                       kernelindex: pretty JSON (one bundle, or an array) to --out or stdout;
                       liger-csv: Liger's CSV (the runs that passed) to --out or stdout.
                       With the last three the table goes to stderr.
-  --out PATH          where the bundles go (see --format)
+  --out PATH          where the bundles go (see --format); never the script or a
+                      file of its hooks (a usage error)
   --samples PATH      where the raw samples go (the evidence file the records name);
                       default: beside --out (x.jsonl -> x.samples.jsonl), or
                       results/%s-<time>.samples.jsonl when the bundles go to stdout
@@ -655,6 +657,45 @@ local function jsonl_path(d, o)
   return nil
 end
 
+-- The files a sweep reads that --out and --samples must not overwrite: the
+-- script run (arg[0]), every file that defines one of the declaration's hooks
+-- (a benchmark module the script requires) and the kluabench binary.
+local function sweep_inputs(d)
+  local inputs, seen = {}, {}
+  local function add(path, what)
+    if type(path) == 'string' and path ~= '' and not seen[path] then
+      seen[path] = true
+      inputs[#inputs + 1] = { path, what }
+    end
+  end
+  local script = rawget(_G, 'arg') and _G.arg[0]
+  add(script, 'the benchmark script')
+  for _, list in ipairs { HOOKS, OPTIONAL_HOOKS } do
+    for _, h in ipairs(list) do
+      local info = type(d[h]) == 'function' and debug.getinfo(d[h], 'S')
+      if info and info.source:sub(1, 1) == '@' then add(info.source:sub(2), 'the file of the ' .. h .. ' hook') end
+    end
+  end
+  add(core.executable(), 'the kluabench binary')
+  return inputs
+end
+
+-- A usage error when --out (or the samples file beside it) or --samples is a
+-- file the sweep reads, or --samples is the records file: appending there
+-- would overwrite or corrupt an input. target: where the bundles go.
+local function check_not_inputs(d, o, target)
+  local outputs = require 'kluabench.record.outputs'
+  local inputs = sweep_inputs(d)
+  local beside = o.samples == nil and o.format ~= 'liger-csv'
+  local ok, why = outputs.check_output("option '--out'", target, inputs, not beside)
+  if not ok then usage_error(d.name, '%s', why) end
+  if o.samples then
+    if target and target ~= '-' then inputs[#inputs + 1] = { target, 'the records file' } end
+    ok, why = outputs.check_output("option '--samples'", o.samples, inputs, true)
+    if not ok then usage_error(d.name, '%s', why) end
+  end
+end
+
 -- Where the raw samples go when the bundles go to stdout (else beside them,
 -- unless --samples says otherwise).
 local function samples_path(d, o, records)
@@ -686,7 +727,7 @@ local function write_results(d, o, bundles, path, samples, claim)
   local note
   if o.format == 'kernelindex' then
     local ok, where, why = writer.write_pretty(out, bundles, samples, { claim = claim })
-    if not ok then fail(d.name, 'cannot write %s', tostring(where)) end
+    if not ok then fail(d.name, '%s', tostring(where)) end
     out, note = where, why
   else
     local text, left_out = require('kluabench.record.liger').csv_of_bundles(bundles)
@@ -701,7 +742,7 @@ local function write_results(d, o, bundles, path, samples, claim)
       out, note = dest, why
     end
     local ok, werr = output.write_atomic(out, text)
-    if not ok then fail(d.name, 'cannot write %s', tostring(werr)) end
+    if not ok then fail(d.name, '%s', tostring(werr)) end
   end
   if note then io.stderr:write(d.name, ': ', note, '\n') end
   if out ~= '-' then io.stderr:write(d.name, ': wrote ', out, '\n') end
@@ -755,16 +796,21 @@ end
 local WRONG = {}
 WRONG.__index = WRONG
 WRONG.__tostring = function(e) return e.message end
+local WRONG_STATUSES = { incorrect_numerical = true, incorrect_shape = true, incorrect_dtype = true }
 
 --- Raised by a benchmark's check when the provider's result is wrong: the provider is not timed and
 -- its bundles get status (default "incorrect_numerical"; "incorrect_shape" or "incorrect_dtype"
--- where that is what is wrong) with the message as the reason.
+-- where that is what is wrong; any other status is an error) with the message as the reason.
 --
 -- @signature suite.wrong_result(message [, status])
 -- @example
 --   local ok, e = pcall(suite.wrong_result, "q_out differs from the reference")
 --   print(tostring(e))
 function M.wrong_result(message, status)
+  if status ~= nil and not WRONG_STATUSES[status] then
+    error(string.format("bad argument #2 to 'wrong_result' (\"incorrect_numerical\", \"incorrect_shape\" or "
+      .. '"incorrect_dtype" expected, got %s)', type(status) == 'string' and string.format('%q', status) or type(status)), 2)
+  end
   error(setmetatable({ message = tostring(message), status = status or 'incorrect_numerical' }, WRONG), 0)
 end
 
@@ -806,15 +852,26 @@ local function describe(d, ctx, p, provider, bare)
   out.workload, out.operation_document = workload, op
   local od = record.digest(op)
   local declared = not bare and d.implementation and d.implementation(p, provider) or nil
-  if type(declared) == 'table' and declared.kind == 'ImplementationRevision' then
+  if declared == 'builtin' then
+    -- the kernel registry's built-in code, only where the declaration says so: a provider of a
+    -- script of the user's that bears a built-in kernel's and provider's names is not that code
+    if not record.builtin_implementation { kernel = d.name, provider = provider, backend = core.backend(),
+        operation_digest = od } then
+      bad_return(d, 'implementation', nil, declared, string.format("nil, an info() table, a list of them or an "
+        .. "ImplementationRevision document expected: 'builtin' names a provider of the kernel registry "
+        .. '(kluabench.kernels), which has no provider %s of a kernel %s on the %s backend',
+        provider, d.name, core.backend()), p, provider)
+    end
+    out.builtin = true
+  elseif type(declared) == 'table' and declared.kind == 'ImplementationRevision' then
     out.implementation = declared
   elseif type(declared) == 'table' then
     local hw = ctx.environment.spec.hardware or {}
     out.implementation = record.user_implementation { provider = provider, kernel = d.name, info = declared,
       operation_digest = od, arch = hw.architecture, dtypes = { p.dtype } }
   elseif declared ~= nil then
-    bad_return(d, 'implementation', nil, declared, 'nil, an info() table, a list of them or an ImplementationRevision '
-      .. 'document', p, provider)
+    bad_return(d, 'implementation', nil, declared, "nil, 'builtin', an info() table, a list of them or an "
+      .. 'ImplementationRevision document', p, provider)
   end
   if not bare then ctx.described[key] = out end
   return out
@@ -838,6 +895,7 @@ local function bundle_of(d, ctx, p, provider, mode, run_index, o)
     environment = ctx.environment, timed = extra.timed, check = o.check, execution = execution,
     annotations = extra.annotations, bytes = bytes, flops = flops,
     workload = desc.workload, operation_document = desc.operation_document, implementation = desc.implementation,
+    builtin = desc.builtin == true,
     session = { index = run_index, count = ctx.o.runs }, status = o.status, reasons = o.reasons,
   }
 end
@@ -1003,8 +1061,8 @@ end
 -- provider, inputs, modes) -> check record, cost(point, mode) -> bytes, flops, record(point,
 -- provider, mode) -> {timed, execution, annotations}. A point has one field per axis, dtype,
 -- params, x (the swept axis), id and shared. Optional: operation (an operation description) and
--- implementation(point, provider) (what the provider runs: k:info() tables or an
--- ImplementationRevision). Exits itself for --help and --list-points (0), on a usage error (2),
+-- implementation(point, provider) (what the provider runs: k:info() tables, an
+-- ImplementationRevision or 'builtin'; without it, the script). Exits itself for --help and --list-points (0), on a usage error (2),
 -- after a wrong result or a failed session (1: the other points still run, and their bundles and
 -- the failed ones are written) and after SIGINT/SIGTERM (130/143). Every bundle's evidence
 -- carries the session {index, count} and the point's id.
@@ -1051,6 +1109,15 @@ function M.main(d, args)
 
   local path = jsonl_path(d, o)
   local target = path or o.out
+  if o.history and not require('kluabench.history.db').is_postgres(o.history) then
+    -- results appended to the database file would damage it
+    local outputs = require 'kluabench.record.outputs'
+    for _, out in ipairs { { '--out', target }, { '--samples', o.samples } } do
+      local ok, err = outputs.check_output(out[1], out[2], { { o.history, 'the --history database' } })
+      if not ok then usage_error(d.name, '%s', err) end
+    end
+  end
+  check_not_inputs(d, o, target)
   if target then
     local ok, err = require('kluabench.io.files').check_writable(target)
     if not ok then fail(d.name, 'cannot write --out %s', err) end
@@ -1076,7 +1143,7 @@ function M.main(d, args)
     bundles[#bundles + 1] = bundle
     if path then
       local ok, err = writer.append(path, bundle, samples)
-      if not ok then fail(d.name, 'cannot write %s', tostring(err)) end
+      if not ok then fail(d.name, '%s', tostring(err)) end
     end
   end
 

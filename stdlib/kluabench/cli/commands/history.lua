@@ -268,9 +268,8 @@ local function run_compare(h, opts, args, fmt)
   end
   if opts['per-point'] then o.familywise = false end
   local a, b = resolve(h, args[1]), resolve(h, args[2])
-  local store = require('kluabench.history').store
-  local base, new = store.bundles(h, a), store.bundles(h, b)
-  local result = compare.compare(base, new, o)
+  -- history.compare: a commit's runs from several adds (sweeps) are its sessions, pooled
+  local result = require('kluabench.history').compare(h, a, b, o)
   if #result.points == 0 then
     return fail('no point of %s is in %s (points match by workload digest and provider)', short(a), short(b))
   end
@@ -293,13 +292,6 @@ local function format_check(result, fmt)
   local output = require 'kluabench.report'
   local rows = {}
   for i, r in ipairs(result.results) do
-    local note = {}
-    if r.status == 'drift' then
-      note[#note + 1] = r.sentinel == 'self' and 'the sentinel itself: the machine changed'
-        or string.format('the sentinel stepped too (%s): machine drift, not the code', pct(r.sentinel_ratio))
-    end
-    if r.status == 'short' then note[#note + 1] = string.format('%d commit(s): too few for a baseline', r.commits) end
-    if r.mark then note[#note + 1] = 'baseline from mark at ' .. short(r.mark.commit) .. ' (' .. r.mark.reason .. ')' end
     local stepped = r.status == 'regression' or r.status == 'improvement' or r.status == 'drift'
     rows[i] = { point = r.point, provider = r.provider, device = r.device,
       status = r.status == 'regression' and 'REGRESSION' or r.status,
@@ -307,7 +299,7 @@ local function format_check(result, fmt)
       interval = r.lo and (pct(r.lo) .. '..' .. pct(r.hi)) or '',
       z = r.z and string.format('%.1f', r.z) or '',
       window = r.base_n and r.base_n > 0 and string.format('%d/%d', r.base_n, r.post_n) or '',
-      note = table.concat(note, '; ') }
+      note = require('kluabench.history').note(r) }
   end
   local text = (fmt == 'markdown' and output.format_markdown or output.format_table)(CHECK_COLUMNS, rows)
   local lines = { (text:gsub('\n$', '')) }

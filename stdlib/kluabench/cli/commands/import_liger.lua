@@ -22,26 +22,31 @@ never executed.
 
 Rows kernelindex's importer skips are skipped and counted by reason on stderr:
 memory rows, kernels it does not curate (and those it curates that kluabench
-does not reproduce), unknown providers, modes and GPUs. With --keep, memory
-rows and rows of GPUs it does not know are kept as valid documents of our own,
-labelled not_reproduced (their digests are kluabench's, not kernelindex's).
+does not reproduce), unknown providers, modes and GPUs, and a row repeating a
+run already imported (the same externalId, in any of the files). With --keep,
+memory rows and rows of GPUs it does not know are kept as valid documents of
+our own, labelled not_reproduced (their digests are kluabench's, not
+kernelindex's).
 
   --out DIR            write one pretty JSON file per row into DIR (created when
                        missing), named after the run's metadata.name:
                        DIR/NAME.json (NAME-2.json, ... for repeated names).
                        Files are written atomically.
-  --jsonl FILE         append every bundle as one line to FILE ('-': stdout)
+  --jsonl FILE         append every bundle as one line to FILE ('-': stdout);
+                       one of the CSV files is refused (a usage error)
   (neither)            JSON Lines on stdout
   --keep               keep memory rows and unknown GPUs as documents of our own
   --liger-commit SHA   the Liger-Kernel commit the OperationSpecs cite (metadata
                        only; default the CSV's commit when the schemas were
                        copied, record/liger.lua's COMMIT)
 
-A row of a reproduced kernel that cannot be converted (a value that is not a
-number or a time, a config that does not bind the kernel's axes) is reported
-on stderr as "kluabench import-liger: FILE:LINE: why" and skipped; the others
-are written. A row whose p20 is above its p80 is imported as it is, with a
-warning.
+A row of a reproduced kernel whose config does not bind the kernel's axes
+(kernelindex's importer skips it as an unknown config) is named on stderr as
+"kluabench import-liger: FILE:LINE: skipped: why" and counted. A row that
+cannot be converted (a value that is not a number, a time or UTF-8, a row of
+the wrong width) is reported as "kluabench import-liger: FILE:LINE: why" and
+left out; the others are written. A row whose p20 is above its p80 is
+imported as it is, with a warning.
 
 Exit status: 0 all rows imported or skipped as kernelindex skips them, 1 a file
 unreadable or a row that cannot be converted, 2 usage error.]]
@@ -56,7 +61,10 @@ end
 
 -- Reasons of a skip that mean the row is broken, not merely outside what
 -- kernelindex imports: named one by one, and exit status 1.
-local BROKEN = { invalid = true, unknown_config = true }
+local BROKEN = { invalid = true }
+-- Skips kernelindex's importer makes too (exit status 0) whose rows are still
+-- named, since a row of a kernel we reproduce was meant to import.
+local NAMED = { unknown_config = true }
 
 -- Options: returns {out = DIR, jsonl = FILE, keep, help, ['liger-commit']}, list of CSV paths; or nil, msg.
 local function parse(args)
@@ -71,6 +79,9 @@ function M.main(args)
   if opts.help then return cli.help('import-liger') end
   if #files == 0 then return usage_error('no CSV file given') end
   if opts.out and opts.jsonl then return usage_error('give --out or --jsonl, not both') end
+  local shards = require 'kluabench.cli.shards'
+  local fresh, why_not = shards.check_output('--jsonl', opts.jsonl, shards.file_inputs(files, true))
+  if not fresh then return usage_error('%s', why_not) end
   local commit = opts['liger-commit']
   if commit and not commit:match('^%x+$') then
     return usage_error("option '--liger-commit' needs a commit SHA (hexadecimal), got '%s'", commit)
@@ -85,6 +96,7 @@ function M.main(args)
   local jsonl = opts.jsonl or (not opts.out and '-') or nil
 
   local status, imported, used, skipped = 0, 0, {}, {}
+  local runs = {} -- externalIds imported: kernelindex's importer imports a run once (its duplicateRows)
   for _, path in ipairs(files) do
     local rows, err = liger.read(path)
     if not rows then
@@ -94,11 +106,21 @@ function M.main(args)
       for _, row in ipairs(rows) do
         cli.stop_if_interrupted()
         local bundle, why, berr = liger.row_to_bundle(row, { keep = opts.keep, commit = commit and commit:lower() })
+        if bundle then
+          local id = bundle.run.spec.sourceNative.externalId
+          if runs[id] then
+            bundle, why = nil, 'duplicate_row'
+          else
+            runs[id] = true
+          end
+        end
         if not bundle then
           skipped[why] = (skipped[why] or 0) + 1
           if BROKEN[why] then
             say('%s:%d: %s', path, row.line, berr)
             status = 1
+          elseif NAMED[why] then
+            say('%s:%d: skipped: %s', path, row.line, berr)
           end
         else
           local warning = liger.row_warning(row)

@@ -482,7 +482,7 @@ function M.merge(dir, path, opts)
   if not opts.quiet then
     io.stderr:write(string.format('%s%s, from %d shard%s -> %s%s\n', who, summary(res), res.shards,
       res.shards == 1 and '' or 's', (path == nil or path == '-') and 'stdout' or path,
-      failed and ' (INCOMPLETE: see above)' or ''))
+      failed and (res.complete < res.points and ' (INCOMPLETE: see above)' or ' (NOT CLEAN: see above)') or ''))
   end
   return failed and 1 or 0, res
 end

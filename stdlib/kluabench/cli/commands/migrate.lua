@@ -21,7 +21,9 @@ cannot be kept (the recipe changed). compare, plot and merge read old files
 without this command (they migrate as they read); use it to publish them or
 to verify them.
 
-  -o, --out OUT   the migrated JSON Lines file (required; never one of the inputs)
+  -o, --out OUT   the migrated JSON Lines file (required). Neither OUT nor its
+                  samples file may be an input or an input's samples file
+                  (compared by real path and inode): a usage error
 
 Exit status: 0 written, 1 an unreadable input or an unwritable OUT, 2 usage error.]]
 
@@ -39,11 +41,9 @@ function M.main(args)
   if #files == 0 then return usage_error('no FILE given') end
   if not opts.out then return usage_error('no -o OUT given') end
   local evidence = require 'kluabench.record.evidence'
-  for _, f in ipairs(files) do
-    if f == opts.out or evidence.samples_path(f) == evidence.samples_path(opts.out) then
-      return usage_error("-o %s would write over the input %s or its samples", opts.out, f)
-    end
-  end
+  local shards = require 'kluabench.cli.shards'
+  local fresh, why_not = shards.check_output('-o', opts.out, shards.file_inputs(files))
+  if not fresh then return usage_error('%s', why_not) end
   local reader = require 'kluabench.record.reader'
   local migrate = require 'kluabench.record.migrate'
   local bundles, old = {}, 0

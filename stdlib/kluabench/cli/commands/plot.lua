@@ -19,7 +19,9 @@ names are the same), so `--by provider,run` draws one line per provider and
 run, a colour per provider and a dash pattern per run. Without `run` in --by,
 files split lines only where their points would share a line and an x.
 
-  -o, --output FILE   where to write the SVG ('-': stdout); required
+  -o, --output FILE   where to write the SVG ('-': stdout); required. One of
+                      the RESULTS (or the samples file beside one) is refused,
+                      compared by real path and inode: it is never written over
   --x FIELD           the x axis: a shape parameter (seq, hidden, ...) or
                       any field below (default: the one parameter that varies)
   --by FIELD[,FIELD]  one line per value of these fields (default: provider);
@@ -102,6 +104,9 @@ function M.run(args)
   if opts.help then return cli.help('plot') end
   if #files == 0 then return usage_error('no RESULTS file given') end
   if not opts.output then return usage_error('no output file: give -o chart.svg (or -o - for stdout)') end
+  local shards = require 'kluabench.cli.shards'
+  local fresh, why_not = shards.check_output('-o', opts.output, shards.file_inputs(files), nil, true)
+  if not fresh then return usage_error('%s', why_not) end
   if opts.y then
     local known = false
     for _, u in ipairs(plot.Y_UNITS) do known = known or u == opts.y end

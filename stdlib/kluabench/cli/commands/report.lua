@@ -23,7 +23,9 @@ RESULTS are record files (JSON or JSON Lines). With --db and no RESULTS the
 tables and charts show the runs of the head commit.
 
   -o, --output FILE   the HTML file (required; '-': stdout); written whole or
-                      not at all
+                      not at all. One of RESULTS (or a samples file beside
+                      one), the --db file or another SQLite database is
+                      refused: never written over
   --db DB             a history database (SQLite path or postgresql:// URI)
   --head REV          the commit to report (default: the newest)
   --point TEXT, --provider P, --device D
@@ -80,7 +82,10 @@ local function from_history(report, opts, max_trends)
     local order = {}
     for _, c in ipairs(checks.results) do
       -- a series that stepped earlier in its history ranks with the regressions
-      if c.status == 'ok' and #history.steps(h, c.series, { head = checks.head }) > 0 then c.stepped_before = true end
+      if (c.status == 'ok' or c.status == 'short') and #history.steps(h, c.series, { head = checks.head }) > 0 then
+        c.stepped_before = true
+      end
+      c.note = history.note(c)
       order[#order + 1] = c
     end
     local rank = { regression = 1, drift = 2, improvement = 3, ok = 4, short = 5 }
@@ -130,6 +135,13 @@ function M.run(args)
       return usage_error("--max-trends must be a whole number from 0 to 10000, got '%s'", opts['max-trends'])
     end
   end
+  local shards = require 'kluabench.cli.shards'
+  local inputs = shards.file_inputs(files)
+  if opts.db and not require('kluabench.history.db').is_postgres(opts.db) then
+    inputs[#inputs + 1] = { opts.db, 'the history database (--db)' }
+  end
+  local fresh, why_not = shards.check_output('-o', opts.output, inputs, nil, true)
+  if not fresh then return usage_error('%s', why_not) end
   local files_mod = require 'kluabench.io.files'
   if opts.output ~= '-' then
     local ok, err = files_mod.check_writable(opts.output)

@@ -16,7 +16,9 @@ YAML reader takes) in the layout of its submission path:
 Each document appears once; every manifest is checked against its schema
 first (nothing invalid is written), and a document whose metadata.name another
 document of its kind already bears is renamed NAME-<12 hex digits of its
-digest> (names are not digested: no digest changes).
+digest> (names are not digested: no digest changes); so is a project,
+operation or implementation whose slug (kernelindex's kebab of the name, 100
+characters) another one has.
 
 Implementations of kluabench's built-in kernels belong to the project
 "kluabench"; imported ones to their upstream project (Liger-Kernel,
@@ -24,7 +26,8 @@ Transformers, PyTorch, ...); all others to --project NAME (default "local", a
 project of kind individual). The runs' raw-samples evidence keeps its uri and
 digest: kernelindex can check the samples only where the file is published.
 
-  -o, --out OUT     the submission document (required; never one of the inputs)
+  -o, --out OUT     the submission document (required; never one of the inputs
+                    or an input's samples file, compared by real path and inode)
   --project NAME    the project of user kernels and undeclared providers
 
 Exit status: 0 written, 1 an unreadable or invalid input, 2 usage error.]]
@@ -43,9 +46,9 @@ function M.main(args)
   if opts.help then return cli.help('submission') end
   if #files == 0 then return usage_error('no FILE given') end
   if not opts.out then return usage_error('no -o OUT given (the submission document)') end
-  for _, f in ipairs(files) do
-    if f == opts.out then return usage_error("-o %s is one of the inputs: it is never written over", opts.out) end
-  end
+  local shards = require 'kluabench.cli.shards'
+  local fresh, why_not = shards.check_output('-o', opts.out, shards.file_inputs(files), nil, true)
+  if not fresh then return usage_error('%s', why_not) end
   local reader = require 'kluabench.record.reader'
   local bundles = {}
   for _, path in ipairs(files) do
