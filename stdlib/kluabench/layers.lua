@@ -29,7 +29,7 @@ M.LAYERS = {
   { name = 'cli', modules = { 'kluabench.cli', 'kluabench.repl' },
     what = "the commands, their dispatcher, help and the API reference; the REPL's views" },
   { name = 'kluabench', modules = { 'kluabench' }, exact = true,
-    what = 'require "kluabench": the engine with every module above reachable as kb.<name>' },
+    what = 'init.lua: the engine with every module above reachable as kb.<name>' },
 }
 
 --- Modules that require a name computed at run time, and why that stays inside the rules.
