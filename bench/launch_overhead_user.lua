@@ -1,66 +1,136 @@
--- The host cost of kernel:launch against a C loop of cuLaunchKernel of the same empty kernel (target: at most 1.2x).
+-- The host cost of kernel:launch against a C loop of cuLaunchKernel, alternated in rounds in one process (targets: 1.2x reused table, 1.3x inline).
 --
---   make && build/kluabench bench/launch_overhead_user.lua [BATCHES [PER_BATCH]]
+--   build/kluabench bench/launch_overhead_user.lua [--rounds N] [--batches B] [--per P] [--seed S]
+--       [--out FILE.csv] [--dry-run]
 --
--- An empty kernel (float *, int, float) is compiled with NVRTC; its cubin is
--- written to a temporary file that build/bench/launch_overhead_c (built by
--- make with CUDA=1) loads and launches in C. Both sides time batches of
--- launches on the host clock, synchronise between batches (not timed) and
--- report the median per launch. kernel:launch is measured twice: with one
--- options table reused (the lean path a harness uses) and with a new table
--- per call (what a script writes inline).
+-- An empty kernel (float *, int, float) is compiled with NVRTC. Each round
+-- runs three blocks, in an order shuffled per round (seeded): the C loop
+-- (kernel:launch_repeat: the arguments packed once, then cuLaunchKernel P
+-- times from C), kernel:launch with one options table reused, and
+-- kernel:launch with a new table per call. A block is B batches of P
+-- launches, each batch timed on the host clock, with a synchronize between
+-- batches (not timed). Per round and path: the median ns per launch over its
+-- batches, and its ratio to the C loop's median in the same round. Printed:
+-- per path the median over rounds of the round medians and ratios, the range
+-- of the ratios, and the verdict (the target met at the median and at the
+-- largest round ratio); every batch goes to --out (CSV: round, position, path,
+-- batch, ns_per_launch). --dry-run (any backend) times kb.cuda.args packing
+-- instead of launches, to try the script where there is no GPU: its numbers
+-- mean nothing.
 local kb = require 'kluabench'
+local cli = require 'kluabench.cli'
+local prng = require 'kluabench.stats.prng'
+local stats = require 'kluabench.stats'
 
-local batches = math.tointeger(tonumber(arg[1] or '')) or 200
-local per = math.tointeger(tonumber(arg[2] or '')) or 256
-if kb.backend() ~= 'cuda' then
-  io.stderr:write('launch_overhead_user.lua: needs the cuda backend\n')
-  os.exit(1)
+local USAGE = 'usage: kluabench bench/launch_overhead_user.lua [--rounds N] [--batches B] [--per P] [--seed S] '
+  .. '[--out FILE.csv] [--dry-run]\n'
+local opts, fail = cli.script_options('launch_overhead_user.lua', USAGE, arg, { rounds = 'value', batches = 'value',
+  per = 'value', seed = 'value', out = 'value', ['dry-run'] = 'flag' })
+local function int(name, default, lo)
+  local v = math.tointeger(tonumber(opts[name] or default))
+  if not v or v < lo then fail("--%s must be an integer >= %d, got '%s'", name, lo, tostring(opts[name])) end
+  return v
 end
-
-local SRC = 'extern "C" __global__ void empty(float *p, int n, float a) {}'
-local module = kb.cuda.compile(SRC, { name = 'empty.cu' })
-local k = module:kernel('empty', 'ptr, i32, f32')
-
-local dir = kb.executable():match('^(.*)/[^/]*$')
-local cubin = os.tmpname()
-local f = assert(io.open(cubin, 'wb'))
-f:write(assert(module:cubin()))
-f:close()
-local cmd = string.format('%s/bench/launch_overhead_c %s empty %d %d', dir, cubin, batches, per)
-local p = assert(io.popen(cmd))
-local out = p:read('a')
-p:close()
-os.remove(cubin)
-local c_ns = tonumber(out:match('ns_per_launch%s+([%d%.]+)'))
-if not c_ns then
-  io.stderr:write('launch_overhead_user.lua: ' .. cmd .. ' printed: ' .. out .. '\n')
-  os.exit(1)
+local rounds, batches, per, seed = int('rounds', 7, 5), int('batches', 30, 3), int('per', 256, 1), int('seed', 1, 0)
+local dry = opts['dry-run']
+if not dry and kb.backend() ~= 'cuda' then
+  fail('needs the cuda backend (or --dry-run to try the script without a GPU)')
 end
 
 local buf = kb.empty({ 256 }, 'f32')
-local function median_per_launch(launch_batch)
-  local t = {}
-  for b = -10, batches do
+local opts_reused = { grid = 1, block = 32, args = { buf, 256, 2.0 } }
+local c_batch, launch
+if dry then
+  local pack = kb.cuda.args('ptr, i32, f32')
+  c_batch = function(n)
+    pack:pack(opts_reused)
     local t0 = kb.clock_ns()
-    launch_batch()
-    local t1 = kb.clock_ns()
-    kb.synchronize()
-    if b > 0 then t[#t + 1] = (t1 - t0) / per end
+    for _ = 1, n do kb.clock_ns() end -- a stand-in for the C loop: a C call per launch
+    return kb.clock_ns() - t0
   end
-  table.sort(t)
-  return t[(#t + 1) // 2]
+  launch = function(o) pack:pack(o) end
+else
+  local module = kb.cuda.compile('extern "C" __global__ void empty(float *p, int n, float a) {}', { name = 'empty.cu' })
+  local k = module:kernel('empty', 'ptr, i32, f32')
+  c_batch = function(n) return k:launch_repeat(opts_reused, n) end
+  launch = function(o) k:launch(o) end
 end
 
-local opts = { grid = 1, block = 32, args = { buf, 256, 2.0 } }
-local reused = median_per_launch(function() for _ = 1, per do k:launch(opts) end end)
-local inline = median_per_launch(function()
-  for _ = 1, per do k:launch { grid = 1, block = 32, args = { buf, 256, 2.0 } } end
-end)
+local PATHS = {
+  { name = 'C loop of cuLaunchKernel (kernel:launch_repeat)', key = 'c', batch = c_batch },
+  { name = 'kernel:launch(opts), one table reused', key = 'reused', target = 1.2,
+    batch = function(n)
+      local t0 = kb.clock_ns()
+      for _ = 1, n do launch(opts_reused) end
+      return kb.clock_ns() - t0
+    end },
+  { name = 'kernel:launch{...}, a new table per call', key = 'inline', target = 1.3,
+    batch = function(n)
+      local t0 = kb.clock_ns()
+      for _ = 1, n do launch { grid = 1, block = 32, args = { buf, 256, 2.0 } } end
+      return kb.clock_ns() - t0
+    end },
+}
 
-print(string.format('| launch path (%s) | ns per launch | vs C |', kb.device_info().name))
-print('|---|---:|---:|')
-print(string.format('| C loop of cuLaunchKernel | %.0f | 1.00 |', c_ns))
-print(string.format('| kernel:launch(opts), one table reused | %.0f | %.2f |', reused, reused / c_ns))
-print(string.format('| kernel:launch{...}, new table per call | %.0f | %.2f |', inline, inline / c_ns))
-print(string.format('\ntarget: at most 1.20x; %s', reused / c_ns <= 1.2 and 'met' or 'NOT met'))
+-- warm-up: every path, untimed
+for _, p in ipairs(PATHS) do for _ = 1, 5 do p.batch(per); kb.synchronize() end end
+
+local rows = { 'round,position,path,batch,ns_per_launch' }
+local medians = {} -- medians[key][round]
+for _, p in ipairs(PATHS) do medians[p.key] = {} end
+local g = prng.new(seed)
+for r = 1, rounds do
+  local order = { 1, 2, 3 }
+  for i = 3, 2, -1 do
+    local j = math.floor(g:uniform() * i) + 1
+    order[i], order[j] = order[j], order[i]
+  end
+  for pos, idx in ipairs(order) do
+    local p = PATHS[idx]
+    local t = {}
+    for b = 1, batches do
+      local ns = p.batch(per) / per
+      kb.synchronize()
+      t[b] = ns
+      rows[#rows + 1] = string.format('%d,%d,%s,%d,%.1f', r, pos, p.key, b, ns)
+    end
+    medians[p.key][r] = stats.median(t)
+  end
+end
+
+if opts.out then
+  local f = assert(io.open(opts.out, 'w'))
+  f:write(table.concat(rows, '\n'), '\n')
+  f:close()
+  io.stderr:write('launch_overhead_user.lua: ', #rows - 1, ' batches written to ', opts.out, '\n')
+end
+
+local info = kb.device_info()
+print(string.format('%s%s: %d rounds (order shuffled per round, seed %d), %d batches of %d launches per path and '
+  .. 'round', dry and 'DRY RUN (kb.cuda.args packing, no launch) on ' or '', info.name, rounds, seed, batches, per))
+print('')
+print('| path | ns per launch (median of rounds) | range of round medians | vs C (median) | vs C (range) | target | verdict |')
+print('|---|---:|---:|---:|---:|---:|---|')
+local all_met = true
+for _, p in ipairs(PATHS) do
+  local ms = medians[p.key]
+  local ratios = {}
+  for r = 1, rounds do ratios[r] = ms[r] / medians.c[r] end
+  local sorted_ms, sorted_r = {}, {}
+  for i = 1, rounds do sorted_ms[i], sorted_r[i] = ms[i], ratios[i] end
+  table.sort(sorted_ms)
+  table.sort(sorted_r)
+  local med_r = stats.median(ratios)
+  local verdict = ''
+  if p.target then
+    local met = med_r <= p.target and sorted_r[rounds] <= p.target
+    all_met = all_met and met
+    verdict = met and 'met' or 'NOT met'
+  end
+  print(string.format('| %s | %.0f | %.0f..%.0f | %.2f | %.2f..%.2f | %s | %s |', p.name, stats.median(ms), sorted_ms[1],
+    sorted_ms[rounds], med_r, sorted_r[1], sorted_r[rounds], p.target and string.format('<= %.1fx', p.target) or '',
+    verdict))
+end
+print('')
+print(string.format('targets (the median and the largest round ratio): %s%s', all_met and 'met' or 'NOT met',
+  dry and ' (dry run: meaningless)' or ''))

@@ -1,16 +1,24 @@
 -- A Triton RoPE kernel's cubin (dumped by bench/triton_rope.py) loaded with kb.triton and timed in kluabench beside Python's do_bench.
 --
 --   bench/triton_cubin.sh [SEQ]        (runs triton_rope.py, then this)
---   build/kluabench bench/triton_cubin.lua DIR
+--   build/kluabench bench/triton_cubin.lua DIR [--once]
 --
 -- The kernel is checked against kb.rope.llama4_fwd on fresh seeds (kb.check)
 -- and timed by kb.do_bench.do_bench (mean and median, as triton's do_bench
--- reports them); Python's numbers come from DIR/python.json.
+-- reports them); Python's numbers come from DIR/python.json. With --once (one
+-- round of bench/triton_alternate.py, which checked the kernel in its first
+-- round) only the median of one kb.do_bench.do_bench is printed, as a JSON line
+-- {"median_ms": ..., "mean_ms": ...}.
 local kb = require 'kluabench'
 local check = require 'kluabench.kernels.check'
 local record = require 'kluabench.record'
 
 local dir = arg[1] or 'build/triton_rope'
+local once = arg[2] == '--once'
+if arg[2] and not once then
+  io.stderr:write("triton_cubin.lua: unknown option '", arg[2], "' (usage: triton_cubin.lua DIR [--once])\n")
+  os.exit(2)
+end
 local f = assert(io.open(dir .. '/python.json'), 'no ' .. dir .. '/python.json: run bench/triton_rope.py first')
 local py = kb.jcs.decode(f:read('a'))
 f:close()
@@ -24,13 +32,24 @@ if not loaded then
   io.stderr:write('triton_cubin.lua: ', tostring(tk), '; reading the signature from the PTX\n')
   tk = kb.triton.load(json)
 end
-print('signature: ' .. tk.kernel:info().signature .. ' (hidden: ' .. table.concat(tk.hidden, ', ') .. ')')
+if not once then print('signature: ' .. tk.kernel:info().signature .. ' (hidden: ' .. table.concat(tk.hidden, ', ') .. ')') end
 local seq, dim, block_rows = py.seq, py.head_dim, py.block_rows
 local freqs = kb.rope.freqs(seq, dim, { theta = 500000 })
 
 local function launch(x, out, heads)
   local rows = x:numel() // dim
   tk:launch((rows + block_rows - 1) // block_rows, { x, out, freqs, rows, seq, heads })
+end
+
+if once then
+  local q = kb.randn({ 1, seq, py.q_heads, dim }, 'bf16', 1)
+  local k = kb.randn({ 1, seq, py.kv_heads, dim }, 'bf16', 2)
+  local qo, ko = kb.empty(q.shape, 'bf16'), kb.empty(k.shape, 'bf16')
+  local fn = function() launch(q, qo, py.q_heads); launch(k, ko, py.kv_heads) end
+  local median = kb.do_bench.do_bench(fn, { return_mode = 'median' })
+  local mean = kb.do_bench.do_bench(fn)
+  print(string.format('{"median_ms": %.9g, "mean_ms": %.9g}', median, mean))
+  os.exit(0)
 end
 
 local c = check.new {

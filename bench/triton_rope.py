@@ -46,32 +46,28 @@ def launch(x, out, freqs, seq, heads):
                                     HALF=x.shape[-1] // 2, BLOCK_ROWS=BLOCK_ROWS)
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", default="build/triton_rope")
-    ap.add_argument("--seq", type=int, default=2048)
-    ap.add_argument("--q-heads", type=int, default=32)
-    ap.add_argument("--kv-heads", type=int, default=8)
-    ap.add_argument("--head-dim", type=int, default=128)
-    a = ap.parse_args()
-    os.makedirs(a.out, exist_ok=True)
+def prepare(seq, out, q_heads=32, kv_heads=8, head_dim=128):
+    """Compiles the kernel for seq, dumps its cubin, PTX and metadata JSON into
+    out, and returns (both, info): both() launches it on q and on k (what is
+    timed), info the shapes and names (python.json's fields but the timings)."""
+    os.makedirs(out, exist_ok=True)
     dev = "cuda"
-    q = torch.randn(1, a.seq, a.q_heads, a.head_dim, device=dev, dtype=torch.bfloat16)
-    k = torch.randn(1, a.seq, a.kv_heads, a.head_dim, device=dev, dtype=torch.bfloat16)
-    ang = torch.arange(a.seq, device=dev, dtype=torch.float32)[:, None] * \
-        (1.0 / 500000.0 ** (torch.arange(0, a.head_dim, 2, device=dev, dtype=torch.float32) / a.head_dim))
+    q = torch.randn(1, seq, q_heads, head_dim, device=dev, dtype=torch.bfloat16)
+    k = torch.randn(1, seq, kv_heads, head_dim, device=dev, dtype=torch.bfloat16)
+    ang = torch.arange(seq, device=dev, dtype=torch.float32)[:, None] * \
+        (1.0 / 500000.0 ** (torch.arange(0, head_dim, 2, device=dev, dtype=torch.float32) / head_dim))
     freqs = torch.stack([ang.cos(), ang.sin()], dim=-1).contiguous()
     qo, ko = torch.empty_like(q), torch.empty_like(k)
 
-    compiled = launch(q, qo, freqs, a.seq, a.q_heads)
-    launch(k, ko, freqs, a.seq, a.kv_heads)
+    compiled = launch(q, qo, freqs, seq, q_heads)
+    launch(k, ko, freqs, seq, kv_heads)
     torch.cuda.synchronize()
 
     name = compiled.metadata.name if hasattr(compiled.metadata, "name") else compiled.metadata["name"]
     asm = compiled.asm
-    with open(os.path.join(a.out, name + ".cubin"), "wb") as f:
+    with open(os.path.join(out, name + ".cubin"), "wb") as f:
         f.write(asm["cubin"])
-    with open(os.path.join(a.out, name + ".ptx"), "w") as f:
+    with open(os.path.join(out, name + ".ptx"), "w") as f:
         f.write(asm["ptx"])
     meta = asm.get("json")
     if meta is None:  # older versions keep it only as metadata
@@ -80,19 +76,30 @@ def main():
         meta = json.dumps(md, default=str)
     elif isinstance(meta, bytes):
         meta = meta.decode()
-    with open(os.path.join(a.out, name + ".json"), "w") as f:
+    with open(os.path.join(out, name + ".json"), "w") as f:
         f.write(meta if isinstance(meta, str) else json.dumps(meta, default=str))
 
     def both():
-        launch(q, qo, freqs, a.seq, a.q_heads)
-        launch(k, ko, freqs, a.seq, a.kv_heads)
+        launch(q, qo, freqs, seq, q_heads)
+        launch(k, ko, freqs, seq, kv_heads)
 
-    ms = triton.testing.do_bench(both)
-    ms_median = triton.testing.do_bench(both, return_mode="median")
     info = {"kernel": name, "triton_version": triton.__version__, "torch_version": torch.__version__,
-            "seq": a.seq, "q_heads": a.q_heads, "kv_heads": a.kv_heads, "head_dim": a.head_dim,
-            "block_rows": BLOCK_ROWS, "do_bench_mean_ms": ms, "do_bench_median_ms": ms_median,
-            "device": torch.cuda.get_device_name()}
+            "seq": seq, "q_heads": q_heads, "kv_heads": kv_heads, "head_dim": head_dim,
+            "block_rows": BLOCK_ROWS, "device": torch.cuda.get_device_name()}
+    return both, info
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default="build/triton_rope")
+    ap.add_argument("--seq", type=int, default=2048)
+    ap.add_argument("--q-heads", type=int, default=32)
+    ap.add_argument("--kv-heads", type=int, default=8)
+    ap.add_argument("--head-dim", type=int, default=128)
+    a = ap.parse_args()
+    both, info = prepare(a.seq, a.out, a.q_heads, a.kv_heads, a.head_dim)
+    info["do_bench_mean_ms"] = triton.testing.do_bench(both)
+    info["do_bench_median_ms"] = triton.testing.do_bench(both, return_mode="median")
     with open(os.path.join(a.out, "python.json"), "w") as f:
         json.dump(info, f, indent=1)
     print(json.dumps(info))

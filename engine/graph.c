@@ -36,6 +36,8 @@ void kb_capture_note(lua_State *L, int idx) {
   lua_pop(L, 2);
 }
 
+int kb_capturing(void) { return g_capture_ref != LUA_NOREF; }
+
 /* Values that are not tensors (a module whose kernel was launched) are kept
  * in the same table, with value false: alive, never pinned. */
 void kb_capture_keep(lua_State *L, int idx) {

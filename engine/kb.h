@@ -135,6 +135,14 @@ void kb_open_regex(lua_State *L);
 /* sqlite.c, pq.c: the history database's two backends (kb.sqlite, kb.pq) */
 void kb_open_sqlite(lua_State *L);
 void kb_open_pq(lua_State *L);
+/* memstats.c: every tensor's storage is allocated and released through these,
+ * which count the bytes held now and at the peak per device (kb.memory_stats) */
+const char *kb_alloc(const kb_backend *dev, void **out, size_t bytes);
+void kb_release(const kb_backend *dev, void *p, size_t bytes);
+/* Pushes registry["kluabench.scratch"][key] (a table, made when missing): where a
+ * binding keeps scratch tensors between calls, which kb.drop_scratch forgets. */
+void kb_scratch_table(lua_State *L, const char *key);
+void kb_open_memstats(lua_State *L);
 int luaopen_kluabench(lua_State *L);
 
 #endif

@@ -59,5 +59,6 @@ int luaopen_kluabench(lua_State *L) {
   kb_open_compare_elements(L);
   kb_open_sqlite(L);
   kb_open_pq(L);
+  kb_open_memstats(L);
   return 1;
 }

@@ -18,6 +18,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include "usercode.h"
 
 /* ---- the driver API, declared by hand ------------------------------------ */
@@ -391,14 +392,40 @@ static int mod_kernel(lua_State *L) {
 
 /* ---- launching ---------------------------------------------------------------- */
 
-/* A launch dimension at opts[key]: an integer or {x [, y [, z]]}, each >= 1. */
-static void launch_dims(lua_State *L, int opts, const char *key, unsigned d[3], int required) {
+/* The launching functions (launch, launch_repeat, pack) are closures whose
+ * upvalues hold the option names and the metatables they test against, so
+ * that a launch reads its options and checks its arguments without making a
+ * string from C or looking a metatable up by name (half of what a launch
+ * spent besides cuLaunchKernel). They read opts as a plain table (rawget). */
+enum { UP_GRID = 1, UP_BLOCK, UP_SHARED, UP_ARGS, UP_TENSOR_MT, UP_SELF_MT, UP_COUNT = UP_SELF_MT };
+
+/* Pushes opts[key] (key: the upvalue holding its name), raw; returns its type. */
+static int opt_field(lua_State *L, int opts, int key) {
+  lua_pushvalue(L, lua_upvalueindex(key));
+  return lua_rawget(L, opts);
+}
+
+/* The userdata at idx when its metatable is the one in upvalue `up`, else NULL. */
+static void *udata_of(lua_State *L, int idx, int up) {
+  if (lua_type(L, idx) != LUA_TUSERDATA || !lua_getmetatable(L, idx)) return NULL;
+  int same = lua_rawequal(L, -1, lua_upvalueindex(up));
+  lua_pop(L, 1);
+  return same ? lua_touserdata(L, idx) : NULL;
+}
+
+/* self (argument 1) of a launching closure: the kernel (or argument pack), or
+ * the error luaL_checkudata gives for anything else. */
+static kb_kernel *launch_self(lua_State *L, const char *mt) {
+  kb_kernel *k = (kb_kernel *)udata_of(L, 1, UP_SELF_MT);
+  return k ? k : (kb_kernel *)luaL_checkudata(L, 1, mt);
+}
+
+/* A launch dimension at opts[key]: an integer or {x [, y [, z]]}, each >= 1.
+ * The value stays on the stack (pack_launch pops everything at once). */
+static void launch_dims(lua_State *L, int opts, int up, const char *key, unsigned d[3], int required) {
   d[0] = d[1] = d[2] = 1;
-  int t = lua_getfield(L, opts, key);
-  if (t == LUA_TNIL && !required) {
-    lua_pop(L, 1);
-    return;
-  }
+  int t = opt_field(L, opts, up);
+  if (t == LUA_TNIL && !required) return;
   int n = 1;
   lua_Integer v[3] = {1, 1, 1};
   int ok = 1;
@@ -418,7 +445,6 @@ static void launch_dims(lua_State *L, int opts, const char *key, unsigned d[3], 
   for (int i = 0; i < 3 && ok; i++) ok = v[i] >= 1 && v[i] <= 0x7fffffff;
   if (!ok) luaL_error(L, "bad argument #1 to 'launch' (%s must be a positive integer or a list of 1 to 3 of them)", key);
   for (int i = 0; i < 3; i++) d[i] = (unsigned)v[i];
-  lua_pop(L, 1);
 }
 
 static int arg_error(lua_State *L, int i, const kb_param_type *t, const char *fmt, const char *what) {
@@ -434,7 +460,7 @@ static void pack_arg(lua_State *L, kb_kernel *k, int i) {
   switch (t->cls) {
   case KB_P_PTR: {
     uint64_t p = 0;
-    kb_tensor *x = (kb_tensor *)luaL_testudata(L, -1, KB_TENSOR_MT);
+    kb_tensor *x = (kb_tensor *)udata_of(L, -1, UP_TENSOR_MT);
     if (x) {
       if (x->freed) arg_error(L, i, t, "tensor has been freed%s", "");
       if (x->dev != k->dev)
@@ -482,6 +508,64 @@ static void pack_arg(lua_State *L, kb_kernel *k, int i) {
   }
 }
 
+/* What one launch needs besides the parameters packed into k->buf. */
+typedef struct {
+  unsigned grid[3], block[3];
+  lua_Integer shared;
+} launch_cfg;
+
+/* Reads the options table at `opts` (grid, block, shared, args) and packs
+ * args into k's parameter buffer, with every check kernel:launch makes; the
+ * signature for messages is read only when the count is wrong. self: the
+ * kernel's (or argument pack's) stack index. Plain table reads (raw length,
+ * raw indexing of args): an args list with metamethods is read as a plain
+ * table. */
+static void pack_launch(lua_State *L, kb_kernel *k, int self, int opts, launch_cfg *c) {
+  luaL_checktype(L, opts, LUA_TTABLE);
+  int base = lua_gettop(L);
+  luaL_checkstack(L, k->nparams + 8, "kernel arguments");
+  launch_dims(L, opts, UP_GRID, "grid", c->grid, 1);
+  launch_dims(L, opts, UP_BLOCK, "block", c->block, 1);
+  c->shared = 0;
+  if (opt_field(L, opts, UP_SHARED) != LUA_TNIL) {
+    int ok;
+    c->shared = lua_tointegerx(L, -1, &ok);
+    if (!ok || c->shared < 0 || c->shared > 0x7fffffff)
+      luaL_error(L, "bad argument #1 to 'launch' (shared must be a number of bytes >= 0)");
+  }
+  int t = opt_field(L, opts, UP_ARGS);
+  int args = lua_gettop(L);
+  if (t != LUA_TTABLE && !(t == LUA_TNIL && k->nparams == 0))
+    luaL_error(L, "bad argument #1 to 'launch' (args must be a table of %d values)", k->nparams);
+  int n = t == LUA_TNIL ? 0 : (int)lua_rawlen(L, -1);
+  if (n != k->nparams) {
+    lua_getiuservalue(L, self, 2);
+    lua_getfield(L, -1, "signature");
+    luaL_error(L, "bad argument #1 to 'launch' (args has %d values, the kernel takes %d: %s)", n,
+               k->nparams, lua_tostring(L, -1));
+  }
+  for (int i = 0; i < n; i++) { /* each value stays on the stack until the end: one pop for all */
+    lua_rawgeti(L, args, i + 1);
+    pack_arg(L, k, i);
+  }
+  lua_settop(L, base);
+}
+
+/* Raises the dynamic shared memory limit of the function when a launch asks
+ * for more than 48 KiB and more than it was allowed so far. */
+static void allow_shared(lua_State *L, kb_kernel *k, lua_Integer shared) {
+  if (shared > 48 * 1024 && shared > k->dyn_shared) {
+    DRV(L, drv.func_set_attribute(k->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)shared),
+        "cuFuncSetAttribute(max dynamic shared memory)");
+    k->dyn_shared = (int)shared;
+  }
+}
+
+static CUresult launch_packed(kb_kernel *k, const launch_cfg *c) {
+  return drv.launch(k->fn, c->grid[0], c->grid[1], c->grid[2], c->block[0], c->block[1], c->block[2],
+                    (unsigned)c->shared, (CUstream)k->dev->stream, k->params, NULL);
+}
+
 /*** Queues the kernel on the engine's stream (cuLaunchKernel); no allocation per launch.
  *
  * grid and block: an integer or {x [, y [, z]]}. shared: dynamic shared memory in bytes (over 48
@@ -496,47 +580,149 @@ static void pack_arg(lua_State *L, kb_kernel *k, int i) {
  */
 /* kernel:launch{grid = g, block = b [, shared = bytes], args = {...}} -> kernel */
 static int k_launch(lua_State *L) {
-  kb_kernel *k = check_kernel(L, 1);
-  luaL_checktype(L, 2, LUA_TTABLE);
-  unsigned grid[3], block[3];
-  launch_dims(L, 2, "grid", grid, 1);
-  launch_dims(L, 2, "block", block, 1);
-  lua_Integer shared = 0;
-  if (lua_getfield(L, 2, "shared") != LUA_TNIL) {
-    int ok;
-    shared = lua_tointegerx(L, -1, &ok);
-    if (!ok || shared < 0 || shared > 0x7fffffff)
-      luaL_error(L, "bad argument #1 to 'launch' (shared must be a number of bytes >= 0)");
-  }
-  lua_pop(L, 1);
-  int t = lua_getfield(L, 2, "args");
-  if (t != LUA_TTABLE && !(t == LUA_TNIL && k->nparams == 0))
-    luaL_error(L, "bad argument #1 to 'launch' (args must be a table of %d values)", k->nparams);
-  int n = t == LUA_TNIL ? 0 : (int)luaL_len(L, -1);
-  if (n != k->nparams) {
-    lua_getiuservalue(L, 1, 2);
-    lua_getfield(L, -1, "signature");
-    luaL_error(L, "bad argument #1 to 'launch' (args has %d values, the kernel takes %d: %s)", n,
-               k->nparams, lua_tostring(L, -1));
-  }
-  for (int i = 0; i < n; i++) {
-    lua_geti(L, -1, i + 1);
-    pack_arg(L, k, i);
-    lua_pop(L, 1);
-  }
+  kb_kernel *k = launch_self(L, KB_KERNEL_MT);
+  launch_cfg c;
+  pack_launch(L, k, 1, 2, &c);
   const char *dead = kb_cuda_refuse("cuLaunchKernel");
   if (dead) kb_raise(L, dead);
-  if (shared > 48 * 1024 && shared > k->dyn_shared) {
-    DRV(L, drv.func_set_attribute(k->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)shared),
-        "cuFuncSetAttribute(max dynamic shared memory)");
-    k->dyn_shared = (int)shared;
-  }
-  CUresult r = drv.launch(k->fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], (unsigned)shared,
-                          (CUstream)k->dev->stream, k->params, NULL);
+  allow_shared(L, k, c.shared);
+  CUresult r = launch_packed(k, &c);
   if (r != CUDA_SUCCESS) kb_raise(L, drv_fail("cuLaunchKernel", r));
   lua_getiuservalue(L, 1, 1);
   kb_capture_keep(L, -1); /* a captured graph keeps the module loaded */
   lua_settop(L, 1);
+  return 1;
+}
+
+static long long mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts); /* the clock kb.clock_ns() reads */
+  return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/*** Launches the kernel n times from a C loop with the arguments of opts, packed once; the host ns it took.
+ *
+ * opts as kern:launch takes them, with the same checks. Nothing waits for the device. The floor
+ * that kern:launch's host cost is measured against: bench/launch_overhead_user.lua alternates the
+ * two in one process. Refused while a CUDA graph is being captured.
+ *
+ * @signature kern:launch_repeat(opts, n) -> ns
+ * @section usercode
+ * @example
+ *   local ns = k:launch_repeat({grid = 1, block = 32, args = {y, x, 2.0, n}}, 1000)
+ *   print(ns / 1000 .. " ns a launch")
+ */
+/* kernel:launch_repeat(opts, n) -> ns: packs opts once (as launch does, with
+ * its checks), then calls cuLaunchKernel n times from a C loop, and returns
+ * the host nanoseconds the n calls took (nothing waits for the device). The
+ * floor that kernel:launch's own host cost is measured against
+ * (bench/launch_overhead_user.lua alternates the two in one process). */
+static int k_launch_repeat(lua_State *L) {
+  kb_kernel *k = launch_self(L, KB_KERNEL_MT);
+  lua_Integer n = luaL_checkinteger(L, 3);
+  if (n < 1 || n > 100000000) luaL_argerror(L, 3, "the number of launches must be 1 to 100000000");
+  launch_cfg c;
+  pack_launch(L, k, 1, 2, &c);
+  const char *dead = kb_cuda_refuse("cuLaunchKernel");
+  if (dead) kb_raise(L, dead);
+  allow_shared(L, k, c.shared);
+  if (kb_capturing())
+    return luaL_error(L, "launch_repeat: a CUDA graph is being captured (launch_repeat times launches, "
+                         "which a capture only records)");
+  long long t0 = mono_ns();
+  for (lua_Integer i = 0; i < n; i++) {
+    CUresult r = launch_packed(k, &c);
+    if (r != CUDA_SUCCESS) kb_raise(L, drv_fail("cuLaunchKernel", r));
+  }
+  lua_pushinteger(L, (lua_Integer)(mono_ns() - t0));
+  return 1;
+}
+
+/* ---- argument packs: the launch's packing without a GPU ------------------------ */
+
+/*** The parameter buffer of a kernel of this signature, filled as kern:launch fills it, without a launch.
+ *
+ * pack:pack(opts) reads grid, block, shared and args and packs args with every check kern:launch
+ * makes (tensors must be on the default device); pack:bytes() returns the buffer. It works on any
+ * backend: the packing is tested, and its host cost timed, without a GPU.
+ *
+ * @signature kb.cuda.args(signature) -> ArgPack
+ * @section usercode
+ * @example
+ *   local pk = kb.cuda.args("ptr, i32")
+ *   print(#pk:pack({grid = 1, block = 32, args = {0, 7}}):bytes())
+ */
+/* kb.cuda.args(signature) -> ArgPack: the parameter buffer of a kernel of
+ * that signature, filled by pack(opts) exactly as kernel:launch fills it
+ * (every check included; tensors must be on the default device), without
+ * launching anything: for tests of the packing on any backend, and for
+ * timing its host cost where there is no GPU. */
+static int l_args(lua_State *L) {
+  if (lua_type(L, 1) != LUA_TSTRING)
+    return luaL_error(L, "bad argument #1 to 'args' (signature expected: a string such as \"ptr, i32\", got %s)",
+                      luaL_typename(L, 1));
+  kb_refuse_nul(L, 1, "args", 1, "signature");
+  kb_kernel *k = (kb_kernel *)lua_newuserdatauv(L, sizeof *k, 2);
+  memset(k, 0, sizeof *k);
+  luaL_setmetatable(L, KB_ARGPACK_MT);
+  int ki = lua_gettop(L);
+  k->nparams = kb_parse_signature(L, "args", 1, lua_tostring(L, 1), k->types, KB_MAX_PARAMS, NULL);
+  size_t off = 0;
+  for (int i = 0; i < k->nparams; i++) {
+    size_t sz = k->types[i]->size;
+    off = (off + sz - 1) / sz * sz;
+    k->params[i] = k->buf + off;
+    off += sz;
+  }
+  k->dev = kb_default_backend();
+  lua_createtable(L, 0, 1);
+  kb_push_signature(L, k->types, k->nparams);
+  lua_setfield(L, -2, "signature");
+  lua_setiuservalue(L, ki, 2);
+  lua_settop(L, ki);
+  return 1;
+}
+
+/*** Packs opts.args (and checks grid, block, shared) as kern:launch does.
+ *
+ * @signature pack:pack(opts) -> pack
+ * @section usercode
+ * @example
+ *   kb.cuda.args("i32"):pack({grid = 1, block = 1, args = {3}})
+ */
+/* pack:pack(opts) -> pack */
+static int a_pack(lua_State *L) {
+  kb_kernel *k = launch_self(L, KB_ARGPACK_MT);
+  launch_cfg c;
+  pack_launch(L, k, 1, 2, &c);
+  lua_settop(L, 1);
+  return 1;
+}
+
+/*** The packed parameters, each at its offset, little-endian.
+ *
+ * @signature pack:bytes() -> string
+ * @section usercode
+ * @example
+ *   print(string.unpack("<i4", kb.cuda.args("i32"):pack({grid = 1, block = 1, args = {3}}):bytes()))
+ */
+/* pack:bytes() -> the packed parameters, each at its offset (little-endian) */
+static int a_bytes(lua_State *L) {
+  kb_kernel *k = (kb_kernel *)luaL_checkudata(L, 1, KB_ARGPACK_MT);
+  size_t end = 0;
+  for (int i = 0; i < k->nparams; i++) {
+    size_t e = (size_t)((unsigned char *)k->params[i] - k->buf) + k->types[i]->size;
+    if (e > end) end = e;
+  }
+  lua_pushlstring(L, (const char *)k->buf, end);
+  return 1;
+}
+
+static int a_tostring(lua_State *L) {
+  luaL_checkudata(L, 1, KB_ARGPACK_MT);
+  lua_getiuservalue(L, 1, 2);
+  lua_getfield(L, -1, "signature");
+  lua_pushfstring(L, "kluabench.ArgPack(%s)", lua_tostring(L, -1));
   return 1;
 }
 
@@ -678,9 +864,29 @@ static int l_load(lua_State *L) {
 
 static const luaL_Reg module_methods[] = {{"kernel", mod_kernel}, {"ptx", mod_ptx}, {"cubin", mod_cubin},
                                           {"info", mod_info},     {NULL, NULL}};
-static const luaL_Reg kernel_methods[] = {{"launch", k_launch},   {"attributes", k_attributes},
+static const luaL_Reg kernel_methods[] = {{"launch", NULL},        {"launch_repeat", NULL},
+                                          {"attributes", k_attributes},
                                           {"occupancy", k_occupancy}, {"info", k_info},
                                           {NULL, NULL}};
+static const luaL_Reg argpack_methods[] = {{"pack", NULL}, {"bytes", a_bytes}, {NULL, NULL}};
+
+/* Sets the launching closures (their upvalues: the option names, the tensor
+ * metatable and the class's own) as methods `names` of class mt. */
+static void set_launchers(lua_State *L, const char *mt, const luaL_Reg *fns) {
+  luaL_getmetatable(L, mt);
+  lua_getfield(L, -1, "__index");
+  for (; fns->name; fns++) {
+    lua_pushliteral(L, "grid");
+    lua_pushliteral(L, "block");
+    lua_pushliteral(L, "shared");
+    lua_pushliteral(L, "args");
+    luaL_getmetatable(L, KB_TENSOR_MT);
+    luaL_getmetatable(L, mt);
+    lua_pushcclosure(L, fns->func, UP_COUNT);
+    lua_setfield(L, -2, fns->name);
+  }
+  lua_pop(L, 2);
+}
 
 void kb_usercode_class(lua_State *L, const char *name, const luaL_Reg *methods, lua_CFunction gc,
                        lua_CFunction tostring) {
@@ -703,6 +909,13 @@ void kb_usercode_class(lua_State *L, const char *name, const luaL_Reg *methods, 
 void kb_open_module(lua_State *L) {
   kb_usercode_class(L, KB_MODULE_MT, module_methods, mod_gc, mod_tostring);
   kb_usercode_class(L, KB_KERNEL_MT, kernel_methods, NULL, k_tostring);
+  kb_usercode_class(L, KB_ARGPACK_MT, argpack_methods, NULL, a_tostring);
+  static const luaL_Reg kernel_launchers[] = {{"launch", k_launch}, {"launch_repeat", k_launch_repeat}, {NULL, NULL}};
+  static const luaL_Reg pack_launchers[] = {{"pack", a_pack}, {NULL, NULL}};
+  set_launchers(L, KB_KERNEL_MT, kernel_launchers);
+  set_launchers(L, KB_ARGPACK_MT, pack_launchers);
   lua_pushcfunction(L, l_load);
   lua_setfield(L, -2, "load");
+  lua_pushcfunction(L, l_args);
+  lua_setfield(L, -2, "args");
 }

@@ -58,6 +58,7 @@ static struct {
   nvml_ret (*temperature)(nvml_device, int, unsigned *);
   nvml_ret (*power)(nvml_device, unsigned *);
   nvml_ret (*reasons)(nvml_device, unsigned long long *);
+  nvml_ret (*energy)(nvml_device, unsigned long long *); /* mJ since the driver loaded */
   const char *reasons_call; /* which of the two names `reasons` came from */
   nvml_ret (*name)(nvml_device, char *, unsigned);
   nvml_ret (*uuid)(nvml_device, char *, unsigned);
@@ -101,6 +102,7 @@ static int resolve(void) {
   *(void **)&nv.power = sym("nvmlDeviceGetPowerUsage");
   *(void **)&nv.name = sym("nvmlDeviceGetName");
   *(void **)&nv.uuid = sym("nvmlDeviceGetUUID");
+  *(void **)&nv.energy = sym("nvmlDeviceGetTotalEnergyConsumption");
   nv.reasons_call = "nvmlDeviceGetCurrentClocksEventReasons";
   *(void **)&nv.reasons = sym(nv.reasons_call);
   if (!nv.reasons) {
@@ -364,6 +366,42 @@ static int l_sample(lua_State *L) {
   return 1;
 }
 
+/*** The GPU's total-energy counter (mJ since the driver loaded) and kb.clock_ns()'s clock just before.
+ *
+ * nvmlDeviceGetTotalEnergyConsumption (Volta and later). The counter moves in steps (every ~100 ms
+ * on an H200): measure/energy.lua opens and closes its windows on them.
+ *
+ * @signature kb.nvml.energy([device]) -> mJ, t_ns | nil, message
+ * @section nvml
+ * @example
+ *   print(kb.nvml.energy())
+ */
+/* energy([device]) -> mJ, t_ns | nil, msg: the device's total energy counter
+ * (nvmlDeviceGetTotalEnergyConsumption: millijoules since the driver was
+ * loaded; Volta and later) and kb.clock_ns()'s clock read just before it.
+ * The counter moves in steps (every ~100 ms on an H200), so a difference of
+ * two readings means something only over a window of many steps; the policy
+ * (windows aligned to the steps) is stdlib/kluabench/measure/energy.lua. */
+static int l_energy(lua_State *L) {
+  check_device_arg(L, 1);
+  NEED_NVML(L);
+  char label[96];
+  nvml_device d;
+  if (!get_device(L, 1, &d, label, sizeof label)) return 2;
+  if (!nv.energy) {
+    lua_pushnil(L);
+    lua_pushstring(L, "nvmlDeviceGetTotalEnergyConsumption is not in this NVML (driver too old?)");
+    return 2;
+  }
+  unsigned long long mj = 0;
+  long long t = now_ns();
+  nvml_ret r = nv.energy(d, &mj);
+  if (r != NVML_OK) return push_fail(L, "nvmlDeviceGetTotalEnergyConsumption", label, r);
+  lua_pushinteger(L, (lua_Integer)mj);
+  lua_pushinteger(L, t);
+  return 2;
+}
+
 /*** name, uuid, and the max, application, default and boost clocks of a GPU.
  *
  * Application clocks that differ from their defaults mean someone set them (nvidia-smi -ac).
@@ -437,6 +475,7 @@ static int l_reason_names(lua_State *L) {
 
 static const luaL_Reg functions[] = {{"available", l_available}, {"count", l_count},
                                      {"sample", l_sample},       {"info", l_info},
+                                     {"energy", l_energy},
                                      {"reason_names", l_reason_names}, {NULL, NULL}};
 
 void kb_open_nvml(lua_State *L) {

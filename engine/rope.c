@@ -330,12 +330,7 @@ static kb_tensor *check_like(lua_State *L, const char *fn, int arg, const char *
  * graph captured stays alive with that graph (kb_capture_note pins it). */
 static void *device_scratch(lua_State *L, const char *key, const kb_backend *dev, size_t bytes) {
   if (bytes == 0) return NULL;
-  if (lua_getfield(L, LUA_REGISTRYINDEX, key) != LUA_TTABLE) {
-    lua_pop(L, 1);
-    lua_newtable(L);
-    lua_pushvalue(L, -1);
-    lua_setfield(L, LUA_REGISTRYINDEX, key);
-  }
+  kb_scratch_table(L, key);
   lua_getfield(L, -1, dev->device);
   kb_tensor *t = (kb_tensor *)luaL_testudata(L, -1, KB_TENSOR_MT);
   if (!t || t->freed || t->dev != dev || kb_tensor_nbytes(t) < bytes) {

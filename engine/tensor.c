@@ -89,7 +89,7 @@ kb_tensor *kb_push_tensor(lua_State *L, const kb_backend *dev, kb_dtype dtype, i
     t->numel *= shape[i];
   }
   void *p = NULL;
-  const char *err = dev->alloc(dev, &p, kb_tensor_nbytes(t));
+  const char *err = kb_alloc(dev, &p, kb_tensor_nbytes(t));
   if (err) {
     char sb[160];
     luaL_error(L, "cannot allocate tensor %s %s on %s (%I bytes): %s", kb_shape_str(t, sb, sizeof sb),
@@ -384,7 +384,7 @@ static int release(lua_State *L, const char *verb) {
   if (t->freed) return 0;
   if (t->pins > 0 && verb)
     return luaL_error(L, "%s: tensor is used by a CUDA graph; free the graph first", verb);
-  t->dev->release(t->dev, t->data);
+  kb_release(t->dev, t->data, kb_tensor_nbytes(t));
   t->data = NULL;
   t->freed = 1;
   return 0;

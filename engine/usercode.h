@@ -11,6 +11,7 @@
 #define KB_KERNEL_MT "kluabench.Kernel"
 #define KB_PLUGIN_MT "kluabench.Plugin"
 #define KB_PLUGIN_KERNEL_MT "kluabench.PluginKernel"
+#define KB_ARGPACK_MT "kluabench.ArgPack"
 #define KB_MAX_PARAMS 128
 
 /* ---- signatures (signature.c) ----------------------------------------------
@@ -66,6 +67,8 @@ const char *kb_cuda_external_fail(const char *what, int code, const char *name, 
 /* graph.c: while a CUDA graph is being captured, keeps the value at idx
  * alive as long as the graph (a module whose kernels the graph launches). */
 void kb_capture_keep(lua_State *L, int idx);
+/* graph.c: 1 while a CUDA graph is being captured. */
+int kb_capturing(void);
 
 void kb_open_usercode(lua_State *L);   /* usercode.c */
 void kb_open_signature(lua_State *L); /* signature.c: parse_signature into the kb.cuda table on top */

@@ -13,9 +13,12 @@
 -- more sessions counts. Either way the spread of log(session median) is
 -- pooled per half-decade of time (ceilings.noise_figure) and stored beside
 -- the copy ceiling in the cache ($KLUABENCH_CACHE/ceilings.json), with the
--- date, the number of sessions and the method. `kluabench compare` widens
--- the interval of a side measured in one session by it; records made after
--- carry it (the session_noise measurement, and sessionNoise in their evidence).
+-- date, the number of sessions and the method, for the whole device and per
+-- kernel (when the points name one). `kluabench compare` widens the interval
+-- of a side measured in fewer than 3 sessions by it (the kernel's own figure
+-- first; with 3 sessions a side their own spread decides); records made after
+-- say which figure was in force (the session_noise measurement, and
+-- sessionNoise in their evidence).
 local kb = require 'kluabench'
 local ceilings = require 'kluabench.measure.ceilings'
 local compare = require 'kluabench.report.compare'
@@ -97,6 +100,22 @@ if opts.from then bundles, source = bundles_from_files() else bundles, source = 
 local spread = compare.session_spread(bundles)
 local figure, why = ceilings.noise_figure(spread)
 if not figure then io.stderr:write('run_noise.lua: ', why, '\n') os.exit(1) end
+-- per kernel too, when the points name one: compare prefers a kernel's own figure (record/noise.lua)
+local by_kernel, kernels = {}, {}
+for _, p in ipairs(spread) do
+  if p.kernel then
+    if not by_kernel[p.kernel] then by_kernel[p.kernel] = {}; kernels[#kernels + 1] = p.kernel end
+    table.insert(by_kernel[p.kernel], p)
+  end
+end
+table.sort(kernels)
+for _, k in ipairs(kernels) do
+  local f = ceilings.noise_figure(by_kernel[k])
+  if f then
+    figure.kernels = figure.kernels or {}
+    figure.kernels[k] = f
+  end
+end
 local sessions = 0
 for _, p in ipairs(spread) do sessions = math.max(sessions, p.df + 1) end
 figure.sessions = sessions
@@ -107,10 +126,14 @@ figure.measuredAt = require('kluabench.record.names').iso8601(require('kluabench
 if opts.json then
   io.stdout:write(output.encode_pretty(figure), '\n')
 else
-  for _, sc in ipairs(figure.scales) do
-    io.stdout:write(string.format('%10.4f ms  between-session sd %.2f%% (90 %% upper bound %.2f%%, '
-      .. 'used by compare)  %d point(s), %d df\n', sc.ms, sc.sd * 100, sc.sdUpper * 100, sc.points, sc.df))
+  local function show(f, what)
+    for _, sc in ipairs(f.scales) do
+      io.stdout:write(string.format('%-12s %10.4f ms  between-session sd %.2f%% (90 %% upper bound %.2f%%, '
+        .. 'used by compare)  %d point(s), %d df\n', what, sc.ms, sc.sd * 100, sc.sdUpper * 100, sc.points, sc.df))
+    end
   end
+  show(figure, 'device')
+  for _, k in ipairs(kernels) do if figure.kernels and figure.kernels[k] then show(figure.kernels[k], k) end end
 end
 if not opts['dry-run'] then
   local ok, err = ceilings.store_noise(info, figure, opts.cache)

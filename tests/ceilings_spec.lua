@@ -108,7 +108,16 @@ describe('ceilings cache is validated (issue 13)', function()
       measured_at = '2026-12-02T00:00:00Z' }, path))
     local t = ceilings.cached_throughput(1e6, nil, 0.001, { path = path })
     assert.same({ gbps = 2000, converged = true, measuredAt = '2026-12-02T00:00:00Z' }, t.copyCeiling)
+    -- and its own spread, which the plausibility check allows beyond it (issue 26)
+    assert.is_true(ceilings.store(kb.device_info(), { copy_gbps = 2000, converged = true, spread = 0.03 }, path))
+    assert.equal(0.03, ceilings.cached_throughput(1e6, nil, 0.001, { path = path }).copyCeiling.spread)
     os.remove(path)
+  end)
+
+  it('measures the copy ceiling with its spread (cpu)', function()
+    local e = ceilings.measure_copy { bytes = 1 << 20, stop = require('kluabench.measure.stopping').count(20) }
+    assert.is_true(e.copy_gbps > 0)
+    assert.is_true(type(e.spread) == 'number' and e.spread >= 0 and e.spread < 1, tostring(e.spread))
   end)
 
   it('keeps a noise figure beside the ceiling, validates it and interpolates it by time scale', function()
@@ -183,7 +192,7 @@ describe('records carry the session noise and the ceiling they used (issue 13)',
     local other = make(kb.env.capture { info = { name = 'NVIDIA H200', arch = 'sm_90' }, backend = 'cuda',
       kb = kb, os = { kernel = 'Linux' }, driver_release = false })
     local e = kb.evidence.of(here)
-    assert.same({ sd = 0.03, measuredAt = '2026-12-02T01:00:00Z', sessions = 4 }, e.sessionNoise)
+    assert.same({ sd = 0.03, measuredAt = '2026-12-02T01:00:00Z', sessions = 4, scope = 'device' }, e.sessionNoise)
     assert.same({ gbps = 2000, converged = true, measuredAt = '2026-12-02T00:00:00Z' }, e.throughput.copyCeiling)
     -- the figures in force are measurements too
     assert.equal(0.03, kb.point.of(here).noise_sd)

@@ -135,6 +135,26 @@ describe('check.plausible', function()
     assert.truthy(why:find('not judged', 1, true))
   end)
 
+  it('flags only what beats the copy floor by more than the ceiling\'s own spread: an honest copy at 100.8 % '
+    .. 'of the ceiling is not flagged (issue 26)', function()
+    -- the H200's copy at hidden 8192 seq 16384, full: 4294 GB/s against a ceiling of 4259 GB/s
+    local bytes = 4294 * 0.32038 * 1e6 -- GB/s x ms x 1e6
+    local ok, msg, pct = check.plausible(0.32038, bytes, { copy_gbps = 4259 })
+    assert.is_true(ok, msg)
+    assert.near(100.8, pct, 0.1)
+    assert.matches('within its spread of 1.0 %', msg, 1, true)
+    -- 2 % past the ceiling is beyond a 1 % spread, and a measured spread of 3 % widens the margin
+    assert.is_false((check.plausible(1, 1.02e9, { copy_gbps = 1000 })))
+    assert.is_true((check.plausible(1, 1.02e9, { copy_gbps = 1000, spread = 0.03 })))
+    local no, why = check.plausible(1, 1.04e9, { copy_gbps = 1000, spread = 0.03 })
+    assert.is_false(no)
+    assert.matches('beyond its own spread of 3.0 %', why, 1, true)
+    -- a spread below the default does not narrow it
+    assert.is_true((check.plausible(1, 1.008e9, { copy_gbps = 1000, spread = 0.001 })))
+    assert.matches("bad argument #3 to 'plausible' (the ceiling's spread must be a finite number in [0, 1), got NaN",
+      select(2, pcall(check.plausible, 1, 1e9, { copy_gbps = 1000, spread = 0 / 0 })), 1, true)
+  end)
+
   it('marks the record and the results table', function()
     local record = require 'kluabench.record'
     local output = require 'kluabench.report'

@@ -223,7 +223,8 @@ describe('compare bundles', function()
     local new = { bundle { samples = samples(1.02, 0.5, 8, 2), protocol = 'sha256:p2' } }
     local p = compare.compare(base, new, { between = 0.01 }).points[1]
     assert.equal('UNSURE', p.verdict)
-    assert.matches('take more samples or sessions (n = 8 / 8, sessions 1 / 1)', p.hint, 1, true)
+    assert.matches('^no evidence either way %(could detect >= %d+%.%d %%%): the interval ', p.hint)
+    assert.matches('more sessions narrow it (n = 8 / 8, sessions 1 / 1)', p.hint, 1, true)
     assert.matches('clocks unstable in BASE (SM 1410-1980 MHz)', p.hint, 1, true)
     assert.matches('protocols differ', p.hint, 1, true)
   end)
@@ -337,20 +338,101 @@ describe('compare accounts for run-to-run variation (issue 13)', function()
     assert.equal(0.02, wide.between)
   end)
 
-  it('says UNSURE with one session a side and no between-session figure', function()
-    local c = compare.compare_sessions(sessions(1, 1, 200, 0, 1), sessions(1.5, 1, 200, 0, 2))
-    assert.equal('UNSURE', c.verdict)
-    assert.is_false(c.regression)
-    assert.matches('no between-session noise figure', c.why, 1, true)
+  it('without any figure, the conservative default: +30 % between tight single sessions is SLOWER, 2 % '
+    .. 'UNSURE, at every time scale (issue 26)', function()
+    for _, ms in ipairs { 0.006, 0.02, 0.05, 0.2, 1.5 } do
+      -- samples within +-0.4 % of their center, as the issue's two files were
+      local b, n = samples(ms, 0.008, 200, 1), samples(ms * 1.299, 0.008, 200, 2)
+      local c = compare.compare_sessions({ b }, { n })
+      assert.equal('SLOWER', c.verdict, 'at ' .. ms .. ' ms')
+      assert.is_true(c.regression)
+      assert.equal('default', c.between_scope)
+      assert.matches('default figure', c.between_source, 1, true)
+      c = compare.compare_sessions({ b }, { samples(ms * 1.02, 0.008, 200, 3) })
+      assert.equal('UNSURE', c.verdict, 'at ' .. ms .. ' ms')
+      assert.is_false(c.regression)
+    end
   end)
 
-  it('takes the between-session figure from the records when they carry one', function()
+  it('shows the smallest change a point could have called: about 19 % at 7 us, 7 % at 50 us and 3 % from '
+    .. '100 us with one session a side and the default figure', function()
+    local function mdc(ms)
+      return compare.compare_sessions({ samples(ms, 0.002, 200, 1) }, { samples(ms, 0.002, 200, 2) }).detectable
+    end
+    assert.near(0.19, mdc(0.0072), 0.01)
+    assert.near(0.074, mdc(0.05), 0.005)
+    assert.near(0.030, mdc(0.1), 0.003)
+    assert.near(0.030, mdc(2), 0.003)
+    -- the definition: the change whose interval of this width lies just outside the band
+    assert.near(1.01 * 1.0 / 0.97 - 1, compare.detectable(1.0, 0.97, 1.03, 0.01), 1e-12)
+    assert.near(1 - 0.99 * 1.0 / 1.05, compare.detectable(1.0, 0.99, 1.05, 0.01), 1e-12)
+    -- three sessions a side of a quiet point detect far less
+    local c = compare.compare_sessions(sessions(0.05, 3, 100, 0.002, 7), sessions(0.05, 3, 100, 0.002, 8))
+    assert.is_true(c.detectable < 0.03, c.detectable)
+  end)
+
+  it('with three sessions a side the sessions decide: a stored figure of sd 0.9 from 5 df no longer turns '
+    .. 'a -18.7 % change into UNSURE (issue 26)', function()
+    local b, n = sessions(1, 3, 200, 0.004, 11), sessions(0.813, 3, 200, 0.004, 12)
+    local stored = function() return 0.9, 'the cache\'s figure for NVIDIA H200', 5, 'device' end
+    local c = compare.compare_sessions(b, n, { between = stored })
+    assert.equal('FASTER', c.verdict)
+    assert.equal('the spread of the sessions', c.between_source)
+    assert.equal(4, c.t_df)
+    assert.near(0.813, c.ratio, 0.01)
+    assert.is_true(c.lo > 0.78 and c.hi < 0.85, c.lo .. '..' .. c.hi)
+    -- the same figure still widens a side that has one session (it cannot show its own spread)
+    local w = compare.compare_sessions({ b[1] }, n, { between = stored })
+    assert.equal('UNSURE', w.verdict)
+    assert.equal(0.9, w.between)
+    assert.equal(5, w.between_df)
+    assert.is_true(w.lo < 0.5, w.lo)
+  end)
+
+  it('a side of fewer than three sessions takes the larger of the figure and the sessions\' pooled spread',
+    function()
+    local b, n = sessions(1, 3, 100, 0.03, 21), sessions(1, 1, 100, 0, 22)
+    local c = compare.compare_sessions(b, n, { between = 0.001 })
+    assert.equal('the spread of the sessions', c.between_source)
+    assert.is_true(c.between > 0.005, c.between)
+    local d = compare.compare_sessions(b, n, { between = 0.2 })
+    assert.equal(0.2, d.between)
+    assert.equal('--between', d.between_source)
+  end)
+
+  it('never takes the figure a record was made under: later comparisons use the figure in force (issue 26)',
+    function()
     local function rec(center, seed)
-      return bundle { samples = samples(center, 0.002, 100, seed), execution = { sessionNoise = { sd = 0.01 } } }
+      return bundle { samples = samples(center, 0.002, 100, seed), execution = { sessionNoise = { sd = 0.5 } } }
     end
     local r = compare.compare({ rec(1, 1) }, { rec(1.2, 2) })
     assert.equal('SLOWER', r.points[1].verdict)
-    assert.equal('the records', r.points[1].between_source)
+    assert.equal('default', r.points[1].between_scope)
+    assert.is_true(r.points[1].between < 0.01)
+  end)
+
+  it('looks the figure up in the cache by the records\' device, per kernel where measured, at its upper bound',
+    function()
+    local noise = require 'kluabench.record.noise'
+    local ceilings = require 'kluabench.record.ceilings'
+    local dir = util.tmpdir()
+    local path = dir .. '/ceilings.json'
+    local fig = { scales = { { ms = 0.01, sd = 0.01, sdUpper = 0.02, df = 4 } }, measuredAt = '2026-12-03T00:00:00Z',
+      kernels = { llama4_rope = { scales = { { ms = 0.01, sd = 0.03, sdUpper = 0.05, df = 2 } } } } }
+    assert(ceilings.store_noise({ backend = 'cuda', name = 'NVIDIA H200', memory_bytes = 1, l2_bytes = 2 }, fig, path))
+    local resolve = noise.resolver { path = path }
+    local sd, source, df, scope = resolve(0.01, 'llama4_rope', 'NVIDIA H200')
+    assert.equal(0.05, sd)
+    assert.equal(2, df)
+    assert.equal('kernel', scope)
+    assert.matches('llama4_rope on NVIDIA H200', source, 1, true)
+    sd, _, df, scope = resolve(0.01, 'rope', 'NVIDIA H200')
+    assert.same({ 0.02, 4, 'device' }, { sd, df, scope })
+    sd, _, _, scope = resolve(0.01, 'rope', 'NVIDIA H100 80GB HBM3')
+    assert.equal('default', scope)
+    assert.equal(noise.at(noise.DEFAULT, 0.01), sd)
+    assert.equal(0.03, (noise.resolver { between = 0.03 })(0.01))
+    os.execute('rm -rf ' .. dir)
   end)
 
   it('family-wise: more points give each one a wider interval', function()
@@ -478,6 +560,9 @@ describe('the between-session noise figure (issue 13)', function()
     local fig = assert(ceilings.usable_noise(entry))
     assert.equal(3, fig.sessions)
     assert.is_string(fig.measuredAt)
+    -- and per kernel, which compare prefers (issue 26)
+    assert.same(fig.scales, fig.kernels.llama4_rope.scales)
+    assert.matches('llama4_rope +[%d.]+ ms +between%-session sd', out)
     -- s1 against s2 (one session each, 3 % apart): without the figure a verdict, with it UNSURE
     out = sh('compare ' .. dir .. '/s1.jsonl ' .. dir .. '/s2.jsonl --between 0')
     assert.matches('SLOWER', out, 1, true)

@@ -152,7 +152,7 @@ describe('apidoc', function()
       ['compare.compare'] = true, ['compare.format'] = true, ['compare.read'] = true, ['compare.parse'] = true,
       ['compare.samples_of'] = true, ['compare.median_of'] = true, ['compare.key_of'] = true,
       -- user kernels: a GPU, a loaded plugin or Triton's files
-      ['mod:kernel'] = true, ['mod:cubin'] = true, ['kern:launch'] = true, ['kern:attributes'] = true,
+      ['mod:kernel'] = true, ['mod:cubin'] = true, ['kern:launch'] = true, ['kern:launch_repeat'] = true, ['kern:attributes'] = true,
       ['kern:occupancy'] = true, ['kern:info'] = true, ['plugin:kernel'] = true, ['plugin:kernels'] = true,
       ['plugin:info'] = true, ['pk:call'] = true, ['pk:info'] = true, ['triton.load'] = true,
       ['triton.read_metadata'] = true, ['record.user_implementation'] = true,

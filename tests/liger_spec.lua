@@ -254,7 +254,10 @@ describe('liger.row_to_bundle of other rows', function()
     assert.are.same({}, record.check(b))
     local sub = require 'helpers.subprocess'
     local dir = sub.tmpdir()
-    sub.spit(dir .. '/in.csv', HEADER .. EXAMPLE_ROW .. swapped)
+    -- another time, so that it is another run (a repeated externalId is skipped as a duplicate)
+    local later = swapped:gsub('2025%-08%-07 21:42:05', '2025-08-07 21:43:05', 1)
+    assert.are_not.equal(swapped, later)
+    sub.spit(dir .. '/in.csv', HEADER .. EXAMPLE_ROW .. later)
     local r = sub.run { 'import-liger', dir .. '/in.csv', '--jsonl', dir .. '/out.jsonl' }
     assert.are.equal(0, r.code, r.err)
     assert.matches('kluabench import-liger: ' .. dir .. '/in.csv:3: warning: y_value_20 (', r.err, 1, true)

@@ -202,6 +202,11 @@ local API = {
   { 'kb.nvml.reason_names', {}, function() end },
   { 'kb.nvml.sample', { 'nvml_device?', 'nvml_kind?' }, function() return 0, 'quick' end },
   { 'kb.nvml.info', { 'nvml_device?' }, function() return 0 end },
+  { 'kb.nvml.energy', { 'nvml_device?' }, function() return 0 end },
+  { 'kb.memory_stats', { 'device?' }, function() return 'cpu' end },
+  { 'kb.reset_peak_memory', { 'device?' }, function() return 'cpu' end },
+  { 'kb.drop_scratch', {}, function() end },
+  { 'kb.cuda.args', { 'text' }, function() return 'ptr, i32' end },
   { 'kb.trace.available', { 'device?' }, function() return 'cpu' end },
   -- valid: tracing off first, so that a start that works is not refused as a second one
   { 'kb.trace.start', { 'device?' }, function() kb.trace.stop(); return 'cpu' end },

@@ -24,9 +24,9 @@ local function bundle(o)
   return b
 end
 
-local function nine() -- 100 .. 900 ns: median 500, 95 % interval ranks 1 and 9
+local function nine() -- 100 .. 2000 ns (20 samples): median 1050, 95 % interval ranks 5 and 16
   local t = {}
-  for i = 1, 9 do t[i] = 100 * i end
+  for i = 1, 20 do t[i] = 100 * i end
   return t
 end
 
@@ -49,17 +49,18 @@ describe('results table', function()
     assert.equal('do_bench', rows[2].protocol)
     assert.equal('cuda/cuda_events', rows[1].timer)
     assert.equal('label-backend/host_monotonic', rows[2].timer) -- the run's label
-    assert.equal(9, rows[1].n)
-    -- n = 9: ranks floor(4.5 - 1.96 * 3 / 2) = 1 and ceil(5.5 + 1.96 * 3 / 2) = 9,
-    -- so (900 - 100) / 2 over the median 500 = 80 %
-    assert.near(80, rows[1].ci_pct, 1e-9)
+    assert.equal(20, rows[1].n)
+    -- n = 20: ranks floor(10 - 1.96 * sqrt(20) / 2) = 5 and ceil(11 + 1.96 * sqrt(20) / 2) = 16,
+    -- so (1600 - 500) / 2 over the median 1050
+    assert.near(100 * 550 / 1050, rows[1].ci_pct, 1e-9)
+    assert.is_nil(rows[1].ci_flag)
     assert.equal('NVIDIA H100 80GB HBM3', rows[1].device)
     -- what every row shares is said once, above the table
     local lines = header_and_rows(output.results_table { bundle { samples = nine(), backend = 'cuda' } })
     assert.equal('kernel k · device NVIDIA H100 80GB HBM3 · protocol cold · backend/timer cuda/cuda_events',
       lines.shared)
     assert.matches('samples  ci95 ±%%$', lines[1])
-    assert.matches('9    80.00$', lines[3])
+    assert.matches('20    52.38$', lines[3])
     local md = output.results_markdown { bundle { samples = nine(), backend = 'cuda' } }
     assert.matches('^kernel k · device NVIDIA H100 80GB HBM3 · protocol cold · backend/timer cuda/cuda_events\n\n| mode',
       md)
@@ -68,8 +69,8 @@ describe('results table', function()
       bundle { samples = nine(), family = 'triton_do_bench', backend = 'cuda' } })
     assert.equal('kernel k · device NVIDIA H100 80GB HBM3 · backend/timer cuda/cuda_events', lines.shared)
     assert.matches('samples  ci95 ±%%  protocol$', lines[1])
-    assert.matches('9    80.00  cold$', lines[3])
-    assert.matches('9    80.00  do_bench$', lines[4])
+    assert.matches('20    52.38  cold$', lines[3])
+    assert.matches('20    52.38  do_bench$', lines[4])
   end)
 
   it('keeps the existing columns first, in their order', function()
@@ -94,16 +95,61 @@ describe('results table', function()
       bundle { samples = { 1 }, stop = { rule = 'interrupted', converged = false },
         throughput = { implausible = 1 } },
     }
-    assert.equal('n<5', rows[1].flags)
+    assert.matches('^n<5 ci=range', rows[1].flags) -- and ci~1 when one of the 3 is far off
     assert.equal('!conv', rows[2].flags)
     assert.equal('!conv', rows[3].flags) -- any(rse_median, count) ended by the count
     assert.equal('<floor', rows[4].flags)
     assert.equal('<floor', rows[5].flags)
-    assert.equal('n<5 !conv <floor', rows[6].flags)
+    assert.equal('n<5 !conv <floor', rows[6].flags) -- one sample: no interval at all
     local lines = header_and_rows(output.results_table { bundle { samples = { 5, 6 } }, bundle { samples = nine() } })
     assert.matches('flags$', lines[1])
-    assert.matches('n<5$', lines[3])
+    assert.matches('9%.09%*  n<5 ci=range$', lines[3])
     assert.not_matches('n<5', lines[4], 1, true)
+  end)
+
+  it('flags a ci95 that is the samples\' [min, max] or set by one outlier (issue 26)', function()
+    -- the issue's copy: p20..p80 208..218 us, 10 samples, one of them 5 ms: the interval is the
+    -- samples' [min, max] and that one sample sets it (it read 969 %)
+    local one = { 208000, 209000, 210000, 211000, 212000, 213000, 214000, 216000, 218000, 5000000 }
+    -- 20 samples and the same outlier: the order statistics keep it out
+    local many = nine()
+    many[20] = 5000000
+    local rows = output.results_rows { bundle { samples = one }, bundle { samples = { 208000, 210000, 212000, 214000 } },
+      bundle { samples = many } }
+    assert.equal('ci=range ci~1', rows[1].ci_flag)
+    assert.is_true(rows[1].ci_pct > 900)
+    assert.equal('ci=range', rows[2].ci_flag)
+    assert.is_nil(rows[3].ci_flag)
+    local lines = header_and_rows(output.results_table { bundle { samples = one } })
+    assert.matches('%d%*  ci=range ci~1$', lines[3])
+    assert.is_string(output.FLAGS['ci~1'])
+    assert.is_string(output.FLAGS['ci=range'])
+  end)
+
+  it('shows the sessions of a point (--runs N) as one row with their count, each session on request '
+    .. '(issue 26)', function()
+    local function session(i, scale)
+      local xs = {}
+      for k, v in ipairs(nine()) do xs[k] = v * scale end
+      local b = bundle { samples = xs, median = 1050 * scale }
+      b.run.spec.measurements = require('kluabench.record.measurements').list { session = i, sessions = 3 }
+      return b
+    end
+    local bs = { session(1, 1.0), session(2, 1.02), session(3, 0.98) }
+    local rows = output.results_rows(bs)
+    assert.equal(1, #rows)
+    assert.equal(3, rows[1].sessions)
+    assert.equal(60, rows[1].n)
+    assert.near(1050, rows[1].median_ns, 1e-9)
+    -- the t interval of the mean over 3 sessions: t(0.975, 2) * sd / sqrt(3)
+    local l = { math.log(1050), math.log(1050 * 1.02), math.log(1050 * 0.98) }
+    local m = (l[1] + l[2] + l[3]) / 3
+    local sd = math.sqrt(((l[1] - m) ^ 2 + (l[2] - m) ^ 2 + (l[3] - m) ^ 2) / 2)
+    assert.near(100 * 4.302653 * sd / math.sqrt(3), rows[1].ci_pct, 1e-4)
+    local text = output.results_table(bs)
+    assert.matches('sessions', text, 1, true)
+    assert.equal(3, #output.results_rows(bs, { sessions = true }))
+    assert.is_nil(output.results_rows(bs, { sessions = true })[1].sessions)
   end)
 
   it('does not flag rules that never aim at convergence, and leaves the flags column out when no row has one', function()
@@ -154,7 +200,8 @@ describe('results table of measured records', function()
     assert.equal(kb.backend() .. '/' .. few.protocol.spec.measurement.timer, rows[1].timer)
     assert.equal(3, rows[1].n)
     assert.is_number(rows[1].ci_pct)
-    assert.equal('n<5', rows[1].flags) -- a count rule never converges: not flagged !conv
+    -- a count rule never converges: not flagged !conv; 3 samples: the interval is [min, max]
+    assert.matches('^n<5 ci=range', rows[1].flags) -- and ci~1 when one of the 3 is far off
     assert.is_false(kb.point.of(timeout).evidence.execution.stop.converged)
     assert.matches('!conv', rows[2].flags, 1, true)
   end)

@@ -66,6 +66,9 @@ describe('every document every command writes', function()
     script('llama4_rope.lua', { '--provider', 'all', '--mode', 'all' }, dir .. '/llama4.jsonl')
     script('rope.lua', { '--provider', 'all', '--mode', 'forward', '--protocol', 'cold' }, dir .. '/rope.jsonl')
     script('llama4_rope.lua', { '--protocol', 'hot' }, dir .. '/hot.jsonl')
+    -- Liger's memory metric, and energy asked for where there is none (issue 26)
+    script('llama4_rope.lua', { '--metric', 'memory', '--mode', 'full', '--provider', 'all' }, dir .. '/memory.jsonl')
+    script('llama4_rope.lua', { '--metrics', 'energy', '--protocol', 'cold' }, dir .. '/energy.jsonl')
     -- a benchmark of the user's own, declaring no operation and no implementation
     local ex = dir .. '/copy.jsonl'
     kluabench { '--backend', 'cpu', ROOT .. '/examples/copy_benchmark.lua', '--mib', '1', '--rep-ms', '2',
@@ -144,7 +147,7 @@ end
     kluabench { '--backend', 'cpu', ROOT .. '/scripts/llama4_rope.lua', '--rep-ms', '2', '--warmup-ms', '1',
       '--format', 'kernelindex', '--out', dir .. '/pretty.json' }
     files[#files + 1] = dir .. '/pretty.json'
-    -- import-liger: reproduced rows, and with --keep memory rows and an unknown GPU
+    -- import-liger: reproduced rows, memory rows (kept by default) and with --keep an unknown GPU
     sub.spit(dir .. '/liger.csv', HEADER .. row('llama4_rope', 'huggingface', 'backward', 'speed')
       .. row('rope', 'liger', 'forward', 'speed') .. row('rope', 'torch_compile', 'full', 'speed')
       .. row('llama4_rope', 'liger', 'full', 'memory') .. row('llama4_rope', 'liger', 'forward', 'speed', 'NVIDIA H200'))

@@ -7,6 +7,9 @@
  *                     (default "1": gpu_idle)
  *   FAKE_NVML_POWER   milliwatts, or "unsupported" (default 123456)
  *   FAKE_NVML_APP_SM  application SM clock target (default 1980)
+ *   FAKE_NVML_ENERGY  millijoules the energy counter starts at (default 1000000),
+ *                     or "unsupported"; it then grows by FAKE_NVML_ENERGY_STEP
+ *                     (default 40000) at every reading
  * Build: cc -shared -fPIC -o DIR/libnvidia-ml.so.1 tests/helpers/fake_nvml.c */
 #include <stdlib.h>
 #include <string.h>
@@ -78,5 +81,15 @@ ret nvmlDeviceGetName(dev d, char *buf, unsigned n) {
 }
 ret nvmlDeviceGetUUID(dev d, char *buf, unsigned n) {
   strncpy(buf, "GPU-fake", n);
+  return 0;
+}
+ret nvmlDeviceGetTotalEnergyConsumption(dev d, unsigned long long *mj) {
+  static unsigned long long next;
+  static int started;
+  const char *s = getenv("FAKE_NVML_ENERGY");
+  if (s && !strcmp(s, "unsupported")) return 3;
+  if (!started) next = strtoull(s && *s ? s : "1000000", NULL, 0), started = 1;
+  *mj = next;
+  next += (unsigned long long)env_int("FAKE_NVML_ENERGY_STEP", 40000);
   return 0;
 }

@@ -40,6 +40,7 @@ M.objects = {
   g = { metatable = 'kluabench.Graph', title = 'Graph' },
   mod = { metatable = 'kluabench.Module', title = 'Module (user kernels)' },
   kern = { metatable = 'kluabench.Kernel', title = 'Kernel (user kernels)' },
+  pack = { metatable = 'kluabench.ArgPack', title = 'ArgPack (a launch\'s arguments, packed without a launch)' },
   plugin = { metatable = 'kluabench.Plugin', title = 'Plugin' },
   pk = { metatable = 'kluabench.PluginKernel', title = 'PluginKernel' },
   p = { module = 'kluabench.report.progress', field = 'Progress', title = 'Progress' },

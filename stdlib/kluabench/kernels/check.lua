@@ -279,18 +279,28 @@ function M.run(spec)
   return ok, report, c
 end
 
---- False when bytes moved in median_ms exceed the copy ceiling (GB/s or {copy_gbps}): physically
--- implausible.
+--- How much a copy ceiling itself moves between measurements, relative: the plausibility check's
+-- margin where the ceiling's own measured spread is smaller. The five copy ceilings measured on
+-- our H200s (evidence/: 4232, 4239, 4255, 4259 and 4274 GB/s, several machines, two sizes
+-- and two protocols) span 1.0 % of their median, while one measurement's samples spread by about
+-- 0.1 %: a single measurement understates how far its number could be off.
+M.CEILING_SPREAD = 0.01
+
+--- False when bytes moved in median_ms exceed the copy ceiling (GB/s or {copy_gbps, spread}) by more
+-- than the ceiling's own spread: physically implausible.
 --
 -- record.from_result applies it to every record with a cached ceiling:
 -- status suspected_reward_hack, the implausible measurement and the reason in the evidence; tables show
 -- IMPLAUSIBLE in their check column. opts.limit: the percentage (default 100).
 --
 -- Returns ok, message, percent: ok is false when the rate exceeds opts.limit percent (default 100)
--- of the copy ceiling, i.e. the kernel moved its declared bytes faster than the device copies
--- memory. Without a ceiling it cannot judge: true, a message saying so, nil. A time, byte count,
--- ceiling or limit that is NaN, infinite or out of range is an error (NaN compares false with every
--- limit, which would read as plausible).
+-- of the copy ceiling times (1 + spread), i.e. the kernel moved its declared bytes faster than the
+-- device copies memory, by more than the ceiling's own noise. spread is the larger of the ceiling's
+-- measured relative spread (ceiling.spread, when given) and check.CEILING_SPREAD (1 %): a copy at
+-- 100.8 % of the ceiling is within it, one at 102 % is not. Without a ceiling it cannot judge:
+-- true, a message saying so, nil. A time, byte count, ceiling, spread or limit that is NaN,
+-- infinite or out of range is an error (NaN compares false with every limit, which would read as
+-- plausible).
 --
 -- @signature check.plausible(median_ms, bytes, ceiling [, opts]) -> ok, message, percent
 -- @example
@@ -310,17 +320,26 @@ function M.plausible(median_ms, bytes, ceiling, opts)
   if type(copy) ~= 'number' or copy <= 0 then
     return true, 'no copy ceiling for this device: plausibility not judged', nil
   end
+  local spread = M.CEILING_SPREAD
+  if type(ceiling) == 'table' and ceiling.spread ~= nil then
+    if not (finite(ceiling.spread) and ceiling.spread >= 0 and ceiling.spread < 1) then
+      error("bad argument #3 to 'plausible' (the ceiling's spread must be a finite number in [0, 1), got "
+        .. shown(ceiling.spread) .. ')', 2)
+    end
+    spread = math.max(spread, ceiling.spread)
+  end
   local limit = (opts and opts.limit) or 100
   if not (finite(limit) and limit > 0) then
     error("bad argument #4 to 'plausible' (opts.limit must be a finite number > 0, got " .. shown(limit) .. ')', 2)
   end
   local gbps = bytes / (median_ms * 1e6)
   local pct = 100 * gbps / copy
-  if pct > limit then
-    return false, string.format('physically implausible: %.1f GB/s is %.0f %% of the copy ceiling (%.1f GB/s); '
-      .. 'the kernel may skip work, or the declared bytes are too many', gbps, pct, copy), pct
+  if pct > limit * (1 + spread) then
+    return false, string.format('physically implausible: %.1f GB/s is %.1f %% of the copy ceiling (%.1f GB/s), '
+      .. 'beyond its own spread of %.1f %%; the kernel may skip work, or the declared bytes are too many', gbps, pct,
+      copy, spread * 100), pct
   end
-  return true, string.format('%.0f %% of the copy ceiling', pct), pct
+  return true, string.format('%.1f %% of the copy ceiling (within its spread of %.1f %%)', pct, spread * 100), pct
 end
 
 return M

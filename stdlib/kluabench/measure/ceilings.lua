@@ -323,7 +323,8 @@ function M.cached_throughput(bytes, flops, ms, opts)
   if gbps then
     t.copyCeilingGbps = gbps
     t.copyCeiling = { gbps = gbps, measuredAt = type(entry.measured_at) == 'string' and entry.measured_at or nil,
-      converged = entry.converged }
+      converged = entry.converged,
+      spread = (type(entry.spread) == 'number' and entry.spread >= 0 and entry.spread < 1) and entry.spread or nil }
   elseif entry then
     t.note = why .. ': not used; re-measure with kluabench scripts/ceilings.lua --force'
   else
@@ -423,7 +424,9 @@ end
 -- opts: bytes (one buffer; default max(8 x L2, 1 GiB) on cuda, 64 MiB on cpu), stop, kb.
 --
 -- Returns the cache entry {copy_gbps, bytes_per_copy (read + written), buffer_bytes, median_ms,
--- samples, rse, device, backend, measured_at, method}.
+-- samples, rse, spread (the farther of p10 and p90 from the median, relative: what
+-- check.plausible allows beyond the ceiling, at least check.CEILING_SPREAD), device, backend,
+-- measured_at, method}.
 --
 -- @signature ceilings.measure_copy([opts]) -> entry
 -- @example
@@ -449,7 +452,11 @@ function M.measure_copy(opts)
   dst:free()
   local moved = 2 * n * 4
   local med = r.summary.median
+  -- the ceiling's own spread (relative): the larger distance of its p10 and p90 from the median
+  local q = require('kluabench.stats').quantiles(r.samples, { 0.1, 0.9 })
+  local spread = (med > 0 and q[1] and q[2]) and math.max(med - q[1], q[2] - med) / med or nil
   return {
+    spread = spread,
     copy_gbps = M.gbps(moved, med),
     bytes_per_copy = moved,
     buffer_bytes = n * 4,

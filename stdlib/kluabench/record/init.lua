@@ -434,7 +434,9 @@ end
 -- status (default "passed"), median_ns, fields (kluabench.record.measurements fields: p20_ns,
 -- p80_ns, gbps, ...), latency (more timing.latencyNs statistics: mean, minimum, maximum,
 -- confidence95), samples (their count), metrics (sourceNative.metrics), correctness (a check
--- record), session {index, count}, labels, harness {repository, commit}.
+-- record), session {index, count}, labels, harness {repository, commit}, metric ("memory": a run of
+-- the memory metric, named and sourced as Liger's memory rows are: benchmark "kernel/mode/memory"),
+-- extra_measurements (measurements[] entries appended as they are).
 --
 -- @signature record.run_document{kernel, mode, provider, gpu, case, time, ...} -> document
 -- @example
@@ -451,12 +453,15 @@ function M.run_document(o)
   local stamp = names.time_id(o.time) .. string.format('-%03d', o.time.ms or 0)
   local external = table.concat({ o.kernel, o.mode, o.provider, names.kebab(o.gpu), o.case, stamp }, '/')
   if (session.count or 1) > 1 then external = external .. string.format('/session-%d-of-%d', session.index, session.count) end
+  -- a memory run says so where Liger's imported memory rows do (kluabench.record.point reads it)
+  local memory = o.metric == 'memory'
+  if memory then external = external .. '/memory' end
   local spec = {
     status = o.status or 'passed',
     observedAt = names.iso8601(o.time),
-    measurements = measurements.list(o.fields or {}),
-    sourceNative = { source = 'kluabench', benchmark = o.kernel .. '/' .. o.mode, externalId = external,
-      metrics = o.metrics and next(o.metrics) and o.metrics or nil },
+    measurements = measurements.list(o.fields or {}, o.extra_measurements),
+    sourceNative = { source = 'kluabench', benchmark = o.kernel .. '/' .. o.mode .. (memory and '/memory' or ''),
+      externalId = external, metrics = o.metrics and next(o.metrics) and o.metrics or nil },
     correctness = correctness_of(o.correctness),
   }
   if o.median_ns then
@@ -470,8 +475,10 @@ function M.run_document(o)
   for k, v in pairs(o.labels or {}) do labels[k] = tostring(v):sub(1, 200) end
   return M.document('BenchmarkRun', spec, {
     name = M.run_name('kluabench', o.kernel, o.mode, o.provider, names.kebab(o.gpu), o.case, stamp,
-      (session.count or 1) > 1 and string.format('s%d-of-%d', session.index, session.count) or nil),
-    title = (M.kernel_title(o.kernel) .. ' · ' .. o.provider .. ' · ' .. o.mode):sub(1, 200),
+      (session.count or 1) > 1 and string.format('s%d-of-%d', session.index, session.count) or nil,
+      memory and 'memory' or nil),
+    title = (M.kernel_title(o.kernel) .. ' · ' .. o.provider .. ' · ' .. o.mode .. (memory and ' · memory' or ''))
+      :sub(1, 200),
     labels = next(labels) and labels or nil,
   })
 end
@@ -552,17 +559,23 @@ local function throughput_of(bytes, flops, median_ms, environment)
   end
   local t = ceilings.cached_throughput(bytes, flops, median_ms)
   if type(bytes) == 'number' and t.copyCeilingGbps and median_ms and median_ms > 0 then
-    local ok, msg = require('kluabench.kernels.check').plausible(median_ms, bytes, t.copyCeilingGbps)
+    local ok, msg = require('kluabench.kernels.check').plausible(median_ms, bytes,
+      { copy_gbps = t.copyCeilingGbps, spread = t.copyCeiling and t.copyCeiling.spread })
     if not ok then t.implausible, t.implausibleReason = true, msg end
   end
   return t
 end
 
-local function session_noise_of(median_ms, environment)
+-- The between-session figure in force for a record made here (record/noise.lua: the cache's, per
+-- kernel where measured, else the default), which its evidence names; nil for a record of
+-- another device.
+local function session_noise_of(median_ms, environment, kernel)
   local env = require 'kluabench.record.env'
   local here = env.local_device_name()
   if here == nil or type(median_ms) ~= 'number' or here ~= env.device_name(environment) then return nil end
-  return require('kluabench.measure.ceilings').cached_noise(median_ms)
+  local ok, info = pcall(function() return kb().device_info() end)
+  if not ok then return nil end
+  return require('kluabench.record.noise').in_force(median_ms, kernel, info)
 end
 
 -- The harness's commit for run.spec.evidence.harness: {repository, commit}
@@ -606,7 +619,11 @@ end
 --
 -- When the workload has bytes or flops, the run's measurements get GB/s, % of the cached copy
 -- ceiling and the roofline floor of the median; a median faster than the copy floor sets the
--- status suspected_reward_hack with the reason in the evidence (docs/RECORDS.md).
+-- status suspected_reward_hack with the reason in the evidence (docs/RECORDS.md). The SM clock the
+-- samples ran at (result.used.clocks) becomes the sm_clock measurement; result.energy (what
+-- measure/energy.lua returned) the energy and power measurements, or, unavailable, its reason in the
+-- evidence; result.memory (measure/memory.lua's peak) makes the run a memory run: the memory
+-- measurements in MB (median, p20, p80), sourced "kernel/mode/memory" as Liger's memory rows are.
 --
 -- @signature record.from_result{kernel, mode, provider, parameters, dtype, result, ...} -> bundle
 -- @example
@@ -708,9 +725,30 @@ function M.from_result(o)
   fields.bytes, fields.flops = bytes, flops
   local session = o.session or { index = 1, count = 1 }
   fields.session, fields.sessions = session.index, session.count
-  local noise = median_ms and session_noise_of(median_ms, environment) or nil
-  fields.noise_sd = noise and noise.sd
+  local noise = median_ms and session_noise_of(median_ms, environment, o.kernel) or nil
+  -- the measurement is a figure measured on this device (history reads it); the default is said in
+  -- the evidence only
+  fields.noise_sd = noise and noise.scope ~= 'default' and noise.sd or nil
   if o.check and finite(o.check.relL2) then fields.rel_l2 = o.check.relL2 end
+  -- the SM clock the samples ran at (the clock monitor's median of its readings after each sample)
+  local clocks = type(result.used) == 'table' and result.used.clocks or nil
+  if type(clocks) == 'table' and type(clocks.smMhz) == 'table' then fields.sm_mhz = clocks.smMhz.median end
+  -- energy per call over NVML's windows (measure/energy.lua), when it was asked for and could be read
+  local en = result.energy
+  if type(en) == 'table' and en.available and type(en.joules_per_call) == 'table' then
+    fields.energy_j, fields.energy_j_min = en.joules_per_call.median, en.joules_per_call.min
+    fields.energy_j_max = en.joules_per_call.max
+    fields.power_w = type(en.watts) == 'table' and en.watts.median or nil
+    if type(en.sm_mhz) == 'table' and fields.sm_mhz == nil then fields.sm_mhz = en.sm_mhz.median end
+  end
+  -- a memory run (measure/memory.lua): Liger's figures, MB at the median, p20 and p80, as its own run
+  local mem, extra = result.memory, nil
+  if type(mem) == 'table' then
+    extra = {}
+    for _, q in ipairs { 'median', 'p20', 'p80' } do
+      if finite(mem[q]) then extra[#extra + 1] = { metric = 'memory', unit = 'mb', statistic = q, value = mem[q] } end
+    end
+  end
 
   local time = o.time or M.now()
   local labels = { kluabench_version = k.version, backend = backend, kluabench_commit = k.git_commit }
@@ -720,7 +758,8 @@ function M.from_result(o)
     case = operation.case_key { axes = workload.spec.axes, dtype = o.dtype and operation.dtype_token(o.dtype) or 'opaque' },
     time = time, status = status, median_ns = median_ms and M.round(median_ms * 1e6), fields = fields,
     latency = latency, samples = #samples > 0 and #samples or nil, metrics = metrics, correctness = o.check,
-    session = session, labels = labels, harness = harness_ref(),
+    session = session, labels = labels, harness = harness_ref(), metric = mem and 'memory' or nil,
+    extra_measurements = extra,
   }
   local bundle = {
     run = run,
@@ -742,6 +781,8 @@ function M.from_result(o)
     if ok and type(spec) == 'table' then execution.stopping = spec end
   end
   for key, v in pairs(o.execution or {}) do execution[key] = v end
+  if en ~= nil then execution.energy = en end
+  if mem ~= nil then execution.memory = mem end
   local entry = {
     format = evidence.FORMAT,
     run = run.spec.sourceNative.externalId,

@@ -460,7 +460,8 @@ end
 
 --- Why rows are skipped, by reason code (import-liger counts them).
 M.SKIP = {
-  memory_row = 'memory rows (kernelindex imports speed rows only; --keep keeps them as our own)',
+  memory_row = 'memory rows (kernelindex imports speed rows only; import-liger keeps them as our own unless '
+    .. '--speed-only)',
   not_reproduced = 'kernels kernelindex curates that kluabench does not reproduce',
   uncurated_kernel = 'kernels kernelindex does not curate',
   unknown_mode = 'operation modes other than forward, backward and full',
@@ -548,8 +549,9 @@ end
 --- The bundle of one parsed row, as kernelindex's importer builds it; or nil, reason (a key of
 -- M.SKIP), message.
 --
--- opts: keep (keep memory rows and rows of GPUs the importer does not know, as documents of our
--- own labelled not_reproduced), commit (the Liger commit the OperationSpec cites).
+-- opts: memory (keep memory rows, as runs of our own labelled not_reproduced: kernelindex's importer
+-- skips them), keep (memory rows, and rows of GPUs the importer does not know, likewise), commit
+-- (the Liger commit the OperationSpec cites). Speed rows are the importer's whatever the options.
 --
 -- @signature liger.row_to_bundle(row [, opts]) -> bundle | nil, reason, message
 -- @example
@@ -564,7 +566,7 @@ function M.row_to_bundle(row, opts)
     if not utf8.len(row[col]) then return skip('invalid', '%s is not valid UTF-8', col) end
   end
   local memory = row.metric_name ~= 'speed'
-  if memory and not (opts.keep and row.metric_name == 'memory') then
+  if memory and not ((opts.keep or opts.memory) and row.metric_name == 'memory') then
     return skip('memory_row', '%s row (kernelindex imports speed rows only)', row.metric_name)
   end
   local kernel, k = kernel_of_csv(row.kernel_name)

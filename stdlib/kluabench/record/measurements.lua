@@ -22,11 +22,17 @@ M.FIELDS = {
   noise_sd = { metric = 'session_noise', unit = 'log_sd', statistic = 'value' },
   implausible = { metric = 'implausible', unit = 'flag', statistic = 'value', integer = true },
   rel_l2 = { metric = 'rel_l2_error', unit = 'ratio', statistic = 'maximum' },
+  sm_mhz = { metric = 'sm_clock', unit = 'mhz', statistic = 'median' },
+  energy_j = { metric = 'energy', unit = 'j', statistic = 'median' },
+  energy_j_min = { metric = 'energy', unit = 'j', statistic = 'minimum' },
+  energy_j_max = { metric = 'energy', unit = 'j', statistic = 'maximum' },
+  power_w = { metric = 'power', unit = 'w', statistic = 'median' },
 }
 
 --- The order measurements are written in.
 M.ORDER = { 'p20_ns', 'p80_ns', 'stdev_ns', 'gbps', 'tflops', 'copy_gbps', 'pct_copy', 'floor_ns', 'pct_floor',
-  'bytes', 'flops', 'session', 'sessions', 'noise_sd', 'implausible', 'rel_l2' }
+  'bytes', 'flops', 'session', 'sessions', 'noise_sd', 'implausible', 'rel_l2', 'sm_mhz', 'energy_j', 'energy_j_min',
+  'energy_j_max', 'power_w' }
 
 local BY_KEY = {}
 for field, m in pairs(M.FIELDS) do BY_KEY[m.metric .. '/' .. m.unit .. '/' .. m.statistic] = field end

@@ -16,7 +16,9 @@
 --   status, observed_at, labels
 --   median_ns, n (samples), and the measurements' fields (p20_ns, p80_ns,
 --   gbps, pct_copy, copy_gbps, floor_ns, pct_floor, bytes, flops, session,
---   sessions, noise_sd, implausible, rel_l2; kluabench.record.measurements)
+--   sessions, noise_sd, implausible, rel_l2, sm_mhz, energy_j, energy_j_min,
+--   energy_j_max, power_w; kluabench.record.measurements)
+--   memory_median, memory_p20, memory_p80, memory_unit   of a memory run
 --   samples_ms | samples_why the raw samples of the session (ms), or why none
 --   session                  {index, count}
 --   evidence                 the evidence entry (execution, check, throughput,

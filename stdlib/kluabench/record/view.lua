@@ -101,9 +101,11 @@ function M.of(b)
   for k, v in pairs(fields) do p[k] = v end
   if p.metric == 'memory' then
     for _, m in ipairs(type(rs.measurements) == 'table' and rs.measurements or {}) do
-      if type(m) == 'table' and m.metric == 'memory' then p['memory_' .. tostring(m.statistic)] = m.value end
+      if type(m) == 'table' and m.metric == 'memory' then
+        p['memory_' .. tostring(m.statistic)] = m.value
+        p.memory_unit = p.memory_unit or m.unit
+      end
     end
-    p.memory_unit = get(rs, 'measurements', 1, 'unit')
   end
   p.implausible = fields.implausible == 1 or nil
   p.evidence = type(e) == 'table' and e or {}

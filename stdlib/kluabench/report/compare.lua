@@ -9,21 +9,22 @@
 --   - its confidence interval from a hierarchical bootstrap: sessions
 --     resampled, then samples within them (inference.hierarchical_ratio),
 --     so that the run-to-run shift counts, not only the spread inside a run;
---   - a side measured in a single session shows no run-to-run shift, so the
---     interval is widened by the device's between-session noise figure at
---     the point's time scale (--between, the records' sessionNoise, or the
---     local cache that scripts/run_noise.lua fills); without one, the point
---     is UNSURE (a hint says how to get one);
+--   - with 3 or more sessions on both sides, the spread the sessions show
+--     is the run-to-run noise (Student's t for its few degrees of freedom);
+--     a side of fewer sessions cannot show it, and its interval is widened
+--     by a between-session figure at the point's time scale (--between, the
+--     cache's figure for the records' device and kernel that
+--     scripts/run_noise.lua fills, else the conservative default of
+--     record/noise.lua);
+--   - the smallest change the interval could have called (detectable);
 --   - the Mann-Whitney U test's two-sided p-value on the pooled samples
 --     (reported, as a second opinion that does not depend on the median).
 -- Verdict, with the interval [lo, hi] and the noise band `noise` (default
 -- 1 %):
 --   SAME    the whole interval lies within [1 - noise, 1 + noise]
---   SLOWER  lo > 1 + noise: the whole interval lies above the band
---   FASTER  hi < 1 - noise: the whole interval lies below the band
---   UNSURE  otherwise (the interval reaches outside the band but starts or
---           ends inside it), fewer than MIN_SAMPLES samples on a side, or
---           no between-session figure.
+--   SLOWER  lo > 1 + noise                FASTER  hi < 1 - noise
+--   UNSURE  anything else ("no evidence either way (could detect >= x %)"),
+--           or fewer than MIN_SAMPLES samples on a side.
 -- A regression is a SLOWER point whose ratio exceeds 1 + threshold (default
 -- 5 %); `kluabench compare` exits 1 when there is one.
 local inference = require 'kluabench.stats.inference'
@@ -45,6 +46,10 @@ M.DEFAULTS = { threshold = 0.05, noise = 0.01, confidence = 0.95, resamples = 20
 --- Fewer samples than this on either side of a point: UNSURE, never a
 -- verdict (a median and its interval need a few samples to mean anything).
 M.MIN_SAMPLES = 5
+
+--- Sides with at least this many sessions on both sides: their own between-session spread decides,
+-- and no stored figure enters (record/noise.lua).
+M.OWN_SESSIONS = require('kluabench.record.noise').OWN_SESSIONS
 
 local get = reader.get
 
@@ -152,18 +157,22 @@ function M.median_of(bundle)
   return (type(ns) == 'number' and ns > 0 and ns < math.huge) and ns / 1e6 or nil
 end
 
---- The matching key ("workloadDigest|mode|provider": kernelindex's workload holds no mode, the
--- timed pass is the protocol's) and a label for people.
+--- The matching key ("workloadDigest|mode|provider", and "|memory" for a memory run:
+-- kernelindex's workload holds no mode, the timed pass is the protocol's) and a label for people.
+-- match: a table of provider renames ({liger = "fused"}: that provider is matched as this one).
 --
--- @signature compare.key_of(bundle) -> key, label
+-- @signature compare.key_of(bundle [, match]) -> key, label, provider
 -- @example
 --   local key, label = compare.key_of(bundle)
-function M.key_of(b)
+function M.key_of(b, match)
   local wd = get(b, 'run', 'spec', 'workloadDigest')
   if type(wd) ~= 'string' then wd = '?' end
   local label, provider = reader.label_of(b)
-  local mode = require('kluabench.record.point').of(b).mode or '?'
-  return wd .. '|' .. mode .. '|' .. provider, label, provider
+  local p = require('kluabench.record.point').of(b)
+  local mode = p.mode or '?'
+  local as = type(match) == 'table' and match[provider] or provider
+  if as ~= provider then provider = as .. ' (' .. provider .. ')' end
+  return wd .. '|' .. mode .. '|' .. as .. (p.metric == 'memory' and '|memory' or ''), label, provider
 end
 
 ---------------------------------------------------------------------------
@@ -198,22 +207,43 @@ local function pooled(sessions)
   return out
 end
 
--- The between-session noise (sd of log median) at a point of ms: opts.between
--- is a number or a function(ms) -> sd, source.
+-- The between-session figure at a point of ms: opts.between is a number (the
+-- user's, exact), a function(ms) -> sd, source, df, scope, or nil (the
+-- conservative default, record/noise.lua).
 local function between_at(between, ms)
-  if type(between) == 'number' then return between, '--between' end
+  if type(between) == 'number' then return between, '--between', nil, 'between' end
   if type(between) == 'function' then return between(ms) end
-  return nil
+  local noise = require 'kluabench.record.noise'
+  return noise.at(noise.DEFAULT, ms), noise.DEFAULT.source, nil, 'default'
 end
 
---- Compares the sessions of one point: hierarchical bootstrap, widened by the between-session noise
--- where a side has one session.
+--- The smallest change an interval [lo, hi] around ratio could have called: the change whose
+-- interval of the same relative width would lie wholly outside the noise band (+-noise), as a
+-- fraction (0.074 = 7.4 %), the larger of the upward and the downward one.
 --
--- Fewer than compare.MIN_SAMPLES (5) samples on a side, or one session a side and no
--- between-session figure, give UNSURE with `why` set. opts: as compare.compare, and points (how
--- many points the comparison holds, for the family-wise confidence). Returns {ratio, lo, hi, p,
--- verdict, regression, base_median, new_median, base_n, new_n, base_sessions, new_sessions,
--- between, point_confidence, why, ...}.
+-- @signature compare.detectable(ratio, lo, hi [, noise]) -> fraction
+-- @example
+--   print(string.format("%.3f", compare.detectable(1.0, 0.97, 1.03))) --> 0.041
+function M.detectable(ratio, lo, hi, noise)
+  noise = noise or M.DEFAULTS.noise
+  return math.max((1 + noise) * ratio / lo - 1, 1 - (1 - noise) * ratio / hi)
+end
+
+--- Compares the sessions of one point: hierarchical bootstrap; the sessions' own spread decides when
+-- both sides have compare.OWN_SESSIONS (3) or more, else a between-session figure widens the sides
+-- that have fewer.
+--
+-- Fewer than compare.MIN_SAMPLES (5) samples on a side give UNSURE with `why` set. With at least 3
+-- sessions a side the spread of the sessions (pooled over both sides) is the between-session noise,
+-- with Student's t for its few degrees of freedom, and no stored figure enters. Otherwise each side
+-- with fewer sessions gets the variance its sessions could not show, max(figure, the sessions'
+-- pooled spread)^2 minus its own spread^2, over its session count; the figure is opts.between (a
+-- number: exact; a function(ms) -> sd, source, df, scope) or, without one, record/noise.lua's
+-- conservative default. opts: as compare.compare, and points (how many points the comparison holds,
+-- for the family-wise confidence). Returns {ratio, lo, hi, detectable (the smallest change the
+-- interval could call, compare.detectable), p, verdict, regression, base_median, new_median,
+-- base_n, new_n, base_sessions, new_sessions, between, between_source, between_df, between_scope,
+-- t_df, point_confidence, why, ...}.
 --
 -- @signature compare.compare_sessions(base_sessions, new_sessions [, opts]) -> table
 -- @example
@@ -223,6 +253,7 @@ function M.compare_sessions(base, new, opts)
   opts = opts or {}
   local d = M.DEFAULTS
   local conf = opts.confidence or d.confidence
+  local band = opts.noise or d.noise
   local nb, nn = total(base), total(new)
   local r = { base_n = nb, new_n = nn, base_sessions = #base, new_sessions = #new, confidence = conf }
   if nb < M.MIN_SAMPLES or nn < M.MIN_SAMPLES then
@@ -253,36 +284,41 @@ function M.compare_sessions(base, new, opts)
   h.hi = h.ratio * (h.hi / h.ratio) ^ stretch
   local mw = inference.mann_whitney(pooled(new), pooled(base))
   r.p, r.p_superiority = mw.p, mw.p_superiority
-  -- the between-session variance the bootstrap could not see: all of it for
-  -- a side of one session, the shortfall of the observed spread below the
-  -- device's figure for a side of several (few sessions underestimate it)
-  local sd, source = between_at(opts.between, h.base_median)
-  if not sd and (h.base_between or h.new_between) then
-    -- without a device figure, the spread the sessions themselves show,
-    -- pooled over both sides: a side that happened to land close together
-    -- (or has one session) is not taken to be quieter than the other
-    local ss, df = 0, 0
-    for _, side in ipairs { { h.base_sessions, h.base_between }, { h.new_sessions, h.new_between } } do
-      if side[2] then ss, df = ss + side[2] ^ 2 * (side[1] - 1), df + side[1] - 1 end
-    end
-    sd, source = math.sqrt(ss / df), 'the spread of the sessions'
-    -- a spread estimated from a few sessions: Student's t with their
-    -- degrees of freedom instead of the normal quantile
+  -- the spread the sessions themselves show, pooled over both sides (a side
+  -- that happened to land close together is not taken to be quieter than the
+  -- other)
+  local sides = { { h.base_sessions, h.base_between }, { h.new_sessions, h.new_between } }
+  local ss, df = 0, 0
+  for _, side in ipairs(sides) do
+    if side[2] then ss, df = ss + side[2] ^ 2 * (side[1] - 1), df + side[1] - 1 end
+  end
+  local observed = df > 0 and math.sqrt(ss / df) or nil
+  local extra = 0
+  if h.base_sessions >= M.OWN_SESSIONS and h.new_sessions >= M.OWN_SESSIONS then
+    -- the sessions decide: their spread is in the bootstrap; estimated from
+    -- a few values, so the interval's log half-widths are stretched by
+    -- Student's t with their degrees of freedom over the normal quantile
     local k = inference.t_quantile(0.5 + pconf / 2, df) / inference.normal_quantile(0.5 + pconf / 2)
     h.lo, h.hi = h.ratio * (h.lo / h.ratio) ^ k, h.ratio * (h.hi / h.ratio) ^ k
     r.t_df = df
-  end
-  local extra, unknown = 0, false
-  for _, side in ipairs { { h.base_sessions, h.base_between }, { h.new_sessions, h.new_between } } do
-    if sd then
-      extra = extra + math.max(0, sd ^ 2 - (side[2] or 0) ^ 2) / side[1]
-    elseif side[1] == 1 then
-      unknown = true
+    r.between, r.between_source, r.between_scope = observed, 'the spread of the sessions', 'sessions'
+  else
+    -- a side of one or two sessions cannot show its own run-to-run shift:
+    -- the figure (or the sessions' pooled spread, if larger) widens it by
+    -- what its own sessions do not show; a side of three or more keeps its own
+    local sd, source, fdf, scope = between_at(opts.between, h.base_median)
+    local used = math.max(sd or 0, observed or 0)
+    for _, side in ipairs(sides) do
+      if side[1] < M.OWN_SESSIONS then extra = extra + math.max(0, used ^ 2 - (side[2] or 0) ^ 2) / side[1] end
+    end
+    if observed and observed > (sd or 0) then
+      r.between, r.between_source, r.between_scope = observed, 'the spread of the sessions', 'sessions'
+    else
+      r.between, r.between_source, r.between_df, r.between_scope = sd, source, fdf, scope
     end
   end
-  r.between, r.between_source = sd, source
   r.lo, r.hi = inference.widen(h.ratio, h.lo, h.hi, math.sqrt(extra), pconf)
-  r.verdict = M.verdict(r.lo, r.hi, opts.noise or d.noise)
+  r.verdict = M.verdict(r.lo, r.hi, band)
   if not (finite(r.ratio) and finite(r.lo) and finite(r.hi)) then
     -- samples so far apart (or so far out) that floating point has no ratio for them
     r.verdict, r.regression, r.lo, r.hi = 'UNSURE', false, nil, nil
@@ -291,12 +327,7 @@ function M.compare_sessions(base, new, opts)
       .. 'computed in', r.base_median or 0 / 0, r.new_median or 0 / 0)
     return r
   end
-  if unknown then
-    r.verdict = 'UNSURE'
-    r.why = 'one session a side and no between-session noise figure for this device: the interval '
-      .. 'holds only the spread inside one run (give --between SD, run kluabench scripts/run_noise.lua '
-      .. 'on the device, or measure with --runs 3)'
-  end
+  r.detectable = M.detectable(r.ratio, r.lo, r.hi, band)
   r.regression = r.verdict == 'SLOWER' and r.ratio > 1 + (opts.threshold or d.threshold)
   return r
 end
@@ -358,9 +389,10 @@ local function hint(p, base_bs, new_bs, noise)
   if p.why then
     parts[#parts + 1] = p.why
   elseif p.verdict == 'UNSURE' then
-    parts[#parts + 1] = string.format('interval %s..%s is wider than the +-%g%% noise band: '
-      .. 'take more samples or sessions (n = %d / %d, sessions %d / %d)', M.percent(p.lo), M.percent(p.hi),
-      noise * 100, p.base_n, p.new_n, p.base_sessions, p.new_sessions)
+    parts[#parts + 1] = string.format('no evidence either way (could detect >= %.1f %%): the interval %s..%s '
+      .. 'reaches past the +-%g%% noise band; more sessions narrow it (n = %d / %d, sessions %d / %d)',
+      (p.detectable or 0) * 100, M.percent(p.lo), M.percent(p.hi), noise * 100, p.base_n, p.new_n,
+      p.base_sessions, p.new_sessions)
   end
   clocks_note(base_bs, 'BASE')
   clocks_note(new_bs, 'NEW')
@@ -377,10 +409,10 @@ end
 -- Two sets of bundles
 ---------------------------------------------------------------------------
 
-local function group(bundles)
+local function group(bundles, match)
   local by, order = {}, {}
   for _, b in ipairs(bundles) do
-    local key, label, provider = M.key_of(b)
+    local key, label, provider = M.key_of(b, match)
     if not by[key] then
       by[key] = { key = key, label = label, provider = provider, bundles = {} }
       order[#order + 1] = key
@@ -559,23 +591,64 @@ local function sessions_of(bs)
   return out
 end
 
--- The noise figure recorded in the bundles (the largest of them), as a
--- function of ms for compare_sessions, or nil.
-local function recorded_between(bs)
-  local sd
+-- The peak memory of a side's runs in MB: the mean of their medians (each run a session), and
+-- the unit they were recorded in; nil when a run has none.
+local function memory_of(bs)
+  local sum, unit = 0, nil
   for _, b in ipairs(bs) do
-    local x = require('kluabench.record.point').of(b).noise_sd
-    if type(x) == 'number' and x >= 0 and x < 1 and (not sd or x > sd) then sd = x end
+    local p = require('kluabench.record.point').of(b)
+    if not finite(p.memory_median) then return nil end
+    sum, unit = sum + p.memory_median, unit or p.memory_unit
   end
-  return sd
+  return sum / #bs, unit
+end
+
+-- Fills point with the comparison of two sides of memory runs (Liger's memory rows, --metric
+-- memory): base_mb, new_mb, ratio and a verdict SAME (within the noise band), LARGER or SMALLER.
+-- A peak of allocated bytes is counted, not sampled: there is no interval, and it is never a
+-- regression of time.
+local function memory_point(point, base, new, band)
+  point.metric, point.regression = 'memory', false
+  local mb, ub = memory_of(base)
+  local mn, un = memory_of(new)
+  point.base_mb, point.new_mb = mb, mn
+  if not (mb and mn) or mb <= 0 then
+    point.verdict, point.hint = 'UNSURE', (mb and mn) and 'BASE has no memory to compare with'
+      or ((mb and 'NEW' or 'BASE') .. ': a memory run without its median')
+    return
+  end
+  if ub and un and ub ~= un then
+    point.verdict, point.hint = 'UNSURE', string.format('units differ (%s and %s)', ub, un)
+    return
+  end
+  point.ratio = mn / mb
+  point.verdict = math.abs(point.ratio - 1) <= band and 'SAME' or (point.ratio > 1 and 'LARGER' or 'SMALLER')
+end
+
+-- The figure of a point for compare_sessions: function(ms) -> sd, source, df,
+-- scope, the larger of what the resolver gives for the two sides' devices
+-- (kernel and device from each side's first run).
+local function figure_of(resolve, b, n)
+  local pb, pn = require('kluabench.record.point').of(b), require('kluabench.record.point').of(n)
+  return function(ms)
+    local sd, source, df, scope = resolve(ms, pb.kernel, pb.device)
+    if pn.device ~= pb.device or pn.kernel ~= pb.kernel then
+      local sd2, source2, df2, scope2 = resolve(ms, pn.kernel, pn.device)
+      if sd2 > sd then sd, source, df, scope = sd2, source2, df2, scope2 end
+    end
+    return sd, source, df, scope
+  end
 end
 
 --- Compares two lists of bundles point by point: verdict, ratio, interval, p-value, hint.
 --
 -- opts: threshold (0.05: a SLOWER point beyond it is a regression), noise (0.01), confidence,
 -- resamples, seed, familywise (true: each interval at 1 - (1 - confidence) / m for m points)
--- (compare.DEFAULTS), between (the between-session sd of log median: a number or a function(ms) ->
--- sd, source; default the records' sessionNoise, else device_between), across_sweeps (a side's
+-- (compare.DEFAULTS), between (the between-session sd of log median that widens sides of fewer than
+-- 3 sessions: a number, taken as exact, or a function(ms, kernel, device) -> sd, source, df, scope;
+-- default record/noise.lua's resolver: the cache's figure for the records' device, per kernel where
+-- measured, else the conservative default; the figure a record was made under is never read back),
+-- cache (the cache file to look figures up in), across_sweeps (a side's
 -- bundles may come from several sweeps: see compare.sessions_of_side).
 --
 -- Each side of a point is first sorted by compare.sessions_of_side: a run found twice with the
@@ -598,11 +671,14 @@ function M.compare(base, new, opts)
   opts = opts or {}
   local o = {}
   for k, v in pairs(M.DEFAULTS) do o[k] = opts[k] == nil and v or opts[k] end
-  local bb, border = group(base)
+  local figure = type(opts.between) == 'function' and opts.between
+    or require('kluabench.record.noise').resolver { between = opts.between, path = opts.cache }
+  local bb, border = group(base, opts.match)
   local nb = group(new)
   local common = 0
   for _, key in ipairs(border) do if nb[key] then common = common + 1 end end
-  local out = { points = {}, only_base = {}, only_new = {}, regressions = 0, counts = {}, duplicates = 0,
+  local out = { points = {}, memory = {}, memory_counts = {}, only_base = {}, only_new = {}, regressions = 0,
+    counts = {}, duplicates = 0,
     with_failed = 0, refused = 0,
     opts = { threshold = o.threshold, noise = o.noise, confidence = o.confidence,
       resamples = o.resamples, seed = o.seed, familywise = o.familywise, points_compared = common,
@@ -645,19 +721,16 @@ function M.compare(base, new, opts)
         point.verdict, point.regression, point.refused = 'UNSURE', false, true
         out.refused = out.refused + 1
         table.insert(notes, 1, 'not compared: ' .. table.concat(refused, '; '))
+      elseif key:match('|memory$') then
+        memory_point(point, sideb.bundles, siden.bundles, o.noise)
       else
         local sb, why_b = sessions_of(sideb.bundles)
         local sn, why_n = sessions_of(siden.bundles)
         if sb and sn then
           local po = {}
           for k, v in pairs(o) do po[k] = v end
-          po.between, po.points = opts.between, o.familywise == false and 1 or common
-          if po.between == nil then
-            local rb, rn = recorded_between(sideb.bundles), recorded_between(siden.bundles)
-            local sd = (rb and rn) and math.max(rb, rn) or rb or rn
-            if sd then po.between = function() return sd, 'the records' end end
-          end
-          if po.between == nil then po.between = opts.device_between end
+          po.points = o.familywise == false and 1 or common
+          po.between = figure_of(figure, sideb.bundles[1], siden.bundles[1])
           local ok, c = pcall(M.compare_sessions, sb, sn, po)
           if not ok and interrupted() then error(c, 0) end -- Ctrl-C stops the command, not one point
           if ok then
@@ -682,8 +755,13 @@ function M.compare(base, new, opts)
         point.hint = table.concat(notes, '; ')
       end
       if point.regression then out.regressions = out.regressions + 1 end
-      out.counts[point.verdict] = (out.counts[point.verdict] or 0) + 1
-      out.points[#out.points + 1] = point
+      if point.metric == 'memory' then
+        out.memory_counts[point.verdict] = (out.memory_counts[point.verdict] or 0) + 1
+        out.memory[#out.memory + 1] = point
+      else
+        out.counts[point.verdict] = (out.counts[point.verdict] or 0) + 1
+        out.points[#out.points + 1] = point
+      end
     end
   end
   for key, n in pairs(nb) do
@@ -693,8 +771,8 @@ function M.compare(base, new, opts)
   return out
 end
 
---- The run-to-run spread of each point found in several sessions: {label, provider, ms, sd (of log
--- session medians), df}. Each run counts once, failed runs not at all, and a point where one run
+--- The run-to-run spread of each point found in several sessions: {label, provider, kernel, ms, sd
+-- (of log session medians), df}. Each run counts once, failed runs not at all, and a point where one run
 -- appears with different data is left out.
 --
 -- For ceilings.noise_figure; scripts/run_noise.lua --from uses it.
@@ -721,7 +799,8 @@ function M.session_spread(bundles)
       local mean, ss = sum / #logs, 0
       for _, l in ipairs(logs) do ss = ss + (l - mean) ^ 2 end
       out[#out + 1] = { label = g.label, provider = g.provider, ms = math.exp(mean),
-        sd = math.sqrt(ss / (#logs - 1)), df = #logs - 1 }
+        sd = math.sqrt(ss / (#logs - 1)), df = #logs - 1,
+        kernel = require('kluabench.record.point').of(side.bundles[1]).kernel }
     end
   end
   return out
@@ -743,7 +822,20 @@ local COLUMNS = {
   { key = 'new_median', title = 'new us', align = 'right', format = us },
   { key = 'ratio', title = 'change', align = 'right', format = pct },
   { key = 'interval', title = 'interval', align = 'right' },
+  { key = 'detectable', title = 'detects', align = 'right',
+    format = function(v) return finite(v) and string.format('>=%.1f%%', v * 100) or '' end },
   { key = 'p', title = 'p (MWU)', align = 'right', format = function(v) return finite(v) and string.format('%.3g', v) or '' end },
+  { key = 'verdict', title = 'verdict' },
+  { key = 'note', title = 'note' },
+}
+
+local MEMORY_COLUMNS = {
+  { key = 'label', title = 'point' },
+  { key = 'provider', title = 'provider' },
+  { key = 'runs', title = 'runs', align = 'right' },
+  { key = 'base_mb', title = 'base MB', align = 'right', format = function(v) return output.cell_number(v, 1) end },
+  { key = 'new_mb', title = 'new MB', align = 'right', format = function(v) return output.cell_number(v, 1) end },
+  { key = 'ratio', title = 'change', align = 'right', format = pct },
   { key = 'verdict', title = 'verdict' },
   { key = 'note', title = 'note' },
 }
@@ -780,7 +872,7 @@ function M.format(result, fmt)
       label = p.label, provider = p.provider,
       runs = string.format('%d/%d', p.base_sessions or p.base_runs, p.new_sessions or p.new_runs),
       base_median = p.base_median, new_median = p.new_median,
-      ratio = p.ratio, p = p.p, verdict = p.verdict, note = note,
+      ratio = p.ratio, p = p.p, verdict = p.verdict, note = note, detectable = p.detectable,
       interval = (finite(p.lo) and finite(p.hi)) and string.format('%s..%s', pct(p.lo), pct(p.hi)) or '',
     }
   end
@@ -791,12 +883,36 @@ function M.format(result, fmt)
     if result.counts[v] then parts[#parts + 1] = result.counts[v] .. ' ' .. v end
   end
   local o = result.opts
-  local lines = { (text:gsub('\n$', '')) }
+  local lines = {}
   local function add(s) lines[#lines + 1] = s end
+  local memory = result.memory or {}
+  if #memory > 0 then
+    local mrows = {}
+    for i, p in ipairs(memory) do
+      mrows[i] = { label = p.label, provider = p.provider, runs = string.format('%d/%d', p.base_runs, p.new_runs),
+        base_mb = p.base_mb, new_mb = p.new_mb, ratio = p.ratio, verdict = p.verdict, note = p.hint }
+    end
+    local mtext = fmt == 'markdown' and output.format_markdown(MEMORY_COLUMNS, mrows)
+      or output.format_table(MEMORY_COLUMNS, mrows)
+    local mparts = {}
+    for _, v in ipairs { 'SMALLER', 'SAME', 'LARGER', 'UNSURE' } do
+      if result.memory_counts[v] then mparts[#mparts + 1] = result.memory_counts[v] .. ' ' .. v end
+    end
+    add('peak memory (MB: 2^20 bytes, the peak allocated around one call, Liger\'s metric):')
+    add((mtext:gsub('\n$', '')))
+    if fmt == 'markdown' then add('') end
+    add(string.format('%d memory point(s): %s. A counted peak, not sampled: SAME within the +-%g%% band, '
+      .. 'else LARGER or SMALLER; never a regression of time.', #memory, table.concat(mparts, ', '), o.noise * 100))
+    if #result.points == 0 then return table.concat(lines, '\n') .. '\n' end
+    add('')
+  end
+  add((text:gsub('\n$', '')))
   if fmt == 'markdown' then add('') end
   add(string.format('%d point(s): %s. %d regression(s) beyond %g%%. Ratio new/base of the mean '
     .. 'session medians, %g%% hierarchical bootstrap interval (sessions, then samples; %d resamples, '
-    .. 'seed %d) widened by the between-session noise for single-session sides%s, noise band +-%g%%.',
+    .. 'seed %d); with 3 or more sessions a side their own spread decides, a side of fewer is widened by '
+    .. 'the between-session noise%s; noise band +-%g%%; "detects": the smallest change the interval '
+    .. 'could have called.',
     #result.points, #parts > 0 and table.concat(parts, ', ') or 'none', result.regressions,
     o.threshold * 100, o.confidence * 100, o.resamples, o.seed,
     o.between and string.format(' (--between %g%%)', o.between * 100) or '', o.noise * 100))

@@ -116,21 +116,34 @@ M.RESULT_COLUMNS = {
   { key = 'mode', title = 'mode' },
   { key = 'provider', title = 'provider' },
   { key = 'workload', title = 'workload' },
-  { key = 'median_ns', title = 'median us', align = 'right', format = us },
-  { key = 'p20_ns', title = 'p20 us', align = 'right', format = us },
-  { key = 'p80_ns', title = 'p80 us', align = 'right', format = us },
-  { key = 'gbps', title = 'GB/s', align = 'right', format = number(1) },
+  -- optional: a table of memory runs alone has no time
+  { key = 'median_ns', title = 'median us', align = 'right', format = us, optional = 'time' },
+  { key = 'p20_ns', title = 'p20 us', align = 'right', format = us, optional = 'time' },
+  { key = 'p80_ns', title = 'p80 us', align = 'right', format = us, optional = 'time' },
+  { key = 'gbps', title = 'GB/s', align = 'right', format = number(1), optional = 'time' },
   { key = 'pct_copy', title = '% of copy', align = 'right', optional = true,
     format = function(v) return M.cell_number(v, 1) or 'n/a' end },
+  { key = 'mem_mb', title = 'peak MB', align = 'right', optional = true, format = number(1) },
+  { key = 'energy_mj', title = 'mJ/call', align = 'right', optional = true,
+    format = function(v) return v == false and 'n/a' or M.cell_number(v, 3) end },
+  { key = 'power_w', title = 'W', align = 'right', optional = true,
+    format = function(v) return v == false and 'n/a' or M.cell_number(v, 0) end },
+  { key = 'sm_mhz', title = 'SM MHz', align = 'right', optional = true,
+    format = function(v) return v == false and 'n/a' or M.cell_number(v, 0) end },
   { key = 'flag', title = 'check', optional = true },
-  { key = 'n', title = 'samples', align = 'right' },
+  { key = 'n', title = 'samples', align = 'right', optional = 'time' },
+  { key = 'sessions', title = 'sessions', align = 'right', optional = true },
   { key = 'ci_pct', title = 'ci95 ±%', align = 'right', optional = true,
-    format = function(v) return M.cell_number(v, 2) or 'n/a' end },
+    format = function(v, row) return (M.cell_number(v, 2) or 'n/a') .. (row.ci_flag and '*' or '') end },
   { key = 'device', title = 'device' },
   { key = 'protocol', title = 'protocol', optional = true },
   { key = 'timer', title = 'backend/timer', optional = true },
   { key = 'flags', title = 'flags', optional = true },
 }
+
+--- How far past the copy floor a median may be before the table flags it `<floor`: the copy ceiling's
+-- own spread (check.CEILING_SPREAD).
+M.CEILING_SPREAD = require('kluabench.kernels.check').CEILING_SPREAD
 
 --- Results with fewer samples than this are flagged `n<5` in the table.
 M.MIN_SAMPLES = 5
@@ -139,8 +152,12 @@ M.MIN_SAMPLES = 5
 M.FLAGS = {
   ['n<5'] = 'fewer than 5 samples: the median and its interval mean little',
   ['!conv'] = 'the stopping rule sought a noise target (rse_median) and ended without reaching it',
-  ['<floor'] = 'the median beats the roofline floor of its bytes and flops (the copy ceiling): '
-    .. 'the measurement or the cost model is wrong',
+  ['<floor'] = 'the median beats the roofline floor of its bytes and flops (the copy ceiling) by more than '
+    .. 'the ceiling\'s own spread: the measurement or the cost model is wrong',
+  ['ci=range'] = 'the ci95 (marked *) is the samples\' whole [min, max]: too few samples for the order '
+    .. 'statistics of the median, so the interval says little',
+  ['ci~1'] = 'the ci95 (marked *) is set by one outlier: without the sample farthest from the median it is '
+    .. 'less than half as wide',
 }
 
 -- "cuda/cuda_events": the point's backend and its protocol's timer.
@@ -150,12 +167,32 @@ local function timer_text(p)
 end
 
 -- The relative half-width (%) of the 95 % interval of the median of the
--- recorded samples (inference.rse_median's interval); nil with fewer than 2.
+-- recorded samples (inference.rse_median's interval), and what to mind about
+-- it (space separated, or nil): "ci=range" when the interval's ranks reach
+-- the first or the last sample (few samples: the interval is clamped to
+-- [min, max]), "ci~1" when one outlier sets it (without the sample farthest
+-- from the median the interval is less than half as wide); nil with fewer
+-- than 2 samples.
 local function ci_percent(values)
   if type(values) ~= 'table' or #values < 2 then return nil end
-  local _, med, lo, hi = inference.rse_median(values, { confidence = 0.95 })
+  local n = #values
+  local sorted = {}
+  for i = 1, n do sorted[i] = values[i] end
+  table.sort(sorted)
+  local _, med, lo, hi = inference.rse_median(sorted, { confidence = 0.95, sorted = true })
   if not med or med <= 0 then return nil end
-  return 100 * (hi - lo) / (2 * med)
+  local l, u = inference.median_ci_ranks(n, 0.95)
+  local flags = {}
+  if l <= 1 or u >= n then flags[#flags + 1] = 'ci=range' end
+  if n >= 3 then
+    -- the interval without the one sample farthest from the median
+    local rest = {}
+    local drop = (med - sorted[1] > sorted[n] - med) and 1 or n
+    for i = 1, n do if i ~= drop then rest[#rest + 1] = sorted[i] end end
+    local _, _, lo2, hi2 = inference.rse_median(rest, { confidence = 0.95, sorted = true })
+    if (hi2 - lo2) < 0.5 * (hi - lo) then flags[#flags + 1] = 'ci~1' end
+  end
+  return 100 * (hi - lo) / (2 * med), #flags > 0 and table.concat(flags, ' ') or nil
 end
 
 -- True when the run's stopping rule aimed at a noise target (rse_median,
@@ -179,39 +216,128 @@ local function flags_of(row, p)
   if not_converged(ex.stop, ex.stopping) then f[#f + 1] = '!conv' end
   -- set by whoever checks the median against the copy floor; a percentage
   -- of the floor above 100 says the same
-  if p.implausible or (type(p.pct_floor) == 'number' and p.pct_floor > 100) then f[#f + 1] = '<floor' end
+  if p.implausible or (type(p.pct_floor) == 'number' and p.pct_floor > 100 * (1 + M.CEILING_SPREAD)) then
+    f[#f + 1] = '<floor'
+  end
+  if row.ci_flag then f[#f + 1] = row.ci_flag end
   return #f > 0 and table.concat(f, ' ') or nil
 end
 
---- One row per bundle for output.RESULT_COLUMNS (kernel, mode, provider, workload, median/p20/p80
--- us, GB/s, % of copy, check (the run's status when it is not passed), samples, ci95 ±% (the 95 %
--- interval of the median over the median), device, protocol, backend/timer, flags: n<5, !conv,
--- <floor as output.FLAGS explains; the optional columns are left out of the tables when no row has
--- them).
+-- One row of a bundle, and its point. energy: fill the energy columns (false: "n/a").
+local function row_of(b, energy)
+  local p = require('kluabench.record.point').of(b)
+  local row = {
+    kernel = p.kernel, mode = p.mode, provider = p.provider, workload = p.id, device = p.device,
+    protocol = p.protocol, timer = timer_text(p), median_ns = p.median_ns,
+    gbps = p.gbps, pct_copy = p.pct_copy, n = p.n,
+    mem_mb = p.metric == 'memory' and p.memory_median or nil,
+  }
+  if energy and p.metric ~= 'memory' then
+    row.energy_mj = p.energy_j and p.energy_j * 1000 or false
+    row.power_w, row.sm_mhz = p.power_w or false, p.sm_mhz or false
+  end
+  row.p20_ns, row.p80_ns = p.p20_ns, p.p80_ns
+  row.ci_pct, row.ci_flag = ci_percent(p.samples_ms)
+  if p.status and p.status ~= 'passed' then
+    row.flag = p.status == 'suspected_reward_hack' and 'IMPLAUSIBLE' or p.status
+  end
+  if not row.gbps and p.bytes and row.median_ns and row.median_ns > 0 then row.gbps = p.bytes / row.median_ns end
+  row.flags = flags_of(row, p)
+  return row, p
+end
+
+-- The columns whose per-session values an aggregated row averages.
+local AVERAGED = { 'gbps', 'pct_copy', 'p20_ns', 'p80_ns', 'energy_mj', 'power_w', 'sm_mhz' }
+
+-- The one row of the sessions of a point (rows and points of each): the mean of the session
+-- medians (as compare takes it), p20/p80 of the pooled samples, the samples summed, the session
+-- count, and as ci95 the t interval of that mean over the sessions (their spread is the noise
+-- that counts from run to run); the flags of any session, the ci ones left out.
+local function aggregate(rows, points)
+  local R = #rows
+  local out = {}
+  for k, v in pairs(rows[1]) do out[k] = v end
+  local sum, logs, n, pooled, all_samples = 0, {}, 0, {}, true
+  local sums = {}
+  for i, row in ipairs(rows) do
+    sum = sum + row.median_ns
+    logs[i] = math.log(row.median_ns)
+    n = n + (row.n or 0)
+    local xs = points[i].samples_ms
+    if type(xs) == 'table' and #xs > 0 then table.move(xs, 1, #xs, #pooled + 1, pooled) else all_samples = false end
+    for _, f in ipairs(AVERAGED) do
+      if type(row[f]) == 'number' and sums[f] ~= false then sums[f] = (sums[f] or 0) + row[f] else sums[f] = false end
+    end
+  end
+  out.median_ns, out.n, out.sessions = sum / R, n, R
+  for _, f in ipairs(AVERAGED) do
+    if sums[f] then out[f] = sums[f] / R elseif rows[1][f] == false then out[f] = false else out[f] = nil end
+  end
+  if all_samples then
+    local q = require('kluabench.stats').quantiles(pooled, { 0.2, 0.8 })
+    out.p20_ns, out.p80_ns = q[1] * 1e6, q[2] * 1e6
+  end
+  local mean = 0
+  for _, l in ipairs(logs) do mean = mean + l / R end
+  local ss = 0
+  for _, l in ipairs(logs) do ss = ss + (l - mean) ^ 2 end
+  out.ci_pct = 100 * inference.t_quantile(0.975, R - 1) * math.sqrt(ss / (R - 1)) / math.sqrt(R)
+  out.ci_flag = nil
+  local seen, flags = {}, {}
+  if n < M.MIN_SAMPLES then flags[1], seen['n<' .. M.MIN_SAMPLES] = 'n<' .. M.MIN_SAMPLES, true end
+  for _, row in ipairs(rows) do
+    for f in (row.flags or ''):gmatch('%S+') do
+      if not seen[f] and not f:match('^ci') and not f:match('^n<') then seen[f] = true; flags[#flags + 1] = f end
+    end
+  end
+  out.flags = #flags > 0 and table.concat(flags, ' ') or nil
+  return out
+end
+
+--- One row per point for output.RESULT_COLUMNS (kernel, mode, provider, workload, median/p20/p80
+-- us, GB/s, % of copy, peak MB (a memory run), mJ/call, W and SM MHz (with opts.metrics.energy;
+-- "n/a" where the record has none), check (the run's status when it is not passed), samples,
+-- sessions, ci95 ±%
+-- (the 95 % interval of the median over the median, marked * when it says little), device,
+-- protocol, backend/timer, flags: n<5, !conv, <floor, ci=range, ci~1 as output.FLAGS explains; the
+-- optional columns are left out of the tables when no row has them).
 --
--- @signature report.results_rows(bundles) -> rows
+-- The passed sessions of one point (a sweep with --runs N) make one row: the mean of their medians,
+-- the pooled p20/p80, the samples summed, the session count, and as ci95 the t interval of that mean
+-- over the sessions. opts.sessions = true gives one row per bundle instead (each session apart);
+-- opts.metrics = {energy = true} adds the energy columns.
+--
+-- @signature report.results_rows(bundles [, opts]) -> rows
 -- @example
 --   local rows = report.results_rows(bundles)
-function M.results_rows(bundles)
-  local point = require 'kluabench.record.point'
-  local rows = {}
-  for i, b in ipairs(bundles) do
-    local p = point.of(b)
-    local row = {
-      kernel = p.kernel, mode = p.mode, provider = p.provider, workload = p.id, device = p.device,
-      protocol = p.protocol, timer = timer_text(p), median_ns = p.median_ns,
-      gbps = p.gbps, pct_copy = p.pct_copy, n = p.n,
-    }
-    row.p20_ns, row.p80_ns = p.p20_ns, p.p80_ns
-    row.ci_pct = ci_percent(p.samples_ms)
-    if p.status and p.status ~= 'passed' then
-      row.flag = p.status == 'suspected_reward_hack' and 'IMPLAUSIBLE' or p.status
+function M.results_rows(bundles, opts)
+  local rows, points = {}, {}
+  local energy = opts and type(opts.metrics) == 'table' and opts.metrics.energy
+  for i, b in ipairs(bundles) do rows[i], points[i] = row_of(b, energy) end
+  if opts and opts.sessions then return rows end
+  -- the passed sessions of one point, in the order their first one came
+  local groups, order = {}, {}
+  for i, row in ipairs(rows) do
+    local p = points[i]
+    local key
+    if not row.flag and p.session.count > 1 and type(row.median_ns) == 'number' and row.median_ns > 0 then
+      key = table.concat({ tostring(p.digests.workload or p.id), tostring(p.kernel), tostring(p.mode),
+        tostring(p.provider), tostring(p.device), tostring(p.protocol), tostring(p.digests.protocol) }, '|')
     end
-    if not row.gbps and p.bytes and row.median_ns and row.median_ns > 0 then row.gbps = p.bytes / row.median_ns end
-    row.flags = flags_of(row, p)
-    rows[i] = row
+    if key and groups[key] then
+      table.insert(groups[key].rows, row)
+      table.insert(groups[key].points, p)
+    else
+      local g = { rows = { row }, points = { p } }
+      if key then groups[key] = g end
+      order[#order + 1] = g
+    end
   end
-  return rows
+  local out = {}
+  for _, g in ipairs(order) do
+    out[#out + 1] = #g.rows > 1 and aggregate(g.rows, g.points) or g.rows[1]
+  end
+  return out
 end
 
 -- M.RESULT_COLUMNS without the optional columns that no row fills.
@@ -229,8 +355,10 @@ end
 
 local function result_columns(rows)
   local cols, heading = {}, {}
+  local timed = false
+  for _, row in ipairs(rows) do timed = timed or row.mem_mb == nil end
   for _, col in ipairs(M.RESULT_COLUMNS) do
-    local used = not col.optional
+    local used = not col.optional or (col.optional == 'time' and timed)
     for _, row in ipairs(rows) do
       if used then break end
       used = row[col.key] ~= nil
@@ -248,22 +376,24 @@ end
 --- The aligned terminal table of a list of bundles; the device, protocol and backend/timer that
 -- every row shares (and the kernel) are said once, in a line above it.
 --
--- @signature report.results_table(bundles) -> text
+-- opts: as report.results_rows (sessions = true: one row per session).
+--
+-- @signature report.results_table(bundles [, opts]) -> text
 -- @example
 --   io.write(report.results_table(bundles))
-function M.results_table(bundles)
-  local rows = M.results_rows(bundles)
+function M.results_table(bundles, opts)
+  local rows = M.results_rows(bundles, opts)
   local cols, heading = result_columns(rows)
   return (heading and (heading .. '\n') or '') .. M.format_table(cols, rows)
 end
 
 --- The markdown table of a list of bundles.
 --
--- @signature report.results_markdown(bundles) -> text
+-- @signature report.results_markdown(bundles [, opts]) -> text
 -- @example
 --   io.write(report.results_markdown(bundles))
-function M.results_markdown(bundles)
-  local rows = M.results_rows(bundles)
+function M.results_markdown(bundles, opts)
+  local rows = M.results_rows(bundles, opts)
   local cols, heading = result_columns(rows)
   return (heading and (heading .. '\n\n') or '') .. M.format_markdown(cols, rows)
 end

@@ -76,6 +76,9 @@ local HOOKS = { 'setup', 'run' }
 local OPTIONAL_HOOKS = { 'validate', 'shared', 'check', 'cost', 'record', 'implementation' }
 local PROTOCOLS = { 'do_bench', 'cold', 'hot', 'graph' }
 local FORMATS = { 'table', 'markdown', 'jsonl', 'kernelindex', 'liger-csv' }
+-- what is measured (Liger's metric_name), and what may be measured beside the time
+local METRICS = { 'speed', 'memory' }
+local EXTRA_METRICS = { 'energy' }
 
 local function option_name(axis) return (axis:gsub('_', '-')) end
 
@@ -183,7 +186,16 @@ Measurement:
   --rep-ms MS         do_bench repetition time (default %s)
   --warmup-ms MS      do_bench warm-up time (default %s)
   --runs N            measure every point in N independent sessions (fresh inputs,
-                      interleaved with the other points); records say which session
+                      interleaved with the other points); records say which session;
+                      the table shows one row per point (the mean of the session
+                      medians, the session count, ci95 over the sessions)
+  --sessions          the table shows each session of a point on a row of its own
+  --metric M          speed (default: the time) or memory (Liger's memory metric:
+                      the peak device memory allocated around one call, MB, 10
+                      calls, median/p20/p80; a run of its own, no time)
+  --metrics energy    also the energy per call (NVML's counter over windows of
+                      1 s, 3 of them), the power and the SM clock, in the records
+                      and the table (GPU only: on cpu the records say why not)
   --timeout S         the most seconds one session (point, provider, mode) may take:
                       cold, hot and graph stop sampling at it, and a session (or a
                       check) that ran past it is recorded with status timeout
@@ -298,7 +310,7 @@ local function parse(d, args)
   local spec = { help = 'flag', ['list-points'] = 'flag', sweep = 'value', dtype = 'value', mode = 'value',
     provider = 'value', protocol = 'value', format = 'value', out = 'value', samples = 'value', ['rep-ms'] = 'value',
     ['warmup-ms'] = 'value', runs = 'value', shard = 'value', timeout = 'value', history = 'value',
-    aliases = { h = 'help' } }
+    sessions = 'flag', metric = 'value', metrics = 'value', aliases = { h = 'help' } }
   for _, a in ipairs(d.axes) do spec[option_name(a.name)] = 'value' end
   local raw, rest = require('kluabench.io.args').parse_args(args, spec)
   if not raw then usage_error(d.name, '%s', rest) end
@@ -308,7 +320,8 @@ local function parse(d, args)
     -- an empty path names no file: say so before anything is measured
     if raw[opt] == '' then usage_error(d.name, "option '--%s' needs a path, got an empty string", opt) end
   end
-  local o = { list_points = raw['list-points'], out = raw.out, samples = raw.samples, history = raw.history, axes = {} }
+  local o = { list_points = raw['list-points'], out = raw.out, samples = raw.samples, history = raw.history, axes = {},
+    sessions = raw.sessions }
   for _, a in ipairs(d.axes) do
     local v = raw[option_name(a.name)]
     if v then o.axes[a.name] = int_list(d.name, option_name(a.name), v, a.max) end
@@ -331,6 +344,15 @@ local function parse(d, args)
     d.providers)
   o.protocol = choice(d.name, 'protocol', raw.protocol or 'do_bench', PROTOCOLS)[1]
   o.format = choice(d.name, 'format', raw.format or 'table', FORMATS)[1]
+  o.metric = choice(d.name, 'metric', raw.metric or 'speed', METRICS)[1]
+  o.metrics = {}
+  if raw.metrics then
+    for _, m in ipairs(choice_list(d.name, 'metrics', raw.metrics, EXTRA_METRICS)) do o.metrics[m] = true end
+    if o.metric == 'memory' then
+      usage_error(d.name, "option '--metrics %s' goes with the time (--metric speed), not with --metric memory",
+        raw.metrics)
+    end
+  end
   -- a day of repetition per point is more than anyone means; the bound keeps
   -- a typo from growing the sample buffer until the machine runs out
   o.rep_ms = raw['rep-ms'] and positive_number(d.name, 'rep-ms', raw['rep-ms'], 86400e3) or d.rep_ms or 400
@@ -712,7 +734,9 @@ end
 -- process's file written since is not overwritten).
 local function write_results(d, o, bundles, path, samples, claim)
   local output = require 'kluabench.report'
-  local table_text = o.format == 'markdown' and output.results_markdown(bundles) or output.results_table(bundles)
+  local topts = { sessions = o.sessions, metrics = o.metrics }
+  local table_text = o.format == 'markdown' and output.results_markdown(bundles, topts)
+    or output.results_table(bundles, topts)
   if o.format == 'table' or o.format == 'markdown' then
     local ok, err = require('kluabench.io.files').write_stdout(table_text)
     if not ok then fail(d.name, 'cannot write %s', err) end
@@ -787,6 +811,7 @@ end
 ---------------------------------------------------------------------------
 
 local function make_protocol(o)
+  if o.metric == 'memory' then return require('kluabench.measure.memory').protocol() end
   if o.protocol == 'do_bench' then
     return require('kluabench.measure.do_bench').do_bench_protocol { warmup_ms = o.warmup_ms, rep_ms = o.rep_ms, quantiles = { 0.5, 0.2, 0.8 } }
   end
@@ -931,9 +956,19 @@ local function session(d, ctx, p, provider, mode, run_index, checked)
   local ok, result = pcall(function()
     local fn = call_run(d, p, provider, mode, inputs)
     -- the deadline is checked between samples (a call that never returns is not stopped)
+    if ctx.o.metric == 'memory' then
+      -- Liger's memory metric: the peak allocated around one call (measure/memory.lua), no time
+      return { samples = {}, used = {}, protocol = ctx.protocol,
+        memory = require('kluabench.measure.memory').peak(fn) }
+    end
     local run_ctx = limit_ns and require('kluabench.measure.device').device() or nil
     if run_ctx then run_ctx.deadline_ns = t0 + limit_ns end
-    return ctx.protocol:run(fn, run_ctx)
+    local r = ctx.protocol:run(fn, run_ctx)
+    if ctx.o.metrics.energy then
+      -- joules per call over NVML's windows, after the time (measure/energy.lua)
+      r.energy = require('kluabench.measure.energy').measure(fn, { call_ms = r.summary and r.summary.median })
+    end
+    return r
   end)
   free_tensors(inputs, keep)
   for _, s in ipairs(sets) do free_tensors(s, keep) end

@@ -12,19 +12,26 @@ of each point. Every bundle of a point is one measurement session (a sweep
 run with --runs N has N); a side's time is the mean of its sessions' medians.
 The ratio NEW / BASE gets a confidence interval from a hierarchical bootstrap
 (sessions resampled, then the samples within them), so that the shift from
-one run to the next counts, not only the spread inside one run. A side with
-a single session shows no such shift: its interval is widened by the
-device's between-session noise figure (--between, else the sessionNoise the
-records carry, else this device's cache, filled by kluabench
-scripts/run_noise.lua); with none, the point is UNSURE. The Mann-Whitney U
-test's p-value on the pooled samples is shown beside it. Verdicts:
+one run to the next counts, not only the spread inside one run. With 3 or
+more sessions on both sides (--runs 3), the spread those sessions show is the
+run-to-run noise, with Student's t for its few degrees of freedom, and
+nothing stored overrides it. A side of fewer sessions cannot show it: its
+interval is widened by a between-session figure at the point's time scale:
+--between, else the figure this machine's cache holds for the records' device
+(per kernel where measured; kluabench scripts/run_noise.lua measures it; its
+90 % upper bound is used, so a figure from few sessions errs wide), else a
+conservative default (the largest spread measured on our H200s at that time
+scale: 6 % at 7 us, 2.2 % at 50 us, 0.7 % from 100 us; docs/MEASUREMENT.md).
+The figure a record was made under is shown in it, never reused. The
+Mann-Whitney U test's p-value on the pooled samples is shown beside it.
+Verdicts:
   SAME    the whole interval lies within the noise band (+-1 % by default)
-  FASTER  the whole interval lies below the band (hi < 1 - noise)
-  SLOWER  the whole interval lies above the band (lo > 1 + noise)
-  UNSURE  the interval reaches past the band but starts or ends inside it,
-          fewer than 5 samples on a side, or no between-session figure; a
-          hint says why (too few samples, unstable clocks, a run that did
-          not converge)
+  FASTER  the interval lies below the band  SLOWER  the interval lies above it
+  UNSURE  no evidence either way: the interval reaches past the band, or
+          fewer than 5 samples on a side; a hint says why
+Every row shows the smallest change its interval could have called
+("detects >= x%"): with one session a side and the default figure about 19 %
+at 7 us, 7 % at 50 us and 3 % from 100 us.
 Each run counts once: a bundle found again (the same run name, externalId
 or evidence digest, with the same data) is a duplicate, dropped and counted
 in a note, so a file concatenated with itself changes nothing. A run whose
@@ -48,20 +55,31 @@ finite positive number.
                   default, with m points in common, each is at 1 - (1 - C) / m,
                   so that a whole comparison reads a change that is not there
                   no more often than 1 - C)
-  --between SD    the between-session noise to assume for a single-session
-                  side: the sd of log(session median), e.g. 0.01 (overrides
-                  the records and the cache)
+  --between SD    the between-session noise to assume for a side of fewer
+                  than 3 sessions: the sd of log(session median), e.g. 0.01
+                  (instead of the cache's figure or the default)
+  --match A=B,... match BASE's provider A with NEW's provider B (e.g.
+                  liger=fused,huggingface=reference to line Liger's rows, from
+                  import-liger, up with ours)
   --format F      table (default), markdown or json
+
+Memory runs (Liger's memory rows, or the harness's --metric memory) are
+matched among themselves and compared in a table of their own: the peak MB
+of each side (the mean over its runs), the change, and SAME within the noise
+band, else LARGER or SMALLER (a counted peak has no interval, and is never a
+regression).
 
 Exit status: 0 no regression, 1 a regression beyond the threshold, 2 usage
 error, unreadable files or no point in common.]]
 
-M.USAGE = 'kluabench compare BASE NEW [--threshold T] [--noise N] [--between SD] [--per-point] [--format table|markdown|json]'
+M.USAGE = 'kluabench compare BASE NEW [--threshold T] [--noise N] [--between SD] [--per-point] [--match A=B,...] '
+  .. '[--format table|markdown|json]'
 
 local function usage_error(fmt, ...) return require('kluabench.cli.helpers').usage_error('compare', fmt, ...) end
 
 local SPEC = { threshold = 'value', noise = 'value', confidence = 'value', resamples = 'value',
-  seed = 'value', between = 'value', format = 'value', ['per-point'] = 'flag', help = 'flag', aliases = { h = 'help' } }
+  seed = 'value', between = 'value', format = 'value', ['per-point'] = 'flag', match = 'value', help = 'flag',
+  aliases = { h = 'help' } }
 
 -- The options of args, or nil, message.
 local function parse(args) return require('kluabench.cli.helpers').parse_args(args, SPEC) end
@@ -76,25 +94,6 @@ local function number_opt(opts, name, lo, hi, integer)
       integer and 'an integer' or 'a number', lo, hi, v)
   end
   return x
-end
-
--- The between-session noise figure of this device's cache, as a function
--- of ms for compare.compare, when every bundle was measured on a device of
--- this one's name; else nil.
-local function device_between(...)
-  local env = require 'kluabench.record.env'
-  local ceilings = require 'kluabench.measure.ceilings'
-  local here = env.local_device_name()
-  if not here then return nil end
-  for i = 1, select('#', ...) do
-    for _, b in ipairs(select(i, ...)) do
-      local okn, name = pcall(env.device_name, type(b.environment) == 'table' and b.environment or nil)
-      if not okn or name ~= here then return nil end
-    end
-  end
-  local fig = ceilings.usable_noise(ceilings.lookup(require('kluabench.core').device_info()))
-  if not fig then return nil end
-  return function(ms) return ceilings.noise_at(fig, ms), 'this device\'s cache' end
 end
 
 --- Runs the command; args are the words after 'compare'. Returns the exit status.
@@ -127,10 +126,19 @@ function M.run(args)
     io.stderr:write('kluabench compare: ', err2, '\n')
     return 2
   end
-  o.device_between = device_between(base, new)
   if opts['per-point'] then o.familywise = false end
+  if opts.match then
+    o.match = {}
+    for pair in (opts.match .. ','):gmatch('([^,]*),') do
+      local a, b = pair:match('^([^=]+)=([^=]+)$')
+      if not a then
+        return usage_error("--match takes BASE=NEW provider pairs separated by commas (liger=fused), got '%s'", pair)
+      end
+      o.match[a] = b
+    end
+  end
   local result = compare.compare(base, new, o)
-  if #result.points == 0 then
+  if #result.points == 0 and #result.memory == 0 then
     io.stderr:write(string.format('kluabench compare: no point of %s is in %s (points match by '
       .. 'workload digest and provider)\n', rest[1], rest[2]))
     return 2

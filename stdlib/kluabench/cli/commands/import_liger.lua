@@ -7,7 +7,7 @@ local writer = require 'kluabench.record.writer'
 
 local M = {}
 
-M.USAGE = 'kluabench import-liger CSV... [--out DIR | --jsonl FILE] [--keep] [--liger-commit SHA]'
+M.USAGE = 'kluabench import-liger CSV... [--out DIR | --jsonl FILE] [--speed-only] [--keep] [--liger-commit SHA]'
 
 M.help = [[
 Reads the CSV that Liger-Kernel's benchmark scripts write (header
@@ -20,13 +20,20 @@ ExecutionEnvironment and BenchmarkRun, and so the same digests; a speed row
 becomes a latency record (ns = round(ms x 1e6)). The input is only parsed,
 never executed.
 
-Rows kernelindex's importer skips are skipped and counted by reason on stderr:
-memory rows, kernels it does not curate (and those it curates that kluabench
+Liger's memory rows (metric_name memory: the peak MB of a pass), which
+kernelindex's importer skips, are kept as runs of our own: the same workload,
+implementation and environment documents as the speed rows, our own protocol
+of Liger's memory probe, the run labelled not_reproduced, its figures as
+memory measurements in MB, so that compare and plot line our --metric memory
+runs up with them. The speed rows are exactly the importer's either way;
+--speed-only skips the memory rows as the importer does.
+
+Rows kernelindex's importer skips are otherwise skipped and counted by reason
+on stderr: kernels it does not curate (and those it curates that kluabench
 does not reproduce), unknown providers, modes and GPUs, and a row repeating a
 run already imported (the same externalId, in any of the files). With --keep,
-memory rows and rows of GPUs it does not know are kept as valid documents of
-our own, labelled not_reproduced (their digests are kluabench's, not
-kernelindex's).
+rows of GPUs it does not know are kept as valid documents of our own,
+labelled not_reproduced (their digests are kluabench's, not kernelindex's).
 
   --out DIR            write one pretty JSON file per row into DIR (created when
                        missing), named after the run's metadata.name:
@@ -35,7 +42,8 @@ kernelindex's).
   --jsonl FILE         append every bundle as one line to FILE ('-': stdout);
                        one of the CSV files is refused (a usage error)
   (neither)            JSON Lines on stdout
-  --keep               keep memory rows and unknown GPUs as documents of our own
+  --speed-only         skip the memory rows, as kernelindex's importer does
+  --keep               keep rows of unknown GPUs as documents of our own
   --liger-commit SHA   the Liger-Kernel commit the OperationSpecs cite (metadata
                        only; default the CSV's commit when the schemas were
                        copied, record/liger.lua's COMMIT)
@@ -66,10 +74,11 @@ local BROKEN = { invalid = true }
 -- named, since a row of a kernel we reproduce was meant to import.
 local NAMED = { unknown_config = true }
 
--- Options: returns {out = DIR, jsonl = FILE, keep, help, ['liger-commit']}, list of CSV paths; or nil, msg.
+-- Options: returns {out = DIR, jsonl = FILE, keep, ['speed-only'], help, ['liger-commit']}, list of CSV paths;
+-- or nil, msg.
 local function parse(args)
-  return cli.parse_args(args, { out = 'value', jsonl = 'value', keep = 'flag', ['liger-commit'] = 'value',
-    help = 'flag', aliases = { h = 'help' } })
+  return cli.parse_args(args, { out = 'value', jsonl = 'value', keep = 'flag', ['speed-only'] = 'flag',
+    ['liger-commit'] = 'value', help = 'flag', aliases = { h = 'help' } })
 end
 
 --- Runs the command on the words after "import-liger"; returns the exit status.
@@ -105,7 +114,8 @@ function M.main(args)
     else
       for _, row in ipairs(rows) do
         cli.stop_if_interrupted()
-        local bundle, why, berr = liger.row_to_bundle(row, { keep = opts.keep, commit = commit and commit:lower() })
+        local bundle, why, berr = liger.row_to_bundle(row, { keep = opts.keep, memory = not opts['speed-only'],
+          commit = commit and commit:lower() })
         if bundle then
           local id = bundle.run.spec.sourceNative.externalId
           if runs[id] then
