@@ -66,7 +66,7 @@ end
 
 local protocol
 if protocol_name == 'do_bench' then
-  protocol = kb.bench.do_bench_protocol { rep_ms = 400, quantiles = { 0.5, 0.2, 0.8 } }
+  protocol = kb.do_bench.do_bench_protocol { rep_ms = 400, quantiles = { 0.5, 0.2, 0.8 } }
 else
   protocol = kb.measure.protocol(protocol_name, { quantiles = { 0.5, 0.2, 0.8 } })
 end

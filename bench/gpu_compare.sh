@@ -28,7 +28,7 @@
 #   ours_rope.jsonl         our rope bundles
 #   peers.csv               Liger's CSV of both kernels' peers plus the `copy` rows
 #   table.md                the merged tables (printed before the summary)
-# Time plan (from bench/results/2026-12-02-h200/log.txt, an H200: the llama4_rope sweep of 48
+# Time plan (from evidence/2026-12-02-h200/log.txt, an H200: the llama4_rope sweep of 48
 # points took 67 s, 24 s of it in do_bench (0.5 s a point at rep 400 ms) and the rest in setup
 # and the cpu reference checks; the CUDA-graph point 1 s; the peers 76 s, 41 s of it imports,
 # checks and torch.compile's compilation, 35 s timing 72 cells and the copies): wheels and

@@ -1,7 +1,7 @@
 -- The false-alarm rate and the detection power of `kluabench history check`
 -- (kluabench.history.detect, the method itself), on simulated series whose
 -- noise comes from real GPU sessions: the H200 A/A files of
--- bench/results/2026-12-02-s3-h200-aa (9 sessions of the same sweep, read
+-- evidence/2026-12-02-s3-h200-aa (9 sessions of the same sweep, read
 -- with the current reader through kluabench.history.point).
 --
 -- A simulated commit is one real session, drawn at random, its raw samples
@@ -23,7 +23,7 @@
 --          the code?
 --
 -- Usage: build/kluabench bench/history_power.lua [--trials N] [--seed N]
--- (writes a report to stdout; bench/results/history-power.txt is its output)
+-- (writes a report to stdout; evidence/history-power.txt is its output)
 local point = require 'kluabench.history.point'
 local detect = require 'kluabench.history.detect'
 local prng = require 'kluabench.stats.prng'

@@ -6,11 +6,11 @@
 -- bundles from a JSON Lines file (the reading of the file included).
 --
 -- The bundles are the first H200 bundle of
--- bench/results/2026-12-02-s3-h200-aa/aa1-a.jsonl with fresh samples (20
+-- evidence/2026-12-02-s3-h200-aa/aa1-a.jsonl with fresh samples (20
 -- each), a time and a workload digest of their own.
 --
 -- Usage: build/kluabench bench/history_scale.lua [--bundles N] [--db PATH] [--file-bundles N]
--- (bench/results/history-scale.txt is its output on the 2-core CI machine)
+-- (evidence/history-scale.txt is its output on the 2-core CI machine)
 local kb = require 'kluabench'
 local history = require 'kluabench.history'
 local point = require 'kluabench.history.point'
@@ -30,7 +30,7 @@ local DB = opts.db or (dir .. '/scale.db')
 
 local root = arg[0]:match('^(.*)/bench/[^/]*$') or '.'
 local templates = {}
-for _, b in ipairs(assert(point.read(root .. '/bench/results/2026-12-02-s3-h200-aa/aa1-a.jsonl'))) do
+for _, b in ipairs(assert(point.read(root .. '/evidence/2026-12-02-s3-h200-aa/aa1-a.jsonl'))) do
   local provider = kb.point.of(b).provider
   templates[provider] = templates[provider] or b
 end

@@ -27,7 +27,7 @@ print(string.format('device %s, copy ceiling %.0f GB/s (%s, %d samples)', kb.dev
   ceiling.method, ceiling.samples))
 
 local function median_ms(fn)
-  local q = kb.bench.do_bench(fn, { rep_ms = rep_ms, quantiles = { 0.5 } })
+  local q = kb.do_bench.do_bench(fn, { rep_ms = rep_ms, quantiles = { 0.5 } })
   return q
 end
 

@@ -19,7 +19,7 @@ print(string.format('%s, %d cores; q+k = %.1f MB, traffic %.1f MB', info.name, i
   (q:nbytes() + k:nbytes()) / 1e6, 2 * (q:nbytes() + k:nbytes()) / 1e6))
 local res = {}
 for _, c in ipairs(cases) do
-  local cold = kb.bench.do_bench(c[2], { rep_ms = rep_ms, quantiles = { 0.5 } })
+  local cold = kb.do_bench.do_bench(c[2], { rep_ms = rep_ms, quantiles = { 0.5 } })
   local hot = kb.measure.run('hot', c[2], { stop = 50 }).summary.median
   res[#res + 1] = { c[1], cold, hot }
   print(string.format('%-22s do_bench median %8.3f ms   hot median %8.3f ms', c[1], cold, hot))

@@ -4,13 +4,13 @@
 --   build/kluabench bench/triton_cubin.lua DIR [--once]
 --
 -- The kernel is checked against kb.rope.llama4_fwd on fresh seeds (kb.check)
--- and timed by kb.bench.do_bench (mean and median, as triton's do_bench
+-- and timed by kb.do_bench.do_bench (mean and median, as triton's do_bench
 -- reports them); Python's numbers come from DIR/python.json. With --once (one
 -- round of bench/triton_alternate.py, which checked the kernel in its first
--- round) only the median of one kb.bench.do_bench is printed, as a JSON line
+-- round) only the median of one kb.do_bench.do_bench is printed, as a JSON line
 -- {"median_ms": ..., "mean_ms": ...}.
 local kb = require 'kluabench'
-local check = require 'kluabench.check'
+local check = require 'kluabench.kernels.check'
 local record = require 'kluabench.record'
 
 local dir = arg[1] or 'build/triton_rope'
@@ -46,8 +46,8 @@ if once then
   local k = kb.randn({ 1, seq, py.kv_heads, dim }, 'bf16', 2)
   local qo, ko = kb.empty(q.shape, 'bf16'), kb.empty(k.shape, 'bf16')
   local fn = function() launch(q, qo, py.q_heads); launch(k, ko, py.kv_heads) end
-  local median = kb.bench.do_bench(fn, { return_mode = 'median' })
-  local mean = kb.bench.do_bench(fn)
+  local median = kb.do_bench.do_bench(fn, { return_mode = 'median' })
+  local mean = kb.do_bench.do_bench(fn)
   print(string.format('{"median_ms": %.9g, "mean_ms": %.9g}', median, mean))
   os.exit(0)
 end
@@ -67,9 +67,9 @@ print('check against kb.rope.llama4_fwd: ' .. report.message)
 
 local s = c.state
 local fn = function() c.run(s) end
-local mean = kb.bench.do_bench(fn)
-local median = kb.bench.do_bench(fn, { return_mode = 'median' })
-local builtin = kb.bench.do_bench(function() kb.rope.llama4_fwd(s.q, s.k, freqs) end, { return_mode = 'median' })
+local mean = kb.do_bench.do_bench(fn)
+local median = kb.do_bench.do_bench(fn, { return_mode = 'median' })
+local builtin = kb.do_bench.do_bench(function() kb.rope.llama4_fwd(s.q, s.k, freqs) end, { return_mode = 'median' })
 local after_ok, after = c:recheck()
 print('recheck: ' .. after.message)
 local a = tk.kernel:attributes()
@@ -78,7 +78,7 @@ print(string.format('%s: Triton %s, num_warps %d, shared %d B, %d registers', py
 print(string.format('\n| seq %d, %s | mean ms | median ms |', seq, py.device))
 print('|---|---:|---:|')
 print(string.format('| triton.testing.do_bench (Python) | %.4f | %.4f |', py.do_bench_mean_ms, py.do_bench_median_ms))
-print(string.format('| kb.bench.do_bench, cubin via kb.triton | %.4f | %.4f |', mean, median))
+print(string.format('| kb.do_bench.do_bench, cubin via kb.triton | %.4f | %.4f |', mean, median))
 print(string.format('| kb.rope.llama4_fwd (built-in, fused) | | %.4f |', builtin))
 print('\nimplementation digest: ' .. record.digest(record.user_implementation {
   provider = 'triton', kernel = 'llama4_rope', info = tk:info() }))

@@ -8,7 +8,7 @@
 local kb = require 'kluabench'
 local measure = require 'kluabench.measure'
 local stopping = require 'kluabench.measure.stopping'
-local check = require 'kluabench.check'
+local check = require 'kluabench.kernels.check'
 
 if kb.backend() ~= 'cuda' then
   io.stderr:write('user_copy.lua: needs the cuda backend\n')

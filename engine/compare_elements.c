@@ -1,8 +1,8 @@
 /* kb.compare_elements: the element-by-element comparison behind
- * kluabench.check (stdlib/kluabench/check.lua), in C because a check
+ * kluabench.kernels.check (stdlib/kluabench/kernels/check.lua), in C because a check
  * compares millions of elements and a Lua loop over t:totable() takes
  * seconds. The policy (tolerances by dtype, what counts as a failure, the
- * messages) stays in check.lua. */
+ * messages) stays in kernels/check.lua. */
 #include <math.h>
 #include "kb.h"
 #include "../kernels/tensor_ops.h"
@@ -27,6 +27,16 @@ static double check_tolerance(lua_State *L, int arg, const char *name) {
   return v;
 }
 
+/*** Element-by-element comparison counts (the C loop behind check.compare).
+ *
+ * Returns n, mismatches, unwritten (NaN in got where want is a number), nan_mismatch,
+ * inf_mismatch, max_abs and worst = {index, got, want}.
+ *
+ * @signature kb.compare_elements(got, want, atol, rtol) -> table
+ * @section usercode
+ * @example
+ *   print(kb.compare_elements(t, t, 0, 0).mismatches)
+ */
 /* kb.compare_elements(got, want, atol, rtol) -> {n, mismatches, unwritten,
  * nan_mismatch, inf_mismatch, want_nan, max_abs, worst = {index, got, want}}.
  * A pair matches when |got - want| <= atol + rtol * |want|; NaN in got

@@ -93,6 +93,13 @@ static const char *sha256_stream(FILE *f, unsigned char *buf, char out[65], int 
   return err;
 }
 
+/*** SHA-256 of a string, as 64 lowercase hex digits.
+ *
+ * @signature kb.sha256(bytes) -> hex
+ * @section digest
+ * @example
+ *   print(kb.sha256("abc")) --> ba7816bf...
+ */
 /* kb.sha256(bytes) -> 64 lowercase hex digits. */
 static int l_sha256(lua_State *L) {
   size_t n;
@@ -112,6 +119,16 @@ static int file_fail(lua_State *L, const char *path, int err) {
   return 2;
 }
 
+/*** SHA-256 of a file's bytes; nil and "path: reason" when it cannot be read.
+ *
+ * Only regular files: a device or a FIFO (which may never end) gives nil, "path: not a regular
+ * file ...".
+ *
+ * @signature kb.sha256_file(path) -> hex | nil, message
+ * @section digest
+ * @example
+ *   local hex, err = kb.sha256_file("kernels/rope.cu")
+ */
 /* kb.sha256_file(path) -> hex, or nil, "path: reason" when it cannot be
  * read. The chunk buffer is a userdata so that nothing leaks on an error;
  * the file is closed before any error is raised. */
@@ -155,6 +172,15 @@ static int l_sha256_file(lua_State *L) {
   return 1;
 }
 
+/*** The digest of a Lua value: "sha256:" .. kb.sha256(kb.jcs.encode(value)).
+ *
+ * The digest recipe of records: equal values give equal digests on any machine.
+ *
+ * @signature kb.digest(value) -> "sha256:<hex>"
+ * @section digest
+ * @example
+ *   print(kb.digest({b = 2, a = 1})) -- same as kb.digest({a = 1, b = 2})
+ */
 /* kb.digest(value) -> "sha256:" .. kb.sha256(kb.jcs.encode(value)). The
  * encoder is looked up in the module table (upvalue 1) at call time, so
  * the order in which the parts of the module are opened does not matter. */

@@ -23,6 +23,14 @@ static int fail(lua_State *L, const char *path, int e) {
   return 2;
 }
 
+/*** Flushes a file's (or a directory's) data to the device, for "write, fsync, rename" output that
+ * survives a crash.
+ *
+ * @signature kb.fsync(path) -> true | nil, message
+ * @section digest
+ * @example
+ *   local ok, err = kb.fsync(".")
+ */
 /* fsync(path): flush a file's (or directory's) data to the device. */
 static int l_fsync(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
@@ -48,6 +56,17 @@ static const char *type_name(mode_t m) {
   return "other";
 }
 
+/*** What path is: type "file", "directory", "link", "fifo", "char", "block", "socket" or "other";
+ * mode (permission bits), size, and the device and inode numbers (equal for two names of one
+ * file).
+ *
+ * Links are not followed unless follow is true (lstat/stat). errno is 2 when path does not exist.
+ *
+ * @signature kb.stat(path [, follow]) -> {type, mode, size, dev, ino} | nil, message, errno
+ * @section digest
+ * @example
+ *   local st = kb.stat("/dev/null", true) print(st.type) --> char
+ */
 /* stat(path [, follow]) -> {type = "file"|"directory"|"link"|"fifo"|"char"|
  * "block"|"socket"|"other", mode = permission bits, size = bytes, dev, ino}, or nil,
  * "path: reason", errno. Links are not followed unless follow is true. */
@@ -76,6 +95,13 @@ static int l_stat(lua_State *L) {
   return 1;
 }
 
+/*** The absolute path with every symbolic link resolved (nil for a dangling link).
+ *
+ * @signature kb.realpath(path) -> absolute path | nil, message
+ * @section digest
+ * @example
+ *   print(kb.realpath("."))
+ */
 /* realpath(path) -> the absolute path with every link resolved, or nil,
  * "path: reason" (a dangling link among them). */
 static int l_realpath(lua_State *L) {
@@ -86,6 +112,14 @@ static int l_realpath(lua_State *L) {
   return 1;
 }
 
+/*** Sets the permission bits of a file (0 to 07777); output.write_atomic keeps a replaced file's
+ * mode with it.
+ *
+ * @signature kb.chmod(path, mode) -> true | nil, message
+ * @section digest
+ * @example
+ *   kb.chmod("result.json", 420) -- 0644
+ */
 /* chmod(path, mode) -> true, or nil, "path: reason". */
 static int l_chmod(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
@@ -96,6 +130,13 @@ static int l_chmod(lua_State *L) {
   return 1;
 }
 
+/*** Creates one directory (mode 0777 less the umask), without a shell; errno 17 when it exists.
+ *
+ * @signature kb.mkdir(path) -> true | nil, message, errno
+ * @section digest
+ * @example
+ *   local ok, err, errno = kb.mkdir(os.tmpname() .. ".d")
+ */
 /* mkdir(path) -> true, or nil, "path: reason", errno (EEXIST included:
  * the caller decides whether an existing directory is fine). Mode 0777
  * less the umask, as mkdir(1). */
@@ -230,6 +271,20 @@ const char *kb_read_file(lua_State *L, const char *path, size_t max) {
   return why;
 }
 
+/*** A whole regular file's bytes, at most max_bytes (default 512 MiB); never waits on a FIFO.
+ *
+ * The one bounded reader behind output.read_file, kb.cuda.load, the NVRTC cache and plugin
+ * digests. Opened non-blocking and refused unless it is a regular file ("path: is a directory",
+ * "path: is a FIFO, not a regular file (...)", "path: is a character device, ..."); a file larger
+ * than max_bytes is refused by its size before any byte is read ("path: is larger than N bytes (it
+ * has M), ..."); one that does not fit in the memory left is "path: not enough memory to read its
+ * N bytes". A path holding a NUL byte is an argument error.
+ *
+ * @signature kb.read_file(path [, max_bytes]) -> bytes | nil, message
+ * @section digest
+ * @example
+ *   local text, err = kb.read_file("README.md")
+ */
 /* kb.read_file(path [, max_bytes]) -> bytes | nil, "path: why". At most
  * max_bytes (default KB_READ_MAX, 512 MiB); regular files only. */
 static int l_read_file(lua_State *L) {
@@ -249,6 +304,14 @@ static const luaL_Reg functions[] = {
     {NULL, NULL},
 };
 
+/*** The longest path the system takes, in bytes with the final NUL (4096 on Linux); output.mkdir_p
+ * and write_atomic refuse longer paths before creating anything.
+ *
+ * @signature kb.PATH_MAX -> integer
+ * @section digest
+ * @example
+ *   print(kb.PATH_MAX)
+ */
 void kb_open_fs(lua_State *L) {
   luaL_newmetatable(L, FD_MT);
   lua_pushcfunction(L, fd_gc);

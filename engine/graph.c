@@ -75,6 +75,18 @@ static void unpin_all(lua_State *L, int graph_idx) {
   lua_setiuservalue(L, graph_idx, 1);
 }
 
+/*** Captures the device work fn queues into a graph to replay.
+ *
+ * fn runs once during capture and must only queue device work (no host copies or synchronisation).
+ * Tensors it uses stay alive and pinned as long as the graph. Needs the cuda backend: on cpu it
+ * raises an error.
+ *
+ * @signature kb.graph(fn [, device]) -> Graph
+ * @section timing
+ * @example
+ *   local g = kb.graph(function() kb.rope.llama4_fwd(q, k, f, {inplace = true}) end)
+ *   g:replay(10)
+ */
 /* graph(fn [, device]): runs fn once while capturing the stream and returns
  * a kluabench.Graph to replay. fn must only queue device work (no host
  * copies, no synchronisation: CUDA refuses those during capture). */
@@ -113,6 +125,13 @@ static int l_graph(lua_State *L) {
   return 1;
 }
 
+/*** Launches the graph n times (default 1).
+ *
+ * @signature g:replay([n]) -> g
+ * @section timing
+ * @example
+ *   g:replay(100); kb.synchronize()
+ */
 /* g:replay([n]): launch the graph n times (default 1). */
 static int gr_replay(lua_State *L) {
   kb_graph *g = check_graph(L, 1);
@@ -123,6 +142,13 @@ static int gr_replay(lua_State *L) {
   return 1;
 }
 
+/*** Frees the graph and unpins its tensors; safe twice (also `__gc`, `__close`).
+ *
+ * @signature g:free()
+ * @section timing
+ * @example
+ *   g:free()
+ */
 static int gr_free(lua_State *L) {
   kb_graph *g = (kb_graph *)luaL_checkudata(L, 1, KB_GRAPH_MT);
   if (!g->exec) return 0;

@@ -23,7 +23,7 @@
 
 /* Containers nested deeper than this are an error (lua-cjson and Python
  * stop at the same depth); a record is a few levels deep. Lua sees it as
- * kb.jcs.MAX_DEPTH, and the stdlib's reader and writer (report/json.lua,
+ * kb.jcs.MAX_DEPTH, and the stdlib's reader and writer (io/json.lua,
  * MAX_DEPTH) use the same value: tests/json_depth_spec.lua checks both. */
 #define JCS_MAX_DEPTH 1000
 /* 2^53: every integer of at most this magnitude is exactly a double. */
@@ -879,6 +879,16 @@ static void encode_document(lua_State *L, int idx, const char *fn) {
 
 /* ---------------------------------------------------------- Lua binding */
 
+/*** The RFC 8785 canonical form of JSON text.
+ *
+ * No whitespace, object members sorted by UTF-16 code units, minimal string escapes, numbers as
+ * ECMAScript writes them (shortest round trip; `1e+21`, `1e-7`). Invalid JSON is an error.
+ *
+ * @signature kb.jcs.canonicalize(json_text) -> text
+ * @section digest
+ * @example
+ *   print(kb.jcs.canonicalize('{"b": 1.0, "a": [1e3]}')) --> {"a":[1000],"b":1}
+ */
 /* kb.jcs.canonicalize(json_text) -> the RFC 8785 form of the text. */
 static int l_canonicalize(lua_State *L) {
   parse_document(L, 1, "kb.jcs.canonicalize");
@@ -886,6 +896,18 @@ static int l_canonicalize(lua_State *L) {
   return 1;
 }
 
+/*** Canonical JSON of a Lua value.
+ *
+ * A table whose keys are exactly 1..n is an array, one with string keys an object; mark the empty
+ * table with kb.jcs.array{} or kb.jcs.object{} (unmarked it is an object). Integers print exactly
+ * (beyond +-2^53 is an error); NaN, infinities, cycles, mixed keys and invalid UTF-8 are errors
+ * naming the path ($.spec.x[2]).
+ *
+ * @signature kb.jcs.encode(value) -> text
+ * @section digest
+ * @example
+ *   print(kb.jcs.encode({list = {3, 1}, none = kb.jcs.array{}})) --> {"list":[3,1],"none":[]}
+ */
 /* kb.jcs.encode(value) -> canonical JSON text of a Lua value. */
 static int l_encode(lua_State *L) {
   lua_settop(L, 1);
@@ -893,6 +915,16 @@ static int l_encode(lua_State *L) {
   return 1;
 }
 
+/*** Parses strict JSON (RFC 8259) into Lua values.
+ *
+ * Arrays and objects come back marked (kb.jcs.is_array tells them apart); null is kb.jcs.null.
+ *
+ * @signature kb.jcs.decode(json_text) -> value
+ * @section digest
+ * @example
+ *   local v = kb.jcs.decode('{"a": [1, 2]}')
+ *   print(v.a[2], kb.jcs.is_array(v.a))
+ */
 /* kb.jcs.decode(json_text) -> Lua value; arrays and objects carry their
  * marker, null is kb.jcs.null. */
 static int l_decode(lua_State *L) {
@@ -920,16 +952,37 @@ static int set_table_marker(lua_State *L, const char *mt, const char *fname) {
   return 1;
 }
 
+/*** Marks t (a new table when absent) to encode as a JSON array, even when empty.
+ *
+ * @signature kb.jcs.array([t]) -> t
+ * @section digest
+ * @example
+ *   local samples = kb.jcs.array{}
+ */
 /* kb.jcs.array(t) -> t, marked to encode as a JSON array (even when empty). */
 static int l_array(lua_State *L) {
   return set_table_marker(L, JCS_ARRAY_MT, "array");
 }
 
+/*** Marks t (a new table when absent) to encode as a JSON object.
+ *
+ * @signature kb.jcs.object([t]) -> t
+ * @section digest
+ * @example
+ *   local labels = kb.jcs.object{}
+ */
 /* kb.jcs.object(t) -> t, marked to encode as a JSON object. */
 static int l_object(lua_State *L) {
   return set_table_marker(L, JCS_OBJECT_MT, "object");
 }
 
+/*** True when v is a table with the array mark.
+ *
+ * @signature kb.jcs.is_array(v) -> boolean
+ * @section digest
+ * @example
+ *   assert(kb.jcs.is_array(kb.jcs.decode("[]")))
+ */
 /* kb.jcs.is_array(v) -> true when v is a table with the array marker. */
 static int l_is_array(lua_State *L) {
   int marked = 0;
@@ -941,6 +994,23 @@ static int l_is_array(lua_State *L) {
   return 1;
 }
 
+/*** The value JSON null decodes to and encodes from (the NULL light userdata, like cjson.null).
+ *
+ * @signature kb.jcs.null
+ * @section digest
+ * @kind value
+ * @example
+ *   print(kb.jcs.encode({x = kb.jcs.null})) --> {"x":null}
+ */
+/*** The deepest nesting of arrays and objects that kb.jcs reads and writes; the stdlib's JSON
+ * reader and writer (output.decode, output.encode_line) use the same cap.
+ *
+ * @signature kb.jcs.MAX_DEPTH
+ * @section digest
+ * @kind value
+ * @example
+ *   print(kb.jcs.MAX_DEPTH) --> 1000
+ */
 /* Adds the table `jcs` to the module table on top of the stack. */
 void kb_open_jcs(lua_State *L) {
   static const luaL_Reg fns[] = {

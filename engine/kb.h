@@ -40,7 +40,7 @@ kb_tensor *kb_push_tensor(lua_State *L, const kb_backend *dev, kb_dtype dtype, i
                           const int64_t *shape);
 /* "bf16" | "f16" | "f32" | "f64" at `arg` (default `def` when absent and def >= 0). */
 kb_dtype kb_check_dtype(lua_State *L, int arg, int def);
-/* Device at `arg`: nil -> default backend, "cpu", "cuda", "cuda:N". */
+/* device.c: the device at `arg`: nil -> default backend, "cpu", "cuda", "cuda:N". */
 const kb_backend *kb_check_device(lua_State *L, int arg);
 /* Pushes a userdata holding a host copy of the tensor's bytes and returns
  * its address (Lua owns it: nothing leaks if a later check raises). */
@@ -78,13 +78,13 @@ static inline void kb_new_class(lua_State *L, const char *name, const luaL_Reg *
   lua_setfield(L, -2, "__tostring");
   lua_pop(L, 1);
 }
-/* Raises an error when called from a __gc metamethod: a native resource
+/* errors.c: raises an error when called from a __gc metamethod: a native resource
  * made there may never be released (while the state closes, Lua registers
  * no finalizer for new objects), so tensors, events, graphs and flush
  * buffers are refused there. `what` names the thing ("a tensor"). */
 void kb_check_not_finalizing(lua_State *L, const char *what);
 
-/* Raise a Lua error carrying a backend message (never returns). */
+/* errors.c: raise a Lua error carrying a backend message (never returns). */
 int kb_raise(lua_State *L, const char *msg);
 #define KB_TRY(L, expr)                                                                        \
   do {                                                                                         \

@@ -16,6 +16,13 @@
 #define KB_NAME(name) #name,
 KB_KERNEL_BINDINGS(KB_DECLARE_OPEN)
 
+/*** The built-in kernel families of this binary ("rope"), each a table kb.<family>.
+ *
+ * @signature kb.builtin_kernels() -> {family, ...}
+ * @section device
+ * @example
+ *   for _, f in ipairs(kb.builtin_kernels()) do print(f) end
+ */
 /* kb.builtin_kernels() -> {"rope", ...}: the families above, in order.
  * stdlib/kluabench/kernels/init.lua loads kluabench.kernels.<family> for
  * each (its title, cost model and sources for records). */

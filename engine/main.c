@@ -1,7 +1,9 @@
 /* The kluabench executable: a drop-in for the lua 5.4 standalone interpreter
  * (same options, `arg` table, LUA_INIT, error reports and REPL) plus the
  * kluabench options (--backend, --device, --quiet, --help) and the built-in
- * commands, which are Lua (stdlib/kluabench/cli.lua).
+ * commands, which are Lua: stdlib/kluabench/cli/commands/init.lua lists them
+ * (read_commands below reads that list) and stdlib/kluabench/cli/init.lua
+ * dispatches them.
  *
  * Order of events: options are parsed in C; the backend is selected; then
  * everything else runs inside pmain under lua_pcall: libraries, preloads,
@@ -34,11 +36,16 @@ int luaopen_cjson(lua_State *L);
 #define LUA_INIT_VAR "LUA_INIT"
 #define LUA_INIT_VERSIONED LUA_INIT_VAR "_" LUA_VERSION_MAJOR "_" LUA_VERSION_MINOR
 
-/* The built-in commands; any other first non-option argument is a script. */
-static const char *const commands[] = {"run", "verify", "compare", "import-liger",
-                                       "plot", "env", "list", "help",
-                                       "run-all", "slurm", "merge", "migrate", "submission", "history",
-                                       "report", NULL};
+/* The built-in commands, as stdlib/kluabench/cli/commands/init.lua lists
+ * them (read_commands); any other first non-option argument is a script. */
+#define MAX_COMMANDS 64
+typedef struct {
+  char name[32];
+  int device; /* 0: the command never touches a device (no backend is selected) */
+} command;
+static command commands[MAX_COMMANDS];
+static int n_commands = -1;      /* -1 until read_commands ran */
+static char commands_error[256]; /* why the list could not be read */
 
 /* What the command line asked for. Indices are into argv. */
 typedef struct {
@@ -67,11 +74,71 @@ static void print_version(void) {
 /* ------------------------------------------------------------------ */
 /* Command line                                                         */
 
-static int is_command(const char *s) {
-  for (int i = 0; commands[i]; i++)
-    if (strcmp(s, commands[i]) == 0) return 1;
-  return 0;
+static void set_paths(lua_State *L, int noenv);
+
+/* Copies the list's entries ({name = ..., device = false | nil}, ...) from
+ * the table on top of L into commands[]. */
+static int copy_commands(lua_State *L) {
+  int n = (int)luaL_len(L, -1);
+  if (n > MAX_COMMANDS) return luaL_error(L, "more than %d commands", MAX_COMMANDS);
+  for (int i = 1; i <= n; i++) {
+    if (lua_rawgeti(L, -1, i) != LUA_TTABLE) return luaL_error(L, "entry %d is not a table", i);
+    size_t len = 0;
+    const char *name = lua_getfield(L, -1, "name") == LUA_TSTRING ? lua_tolstring(L, -1, &len) : NULL;
+    if (!name || len == 0 || len >= sizeof commands[0].name)
+      return luaL_error(L, "entry %d has no name of 1 to %d bytes", i, (int)sizeof commands[0].name - 1);
+    memcpy(commands[i - 1].name, name, len + 1);
+    lua_getfield(L, -2, "device");
+    commands[i - 1].device = !(lua_isboolean(L, -1) && !lua_toboolean(L, -1));
+    lua_pop(L, 3);
+  }
+  return n;
 }
+
+static int load_commands(lua_State *L) {
+  int noenv = (int)lua_toboolean(L, 1);
+  luaL_openlibs(L);
+  set_paths(L, noenv);
+  lua_getglobal(L, "require");
+  lua_pushliteral(L, "kluabench.cli.commands");
+  lua_call(L, 1, 1);
+  luaL_checktype(L, -1, LUA_TTABLE);
+  lua_pushinteger(L, copy_commands(L));
+  return 1;
+}
+
+/* Reads the command list from the stdlib (kluabench.cli.commands, the one
+ * list of commands: --help, the dispatcher and the API reference read it
+ * too) in a Lua state of its own, before the backend is chosen and before
+ * LUA_INIT or any script runs. Where it cannot be read (the stdlib is not
+ * beside the binary) there are no commands: every word is a script. */
+static void read_commands(int noenv) {
+  n_commands = 0;
+  lua_State *L = luaL_newstate();
+  if (!L) {
+    snprintf(commands_error, sizeof commands_error, "not enough memory");
+    return;
+  }
+  lua_pushcfunction(L, load_commands);
+  lua_pushboolean(L, noenv);
+  if (lua_pcall(L, 1, 1, 0) == LUA_OK)
+    n_commands = (int)lua_tointeger(L, -1);
+  else { /* its first line: "module 'kluabench.cli.commands' not found" */
+    const char *msg = lua_tostring(L, -1);
+    int len = (int)strcspn(msg, "\n");
+    if (len > 0 && msg[len - 1] == ':') len--;
+    snprintf(commands_error, sizeof commands_error, "%.*s", len, msg);
+  }
+  lua_close(L);
+}
+
+static const command *find_command(const char *s) {
+  for (int i = 0; i < n_commands; i++)
+    if (strcmp(s, commands[i].name) == 0) return &commands[i];
+  return NULL;
+}
+
+static int is_command(const char *s) { return find_command(s) != NULL; }
 
 /* The edit distance of a and b (insertions, deletions, substitutions and
  * swaps of neighbours), or a large number for words longer than 31 bytes. */
@@ -103,9 +170,9 @@ static const char *meant_command(const char *s) {
   if (strchr(s, '/') || (n >= 4 && strcmp(s + n - 4, ".lua") == 0) || access(s, F_OK) == 0) return NULL;
   const char *best = NULL;
   int best_d = n <= 3 ? 2 : 3;
-  for (int i = 0; commands[i]; i++) {
-    int d = edit_distance(s, commands[i]);
-    if (d < best_d) best = commands[i], best_d = d;
+  for (int i = 0; i < n_commands; i++) {
+    int d = edit_distance(s, commands[i].name);
+    if (d < best_d) best = commands[i].name, best_d = d;
   }
   return best;
 }
@@ -199,9 +266,12 @@ static void parse_args(options *o, int argc, char **argv) {
     const char *a = argv[i];
     if (a[0] != '-' || a[1] == '\0') { /* script, command or "-" */
       o->script = i;
+      if (strcmp(a, "-") != 0) read_commands(o->has_E);
       o->command = is_command(a);
       const char *meant = o->command || strcmp(a, "-") == 0 ? NULL : meant_command(a);
       if (meant) usage_error(o, "'%s' is no command and no file (did you mean '%s'?)", a, meant);
+      else if (commands_error[0] && access(a, F_OK) != 0)
+        usage_error(o, "'%s' is no file, and the commands are unknown (%s)", a, commands_error);
       return;
     }
     if (strcmp(a, "--") == 0) {
@@ -286,7 +356,9 @@ static void add_user_path(luaL_Buffer *b, const char *spec) {
 }
 
 /* Our directories go in front of what package already has (its default,
- * or LUA_PATH unless -E). KLUABENCH_PATH, unless -E, goes first. */
+ * or LUA_PATH unless -E). KLUABENCH_PATH, unless -E, goes first.
+ * stdlib/compat/ holds the old names of moved modules (each file one
+ * require of the new name), searched after the stdlib itself. */
 static void set_paths(lua_State *L, int noenv) {
   luaL_Buffer b;
   lua_getglobal(L, "package");
@@ -294,8 +366,8 @@ static void set_paths(lua_State *L, int noenv) {
   const char *user = noenv ? NULL : getenv("KLUABENCH_PATH");
   if (user) add_user_path(&b, user);
   if (*exe_dir) {
-    lua_pushfstring(L, "%s/stdlib/?.lua;%s/stdlib/?/init.lua;%s/lua/?.lua;%s/lua/?/init.lua;",
-                    root_dir, root_dir, exe_dir, exe_dir);
+    lua_pushfstring(L, "%s/stdlib/?.lua;%s/stdlib/?/init.lua;%s/stdlib/compat/?.lua;%s/lua/?.lua;%s/lua/?/init.lua;",
+                    root_dir, root_dir, root_dir, exe_dir, exe_dir);
     luaL_addvalue(&b);
   }
   lua_getfield(L, -2, "path");
@@ -532,8 +604,8 @@ static int handle_command(lua_State *L, const char *cmd, char **args, int nargs)
   return code;
 }
 
-/* Usage errors: the message, then the usage text that cli.lua owns (or a
- * short one when the stdlib cannot be found). */
+/* Usage errors: the message, then the usage text that the stdlib owns
+ * (kluabench.cli's usage(); a short one when the stdlib cannot be found). */
 static void print_usage(lua_State *L, const char *msg) {
   kb_host_message(msg);
   lua_getglobal(L, "require");
@@ -623,17 +695,14 @@ static int select_backend(options *o) {
   return 1;
 }
 
-/* Commands that never touch a device: help, and those that only start
- * other kluabench processes or read their files (run-all, slurm, merge,
- * migrate, submission);
+/* Commands that never touch a device (device = false in the list: help,
+ * and those that only start other kluabench processes or read their files);
  * selecting a backend for them would hold a CUDA context on device 0 while
  * a child measures there. Their --backend and --device are passed on to the
  * children, which check them. */
 static int no_device_command(const char *name) {
-  static const char *const names[] = {"help", "run-all", "slurm", "merge", "migrate", "submission", NULL};
-  for (int i = 0; names[i]; i++)
-    if (strcmp(name, names[i]) == 0) return 1;
-  return 0;
+  const command *c = find_command(name);
+  return c && !c->device;
 }
 
 /* Whatever went wrong writing stdout (a full disk, a closed pipe, a closed
@@ -653,8 +722,8 @@ int main(int argc, char **argv) {
   /* a reader that goes away is a write error (EPIPE), reported and exit 1,
    * not a silent death by SIGPIPE */
   signal(SIGPIPE, SIG_IGN);
+  find_exe(); /* before parse_args: the command list is found beside the binary */
   parse_args(&o, argc, argv);
-  find_exe();
   if (o.quiet) setenv("KLUABENCH_QUIET", "1", 1);
   int wants_backend = !o.usage[0] && !o.help && !(o.command && no_device_command(argv[o.script]));
   if (wants_backend && !select_backend(&o)) return EXIT_FAILURE;

@@ -67,6 +67,18 @@ void kb_scratch_table(lua_State *L, const char *key) {
   lua_remove(L, -2);
 }
 
+/*** Lets go of the scratch the built-in kernels keep between calls (the collector then frees it).
+ *
+ * The next call allocates it again. The memory metric calls it before each measured call, so that
+ * a kernel's temporaries count while it runs, as PyTorch's do, and scratch left by an earlier
+ * provider does not. A buffer that a live CUDA graph captured stays alive with the graph.
+ *
+ * @signature kb.drop_scratch()
+ * @section device
+ * @example
+ *   kb.drop_scratch()
+ *   collectgarbage()
+ */
 /* drop_scratch(): forgets the scratch the built-in kernels keep between calls
  * (the reference RoPE path's temporaries, ...); the collector then frees it,
  * and the next call allocates it again. Like the memory PyTorch's caching
@@ -79,6 +91,21 @@ static int l_drop_scratch(lua_State *L) {
   return 0;
 }
 
+/*** The bytes kluabench's allocator holds on a device: now, at the peak, and how many allocations.
+ *
+ * `device`, `allocated_bytes` (the storage of every live tensor, the scratch the built-in kernels
+ * keep included), `peak_bytes` (the most since the start or the last kb.reset_peak_memory),
+ * `allocations` (alive now) and `total_allocations`. Every tensor is counted, on both backends, as
+ * torch.cuda.memory_allocated() and max_memory_allocated() count PyTorch's: the cold mode's flush
+ * buffer and what the driver holds are not. The harness's --metric memory reads it
+ * (measure/memory.lua).
+ *
+ * @signature kb.memory_stats([device]) -> table
+ * @section device
+ * @example
+ *   local s = kb.memory_stats()
+ *   print(s.allocated_bytes, s.peak_bytes)
+ */
 /* memory_stats([device]) -> {device, allocated_bytes, peak_bytes,
  * allocations, total_allocations} */
 static int l_memory_stats(lua_State *L) {
@@ -98,6 +125,15 @@ static int l_memory_stats(lua_State *L) {
   return 1;
 }
 
+/*** Sets the peak of kb.memory_stats to what is allocated now, and returns it.
+ *
+ * @signature kb.reset_peak_memory([device]) -> bytes
+ * @section device
+ * @example
+ *   local now = kb.reset_peak_memory()
+ *   local x = kb.empty({1024}, "f32")
+ *   print(kb.memory_stats().peak_bytes - now)
+ */
 /* reset_peak_memory([device]) -> bytes allocated now (the new peak) */
 static int l_reset_peak_memory(lua_State *L) {
   const kb_backend *dev = kb_check_device(L, 1);

@@ -239,12 +239,26 @@ static int mod_gc(lua_State *L) {
   return 0;
 }
 
+/*** The PTX text (compiled modules and PTX files; nil for a cubin or fatbin file).
+ *
+ * @signature mod:ptx() -> string | nil
+ * @section usercode
+ * @example
+ *   print(kb.cuda.load(".version 8.0\n.target sm_90\n"):ptx())
+ */
 static int mod_ptx(lua_State *L) {
   check_module(L, 1);
   lua_getiuservalue(L, 1, 2);
   return 1;
 }
 
+/*** The cubin (compiled for an sm_ arch, or loaded from one).
+ *
+ * @signature mod:cubin() -> bytes | nil, why
+ * @section usercode
+ * @example
+ *   local bytes = m:cubin()
+ */
 static int mod_cubin(lua_State *L) {
   kb_module *m = check_module(L, 1);
   if (strcmp(m->format, "cubin") != 0) {
@@ -268,6 +282,14 @@ static void push_copy(lua_State *L, int idx) {
   }
 }
 
+/*** What records need: format, sha256, bytes, and path or source_sha256, options, arch,
+ * nvrtc_version, names, log, cache; driver_version once loaded.
+ *
+ * @signature mod:info() -> table
+ * @section usercode
+ * @example
+ *   print(kb.cuda.load(".version 8.0\n.target sm_90\n"):info().sha256)
+ */
 static int mod_info(lua_State *L) {
   check_module(L, 1);
   lua_getiuservalue(L, 1, 3);
@@ -301,6 +323,17 @@ static kb_kernel *check_kernel(lua_State *L, int arg) {
   return (kb_kernel *)luaL_checkudata(L, arg, KB_KERNEL_MT);
 }
 
+/*** A kernel of the module, its signature parsed once (loads the module on first use).
+ *
+ * name: the kernel's name (extern "C") or a name expression given to compile. Needs the cuda
+ * backend. A missing kernel raises CUDA_ERROR_NOT_FOUND with the name; a corrupt image the
+ * loader's error and log.
+ *
+ * @signature mod:kernel(name, signature) -> Kernel
+ * @section usercode
+ * @example
+ *   local k = m:kernel("scale", "ptr, ptr, f32, i32")
+ */
 /* module:kernel(name, signature) -> Kernel. name: a kernel's name as
  * compiled (extern "C" names) or a name expression given to compile. */
 static int mod_kernel(lua_State *L) {
@@ -533,6 +566,18 @@ static CUresult launch_packed(kb_kernel *k, const launch_cfg *c) {
                     (unsigned)c->shared, (CUstream)k->dev->stream, k->params, NULL);
 }
 
+/*** Queues the kernel on the engine's stream (cuLaunchKernel); no allocation per launch.
+ *
+ * grid and block: an integer or {x [, y [, z]]}. shared: dynamic shared memory in bytes (over 48
+ * KiB the kernel is allowed it first). args are checked against the signature: a wrong count or
+ * type names the parameter. Tensors used while `kb.graph` captures are pinned, and the graph keeps
+ * the module loaded. A failed launch raises with the CUDA error name.
+ *
+ * @signature kern:launch{grid = g, block = b [, shared = bytes], args = {...}} -> kern
+ * @section usercode
+ * @example
+ *   k:launch{grid = (n + 255) // 256, block = 256, args = {y, x, 2.0, n}}
+ */
 /* kernel:launch{grid = g, block = b [, shared = bytes], args = {...}} -> kernel */
 static int k_launch(lua_State *L) {
   kb_kernel *k = launch_self(L, KB_KERNEL_MT);
@@ -555,6 +600,18 @@ static long long mono_ns(void) {
   return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/*** Launches the kernel n times from a C loop with the arguments of opts, packed once; the host ns it took.
+ *
+ * opts as kern:launch takes them, with the same checks. Nothing waits for the device. The floor
+ * that kern:launch's host cost is measured against: bench/launch_overhead_user.lua alternates the
+ * two in one process. Refused while a CUDA graph is being captured.
+ *
+ * @signature kern:launch_repeat(opts, n) -> ns
+ * @section usercode
+ * @example
+ *   local ns = k:launch_repeat({grid = 1, block = 32, args = {y, x, 2.0, n}}, 1000)
+ *   print(ns / 1000 .. " ns a launch")
+ */
 /* kernel:launch_repeat(opts, n) -> ns: packs opts once (as launch does, with
  * its checks), then calls cuLaunchKernel n times from a C loop, and returns
  * the host nanoseconds the n calls took (nothing waits for the device). The
@@ -583,6 +640,18 @@ static int k_launch_repeat(lua_State *L) {
 
 /* ---- argument packs: the launch's packing without a GPU ------------------------ */
 
+/*** The parameter buffer of a kernel of this signature, filled as kern:launch fills it, without a launch.
+ *
+ * pack:pack(opts) reads grid, block, shared and args and packs args with every check kern:launch
+ * makes (tensors must be on the default device); pack:bytes() returns the buffer. It works on any
+ * backend: the packing is tested, and its host cost timed, without a GPU.
+ *
+ * @signature kb.cuda.args(signature) -> ArgPack
+ * @section usercode
+ * @example
+ *   local pk = kb.cuda.args("ptr, i32")
+ *   print(#pk:pack({grid = 1, block = 32, args = {0, 7}}):bytes())
+ */
 /* kb.cuda.args(signature) -> ArgPack: the parameter buffer of a kernel of
  * that signature, filled by pack(opts) exactly as kernel:launch fills it
  * (every check included; tensors must be on the default device), without
@@ -614,6 +683,13 @@ static int l_args(lua_State *L) {
   return 1;
 }
 
+/*** Packs opts.args (and checks grid, block, shared) as kern:launch does.
+ *
+ * @signature pack:pack(opts) -> pack
+ * @section usercode
+ * @example
+ *   kb.cuda.args("i32"):pack({grid = 1, block = 1, args = {3}})
+ */
 /* pack:pack(opts) -> pack */
 static int a_pack(lua_State *L) {
   kb_kernel *k = launch_self(L, KB_ARGPACK_MT);
@@ -623,6 +699,13 @@ static int a_pack(lua_State *L) {
   return 1;
 }
 
+/*** The packed parameters, each at its offset, little-endian.
+ *
+ * @signature pack:bytes() -> string
+ * @section usercode
+ * @example
+ *   print(string.unpack("<i4", kb.cuda.args("i32"):pack({grid = 1, block = 1, args = {3}}):bytes()))
+ */
 /* pack:bytes() -> the packed parameters, each at its offset (little-endian) */
 static int a_bytes(lua_State *L) {
   kb_kernel *k = (kb_kernel *)luaL_checkudata(L, 1, KB_ARGPACK_MT);
@@ -643,6 +726,14 @@ static int a_tostring(lua_State *L) {
   return 1;
 }
 
+/*** registers, shared_bytes, const_bytes, local_bytes, max_threads_per_block, ptx_version,
+ * binary_version, max_dynamic_shared_bytes.
+ *
+ * @signature kern:attributes() -> table
+ * @section usercode
+ * @example
+ *   print(k:attributes().registers)
+ */
 /* kernel:attributes() -> {registers, shared_bytes, local_bytes, ...} */
 static int k_attributes(lua_State *L) {
   kb_kernel *k = check_kernel(L, 1);
@@ -656,6 +747,13 @@ static int k_attributes(lua_State *L) {
   return 1;
 }
 
+/*** blocks_per_sm, active_warps, max_warps and occupancy (0..1) for a block size.
+ *
+ * @signature kern:occupancy(block_size [, shared]) -> table
+ * @section usercode
+ * @example
+ *   print(k:occupancy(256).blocks_per_sm)
+ */
 /* kernel:occupancy(block_size [, shared]) -> {blocks_per_sm, active_warps,
  * max_warps, occupancy} */
 static int k_occupancy(lua_State *L) {
@@ -682,6 +780,14 @@ static int k_occupancy(lua_State *L) {
   return 1;
 }
 
+/*** name, symbol, signature, module_sha256 and module (mod:info()): for
+ * record.user_implementation.
+ *
+ * @signature kern:info() -> table
+ * @section usercode
+ * @example
+ *   local impl = record.user_implementation{provider = "mine", kernel = "llama4_rope", info = k:info()}
+ */
 /* kernel:info() -> {name, symbol, signature, module = module:info()} */
 static int k_info(lua_State *L) {
   check_kernel(L, 1);
@@ -714,6 +820,18 @@ static const char *image_format(const char *s, size_t n) {
   return NULL;
 }
 
+/*** A module from a cubin, PTX or fatbin file (nvcc -cubin/-ptx/-fatbin, Triton) or its bytes.
+ *
+ * The format is told by the content (ELF, fatbin magic, PTX text). The module is loaded into the
+ * CUDA context when its first kernel is asked for. For Triton's kernels see `triton.load`, which
+ * also reads the metadata.
+ *
+ * @signature kb.cuda.load(path_or_bytes) -> Module
+ * @section usercode
+ * @example
+ *   local m = kb.cuda.load(".version 8.0\n.target sm_90\n.address_size 64\n")
+ *   print(m:info().format)
+ */
 /* kb.cuda.load(path_or_bytes) -> Module: a cubin, PTX or fatbin, given as
  * its bytes or as the path of a file holding them. */
 static int l_load(lua_State *L) {

@@ -278,6 +278,14 @@ static int put_reasons(query *q, nvml_device d) {
     }                                                                                          \
   } while (0)
 
+/*** Whether NVML could be loaded and initialised, and why not.
+ *
+ * @signature kb.nvml.available() -> true | false, reason
+ * @section nvml
+ * @example
+ *   local ok, why = kb.nvml.available()
+ *   if not ok then print("no clocks: " .. why) end
+ */
 /* available() -> true | false, reason */
 static int l_available(lua_State *L) {
   if (load(L)) {
@@ -289,6 +297,13 @@ static int l_available(lua_State *L) {
   return 2;
 }
 
+/*** The number of GPUs NVML sees.
+ *
+ * @signature kb.nvml.count() -> n | nil, message
+ * @section nvml
+ * @example
+ *   print(kb.nvml.count())
+ */
 /* count() -> number of GPUs NVML sees | nil, msg */
 static int l_count(lua_State *L) {
   NEED_NVML(L);
@@ -304,6 +319,17 @@ static int l_count(lua_State *L) {
   return 1;
 }
 
+/*** Clocks now: sm_mhz, mem_mhz, temp_c, power_w, throttle (names), throttle_mask, t_ns.
+ *
+ * "quick" reads only the SM clock and the throttle reasons, the two cheapest queries, for use
+ * between samples. t_ns is on kb.clock_ns()'s clock.
+ *
+ * @signature kb.nvml.sample([device [, "quick"]]) -> table | nil, message
+ * @section nvml
+ * @example
+ *   local s = kb.nvml.sample()
+ *   if s then print(s.sm_mhz, s.temp_c, table.concat(s.throttle, ",")) end
+ */
 /* sample([device [, "quick"]]) -> {sm_mhz, mem_mhz, temp_c, power_w,
  * throttle = {names}, throttle_mask, t_ns, unsupported = {fields}} | nil, msg.
  * "quick" reads only the SM clock and the throttle reasons (the two cheapest
@@ -340,6 +366,16 @@ static int l_sample(lua_State *L) {
   return 1;
 }
 
+/*** The GPU's total-energy counter (mJ since the driver loaded) and kb.clock_ns()'s clock just before.
+ *
+ * nvmlDeviceGetTotalEnergyConsumption (Volta and later). The counter moves in steps (every ~100 ms
+ * on an H200): measure/energy.lua opens and closes its windows on them.
+ *
+ * @signature kb.nvml.energy([device]) -> mJ, t_ns | nil, message
+ * @section nvml
+ * @example
+ *   print(kb.nvml.energy())
+ */
 /* energy([device]) -> mJ, t_ns | nil, msg: the device's total energy counter
  * (nvmlDeviceGetTotalEnergyConsumption: millijoules since the driver was
  * loaded; Volta and later) and kb.clock_ns()'s clock read just before it.
@@ -366,6 +402,16 @@ static int l_energy(lua_State *L) {
   return 2;
 }
 
+/*** name, uuid, and the max, application, default and boost clocks of a GPU.
+ *
+ * Application clocks that differ from their defaults mean someone set them (nvidia-smi -ac).
+ *
+ * @signature kb.nvml.info([device]) -> table | nil, message
+ * @section nvml
+ * @example
+ *   local i = kb.nvml.info()
+ *   if i then print(i.name, i.max_sm_mhz) end
+ */
 /* info([device]) -> {name, uuid, max_sm_mhz, max_mem_mhz, app_sm_mhz,
  * app_mem_mhz, default_app_sm_mhz, default_app_mem_mhz, boost_max_sm_mhz,
  * unsupported = {fields}} | nil, msg. Application clocks that differ from
@@ -410,6 +456,13 @@ static int l_info(lua_State *L) {
   return 1;
 }
 
+/*** The throttle reasons this build knows, by bit of throttle_mask.
+ *
+ * @signature kb.nvml.reason_names() -> {[bit] = name}
+ * @section nvml
+ * @example
+ *   for bit, name in pairs(kb.nvml.reason_names()) do print(bit, name) end
+ */
 /* reason_names() -> {[bit] = name, ...}: the throttle reasons this build knows. */
 static int l_reason_names(lua_State *L) {
   lua_newtable(L);

@@ -7,8 +7,8 @@
  * and every compile say where it was looked for.
  *
  * The cache: $KLUABENCH_CACHE/nvrtc, else $XDG_CACHE_HOME/kluabench/nvrtc,
- * else ~/.cache/kluabench/nvrtc (the directory stdlib/kluabench/ceilings.lua
- * uses), one entry per SHA-256 of (NVRTC version, arch, options, name
+ * else ~/.cache/kluabench/nvrtc (the directory stdlib/kluabench/measure/ceilings.lua
+ * keeps its cache in), one entry per SHA-256 of (NVRTC version, arch, options, name
  * expressions, headers, source): <key>.ptx, <key>.cubin, <key>.names,
  * <key>.log, and <key>.sha256, the SHA-256 of each of them in sha256sum's
  * format. The digests are written last, so an entry without them is
@@ -141,6 +141,16 @@ static const char *nvrtc_load(void) {
   return NULL;
 }
 
+/*** The NVRTC version and library, or why NVRTC cannot be used.
+ *
+ * NVRTC is looked for as $KLUABENCH_NVRTC, libnvrtc.so[.13|.12|.11.2] on the library path,
+ * $CUDA_HOME/lib64, $CUDA_PATH/lib64 and /usr/local/cuda/lib64.
+ *
+ * @signature kb.cuda.nvrtc_version() -> "13.0", path | nil, why
+ * @section usercode
+ * @example
+ *   print(kb.cuda.nvrtc_version())
+ */
 /* kb.cuda.nvrtc_version() -> "13.0", path | nil, why */
 static int l_nvrtc_version(lua_State *L) {
   const char *why = nvrtc_load();
@@ -648,6 +658,23 @@ static void push_headers(lua_State *L, int opts) {
   lua_pop(L, 2);
 }
 
+/*** Compiles CUDA C++ source with NVRTC (opened at run time) into a module; needs no GPU.
+ *
+ * opts: name (file name in messages, default "kernel.cu"), names (name expressions to keep and
+ * lower, e.g. "add<float>"), defines ({"N=4"} or {N = 4}), include (paths), headers ({name =
+ * source}), arch ("sm_90", "compute_90" for PTX only; default the device's, else sm_90), lineinfo
+ * (boolean), options (passed through), cache (false: off), cache_dir. A compile error raises with
+ * NVRTC's log and line numbers. Results are cached under $KLUABENCH_CACHE/nvrtc (else
+ * ~/.cache/kluabench/nvrtc) by SHA-256 of source, options, arch and NVRTC version;
+ * module:info().cache says "hit", "miss" or "off".
+ *
+ * @signature kb.cuda.compile(source [, opts]) -> Module
+ * @section usercode
+ * @example
+ *   local m = kb.cuda.compile([[extern "C" __global__ void scale(float *y, const float *x, float a, int n) {
+ *     int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = a * x[i]; }]], {cache = false})
+ *   print(m:info().format, #m:ptx())
+ */
 /* kb.cuda.compile(source [, opts]) -> Module */
 static int l_compile(lua_State *L) {
   kb_check_cstring(L, 1, "compile", "source");

@@ -84,6 +84,16 @@ static void check_plugin(lua_State *L, const char *path, const kb_plugin *p) {
   }
 }
 
+/*** Opens a C plugin (include/kluabench_plugin.h) and checks its ABI version and signatures.
+ *
+ * A plugin built for another ABI version is refused with both versions named. The library stays
+ * loaded until the process ends.
+ *
+ * @signature kb.plugin.load(path) -> Plugin
+ * @section usercode
+ * @example
+ *   local p = kb.plugin.load(kb.executable():match("^(.*)/") .. "/plugins/libscale_add.so")
+ */
 /* kb.plugin.load(path) -> Plugin */
 static int l_load(lua_State *L) {
   const char *path = kb_check_cstring(L, 1, "load", "path");
@@ -130,6 +140,13 @@ static kb_plugin_ud *check_plugin_ud(lua_State *L, int arg) {
   return u;
 }
 
+/*** One of the plugin's kernels.
+ *
+ * @signature plugin:kernel(name) -> PluginKernel
+ * @section usercode
+ * @example
+ *   local scale_add = p:kernel("scale_add")
+ */
 /* plugin:kernel(name) -> PluginKernel */
 static int p_kernel(lua_State *L) {
   kb_plugin_ud *u = check_plugin_ud(L, 1);
@@ -149,6 +166,13 @@ static int p_kernel(lua_State *L) {
   return 1;
 }
 
+/*** The names of the plugin's kernels.
+ *
+ * @signature plugin:kernels() -> {names}
+ * @section usercode
+ * @example
+ *   print(table.concat(p:kernels(), ", "))
+ */
 /* plugin:kernels() -> {names} in the plugin's order */
 static int p_kernels(lua_State *L) {
   kb_plugin_ud *u = check_plugin_ud(L, 1);
@@ -172,6 +196,13 @@ static void push_info_copy(lua_State *L, int idx) {
   lua_remove(L, -2);
 }
 
+/*** name, version, abi_version, path and sha256 of the library.
+ *
+ * @signature plugin:info() -> table
+ * @section usercode
+ * @example
+ *   print(p:info().sha256)
+ */
 static int p_info(lua_State *L) {
   check_plugin_ud(L, 1);
   push_info_copy(L, 1);
@@ -243,6 +274,18 @@ static size_t entry_message(char msg[PLUGIN_MSG_BYTES], const char err[PLUGIN_ER
   return len;
 }
 
+/*** Runs the kernel on the device of its tensors: the CPU twin for cpu tensors, the CUDA entry
+ * (queued on the engine's stream) for cuda ones.
+ *
+ * Arguments are checked against the kernel's signature (tensor, i64, f64). An entry's failure is
+ * raised with the plugin's message.
+ *
+ * @signature pk(args...) | pk:call(args...) -> pk
+ * @name pk:call
+ * @section usercode
+ * @example
+ *   scale_add(out, x, y, 2.0)
+ */
 /* pk(args...) / pk:call(args...) -> pk */
 static int pk_call(lua_State *L) {
   kb_plugin_kernel_ud *pk = (kb_plugin_kernel_ud *)luaL_checkudata(L, 1, KB_PLUGIN_KERNEL_MT);
@@ -274,6 +317,13 @@ static int pk_call(lua_State *L) {
   return 1;
 }
 
+/*** name, signature, cuda and cpu (whether each entry exists), doc, plugin (plugin:info()).
+ *
+ * @signature pk:info() -> table
+ * @section usercode
+ * @example
+ *   print(scale_add:info().signature)
+ */
 /* pk:info() -> {name, signature, cuda, cpu, doc, plugin = plugin:info()} */
 static int pk_info(lua_State *L) {
   kb_plugin_kernel_ud *pk = (kb_plugin_kernel_ud *)luaL_checkudata(L, 1, KB_PLUGIN_KERNEL_MT);

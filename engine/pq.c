@@ -149,6 +149,13 @@ static void quiet_notices(void *arg, const char *message) {
   (void)message;
 }
 
+/*** Whether libpq (the PostgreSQL client library) could be opened, and from where.
+ *
+ * @signature kb.pq.available() -> true, path | false, why
+ * @section database
+ * @example
+ *   print(kb.pq.available())
+ */
 /* kb.pq.available() -> true, path | false, why */
 static int l_available(lua_State *L) {
   const char *why = pq_load();
@@ -162,6 +169,18 @@ static int l_available(lua_State *L) {
   return 2;
 }
 
+/*** Connects to a PostgreSQL server (a postgresql:// URI or key=value words); label names the
+ * database in every message (give it without a password).
+ *
+ * A server that does not answer gives nil, "label: connection to server ... failed: ...",
+ * "CONNECTION"; without libpq, code "NOLIBPQ".
+ *
+ * @signature kb.pq.connect(conninfo [, label]) -> conn | nil, message, code
+ * @section database
+ * @example
+ *   local conn, err = kb.pq.connect("host=/nonexistent port=5432 dbname=bench", "bench")
+ *   print(conn, err)
+ */
 /* kb.pq.connect(conninfo [, label]) -> conn | nil, message, "CONNECTION"
  * (a URI or key=value words, as libpq takes them; label names the database
  * in every message and should hold no password). */
@@ -211,6 +230,15 @@ static void push_value(lua_State *L, PGresult *r, int row, int col) {
   lua_pushlstring(L, v, n);
 }
 
+/*** Runs SQL: without params one or more statements; with params ($1, $2, ...) one. Numbers,
+ * booleans and NULL come back typed.
+ *
+ * @signature conn:exec(sql [, params]) -> rows, changes, columns | nil, message, sqlstate
+ * @section database
+ * @example
+ *   local conn = kb.pq.connect("host=/nonexistent port=5432")
+ *   if conn then print(conn:exec("SELECT $1::int + 1", {41})[1][1]) end
+ */
 /* conn:exec(sql [, params]) -> rows, changes, columns | nil, message,
  * SQLSTATE. Without params the text may hold several statements; with
  * params ($1..$n: nil is NULL, booleans, numbers, strings) one. rows is a
@@ -290,6 +318,14 @@ static int conn_exec(lua_State *L) {
   return 3;
 }
 
+/*** True between BEGIN and COMMIT (or after a failed statement inside one).
+ *
+ * @signature conn:in_transaction() -> boolean
+ * @section database
+ * @example
+ *   local conn = kb.pq.connect("host=/nonexistent port=5432")
+ *   if conn then print(conn:in_transaction()) end
+ */
 /* conn:in_transaction() -> true between BEGIN and COMMIT (or a failed
  * statement inside one) */
 static int conn_in_transaction(lua_State *L) {
@@ -298,6 +334,14 @@ static int conn_in_transaction(lua_State *L) {
   return 1;
 }
 
+/*** The name messages use for this database.
+ *
+ * @signature conn:label() -> text
+ * @section database
+ * @example
+ *   local conn = kb.pq.connect("host=/nonexistent port=5432", "team db")
+ *   if conn then print(conn:label()) end
+ */
 /* conn:label() -> the name used in messages */
 static int conn_label(lua_State *L) {
   kb_pq *c = luaL_checkudata(L, 1, PQ_MT);
@@ -305,6 +349,14 @@ static int conn_label(lua_State *L) {
   return 1;
 }
 
+/*** Closes the connection (idempotent).
+ *
+ * @signature conn:close()
+ * @section database
+ * @example
+ *   local conn = kb.pq.connect("host=/nonexistent port=5432")
+ *   if conn then conn:close() end
+ */
 /* conn:close() (and __gc, __close): idempotent. */
 static int conn_close(lua_State *L) {
   kb_pq *c = luaL_checkudata(L, 1, PQ_MT);
@@ -319,6 +371,13 @@ static int conn_tostring(lua_State *L) {
   return 1;
 }
 
+/*** libpq's version number (150018 for 15.18).
+ *
+ * @signature kb.pq.version() -> integer | nil, why
+ * @section database
+ * @example
+ *   print(kb.pq.version())
+ */
 /* kb.pq.version() -> libpq's version number (150018 for 15.18) | nil, why */
 static int l_version(lua_State *L) {
   const char *why = pq_load();

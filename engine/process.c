@@ -228,6 +228,20 @@ static void check_opts_keys(lua_State *L, int opts) {
   }
 }
 
+/*** Starts a program (argv[1], searched on PATH) with arguments argv[2..]; does not wait.
+ *
+ * opts: env ({NAME = value} to set, {NAME = false} to remove, the rest inherited), stdin, stdout,
+ * stderr (file paths; stdout and stderr are truncated unless append = true), cwd, group (default
+ * true: the child gets its own process group, so a Ctrl-C on the terminal reaches only kluabench,
+ * which passes it on). A child gets SIGTERM when kluabench dies. A program that cannot be started
+ * or a file that cannot be opened gives nil, "exec prog: No such file or directory", "ENOENT".
+ *
+ * @signature kb.process.spawn(argv [, opts]) -> pid | nil, message, code
+ * @section process
+ * @example
+ *   local pid = assert(kb.process.spawn({"sh", "-c", "echo $X"}, {env = {X = "1"}, stdout = "/dev/null"}))
+ *   print(kb.process.wait(pid)) --> pid  exit  0
+ */
 /* spawn(argv [, opts]) -> pid | nil, message, code. */
 static int l_spawn(lua_State *L) {
   spawn_plan p;
@@ -279,6 +293,20 @@ static int l_spawn(lua_State *L) {
 /* ------------------------------------------------------------------ */
 /* wait, kill, sleep                                                    */
 
+/*** Waits for child pid (nil: any child); with block = false returns nil at once when none has
+ * ended.
+ *
+ * A child killed by a signal gives pid, "signal", "SIGTERM". Errors: nil, message, "ECHILD" (no
+ * such child) or "EINTR" (a signal arrived while blocking: call again).
+ *
+ * @signature kb.process.wait([pid [, block]]) -> pid, "exit", code | pid, "signal", name | nil
+ * @section process
+ * @example
+ *   local pid = kb.process.spawn({"true"})
+ *   local got
+ *   repeat got = kb.process.wait(nil, false) until got or not kb.process.sleep(10)
+ *   print(got == pid)
+ */
 /* wait([pid [, block]]) -> pid, "exit", code | pid, "signal", name
  *                        | nil (nothing finished, when not blocking)
  *                        | nil, message, code */
@@ -315,6 +343,16 @@ static int l_wait(lua_State *L) {
   return 3;
 }
 
+/*** Sends a signal by name ("SIGINT", "TERM", "SIGKILL", ...; no numbers) to process pid (> 0
+ * only).
+ *
+ * @signature kb.process.kill(pid, signal) -> true | nil, message, code
+ * @section process
+ * @example
+ *   local pid = kb.process.spawn({"sleep", "10"})
+ *   kb.process.kill(pid, "SIGTERM")
+ *   print(kb.process.wait(pid)) --> pid  signal  SIGTERM
+ */
 /* kill(pid, signal) -> true | nil, message, code. pid must be > 0: no
  * process groups, no "every process" (-1). */
 static int l_kill(lua_State *L) {
@@ -326,6 +364,13 @@ static int l_kill(lua_State *L) {
   return 1;
 }
 
+/*** Sleeps ms milliseconds (0 to 86400000); false when a signal cut the sleep short.
+ *
+ * @signature kb.process.sleep(ms) -> true | false
+ * @section process
+ * @example
+ *   kb.process.sleep(10)
+ */
 /* sleep(ms) -> true | false when a signal cut it short. Milliseconds, as
  * everywhere in the stdlib. */
 static int l_sleep(lua_State *L) {
@@ -337,6 +382,13 @@ static int l_sleep(lua_State *L) {
   return 1;
 }
 
+/*** The id of this process.
+ *
+ * @signature kb.process.getpid() -> integer
+ * @section process
+ * @example
+ *   print(kb.process.getpid())
+ */
 /* getpid() -> this process's id. */
 static int l_getpid(lua_State *L) {
   lua_pushinteger(L, getpid());

@@ -56,6 +56,18 @@ static pcre2_code *compiled(lua_State *L, const char *pattern, size_t len) {
   return re;
 }
 
+/*** Whether a regular expression (ECMA-262 syntax as JSON Schema uses it, through PCRE2) matches
+ * somewhere in subject.
+ *
+ * Unanchored unless the pattern anchors itself, as JSON Schema's `pattern` keyword. Patterns and
+ * subjects are UTF-8; a subject that is not valid UTF-8 does not match, and the second result says
+ * why. A pattern that does not compile is an error naming the offset and PCRE2's reason.
+ *
+ * @signature kb.regex.test(pattern, subject) -> boolean [, why]
+ * @section digest
+ * @example
+ *   print(kb.regex.test("^sha256:[0-9a-f]{64}$", "sha256:" .. string.rep("0", 64))) --> true
+ */
 /* kb.regex.test(pattern, subject) -> true | false [, why]: whether pattern
  * matches somewhere in subject (JSON Schema's semantics: unanchored unless
  * the pattern anchors itself). A subject that is not valid UTF-8 does not

@@ -194,6 +194,19 @@ static const double *opt_positions(lua_State *L, const char *fn, int arg, int64_
   return pos; /* the userdata stays on the stack above the positions value */
 }
 
+/*** The f32 [seq_len, head_dim/2, 2] table of (cos, sin) that RoPE multiplies by.
+ *
+ * Equal to `view_as_real` of the `freqs_cis` of Hugging Face's `Llama4TextRotaryEmbedding`
+ * (default rope type). opts: `theta` (default 10000.0); `positions` (a list or tensor of seq_len
+ * positions instead of 0..seq_len-1); `scaling` (llama3 style: factor, low_freq_factor,
+ * high_freq_factor, original_max_position_embeddings); `device` (default: the selected backend). A
+ * table longer than seq serves any shorter q and k.
+ *
+ * @signature kb.rope.freqs(seq_len, head_dim [, opts]) -> Tensor
+ * @section rope
+ * @example
+ *   local f = kb.rope.freqs(2048, 128, {theta = 500000})
+ */
 static int l_freqs(lua_State *L) {
   static const char *const known[] = {"theta", "positions", "scaling", "device", NULL};
   const char *fn = "freqs";
@@ -417,6 +430,92 @@ static void push_outputs(lua_State *L, const char *fn, int inplace, kb_tensor **
   }
 }
 
+/*** Llama 4 RoPE: pairs (2i, 2i+1) of q and k multiplied by freqs[s, i] as complex numbers.
+ *
+ * opts.impl: "fused" (default; one kernel for q and k) or "reference" (the unfused op sequence
+ * PyTorch eager runs: upcast, complex multiply, downcast, with temporaries). opts.inplace = true
+ * writes into q and k (and returns them). q and k share batch, seq, head_dim, dtype and device;
+ * freqs is f32 [>= seq, head_dim/2, 2] on the same device. A mismatch is an error naming the
+ * argument: "bad argument #3 to 'llama4_fwd' (freqs has 1024 positions, q has seq 2048)".
+ *
+ * @signature kb.rope.llama4_fwd(q, k, freqs [, opts]) -> q_out, k_out
+ * @section rope
+ * @example
+ *   local q = kb.randn({1, 2048, 32, 16}, "bf16", 1)
+ *   local k = kb.randn({1, 2048, 8, 16}, "bf16", 2)
+ *   local f = kb.rope.freqs(2048, 16)
+ *   local qo, ko = kb.rope.llama4_fwd(q, k, f)
+ */
+/*** Backward of llama4_fwd: the gradients multiplied by the conjugate of freqs.
+ *
+ * Same options as llama4_fwd; bwd(fwd(x)) equals x up to rounding.
+ *
+ * @signature kb.rope.llama4_bwd(dq, dk, freqs [, opts]) -> dq_in, dk_in
+ * @section rope
+ * @example
+ *   local dq, dk = kb.rope.llama4_bwd(gq, gk, f, {impl = "reference"})
+ */
+/*** Rotate-half RoPE (pairs (i, i + D/2)), as Hugging Face's Llama/Qwen apply_rotary_pos_emb.
+ *
+ * Same arguments and options as llama4_fwd.
+ *
+ * @signature kb.rope.neox_fwd(q, k, freqs [, opts]) -> q_out, k_out
+ * @section rope
+ * @example
+ *   local qo, ko = kb.rope.neox_fwd(q, k, f, {inplace = true})
+ */
+/*** Backward of neox_fwd.
+ *
+ * @signature kb.rope.neox_bwd(dq, dk, freqs [, opts]) -> dq_in, dk_in
+ * @section rope
+ * @example
+ *   local dq, dk = kb.rope.neox_bwd(gq, gk, f)
+ */
+/*** llama4_fwd of q and k and llama4_bwd of dq and dk in one pass (one kernel launch on CUDA).
+ *
+ * The full mode of the benchmarks (a forward, then the backward of upstream gradients) as one
+ * launch, bit for bit what the two calls write. dq and dk have the shapes, dtype and device of q
+ * and k. opts.impl: "fused" (default) or "reference" (the reference forward, then the reference
+ * backward); opts.inplace = true writes into all four tensors, which must then be distinct.
+ *
+ * @signature kb.rope.llama4_fwd_bwd(q, k, dq, dk, freqs [, opts]) -> q_out, k_out, dq_in, dk_in
+ * @section rope
+ * @example
+ *   local q = kb.randn({1, 2048, 32, 16}, "bf16", 1)
+ *   local k = kb.randn({1, 2048, 8, 16}, "bf16", 2)
+ *   local f = kb.rope.freqs(2048, 16)
+ *   local qo, ko, dq, dk = kb.rope.llama4_fwd_bwd(q, k, q:clone(), k:clone(), f)
+ */
+/*** neox_fwd of q and k and neox_bwd of dq and dk in one pass (one kernel launch on CUDA).
+ *
+ * Same arguments and options as llama4_fwd_bwd.
+ *
+ * @signature kb.rope.neox_fwd_bwd(q, k, dq, dk, freqs [, opts]) -> q_out, k_out, dq_in, dk_in
+ * @section rope
+ * @example
+ *   local qo, ko, dq, dk = kb.rope.neox_fwd_bwd(q, k, q:clone(), k:clone(), f, {impl = "reference"})
+ */
+/*** The floor of a fused RoPE call: its bytes moved in one launch, without arithmetic.
+ *
+ * Reads q, k and rows [0, seq) of freqs once, writes q_out = q and k_out = k: the yardstick of the
+ * fused kernels, their bytes in one launch with no arithmetic (the benchmarks' floor provider).
+ * Takes the arguments of llama4_fwd; opts.inplace = true rewrites q and k with their own bytes.
+ *
+ * @signature kb.rope.floor(q, k, freqs [, opts]) -> q_out, k_out
+ * @section rope
+ * @example
+ *   local q2, k2 = kb.rope.floor(q, k, f)
+ */
+/*** The floor of llama4_fwd_bwd and neox_fwd_bwd: both passes' bytes in one launch.
+ *
+ * Copies q, k, dq and dk and reads the table once per pass. Same arguments as llama4_fwd_bwd;
+ * opts.inplace only.
+ *
+ * @signature kb.rope.floor_fwd_bwd(q, k, dq, dk, freqs [, opts]) -> q_out, k_out, dq_out, dk_out
+ * @section rope
+ * @example
+ *   local a, b, c, d = kb.rope.floor_fwd_bwd(q, k, q:clone(), k:clone(), f, {inplace = true})
+ */
 static int l_rope(lua_State *L) {
   static const char *const with_impl[] = {"impl", "inplace", NULL}, *const floor_opts[] = {"inplace", NULL};
   const char *fn = lua_tostring(L, lua_upvalueindex(1));

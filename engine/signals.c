@@ -126,6 +126,23 @@ static const char *signal_name(int sig) {
   return sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : "signal";
 }
 
+/*** With on = true, Ctrl-C and SIGTERM are remembered instead of stopping the script.
+ *
+ * Poll kb.interrupted() between samples or points and stop cleanly. The mode ends with
+ * defer_interrupts(false) or at the end of the top-level chunk; a second Ctrl-C while one is
+ * pending stops at once. Switching the mode forgets a pending signal; asking for the mode already
+ * in force keeps it (a sweep inside a loop that defers too).
+ *
+ * @signature kb.defer_interrupts(on) -> previous
+ * @section signals
+ * @example
+ *   kb.defer_interrupts(true)
+ *   for _, pt in ipairs(points) do
+ *     if kb.interrupted() then break end
+ *     run(pt)
+ *   end
+ *   kb.defer_interrupts(false)
+ */
 /* kb.defer_interrupts(on) -> previous setting. Turning it on or off forgets
  * a deferred signal that was not acted upon; asking for the setting already
  * in force keeps it (a sweep run inside a soak loop must not swallow the
@@ -147,6 +164,13 @@ static int l_defer_interrupts(lua_State *L) {
   return 1;
 }
 
+/*** Whether a deferred interrupt is pending, and which signal it was.
+ *
+ * @signature kb.interrupted() -> false | true, "SIGINT" | "SIGTERM"
+ * @section signals
+ * @example
+ *   local stop, sig = kb.interrupted()
+ */
 /* kb.interrupted() -> false | true, "SIGINT" | "SIGTERM": a deferred
  * signal, or a hard stop that some pcall caught (so that a loop can still
  * see it and stop). */

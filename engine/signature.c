@@ -113,6 +113,18 @@ void kb_push_signature(lua_State *L, const kb_param_type *const *types, int n) {
   luaL_pushresult(&b);
 }
 
+/*** The parameter types a kernel signature names, in canonical names.
+ *
+ * Types: ptr, i8, u8, i16, u16, i32, u32, i64, u64, f16, bf16, f32, f64. C spellings ("const
+ * float*", "int", "unsigned long long", "half") and Triton's ("*fp32", "fp16", "i1") are accepted.
+ * A ptr takes a tensor (its device pointer, checked to be alive and on the kernel's device) or an
+ * integer address (0 for NULL).
+ *
+ * @signature kb.cuda.parse_signature(signature) -> {types}
+ * @section usercode
+ * @example
+ *   print(table.concat(kb.cuda.parse_signature("const float*, float*, int, float"), ", "))
+ */
 /* kb.cuda.parse_signature(sig) -> {"ptr", "i32", ...}: what a kernel made
  * with this signature takes, in canonical names. */
 static int l_parse_signature(lua_State *L) {
@@ -127,15 +139,9 @@ static int l_parse_signature(lua_State *L) {
   return 1;
 }
 
-/* kb.cuda and kb.plugin: tables the binding files fill. */
-void kb_open_usercode(lua_State *L) {
-  lua_newtable(L);
+/* kb.cuda.parse_signature, into the kb.cuda table on top of the stack
+ * (usercode.c builds the table). */
+void kb_open_signature(lua_State *L) {
   lua_pushcfunction(L, l_parse_signature);
   lua_setfield(L, -2, "parse_signature");
-  kb_open_nvrtc(L);
-  kb_open_module(L);
-  lua_setfield(L, -2, "cuda");
-  lua_newtable(L);
-  kb_open_plugin(L);
-  lua_setfield(L, -2, "plugin");
 }

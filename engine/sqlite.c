@@ -69,6 +69,19 @@ static int push_failure(lua_State *L, kb_sqlite *d, int rc) {
 
 /* ---- kb.sqlite.open ------------------------------------------------------ */
 
+/*** Opens a SQLite database file (":memory:": one in memory); mode "rw" (default: the file must
+ * exist), "rwc" (create it), "ro".
+ *
+ * A file that is not a database opens but fails at its first statement with "path: file is not a
+ * database", "SQLITE_NOTADB". Codes: SQLITE_CANTOPEN, SQLITE_BUSY, SQLITE_CONSTRAINT, ...
+ *
+ * @signature kb.sqlite.open(path [, mode]) -> db | nil, message, code
+ * @section database
+ * @example
+ *   local db = assert(kb.sqlite.open(":memory:"))
+ *   assert(db:exec("CREATE TABLE t (x INTEGER)"))
+ *   db:close()
+ */
 /* kb.sqlite.open(path [, mode]) -> db | nil, message, code. mode: "rw"
  * (default: the file must exist), "rwc" (create it when absent), "ro". */
 static int l_open(lua_State *L) {
@@ -100,6 +113,13 @@ static int l_open(lua_State *L) {
   return 1;
 }
 
+/*** The version of the SQLite library linked in ("3.40.1").
+ *
+ * @signature kb.sqlite.version() -> text
+ * @section database
+ * @example
+ *   print(kb.sqlite.version())
+ */
 /* kb.sqlite.version() -> "3.40.1" */
 static int l_version(lua_State *L) {
   lua_pushstring(L, sqlite3_libversion());
@@ -108,6 +128,15 @@ static int l_version(lua_State *L) {
 
 /* ---- database methods ---------------------------------------------------- */
 
+/*** Runs one or more SQL statements without parameters.
+ *
+ * @signature db:exec(sql) -> true | nil, message, code
+ * @name sqlite:exec
+ * @section database
+ * @example
+ *   local db = assert(kb.sqlite.open(":memory:"))
+ *   print(db:exec("CREATE TABLE a (x); CREATE TABLE b (y)"))
+ */
 /* db:exec(sql) -> true | nil, message, code: one or more statements, no
  * parameters (schema steps, BEGIN and COMMIT). */
 static int db_exec(lua_State *L) {
@@ -119,6 +148,16 @@ static int db_exec(lua_State *L) {
   return 1;
 }
 
+/*** Compiles one SQL statement with ? parameters into a statement to execute many times.
+ *
+ * @signature db:prepare(sql) -> stmt | nil, message, code
+ * @name sqlite:prepare
+ * @section database
+ * @example
+ *   local db = assert(kb.sqlite.open(":memory:"))
+ *   local st = assert(db:prepare("SELECT ? + 1"))
+ *   print(st:execute({41})[1][1]) --> 42
+ */
 /* db:prepare(sql) -> statement | nil, message, code */
 static int db_prepare(lua_State *L) {
   kb_sqlite *d = check_db(L, 1);
@@ -143,6 +182,15 @@ static int db_prepare(lua_State *L) {
   return 1;
 }
 
+/*** How long a statement waits for another process's lock before failing with SQLITE_BUSY.
+ *
+ * @signature db:busy_timeout(ms)
+ * @name sqlite:busy_timeout
+ * @section database
+ * @example
+ *   local db = assert(kb.sqlite.open(":memory:"))
+ *   db:busy_timeout(5000)
+ */
 /* db:busy_timeout(ms): how long a statement waits for another process's
  * lock before it fails with SQLITE_BUSY. */
 static int db_busy_timeout(lua_State *L) {
@@ -153,6 +201,16 @@ static int db_busy_timeout(lua_State *L) {
   return 0;
 }
 
+/*** The rows the last INSERT, UPDATE or DELETE changed.
+ *
+ * @signature db:changes() -> integer
+ * @name sqlite:changes
+ * @section database
+ * @example
+ *   local db = assert(kb.sqlite.open(":memory:"))
+ *   db:exec("CREATE TABLE t (x); INSERT INTO t VALUES (1), (2)")
+ *   print(db:changes()) --> 2
+ */
 /* db:changes() -> rows changed by the last INSERT, UPDATE or DELETE */
 static int db_changes(lua_State *L) {
   kb_sqlite *d = check_db(L, 1);
@@ -160,6 +218,15 @@ static int db_changes(lua_State *L) {
   return 1;
 }
 
+/*** True outside a transaction.
+ *
+ * @signature db:autocommit() -> boolean
+ * @name sqlite:autocommit
+ * @section database
+ * @example
+ *   local db = assert(kb.sqlite.open(":memory:"))
+ *   print(db:autocommit()) --> true
+ */
 /* db:autocommit() -> true outside a transaction */
 static int db_autocommit(lua_State *L) {
   kb_sqlite *d = check_db(L, 1);
@@ -167,6 +234,14 @@ static int db_autocommit(lua_State *L) {
   return 1;
 }
 
+/*** The path the database was opened with.
+ *
+ * @signature db:path() -> text
+ * @name sqlite:path
+ * @section database
+ * @example
+ *   print(assert(kb.sqlite.open(":memory:")):path())
+ */
 /* db:path() -> the path it was opened with */
 static int db_path(lua_State *L) {
   kb_sqlite *d = luaL_checkudata(L, 1, DB_MT);
@@ -174,6 +249,17 @@ static int db_path(lua_State *L) {
   return 1;
 }
 
+/*** Closes the database and finalizes its statements; closing twice is fine, using a closed one is
+ * an error.
+ *
+ * @signature db:close()
+ * @name sqlite:close
+ * @section database
+ * @example
+ *   local db = assert(kb.sqlite.open(":memory:"))
+ *   db:close()
+ *   db:close()
+ */
 /* db:close() (and __gc, __close): idempotent; finalizes open statements. */
 static int db_close(lua_State *L) {
   kb_sqlite *d = luaL_checkudata(L, 1, DB_MT);
@@ -238,6 +324,18 @@ static void push_column(lua_State *L, sqlite3_stmt *st, int c) {
   }
 }
 
+/*** Binds params (nil, booleans, numbers, strings; params.n for trailing nils), runs the statement
+ * to its end and returns its rows as lists of column values.
+ *
+ * @signature stmt:execute([params]) -> rows | nil, message, code
+ * @section database
+ * @example
+ *   local db = assert(kb.sqlite.open(":memory:"))
+ *   db:exec("CREATE TABLE t (a, b)")
+ *   local ins = assert(db:prepare("INSERT INTO t VALUES (?, ?)"))
+ *   ins:execute({1, "x"})
+ *   print(assert(db:prepare("SELECT b FROM t")):execute()[1][1]) --> x
+ */
 /* stmt:execute([params]) -> rows | nil, message, code. Binds the
  * parameters, steps to the end and returns every row as a list of column
  * values (1-based; NULL is a hole); the statement is reset for the next
@@ -264,6 +362,14 @@ static int stmt_execute(lua_State *L) {
   return 1;
 }
 
+/*** The names of the result columns.
+ *
+ * @signature stmt:columns() -> {names}
+ * @section database
+ * @example
+ *   local db = assert(kb.sqlite.open(":memory:"))
+ *   print(assert(db:prepare("SELECT 1 AS one")):columns()[1]) --> one
+ */
 /* stmt:columns() -> {"name", ...} */
 static int stmt_columns(lua_State *L) {
   kb_stmt *s = check_stmt(L, 1);
@@ -276,6 +382,15 @@ static int stmt_columns(lua_State *L) {
   return 1;
 }
 
+/*** Frees the statement (idempotent).
+ *
+ * @signature stmt:finalize()
+ * @section database
+ * @example
+ *   local db = assert(kb.sqlite.open(":memory:"))
+ *   local st = assert(db:prepare("SELECT 1"))
+ *   st:finalize()
+ */
 /* stmt:finalize() (and __gc, __close): idempotent. A statement whose
  * database closed first was finalized by it. */
 static int stmt_finalize(lua_State *L) {

@@ -14,8 +14,6 @@
 #include "kb.h"
 #include "../kernels/tensor_ops.h"
 
-int kb_raise(lua_State *L, const char *msg) { return luaL_error(L, "%s", msg); }
-
 static kb_tensor *to_tensor(lua_State *L, int arg) {
   return (kb_tensor *)luaL_checkudata(L, arg, KB_TENSOR_MT);
 }
@@ -34,24 +32,6 @@ kb_dtype kb_check_dtype(lua_State *L, int arg, int def) {
     if (strcmp(s, kb_dtype_name((kb_dtype)i)) == 0) return (kb_dtype)i;
   luaL_argerror(L, arg, lua_pushfstring(L, "unknown dtype '%s' (expected bf16, f16, f32 or f64)", s));
   return KB_F32;
-}
-
-const kb_backend *kb_check_device(lua_State *L, int arg) {
-  if (lua_isnoneornil(L, arg)) return kb_default_backend();
-  const char *s = luaL_checkstring(L, arg);
-  if (strcmp(s, "cpu") == 0) return kb_backend_cpu();
-  int ordinal = 0;
-  char tail;
-  if (strcmp(s, "cuda") == 0 || sscanf(s, "cuda:%d%c", &ordinal, &tail) == 1) {
-    if (strcmp(s, "cuda") == 0 && strcmp(kb_default_backend()->kind, "cuda") == 0)
-      ordinal = kb_default_backend()->ordinal;
-    const char *why = NULL;
-    const kb_backend *b = kb_backend_cuda(ordinal, &why);
-    if (!b) luaL_argerror(L, arg, lua_pushfstring(L, "device '%s' is not usable: %s", s, why));
-    return b;
-  }
-  luaL_argerror(L, arg, lua_pushfstring(L, "unknown device '%s' (expected 'cpu', 'cuda' or 'cuda:N')", s));
-  return NULL;
 }
 
 /* "[1, 2048, 32, 16]" into buf. */
@@ -93,13 +73,6 @@ static int check_shape(lua_State *L, int arg, int64_t *shape, kb_dtype dtype) {
   return (int)n;
 }
 
-/* lua_gc answers -1 to everything while a finalizer runs (Lua 5.4.4+). */
-void kb_check_not_finalizing(lua_State *L, const char *what) {
-  if (lua_gc(L, LUA_GCISRUNNING) < 0)
-    luaL_error(L, "cannot create %s inside a __gc metamethod (its memory might never be released)",
-               what);
-}
-
 kb_tensor *kb_push_tensor(lua_State *L, const kb_backend *dev, kb_dtype dtype, int ndim,
                           const int64_t *shape) {
   kb_check_not_finalizing(L, "a tensor");
@@ -135,6 +108,16 @@ void *kb_tensor_host_copy(lua_State *L, const kb_tensor *t) {
   return h;
 }
 
+/*** A tensor with uninitialised contents.
+ *
+ * shape is a list of non-negative integers (at most 8 dimensions); dtype defaults to "f32", device
+ * to the selected backend.
+ *
+ * @signature kb.empty(shape [, dtype [, device]]) -> Tensor
+ * @section tensors
+ * @example
+ *   local t = kb.empty({2, 3}, "bf16")
+ */
 /* ---- constructors ------------------------------------------------------ */
 
 static int l_empty(lua_State *L) {
@@ -145,6 +128,14 @@ static int l_empty(lua_State *L) {
   return 1;
 }
 
+/*** A tensor of zeros.
+ *
+ * @signature kb.zeros(shape [, dtype [, device]]) -> Tensor
+ * @section tensors
+ * @example
+ *   local z = kb.zeros({4}, "f64", "cpu")
+ *   print(z) --> kluabench.Tensor([4], f64, cpu) [0, 0, 0, 0]
+ */
 static int l_zeros(lua_State *L) {
   kb_dtype dt = kb_check_dtype(L, 2, KB_F32);
   int64_t shape[KB_MAX_DIMS];
@@ -154,6 +145,17 @@ static int l_zeros(lua_State *L) {
   return 1;
 }
 
+/*** Standard normal values, deterministic per seed (default 0).
+ *
+ * A counter-based generator (Philox4x32-10 and Box-Muller) gives the same values on every backend
+ * and machine for the same seed, shape and dtype (within 1 ulp of f32), so a GPU result can always
+ * be checked against the CPU path.
+ *
+ * @signature kb.randn(shape [, dtype [, seed [, device]]]) -> Tensor
+ * @section tensors
+ * @example
+ *   local q = kb.randn({1, 2048, 32, 16}, "bf16", 42)
+ */
 static int l_randn(lua_State *L) {
   kb_dtype dt = kb_check_dtype(L, 2, KB_F32);
   int64_t shape[KB_MAX_DIMS];
@@ -164,6 +166,15 @@ static int l_randn(lua_State *L) {
   return 1;
 }
 
+/*** A tensor holding a flat list of numbers (row-major), shape {#values} by default.
+ *
+ * Values are rounded to the dtype to nearest, ties to even.
+ *
+ * @signature kb.from_table(values [, shape [, dtype [, device]]]) -> Tensor
+ * @section tensors
+ * @example
+ *   local m = kb.from_table({1, 2, 3, 4, 5, 6}, {2, 3}, "f32")
+ */
 /* from_table(values, shape?, dtype?, device?): shape defaults to {#values}. */
 static int l_from_table(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
@@ -194,6 +205,13 @@ static int l_from_table(lua_State *L) {
   return 1;
 }
 
+/*** The number of elements (also `#t`).
+ *
+ * @signature t:numel() -> integer
+ * @section tensor_methods
+ * @example
+ *   print(t:numel(), #t)
+ */
 /* ---- methods ----------------------------------------------------------- */
 
 static int m_numel(lua_State *L) {
@@ -201,11 +219,26 @@ static int m_numel(lua_State *L) {
   return 1;
 }
 
+/*** The size of the data in bytes.
+ *
+ * @signature t:nbytes() -> integer
+ * @section tensor_methods
+ * @example
+ *   local gb = (q:nbytes() + k:nbytes()) * 2 / 1e9
+ */
 static int m_nbytes(lua_State *L) {
   lua_pushinteger(L, (lua_Integer)kb_tensor_nbytes(kb_check_tensor(L, 1)));
   return 1;
 }
 
+/*** The values as a flat row-major list of Lua numbers (copied to the host).
+ *
+ * @signature t:totable() -> {numbers}
+ * @section tensor_methods
+ * @example
+ *   local v = kb.randn({3}):totable()
+ *   print(v[1], v[2], v[3])
+ */
 static int m_totable(lua_State *L) {
   kb_tensor *t = kb_check_tensor(L, 1);
   void *h = kb_tensor_host_copy(L, t);
@@ -254,6 +287,13 @@ static void check_same_shape(lua_State *L, const kb_tensor *a, const kb_tensor *
                                         kb_shape_str(a, sa, sizeof sa)));
 }
 
+/*** A copy on the same device.
+ *
+ * @signature t:clone() -> Tensor
+ * @section tensor_methods
+ * @example
+ *   local q0 = q:clone()
+ */
 static int m_clone(lua_State *L) {
   kb_tensor *t = kb_check_tensor(L, 1);
   kb_tensor *c = kb_push_tensor(L, t->dev, t->dtype, t->ndim, t->shape);
@@ -261,6 +301,13 @@ static int m_clone(lua_State *L) {
   return 1;
 }
 
+/*** Copies src (same shape; any dtype or device) into t, converting as needed.
+ *
+ * @signature t:copy_(src) -> t
+ * @section tensor_methods
+ * @example
+ *   kb.empty(q.shape, "f32"):copy_(q)
+ */
 static int m_copy_(lua_State *L) {
   kb_tensor *dst = kb_check_tensor(L, 1), *src = kb_check_tensor(L, 2);
   check_same_shape(L, dst, src, 2);
@@ -269,6 +316,13 @@ static int m_copy_(lua_State *L) {
   return 1;
 }
 
+/*** Sets every element to x.
+ *
+ * @signature t:fill_(x) -> t
+ * @section tensor_methods
+ * @example
+ *   local ones = kb.empty({8}):fill_(1)
+ */
 static int m_fill_(lua_State *L) {
   kb_tensor *t = kb_check_tensor(L, 1);
   double x = luaL_checknumber(L, 2);
@@ -277,6 +331,14 @@ static int m_fill_(lua_State *L) {
   return 1;
 }
 
+/*** A new tensor on another device ("cpu", "cuda", "cuda:N") or of another dtype.
+ *
+ * @signature t:to(device_or_dtype) -> Tensor
+ * @section tensor_methods
+ * @example
+ *   local host = t:to("cpu")
+ *   local wide = t:to("f64")
+ */
 /* t:to(x): a new tensor on device x ("cpu", "cuda", "cuda:N") or of dtype x. */
 static int m_to(lua_State *L) {
   kb_tensor *t = kb_check_tensor(L, 1);
@@ -292,6 +354,16 @@ static int m_to(lua_State *L) {
   return 1;
 }
 
+/*** SHA-256 of the tensor's little-endian bytes.
+ *
+ * Equal on every backend for equal values: `kb.randn` tensors made with the same seed on cpu and
+ * cuda have the same digest.
+ *
+ * @signature t:digest() -> "sha256:<64 hex>"
+ * @section tensor_methods
+ * @example
+ *   print(kb.randn({16}, "f32", 1):digest())
+ */
 static int m_digest(lua_State *L) {
   kb_tensor *t = kb_check_tensor(L, 1);
   void *h = kb_tensor_host_copy(L, t);
@@ -318,10 +390,29 @@ static int release(lua_State *L, const char *verb) {
   return 0;
 }
 
+/*** Frees the memory now; safe to call twice. Also `__gc` and `__close`.
+ *
+ * A tensor captured in a live CUDA graph refuses free(): free the graph first.
+ *
+ * @signature t:free()
+ * @section tensor_methods
+ * @example
+ *   do
+ *     local tmp <close> = kb.empty({1 << 20})
+ *   end -- freed here
+ */
 static int m_free(lua_State *L) { return release(L, "free"); }
 static int t_close(lua_State *L) { return release(L, "close"); }
 static int t_gc(lua_State *L) { return release(L, NULL); }
 
+/*** The shape, as a new list of integers.
+ *
+ * @signature t.shape -> {d1, d2, ...}
+ * @section tensor_methods
+ * @kind property
+ * @example
+ *   local B, S, H, D = table.unpack(q.shape)
+ */
 /* ---- properties, printing ------------------------------------------------ */
 
 static int p_shape(lua_State *L, kb_tensor *t) {
@@ -333,16 +424,40 @@ static int p_shape(lua_State *L, kb_tensor *t) {
   return 1;
 }
 
+/*** The element type.
+ *
+ * @signature t.dtype -> "bf16" | "f16" | "f32" | "f64"
+ * @section tensor_methods
+ * @kind property
+ * @example
+ *   print(t.dtype)
+ */
 static int p_dtype(lua_State *L, kb_tensor *t) {
   lua_pushstring(L, kb_dtype_name(t->dtype));
   return 1;
 }
 
+/*** The device holding the data.
+ *
+ * @signature t.device -> "cpu" | "cuda:N"
+ * @section tensor_methods
+ * @kind property
+ * @example
+ *   print(t.device)
+ */
 static int p_device(lua_State *L, kb_tensor *t) {
   lua_pushstring(L, t->dev->device);
   return 1;
 }
 
+/*** The number of dimensions.
+ *
+ * @signature t.ndim -> integer
+ * @section tensor_methods
+ * @kind property
+ * @example
+ *   assert(q.ndim == 4)
+ */
 static int p_ndim(lua_State *L, kb_tensor *t) {
   lua_pushinteger(L, t->ndim);
   return 1;
@@ -409,6 +524,15 @@ static int t_len(lua_State *L) { return m_numel(L); }
 
 /* ---- comparisons --------------------------------------------------------- */
 
+/*** The largest |a[i] - b[i]| of two tensors of equal shape (any dtypes and devices).
+ *
+ * NaN when either holds a NaN, so `kb.max_abs_diff(a, b) < tol` fails on NaN.
+ *
+ * @signature kb.max_abs_diff(a, b) -> number
+ * @section tensors
+ * @example
+ *   assert(kb.max_abs_diff(out, ref) < 1e-2)
+ */
 /* Host copies of a and b as doubles are compared element by element; the
  * result is NaN when either holds a NaN, so `diff < tol` fails on NaN. */
 static int l_max_abs_diff(lua_State *L) {
@@ -425,6 +549,15 @@ static int l_max_abs_diff(lua_State *L) {
   return 1;
 }
 
+/*** The relative L2 error ||a - b|| / ||b||, b being the reference.
+ *
+ * 0 when both are all zero, inf when only b is.
+ *
+ * @signature kb.rel_l2(a, b) -> number
+ * @section tensors
+ * @example
+ *   print(kb.rel_l2(gpu_out:to("cpu"), cpu_out))
+ */
 /* ||a - b|| / ||b||, b being the reference; 0 when both are all zero, inf
  * when only b is. */
 static int l_rel_l2(lua_State *L) {

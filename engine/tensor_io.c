@@ -369,6 +369,22 @@ static int close_box(lua_State *L, int idx, int nresults) {
 
 static int load_npy_from(lua_State *L, const char *path, const kb_backend *dev, int fd, uint64_t size);
 
+/*** Reads a .npy file (formats 1.0 to 3.0; f2, f4, f8 of either byte order; C order) into a tensor
+ * on device.
+ *
+ * Refused, with a message naming the file: another dtype (integers, "<V2"), Fortran order, more
+ * than 8 dimensions, a header over 1 MiB, data shorter or longer than the header's shape, anything
+ * that is not a regular file. `numpy.save(path, x)` writes what it reads.
+ *
+ * @signature kb.load_npy(path [, device]) -> Tensor | nil, message
+ * @section tensor_files
+ * @example
+ *   local path = os.tmpname()
+ *   assert(kb.save_npy(path, kb.zeros({4}, "f64")))
+ *   local t = assert(kb.load_npy(path, "cpu"))
+ *   print(t)
+ *   os.remove(path)
+ */
 static int l_load_npy(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
   const kb_backend *dev = kb_check_device(L, 2);
@@ -431,6 +447,20 @@ static int load_npy_from(lua_State *L, const char *path, const kb_backend *dev, 
   return 1;
 }
 
+/*** Writes t as a NumPy .npy file (format 1.0, C order, little-endian <f2, <f4 or <f8).
+ *
+ * NumPy has no bfloat16 (ml_dtypes stores its bfloat16 as raw 2-byte void data, "<V2", which
+ * cannot be told from other data), so a bf16 tensor is refused: save t:cast("f32"), or a
+ * safetensors file (BF16). `numpy.load(path)` reads the file.
+ *
+ * @signature kb.save_npy(path, t) -> true | nil, message
+ * @section tensor_files
+ * @example
+ *   local path = os.tmpname()
+ *   assert(kb.save_npy(path, kb.randn({2, 3}, "f32", 1)))
+ *   print(kb.load_npy(path).shape[2]) --> 3
+ *   os.remove(path)
+ */
 static int l_save_npy(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
   kb_tensor *t = kb_check_tensor(L, 2);
@@ -591,6 +621,22 @@ static const char *st_check_metadata(lua_State *L, int idx, char *why, size_t n)
 
 static int load_safetensors_from(lua_State *L, const char *path, const kb_backend *dev, int fd, uint64_t size);
 
+/*** Reads every tensor of a safetensors file onto device, and its __metadata__ (a table of
+ * strings).
+ *
+ * Dtypes BF16, F16, F32 and F64 (another dtype is refused, naming the tensor). The header is at
+ * most 100 MB, as the safetensors library allows, and the tensors' data offsets must tile the data
+ * exactly: no gap, no overlap, nothing after; a header that says otherwise is refused.
+ *
+ * @signature kb.load_safetensors(path [, device]) -> {name = Tensor}, metadata | nil, message
+ * @section tensor_files
+ * @example
+ *   local path = os.tmpname()
+ *   assert(kb.save_safetensors(path, {w = kb.randn({3, 3})}))
+ *   local t = assert(kb.load_safetensors(path))
+ *   print(t.w.shape[1])
+ *   os.remove(path)
+ */
 /* upvalue 1: kb.jcs.decode */
 static int l_load_safetensors(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
@@ -687,6 +733,20 @@ static int load_safetensors_from(lua_State *L, const char *path, const kb_backen
   return 2;
 }
 
+/*** Writes named tensors ({name = Tensor}) as a safetensors file, with optional string metadata.
+ *
+ * Tensors are stored in name order, dtypes BF16, F16, F32 and F64; the JSON header is padded to 8
+ * bytes. `safetensors.torch.load_file(path)` reads the file.
+ *
+ * @signature kb.save_safetensors(path, tensors [, metadata]) -> true | nil, message
+ * @section tensor_files
+ * @example
+ *   local path = os.tmpname()
+ *   assert(kb.save_safetensors(path, {q = kb.randn({2, 4}, "bf16", 1), k = kb.zeros({2})}, {who = "me"}))
+ *   local t, meta = kb.load_safetensors(path)
+ *   print(t.q, meta.who)
+ *   os.remove(path)
+ */
 /* upvalue 1: kb.jcs.encode */
 static int l_save_safetensors(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);

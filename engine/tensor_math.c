@@ -177,13 +177,97 @@ static int binary(lua_State *L, kb_math_binary_op op, int inplace, int operators
   return 1;
 }
 
+/*** Element-wise t + b, b a tensor (broadcast) or a number; also `t + b`.
+ *
+ * The result has the broadcast shape of t and b. A number is rounded to the compute type (f32 for
+ * bf16, f16 and f32; f64 for f64) and may stand on either side of the operator (`2 + t`).
+ *
+ * @signature t:add(b) -> Tensor
+ * @section tensor_math
+ * @example
+ *   local a = kb.from_table({1, 2, 3, 4, 5, 6}, {2, 3})
+ *   local b = kb.from_table({10, 20, 30})
+ *   print(a:add(b)) --> shape [2, 3]
+ *   print(a + 2, 2 + a)
+ */
 static int m_add(lua_State *L) { return binary(L, KB_MATH_ADD, 0, 0); }
+/*** Element-wise t - b, b a tensor (broadcast) or a number; also `t - b`.
+ *
+ * The result has the broadcast shape of t and b. A number is rounded to the compute type (f32 for
+ * bf16, f16 and f32; f64 for f64) and may stand on either side of the operator (`2 - t`).
+ *
+ * @signature t:sub(b) -> Tensor
+ * @section tensor_math
+ * @example
+ *   local a = kb.from_table({1, 2, 3, 4, 5, 6}, {2, 3})
+ *   local b = kb.from_table({10, 20, 30})
+ *   print(a:sub(b)) --> shape [2, 3]
+ *   print(a - 2, 2 - a)
+ */
 static int m_sub(lua_State *L) { return binary(L, KB_MATH_SUB, 0, 0); }
+/*** Element-wise t * b, b a tensor (broadcast) or a number; also `t * b`.
+ *
+ * The result has the broadcast shape of t and b. A number is rounded to the compute type (f32 for
+ * bf16, f16 and f32; f64 for f64) and may stand on either side of the operator (`2 * t`).
+ *
+ * @signature t:mul(b) -> Tensor
+ * @section tensor_math
+ * @example
+ *   local a = kb.from_table({1, 2, 3, 4, 5, 6}, {2, 3})
+ *   local b = kb.from_table({10, 20, 30})
+ *   print(a:mul(b)) --> shape [2, 3]
+ *   print(a * 2, 2 * a)
+ */
 static int m_mul(lua_State *L) { return binary(L, KB_MATH_MUL, 0, 0); }
+/*** Element-wise t / b, b a tensor (broadcast) or a number; also `t / b`.
+ *
+ * The result has the broadcast shape of t and b. A number is rounded to the compute type (f32 for
+ * bf16, f16 and f32; f64 for f64) and may stand on either side of the operator (`2 / t`).
+ *
+ * @signature t:div(b) -> Tensor
+ * @section tensor_math
+ * @example
+ *   local a = kb.from_table({1, 2, 3, 4, 5, 6}, {2, 3})
+ *   local b = kb.from_table({10, 20, 30})
+ *   print(a:div(b)) --> shape [2, 3]
+ *   print(a / 2, 2 / a)
+ */
 static int m_div(lua_State *L) { return binary(L, KB_MATH_DIV, 0, 0); }
+/*** In place: t := t + b, b a tensor that broadcasts to t's shape, or a number.
+ *
+ * @signature t:add_(b) -> t
+ * @section tensor_math
+ * @example
+ *   local y = kb.randn({4, 3})
+ *   y:add_(kb.randn({3}, "f32", 1)):add_(2)
+ */
 static int m_add_(lua_State *L) { return binary(L, KB_MATH_ADD, 1, 0); }
+/*** In place: t := t - b, b a tensor that broadcasts to t's shape, or a number.
+ *
+ * @signature t:sub_(b) -> t
+ * @section tensor_math
+ * @example
+ *   local y = kb.randn({4, 3})
+ *   y:sub_(kb.randn({3}, "f32", 1)):sub_(2)
+ */
 static int m_sub_(lua_State *L) { return binary(L, KB_MATH_SUB, 1, 0); }
+/*** In place: t := t * b, b a tensor that broadcasts to t's shape, or a number.
+ *
+ * @signature t:mul_(b) -> t
+ * @section tensor_math
+ * @example
+ *   local y = kb.randn({4, 3})
+ *   y:mul_(kb.randn({3}, "f32", 1)):mul_(2)
+ */
 static int m_mul_(lua_State *L) { return binary(L, KB_MATH_MUL, 1, 0); }
+/*** In place: t := t / b, b a tensor that broadcasts to t's shape, or a number.
+ *
+ * @signature t:div_(b) -> t
+ * @section tensor_math
+ * @example
+ *   local y = kb.randn({4, 3})
+ *   y:div_(kb.randn({3}, "f32", 1)):div_(2)
+ */
 static int m_div_(lua_State *L) { return binary(L, KB_MATH_DIV, 1, 0); }
 static int mt_add(lua_State *L) { return binary(L, KB_MATH_ADD, 0, 1); }
 static int mt_sub(lua_State *L) { return binary(L, KB_MATH_SUB, 0, 1); }
@@ -202,13 +286,87 @@ static int unary(lua_State *L, kb_math_unary_op op, int inplace) {
   return 1;
 }
 
+/*** Negation, -x; also `-t`.
+ *
+ * @signature t:neg() -> Tensor
+ * @section tensor_math
+ * @example
+ *   local t = kb.from_table({1, 4, 9})
+ *   print(t:neg())
+ */
 static int m_neg(lua_State *L) { return unary(L, KB_MATH_NEG, 0); }
+/*** e^x.
+ *
+ * CUDA's expf and the C library's differ by up to 2 ulp of f32 (the only element-wise operation
+ * whose twins are not bit for bit equal).
+ *
+ * @signature t:exp() -> Tensor
+ * @section tensor_math
+ * @example
+ *   local t = kb.from_table({1, 4, 9})
+ *   print(t:exp())
+ */
 static int m_exp(lua_State *L) { return unary(L, KB_MATH_EXP, 0); }
+/*** The square root.
+ *
+ * @signature t:sqrt() -> Tensor
+ * @section tensor_math
+ * @example
+ *   local t = kb.from_table({1, 4, 9})
+ *   print(t:sqrt())
+ */
 static int m_sqrt(lua_State *L) { return unary(L, KB_MATH_SQRT, 0); }
+/*** 1 / sqrt(x).
+ *
+ * Computed as 1 / sqrt(x), both correctly rounded (not the approximate rsqrtf).
+ *
+ * @signature t:rsqrt() -> Tensor
+ * @section tensor_math
+ * @example
+ *   local t = kb.from_table({1, 4, 9})
+ *   print(t:rsqrt())
+ */
 static int m_rsqrt(lua_State *L) { return unary(L, KB_MATH_RSQRT, 0); }
+/*** In place: Negation.
+ *
+ * @signature t:neg_() -> t
+ * @section tensor_math
+ * @example
+ *   local t = kb.from_table({1, 4, 9})
+ *   print(t:neg_())
+ */
 static int m_neg_(lua_State *L) { return unary(L, KB_MATH_NEG, 1); }
+/*** In place: e^x.
+ *
+ * CUDA's expf and the C library's differ by up to 2 ulp of f32 (the only element-wise operation
+ * whose twins are not bit for bit equal).
+ *
+ * @signature t:exp_() -> t
+ * @section tensor_math
+ * @example
+ *   local t = kb.from_table({1, 4, 9})
+ *   print(t:exp_())
+ */
 static int m_exp_(lua_State *L) { return unary(L, KB_MATH_EXP, 1); }
+/*** In place: The square root.
+ *
+ * @signature t:sqrt_() -> t
+ * @section tensor_math
+ * @example
+ *   local t = kb.from_table({1, 4, 9})
+ *   print(t:sqrt_())
+ */
 static int m_sqrt_(lua_State *L) { return unary(L, KB_MATH_SQRT, 1); }
+/*** In place: 1 / sqrt(x).
+ *
+ * Computed as 1 / sqrt(x), both correctly rounded (not the approximate rsqrtf).
+ *
+ * @signature t:rsqrt_() -> t
+ * @section tensor_math
+ * @example
+ *   local t = kb.from_table({1, 4, 9})
+ *   print(t:rsqrt_())
+ */
 static int m_rsqrt_(lua_State *L) { return unary(L, KB_MATH_RSQRT, 1); }
 /* __unm gets the operand twice; only the first one counts */
 static int mt_unm(lua_State *L) {
@@ -248,8 +406,45 @@ static int reduce(lua_State *L, kb_math_reduce_op op) {
   return 1;
 }
 
+/*** The sum over dimension dim, or over every element when dim is nil.
+ *
+ * dim is 1-based like `t.shape` (-1 is the last dimension). The result drops that dimension, or
+ * keeps it with size 1 when keepdim is true; over every element it has shape [] (`:item()` reads
+ * it). Accumulates in f64 for every dtype and rounds once.
+ *
+ * @signature t:sum([dim [, keepdim]]) -> Tensor
+ * @section tensor_math
+ * @example
+ *   local x = kb.from_table({1, 2, 3, 4, 5, 6}, {2, 3})
+ *   print(x:sum(), x:sum(1), x:sum(-1, true))
+ */
 static int m_sum(lua_State *L) { return reduce(L, KB_MATH_SUM); }
+/*** The mean over dimension dim, or over every element when dim is nil.
+ *
+ * dim is 1-based like `t.shape` (-1 is the last dimension). The result drops that dimension, or
+ * keeps it with size 1 when keepdim is true; over every element it has shape [] (`:item()` reads
+ * it). Accumulates in f64 for every dtype and rounds once. The mean of no element is NaN.
+ *
+ * @signature t:mean([dim [, keepdim]]) -> Tensor
+ * @section tensor_math
+ * @example
+ *   local x = kb.from_table({1, 2, 3, 4, 5, 6}, {2, 3})
+ *   print(x:mean(), x:mean(1), x:mean(-1, true))
+ */
 static int m_mean(lua_State *L) { return reduce(L, KB_MATH_MEAN); }
+/*** The largest value over dimension dim, or over every element when dim is nil.
+ *
+ * dim is 1-based like `t.shape` (-1 is the last dimension). The result drops that dimension, or
+ * keeps it with size 1 when keepdim is true; over every element it has shape [] (`:item()` reads
+ * it). Returns the values only. NaN when any element is NaN; +0 beats -0; an empty dimension is an
+ * error.
+ *
+ * @signature t:max([dim [, keepdim]]) -> Tensor
+ * @section tensor_math
+ * @example
+ *   local x = kb.from_table({1, 2, 3, 4, 5, 6}, {2, 3})
+ *   print(x:max(), x:max(1), x:max(-1, true))
+ */
 static int m_max(lua_State *L) { return reduce(L, KB_MATH_MAX); }
 
 /* ---- matmul ------------------------------------------------------------------ */
@@ -261,6 +456,22 @@ static int64_t batch_of(const kb_tensor *t) {
   return b;
 }
 
+/*** The matrix product [.., m, k] x [.., k, n] -> [.., m, n]: 2-D, or batched over the leading
+ * dimensions.
+ *
+ * The leading dimensions of t and b are equal, or one operand is 2-D and is used for every matrix
+ * of the other. On cuda it is cublasGemmStridedBatchedEx (libcublas opened at run time;
+ * $KLUABENCH_CUBLAS names it when it is not found): f32 accumulation for bf16, f16 and f32 without
+ * TF32, f64 for f64. On cpu the reference accumulates in f64 and rounds once. A vector is a [1, n]
+ * or [n, 1] matrix (`t:reshape`).
+ *
+ * @signature t:matmul(b) -> Tensor
+ * @section tensor_math
+ * @example
+ *   local a = kb.from_table({1, 2, 3, 4, 5, 6}, {2, 3})
+ *   print(a:matmul(a:reshape({3, 2}))) --> [[22, 28], [49, 64]]
+ *   print(kb.randn({8, 2, 3}):matmul(kb.randn({3, 4})).shape[1]) --> 8
+ */
 /* a:matmul(b): [.., m, k] @ [.., k, n] -> [.., m, n]. The leading
  * dimensions of a and b are equal, or one operand is 2-D and is shared by
  * every matrix of the other. */
@@ -304,6 +515,15 @@ static int m_matmul(lua_State *L) {
 
 /* ---- cast, reshape, item --------------------------------------------------- */
 
+/*** A new tensor of another dtype on the same device, rounded to nearest even: t:to(dtype) that
+ * takes only a dtype.
+ *
+ * @signature t:cast(dtype) -> Tensor
+ * @section tensor_math
+ * @example
+ *   local h = kb.randn({4}, "f32", 1):cast("bf16")
+ *   print(h.dtype)
+ */
 /* t:cast(dtype): a new tensor of that dtype on t's device (t:to(dtype) that
  * takes only a dtype). */
 static int m_cast(lua_State *L) {
@@ -315,6 +535,16 @@ static int m_cast(lua_State *L) {
   return 1;
 }
 
+/*** A copy with another shape of as many elements (one dimension may be -1, inferred).
+ *
+ * Tensors are contiguous and never share storage: this is a copy, not a view.
+ *
+ * @signature t:reshape(shape) -> Tensor
+ * @section tensor_math
+ * @example
+ *   local v = kb.randn({6})
+ *   print(v:reshape({2, -1}).shape[2]) --> 3
+ */
 /* t:reshape(shape): a copy with another shape of as many elements; one
  * dimension may be -1 (inferred). */
 static int m_reshape(lua_State *L) {
@@ -348,6 +578,13 @@ static int m_reshape(lua_State *L) {
   return 1;
 }
 
+/*** The value of a tensor of one element (a reduction over everything, say).
+ *
+ * @signature t:item() -> number
+ * @section tensor_math
+ * @example
+ *   print(kb.from_table({1, 2, 3}):sum():item()) --> 6.0
+ */
 /* t:item(): the value of a one-element tensor as a Lua number. */
 static int m_item(lua_State *L) {
   kb_tensor *t = kb_check_tensor(L, 1);

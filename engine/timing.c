@@ -23,6 +23,16 @@ static kb_event *check_event(lua_State *L, int arg) {
   return e;
 }
 
+/*** A new timing event (a CUDA event, or the host clock on cpu).
+ *
+ * @signature kb.event([device]) -> Event
+ * @section timing
+ * @example
+ *   local e0, e1 = kb.event(), kb.event()
+ *   e0:record(); work(); e1:record()
+ *   e1:synchronize()
+ *   print(kb.elapsed_ms(e0, e1))
+ */
 static int l_event(lua_State *L) {
   const kb_backend *dev = kb_check_device(L, 1);
   kb_check_not_finalizing(L, "an event");
@@ -34,6 +44,13 @@ static int l_event(lua_State *L) {
   return 1;
 }
 
+/*** Records the event on the stream.
+ *
+ * @signature ev:record() -> ev
+ * @section timing
+ * @example
+ *   start:record()
+ */
 static int ev_record(lua_State *L) {
   kb_event *e = check_event(L, 1);
   KB_TRY(L, e->dev->event_record(e->dev, e->ev));
@@ -42,6 +59,13 @@ static int ev_record(lua_State *L) {
   return 1;
 }
 
+/*** Waits until the work before the event has finished.
+ *
+ * @signature ev:synchronize() -> ev
+ * @section timing
+ * @example
+ *   stop:synchronize()
+ */
 static int ev_synchronize(lua_State *L) {
   kb_event *e = check_event(L, 1);
   KB_TRY(L, e->dev->event_synchronize(e->dev, e->ev));
@@ -49,6 +73,13 @@ static int ev_synchronize(lua_State *L) {
   return 1;
 }
 
+/*** Releases the event now (also `__gc` and `__close`); safe twice.
+ *
+ * @signature ev:destroy()
+ * @section timing
+ * @example
+ *   local e <close> = kb.event()
+ */
 static int ev_destroy(lua_State *L) {
   kb_event *e = (kb_event *)luaL_checkudata(L, 1, KB_EVENT_MT);
   if (e->ev) e->dev->event_destroy(e->dev, e->ev);
@@ -56,6 +87,15 @@ static int ev_destroy(lua_State *L) {
   return 0;
 }
 
+/*** Milliseconds between two recorded events of one device.
+ *
+ * Both events must have been recorded; synchronize on stop first.
+ *
+ * @signature kb.elapsed_ms(start, stop) -> ms
+ * @section timing
+ * @example
+ *   local ms = kb.elapsed_ms(e0, e1)
+ */
 /* elapsed_ms(start, end): milliseconds between two recorded events. */
 static int l_elapsed_ms(lua_State *L) {
   kb_event *a = check_event(L, 1), *b = check_event(L, 2);
@@ -69,6 +109,13 @@ static int l_elapsed_ms(lua_State *L) {
   return 1;
 }
 
+/*** Milliseconds from ev to stop; the method form of kb.elapsed_ms(ev, stop).
+ *
+ * @signature ev:elapsed_ms(stop) -> ms
+ * @section timing
+ * @example
+ *   print(start:elapsed_ms(stop))
+ */
 static int ev_elapsed_ms(lua_State *L) { return l_elapsed_ms(L); }
 
 static int ev_tostring(lua_State *L) {
@@ -78,6 +125,13 @@ static int ev_tostring(lua_State *L) {
   return 1;
 }
 
+/*** Waits until all queued work on the device has finished.
+ *
+ * @signature kb.synchronize([device])
+ * @section timing
+ * @example
+ *   kb.synchronize()
+ */
 /* ---- device-wide --------------------------------------------------------- */
 
 static int l_synchronize(lua_State *L) {
@@ -86,6 +140,13 @@ static int l_synchronize(lua_State *L) {
   return 0;
 }
 
+/*** Wall-clock nanoseconds since the Unix epoch, for timestamps (intervals use kb.clock_ns).
+ *
+ * @signature kb.time_ns() -> integer
+ * @section timing
+ * @example
+ *   print(os.date("!%Y-%m-%dT%H:%M:%SZ", kb.time_ns() // 1000000000))
+ */
 /* time_ns(): wall-clock nanoseconds since the Unix epoch (for timestamps;
  * intervals use clock_ns). */
 static int l_time_ns(lua_State *L) {
@@ -95,6 +156,13 @@ static int l_time_ns(lua_State *L) {
   return 1;
 }
 
+/*** The host monotonic clock in nanoseconds.
+ *
+ * @signature kb.clock_ns() -> integer
+ * @section timing
+ * @example
+ *   local t0 = kb.clock_ns(); work(); print((kb.clock_ns() - t0) / 1e6, "ms")
+ */
 static int l_clock_ns(lua_State *L) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -124,6 +192,17 @@ static size_t default_flush_bytes(lua_State *L, flush_buf *f, const kb_backend *
   return f->default_bytes;
 }
 
+/*** Overwrites a buffer of twice the L2 (the last-level cache on cpu) so no input stays cached.
+ *
+ * The buffer is allocated once per device and reused; a larger request grows it. Call it outside
+ * the timed region.
+ *
+ * @signature kb.flush_l2([bytes [, device]]) -> bytes
+ * @section timing
+ * @example
+ *   kb.flush_l2()
+ *   start:record(); fn(); stop:record()
+ */
 /* flush_l2([bytes [, device]]): overwrite `bytes` (default twice the L2, or
  * twice the last-level cache on cpu) so that no input stays cached. Returns
  * the bytes written. */
@@ -162,6 +241,16 @@ static int release_flush_buffers(lua_State *L) {
   return 0;
 }
 
+/*** Queues a kernel that busy-waits about ns nanoseconds on the device.
+ *
+ * Holds the stream so that the start event and the kernel are queued before the GPU reaches them:
+ * launch overhead stays out of the measured time. Does nothing on cpu.
+ *
+ * @signature kb.spin(ns [, device])
+ * @section timing
+ * @example
+ *   kb.spin(20000); start:record(); fn(); stop:record()
+ */
 /* spin(ns [, device]): queue a kernel that busy-waits ~ns on the device, so
  * that work queued behind it is enqueued before the GPU reaches it. */
 static int l_spin(lua_State *L) {

@@ -144,6 +144,14 @@ static void push_records(lua_State *L) {
   lua_pushinteger(L, (lua_Integer)lost);
 }
 
+/*** Whether the device can be traced (on cuda: whether CUPTI loads), and why not.
+ *
+ * @signature kb.trace.available([device]) -> true | false, why
+ * @section trace
+ * @example
+ *   local ok, why = kb.trace.available()
+ *   if not ok then print(why) end
+ */
 /* kb.trace.available([device]) -> true | false, why */
 static int l_available(lua_State *L) {
   const kb_backend *dev = kb_check_device(L, 1);
@@ -154,6 +162,19 @@ static int l_available(lua_State *L) {
   return 2;
 }
 
+/*** Records every kernel and copy the device runs from now on.
+ *
+ * An error when tracing is already on, or when the device cannot be traced (the message says why).
+ * Records left from an earlier trace are discarded.
+ *
+ * @signature kb.trace.start([device])
+ * @section trace
+ * @example
+ *   kb.trace.start()
+ *   kb.rope.llama4_fwd(q, k, f)
+ *   kb.synchronize()
+ *   for _, r in ipairs(kb.trace.stop()) do print(r.name, r.ns) end
+ */
 /* kb.trace.start([device]): records from now on; a second start while on
  * is an error (one tracer per process, and a nested start would steal the
  * outer one's records). Discards records left from an earlier trace. */
@@ -172,6 +193,22 @@ static int l_start(lua_State *L) {
   return 0;
 }
 
+/*** The records of the work completed so far (synchronise first), oldest first; the buffer is
+ * emptied.
+ *
+ * A record: name (demangled on cuda), kind ("kernel" or "memcpy"), start_ns, end_ns, ns
+ * (duration), grid and block ({x, y, z}, kernels), bytes (copies), stream, correlation, internal
+ * (true for kluabench's own stream-holding spin kernel). dropped: records the tracer lost since
+ * the last call.
+ *
+ * @signature kb.trace.collect() -> records, dropped
+ * @section trace
+ * @example
+ *   kb.trace.start()
+ *   fn()
+ *   kb.synchronize()
+ *   local recs, dropped = kb.trace.collect()
+ */
 /* kb.trace.collect() -> records, dropped: every record of work that has
  * completed (the caller synchronises first), then cleared. */
 static int l_collect(lua_State *L) {
@@ -181,6 +218,13 @@ static int l_collect(lua_State *L) {
   return 2;
 }
 
+/*** Switches tracing off and returns what was not collected yet (an empty list when it was off).
+ *
+ * @signature kb.trace.stop() -> records, dropped
+ * @section trace
+ * @example
+ *   local recs = kb.trace.stop()
+ */
 /* kb.trace.stop() -> records, dropped: switches tracing off and returns
  * what was not collected yet. Stopping when off returns an empty list. */
 static int l_stop(lua_State *L) {
@@ -194,6 +238,13 @@ static int l_stop(lua_State *L) {
   return 2;
 }
 
+/*** The device being traced ("cpu", "cuda:0"), or nil.
+ *
+ * @signature kb.trace.active() -> device | nil
+ * @section trace
+ * @example
+ *   print(kb.trace.active())
+ */
 /* kb.trace.active() -> device name being traced, or nil */
 static int l_active(lua_State *L) {
   if (!tracing) return 0;

@@ -1,6 +1,6 @@
 /* User kernels (docs/KERNELS.md): the pieces engine/nvrtc.c, module.c,
- * signature.c and plugin.c share. kb.cuda and kb.plugin are built here;
- * luaopen_kluabench adds them through kb_open_usercode. */
+ * signature.c and plugin.c share. usercode.c builds kb.cuda and kb.plugin
+ * from their openers; luaopen_kluabench adds them through kb_open_usercode. */
 #ifndef KB_USERCODE_H
 #define KB_USERCODE_H
 
@@ -64,13 +64,14 @@ const char *kb_cuda_refuse(const char *what);
  * those errors. name and text may be NULL. */
 const char *kb_cuda_external_fail(const char *what, int code, const char *name, const char *text);
 
-/* timing.c: while a CUDA graph is being captured, keeps the value at idx
+/* graph.c: while a CUDA graph is being captured, keeps the value at idx
  * alive as long as the graph (a module whose kernels the graph launches). */
 void kb_capture_keep(lua_State *L, int idx);
 /* graph.c: 1 while a CUDA graph is being captured. */
 int kb_capturing(void);
 
-void kb_open_usercode(lua_State *L);
+void kb_open_usercode(lua_State *L);   /* usercode.c */
+void kb_open_signature(lua_State *L); /* signature.c: parse_signature into the kb.cuda table on top */
 void kb_open_nvrtc(lua_State *L);
 void kb_open_module(lua_State *L);
 void kb_open_plugin(lua_State *L);

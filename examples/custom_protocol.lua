@@ -6,9 +6,9 @@
 -- the device primitives in ctx. record.from_result turns what it measured
 -- into a kernelindex bundle, with the protocol's name and parameters in it.
 local kb = require 'kluabench'
-local bench, record, output = kb.bench, kb.record, kb.output
+local do_bench, record, report = kb.do_bench, kb.record, kb.report
 
-local best_of = bench.protocol {
+local best_of = do_bench.protocol {
   name = 'best-of-n',
   title = 'best of N calls, warm caches',
   params = { n = tonumber(arg[2]) or 50 },
@@ -42,5 +42,5 @@ local bundle = record.from_result {
   parameters = { hidden = 512, seq = seq, q_heads = 32, kv_heads = 8 },
   result = result,
 }
-io.write(output.results_table { bundle })
+io.write(report.results_table { bundle })
 print('protocol digest: ' .. bundle.run.spec.protocolDigest)

@@ -6,10 +6,10 @@
 -- (bf16, [1, SEQ, H, 128]) by the (cos, sin) table kb.rope.freqs makes, as
 -- the built-in fused kernel does, one thread per pair. kb.check runs it on
 -- three fresh seeds with its outputs poisoned first, then both are timed by
--- kb.bench.do_bench and the user kernel is checked again. On the cpu backend
+-- kb.do_bench.do_bench and the user kernel is checked again. On the cpu backend
 -- the kernel is compiled only (NVRTC needs no GPU), and the example says so.
 local kb = require 'kluabench'
-local check = require 'kluabench.check'
+local check = require 'kluabench.kernels.check'
 local record = require 'kluabench.record'
 
 local SOURCE = [[
@@ -70,12 +70,12 @@ if not ok then os.exit(1) end
 local s = c.state
 local bytes = 2 * (s.q:nbytes() + s.k:nbytes()) + freqs:nbytes()
 local opts = { return_mode = 'median' }
-local user_ms = kb.bench.do_bench(function() c.run(s) end, opts)
-local builtin_ms = kb.bench.do_bench(function() kb.rope.llama4_fwd(s.q, s.k, freqs) end, opts)
+local user_ms = kb.do_bench.do_bench(function() c.run(s) end, opts)
+local builtin_ms = kb.do_bench.do_bench(function() kb.rope.llama4_fwd(s.q, s.k, freqs) end, opts)
 local after_ok, after = c:recheck()
 print('recheck: ' .. after.message)
 
-local ceiling = require('kluabench.record.ceilings').lookup(kb.device_info())
+local ceiling = require('kluabench.measure.ceilings').lookup(kb.device_info())
 print(string.format('\n| kernel | median ms | GB/s | plausible |\n|---|---:|---:|---|'))
 for _, row in ipairs { { 'user (NVRTC)', user_ms }, { 'kb.rope.llama4_fwd', builtin_ms } } do
   local plausible, why = check.plausible(row[2], bytes, ceiling)

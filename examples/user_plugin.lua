@@ -6,7 +6,7 @@
 -- only with CUDA=1). On cuda the CUDA entry is checked against the plugin's
 -- own CPU twin; on cpu the twin is checked against plain Lua.
 local kb = require 'kluabench'
-local check = require 'kluabench.check'
+local check = require 'kluabench.kernels.check'
 
 local n = math.tointeger(tonumber(arg and arg[1] or '')) or (1 << 20)
 local path = arg and arg[2] or (kb.executable():match('^(.*)/[^/]*$') .. '/plugins/libscale_add.so')
@@ -38,6 +38,6 @@ local c = check.new {
 local ok, report = c:verify()
 print('check on ' .. kb.backend() .. ': ' .. report.message)
 if not ok then os.exit(1) end
-local ms = kb.bench.do_bench(function() c.run(c.state) end, { return_mode = 'median', rep_ms = cuda and 100 or 20 })
+local ms = kb.do_bench.do_bench(function() c.run(c.state) end, { return_mode = 'median', rep_ms = cuda and 100 or 20 })
 print(string.format('scale_add, %d elements: %.4f ms, %.1f GB/s (3 x %d bytes)', n, ms, 3 * 4 * n / (ms * 1e6), 4 * n))
 assert(c:recheck())

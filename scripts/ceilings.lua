@@ -6,7 +6,7 @@
 -- again. The cache is $KLUABENCH_CACHE/ceilings.json (default
 -- ~/.cache/kluabench/ceilings.json); records use it for "% of copy ceiling".
 local kb = require 'kluabench'
-local ceilings = require 'kluabench.record.ceilings'
+local ceilings = require 'kluabench.measure.ceilings'
 local output = require 'kluabench.report'
 
 local USAGE = 'usage: kluabench scripts/ceilings.lua [--force] [--mib N] [--json] [--cache PATH]\n'

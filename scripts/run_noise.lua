@@ -20,7 +20,7 @@
 -- say which figure was in force (the session_noise measurement, and
 -- sessionNoise in their evidence).
 local kb = require 'kluabench'
-local ceilings = require 'kluabench.record.ceilings'
+local ceilings = require 'kluabench.measure.ceilings'
 local compare = require 'kluabench.report.compare'
 local output = require 'kluabench.report'
 local cli = require 'kluabench.cli'

@@ -95,7 +95,7 @@ local function row(size, impl, mode, r, extra)
 end
 
 local function measure_cmd(o)
-  local measure, interleave, output = kb.measure, kb.interleave, kb.output
+  local measure, interleave, output = kb.measure, kb.interleave, kb.report
   local stopping = kb.stopping
   local out = io.stdout
   if o.out then out = assert(io.open(o.out, 'w')) end
@@ -211,7 +211,7 @@ end
 
 -- One CSV line of ncu's (it quotes every field) as its fields.
 local function csv_fields(line)
-  local records = kb.output.parse_csv(line)
+  local records = kb.report.parse_csv(line)
   return records and records[1] or {}
 end
 
@@ -279,7 +279,7 @@ local function agree(a_ms, b_ms)
 end
 
 local function report_cmd(o)
-  local output = kb.output
+  local output = kb.report
   local kbfile = o.kb or die('report needs --kb FILE')
   local ncufile = o.ncu or die('report needs --ncu FILE')
   local calls = math.tointeger(tonumber(o.calls or '30'))

@@ -9,7 +9,7 @@ local sh = require 'helpers.shards'
 local sub = require 'helpers.subprocess'
 local output = require 'kluabench.report'
 local reader = require 'kluabench.record.reader'
-local launch = require 'kluabench.cli.launch'
+local shards = require 'kluabench.cli.shards'
 
 local q = sh.q
 
@@ -176,7 +176,7 @@ describe('merge and run-all check the manifest (issue 24, class 2)', function()
   end)
 
   it('count must be a whole number from 1 to shard.MAX_SHARDS that matches the shards', function()
-    local max = require('kluabench.shard').MAX_SHARDS
+    local max = require('kluabench.suite.shard').MAX_SHARDS
     for _, case in ipairs {
       { -1, 'count is -1, expected a whole number from 1 to ' .. max },
       { 1e15, 'count is 1000000000000000, expected a whole number from 1 to ' .. max },
@@ -207,7 +207,7 @@ describe('merge and run-all check the manifest (issue 24, class 2)', function()
       { function(m) m.shards[1].log = 'shard-2.jsonl' end, "shard 2's file is 'shard-2.jsonl', which is shard 1's log too" },
       { function(m) m.shards = { m.shards[1], m.shards[2], 'x' } end, 'shards[3] is not an object' },
       { function(m) m.shards[1].points[1].expect.sessions = 1e9 end, 'expect.sessions must be a whole number from 1 to '
-        .. launch.MAX_SESSIONS },
+        .. shards.MAX_SESSIONS },
       { function(m) m.shards[1].points[1].expect.providers = {} end, 'expect.providers must be a non-empty array' },
       { function(m) m.shards[1].points[1].expect = nil end, 'of the 5 points say what they expect' },
     } do

@@ -1,5 +1,5 @@
 -- Issue 24, reliability's third round, the parts in the C engine, in
--- kluabench.check, in file reading and in the commands that start processes
+-- kluabench.kernels.check, in file reading and in the commands that start processes
 -- (docs/RELIABILITY.md, "Issue 24 (engine, check, files)"): bounded reads
 -- that never wait on a FIFO, bounded shard and process counts, plugin
 -- messages bounded and escaped, a check that cannot be switched off, errors
@@ -8,8 +8,8 @@
 -- under `timeout` (and, outside sanitizer builds, a memory limit), so that a
 -- regression fails the test instead of stalling the suite.
 local kb = require 'kluabench'
-local files = require 'kluabench.report.files'
-local check = require 'kluabench.check'
+local files = require 'kluabench.io.files'
+local check = require 'kluabench.kernels.check'
 local sub = require 'helpers.subprocess'
 
 local q = sub.q
@@ -135,7 +135,7 @@ describe('reads are bounded and never wait (issue 24, class 6)', function()
     assert(sh(string.format('ln -s /dev/zero %s', q(dir .. '/zero.json'))))
     mkfifo(dir .. '/fifo.json')
     local code = string.format([[
-      local triton = require 'kluabench.triton'
+      local triton = require 'kluabench.kernels.triton'
       for _, p in ipairs { %q, %q } do print((select(2, pcall(triton.load, p)))) end]],
       dir .. '/zero.json', dir .. '/fifo.json')
     local r = child(code, 20)
@@ -147,7 +147,7 @@ describe('reads are bounded and never wait (issue 24, class 6)', function()
   it('a PTX beside the metadata that is a FIFO is refused, never waited on', function()
     sub.spit(dir .. '/k.json', '{"name": "k", "num_warps": 4}')
     mkfifo(dir .. '/k.ptx')
-    local code = string.format([[print((select(2, pcall(require('kluabench.triton').load, %q))))]],
+    local code = string.format([[print((select(2, pcall(require('kluabench.kernels.triton').load, %q))))]],
       dir .. '/k.json')
     local r = child(code, 20)
     assert.equal(0, r.code, r.err)
@@ -205,7 +205,7 @@ describe('shard, process and task counts are bounded (issue 24, class 6)', funct
   end
 
   it('--shard with a count beyond shard.MAX_SHARDS is a usage error naming --shard, at once', function()
-    local shard = require 'kluabench.shard'
+    local shard = require 'kluabench.suite.shard'
     local i, why = shard.parse('1/999999999')
     assert.is_nil(i)
     assert.equal(string.format("bad shard '1/999999999': the shard count N must be at most %d", shard.MAX_SHARDS), why)
@@ -245,7 +245,7 @@ describe('shard, process and task counts are bounded (issue 24, class 6)', funct
     local r = child(nil, 30, { 'slurm', '--gpus', '100000', '--dir', dir .. '/s', script(), points(3) })
     assert.equal(2, r.code, r.err)
     assert.matches("kluabench slurm: --gpus '100000': expected a whole number from 1 to "
-      .. require('kluabench.shard').MAX_SHARDS, r.err, 1, true)
+      .. require('kluabench.suite.shard').MAX_SHARDS, r.err, 1, true)
     assert.is_nil(sub.slurp(dir .. '/s/manifest.json'))
     assert.truthy(kb.clock_ns() - t0 < 20e9)
   end)
@@ -286,10 +286,10 @@ describe('plugin error text from a CUDA entry #gpu (issue 24, class 7)', functio
 end)
 
 ---------------------------------------------------------------------------
--- Class 8: kluabench.check
+-- Class 8: kluabench.kernels.check
 ---------------------------------------------------------------------------
 
-describe('kluabench.check cannot be switched off or fooled (issue 24, class 8)', function()
+describe('kluabench.kernels.check cannot be switched off or fooled (issue 24, class 8)', function()
   local function cpu(values) return kb.from_table(values, nil, 'f32', 'cpu') end
   -- out = 2 * x, by a "kernel" that writes zeros unless told to be right
   local function spec(over)
@@ -379,7 +379,7 @@ end)
 ---------------------------------------------------------------------------
 
 describe('engine and loader errors say what was wrong (issue 24, class 10)', function()
-  local triton = require 'kluabench.triton'
+  local triton = require 'kluabench.kernels.triton'
   local dir
   before_each(function() dir = sub.tmpdir() end)
   after_each(function() os.execute('rm -rf ' .. q(dir)) end)

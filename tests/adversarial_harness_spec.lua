@@ -9,7 +9,7 @@
 -- fix it checks (the class's row says what it was).
 local kb = require 'kluabench'
 local sub = require 'helpers.subprocess'
-local json = require 'kluabench.report.json'
+local json = require 'kluabench.io.json'
 local output = require 'kluabench.report'
 local compare = require 'kluabench.report.compare'
 local record = require 'kluabench.record'

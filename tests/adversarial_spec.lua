@@ -7,7 +7,7 @@
 -- system's /dev/null or /dev/full); tests that need it are pending where
 -- mknod is not allowed.
 local kb = require 'kluabench'
-local files = require 'kluabench.report.files'
+local files = require 'kluabench.io.files'
 local sub = require 'helpers.subprocess'
 
 local ROOT = sub.root()

@@ -1,6 +1,6 @@
 -- Throughput ceilings (ceilings.lua): the arithmetic, the per-device cache
 -- file, and on cuda the copy bandwidth itself.
-local ceilings = require 'kluabench.record.ceilings'
+local ceilings = require 'kluabench.measure.ceilings'
 
 describe('ceilings arithmetic', function()
   it('converts bytes and ms to GB/s and percentages', function()
@@ -140,6 +140,19 @@ describe('ceilings cache is validated (issue 13)', function()
     assert.is_nil(ceilings.usable_noise { sessionNoise = { scales = { { ms = 1, sd = 2 } } } })
     assert.is_nil(ceilings.usable_noise {})
     os.remove(path)
+  end)
+end)
+
+describe('ceilings.measure_copy', function()
+  it('stamps the measurement as records stamp times (names.iso8601 of record.now)', function()
+    local names, record = require 'kluabench.record.names', require 'kluabench.record'
+    local stopping = require 'kluabench.measure.stopping'
+    local before = names.iso8601(record.now())
+    local e = ceilings.measure_copy { bytes = 1 << 20, stop = stopping.count(3) }
+    local after = names.iso8601(record.now())
+    assert.matches('^%d%d%d%d%-%d%d%-%d%dT%d%d:%d%d:%d%d%.%d%d%dZ$', e.measured_at)
+    assert.is_true(before <= e.measured_at and e.measured_at <= after, before .. ' ' .. e.measured_at .. ' ' .. after)
+    assert.equal(3, e.samples)
   end)
 end)
 

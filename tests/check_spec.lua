@@ -1,8 +1,8 @@
--- kluabench.check: fresh seeds, poisoned outputs, NaN and Inf, the check
+-- kluabench.kernels.check: fresh seeds, poisoned outputs, NaN and Inf, the check
 -- after timing, and the flag on times faster than the copy ceiling (in the
 -- record and in results tables).
 local kb = require 'kluabench'
-local check = require 'kluabench.check'
+local check = require 'kluabench.kernels.check'
 
 local function cpu(values, dtype) return kb.from_table(values, nil, dtype or 'f32', 'cpu') end
 
@@ -158,7 +158,7 @@ describe('check.plausible', function()
   it('marks the record and the results table', function()
     local record = require 'kluabench.record'
     local output = require 'kluabench.report'
-    local ceilings = require 'kluabench.record.ceilings'
+    local ceilings = require 'kluabench.measure.ceilings'
     local dir = os.tmpname()
     os.remove(dir)
     local path = dir .. '.json'
@@ -182,5 +182,31 @@ describe('check.plausible', function()
     assert.truthy(kb.evidence.of(b).reasons[1]:find('physically implausible', 1, true))
     assert.truthy(kb.point.of(b).implausible)
     assert.truthy(output.results_table({ b }):find('IMPLAUSIBLE', 1, true))
+  end)
+end)
+
+describe('check.ROUNDING_TOLERANCES', function()
+  it("are the RoPE benchmark's tolerances: the numbers its check has always used, in its records", function()
+    assert.same({
+      bf16 = { max_abs = 2 ^ -4, rel_l2 = 1e-2 },
+      f16 = { max_abs = 2 ^ -7, rel_l2 = 2e-3 },
+      f32 = { max_abs = 1e-5, rel_l2 = 1e-6 },
+      f64 = { max_abs = 1e-12, rel_l2 = 1e-14 },
+    }, check.ROUNDING_TOLERANCES)
+    local util = require 'helpers.util'
+    local root = require('helpers.subprocess').root()
+    local dir = util.tmpdir()
+    for _, dtype in ipairs { 'bf16', 'f32' } do
+      local out = dir .. '/' .. dtype .. '.jsonl'
+      local cmd = string.format('%s --quiet --backend cpu %s --seq 64 --hidden 64 --dtype %s --mode forward '
+        .. '--provider fused --rep-ms 1 --warmup-ms 1 --format jsonl --out %s > /dev/null', util.q(util.bin()),
+        util.q(root .. '/scripts/llama4_rope.lua'), dtype, util.q(out))
+      assert.is_true(os.execute(cmd))
+      local samples = assert(util.slurp(dir .. '/' .. dtype .. '.samples.jsonl'))
+      local entry = require('kluabench.io.json').decode(samples:match('^[^\n]+'))
+      local want = check.ROUNDING_TOLERANCES[dtype]
+      assert.same({ maxAbsDiff = want.max_abs, relL2 = want.rel_l2 }, entry.check.tolerance)
+    end
+    os.execute('rm -rf ' .. util.q(dir))
   end)
 end)

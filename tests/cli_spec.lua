@@ -162,7 +162,7 @@ describe('the kluabench host', function()
       r = run(args, { env = { KLUABENCH_TRACEBACK = '1' } })
       assert.equal(1, r.code)
       assert.matches('does not exist\nstack traceback:\n', r.err, 1, true)
-      assert.matches('suite.lua:%d+: in ', r.err)
+      assert.matches('suite/init%.lua:%d+: in ', r.err)
       -- error(message, 0) in a script of one's own keeps its traceback: it is the script's line
       spit(dir .. '/mine.lua', 'local function f() error("my own", 0) end\nf()\n')
       r = run({ dir .. '/mine.lua' })
@@ -300,6 +300,51 @@ describe('the kluabench host', function()
 
   describe('commands', function()
     local cli = require 'kluabench.cli'
+
+    it('are the ones kluabench.cli.commands lists: main.c reads that list and names no command itself', function()
+      local main_c = assert(slurp(package.searchpath('kluabench.cli', package.path)
+        :gsub('stdlib/kluabench/cli/init%.lua$', 'engine/main.c'))):gsub('/%*.-%*/', '')
+      for _, c in ipairs(require 'kluabench.cli.commands') do
+        -- (--help runs the help command, so main.c knows that one name)
+        if c.name ~= 'help' then
+          assert.is_nil(main_c:find('"' .. c.name .. '"', 1, true), 'main.c names the command ' .. c.name)
+        end
+      end
+      -- a list on KLUABENCH_PATH with one more command: the binary takes it as a command
+      local d = tmpdir()
+      os.execute('mkdir -p ' .. q(d .. '/kluabench/cli/commands'))
+      spit(d .. '/kluabench/cli/commands/init.lua', "local list = dofile(" .. string.format('%q',
+        package.searchpath('kluabench.cli.commands', package.path)) .. ")\n"
+        .. "list[#list + 1] = { name = 'greetings', module = 'greetings', summary = 'says hello', device = false }\n"
+        .. "return list\n")
+      spit(d .. '/kluabench/cli/commands/greetings.lua', "return { USAGE = 'kluabench greetings', help = 'Says hello.',\n"
+        .. "  run = function(args) io.write('hello ', #args, '\\n') return 3 end }\n")
+      local r = run({ 'greetings', 'a', 'b' }, { env = { KLUABENCH_PATH = d } })
+      assert.same({ 'hello 2\n', '', 3 }, { r.out, r.err, r.code })
+      assert.matches('\n  greetings +says hello\n', run({ '--help' }, { env = { KLUABENCH_PATH = d } }).out)
+      -- without it (or with -E, which ignores KLUABENCH_PATH) greetings is a file that is not there
+      r = run({ '-E', 'greetings' }, { env = { KLUABENCH_PATH = d } })
+      assert.equal(1, r.code)
+      assert.matches('cannot open greetings', r.err)
+      os.execute('rm -rf ' .. q(d))
+    end)
+
+    it('are unknown where the stdlib is not beside the binary, and a word that is no file says so', function()
+      local d = tmpdir()
+      os.execute('mkdir -p ' .. q(d .. '/bin') .. ' && cp ' .. q(BIN) .. ' ' .. q(d .. '/bin/kluabench'))
+      spit(d .. '/script.lua', 'print("ran")\n')
+      local function alone(args)
+        local p = io.popen(string.format('cd %s && env -u KLUABENCH_PATH bin/kluabench %s 2>&1; echo "rc=$?"', q(d), args))
+        local out = p:read('a')
+        p:close()
+        return out
+      end
+      assert.equal('ran\nrc=0\n', alone('script.lua'))
+      local out = alone('verify x.jsonl')
+      assert.matches("^kluabench: 'verify' is no file, and the commands are unknown %(module 'kluabench.cli.commands' not found%)\n", out)
+      assert.matches('rc=2\n$', out)
+      os.execute('rm -rf ' .. q(d))
+    end)
 
     it('--help lists every option and command, one line each, and the dispatch rule', function()
       for _, flag in ipairs { '--help', '-h', 'help' } do

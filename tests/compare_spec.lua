@@ -414,7 +414,7 @@ describe('compare accounts for run-to-run variation (issue 13)', function()
   it('looks the figure up in the cache by the records\' device, per kernel where measured, at its upper bound',
     function()
     local noise = require 'kluabench.record.noise'
-    local ceilings = require 'kluabench.record.ceilings'
+    local ceilings = require 'kluabench.measure.ceilings'
     local dir = util.tmpdir()
     local path = dir .. '/ceilings.json'
     local fig = { scales = { { ms = 0.01, sd = 0.01, sdUpper = 0.02, df = 4 } }, measuredAt = '2026-12-03T00:00:00Z',
@@ -511,7 +511,7 @@ end)
 
 describe('the between-session noise figure (issue 13)', function()
   it('session_spread and noise_figure: the sd of log session medians, pooled per half-decade', function()
-    local ceilings = require 'kluabench.record.ceilings'
+    local ceilings = require 'kluabench.measure.ceilings'
     local function b(digest, median) return bundle { digest = digest, samples = { median, median, median, median, median } } end
     -- point a at ~2 ms in sessions of 2.00, 2.04, 1.96; point b at 2.2 ms in all three; c once only
     local bs = { b('sha256:a', 2.00), b('sha256:b', 2.2), b('sha256:c', 5),
@@ -554,7 +554,7 @@ describe('the between-session noise figure (issue 13)', function()
       .. dir .. '/s2.jsonl --from ' .. dir .. '/s3.jsonl')
     assert.equal(0, rc, out)
     assert.matches('between%-session sd 3%.%d+%%', out)
-    local ceilings = require 'kluabench.record.ceilings'
+    local ceilings = require 'kluabench.measure.ceilings'
     local c = assert(ceilings.load_cache(cache .. '/ceilings.json'))
     local _, entry = next(c.devices)
     local fig = assert(ceilings.usable_noise(entry))

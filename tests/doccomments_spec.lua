@@ -102,4 +102,71 @@ describe('kluabench.cli.doccomments', function()
       assert.matches('^stats%.', e.name)
     end
   end)
+
+  describe('parse_c: the /*** comments of the engine\'s C files', function()
+    local C = table.concat({
+      '/* An ordinary comment: not an entry. */',
+      '/*** The selected backend: what tensors and events use when no device',
+      ' * is given.',
+      ' *',
+      ' * Chosen before any Lua runs,',
+      ' * else cpu.',
+      ' *',
+      ' * Second paragraph.',
+      ' *',
+      ' * @signature kb.backend() -> "cuda" | "cpu"',
+      ' * @section device',
+      ' * @example',
+      ' *   if kb.backend() == "cpu" then',
+      ' *     print("cpu")',
+      ' *   end',
+      ' */',
+      'static int l_backend(lua_State *L) {',
+      '/*** The shape.',
+      ' *',
+      ' * @signature t.shape -> {d1, ...}',
+      ' * @section tensor_methods',
+      ' * @kind property',
+      ' * @example',
+      ' *   print(t.shape)',
+      ' */',
+      '/*** Runs SQL.',
+      ' *',
+      ' * @signature db:exec(sql) -> true',
+      ' * @name sqlite:exec',
+      ' * @section database',
+      ' * @example',
+      ' *   db:exec("SELECT 1")',
+      ' */',
+    }, '\n')
+
+    it('reads every block: name, kind, section, summary, details and example', function()
+      local es = doc.parse_c(C, 'engine/x.c')
+      assert.equal(3, #es)
+      assert.same({ name = 'kb.backend', signature = 'kb.backend() -> "cuda" | "cpu"', kind = 'function',
+        section = 'device', summary = 'The selected backend: what tensors and events use when no device is given.',
+        details = 'Chosen before any Lua runs, else cpu.\nSecond paragraph.',
+        example = 'if kb.backend() == "cpu" then\n  print("cpu")\nend', source = 'engine/x.c:2' }, es[1])
+      assert.same({ 't.shape', 'property', 'tensor_methods' }, { es[2].name, es[2].kind, es[2].section })
+      assert.same({ 'sqlite:exec', 'method', 'db:exec(sql) -> true' }, { es[3].name, es[3].kind, es[3].signature })
+    end)
+
+    it('refuses a block without @signature, @section or @example, or one never closed', function()
+      local function err(text) return select(2, pcall(doc.parse_c, text, 'engine/y.c')) end
+      assert.matches('engine/y.c:1: a /%*%*%* block needs @signature, @section and @example',
+        err('/*** A.\n * @signature kb.a()\n * @example\n *   kb.a()\n */'))
+      assert.matches('engine/y.c:1: a /%*%*%* block needs', err('/*** A.\n * @signature kb.a()\n * @section device\n */'))
+      assert.matches('engine/y.c:1: a /%*%*%* block is not closed', err('/*** A.\n * @signature kb.a()\n'))
+      assert.matches('engine/y.c:2: @section given twice', err('x\n/*** A.\n * @section a\n * @section b\n */'))
+    end)
+
+    it("holds every C function's entry of the API reference (apidoc reads engine/*.c)", function()
+      local apidoc = require 'kluabench.cli.apidoc'
+      local from_c = 0
+      for _, e in ipairs(apidoc.entries) do
+        if e.source and e.source:match('^engine/') then from_c = from_c + 1 end
+      end
+      assert.is_true(from_c >= 150, from_c .. ' entries from engine/*.c')
+    end)
+  end)
 end)

@@ -1,13 +1,14 @@
 -- The documentation's own rules: every markdown table has a header row and a
 -- rule row (GitHub renders a table without them as plain text); the docs
--- cite the example record at its path in the repository; the README's
--- package list names every Debian package that `make deps` installs.
+-- cite the example record at its path in the repository, and raw results in
+-- evidence/ where they are; the README's package list names every Debian
+-- package that `make deps` installs.
 local sub = require 'helpers.subprocess'
 local util = require 'helpers.util'
 local ROOT = sub.root()
 
 local function markdown_files()
-  local p = assert(io.popen('cd ' .. util.q(ROOT) .. " && ls README.md docs/*.md"))
+  local p = assert(io.popen('cd ' .. util.q(ROOT) .. " && ls README.md docs/*.md evidence/*.md"))
   local out = {}
   for line in p:lines() do out[#out + 1] = line end
   p:close()
@@ -57,6 +58,41 @@ describe('docs', function()
     end
     p:close()
     assert.same({}, citing)
+  end)
+
+  it('cite raw results in evidence/, where each cited path exists, and the README links it', function()
+    local missing, cited = {}, 0
+    local function exists(path)
+      local f = io.open(ROOT .. '/' .. path, 'rb')
+      if f then f:close() return true end
+      return os.execute('test -d ' .. util.q(ROOT .. '/' .. path)) == true
+    end
+    local p = assert(io.popen('cd ' .. util.q(ROOT) .. ' && ls README.md docs/*.md evidence/*.md bench/*.sh bench/*.lua '
+      .. 'stdlib/kluabench/cli/apidoc.lua'))
+    for name in p:lines() do
+      local text = assert(util.slurp(ROOT .. '/' .. name))
+      local n = 0
+      for line in (text .. '\n'):gmatch('([^\n]*)\n') do
+        n = n + 1
+        -- "evidence/RUN/FILE", also as a link (../evidence/...); a glob (-s2*) names its folder's prefix
+        for path in line:gmatch('%f[%w%./]%.?%.?/?(evidence/[%w%._%-/]*[%w_/%-])') do
+          path = path:gsub('%*.*$', '')
+          if path ~= 'evidence/' then
+            cited = cited + 1
+            if not exists(path) then missing[#missing + 1] = string.format('%s:%d: %s', name, n, path) end
+          end
+        end
+        -- (a line may say where they went: "bench/results/ ... evidence/")
+        if line:find('bench/results', 1, true) and not line:find('/shared/bench/results', 1, true)
+            and not line:find('evidence/', 1, true) then
+          missing[#missing + 1] = string.format('%s:%d: cites bench/results (now evidence/)', name, n)
+        end
+      end
+    end
+    p:close()
+    assert.same({}, missing)
+    assert.is_true(cited > 40, cited .. ' citations')
+    assert.is_truthy(assert(util.slurp(ROOT .. '/README.md')):find('(evidence/)', 1, true), 'README links evidence/')
   end)
 
   it("list in the README every package of the Makefile's DEPS", function()

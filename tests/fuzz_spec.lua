@@ -54,10 +54,10 @@ describe('the fuzz oracle', function()
 
   it('sees a clean merge in the merge seed of a real run, and catches a gather that merges a bundle twice', function()
     local merge = require 'kluabench.cli.commands.merge'
-    local launch = require 'kluabench.cli.launch'
+    local shards = require 'kluabench.cli.shards'
     local seed = sub.slurp(ROOT .. '/tests/fuzz/corpus/merge/valid.bin')
     local mtext, shard, samples = seed:match('^(.-)%z(.-)%z(.*)$')
-    local m = assert(launch.parse_manifest(mtext))
+    local m = assert(shards.parse_manifest(mtext))
     local dir = sub.tmpdir()
     sub.spit(dir .. '/shard-1.samples.jsonl', samples)
     local res = merge.gather(m, { { path = dir .. '/shard-1.jsonl', text = shard } })

@@ -27,7 +27,7 @@ local function reachable()
     local v = kb[k]
     -- a lazily loaded stdlib module (documented under its own name); a spec may
     -- have reloaded it, so look for its file rather than compare tables
-    local is_stdlib = type(v) == 'table' and (require('kluabench.modules')[k] ~= nil or package.searchpath('kluabench.' .. k, package.path) ~= nil)
+    local is_stdlib = type(v) == 'table' and (require('kluabench.modules').module(k) ~= nil or package.searchpath('kluabench.' .. k, package.path) ~= nil)
     if type(v) == 'table' and not is_stdlib then
       for _, kk in ipairs(sorted_keys(v)) do need('kb.' .. k .. '.' .. kk) end
     elseif not is_stdlib then

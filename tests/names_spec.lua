@@ -1,5 +1,6 @@
 -- Names, slugs and timestamps, checked against the example record.
 local names = require 'kluabench.record.names'
+local liger = require 'kluabench.record.liger'
 
 describe('names.gpu_slug', function()
   it('lowercases and turns runs of non-alphanumerics into "-"', function()
@@ -23,13 +24,13 @@ describe('names.workload_slug', function()
   end)
 
   it("maps Liger's names and dtypes to ours", function()
-    assert.are.equal('hidden', names.param_name('hidden_size'))
-    assert.are.equal('hidden', names.param_name('H'))
-    assert.are.equal('seq', names.param_name('seq_len'))
-    assert.are.equal('seq', names.param_name('T'))
-    assert.are.equal('q_heads', names.param_name('num_q_heads'))
-    assert.are.equal('kv_heads', names.param_name('num_kv_heads'))
-    assert.are.equal('V', names.param_name('V'))
+    assert.are.equal('hidden', liger.param_name('hidden_size'))
+    assert.are.equal('hidden', liger.param_name('H'))
+    assert.are.equal('seq', liger.param_name('seq_len'))
+    assert.are.equal('seq', liger.param_name('T'))
+    assert.are.equal('q_heads', liger.param_name('num_q_heads'))
+    assert.are.equal('kv_heads', liger.param_name('num_kv_heads'))
+    assert.are.equal('V', liger.param_name('V'))
     assert.are.equal('bf16', names.dtype_name('torch.bfloat16'))
     assert.are.equal('f32', names.dtype_name('torch.float32'))
     assert.are.equal('bf16', names.workload_slug({}, 'torch.bfloat16'))

@@ -46,7 +46,7 @@ describe('kluabench report in headless Chromium', function()
 
   it('a results file: tables with units, the charts plot draws, records with digests; no console message', function()
     if not browser then return pending('chromium is not installed (make deps installs it)') end
-    local f = sub.root() .. '/bench/results/2026-12-02-s3-h200-aa/aa1-a.jsonl'
+    local f = sub.root() .. '/evidence/2026-12-02-s3-h200-aa/aa1-a.jsonl'
     local out = dir .. '/report.html'
     local r = run({ 'report', f, '-o', out })
     assert.equal(0, r.code, r.err)

@@ -116,7 +116,7 @@ describe('kluabench run-all', function()
       local function started(i) return #sh.bundles(string.format('%s/shard-%d.jsonl', dir, i)) > 0 end
       while kb.clock_ns() < deadline and not (started(1) and started(2)) do kb.process.sleep(50) end
       assert.is_true(kb.process.kill(pid, sig))
-      local _, how, code = require('kluabench.cli.launch').wait(pid)
+      local _, how, code = require('kluabench.cli.shards').wait(pid)
       local text = sh.slurp(err)
       assert.same({ 'exit', status }, { how, code }, text)
       assert.matches(sig .. ': passed to the children', text, 1, true)

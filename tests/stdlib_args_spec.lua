@@ -15,13 +15,13 @@ local help = require 'kluabench.cli.help'
 
 local ANY_VALUE = {
   -- predicates: true or false for anything
-  ['bench.is_protocol'] = 'predicate', ['stopping.is_criterion'] = 'predicate', ['reader.is_bundle'] = 'predicate',
+  ['do_bench.is_protocol'] = 'predicate', ['stopping.is_criterion'] = 'predicate', ['reader.is_bundle'] = 'predicate',
   ['show.is_measurement'] = 'predicate', ['migrate.is_old'] = 'predicate', ['evidence.is_samples_path'] = 'predicate',
   -- views, encodings and look-ups of any value
   ['show.value'] = 'view', ['show.result'] = 'view', ['show.print'] = 'prints any values', ['names.format_value'] = 'view',
-  ['output.encode_pretty'] = 'encoding (nil is JSON null)',
-  ['output.encode_line'] = 'encoding (nil, message for what JSON cannot hold)',
-  ['output.csv_field'] = 'view', ['output.printable'] = 'view', ['output.cell_number'] = 'nil for what is not a number',
+  ['report.encode_pretty'] = 'encoding (nil is JSON null)',
+  ['report.encode_line'] = 'encoding (nil, message for what JSON cannot hold)',
+  ['report.csv_field'] = 'view', ['report.printable'] = 'view', ['report.cell_number'] = 'nil for what is not a number',
   ['plot.xml_text'] = 'view', ['compare.percent'] = "'' for what is not a number",
   ['help.find_value'] = 'looks any value up', ['help'] = 'documents any value', ['help.help'] = 'documents any value', ['help.text'] = 'documents any value',
   ['env.cuda_version'] = 'a version as the driver gives it, number or text; nil otherwise',
@@ -33,7 +33,7 @@ local ANY_VALUE = {
   ['evidence.samples_ms'] = 'reader', ['evidence.locate'] = 'reader (the uri of a record as read)',
   ['reader.label_of'] = 'reader', ['reader.samples_of'] = 'reader', ['point.label_of'] = 'reader',
   ['history_point.of'] = 'reader', ['history_point.summary'] = 'reader', ['plot.point_from_bundle'] = 'reader',
-  ['compare.bundles_of'] = 'reader', ['output.get'] = 'reader', ['env.device_name'] = 'reader',
+  ['compare.bundles_of'] = 'reader', ['report.get'] = 'reader', ['env.device_name'] = 'reader',
   ['measurements.fields'] = 'reader', ['ceilings.usable_copy'] = 'reader (a cache entry as read)',
   ['ceilings.usable_noise'] = 'reader (a cache entry as read)', ['noise.of_entry'] = 'reader (a cache entry as read)',
   -- parts of any type joined

@@ -210,7 +210,7 @@ describe('user kernels on cuda #gpu', function()
   end)
 
   it('checks a user kernel with kb.check and records it with its own digest', function()
-    local check = require 'kluabench.check'
+    local check = require 'kluabench.kernels.check'
     local record = require 'kluabench.record'
     local n = 4096
     local c = check.new {

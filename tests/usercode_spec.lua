@@ -205,8 +205,8 @@ describe('kb.cuda.load', function()
   end)
 end)
 
-describe('kluabench.triton', function()
-  local triton = require 'kluabench.triton'
+describe('kluabench.kernels.triton', function()
+  local triton = require 'kluabench.kernels.triton'
   local PTX = [[
 .visible .entry rope_kernel(
 	.param .u64 .ptr .global .align 1 rope_kernel_param_0,

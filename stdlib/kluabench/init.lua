@@ -1,7 +1,7 @@
 --- `local kb = require "kluabench"`: the engine's C core (kb.version,
 -- kb.randn, kb.rope, kb.event, kb.jcs, kb.digest, ...) with the Lua stdlib
--- reachable from it as kb.<name> (the table below: kb.bench is
--- stdlib/kluabench/measure/do_bench.lua), and any other module
+-- reachable from it as kb.<name> (stdlib/kluabench/modules.lua: kb.do_bench
+-- is stdlib/kluabench/measure/do_bench.lua), and any other module
 -- stdlib/kluabench/<name>.lua or <name>/init.lua as kb.<name>.
 -- A submodule is loaded the first time it is used, so `require "kluabench"`
 -- stays cheap. Submodules themselves require "kluabench.core" (never
@@ -9,7 +9,7 @@
 local core = require 'kluabench.core'
 
 -- kb.<name> → the module it loads (stdlib/kluabench/modules.lua).
-local SUBMODULES = require 'kluabench.modules'
+local modules = require 'kluabench.modules'
 
 -- Names already looked up and not found as modules, so that a typo such as
 -- kb.statz costs one search and then simply reads nil, as for any table.
@@ -17,7 +17,7 @@ local missing = {}
 
 local function module_of(name)
   if type(name) ~= 'string' then return nil end
-  if SUBMODULES[name] then return SUBMODULES[name] end
+  if modules.module(name) then return modules.module(name) end
   if missing[name] or not name:match('^[%a_][%w_]*$') then return nil end
   local modname = 'kluabench.' .. name
   if package.loaded[modname] or package.preload[modname]
@@ -49,7 +49,8 @@ end
 -- the modules found beside this file.
 local function loadable_names()
   local names = {}
-  for name in pairs(SUBMODULES) do names[name] = true end
+  for name in pairs(modules.MODULES) do names[name] = true end
+  for name in pairs(modules.ALIASES) do names[name] = true end
   local here = package.searchpath('kluabench.init', package.path)
   local host = package.loaded['kluabench.host']
   local entries = here and host and host.listdir and host.listdir((here:gsub('/init%.lua$', ''))) or {}

@@ -1,19 +1,44 @@
---- The short names of the stdlib, kb.<name>, and the module each loads.
--- The stdlib is grouped in folders by job (measure/, stats/, record/,
--- report/, cli/); these short names are the API that scripts use.
-return {
-  measure = 'kluabench.measure', bench = 'kluabench.measure.do_bench',
-  stopping = 'kluabench.measure.stopping', clocks = 'kluabench.measure.clocks',
-  interleave = 'kluabench.measure.interleave',
+--- The short names of the stdlib, the one map of them: kb.<name> loads the
+-- module (stdlib/kluabench/init.lua), help() and docs/API.md name a module's
+-- functions by it (stats.median, report.encode_pretty; cli/apidoc.lua), and
+-- the REPL completes it. A module is named after its file, or its folder for
+-- an init.lua, unless that name is taken ("history_db" for history/db.lua).
+local M = {}
+
+--- Short name -> module.
+M.MODULES = {
   stats = 'kluabench.stats', inference = 'kluabench.stats.inference', prng = 'kluabench.stats.prng',
+  measure = 'kluabench.measure', do_bench = 'kluabench.measure.do_bench',
+  stopping = 'kluabench.measure.stopping', clocks = 'kluabench.measure.clocks',
+  interleave = 'kluabench.measure.interleave', ceilings = 'kluabench.measure.ceilings',
+  memory = 'kluabench.measure.memory', energy = 'kluabench.measure.energy',
+  kernels = 'kluabench.kernels', check = 'kluabench.kernels.check', triton = 'kluabench.kernels.triton',
   record = 'kluabench.record', env = 'kluabench.record.env', names = 'kluabench.record.names',
-  ceilings = 'kluabench.record.ceilings', liger = 'kluabench.record.liger',
-  reader = 'kluabench.record.reader', point = 'kluabench.record.point', evidence = 'kluabench.record.evidence',
-  schema = 'kluabench.record.schema', writer = 'kluabench.record.writer', migrate = 'kluabench.record.migrate',
-  operation = 'kluabench.record.operation', implementation = 'kluabench.record.implementation',
-  measurements = 'kluabench.record.measurements',
-  output = 'kluabench.report', plot = 'kluabench.report.plot', compare = 'kluabench.report.compare',
-  suite = 'kluabench.suite',
-  progress = 'kluabench.report.progress', shard = 'kluabench.shard',
+  liger = 'kluabench.record.liger', reader = 'kluabench.record.reader', point = 'kluabench.record.point',
+  evidence = 'kluabench.record.evidence', schema = 'kluabench.record.schema', writer = 'kluabench.record.writer',
+  migrate = 'kluabench.record.migrate', operation = 'kluabench.record.operation',
+  implementation = 'kluabench.record.implementation', measurements = 'kluabench.record.measurements',
+  noise = 'kluabench.record.noise',
+  report = 'kluabench.report', plot = 'kluabench.report.plot', compare = 'kluabench.report.compare',
+  progress = 'kluabench.report.progress', html = 'kluabench.report.html',
+  history = 'kluabench.history', history_db = 'kluabench.history.db', history_schema = 'kluabench.history.schema',
+  history_store = 'kluabench.history.store', history_detect = 'kluabench.history.detect',
+  history_point = 'kluabench.history.point',
+  suite = 'kluabench.suite', shard = 'kluabench.suite.shard', rope_benchmarks = 'kluabench.benchmarks.rope',
+  suggest = 'kluabench.io.suggest', show = 'kluabench.repl.show',
   cli = 'kluabench.cli', help = 'kluabench.cli.help', apidoc = 'kluabench.cli.apidoc',
 }
+
+--- Old short names, kept for one release: old name -> today's (kb.bench is kb.do_bench, the module
+-- measure/do_bench.lua; kb.output is kb.report).
+M.ALIASES = { bench = 'do_bench', output = 'report' }
+
+--- Short names whose modules have no section in the API reference: the command line's machinery.
+M.UNDOCUMENTED = { cli = true, apidoc = true }
+
+--- The module a short name (or an old one) loads, or nil.
+function M.module(name)
+  return M.MODULES[name] or M.MODULES[M.ALIASES[name] or false]
+end
+
+return M

@@ -1,6 +1,6 @@
 /* libFuzzer target: arbitrary bytes as what `kluabench merge` reads, the
  * manifest and a shard file with its samples file (MANIFEST \0 SHARD \0
- * SAMPLES), to launch.parse_manifest, the tolerant reader of shard files
+ * SAMPLES), to shards.parse_manifest, the tolerant reader of shard files
  * (kluabench.record.reader.items) and merge.gather, with the checks of
  * oracle.merge (tests/fuzz/oracle.lua). Built and run by `make fuzz` and
  * `make fuzz-run`. */

@@ -162,7 +162,7 @@ local MERGE_KINDS = { missing = true, incomplete = true, failed = true, corrupt 
 
 --- merge's readers on arbitrary bytes: MANIFEST \0 SHARD [\0 SAMPLES] (a part may be empty; without a
 -- NUL the bytes are the manifest and the shard both):
---  * launch.parse_manifest never raises; it refuses with "LABEL: why", or what it accepts keeps its
+--  * shards.parse_manifest never raises; it refuses with "LABEL: why", or what it accepts keeps its
 --    promises: count a whole number 1..MAX_SHARDS, count shards with indexes 1..count in order, files
 --    inside DIR and distinct, every point id once, expect on every point or none and well-formed;
 --  * reader.items in tolerant mode never fails: every non-blank JSON Lines line is an item or a bad
@@ -171,10 +171,10 @@ local MERGE_KINDS = { missing = true, incomplete = true, failed = true, corrupt 
 --    its problems are of the documented kinds; what it merges belongs to the manifest's points, never
 --    twice; a clean result has every point complete and every expected bundle.
 function M.merge(s)
-  local launch = require 'kluabench.cli.launch'
+  local shards = require 'kluabench.cli.shards'
   local merge = require 'kluabench.cli.commands.merge'
   local evidence = require 'kluabench.record.evidence'
-  local shard = require 'kluabench.shard'
+  local shard = require 'kluabench.suite.shard'
   local mtext, rest = s:match('^(.-)%z(.*)$')
   local stext, samples
   if mtext then
@@ -184,8 +184,8 @@ function M.merge(s)
     mtext, stext = s, s
   end
 
-  local okm, m, merr = pcall(launch.parse_manifest, mtext, 'fuzz/manifest.json')
-  check(okm, 'launch.parse_manifest raised: %s', tostring(m))
+  local okm, m, merr = pcall(shards.parse_manifest, mtext, 'fuzz/manifest.json')
+  check(okm, 'shards.parse_manifest raised: %s', tostring(m))
   if not m then
     check(type(merr) == 'string' and merr:sub(1, 19) == 'fuzz/manifest.json:', 'a manifest refused without naming '
       .. 'it: %s', tostring(merr))
@@ -197,7 +197,7 @@ function M.merge(s)
     local total = 0
     for i, sh in ipairs(m.shards) do
       check(sh.index == i, 'shard %d has index %s', i, tostring(sh.index))
-      check(launch.inside_name(sh.file) and not files[sh.file], 'shard %d file %s accepted', i, tostring(sh.file))
+      check(shards.inside_name(sh.file) and not files[sh.file], 'shard %d file %s accepted', i, tostring(sh.file))
       files[sh.file] = true
       for _, p in ipairs(sh.points) do
         check(type(p.id) == 'string' and not ids[p.id], 'point %s accepted twice or without an id', tostring(p.id))
@@ -205,7 +205,7 @@ function M.merge(s)
         total = total + 1
         if p.expect then
           with = with + 1
-          check(math.type(p.expect.sessions) == 'integer' and p.expect.sessions <= launch.MAX_SESSIONS,
+          check(math.type(p.expect.sessions) == 'integer' and p.expect.sessions <= shards.MAX_SESSIONS,
             'sessions %s accepted', tostring(p.expect.sessions))
         end
       end
@@ -239,7 +239,7 @@ function M.merge(s)
   check(#more == #items and #more_bad == #bad + 1, 'a garbage line cost more than itself (%d items, %d bad, then '
     .. '%d and %d)', #items, #bad, #more, #more_bad)
 
-  local manifest = m or assert(launch.check_manifest(default_manifest(), 'default'))
+  local manifest = m or assert(shards.check_manifest(default_manifest(), 'default'))
   local inputs = { dir = dir }
   for i = 1, #manifest.shards do inputs[i] = i == 1 and { path = path, text = stext } or { missing = true } end
   local okg, res = pcall(merge.gather, manifest, inputs, {})

@@ -24,7 +24,7 @@ local SKIP = {
 
 -- A bundle of a small measurement, as its JSON text (each example gets a fresh copy), Liger's CSV
 -- rows, a bundle of kluabench's earlier record format and a noise figure.
-local json = require 'kluabench.report.json'
+local json = require 'kluabench.io.json'
 local BUNDLE_TEXT = (function()
   local x = kb.randn({ 4096 }, 'f32', 1, 'cpu')
   local r = require('kluabench.measure.do_bench').do_bench_protocol { rep_ms = 5 }:run(function() x:add_(1) end)

@@ -11,7 +11,7 @@ local stats = require 'kluabench.stats'
 
 local M = {}
 
-M.AA = sub.root() .. '/bench/results/2026-12-02-s3-h200-aa/'
+M.AA = sub.root() .. '/evidence/2026-12-02-s3-h200-aa/'
 
 local templates
 -- The first fused and copy bundles of aa1-a.jsonl (hidden512 seq2048).

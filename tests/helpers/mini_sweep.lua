@@ -15,7 +15,7 @@ local kb = require 'kluabench'
 local names = require 'kluabench.record.names'
 local record = require 'kluabench.record'
 local output = require 'kluabench.report'
-local shard = require 'kluabench.shard'
+local shard = require 'kluabench.suite.shard'
 
 local NAME = 'mini_sweep'
 

@@ -12,7 +12,7 @@
 -- launch, its yardstick) and copy (a device-to-device copy of q's and k's
 -- bytes). scripts/llama4_rope.lua and scripts/rope.lua run them.
 local M = {}
-local args = require 'kluabench.args'
+local args = require 'kluabench.io.argcheck'
 
 local kb = require 'kluabench.core'
 
@@ -20,15 +20,9 @@ local SEEDS = { q = 1, k = 2, dq = 3, dk = 4 }
 local THETA = 10000.0
 
 -- Largest |difference| and relative L2 error allowed against the cpu
--- reference. The kernels promise bit-identical results (kernels/rope.h);
--- the tolerances leave room for one rounding step of the dtype, so a
--- changed evaluation order passes and a wrong kernel does not.
-local TOLERANCE = {
-  bf16 = { abs = 2 ^ -4, rel = 1e-2 },
-  f16 = { abs = 2 ^ -7, rel = 2e-3 },
-  f32 = { abs = 1e-5, rel = 1e-6 },
-  f64 = { abs = 1e-12, rel = 1e-14 },
-}
+-- reference: kluabench.kernels.check's tolerances for kernels that promise
+-- their reference's result bit for bit (one rounding step of the dtype).
+local TOLERANCE = require('kluabench.kernels.check').ROUNDING_TOLERANCES
 
 local TIMED = {
   forward = 'the forward pass (%s of q and k, in place)',
@@ -68,10 +62,10 @@ local function compare(name, what, got, want, tol, provider, p)
   local got_cpu = on_cpu(got)
   local mad, rel = kb.max_abs_diff(got_cpu, want), kb.rel_l2(got_cpu, want)
   if got_cpu ~= got then got_cpu:free() end
-  if not (mad <= tol.abs and rel <= tol.rel) then
+  if not (mad <= tol.max_abs and rel <= tol.rel_l2) then
     require('kluabench.suite').wrong_result(string.format('%s: WRONG RESULT: provider %s, %s of %s differs from '
       .. 'the cpu reference: max |diff| %.6g (allowed %.3g), rel_l2 %.6g (allowed %.3g); not timed',
-      name, provider, what, p.id, mad, tol.abs, rel, tol.rel))
+      name, provider, what, p.id, mad, tol.max_abs, rel, tol.rel_l2))
   end
   return mad, rel
 end
@@ -169,7 +163,7 @@ function M.declaration(variant, o)
     return {
       reference = v.reference .. ' impl=fused on the cpu backend (bit for bit its impl=reference), same inputs',
       passed = true, maxAbsDiff = worst_abs, relL2 = worst_rel,
-      tolerance = { maxAbsDiff = tol.abs, relL2 = tol.rel },
+      tolerance = { maxAbsDiff = tol.max_abs, relL2 = tol.rel_l2 },
     }
   end
 

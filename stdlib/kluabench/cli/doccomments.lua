@@ -1,6 +1,7 @@
---- The API reference of the Lua modules, read from the `---` comments beside
--- their functions (help() and docs/API.md take them from here; the engine's
--- C functions and the commands are described in cli/apidoc.lua).
+--- The API reference, read from the comments beside the functions it
+-- documents: the `---` comments of the Lua modules and the `/***` comments of
+-- the engine's C files (engine/*.c); help() and docs/API.md take them from
+-- here (cli/apidoc.lua adds the sections and the commands).
 --
 -- A documented function has a comment block right above its definition:
 --
@@ -19,6 +20,21 @@
 -- @signature: PREFIX.f(...) with the module's prefix). Optional tags:
 -- @section ID (default: the section named like the prefix), @kind (function,
 -- method, value; default from the name: "a:b" is a method).
+--
+-- A C function has the same block in a C comment that opens with `/***`, its
+-- lines led by ` * `; @signature and @section are required there (a C
+-- definition names no Lua prefix), @kind property or value marks what is
+-- not a function (`t.shape`, `kb.version`), and @name gives the name where
+-- the signature spells it otherwise (`sqlite:exec` for `db:exec(sql)`):
+--
+--   /*** The selected backend: what tensors and events use when no device is given.
+--    *
+--    * @signature kb.backend() -> "cuda" | "cpu"
+--    * @section device
+--    * @example
+--    *   if kb.backend() == "cpu" then print("numbers are CPU times") end
+--    */
+--   static int l_backend(lua_State *L) {
 local M = {}
 
 -- "-- text" -> "text"; "--" -> "".
@@ -49,9 +65,9 @@ local function paragraphs(lines)
   return out
 end
 
--- One block (its comment lines, already stripped) and the definition under
--- it: the entry, or nil when the block is not part of the reference.
-local function entry_of(texts, def_line, prefix, file, line_no)
+-- The parts of one block (its comment lines, already stripped): prose
+-- paragraphs, tags and the example lines; nil example when it has none.
+local function parts_of(texts, file, line_no)
   local prose, tags, example, in_example = {}, {}, nil, false
   for _, t in ipairs(texts) do
     local tag, rest = t:match('^@(%a+)%s*(.*)$')
@@ -72,8 +88,29 @@ local function entry_of(texts, def_line, prefix, file, line_no)
       prose[#prose + 1] = t
     end
   end
+  if example then
+    while #example > 0 and example[#example] == '' do example[#example] = nil end
+  end
+  return paragraphs(prose), tags, example
+end
+
+-- An entry of a name, signature, kind, section and the block's parts.
+local function entry(name, signature, kind, section, paras, example, source)
+  local e = {
+    name = name, signature = signature, summary = paras[1] or '', example = table.concat(example, '\n'),
+    kind = kind, section = section, source = source,
+  }
+  if #paras > 1 then e.details = table.concat(paras, '\n', 2) end
+  return e
+end
+
+local function given(v) return v ~= nil and v ~= '' and v or nil end
+
+-- One block (its comment lines, already stripped) and the definition under
+-- it: the entry, or nil when the block is not part of the reference.
+local function entry_of(texts, def_line, prefix, file, line_no)
+  local paras, tags, example = parts_of(texts, file, line_no)
   if not example then return nil end
-  while #example > 0 and example[#example] == '' do example[#example] = nil end
   local owner, sep, key, args = definition(def_line)
   local signature = tags.signature
   if (not signature or signature == '') and owner == 'M' and prefix then
@@ -83,17 +120,10 @@ local function entry_of(texts, def_line, prefix, file, line_no)
     error(string.format('%s:%d: a documented definition needs @signature', file, line_no), 0)
   end
   local name = signature:match('^([%w_.:]+)')
-  local paras = paragraphs(prose)
-  local e = {
-    name = name, signature = signature, summary = paras[1] or '', example = table.concat(example, '\n'),
-    kind = tags.kind ~= nil and tags.kind ~= '' and tags.kind or (name:find(':', 1, true) and 'method')
-      or (args == nil and owner and 'value') or 'function',
-    section = tags.section ~= nil and tags.section ~= '' and tags.section or nil,
-    source = file .. ':' .. line_no,
-  }
-  if #paras > 1 then e.details = table.concat(paras, '\n', 2) end
-  if sep == ':' and not name:find(':', 1, true) then e.kind = 'method' end
-  return e
+  local kind = given(tags.kind) or (name:find(':', 1, true) and 'method')
+    or (args == nil and owner and 'value') or 'function'
+  if sep == ':' and not name:find(':', 1, true) then kind = 'method' end
+  return entry(name, signature, kind, given(tags.section), paras, example, file .. ':' .. line_no)
 end
 
 --- The reference entries of one source text, in file order. prefix names
@@ -126,9 +156,41 @@ function M.parse(text, prefix, file)
   return out
 end
 
+--- The reference entries of one C source text (engine/*.c), in file order: its `/***` comment
+-- blocks, each with @signature, @section and @example (file is for messages).
+function M.parse_c(text, file)
+  local out = {}
+  local block, block_start = nil, nil
+  local n = 0
+  for line in (text .. '\n'):gmatch('([^\n]*)\n') do
+    n = n + 1
+    if block then
+      local done = line:match('^%s*%*/%s*$')
+      if done then
+        local paras, tags, example = parts_of(block, file, block_start)
+        local where = string.format('%s:%d', file, block_start)
+        if not (example and given(tags.signature) and given(tags.section)) then
+          error(where .. ': a /*** block needs @signature, @section and @example', 0)
+        end
+        local name = given(tags.name) or tags.signature:match('^([%w_.:]+)')
+        local kind = given(tags.kind) or (name:find(':', 1, true) and 'method') or 'function'
+        out[#out + 1] = entry(name, tags.signature, kind, tags.section, paras, example, where)
+        block = nil
+      else
+        if line:find('*/', 1, true) then error(string.format('%s:%d: a /*** block ends with */ on a line of its own', file, n), 0) end
+        block[#block + 1] = ((line:match('^%s*%* ?(.*)$') or line):gsub('%s+$', ''))
+      end
+    elseif line:match('^/%*%*%*') then
+      block, block_start = { (line:match('^/%*%*%* ?(.*)$'):gsub('%s+$', '')) }, n
+    end
+  end
+  if block then error(string.format('%s:%d: a /*** block is not closed', file, block_start), 0) end
+  return out
+end
+
 --- The entries of every module: modules maps a prefix to a module name, or
--- to a list of module names whose functions it gathers (kb.output is
--- report/json, files, csv and table). Each entry's section defaults to the
+-- to a list of module names whose functions it gathers (kb.report is
+-- io/json, files, csv and report/table). Each entry's section defaults to the
 -- prefix of its name when sections has one by that id, else to `default`
 -- (a table prefix -> section id).
 function M.collect(modules, sections, default)

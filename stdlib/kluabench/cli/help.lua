@@ -14,7 +14,7 @@
 local apidoc = require 'kluabench.cli.apidoc'
 
 local M = {}
-local args = require 'kluabench.args'
+local args = require 'kluabench.io.argcheck'
 
 local WIDTH = 78
 
@@ -125,7 +125,8 @@ end
 function M.command_module(entry)
   args.check('help.command_module', 1, entry, 'table', 'apidoc entry')
   local cmd = entry.name:match('^kluabench ([%w%-]+)')
-  return cmd and ('kluabench.cli.commands.' .. cmd:gsub('%-', '_')) or nil
+  local c = cmd and require('kluabench.cli.helpers').find(cmd)
+  return c and c.module and ('kluabench.cli.commands.' .. c.module) or nil
 end
 
 --- Whether what an entry documents exists in this build.
@@ -150,8 +151,8 @@ function M.exists(entry)
   end
   if entry.kind == 'command' then
     local cmd = entry.name:match('^kluabench ([%w%-]+)')
-    local cli = load_module('kluabench.cli')
-    local c = type(cli) == 'table' and cli.find and cli.find(cmd)
+    local helpers = load_module('kluabench.cli.helpers')
+    local c = type(helpers) == 'table' and helpers.find and helpers.find(cmd)
     if not c then return false end
     if not c.module then return true end -- built into the CLI (help)
     return package.searchpath('kluabench.cli.commands.' .. c.module, package.path) ~= nil

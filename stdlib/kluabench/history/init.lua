@@ -11,7 +11,7 @@ local inference = require 'kluabench.stats.inference'
 local stats = require 'kluabench.stats'
 
 local M = {}
-local args = require 'kluabench.args'
+local args = require 'kluabench.io.argcheck'
 
 --- The default database when none is given: results/history.db (beside the results the scripts
 -- write; $KLUABENCH_RESULTS names another folder than results/, as it does for the scripts).
@@ -20,7 +20,7 @@ local args = require 'kluabench.args'
 -- @example
 --   print(history.default_db())
 function M.default_db()
-  return require('kluabench.report.files').results_dir() .. '/history.db'
+  return require('kluabench.io.files').results_dir() .. '/history.db'
 end
 
 --- The provider whose runs are the sentinel of machine drift: the copy kernel, measured in the same

@@ -15,7 +15,7 @@ local view = require 'kluabench.record.point'
 local evidence = require 'kluabench.record.evidence'
 
 local M = {}
-local args = require 'kluabench.args'
+local args = require 'kluabench.io.argcheck'
 
 local get = reader.get
 

@@ -9,7 +9,7 @@
 -- The SQL is the subset SQLite and PostgreSQL share (TEXT, BIGINT, DOUBLE
 -- PRECISION, ON CONFLICT DO NOTHING); docs/HISTORY.md describes the tables.
 local M = {}
-local args = require 'kluabench.args'
+local args = require 'kluabench.io.argcheck'
 
 --- The migration steps, oldest first: {version, description, sql}. Append a step to change the
 -- schema; never edit one that has shipped.

@@ -7,7 +7,7 @@ local stats = require 'kluabench.stats'
 local inference = require 'kluabench.stats.inference'
 
 local M = {}
-local args = require 'kluabench.args'
+local args = require 'kluabench.io.argcheck'
 
 --- Bundles written per transaction by add_bundles: an interrupted add leaves whole batches, each
 -- of whole bundles.
@@ -140,7 +140,7 @@ function M.add_bundles(h, bundles, meta)
   end
   local seen, added_at = { tables = setmetatable({}, { __mode = 'k' }) }, now()
   for first = 1, #points, M.BATCH do
-    require('kluabench.cli').stop_if_interrupted()
+    require('kluabench.io.args').stop_if_interrupted()
     local added, present = h:transaction(function()
       local a, p = 0, 0
       for i = first, math.min(first + M.BATCH - 1, #points) do

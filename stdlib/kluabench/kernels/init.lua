@@ -11,11 +11,12 @@
 --                sources = { 'kernels/x.h', ... },  -- for the implementation digest
 --                cost = function(params, dtype, operation) return bytes, flops end },
 --     } }
--- kluabench.kernels.liger adds the titles of kernels that Liger-Kernel
--- benchmarks and kluabench only imports. A script can add its own with
--- M.register. docs/ADDING_A_KERNEL.md walks through a new family.
+-- kluabench.record.liger adds the titles of kernels that Liger-Kernel
+-- benchmarks and kluabench only imports (the family "liger") when it loads,
+-- which kluabench.record does. A script can add its own with M.register.
+-- docs/ADDING_A_KERNEL.md walks through a new family.
 local M = {}
-local args = require 'kluabench.args'
+local args = require 'kluabench.io.argcheck'
 
 --- Record kernel name -> {title, sources, cost, family} (record.KERNELS is
 -- this table).
@@ -107,6 +108,5 @@ for _, family in ipairs(families) do
   local modname = 'kluabench.kernels.' .. family
   M.register(family, package.searchpath(modname, package.path) and require(modname) or {})
 end
-M.register('liger', require 'kluabench.kernels.liger')
 
 return M

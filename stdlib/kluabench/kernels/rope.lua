@@ -45,78 +45,14 @@ end
 
 return {
   binding = 'rope',
-  -- The API reference of kb.rope (stdlib/kluabench/cli/apidoc.lua adds it to
-  -- help() and docs/API.md).
+  -- The section of kb.rope in the API reference (help() and docs/API.md); its
+  -- entries are the /*** comments beside the functions in engine/rope.c.
   doc = {
     section = { id = 'rope', title = 'Rotary position embedding (kb.rope)',
       intro = 'The RoPE kernels, each on both backends (CUDA and the CPU reference). q is '
         .. '`[B, S, Hq, D]`, k is `[B, S, Hk, D]` (Hq and Hk may differ), freqs is the f32 '
         .. '`[S, D/2, 2]` table of (cos, sin) from `kb.rope.freqs`. The math is done in f32 and '
         .. 'rounded back to the input dtype.' },
-    entries = {
-      { name = 'kb.rope.freqs', signature = 'kb.rope.freqs(seq_len, head_dim [, opts]) -> Tensor',
-        summary = 'The f32 [seq_len, head_dim/2, 2] table of (cos, sin) that RoPE multiplies by.',
-        details = 'Equal to `view_as_real` of the `freqs_cis` of Hugging Face\'s '
-          .. '`Llama4TextRotaryEmbedding` (default rope type). opts: `theta` (default 10000.0); '
-          .. '`positions` (a list or tensor of seq_len positions instead of 0..seq_len-1); '
-          .. '`scaling` (llama3 style: factor, low_freq_factor, high_freq_factor, '
-          .. 'original_max_position_embeddings); `device` (default: the selected backend). A table '
-          .. 'longer than seq serves any shorter q and k.',
-        example = 'local f = kb.rope.freqs(2048, 128, {theta = 500000})' },
-      { name = 'kb.rope.llama4_fwd', signature = 'kb.rope.llama4_fwd(q, k, freqs [, opts]) -> q_out, k_out',
-        summary = 'Llama 4 RoPE: pairs (2i, 2i+1) of q and k multiplied by freqs[s, i] as complex numbers.',
-        details = 'opts.impl: "fused" (default; one kernel for q and k) or "reference" (the unfused '
-          .. 'op sequence PyTorch eager runs: upcast, complex multiply, downcast, with temporaries). '
-          .. 'opts.inplace = true writes into q and k (and returns them). q and k share batch, seq, '
-          .. 'head_dim, dtype and device; freqs is f32 [>= seq, head_dim/2, 2] on the same device. '
-          .. 'A mismatch is an error naming the argument: "bad argument #3 to \'llama4_fwd\' (freqs '
-          .. 'has 1024 positions, q has seq 2048)".',
-        example = 'local q = kb.randn({1, 2048, 32, 16}, "bf16", 1)\n'
-          .. 'local k = kb.randn({1, 2048, 8, 16}, "bf16", 2)\n'
-          .. 'local f = kb.rope.freqs(2048, 16)\n'
-          .. 'local qo, ko = kb.rope.llama4_fwd(q, k, f)' },
-      { name = 'kb.rope.llama4_bwd', signature = 'kb.rope.llama4_bwd(dq, dk, freqs [, opts]) -> dq_in, dk_in',
-        summary = 'Backward of llama4_fwd: the gradients multiplied by the conjugate of freqs.',
-        details = 'Same options as llama4_fwd; bwd(fwd(x)) equals x up to rounding.',
-        example = 'local dq, dk = kb.rope.llama4_bwd(gq, gk, f, {impl = "reference"})' },
-      { name = 'kb.rope.neox_fwd', signature = 'kb.rope.neox_fwd(q, k, freqs [, opts]) -> q_out, k_out',
-        summary = 'Rotate-half RoPE (pairs (i, i + D/2)), as Hugging Face\'s Llama/Qwen apply_rotary_pos_emb.',
-        details = 'Same arguments and options as llama4_fwd.',
-        example = 'local qo, ko = kb.rope.neox_fwd(q, k, f, {inplace = true})' },
-      { name = 'kb.rope.neox_bwd', signature = 'kb.rope.neox_bwd(dq, dk, freqs [, opts]) -> dq_in, dk_in',
-        summary = 'Backward of neox_fwd.',
-        example = 'local dq, dk = kb.rope.neox_bwd(gq, gk, f)' },
-      { name = 'kb.rope.llama4_fwd_bwd',
-        signature = 'kb.rope.llama4_fwd_bwd(q, k, dq, dk, freqs [, opts]) -> q_out, k_out, dq_in, dk_in',
-        summary = 'llama4_fwd of q and k and llama4_bwd of dq and dk in one pass (one kernel launch on CUDA).',
-        details = 'The full mode of the benchmarks (a forward, then the backward of upstream gradients) '
-          .. 'as one launch, bit for bit what the two calls write. dq and dk have the shapes, dtype and '
-          .. 'device of q and k. opts.impl: "fused" (default) or "reference" (the reference forward, '
-          .. 'then the reference backward); opts.inplace = true writes into all four tensors, which '
-          .. 'must then be distinct.',
-        example = 'local q = kb.randn({1, 2048, 32, 16}, "bf16", 1)\n'
-          .. 'local k = kb.randn({1, 2048, 8, 16}, "bf16", 2)\n'
-          .. 'local f = kb.rope.freqs(2048, 16)\n'
-          .. 'local qo, ko, dq, dk = kb.rope.llama4_fwd_bwd(q, k, q:clone(), k:clone(), f)' },
-      { name = 'kb.rope.neox_fwd_bwd',
-        signature = 'kb.rope.neox_fwd_bwd(q, k, dq, dk, freqs [, opts]) -> q_out, k_out, dq_in, dk_in',
-        summary = 'neox_fwd of q and k and neox_bwd of dq and dk in one pass (one kernel launch on CUDA).',
-        details = 'Same arguments and options as llama4_fwd_bwd.',
-        example = 'local qo, ko, dq, dk = kb.rope.neox_fwd_bwd(q, k, q:clone(), k:clone(), f, {impl = "reference"})' },
-      { name = 'kb.rope.floor', signature = 'kb.rope.floor(q, k, freqs [, opts]) -> q_out, k_out',
-        summary = 'The floor of a fused RoPE call: its bytes moved in one launch, without arithmetic.',
-        details = 'Reads q, k and rows [0, seq) of freqs once, writes q_out = q and k_out = k: the yardstick '
-          .. 'of the fused kernels, their bytes in one launch with no arithmetic (the benchmarks\' floor '
-          .. 'provider). Takes the arguments of llama4_fwd; opts.inplace = true rewrites q and k with '
-          .. 'their own bytes.',
-        example = 'local q2, k2 = kb.rope.floor(q, k, f)' },
-      { name = 'kb.rope.floor_fwd_bwd',
-        signature = 'kb.rope.floor_fwd_bwd(q, k, dq, dk, freqs [, opts]) -> q_out, k_out, dq_out, dk_out',
-        summary = 'The floor of llama4_fwd_bwd and neox_fwd_bwd: both passes\' bytes in one launch.',
-        details = 'Copies q, k, dq and dk and reads the table once per pass. Same arguments as llama4_fwd_bwd; '
-          .. 'opts.inplace only.',
-        example = 'local a, b, c, d = kb.rope.floor_fwd_bwd(q, k, q:clone(), k:clone(), f, {inplace = true})' },
-    },
   },
   kernels = {
     llama4_rope = {

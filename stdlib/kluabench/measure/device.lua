@@ -1,10 +1,10 @@
--- The device as the timing modes see it: bench.device() plus what they
+-- The device as the timing modes see it: do_bench.device() plus what they
 -- need beyond do_bench (spin, graphs, device facts, interrupts, NVML,
 -- kernel tracing).
 local bench = require 'kluabench.measure.do_bench'
 
 local M = {}
-local args = require 'kluabench.args'
+local args = require 'kluabench.io.argcheck'
 
 -- A stand-in for kb.graph on the cpu backend, where no capture exists: the
 -- "graph" calls the captured function again on every replay. Results on cpu
@@ -21,9 +21,9 @@ local function emulated_graph(fn)
   }
 end
 
---- bench.device() plus spin, graph, device_info, interrupted and nvml.
+--- do_bench.device() plus spin, graph, device_info, interrupted and nvml.
 --
--- The engine's primitives as a ctx table: bench.device() plus spin, graph, device_info,
+-- The engine's primitives as a ctx table: do_bench.device() plus spin, graph, device_info,
 -- interrupted, nvml.
 --
 -- @signature measure.device() -> ctx
@@ -52,7 +52,7 @@ end
 --
 -- @signature measure.complete([ctx]) -> ctx
 -- @example
---   local ctx = measure.complete(bench.device())
+--   local ctx = measure.complete(do_bench.device())
 function M.complete(ctx)
   args.check('measure.complete', 1, ctx, 'table|nil', 'device table')
   if ctx == nil then return M.device() end

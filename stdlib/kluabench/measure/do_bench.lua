@@ -5,7 +5,7 @@
 -- result of a run is a table with the raw samples (ms), their summary, the
 -- values the protocol derived while running (`used`) and the protocol itself:
 --
---   local p = bench.protocol{
+--   local p = do_bench.protocol{
 --     name = 'ten-shots',
 --     params = { n = 10 },
 --     run = function(self, fn, ctx)
@@ -21,14 +21,14 @@
 --   local r = p:run(function() kb.rope.llama4_fwd(q, k, f) end)
 --   print(r.summary.median)
 --
--- Every device primitive comes through `ctx` (see bench.device()), so tests
+-- Every device primitive comes through `ctx` (see do_bench.device()), so tests
 -- pass a fake clock and check the arithmetic exactly; the default is the
 -- engine: kb.event(), ev:record(), kb.elapsed_ms(), kb.synchronize(),
 -- kb.flush_l2(), kb.clock_ns().
 local stats = require 'kluabench.stats'
 
 local M = {}
-local args = require 'kluabench.args'
+local args = require 'kluabench.io.argcheck'
 
 local floor, max = math.floor, math.max
 
@@ -37,9 +37,9 @@ local floor, max = math.floor, math.max
 --
 -- timer is "cuda_events" on the cuda backend and "host_monotonic" on cpu.
 --
--- @signature bench.device() -> ctx
+-- @signature do_bench.device() -> ctx
 -- @example
---   local ctx = bench.device()
+--   local ctx = do_bench.device()
 --   print(ctx.backend, ctx.timer)
 function M.device()
   local kb = require 'kluabench.core'
@@ -89,13 +89,13 @@ end
 
 --- Measures fn; result has samples (ms), summary, used, protocol, timer, backend.
 --
--- ctx defaults to bench.device(). Returns the result {protocol, name, params, samples (ms),
+-- ctx defaults to do_bench.device(). Returns the result {protocol, name, params, samples (ms),
 -- summary, used, ...}; the protocol also keeps it as self.last.
 --
 -- @signature protocol:run(fn [, ctx]) -> result
--- @section bench
+-- @section do_bench
 -- @example
---   local r = bench.do_bench_protocol():run(function() kb.rope.llama4_fwd(q, k, f) end)
+--   local r = do_bench.do_bench_protocol():run(function() kb.rope.llama4_fwd(q, k, f) end)
 function Protocol:run(fn, ctx)
   if type(fn) ~= 'function' and not (getmetatable(fn) and getmetatable(fn).__call) then
     error("bad argument #1 to 'run' (function expected, got " .. type(fn) .. ')', 2)
@@ -126,7 +126,7 @@ end
 -- info is optional: {timed = "what fn does, in words", backend = "cuda"|"cpu"}.
 --
 -- @signature protocol:spec([info]) -> table
--- @section bench
+-- @section do_bench
 -- @example
 --   local p = bench.do_bench_protocol{rep_ms = 100}
 --   print(kb.jcs.encode(p:spec{timed = "the forward pass"}))
@@ -159,9 +159,9 @@ end
 -- pass a fake clock. spec(self, info) returns the BenchmarkProtocol spec (a default one names the
 -- protocol and its parameters).
 --
--- @signature bench.protocol{name, params, run [, spec, title]} -> Protocol
+-- @signature do_bench.protocol{name, params, run [, spec, title]} -> Protocol
 -- @example
---   local ten = bench.protocol{
+--   local ten = do_bench.protocol{
 --     name = "ten-shots", params = {n = 10},
 --     run = function(self, fn, ctx)
 --       local samples = {}
@@ -201,9 +201,9 @@ end
 
 --- True when v is a protocol value.
 --
--- @signature bench.is_protocol(v) -> boolean
+-- @signature do_bench.is_protocol(v) -> boolean
 -- @example
---   assert(bench.is_protocol(bench.do_bench_protocol()))
+--   assert(do_bench.is_protocol(do_bench.do_bench_protocol()))
 function M.is_protocol(v)
   return getmetatable(v) == Protocol
 end
@@ -277,10 +277,10 @@ end
 --
 -- Returns opts.
 --
--- @signature bench.check_options(fname, argn, opts, schema) -> opts
+-- @signature do_bench.check_options(fname, argn, opts, schema) -> opts
 -- @example
 --   local opts = {reps = 10}
---   bench.check_options("my_bench", 1, opts, {reps = {kind = "number", min = 1, max = 1e6, integer = true}})
+--   do_bench.check_options("my_bench", 1, opts, {reps = {kind = "number", min = 1, max = 1e6, integer = true}})
 function M.check_options(fname, argn, opts, schema)
   args.check('check_options', 1, fname, 'string', 'function name')
   args.check('check_options', 2, argn, 'integer', 'argument number')
@@ -332,7 +332,7 @@ local RETURN_MODES = { min = true, max = true, mean = true, median = true, all =
 -- before each call inside the timed region (as triton has it); 3. n_warmup = max(1,
 -- floor(warmup_ms / estimate_ms)) calls; 4. n_repeat = max(min_repeat, floor(rep_ms / estimate_ms))
 -- repetitions, each: opts.before_each(), flush the L2, start event, fn(), end event; 5. one
--- synchronize. min_repeat is triton's 1, except on the cpu backend (bench.CPU_MIN_REPEAT, 5).
+-- synchronize. min_repeat is triton's 1, except on the cpu backend (do_bench.CPU_MIN_REPEAT, 5).
 --
 -- The flush writes opts.flush_bytes: by default triton's 256 MB on a GPU
 -- (bench.TRITON_FLUSH_BYTES), and on the cpu backend kb.flush_l2's default, twice the last-level
@@ -346,12 +346,12 @@ local RETURN_MODES = { min = true, max = true, mean = true, median = true, all =
 -- the run derived: estimate_ms, n_warmup, n_repeat, flush_bytes, min_repeat, and n_repeat_triton
 -- when the cpu minimum took more repetitions than triton would have).
 --
--- @signature bench.do_bench(fn [, opts]) -> value, result
+-- @signature do_bench.do_bench(fn [, opts]) -> value, result
 -- @example
 --   local q = kb.randn({1, 2048, 32, 16}, "bf16", 1)
 --   local k = kb.randn({1, 2048, 8, 16}, "bf16", 2)
 --   local f = kb.rope.freqs(2048, 16)
---   local ms = bench.do_bench(function() kb.rope.llama4_fwd(q, k, f) end,
+--   local ms = do_bench.do_bench(function() kb.rope.llama4_fwd(q, k, f) end,
 --     {rep_ms = 400, quantiles = {0.5, 0.2, 0.8}})
 --   print(ms[1], ms[2], ms[3])
 function M.do_bench(fn, opts)
@@ -494,7 +494,7 @@ local function spread_text(qs)
   return s
 end
 
---- bench.do_bench as a protocol value (quantiles 0.5/0.2/0.8 by default, as Liger).
+--- do_bench.do_bench as a protocol value (quantiles 0.5/0.2/0.8 by default, as Liger).
 --
 -- params: warmup_ms, rep_ms, quantiles, return_mode, before_each. Its spec states the
 -- configuration; the values derived per run (estimate, repetitions) go into the run record.
@@ -502,9 +502,9 @@ end
 -- Its spec carries the configuration (not the values derived per run: those are in result.used, and
 -- records put them in the run, so that every run of one protocol has one protocolDigest).
 --
--- @signature bench.do_bench_protocol([params]) -> Protocol
+-- @signature do_bench.do_bench_protocol([params]) -> Protocol
 -- @example
---   local p = bench.do_bench_protocol{rep_ms = 400}
+--   local p = do_bench.do_bench_protocol{rep_ms = 400}
 --   local r = p:run(fn)
 --   print(r.summary.median)
 function M.do_bench_protocol(params)

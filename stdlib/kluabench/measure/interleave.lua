@@ -21,7 +21,7 @@
 local prng = require 'kluabench.stats.prng'
 
 local M = {}
-local args = require 'kluabench.args'
+local args = require 'kluabench.io.argcheck'
 
 M.ORDERS = { roundrobin = true, shuffle = true }
 

@@ -62,9 +62,8 @@ function M.protocol(mode, params)
     name = mode,
     title = what.title,
     params = p,
-    -- measure.run, required here: init.lua requires this file
     run = function(self, fn, ctx)
-      return require('kluabench.measure').run(mode, fn, self.params, device.complete(ctx))
+      return require('kluabench.measure.run').run(mode, fn, self.params, device.complete(ctx))
     end,
     spec = function(self, info)
       local q = self.params

@@ -4,7 +4,7 @@
 local options = require 'kluabench.measure.options'
 
 local M = {}
-local args = require 'kluabench.args'
+local args = require 'kluabench.io.argcheck'
 
 local ceil, min = math.ceil, math.min
 

@@ -19,7 +19,7 @@
 local inference = require 'kluabench.stats.inference'
 
 local M = {}
-local args = require 'kluabench.args'
+local args = require 'kluabench.io.argcheck'
 
 local floor = math.floor
 

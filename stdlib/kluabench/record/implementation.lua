@@ -16,12 +16,13 @@
 -- Every one names its OperationSpec by digest (operation.specDigest). Two
 -- different kernels never share a revision: the source digest, the symbol,
 -- the options or the arch differ.
-local json = require 'kluabench.report.json'
+local json = require 'kluabench.io.json'
 local names = require 'kluabench.record.names'
 local operation = require 'kluabench.record.operation'
+local primitives = require 'kluabench.record.document'
 
 local M = {}
-local args = require 'kluabench.args'
+local args = require 'kluabench.io.argcheck'
 
 M.API_VERSION = 'kernelindex.dev/v1alpha1'
 
@@ -107,7 +108,7 @@ function M.builtin(o)
   if cuda and type(build.nvcc) == 'string' and build.nvcc ~= '' then requirements.nvcc = build.nvcc:sub(1, 200) end
   if type(build.compiler) == 'string' and build.compiler ~= '' then requirements.cc = build.compiler:sub(1, 200) end
   local sources = o.sources
-  if sources == nil then sources = require('kluabench.record').kernel_sources(o.kernel) end
+  if sources == nil then sources = primitives.kernel_sources(o.kernel) end
   local spec = {
     projectRevision = { version = version and tostring(version) or nil, treeDigest = tree_digest(sources) },
     operation = { specDigest = o.operation_digest },

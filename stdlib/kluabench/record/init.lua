@@ -12,7 +12,8 @@
 -- for goes into the run's evidence entry (kluabench.record.evidence) and its
 -- measurements[] (kluabench.record.measurements). docs/RECORDS.md describes
 -- every field and where each figure went.
-local json = require 'kluabench.report.json'
+local json = require 'kluabench.io.json'
+local document = require 'kluabench.record.document'
 local kernels = require 'kluabench.kernels'
 local names = require 'kluabench.record.names'
 local operation = require 'kluabench.record.operation'
@@ -20,39 +21,25 @@ local implementation = require 'kluabench.record.implementation'
 local measurements = require 'kluabench.record.measurements'
 local evidence = require 'kluabench.record.evidence'
 local schema = require 'kluabench.record.schema'
+-- Liger's workloads are kernelindex's; loading it also names Liger's kernels in the registry
+local liger = require 'kluabench.record.liger'
 
 local M = {}
-local args = require 'kluabench.args'
+local args = require 'kluabench.io.argcheck'
 
-M.API_VERSION = 'kernelindex.dev/v1alpha1'
+M.API_VERSION = document.API_VERSION
 
 --- The derived figures of runs' measurements[] (kluabench.record.measurements).
 M.measurements = measurements
 
 --- The documents of a bundle and their kinds, in the order they are written.
-M.MEMBERS = {
-  { doc = 'run', kind = 'BenchmarkRun' },
-  { doc = 'protocol', kind = 'BenchmarkProtocol' },
-  { doc = 'environment', kind = 'ExecutionEnvironment' },
-  { doc = 'workload', kind = 'WorkloadCase' },
-  { doc = 'implementation', kind = 'ImplementationRevision' },
-  { doc = 'operation', kind = 'OperationSpec' },
-  { doc = 'project', kind = 'SoftwareProject', optional = true },
-}
+M.MEMBERS = document.MEMBERS
 
 --- The four digested documents, in the order the run lists their digests.
-M.DIGESTS = {
-  { doc = 'protocol', field = 'protocolDigest' },
-  { doc = 'workload', field = 'workloadDigest' },
-  { doc = 'environment', field = 'environmentDigest' },
-  { doc = 'implementation', field = 'implementationDigest' },
-}
+M.DIGESTS = document.DIGESTS
 
 --- The links to the operation: the workload's and the implementation's digest of it.
-M.OPERATION_LINKS = {
-  { doc = 'workload', path = { 'operationSpecDigest' }, field = 'workload.spec.operationSpecDigest' },
-  { doc = 'implementation', path = { 'operation', 'specDigest' }, field = 'implementation.spec.operation.specDigest' },
-}
+M.OPERATION_LINKS = document.OPERATION_LINKS
 
 local function kb() return require 'kluabench.core' end
 
@@ -83,48 +70,27 @@ M.MODE_TEXT = {
 --- A document {apiVersion = "kernelindex.dev/v1alpha1", kind, metadata, spec}.
 --
 -- @signature record.document(kind, spec, metadata) -> document
+-- @kind function
 -- @example
 --   local doc = record.document("SoftwareProject", {name = "mine"}, {name = "mine"})
-function M.document(kind, spec, metadata)
-  if type(kind) ~= 'string' then
-    error("bad argument #1 to 'document' (kind string expected, got " .. type(kind) .. ')', 2)
-  end
-  if type(spec) ~= 'table' then
-    error("bad argument #2 to 'document' (spec table expected, got " .. type(spec) .. ')', 2)
-  end
-  return { kind = kind, spec = spec, metadata = metadata or json.object(), apiVersion = M.API_VERSION }
-end
+M.document = document.document
 
 --- The digest of a document: "sha256:" .. hex(SHA-256(JCS({apiVersion, kind, spec}))).
 --
 -- @signature record.digest(doc) -> "sha256:<hex>"
+-- @kind function
 -- @example
 --   print(record.digest(record.document("SoftwareProject", {name = "mine"}, {name = "mine"})))
-function M.digest(doc)
-  if type(doc) ~= 'table' or type(doc.spec) ~= 'table' then
-    error("bad argument #1 to 'digest' (document with a spec table expected)", 2)
-  end
-  local k = kb()
-  return 'sha256:' .. k.sha256(k.jcs.encode { apiVersion = doc.apiVersion, kind = doc.kind, spec = doc.spec })
-end
+M.digest = document.digest
 
 --- Computes the four digests of a bundle into run.spec (the operation links are set when the
 -- workload and implementation are made).
 --
 -- @signature record.seal(bundle) -> bundle
+-- @kind function
 -- @example
 --   record.seal(bundle)
-function M.seal(bundle)
-  args.check('record.seal', 1, bundle, 'table', 'bundle')
-  for _, d in ipairs(M.DIGESTS) do
-    local doc = bundle[d.doc]
-    if type(doc) ~= 'table' then
-      error("bad argument #1 to 'seal' (bundle has no " .. d.doc .. ' document)', 2)
-    end
-    bundle.run.spec[d.field] = M.digest(doc)
-  end
-  return bundle
-end
+M.seal = document.seal
 
 local function get(t, path)
   for _, k in ipairs(path) do
@@ -235,26 +201,18 @@ end
 --- The current UTC time as fields (with milliseconds when the engine can tell them).
 --
 -- @signature record.now() -> time fields
+-- @kind function
 -- @example
 --   print(names.iso8601(record.now()))
-function M.now()
-  local ok, k = pcall(kb)
-  if ok and type(k) == 'table' and type(k.time_ns) == 'function' then
-    return names.utc(k.time_ns() / 1e9)
-  end
-  return names.utc(os.time())
-end
+M.now = document.now
 
 --- Rounds to the nearest integer, halves away from zero.
 --
 -- @signature record.round(x) -> integer
+-- @kind function
 -- @example
 --   print(record.round(2.5)) --> 3
-function M.round(x)
-  args.check('record.round', 1, x, 'number', 'number')
-  local r = x >= 0 and math.floor(x + 0.5) or -math.floor(-x + 0.5)
-  return math.tointeger(r) or r
-end
+M.round = document.round
 
 --- The statistic name of a quantile: 0.2 -> "p20", 0.999 -> "p99_9" (a token: no dots).
 --
@@ -281,42 +239,15 @@ end
 -- Operation and workload
 ---------------------------------------------------------------------------
 
--- The repository root: two directories above this file (stdlib/kluabench/record/).
-local function repo_root()
-  local src = debug.getinfo(1, 'S').source
-  local dir = src:match('^@(.*)/stdlib/kluabench/record/[^/]*$')
-  if dir then return dir end
-  if src:match('^@stdlib/kluabench/') then return '.' end
-  return nil
-end
-
 --- SHA-256 of a kernel's source files ({path = "sha256:<hex>"}): what the binary was built from
 -- (kb.kernel_sources) for the files it lists, else the files under the repository (kb.sha256_file).
 -- files: the paths (default: the kernel registry's sources of kernel). nil when none is found.
 --
 -- @signature record.kernel_sources(kernel [, files]) -> {path = "sha256:<hex>"} | nil
+-- @kind function
 -- @example
 --   for path, d in pairs(record.kernel_sources("llama4_rope") or {}) do print(path, d) end
-function M.kernel_sources(kernel, files)
-  args.check('record.kernel_sources', 1, kernel, 'string', 'kernel name')
-  args.check('record.kernel_sources', 2, files, 'table|nil', 'list of files')
-  local k = kb()
-  files = files or (M.KERNELS[kernel] and M.KERNELS[kernel].sources)
-  if not files then return nil end
-  local built = type(k.kernel_sources) == 'function' and k.kernel_sources() or {}
-  local out = {}
-  local root = repo_root()
-  for _, path in ipairs(files) do
-    local hex = built[path]
-    if hex then
-      out[path] = hex:match('^sha256:') and hex or ('sha256:' .. hex)
-    elseif type(k.sha256_file) == 'function' then
-      local ok, h = pcall(k.sha256_file, root and (root .. '/' .. path) or path)
-      if ok and type(h) == 'string' then out[path] = 'sha256:' .. h end
-    end
-  end
-  return next(out) and out or nil
-end
+M.kernel_sources = document.kernel_sources
 
 -- A name kernelindex accepts as a token: lowercase, [a-z0-9_], a letter first.
 local function token(s)
@@ -420,7 +351,6 @@ function M.workload(o)
     end
   end
   local dtype = o.dtype and operation.dtype_token(o.dtype) or 'opaque'
-  local liger = require 'kluabench.record.liger'
   if o.operation == nil and liger.KERNELS[o.kernel] then
     local binding = liger.binding_of(o.kernel, params, o.dtype)
     if binding then
@@ -485,8 +415,7 @@ function M.user_implementation(o)
   end
   if o.operation_digest == nil then
     local op = o.operation
-    local liger = require 'kluabench.record.liger'
-    if op == nil and liger.KERNELS[o.kernel] then op = liger.operation_document(o.kernel) end
+      if op == nil and liger.KERNELS[o.kernel] then op = liger.operation_document(o.kernel) end
     if type(op) ~= 'table' then
       error("bad argument #1 to 'user_implementation' (field 'operation_digest' or 'operation' needed: the "
         .. 'OperationSpec the kernel implements)', 2)
@@ -591,72 +520,25 @@ end
 -- Protocol
 ---------------------------------------------------------------------------
 
-local MEASUREMENT_FIELDS = { timer = true, synchronization = true, compileIncluded = true, setupIncluded = true,
-  warmupIterations = true, warmupDuration = true, measuredIterations = true, samples = true,
-  inputRegeneration = true, outlierPolicy = true, primaryStatistic = true }
-local SPEC_FIELDS = { harness = true, measurement = true, correctness = true, devicePolicy = true,
-  comparability = true }
-local NOTES_MAX = 1000
-
--- Shortens notes to the schema's 1000 characters, keeping a digest of the
--- whole so that two protocols that differ only past the cut stay apart.
-local function fit_notes(notes)
-  if utf8.len(notes) and utf8.len(notes) <= NOTES_MAX then return notes end
-  local tail = ' [sha256 of the full notes: ' .. kb().sha256(notes):sub(1, 16) .. ']'
-  local keep = NOTES_MAX - #tail
-  local cut = notes:sub(1, keep)
-  while not utf8.len(cut) do cut = cut:sub(1, -2) end
-  return cut .. tail
-end
-
 --- The schema's BenchmarkProtocol spec of what a protocol's spec() returned: the schema's fields
 -- kept; every other field (method, repetition times, stopping rules, ...) written into
 -- comparability.notes as canonical JSON, so that it still tells protocols apart (the digest covers
 -- the notes) and the document stays valid. warmupMs becomes measurement.warmupDuration in ns.
 --
 -- @signature record.protocol_spec(spec) -> spec
+-- @kind function
 -- @example
 --   local s = record.protocol_spec{harness = {name = "mine"}, measurement = {timer = "cuda_events",
 --     primaryStatistic = "median", repMs = 100}}
 --   print(s.comparability.notes)
-function M.protocol_spec(spec)
-  if type(spec) ~= 'table' then
-    error("bad argument #1 to 'protocol_spec' (table expected, got " .. type(spec) .. ')', 2)
-  end
-  local out, extra = {}, {}
-  for k, v in pairs(spec) do
-    if SPEC_FIELDS[k] then out[k] = v else extra[k] = v end
-  end
-  local m = {}
-  for k, v in pairs(type(spec.measurement) == 'table' and spec.measurement or {}) do
-    if MEASUREMENT_FIELDS[k] then
-      m[k] = v
-    elseif k == 'warmupMs' and finite(v) and v >= 0 then
-      m.warmupDuration = M.round(v * 1e6)
-    else
-      extra[k] = v
-    end
-  end
-  m.timer = m.timer or 'host_monotonic'
-  m.primaryStatistic = m.primaryStatistic or 'median'
-  out.measurement = m
-  out.harness = type(out.harness) == 'table' and out.harness or { name = 'kluabench' }
-  local c = type(out.comparability) == 'table' and out.comparability or {}
-  local notes = c.notes or ''
-  if next(extra) then
-    local ok, text = pcall(kb().jcs.encode, extra)
-    if ok then notes = notes .. (notes ~= '' and ' ' or '') .. 'Parameters: ' .. text end
-  end
-  out.comparability = { family = c.family or 'kluabench', notes = notes ~= '' and fit_notes(notes) or nil }
-  return out
-end
+M.protocol_spec = document.protocol_spec
 
 --- The BenchmarkProtocol document of a protocol value for one timed pass; info: {mode, timed,
 -- backend, timer}.
 --
 -- @signature record.protocol_document(protocol [, info]) -> document
 -- @example
---   local doc = record.protocol_document(kb.bench.do_bench_protocol(), {mode = "forward", backend = "cpu"})
+--   local doc = record.protocol_document(kb.do_bench.do_bench_protocol(), {mode = "forward", backend = "cpu"})
 --   print(doc.spec.comparability.family)
 function M.protocol_document(protocol, info)
   args.check('record.protocol_document', 1, protocol, 'table', 'protocol (bench.protocol)')
@@ -687,27 +569,7 @@ local function execution_of(result)
   return e
 end
 
--- A copy with only what JSON can carry (no functions, no NaN, string keys).
-local function json_safe(v, depth)
-  depth = depth or 0
-  local t = type(v)
-  if t == 'string' or t == 'boolean' then return v end
-  if t == 'number' then return finite(v) and v or nil end
-  if t == 'table' and depth < 16 then
-    if getmetatable(v) and getmetatable(v).__name then
-      local mt = getmetatable(v).__name
-      if mt:match('^kluabench%.json') or mt:match('^kluabench%.jcs') then return v end
-      return nil
-    end
-    local c = {}
-    for k, x in pairs(v) do
-      if type(k) == 'string' or math.type(k) == 'integer' then c[k] = json_safe(x, depth + 1) end
-    end
-    local ok = pcall(json.table_kind, c)
-    return ok and c or nil
-  end
-  return nil
-end
+local json_safe = document.json_safe
 --- A copy of a value with only what JSON can carry: no functions, userdata or non-finite numbers, only
 -- string and integer keys (what a protocol or hook hands records may hold anything).
 --
@@ -721,7 +583,7 @@ M.json_safe = json_safe
 -- this device), and whether the median is implausibly fast.
 local function throughput_of(bytes, flops, median_ms, environment)
   if type(bytes) ~= 'number' and type(flops) ~= 'number' then return nil end
-  local ceilings = require 'kluabench.record.ceilings'
+  local ceilings = require 'kluabench.measure.ceilings'
   local env = require 'kluabench.record.env'
   local here = env.local_device_name()
   if here ~= env.device_name(environment) then
@@ -732,7 +594,7 @@ local function throughput_of(bytes, flops, median_ms, environment)
   end
   local t = ceilings.cached_throughput(bytes, flops, median_ms)
   if type(bytes) == 'number' and t.copyCeilingGbps and median_ms and median_ms > 0 then
-    local ok, msg = require('kluabench.check').plausible(median_ms, bytes,
+    local ok, msg = require('kluabench.kernels.check').plausible(median_ms, bytes,
       { copy_gbps = t.copyCeilingGbps, spread = t.copyCeiling and t.copyCeiling.spread })
     if not ok then t.implausible, t.implausibleReason = true, msg end
   end
@@ -801,7 +663,7 @@ end
 --
 -- @signature record.from_result{kernel, mode, provider, parameters, dtype, result, ...} -> bundle
 -- @example
---   local r = bench.do_bench_protocol{rep_ms = 50}:run(fn)
+--   local r = do_bench.do_bench_protocol{rep_ms = 50}:run(fn)
 --   local bundle = record.from_result{kernel = "llama4_rope", mode = "forward", provider = "fused",
 --     parameters = {hidden = 512, seq = 2048, q_heads = 32, kv_heads = 8}, dtype = "bf16", result = r}
 function M.from_result(o)

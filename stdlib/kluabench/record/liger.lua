@@ -15,14 +15,14 @@
 -- our own labelled not_reproduced. Input is data: the JSON in
 -- extra_benchmark_config_str is parsed by output.decode, never run.
 local names = require 'kluabench.record.names'
-local output = require 'kluabench.report.json'
-local csv = require 'kluabench.report.csv'
-local files = require 'kluabench.report.files'
+local output = require 'kluabench.io.json'
+local csv = require 'kluabench.io.csv'
+local files = require 'kluabench.io.files'
 local operation = require 'kluabench.record.operation'
 local env = require 'kluabench.record.env'
 
 local M = {}
-local args = require 'kluabench.args'
+local args = require 'kluabench.io.argcheck'
 
 --- The header of Liger's CSV, in its order.
 M.HEADER = { 'kernel_name', 'kernel_provider', 'kernel_operation_mode', 'metric_name',
@@ -55,6 +55,22 @@ M.LIGER_PARAM = { hidden = 'hidden_size', seq = 'seq_len', q_heads = 'num_q_head
 M.X_AXIS = { hidden = { 'H', 'hidden size' }, seq = { 'T', 'sequence length' } }
 M.TORCH_DTYPE = { bf16 = 'torch.bfloat16', f16 = 'torch.float16', f32 = 'torch.float32',
   f64 = 'torch.float64' }
+--- Our names of Liger's parameter spellings, its config keys and x axis names (hidden_size and H
+-- -> hidden, seq_len and T -> seq, ...): M.LIGER_PARAM and M.X_AXIS read backwards.
+M.PARAM_ALIASES = {}
+for ours, liger_name in pairs(M.LIGER_PARAM) do M.PARAM_ALIASES[liger_name] = ours end
+for ours, axis in pairs(M.X_AXIS) do M.PARAM_ALIASES[axis[1]] = ours end
+
+--- Our name for a parameter of Liger's (`hidden_size` -> `hidden`, `T` -> `seq`); unknown names pass
+-- through.
+--
+-- @signature liger.param_name(name) -> name
+-- @example
+--   print(liger.param_name("seq_len")) --> seq
+function M.param_name(name)
+  args.check('liger.param_name', 1, name, 'string', 'parameter name')
+  return M.PARAM_ALIASES[name] or name
+end
 -- Order of keys in extra_benchmark_config_str that we write.
 local CONFIG_ORDER = { dtype = 1, hidden_size = 2, seq_len = 3, num_q_heads = 4, num_kv_heads = 5 }
 
@@ -216,6 +232,24 @@ M.KERNELS = {
     { 1, 'q_heads', 'seq', 'head_dim' }, { 1, 'kv_heads', 'seq', 'head_dim' }),
 }
 
+--- Kernels Liger-Kernel benchmarks that kluabench imports (`kluabench import-liger`) but does not
+-- build: their titles, which this module adds to the kernel registry (kluabench.kernels) as the
+-- family "liger" when it loads, so that records and tables of imported rows name them.
+M.IMPORTED_KERNELS = {
+  qwen2vl_mrope = { title = 'Qwen2-VL multimodal rotary position embedding' },
+  rms_norm = { title = 'RMS normalization' },
+  layer_norm = { title = 'Layer normalization' },
+  group_norm = { title = 'Group normalization' },
+  swiglu = { title = 'SwiGLU' },
+  geglu = { title = 'GeGLU' },
+  cross_entropy = { title = 'Cross entropy' },
+  fused_linear_cross_entropy = { title = 'Fused linear cross entropy' },
+  embedding = { title = 'Embedding' },
+  kl_div = { title = 'KL divergence' },
+  jsd = { title = 'Jensen-Shannon divergence' },
+}
+require('kluabench.kernels').register('liger', { binding = false, kernels = M.IMPORTED_KERNELS })
+
 --- The Liger kernels kernelindex's importer curates and kluabench does not reproduce (their rows
 -- are skipped as 'not_reproduced'); every other kernel is one the importer skips too. The list is
 -- its curation (kernels.ts, kernels-extra.ts, kernels-losses.ts) at the commit the schemas were
@@ -290,7 +324,7 @@ local function doc(kind, metadata, spec)
   for k, v in pairs(metadata.labels or {}) do metadata.labels[k] = names.clip(v, 200) end
   return { apiVersion = API, kind = kind, metadata = metadata, spec = spec }
 end
-local function digest(d) return require('kluabench.record').digest(d) end
+local function digest(d) return require('kluabench.record.document').digest(d) end
 
 --- The OperationSpec of a reproduced Liger kernel (commit: the Liger commit its sourceRef cites,
 -- default M.COMMIT).
@@ -454,7 +488,7 @@ local function speed_run(row, k, binding, digests, values)
   local key = operation.case_key(binding)
   local external = table.concat({ k.csv_name, row.kernel_operation_mode, row.kernel_provider, names.kebab(row.gpu_name),
     key, names.kebab(row.timestamp) }, '/')
-  local ns = function(ms) return require('kluabench.record').round(ms * 1e6) end
+  local ns = function(ms) return require('kluabench.record.document').round(ms * 1e6) end
   return doc('BenchmarkRun', {
     name = names.kebab(string.format('liger-%s-%s-%s-%s-%s-%s', k.csv_name, row.kernel_operation_mode,
       row.kernel_provider, row.gpu_name, key, row.timestamp)),
@@ -713,14 +747,19 @@ function M.bundle_to_row(bundle, opts)
   if type(bundle) ~= 'table' or type(bundle.run) ~= 'table' then
     error("bad argument #1 to 'liger.bundle_to_row' (bundle expected, got " .. type(bundle) .. ')', 2)
   end
-  local p = require('kluabench.record.point').of(bundle)
+  -- the view without migration (record/view.lua): migrating needs this module
+  local view = require 'kluabench.record.view'
+  if view.is_old(bundle) then
+    return nil, "bundle is of kluabench's earlier record format: migrate it first (kluabench migrate, migrate.bundle)"
+  end
+  local p = view.of(bundle)
   if not p.kernel or not p.mode or not p.provider then
     return nil, 'bundle lacks the run\'s sourceNative benchmark and externalId'
   end
   local ann = type(p.evidence.annotations) == 'table' and p.evidence.annotations or {}
   local params = p.params
   local x_name = type(ann.liger_x_name) == 'string' and ann.liger_x_name or nil
-  local x_key = x_name and names.param_name(x_name) or opts.x or M.default_x(params)
+  local x_key = x_name and M.param_name(x_name) or opts.x or M.default_x(params)
   if not x_key then x_key = params.hidden and 'hidden' or (params.seq and 'seq') or next(params) end
   if not x_name then x_name = M.X_AXIS[x_key] and M.X_AXIS[x_key][1] or x_key end
   local x_label = ann.liger_x_label or (M.X_AXIS[x_key] and M.X_AXIS[x_key][2]) or x_key
@@ -773,6 +812,65 @@ function M.to_csv(rows)
     out[#out + 1] = csv.csv_line(fields, #M.HEADER)
   end
   return table.concat(out)
+end
+
+--- The point of a chart (kluabench.report.plot's fields: kernel, mode, provider, metric, unit, gpu,
+-- dtype, params, y50/y20/y80, x_labels, and bytes and flops from the kernel registry's cost model)
+-- of one parsed CSV row (see liger.parse), or nil and a message.
+--
+-- @signature liger.plot_point(row) -> point | nil, message
+-- @example
+--   local rows = assert(liger.parse("kernel_name,kernel_provider,kernel_operation_mode,metric_name,metric_unit,x_name,x_label,x_value,y_value_50,y_value_20,y_value_80,extra_benchmark_config_str,gpu_name,timestamp,liger_version\nrope,liger,forward,speed,ms,T,seq,2048,0.1,0.09,0.11,{},H100,,\n"))
+--   print(liger.plot_point(rows[1]).params.seq) --> 2048
+function M.plot_point(row)
+  args.check('liger.plot_point', 1, row, 'table', 'Liger CSV row')
+  if row.error then return nil, row.error end
+  local config, err = M.parse_config(row.extra_benchmark_config_str)
+  if not config then return nil, err end
+  local p = {
+    kernel = row.kernel_name, mode = row.kernel_operation_mode, provider = row.kernel_provider,
+    metric = row.metric_name, unit = row.metric_unit, gpu = row.gpu_name ~= '' and row.gpu_name or nil,
+    params = {},
+    y50 = tonumber(row.y_value_50), y20 = tonumber(row.y_value_20), y80 = tonumber(row.y_value_80),
+  }
+  if not p.y50 then return nil, 'y_value_50 is not a number' end
+  for k, v in pairs(config) do
+    if k == 'dtype' then p.dtype = names.dtype_name(tostring(v)) else p.params[M.param_name(k)] = v end
+  end
+  if type(row.x_name) ~= 'string' or row.x_name == '' then return nil, 'x_name is empty' end
+  local x = M.param_name(row.x_name)
+  p.params[x] = tonumber(row.x_value) or row.x_value
+  if row.x_label and row.x_label ~= '' then p.x_labels = { [x] = row.x_label } end
+  -- the CSV carries no cost: the kernel's cost model, as records get it
+  local k = require('kluabench.kernels').kernel(p.kernel)
+  if k and k.cost then p.bytes, p.flops = k.cost(p.params, p.dtype, p.mode) end
+  return p
+end
+
+--- Liger's CSV of a list of bundles, header included, and how many bundles it leaves out: runs
+-- whose status is not passed (a failed or unchecked run has no time, and Liger's CSV has no column
+-- to say why; the records keep them). What `--format liger-csv` writes.
+--
+-- @signature liger.csv_of_bundles(bundles) -> text, left_out | nil, message
+-- @example
+--   local text, left_out = assert(liger.csv_of_bundles(bundles))
+--   io.write(text)
+function M.csv_of_bundles(bundles)
+  args.check('liger.csv_of_bundles', 1, bundles, 'table', 'list of bundles')
+  local view = require 'kluabench.record.view'
+  local rows, left_out = {}, 0
+  for _, b in ipairs(bundles) do
+    if not view.is_old(b) and view.of(b).status ~= 'passed' then
+      left_out = left_out + 1
+    else
+      local row, err = M.bundle_to_row(b)
+      if not row then return nil, err end
+      rows[#rows + 1] = row
+    end
+  end
+  local text, err = M.to_csv(rows)
+  if not text then return nil, err end
+  return text, left_out
 end
 
 return M

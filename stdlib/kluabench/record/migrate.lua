@@ -8,11 +8,12 @@
 -- them, so compare, plot and merge read old results files unchanged;
 -- `kluabench migrate OLD -o NEW` writes them out in today's form. The old
 -- digests cannot be kept (the recipe changed); every number and name is.
-local json = require 'kluabench.report.json'
+local json = require 'kluabench.io.json'
 local names = require 'kluabench.record.names'
+local view = require 'kluabench.record.view'
 
 local M = {}
-local args = require 'kluabench.args'
+local args = require 'kluabench.io.argcheck'
 
 local get = json.get
 
@@ -23,21 +24,10 @@ local function num(v) return type(v) == 'number' and v == v and v > -math.huge a
 -- or check of its own).
 --
 -- @signature migrate.is_old(bundle) -> boolean
+-- @kind function
 -- @example
 --   print(migrate.is_old({workload = {kind = "BenchmarkWorkload"}})) --> true
-function M.is_old(b)
-  if type(b) ~= 'table' then return false end
-  if get(b, 'workload', 'kind') == 'BenchmarkWorkload' or get(b, 'implementation', 'kind') == 'KernelImplementation' then
-    return true
-  end
-  local rs = get(b, 'run', 'spec')
-  if type(rs) == 'table' and (rs.samples ~= nil or rs.execution ~= nil or rs.check ~= nil
-      or get(rs, 'sourceNative', 'samples_ms') ~= nil) then
-    return true
-  end
-  -- the earlier workload and implementation fields, kind or not
-  return get(b, 'workload', 'spec', 'parameters') ~= nil or get(b, 'implementation', 'spec', 'provider') ~= nil
-end
+M.is_old = view.is_old
 
 -- The old environment spec in the schema's fields, and its device facts.
 local function environment(old)

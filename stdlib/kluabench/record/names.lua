@@ -9,21 +9,10 @@
 -- Times are tables of UTC fields {year, month, day, hour, min, sec, ms}; no
 -- function here depends on the local time zone.
 local M = {}
-local args = require 'kluabench.args'
+local args = require 'kluabench.io.argcheck'
 
 --- Longest metadata.name (the example record cuts its name at 100).
 M.MAX_NAME = 100
-
---- Parameter names as they appear in slugs and workload specs: Liger's
--- spellings on the left, ours on the right.
-M.PARAM_ALIASES = {
-  hidden_size = 'hidden',
-  H = 'hidden',
-  seq_len = 'seq',
-  T = 'seq',
-  num_q_heads = 'q_heads',
-  num_kv_heads = 'kv_heads',
-}
 
 --- dtype spellings -> kluabench dtype names.
 M.DTYPE_ALIASES = {
@@ -40,24 +29,16 @@ M.DTYPE_ALIASES = {
   float64 = 'f64',
 }
 
+--- kluabench dtype names -> kernelindex's tokens (the importer's bf16/fp16/fp32).
+M.DTYPE_TOKEN = { bf16 = 'bf16', f16 = 'fp16', f32 = 'fp32', f64 = 'fp64' }
+--- kernelindex's tokens -> kluabench dtype names.
+M.DTYPE_NAME = { bf16 = 'bf16', fp16 = 'f16', fp32 = 'f32', fp64 = 'f64' }
+
 local function check_string(fname, argn, s)
   if type(s) ~= 'string' then
     error(string.format("bad argument #%d to '%s' (string expected, got %s)", argn, fname,
       type(s)), 3)
   end
-end
-
---- Our name of a parameter: hidden_size and H -> hidden, seq_len and T -> seq, num_q_heads ->
--- q_heads.
---
--- Our name for a parameter (Liger's `hidden_size` -> `hidden`); unknown names pass through.
---
--- @signature names.param_name(name) -> name
--- @example
---   print(names.param_name("seq_len")) --> seq
-function M.param_name(name)
-  args.check('names.param_name', 1, name, 'string', 'parameter name')
-  return M.PARAM_ALIASES[name] or name
 end
 
 --- Our name of a dtype: torch.bfloat16 -> bf16.
@@ -195,7 +176,13 @@ function M.workload_slug(params, dtype, order)
   end
   local parts = {}
   for i, k in ipairs(M.axis_order(params, order)) do parts[i] = k .. M.format_value(params[k]) end
-  if dtype ~= nil then parts[#parts + 1] = require('kluabench.record.operation').dtype_token(dtype) end
+  if dtype ~= nil then -- operation.dtype_token's token: "bf16", "fp16", ...
+    if type(dtype) ~= 'string' then
+      error("bad argument #2 to 'workload_slug' (dtype string expected, got " .. type(dtype) .. ')', 2)
+    end
+    local ours = M.dtype_name(dtype)
+    parts[#parts + 1] = M.DTYPE_TOKEN[ours] or ours
+  end
   return table.concat(parts, '-')
 end
 

@@ -19,7 +19,7 @@
 -- The figure in force when a record was made is written into it (evidence
 -- sessionNoise), for the reader; compare never reads it back: a later
 -- comparison uses the figure in force then.
-local args = require 'kluabench.args'
+local args = require 'kluabench.io.argcheck'
 local M = {}
 
 --- Sides with at least this many sessions show their own between-session spread, which decides.
@@ -28,7 +28,7 @@ M.OWN_SESSIONS = 3
 --- The default figure: the largest between-session spread measured on our GPUs at each time scale
 -- (sd of log session median), interpolated in log(ms) between the scales, constant beyond them.
 --
--- Where each number comes from (all on NVIDIA H200s, committed under bench/results/):
+-- Where each number comes from (all on NVIDIA H200s, committed under evidence/):
 --   7.2 us, 6.0 %: refactor/after.jsonl (2026-12-02-s3-h200-aa), do_bench, forward fused at hidden 512,
 --       3 sessions: sd 5.97 %, the largest of any point below 20 us (the same sweep's copy point: 5.50 %);
 --   50 us, 2.2 %: refactor/before.jsonl, do_bench, full reference at hidden 512, 3 sessions: sd 2.17 %,
@@ -119,7 +119,7 @@ end
 function M.entries_named(name, path)
   args.check('noise.entries_named', 1, name, 'string', 'device name')
   args.check('noise.entries_named', 2, path, 'string|nil', 'cache path')
-  local ceilings = require 'kluabench.record.ceilings'
+  local ceilings = require 'kluabench.measure.ceilings'
   local c = ceilings.load_cache(path)
   local out = {}
   if type(c) ~= 'table' or type(name) ~= 'string' then return out end
@@ -147,7 +147,7 @@ end
 --   print(noise.in_force(0.02, "llama4_rope", kb.device_info()).scope)
 function M.in_force(ms, kernel, info, path)
   args.check('noise.in_force', 1, ms, 'number', 'time in ms')
-  local ceilings = require 'kluabench.record.ceilings'
+  local ceilings = require 'kluabench.measure.ceilings'
   local ok, entry = pcall(ceilings.lookup, info, path)
   local fig, scope = M.of_entry(ok and entry or nil, kernel)
   if not fig then return { sd = M.at(M.DEFAULT, ms), scope = 'default' } end

@@ -21,17 +21,17 @@
 -- with dtype a kernelindex token (bf16, fp16, fp32, fp64), and optionally tensors
 -- ({name = {shape, dtype}}: the concrete tensors, for inputs whose dimensions are
 -- no axes of the workload).
-local json = require 'kluabench.report.json'
+local json = require 'kluabench.io.json'
 local names = require 'kluabench.record.names'
 
 local M = {}
 
 M.API_VERSION = 'kernelindex.dev/v1alpha1'
 
---- kluabench dtype names -> kernelindex's tokens (the importer's bf16/fp16/fp32).
-M.DTYPE_TOKEN = { bf16 = 'bf16', f16 = 'fp16', f32 = 'fp32', f64 = 'fp64' }
---- kernelindex's tokens -> kluabench dtype names.
-M.DTYPE_NAME = { bf16 = 'bf16', fp16 = 'f16', fp32 = 'f32', fp64 = 'f64' }
+--- kluabench dtype names -> kernelindex's tokens, and back (the tables are
+-- names.DTYPE_TOKEN and names.DTYPE_NAME: workload slugs use them too).
+M.DTYPE_TOKEN = names.DTYPE_TOKEN
+M.DTYPE_NAME = names.DTYPE_NAME
 
 --- The kernelindex dtype token of a dtype (kluabench's, torch's or already a token).
 --

@@ -15,13 +15,13 @@
 -- today's (kluabench.record.migrate) and read each run's evidence entry (its
 -- raw samples: kluabench.record.evidence) from the samples file beside the
 -- records file; kluabench.record.point then gives the view of each.
-local output = require 'kluabench.report.json'
-local files = require 'kluabench.report.files'
+local output = require 'kluabench.io.json'
+local files = require 'kluabench.io.files'
 local evidence = require 'kluabench.record.evidence'
 local migrate = require 'kluabench.record.migrate'
 
 local M = {}
-local args = require 'kluabench.args'
+local args = require 'kluabench.io.argcheck'
 
 --- Units of run.spec.samples, in ms.
 M.UNIT_MS = { ns = 1e-6, us = 1e-3, ms = 1, s = 1e3 }

@@ -15,11 +15,11 @@
 -- regular expressions, matched through PCRE2 (kb.regex). `format` is an
 -- annotation in draft 2020-12 and is not asserted (the date-time pattern
 -- beside it is).
-local json = require 'kluabench.report.json'
-local files = require 'kluabench.report.files'
+local json = require 'kluabench.io.json'
+local files = require 'kluabench.io.files'
 
 local M = {}
-local args = require 'kluabench.args'
+local args = require 'kluabench.io.argcheck'
 
 --- The kinds and their schema files.
 M.FILES = {

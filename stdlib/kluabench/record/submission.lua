@@ -15,7 +15,7 @@
 -- tables index them as unique): such a document whose slug is taken is
 -- renamed to a slug-shaped name within those 100 characters, and an
 -- implementation's projectSlug is its project's slug.
-local json = require 'kluabench.report.json'
+local json = require 'kluabench.io.json'
 local names = require 'kluabench.record.names'
 local schema = require 'kluabench.record.schema'
 
@@ -67,7 +67,7 @@ function M.of(bundles, opts)
     error("bad argument #1 to 'submission.of' (list of bundles expected, got " .. type(bundles) .. ')', 2)
   end
   opts = opts or {}
-  local record = require 'kluabench.record'
+  local record = require 'kluabench.record.document'
   local doc = { projects = json.array(), operations = json.array(), workloads = json.array(),
     implementations = json.array(), runs = json.array() }
   local seen = {}        -- kind .. digest -> the document as it went in

@@ -4,17 +4,17 @@
 -- process stopped between the two leaves an unreferenced entry, never a run
 -- that names an entry that is not there.
 local evidence = require 'kluabench.record.evidence'
-local files = require 'kluabench.report.files'
-local json = require 'kluabench.report.json'
+local files = require 'kluabench.io.files'
+local json = require 'kluabench.io.json'
 local schema = require 'kluabench.record.schema'
 
 local M = {}
-local args = require 'kluabench.args'
+local args = require 'kluabench.io.argcheck'
 
 -- Every document of a bundle valid, or an error naming the first problem:
 -- nothing invalid is written.
 local function validate(bundle)
-  for _, m in ipairs(require('kluabench.record').MEMBERS) do
+  for _, m in ipairs(require('kluabench.record.document').MEMBERS) do
     local doc = bundle[m.doc]
     if doc ~= nil then
       local problems = schema.check(doc)
@@ -107,7 +107,7 @@ local function sibling(path)
   local stem, ext = path:match('^(.*)(%.samples%.jsonl)$')
   if not stem then stem, ext = path:match('^(.-)(%.[^./]*)$') end
   if not stem or stem == '' or stem:sub(-1) == '/' then stem, ext = path, '' end
-  local base = stem .. '-' .. names.time_id(require('kluabench.record').now())
+  local base = stem .. '-' .. names.time_id(require('kluabench.record.document').now())
   local kb = require 'kluabench.core'
   for i = 1, 1000 do
     local candidate = base .. (i > 1 and ('-' .. i) or '') .. ext

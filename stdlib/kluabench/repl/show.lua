@@ -1,12 +1,12 @@
 --- How the REPL prints results (engine/repl.c requires this module on the
 -- first result it prints): a table as a bounded, nested view with sorted
 -- keys (lists as `[1, 2048, 32, 64]`, so a tensor's shape reads as one), a
--- timing result (what kb.bench.do_bench, kb.measure.run and a protocol's
+-- timing result (what kb.do_bench.do_bench, kb.measure.run and a protocol's
 -- run return) as torch.utils.benchmark's Measurement does (median, IQR,
 -- samples, protocol, warnings), anything else as tostring shows it.
 -- Strings at the top level print as they are, as lua.c prints them.
 local M = {}
-local args = require 'kluabench.args'
+local args = require 'kluabench.io.argcheck'
 
 --- Limits of the table view: nesting depth, entries shown per table, entries
 -- shown in all (the rest is counted, not shown), bytes of a string, and the

@@ -39,7 +39,7 @@ local output = require 'kluabench.report'
 local reader = require 'kluabench.record.reader'
 
 local M = {}
-local args = require 'kluabench.args'
+local args = require 'kluabench.io.argcheck'
 
 M.DEFAULTS = { threshold = 0.05, noise = 0.01, confidence = 0.95, resamples = 2000, seed = 1,
   familywise = true }

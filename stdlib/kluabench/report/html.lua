@@ -10,7 +10,7 @@
 local plot = require 'kluabench.report.plot'
 
 local M = {}
-local args = require 'kluabench.args'
+local args = require 'kluabench.io.argcheck'
 
 local function esc(s)
   s = plot.xml_text(s == nil and '' or s)

@@ -17,10 +17,11 @@
 --   gbps, tflops (the record's own throughput at the median, when it has one),
 --   run (the name of the file the point came from: M.read's run name)
 local names = require 'kluabench.record.names'
+local liger = require 'kluabench.record.liger'
 local output = require 'kluabench.report'
 
 local M = {}
-local args = require 'kluabench.args'
+local args = require 'kluabench.io.argcheck'
 
 ---------------------------------------------------------------------------
 -- Reading results
@@ -55,7 +56,7 @@ function M.point_from_bundle(b)
   p.gpu = v.device
   local ann = v.evidence.annotations
   if type(ann) == 'table' and type(ann.liger_x_name) == 'string' and ann.liger_x_label then
-    p.x_labels = { [names.param_name(ann.liger_x_name)] = ann.liger_x_label }
+    p.x_labels = { [liger.param_name(ann.liger_x_name)] = ann.liger_x_label }
   end
   return p
 end
@@ -69,28 +70,7 @@ end
 --   local p = plot.point_from_liger_row(rows[1])
 function M.point_from_liger_row(row)
   args.check('plot.point_from_liger_row', 1, row, 'table', 'Liger CSV row')
-  local liger = require 'kluabench.record.liger'
-  if row.error then return nil, row.error end
-  local config, err = liger.parse_config(row.extra_benchmark_config_str)
-  if not config then return nil, err end
-  local p = {
-    kernel = row.kernel_name, mode = row.kernel_operation_mode, provider = row.kernel_provider,
-    metric = row.metric_name, unit = row.metric_unit, gpu = row.gpu_name ~= '' and row.gpu_name or nil,
-    params = {},
-    y50 = tonumber(row.y_value_50), y20 = tonumber(row.y_value_20), y80 = tonumber(row.y_value_80),
-  }
-  if not p.y50 then return nil, 'y_value_50 is not a number' end
-  for k, v in pairs(config) do
-    if k == 'dtype' then p.dtype = names.dtype_name(tostring(v)) else p.params[names.param_name(k)] = v end
-  end
-  if type(row.x_name) ~= 'string' or row.x_name == '' then return nil, 'x_name is empty' end
-  local x = names.param_name(row.x_name)
-  p.params[x] = tonumber(row.x_value) or row.x_value
-  if row.x_label and row.x_label ~= '' then p.x_labels = { [x] = row.x_label } end
-  -- the CSV carries no cost: the kernel's cost model, as records get it
-  local k = require('kluabench.record').KERNELS[p.kernel]
-  if k and k.cost then p.bytes, p.flops = k.cost(p.params, p.dtype, p.mode) end
-  return p
+  return liger.plot_point(row)
 end
 
 local function is_liger_csv(text)
@@ -120,7 +100,7 @@ local function read_points(path)
   if not text then return nil, err end
   local points = {}
   if is_liger_csv(text) then
-    local rows, perr = require('kluabench.record.liger').parse(text)
+    local rows, perr = liger.parse(text)
     if not rows then return nil, path .. ': ' .. perr end
     for _, row in ipairs(rows) do
       local p, rerr = M.point_from_liger_row(row)
@@ -173,7 +153,7 @@ local FIELD_ALIASES = { operation = 'mode', kernel_operation_mode = 'mode', kern
 --   print(plot.field_name("T")) --> seq
 function M.field_name(name)
   args.check('plot.field_name', 1, name, 'string', 'field name')
-  return FIELD_ALIASES[name] or (TOP_FIELDS[name] and name) or names.param_name(name)
+  return FIELD_ALIASES[name] or (TOP_FIELDS[name] and name) or liger.param_name(name)
 end
 
 --- A field of a point: kernel, mode, provider, metric, unit, gpu, dtype or a parameter.

@@ -17,7 +17,7 @@
 --   end
 --   p:close()
 local M = {}
-local args = require 'kluabench.args'
+local args = require 'kluabench.io.argcheck'
 
 local Progress = {}
 Progress.__index = Progress

@@ -1,7 +1,7 @@
 --- Tables for people: aligned terminal tables, markdown tables, and the
 -- results table of a list of bundles; Liger's CSV of bundles.
 local M = {}
-local args = require 'kluabench.args'
+local args = require 'kluabench.io.argcheck'
 
 local inference = require 'kluabench.stats.inference'
 
@@ -42,13 +42,13 @@ end
 --
 -- Returns the text, ending in a newline.
 --
--- @signature output.format_table(columns, rows) -> text
+-- @signature report.format_table(columns, rows) -> text
 -- @example
---   io.write(output.format_table({{key = "name"}, {key = "ms", align = "right", format = "%.3f"}},
+--   io.write(report.format_table({{key = "name"}, {key = "ms", align = "right", format = "%.3f"}},
 --     {{name = "fused", ms = 0.1375}}))
 function M.format_table(columns, rows)
-  args.check('output.format_table', 1, columns, 'table', 'list of columns')
-  args.check('output.format_table', 2, rows, 'table', 'list of rows')
+  args.check('report.format_table', 1, columns, 'table', 'list of columns')
+  args.check('report.format_table', 2, rows, 'table', 'list of rows')
   local widths, cells = columns_and_cells(columns, rows)
   local out = {}
   local head, rule = {}, {}
@@ -68,12 +68,12 @@ end
 
 --- The same table as GitHub markdown, for pasting into pull requests.
 --
--- @signature output.format_markdown(columns, rows) -> text
+-- @signature report.format_markdown(columns, rows) -> text
 -- @example
---   io.write(output.format_markdown({{key = "name"}, {key = "ms"}}, {{name = "fused", ms = 0.14}}))
+--   io.write(report.format_markdown({{key = "name"}, {key = "ms"}}, {{name = "fused", ms = 0.14}}))
 function M.format_markdown(columns, rows)
-  args.check('output.format_markdown', 1, columns, 'table', 'list of columns')
-  args.check('output.format_markdown', 2, rows, 'table', 'list of rows')
+  args.check('report.format_markdown', 1, columns, 'table', 'list of columns')
+  args.check('report.format_markdown', 2, rows, 'table', 'list of rows')
   local widths, cells = columns_and_cells(columns, rows)
   local function esc(s) return (s:gsub('|', '\\|')) end
   local out = {}
@@ -98,9 +98,9 @@ end
 -- digits where the places would show 0 (0.001, not 0.00), "n/a" for NaN and infinities, nil for
 -- what is not a number.
 --
--- @signature output.cell_number(x [, decimals]) -> text | nil
+-- @signature report.cell_number(x [, decimals]) -> text | nil
 -- @example
---   print(output.cell_number(1.5), output.cell_number(1e300), output.cell_number(0.001))
+--   print(report.cell_number(1.5), report.cell_number(1e300), report.cell_number(0.001))
 function M.cell_number(x, decimals)
   if type(x) ~= 'number' then return nil end
   if x ~= x or x == math.huge or x == -math.huge then return 'n/a' end
@@ -148,7 +148,7 @@ M.RESULT_COLUMNS = {
 
 --- How far past the copy floor a median may be before the table flags it `<floor`: the copy ceiling's
 -- own spread (check.CEILING_SPREAD).
-M.CEILING_SPREAD = require('kluabench.check').CEILING_SPREAD
+M.CEILING_SPREAD = require('kluabench.kernels.check').CEILING_SPREAD
 
 --- The width the results table aims to fit (a sweep's rows, and its heading lines).
 M.WIDTH = 120
@@ -315,12 +315,12 @@ end
 -- over the sessions. opts.sessions = true gives one row per bundle instead (each session apart);
 -- opts.metrics = {energy = true} adds the energy columns.
 --
--- @signature output.results_rows(bundles [, opts]) -> rows
+-- @signature report.results_rows(bundles [, opts]) -> rows
 -- @example
---   local rows = output.results_rows(bundles)
+--   local rows = report.results_rows(bundles)
 function M.results_rows(bundles, opts)
-  args.check('output.results_rows', 1, bundles, 'table', 'list of bundles')
-  args.check('output.results_rows', 2, opts, 'table|nil', 'options')
+  args.check('report.results_rows', 1, bundles, 'table', 'list of bundles')
+  args.check('report.results_rows', 2, opts, 'table|nil', 'options')
   local rows, points = {}, {}
   local energy = opts and type(opts.metrics) == 'table' and opts.metrics.energy
   for i, b in ipairs(bundles) do rows[i], points[i] = row_of(b, energy) end
@@ -441,13 +441,13 @@ end
 -- every row shares (and the kernel, and the words of the workload ids that do not vary) are said
 -- once, in a line above it.
 --
--- opts: as output.results_rows (sessions = true: one row per session).
+-- opts: as report.results_rows (sessions = true: one row per session).
 --
--- @signature output.results_table(bundles [, opts]) -> text
+-- @signature report.results_table(bundles [, opts]) -> text
 -- @example
---   io.write(output.results_table(bundles))
+--   io.write(report.results_table(bundles))
 function M.results_table(bundles, opts)
-  args.check('output.results_table', 1, bundles, 'table', 'list of bundles')
+  args.check('report.results_table', 1, bundles, 'table', 'list of bundles')
   local rows = M.results_rows(bundles, opts)
   local cols, heading = result_columns(rows)
   return (heading and (heading .. '\n') or '') .. M.format_table(cols, rows)
@@ -455,11 +455,11 @@ end
 
 --- The markdown table of a list of bundles.
 --
--- @signature output.results_markdown(bundles [, opts]) -> text
+-- @signature report.results_markdown(bundles [, opts]) -> text
 -- @example
---   io.write(output.results_markdown(bundles))
+--   io.write(report.results_markdown(bundles))
 function M.results_markdown(bundles, opts)
-  args.check('output.results_markdown', 1, bundles, 'table', 'list of bundles')
+  args.check('report.results_markdown', 1, bundles, 'table', 'list of bundles')
   local rows = M.results_rows(bundles, opts)
   local cols, heading = result_columns(rows)
   return (heading and (heading .. '\n\n') or '') .. M.format_markdown(cols, rows)
@@ -469,27 +469,13 @@ end
 -- leaves out: runs whose status is not passed (a failed or unchecked run has no time, and Liger's
 -- CSV has no column to say why; the records keep them).
 --
--- @signature output.liger_csv(bundles) -> text, left_out | nil, message
+-- @signature report.liger_csv(bundles) -> text, left_out | nil, message
 -- @example
---   local text, left_out = assert(output.liger_csv(bundles))
+--   local text, left_out = assert(report.liger_csv(bundles))
 --   io.write(text)
 function M.liger_csv(bundles)
-  args.check('output.liger_csv', 1, bundles, 'table', 'list of bundles')
-  local liger = require 'kluabench.record.liger'
-  local point = require 'kluabench.record.point'
-  local rows, left_out = {}, 0
-  for _, b in ipairs(bundles) do
-    if point.of(b).status ~= 'passed' then
-      left_out = left_out + 1
-    else
-      local row, err = liger.bundle_to_row(b)
-      if not row then return nil, err end
-      rows[#rows + 1] = row
-    end
-  end
-  local text, err = liger.to_csv(rows)
-  if not text then return nil, err end
-  return text, left_out
+  args.check('report.liger_csv', 1, bundles, 'table', 'list of bundles')
+  return require('kluabench.record.liger').csv_of_bundles(bundles)
 end
 
 return M

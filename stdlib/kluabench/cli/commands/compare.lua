@@ -75,14 +75,14 @@ error, unreadable files or no point in common.]]
 M.USAGE = 'kluabench compare BASE NEW [--threshold T] [--noise N] [--between SD] [--per-point] [--match A=B,...] '
   .. '[--format table|markdown|json]'
 
-local function usage_error(fmt, ...) return require('kluabench.cli').usage_error('compare', fmt, ...) end
+local function usage_error(fmt, ...) return require('kluabench.cli.helpers').usage_error('compare', fmt, ...) end
 
 local SPEC = { threshold = 'value', noise = 'value', confidence = 'value', resamples = 'value',
   seed = 'value', between = 'value', format = 'value', ['per-point'] = 'flag', match = 'value', help = 'flag',
   aliases = { h = 'help' } }
 
 -- The options of args, or nil, message.
-local function parse(args) return require('kluabench.cli').parse_args(args, SPEC) end
+local function parse(args) return require('kluabench.cli.helpers').parse_args(args, SPEC) end
 
 local function number_opt(opts, name, lo, hi, integer)
   local v = opts[name]
@@ -100,7 +100,7 @@ end
 function M.run(args)
   local opts, rest = parse(args or {})
   if not opts then return usage_error('%s', rest) end
-  if opts.help then return require('kluabench.cli').help('compare') end
+  if opts.help then return require('kluabench.cli.helpers').help('compare') end
   if #rest ~= 2 then return usage_error('expected BASE and NEW files, got %d argument(s)', #rest) end
   local o = {}
   local checks = {
@@ -143,7 +143,7 @@ function M.run(args)
       .. 'workload digest and provider)\n', rest[1], rest[2]))
     return 2
   end
-  local written, werr = require('kluabench.report.files').write_stdout(compare.format(result, fmt))
+  local written, werr = require('kluabench.io.files').write_stdout(compare.format(result, fmt))
   if not written then
     io.stderr:write('kluabench compare: cannot write to ', werr, '\n')
     return 2

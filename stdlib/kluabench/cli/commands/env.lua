@@ -1,6 +1,6 @@
 --- `kluabench env`: the execution environment as an aligned table, a
 -- markdown table or one JSON object (--json).
-local cli = require 'kluabench.cli'
+local cli = require 'kluabench.cli.helpers'
 local output = require 'kluabench.report'
 
 local M = {}

@@ -1,7 +1,7 @@
 --- `kluabench history SUBCOMMAND`: results over commits in a database
 -- (SQLite file or PostgreSQL server): add, list, trend, compare, check,
 -- mark. The work is kluabench.history's; this is the command line.
-local cli = require 'kluabench.cli'
+local cli = require 'kluabench.cli.helpers'
 
 local M = {}
 
@@ -90,7 +90,7 @@ local function fail(fmt, ...)
 end
 
 local function write(text)
-  local ok, err = require('kluabench.report.files').write_stdout(text)
+  local ok, err = require('kluabench.io.files').write_stdout(text)
   if not ok then return fail('cannot write to %s', err) end
   return 0
 end

@@ -59,7 +59,7 @@ imported as it is, with a warning.
 Exit status: 0 all rows imported or skipped as kernelindex skips them, 1 a file
 unreadable or a row that cannot be converted, 2 usage error.]]
 
-local cli = require 'kluabench.cli'
+local cli = require 'kluabench.cli.helpers'
 
 local function usage_error(fmt, ...) return cli.usage_error('import-liger', fmt, ...) end
 
@@ -88,8 +88,8 @@ function M.main(args)
   if opts.help then return cli.help('import-liger') end
   if #files == 0 then return usage_error('no CSV file given') end
   if opts.out and opts.jsonl then return usage_error('give --out or --jsonl, not both') end
-  local launch = require 'kluabench.cli.launch'
-  local fresh, why_not = launch.check_output('--jsonl', opts.jsonl, launch.file_inputs(files, true))
+  local shards = require 'kluabench.cli.shards'
+  local fresh, why_not = shards.check_output('--jsonl', opts.jsonl, shards.file_inputs(files, true))
   if not fresh then return usage_error('%s', why_not) end
   local commit = opts['liger-commit']
   if commit and not commit:match('^%x+$') then

@@ -1,6 +1,6 @@
 --- `kluabench list`: the benchmark scripts and examples that come with the
 -- binary (each with the first comment line of its file) and the kernels.
-local cli = require 'kluabench.cli'
+local cli = require 'kluabench.cli.helpers'
 local output = require 'kluabench.report'
 
 local M = {}

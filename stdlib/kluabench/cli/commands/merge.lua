@@ -3,7 +3,7 @@
 -- that every point of the manifest arrived exactly once.
 local output = require 'kluabench.report'
 local record = require 'kluabench.record'
-local launch = require 'kluabench.cli.launch'
+local shards = require 'kluabench.cli.shards'
 
 local M = {}
 
@@ -68,7 +68,7 @@ one environment; 1 a problem above (what arrived is still written, except
 for mixed environments and a bad manifest), a failed run, or an unreadable
 file; 2 usage error (-o naming an input included).]]
 
-local function usage_error(fmt, ...) return require('kluabench.cli').usage_error('merge', fmt, ...) end
+local function usage_error(fmt, ...) return require('kluabench.cli.helpers').usage_error('merge', fmt, ...) end
 
 local reader = require 'kluabench.record.reader'
 local get = reader.get
@@ -145,7 +145,7 @@ local function set_of(list)
   return t
 end
 
---- Gathers and checks the shards of a manifest (launch.check_manifest's) from their contents: inputs[i] =
+--- Gathers and checks the shards of a manifest (shards.check_manifest's) from their contents: inputs[i] =
 -- {path = the shard file, text = its bytes | missing = true | error = why it cannot be read}. opts:
 -- allow_mixed. Reads nothing but the samples files the bundles name. Returns {bundles (merged, in shard and
 -- line order), problems = list of {kind, message}, points (expected), complete (points with every bundle),
@@ -217,10 +217,10 @@ function M.gather(manifest, inputs, opts)
         local key = table.concat({ id, provider, mode, tostring(si), tostring(sn) }, '\0')
         local e = expected[id].expect
         if math.type(si) ~= 'integer' or math.type(sn) ~= 'integer' or si < 1 or si > sn
-            or sn > launch.MAX_SESSIONS then
+            or sn > shards.MAX_SESSIONS then
           problem('unreadable', '%s: point %s, provider %s, mode %s: session %s of %s is not one of 1..N (N at most '
             .. '%d) (not merged)', where, id, provider, mode, output.printable(tostring(si), 40),
-            output.printable(tostring(sn), 40), launch.MAX_SESSIONS)
+            output.printable(tostring(sn), 40), shards.MAX_SESSIONS)
         elseif e and not (e.providers[provider] and e.modes[mode] and sn == e.sessions
             and math.type(si) == 'integer' and si >= 1 and si <= sn) then
           problem('unexpected', 'point %s, provider %s, mode %s, session %s/%s in %s: the manifest expects '
@@ -320,7 +320,7 @@ function M.gather(manifest, inputs, opts)
         for _, c in ipairs(sorted_keys(sessions)) do
           local ss = sessions[c]
           -- at most MAX_SESSIONS: a count beyond it is not a --runs this kluabench makes
-          for k = 1, math.min(ss.count, launch.MAX_SESSIONS) do
+          for k = 1, math.min(ss.count, shards.MAX_SESSIONS) do
             if not ss.indexes[k] then
               whole = false
               problem('incomplete', 'point %s (shard %d), %s: session %d of %d is missing', p.id, i, c, k, ss.count)
@@ -372,7 +372,7 @@ end
 -- shard files in dir that the manifest does not (unlisted). Returns res, or nil, message when the manifest
 -- cannot be read or fails its checks.
 function M.collect(dir, opts)
-  local manifest, err = launch.read_manifest(dir)
+  local manifest, err = shards.read_manifest(dir)
   if not manifest then return nil, err end
   local inputs = { dir = dir }
   local listed = {}
@@ -488,11 +488,11 @@ function M.merge(dir, path, opts)
 end
 
 --- Whether writing out (and its samples file) would overwrite an input of merging dir: the manifest, the
--- files and logs it names, and any launcher file in dir (kluabench.cli.launch.check_output). true, or nil and
+-- files and logs it names, and any launcher file in dir (kluabench.cli.shards.check_output). true, or nil and
 -- the message of a usage error naming option.
 function M.check_output(dir, out, option)
-  local inputs = { { dir .. '/' .. launch.MANIFEST, 'the manifest of ' .. dir } }
-  local m = launch.read_manifest(dir)
+  local inputs = { { dir .. '/' .. shards.MANIFEST, 'the manifest of ' .. dir } }
+  local m = shards.read_manifest(dir)
   for i, s in ipairs(m and m.shards or {}) do
     local file = dir .. '/' .. s.file
     inputs[#inputs + 1] = { file, string.format("shard %d's results file", i) }
@@ -500,11 +500,11 @@ function M.check_output(dir, out, option)
       string.format("shard %d's samples file", i) }
     if s.log then inputs[#inputs + 1] = { dir .. '/' .. s.log, string.format("shard %d's log", i) } end
   end
-  return launch.check_output(option or '-o', out, inputs, dir)
+  return shards.check_output(option or '-o', out, inputs, dir)
 end
 
 function M.main(args)
-  local opts, rest = require('kluabench.cli').parse_args(args or {},
+  local opts, rest = require('kluabench.cli.helpers').parse_args(args or {},
     { out = 'value', ['allow-mixed'] = 'flag', quiet = 'flag', aliases = { o = 'out', q = 'quiet' } })
   if not opts then return usage_error('%s', rest) end
   if #rest == 0 then return usage_error('no DIR given (the --dir of run-all or slurm)') end

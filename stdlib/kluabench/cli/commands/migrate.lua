@@ -1,6 +1,6 @@
 --- `kluabench migrate FILE... -o OUT`: results files of kluabench's earlier
 -- record format rewritten in today's (kernelindex.dev/v1alpha1 as published).
-local cli = require 'kluabench.cli'
+local cli = require 'kluabench.cli.helpers'
 
 local M = {}
 
@@ -41,8 +41,8 @@ function M.main(args)
   if #files == 0 then return usage_error('no FILE given') end
   if not opts.out then return usage_error('no -o OUT given') end
   local evidence = require 'kluabench.record.evidence'
-  local launch = require 'kluabench.cli.launch'
-  local fresh, why_not = launch.check_output('-o', opts.out, launch.file_inputs(files))
+  local shards = require 'kluabench.cli.shards'
+  local fresh, why_not = shards.check_output('-o', opts.out, shards.file_inputs(files))
   if not fresh then return usage_error('%s', why_not) end
   local reader = require 'kluabench.record.reader'
   local migrate = require 'kluabench.record.migrate'

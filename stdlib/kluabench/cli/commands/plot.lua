@@ -52,7 +52,7 @@ Examples:
 
 Exit status: 0 written, 1 unreadable or unsuitable data, 2 usage error.]]
 
-local cli = require 'kluabench.cli'
+local cli = require 'kluabench.cli.helpers'
 
 local SPEC = { logx = 'flag', logy = 'flag', bar = 'flag', help = 'flag', x = 'value', by = 'value',
   y = 'value', filter = 'list', title = 'value', output = 'value', width = 'value', height = 'value',
@@ -91,10 +91,10 @@ local function fail(fmt, ...)
   return 1
 end
 
--- The SVG to path ('-': stdout), whole or not at all (report.files): a
+-- The SVG to path ('-': stdout), whole or not at all (io.files): a
 -- link is written through, a device in place, a replaced file keeps its mode.
 local function write_output(path, svg)
-  return require('kluabench.report.files').write_atomic(path, svg)
+  return require('kluabench.io.files').write_atomic(path, svg)
 end
 
 --- Runs the command; returns the exit status.
@@ -104,8 +104,8 @@ function M.run(args)
   if opts.help then return cli.help('plot') end
   if #files == 0 then return usage_error('no RESULTS file given') end
   if not opts.output then return usage_error('no output file: give -o chart.svg (or -o - for stdout)') end
-  local launch = require 'kluabench.cli.launch'
-  local fresh, why_not = launch.check_output('-o', opts.output, launch.file_inputs(files), nil, true)
+  local shards = require 'kluabench.cli.shards'
+  local fresh, why_not = shards.check_output('-o', opts.output, shards.file_inputs(files), nil, true)
   if not fresh then return usage_error('%s', why_not) end
   if opts.y then
     local known = false

@@ -1,7 +1,7 @@
 --- `kluabench report RESULTS... -o report.html` and `kluabench report --db DB
 -- -o report.html`: one self-contained HTML file (kluabench.report.html) of
 -- result files or of a history query.
-local cli = require 'kluabench.cli'
+local cli = require 'kluabench.cli.helpers'
 
 local M = {}
 
@@ -135,14 +135,14 @@ function M.run(args)
       return usage_error("--max-trends must be a whole number from 0 to 10000, got '%s'", opts['max-trends'])
     end
   end
-  local launch = require 'kluabench.cli.launch'
-  local inputs = launch.file_inputs(files)
+  local shards = require 'kluabench.cli.shards'
+  local inputs = shards.file_inputs(files)
   if opts.db and not require('kluabench.history.db').is_postgres(opts.db) then
     inputs[#inputs + 1] = { opts.db, 'the history database (--db)' }
   end
-  local fresh, why_not = launch.check_output('-o', opts.output, inputs, nil, true)
+  local fresh, why_not = shards.check_output('-o', opts.output, inputs, nil, true)
   if not fresh then return usage_error('%s', why_not) end
-  local files_mod = require 'kluabench.report.files'
+  local files_mod = require 'kluabench.io.files'
   if opts.output ~= '-' then
     local ok, err = files_mod.check_writable(opts.output)
     if not ok then return fail('%s', err) end

@@ -1,6 +1,6 @@
 --- `kluabench run SCRIPT [args...]`: runs SCRIPT exactly as
 -- `kluabench SCRIPT args...` does, for scripts whose name is also a command.
-local cli = require 'kluabench.cli'
+local cli = require 'kluabench.cli.helpers'
 
 local M = {}
 

@@ -1,9 +1,9 @@
 --- `kluabench run-all --devices 0,1,... SCRIPT [args]`: one process per GPU
 -- of this host, each measuring one shard of the script's points, and their
 -- results merged into one file. No scheduler: the shards are fixed before
--- the children start (kluabench.shard), each child pinned to its device.
+-- the children start (kluabench.suite.shard), each child pinned to its device.
 local output = require 'kluabench.report'
-local launch = require 'kluabench.cli.launch'
+local shards = require 'kluabench.cli.shards'
 
 local M = {}
 
@@ -33,7 +33,7 @@ checking that every point arrived once.
                    their timings disturb each other.
   --procs N        N children without device pinning (the cpu backend:
                    'kluabench --backend cpu run-all --procs 3 ...')
-                   At most 4096 children (kluabench.shard.MAX_SHARDS), and
+                   At most 4096 children (kluabench.suite.shard.MAX_SHARDS), and
                    never more than the script has points: N (or the list
                    of devices) is cut to the number of points.
   --dir DIR        where the shard files, logs and manifest go (default
@@ -58,11 +58,11 @@ failed or the merge found a problem; 2 usage error; 130/143 interrupted by
 SIGINT/SIGTERM.]]
 
 local NAME = 'run-all'
-local function usage_error(fmt, ...) return require('kluabench.cli').usage_error(NAME, fmt, ...) end
+local function usage_error(fmt, ...) return require('kluabench.cli.helpers').usage_error(NAME, fmt, ...) end
 local function say(fmt, ...) io.stderr:write('kluabench run-all: ', string.format(fmt, ...), '\n') end
 
--- The most children (shards): kluabench.shard's bound.
-local MAX = require('kluabench.shard').MAX_SHARDS
+-- The most children (shards): kluabench.suite.shard's bound.
+local MAX = require('kluabench.suite.shard').MAX_SHARDS
 
 local SPEC = { devices = 'value', procs = 'value', dir = 'value', out = 'value', ['allow-mixed'] = 'flag',
   aliases = { o = 'out' } }
@@ -135,7 +135,7 @@ local function child_argv(o, i, n)
   argv[#argv + 1] = o.script
   table.move(o.args, 1, #o.args, #argv + 1, argv)
   for _, a in ipairs { '--shard', string.format('%d/%d', i, n), '--format', 'jsonl', '--out',
-    o.dir .. '/' .. launch.shard_file(i) } do
+    o.dir .. '/' .. shards.shard_file(i) } do
     argv[#argv + 1] = a
   end
   return argv
@@ -256,7 +256,7 @@ local function stop_children(children)
     if not c.how then process.kill(c.pid, 'SIGTERM') end
   end
   for _, c in ipairs(children) do
-    if not c.how then c.how, c.code = select(2, launch.wait(c.pid)) end
+    if not c.how then c.how, c.code = select(2, shards.wait(c.pid)) end
   end
 end
 
@@ -265,7 +265,7 @@ end
 ---------------------------------------------------------------------------
 
 local function parse(args)
-  local opts, script, script_args = launch.split_args(args, SPEC)
+  local opts, script, script_args = shards.split_args(args, SPEC)
   if not opts then return nil, script end
   if not script then return nil, 'no SCRIPT given' end
   if (opts.devices == nil) == (opts.procs == nil) then
@@ -287,9 +287,9 @@ local function parse(args)
     end
     o.devices, o.n = devs, #devs
   end
-  local sok, serr = launch.check_script(script)
+  local sok, serr = shards.check_script(script)
   if not sok then return nil, serr end
-  o.script = launch.absolute(script)
+  o.script = shards.absolute(script)
   o.opts = opts
   return o
 end
@@ -299,18 +299,18 @@ function M.main(args)
   if not o then return usage_error('%s', err) end
   local k = require 'kluabench.core'
   local opts = o.opts
-  local dir = launch.absolute(opts.dir or (require('kluabench.report.files').results_dir() .. '/run-all-' .. require('kluabench.record.names').time_id(
+  local dir = shards.absolute(opts.dir or (require('kluabench.io.files').results_dir() .. '/run-all-' .. require('kluabench.record.names').time_id(
     require('kluabench.record').now())))
   if opts.out == '' then return usage_error('-o: an empty path (leave -o out for DIR/all.jsonl)') end
-  local out = opts.out and launch.absolute(opts.out) or (dir .. '/all.jsonl')
-  local ook, oerr = launch.check_output('-o', out, launch.launch_inputs(o.script, k.executable()), dir)
+  local out = opts.out and shards.absolute(opts.out) or (dir .. '/all.jsonl')
+  local ook, oerr = shards.check_output('-o', out, shards.launch_inputs(o.script, k.executable()), dir)
   if not ook then return usage_error('%s', oerr) end
-  local ok, derr = launch.prepare_dir(dir)
+  local ok, derr = shards.prepare_dir(dir)
   if not ok then
     say('%s', derr)
     return 1
   end
-  if o.devices and launch.backend_choice() ~= 'cpu' then
+  if o.devices and shards.backend_choice() ~= 'cpu' then
     local seen = {}
     for _, d in ipairs(o.devices) do
       if seen[d.visible] then
@@ -320,9 +320,9 @@ function M.main(args)
       seen[d.visible] = true
     end
   end
-  local run = { exe = k.executable(), host_args = launch.host_args(), script = o.script, args = o.script_args,
+  local run = { exe = k.executable(), host_args = shards.host_args(), script = o.script, args = o.script_args,
     dir = dir, devices = o.devices }
-  local listing, lerr = launch.list_points { exe = run.exe, script = o.script, args = o.script_args, n = o.n,
+  local listing, lerr = shards.list_points { exe = run.exe, script = o.script, args = o.script_args, n = o.n,
     dir = dir }
   if not listing then
     say('%s', lerr)
@@ -341,9 +341,9 @@ function M.main(args)
     logs[i] = string.format('shard-%d.log', i)
     devices[i] = o.devices and o.devices[i].visible or nil
   end
-  local m = launch.manifest { launcher = NAME, exe = run.exe, host_args = run.host_args, script = o.script,
+  local m = shards.manifest { launcher = NAME, exe = run.exe, host_args = run.host_args, script = o.script,
     args = o.script_args, listing = listing, logs = logs, devices = o.devices and devices or nil }
-  ok, derr = launch.write_manifest(dir, m)
+  ok, derr = shards.write_manifest(dir, m)
   if not ok then
     say('cannot write the manifest: %s', derr)
     return 1

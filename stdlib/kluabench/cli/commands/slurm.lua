@@ -3,7 +3,7 @@
 -- Slurm schedules; kluabench only writes the batch script (and submits it
 -- with sbatch when asked) and the manifest that `kluabench merge` checks.
 local output = require 'kluabench.report'
-local launch = require 'kluabench.cli.launch'
+local shards = require 'kluabench.cli.shards'
 
 local M = {}
 
@@ -28,7 +28,7 @@ results and names any point that is missing, with the task that should have
 measured it.
 
   --gpus N              the number of tasks (shards), one GPU each (at most
-                        4096, kluabench.shard.MAX_SHARDS)
+                        4096, kluabench.suite.shard.MAX_SHARDS)
   --dir DIR             where the batch script, manifest, shard files and logs go
   --partition P, --time T, --account A, --qos Q, --constraint C, --mem M,
   --cpus-per-task C, --job-name NAME
@@ -51,7 +51,7 @@ every point arrived); 1 the listing, writing, sbatch or the merge failed;
 2 usage error.]]
 
 local NAME = 'slurm'
-local function usage_error(fmt, ...) return require('kluabench.cli').usage_error(NAME, fmt, ...) end
+local function usage_error(fmt, ...) return require('kluabench.cli.helpers').usage_error(NAME, fmt, ...) end
 local function say(fmt, ...) io.stderr:write('kluabench slurm: ', string.format(fmt, ...), '\n') end
 
 local SBATCH_VALUES = { 'partition', 'time', 'account', 'qos', 'constraint', 'mem', 'cpus-per-task', 'job-name' }
@@ -61,7 +61,7 @@ local SPEC = { gpus = 'value', dir = 'value', ['max-parallel'] = 'value', sbatch
   aliases = { o = 'out' } }
 for _, k in ipairs(SBATCH_VALUES) do SPEC[k] = 'value' end
 
-local q = launch.shell_quote
+local q = shards.shell_quote
 
 --- The batch script. o: n, dir, exe, host_args, script, args, sbatch
 -- (list of option strings such as "--partition=gpu"), gres (boolean),
@@ -114,13 +114,13 @@ local function sbatch_options(opts)
 end
 
 local function parse(args)
-  local opts, script, script_args = launch.split_args(args, SPEC)
+  local opts, script, script_args = shards.split_args(args, SPEC)
   if not opts then return nil, script end
   if not script then return nil, 'no SCRIPT given' end
   if not opts.gpus then return nil, '--gpus N is required (the number of tasks, one GPU each)' end
   local n = opts.gpus:match('^%d+$') and math.tointeger(tonumber(opts.gpus))
   if not n or n < 1 then return nil, string.format("--gpus '%s': expected a whole number >= 1", opts.gpus) end
-  local max = require('kluabench.shard').MAX_SHARDS
+  local max = require('kluabench.suite.shard').MAX_SHARDS
   if n > max then return nil, string.format("--gpus '%s': expected a whole number from 1 to %d", opts.gpus, max) end
   if not opts.dir then return nil, '--dir DIR is required (a directory the compute nodes share)' end
   local k
@@ -133,9 +133,9 @@ local function parse(args)
   if opts.out and not opts.wait then return nil, '-o/--out is for --wait (merge later with kluabench merge DIR -o FILE)' end
   local sb, err = sbatch_options(opts)
   if not sb then return nil, err end
-  local sok, serr = launch.check_script(script)
+  local sok, serr = shards.check_script(script)
   if not sok then return nil, serr end
-  return { opts = opts, n = n, max_parallel = k, sbatch = sb, script = launch.absolute(script), args = script_args }
+  return { opts = opts, n = n, max_parallel = k, sbatch = sb, script = shards.absolute(script), args = script_args }
 end
 
 -- Runs sbatch on the batch script; the job id, or nil, message.
@@ -158,23 +158,23 @@ function M.main(args)
   local o, err = parse(args or {})
   if not o then return usage_error('%s', err) end
   local opts = o.opts
-  local dir = launch.absolute(opts.dir)
+  local dir = shards.absolute(opts.dir)
   if opts.out == '' then return usage_error('-o: an empty path (leave -o out for DIR/all.jsonl)') end
-  local out = opts.out and launch.absolute(opts.out) or (dir .. '/all.jsonl')
+  local out = opts.out and shards.absolute(opts.out) or (dir .. '/all.jsonl')
   local k0 = require 'kluabench.core'
-  local ook, oerr = launch.check_output('-o', out, launch.launch_inputs(o.script,
-    opts.exe and launch.absolute(opts.exe) or k0.executable()), dir)
+  local ook, oerr = shards.check_output('-o', out, shards.launch_inputs(o.script,
+    opts.exe and shards.absolute(opts.exe) or k0.executable()), dir)
   if not ook then return usage_error('%s', oerr) end
-  local ok, derr = launch.prepare_dir(dir)
+  local ok, derr = shards.prepare_dir(dir)
   if not ok then
     say('%s', derr)
     return 1
   end
   local k = require 'kluabench.core'
-  local exe = opts.exe and launch.absolute(opts.exe) or k.executable()
-  local host_args = launch.host_args()
+  local exe = opts.exe and shards.absolute(opts.exe) or k.executable()
+  local host_args = shards.host_args()
   -- every task is listed, those without points too (the array has the size asked for)
-  local listing, lerr = launch.list_points { exe = k.executable(), script = o.script, args = o.args, n = o.n, dir = dir,
+  local listing, lerr = shards.list_points { exe = k.executable(), script = o.script, args = o.args, n = o.n, dir = dir,
     keep_empty = true }
   if not listing then
     say('%s', lerr)
@@ -182,9 +182,9 @@ function M.main(args)
   end
   local logs = {}
   for i = 1, o.n do logs[i] = string.format('shard-%d.log', i) end
-  local m = launch.manifest { launcher = NAME, exe = exe, host_args = host_args, script = o.script, args = o.args,
+  local m = shards.manifest { launcher = NAME, exe = exe, host_args = host_args, script = o.script, args = o.args,
     listing = listing, logs = logs }
-  ok, derr = launch.write_manifest(dir, m)
+  ok, derr = shards.write_manifest(dir, m)
   if ok then
     local base = o.script:match('([^/]+)$'):gsub('%.lua$', '')
     ok, derr = output.write_atomic(dir .. '/job.sbatch', M.batch_script {
@@ -207,7 +207,7 @@ function M.main(args)
   local id, serr, partial = submit(job, opts.wait)
   if id or partial then
     m.slurm = { jobId = id or partial }
-    launch.write_manifest(dir, m)
+    shards.write_manifest(dir, m)
   end
   if not id then
     say('%s', serr)

@@ -1,6 +1,6 @@
 --- `kluabench submission FILE... -o OUT`: a kernelindex submission document
 -- of the record bundles in results files.
-local cli = require 'kluabench.cli'
+local cli = require 'kluabench.cli.helpers'
 
 local M = {}
 
@@ -46,8 +46,8 @@ function M.main(args)
   if opts.help then return cli.help('submission') end
   if #files == 0 then return usage_error('no FILE given') end
   if not opts.out then return usage_error('no -o OUT given (the submission document)') end
-  local launch = require 'kluabench.cli.launch'
-  local fresh, why_not = launch.check_output('-o', opts.out, launch.file_inputs(files), nil, true)
+  local shards = require 'kluabench.cli.shards'
+  local fresh, why_not = shards.check_output('-o', opts.out, shards.file_inputs(files), nil, true)
   if not fresh then return usage_error('%s', why_not) end
   local reader = require 'kluabench.record.reader'
   local bundles = {}

@@ -44,7 +44,7 @@ schemas: rewrite them with 'kluabench migrate') are reported on stderr as
 Exit status: 0 everything checks out, 1 a mismatch or an unreadable or
 invalid file, 2 usage error.]]
 
-local function usage_error(fmt, ...) return require('kluabench.cli').usage_error('verify', fmt, ...) end
+local function usage_error(fmt, ...) return require('kluabench.cli.helpers').usage_error('verify', fmt, ...) end
 
 --- The bundles of a file's text: a list of {bundle = value, line = N}, or
 -- nil, line, message (kluabench.record.reader's items).
@@ -113,7 +113,7 @@ function M.check_file(path, report)
     counts.error = 1
     return counts
   end
-  local cli = require 'kluabench.cli'
+  local cli = require 'kluabench.cli.helpers'
   for _, it in ipairs(items) do
     cli.stop_if_interrupted()
     counts.bundles = counts.bundles + 1
@@ -154,14 +154,14 @@ M.MAX_ERRORS_PER_FILE = 100
 
 --- Runs the command on the words after "verify"; returns the exit status.
 function M.main(args)
-  local opts, files = require('kluabench.cli').parse_args(args or {},
+  local opts, files = require('kluabench.cli.helpers').parse_args(args or {},
     { quiet = 'flag', help = 'flag', aliases = { q = 'quiet', h = 'help' } })
   if not opts then return usage_error('%s', files) end
-  if opts.help then return require('kluabench.cli').help('verify') end
+  if opts.help then return require('kluabench.cli.helpers').help('verify') end
   local quiet = opts.quiet
   if #files == 0 then return usage_error('no FILE given') end
 
-  local cli = require 'kluabench.cli'
+  local cli = require 'kluabench.cli.helpers'
   local printable = cli.printable
   local stdout_err -- set when stdout cannot be written: the command stops
   local errors_here, silenced = 0, 0 -- error lines of the current file, and those left out

@@ -8,7 +8,7 @@
 -- digest of a spec sees the same value that the file shows). An unmarked
 -- empty table is written as {} (an object). JSON null reads as M.null().
 local M = {}
-local args = require 'kluabench.args'
+local args = require 'kluabench.io.argcheck'
 
 --- The deepest nesting of arrays and objects that the reader (M.decode) and
 -- the writers accept: the engine's kb.jcs.MAX_DEPTH (JCS_MAX_DEPTH in
@@ -60,9 +60,9 @@ end
 --- t[key][...] when every step is a table, else nil: a field of a decoded file, any of whose
 -- fields may be missing or of another type.
 --
--- @signature output.get(t, key, ...) -> value | nil
+-- @signature report.get(t, key, ...) -> value | nil
 -- @example
---   print(output.get({run = {spec = {status = "passed"}}}, "run", "spec", "status")) --> passed
+--   print(report.get({run = {spec = {status = "passed"}}}, "run", "spec", "status")) --> passed
 function M.get(t, ...)
   for i = 1, select('#', ...) do
     if type(t) ~= 'table' then return nil end
@@ -73,11 +73,11 @@ end
 
 --- Marks t (default {}) to be written as a JSON object when empty.
 --
--- @signature output.object([t]) -> t
+-- @signature report.object([t]) -> t
 -- @example
---   local labels = output.object()
+--   local labels = report.object()
 function M.object(t)
-  args.check('output.object', 1, t, 'table|nil', 'table')
+  args.check('report.object', 1, t, 'table|nil', 'table')
   t = t or {}
   if next(t) == nil then
     local j = jcs()
@@ -89,11 +89,11 @@ end
 
 --- Marks t (default {}) to be written as a JSON array when empty.
 --
--- @signature output.array([t]) -> t
+-- @signature report.array([t]) -> t
 -- @example
---   local samples = output.array()
+--   local samples = report.array()
 function M.array(t)
-  args.check('output.array', 1, t, 'table|nil', 'table')
+  args.check('report.array', 1, t, 'table|nil', 'table')
   t = t or {}
   if next(t) == nil then
     local j = jcs()
@@ -107,9 +107,9 @@ end
 --
 -- The value JSON null decodes to (the engine's kb.jcs.null when it has one).
 --
--- @signature output.null() -> value
+-- @signature report.null() -> value
 -- @example
---   if v == output.null() then print("null") end
+--   if v == report.null() then print("null") end
 function M.null()
   local j = jcs()
   if j and j.null ~= nil then return j.null end
@@ -151,9 +151,9 @@ end
 
 --- How a table is written as JSON; raises for mixed keys or a list with holes.
 --
--- @signature output.table_kind(t) -> "object" | "array"
+-- @signature report.table_kind(t) -> "object" | "array"
 -- @example
---   print(output.table_kind({1, 2}))
+--   print(report.table_kind({1, 2}))
 M.table_kind = function(t) return table_kind(t) end
 
 ---------------------------------------------------------------------------
@@ -177,11 +177,11 @@ end
 --- A number as JSON: integers exactly, floats in the shortest round-trip form; raises for NaN and
 -- infinities.
 --
--- @signature output.format_number(x) -> text
+-- @signature report.format_number(x) -> text
 -- @example
---   print(output.format_number(0.1)) --> 0.1
+--   print(report.format_number(0.1)) --> 0.1
 function M.format_number(x)
-  args.check('output.format_number', 1, x, 'number', 'number')
+  args.check('report.format_number', 1, x, 'number', 'number')
   if math.type(x) == 'integer' then return string.format('%d', x) end
   if x ~= x or x == math.huge or x == -math.huge then
     error('cannot write ' .. tostring(x) .. ' as JSON', 0)
@@ -208,11 +208,11 @@ end
 --- A float as Python's repr writes it ("256.0", "1e-05"), as Liger's CSV holds them; an integer
 -- plainly ("256").
 --
--- @signature output.format_pyfloat(x) -> text
+-- @signature report.format_pyfloat(x) -> text
 -- @example
---   print(output.format_pyfloat(256.0)) --> 256.0
+--   print(report.format_pyfloat(256.0)) --> 256.0
 function M.format_pyfloat(x)
-  args.check('output.format_pyfloat', 1, x, 'number', 'number')
+  args.check('report.format_pyfloat', 1, x, 'number', 'number')
   if math.type(x) == 'integer' then return string.format('%d', x) end
   if x ~= x then return 'nan' end
   if x == math.huge then return 'inf' end
@@ -270,11 +270,11 @@ for i, k in ipairs(M.KEY_ORDER) do RANK[k] = RANK[k] or i end
 
 --- The keys of an object in output order: output.KEY_ORDER first, the rest sorted.
 --
--- @signature output.ordered_keys(t) -> {keys}
+-- @signature report.ordered_keys(t) -> {keys}
 -- @example
---   for _, k in ipairs(output.ordered_keys(bundle.run)) do print(k) end
+--   for _, k in ipairs(report.ordered_keys(bundle.run)) do print(k) end
 function M.ordered_keys(t)
-  args.check('output.ordered_keys', 1, t, 'table', 'table')
+  args.check('report.ordered_keys', 1, t, 'table', 'table')
   local keys = {}
   for k in pairs(t) do keys[#keys + 1] = k end
   table.sort(keys, function(a, b)
@@ -291,11 +291,11 @@ local ESCAPES = { ['"'] = '\\"', ['\\'] = '\\\\', ['\b'] = '\\b', ['\f'] = '\\f'
 
 --- A string as a JSON string literal.
 --
--- @signature output.quote(s) -> text
+-- @signature report.quote(s) -> text
 -- @example
---   print(output.quote('say "hi"'))
+--   print(report.quote('say "hi"'))
 function M.quote(s)
-  args.check('output.quote', 1, s, 'string', 'string')
+  args.check('report.quote', 1, s, 'string', 'string')
   return '"' .. s:gsub('[%c"\\]', function(c)
     return ESCAPES[c] or (c:byte() < 32 and string.format('\\u%04x', c:byte())) or c
   end) .. '"'
@@ -375,9 +375,9 @@ end
 --
 -- Returns the text, or nil and a message for a value JSON cannot carry.
 --
--- @signature output.encode_pretty(v) -> text
+-- @signature report.encode_pretty(v) -> text
 -- @example
---   io.write(output.encode_pretty(bundle))
+--   io.write(report.encode_pretty(bundle))
 function M.encode_pretty(v)
   local out = {}
   local ok, err = pcall(encode, v, out, '  ', 0, {})
@@ -388,9 +388,9 @@ end
 
 --- One-line JSON in the same key order, for JSON Lines.
 --
--- @signature output.encode_line(v) -> text | nil, message
+-- @signature report.encode_line(v) -> text | nil, message
 -- @example
---   print(output.encode_line({a = 1}))
+--   print(report.encode_line({a = 1}))
 function M.encode_line(v)
   local out = {}
   local ok, err = pcall(encode, v, out, nil, 0, {})
@@ -565,12 +565,12 @@ end
 --- Says when text is UTF-16 or UTF-32 (with or without a byte order mark), which kluabench does not
 -- read; nil when it may be UTF-8.
 --
--- @signature output.encoding_problem(text) -> message | nil
+-- @signature report.encoding_problem(text) -> message | nil
 -- @example
---   print(output.encoding_problem("\255\254{\0"))
+--   print(report.encoding_problem("\255\254{\0"))
 --   --> the text is UTF-16 (little-endian, with a byte order mark); kluabench reads UTF-8 (convert it, e.g. iconv -f UTF-16 -t UTF-8)
 function M.encoding_problem(text)
-  args.check('output.encoding_problem', 1, text, 'string', 'JSON text')
+  args.check('report.encoding_problem', 1, text, 'string', 'JSON text')
   local b1, b2, b3, b4 = text:byte(1, 4)
   local what
   if b1 == 0xFF and b2 == 0xFE and b3 == 0 and b4 == 0 then what = 'UTF-32 (little-endian, with a byte order mark)'
@@ -590,9 +590,9 @@ end
 --
 -- For every message that quotes input.
 --
--- @signature output.printable(s [, max]) -> text
+-- @signature report.printable(s [, max]) -> text
 -- @example
---   print(output.printable("a\27[31m")) --> a\x1B[31m
+--   print(report.printable("a\27[31m")) --> a\x1B[31m
 function M.printable(s, max)
   s = tostring(s)
   max = max or 200
@@ -620,9 +620,9 @@ end
 -- code is "trailing" when a complete value is followed by more text (how JSON Lines looks to a JSON
 -- reader). With opts.starts, the second result lists the line of each element of a top-level array.
 --
--- @signature output.decode(text [, opts]) -> value | nil, message, code
+-- @signature report.decode(text [, opts]) -> value | nil, message, code
 -- @example
---   local v, err = output.decode('{"a": [1, 2]}')
+--   local v, err = report.decode('{"a": [1, 2]}')
 function M.decode(text, opts)
   if type(text) ~= 'string' then
     error("bad argument #1 to 'decode' (string expected, got " .. type(text) .. ')', 2)

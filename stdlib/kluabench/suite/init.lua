@@ -49,7 +49,7 @@
 -- values by name, as records spell them), `x` (the swept axis), `id` (the
 -- workload slug) and `shared` (what shared(point) returned).
 local M = {}
-local args = require 'kluabench.args'
+local args = require 'kluabench.io.argcheck'
 
 local core = require 'kluabench.core'
 
@@ -60,7 +60,7 @@ local core = require 'kluabench.core'
 -- A usage error: the message on stderr (the option's bytes escaped, as
 -- every command's are), exit status 2.
 local function usage_error(name, fmt, ...)
-  io.stderr:write(name, ': ', require('kluabench.cli').printable(string.format(fmt, ...), 400), ' (see --help)\n')
+  io.stderr:write(name, ': ', require('kluabench.io.args').printable(string.format(fmt, ...), 400), ' (see --help)\n')
   os.exit(2)
 end
 
@@ -123,7 +123,7 @@ local function check_decl(d)
     end
     if not known[s.axis] then
       bad("sweeps[%d] ('%s') sweeps axis '%s', which is not one of axes%s (axes: %s)", i, s.name, tostring(s.axis),
-        type(s.axis) == 'string' and require('kluabench.cli.suggest').hint(s.axis, declared_axes) or '',
+        type(s.axis) == 'string' and require('kluabench.io.suggest').hint(s.axis, declared_axes) or '',
         table.concat(declared_axes, ', '))
     end
     if type(s.values) ~= 'table' or #s.values == 0 then
@@ -252,7 +252,7 @@ end
 -- measured once: a note says so on stderr, once per option.
 local function note_repeats(name, opt, repeats)
   if #repeats == 0 then return end
-  io.stderr:write(name, ': ', require('kluabench.cli').printable(string.format("option '--%s' lists %s more than once: "
+  io.stderr:write(name, ': ', require('kluabench.io.args').printable(string.format("option '--%s' lists %s more than once: "
     .. 'each is measured once', opt, table.concat(repeats, ', ')), 400), '\n')
 end
 
@@ -285,7 +285,7 @@ local function choice(name, opt, value, list, offers_all)
   if value == 'all' and offers_all then return list end
   for _, v in ipairs(list) do if v == value then return { v } end end
   usage_error(name, "option '--%s' must be %s%s%s, got '%s'%s", opt, offers_all and '' or 'one of ', choices(list),
-    offers_all and ' or all' or '', value, require('kluabench.cli.suggest').hint(value, list))
+    offers_all and ' or all' or '', value, require('kluabench.io.suggest').hint(value, list))
 end
 
 -- A comma list of choices (--mode forward,backward), in the order given,
@@ -323,7 +323,7 @@ local function parse(d, args)
     ['warmup-ms'] = 'value', runs = 'value', shard = 'value', timeout = 'value', history = 'value',
     sessions = 'flag', metric = 'value', metrics = 'value', aliases = { h = 'help' } }
   for _, a in ipairs(d.axes) do spec[option_name(a.name)] = 'value' end
-  local raw, rest = require('kluabench.cli').parse_args(args, spec)
+  local raw, rest = require('kluabench.io.args').parse_args(args, spec)
   if not raw then usage_error(d.name, '%s', rest) end
   if #rest > 0 then usage_error(d.name, "unexpected argument '%s'", rest[1]) end
   if raw.help then return { help = true } end
@@ -344,7 +344,7 @@ local function parse(d, args)
       local names = {}
       for _, s in ipairs(d.sweeps or {}) do names[#names + 1] = s.name end
       usage_error(d.name, "option '--sweep' must be %s or all, got '%s'%s", choices(names), raw.sweep,
-        require('kluabench.cli.suggest').hint(raw.sweep, names))
+        require('kluabench.io.suggest').hint(raw.sweep, names))
     end
   end
   o.sweep = raw.sweep
@@ -379,7 +379,7 @@ local function parse(d, args)
     end
   end
   if raw.shard then
-    local i, n = require('kluabench.shard').parse(raw.shard)
+    local i, n = require('kluabench.suite.shard').parse(raw.shard)
     if not i then usage_error(d.name, "option '--shard': %s", n) end
     o.shard = { i, n }
   end
@@ -403,7 +403,7 @@ local function point_meta(d)
     __index = function(_, k)
       if known[k] or type(k) ~= 'string' then return nil end
       error(string.format("%s: a point has no field '%s'%s (its fields: %s)", d.name, k,
-        require('kluabench.cli.suggest').hint(k, names), table.concat(names, ', ')), 2)
+        require('kluabench.io.suggest').hint(k, names), table.concat(names, ', ')), 2)
     end,
   }
 end
@@ -536,7 +536,7 @@ local function defined_at(fn)
   if not info or info.what == 'C' or (info.linedefined or 0) <= 0 then return '' end
   -- the script's path as it was given (short_src cuts a long one to 60 bytes)
   local src = info.source:sub(1, 1) == '@' and info.source:sub(2) or info.short_src
-  return string.format(' (%s:%d)', require('kluabench.cli').printable(src, 300), info.linedefined)
+  return string.format(' (%s:%d)', require('kluabench.io.args').printable(src, 300), info.linedefined)
 end
 
 local function finite(v) return type(v) == 'number' and v == v and v > -math.huge and v < math.huge end
@@ -548,7 +548,7 @@ local function shown(v)
     if v ~= v then return 'NaN' end
     return 'the number ' .. (finite(v) and string.format('%.17g', v) or (v > 0 and 'inf' or '-inf'))
   end
-  if type(v) == 'string' then return "the string '" .. require('kluabench.cli').printable(v, 60) .. "'" end
+  if type(v) == 'string' then return "the string '" .. require('kluabench.io.args').printable(v, 60) .. "'" end
   if type(v) == 'boolean' then return tostring(v) end
   if is_tensor(v) then return 'a tensor' end
   return 'a ' .. type(v)
@@ -790,8 +790,8 @@ end
 -- A new file in the results folder ($KLUABENCH_RESULTS, default results/):
 -- NAME-<UTC time>SUFFIX.
 local function results_file(d, suffix)
-  local dir = require('kluabench.report.files').results_dir()
-  local ok, err = require('kluabench.report.files').mkdir_p(dir)
+  local dir = require('kluabench.io.files').results_dir()
+  local ok, err = require('kluabench.io.files').mkdir_p(dir)
   if not ok then fail(d.name, '%s', err) end
   return dir .. '/' .. d.name .. '-' .. require('kluabench.record.names').time_id(require('kluabench.record').now())
     .. suffix
@@ -834,14 +834,14 @@ end
 -- file the sweep reads, or --samples is the records file: appending there
 -- would overwrite or corrupt an input. target: where the bundles go.
 local function check_not_inputs(d, o, target)
-  local launch = require 'kluabench.cli.launch'
+  local outputs = require 'kluabench.record.outputs'
   local inputs = sweep_inputs(d)
   local beside = o.samples == nil and o.format ~= 'liger-csv'
-  local ok, why = launch.check_output("option '--out'", target, inputs, nil, not beside)
+  local ok, why = outputs.check_output("option '--out'", target, inputs, not beside)
   if not ok then usage_error(d.name, '%s', why) end
   if o.samples then
     if target and target ~= '-' then inputs[#inputs + 1] = { target, 'the records file' } end
-    ok, why = launch.check_output("option '--samples'", o.samples, inputs, nil, true)
+    ok, why = outputs.check_output("option '--samples'", o.samples, inputs, true)
     if not ok then usage_error(d.name, '%s', why) end
   end
 end
@@ -866,7 +866,7 @@ local function write_results(d, o, bundles, path, samples, claim)
   local table_text = o.format == 'markdown' and output.results_markdown(bundles, topts)
     or output.results_table(bundles, topts)
   if o.format == 'table' or o.format == 'markdown' then
-    local ok, err = require('kluabench.report.files').write_stdout(table_text)
+    local ok, err = require('kluabench.io.files').write_stdout(table_text)
     if not ok then fail(d.name, 'cannot write %s', err) end
     io.stderr:write(string.format('%s: %d bundle%s appended to %s (backend %s)\n', d.name, #bundles,
       #bundles == 1 and '' or 's', path, core.backend()))
@@ -882,7 +882,7 @@ local function write_results(d, o, bundles, path, samples, claim)
     if not ok then fail(d.name, '%s', tostring(where)) end
     out, note = where, why
   else
-    local text, left_out = output.liger_csv(bundles)
+    local text, left_out = require('kluabench.record.liger').csv_of_bundles(bundles)
     if not text then fail(d.name, '%s', left_out) end
     if left_out > 0 then
       io.stderr:write(string.format('%s: %d bundle%s whose status is not passed %s not in the Liger CSV (it has no '
@@ -1260,7 +1260,7 @@ function M.main(d, args)
   if o.shard then
     local list = {}
     for i, p in ipairs(points) do list[i] = { id = p.id, cost = point_cost(d, p, o), point = p } end
-    local selected = require('kluabench.shard').select(list, o.shard[1], o.shard[2])
+    local selected = require('kluabench.suite.shard').select(list, o.shard[1], o.shard[2])
     points = {}
     for i, s in ipairs(selected) do points[i] = s.point end
   end
@@ -1279,21 +1279,21 @@ function M.main(d, args)
   local target = path or o.out
   if o.history and not require('kluabench.history.db').is_postgres(o.history) then
     -- results appended to the database file would damage it
-    local launch = require 'kluabench.cli.launch'
+    local outputs = require 'kluabench.record.outputs'
     for _, out in ipairs { { '--out', target }, { '--samples', o.samples } } do
-      local ok, err = launch.check_output(out[1], out[2], { { o.history, 'the --history database' } })
+      local ok, err = outputs.check_output(out[1], out[2], { { o.history, 'the --history database' } })
       if not ok then usage_error(d.name, '%s', err) end
     end
   end
   check_not_inputs(d, o, target)
   if target then
-    local ok, err = require('kluabench.report.files').check_writable(target)
+    local ok, err = require('kluabench.io.files').check_writable(target)
     if not ok then fail(d.name, 'cannot write --out %s', err) end
   end
 
   local samples = samples_path(d, o, path or o.out)
   if samples then
-    local ok, err = require('kluabench.report.files').check_writable(samples)
+    local ok, err = require('kluabench.io.files').check_writable(samples)
     if not ok then fail(d.name, 'cannot write --samples %s', err) end
   end
   -- the whole-file formats replace --out at the end: what it holds now is

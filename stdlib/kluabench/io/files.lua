@@ -1,8 +1,8 @@
 --- Files: whole-file reads, atomic writes, JSON Lines appends, mkdir -p.
 local M = {}
-local args = require 'kluabench.args'
+local args = require 'kluabench.io.argcheck'
 
-local json = require 'kluabench.report.json'
+local json = require 'kluabench.io.json'
 
 -- (busted on a machine without the binary), where only fsync and the JCS
 -- markers are missing.
@@ -31,9 +31,9 @@ M.MAX_READ_BYTES = 512 * 1024 * 1024
 -- and the read stops at max_bytes should the file grow meanwhile. The engine's kb.read_file does
 -- the reading (opened non-blocking, in one allocation).
 --
--- @signature output.read_file(path [, max_bytes]) -> text | nil, message
+-- @signature report.read_file(path [, max_bytes]) -> text | nil, message
 -- @example
---   local text, err = output.read_file("results.jsonl")
+--   local text, err = report.read_file("results.jsonl")
 function M.read_file(path, max_bytes)
   max_bytes = max_bytes or M.MAX_READ_BYTES
   local c = core()
@@ -51,17 +51,17 @@ function M.read_file(path, max_bytes)
   return text
 end
 
---- output.read_file for text: UTF-16 and UTF-32 files are refused with a message that says so; a
+--- report.read_file for text: UTF-16 and UTF-32 files are refused with a message that says so; a
 -- UTF-8 byte order mark is dropped.
 --
 -- Returns text, or nil and "path: reason".
 --
--- @signature output.read_text(path [, max_bytes]) -> text | nil, message
+-- @signature report.read_text(path [, max_bytes]) -> text | nil, message
 -- @example
---   local text, err = output.read_text("all_benchmark_data.csv")
+--   local text, err = report.read_text("all_benchmark_data.csv")
 function M.read_text(path, max_bytes)
-  args.check('output.read_text', 1, path, 'string', 'path')
-  args.check('output.read_text', 2, max_bytes, 'integer|nil', 'byte limit')
+  args.check('report.read_text', 1, path, 'string', 'path')
+  args.check('report.read_text', 2, max_bytes, 'integer|nil', 'byte limit')
   local text, err = M.read_file(path, max_bytes)
   if not text then return nil, err end
   local enc = json.encoding_problem(text)
@@ -84,11 +84,11 @@ end
 --
 -- Checks that path is short enough for the system: true, or nil and a message naming it.
 --
--- @signature output.check_path_length(path) -> true | nil, message
+-- @signature report.check_path_length(path) -> true | nil, message
 -- @example
---   assert(output.check_path_length("results/today.jsonl"))
+--   assert(report.check_path_length("results/today.jsonl"))
 function M.check_path_length(path)
-  args.check('output.check_path_length', 1, path, 'string', 'path')
+  args.check('report.check_path_length', 1, path, 'string', 'path')
   local limit = path_max()
   if #path >= limit then
     return nil, string.format('%s...: the path is %d bytes long, the system takes at most %d',
@@ -124,11 +124,11 @@ end
 --- Writes text to stdout and flushes, checking both: nil, "stdout: why" when stdout is full, closed
 -- or its reader went away.
 --
--- @signature output.write_stdout(text) -> true | nil, message
+-- @signature report.write_stdout(text) -> true | nil, message
 -- @example
---   assert(output.write_stdout("one line\n"))
+--   assert(report.write_stdout("one line\n"))
 function M.write_stdout(text)
-  args.check('output.write_stdout', 1, text, 'string', 'text')
+  args.check('report.write_stdout', 1, text, 'string', 'text')
   local ok, err = io.stdout:write(text)
   if ok then ok, err = io.stdout:flush() end
   if not ok then return nil, 'stdout: ' .. reason(err) end
@@ -186,10 +186,10 @@ end
 -- fsync'ed (when the engine offers kb.fsync) and closed, given the mode of the file it replaces,
 -- then renamed over path, and the directory is fsync'ed so that the rename itself is durable.
 --
--- @signature output.write_atomic(path, text) -> true | nil, message
+-- @signature report.write_atomic(path, text) -> true | nil, message
 -- @example
 --   local path = os.tmpname()
---   assert(output.write_atomic(path, output.encode_pretty({kind = "example"})))
+--   assert(report.write_atomic(path, report.encode_pretty({kind = "example"})))
 --   os.remove(path)
 function M.write_atomic(path, text)
   if type(path) ~= 'string' or path == '' then
@@ -235,11 +235,11 @@ end
 --- True when path is a regular file that begins as a SQLite database does ("SQLite format 3\0": a
 -- history database, or another program's).
 --
--- @signature output.is_sqlite(path) -> boolean
+-- @signature report.is_sqlite(path) -> boolean
 -- @example
---   print(output.is_sqlite(os.tmpname())) --> false
+--   print(report.is_sqlite(os.tmpname())) --> false
 function M.is_sqlite(path)
-  args.check('output.is_sqlite', 1, path, 'string', 'path')
+  args.check('report.is_sqlite', 1, path, 'string', 'path')
   if kind_of(path, true) ~= 'file' then return false end
   local f = io.open(path, 'rb')
   if not f then return false end
@@ -258,9 +258,9 @@ end
 --
 -- Returns true, or nil and a message naming path.
 --
--- @signature output.check_writable(path) -> true | nil, message
+-- @signature report.check_writable(path) -> true | nil, message
 -- @example
---   local ok, err = output.check_writable(os.tmpname() .. ".jsonl")
+--   local ok, err = report.check_writable(os.tmpname() .. ".jsonl")
 --   if not ok then io.stderr:write(err, "\n") end
 function M.check_writable(path)
   if type(path) ~= 'string' or path == '' then
@@ -305,13 +305,13 @@ end
 -- The line goes out in one unbuffered write(2) to a file opened for appending, so a process killed
 -- at any moment leaves whole lines only. Every write, flush and close is checked.
 --
--- @signature output.append_jsonl(path, value) -> true | nil, message
+-- @signature report.append_jsonl(path, value) -> true | nil, message
 -- @example
 --   local path = os.tmpname()
---   assert(output.append_jsonl(path, {n = 1}))
+--   assert(report.append_jsonl(path, {n = 1}))
 --   os.remove(path)
 function M.append_jsonl(path, value)
-  args.check('output.append_jsonl', 1, path, 'string', 'path')
+  args.check('report.append_jsonl', 1, path, 'string', 'path')
   local line, err = json.encode_line(value)
   if not line then return nil, err end
   return M.append_line(path, line)
@@ -320,12 +320,12 @@ end
 --- Appends one line of text (a newline is added) to path ("-" or nil: stdout), in one unbuffered
 -- write(2) to a file opened for appending, as append_jsonl does.
 --
--- @signature output.append_line(path, line) -> true | nil, message
+-- @signature report.append_line(path, line) -> true | nil, message
 -- @example
---   assert(output.append_line(os.tmpname(), '{"a":1}'))
+--   assert(report.append_line(os.tmpname(), '{"a":1}'))
 function M.append_line(path, line)
-  args.check('output.append_line', 1, path, 'string', 'path')
-  args.check('output.append_line', 2, line, 'string', 'line')
+  args.check('report.append_line', 1, path, 'string', 'path')
+  args.check('report.append_line', 2, line, 'string', 'line')
   if type(line) ~= 'string' then
     error("bad argument #2 to 'append_line' (string expected, got " .. type(line) .. ')', 2)
   end
@@ -336,9 +336,9 @@ end
 --- The folder results go to by default: $KLUABENCH_RESULTS, else results/ (the harness's default
 -- results files, run-all's run folders, the history's default database).
 --
--- @signature output.results_dir() -> path
+-- @signature report.results_dir() -> path
 -- @example
---   print(output.results_dir())
+--   print(report.results_dir())
 function M.results_dir()
   local dir = os.getenv('KLUABENCH_RESULTS')
   if dir == nil or dir == '' then return 'results' end
@@ -350,14 +350,14 @@ end
 --
 -- Returns true or nil, message naming path.
 --
--- @signature output.mkdir_p(path) -> true | nil, message
+-- @signature report.mkdir_p(path) -> true | nil, message
 -- @example
 --   local dir = os.tmpname()
 --   os.remove(dir)
---   assert(output.mkdir_p(dir .. "/results/today"))
+--   assert(report.mkdir_p(dir .. "/results/today"))
 --   os.execute("rm -r " .. dir)
 function M.mkdir_p(path)
-  args.check('output.mkdir_p', 1, path, 'string', 'path')
+  args.check('report.mkdir_p', 1, path, 'string', 'path')
   if path == nil or path == '' or path == '.' then return true end
   local okl, lerr = M.check_path_length(path)
   if not okl then return nil, lerr end

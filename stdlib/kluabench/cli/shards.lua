@@ -4,6 +4,7 @@
 -- manifest (DIR/manifest.json) that tells merge which points to expect from
 -- which shard. docs/DISTRIBUTED.md describes the files.
 local output = require 'kluabench.report'
+local outputs = require 'kluabench.record.outputs'
 local names = require 'kluabench.record.names'
 
 local M = {}
@@ -25,7 +26,7 @@ local RESERVED = { shard = true, format = true, out = true, ['list-points'] = tr
 -- SCRIPT. Returns opts, script, script_args; or nil, message.
 function M.split_args(args, spec)
   local stopping = setmetatable({ stop_at_positional = true }, { __index = spec })
-  local opts, rest = require('kluabench.cli').parse_args(args, stopping)
+  local opts, rest = require('kluabench.io.args').parse_args(args, stopping)
   if not opts then return nil, rest end
   local script = rest[1]
   local script_args = table.move(rest, 2, #rest, 1, {})
@@ -57,18 +58,8 @@ function M.backend_choice()
   return b
 end
 
---- path made absolute against the working directory.
-function M.absolute(path)
-  if path:sub(1, 1) == '/' then return path end
-  local cwd = os.getenv('PWD')
-  if not cwd or cwd == '' then
-    local p = io.popen('pwd')
-    cwd = p and p:read('l') or '.'
-    if p then p:close() end
-  end
-  path = path:gsub('^%./', '')
-  return cwd .. '/' .. path
-end
+--- path made absolute against the working directory (kluabench.record.outputs.absolute).
+M.absolute = outputs.absolute
 
 --- s quoted for sh.
 function M.shell_quote(s)
@@ -247,7 +238,7 @@ function M.list_points(o)
     for _, p in ipairs(lists[i]) do
       if where[p.id] then
         return nil, string.format('%s lists point %s in shards %d and %d of %d: its --shard does not split '
-          .. 'the points (it must call kluabench.shard.select)', o.script, p.id, where[p.id], i, n)
+          .. 'the points (it must call kluabench.suite.shard.select)', o.script, p.id, where[p.id], i, n)
       end
       where[p.id] = i
     end
@@ -298,7 +289,7 @@ function M.manifest(o)
   }
 end
 
---- Writes m as dir/manifest.json after checking it as merge will (launch.check_manifest); true or nil,
+--- Writes m as dir/manifest.json after checking it as merge will (shards.check_manifest); true or nil,
 -- message.
 function M.write_manifest(dir, m)
   local ok, why = M.check_manifest(m, dir .. '/' .. M.MANIFEST)
@@ -384,7 +375,7 @@ function M.check_manifest(m, label)
   if m.version ~= M.MANIFEST_VERSION then
     return bad('version %s, this kluabench reads version %d', shown(m.version), M.MANIFEST_VERSION)
   end
-  local max = require('kluabench.shard').MAX_SHARDS
+  local max = require('kluabench.suite.shard').MAX_SHARDS
   if math.type(m.count) ~= 'integer' or m.count < 1 or m.count > max then
     return bad('count is %s, expected a whole number from 1 to %d (the number of shards)', shown(m.count), max)
   end
@@ -458,7 +449,7 @@ function M.check_manifest(m, label)
   return checked
 end
 
---- Decodes and checks the text of a manifest (launch.check_manifest); the manifest or nil, "LABEL: why".
+--- Decodes and checks the text of a manifest (shards.check_manifest); the manifest or nil, "LABEL: why".
 function M.parse_manifest(text, label)
   label = label or M.MANIFEST
   local m, err = output.decode(text)
@@ -484,29 +475,8 @@ end
 -- Outputs that would overwrite an input
 ---------------------------------------------------------------------------
 
-local function parent_and_base(path)
-  local parent, base = path:match('^(.*)/([^/]*)$')
-  if not parent then return '.', path end
-  return parent == '' and '/' or parent, base
-end
-
---- path as one spelling for comparing: its realpath when it exists, else the realpath of its
--- deepest existing ancestor with the rest of path after it.
-function M.canonical(path)
-  local realpath = require('kluabench.core').realpath
-  path = M.absolute(path)
-  local real = realpath(path)
-  if real then return real end
-  local rest, p = {}, path
-  while true do
-    local parent, base = parent_and_base(p)
-    table.insert(rest, 1, base)
-    local r = realpath(parent)
-    if r then return (r == '/' and '' or r) .. '/' .. table.concat(rest, '/') end
-    if parent == '/' or parent == '.' or parent == p then return path end
-    p = parent
-  end
-end
+--- path as one spelling for comparing (kluabench.record.outputs.canonical).
+M.canonical = outputs.canonical
 
 --- What a name in a run's directory is ("the manifest", "shard 3's results file", ...), by the names
 -- the launchers give: manifest.json, job.sbatch, shard-I.jsonl, shard-I.samples.jsonl, shard-I.log
@@ -525,68 +495,26 @@ function M.role_in_dir(name)
 end
 
 --- The inputs of a launch that its -o must not overwrite: SCRIPT and the kluabench binary (the files the
--- launcher writes into DIR are checked by name, launch.role_in_dir).
+-- launcher writes into DIR are checked by name, shards.role_in_dir).
 function M.launch_inputs(script, exe)
   local inputs = { { script, 'SCRIPT' } }
   if exe then inputs[2] = { exe, 'the kluabench binary' } end
   return inputs
 end
 
---- The files a command reads, as inputs for launch.check_output: each path as {path, "the input PATH"}
--- and, unless without_samples, the samples file beside it (evidence.samples_path) as {samples,
--- "the samples file of the input PATH"}: the raw samples its records name are part of it.
-function M.file_inputs(paths, without_samples)
-  local evidence = require 'kluabench.record.evidence'
-  local inputs = {}
-  for _, path in ipairs(paths) do
-    if path ~= '-' then
-      local shown = output.printable(path, 200)
-      inputs[#inputs + 1] = { path, 'the input ' .. shown }
-      if not without_samples then
-        inputs[#inputs + 1] = { evidence.samples_path(path), 'the samples file of the input ' .. shown }
-      end
-    end
-  end
-  return inputs
-end
+--- The files a command reads, as inputs for check_output (kluabench.record.outputs.file_inputs).
+M.file_inputs = outputs.file_inputs
 
---- Whether an output file (and the samples file beside it) would overwrite an input: inputs is a list of
--- {path, what}, dir (optional) the run's directory, whose launcher files (launch.role_in_dir) are inputs too;
--- alone: the output has no samples file beside it (an SVG, an HTML page), so only out is checked.
--- Paths are compared as launch.canonical spells them, and by device and inode where both exist (hard
--- links). Returns true, or nil and "OPTION PATH is WHAT: ..." for a usage error.
+--- Whether an output file (and the samples file beside it) would overwrite an input
+-- (kluabench.record.outputs.check_output), dir (optional) being the run's directory, whose launcher
+-- files (shards.role_in_dir) are inputs too. Returns true, or nil and "OPTION PATH is WHAT: ...".
 function M.check_output(option, out, inputs, dir, alone)
-  if out == nil or out == '-' then return true end
-  local stat = require('kluabench.core').stat
-  local cdir = dir and M.canonical(dir)
-  local keyed = {}
-  for _, input in ipairs(inputs) do keyed[M.canonical(input[1])] = keyed[M.canonical(input[1])] or input end
-  local targets = { { path = out } }
-  local samples = require('kluabench.record.evidence').samples_path(out)
-  if not alone then targets[2] = { path = samples, samples = true } end
-  for _, t in ipairs(targets) do
-    local c = M.canonical(t.path)
-    local what = keyed[c] and keyed[c][2]
-    if not what and cdir then
-      local parent, base = parent_and_base(c)
-      if parent == cdir then what = M.role_in_dir(base) end
-    end
-    if not what then
-      local st = stat(t.path, true)
-      if st then
-        for _, input in ipairs(inputs) do
-          local ist = stat(input[1], true)
-          if ist and ist.dev == st.dev and ist.ino == st.ino then what = input[2] break end
-        end
-      end
-    end
-    if what then
-      return nil, string.format('%s %s%s is %s: writing there would overwrite an input; give another path', option,
-        output.printable(out, 200), t.samples and (' (its samples file ' .. output.printable(samples, 200) .. ')') or '',
-        what)
-    end
+  local role
+  if dir then
+    local cdir = outputs.canonical(dir)
+    role = function(parent, base) return parent == cdir and M.role_in_dir(base) or nil end
   end
-  return true
+  return outputs.check_output(option, out, inputs, alone, role)
 end
 
 --- Prepares an output directory for a launch: creates it, and refuses one

@@ -1,4 +1,4 @@
---- kluabench.check: is a kernel's output right, and is its time possible?
+--- kluabench.kernels.check: is a kernel's output right, and is its time possible?
 -- What KernelBench-style evaluations are gamed by, checked for: a kernel
 -- that works for one input only (fresh random inputs for several seeds), one
 -- that leaves outputs unwritten and is saved by stale memory (outputs filled
@@ -18,7 +18,7 @@
 --   time(function() c.run(c.state) end)
 --   assert(c:recheck())         -- the last seed's output, after timing
 local M = {}
-local args = require 'kluabench.args'
+local args = require 'kluabench.io.argcheck'
 
 --- Tolerances by output dtype: |got - want| <= atol + rtol * |want|. bf16
 -- and f16 allow about one rounding of their own precision.
@@ -27,6 +27,17 @@ M.TOLERANCES = {
   f16 = { atol = 1e-3, rtol = 1e-3 },
   f32 = { atol = 1e-5, rtol = 1e-5 },
   f64 = { atol = 1e-10, rtol = 1e-10 },
+}
+
+--- Whole-output tolerances by dtype, for a kernel that promises its reference's result bit for bit
+-- (the RoPE kernels, kernels/rope.h): the largest |difference| (max_abs) and relative L2 error
+-- (rel_l2) of an output against the reference, room for one rounding step of the dtype, so that a
+-- changed evaluation order passes and a wrong kernel does not. The RoPE benchmark checks with them.
+M.ROUNDING_TOLERANCES = {
+  bf16 = { max_abs = 2 ^ -4, rel_l2 = 1e-2 },
+  f16 = { max_abs = 2 ^ -7, rel_l2 = 2e-3 },
+  f32 = { max_abs = 1e-5, rel_l2 = 1e-6 },
+  f64 = { max_abs = 1e-12, rel_l2 = 1e-14 },
 }
 
 M.DEFAULT_SEEDS = { 1, 2, 3 }
@@ -276,7 +287,7 @@ end
 
 --- How much a copy ceiling itself moves between measurements, relative: the plausibility check's
 -- margin where the ceiling's own measured spread is smaller. The five copy ceilings measured on
--- our H200s (bench/results/: 4232, 4239, 4255, 4259 and 4274 GB/s, several machines, two sizes
+-- our H200s (evidence/: 4232, 4239, 4255, 4259 and 4274 GB/s, several machines, two sizes
 -- and two protocols) span 1.0 % of their median, while one measurement's samples spread by about
 -- 0.1 %: a single measurement understates how far its number could be off.
 M.CEILING_SPREAD = 0.01

@@ -22,10 +22,11 @@
 --
 -- Helpers: gbps(bytes, ms); percent(x, ceiling); floor_ms(bytes, flops,
 -- ceilings) = the roofline floor, max(bytes / bandwidth, flops / rate).
-local output = require 'kluabench.report'
+local json = require 'kluabench.io.json'
+local files = require 'kluabench.io.files'
 
 local M = {}
-local args = require 'kluabench.args'
+local args = require 'kluabench.io.argcheck'
 
 M.FILE = 'ceilings.json'
 M.VERSION = 1
@@ -171,10 +172,10 @@ end
 function M.load_cache(path)
   args.check('ceilings.load_cache', 1, path, 'string|nil', 'cache file path')
   path = path or M.cache_path()
-  local text = output.read_file(path)
+  local text = files.read_file(path)
   if not text then return { version = M.VERSION, devices = {} } end
-  local v, err = output.decode(text)
-  if type(v) ~= 'table' or (next(v) ~= nil and output.table_kind(v) == 'array') then
+  local v, err = json.decode(text)
+  if type(v) ~= 'table' or (next(v) ~= nil and json.table_kind(v) == 'array') then
     return nil, path .. ': ' .. tostring(err or 'not a JSON object')
   end
   if type(v.devices) ~= 'table' then v.devices = {} end
@@ -287,7 +288,7 @@ function M.store(info, entry, path)
   path = path or M.cache_path()
   local dir = path:match('^(.*)/[^/]*$')
   if dir then
-    local ok, err = output.mkdir_p(dir)
+    local ok, err = files.mkdir_p(dir)
     if not ok then return nil, err end
   end
   local c, err = M.load_cache(path)
@@ -298,9 +299,9 @@ function M.store(info, entry, path)
   -- the noise figure is measured apart from the ceiling: a new ceiling keeps it
   if type(old) == 'table' and entry.sessionNoise == nil then entry.sessionNoise = old.sessionNoise end
   c.devices[key] = entry
-  local text, eerr = output.encode_pretty(c)
+  local text, eerr = json.encode_pretty(c)
   if not text then return nil, path .. ': ' .. tostring(eerr) end
-  return output.write_atomic(path, text .. '\n')
+  return files.write_atomic(path, text .. '\n')
 end
 
 --- Stores a noise figure in the device's cache entry, beside its ceiling (scripts/run_noise.lua).
@@ -438,6 +439,17 @@ end
 -- Measuring
 ---------------------------------------------------------------------------
 
+-- The time of a measurement, written as records write times (names.utc and
+-- names.iso8601 of record.now(): ISO-8601 UTC, milliseconds rounded); this
+-- layer is below record/, so it formats the time itself.
+local function utc_now(kb)
+  local epoch = type(kb.time_ns) == 'function' and kb.time_ns() / 1e9 or os.time()
+  local sec = math.floor(epoch)
+  local ms = math.floor((epoch - sec) * 1000 + 0.5)
+  if ms >= 1000 then sec, ms = sec + 1, ms - 1000 end
+  return os.date('!%Y-%m-%dT%H:%M:%S', sec) .. string.format('.%03dZ', ms)
+end
+
 --- Measures the copy bandwidth (bytes read + written) of a large copy in the cold mode.
 --
 -- opts: bytes (one buffer; default max(8 x L2, 1 GiB) on cuda, 64 MiB on cpu), stop, kb.
@@ -487,7 +499,7 @@ function M.measure_copy(opts)
     converged = r.stop.converged,
     device = info.name,
     backend = kb.backend(),
-    measured_at = require('kluabench.record.names').iso8601(require('kluabench.record').now()),
+    measured_at = utc_now(kb),
     method = 'median of cold-mode device-to-device copies, bytes read + written',
   }
 end

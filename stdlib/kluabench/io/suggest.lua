@@ -1,7 +1,7 @@
 --- Did-you-mean: the valid word a mistyped one most likely meant, for the
 -- messages of unknown options, axes, providers and modes.
 local M = {}
-local args = require 'kluabench.args'
+local args = require 'kluabench.io.argcheck'
 
 -- The optimal string alignment distance of a and b: insertions, deletions,
 -- substitutions and swaps of neighbours ("--seqs" is one edit from "--seq",

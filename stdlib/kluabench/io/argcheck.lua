@@ -1,8 +1,8 @@
--- Argument checks for the stdlib's exported functions, worded as the C
+-- Argument checks for the stdlib's exported functions (kluabench.io.argcheck), worded as the C
 -- functions' (luaL_argerror): `bad argument #1 to 'record.seal' (bundle
 -- expected, got nil)`. The error points at the line that made the bad call.
 --
---   local args = require 'kluabench.args'
+--   local args = require 'kluabench.io.argcheck'
 --   function M.seal(bundle)
 --     args.check('record.seal', 1, bundle, 'table', 'bundle')
 --

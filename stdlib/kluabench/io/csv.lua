@@ -1,17 +1,17 @@
 --- CSV (RFC 4180): fields written as Python writes them, and a parser.
 local M = {}
-local args = require 'kluabench.args'
+local args = require 'kluabench.io.argcheck'
 
-local json = require 'kluabench.report.json'
+local json = require 'kluabench.io.json'
 
 --- One CSV field: numbers as Python writes them, strings quoted when needed.
 --
 -- One CSV field: numbers as Python writes them, strings quoted when they hold a comma, a quote, a
 -- line break or edge spaces ("" escapes quotes).
 --
--- @signature output.csv_field(v) -> text
+-- @signature report.csv_field(v) -> text
 -- @example
---   print(output.csv_field("a,b")) --> "a,b"
+--   print(report.csv_field("a,b")) --> "a,b"
 function M.csv_field(v)
   if v == nil then return '' end
   if type(v) == 'number' then return json.format_pyfloat(v) end
@@ -26,12 +26,12 @@ end
 
 --- One CSV line, ending in a newline.
 --
--- @signature output.csv_line(fields [, n]) -> text
+-- @signature report.csv_line(fields [, n]) -> text
 -- @example
---   io.write(output.csv_line({"x", 1.5}))
+--   io.write(report.csv_line({"x", 1.5}))
 function M.csv_line(fields, n)
-  args.check('output.csv_line', 1, fields, 'table', 'list of fields')
-  args.check('output.csv_line', 2, n, 'integer|nil', 'number of fields')
+  args.check('report.csv_line', 1, fields, 'table', 'list of fields')
+  args.check('report.csv_line', 2, n, 'integer|nil', 'number of fields')
   local out = {}
   for i = 1, n or #fields do out[i] = M.csv_field(fields[i]) end
   return table.concat(out, ',') .. '\n'
@@ -44,9 +44,9 @@ end
 -- and line breaks; CRLF and LF both end a record; a trailing newline does not make an empty record.
 -- Returns the records and the line on which each record starts, or nil and "line N: why".
 --
--- @signature output.parse_csv(text) -> records, lines | nil, message
+-- @signature report.parse_csv(text) -> records, lines | nil, message
 -- @example
---   local rows = assert(output.parse_csv("a,b\n1,2\n"))
+--   local rows = assert(report.parse_csv("a,b\n1,2\n"))
 --   print(rows[2][1]) --> 1
 function M.parse_csv(text)
   if type(text) ~= 'string' then
