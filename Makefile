@@ -34,11 +34,11 @@ STATIC_LIBS := $(LIBDIR)/liblua5.4.a $(LIBDIR)/liblua5.4-cjson.a $(LIBDIR)/libcr
 LDFLAGS += -Wl,-E $(SANITIZE)
 LDLIBS  += $(STATIC_LIBS) -lm -ldl -lpthread
 
-ENGINE_SRC := $(filter-out engine/backend_cuda.c engine/trace_cupti.c,$(wildcard engine/*.c))
+ENGINE_SRC := $(filter-out engine/backend_cuda.c engine/trace_cupti.c engine/trust_cuda.c,$(wildcard engine/*.c))
 KERNEL_SRC := $(wildcard kernels/*_cpu.c)
 CU_SRC     :=
 ifeq ($(CUDA),1)
-  ENGINE_SRC += engine/backend_cuda.c engine/trace_cupti.c
+  ENGINE_SRC += engine/backend_cuda.c engine/trace_cupti.c engine/trust_cuda.c
   CU_SRC     := $(wildcard kernels/*.cu)
   CFLAGS     += -DKB_WITH_CUDA -I$(CUDA_HOME)/include
   LDLIBS     += -L$(CUDA_HOME)/lib64 -lcudart_static -lrt -lstdc++
