@@ -176,18 +176,19 @@ static int l_guard_check(lua_State *L) {
   luaL_Buffer b;
   luaL_buffinit(L, &b);
   if (na) {
-    lua_pushfstring(L, "%d of the %d bytes after its end were written (the first %d bytes past the end)", na,
+    lua_pushfstring(L, "%d of the %d bytes after its end were written (the first at byte %d past the end)", na,
                     KB_GUARD_BYTES, fa);
     luaL_addvalue(&b);
   }
   if (nb) {
     if (na) luaL_addstring(&b, "; ");
-    lua_pushfstring(L, "%d of the %d bytes before its start were written (the first %d bytes before it)", nb,
+    lua_pushfstring(L, "%d of the %d bytes before its start were written (the first at byte %d before it)", nb,
                     KB_GUARD_BYTES, fb + 1);
     luaL_addvalue(&b);
   }
-  lua_pushboolean(L, 0);
   luaL_pushresult(&b);
+  lua_pushboolean(L, 0);
+  lua_insert(L, -2);
   return 2;
 }
 

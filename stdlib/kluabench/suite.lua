@@ -958,6 +958,8 @@ local function session(d, ctx, p, provider, mode, run_index, checked)
   local o = { result = result, check = checked }
   if audit then
     local status, reasons, evidence = audit:verdict(result)
+    -- the run's key (what KLUABENCH_SEED_KEY takes to replay it); the session's are derived from it
+    evidence.seedKey = require('kluabench.trust.seeds').hex(ctx.trust.key)
     o.trust = evidence
     if status then
       o.status, o.reasons = status, reasons

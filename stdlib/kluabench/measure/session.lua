@@ -112,7 +112,7 @@ function Session:step()
   -- the harness's audits (kluabench.trust.audit): extra samples outside the kept ones
   local audit = self.ctx.audit
   if audit and audit:due(self.st.n + 1) then
-    audit:run(self.audit_take or self.take, self.audit_calls, self.sets)
+    audit:run(self.audit_take or self.take, self.audit_calls, self.sets, self.audit_per)
   end
   local ms, enq, overrun = self.take()
   local keep = true
@@ -164,7 +164,7 @@ function Session:step()
     cut = 'timeout'
   end
   if done then
-    if audit then audit:run(self.audit_take or self.take, self.audit_calls, self.sets) end
+    if audit then audit:run(self.audit_take or self.take, self.audit_calls, self.sets, self.audit_per) end
     self.done = true
     self.stop = stopping.outcome(self.rule, self.st, reason, converged)
     if cut then self.stop.rule = cut end

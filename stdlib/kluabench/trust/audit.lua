@@ -34,11 +34,14 @@ local device_synchronize, l2_reset, l2_state = core.trust.device_synchronize, co
   core.trust.l2_state
 local trace_start, trace_stop, trace_active, trace_available = core.trace.start, core.trace.stop,
   core.trace.active, core.trace.available
-local spin, compare_elements = core.spin, core.compare_elements
+local spin, compare_elements, sleep = core.spin, core.compare_elements, core.process.sleep
 
 M.DEFAULTS = {
   during = 2,      -- audits at random samples while timing (one more follows the last sample)
   fresh_ratio = 3, -- a timed median this many times faster than every fresh sample is suspect
+  -- a traced call's device work longer than this times its timed window plus the slack is work
+  -- done outside the window
+  outside_ratio = 1.5, outside_slack_ns = 20000,
 }
 
 --- The statuses an audit gives, the first the most severe (the one a run with several findings
@@ -137,15 +140,16 @@ function Auditor:plan(n)
   return plan
 end
 
--- Records a finding; the same message at several audits is one reason.
-function Auditor:finding(status, message)
-  local f = self.by_message[message]
+-- Records a finding; one of the same kind at several audits is one reason
+-- (the first audit's words, the audits listed).
+function Auditor:finding(status, kind, message)
+  local f = self.by_message[kind]
   if f then
-    f.audits[#f.audits + 1] = self.n
+    if f.audits[#f.audits] ~= self.n then f.audits[#f.audits + 1] = self.n end
     return
   end
   f = { status = status, message = message, audits = { self.n } }
-  self.by_message[message] = f
+  self.by_message[kind] = f
   self.findings[#self.findings + 1] = f
 end
 
@@ -160,7 +164,7 @@ function Auditor:integrity()
     return
   end
   self:ran('integrity')
-  for _, f in ipairs(integrity.verify()) do self:finding('policy_violation', f.message) end
+  for _, f in ipairs(integrity.verify()) do self:finding('policy_violation', 'integrity ' .. f.what, f.message) end
 end
 
 -- New values in the buffers of set 1: the setup made again under a derived key.
@@ -187,8 +191,11 @@ local function each_tensor(sets, fn)
   end
 end
 
--- The CUPTI-traced sample (cuda): foreign streams and the persisting-L2 state.
-function Auditor:watched(take)
+-- The CUPTI-traced sample (cuda): foreign streams, work outside the timed
+-- window (a kernel queued after the call returned runs after the end
+-- event: the trace waits WINDOW_MS for it) and the persisting-L2 state.
+-- per: the calls a take's time is divided by.
+function Auditor:watched(take, per)
   local ok, why = trace_available()
   if not ok then
     self:skipped('streams', 'kernel tracing unavailable: ' .. tostring(why))
@@ -196,20 +203,33 @@ function Auditor:watched(take)
     self:skipped('streams', 'kernel tracing was already on (the cold mode\'s kernel_trace)')
   else
     trace_start()
+    local ms
     local ran, err = pcall(function()
       spin(1000) -- a marker on the engine's stream: its record names that stream
-      take()
+      ms = take()
+      sleep(census.WINDOW_MS)
       device_synchronize()
     end)
     local records = trace_stop()
     if not ran then error(err, 0) end
+    local window_ns = type(ms) == 'number' and ms * (per or 1) * 1e6 or nil
+    local work = census.work_ns(records)
+    if window_ns then
+      self:ran('work in the window')
+      if work > M.DEFAULTS.outside_ratio * window_ns + M.DEFAULTS.outside_slack_ns then
+        self:finding('policy_violation', 'outside the window', string.format('the call\'s kernels ran %.1f us on '
+          .. 'the device, its timed window measured %.1f us: work queued after the call returned (or on another '
+          .. 'stream) runs outside the window', work / 1e3, window_ns / 1e3))
+      end
+    end
     local engine = census.engine_stream(records)
     if not engine then
       self:skipped('streams', 'the trace has no record of the engine\'s marker kernel')
     else
       self:ran('streams')
       for _, g in ipairs(census.foreign(records, engine)) do
-        self:finding('policy_violation', string.format("%d %s '%s' ran on stream %d, not the engine's stream %d, "
+        self:finding('policy_violation', 'stream ' .. tostring(g.name) .. ' ' .. g.stream,
+          string.format("%d %s '%s' ran on stream %d, not the engine's stream %d, "
           .. 'during a timed call: work the timed window on the engine\'s stream does not see', g.count,
           g.count == 1 and 'kernel' or 'kernels', tostring(g.name), g.stream, engine))
       end
@@ -219,7 +239,7 @@ function Auditor:watched(take)
   if state.supported then
     self:ran('persisting L2')
     local f = census.l2_finding()
-    if f then self:finding('policy_violation', f) end
+    if f then self:finding('policy_violation', 'persisting L2', f) end
   else
     self:skipped('persisting L2', 'the device has no persisting L2 set-aside')
   end
@@ -269,7 +289,8 @@ function Auditor:verify_outputs(pre, post, calls)
       local atol, rtol = check.tolerance(got.dtype, { atol = self.atol, rtol = self.rtol })
       local good, r = check.compare(got, want, { atol = atol * scale, rtol = rtol * scale, name = "output '" .. tostring(name) .. "'" })
       if not good then
-        self:finding(self.checked and 'suspected_reward_hack' or 'incorrect_numerical', string.format(
+        self:finding(self.checked and 'suspected_reward_hack' or 'incorrect_numerical', 'output ' .. tostring(name),
+          string.format(
           '%s on fresh inputs during timing%s', r.message, self.checked and ' (the check before timing passed: the '
           .. 'kernel is right when checked and wrong when timed)' or ''))
       elseif self.factor ~= false then
@@ -278,14 +299,15 @@ function Auditor:verify_outputs(pre, post, calls)
         if precision.UNIT_ROUNDOFF[dtype] then
           local fine, _, _, msg = precision.normwise(got, want, dtype, { factor = (self.factor or precision.DEFAULT_FACTOR)
             * scale, name = "output '" .. tostring(name) .. "'" })
-          if not fine then self:finding('incorrect_numerical', msg) end
+          if not fine then self:finding('incorrect_numerical', 'precision ' .. tostring(name), msg) end
         end
       end
     else
       local r = compare_elements(got, pre[name], 0, 0)
       local differ = r.mismatches + r.unwritten + r.nan_mismatch + r.inf_mismatch
       if differ > 0 then
-        self:finding('suspected_reward_hack', string.format("the timed call changed '%s', an input the reference "
+        self:finding('suspected_reward_hack', 'input ' .. tostring(name),
+          string.format("the timed call changed '%s', an input the reference "
           .. 'does not name as an output (%d of %d elements differ): a kernel that writes its inputs can make a '
           .. 'reference computed from them agree', tostring(name), differ, r.n))
       end
@@ -299,8 +321,8 @@ end
 --
 -- take() takes one sample in the protocol's shape and returns its ms; calls: how many times one take
 -- applies the timed function to set 1 (the reference is applied as often); sets: every input set the
--- take touches (default {inputs}); what: words for the messages ("after timing").
-function Auditor:run(take, calls, sets)
+-- take touches (default {inputs}); per: the calls take()'s time is divided by (default 1).
+function Auditor:run(take, calls, sets, per)
   self.n = self.n + 1
   calls = calls or 1
   sets = sets or { self.inputs }
@@ -321,7 +343,7 @@ function Auditor:run(take, calls, sets)
     if busy then
       self:ran('threads')
       for _, t in ipairs(busy) do
-        self:finding('policy_violation', string.format("thread %d ('%s'%s) ran %.1f ms after the timed call "
+        self:finding('policy_violation', 'thread ' .. t.name, string.format("thread %d ('%s'%s) ran %.1f ms after the timed call "
           .. 'returned: work left running outside the timed window', t.tid, t.name, t.new and ', started by the call'
           or '', t.ran_ns / 1e6))
       end
@@ -335,7 +357,7 @@ function Auditor:run(take, calls, sets)
   if type(ms) == 'number' then self.fresh_ms[#self.fresh_ms + 1] = ms end
 
   if cuda then
-    self:watched(take)
+    self:watched(take, per)
   else
     self:skipped('streams', 'the cpu backend has no streams (the thread census covers its kernels)')
     self:skipped('persisting L2', 'the cpu backend has no persisting L2')
@@ -344,7 +366,8 @@ function Auditor:run(take, calls, sets)
   each_tensor(sets, function(t, k)
     local fine, msg = guard_check(t)
     if not fine then
-      self:finding('policy_violation', string.format("tensor '%s': %s: the kernel wrote outside its tensors",
+      self:finding('policy_violation', 'guard ' .. tostring(k),
+        string.format("tensor '%s': %s: the kernel wrote outside its tensors",
         tostring(k), msg))
     end
   end)
@@ -364,7 +387,7 @@ function Auditor:verdict(result)
     local fastest = math.huge
     for _, ms in ipairs(self.fresh_ms) do fastest = math.min(fastest, ms) end
     if fastest > M.DEFAULTS.fresh_ratio * median then
-      self:finding('suspected_reward_hack', string.format('the timed samples (median %.4g ms) are %.1f x faster '
+      self:finding('suspected_reward_hack', 'fresh timing', string.format('the timed samples (median %.4g ms) are %.1f x faster '
         .. 'than every sample on fresh inputs (fastest %.4g ms of %d): a result kept from an earlier call while the '
         .. 'inputs did not change?', median, fastest / median, fastest, #self.fresh_ms))
     end

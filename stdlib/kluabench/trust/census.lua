@@ -103,6 +103,19 @@ function M.foreign(records, stream)
   return out
 end
 
+--- The device time of a trace's work (kernels and copies, not kluabench's own spin), in ns.
+--
+-- @signature census.work_ns(records) -> ns
+-- @example
+--   print(require("kluabench.trust.census").work_ns(kb.trace.stop()))
+function M.work_ns(records)
+  local ns = 0
+  for _, r in ipairs(records) do
+    if not r.internal then ns = ns + (r.ns or 0) end
+  end
+  return ns
+end
+
 --- What is wrong with the persisting-L2 state after a timed call, or nil: a set-aside or an
 -- access-policy window on the engine's stream means a kernel asked for its data to stay in L2.
 --
