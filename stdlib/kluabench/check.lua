@@ -315,7 +315,10 @@ function Checker:verify()
       ok = false
       bad[#bad + 1] = problem
     end
-    for _, v in pairs(snap) do if is_tensor(v) then v:free() end end
+    -- the snapshot's tensors go, but those the reference returned as they are (kept for recheck)
+    local kept = {}
+    for _, t in ipairs(refs) do kept[t] = true end
+    for _, v in pairs(snap) do if is_tensor(v) and not kept[v] then v:free() end end
     report.seeds[i] = { seed = seed, ok = ok, outputs = reports }
     if not ok then failures[#failures + 1] = 'seed ' .. tostring(seed) .. ': ' .. table.concat(bad, '; ') end
     self.state, self.refs = state, refs

@@ -44,6 +44,11 @@ M.modules = {
   suite = 'kluabench.suite',
   rope_benchmarks = 'kluabench.benchmarks.rope',
   check = 'kluabench.check',
+  seeds = 'kluabench.trust.seeds',
+  integrity = 'kluabench.trust.integrity',
+  audit = 'kluabench.trust.audit',
+  census = 'kluabench.trust.census',
+  precision = 'kluabench.trust.precision',
   triton = 'kluabench.triton',
   reader = 'kluabench.record.reader',
   point = 'kluabench.record.point',
@@ -138,12 +143,20 @@ M.sections = {
       .. '(`kb.plugin.load`). They launch on the engine\'s stream, so every measure mode, `kb.bench.do_bench` '
       .. 'and `kb.graph` work on them unchanged. docs/KERNELS.md explains the three routes.' },
   { id = 'check', title = 'kluabench.check: correct outputs and possible times',
-    intro = 'Fresh random inputs per seed, outputs poisoned with NaN before each checked run, NaN and Inf '
-      .. 'mismatches as errors, a second check after timing, and a flag on times faster than the '
-      .. 'copy ceiling.' },
+    intro = 'Fresh random inputs per seed (seeds drawn at run time), outputs poisoned with NaN before each '
+      .. 'checked run, the reference computed after the run from a snapshot, inputs unchanged and guard bytes '
+      .. 'around outputs, NaN and Inf mismatches as errors, a norm-wise precision bound by dtype, a second '
+      .. 'check after timing, and a flag on times faster than the copy ceiling.' },
   { id = 'triton', title = 'kluabench.triton: Triton\'s compiled kernels',
     intro = 'A cubin and metadata JSON from Triton\'s cache, launched as Triton\'s launcher does '
       .. '(block, shared memory, hidden scratch parameters), without Python.' },
+  { id = 'trust', title = 'Trust: catching a kernel that games the timer (kb.trust, kluabench.trust)',
+    intro = 'What the harness does so that a kernel cannot game the timer (docs/TRUST.md): kb.randn\'s seeds '
+      .. 'keyed by a key drawn at run time, its own references to the timing functions, audited samples '
+      .. 'at random points of every session (fresh inputs, outputs against the reference, inputs '
+      .. 'unchanged, guard bytes, busy threads, foreign streams, persisting L2) and a norm-wise '
+      .. 'precision bound. kb.trust holds the engine\'s observations; the modules kluabench.trust.seeds, '
+      .. 'integrity, audit, census and precision the policy.' },
   { id = 'trace', title = 'Kernel traces (kb.trace)',
     intro = 'What ran on a device and when: one record per kernel or memory copy with its own '
       .. 'start and end. On cuda the records come from CUPTI\'s activity API (libcupti, loaded '
@@ -174,7 +187,7 @@ M.sections = {
       .. 'modes, dtypes and hooks (setup, run, check, cost, record); the harness owns the command line, '
       .. 'the points, the check before timing, the protocol, sessions (--runs), shards, progress, '
       .. 'interrupts, every output format and the records. docs/SUITE.md explains the declaration; '
-      .. 'examples/copy_benchmark.lua is a whole benchmark in 32 lines.' },
+      .. 'examples/copy_benchmark.lua is a whole benchmark in 34 lines.' },
   { id = 'process', title = 'Child processes (kb.process)',
     intro = 'What `kluabench run-all` starts its children with: fork and exec, waiting for any '
       .. 'child without blocking, signals, sleep. Failures that can happen return nil, a message '
@@ -729,6 +742,44 @@ section('nvml', {
     example = 'for bit, name in pairs(kb.nvml.reason_names()) do print(bit, name) end' },
 })
 
+section('trust', {
+  { name = 'kb.trust.seed_key', signature = 'kb.trust.seed_key([key]) -> previous key',
+    summary = 'Sets (with an integer) or reads the key kb.randn mixes into every seed; 0, the default, is none.',
+    details = 'With key 0, kb.randn gives the documented values; with another key, kb.randn(shape, dtype, seed) '
+      .. 'gives the same values for the same seed and key, and others for another key. kluabench.suite sets a '
+      .. 'key drawn at run time for the whole run (records carry it).',
+    example = 'local before = kb.trust.seed_key(42)\nlocal x = kb.randn({4}, "f32", 1, "cpu")\n'
+      .. 'kb.trust.seed_key(before)' },
+  { name = 'kb.trust.threads', signature = 'kb.trust.threads() -> {{tid, name, state, run_ns}}, own tid | nil, why',
+    summary = 'The threads of the process from /proc/self/task: id, name, state and time on a CPU (ns).',
+    details = 'run_ns is read from schedstat and left out where the kernel has none. The second result is '
+      .. 'the calling thread\'s id.',
+    example = 'local list, me = kb.trust.threads()\nprint(#list, me)' },
+  { name = 'kb.trust.arm', signature = 'kb.trust.arm(t) -> t',
+    summary = 'Writes a pattern into the guard bytes before and after t (every allocation has them).',
+    details = 'kb.trust.guard_bytes on each side; the pattern is drawn once per process.',
+    example = 'kb.trust.arm(t)' },
+  { name = 'kb.trust.guard_check', signature = 'kb.trust.guard_check(t) -> true | false, why',
+    summary = 'Whether the guard bytes around t still hold the pattern kb.trust.arm wrote.',
+    details = 'why says how many bytes after the end or before the start were written and the first one. '
+      .. 'An error when no tensor was armed yet.',
+    example = 'kb.trust.arm(t)\nprint(kb.trust.guard_check(t))' },
+  { name = 'kb.trust.guard_bytes', kind = 'value', signature = 'kb.trust.guard_bytes -> 256',
+    summary = 'The guard bytes on each side of every allocation.',
+    example = 'print(kb.trust.guard_bytes)' },
+  { name = 'kb.trust.device_synchronize', signature = 'kb.trust.device_synchronize([device])',
+    summary = 'Waits for every stream of the device (cudaDeviceSynchronize), not only the engine\'s; on cpu nothing.',
+    example = 'kb.trust.device_synchronize()' },
+  { name = 'kb.trust.l2_state',
+    signature = 'kb.trust.l2_state([device]) -> {supported, persisting_limit, window_bytes, hit_ratio}',
+    summary = 'The persisting-L2 set-aside and the access-policy window of the engine\'s stream.',
+    details = 'supported is false on cpu and where the device has no persisting L2.',
+    example = 'print(kb.trust.l2_state().supported)' },
+  { name = 'kb.trust.l2_reset', signature = 'kb.trust.l2_reset([device])',
+    summary = 'Persisting L2 lines back to normal, the set-aside to 0 and the engine stream\'s window cleared.',
+    example = 'kb.trust.l2_reset()' },
+})
+
 section('trace', {
   { name = 'kb.trace.available', signature = 'kb.trace.available([device]) -> true | false, why',
     summary = 'Whether the device can be traced (on cuda: whether CUPTI loads), and why not.',
@@ -1152,7 +1203,8 @@ do
   end
   -- the record format's parts are documented with kluabench.record
   local record_parts = { point = 'record', evidence = 'record', schema = 'record', writer = 'record',
-    migrate = 'record', operation = 'record', implementation = 'record', measurements = 'record' }
+    migrate = 'record', operation = 'record', implementation = 'record', measurements = 'record',
+    seeds = 'trust', integrity = 'trust', audit = 'trust', census = 'trust', precision = 'trust' }
   for _, e in ipairs(require('kluabench.cli.doccomments').collect(modules, M.sections, record_parts)) do
     M.entries[#M.entries + 1] = e
   end

@@ -250,13 +250,6 @@ local function result_columns(rows)
   return cols, #heading > 0 and table.concat(heading, ' · ') or nil
 end
 
---- The aligned terminal table of a list of bundles; the device, protocol and backend/timer that
--- every row shares (and the kernel) are said once, in a line above it, and why a row's check is
--- not passed (its first reason) in a line after it.
---
--- @signature output.results_table(bundles) -> text
--- @example
---   io.write(output.results_table(bundles))
 -- Why each row whose check is not passed is not: one line per row, after the table.
 local function reasons_text(rows, bullet)
   local out = {}
@@ -273,6 +266,13 @@ local function reasons_text(rows, bullet)
   return table.concat(out)
 end
 
+--- The aligned terminal table of a list of bundles; the device, protocol and backend/timer that
+-- every row shares (and the kernel) are said once, in a line above it, and why a row's check is
+-- not passed (its first reason) in a line after it.
+--
+-- @signature output.results_table(bundles) -> text
+-- @example
+--   io.write(output.results_table(bundles))
 function M.results_table(bundles)
   local rows = M.results_rows(bundles)
   local cols, heading = result_columns(rows)

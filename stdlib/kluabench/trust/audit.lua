@@ -92,7 +92,9 @@ Auditor.__index = Auditor
 --
 -- @signature audit.new(spec) -> auditor
 -- @example
---   local a = require("kluabench.trust.audit").new{inputs = t, refresh = function(key) return setup() end, key = 1}
+--   local a = require("kluabench.trust.audit").new{inputs = {x = t}, key = 1,
+--     refresh = function(key) return {x = t:clone()} end}
+--   print(a:due(1))
 function M.new(spec)
   if type(spec) ~= 'table' or type(spec.inputs) ~= 'table' or type(spec.refresh) ~= 'function' then
     error("bad argument #1 to 'audit.new' (a table with inputs (a table) and refresh (a function) expected)", 2)

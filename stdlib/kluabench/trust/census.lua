@@ -85,7 +85,7 @@ end
 --
 -- @signature census.foreign(records, stream) -> list
 -- @example
---   local others = require("kluabench.trust.census").foreign(records, 13)
+--   local others = require("kluabench.trust.census").foreign({}, 13)
 function M.foreign(records, stream)
   local groups, out = {}, {}
   for _, r in ipairs(records) do
