@@ -289,18 +289,18 @@ function Auditor:verify_outputs(pre, post, calls)
     if named[name] then
       local want = wants[name]
       local atol, rtol = check.tolerance(got.dtype, { atol = self.atol, rtol = self.rtol })
-      local good, r = check.compare(got, want, { atol = atol * scale, rtol = rtol * scale, name = "output '" .. tostring(name) .. "'" })
+      local label = "output '" .. tostring(name) .. "'"
+      local good, r = check.compare(got, want, { atol = atol * scale, rtol = rtol * scale, name = label })
       if not good then
         self:finding(self.checked and 'suspected_reward_hack' or 'incorrect_numerical', 'output ' .. tostring(name),
-          string.format(
-          '%s on fresh inputs during timing%s', r.message, self.checked and ' (the check before timing passed: the '
-          .. 'kernel is right when checked and wrong when timed)' or ''))
+          string.format('%s on fresh inputs during timing%s', r.message, self.checked
+            and ' (the check before timing passed: the kernel is right when checked and wrong when timed)' or ''))
       elseif self.factor ~= false then
         self:ran('precision')
         local dtype = self.dtype or got.dtype
         if precision.UNIT_ROUNDOFF[dtype] then
-          local fine, _, _, msg = precision.normwise(got, want, dtype, { factor = (self.factor or precision.DEFAULT_FACTOR)
-            * scale, name = "output '" .. tostring(name) .. "'" })
+          local factor = (self.factor or precision.DEFAULT_FACTOR) * scale
+          local fine, _, _, msg = precision.normwise(got, want, dtype, { factor = factor, name = label })
           if not fine then self:finding('incorrect_numerical', 'precision ' .. tostring(name), msg) end
         end
       end
@@ -345,7 +345,8 @@ function Auditor:run(take, calls, sets, per)
     if busy then
       self:ran('threads')
       for _, t in ipairs(busy) do
-        self:finding('policy_violation', 'thread ' .. t.name, string.format("thread %d ('%s'%s) ran %.1f ms after the timed call "
+        self:finding('policy_violation', 'thread ' .. t.name,
+          string.format("thread %d ('%s'%s) ran %.1f ms after the timed call "
           .. 'returned: work left running outside the timed window', t.tid, t.name, t.new and ', started by the call'
           or '', t.ran_ns / 1e6))
       end
@@ -389,7 +390,8 @@ function Auditor:verdict(result)
     local fastest = math.huge
     for _, ms in ipairs(self.fresh_ms) do fastest = math.min(fastest, ms) end
     if fastest > M.DEFAULTS.fresh_ratio * median then
-      self:finding('suspected_reward_hack', 'fresh timing', string.format('the timed samples (median %.4g ms) are %.1f x faster '
+      self:finding('suspected_reward_hack', 'fresh timing',
+        string.format('the timed samples (median %.4g ms) are %.1f x faster '
         .. 'than every sample on fresh inputs (fastest %.4g ms of %d): a result kept from an earlier call while the '
         .. 'inputs did not change?', median, fastest / median, fastest, #self.fresh_ms))
     end

@@ -127,7 +127,9 @@ function M.verify()
     if now ~= e.value then
       local where = ''
       local info = type(now) == 'function' and debug.getinfo(now, 'S') or nil
-      if info and info.what ~= 'C' then where = string.format(' with a function of %s:%d', info.short_src, info.linedefined) end
+      if info and info.what ~= 'C' then
+        where = string.format(' with a function of %s:%d', info.short_src, info.linedefined)
+      end
       out[#out + 1] = { what = e.label, message = string.format('%s was %s by the script%s', e.label,
         now == nil and 'removed' or 'replaced', where) }
     end
