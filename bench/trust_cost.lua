@@ -6,7 +6,8 @@
 -- of each session's median, before and after, the difference in us and in %,
 -- and the target: at most 2 % slower at hidden 8192, seq 4096, at most 1 us
 -- slower at the launch-bound point (hidden 512, seq 2048). Exit status 1 when
--- a point misses its target, 2 on a usage error.
+-- a point misses its target or no point with a target was measured, 2 on a
+-- usage error.
 local point = require 'kluabench.record.point'
 local stats = require 'kluabench.stats'
 local cjson = require 'cjson'
@@ -48,7 +49,7 @@ end
 
 local before, order = medians(arg[1])
 local after = medians(arg[2])
-local missed = 0
+local missed, judged = 0, 0
 print('| point | sessions | before us | after us | after - before | target | verdict |')
 print('|---|---:|---:|---:|---:|---|---|')
 for _, key in ipairs(order) do
@@ -65,6 +66,7 @@ for _, key in ipairs(order) do
       verdict = ma - mb <= limit and 'MET' or 'MISSED'
     end
     if verdict == 'MISSED' then missed = missed + 1 end
+    if kind then judged = judged + 1 end
     print(string.format('| %s | %d / %d | %.3f | %.3f | %+.3f us (%+.2f %%) | %s | %s |', key, #b, #a, mb, ma, ma - mb,
       (ma - mb) / mb * 100, goal, verdict))
   else
@@ -72,4 +74,5 @@ for _, key in ipairs(order) do
     missed = missed + 1
   end
 end
-os.exit(missed == 0 and 0 or 1)
+if judged == 0 then print('\nno point with a target (hidden 8192 at seq 4096, or hidden 512 at seq 2048) was measured') end
+os.exit((missed == 0 and judged > 0) and 0 or 1)
