@@ -34,11 +34,11 @@ STATIC_LIBS := $(LIBDIR)/liblua5.4.a $(LIBDIR)/liblua5.4-cjson.a $(LIBDIR)/libcr
 LDFLAGS += -Wl,-E $(SANITIZE)
 LDLIBS  += $(STATIC_LIBS) -lm -ldl -lpthread
 
-ENGINE_SRC := $(filter-out engine/backend_cuda.c engine/trace_cupti.c,$(wildcard engine/*.c))
+ENGINE_SRC := $(filter-out engine/backend_cuda.c engine/trace_cupti.c engine/trust_cuda.c,$(wildcard engine/*.c))
 KERNEL_SRC := $(wildcard kernels/*_cpu.c)
 CU_SRC     :=
 ifeq ($(CUDA),1)
-  ENGINE_SRC += engine/backend_cuda.c engine/trace_cupti.c
+  ENGINE_SRC += engine/backend_cuda.c engine/trace_cupti.c engine/trust_cuda.c
   CU_SRC     := $(wildcard kernels/*.cu)
   CFLAGS     += -DKB_WITH_CUDA -I$(CUDA_HOME)/include
   LDLIBS     += -L$(CUDA_HOME)/lib64 -lcudart_static -lrt -lstdc++
@@ -97,7 +97,30 @@ PLUGIN_HDR  := include/kluabench_plugin.h
 TEST_PLUGINS := $(foreach v,1 2 3 4 5 6,$(PLUGIN_DIR)/libbroken$(v).so)
 USERCODE    := $(if $(filter 1,$(CUDA)),$(foreach x,cubin ptx fatbin,$(BUILD)/usercode/test_kernels.$(x)))
 LAUNCH_C    := $(if $(filter 1,$(CUDA)),$(BUILD)/bench/launch_overhead_c)
-plugins: $(PLUGIN_DIR)/libscale_add.so $(TEST_PLUGINS) $(USERCODE) $(LAUNCH_C)
+# The exploit corpus (tests/exploits/, docs/TRUST.md): each plugin a .cu that
+# builds with its CUDA entry under nvcc (sm_90, the H200's, only) or as C with
+# its CPU twin only; the cubin_*.cu kernels as cubins (CUDA=1); nvrtc_*.cu are
+# compiled by the specs at run time.
+EXPLOIT_DIR   := $(BUILD)/exploits
+EXPLOIT_SRC   := $(filter-out tests/exploits/nvrtc_%.cu tests/exploits/cubin_%.cu,$(wildcard tests/exploits/*.cu))
+EXPLOIT_SO    := $(patsubst tests/exploits/%.cu,$(EXPLOIT_DIR)/lib%.so,$(EXPLOIT_SRC))
+EXPLOIT_CUBIN := $(if $(filter 1,$(CUDA)),$(patsubst tests/exploits/cubin_%.cu,$(EXPLOIT_DIR)/%.cubin,$(wildcard tests/exploits/cubin_*.cu)))
+EXPLOIT_HDR   := tests/exploits/exploit.h tests/exploits/worker.h $(PLUGIN_HDR)
+plugins: $(PLUGIN_DIR)/libscale_add.so $(TEST_PLUGINS) $(USERCODE) $(LAUNCH_C) $(EXPLOIT_SO) $(EXPLOIT_CUBIN)
+
+ifeq ($(CUDA),1)
+$(EXPLOIT_DIR)/lib%.so: tests/exploits/%.cu $(EXPLOIT_HDR)
+	@mkdir -p $(EXPLOIT_DIR)
+	$(call say,PLUGIN,$@)$(NVCC) -O2 -std=c++17 -Xcompiler -fPIC,-Wall,-Wextra -gencode arch=compute_90,code=sm_90 \
+	  -Iinclude -shared -o $@ $< -lpthread
+else
+$(EXPLOIT_DIR)/lib%.so: tests/exploits/%.cu $(EXPLOIT_HDR)
+	@mkdir -p $(EXPLOIT_DIR)
+	$(call say,PLUGIN,$@)$(CC) -std=c11 -O2 -fPIC -Wall -Wextra -D_GNU_SOURCE -Iinclude -x c -shared -o $@ $< -lpthread
+endif
+$(EXPLOIT_DIR)/%.cubin: tests/exploits/cubin_%.cu
+	@mkdir -p $(EXPLOIT_DIR)
+	$(call say,NVCC,$@)$(NVCC) -cubin -arch=sm_90 -o $@ $<
 
 # bench/launch_overhead_user.lua's C baseline (links the driver's stub).
 $(BUILD)/bench/launch_overhead_c: bench/launch_overhead_c.c

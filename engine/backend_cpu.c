@@ -1,6 +1,7 @@
 /* The CPU backend: host memory, synchronous kernels, events on the host
  * monotonic clock. It is the numerical reference for the CUDA backend and
  * the whole backend on machines without a GPU. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,15 +15,26 @@
 static char cpu_err[256];
 
 static const char *cpu_alloc(const kb_backend *b, void **out, size_t bytes) {
-  /* 64-byte alignment: whole cache lines, and room for 16-byte vector access */
-  size_t rounded = (bytes + 63) / 64 * 64;
-  *out = aligned_alloc(64, rounded ? rounded : 64);
-  if (*out) return NULL;
+  /* 64-byte alignment: whole cache lines, and room for 16-byte vector access;
+   * the guard bytes (backend.h) on either side */
+  *out = NULL;
+  if (bytes > SIZE_MAX - 2 * KB_GUARD_BYTES - 63) {
+    snprintf(cpu_err, sizeof cpu_err, "out of host memory allocating %zu bytes", bytes);
+    return cpu_err;
+  }
+  size_t rounded = (bytes + 2 * KB_GUARD_BYTES + 63) / 64 * 64;
+  char *base = aligned_alloc(64, rounded);
+  if (base) {
+    *out = base + KB_GUARD_BYTES;
+    return NULL;
+  }
   snprintf(cpu_err, sizeof cpu_err, "out of host memory allocating %zu bytes", bytes);
   return cpu_err;
 }
 
-static void cpu_release(const kb_backend *b, void *p) { free(p); }
+static void cpu_release(const kb_backend *b, void *p) {
+  if (p) free((char *)p - KB_GUARD_BYTES);
+}
 
 /* A kernel of this backend, timed on the host clock while kb.trace is on:
  * the cpu backend's counterpart of CUPTI's kernel records (the work the

@@ -10,6 +10,7 @@
 #include "backend.h"
 #include "../kernels/tensor_ops.h"
 #include "trace.h"
+#include "trust.h"
 #include "usercode.h"
 
 static char cu_err[512];
@@ -108,18 +109,22 @@ const char *kb_cuda_external_fail(const char *what, int code, const char *name, 
   return cu_err;
 }
 
+/* With the guard bytes (backend.h) on either side of what is returned. */
 static const char *cu_alloc(const kb_backend *b, void **out, size_t bytes) {
   char what[96];
   snprintf(what, sizeof what, "cudaMalloc(%zu bytes)", bytes);
   *out = NULL;
-  CU(cudaMalloc(out, bytes ? bytes : 1), what);
+  if (bytes > SIZE_MAX - 2 * KB_GUARD_BYTES) return cuda_fail(what, cudaErrorMemoryAllocation);
+  void *base = NULL;
+  CU(cudaMalloc(&base, bytes + 2 * KB_GUARD_BYTES), what);
+  *out = (char *)base + KB_GUARD_BYTES;
   return NULL;
 }
 
 static void cu_release(const kb_backend *b, void *p) {
   /* Freeing cannot be reported from __gc; a failure here means the context
    * is already dead and the next checked call will say so. */
-  if (p) (void)cudaFree(p);
+  if (p) (void)cudaFree((char *)p - KB_GUARD_BYTES);
 }
 
 static const char *cu_copy(const kb_backend *b, void *dst, const void *src, size_t n) {
@@ -202,6 +207,14 @@ static const char *cu_synchronize(const kb_backend *b) {
  * hardware shortcut can skip it; queued on the stream like any kernel. */
 static const char *cu_flush(const kb_backend *b, void *scratch, size_t bytes) {
   static unsigned char counter;
+  /* a plugin's host code may have set a persisting-L2 window that would keep
+   * its data in L2 through the flush: reset before the next sample (only
+   * then, since built-in and compiled kernels cannot touch it) */
+  if (kb_trust_plugin_cuda_ran) {
+    const char *e = kb_trust_cuda_l2_reset(b->stream);
+    if (e) return e;
+    kb_trust_plugin_cuda_ran = 0;
+  }
   CU(cudaMemsetAsync(scratch, ++counter, bytes, STREAM(b)), "cudaMemsetAsync(L2 flush buffer)");
   return NULL;
 }

@@ -4,6 +4,7 @@
 #include "kb.h"
 #include "nvml.h"
 #include "signals.h"
+#include "trust.h"
 #include "usercode.h"
 
 /* The built-in kernel families, one line each: engine/X.c binds
@@ -52,6 +53,7 @@ int luaopen_kluabench(lua_State *L) {
   kb_open_tensor_io(L); /* after jcs: it keeps kb.jcs.encode and decode */
   kb_open_fs(L);
   kb_open_trace(L);
+  kb_open_trust(L);
   kb_open_signals(L);
   kb_open_nvml(L);
   kb_open_process(L);

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include "trust.h"
 #include "usercode.h"
 #include "../include/kluabench_plugin.h"
 
@@ -306,6 +307,9 @@ static int pk_call(lua_State *L) {
     const char *dead = kb_cuda_refuse(what);
     if (dead) return kb_raise(L, dead);
     int rc = fn(pk->args, pk->nparams, dev->stream, err, sizeof err);
+#ifdef KB_WITH_CUDA
+    kb_trust_plugin_cuda_ran = 1; /* its host code may have changed the persisting-L2 state */
+#endif
     if (rc != 0) return kb_raise(L, kb_cuda_external_fail(what, rc, NULL, entry_message(msg, err) ? msg : NULL));
   } else {
     int rc = fn(pk->args, pk->nparams, NULL, err, sizeof err);

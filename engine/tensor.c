@@ -13,6 +13,7 @@
 #include <string.h>
 #include "kb.h"
 #include "../kernels/tensor_ops.h"
+#include "trust.h"
 
 static kb_tensor *to_tensor(lua_State *L, int arg) {
   return (kb_tensor *)luaL_checkudata(L, arg, KB_TENSOR_MT);
@@ -162,7 +163,8 @@ static int l_randn(lua_State *L) {
   int nd = check_shape(L, 1, shape, dt);
   lua_Integer seed = luaL_optinteger(L, 3, 0);
   kb_tensor *t = kb_push_tensor(L, kb_check_device(L, 4), dt, nd, shape);
-  KB_TRY(L, t->dev->randn(t->dev, t->data, dt, (size_t)t->numel, (uint64_t)seed));
+  /* under kb.trust.seed_key, a seed the script wrote is not the one used */
+  KB_TRY(L, t->dev->randn(t->dev, t->data, dt, (size_t)t->numel, kb_seed_keyed((uint64_t)seed)));
   return 1;
 }
 

@@ -27,5 +27,7 @@ kb.suite.main {
     end
     return { reference = 'y + x in f64 (tensor ops)', passed = true, maxAbsDiff = diff }
   end,
+  -- what one call leaves in y, for the harness's audits during timing (docs/TRUST.md)
+  reference = function(p, provider, mode, t) return { y = t.y:cast('f64') + t.x:cast('f64') } end,
   cost = function(p) return 3 * (p.mi << 20) * (p.dtype == 'f32' and 4 or 2), p.mi << 20 end,
 }

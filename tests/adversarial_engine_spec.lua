@@ -329,20 +329,21 @@ describe('kluabench.kernels.check cannot be switched off or fooled (issue 24, cl
   end)
 
   it('outputs or a reference that return no tensors are an error, never a pass', function()
-    assert.matches('verify: outputs(state) for seed 1 returned no tensors',
-      err_of(check.run, spec { outputs = function() return {} end }), 1, true)
-    assert.matches('verify: reference(state) for seed 1 returned no tensors',
-      err_of(check.run, spec { reference = function() return {} end }), 1, true)
-    assert.matches('verify: outputs(state) for seed 1 returned a string',
-      err_of(check.run, spec { outputs = function() return 'x' end }), 1, true)
-    assert.matches('verify: reference(state) for seed 1: element 1 is a number, not a kluabench.Tensor',
-      err_of(check.run, spec { reference = function() return { 1 } end }), 1, true)
+    -- (the seeds are drawn at run time: the messages name them)
+    assert.matches('verify: outputs%(state%) for seed %d+ returned no tensors',
+      err_of(check.run, spec { outputs = function() return {} end }))
+    assert.matches('verify: reference%(state%) for seed %d+ returned no tensors',
+      err_of(check.run, spec { reference = function() return {} end }))
+    assert.matches('verify: outputs%(state%) for seed %d+ returned a string',
+      err_of(check.run, spec { outputs = function() return 'x' end }))
+    assert.matches('verify: reference%(state%) for seed %d+: element 1 is a number, not a kluabench.Tensor',
+      err_of(check.run, spec { reference = function() return { 1 } end }))
   end)
 
   it('a reference holding NaN is an error: a poisoned output would match it unwritten', function()
     local nan_ref = function(st) return { kb.empty({ 16 }, 'f32', 'cpu'):fill_(0 / 0) } end
     local err = err_of(check.run, spec { reference = nan_ref, run = function() end })
-    assert.matches('verify: reference(state) for seed 1, output 1 holds 16 NaN of 16 elements', err, 1, true)
+    assert.matches('verify: reference%(state%) for seed %d+, output 1 holds 16 NaN of 16 elements', err)
     -- also one NaN among numbers
     local one_nan = function(st)
       local v = st.x:totable()

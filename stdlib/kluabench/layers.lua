@@ -16,6 +16,8 @@ M.LAYERS = {
     what = 'statistics of samples, inference, seeded choices' },
   { name = 'measure', modules = { 'kluabench.measure' },
     what = 'timing: protocols (one file per mode), sessions, stopping, clocks, interleaving, ceilings' },
+  { name = 'trust', modules = { 'kluabench.trust' },
+    what = "defences against a kernel that games the timer: the run's seed key, thread and stream census, precision" },
   { name = 'kernels', modules = { 'kluabench.kernels' },
     what = "the kernel registry and each family's descriptor, Triton's compiled kernels, checks of outputs" },
   { name = 'record', modules = { 'kluabench.record' },
@@ -25,7 +27,7 @@ M.LAYERS = {
   { name = 'history', modules = { 'kluabench.history' },
     what = 'results over commits in a database' },
   { name = 'suite', modules = { 'kluabench.suite', 'kluabench.benchmarks' },
-    what = 'the benchmark harness (and its shards), and the benchmarks declared on it' },
+    what = 'the benchmark harness (its shards, audits and integrity), and the benchmarks declared on it' },
   { name = 'cli', modules = { 'kluabench.cli', 'kluabench.repl' },
     what = "the commands, their dispatcher, help and the API reference; the REPL's views" },
   { name = 'kluabench', modules = { 'kluabench' }, exact = true,
@@ -39,6 +41,8 @@ M.DYNAMIC = {
   ['kluabench.cli'] = 'loads kluabench.cli.commands.<module>, the command a user named',
   ['kluabench.cli.helpers'] = "loads a command's module for its usage line and help",
   ['kluabench.cli.help'] = 'loads a documented module to find the value an entry names',
+  ['kluabench.suite.integrity'] = 'loads the timing and statistics modules it watches (its MODULES, all in '
+    .. 'the suite layer or below) before the user script runs, so that their upvalues are bound first',
 }
 
 --- The layer of a module: its index in M.LAYERS and the layer; nil for a module in no layer.

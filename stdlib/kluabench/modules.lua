@@ -12,6 +12,7 @@ M.MODULES = {
   stopping = 'kluabench.measure.stopping', clocks = 'kluabench.measure.clocks',
   interleave = 'kluabench.measure.interleave', ceilings = 'kluabench.measure.ceilings',
   memory = 'kluabench.measure.memory', energy = 'kluabench.measure.energy',
+  seeds = 'kluabench.trust.seeds', census = 'kluabench.trust.census', precision = 'kluabench.trust.precision',
   kernels = 'kluabench.kernels', check = 'kluabench.kernels.check', triton = 'kluabench.kernels.triton',
   record = 'kluabench.record', env = 'kluabench.record.env', names = 'kluabench.record.names',
   liger = 'kluabench.record.liger', reader = 'kluabench.record.reader', point = 'kluabench.record.point',
@@ -24,7 +25,8 @@ M.MODULES = {
   history = 'kluabench.history', history_db = 'kluabench.history.db', history_schema = 'kluabench.history.schema',
   history_store = 'kluabench.history.store', history_detect = 'kluabench.history.detect',
   history_point = 'kluabench.history.point',
-  suite = 'kluabench.suite', shard = 'kluabench.suite.shard', rope_benchmarks = 'kluabench.benchmarks.rope',
+  suite = 'kluabench.suite', shard = 'kluabench.suite.shard', audit = 'kluabench.suite.audit',
+  integrity = 'kluabench.suite.integrity', rope_benchmarks = 'kluabench.benchmarks.rope',
   suggest = 'kluabench.io.suggest', show = 'kluabench.repl.show',
   cli = 'kluabench.cli', help = 'kluabench.cli.help', apidoc = 'kluabench.cli.apidoc',
 }

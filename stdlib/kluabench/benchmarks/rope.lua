@@ -203,6 +203,28 @@ function M.declaration(variant, o)
     end
   end
 
+  -- What one timed call leaves in the inputs (the harness's audits compare
+  -- it with the call's outputs, docs/TRUST.md): fused and reference are
+  -- each other's reference (bit for bit the same, kernels/rope.h), computed
+  -- out of place from the snapshot t; floor and copy move bytes unchanged.
+  local OTHER = { fused = 'reference', reference = 'fused' }
+  local function reference(p, provider, mode, t)
+    if provider == 'copy' then
+      return mode == 'full' and { dst = t.src:clone(), src = t.src:clone() } or { dst = t.src:clone() }
+    end
+    if provider == 'floor' then
+      local out = { q = t.q:clone(), k = t.k:clone() }
+      if mode == 'backward' then out = { dq = t.dq:clone(), dk = t.dk:clone() } end
+      if mode == 'full' then out.dq, out.dk = t.dq:clone(), t.dk:clone() end
+      return out
+    end
+    local f, opts = p.shared, { impl = OTHER[provider] }
+    local out = {}
+    if mode == 'forward' or mode == 'full' then out.q, out.k = fwd(t.q, t.k, f, opts) end
+    if mode == 'backward' or mode == 'full' then out.dq, out.dk = bwd(t.dq, t.dk, f, opts) end
+    return out
+  end
+
   return {
     name = variant,
     summary = o.summary,
@@ -248,6 +270,7 @@ function M.declaration(variant, o)
     run = run,
     -- every provider runs kluabench's own kernels: the registry's documents (kernels/rope.lua)
     implementation = function() return 'builtin' end,
+    reference = reference,
     -- The workload's bytes and flops are the kernel's cost model (record
     -- KERNELS): the minimal traffic of the operation, whatever the provider
     -- does — q and k (dq and dk) read and written once per pass plus the f32

@@ -105,12 +105,20 @@ M.sections = {
       .. '(`kb.plugin.load`). They launch on the engine\'s stream, so every measure mode, `kb.do_bench.do_bench` '
       .. 'and `kb.graph` work on them unchanged. docs/KERNELS.md explains the three routes.' },
   { id = 'check', title = 'kluabench.kernels.check: correct outputs and possible times',
-    intro = 'Fresh random inputs per seed, outputs poisoned with NaN before each checked run, NaN and Inf '
-      .. 'mismatches as errors, a second check after timing, and a flag on times faster than the '
-      .. 'copy ceiling.' },
+    intro = 'Fresh random inputs per seed (seeds drawn at run time), outputs poisoned with NaN before each '
+      .. 'checked run, the reference computed after the run from a snapshot, inputs unchanged and guard bytes '
+      .. 'around outputs, NaN and Inf mismatches as errors, a norm-wise precision bound by dtype, a second '
+      .. 'check after timing, and a flag on times faster than the copy ceiling.' },
   { id = 'triton', title = 'kluabench.kernels.triton: Triton\'s compiled kernels',
     intro = 'A cubin and metadata JSON from Triton\'s cache, launched as Triton\'s launcher does '
       .. '(block, shared memory, hidden scratch parameters), without Python.' },
+  { id = 'trust', title = 'Trust: catching a kernel that games the timer (kb.trust, kluabench.trust)',
+    intro = 'What the harness does so that a kernel cannot game the timer (docs/TRUST.md): kb.randn\'s seeds '
+      .. 'keyed by a key drawn at run time, its own references to the timing functions, audited samples '
+      .. 'at random points of every session (fresh inputs, outputs against the reference, inputs '
+      .. 'unchanged, guard bytes, busy threads, foreign streams, persisting L2) and a norm-wise '
+      .. 'precision bound. kb.trust holds the engine\'s observations; the modules kluabench.trust.seeds, '
+      .. 'integrity, audit, census and precision the policy.' },
   { id = 'trace', title = 'Kernel traces (kb.trace)',
     intro = 'What ran on a device and when: one record per kernel or memory copy with its own '
       .. 'start and end. On cuda the records come from CUPTI\'s activity API (libcupti, loaded '
@@ -141,7 +149,7 @@ M.sections = {
       .. 'modes, dtypes and hooks (setup, run, check, cost, record); the harness owns the command line, '
       .. 'the points, the check before timing, the protocol, sessions (--runs), shards, progress, '
       .. 'interrupts, every output format and the records. docs/SUITE.md explains the declaration; '
-      .. 'examples/copy_benchmark.lua is a whole benchmark in 32 lines.' },
+      .. 'examples/copy_benchmark.lua is a whole benchmark in 34 lines.' },
   { id = 'process', title = 'Child processes (kb.process)',
     intro = 'What `kluabench run-all` starts its children with: fork and exec, waiting for any '
       .. 'child without blocking, signals, sleep. Failures that can happen return nil, a message '
@@ -407,7 +415,8 @@ do
   end
   -- the record format's parts are documented with kluabench.record
   local record_parts = { point = 'record', evidence = 'record', schema = 'record', writer = 'record',
-    migrate = 'record', operation = 'record', implementation = 'record', measurements = 'record' }
+    migrate = 'record', operation = 'record', implementation = 'record', measurements = 'record',
+    seeds = 'trust', integrity = 'trust', audit = 'trust', census = 'trust', precision = 'trust' }
   for _, e in ipairs(require('kluabench.cli.doccomments').collect(modules, M.sections, record_parts)) do
     M.entries[#M.entries + 1] = e
   end

@@ -1,12 +1,19 @@
 --- kluabench.kernels.check: is a kernel's output right, and is its time possible?
 -- What KernelBench-style evaluations are gamed by, checked for: a kernel
--- that works for one input only (fresh random inputs for several seeds), one
--- that leaves outputs unwritten and is saved by stale memory (outputs filled
--- with NaN before every checked run, so an unwritten element reads as NaN),
--- one that is right before timing and wrong after (the output is checked
--- again after the timed runs), NaN or Inf where the reference has a number,
--- and a time faster than the device can even copy the bytes involved
--- (M.plausible, which record.from_result applies to every record).
+-- that works for one input only or knows its inputs in advance (fresh random
+-- inputs for several seeds drawn at run time), one that leaves outputs
+-- unwritten and is saved by stale memory (outputs filled with NaN before
+-- every checked run, so an unwritten element reads as NaN), one that copies
+-- a reference computed before it (the reference is computed after the run,
+-- from a snapshot of the inputs), one that writes its inputs (every tensor
+-- that is no output must be unchanged) or past its outputs (guard bytes),
+-- one that computes in a lower precision than its dtype (a norm-wise error
+-- bound by dtype, whatever the element-wise tolerances), one that is right
+-- before timing and wrong after (the output is checked again after the timed
+-- runs), NaN or Inf where the reference has a number, and a time faster than
+-- the device can even copy the bytes involved (M.plausible, which
+-- record.from_result applies to every record). kluabench.suite audits timed
+-- sessions on top of this (docs/TRUST.md).
 --
 --   local c = check.new {
 --     inputs = function(seed) return { x = kb.randn({n}, 'f32', seed), out = kb.empty({n}) } end,
@@ -14,7 +21,7 @@
 --     outputs = function(s) return { s.out } end,
 --     reference = function(s) return { reference_of(s.x) } end,
 --   }
---   assert(c:verify())          -- seeds 1, 2, 3: poison, run, compare
+--   assert(c:verify())          -- three seeds drawn now: poison, run, compare
 --   time(function() c.run(c.state) end)
 --   assert(c:recheck())         -- the last seed's output, after timing
 local M = {}
@@ -40,7 +47,16 @@ M.ROUNDING_TOLERANCES = {
   f64 = { max_abs = 1e-12, rel_l2 = 1e-14 },
 }
 
-M.DEFAULT_SEEDS = { 1, 2, 3 }
+--- How many seeds verify() draws when the spec gives none. They are drawn at run time
+-- (kluabench.trust.seeds; $KLUABENCH_SEED_KEY replays them) and reported, so that no kernel can
+-- recognise its check's inputs.
+M.SEED_COUNT = 3
+
+local precision = require 'kluabench.trust.precision'
+local seeds_of = require 'kluabench.trust.seeds'
+local core = require 'kluabench.core'
+-- bound before the user's script (trust.integrity)
+local arm, guard_check, compare_elements = core.trust.arm, core.trust.guard_check, core.compare_elements
 
 -- v as a message shows it: NaN and infinities by name, a string in quotes.
 local function shown(v)
@@ -153,6 +169,11 @@ local function check_spec(spec)
   if spec.seeds ~= nil and (type(spec.seeds) ~= 'table' or #spec.seeds == 0) then
     error("bad argument #1 to 'new' (seeds must be a non-empty list)", 3)
   end
+  local p = spec.precision
+  if p ~= nil and p ~= false and not (type(p) == 'number' and p > 0 and p < math.huge) then
+    error("bad argument #1 to 'new' (precision must be a number > 0 (units of the dtype's unit roundoff) or false, "
+      .. 'got ' .. shown(p) .. ')', 3)
+  end
   check_tolerances(spec, 'new', 1, 3)
 end
 
@@ -191,6 +212,15 @@ local function compare_all(outs, refs, opts)
         .. 'are poisoned with NaN, so an element the kernel never writes would match there; give a reference '
         .. 'without NaN', opts.seed_label, i, r.want_nan, r.n), 0)
     end
+    if good and opts.precision ~= false and precision.UNIT_ROUNDOFF[outs[i].dtype] then
+      local fine, rel, limit, msg = precision.normwise(outs[i], refs[i], outs[i].dtype,
+        { factor = opts.precision, name = o.name })
+      r.rel_l2, r.normwise_limit = rel, limit
+      if not fine then
+        good = false
+        r.precision_message = msg
+      end
+    end
     ok = ok and good
     reports[i] = r
   end
@@ -202,6 +232,8 @@ local function summary(reports)
   for _, r in ipairs(reports) do
     if r.mismatches ~= 0 or r.unwritten ~= 0 or r.nan_mismatch ~= 0 or r.inf_mismatch ~= 0 or not r.n then
       bad[#bad + 1] = r.message
+    elseif r.precision_message then
+      bad[#bad + 1] = r.precision_message
     end
   end
   return bad
@@ -215,12 +247,17 @@ Checker.__index = Checker
 --
 -- spec: inputs(seed) -> state (fresh inputs and the output tensors), run(state) (the kernel under
 -- test: writes the outputs), outputs(state) -> {tensors}, reference(state) -> {tensors, same order}
--- (a built-in kernel, a CPU twin, Lua on CPU tensors: anything trusted), seeds (default {1, 2, 3}),
--- atol / rtol (default by dtype; a finite number >= 0, else an error), poison (default true).
--- verify() raises when outputs or reference return no tensors, or when a reference holds NaN (an
--- unwritten, poisoned element would match it): such a check would pass having checked nothing.
+-- (a built-in kernel, a CPU twin, Lua on CPU tensors: anything trusted; it is given a snapshot of
+-- state taken before the run, and called after it), seeds (default: SEED_COUNT seeds drawn at run
+-- time, in the report), atol / rtol (default by dtype; a finite number >= 0, else an error), poison
+-- (default true), precision (the norm-wise error allowed in units of the output dtype's unit
+-- roundoff, default 8, whatever atol and rtol allow; false: off). Besides the outputs, verify()
+-- checks that every other tensor of state is unchanged by the run and that no byte around an output
+-- was written. verify() raises when outputs or reference return no tensors, or when a reference
+-- holds NaN (an unwritten, poisoned element would match it): such a check would pass having
+-- checked nothing.
 --
--- @signature check.new{inputs, run, outputs, reference [, seeds, atol, rtol, poison]} -> checker
+-- @signature check.new{inputs, run, outputs, reference [, seeds, atol, rtol, poison, precision]} -> checker
 -- @example
 --   local c = check.new{inputs = function(seed) return {x = kb.randn({8}, "f32", seed, "cpu"), y = kb.empty({8}, "f32", "cpu")} end,
 --     run = function(s) s.y:copy_(s.x) end, outputs = function(s) return {s.y} end,
@@ -231,8 +268,42 @@ function M.new(spec)
   check_spec(spec)
   local c = setmetatable({}, Checker)
   for k, v in pairs(spec) do c[k] = v end
-  c.seeds = spec.seeds or M.DEFAULT_SEEDS
+  c.seeds = spec.seeds or seeds_of.list(M.SEED_COUNT, (seeds_of.draw()))
   return c
+end
+
+local function is_tensor(v)
+  local mt = getmetatable(v)
+  return type(mt) == 'table' and mt.__name == 'kluabench.Tensor'
+end
+
+-- A copy of state whose tensors are clones: what the reference is computed from.
+local function snapshot(state)
+  local s = {}
+  for k, v in pairs(state) do s[k] = is_tensor(v) and v:clone() or v end
+  return s
+end
+
+-- What a run did besides its outputs: inputs changed, bytes around outputs written.
+local function side_effects(state, snap, outs)
+  local problems, is_out = {}, {}
+  for _, t in ipairs(outs) do is_out[t] = true end
+  local keys = {}
+  for k, v in pairs(state) do if is_tensor(v) and not is_out[v] then keys[#keys + 1] = k end end
+  table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
+  for _, k in ipairs(keys) do
+    local r = compare_elements(state[k], snap[k], 0, 0)
+    local differ = r.mismatches + r.unwritten + r.nan_mismatch + r.inf_mismatch
+    if differ > 0 then
+      problems[#problems + 1] = string.format("the run changed input '%s' (%d of %d elements), which is no output",
+        tostring(k), differ, r.n)
+    end
+  end
+  for i, t in ipairs(outs) do
+    local fine, why = guard_check(t)
+    if not fine then problems[#problems + 1] = string.format('output %d: %s (written outside the tensor)', i, why) end
+  end
+  return problems
 end
 
 --- Runs the kernel once per seed on fresh inputs, its outputs poisoned
@@ -245,14 +316,27 @@ function Checker:verify()
   for i, seed in ipairs(self.seeds) do
     local state = self.inputs(seed)
     local when = 'for seed ' .. tostring(seed)
-    local refs = tensors(self.reference(state), 'reference', when)
     local outs = tensors(self.outputs(state), 'outputs', when)
+    local snap = snapshot(state)
     if self.poison ~= false then for _, t in ipairs(outs) do M.poison(t) end end
+    for _, t in ipairs(outs) do arm(t) end
     self.run(state)
-    local ok, reports = compare_all(tensors(self.outputs(state), 'outputs', when), refs,
-      { atol = self.atol, rtol = self.rtol, seed_label = tostring(seed) })
+    -- after the run, from the snapshot: a reference the kernel could copy does not exist yet
+    local refs = tensors(self.reference(snap), 'reference', when)
+    outs = tensors(self.outputs(state), 'outputs', when)
+    local ok, reports = compare_all(outs, refs,
+      { atol = self.atol, rtol = self.rtol, precision = self.precision, seed_label = tostring(seed) })
+    local bad = summary(reports)
+    for _, problem in ipairs(side_effects(state, snap, outs)) do
+      ok = false
+      bad[#bad + 1] = problem
+    end
+    -- the snapshot's tensors go, but those the reference returned as they are (kept for recheck)
+    local kept = {}
+    for _, t in ipairs(refs) do kept[t] = true end
+    for _, v in pairs(snap) do if is_tensor(v) and not kept[v] then v:free() end end
     report.seeds[i] = { seed = seed, ok = ok, outputs = reports }
-    if not ok then failures[#failures + 1] = 'seed ' .. tostring(seed) .. ': ' .. table.concat(summary(reports), '; ') end
+    if not ok then failures[#failures + 1] = 'seed ' .. tostring(seed) .. ': ' .. table.concat(bad, '; ') end
     self.state, self.refs = state, refs
   end
   report.ok = #failures == 0
@@ -265,7 +349,8 @@ end
 -- here). Returns ok, report {ok, outputs, message}.
 function Checker:recheck()
   if not self.state then error("recheck: call verify() first", 2) end
-  local ok, reports = compare_all(tensors(self.outputs(self.state), 'outputs', 'after timing'), self.refs, self)
+  local ok, reports = compare_all(tensors(self.outputs(self.state), 'outputs', 'after timing'), self.refs,
+    { atol = self.atol, rtol = self.rtol, precision = self.precision })
   return ok, { ok = ok, outputs = reports,
     message = ok and 'still correct after timing' or ('after timing: ' .. table.concat(summary(reports), '; ')) }
 end

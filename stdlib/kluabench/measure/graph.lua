@@ -89,6 +89,8 @@ function M.setup(self, fn)
     sample.set_hold(self, enq, 1)
   end
   self.take = function() return sample.held_sample(self, e0, e1, body, launches) end
+  -- an audit replays the graph: set 1 goes through fn once per n launches
+  self.audit_calls, self.audit_per = math.ceil(launches / n), launches
 end
 
 -- What the record says the mode measured and kept out.

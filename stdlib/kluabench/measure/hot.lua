@@ -30,6 +30,8 @@ function M.setup(self, fn)
     sample.set_hold(self, enq, b)
   end
   self.take = function() return sample.held_sample(self, e0, e1, body, batch) end
+  -- an audit's sample is one held call: a batch would apply an in-place kernel `batch` times
+  self.audit_take = function() return sample.held_sample(self, e0, e1, fn, 1) end
 end
 
 -- What the record says the mode measured and kept out.

@@ -110,6 +110,11 @@ end
 function Session:step()
   if self.done then return true end
   if not self.warmed then self:warmup() end
+  -- the harness's audits (kluabench.suite.audit): extra samples outside the kept ones
+  local audit = self.ctx.audit
+  if audit and audit:due(self.st.n + 1) then
+    audit:run(self.audit_take or self.take, self.audit_calls, self.sets, self.audit_per)
+  end
   local ms, enq, overrun = self.take()
   local keep = true
   if overrun then
@@ -160,6 +165,7 @@ function Session:step()
     cut = 'timeout'
   end
   if done then
+    if audit then audit:run(self.audit_take or self.take, self.audit_calls, self.sets, self.audit_per) end
     self.done = true
     self.stop = stopping.outcome(self.rule, self.st, reason, converged)
     if cut then self.stop.rule = cut end

@@ -164,7 +164,7 @@ end
 -- @signature evidence.write_for(bundle, records_path [, samples_path]) -> true | nil, message
 -- @example
 --   local x = kb.randn({4096}, "f32", 1)
---   local r = kb.bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
+--   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
 --   local b = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
 --   local dir = os.tmpname(); os.remove(dir); assert(kb.mkdir(dir))
 --   assert(evidence.write_for(b, dir .. "/run.jsonl")) -- the entry goes to dir/run.samples.jsonl
@@ -203,7 +203,7 @@ end
 -- @signature evidence.write_file(bundles, records_path [, samples_path]) -> true | nil, message
 -- @example
 --   local x = kb.randn({4096}, "f32", 1)
---   local r = kb.bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
+--   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
 --   local b = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
 --   local dir = os.tmpname(); os.remove(dir); assert(kb.mkdir(dir))
 --   assert(evidence.write_file({b}, dir .. "/run.json"))
@@ -341,7 +341,7 @@ end
 -- @signature evidence.resolve(bundle, records_path) -> entry | nil, message
 -- @example
 --   local x = kb.randn({4096}, "f32", 1)
---   local r = kb.bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
+--   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
 --   local dir = os.tmpname(); os.remove(dir); assert(kb.mkdir(dir))
 --   assert(writer.append(dir .. "/run.jsonl", record.from_result{kernel = "add", mode = "forward",
 --     provider = "add_", dtype = "f32", result = r}))

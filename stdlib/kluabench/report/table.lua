@@ -247,7 +247,11 @@ local function row_of(b, energy)
   row.p20_ns, row.p80_ns = p.p20_ns, p.p80_ns
   row.ci_pct, row.ci_flag = ci_percent(p.samples_ms)
   if p.status and p.status ~= 'passed' then
-    row.flag = p.status == 'suspected_reward_hack' and 'IMPLAUSIBLE' or p.status
+    local reasons = type(p.evidence.reasons) == 'table' and p.evidence.reasons or {}
+    -- IMPLAUSIBLE: the copy-floor check alone; another finding says its status
+    local only_floor = p.implausible and #reasons <= 1
+    row.flag = p.status == 'suspected_reward_hack' and only_floor and 'IMPLAUSIBLE' or p.status
+    if type(reasons[1]) == 'string' then row.reason = reasons[1] end
   end
   if not row.gbps and p.bytes and row.median_ns and row.median_ns > 0 then row.gbps = p.bytes / row.median_ns end
   row.flags = flags_of(row, p)
@@ -437,9 +441,25 @@ local function result_columns(rows)
   return cols, table.concat(lines, '\n')
 end
 
+-- Why each row whose check is not passed is not: one line per row, after the table.
+local function reasons_text(rows, bullet)
+  local out = {}
+  for _, row in ipairs(rows) do
+    if row.flag and row.reason then
+      local why = row.reason
+      if #why > 400 then why = why:sub(1, 397) .. '...' end
+      -- an audit's reason starts with its status already
+      if why:sub(1, #row.flag + 2) ~= row.flag .. ': ' then why = row.flag .. ': ' .. why end
+      out[#out + 1] = string.format('%s%s %s %s: %s\n', bullet, tostring(row.mode), tostring(row.provider),
+        tostring(row.workload), why)
+    end
+  end
+  return table.concat(out)
+end
+
 --- The aligned terminal table of a list of bundles; the device, protocol and backend/timer that
 -- every row shares (and the kernel, and the words of the workload ids that do not vary) are said
--- once, in a line above it.
+-- once, in a line above it, and why a row's check is not passed (its first reason) in a line after it.
 --
 -- opts: as report.results_rows (sessions = true: one row per session).
 --
@@ -450,10 +470,11 @@ function M.results_table(bundles, opts)
   args.check('report.results_table', 1, bundles, 'table', 'list of bundles')
   local rows = M.results_rows(bundles, opts)
   local cols, heading = result_columns(rows)
-  return (heading and (heading .. '\n') or '') .. M.format_table(cols, rows)
+  local why = reasons_text(rows, 'check: ')
+  return (heading and (heading .. '\n') or '') .. M.format_table(cols, rows) .. why
 end
 
---- The markdown table of a list of bundles.
+--- The markdown table of a list of bundles, with why a row's check is not passed in a list after it.
 --
 -- @signature report.results_markdown(bundles [, opts]) -> text
 -- @example
@@ -462,7 +483,8 @@ function M.results_markdown(bundles, opts)
   args.check('report.results_markdown', 1, bundles, 'table', 'list of bundles')
   local rows = M.results_rows(bundles, opts)
   local cols, heading = result_columns(rows)
-  return (heading and (heading .. '\n\n') or '') .. M.format_markdown(cols, rows)
+  local why = reasons_text(rows, '- ')
+  return (heading and (heading .. '\n\n') or '') .. M.format_markdown(cols, rows) .. (why ~= '' and ('\n' .. why) or '')
 end
 
 --- Liger-Kernel's benchmark CSV of a list of bundles, header included, and how many bundles it

@@ -36,6 +36,17 @@
 --   operation              the OperationSpec's description
 --                          (kluabench.record.operation); default: kernelindex's
 --                          own for Liger's kernels, else the tensors setup makes
+--   reference(point, provider, mode, inputs) -> {name = tensor}: what each
+--                          named tensor of inputs holds after one call of the
+--                          timed function, computed from inputs (a snapshot
+--                          the harness took before the call; the hook may
+--                          change it). The audits (docs/TRUST.md) compare the
+--                          timed call's outputs with it, and check that every
+--                          other tensor of inputs is unchanged
+--   precision              the norm-wise error the audits allow, in units of
+--                          the dtype's unit roundoff (default 8), or false
+--   tolerance              {atol, rtol}: the audits' element-wise tolerance
+--                          (default by dtype, kluabench.check.TOLERANCES)
 --
 -- What each hook returns is checked where it is called; a wrong value is an
 -- error naming the hook, its script line, the provider, mode and point.
@@ -44,6 +55,14 @@
 -- provider is not timed, its bundles say incorrect_numerical (any other
 -- error in a hook says runtime_error, and a session or check past --timeout
 -- says timeout), the other points still run, and the exit status is 1.
+--
+-- Every session is audited (kluabench.trust, docs/TRUST.md): kb.randn's
+-- seeds are keyed by a key drawn for the run, and at random samples and
+-- after the last one the harness takes extra samples on fresh inputs that it
+-- checks (outputs, inputs, guard bytes, threads, streams, persisting L2, the
+-- timing functions). A finding gives the bundle the status
+-- policy_violation, suspected_reward_hack or incorrect_numerical with the
+-- reason, and the exit status is 1.
 --
 -- A point is a table with one field per axis, `dtype`, `params` (the axis
 -- values by name, as records spell them), `x` (the swept axis), `id` (the
@@ -74,7 +93,7 @@ end
 ---------------------------------------------------------------------------
 
 local HOOKS = { 'setup', 'run' }
-local OPTIONAL_HOOKS = { 'validate', 'shared', 'check', 'cost', 'record', 'implementation' }
+local OPTIONAL_HOOKS = { 'validate', 'shared', 'check', 'cost', 'record', 'implementation', 'reference' }
 local PROTOCOLS = { 'do_bench', 'cold', 'hot', 'graph' }
 local FORMATS = { 'table', 'markdown', 'jsonl', 'kernelindex', 'liger-csv' }
 -- what is measured (Liger's metric_name), and what may be measured beside the time
@@ -139,6 +158,17 @@ local function check_decl(d)
       end
       if seen[v] then bad("sweeps[%d] ('%s') lists %d twice", i, s.name, v) end
       seen[v] = true
+    end
+  end
+  if d.precision ~= nil and d.precision ~= false and not (type(d.precision) == 'number' and d.precision > 0
+      and d.precision < math.huge) then
+    bad("field 'precision' must be a number > 0 (units of the dtype's unit roundoff) or false")
+  end
+  if d.tolerance ~= nil then
+    local t = d.tolerance
+    local function ok(v) return v == nil or (type(v) == 'number' and v >= 0 and v < math.huge) end
+    if type(t) ~= 'table' or not ok(t.atol) or not ok(t.rtol) then
+      bad("field 'tolerance' must be a table {atol, rtol} of finite numbers >= 0")
     end
   end
   if d.operation ~= nil then
@@ -210,6 +240,9 @@ Measurement:
   --timeout S         the most seconds one session (point, provider, mode) may take:
                       cold, hot and graph stop sampling at it, and a session (or a
                       check) that ran past it is recorded with status timeout
+  --audits N          audited samples per session at random points while timing, one
+                      more after the last (default 2; 0: no audits, which the records
+                      say): fresh inputs, outputs, threads, streams (docs/TRUST.md)
   --shard I/N         run only the I-th of N shares of the points (1 <= I <= N),
                       balanced by estimated bytes; providers and modes stay together
   --list-points       print the points (id, estimated bytes, description) and exit
@@ -321,7 +354,7 @@ local function parse(d, args)
   local spec = { help = 'flag', ['list-points'] = 'flag', sweep = 'value', dtype = 'value', mode = 'value',
     provider = 'value', protocol = 'value', format = 'value', out = 'value', samples = 'value', ['rep-ms'] = 'value',
     ['warmup-ms'] = 'value', runs = 'value', shard = 'value', timeout = 'value', history = 'value',
-    sessions = 'flag', metric = 'value', metrics = 'value', aliases = { h = 'help' } }
+    sessions = 'flag', metric = 'value', metrics = 'value', audits = 'value', aliases = { h = 'help' } }
   for _, a in ipairs(d.axes) do spec[option_name(a.name)] = 'value' end
   local raw, rest = require('kluabench.io.args').parse_args(args, spec)
   if not raw then usage_error(d.name, '%s', rest) end
@@ -371,6 +404,13 @@ local function parse(d, args)
     or d.warmup_ms or 25
   -- a week of one session is more than anyone means
   o.timeout = raw.timeout and positive_number(d.name, 'timeout', raw.timeout, 7 * 86400) or nil
+  o.audits = require('kluabench.suite.audit').DEFAULTS.during
+  if raw.audits then
+    o.audits = math.tointeger(tonumber(raw.audits))
+    if not o.audits or o.audits < 0 or o.audits > 100 or not raw.audits:match('^%s*%d+%s*$') then
+      usage_error(d.name, "option '--audits' needs a whole number from 0 to 100, got '%s'", raw.audits)
+    end
+  end
   o.runs = 1
   if raw.runs then
     o.runs = positive_int(raw.runs)
@@ -607,6 +647,19 @@ local function call_run(d, p, provider, mode, inputs)
   local fn = d.run(p, provider, mode, inputs)
   if not callable(fn) then bad_return(d, 'run', nil, fn, 'the function to time', p, provider, mode) end
   return fn
+end
+
+-- reference(point, provider, mode, snapshot): a table of tensors by name.
+local function call_reference(d, p, provider, mode, snapshot)
+  local v = d.reference(p, provider, mode, snapshot)
+  if type(v) ~= 'table' then
+    bad_return(d, 'reference', nil, v, 'a table of tensors by the names of the inputs they are the result for', p,
+      provider, mode)
+  end
+  for k, t in pairs(v) do
+    if not is_tensor(t) then bad_return(d, 'reference', tostring(k), t, 'a tensor', p, provider, mode) end
+  end
+  return v
 end
 
 -- The check record's figures that records carry: finite and >= 0.
@@ -1041,6 +1094,7 @@ local function bundle_of(d, ctx, p, provider, mode, run_index, o)
   local execution = {}
   for key, v in pairs(extra.execution or {}) do execution[key] = v end
   execution.point = p.id
+  execution.trust = o.trust
   local bytes, flops
   if d.cost and not o.bare then bytes, flops = call_cost(d, p, mode, provider) end
   local desc = describe(d, ctx, p, provider, o.bare)
@@ -1069,31 +1123,52 @@ local function failure_bundle(d, ctx, p, provider, mode, run_index, status, mess
       .. (again == message and ' (one of them raised that error)' or (', which raised: ' .. again)) } })
 end
 
+-- The session's auditor (kluabench.suite.audit), or nil with --audits 0.
+local function auditor(d, ctx, p, provider, mode, inputs, keep)
+  if ctx.o.audits == 0 then return nil end
+  local seeds = require 'kluabench.trust.seeds'
+  return require('kluabench.suite.audit').new {
+    inputs = inputs, keep = keep, key = seeds.derive(ctx.trust.key, p.id, provider, mode, ctx.sessions),
+    refresh = function(key) return seeds.with_key(key, call_setup, d, p, provider) end,
+    reference = d.reference and function(snap) return call_reference(d, p, provider, mode, snap) end,
+    dtype = p.dtype, factor = d.precision, atol = d.tolerance and d.tolerance.atol,
+    rtol = d.tolerance and d.tolerance.rtol, during = ctx.o.audits, checked = d.check ~= nil,
+    -- one call per sample: a fresh sample and a timed one measure the same thing
+    fresh_timing = ctx.o.protocol == 'cold' or ctx.o.protocol == 'do_bench', backend = core.backend(),
+  }
+end
+
 -- One measured session of (point, provider, mode): the sealed bundle.
 local function session(d, ctx, p, provider, mode, run_index, checked)
   local keep = tensor_set(p.shared)
   local inputs = call_setup(d, p, provider)
   local sets = {}
+  ctx.sessions = (ctx.sessions or 0) + 1
   if ctx.o.protocol == 'graph' then
-    -- rotated input sets (set 1 is inputs): the rotation must exceed the L2
+    -- rotated input sets (set 1 is inputs): the rotation must exceed the L2;
+    -- each set's values of its own (a key per set), so no two sets are alike
+    local seeds = require 'kluabench.trust.seeds'
     ctx.protocol.params.make_set = function(i)
       if i == 1 then return inputs end
-      sets[#sets + 1] = call_setup(d, p, provider)
+      sets[#sets + 1] = seeds.with_key(seeds.derive(ctx.trust.key, 'set', i), call_setup, d, p, provider)
       return sets[#sets]
     end
   end
   local t0 = core.clock_ns()
   local limit_ns = ctx.o.timeout and ctx.o.timeout * 1e9
+  local audit
   local ok, result = pcall(function()
     local fn = call_run(d, p, provider, mode, inputs)
+    local run_ctx = require('kluabench.measure.device').device()
     -- the deadline is checked between samples (a call that never returns is not stopped)
     if ctx.o.metric == 'memory' then
       -- Liger's memory metric: the peak allocated around one call (measure/memory.lua), no time
       return { samples = {}, used = {}, protocol = ctx.protocol,
         memory = require('kluabench.measure.memory').peak(fn) }
     end
-    local run_ctx = limit_ns and require('kluabench.measure.device').device() or nil
-    if run_ctx then run_ctx.deadline_ns = t0 + limit_ns end
+    if limit_ns then run_ctx.deadline_ns = t0 + limit_ns end
+    audit = auditor(d, ctx, p, provider, mode, inputs, keep)
+    run_ctx.audit = audit
     local r = ctx.protocol:run(fn, run_ctx)
     if ctx.o.metrics.energy then
       -- joules per call over NVML's windows, after the time (measure/energy.lua)
@@ -1105,9 +1180,25 @@ local function session(d, ctx, p, provider, mode, run_index, checked)
   for _, s in ipairs(sets) do free_tensors(s, keep) end
   if not ok then error(result, 0) end
   local o = { result = result, check = checked }
+  if audit then
+    local status, reasons, evidence = audit:verdict(result)
+    -- the run's key (what KLUABENCH_SEED_KEY takes to replay it); the session's are derived from it
+    evidence.seedKey = require('kluabench.trust.seeds').hex(ctx.trust.key)
+    o.trust = evidence
+    if status then
+      o.status, o.reasons = status, reasons
+      io.stderr:write(string.format('%s: %s: %s %s at %s: %s\n', d.name, status, mode, provider, p.id,
+        table.concat(reasons, '; ')))
+      ctx.failures = ctx.failures + 1
+    end
+  else
+    o.trust = { audits = 0, seedKey = require('kluabench.trust.seeds').hex(ctx.trust.key),
+      notChecked = { all = 'no audits (--audits 0)' } }
+  end
   local elapsed = (core.clock_ns() - t0) / 1e9
   local stop = type(result) == 'table' and type(result.used) == 'table' and result.used.stop or nil
-  if limit_ns and (elapsed > ctx.o.timeout or (type(stop) == 'table' and stop.rule == 'timeout')) then
+  if limit_ns and (elapsed > ctx.o.timeout or (type(stop) == 'table' and stop.rule == 'timeout'))
+      and not o.status then
     o.status = 'timeout'
     o.reasons = { string.format('the session took %.3f s, past --timeout %g s%s', elapsed, ctx.o.timeout,
       type(stop) == 'table' and stop.rule == 'timeout' and ': sampling stopped at the deadline' or '') }
@@ -1303,8 +1394,10 @@ function M.main(d, args)
     claim = require('kluabench.record.writer').claim(o.out, o.format == 'kernelindex' and samples or false)
   end
   local history_meta = o.history and open_history(d, o)
+  -- the run's seed key: kb.randn's values cannot be known before the run (records carry the key)
+  local key = require('kluabench.trust.seeds').draw()
   local ctx = { o = o, protocol = make_protocol(o), environment = require('kluabench.record.env').capture(),
-    described = {}, tensors = {}, failures = 0 }
+    described = {}, tensors = {}, failures = 0, trust = { key = key } }
   local bundles = {}
   local writer = require 'kluabench.record.writer'
   local function emit(bundle)
@@ -1329,6 +1422,7 @@ function M.main(d, args)
   -- finished points and exits with 130 (SIGINT) or 143 (SIGTERM). A second
   -- signal stops at once.
   core.defer_interrupts(true)
+  local key_before = core.trust.seed_key(key)
   if total > 1 and not require('kluabench.report.progress').quiet_from_env() then
     local seconds = estimate_seconds(d, ctx, points)
     if seconds and seconds >= M.ESTIMATE_FROM_S and not core.interrupted() then
@@ -1338,6 +1432,7 @@ function M.main(d, args)
     end
   end
   local swept, stopped_by = pcall(sweep, d, ctx, points, emit)
+  core.trust.seed_key(key_before)
   if progress then progress:close() end
   -- the points finished before an error are written in every format too
   write_results(d, o, bundles, path, samples, claim)
