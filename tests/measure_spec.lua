@@ -128,6 +128,35 @@ describe('measure: cold', function()
   end)
 end)
 
+describe('measure: the harness\'s audits in a session', function()
+  -- An audit (kluabench.suite.audit) that takes audit_ns of the host clock each time it runs, due
+  -- before the samples in `at`.
+  local function fake_audit(ctx, audit_ns, at)
+    local a = { runs = 0 }
+    function a:due(n) return at[n] == true end
+    function a:run() self.runs = self.runs + 1; ctx.advance(audit_ns) end
+    return a
+  end
+
+  it('leaves the audits\' time out of the stopping rule\'s budget and says how long they took', function()
+    -- 1 ms calls under a 50 ms budget; audits of no time against two of 40 ms each
+    local function samples_with(audit_ns)
+      local ctx = fake_ctx()
+      ctx.audit = fake_audit(ctx, audit_ns, { [2] = true, [5] = true })
+      local r = measure.run('cold', timed_fn(ctx, { 1e6 }),
+        { stop = stopping.rse_median { target = 1e-9, timeout_ms = 50, min_samples = 2 } }, ctx)
+      return #r.samples, r.used.audit_ms, ctx.audit.runs
+    end
+    local n_quick, ms_quick, runs = samples_with(1)
+    local n_slow, ms_slow = samples_with(40e6) -- two audits of 40 ms: 80 ms, more than the budget
+    assert.equal(3, runs) -- two due during sampling, one after the last sample
+    assert.is_true(n_quick >= 5, n_quick)
+    assert.equal(n_quick, n_slow) -- when the audits' time counted, the slow audits left 5 of 10 samples
+    assert.near(80, ms_slow, 1e-9)
+    assert.is_true(ms_quick < 1e-3)
+  end)
+end)
+
 describe('measure: hot', function()
   it('times a batch of back-to-back calls behind a hold and divides', function()
     local ctx = fake_ctx()

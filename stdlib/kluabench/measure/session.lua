@@ -113,7 +113,14 @@ function Session:step()
   -- the harness's audits (kluabench.suite.audit): extra samples outside the kept ones
   local audit = self.ctx.audit
   if audit and audit:due(self.st.n + 1) then
+    -- the audit's time is not the session's: the stopping rule's time budget starts again after it
+    -- (at large sizes an audit takes seconds, which left a 10 s session with 5 samples; H200,
+    -- evidence/2026-12-03-final-h200)
+    local t = self.st.clock_ns()
     audit:run(self.audit_take or self.take, self.audit_calls, self.sets, self.audit_per)
+    local spent = self.st.clock_ns() - t
+    if self.st.t0 then self.st.t0 = self.st.t0 + spent end
+    self.audit_ns = (self.audit_ns or 0) + spent
   end
   local ms, enq, overrun = self.take()
   local keep = true
@@ -202,6 +209,8 @@ function Session:result()
   u.hold_overruns = self.overruns
   if self.overruns_kept > 0 then u.hold_overruns_kept = self.overruns_kept end
   u.samples_dropped = self.dropped
+  -- the host time the harness's audits took between samples, outside the stopping rule's budget
+  if self.audit_ns then u.audit_ms = self.audit_ns / 1e6 end
   u.stop = self.stop
   u.host_enqueue_ns = spread(self.enqueue_ns)
   if u.event_pair_ms and #samples > 0 then
