@@ -641,15 +641,19 @@ typedef struct jpath {
   const struct jpath *up;
   const char *key; /* object member name, or NULL for an array element */
   size_t keylen;
-  lua_Integer index; /* array element, 1-based as in the Lua table */
+  lua_Integer index;     /* array element, 1-based as in the Lua table */
+  const void *container; /* the table the value is a member of (NULL at the root) */
 } jpath;
 
 typedef struct {
   lua_State *L;
   jbuf *out;
-  int seen; /* stack index of {table = true} for tables being encoded */
   const char *fn;
 } encoder;
+
+/* Objects of at most this many members keep their values on the Lua stack
+ * while their keys are sorted; larger ones look each value up again. */
+#define JCS_STACK_MEMBERS 4096
 
 static int is_identifier(const char *s, size_t n) {
   if (n == 0 || (s[0] >= '0' && s[0] <= '9')) return 0;
@@ -702,6 +706,23 @@ static int encode_fail(encoder *e, const jpath *at, const char *fmt, ...) {
 
 static void encode_value(encoder *e, int idx, const jpath *at, int depth);
 
+/* The decimal digits of v (|v| <= 2^53) into out; returns the length. The
+ * same text as printf's "%lld", without printf's machinery (a record holds
+ * dozens of integers). */
+static int format_integer(lua_Integer v, char out[40]) {
+  char rev[24];
+  int n = 0, len = 0;
+  unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
+  do {
+    rev[n++] = (char)('0' + u % 10);
+    u /= 10;
+  } while (u);
+  if (v < 0) out[len++] = '-';
+  while (n) out[len++] = rev[--n];
+  out[len] = '\0';
+  return len;
+}
+
 static void encode_number(encoder *e, int idx, const jpath *at) {
   char tmp[40];
   int len;
@@ -712,7 +733,7 @@ static void encode_number(encoder *e, int idx, const jpath *at) {
                   "is the integer %lld, beyond +-2^53 (not exactly representable as a JSON "
                   "number)",
                   (long long)v);
-    len = snprintf(tmp, sizeof tmp, "%lld", (long long)v);
+    len = format_integer(v, tmp);
   } else {
     double v = lua_tonumber(e->L, idx);
     if (isnan(v)) encode_fail(e, at, "is NaN (not representable in JSON)");
@@ -777,9 +798,10 @@ static int table_kind(encoder *e, int idx, const jpath *at, lua_Integer *count) 
 }
 
 static void encode_array(encoder *e, int idx, lua_Integer n, const jpath *at, int depth) {
+  const void *self = lua_topointer(e->L, idx);
   jbuf_add(e->L, e->out, "[", 1);
   for (lua_Integer i = 1; i <= n; i++) {
-    jpath child = {at, NULL, 0, i};
+    jpath child = {at, NULL, 0, i, self};
     if (i > 1) jbuf_add(e->L, e->out, ",", 1);
     lua_rawgeti(e->L, idx, i);
     encode_value(e, lua_gettop(e->L), &child, depth + 1);
@@ -791,6 +813,7 @@ static void encode_array(encoder *e, int idx, lua_Integer n, const jpath *at, in
 typedef struct {
   const char *s;
   size_t n;
+  int value; /* stack index of the member's value, or 0 */
 } jkey;
 
 static int compare_keys(const void *a, const void *b) {
@@ -799,17 +822,30 @@ static int compare_keys(const void *a, const void *b) {
 }
 
 /* Members in UTF-16 key order. The key pointers stay valid because the
- * table keeps its keys alive and nothing modifies it meanwhile. */
+ * table keeps its keys alive and nothing modifies it meanwhile. A small
+ * object's keys and values stay on the stack as lua_next gives them (each
+ * key copied on top for the next step), so that no value is looked up
+ * again; a large one's values are looked up by key. */
 static void encode_object(encoder *e, int idx, lua_Integer n, const jpath *at, int depth) {
   lua_State *L = e->L;
+  const void *self = lua_topointer(L, idx);
+  int keep = n <= JCS_STACK_MEMBERS, top;
   jkey *keys = lua_newuserdatauv(L, (size_t)n * sizeof *keys + 1, 0);
   lua_Integer i = 0;
+  top = lua_gettop(L);
+  if (keep) luaL_checkstack(L, (int)(2 * n + 8), "kb.jcs: too many object members");
   lua_pushnil(L);
   while (lua_next(L, idx)) {
-    lua_pop(L, 1);
+    if (keep) {
+      keys[i].value = lua_gettop(L);
+      lua_pushvalue(L, -2); /* the key again, for lua_next; the pair stays below */
+    } else {
+      keys[i].value = 0;
+      lua_pop(L, 1);
+    }
     keys[i].s = lua_tolstring(L, -1, &keys[i].n);
     if (utf8_invalid_at(keys[i].s, keys[i].n) < keys[i].n) {
-      jpath child = {at, keys[i].s, keys[i].n, 0};
+      jpath child = {at, keys[i].s, keys[i].n, 0, self};
       encode_fail(e, &child, "has a key that is not valid UTF-8");
     }
     i++;
@@ -817,39 +853,38 @@ static void encode_object(encoder *e, int idx, lua_Integer n, const jpath *at, i
   qsort(keys, (size_t)n, sizeof *keys, compare_keys);
   jbuf_add(L, e->out, "{", 1);
   for (i = 0; i < n; i++) {
-    jpath child = {at, keys[i].s, keys[i].n, 0};
+    jpath child = {at, keys[i].s, keys[i].n, 0, self};
     if (i > 0) jbuf_add(L, e->out, ",", 1);
     jbuf_add_string(L, e->out, keys[i].s, keys[i].n);
     jbuf_add(L, e->out, ":", 1);
-    lua_pushlstring(L, keys[i].s, keys[i].n);
-    lua_rawget(L, idx);
-    encode_value(e, lua_gettop(L), &child, depth + 1);
-    lua_pop(L, 1);
+    if (keys[i].value) {
+      encode_value(e, keys[i].value, &child, depth + 1);
+    } else {
+      lua_pushlstring(L, keys[i].s, keys[i].n);
+      lua_rawget(L, idx);
+      encode_value(e, lua_gettop(L), &child, depth + 1);
+      lua_pop(L, 1);
+    }
   }
   jbuf_add(L, e->out, "}", 1);
-  lua_pop(L, 1); /* keys */
+  lua_settop(L, top - 1); /* the members and the keys */
 }
 
-/* A table: cycle and depth checks, then array or object. */
+/* A table: cycle and depth checks, then array or object. A cycle passes
+ * through a table being encoded, which is one of the containers on the
+ * path from the root to here. */
 static void encode_table(encoder *e, int idx, const jpath *at, int depth) {
   lua_State *L = e->L;
   lua_Integer n;
+  const void *self = lua_topointer(L, idx);
   if (depth >= JCS_MAX_DEPTH) encode_fail(e, at, "is nested deeper than %d levels", JCS_MAX_DEPTH);
   luaL_checkstack(L, 8, "kb.jcs: value nested too deeply");
-  lua_pushvalue(L, idx);
-  if (lua_rawget(L, e->seen) != LUA_TNIL)
-    encode_fail(e, at, "is a table that contains itself (a cycle)");
-  lua_pop(L, 1);
-  lua_pushvalue(L, idx);
-  lua_pushboolean(L, 1);
-  lua_rawset(L, e->seen);
+  for (const jpath *p = at; p; p = p->up)
+    if (p->container == self) encode_fail(e, at, "is a table that contains itself (a cycle)");
   if (table_kind(e, idx, at, &n) == KIND_ARRAY)
     encode_array(e, idx, n, at, depth);
   else
     encode_object(e, idx, n, at, depth);
-  lua_pushvalue(L, idx);
-  lua_pushnil(L);
-  lua_rawset(L, e->seen);
 }
 
 /* Appends the canonical JSON of the value at idx (an absolute index).
@@ -879,20 +914,17 @@ static void encode_value(encoder *e, int idx, const jpath *at, int depth) {
 /* Pushes the canonical JSON text of the value at idx. */
 static void encode_document(lua_State *L, int idx, const char *fn) {
   encoder e;
-  jpath root = {NULL, NULL, 0, 0};
+  jpath root = {NULL, NULL, 0, 0, NULL};
   idx = lua_absindex(L, idx);
   e.L = L;
   e.fn = fn;
   e.out = jbuf_push(L);
-  lua_newtable(L);
-  e.seen = lua_gettop(L);
   encode_value(&e, idx, &root, 0);
   lua_pushlstring(L, e.out->p ? e.out->p : "", e.out->n);
   free(e.out->p); /* now rather than at the next collection */
   e.out->p = NULL;
   e.out->n = e.out->cap = 0;
-  lua_replace(L, -3);
-  lua_pop(L, 1);
+  lua_replace(L, -2);
 }
 
 /* ---------------------------------------------------------- Lua binding */
