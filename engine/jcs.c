@@ -337,6 +337,8 @@ typedef struct {
   const char *s; /* the text, NUL-terminated (a Lua string) */
   size_t n, pos; /* length, current byte (0-based) */
   const char *fn; /* "kb.jcs.decode" or "kb.jcs.canonicalize" */
+  int int64;      /* integers up to a Lua integer's range, not just 2^53 */
+  int mark_empty; /* mark only the empty arrays and objects */
 } parser;
 
 /* Raises "<fn>: invalid JSON at byte N: <message>", N 1-based as in Lua's
@@ -477,9 +479,25 @@ static void push_double(parser *p, const char *s, size_t len, size_t at) {
   lua_pushnumber(p->L, v);
 }
 
+/* The integer literal of ndigits digits ending at p->pos (after an
+ * optional '-' at start) as a Lua integer when it fits one, as Lua's
+ * tonumber reads it (-2^63 .. 2^63 - 1); 0 when it does not. */
+static int push_int64(parser *p, size_t start, size_t ndigits) {
+  int neg = p->s[start] == '-';
+  unsigned long long v = 0, limit = (unsigned long long)LUA_MAXINTEGER + (unsigned long long)neg;
+  if (ndigits > 19) return 0;
+  for (size_t i = p->pos - ndigits; i < p->pos; i++) {
+    unsigned d = (unsigned)(p->s[i] - '0');
+    if (v > (limit - d) / 10) return 0;
+    v = v * 10 + d;
+  }
+  lua_pushinteger(p->L, neg ? (lua_Integer)(0ull - v) : (lua_Integer)v);
+  return 1;
+}
+
 /* A number (p->pos at '-' or a digit): pushes a Lua integer when the
- * literal is an integer of magnitude <= 2^53 without fraction or exponent,
- * else the nearest double. */
+ * literal is an integer of magnitude <= 2^53 (with int64, any that fits a
+ * Lua integer) without fraction or exponent, else the nearest double. */
 static void parse_number(parser *p) {
   size_t start = p->pos, ndigits;
   int integral = 1;
@@ -509,6 +527,7 @@ static void parse_number(parser *p) {
       return;
     }
   }
+  if (integral && p->int64 && push_int64(p, start, ndigits)) return;
   push_double(p, p->s + start, p->pos - start, start);
 }
 
@@ -542,8 +561,8 @@ static void parse_array(parser *p, int depth) {
   lua_Integer i = 0;
   p->pos++;
   lua_newtable(p->L);
-  luaL_setmetatable(p->L, JCS_ARRAY_MT);
   skip_ws(p);
+  if (!p->mark_empty || peek(p) == ']') luaL_setmetatable(p->L, JCS_ARRAY_MT);
   if (peek(p) == ']') {
     p->pos++;
     return;
@@ -565,8 +584,8 @@ static void parse_object(parser *p, int depth) {
   lua_State *L = p->L;
   p->pos++;
   lua_newtable(L);
-  luaL_setmetatable(L, JCS_OBJECT_MT);
   skip_ws(p);
+  if (!p->mark_empty || peek(p) == '}') luaL_setmetatable(L, JCS_OBJECT_MT);
   if (peek(p) == '}') {
     p->pos++;
     return;
@@ -624,8 +643,8 @@ static void parse_value(parser *p, int depth) {
 }
 
 /* Parses the whole text at stack index idx and pushes its value. */
-static void parse_document(lua_State *L, int idx, const char *fn) {
-  parser p = {L, NULL, 0, 0, fn};
+static void parse_document(lua_State *L, int idx, const char *fn, int int64, int mark_empty) {
+  parser p = {L, NULL, 0, 0, fn, int64, mark_empty};
   luaL_checktype(L, idx, LUA_TSTRING);
   p.s = lua_tolstring(L, idx, &p.n);
   parse_value(&p, 0);
@@ -931,7 +950,7 @@ static void encode_document(lua_State *L, int idx, const char *fn) {
 
 /* kb.jcs.canonicalize(json_text) -> the RFC 8785 form of the text. */
 static int l_canonicalize(lua_State *L) {
-  parse_document(L, 1, "kb.jcs.canonicalize");
+  parse_document(L, 1, "kb.jcs.canonicalize", 0, 0);
   encode_document(L, -1, "kb.jcs.canonicalize");
   return 1;
 }
@@ -943,10 +962,28 @@ static int l_encode(lua_State *L) {
   return 1;
 }
 
-/* kb.jcs.decode(json_text) -> Lua value; arrays and objects carry their
- * marker, null is kb.jcs.null. */
+/* The boolean field name of the options table at idx (absent: false). */
+static int opt_flag(lua_State *L, int idx, const char *name) {
+  int v;
+  if (lua_isnoneornil(L, idx)) return 0;
+  lua_getfield(L, idx, name);
+  v = lua_toboolean(L, -1);
+  lua_pop(L, 1);
+  return v;
+}
+
+/* kb.jcs.decode(json_text [, opts]) -> Lua value; arrays and objects carry
+ * their marker, null is kb.jcs.null. opts.int64: integers that fit a Lua
+ * integer stay integers (else beyond 2^53 they are doubles); opts.mark_empty:
+ * only empty arrays and objects are marked. With both it reads as the
+ * stdlib's pure-Lua reader (output.decode) does. */
 static int l_decode(lua_State *L) {
-  parse_document(L, 1, "kb.jcs.decode");
+  int int64, mark_empty;
+  if (!lua_isnoneornil(L, 2)) luaL_checktype(L, 2, LUA_TTABLE);
+  int64 = opt_flag(L, 2, "int64");
+  mark_empty = opt_flag(L, 2, "mark_empty");
+  lua_settop(L, 1);
+  parse_document(L, 1, "kb.jcs.decode", int64, mark_empty);
   return 1;
 }
 

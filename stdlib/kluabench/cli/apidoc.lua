@@ -815,10 +815,13 @@ section('digest', {
       .. 'an object). Integers print exactly (beyond +-2^53 is an error); NaN, infinities, '
       .. 'cycles, mixed keys and invalid UTF-8 are errors naming the path ($.spec.x[2]).',
     example = 'print(kb.jcs.encode({list = {3, 1}, none = kb.jcs.array{}})) --> {"list":[3,1],"none":[]}' },
-  { name = 'kb.jcs.decode', signature = 'kb.jcs.decode(json_text) -> value',
+  { name = 'kb.jcs.decode', signature = 'kb.jcs.decode(json_text [, opts]) -> value',
     summary = 'Parses strict JSON (RFC 8259) into Lua values.',
     details = 'Arrays and objects come back marked (kb.jcs.is_array tells them apart); null is '
-      .. 'kb.jcs.null.',
+      .. 'kb.jcs.null. Integers up to +-2^53 are Lua integers, other numbers doubles. opts.int64: '
+      .. 'every integer that fits a Lua integer stays one (as Lua\'s tonumber reads it); '
+      .. 'opts.mark_empty: only empty arrays and objects are marked. With both, a text reads as the '
+      .. 'stdlib\'s JSON reader (output.decode) reads it, which uses this parser so.',
     example = 'local v = kb.jcs.decode(\'{"a": [1, 2]}\')\nprint(v.a[2], kb.jcs.is_array(v.a))' },
   { name = 'kb.jcs.array', signature = 'kb.jcs.array([t]) -> t',
     summary = 'Marks t (a new table when absent) to encode as a JSON array, even when empty.',

@@ -246,7 +246,7 @@ local function index_of(path)
   ix = { lines = {}, by_digest = {} }
   local k = core()
   local n = 0
-  for line in (text .. '\n'):gmatch('(.-)\r?\n') do
+  for _, line in ipairs(files.lines(text)) do
     n = n + 1
     ix.lines[n] = line
   end
