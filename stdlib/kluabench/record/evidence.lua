@@ -331,6 +331,9 @@ function M.resolve(bundle, records_path)
   return entry
 end
 
+-- The factor from each unit of raw samples to ms.
+local TO_MS = { ns = 1e-6, us = 1e-3, ms = 1, s = 1e3 }
+
 --- The raw samples of an entry in ms, or nil and why (none, an unknown unit, a value that is not a
 -- finite positive number).
 --
@@ -341,7 +344,7 @@ function M.samples_ms(entry)
   if type(entry) ~= 'table' or type(entry.samples) ~= 'table' or #entry.samples == 0 then
     return nil, 'no raw samples in the record'
   end
-  local scale = ({ ns = 1e-6, us = 1e-3, ms = 1, s = 1e3 })[entry.unit or 'ns']
+  local scale = TO_MS[entry.unit or 'ns']
   if not scale then return nil, 'samples in unknown unit ' .. tostring(entry.unit) end
   local out = {}
   for i, v in ipairs(entry.samples) do

@@ -63,7 +63,21 @@ end
 -- @example
 --   print(output.get({run = {spec = {status = "passed"}}}, "run", "spec", "status")) --> passed
 function M.get(t, ...)
-  for i = 1, select('#', ...) do
+  local n = select('#', ...)
+  if n <= 3 then
+    -- the common paths without select() per step (every view of a bundle reads through here)
+    local a, b, c = ...
+    if n == 0 then return t end
+    if type(t) ~= 'table' then return nil end
+    t = t[a]
+    if n == 1 then return t end
+    if type(t) ~= 'table' then return nil end
+    t = t[b]
+    if n == 2 then return t end
+    if type(t) ~= 'table' then return nil end
+    return t[c]
+  end
+  for i = 1, n do
     if type(t) ~= 'table' then return nil end
     t = t[select(i, ...)]
   end
