@@ -111,8 +111,7 @@ while i <= N do
     chunk_wall, chunk_cpu, chunk_n = 0, 0, 0
   end
 end
-say('added %d bundles in %.1f s (%.0f bundles/s; %.1f s of CPU), %.0f bytes of file a bundle', N, wall, N / wall, cpu,
-  size(DB, true) * 2 ^ 20 / N)
+say('added %d bundles in %.1f s (%.0f bundles/s; %.1f s of CPU)', N, wall, N / wall, cpu)
 
 local series = history.find_series(h, { provider = 'fused', point = 'hidden512' })[1]
 local t0, c0 = kb.clock_ns(), os.clock()
@@ -150,6 +149,6 @@ msg = msg:gsub('cpu %S+ %S+%s*$', '')
 say('kluabench history add FILE of %d bundles (%.0f MiB of JSON Lines) into the %d-bundle database: %.1f s '
   .. '(%.0f bundles/s; %.1f s of CPU); %s', FILE_N, size(file), N, dt, FILE_N / dt,
   (tonumber(user) or 0) + (tonumber(sys) or 0), (msg:gsub('\n$', '')))
-say('database file: %.1f MiB for %d runs', size(DB), N + FILE_N)
+say('database file: %.1f MiB for %d runs (%.0f bytes a run)', size(DB), N + FILE_N, size(DB) * 2 ^ 20 / (N + FILE_N))
 os.execute("rm -rf '" .. dir .. "'")
 io.write(table.concat(out, '\n'), '\n')
