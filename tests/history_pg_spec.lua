@@ -90,7 +90,7 @@ describe('kluabench history (PostgreSQL)', function()
     local c = history.store.counts(h)
     assert.equal(400, c.runs)
     assert.equal(400, c.samples)
-    assert.equal(1, h:query('SELECT COUNT(*) FROM schema_version')[1][1])
+    assert.equal(require('kluabench.history.schema').latest(), h:query('SELECT COUNT(*) FROM schema_version')[1][1])
     h:close()
     run({ '-e', 'os.execute("rm -rf ' .. dir .. '")' })
   end)
@@ -110,7 +110,14 @@ describe('kluabench history (PostgreSQL)', function()
         for i, row in ipairs(h:query('SELECT version FROM schema_version ORDER BY version')) do out[i] = row[1] end
         return out
       end
-      table.insert(schema.STEPS, { version = 2, description = 'a broken step',
+      -- the steps this kluabench has, 1..latest, and one more appended here
+      local latest = schema.latest()
+      local function upto(n)
+        local out = {}
+        for v = 1, n do out[v] = v end
+        return out
+      end
+      table.insert(schema.STEPS, { version = latest + 1, description = 'a broken step',
         sql = 'ALTER TABLE runs ADD COLUMN note TEXT; INSERT INTO nosuch VALUES (1)' })
       local h, err = history.open(uri)
       table.remove(schema.STEPS)
@@ -118,15 +125,15 @@ describe('kluabench history (PostgreSQL)', function()
       assert.matches(uri .. ': ', err, 1, true)
       assert.matches('nosuch', err, 1, true)
       h = assert(history.open(uri))
-      assert.same({ 1 }, versions(h))
+      assert.same(upto(latest), versions(h))
       assert.is_false(pcall(h.query, h, 'SELECT note FROM runs'))
       h:close()
-      table.insert(schema.STEPS, { version = 2, description = 'a note per run',
+      table.insert(schema.STEPS, { version = latest + 1, description = 'a note per run',
         sql = 'ALTER TABLE runs ADD COLUMN note TEXT; CREATE INDEX runs_note ON runs (note)' })
       local ok, e = pcall(function()
         for _ = 1, 2 do
           local hh = assert(history.open(uri))
-          assert.same({ 1, 2 }, versions(hh))
+          assert.same(upto(latest + 1), versions(hh))
           assert.equal(2, history.store.counts(hh).runs)
           assert.equal(2, hh:run('UPDATE runs SET note = ?', { 'kept' }))
           hh:close()
@@ -136,9 +143,54 @@ describe('kluabench history (PostgreSQL)', function()
       assert(ok, e)
       r = run({ 'history', 'list', '--db', uri })
       assert.equal(1, r.code)
-      assert.matches(uri .. ': the history database has schema version 2, newer than this kluabench knows (1)', r.err, 1,
-        true)
+      assert.matches(uri .. string.format(': the history database has schema version %d, newer than this kluabench knows (%d)',
+        latest + 1, latest), r.err, 1, true)
       run({ '-e', 'os.execute("rm -rf ' .. dir .. '")' })
+    end)
+
+  it('a version-1 database migrates to version 2 on its next open, keeping every run, document, sample and mark',
+    function()
+      if not needs_server() then return end
+      local kb = require 'kluabench'
+      local uri = server.database('v1')
+      data.v1_database(uri)
+      local raw = assert(require('kluabench.history.db').open(uri))
+      local before = {}
+      for _, r in ipairs(raw:query([[SELECT r.run_key, r.commit_sha, s.unit, s.vals, d.body FROM runs r
+        JOIN samples s ON s.run_key = r.run_key JOIN documents d ON d.id = r.run_doc]])) do
+        before[r[1]] = r
+      end
+      local fused = history.find_series(raw, { provider = 'fused' })[1].series
+      local trend = history.trend(raw, fused)
+      local commits = history.store.commits(raw)
+      raw:close()
+      local r = run({ 'history', 'list', '--db', uri })
+      assert.equal(0, r.code, r.err)
+      assert.matches('2 series, 6 run(s), 3 commit(s)', r.out, 1, true)
+      local h = assert(history.open(uri))
+      assert.equal(2, h:query('SELECT MAX(version) FROM schema_version')[1][1])
+      assert.same({ runs = 6, samples = 6, documents = 12, commits = 3, marks = 1 }, history.store.counts(h))
+      for key, b in pairs(before) do
+        assert.same({ b[3], b[4], b[2] },
+          h:query('SELECT samples_unit, samples, commit_sha FROM runs WHERE run_key = ?', { key })[1])
+      end
+      local n = 0
+      for _, cm in ipairs(commits) do
+        for _, bundle in ipairs(history.store.bundles(h, cm.sha)) do
+          local p = assert(history.point.of(bundle))
+          local key = 'sha256:' .. kb.sha256(table.concat({ p.key.protocol, p.key.workload, p.key.environment,
+            p.key.implementation, p.key.observed_at, tostring(p.key.session_index), tostring(p.key.session_count) },
+            '\n'))
+          assert.equal(assert(before[key], key)[5], kb.jcs.encode(bundle.run))
+          n = n + 1
+        end
+      end
+      assert.equal(6, n)
+      assert.same(commits, history.store.commits(h))
+      assert.same(trend, history.trend(h, fused))
+      local again = history.store.add_bundles(h, history.store.bundles(h, commits[1].sha), { commit = commits[1].sha })
+      assert.same({ 0, 2 }, { again.added, again.present })
+      h:close()
     end)
 
   it('refuses a newer schema and a foreign database by name', function()

@@ -228,8 +228,15 @@ describe('kluabench history (SQLite)', function()
         for i, row in ipairs(h:query('SELECT version FROM schema_version ORDER BY version')) do out[i] = row[1] end
         return out
       end
-      -- a step that fails half way: rolled back whole, the database stays at version 1
-      table.insert(schema.STEPS, { version = 2, description = 'a broken step',
+      -- the steps this kluabench has, 1..latest, and one more appended here
+      local latest = schema.latest()
+      local function upto(n)
+        local out = {}
+        for v = 1, n do out[v] = v end
+        return out
+      end
+      -- a step that fails half way: rolled back whole, the database stays at the latest version
+      table.insert(schema.STEPS, { version = latest + 1, description = 'a broken step',
         sql = 'ALTER TABLE runs ADD COLUMN note TEXT; INSERT INTO nosuch VALUES (1)' })
       local h, err = history.open(db)
       table.remove(schema.STEPS)
@@ -237,16 +244,16 @@ describe('kluabench history (SQLite)', function()
       assert.matches(db .. ': ', err, 1, true)
       assert.matches('nosuch', err, 1, true)
       h = assert(history.open(db))
-      assert.same({ 1 }, versions(h))
+      assert.same(upto(latest), versions(h))
       assert.is_false(pcall(h.query, h, 'SELECT note FROM runs')) -- the ALTER was rolled back with it
       h:close()
       -- a good step: applied once, on the next open; the runs are all there
-      table.insert(schema.STEPS, { version = 2, description = 'a note per run',
+      table.insert(schema.STEPS, { version = latest + 1, description = 'a note per run',
         sql = 'ALTER TABLE runs ADD COLUMN note TEXT; CREATE INDEX runs_note ON runs (note)' })
       local ok, e = pcall(function()
         for _ = 1, 2 do
           local hh = assert(history.open(db))
-          assert.same({ 1, 2 }, versions(hh))
+          assert.same(upto(latest + 1), versions(hh))
           assert.equal(4, history.store.counts(hh).runs)
           assert.equal(4, hh:run('UPDATE runs SET note = ?', { 'kept' }))
           hh:close()
@@ -257,8 +264,73 @@ describe('kluabench history (SQLite)', function()
       -- this kluabench, without that step, refuses the migrated database by name
       local r = run({ 'history', 'list', '--db', db })
       assert.equal(1, r.code)
-      assert.matches(db .. ': the history database has schema version 2, newer than this kluabench knows (1)', r.err, 1,
-        true)
+      assert.matches(db .. string.format(': the history database has schema version %d, newer than this kluabench knows (%d)',
+        latest + 1, latest), r.err, 1, true)
+    end)
+
+  it('a version-1 database migrates to version 2 on its next open, keeping every run, document, sample and mark',
+    function()
+      local db = dir .. '/v1.db'
+      data.v1_database(db)
+      -- what version 1 holds, read through its own tables
+      local raw = assert(require('kluabench.history.db').open(db))
+      local before = {}
+      for _, r in ipairs(raw:query([[SELECT r.run_key, r.commit_sha, s.unit, s.vals, d.body, p.body, e.body, w.body,
+        i.body, o.body FROM runs r JOIN samples s ON s.run_key = r.run_key JOIN documents d ON d.id = r.run_doc
+        LEFT JOIN documents p ON p.id = r.protocol_doc LEFT JOIN documents e ON e.id = r.environment_doc
+        LEFT JOIN documents w ON w.id = r.workload_doc LEFT JOIN documents i ON i.id = r.implementation_doc
+        LEFT JOIN documents o ON o.id = r.operation_doc]])) do
+        before[r[1]] = r
+      end
+      local fused = history.find_series(raw, { provider = 'fused' })[1].series
+      local trend = history.trend(raw, fused)
+      local series, commits = history.store.series(raw), history.store.commits(raw)
+      raw:close()
+      -- a reader that opens it read-only (report) says how to bring it up to date
+      local r = run({ 'report', '--db', db, '-o', dir .. '/r.html' })
+      assert.equal(1, r.code)
+      assert.matches(db .. ": the history database has schema version 1, older than this kluabench's", r.err, 1, true)
+      r = run({ 'history', 'list', '--db', db })
+      assert.equal(0, r.code, r.err)
+      assert.matches('2 series, 6 run(s), 3 commit(s)', r.out, 1, true)
+      local h = assert(history.open(db))
+      assert.same({ 1, 2 }, (function()
+        local out = {}
+        for i, row in ipairs(h:query('SELECT version FROM schema_version ORDER BY version')) do out[i] = row[1] end
+        return out
+      end)())
+      local c = history.store.counts(h)
+      assert.same({ runs = 6, samples = 6, documents = 12, commits = 3, marks = 1 }, c)
+      -- every run with its documents as written and its raw samples (the ms text of version 1)
+      for key, b in pairs(before) do
+        local row = h:query('SELECT samples_unit, samples, commit_sha FROM runs WHERE run_key = ?', { key })[1]
+        assert.same({ b[3], b[4], b[2] }, row)
+      end
+      local n = 0
+      for _, cm in ipairs(commits) do
+        for _, bundle in ipairs(history.store.bundles(h, cm.sha)) do
+          local p = assert(history.point.of(bundle))
+          local key = 'sha256:' .. kb.sha256(table.concat({ p.key.protocol, p.key.workload, p.key.environment,
+            p.key.implementation, p.key.observed_at, tostring(p.key.session_index), tostring(p.key.session_count) },
+            '\n'))
+          local b = assert(before[key], key)
+          for j, role in ipairs(history.point.ROLES) do
+            if b[j + 4] then assert.equal(b[j + 4], kb.jcs.encode(bundle[role]), role) end
+          end
+          n = n + 1
+        end
+      end
+      assert.equal(6, n)
+      -- the same series, commits, trend and mark; the runs are found again by their identity
+      assert.same(series, history.store.series(h))
+      assert.same(commits, history.store.commits(h))
+      assert.same(trend, history.trend(h, fused))
+      assert.equal(1, #history.store.marks(h, 'NVIDIA H200', fused))
+      local again = history.store.add_bundles(h, history.store.bundles(h, commits[1].sha), { commit = commits[1].sha })
+      assert.same({ 0, 2 }, { again.added, again.present })
+      h:close()
+      r = run({ 'report', '--db', db, '-o', dir .. '/r.html' })
+      assert.equal(0, r.code, r.err)
     end)
 
   it('two processes adding at once lose nothing (and migrate a new database once)', function()
@@ -287,7 +359,7 @@ describe('kluabench history (SQLite)', function()
     local c = history.store.counts(h)
     assert.equal(600, c.runs)
     assert.equal(600, c.samples)
-    assert.equal(1, h:query('SELECT COUNT(*) FROM schema_version')[1][1])
+    assert.equal(require('kluabench.history.schema').latest(), h:query('SELECT COUNT(*) FROM schema_version')[1][1])
     h:close()
   end)
 
@@ -403,8 +475,8 @@ describe('kluabench history (SQLite)', function()
       conn:close()
       r = run({ 'history', 'list', '--db', newer })
       assert.equal(1, r.code)
-      assert.matches(newer .. ': the history database has schema version 99, newer than this kluabench knows (1)',
-        r.err, 1, true)
+      assert.matches(newer .. ': the history database has schema version 99, newer than this kluabench knows ('
+        .. require('kluabench.history.schema').latest() .. ')', r.err, 1, true)
     end)
 
     it('a directory, a FIFO, an absent file (for queries), and an empty file', function()

@@ -67,4 +67,20 @@ function M.write(path, bundles)
   for _, b in ipairs(bundles) do assert(require('kluabench.record.writer').append(path, b)) end
 end
 
+--- Makes a version-1 history database at spec (a SQLite path or a postgresql:// URI), as kluabench
+-- wrote it before schema version 2: the tables of schema step 1 and the rows of
+-- tests/data/history/v1.sql (3 commits, 6 runs, 12 documents, 1 mark).
+function M.v1_database(spec)
+  local schema = require 'kluabench.history.schema'
+  local steps = schema.STEPS
+  schema.STEPS = { steps[1] }
+  local ok, err = pcall(function()
+    local h = assert(require('kluabench.history').open(spec, { create = true }))
+    h:transaction(function() h:exec(assert(sub.slurp(sub.root() .. '/tests/data/history/v1.sql'))) end)
+    h:close()
+  end)
+  schema.STEPS = steps
+  assert(ok, err)
+end
+
 return M

@@ -43,9 +43,10 @@ end
 --- What the history keeps of one bundle, or nil and why it cannot.
 --
 -- Returns {key = {protocol, workload, environment, implementation (digests), observed_at,
--- session_index, session_count}, documents = {role = document}, samples = ms list, label, kernel,
--- mode, provider, device, host, backend, noise_sd, copy_gbps}. The identity of a run is its four
--- digests, the time it was observed and its session: the same bundle added twice has the same key.
+-- session_index, session_count}, documents = {role = document}, samples = ms list, raw = {unit,
+-- values} (the samples as the evidence entry holds them), label, kernel, mode, provider, device,
+-- host, backend, noise_sd, copy_gbps}. The identity of a run is its four digests, the time it was
+-- observed and its session: the same bundle added twice has the same key.
 --
 -- @signature history_point.of(bundle) -> table | nil, message
 -- @example
@@ -68,7 +69,7 @@ function M.of(b)
   end
   if not key.observed_at then return nil, 'the run has no time (run.spec.observedAt)' end
   if not v.samples_ms then return nil, v.samples_why or 'no raw samples in the record' end
-  local label, provider = view.label_of(b)
+  local label, provider = view.label_of(b, v)
   local documents = {}
   for _, role in ipairs(M.ROLES) do
     if type(b[role]) == 'table' then documents[role] = b[role] end
@@ -76,6 +77,7 @@ function M.of(b)
   local noise = v.noise_sd
   return {
     key = key, documents = documents, samples = v.samples_ms, label = label, provider = provider,
+    raw = { unit = v.evidence.unit or 'ns', values = v.evidence.samples },
     kernel = v.kernel or label:match('^(%S+)'), mode = v.mode,
     device = v.device or 'unknown device',
     host = text(get(b, 'environment', 'metadata', 'labels', 'host_name')) or 'unknown host',
@@ -86,21 +88,27 @@ function M.of(b)
 end
 
 --- A bundle for kluabench.report.compare from stored documents and samples (the inverse of
--- point.of): the documents by role, with the raw samples where the reader finds them.
+-- point.of): the documents by role, with the raw samples where the reader finds them. unit: the
+-- samples' ("ns", "us", "ms", "s"; default "ms"); ms samples are given back in ns.
 --
--- @signature history_point.bundle(documents, samples) -> bundle
+-- @signature history_point.bundle(documents, samples [, unit]) -> bundle
 -- @example
---   local b = history_point.bundle({run = {spec = {workloadDigest = "sha256:ab"}}}, {0.1, 0.2})
+--   local b = history_point.bundle({run = {spec = {workloadDigest = "sha256:ab"}}}, {6240, 6272}, "ns")
 --   print(#require("kluabench.record.evidence").of(b).samples)
-function M.bundle(documents, samples)
+function M.bundle(documents, samples, unit)
   args.check('history_point.bundle', 1, documents, 'table', 'table of documents')
   args.check('history_point.bundle', 2, samples, 'table|nil', 'list of samples')
+  args.check('history_point.bundle', 3, unit, 'string|nil', 'unit of the samples')
   local b = {}
   for role, doc in pairs(documents) do b[role] = doc end
   if samples and type(get(b, 'run', 'spec')) == 'table' then
-    local ns = {}
-    for i, ms in ipairs(samples) do ns[i] = ms * 1e6 end
-    evidence.attach(b, { format = evidence.FORMAT, unit = 'ns', samples = ns })
+    unit = unit or 'ms'
+    if unit == 'ms' then
+      local ns = {}
+      for i, ms in ipairs(samples) do ns[i] = ms * 1e6 end
+      samples, unit = ns, 'ns'
+    end
+    evidence.attach(b, { format = evidence.FORMAT, unit = unit, samples = samples })
   end
   return b
 end

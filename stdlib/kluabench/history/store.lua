@@ -3,7 +3,6 @@
 -- kluabench.history.point.
 local core = require 'kluabench.core'
 local point = require 'kluabench.history.point'
-local stats = require 'kluabench.stats'
 local inference = require 'kluabench.stats.inference'
 
 local M = {}
@@ -51,55 +50,88 @@ local function check_meta(meta)
   }
 end
 
--- Inserts a document once; returns its id. seen[doc] caches the id of a
--- table already encoded in this call (bundles of one sweep may share their
--- documents' tables), seen[id] the ids already inserted.
-local function put_document(h, doc, kind, digest, seen)
-  local id = seen.tables[doc]
+-- Inserts a document; returns its id (a number the database assigns).
+-- A run's own document is a row of its own (it belongs to that run only);
+-- the others (protocol, environment, workload, implementation, operation)
+-- are stored once and shared, found by the SHA-256 of their text.
+-- seen.tables[doc] caches the id of a table already stored in this call
+-- (the bundles of one sweep share their documents' tables), seen.shared[sha]
+-- the id of a shared text.
+local function put_document(h, doc, role, kind, digest, seen)
+  local shared = role ~= 'run'
+  local id = shared and seen.tables[doc]
   if id then return id end
   local body = core.jcs.encode(doc)
-  id = 'sha256:' .. sha(body)
-  seen.tables[doc] = id
-  if not seen[id] then
-    h:run('INSERT INTO documents (id, kind, digest, body) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING',
-      { id, kind, digest, body })
-    seen[id] = true
+  local key = 'sha256:' .. sha(body)
+  id = shared and seen.shared[key]
+  if not id then
+    local rows = h:query('INSERT INTO documents (sha, role, kind, digest, body) VALUES (?, ?, ?, ?, ?) '
+      .. "ON CONFLICT (sha) WHERE role <> 'run' DO NOTHING RETURNING id", { key, role, kind, digest, body })
+    id = rows[1] and rows[1][1]
+      or h:query("SELECT id FROM documents WHERE sha = ? AND role <> 'run'", { key })[1][1]
+    if shared then seen.shared[key] = id end
   end
+  if shared then seen.tables[doc] = id end
   return id
 end
 
 local ROLE_DIGEST = { protocol = 'protocol', environment = 'environment', workload = 'workload',
   implementation = 'implementation' }
 
+local INSERT_RUN = [[INSERT INTO runs (run_key, protocol_digest, workload_digest, environment_digest,
+    implementation_digest, observed_at, session_index, session_count, commit_sha, series, session_group,
+    kernel, point, provider, device, host, backend, median_ms, lo_ms, hi_ms, n_samples, noise_sd, copy_gbps,
+    run_doc, protocol_doc, environment_doc, workload_doc, implementation_doc, operation_doc, samples_unit,
+    samples, source, added_at)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    ON CONFLICT DO NOTHING]]
+
+-- The raw samples as JSON: integers (ns, as recorded) joined as they are.
+local function samples_json(values)
+  for _, v in ipairs(values) do
+    if math.type(v) ~= 'integer' then return core.jcs.encode(core.jcs.array(values)) end
+  end
+  return '[' .. table.concat(values, ',') .. ']'
+end
+
 -- Adds one point (point.of) in the open transaction; true when new.
 local function add_point(h, p, m, seen, added_at)
-  local key = run_key(p.key)
-  if #h:query('SELECT 1 FROM runs WHERE run_key = ?', { key }) > 0 then return false end
+  local k = p.key
+  local key = run_key(k)
+  if #h:query('SELECT 1 FROM runs WHERE observed_at = ? AND run_key = ?', { k.observed_at, key }) > 0 then
+    return false
+  end
   local ids = {}
   for _, role in ipairs(point.ROLES) do
     local doc = p.documents[role]
     if doc then
       local kind = type(doc.kind) == 'string' and doc.kind or role
-      ids[role] = put_document(h, doc, kind, ROLE_DIGEST[role] and p.key[ROLE_DIGEST[role]] or nil, seen)
+      ids[role] = put_document(h, doc, role, kind, ROLE_DIGEST[role] and k[ROLE_DIGEST[role]] or nil, seen)
     end
   end
-  local median = stats.median(p.samples)
-  local lo, hi = nil, nil
-  if #p.samples >= 2 then lo, hi = inference.median_ci(p.samples, 0.95) end
-  local group = 'sha256:' .. sha(table.concat({ m.commit, p.key.environment, p.host, m.batch or '',
-    tostring(p.key.session_index) }, '\n'))
-  h:run([[INSERT INTO runs (run_key, protocol_digest, workload_digest, environment_digest,
-    implementation_digest, observed_at, session_index, session_count, commit_sha, series, session_group,
-    kernel, point, provider, device, host, backend, median_ms, lo_ms, hi_ms, n_samples, noise_sd, copy_gbps,
-    run_doc, protocol_doc, environment_doc, workload_doc, implementation_doc, operation_doc, source, added_at)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)]], {
-    n = 31, key, p.key.protocol, p.key.workload, p.key.environment, p.key.implementation, p.key.observed_at,
-    p.key.session_index, p.key.session_count, m.commit, M.series_key(p.key.workload, p.mode, p.provider, p.device),
-    group, p.kernel, p.label, p.provider, p.device, p.host, p.backend, median, lo, hi, #p.samples, p.noise_sd,
+  -- the median and its 95 % interval (order statistics) from one sort
+  local n = #p.samples
+  local sorted = table.move(p.samples, 1, n, 1, {})
+  table.sort(sorted)
+  local _, median, lo, hi = inference.rse_median(sorted, { sorted = true })
+  if n < 2 then lo, hi = nil, nil end
+  local text = table.concat({ m.commit, k.environment, p.host, m.batch or '', tostring(k.session_index) }, '\n')
+  local group = seen.groups[text]
+  if not group then
+    group = 'sha256:' .. sha(text)
+    seen.groups[text] = group
+  end
+  local added = h:run(INSERT_RUN, {
+    n = 33, key, k.protocol, k.workload, k.environment, k.implementation, k.observed_at,
+    k.session_index, k.session_count, m.commit, M.series_key(k.workload, p.mode, p.provider, p.device),
+    group, p.kernel, p.label, p.provider, p.device, p.host, p.backend, median, lo, hi, n, p.noise_sd,
     p.copy_gbps, ids.run, ids.protocol, ids.environment, ids.workload, ids.implementation, ids.operation,
-    m.source, added_at })
-  h:run('INSERT INTO samples (run_key, unit, n, vals) VALUES (?, ?, ?, ?)',
-    { key, 'ms', #p.samples, core.jcs.encode(core.jcs.array(p.samples)) })
+    p.raw.unit, samples_json(p.raw.values), m.source, added_at })
+  if added == 0 then
+    -- another process added the same run meanwhile (PostgreSQL): its own document goes again
+    h:run('DELETE FROM documents WHERE id = ?', { ids.run })
+    return false
+  end
   return true
 end
 
@@ -138,7 +170,7 @@ function M.add_bundles(h, bundles, meta)
     local p, why = point.of(b)
     if p then points[#points + 1] = p else summary.refused[#summary.refused + 1] = { index = i, why = why } end
   end
-  local seen, added_at = { tables = setmetatable({}, { __mode = 'k' }) }, now()
+  local seen, added_at = { tables = setmetatable({}, { __mode = 'k' }), shared = {}, groups = {} }, now()
   for first = 1, #points, M.BATCH do
     require('kluabench.io.args').stop_if_interrupted()
     local added, present = h:transaction(function()
@@ -331,12 +363,12 @@ end
 function M.bundles(h, commit, series)
   args.check('history_store.bundles', 1, h, 'table', 'history database handle (history.open)')
   args.check('history_store.bundles', 2, commit, 'string', 'commit')
-  local sql = [[SELECT r.run_key, d.body, p.body, e.body, w.body, i.body, o.body, s.vals FROM runs r
-    JOIN documents d ON d.id = r.run_doc
+  local sql = [[SELECT r.run_key, d.body, p.body, e.body, w.body, i.body, o.body, r.samples, r.samples_unit
+    FROM runs r JOIN documents d ON d.id = r.run_doc
     LEFT JOIN documents p ON p.id = r.protocol_doc LEFT JOIN documents e ON e.id = r.environment_doc
     LEFT JOIN documents w ON w.id = r.workload_doc LEFT JOIN documents i ON i.id = r.implementation_doc
-    LEFT JOIN documents o ON o.id = r.operation_doc JOIN samples s ON s.run_key = r.run_key
-    WHERE r.commit_sha = ?]] .. (series and ' AND r.series = ?' or '') .. ' ORDER BY r.observed_at'
+    LEFT JOIN documents o ON o.id = r.operation_doc
+    WHERE r.commit_sha = ?]] .. (series and ' AND r.series = ?' or '') .. ' ORDER BY r.observed_at, r.id'
   local rows = h:query(sql, series and { commit, series } or { commit })
   local out = {}
   for i, r in ipairs(rows) do
@@ -344,7 +376,7 @@ function M.bundles(h, commit, series)
     for j, role in ipairs(point.ROLES) do
       if r[j + 1] then docs[role] = core.jcs.decode(r[j + 1]) end
     end
-    out[i] = point.bundle(docs, core.jcs.decode(r[8]))
+    out[i] = point.bundle(docs, core.jcs.decode(r[8]), r[9])
   end
   return out
 end
@@ -382,7 +414,8 @@ function M.marks(h, device, series)
   return out
 end
 
---- How many runs, documents, samples and commits the database holds.
+--- How many runs, documents, commits and marks the database holds, and how many runs have their
+-- raw samples (samples: every run has, in its row).
 --
 -- @signature history_store.counts(h) -> {runs, documents, samples, commits, marks}
 -- @example
@@ -391,9 +424,10 @@ end
 function M.counts(h)
   args.check('history_store.counts', 1, h, 'table', 'history database handle (history.open)')
   local out = {}
-  for _, t in ipairs { 'runs', 'documents', 'samples', 'commits', 'marks' } do
+  for _, t in ipairs { 'runs', 'documents', 'commits', 'marks' } do
     out[t] = h:query('SELECT COUNT(*) FROM ' .. t)[1][1]
   end
+  out.samples = h:query("SELECT COUNT(*) FROM runs WHERE samples <> '[]'")[1][1]
   return out
 end
 

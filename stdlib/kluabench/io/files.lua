@@ -70,6 +70,29 @@ function M.read_text(path, max_bytes)
   return text
 end
 
+--- The lines of a text: split at each "\n", one "\r" before it dropped; the piece after the last
+-- "\n" is a line too (empty when the text ends with one; a "\r" ending it dropped), as
+-- `(text .. "\n"):gmatch("(.-)\r?\n")`
+-- gives them, but with a plain search for each newline (that pattern costs about a hundred machine
+-- instructions a byte: most of the time of reading a large JSON Lines file).
+--
+-- @signature report.lines(text) -> {line, ...}
+-- @example
+--   print(#report.lines("a\r\nb\n")) --> 3
+function M.lines(text)
+  args.check('report.lines', 1, text, 'string', 'text')
+  local out, pos, n = {}, 1, #text
+  while pos <= n + 1 do
+    local nl = text:find('\n', pos, true)
+    local line = text:sub(pos, (nl or n + 1) - 1)
+    if line:byte(-1) == 13 then line = line:sub(1, -2) end
+    out[#out + 1] = line
+    if not nl then break end
+    pos = nl + 1
+  end
+  return out
+end
+
 local tmp_counter = 0
 
 -- Longest path and file name the system takes (Linux's PATH_MAX and

@@ -261,7 +261,7 @@ local function index_of(path)
   ix = { lines = {}, by_digest = {} }
   local k = core()
   local n = 0
-  for line in (text .. '\n'):gmatch('(.-)\r?\n') do
+  for _, line in ipairs(files.lines(text)) do
     n = n + 1
     ix.lines[n] = line
   end
@@ -359,6 +359,9 @@ function M.resolve(bundle, records_path)
   return entry
 end
 
+-- The factor from each unit of raw samples to ms.
+local TO_MS = { ns = 1e-6, us = 1e-3, ms = 1, s = 1e3 }
+
 --- The raw samples of an entry in ms, or nil and why (none, an unknown unit, a value that is not a
 -- finite positive number).
 --
@@ -369,7 +372,7 @@ function M.samples_ms(entry)
   if type(entry) ~= 'table' or type(entry.samples) ~= 'table' or #entry.samples == 0 then
     return nil, 'no raw samples in the record'
   end
-  local scale = ({ ns = 1e-6, us = 1e-3, ms = 1, s = 1e3 })[entry.unit or 'ns']
+  local scale = TO_MS[entry.unit or 'ns']
   if not scale then return nil, 'samples in unknown unit ' .. tostring(entry.unit) end
   local out = {}
   for i, v in ipairs(entry.samples) do

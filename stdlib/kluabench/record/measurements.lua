@@ -35,8 +35,13 @@ M.ORDER = { 'p20_ns', 'p80_ns', 'stdev_ns', 'gbps', 'tflops', 'copy_gbps', 'pct_
   'bytes', 'flops', 'session', 'sessions', 'noise_sd', 'implausible', 'rel_l2', 'sm_mhz', 'energy_j', 'energy_j_min',
   'energy_j_max', 'power_w' }
 
+-- metric -> unit -> statistic -> field (tables rather than a joined key: no string is made per lookup)
 local BY_KEY = {}
-for field, m in pairs(M.FIELDS) do BY_KEY[m.metric .. '/' .. m.unit .. '/' .. m.statistic] = field end
+for field, m in pairs(M.FIELDS) do
+  BY_KEY[m.metric] = BY_KEY[m.metric] or {}
+  BY_KEY[m.metric][m.unit] = BY_KEY[m.metric][m.unit] or {}
+  BY_KEY[m.metric][m.unit][m.statistic] = field
+end
 
 local function finite(v) return type(v) == 'number' and v == v and v > -math.huge and v < math.huge end
 
@@ -78,7 +83,9 @@ function M.fields(list)
   local out, others = {}, {}
   for _, m in ipairs(type(list) == 'table' and list or {}) do
     if type(m) == 'table' then
-      local f = BY_KEY[tostring(m.metric) .. '/' .. tostring(m.unit) .. '/' .. tostring(m.statistic)]
+      local units = m.metric ~= nil and BY_KEY[m.metric]
+      local stats = units and m.unit ~= nil and units[m.unit]
+      local f = stats and m.statistic ~= nil and stats[m.statistic]
       if f and finite(m.value) then out[f] = m.value else others[#others + 1] = m end
     end
   end

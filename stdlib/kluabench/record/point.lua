@@ -54,14 +54,17 @@ function M.of(b)
 end
 
 --- A label for people of a bundle's point ("llama4_rope forward hidden512-...-bf16") and its
--- provider.
+-- provider. p: the bundle's point.of when the caller has it already (it is not made again).
 --
--- @signature point.label_of(bundle) -> label, provider
+-- @signature point.label_of(bundle [, p]) -> label, provider
 -- @example
 --   local label, provider = point.label_of(bundle)
-function M.label_of(b)
-  local ok, p = pcall(M.of, b)
-  if not ok then return '?', '?' end
+function M.label_of(b, p)
+  if not p then
+    local ok
+    ok, p = pcall(M.of, b)
+    if not ok then return '?', '?' end
+  end
   local parts = { p.kernel or get(b, 'workload', 'metadata', 'name') or '?' }
   parts[#parts + 1] = p.mode
   parts[#parts + 1] = p.id

@@ -103,7 +103,7 @@ function M.items(text, label, opts)
   end
   local n = 0
   local last = tolerant and select(2, text:gsub('\n', '')) + 1 -- the line after the last newline
-  for line in (text .. '\n'):gmatch('(.-)\r?\n') do
+  for _, line in ipairs(files.lines(text)) do
     n = n + 1
     if line:match('%S') then
       local v, err = output.decode(line)
