@@ -35,7 +35,8 @@ static double check_tolerance(lua_State *L, int arg, const char *name) {
  * @signature kb.compare_elements(got, want, atol, rtol) -> table
  * @section usercode
  * @example
- *   print(kb.compare_elements(t, t, 0, 0).mismatches)
+ *   local t = kb.randn({2, 3}, "f32", 1)
+ *   print(kb.compare_elements(t, t:clone(), 0, 0).mismatches) --> 0
  */
 /* kb.compare_elements(got, want, atol, rtol) -> {n, mismatches, unwritten,
  * nan_mismatch, inf_mismatch, want_nan, max_abs, worst = {index, got, want}}.

@@ -135,7 +135,10 @@ static int l_chmod(lua_State *L) {
  * @signature kb.mkdir(path) -> true | nil, message, errno
  * @section digest
  * @example
- *   local ok, err, errno = kb.mkdir(os.tmpname() .. ".d")
+ *   local dir = os.tmpname(); os.remove(dir) -- a name nothing has
+ *   local ok, err, errno = kb.mkdir(dir)
+ *   print(select(3, kb.mkdir(dir))) --> 17
+ *   os.remove(dir)
  */
 /* mkdir(path) -> true, or nil, "path: reason", errno (EEXIST included:
  * the caller decides whether an existing directory is fine). Mode 0777

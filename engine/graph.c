@@ -84,6 +84,9 @@ static void unpin_all(lua_State *L, int graph_idx) {
  * @signature kb.graph(fn [, device]) -> Graph
  * @section timing
  * @example
+ *   local q = kb.randn({1, 2048, 32, 16}, "bf16", 1)
+ *   local k = kb.randn({1, 2048, 8, 16}, "bf16", 2)
+ *   local f = kb.rope.freqs(2048, 16)
  *   local g = kb.graph(function() kb.rope.llama4_fwd(q, k, f, {inplace = true}) end)
  *   g:replay(10)
  */
@@ -130,6 +133,8 @@ static int l_graph(lua_State *L) {
  * @signature g:replay([n]) -> g
  * @section timing
  * @example
+ *   local x = kb.randn({1 << 20}, "f32", 1)
+ *   local g = kb.graph(function() x:add_(1) end)
  *   g:replay(100); kb.synchronize()
  */
 /* g:replay([n]): launch the graph n times (default 1). */
@@ -147,6 +152,8 @@ static int gr_replay(lua_State *L) {
  * @signature g:free()
  * @section timing
  * @example
+ *   local x = kb.randn({1 << 20}, "f32", 1)
+ *   local g = kb.graph(function() x:add_(1) end)
  *   g:free()
  */
 static int gr_free(lua_State *L) {

@@ -257,6 +257,8 @@ static int mod_ptx(lua_State *L) {
  * @signature mod:cubin() -> bytes | nil, why
  * @section usercode
  * @example
+ *   local m = kb.cuda.compile([[extern "C" __global__ void scale(float *y, const float *x, float a, int n) {
+ *     int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = a * x[i]; }]], {cache = false})
  *   local bytes = m:cubin()
  */
 static int mod_cubin(lua_State *L) {
@@ -332,6 +334,8 @@ static kb_kernel *check_kernel(lua_State *L, int arg) {
  * @signature mod:kernel(name, signature) -> Kernel
  * @section usercode
  * @example
+ *   local m = kb.cuda.compile([[extern "C" __global__ void scale(float *y, const float *x, float a, int n) {
+ *     int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = a * x[i]; }]], {cache = false})
  *   local k = m:kernel("scale", "ptr, ptr, f32, i32")
  */
 /* module:kernel(name, signature) -> Kernel. name: a kernel's name as
@@ -576,6 +580,11 @@ static CUresult launch_packed(kb_kernel *k, const launch_cfg *c) {
  * @signature kern:launch{grid = g, block = b [, shared = bytes], args = {...}} -> kern
  * @section usercode
  * @example
+ *   local m = kb.cuda.compile([[extern "C" __global__ void scale(float *y, const float *x, float a, int n) {
+ *     int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = a * x[i]; }]], {cache = false})
+ *   local k = m:kernel("scale", "ptr, ptr, f32, i32")
+ *   local n = 1 << 20
+ *   local x, y = kb.randn({n}, "f32", 1), kb.empty({n}, "f32")
  *   k:launch{grid = (n + 255) // 256, block = 256, args = {y, x, 2.0, n}}
  */
 /* kernel:launch{grid = g, block = b [, shared = bytes], args = {...}} -> kernel */
@@ -609,7 +618,11 @@ static long long mono_ns(void) {
  * @signature kern:launch_repeat(opts, n) -> ns
  * @section usercode
  * @example
- *   local ns = k:launch_repeat({grid = 1, block = 32, args = {y, x, 2.0, n}}, 1000)
+ *   local m = kb.cuda.compile([[extern "C" __global__ void scale(float *y, const float *x, float a, int n) {
+ *     int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = a * x[i]; }]], {cache = false})
+ *   local k = m:kernel("scale", "ptr, ptr, f32, i32")
+ *   local x, y = kb.randn({32}, "f32", 1), kb.empty({32}, "f32")
+ *   local ns = k:launch_repeat({grid = 1, block = 32, args = {y, x, 2.0, 32}}, 1000)
  *   print(ns / 1000 .. " ns a launch")
  */
 /* kernel:launch_repeat(opts, n) -> ns: packs opts once (as launch does, with
@@ -732,6 +745,9 @@ static int a_tostring(lua_State *L) {
  * @signature kern:attributes() -> table
  * @section usercode
  * @example
+ *   local m = kb.cuda.compile([[extern "C" __global__ void scale(float *y, const float *x, float a, int n) {
+ *     int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = a * x[i]; }]], {cache = false})
+ *   local k = m:kernel("scale", "ptr, ptr, f32, i32")
  *   print(k:attributes().registers)
  */
 /* kernel:attributes() -> {registers, shared_bytes, local_bytes, ...} */
@@ -752,6 +768,9 @@ static int k_attributes(lua_State *L) {
  * @signature kern:occupancy(block_size [, shared]) -> table
  * @section usercode
  * @example
+ *   local m = kb.cuda.compile([[extern "C" __global__ void scale(float *y, const float *x, float a, int n) {
+ *     int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = a * x[i]; }]], {cache = false})
+ *   local k = m:kernel("scale", "ptr, ptr, f32, i32")
  *   print(k:occupancy(256).blocks_per_sm)
  */
 /* kernel:occupancy(block_size [, shared]) -> {blocks_per_sm, active_warps,
@@ -786,7 +805,10 @@ static int k_occupancy(lua_State *L) {
  * @signature kern:info() -> table
  * @section usercode
  * @example
- *   local impl = record.user_implementation{provider = "mine", kernel = "llama4_rope", info = k:info()}
+ *   local m = kb.cuda.compile([[extern "C" __global__ void scale(float *y, const float *x, float a, int n) {
+ *     int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = a * x[i]; }]], {cache = false})
+ *   local k = m:kernel("scale", "ptr, ptr, f32, i32")
+ *   local impl = record.user_implementation{provider = "mine", kernel = "scale", info = k:info()}
  */
 /* kernel:info() -> {name, symbol, signature, module = module:info()} */
 static int k_info(lua_State *L) {

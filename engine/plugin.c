@@ -146,6 +146,7 @@ static kb_plugin_ud *check_plugin_ud(lua_State *L, int arg) {
  * @signature plugin:kernel(name) -> PluginKernel
  * @section usercode
  * @example
+ *   local p = kb.plugin.load(kb.executable():match("^(.*)/") .. "/plugins/libscale_add.so")
  *   local scale_add = p:kernel("scale_add")
  */
 /* plugin:kernel(name) -> PluginKernel */
@@ -172,7 +173,8 @@ static int p_kernel(lua_State *L) {
  * @signature plugin:kernels() -> {names}
  * @section usercode
  * @example
- *   print(table.concat(p:kernels(), ", "))
+ *   local p = kb.plugin.load(kb.executable():match("^(.*)/") .. "/plugins/libscale_add.so")
+ *   print(table.concat(p:kernels(), ", ")) --> scale_add
  */
 /* plugin:kernels() -> {names} in the plugin's order */
 static int p_kernels(lua_State *L) {
@@ -202,6 +204,7 @@ static void push_info_copy(lua_State *L, int idx) {
  * @signature plugin:info() -> table
  * @section usercode
  * @example
+ *   local p = kb.plugin.load(kb.executable():match("^(.*)/") .. "/plugins/libscale_add.so")
  *   print(p:info().sha256)
  */
 static int p_info(lua_State *L) {
@@ -285,7 +288,10 @@ static size_t entry_message(char msg[PLUGIN_MSG_BYTES], const char err[PLUGIN_ER
  * @name pk:call
  * @section usercode
  * @example
- *   scale_add(out, x, y, 2.0)
+ *   local p = kb.plugin.load(kb.executable():match("^(.*)/") .. "/plugins/libscale_add.so")
+ *   local scale_add = p:kernel("scale_add")
+ *   local x, y, out = kb.randn({8}, "f32", 1), kb.randn({8}, "f32", 2), kb.empty({8}, "f32")
+ *   scale_add(out, x, y, 2.0) -- out = 2 x + y
  */
 /* pk(args...) / pk:call(args...) -> pk */
 static int pk_call(lua_State *L) {
@@ -326,7 +332,8 @@ static int pk_call(lua_State *L) {
  * @signature pk:info() -> table
  * @section usercode
  * @example
- *   print(scale_add:info().signature)
+ *   local p = kb.plugin.load(kb.executable():match("^(.*)/") .. "/plugins/libscale_add.so")
+ *   print(p:kernel("scale_add"):info().signature) --> tensor, tensor, tensor, f64
  */
 /* pk:info() -> {name, signature, cuda, cpu, doc, plugin = plugin:info()} */
 static int pk_info(lua_State *L) {

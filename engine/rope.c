@@ -453,6 +453,9 @@ static void push_outputs(lua_State *L, const char *fn, int inplace, kb_tensor **
  * @signature kb.rope.llama4_bwd(dq, dk, freqs [, opts]) -> dq_in, dk_in
  * @section rope
  * @example
+ *   local gq = kb.randn({1, 128, 32, 16}, "bf16", 1)
+ *   local gk = kb.randn({1, 128, 8, 16}, "bf16", 2)
+ *   local f = kb.rope.freqs(128, 16)
  *   local dq, dk = kb.rope.llama4_bwd(gq, gk, f, {impl = "reference"})
  */
 /*** Rotate-half RoPE (pairs (i, i + D/2)), as Hugging Face's Llama/Qwen apply_rotary_pos_emb.
@@ -462,6 +465,9 @@ static void push_outputs(lua_State *L, const char *fn, int inplace, kb_tensor **
  * @signature kb.rope.neox_fwd(q, k, freqs [, opts]) -> q_out, k_out
  * @section rope
  * @example
+ *   local q = kb.randn({1, 128, 32, 16}, "bf16", 1)
+ *   local k = kb.randn({1, 128, 8, 16}, "bf16", 2)
+ *   local f = kb.rope.freqs(128, 16)
  *   local qo, ko = kb.rope.neox_fwd(q, k, f, {inplace = true})
  */
 /*** Backward of neox_fwd.
@@ -469,6 +475,9 @@ static void push_outputs(lua_State *L, const char *fn, int inplace, kb_tensor **
  * @signature kb.rope.neox_bwd(dq, dk, freqs [, opts]) -> dq_in, dk_in
  * @section rope
  * @example
+ *   local gq = kb.randn({1, 128, 32, 16}, "bf16", 1)
+ *   local gk = kb.randn({1, 128, 8, 16}, "bf16", 2)
+ *   local f = kb.rope.freqs(128, 16)
  *   local dq, dk = kb.rope.neox_bwd(gq, gk, f)
  */
 /*** llama4_fwd of q and k and llama4_bwd of dq and dk in one pass (one kernel launch on CUDA).
@@ -493,6 +502,9 @@ static void push_outputs(lua_State *L, const char *fn, int inplace, kb_tensor **
  * @signature kb.rope.neox_fwd_bwd(q, k, dq, dk, freqs [, opts]) -> q_out, k_out, dq_in, dk_in
  * @section rope
  * @example
+ *   local q = kb.randn({1, 128, 32, 16}, "bf16", 1)
+ *   local k = kb.randn({1, 128, 8, 16}, "bf16", 2)
+ *   local f = kb.rope.freqs(128, 16)
  *   local qo, ko, dq, dk = kb.rope.neox_fwd_bwd(q, k, q:clone(), k:clone(), f, {impl = "reference"})
  */
 /*** The floor of a fused RoPE call: its bytes moved in one launch, without arithmetic.
@@ -504,6 +516,9 @@ static void push_outputs(lua_State *L, const char *fn, int inplace, kb_tensor **
  * @signature kb.rope.floor(q, k, freqs [, opts]) -> q_out, k_out
  * @section rope
  * @example
+ *   local q = kb.randn({1, 128, 32, 16}, "bf16", 1)
+ *   local k = kb.randn({1, 128, 8, 16}, "bf16", 2)
+ *   local f = kb.rope.freqs(128, 16)
  *   local q2, k2 = kb.rope.floor(q, k, f)
  */
 /*** The floor of llama4_fwd_bwd and neox_fwd_bwd: both passes' bytes in one launch.
@@ -514,6 +529,9 @@ static void push_outputs(lua_State *L, const char *fn, int inplace, kb_tensor **
  * @signature kb.rope.floor_fwd_bwd(q, k, dq, dk, freqs [, opts]) -> q_out, k_out, dq_out, dk_out
  * @section rope
  * @example
+ *   local q = kb.randn({1, 128, 32, 16}, "bf16", 1)
+ *   local k = kb.randn({1, 128, 8, 16}, "bf16", 2)
+ *   local f = kb.rope.freqs(128, 16)
  *   local a, b, c, d = kb.rope.floor_fwd_bwd(q, k, q:clone(), k:clone(), f, {inplace = true})
  */
 static int l_rope(lua_State *L) {

@@ -137,9 +137,9 @@ static const char *signal_name(int sig) {
  * @section signals
  * @example
  *   kb.defer_interrupts(true)
- *   for _, pt in ipairs(points) do
- *     if kb.interrupted() then break end
- *     run(pt)
+ *   for _, n in ipairs({1024, 2048, 4096}) do
+ *     if kb.interrupted() then break end -- Ctrl-C: stop after the point in progress
+ *     print(n, kb.randn({n}, "f32", 1):sum():item())
  *   end
  *   kb.defer_interrupts(false)
  */

@@ -212,7 +212,8 @@ static int l_from_table(lua_State *L) {
  * @signature t:numel() -> integer
  * @section tensor_methods
  * @example
- *   print(t:numel(), #t)
+ *   local t = kb.empty({2, 3})
+ *   print(t:numel(), #t) --> 6  6
  */
 /* ---- methods ----------------------------------------------------------- */
 
@@ -226,7 +227,9 @@ static int m_numel(lua_State *L) {
  * @signature t:nbytes() -> integer
  * @section tensor_methods
  * @example
- *   local gb = (q:nbytes() + k:nbytes()) * 2 / 1e9
+ *   local q = kb.empty({1, 2048, 32, 16}, "bf16")
+ *   local k = kb.empty({1, 2048, 8, 16}, "bf16")
+ *   local gb = (q:nbytes() + k:nbytes()) * 2 / 1e9 -- read once and written once
  */
 static int m_nbytes(lua_State *L) {
   lua_pushinteger(L, (lua_Integer)kb_tensor_nbytes(kb_check_tensor(L, 1)));
@@ -294,7 +297,9 @@ static void check_same_shape(lua_State *L, const kb_tensor *a, const kb_tensor *
  * @signature t:clone() -> Tensor
  * @section tensor_methods
  * @example
+ *   local q = kb.randn({2, 3}, "bf16", 1)
  *   local q0 = q:clone()
+ *   q:fill_(0) -- q0 keeps the values
  */
 static int m_clone(lua_State *L) {
   kb_tensor *t = kb_check_tensor(L, 1);
@@ -308,7 +313,8 @@ static int m_clone(lua_State *L) {
  * @signature t:copy_(src) -> t
  * @section tensor_methods
  * @example
- *   kb.empty(q.shape, "f32"):copy_(q)
+ *   local q = kb.randn({2, 3}, "bf16", 1)
+ *   local wide = kb.empty(q.shape, "f32"):copy_(q)
  */
 static int m_copy_(lua_State *L) {
   kb_tensor *dst = kb_check_tensor(L, 1), *src = kb_check_tensor(L, 2);
@@ -338,6 +344,7 @@ static int m_fill_(lua_State *L) {
  * @signature t:to(device_or_dtype) -> Tensor
  * @section tensor_methods
  * @example
+ *   local t = kb.randn({2, 3}, "f32", 1)
  *   local host = t:to("cpu")
  *   local wide = t:to("f64")
  */
@@ -413,7 +420,9 @@ static int t_gc(lua_State *L) { return release(L, NULL); }
  * @section tensor_methods
  * @kind property
  * @example
+ *   local q = kb.empty({1, 2048, 32, 16}, "bf16")
  *   local B, S, H, D = table.unpack(q.shape)
+ *   print(S, H) --> 2048  32
  */
 /* ---- properties, printing ------------------------------------------------ */
 
@@ -432,7 +441,7 @@ static int p_shape(lua_State *L, kb_tensor *t) {
  * @section tensor_methods
  * @kind property
  * @example
- *   print(t.dtype)
+ *   print(kb.empty({2, 3}, "bf16").dtype) --> bf16
  */
 static int p_dtype(lua_State *L, kb_tensor *t) {
   lua_pushstring(L, kb_dtype_name(t->dtype));
@@ -445,7 +454,7 @@ static int p_dtype(lua_State *L, kb_tensor *t) {
  * @section tensor_methods
  * @kind property
  * @example
- *   print(t.device)
+ *   print(kb.empty({2, 3}, "f32", "cpu").device) --> cpu
  */
 static int p_device(lua_State *L, kb_tensor *t) {
   lua_pushstring(L, t->dev->device);
@@ -458,6 +467,7 @@ static int p_device(lua_State *L, kb_tensor *t) {
  * @section tensor_methods
  * @kind property
  * @example
+ *   local q = kb.empty({1, 2048, 32, 16}, "bf16")
  *   assert(q.ndim == 4)
  */
 static int p_ndim(lua_State *L, kb_tensor *t) {
@@ -533,6 +543,8 @@ static int t_len(lua_State *L) { return m_numel(L); }
  * @signature kb.max_abs_diff(a, b) -> number
  * @section tensors
  * @example
+ *   local ref = kb.randn({256}, "f32", 1)
+ *   local out = ref:to("f16") -- rounded to f16: off by at most half an f16 ulp
  *   assert(kb.max_abs_diff(out, ref) < 1e-2)
  */
 /* Host copies of a and b as doubles are compared element by element; the
@@ -558,7 +570,9 @@ static int l_max_abs_diff(lua_State *L) {
  * @signature kb.rel_l2(a, b) -> number
  * @section tensors
  * @example
- *   print(kb.rel_l2(gpu_out:to("cpu"), cpu_out))
+ *   local out = kb.randn({256}, "f32", 1)        -- on the selected backend
+ *   local ref = kb.randn({256}, "f32", 1, "cpu") -- the same values on the CPU path
+ *   print(kb.rel_l2(out:to("cpu"), ref))
  */
 /* ||a - b|| / ||b||, b being the reference; 0 when both are all zero, inf
  * when only b is. */

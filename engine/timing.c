@@ -28,8 +28,9 @@ static kb_event *check_event(lua_State *L, int arg) {
  * @signature kb.event([device]) -> Event
  * @section timing
  * @example
+ *   local x = kb.randn({1 << 20}, "f32", 1)
  *   local e0, e1 = kb.event(), kb.event()
- *   e0:record(); work(); e1:record()
+ *   e0:record(); x:add_(1); e1:record()
  *   e1:synchronize()
  *   print(kb.elapsed_ms(e0, e1))
  */
@@ -49,6 +50,7 @@ static int l_event(lua_State *L) {
  * @signature ev:record() -> ev
  * @section timing
  * @example
+ *   local start = kb.event()
  *   start:record()
  */
 static int ev_record(lua_State *L) {
@@ -64,7 +66,9 @@ static int ev_record(lua_State *L) {
  * @signature ev:synchronize() -> ev
  * @section timing
  * @example
- *   stop:synchronize()
+ *   local stop = kb.event()
+ *   stop:record()
+ *   stop:synchronize() -- the host waits until the work before the record is done
  */
 static int ev_synchronize(lua_State *L) {
   kb_event *e = check_event(L, 1);
@@ -94,6 +98,9 @@ static int ev_destroy(lua_State *L) {
  * @signature kb.elapsed_ms(start, stop) -> ms
  * @section timing
  * @example
+ *   local e0, e1 = kb.event(), kb.event()
+ *   e0:record(); kb.empty({1 << 20}):fill_(1); e1:record()
+ *   e1:synchronize()
  *   local ms = kb.elapsed_ms(e0, e1)
  */
 /* elapsed_ms(start, end): milliseconds between two recorded events. */
@@ -114,6 +121,9 @@ static int l_elapsed_ms(lua_State *L) {
  * @signature ev:elapsed_ms(stop) -> ms
  * @section timing
  * @example
+ *   local start, stop = kb.event(), kb.event()
+ *   start:record(); kb.empty({1 << 20}):fill_(1); stop:record()
+ *   stop:synchronize()
  *   print(start:elapsed_ms(stop))
  */
 static int ev_elapsed_ms(lua_State *L) { return l_elapsed_ms(L); }
@@ -161,7 +171,9 @@ static int l_time_ns(lua_State *L) {
  * @signature kb.clock_ns() -> integer
  * @section timing
  * @example
- *   local t0 = kb.clock_ns(); work(); print((kb.clock_ns() - t0) / 1e6, "ms")
+ *   local x = kb.randn({1 << 20}, "f32", 1)
+ *   local t0 = kb.clock_ns(); x:add_(1); kb.synchronize()
+ *   print((kb.clock_ns() - t0) / 1e6, "ms")
  */
 static int l_clock_ns(lua_State *L) {
   struct timespec ts;
@@ -200,8 +212,10 @@ static size_t default_flush_bytes(lua_State *L, flush_buf *f, const kb_backend *
  * @signature kb.flush_l2([bytes [, device]]) -> bytes
  * @section timing
  * @example
+ *   local x = kb.randn({1 << 20}, "f32", 1)
+ *   local start, stop = kb.event(), kb.event()
  *   kb.flush_l2()
- *   start:record(); fn(); stop:record()
+ *   start:record(); x:add_(1); stop:record()
  */
 /* flush_l2([bytes [, device]]): overwrite `bytes` (default twice the L2, or
  * twice the last-level cache on cpu) so that no input stays cached. Returns
@@ -249,7 +263,9 @@ static int release_flush_buffers(lua_State *L) {
  * @signature kb.spin(ns [, device])
  * @section timing
  * @example
- *   kb.spin(20000); start:record(); fn(); stop:record()
+ *   local x = kb.randn({1 << 20}, "f32", 1)
+ *   local start, stop = kb.event(), kb.event()
+ *   kb.spin(20000); start:record(); x:add_(1); stop:record()
  */
 /* spin(ns [, device]): queue a kernel that busy-waits ~ns on the device, so
  * that work queued behind it is enqueued before the GPU reaches it. */

@@ -170,6 +170,9 @@ static int l_available(lua_State *L) {
  * @signature kb.trace.start([device])
  * @section trace
  * @example
+ *   local q = kb.randn({1, 128, 32, 16}, "bf16", 1)
+ *   local k = kb.randn({1, 128, 8, 16}, "bf16", 2)
+ *   local f = kb.rope.freqs(128, 16)
  *   kb.trace.start()
  *   kb.rope.llama4_fwd(q, k, f)
  *   kb.synchronize()
@@ -204,10 +207,12 @@ static int l_start(lua_State *L) {
  * @signature kb.trace.collect() -> records, dropped
  * @section trace
  * @example
+ *   local x = kb.randn({1 << 20}, "f32", 1)
  *   kb.trace.start()
- *   fn()
+ *   x:add_(1)
  *   kb.synchronize()
- *   local recs, dropped = kb.trace.collect()
+ *   local recs, dropped = kb.trace.collect() -- tracing goes on
+ *   kb.trace.stop()
  */
 /* kb.trace.collect() -> records, dropped: every record of work that has
  * completed (the caller synchronises first), then cleared. */

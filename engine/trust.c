@@ -150,6 +150,7 @@ static void init_pattern(void) {
  * @signature kb.trust.arm(t) -> t
  * @section trust
  * @example
+ *   local t = kb.empty({256}, "f32")
  *   kb.trust.arm(t)
  */
 /* kb.trust.arm(t) -> t: the pattern in the guard bytes before and after t */
@@ -186,8 +187,9 @@ static int changed(const unsigned char *got, int after, int *first) {
  * @signature kb.trust.guard_check(t) -> true | false, why
  * @section trust
  * @example
+ *   local t = kb.empty({256}, "f32")
  *   kb.trust.arm(t)
- *   print(kb.trust.guard_check(t))
+ *   print(kb.trust.guard_check(t)) --> true
  */
 /* kb.trust.guard_check(t) -> true | false, why */
 static int l_guard_check(lua_State *L) {

@@ -40,11 +40,10 @@ end
 
 local function quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
 
--- Runs an example on the cpu backend: exit code, stdout, stderr.
-local function run(name, args)
+-- Runs a script on the cpu backend: exit code, stdout, stderr.
+local function run_script(path, args)
   local out, err = os.tmpname(), os.tmpname()
-  local words = { 'KLUABENCH_QUIET=', quote(kb.executable()), '--backend', 'cpu',
-    quote(ROOT .. '/examples/' .. name) }
+  local words = { 'KLUABENCH_QUIET=', quote(kb.executable()), '--backend', 'cpu', quote(path) }
   for _, a in ipairs(args or {}) do words[#words + 1] = quote(a) end
   local cmd = table.concat(words, ' ') .. ' >' .. out .. ' 2>' .. err
   local ok, _, code = os.execute(cmd)
@@ -53,6 +52,9 @@ local function run(name, args)
   os.remove(err)
   return ok and 0 or code, o, e
 end
+
+-- Runs an example of examples/.
+local function run(name, args) return run_script(ROOT .. '/examples/' .. name, args) end
 
 describe('examples', function()
   local list = examples()
@@ -99,12 +101,40 @@ describe('examples', function()
     local svg = slurp(chart)
     os.remove(results)
     os.remove(chart)
+    os.remove(chart:sub(1, -5))
     assert.equal(0, code, err)
     assert.truthy(out:find('10 bundles in', 1, true), out)
     assert.truthy(out:find('backward hidden8192-kv_heads8-q_heads32-seq1024-bf16: liger is 2.40x the speed of huggingface',
       1, true), out)
     assert.truthy(out:find('wrote ' .. chart, 1, true), out)
     assert.truthy(svg:match('^<svg'))
+  end)
+
+  it('vector_add_benchmark.lua catches a wrong kernel in its check: not timed, incorrect_numerical, exit 1', function()
+    -- the example as it is, with y:add_(x) made wrong (y + 2x) by a script that loads it; its
+    -- reference is made with `+`, which the swap leaves alone
+    local wrapper, out = os.tmpname(), os.tmpname() .. '.jsonl'
+    local f = assert(io.open(wrapper, 'w'))
+    f:write([[
+local kb = require 'kluabench'
+local methods = getmetatable(kb.empty({ 1 })).methods
+local add_ = methods.add_
+methods.add_ = function(y, x) return add_(add_(y, x), x) end
+arg[0] = ]], string.format('%q', ROOT .. '/examples/vector_add_benchmark.lua'), '\n', 'dofile(arg[0])\n')
+    f:close()
+    local code, stdout, err = run_script(wrapper, { '--mi', '1', '--rep-ms', '5', '--format', 'jsonl', '--out', out })
+    local records = slurp(out)
+    os.remove(wrapper)
+    os.remove(out)
+    os.remove((out:gsub('%.jsonl$', '.samples.jsonl')))
+    os.remove(out:sub(1, -7))
+    assert.equal(1, code, err)
+    assert.truthy(err:find('incorrect_numerical: provider add_ at mi1-fp32 is not timed: vector_add: y + x is off by',
+      1, true), err)
+    assert.is_nil(err:find('traceback', 1, true), err)
+    local bundle = kb.jcs.decode(records:match('^[^\n]+'))
+    assert.equal('incorrect_numerical', bundle.run.spec.status)
+    assert.equal('', stdout)
   end)
 
   it('custom_record.lua prints a canonical line whose digest recomputes', function()

@@ -98,9 +98,10 @@ describe('apidoc', function()
     end
   end)
 
-  it('has examples that run on the cpu backend, writing only under the temporary folder', function()
+  it('has examples that run on the cpu backend with only the module names bound, leaving nothing behind', function()
     -- in an empty directory, with HOME there too: what an example writes into the directory it
-    -- runs in, into results/ or into ~/.cache stays behind and fails the test
+    -- runs in, into results/ or into ~/.cache stays behind and fails the test; the runner fails
+    -- an example that leaves a file named after an os.tmpname() behind
     local sub = require 'helpers.subprocess'
     local dir = sub.tmpdir()
     assert(os.execute('mkdir ' .. sub.q(dir .. '/home')))
@@ -111,7 +112,8 @@ describe('apidoc', function()
     os.execute('rm -rf ' .. sub.q(dir))
     assert.equal(0, r.code, r.err)
     assert.matches('\n?(%d+) examples ran, 0 failed\n$', r.out)
-    assert(tonumber(r.out:match('(%d+) examples ran')) > 450, r.out)
+    -- every entry but the 10 that need a GPU or Triton's files (tests/helpers/apidoc_examples.lua)
+    assert(tonumber(r.out:match('(%d+) examples ran')) >= 580, r.out)
     assert.equal('', left)
     assert.equal('', in_home)
   end)

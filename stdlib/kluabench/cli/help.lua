@@ -534,4 +534,6 @@ function M.install()
   return M.help
 end
 
-return M
+-- help(x) with the module as with the global the REPL installs: `local help = require
+-- 'kluabench.cli.help'` and `help(kb.randn)` print the same, and help.text stays reachable.
+return setmetatable(M, { __call = function(_, ...) return M.help(...) end })

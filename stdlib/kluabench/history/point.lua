@@ -50,6 +50,9 @@ end
 --
 -- @signature history_point.of(bundle) -> table | nil, message
 -- @example
+--   local x = kb.randn({4096}, "f32", 1)
+--   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
+--   local bundle = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
 --   local p, why = history_point.of(bundle)
 --   print(p and p.label or why)
 function M.of(b)
@@ -143,6 +146,9 @@ end
 --
 -- @signature history_point.summary(bundle) -> table | nil, message
 -- @example
+--   local x = kb.randn({4096}, "f32", 1)
+--   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
+--   local bundle = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
 --   local s = history_point.summary(bundle)
 function M.summary(b)
   local p, why = M.of(b)

@@ -260,7 +260,9 @@ end
 --
 -- @signature report.is_sqlite(path) -> boolean
 -- @example
---   print(report.is_sqlite(os.tmpname())) --> false
+--   local path = os.tmpname()
+--   print(report.is_sqlite(path)) --> false
+--   os.remove(path)
 function M.is_sqlite(path)
   args.check('report.is_sqlite', 1, path, 'string', 'path')
   if kind_of(path, true) ~= 'file' then return false end
@@ -283,7 +285,7 @@ end
 --
 -- @signature report.check_writable(path) -> true | nil, message
 -- @example
---   local ok, err = report.check_writable(os.tmpname() .. ".jsonl")
+--   local ok, err = report.check_writable("/nonexistent/run.jsonl")
 --   if not ok then io.stderr:write(err, "\n") end
 function M.check_writable(path)
   if type(path) ~= 'string' or path == '' then
@@ -345,7 +347,9 @@ end
 --
 -- @signature report.append_line(path, line) -> true | nil, message
 -- @example
---   assert(report.append_line(os.tmpname(), '{"a":1}'))
+--   local path = os.tmpname()
+--   assert(report.append_line(path, '{"a":1}'))
+--   os.remove(path)
 function M.append_line(path, line)
   args.check('report.append_line', 1, path, 'string', 'path')
   args.check('report.append_line', 2, line, 'string', 'line')

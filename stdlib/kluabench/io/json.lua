@@ -123,6 +123,7 @@ end
 --
 -- @signature report.null() -> value
 -- @example
+--   local v = report.decode('{"a": null}').a
 --   if v == report.null() then print("null") end
 function M.null()
   local j = jcs()
@@ -286,6 +287,9 @@ for i, k in ipairs(M.KEY_ORDER) do RANK[k] = RANK[k] or i end
 --
 -- @signature report.ordered_keys(t) -> {keys}
 -- @example
+--   local x = kb.randn({4096}, "f32", 1)
+--   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
+--   local bundle = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
 --   for _, k in ipairs(report.ordered_keys(bundle.run)) do print(k) end
 function M.ordered_keys(t)
   args.check('report.ordered_keys', 1, t, 'table', 'table')
@@ -391,7 +395,7 @@ end
 --
 -- @signature report.encode_pretty(v) -> text
 -- @example
---   io.write(report.encode_pretty(bundle))
+--   io.write(report.encode_pretty({apiVersion = "kernelindex.dev/v1alpha1", kind = "BenchmarkRun", spec = {n = 1}}))
 function M.encode_pretty(v)
   local out = {}
   local ok, err = pcall(encode, v, out, '  ', 0, {})

@@ -101,7 +101,8 @@ end
 --
 -- @signature check.poison(t) -> t
 -- @example
---   check.poison(out)
+--   local out = check.poison(kb.empty({4}, "f32"))
+--   print(out) -- NaN in every element until a kernel writes them
 function M.poison(t)
   args.check('check.poison', 1, t, 'userdata', 'tensor')
   t:fill_(0 / 0)
@@ -119,8 +120,9 @@ end
 --
 -- @signature check.compare(got, want [, opts]) -> ok, report
 -- @example
---   local ok, r = check.compare(out, ref)
---   print(r.message)
+--   local ref = kb.randn({256}, "f32", 1)
+--   local ok, r = check.compare(ref:to("bf16"), ref) -- rounded to bf16: within bf16's tolerance
+--   print(ok, r.message)
 function M.compare(got, want, opts)
   args.check('check.compare', 1, got, 'userdata', 'tensor')
   args.check('check.compare', 2, want, 'userdata', 'tensor')

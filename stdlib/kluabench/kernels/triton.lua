@@ -109,7 +109,12 @@ end
 --
 -- @signature triton.read_metadata(path) -> metadata, cubin_path, ptx_path
 -- @example
---   local meta = triton.read_metadata("triton_rope/rope_kernel.json")
+--   local dir = os.tmpname(); os.remove(dir); assert(kb.mkdir(dir))
+--   local f = assert(io.open(dir .. "/rope_kernel.json", "w")) -- what Triton's cache holds beside the .cubin
+--   f:write('{"name": "rope_kernel", "num_warps": 4, "shared": 0}'); f:close()
+--   local meta, cubin = triton.read_metadata(dir .. "/rope_kernel.json")
+--   print(meta.name, meta.num_warps) --> rope_kernel  4
+--   os.execute("rm -r " .. dir)
 function M.read_metadata(path)
   if type(path) ~= 'string' then error("bad argument #1 to 'read_metadata' (path expected)", 2) end
   local ok, meta, cubin, ptx = pcall(metadata_of, path)
@@ -129,8 +134,10 @@ TritonKernel.__index = TritonKernel
 --
 -- @signature triton.load(path [, signature]) -> TritonKernel
 -- @example
---   local tk = triton.load("triton_rope/rope_kernel.json")
---   tk:launch(n_programs, {q, k, cos, sin, seq})
+--   local tk = triton.load("add_kernel.json") -- Triton's tutorial add_kernel, copied from ~/.triton/cache
+--   local n = 98432
+--   local x, y, out = kb.randn({n}, "f32", 1), kb.randn({n}, "f32", 2), kb.empty({n}, "f32")
+--   tk:launch((n + 1023) // 1024, {x, y, out, n}) -- BLOCK_SIZE 1024 is compiled in
 function M.load(path, signature)
   args.check('triton.load', 1, path, 'string', 'path of the kernel\'s .json or .cubin')
   local ok, meta, cubin, ptx_path = pcall(metadata_of, path)

@@ -280,7 +280,9 @@ end
 --
 -- @signature ceilings.store(info, entry [, path]) -> true | nil, message
 -- @example
---   ceilings.store(kb.device_info(), {copy_gbps = 3900}, os.tmpname())
+--   local path = os.tmpname() -- without it: ~/.cache/kluabench/ceilings.json
+--   ceilings.store(kb.device_info(), {copy_gbps = 3900}, path)
+--   os.remove(path)
 function M.store(info, entry, path)
   args.check('ceilings.store', 1, info, 'table', 'device info (kb.device_info())')
   args.check('ceilings.store', 2, entry, 'table', 'ceiling entry')
@@ -310,7 +312,10 @@ end
 --
 -- @signature ceilings.store_noise(info, figure [, path]) -> true | nil, message
 -- @example
---   ceilings.store_noise(kb.device_info(), figure, os.tmpname())
+--   local figure = ceilings.noise_figure({{ms = 0.007, sd = 0.015, df = 3}, {ms = 0.008, sd = 0.02, df = 3}})
+--   local path = os.tmpname() -- without it: ~/.cache/kluabench/ceilings.json
+--   ceilings.store_noise(kb.device_info(), figure, path)
+--   os.remove(path)
 function M.store_noise(info, figure, path)
   args.check('ceilings.store_noise', 1, info, 'table', 'device info (kb.device_info())')
   args.check('ceilings.store_noise', 2, figure, 'table', 'noise figure')
@@ -332,7 +337,7 @@ end
 --
 -- @signature ceilings.cached_throughput(bytes, flops, ms [, opts]) -> table
 -- @example
---   local t = ceilings.cached_throughput(2 * q:nbytes(), nil, 0.12)
+--   local t = ceilings.cached_throughput(2 * 2^21, nil, 0.12) -- 2 MiB read and written in 0.12 ms
 --   print(t.gbps, t.percentOfCopy or t.note)
 function M.cached_throughput(bytes, flops, ms, opts)
   args.check('ceilings.cached_throughput', 1, bytes, 'number|nil', 'bytes')
@@ -510,7 +515,7 @@ end
 --
 -- @signature ceilings.copy_ceiling([opts]) -> entry, from_cache
 -- @example
---   local cache = os.tmpname() .. ".json" -- default: ~/.cache/kluabench/ceilings.json, which tables then read
+--   local cache = os.tmpname() -- default: ~/.cache/kluabench/ceilings.json, which tables then read
 --   local c = ceilings.copy_ceiling{path = cache, bytes = 16 << 20}
 --   print(c.copy_gbps .. " GB/s")
 --   os.remove(cache)

@@ -105,7 +105,11 @@ end
 -- @signature protocol:run(fn [, ctx]) -> result
 -- @section do_bench
 -- @example
+--   local q = kb.randn({1, 128, 32, 16}, "bf16", 1)
+--   local k = kb.randn({1, 128, 8, 16}, "bf16", 2)
+--   local f = kb.rope.freqs(128, 16)
 --   local r = do_bench.do_bench_protocol():run(function() kb.rope.llama4_fwd(q, k, f) end)
+--   print(r.summary.median)
 function Protocol:run(fn, ctx)
   if type(fn) ~= 'function' and not (getmetatable(fn) and getmetatable(fn).__call) then
     error("bad argument #1 to 'run' (function expected, got " .. type(fn) .. ')', 2)
@@ -138,7 +142,7 @@ end
 -- @signature protocol:spec([info]) -> table
 -- @section do_bench
 -- @example
---   local p = bench.do_bench_protocol{rep_ms = 100}
+--   local p = do_bench.do_bench_protocol{rep_ms = 100}
 --   print(kb.jcs.encode(p:spec{timed = "the forward pass"}))
 function Protocol:spec(info)
   return self._spec(self, info or {})
@@ -529,8 +533,9 @@ end
 --
 -- @signature do_bench.do_bench_protocol([params]) -> Protocol
 -- @example
---   local p = do_bench.do_bench_protocol{rep_ms = 400}
---   local r = p:run(fn)
+--   local x = kb.randn({1 << 20}, "f32", 1)
+--   local p = do_bench.do_bench_protocol{rep_ms = 50}
+--   local r = p:run(function() x:add_(1) end)
 --   print(r.summary.median)
 function M.do_bench_protocol(params)
   if params ~= nil and type(params) ~= 'table' then

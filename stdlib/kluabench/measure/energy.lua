@@ -86,6 +86,7 @@ end
 -- @signature energy.measure(fn [, opts]) -> result
 -- @section measure
 -- @example
+--   local x, y = kb.randn({1 << 20}, "f32", 1), kb.empty({1 << 20}, "f32")
 --   local e = energy.measure(function() y:copy_(x) end, {windows = 3})
 --   print(e.available, e.joules_per_call and e.joules_per_call.median)
 function M.measure(fn, opts)

@@ -97,11 +97,13 @@ end
 --
 -- @signature interleave.run(tasks [, opts]) -> out
 -- @example
+--   local x = kb.randn({1 << 16}, "f32", 1)
+--   local function session(fn) return measure.session("cold", fn, {stop = stopping.count(30)}) end
 --   local out = interleave.run({
---     {name = "fused", session = measure.session("cold", fused, {stop = stopping.count(30)})},
---     {name = "reference", session = measure.session("cold", reference, {stop = stopping.count(30)})},
+--     {name = "add", session = session(function() x:add_(1) end)},
+--     {name = "mul", session = session(function() x:mul_(1) end)},
 --   }, {order = "shuffle", seed = 42})
---   print(out.results.fused.summary.median)
+--   print(out.results.add.summary.median)
 function M.run(tasks, opts)
   check_tasks(tasks)
   opts = opts or {}

@@ -35,8 +35,9 @@ end
 --
 -- @signature measure.protocol(mode [, params]) -> Protocol
 -- @example
+--   local x = kb.randn({1 << 16}, "f32", 1)
 --   local p = measure.protocol("cold", {stop = stopping.rse_median{target = 0.01}})
---   local r = p:run(fn)
+--   local r = p:run(function() x:add_(1) end)
 function M.protocol(mode, params)
   if not (WHAT[mode] or mode == 'do_bench') then
     error(string.format("bad argument #1 to 'protocol' (mode cold, hot, graph or do_bench expected, "

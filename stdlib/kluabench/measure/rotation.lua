@@ -106,7 +106,9 @@ end
 --
 -- @signature measure.rotation_bytes(sets) -> private, shared_bytes
 -- @example
+--   local q, f = kb.randn({1, 128, 32, 16}, "bf16", 1), kb.rope.freqs(128, 16)
 --   local private, shared = measure.rotation_bytes({{q = q, f = f}, {q = q:clone(), f = f}})
+--   print(private[1], private[2], shared) -- each set's q is its own; f is shared
 function M.rotation_bytes(sets)
   args.check('measure.rotation_bytes', 1, sets, 'table', 'list of input sets')
   local owners, bytes = {}, {}

@@ -42,6 +42,9 @@ end
 --
 -- @signature measure.run(mode, fn [, opts [, ctx]]) -> result
 -- @example
+--   local q = kb.randn({1, 128, 32, 16}, "bf16", 1)
+--   local k = kb.randn({1, 128, 8, 16}, "bf16", 2)
+--   local f = kb.rope.freqs(128, 16)
 --   local r = measure.run("cold", function() kb.rope.llama4_fwd(q, k, f, {inplace = true}) end,
 --     {stop = stopping.count(20)})
 --   print(r.summary.median, r.stop.reason)

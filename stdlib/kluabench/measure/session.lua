@@ -50,7 +50,8 @@ end
 --
 -- @signature measure.session(mode, fn [, opts [, ctx]]) -> Session
 -- @example
---   local s = measure.session("cold", fn, {stop = stopping.count(10)})
+--   local x = kb.randn({1 << 16}, "f32", 1)
+--   local s = measure.session("cold", function() x:add_(1) end, {stop = stopping.count(10)})
 --   s:warmup()
 --   while not s:step() do end
 --   print(s:result().summary.median)
@@ -88,6 +89,8 @@ end
 -- @signature session:warmup()
 -- @section measure
 -- @example
+--   local x = kb.randn({1 << 16}, "f32", 1)
+--   local s = measure.session("hot", function() x:add_(1) end, {stop = stopping.count(10)})
 --   s:warmup()
 function Session:warmup()
   if self.warmed then return self end
@@ -106,6 +109,9 @@ end
 -- @signature session:step() -> done
 -- @section measure
 -- @example
+--   local x = kb.randn({1 << 16}, "f32", 1)
+--   local s = measure.session("hot", function() x:add_(1) end, {stop = stopping.count(10)})
+--   s:warmup()
 --   while not s:step() do end
 function Session:step()
   if self.done then return true end
@@ -197,6 +203,8 @@ end
 -- @signature session:result() -> result
 -- @section measure
 -- @example
+--   local x = kb.randn({1 << 16}, "f32", 1)
+--   local s = measure.session("hot", function() x:add_(1) end, {stop = stopping.count(10)})
 --   s:warmup()
 --   while not s:step() do end
 --   local r = s:result()
@@ -262,6 +270,8 @@ end
 -- @signature session:close()
 -- @section measure
 -- @example
+--   local x = kb.randn({1 << 16}, "f32", 1)
+--   local s = measure.session("hot", function() x:add_(1) end, {stop = stopping.count(10)})
 --   s:close()
 function Session:close()
   if self.graph and self.graph.free then self.graph:free() end

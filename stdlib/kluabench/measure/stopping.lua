@@ -216,7 +216,9 @@ end
 --
 -- @signature stopping.count(n) -> Criterion
 -- @example
---   local r = measure.run("cold", fn, {stop = stopping.count(50)})
+--   local x = kb.randn({1 << 16}, "f32", 1)
+--   local r = measure.run("cold", function() x:add_(1) end, {stop = stopping.count(50)})
+--   print(#r.samples) --> 50
 function M.count(n)
   positive('count', 'n', n, true)
   return M.criterion {

@@ -16,8 +16,9 @@ local opt = options.get
 --
 -- @signature measure.trace_totals(records) -> n, sum_ms, span_ms, names
 -- @example
+--   local x = kb.randn({1 << 20}, "f32", 1)
 --   kb.trace.start()
---   fn()
+--   x:add_(1)
 --   kb.synchronize()
 --   print(measure.trace_totals(kb.trace.stop()))
 function M.trace_totals(records)

@@ -89,7 +89,13 @@ M.digest = document.digest
 -- @signature record.seal(bundle) -> bundle
 -- @kind function
 -- @example
+--   local x = kb.randn({4096}, "f32", 1)
+--   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
+--   local bundle = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
+--   bundle.environment.spec.software.libraries.cuda = "12.8" -- an edit: environmentDigest is stale
+--   print(#record.check(bundle)) --> 1
 --   record.seal(bundle)
+--   print(#record.check(bundle)) --> 0
 M.seal = document.seal
 
 local function get(t, path)
@@ -124,6 +130,9 @@ end
 --
 -- @signature record.check(bundle [, opts]) -> problems
 -- @example
+--   local x = kb.randn({4096}, "f32", 1)
+--   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
+--   local bundle = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
 --   for _, p in ipairs(record.check(bundle)) do print(p.field, p.recorded, p.computed or p.error) end
 function M.check(bundle, opts)
   local problems = {}
@@ -663,9 +672,10 @@ end
 --
 -- @signature record.from_result{kernel, mode, provider, parameters, dtype, result, ...} -> bundle
 -- @example
---   local r = do_bench.do_bench_protocol{rep_ms = 50}:run(fn)
---   local bundle = record.from_result{kernel = "llama4_rope", mode = "forward", provider = "fused",
---     parameters = {hidden = 512, seq = 2048, q_heads = 32, kv_heads = 8}, dtype = "bf16", result = r}
+--   local x = kb.randn({4096}, "f32", 1)
+--   local r = do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
+--   local bundle = record.from_result{kernel = "add", mode = "forward", provider = "add_",
+--     parameters = {n = 4096}, dtype = "f32", result = r}
 function M.from_result(o)
   if type(o) ~= 'table' then
     error("bad argument #1 to 'from_result' (table expected, got " .. type(o) .. ')', 2)

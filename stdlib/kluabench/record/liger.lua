@@ -87,8 +87,12 @@ local CONFIG_ORDER = { dtype = 1, hidden_size = 2, seq_len = 3, num_q_heads = 4,
 --
 -- @signature liger.parse(text) -> rows | nil, message
 -- @example
---   local rows = assert(liger.parse(liger.to_csv({liger.bundle_to_row(bundle)})))
---   print(#rows, rows[1].kernel_name)
+--   local text = table.concat(liger.HEADER, ",") .. "\n"
+--     .. "llama4_rope,liger,forward,speed,ms,H,hidden size,512,0.05,0.0485,0.052,"
+--     .. '"{""dtype"": ""torch.bfloat16"", ""seq_len"": 2048, ""num_q_heads"": 32, ""num_kv_heads"": 8}",'
+--     .. "NVIDIA H100 80GB HBM3,2025-08-07 21:42:00,0.6.1\n"
+--   local rows = assert(liger.parse(text))
+--   print(#rows, rows[1].kernel_name) --> 1  llama4_rope
 function M.parse(text)
   local records, lines = csv.parse_csv(text)
   if not records then return nil, lines end
@@ -122,7 +126,15 @@ end
 --
 -- @signature liger.read(path) -> rows | nil, message
 -- @example
---   local rows = assert(liger.read("all_benchmark_data.csv"))
+--   local path = os.tmpname()
+--   local f = assert(io.open(path, "w"))
+--   f:write(table.concat(liger.HEADER, ","), "\n",
+--     "llama4_rope,liger,forward,speed,ms,H,hidden size,512,0.05,0.0485,0.052,"
+--     .. '"{""dtype"": ""torch.bfloat16"", ""seq_len"": 2048, ""num_q_heads"": 32, ""num_kv_heads"": 8}",'
+--     .. "NVIDIA H100 80GB HBM3,2025-08-07 21:42:00,0.6.1\n")
+--   f:close()
+--   local rows = assert(liger.read(path))
+--   os.remove(path)
 function M.read(path)
   local text, err = files.read_text(path)
   if not text then return nil, err end
@@ -564,7 +576,11 @@ end
 --
 -- @signature liger.row_to_bundle(row [, opts]) -> bundle | nil, reason, message
 -- @example
---   for _, row in ipairs(rows) do local b, why = liger.row_to_bundle(row) end
+--   local text = table.concat(liger.HEADER, ",") .. "\n"
+--     .. "llama4_rope,liger,forward,speed,ms,H,hidden size,512,0.05,0.0485,0.052,"
+--     .. '"{""dtype"": ""torch.bfloat16"", ""seq_len"": 2048, ""num_q_heads"": 32, ""num_kv_heads"": 8}",'
+--     .. "NVIDIA H100 80GB HBM3,2025-08-07 21:42:00,0.6.1\n"
+--   for _, row in ipairs(assert(liger.parse(text))) do local b, why = liger.row_to_bundle(row) end
 function M.row_to_bundle(row, opts)
   args.check('liger.row_to_bundle', 1, row, 'table', 'Liger CSV row')
   args.check('liger.row_to_bundle', 2, opts, 'table|nil', 'table of options')
@@ -741,7 +757,11 @@ end
 --
 -- @signature liger.bundle_to_row(bundle [, opts]) -> row | nil, message
 -- @example
---   local row = liger.bundle_to_row(bundle, {x = "seq"})
+--   local x = kb.randn({4096}, "f32", 1)
+--   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
+--   local bundle = record.from_result{kernel = "add", mode = "forward", provider = "add_", parameters = {n = 4096},
+--     dtype = "f32", result = r}
+--   local row = liger.bundle_to_row(bundle, {x = "n"})
 function M.bundle_to_row(bundle, opts)
   opts = opts or {}
   if type(bundle) ~= 'table' or type(bundle.run) ~= 'table' then
@@ -802,6 +822,9 @@ end
 --
 -- @signature liger.to_csv(rows) -> text
 -- @example
+--   local x = kb.randn({4096}, "f32", 1)
+--   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
+--   local bundle = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
 --   io.write(liger.to_csv({liger.bundle_to_row(bundle)}))
 function M.to_csv(rows)
   args.check('liger.to_csv', 1, rows, 'table', 'list of Liger CSV rows')
@@ -853,7 +876,10 @@ end
 --
 -- @signature liger.csv_of_bundles(bundles) -> text, left_out | nil, message
 -- @example
---   local text, left_out = assert(liger.csv_of_bundles(bundles))
+--   local x = kb.randn({4096}, "f32", 1)
+--   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
+--   local bundle = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
+--   local text, left_out = assert(liger.csv_of_bundles({bundle}))
 --   io.write(text)
 function M.csv_of_bundles(bundles)
   args.check('liger.csv_of_bundles', 1, bundles, 'table', 'list of bundles')

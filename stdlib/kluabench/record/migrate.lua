@@ -118,7 +118,12 @@ end
 --
 -- @signature migrate.bundle(bundle) -> bundle
 -- @example
---   local new = migrate.bundle(old_bundle)
+--   local old = { -- a bundle of the earlier format, in part
+--     workload = {kind = "BenchmarkWorkload", spec = {kernel = "llama4_rope", operation = "forward"}},
+--     implementation = {kind = "KernelImplementation", spec = {provider = "fused"}},
+--     run = {kind = "BenchmarkRun", spec = {samples = {unit = "ns", metric = "latency", values = {6240, 6208}}}},
+--   }
+--   local new = migrate.bundle(old)
 --   print(new.workload.kind) --> WorkloadCase
 function M.bundle(old)
   args.check('migrate.bundle', 1, old, 'table', 'bundle')

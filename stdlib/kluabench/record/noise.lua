@@ -98,7 +98,10 @@ end
 -- @signature noise.of_entry(entry [, kernel]) -> figure, scope | nil
 -- @section compare
 -- @example
+--   local figure = ceilings.noise_figure({{ms = 0.007, sd = 0.015, df = 3}, {ms = 0.008, sd = 0.02, df = 3}})
+--   local entry = {copy_gbps = 3900, sessionNoise = figure} -- a device's entry of the ceilings cache
 --   local fig, scope = noise.of_entry(entry, "llama4_rope")
+--   print(scope) --> device
 function M.of_entry(entry, kernel)
   args.check('noise.of_entry', 2, kernel, 'string|nil', 'kernel name')
   local n = type(entry) == 'table' and entry.sessionNoise or nil

@@ -42,6 +42,9 @@ M.duration_ns = view.duration_ns
 --
 -- @signature point.of(bundle) -> point
 -- @example
+--   local x = kb.randn({4096}, "f32", 1)
+--   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
+--   local bundle = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
 --   local p = point.of(bundle)
 --   print(p.kernel, p.mode, p.provider, p.id, p.median_ns)
 function M.of(b)
@@ -58,6 +61,9 @@ end
 --
 -- @signature point.label_of(bundle [, p]) -> label, provider
 -- @example
+--   local x = kb.randn({4096}, "f32", 1)
+--   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
+--   local bundle = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
 --   local label, provider = point.label_of(bundle)
 function M.label_of(b, p)
   if not p then

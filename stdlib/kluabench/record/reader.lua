@@ -135,6 +135,9 @@ end
 --
 -- @signature reader.samples_of(bundle) -> ms list | nil, why
 -- @example
+--   local x = kb.randn({4096}, "f32", 1)
+--   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
+--   local bundle = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
 --   local xs, why = reader.samples_of(bundle)
 function M.samples_of(bundle)
   if migrate.is_old(bundle) then bundle = migrate.bundle(bundle) end
@@ -215,7 +218,13 @@ end
 --
 -- @signature reader.read(path [, opts]) -> bundles, lines | nil, message
 -- @example
---   local bundles, lines = assert(reader.read("results.jsonl", {comparable = true}))
+--   local x = kb.randn({4096}, "f32", 1)
+--   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
+--   local bundle = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
+--   local dir = os.tmpname(); os.remove(dir); assert(kb.mkdir(dir))
+--   assert(writer.append(dir .. "/results.jsonl", bundle))
+--   local bundles, lines = assert(reader.read(dir .. "/results.jsonl", {comparable = true}))
+--   os.execute("rm -r " .. dir)
 function M.read(path, opts)
   local text, err = files.read_file(path)
   if not text then return nil, err end

@@ -45,7 +45,12 @@ end
 --
 -- @signature writer.append(path, bundle [, samples]) -> true | nil, message
 -- @example
---   assert(writer.append(os.tmpname() .. ".jsonl", bundle))
+--   local x = kb.randn({4096}, "f32", 1)
+--   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
+--   local bundle = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
+--   local dir = os.tmpname(); os.remove(dir); assert(kb.mkdir(dir))
+--   assert(writer.append(dir .. "/run.jsonl", bundle)) -- its samples go to dir/run.samples.jsonl
+--   os.execute("rm -r " .. dir)
 function M.append(path, bundle, samples)
   args.check('writer.append', 1, path, 'string', 'file path')
   args.check('writer.append', 2, bundle, 'table', 'bundle')
@@ -85,7 +90,7 @@ end
 --
 -- @signature writer.claim(path [, samples]) -> claim
 -- @example
---   local c = writer.claim(os.tmpname() .. ".json")
+--   local c = writer.claim("results/run.json") -- what run.json and run.samples.jsonl hold now
 function M.claim(path, samples)
   if type(path) ~= 'string' or path == '' then
     error("bad argument #1 to 'writer.claim' (path expected, got " .. (path == '' and 'an empty string' or type(path))
@@ -123,8 +128,9 @@ end
 --
 -- @signature writer.destination(claim, path [, samples]) -> path, samples, note | path, samples
 -- @example
---   local p = os.tmpname() .. ".json"
---   print(writer.destination(writer.claim(p), p))
+--   local p = "results/run.json"
+--   local path = writer.destination(writer.claim(p), p) -- p, when nothing wrote it since the claim
+--   print(path) --> results/run.json
 function M.destination(claim, path, samples)
   if type(claim) ~= 'table' or type(claim.files) ~= 'table' then
     error("bad argument #1 to 'writer.destination' (a claim from writer.claim expected, got " .. type(claim) .. ')', 2)
@@ -152,7 +158,12 @@ end
 --
 -- @signature writer.write_pretty(path, bundles [, samples [, opts]]) -> true, path [, note] | nil, message
 -- @example
---   assert(writer.write_pretty(os.tmpname() .. ".json", {bundle}))
+--   local x = kb.randn({4096}, "f32", 1)
+--   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
+--   local bundle = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
+--   local dir = os.tmpname(); os.remove(dir); assert(kb.mkdir(dir))
+--   assert(writer.write_pretty(dir .. "/run.json", {bundle})) -- and dir/run.samples.jsonl
+--   os.execute("rm -r " .. dir)
 function M.write_pretty(path, bundles, samples, opts)
   args.check('writer.write_pretty', 1, path, 'string', 'file path')
   args.check('writer.write_pretty', 2, bundles, 'table', 'list of bundles')

@@ -66,7 +66,11 @@ local function finite(x) return type(x) == 'number' and x == x and x > -math.hug
 --
 -- @signature compare.bundles_of(v) -> bundles | nil, message
 -- @example
---   local list = compare.bundles_of(decoded)
+--   local x = kb.randn({4096}, "f32", 1)
+--   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
+--   local bundle = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
+--   local list = compare.bundles_of({bundles = {bundle}}) -- what a file's {"bundles": [...]} decodes to
+--   print(#list) --> 1
 function M.bundles_of(v)
   if reader.is_bundle(v) then return { v } end
   if type(v) == 'table' and type(v.bundles) == 'table' then v = v.bundles end
@@ -118,6 +122,10 @@ end
 --
 -- @signature compare.parse(text [, label]) -> bundles | nil, message
 -- @example
+--   local x = kb.randn({4096}, "f32", 1)
+--   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
+--   local bundle = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
+--   local text = report.encode_line(bundle) .. "\n" -- a results file's JSON Lines
 --   local bundles = compare.parse(text, "results.jsonl")
 function M.parse(text, label)
   args.check('compare.parse', 1, text, 'string', 'JSON Lines text')
@@ -133,7 +141,13 @@ end
 --
 -- @signature compare.read(path) -> bundles | nil, message
 -- @example
---   local bundles = assert(compare.read("results.jsonl"))
+--   local x = kb.randn({4096}, "f32", 1)
+--   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
+--   local bundle = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
+--   local dir = os.tmpname(); os.remove(dir); assert(kb.mkdir(dir))
+--   assert(writer.append(dir .. "/results.jsonl", bundle))
+--   local bundles = assert(compare.read(dir .. "/results.jsonl"))
+--   os.execute("rm -r " .. dir)
 function M.read(path)
   local bundles, lines = reader.read(path, { comparable = true })
   if not bundles then return nil, lines end
@@ -144,7 +158,11 @@ end
 --
 -- @signature compare.samples_of(bundle) -> ms list | nil, why
 -- @example
+--   local x = kb.randn({4096}, "f32", 1)
+--   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
+--   local bundle = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
 --   local xs = compare.samples_of(bundle)
+--   print(#xs == #r.samples) --> true
 M.samples_of = reader.samples_of
 
 --- The recorded median in ms.
@@ -153,6 +171,9 @@ M.samples_of = reader.samples_of
 --
 -- @signature compare.median_of(bundle) -> ms | nil
 -- @example
+--   local x = kb.randn({4096}, "f32", 1)
+--   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
+--   local bundle = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
 --   print(compare.median_of(bundle))
 function M.median_of(bundle)
   args.check('compare.median_of', 1, bundle, 'table', 'bundle')
@@ -166,6 +187,9 @@ end
 --
 -- @signature compare.key_of(bundle [, match]) -> key, label, provider
 -- @example
+--   local x = kb.randn({4096}, "f32", 1)
+--   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
+--   local bundle = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
 --   local key, label = compare.key_of(bundle)
 function M.key_of(b, match)
   args.check('compare.key_of', 1, b, 'table', 'bundle')
@@ -685,7 +709,12 @@ end
 --
 -- @signature compare.compare(base, new [, opts]) -> result
 -- @example
---   local r = compare.compare(assert(compare.read("base.jsonl")), assert(compare.read("new.jsonl")))
+--   local x = kb.randn({4096}, "f32", 1)
+--   local function measured() -- a result set (compare.read reads one from a file) of one bundle
+--     local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
+--     return {record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}}
+--   end
+--   local r = compare.compare(measured(), measured())
 --   io.write(compare.format(r, "markdown"))
 function M.compare(base, new, opts)
   args.check('compare.compare', 1, base, 'table|string', 'list of bundles or results file')
@@ -802,7 +831,13 @@ end
 --
 -- @signature compare.session_spread(bundles) -> list
 -- @example
---   local sp = compare.session_spread(assert(compare.read("sessions.jsonl")))
+--   local x = kb.randn({4096}, "f32", 1)
+--   local sessions = {}
+--   for i = 1, 3 do -- three sessions of one point (compare.read reads them from a file)
+--     local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
+--     sessions[i] = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
+--   end
+--   local sp = compare.session_spread(sessions)
 function M.session_spread(bundles)
   args.check('compare.session_spread', 1, bundles, 'table', 'list of bundles')
   local by, order = group(bundles)
@@ -879,6 +914,9 @@ end
 --
 -- @signature compare.format(result [, format]) -> text
 -- @example
+--   local x = kb.randn({4096}, "f32", 1)
+--   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
+--   local bundle = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
 --   local result = compare.compare({bundle}, {bundle})
 --   io.write(compare.format(result, "markdown"))
 function M.format(result, fmt)

@@ -33,7 +33,11 @@ local function ns_to_ms(v) return type(v) == 'number' and v / 1e6 or nil end
 --
 -- @signature plot.point_from_bundle(bundle) -> point | nil, message
 -- @example
+--   local x = kb.randn({4096}, "f32", 1)
+--   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
+--   local bundle = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
 --   local p = plot.point_from_bundle(bundle)
+--   print(p.provider, p.y50, p.unit)
 function M.point_from_bundle(b)
   if type(b) ~= 'table' or type(b.run) ~= 'table' or type(b.run.spec) ~= 'table' then
     return nil, 'not a record bundle (no run.spec)'
@@ -67,7 +71,12 @@ end
 --
 -- @signature plot.point_from_liger_row(row) -> point | nil, message
 -- @example
---   local p = plot.point_from_liger_row(rows[1])
+--   local text = table.concat(liger.HEADER, ",") .. "\n"
+--     .. "llama4_rope,liger,forward,speed,ms,H,hidden size,512,0.05,0.0485,0.052,"
+--     .. '"{""dtype"": ""torch.bfloat16"", ""seq_len"": 2048, ""num_q_heads"": 32, ""num_kv_heads"": 8}",'
+--     .. "NVIDIA H100 80GB HBM3,2025-08-07 21:42:00,0.6.1\n"
+--   local p = plot.point_from_liger_row(assert(liger.parse(text))[1])
+--   print(p.provider, p.params.hidden, p.y50) --> liger  512  0.05
 function M.point_from_liger_row(row)
   args.check('plot.point_from_liger_row', 1, row, 'table', 'Liger CSV row')
   return liger.plot_point(row)
@@ -128,7 +137,13 @@ end
 --
 -- @signature plot.read(path [, run]) -> points | nil, message
 -- @example
---   local points = assert(plot.read("results.jsonl"))
+--   local x = kb.randn({4096}, "f32", 1)
+--   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
+--   local bundle = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
+--   local dir = os.tmpname(); os.remove(dir); assert(kb.mkdir(dir))
+--   assert(writer.append(dir .. "/results.jsonl", bundle))
+--   local points = assert(plot.read(dir .. "/results.jsonl"))
+--   os.execute("rm -r " .. dir)
 function M.read(path, run)
   local points, err = read_points(path)
   if not points then return nil, err end
@@ -160,7 +175,11 @@ end
 --
 -- @signature plot.field(point, name) -> value
 -- @example
---   print(plot.field(points[1], "seq_len"))
+--   local function pt(provider, seq, ms) -- a point as plot.read makes it
+--     return {kernel = "rope", mode = "forward", provider = provider, gpu = "H200", params = {seq = seq}, y50 = ms}
+--   end
+--   local points = {pt("fused", 1024, 0.03), pt("fused", 2048, 0.05), pt("liger", 2048, 0.09)}
+--   print(plot.field(points[1], "seq_len")) --> 1024
 function M.field(p, name)
   args.check('plot.field', 1, p, 'table', 'point')
   args.check('plot.field', 2, name, 'string', 'field name')
@@ -203,7 +222,12 @@ end
 --
 -- @signature plot.filter(points, filters) -> points
 -- @example
+--   local function pt(mode, seq, ms) -- a point as plot.read makes it
+--     return {kernel = "rope", mode = mode, provider = "fused", gpu = "H200", params = {seq = seq}, y50 = ms}
+--   end
+--   local points = {pt("forward", 1024, 0.03), pt("forward", 2048, 0.05), pt("backward", 2048, 0.06)}
 --   local fwd = plot.filter(points, {plot.parse_filter("mode=forward")})
+--   print(#fwd) --> 2
 function M.filter(points, filters)
   args.check('plot.filter', 1, points, 'table', 'list of points')
   args.check('plot.filter', 2, filters, 'table|nil', 'list of filters')
@@ -222,7 +246,12 @@ end
 --
 -- @signature plot.distinct(points, name) -> {values}
 -- @example
+--   local function pt(provider, seq, ms) -- a point as plot.read makes it
+--     return {kernel = "rope", mode = "forward", provider = provider, gpu = "H200", params = {seq = seq}, y50 = ms}
+--   end
+--   local points = {pt("fused", 1024, 0.03), pt("fused", 2048, 0.05), pt("liger", 2048, 0.09)}
 --   local seqs = plot.distinct(points, "seq")
+--   print(table.concat(seqs, " ")) --> 1024 2048
 function M.distinct(points, name)
   args.check('plot.distinct', 1, points, 'table', 'list of points')
   args.check('plot.distinct', 2, name, 'string', 'field name')
@@ -243,7 +272,11 @@ end
 --
 -- @signature plot.fields(points) -> {names}
 -- @example
---   print(table.concat(plot.fields(points), ", "))
+--   local function pt(provider, seq, ms) -- a point as plot.read makes it
+--     return {kernel = "rope", mode = "forward", provider = provider, gpu = "H200", params = {seq = seq}, y50 = ms}
+--   end
+--   local points = {pt("fused", 1024, 0.03), pt("fused", 2048, 0.05), pt("liger", 2048, 0.09)}
+--   print(table.concat(plot.fields(points), ", ")) --> gpu, kernel, mode, provider, seq
 function M.fields(points)
   args.check('plot.fields', 1, points, 'table', 'list of points')
   local seen, out = {}, {}
@@ -270,7 +303,11 @@ end
 --
 -- @signature plot.varying(points) -> {names}
 -- @example
---   print(table.concat(plot.varying(points), ", "))
+--   local function pt(provider, seq, ms) -- a point as plot.read makes it
+--     return {kernel = "rope", mode = "forward", provider = provider, gpu = "H200", params = {seq = seq}, y50 = ms}
+--   end
+--   local points = {pt("fused", 1024, 0.03), pt("fused", 2048, 0.05), pt("liger", 2048, 0.09)}
+--   print(table.concat(plot.varying(points), ", ")) --> provider, seq
 function M.varying(points)
   args.check('plot.varying', 1, points, 'table', 'list of points')
   local out = {}
@@ -284,7 +321,11 @@ end
 --
 -- @signature plot.common(points, name) -> value | nil
 -- @example
---   print(plot.common(points, "gpu"))
+--   local function pt(provider, seq, ms) -- a point as plot.read makes it
+--     return {kernel = "rope", mode = "forward", provider = provider, gpu = "H200", params = {seq = seq}, y50 = ms}
+--   end
+--   local points = {pt("fused", 1024, 0.03), pt("fused", 2048, 0.05), pt("liger", 2048, 0.09)}
+--   print(plot.common(points, "gpu")) --> H200
 function M.common(points, f)
   args.check('plot.common', 1, points, 'table', 'list of points')
   args.check('plot.common', 2, f, 'string', 'field name')
@@ -330,6 +371,10 @@ end
 --
 -- @signature plot.group(points, {x, by}) -> groups
 -- @example
+--   local function pt(provider, seq, ms) -- a point as plot.read makes it
+--     return {kernel = "rope", mode = "forward", provider = provider, gpu = "H200", params = {seq = seq}, y50 = ms}
+--   end
+--   local points = {pt("fused", 1024, 0.03), pt("fused", 2048, 0.05), pt("liger", 2048, 0.09)}
 --   local g = plot.group(points, {x = "seq", by = "provider"})
 --   for _, s in ipairs(g.series) do print(s.name, #s.points) end
 function M.group(points, opts)
@@ -926,6 +971,10 @@ end
 --
 -- @signature plot.slice(points, x [, by]) -> points, notes
 -- @example
+--   local function pt(hidden, seq, ms) -- a point as plot.read makes it
+--     return {kernel = "rope", mode = "forward", provider = "fused", params = {hidden = hidden, seq = seq}, y50 = ms}
+--   end
+--   local points = {pt(512, 1024, 0.03), pt(512, 2048, 0.05), pt(4096, 2048, 0.2)}
 --   local pts, notes = plot.slice(points, "seq")
 function M.slice(points, x, by)
   args.check('plot.slice', 1, points, 'table', 'list of points')
@@ -962,7 +1011,11 @@ end
 --
 -- @signature plot.guess_x(points) -> field | nil, message
 -- @example
---   print(plot.guess_x(points))
+--   local function pt(provider, seq, ms) -- a point as plot.read makes it
+--     return {kernel = "rope", mode = "forward", provider = provider, gpu = "H200", params = {seq = seq}, y50 = ms}
+--   end
+--   local points = {pt("fused", 1024, 0.03), pt("fused", 2048, 0.05), pt("liger", 2048, 0.09)}
+--   print(plot.guess_x(points)) --> seq
 function M.guess_x(points)
   args.check('plot.guess_x', 1, points, 'table', 'list of points')
   local candidates = {}
@@ -1001,8 +1054,13 @@ end
 --
 -- @signature plot.chart(points [, opts]) -> svg, info | nil, message, kind
 -- @example
+--   local function pt(provider, seq, ms) -- a point as plot.read makes it
+--     return {kernel = "rope", mode = "forward", provider = provider, unit = "ms", params = {seq = seq}, y50 = ms}
+--   end
+--   local points = {pt("fused", 1024, 0.03), pt("fused", 2048, 0.05),
+--     pt("liger", 1024, 0.06), pt("liger", 2048, 0.09)}
 --   local svg = assert(plot.chart(points, {x = "seq", by = "provider", logx = true}))
---   local path = os.tmpname() .. ".svg"
+--   local path = os.tmpname() -- chart.svg, say
 --   local f = assert(io.open(path, "w")); f:write(svg); f:close()
 --   os.remove(path)
 function M.chart(points, opts)

@@ -138,11 +138,12 @@ end
 --
 -- @signature progress.new{total [, quiet, stream, tty, clock, width, label]} -> Progress
 -- @example
---   local p = progress.new{total = #points}
---   for _, pt in ipairs(points) do
---     p:start(pt.label)
---     local ms = time_point(pt)
---     p:finish(pt.label, string.format("%.3f ms", ms))
+--   local p = progress.new{total = 3}
+--   for _, n in ipairs({1024, 2048, 4096}) do
+--     p:start("n=" .. n)
+--     local x = kb.randn({n}, "f32", 1)
+--     local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
+--     p:finish(nil, string.format("%.3f ms", r.summary.median))
 --   end
 --   p:close()
 function M.new(opts)
@@ -184,6 +185,8 @@ end
 -- @signature p:elapsed() -> seconds
 -- @section progress
 -- @example
+--   local p = progress.new{total = 16}
+--   p:start("hidden=512 fused")
 --   print(p:elapsed())
 function Progress:elapsed() return self.clock() - self.t0 end
 
@@ -193,6 +196,9 @@ function Progress:elapsed() return self.clock() - self.t0 end
 -- @signature p:remaining() -> seconds | nil
 -- @section progress
 -- @example
+--   local p = progress.new{total = 16}
+--   p:start("hidden=512 fused")
+--   p:finish(nil, "0.137 ms")
 --   print(p:remaining())
 function Progress:remaining()
   if self.done == 0 then return nil end
@@ -235,6 +241,7 @@ end
 -- @signature p:start(label)
 -- @section progress
 -- @example
+--   local p = progress.new{total = 16}
 --   p:start("hidden=512 fused")
 function Progress:start(label)
   if self.closed then error('progress: start after close', 2) end
@@ -249,7 +256,10 @@ end
 -- @signature p:tick()
 -- @section progress
 -- @example
---   for i = 1, n do sample(); p:tick() end
+--   local p = progress.new{total = 1}
+--   p:start("n=4096")
+--   for i = 1, 100 do kb.randn({4096}, "f32", i); p:tick() end
+--   p:finish(nil, "100 samples")
 function Progress:tick()
   if self.quiet or not self.tty or self.closed or not self.current then return end
   local now = self.clock()
@@ -265,6 +275,8 @@ end
 -- @signature p:finish([label [, summary]])
 -- @section progress
 -- @example
+--   local p = progress.new{total = 16}
+--   p:start("hidden=512 fused")
 --   p:finish(nil, "0.137 ms")
 function Progress:finish(label, summary)
   if self.closed then error('progress: finish after close', 2) end
@@ -292,6 +304,7 @@ end
 -- @signature p:log(text)
 -- @section progress
 -- @example
+--   local p = progress.new{total = 16}
 --   p:log("warning: clocks were not locked")
 function Progress:log(text)
   if self.quiet then return end

@@ -321,7 +321,10 @@ end
 --
 -- @signature report.results_rows(bundles [, opts]) -> rows
 -- @example
---   local rows = report.results_rows(bundles)
+--   local x = kb.randn({4096}, "f32", 1)
+--   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
+--   local bundle = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
+--   local rows = report.results_rows({bundle})
 function M.results_rows(bundles, opts)
   args.check('report.results_rows', 1, bundles, 'table', 'list of bundles')
   args.check('report.results_rows', 2, opts, 'table|nil', 'options')
@@ -465,7 +468,10 @@ end
 --
 -- @signature report.results_table(bundles [, opts]) -> text
 -- @example
---   io.write(report.results_table(bundles))
+--   local x = kb.randn({4096}, "f32", 1)
+--   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
+--   local bundle = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
+--   io.write(report.results_table({bundle}))
 function M.results_table(bundles, opts)
   args.check('report.results_table', 1, bundles, 'table', 'list of bundles')
   local rows = M.results_rows(bundles, opts)
@@ -478,7 +484,10 @@ end
 --
 -- @signature report.results_markdown(bundles [, opts]) -> text
 -- @example
---   io.write(report.results_markdown(bundles))
+--   local x = kb.randn({4096}, "f32", 1)
+--   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
+--   local bundle = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
+--   io.write(report.results_markdown({bundle}))
 function M.results_markdown(bundles, opts)
   args.check('report.results_markdown', 1, bundles, 'table', 'list of bundles')
   local rows = M.results_rows(bundles, opts)
@@ -493,7 +502,10 @@ end
 --
 -- @signature report.liger_csv(bundles) -> text, left_out | nil, message
 -- @example
---   local text, left_out = assert(report.liger_csv(bundles))
+--   local x = kb.randn({4096}, "f32", 1)
+--   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
+--   local bundle = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
+--   local text, left_out = assert(report.liger_csv({bundle}))
 --   io.write(text)
 function M.liger_csv(bundles)
   args.check('report.liger_csv', 1, bundles, 'table', 'list of bundles')

@@ -43,7 +43,7 @@ end
 --
 -- @signature stats.sorted(xs) -> {numbers}
 -- @example
---   local s = stats.sorted(samples)
+--   print(table.concat(stats.sorted({0.12, 0.1, 0.11}), " ")) --> 0.1 0.11 0.12
 function M.sorted(xs)
   local n = check_samples('sorted', xs)
   local s = table.move(xs, 1, n, 1, {})
@@ -80,7 +80,7 @@ end
 --
 -- @signature stats.quantiles(xs, qs) -> {numbers}
 -- @example
---   local med, p20, p80 = table.unpack(stats.quantiles(samples, {0.5, 0.2, 0.8}))
+--   local med, p20, p80 = table.unpack(stats.quantiles({0.11, 0.1, 0.13, 0.12, 0.1}, {0.5, 0.2, 0.8}))
 function M.quantiles(xs, qs)
   local n = check_samples('quantiles', xs)
   if type(qs) ~= 'table' then
@@ -198,7 +198,7 @@ end
 --
 -- @signature stats.summary(xs) -> table
 -- @example
---   local s = stats.summary(result.samples)
+--   local s = stats.summary({0.11, 0.1, 0.13, 0.12, 0.1}) -- a result's samples, in ms
 --   print(s.median, s.p20, s.p80, s.rsd)
 function M.summary(xs)
   local n = check_samples('summary', xs)

@@ -92,8 +92,9 @@ Auditor.__index = Auditor
 --
 -- @signature audit.new(spec) -> auditor
 -- @example
---   local a = require("kluabench.suite.audit").new{inputs = {x = t}, key = 1,
---     refresh = function(key) return {x = t:clone()} end}
+--   local t = kb.randn({256}, "f32", 1)
+--   local a = audit.new{inputs = {x = t}, key = 1,
+--     refresh = function(key) return {x = kb.randn({256}, "f32", key)} end}
 --   print(a:due(1))
 function M.new(spec)
   if type(spec) ~= 'table' or type(spec.inputs) ~= 'table' or type(spec.refresh) ~= 'function' then
