@@ -20,6 +20,7 @@ typedef struct {
   void *data;
   int freed;  /* 1 until storage exists and again after free() */
   int pins;   /* CUDA graphs that captured this tensor; free() waits for 0 */
+  int guarded; /* kb.trust.arm wrote the pattern into its guard bytes (until then they hold nothing) */
   const kb_backend *dev;
   kb_dtype dtype;
   int ndim;

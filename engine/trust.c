@@ -160,6 +160,7 @@ static int l_arm(lua_State *L) {
   char *p = t->data;
   KB_TRY(L, t->dev->from_host(t->dev, p - KB_GUARD_BYTES, g_pattern, KB_GUARD_BYTES));
   KB_TRY(L, t->dev->from_host(t->dev, p + kb_tensor_nbytes(t), g_pattern, KB_GUARD_BYTES));
+  t->guarded = 1;
   lua_settop(L, 1);
   return 1;
 }
@@ -182,7 +183,7 @@ static int changed(const unsigned char *got, int after, int *first) {
 /*** Whether the guard bytes around t still hold the pattern kb.trust.arm wrote.
  *
  * why says how many bytes after the end or before the start were written and the first one. An
- * error when no tensor was armed yet.
+ * error when t (or any tensor) was never armed.
  *
  * @signature kb.trust.guard_check(t) -> true | false, why
  * @section trust
@@ -195,6 +196,8 @@ static int changed(const unsigned char *got, int after, int *first) {
 static int l_guard_check(lua_State *L) {
   kb_tensor *t = kb_check_tensor(L, 1);
   if (!g_pattern_ready) return luaL_error(L, "kb.trust.guard_check: no tensor was armed (call kb.trust.arm(t) first)");
+  /* the guard bytes of a tensor never armed were never written: nothing to compare */
+  if (!t->guarded) return luaL_argerror(L, 1, "the tensor was never armed (call kb.trust.arm(t) first)");
   unsigned char before[KB_GUARD_BYTES], after[KB_GUARD_BYTES];
   char *p = t->data;
   KB_TRY(L, t->dev->to_host(t->dev, before, p - KB_GUARD_BYTES, KB_GUARD_BYTES));
