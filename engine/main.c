@@ -21,6 +21,7 @@
 
 #include <lauxlib.h>
 #include <lua.h>
+#include "lua_alloc.h"
 #include <lualib.h>
 
 #include "backend.h"
@@ -114,7 +115,7 @@ static int load_commands(lua_State *L) {
  * beside the binary) there are no commands: every word is a script. */
 static void read_commands(int noenv) {
   n_commands = 0;
-  lua_State *L = luaL_newstate();
+  lua_State *L = kb_lua_newstate();
   if (!L) {
     snprintf(commands_error, sizeof commands_error, "not enough memory");
     return;
@@ -129,7 +130,7 @@ static void read_commands(int noenv) {
     if (len > 0 && msg[len - 1] == ':') len--;
     snprintf(commands_error, sizeof commands_error, "%.*s", len, msg);
   }
-  lua_close(L);
+  kb_lua_close(L);
 }
 
 static const command *find_command(const char *s) {
@@ -749,7 +750,7 @@ int main(int argc, char **argv) {
     int ordinal;
     check_backend(&o, &name, &ordinal, &device_src);
   }
-  lua_State *L = luaL_newstate();
+  lua_State *L = kb_lua_newstate();
   if (L == NULL) {
     kb_host_message("cannot create state: not enough memory");
     return EXIT_FAILURE;
@@ -762,7 +763,7 @@ int main(int argc, char **argv) {
     kb_host_report(L, status);
     o.status = 1;
   }
-  lua_close(L);
+  kb_lua_close(L);
   int werr = close_stdout();
   if (werr) {
     fprintf(stderr, "%s: cannot write to stdout: %s\n", PROGNAME,

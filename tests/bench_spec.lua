@@ -43,6 +43,22 @@ local function fake_fn(dev, ms)
 end
 
 describe('bench.do_bench (triton.testing.do_bench)', function()
+  it('warms up again after an audit that fell among the repetitions', function()
+    -- fn 0.25 ms + flush 0.25 ms: n_warmup 50, n_repeat 200; one audit planned before repetition 3
+    local dev = fake_device(0.25, 4096)
+    local fn = fake_fn(dev, 0.25)
+    local runs = 0
+    dev.audit = {
+      plan = function() return { [3] = true } end,
+      run = function(_, audited) runs = runs + 1; audited() end,
+    }
+    local _, r = bench.do_bench(fn, { device = dev })
+    assert.are.equal(2, runs) -- the planned one, and one after the last repetition
+    -- calls: 1 first + 5 estimate + 50 warm-up + 200 timed + 2 audited + 50 warm-up after the planned audit
+    assert.are.equal(256 + 2 + 50, fn.calls)
+    assert.are.equal(200, #r.samples)
+  end)
+
   it('derives n_warmup and n_repeat from the 5-call estimate, flush included', function()
     -- fn 0.25 ms + flush 0.25 ms: estimate 0.5 ms, warmup 25 / 0.5 = 50, rep 100 / 0.5 = 200
     local dev = fake_device(0.25, 4096)

@@ -145,15 +145,34 @@ describe('measure: the harness\'s audits in a session', function()
       ctx.audit = fake_audit(ctx, audit_ns, { [2] = true, [5] = true })
       local r = measure.run('cold', timed_fn(ctx, { 1e6 }),
         { stop = stopping.rse_median { target = 1e-9, timeout_ms = 50, min_samples = 2 } }, ctx)
-      return #r.samples, r.used.audit_ms, ctx.audit.runs
+      return #r.samples, r.used.audit_ms, ctx.audit.runs, r.used.rewarm_calls
     end
-    local n_quick, ms_quick, runs = samples_with(1)
+    local n_quick, ms_quick, runs, rewarm = samples_with(1)
     local n_slow, ms_slow = samples_with(40e6) -- two audits of 40 ms: 80 ms, more than the budget
     assert.equal(3, runs) -- two due during sampling, one after the last sample
     assert.is_true(n_quick >= 5, n_quick)
     assert.equal(n_quick, n_slow) -- when the audits' time counted, the slow audits left 5 of 10 samples
-    assert.near(80, ms_slow, 1e-9)
-    assert.is_true(ms_quick < 1e-3)
+    -- the warm-up after each of the two audits (10 ms of 1 ms calls each) is the audits' time too
+    assert.equal(20, rewarm)
+    assert.near(80 + 20, ms_slow, 1e-6)
+    assert.near(20, ms_quick, 1e-3)
+  end)
+
+  it('warms up again after an audit, before the next sample', function()
+    local ctx = fake_ctx()
+    ctx.audit = fake_audit(ctx, 1, { [3] = true })
+    local calls = 0
+    local inner = timed_fn(ctx, { 1e6 })
+    local at_audit
+    local run = ctx.audit.run
+    function ctx.audit:run() at_audit = at_audit or calls; run(self) end
+    local r = measure.run('cold', function() calls = calls + 1; inner() end,
+      { stop = stopping.count(5), warmup_ms = 4, warmup_min = 3 }, ctx)
+    assert.equal(5, #r.samples)
+    assert.equal(4, r.used.rewarm_calls) -- 4 ms of 1 ms calls after the audit before sample 3
+    -- the warm-up's calls, two samples, then the audit; after it 4 warm-up calls and three samples
+    assert.equal(r.used.warmup_calls + 2, at_audit)
+    assert.equal(at_audit + 4 + 3, calls)
   end)
 end)
 

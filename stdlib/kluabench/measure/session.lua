@@ -121,9 +121,10 @@ function Session:step()
   if audit and audit:due(self.st.n + 1) then
     -- the audit's time is not the session's: the stopping rule's time budget starts again after it
     -- (at large sizes an audit takes seconds, which left a 10 s session with 5 samples; H200,
-    -- evidence/2026-12-03-final-h200)
+    -- evidence/2026-12-03-final-h200), and the session warms up again after it (sample.rewarm)
     local t = self.st.clock_ns()
     audit:run(self.audit_take or self.take, self.audit_calls, self.sets, self.audit_per)
+    sample.rewarm(self)
     local spent = self.st.clock_ns() - t
     if self.st.t0 then self.st.t0 = self.st.t0 + spent end
     self.audit_ns = (self.audit_ns or 0) + spent

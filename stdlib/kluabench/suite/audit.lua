@@ -109,7 +109,7 @@ function M.new(spec)
   a.key = spec.key or 1
   a.backend = spec.backend or core.backend()
   a.keep = spec.keep or {}
-  a.n, a.fresh_ms, a.findings, a.by_message = 0, {}, {}, {}
+  a.n, a.fresh_ms, a.findings, a.by_message, a.before = 0, {}, {}, {}, {}
   a.checks, a.not_checked = {}, {}
   a.schedule = {}
   -- while timing: the j-th audit at a random sample in [2^(j+1) - 3, 2^(j+2) - 4] (1-4, 5-12, ...)
@@ -124,6 +124,7 @@ end
 function Auditor:due(i)
   if self.schedule[i] then
     self.schedule[i] = nil
+    self.before[#self.before + 1] = i
     return true
   end
   return false
@@ -140,6 +141,8 @@ function Auditor:plan(n)
     if not plan[i] then plan[i], picked = true, picked + 1 end
   end
   self.schedule = {}
+  for i in pairs(plan) do self.before[#self.before + 1] = i end
+  table.sort(self.before)
   return plan
 end
 
@@ -417,6 +420,8 @@ function Auditor:verdict(result)
   return status, reasons, {
     seedKey = seeds.hex(self.key), audits = self.n, checks = ran,
     notChecked = next(skipped) and skipped or nil, freshMs = #self.fresh_ms > 0 and self.fresh_ms or nil,
+    -- the kept samples (by index) that an audit ran just before; one more ran after the last
+    before = #self.before > 0 and self.before or nil,
     findings = #reasons > 0 and reasons or nil,
   }
 end
