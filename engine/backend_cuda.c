@@ -167,9 +167,13 @@ static const char *cu_convert(const kb_backend *b, void *dst, kb_dtype dt, const
   KERNEL(kb_convert_cuda(dst, dt, src, st, n, b->stream));
 }
 
+/* The engine's one launch (built-in kernels, plugin entries, kernel:launch):
+ * refused on a dead context, naming the kernel; a failure that poisons the
+ * context is marked so. */
 static const char *cu_run_kernel(const kb_backend *b, const char *name, kb_kernel_fn fn,
                                  void *args) {
-  KERNEL(fn(args));
+  if (g_sticky != cudaSuccess) return cuda_fail(name, g_sticky);
+  return kernel_fail(fn(args));
 }
 
 static const char *cu_event_create(const kb_backend *b, void **ev) {

@@ -63,18 +63,24 @@ static inline int kb_on_cuda(const kb_backend *dev) { return strcmp(dev->kind, "
 #define KB_KERNEL_OPS(ops, dev) (&ops##_cpu)
 #endif
 
-/* Registers metatable `name` with `methods` as __index, `gc` as both __gc
- * and __close, and `tostring`; leaves the stack as it was. */
+/* Registers metatable `name` with `methods` as __index (and as field
+ * `methods`, where the API reference finds them), `gc` (when not NULL) as
+ * both __gc and __close, and `tostring`; leaves the stack as it was. Every
+ * class of the engine is made here. */
 static inline void kb_new_class(lua_State *L, const char *name, const luaL_Reg *methods,
                                 lua_CFunction gc, lua_CFunction tostring) {
   luaL_newmetatable(L, name);
   lua_newtable(L);
   luaL_setfuncs(L, methods, 0);
-  lua_setfield(L, -2, "__index");
-  lua_pushcfunction(L, gc);
   lua_pushvalue(L, -1);
-  lua_setfield(L, -3, "__gc");
-  lua_setfield(L, -2, "__close");
+  lua_setfield(L, -3, "methods");
+  lua_setfield(L, -2, "__index");
+  if (gc) {
+    lua_pushcfunction(L, gc);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, -3, "__gc");
+    lua_setfield(L, -2, "__close");
+  }
   lua_pushcfunction(L, tostring);
   lua_setfield(L, -2, "__tostring");
   lua_pop(L, 1);

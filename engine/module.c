@@ -570,6 +570,21 @@ static CUresult launch_packed(kb_kernel *k, const launch_cfg *c) {
                     (unsigned)c->shared, (CUstream)k->dev->stream, k->params, NULL);
 }
 
+/* A launch as the backend's run_kernel takes it (kb_kernel_fn): kernel:launch
+ * goes through the engine's one launch, as the built-in kernels and plugin
+ * entries do; the driver's status is kept for the caller's message. */
+typedef struct {
+  kb_kernel *k;
+  const launch_cfg *c;
+  CUresult r;
+} launch_call;
+
+static const char *run_launch(void *p) {
+  launch_call *l = (launch_call *)p;
+  l->r = launch_packed(l->k, l->c);
+  return NULL;
+}
+
 /*** Queues the kernel on the engine's stream (cuLaunchKernel); no allocation per launch.
  *
  * grid and block: an integer or {x [, y [, z]]}. shared: dynamic shared memory in bytes (over 48
@@ -592,11 +607,11 @@ static int k_launch(lua_State *L) {
   kb_kernel *k = launch_self(L, KB_KERNEL_MT);
   launch_cfg c;
   pack_launch(L, k, 1, 2, &c);
-  const char *dead = kb_cuda_refuse("cuLaunchKernel");
-  if (dead) kb_raise(L, dead);
   allow_shared(L, k, c.shared);
-  CUresult r = launch_packed(k, &c);
-  if (r != CUDA_SUCCESS) kb_raise(L, drv_fail("cuLaunchKernel", r));
+  launch_call l = {k, &c, CUDA_SUCCESS};
+  const char *dead = k->dev->run_kernel(k->dev, "cuLaunchKernel", run_launch, &l); /* only on a dead context */
+  if (dead) kb_raise(L, dead);
+  if (l.r != CUDA_SUCCESS) kb_raise(L, drv_fail("cuLaunchKernel", l.r));
   lua_getiuservalue(L, 1, 1);
   kb_capture_keep(L, -1); /* a captured graph keeps the module loaded */
   lua_settop(L, 1);
@@ -910,28 +925,11 @@ static void set_launchers(lua_State *L, const char *mt, const luaL_Reg *fns) {
   lua_pop(L, 2);
 }
 
-void kb_usercode_class(lua_State *L, const char *name, const luaL_Reg *methods, lua_CFunction gc,
-                       lua_CFunction tostring) {
-  luaL_newmetatable(L, name);
-  lua_newtable(L);
-  luaL_setfuncs(L, methods, 0);
-  lua_pushvalue(L, -1);
-  lua_setfield(L, -3, "methods");
-  lua_setfield(L, -2, "__index");
-  if (gc) {
-    lua_pushcfunction(L, gc);
-    lua_setfield(L, -2, "__gc");
-  }
-  lua_pushcfunction(L, tostring);
-  lua_setfield(L, -2, "__tostring");
-  lua_pop(L, 1);
-}
-
 /* Adds load to the kb.cuda table on top of the stack. */
 void kb_open_module(lua_State *L) {
-  kb_usercode_class(L, KB_MODULE_MT, module_methods, mod_gc, mod_tostring);
-  kb_usercode_class(L, KB_KERNEL_MT, kernel_methods, NULL, k_tostring);
-  kb_usercode_class(L, KB_ARGPACK_MT, argpack_methods, NULL, a_tostring);
+  kb_new_class(L, KB_MODULE_MT, module_methods, mod_gc, mod_tostring);
+  kb_new_class(L, KB_KERNEL_MT, kernel_methods, NULL, k_tostring);
+  kb_new_class(L, KB_ARGPACK_MT, argpack_methods, NULL, a_tostring);
   static const luaL_Reg kernel_launchers[] = {{"launch", k_launch}, {"launch_repeat", k_launch_repeat}, {NULL, NULL}};
   static const luaL_Reg pack_launchers[] = {{"pack", a_pack}, {NULL, NULL}};
   set_launchers(L, KB_KERNEL_MT, kernel_launchers);

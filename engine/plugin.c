@@ -293,6 +293,26 @@ static size_t entry_message(char msg[PLUGIN_MSG_BYTES], const char err[PLUGIN_ER
  *   local x, y, out = kb.randn({8}, "f32", 1), kb.randn({8}, "f32", 2), kb.empty({8}, "f32")
  *   scale_add(out, x, y, 2.0) -- out = 2 x + y
  */
+/* An entry's call as the backend's run_kernel takes it (kb_kernel_fn): the
+ * engine's one launch, whose cpu side puts the call in kb.trace as it does
+ * for the built-in kernels. The entry's status is kept for the caller, which
+ * words the plugin's failure. */
+typedef struct {
+  kb_plugin_fn fn;
+  kb_plugin_arg *args;
+  int n;
+  void *stream;
+  char *err;
+  size_t errlen;
+  int rc;
+} entry_call;
+
+static const char *run_entry(void *p) {
+  entry_call *c = (entry_call *)p;
+  c->rc = c->fn(c->args, c->n, c->stream, c->err, c->errlen);
+  return NULL;
+}
+
 /* pk(args...) / pk:call(args...) -> pk */
 static int pk_call(lua_State *L) {
   kb_plugin_kernel_ud *pk = (kb_plugin_kernel_ud *)luaL_checkudata(L, 1, KB_PLUGIN_KERNEL_MT);
@@ -306,22 +326,17 @@ static int pk_call(lua_State *L) {
   if (!fn)
     return luaL_error(L, "%s: plugin '%s' has no %s entry for this kernel (its tensors are on %s)", pk->k->name,
                       pk->plugin, cuda ? "CUDA" : "CPU", dev->device);
-  char err[PLUGIN_ERR_BYTES] = "", msg[PLUGIN_MSG_BYTES];
-  if (cuda) {
-    char what[160];
-    snprintf(what, sizeof what, "%s.%s (CUDA entry)", pk->plugin, pk->k->name);
-    const char *dead = kb_cuda_refuse(what);
-    if (dead) return kb_raise(L, dead);
-    int rc = fn(pk->args, pk->nparams, dev->stream, err, sizeof err);
+  char err[PLUGIN_ERR_BYTES] = "", msg[PLUGIN_MSG_BYTES], what[160];
+  snprintf(what, sizeof what, "%s.%s (%s entry)", pk->plugin, pk->k->name, cuda ? "CUDA" : "CPU");
+  entry_call c = {fn, pk->args, pk->nparams, cuda ? dev->stream : NULL, err, sizeof err, 0};
+  const char *dead = dev->run_kernel(dev, what, run_entry, &c); /* refused only on a dead context */
+  if (dead) return kb_raise(L, dead);
 #ifdef KB_WITH_CUDA
-    kb_trust_plugin_cuda_ran = 1; /* its host code may have changed the persisting-L2 state */
+  if (cuda) kb_trust_plugin_cuda_ran = 1; /* its host code may have changed the persisting-L2 state */
 #endif
-    if (rc != 0) return kb_raise(L, kb_cuda_external_fail(what, rc, NULL, entry_message(msg, err) ? msg : NULL));
-  } else {
-    int rc = fn(pk->args, pk->nparams, NULL, err, sizeof err);
-    if (rc != 0)
-      return luaL_error(L, "%s.%s (CPU entry) failed: %s", pk->plugin, pk->k->name,
-                        entry_message(msg, err) ? msg : "no message");
+  if (c.rc != 0) {
+    if (cuda) return kb_raise(L, kb_cuda_external_fail(what, c.rc, NULL, entry_message(msg, err) ? msg : NULL));
+    return luaL_error(L, "%s failed: %s", what, entry_message(msg, err) ? msg : "no message");
   }
   lua_settop(L, 1);
   return 1;
@@ -363,8 +378,8 @@ static const luaL_Reg kernel_methods[] = {{"call", pk_call}, {"info", pk_info}, 
 
 /* Adds load to the kb.plugin table on top of the stack. */
 void kb_open_plugin(lua_State *L) {
-  kb_usercode_class(L, KB_PLUGIN_MT, plugin_methods, NULL, p_tostring);
-  kb_usercode_class(L, KB_PLUGIN_KERNEL_MT, kernel_methods, NULL, pk_tostring);
+  kb_new_class(L, KB_PLUGIN_MT, plugin_methods, NULL, p_tostring);
+  kb_new_class(L, KB_PLUGIN_KERNEL_MT, kernel_methods, NULL, pk_tostring);
   luaL_getmetatable(L, KB_PLUGIN_KERNEL_MT);
   lua_pushcfunction(L, pk_call);
   lua_setfield(L, -2, "__call");

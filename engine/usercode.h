@@ -45,10 +45,6 @@ void kb_push_signature(lua_State *L, const kb_param_type *const *types, int n);
  * context when the first kernel is asked for, so that compiling needs no GPU. */
 void kb_push_module(lua_State *L, int img, int ptx, const char *format, int info);
 
-/* Registers a class: metatable `name` whose __index (and field `methods`)
- * is the methods table, with __gc (when gc is not NULL) and __tostring. */
-void kb_usercode_class(lua_State *L, const char *name, const luaL_Reg *methods, lua_CFunction gc,
-                       lua_CFunction tostring);
 
 /* ---- the CUDA context shared with the backend (backend_cuda.c) -------------
  * User kernels are launched through the driver API or by plugins, outside

@@ -65,6 +65,26 @@ describe('kb.trace on the cpu backend', function()
     assert.same({}, (kb.trace.stop()))
   end)
 
+  it("records a plugin's CPU entry as it records the built-in kernels (one launch path)", function()
+    local p = kb.plugin.load(kb.executable():match('^(.*)/') .. '/plugins/libscale_add.so')
+    local scale_add = p:kernel('scale_add')
+    local x, y, out = kb.randn({ 4096 }, 'f32', 1, 'cpu'), kb.randn({ 4096 }, 'f32', 2, 'cpu'), kb.empty({ 4096 }, 'f32', 'cpu')
+    local q, k, f = llama4_inputs('cpu')
+    kb.trace.start('cpu')
+    local t0 = kb.clock_ns()
+    scale_add(out, x, y, 2.0)
+    kb.rope.llama4_fwd(q, k, f)
+    local t1 = kb.clock_ns()
+    local recs = kb.trace.stop()
+    assert.same({ 'scale_add.scale_add (CPU entry)', 'kb_rope_fused_cpu' }, names_of(recs))
+    assert.equal('kernel', recs[1].kind)
+    assert.is_true(recs[1].ns > 0 and recs[1].start_ns >= t0 and recs[1].end_ns <= recs[2].start_ns
+      and recs[2].end_ns <= t1)
+    -- the entry ran: out = 2 x + y
+    local xs, ys, os = x:totable(), y:totable(), out:totable()
+    for i = 1, 4096, 511 do assert.near(2 * xs[i] + ys[i], os[i], 1e-5) end
+  end)
+
   it('says what is wrong when used out of order or with a bad device', function()
     assert.has_error(function() kb.trace.collect() end,
       'kb.trace.collect: tracing is off (call kb.trace.start() first)')

@@ -326,8 +326,17 @@ M.DO_BENCH_OPTIONS = {
   flush_bytes = { kind = 'number', min = 0, max = 2 ^ 40, integer = true },
 }
 
+--- The quantiles the harness reports, in this order: median, p20, p80, as Liger-Kernel's
+-- benchmarks ask triton.testing.do_bench for them (the y_value_50/20/80 columns of its CSV).
+M.QUANTILES = { 0.5, 0.2, 0.8 }
+
 --- Defaults of do_bench (triton's).
 M.DO_BENCH_DEFAULTS = { warmup_ms = 25, rep_ms = 100, return_mode = 'mean' }
+
+--- What the harness (kluabench.suite) asks of do_bench unless a script or --rep-ms /
+-- --warmup-ms says otherwise: Liger-Kernel's benchmarks' call, do_bench(fn, rep=400,
+-- quantiles=QUANTILES), with triton's warm-up.
+M.HARNESS_DEFAULTS = { warmup_ms = M.DO_BENCH_DEFAULTS.warmup_ms, rep_ms = 400, quantiles = M.QUANTILES }
 
 --- The fewest repetitions do_bench takes on the cpu backend. Triton takes
 -- max(1, rep_ms / estimate), and on a CPU a slow call (or the flush inside
@@ -509,6 +518,36 @@ function M.do_bench(fn, opts)
   return value, result
 end
 
+--- do_bench as one of measure's modes: its result with what every mode's result has.
+--
+-- The one way do_bench is run as a mode: measure.run("do_bench", ...) and the protocol of
+-- do_bench_protocol and measure.protocol("do_bench") call it. opts: do_bench's (warmup_ms, rep_ms,
+-- quantiles, return_mode, before_each, flush_bytes); others are ignored. The result is
+-- do_bench's with mode = "do_bench", warnings (none) and stop (the rule do_bench followed:
+-- n_repeat repetitions, never a convergence), also in used.
+--
+-- @signature do_bench.measure(fn [, opts [, ctx]]) -> result
+-- @example
+--   local x = kb.randn({1 << 16}, "f32", 1)
+--   local r = do_bench.measure(function() x:add_(1) end, {rep_ms = 20})
+--   print(r.stop.reason, r.summary.median)
+function M.measure(fn, opts, ctx)
+  opts = opts or {}
+  local _, r = M.do_bench(fn, {
+    warmup_ms = opts.warmup_ms, rep_ms = opts.rep_ms, quantiles = opts.quantiles,
+    return_mode = opts.return_mode, before_each = opts.before_each, flush_bytes = opts.flush_bytes,
+    device = ctx or M.device(),
+  })
+  local n = #r.samples
+  r.used.mode = 'do_bench'
+  r.used.stop = { rule = 'do_bench', converged = false, samples = n,
+    reason = string.format('n_repeat = max(1, floor(rep_ms / estimate_ms)) = %d', n) }
+  r.stop = r.used.stop
+  r.mode = 'do_bench'
+  r.warnings = {}
+  return r
+end
+
 local function quantile_text(qs)
   local parts = {}
   for i, q in ipairs(qs) do parts[i] = string.format('%g', q) end
@@ -549,20 +588,13 @@ function M.do_bench_protocol(params)
   params = copy(params)
   params.warmup_ms = params.warmup_ms or M.DO_BENCH_DEFAULTS.warmup_ms
   params.rep_ms = params.rep_ms or M.DO_BENCH_DEFAULTS.rep_ms
-  params.quantiles = params.quantiles or { 0.5, 0.2, 0.8 }
+  params.quantiles = params.quantiles or M.QUANTILES
   params.return_mode = params.return_mode or M.DO_BENCH_DEFAULTS.return_mode
   return M.protocol {
     name = 'do_bench',
     title = 'do_bench',
     params = params,
-    run = function(self, fn, ctx)
-      local p = self.params
-      local _, r = M.do_bench(fn, {
-        warmup_ms = p.warmup_ms, rep_ms = p.rep_ms, quantiles = p.quantiles,
-        return_mode = p.return_mode, before_each = p.before_each, flush_bytes = p.flush_bytes, device = ctx,
-      })
-      return r
-    end,
+    run = function(self, fn, ctx) return M.measure(fn, self.params, ctx) end,
     spec = function(self, info)
       local p = self.params
       local timer = info.timer or ((info.backend or 'cpu') == 'cuda' and 'cuda_events' or 'host_monotonic')

@@ -19,7 +19,7 @@ M.DEFAULTS = {
   margin = 2,            -- graph: bytes touched between two uses of a set >= margin x L2
   launches = 'auto',     -- graph: launches per graph; auto: a multiple of rotate >= 20
   max_sets = 4096,
-  quantiles = { 0.5, 0.2, 0.8 },
+  quantiles = bench.QUANTILES,
   clocks = true,         -- NVML monitor (inert where there is no NVML)
   event_pairs = 64,      -- cold: empty event intervals timed to calibrate (0: none)
   kernel_trace = false,  -- cold: trace fn's kernels per sample (kb.trace)

@@ -11,21 +11,6 @@ local M = {}
 
 local IS_MODE = { cold = true, hot = true, graph = true, do_bench = true }
 
-local function run_do_bench(fn, opts, ctx)
-  local _, r = bench.do_bench(fn, {
-    warmup_ms = opts.warmup_ms, rep_ms = opts.rep_ms, quantiles = opts.quantiles,
-    return_mode = opts.return_mode, before_each = opts.before_each, flush_bytes = opts.flush_bytes, device = ctx,
-  })
-  local n = #r.samples
-  r.used.mode = 'do_bench'
-  r.used.stop = { rule = 'do_bench', converged = false, samples = n,
-    reason = string.format('n_repeat = max(1, floor(rep_ms / estimate_ms)) = %d', n) }
-  r.stop = r.used.stop
-  r.mode = 'do_bench'
-  r.warnings = {}
-  return r
-end
-
 --- Measures fn in mode "cold", "hot", "graph" or "do_bench"; every raw sample is kept.
 --
 -- opts: the fields of measure.DEFAULTS (warmup_ms, hold, flush_factor, event_pairs, kernel_trace,
@@ -60,7 +45,7 @@ function M.run(mode, fn, opts, ctx)
   end
   bench.check_options('run', 3, opts, options.OPTIONS)
   ctx = ctx or device.device()
-  if mode == 'do_bench' then return run_do_bench(fn, opts, ctx) end
+  if mode == 'do_bench' then return bench.measure(fn, opts, ctx) end
   local s = session.session(mode, fn, opts, ctx)
   s:warmup()
   while not s:step() do end

@@ -190,7 +190,7 @@ end
 
 local function spread(xs)
   if #xs == 0 then return nil end
-  local q = stats.quantiles(xs, { 0.5, 0.2, 0.8 })
+  local q = stats.quantiles(xs, bench.QUANTILES)
   return { median = q[1], p20 = q[2], p80 = q[3], min = stats.min(xs), max = stats.max(xs) }
 end
 

@@ -735,7 +735,7 @@ function M.from_result(o)
 
   -- statistics of the session's samples
   local samples = result.samples
-  local qs = o.quantiles or (protocol.params and protocol.params.quantiles) or { 0.5, 0.2, 0.8 }
+  local qs = o.quantiles or (protocol.params and protocol.params.quantiles) or require('kluabench.measure.do_bench').QUANTILES
   local fields, metrics, latency = {}, {}, {}
   local median_ms
   if #samples > 0 then

@@ -30,7 +30,7 @@ M.HEADER = { 'kernel_name', 'kernel_provider', 'kernel_operation_mode', 'metric_
   'extra_benchmark_config_str', 'gpu_name', 'timestamp', 'liger_version' }
 
 --- Liger's quantiles, in the order of the y_value columns.
-M.QUANTILES = { 0.5, 0.2, 0.8 }
+M.QUANTILES = require('kluabench.measure.do_bench').QUANTILES
 local Y_COLUMNS = { 'y_value_50', 'y_value_20', 'y_value_80' }
 
 M.REPOSITORY = 'https://github.com/linkedin/Liger-Kernel'

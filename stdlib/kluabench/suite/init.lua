@@ -71,6 +71,8 @@ local M = {}
 local args = require 'kluabench.io.argcheck'
 
 local core = require 'kluabench.core'
+local bench = require 'kluabench.measure.do_bench'
+local HARNESS_DO_BENCH = bench.HARNESS_DEFAULTS
 
 ---------------------------------------------------------------------------
 -- Failing
@@ -269,7 +271,8 @@ Every provider's result is checked before it is timed; a wrong result is not
 timed: its bundles say incorrect_numerical, the other points still run, and
 the exit status is 1. Ctrl-C (SIGINT) or SIGTERM: the point being measured is finished and
 written, the table of the finished points is printed, and the exit status is
-130 (SIGINT) or 143 (SIGTERM); a second signal stops at once.]], d.rep_ms or 400, d.warmup_ms or 25, d.name, d.name)
+130 (SIGINT) or 143 (SIGTERM); a second signal stops at once.]], d.rep_ms or HARNESS_DO_BENCH.rep_ms,
+    d.warmup_ms or HARNESS_DO_BENCH.warmup_ms, d.name, d.name)
   if d.notes then add('\n%s', d.notes) end
   return table.concat(out, '\n')
 end
@@ -399,9 +402,9 @@ local function parse(d, args)
   end
   -- a day of repetition per point is more than anyone means; the bound keeps
   -- a typo from growing the sample buffer until the machine runs out
-  o.rep_ms = raw['rep-ms'] and positive_number(d.name, 'rep-ms', raw['rep-ms'], 86400e3) or d.rep_ms or 400
+  o.rep_ms = raw['rep-ms'] and positive_number(d.name, 'rep-ms', raw['rep-ms'], 86400e3) or d.rep_ms or HARNESS_DO_BENCH.rep_ms
   o.warmup_ms = raw['warmup-ms'] and positive_number(d.name, 'warmup-ms', raw['warmup-ms'], 86400e3)
-    or d.warmup_ms or 25
+    or d.warmup_ms or HARNESS_DO_BENCH.warmup_ms
   -- a week of one session is more than anyone means
   o.timeout = raw.timeout and positive_number(d.name, 'timeout', raw.timeout, 7 * 86400) or nil
   o.audits = require('kluabench.suite.audit').DEFAULTS.during
@@ -750,8 +753,8 @@ local function session_seconds(protocol, o, call_s, backend)
   local p = protocol.params or {}
   local s
   if protocol.name == 'do_bench' then
-    local bench = require 'kluabench.measure.do_bench'
-    local warmup, rep = (p.warmup_ms or 25) / 1e3, (p.rep_ms or 100) / 1e3
+    local warmup = (p.warmup_ms or bench.DO_BENCH_DEFAULTS.warmup_ms) / 1e3
+    local rep = (p.rep_ms or bench.DO_BENCH_DEFAULTS.rep_ms) / 1e3
     s = 6 * call_s + math.max(call_s, warmup) + math.max((backend == 'cpu' and bench.CPU_MIN_REPEAT or 1) * call_s, rep)
   else
     local defaults = require('kluabench.measure.options').DEFAULTS
@@ -776,7 +779,7 @@ local function probe(d, o, points)
     local c = point_cost(d, p, o)
     if not c0 or c < c0 then p0, c0 = p, c end
   end
-  local dev = require('kluabench.measure.do_bench').device()
+  local dev = bench.device()
   local setup_s, call_s = {}, {}
   local shared, inputs
   local ok = pcall(function()
@@ -993,10 +996,10 @@ end
 
 local function make_protocol(o)
   if o.metric == 'memory' then return require('kluabench.measure.memory').protocol() end
-  if o.protocol == 'do_bench' then
-    return require('kluabench.measure.do_bench').do_bench_protocol { warmup_ms = o.warmup_ms, rep_ms = o.rep_ms, quantiles = { 0.5, 0.2, 0.8 } }
-  end
-  return require('kluabench.measure').protocol(o.protocol, { quantiles = { 0.5, 0.2, 0.8 } })
+  -- every mode through measure.protocol; do_bench's warm-up and repetitions are its own options
+  local params = { quantiles = HARNESS_DO_BENCH.quantiles }
+  if o.protocol == 'do_bench' then params.warmup_ms, params.rep_ms = o.warmup_ms, o.rep_ms end
+  return require('kluabench.measure').protocol(o.protocol, params)
 end
 
 local WRONG = {}
