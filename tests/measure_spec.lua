@@ -123,7 +123,7 @@ describe('measure: cold', function()
     assert.equal(20, #r.samples)
     assert.equal('rse_median', r.stop.rule)
     assert.is_true(r.stop.converged)
-    assert.same({ lo = 0.005, hi = 0.005, confidence = 0.95, method = 'order statistics' },
+    assert.same({ lo = 0.005, hi = 0.005, confidence = 0.95, method = 'order statistics', flags = '' },
       r.used.median_ci_ms)
   end)
 end)

@@ -137,3 +137,66 @@ describe('stats functions', function()
     assert.are_not.equal(xs, s)
   end)
 end)
+
+describe('inference.describe (the statistics of a session, computed once)', function()
+  local inference = require 'kluabench.stats.inference'
+  local prng = require 'kluabench.stats.prng'
+
+  -- The interval and its flags as the results table computed them before describe existed
+  -- (report/table.lua until 2026-12-04): rse_median's interval, then the same without the
+  -- sample farthest from the median.
+  local function old_ci(values)
+    local n = #values
+    local sorted = stats.sorted(values)
+    local _, med, lo, hi = inference.rse_median(sorted, { confidence = 0.95, sorted = true })
+    local l, u = inference.median_ci_ranks(n, 0.95)
+    local flags = {}
+    if l <= 1 or u >= n then flags[#flags + 1] = 'ci=range' end
+    if n >= 3 then
+      local rest = {}
+      local drop = (med - sorted[1] > sorted[n] - med) and 1 or n
+      for i = 1, n do if i ~= drop then rest[#rest + 1] = sorted[i] end end
+      local _, _, lo2, hi2 = inference.rse_median(rest, { confidence = 0.95, sorted = true })
+      if (hi2 - lo2) < 0.5 * (hi - lo) then flags[#flags + 1] = 'ci~1' end
+    end
+    return lo, hi, #flags > 0 and table.concat(flags, ' ') or nil
+  end
+
+  it('gives stats.summary, the quantiles asked for and the interval of the median with its flags', function()
+    local g = prng.new(os.time())
+    for trial = 1, 300 do
+      local n = 1 + (trial % 40) + (trial > 250 and 500 or 0)
+      local xs = {}
+      for i = 1, n do
+        -- lognormal-ish times with an outlier now and then
+        xs[i] = 0.01 * math.exp(0.3 * (g:uniform() - 0.5)) * (g:uniform() < 0.05 and 5 or 1)
+      end
+      local qs = { 0.5, 0.2, 0.8, g:uniform() }
+      local d = inference.describe(xs, qs)
+      local s = stats.summary(xs)
+      for k, v in pairs(s) do assert.equal(v, d[k], k) end
+      local want = stats.quantiles(xs, qs)
+      for i, q in ipairs(qs) do
+        assert.equal(want[i], d.quantiles[i])
+        assert.equal(want[i], d.at[q])
+      end
+      if n >= 2 then
+        local lo, hi, flag = old_ci(xs)
+        assert.same({ lo, hi }, d.ci95)
+        assert.equal(flag, d.ci_flag)
+      else
+        assert.is_nil(d.ci95)
+        assert.is_nil(d.ci_flag)
+      end
+    end
+  end)
+
+  it('says what is wrong with its arguments', function()
+    assert.has_error(function() inference.describe({}) end)
+    assert.has_error(function() inference.describe({ 1, 0 / 0 }) end)
+    assert.has_error(function() inference.describe({ 1, 2 }, 0.5) end,
+      "bad argument #2 to 'describe' (list of quantiles expected, got number)")
+    assert.has_error(function() inference.describe({ 1, 2 }, { 1.5 }) end,
+      "bad argument #2 to 'describe' (quantile in [0, 1] expected, got 1.5)")
+  end)
+end)

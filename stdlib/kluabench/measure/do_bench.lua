@@ -25,7 +25,7 @@
 -- pass a fake clock and check the arithmetic exactly; the default is the
 -- engine: kb.event(), ev:record(), kb.elapsed_ms(), kb.synchronize(),
 -- kb.flush_l2(), kb.clock_ns().
-local stats = require 'kluabench.stats'
+local inference = require 'kluabench.stats.inference'
 
 -- The engine's timing functions, bound when this module loads: the host
 -- loads it before the user's script (kluabench.suite.integrity.capture), so
@@ -130,7 +130,10 @@ function Protocol:run(fn, ctx)
   r.used = r.used or {}
   r.timer = r.timer or ctx.timer
   r.backend = r.backend or ctx.backend
-  r.summary = stats.summary(r.samples)
+  -- the statistics, once: the modes and do_bench computed them; a protocol of its own may not have
+  if type(r.summary) ~= 'table' or type(r.summary.at) ~= 'table' then
+    r.summary = inference.describe(r.samples, self.params.quantiles)
+  end
   self.last = r
   return r
 end
@@ -487,7 +490,7 @@ function M.do_bench(fn, opts)
 
   local result = {
     samples = samples,
-    summary = stats.summary(samples),
+    summary = inference.describe(samples, quantiles or M.QUANTILES),
     timer = dev.timer,
     backend = dev.backend,
     used = {
@@ -505,8 +508,9 @@ function M.do_bench(fn, opts)
     },
   }
   local value
+  result.used.median_ci_ms = M.median_ci_of(result.summary)
   if quantiles then
-    result.quantiles = stats.quantiles(samples, quantiles)
+    result.quantiles = result.summary.quantiles
     value = #quantiles == 1 and result.quantiles[1] or copy(result.quantiles)
   elseif return_mode == 'all' then
     value = copy(samples)
@@ -546,6 +550,20 @@ function M.measure(fn, opts, ctx)
   r.mode = 'do_bench'
   r.warnings = {}
   return r
+end
+
+--- The 95 % interval of the median as results keep it (used.median_ci_ms, in records' evidence
+-- execution.medianCiMs): lo, hi, confidence, method, and flags (inference.describe's ci_flag, '' for
+-- none); nil with fewer than 2 samples.
+--
+-- @signature do_bench.median_ci_of(summary) -> table | nil
+-- @example
+--   local d = inference.describe({0.11, 0.1, 0.13, 0.12, 0.1})
+--   print(do_bench.median_ci_of(d).flags) --> ci=range
+function M.median_ci_of(summary)
+  if not summary.ci95 then return nil end
+  return { lo = summary.ci95[1], hi = summary.ci95[2], confidence = 0.95, method = 'order statistics',
+    flags = summary.ci_flag or '' }
 end
 
 local function quantile_text(qs)

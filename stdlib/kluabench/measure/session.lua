@@ -6,9 +6,9 @@
 -- taken while the GPU was throttled, and asks the stopping rule when to end.
 local bench = require 'kluabench.measure.do_bench'
 local stats = require 'kluabench.stats'
+local inference = require 'kluabench.stats.inference'
 local stopping = require 'kluabench.measure.stopping'
 local clocks = require 'kluabench.measure.clocks'
-local inference = require 'kluabench.stats.inference'
 local options = require 'kluabench.measure.options'
 local device = require 'kluabench.measure.device'
 local sample = require 'kluabench.measure.sample'
@@ -222,19 +222,16 @@ function Session:result()
   if self.audit_ns then u.audit_ms = self.audit_ns / 1e6 end
   u.stop = self.stop
   u.host_enqueue_ns = spread(self.enqueue_ns)
-  if u.event_pair_ms and #samples > 0 then
-    u.median_minus_event_pair_ms = stats.median(samples) - u.event_pair_ms
-  end
+  -- the samples' statistics, once: records, tables and compare read them from here
+  local summary = inference.describe(samples, self.opts.quantiles or options.DEFAULTS.quantiles)
+  if u.event_pair_ms then u.median_minus_event_pair_ms = summary.median - u.event_pair_ms end
   local tr = self.trace
   if tr then
     -- camelCase inside, like used.rotation: records copy it as it is
     u.kernel_trace = { kernelsPerCall = median_of(tr.kernels), names = tr.names,
       sumMs = spread(tr.sum_ms), spanMs = spread(tr.span_ms) }
   end
-  if #samples >= 2 then
-    local lo, hi = inference.median_ci(self.st.sorted, 0.95, { sorted = true })
-    u.median_ci_ms = { lo = lo, hi = hi, confidence = 0.95, method = 'order statistics' }
-  end
+  u.median_ci_ms = bench.median_ci_of(summary)
   local warnings = {}
   if self.monitor then
     u.clocks = self.monitor:summary()
@@ -254,7 +251,7 @@ function Session:result()
     enqueue_ns = self.enqueue_ns,
     kernel_sum_ms = tr and tr.sum_ms or nil,
     kernel_span_ms = tr and tr.span_ms or nil,
-    summary = stats.summary(samples),
+    summary = summary,
     timer = self.ctx.timer,
     backend = self.ctx.backend,
     mode = self.mode,

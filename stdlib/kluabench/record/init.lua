@@ -700,7 +700,6 @@ function M.from_result(o)
     error("bad argument #1 to 'from_result' (no protocol: give field 'protocol')", 2)
   end
   local stats = require 'kluabench.stats'
-  local inference = require 'kluabench.stats.inference'
   local env = require 'kluabench.record.env'
   local k = kb()
   local backend = result.backend or (k.backend and k.backend()) or 'cpu'
@@ -739,22 +738,26 @@ function M.from_result(o)
   local fields, metrics, latency = {}, {}, {}
   local median_ms
   if #samples > 0 then
-    local values = stats.quantiles(samples, qs)
-    for i, q in ipairs(qs) do
-      metrics[M.metric_name(q)] = values[i]
-      if q == 0.5 then median_ms = values[i]
-      elseif q == 0.2 then fields.p20_ns = values[i] * 1e6
-      elseif q == 0.8 then fields.p80_ns = values[i] * 1e6 end
+    -- the statistics the measurement computed (inference.describe); computed here only for a result
+    -- that lacks them or the quantiles asked for (a protocol of its own)
+    local s = result.summary
+    local has = type(s) == 'table' and type(s.at) == 'table'
+    for _, q in ipairs(qs) do has = has and s.at[q] ~= nil end
+    if not has then s = require('kluabench.stats.inference').describe(samples, qs) end
+    for _, q in ipairs(qs) do
+      local v = s.at[q]
+      metrics[M.metric_name(q)] = v
+      if q == 0.2 then fields.p20_ns = v * 1e6
+      elseif q == 0.8 then fields.p80_ns = v * 1e6 end
     end
-    median_ms = median_ms or stats.median(samples)
-    local s = result.summary or stats.summary(samples)
+    median_ms = s.median
     if finite(s.mean) then latency.mean = M.round(s.mean * 1e6) end
     if finite(s.min) then latency.minimum = M.round(s.min * 1e6) end
     if finite(s.max) then latency.maximum = M.round(s.max * 1e6) end
     if finite(s.stdev) then fields.stdev_ns = s.stdev * 1e6 end
-    if #samples >= 2 then
-      local _, _, lo, hi = inference.rse_median(samples, { confidence = 0.95 })
-      if finite(lo) and finite(hi) and lo >= 0 then latency.confidence95 = { M.round(lo * 1e6), M.round(hi * 1e6) } end
+    local ci = s.ci95
+    if ci and finite(ci[1]) and finite(ci[2]) and ci[1] >= 0 then
+      latency.confidence95 = { M.round(ci[1] * 1e6), M.round(ci[2] * 1e6) }
     end
   end
 

@@ -113,6 +113,13 @@ function M.of(b)
   if not e then why = evidence.failure(b) or why end
   p.samples_ms, p.samples_why = samples, why
   if samples and not p.n then p.n = #samples end
+  -- the interval of the median the measurement computed (inference.describe): with its flags since
+  -- 2026-12-04; older files have none, and a table computes it from the samples
+  local ci = get(p.evidence, 'execution', 'medianCiMs')
+  if type(ci) == 'table' and type(ci.lo) == 'number' and type(ci.hi) == 'number' and type(ci.flags) == 'string' then
+    p.ci_ms = { ci.lo, ci.hi }
+    p.ci_flag = ci.flags ~= '' and ci.flags or nil
+  end
   local stop = get(p.evidence, 'execution', 'stop')
   if not p.n and type(stop) == 'table' and math.type(stop.samples) == 'integer' then p.n = stop.samples end
   local se = type(p.evidence.session) == 'table' and p.evidence.session or {}

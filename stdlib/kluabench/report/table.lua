@@ -174,33 +174,20 @@ local function timer_text(p)
   return tostring(p.backend or '?') .. '/' .. tostring(p.timer or '?')
 end
 
--- The relative half-width (%) of the 95 % interval of the median of the
--- recorded samples (inference.rse_median's interval), and what to mind about
--- it (space separated, or nil): "ci=range" when the interval's ranks reach
--- the first or the last sample (few samples: the interval is clamped to
--- [min, max]), "ci~1" when one outlier sets it (without the sample farthest
--- from the median the interval is less than half as wide); nil with fewer
--- than 2 samples.
-local function ci_percent(values)
-  if type(values) ~= 'table' or #values < 2 then return nil end
-  local n = #values
-  local sorted = {}
-  for i = 1, n do sorted[i] = values[i] end
-  table.sort(sorted)
-  local _, med, lo, hi = inference.rse_median(sorted, { confidence = 0.95, sorted = true })
-  if not med or med <= 0 then return nil end
-  local l, u = inference.median_ci_ranks(n, 0.95)
-  local flags = {}
-  if l <= 1 or u >= n then flags[#flags + 1] = 'ci=range' end
-  if n >= 3 then
-    -- the interval without the one sample farthest from the median
-    local rest = {}
-    local drop = (med - sorted[1] > sorted[n] - med) and 1 or n
-    for i = 1, n do if i ~= drop then rest[#rest + 1] = sorted[i] end end
-    local _, _, lo2, hi2 = inference.rse_median(rest, { confidence = 0.95, sorted = true })
-    if (hi2 - lo2) < 0.5 * (hi - lo) then flags[#flags + 1] = 'ci~1' end
+-- The half-width of the 95 % interval of the median, relative to the median (%), and what limits
+-- it ("ci=range", "ci~1": inference.describe's ci_flag): as the measurement computed them (the
+-- point's ci_ms, ci_flag), or, for files written before records kept the flags, computed from
+-- the samples by the same function; nil with fewer than 2 samples.
+local function ci_percent(p)
+  local ci, flag, med = p.ci_ms, p.ci_flag, p.median_ns and p.median_ns / 1e6
+  if not ci then
+    local values = p.samples_ms
+    if type(values) ~= 'table' or #values < 2 then return nil end
+    local d = inference.describe(values)
+    ci, flag, med = d.ci95, d.ci_flag, d.median
   end
-  return 100 * (hi - lo) / (2 * med), #flags > 0 and table.concat(flags, ' ') or nil
+  if not med or med <= 0 then return nil end
+  return 100 * (ci[2] - ci[1]) / (2 * med), flag
 end
 
 -- True when the run's stopping rule aimed at a noise target (rse_median,
@@ -245,7 +232,7 @@ local function row_of(b, energy)
     row.power_w, row.sm_mhz = p.power_w or false, p.sm_mhz or false
   end
   row.p20_ns, row.p80_ns = p.p20_ns, p.p80_ns
-  row.ci_pct, row.ci_flag = ci_percent(p.samples_ms)
+  row.ci_pct, row.ci_flag = ci_percent(p)
   if p.status and p.status ~= 'passed' then
     local reasons = type(p.evidence.reasons) == 'table' and p.evidence.reasons or {}
     -- IMPLAUSIBLE: the copy-floor check alone; another finding says its status

@@ -527,4 +527,56 @@ function M.mann_whitney(a, b)
   return { u = u, z = z, p = p, p_superiority = u / (na * nb) }
 end
 
+--- Every statistic the harness reports of one session's samples, computed once.
+--
+-- stats.summary's fields (n, min, max, mean, stdev, rsd, median, p20, p80, q25, q75, iqr), and:
+-- quantiles (the values of qs, in their order; qs defaults to {0.5, 0.2, 0.8}), at (q -> value),
+-- ci95 = {lo, hi} (the distribution-free 95 % interval of the median, inference.median_ci; nil
+-- for n < 2) and ci_flag: "ci=range" when that interval is the samples' whole [min, max] (too
+-- few samples for its ranks), "ci~1" when one outlier sets it (without the sample farthest from
+-- the median it is less than half as wide), both, or nil. stats.summary is the same without the
+-- quantiles asked for and the interval. The measuring modes put it in their
+-- result as `summary`; records and tables read it from there, or from what records keep of it,
+-- and do not compute it again.
+--
+-- @signature inference.describe(xs [, qs]) -> table
+-- @example
+--   local d = inference.describe({0.11, 0.1, 0.13, 0.12, 0.1, 0.5})
+--   print(d.median, d.ci95[1], d.ci95[2], d.ci_flag) --> 0.115 0.1 0.5 ci=range ci~1
+function M.describe(xs, qs)
+  check_list('describe', xs, 1)
+  local d = require('kluabench.stats').summary(xs) -- its check also refuses NaN
+  local n = d.n
+  qs = qs or { 0.5, 0.2, 0.8 }
+  if type(qs) ~= 'table' then
+    error("bad argument #2 to 'describe' (list of quantiles expected, got " .. type(qs) .. ')', 2)
+  end
+  for _, q in ipairs(qs) do
+    if type(q) ~= 'number' or not (q >= 0 and q <= 1) then
+      error(string.format("bad argument #2 to 'describe' (quantile in [0, 1] expected, got %s)", tostring(q)), 2)
+    end
+  end
+  local s = sorted_copy(xs, n)
+  d.quantiles, d.at = {}, {}
+  for i, q in ipairs(qs) do
+    d.quantiles[i] = sorted_quantile(s, n, q)
+    d.at[q] = d.quantiles[i]
+  end
+  if n >= 2 then
+    local l, u = M.median_ci_ranks(n, 0.95)
+    local lo, hi = s[l], s[u]
+    d.ci95 = { lo, hi }
+    local flags = {}
+    if l <= 1 or u >= n then flags[#flags + 1] = 'ci=range' end
+    if n >= 3 then
+      -- the interval without the one sample farthest from the median (an end of the sorted list)
+      local first = (d.median - s[1] > s[n] - d.median) and 2 or 1
+      local l2, u2 = M.median_ci_ranks(n - 1, 0.95)
+      if (s[first + u2 - 1] - s[first + l2 - 1]) < 0.5 * (hi - lo) then flags[#flags + 1] = 'ci~1' end
+    end
+    d.ci_flag = #flags > 0 and table.concat(flags, ' ') or nil
+  end
+  return d
+end
+
 return M
