@@ -7,7 +7,7 @@ set -eu
 cd "$(dirname "$0")/.."
 STAGE=$(mktemp -d)
 trap 'rm -rf "$STAGE"' EXIT
-for d in lua lib plugins usercode bench exploits prev base; do
+for d in lua lib plugins usercode bench exploits prev base baseline; do
     [ -e "build/$d" ] && cp -a "build/$d" "$STAGE/"
 done
 cp build/kluabench "$STAGE/kluabench"

@@ -119,6 +119,40 @@ static int panic(lua_State *L) {
   return 0;
 }
 
+/* Warnings (warn() in Lua, and errors in finalizers), as the stand-alone lua
+ * has them: off at start, "@on" and "@off" switch them, a message is
+ * "Lua warning: " and its pieces on stderr. Each state's function is its
+ * state, so switching is per state. */
+static void warn_on(void *ud, const char *msg, int tocont);
+static void warn_off(void *ud, const char *msg, int tocont);
+
+static int warn_control(lua_State *L, const char *msg, int tocont) {
+  if (tocont || msg[0] != '@') return 0;
+  if (strcmp(msg + 1, "off") == 0) lua_setwarnf(L, warn_off, L);
+  if (strcmp(msg + 1, "on") == 0) lua_setwarnf(L, warn_on, L);
+  return 1; /* an unknown control message is ignored */
+}
+
+static void warn_off(void *ud, const char *msg, int tocont) { warn_control((lua_State *)ud, msg, tocont); }
+
+static void warn_more(void *ud, const char *msg, int tocont) {
+  lua_State *L = (lua_State *)ud;
+  fputs(msg, stderr);
+  if (tocont) {
+    lua_setwarnf(L, warn_more, L);
+  } else {
+    fputs("\n", stderr);
+    lua_setwarnf(L, warn_on, L);
+  }
+  fflush(stderr);
+}
+
+static void warn_on(void *ud, const char *msg, int tocont) {
+  if (warn_control((lua_State *)ud, msg, tocont)) return;
+  fputs("Lua warning: ", stderr);
+  warn_more(ud, msg, tocont);
+}
+
 lua_State *kb_lua_newstate(void) {
   lua_State *L;
   if (KB_POOL_ON) {
@@ -134,6 +168,7 @@ lua_State *kb_lua_newstate(void) {
     if (!L) return NULL;
   }
   lua_atpanic(L, panic);
+  lua_setwarnf(L, warn_off, L);
   return L;
 }
 

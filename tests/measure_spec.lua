@@ -349,7 +349,7 @@ describe('measure: do_bench and errors', function()
 
   it('rejects unknown modes and non-functions', function()
     assert.has_error(function() measure.run('lukewarm', function() end) end,
-      "bad argument #1 to 'run' (mode cold, hot, graph or do_bench expected, got lukewarm)")
+      "bad argument #1 to 'run' (mode do_bench, cold, hot or graph expected, got lukewarm)")
     assert.has_error(function() measure.run('cold', 42, {}, fake_ctx()) end,
       "bad argument #2 to 'run' (function expected, got number)")
   end)

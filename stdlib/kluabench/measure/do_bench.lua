@@ -561,6 +561,7 @@ end
 --   local d = inference.describe({0.11, 0.1, 0.13, 0.12, 0.1})
 --   print(do_bench.median_ci_of(d).flags) --> ci=range
 function M.median_ci_of(summary)
+  args.check('do_bench.median_ci_of', 1, summary, 'table', 'summary (inference.describe)')
   if not summary.ci95 then return nil end
   return { lo = summary.ci95[1], hi = summary.ci95[2], confidence = 0.95, method = 'order statistics',
     flags = summary.ci_flag or '' }

@@ -55,7 +55,7 @@ local run = require 'kluabench.measure.run'
 
 local M = {}
 
-M.MODES = { 'cold', 'hot', 'graph', 'do_bench' }
+M.MODES = require('kluabench.measure.modes').NAMES
 
 M.DEFAULTS = options.DEFAULTS
 M.OPTIONS = options.OPTIONS

@@ -9,11 +9,7 @@ local device = require 'kluabench.measure.device'
 
 local M = {}
 
-local WHAT = {
-  cold = require('kluabench.measure.cold').what,
-  hot = require('kluabench.measure.hot').what,
-  graph = require('kluabench.measure.graph').what,
-}
+local modes = require 'kluabench.measure.modes'
 
 local function camel(k) return (k:gsub('_(%w)', string.upper)) end
 
@@ -39,9 +35,9 @@ end
 --   local p = measure.protocol("cold", {stop = stopping.rse_median{target = 0.01}})
 --   local r = p:run(function() x:add_(1) end)
 function M.protocol(mode, params)
-  if not (WHAT[mode] or mode == 'do_bench') then
-    error(string.format("bad argument #1 to 'protocol' (mode cold, hot, graph or do_bench expected, "
-      .. 'got %s)', tostring(mode)), 2)
+  if not modes.IS[mode] then
+    error(string.format("bad argument #1 to 'protocol' (mode %s expected, got %s)", modes.listed(),
+      tostring(mode)), 2)
   end
   params = params or {}
   if type(params) ~= 'table' then
@@ -58,7 +54,7 @@ function M.protocol(mode, params)
   for k, v in pairs(params) do p[k] = v end
   p.quantiles = p.quantiles or options.DEFAULTS.quantiles
   p.stop = stopping.from(p.stop ~= nil and p.stop or stopping.default_for(device.device().backend))
-  local what = WHAT[mode]
+  local what = modes.SESSION[mode].what
   return bench.protocol {
     name = mode,
     title = what.title,

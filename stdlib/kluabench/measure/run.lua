@@ -9,7 +9,7 @@ local session = require 'kluabench.measure.session'
 
 local M = {}
 
-local IS_MODE = { cold = true, hot = true, graph = true, do_bench = true }
+local modes = require 'kluabench.measure.modes'
 
 --- Measures fn in mode "cold", "hot", "graph" or "do_bench"; every raw sample is kept.
 --
@@ -34,9 +34,9 @@ local IS_MODE = { cold = true, hot = true, graph = true, do_bench = true }
 --     {stop = stopping.count(20)})
 --   print(r.summary.median, r.stop.reason)
 function M.run(mode, fn, opts, ctx)
-  if not IS_MODE[mode] then
-    error(string.format("bad argument #1 to 'run' (mode cold, hot, graph or do_bench expected, "
-      .. 'got %s)', tostring(mode)), 2)
+  if not modes.IS[mode] then
+    error(string.format("bad argument #1 to 'run' (mode %s expected, got %s)", modes.listed(),
+      tostring(mode)), 2)
   end
   session.check_fn('run', fn)
   opts = opts or {}

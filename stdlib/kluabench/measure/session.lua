@@ -20,12 +20,8 @@ local min = math.min
 local opt = options.get
 local median_of = sample.median_of
 
--- The modes a session runs, each a file with setup(self, fn).
-local SETUP = {
-  cold = require('kluabench.measure.cold').setup,
-  hot = require('kluabench.measure.hot').setup,
-  graph = require('kluabench.measure.graph').setup,
-}
+-- The modes a session runs, each a file with setup(self, fn) (measure/modes.lua lists them).
+local SESSION_MODES = require('kluabench.measure.modes').SESSION
 
 local Session = {}
 Session.__index = Session
@@ -57,7 +53,7 @@ end
 --   print(s:result().summary.median)
 --   s:close()
 function M.session(mode, fn, opts, ctx)
-  if not SETUP[mode] then
+  if not SESSION_MODES[mode] then
     error(string.format("bad argument #1 to 'session' (mode cold, hot or graph expected, got %s)",
       tostring(mode)), 2)
   end
@@ -80,7 +76,7 @@ function M.session(mode, fn, opts, ctx)
       clock_ns = ctx.clock_ns, sleep_ms = ctx.sleep_ms, recovery_ms = opts.recovery_ms,
       max_drops = opts.max_drops, drop_throttled = opts.drop_throttled }
   end
-  SETUP[mode](self, fn)
+  SESSION_MODES[mode].setup(self, fn)
   return self
 end
 

@@ -96,8 +96,9 @@ end
 
 local HOOKS = { 'setup', 'run' }
 local OPTIONAL_HOOKS = { 'validate', 'shared', 'check', 'cost', 'record', 'implementation', 'reference' }
-local PROTOCOLS = { 'do_bench', 'cold', 'hot', 'graph' }
-local FORMATS = { 'table', 'markdown', 'jsonl', 'kernelindex', 'liger-csv' }
+local PROTOCOLS = require('kluabench.measure.modes').NAMES
+local formats = require 'kluabench.report.formats'
+local FORMATS = formats.NAMES
 -- what is measured (Liger's metric_name), and what may be measured beside the time
 local METRICS = { 'speed', 'memory' }
 local EXTRA_METRICS = { 'energy' }
@@ -390,7 +391,7 @@ local function parse(d, args)
   o.providers = choice_list(d.name, 'provider', raw.provider or (o.sweep and 'all' or d.provider or d.providers[1]),
     d.providers)
   o.protocol = choice(d.name, 'protocol', raw.protocol or 'do_bench', PROTOCOLS)[1]
-  o.format = choice(d.name, 'format', raw.format or 'table', FORMATS)[1]
+  o.format = choice(d.name, 'format', raw.format or FORMATS[1], FORMATS)[1]
   o.metric = choice(d.name, 'metric', raw.metric or 'speed', METRICS)[1]
   o.metrics = {}
   if raw.metrics then
@@ -855,9 +856,10 @@ end
 
 -- Where the bundles go as they are made: the JSON Lines path or nil.
 local function jsonl_path(d, o)
-  if o.format == 'table' or o.format == 'markdown' then
+  local records = formats.FORMATS[o.format].records
+  if records == 'results' then
     return o.out or results_file(d, '.jsonl')
-  elseif o.format == 'jsonl' then
+  elseif records == 'stdout' then
     return o.out or '-'
   end
   return nil
@@ -892,7 +894,7 @@ end
 local function check_not_inputs(d, o, target)
   local outputs = require 'kluabench.record.outputs'
   local inputs = sweep_inputs(d)
-  local beside = o.samples == nil and o.format ~= 'liger-csv'
+  local beside = o.samples == nil and formats.FORMATS[o.format].samples ~= false
   local ok, why = outputs.check_output("option '--out'", target, inputs, not beside)
   if not ok then usage_error(d.name, '%s', why) end
   if o.samples then
@@ -907,7 +909,7 @@ end
 local function samples_path(d, o, records)
   if o.samples then return o.samples end
   if records and records ~= '-' then return nil end
-  if o.format == 'liger-csv' then return nil end -- Liger's CSV carries no samples
+  if formats.FORMATS[o.format].samples == false then return nil end -- e.g. Liger's CSV
   local path = results_file(d, '.samples.jsonl')
   io.stderr:write(d.name, ': the raw samples of the bundles on stdout go to ', path, ' (--samples)\n')
   return path
@@ -917,11 +919,9 @@ end
 -- (claim: what the file held when the sweep started, writer.claim: another
 -- process's file written since is not overwritten).
 local function write_results(d, o, bundles, path, samples, claim)
-  local output = require 'kluabench.report'
-  local topts = { sessions = o.sessions, metrics = o.metrics }
-  local table_text = o.format == 'markdown' and output.results_markdown(bundles, topts)
-    or output.results_table(bundles, topts)
-  if o.format == 'table' or o.format == 'markdown' then
+  local f = formats.FORMATS[o.format]
+  local table_text = formats.view(o.format, bundles, { sessions = o.sessions, metrics = o.metrics })
+  if f.records == 'results' then -- the table is the output; the bundles went to the results file
     local ok, err = require('kluabench.io.files').write_stdout(table_text)
     if not ok then fail(d.name, 'cannot write %s', err) end
     io.stderr:write(string.format('%s: %d bundle%s appended to %s (backend %s)\n', d.name, #bundles,
@@ -929,30 +929,10 @@ local function write_results(d, o, bundles, path, samples, claim)
     return
   end
   io.stderr:write(table_text)
-  if #bundles == 0 or o.format == 'jsonl' then return end
-  local out = o.out or '-'
-  local writer = require 'kluabench.record.writer'
-  local note
-  if o.format == 'kernelindex' then
-    local ok, where, why = writer.write_pretty(out, bundles, samples, { claim = claim })
-    if not ok then fail(d.name, '%s', tostring(where)) end
-    out, note = where, why
-  else
-    local text, left_out = require('kluabench.record.liger').csv_of_bundles(bundles)
-    if not text then fail(d.name, '%s', left_out) end
-    if left_out > 0 then
-      io.stderr:write(string.format('%s: %d bundle%s whose status is not passed %s not in the Liger CSV (it has no '
-        .. 'column to say why; --format jsonl keeps every bundle)\n', d.name, left_out, left_out == 1 and '' or 's',
-        left_out == 1 and 'is' or 'are'))
-    end
-    if claim then
-      local dest, _, why = writer.destination(claim, out)
-      out, note = dest, why
-    end
-    local ok, werr = output.write_atomic(out, text)
-    if not ok then fail(d.name, '%s', tostring(werr)) end
-  end
-  if note then io.stderr:write(d.name, ': ', note, '\n') end
+  if #bundles == 0 or not f.write then return end
+  local out, notes = f.write(bundles, o.out or '-', samples, claim)
+  if not out then fail(d.name, '%s', notes) end
+  for _, note in ipairs(notes) do io.stderr:write(d.name, ': ', note, '\n') end
   if out ~= '-' then io.stderr:write(d.name, ': wrote ', out, '\n') end
 end
 
@@ -1393,8 +1373,9 @@ function M.main(d, args)
   -- the whole-file formats replace --out at the end: what it holds now is
   -- claimed, so that another process's file written meanwhile is kept
   local claim
-  if (o.format == 'kernelindex' or o.format == 'liger-csv') and o.out and o.out ~= '-' then
-    claim = require('kluabench.record.writer').claim(o.out, o.format == 'kernelindex' and samples or false)
+  local f = formats.FORMATS[o.format]
+  if f.write and o.out and o.out ~= '-' then
+    claim = require('kluabench.record.writer').claim(o.out, f.samples ~= false and samples or false)
   end
   local history_meta = o.history and open_history(d, o)
   -- the run's seed key: kb.randn's values cannot be known before the run (records carry the key)
