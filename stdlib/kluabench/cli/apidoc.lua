@@ -402,8 +402,10 @@ end
 -- functions (kluabench.cli.doccomments), one copy, next to the code.
 ---------------------------------------------------------------------------
 
--- kb.report gathers the functions of four files, measure those of six.
+-- kb.report gathers the functions of four files, measure those of six, do_bench those of the
+-- protocol base and its own.
 local SOURCES = {
+  do_bench = { 'kluabench.measure.protocol_base', 'kluabench.measure.do_bench' },
   report = { 'kluabench.io.json', 'kluabench.io.files', 'kluabench.io.csv', 'kluabench.report.table' },
   measure = { 'kluabench.measure.device', 'kluabench.measure.rotation', 'kluabench.measure.trace',
     'kluabench.measure.session', 'kluabench.measure.run', 'kluabench.measure.protocol' },

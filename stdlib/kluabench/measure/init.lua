@@ -37,9 +37,10 @@
 --   local p = measure.protocol('cold', { stop = stopping.rse_median { target = 0.01 } })
 --   local r2 = p:run(fn)        -- a bench protocol value: records for free
 --
--- The files: options.lua (defaults and rules), device.lua (the ctx), one
--- file per mode (cold.lua, hot.lua, graph.lua; do_bench.lua is triton's
--- algorithm and the protocol machinery), sample.lua (what the modes'
+-- The files: protocol_base.lua (protocol values, the engine's device table,
+-- option checks), options.lua (defaults and rules), device.lua (the ctx),
+-- modes.lua (the one list of modes), one file per mode (cold.lua, hot.lua,
+-- graph.lua; do_bench.lua is triton's algorithm), sample.lua (what the modes'
 -- samples share), rotation.lua (the graph mode's warm-cache check),
 -- trace.lua (kernel_trace), session.lua (sample-at-a-time measurement),
 -- protocol.lua (modes as record protocols), run.lua (measure.run: one

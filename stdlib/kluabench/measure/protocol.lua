@@ -1,8 +1,9 @@
--- The timing modes as bench protocol values (kluabench.measure.do_bench),
+-- The timing modes as protocol values (kluabench.measure.protocol_base),
 -- so that records come for free: the spec says what the mode measures and
 -- keeps out (each mode's file holds its description), with the
 -- configuration that every run shares.
 local bench = require 'kluabench.measure.do_bench'
+local base = require 'kluabench.measure.protocol_base'
 local stopping = require 'kluabench.measure.stopping'
 local options = require 'kluabench.measure.options'
 local device = require 'kluabench.measure.device'
@@ -55,7 +56,7 @@ function M.protocol(mode, params)
   p.quantiles = p.quantiles or options.DEFAULTS.quantiles
   p.stop = stopping.from(p.stop ~= nil and p.stop or stopping.default_for(device.device().backend))
   local what = modes.SESSION[mode].what
-  return bench.protocol {
+  return base.protocol {
     name = mode,
     title = what.title,
     params = p,
@@ -95,7 +96,7 @@ function M.protocol(mode, params)
           .. 'kernels, not GPU times.'
       end
       return {
-        harness = { name = 'kluabench', repository = bench.REPOSITORY },
+        harness = { name = 'kluabench', repository = base.REPOSITORY },
         measurement = m,
         comparability = { notes = notes, family = 'kluabench_' .. mode },
       }

@@ -632,7 +632,7 @@ local function harness_ref()
   local k = kb()
   local commit = tostring(k.git_commit or '')
   local env = os.getenv('KLUABENCH_REPOSITORY')
-  local repo = env or require('kluabench.measure.do_bench').REPOSITORY
+  local repo = env or require('kluabench.measure.protocol_base').REPOSITORY
   if env and not require('kluabench.record.schema').is_https(env) then
     if warned_repository ~= env then
       warned_repository = env

@@ -3,7 +3,7 @@
 --
 -- The host calls capture() before it runs a script (engine/main.c), so the
 -- references kept here are the engine's and the stdlib's own: the timing
--- path (kluabench.measure.do_bench's bench.device(), the measure modes)
+-- path (kluabench.measure.protocol_base's device(), the measure modes)
 -- takes its functions from upvalues bound when those modules loaded, which
 -- capture() makes happen first. verify() then says which watched function a
 -- script replaced (kb.event = ..., stats.median = ..., a method of the event
@@ -18,7 +18,8 @@ local core = require 'kluabench.core'
 -- The Lua modules whose functions decide a time or a check, loaded (and so
 -- bound) at capture time.
 M.MODULES = {
-  'kluabench.stats', 'kluabench.stats.inference', 'kluabench.measure.do_bench', 'kluabench.measure',
+  'kluabench.stats', 'kluabench.stats.inference', 'kluabench.measure.protocol_base', 'kluabench.measure.do_bench',
+  'kluabench.measure', 'kluabench.measure.modes',
   'kluabench.measure.session', 'kluabench.measure.sample', 'kluabench.measure.cold', 'kluabench.measure.hot',
   'kluabench.measure.graph', 'kluabench.measure.device', 'kluabench.measure.options', 'kluabench.measure.protocol',
   'kluabench.measure.stopping', 'kluabench.measure.rotation', 'kluabench.kernels.check', 'kluabench.suite.audit',
