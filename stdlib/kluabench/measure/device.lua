@@ -3,7 +3,7 @@
 -- kernel tracing).
 local bench = require 'kluabench.measure.do_bench'
 
--- bound when this module loads, before the user's script (see do_bench.lua)
+-- bound when this module loads, before the user's script (see protocol_base.lua)
 local ENGINE = (function()
   local kb = require 'kluabench.core'
   return { spin = kb.spin, device_info = kb.device_info, interrupted = kb.interrupted, nvml = kb.nvml,
