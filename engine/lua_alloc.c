@@ -89,7 +89,13 @@ static void *pool_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   if (ptr != NULL && oc == nc && oc >= 0) return ptr; /* same class: the block fits */
   if (nc < 0 && oc < 0) return realloc(ptr, nsize);
   void *b = nc >= 0 ? pool_take(p, nc) : malloc(nsize);
-  if (!b) return NULL; /* Lua raises its memory error; the old block stays valid */
+  if (!b) {
+    /* Lua assumes a block never fails to shrink: keep it. It is then freed (or resized) as a
+     * block of its new class, which it is at least as large as; only a C library block kept so
+     * (out of memory) stays unreturned until the process ends. Growing fails: Lua raises its
+     * memory error and the old block stays valid. */
+    return nsize <= osize ? ptr : NULL;
+  }
   if (ptr) {
     memcpy(b, ptr, osize < nsize ? osize : nsize);
     if (oc >= 0)
