@@ -34,6 +34,7 @@ typedef struct {
   int nparams;
   const kb_param_type *types[KB_PLUGIN_MAX_ARGS];
   kb_plugin_arg args[KB_PLUGIN_MAX_ARGS];
+  char what[2][160]; /* "plugin.kernel (CPU entry)", "... (CUDA entry)": made once, named in traces and errors */
 } kb_plugin_kernel_ud; /* uservalue 1: the plugin */
 
 static const char *const PLUGIN_TYPES[] = {"tensor", "i64", "f64", NULL};
@@ -163,6 +164,8 @@ static int p_kernel(lua_State *L) {
   pk->k = k;
   pk->plugin = u->p->name;
   pk->nparams = kb_parse_signature(L, "kernel", 1, k->signature, pk->types, KB_PLUGIN_MAX_ARGS, PLUGIN_TYPES);
+  for (int cuda = 0; cuda < 2; cuda++)
+    snprintf(pk->what[cuda], sizeof pk->what[cuda], "%s.%s (%s entry)", pk->plugin, k->name, cuda ? "CUDA" : "CPU");
   lua_pushvalue(L, 1);
   lua_setiuservalue(L, -2, 1);
   return 1;
@@ -326,8 +329,8 @@ static int pk_call(lua_State *L) {
   if (!fn)
     return luaL_error(L, "%s: plugin '%s' has no %s entry for this kernel (its tensors are on %s)", pk->k->name,
                       pk->plugin, cuda ? "CUDA" : "CPU", dev->device);
-  char err[PLUGIN_ERR_BYTES] = "", msg[PLUGIN_MSG_BYTES], what[160];
-  snprintf(what, sizeof what, "%s.%s (%s entry)", pk->plugin, pk->k->name, cuda ? "CUDA" : "CPU");
+  char err[PLUGIN_ERR_BYTES] = "", msg[PLUGIN_MSG_BYTES];
+  const char *what = pk->what[cuda];
   entry_call c = {fn, pk->args, pk->nparams, cuda ? dev->stream : NULL, err, sizeof err, 0};
   const char *dead = dev->run_kernel(dev, what, run_entry, &c); /* refused only on a dead context */
   if (dead) return kb_raise(L, dead);
