@@ -281,21 +281,6 @@ static size_t entry_message(char msg[PLUGIN_MSG_BYTES], const char err[PLUGIN_ER
   return len;
 }
 
-/*** Runs the kernel on the device of its tensors: the CPU twin for cpu tensors, the CUDA entry
- * (queued on the engine's stream) for cuda ones.
- *
- * Arguments are checked against the kernel's signature (tensor, i64, f64). An entry's failure is
- * raised with the plugin's message.
- *
- * @signature pk(args...) | pk:call(args...) -> pk
- * @name pk:call
- * @section usercode
- * @example
- *   local p = kb.plugin.load(kb.executable():match("^(.*)/") .. "/plugins/libscale_add.so")
- *   local scale_add = p:kernel("scale_add")
- *   local x, y, out = kb.randn({8}, "f32", 1), kb.randn({8}, "f32", 2), kb.empty({8}, "f32")
- *   scale_add(out, x, y, 2.0) -- out = 2 x + y
- */
 /* An entry's call as the backend's run_kernel takes it (kb_kernel_fn): the
  * engine's one launch, whose cpu side puts the call in kb.trace as it does
  * for the built-in kernels. The entry's status is kept for the caller, which
@@ -316,6 +301,21 @@ static const char *run_entry(void *p) {
   return NULL;
 }
 
+/*** Runs the kernel on the device of its tensors: the CPU twin for cpu tensors, the CUDA entry
+ * (queued on the engine's stream) for cuda ones.
+ *
+ * Arguments are checked against the kernel's signature (tensor, i64, f64). An entry's failure is
+ * raised with the plugin's message.
+ *
+ * @signature pk(args...) | pk:call(args...) -> pk
+ * @name pk:call
+ * @section usercode
+ * @example
+ *   local p = kb.plugin.load(kb.executable():match("^(.*)/") .. "/plugins/libscale_add.so")
+ *   local scale_add = p:kernel("scale_add")
+ *   local x, y, out = kb.randn({8}, "f32", 1), kb.randn({8}, "f32", 2), kb.empty({8}, "f32")
+ *   scale_add(out, x, y, 2.0) -- out = 2 x + y
+ */
 /* pk(args...) / pk:call(args...) -> pk */
 static int pk_call(lua_State *L) {
   kb_plugin_kernel_ud *pk = (kb_plugin_kernel_ud *)luaL_checkudata(L, 1, KB_PLUGIN_KERNEL_MT);

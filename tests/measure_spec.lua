@@ -350,6 +350,9 @@ describe('measure: do_bench and errors', function()
   it('rejects unknown modes and non-functions', function()
     assert.has_error(function() measure.run('lukewarm', function() end) end,
       "bad argument #1 to 'run' (mode do_bench, cold, hot or graph expected, got lukewarm)")
+    -- a session runs sample by sample: every mode but do_bench, named from measure/modes.lua
+    assert.has_error(function() measure.session('do_bench', function() end, {}, fake_ctx()) end,
+      "bad argument #1 to 'session' (mode cold, hot or graph expected, got do_bench)")
     assert.has_error(function() measure.run('cold', 42, {}, fake_ctx()) end,
       "bad argument #2 to 'run' (function expected, got number)")
   end)

@@ -21,7 +21,17 @@ local opt = options.get
 local median_of = sample.median_of
 
 -- The modes a session runs, each a file with setup(self, fn) (measure/modes.lua lists them).
-local SESSION_MODES = require('kluabench.measure.modes').SESSION
+local modes = require 'kluabench.measure.modes'
+local SESSION_MODES = modes.SESSION
+
+-- The session modes as "a, b or c", in the harness's order, for messages.
+local function session_modes_listed()
+  local names = {}
+  for _, name in ipairs(modes.NAMES) do
+    if SESSION_MODES[name] then names[#names + 1] = name end
+  end
+  return table.concat(names, ', ', 1, #names - 1) .. ' or ' .. names[#names]
+end
 
 local Session = {}
 Session.__index = Session
@@ -54,7 +64,7 @@ end
 --   s:close()
 function M.session(mode, fn, opts, ctx)
   if not SESSION_MODES[mode] then
-    error(string.format("bad argument #1 to 'session' (mode cold, hot or graph expected, got %s)",
+    error(string.format("bad argument #1 to 'session' (mode %s expected, got %s)", session_modes_listed(),
       tostring(mode)), 2)
   end
   M.check_fn('session', fn)
@@ -218,7 +228,8 @@ function Session:result()
   if self.audit_ns then u.audit_ms = self.audit_ns / 1e6 end
   u.stop = self.stop
   u.host_enqueue_ns = spread(self.enqueue_ns)
-  -- the samples' statistics, once: records, tables and compare read them from here
+  -- the samples' statistics, once: records and tables read them from here (compare reads the
+  -- records' samples)
   local summary = inference.describe(samples, self.opts.quantiles or options.DEFAULTS.quantiles)
   if u.event_pair_ms then u.median_minus_event_pair_ms = summary.median - u.event_pair_ms end
   local tr = self.trace
