@@ -107,5 +107,16 @@ describe('names: times', function()
     assert.is_nil(t)
     assert.matches('unrecognised timestamp', msg)
     assert.is_nil((names.parse_time('2025-13-07 21:42:05')))
+    -- days the month does not have, and leap seconds: the schemas' date-time refuses them
+    for _, bad in ipairs { '2025-02-29 00:00:00', '1900-02-29 00:00:00', '2025-04-31 12:00:00',
+      '2025-08-07 21:42:60', '2025-08-07 24:00:00', '2025-00-07 21:42:05', '2025-08-00 21:42:05' } do
+      local no, why = names.parse_time(bad)
+      assert.is_nil(no, bad)
+      assert.matches('out of range', why)
+    end
+    for _, good in ipairs { '2024-02-29 00:00:00', '2000-02-29 23:59:59', '2025-12-31 23:59:59',
+      '2025-04-30 00:00:00' } do
+      assert.equal(good:gsub(' ', 'T') .. '.000Z', names.iso8601(assert(names.parse_time(good))))
+    end
   end)
 end)

@@ -227,6 +227,14 @@ function M.utc(epoch)
     ms = ms }
 end
 
+-- The days of a month of the Gregorian calendar.
+local function days_in_month(year, month)
+  if month == 2 then
+    return (year % 4 == 0 and (year % 100 ~= 0 or year % 400 == 0)) and 29 or 28
+  end
+  return (month == 4 or month == 6 or month == 9 or month == 11) and 30 or 31
+end
+
 --- Parses "YYYY-MM-DD HH:MM:SS[.fff]" (Liger's timestamp, as UTC) or ISO-8601 with Z.
 --
 -- Returns fields or nil, message.
@@ -248,9 +256,12 @@ function M.parse_time(s)
   end
   local t = { year = tonumber(y), month = tonumber(mo), day = tonumber(d), hour = tonumber(h),
     min = tonumber(mi), sec = tonumber(se), ms = ms }
-  if t.month < 1 or t.month > 12 or t.day < 1 or t.day > 31 or t.hour > 23 or t.min > 59
-      or t.sec > 60 then
-    return nil, string.format('timestamp %q is out of range', s)
+  -- a day that the month has, and no leap second: records' times are RFC 3339 as kernelindex's
+  -- schemas spell them (a date of the calendar, seconds 00-59; found by tests/fuzz/fuzz_csv.c)
+  if t.month < 1 or t.month > 12 or t.day < 1 or t.day > days_in_month(t.year, t.month) or t.hour > 23
+      or t.min > 59 or t.sec > 59 then
+    return nil, string.format('timestamp %q is out of range (not a day of the calendar, or a time of '
+      .. 'day beyond 23:59:59)', s)
   end
   return t
 end
