@@ -6,7 +6,7 @@
  * It includes kernels/rope.cu, so it reaches the kernels' templates directly and the
  * production dispatch is exactly the one linked into kluabench. Build (no Lua needed):
  *   nvcc -O3 -std=c++17 -gencode arch=compute_90,code=sm_90 -o build/bench/rope_tune bench/rope_tune.cu
- * Run on the GPU: build/bench/rope_tune [--samples N] [--points small|all] > tune.csv
+ * Run on the GPU: build/bench/rope_tune [--samples N] [--points small|all] [--no-flat] > tune.csv
  * Protocol: per sample a 2 x L2 cudaMemsetAsync (the cold mode's flush), then a CUDA event
  * pair around one launch, in place; median, p20, p80 of the samples in us. An event pair
  * with nothing between them is timed the same way ("empty") and reported, not subtracted.
@@ -38,6 +38,7 @@
 namespace {
 
 int g_samples = 60;
+bool g_flat = true; /* --no-flat: leave the flat kernel's rows out */
 void *g_flush;
 size_t g_flush_bytes;
 cudaStream_t g_st;
@@ -215,6 +216,153 @@ void plan_row(const Point &pt, const Bufs &b, const char *sname, const char *mod
   emit(pt, sname, mode, v, time_it(launch), ok);
 }
 
+/* ---- the flat kernel (an experiment, issue 25 finding 6) ---------------------------------
+ * Not in kluabench: a candidate for the medium regime (hidden 2048, hidden 8192 / seq 1024),
+ * where the fused kernel's large plan runs 1.55 waves and Liger's one-wave kernel is faster.
+ * Units (llama4: one 16-byte vector; neox: a vector and its partner D/2 on) are numbered flat,
+ * q's then k's; a CTA takes T * VPT consecutive units, thread t units t, t + T, ..., so a warp's
+ * accesses are contiguous runs and the grid covers the call in as many CTAs as VPT makes. All
+ * of a thread's loads are issued before the first use: into registers (STAGE = 0, VPT * 16
+ * bytes a thread, which caps VPT), or into shared memory with cp.async (STAGE = 1: no register
+ * per load, so a CTA can keep 20 KB in flight and the whole call fit one wave). The math is the
+ * fused kernel's (rotate, one rounding), so the bits must equal the production path's. bf16,
+ * NV = 8, batch 1. */
+struct FlatGeom {
+  Pass pass[2];
+  const float *freqs;
+  unsigned nq_u, total_u; /* q's units, q's and k's units */
+  unsigned uph;           /* units per head */
+  unsigned d;             /* head_dim */
+};
+
+__device__ __forceinline__ void cp_async16(void *smem, const void *gmem) {
+  const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
+}
+
+template <int STYLE, int DIR, int VPT, int STAGE>
+__global__ void __launch_bounds__(kThreads) rope_flat_kernel(const FlatGeom g) {
+  typedef Elem<KB_BF16> E;
+  typedef Vec<unsigned short, 8> V;
+  typedef V::type W;
+  constexpr bool NEOX = STYLE == KB_ROPE_NEOX;
+  constexpr int NW = NEOX ? 2 : 1; /* vectors per unit */
+  extern __shared__ W stage[];     /* [VPT][NW][T] */
+  const bool second = DIR == kFull && blockIdx.y == 1, bwd = DIR == kBackward || second;
+  const Pass ps = {second ? g.pass[1].q : g.pass[0].q, second ? g.pass[1].k : g.pass[0].k,
+                   second ? g.pass[1].qo : g.pass[0].qo, second ? g.pass[1].ko : g.pass[0].ko};
+  const unsigned T = blockDim.x, t = threadIdx.x;
+  const unsigned u0 = blockIdx.x * T * VPT + t;
+  const unsigned hq_half = g.d; /* bytes of half a bf16 head: the neox partner's offset */
+  W reg[VPT][NW];
+  unsigned off[VPT]; /* byte offset of the unit's first vector within its tensor */
+#pragma unroll
+  for (int v = 0; v < VPT; v++) {
+    const unsigned u = u0 + v * T;
+    if (u < g.total_u) {
+      const bool isq = u < g.nq_u;
+      const unsigned uu = isq ? u : u - g.nq_u, head = uu / g.uph, x = uu - head * g.uph;
+      off[v] = head * g.d * 2 + x * 16;
+      const char *src = (const char *)(isq ? ps.q : ps.k) + off[v];
+#pragma unroll
+      for (int w = 0; w < NW; w++) {
+        if constexpr (STAGE) cp_async16(&stage[(v * NW + w) * T + t], src + w * hq_half);
+        else reg[v][w] = load_words<W>(src + w * hq_half);
+      }
+    }
+  }
+  if constexpr (STAGE) asm volatile("cp.async.wait_all;\n" ::: "memory");
+#pragma unroll
+  for (int v = 0; v < VPT; v++) {
+    const unsigned u = u0 + v * T;
+    if (u < g.total_u) {
+      const bool isq = u < g.nq_u;
+      const unsigned uu = isq ? u : u - g.nq_u, head = uu / g.uph, x = uu - head * g.uph;
+      W lo, hi;
+      if constexpr (STAGE) {
+        lo = stage[(v * NW) * T + t];
+        if constexpr (NEOX) hi = stage[(v * NW + 1) * T + t];
+      } else {
+        lo = reg[v][0];
+        if constexpr (NEOX) hi = reg[v][1];
+      }
+      /* the token: heads are [tok][h]; q has 32, k 8 heads (the harness's shapes) */
+      const unsigned token = head / (isq ? 32u : 8u);
+      const float *frow = g.freqs + (size_t)token * g.d;
+      constexpr int NF = NEOX ? 16 : 8;
+      float f[NF];
+      load_freqs<NF>(frow + x * NF, f);
+#pragma unroll
+      for (int j = 1; j < NF; j += 2) f[j] = bwd ? -f[j] : f[j];
+      if constexpr (NEOX) {
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+          float re = E::widen(V::get(lo, j)), im = E::widen(V::get(hi, j));
+          rotate<float>(re, im, f[2 * j], f[2 * j + 1]);
+          V::set(lo, j, E::narrow(re));
+          V::set(hi, j, E::narrow(im));
+        }
+      } else {
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+          float re = E::widen(V::get(lo, 2 * j)), im = E::widen(V::get(lo, 2 * j + 1));
+          rotate<float>(re, im, f[2 * j], f[2 * j + 1]);
+          V::set(lo, 2 * j, E::narrow(re));
+          V::set(lo, 2 * j + 1, E::narrow(im));
+        }
+      }
+      char *dst = (char *)(isq ? ps.qo : ps.ko) + off[v];
+      store_words<W>(dst, lo);
+      if constexpr (NEOX) store_words<W>(dst + hq_half, hi);
+    }
+  }
+}
+
+template <int STYLE, int DIR, int VPT, int STAGE>
+void flat_row(const Point &pt, const Bufs &b, const char *sname, const char *mode, unsigned T) {
+  const bool full = DIR == kFull;
+  constexpr bool NEOX = STYLE == KB_ROPE_NEOX;
+  kb_rope_args a = args_of(pt, b, STYLE, DIR == kBackward, full, false);
+  FlatGeom g = {};
+  g.pass[0] = Pass{a.q, a.k, a.q_out, a.k_out};
+  if (full) g.pass[1] = Pass{a.dq, a.dk, a.dq_out, a.dk_out};
+  g.freqs = a.freqs;
+  g.d = (unsigned)a.head_dim;
+  g.uph = g.d / 8 / (NEOX ? 2 : 1);
+  g.nq_u = (unsigned)(a.seq * 32) * g.uph;
+  g.total_u = (unsigned)(a.seq * 40) * g.uph;
+  const unsigned per_cta = T * VPT, grid = (g.total_u + per_cta - 1) / per_cta;
+  const size_t smem = STAGE ? (size_t)per_cta * 16 * (NEOX ? 2 : 1) : 0;
+  auto kernel = rope_flat_kernel<STYLE, DIR, VPT, STAGE>;
+  if (smem > 48 * 1024) CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+  int occ = 0;
+  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kernel, (int)T, smem));
+  int sms = 0;
+  CKS(sm_count(&sms));
+  auto launch = [&] {
+    kernel<<<dim3(grid, full ? 2 : 1), T, smem, g_st>>>(g);
+    CK(cudaGetLastError());
+  };
+  const bool ok = check(b, full, launch, false);
+  char v[96];
+  snprintf(v, sizeof v, "flat %s T=%u VPT=%d waves=%.2f", STAGE ? "cp.async" : "regs", T, VPT,
+           (double)grid * (full ? 2 : 1) / ((double)sms * (occ > 0 ? occ : 1)));
+  emit(pt, sname, mode, v, time_it(launch), ok);
+}
+
+template <int STYLE, int DIR> void flat_rows(const Point &pt, const Bufs &b, const char *sname, const char *mode) {
+  for (unsigned T : {128u, 256u}) {
+    flat_row<STYLE, DIR, 1, 0>(pt, b, sname, mode, T);
+    flat_row<STYLE, DIR, 2, 0>(pt, b, sname, mode, T);
+    flat_row<STYLE, DIR, 4, 0>(pt, b, sname, mode, T);
+    flat_row<STYLE, DIR, 8, 0>(pt, b, sname, mode, T);
+    flat_row<STYLE, DIR, 4, 1>(pt, b, sname, mode, T);
+    flat_row<STYLE, DIR, 8, 1>(pt, b, sname, mode, T);
+    flat_row<STYLE, DIR, 10, 1>(pt, b, sname, mode, T);
+    flat_row<STYLE, DIR, 16, 1>(pt, b, sname, mode, T);
+  }
+}
+
 template <int WB, int V> void floor_row(const Point &pt, const Bufs &b, bool full) {
   kb_rope_args a = args_of(pt, b, KB_ROPE_LLAMA4, 0, full, false);
   FloorGeom g = {};
@@ -266,6 +414,10 @@ template <int STYLE> void style_rows(const Point &pt, Bufs &b) {
   plan_row<STYLE, 2, kFull>(pt, b, sname, "full", 2);
   plan_row<STYLE, 4, kFull>(pt, b, sname, "full", 2);
   plan_row<STYLE, UL, kFull>(pt, b, sname, "full", 2);
+  if (g_flat) {
+    flat_rows<STYLE, kForward>(pt, b, sname, "forward");
+    flat_rows<STYLE, kFull>(pt, b, sname, "full");
+  }
 }
 
 void point_rows(const Point &pt) {
@@ -311,8 +463,9 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--samples") && i + 1 < argc) g_samples = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--points") && i + 1 < argc) small_only = !strcmp(argv[++i], "small");
+    else if (!strcmp(argv[i], "--no-flat")) g_flat = false;
     else {
-      fprintf(stderr, "usage: rope_tune [--samples N] [--points small|all]\n");
+      fprintf(stderr, "usage: rope_tune [--samples N] [--points small|all] [--no-flat]\n");
       return 2;
     }
   }
