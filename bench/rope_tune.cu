@@ -235,6 +235,21 @@ struct FlatGeom {
   unsigned d;             /* head_dim */
 };
 
+/* Unit u (< total_u): of q or of k, its head (counted over the tensor's tokens) and its place x
+ * in the head. */
+struct FlatUnit {
+  bool isq;
+  unsigned head, x;
+};
+__device__ __forceinline__ FlatUnit flat_unit(const FlatGeom &g, unsigned u) {
+  FlatUnit n;
+  n.isq = u < g.nq_u;
+  const unsigned uu = n.isq ? u : u - g.nq_u;
+  n.head = uu / g.uph;
+  n.x = uu - n.head * g.uph;
+  return n;
+}
+
 __device__ __forceinline__ void cp_async16(void *smem, const void *gmem) {
   const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
@@ -260,10 +275,9 @@ __global__ void __launch_bounds__(kThreads) rope_flat_kernel(const FlatGeom g) {
   for (int v = 0; v < VPT; v++) {
     const unsigned u = u0 + v * T;
     if (u < g.total_u) {
-      const bool isq = u < g.nq_u;
-      const unsigned uu = isq ? u : u - g.nq_u, head = uu / g.uph, x = uu - head * g.uph;
-      off[v] = head * g.d * 2 + x * 16;
-      const char *src = (const char *)(isq ? ps.q : ps.k) + off[v];
+      const FlatUnit n = flat_unit(g, u);
+      off[v] = n.head * g.d * 2 + n.x * 16;
+      const char *src = (const char *)(n.isq ? ps.q : ps.k) + off[v];
 #pragma unroll
       for (int w = 0; w < NW; w++) {
         if constexpr (STAGE) cp_async16(&stage[(v * NW + w) * T + t], src + w * hq_half);
@@ -276,8 +290,9 @@ __global__ void __launch_bounds__(kThreads) rope_flat_kernel(const FlatGeom g) {
   for (int v = 0; v < VPT; v++) {
     const unsigned u = u0 + v * T;
     if (u < g.total_u) {
-      const bool isq = u < g.nq_u;
-      const unsigned uu = isq ? u : u - g.nq_u, head = uu / g.uph, x = uu - head * g.uph;
+      const FlatUnit n = flat_unit(g, u);
+      const bool isq = n.isq;
+      const unsigned head = n.head, x = n.x;
       W lo, hi;
       if constexpr (STAGE) {
         lo = stage[(v * NW) * T + t];
