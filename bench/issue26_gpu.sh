@@ -131,7 +131,7 @@ checks() {
   if grep -q '^targets' "$LOG"; then
     local line
     line=$(grep '^targets' "$LOG" | tail -1)
-    grep '^|' "$LOG" | tail -5 > "$R/launch.md"
+    grep '^|' "$LOG" | tail -6 > "$R/launch.md"
     if echo "$line" | grep -q ': met'; then rule "E4 launch overhead: PASS: $line"; else rule "E4 launch overhead: FAIL: $line"; fi
   else
     rule "E4 launch overhead: FAIL: bench/launch_overhead_user.lua gave no table (log.txt)"

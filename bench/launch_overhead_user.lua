@@ -4,10 +4,13 @@
 --       [--out FILE.csv] [--dry-run]
 --
 -- An empty kernel (float *, int, float) is compiled with NVRTC. Each round
--- runs three blocks, in an order shuffled per round (seeded): the C loop
+-- runs four blocks, in an order shuffled per round (seeded): the C loop
 -- (kernel:launch_repeat: the arguments packed once, then cuLaunchKernel P
--- times from C), kernel:launch with one options table reused, and
--- kernel:launch with a new table per call. A block is B batches of P
+-- times from C), kernel:launch with one options table reused,
+-- kernel:launch with a new table per call, and the packing alone
+-- (kb.cuda.args:pack of the reused table: what kernel:launch does but the
+-- driver call; reported, not judged: the reused path less it is
+-- cuLaunchKernel called between Lua code, to set beside the C loop's). A block is B batches of P
 -- launches, each batch timed on the host clock, with a synchronize between
 -- batches (not timed). Per round and path: the median ns per launch over its
 -- batches, and its ratio to the C loop's median in the same round. Printed:
@@ -40,8 +43,8 @@ end
 local buf = kb.empty({ 256 }, 'f32')
 local opts_reused = { grid = 1, block = 32, args = { buf, 256, 2.0 } }
 local c_batch, launch
+local pack = kb.cuda.args('ptr, i32, f32')
 if dry then
-  local pack = kb.cuda.args('ptr, i32, f32')
   c_batch = function(n)
     pack:pack(opts_reused)
     local t0 = kb.clock_ns()
@@ -70,6 +73,14 @@ local PATHS = {
       for _ = 1, n do launch { grid = 1, block = 32, args = { buf, 256, 2.0 } } end
       return kb.clock_ns() - t0
     end },
+  -- kernel:launch's work without the driver: with the reused path it splits the cost over the
+  -- C loop into the Lua side and cuLaunchKernel called between Lua code
+  { name = 'the packing alone (kb.cuda.args:pack, the reused table; reported, not judged)', key = 'pack',
+    batch = function(n)
+      local t0 = kb.clock_ns()
+      for _ = 1, n do pack:pack(opts_reused) end
+      return kb.clock_ns() - t0
+    end },
 }
 
 -- warm-up: every path, untimed
@@ -80,8 +91,9 @@ local medians = {} -- medians[key][round]
 for _, p in ipairs(PATHS) do medians[p.key] = {} end
 local g = prng.new(seed)
 for r = 1, rounds do
-  local order = { 1, 2, 3 }
-  for i = 3, 2, -1 do
+  local order = {}
+  for i = 1, #PATHS do order[i] = i end
+  for i = #PATHS, 2, -1 do
     local j = math.floor(g:uniform() * i) + 1
     order[i], order[j] = order[j], order[i]
   end
