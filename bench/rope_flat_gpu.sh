@@ -8,6 +8,7 @@
 #
 # Builds bench/rope_tune.cu with the device's nvcc (about 40 s). From the repository root:
 #   device run, timeout_s 420:  bash bench/rope_flat_gpu.sh
+# Judged here by bench/rope_flat_judge.lua tune-1.csv tune-2.csv (the registered rule).
 # Outputs in $OUT: rope_flat_raw.tar.gz (tune-1.csv, tune-2.csv, ncu.csv, log.txt) and
 # log.txt. Knobs: OUT (/tmp/rope-flat), SAMPLES (100), NCU (ncu).
 set -u
