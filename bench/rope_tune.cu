@@ -14,6 +14,7 @@
 #include "../kernels/rope.cu"
 
 #include <algorithm>
+#include <functional>
 #include <stdlib.h>
 #include <string.h>
 #include <vector>
@@ -216,25 +217,32 @@ void plan_row(const Point &pt, const Bufs &b, const char *sname, const char *mod
   emit(pt, sname, mode, v, time_it(launch), ok);
 }
 
-/* ---- the flat kernel (an experiment, issue 25 finding 6) ---------------------------------
- * Not in kluabench: a candidate for the medium regime (hidden 2048, hidden 8192 / seq 1024),
- * where the fused kernel's large plan runs 1.55 waves and Liger's one-wave kernel is faster.
- * Units (llama4: one 16-byte vector; neox: a vector and its partner D/2 on) are numbered flat,
- * q's then k's; a CTA takes T * VPT consecutive units, thread t units t, t + T, ..., so a warp's
- * accesses are contiguous runs and the grid covers the call in as many CTAs as VPT makes. All
- * of a thread's loads are issued before the first use: into registers (STAGE = 0, VPT * 16
- * bytes a thread, which caps VPT), or into shared memory with cp.async (STAGE = 1: no register
- * per load, so a CTA can keep 20 KB in flight and the whole call fit one wave). The math is the
- * fused kernel's (rotate, one rounding), so the bits must equal the production path's. bf16,
- * NV = 8, batch 1. */
+/* ---- kernels/rope.cu's flat kernel, as branch i25-flat-integration adds it -------------------
+ * Copied here unchanged so that the experiment times the code that would be merged; deleted from
+ * this file when the branch is merged (the harness includes kernels/rope.cu). */
+/* ---- flat kernel --------------------------------------------------------------- */
+/* The medium regime (docs/perf-notes.md, "The flat kernel"): where the fused plans need more
+ * than a wave, because a thread keeps its loads in registers, the flat kernel keeps them in
+ * shared memory. Units (llama4: one 16-byte vector; neox: a vector and its partner D/2 on) are
+ * numbered flat, q's then k's; a CTA of T threads takes T * VPT consecutive units, thread t units
+ * t, t + T, ..., so a warp's accesses are contiguous runs. Every load of a thread is issued before
+ * the first use: with cp.async into shared memory (STAGE), which costs no register per load, or
+ * into registers. Each thread rotates what it loaded itself (no barrier). The math is the fused
+ * kernel's, so the bits are the CPU twin's. 16-byte vectors only; offsets in 32 bits (the host
+ * launches it only when one tensor's bytes fit). */
 struct FlatGeom {
   Pass pass[2];
   const float *freqs;
-  unsigned nq_u, total_u; /* q's units, q's and k's units */
+  unsigned nq_u, total_u; /* q's units; q's and k's */
   unsigned uph;           /* units per head */
-  unsigned d;             /* head_dim */
-  unsigned *sink;         /* COPY: where a fold of the table equal to kFloorMagic goes */
+  unsigned hq, hk, d, seq;
+  bool batched;           /* more tokens than positions: the position is token % seq */
 };
+
+__device__ __forceinline__ void cp_async16(void *smem, const void *gmem) {
+  const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
+}
 
 /* Unit u (< total_u): of q or of k, its head (counted over the tensor's tokens) and its place x
  * in the head. */
@@ -251,41 +259,37 @@ __device__ __forceinline__ FlatUnit flat_unit(const FlatGeom &g, unsigned u) {
   return n;
 }
 
-__device__ __forceinline__ void cp_async16(void *smem, const void *gmem) {
-  const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
-}
-
-/* COPY = 1: the same loads and stores with no rotation (the table's words XOR-folded as the
- * floor folds them): a floor candidate moving the call's bytes as the flat kernel does. */
-template <int STYLE, int DIR, int VPT, int STAGE, int COPY>
+template <kb_dtype DT, int NV, int STYLE, int DIR, int VPT, int STAGE>
 __global__ void __launch_bounds__(kThreads) rope_flat_kernel(const FlatGeom g) {
-  typedef Elem<KB_BF16> E;
-  typedef Vec<unsigned short, 8> V;
-  typedef V::type W;
+  typedef Elem<DT> E;
+  typedef typename E::raw R;
+  typedef typename E::acc A;
+  typedef Vec<R, NV> V;
+  typedef typename V::type W;
+  static_assert(sizeof(W) == 16, "the flat kernel moves 16-byte vectors");
   constexpr bool NEOX = STYLE == KB_ROPE_NEOX;
-  constexpr int NW = NEOX ? 2 : 1; /* vectors per unit */
-  extern __shared__ W stage[];     /* [VPT][NW][T] */
+  constexpr int NW = NEOX ? 2 : 1;        /* vectors per unit */
+  constexpr int NF = NEOX ? 2 * NV : NV;  /* floats of freqs per unit */
+  extern __shared__ W stage[];            /* [VPT][NW][T] */
   const bool second = DIR == kFull && blockIdx.y == 1, bwd = DIR == kBackward || second;
   const Pass ps = {second ? g.pass[1].q : g.pass[0].q, second ? g.pass[1].k : g.pass[0].k,
                    second ? g.pass[1].qo : g.pass[0].qo, second ? g.pass[1].ko : g.pass[0].ko};
   const unsigned T = blockDim.x, t = threadIdx.x;
   const unsigned u0 = blockIdx.x * T * VPT + t;
-  const unsigned hq_half = g.d; /* bytes of half a bf16 head: the neox partner's offset */
+  const unsigned hbytes = g.d * (unsigned)sizeof(R), half_bytes = hbytes / 2;
   W reg[VPT][NW];
-  unsigned acc = 0; /* COPY: the table's fold */
-  unsigned off[VPT]; /* byte offset of the unit's first vector within its tensor */
+  unsigned off[VPT]; /* byte offset of the unit's first vector in its tensor */
 #pragma unroll
   for (int v = 0; v < VPT; v++) {
     const unsigned u = u0 + v * T;
     if (u < g.total_u) {
       const FlatUnit n = flat_unit(g, u);
-      off[v] = n.head * g.d * 2 + n.x * 16;
+      off[v] = n.head * hbytes + n.x * 16;
       const char *src = (const char *)(n.isq ? ps.q : ps.k) + off[v];
 #pragma unroll
       for (int w = 0; w < NW; w++) {
-        if constexpr (STAGE) cp_async16(&stage[(v * NW + w) * T + t], src + w * hq_half);
-        else reg[v][w] = load_words<W>(src + w * hq_half);
+        if constexpr (STAGE) cp_async16(&stage[(v * NW + w) * T + t], src + w * half_bytes);
+        else reg[v][w] = load_words<W>(src + w * half_bytes);
       }
     }
   }
@@ -295,8 +299,6 @@ __global__ void __launch_bounds__(kThreads) rope_flat_kernel(const FlatGeom g) {
     const unsigned u = u0 + v * T;
     if (u < g.total_u) {
       const FlatUnit n = flat_unit(g, u);
-      const bool isq = n.isq;
-      const unsigned head = n.head, x = n.x;
       W lo, hi;
       if constexpr (STAGE) {
         lo = stage[(v * NW) * T + t];
@@ -305,40 +307,74 @@ __global__ void __launch_bounds__(kThreads) rope_flat_kernel(const FlatGeom g) {
         lo = reg[v][0];
         if constexpr (NEOX) hi = reg[v][1];
       }
-      /* the token: heads are [tok][h]; q has 32, k 8 heads (the harness's shapes) */
-      const unsigned token = head / (isq ? 32u : 8u);
-      const float *frow = g.freqs + (size_t)token * g.d;
-      constexpr int NF = NEOX ? 16 : 8;
+      const unsigned tok = n.head / (n.isq ? g.hq : g.hk), s = g.batched ? tok % g.seq : tok;
       float f[NF];
-      load_freqs<NF>(frow + x * NF, f);
+      load_freqs<NF>(g.freqs + (size_t)s * g.d + n.x * NF, f);
 #pragma unroll
       for (int j = 1; j < NF; j += 2) f[j] = bwd ? -f[j] : f[j];
-      if constexpr (COPY) {
+      if constexpr (NEOX) {
 #pragma unroll
-        for (int j = 0; j < NF; j++) acc ^= __float_as_uint(f[j]);
-      } else if constexpr (NEOX) {
-#pragma unroll
-        for (int j = 0; j < 8; j++) {
-          float re = E::widen(V::get(lo, j)), im = E::widen(V::get(hi, j));
-          rotate<float>(re, im, f[2 * j], f[2 * j + 1]);
+        for (int j = 0; j < NV; j++) {
+          A re = E::widen(V::get(lo, j)), im = E::widen(V::get(hi, j));
+          rotate<A>(re, im, (A)f[2 * j], (A)f[2 * j + 1]);
           V::set(lo, j, E::narrow(re));
           V::set(hi, j, E::narrow(im));
         }
       } else {
 #pragma unroll
-        for (int j = 0; j < 4; j++) {
-          float re = E::widen(V::get(lo, 2 * j)), im = E::widen(V::get(lo, 2 * j + 1));
-          rotate<float>(re, im, f[2 * j], f[2 * j + 1]);
+        for (int j = 0; j < NV / 2; j++) {
+          A re = E::widen(V::get(lo, 2 * j)), im = E::widen(V::get(lo, 2 * j + 1));
+          rotate<A>(re, im, (A)f[2 * j], (A)f[2 * j + 1]);
           V::set(lo, 2 * j, E::narrow(re));
           V::set(lo, 2 * j + 1, E::narrow(im));
         }
       }
-      char *dst = (char *)(isq ? ps.qo : ps.ko) + off[v];
+      char *dst = (char *)(n.isq ? ps.qo : ps.ko) + off[v];
       store_words<W>(dst, lo);
-      if constexpr (NEOX) store_words<W>(dst + hq_half, hi);
+      if constexpr (NEOX) store_words<W>(dst + half_bytes, hi);
     }
   }
-  if (COPY && acc == kFloorMagic) *g.sink = acc;
+}
+
+/* ---- the flat kernel (issue 25 finding 6) -------------------------------------------------
+ * kernels/rope.cu's rope_flat_kernel at every configuration (T threads, VPT units a thread,
+ * registers or cp.async staging), and the flat copy: the same loads and stores with no rotation,
+ * the table's words XOR-folded as the floor folds them, a floor candidate. */
+template <int DIR, int VPT, int STAGE>
+__global__ void __launch_bounds__(kThreads) tune_flat_copy_kernel(const FlatGeom g, unsigned *sink) {
+  typedef Words<16> W;
+  extern __shared__ W stage[]; /* [VPT][T] */
+  const bool second = DIR == kFull && blockIdx.y == 1;
+  const Pass ps = {second ? g.pass[1].q : g.pass[0].q, second ? g.pass[1].k : g.pass[0].k,
+                   second ? g.pass[1].qo : g.pass[0].qo, second ? g.pass[1].ko : g.pass[0].ko};
+  const unsigned T = blockDim.x, t = threadIdx.x, u0 = blockIdx.x * T * VPT + t, hbytes = g.d * 2;
+  W reg[VPT];
+  unsigned off[VPT], acc = 0;
+#pragma unroll
+  for (int v = 0; v < VPT; v++) {
+    const unsigned u = u0 + v * T;
+    if (u < g.total_u) {
+      const FlatUnit n = flat_unit(g, u);
+      off[v] = n.head * hbytes + n.x * 16;
+      const char *src = (const char *)(n.isq ? ps.q : ps.k) + off[v];
+      if constexpr (STAGE) cp_async16(&stage[v * T + t], src);
+      else reg[v] = load_words<W>(src);
+    }
+  }
+  if constexpr (STAGE) asm volatile("cp.async.wait_all;\n" ::: "memory");
+#pragma unroll
+  for (int v = 0; v < VPT; v++) {
+    const unsigned u = u0 + v * T;
+    if (u < g.total_u) {
+      const FlatUnit n = flat_unit(g, u);
+      float f[8];
+      load_freqs<8>(g.freqs + (size_t)(n.head / (n.isq ? g.hq : g.hk)) * g.d + n.x * 8, f);
+#pragma unroll
+      for (int j = 0; j < 8; j++) acc ^= __float_as_uint(f[j]);
+      store_words<W>((char *)(n.isq ? ps.qo : ps.ko) + off[v], STAGE ? stage[v * T + t] : reg[v]);
+    }
+  }
+  if (acc == kFloorMagic) *sink = acc;
 }
 
 template <int STYLE, int DIR, int VPT, int STAGE, int COPY = 0>
@@ -350,23 +386,35 @@ void flat_row(const Point &pt, const Bufs &b, const char *sname, const char *mod
   g.pass[0] = Pass{a.q, a.k, a.q_out, a.k_out};
   if (full) g.pass[1] = Pass{a.dq, a.dk, a.dq_out, a.dk_out};
   g.freqs = a.freqs;
-  g.sink = b.sink;
   g.d = (unsigned)a.head_dim;
+  g.hq = 32;
+  g.hk = 8;
+  g.seq = (unsigned)a.seq;
   g.uph = g.d / 8 / (NEOX ? 2 : 1);
   g.nq_u = (unsigned)(a.seq * 32) * g.uph;
   g.total_u = (unsigned)(a.seq * 40) * g.uph;
   const unsigned per_cta = T * VPT, grid = (g.total_u + per_cta - 1) / per_cta;
   const size_t smem = STAGE ? (size_t)per_cta * 16 * (NEOX ? 2 : 1) : 0;
-  auto kernel = rope_flat_kernel<STYLE, DIR, VPT, STAGE, COPY>;
-  if (smem > 48 * 1024) CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-  int occ = 0;
-  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kernel, (int)T, smem));
-  int sms = 0;
+  int occ = 0, sms = 0;
   CKS(sm_count(&sms));
-  auto launch = [&] {
-    kernel<<<dim3(grid, full ? 2 : 1), T, smem, g_st>>>(g);
-    CK(cudaGetLastError());
-  };
+  std::function<void()> launch;
+  if constexpr (COPY) {
+    auto kernel = tune_flat_copy_kernel<DIR, VPT, STAGE>;
+    if (smem > 48 * 1024) CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kernel, (int)T, smem));
+    launch = [=] {
+      kernel<<<dim3(grid, full ? 2 : 1), T, smem, g_st>>>(g, b.sink);
+      CK(cudaGetLastError());
+    };
+  } else {
+    auto kernel = rope_flat_kernel<KB_BF16, 8, STYLE, DIR, VPT, STAGE>;
+    if (smem > 48 * 1024) CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kernel, (int)T, smem));
+    launch = [=] {
+      kernel<<<dim3(grid, full ? 2 : 1), T, smem, g_st>>>(g);
+      CK(cudaGetLastError());
+    };
+  }
   const bool ok = check(b, full, launch, COPY);
   char v[96];
   snprintf(v, sizeof v, "flat %s%s T=%u VPT=%d waves=%.2f", COPY ? "copy " : "", STAGE ? "cp.async" : "regs", T,
