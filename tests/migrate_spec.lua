@@ -110,4 +110,26 @@ describe('the earlier record format', function()
     assert.matches('is the input ' .. dir .. '/new.jsonl: writing there would overwrite an input', r.err, 1, true)
     os.execute('rm -rf ' .. sub.q(dir))
   end)
+
+  it('names two sessions of one point apart (old names were cut at 100 characters, before their time)', function()
+    -- the H200 results of 2026-12-02: 7 points measured twice under one old name
+    local file = ROOT .. '/evidence/2026-12-02-h200/ours.jsonl'
+    local bundles = assert(kb.reader.read(file))
+    local names, old_names, clashes = {}, {}, 0
+    for _, b in ipairs(bundles) do
+      local name, old = b.run.metadata.name, b.run.metadata.labels.migrated_name
+      assert.is_nil(names[name], name)
+      names[name] = true
+      if old then
+        if old_names[old] then clashes = clashes + 1 end
+        old_names[old] = true
+      end
+    end
+    assert.equal(49, #bundles)
+    assert.equal(7, clashes) -- the old names that two runs shared, kept as labels
+    local r = sub.run { 'compare', file, file }
+    assert.equal(0, r.code, r.err)
+    assert.not_matches('appears twice', r.out)
+    assert.matches('42 point%(s%)', r.out)
+  end)
 end)

@@ -7,7 +7,8 @@
 -- The reader (kluabench.record.reader) migrates such bundles as it reads
 -- them, so compare, plot and merge read old results files unchanged;
 -- `kluabench migrate OLD -o NEW` writes them out in today's form. The old
--- digests cannot be kept (the recipe changed); every number and name is.
+-- digests cannot be kept (the recipe changed); every number is, and the old run name as a label
+-- (migrated_name: runs get today's unique names).
 local json = require 'kluabench.io.json'
 local names = require 'kluabench.record.names'
 local view = require 'kluabench.record.view'
@@ -201,8 +202,14 @@ function M.bundle(old)
     run.spec.sourceNative.externalId = rs.sourceNative.externalId
     run.spec.sourceNative.source = type(rs.sourceNative.source) == 'string' and rs.sourceNative.source or 'kluabench'
   end
-  if get(old, 'run', 'metadata', 'name') then run.metadata.name = old.run.metadata.name end
+  -- the name is today's (the point, provider, time and session): names of the earlier format
+  -- were cut at 100 characters, which cut off their time, so two sessions of one point shared a
+  -- name and compare refused them as one run seen twice; the old name stays as a label
   run.metadata.labels = run.metadata.labels or {}
+  local old_name = get(old, 'run', 'metadata', 'name')
+  if type(old_name) == 'string' and old_name ~= run.metadata.name then
+    run.metadata.labels.migrated_name = old_name:sub(1, 200)
+  end
   run.metadata.labels.migrated_from = 'kluabench records before the kernelindex schemas'
   local bundle = { run = run, protocol = protocol, environment = env_doc, workload = workload, implementation = impl,
     operation = op }

@@ -15,7 +15,9 @@ KernelImplementation, digests of JCS(spec), raw samples, execution and check
 inside the run) are turned into documents valid against the public schemas,
 with kernelindex's digests: the workload of a Liger benchmark's point becomes
 kernelindex's own, the raw samples and what the run held beyond the schema go
-into its evidence entry, every number and name is kept. Bundles already of
+into its evidence entry, every number is kept, and each run's old name as its label
+migrated_name (a run is named as today's are: old names were cut before their time,
+so two sessions of a point could share one). Bundles already of
 today's form are written as they are, with their samples. The old digests
 cannot be kept (the recipe changed). compare, plot and merge read old files
 without this command (they migrate as they read); use it to publish them or
