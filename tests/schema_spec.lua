@@ -227,6 +227,39 @@ end
     end
   end)
 
+  -- a user kernel's ImplementationRevision for each way it can come (the gpu specs make them from
+  -- loaded kernels; here from the info tables those give): NVRTC (a real compile, which needs no
+  -- GPU), a cubin module, a Triton kernel, a C plugin (a real library), and a provider of several
+  python_it('validate for user kernels of every kind: NVRTC, cubin, Triton, plugin and several', function()
+    local op = 'sha256:' .. string.rep('0', 64)
+    local infos = {}
+    local compiled, mod = pcall(kb.cuda.compile, 'extern "C" __global__ void twice(float *p) { p[0] *= 2; }',
+      { cache = false, options = { '-lineinfo' } })
+    if compiled then infos.nvrtc = { name = 'twice', symbol = 'twice', module = mod:info() } end
+    infos.cubin = { name = 'scale', symbol = 'scale', module = { format = 'cubin', name = 'scale.cubin',
+      sha256 = 'sha256:' .. string.rep('1', 64), bytes = 4096, arch = 'sm_90' } }
+    infos.triton = { name = 'rmsnorm', symbol = '_rms_norm_kernel', triton = { num_warps = 4, num_stages = 3,
+      shared = 0, hash = string.rep('a', 64) }, module = { format = 'cubin', name = '_rms_norm_kernel.cubin',
+      sha256 = 'sha256:' .. string.rep('2', 64), bytes = 8192, arch = 'sm_90' } }
+    local plugin = kb.plugin.load(kb.executable():match('^(.*)/') .. '/plugins/libscale_add.so')
+    infos.plugin = plugin:kernel('scale_add'):info()
+    infos.several = { infos.cubin, infos.triton }
+    local docs, kinds = {}, {}
+    for kind, info in pairs(infos) do
+      local doc = kb.record.user_implementation { provider = 'mine', kernel = 'k', info = info, operation_digest = op,
+        dtypes = { 'bf16', 'f32' } }
+      assert.same({}, kb.schema.check(doc), kind)
+      docs[#docs + 1] = doc
+      kinds[#kinds + 1] = kind
+    end
+    local path = dir .. '/user-implementations.json'
+    sub.spit(path, assert(output.encode_line(docs)))
+    local rc, out = python_validate { path }
+    assert.equal(0, rc, out)
+    assert.matches(#docs .. ' documents: ' .. #docs .. ' valid', out, 1, true)
+    assert.is_true(#docs >= 4, table.concat(kinds, ' '))
+  end)
+
   python_it("agree with ours on the example record and on broken documents", function()
     local ex = output.decode(require 'helpers.example_record')
     local path = dir .. '/example.json'
