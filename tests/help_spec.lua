@@ -119,6 +119,22 @@ describe('apidoc', function()
   end)
 end)
 
+describe('docs/API.md examples that need a device #gpu', function()
+  it('run on the cuda backend (graphs, loading and launching user kernels), leaving nothing behind', function()
+    if kb.backend() ~= 'cuda' then
+      pending('needs the cuda backend')
+      return
+    end
+    local sub = require 'helpers.subprocess'
+    local dir = sub.tmpdir()
+    local r = sub.run({ '--backend', 'cuda', ROOT .. '/tests/helpers/apidoc_examples.lua', '--gpu' },
+      { cwd = dir, env = { HOME = dir, XDG_CACHE_HOME = '', KLUABENCH_RESULTS = '' } })
+    os.execute('rm -rf ' .. sub.q(dir))
+    assert.equal(0, r.code, r.err)
+    assert.matches('\n?9 examples ran, 0 failed\n$', r.out)
+  end)
+end)
+
 describe('docs/API.md', function()
   it('is what scripts/gen_api_doc.lua writes (regenerate it after editing apidoc.lua)', function()
     local exe = kb.executable()

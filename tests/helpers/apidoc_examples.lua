@@ -1,6 +1,8 @@
 -- Runs the examples of docs/API.md (apidoc's entries) on the cpu backend, in
 -- the current directory, and prints what failed and a count:
 --   kluabench --backend cpu tests/helpers/apidoc_examples.lua
+-- With --gpu it runs only the examples that need a CUDA device (SKIP's 'gpu'
+-- ones), on the cuda backend: tests/help_spec.lua's #gpu spec does.
 -- Each example runs as a reader would run it: with kb and the short names of
 -- the modules (apidoc.modules: stats, record, plot, ...) bound, and nothing
 -- else; what it uses it makes itself. tests/help_spec.lua runs this in an
@@ -47,9 +49,21 @@ local function env()
   return setmetatable(e, { __index = _G })
 end
 
+local gpu = arg and arg[1] == '--gpu'
+if gpu and kb.backend() ~= 'cuda' then
+  io.stderr:write('apidoc_examples.lua --gpu: needs the cuda backend\n')
+  os.exit(2)
+end
+-- the examples this run takes: those the cpu can run, or (--gpu) those that need a device
+local function taken(e)
+  if e.kind == 'command' then return false end
+  if gpu then return SKIP[e.name] == 'gpu' end
+  return not SKIP[e.name]
+end
+
 local ran, failed = 0, {}
 for _, e in ipairs(apidoc.entries) do
-  if e.kind ~= 'command' and not SKIP[e.name] then
+  if taken(e) then
     local f = assert(load(e.example, '=' .. e.name, 't', env()))
     current = e.name
     local out, err_stream = io.stdout, io.stderr
