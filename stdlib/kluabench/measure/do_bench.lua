@@ -249,7 +249,8 @@ function M.measure(fn, opts, ctx)
   local n = #r.samples
   r.used.mode = 'do_bench'
   r.used.stop = { rule = 'do_bench', converged = false, samples = n,
-    reason = string.format('n_repeat = max(1, floor(rep_ms / estimate_ms)) = %d', n) }
+    -- min_repeat is 1 as in triton, CPU_MIN_REPEAT on the cpu backend
+    reason = string.format('n_repeat = max(%d, floor(rep_ms / estimate_ms)) = %d', r.used.min_repeat or 1, n) }
   r.stop = r.used.stop
   r.mode = 'do_bench'
   r.warnings = {}
