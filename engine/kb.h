@@ -146,6 +146,9 @@ void kb_open_pq(lua_State *L);
  * which count the bytes held now and at the peak per device (kb.memory_stats) */
 const char *kb_alloc(const kb_backend *dev, void **out, size_t bytes);
 void kb_release(const kb_backend *dev, void *p, size_t bytes);
+/* kb_alloc for a tensor made from Lua: a full collection first once dead tensors may hold as much
+ * as the live ones, and again before one retry when the allocation fails */
+const char *kb_alloc_collecting(lua_State *L, const kb_backend *dev, void **out, size_t bytes);
 /* Pushes registry["kluabench.scratch"][key] (a table, made when missing): where a
  * binding keeps scratch tensors between calls, which kb.drop_scratch forgets. */
 void kb_scratch_table(lua_State *L, const char *key);

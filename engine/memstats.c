@@ -40,6 +40,34 @@ const char *kb_alloc(const kb_backend *dev, void **out, size_t bytes) {
   return NULL;
 }
 
+/* Tensors' storage lies outside the Lua heap, so the collector does not see it
+ * grow: a loop of temporaries (a check's f64 copies at 256 Mi elements) kept
+ * gigabytes of dead tensors until the Lua heap itself had grown enough (24 GB
+ * and the OOM killer for examples/vector_add_benchmark.lua --sweep size on the
+ * cpu). Once the bytes of tensors made since the last full collection exceed
+ * both KB_GC_STEP_BYTES and the bytes alive on every device, a full collection
+ * frees the dead ones first: dead storage stays within about what is alive.
+ * An allocation that fails is retried once after a full collection. */
+#define KB_GC_STEP_BYTES ((size_t)256 << 20)
+static size_t g_since_collect;
+
+const char *kb_alloc_collecting(lua_State *L, const kb_backend *dev, void **out, size_t bytes) {
+  size_t alive = 0;
+  for (int i = 0; i < KB_MEM_SLOTS; i++) alive += g_mem[i].current;
+  g_since_collect += bytes;
+  if (g_since_collect > KB_GC_STEP_BYTES && g_since_collect > alive) {
+    g_since_collect = bytes;
+    lua_gc(L, LUA_GCCOLLECT);
+  }
+  const char *err = kb_alloc(dev, out, bytes);
+  if (err) {
+    g_since_collect = bytes;
+    lua_gc(L, LUA_GCCOLLECT);
+    err = kb_alloc(dev, out, bytes);
+  }
+  return err;
+}
+
 void kb_release(const kb_backend *dev, void *p, size_t bytes) {
   dev->release(dev, p);
   int s = slot_of(dev);

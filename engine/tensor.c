@@ -90,7 +90,7 @@ kb_tensor *kb_push_tensor(lua_State *L, const kb_backend *dev, kb_dtype dtype, i
     t->numel *= shape[i];
   }
   void *p = NULL;
-  const char *err = kb_alloc(dev, &p, kb_tensor_nbytes(t));
+  const char *err = kb_alloc_collecting(L, dev, &p, kb_tensor_nbytes(t));
   if (err) {
     char sb[160];
     luaL_error(L, "cannot allocate tensor %s %s on %s (%I bytes): %s", kb_shape_str(t, sb, sizeof sb),
