@@ -25,7 +25,10 @@ local RESERVED = { shard = true, format = true, out = true, ['list-points'] = tr
 -- the first word that is not one of them (or the word after '--') is
 -- SCRIPT. Returns opts, script, script_args; or nil, message.
 function M.split_args(args, spec)
-  local stopping = setmetatable({ stop_at_positional = true }, { __index = spec })
+  -- a copy, not a table reading spec through __index: the did-you-mean of
+  -- an unknown option lists the spec's names with pairs, which sees no __index
+  local stopping = { stop_at_positional = true }
+  for k, v in pairs(spec) do stopping[k] = v end
   local opts, rest = require('kluabench.io.args').parse_args(args, stopping)
   if not opts then return nil, rest end
   local script = rest[1]
