@@ -234,6 +234,27 @@ describe('the kluabench host', function()
         assert.matches('usage: kluabench [options] [script [args]]', r.err, 1, true)
       end)
     end
+
+    it("name the engine's option a mistyped one most likely meant, and none for a word close to none", function()
+      for _, case in ipairs {
+        { { '--backnd', 'cpu', 'x.lua' }, "'--backnd' (did you mean '--backend'?)" },
+        { { '--backnd=cpu', 'x.lua' }, "'--backnd=cpu' (did you mean '--backend'?)" },
+        { { '--quite', 'x.lua' }, "'--quite' (did you mean '--quiet'?)" },
+        { { '--devic', '0', 'x.lua' }, "'--devic' (did you mean '--device'?)" },
+        { { '--hlep' }, "'--hlep' (did you mean '--help'?)" },
+        { { '--back', 'cpu' }, "'--back' (did you mean '--backend'?)" }, -- the start of one
+      } do
+        local r = run(case[1])
+        assert.equal(2, r.code, r.err)
+        assert.equal('', r.out)
+        assert.matches('kluabench: unrecognized option ' .. case[2] .. '\n', r.err, 1, true)
+      end
+      for _, a in ipairs { '--bogus', '--qu', '--zzzzzzzz' } do
+        local r = run({ a, 'x.lua' })
+        assert.equal(2, r.code, r.err)
+        assert.matches("kluabench: unrecognized option '" .. a .. "'\n", r.err, 1, true)
+      end
+    end)
   end)
 
   describe('backend options', function()
