@@ -153,15 +153,18 @@ describe('the kluabench host', function()
     end)
 
     it('without a traceback when the stdlib raised it on purpose (KLUABENCH_TRACEBACK=1 shows it)', function()
+      -- --history outside a git work tree (GIT_CEILING_DIRECTORIES: whatever holds the temporary folder)
       local script = BIN:match('^(.*)/build[^/]*/[^/]*$') .. '/scripts/llama4_rope.lua'
-      local args = { script, '--seq', '64', '--hidden', '64', '--out', dir .. '/no/such/dir/x.jsonl' }
-      local r = run(args)
+      local args = { script, '--seq', '64', '--hidden', '64', '--history', dir .. '/h.db' }
+      local env = { GIT_CEILING_DIRECTORIES = dir, KLUABENCH_RESULTS = dir .. '/results' }
+      local r = run(args, { cwd = dir, env = env })
       assert.equal(1, r.code)
-      assert.equal('kluabench: llama4_rope: cannot write --out ' .. dir .. '/no/such/dir/x.jsonl: cannot write: '
-        .. dir .. '/no/such/dir does not exist\n', r.err)
-      r = run(args, { env = { KLUABENCH_TRACEBACK = '1' } })
+      assert.matches('^kluabench: llama4_rope: %-%-history [^\n]*/h%.db: no git commit in the current directory', r.err)
+      assert.no.matches('stack traceback', r.err, 1, true)
+      env.KLUABENCH_TRACEBACK = '1'
+      r = run(args, { cwd = dir, env = env })
       assert.equal(1, r.code)
-      assert.matches('does not exist\nstack traceback:\n', r.err, 1, true)
+      assert.matches('SHA)\nstack traceback:\n', r.err, 1, true)
       assert.matches('suite/init%.lua:%d+: in ', r.err)
       -- error(message, 0) in a script of one's own keeps its traceback: it is the script's line
       spit(dir .. '/mine.lua', 'local function f() error("my own", 0) end\nf()\n')
@@ -174,6 +177,25 @@ describe('the kluabench host', function()
       r = run({ dir .. '/kluabench/mine.lua' })
       assert.matches('^kluabench: my own\nstack traceback:\n', r.err)
       assert.matches('kluabench/mine.lua:2: in main chunk', r.err, 1, true)
+    end)
+
+    it('as a usage error (exit 2, no traceback) for an --out or --samples that cannot be written', function()
+      local script = BIN:match('^(.*)/build[^/]*/[^/]*$') .. '/scripts/llama4_rope.lua'
+      local missing = dir .. '/no/such/dir/x.jsonl'
+      for _, case in ipairs {
+        { { '--out', missing }, 'cannot write --out ' .. missing .. ': cannot write: ' .. dir
+          .. '/no/such/dir does not exist' },
+        { { '--out', dir .. '/ok.jsonl', '--samples', missing }, 'cannot write --samples ' .. missing
+          .. ': cannot write: ' .. dir .. '/no/such/dir does not exist' },
+        { { '--format', 'jsonl', '--samples', dir }, 'cannot write --samples ' .. dir .. ': is a directory' },
+      } do
+        local args = { script, '--seq', '64', '--hidden', '64' }
+        for _, a in ipairs(case[1]) do args[#args + 1] = a end
+        local r = run(args, { env = { KLUABENCH_TRACEBACK = '1' } })
+        assert.equal(2, r.code, r.err)
+        assert.equal('llama4_rope: ' .. case[2] .. ' (see --help)\n', r.err)
+      end
+      assert.is_nil(io.open(dir .. '/ok.jsonl')) -- refused before anything was timed
     end)
 
     it('with the file and line of each frame for a script', function()
