@@ -494,6 +494,31 @@ describe('the kluabench host', function()
       end
     end)
 
+    it('an input FILE that does not exist or is no regular file is a usage error for verify, plot, migrate and '
+      .. 'compare, before anything is read or written', function()
+      local bad = dir .. '/bad.jsonl' -- readable but no bundle: read first, it would be an error of its own
+      spit(bad, 'not json\n')
+      local missing = dir .. '/missing.jsonl'
+      for _, case in ipairs {
+        { { 'verify', bad, missing }, missing .. ': No such file or directory' },
+        { { 'verify', bad, dir }, dir .. ': is a directory' },
+        { { 'verify', '/dev/null' }, '/dev/null: is a character device, not a regular file' },
+        { { 'plot', bad, missing, '-o', dir .. '/c.svg' }, missing .. ': No such file or directory' },
+        { { 'plot', dir, '-o', dir .. '/c.svg' }, dir .. ': is a directory' },
+        { { 'migrate', bad, missing, '-o', dir .. '/m.jsonl' }, missing .. ': No such file or directory' },
+        { { 'migrate', dir, '-o', dir .. '/m.jsonl' }, dir .. ': is a directory' },
+        { { 'compare', missing, bad }, missing .. ': No such file or directory' },
+      } do
+        local r = run(case[1])
+        assert.equal(2, r.code, r.err)
+        assert.equal('', r.out)
+        assert.matches('^kluabench ' .. case[1][1] .. ': ' .. case[2]:gsub('%p', '%%%0') .. '\n', r.err)
+        assert.no.matches('bad.jsonl', r.err, 1, true) -- the readable file was not read
+      end
+      assert.is_nil(io.open(dir .. '/c.svg'))
+      assert.is_nil(io.open(dir .. '/m.jsonl'))
+    end)
+
     it('env prints the backend and device as a table, or JSON', function()
       local r = run({ '--backend', 'cpu', 'env' })
       assert.equal(0, r.code)

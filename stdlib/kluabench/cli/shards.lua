@@ -71,17 +71,10 @@ function M.shell_quote(s)
   return "'" .. s:gsub("'", "'\\''") .. "'"
 end
 
---- Whether SCRIPT can be read: true, or nil and "cannot read SCRIPT 'x': why". Only a regular
--- file: opening a FIFO would wait for a writer (checked without opening it).
+--- Whether SCRIPT can be read: true, or nil and "cannot read SCRIPT 'x': why" (cli.helpers.unreadable:
+-- only a regular file, a FIFO refused without opening it).
 function M.check_script(script)
-  local st, err = require('kluabench.core').stat(script, true)
-  local why = not st and err:gsub('^.-: ', '') or st.type ~= 'file' and ('is a ' .. (st.type == 'fifo' and 'FIFO'
-    or st.type == 'char' and 'character device' or st.type == 'block' and 'block device' or st.type)
-    .. ', not a regular file') or nil
-  if not why then
-    local f, oerr = io.open(script, 'r')
-    if f then f:close() else why = tostring(oerr):gsub('^.-: ', '') end
-  end
+  local why = require('kluabench.cli.helpers').unreadable(script)
   if why then return nil, string.format("cannot read SCRIPT '%s': %s", script, why) end
   return true
 end
