@@ -199,6 +199,36 @@ static int usage_error(options *o, const char *fmt, const char *a, const char *b
   return 0;
 }
 
+/* The engine's long option a mistyped one most likely meant ("--backnd" ->
+ * "--backend"), or NULL. The rule of the stdlib's did-you-mean
+ * (kluabench.io.suggest), so that the engine and the commands guess alike:
+ * the name without dashes and without "=VALUE" is within a third of its
+ * length in edits (at least 1, at most 3; no guess for one or two
+ * characters) of an option's, or starts with one or is the start of one,
+ * at least 3 characters shared; the closest wins, the first listed on a tie. */
+static const char *meant_option(const char *a) {
+  static const char *const names[] = {"--backend", "--device", "--quiet", "--help"};
+  char word[32];
+  size_t n = strcspn(a + 2, "=");
+  if (n <= 2 || n >= sizeof word) return NULL;
+  memcpy(word, a + 2, n);
+  word[n] = '\0';
+  int limit = (int)(n / 3);
+  if (limit < 1) limit = 1;
+  if (limit > 3) limit = 3;
+  const char *best = NULL;
+  int best_d = limit + 1;
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    const char *c = names[i] + 2;
+    size_t m = strlen(c);
+    int d = edit_distance(word, c);
+    size_t shared = n < m ? n : m;
+    if (d > limit && shared >= 3 && strncmp(word, c, shared) == 0) d = limit;
+    if (d < best_d) best = names[i], best_d = d;
+  }
+  return best;
+}
+
 /* A value for --backend / --device: "--opt=V" or the next argument.
  * Returns the value or NULL (usage error recorded). */
 static const char *long_value(options *o, int *i, const char *name) {
@@ -224,6 +254,8 @@ static int parse_long(options *o, int *i) {
   } else if (strncmp(a, "--device", 8) == 0 && (a[8] == '\0' || a[8] == '=')) {
     if (!(o->device = long_value(o, i, "--device"))) return 0;
   } else {
+    const char *meant = meant_option(a);
+    if (meant) return usage_error(o, "unrecognized option '%s' (did you mean '%s'?)", a, meant);
     return usage_error(o, "unrecognized option '%s'", a, NULL);
   }
   return 1;

@@ -153,15 +153,18 @@ describe('the kluabench host', function()
     end)
 
     it('without a traceback when the stdlib raised it on purpose (KLUABENCH_TRACEBACK=1 shows it)', function()
+      -- --history outside a git work tree (GIT_CEILING_DIRECTORIES: whatever holds the temporary folder)
       local script = BIN:match('^(.*)/build[^/]*/[^/]*$') .. '/scripts/llama4_rope.lua'
-      local args = { script, '--seq', '64', '--hidden', '64', '--out', dir .. '/no/such/dir/x.jsonl' }
-      local r = run(args)
+      local args = { script, '--seq', '64', '--hidden', '64', '--history', dir .. '/h.db' }
+      local env = { GIT_CEILING_DIRECTORIES = dir, KLUABENCH_RESULTS = dir .. '/results' }
+      local r = run(args, { cwd = dir, env = env })
       assert.equal(1, r.code)
-      assert.equal('kluabench: llama4_rope: cannot write --out ' .. dir .. '/no/such/dir/x.jsonl: cannot write: '
-        .. dir .. '/no/such/dir does not exist\n', r.err)
-      r = run(args, { env = { KLUABENCH_TRACEBACK = '1' } })
+      assert.matches('^kluabench: llama4_rope: %-%-history [^\n]*/h%.db: no git commit in the current directory', r.err)
+      assert.no.matches('stack traceback', r.err, 1, true)
+      env.KLUABENCH_TRACEBACK = '1'
+      r = run(args, { cwd = dir, env = env })
       assert.equal(1, r.code)
-      assert.matches('does not exist\nstack traceback:\n', r.err, 1, true)
+      assert.matches('SHA)\nstack traceback:\n', r.err, 1, true)
       assert.matches('suite/init%.lua:%d+: in ', r.err)
       -- error(message, 0) in a script of one's own keeps its traceback: it is the script's line
       spit(dir .. '/mine.lua', 'local function f() error("my own", 0) end\nf()\n')
@@ -174,6 +177,25 @@ describe('the kluabench host', function()
       r = run({ dir .. '/kluabench/mine.lua' })
       assert.matches('^kluabench: my own\nstack traceback:\n', r.err)
       assert.matches('kluabench/mine.lua:2: in main chunk', r.err, 1, true)
+    end)
+
+    it('as a usage error (exit 2, no traceback) for an --out or --samples that cannot be written', function()
+      local script = BIN:match('^(.*)/build[^/]*/[^/]*$') .. '/scripts/llama4_rope.lua'
+      local missing = dir .. '/no/such/dir/x.jsonl'
+      for _, case in ipairs {
+        { { '--out', missing }, 'cannot write --out ' .. missing .. ': cannot write: ' .. dir
+          .. '/no/such/dir does not exist' },
+        { { '--out', dir .. '/ok.jsonl', '--samples', missing }, 'cannot write --samples ' .. missing
+          .. ': cannot write: ' .. dir .. '/no/such/dir does not exist' },
+        { { '--format', 'jsonl', '--samples', dir }, 'cannot write --samples ' .. dir .. ': is a directory' },
+      } do
+        local args = { script, '--seq', '64', '--hidden', '64' }
+        for _, a in ipairs(case[1]) do args[#args + 1] = a end
+        local r = run(args, { env = { KLUABENCH_TRACEBACK = '1' } })
+        assert.equal(2, r.code, r.err)
+        assert.equal('llama4_rope: ' .. case[2] .. ' (see --help)\n', r.err)
+      end
+      assert.is_nil(io.open(dir .. '/ok.jsonl')) -- refused before anything was timed
     end)
 
     it('with the file and line of each frame for a script', function()
@@ -234,6 +256,27 @@ describe('the kluabench host', function()
         assert.matches('usage: kluabench [options] [script [args]]', r.err, 1, true)
       end)
     end
+
+    it("name the engine's option a mistyped one most likely meant, and none for a word close to none", function()
+      for _, case in ipairs {
+        { { '--backnd', 'cpu', 'x.lua' }, "'--backnd' (did you mean '--backend'?)" },
+        { { '--backnd=cpu', 'x.lua' }, "'--backnd=cpu' (did you mean '--backend'?)" },
+        { { '--quite', 'x.lua' }, "'--quite' (did you mean '--quiet'?)" },
+        { { '--devic', '0', 'x.lua' }, "'--devic' (did you mean '--device'?)" },
+        { { '--hlep' }, "'--hlep' (did you mean '--help'?)" },
+        { { '--back', 'cpu' }, "'--back' (did you mean '--backend'?)" }, -- the start of one
+      } do
+        local r = run(case[1])
+        assert.equal(2, r.code, r.err)
+        assert.equal('', r.out)
+        assert.matches('kluabench: unrecognized option ' .. case[2] .. '\n', r.err, 1, true)
+      end
+      for _, a in ipairs { '--bogus', '--qu', '--zzzzzzzz' } do
+        local r = run({ a, 'x.lua' })
+        assert.equal(2, r.code, r.err)
+        assert.matches("kluabench: unrecognized option '" .. a .. "'\n", r.err, 1, true)
+      end
+    end)
   end)
 
   describe('backend options', function()
@@ -449,6 +492,31 @@ describe('the kluabench host', function()
         assert.equal(2, r.code)
         assert.matches("kluabench " .. name .. ": unrecognized option '--bogus'", r.err, 1, true)
       end
+    end)
+
+    it('an input FILE that does not exist or is no regular file is a usage error for verify, plot, migrate and '
+      .. 'compare, before anything is read or written', function()
+      local bad = dir .. '/bad.jsonl' -- readable but no bundle: read first, it would be an error of its own
+      spit(bad, 'not json\n')
+      local missing = dir .. '/missing.jsonl'
+      for _, case in ipairs {
+        { { 'verify', bad, missing }, missing .. ': No such file or directory' },
+        { { 'verify', bad, dir }, dir .. ': is a directory' },
+        { { 'verify', '/dev/null' }, '/dev/null: is a character device, not a regular file' },
+        { { 'plot', bad, missing, '-o', dir .. '/c.svg' }, missing .. ': No such file or directory' },
+        { { 'plot', dir, '-o', dir .. '/c.svg' }, dir .. ': is a directory' },
+        { { 'migrate', bad, missing, '-o', dir .. '/m.jsonl' }, missing .. ': No such file or directory' },
+        { { 'migrate', dir, '-o', dir .. '/m.jsonl' }, dir .. ': is a directory' },
+        { { 'compare', missing, bad }, missing .. ': No such file or directory' },
+      } do
+        local r = run(case[1])
+        assert.equal(2, r.code, r.err)
+        assert.equal('', r.out)
+        assert.matches('^kluabench ' .. case[1][1] .. ': ' .. case[2]:gsub('%p', '%%%0') .. '\n', r.err)
+        assert.no.matches('bad.jsonl', r.err, 1, true) -- the readable file was not read
+      end
+      assert.is_nil(io.open(dir .. '/c.svg'))
+      assert.is_nil(io.open(dir .. '/m.jsonl'))
     end)
 
     it('env prints the backend and device as a table, or JSON', function()

@@ -526,7 +526,7 @@ describe('kluabench history (SQLite)', function()
       for _, case in ipairs {
         { { '--out', dir .. '/new.db', '--history', dir .. '/new.db' }, 2, '--out ' .. dir .. '/new.db is the --history database' },
         { { '--out', dir .. '/x.jsonl', '--samples', db, '--history', db }, 2, '--samples ' .. db .. ' is the --history database' },
-        { { '--out', db }, 1, 'cannot write --out ' .. db .. ': a SQLite database' },
+        { { '--out', db }, 2, 'cannot write --out ' .. db .. ': a SQLite database' },
       } do
         local args = { script, '--seq', '64', '--hidden', '64', '--format', 'jsonl' }
         for _, a in ipairs(case[1]) do args[#args + 1] = a end

@@ -266,6 +266,7 @@ describe('kluabench plot', function()
       { 'plot', CSV, '--filter', 'mode', '-o', svg },    -- filter without =
       { 'plot', CSV, '--width', '12', '-o', svg },       -- too small
       { 'plot', CSV, '--filter', 'metric=speed', '-o', svg }, -- x cannot be guessed
+      { 'plot', '/nonexistent.jsonl', '-o', svg },       -- a RESULTS file that does not exist
     } do
       local code, _, err = kluabench(args)
       assert.equal(2, code, table.concat(args, ' ') .. '\n' .. err)
@@ -277,7 +278,6 @@ describe('kluabench plot', function()
     local bad = os.tmpname()
     spit(bad, 'this is not json\n')
     for _, args in ipairs {
-      { 'plot', '/nonexistent.jsonl', '-o', svg },
       { 'plot', bad, '-o', svg },
       { 'plot', CSV, '--filter', 'mode=sideways', '-o', svg },
     } do

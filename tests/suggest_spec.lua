@@ -73,4 +73,20 @@ describe('did you mean, on the command line', function()
     assert.equal(2, r.code)
     assert.no.matches('did you mean', r.err, 1, true)
   end)
+
+  it('a mistyped option of run-all or slurm (options read before SCRIPT) names the option', function()
+    for _, case in ipairs {
+      { { 'run-all', '--proc', '2', 'x.lua' }, "'--proc' (did you mean '--procs'?)" },
+      { { 'run-all', '--device', '0,1', 'x.lua' }, "'--device' (did you mean '--devices'?)" },
+      { { 'slurm', '--gpu', '2', 'x.lua' }, "'--gpu' (did you mean '--cpu' or '--gpus'?)" },
+      { { 'slurm', '--max-paralel', '2', 'x.lua' }, "'--max-paralel' (did you mean '--max-parallel'?)" },
+    } do
+      local r = sub.run(case[1])
+      assert.equal(2, r.code, r.err)
+      assert.matches('kluabench ' .. case[1][1] .. ': unrecognized option ' .. case[2], r.err, 1, true)
+    end
+    local r = sub.run({ 'run-all', '--zzzz', 'x.lua' })
+    assert.equal(2, r.code)
+    assert.no.matches('did you mean', r.err, 1, true)
+  end)
 end)

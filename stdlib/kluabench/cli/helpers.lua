@@ -118,6 +118,32 @@ function M.command_help(c)
   return 'usage: ' .. M.command_usage(c) .. '\n\n' .. text:gsub('\n*$', '') .. '\n'
 end
 
+--- Why the file path given on the command line cannot be read ("No such file
+-- or directory", "is a directory", "is a FIFO, not a regular file"), or nil
+-- when it is a regular file that opens. Commands check their input files with
+-- it before doing anything, so that a mistyped path is a usage error (exit 2)
+-- in every command, not a failure found halfway; a FIFO is refused without
+-- opening it, which would wait for a writer.
+function M.unreadable(path)
+  local st, err = require('kluabench.core').stat(path, true)
+  if not st then
+    err = tostring(err)
+    return err:sub(1, #path + 2) == path .. ': ' and err:sub(#path + 3) or err
+  end
+  if st.type ~= 'file' then
+    local kind = st.type == 'fifo' and 'FIFO' or st.type == 'char' and 'character device'
+      or st.type == 'block' and 'block device' or st.type
+    return 'is a ' .. kind .. (st.type == 'directory' and '' or ', not a regular file')
+  end
+  local f, oerr = io.open(path, 'r')
+  if not f then
+    oerr = tostring(oerr)
+    return oerr:sub(1, #path + 2) == path .. ': ' and oerr:sub(#path + 3) or oerr
+  end
+  f:close()
+  return nil
+end
+
 --- Prints "kluabench NAME: message" and NAME's usage to stderr; returns 2,
 -- the exit status of a usage error.
 function M.usage_error(name, fmt, ...)
@@ -126,6 +152,17 @@ function M.usage_error(name, fmt, ...)
   if c then io.stderr:write('usage: ', M.command_usage(c), '\n') end
   io.stderr:write(string.format("run 'kluabench %s --help' for details\n", name))
   return 2
+end
+
+--- The usage error (status 2, after "kluabench NAME: PATH: why" and the
+-- usage) of the first of files (the input files of command NAME's command
+-- line) that cannot be read (M.unreadable), or nil when each can.
+function M.check_inputs(name, files)
+  for _, path in ipairs(files) do
+    local why = M.unreadable(path)
+    if why then return M.usage_error(name, '%s: %s', path, why) end
+  end
+  return nil
 end
 
 -- The command line (kluabench.io.args), under the names commands use.

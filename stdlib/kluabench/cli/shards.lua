@@ -25,7 +25,10 @@ local RESERVED = { shard = true, format = true, out = true, ['list-points'] = tr
 -- the first word that is not one of them (or the word after '--') is
 -- SCRIPT. Returns opts, script, script_args; or nil, message.
 function M.split_args(args, spec)
-  local stopping = setmetatable({ stop_at_positional = true }, { __index = spec })
+  -- a copy, not a table reading spec through __index: the did-you-mean of
+  -- an unknown option lists the spec's names with pairs, which sees no __index
+  local stopping = { stop_at_positional = true }
+  for k, v in pairs(spec) do stopping[k] = v end
   local opts, rest = require('kluabench.io.args').parse_args(args, stopping)
   if not opts then return nil, rest end
   local script = rest[1]
@@ -68,17 +71,10 @@ function M.shell_quote(s)
   return "'" .. s:gsub("'", "'\\''") .. "'"
 end
 
---- Whether SCRIPT can be read: true, or nil and "cannot read SCRIPT 'x': why". Only a regular
--- file: opening a FIFO would wait for a writer (checked without opening it).
+--- Whether SCRIPT can be read: true, or nil and "cannot read SCRIPT 'x': why" (cli.helpers.unreadable:
+-- only a regular file, a FIFO refused without opening it).
 function M.check_script(script)
-  local st, err = require('kluabench.core').stat(script, true)
-  local why = not st and err:gsub('^.-: ', '') or st.type ~= 'file' and ('is a ' .. (st.type == 'fifo' and 'FIFO'
-    or st.type == 'char' and 'character device' or st.type == 'block' and 'block device' or st.type)
-    .. ', not a regular file') or nil
-  if not why then
-    local f, oerr = io.open(script, 'r')
-    if f then f:close() else why = tostring(oerr):gsub('^.-: ', '') end
-  end
+  local why = require('kluabench.cli.helpers').unreadable(script)
   if why then return nil, string.format("cannot read SCRIPT '%s': %s", script, why) end
   return true
 end

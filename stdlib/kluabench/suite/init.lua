@@ -1360,16 +1360,19 @@ function M.main(d, args)
     end
   end
   check_not_inputs(d, o, target)
-  if target then
-    local ok, err = require('kluabench.io.files').check_writable(target)
-    if not ok then fail(d.name, 'cannot write --out %s', err) end
+  -- a path given as --out or --samples that cannot be written is a usage
+  -- error (exit 2, as issue 23 asks of every command); a file of the results
+  -- folder that cannot be written is not the command line's fault (exit 1)
+  local function check_writable(file, option)
+    local ok, err = require('kluabench.io.files').check_writable(file)
+    if ok then return end
+    if file == o[option] then usage_error(d.name, 'cannot write --%s %s', option, err) end
+    fail(d.name, 'cannot write %s (the results folder: KLUABENCH_RESULTS, default results/)', err)
   end
+  if target then check_writable(target, 'out') end
 
   local samples = samples_path(d, o, path or o.out)
-  if samples then
-    local ok, err = require('kluabench.io.files').check_writable(samples)
-    if not ok then fail(d.name, 'cannot write --samples %s', err) end
-  end
+  if samples then check_writable(samples, 'samples') end
   -- the whole-file formats replace --out at the end: what it holds now is
   -- claimed, so that another process's file written meanwhile is kept
   local claim

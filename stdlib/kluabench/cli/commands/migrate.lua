@@ -27,7 +27,9 @@ to verify them.
                   samples file may be an input or an input's samples file
                   (compared by real path and inode): a usage error
 
-Exit status: 0 written, 1 an unreadable input or an unwritable OUT, 2 usage error.]]
+Exit status: 0 written, 1 an invalid input (too large, not JSON) or an
+unwritable OUT, 2 usage error (a FILE that does not exist, is no regular file
+or cannot be opened too: then nothing is written).]]
 
 local function usage_error(fmt, ...) return cli.usage_error('migrate', fmt, ...) end
 
@@ -42,6 +44,8 @@ function M.main(args)
   if opts.help then return cli.help('migrate') end
   if #files == 0 then return usage_error('no FILE given') end
   if not opts.out then return usage_error('no -o OUT given') end
+  local unreadable = cli.check_inputs('migrate', files)
+  if unreadable then return unreadable end
   local evidence = require 'kluabench.record.evidence'
   local shards = require 'kluabench.cli.shards'
   local fresh, why_not = shards.check_output('-o', opts.out, shards.file_inputs(files))

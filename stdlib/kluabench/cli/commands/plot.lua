@@ -50,7 +50,9 @@ Examples:
   kluabench plot point.json --bar -o bars.svg
   kluabench plot base.jsonl new.jsonl --x seq --by provider,run --y gbps -o ab.svg
 
-Exit status: 0 written, 1 unreadable or unsuitable data, 2 usage error.]]
+Exit status: 0 written, 1 unsuitable data (a file too large or not results),
+2 usage error (a RESULTS file that does not exist, is no regular file or
+cannot be opened too).]]
 
 local cli = require 'kluabench.cli.helpers'
 
@@ -104,6 +106,8 @@ function M.run(args)
   if opts.help then return cli.help('plot') end
   if #files == 0 then return usage_error('no RESULTS file given') end
   if not opts.output then return usage_error('no output file: give -o chart.svg (or -o - for stdout)') end
+  local unreadable = cli.check_inputs('plot', files)
+  if unreadable then return unreadable end
   local shards = require 'kluabench.cli.shards'
   local fresh, why_not = shards.check_output('-o', opts.output, shards.file_inputs(files), nil, true)
   if not fresh then return usage_error('%s', why_not) end

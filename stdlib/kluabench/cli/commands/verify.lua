@@ -41,8 +41,9 @@ schemas: rewrite them with 'kluabench migrate') are reported on stderr as
 
   -q, --quiet   print only MISMATCH lines and errors
 
-Exit status: 0 everything checks out, 1 a mismatch or an unreadable or
-invalid file, 2 usage error.]]
+Exit status: 0 everything checks out, 1 a mismatch or an invalid file (too
+large, not JSON, no bundles), 2 usage error (a FILE that does not exist, is
+no regular file or cannot be opened too: then nothing is checked).]]
 
 local function usage_error(fmt, ...) return require('kluabench.cli.helpers').usage_error('verify', fmt, ...) end
 
@@ -160,8 +161,10 @@ function M.main(args)
   if opts.help then return require('kluabench.cli.helpers').help('verify') end
   local quiet = opts.quiet
   if #files == 0 then return usage_error('no FILE given') end
-
   local cli = require 'kluabench.cli.helpers'
+  local unreadable = cli.check_inputs('verify', files)
+  if unreadable then return unreadable end
+
   local printable = cli.printable
   local stdout_err -- set when stdout cannot be written: the command stops
   local errors_here, silenced = 0, 0 -- error lines of the current file, and those left out
