@@ -494,8 +494,8 @@ describe('the kluabench host', function()
       end
     end)
 
-    it('an input FILE that does not exist or is no regular file is a usage error for verify, plot, migrate and '
-      .. 'compare, before anything is read or written', function()
+    it('an input FILE that does not exist or is no regular file is a usage error for verify, plot, migrate, '
+      .. 'compare, submission, report and import-liger, before anything is read or written', function()
       local bad = dir .. '/bad.jsonl' -- readable but no bundle: read first, it would be an error of its own
       spit(bad, 'not json\n')
       local missing = dir .. '/missing.jsonl'
@@ -508,15 +508,19 @@ describe('the kluabench host', function()
         { { 'migrate', bad, missing, '-o', dir .. '/m.jsonl' }, missing .. ': No such file or directory' },
         { { 'migrate', dir, '-o', dir .. '/m.jsonl' }, dir .. ': is a directory' },
         { { 'compare', missing, bad }, missing .. ': No such file or directory' },
+        { { 'submission', bad, missing, '-o', dir .. '/s.json' }, missing .. ': No such file or directory' },
+        { { 'report', bad, dir, '-o', dir .. '/r.html' }, dir .. ': is a directory' },
+        { { 'import-liger', bad, missing, '--out', dir .. '/imported' }, missing .. ': No such file or directory' },
       } do
         local r = run(case[1])
         assert.equal(2, r.code, r.err)
         assert.equal('', r.out)
-        assert.matches('^kluabench ' .. case[1][1] .. ': ' .. case[2]:gsub('%p', '%%%0') .. '\n', r.err)
+        assert.matches('^kluabench ' .. case[1][1]:gsub('%p', '%%%0') .. ': ' .. case[2]:gsub('%p', '%%%0') .. '\n', r.err)
         assert.no.matches('bad.jsonl', r.err, 1, true) -- the readable file was not read
       end
       assert.is_nil(io.open(dir .. '/c.svg'))
       assert.is_nil(io.open(dir .. '/m.jsonl'))
+      for _, f in ipairs { '/s.json', '/r.html', '/imported' } do assert.is_nil(io.open(dir .. f)) end
     end)
 
     it('env prints the backend and device as a table, or JSON', function()

@@ -57,7 +57,9 @@ left out; the others are written. A row whose p20 is above its p80 is
 imported as it is, with a warning.
 
 Exit status: 0 all rows imported or skipped as kernelindex skips them, 1 a file
-unreadable or a row that cannot be converted, 2 usage error.]]
+that is not a Liger CSV or a row that cannot be converted, 2 usage error (a CSV
+that does not exist, is no regular file or cannot be opened too: then nothing
+is written, not even --out's folder).]]
 
 local cli = require 'kluabench.cli.helpers'
 
@@ -87,6 +89,8 @@ function M.main(args)
   if not opts then return usage_error('%s', files) end
   if opts.help then return cli.help('import-liger') end
   if #files == 0 then return usage_error('no CSV file given') end
+  local unreadable = cli.check_inputs('import-liger', files)
+  if unreadable then return unreadable end
   if opts.out and opts.jsonl then return usage_error('give --out or --jsonl, not both') end
   local shards = require 'kluabench.cli.shards'
   local fresh, why_not = shards.check_output('--jsonl', opts.jsonl, shards.file_inputs(files, true))

@@ -34,8 +34,9 @@ tables and charts show the runs of the head commit.
   --max-trends N      at most N trend charts (default 24), regressions first
   --title TEXT        the page title
 
-Exit status: 0 written, 1 unreadable input or a database error, 2 usage
-error.]]
+Exit status: 0 written, 1 input that is not results or a database error, 2
+usage error (a RESULTS file that does not exist, is no regular file or cannot
+be opened too).]]
 
 local SPEC = { output = 'value', db = 'value', head = 'value', point = 'value', provider = 'value', device = 'value',
   ['max-trends'] = 'value', title = 'value', help = 'flag', aliases = { o = 'output', h = 'help' } }
@@ -125,6 +126,8 @@ function M.run(args)
   if opts.help then return cli.help('report') end
   if not opts.output then return usage_error('no output file: give -o report.html (or -o - for stdout)') end
   if #files == 0 and not opts.db then return usage_error('give RESULTS files, or --db DB') end
+  local unreadable = cli.check_inputs('report', files)
+  if unreadable then return unreadable end
   if (opts.head or opts.point or opts.provider or opts.device) and not opts.db then
     return usage_error('--head, --point, --provider and --device query a history: give --db DB')
   end

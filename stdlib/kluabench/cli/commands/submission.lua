@@ -30,7 +30,9 @@ digest: kernelindex can check the samples only where the file is published.
                     or an input's samples file, compared by real path and inode)
   --project NAME    the project of user kernels and undeclared providers
 
-Exit status: 0 written, 1 an unreadable or invalid input, 2 usage error.]]
+Exit status: 0 written, 1 an invalid input (not JSON, no bundles), 2 usage
+error (a FILE that does not exist, is no regular file or cannot be opened too:
+then nothing is written).]]
 
 local function usage_error(fmt, ...) return cli.usage_error('submission', fmt, ...) end
 
@@ -46,6 +48,8 @@ function M.main(args)
   if opts.help then return cli.help('submission') end
   if #files == 0 then return usage_error('no FILE given') end
   if not opts.out then return usage_error('no -o OUT given (the submission document)') end
+  local unreadable = cli.check_inputs('submission', files)
+  if unreadable then return unreadable end
   local shards = require 'kluabench.cli.shards'
   local fresh, why_not = shards.check_output('-o', opts.out, shards.file_inputs(files), nil, true)
   if not fresh then return usage_error('%s', why_not) end
