@@ -552,6 +552,21 @@ describe('kluabench history (SQLite)', function()
   end)
 end)
 
+describe('bench/history_power.lua (the false-alarm rate and power of docs/HISTORY.md)', function()
+  it('reads the committed H200 A/A sessions and reports every point, run from any folder', function()
+    -- one trial per point (about 2 s): enough to show the script finds its inputs and runs to the end
+    local r = run({ sub.root() .. '/bench/history_power.lua', '--trials', '1' }, { cwd = sub.tmpdir() })
+    assert.equal(0, r.code, r.err)
+    assert.matches('(9 files, 8 points)', r.out, 1, true)
+    local rows = 0
+    for _ in r.out:gmatch('\nllama4_rope forward [^\n]+') do rows = rows + 1 end
+    assert.equal(16, rows) -- 8 points, fused and reference
+    assert.matches('\nA/A: %d+ false alarms in 1600 checks', r.out)
+    assert.matches('\n%+5%% step: found at its commit', r.out)
+    assert.matches('\nmachine drift %(', r.out)
+  end)
+end)
+
 describe('kluabench.history.store.lineage', function()
   it('orders commits of one second by ancestry: the head is the tip, whatever the shas', function()
     local t = '2026-11-01T12:00:00Z'
