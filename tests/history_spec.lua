@@ -440,6 +440,25 @@ describe('kluabench history (SQLite)', function()
     end)
   end
 
+  it('a retried transaction adds its bundles again without the ids of the attempt rolled back', function()
+    -- h:transaction retries only on PostgreSQL, but add_bundles' code is the same on both: here
+    -- each transaction's first attempt is rolled back by force (data.add_retried) on the real
+    -- SQLite file. One bundle per transaction: the second uses the first's committed ids and must
+    -- drop its own rolled-back ones.
+    local bundles = data.session(1, { fused = 6200, copy = 5000 })
+    local h = assert(history.open(dir .. '/h.db', { create = true }))
+    local s, rolled = data.add_retried(h, bundles, sha(1))
+    assert.equal(2, rolled)
+    assert.same({ 2, 0 }, { s.added, s.present })
+    assert.same({}, data.dangling_documents(h))
+    -- each document stored once: as many as a plain add stores
+    local plain = assert(history.open(dir .. '/plain.db', { create = true }))
+    history.store.add_bundles(plain, bundles, { commit = sha(1) })
+    assert.equal(plain:query('SELECT COUNT(*) FROM documents')[1][1], h:query('SELECT COUNT(*) FROM documents')[1][1])
+    plain:close()
+    h:close()
+  end)
+
   describe('bad databases are refused, naming the database, and never overwritten', function()
     it('a results file, a text file, a corrupt database', function()
       local f = dir .. '/results.jsonl'
