@@ -36,7 +36,7 @@ local TRIALS = math.tointeger(tonumber(opts.trials or 50)) or 50
 local SEED = math.tointeger(tonumber(opts.seed or 1)) or 1
 local Z = tonumber(opts.z or detect.DEFAULTS.z)
 
-local DIR = (arg[0]:match('^(.*)/[^/]*$') or '.') .. '/results/2026-12-02-s3-h200-aa/'
+local DIR = (arg[0]:match('^(.*)/[^/]*$') or '.') .. '/../evidence/2026-12-02-s3-h200-aa/'
 local FILES = { 'aa1-a', 'aa1-b', 'aa2-a', 'aa2-b', 'aa3-a', 'aa3-b', 'noise-s1', 'noise-s2', 'noise-s3' }
 
 -- sessions[point label][provider] = {{samples...} per real session, in file order}

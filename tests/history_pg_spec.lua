@@ -1,7 +1,8 @@
 -- kluabench history on a real PostgreSQL server, started for this spec on a
 -- Unix socket in a temporary folder (tests/helpers/pg_server.lua) and stopped
--- at its end: the same commands as on SQLite, two writers at once, a newer
--- schema refused, and a server that is down named without its password.
+-- at its end: the same commands as on SQLite, two writers at once, a retried
+-- transaction, a newer schema refused, and a server that is down named
+-- without its password.
 -- Pending, with the reason, where PostgreSQL is not installed.
 local sub = require 'helpers.subprocess'
 local data = require 'helpers.history_data'
@@ -93,6 +94,20 @@ describe('kluabench history (PostgreSQL)', function()
     assert.equal(require('kluabench.history.schema').latest(), h:query('SELECT COUNT(*) FROM schema_version')[1][1])
     h:close()
     run({ '-e', 'os.execute("rm -rf ' .. dir .. '")' })
+  end)
+
+  it('a transaction retried after a deadlock adds again without the ids of the attempt rolled back', function()
+    if not needs_server() then return end
+    -- a real deadlock cannot be timed from here: each transaction's first attempt is rolled back by
+    -- force (data.add_retried); PostgreSQL's ids come from a sequence, so a rolled-back id is never
+    -- given again and one reused from the first attempt names no document
+    local h = assert(history.open(server.database('retry'), { create = true }))
+    local s, rolled = data.add_retried(h, data.session(1, { fused = 6200, copy = 5000 }), sha(1))
+    assert.equal(2, rolled)
+    assert.same({ 2, 0 }, { s.added, s.present })
+    assert.same({}, data.dangling_documents(h))
+    assert.equal(2, history.store.counts(h).runs)
+    h:close()
   end)
 
   it('a schema step added later migrates the database once and keeps its runs; a failing step changes nothing',

@@ -440,6 +440,25 @@ describe('kluabench history (SQLite)', function()
     end)
   end
 
+  it('a retried transaction adds its bundles again without the ids of the attempt rolled back', function()
+    -- h:transaction retries only on PostgreSQL, but add_bundles' code is the same on both: here
+    -- each transaction's first attempt is rolled back by force (data.add_retried) on the real
+    -- SQLite file. One bundle per transaction: the second uses the first's committed ids and must
+    -- drop its own rolled-back ones.
+    local bundles = data.session(1, { fused = 6200, copy = 5000 })
+    local h = assert(history.open(dir .. '/h.db', { create = true }))
+    local s, rolled = data.add_retried(h, bundles, sha(1))
+    assert.equal(2, rolled)
+    assert.same({ 2, 0 }, { s.added, s.present })
+    assert.same({}, data.dangling_documents(h))
+    -- each document stored once: as many as a plain add stores
+    local plain = assert(history.open(dir .. '/plain.db', { create = true }))
+    history.store.add_bundles(plain, bundles, { commit = sha(1) })
+    assert.equal(plain:query('SELECT COUNT(*) FROM documents')[1][1], h:query('SELECT COUNT(*) FROM documents')[1][1])
+    plain:close()
+    h:close()
+  end)
+
   describe('bad databases are refused, naming the database, and never overwritten', function()
     it('a results file, a text file, a corrupt database', function()
       local f = dir .. '/results.jsonl'
@@ -549,6 +568,21 @@ describe('kluabench history (SQLite)', function()
         assert.matches('usage: kluabench history', r.err, 1, true)
       end
     end)
+  end)
+end)
+
+describe('bench/history_power.lua (the false-alarm rate and power of docs/HISTORY.md)', function()
+  it('reads the committed H200 A/A sessions and reports every point, run from any folder', function()
+    -- one trial per point (about 2 s): enough to show the script finds its inputs and runs to the end
+    local r = run({ sub.root() .. '/bench/history_power.lua', '--trials', '1' }, { cwd = sub.tmpdir() })
+    assert.equal(0, r.code, r.err)
+    assert.matches('(9 files, 8 points)', r.out, 1, true)
+    local rows = 0
+    for _ in r.out:gmatch('\nllama4_rope forward [^\n]+') do rows = rows + 1 end
+    assert.equal(16, rows) -- 8 points, fused and reference
+    assert.matches('\nA/A: %d+ false alarms in 1600 checks', r.out)
+    assert.matches('\n%+5%% step: found at its commit', r.out)
+    assert.matches('\nmachine drift %(', r.out)
   end)
 end)
 

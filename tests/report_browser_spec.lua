@@ -1,6 +1,7 @@
 -- kluabench report in a real browser: headless Chromium (Debian's chromium)
--- loads the report from disk, and the test fails on any console message and
--- checks from the rendered DOM (--dump-dom) that the tables and charts are
+-- loads the report from disk, and the test fails on any console message
+-- (shown to be caught by a control page that logs an error and one that
+-- throws) and checks from the rendered DOM (--dump-dom) that the tables and charts are
 -- there and not blank: the report's inline script writes what it measured
 -- after layout (getBBox of each chart, the height of each table) into the
 -- page. Pending, with the reason, where chromium is not installed (make deps
@@ -19,8 +20,9 @@ local function chromium()
   return nil
 end
 
--- The rendered DOM of file and what the browser logged (console messages are
--- INFO:CONSOLE lines with --enable-logging=stderr).
+-- The rendered DOM of file and what the browser logged: with
+-- --enable-logging=stderr --v=0, Chromium (156) writes every console message,
+-- of any level, and every uncaught exception as an INFO:CONSOLE line.
 local function render(browser, file, dir)
   local log = dir .. '/chromium.log'
   local cmd = string.format('HOME=%s timeout 120 %s --headless --no-sandbox --disable-gpu --no-first-run '
@@ -43,6 +45,25 @@ describe('kluabench report in headless Chromium', function()
   local dir
   before_each(function() dir = sub.tmpdir() end)
   after_each(function() run({ '-e', 'os.execute("rm -rf ' .. dir .. '")' }) end)
+
+  it('the console check catches what it is there for: a console.error and an uncaught throw', function()
+    if not browser then return pending('chromium is not installed (make deps installs it)') end
+    -- the controls go through render and console_lines as the reports do: if Chromium stopped
+    -- logging console messages to stderr, the reports' empty lists would prove nothing
+    local pages = {
+      ['error.html'] = { "console.error('control: console error')", '"control: console error"' },
+      ['throw.html'] = { "throw new Error('control: uncaught')", '"Uncaught Error: control: uncaught"' },
+    }
+    for name, page in pairs(pages) do
+      local file = dir .. '/' .. name
+      sub.spit(file, '<!doctype html><html><body><p>control</p><script>' .. page[1] .. '</script></body></html>\n')
+      local dom, log = render(browser, file, dir)
+      assert.matches('<p>control</p>', dom, 1, true) -- the page was loaded and rendered
+      local lines = console_lines(log)
+      assert.equal(1, #lines, name .. ': ' .. log)
+      assert.matches(page[2], lines[1], 1, true)
+    end
+  end)
 
   it('a results file: tables with units, the charts plot draws, records with digests; no console message', function()
     if not browser then return pending('chromium is not installed (make deps installs it)') end

@@ -83,4 +83,41 @@ function M.v1_database(spec)
   assert(ok, err)
 end
 
+--- Adds bundles to the open history database h as add_bundles does, one bundle per transaction,
+-- with each transaction's first attempt rolled back by force once it has inserted its documents
+-- and run again: what h:transaction does after a PostgreSQL deadlock or serialization failure.
+-- Returns add_bundles' summary and the number of attempts rolled back.
+function M.add_retried(h, bundles, commit)
+  local history = require 'kluabench.history'
+  local real, rolled = h.transaction, 0
+  h.transaction = function(self, fn)
+    local ok, err = pcall(real, self, function(x)
+      fn(x)
+      error('first attempt rolled back', 0)
+    end)
+    assert(not ok and err == 'first attempt rolled back', err)
+    rolled = rolled + 1
+    return real(self, fn)
+  end
+  local batch = history.store.BATCH
+  history.store.BATCH = 1
+  local ok, s = pcall(history.store.add_bundles, h, bundles, { commit = commit })
+  history.store.BATCH = batch
+  h.transaction = nil
+  assert(ok, s)
+  return s, rolled
+end
+
+--- The document references of h's runs that name no stored document, as "column: count" texts.
+function M.dangling_documents(h)
+  local out = {}
+  for _, col in ipairs { 'run_doc', 'protocol_doc', 'environment_doc', 'workload_doc', 'implementation_doc',
+    'operation_doc' } do
+    local n = h:query('SELECT COUNT(*) FROM runs r LEFT JOIN documents d ON d.id = r.' .. col
+      .. ' WHERE r.' .. col .. ' IS NOT NULL AND d.id IS NULL')[1][1]
+    if n ~= 0 then out[#out + 1] = col .. ': ' .. n end
+  end
+  return out
+end
+
 return M

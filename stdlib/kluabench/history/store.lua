@@ -56,7 +56,8 @@ end
 -- are stored once and shared, found by the SHA-256 of their text.
 -- seen.tables[doc] caches the id of a table already stored in this call
 -- (the bundles of one sweep share their documents' tables), seen.shared[sha]
--- the id of a shared text.
+-- the id of a shared text; both hold this transaction attempt's ids over
+-- those of the call's committed batches (add_bundles).
 local function put_document(h, doc, role, kind, digest, seen)
   local shared = role ~= 'run'
   local id = shared and seen.tables[doc]
@@ -170,10 +171,18 @@ function M.add_bundles(h, bundles, meta)
     local p, why = point.of(b)
     if p then points[#points + 1] = p else summary.refused[#summary.refused + 1] = { index = i, why = why } end
   end
-  local seen, added_at = { tables = setmetatable({}, { __mode = 'k' }), shared = {}, groups = {} }, now()
+  -- the document ids of committed batches; an attempt caches its own ids
+  -- apart and they join these only once its transaction has committed: a
+  -- retried transaction (PostgreSQL, h:transaction) rolled the first
+  -- attempt's documents back, so their ids must not be used again
+  local committed, added_at = { tables = setmetatable({}, { __mode = 'k' }), shared = {} }, now()
+  local groups = {} -- session group names: a hash of their text, no database id, kept across attempts
   for first = 1, #points, M.BATCH do
     require('kluabench.io.args').stop_if_interrupted()
+    local seen
     local added, present = h:transaction(function()
+      seen = { tables = setmetatable({}, { __mode = 'k', __index = committed.tables }),
+        shared = setmetatable({}, { __index = committed.shared }), groups = groups }
       local a, p = 0, 0
       for i = first, math.min(first + M.BATCH - 1, #points) do
         -- the commit is recorded with its first new run (runs refer to it)
@@ -184,6 +193,8 @@ function M.add_bundles(h, bundles, meta)
         .. '(SELECT 1 FROM runs WHERE commit_sha = ?)', { m.commit, m.commit }) end
       return a, p
     end)
+    for doc, id in pairs(seen.tables) do committed.tables[doc] = id end
+    for key, id in pairs(seen.shared) do committed.shared[key] = id end
     summary.added, summary.present = summary.added + added, summary.present + present
   end
   return summary
