@@ -110,6 +110,29 @@ describe('kluabench history (PostgreSQL)', function()
     h:close()
   end)
 
+  it('a transaction whose query hits a serialization failure is retried, and then commits', function()
+    if not needs_server() then return end
+    -- a real one: under REPEATABLE READ, a row another connection changed after this transaction's
+    -- snapshot cannot be updated (SQLSTATE 40001, raised by the query inside the transaction)
+    local hdb = require 'kluabench.history.db'
+    local uri = server.database('serialize')
+    local a, b = assert(hdb.open(uri, { create = true })), assert(hdb.open(uri, { create = true }))
+    a:exec('CREATE TABLE ser (k BIGINT PRIMARY KEY, v BIGINT)')
+    a:run('INSERT INTO ser VALUES (1, 0)')
+    local attempts = 0
+    a:transaction(function(h)
+      attempts = attempts + 1
+      h:exec('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ')
+      h:query('SELECT v FROM ser WHERE k = 1')
+      if attempts == 1 then b:run('UPDATE ser SET v = v + 1 WHERE k = 1') end
+      h:run('UPDATE ser SET v = v + 10 WHERE k = 1')
+    end)
+    assert.equal(2, attempts)
+    assert.equal(11, a:query('SELECT v FROM ser WHERE k = 1')[1][1])
+    a:close()
+    b:close()
+  end)
+
   it('a schema step added later migrates the database once and keeps its runs; a failing step changes nothing',
     function()
       if not needs_server() then return end

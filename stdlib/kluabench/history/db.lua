@@ -149,7 +149,10 @@ function Handle:transaction(fn)
       if ok then return table.unpack(res, 2, res.n) end
     else
       err = res[2]
-      code = self.kind == 'postgresql' and type(err) == 'string' and err:match('deadlock detected') and '40P01' or nil
+      -- a query inside fn raised: its error text is all there is (the SQLSTATE stays in the driver)
+      if self.kind == 'postgresql' and type(err) == 'string' then
+        code = err:match('deadlock detected') and '40P01' or err:match('could not serialize access') and '40001' or nil
+      end
     end
     self.conn:exec('ROLLBACK')
     if not (self.kind == 'postgresql' and RETRY[code] and attempt < 6) then error(err, 0) end
