@@ -72,9 +72,7 @@ end
 -- file: opening a FIFO would wait for a writer (checked without opening it).
 function M.check_script(script)
   local st, err = require('kluabench.core').stat(script, true)
-  local why = not st and err:gsub('^.-: ', '') or st.type ~= 'file' and ('is a ' .. (st.type == 'fifo' and 'FIFO'
-    or st.type == 'char' and 'character device' or st.type == 'block' and 'block device' or st.type)
-    .. ', not a regular file') or nil
+  local why = not st and err:gsub('^.-: ', '') or require('kluabench.io.files').not_regular(script)
   if not why then
     local f, oerr = io.open(script, 'r')
     if f then f:close() else why = tostring(oerr):gsub('^.-: ', '') end
