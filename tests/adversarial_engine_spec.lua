@@ -343,6 +343,23 @@ describe('kluabench.kernels.check cannot be switched off or fooled (issue 24, cl
       err_of(check.run, spec { reference = function() return { 1 } end }))
   end)
 
+  it('outputs and references of zero elements are an error, never a pass', function()
+    -- both empty: every element (none) matched, and the check used to pass
+    local empty = function() return kb.empty({ 0 }, 'f32', 'cpu') end
+    local none = spec { inputs = function() return { out = empty() } end, reference = function() return { empty() } end }
+    assert.matches('verify: outputs%(state%) for seed %d+: output 1 has no elements %(shape {0}%): a check that '
+      .. 'compares nothing cannot pass', err_of(check.run, none))
+    -- a second output of zero elements beside a compared one is named by its place
+    local second = spec { run = function(st) st.out:copy_(st.x):mul_(2) end,
+      outputs = function(st) return { st.out, empty() } end,
+      reference = function(st) return { st.x:clone():mul_(2), kb.empty({ 0, 3 }, 'f32', 'cpu') } end }
+    assert.matches('verify: outputs%(state%) for seed %d+: output 2 has no elements %(shape {0}%)',
+      err_of(check.run, second))
+    second.outputs = function(st) return { st.out, kb.empty({ 2, 3 }, 'f32', 'cpu') } end
+    assert.matches('verify: reference%(state%) for seed %d+: output 2 has no elements %(shape {0, 3}%)',
+      err_of(check.run, second))
+  end)
+
   it('a reference holding NaN is an error: a poisoned output would match it unwritten', function()
     local nan_ref = function(st) return { kb.empty({ 16 }, 'f32', 'cpu'):fill_(0 / 0) } end
     local err = err_of(check.run, spec { reference = nan_ref, run = function() end })

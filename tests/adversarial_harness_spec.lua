@@ -5,7 +5,8 @@
 -- measured once; a hook that returns the wrong thing is named with its script
 -- line, provider and point; verify checks a run against its raw samples;
 -- nothing prints "nan%" or a 300-digit time; a second writer of one
--- --format kernelindex file is noticed. Every test here failed before the
+-- --format kernelindex file is noticed; a samples file that is a FIFO, a
+-- device or a directory is refused before measuring. Every test here failed before the
 -- fix it checks (the class's row says what it was).
 local kb = require 'kluabench'
 local sub = require 'helpers.subprocess'
@@ -821,4 +822,81 @@ describe('a second writer of one whole-file --out is noticed, not overwritten (i
       end
     end)
   end
+end)
+
+---------------------------------------------------------------------------
+-- 24.6a: a samples file that is a FIFO, a device or a directory
+---------------------------------------------------------------------------
+
+describe('a samples file that is not a regular file is refused before measuring (issue 24, class 6)', function()
+  local dir
+  before_each(function() dir = sub.tmpdir() sub.spit(dir .. '/toy.lua', TOY) end)
+  after_each(function() os.execute('rm -rf ' .. q(dir)) end)
+
+  local function mkfifo(path) assert(os.execute('mkfifo ' .. q(path))) return path end
+
+  -- kluabench ARGS under a timeout: before the fix these waited forever in the open of the FIFO
+  -- (SIGTERM did not end them), so a regression reads 124 or 137 here instead of stalling the suite.
+  local function bounded(args)
+    return sub.run(args, { env = { KLUABENCH_CACHE = sub.tmpdir() }, timeout = 60 })
+  end
+
+  local function toy_bounded(args)
+    local a = { '--backend', 'cpu', dir .. '/toy.lua', '--n', '16' }
+    for _, x in ipairs(FAST) do a[#a + 1] = x end
+    for _, x in ipairs(args) do a[#a + 1] = x end
+    return bounded(a)
+  end
+
+  it('--out whose samples file beside it is a FIFO: a usage error naming both, nothing measured', function()
+    for _, format in ipairs { 'table', 'jsonl', 'kernelindex' } do
+      local out = dir .. '/' .. format .. '.jsonl'
+      local fifo = mkfifo(dir .. '/' .. format .. '.samples.jsonl')
+      local r = toy_bounded { '--format', format, '--out', out }
+      assert.equal(2, r.code, format .. ': ' .. r.err)
+      assert.equal("toy: option '--out' " .. out .. ': its samples file ' .. fifo .. ' is a FIFO, not a regular file '
+        .. '(a device or a FIFO may never end) (see --help)\n', r.err)
+      assert.is_nil(sub.slurp(out), format .. ': measured and wrote records before refusing')
+    end
+    -- Liger's CSV has no samples file: a FIFO where one would be is no concern of it
+    mkfifo(dir .. '/x.samples.jsonl')
+    local r = toy_bounded { '--format', 'liger-csv', '--out', dir .. '/x.csv' }
+    assert.equal(0, r.code, r.err)
+  end)
+
+  it('--samples naming a FIFO, a device or a directory is a usage error naming it, at once', function()
+    local fifo = mkfifo(dir .. '/s.jsonl')
+    for _, case in ipairs {
+      { fifo, 'is a FIFO, not a regular file (a device or a FIFO may never end)' },
+      { '/dev/null', 'is a character device, not a regular file (a device or a FIFO may never end)' },
+      { dir, 'is a directory' },
+    } do
+      for _, format in ipairs { 'jsonl', 'kernelindex' } do
+        local out = dir .. '/r.' .. format
+        local r = toy_bounded { '--format', format, '--out', out, '--samples', case[1] }
+        assert.equal(2, r.code, case[1] .. ': ' .. r.err)
+        assert.equal("toy: option '--samples' " .. case[1] .. ' ' .. case[2] .. ' (see --help)\n', r.err)
+        assert.is_nil(sub.slurp(out))
+      end
+    end
+  end)
+
+  it('writer.append and evidence.write_file refuse a samples file that is a FIFO instead of opening it', function()
+    local fifo = mkfifo(dir .. '/s.jsonl')
+    local code = string.format([[
+      local record, writer = require 'kluabench.record', require 'kluabench.record.writer'
+      local evidence = require 'kluabench.record.evidence'
+      local P = require('kluabench').bench.do_bench_protocol { warmup_ms = 1, rep_ms = 1 }
+      local function bundle()
+        return record.from_result { kernel = 'toy', mode = 'forward', provider = 'p', parameters = { n = 8 },
+          dtype = 'f32', result = { samples = { 1, 1.1, 1.2 }, used = {}, protocol = P }, protocol = P }
+      end
+      print(select(2, writer.append(%q, bundle(), %q)))
+      print(select(2, evidence.write_file({ bundle() }, %q, %q)))]], dir .. '/r.jsonl', fifo, dir .. '/r.json', fifo)
+    local r = bounded { '--backend', 'cpu', '-e', code }
+    assert.equal(0, r.code, r.err)
+    local want = fifo .. ': is a FIFO, not a regular file (a device or a FIFO may never end)\n'
+    assert.equal(want .. want, r.out)
+    assert.is_nil(sub.slurp(dir .. '/r.jsonl'))
+  end)
 end)

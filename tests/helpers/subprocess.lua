@@ -22,7 +22,9 @@ local CLEARED = { 'LUA_INIT', 'LUA_INIT_5_4', 'KLUABENCH_BACKEND', 'KLUABENCH_DE
 
 --- Runs the binary with args (a list, quoted here) and returns
 -- {out =, err =, code =}; code is 128 + N for a process killed by signal N.
--- opts: env ({NAME = value}), stdin (text), cwd. KLUABENCH_RESULTS is a temporary folder
+-- opts: env ({NAME = value}), stdin (text), cwd, timeout (seconds: the child then runs under
+-- `timeout -k 5`, since one blocked in open(2) on a FIFO outlives SIGTERM; code 124 or 137 says it
+-- ran past them, so that a hang fails the spec instead of stalling it). KLUABENCH_RESULTS is a temporary folder
 -- (M.results), so that a script's default results never land in the source tree.
 function M.run(args, opts)
   opts = opts or {}
@@ -36,8 +38,8 @@ function M.run(args, opts)
   for k, v in pairs(opts.env or {}) do env[#env + 1] = M.q(k .. '=' .. v) end
   local errf, inf = os.tmpname(), os.tmpname()
   M.spit(inf, opts.stdin or '')
-  local cmd = string.format('%s%s %s %s < %s 2> %s', opts.cwd and ('cd ' .. M.q(opts.cwd) .. ' && ') or '',
-    table.concat(env, ' '), M.q(M.bin()), table.concat(words, ' '), M.q(inf), M.q(errf))
+  local cmd = string.format('%s%s%s %s %s < %s 2> %s', opts.cwd and ('cd ' .. M.q(opts.cwd) .. ' && ') or '',
+    opts.timeout and string.format('timeout -k 5 %d ', opts.timeout) or '', table.concat(env, ' '), M.q(M.bin()), table.concat(words, ' '), M.q(inf), M.q(errf))
   local p = io.popen(cmd, 'r')
   local out = p:read('a')
   local _, how, code = p:close()

@@ -130,11 +130,7 @@ function M.unreadable(path)
     err = tostring(err)
     return err:sub(1, #path + 2) == path .. ': ' and err:sub(#path + 3) or err
   end
-  if st.type ~= 'file' then
-    local kind = st.type == 'fifo' and 'FIFO' or st.type == 'char' and 'character device'
-      or st.type == 'block' and 'block device' or st.type
-    return 'is a ' .. kind .. (st.type == 'directory' and '' or ', not a regular file')
-  end
+  if st.type ~= 'file' then return require('kluabench.io.files').not_regular(path) or ('is a ' .. st.type) end
   local f, oerr = io.open(path, 'r')
   if not f then
     oerr = tostring(oerr)

@@ -144,6 +144,26 @@ local function kind_of(path, follow)
   return st.type, st
 end
 
+-- kb.stat's types as kb.read_file (engine/fs.c) names them in its messages.
+local KIND_WORDS = { fifo = 'a FIFO', char = 'a character device', block = 'a block device', socket = 'a socket',
+  other = 'an unknown kind of file' }
+
+--- Why a path that exists is not a regular file, worded as read_file words it: "is a directory", "is a
+-- FIFO, not a regular file (a device or a FIFO may never end)", "is a character device, ..."; nil for
+-- a regular file, a path that does not exist, or when the engine cannot tell. Links are followed. The
+-- path is stat'ed, never opened: opening a FIFO waits for a writer (or a reader).
+--
+-- @signature report.not_regular(path) -> reason | nil
+-- @example
+--   print(report.not_regular("/dev/null")) --> is a character device, not a regular file (a device or a FIFO may never end)
+function M.not_regular(path)
+  args.check('report.not_regular', 1, path, 'string', 'path')
+  local kind = kind_of(path, true)
+  if kind == nil or kind == 'missing' or kind == 'file' then return nil end
+  if kind == 'directory' then return 'is a directory' end
+  return string.format('is %s, not a regular file (a device or a FIFO may never end)', KIND_WORDS[kind] or kind)
+end
+
 --- Writes text to stdout and flushes, checking both: nil, "stdout: why" when stdout is full, closed
 -- or its reader went away.
 --

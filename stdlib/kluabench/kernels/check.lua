@@ -180,8 +180,10 @@ local function check_spec(spec)
 end
 
 -- What outputs(state) or reference(state) returned, checked: a non-empty
--- list of tensors. An empty one would make every check pass ("correct on 3
--- seeds" having compared nothing); raises "verify: ..." naming the hook.
+-- list of tensors, none of them without elements. An empty list, or outputs
+-- and references of zero elements (kb.empty({0})), would make every check
+-- pass ("correct on 3 seeds" having compared nothing); raises "verify: ..."
+-- naming the hook and the output.
 local function tensors(list, hook, when)
   local where = hook .. '(state) ' .. when
   if type(list) ~= 'table' then error(string.format('verify: %s returned a %s, not a list of tensors', where,
@@ -193,6 +195,10 @@ local function tensors(list, hook, when)
     local mt = getmetatable(t)
     if type(mt) ~= 'table' or mt.__name ~= 'kluabench.Tensor' then
       error(string.format('verify: %s: element %d is a %s, not a kluabench.Tensor', where, i, type(t)), 0)
+    end
+    if t:numel() == 0 then
+      error(string.format('verify: %s: output %d has no elements (shape {%s}): a check that compares nothing '
+        .. 'cannot pass; give outputs and references of at least one element', where, i, table.concat(t.shape, ', ')), 0)
     end
   end
   return list
@@ -257,7 +263,7 @@ Checker.__index = Checker
 -- checks that every other tensor of state is unchanged by the run and that no byte around an output
 -- was written. verify() raises when outputs or reference return no tensors, or when a reference
 -- holds NaN (an unwritten, poisoned element would match it): such a check would pass having
--- checked nothing.
+-- checked nothing; likewise when an output or a reference has no elements.
 --
 -- @signature check.new{inputs, run, outputs, reference [, seeds, atol, rtol, poison, precision]} -> checker
 -- @example

@@ -131,9 +131,20 @@ local function basename(path) return path:match('([^/]+)$') or path end
 -- Lines already in each samples file this process appends to.
 local line_count = {}
 
+-- A samples file is a regular file or none yet: its lines are counted (read) before an entry is
+-- appended, and runs name an entry by its line. A FIFO would block the open for a writer forever, a
+-- device never ends; nil and "PATH: is a FIFO, not a regular file (...)" for those and a directory.
+local function regular_or_new(path)
+  local why = files.not_regular(path)
+  if why then return nil, path .. ': ' .. why end
+  return true
+end
+
 local function count_lines(path)
   local n = line_count[path]
   if n then return n end
+  local ok, why = regular_or_new(path)
+  if not ok then return nil, why end
   n = 0
   local f = io.open(path, 'rb')
   if f then
@@ -180,7 +191,9 @@ function M.write_for(bundle, records_path, samples)
   end
   samples = samples or M.samples_path(records_path)
   local line, digest = M.encode(entry)
-  local n = count_lines(samples) + 1
+  local n, why = count_lines(samples)
+  if not n then return nil, why end
+  n = n + 1
   local ok, err = files.append_line(samples, line)
   if not ok then return nil, err end
   line_count[samples] = n
@@ -226,7 +239,9 @@ function M.write_file(bundles, records_path, samples)
     end
   end
   if #lines == 0 then return true end
-  local ok, err = files.write_atomic(samples, table.concat(lines, '\n') .. '\n')
+  local ok, err = regular_or_new(samples)
+  if not ok then return nil, err end
+  ok, err = files.write_atomic(samples, table.concat(lines, '\n') .. '\n')
   if not ok then return nil, err end
   line_count[samples] = #lines
   local prefix = (to_stdout or dirname(samples) ~= dirname(records_path)) and ('file://' .. absolute(samples))

@@ -262,7 +262,9 @@ Output:
                       file of its hooks (a usage error)
   --samples PATH      where the raw samples go (the evidence file the records name);
                       default: beside --out (x.jsonl -> x.samples.jsonl), or
-                      results/%s-<time>.samples.jsonl when the bundles go to stdout
+                      results/%s-<time>.samples.jsonl when the bundles go to stdout;
+                      a regular file or a new one (a FIFO, device or directory there
+                      is a usage error)
   --history DB        also add the bundles to a history database (a SQLite file, made
                       when missing, or postgresql://...; docs/HISTORY.md) under the git
                       commit of the current directory; both are checked before timing
@@ -904,6 +906,20 @@ local function check_not_inputs(d, o, target)
   end
 end
 
+-- A usage error, before anything is measured, when the samples file (--samples, or the one beside
+-- --out) exists and is not a regular file: it is read before it is written (its lines are counted),
+-- and opening a FIFO there waited for a writer forever, after the measuring for the whole-file
+-- formats. Found by stat, never by opening it.
+local function check_samples_file(d, o, target)
+  local beside = target and target ~= '-' and formats.FORMATS[o.format].samples ~= false
+  local samples = o.samples or (beside and require('kluabench.record.evidence').samples_path(target))
+  if not samples or samples == '-' then return end
+  local why = require('kluabench.io.files').not_regular(samples)
+  if not why then return end
+  if o.samples then usage_error(d.name, "option '--samples' %s %s", samples, why) end
+  usage_error(d.name, "option '--out' %s: its samples file %s %s", target, samples, why)
+end
+
 -- Where the raw samples go when the bundles go to stdout (else beside them,
 -- unless --samples says otherwise).
 local function samples_path(d, o, records)
@@ -1360,6 +1376,7 @@ function M.main(d, args)
     end
   end
   check_not_inputs(d, o, target)
+  check_samples_file(d, o, target)
   -- a path given as --out or --samples that cannot be written is a usage
   -- error (exit 2, as issue 23 asks of every command); a file of the results
   -- folder that cannot be written is not the command line's fault (exit 1)
