@@ -187,7 +187,7 @@ describe('the kluabench host', function()
           .. '/no/such/dir does not exist' },
         { { '--out', dir .. '/ok.jsonl', '--samples', missing }, 'cannot write --samples ' .. missing
           .. ': cannot write: ' .. dir .. '/no/such/dir does not exist' },
-        { { '--format', 'jsonl', '--samples', dir }, 'cannot write --samples ' .. dir .. ': is a directory' },
+        { { '--format', 'jsonl', '--samples', dir }, "option '--samples' " .. dir .. ' is a directory' },
       } do
         local args = { script, '--seq', '64', '--hidden', '64' }
         for _, a in ipairs(case[1]) do args[#args + 1] = a end
@@ -502,7 +502,8 @@ describe('the kluabench host', function()
       for _, case in ipairs {
         { { 'verify', bad, missing }, missing .. ': No such file or directory' },
         { { 'verify', bad, dir }, dir .. ': is a directory' },
-        { { 'verify', '/dev/null' }, '/dev/null: is a character device, not a regular file' },
+        { { 'verify', '/dev/null' }, '/dev/null: is a character device, not a regular file (a device or a FIFO may '
+          .. 'never end)' },
         { { 'plot', bad, missing, '-o', dir .. '/c.svg' }, missing .. ': No such file or directory' },
         { { 'plot', dir, '-o', dir .. '/c.svg' }, dir .. ': is a directory' },
         { { 'migrate', bad, missing, '-o', dir .. '/m.jsonl' }, missing .. ': No such file or directory' },
