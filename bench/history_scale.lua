@@ -2,8 +2,9 @@
 -- (1,000 commits x 100 runs: 33 workloads x 3 providers, as a sweep would
 -- write them) through history.add_bundles, the call `history add` and the
 -- harness make, timed per 10,000; then a trend query and a whole
--- `history check` over them; then `kluabench history add FILE` of 10,000
--- bundles from a JSON Lines file (the reading of the file included).
+-- `history check` over them; then `kluabench history add FILE...` of 10,000
+-- bundles (--file-bundles) from JSON Lines files of at most 20,000 each (the
+-- reading of the files included).
 --
 -- The bundles are the first H200 bundle of
 -- evidence/2026-12-02-s3-h200-aa/aa1-a.jsonl with fresh samples (20
@@ -123,31 +124,41 @@ say('history check of every series at the newest commit (%d series): %.2f s (%.2
   (kb.clock_ns() - t0) / 1e9, os.clock() - c0)
 h:close()
 
--- history add of a file: the reading of JSON Lines included
-local file = dir .. '/bundles.jsonl'
-local bundles = {}
-for j = 1, FILE_N do bundles[j] = bundle(N + j) end
--- the records and, beside them, their raw samples (as the harness writes them)
-assert(kb.evidence.write_file(bundles, file))
-local lines = {}
-for j, b in ipairs(bundles) do lines[j] = output.encode_line(b) end
-local f = assert(io.open(file, 'w'))
-f:write(table.concat(lines, '\n'), '\n')
-f:close()
-lines, bundles = nil, nil
-collectgarbage()
+-- history add of files: the reading of JSON Lines included. At most PER_FILE bundles a file
+-- (about 136 MiB): kluabench reads no file over 512 MiB (a bounded read), so a large batch is
+-- several files, as run-all's shards are.
+local PER_FILE = 20000
+local files, total_bytes = {}, 0
+for first = 1, FILE_N, PER_FILE do
+  local file = string.format('%s/bundles-%03d.jsonl', dir, #files + 1)
+  local bundles = {}
+  for j = first, math.min(FILE_N, first + PER_FILE - 1) do bundles[#bundles + 1] = bundle(N + j) end
+  -- the records and, beside them, their raw samples (as the harness writes them)
+  assert(kb.evidence.write_file(bundles, file))
+  local lines = {}
+  for j, b in ipairs(bundles) do lines[j] = output.encode_line(b) end
+  local f = assert(io.open(file, 'w'))
+  f:write(table.concat(lines, '\n'), '\n')
+  f:close()
+  files[#files + 1] = file
+  total_bytes = total_bytes + size(file)
+  collectgarbage()
+end
 t0 = kb.clock_ns()
 -- bash's time gives the command's CPU time (user + system) on its last line
-local cmd = string.format("bash -c 'TIMEFORMAT=\"cpu %%U %%S\"; time \"$0\" history add \"$1\" --db \"$2\" --commit \"$3\"' "
-  .. "'%s' '%s' '%s' %s 2>&1", kb.executable(), file, DB, sha(commit + 1))
+local quoted = {}
+for i, f in ipairs(files) do quoted[i] = "'" .. f .. "'" end
+local cmd = string.format("bash -c 'TIMEFORMAT=\"cpu %%U %%S\"; time \"$0\" history add --db \"$1\" --commit \"$2\" "
+  .. "\"${@:3}\"' '%s' '%s' %s %s 2>&1", kb.executable(), DB, sha(commit + 1), table.concat(quoted, ' '))
 local p = io.popen(cmd)
 local msg = p:read('a')
-p:close()
+local ok, _, code = p:close()
 local dt = (kb.clock_ns() - t0) / 1e9
+if not ok then error(string.format('history_scale.lua: kluabench history add failed (exit %s): %s', tostring(code), msg), 0) end
 local user, sys = msg:match('cpu (%S+) (%S+)%s*$')
 msg = msg:gsub('cpu %S+ %S+%s*$', '')
-say('kluabench history add FILE of %d bundles (%.0f MiB of JSON Lines) into the %d-bundle database: %.1f s '
-  .. '(%.0f bundles/s; %.1f s of CPU); %s', FILE_N, size(file), N, dt, FILE_N / dt,
+say('kluabench history add FILE... of %d bundles (%d files, %.0f MiB of JSON Lines) into the %d-bundle database: '
+  .. '%.1f s (%.0f bundles/s; %.1f s of CPU); %s', FILE_N, #files, total_bytes, N, dt, FILE_N / dt,
   (tonumber(user) or 0) + (tonumber(sys) or 0), (msg:gsub('\n$', '')))
 say('database file: %.1f MiB for %d runs (%.0f bytes a run)', size(DB), N + FILE_N, size(DB) * 2 ^ 20 / (N + FILE_N))
 os.execute("rm -rf '" .. dir .. "'")

@@ -7,8 +7,8 @@ local env = require 'kluabench.record.env'
 local record = require 'kluabench.record'
 
 -- A finished run-all of the stand-in in dir (3 shards; args for the script).
-local function shards(dir, args)
-  local r = sh.run(sh.launcher('run-all', dir, { '--procs', '3' }, nil, args))
+local function shards(dir, args, launcher_opts)
+  local r = sh.run(sh.launcher('run-all', dir, launcher_opts or { '--procs', '3' }, nil, args))
   assert(r.code == 0, r.err)
 end
 
@@ -105,16 +105,27 @@ describe('kluabench merge', function()
     assert.is_nil(r.err:find('inferred', 1, true))
   end)
 
-  it('infers what a point expects from the others when the manifest does not say (an earlier kluabench), with a note', function()
-    shards(tmp .. '/runs', { '--runs', '2', '--plain-list' })
+  it('infers what a point expects from the others when the manifest does not say (an earlier kluabench): exit 1 '
+    .. 'unless --infer accepts it, then a note', function()
+    -- run-all's own merge takes --infer as merge does
+    local r = sh.run(sh.launcher('run-all', tmp .. '/runs0', { '--procs', '3' }, nil, { '--runs', '2', '--plain-list' }))
+    assert.equal(1, r.code, r.err)
+    assert.matches('(--infer accepts it)', r.err, 1, true)
+    shards(tmp .. '/runs', { '--runs', '2', '--plain-list' }, { '--procs', '3', '--infer' })
     assert.is_nil(sh.manifest(tmp .. '/runs').shards[1].points[1].expect)
-    local r = merge(tmp .. '/runs')
+    -- a provider or mode missing from every point cannot be seen: never exit 0 without --infer
+    r = merge(tmp .. '/runs')
+    assert.equal(1, r.code, r.err)
+    assert.matches('kluabench merge: inferred: the manifest does not say which providers, modes and sessions each '
+      .. 'point expects', r.err, 1, true)
+    assert.matches('(--infer accepts it)', r.err, 1, true)
+    r = merge(tmp .. '/runs', '--infer')
     assert.equal(0, r.code, r.err)
     assert.matches('note: inferred: the manifest does not say which providers, modes and sessions each point expects',
       r.err, 1, true)
     assert.matches('40 bundles, 5 of 5 points complete (as inferred), from 3 shards', r.err, 1, true)
     local k = damage(tmp .. '/runs')
-    r = merge(tmp .. '/runs')
+    r = merge(tmp .. '/runs', '--infer')
     assert.equal(1, r.code)
     assert.matches(string.format('incomplete: point seq128-fp32 (shard %d) has no bundle of a forward that other points have', k),
       r.err, 1, true)

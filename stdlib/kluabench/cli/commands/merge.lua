@@ -1,4 +1,4 @@
---- `kluabench merge DIR [-o FILE] [--allow-mixed]`: the shard files of a
+--- `kluabench merge DIR [-o FILE] [--allow-mixed] [--infer]`: the shard files of a
 -- run-all or slurm run gathered into one JSON Lines file, after checking
 -- that every point of the manifest arrived exactly once.
 local output = require 'kluabench.report'
@@ -7,7 +7,7 @@ local shards = require 'kluabench.cli.shards'
 
 local M = {}
 
-M.USAGE = 'kluabench merge DIR [-o FILE] [--allow-mixed]'
+M.USAGE = 'kluabench merge DIR [-o FILE] [--allow-mixed] [--infer]'
 
 M.help = [[
 Reads DIR/manifest.json (written by 'kluabench run-all' and 'kluabench
@@ -52,15 +52,20 @@ is merged. Then merge names on stderr, as "kluabench merge: KIND: ...":
                metadata.labels, not in its spec, so shards on identical
                hosts are one environment. Without --allow-mixed nothing is
                written.
-A manifest of an earlier kluabench does not say what each point expects:
-merge then infers it from the points that arrived (a provider and mode that
-other points have, sessions 1..N of --runs N), and says so in a note.
+A manifest of an earlier kluabench (or of a script whose --list-points names
+no providers=, modes=, sessions=) does not say what each point expects: merge
+then infers it from the points that arrived (a provider and mode that other
+points have, sessions 1..N of --runs N). A provider or mode missing from every
+point cannot be seen so, and that is a problem (exit 1, 'inferred') unless
+--infer accepts the inference (then a note).
 
   -o, --out FILE   write the merged bundles to FILE (default: stdout). FILE
                    must not be one of the inputs (the manifest, a shard
                    file, samples file or log of DIR), nor its samples file
                    FILE.samples.jsonl: that is a usage error
   --allow-mixed    merge bundles of different environments
+  --infer          accept a manifest that does not say what each point
+                   expects (inferred from what arrived: a note, not a problem)
   -q, --quiet      no summary line
 
 Exit status: 0 every bundle the manifest expects arrived once, passed, from
@@ -455,16 +460,20 @@ function M.merge(dir, path, opts)
   end
   local failed = false
   local shown = {}
+  -- an inferred expectation cannot see a provider or mode missing from every point: a problem
+  -- (issue 24: merge never exits 0 on a missing bundle) unless the caller accepts it
+  local function note(kind) return NOTES[kind] and (kind ~= 'inferred' or opts.infer) end
   for _, p in ipairs(res.problems) do
     shown[p.kind] = (shown[p.kind] or 0) + 1
     if shown[p.kind] <= M.MAX_LISTED then
-      io.stderr:write(who, NOTES[p.kind] and 'note: ' or '', p.kind, ': ', p.message, '\n')
+      io.stderr:write(who, note(p.kind) and 'note: ' or '', p.kind, ': ', p.message,
+        (p.kind == 'inferred' and not opts.infer) and ' (--infer accepts it)' or '', '\n')
     end
-    if not NOTES[p.kind] then failed = true end
+    if not note(p.kind) then failed = true end
   end
   for _, kind in ipairs(sorted_keys(shown)) do
     if shown[kind] > M.MAX_LISTED then
-      io.stderr:write(string.format('%s%s%s: %d more not shown\n', who, NOTES[kind] and 'note: ' or '', kind,
+      io.stderr:write(string.format('%s%s%s: %d more not shown\n', who, note(kind) and 'note: ' or '', kind,
         shown[kind] - M.MAX_LISTED))
     end
   end
@@ -505,14 +514,14 @@ end
 
 function M.main(args)
   local opts, rest = require('kluabench.cli.helpers').parse_args(args or {},
-    { out = 'value', ['allow-mixed'] = 'flag', quiet = 'flag', aliases = { o = 'out', q = 'quiet' } })
+    { out = 'value', ['allow-mixed'] = 'flag', infer = 'flag', quiet = 'flag', aliases = { o = 'out', q = 'quiet' } })
   if not opts then return usage_error('%s', rest) end
   if #rest == 0 then return usage_error('no DIR given (the --dir of run-all or slurm)') end
   if #rest > 1 then return usage_error("one DIR expected, got also '%s'", rest[2]) end
   if opts.out == '' then return usage_error('-o: an empty path (give a file, or leave -o out for stdout)') end
   local ok, why = M.check_output(rest[1], opts.out)
   if not ok then return usage_error('%s', why) end
-  return (M.merge(rest[1], opts.out, { allow_mixed = opts['allow-mixed'], quiet = opts.quiet }))
+  return (M.merge(rest[1], opts.out, { allow_mixed = opts['allow-mixed'], infer = opts.infer, quiet = opts.quiet }))
 end
 
 M.run = M.main

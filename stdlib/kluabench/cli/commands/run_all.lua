@@ -43,6 +43,8 @@ checking that every point arrived once.
                    manifest, shard files, samples files, logs) are refused
                    (a usage error), compared by real path and inode
   --allow-mixed    merge even when the children's environments differ
+  --infer          accept a script whose --list-points does not say what
+                   each point expects (merge --infer)
 
 The script's own options follow SCRIPT, except --shard, --format, --out and
 --list-points, which run-all sets for each child.
@@ -64,7 +66,7 @@ local function say(fmt, ...) io.stderr:write('kluabench run-all: ', string.forma
 -- The most children (shards): kluabench.suite.shard's bound.
 local MAX = require('kluabench.suite.shard').MAX_SHARDS
 
-local SPEC = { devices = 'value', procs = 'value', dir = 'value', out = 'value', ['allow-mixed'] = 'flag',
+local SPEC = { devices = 'value', procs = 'value', dir = 'value', out = 'value', ['allow-mixed'] = 'flag', infer = 'flag',
   aliases = { o = 'out' } }
 
 -- The comma list of CUDA_VISIBLE_DEVICES, or nil when unset.
@@ -384,7 +386,7 @@ function M.main(args)
     end
   end
   local status = require('kluabench.cli.commands.merge').merge(dir, out,
-    { allow_mixed = opts['allow-mixed'], name = NAME, quiet = quiet })
+    { allow_mixed = opts['allow-mixed'], infer = opts.infer, name = NAME, quiet = quiet })
   if signal then return signal == 'SIGTERM' and 143 or 130 end
   if #failed > 0 then return 1 end
   return status

@@ -45,6 +45,8 @@ measured it.
   -o, --out FILE        the merged file for --wait (default DIR/all.jsonl);
                         SCRIPT, the binary and the files of DIR are refused
   --allow-mixed         for --wait: merge even when environments differ
+  --infer               for --wait: accept a script whose --list-points does
+                        not say what each point expects (merge --infer)
 
 Exit status: 0 written (and submitted; with --wait: every task succeeded and
 every point arrived); 1 the listing, writing, sbatch or the merge failed;
@@ -57,7 +59,7 @@ local function say(fmt, ...) io.stderr:write('kluabench slurm: ', string.format(
 local SBATCH_VALUES = { 'partition', 'time', 'account', 'qos', 'constraint', 'mem', 'cpus-per-task', 'job-name' }
 
 local SPEC = { gpus = 'value', dir = 'value', ['max-parallel'] = 'value', sbatch = 'list', ['no-gres'] = 'flag',
-  cpu = 'flag', exe = 'value', submit = 'flag', wait = 'flag', out = 'value', ['allow-mixed'] = 'flag',
+  cpu = 'flag', exe = 'value', submit = 'flag', wait = 'flag', out = 'value', ['allow-mixed'] = 'flag', infer = 'flag',
   aliases = { o = 'out' } }
 for _, k in ipairs(SBATCH_VALUES) do SPEC[k] = 'value' end
 
@@ -221,7 +223,7 @@ function M.main(args)
   end
   say('job %s finished%s; merging', id or partial, id and '' or ' with a failed task')
   local status = require('kluabench.cli.commands.merge').merge(dir, out,
-    { allow_mixed = opts['allow-mixed'], name = NAME })
+    { allow_mixed = opts['allow-mixed'], infer = opts.infer, name = NAME })
   if not id then return 1 end
   return status
 end
