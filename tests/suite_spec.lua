@@ -372,7 +372,7 @@ kb.suite.main { name = 'scale_add', axes = { { name = 'n', default = 64 } }, dty
 
   it('refuses an unwritable --out before measuring anything', function()
     local r = run(script, { '--out', dir .. '/no/such/dir/x.jsonl' })
-    assert.equal(1, r.code)
+    assert.equal(2, r.code) -- a usage error (issue 23)
     assert.matches('cannot write %-%-out .*no/such/dir/x%.jsonl', r.err)
     assert.not_matches('%[1/', r.err)
   end)
