@@ -823,7 +823,11 @@ static int k_occupancy(lua_State *L) {
  *   local m = kb.cuda.compile([[extern "C" __global__ void scale(float *y, const float *x, float a, int n) {
  *     int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = a * x[i]; }]], {cache = false})
  *   local k = m:kernel("scale", "ptr, ptr, f32, i32")
- *   local impl = record.user_implementation{provider = "mine", kernel = "scale", info = k:info()}
+ *   local op = require("kluabench.record.operation").document{name = "scale", family = "scale",
+ *     inputs = {{name = "x", shape = {"n"}, dtype = "float"}, {name = "a", scalar = "float"}},
+ *     outputs = {{name = "y", shape = {"n"}, dtype = "float"}}}
+ *   local impl = record.user_implementation{provider = "mine", kernel = "scale", info = k:info(), operation = op}
+ *   print(impl.spec.operation.specDigest)
  */
 /* kernel:info() -> {name, symbol, signature, module = module:info()} */
 static int k_info(lua_State *L) {
