@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The next device call for issues 25 and 26 (prepared 2026-12-04 without device time), from the
+# A device call for issues 25 and 26 (prepared 2026-12-04 without device time; it ran as call 1 of
+# evidence/2026-12-04-s31-h200, where the flat part stopped on a harness bug since fixed), from the
 # repository root with build/ carried (`bash bench/make_carry.sh`, then in the call
 # `tar -xzf build/carry.tgz -C build`); both experiments' rules were committed before it:
 #   1. issue 25: bench/rope_flat_gpu.sh, the flat kernel against the production plans (rule:
