@@ -1,6 +1,9 @@
 -- Kernel times of our RoPE providers at the launch-bound points, beside their event times.
 --
---   build/kluabench bench/rope_kernel_times.lua [trace|ncu] [samples]
+--   build/kluabench bench/rope_kernel_times.lua [trace|ncu] [samples] [only]
+--
+-- only: a cell filter, kernel/point/mode, each part a name or * (e.g. rope/H2048_T2048/forward),
+-- for an ncu run whose every launch belongs to one cell.
 --
 -- trace (default): for each kernel (llama4_rope, rope), point (hidden 512 and 2048 at seq 2048,
 -- hidden 8192 at seq 1024; bf16, 32 q heads, 8 kv heads), mode (forward, backward, full) and
@@ -15,10 +18,12 @@ local kb = require 'kluabench'
 
 local what = arg[1] or 'trace'
 local samples = tonumber(arg[2] or '') or (what == 'ncu' and 5 or 200)
-if what ~= 'trace' and what ~= 'ncu' then
-  io.stderr:write('usage: rope_kernel_times.lua [trace|ncu] [samples]\n')
+local only = arg[3] and { arg[3]:match('^([^/]+)/([^/]+)/([^/]+)$') } or { '*', '*', '*' }
+if (what ~= 'trace' and what ~= 'ncu') or (arg[2] and not tonumber(arg[2])) or #only ~= 3 then
+  io.stderr:write('usage: rope_kernel_times.lua [trace|ncu] [samples] [kernel/point/mode]\n')
   os.exit(2)
 end
+local function wanted(i, name) return only[i] == '*' or only[i] == name end
 
 local POINTS = { { 512, 2048 }, { 2048, 2048 }, { 8192, 1024 } }
 local STYLES = { { 'llama4_rope', 'llama4' }, { 'rope', 'neox' } }
@@ -43,6 +48,7 @@ end
 for _, ks in ipairs(STYLES) do
   for _, pt in ipairs(POINTS) do
     local hidden, seq = pt[1], pt[2]
+    if not (wanted(1, ks[1]) and wanted(2, string.format('H%d_T%d', hidden, seq))) then goto next_point end
     local d = hidden // 32
     local t = {
       q = kb.randn({ 1, seq, 32, d }, 'bf16', 1), k = kb.randn({ 1, seq, 8, d }, 'bf16', 2),
@@ -50,6 +56,7 @@ for _, ks in ipairs(STYLES) do
     }
     local f = kb.rope.freqs(seq, d)
     for _, mode in ipairs { 'forward', 'backward', 'full' } do
+      if not wanted(3, mode) then goto next_mode end
       for _, provider in ipairs { 'fused', 'floor' } do
         local fn = fn_of(ks[2], provider, mode, t, f)
         if what == 'ncu' then
@@ -71,8 +78,10 @@ for _, ks in ipairs(STYLES) do
           io.stdout:flush()
         end
       end
+      ::next_mode::
     end
     for _, x in pairs(t) do x:free() end
     f:free()
+    ::next_point::
   end
 end

@@ -108,7 +108,16 @@ def main(argv=None):
     p.add_argument("--kernel", default="llama4_rope,rope")
     p.add_argument("--providers", default="huggingface,liger")
     p.add_argument("--calls", type=int, default=5, help="calls per cell under --what ncu")
+    p.add_argument("--points", help="only these points, e.g. H2048_T2048,H8192_T1024 (default all)")
+    p.add_argument("--modes", help="only these modes, e.g. forward (default all)")
     a = p.parse_args(argv)
+    labels = [f"H{h}_T{t}" for _, h, t in POINTS]
+    points = a.points.split(",") if a.points else labels
+    modes = a.modes.split(",") if a.modes else MODES
+    for name, given, known in (("--points", points, labels), ("--modes", modes, MODES)):
+        for v in given:
+            if v not in known:
+                p.error(f"{name}: unknown {v!r} (known: {', '.join(known)})")
     env = rp.Env(argparse.Namespace(device="cuda", rope_theta="10000"))
     env.theta = 10000.0
     torch = env.torch
@@ -126,8 +135,10 @@ def main(argv=None):
             print(f"skipped {key}: {why}", file=sys.stderr)
             failed = True
         for sweep, hidden, seq in POINTS:
+            if f"H{hidden}_T{seq}" not in points:
+                continue
             pt = rp.Point(kname, sweep, hidden, seq)
-            for mode in MODES:
+            for mode in modes:
                 for name, fn in providers.items():
                     try:
                         if a.what == "ncu":
