@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "kb.h"
@@ -301,10 +302,87 @@ static int l_read_file(lua_State *L) {
   return 2;
 }
 
+/* ---- an advisory lock on a directory ------------------------------------- */
+
+#define LOCK_MT "kluabench.Lock"
+
+/* Two processes writing the same --out both check, just before they write,
+ * that nobody wrote it since they started (writer.destination). The check
+ * and the write must not interleave, so the writer holds an flock on the
+ * output's directory across both: a lock on the directory itself needs no
+ * lock file beside the output and survives the rename that replaces the
+ * file. It is advisory and per open file description: it orders
+ * kluabench processes (and two opens in one process), nothing else. */
+typedef struct {
+  int fd;
+} kb_lock;
+
+static int lock_release(lua_State *L) {
+  kb_lock *k = (kb_lock *)luaL_checkudata(L, 1, LOCK_MT);
+  if (k->fd >= 0) close(k->fd); /* and the lock with it */
+  k->fd = -1;
+  return 0;
+}
+
+/*** Takes an exclusive advisory lock (flock) on a directory without waiting: a lock, or false and
+ * "busy" when another holder (another process, or another lock in this one) has it. The lock goes
+ * with lock:unlock(), at the end of a `<close>` variable or when it is collected.
+ *
+ * The writers of whole-file outputs take it on the output's directory around "has anyone written
+ * it since I started? then write", so two processes finishing at once cannot both write the same
+ * file. A path that cannot be opened is nil, message, errno.
+ *
+ * @signature kb.try_lock(dir) -> lock | false, "busy" | nil, message, errno
+ * @section digest
+ * @example
+ *   local lock <close> = assert(kb.try_lock("."))
+ *   print(kb.try_lock(".")) --> false	busy
+ */
+static int l_try_lock(lua_State *L) {
+  const char *path = kb_check_cstring(L, 1, "try_lock", "dir");
+  kb_lock *k = (kb_lock *)lua_newuserdatauv(L, sizeof *k, 0);
+  k->fd = -1;
+  luaL_setmetatable(L, LOCK_MT);
+  /* O_NONBLOCK: a FIFO under that name must not hold the open */
+  k->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (k->fd < 0) {
+    int e = errno;
+    luaL_pushfail(L);
+    lua_pushfstring(L, "%s: %s", path, strerror(e));
+    lua_pushinteger(L, e);
+    return 3;
+  }
+  for (;;) {
+    if (flock(k->fd, LOCK_EX | LOCK_NB) == 0) return 1;
+    if (errno == EINTR) continue;
+    int e = errno;
+    close(k->fd);
+    k->fd = -1;
+    if (e == EWOULDBLOCK) {
+      lua_pushboolean(L, 0);
+      lua_pushliteral(L, "busy");
+      return 2;
+    }
+    luaL_pushfail(L);
+    lua_pushfstring(L, "%s: cannot lock it: %s", path, strerror(e));
+    lua_pushinteger(L, e);
+    return 3;
+  }
+}
+
+/*** Releases the lock (kb.try_lock); safe twice (also `__close` and `__gc`).
+ *
+ * @signature lock:unlock()
+ * @section digest
+ * @example
+ *   local lock = assert(kb.try_lock("."))
+ *   lock:unlock()
+ */
+
 static const luaL_Reg functions[] = {
     {"fsync", l_fsync}, {"stat", l_stat},   {"realpath", l_realpath},
     {"chmod", l_chmod}, {"mkdir", l_mkdir}, {"read_file", l_read_file},
-    {NULL, NULL},
+    {"try_lock", l_try_lock}, {NULL, NULL},
 };
 
 /*** The longest path the system takes, in bytes with the final NUL (4096 on Linux); output.mkdir_p
@@ -319,6 +397,16 @@ void kb_open_fs(lua_State *L) {
   luaL_newmetatable(L, FD_MT);
   lua_pushcfunction(L, fd_gc);
   lua_setfield(L, -2, "__gc");
+  lua_pop(L, 1);
+  luaL_newmetatable(L, LOCK_MT);
+  lua_pushcfunction(L, lock_release);
+  lua_setfield(L, -2, "__gc");
+  lua_pushcfunction(L, lock_release);
+  lua_setfield(L, -2, "__close");
+  lua_newtable(L);
+  lua_pushcfunction(L, lock_release);
+  lua_setfield(L, -2, "unlock");
+  lua_setfield(L, -2, "__index");
   lua_pop(L, 1);
   luaL_setfuncs(L, functions, 0);
   lua_pushinteger(L, PATH_MAX);

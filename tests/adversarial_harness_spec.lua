@@ -803,6 +803,68 @@ describe('a second writer of one whole-file --out is noticed, not overwritten (i
     assert.matches('x.samples.jsonl was written by another process', note2, 1, true)
   end)
 
+  it('two writers finishing at once: the check and the write are one step under the directory\'s lock', function()
+    -- Another process takes the lock, says so, writes x.json a second later and lets go. A writer
+    -- that claimed x.json before must wait for it, then find the file changed and go beside it.
+    -- Without the lock it wrote x.json at once (the claim still held) and the other process
+    -- overwrote it: both said they wrote x.json, and one's bundles were gone.
+    local path, ready = dir .. '/x.json', dir .. '/held'
+    sub.spit(path, 'yesterday\n')
+    local claim = writer.claim(path)
+    local holder = string.format([[
+      local core = require 'kluabench.core'
+      local lock = assert(core.try_lock(%q))
+      local f = assert(io.open(%q, 'w')); f:close()
+      core.process.sleep(1000)
+      f = assert(io.open(%q, 'w')); f:write('the other process\n'); f:close()
+      lock:unlock()
+    ]], dir, ready, path)
+    local pid = assert(kb.process.spawn({ sub.bin(), '-e', holder }, { stdout = '/dev/null', stderr = '/dev/null' }))
+    local deadline = kb.clock_ns() + 20e9
+    while not io.open(ready) and kb.clock_ns() < deadline do kb.process.sleep(10) end
+    assert.is_truthy(io.open(ready), 'the holder did not start')
+    local t0 = kb.clock_ns()
+    local ok, where, note = writer.write_pretty(path, { run { samples = noisy(1, 0.01, 5, 3) } }, nil, { claim = claim })
+    local waited = (kb.clock_ns() - t0) / 1e9
+    local _, how, code = kb.process.wait(pid)
+    assert.same({ 'exit', 0 }, { how, code })
+    assert.is_true(ok, where)
+    assert.is_true(waited > 0.5, string.format('wrote after %.3f s: it did not wait for the lock', waited))
+    assert.are_not.equal(path, where)
+    assert.equal('the other process\n', sub.slurp(path))
+    assert.matches(path .. ' was written by another process since this one started', note, 1, true)
+    local v = kluabench { 'verify', where }
+    assert.equal(0, v.code, v.err)
+  end)
+
+  it('kb.try_lock: one holder at a time, released by unlock, <close> and collection; writer.locked waits', function()
+    local a = assert(kb.try_lock(dir))
+    local b, why = kb.try_lock(dir)
+    assert.equal(false, b)
+    assert.equal('busy', why)
+    a:unlock()
+    a:unlock() -- twice is safe
+    do
+      local c <close> = assert(kb.try_lock(dir))
+      assert.equal(false, (kb.try_lock(dir)))
+    end
+    local d = assert(kb.try_lock(dir))
+    d = nil -- luacheck: ignore
+    collectgarbage()
+    collectgarbage()
+    local e = assert(kb.try_lock(dir))
+    e:unlock()
+    local none, msg, errno = kb.try_lock(dir .. '/missing')
+    assert.is_nil(none)
+    assert.equal(dir .. '/missing: No such file or directory', msg)
+    assert.equal(2, errno)
+    -- writer.locked returns what fn returns, holds the lock meanwhile, and writes where it cannot lock
+    assert.same({ false, 'busy' }, { writer.locked(dir .. '/f.json', function() return kb.try_lock(dir) end) })
+    assert.same({ 1, 2 }, { writer.locked(dir .. '/missing/f.json', function() return 1, 2 end) })
+    assert.same({ 'out' }, { writer.locked('-', function() return 'out' end) })
+    assert.is_truthy(kb.try_lock(dir)) -- released after fn
+  end)
+
   for _, format in ipairs { 'kernelindex', 'liger-csv' } do
     it('--format ' .. format .. ': a file another process wrote during the sweep is kept, and the message says where '
       .. 'this one went', function()

@@ -170,6 +170,7 @@ local API = {
   { 'kb.stat', { 'tostring', 'any' }, function() return FILE, true end },
   { 'kb.realpath', { 'tostring' }, function() return FILE end },
   { 'kb.chmod', { 'tostring', 'ns' }, function() return FILE, 420 end },
+  { 'kb.try_lock', { 'tostring' }, function() return FILE end },
   -- (a directory that exists: the valid call fails softly, creating nothing;
   -- the values it accepts, numbers among them, would make directories in the
   -- working directory, so only the refused ones are tried: `refused_only`)

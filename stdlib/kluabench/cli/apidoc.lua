@@ -60,6 +60,7 @@ M.objects = {
   sqlite = { metatable = 'kluabench.SQLite', title = 'SQLite database (kb.sqlite)' },
   stmt = { metatable = 'kluabench.SQLiteStatement', title = 'SQLite statement' },
   conn = { metatable = 'kluabench.PQ', title = 'PostgreSQL connection (kb.pq)' },
+  lock = { metatable = 'kluabench.Lock', title = 'Lock (kb.try_lock)' },
   h = { title = 'History database handle (kluabench.history.db)',
     make = function() return require('kluabench.history.db').open(':memory:', { create = true }) end },
 }

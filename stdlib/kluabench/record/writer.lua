@@ -123,8 +123,9 @@ end
 
 --- Where a whole-file write claimed earlier (writer.claim) goes: path and samples when neither file
 -- changed since the claim; otherwise fresh names beside them (x.json -> x-<UTC time>.json, its
--- samples file beside it) and a note saying which file another process wrote meanwhile. The check
--- is not a lock: two writers finishing within the same moment can still race.
+-- samples file beside it) and a note saying which file another process wrote meanwhile. Call it
+-- and write under writer.locked(path, ...), as write_pretty does: the check alone cannot stop two
+-- writers finishing at once from both finding the file unchanged.
 --
 -- @signature writer.destination(claim, path [, samples]) -> path, samples, note | path, samples
 -- @example
@@ -149,6 +150,45 @@ function M.destination(claim, path, samples)
     .. 'left as it is): this one\'s bundles go to %s instead', changed, new_path)
 end
 
+-- How long a writer waits for the lock of another kluabench process on the output's directory. The
+-- lock is held from a writer's last check to its rename (milliseconds), so a lock held this long
+-- is a stuck process, and saying so beats waiting for ever.
+local LOCK_WAIT_MS = 30000
+
+--- Calls fn(...) holding an exclusive lock (kb.try_lock) on the directory of path and returns what it
+-- returns: the writers of a claimed whole-file output check (writer.destination) and write under it,
+-- so two kluabench processes that finish at once cannot both find the file unchanged and write it.
+-- It waits for another holder for up to 30 s (then nil, message). A directory that cannot be opened
+-- (missing, or not readable) is written without the lock: the write then says what is wrong.
+-- path "-" (stdout) takes no lock.
+--
+-- @signature writer.locked(path, fn, ...) -> what fn returns | nil, message
+-- @example
+--   local dir = os.tmpname(); os.remove(dir); assert(kb.mkdir(dir))
+--   print(writer.locked(dir .. "/run.json", function() return kb.try_lock(dir) end)) --> false	busy
+--   os.execute("rm -r " .. dir)
+function M.locked(path, fn, ...)
+  args.check('writer.locked', 1, path, 'string', 'file path')
+  args.check('writer.locked', 2, fn, 'function', 'function')
+  if path == '-' then return fn(...) end
+  local kb = require 'kluabench.core'
+  local dir = path:match('^(.*)/[^/]*$') or '.'
+  if dir == '' then dir = '/' end
+  local waited = 0
+  local lock, busy = kb.try_lock(dir)
+  while lock == false and busy == 'busy' do
+    if waited >= LOCK_WAIT_MS then
+      return nil, string.format('%s: another kluabench process has held the lock on this directory for %d s '
+        .. '(it writes an output here): nothing was written', dir, LOCK_WAIT_MS // 1000)
+    end
+    kb.process.sleep(10)
+    waited = waited + 10
+    lock, busy = kb.try_lock(dir)
+  end
+  local held <close> = lock or nil
+  return fn(...)
+end
+
 --- Writes bundles as one pretty JSON document (one bundle, or an array) to path atomically ("-":
 -- stdout), their evidence entries first, as a fresh samples file beside it. opts.claim (writer.claim,
 -- taken when the work started): when another process wrote either file since, this one's go to
@@ -171,15 +211,18 @@ function M.write_pretty(path, bundles, samples, opts)
     local ok, err = validate(b)
     if not ok then return nil, err end
   end
-  local note
-  if opts and opts.claim then path, samples, note = M.destination(opts.claim, path, samples) end
-  local ok, err = evidence.write_file(bundles, path, samples)
-  if not ok then return nil, err end
-  local text, err2 = json.encode_pretty(#bundles == 1 and bundles[1] or bundles)
-  if not text then return nil, err2 end
-  local written, werr = files.write_atomic(path, text)
-  if not written then return nil, werr end
-  return true, path, note
+  -- the check that nobody wrote the files since the claim and the writes, under one lock
+  return M.locked(path, function()
+    local note
+    if opts and opts.claim then path, samples, note = M.destination(opts.claim, path, samples) end
+    local ok, err = evidence.write_file(bundles, path, samples) -- names each run's entry
+    if not ok then return nil, err end
+    local text, err2 = json.encode_pretty(#bundles == 1 and bundles[1] or bundles)
+    if not text then return nil, err2 end
+    local written, werr = files.write_atomic(path, text)
+    if not written then return nil, werr end
+    return true, path, note
+  end)
 end
 
 return M

@@ -45,14 +45,17 @@ M.FORMATS = {
           .. 'no column to say why; --format jsonl keeps every bundle)', left_out, left_out == 1 and '' or 's',
           left_out == 1 and 'is' or 'are')
       end
-      if claim then
-        local dest, _, why = writer.destination(claim, out)
-        out = dest
-        notes[#notes + 1] = why
-      end
-      local ok, err = files.write_atomic(out, text)
-      if not ok then return nil, tostring(err) end
-      return out, notes
+      -- the check that nobody wrote it since the claim and the write, under one lock
+      return writer.locked(out, function()
+        if claim then
+          local dest, _, why = writer.destination(claim, out)
+          out = dest
+          notes[#notes + 1] = why
+        end
+        local ok, err = files.write_atomic(out, text)
+        if not ok then return nil, tostring(err) end
+        return out, notes
+      end)
     end,
   },
 }
