@@ -190,6 +190,15 @@ void kb_push_module(lua_State *L, int img, int ptx, const char *format, int info
   lua_setfield(L, info, "bytes");
   lua_pushvalue(L, info);
   lua_setiuservalue(L, -2, 3);
+  /* every module passes here, compiled (source_sha256 set) or loaded */
+  lua_getfield(L, info, "sha256");
+  lua_getfield(L, info, "source_sha256");
+  lua_getfield(L, info, "name");
+  lua_getfield(L, info, "path");
+  const char *src = lua_tostring(L, -3);
+  kb_note_code(L, src ? "nvrtc" : format, src ? src : lua_tostring(L, -4), src ? lua_tostring(L, -4) : NULL,
+               lua_tostring(L, -2), lua_tostring(L, -1));
+  lua_pop(L, 4);
 }
 
 /* Loads the image into the context (once); a loader's complaint (a corrupt

@@ -132,6 +132,11 @@ static int l_load(lua_State *L) {
   lua_pushinteger(L, p->abi_version), lua_setfield(L, -2, "abi_version");
   lua_pushstring(L, path), lua_setfield(L, -2, "path");
   push_file_digest(L, path), lua_setfield(L, -2, "sha256");
+  /* a library whose file cannot be read back has no digest and is not noted (it was just opened:
+   * only a file past KB_READ_MAX or one removed meanwhile) */
+  lua_getfield(L, -1, "sha256");
+  kb_note_code(L, "plugin", lua_tostring(L, -1), NULL, p->name, path);
+  lua_pop(L, 1);
   lua_setiuservalue(L, -2, 1);
   return 1;
 }

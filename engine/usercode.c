@@ -1,8 +1,9 @@
 /* kb.cuda and kb.plugin: the tables of user kernels (docs/KERNELS.md),
  * which luaopen_kluabench adds through kb_open_usercode and the binding
  * files fill: signature.c (parse_signature), nvrtc.c (compile), module.c
- * (load, and the Module and Kernel types), plugin.c (kb.plugin). Here so
- * that none of those files needs another's opener. */
+ * (load, and the Module and Kernel types), plugin.c (kb.plugin), and
+ * kb.loaded_code (loaded_code.c), the list of what they loaded. Here so that
+ * none of those files needs another's opener. */
 #include "usercode.h"
 
 void kb_open_usercode(lua_State *L) {
@@ -14,4 +15,5 @@ void kb_open_usercode(lua_State *L) {
   lua_newtable(L);
   kb_open_plugin(L);
   lua_setfield(L, -2, "plugin");
+  kb_open_loaded_code(L);
 }

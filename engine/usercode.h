@@ -45,6 +45,14 @@ void kb_push_signature(lua_State *L, const kb_param_type *const *types, int n);
  * context when the first kernel is asked for, so that compiling needs no GPU. */
 void kb_push_module(lua_State *L, int img, int ptx, const char *format, int info);
 
+/* ---- the code loaded in this process (loaded_code.c) -----------------------
+ * Notes user code once per content for kb.loaded_code: kind ("nvrtc",
+ * "cubin", "ptx", "fatbin", "plugin"), sha256 ("sha256:<hex>" of the source
+ * for nvrtc, else of the binary; NULL: nothing is noted), image_sha256 (nvrtc:
+ * the compiled image's, else NULL), name and path (NULL where unknown). */
+void kb_note_code(lua_State *L, const char *kind, const char *sha256, const char *image_sha256,
+                  const char *name, const char *path);
+
 
 /* ---- the CUDA context shared with the backend (backend_cuda.c) -------------
  * User kernels are launched through the driver API or by plugins, outside
@@ -71,6 +79,7 @@ void kb_open_signature(lua_State *L); /* signature.c: parse_signature into the k
 void kb_open_nvrtc(lua_State *L);
 void kb_open_module(lua_State *L);
 void kb_open_plugin(lua_State *L);
+void kb_open_loaded_code(lua_State *L); /* loaded_code.c: kb.loaded_code into the kb table on top */
 void kb_open_compare_elements(lua_State *L);
 
 #endif

@@ -132,4 +132,25 @@ describe('the earlier record format', function()
     assert.not_matches('appears twice', r.out)
     assert.matches('42 point%(s%)', r.out)
   end)
+
+  it("leaves the migrating process's own loaded code out of a script implementation (issue 19)", function()
+    -- a provider that is neither a built-in nor a user kernel's: the old run's script, as
+    -- implementation.script makes it; the code this process loaded did not run in the old run
+    kb.cuda.load('.version 8.0\n.target sm_90\n.address_size 64\n')
+    assert.truthy(#kb.loaded_code() > 0)
+    local old = old_lines()[1]
+    old.implementation.spec.kernel, old.implementation.spec.provider = 'mykernel', 'mine'
+    old.workload.spec.kernel = 'mykernel'
+    local impl = kb.migrate.bundle(old).implementation
+    assert.equal('migrated', impl.spec.callable.path)
+    assert.equal('mine', impl.spec.callable.symbol)
+    assert.same({}, impl.spec.projectRevision)
+    -- the same document with this process's code would differ
+    local with = require('kluabench.record.implementation').script { operation_digest =
+      impl.spec.operation.specDigest, provider = 'mine', kernel = 'mykernel', script = 'migrated',
+      arch = impl.spec.support.hardwareArchitectures[1], dtypes = { 'bf16' } }
+    assert.truthy(with.spec.projectRevision.treeDigest)
+    with.spec.projectRevision = impl.spec.projectRevision
+    assert.same(impl, with)
+  end)
 end)

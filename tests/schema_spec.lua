@@ -1,13 +1,14 @@
 -- Every document kluabench writes is one kernelindex accepts: one of every
 -- kind that every command emits (the harness with every protocol and the
 -- statuses passed, incorrect_numerical, timeout and runtime_error, a plugin
--- kernel, do_bench and a user's protocol through record.from_result,
--- import-liger, run-all and merge, migrate, submission; all on the cpu
--- backend), validated by an independent JSON Schema
--- validator (python3-jsonschema, draft 2020-12, tests/helpers/
--- validate_kernelindex.py) against the vendored public schemas, and by our
--- own (kluabench.record.schema); an unknown field fails both; the vendored
--- schemas are the reference copy, byte for byte, when that is present.
+-- kernel, a script's implementation covering the code it loaded, do_bench
+-- and a user's protocol through record.from_result, import-liger, run-all
+-- and merge, migrate, submission; all on the cpu backend), validated by an
+-- independent JSON Schema validator (python3-jsonschema, draft 2020-12,
+-- tests/helpers/validate_kernelindex.py) against the vendored public
+-- schemas, and by our own (kluabench.record.schema); an unknown field fails
+-- both; the vendored schemas are the reference copy, byte for byte, when
+-- that is present.
 local kb = require 'kluabench'
 local sub = require 'helpers.subprocess'
 local output = require 'kluabench.report'
@@ -118,6 +119,26 @@ kb.suite.main { name = 'scale_add', axes = { { name = 'n', default = 64 } }, dty
       { env = { LIB = kb.executable():match('^(.*)/[^/]*$') .. '/plugins/libscale_add.so' } })
     assert(r.code == 0, r.err)
     files[#files + 1] = dir .. '/plugin.jsonl'
+    -- the same plugin, a PTX module and (where NVRTC is) a compiled .cu loaded by a script without an
+    -- implementation hook: the script's implementation then covers them (projectRevision.treeDigest)
+    local loads = dir .. '/loads.lua'
+    sub.spit(loads, [[
+local kb = require 'kluabench'
+kb.plugin.load(os.getenv('LIB'))
+kb.cuda.load(".version 8.0\n.target sm_90\n.address_size 64\n")
+if kb.cuda.nvrtc_version() then
+  kb.cuda.compile('extern "C" __global__ void k(float *p) { p[threadIdx.x] = 1.0f; }', { cache = false })
+end
+kb.suite.main { name = 'loads', axes = { { name = 'n', default = 8 } }, dtypes = { 'f32' }, modes = { 'forward' },
+  providers = { 'mine' }, setup = function(p) return { x = kb.zeros({ p.n }, 'f32') } end,
+  run = function() return function() end end }
+]])
+    r = sub.run({ '--backend', 'cpu', loads, '--rep-ms', '2', '--format', 'jsonl', '--out', dir .. '/loads.jsonl' },
+      { env = { LIB = kb.executable():match('^(.*)/[^/]*$') .. '/plugins/libscale_add.so' } })
+    assert(r.code == 0, r.err)
+    local loaded = assert(output.decode(assert(sub.slurp(dir .. '/loads.jsonl')):match('[^\n]+')))
+    assert(loaded.implementation.spec.projectRevision.treeDigest, 'no treeDigest for the loaded code')
+    files[#files + 1] = dir .. '/loads.jsonl'
     -- do_bench and a protocol of the user's, made into records by record.from_result and written by
     -- writer.append, as a script of the user's does without the harness
     local own = dir .. '/own.lua'

@@ -10,9 +10,11 @@
 --   user{...}     a user kernel (NVRTC source, cubin/PTX/fatbin, Triton, a
 --                 plugin), from its info() table: the SHA-256 of the source or
 --                 binary as source.contentDigest, the NVRTC options and arch
---   script{...}   neither declared: the benchmark script itself (its SHA-256)
---                 and the provider's name, so that two scripts or two
---                 providers never share a digest
+--   script{...}   neither declared: the benchmark script itself (its SHA-256),
+--                 the provider's name, so that two scripts or two providers
+--                 never share a digest, and the user code the process loaded
+--                 (kb.loaded_code), so that changing a kernel the script
+--                 compiles or loads changes the digest
 -- Every one names its OperationSpec by digest (operation.specDigest). Two
 -- different kernels never share a revision: the source digest, the symbol,
 -- the options or the arch differ.
@@ -226,12 +228,34 @@ function M.user(o)
     tostring(o.kernel or 'user kernel') .. ' · ' .. o.provider .. ' (user kernel)', spec)
 end
 
+-- The user code this process loaded (kb.loaded_code) as a listing for tree_digest, or nil when there
+-- is none. Only what identifies the content (kind and digests): a name or path is that of the first
+-- load, and the same code loaded from elsewhere or in another order must give the same digest.
+local function loaded_code_listing(script_digest)
+  local k = core()
+  local loaded = type(k.loaded_code) == 'function' and k.loaded_code() or {}
+  if #loaded == 0 then return nil end
+  local code = {}
+  for i, c in ipairs(loaded) do -- sorted by digest already
+    code[i] = { kind = c.kind, contentDigest = c.sha256, imageDigest = c.image_sha256 }
+  end
+  return { script = script_digest, code = json.array(code) }
+end
+
 --- The ImplementationRevision of a provider whose code the declaration does not describe: the
--- benchmark script (its SHA-256) and the provider's name.
+-- benchmark script (its SHA-256), the provider's name and the user code loaded in this process.
 --
--- o: operation_digest, provider, script (path; default arg[0]), kernel, arch, dtypes.
+-- o: operation_digest, provider, script (path; default arg[0]), kernel, arch, dtypes, loaded_code
+-- (false: leave out the code this process loaded, for a document of a run made elsewhere, as
+-- migrate makes).
 --
--- @signature implementation.script{operation_digest, provider [, script, kernel, arch]} -> document
+-- Every module `kb.cuda.compile` or `kb.cuda.load` made (Triton's kernels too) and every plugin
+-- `kb.plugin.load` opened (`kb.loaded_code()`) is part of its identity: when there is any,
+-- spec.projectRevision.treeDigest is the SHA-256 of the script's digest and that code's kinds and
+-- digests, sorted, so that a change in any of them changes the document's digest and the same code
+-- loaded twice or in another order does not. Without any the document is the script's alone.
+--
+-- @signature implementation.script{operation_digest, provider [, script, kernel, arch, loaded_code]} -> document
 -- @example
 --   local i = implementation.script{operation_digest = "sha256:" .. string.rep("0", 64), provider = "copy_",
 --     script = "examples/copy_benchmark.lua"}
@@ -239,6 +263,10 @@ end
 function M.script(o)
   if type(o) ~= 'table' then error("bad argument #1 to 'implementation.script' (table expected)", 2) end
   check_digest('implementation.script', o.operation_digest)
+  if o.loaded_code ~= nil and type(o.loaded_code) ~= 'boolean' then
+    error("bad argument #1 to 'implementation.script' (field 'loaded_code' must be a boolean, got "
+      .. type(o.loaded_code) .. ')', 2)
+  end
   local script = o.script or (arg and arg[0]) or 'stdin'
   local k = core()
   local ok, hex = pcall(k.sha256_file, script)
@@ -251,6 +279,7 @@ function M.script(o)
     licensing = json.object(),
   }
   if digest then spec.source = { contentDigest = digest, fileName = basename(script) } end
+  if o.loaded_code ~= false then spec.projectRevision.treeDigest = tree_digest(loaded_code_listing(digest)) end
   return document(names.dns_name('script', basename(script), o.provider),
     tostring(o.kernel or basename(script)) .. ' · ' .. o.provider .. ' (declared in ' .. basename(script) .. ')',
     spec)

@@ -110,8 +110,9 @@ local function implementation(old, kernel, provider, od, backend, arch, dtype)
   end
   if doc and get(s, 'engine', 'version') then doc.spec.projectRevision.version = tostring(s.engine.version) end
   if doc then return doc end
+  -- the old run's code is not this process's: what the migrating process loaded is left out
   return impl.script { operation_digest = od, provider = provider, kernel = kernel, arch = arch,
-    script = 'migrated', dtypes = dtype and { dtype } or nil }
+    script = 'migrated', dtypes = dtype and { dtype } or nil, loaded_code = false }
 end
 
 --- Today's form of a bundle of the earlier format (see the module's comment), sealed, with its
