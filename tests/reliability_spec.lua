@@ -207,6 +207,7 @@ local API = {
   { 'kb.memory_stats', { 'device?' }, function() return 'cpu' end },
   { 'kb.reset_peak_memory', { 'device?' }, function() return 'cpu' end },
   { 'kb.drop_scratch', {}, function() end },
+  { 'kb.loaded_code', {}, function() end },
   { 'kb.cuda.args', { 'text' }, function() return 'ptr, i32' end },
   { 'kb.trace.available', { 'device?' }, function() return 'cpu' end },
   -- valid: tracing off first, so that a start that works is not refused as a second one
