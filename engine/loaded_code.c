@@ -90,13 +90,7 @@ static int l_loaded_code(lua_State *L) {
   lua_createtable(L, (int)n, 0);
   for (i = 0; i < n; i++) {
     lua_getfield(L, 1, keys[i]);
-    lua_createtable(L, 0, 5);
-    lua_pushnil(L);
-    while (lua_next(L, -3)) {
-      lua_pushvalue(L, -2);
-      lua_insert(L, -2);
-      lua_rawset(L, -4);
-    }
+    kb_push_table_copy(L, -1);
     lua_remove(L, -2);
     lua_rawseti(L, -2, (lua_Integer)i + 1);
   }

@@ -281,18 +281,6 @@ static int mod_cubin(lua_State *L) {
   return 1;
 }
 
-/* A shallow copy of a table at idx (so that callers cannot edit ours). */
-static void push_copy(lua_State *L, int idx) {
-  idx = lua_absindex(L, idx);
-  lua_newtable(L);
-  lua_pushnil(L);
-  while (lua_next(L, idx)) {
-    lua_pushvalue(L, -2);
-    lua_insert(L, -2);
-    lua_rawset(L, -4);
-  }
-}
-
 /*** What records need: format, sha256, bytes, and path or source_sha256, options, arch,
  * nvrtc_version, names, log, cache; driver_version once loaded.
  *
@@ -304,7 +292,7 @@ static void push_copy(lua_State *L, int idx) {
 static int mod_info(lua_State *L) {
   check_module(L, 1);
   lua_getiuservalue(L, 1, 3);
-  push_copy(L, -1);
+  kb_push_table_copy(L, -1);
   return 1;
 }
 
@@ -842,10 +830,10 @@ static int k_occupancy(lua_State *L) {
 static int k_info(lua_State *L) {
   check_kernel(L, 1);
   lua_getiuservalue(L, 1, 2);
-  push_copy(L, -1);
+  kb_push_table_copy(L, -1);
   lua_getiuservalue(L, 1, 1);
   lua_getiuservalue(L, -1, 3);
-  push_copy(L, -1);
+  kb_push_table_copy(L, -1);
   lua_setfield(L, -4, "module");
   lua_pop(L, 2);
   return 1;

@@ -197,13 +197,7 @@ static int p_kernels(lua_State *L) {
 
 static void push_info_copy(lua_State *L, int idx) {
   lua_getiuservalue(L, idx, 1);
-  lua_newtable(L);
-  lua_pushnil(L);
-  while (lua_next(L, -3)) {
-    lua_pushvalue(L, -2);
-    lua_insert(L, -2);
-    lua_rawset(L, -4);
-  }
+  kb_push_table_copy(L, -1);
   lua_remove(L, -2);
 }
 

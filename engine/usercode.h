@@ -14,6 +14,20 @@
 #define KB_ARGPACK_MT "kluabench.ArgPack"
 #define KB_MAX_PARAMS 128
 
+/* Pushes a shallow copy of the table at idx, so that a caller given an info
+ * table (mod:info(), kern:info(), plugin:info(), kb.loaded_code()) cannot
+ * edit the one the engine keeps. */
+static inline void kb_push_table_copy(lua_State *L, int idx) {
+  idx = lua_absindex(L, idx);
+  lua_newtable(L);
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    lua_pushvalue(L, -2);
+    lua_insert(L, -2);
+    lua_rawset(L, -4);
+  }
+}
+
 /* ---- signatures (signature.c) ----------------------------------------------
  * A signature is a comma-separated list of parameter types, parsed once when
  * a kernel is made: "ptr, ptr, i32, f32". Each type has a size (its bytes in

@@ -233,7 +233,7 @@ end
 -- load, and the same code loaded from elsewhere or in another order must give the same digest.
 local function loaded_code_listing(script_digest)
   local k = core()
-  local loaded = type(k.loaded_code) == 'function' and k.loaded_code() or {}
+  local loaded = k.loaded_code()
   if #loaded == 0 then return nil end
   local code = {}
   for i, c in ipairs(loaded) do -- sorted by digest already
