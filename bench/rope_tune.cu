@@ -220,9 +220,15 @@ void plan_row(const Point &pt, const Bufs &b, const char *sname, const char *mod
 }
 
 /* ---- the flat kernel (issue 25 finding 6) -------------------------------------------------
- * kernels/rope.cu's rope_flat_kernel at every configuration (T threads, VPT units a thread,
- * registers or cp.async staging), and the flat copy: the same loads and stores with no rotation,
- * the table's words XOR-folded as the floor folds them, a floor candidate. */
+ * kernels/rope.cu's rope_flat_kernel at T threads and VPT units a thread (registers; the
+ * cp.async-staged variant of the first run was slower at every cell and is gone from rope.cu), and
+ * the flat copy: the same loads and stores with no rotation, the table's words XOR-folded as the
+ * floor folds them, a floor candidate, in registers or staged with cp.async. */
+__device__ __forceinline__ void cp_async16(void *smem, const void *gmem) {
+  const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
+}
+
 template <int DIR, int VPT, int STAGE>
 __global__ void __launch_bounds__(kThreads) tune_flat_copy_kernel(const FlatGeom g, unsigned *sink) {
   typedef Words<16> W;
@@ -290,7 +296,8 @@ void flat_row(const Point &pt, const Bufs &b, const char *sname, const char *mod
       CK(cudaGetLastError());
     };
   } else {
-    auto kernel = rope_flat_kernel<KB_BF16, 8, STYLE, DIR, VPT, STAGE>;
+    static_assert(!STAGE, "kernels/rope.cu's flat kernel loads into registers only");
+    auto kernel = rope_flat_kernel<KB_BF16, 8, STYLE, DIR, VPT>;
     if (smem > 48 * 1024) CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kernel, (int)T, smem));
     launch = [=] {
@@ -311,10 +318,6 @@ template <int STYLE, int DIR> void flat_rows(const Point &pt, const Bufs &b, con
     flat_row<STYLE, DIR, 2, 0>(pt, b, sname, mode, T);
     flat_row<STYLE, DIR, 4, 0>(pt, b, sname, mode, T);
     flat_row<STYLE, DIR, 8, 0>(pt, b, sname, mode, T);
-    flat_row<STYLE, DIR, 4, 1>(pt, b, sname, mode, T);
-    flat_row<STYLE, DIR, 8, 1>(pt, b, sname, mode, T);
-    flat_row<STYLE, DIR, 10, 1>(pt, b, sname, mode, T);
-    flat_row<STYLE, DIR, 16, 1>(pt, b, sname, mode, T);
   }
 }
 

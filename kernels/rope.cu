@@ -24,9 +24,8 @@
  * forward of (q, k) and the backward of (dq, dk) in one launch; the
  * direction is a sign XORed into sin, so both passes share one kernel.
  *
- * Flat kernel: the medium regime, past the small plans, where the fused
- * kernel's registers would make it run more than a wave: units numbered flat
- * over q and k, each thread's loads staged in shared memory with cp.async
+ * Flat kernel: the medium regime, past the small plans and short of the
+ * bandwidth-bound sizes: units numbered flat over q and k, one a thread
  * (kFlatThreads, kFlatVpt; docs/perf-notes.md, "The flat kernel").
  *
  * Floor kernel (rope.h): the fused call's bytes moved by one flat copy in
@@ -279,15 +278,15 @@ __global__ void __launch_bounds__(kThreads, MINB) rope_fused_kernel(const FusedG
 }
 
 /* ---- flat kernel --------------------------------------------------------------- */
-/* The medium regime (docs/perf-notes.md, "The flat kernel"): where the fused plans need more
- * than a wave, because a thread keeps its loads in registers, the flat kernel keeps them in
- * shared memory. Units (llama4: one 16-byte vector; neox: a vector and its partner D/2 on) are
- * numbered flat, q's then k's; a CTA of T threads takes T * VPT consecutive units, thread t units
- * t, t + T, ..., so a warp's accesses are contiguous runs. Every load of a thread is issued before
- * the first use: with cp.async into shared memory (STAGE), which costs no register per load, or
- * into registers. Each thread rotates what it loaded itself (no barrier). The math is the fused
- * kernel's, so the bits are the CPU twin's. 16-byte vectors only; offsets in 32 bits (the host
- * launches it only when one tensor's bytes fit). */
+/* The medium regime (docs/perf-notes.md, "The flat kernel"). Units (llama4: one 16-byte vector;
+ * neox: a vector and its partner D/2 on) are numbered flat, q's then k's; a CTA of T threads takes
+ * T * VPT consecutive units, thread t units t, t + T, ..., so a warp's accesses are contiguous
+ * runs. Every load of a thread is issued into registers before the first use. Production runs
+ * VPT 1 (kFlatVpt); bench/rope_tune.cu times the others, all measured slower, and a variant
+ * staged in shared memory with cp.async, slower still (docs/perf-notes.md).
+ * Each thread rotates what it loaded itself (no barrier). The math is the fused kernel's, so the
+ * bits are the CPU twin's. 16-byte vectors only; offsets in 32 bits (the host launches it only
+ * when one tensor's bytes fit). */
 struct FlatGeom {
   Pass pass[2];
   const float *freqs;
@@ -296,11 +295,6 @@ struct FlatGeom {
   unsigned hq, hk, d, seq;
   bool batched;           /* more tokens than positions: the position is token % seq */
 };
-
-__device__ __forceinline__ void cp_async16(void *smem, const void *gmem) {
-  const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
-}
 
 /* Unit u (< total_u): of q or of k, its head (counted over the tensor's tokens) and its place x
  * in the head. */
@@ -317,7 +311,7 @@ __device__ __forceinline__ FlatUnit flat_unit(const FlatGeom &g, unsigned u) {
   return n;
 }
 
-template <kb_dtype DT, int NV, int STYLE, int DIR, int VPT, int STAGE>
+template <kb_dtype DT, int NV, int STYLE, int DIR, int VPT>
 __global__ void __launch_bounds__(kThreads) rope_flat_kernel(const FlatGeom g) {
   typedef Elem<DT> E;
   typedef typename E::raw R;
@@ -328,7 +322,6 @@ __global__ void __launch_bounds__(kThreads) rope_flat_kernel(const FlatGeom g) {
   constexpr bool NEOX = STYLE == KB_ROPE_NEOX;
   constexpr int NW = NEOX ? 2 : 1;        /* vectors per unit */
   constexpr int NF = NEOX ? 2 * NV : NV;  /* floats of freqs per unit */
-  extern __shared__ W stage[];            /* [VPT][NW][T] */
   const bool second = DIR == kFull && blockIdx.y == 1, bwd = DIR == kBackward || second;
   const Pass ps = {second ? g.pass[1].q : g.pass[0].q, second ? g.pass[1].k : g.pass[0].k,
                    second ? g.pass[1].qo : g.pass[0].qo, second ? g.pass[1].ko : g.pass[0].ko};
@@ -345,26 +338,16 @@ __global__ void __launch_bounds__(kThreads) rope_flat_kernel(const FlatGeom g) {
       off[v] = n.head * hbytes + n.x * 16;
       const char *src = (const char *)(n.isq ? ps.q : ps.k) + off[v];
 #pragma unroll
-      for (int w = 0; w < NW; w++) {
-        if constexpr (STAGE) cp_async16(&stage[(v * NW + w) * T + t], src + w * half_bytes);
-        else reg[v][w] = load_words<W>(src + w * half_bytes);
-      }
+      for (int w = 0; w < NW; w++) reg[v][w] = load_words<W>(src + w * half_bytes);
     }
   }
-  if constexpr (STAGE) asm volatile("cp.async.wait_all;\n" ::: "memory");
 #pragma unroll
   for (int v = 0; v < VPT; v++) {
     const unsigned u = u0 + v * T;
     if (u < g.total_u) {
       const FlatUnit n = flat_unit(g, u);
-      W lo, hi;
-      if constexpr (STAGE) {
-        lo = stage[(v * NW) * T + t];
-        if constexpr (NEOX) hi = stage[(v * NW + 1) * T + t];
-      } else {
-        lo = reg[v][0];
-        if constexpr (NEOX) hi = reg[v][1];
-      }
+      W lo = reg[v][0], hi;
+      if constexpr (NEOX) hi = reg[v][1];
       const unsigned tok = n.head / (n.isq ? g.hq : g.hk), s = g.batched ? tok % g.seq : tok;
       float f[NF];
       load_freqs<NF>(g.freqs + (size_t)s * g.d + n.x * NF, f);
@@ -565,19 +548,20 @@ const char *launch_small(const FusedGeom &g, int sms, cudaStream_t stream) {
   return launch_fused_u<DT, NV, STYLE, U, DIR>(g, p, stream);
 }
 
-/* The flat plan (docs/perf-notes.md, "The flat kernel"): CTAs of kFlatThreads threads, kFlatVpt
- * units a thread, staged through shared memory; taken past the small plans of one and two units
- * a thread, where its grid needs at most kFlatMaxWaves waves. */
-constexpr int kFlatThreads = 128, kFlatVpt = 10, kFlatStage = 1;
-constexpr double kFlatMaxWaves = 1.0;
+/* The flat plan (docs/perf-notes.md, "The flat kernel" and "The flat kernel, second rule"):
+ * CTAs of kFlatThreads threads, one unit a thread in registers, for 2-byte dtypes in 16-byte
+ * vectors (the case measured). launch_fused_dir takes it past the small plans of one and two
+ * units a thread up to kFlatMaxPerSm units per SM (both passes of `full` counted), where the
+ * fused plans of four and eight units a thread ran 3-5 % slower than it on the H200. */
+constexpr int kFlatThreads = 128, kFlatVpt = 1;
 
-/* Launches the flat kernel when the call is its (16-byte vectors, offsets in 32 bits, the grid
- * within kFlatMaxWaves); *taken says whether it did. */
+/* Launches the flat kernel when the call is its (2-byte dtype, 16-byte vectors, offsets in 32
+ * bits); *taken says whether it did. */
 template <kb_dtype DT, int NV, int STYLE, int DIR>
-const char *try_flat(const FusedGeom &fg, int sms, cudaStream_t stream, bool *taken) {
+const char *try_flat(const FusedGeom &fg, cudaStream_t stream, bool *taken) {
   typedef typename Elem<DT>::raw R;
   *taken = false;
-  if constexpr (sizeof(R) * NV != 16) {
+  if constexpr (sizeof(R) != 2 || NV != 8) {
     return NULL;
   } else {
     constexpr bool NEOX = STYLE == KB_ROPE_NEOX;
@@ -589,21 +573,7 @@ const char *try_flat(const FusedGeom &fg, int sms, cudaStream_t stream, bool *ta
     if (total_u == 0 || total_u > 0xffffffffULL - per_cta || fg.ntok * fg.hq * head_bytes > 0xffffffffULL ||
         fg.ntok * fg.hk * head_bytes > 0xffffffffULL)
       return NULL;
-    auto kernel = rope_flat_kernel<DT, NV, STYLE, DIR, kFlatVpt, kFlatStage>;
-    const size_t smem = kFlatStage ? (size_t)kFlatThreads * kFlatVpt * 16 * (NEOX ? 2 : 1) : 0;
-    static int occupancy; /* CTAs an SM holds, asked once per instantiation */
-    if (occupancy == 0) {
-      if (smem > 48 * 1024)
-        KB_CUDA_TRY("rope_flat", " cudaFuncSetAttribute(max dynamic shared memory)",
-                    cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-      int n = 0;
-      KB_CUDA_TRY("rope_flat", " cudaOccupancyMaxActiveBlocksPerMultiprocessor",
-                  cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, kFlatThreads, smem));
-      occupancy = n > 0 ? n : -1;
-    }
-    if (occupancy < 0) return NULL;
     const unsigned long long grid = (total_u + per_cta - 1) / per_cta;
-    if ((double)(grid * npass) > kFlatMaxWaves * sms * occupancy) return NULL;
     FlatGeom g = {};
     g.pass[0] = fg.pass[0];
     g.pass[1] = fg.pass[1];
@@ -619,7 +589,8 @@ const char *try_flat(const FusedGeom &fg, int sms, cudaStream_t stream, bool *ta
     char what[96];
     snprintf(what, sizeof what, "rope_flat<%s,%s,%s>", kb_dtype_name(DT), style_name(STYLE),
              DIR == kFull ? "fwd_bwd" : DIR == kBackward ? "bwd" : "fwd");
-    kernel<<<dim3((unsigned)grid, (unsigned)npass), kFlatThreads, smem, stream>>>(g);
+    rope_flat_kernel<DT, NV, STYLE, DIR, kFlatVpt>
+        <<<dim3((unsigned)grid, (unsigned)npass), kFlatThreads, 0, stream>>>(g);
     KB_CUDA_TRY(what, " launch", cudaGetLastError());
     *taken = true;
     return NULL;
@@ -632,6 +603,7 @@ const char *try_flat(const FusedGeom &fg, int sms, cudaStream_t stream, bool *ta
  * on the H200 at hidden 512, docs/perf-notes.md): the fewest units per
  * thread that keep to that, in CTAs that fit one wave where they can. */
 constexpr long long kThreadsPerSm = 640;
+constexpr long long kFlatMaxPerSm = 32 * kThreadsPerSm;
 
 template <kb_dtype DT, int NV, int STYLE, int DIR>
 const char *launch_fused_dir(FusedGeom g, cudaStream_t stream) {
@@ -643,9 +615,11 @@ const char *launch_fused_dir(FusedGeom g, cudaStream_t stream) {
   const long long per_sm = g.ntok * g.htot * (long long)g.units * (DIR == kFull ? 2 : 1) / sms;
   if (per_sm <= kThreadsPerSm) return launch_small<DT, NV, STYLE, 1, DIR>(g, sms, stream);
   if (per_sm <= 2 * kThreadsPerSm) return launch_small<DT, NV, STYLE, 2, DIR>(g, sms, stream);
-  bool flat = false;
-  err = try_flat<DT, NV, STYLE, DIR>(g, sms, stream, &flat);
-  if (err || flat) return err;
+  if (per_sm <= kFlatMaxPerSm) {
+    bool flat = false;
+    err = try_flat<DT, NV, STYLE, DIR>(g, stream, &flat);
+    if (err || flat) return err;
+  }
   if (STYLE == KB_ROPE_LLAMA4 && per_sm <= 4 * kThreadsPerSm)
     return launch_small<DT, NV, STYLE, 4, DIR>(g, sms, stream);
   if (per_sm <= ULARGE * kThreadsPerSm) return launch_small<DT, NV, STYLE, ULARGE, DIR>(g, sms, stream);
