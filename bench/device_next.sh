@@ -1,31 +1,62 @@
 #!/usr/bin/env bash
-# A device call for issues 25 and 26 (prepared 2026-12-04 without device time; it ran as call 1 of
-# evidence/2026-12-04-s31-h200, where the flat part stopped on a harness bug since fixed), from the
-# repository root with build/ carried (`bash bench/make_carry.sh`, then in the call
-# `tar -xzf build/carry.tgz -C build`); both experiments' rules were committed before it:
-#   1. issue 25: bench/rope_flat_gpu.sh, the flat kernel against the production plans (rule:
-#      docs/perf-notes.md "The flat kernel"; judged here afterwards by bench/rope_flat_judge.lua)
-#   2. issue 26: E4 with the packing alone beside it (docs/MEASUREMENT.md "Where the rest goes"):
-#      bench/launch_overhead_user.lua, 3 processes (seeds 1-3, 7 rounds each)
-# About 5 minutes: device run, timeout_s 480. Out ($OUT): rope_flat_raw.tar.gz, e4.tar.gz, log.txt.
+# The device calls for issues 25 and 26 (prepared 2026-12-04, third session), from the repository
+# root with build/ carried (`bash bench/make_carry.sh`, then in the call
+# `tar -xzf build/carry.tgz -C build`); the rules were committed before the first:
+#   part 1 (about 4.5 minutes; ran as call 1 of evidence/2026-12-04-s32-h200):
+#     issue 26, E4b (docs/MEASUREMENT.md): bench/e4b_gpu.sh, seeds 11-13; then issue 25, the flat
+#     kernel's second rule (docs/perf-notes.md): bench/refactor_compare_gpu.sh, build/baseline
+#     (main at fcd5b7b) against this build, llama4_rope and rope, fused, forward and full, hidden
+#     2048 / seq 2048 and hidden 8192 / seq 1024, 2048, 4096, cold, 3 rounds a side, then the
+#     rope gpu specs; judged afterwards from compare-cold.txt
+#   part 2 (about 5 minutes): E4b's second call (seeds 14-16), then every gpu spec (the second
+#     rule's part 1 before the merge)
+#   part 3 (about 5.5 minutes, carry ["build/carry.tgz", ".whl"]): bench/rope_small.sh (A' and the
+#     peers in one call, with the flat kernel adopted)
+#   device run, timeout_s 600:  bash bench/device_next.sh PART
+# Out ($OUT): part 1 e4b.tar.gz, flat2-raw.tar.gz, flat2-summary.md, log.txt; part 2 e4b.tar.gz,
+# gpu_specs.txt, log.txt; part 3 rope_small_raw.tar.gz, table.md, log.txt.
 set -u
 cd "$(dirname "$0")/.." || exit 1
+PART=${1:-1}
 OUT=${OUT:-$(mktemp -d)}
 LOG=$OUT/log.txt
 T0=$(date +%s)
 say() { echo "==== $* (+$(($(date +%s) - T0)) s)" | tee -a "$LOG"; }
-say "1 flat kernel"
-OUT=$OUT/flat timeout 330 bash bench/rope_flat_gpu.sh >>"$LOG" 2>&1
-echo "rope_flat_gpu.sh: exit $?" | tee -a "$LOG"
-mv "$OUT/flat/rope_flat_raw.tar.gz" "$OUT/" 2>/dev/null
-rm -rf "$OUT/flat"
-say "2 E4 with the packing alone"
-mkdir -p "$OUT/e4"
-for i in 1 2 3; do
-    timeout 60 build/kluabench bench/launch_overhead_user.lua --seed "$i" --out "$OUT/e4/new-$i.csv" </dev/null \
-        >"$OUT/e4/new-$i.txt" 2>&1
-    echo "E4 process $i: exit $?" | tee -a "$LOG"
-    grep -E '^\| (kernel:launch|C loop|the packing)|^targets' "$OUT/e4/new-$i.txt" | tee -a "$LOG"
-done
-tar -czf "$OUT/e4.tar.gz" -C "$OUT" e4 && rm -rf "$OUT/e4"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee -a "$LOG"
+echo "kluabench $(build/kluabench -e 'io.write(kb.git_commit)')" | tee -a "$LOG"
+case $PART in
+1)
+    say "1 E4b"
+    OUT=$OUT timeout 120 bash bench/e4b_gpu.sh >/dev/null 2>&1
+    echo "e4b_gpu.sh: exit $?" | tee -a "$LOG"
+    say "2 the flat kernel, second rule"
+    mkdir -p "$OUT/flat2"
+    OUT=$OUT/flat2 SCRIPTS="llama4_rope rope" PROTOCOLS=cold ROUNDS=3 CEILING=0 \
+        SWEEP_GROUPS="--hidden 2048 --seq 2048 --mode forward,full --provider fused;--hidden 8192 --seq 1024,2048,4096 --mode forward,full --provider fused" \
+        SPEC_FILES="tests/rope_fwd_bwd_spec.lua tests/rope_spec.lua" BUDGET_S=$((560 - ($(date +%s) - T0))) \
+        bash bench/refactor_compare_gpu.sh >/dev/null 2>&1
+    echo "refactor_compare_gpu.sh: exit $?" | tee -a "$LOG"
+    mv "$OUT/flat2/raw.tar.gz" "$OUT/flat2-raw.tar.gz" 2>/dev/null
+    mv "$OUT/flat2/summary.md" "$OUT/flat2-summary.md" 2>/dev/null
+    cat "$OUT/flat2/log.txt" >>"$LOG" 2>/dev/null
+    rm -rf "$OUT/flat2"
+    ;;
+2)
+    say "1 E4b, second call"
+    OUT=$OUT SEEDS="14 15 16" timeout 120 bash bench/e4b_gpu.sh >/dev/null 2>&1
+    echo "e4b_gpu.sh: exit $?" | tee -a "$LOG"
+    say "2 every gpu spec"
+    timeout 420 build/kluabench tests/run.lua --tags=gpu >"$OUT/gpu_specs.txt" 2>&1 </dev/null
+    echo "gpu specs: exit $?, $(tail -n 1 "$OUT/gpu_specs.txt")" | tee -a "$LOG"
+    ;;
+3)
+    say "1 rope_small.sh"
+    OUT=$OUT/small BUDGET_S=330 timeout 400 bash bench/rope_small.sh >/dev/null 2>&1
+    echo "rope_small.sh: exit $?" | tee -a "$LOG"
+    mv "$OUT/small/rope_small_raw.tar.gz" "$OUT/small/table.md" "$OUT/" 2>/dev/null
+    cat "$OUT/small/log.txt" >>"$LOG" 2>/dev/null
+    rm -rf "$OUT/small"
+    ;;
+*) echo "usage: bash bench/device_next.sh 1|2|3" >&2; exit 2 ;;
+esac
 say "done"

@@ -1,7 +1,7 @@
 -- The host cost of kernel:launch against a C loop of cuLaunchKernel, alternated in rounds in one process (targets: 1.2x reused table, 1.3x inline).
 --
 --   build/kluabench bench/launch_overhead_user.lua [--rounds N] [--batches B] [--per P] [--seed S]
---       [--out FILE.csv] [--dry-run]
+--       [--interleave block|batch] [--out FILE.csv] [--dry-run]
 --
 -- An empty kernel (float *, int, float) is compiled with NVRTC. Each round
 -- runs four blocks, in an order shuffled per round (seeded): the C loop
@@ -12,7 +12,11 @@
 -- driver call; reported, not judged: the reused path less it is
 -- cuLaunchKernel called between Lua code, to set beside the C loop's). A block is B batches of P
 -- launches, each batch timed on the host clock, with a synchronize between
--- batches (not timed). Per round and path: the median ns per launch over its
+-- batches (not timed). --interleave batch (E4b in docs/MEASUREMENT.md) runs
+-- the round's batches in turns instead: each turn one batch of every path, in
+-- an order shuffled per turn, so that every path's batches span the same time
+-- as the C loop's and a drift of the machine within the round reaches all of
+-- them alike; block (the default) is E4's design. Per round and path: the median ns per launch over its
 -- batches, and its ratio to the C loop's median in the same round. Printed:
 -- per path the median over rounds of the round medians and ratios, the range
 -- of the ratios, and the verdict (the target met at the median and at the
@@ -26,9 +30,9 @@ local prng = require 'kluabench.stats.prng'
 local stats = require 'kluabench.stats'
 
 local USAGE = 'usage: kluabench bench/launch_overhead_user.lua [--rounds N] [--batches B] [--per P] [--seed S] '
-  .. '[--out FILE.csv] [--dry-run]\n'
+  .. '[--interleave block|batch] [--out FILE.csv] [--dry-run]\n'
 local opts, fail = cli.script_options('launch_overhead_user.lua', USAGE, arg, { rounds = 'value', batches = 'value',
-  per = 'value', seed = 'value', out = 'value', ['dry-run'] = 'flag' })
+  per = 'value', seed = 'value', interleave = 'value', out = 'value', ['dry-run'] = 'flag' })
 local function int(name, default, lo)
   local v = math.tointeger(tonumber(opts[name] or default))
   if not v or v < lo then fail("--%s must be an integer >= %d, got '%s'", name, lo, tostring(opts[name])) end
@@ -36,6 +40,10 @@ local function int(name, default, lo)
 end
 local rounds, batches, per, seed = int('rounds', 7, 5), int('batches', 30, 3), int('per', 256, 1), int('seed', 1, 0)
 local dry = opts['dry-run']
+local interleave = opts.interleave or 'block'
+if interleave ~= 'block' and interleave ~= 'batch' then
+  fail("--interleave must be 'block' or 'batch', got '%s'", interleave)
+end
 if not dry and kb.backend() ~= 'cuda' then
   fail('needs the cuda backend (or --dry-run to try the script without a GPU)')
 end
@@ -90,24 +98,36 @@ local rows = { 'round,position,path,batch,ns_per_launch' }
 local medians = {} -- medians[key][round]
 for _, p in ipairs(PATHS) do medians[p.key] = {} end
 local g = prng.new(seed)
-for r = 1, rounds do
+local function shuffled()
   local order = {}
   for i = 1, #PATHS do order[i] = i end
   for i = #PATHS, 2, -1 do
     local j = math.floor(g:uniform() * i) + 1
     order[i], order[j] = order[j], order[i]
   end
-  for pos, idx in ipairs(order) do
-    local p = PATHS[idx]
-    local t = {}
-    for b = 1, batches do
-      local ns = p.batch(per) / per
-      kb.synchronize()
-      t[b] = ns
-      rows[#rows + 1] = string.format('%d,%d,%s,%d,%.1f', r, pos, p.key, b, ns)
+  return order
+end
+-- one batch of path idx in round r, at position pos of its block or turn
+local function run_batch(r, pos, idx, b, t)
+  local p = PATHS[idx]
+  local ns = p.batch(per) / per
+  kb.synchronize()
+  t[idx][b] = ns
+  rows[#rows + 1] = string.format('%d,%d,%s,%d,%.1f', r, pos, p.key, b, ns)
+end
+for r = 1, rounds do
+  local t = {}
+  for i = 1, #PATHS do t[i] = {} end
+  if interleave == 'block' then
+    for pos, idx in ipairs(shuffled()) do
+      for b = 1, batches do run_batch(r, pos, idx, b, t) end
     end
-    medians[p.key][r] = stats.median(t)
+  else
+    for b = 1, batches do
+      for pos, idx in ipairs(shuffled()) do run_batch(r, pos, idx, b, t) end
+    end
   end
+  for i, p in ipairs(PATHS) do medians[p.key][r] = stats.median(t[i]) end
 end
 
 if opts.out then
@@ -118,8 +138,10 @@ if opts.out then
 end
 
 local info = kb.device_info()
-print(string.format('%s%s: %d rounds (order shuffled per round, seed %d), %d batches of %d launches per path and '
-  .. 'round', dry and 'DRY RUN (kb.cuda.args packing, no launch) on ' or '', info.name, rounds, seed, batches, per))
+print(string.format('%s%s: %d rounds (%s, seed %d), %d batches of %d launches per path and round',
+  dry and 'DRY RUN (kb.cuda.args packing, no launch) on ' or '', info.name, rounds,
+  interleave == 'block' and 'a block per path, order shuffled per round'
+    or 'batches in turns, order shuffled per turn', seed, batches, per))
 print('')
 print('| path | ns per launch (median of rounds) | range of round medians | vs C (median) | vs C (range) | target | verdict |')
 print('|---|---:|---:|---:|---:|---:|---|')

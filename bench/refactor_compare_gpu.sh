@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Before/after of issue 22's refactor on the GPU, in one call: the llama4_rope
-# sweep timed with the cold protocol and with do_bench by the baseline build
-# (the commit before the refactor: its binary, stdlib and scripts) and by this
-# tree's, in interleaved rounds (before, after, before, ...) so that each side
-# has ROUNDS sessions of every point and a drift of the machine spreads over
-# both; then `kluabench compare` per protocol, and the gpu-tagged specs on the
-# new tree. Expected: no FASTER and no SLOWER point (SAME or UNSURE only), and
-# the specs pass.
+# Before/after on the GPU, in one call: benchmark sweeps timed with the cold
+# protocol and with do_bench by a baseline build (an earlier commit: its binary,
+# stdlib and scripts) and by this tree's, in interleaved rounds (before, after,
+# before, ...) so that each side has ROUNDS sessions of every point and a drift
+# of the machine spreads over both; then `kluabench compare` per protocol, and
+# the gpu-tagged specs on the new tree. Made for issue 22's refactor, whose
+# expectation is the verdict printed last: no FASTER and no SLOWER point (SAME or
+# UNSURE only), and the specs pass. A change meant to be faster (issue 25's flat
+# kernel) is judged by its own rule from compare-P.txt; there "CHANGED" is expected.
 #
 # Prepare here (the baseline is a second build, carried inside build/):
 #   git worktree add --detach /tmp/kb-baseline BASE_COMMIT && make -C /tmp/kb-baseline -j2
@@ -25,7 +26,10 @@
 #                evidence the records name), before-P.jsonl / after-P.jsonl (the rounds
 #                joined), compare-P.txt, gpu-specs.txt
 # Knobs: BASE (build/baseline), KB (build/kluabench), ROUNDS (3), PROTOCOLS ("cold do_bench"),
-#   SWEEP_ARGS ("--sweep all --mode all --provider fused"), REP_MS (400, do_bench's), BACKEND
+#   SCRIPTS ("llama4_rope": scripts/NAME.lua of each side, space-separated), SWEEP_GROUPS (the
+#   sweep options, groups separated by ';', each run by every script; default SWEEP_ARGS, else
+#   "--sweep all --mode all --provider fused"), SPEC_FILES (spec files for the gpu specs; empty:
+#   all), REP_MS (400, do_bench's), BACKEND
 #   (unset: the binaries' default; cpu for a dry run), CEILINGS (a ceilings.json of this kind of
 #   card: records then carry throughput and the between-session noise; without it the copy
 #   ceiling is measured first, CEILING=0 skips that), SPECS (1: the gpu-tagged specs, last),
@@ -45,7 +49,9 @@ RAW="$OUT/raw"
 mkdir -p "$RAW" || exit 1
 export KLUABENCH_CACHE=${KLUABENCH_CACHE:-$OUT/cache}
 mkdir -p "$KLUABENCH_CACHE" || exit 1
-read -r -a SWEEP <<<"${SWEEP_ARGS:---sweep all --mode all --provider fused}"
+SCRIPTS=${SCRIPTS:-llama4_rope}
+SWEEP_GROUPS=${SWEEP_GROUPS:-${SWEEP_ARGS:---sweep all --mode all --provider fused}}
+SPEC_FILES=${SPEC_FILES:-}
 HOST=()
 [ -n "${BACKEND:-}" ] && HOST=(--backend "$BACKEND")
 T0=$(date +%s)
@@ -78,18 +84,29 @@ timed() {
     return $rc
 }
 
-# sweep before|after PROTOCOL ROUND: one run of the sweep into raw/SIDE-PROTOCOL-rROUND.jsonl
+# sweep before|after PROTOCOL ROUND: one run of each script over each sweep group into
+# raw/SIDE-PROTOCOL-rROUND.jsonl (a file per script and group, joined)
 sweep() {
-    local side=$1 proto=$2 round=$3 bin=$KB script=scripts/llama4_rope.lua extra=()
+    local side=$1 proto=$2 round=$3 bin=$KB dir=scripts extra=() script group g out all
     if [ "$side" = before ]; then
         bin=$BASE/build/kluabench
-        script=$BASE/scripts/llama4_rope.lua
+        dir=$BASE/scripts
     fi
     [ "$proto" = do_bench ] && extra=(--rep-ms "$REP_MS")
-    local out="$RAW/$side-$proto-r$round.jsonl"
-    timed "$side $proto round $round" 150 "$bin" "${HOST[@]}" --quiet "$script" "${SWEEP[@]}" \
-        --protocol "$proto" "${extra[@]}" --format jsonl --out "$out"
-    echo "$side $proto round $round: $( [ -s "$out" ] && wc -l <"$out" || echo 0) bundle(s)"
+    all="$RAW/$side-$proto-r$round.jsonl"
+    : >"$all"
+    for script in $SCRIPTS; do
+        g=0
+        while IFS= read -r group; do
+            g=$((g + 1))
+            read -r -a SWEEP <<<"$group"
+            out="$RAW/$side-$proto-r$round-$script-$g.jsonl"
+            timed "$side $proto round $round $script $g" 150 "$bin" "${HOST[@]}" --quiet "$dir/$script.lua" \
+                "${SWEEP[@]}" --protocol "$proto" "${extra[@]}" --format jsonl --out "$out"
+            [ -s "$out" ] && cat "$out" >>"$all"
+        done <<<"${SWEEP_GROUPS//;/$'\n'}"
+    done
+    echo "$side $proto round $round: $(wc -l <"$all") bundle(s)"
 }
 
 step "versions and clocks"
@@ -160,7 +177,8 @@ done
 SPEC_LINE="not run (SPECS=0)"
 if [ "${SPECS:-1}" = 1 ]; then
     step "gpu-tagged specs on this tree"
-    timed "gpu specs" 200 "$KB" tests/run.lua --tags=gpu >"$RAW/gpu-specs.txt" 2>&1
+    # shellcheck disable=SC2086 # SPEC_FILES is a list of paths
+    timed "gpu specs" 200 "$KB" tests/run.lua --tags=gpu $SPEC_FILES >"$RAW/gpu-specs.txt" 2>&1
     SPEC_LINE=$(tail -n 1 "$RAW/gpu-specs.txt" 2>/dev/null)
     case "$SPEC_LINE" in *" 0 failed"*) ;; *) FAILED=1 ;; esac
     grep -A12 '^Failure\|^Error' "$RAW/gpu-specs.txt" | head -n 60
@@ -178,11 +196,11 @@ TABLE=$(
     for r in "${ROWS[@]}"; do echo "$r"; done
 )
 {
-    echo "# Issue 22: before/after of the refactor (llama4_rope, ${ROUNDS} interleaved rounds a side)"
+    echo "# Before/after (${SCRIPTS}, ${ROUNDS} interleaved rounds a side)"
     echo
     cat "$OUT/env.txt"
     echo
-    echo "Sweep: scripts/llama4_rope.lua ${SWEEP[*]} --protocol P (do_bench: --rep-ms $REP_MS)${HOST[*]:+, ${HOST[*]}}"
+    echo "Sweep: scripts/{${SCRIPTS// /,}}.lua with each of: ${SWEEP_GROUPS} --protocol P (do_bench: --rep-ms $REP_MS)${HOST[*]:+, ${HOST[*]}}"
     echo "Wall time: $(($(date +%s) - T0)) s."
     echo
     for s in "${STATUS[@]}"; do echo "- $s"; done

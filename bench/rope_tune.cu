@@ -219,129 +219,16 @@ void plan_row(const Point &pt, const Bufs &b, const char *sname, const char *mod
   emit(pt, sname, mode, v, time_it(launch), ok);
 }
 
-/* ---- kernels/rope.cu's flat kernel, as branch i25-flat-integration adds it -------------------
- * Copied here unchanged so that the experiment times the code that would be merged; deleted from
- * this file when the branch is merged (the harness includes kernels/rope.cu). */
-/* ---- flat kernel --------------------------------------------------------------- */
-/* The medium regime (docs/perf-notes.md, "The flat kernel"): where the fused plans need more
- * than a wave, because a thread keeps its loads in registers, the flat kernel keeps them in
- * shared memory. Units (llama4: one 16-byte vector; neox: a vector and its partner D/2 on) are
- * numbered flat, q's then k's; a CTA of T threads takes T * VPT consecutive units, thread t units
- * t, t + T, ..., so a warp's accesses are contiguous runs. Every load of a thread is issued before
- * the first use: with cp.async into shared memory (STAGE), which costs no register per load, or
- * into registers. Each thread rotates what it loaded itself (no barrier). The math is the fused
- * kernel's, so the bits are the CPU twin's. 16-byte vectors only; offsets in 32 bits (the host
- * launches it only when one tensor's bytes fit). */
-struct FlatGeom {
-  Pass pass[2];
-  const float *freqs;
-  unsigned nq_u, total_u; /* q's units; q's and k's */
-  unsigned uph;           /* units per head */
-  unsigned hq, hk, d, seq;
-  bool batched;           /* more tokens than positions: the position is token % seq */
-};
-
+/* ---- the flat kernel (issue 25 finding 6) -------------------------------------------------
+ * kernels/rope.cu's rope_flat_kernel at T threads and VPT units a thread (registers; the
+ * cp.async-staged variant of the first run was slower at every cell and is gone from rope.cu), and
+ * the flat copy: the same loads and stores with no rotation, the table's words XOR-folded as the
+ * floor folds them, a floor candidate, in registers or staged with cp.async. */
 __device__ __forceinline__ void cp_async16(void *smem, const void *gmem) {
   const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
 }
 
-/* Unit u (< total_u): of q or of k, its head (counted over the tensor's tokens) and its place x
- * in the head. */
-struct FlatUnit {
-  bool isq;
-  unsigned head, x;
-};
-__device__ __forceinline__ FlatUnit flat_unit(const FlatGeom &g, unsigned u) {
-  FlatUnit n;
-  n.isq = u < g.nq_u;
-  const unsigned uu = n.isq ? u : u - g.nq_u;
-  n.head = uu / g.uph;
-  n.x = uu - n.head * g.uph;
-  return n;
-}
-
-template <kb_dtype DT, int NV, int STYLE, int DIR, int VPT, int STAGE>
-__global__ void __launch_bounds__(kThreads) rope_flat_kernel(const FlatGeom g) {
-  typedef Elem<DT> E;
-  typedef typename E::raw R;
-  typedef typename E::acc A;
-  typedef Vec<R, NV> V;
-  typedef typename V::type W;
-  static_assert(sizeof(W) == 16, "the flat kernel moves 16-byte vectors");
-  constexpr bool NEOX = STYLE == KB_ROPE_NEOX;
-  constexpr int NW = NEOX ? 2 : 1;        /* vectors per unit */
-  constexpr int NF = NEOX ? 2 * NV : NV;  /* floats of freqs per unit */
-  extern __shared__ W stage[];            /* [VPT][NW][T] */
-  const bool second = DIR == kFull && blockIdx.y == 1, bwd = DIR == kBackward || second;
-  const Pass ps = {second ? g.pass[1].q : g.pass[0].q, second ? g.pass[1].k : g.pass[0].k,
-                   second ? g.pass[1].qo : g.pass[0].qo, second ? g.pass[1].ko : g.pass[0].ko};
-  const unsigned T = blockDim.x, t = threadIdx.x;
-  const unsigned u0 = blockIdx.x * T * VPT + t;
-  const unsigned hbytes = g.d * (unsigned)sizeof(R), half_bytes = hbytes / 2;
-  W reg[VPT][NW];
-  unsigned off[VPT]; /* byte offset of the unit's first vector in its tensor */
-#pragma unroll
-  for (int v = 0; v < VPT; v++) {
-    const unsigned u = u0 + v * T;
-    if (u < g.total_u) {
-      const FlatUnit n = flat_unit(g, u);
-      off[v] = n.head * hbytes + n.x * 16;
-      const char *src = (const char *)(n.isq ? ps.q : ps.k) + off[v];
-#pragma unroll
-      for (int w = 0; w < NW; w++) {
-        if constexpr (STAGE) cp_async16(&stage[(v * NW + w) * T + t], src + w * half_bytes);
-        else reg[v][w] = load_words<W>(src + w * half_bytes);
-      }
-    }
-  }
-  if constexpr (STAGE) asm volatile("cp.async.wait_all;\n" ::: "memory");
-#pragma unroll
-  for (int v = 0; v < VPT; v++) {
-    const unsigned u = u0 + v * T;
-    if (u < g.total_u) {
-      const FlatUnit n = flat_unit(g, u);
-      W lo, hi;
-      if constexpr (STAGE) {
-        lo = stage[(v * NW) * T + t];
-        if constexpr (NEOX) hi = stage[(v * NW + 1) * T + t];
-      } else {
-        lo = reg[v][0];
-        if constexpr (NEOX) hi = reg[v][1];
-      }
-      const unsigned tok = n.head / (n.isq ? g.hq : g.hk), s = g.batched ? tok % g.seq : tok;
-      float f[NF];
-      load_freqs<NF>(g.freqs + (size_t)s * g.d + n.x * NF, f);
-#pragma unroll
-      for (int j = 1; j < NF; j += 2) f[j] = bwd ? -f[j] : f[j];
-      if constexpr (NEOX) {
-#pragma unroll
-        for (int j = 0; j < NV; j++) {
-          A re = E::widen(V::get(lo, j)), im = E::widen(V::get(hi, j));
-          rotate<A>(re, im, (A)f[2 * j], (A)f[2 * j + 1]);
-          V::set(lo, j, E::narrow(re));
-          V::set(hi, j, E::narrow(im));
-        }
-      } else {
-#pragma unroll
-        for (int j = 0; j < NV / 2; j++) {
-          A re = E::widen(V::get(lo, 2 * j)), im = E::widen(V::get(lo, 2 * j + 1));
-          rotate<A>(re, im, (A)f[2 * j], (A)f[2 * j + 1]);
-          V::set(lo, 2 * j, E::narrow(re));
-          V::set(lo, 2 * j + 1, E::narrow(im));
-        }
-      }
-      char *dst = (char *)(n.isq ? ps.qo : ps.ko) + off[v];
-      store_words<W>(dst, lo);
-      if constexpr (NEOX) store_words<W>(dst + half_bytes, hi);
-    }
-  }
-}
-
-/* ---- the flat kernel (issue 25 finding 6) -------------------------------------------------
- * kernels/rope.cu's rope_flat_kernel at every configuration (T threads, VPT units a thread,
- * registers or cp.async staging), and the flat copy: the same loads and stores with no rotation,
- * the table's words XOR-folded as the floor folds them, a floor candidate. */
 template <int DIR, int VPT, int STAGE>
 __global__ void __launch_bounds__(kThreads) tune_flat_copy_kernel(const FlatGeom g, unsigned *sink) {
   typedef Words<16> W;
@@ -409,7 +296,8 @@ void flat_row(const Point &pt, const Bufs &b, const char *sname, const char *mod
       CK(cudaGetLastError());
     };
   } else {
-    auto kernel = rope_flat_kernel<KB_BF16, 8, STYLE, DIR, VPT, STAGE>;
+    static_assert(!STAGE, "kernels/rope.cu's flat kernel loads into registers only");
+    auto kernel = rope_flat_kernel<KB_BF16, 8, STYLE, DIR, VPT>;
     if (smem > 48 * 1024) CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kernel, (int)T, smem));
     launch = [=] {
@@ -430,10 +318,6 @@ template <int STYLE, int DIR> void flat_rows(const Point &pt, const Bufs &b, con
     flat_row<STYLE, DIR, 2, 0>(pt, b, sname, mode, T);
     flat_row<STYLE, DIR, 4, 0>(pt, b, sname, mode, T);
     flat_row<STYLE, DIR, 8, 0>(pt, b, sname, mode, T);
-    flat_row<STYLE, DIR, 4, 1>(pt, b, sname, mode, T);
-    flat_row<STYLE, DIR, 8, 1>(pt, b, sname, mode, T);
-    flat_row<STYLE, DIR, 10, 1>(pt, b, sname, mode, T);
-    flat_row<STYLE, DIR, 16, 1>(pt, b, sname, mode, T);
   }
 }
 

@@ -24,6 +24,10 @@
  * forward of (q, k) and the backward of (dq, dk) in one launch; the
  * direction is a sign XORed into sin, so both passes share one kernel.
  *
+ * Flat kernel: the medium regime, past the small plans and short of the
+ * bandwidth-bound sizes: units numbered flat over q and k, one a thread
+ * (kFlatThreads, kFlatVpt; docs/perf-notes.md, "The flat kernel").
+ *
  * Floor kernel (rope.h): the fused call's bytes moved by one flat copy in
  * one launch, the yardstick the fused kernels are measured against.
  *
@@ -273,6 +277,106 @@ __global__ void __launch_bounds__(kThreads, MINB) rope_fused_kernel(const FusedG
   }
 }
 
+/* ---- flat kernel --------------------------------------------------------------- */
+/* The medium regime (docs/perf-notes.md, "The flat kernel"). Units (llama4: one 16-byte vector;
+ * neox: a vector and its partner D/2 on) are numbered flat, q's then k's; a CTA of T threads takes
+ * T * VPT consecutive units, thread t units t, t + T, ..., so a warp's accesses are contiguous
+ * runs. Every load of a thread is issued into registers before the first use. Production runs
+ * VPT 1 (kFlatVpt); bench/rope_tune.cu times the others, all measured slower, and a variant
+ * staged in shared memory with cp.async, slower still (docs/perf-notes.md).
+ * Each thread rotates what it loaded itself (no barrier). The math is the fused kernel's, so the
+ * bits are the CPU twin's. 16-byte vectors only; offsets in 32 bits (the host launches it only
+ * when one tensor's bytes fit). */
+struct FlatGeom {
+  Pass pass[2];
+  const float *freqs;
+  unsigned nq_u, total_u; /* q's units; q's and k's */
+  unsigned uph;           /* units per head */
+  unsigned hq, hk, d, seq;
+  bool batched;           /* more tokens than positions: the position is token % seq */
+};
+
+/* Unit u (< total_u): of q or of k, its head (counted over the tensor's tokens) and its place x
+ * in the head. */
+struct FlatUnit {
+  bool isq;
+  unsigned head, x;
+};
+__device__ __forceinline__ FlatUnit flat_unit(const FlatGeom &g, unsigned u) {
+  FlatUnit n;
+  n.isq = u < g.nq_u;
+  const unsigned uu = n.isq ? u : u - g.nq_u;
+  n.head = uu / g.uph;
+  n.x = uu - n.head * g.uph;
+  return n;
+}
+
+template <kb_dtype DT, int NV, int STYLE, int DIR, int VPT>
+__global__ void __launch_bounds__(kThreads) rope_flat_kernel(const FlatGeom g) {
+  typedef Elem<DT> E;
+  typedef typename E::raw R;
+  typedef typename E::acc A;
+  typedef Vec<R, NV> V;
+  typedef typename V::type W;
+  static_assert(sizeof(W) == 16, "the flat kernel moves 16-byte vectors");
+  constexpr bool NEOX = STYLE == KB_ROPE_NEOX;
+  constexpr int NW = NEOX ? 2 : 1;        /* vectors per unit */
+  constexpr int NF = NEOX ? 2 * NV : NV;  /* floats of freqs per unit */
+  const bool second = DIR == kFull && blockIdx.y == 1, bwd = DIR == kBackward || second;
+  const Pass ps = {second ? g.pass[1].q : g.pass[0].q, second ? g.pass[1].k : g.pass[0].k,
+                   second ? g.pass[1].qo : g.pass[0].qo, second ? g.pass[1].ko : g.pass[0].ko};
+  const unsigned T = blockDim.x, t = threadIdx.x;
+  const unsigned u0 = blockIdx.x * T * VPT + t;
+  const unsigned hbytes = g.d * (unsigned)sizeof(R), half_bytes = hbytes / 2;
+  W reg[VPT][NW];
+  unsigned off[VPT]; /* byte offset of the unit's first vector in its tensor */
+#pragma unroll
+  for (int v = 0; v < VPT; v++) {
+    const unsigned u = u0 + v * T;
+    if (u < g.total_u) {
+      const FlatUnit n = flat_unit(g, u);
+      off[v] = n.head * hbytes + n.x * 16;
+      const char *src = (const char *)(n.isq ? ps.q : ps.k) + off[v];
+#pragma unroll
+      for (int w = 0; w < NW; w++) reg[v][w] = load_words<W>(src + w * half_bytes);
+    }
+  }
+#pragma unroll
+  for (int v = 0; v < VPT; v++) {
+    const unsigned u = u0 + v * T;
+    if (u < g.total_u) {
+      const FlatUnit n = flat_unit(g, u);
+      W lo = reg[v][0], hi;
+      if constexpr (NEOX) hi = reg[v][1];
+      const unsigned tok = n.head / (n.isq ? g.hq : g.hk), s = g.batched ? tok % g.seq : tok;
+      float f[NF];
+      load_freqs<NF>(g.freqs + (size_t)s * g.d + n.x * NF, f);
+#pragma unroll
+      for (int j = 1; j < NF; j += 2) f[j] = bwd ? -f[j] : f[j];
+      if constexpr (NEOX) {
+#pragma unroll
+        for (int j = 0; j < NV; j++) {
+          A re = E::widen(V::get(lo, j)), im = E::widen(V::get(hi, j));
+          rotate<A>(re, im, (A)f[2 * j], (A)f[2 * j + 1]);
+          V::set(lo, j, E::narrow(re));
+          V::set(hi, j, E::narrow(im));
+        }
+      } else {
+#pragma unroll
+        for (int j = 0; j < NV / 2; j++) {
+          A re = E::widen(V::get(lo, 2 * j)), im = E::widen(V::get(lo, 2 * j + 1));
+          rotate<A>(re, im, (A)f[2 * j], (A)f[2 * j + 1]);
+          V::set(lo, 2 * j, E::narrow(re));
+          V::set(lo, 2 * j + 1, E::narrow(im));
+        }
+      }
+      char *dst = (char *)(n.isq ? ps.qo : ps.ko) + off[v];
+      store_words<W>(dst, lo);
+      if constexpr (NEOX) store_words<W>(dst + half_bytes, hi);
+    }
+  }
+}
+
 /* ---- floor kernel ------------------------------------------------------------ */
 /* The floor (rope.h): one launch over a list of byte segments, each copied
  * (dst set) or only read (dst NULL: the table), in words of WB bytes. Thread
@@ -444,12 +548,62 @@ const char *launch_small(const FusedGeom &g, int sms, cudaStream_t stream) {
   return launch_fused_u<DT, NV, STYLE, U, DIR>(g, p, stream);
 }
 
+/* The flat plan (docs/perf-notes.md, "The flat kernel" and "The flat kernel, second rule"):
+ * CTAs of kFlatThreads threads, one unit a thread in registers, for 2-byte dtypes in 16-byte
+ * vectors (the case measured). launch_fused_dir takes it past the small plans of one and two
+ * units a thread up to kFlatMaxPerSm units per SM (both passes of `full` counted), where the
+ * fused plans of four and eight units a thread ran 3-5 % slower than it on the H200. */
+constexpr int kFlatThreads = 128, kFlatVpt = 1;
+
+/* Launches the flat kernel when the call is its (2-byte dtype, 16-byte vectors, offsets in 32
+ * bits); *taken says whether it did. */
+template <kb_dtype DT, int NV, int STYLE, int DIR>
+const char *try_flat(const FusedGeom &fg, cudaStream_t stream, bool *taken) {
+  typedef typename Elem<DT>::raw R;
+  *taken = false;
+  if constexpr (sizeof(R) != 2 || NV != 8) {
+    return NULL;
+  } else {
+    constexpr bool NEOX = STYLE == KB_ROPE_NEOX;
+    constexpr int npass = DIR == kFull ? 2 : 1;
+    const unsigned long long uph = (unsigned long long)(NEOX ? fg.d / 2 : fg.d) / NV;
+    const unsigned long long nq_u = fg.ntok * fg.hq * uph, total_u = nq_u + fg.ntok * fg.hk * uph;
+    const unsigned long long head_bytes = (unsigned long long)fg.d * sizeof(R);
+    const unsigned long long per_cta = (unsigned long long)kFlatThreads * kFlatVpt;
+    if (total_u == 0 || total_u > 0xffffffffULL - per_cta || fg.ntok * fg.hq * head_bytes > 0xffffffffULL ||
+        fg.ntok * fg.hk * head_bytes > 0xffffffffULL)
+      return NULL;
+    const unsigned long long grid = (total_u + per_cta - 1) / per_cta;
+    FlatGeom g = {};
+    g.pass[0] = fg.pass[0];
+    g.pass[1] = fg.pass[1];
+    g.freqs = fg.freqs;
+    g.nq_u = (unsigned)nq_u;
+    g.total_u = (unsigned)total_u;
+    g.uph = (unsigned)uph;
+    g.hq = (unsigned)fg.hq;
+    g.hk = (unsigned)fg.hk;
+    g.d = (unsigned)fg.d;
+    g.seq = (unsigned)fg.seq;
+    g.batched = fg.ntok > fg.seq;
+    char what[96];
+    snprintf(what, sizeof what, "rope_flat<%s,%s,%s>", kb_dtype_name(DT), style_name(STYLE),
+             DIR == kFull ? "fwd_bwd" : DIR == kBackward ? "bwd" : "fwd");
+    rope_flat_kernel<DT, NV, STYLE, DIR, kFlatVpt>
+        <<<dim3((unsigned)grid, (unsigned)npass), kFlatThreads, 0, stream>>>(g);
+    KB_CUDA_TRY(what, " launch", cudaGetLastError());
+    *taken = true;
+    return NULL;
+  }
+}
+
 /* Units per thread. A bandwidth-bound call needs 8 vectors (neox: 4 pairs)
  * in flight per thread, the large kernels. A call small enough to be bound
  * by latency runs fastest with about kThreadsPerSm threads per SM (measured
  * on the H200 at hidden 512, docs/perf-notes.md): the fewest units per
  * thread that keep to that, in CTAs that fit one wave where they can. */
 constexpr long long kThreadsPerSm = 640;
+constexpr long long kFlatMaxPerSm = 32 * kThreadsPerSm;
 
 template <kb_dtype DT, int NV, int STYLE, int DIR>
 const char *launch_fused_dir(FusedGeom g, cudaStream_t stream) {
@@ -461,6 +615,11 @@ const char *launch_fused_dir(FusedGeom g, cudaStream_t stream) {
   const long long per_sm = g.ntok * g.htot * (long long)g.units * (DIR == kFull ? 2 : 1) / sms;
   if (per_sm <= kThreadsPerSm) return launch_small<DT, NV, STYLE, 1, DIR>(g, sms, stream);
   if (per_sm <= 2 * kThreadsPerSm) return launch_small<DT, NV, STYLE, 2, DIR>(g, sms, stream);
+  if (per_sm <= kFlatMaxPerSm) {
+    bool flat = false;
+    err = try_flat<DT, NV, STYLE, DIR>(g, stream, &flat);
+    if (err || flat) return err;
+  }
   if (STYLE == KB_ROPE_LLAMA4 && per_sm <= 4 * kThreadsPerSm)
     return launch_small<DT, NV, STYLE, 4, DIR>(g, sms, stream);
   if (per_sm <= ULARGE * kThreadsPerSm) return launch_small<DT, NV, STYLE, ULARGE, DIR>(g, sms, stream);

@@ -126,6 +126,69 @@ describe('kb.rope full and floor on cuda against the cpu path #gpu', function()
     p:free()
   end
 
+  -- the flat plan (kernels/rope.cu): medium shapes, where bf16 and f16 take it and the 4- and
+  -- 8-byte dtypes the fused plans; the bits equal the cpu path's either way, batched or not
+  local FLAT = {
+    { b = 1, s = 2048, hq = 32, hk = 8, d = 64 }, { b = 2, s = 512, hq = 32, hk = 8, d = 64 },
+    { b = 1, s = 1024, hq = 32, hk = 8, d = 256 }, { b = 3, s = 300, hq = 12, hk = 4, d = 32 },
+  }
+  for _, style in ipairs { 'llama4', 'neox' } do
+    it(style .. ': the flat plan equals the cpu path in every dtype, batched or not', function()
+      for _, dtype in ipairs(DTYPES) do
+        for _, c in ipairs(FLAT) do
+          local t = inputs(c, dtype, 'cuda')
+          local cq, ck, cdq, cdk, cf = t.q:to('cpu'), t.k:to('cpu'), t.dq:to('cpu'), t.dk:to('cpu'), t.f:to('cpu')
+          local want = { kb.rope[style .. '_fwd_bwd'](cq, ck, cdq, cdk, cf) }
+          local got = { kb.rope[style .. '_fwd_bwd'](t.q, t.k, t.dq, t.dk, t.f) }
+          for i = 1, 4 do same_bits(got[i]:to('cpu'), want[i], t.where .. ' full ' .. i) end
+          local fq, fk = kb.rope[style .. '_fwd'](t.q, t.k, t.f)
+          same_bits(fq:to('cpu'), want[1], t.where .. ' fwd q')
+          same_bits(fk:to('cpu'), want[2], t.where .. ' fwd k')
+          local bq, bk = kb.rope[style .. '_bwd'](t.dq, t.dk, t.f)
+          same_bits(bq:to('cpu'), want[3], t.where .. ' bwd dq')
+          same_bits(bk:to('cpu'), want[4], t.where .. ' bwd dk')
+        end
+      end
+    end)
+  end
+
+  -- which kernel a forward call runs (kb.trace names it): the flat plan from hidden 2048 / seq 2048
+  -- up to 32 x 640 units per SM on the H200's 132 SMs (llama4 counts a 16-byte vector a unit,
+  -- neox a pair of them), the fused plans on either side
+  it('takes the flat plan in the medium regime only, in bf16 (kb.trace names the kernel)', function()
+    if not kb.trace.available() then
+      pending('kb.trace (CUPTI) is not available')
+      return
+    end
+    local cases = {
+      { shape = { b = 1, s = 2048, hq = 32, hk = 8, d = 16 }, llama4 = 'rope_fused', neox = 'rope_fused' },
+      { shape = { b = 1, s = 2048, hq = 32, hk = 8, d = 64 }, llama4 = 'rope_flat', neox = 'rope_flat' },
+      { shape = { b = 1, s = 2048, hq = 32, hk = 8, d = 256 }, llama4 = 'rope_flat', neox = 'rope_flat' },
+      { shape = { b = 1, s = 4096, hq = 32, hk = 8, d = 256 }, llama4 = 'rope_fused', neox = 'rope_flat' },
+      { shape = { b = 1, s = 8192, hq = 32, hk = 8, d = 256 }, llama4 = 'rope_fused', neox = 'rope_fused' },
+    }
+    local sms = kb.device_info().sm_count
+    for _, c in ipairs(cases) do
+      local t = inputs(c.shape, 'bf16', 'cuda')
+      for _, style in ipairs { 'llama4', 'neox' } do
+        kb.trace.start()
+        kb.rope[style .. '_fwd'](t.q, t.k, t.f)
+        kb.synchronize()
+        local names = {}
+        for _, r in ipairs((kb.trace.stop())) do
+          if r.kind == 'kernel' then names[#names + 1] = r.name end
+        end
+        assert.equal(1, #names, table.concat(names, ', '))
+        -- the boundaries move with the SM count; hidden 2048 is flat on any card of 16-255 SMs
+        if sms == 132 or c.shape.d == 64 then
+          local want = c[style]
+          assert.truthy(names[1]:find(want, 1, true), ('%s S=%d D=%d: %s'):format(style, c.shape.s, c.shape.d, names[1]))
+        end
+      end
+      for _, n in ipairs { 'q', 'k', 'dq', 'dk', 'f' } do t[n]:free() end
+    end
+  end)
+
   for _, dtype in ipairs { 'bf16', 'f32' } do
     for _, style in ipairs { 'llama4', 'neox' } do
       it(('%s %s: full, forward and backward equal the cpu path at every plan'):format(style, dtype), function()
