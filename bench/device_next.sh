@@ -12,9 +12,13 @@
 #     rule's part 1 before the merge)
 #   part 3 (about 5.5 minutes, carry ["build/carry.tgz", ".whl"]): bench/rope_small.sh (A' and the
 #     peers in one call, with the flat kernel adopted)
+#   part 4 (about 3 minutes, carry as part 3): the kernel times again, ncu now naming the flat
+#     kernel (part 3's ncu filter left rope_flat out, so its ncu column is void): rope_small.sh
+#     with STEPS="ncu trace", then bench/rope_bytes_gpu.sh (bytes or rate, with the flat kernel)
 #   device run, timeout_s 600:  bash bench/device_next.sh PART
 # Out ($OUT): part 1 e4b.tar.gz, flat2-raw.tar.gz, flat2-summary.md, log.txt; part 2 e4b.tar.gz,
-# gpu_specs.txt, log.txt; part 3 rope_small_raw.tar.gz, table.md, log.txt.
+# gpu_specs.txt, log.txt; part 3 rope_small_raw.tar.gz, table.md, log.txt; part 4 those of part 3
+# and rope_bytes_raw.tar.gz, bytes.md.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 PART=${1:-1}
@@ -57,6 +61,20 @@ case $PART in
     cat "$OUT/small/log.txt" >>"$LOG" 2>/dev/null
     rm -rf "$OUT/small"
     ;;
-*) echo "usage: bash bench/device_next.sh 1|2|3" >&2; exit 2 ;;
+4)
+    say "1 rope_small.sh, kernel times only"
+    OUT=$OUT/small STEPS="ncu trace" BUDGET_S=120 timeout 150 bash bench/rope_small.sh >/dev/null 2>&1
+    echo "rope_small.sh (ncu, trace): exit $?" | tee -a "$LOG"
+    mv "$OUT/small/rope_small_raw.tar.gz" "$OUT/small/table.md" "$OUT/" 2>/dev/null
+    cat "$OUT/small/log.txt" >>"$LOG" 2>/dev/null
+    rm -rf "$OUT/small"
+    say "2 bytes or rate, again"
+    OUT=$OUT/bytes timeout 150 bash bench/rope_bytes_gpu.sh >/dev/null 2>&1
+    echo "rope_bytes_gpu.sh: exit $?" | tee -a "$LOG"
+    mv "$OUT/bytes/rope_bytes_raw.tar.gz" "$OUT/bytes/bytes.md" "$OUT/" 2>/dev/null
+    cat "$OUT/bytes/log.txt" >>"$LOG" 2>/dev/null
+    rm -rf "$OUT/bytes"
+    ;;
+*) echo "usage: bash bench/device_next.sh 1|2|3|4" >&2; exit 2 ;;
 esac
 say "done"

@@ -23,7 +23,7 @@ fi
 METRICS=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_op_read.sum,lts__t_sectors_op_write.sum,sm__warps_active.avg.pct_of_peak_sustained_active
 for pt in H2048_T2048 H8192_T1024; do
     timeout -k 5 60 "$NCU" --clock-control none --cache-control all --metrics "$METRICS" \
-        --kernel-name regex:'rope_(fused|floor)' --csv --print-units base \
+        --kernel-name regex:'rope_(fused|flat|floor)' --csv --print-units base \
         build/kluabench bench/rope_kernel_times.lua ncu 5 "rope/$pt/forward" >"$RAW/ncu_ours_$pt.csv"
     echo "ncu ours $pt: exit $?"
     timeout -k 5 90 "$NCU" --clock-control none --cache-control all --metrics "$METRICS" \

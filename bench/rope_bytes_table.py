@@ -24,7 +24,8 @@ def read(path):
     by = defaultdict(lambda: defaultdict(list))  # kernel -> metric -> [value per launch]
     for r in rows:
         name = r["Kernel Name"]
-        kind = ("floor" if "rope_floor" in name else "fused" if "rope_fused" in name
+        # our fused call runs rope_fused or (the medium regime, since the flat kernel) rope_flat
+        kind = ("floor" if "rope_floor" in name else "fused" if "rope_fused" in name or "rope_flat" in name
                 else "liger" if "_triton_rope" in name else None)
         if kind is None:
             continue

@@ -21,7 +21,9 @@
 #   env (versions, clocks), ours do_bench sweeps, the peers' do_bench sweep, ncu of ours and of
 #   Liger, kb.trace kernel times, ours in graph mode, the peers in CUDA graphs, the table.
 # Knobs: OUT (/tmp/rope-small), REP_MS (100), BUDGET_S (300), KLUABENCH (build/kluabench),
-#   PYTHON (python3), NCU (ncu), PEERS ("huggingface,liger,torch_compile").
+#   PYTHON (python3), NCU (ncu), PEERS ("huggingface,liger,torch_compile"), STEPS (the steps to
+#   run, of "sweeps peers ncu trace graph"; default all: a call that repeats only the kernel
+#   times gives STEPS="ncu trace", and the table then judges what those steps give).
 set -u
 cd "$(dirname "$0")/.." || exit 1
 OUT=${OUT:-/tmp/rope-small}
@@ -36,6 +38,8 @@ NCU=${NCU:-$(command -v ncu || echo /usr/local/cuda/bin/ncu)}
 REP_MS=${REP_MS:-100}
 BUDGET_S=${BUDGET_S:-300}
 PEERS=${PEERS:-huggingface,liger,torch_compile}
+STEPS=" ${STEPS:-sweeps peers ncu trace graph} "
+want() { [[ $STEPS == *" $1 "* ]]; }
 T0=$(date +%s)
 SUMMARY=()
 
@@ -79,27 +83,27 @@ main() {
     fi
     env_info | tee "$RAW/env.txt"
     # in order of what the targets need, so that a short budget cuts the reported-only steps
-    for k in llama4_rope rope; do
+    want sweeps && for k in llama4_rope rope; do
         # 48 bundles a sweep; 2026-12-04 it wrote 36 in 50 s, so 80
         timed "ours $k" 80 "$KB" scripts/$k.lua --sweep all --mode all --provider fused,floor \
             --rep-ms "$REP_MS" --format jsonl --out "$RAW/ours_$k.jsonl"
     done
-    timed "peers" 90 "$PY" scripts/peers/rope_peers.py --kernel llama4_rope,rope --providers "$PEERS" \
+    want peers && timed "peers" 90 "$PY" scripts/peers/rope_peers.py --kernel llama4_rope,rope --providers "$PEERS" \
         --rep-ms "$REP_MS" --no-copy --out "$RAW/peers.csv"
-    timed "ncu ours" 25 "$NCU" --clock-control none --cache-control none --metrics gpu__time_duration.sum \
-        --kernel-name regex:'rope_(fused|floor)' --csv --print-units base \
+    want ncu && timed "ncu ours" 25 "$NCU" --clock-control none --cache-control none --metrics gpu__time_duration.sum \
+        --kernel-name regex:'rope_(fused|flat|floor)' --csv --print-units base \
         "$KB" bench/rope_kernel_times.lua ncu 5 >"$RAW/ncu_ours.csv"
-    timed "ncu liger" 35 "$NCU" --clock-control none --cache-control none --metrics gpu__time_duration.sum \
+    want ncu && timed "ncu liger" 35 "$NCU" --clock-control none --cache-control none --metrics gpu__time_duration.sum \
         --kernel-name regex:'rope' --csv --print-units base \
         "$PY" scripts/peers/rope_peers_graph.py --what ncu --providers liger >"$RAW/ncu_liger.csv"
-    timed "kb.trace" 15 "$KB" bench/rope_kernel_times.lua trace 100 >"$RAW/kernel_times.csv"
-    for k in llama4_rope rope; do
+    want trace && timed "kb.trace" 15 "$KB" bench/rope_kernel_times.lua trace 100 >"$RAW/kernel_times.csv"
+    want graph && for k in llama4_rope rope; do
         timed "ours $k graph" 12 "$KB" scripts/$k.lua --hidden 512,2048 --seq 2048 --mode all \
             --provider fused,floor --protocol graph --format jsonl --out "$RAW/ours_graph.jsonl"
         timed "ours $k graph T1024" 8 "$KB" scripts/$k.lua --hidden 8192 --seq 1024 --mode all \
             --provider fused,floor --protocol graph --format jsonl --out "$RAW/ours_graph.jsonl"
     done
-    timed "peers graph" 25 "$PY" scripts/peers/rope_peers_graph.py --what graph --out "$RAW/peers_graph.csv"
+    want graph && timed "peers graph" 25 "$PY" scripts/peers/rope_peers_graph.py --what graph --out "$RAW/peers_graph.csv"
     nvidia-smi --query-gpu=clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv | sed 's/^/after: /' >>"$RAW/env.txt"
     printf '\n==== steps\n'
     printf '%s\n' "${SUMMARY[@]}"

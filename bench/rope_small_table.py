@@ -224,7 +224,7 @@ def ncu_compare(ours, liger):
     (kernels x points x modes, a warm-up then 5 calls; forward 1 kernel, backward 1
     after the forward its autograd graph needs, full 2)."""
     out = {}
-    ours_r = [v for n, v in ours if "rope_fused" in n or "rope_floor" in n]
+    ours_r = [v for n, v in ours if "rope_fused" in n or "rope_flat" in n or "rope_floor" in n]
     i = 0
     for k in KERNELS:
         for h, s in LAUNCH_BOUND:

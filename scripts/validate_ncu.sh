@@ -41,7 +41,7 @@ for size in ${SIZES//,/ }; do
   for impl in fused reference; do
     echo "# $size $impl" >> "$OUT/ncu.csv"
     "$NCU" --clock-control none --cache-control none --metrics gpu__time_duration.sum \
-      --kernel-name regex:'rope_fused|ref_' --csv --print-units base \
+      --kernel-name regex:'rope_(fused|flat)|ref_' --csv --print-units base \
       "$BIN" scripts/ncu_target.lua --size "$size" --impl "$impl" --calls "$CALLS" \
       >> "$OUT/ncu.csv" 2>>"$LOG"
   done
