@@ -15,6 +15,9 @@
 #   part 4 (about 3 minutes, carry as part 3): the kernel times again, ncu now naming the flat
 #     kernel (part 3's ncu filter left rope_flat out, so its ncu column is void): rope_small.sh
 #     with STEPS="ncu trace", then bench/rope_bytes_gpu.sh (bytes or rate, with the flat kernel)
+#   part 5 (about 4 minutes, carry as part 3): the rope gpu specs, then rope_small.sh with
+#     STEPS="ncu trace graph" (a second reading of the kernel times; the peers' CUDA graphs, whose
+#     backward failed in part 3, captured on the stream their forward ran on)
 #   device run, timeout_s 600:  bash bench/device_next.sh PART
 # Out ($OUT): part 1 e4b.tar.gz, flat2-raw.tar.gz, flat2-summary.md, log.txt; part 2 e4b.tar.gz,
 # gpu_specs.txt, log.txt; part 3 rope_small_raw.tar.gz, table.md, log.txt; part 4 those of part 3
@@ -75,6 +78,18 @@ case $PART in
     cat "$OUT/bytes/log.txt" >>"$LOG" 2>/dev/null
     rm -rf "$OUT/bytes"
     ;;
-*) echo "usage: bash bench/device_next.sh 1|2|3|4" >&2; exit 2 ;;
+5)
+    say "1 the rope gpu specs (same_as_cpu shared by two specs)"
+    timeout 120 build/kluabench tests/run.lua --tags=gpu tests/rope_fwd_bwd_spec.lua tests/rope_spec.lua \
+        >"$OUT/gpu_specs.txt" 2>&1 </dev/null
+    echo "gpu specs: exit $?, $(tail -n 1 "$OUT/gpu_specs.txt")" | tee -a "$LOG"
+    say "2 rope_small.sh: kernel times and graph mode, the peers' graphs on the capture stream"
+    OUT=$OUT/small STEPS="ncu trace graph" BUDGET_S=240 timeout 270 bash bench/rope_small.sh >/dev/null 2>&1
+    echo "rope_small.sh (ncu, trace, graph): exit $?" | tee -a "$LOG"
+    mv "$OUT/small/rope_small_raw.tar.gz" "$OUT/small/table.md" "$OUT/" 2>/dev/null
+    cat "$OUT/small/log.txt" >>"$LOG" 2>/dev/null
+    rm -rf "$OUT/small"
+    ;;
+*) echo "usage: bash bench/device_next.sh 1|2|3|4|5" >&2; exit 2 ;;
 esac
 say "done"

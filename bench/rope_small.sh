@@ -98,12 +98,12 @@ main() {
         "$PY" scripts/peers/rope_peers_graph.py --what ncu --providers liger >"$RAW/ncu_liger.csv"
     want trace && timed "kb.trace" 15 "$KB" bench/rope_kernel_times.lua trace 100 >"$RAW/kernel_times.csv"
     want graph && for k in llama4_rope rope; do
-        timed "ours $k graph" 12 "$KB" scripts/$k.lua --hidden 512,2048 --seq 2048 --mode all \
+        timed "ours $k graph" 20 "$KB" scripts/$k.lua --hidden 512,2048 --seq 2048 --mode all \
             --provider fused,floor --protocol graph --format jsonl --out "$RAW/ours_graph.jsonl"
-        timed "ours $k graph T1024" 8 "$KB" scripts/$k.lua --hidden 8192 --seq 1024 --mode all \
+        timed "ours $k graph T1024" 12 "$KB" scripts/$k.lua --hidden 8192 --seq 1024 --mode all \
             --provider fused,floor --protocol graph --format jsonl --out "$RAW/ours_graph.jsonl"
     done
-    want graph && timed "peers graph" 25 "$PY" scripts/peers/rope_peers_graph.py --what graph --out "$RAW/peers_graph.csv"
+    want graph && timed "peers graph" 60 "$PY" scripts/peers/rope_peers_graph.py --what graph --out "$RAW/peers_graph.csv"
     nvidia-smi --query-gpu=clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv | sed 's/^/after: /' >>"$RAW/env.txt"
     printf '\n==== steps\n'
     printf '%s\n' "${SUMMARY[@]}"

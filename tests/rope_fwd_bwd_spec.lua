@@ -126,6 +126,26 @@ describe('kb.rope full and floor on cuda against the cpu path #gpu', function()
     p:free()
   end
 
+  -- full, forward and backward of t on cuda against the cpu path, bit for bit; poisoned: the
+  -- memory q's and k's shapes take is filled with NaN and freed first, so that outputs allocated
+  -- there start poisoned. Returns the cpu results (q, k, dq, dk after full).
+  local function same_as_cpu(style, t, poisoned)
+    local cq, ck, cdq, cdk, cf = t.q:to('cpu'), t.k:to('cpu'), t.dq:to('cpu'), t.dk:to('cpu'), t.f:to('cpu')
+    local want = { kb.rope[style .. '_fwd_bwd'](cq, ck, cdq, cdk, cf) }
+    if poisoned then
+      for _, x in ipairs { t.q, t.k } do poison(x.shape, x.dtype) end
+    end
+    local got = { kb.rope[style .. '_fwd_bwd'](t.q, t.k, t.dq, t.dk, t.f) }
+    for i = 1, 4 do same_bits(got[i]:to('cpu'), want[i], t.where .. ' full ' .. i) end
+    local fq, fk = kb.rope[style .. '_fwd'](t.q, t.k, t.f)
+    same_bits(fq:to('cpu'), want[1], t.where .. ' fwd q')
+    same_bits(fk:to('cpu'), want[2], t.where .. ' fwd k')
+    local bq, bk = kb.rope[style .. '_bwd'](t.dq, t.dk, t.f)
+    same_bits(bq:to('cpu'), want[3], t.where .. ' bwd dq')
+    same_bits(bk:to('cpu'), want[4], t.where .. ' bwd dk')
+    return want
+  end
+
   -- the flat plan (kernels/rope.cu): medium shapes, where bf16 and f16 take it and the 4- and
   -- 8-byte dtypes the fused plans; the bits equal the cpu path's either way, batched or not
   local FLAT = {
@@ -136,17 +156,7 @@ describe('kb.rope full and floor on cuda against the cpu path #gpu', function()
     it(style .. ': the flat plan equals the cpu path in every dtype, batched or not', function()
       for _, dtype in ipairs(DTYPES) do
         for _, c in ipairs(FLAT) do
-          local t = inputs(c, dtype, 'cuda')
-          local cq, ck, cdq, cdk, cf = t.q:to('cpu'), t.k:to('cpu'), t.dq:to('cpu'), t.dk:to('cpu'), t.f:to('cpu')
-          local want = { kb.rope[style .. '_fwd_bwd'](cq, ck, cdq, cdk, cf) }
-          local got = { kb.rope[style .. '_fwd_bwd'](t.q, t.k, t.dq, t.dk, t.f) }
-          for i = 1, 4 do same_bits(got[i]:to('cpu'), want[i], t.where .. ' full ' .. i) end
-          local fq, fk = kb.rope[style .. '_fwd'](t.q, t.k, t.f)
-          same_bits(fq:to('cpu'), want[1], t.where .. ' fwd q')
-          same_bits(fk:to('cpu'), want[2], t.where .. ' fwd k')
-          local bq, bk = kb.rope[style .. '_bwd'](t.dq, t.dk, t.f)
-          same_bits(bq:to('cpu'), want[3], t.where .. ' bwd dq')
-          same_bits(bk:to('cpu'), want[4], t.where .. ' bwd dk')
+          same_as_cpu(style, inputs(c, dtype, 'cuda'))
         end
       end
     end)
@@ -194,17 +204,7 @@ describe('kb.rope full and floor on cuda against the cpu path #gpu', function()
       it(('%s %s: full, forward and backward equal the cpu path at every plan'):format(style, dtype), function()
         for _, c in ipairs(SHAPES) do
           local t = inputs(c, dtype, 'cuda')
-          local cq, ck, cdq, cdk, cf = t.q:to('cpu'), t.k:to('cpu'), t.dq:to('cpu'), t.dk:to('cpu'), t.f:to('cpu')
-          local want = { kb.rope[style .. '_fwd_bwd'](cq, ck, cdq, cdk, cf) }
-          for _, x in ipairs { t.q, t.k } do poison(x.shape, dtype) end
-          local got = { kb.rope[style .. '_fwd_bwd'](t.q, t.k, t.dq, t.dk, t.f) }
-          for i = 1, 4 do same_bits(got[i]:to('cpu'), want[i], t.where .. ' full ' .. i) end
-          local fq, fk = kb.rope[style .. '_fwd'](t.q, t.k, t.f)
-          same_bits(fq:to('cpu'), want[1], t.where .. ' fwd q')
-          same_bits(fk:to('cpu'), want[2], t.where .. ' fwd k')
-          local bq, bk = kb.rope[style .. '_bwd'](t.dq, t.dk, t.f)
-          same_bits(bq:to('cpu'), want[3], t.where .. ' bwd dq')
-          same_bits(bk:to('cpu'), want[4], t.where .. ' bwd dk')
+          local want = same_as_cpu(style, t, true)
           kb.rope[style .. '_fwd_bwd'](t.q, t.k, t.dq, t.dk, t.f, { inplace = true })
           same_bits(t.q:to('cpu'), want[1], t.where .. ' full in place q')
           same_bits(t.dk:to('cpu'), want[4], t.where .. ' full in place dk')

@@ -55,20 +55,25 @@ def graph_time(env, kernel, pt, fn, mode, l2_bytes):
     one = 2 * pt.qk_elems * 2  # q, k, dq, dk in bf16
     sets = max(2, -(-2 * l2_bytes // one) + 1)
     launches = -(-max(20, sets) // sets) * sets
-    steps = []
-    for i in range(sets):
-        q, k, dq, dk, table = rp.make_inputs(env, kernel, pt, i)
-        steps.append(step_of(torch, fn, mode, q, k, dq, dk, table))
+    # Autograd runs a backward on the stream its forward ran on. So the forward that backward's
+    # step differentiates is made on the stream the graph is captured on, not on the default
+    # stream: a backward queued on the default (legacy) stream during a capture is an error
+    # (cudaErrorStreamCaptureImplicit), and a failed capture leaves torch's generator state
+    # broken for every later cell.
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
+    steps = []
     with torch.cuda.stream(side):
+        for i in range(sets):
+            q, k, dq, dk, table = rp.make_inputs(env, kernel, pt, i)
+            steps.append(step_of(torch, fn, mode, q, k, dq, dk, table))
         for s in steps:
             for _ in range(2):
                 s()
     torch.cuda.current_stream().wait_stream(side)
     torch.cuda.synchronize()
     g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
+    with torch.cuda.graph(g, stream=side):
         for i in range(launches):
             steps[i % sets]()
     for _ in range(3):
