@@ -21,6 +21,8 @@
 #   part 6 (about 2 minutes, carry as part 1 with build/baseline = 6479055): the flat kernel's third
 #     rule (docs/perf-notes.md): the before/after compare at hidden 512 / seq 2048, both benchmarks,
 #     forward and full, cold, 3 rounds a side, then the gpu specs of rope_fwd_bwd, rope and trace
+#   part 7 (about 2 minutes, as part 6): the third rule corrected (docs/perf-notes.md), its
+#     fresh run: hidden 512 / seq 2048, forward, backward and full
 #   device run, timeout_s 600:  bash bench/device_next.sh PART
 # Out ($OUT): part 1 e4b.tar.gz, flat2-raw.tar.gz, flat2-summary.md, log.txt; part 2 e4b.tar.gz,
 # gpu_specs.txt, log.txt; part 3 rope_small_raw.tar.gz, table.md, log.txt; part 4 those of part 3
@@ -106,6 +108,19 @@ case $PART in
     cat "$OUT/flat3/log.txt" >>"$LOG" 2>/dev/null
     rm -rf "$OUT/flat3"
     ;;
-*) echo "usage: bash bench/device_next.sh 1|2|3|4|5|6" >&2; exit 2 ;;
+7)
+    say "1 the flat kernel, the third rule corrected"
+    mkdir -p "$OUT/flat3b"
+    OUT=$OUT/flat3b SCRIPTS="llama4_rope rope" PROTOCOLS=cold ROUNDS=3 CEILING=0 \
+        SWEEP_GROUPS="--hidden 512 --seq 2048 --mode forward,backward,full --provider fused" \
+        SPEC_FILES="tests/rope_fwd_bwd_spec.lua tests/rope_spec.lua tests/trace_spec.lua" BUDGET_S=300 \
+        bash bench/refactor_compare_gpu.sh >/dev/null 2>&1
+    echo "refactor_compare_gpu.sh: exit $?" | tee -a "$LOG"
+    mv "$OUT/flat3b/raw.tar.gz" "$OUT/flat3b-raw.tar.gz" 2>/dev/null
+    mv "$OUT/flat3b/summary.md" "$OUT/flat3b-summary.md" 2>/dev/null
+    cat "$OUT/flat3b/log.txt" >>"$LOG" 2>/dev/null
+    rm -rf "$OUT/flat3b"
+    ;;
+*) echo "usage: bash bench/device_next.sh 1|2|3|4|5|6|7" >&2; exit 2 ;;
 esac
 say "done"

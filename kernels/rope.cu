@@ -24,9 +24,9 @@
  * forward of (q, k) and the backward of (dq, dk) in one launch; the
  * direction is a sign XORed into sin, so both passes share one kernel.
  *
- * Flat kernel: the medium regime, past the small plans and short of the
- * bandwidth-bound sizes: units numbered flat over q and k, one a thread
- * (kFlatThreads, kFlatVpt; docs/perf-notes.md, "The flat kernel").
+ * Flat kernel: 2-byte dtypes in 16-byte vectors short of the bandwidth-bound
+ * sizes: units numbered flat over q and k, one a thread (kFlatThreads,
+ * kFlatVpt; docs/perf-notes.md, "The flat kernel").
  *
  * Floor kernel (rope.h): the fused call's bytes moved by one flat copy in
  * one launch, the yardstick the fused kernels are measured against.
@@ -548,11 +548,10 @@ const char *launch_small(const FusedGeom &g, int sms, cudaStream_t stream) {
   return launch_fused_u<DT, NV, STYLE, U, DIR>(g, p, stream);
 }
 
-/* The flat plan (docs/perf-notes.md, "The flat kernel" and "The flat kernel, second rule"):
- * CTAs of kFlatThreads threads, one unit a thread in registers, for 2-byte dtypes in 16-byte
- * vectors (the case measured). launch_fused_dir takes it past the small plans of one and two
- * units a thread up to kFlatMaxPerSm units per SM (both passes of `full` counted), where the
- * fused plans of four and eight units a thread ran 3-5 % slower than it on the H200. */
+/* The flat plan (docs/perf-notes.md, "The flat kernel", its second and third rules): CTAs of
+ * kFlatThreads threads, one unit a thread in registers, for 2-byte dtypes in 16-byte vectors (the
+ * case measured). launch_fused_dir takes it for any such call of up to kFlatMaxPerSm units per SM
+ * (both passes of `full` counted), where the fused plans ran 2-9 % slower than it on the H200. */
 constexpr int kFlatThreads = 128, kFlatVpt = 1;
 
 /* Launches the flat kernel when the call is its (2-byte dtype, 16-byte vectors, offsets in 32
@@ -613,13 +612,13 @@ const char *launch_fused_dir(FusedGeom g, cudaStream_t stream) {
   if (err) return err;
   g.units = (STYLE == KB_ROPE_NEOX ? g.d / 2 : g.d) / NV;
   const long long per_sm = g.ntok * g.htot * (long long)g.units * (DIR == kFull ? 2 : 1) / sms;
-  if (per_sm <= kThreadsPerSm) return launch_small<DT, NV, STYLE, 1, DIR>(g, sms, stream);
-  if (per_sm <= 2 * kThreadsPerSm) return launch_small<DT, NV, STYLE, 2, DIR>(g, sms, stream);
   if (per_sm <= kFlatMaxPerSm) {
     bool flat = false;
     err = try_flat<DT, NV, STYLE, DIR>(g, stream, &flat);
     if (err || flat) return err;
   }
+  if (per_sm <= kThreadsPerSm) return launch_small<DT, NV, STYLE, 1, DIR>(g, sms, stream);
+  if (per_sm <= 2 * kThreadsPerSm) return launch_small<DT, NV, STYLE, 2, DIR>(g, sms, stream);
   if (STYLE == KB_ROPE_LLAMA4 && per_sm <= 4 * kThreadsPerSm)
     return launch_small<DT, NV, STYLE, 4, DIR>(g, sms, stream);
   if (per_sm <= ULARGE * kThreadsPerSm) return launch_small<DT, NV, STYLE, ULARGE, DIR>(g, sms, stream);
