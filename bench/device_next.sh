@@ -34,6 +34,19 @@ OUT=${OUT:-$(mktemp -d)}
 LOG=$OUT/log.txt
 T0=$(date +%s)
 say() { echo "==== $* (+$(($(date +%s) - T0)) s)" | tee -a "$LOG"; }
+# flat_compare NAME SWEEP_GROUPS SPEC_FILES BUDGET_S: bench/refactor_compare_gpu.sh, build/baseline
+# against this build, llama4_rope and rope, cold, 3 rounds a side; out NAME-raw.tar.gz,
+# NAME-summary.md, and its log appended to log.txt
+flat_compare() {
+    mkdir -p "$OUT/$1"
+    OUT=$OUT/$1 SCRIPTS="llama4_rope rope" PROTOCOLS=cold ROUNDS=3 CEILING=0 SWEEP_GROUPS=$2 \
+        SPEC_FILES=$3 BUDGET_S=$4 bash bench/refactor_compare_gpu.sh >/dev/null 2>&1
+    echo "refactor_compare_gpu.sh: exit $?" | tee -a "$LOG"
+    mv "$OUT/$1/raw.tar.gz" "$OUT/$1-raw.tar.gz" 2>/dev/null
+    mv "$OUT/$1/summary.md" "$OUT/$1-summary.md" 2>/dev/null
+    cat "$OUT/$1/log.txt" >>"$LOG" 2>/dev/null
+    rm -rf "${OUT:?}/$1"
+}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee -a "$LOG"
 echo "kluabench $(build/kluabench -e 'io.write(kb.git_commit)')" | tee -a "$LOG"
 case $PART in
@@ -42,16 +55,8 @@ case $PART in
     OUT=$OUT timeout 120 bash bench/e4b_gpu.sh >/dev/null 2>&1
     echo "e4b_gpu.sh: exit $?" | tee -a "$LOG"
     say "2 the flat kernel, second rule"
-    mkdir -p "$OUT/flat2"
-    OUT=$OUT/flat2 SCRIPTS="llama4_rope rope" PROTOCOLS=cold ROUNDS=3 CEILING=0 \
-        SWEEP_GROUPS="--hidden 2048 --seq 2048 --mode forward,full --provider fused;--hidden 8192 --seq 1024,2048,4096 --mode forward,full --provider fused" \
-        SPEC_FILES="tests/rope_fwd_bwd_spec.lua tests/rope_spec.lua" BUDGET_S=$((560 - ($(date +%s) - T0))) \
-        bash bench/refactor_compare_gpu.sh >/dev/null 2>&1
-    echo "refactor_compare_gpu.sh: exit $?" | tee -a "$LOG"
-    mv "$OUT/flat2/raw.tar.gz" "$OUT/flat2-raw.tar.gz" 2>/dev/null
-    mv "$OUT/flat2/summary.md" "$OUT/flat2-summary.md" 2>/dev/null
-    cat "$OUT/flat2/log.txt" >>"$LOG" 2>/dev/null
-    rm -rf "$OUT/flat2"
+    flat_compare flat2 "--hidden 2048 --seq 2048 --mode forward,full --provider fused;--hidden 8192 --seq 1024,2048,4096 --mode forward,full --provider fused" \
+        "tests/rope_fwd_bwd_spec.lua tests/rope_spec.lua" $((560 - ($(date +%s) - T0)))
     ;;
 2)
     say "1 E4b, second call"
@@ -97,29 +102,13 @@ case $PART in
     ;;
 6)
     say "1 the flat kernel, third rule"
-    mkdir -p "$OUT/flat3"
-    OUT=$OUT/flat3 SCRIPTS="llama4_rope rope" PROTOCOLS=cold ROUNDS=3 CEILING=0 \
-        SWEEP_GROUPS="--hidden 512 --seq 2048 --mode forward,full --provider fused" \
-        SPEC_FILES="tests/rope_fwd_bwd_spec.lua tests/rope_spec.lua tests/trace_spec.lua" BUDGET_S=300 \
-        bash bench/refactor_compare_gpu.sh >/dev/null 2>&1
-    echo "refactor_compare_gpu.sh: exit $?" | tee -a "$LOG"
-    mv "$OUT/flat3/raw.tar.gz" "$OUT/flat3-raw.tar.gz" 2>/dev/null
-    mv "$OUT/flat3/summary.md" "$OUT/flat3-summary.md" 2>/dev/null
-    cat "$OUT/flat3/log.txt" >>"$LOG" 2>/dev/null
-    rm -rf "$OUT/flat3"
+    flat_compare flat3 "--hidden 512 --seq 2048 --mode forward,full --provider fused" \
+        "tests/rope_fwd_bwd_spec.lua tests/rope_spec.lua tests/trace_spec.lua" 300
     ;;
 7)
     say "1 the flat kernel, the third rule corrected"
-    mkdir -p "$OUT/flat3b"
-    OUT=$OUT/flat3b SCRIPTS="llama4_rope rope" PROTOCOLS=cold ROUNDS=3 CEILING=0 \
-        SWEEP_GROUPS="--hidden 512 --seq 2048 --mode forward,backward,full --provider fused" \
-        SPEC_FILES="tests/rope_fwd_bwd_spec.lua tests/rope_spec.lua tests/trace_spec.lua" BUDGET_S=300 \
-        bash bench/refactor_compare_gpu.sh >/dev/null 2>&1
-    echo "refactor_compare_gpu.sh: exit $?" | tee -a "$LOG"
-    mv "$OUT/flat3b/raw.tar.gz" "$OUT/flat3b-raw.tar.gz" 2>/dev/null
-    mv "$OUT/flat3b/summary.md" "$OUT/flat3b-summary.md" 2>/dev/null
-    cat "$OUT/flat3b/log.txt" >>"$LOG" 2>/dev/null
-    rm -rf "$OUT/flat3b"
+    flat_compare flat3b "--hidden 512 --seq 2048 --mode forward,backward,full --provider fused" \
+        "tests/rope_fwd_bwd_spec.lua tests/rope_spec.lua tests/trace_spec.lua" 300
     ;;
 *) echo "usage: bash bench/device_next.sh 1|2|3|4|5|6|7" >&2; exit 2 ;;
 esac
