@@ -278,15 +278,15 @@ __global__ void __launch_bounds__(kThreads, MINB) rope_fused_kernel(const FusedG
 }
 
 /* ---- flat kernel --------------------------------------------------------------- */
-/* The medium regime (docs/perf-notes.md, "The flat kernel"). Units (llama4: one 16-byte vector;
- * neox: a vector and its partner D/2 on) are numbered flat, q's then k's; a CTA of T threads takes
- * T * VPT consecutive units, thread t units t, t + T, ..., so a warp's accesses are contiguous
- * runs. Every load of a thread is issued into registers before the first use. Production runs
- * VPT 1 (kFlatVpt); bench/rope_tune.cu times the others, all measured slower, and a variant
- * staged in shared memory with cp.async, slower still (docs/perf-notes.md).
- * Each thread rotates what it loaded itself (no barrier). The math is the fused kernel's, so the
- * bits are the CPU twin's. 16-byte vectors only; offsets in 32 bits (the host launches it only
- * when one tensor's bytes fit). */
+/* Calls short of the bandwidth-bound sizes (docs/perf-notes.md, "The flat kernel"; launch_fused_dir
+ * says which). Units (llama4: one 16-byte vector; neox: a vector and its partner D/2 on) are
+ * numbered flat, q's then k's; a CTA of T threads takes T * VPT consecutive units, thread t units
+ * t, t + T, ..., so a warp's accesses are contiguous runs. Every load of a thread is issued into
+ * registers before the first use. Production runs VPT 1 (kFlatVpt); bench/rope_tune.cu times the
+ * others, all measured slower, and a variant staged in shared memory with cp.async, slower still
+ * (docs/perf-notes.md). Each thread rotates what it loaded itself (no barrier). The math is the
+ * fused kernel's, so the bits are the CPU twin's. 16-byte vectors only; offsets in 32 bits (the
+ * host launches it only when one tensor's bytes fit). */
 struct FlatGeom {
   Pass pass[2];
   const float *freqs;
