@@ -1,10 +1,12 @@
 /* kb.compare_elements: the element-by-element comparison behind
  * kluabench.kernels.check (stdlib/kluabench/kernels/check.lua), in C because a check
  * compares millions of elements and a Lua loop over t:totable() takes
- * seconds. The policy (tolerances by dtype, what counts as a failure, the
- * messages) stays in kernels/check.lua. */
+ * seconds; the loop is kernels/compare_cpu.c's, over the cores. The policy
+ * (tolerances by dtype, what counts as a failure, the messages) stays in
+ * kernels/check.lua. */
 #include <math.h>
 #include "kb.h"
+#include "../kernels/compare_cpu.h"
 #include "../kernels/tensor_ops.h"
 
 static void set_int(lua_State *L, const char *k, int64_t v) {
@@ -51,39 +53,23 @@ static int l_compare_elements(lua_State *L) {
     return luaL_argerror(L, 2, lua_pushfstring(L, "has %I elements, got has %I", (lua_Integer)b->numel,
                                                (lua_Integer)a->numel));
   const void *ha = kb_tensor_host_copy(L, a), *hb = kb_tensor_host_copy(L, b);
-  int64_t mism = 0, unwritten = 0, nanm = 0, infm = 0, want_nan = 0, worst = -1;
-  double max_abs = 0, worst_excess = -INFINITY, wg = 0, ww = 0;
-  for (int64_t i = 0; i < a->numel; i++) {
-    double g = kb_load_f64(ha, a->dtype, (size_t)i), w = kb_load_f64(hb, b->dtype, (size_t)i);
-    if (isnan(w)) {
-      want_nan++;
-      nanm += !isnan(g);
-    } else if (isnan(g)) {
-      unwritten++;
-    } else if (isinf(g) || isinf(w)) {
-      infm += g != w;
-    } else {
-      double d = fabs(g - w), excess = d - (atol + rtol * fabs(w));
-      if (d > max_abs) max_abs = d;
-      if (excess > 0) {
-        mism++;
-        if (excess > worst_excess) worst_excess = excess, worst = i, wg = g, ww = w;
-      }
-    }
-  }
+  kb_compare_counts r;
+  if (kb_host_compare_elements(ha, a->dtype, hb, b->dtype, (size_t)a->numel, atol, rtol, &r))
+    return luaL_error(L, "compare_elements: out of memory for the per-chunk results of %I elements",
+                      (lua_Integer)a->numel);
   lua_createtable(L, 0, 8);
   set_int(L, "n", a->numel);
-  set_int(L, "mismatches", mism);
-  set_int(L, "unwritten", unwritten);
-  set_int(L, "nan_mismatch", nanm);
-  set_int(L, "inf_mismatch", infm);
-  set_int(L, "want_nan", want_nan);
-  set_num(L, "max_abs", max_abs);
-  if (worst >= 0) {
+  set_int(L, "mismatches", r.mismatches);
+  set_int(L, "unwritten", r.unwritten);
+  set_int(L, "nan_mismatch", r.nan_mismatch);
+  set_int(L, "inf_mismatch", r.inf_mismatch);
+  set_int(L, "want_nan", r.want_nan);
+  set_num(L, "max_abs", r.max_abs);
+  if (r.worst >= 0) {
     lua_createtable(L, 0, 3);
-    set_int(L, "index", worst);
-    set_num(L, "got", wg);
-    set_num(L, "want", ww);
+    set_int(L, "index", r.worst);
+    set_num(L, "got", r.worst_got);
+    set_num(L, "want", r.worst_want);
     lua_setfield(L, -2, "worst");
   }
   return 1;

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "kb.h"
+#include "../kernels/compare_cpu.h"
 #include "../kernels/tensor_ops.h"
 #include "trust.h"
 
@@ -547,18 +548,16 @@ static int t_len(lua_State *L) { return m_numel(L); }
  *   local out = ref:to("f16") -- rounded to f16: off by at most half an f16 ulp
  *   assert(kb.max_abs_diff(out, ref) < 1e-2)
  */
-/* Host copies of a and b as doubles are compared element by element; the
- * result is NaN when either holds a NaN, so `diff < tol` fails on NaN. */
+/* Host copies of a and b compared element by element over the cores
+ * (kernels/compare_cpu.h); NaN when either holds a NaN, so `diff < tol`
+ * fails on NaN. */
 static int l_max_abs_diff(lua_State *L) {
   kb_tensor *a = kb_check_tensor(L, 1), *b = kb_check_tensor(L, 2);
   check_same_shape(L, a, b, 2);
   void *ha = kb_tensor_host_copy(L, a), *hb = kb_tensor_host_copy(L, b);
-  double m = 0;
-  for (int64_t i = 0; i < a->numel; i++) {
-    double d = fabs(kb_load_f64(ha, a->dtype, (size_t)i) - kb_load_f64(hb, b->dtype, (size_t)i));
-    if (isnan(d)) { m = NAN; break; }
-    if (d > m) m = d;
-  }
+  double m;
+  if (kb_host_max_abs_diff(ha, a->dtype, hb, b->dtype, (size_t)a->numel, &m))
+    return luaL_error(L, "max_abs_diff: out of memory for the per-chunk results of %I elements", (lua_Integer)a->numel);
   lua_pushnumber(L, m);
   return 1;
 }
@@ -575,18 +574,16 @@ static int l_max_abs_diff(lua_State *L) {
  *   print(kb.rel_l2(out:to("cpu"), ref))
  */
 /* ||a - b|| / ||b||, b being the reference; 0 when both are all zero, inf
- * when only b is. */
+ * when only b is. Summed per chunk of 2^20 elements, then over the chunks in
+ * order (kernels/compare_cpu.h): the same on any number of cores. */
 static int l_rel_l2(lua_State *L) {
   kb_tensor *a = kb_check_tensor(L, 1), *b = kb_check_tensor(L, 2);
   check_same_shape(L, a, b, 2);
   void *ha = kb_tensor_host_copy(L, a), *hb = kb_tensor_host_copy(L, b);
-  double num = 0, den = 0;
-  for (int64_t i = 0; i < a->numel; i++) {
-    double x = kb_load_f64(ha, a->dtype, (size_t)i), y = kb_load_f64(hb, b->dtype, (size_t)i);
-    num += (x - y) * (x - y);
-    den += y * y;
-  }
-  lua_pushnumber(L, den > 0 ? sqrt(num / den) : (num > 0 ? HUGE_VAL : (isnan(num) ? NAN : 0.0)));
+  double r;
+  if (kb_host_rel_l2(ha, a->dtype, hb, b->dtype, (size_t)a->numel, &r))
+    return luaL_error(L, "rel_l2: out of memory for the per-chunk results of %I elements", (lua_Integer)a->numel);
+  lua_pushnumber(L, r);
   return 1;
 }
 

@@ -76,6 +76,83 @@ describe('check.compare', function()
   end)
 end)
 
+describe('kb.compare_elements over many elements', function()
+  -- Above 2^20 elements a thread the comparison is split over the cores in fixed ranges and merged
+  -- in order: the counts, the largest difference and the first worst element must be those of one
+  -- pass, wherever the ranges fall (on this machine's cores or the GPU host's 16).
+  it('gives what one pass over the elements gives, the first of equal worst elements included', function()
+    local n = (1 << 22) + 12345
+    local got, want = {}, {}
+    local g = require('kluabench.stats.prng').new(7)
+    for i = 1, n do
+      local v = g:uniform() * 4 - 2
+      got[i], want[i] = v, v
+    end
+    -- the same worst excess near both ends (the first must win), smaller ones between, and the
+    -- special values spread over every range
+    local planted = { [101] = 3.0, [n - 100] = 3.0, [n // 2] = 1.5, [n // 3] = 0.5, [n // 4 * 3] = 2.0 }
+    want[101], want[n - 100] = 0.5, 0.5 -- the same difference from the same value: the same excess
+    for i, d in pairs(planted) do got[i] = want[i] + d end
+    got[n // 5], want[n // 6 * 5] = 0 / 0, 0 / 0
+    got[n // 7 * 6] = 0 / 0
+    want[n // 7 * 6] = 0 / 0
+    got[n // 9], want[n // 9] = math.huge, 1
+    local atol, rtol = 0.25, 0.01
+    local want_r = { n = n, mismatches = 0, unwritten = 0, nan_mismatch = 0, inf_mismatch = 0, want_nan = 0, max_abs = 0 }
+    local worst_excess
+    for i = 1, n do
+      local a, b = got[i], want[i]
+      if b ~= b then
+        want_r.want_nan = want_r.want_nan + 1
+        if a == a then want_r.nan_mismatch = want_r.nan_mismatch + 1 end
+      elseif a ~= a then
+        want_r.unwritten = want_r.unwritten + 1
+      elseif math.abs(a) == math.huge or math.abs(b) == math.huge then
+        if a ~= b then want_r.inf_mismatch = want_r.inf_mismatch + 1 end
+      else
+        local d = math.abs(a - b)
+        local excess = d - (atol + rtol * math.abs(b))
+        want_r.max_abs = math.max(want_r.max_abs, d)
+        if excess > 0 then
+          want_r.mismatches = want_r.mismatches + 1
+          if not worst_excess or excess > worst_excess then
+            worst_excess, want_r.worst = excess, { index = i - 1, got = a, want = b }
+          end
+        end
+      end
+    end
+    local r = kb.compare_elements(kb.from_table(got, nil, 'f64', 'cpu'), kb.from_table(want, nil, 'f64', 'cpu'), atol, rtol)
+    assert.same(want_r, r)
+    assert.equal(100, r.worst.index) -- element 101 of the Lua list: the first of the two equal ones
+  end)
+
+  it('kb.max_abs_diff and kb.rel_l2 over many chunks: the largest difference, and sums chunk by chunk', function()
+    local n, chunk = (1 << 21) + 777, 1 << 20
+    local a, b = {}, {}
+    local g = require('kluabench.stats.prng').new(11)
+    for i = 1, n do
+      a[i], b[i] = g:uniform() - 0.5, g:uniform() - 0.5
+    end
+    a[n - 3] = b[n - 3] + 5 -- the largest difference, in the last chunk
+    local ta, tb = kb.from_table(a, nil, 'f64', 'cpu'), kb.from_table(b, nil, 'f64', 'cpu')
+    assert.equal(5, kb.max_abs_diff(ta, tb))
+    -- kernels/compare_cpu.h: per chunk of 2^20 elements, then over the chunks in order
+    local num, den = 0, 0
+    for c0 = 1, n, chunk do
+      local cn, cd = 0, 0
+      for i = c0, math.min(c0 + chunk - 1, n) do
+        cn = cn + (a[i] - b[i]) * (a[i] - b[i])
+        cd = cd + b[i] * b[i]
+      end
+      num, den = num + cn, den + cd
+    end
+    assert.equal(math.sqrt(num / den), kb.rel_l2(ta, tb))
+    a[2] = 0 / 0 -- a NaN in the first chunk makes the largest difference NaN
+    local nan = kb.max_abs_diff(kb.from_table(a, nil, 'f64', 'cpu'), tb)
+    assert.is_true(nan ~= nan)
+  end)
+end)
+
 describe('check.new', function()
   it('passes a correct kernel on three fresh seeds and after timing', function()
     local c = check.new(spec('right'))
