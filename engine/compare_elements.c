@@ -52,7 +52,7 @@ static int l_compare_elements(lua_State *L) {
   if (a->numel != b->numel)
     return luaL_argerror(L, 2, lua_pushfstring(L, "has %I elements, got has %I", (lua_Integer)b->numel,
                                                (lua_Integer)a->numel));
-  const void *ha = kb_tensor_host_copy(L, a), *hb = kb_tensor_host_copy(L, b);
+  const void *ha = kb_tensor_host_read(L, a), *hb = kb_tensor_host_read(L, b);
   kb_compare_counts r;
   if (kb_host_compare_elements(ha, a->dtype, hb, b->dtype, (size_t)a->numel, atol, rtol, &r))
     return luaL_error(L, "compare_elements: out of memory for the per-chunk results of %I elements",

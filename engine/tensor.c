@@ -110,6 +110,11 @@ void *kb_tensor_host_copy(lua_State *L, const kb_tensor *t) {
   return h;
 }
 
+const void *kb_tensor_host_read(lua_State *L, const kb_tensor *t) {
+  /* a comparison of two 268 MB cpu tensors spent a third of its time copying them */
+  return strcmp(t->dev->kind, "cpu") == 0 ? t->data : kb_tensor_host_copy(L, t);
+}
+
 /*** A tensor with uninitialised contents.
  *
  * shape is a list of non-negative integers (at most 8 dimensions); dtype defaults to "f32", device
@@ -554,7 +559,7 @@ static int t_len(lua_State *L) { return m_numel(L); }
 static int l_max_abs_diff(lua_State *L) {
   kb_tensor *a = kb_check_tensor(L, 1), *b = kb_check_tensor(L, 2);
   check_same_shape(L, a, b, 2);
-  void *ha = kb_tensor_host_copy(L, a), *hb = kb_tensor_host_copy(L, b);
+  const void *ha = kb_tensor_host_read(L, a), *hb = kb_tensor_host_read(L, b);
   double m;
   if (kb_host_max_abs_diff(ha, a->dtype, hb, b->dtype, (size_t)a->numel, &m))
     return luaL_error(L, "max_abs_diff: out of memory for the per-chunk results of %I elements", (lua_Integer)a->numel);
@@ -579,7 +584,7 @@ static int l_max_abs_diff(lua_State *L) {
 static int l_rel_l2(lua_State *L) {
   kb_tensor *a = kb_check_tensor(L, 1), *b = kb_check_tensor(L, 2);
   check_same_shape(L, a, b, 2);
-  void *ha = kb_tensor_host_copy(L, a), *hb = kb_tensor_host_copy(L, b);
+  const void *ha = kb_tensor_host_read(L, a), *hb = kb_tensor_host_read(L, b);
   double r;
   if (kb_host_rel_l2(ha, a->dtype, hb, b->dtype, (size_t)a->numel, &r))
     return luaL_error(L, "rel_l2: out of memory for the per-chunk results of %I elements", (lua_Integer)a->numel);
