@@ -34,6 +34,16 @@ OUT=${OUT:-$(mktemp -d)}
 LOG=$OUT/log.txt
 T0=$(date +%s)
 say() { echo "==== $* (+$(($(date +%s) - T0)) s)" | tee -a "$LOG"; }
+# in_folder NAME CAP FILES SCRIPT: runs bench/SCRIPT with OUT=$OUT/NAME under `timeout CAP` (the
+# caller's variables, e.g. STEPS and BUDGET_S, exported before it), moves FILES (space-separated)
+# up to $OUT and appends the script's log to log.txt
+in_folder() {
+    OUT=$OUT/$1 timeout "$2" bash "bench/$4" >/dev/null 2>&1
+    echo "$4: exit $?" | tee -a "$LOG"
+    for f in $3; do mv "$OUT/$1/$f" "$OUT/" 2>/dev/null; done
+    cat "$OUT/$1/log.txt" >>"$LOG" 2>/dev/null
+    rm -rf "${OUT:?}/$1"
+}
 # flat_compare NAME SWEEP_GROUPS SPEC_FILES BUDGET_S: bench/refactor_compare_gpu.sh, build/baseline
 # against this build, llama4_rope and rope, cold, 3 rounds a side; out NAME-raw.tar.gz,
 # NAME-summary.md, and its log appended to log.txt
@@ -68,25 +78,13 @@ case $PART in
     ;;
 3)
     say "1 rope_small.sh"
-    OUT=$OUT/small BUDGET_S=330 timeout 400 bash bench/rope_small.sh >/dev/null 2>&1
-    echo "rope_small.sh: exit $?" | tee -a "$LOG"
-    mv "$OUT/small/rope_small_raw.tar.gz" "$OUT/small/table.md" "$OUT/" 2>/dev/null
-    cat "$OUT/small/log.txt" >>"$LOG" 2>/dev/null
-    rm -rf "$OUT/small"
+    BUDGET_S=330 in_folder small 400 "rope_small_raw.tar.gz table.md" rope_small.sh
     ;;
 4)
     say "1 rope_small.sh, kernel times only"
-    OUT=$OUT/small STEPS="ncu trace" BUDGET_S=120 timeout 150 bash bench/rope_small.sh >/dev/null 2>&1
-    echo "rope_small.sh (ncu, trace): exit $?" | tee -a "$LOG"
-    mv "$OUT/small/rope_small_raw.tar.gz" "$OUT/small/table.md" "$OUT/" 2>/dev/null
-    cat "$OUT/small/log.txt" >>"$LOG" 2>/dev/null
-    rm -rf "$OUT/small"
+    STEPS="ncu trace" BUDGET_S=120 in_folder small 150 "rope_small_raw.tar.gz table.md" rope_small.sh
     say "2 bytes or rate, again"
-    OUT=$OUT/bytes timeout 150 bash bench/rope_bytes_gpu.sh >/dev/null 2>&1
-    echo "rope_bytes_gpu.sh: exit $?" | tee -a "$LOG"
-    mv "$OUT/bytes/rope_bytes_raw.tar.gz" "$OUT/bytes/bytes.md" "$OUT/" 2>/dev/null
-    cat "$OUT/bytes/log.txt" >>"$LOG" 2>/dev/null
-    rm -rf "$OUT/bytes"
+    in_folder bytes 150 "rope_bytes_raw.tar.gz bytes.md" rope_bytes_gpu.sh
     ;;
 5)
     say "1 the rope gpu specs (same_as_cpu shared by two specs)"
@@ -94,11 +92,7 @@ case $PART in
         >"$OUT/gpu_specs.txt" 2>&1 </dev/null
     echo "gpu specs: exit $?, $(tail -n 1 "$OUT/gpu_specs.txt")" | tee -a "$LOG"
     say "2 rope_small.sh: kernel times and graph mode, the peers' graphs on the capture stream"
-    OUT=$OUT/small STEPS="ncu trace graph" BUDGET_S=240 timeout 270 bash bench/rope_small.sh >/dev/null 2>&1
-    echo "rope_small.sh (ncu, trace, graph): exit $?" | tee -a "$LOG"
-    mv "$OUT/small/rope_small_raw.tar.gz" "$OUT/small/table.md" "$OUT/" 2>/dev/null
-    cat "$OUT/small/log.txt" >>"$LOG" 2>/dev/null
-    rm -rf "$OUT/small"
+    STEPS="ncu trace graph" BUDGET_S=240 in_folder small 270 "rope_small_raw.tar.gz table.md" rope_small.sh
     ;;
 6)
     say "1 the flat kernel, third rule"

@@ -19,8 +19,20 @@ static size_t chunk_end(const job *j, size_t c) {
   return e < j->n ? e : j->n;
 }
 
-/* Runs fn over every chunk on up to one thread per core, each thread a contiguous run of chunks. */
-static void over_chunks(job *j, kb_cpu_range_fn fn) { kb_cpu_parallel_for(chunks_of(j->n), 1, fn, j); }
+/* Runs fn over every chunk on up to one thread per core, each thread a contiguous run of chunks,
+ * into j->parts: `one` (room for one result) when there is one chunk, else an array of `size`-byte
+ * results allocated here. Returns j->parts, or NULL when it cannot be allocated; done_chunks
+ * frees it. */
+static void *over_chunks(job *j, kb_cpu_range_fn fn, size_t size, void *one) {
+  size_t nc = chunks_of(j->n);
+  j->parts = nc == 1 ? one : malloc(nc * size);
+  if (j->parts) kb_cpu_parallel_for(nc, 1, fn, j);
+  return j->parts;
+}
+
+static void done_chunks(job *j, void *one) {
+  if (j->parts != one) free(j->parts);
+}
 
 static void max_abs_chunks(void *ctx, size_t c0, size_t c1) {
   job *j = ctx;
@@ -40,20 +52,18 @@ static void max_abs_chunks(void *ctx, size_t c0, size_t c1) {
 }
 
 int kb_host_max_abs_diff(const void *a, kb_dtype ta, const void *b, kb_dtype tb, size_t n, double *out) {
-  size_t nc = chunks_of(n);
-  double one, *parts = nc == 1 ? &one : malloc(nc * sizeof *parts);
+  job j = {a, b, ta, tb, n, 0, 0, NULL};
+  double one, *parts = over_chunks(&j, max_abs_chunks, sizeof one, &one);
   if (!parts) return -1;
-  job j = {a, b, ta, tb, n, 0, 0, parts};
-  over_chunks(&j, max_abs_chunks);
   double m = 0;
-  for (size_t c = 0; c < nc; c++) {
+  for (size_t c = 0; c < chunks_of(n); c++) {
     if (isnan(parts[c])) {
       m = NAN;
       break;
     }
     if (parts[c] > m) m = parts[c];
   }
-  if (parts != &one) free(parts);
+  done_chunks(&j, &one);
   *out = m;
   return 0;
 }
@@ -77,14 +87,12 @@ static void rel_l2_chunks(void *ctx, size_t c0, size_t c1) {
 }
 
 int kb_host_rel_l2(const void *a, kb_dtype ta, const void *b, kb_dtype tb, size_t n, double *out) {
-  size_t nc = chunks_of(n);
-  sums one, *parts = nc == 1 ? &one : malloc(nc * sizeof *parts);
+  job j = {a, b, ta, tb, n, 0, 0, NULL};
+  sums one, *parts = over_chunks(&j, rel_l2_chunks, sizeof one, &one);
   if (!parts) return -1;
-  job j = {a, b, ta, tb, n, 0, 0, parts};
-  over_chunks(&j, rel_l2_chunks);
   double num = 0, den = 0;
-  for (size_t c = 0; c < nc; c++) num += parts[c].num, den += parts[c].den;
-  if (parts != &one) free(parts);
+  for (size_t c = 0; c < chunks_of(n); c++) num += parts[c].num, den += parts[c].den;
+  done_chunks(&j, &one);
   *out = den > 0 ? sqrt(num / den) : (num > 0 ? HUGE_VAL : (isnan(num) ? NAN : 0.0));
   return 0;
 }
@@ -118,13 +126,11 @@ static void compare_chunks(void *ctx, size_t c0, size_t c1) {
 
 int kb_host_compare_elements(const void *got, kb_dtype tg, const void *want, kb_dtype tw, size_t n, double atol,
                              double rtol, kb_compare_counts *out) {
-  size_t nc = chunks_of(n);
-  kb_compare_counts one, *parts = nc == 1 ? &one : malloc(nc * sizeof *parts);
+  job j = {got, want, tg, tw, n, atol, rtol, NULL};
+  kb_compare_counts one, *parts = over_chunks(&j, compare_chunks, sizeof one, &one);
   if (!parts) return -1;
-  job j = {got, want, tg, tw, n, atol, rtol, parts};
-  over_chunks(&j, compare_chunks);
   kb_compare_counts r = {0, 0, 0, 0, 0, -1, 0, -INFINITY, 0, 0};
-  for (size_t c = 0; c < nc; c++) { /* in order: the first of equal worst excesses stays */
+  for (size_t c = 0; c < chunks_of(n); c++) { /* in order: the first of equal worst excesses stays */
     const kb_compare_counts *p = &parts[c];
     r.mismatches += p->mismatches, r.unwritten += p->unwritten, r.nan_mismatch += p->nan_mismatch;
     r.inf_mismatch += p->inf_mismatch, r.want_nan += p->want_nan;
@@ -132,7 +138,7 @@ int kb_host_compare_elements(const void *got, kb_dtype tg, const void *want, kb_
     if (p->worst >= 0 && p->worst_excess > r.worst_excess)
       r.worst_excess = p->worst_excess, r.worst = p->worst, r.worst_got = p->worst_got, r.worst_want = p->worst_want;
   }
-  if (parts != &one) free(parts);
+  done_chunks(&j, &one);
   *out = r;
   return 0;
 }
