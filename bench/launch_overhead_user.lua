@@ -16,8 +16,9 @@
 -- the round's batches in turns instead: each turn one batch of every path, in
 -- an order shuffled per turn, so that every path's batches span the same time
 -- as the C loop's and a drift of the machine within the round reaches all of
--- them alike; block (the default) is E4's design. Per round and path: the median ns per launch over its
--- batches, and its ratio to the C loop's median in the same round. Printed:
+-- them alike; block (the default) is E4's design. Per round and path: the
+-- median ns per launch over its batches, and its ratio to the C loop's median
+-- in the same round. Printed:
 -- per path the median over rounds of the round medians and ratios, the range
 -- of the ratios, and the verdict (the target met at the median and at the
 -- largest round ratio); every batch goes to --out (CSV: round, position, path,

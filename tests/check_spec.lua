@@ -77,9 +77,9 @@ describe('check.compare', function()
 end)
 
 describe('kb.compare_elements over many elements', function()
-  -- Above 2^20 elements a thread the comparison is split over the cores in fixed ranges and merged
-  -- in order: the counts, the largest difference and the first worst element must be those of one
-  -- pass, wherever the ranges fall (on this machine's cores or the GPU host's 16).
+  -- Above 2^20 elements the comparison is split into chunks of 2^20 over the cores and merged in
+  -- order (kernels/compare_cpu.h): the counts, the largest difference and the first worst element
+  -- must be those of one pass, whichever thread takes which chunk (here 2 cores, the GPU host 16).
   it('gives what one pass over the elements gives, the first of equal worst elements included', function()
     local n = (1 << 22) + 12345
     local got, want = {}, {}
