@@ -23,10 +23,15 @@
 #     forward and full, cold, 3 rounds a side, then the gpu specs of rope_fwd_bwd, rope and trace
 #   part 7 (about 2 minutes, as part 6): the third rule corrected (docs/perf-notes.md), its
 #     fresh run: hidden 512 / seq 2048, forward, backward and full
+#   part 8 (about 9 minutes, carry ["build/carry.tgz", ".whl"]; prepared 2026-12-04, fourth
+#     session): one of the three calls of issue 25's table (docs/perf-notes.md, "Three calls of the
+#     table"): rope_small.sh with the sweeps, the peers, ncu without and with ncu's flush and
+#     kb.trace (graph mode left out: reported in part 5), BUDGET_S 545, each sweep time-boxed at
+#     160 s
 #   device run, timeout_s 600:  bash bench/device_next.sh PART
 # Out ($OUT): part 1 e4b.tar.gz, flat2-raw.tar.gz, flat2-summary.md, log.txt; part 2 e4b.tar.gz,
-# gpu_specs.txt, log.txt; part 3 rope_small_raw.tar.gz, table.md, log.txt; part 4 those of part 3
-# and rope_bytes_raw.tar.gz, bytes.md.
+# gpu_specs.txt, log.txt; parts 3 and 8 rope_small_raw.tar.gz, table.md, log.txt; part 4 those of
+# part 3 and rope_bytes_raw.tar.gz, bytes.md.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 PART=${1:-1}
@@ -104,6 +109,11 @@ case $PART in
     flat_compare flat3b "--hidden 512 --seq 2048 --mode forward,backward,full --provider fused" \
         "tests/rope_fwd_bwd_spec.lua tests/rope_spec.lua tests/trace_spec.lua" 300
     ;;
-*) echo "usage: bash bench/device_next.sh 1|2|3|4|5|6|7" >&2; exit 2 ;;
+8)
+    say "1 rope_small.sh, one call of the table"
+    STEPS="sweeps peers ncu ncuflush trace" BUDGET_S=545 SWEEP_S=160 \
+        in_folder small 570 "rope_small_raw.tar.gz table.md" rope_small.sh
+    ;;
+*) echo "usage: bash bench/device_next.sh 1|2|3|4|5|6|7|8" >&2; exit 2 ;;
 esac
 say "done"

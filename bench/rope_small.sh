@@ -12,17 +12,20 @@
 # leaves more of its own under $OUT must keep the total at 8, or the tar may be the one left out):
 #   rope_small_raw.tar.gz   raw/: ours_llama4_rope.jsonl, ours_rope.jsonl (bundles with raw
 #                           samples), ours_graph.jsonl, kernel_times.csv (kb.trace),
-#                           ncu_ours.csv, ncu_liger.csv, peers.csv (Liger's CSV format),
+#                           ncu_ours.csv, ncu_liger.csv, ncu_ours_flush.csv, ncu_liger_flush.csv,
+#                           peers.csv (Liger's CSV format),
 #                           peers_graph.csv, env.txt, log.txt
 #   table.md                the verdicts and the short tables (printed last)
 #   log.txt                 everything printed
 # Steps, each time-boxed; the whole held to BUDGET_S (default 300 s: 5 minutes), in order
 # of what the targets need (a short budget cuts the last, reported-only steps first):
 #   env (versions, clocks), ours do_bench sweeps, the peers' do_bench sweep, ncu of ours and of
-#   Liger, kb.trace kernel times, ours in graph mode, the peers in CUDA graphs, the table.
-# Knobs: OUT (/tmp/rope-small), REP_MS (100), BUDGET_S (300), KLUABENCH (build/kluabench),
+#   Liger (the caches as each process's flush leaves them, then after ncu's own flush), kb.trace
+#   kernel times, ours in graph mode, the peers in CUDA graphs, the table.
+# Knobs: OUT (/tmp/rope-small), REP_MS (100), BUDGET_S (300), SWEEP_S (80: the time-box of each of
+#   our two sweeps), KLUABENCH (build/kluabench),
 #   PYTHON (python3), NCU (ncu), PEERS ("huggingface,liger,torch_compile"), STEPS (the steps to
-#   run, of "sweeps peers ncu trace graph"; default all: a call that repeats only the kernel
+#   run, of "sweeps peers ncu ncuflush trace graph"; default all: a call that repeats only the kernel
 #   times gives STEPS="ncu trace", and the table then judges what those steps give).
 set -u
 cd "$(dirname "$0")/.." || exit 1
@@ -37,8 +40,9 @@ PY=${PYTHON:-python3}
 NCU=${NCU:-$(command -v ncu || echo /usr/local/cuda/bin/ncu)}
 REP_MS=${REP_MS:-100}
 BUDGET_S=${BUDGET_S:-300}
+SWEEP_S=${SWEEP_S:-80}
 PEERS=${PEERS:-huggingface,liger,torch_compile}
-STEPS=" ${STEPS:-sweeps peers ncu trace graph} "
+STEPS=" ${STEPS:-sweeps peers ncu ncuflush trace graph} "
 want() { [[ $STEPS == *" $1 "* ]]; }
 T0=$(date +%s)
 SUMMARY=()
@@ -84,8 +88,8 @@ main() {
     env_info | tee "$RAW/env.txt"
     # in order of what the targets need, so that a short budget cuts the reported-only steps
     want sweeps && for k in llama4_rope rope; do
-        # 48 bundles a sweep; 2026-12-04 it wrote 36 in 50 s, so 80
-        timed "ours $k" 80 "$KB" scripts/$k.lua --sweep all --mode all --provider fused,floor \
+        # 48 bundles a sweep; 2026-12-04 (call 3) it wrote 40-41 in 80 s, seq 16384 not reached
+        timed "ours $k" "$SWEEP_S" "$KB" scripts/$k.lua --sweep all --mode all --provider fused,floor \
             --rep-ms "$REP_MS" --format jsonl --out "$RAW/ours_$k.jsonl"
     done
     want peers && timed "peers" 90 "$PY" scripts/peers/rope_peers.py --kernel llama4_rope,rope --providers "$PEERS" \
@@ -96,6 +100,15 @@ main() {
     want ncu && timed "ncu liger" 35 "$NCU" --clock-control none --cache-control none --metrics gpu__time_duration.sum \
         --kernel-name regex:'rope' --csv --print-units base \
         "$PY" scripts/peers/rope_peers_graph.py --what ncu --providers liger >"$RAW/ncu_liger.csv"
+    # the same kernel times with every kernel after ncu's own flush and invalidation of the caches
+    # (--cache-control all), so that ours and Liger's start from one cache state, not from the
+    # state that each process's flush kernel leaves (A'f of bench/rope_small_table.py)
+    want ncuflush && timed "ncu ours flush" 40 "$NCU" --clock-control none --cache-control all --metrics gpu__time_duration.sum \
+        --kernel-name regex:'rope_(fused|flat|floor)' --csv --print-units base \
+        "$KB" bench/rope_kernel_times.lua ncu 5 >"$RAW/ncu_ours_flush.csv"
+    want ncuflush && timed "ncu liger flush" 45 "$NCU" --clock-control none --cache-control all --metrics gpu__time_duration.sum \
+        --kernel-name regex:'rope' --csv --print-units base \
+        "$PY" scripts/peers/rope_peers_graph.py --what ncu --providers liger >"$RAW/ncu_liger_flush.csv"
     want trace && timed "kb.trace" 15 "$KB" bench/rope_kernel_times.lua trace 100 >"$RAW/kernel_times.csv"
     want graph && for k in llama4_rope rope; do
         timed "ours $k graph" 20 "$KB" scripts/$k.lua --hidden 512,2048 --seq 2048 --mode all \

@@ -4,7 +4,8 @@
   python3 bench/rope_small_table.py DIR [DIR ...] [--out FILE]
 
 Each DIR holds one call's outputs (ours_llama4_rope.jsonl, ours_rope.jsonl, ours_graph.jsonl,
-peers.csv, peers_graph.csv, kernel_times.csv, ncu_ours.csv, ncu_liger.csv, compare_*.txt).
+peers.csv, peers_graph.csv, kernel_times.csv, ncu_ours.csv, ncu_liger.csv, ncu_ours_flush.csv,
+ncu_liger_flush.csv, compare_*.txt).
 Only the standard library is used (it reads the files with scripts/peers/merge.py's readers).
 
 The rule (written before the runs that it judges; a cell is a kernel, point and mode):
@@ -15,6 +16,10 @@ The rule (written before the runs that it judges; a cell is a kernel, point and 
   A' the same in kernel time at the launch-bound points (hidden 512 and 2048 at seq 2048,
      hidden 8192 at seq 1024): the median ncu gpu__time_duration.sum of ours (the sum over the
      kernels of one call) at most Liger's.
+  A'f the same as A' with both sides' kernels timed after Nsight Compute's own flush and
+     invalidation of the caches (ncu --cache-control all: ncu_ours_flush.csv,
+     ncu_liger_flush.csv), so that both start from one cache state. Added 2026-12-04 (fourth
+     session) before the calls it judges; A' is judged as before beside it.
   B  ours <= 1.05 x the floor: in every call, at every cell, the do_bench median of fused over
      the do_bench median of provider floor (kb.rope.floor / floor_fwd_bwd, same call) <= 1.05.
   C  the full mode in one launch: kb.trace counts 1 kernel per call of fused full at the
@@ -150,20 +155,25 @@ def judge(dirs):
     verdict["C"] = ("met" if c_ok and c_seen else "NOT MET") + f" ({c_seen} traced cells)"
     last_kt = read_rows(os.path.join(dirs[-1], "kernel_times.csv"))
 
-    # A': ncu kernel times at the launch-bound points
-    a2 = []
-    for d in dirs:
-        ours_ncu = read_ncu(os.path.join(d, "ncu_ours.csv"))
-        liger_ncu = read_ncu(os.path.join(d, "ncu_liger.csv"))
-        a2.append(ncu_compare(ours_ncu, liger_ncu))
-    a2_ok, a2_seen = True, 0
-    for cells in a2:
-        for key, (o, l) in cells.items():
-            if o is not None and l is not None:
-                a2_seen += 1
-                a2_ok = a2_ok and o <= l
-    verdict["A'"] = ("not measured (no ncu rows of ours and Liger)" if not a2_seen
-                     else ("met" if a2_ok else "NOT MET") + f" ({a2_seen} cells)")
+    # A' and A'f: ncu kernel times at the launch-bound points, without and with ncu's flush
+    def a_prime(suffix):
+        per_call = []
+        for d in dirs:
+            ours_ncu = read_ncu(os.path.join(d, f"ncu_ours{suffix}.csv"))
+            liger_ncu = read_ncu(os.path.join(d, f"ncu_liger{suffix}.csv"))
+            per_call.append(ncu_compare(ours_ncu, liger_ncu))
+        ok, seen = True, 0
+        for cells in per_call:
+            for o, l in cells.values():
+                if o is not None and l is not None:
+                    seen += 1
+                    ok = ok and o <= l
+        text = ("not measured (no ncu rows of ours and Liger)" if not seen
+                else ("met" if ok else "NOT MET") + f" ({seen} cells)")
+        return per_call, text
+
+    a2, verdict["A'"] = a_prime("")
+    a2f, verdict["A'f"] = a_prime("_flush")
 
     # D: compare
     d_ok, d_seen = True, 0
@@ -181,9 +191,11 @@ def judge(dirs):
     lines.append("")
     lines.append("Kernel time at the launch-bound points (last call): kb.trace (CUPTI) and ncu gpu__time_duration, us")
     lines.append("")
-    lines.append("| kernel | point | mode | fused event | fused CUPTI | floor CUPTI | kernels/call | ncu ours | ncu Liger |")
-    lines.append("|---|---|---|---:|---:|---:|---:|---:|---:|")
+    lines.append("| kernel | point | mode | fused event | fused CUPTI | floor CUPTI | kernels/call | ncu ours | ncu Liger "
+                 "| ncu flush ours | ncu flush Liger |")
+    lines.append("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     last_a2 = a2[-1] if a2 else {}
+    last_a2f = a2f[-1] if a2f else {}
     for k in KERNELS:
         for h, s in LAUNCH_BOUND:
             for m in MODES:
@@ -191,8 +203,10 @@ def judge(dirs):
                 fu = next((r for r in last_kt if r["kernel"] == k and r["point"] == pt and r["mode"] == m and r["provider"] == "fused"), None)
                 fl = next((r for r in last_kt if r["kernel"] == k and r["point"] == pt and r["mode"] == m and r["provider"] == "floor"), None)
                 o, l = last_a2.get((k, pt, m), (None, None))
+                of, lf = last_a2f.get((k, pt, m), (None, None))
                 lines.append(f"| {k} | {pt} | {m} | {fu['event_median_us'] if fu else '-'} | {fu['kernel_median_us'] if fu else '-'} "
-                             f"| {fl['kernel_median_us'] if fl else '-'} | {fu['kernels_per_call'] if fu else '-'} | {fmt(o and o / 1e3)} | {fmt(l and l / 1e3)} |")
+                             f"| {fl['kernel_median_us'] if fl else '-'} | {fu['kernels_per_call'] if fu else '-'} | {fmt(o and o / 1e3)} | {fmt(l and l / 1e3)} "
+                             f"| {fmt(of and of / 1e3)} | {fmt(lf and lf / 1e3)} |")
 
     lines.append("")
     lines.append("Graph mode at the launch-bound points (last call): per-call us, ours (kluabench --protocol graph) and the peers in torch.cuda graphs")
@@ -212,7 +226,7 @@ def judge(dirs):
 
     lines.append("")
     lines.append("Verdicts (rule in bench/rope_small_table.py):")
-    for key in ("A", "A'", "B", "C", "D"):
+    for key in ("A", "A'", "A'f", "B", "C", "D"):
         lines.append(f"- {key}: {verdict[key]}")
     return "\n".join(lines) + "\n"
 

@@ -105,8 +105,58 @@ describe('bench/rope_small_table.py', function()
     assert.equal('NOT MET (1 compares)', verdict(judge(), 'D'))
   end)
 
+  -- ncu --csv rows as rope_small.sh writes them: ours in bench/rope_kernel_times.lua's launch order
+  -- (2 kernels x 3 points x 3 modes x (fused, floor), a warm-up and 5 calls each), Liger in
+  -- rope_peers_graph.py's (the warm-up, the forward a backward needs, full's two kernels).
+  local function ncu_csv(rows)
+    local out = { '"ID","Kernel Name","Metric Name","Metric Unit","Metric Value"' }
+    for i, r in ipairs(rows) do
+      out[#out + 1] = string.format('"%d","%s","gpu__time_duration.sum","ns","%d"', i - 1, r[1], r[2])
+    end
+    return table.concat(out, '\n') .. '\n'
+  end
+  local function ours_ncu(ns)
+    local rows = {}
+    for _ = 1, 2 * 3 * 3 do
+      for _, kernel in ipairs { 'rope_flat_kernel', 'rope_floor_kernel' } do
+        for _ = 1, 6 do rows[#rows + 1] = { kernel, ns } end
+      end
+    end
+    return ncu_csv(rows)
+  end
+  local function liger_ncu(ns)
+    local rows = {}
+    for _ = 1, 2 * 3 do
+      for _, mode in ipairs { 'forward', 'backward', 'full' } do
+        local per = mode == 'full' and 2 or 1
+        local n = 6 * per + (mode == 'backward' and 1 or 0)
+        for _ = 1, n do rows[#rows + 1] = { '_triton_rope', ns // per } end
+      end
+    end
+    return ncu_csv(rows)
+  end
+
+  it("judges A'f from the kernel times after ncu's flush, apart from A'", function()
+    sub.spit(dir .. '/ncu_ours.csv', ours_ncu(8000))
+    sub.spit(dir .. '/ncu_liger.csv', liger_ncu(7000))
+    sub.spit(dir .. '/ncu_ours_flush.csv', ours_ncu(7000))
+    sub.spit(dir .. '/ncu_liger_flush.csv', liger_ncu(8000))
+    local text = judge()
+    assert.equal('NOT MET (18 cells)', verdict(text, "A'"))
+    assert.equal('met (18 cells)', verdict(text, "A'f"))
+    -- the kernel-time table gives both pairs: 8.00 / 7.00 without the flush, 7.00 / 8.00 after it
+    assert.truthy(text:find('| 8.00 | 7.00 | 7.00 | 8.00 |', 1, true), text)
+    sub.spit(dir .. '/ncu_liger_flush.csv', liger_ncu(6000))
+    assert.equal('NOT MET (18 cells)', verdict(judge(), "A'f"))
+    for _, f in ipairs { 'ncu_ours.csv', 'ncu_liger.csv', 'ncu_ours_flush.csv', 'ncu_liger_flush.csv' } do
+      os.remove(dir .. '/' .. f)
+    end
+  end)
+
   it("says that kernel times were not measured when no ncu rows are there", function()
     os.remove(dir .. '/ncu_ours.csv')
-    assert.matches('^not measured', verdict(judge(), "A'"))
+    local text = judge()
+    assert.matches('^not measured', verdict(text, "A'"))
+    assert.matches('^not measured', verdict(text, "A'f"))
   end)
 end)
