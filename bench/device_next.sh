@@ -28,10 +28,15 @@
 #     table"): rope_small.sh with the sweeps, the peers, ncu without and with ncu's flush and
 #     kb.trace (graph mode left out: reported in part 5), BUDGET_S 545, each sweep time-boxed at
 #     160 s
+#   part 9 (about 4 minutes, carry ["build/carry.tgz", ".whl"], build/bench/rope_tune built here):
+#     the token kernel (docs/perf-notes.md, "The token kernel"): two processes of rope_tune
+#     --points small --samples 200, judged by rope_flat_judge.lua --family token; then
+#     rope_bytes_gpu.sh with launch metrics (Liger's registers, waves and instructions)
 #   device run, timeout_s 600:  bash bench/device_next.sh PART
 # Out ($OUT): part 1 e4b.tar.gz, flat2-raw.tar.gz, flat2-summary.md, log.txt; part 2 e4b.tar.gz,
 # gpu_specs.txt, log.txt; parts 3 and 8 rope_small_raw.tar.gz, table.md, log.txt; part 4 those of
-# part 3 and rope_bytes_raw.tar.gz, bytes.md.
+# part 3 and rope_bytes_raw.tar.gz, bytes.md; part 9 tune-1.csv, tune-2.csv, token-verdict.txt,
+# rope_bytes_raw.tar.gz, bytes.md, log.txt.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 PART=${1:-1}
@@ -114,6 +119,19 @@ case $PART in
     STEPS="sweeps peers ncu ncuflush trace" BUDGET_S=545 SWEEP_S=160 \
         in_folder small 570 "rope_small_raw.tar.gz table.md" rope_small.sh
     ;;
-*) echo "usage: bash bench/device_next.sh 1|2|3|4|5|6|7|8" >&2; exit 2 ;;
+9)
+    say "1 the token kernel: two processes of rope_tune"
+    for i in 1 2; do
+        timeout 150 build/bench/rope_tune --points small --samples 200 >"$OUT/tune-$i.csv" 2>>"$LOG"
+        echo "rope_tune $i: exit $?" | tee -a "$LOG"
+    done
+    build/kluabench bench/rope_flat_judge.lua --family token --limit 0.98 --styles neox "$OUT/tune-1.csv" \
+        "$OUT/tune-2.csv" >"$OUT/token-verdict.txt" 2>&1
+    echo "judge: exit $?, $(tail -n 1 "$OUT/token-verdict.txt")" | tee -a "$LOG"
+    say "2 the launch shapes of Liger's kernel and ours, after ncu's flush"
+    METRICS=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_op_read.sum,lts__t_sectors_op_write.sum,sm__warps_active.avg.pct_of_peak_sustained_active,launch__registers_per_thread,launch__occupancy_limit_registers,launch__waves_per_multiprocessor,launch__grid_size,launch__block_size,smsp__inst_executed.sum \
+        in_folder bytes 150 "rope_bytes_raw.tar.gz bytes.md" rope_bytes_gpu.sh
+    ;;
+*) echo "usage: bash bench/device_next.sh 1|2|3|4|5|6|7|8|9" >&2; exit 2 ;;
 esac
 say "done"

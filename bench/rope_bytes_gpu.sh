@@ -6,6 +6,7 @@
 # Judged by bench/rope_bytes_table.py (printed last). From the repository root on the GPU machine,
 # with build/ carried and the liger-kernel wheel in .whl/ (as bench/rope_small.sh):
 #   device run, carry ["build", ".whl"], timeout_s 200:  bash bench/rope_bytes_gpu.sh
+# METRICS (ncu --metrics) replaces the list; the table reads the metrics of the default list.
 # Outputs in $OUT: rope_bytes_raw.tar.gz (ncu_{ours,liger}_POINT.csv, log.txt) and bytes.md.
 set -u
 cd "$(dirname "$0")/.." || exit 1
@@ -20,7 +21,7 @@ if ls .whl/*.whl >/dev/null 2>&1 &&
     "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$SCRATCH/site" .whl/*.whl; then
     export PYTHONPATH="$SCRATCH/site${PYTHONPATH:+:$PYTHONPATH}"
 fi
-METRICS=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_op_read.sum,lts__t_sectors_op_write.sum,sm__warps_active.avg.pct_of_peak_sustained_active
+METRICS=${METRICS:-gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_op_read.sum,lts__t_sectors_op_write.sum,sm__warps_active.avg.pct_of_peak_sustained_active}
 for pt in H2048_T2048 H8192_T1024; do
     timeout -k 5 60 "$NCU" --clock-control none --cache-control all --metrics "$METRICS" \
         --kernel-name regex:'rope_(fused|flat|floor)' --csv --print-units base \

@@ -1,33 +1,68 @@
--- Judges the flat RoPE kernel's run (bench/rope_flat_gpu.sh) by the rule docs/perf-notes.md registered before it ("The flat kernel").
+-- Judges a run of bench/rope_tune.cu's kernel variants against the production path by a rule
+-- docs/perf-notes.md registered before the run ("The flat kernel", "The token kernel").
 --
---   kluabench bench/rope_flat_judge.lua TUNE-1.csv TUNE-2.csv
+--   kluabench bench/rope_flat_judge.lua [--family flat|token] [--limit X] [--styles S,...] TUNE-1.csv TUNE-2.csv ...
 --
 -- TUNE-i.csv: the output of one process of bench/rope_tune.cu (point, style, mode, variant,
--- median_us, p20_us, p80_us, check). The rule, at the 8 cells (hidden 2048 / seq 2048 and
--- hidden 8192 / seq 1024; llama4 and neox; forward and full):
---   1. a flat configuration (variant without its waves) is eligible at a cell when its check is
---      ok in every process;
---   2. the flat kernel is adopted when one configuration is eligible at every cell and its
---      median is at most 0.97 x the production path's ("fused prod", same process, same cell)
---      at every cell in every process.
+-- median_us, p20_us, p80_us, check). A configuration is a variant of the family (its name less
+-- its waves, and for the token kernel less its K, which follows from the shape). The rule, at the
+-- judged cells (hidden 2048 / seq 2048 and hidden 8192 / seq 1024; the styles given, default
+-- llama4 and neox; forward and full):
+--   1. a configuration is eligible at a cell when its check is ok in every process;
+--   2. the family is adopted when one configuration is eligible at every judged cell and its
+--      median is at most LIMIT x the production path's ("fused prod", same process, same cell)
+--      at every judged cell in every process. LIMIT: 0.97 for the flat kernel (its registered
+--      rule), --limit for another.
 -- Prints per cell the production median and the best eligible configuration (its largest ratio
 -- over the processes), the configurations that pass 2 (best first, by their worst ratio), the
--- hidden 512 point (reported, not judged), and last one line "flat kernel: ADOPT|REJECT: why".
+-- hidden 512 point (reported, not judged), and last one line "FAMILY kernel: ADOPT|REJECT: why".
 -- Exit status 0 when adopted, 1 when not, 2 on misuse or unreadable input.
 local csv = require 'kluabench.io.csv'
 local output = require 'kluabench.report'
 
-local LIMIT = 0.97
 local JUDGED = { H2048_T2048 = true, H8192_T1024 = true }
 local REPORTED = { H512_T2048 = true }
+local USAGE = 'usage: kluabench bench/rope_flat_judge.lua [--family flat|token] [--limit X] [--styles S,...] '
+  .. 'TUNE-1.csv TUNE-2.csv [...]'
 
 local function die(fmt, ...)
   io.stderr:write('rope_flat_judge.lua: ', string.format(fmt, ...), '\n')
   os.exit(2)
 end
 
-local files = { ... }
-if #files < 2 then die('usage: kluabench bench/rope_flat_judge.lua TUNE-1.csv TUNE-2.csv [...]') end
+local FAMILY, LIMIT, STYLES = 'flat', 0.97, { llama4 = true, neox = true }
+local files = {}
+local argv = { ... }
+local i = 1
+while i <= #argv do
+  local a = argv[i]
+  if a == '--family' or a == '--limit' or a == '--styles' then
+    local v = argv[i + 1] or die('%s needs a value\n%s', a, USAGE)
+    if a == '--family' then
+      if v ~= 'flat' and v ~= 'token' then die("--family must be flat or token, got '%s'", v) end
+      FAMILY = v
+    elseif a == '--limit' then
+      LIMIT = tonumber(v)
+      if not LIMIT or LIMIT <= 0 or LIMIT > 1 then die("--limit must be a number in (0, 1], got '%s'", v) end
+    else
+      STYLES = {}
+      for st in v:gmatch('[^,]+') do
+        if st ~= 'llama4' and st ~= 'neox' then die("--styles takes llama4 and neox, got '%s'", st) end
+        STYLES[st] = true
+      end
+    end
+    i = i + 2
+  elseif a:sub(1, 2) == '--' then
+    die("unknown option '%s'\n%s", a, USAGE)
+  else
+    files[#files + 1] = a
+    i = i + 1
+  end
+end
+if #files < 2 then die('%s', USAGE) end
+local NSTYLES = 0
+for _ in pairs(STYLES) do NSTYLES = NSTYLES + 1 end
+local NJUDGED = NSTYLES * 2 * 2
 
 -- runs[i][cell][config] = {median = us, ok = bool}; cells "point style mode"
 local runs = {}
@@ -45,14 +80,17 @@ for i, path in ipairs(files) do
     local median = tonumber(row[5])
     if #row ~= 8 or not median then die('%s: row %d is not point,style,...,check: %s', path, r, table.concat(row, ',')) end
     local cell = row[1] .. ' ' .. row[2] .. ' ' .. row[3]
-    local config = row[4]:gsub(' waves=[%d.]+$', '')
+    -- the token kernel's K follows from the shape: one configuration is its T and table
+    local config = row[4]:gsub(' waves=[%d.]+$', ''):gsub('^(token .-) K=%d+$', '%1')
     run[cell] = run[cell] or {}
     run[cell][config] = { median = median, ok = row[8] == 'ok' }
   end
   runs[i] = run
 end
 
-local function judged_cell(cell, set) return set[cell:match('^(%S+)')] end
+local function judged_cell(cell, set)
+  return set[cell:match('^(%S+)')] and (set == REPORTED or STYLES[cell:match('^%S+ (%S+) ')])
+end
 
 -- every cell of every process; the judged ones must be in all of them
 local cells, seen = {}, {}
@@ -85,14 +123,17 @@ local configs, cfg_seen = {}, {}
 for _, run in ipairs(runs) do
   for _, c in pairs(run) do
     for config in pairs(c) do
-      if config:match('^flat ') and not cfg_seen[config] then cfg_seen[config] = true; configs[#configs + 1] = config end
+      if config:match('^' .. FAMILY .. ' ') and not config:match('^%a+ copy') and not cfg_seen[config] then
+        cfg_seen[config] = true
+        configs[#configs + 1] = config
+      end
     end
   end
 end
 table.sort(configs)
-if #configs == 0 then die('no flat configuration in %s', table.concat(files, ', ')) end
+if #configs == 0 then die('no %s configuration in %s', FAMILY, table.concat(files, ', ')) end
 
-print('| cell | fused prod µs (process 1) | best flat configuration | its worst ratio | judged |')
+print(string.format('| cell | fused prod µs (process 1) | best %s configuration | its worst ratio | judged |', FAMILY))
 print('|---|---:|---|---:|---|')
 local judged_cells = 0
 for _, cell in ipairs(cells) do
@@ -102,15 +143,15 @@ for _, cell in ipairs(cells) do
     if r and (not best_r or r < best_r) then best, best_r = config, r end
   end
   local prod = runs[1][cell] and runs[1][cell]['fused prod']
-  local judged = judged_cell(cell, JUDGED) ~= nil
+  local judged = judged_cell(cell, JUDGED) and true or false
   if judged then judged_cells = judged_cells + 1 end
   print(string.format('| %s | %s | %s | %s | %s |', cell, prod and string.format('%.3f', prod.median) or '-',
     best or 'none eligible', best_r and string.format('%.3f', best_r) or '-', judged and 'yes' or 'reported'))
 end
 print('')
 
-if judged_cells ~= 8 then
-  print(string.format('flat kernel: REJECT: %d of the 8 judged cells are in the files', judged_cells))
+if judged_cells ~= NJUDGED then
+  print(string.format('%s kernel: REJECT: %d of the %d judged cells are in the files', FAMILY, judged_cells, NJUDGED))
   os.exit(1)
 end
 
@@ -129,10 +170,10 @@ end
 table.sort(passing, function(a, b) return a.worst < b.worst end)
 for _, p in ipairs(passing) do print(string.format('passes: %s (worst ratio %.3f)', p.config, p.worst)) end
 if #passing > 0 then
-  print(string.format('flat kernel: ADOPT: %s is within %.2f x fused prod at all 8 cells in all %d processes '
-    .. '(worst %.3f)', passing[1].config, LIMIT, #runs, passing[1].worst))
+  print(string.format('%s kernel: ADOPT: %s is within %.2f x fused prod at all %d cells in all %d processes '
+    .. '(worst %.3f)', FAMILY, passing[1].config, LIMIT, NJUDGED, #runs, passing[1].worst))
   os.exit(0)
 end
-print(string.format('flat kernel: REJECT: no one configuration is within %.2f x fused prod at all 8 cells in all %d '
-  .. 'processes', LIMIT, #runs))
+print(string.format('%s kernel: REJECT: no one configuration is within %.2f x fused prod at all %d cells in all %d '
+  .. 'processes', FAMILY, LIMIT, NJUDGED, #runs))
 os.exit(1)

@@ -6,7 +6,7 @@
  * It includes kernels/rope.cu, so it reaches the kernels' templates directly and the
  * production dispatch is exactly the one linked into kluabench. Build (no Lua needed):
  *   nvcc -O3 -std=c++17 -gencode arch=compute_90,code=sm_90 -o build/bench/rope_tune bench/rope_tune.cu
- * Run on the GPU: build/bench/rope_tune [--samples N] [--points small|all] [--no-flat] > tune.csv
+ * Run on the GPU: build/bench/rope_tune [--samples N] [--points small|all] [--no-flat] [--no-token] > tune.csv
  * Protocol: per sample a 2 x L2 cudaMemsetAsync (the cold mode's flush), then a CUDA event
  * pair around one launch, in place; median, p20, p80 of the samples in us. An event pair
  * with nothing between them is timed the same way ("empty") and reported, not subtracted.
@@ -40,6 +40,7 @@ namespace {
 
 int g_samples = 60;
 bool g_flat = true; /* --no-flat: leave the flat kernel's rows out */
+bool g_token = true; /* --no-token: leave the token kernel's rows out */
 void *g_flush;
 size_t g_flush_bytes;
 cudaStream_t g_st;
@@ -355,6 +356,146 @@ template <int WB, int V> void floor_row(const Point &pt, const Bufs &b, bool ful
   emit(pt, "floor", full ? "full" : "forward", v, time_it(launch), ok);
 }
 
+/* ---- the token kernel (issue 25, "The token kernel", docs/perf-notes.md) -----------------------
+ * Liger's grid: one CTA per token (blockIdx.x), a 2-D block of (units per head) x R rows; thread
+ * (x, r) takes unit x of heads r, r + R, ..., r + (K-1) R (q's heads, then k's), so its slice of
+ * the token's (cos, sin) row is the same for all K. Every data load of a thread is issued before
+ * the first use. TAB 1: the token's (cos, sin) row goes through shared memory (loaded by the CTA
+ * after the data loads are issued, one barrier), which keeps the registers of a thread to its K
+ * units; TAB 0: each thread loads its slice into registers once. COPY 1: the same loads and
+ * stores, no rotation and no table (the access pattern alone). The math is the fused kernel's,
+ * so the bits must be production's (checked). 16-byte vectors of a 2-byte dtype. */
+template <int STYLE, int DIR, int K, int TAB, int COPY>
+__global__ void __launch_bounds__(kThreads) tune_token_kernel(const FlatGeom g) {
+  typedef Elem<KB_BF16> E;
+  typedef Vec<unsigned short, 8> V;
+  typedef V::type W;
+  constexpr bool NEOX = STYLE == KB_ROPE_NEOX;
+  constexpr int NW = NEOX ? 2 : 1;
+  constexpr int NF = NEOX ? 16 : 8;
+  extern __shared__ float4 tab4[];
+  const bool second = DIR == kFull && blockIdx.y == 1, bwd = DIR == kBackward || second;
+  const Pass ps = {second ? g.pass[1].q : g.pass[0].q, second ? g.pass[1].k : g.pass[0].k,
+                   second ? g.pass[1].qo : g.pass[0].qo, second ? g.pass[1].ko : g.pass[0].ko};
+  const unsigned x = threadIdx.x, r = threadIdx.y, R = blockDim.y, tok = blockIdx.x;
+  const unsigned hbytes = g.d * 2u, half_bytes = hbytes / 2, htot = g.hq + g.hk;
+  const size_t qt = (size_t)tok * g.hq * hbytes, kt = (size_t)tok * g.hk * hbytes;
+  W reg[K][NW];
+#pragma unroll
+  for (int j = 0; j < K; j++) {
+    const unsigned h = r + j * R;
+    if (h < htot) {
+      const char *src = h < g.hq ? (const char *)ps.q + qt + h * hbytes : (const char *)ps.k + kt + (h - g.hq) * hbytes;
+#pragma unroll
+      for (int w = 0; w < NW; w++) reg[j][w] = load_words<W>(src + x * 16 + w * half_bytes);
+    }
+  }
+  const unsigned s = g.batched ? tok % g.seq : tok;
+  float f[NF];
+  if constexpr (!COPY) {
+    const float *frow = g.freqs + (size_t)s * g.d;
+    if constexpr (TAB) {
+      for (unsigned i = r * blockDim.x + x; i < g.d / 4; i += blockDim.x * R)
+        tab4[i] = __ldg(reinterpret_cast<const float4 *>(frow) + i);
+      __syncthreads();
+#pragma unroll
+      for (int j = 0; j < NF / 4; j++) {
+        const float4 v = tab4[x * (NF / 4) + j];
+        f[4 * j] = v.x; f[4 * j + 1] = v.y; f[4 * j + 2] = v.z; f[4 * j + 3] = v.w;
+      }
+    } else {
+      load_freqs<NF>(frow + x * NF, f);
+    }
+#pragma unroll
+    for (int j = 1; j < NF; j += 2) f[j] = bwd ? -f[j] : f[j];
+  }
+#pragma unroll
+  for (int j = 0; j < K; j++) {
+    const unsigned h = r + j * R;
+    if (h < htot) {
+      W lo = reg[j][0], hi;
+      if constexpr (NEOX) hi = reg[j][1];
+      if constexpr (!COPY) {
+        if constexpr (NEOX) {
+#pragma unroll
+          for (int e = 0; e < 8; e++) {
+            float re = E::widen(V::get(lo, e)), im = E::widen(V::get(hi, e));
+            rotate<float>(re, im, f[2 * e], f[2 * e + 1]);
+            V::set(lo, e, E::narrow(re));
+            V::set(hi, e, E::narrow(im));
+          }
+        } else {
+#pragma unroll
+          for (int e = 0; e < 4; e++) {
+            float re = E::widen(V::get(lo, 2 * e)), im = E::widen(V::get(lo, 2 * e + 1));
+            rotate<float>(re, im, f[2 * e], f[2 * e + 1]);
+            V::set(lo, 2 * e, E::narrow(re));
+            V::set(lo, 2 * e + 1, E::narrow(im));
+          }
+        }
+      }
+      char *dst = h < g.hq ? (char *)ps.qo + qt + h * hbytes : (char *)ps.ko + kt + (h - g.hq) * hbytes;
+      store_words<W>(dst + x * 16, lo);
+      if constexpr (NEOX) store_words<W>(dst + x * 16 + half_bytes, hi);
+    }
+  }
+}
+
+/* A token-kernel row: R rows of units per head (T = units per head x R threads), K heads a thread
+ * (the smallest that covers the token's heads), TAB and COPY as the kernel's. Skipped (no row)
+ * where T is over kThreads or K over 5. */
+template <int STYLE, int DIR, int TAB, int COPY, int K>
+bool token_row_k(const Point &pt, const Bufs &b, const char *sname, const char *mode, unsigned R) {
+  const bool full = DIR == kFull;
+  constexpr bool NEOX = STYLE == KB_ROPE_NEOX;
+  kb_rope_args a = args_of(pt, b, STYLE, DIR == kBackward, full, false);
+  FlatGeom g = {};
+  g.pass[0] = Pass{a.q, a.k, a.q_out, a.k_out};
+  if (full) g.pass[1] = Pass{a.dq, a.dk, a.dq_out, a.dk_out};
+  g.freqs = a.freqs;
+  g.d = (unsigned)a.head_dim;
+  g.hq = 32;
+  g.hk = 8;
+  g.seq = (unsigned)a.seq;
+  g.uph = g.d / 8 / (NEOX ? 2 : 1);
+  const unsigned T = g.uph * R;
+  if ((40 + R - 1) / R != (unsigned)K || T > (unsigned)kThreads) return false;
+  const size_t smem = TAB ? g.d * sizeof(float) : 0;
+  auto kernel = tune_token_kernel<STYLE, DIR, K, TAB, COPY>;
+  int occ = 0, sms = 0;
+  CKS(sm_count(&sms));
+  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kernel, (int)T, smem));
+  const unsigned grid = (unsigned)pt.seq;
+  std::function<void()> launch = [=] {
+    kernel<<<dim3(grid, full ? 2 : 1), dim3(g.uph, R), smem, g_st>>>(g);
+    CK(cudaGetLastError());
+  };
+  const bool ok = check(b, full, launch, COPY);
+  char v[96];
+  snprintf(v, sizeof v, "token %s T=%u K=%d waves=%.2f", COPY ? (NEOX ? "copy neox" : "copy llama4") : TAB ? "smem" : "regs", T, K,
+           (double)grid * (full ? 2 : 1) / ((double)sms * (occ > 0 ? occ : 1)));
+  emit(pt, COPY ? "floor" : sname, mode, v, time_it(launch), ok);
+  return true;
+}
+
+template <int STYLE, int DIR, int TAB, int COPY>
+void token_row(const Point &pt, const Bufs &b, const char *sname, const char *mode, unsigned R) {
+  token_row_k<STYLE, DIR, TAB, COPY, 1>(pt, b, sname, mode, R) || token_row_k<STYLE, DIR, TAB, COPY, 2>(pt, b, sname, mode, R) ||
+      token_row_k<STYLE, DIR, TAB, COPY, 3>(pt, b, sname, mode, R) || token_row_k<STYLE, DIR, TAB, COPY, 4>(pt, b, sname, mode, R) ||
+      token_row_k<STYLE, DIR, TAB, COPY, 5>(pt, b, sname, mode, R);
+}
+
+/* The token rows of a style and mode: R such that T = units per head x R is 128 or 256. */
+template <int STYLE, int DIR> void token_rows(const Point &pt, const Bufs &b, const char *sname, const char *mode) {
+  const unsigned uph = (unsigned)(pt.hidden / 32) / 8 / (STYLE == KB_ROPE_NEOX ? 2 : 1);
+  for (unsigned T : {128u, 256u}) {
+    if (uph == 0 || T % uph) continue;
+    token_row<STYLE, DIR, 1, 0>(pt, b, sname, mode, T / uph);
+    token_row<STYLE, DIR, 0, 0>(pt, b, sname, mode, T / uph);
+    token_row<STYLE, DIR, 0, 1>(pt, b, sname, mode, T / uph);
+  }
+}
+
 template <int STYLE> void style_rows(const Point &pt, Bufs &b) {
   const char *sname = STYLE == KB_ROPE_NEOX ? "neox" : "llama4";
   /* references: the production path, forward and full */
@@ -387,6 +528,10 @@ template <int STYLE> void style_rows(const Point &pt, Bufs &b) {
   if (g_flat) {
     flat_rows<STYLE, kForward>(pt, b, sname, "forward");
     flat_rows<STYLE, kFull>(pt, b, sname, "full");
+  }
+  if (g_token) {
+    token_rows<STYLE, kForward>(pt, b, sname, "forward");
+    token_rows<STYLE, kFull>(pt, b, sname, "full");
   }
 }
 
@@ -438,8 +583,9 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[i], "--samples") && i + 1 < argc) g_samples = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--points") && i + 1 < argc) small_only = !strcmp(argv[++i], "small");
     else if (!strcmp(argv[i], "--no-flat")) g_flat = false;
+    else if (!strcmp(argv[i], "--no-token")) g_token = false;
     else {
-      fprintf(stderr, "usage: rope_tune [--samples N] [--points small|all] [--no-flat]\n");
+      fprintf(stderr, "usage: rope_tune [--samples N] [--points small|all] [--no-flat] [--no-token]\n");
       return 2;
     }
   }
