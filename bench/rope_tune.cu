@@ -6,7 +6,8 @@
  * It includes kernels/rope.cu, so it reaches the kernels' templates directly and the
  * production dispatch is exactly the one linked into kluabench. Build (no Lua needed):
  *   nvcc -O3 -std=c++17 -gencode arch=compute_90,code=sm_90 -o build/bench/rope_tune bench/rope_tune.cu
- * Run on the GPU: build/bench/rope_tune [--samples N] [--points small|all] [--no-flat] [--no-token] > tune.csv
+ * Run on the GPU: build/bench/rope_tune [--samples N] [--points small|all] [--point H8192_T1024] [--no-flat]
+ *   [--no-token] > tune.csv
  * Protocol: per sample a 2 x L2 cudaMemsetAsync (the cold mode's flush), then a CUDA event
  * pair around one launch, in place; median, p20, p80 of the samples in us. An event pair
  * with nothing between them is timed the same way ("empty") and reported, not subtracted.
@@ -362,11 +363,12 @@ template <int WB, int V> void floor_row(const Point &pt, const Bufs &b, bool ful
  * the token's (cos, sin) row is the same for all K. Every data load of a thread is issued before
  * the first use. TAB 1: the token's (cos, sin) row goes through shared memory (loaded by the CTA
  * after the data loads are issued, one barrier), which keeps the registers of a thread to its K
- * units; TAB 0: each thread loads its slice into registers once. COPY 1: the same loads and
+ * units; TAB 0: each thread loads its slice into registers once. LB: CTAs of 128 threads promised
+ * to the register allocator (0: the default bound). COPY 1: the same loads and
  * stores, no rotation and no table (the access pattern alone). The math is the fused kernel's,
  * so the bits must be production's (checked). 16-byte vectors of a 2-byte dtype. */
-template <int STYLE, int DIR, int K, int TAB, int COPY>
-__global__ void __launch_bounds__(kThreads) tune_token_kernel(const FlatGeom g) {
+template <int STYLE, int DIR, int K, int TAB, int COPY, int LB = 0>
+__global__ void __launch_bounds__(LB ? 128 : kThreads, LB ? LB : 1) tune_token_kernel(const FlatGeom g) {
   typedef Elem<KB_BF16> E;
   typedef Vec<unsigned short, 8> V;
   typedef V::type W;
@@ -444,7 +446,7 @@ __global__ void __launch_bounds__(kThreads) tune_token_kernel(const FlatGeom g) 
 /* A token-kernel row: R rows of units per head (T = units per head x R threads), K heads a thread
  * (the smallest that covers the token's heads), TAB and COPY as the kernel's. Skipped (no row)
  * where T is over kThreads or K over 5. */
-template <int STYLE, int DIR, int TAB, int COPY, int K>
+template <int STYLE, int DIR, int TAB, int COPY, int K, int LB>
 bool token_row_k(const Point &pt, const Bufs &b, const char *sname, const char *mode, unsigned R) {
   const bool full = DIR == kFull;
   constexpr bool NEOX = STYLE == KB_ROPE_NEOX;
@@ -459,9 +461,9 @@ bool token_row_k(const Point &pt, const Bufs &b, const char *sname, const char *
   g.seq = (unsigned)a.seq;
   g.uph = g.d / 8 / (NEOX ? 2 : 1);
   const unsigned T = g.uph * R;
-  if ((40 + R - 1) / R != (unsigned)K || T > (unsigned)kThreads) return false;
+  if ((40 + R - 1) / R != (unsigned)K || T > (unsigned)(LB ? 128 : kThreads)) return false;
   const size_t smem = TAB ? g.d * sizeof(float) : 0;
-  auto kernel = tune_token_kernel<STYLE, DIR, K, TAB, COPY>;
+  auto kernel = tune_token_kernel<STYLE, DIR, K, TAB, COPY, LB>;
   int occ = 0, sms = 0;
   CKS(sm_count(&sms));
   CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kernel, (int)T, smem));
@@ -472,17 +474,20 @@ bool token_row_k(const Point &pt, const Bufs &b, const char *sname, const char *
   };
   const bool ok = check(b, full, launch, COPY);
   char v[96];
-  snprintf(v, sizeof v, "token %s T=%u K=%d waves=%.2f", COPY ? (NEOX ? "copy neox" : "copy llama4") : TAB ? "smem" : "regs", T, K,
+  snprintf(v, sizeof v, "token %s%s T=%u K=%d waves=%.2f", COPY ? (NEOX ? "copy neox" : "copy llama4") : TAB ? "smem" : "regs",
+           LB ? "64" : "", T, K,
            (double)grid * (full ? 2 : 1) / ((double)sms * (occ > 0 ? occ : 1)));
   emit(pt, COPY ? "floor" : sname, mode, v, time_it(launch), ok);
   return true;
 }
 
-template <int STYLE, int DIR, int TAB, int COPY>
+template <int STYLE, int DIR, int TAB, int COPY, int LB = 0>
 void token_row(const Point &pt, const Bufs &b, const char *sname, const char *mode, unsigned R) {
-  token_row_k<STYLE, DIR, TAB, COPY, 1>(pt, b, sname, mode, R) || token_row_k<STYLE, DIR, TAB, COPY, 2>(pt, b, sname, mode, R) ||
-      token_row_k<STYLE, DIR, TAB, COPY, 3>(pt, b, sname, mode, R) || token_row_k<STYLE, DIR, TAB, COPY, 4>(pt, b, sname, mode, R) ||
-      token_row_k<STYLE, DIR, TAB, COPY, 5>(pt, b, sname, mode, R);
+  token_row_k<STYLE, DIR, TAB, COPY, 1, LB>(pt, b, sname, mode, R) ||
+      token_row_k<STYLE, DIR, TAB, COPY, 2, LB>(pt, b, sname, mode, R) ||
+      token_row_k<STYLE, DIR, TAB, COPY, 3, LB>(pt, b, sname, mode, R) ||
+      token_row_k<STYLE, DIR, TAB, COPY, 4, LB>(pt, b, sname, mode, R) ||
+      token_row_k<STYLE, DIR, TAB, COPY, 5, LB>(pt, b, sname, mode, R);
 }
 
 /* The token rows of a style and mode: R such that T = units per head x R is 128 or 256. */
@@ -493,6 +498,9 @@ template <int STYLE, int DIR> void token_rows(const Point &pt, const Bufs &b, co
     token_row<STYLE, DIR, 1, 0>(pt, b, sname, mode, T / uph);
     token_row<STYLE, DIR, 0, 0>(pt, b, sname, mode, T / uph);
     token_row<STYLE, DIR, 0, 1>(pt, b, sname, mode, T / uph);
+    /* held to 64 registers (8 CTAs of 128 threads an SM, one wave at hidden 8192 / seq 1024, as
+     * Liger's kernel: 63 registers there); ptxas spills 32-48 bytes at K = 5 */
+    if (T == 128) token_row<STYLE, DIR, 1, 0, 8>(pt, b, sname, mode, T / uph);
   }
 }
 
@@ -579,13 +587,15 @@ void point_rows(const Point &pt) {
 
 int main(int argc, char **argv) {
   bool small_only = false;
+  const char *only = NULL; /* --point H_T: that small point only */
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--samples") && i + 1 < argc) g_samples = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--points") && i + 1 < argc) small_only = !strcmp(argv[++i], "small");
     else if (!strcmp(argv[i], "--no-flat")) g_flat = false;
     else if (!strcmp(argv[i], "--no-token")) g_token = false;
+    else if (!strcmp(argv[i], "--point") && i + 1 < argc) only = argv[++i];
     else {
-      fprintf(stderr, "usage: rope_tune [--samples N] [--points small|all] [--no-flat] [--no-token]\n");
+      fprintf(stderr, "usage: rope_tune [--samples N] [--points small|all] [--point H2048_T2048] [--no-flat] [--no-token]\n");
       return 2;
     }
   }
@@ -602,6 +612,14 @@ int main(int argc, char **argv) {
   auto ev = [] {};
   emit(Point{0, 0}, "none", "none", "event pair", time_it(ev), true);
   const Point small[] = {{512, 2048}, {2048, 2048}, {8192, 1024}};
+  if (only) {
+    for (const Point &p : small) {
+      char name[32];
+      snprintf(name, sizeof name, "H%d_T%d", p.hidden, p.seq);
+      if (!strcmp(name, only)) point_rows(p);
+    }
+    return 0;
+  }
   const Point large[] = {{8192, 2048}, {8192, 4096}, {8192, 16384}};
   for (const Point &p : small) point_rows(p);
   if (!small_only)
