@@ -36,12 +36,15 @@
 #     reported, not judged): part 9's two rope_tune processes with its rows, then the kernel
 #     times after ncu's flush at rope hidden 8192 / seq 1024 forward of the token variants, the
 #     production flat kernel and Liger's _triton_rope (ncu-summary.txt)
+#   part 11 (as part 10, the harness rebuilt): the token kernel under three register bounds (the
+#     default, 72 and 64; docs/perf-notes.md, reported only), the same steps as part 10 (whose
+#     ncu filter named the one entry point that the harness then had)
 #   device run, timeout_s 600:  bash bench/device_next.sh PART
 # Out ($OUT): part 1 e4b.tar.gz, flat2-raw.tar.gz, flat2-summary.md, log.txt; part 2 e4b.tar.gz,
 # gpu_specs.txt, log.txt; parts 3 and 8 rope_small_raw.tar.gz, table.md, log.txt; part 4 those of
 # part 3 and rope_bytes_raw.tar.gz, bytes.md; part 9 tune-1.csv, tune-2.csv, token-verdict.txt,
 # rope_bytes_raw.tar.gz, bytes.md, log.txt; part 10 tune-1.csv, tune-2.csv, token-verdict.txt,
-# ncu_tune.csv, ncu_liger.csv, ncu-summary.txt, log.txt.
+# ncu_tune.csv, ncu_liger.csv, ncu-summary.txt, log.txt; part 11 those of part 10.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 PART=${1:-1}
@@ -71,6 +74,49 @@ flat_compare() {
     mv "$OUT/$1/summary.md" "$OUT/$1-summary.md" 2>/dev/null
     cat "$OUT/$1/log.txt" >>"$LOG" 2>/dev/null
     rm -rf "${OUT:?}/$1"
+}
+# token_run: two processes of rope_tune judged by the token kernel's rule (reported), then the
+# kernel times after ncu's flush at rope hidden 8192 / seq 1024 forward of the neox forward token
+# kernels at K = 5 (both entry points), the production flat kernel and Liger's _triton_rope
+token_run() {
+    say "1 the token kernel: two processes of rope_tune"
+    for i in 1 2; do
+        timeout 150 build/bench/rope_tune --points small --samples 200 >"$OUT/tune-$i.csv" 2>>"$LOG"
+        echo "rope_tune $i: exit $?" | tee -a "$LOG"
+    done
+    build/kluabench bench/rope_flat_judge.lua --family token --limit 0.98 --styles neox "$OUT/tune-1.csv" \
+        "$OUT/tune-2.csv" >"$OUT/token-verdict.txt" 2>&1
+    echo "judge: exit $?, $(tail -n 1 "$OUT/token-verdict.txt")" | tee -a "$LOG"
+    say "2 kernel times after ncu's flush, rope hidden 8192 / seq 1024 forward"
+    NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+    SITE=$(mktemp -d)
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$SITE" .whl/*.whl
+    M=gpu__time_duration.sum,launch__registers_per_thread,launch__grid_size,launch__waves_per_multiprocessor
+    timeout -k 5 120 "$NCU" --clock-control none --cache-control all --metrics "$M" --kernel-name-base mangled \
+        --kernel-name regex:'tune_token_kernel[_a-z]*ILi1ELi0ELi5|rope_flat_kernelIL8kb_dtype0ELi8ELi1ELi0ELi1E' --csv \
+        --print-units base build/bench/rope_tune --point H8192_T1024 --samples 10 --no-flat >"$OUT/ncu_tune.csv" 2>>"$LOG"
+    echo "ncu rope_tune: exit $?" | tee -a "$LOG"
+    PYTHONPATH=$SITE timeout -k 5 120 "$NCU" --clock-control none --cache-control all --metrics "$M" \
+        --kernel-name regex:'rope' --csv --print-units base python3 scripts/peers/rope_peers_graph.py --what ncu \
+        --providers liger --kernel rope --points H8192_T1024 --modes forward --calls 10 >"$OUT/ncu_liger.csv" 2>>"$LOG"
+    echo "ncu liger: exit $?" | tee -a "$LOG"
+    python3 - "$OUT/ncu_tune.csv" "$OUT/ncu_liger.csv" >"$OUT/ncu-summary.txt" 2>&1 <<'PY'
+import collections, csv, io, statistics, sys
+for path in sys.argv[1:]:
+    rows = list(csv.DictReader(io.StringIO("".join(l for l in open(path) if l.startswith('"')))))
+    by = collections.defaultdict(lambda: collections.defaultdict(dict))
+    for r in rows:
+        by[r["Kernel Name"]][r["ID"]][r["Metric Name"]] = r["Metric Value"].replace(",", "")
+    for name, launches in by.items():
+        groups = collections.defaultdict(list)
+        for m in launches.values():
+            groups[(m.get("launch__grid_size"), m.get("launch__registers_per_thread"), m.get("launch__waves_per_multiprocessor"))].append(float(m["gpu__time_duration.sum"]))
+        for (grid, regs, waves), t in sorted(groups.items()):
+            t = t[1:] or t
+            print(f"{name[:70]:70} grid {grid:>6} regs {regs:>3} waves {waves:>5} n {len(t):3} median {statistics.median(t) / 1e3:.3f} us")
+PY
+    cat "$OUT/ncu-summary.txt" | tee -a "$LOG"
+    rm -rf "$SITE"
 }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee -a "$LOG"
 echo "kluabench $(build/kluabench -e 'io.write(kb.git_commit)')" | tee -a "$LOG"
@@ -137,46 +183,9 @@ case $PART in
     METRICS=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_op_read.sum,lts__t_sectors_op_write.sum,sm__warps_active.avg.pct_of_peak_sustained_active,launch__registers_per_thread,launch__occupancy_limit_registers,launch__waves_per_multiprocessor,launch__grid_size,launch__block_size,smsp__inst_executed.sum \
         in_folder bytes 150 "rope_bytes_raw.tar.gz bytes.md" rope_bytes_gpu.sh
     ;;
-10)
-    say "1 the token kernel held to 64 registers: two processes of rope_tune"
-    for i in 1 2; do
-        timeout 150 build/bench/rope_tune --points small --samples 200 >"$OUT/tune-$i.csv" 2>>"$LOG"
-        echo "rope_tune $i: exit $?" | tee -a "$LOG"
-    done
-    build/kluabench bench/rope_flat_judge.lua --family token --limit 0.98 --styles neox "$OUT/tune-1.csv" \
-        "$OUT/tune-2.csv" >"$OUT/token-verdict.txt" 2>&1
-    echo "judge: exit $?, $(tail -n 1 "$OUT/token-verdict.txt")" | tee -a "$LOG"
-    say "2 kernel times after ncu's flush, rope hidden 8192 / seq 1024 forward"
-    NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
-    SITE=$(mktemp -d)
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$SITE" .whl/*.whl
-    M=gpu__time_duration.sum,launch__registers_per_thread,launch__grid_size,launch__waves_per_multiprocessor
-    timeout -k 5 120 "$NCU" --clock-control none --cache-control all --metrics "$M" --kernel-name-base mangled \
-        --kernel-name regex:'tune_token_kernelILi1ELi0ELi5|rope_flat_kernelIL8kb_dtype0ELi8ELi1ELi0ELi1E' --csv \
-        --print-units base build/bench/rope_tune --point H8192_T1024 --samples 10 --no-flat >"$OUT/ncu_tune.csv" 2>>"$LOG"
-    echo "ncu rope_tune: exit $?" | tee -a "$LOG"
-    PYTHONPATH=$SITE timeout -k 5 120 "$NCU" --clock-control none --cache-control all --metrics "$M" \
-        --kernel-name regex:'rope' --csv --print-units base python3 scripts/peers/rope_peers_graph.py --what ncu \
-        --providers liger --kernel rope --points H8192_T1024 --modes forward --calls 10 >"$OUT/ncu_liger.csv" 2>>"$LOG"
-    echo "ncu liger: exit $?" | tee -a "$LOG"
-    python3 - "$OUT/ncu_tune.csv" "$OUT/ncu_liger.csv" >"$OUT/ncu-summary.txt" 2>&1 <<'PY'
-import collections, csv, io, statistics, sys
-for path in sys.argv[1:]:
-    rows = list(csv.DictReader(io.StringIO("".join(l for l in open(path) if l.startswith('"')))))
-    by = collections.defaultdict(lambda: collections.defaultdict(dict))
-    for r in rows:
-        by[r["Kernel Name"]][r["ID"]][r["Metric Name"]] = r["Metric Value"].replace(",", "")
-    for name, launches in by.items():
-        groups = collections.defaultdict(list)
-        for m in launches.values():
-            groups[(m.get("launch__grid_size"), m.get("launch__registers_per_thread"), m.get("launch__waves_per_multiprocessor"))].append(float(m["gpu__time_duration.sum"]))
-        for (grid, regs, waves), t in sorted(groups.items()):
-            t = t[1:] or t
-            print(f"{name[:70]:70} grid {grid:>6} regs {regs:>3} waves {waves:>5} n {len(t):3} median {statistics.median(t) / 1e3:.3f} us")
-PY
-    cat "$OUT/ncu-summary.txt" | tee -a "$LOG"
-    rm -rf "$SITE"
+10|11)
+    token_run
     ;;
-*) echo "usage: bash bench/device_next.sh 1|2|3|4|5|6|7|8|9|10" >&2; exit 2 ;;
+*) echo "usage: bash bench/device_next.sh 1|2|3|4|5|6|7|8|9|10|11" >&2; exit 2 ;;
 esac
 say "done"

@@ -363,12 +363,12 @@ template <int WB, int V> void floor_row(const Point &pt, const Bufs &b, bool ful
  * the token's (cos, sin) row is the same for all K. Every data load of a thread is issued before
  * the first use. TAB 1: the token's (cos, sin) row goes through shared memory (loaded by the CTA
  * after the data loads are issued, one barrier), which keeps the registers of a thread to its K
- * units; TAB 0: each thread loads its slice into registers once. LB: CTAs of 128 threads promised
- * to the register allocator (0: the default bound). COPY 1: the same loads and
+ * units; TAB 0: each thread loads its slice into registers once. (LB, the register bound: the
+ * entry points below.) COPY 1: the same loads and
  * stores, no rotation and no table (the access pattern alone). The math is the fused kernel's,
  * so the bits must be production's (checked). 16-byte vectors of a 2-byte dtype. */
-template <int STYLE, int DIR, int K, int TAB, int COPY, int LB = 0>
-__global__ void __launch_bounds__(LB ? 128 : kThreads, LB ? LB : 1) tune_token_kernel(const FlatGeom g) {
+template <int STYLE, int DIR, int K, int TAB, int COPY>
+__device__ __forceinline__ void token_body(const FlatGeom &g) {
   typedef Elem<KB_BF16> E;
   typedef Vec<unsigned short, 8> V;
   typedef V::type W;
@@ -443,6 +443,23 @@ __global__ void __launch_bounds__(LB ? 128 : kThreads, LB ? LB : 1) tune_token_k
   }
 }
 
+/* The token kernel's entry points: LB 0, the default bound (at most kThreads threads); LB N, CTAs of
+ * 128 threads with N of them an SM promised to the register allocator (N = 7: at most 72 registers,
+ * N = 8: at most 64). A bound with one CTA an SM is not the default: ptxas gave the K = 5 neox kernel
+ * 72 registers without it and 84 with it (calls 4 and 5). */
+template <int STYLE, int DIR, int K, int TAB, int COPY, int LB>
+__global__ void __launch_bounds__(128, LB) tune_token_kernel(const FlatGeom g) {
+  token_body<STYLE, DIR, K, TAB, COPY>(g);
+}
+template <int STYLE, int DIR, int K, int TAB, int COPY>
+__global__ void __launch_bounds__(kThreads) tune_token_kernel_default(const FlatGeom g) {
+  token_body<STYLE, DIR, K, TAB, COPY>(g);
+}
+template <int STYLE, int DIR, int K, int TAB, int COPY, int LB> constexpr auto token_entry() {
+  if constexpr (LB == 0) return tune_token_kernel_default<STYLE, DIR, K, TAB, COPY>;
+  else return tune_token_kernel<STYLE, DIR, K, TAB, COPY, LB>;
+}
+
 /* A token-kernel row: R rows of units per head (T = units per head x R threads), K heads a thread
  * (the smallest that covers the token's heads), TAB and COPY as the kernel's. Skipped (no row)
  * where T is over kThreads or K over 5. */
@@ -463,7 +480,7 @@ bool token_row_k(const Point &pt, const Bufs &b, const char *sname, const char *
   const unsigned T = g.uph * R;
   if ((40 + R - 1) / R != (unsigned)K || T > (unsigned)(LB ? 128 : kThreads)) return false;
   const size_t smem = TAB ? g.d * sizeof(float) : 0;
-  auto kernel = tune_token_kernel<STYLE, DIR, K, TAB, COPY, LB>;
+  auto kernel = token_entry<STYLE, DIR, K, TAB, COPY, LB>();
   int occ = 0, sms = 0;
   CKS(sm_count(&sms));
   CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kernel, (int)T, smem));
@@ -474,8 +491,10 @@ bool token_row_k(const Point &pt, const Bufs &b, const char *sname, const char *
   };
   const bool ok = check(b, full, launch, COPY);
   char v[96];
+  char lb[16] = "";
+  if (LB) snprintf(lb, sizeof lb, " LB=%d", LB);
   snprintf(v, sizeof v, "token %s%s T=%u K=%d waves=%.2f", COPY ? (NEOX ? "copy neox" : "copy llama4") : TAB ? "smem" : "regs",
-           LB ? "64" : "", T, K,
+           lb, T, K,
            (double)grid * (full ? 2 : 1) / ((double)sms * (occ > 0 ? occ : 1)));
   emit(pt, COPY ? "floor" : sname, mode, v, time_it(launch), ok);
   return true;
@@ -498,9 +517,13 @@ template <int STYLE, int DIR> void token_rows(const Point &pt, const Bufs &b, co
     token_row<STYLE, DIR, 1, 0>(pt, b, sname, mode, T / uph);
     token_row<STYLE, DIR, 0, 0>(pt, b, sname, mode, T / uph);
     token_row<STYLE, DIR, 0, 1>(pt, b, sname, mode, T / uph);
-    /* held to 64 registers (8 CTAs of 128 threads an SM, one wave at hidden 8192 / seq 1024, as
-     * Liger's kernel: 63 registers there); ptxas spills 32-48 bytes at K = 5 */
-    if (T == 128) token_row<STYLE, DIR, 1, 0, 8>(pt, b, sname, mode, T / uph);
+    /* held to 72 and 64 registers (7 and 8 CTAs of 128 threads an SM; 8 is one wave at hidden
+     * 8192 / seq 1024, as Liger's kernel with its 63 registers); ptxas spills 32-48 bytes at K = 5
+     * under 64 */
+    if (T == 128) {
+      token_row<STYLE, DIR, 1, 0, 7>(pt, b, sname, mode, T / uph);
+      token_row<STYLE, DIR, 1, 0, 8>(pt, b, sname, mode, T / uph);
+    }
   }
 }
 
