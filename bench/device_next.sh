@@ -39,12 +39,17 @@
 #   part 11 (as part 10, the harness rebuilt): the token kernel under three register bounds (the
 #     default, 72 and 64; docs/perf-notes.md, reported only), the same steps as part 10 (whose
 #     ncu filter named the one entry point that the harness then had)
+#   part 12 (about 1 minute, as part 9): the machine code to read here, where there is no GPU:
+#     Liger's kernels as Triton compiled them for the H200 (its cache after rope_peers_graph.py
+#     ran rope at hidden 2048 / seq 2048 and hidden 8192 / seq 1024, forward), and rope_tune's
+#     and kluabench's kernels, through cuobjdump -sass (sass.tar.gz)
 #   device run, timeout_s 600:  bash bench/device_next.sh PART
 # Out ($OUT): part 1 e4b.tar.gz, flat2-raw.tar.gz, flat2-summary.md, log.txt; part 2 e4b.tar.gz,
 # gpu_specs.txt, log.txt; parts 3 and 8 rope_small_raw.tar.gz, table.md, log.txt; part 4 those of
 # part 3 and rope_bytes_raw.tar.gz, bytes.md; part 9 tune-1.csv, tune-2.csv, token-verdict.txt,
 # rope_bytes_raw.tar.gz, bytes.md, log.txt; part 10 tune-1.csv, tune-2.csv, token-verdict.txt,
-# ncu_tune.csv, ncu_liger.csv, ncu-summary.txt, log.txt; part 11 those of part 10.
+# ncu_tune.csv, ncu_liger.csv, ncu-summary.txt, log.txt; part 11 those of part 10; part 12
+# sass.tar.gz, log.txt.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 PART=${1:-1}
@@ -186,6 +191,23 @@ case $PART in
 10|11)
     token_run
     ;;
-*) echo "usage: bash bench/device_next.sh 1|2|3|4|5|6|7|8|9|10|11" >&2; exit 2 ;;
+12)
+    say "1 Liger's kernels as Triton compiled them, and ours, as SASS"
+    SITE=$(mktemp -d)
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$SITE" .whl/*.whl
+    mkdir -p "$OUT/sass/triton-cache"
+    TRITON_CACHE_DIR=$OUT/sass/triton-cache PYTHONPATH=$SITE timeout 120 python3 scripts/peers/rope_peers_graph.py \
+        --what ncu --providers liger --kernel rope --points H2048_T2048,H8192_T1024 --modes forward --calls 1 \
+        >/dev/null 2>>"$LOG"
+    echo "rope_peers_graph.py: exit $?" | tee -a "$LOG"
+    find "$OUT/sass/triton-cache" -name '*.cubin' | while read -r c; do
+        cuobjdump -sass "$c" >"$c.sass" 2>>"$LOG"
+    done
+    cuobjdump -sass build/bench/rope_tune >"$OUT/sass/rope_tune.sass" 2>>"$LOG"
+    echo "cuobjdump: $(find "$OUT/sass" -name '*.sass' | wc -l) listings" | tee -a "$LOG"
+    tar -czf "$OUT/sass.tar.gz" -C "$OUT" sass && rm -rf "$OUT/sass"
+    rm -rf "$SITE"
+    ;;
+*) echo "usage: bash bench/device_next.sh 1|2|3|4|5|6|7|8|9|10|11|12" >&2; exit 2 ;;
 esac
 say "done"
