@@ -80,10 +80,8 @@ flat_compare() {
     cat "$OUT/$1/log.txt" >>"$LOG" 2>/dev/null
     rm -rf "${OUT:?}/$1"
 }
-# token_run: two processes of rope_tune judged by the token kernel's rule (reported), then the
-# kernel times after ncu's flush at rope hidden 8192 / seq 1024 forward of the neox forward token
-# kernels at K = 5 (both entry points), the production flat kernel and Liger's _triton_rope
-token_run() {
+# token_tune: two processes of rope_tune --points small, judged by the token kernel's rule
+token_tune() {
     say "1 the token kernel: two processes of rope_tune"
     for i in 1 2; do
         timeout 150 build/bench/rope_tune --points small --samples 200 >"$OUT/tune-$i.csv" 2>>"$LOG"
@@ -92,6 +90,11 @@ token_run() {
     build/kluabench bench/rope_flat_judge.lua --family token --limit 0.98 --styles neox "$OUT/tune-1.csv" \
         "$OUT/tune-2.csv" >"$OUT/token-verdict.txt" 2>&1
     echo "judge: exit $?, $(tail -n 1 "$OUT/token-verdict.txt")" | tee -a "$LOG"
+}
+# token_run: token_tune (the verdict reported), then the kernel times after ncu's flush at rope hidden 8192 / seq 1024 forward of the neox forward token
+# kernels at K = 5 (both entry points), the production flat kernel and Liger's _triton_rope
+token_run() {
+    token_tune
     say "2 kernel times after ncu's flush, rope hidden 8192 / seq 1024 forward"
     NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
     SITE=$(mktemp -d)
@@ -176,14 +179,7 @@ case $PART in
         in_folder small 570 "rope_small_raw.tar.gz table.md" rope_small.sh
     ;;
 9)
-    say "1 the token kernel: two processes of rope_tune"
-    for i in 1 2; do
-        timeout 150 build/bench/rope_tune --points small --samples 200 >"$OUT/tune-$i.csv" 2>>"$LOG"
-        echo "rope_tune $i: exit $?" | tee -a "$LOG"
-    done
-    build/kluabench bench/rope_flat_judge.lua --family token --limit 0.98 --styles neox "$OUT/tune-1.csv" \
-        "$OUT/tune-2.csv" >"$OUT/token-verdict.txt" 2>&1
-    echo "judge: exit $?, $(tail -n 1 "$OUT/token-verdict.txt")" | tee -a "$LOG"
+    token_tune
     say "2 the launch shapes of Liger's kernel and ours, after ncu's flush"
     METRICS=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_op_read.sum,lts__t_sectors_op_write.sum,sm__warps_active.avg.pct_of_peak_sustained_active,launch__registers_per_thread,launch__occupancy_limit_registers,launch__waves_per_multiprocessor,launch__grid_size,launch__block_size,smsp__inst_executed.sum \
         in_folder bytes 150 "rope_bytes_raw.tar.gz bytes.md" rope_bytes_gpu.sh

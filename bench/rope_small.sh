@@ -66,6 +66,19 @@ timed() {
     return $rc
 }
 
+# ncu_times CACHE SUFFIX CAP_OURS CAP_LIGER: the kernel times at the launch-bound points of ours
+# (bench/rope_kernel_times.lua) and of Liger, ncu --cache-control CACHE, into ncu_ours$SUFFIX.csv and
+# ncu_liger$SUFFIX.csv
+ncu_times() {
+    local cache=$1 suffix=$2 tag=${2:+ ${2#_}}
+    timed "ncu ours$tag" "$3" "$NCU" --clock-control none --cache-control "$cache" --metrics gpu__time_duration.sum \
+        --kernel-name regex:'rope_(fused|flat|floor)' --csv --print-units base \
+        "$KB" bench/rope_kernel_times.lua ncu 5 >"$RAW/ncu_ours$suffix.csv"
+    timed "ncu liger$tag" "$4" "$NCU" --clock-control none --cache-control "$cache" --metrics gpu__time_duration.sum \
+        --kernel-name regex:'rope' --csv --print-units base \
+        "$PY" scripts/peers/rope_peers_graph.py --what ncu --providers liger >"$RAW/ncu_liger$suffix.csv"
+}
+
 env_info() {
     date -u '+date %Y-%m-%dT%H:%M:%SZ'
     # a staged copy (no .git of its own) carries its commit in COMMIT
@@ -94,21 +107,11 @@ main() {
     done
     want peers && timed "peers" 90 "$PY" scripts/peers/rope_peers.py --kernel llama4_rope,rope --providers "$PEERS" \
         --rep-ms "$REP_MS" --no-copy --out "$RAW/peers.csv"
-    want ncu && timed "ncu ours" 25 "$NCU" --clock-control none --cache-control none --metrics gpu__time_duration.sum \
-        --kernel-name regex:'rope_(fused|flat|floor)' --csv --print-units base \
-        "$KB" bench/rope_kernel_times.lua ncu 5 >"$RAW/ncu_ours.csv"
-    want ncu && timed "ncu liger" 35 "$NCU" --clock-control none --cache-control none --metrics gpu__time_duration.sum \
-        --kernel-name regex:'rope' --csv --print-units base \
-        "$PY" scripts/peers/rope_peers_graph.py --what ncu --providers liger >"$RAW/ncu_liger.csv"
+    want ncu && ncu_times none "" 25 35
     # the same kernel times with every kernel after ncu's own flush and invalidation of the caches
     # (--cache-control all), so that ours and Liger's start from one cache state, not from the
     # state that each process's flush kernel leaves (A'f of bench/rope_small_table.py)
-    want ncuflush && timed "ncu ours flush" 40 "$NCU" --clock-control none --cache-control all --metrics gpu__time_duration.sum \
-        --kernel-name regex:'rope_(fused|flat|floor)' --csv --print-units base \
-        "$KB" bench/rope_kernel_times.lua ncu 5 >"$RAW/ncu_ours_flush.csv"
-    want ncuflush && timed "ncu liger flush" 45 "$NCU" --clock-control none --cache-control all --metrics gpu__time_duration.sum \
-        --kernel-name regex:'rope' --csv --print-units base \
-        "$PY" scripts/peers/rope_peers_graph.py --what ncu --providers liger >"$RAW/ncu_liger_flush.csv"
+    want ncuflush && ncu_times all _flush 40 45
     want trace && timed "kb.trace" 15 "$KB" bench/rope_kernel_times.lua trace 100 >"$RAW/kernel_times.csv"
     want graph && for k in llama4_rope rope; do
         timed "ours $k graph" 20 "$KB" scripts/$k.lua --hidden 512,2048 --seq 2048 --mode all \

@@ -268,11 +268,11 @@ __global__ void __launch_bounds__(kThreads) tune_flat_copy_kernel(const FlatGeom
   if (acc == kFloorMagic) *sink = acc;
 }
 
-template <int STYLE, int DIR, int VPT, int STAGE, int COPY = 0>
-void flat_row(const Point &pt, const Bufs &b, const char *sname, const char *mode, unsigned T) {
+/* The flat and token kernels' geometry at a point (the harness's 32 q and 8 kv heads, batch 1),
+ * less the flat kernel's unit counts. */
+template <int STYLE, int DIR> FlatGeom flat_geom_of(const Point &pt, const Bufs &b) {
   const bool full = DIR == kFull;
-  constexpr bool NEOX = STYLE == KB_ROPE_NEOX;
-  kb_rope_args a = args_of(pt, b, STYLE, DIR == kBackward, full, false);
+  const kb_rope_args a = args_of(pt, b, STYLE, DIR == kBackward, full, false);
   FlatGeom g = {};
   g.pass[0] = Pass{a.q, a.k, a.q_out, a.k_out};
   if (full) g.pass[1] = Pass{a.dq, a.dk, a.dq_out, a.dk_out};
@@ -281,7 +281,16 @@ void flat_row(const Point &pt, const Bufs &b, const char *sname, const char *mod
   g.hq = 32;
   g.hk = 8;
   g.seq = (unsigned)a.seq;
-  g.uph = g.d / 8 / (NEOX ? 2 : 1);
+  g.uph = g.d / 8 / (STYLE == KB_ROPE_NEOX ? 2 : 1);
+  return g;
+}
+
+template <int STYLE, int DIR, int VPT, int STAGE, int COPY = 0>
+void flat_row(const Point &pt, const Bufs &b, const char *sname, const char *mode, unsigned T) {
+  const bool full = DIR == kFull;
+  constexpr bool NEOX = STYLE == KB_ROPE_NEOX;
+  kb_rope_args a = args_of(pt, b, STYLE, DIR == kBackward, full, false);
+  FlatGeom g = flat_geom_of<STYLE, DIR>(pt, b);
   g.nq_u = (unsigned)(a.seq * 32) * g.uph;
   g.total_u = (unsigned)(a.seq * 40) * g.uph;
   const unsigned per_cta = T * VPT, grid = (g.total_u + per_cta - 1) / per_cta;
@@ -467,16 +476,7 @@ template <int STYLE, int DIR, int TAB, int COPY, int K, int LB>
 bool token_row_k(const Point &pt, const Bufs &b, const char *sname, const char *mode, unsigned R) {
   const bool full = DIR == kFull;
   constexpr bool NEOX = STYLE == KB_ROPE_NEOX;
-  kb_rope_args a = args_of(pt, b, STYLE, DIR == kBackward, full, false);
-  FlatGeom g = {};
-  g.pass[0] = Pass{a.q, a.k, a.q_out, a.k_out};
-  if (full) g.pass[1] = Pass{a.dq, a.dk, a.dq_out, a.dk_out};
-  g.freqs = a.freqs;
-  g.d = (unsigned)a.head_dim;
-  g.hq = 32;
-  g.hk = 8;
-  g.seq = (unsigned)a.seq;
-  g.uph = g.d / 8 / (NEOX ? 2 : 1);
+  const FlatGeom g = flat_geom_of<STYLE, DIR>(pt, b);
   const unsigned T = g.uph * R;
   if ((40 + R - 1) / R != (unsigned)K || T > (unsigned)(LB ? 128 : kThreads)) return false;
   const size_t smem = TAB ? g.d * sizeof(float) : 0;
