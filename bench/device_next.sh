@@ -43,13 +43,16 @@
 #     Liger's kernels as Triton compiled them for the H200 (its cache after rope_peers_graph.py
 #     ran rope at hidden 2048 / seq 2048 and hidden 8192 / seq 1024, forward), and rope_tune's
 #     and kluabench's kernels, through cuobjdump -sass (sass.tar.gz)
+#   part 13 (about 1 minute, carry ["build/carry.tgz"]): where a sweep's bundle spends its host
+#     time at the large shapes (bench/host_time_probe.lua around one rope bundle, fused forward,
+#     hidden 8192 at seq 8192 and 16384; reported): probe-T8192.txt, probe-T16384.txt
 #   device run, timeout_s 600:  bash bench/device_next.sh PART
 # Out ($OUT): part 1 e4b.tar.gz, flat2-raw.tar.gz, flat2-summary.md, log.txt; part 2 e4b.tar.gz,
 # gpu_specs.txt, log.txt; parts 3 and 8 rope_small_raw.tar.gz, table.md, log.txt; part 4 those of
 # part 3 and rope_bytes_raw.tar.gz, bytes.md; part 9 tune-1.csv, tune-2.csv, token-verdict.txt,
 # rope_bytes_raw.tar.gz, bytes.md, log.txt; part 10 tune-1.csv, tune-2.csv, token-verdict.txt,
 # ncu_tune.csv, ncu_liger.csv, ncu-summary.txt, log.txt; part 11 those of part 10; part 12
-# sass.tar.gz, log.txt.
+# sass.tar.gz, log.txt; part 13 probe-T8192.txt, probe-T16384.txt, log.txt.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 PART=${1:-1}
@@ -204,6 +207,14 @@ case $PART in
     tar -czf "$OUT/sass.tar.gz" -C "$OUT" sass && rm -rf "$OUT/sass"
     rm -rf "$SITE"
     ;;
-*) echo "usage: bash bench/device_next.sh 1|2|3|4|5|6|7|8|9|10|11|12" >&2; exit 2 ;;
+13)
+    say "1 a bundle's host time by function, rope hidden 8192"
+    for t in 8192 16384; do
+        timeout 120 build/kluabench bench/host_time_probe.lua --top 60 scripts/rope.lua --hidden 8192 --seq "$t" \
+            --mode forward --provider fused --format jsonl --out "$(mktemp -d)/probe.jsonl" >"$OUT/probe-T$t.txt" 2>&1
+        echo "probe seq $t: exit $?, $(grep -m1 '^wall' "$OUT/probe-T$t.txt")" | tee -a "$LOG"
+    done
+    ;;
+*) echo "usage: bash bench/device_next.sh 1|2|3|4|5|6|7|8|9|10|11|12|13" >&2; exit 2 ;;
 esac
 say "done"
