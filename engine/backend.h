@@ -47,6 +47,10 @@ struct kb_backend {
   const char *(*copy)(const kb_backend *b, void *dst, const void *src, size_t bytes);
   const char *(*to_host)(const kb_backend *b, void *host_dst, const void *src, size_t bytes);
   const char *(*from_host)(const kb_backend *b, void *dst, const void *host_src, size_t bytes);
+  /* cuda (NULL on cpu, whose tensors are read in place): *out = host buffer `slot` (0 or 1) of at
+   * least `bytes`, which to_host fills at the bus's speed (pinned; pageable when pinned memory
+   * cannot be had); grown on demand, kept for the process, overwritten by the next use */
+  const char *(*host_stage)(const kb_backend *b, int slot, size_t bytes, void **out);
 
   const char *(*fill)(const kb_backend *b, void *p, kb_dtype t, size_t n, double x);
   const char *(*randn)(const kb_backend *b, void *p, kb_dtype t, size_t n, uint64_t seed);

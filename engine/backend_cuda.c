@@ -5,6 +5,7 @@
  * address in a kernel, say) are remembered: every later call reports that
  * the process cannot continue, instead of printing numbers. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cuda_runtime.h>
 #include "backend.h"
@@ -138,6 +139,39 @@ static const char *cu_to_host(const kb_backend *b, void *dst, const void *src, s
   if (n == 0) return NULL;
   CU(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost, STREAM(b)), "cudaMemcpyAsync(device to host)");
   CU(cudaStreamSynchronize(STREAM(b)), "cudaStreamSynchronize after device-to-host copy");
+  return NULL;
+}
+
+/* The staging buffers of host_stage (backend.h): kb.compare_elements and its kin copy a device
+ * tensor through them a slice at a time. A fresh pageable buffer of a whole tensor read 1.9 GB/s
+ * (0.28 s a kb.compare_elements of two 268 MB tensors on the H200's host, 2026-12-04). */
+static struct {
+  void *p;
+  size_t bytes;
+  int pinned;
+} g_stage[2];
+
+static const char *cu_host_stage(const kb_backend *b, int slot, size_t bytes, void **out) {
+  (void)b;
+  *out = NULL;
+  if (slot < 0 || slot > 1) return "host_stage: the slot must be 0 or 1";
+  if (g_stage[slot].bytes < bytes) {
+    if (g_stage[slot].pinned) (void)cudaFreeHost(g_stage[slot].p);
+    else free(g_stage[slot].p);
+    g_stage[slot].p = NULL;
+    g_stage[slot].bytes = 0;
+    void *p = NULL;
+    int pinned = cudaMallocHost(&p, bytes) == cudaSuccess;
+    if (!pinned) {
+      (void)cudaGetLastError(); /* not sticky: the pageable buffer below serves */
+      p = malloc(bytes);
+      if (!p) return "host_stage: out of host memory for a staging buffer";
+    }
+    g_stage[slot].p = p;
+    g_stage[slot].bytes = bytes;
+    g_stage[slot].pinned = pinned;
+  }
+  *out = g_stage[slot].p;
   return NULL;
 }
 
@@ -300,6 +334,7 @@ static kb_backend cuda_backend = {
     .copy = cu_copy,
     .to_host = cu_to_host,
     .from_host = cu_from_host,
+    .host_stage = cu_host_stage,
     .fill = cu_fill,
     .randn = cu_randn,
     .convert = cu_convert,

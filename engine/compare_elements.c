@@ -52,11 +52,12 @@ static int l_compare_elements(lua_State *L) {
   if (a->numel != b->numel)
     return luaL_argerror(L, 2, lua_pushfstring(L, "has %I elements, got has %I", (lua_Integer)b->numel,
                                                (lua_Integer)a->numel));
-  const void *ha = kb_tensor_host_read(L, a), *hb = kb_tensor_host_read(L, b);
+  kb_tensor_pair pair;
+  kb_compare_source src;
+  kb_tensor_compare_source(L, a, b, &pair, &src);
   kb_compare_counts r;
-  if (kb_host_compare_elements(ha, a->dtype, hb, b->dtype, (size_t)a->numel, atol, rtol, &r))
-    return luaL_error(L, "compare_elements: out of memory for the per-chunk results of %I elements",
-                      (lua_Integer)a->numel);
+  const char *err = kb_compare_counts_of(&src, a->dtype, b->dtype, (size_t)a->numel, atol, rtol, &r);
+  if (err) return luaL_error(L, "compare_elements of %I elements: %s", (lua_Integer)a->numel, err);
   lua_createtable(L, 0, 8);
   set_int(L, "n", a->numel);
   set_int(L, "mismatches", r.mismatches);

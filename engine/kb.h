@@ -46,9 +46,17 @@ const kb_backend *kb_check_device(lua_State *L, int arg);
 /* Pushes a userdata holding a host copy of the tensor's bytes and returns
  * its address (Lua owns it: nothing leaks if a later check raises). */
 void *kb_tensor_host_copy(lua_State *L, const kb_tensor *t);
-/* t's bytes to read on the host during this call: the tensor's own memory on
- * the cpu backend (no copy), else kb_tensor_host_copy's. Read only. */
-const void *kb_tensor_host_read(lua_State *L, const kb_tensor *t);
+/* What kb_compare_* (kernels/compare_cpu.h) read of tensors a and b during
+ * this call, into *src: a cpu tensor in place, a cuda tensor a slice at a time
+ * copied into the backend's staging buffers (host_stage). *pair holds the
+ * source's state (the caller's, for the call). Raises when staging fails. */
+struct kb_compare_source;
+typedef struct {
+  const kb_tensor *t[2];
+  void *stage[2];
+} kb_tensor_pair;
+void kb_tensor_compare_source(lua_State *L, const kb_tensor *a, const kb_tensor *b, kb_tensor_pair *pair,
+                              struct kb_compare_source *src);
 /* "[1, 2048, 32, 16]" written into buf. */
 const char *kb_shape_str(const kb_tensor *t, char *buf, size_t n);
 /* graph.c: while a CUDA graph is being captured, pins the tensor at idx

@@ -110,9 +110,45 @@ void *kb_tensor_host_copy(lua_State *L, const kb_tensor *t) {
   return h;
 }
 
-const void *kb_tensor_host_read(lua_State *L, const kb_tensor *t) {
-  /* copying two 80 MB cpu tensors took more of kb.compare_elements's time than comparing them */
-  return kb_on_cuda(t->dev) ? kb_tensor_host_copy(L, t) : t->data;
+/* Bytes of each staging buffer: a comparison's slice is as many whole chunks of the wider dtype as
+ * fit (32 of bf16). */
+#define KB_STAGE_BYTES ((size_t)64 << 20)
+
+static const char *fetch_pair(void *ctx, size_t i0, size_t n, const void **a, const void **b) {
+  kb_tensor_pair *p = ctx;
+  const void **out[2] = {a, b};
+  for (int k = 0; k < 2; k++) {
+    const kb_tensor *t = p->t[k];
+    size_t es = kb_dtype_size(t->dtype);
+    const char *src = (const char *)t->data + i0 * es;
+    if (p->stage[k]) {
+      const char *err = t->dev->to_host(t->dev, p->stage[k], src, n * es);
+      if (err) return err;
+      *out[k] = p->stage[k];
+    } else {
+      *out[k] = src; /* copying two 80 MB cpu tensors took longer than comparing them */
+    }
+  }
+  return NULL;
+}
+
+void kb_tensor_compare_source(lua_State *L, const kb_tensor *a, const kb_tensor *b, kb_tensor_pair *pair,
+                              kb_compare_source *src) {
+  size_t es = kb_dtype_size(a->dtype) > kb_dtype_size(b->dtype) ? kb_dtype_size(a->dtype) : kb_dtype_size(b->dtype);
+  size_t slice = KB_STAGE_BYTES / es;
+  pair->t[0] = a;
+  pair->t[1] = b;
+  src->fetch = fetch_pair;
+  src->ctx = pair;
+  src->slice = 0;
+  for (int k = 0; k < 2; k++) {
+    const kb_tensor *t = pair->t[k];
+    pair->stage[k] = NULL;
+    if (kb_on_cuda(t->dev)) {
+      KB_TRY(L, t->dev->host_stage(t->dev, k, slice * kb_dtype_size(t->dtype), &pair->stage[k]));
+      src->slice = slice;
+    }
+  }
 }
 
 /*** A tensor with uninitialised contents.
@@ -553,16 +589,18 @@ static int t_len(lua_State *L) { return m_numel(L); }
  *   local out = ref:to("f16") -- rounded to f16: off by at most half an f16 ulp
  *   assert(kb.max_abs_diff(out, ref) < 1e-2)
  */
-/* a and b read on the host (kb_tensor_host_read) and compared element by
- * element over the cores (kernels/compare_cpu.h); NaN when either holds a
+/* a and b read on the host (kb_tensor_compare_source) and compared element
+ * by element over the cores (kernels/compare_cpu.h); NaN when either holds a
  * NaN, so `diff < tol` fails on NaN. */
 static int l_max_abs_diff(lua_State *L) {
   kb_tensor *a = kb_check_tensor(L, 1), *b = kb_check_tensor(L, 2);
   check_same_shape(L, a, b, 2);
-  const void *ha = kb_tensor_host_read(L, a), *hb = kb_tensor_host_read(L, b);
+  kb_tensor_pair pair;
+  kb_compare_source src;
+  kb_tensor_compare_source(L, a, b, &pair, &src);
   double m;
-  if (kb_host_max_abs_diff(ha, a->dtype, hb, b->dtype, (size_t)a->numel, &m))
-    return luaL_error(L, "max_abs_diff: out of memory for the per-chunk results of %I elements", (lua_Integer)a->numel);
+  const char *err = kb_compare_max_abs_diff(&src, a->dtype, b->dtype, (size_t)a->numel, &m);
+  if (err) return luaL_error(L, "max_abs_diff of %I elements: %s", (lua_Integer)a->numel, err);
   lua_pushnumber(L, m);
   return 1;
 }
@@ -585,10 +623,12 @@ static int l_max_abs_diff(lua_State *L) {
 static int l_rel_l2(lua_State *L) {
   kb_tensor *a = kb_check_tensor(L, 1), *b = kb_check_tensor(L, 2);
   check_same_shape(L, a, b, 2);
-  const void *ha = kb_tensor_host_read(L, a), *hb = kb_tensor_host_read(L, b);
+  kb_tensor_pair pair;
+  kb_compare_source src;
+  kb_tensor_compare_source(L, a, b, &pair, &src);
   double r;
-  if (kb_host_rel_l2(ha, a->dtype, hb, b->dtype, (size_t)a->numel, &r))
-    return luaL_error(L, "rel_l2: out of memory for the per-chunk results of %I elements", (lua_Integer)a->numel);
+  const char *err = kb_compare_rel_l2(&src, a->dtype, b->dtype, (size_t)a->numel, &r);
+  if (err) return luaL_error(L, "rel_l2 of %I elements: %s", (lua_Integer)a->numel, err);
   lua_pushnumber(L, r);
   return 1;
 }

@@ -1,15 +1,16 @@
-/* Host comparisons split over the cores in fixed chunks (compare_cpu.h). */
+/* Host comparisons split over the cores in fixed chunks, read a slice at a time (compare_cpu.h). */
 #include <math.h>
 #include <stdlib.h>
 #include "compare_cpu.h"
 #include "parallel_cpu.h"
 
 typedef struct {
-  const void *a, *b;
+  const void *a, *b; /* the current slice: element base of each operand */
+  size_t base, c0;   /* its first element and first chunk */
   kb_dtype ta, tb;
   size_t n;
   double atol, rtol;
-  void *parts; /* one result per chunk */
+  void *parts; /* one result per chunk of all n */
 } job;
 
 static size_t chunks_of(size_t n) { return n == 0 ? 1 : (n + KB_COMPARE_CHUNK - 1) / KB_COMPARE_CHUNK; }
@@ -19,28 +20,42 @@ static size_t chunk_end(const job *j, size_t c) {
   return e < j->n ? e : j->n;
 }
 
-/* Runs fn over every chunk on up to one thread per core, each thread a contiguous run of chunks,
- * into j->parts: `one` (room for one result) when there is one chunk, else an array of `size`-byte
- * results allocated here. Returns j->parts, or NULL when it cannot be allocated; done_chunks
- * frees it. */
-static void *over_chunks(job *j, kb_cpu_range_fn fn, size_t size, void *one) {
+static double load_a(const job *j, size_t i) { return kb_load_f64(j->a, j->ta, i - j->base); }
+static double load_b(const job *j, size_t i) { return kb_load_f64(j->b, j->tb, i - j->base); }
+
+/* Runs fn over every chunk into j->parts, a slice of src at a time, each slice's chunks on up to
+ * one thread per core (each thread a contiguous run of them): `one` (room for one result) when
+ * there is one chunk, else an array of `size`-byte results allocated here, which done_chunks
+ * frees. Returns NULL or the error. An in-place source (slice 0) is one slice of all n; a source's
+ * slice is rounded down to whole chunks (one at least). */
+static const char *over_chunks(job *j, const kb_compare_source *src, kb_cpu_range_fn fn, size_t size, void *one) {
   size_t nc = chunks_of(j->n);
   j->parts = nc == 1 ? one : malloc(nc * size);
-  if (j->parts) kb_cpu_parallel_for(nc, 1, fn, j);
-  return j->parts;
+  if (!j->parts) return "out of memory for the per-chunk results";
+  size_t slice = src->slice == 0 ? j->n : src->slice / KB_COMPARE_CHUNK * KB_COMPARE_CHUNK;
+  if (slice == 0) slice = KB_COMPARE_CHUNK;
+  for (size_t i0 = 0;; i0 += slice) {
+    size_t len = j->n - i0 < slice ? j->n - i0 : slice;
+    const char *err = src->fetch(src->ctx, i0, len, &j->a, &j->b);
+    if (err) return err;
+    j->base = i0;
+    j->c0 = i0 / KB_COMPARE_CHUNK;
+    kb_cpu_parallel_for(len == 0 ? 1 : (len + KB_COMPARE_CHUNK - 1) / KB_COMPARE_CHUNK, 1, fn, j);
+    if (i0 + len >= j->n) return NULL;
+  }
 }
 
 static void done_chunks(job *j, void *one) {
   if (j->parts != one) free(j->parts);
 }
 
-static void max_abs_chunks(void *ctx, size_t c0, size_t c1) {
+static void max_abs_chunks(void *ctx, size_t k0, size_t k1) {
   job *j = ctx;
   double *out = j->parts;
-  for (size_t c = c0; c < c1; c++) {
+  for (size_t c = j->c0 + k0; c < j->c0 + k1; c++) {
     double m = 0;
     for (size_t i = c * KB_COMPARE_CHUNK, e = chunk_end(j, c); i < e; i++) {
-      double d = fabs(kb_load_f64(j->a, j->ta, i) - kb_load_f64(j->b, j->tb, i));
+      double d = fabs(load_a(j, i) - load_b(j, i));
       if (isnan(d)) {
         m = NAN;
         break;
@@ -51,34 +66,34 @@ static void max_abs_chunks(void *ctx, size_t c0, size_t c1) {
   }
 }
 
-int kb_host_max_abs_diff(const void *a, kb_dtype ta, const void *b, kb_dtype tb, size_t n, double *out) {
-  job j = {a, b, ta, tb, n, 0, 0, NULL};
-  double one, *parts = over_chunks(&j, max_abs_chunks, sizeof one, &one);
-  if (!parts) return -1;
-  double m = 0;
-  for (size_t c = 0; c < chunks_of(n); c++) {
+const char *kb_compare_max_abs_diff(const kb_compare_source *src, kb_dtype ta, kb_dtype tb, size_t n, double *out) {
+  job j = {NULL, NULL, 0, 0, ta, tb, n, 0, 0, NULL};
+  double one;
+  const char *err = over_chunks(&j, src, max_abs_chunks, sizeof one, &one);
+  double m = 0, *parts = j.parts;
+  for (size_t c = 0; !err && c < chunks_of(n); c++) {
     if (isnan(parts[c])) {
       m = NAN;
       break;
     }
     if (parts[c] > m) m = parts[c];
   }
-  done_chunks(&j, &one);
+  if (j.parts) done_chunks(&j, &one);
   *out = m;
-  return 0;
+  return err;
 }
 
 typedef struct {
   double num, den;
 } sums;
 
-static void rel_l2_chunks(void *ctx, size_t c0, size_t c1) {
+static void rel_l2_chunks(void *ctx, size_t k0, size_t k1) {
   job *j = ctx;
   sums *out = j->parts;
-  for (size_t c = c0; c < c1; c++) {
+  for (size_t c = j->c0 + k0; c < j->c0 + k1; c++) {
     double num = 0, den = 0;
     for (size_t i = c * KB_COMPARE_CHUNK, e = chunk_end(j, c); i < e; i++) {
-      double x = kb_load_f64(j->a, j->ta, i), y = kb_load_f64(j->b, j->tb, i);
+      double x = load_a(j, i), y = load_b(j, i);
       num += (x - y) * (x - y);
       den += y * y;
     }
@@ -86,24 +101,25 @@ static void rel_l2_chunks(void *ctx, size_t c0, size_t c1) {
   }
 }
 
-int kb_host_rel_l2(const void *a, kb_dtype ta, const void *b, kb_dtype tb, size_t n, double *out) {
-  job j = {a, b, ta, tb, n, 0, 0, NULL};
-  sums one, *parts = over_chunks(&j, rel_l2_chunks, sizeof one, &one);
-  if (!parts) return -1;
+const char *kb_compare_rel_l2(const kb_compare_source *src, kb_dtype ta, kb_dtype tb, size_t n, double *out) {
+  job j = {NULL, NULL, 0, 0, ta, tb, n, 0, 0, NULL};
+  sums one;
+  const char *err = over_chunks(&j, src, rel_l2_chunks, sizeof one, &one);
   double num = 0, den = 0;
-  for (size_t c = 0; c < chunks_of(n); c++) num += parts[c].num, den += parts[c].den;
-  done_chunks(&j, &one);
+  const sums *parts = j.parts;
+  for (size_t c = 0; !err && c < chunks_of(n); c++) num += parts[c].num, den += parts[c].den;
+  if (j.parts) done_chunks(&j, &one);
   *out = den > 0 ? sqrt(num / den) : (num > 0 ? HUGE_VAL : (isnan(num) ? NAN : 0.0));
-  return 0;
+  return err;
 }
 
-static void compare_chunks(void *ctx, size_t c0, size_t c1) {
+static void compare_chunks(void *ctx, size_t k0, size_t k1) {
   job *j = ctx;
   kb_compare_counts *out = j->parts;
-  for (size_t c = c0; c < c1; c++) {
+  for (size_t c = j->c0 + k0; c < j->c0 + k1; c++) {
     kb_compare_counts p = {0, 0, 0, 0, 0, -1, 0, -INFINITY, 0, 0};
     for (size_t i = c * KB_COMPARE_CHUNK, e = chunk_end(j, c); i < e; i++) {
-      double g = kb_load_f64(j->a, j->ta, i), w = kb_load_f64(j->b, j->tb, i);
+      double g = load_a(j, i), w = load_b(j, i);
       if (isnan(w)) {
         p.want_nan++;
         p.nan_mismatch += !isnan(g);
@@ -124,13 +140,14 @@ static void compare_chunks(void *ctx, size_t c0, size_t c1) {
   }
 }
 
-int kb_host_compare_elements(const void *got, kb_dtype tg, const void *want, kb_dtype tw, size_t n, double atol,
-                             double rtol, kb_compare_counts *out) {
-  job j = {got, want, tg, tw, n, atol, rtol, NULL};
-  kb_compare_counts one, *parts = over_chunks(&j, compare_chunks, sizeof one, &one);
-  if (!parts) return -1;
+const char *kb_compare_counts_of(const kb_compare_source *src, kb_dtype tg, kb_dtype tw, size_t n, double atol,
+                                 double rtol, kb_compare_counts *out) {
+  job j = {NULL, NULL, 0, 0, tg, tw, n, atol, rtol, NULL};
+  kb_compare_counts one;
+  const char *err = over_chunks(&j, src, compare_chunks, sizeof one, &one);
   kb_compare_counts r = {0, 0, 0, 0, 0, -1, 0, -INFINITY, 0, 0};
-  for (size_t c = 0; c < chunks_of(n); c++) { /* in order: the first of equal worst excesses stays */
+  const kb_compare_counts *parts = j.parts;
+  for (size_t c = 0; !err && c < chunks_of(n); c++) { /* in order: the first of equal worst excesses stays */
     const kb_compare_counts *p = &parts[c];
     r.mismatches += p->mismatches, r.unwritten += p->unwritten, r.nan_mismatch += p->nan_mismatch;
     r.inf_mismatch += p->inf_mismatch, r.want_nan += p->want_nan;
@@ -138,7 +155,7 @@ int kb_host_compare_elements(const void *got, kb_dtype tg, const void *want, kb_
     if (p->worst >= 0 && p->worst_excess > r.worst_excess)
       r.worst_excess = p->worst_excess, r.worst = p->worst, r.worst_got = p->worst_got, r.worst_want = p->worst_want;
   }
-  done_chunks(&j, &one);
+  if (j.parts) done_chunks(&j, &one);
   *out = r;
-  return 0;
+  return err;
 }

@@ -153,6 +153,32 @@ describe('kb.compare_elements over many elements', function()
   end)
 end)
 
+describe('kb.compare_elements and its kin on cuda tensors, a slice at a time #gpu', function()
+  -- A cuda operand is copied to the host a slice of whole chunks at a time through the backend's
+  -- staging buffers (engine/tensor.c: 64 MB, so 16M f32 elements a slice); a cpu operand is read in
+  -- place, all of it one slice. The chunks do not move with the slices, so every result must be
+  -- the bits of the cpu copies' (40M elements: three slices of f32, or of a pair with an f32).
+  local n = 40 * (1 << 20) + 4321
+  local function same_results(a, b, ca, cb)
+    assert.same(kb.compare_elements(ca, cb, 0.5, 0.01), kb.compare_elements(a, b, 0.5, 0.01))
+    assert.equal(kb.rel_l2(ca, cb), kb.rel_l2(a, b))
+    assert.equal(kb.max_abs_diff(ca, cb), kb.max_abs_diff(a, b))
+  end
+
+  it('gives the cpu copies\' results bit for bit: both on cuda, one on cuda, two dtypes', function()
+    local a, b = kb.randn({ n }, 'f32', 1, 'cuda'), kb.randn({ n }, 'f32', 2, 'cuda')
+    local ca, cb = a:to('cpu'), b:to('cpu')
+    local r = kb.compare_elements(a, b, 0.5, 0.01)
+    assert.is_true(r.mismatches > 0 and r.worst.index >= 0)
+    same_results(a, b, ca, cb)
+    same_results(a, cb, ca, cb)
+    same_results(ca, b, ca, cb)
+    local h = kb.randn({ n }, 'bf16', 3, 'cuda')
+    same_results(h, b, h:to('cpu'), cb)
+    for _, t in ipairs { a, b, ca, cb, h } do t:free() end
+  end)
+end)
+
 describe('check.new', function()
   it('passes a correct kernel on three fresh seeds and after timing', function()
     local c = check.new(spec('right'))
