@@ -46,13 +46,19 @@
 #   part 13 (about 1 minute, carry ["build/carry.tgz"]): where a sweep's bundle spends its host
 #     time at the large shapes (bench/host_time_probe.lua around one rope bundle, fused forward,
 #     hidden 8192 at seq 8192 and 16384; reported): probe-T8192.txt, probe-T16384.txt
+#   part 14 (about 3 minutes, carry ["build/carry.tgz"] with build/prev = aecb6ee): the
+#     comparisons through the pinned staging buffers: the gpu specs of the files that compare
+#     tensors, bench/compare_speed.lua with aecb6ee's build (whole tensors through pageable
+#     memory) and this one in turns, twice, then part 13's probe at seq 16384 (gpu_specs.txt,
+#     compare_speed.txt, probe-T16384.txt)
 #   device run, timeout_s 600:  bash bench/device_next.sh PART
 # Out ($OUT): part 1 e4b.tar.gz, flat2-raw.tar.gz, flat2-summary.md, log.txt; part 2 e4b.tar.gz,
 # gpu_specs.txt, log.txt; parts 3 and 8 rope_small_raw.tar.gz, table.md, log.txt; part 4 those of
 # part 3 and rope_bytes_raw.tar.gz, bytes.md; part 9 tune-1.csv, tune-2.csv, token-verdict.txt,
 # rope_bytes_raw.tar.gz, bytes.md, log.txt; part 10 tune-1.csv, tune-2.csv, token-verdict.txt,
 # ncu_tune.csv, ncu_liger.csv, ncu-summary.txt, log.txt; part 11 those of part 10; part 12
-# sass.tar.gz, log.txt; part 13 probe-T8192.txt, probe-T16384.txt, log.txt.
+# sass.tar.gz, log.txt; part 13 probe-T8192.txt, probe-T16384.txt, log.txt; part 14 gpu_specs.txt,
+# compare_speed.txt, probe-T16384.txt, log.txt.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 PART=${1:-1}
@@ -215,6 +221,25 @@ case $PART in
         echo "probe seq $t: exit $?, $(grep -m1 '^wall' "$OUT/probe-T$t.txt")" | tee -a "$LOG"
     done
     ;;
-*) echo "usage: bash bench/device_next.sh 1|2|3|4|5|6|7|8|9|10|11|12|13" >&2; exit 2 ;;
+14)
+    say "1 the gpu specs of the files that compare tensors"
+    timeout 300 build/kluabench tests/run.lua --tags=gpu tests/check_spec.lua tests/tensor_spec.lua \
+        tests/tensor_math_spec.lua tests/rope_spec.lua tests/rope_fwd_bwd_spec.lua tests/usercode_gpu_spec.lua \
+        >"$OUT/gpu_specs.txt" 2>&1 </dev/null
+    echo "gpu specs: exit $?, $(tail -n 1 "$OUT/gpu_specs.txt")" | tee -a "$LOG"
+    say "2 compare speed, aecb6ee's build and this one in turns"
+    for round in 1 2; do
+        for bin in build/prev/build/kluabench build/kluabench; do
+            echo "== round $round: $bin" >>"$OUT/compare_speed.txt"
+            timeout 120 "$bin" bench/compare_speed.lua >>"$OUT/compare_speed.txt" 2>&1
+        done
+    done
+    cat "$OUT/compare_speed.txt" | tee -a "$LOG"
+    say "3 a bundle's host time by function at seq 16384"
+    timeout 120 build/kluabench bench/host_time_probe.lua --top 60 scripts/rope.lua --hidden 8192 --seq 16384 \
+        --mode forward --provider fused --format jsonl --out "$(mktemp -d)/probe.jsonl" >"$OUT/probe-T16384.txt" 2>&1
+    echo "probe: exit $?, $(grep -m1 '^wall' "$OUT/probe-T16384.txt")" | tee -a "$LOG"
+    ;;
+*) echo "usage: bash bench/device_next.sh 1|2|3|4|5|6|7|8|9|10|11|12|13|14" >&2; exit 2 ;;
 esac
 say "done"
