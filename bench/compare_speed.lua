@@ -1,5 +1,6 @@
 -- Seconds a call of kb.compare_elements, kb.rel_l2 and kb.max_abs_diff take on two tensors of the
--- selected backend (the check's and the audits' comparisons), to set one build beside another.
+-- selected backend (the check's and the audits' comparisons), and of the two other host reads of a
+-- tensor, t:to('cpu') and t:digest(), to set one build beside another.
 --
 --   build/kluabench bench/compare_speed.lua [elements] [dtype] [calls]
 --
@@ -20,6 +21,8 @@ local fns = {
   { 'compare_elements', function() return kb.compare_elements(a, b, 0.5, 0.01) end },
   { 'rel_l2', function() return kb.rel_l2(a, b) end },
   { 'max_abs_diff', function() return kb.max_abs_diff(a, b) end },
+  { "to('cpu')", function() a:to('cpu'):free() end },
+  { 'digest', function() return a:digest() end },
 }
 print(string.format('%d %s elements a tensor on %s, %d calls each', n, dtype, kb.backend(), calls))
 for _, f in ipairs(fns) do

@@ -51,6 +51,10 @@
 #     tensors, bench/compare_speed.lua with aecb6ee's build (whole tensors through pageable
 #     memory) and this one in turns, twice, then part 13's probe at seq 16384 (gpu_specs.txt,
 #     compare_speed.txt, probe-T16384.txt)
+#   part 15 (about 2 minutes, as part 14): host copies through the staging buffer too (t:to('cpu'),
+#     t:digest(), copy_ across devices): the gpu specs of the files that copy or compare tensors,
+#     compare_speed.lua (now with to('cpu') and digest rows) with aecb6ee's build and this one, and
+#     the probe at seq 16384
 #   device run, timeout_s 600:  bash bench/device_next.sh PART
 # Out ($OUT): part 1 e4b.tar.gz, flat2-raw.tar.gz, flat2-summary.md, log.txt; part 2 e4b.tar.gz,
 # gpu_specs.txt, log.txt; parts 3 and 8 rope_small_raw.tar.gz, table.md, log.txt; part 4 those of
@@ -58,7 +62,7 @@
 # rope_bytes_raw.tar.gz, bytes.md, log.txt; part 10 tune-1.csv, tune-2.csv, token-verdict.txt,
 # ncu_tune.csv, ncu_liger.csv, ncu-summary.txt, log.txt; part 11 those of part 10; part 12
 # sass.tar.gz, log.txt; part 13 probe-T8192.txt, probe-T16384.txt, log.txt; part 14 gpu_specs.txt,
-# compare_speed.txt, probe-T16384.txt, log.txt.
+# compare_speed.txt, probe-T16384.txt, log.txt; part 15 those of part 14.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 PART=${1:-1}
@@ -240,6 +244,23 @@ case $PART in
         --mode forward --provider fused --format jsonl --out "$(mktemp -d)/probe.jsonl" >"$OUT/probe-T16384.txt" 2>&1
     echo "probe: exit $?, $(grep -m1 '^wall' "$OUT/probe-T16384.txt")" | tee -a "$LOG"
     ;;
-*) echo "usage: bash bench/device_next.sh 1|2|3|4|5|6|7|8|9|10|11|12|13|14" >&2; exit 2 ;;
+15)
+    say "1 the gpu specs of the files that copy or compare tensors"
+    timeout 300 build/kluabench tests/run.lua --tags=gpu tests/tensor_spec.lua tests/check_spec.lua \
+        tests/tensor_math_spec.lua tests/rope_spec.lua tests/rope_fwd_bwd_spec.lua tests/usercode_gpu_spec.lua \
+        tests/tensor_io_spec.lua tests/digest_spec.lua >"$OUT/gpu_specs.txt" 2>&1 </dev/null
+    echo "gpu specs: exit $?, $(tail -n 1 "$OUT/gpu_specs.txt")" | tee -a "$LOG"
+    say "2 host reads, aecb6ee's build and this one"
+    for bin in build/prev/build/kluabench build/kluabench; do
+        echo "== $bin" >>"$OUT/compare_speed.txt"
+        timeout 120 "$bin" bench/compare_speed.lua >>"$OUT/compare_speed.txt" 2>&1
+    done
+    cat "$OUT/compare_speed.txt" | tee -a "$LOG"
+    say "3 a bundle's host time by function at seq 16384"
+    timeout 120 build/kluabench bench/host_time_probe.lua --top 60 scripts/rope.lua --hidden 8192 --seq 16384 \
+        --mode forward --provider fused --format jsonl --out "$(mktemp -d)/probe.jsonl" >"$OUT/probe-T16384.txt" 2>&1
+    echo "probe: exit $?, $(grep -m1 '^wall' "$OUT/probe-T16384.txt")" | tee -a "$LOG"
+    ;;
+*) echo "usage: bash bench/device_next.sh 1|2|3|4|5|6|7|8|9|10|11|12|13|14|15" >&2; exit 2 ;;
 esac
 say "done"

@@ -208,6 +208,21 @@ describe('tensor on cuda #gpu', function()
     end
   end)
 
+  it('copies a tensor larger than a staging slice between devices, bit for bit, with and without a dtype change', function()
+    -- a cuda tensor reaches the host through the backend's 64 MB pinned buffer (engine/tensor.c):
+    -- 40M f32 elements are three slices and a tail
+    local n = 40 * (1 << 20) + 333
+    local c = kb.randn({ n }, 'f32', seed(), 'cpu')
+    local g = c:to('cuda')
+    local want = c:digest()
+    assert.equal(want, g:digest())
+    assert.equal(want, g:to('cpu'):digest())
+    local half = c:to('bf16'):digest()
+    assert.equal(half, kb.empty({ n }, 'bf16', 'cpu'):copy_(g):digest())
+    assert.equal(half, kb.empty({ n }, 'bf16', 'cuda'):copy_(c):digest())
+    g:free()
+  end)
+
   it('copies between devices and converts on the device', function()
     local c = kb.randn({ 333 }, 'f32', seed(), 'cpu')
     local g = c:to('cuda')
