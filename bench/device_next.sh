@@ -139,6 +139,31 @@ PY
     cat "$OUT/ncu-summary.txt" | tee -a "$LOG"
     rm -rf "$SITE"
 }
+# probe SEQ: bench/host_time_probe.lua around one rope bundle, fused forward, hidden 8192 at SEQ
+probe() {
+    timeout 120 build/kluabench bench/host_time_probe.lua --top 60 scripts/rope.lua --hidden 8192 --seq "$1" \
+        --mode forward --provider fused --format jsonl --out "$(mktemp -d)/probe.jsonl" >"$OUT/probe-T$1.txt" 2>&1
+    echo "probe seq $1: exit $?, $(grep -m1 '^wall' "$OUT/probe-T$1.txt")" | tee -a "$LOG"
+}
+# host_reads ROUNDS SPEC_FILES...: the gpu specs of SPEC_FILES; bench/compare_speed.lua with aecb6ee's
+# build (build/prev) and this one in turns, ROUNDS times; then the probe at seq 16384
+host_reads() {
+    local rounds=$1 round bin
+    shift
+    say "1 the gpu specs of the files that copy or compare tensors"
+    timeout 300 build/kluabench tests/run.lua --tags=gpu "$@" >"$OUT/gpu_specs.txt" 2>&1 </dev/null
+    echo "gpu specs: exit $?, $(tail -n 1 "$OUT/gpu_specs.txt")" | tee -a "$LOG"
+    say "2 host reads, aecb6ee's build and this one in turns"
+    for round in $(seq "$rounds"); do
+        for bin in build/prev/build/kluabench build/kluabench; do
+            echo "== round $round: $bin" >>"$OUT/compare_speed.txt"
+            timeout 120 "$bin" bench/compare_speed.lua >>"$OUT/compare_speed.txt" 2>&1
+        done
+    done
+    cat "$OUT/compare_speed.txt" | tee -a "$LOG"
+    say "3 a bundle's host time by function at seq 16384"
+    probe 16384
+}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee -a "$LOG"
 echo "kluabench $(build/kluabench -e 'io.write(kb.git_commit)')" | tee -a "$LOG"
 case $PART in
@@ -219,47 +244,16 @@ case $PART in
     ;;
 13)
     say "1 a bundle's host time by function, rope hidden 8192"
-    for t in 8192 16384; do
-        timeout 120 build/kluabench bench/host_time_probe.lua --top 60 scripts/rope.lua --hidden 8192 --seq "$t" \
-            --mode forward --provider fused --format jsonl --out "$(mktemp -d)/probe.jsonl" >"$OUT/probe-T$t.txt" 2>&1
-        echo "probe seq $t: exit $?, $(grep -m1 '^wall' "$OUT/probe-T$t.txt")" | tee -a "$LOG"
-    done
+    probe 8192
+    probe 16384
     ;;
 14)
-    say "1 the gpu specs of the files that compare tensors"
-    timeout 300 build/kluabench tests/run.lua --tags=gpu tests/check_spec.lua tests/tensor_spec.lua \
-        tests/tensor_math_spec.lua tests/rope_spec.lua tests/rope_fwd_bwd_spec.lua tests/usercode_gpu_spec.lua \
-        >"$OUT/gpu_specs.txt" 2>&1 </dev/null
-    echo "gpu specs: exit $?, $(tail -n 1 "$OUT/gpu_specs.txt")" | tee -a "$LOG"
-    say "2 compare speed, aecb6ee's build and this one in turns"
-    for round in 1 2; do
-        for bin in build/prev/build/kluabench build/kluabench; do
-            echo "== round $round: $bin" >>"$OUT/compare_speed.txt"
-            timeout 120 "$bin" bench/compare_speed.lua >>"$OUT/compare_speed.txt" 2>&1
-        done
-    done
-    cat "$OUT/compare_speed.txt" | tee -a "$LOG"
-    say "3 a bundle's host time by function at seq 16384"
-    timeout 120 build/kluabench bench/host_time_probe.lua --top 60 scripts/rope.lua --hidden 8192 --seq 16384 \
-        --mode forward --provider fused --format jsonl --out "$(mktemp -d)/probe.jsonl" >"$OUT/probe-T16384.txt" 2>&1
-    echo "probe: exit $?, $(grep -m1 '^wall' "$OUT/probe-T16384.txt")" | tee -a "$LOG"
+    host_reads 2 tests/check_spec.lua tests/tensor_spec.lua tests/tensor_math_spec.lua tests/rope_spec.lua \
+        tests/rope_fwd_bwd_spec.lua tests/usercode_gpu_spec.lua
     ;;
 15)
-    say "1 the gpu specs of the files that copy or compare tensors"
-    timeout 300 build/kluabench tests/run.lua --tags=gpu tests/tensor_spec.lua tests/check_spec.lua \
-        tests/tensor_math_spec.lua tests/rope_spec.lua tests/rope_fwd_bwd_spec.lua tests/usercode_gpu_spec.lua \
-        tests/tensor_io_spec.lua tests/digest_spec.lua >"$OUT/gpu_specs.txt" 2>&1 </dev/null
-    echo "gpu specs: exit $?, $(tail -n 1 "$OUT/gpu_specs.txt")" | tee -a "$LOG"
-    say "2 host reads, aecb6ee's build and this one"
-    for bin in build/prev/build/kluabench build/kluabench; do
-        echo "== $bin" >>"$OUT/compare_speed.txt"
-        timeout 120 "$bin" bench/compare_speed.lua >>"$OUT/compare_speed.txt" 2>&1
-    done
-    cat "$OUT/compare_speed.txt" | tee -a "$LOG"
-    say "3 a bundle's host time by function at seq 16384"
-    timeout 120 build/kluabench bench/host_time_probe.lua --top 60 scripts/rope.lua --hidden 8192 --seq 16384 \
-        --mode forward --provider fused --format jsonl --out "$(mktemp -d)/probe.jsonl" >"$OUT/probe-T16384.txt" 2>&1
-    echo "probe: exit $?, $(grep -m1 '^wall' "$OUT/probe-T16384.txt")" | tee -a "$LOG"
+    host_reads 1 tests/tensor_spec.lua tests/check_spec.lua tests/tensor_math_spec.lua tests/rope_spec.lua \
+        tests/rope_fwd_bwd_spec.lua tests/usercode_gpu_spec.lua tests/tensor_io_spec.lua tests/digest_spec.lua
     ;;
 *) echo "usage: bash bench/device_next.sh 1|2|3|4|5|6|7|8|9|10|11|12|13|14|15" >&2; exit 2 ;;
 esac
