@@ -156,6 +156,11 @@ static const char *cu_host_stage(const kb_backend *b, int slot, size_t bytes, vo
   *out = NULL;
   if (slot < 0 || slot > 1) return "host_stage: the slot must be 0 or 1";
   if (g_stage[slot].bytes < bytes) {
+    /* a power of two from 1 MiB: a run of growing requests re-pins a slot a few times, not at each
+     * request (cudaMallocHost of 64 MB costs milliseconds), and never holds twice what it needs */
+    size_t want = (size_t)1 << 20;
+    while (want < bytes) want <<= 1;
+    bytes = want;
     if (g_stage[slot].pinned) (void)cudaFreeHost(g_stage[slot].p);
     else free(g_stage[slot].p);
     g_stage[slot].p = NULL;

@@ -74,6 +74,22 @@ const char *kb_sha256_hex(const void *p, size_t n, char out[65]) {
   return err;
 }
 
+/* Declared in kb.h: hex SHA-256 of the bytes that next(ctx, ...) hands out piece by piece. */
+const char *kb_sha256_hex_pieces(kb_sha256_next_fn next, void *ctx, char out[65]) {
+  EVP_MD_CTX *md;
+  const char *err = sha256_begin(&md);
+  if (err) return err;
+  for (;;) {
+    const void *p = NULL;
+    size_t n = 0;
+    if ((err = next(ctx, &p, &n)) || n == 0) break;
+    if ((err = sha256_update(md, p, n))) break;
+  }
+  if (!err) err = sha256_end(md, out);
+  EVP_MD_CTX_free(md);
+  return err;
+}
+
 /* Hashes an open file in KB_FILE_CHUNK pieces. Returns NULL on success;
  * else *io_errno is set for a read error (soft), or an OpenSSL message is
  * returned (hard). buf has KB_FILE_CHUNK bytes. */

@@ -113,6 +113,12 @@ int kb_raise(lua_State *L, const char *msg);
 /* digest.c: hex SHA-256 of a byte range; out gets 64 hex digits and a NUL.
  * Returns NULL on success or an OpenSSL message. */
 const char *kb_sha256_hex(const void *p, size_t n, char out[65]);
+/* The next piece of a message hashed piece by piece: *p and *n (0 at the end), or an error,
+ * which ends the hash with that error. */
+typedef const char *(*kb_sha256_next_fn)(void *ctx, const void **p, size_t *n);
+/* Hex SHA-256 of the pieces next(ctx) hands out, in order (for a message that is never whole in
+ * host memory, such as a device tensor staged a slice at a time). NULL on success. */
+const char *kb_sha256_hex_pieces(kb_sha256_next_fn next, void *ctx, char out[65]);
 
 /* fs.c: reads the whole regular file at path, at most max bytes, without
  * ever waiting: it is opened non-blocking and refused unless it is a regular

@@ -184,7 +184,10 @@ void kb_tensor_compare_source(lua_State *L, const kb_tensor *a, const kb_tensor 
     const kb_tensor *t = pair->t[k];
     pair->stage[k] = NULL;
     if (kb_on_cuda(t->dev)) {
-      KB_TRY(L, t->dev->host_stage(t->dev, k, slice * kb_dtype_size(t->dtype), &pair->stage[k]));
+      /* a fetch never asks for more than the tensor: a small comparison pins a small buffer */
+      size_t need = slice < (size_t)t->numel ? slice : (size_t)t->numel;
+      if (need == 0) need = 1; /* an empty tensor still gets a buffer: a NULL stage reads in place */
+      KB_TRY(L, t->dev->host_stage(t->dev, k, need * kb_dtype_size(t->dtype), &pair->stage[k]));
       src->slice = slice;
     }
   }
@@ -459,11 +462,40 @@ static int m_to(lua_State *L) {
  * @example
  *   print(kb.randn({16}, "f32", 1):digest())
  */
+/* The pieces of a tensor's bytes for kb_sha256_hex_pieces: a cpu tensor whole, in place; a cuda
+ * tensor a staging buffer's slice at a time, so that no copy of the whole tensor is made. */
+typedef struct {
+  const kb_tensor *t;
+  void *stage; /* NULL: in place */
+  size_t slice, off;
+} digest_reader;
+
+static const char *digest_next(void *ctx, const void **p, size_t *n) {
+  digest_reader *r = ctx;
+  size_t total = kb_tensor_nbytes(r->t);
+  *n = total - r->off < r->slice ? total - r->off : r->slice;
+  if (*n == 0) return NULL;
+  if (r->stage) {
+    const char *err = r->t->dev->to_host(r->t->dev, r->stage, (const char *)r->t->data + r->off, *n);
+    if (err) return err;
+    *p = r->stage;
+  } else {
+    *p = (const char *)r->t->data + r->off;
+  }
+  r->off += *n;
+  return NULL;
+}
+
 static int m_digest(lua_State *L) {
   kb_tensor *t = kb_check_tensor(L, 1);
-  void *h = kb_tensor_host_copy(L, t);
+  size_t n = kb_tensor_nbytes(t);
+  digest_reader r = {t, NULL, n, 0};
+  if (kb_on_cuda(t->dev) && n > 0) {
+    r.slice = n < KB_STAGE_BYTES ? n : KB_STAGE_BYTES;
+    KB_TRY(L, t->dev->host_stage(t->dev, 0, r.slice, &r.stage));
+  }
   char hex[65];
-  KB_TRY(L, kb_sha256_hex(h, kb_tensor_nbytes(t), hex));
+  KB_TRY(L, kb_sha256_hex_pieces(digest_next, &r, hex));
   lua_pushfstring(L, "sha256:%s", hex);
   return 1;
 }

@@ -177,6 +177,20 @@ describe('kb.compare_elements and its kin on cuda tensors, a slice at a time #gp
     same_results(h, b, h:to('cpu'), cb)
     for _, t in ipairs { a, b, ca, cb, h } do t:free() end
   end)
+
+  it('gives the same as the cpu copies as the staging buffers grow and are reused by smaller operands', function()
+    -- the buffers are sized to what a comparison needs (a power of two from 1 MiB), so this order
+    -- grows them from nothing, past a chunk, and then reads small operands through large buffers
+    for _, m in ipairs { 0, 1, 5000, (1 << 20) + 7, 3 * (1 << 20) + 1, 17, 0 } do
+      local a, b = kb.randn({ m }, 'f32', 4, 'cuda'), kb.randn({ m }, 'bf16', 5, 'cuda')
+      local ca, cb = a:to('cpu'), b:to('cpu')
+      assert.equal(m, ca:numel())
+      same_results(a, b, ca, cb)
+      same_results(b, a, cb, ca)
+      a:free()
+      b:free()
+    end
+  end)
 end)
 
 describe('check.new', function()
