@@ -55,6 +55,11 @@
 #     t:digest(), copy_ across devices): the gpu specs of the files that copy or compare tensors,
 #     compare_speed.lua (now with to('cpu') and digest rows) with aecb6ee's build and this one, and
 #     the probe at seq 16384
+#   part 16 (about 5 minutes, carry ["build/carry.tgz"] with build/prev = 16cf678; prepared
+#     2026-12-04, fifth session): the staging buffers sized to the operands and t:digest slice by
+#     slice: the gpu specs of part 15's files, compare_speed.lua with 16cf678's build and this one,
+#     the probe at seq 16384; then bench/launch_affinity_gpu.sh (issue 26, reported only: does
+#     binding the process to one CPU steady kernel:launch's ratio to the C loop)
 #   device run, timeout_s 600:  bash bench/device_next.sh PART
 # Out ($OUT): part 1 e4b.tar.gz, flat2-raw.tar.gz, flat2-summary.md, log.txt; part 2 e4b.tar.gz,
 # gpu_specs.txt, log.txt; parts 3 and 8 rope_small_raw.tar.gz, table.md, log.txt; part 4 those of
@@ -62,7 +67,8 @@
 # rope_bytes_raw.tar.gz, bytes.md, log.txt; part 10 tune-1.csv, tune-2.csv, token-verdict.txt,
 # ncu_tune.csv, ncu_liger.csv, ncu-summary.txt, log.txt; part 11 those of part 10; part 12
 # sass.tar.gz, log.txt; part 13 probe-T8192.txt, probe-T16384.txt, log.txt; part 14 gpu_specs.txt,
-# compare_speed.txt, probe-T16384.txt, log.txt; part 15 those of part 14.
+# compare_speed.txt, probe-T16384.txt, log.txt; part 15 those of part 14; part 16 those of part 14,
+# host.txt and affinity.tar.gz.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 PART=${1:-1}
@@ -145,7 +151,7 @@ probe() {
         --mode forward --provider fused --format jsonl --out "$(mktemp -d)/probe.jsonl" >"$OUT/probe-T$1.txt" 2>&1
     echo "probe seq $1: exit $?, $(grep -m1 '^wall' "$OUT/probe-T$1.txt")" | tee -a "$LOG"
 }
-# host_reads ROUNDS SPEC_FILES...: the gpu specs of SPEC_FILES; bench/compare_speed.lua with aecb6ee's
+# host_reads ROUNDS SPEC_FILES...: the gpu specs of SPEC_FILES; bench/compare_speed.lua with build/prev's
 # build (build/prev) and this one in turns, ROUNDS times; then the probe at seq 16384
 host_reads() {
     local rounds=$1 round bin
@@ -153,7 +159,7 @@ host_reads() {
     say "1 the gpu specs of the files that copy or compare tensors"
     timeout 300 build/kluabench tests/run.lua --tags=gpu "$@" >"$OUT/gpu_specs.txt" 2>&1 </dev/null
     echo "gpu specs: exit $?, $(tail -n 1 "$OUT/gpu_specs.txt")" | tee -a "$LOG"
-    say "2 host reads, aecb6ee's build and this one in turns"
+    say "2 host reads, build/prev ($(build/prev/build/kluabench -e 'io.write(kb.git_commit:sub(1, 7))')) and this build in turns"
     for round in $(seq "$rounds"); do
         for bin in build/prev/build/kluabench build/kluabench; do
             echo "== round $round: $bin" >>"$OUT/compare_speed.txt"
@@ -255,6 +261,12 @@ case $PART in
     host_reads 1 tests/tensor_spec.lua tests/check_spec.lua tests/tensor_math_spec.lua tests/rope_spec.lua \
         tests/rope_fwd_bwd_spec.lua tests/usercode_gpu_spec.lua tests/tensor_io_spec.lua tests/digest_spec.lua
     ;;
-*) echo "usage: bash bench/device_next.sh 1|2|3|4|5|6|7|8|9|10|11|12|13|14|15" >&2; exit 2 ;;
+16)
+    host_reads 1 tests/tensor_spec.lua tests/check_spec.lua tests/tensor_math_spec.lua tests/rope_spec.lua \
+        tests/rope_fwd_bwd_spec.lua tests/usercode_gpu_spec.lua tests/tensor_io_spec.lua tests/digest_spec.lua
+    say "4 kernel:launch's overhead, free and bound to one CPU"
+    in_folder affinity 300 "host.txt affinity.tar.gz" launch_affinity_gpu.sh
+    ;;
+*) echo "usage: bash bench/device_next.sh 1|2|3|4|5|6|7|8|9|10|11|12|13|14|15|16" >&2; exit 2 ;;
 esac
 say "done"

@@ -1,7 +1,7 @@
 -- The host cost of kernel:launch against a C loop of cuLaunchKernel, alternated in rounds in one process (targets: 1.2x reused table, 1.3x inline).
 --
 --   build/kluabench bench/launch_overhead_user.lua [--rounds N] [--batches B] [--per P] [--seed S]
---       [--interleave block|batch] [--out FILE.csv] [--dry-run]
+--       [--interleave block|batch] [--direct] [--out FILE.csv] [--dry-run]
 --
 -- An empty kernel (float *, int, float) is compiled with NVRTC. Each round
 -- runs four blocks, in an order shuffled per round (seeded): the C loop
@@ -22,7 +22,12 @@
 -- per path the median over rounds of the round medians and ratios, the range
 -- of the ratios, and the verdict (the target met at the median and at the
 -- largest round ratio); every batch goes to --out (CSV: round, position, path,
--- batch, ns_per_launch). --dry-run (any backend) times kb.cuda.args packing
+-- batch, ns_per_launch). --direct adds a fifth path, reported and not judged:
+-- kernel:launch(opts) of the reused table written in the timed loop itself,
+-- as a user's loop would have it (the judged paths call it through a
+-- wrapper function, so that --dry-run can put the packing in its place).
+-- Last, where /proc can be read: the CPUs the process was allowed, the CPU
+-- it was on at the end of each round, and its context switches. --dry-run (any backend) times kb.cuda.args packing
 -- instead of launches, to try the script where there is no GPU: its numbers
 -- mean nothing.
 local kb = require 'kluabench'
@@ -31,9 +36,9 @@ local prng = require 'kluabench.stats.prng'
 local stats = require 'kluabench.stats'
 
 local USAGE = 'usage: kluabench bench/launch_overhead_user.lua [--rounds N] [--batches B] [--per P] [--seed S] '
-  .. '[--interleave block|batch] [--out FILE.csv] [--dry-run]\n'
+  .. '[--interleave block|batch] [--direct] [--out FILE.csv] [--dry-run]\n'
 local opts, fail = cli.script_options('launch_overhead_user.lua', USAGE, arg, { rounds = 'value', batches = 'value',
-  per = 'value', seed = 'value', interleave = 'value', out = 'value', ['dry-run'] = 'flag' })
+  per = 'value', seed = 'value', interleave = 'value', out = 'value', ['dry-run'] = 'flag', direct = 'flag' })
 local function int(name, default, lo)
   local v = math.tointeger(tonumber(opts[name] or default))
   if not v or v < lo then fail("--%s must be an integer >= %d, got '%s'", name, lo, tostring(opts[name])) end
@@ -51,7 +56,7 @@ end
 
 local buf = kb.empty({ 256 }, 'f32')
 local opts_reused = { grid = 1, block = 32, args = { buf, 256, 2.0 } }
-local c_batch, launch
+local c_batch, launch, direct_batch
 local pack = kb.cuda.args('ptr, i32, f32')
 if dry then
   c_batch = function(n)
@@ -61,11 +66,21 @@ if dry then
     return kb.clock_ns() - t0
   end
   launch = function(o) pack:pack(o) end
+  direct_batch = function(n)
+    local t0 = kb.clock_ns()
+    for _ = 1, n do pack:pack(opts_reused) end
+    return kb.clock_ns() - t0
+  end
 else
   local module = kb.cuda.compile('extern "C" __global__ void empty(float *p, int n, float a) {}', { name = 'empty.cu' })
   local k = module:kernel('empty', 'ptr, i32, f32')
   c_batch = function(n) return k:launch_repeat(opts_reused, n) end
   launch = function(o) k:launch(o) end
+  direct_batch = function(n)
+    local t0 = kb.clock_ns()
+    for _ = 1, n do k:launch(opts_reused) end
+    return kb.clock_ns() - t0
+  end
 end
 
 local PATHS = {
@@ -91,6 +106,27 @@ local PATHS = {
       return kb.clock_ns() - t0
     end },
 }
+if opts.direct then
+  PATHS[#PATHS + 1] = { name = 'kernel:launch(opts) in the loop itself, one table reused (reported, not judged)',
+    key = 'direct', batch = direct_batch }
+end
+
+-- The CPU this process is on (field 39 of /proc/self/stat, counted after the command's closing
+-- parenthesis, which may hold spaces), or nil where /proc cannot be read.
+local function current_cpu()
+  local f = io.open('/proc/self/stat')
+  if not f then return nil end
+  local line = f:read('a')
+  f:close()
+  local rest = line:match('%)%s(.*)$')
+  if not rest then return nil end
+  local i = 2
+  for field in rest:gmatch('%S+') do
+    i = i + 1
+    if i == 39 then return field end
+  end
+end
+local round_cpus = {}
 
 -- warm-up: every path, untimed
 for _, p in ipairs(PATHS) do for _ = 1, 5 do p.batch(per); kb.synchronize() end end
@@ -129,6 +165,7 @@ for r = 1, rounds do
     end
   end
   for i, p in ipairs(PATHS) do medians[p.key][r] = stats.median(t[i]) end
+  round_cpus[r] = current_cpu() or '?'
 end
 
 if opts.out then
@@ -169,3 +206,13 @@ end
 print('')
 print(string.format('targets (the median and the largest round ratio): %s%s', all_met and 'met' or 'NOT met',
   dry and ' (dry run: meaningless)' or ''))
+
+-- where the process ran: a process slow as a whole (E4b's seed 14) may have shared or changed its core
+local f = io.open('/proc/self/status')
+if f then
+  local status = f:read('a')
+  f:close()
+  print(string.format('host: cpus allowed %s; on cpu %s at the end of each round; context switches %s voluntary, %s involuntary',
+    status:match('Cpus_allowed_list:%s*(%S+)') or '?', table.concat(round_cpus, ','),
+    status:match('\nvoluntary_ctxt_switches:%s*(%d+)') or '?', status:match('nonvoluntary_ctxt_switches:%s*(%d+)') or '?'))
+end

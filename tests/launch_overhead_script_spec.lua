@@ -65,6 +65,34 @@ describe('bench/launch_overhead_user.lua --dry-run', function()
     assert.is_true(n >= 2, 'one path first in every turn')
   end)
 
+  it('--direct adds a fifth path, reported and not judged, to every turn; the host line says where it ran', function()
+    local out = dir .. '/direct.csv'
+    local r = sub.run({ sub.root() .. '/bench/launch_overhead_user.lua', '--dry-run', '--direct', '--rounds', '5',
+      '--batches', '3', '--per', '4', '--seed', '7', '--interleave', 'batch', '--out', out },
+      { env = { KLUABENCH_BACKEND = 'cpu' } })
+    assert.equal(0, r.code, r.err)
+    local per_turn = {}
+    for line in sub.slurp(out):gmatch('[^\n]+') do
+      local round, path, batch = line:match('^(%d+),%d+,(%a+),(%d+),[%d.]+$')
+      if round then
+        local key = round .. '/' .. batch
+        per_turn[key] = per_turn[key] or {}
+        assert.is_nil(per_turn[key][path], 'a path twice in one turn')
+        per_turn[key][path] = true
+      end
+    end
+    local turns = 0
+    for _, paths in pairs(per_turn) do
+      turns = turns + 1
+      for _, k in ipairs { 'c', 'reused', 'inline', 'pack', 'direct' } do assert.is_true(paths[k], k) end
+    end
+    assert.equal(5 * 3, turns)
+    assert.matches('| kernel:launch(opts) in the loop itself, one table reused (reported, not judged) |', r.out, 1, true)
+    local cpus, rounds = r.out:match('host: cpus allowed (%S+); on cpu (%S+) at the end of each round')
+    assert.truthy(cpus, r.out)
+    assert.equal(5, select(2, rounds:gsub('%d+', '')))
+  end)
+
   it('refuses an unknown design (exit 2)', function()
     local r = sub.run({ sub.root() .. '/bench/launch_overhead_user.lua', '--dry-run', '--interleave', 'rounds' },
       { env = { KLUABENCH_BACKEND = 'cpu' } })
