@@ -60,6 +60,9 @@
 #     slice: the gpu specs of part 15's files, compare_speed.lua with 16cf678's build and this one,
 #     the probe at seq 16384; then bench/launch_affinity_gpu.sh (issue 26, reported only: does
 #     binding the process to one CPU steady kernel:launch's ratio to the C loop)
+#   part 17 (about 5 minutes, carry ["build/carry.tgz"]): E4b again (docs/MEASUREMENT.md, "E4b
+#     again, with the host line"), seeds 41-43, then every gpu spec
+#   part 18 (about 1 minute, as part 17): E4b again, seeds 44-46
 #   device run, timeout_s 600:  bash bench/device_next.sh PART
 # Out ($OUT): part 1 e4b.tar.gz, flat2-raw.tar.gz, flat2-summary.md, log.txt; part 2 e4b.tar.gz,
 # gpu_specs.txt, log.txt; parts 3 and 8 rope_small_raw.tar.gz, table.md, log.txt; part 4 those of
@@ -68,7 +71,7 @@
 # ncu_tune.csv, ncu_liger.csv, ncu-summary.txt, log.txt; part 11 those of part 10; part 12
 # sass.tar.gz, log.txt; part 13 probe-T8192.txt, probe-T16384.txt, log.txt; part 14 gpu_specs.txt,
 # compare_speed.txt, probe-T16384.txt, log.txt; part 15 those of part 14; part 16 those of part 14,
-# host.txt and affinity.tar.gz.
+# host.txt and affinity.tar.gz; part 17 e4b.tar.gz, gpu_specs.txt, log.txt; part 18 e4b.tar.gz, log.txt.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 PART=${1:-1}
@@ -181,13 +184,20 @@ case $PART in
     flat_compare flat2 "--hidden 2048 --seq 2048 --mode forward,full --provider fused;--hidden 8192 --seq 1024,2048,4096 --mode forward,full --provider fused" \
         "tests/rope_fwd_bwd_spec.lua tests/rope_spec.lua" $((560 - ($(date +%s) - T0)))
     ;;
-2)
-    say "1 E4b, second call"
-    OUT=$OUT SEEDS="14 15 16" timeout 120 bash bench/e4b_gpu.sh >/dev/null 2>&1
+2 | 17)
+    say "1 E4b"
+    seeds="14 15 16"
+    [ "$PART" = 17 ] && seeds="41 42 43"
+    OUT=$OUT SEEDS=$seeds timeout 120 bash bench/e4b_gpu.sh >/dev/null 2>&1
     echo "e4b_gpu.sh: exit $?" | tee -a "$LOG"
     say "2 every gpu spec"
     timeout 420 build/kluabench tests/run.lua --tags=gpu >"$OUT/gpu_specs.txt" 2>&1 </dev/null
     echo "gpu specs: exit $?, $(tail -n 1 "$OUT/gpu_specs.txt")" | tee -a "$LOG"
+    ;;
+18)
+    say "1 E4b"
+    OUT=$OUT SEEDS="44 45 46" timeout 120 bash bench/e4b_gpu.sh >/dev/null 2>&1
+    echo "e4b_gpu.sh: exit $?" | tee -a "$LOG"
     ;;
 3)
     say "1 rope_small.sh"
@@ -267,6 +277,6 @@ case $PART in
     say "4 kernel:launch's overhead, free and bound to one CPU"
     in_folder affinity 300 "host.txt affinity.tar.gz" launch_affinity_gpu.sh
     ;;
-*) echo "usage: bash bench/device_next.sh 1|2|3|4|5|6|7|8|9|10|11|12|13|14|15|16" >&2; exit 2 ;;
+*) echo "usage: bash bench/device_next.sh 1|2|3|4|5|6|7|8|9|10|11|12|13|14|15|16|17|18" >&2; exit 2 ;;
 esac
 say "done"

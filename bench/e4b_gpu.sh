@@ -24,7 +24,7 @@ for seed in $SEEDS; do
         rc=$?
         {
             echo "== --interleave $design --seed $seed: exit $rc"
-            grep -E '^\| (kernel:launch|C loop|the packing)|^targets' "$DIR/$name.txt"
+            grep -E '^\| (kernel:launch|C loop|the packing)|^targets|^host:' "$DIR/$name.txt"
         } | tee -a "$LOG"
         if [ "$design" = batch ]; then
             n=$((n + 1))
