@@ -63,6 +63,8 @@
 #   part 17 (about 5 minutes, carry ["build/carry.tgz"]): E4b again (docs/MEASUREMENT.md, "E4b
 #     again, with the host line"), seeds 41-43, then every gpu spec
 #   part 18 (about 1 minute, as part 17): E4b again, seeds 44-46
+#   part 19 (about 4 minutes, carry ["build/carry.tgz", ".whl"], build/bench/rope_tune built here):
+#     in place or out of place (docs/perf-notes.md): bench/rope_layout_gpu.sh
 #   device run, timeout_s 600:  bash bench/device_next.sh PART
 # Out ($OUT): part 1 e4b.tar.gz, flat2-raw.tar.gz, flat2-summary.md, log.txt; part 2 e4b.tar.gz,
 # gpu_specs.txt, log.txt; parts 3 and 8 rope_small_raw.tar.gz, table.md, log.txt; part 4 those of
@@ -71,7 +73,8 @@
 # ncu_tune.csv, ncu_liger.csv, ncu-summary.txt, log.txt; part 11 those of part 10; part 12
 # sass.tar.gz, log.txt; part 13 probe-T8192.txt, probe-T16384.txt, log.txt; part 14 gpu_specs.txt,
 # compare_speed.txt, probe-T16384.txt, log.txt; part 15 those of part 14; part 16 those of part 14,
-# host.txt and affinity.tar.gz; part 17 e4b.tar.gz, gpu_specs.txt, log.txt; part 18 e4b.tar.gz, log.txt.
+# host.txt and affinity.tar.gz; part 17 e4b.tar.gz, gpu_specs.txt, log.txt; part 18 e4b.tar.gz, log.txt;
+# part 19 layout.md, layout_raw.tar.gz, log.txt.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 PART=${1:-1}
@@ -277,6 +280,10 @@ case $PART in
     say "4 kernel:launch's overhead, free and bound to one CPU"
     in_folder affinity 300 "host.txt affinity.tar.gz" launch_affinity_gpu.sh
     ;;
-*) echo "usage: bash bench/device_next.sh 1|2|3|4|5|6|7|8|9|10|11|12|13|14|15|16|17|18" >&2; exit 2 ;;
+19)
+    say "1 in place or out of place, rope hidden 2048 / seq 2048 and hidden 8192 / seq 1024"
+    in_folder layout 540 "layout.md layout_raw.tar.gz" rope_layout_gpu.sh
+    ;;
+*) echo "usage: bash bench/device_next.sh 1|2|3|4|5|6|7|8|9|10|11|12|13|14|15|16|17|18|19" >&2; exit 2 ;;
 esac
 say "done"

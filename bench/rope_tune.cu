@@ -7,7 +7,8 @@
  * production dispatch is exactly the one linked into kluabench. Build (no Lua needed):
  *   nvcc -O3 -std=c++17 -gencode arch=compute_90,code=sm_90 -o build/bench/rope_tune bench/rope_tune.cu
  * Run on the GPU: build/bench/rope_tune [--samples N] [--points small|all] [--point H8192_T1024] [--no-flat]
- *   [--no-token] > tune.csv
+ *   [--no-token] [--rows prod [--layout in|out]] > tune.csv
+ * --rows prod: only rope's production rows and the floor's, out of place or in place (prod_rows).
  * Protocol: per sample a 2 x L2 cudaMemsetAsync (the cold mode's flush), then a CUDA event
  * pair around one launch, in place; median, p20, p80 of the samples in us. An event pair
  * with nothing between them is timed the same way ("empty") and reported, not subtracted.
@@ -42,6 +43,8 @@ namespace {
 int g_samples = 60;
 bool g_flat = true; /* --no-flat: leave the flat kernel's rows out */
 bool g_token = true; /* --no-token: leave the token kernel's rows out */
+bool g_prod_only = false; /* --rows prod: the production neox rows and the floor's only (prod_rows) */
+bool g_inplace = false;   /* --layout in: those rows with each output written over its input */
 void *g_flush;
 size_t g_flush_bytes;
 cudaStream_t g_st;
@@ -566,7 +569,63 @@ template <int STYLE> void style_rows(const Point &pt, Bufs &b) {
   }
 }
 
+/* --rows prod: rope (neox) forward and backward through the production dispatch, and the floor's
+ * forward, in the layout of --layout: out (each output its own tensor, as kluabench's providers
+ * write) or in (each output over its input, as Liger's _triton_rope writes; the kernels read all
+ * of a unit before writing it, so the bits are the same). In place, the launch works on the out
+ * buffers, which the check first fills with the inputs; the timed launches then rotate what the
+ * one before wrote, which changes no byte count. The reference is the production path out of
+ * place. */
+void prod_rows(const Point &pt) {
+  Bufs b = make_bufs(pt);
+  const char *layout = g_inplace ? "in place" : "out of place";
+  for (int bwd = 0; bwd <= 1; bwd++) {
+    kb_rope_args ref = args_of(pt, b, KB_ROPE_NEOX, bwd, false, true);
+    CKS(kb_rope_ops_cuda.fused(&ref));
+    kb_rope_args a = args_of(pt, b, KB_ROPE_NEOX, bwd, false, false);
+    if (g_inplace) {
+      a.q = b.out_q;
+      a.k = b.out_k;
+    }
+    auto run = [&] { CKS(kb_rope_ops_cuda.fused(&a)); };
+    auto checked = [&] {
+      if (g_inplace) {
+        CK(cudaMemcpyAsync(b.out_q, b.q, b.nq * 2, cudaMemcpyDeviceToDevice, g_st));
+        CK(cudaMemcpyAsync(b.out_k, b.k, b.nk * 2, cudaMemcpyDeviceToDevice, g_st));
+      }
+      run();
+    };
+    /* check() poisons the outputs first: in place, the copy above comes after the poison */
+    const bool ok = check(b, false, checked, false);
+    char v[64];
+    snprintf(v, sizeof v, "fused prod, %s", layout);
+    emit(pt, "neox", bwd ? "backward" : "forward", v, time_it(run), ok);
+  }
+  kb_rope_args f = args_of(pt, b, KB_ROPE_LLAMA4, 0, false, false);
+  if (g_inplace) {
+    f.q = b.out_q;
+    f.k = b.out_k;
+  }
+  auto fl = [&] { CKS(kb_rope_ops_cuda.floor(&f, b.sink)); };
+  auto fl_checked = [&] {
+    if (g_inplace) {
+      CK(cudaMemcpyAsync(b.out_q, b.q, b.nq * 2, cudaMemcpyDeviceToDevice, g_st));
+      CK(cudaMemcpyAsync(b.out_k, b.k, b.nk * 2, cudaMemcpyDeviceToDevice, g_st));
+    }
+    fl();
+  };
+  const bool ok = check(b, false, fl_checked, true);
+  char v[64];
+  snprintf(v, sizeof v, "floor prod, %s", layout);
+  emit(pt, "floor", "forward", v, time_it(fl), ok);
+  free_bufs(b);
+}
+
 void point_rows(const Point &pt) {
+  if (g_prod_only) {
+    prod_rows(pt);
+    return;
+  }
   Bufs b = make_bufs(pt);
   /* reference outputs for the llama4 and neox checks are rewritten per style */
   {
@@ -617,8 +676,12 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--no-flat")) g_flat = false;
     else if (!strcmp(argv[i], "--no-token")) g_token = false;
     else if (!strcmp(argv[i], "--point") && i + 1 < argc) only = argv[++i];
+    else if (!strcmp(argv[i], "--rows") && i + 1 < argc && !strcmp(argv[i + 1], "prod")) g_prod_only = ++i > 0;
+    else if (!strcmp(argv[i], "--layout") && i + 1 < argc && (!strcmp(argv[i + 1], "in") || !strcmp(argv[i + 1], "out")))
+      g_inplace = !strcmp(argv[++i], "in");
     else {
-      fprintf(stderr, "usage: rope_tune [--samples N] [--points small|all] [--point H2048_T2048] [--no-flat] [--no-token]\n");
+      fprintf(stderr, "usage: rope_tune [--samples N] [--points small|all] [--point H2048_T2048] [--no-flat] [--no-token]"
+                      " [--rows prod [--layout in|out]]\n");
       return 2;
     }
   }
