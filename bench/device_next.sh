@@ -65,6 +65,7 @@
 #   part 18 (about 1 minute, as part 17): E4b again, seeds 44-46
 #   part 19 (about 4 minutes, carry ["build/carry.tgz", ".whl"], build/bench/rope_tune built here):
 #     in place or out of place (docs/perf-notes.md): bench/rope_layout_gpu.sh
+#   part 20 (as part 19): the same with CACHE=none, in the cache state that A' is judged in
 #   device run, timeout_s 600:  bash bench/device_next.sh PART
 # Out ($OUT): part 1 e4b.tar.gz, flat2-raw.tar.gz, flat2-summary.md, log.txt; part 2 e4b.tar.gz,
 # gpu_specs.txt, log.txt; parts 3 and 8 rope_small_raw.tar.gz, table.md, log.txt; part 4 those of
@@ -74,7 +75,7 @@
 # sass.tar.gz, log.txt; part 13 probe-T8192.txt, probe-T16384.txt, log.txt; part 14 gpu_specs.txt,
 # compare_speed.txt, probe-T16384.txt, log.txt; part 15 those of part 14; part 16 those of part 14,
 # host.txt and affinity.tar.gz; part 17 e4b.tar.gz, gpu_specs.txt, log.txt; part 18 e4b.tar.gz, log.txt;
-# part 19 layout.md, layout_raw.tar.gz, log.txt.
+# parts 19 and 20 layout.md, layout_raw.tar.gz, log.txt.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 PART=${1:-1}
@@ -280,10 +281,11 @@ case $PART in
     say "4 kernel:launch's overhead, free and bound to one CPU"
     in_folder affinity 300 "host.txt affinity.tar.gz" launch_affinity_gpu.sh
     ;;
-19)
+19 | 20)
     say "1 in place or out of place, rope hidden 2048 / seq 2048 and hidden 8192 / seq 1024"
+    [ "$PART" = 20 ] && export CACHE=none
     in_folder layout 540 "layout.md layout_raw.tar.gz" rope_layout_gpu.sh
     ;;
-*) echo "usage: bash bench/device_next.sh 1|2|3|4|5|6|7|8|9|10|11|12|13|14|15|16|17|18|19" >&2; exit 2 ;;
+*) echo "usage: bash bench/device_next.sh 1|2|3|4|5|6|7|8|9|10|11|12|13|14|15|16|17|18|19|20" >&2; exit 2 ;;
 esac
 say "done"

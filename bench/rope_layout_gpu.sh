@@ -11,8 +11,11 @@
 #   device run:  bash bench/rope_layout_gpu.sh
 # About 3 minutes. Out ($OUT): layout.md (the table and the verdict), layout_raw.tar.gz (every ncu
 # CSV and rope_tune CSV), log.txt.
+# CACHE (default all) is ncu's --cache-control for every ncu run: none leaves each process's
+# cache as its own flush left it (the harness's memset, Liger's script's zero_), as A' does.
 set -u
 cd "$(dirname "$0")/.." || exit 1
+CACHE=${CACHE:-all}
 OUT=${OUT:-$(mktemp -d)}
 LOG=$OUT/log.txt
 RAW=$OUT/layout_raw
@@ -26,14 +29,14 @@ for p in $POINTS; do
         timeout 120 build/bench/rope_tune --point "$p" --rows prod --layout "$layout" --samples 200 \
             >"$RAW/tune_${p}_$layout.csv" 2>>"$LOG"
         echo "rope_tune $p $layout: exit $?" | tee -a "$LOG"
-        timeout -k 5 120 "$NCU" --clock-control none --cache-control all --metrics gpu__time_duration.sum \
+        timeout -k 5 120 "$NCU" --clock-control none --cache-control "$CACHE" --metrics gpu__time_duration.sum \
             --kernel-name regex:'rope_(fused|flat|floor)' --csv --print-units base \
             build/bench/rope_tune --point "$p" --rows prod --layout "$layout" --samples 10 \
             >"$RAW/ncu_ours_${p}_$layout.csv" 2>>"$LOG"
         echo "ncu ours $p $layout: exit $?" | tee -a "$LOG"
     done
     for mode in forward backward; do
-        PYTHONPATH=$SITE timeout -k 5 150 "$NCU" --clock-control none --cache-control all \
+        PYTHONPATH=$SITE timeout -k 5 150 "$NCU" --clock-control none --cache-control "$CACHE" \
             --metrics gpu__time_duration.sum --kernel-name regex:'rope' --csv --print-units base \
             python3 scripts/peers/rope_peers_graph.py --what ncu --providers liger --kernel rope --points "$p" \
             --modes "$mode" --calls 10 >"$RAW/ncu_liger_${p}_$mode.csv" 2>>"$LOG"

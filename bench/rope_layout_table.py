@@ -68,10 +68,17 @@ def liger(path):
 
 
 def event_times(path):
-    """{variant, mode: median µs} of a rope_tune CSV, or {} when it is missing."""
+    """{variant, mode: median µs} of a rope_tune CSV, or {} when it is missing. The CSV is not
+    quoted, and the variants of c0f591e's harness held a comma ("fused prod, in place"), so a
+    line is read from both ends: point, style, mode first, the four numbers and the check last."""
     if not os.path.exists(path):
         return {}
-    return {(r["variant"], r["mode"]): float(r["median_us"]) for r in csv.DictReader(open(path)) if r.get("median_us")}
+    out = {}
+    for line in open(path).read().splitlines()[1:]:
+        f = line.split(",")
+        if len(f) >= 8:
+            out[(",".join(f[3:-4]), f[2])] = float(f[-4])
+    return out
 
 
 def verdict(cells):
@@ -97,8 +104,8 @@ def main(raw):
             lg = liger(os.path.join(raw, f"ncu_liger_{p}_{m}.csv"))
             r_in, r_out, io_ = i[m] / lg, o[m] / lg, i[m] / o[m]
             cells.append((r_in, r_out, io_))
-            e_o = eo.get(("fused prod, out of place", m))
-            e_i = ei.get(("fused prod, in place", m))
+            e_o = eo.get(("fused prod, out of place", m), eo.get(("fused prod out of place", m)))
+            e_i = ei.get(("fused prod, in place", m), ei.get(("fused prod in place", m)))
             print(f"| {p} | {m} | {o[m]:.2f} | {i[m]:.2f} | {lg:.2f} | {r_out:.3f} | {r_in:.3f} | {io_:.3f} |"
                   f" {e_o if e_o is not None else '-'} | {e_i if e_i is not None else '-'} |")
         floors.append((p, o["floor"], i["floor"]))

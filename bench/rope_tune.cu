@@ -598,7 +598,7 @@ void prod_rows(const Point &pt) {
     /* check() poisons the outputs first: in place, the copy above comes after the poison */
     const bool ok = check(b, false, checked, false);
     char v[64];
-    snprintf(v, sizeof v, "fused prod, %s", layout);
+    snprintf(v, sizeof v, "fused prod %s", layout);
     emit(pt, "neox", bwd ? "backward" : "forward", v, time_it(run), ok);
   }
   kb_rope_args f = args_of(pt, b, KB_ROPE_LLAMA4, 0, false, false);
@@ -616,7 +616,7 @@ void prod_rows(const Point &pt) {
   };
   const bool ok = check(b, false, fl_checked, true);
   char v[64];
-  snprintf(v, sizeof v, "floor prod, %s", layout);
+  snprintf(v, sizeof v, "floor prod %s", layout);
   emit(pt, "floor", "forward", v, time_it(fl), ok);
   free_bufs(b);
 }
