@@ -576,48 +576,42 @@ template <int STYLE> void style_rows(const Point &pt, Bufs &b) {
  * buffers, which the check first fills with the inputs; the timed launches then rotate what the
  * one before wrote, which changes no byte count. The reference is the production path out of
  * place. */
+/* One row of prod_rows: args in the layout of --layout (in place: over the out buffers), timed,
+ * and checked against the reference outputs, or the inputs for a copy (in place, the check first
+ * fills the out buffers with the inputs). */
+template <typename L>
+void layout_row(const Point &pt, const Bufs &b, kb_rope_args &a, L launch, const char *style, const char *mode,
+                const char *what, bool against_inputs) {
+  if (g_inplace) {
+    a.q = b.out_q;
+    a.k = b.out_k;
+  }
+  auto run = [&] { launch(a); };
+  auto checked = [&] {
+    if (g_inplace) { /* check() poisons the outputs first, so this comes after the poison */
+      CK(cudaMemcpyAsync(b.out_q, b.q, b.nq * 2, cudaMemcpyDeviceToDevice, g_st));
+      CK(cudaMemcpyAsync(b.out_k, b.k, b.nk * 2, cudaMemcpyDeviceToDevice, g_st));
+    }
+    run();
+  };
+  const bool ok = check(b, false, checked, against_inputs);
+  char v[64];
+  snprintf(v, sizeof v, "%s %s", what, g_inplace ? "in place" : "out of place");
+  emit(pt, style, mode, v, time_it(run), ok);
+}
+
 void prod_rows(const Point &pt) {
   Bufs b = make_bufs(pt);
-  const char *layout = g_inplace ? "in place" : "out of place";
   for (int bwd = 0; bwd <= 1; bwd++) {
     kb_rope_args ref = args_of(pt, b, KB_ROPE_NEOX, bwd, false, true);
     CKS(kb_rope_ops_cuda.fused(&ref));
     kb_rope_args a = args_of(pt, b, KB_ROPE_NEOX, bwd, false, false);
-    if (g_inplace) {
-      a.q = b.out_q;
-      a.k = b.out_k;
-    }
-    auto run = [&] { CKS(kb_rope_ops_cuda.fused(&a)); };
-    auto checked = [&] {
-      if (g_inplace) {
-        CK(cudaMemcpyAsync(b.out_q, b.q, b.nq * 2, cudaMemcpyDeviceToDevice, g_st));
-        CK(cudaMemcpyAsync(b.out_k, b.k, b.nk * 2, cudaMemcpyDeviceToDevice, g_st));
-      }
-      run();
-    };
-    /* check() poisons the outputs first: in place, the copy above comes after the poison */
-    const bool ok = check(b, false, checked, false);
-    char v[64];
-    snprintf(v, sizeof v, "fused prod %s", layout);
-    emit(pt, "neox", bwd ? "backward" : "forward", v, time_it(run), ok);
+    layout_row(pt, b, a, [](kb_rope_args &x) { CKS(kb_rope_ops_cuda.fused(&x)); }, "neox",
+               bwd ? "backward" : "forward", "fused prod", false);
   }
   kb_rope_args f = args_of(pt, b, KB_ROPE_LLAMA4, 0, false, false);
-  if (g_inplace) {
-    f.q = b.out_q;
-    f.k = b.out_k;
-  }
-  auto fl = [&] { CKS(kb_rope_ops_cuda.floor(&f, b.sink)); };
-  auto fl_checked = [&] {
-    if (g_inplace) {
-      CK(cudaMemcpyAsync(b.out_q, b.q, b.nq * 2, cudaMemcpyDeviceToDevice, g_st));
-      CK(cudaMemcpyAsync(b.out_k, b.k, b.nk * 2, cudaMemcpyDeviceToDevice, g_st));
-    }
-    fl();
-  };
-  const bool ok = check(b, false, fl_checked, true);
-  char v[64];
-  snprintf(v, sizeof v, "floor prod %s", layout);
-  emit(pt, "floor", "forward", v, time_it(fl), ok);
+  layout_row(pt, b, f, [&](kb_rope_args &x) { CKS(kb_rope_ops_cuda.floor(&x, b.sink)); }, "floor", "forward",
+             "floor prod", true);
   free_bufs(b);
 }
 
