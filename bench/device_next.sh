@@ -66,6 +66,9 @@
 #   part 19 (about 4 minutes, carry ["build/carry.tgz", ".whl"], build/bench/rope_tune built here):
 #     in place or out of place (docs/perf-notes.md): bench/rope_layout_gpu.sh
 #   part 20 (as part 19): the same with CACHE=none, in the cache state that A' is judged in
+#   part 21 (about 6 minutes, carry ["build/carry.tgz"], build/bench/rope_tune built here): E5 again
+#     (docs/MEASUREMENT.md): bench/triton_alternate.py --rounds 5, twice; then rope_tune --rows prod
+#     in both layouts at the two medium points (event times, the refactored harness's checks)
 #   device run, timeout_s 600:  bash bench/device_next.sh PART
 # Out ($OUT): part 1 e4b.tar.gz, flat2-raw.tar.gz, flat2-summary.md, log.txt; part 2 e4b.tar.gz,
 # gpu_specs.txt, log.txt; parts 3 and 8 rope_small_raw.tar.gz, table.md, log.txt; part 4 those of
@@ -75,7 +78,7 @@
 # sass.tar.gz, log.txt; part 13 probe-T8192.txt, probe-T16384.txt, log.txt; part 14 gpu_specs.txt,
 # compare_speed.txt, probe-T16384.txt, log.txt; part 15 those of part 14; part 16 those of part 14,
 # host.txt and affinity.tar.gz; part 17 e4b.tar.gz, gpu_specs.txt, log.txt; part 18 e4b.tar.gz, log.txt;
-# parts 19 and 20 layout.md, layout_raw.tar.gz, log.txt.
+# parts 19 and 20 layout.md, layout_raw.tar.gz, log.txt; part 21 e5.tar.gz, tune-layout.csv, log.txt.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 PART=${1:-1}
@@ -286,6 +289,26 @@ case $PART in
     [ "$PART" = 20 ] && export CACHE=none
     in_folder layout 540 "layout.md layout_raw.tar.gz" rope_layout_gpu.sh
     ;;
-*) echo "usage: bash bench/device_next.sh 1|2|3|4|5|6|7|8|9|10|11|12|13|14|15|16|17|18|19|20" >&2; exit 2 ;;
+21)
+    for run in 1 2; do
+        say "$run E5 again, run $run"
+        mkdir -p "$OUT/e5/run$run"
+        timeout 240 python3 bench/triton_alternate.py --out "$OUT/e5/run$run" --rounds 5 --kluabench build/kluabench \
+            >"$OUT/e5/run$run/out.txt" 2>&1
+        echo "triton_alternate.py run $run: exit $?" | tee -a "$LOG"
+        grep -E '^\| [0-9]+ \||Triton cubin vs|skipped' "$OUT/e5/run$run/out.txt" | tee -a "$LOG"
+        rm -f "$OUT/e5/run$run"/seq*/*.cubin
+    done
+    tar -czf "$OUT/e5.tar.gz" -C "$OUT" e5 && rm -rf "$OUT/e5"
+    say "3 rope_tune --rows prod, both layouts"
+    for p in H2048_T2048 H8192_T1024; do
+        for layout in out in; do
+            timeout 60 build/bench/rope_tune --point "$p" --rows prod --layout "$layout" --samples 200 \
+                | grep -v '^H0_T0' >>"$OUT/tune-layout.csv"
+        done
+    done
+    tee -a "$LOG" <"$OUT/tune-layout.csv"
+    ;;
+*) echo "usage: bash bench/device_next.sh 1|2|3|4|5|6|7|8|9|10|11|12|13|14|15|16|17|18|19|20|21" >&2; exit 2 ;;
 esac
 say "done"
