@@ -127,22 +127,59 @@ static void host_memcpy(void *dst, const void *src, size_t n) {
   memcpy((char *)dst + (blocks << 20), (const char *)src + (blocks << 20), n - (blocks << 20));
 }
 
-/* t's bytes into host memory dst: a cpu tensor's copied; a cuda tensor's a slice at a time through
- * the backend's staging buffer 0 (pinned), then over the cores into dst. A whole tensor copied
- * into fresh pageable memory by the driver read 1.9 GB/s on the H200's host (2026-12-04). */
-static void tensor_to_host(lua_State *L, const kb_tensor *t, void *dst) {
+/* A tensor's bytes read piece by piece on the host: a cpu tensor whole, in place; a cuda tensor a
+ * slice at a time through the backend's staging buffer 0 (pinned), each slice overwriting the last.
+ * A whole tensor copied into fresh pageable memory by the driver read 1.9 GB/s on the H200's host
+ * (2026-12-04). host_reader_next has kb_sha256_next_fn's shape, so a digest hashes the pieces. */
+typedef struct {
+  const kb_tensor *t;
+  void *stage; /* NULL: in place */
+  size_t slice, off;
+} host_reader;
+
+/* Raises when the staging buffer cannot be had. */
+static void host_reader_open(lua_State *L, const kb_tensor *t, host_reader *r) {
   size_t n = kb_tensor_nbytes(t);
-  if (!kb_on_cuda(t->dev) || n == 0) {
-    KB_TRY(L, t->dev->to_host(t->dev, dst, t->data, n));
+  *r = (host_reader){t, NULL, n, 0};
+  if (kb_on_cuda(t->dev) && n > 0) {
+    r->slice = n < KB_STAGE_BYTES ? n : KB_STAGE_BYTES;
+    KB_TRY(L, t->dev->host_stage(t->dev, 0, r->slice, &r->stage));
+  }
+}
+
+/* The next piece in *p and *n (0 at the end), or an error. */
+static const char *host_reader_next(void *ctx, const void **p, size_t *n) {
+  host_reader *r = ctx;
+  size_t total = kb_tensor_nbytes(r->t);
+  *n = total - r->off < r->slice ? total - r->off : r->slice;
+  if (*n == 0) return NULL;
+  if (r->stage) {
+    const char *err = r->t->dev->to_host(r->t->dev, r->stage, (const char *)r->t->data + r->off, *n);
+    if (err) return err;
+    *p = r->stage;
+  } else {
+    *p = (const char *)r->t->data + r->off;
+  }
+  r->off += *n;
+  return NULL;
+}
+
+/* t's bytes into host memory dst: a cpu tensor's copied; a cuda tensor's a slice at a time through
+ * the staging buffer, then over the cores into dst. */
+static void tensor_to_host(lua_State *L, const kb_tensor *t, void *dst) {
+  if (!kb_on_cuda(t->dev)) {
+    KB_TRY(L, t->dev->to_host(t->dev, dst, t->data, kb_tensor_nbytes(t)));
     return;
   }
-  void *stage;
-  size_t slice = n < KB_STAGE_BYTES ? n : KB_STAGE_BYTES;
-  KB_TRY(L, t->dev->host_stage(t->dev, 0, slice, &stage));
-  for (size_t off = 0; off < n; off += slice) {
-    size_t len = n - off < slice ? n - off : slice;
-    KB_TRY(L, t->dev->to_host(t->dev, stage, (const char *)t->data + off, len));
-    host_memcpy((char *)dst + off, stage, len);
+  host_reader r;
+  host_reader_open(L, t, &r);
+  for (char *d = dst;;) {
+    const void *p = NULL;
+    size_t n = 0;
+    KB_TRY(L, host_reader_next(&r, &p, &n));
+    if (n == 0) return;
+    host_memcpy(d, p, n);
+    d += n;
   }
 }
 
@@ -462,40 +499,12 @@ static int m_to(lua_State *L) {
  * @example
  *   print(kb.randn({16}, "f32", 1):digest())
  */
-/* The pieces of a tensor's bytes for kb_sha256_hex_pieces: a cpu tensor whole, in place; a cuda
- * tensor a staging buffer's slice at a time, so that no copy of the whole tensor is made. */
-typedef struct {
-  const kb_tensor *t;
-  void *stage; /* NULL: in place */
-  size_t slice, off;
-} digest_reader;
-
-static const char *digest_next(void *ctx, const void **p, size_t *n) {
-  digest_reader *r = ctx;
-  size_t total = kb_tensor_nbytes(r->t);
-  *n = total - r->off < r->slice ? total - r->off : r->slice;
-  if (*n == 0) return NULL;
-  if (r->stage) {
-    const char *err = r->t->dev->to_host(r->t->dev, r->stage, (const char *)r->t->data + r->off, *n);
-    if (err) return err;
-    *p = r->stage;
-  } else {
-    *p = (const char *)r->t->data + r->off;
-  }
-  r->off += *n;
-  return NULL;
-}
-
 static int m_digest(lua_State *L) {
   kb_tensor *t = kb_check_tensor(L, 1);
-  size_t n = kb_tensor_nbytes(t);
-  digest_reader r = {t, NULL, n, 0};
-  if (kb_on_cuda(t->dev) && n > 0) {
-    r.slice = n < KB_STAGE_BYTES ? n : KB_STAGE_BYTES;
-    KB_TRY(L, t->dev->host_stage(t->dev, 0, r.slice, &r.stage));
-  }
+  host_reader r; /* no copy of the whole tensor is made */
+  host_reader_open(L, t, &r);
   char hex[65];
-  KB_TRY(L, kb_sha256_hex_pieces(digest_next, &r, hex));
+  KB_TRY(L, kb_sha256_hex_pieces(host_reader_next, &r, hex));
   lua_pushfstring(L, "sha256:%s", hex);
   return 1;
 }

@@ -45,6 +45,7 @@ static const char *over_chunks(job *j, const kb_compare_source *src, kb_cpu_rang
   }
 }
 
+/* Frees what over_chunks allocated (nothing when it could not allocate: free(NULL)). */
 static void done_chunks(job *j, void *one) {
   if (j->parts != one) free(j->parts);
 }
@@ -78,7 +79,7 @@ const char *kb_compare_max_abs_diff(const kb_compare_source *src, kb_dtype ta, k
     }
     if (parts[c] > m) m = parts[c];
   }
-  if (j.parts) done_chunks(&j, &one);
+  done_chunks(&j, &one);
   *out = m;
   return err;
 }
@@ -108,7 +109,7 @@ const char *kb_compare_rel_l2(const kb_compare_source *src, kb_dtype ta, kb_dtyp
   double num = 0, den = 0;
   const sums *parts = j.parts;
   for (size_t c = 0; !err && c < chunks_of(n); c++) num += parts[c].num, den += parts[c].den;
-  if (j.parts) done_chunks(&j, &one);
+  done_chunks(&j, &one);
   *out = den > 0 ? sqrt(num / den) : (num > 0 ? HUGE_VAL : (isnan(num) ? NAN : 0.0));
   return err;
 }
@@ -155,7 +156,7 @@ const char *kb_compare_counts_of(const kb_compare_source *src, kb_dtype tg, kb_d
     if (p->worst >= 0 && p->worst_excess > r.worst_excess)
       r.worst_excess = p->worst_excess, r.worst = p->worst, r.worst_got = p->worst_got, r.worst_want = p->worst_want;
   }
-  if (j.parts) done_chunks(&j, &one);
+  done_chunks(&j, &one);
   *out = r;
   return err;
 }
