@@ -24,7 +24,7 @@
 
 /* Containers nested deeper than this are an error (lua-cjson and Python
  * stop at the same depth); a record is a few levels deep. Lua sees it as
- * kb.jcs.MAX_DEPTH, and the stdlib's reader and writer (io/json.lua,
+ * kb.jcs.MAX_DEPTH, and the stdlib's reader and writer (util/json.lua,
  * MAX_DEPTH) use the same value: tests/json_depth_spec.lua checks both. */
 #define JCS_MAX_DEPTH 1000
 /* 2^53: every integer of at most this magnitude is exactly a double. */

@@ -1,8 +1,8 @@
 /* The kluabench executable: a drop-in for the lua 5.4 standalone interpreter
  * (same options, `arg` table, LUA_INIT, error reports and REPL) plus the
  * kluabench options (--backend, --device, --quiet, --help) and the built-in
- * commands, which are Lua: stdlib/kluabench/cli/commands/init.lua lists them
- * (read_commands below reads that list) and stdlib/kluabench/cli/init.lua
+ * commands, which are Lua: stdlib/kluabench/commands/registry.lua lists them
+ * (read_commands below reads that list) and stdlib/kluabench/commands/init.lua
  * dispatches them.
  *
  * Order of events: options are parsed in C; the backend is selected; then
@@ -37,7 +37,7 @@ int luaopen_cjson(lua_State *L);
 #define LUA_INIT_VAR "LUA_INIT"
 #define LUA_INIT_VERSIONED LUA_INIT_VAR "_" LUA_VERSION_MAJOR "_" LUA_VERSION_MINOR
 
-/* The built-in commands, as stdlib/kluabench/cli/commands/init.lua lists
+/* The built-in commands, as stdlib/kluabench/commands/registry.lua lists
  * them (read_commands); any other first non-option argument is a script. */
 #define MAX_COMMANDS 64
 typedef struct {
@@ -101,14 +101,14 @@ static int load_commands(lua_State *L) {
   luaL_openlibs(L);
   set_paths(L, noenv);
   lua_getglobal(L, "require");
-  lua_pushliteral(L, "kluabench.cli.commands");
+  lua_pushliteral(L, "kluabench.commands.registry");
   lua_call(L, 1, 1);
   luaL_checktype(L, -1, LUA_TTABLE);
   lua_pushinteger(L, copy_commands(L));
   return 1;
 }
 
-/* Reads the command list from the stdlib (kluabench.cli.commands, the one
+/* Reads the command list from the stdlib (kluabench.commands.registry, the one
  * list of commands: --help, the dispatcher and the API reference read it
  * too) in a Lua state of its own, before the backend is chosen and before
  * LUA_INIT or any script runs. Where it cannot be read (the stdlib is not
@@ -124,7 +124,7 @@ static void read_commands(int noenv) {
   lua_pushboolean(L, noenv);
   if (lua_pcall(L, 1, 1, 0) == LUA_OK)
     n_commands = (int)lua_tointeger(L, -1);
-  else { /* its first line: "module 'kluabench.cli.commands' not found" */
+  else { /* its first line: "module 'kluabench.commands.registry' not found" */
     const char *msg = lua_tostring(L, -1);
     int len = (int)strcspn(msg, "\n");
     if (len > 0 && msg[len - 1] == ':') len--;
@@ -201,7 +201,7 @@ static int usage_error(options *o, const char *fmt, const char *a, const char *b
 
 /* The engine's long option a mistyped one most likely meant ("--backnd" ->
  * "--backend"), or NULL. The rule of the stdlib's did-you-mean
- * (kluabench.io.suggest), so that the engine and the commands guess alike:
+ * (kluabench.util.suggest), so that the engine and the commands guess alike:
  * the name without dashes and without "=VALUE" is within a third of its
  * length in edits (at least 1, at most 3; no guess for one or two
  * characters) of an option's, or starts with one or is the start of one,
@@ -389,9 +389,7 @@ static void add_user_path(luaL_Buffer *b, const char *spec) {
 }
 
 /* Our directories go in front of what package already has (its default,
- * or LUA_PATH unless -E). KLUABENCH_PATH, unless -E, goes first.
- * stdlib/compat/ holds the old names of moved modules (each file one
- * require of the new name), searched after the stdlib itself. */
+ * or LUA_PATH unless -E). KLUABENCH_PATH, unless -E, goes first. */
 static void set_paths(lua_State *L, int noenv) {
   luaL_Buffer b;
   lua_getglobal(L, "package");
@@ -399,8 +397,8 @@ static void set_paths(lua_State *L, int noenv) {
   const char *user = noenv ? NULL : getenv("KLUABENCH_PATH");
   if (user) add_user_path(&b, user);
   if (*exe_dir) {
-    lua_pushfstring(L, "%s/stdlib/?.lua;%s/stdlib/?/init.lua;%s/stdlib/compat/?.lua;%s/lua/?.lua;%s/lua/?/init.lua;",
-                    root_dir, root_dir, root_dir, exe_dir, exe_dir);
+    lua_pushfstring(L, "%s/stdlib/?.lua;%s/stdlib/?/init.lua;%s/lua/?.lua;%s/lua/?/init.lua;", root_dir, root_dir,
+                    exe_dir, exe_dir);
     luaL_addvalue(&b);
   }
   lua_getfield(L, -2, "path");
@@ -598,7 +596,7 @@ static int handle_script(lua_State *L, const options *o) {
  * stdlib is not found: the script's own require then says so. */
 static void capture_references(lua_State *L) {
   lua_getglobal(L, "require");
-  lua_pushliteral(L, "kluabench.suite.integrity");
+  lua_pushliteral(L, "kluabench.trust.integrity");
   if (lua_pcall(L, 1, 1, 0) == LUA_OK && lua_getfield(L, -1, "capture") == LUA_TFUNCTION) {
     if (lua_pcall(L, 0, 0, 0) != LUA_OK) lua_pop(L, 1);
   } else {
@@ -607,10 +605,10 @@ static void capture_references(lua_State *L) {
   lua_pop(L, 1);
 }
 
-/* Runs require("kluabench.cli").main(cmd, {args}) and leaves its result. */
+/* Runs require("kluabench.commands").main(cmd, {args}) and leaves its result. */
 static int call_cli(lua_State *L) {
   lua_getglobal(L, "require");
-  lua_pushliteral(L, "kluabench.cli");
+  lua_pushliteral(L, "kluabench.commands");
   lua_call(L, 1, 1);
   lua_getfield(L, -1, "main");
   lua_pushvalue(L, 1);
@@ -653,11 +651,11 @@ static int handle_command(lua_State *L, const char *cmd, char **args, int nargs)
 }
 
 /* Usage errors: the message, then the usage text that the stdlib owns
- * (kluabench.cli's usage(); a short one when the stdlib cannot be found). */
+ * (kluabench.commands's usage(); a short one when the stdlib cannot be found). */
 static void print_usage(lua_State *L, const char *msg) {
   kb_host_message(msg);
   lua_getglobal(L, "require");
-  lua_pushliteral(L, "kluabench.cli");
+  lua_pushliteral(L, "kluabench.commands");
   if (lua_pcall(L, 1, 1, 0) == LUA_OK && lua_getfield(L, -1, "usage") == LUA_TFUNCTION &&
       lua_pcall(L, 0, 1, 0) == LUA_OK && lua_isstring(L, -1)) {
     fputs(lua_tostring(L, -1), stderr);

@@ -679,18 +679,18 @@ static void init_editline(void) {
 
 static int no_help(lua_State *L) {
   (void)L;
-  fputs("help is not available in this build (module kluabench.cli.help not found)\n", stdout);
+  fputs("help is not available in this build (module kluabench.apidoc.help not found)\n", stdout);
   fflush(stdout);
   return 0;
 }
 
-/* kb, and help from kluabench.cli.help when the stdlib has it (the module may
+/* kb, and help from kluabench.apidoc.help when the stdlib has it (the module may
  * return the function, a table with .help, or set the global itself). */
 static const char preload_code[] =
     "kb = require 'kluabench'\n"
-    "if help == nil and (package.preload['kluabench.cli.help']\n"
-    "    or package.searchpath('kluabench.cli.help', package.path)) then\n"
-    "  local m = require 'kluabench.cli.help'\n"
+    "if help == nil and (package.preload['kluabench.apidoc.help']\n"
+    "    or package.searchpath('kluabench.apidoc.help', package.path)) then\n"
+    "  local m = require 'kluabench.apidoc.help'\n"
     "  local mt = type(m) == 'table' and getmetatable(m)\n"
     "  if help == nil then\n"
     "    if type(m) == 'function' or (mt and mt.__call) then help = m\n"

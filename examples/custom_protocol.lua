@@ -6,7 +6,8 @@
 -- the device primitives in ctx. record.from_result turns what it measured
 -- into a kernelindex bundle, with the protocol's name and parameters in it.
 local kb = require 'kluabench'
-local do_bench, record, report = kb.do_bench, kb.record, kb.report
+local do_bench, record = kb.do_bench, kb.record
+local results = require 'kluabench.table'
 
 local best_of = do_bench.protocol {
   name = 'best-of-n',
@@ -42,5 +43,5 @@ local bundle = record.from_result {
   parameters = { hidden = 512, seq = seq, q_heads = 32, kv_heads = 8 },
   result = result,
 }
-io.write(report.results_table { bundle })
+io.write(results.results_table { bundle })
 print('protocol digest: ' .. bundle.run.spec.protocolDigest)

@@ -8,9 +8,9 @@
 -- them in results/*.samples.jsonl) or `kluabench import-liger` makes: one
 -- bundle per line.
 local kb = require 'kluabench'
-local output = require 'kluabench.report'
+local results = require 'kluabench.table'
 local record = require 'kluabench.record'
-local plot = require 'kluabench.report.plot'
+local plot = require 'kluabench.charts.plot'
 
 local path, chart = arg[1], arg[2]
 
@@ -48,7 +48,7 @@ for i, b in ipairs(bundles) do
 end
 
 -- 3. Tabulate.
-io.write(output.results_table(bundles))
+io.write(results.results_table(bundles))
 
 -- 4. Speedup of each provider over the baseline (our reference path, or
 -- Liger's huggingface), per workload and mode.

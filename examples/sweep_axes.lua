@@ -7,8 +7,8 @@
 local kb = require 'kluabench'
 local measure = require 'kluabench.measure'
 local stopping = require 'kluabench.measure.stopping'
-local progress = require 'kluabench.report.progress'
-local output = require 'kluabench.report'
+local progress = require 'kluabench.progress'
+local results = require 'kluabench.table'
 
 local seq = tonumber(arg[1]) or 2048
 local samples = tonumber(arg[2]) or 20
@@ -38,7 +38,7 @@ for _, pt in ipairs(points) do
 end
 p:close()
 
-io.write(output.format_markdown({
+io.write(results.format_markdown({
   { key = 'head_dim', align = 'right' }, { key = 'kv_heads', align = 'right' },
   { key = 'gqa', title = 'q/kv heads', align = 'right' },
   { key = 'median_us', title = 'median us', align = 'right', format = '%.2f' },

@@ -7,7 +7,7 @@
 -- ~/.cache/kluabench/ceilings.json); records use it for "% of copy ceiling".
 local kb = require 'kluabench'
 local ceilings = require 'kluabench.measure.ceilings'
-local output = require 'kluabench.report'
+local json = require 'kluabench.util.json'
 
 local USAGE = 'usage: kluabench scripts/ceilings.lua [--force] [--mib N] [--json] [--cache PATH]\n'
 
@@ -36,7 +36,7 @@ io.stderr:write(string.format('device: %s (%s)\n', info.name, kb.backend()))
 local entry, cached = ceilings.copy_ceiling(opts)
 
 if opts.json then
-  io.stdout:write(output.encode_pretty(entry), '\n')
+  io.stdout:write(json.encode_pretty(entry), '\n')
 else
   io.stdout:write(string.format('copy ceiling: %.1f GB/s (%s; median %.4f ms for %.0f MiB read + '
     .. 'written, %d samples)\n', entry.copy_gbps, cached and 'cached' or 'measured now',

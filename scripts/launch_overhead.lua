@@ -64,7 +64,7 @@ end
 local info = kb.device_info()
 io.stdout:write(string.format('host cost per call on %s (%s backend), %d calls x %d repetitions\n\n',
   info.name, kb.backend(), calls, reps))
-io.stdout:write(kb.report.format_table({
+io.stdout:write(require('kluabench.table').format_table({
   { key = 'what', title = 'call' },
   { key = 'median', title = 'median ns', align = 'right', format = '%.0f' },
   { key = 'p20', title = 'p20 ns', align = 'right', format = '%.0f' },

@@ -21,9 +21,9 @@
 -- sessionNoise in their evidence).
 local kb = require 'kluabench'
 local ceilings = require 'kluabench.measure.ceilings'
-local compare = require 'kluabench.report.compare'
-local output = require 'kluabench.report'
-local cli = require 'kluabench.cli'
+local compare = require 'kluabench.compare'
+local json = require 'kluabench.util.json'
+local cli = require 'kluabench.commands'
 
 local USAGE = 'usage: kluabench scripts/run_noise.lua [--sessions K] [--mode cold|hot|graph] '
   .. '[--kib LIST] [--from FILE]... [--cache PATH] [--json] [--dry-run]\n'
@@ -124,7 +124,7 @@ figure.device = info.name
 figure.measuredAt = require('kluabench.record.names').iso8601(require('kluabench.record').now())
 
 if opts.json then
-  io.stdout:write(output.encode_pretty(figure), '\n')
+  io.stdout:write(json.encode_pretty(figure), '\n')
 else
   local function show(f, what)
     for _, sc in ipairs(f.scales) do

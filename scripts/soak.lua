@@ -9,7 +9,8 @@
 -- limits between the end of the first round (when every cache and scratch
 -- buffer exists) and the end of the last.
 local kb = require 'kluabench'
-local output = require 'kluabench.report'
+local json = require 'kluabench.util.json'
+local results = require 'kluabench.table'
 
 local USAGE = [[
 usage: kluabench [--backend cpu|cuda] scripts/soak.lua [options] [sweep options] [-- args]
@@ -254,7 +255,7 @@ local device_name = kb.device_info().name
 io.stdout:write(string.format('soak: %d round%s of %s %s in %.0f s on %s (%s)\n\n', #rounds,
   #rounds == 1 and '' or 's', script:match('[^/]*$'), table.concat(sweep_args, ' '), total_seconds,
   kb.backend(), device_name))
-io.stdout:write(output.format_table({
+io.stdout:write(results.format_table({
   { key = 'round', title = 'round', align = 'right' },
   { key = 'seconds', title = 'seconds', align = 'right' },
   { key = 'points', title = 'points', align = 'right' },
@@ -270,10 +271,10 @@ io.stdout:write(output.format_table({
 -- p20-p80 interval the first round reported.
 local bundles = {}
 for line in io.lines(out_path) do
-  local b = output.decode(line)
+  local b = json.decode(line)
   if b then bundles[#bundles + 1] = b end
 end
-local rows = output.results_rows(bundles)
+local rows = results.results_rows(bundles)
 local points, order = {}, {}
 for i, row in ipairs(rows) do
   local key = table.concat({ row.mode or '', row.provider or '', row.workload or '' }, ' ')
@@ -304,7 +305,7 @@ for _, p in ipairs(order) do
     }
   end
 end
-io.stdout:write(output.format_table({
+io.stdout:write(results.format_table({
   { key = 'point', title = 'point (mode provider workload)' },
   { key = 'n', title = 'rounds', align = 'right' },
   { key = 'median', title = 'median us', align = 'right' },

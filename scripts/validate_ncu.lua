@@ -24,6 +24,7 @@
 -- 32 query heads, 8 key/value heads, head_dim = hidden / 32, bf16, theta
 -- 10000), in place (no allocation in the timed region).
 local kb = require 'kluabench'
+local json = require 'kluabench.util.json'
 
 local SIZES = {
   small = { hidden = 512, seq = 2048 },
@@ -95,7 +96,8 @@ local function row(size, impl, mode, r, extra)
 end
 
 local function measure_cmd(o)
-  local measure, interleave, output = kb.measure, kb.interleave, kb.report
+  local measure, interleave = kb.measure, kb.interleave
+  local json = require 'kluabench.util.json'
   local stopping = kb.stopping
   local out = io.stdout
   if o.out then out = assert(io.open(o.out, 'w')) end
@@ -103,7 +105,7 @@ local function measure_cmd(o)
   for s in (o.sizes or 'small,medium,large'):gmatch('[^,]+') do sizes[#sizes + 1] = s end
   local stop = stopping.rse_median { target = 0.005, min_samples = 50, timeout_ms = 15000 }
   local function emit(t)
-    out:write(output.encode_line(t), '\n')
+    out:write(json.encode_line(t), '\n')
     out:flush()
     io.stderr:write(string.format('%-6s %-9s %-7s median %8.2f us  n %5d  %s\n', t.size, t.impl,
       t.mode, t.median_ms * 1000, t.n, t.stop))
@@ -211,7 +213,7 @@ end
 
 -- One CSV line of ncu's (it quotes every field) as its fields.
 local function csv_fields(line)
-  local records = kb.report.parse_csv(line)
+  local records = require('kluabench.liger.csv').parse_csv(line)
   return records and records[1] or {}
 end
 
@@ -279,14 +281,14 @@ local function agree(a_ms, b_ms)
 end
 
 local function report_cmd(o)
-  local output = kb.report
+  local json = require 'kluabench.util.json'
   local kbfile = o.kb or die('report needs --kb FILE')
   local ncufile = o.ncu or die('report needs --ncu FILE')
   local calls = math.tointeger(tonumber(o.calls or '30'))
   local gcalls = math.tointeger(tonumber(o['graph-calls'] or '10'))
   local rows = {}
   for line in assert(io.open(kbfile)):lines() do
-    if line:match('%S') then rows[#rows + 1] = assert(output.decode(line)) end
+    if line:match('%S') then rows[#rows + 1] = assert(json.decode(line)) end
   end
   local ncu = parse_ncu(assert(io.open(ncufile)):read('a'))
   local by = {}

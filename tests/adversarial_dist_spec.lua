@@ -7,9 +7,10 @@
 -- `timeout`, so that one that waits (on a FIFO) fails its test instead of stalling the suite.
 local sh = require 'helpers.shards'
 local sub = require 'helpers.subprocess'
-local output = require 'kluabench.report'
+local files = require 'kluabench.util.files'
+local json = require 'kluabench.util.json'
 local reader = require 'kluabench.record.reader'
-local shards = require 'kluabench.cli.shards'
+local shards = require 'kluabench.dist.shards'
 
 local q = sh.q
 
@@ -36,13 +37,13 @@ end
 
 local function merge(dir, ...) return run({ 'merge', dir, ... }) end
 
-local function point(b) return require('kluabench.cli.commands.merge').point_of(b) end
+local function point(b) return require('kluabench.dist.merge').point_of(b) end
 
 -- The manifest of dir, changed by f(m) and written back.
 local function edit_manifest(dir, f)
   local m = sh.manifest(dir)
   f(m)
-  sh.spit(dir .. '/manifest.json', assert(output.encode_pretty(m)))
+  sh.spit(dir .. '/manifest.json', assert(json.encode_pretty(m)))
 end
 
 local function sha(path) return sh.slurp(path) and require('kluabench').sha256(sh.slurp(path)) end
@@ -110,7 +111,7 @@ describe('merge expects every provider x mode x session the run asked for (issue
     assert.matches('failed: 2 runs of 8 did not pass (see above); their bundles are merged', r.err, 1, true)
     assert.matches('8 of 8 bundles (2 failed), 2 of 2 points complete', r.err, 1, true)
     assert.equal(8, count_lines(sh.slurp(tmp .. '/m.jsonl')))
-    assert.matches('any failed run makes the\n               exit status 1', require('kluabench.cli.commands.merge').help, 1, true)
+    assert.matches('any failed run makes the\n               exit status 1', require('kluabench.dist.merge').help, 1, true)
   end)
 
   it('the harness lists what each point will have; the launchers write it into the manifest', function()
@@ -343,7 +344,7 @@ describe('one bad line never drops a shard, and an unreadable shard is named as 
       { 'mkdir %s', 'is a directory' },
       { 'ln -s /dev/zero %s', 'is a character device' },
       { 'mkfifo %s', 'is a FIFO' },
-      { 'truncate -s 600M %s', 'is larger than ' .. output.MAX_READ_BYTES .. ' bytes' },
+      { 'truncate -s 600M %s', 'is larger than ' .. files.MAX_READ_BYTES .. ' bytes' },
     } do
       local path = dir .. '/shard-2.jsonl'
       os.execute('rm -rf ' .. q(path))

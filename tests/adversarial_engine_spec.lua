@@ -8,7 +8,7 @@
 -- under `timeout` (and, outside sanitizer builds, a memory limit), so that a
 -- regression fails the test instead of stalling the suite.
 local kb = require 'kluabench'
-local files = require 'kluabench.io.files'
+local files = require 'kluabench.util.files'
 local check = require 'kluabench.kernels.check'
 local sub = require 'helpers.subprocess'
 
@@ -225,7 +225,7 @@ describe('shard, process and task counts are bounded (issue 24, class 6)', funct
       '--warmup-ms', '1' })
     assert.equal(0, r.code, r.err)
     assert.matches('--procs 1000: the script has 1 point; starting 1 process', r.err, 1, true)
-    local m = assert(require('kluabench.report').decode(sub.slurp(dir .. '/run/manifest.json')))
+    local m = assert(require('kluabench.util.json').decode(sub.slurp(dir .. '/run/manifest.json')))
     assert.equal(1, m.count)
     assert.is_nil(sub.slurp(dir .. '/run/shard-2.log'))
     r = child(nil, 30, { 'run-all', '--procs', '100000', '--dir', dir .. '/r2', script() })

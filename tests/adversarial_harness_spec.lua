@@ -10,9 +10,9 @@
 -- fix it checks (the class's row says what it was).
 local kb = require 'kluabench'
 local sub = require 'helpers.subprocess'
-local json = require 'kluabench.io.json'
-local output = require 'kluabench.report'
-local compare = require 'kluabench.report.compare'
+local json = require 'kluabench.util.json'
+local results = require 'kluabench.table'
+local compare = require 'kluabench.compare'
 local record = require 'kluabench.record'
 local writer = require 'kluabench.record.writer'
 local evidence = require 'kluabench.record.evidence'
@@ -33,7 +33,7 @@ local function noisy(center, noise, n, seed)
   return out
 end
 
-local PROTOCOL = kb.bench.do_bench_protocol { warmup_ms = 1, rep_ms = 1 }
+local PROTOCOL = kb.do_bench.do_bench_protocol { warmup_ms = 1, rep_ms = 1 }
 local clock = 0
 
 -- One run as the harness makes it. o: samples (ms), session {i, n}, status, reasons, n (the
@@ -268,7 +268,7 @@ describe('compare trusts no failed run, no stale digest, no odd number (issue 24
     local ls = lines_of(dir .. '/ok.jsonl')
     local b = json.decode(ls[2])
     b.workload.spec.axes.n = 17 -- the document edited, its digest in the run left as it was
-    sub.spit(dir .. '/edited.jsonl', ls[1] .. '\n' .. output.encode_line(b) .. '\n')
+    sub.spit(dir .. '/edited.jsonl', ls[1] .. '\n' .. json.encode_line(b) .. '\n')
     os.execute('cp ' .. q(dir .. '/ok.samples.jsonl') .. ' ' .. q(dir .. '/edited.samples.jsonl'))
     local bundles, err = compare.read(dir .. '/edited.jsonl')
     assert.is_nil(bundles)
@@ -279,7 +279,7 @@ describe('compare trusts no failed run, no stale digest, no odd number (issue 24
     assert.matches('is not the digest of its workload document', r.err, 1, true)
     -- a bundle without its workload document cannot be checked: refused too
     b.workload = nil
-    local _, err2 = compare.parse(output.encode_line(b) .. '\n', 'nowork.jsonl')
+    local _, err2 = compare.parse(json.encode_line(b) .. '\n', 'nowork.jsonl')
     assert.matches('no workload document to check run.spec.workloadDigest against', err2, 1, true)
   end)
 
@@ -326,14 +326,14 @@ describe('compare trusts no failed run, no stale digest, no odd number (issue 24
     b.run.spec.timing.latencyNs.median = 1e300
     local c = run { samples = noisy(1, 0.01, 5, 2) }
     c.run.spec.timing.latencyNs.median = '1' .. string.rep('0', 300) .. ' s' -- the schema's string form, past a double
-    local text = output.results_table { b, c } .. output.results_markdown { b, c }
+    local text = results.results_table { b, c } .. results.results_markdown { b, c }
     assert.is_true(longest_digits(text) < 30, text)
     assert.is_nil(text:lower():find('nan', 1, true), text)
     assert.matches('1.000e+297', text, 1, true)
-    assert.equal('1.000e+300', output.cell_number(1e300))
-    assert.equal('0.001', output.cell_number(0.001))
-    assert.equal('n/a', output.cell_number(0 / 0))
-    assert.equal('1.50', output.cell_number(1.5))
+    assert.equal('1.000e+300', results.cell_number(1e300))
+    assert.equal('0.001', results.cell_number(0.001))
+    assert.equal('n/a', results.cell_number(0 / 0))
+    assert.equal('1.50', results.cell_number(1.5))
   end)
 end)
 
@@ -356,7 +356,7 @@ describe('verify checks a run against its raw samples (issue 24, class 13)', fun
     if reseal then b.run.spec.evidence.rawSamples.digest = 'sha256:' .. kb.sha256(line) end
     b.run.spec.evidence.rawSamples.uri = 'e.samples.jsonl#L1'
     sub.spit(dir .. '/e.samples.jsonl', line .. '\n')
-    sub.spit(dir .. '/e.jsonl', output.encode_line(b) .. '\n')
+    sub.spit(dir .. '/e.jsonl', json.encode_line(b) .. '\n')
     return kluabench { 'verify', dir .. '/e.jsonl' }
   end
 
@@ -948,7 +948,7 @@ describe('a samples file that is not a regular file is refused before measuring 
     local code = string.format([[
       local record, writer = require 'kluabench.record', require 'kluabench.record.writer'
       local evidence = require 'kluabench.record.evidence'
-      local P = require('kluabench').bench.do_bench_protocol { warmup_ms = 1, rep_ms = 1 }
+      local P = require('kluabench').do_bench.do_bench_protocol { warmup_ms = 1, rep_ms = 1 }
       local function bundle()
         return record.from_result { kernel = 'toy', mode = 'forward', provider = 'p', parameters = { n = 8 },
           dtype = 'f32', result = { samples = { 1, 1.1, 1.2 }, used = {}, protocol = P }, protocol = P }

@@ -7,7 +7,7 @@
 -- system's /dev/null or /dev/full); tests that need it are pending where
 -- mknod is not allowed.
 local kb = require 'kluabench'
-local files = require 'kluabench.io.files'
+local files = require 'kluabench.util.files'
 local sub = require 'helpers.subprocess'
 
 local ROOT = sub.root()
@@ -291,7 +291,7 @@ describe('options and inputs are bounded', function()
     assert.matches('not a regular file', err, 1, true)
     local saved = files.MAX_READ_BYTES
     files.MAX_READ_BYTES = 4 * 1024 * 1024
-    local verify = require 'kluabench.cli.commands.verify'
+    local verify = require 'kluabench.commands.verify'
     local seen = {}
     local c = verify.check_file(zero, function(kind, _, _, detail) seen[#seen + 1] = { kind, detail } end)
     files.MAX_READ_BYTES = saved
@@ -332,13 +332,12 @@ describe('every command stops cleanly on SIGINT and SIGTERM', function()
   end)
 
   it('compare: the interrupt stops the command instead of making one point UNSURE', function()
-    local output = require 'kluabench.report'
     local prng = require 'kluabench.stats.prng'
     local g = prng.new(1)
     for i = 1, 60 do -- about 20 s of bootstraps here: a compare that goes on still ends
       local values = {}
       for k = 1, 300 do values[k] = 1000000 + math.floor(g:uniform() * 10000) end
-      assert(output.append_jsonl(dir .. '/r.jsonl', {
+      assert(files.append_jsonl(dir .. '/r.jsonl', {
         run = { spec = { workloadDigest = string.format('sha256:%064x', i), protocolDigest = 'sha256:' .. string.rep('0', 64),
           samples = { metric = 'latency', unit = 'ns', values = values } } },
         workload = { spec = { kernel = 'llama4_rope', operation = 'forward',
@@ -353,7 +352,7 @@ describe('every command stops cleanly on SIGINT and SIGTERM', function()
 end)
 
 describe('bad Liger data is refused with the row named', function()
-  local liger = require 'kluabench.record.liger'
+  local liger = require 'kluabench.liger'
 
   it('refuses zero or negative times, and x or y values that are not decimal numbers', function()
     local cases = {

@@ -1,7 +1,7 @@
 -- The API reference's examples that claim a result (`print(x) --> result`)
 -- print that result on the cpu backend: docs/API.md shows them as facts.
 local kb = require 'kluabench'
-local apidoc = require 'kluabench.cli.apidoc'
+local apidoc = require 'kluabench.apidoc'
 
 -- Claims that depend on the build or the machine, or show a value cut short.
 local NOT_EXACT = { ['kb.build_info'] = 'the build', ['kb.sha256'] = 'a prefix' }

@@ -1,6 +1,7 @@
 -- Throughput ceilings (ceilings.lua): the arithmetic, the per-device cache
 -- file, and on cuda the copy bandwidth itself.
 local ceilings = require 'kluabench.measure.ceilings'
+local json = require 'kluabench.util.json'
 
 describe('ceilings arithmetic', function()
   it('converts bytes and ms to GB/s and percentages', function()
@@ -80,10 +81,10 @@ describe('ceilings cache is validated (issue 13)', function()
     local ok, kb = pcall(require, 'kluabench.core')
     if not (ok and type(kb) == 'table' and kb.device_info) then return end
     local path = os.tmpname()
-    local output = require 'kluabench.report'
+    local json = require 'kluabench.util.json'
     for _, entry in ipairs { { copy_gbps = 'NaN' }, { copy_gbps = -5 }, { copy_gbps = 2000, converged = false } } do
       local f = assert(io.open(path, 'w'))
-      f:write(output.encode_pretty { version = 1, devices = { [ceilings.device_key(kb.device_info())] = entry } })
+      f:write(json.encode_pretty { version = 1, devices = { [ceilings.device_key(kb.device_info())] = entry } })
       f:close()
       local t = ceilings.cached_throughput(1e6, nil, 0.001, { path = path })
       assert.equal(1000, t.gbps)
@@ -184,7 +185,7 @@ describe('records carry the session noise and the ceiling they used (issue 13)',
       return record.from_result {
         kernel = 'llama4_rope', mode = 'forward', provider = 'fused',
         parameters = { hidden = 512, seq = 256, q_heads = 32, kv_heads = 8 }, dtype = 'bf16',
-        result = { samples = { 0.01, 0.011, 0.012 } }, protocol = kb.bench.do_bench_protocol {},
+        result = { samples = { 0.01, 0.011, 0.012 } }, protocol = kb.do_bench.do_bench_protocol {},
         environment = environment,
       }
     end

@@ -3,6 +3,7 @@
 -- record and in results tables).
 local kb = require 'kluabench'
 local check = require 'kluabench.kernels.check'
+local results = require 'kluabench.table'
 
 local function cpu(values, dtype) return kb.from_table(values, nil, dtype or 'f32', 'cpu') end
 
@@ -275,7 +276,7 @@ describe('check.plausible', function()
 
   it('marks the record and the results table', function()
     local record = require 'kluabench.record'
-    local output = require 'kluabench.report'
+    local results = require 'kluabench.table'
     local ceilings = require 'kluabench.measure.ceilings'
     local dir = os.tmpname()
     os.remove(dir)
@@ -299,7 +300,7 @@ describe('check.plausible', function()
     assert.equal('suspected_reward_hack', b.run.spec.status)
     assert.truthy(kb.evidence.of(b).reasons[1]:find('physically implausible', 1, true))
     assert.truthy(kb.point.of(b).implausible)
-    assert.truthy(output.results_table({ b }):find('IMPLAUSIBLE', 1, true))
+    assert.truthy(results.results_table({ b }):find('IMPLAUSIBLE', 1, true))
   end)
 end)
 
@@ -321,7 +322,7 @@ describe('check.ROUNDING_TOLERANCES', function()
         util.q(root .. '/scripts/llama4_rope.lua'), dtype, util.q(out))
       assert.is_true(os.execute(cmd))
       local samples = assert(util.slurp(dir .. '/' .. dtype .. '.samples.jsonl'))
-      local entry = require('kluabench.io.json').decode(samples:match('^[^\n]+'))
+      local entry = require('kluabench.util.json').decode(samples:match('^[^\n]+'))
       local want = check.ROUNDING_TOLERANCES[dtype]
       assert.same({ maxAbsDiff = want.max_abs, relL2 = want.rel_l2 }, entry.check.tolerance)
     end

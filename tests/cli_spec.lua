@@ -4,7 +4,7 @@
 -- binary as a subprocess (KLUABENCH_BIN, else the binary running the tests,
 -- else build/kluabench).
 
-if not package.searchpath('kluabench.cli', package.path) then
+if not package.searchpath('kluabench.commands', package.path) then
   package.path = 'stdlib/?.lua;stdlib/?/init.lua;' .. package.path
 end
 
@@ -331,7 +331,7 @@ describe('the kluabench host', function()
 
     it('finds the stdlib relative to the binary and honours KLUABENCH_PATH', function()
       spit(dir .. '/only_here.lua', 'return "override"\n')
-      local r = run({ '-e', 'io.write(require("only_here"), " ", package.searchpath("kluabench.cli", package.path))' },
+      local r = run({ '-e', 'io.write(require("only_here"), " ", package.searchpath("kluabench.commands", package.path))' },
         { env = { KLUABENCH_PATH = dir } })
       assert.equal(0, r.code)
       assert.matches('^override .*/stdlib/kluabench/cli/init%.lua$', r.out)
@@ -342,12 +342,12 @@ describe('the kluabench host', function()
   end)
 
   describe('commands', function()
-    local cli = require 'kluabench.cli'
+    local cli = require 'kluabench.commands'
 
-    it('are the ones kluabench.cli.commands lists: main.c reads that list and names no command itself', function()
-      local main_c = assert(slurp(package.searchpath('kluabench.cli', package.path)
+    it('are the ones kluabench.commands.registry lists: main.c reads that list and names no command itself', function()
+      local main_c = assert(slurp(package.searchpath('kluabench.commands', package.path)
         :gsub('stdlib/kluabench/cli/init%.lua$', 'engine/main.c'))):gsub('/%*.-%*/', '')
-      for _, c in ipairs(require 'kluabench.cli.commands') do
+      for _, c in ipairs(require 'kluabench.commands.registry') do
         -- (--help runs the help command, so main.c knows that one name)
         if c.name ~= 'help' then
           assert.is_nil(main_c:find('"' .. c.name .. '"', 1, true), 'main.c names the command ' .. c.name)
@@ -357,7 +357,7 @@ describe('the kluabench host', function()
       local d = tmpdir()
       os.execute('mkdir -p ' .. q(d .. '/kluabench/cli/commands'))
       spit(d .. '/kluabench/cli/commands/init.lua', "local list = dofile(" .. string.format('%q',
-        package.searchpath('kluabench.cli.commands', package.path)) .. ")\n"
+        package.searchpath('kluabench.commands.registry', package.path)) .. ")\n"
         .. "list[#list + 1] = { name = 'greetings', module = 'greetings', summary = 'says hello', device = false }\n"
         .. "return list\n")
       spit(d .. '/kluabench/cli/commands/greetings.lua', "return { USAGE = 'kluabench greetings', help = 'Says hello.',\n"
@@ -384,7 +384,7 @@ describe('the kluabench host', function()
       end
       assert.equal('ran\nrc=0\n', alone('script.lua'))
       local out = alone('verify x.jsonl')
-      assert.matches("^kluabench: 'verify' is no file, and the commands are unknown %(module 'kluabench.cli.commands' not found%)\n", out)
+      assert.matches("^kluabench: 'verify' is no file, and the commands are unknown %(module 'kluabench.commands.registry' not found%)\n", out)
       assert.matches('rc=2\n$', out)
       os.execute('rm -rf ' .. q(d))
     end)
@@ -418,7 +418,7 @@ describe('the kluabench host', function()
     it("takes each command's usage and help from one place, its module", function()
       for _, c in ipairs(cli.COMMANDS) do
         if c.module then
-          local mod = require('kluabench.cli.commands.' .. c.module)
+          local mod = require('kluabench.commands.registry.' .. c.module)
           assert.is_string(mod.USAGE, c.name)
           assert.is_string(mod.help, c.name)
           assert.is_nil(c.usage, c.name .. ': a second usage line in cli.COMMANDS')
@@ -468,17 +468,17 @@ describe('the kluabench host', function()
 
     it('a command whose module is missing says so and exits 1', function()
       local code = [[
-        local cli = require 'kluabench.cli'
+        local cli = require 'kluabench.commands'
         cli.COMMANDS[#cli.COMMANDS + 1] = { name = 'ghost', module = 'ghost', summary = 's',
           usage = 'kluabench ghost', help = 'h' }
         os.exit(cli.main('ghost', {}))]]
       local r = run({ '-e', code })
       assert.equal(1, r.code)
       assert.equal("kluabench: command 'ghost' is not available in this build "
-        .. "(module kluabench.cli.commands.ghost not found)\n", r.err)
+        .. "(module kluabench.commands.registry.ghost not found)\n", r.err)
       -- and through argv, for any built-in command this build lacks
       for _, c in ipairs(cli.COMMANDS) do
-        if c.module and not package.searchpath('kluabench.cli.commands.' .. c.module, package.path) then
+        if c.module and not package.searchpath('kluabench.commands.registry.' .. c.module, package.path) then
           r = run({ c.name })
           assert.equal(1, r.code)
           assert.matches("command '" .. c.name .. "' is not available in this build", r.err, 1, true)
@@ -637,7 +637,7 @@ describe('the kluabench host', function()
 end)
 
 describe('cli.parse_args', function()
-  local cli = require 'kluabench.cli'
+  local cli = require 'kluabench.commands'
   local SPEC = { quiet = 'flag', out = 'value', filter = 'list', aliases = { q = 'quiet', o = 'out' } }
 
   it('reads flags, values in every spelling, repeated list options and positionals', function()

@@ -1,6 +1,6 @@
 -- Comparing runs (compare.lua, commands/compare.lua) on synthetic samples
 -- whose answer is known, and the statistics underneath (inference.lua).
-local compare = require 'kluabench.report.compare'
+local compare = require 'kluabench.compare'
 local inference = require 'kluabench.stats.inference'
 local prng = require 'kluabench.stats.prng'
 
@@ -42,14 +42,15 @@ local function bundle(o)
 end
 
 local util = require 'helpers.util'
+local json = require 'kluabench.util.json'
 local ok_core, core = pcall(require, 'kluabench.core')
 local engine_it = (ok_core and core.executable) and it or pending
 
 -- Bundles to a JSON Lines file.
 local function write(path, bundles)
-  local output = require 'kluabench.report'
+  local json = require 'kluabench.util.json'
   local f = assert(io.open(path, 'w'))
-  for _, b in ipairs(bundles) do f:write(output.encode_line(b), '\n') end
+  for _, b in ipairs(bundles) do f:write(json.encode_line(b), '\n') end
   f:close()
 end
 
@@ -174,16 +175,15 @@ describe('compare bundles', function()
   end)
 
   it('parses JSON, JSON arrays and JSON Lines', function()
-    local output = require 'kluabench.report'
     local b1, b2 = bundle { samples = { 1 } }, bundle { samples = { 2 }, provider = 'reference' }
     b1.run.spec.samples.values = { 1, 2, 3, 4, 5 }
     b2.run.spec.samples.values = { 1, 2, 3, 4, 5 }
-    assert.equal(1, #compare.parse(output.encode_pretty(b1)))
-    assert.equal(2, #compare.parse(output.encode_pretty { b1, b2 }))
-    assert.equal(2, #compare.parse(output.encode_line(b1) .. '\n' .. output.encode_line(b2) .. '\n'))
+    assert.equal(1, #compare.parse(json.encode_pretty(b1)))
+    assert.equal(2, #compare.parse(json.encode_pretty { b1, b2 }))
+    assert.equal(2, #compare.parse(json.encode_line(b1) .. '\n' .. json.encode_line(b2) .. '\n'))
     local _, err = compare.parse('{"a": 1}', 'x.json')
     assert.equal('x.json:1: not a record bundle (a JSON object with a "run" object)', err)
-    _, err = compare.parse(output.encode_line(b1) .. '\n{oops\n', 'x.jsonl')
+    _, err = compare.parse(json.encode_line(b1) .. '\n{oops\n', 'x.jsonl')
     assert.matches('^x.jsonl:2: ', err)
   end)
 
@@ -463,9 +463,8 @@ describe('compare needs evidence (issue 13)', function()
   end)
 
   it('refuses a sample that is not a finite positive number, naming the file, line and point', function()
-    local output = require 'kluabench.report'
     for _, bad in ipairs { '-5', '0', '1e999' } do
-      local line = output.encode_line(bundle { samples = { 1, 1, 1, 1, 1 } }):gsub('"values":%[%d+', '"values":[' .. bad)
+      local line = json.encode_line(bundle { samples = { 1, 1, 1, 1, 1 } }):gsub('"values":%[%d+', '"values":[' .. bad)
       local ok, err = compare.parse(line .. '\n' .. line .. '\n', 'r.jsonl')
       assert.is_nil(ok)
       assert.matches('^r%.jsonl:1: point llama4_rope forward hidden512%-seq2048%-bf16 %(fused%): sample 1 is not a '
@@ -474,22 +473,20 @@ describe('compare needs evidence (issue 13)', function()
   end)
 
   it('refuses a bundle without a workload digest instead of pooling it', function()
-    local output = require 'kluabench.report'
-    local good = output.encode_line(bundle { samples = { 1, 1, 1, 1, 1 } })
+    local good = json.encode_line(bundle { samples = { 1, 1, 1, 1, 1 } })
     local b = require('kluabench.record.migrate').bundle(bundle { samples = { 1, 1, 1, 1, 1 } })
     b.run.spec.workloadDigest = nil
-    local _, err = compare.parse(good .. '\n' .. output.encode_line(b) .. '\n', 'r.jsonl')
+    local _, err = compare.parse(good .. '\n' .. json.encode_line(b) .. '\n', 'r.jsonl')
     assert.matches('^r%.jsonl:2: point .*no workload digest', err)
   end)
 
   it('--format json holds odd points: too few samples, no samples, a zero recorded median', function()
-    local output = require 'kluabench.report'
     local r = compare.compare({ bundle { digest = 'sha256:1', samples = { 1 } }, bundle { digest = 'sha256:2', median_ns = 0 },
       bundle { digest = 'sha256:3', samples = samples(1, 0.01, 50, 1) } },
       { bundle { digest = 'sha256:1', samples = { 2 } }, bundle { digest = 'sha256:2', median_ns = 5 },
         bundle { digest = 'sha256:3', samples = samples(1, 0.01, 50, 2) } })
     local text = compare.format(r, 'json')
-    local v = assert(output.decode(text))
+    local v = assert(json.decode(text))
     assert.equal(3, #v.points)
     for _, p in ipairs(v.points) do assert.equal('UNSURE', p.verdict) end
   end)

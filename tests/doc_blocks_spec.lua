@@ -118,7 +118,7 @@ function invocation_problem(words)
   local target = words[i]
   if not target then return nil end -- the REPL
   local help
-  local commands = require('kluabench.cli').COMMANDS
+  local commands = require('kluabench.commands').COMMANDS
   -- run, run-all and slurm take a script: what follows it is the script's own options
   if target == 'run' or target == 'run-all' or target == 'slurm' then
     for j = i + 1, #words do

@@ -1,6 +1,6 @@
--- The API reference read from `---` comments (kluabench.cli.doccomments):
+-- The API reference read from `---` comments (kluabench.apidoc.doccomments):
 -- what makes a block an entry, how its parts are read, and the errors.
-local doc = require 'kluabench.cli.doccomments'
+local doc = require 'kluabench.apidoc.doccomments'
 
 local SOURCE = [[
 --- The module's header: no definition follows, so no entry.
@@ -48,7 +48,7 @@ function Reader:next() return 1 end
 M.DEFAULTS = { n = 1 }
 ]]
 
-describe('kluabench.cli.doccomments', function()
+describe('kluabench.apidoc.doccomments', function()
   local entries = doc.parse(SOURCE, 'util', 'util.lua')
   local by = {}
   for _, e in ipairs(entries) do by[e.name] = e end
@@ -161,7 +161,7 @@ describe('kluabench.cli.doccomments', function()
     end)
 
     it("holds every C function's entry of the API reference (apidoc reads engine/*.c)", function()
-      local apidoc = require 'kluabench.cli.apidoc'
+      local apidoc = require 'kluabench.apidoc'
       local from_c = 0
       for _, e in ipairs(apidoc.entries) do
         if e.source and e.source:match('^engine/') then from_c = from_c + 1 end

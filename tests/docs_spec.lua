@@ -68,7 +68,7 @@ describe('docs', function()
       return os.execute('test -d ' .. util.q(ROOT .. '/' .. path)) == true
     end
     local p = assert(io.popen('cd ' .. util.q(ROOT) .. ' && ls README.md docs/*.md evidence/*.md bench/*.sh bench/*.lua '
-      .. 'stdlib/kluabench/cli/apidoc.lua'))
+      .. 'stdlib/kluabench/apidoc/init.lua'))
     for name in p:lines() do
       local text = assert(util.slurp(ROOT .. '/' .. name))
       local n = 0

@@ -3,7 +3,8 @@
 -- whole line per finished point, and a sweep stopped with Ctrl-C (SIGINT) or
 -- SIGTERM keeps every finished point, prints its summary and exits 130 / 143.
 local kb = require 'kluabench'
-local output = require 'kluabench.report'
+local files = require 'kluabench.util.files'
+local json = require 'kluabench.util.json'
 local sub = require 'helpers.subprocess'
 
 local ROOT = sub.root()
@@ -23,7 +24,7 @@ local function listdir(dir)
   return names
 end
 
-describe('output.write_atomic', function()
+describe('files.write_atomic', function()
   local dir, core, saved
   before_each(function()
     dir = sub.tmpdir()
@@ -44,7 +45,7 @@ describe('output.write_atomic', function()
       seen[#seen + 1] = { path = p, target = sub.slurp(path) }
       return saved(p)
     end
-    assert.is_true(output.write_atomic(path, 'new text'))
+    assert.is_true(files.write_atomic(path, 'new text'))
     assert.equal('new text', sub.slurp(path))
     assert.equal(2, #seen)
     assert.matches('^' .. dir:gsub('%p', '%%%0') .. '/result%.json%.tmp%-', seen[1].path)
@@ -58,7 +59,7 @@ describe('output.write_atomic', function()
     local path = dir .. '/result.json'
     sub.spit(path, 'old')
     core.fsync = function(p) return nil, p .. ': Input/output error' end
-    local ok, err = output.write_atomic(path, 'new')
+    local ok, err = files.write_atomic(path, 'new')
     assert.is_nil(ok)
     assert.matches('result.json: ', err, 1, true)
     assert.matches('Input/output error', err, 1, true)
@@ -67,25 +68,25 @@ describe('output.write_atomic', function()
   end)
 
   it('returns nil and a message for a directory that does not exist', function()
-    local ok, err = output.write_atomic(dir .. '/missing/result.json', 'x')
+    local ok, err = files.write_atomic(dir .. '/missing/result.json', 'x')
     assert.is_nil(ok)
     assert.matches('No such file or directory', err, 1, true)
     assert.same({}, listdir(dir))
   end)
 end)
 
-describe('output.append_jsonl', function()
+describe('files.append_jsonl', function()
   it('appends one whole line per value, readable at once, to a file it does not truncate', function()
     local dir = sub.tmpdir()
     local path = dir .. '/points.jsonl'
     sub.spit(path, '{"earlier":true}\n')
     for i = 1, 3 do
-      assert.is_true(output.append_jsonl(path, { point = i, blob = string.rep('x', 20000) }))
+      assert.is_true(files.append_jsonl(path, { point = i, blob = string.rep('x', 20000) }))
       local lines = lines_of(path)
       assert.equal(i + 1, #lines)
-      assert.equal(i, output.decode(lines[i + 1]).point)
+      assert.equal(i, json.decode(lines[i + 1]).point)
     end
-    local ok, err = output.append_jsonl(dir .. '/missing/points.jsonl', { a = 1 })
+    local ok, err = files.append_jsonl(dir .. '/missing/points.jsonl', { a = 1 })
     assert.is_nil(ok)
     assert.matches('No such file or directory', err, 1, true)
     os.execute('rm -rf ' .. sub.q(dir))
@@ -122,7 +123,7 @@ end
 -- Every line of the file is a bundle and `kluabench verify` passes on it.
 local function assert_valid_jsonl(path)
   local lines = lines_of(path)
-  for i, line in ipairs(lines) do assert.is_table(output.decode(line), 'line ' .. i) end
+  for i, line in ipairs(lines) do assert.is_table(json.decode(line), 'line ' .. i) end
   local r = sub.run({ 'verify', path })
   assert.equal(0, r.code, r.err)
   assert.matches(string.format('%d bundles?: %d ok, 0 mismatched, 0 errors', #lines, #lines), r.err)
@@ -174,7 +175,7 @@ describe('a sweep stopped by a signal', function()
     local file = dir .. '/points.jsonl'
     interrupted_sweep(dir, { '--format', 'jsonl', '--out', file }, file, { 'INT' })
     local lines = lines_of(file)
-    local last = output.decode(lines[#lines])
+    local last = json.decode(lines[#lines])
     assert.is_true(last.run.spec.timing.samples >= 1)
     -- and its raw samples are in the samples file beside it
     local entry = assert(kb.evidence.resolve(last, file))

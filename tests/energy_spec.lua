@@ -117,7 +117,7 @@ describe('--metrics energy on the cpu backend', function()
     local record = require 'kluabench.record'
     local kb = require 'kluabench'
     local b = record.from_result { kernel = 'copy', mode = 'forward', provider = 'p', parameters = { n = 1 },
-      dtype = 'f32', result = { samples = { 0.5, 0.5, 0.5 }, protocol = kb.bench.do_bench_protocol {},
+      dtype = 'f32', result = { samples = { 0.5, 0.5, 0.5 }, protocol = kb.do_bench.do_bench_protocol {},
         used = { clocks = { smMhz = { median = 1980 } } },
         energy = { available = true, joules_per_call = { median = 0.2, min = 0.19, max = 0.21 },
           watts = { median = 400 } } } }

@@ -87,13 +87,13 @@ describe('examples', function()
   end)
 
   it('read_results.lua reads a results file back and draws its chart', function()
-    local liger = require 'kluabench.record.liger'
-    local output = require 'kluabench.report'
+    local liger = require 'kluabench.liger'
+    local json = require 'kluabench.util.json'
     local results, chart = os.tmpname(), os.tmpname() .. '.svg'
     local f = assert(io.open(results, 'w'))
     for _, row in ipairs(assert(liger.read(ROOT .. '/tests/data/plot/llama4_rope_liger.csv'))) do
       if row.kernel_operation_mode == 'backward' and row.x_name == 'T' then
-        f:write(assert(output.encode_line(assert(liger.row_to_bundle(row)))), '\n')
+        f:write(assert(json.encode_line(assert(liger.row_to_bundle(row)))), '\n')
       end
     end
     f:close()
@@ -117,6 +117,7 @@ describe('examples', function()
     local f = assert(io.open(wrapper, 'w'))
     f:write([[
 local kb = require 'kluabench'
+local json = require 'kluabench.util.json'
 local methods = getmetatable(kb.empty({ 1 })).methods
 local add_ = methods.add_
 methods.add_ = function(y, x) return add_(add_(y, x), x) end

@@ -39,7 +39,7 @@ describe('the fuzz oracle', function()
   it('catches what it is there to catch', function()
     -- a bundle that does not verify is a finding; a CSV row that cannot be
     -- converted is not, as long as it says why
-    local liger = require 'kluabench.record.liger'
+    local liger = require 'kluabench.liger'
     local saved = liger.row_to_bundle
     liger.row_to_bundle = function() error('boom') end
     local text = sub.slurp(ROOT .. '/tests/fuzz/corpus/csv/liger_speed.csv')
@@ -53,8 +53,8 @@ describe('the fuzz oracle', function()
   end)
 
   it('sees a clean merge in the merge seed of a real run, and catches a gather that merges a bundle twice', function()
-    local merge = require 'kluabench.cli.commands.merge'
-    local shards = require 'kluabench.cli.shards'
+    local merge = require 'kluabench.dist.merge'
+    local shards = require 'kluabench.dist.shards'
     local seed = sub.slurp(ROOT .. '/tests/fuzz/corpus/merge/valid.bin')
     local mtext, shard, samples = seed:match('^(.-)%z(.-)%z(.*)$')
     local m = assert(shards.parse_manifest(mtext))
@@ -79,7 +79,7 @@ describe('the fuzz oracle', function()
   end)
 
   it('imports the rows of each regression input it can, and says why for the others', function()
-    local liger = require 'kluabench.record.liger'
+    local liger = require 'kluabench.liger'
     local rows = assert(liger.parse(sub.slurp(ROOT .. '/tests/fuzz/regressions/csv/invalid_utf8_in_a_column.csv')))
     local _, reason, why = liger.row_to_bundle(rows[1])
     assert.equal('invalid', reason)

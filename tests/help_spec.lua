@@ -3,10 +3,10 @@
 -- exists, docs/API.md is the generator's output, the examples run, and
 -- help finds entries by value, by name and by near miss.
 local kb = require 'kluabench'
-local apidoc = require 'kluabench.cli.apidoc'
-local help = require 'kluabench.cli.help'
+local apidoc = require 'kluabench.apidoc'
+local help = require 'kluabench.apidoc.help'
 
-local ROOT = package.searchpath('kluabench.cli.apidoc', package.path):match('^(.-)/?stdlib/kluabench/cli/apidoc%.lua$')
+local ROOT = package.searchpath('kluabench.apidoc', package.path):match('^(.-)/?stdlib/kluabench/cli/apidoc%.lua$')
 if ROOT == '' then ROOT = '.' end
 
 local names = {}
@@ -49,7 +49,7 @@ local function reachable()
       end
     end
   end
-  local cli = require 'kluabench.cli'
+  local cli = require 'kluabench.commands'
   for _, c in ipairs(cli.COMMANDS) do need('kluabench ' .. c.name) end
   table.sort(out)
   return out
@@ -201,7 +201,7 @@ describe('help', function()
     assert.truthy(tensor:find('t:digest', 1, true))
     assert.truthy(help.text('timing'):find('kb.elapsed_ms', 1, true))
     assert.truthy(help.text(require 'kluabench.stats'):find('stats.quantile', 1, true))
-    assert.truthy(help.text('kluabench.report.plot'):find('plot.nice_ticks', 1, true))
+    assert.truthy(help.text('kluabench.charts.plot'):find('plot.nice_ticks', 1, true))
   end)
 
   it('gives an overview with no argument, and for kb itself', function()

@@ -76,7 +76,7 @@ describe('kluabench history (SQLite)', function()
     assert.matches(sha(4):sub(1, 12), r.out, 1, true)
     r = run({ 'history', 'trend', '--db', db, '--point', 'hidden512', '--provider', 'fused', '--format', 'json' })
     assert.equal(0, r.code, r.err)
-    local t = assert(require('kluabench.report').decode(r.out))
+    local t = assert(require('kluabench.util.json').decode(r.out))
     assert.equal(4, #t.commits)
     assert.equal(sha(1), t.commits[1].commit.sha)
     for _, c in ipairs(t.commits) do
@@ -147,8 +147,8 @@ describe('kluabench history (SQLite)', function()
       '--format', 'json' })
     local direct = run({ 'compare', files[1], files[2], '--between', '0.01', '--format', 'json' })
     assert.equal(direct.code, r.code)
-    local a = assert(require('kluabench.report').decode(r.out))
-    local b = assert(require('kluabench.report').decode(direct.out))
+    local a = assert(require('kluabench.util.json').decode(r.out))
+    local b = assert(require('kluabench.util.json').decode(direct.out))
     assert.equal(#b.points, #a.points)
     for i, p in ipairs(b.points) do
       assert.equal(p.verdict, a.points[i].verdict)
@@ -174,7 +174,7 @@ describe('kluabench history (SQLite)', function()
     end
     local r = run({ 'history', 'compare', sha(1), sha(2), '--db', db, '--format', 'json' })
     assert.equal(1, r.code, r.err) -- +30 % on fused: a regression
-    local res = assert(require('kluabench.report').decode(r.out))
+    local res = assert(require('kluabench.util.json').decode(r.out))
     assert.equal(2, #res.points)
     for _, p in ipairs(res.points) do
       assert.equal(2, p.base_sessions, p.provider)

@@ -1,8 +1,8 @@
 -- One JSON nesting cap for the whole program: the engine's kb.jcs
 -- (JCS_MAX_DEPTH in engine/jcs.c) and the stdlib's reader and writer
--- (io/json.lua, MAX_DEPTH) accept and refuse the same depths.
+-- (util/json.lua, MAX_DEPTH) accept and refuse the same depths.
 local kb = require 'kluabench'
-local json = require 'kluabench.io.json'
+local json = require 'kluabench.util.json'
 
 local function arrays(n) return string.rep('[', n) .. string.rep(']', n) end
 local function objects(n) return string.rep('{"a":', n - 1) .. '{}' .. string.rep('}', n - 1) end

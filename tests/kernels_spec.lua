@@ -105,7 +105,7 @@ describe('kluabench list', function()
   end)
 
   it('reads the families from the registry, not from a list of its own', function()
-    local list = require 'kluabench.cli.commands.list'
+    local list = require 'kluabench.commands.list'
     local fake = { functions = function(k)
       return { { name = 'kb.foo.bar', family = 'foo' } }
     end }

@@ -7,7 +7,7 @@
 -- that what other specs loaded into this one does not count.
 local kb = require 'kluabench'
 local sub = require 'helpers.subprocess'
-local json = require 'kluabench.io.json'
+local json = require 'kluabench.util.json'
 
 local BUILD = kb.executable():match('^(.*)/[^/]*$')
 local LIB = BUILD .. '/plugins/libscale_add.so'

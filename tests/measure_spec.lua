@@ -129,7 +129,7 @@ describe('measure: cold', function()
 end)
 
 describe('measure: the harness\'s audits in a session', function()
-  -- An audit (kluabench.suite.audit) that takes audit_ns of the host clock each time it runs, due
+  -- An audit (kluabench.trust.audit) that takes audit_ns of the host clock each time it runs, due
   -- before the samples in `at`.
   local function fake_audit(ctx, audit_ns, at)
     local a = { runs = 0 }

@@ -158,7 +158,7 @@ describe('Liger\'s memory rows and ours, lined up', function()
     assert.equal(0, r.code, r.err)
     local bundles = assert(kb.reader.read(dir .. '/liger.jsonl'))
     assert.equal(3, #bundles)
-    local liger = require 'kluabench.record.liger'
+    local liger = require 'kluabench.liger'
     local rows = assert(liger.read(dir .. '/liger.csv'))
     -- the speed run is byte for byte what the row gives without keeping memory rows
     local speed = assert(liger.row_to_bundle(rows[1]))
@@ -185,7 +185,7 @@ describe('Liger\'s memory rows and ours, lined up', function()
     assert.matches('fused %(liger%) +1/1 +12%.5 +[%d.]+ +%-[%d.]+%% +SMALLER', r.out)
     assert.matches('reference %(huggingface%) +1/1 +20%.5 ', r.out)
     assert.matches('2 memory point%(s%)', r.out)
-    local compare = require 'kluabench.report.compare'
+    local compare = require 'kluabench.compare'
     local res = compare.compare(assert(compare.read(dir .. '/l.jsonl')), assert(compare.read(dir .. '/ours.jsonl')),
       { match = { liger = 'fused' } })
     assert.equal(1, #res.memory)

@@ -17,7 +17,7 @@ local function merge(dir, ...)
 end
 
 -- The bundle's point id, as merge reads it.
-local function point(b) return require('kluabench.cli.commands.merge').point_of(b) end
+local function point(b) return require('kluabench.dist.merge').point_of(b) end
 
 describe('kluabench merge', function()
   local tmp, dir

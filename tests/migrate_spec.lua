@@ -5,7 +5,7 @@
 -- every number.
 local kb = require 'kluabench'
 local sub = require 'helpers.subprocess'
-local output = require 'kluabench.report'
+local json = require 'kluabench.util.json'
 
 local ROOT = sub.root()
 local OLD = ROOT .. '/tests/data/records_before_kernelindex.jsonl'
@@ -13,7 +13,7 @@ local OLD = ROOT .. '/tests/data/records_before_kernelindex.jsonl'
 -- The old file's own lines, decoded (no migration).
 local function old_lines()
   local out = {}
-  for line in assert(sub.slurp(OLD)):gmatch('[^\n]+') do out[#out + 1] = assert(output.decode(line)) end
+  for line in assert(sub.slurp(OLD)):gmatch('[^\n]+') do out[#out + 1] = assert(json.decode(line)) end
   return out
 end
 
@@ -70,7 +70,7 @@ describe('the earlier record format', function()
         b.implementation.spec.target = { backend = 'cpu', architecture = 'aarch64' }
         b.environment.spec.backend, b.run.metadata.labels.backend = 'cpu', 'cpu'
       end
-      lines[i] = assert(output.encode_line(b))
+      lines[i] = assert(json.encode_line(b))
     end
     sub.spit(dir .. '/old.jsonl', table.concat(lines, '\n') .. '\n')
     local new = assert(kb.reader.read(dir .. '/old.jsonl'))

@@ -1,6 +1,6 @@
 -- Names, slugs and timestamps, checked against the example record.
 local names = require 'kluabench.record.names'
-local liger = require 'kluabench.record.liger'
+local liger = require 'kluabench.liger'
 
 describe('names.gpu_slug', function()
   it('lowercases and turns runs of non-alphanumerics into "-"', function()

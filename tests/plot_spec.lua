@@ -2,12 +2,12 @@
 -- Lines), tick arithmetic, grouping and slicing, the SVG itself (which
 -- rsvg-convert must render), and the `kluabench plot` command's exit codes.
 local kb = require 'kluabench'
-local plot = require 'kluabench.report.plot'
-local liger = require 'kluabench.record.liger'
-local output = require 'kluabench.report'
+local plot = require 'kluabench.charts.plot'
+local liger = require 'kluabench.liger'
+local json = require 'kluabench.util.json'
 local util = require 'helpers.util'
 
-local ROOT = package.searchpath('kluabench.report.plot', package.path):match('^(.-)/?stdlib/kluabench/report/plot%.lua$')
+local ROOT = package.searchpath('kluabench.charts.plot', package.path):match('^(.-)/?stdlib/kluabench/charts/plot%.lua$')
 if ROOT == '' then ROOT = '.' end
 local CSV = ROOT .. '/tests/data/plot/llama4_rope_liger.csv'
 
@@ -89,9 +89,9 @@ describe('plot data', function()
     local bundles = bundles_of_csv()
     local jsonl, json = os.tmpname(), os.tmpname()
     local lines = {}
-    for i, b in ipairs(bundles) do lines[i] = assert(output.encode_line(b)) end
+    for i, b in ipairs(bundles) do lines[i] = assert(json.encode_line(b)) end
     spit(jsonl, table.concat(lines, '\n') .. '\n')
-    spit(json, output.encode_pretty(bundles))
+    spit(json, json.encode_pretty(bundles))
     for _, path in ipairs { jsonl, json } do
       local pts = assert(plot.read(path))
       assert.equal(#from_csv, #pts)
@@ -312,7 +312,7 @@ end
 
 local function write_bundles(path, bundles)
   local lines = {}
-  for i, b in ipairs(bundles) do lines[i] = output.encode_line(b) end
+  for i, b in ipairs(bundles) do lines[i] = json.encode_line(b) end
   spit(path, table.concat(lines, '\n') .. '\n')
 end
 

@@ -5,7 +5,7 @@ local kb = require 'kluabench'
 local util = require 'helpers.util'
 local process = kb.process
 
-local wait = require('kluabench.cli.shards').wait -- process.wait, resumed after EINTR
+local wait = require('kluabench.dist.shards').wait -- process.wait, resumed after EINTR
 
 describe('kb.process', function()
   local dir

@@ -1,7 +1,7 @@
 -- The sweep progress display: plain lines off a terminal, one line redrawn
 -- in place on a terminal, silence when quiet, nothing on stdout, and the
 -- arithmetic of elapsed and remaining time (with a fake clock).
-local progress = require 'kluabench.report.progress'
+local progress = require 'kluabench.progress'
 
 -- A stream that keeps what is written, and a clock that moves when told.
 local function fake_stream()
@@ -208,7 +208,7 @@ describe('progress in a subprocess', function()
     local dir = os.tmpname()
     os.remove(dir)
     local out, err = dir .. '.out', dir .. '.err'
-    local code = [[local p = require('kluabench.report.progress').new{total = 2}
+    local code = [[local p = require('kluabench.progress').new{total = 2}
       p:start('a') p:finish('a', 'x') p:start('b') p:finish('b') p:close()]]
     local cmd = string.format('KLUABENCH_QUIET= %q -e %q >%s 2>%s', exe, code, out, err)
     assert.is_true(os.execute(cmd))

@@ -1,7 +1,8 @@
 -- Record bundles: the shape of tests/data/kernelindex-record-example.json,
 -- the digest recipe recomputed independently, key order, names.
 local kb = require 'kluabench'
-local record, output, env, bench, names = kb.record, kb.output, kb.env, kb.bench, kb.names
+local record, env, bench, names = kb.record, kb.env, kb.do_bench, kb.names
+local json = require 'kluabench.util.json'
 
 -- The example record (tests/data/kernelindex-record-example.json), byte for byte.
 local EXAMPLE = require('helpers.example_record')
@@ -53,12 +54,12 @@ local function same_shape(want, got, path, free, problems)
   local tw, tg = type(want), type(got)
   if tw == 'table' then
     if tg ~= 'table' then
-      problems[#problems + 1] = path .. ': expected ' .. output.table_kind(want) .. ', got ' .. tg
+      problems[#problems + 1] = path .. ': expected ' .. json.table_kind(want) .. ', got ' .. tg
       return
     end
-    local kind = output.table_kind(want)
-    if kind ~= output.table_kind(got) and next(got) ~= nil then
-      problems[#problems + 1] = path .. ': expected ' .. kind .. ', got ' .. output.table_kind(got)
+    local kind = json.table_kind(want)
+    if kind ~= json.table_kind(got) and next(got) ~= nil then
+      problems[#problems + 1] = path .. ': expected ' .. kind .. ', got ' .. json.table_kind(got)
       return
     end
     if free[path] then return end
@@ -107,7 +108,7 @@ local function canonical(v)
   elseif t == 'boolean' then
     return tostring(v)
   elseif t == 'table' then
-    if output.table_kind(v) == 'array' then
+    if json.table_kind(v) == 'array' then
       local parts = {}
       for i, x in ipairs(v) do parts[i] = canonical(x) end
       return '[' .. table.concat(parts, ',') .. ']'
@@ -136,7 +137,7 @@ local function sha256sum(text)
 end
 
 describe('record bundle shape', function()
-  local example = assert(output.decode(EXAMPLE))
+  local example = assert(json.decode(EXAMPLE))
   local schema = require 'kluabench.record.schema'
 
   it('has every key path and value type of the example', function()
@@ -289,7 +290,7 @@ describe('digest recipe: "sha256:" .. hex(SHA-256(JCS({apiVersion, kind, spec}))
       -- our canonical text and the engine's agree ...
       assert.are.equal(text, kb.jcs.encode(body(l[1])))
       -- ... the file's JSON canonicalizes to it too ...
-      assert.are.equal(text, kb.jcs.canonicalize(assert(output.encode_pretty(body(l[1])))))
+      assert.are.equal(text, kb.jcs.canonicalize(assert(json.encode_pretty(body(l[1])))))
       -- ... and its SHA-256 is the digest recorded
       assert.are.equal('sha256:' .. kb.sha256(text), l[2])
       local other = sha256sum(text)
@@ -332,8 +333,8 @@ describe('digest recipe: "sha256:" .. hex(SHA-256(JCS({apiVersion, kind, spec}))
 
   it('survives a round trip through pretty JSON and JSON Lines', function()
     local b = our_bundle()
-    for _, text in ipairs { assert(output.encode_pretty(b)), assert(output.encode_line(b)) } do
-      local back = assert(output.decode(text))
+    for _, text in ipairs { assert(json.encode_pretty(b)), assert(json.encode_line(b)) } do
+      local back = assert(json.decode(text))
       assert.are.same({}, record.check(back))
     end
   end)
@@ -350,14 +351,14 @@ describe('shared workloads', function()
     local r = sub.run { '--backend', 'cpu', '--quiet', sub.root() .. '/scripts/llama4_rope.lua', '--rep-ms', '2',
       '--warmup-ms', '1', '--format', 'jsonl' }
     assert.are.equal(0, r.code, r.err)
-    local b = assert(output.decode(r.out:match('^[^\n]+')))
+    local b = assert(json.decode(r.out:match('^[^\n]+')))
     assert.are.equal('sha256:98c5e76b9fa318ddeea51b56d90bc6fb39d72e404e2d01dbb467e67f57ff63e8', b.run.spec.workloadDigest)
     assert.are.equal(record.digest(b.workload), b.run.spec.workloadDigest)
     assert.are.equal(EXAMPLE:match('"workloadDigest": "([^"]+)"'), b.run.spec.workloadDigest)
   end)
 
   it('give every point of both RoPE benchmarks the workload its Liger rows import to', function()
-    local liger = require 'kluabench.record.liger'
+    local liger = require 'kluabench.liger'
     local rows = assert(liger.parse(table.concat({
       table.concat(liger.HEADER, ','),
       'rope,liger,full,speed,ms,T,sequence length,4096,0.5,0.4,0.6,"{""dtype"": ""torch.float16"", '
@@ -379,35 +380,35 @@ end)
 
 describe('pretty JSON', function()
   it("writes the example's documents in the example's key order", function()
-    local example = assert(output.decode(EXAMPLE))
-    assert.are.equal(EXAMPLE .. '\n', output.encode_pretty(example))
+    local example = assert(json.decode(EXAMPLE))
+    assert.are.equal(EXAMPLE .. '\n', json.encode_pretty(example))
   end)
 
   it('puts unknown keys after the known ones, sorted', function()
-    local text = output.encode_line({ zeta = 1, alpha = 2, kind = 'K', apiVersion = 'v' })
+    local text = json.encode_line({ zeta = 1, alpha = 2, kind = 'K', apiVersion = 'v' })
     assert.are.equal('{"kind":"K","apiVersion":"v","alpha":2,"zeta":1}', text)
   end)
 
   it('writes the empty object of the example and marked empty arrays', function()
-    assert.are.equal('{"software":{}}', output.encode_line({ software = output.object() }))
-    assert.are.equal('{"list":[]}', output.encode_line({ list = output.array() }))
-    assert.are.equal('[]', output.encode_line(output.array()))
-    assert.are.equal('{}', output.encode_line(output.object()))
-    assert.are.equal('[]', kb.jcs.encode(output.array()))
-    assert.are.equal('{}', kb.jcs.encode(output.object()))
+    assert.are.equal('{"software":{}}', json.encode_line({ software = json.object() }))
+    assert.are.equal('{"list":[]}', json.encode_line({ list = json.array() }))
+    assert.are.equal('[]', json.encode_line(json.array()))
+    assert.are.equal('{}', json.encode_line(json.object()))
+    assert.are.equal('[]', kb.jcs.encode(json.array()))
+    assert.are.equal('{}', kb.jcs.encode(json.object()))
   end)
 
   it('writes numbers as JCS does', function()
     for _, v in ipairs { 0.13574400544166565, 137600, 1e21, 1e-7, 0.5, 123.456, -0.0, 2 ^ 60, 1 / 3 } do
-      assert.are.equal(kb.jcs.encode(v), output.format_number(v))
+      assert.are.equal(kb.jcs.encode(v), json.format_number(v))
     end
   end)
 
   it('refuses values JSON cannot carry, softly', function()
-    local text, err = output.encode_pretty({ x = 0 / 0 })
+    local text, err = json.encode_pretty({ x = 0 / 0 })
     assert.is_nil(text)
     assert.matches('cannot write', err)
-    assert.is_nil((output.encode_line({ 1, 2, x = 3 })))
+    assert.is_nil((json.encode_line({ 1, 2, x = 3 })))
   end)
 end)
 

@@ -9,7 +9,7 @@
 -- The calls run in this process under pcall: a crash (a segfault, an abort)
 -- would end the test run, so the sweep below is itself the crash test.
 local kb = require 'kluabench'
-local output = require 'kluabench.report'
+local json = require 'kluabench.util.json'
 local sub = require 'helpers.subprocess'
 
 local ROOT = sub.root()
@@ -650,7 +650,7 @@ describe('an error inside a timed function', function()
     sub.spit(dir .. '/timed.lua', [[
       local kb = require 'kluabench'
       local function kernel() error('kernel exploded') end
-      kb.bench.do_bench(kernel, { warmup_ms = 1, rep_ms = 2, flush_bytes = 4096 })
+      kb.do_bench.do_bench(kernel, { warmup_ms = 1, rep_ms = 2, flush_bytes = 4096 })
       print('not reached')
     ]])
     local r = sub.run({ '--backend', 'cpu', dir .. '/timed.lua' })
@@ -667,9 +667,9 @@ end)
 
 -- One real bundle, from a Liger row.
 local function a_bundle_line()
-  local liger = require 'kluabench.record.liger'
+  local liger = require 'kluabench.liger'
   local rows = assert(liger.parse(sub.slurp(ROOT .. '/tests/fuzz/corpus/csv/liger_speed.csv')))
-  return assert(output.encode_line(assert(liger.row_to_bundle(rows[1]))))
+  return assert(json.encode_line(assert(liger.row_to_bundle(rows[1]))))
 end
 
 local function json_inputs(dir)
@@ -735,29 +735,29 @@ local function assert_clean_failure(r, path, codes)
 end
 
 describe('bad JSON and CSV files', function()
-  local dir, json, csv
+  local dir, bad_json, csv
   setup(function()
     dir = sub.tmpdir()
-    json = json_inputs(dir)
+    bad_json = json_inputs(dir)
     csv = csv_inputs(dir)
   end)
   teardown(function() os.execute('rm -rf ' .. sub.q(dir)) end)
 
   it('verify reports every bad JSON file by name and exits 1, never with a Lua error', function()
-    for name, path in pairs(json) do
+    for name, path in pairs(bad_json) do
       local t0 = os.time()
       local r = sub.run({ 'verify', '--quiet', path })
       assert_clean_failure(r, path, { [1] = true })
       assert.is_true(os.time() - t0 < 30, name .. ' took too long')
     end
-    local r = sub.run({ 'verify', json.deep })
-    assert.matches('deep.json:1: 1001: nesting deeper than ' .. output.MAX_DEPTH .. ' levels', r.err, 1, true)
-    r = sub.run({ 'verify', json.lines_one_bad })
+    local r = sub.run({ 'verify', bad_json.deep })
+    assert.matches('deep.json:1: 1001: nesting deeper than ' .. json.MAX_DEPTH .. ' levels', r.err, 1, true)
+    r = sub.run({ 'verify', bad_json.lines_one_bad })
     assert.matches('lines_one_bad.json:2:', r.err, 1, true)
     -- metadata is not digested, but its schema holds: a name that is no string is named, cleanly
-    local b = output.decode(a_bundle_line())
+    local b = json.decode(a_bundle_line())
     b.run.metadata.name = { 'not', 'a', 'string' }
-    sub.spit(dir .. '/odd_name.json', output.encode_line(b))
+    sub.spit(dir .. '/odd_name.json', json.encode_line(b))
     r = sub.run({ 'verify', dir .. '/odd_name.json' })
     assert_clean_failure(r, dir .. '/odd_name.json', { [1] = true })
     assert.matches('odd_name.json:1: run: $.metadata.name: string expected, got array', r.err, 1, true)
@@ -766,7 +766,7 @@ describe('bad JSON and CSV files', function()
   it('compare refuses every bad JSON file by name with exit status 2', function()
     local good = dir .. '/good.jsonl'
     sub.spit(good, a_bundle_line() .. '\n')
-    for name, path in pairs(json) do
+    for name, path in pairs(bad_json) do
       local t0 = os.time()
       assert_clean_failure(sub.run({ 'compare', good, path }), path, { [2] = true })
       assert_clean_failure(sub.run({ 'compare', path, good }), path, { [2] = true })
@@ -782,7 +782,7 @@ describe('bad JSON and CSV files', function()
       local valid = name == 'many_rows' or name == 'huge_field' or name == 'deep_config'
       assert_clean_failure(r, path, { [1] = not valid or nil, [0] = valid or nil })
       -- whatever was written is valid JSON Lines
-      for line in (sub.slurp(out) or ''):gmatch('[^\n]+') do assert.is_not_nil(output.decode(line)) end
+      for line in (sub.slurp(out) or ''):gmatch('[^\n]+') do assert.is_not_nil(json.decode(line)) end
     end
     local r = sub.run({ 'import-liger', '--jsonl', dir .. '/bad_utf8.jsonl', csv.invalid_utf8 })
     assert.matches('invalid_utf8.csv:2: gpu_name is not valid UTF-8', r.err, 1, true)
@@ -797,11 +797,11 @@ describe('bad JSON and CSV files', function()
 
   it('the commands refuse a file of the other kind (CSV to verify, JSON to import-liger)', function()
     assert_clean_failure(sub.run({ 'verify', csv.many_rows }), csv.many_rows, { [1] = true })
-    assert_clean_failure(sub.run({ 'import-liger', json.huge_string }), json.huge_string, { [1] = true })
+    assert_clean_failure(sub.run({ 'import-liger', bad_json.huge_string }), bad_json.huge_string, { [1] = true })
   end)
 
   it('kb.jcs raises a Lua error naming the byte for each bad text, and handles huge ones', function()
-    for name, path in pairs(json) do
+    for name, path in pairs(bad_json) do
       local text = sub.slurp(path)
       local ok, err = pcall(kb.jcs.canonicalize, text)
       if name ~= 'huge_string' and name ~= 'huge_array' and name ~= 'not_a_bundle' then
@@ -811,7 +811,7 @@ describe('bad JSON and CSV files', function()
         assert.is_true(ok, name .. ': ' .. tostring(err))
       end
     end
-    local text = sub.slurp(json.huge_string)
+    local text = sub.slurp(bad_json.huge_string)
     assert.equal(#text - 4, #kb.jcs.canonicalize(text)) -- the four spaces go
   end)
 end)
@@ -822,7 +822,7 @@ end)
 
 describe('unknown options', function()
   it('are a usage error (exit 2) for the binary, every command and the scripts', function()
-    local cli = require 'kluabench.cli'
+    local cli = require 'kluabench.commands'
     local r = sub.run({ '--no-such-option' })
     assert.equal(2, r.code)
     assert.matches("unrecognized option '--no-such-option'", r.err, 1, true)
@@ -854,7 +854,7 @@ end)
 describe('data files', function()
   it('are only parsed: the stdlib loads code only where the user names a script to run', function()
     -- the one place: `kluabench run SCRIPT` runs the script it is given
-    local allowed = { ['cli/commands/run.lua'] = 1 }
+    local allowed = { ['commands/run.lua'] = 1 }
     local found = {}
     local p = io.popen('cd ' .. sub.q(ROOT .. '/stdlib/kluabench') .. ' && find . -name "*.lua"')
     for file in p:lines() do

@@ -173,7 +173,7 @@ describe('the REPL', function()
     local s = repl.wait_for('7 samples')
     assert.matches('<kluabench timing result: hot, timer host_monotonic, backend cpu>', s, 1, true)
     assert.matches('\n  Median: [%d.]+ [num]?s\n  IQR:    [%d.]+ [num]?s %([%d.]+ to [%d.]+%)\n  7 samples', s)
-    repl.line('kb.bench.do_bench(function() x:mul_(1) end, {rep_ms = 2, warmup_ms = 1})')
+    repl.line('kb.do_bench.do_bench(function() x:mul_(1) end, {rep_ms = 2, warmup_ms = 1})')
     s = repl.wait_for('<kluabench timing result: do_bench')
     assert.matches('\n[%d.e-]+\n<kluabench timing result: do_bench', s) -- do_bench's value first
   end)
@@ -187,11 +187,11 @@ describe('the REPL', function()
     repl.type(' ~= nil')
     repl.keys('Enter')
     repl.wait_for('> kb.measure.run ~= nil\ntrue\n')
-    repl.type('kb.be')
+    repl.type('kb.do_b')
     repl.keys('Tab')
     repl.type('.do_')
     repl.keys('Tab', 'Tab')
-    repl.wait_for('kb.bench.do_bench_protocol')
+    repl.wait_for('kb.do_bench.do_bench_protocol')
     repl.keys('C-u')
     repl.type('kb.sto')
     repl.keys('Tab')
@@ -247,7 +247,7 @@ describe('the REPL', function()
 
   it('translates ?name into help("name")', function()
     if not needs_tmux() then return end
-    local has_help = package.searchpath('kluabench.cli.help', package.path) ~= nil
+    local has_help = package.searchpath('kluabench.apidoc.help', package.path) ~= nil
     repl.line('?kb.rope.llama4_fwd')
     if has_help then
       repl.line('"done"')

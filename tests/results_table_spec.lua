@@ -1,7 +1,7 @@
 -- The results table (issue 11): protocol, backend/timer, samples and the
 -- noise of each point (the 95 % interval of the median), and flags for
 -- points with few samples, that did not converge, or that beat the copy floor.
-local output = require 'kluabench.report'
+local results = require 'kluabench.table'
 
 -- A bundle with what the table reads; o: samples (ns), stop, throughput
 -- (fields of kluabench.record.measurements), family (the protocol's
@@ -42,7 +42,7 @@ end
 
 describe('results table', function()
   it('names the protocol, backend/timer, samples and the noise of the median per point', function()
-    local rows = output.results_rows {
+    local rows = results.results_rows {
       bundle { samples = nine(), median = 500, backend = 'cuda' },
       bundle { samples = nine(), family = 'triton_do_bench', timer = 'host_monotonic' },
     }
@@ -57,16 +57,16 @@ describe('results table', function()
     assert.is_nil(rows[1].ci_flag)
     assert.equal('NVIDIA H100 80GB HBM3', rows[1].device)
     -- what every row shares is said once, above the table
-    local lines = header_and_rows(output.results_table { bundle { samples = nine(), backend = 'cuda' } })
+    local lines = header_and_rows(results.results_table { bundle { samples = nine(), backend = 'cuda' } })
     assert.equal('kernel k · device NVIDIA H100 80GB HBM3 · protocol cold · backend/timer cuda/cuda_events',
       lines.shared)
     assert.matches('samples  ci95 ±%%$', lines[1])
     assert.matches('20    52.38$', lines[3])
-    local md = output.results_markdown { bundle { samples = nine(), backend = 'cuda' } }
+    local md = results.results_markdown { bundle { samples = nine(), backend = 'cuda' } }
     assert.matches('^kernel k · device NVIDIA H100 80GB HBM3 · protocol cold · backend/timer cuda/cuda_events\n\n| mode',
       md)
     -- where rows differ, the column stays
-    lines = header_and_rows(output.results_table { bundle { samples = nine(), backend = 'cuda' },
+    lines = header_and_rows(results.results_table { bundle { samples = nine(), backend = 'cuda' },
       bundle { samples = nine(), family = 'triton_do_bench', backend = 'cuda' } })
     assert.equal('kernel k · device NVIDIA H100 80GB HBM3 · backend/timer cuda/cuda_events', lines.shared)
     assert.matches('samples  ci95 ±%%  protocol$', lines[1])
@@ -75,7 +75,7 @@ describe('results table', function()
   end)
 
   it('keeps the existing columns first, in their order', function()
-    local head = header_and_rows(output.results_table { bundle { samples = nine() } })[1]
+    local head = header_and_rows(results.results_table { bundle { samples = nine() } })[1]
     local last = 0
     for _, title in ipairs { 'mode', 'provider', 'workload', 'median us', 'p20 us', 'p80 us',
       'GB/s', 'samples' } do
@@ -86,7 +86,7 @@ describe('results table', function()
   end)
 
   it('flags fewer than 5 samples, no convergence and a result faster than the floor', function()
-    local rows = output.results_rows {
+    local rows = results.results_rows {
       bundle { samples = { 1000, 1000, 1000, 1000 } },
       bundle { samples = nine(), stop = { rule = 'rse_median', converged = false, reason = 'timeout' } },
       bundle { samples = nine(), stop = { rule = 'count', converged = false },
@@ -102,7 +102,7 @@ describe('results table', function()
     assert.equal('<floor', rows[4].flags)
     assert.equal('<floor', rows[5].flags)
     assert.equal('n<5 !conv <floor', rows[6].flags) -- one sample: no interval at all
-    local lines = header_and_rows(output.results_table { bundle { samples = { 5, 6 } }, bundle { samples = nine() } })
+    local lines = header_and_rows(results.results_table { bundle { samples = { 5, 6 } }, bundle { samples = nine() } })
     assert.matches('flags$', lines[1])
     assert.matches('9%.09%*  n<5 ci=range$', lines[3])
     assert.not_matches('n<5', lines[4], 1, true)
@@ -115,16 +115,16 @@ describe('results table', function()
     -- 20 samples and the same outlier: the order statistics keep it out
     local many = nine()
     many[20] = 5000000
-    local rows = output.results_rows { bundle { samples = one }, bundle { samples = { 208000, 210000, 212000, 214000 } },
+    local rows = results.results_rows { bundle { samples = one }, bundle { samples = { 208000, 210000, 212000, 214000 } },
       bundle { samples = many } }
     assert.equal('ci=range ci~1', rows[1].ci_flag)
     assert.is_true(rows[1].ci_pct > 900)
     assert.equal('ci=range', rows[2].ci_flag)
     assert.is_nil(rows[3].ci_flag)
-    local lines = header_and_rows(output.results_table { bundle { samples = one } })
+    local lines = header_and_rows(results.results_table { bundle { samples = one } })
     assert.matches('%d%*  ci=range ci~1$', lines[3])
-    assert.is_string(output.FLAGS['ci~1'])
-    assert.is_string(output.FLAGS['ci=range'])
+    assert.is_string(results.FLAGS['ci~1'])
+    assert.is_string(results.FLAGS['ci=range'])
   end)
 
   it('shows the sessions of a point (--runs N) as one row with their count, each session on request '
@@ -137,7 +137,7 @@ describe('results table', function()
       return b
     end
     local bs = { session(1, 1.0), session(2, 1.02), session(3, 0.98) }
-    local rows = output.results_rows(bs)
+    local rows = results.results_rows(bs)
     assert.equal(1, #rows)
     assert.equal(3, rows[1].sessions)
     assert.equal(60, rows[1].n)
@@ -147,21 +147,21 @@ describe('results table', function()
     local m = (l[1] + l[2] + l[3]) / 3
     local sd = math.sqrt(((l[1] - m) ^ 2 + (l[2] - m) ^ 2 + (l[3] - m) ^ 2) / 2)
     assert.near(100 * 4.302653 * sd / math.sqrt(3), rows[1].ci_pct, 1e-4)
-    local text = output.results_table(bs)
+    local text = results.results_table(bs)
     assert.matches('sessions', text, 1, true)
-    assert.equal(3, #output.results_rows(bs, { sessions = true }))
-    assert.is_nil(output.results_rows(bs, { sessions = true })[1].sessions)
+    assert.equal(3, #results.results_rows(bs, { sessions = true }))
+    assert.is_nil(results.results_rows(bs, { sessions = true })[1].sessions)
   end)
 
   it('does not flag rules that never aim at convergence, and leaves the flags column out when no row has one', function()
-    local rows = output.results_rows {
+    local rows = results.results_rows {
       bundle { samples = nine(), stop = { rule = 'do_bench', converged = false } },
       bundle { samples = nine(), stop = { rule = 'count', converged = false }, stopping = { rule = 'count', n = 9 } },
       bundle { samples = nine(), stop = { rule = 'rse_median', converged = true },
         throughput = { pct_floor = 99 } },
     }
     for i = 1, 3 do assert.is_nil(rows[i].flags, i) end
-    local text = output.results_table { bundle { samples = nine() } }
+    local text = results.results_table { bundle { samples = nine() } }
     assert.not_matches('flags', text, 1, true)
   end)
 
@@ -178,26 +178,26 @@ describe('results table', function()
         end
       end
     end
-    for _, text in ipairs { output.results_table(bundles), output.results_markdown(bundles) } do
+    for _, text in ipairs { results.results_table(bundles), results.results_markdown(bundles) } do
       assert.matches('workload hidden8192%-kv_heads8%-q_heads32%-seq%*%-bf16', text)
-      assert.matches('\nfull +copy +seq16384 +668819%.16 ', output.results_table(bundles))
+      assert.matches('\nfull +copy +seq16384 +668819%.16 ', results.results_table(bundles))
       assert.not_matches('kv_heads8-q_heads32-seq1024', text, 1, true)
     end
-    for line in output.results_table(bundles):gmatch('[^\n]+') do
+    for line in results.results_table(bundles):gmatch('[^\n]+') do
       assert(utf8.len(line) <= 120, ('%d columns: %s'):format(utf8.len(line), line))
     end
     -- ids that differ in every word, or in their number of words, stay whole; one row stays whole
-    local lines = header_and_rows(output.results_table { bundle { id = 'n1-fp32' }, bundle { id = 'n2-bf16' } })
+    local lines = header_and_rows(results.results_table { bundle { id = 'n1-fp32' }, bundle { id = 'n2-bf16' } })
     assert.matches('  n1%-fp32  ', lines[3])
-    lines = header_and_rows(output.results_table { bundle { id = 'n1-fp32' }, bundle { id = 'n1-k2-fp32' } })
+    lines = header_and_rows(results.results_table { bundle { id = 'n1-fp32' }, bundle { id = 'n1-k2-fp32' } })
     assert.matches('  n1%-k2%-fp32  ', lines[4])
-    assert.matches('  n1%-fp32  ', header_and_rows(output.results_table { bundle { id = 'n1-fp32' } })[3])
+    assert.matches('  n1%-fp32  ', header_and_rows(results.results_table { bundle { id = 'n1-fp32' } })[3])
   end)
 
   it('counts samples from the stopping outcome when the record kept none', function()
     local b = bundle { stop = { rule = 'count', converged = false, samples = 3 } }
     require('kluabench.record.evidence').of(b).samples = {}
-    local row = output.results_rows({ b })[1]
+    local row = results.results_rows({ b })[1]
     assert.equal(3, row.n)
     assert.equal('n<5', row.flags)
     assert.is_nil(row.ci_pct)
@@ -224,7 +224,7 @@ describe('results table of measured records', function()
     -- more samples required than 1 ms can take: the rule can only time out
     local timeout = measured('hot', stopping.rse_median { min_samples = 1000000, max_samples = 1000000,
       timeout_ms = 1 })
-    local rows = output.results_rows { few, timeout }
+    local rows = results.results_rows { few, timeout }
     assert.equal('cold', rows[1].protocol)
     assert.equal('hot', rows[2].protocol)
     assert.equal(kb.backend() .. '/' .. few.protocol.spec.measurement.timer, rows[1].timer)

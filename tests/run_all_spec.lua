@@ -4,7 +4,7 @@
 -- child; Ctrl-C passed on; usage errors.
 local kb = require 'kluabench'
 local sh = require 'helpers.shards'
-local run_all = require 'kluabench.cli.commands.run_all'
+local run_all = require 'kluabench.dist.run_all'
 
 local function run_all_args(dir, extra, script_args) return sh.launcher('run-all', dir, extra, nil, script_args) end
 
@@ -40,7 +40,7 @@ describe('kluabench run-all', function()
       local bundles = sh.bundles(dir .. '/' .. s.file)
       assert.equal(#s.points * 8, #bundles)
       for _, b in ipairs(bundles) do
-        assert.equal(i, seen[require('kluabench.cli.commands.merge').point_of(b)])
+        assert.equal(i, seen[require('kluabench.dist.merge').point_of(b)])
       end
     end
     local n = 0
@@ -91,7 +91,7 @@ describe('kluabench run-all', function()
     -- every point of the other shards is in the merged file
     local merged = {}
     for _, b in ipairs(sh.bundles(dir .. '/all.jsonl')) do
-      merged[require('kluabench.cli.commands.merge').point_of(b)] = true
+      merged[require('kluabench.dist.merge').point_of(b)] = true
     end
     for i, s in ipairs(sh.manifest(dir).shards) do
       for _, p in ipairs(s.points) do
@@ -116,7 +116,7 @@ describe('kluabench run-all', function()
       local function started(i) return #sh.bundles(string.format('%s/shard-%d.jsonl', dir, i)) > 0 end
       while kb.clock_ns() < deadline and not (started(1) and started(2)) do kb.process.sleep(50) end
       assert.is_true(kb.process.kill(pid, sig))
-      local _, how, code = require('kluabench.cli.shards').wait(pid)
+      local _, how, code = require('kluabench.dist.shards').wait(pid)
       local text = sh.slurp(err)
       assert.same({ 'exit', status }, { how, code }, text)
       assert.matches(sig .. ': passed to the children', text, 1, true)

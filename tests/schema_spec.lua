@@ -11,7 +11,7 @@
 -- that is present.
 local kb = require 'kluabench'
 local sub = require 'helpers.subprocess'
-local output = require 'kluabench.report'
+local json = require 'kluabench.util.json'
 
 local ROOT = sub.root()
 local SCHEMAS = ROOT .. '/stdlib/kluabench/record/schemas'
@@ -136,7 +136,7 @@ kb.suite.main { name = 'loads', axes = { { name = 'n', default = 8 } }, dtypes =
     r = sub.run({ '--backend', 'cpu', loads, '--rep-ms', '2', '--format', 'jsonl', '--out', dir .. '/loads.jsonl' },
       { env = { LIB = kb.executable():match('^(.*)/[^/]*$') .. '/plugins/libscale_add.so' } })
     assert(r.code == 0, r.err)
-    local loaded = assert(output.decode(assert(sub.slurp(dir .. '/loads.jsonl')):match('[^\n]+')))
+    local loaded = assert(json.decode(assert(sub.slurp(dir .. '/loads.jsonl')):match('[^\n]+')))
     assert(loaded.implementation.spec.projectRevision.treeDigest, 'no treeDigest for the loaded code')
     files[#files + 1] = dir .. '/loads.jsonl'
     -- do_bench and a protocol of the user's, made into records by record.from_result and written by
@@ -147,7 +147,7 @@ local kb = require 'kluabench'
 local q, k = kb.randn({ 1, 16, 32, 2 }, 'bf16', 1), kb.randn({ 1, 16, 8, 2 }, 'bf16', 2)
 local f = kb.rope.freqs(16, 2)
 local fn = function() kb.rope.llama4_fwd(q, k, f, { inplace = true }) end
-local best = kb.bench.protocol { name = 'best-of-n', title = 'best of N', params = { n = 5 },
+local best = kb.do_bench.protocol { name = 'best-of-n', title = 'best of N', params = { n = 5 },
   run = function(self, g, ctx)
     local samples = {}
     for i = 1, self.params.n do
@@ -157,7 +157,7 @@ local best = kb.bench.protocol { name = 'best-of-n', title = 'best of N', params
     end
     return { samples = samples }
   end }
-for _, r in ipairs { kb.bench.do_bench_protocol { rep_ms = 2, warmup_ms = 1 }:run(fn), best:run(fn) } do
+for _, r in ipairs { kb.do_bench.do_bench_protocol { rep_ms = 2, warmup_ms = 1 }:run(fn), best:run(fn) } do
   assert(kb.writer.append(arg[1], kb.record.from_result { kernel = 'llama4_rope', mode = 'forward',
     provider = 'fused', dtype = 'bf16', parameters = { hidden = 64, seq = 16, q_heads = 32, kv_heads = 8 }, result = r }))
 end
@@ -208,7 +208,7 @@ end
     for _, f in ipairs(files) do
       if f:match('%.jsonl$') then
         for line in sub.slurp(f):gmatch('[^\n]+') do
-          local b = assert(output.decode(line))
+          local b = assert(json.decode(line))
           note('status ' .. b.run.spec.status)
           note('protocol ' .. b.protocol.spec.comparability.family)
           note('interface ' .. tostring(b.implementation.spec.callable.interface))
@@ -235,10 +235,10 @@ end
   python_it('fail on an unknown field, in each kind', function()
     local bundles = assert(kb.reader.read(dir .. '/llama4.jsonl'))
     for _, member in ipairs { 'run', 'protocol', 'environment', 'workload', 'implementation', 'operation' } do
-      local b = output.decode(assert(output.encode_line(bundles[1])))
+      local b = json.decode(assert(json.encode_line(bundles[1])))
       b[member].spec.kluabenchExtra = 1
       local path = dir .. '/unknown-' .. member .. '.json'
-      sub.spit(path, assert(output.encode_line(b)))
+      sub.spit(path, assert(json.encode_line(b)))
       local rc, out = python_validate { path }
       assert.equal(1, rc, member .. ': ' .. out)
       assert.matches('INVALID', out)
@@ -274,7 +274,7 @@ end
       kinds[#kinds + 1] = kind
     end
     local path = dir .. '/user-implementations.json'
-    sub.spit(path, assert(output.encode_line(docs)))
+    sub.spit(path, assert(json.encode_line(docs)))
     local rc, out = python_validate { path }
     assert.equal(0, rc, out)
     assert.matches(#docs .. ' documents: ' .. #docs .. ' valid', out, 1, true)
@@ -282,9 +282,9 @@ end
   end)
 
   python_it("agree with ours on the example record and on broken documents", function()
-    local ex = output.decode(require 'helpers.example_record')
+    local ex = json.decode(require 'helpers.example_record')
     local path = dir .. '/example.json'
-    sub.spit(path, output.encode_line(ex))
+    sub.spit(path, json.encode_line(ex))
     assert.equal(0, (python_validate { path }))
     for _, m in ipairs { 'run', 'protocol', 'environment' } do assert.same({}, kb.schema.check(ex[m])) end
     -- a wrong status, a bad digest pattern, a too-long name, a missing required field
@@ -297,10 +297,10 @@ end
       function(b) b.run.spec.observedAt = '2025-02-30T00:00:00Z' end,
     }
     for i, break_it in ipairs(cases) do
-      local b = output.decode(require 'helpers.example_record')
+      local b = json.decode(require 'helpers.example_record')
       break_it(b)
       local p = dir .. '/broken-' .. i .. '.json'
-      sub.spit(p, output.encode_line(b))
+      sub.spit(p, json.encode_line(b))
       assert.equal(1, (python_validate { p }), 'case ' .. i)
       local problems = 0
       for _, m in ipairs { 'run', 'protocol', 'environment' } do problems = problems + #kb.schema.check(b[m]) end

@@ -6,7 +6,7 @@
 local kb = require 'kluabench'
 local sh = require 'helpers.shards'
 local sub = require 'helpers.subprocess'
-local slurm = require 'kluabench.cli.commands.slurm'
+local slurm = require 'kluabench.dist.slurm'
 
 local ROOT = sub.root()
 local LLAMA = ROOT .. '/scripts/llama4_rope.lua'

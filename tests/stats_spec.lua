@@ -143,7 +143,7 @@ describe('inference.describe (the statistics of a session, computed once)', func
   local prng = require 'kluabench.stats.prng'
 
   -- The interval and its flags as the results table computed them before describe existed
-  -- (report/table.lua until 2026-12-04): rse_median's interval, then the same without the
+  -- (table.lua until 2026-12-04): rse_median's interval, then the same without the
   -- sample farthest from the median.
   local function old_ci(values)
     local n = #values

@@ -10,8 +10,8 @@
 -- raise "bad argument #k" for a later argument; never "attempt to ...".
 -- NIL_FIRST lists those whose first argument may be nil (but not a
 -- coroutine).
-local apidoc = require 'kluabench.cli.apidoc'
-local help = require 'kluabench.cli.help'
+local apidoc = require 'kluabench.apidoc'
+local help = require 'kluabench.apidoc.help'
 
 local ANY_VALUE = {
   -- predicates: true or false for anything

@@ -3,6 +3,7 @@
 -- (env.device_name) names a device for the table, plot and records.
 local sub = require 'helpers.subprocess'
 local util = require 'helpers.util'
+local results = require 'kluabench.table'
 local ROOT = sub.root()
 
 local function stdlib_files()
@@ -47,8 +48,8 @@ describe('stdlib rules', function()
 
   it('gives the results table and the plot the same device name as env.device_name', function()
     local env = require 'kluabench.record.env'
-    local output = require 'kluabench.report'
-    local plot = require 'kluabench.report.plot'
+    local results = require 'kluabench.table'
+    local plot = require 'kluabench.charts.plot'
     local environment = { spec = { hardware = { product = 'NVIDIA H100', formFactor = '80GB HBM3' } } }
     local b = {
       run = { spec = { timing = { latencyNs = { median = 1000 } } } },
@@ -57,10 +58,10 @@ describe('stdlib rules', function()
       implementation = { spec = { provider = 'p' } },
     }
     assert.equal('NVIDIA H100 80GB HBM3', env.device_name(environment))
-    assert.equal(env.device_name(environment), output.results_rows({ b })[1].device)
+    assert.equal(env.device_name(environment), results.results_rows({ b })[1].device)
     assert.equal(env.device_name(environment), assert(plot.point_from_bundle(b)).gpu)
     environment.spec.hardware.formFactor = nil
-    assert.equal('NVIDIA H100', output.results_rows({ b })[1].device)
+    assert.equal('NVIDIA H100', results.results_rows({ b })[1].device)
     assert.equal('NVIDIA H100', assert(plot.point_from_bundle(b)).gpu)
   end)
 end)

@@ -5,7 +5,7 @@
 -- implementation's projectSlug a project's slug.
 local kb = require 'kluabench'
 local sub = require 'helpers.subprocess'
-local output = require 'kluabench.report'
+local json = require 'kluabench.util.json'
 local submission = require 'kluabench.record.submission'
 local names = require 'kluabench.record.names'
 local liger, record = kb.liger, kb.record
@@ -21,7 +21,7 @@ local function imported(provider, hidden)
   return assert(liger.row_to_bundle(assert(liger.parse(HEADER .. row(provider, hidden)))[1]))
 end
 
-local function copy(t) return output.decode(assert(output.encode_line(t))) end
+local function copy(t) return json.decode(assert(json.encode_line(t))) end
 
 -- A copy of b whose document member has another spec (so another digest) and the given name, resealed.
 local function variant(b, member, name, change)
@@ -146,7 +146,7 @@ describe('kluabench submission (the command)', function()
     local r = sub.run { 'submission', dir .. '/in.jsonl', dir .. '/in.jsonl', '-o', dir .. '/sub.json' }
     assert.equal(0, r.code, r.err)
     assert.matches('2 runs, 2 implementations, 2 workloads, 1 operation, 2 projects', r.err, 1, true)
-    local doc = assert(output.decode(sub.slurp(dir .. '/sub.json')))
+    local doc = assert(json.decode(sub.slurp(dir .. '/sub.json')))
     assert.equal(2, #doc.runs)
   end)
 

@@ -4,7 +4,7 @@
 local kb = require 'kluabench'
 local suite = require 'kluabench.suite'
 local sub = require 'helpers.subprocess'
-local json = require 'kluabench.io.json'
+local json = require 'kluabench.util.json'
 
 local ROOT = sub.root()
 

@@ -4,7 +4,8 @@
 -- cache the test writes; what a bundle without a ceiling says; the GB/s and
 -- % of copy columns.
 local kb = require 'kluabench'
-local output, record = kb.output, kb.record
+local record = kb.record
+local results = require 'kluabench.table'
 local sub = require 'helpers.subprocess'
 
 local ROOT = sub.root()
@@ -113,7 +114,7 @@ describe('record.from_result throughput', function()
     local b = {
       kernel = 'llama4_rope', mode = 'forward', provider = 'fused',
       parameters = { hidden = 2048, seq = 2048, q_heads = 32, kv_heads = 8 }, dtype = 'bf16',
-      result = { samples = { 0.01, 0.02, 0.03 } }, protocol = kb.bench.do_bench_protocol {},
+      result = { samples = { 0.01, 0.02, 0.03 } }, protocol = kb.do_bench.do_bench_protocol {},
       -- a device that is not this process's: the cache holds this machine's ceilings
       environment = kb.env.capture { info = { name = 'NVIDIA H200', arch = 'sm_90' }, backend = 'cuda',
         kb = kb, os = { kernel = 'Linux' }, driver_release = false },
@@ -160,23 +161,23 @@ describe('results table throughput columns', function()
   end
 
   it("shows the run's GB/s and % of copy, n/a where a row has none", function()
-    local rows = output.results_rows { fake(1000, 2000, { gbps = 2.5, pct_copy = 40 }), fake(1000, 3000) }
+    local rows = results.results_rows { fake(1000, 2000, { gbps = 2.5, pct_copy = 40 }), fake(1000, 3000) }
     assert.equal(2.5, rows[1].gbps) -- the record's own, not bytes / rounded median
     assert.equal(40, rows[1].pct_copy)
     assert.equal(3, rows[2].gbps) -- 3000 bytes in 1000 ns
     assert.is_nil(rows[2].pct_copy)
-    local text = output.results_table { fake(1000, 2000, { gbps = 2.5, pct_copy = 40 }), fake(1000, 3000) }
+    local text = results.results_table { fake(1000, 2000, { gbps = 2.5, pct_copy = 40 }), fake(1000, 3000) }
     local lines = {}
     for line in text:gmatch('[^\n]+') do lines[#lines + 1] = line end
     table.remove(lines, 1) -- what every row shares (kernel, device, ...)
     assert.matches('GB/s  % of copy', lines[1], 1, true)
     assert.matches('2.5       40.0', lines[3], 1, true)
     assert.matches('3.0        n/a', lines[4], 1, true)
-    assert.matches('| % of copy |', output.results_markdown { fake(1000, 2000, { pct_copy = 40 }) }, 1, true)
+    assert.matches('| % of copy |', results.results_markdown { fake(1000, 2000, { pct_copy = 40 }) }, 1, true)
   end)
 
   it('leaves the % of copy column out when no row has one', function()
-    local text = output.results_table { fake(1000, 3000), fake(2000, 3000, { gbps = 1.5 }) }
+    local text = results.results_table { fake(1000, 3000), fake(2000, 3000, { gbps = 1.5 }) }
     assert.not_matches('% of copy', text, 1, true)
     assert.matches('GB/s', text, 1, true)
     assert.not_matches('n/a', text, 1, true)

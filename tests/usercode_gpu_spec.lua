@@ -117,7 +117,7 @@ describe('user kernels on cuda #gpu', function()
     local n = 1 << 20
     local x, y = kb.randn({ n }, 'f32', 1), kb.empty({ n }, 'f32')
     local fn = function() launch_scale(y, x, 2, n) end
-    local ms = kb.bench.do_bench(fn, { warmup_ms = 5, rep_ms = 20 })
+    local ms = kb.do_bench.do_bench(fn, { warmup_ms = 5, rep_ms = 20 })
     assert.is_true(ms > 0 and ms < 1, ms)
     for _, mode in ipairs { 'cold', 'hot', 'graph' } do
       local r = measure.run(mode, fn, { stop = 20, allow_warm = true })

@@ -1,8 +1,10 @@
 -- `kluabench verify` and `kluabench import-liger`: digests of bundles in JSON
 -- and JSON Lines files, a tampered file caught, errors named by file and line.
 local kb = require 'kluabench'
-local output, liger = kb.output, kb.liger
-local verify = require 'kluabench.cli.commands.verify'
+local liger = kb.liger
+local files = require 'kluabench.util.files'
+local json = require 'kluabench.util.json'
+local verify = require 'kluabench.commands.verify'
 
 local CSV = 'kernel_name,kernel_provider,kernel_operation_mode,metric_name,metric_unit,x_name,x_label,'
   .. 'x_value,y_value_50,y_value_20,y_value_80,extra_benchmark_config_str,gpu_name,timestamp,liger_version\n'
@@ -24,10 +26,10 @@ local function tmp(name, text)
   if not tmpdir then
     tmpdir = os.tmpname()
     os.remove(tmpdir)
-    assert(output.mkdir_p(tmpdir))
+    assert(files.mkdir_p(tmpdir))
   end
   local path = tmpdir .. '/' .. name
-  if text then assert(output.write_atomic(path, text)) end
+  if text then assert(files.write_atomic(path, text)) end
   return path
 end
 
@@ -42,7 +44,7 @@ end
 
 describe('verify.check_file', function()
   it('accepts a pretty JSON bundle', function()
-    local path = tmp('one.json', assert(output.encode_pretty(bundles()[1])))
+    local path = tmp('one.json', assert(json.encode_pretty(bundles()[1])))
     local counts, seen = check(path)
     assert.are.same({ ok = 1, mismatch = 0, error = 0, bundles = 1 }, counts)
     assert.are.equal('ok', seen[1].kind)
@@ -50,7 +52,7 @@ describe('verify.check_file', function()
   end)
 
   it('accepts an array of bundles and tells the line of each', function()
-    local text = assert(output.encode_pretty(bundles()))
+    local text = assert(json.encode_pretty(bundles()))
     local path = tmp('two.json', text)
     local counts, seen = check(path)
     assert.are.equal(2, counts.ok)
@@ -66,7 +68,7 @@ describe('verify.check_file', function()
 
   it('accepts JSON Lines, whatever the file is called', function()
     local b = bundles()
-    local text = assert(output.encode_line(b[1])) .. '\n\n' .. assert(output.encode_line(b[2])) .. '\n'
+    local text = assert(json.encode_line(b[1])) .. '\n\n' .. assert(json.encode_line(b[2])) .. '\n'
     for _, name in ipairs { 'lines.jsonl', 'lines.txt' } do
       local counts, seen = check(tmp(name, text))
       assert.are.equal(2, counts.ok)
@@ -77,7 +79,7 @@ describe('verify.check_file', function()
 
   it('catches a tampered file and names the digest, the line and both values', function()
     local b = bundles()
-    local lines = { assert(output.encode_line(b[1])), assert(output.encode_line(b[2])) }
+    local lines = { assert(json.encode_line(b[1])), assert(json.encode_line(b[2])) }
     local recorded = b[2].run.spec.workloadDigest
     lines[2] = lines[2]:gsub('"seq":2048', '"seq":4096')
     local path = tmp('tampered.jsonl', table.concat(lines, '\n') .. '\n')
@@ -96,22 +98,22 @@ describe('verify.check_file', function()
   it('catches a changed digest in the run itself', function()
     local b = bundles()[1]
     b.run.spec.protocolDigest = 'sha256:' .. string.rep('0', 64)
-    local counts, seen = check(tmp('wrong.json', assert(output.encode_pretty(b))))
+    local counts, seen = check(tmp('wrong.json', assert(json.encode_pretty(b))))
     assert.are.equal(1, counts.mismatch)
     assert.are.equal('protocolDigest', seen[1].detail.field)
   end)
 
   it('reports invalid JSON with its line', function()
-    local text = assert(output.encode_pretty(bundles()[1])):gsub('"status": "passed"', '"status": passed', 1)
+    local text = assert(json.encode_pretty(bundles()[1])):gsub('"status": "passed"', '"status": passed', 1)
     local counts, seen = check(tmp('broken.json', text))
     assert.are.equal(1, counts.error)
     assert.are.equal('error', seen[1].kind)
     assert.are.equal(5, seen[1].line)
-    assert.matches('unexpected character', seen[1].detail)
+    assert.matches('invalid token near', seen[1].detail)
   end)
 
   it('reports a bad line of a JSON Lines file', function()
-    local line = assert(output.encode_line(bundles()[1]))
+    local line = assert(json.encode_line(bundles()[1]))
     local counts, seen = check(tmp('bad.jsonl', line .. '\n' .. line .. '\n{"run": \n'))
     assert.are.equal(1, counts.error)
     assert.are.equal(3, seen[1].line)
@@ -141,7 +143,7 @@ describe('kluabench verify (the command)', function()
 
   it('exits 0 with OK lines when every digest matches', function()
     if not exe then return pending('kb.executable() is not available') end
-    local path = tmp('cmd-ok.jsonl', assert(output.encode_line(bundles()[1])) .. '\n')
+    local path = tmp('cmd-ok.jsonl', assert(json.encode_line(bundles()[1])) .. '\n')
     local out, code = sh(q(exe) .. ' verify ' .. q(path))
     assert.are.equal(0, code)
     assert.matches('OK ' .. path:gsub('%p', '%%%0') .. ':1 liger%-llama4%-rope', out)
@@ -149,7 +151,7 @@ describe('kluabench verify (the command)', function()
 
   it('exits 1 naming each mismatch', function()
     if not exe then return pending('kb.executable() is not available') end
-    local line = assert(output.encode_line(bundles()[1]))
+    local line = assert(json.encode_line(bundles()[1]))
     local path = tmp('cmd-bad.jsonl', line .. '\n' .. line:gsub('"formFactor":"80GB HBM3"', '"formFactor":"94GB"') .. '\n')
     local out, code = sh(q(exe) .. ' verify ' .. q(path))
     assert.are.equal(1, code)
@@ -161,13 +163,13 @@ describe('kluabench verify (the command)', function()
     if not exe then return pending('kb.executable() is not available') end
     local b = bundles()[1]
     -- the operation changed: both documents that name it disagree with it
-    local changed = output.decode(assert(output.encode_line(b)))
+    local changed = json.decode(assert(json.encode_line(b)))
     changed.operation.spec.family = 'rotary'
     -- the implementation's link alone changed (and the run resealed over it): only that link disagrees
-    local relinked = output.decode(assert(output.encode_line(b)))
+    local relinked = json.decode(assert(json.encode_line(b)))
     relinked.implementation.spec.operation.specDigest = 'sha256:' .. string.rep('0', 64)
     kb.record.seal(relinked)
-    local path = tmp('cmd-op.jsonl', assert(output.encode_line(changed)) .. '\n' .. assert(output.encode_line(relinked)) .. '\n')
+    local path = tmp('cmd-op.jsonl', assert(json.encode_line(changed)) .. '\n' .. assert(json.encode_line(relinked)) .. '\n')
     local out, code = sh(q(exe) .. ' verify ' .. q(path))
     assert.are.equal(1, code, out)
     local p = path:gsub('%p', '%%%0')
@@ -198,7 +200,7 @@ describe('kluabench import-liger (the command)', function()
     assert.are.equal(0, code, out)
     local name = 'liger-llama4-rope-backward-huggingface-nvidia-h100-80gb-hbm3-hidden512-kv-heads8-q-heads32-seq2048-b'
     local file = dir .. '/' .. name .. '.json'
-    local b = assert(output.decode(assert(output.read_file(file))))
+    local b = assert(json.decode(assert(files.read_file(file))))
     assert.are.equal(name, b.run.metadata.name)
     out, code = sh(q(exe) .. ' verify ' .. q(file))
     assert.are.equal(0, code, out)

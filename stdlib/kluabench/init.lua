@@ -50,7 +50,6 @@ end
 local function loadable_names()
   local names = {}
   for name in pairs(modules.MODULES) do names[name] = true end
-  for name in pairs(modules.ALIASES) do names[name] = true end
   local here = package.searchpath('kluabench.init', package.path)
   local host = package.loaded['kluabench.host']
   local entries = here and host and host.listdir and host.listdir((here:gsub('/init%.lua$', ''))) or {}

@@ -28,7 +28,7 @@ M.LAYERS = {
     what = 'results over commits in a database' },
   { name = 'suite', modules = { 'kluabench.suite', 'kluabench.benchmarks' },
     what = 'the benchmark harness (its shards, audits and integrity), and the benchmarks declared on it' },
-  { name = 'cli', modules = { 'kluabench.cli', 'kluabench.repl' },
+  { name = 'cli', modules = { 'kluabench.commands', 'kluabench.repl' },
     what = "the commands, their dispatcher, help and the API reference; the REPL's views" },
   { name = 'kluabench', modules = { 'kluabench' }, exact = true,
     what = 'init.lua: the engine with every module above reachable as kb.<name>' },
@@ -38,10 +38,10 @@ M.LAYERS = {
 M.DYNAMIC = {
   ['kluabench'] = 'kb.<name> loads the module that kluabench.modules maps the name to (the top layer)',
   ['kluabench.kernels'] = "loads kluabench.kernels.<family>, the descriptor of each of the engine's families",
-  ['kluabench.cli'] = 'loads kluabench.cli.commands.<module>, the command a user named',
-  ['kluabench.cli.helpers'] = "loads a command's module for its usage line and help",
-  ['kluabench.cli.help'] = 'loads a documented module to find the value an entry names',
-  ['kluabench.suite.integrity'] = 'loads the timing and statistics modules it watches (its MODULES, all in '
+  ['kluabench.commands'] = 'loads kluabench.commands.registry.<module>, the command a user named',
+  ['kluabench.commands.helpers'] = "loads a command's module for its usage line and help",
+  ['kluabench.apidoc.help'] = 'loads a documented module to find the value an entry names',
+  ['kluabench.trust.integrity'] = 'loads the timing and statistics modules it watches (its MODULES, all in '
     .. 'the suite layer or below) before the user script runs, so that their upvalues are bound first',
 }
 

@@ -1,6 +1,6 @@
 --- The short names of the stdlib, the one map of them: kb.<name> loads the
 -- module (stdlib/kluabench/init.lua), help() and docs/API.md name a module's
--- functions by it (stats.median, report.encode_pretty; cli/apidoc.lua), and
+-- functions by it (stats.median, report.encode_pretty; apidoc/init.lua), and
 -- the REPL completes it. A module is named after its file, or its folder for
 -- an init.lua, unless that name is taken ("history_db" for history/db.lua).
 local M = {}
@@ -15,32 +15,29 @@ M.MODULES = {
   seeds = 'kluabench.trust.seeds', census = 'kluabench.trust.census', precision = 'kluabench.trust.precision',
   kernels = 'kluabench.kernels', check = 'kluabench.kernels.check', triton = 'kluabench.kernels.triton',
   record = 'kluabench.record', env = 'kluabench.record.env', names = 'kluabench.record.names',
-  liger = 'kluabench.record.liger', reader = 'kluabench.record.reader', point = 'kluabench.record.point',
+  liger = 'kluabench.liger', reader = 'kluabench.record.reader', point = 'kluabench.record.point',
   evidence = 'kluabench.record.evidence', schema = 'kluabench.record.schema', writer = 'kluabench.record.writer',
   migrate = 'kluabench.record.migrate', operation = 'kluabench.record.operation',
   implementation = 'kluabench.record.implementation', measurements = 'kluabench.record.measurements',
   noise = 'kluabench.record.noise',
-  report = 'kluabench.report', plot = 'kluabench.report.plot', compare = 'kluabench.report.compare',
-  progress = 'kluabench.report.progress', html = 'kluabench.report.html',
+  plot = 'kluabench.charts.plot', compare = 'kluabench.compare',
+  progress = 'kluabench.progress', html = 'kluabench.charts.html',
   history = 'kluabench.history', history_db = 'kluabench.history.db', history_schema = 'kluabench.history.schema',
   history_store = 'kluabench.history.store', history_detect = 'kluabench.history.detect',
   history_point = 'kluabench.history.point',
-  suite = 'kluabench.suite', shard = 'kluabench.suite.shard', audit = 'kluabench.suite.audit',
-  integrity = 'kluabench.suite.integrity', rope_benchmarks = 'kluabench.benchmarks.rope',
-  suggest = 'kluabench.io.suggest', show = 'kluabench.repl.show',
-  cli = 'kluabench.cli', help = 'kluabench.cli.help', apidoc = 'kluabench.cli.apidoc',
+  suite = 'kluabench.suite', shard = 'kluabench.suite.shard', audit = 'kluabench.trust.audit',
+  integrity = 'kluabench.trust.integrity', rope_benchmarks = 'kluabench.benchmarks.rope',
+  suggest = 'kluabench.util.suggest', show = 'kluabench.repl.show',
+  commands = 'kluabench.commands', help = 'kluabench.apidoc.help', apidoc = 'kluabench.apidoc',
 }
 
---- Old short names, kept for one release: old name -> today's (kb.bench is kb.do_bench, the module
--- measure/do_bench.lua; kb.output is kb.report).
-M.ALIASES = { bench = 'do_bench', output = 'report' }
 
 --- Short names whose modules have no section in the API reference: the command line's machinery.
-M.UNDOCUMENTED = { cli = true, apidoc = true }
+M.UNDOCUMENTED = { commands = true, apidoc = true }
 
---- The module a short name (or an old one) loads, or nil.
+--- The module a short name loads, or nil.
 function M.module(name)
-  return M.MODULES[name] or M.MODULES[M.ALIASES[name] or false]
+  return M.MODULES[name]
 end
 
 return M

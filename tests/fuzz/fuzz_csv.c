@@ -1,5 +1,5 @@
 /* libFuzzer target: arbitrary bytes as a Liger benchmark CSV to the
- * importer (kluabench.record.liger.parse, then row_to_bundle for every row) and to
+ * importer (kluabench.liger.parse, then row_to_bundle for every row) and to
  * the RFC 4180 reader, with the checks of oracle.csv (tests/fuzz/oracle.lua).
  * Built and run by `make fuzz` and `make fuzz-run`. */
 #include "fuzz_lua.h"

@@ -6,13 +6,14 @@
 -- bug; a Lua error that the API documents (invalid JSON, a bad CSV line) is
 -- caught here and is not.
 local kb = require 'kluabench'
-local output = require 'kluabench.report'
-local liger = require 'kluabench.record.liger'
+local csv = require 'kluabench.liger.csv'
+local json = require 'kluabench.util.json'
+local liger = require 'kluabench.liger'
 local record = require 'kluabench.record'
-local compare = require 'kluabench.report.compare'
-local verify = require 'kluabench.cli.commands.verify'
+local compare = require 'kluabench.compare'
+local verify = require 'kluabench.commands.verify'
 local reader = require 'kluabench.record.reader'
-local plot = require 'kluabench.report.plot'
+local plot = require 'kluabench.charts.plot'
 
 local M = {}
 
@@ -27,13 +28,13 @@ local function same(a, b)
   return true
 end
 
---- kb.jcs and the stdlib's JSON reader (output.decode, what verify and
+--- kb.jcs and the stdlib's JSON reader (json.decode, what verify and
 -- compare use) on arbitrary text:
 --  * canonicalize and decode agree on what is valid JSON, and refuse the
 --    rest with their documented message;
 --  * encode(decode(s)) == canonicalize(s), and the canonical form is a fixed
 --    point of canonicalize;
---  * output.decode never raises, accepts whatever kb.jcs accepts (both cap
+--  * json.decode never raises, accepts whatever kb.jcs accepts (both cap
 --    nesting at kb.jcs.MAX_DEPTH), and reads the same value;
 --  * what `kluabench verify` and `kluabench compare` do with a file's text
 --    (find the bundles, check their digests, compare them) never raises.
@@ -55,18 +56,18 @@ function M.jcs(s)
     check(okg and digest == 'sha256:' .. kb.sha256(canon), 'kb.digest disagrees with the canonical form')
   end
 
-  local okl, lv, lerr = pcall(output.decode, s)
-  check(okl, 'output.decode raised: %s', tostring(lv))
-  check(lv ~= nil or type(lerr) == 'string', 'output.decode returned neither a value nor a message')
+  local okl, lv, lerr = pcall(json.decode, s)
+  check(okl, 'json.decode raised: %s', tostring(lv))
+  check(lv ~= nil or type(lerr) == 'string', 'json.decode returned neither a value nor a message')
   if ok then
-    check(lv ~= nil, 'kb.jcs accepts the text, output.decode refuses it: %s', tostring(lerr))
+    check(lv ~= nil, 'kb.jcs accepts the text, json.decode refuses it: %s', tostring(lerr))
     if lv ~= nil then
-      -- integers beyond 2^53 stay integers in output.decode (kb.jcs makes
+      -- integers beyond 2^53 stay integers in json.decode (kb.jcs makes
       -- them doubles), and kb.jcs.encode refuses those: nothing to compare
       local okx, enc2 = pcall(kb.jcs.encode, lv)
-      check(okx or tostring(enc2):find('beyond', 1, true), 'encoding what output.decode read raised: %s',
+      check(okx or tostring(enc2):find('beyond', 1, true), 'encoding what json.decode read raised: %s',
         tostring(enc2))
-      check(not okx or enc2 == canon, 'output.decode reads %q where kb.jcs reads %q', tostring(enc2), canon)
+      check(not okx or enc2 == canon, 'json.decode reads %q where kb.jcs reads %q', tostring(enc2), canon)
     end
   end
 
@@ -129,7 +130,7 @@ function M.records(s)
             'a file compared with itself reads as a change')
           local okf, text = pcall(compare.format, result, 'json')
           check(okf, 'compare.format json raised: %s', tostring(text))
-          check(output.decode(text) ~= nil, 'compare.format json wrote invalid JSON')
+          check(json.decode(text) ~= nil, 'compare.format json wrote invalid JSON')
         end
       end
     end
@@ -171,8 +172,8 @@ local MERGE_KINDS = { missing = true, incomplete = true, failed = true, corrupt 
 --    its problems are of the documented kinds; what it merges belongs to the manifest's points, never
 --    twice; a clean result has every point complete and every expected bundle.
 function M.merge(s)
-  local shards = require 'kluabench.cli.shards'
-  local merge = require 'kluabench.cli.commands.merge'
+  local shards = require 'kluabench.dist.shards'
+  local merge = require 'kluabench.dist.merge'
   local evidence = require 'kluabench.record.evidence'
   local shard = require 'kluabench.suite.shard'
   local mtext, rest = s:match('^(.-)%z(.*)$')
@@ -271,11 +272,11 @@ function M.merge(s)
 end
 
 --- The Liger CSV importer on arbitrary text:
---  * liger.parse and output.parse_csv never raise: they return rows, or
+--  * liger.parse and csv.parse_csv never raise: they return rows, or
 --    nil and a message;
 --  * every row that converts is a bundle whose digests verify and which
 --    encodes as JSON;
---  * CSV records written back with output.csv_line parse to the same records.
+--  * CSV records written back with csv.csv_line parse to the same records.
 function M.csv(s)
   local ok, rows, err = pcall(liger.parse, s)
   check(ok, 'liger.parse raised: %s', tostring(rows))
@@ -291,18 +292,18 @@ function M.csv(s)
       local problems = record.check(bundle)
       check(#problems == 0, 'the bundle of line %s does not verify: %s', tostring(row.line),
         tostring(problems[1] and (problems[1].error or problems[1].field)))
-      local line, lerr = output.encode_line(bundle)
+      local line, lerr = json.encode_line(bundle)
       check(line ~= nil, 'the bundle of line %s does not encode: %s', tostring(row.line), tostring(lerr))
     end
     end
   end
 
-  local okp, records = pcall(output.parse_csv, s)
-  check(okp, 'output.parse_csv raised: %s', tostring(records))
+  local okp, records = pcall(csv.parse_csv, s)
+  check(okp, 'csv.parse_csv raised: %s', tostring(records))
   if records then
     local out = {}
-    for i, r in ipairs(records) do out[i] = output.csv_line(r) end
-    local again = output.parse_csv(table.concat(out))
+    for i, r in ipairs(records) do out[i] = csv.csv_line(r) end
+    local again = csv.parse_csv(table.concat(out))
     check(same(again, records), 'CSV records do not survive csv_line and parse_csv')
   end
 end

@@ -10,7 +10,7 @@
 -- wrote anything there; this script checks that every file an example made
 -- under a name from os.tmpname() is gone when it ends.
 local kb = require 'kluabench'
-local apidoc = require 'kluabench.cli.apidoc'
+local apidoc = require 'kluabench.apidoc'
 
 -- Examples that need what the cpu backend cannot give: a CUDA device (graphs, loading and
 -- launching user kernels) or a Triton build.

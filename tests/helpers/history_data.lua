@@ -2,7 +2,7 @@
 -- A/A files, of kluabench's earlier record format, migrated to today's)
 -- with their raw samples replaced by fresh draws of a known median, so that
 -- a series over commits steps exactly where a test says.
-local output = require 'kluabench.report'
+local json = require 'kluabench.util.json'
 local prng = require 'kluabench.stats.prng'
 local sub = require 'helpers.subprocess'
 local migrate = require 'kluabench.record.migrate'
@@ -20,13 +20,13 @@ local function template(provider)
     templates = {}
     local text = assert(sub.slurp(M.AA .. 'aa1-a.jsonl'))
     for line in text:gmatch('[^\n]+') do
-      local b = assert(output.decode(line))
+      local b = assert(json.decode(line))
       local p = b.implementation.spec.provider
       local w = b.workload.spec.parameters.hidden
       templates[p .. w] = templates[p .. w] or line
     end
   end
-  return migrate.bundle(assert(output.decode(templates[provider])))
+  return migrate.bundle(assert(json.decode(templates[provider])))
 end
 
 --- Bundles of one session: for each provider ({"fused", "copy"} by default) a bundle whose

@@ -14,7 +14,6 @@
 local kb = require 'kluabench'
 local names = require 'kluabench.record.names'
 local record = require 'kluabench.record'
-local output = require 'kluabench.report'
 local shard = require 'kluabench.suite.shard'
 
 local NAME = 'mini_sweep'
@@ -33,7 +32,7 @@ end
 local spec = { seq = 'value', provider = 'value', mode = 'value', shard = 'value', ['list-points'] = 'flag',
   format = 'value', out = 'value', runs = 'value', ['fail-at'] = 'value', ['sleep-ms'] = 'value', label = 'value',
   ['rep-ms'] = 'value', ['plain-list'] = 'flag', status = 'value' }
-local o, rest = require('kluabench.cli').parse_args({ ... }, spec)
+local o, rest = require('kluabench.commands').parse_args({ ... }, spec)
 if not o then fail(2, '%s', rest) end
 if #rest > 0 then fail(2, "unexpected argument '%s'", rest[1]) end
 if o.format and o.format ~= 'jsonl' then fail(2, "--format %s: only jsonl here", o.format) end
@@ -76,7 +75,7 @@ local environment = kb.env.capture()
 if o.label then
   environment.spec.hardware.product = o.label
 end
-local protocol = kb.bench.do_bench_protocol { warmup_ms = 1, rep_ms = 1 }
+local protocol = kb.do_bench.do_bench_protocol { warmup_ms = 1, rep_ms = 1 }
 local failing = {} -- "provider:mode" -> status (--status)
 for w in (o.status or ''):gmatch('[^,]+') do
   local pm, st = w:match('^([^:]+:[^:]+):(.+)$')

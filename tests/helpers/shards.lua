@@ -1,7 +1,7 @@
 -- What the specs of run-all, merge and slurm share: the stand-in harness
 -- script, running the binary, and the set of points a results file holds.
 local sub = require 'helpers.subprocess'
-local output = require 'kluabench.report'
+local json = require 'kluabench.util.json'
 
 local M = {}
 
@@ -24,7 +24,7 @@ end
 function M.bundles(path)
   local out = {}
   local text = sub.slurp(path) or ''
-  for line in text:gmatch('[^\n]+') do out[#out + 1] = assert(output.decode(line)) end
+  for line in text:gmatch('[^\n]+') do out[#out + 1] = assert(json.decode(line)) end
   return out
 end
 
@@ -43,7 +43,7 @@ end
 
 --- The decoded DIR/manifest.json.
 function M.manifest(dir)
-  return assert(output.decode(assert(sub.slurp(dir .. '/manifest.json'))))
+  return assert(json.decode(assert(sub.slurp(dir .. '/manifest.json'))))
 end
 
 --- The shard (1..N) that the manifest of dir plans point id for.
@@ -61,7 +61,7 @@ function M.rewrite(path, f)
   local lines = {}
   for i, b in ipairs(M.bundles(path)) do
     local nb = f(b, i)
-    if nb then lines[#lines + 1] = assert(output.encode_line(nb)) end
+    if nb then lines[#lines + 1] = assert(json.encode_line(nb)) end
   end
   sub.spit(path, #lines > 0 and (table.concat(lines, '\n') .. '\n') or '')
 end

@@ -12,7 +12,7 @@
 -- launch, its yardstick) and copy (a device-to-device copy of q's and k's
 -- bytes). scripts/llama4_rope.lua and scripts/rope.lua run them.
 local M = {}
-local args = require 'kluabench.io.argcheck'
+local args = require 'kluabench.util.argcheck'
 
 local kb = require 'kluabench.core'
 
@@ -278,7 +278,7 @@ function M.declaration(variant, o)
     -- complex product. GB/s, % of the cached copy ceiling and the roofline
     -- floor of the median go into the run's measurements (and its evidence).
     record = function(p, provider, mode)
-      local x = require('kluabench.record.liger').X_AXIS[p.x] or { p.x, p.x }
+      local x = require('kluabench.liger').X_AXIS[p.x] or { p.x, p.x }
       return {
         -- the same words for every provider: the protocol says what is timed, not whose code
         timed = string.format(TIMED[mode], mode == 'backward' and api.bwd or api.fwd, api.bwd, api.full),

@@ -11,7 +11,7 @@ local inference = require 'kluabench.stats.inference'
 local stats = require 'kluabench.stats'
 
 local M = {}
-local args = require 'kluabench.io.argcheck'
+local args = require 'kluabench.util.argcheck'
 
 --- The default database when none is given: results/history.db (beside the results the scripts
 -- write; $KLUABENCH_RESULTS names another folder than results/, as it does for the scripts).
@@ -20,7 +20,7 @@ local args = require 'kluabench.io.argcheck'
 -- @example
 --   print(history.default_db())
 function M.default_db()
-  return require('kluabench.io.files').results_dir() .. '/history.db'
+  return require('kluabench.util.files').results_dir() .. '/history.db'
 end
 
 --- The provider whose runs are the sentinel of machine drift: the copy kernel, measured in the same
@@ -450,7 +450,7 @@ function M.steps(h, series, opts)
   return out
 end
 
---- Compares the runs of two commits with `kluabench compare`'s statistics (kluabench.report.compare
+--- Compares the runs of two commits with `kluabench compare`'s statistics (kluabench.compare
 -- on the bundles rebuilt from the database).
 --
 -- opts as for compare.compare, plus series (a list of series keys to keep). Returns compare's result.
@@ -464,7 +464,7 @@ function M.compare(h, base_sha, new_sha, opts)
   args.check('history.compare', 2, base_sha, 'string', 'revision')
   args.check('history.compare', 3, new_sha, 'string', 'revision')
   args.check('history.compare', 4, opts, 'table|nil', 'table of options')
-  local compare = require 'kluabench.report.compare'
+  local compare = require 'kluabench.compare'
   local base, new = store.bundles(h, base_sha), store.bundles(h, new_sha)
   -- a commit's runs may come from several batches: their sessions are pooled
   local o = { across_sweeps = true }

@@ -15,7 +15,7 @@ local view = require 'kluabench.record.point'
 local evidence = require 'kluabench.record.evidence'
 
 local M = {}
-local args = require 'kluabench.io.argcheck'
+local args = require 'kluabench.util.argcheck'
 
 local get = reader.get
 
@@ -90,7 +90,7 @@ function M.of(b)
   }
 end
 
---- A bundle for kluabench.report.compare from stored documents and samples (the inverse of
+--- A bundle for kluabench.compare from stored documents and samples (the inverse of
 -- point.of): the documents by role, with the raw samples where the reader finds them. unit: the
 -- samples' ("ns", "us", "ms", "s"; default "ms"); ms samples are given back in ns.
 --

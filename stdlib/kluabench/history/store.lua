@@ -3,10 +3,11 @@
 -- kluabench.history.point.
 local core = require 'kluabench.core'
 local point = require 'kluabench.history.point'
+local json = require 'kluabench.util.json'
 local inference = require 'kluabench.stats.inference'
 
 local M = {}
-local args = require 'kluabench.io.argcheck'
+local args = require 'kluabench.util.argcheck'
 
 --- Bundles written per transaction by add_bundles: an interrupted add leaves whole batches, each
 -- of whole bundles.
@@ -178,7 +179,7 @@ function M.add_bundles(h, bundles, meta)
   local committed, added_at = { tables = setmetatable({}, { __mode = 'k' }), shared = {} }, now()
   local groups = {} -- session group names: a hash of their text, no database id, kept across attempts
   for first = 1, #points, M.BATCH do
-    require('kluabench.io.args').stop_if_interrupted()
+    require('kluabench.util.args').stop_if_interrupted()
     local seen
     local added, present = h:transaction(function()
       seen = { tables = setmetatable({}, { __mode = 'k', __index = committed.tables }),
@@ -365,7 +366,7 @@ function M.provider_runs(h, provider, device)
 end
 
 --- The bundles of a commit (every run, or those of series), rebuilt from the stored documents and
--- samples (point.bundle), for kluabench.report.compare.
+-- samples (point.bundle), for kluabench.compare.
 --
 -- @signature history_store.bundles(h, commit [, series]) -> bundles
 -- @example
@@ -385,9 +386,9 @@ function M.bundles(h, commit, series)
   for i, r in ipairs(rows) do
     local docs = {}
     for j, role in ipairs(point.ROLES) do
-      if r[j + 1] then docs[role] = core.jcs.decode(r[j + 1]) end
+      if r[j + 1] then docs[role] = json.decode(r[j + 1]) end
     end
-    out[i] = point.bundle(docs, core.jcs.decode(r[8]), r[9])
+    out[i] = point.bundle(docs, json.decode(r[8]), r[9])
   end
   return out
 end

@@ -5,18 +5,18 @@
 -- engine/kluabench.c each); for a family "x" the registry loads
 -- kluabench.kernels.x (stdlib/kluabench/kernels/x.lua), which returns
 --   { binding = 'x',   -- the table of Lua functions, kb.x (default: the family)
---     doc = { section = {id, title, intro}, entries = {...} },  -- as in cli/apidoc.lua
+--     doc = { section = {id, title, intro}, entries = {...} },  -- as in apidoc/init.lua
 --     kernels = {      -- record kernel name -> what records say about it
 --       name = { title = 'for people',
 --                sources = { 'kernels/x.h', ... },  -- for the implementation digest
 --                cost = function(params, dtype, operation) return bytes, flops end },
 --     } }
--- kluabench.record.liger adds the titles of kernels that Liger-Kernel
+-- kluabench.liger adds the titles of kernels that Liger-Kernel
 -- benchmarks and kluabench only imports (the family "liger") when it loads,
 -- which kluabench.record does. A script can add its own with M.register.
 -- docs/ADDING_A_KERNEL.md walks through a new family.
 local M = {}
-local args = require 'kluabench.io.argcheck'
+local args = require 'kluabench.util.argcheck'
 
 --- Record kernel name -> {title, sources, cost, family} (record.KERNELS is
 -- this table).

@@ -22,11 +22,11 @@
 --
 -- Helpers: gbps(bytes, ms); percent(x, ceiling); floor_ms(bytes, flops,
 -- ceilings) = the roofline floor, max(bytes / bandwidth, flops / rate).
-local json = require 'kluabench.io.json'
-local files = require 'kluabench.io.files'
+local json = require 'kluabench.util.json'
+local files = require 'kluabench.util.files'
 
 local M = {}
-local args = require 'kluabench.io.argcheck'
+local args = require 'kluabench.util.argcheck'
 
 M.FILE = 'ceilings.json'
 M.VERSION = 1

@@ -7,7 +7,7 @@ local base = require 'kluabench.measure.protocol_base'
 local inference = require 'kluabench.stats.inference'
 
 local M = {}
-local args = require 'kluabench.io.argcheck'
+local args = require 'kluabench.util.argcheck'
 
 local floor, max = math.floor, math.max
 
@@ -160,7 +160,7 @@ function M.do_bench(fn, opts)
 
   local starts, ends = {}, {}
   for i = 1, n_repeat do starts[i], ends[i] = dev.event(), dev.event() end
-  -- the harness's audits (kluabench.suite.audit): extra repetitions, synchronised, not kept
+  -- the harness's audits (kluabench.trust.audit): extra repetitions, synchronised, not kept
   local audit = dev.audit
   local plan = audit and audit:plan(n_repeat)
   local function audited()

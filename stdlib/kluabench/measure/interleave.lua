@@ -21,7 +21,7 @@
 local prng = require 'kluabench.stats.prng'
 
 local M = {}
-local args = require 'kluabench.io.argcheck'
+local args = require 'kluabench.util.argcheck'
 
 M.ORDERS = { roundrobin = true, shuffle = true }
 

@@ -28,7 +28,7 @@
 local inference = require 'kluabench.stats.inference'
 
 -- The engine's timing functions, bound when this module loads: the host
--- loads it before the user's script (kluabench.suite.integrity.capture), so
+-- loads it before the user's script (kluabench.trust.integrity.capture), so
 -- a script that replaces kb.event or kb.elapsed_ms changes nothing that
 -- bench.device() hands the protocols (and the harness reports it).
 local ENGINE = (function()
@@ -38,7 +38,7 @@ local ENGINE = (function()
 end)()
 
 local M = {}
-local args = require 'kluabench.io.argcheck'
+local args = require 'kluabench.util.argcheck'
 
 --- The engine's primitives as a ctx table: event, elapsed_ms, synchronize, flush_l2, clock_ns,
 -- backend, timer.

@@ -42,7 +42,7 @@ function M.warm(self, once)
   return M.median_of(recent), enq
 end
 
--- Warms up again after the harness's audit (kluabench.suite.audit) paused the session: the same
+-- Warms up again after the harness's audit (kluabench.trust.audit) paused the session: the same
 -- calls as the warm-up (warmup_min calls and warmup_ms), not kept, and the hold left as it is. An
 -- audit at a large size leaves the device idle for seconds while the host compares outputs, and
 -- the samples taken right after one read 10 % slower at hidden 8192 / seq 16384 on the H200

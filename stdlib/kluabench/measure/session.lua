@@ -122,7 +122,7 @@ end
 function Session:step()
   if self.done then return true end
   if not self.warmed then self:warmup() end
-  -- the harness's audits (kluabench.suite.audit): extra samples outside the kept ones
+  -- the harness's audits (kluabench.trust.audit): extra samples outside the kept ones
   local audit = self.ctx.audit
   if audit and audit:due(self.st.n + 1) then
     -- the audit's time is not the session's: the stopping rule's time budget starts again after it

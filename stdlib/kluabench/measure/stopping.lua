@@ -19,7 +19,7 @@
 local inference = require 'kluabench.stats.inference'
 
 local M = {}
-local args = require 'kluabench.io.argcheck'
+local args = require 'kluabench.util.argcheck'
 
 local floor = math.floor
 

@@ -6,11 +6,11 @@
 -- record.digest, ... and builds bundles on them; the other parts of
 -- record/ (liger, migrate, submission, writer) require this file and never
 -- the package, which requires them.
-local json = require 'kluabench.io.json'
+local json = require 'kluabench.util.json'
 local names = require 'kluabench.record.names'
 local kernels = require 'kluabench.kernels'
 
-local args = require 'kluabench.io.argcheck'
+local args = require 'kluabench.util.argcheck'
 local M = {}
 
 local function kb() return require 'kluabench.core' end

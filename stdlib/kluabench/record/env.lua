@@ -39,7 +39,7 @@
 local names = require 'kluabench.record.names'
 
 local M = {}
-local args = require 'kluabench.io.argcheck'
+local args = require 'kluabench.util.argcheck'
 
 M.API_VERSION = 'kernelindex.dev/v1alpha1'
 
@@ -397,7 +397,7 @@ end
 -- @example
 --   print(env.device_name(env.capture()))
 function M.device_name(doc)
-  local get = require('kluabench.io.json').get
+  local get = require('kluabench.util.json').get
   local hw = get(doc, 'spec', 'hardware')
   if type(hw) ~= 'table' or type(hw.product) ~= 'string' then return nil end
   return type(hw.formFactor) == 'string' and (hw.product .. ' ' .. hw.formFactor) or hw.product

@@ -32,11 +32,11 @@
 -- In memory, before it is written, a bundle's entry is held beside it
 -- (evidence.attach / evidence.of); writers put it in the samples file and
 -- set the uri (evidence.write_for).
-local json = require 'kluabench.io.json'
-local files = require 'kluabench.io.files'
+local json = require 'kluabench.util.json'
+local files = require 'kluabench.util.files'
 
 local M = {}
-local args = require 'kluabench.io.argcheck'
+local args = require 'kluabench.util.argcheck'
 
 M.FORMAT = 'kluabench.samples/v1'
 

@@ -18,13 +18,13 @@
 -- Every one names its OperationSpec by digest (operation.specDigest). Two
 -- different kernels never share a revision: the source digest, the symbol,
 -- the options or the arch differ.
-local json = require 'kluabench.io.json'
+local json = require 'kluabench.util.json'
 local names = require 'kluabench.record.names'
 local operation = require 'kluabench.record.operation'
 local primitives = require 'kluabench.record.document'
 
 local M = {}
-local args = require 'kluabench.io.argcheck'
+local args = require 'kluabench.util.argcheck'
 
 M.API_VERSION = 'kernelindex.dev/v1alpha1'
 
@@ -81,7 +81,7 @@ end
 --
 -- @signature implementation.builtin{operation_digest, provider, kernel, backend, symbol, path, ...} -> document
 -- @example
---   local op = require("kluabench.record.liger").operation_document("llama4_rope")
+--   local op = require("kluabench.liger").operation_document("llama4_rope")
 --   local d = implementation.builtin{operation_digest = record.digest(op), provider = "fused",
 --     kernel = "llama4_rope", backend = "cpu", symbol = "kb_rope_fused_cpu", path = "kernels/rope_cpu.c",
 --     language = "c", dtypes = {"bf16", "f32"}}

@@ -12,7 +12,7 @@
 -- for goes into the run's evidence entry (kluabench.record.evidence) and its
 -- measurements[] (kluabench.record.measurements). docs/RECORDS.md describes
 -- every field and where each figure went.
-local json = require 'kluabench.io.json'
+local json = require 'kluabench.util.json'
 local document = require 'kluabench.record.document'
 local kernels = require 'kluabench.kernels'
 local names = require 'kluabench.record.names'
@@ -22,10 +22,10 @@ local measurements = require 'kluabench.record.measurements'
 local evidence = require 'kluabench.record.evidence'
 local schema = require 'kluabench.record.schema'
 -- Liger's workloads are kernelindex's; loading it also names Liger's kernels in the registry
-local liger = require 'kluabench.record.liger'
+local liger = require 'kluabench.liger'
 
 local M = {}
-local args = require 'kluabench.io.argcheck'
+local args = require 'kluabench.util.argcheck'
 
 M.API_VERSION = document.API_VERSION
 
@@ -325,7 +325,7 @@ function M.case_order(o)
     error("bad argument #1 to 'case_order' (field 'axis_order' must be a list of axis names, got "
       .. type(o.axis_order) .. ')', 2)
   end
-  local liger = require 'kluabench.record.liger'
+  local liger = require 'kluabench.liger'
   if o.operation == nil and liger.KERNELS[o.kernel] and liger.binding_of(o.kernel, o.parameters or {}, o.dtype) then
     return nil
   end
@@ -389,7 +389,7 @@ end
 --
 -- @signature record.builtin_implementation{kernel, provider, backend, operation_digest [, mode, dtypes, build, arch]} -> document | nil
 -- @example
---   local op = require("kluabench.record.liger").operation_document("llama4_rope")
+--   local op = require("kluabench.liger").operation_document("llama4_rope")
 --   local i = record.builtin_implementation{kernel = "llama4_rope", provider = "fused", backend = "cpu",
 --     operation_digest = record.digest(op)}
 --   print(i.spec.callable.symbol)

@@ -9,12 +9,12 @@
 -- `kluabench migrate OLD -o NEW` writes them out in today's form. The old
 -- digests cannot be kept (the recipe changed); every number is, and the old run name as a label
 -- (migrated_name: runs get today's unique names).
-local json = require 'kluabench.io.json'
+local json = require 'kluabench.util.json'
 local names = require 'kluabench.record.names'
 local view = require 'kluabench.record.view'
 
 local M = {}
-local args = require 'kluabench.io.argcheck'
+local args = require 'kluabench.util.argcheck'
 
 local get = json.get
 
@@ -79,7 +79,7 @@ local function implementation(old, kernel, provider, od, backend, arch, dtype)
   local impl = require 'kluabench.record.implementation'
   local s = type(old) == 'table' and type(old.spec) == 'table' and old.spec or {}
   if s.source == 'liger-kernel-bench' then
-    local doc = require('kluabench.record.liger').implementation_document(kernel, provider, od)
+    local doc = require('kluabench.liger').implementation_document(kernel, provider, od)
     if doc then return doc end
   end
   local u = s.userKernel

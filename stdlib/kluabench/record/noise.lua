@@ -5,7 +5,7 @@
 -- The figure is the standard deviation of log(session median) of one point
 -- across measurement sessions: how far a median moves from one run of a
 -- sweep to the next. A side of a comparison with at least OWN_SESSIONS
--- sessions shows its own spread, and that decides (report/compare.lua); a
+-- sessions shows its own spread, and that decides (compare.lua); a
 -- figure only widens a side with fewer sessions. Where the figure comes from,
 -- first found first:
 --   1. --between SD (opts.between): the user's figure, taken as exact;
@@ -19,7 +19,7 @@
 -- The figure in force when a record was made is written into it (evidence
 -- sessionNoise), for the reader; compare never reads it back: a later
 -- comparison uses the figure in force then.
-local args = require 'kluabench.io.argcheck'
+local args = require 'kluabench.util.argcheck'
 local M = {}
 
 --- Sides with at least this many sessions show their own between-session spread, which decides.

@@ -4,7 +4,7 @@
 -- digest.
 --
 -- An operation description (what a benchmark declaration's `operation`
--- field holds, and what kluabench.record.liger declares for Liger's
+-- field holds, and what kluabench.liger declares for Liger's
 -- kernels):
 --   name         the OperationSpec's metadata.name ("liger-llama4-rope")
 --   family       "rope"
@@ -21,7 +21,7 @@
 -- with dtype a kernelindex token (bf16, fp16, fp32, fp64), and optionally tensors
 -- ({name = {shape, dtype}}: the concrete tensors, for inputs whose dimensions are
 -- no axes of the workload).
-local json = require 'kluabench.io.json'
+local json = require 'kluabench.util.json'
 local names = require 'kluabench.record.names'
 
 local M = {}
@@ -178,7 +178,7 @@ end
 --
 -- @signature operation.document(op) -> document
 -- @example
---   local doc = operation.document(require("kluabench.record.liger").KERNELS.llama4_rope)
+--   local doc = operation.document(require("kluabench.liger").KERNELS.llama4_rope)
 --   print(doc.spec.family)
 function M.document(op)
   check_description(op, 'operation.document')
@@ -214,7 +214,7 @@ end
 --
 -- @signature operation.workload(op, operation_digest, binding) -> document
 -- @example
---   local liger = require("kluabench.record.liger")
+--   local liger = require("kluabench.liger")
 --   local op = liger.KERNELS.llama4_rope
 --   local w = operation.workload(op, record.digest(operation.document(op)),
 --     {axes = {seq = 2048, hidden = 512, q_heads = 32, kv_heads = 8}, dtype = "bf16"})

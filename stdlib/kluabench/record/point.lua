@@ -25,7 +25,7 @@
 --                            annotations, reasons, device), or {}
 local view = require 'kluabench.record.view'
 
-local get = require('kluabench.io.json').get
+local get = require('kluabench.util.json').get
 
 local M = {}
 

@@ -15,13 +15,13 @@
 -- today's (kluabench.record.migrate) and read each run's evidence entry (its
 -- raw samples: kluabench.record.evidence) from the samples file beside the
 -- records file; kluabench.record.point then gives the view of each.
-local output = require 'kluabench.io.json'
-local files = require 'kluabench.io.files'
+local output = require 'kluabench.util.json'
+local files = require 'kluabench.util.files'
 local evidence = require 'kluabench.record.evidence'
 local migrate = require 'kluabench.record.migrate'
 
 local M = {}
-local args = require 'kluabench.io.argcheck'
+local args = require 'kluabench.util.argcheck'
 
 --- Units of run.spec.samples, in ms.
 M.UNIT_MS = { ns = 1e-6, us = 1e-3, ms = 1, s = 1e3 }
@@ -38,6 +38,43 @@ local function split_position(msg)
 end
 
 local get = output.get
+
+-- The line on which each element of a top-level JSON array starts (what messages about a bundle of
+-- a JSON array file name): a scan of brackets outside strings, after cjson has read the text.
+local function element_lines(text)
+  local lines, depth, line, i = {}, 0, 1, 1
+  local expecting = false
+  while true do
+    local j = text:find('[%[%]{}"\n,]', i)
+    if not j then break end
+    local c = text:sub(j, j)
+    if c == '\n' then
+      line = line + 1
+    elseif c == '"' then
+      if expecting then lines[#lines + 1], expecting = line, false end
+      local k = j + 1
+      while true do
+        local q = text:find('["\\\n]', k)
+        if not q then return lines end
+        local qc = text:byte(q)
+        if qc == 92 then k = q + 2 elseif qc == 10 then line, k = line + 1, q + 1 else j = q break end
+      end
+    elseif c == '[' or c == '{' then
+      if expecting then lines[#lines + 1], expecting = line, false end
+      depth = depth + 1
+      if depth == 1 and c == '[' then expecting = true end
+    elseif c == ']' or c == '}' then
+      -- a scalar element (no bracket or quote of its own) is placed where it ends
+      if expecting and depth == 1 and text:sub(i, j - 1):match('%S') then lines[#lines + 1] = line end
+      depth, expecting = depth - 1, false
+    elseif c == ',' then
+      if expecting and text:sub(i, j - 1):match('%S') then lines[#lines + 1] = line end
+      expecting = depth == 1
+    end
+    i = j + 1
+  end
+  return lines
+end
 --- t[key][...] when every step is a table, else nil: for fields of files that may be missing or of
 -- another type.
 --
@@ -83,20 +120,21 @@ function M.items(text, label, opts)
   local tolerant = opts and opts.tolerant
   local items, bad = {}, tolerant and {} or nil
   if not is_jsonl_name(label) then
-    local v, starts, code = output.decode(text, { starts = true })
+    local v, err, code = output.decode(text)
     if v ~= nil then
       if type(v) == 'table' and v.run == nil and type(v.bundles) == 'table' then
         -- {"bundles": [...]}: the element lines are not tracked, the wrapper's is
         for i, b in ipairs(v.bundles) do items[i] = { bundle = b, line = 1 } end
       elseif type(v) == 'table' and next(v) ~= nil and output.table_kind(v) == 'array' then
-        for i, b in ipairs(v) do items[i] = { bundle = b, line = starts[i] } end
+        local lines = element_lines(text)
+        for i, b in ipairs(v) do items[i] = { bundle = b, line = lines[i] or 1 } end
       else
         items[1] = { bundle = v, line = 1 }
       end
       return items, bad
     end
     if code ~= 'trailing' then
-      local line, why = split_position(starts)
+      local line, why = split_position(err)
       if tolerant then return items, { { line = line or 1, message = why } } end
       return nil, line or 1, why
     end

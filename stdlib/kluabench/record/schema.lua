@@ -15,11 +15,11 @@
 -- regular expressions, matched through PCRE2 (kb.regex). `format` is an
 -- annotation in draft 2020-12 and is not asserted (the date-time pattern
 -- beside it is).
-local json = require 'kluabench.io.json'
-local files = require 'kluabench.io.files'
+local json = require 'kluabench.util.json'
+local files = require 'kluabench.util.files'
 
 local M = {}
-local args = require 'kluabench.io.argcheck'
+local args = require 'kluabench.util.argcheck'
 
 --- The kinds and their schema files.
 M.FILES = {

@@ -15,7 +15,7 @@
 -- tables index them as unique): such a document whose slug is taken is
 -- renamed to a slug-shaped name within those 100 characters, and an
 -- implementation's projectSlug is its project's slug.
-local json = require 'kluabench.io.json'
+local json = require 'kluabench.util.json'
 local names = require 'kluabench.record.names'
 local schema = require 'kluabench.record.schema'
 

@@ -11,7 +11,7 @@ local operation = require 'kluabench.record.operation'
 
 local M = {}
 
-local get = require('kluabench.io.json').get
+local get = require('kluabench.util.json').get
 
 local function text(v) return (type(v) == 'string' or type(v) == 'number') and tostring(v) or nil end
 

@@ -4,12 +4,12 @@
 -- process stopped between the two leaves an unreferenced entry, never a run
 -- that names an entry that is not there.
 local evidence = require 'kluabench.record.evidence'
-local files = require 'kluabench.io.files'
-local json = require 'kluabench.io.json'
+local files = require 'kluabench.util.files'
+local json = require 'kluabench.util.json'
 local schema = require 'kluabench.record.schema'
 
 local M = {}
-local args = require 'kluabench.io.argcheck'
+local args = require 'kluabench.util.argcheck'
 
 -- Every document of a bundle valid, or an error naming the first problem:
 -- nothing invalid is written.

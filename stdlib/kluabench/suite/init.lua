@@ -68,7 +68,7 @@
 -- values by name, as records spell them), `x` (the swept axis), `id` (the
 -- workload slug) and `shared` (what shared(point) returned).
 local M = {}
-local args = require 'kluabench.io.argcheck'
+local args = require 'kluabench.util.argcheck'
 
 local core = require 'kluabench.core'
 local bench = require 'kluabench.measure.do_bench'
@@ -81,7 +81,7 @@ local HARNESS_DO_BENCH = bench.HARNESS_DEFAULTS
 -- A usage error: the message on stderr (the option's bytes escaped, as
 -- every command's are), exit status 2.
 local function usage_error(name, fmt, ...)
-  io.stderr:write(name, ': ', require('kluabench.io.args').printable(string.format(fmt, ...), 400), ' (see --help)\n')
+  io.stderr:write(name, ': ', require('kluabench.util.args').printable(string.format(fmt, ...), 400), ' (see --help)\n')
   os.exit(2)
 end
 
@@ -97,7 +97,7 @@ end
 local HOOKS = { 'setup', 'run' }
 local OPTIONAL_HOOKS = { 'validate', 'shared', 'check', 'cost', 'record', 'implementation', 'reference' }
 local PROTOCOLS = require('kluabench.measure.modes').NAMES
-local formats = require 'kluabench.report.formats'
+local formats = require 'kluabench.suite.formats'
 local FORMATS = formats.NAMES
 -- what is measured (Liger's metric_name), and what may be measured beside the time
 local METRICS = { 'speed', 'memory' }
@@ -145,7 +145,7 @@ local function check_decl(d)
     end
     if not known[s.axis] then
       bad("sweeps[%d] ('%s') sweeps axis '%s', which is not one of axes%s (axes: %s)", i, s.name, tostring(s.axis),
-        type(s.axis) == 'string' and require('kluabench.io.suggest').hint(s.axis, declared_axes) or '',
+        type(s.axis) == 'string' and require('kluabench.util.suggest').hint(s.axis, declared_axes) or '',
         table.concat(declared_axes, ', '))
     end
     if type(s.values) ~= 'table' or #s.values == 0 then
@@ -291,7 +291,7 @@ end
 -- measured once: a note says so on stderr, once per option.
 local function note_repeats(name, opt, repeats)
   if #repeats == 0 then return end
-  io.stderr:write(name, ': ', require('kluabench.io.args').printable(string.format("option '--%s' lists %s more than once: "
+  io.stderr:write(name, ': ', require('kluabench.util.args').printable(string.format("option '--%s' lists %s more than once: "
     .. 'each is measured once', opt, table.concat(repeats, ', ')), 400), '\n')
 end
 
@@ -324,7 +324,7 @@ local function choice(name, opt, value, list, offers_all)
   if value == 'all' and offers_all then return list end
   for _, v in ipairs(list) do if v == value then return { v } end end
   usage_error(name, "option '--%s' must be %s%s%s, got '%s'%s", opt, offers_all and '' or 'one of ', choices(list),
-    offers_all and ' or all' or '', value, require('kluabench.io.suggest').hint(value, list))
+    offers_all and ' or all' or '', value, require('kluabench.util.suggest').hint(value, list))
 end
 
 -- A comma list of choices (--mode forward,backward), in the order given,
@@ -362,7 +362,7 @@ local function parse(d, args)
     ['warmup-ms'] = 'value', runs = 'value', shard = 'value', timeout = 'value', history = 'value',
     sessions = 'flag', metric = 'value', metrics = 'value', audits = 'value', aliases = { h = 'help' } }
   for _, a in ipairs(d.axes) do spec[option_name(a.name)] = 'value' end
-  local raw, rest = require('kluabench.io.args').parse_args(args, spec)
+  local raw, rest = require('kluabench.util.args').parse_args(args, spec)
   if not raw then usage_error(d.name, '%s', rest) end
   if #rest > 0 then usage_error(d.name, "unexpected argument '%s'", rest[1]) end
   if raw.help then return { help = true } end
@@ -383,7 +383,7 @@ local function parse(d, args)
       local names = {}
       for _, s in ipairs(d.sweeps or {}) do names[#names + 1] = s.name end
       usage_error(d.name, "option '--sweep' must be %s or all, got '%s'%s", choices(names), raw.sweep,
-        require('kluabench.io.suggest').hint(raw.sweep, names))
+        require('kluabench.util.suggest').hint(raw.sweep, names))
     end
   end
   o.sweep = raw.sweep
@@ -410,7 +410,7 @@ local function parse(d, args)
     or d.warmup_ms or HARNESS_DO_BENCH.warmup_ms
   -- a week of one session is more than anyone means
   o.timeout = raw.timeout and positive_number(d.name, 'timeout', raw.timeout, 7 * 86400) or nil
-  o.audits = require('kluabench.suite.audit').DEFAULTS.during
+  o.audits = require('kluabench.trust.audit').DEFAULTS.during
   if raw.audits then
     o.audits = math.tointeger(tonumber(raw.audits))
     if not o.audits or o.audits < 0 or o.audits > 100 or not raw.audits:match('^%s*%d+%s*$') then
@@ -449,7 +449,7 @@ local function point_meta(d)
     __index = function(_, k)
       if known[k] or type(k) ~= 'string' then return nil end
       error(string.format("%s: a point has no field '%s'%s (its fields: %s)", d.name, k,
-        require('kluabench.io.suggest').hint(k, names), table.concat(names, ', ')), 2)
+        require('kluabench.util.suggest').hint(k, names), table.concat(names, ', ')), 2)
     end,
   }
 end
@@ -582,7 +582,7 @@ local function defined_at(fn)
   if not info or info.what == 'C' or (info.linedefined or 0) <= 0 then return '' end
   -- the script's path as it was given (short_src cuts a long one to 60 bytes)
   local src = info.source:sub(1, 1) == '@' and info.source:sub(2) or info.short_src
-  return string.format(' (%s:%d)', require('kluabench.io.args').printable(src, 300), info.linedefined)
+  return string.format(' (%s:%d)', require('kluabench.util.args').printable(src, 300), info.linedefined)
 end
 
 local function finite(v) return type(v) == 'number' and v == v and v > -math.huge and v < math.huge end
@@ -594,7 +594,7 @@ local function shown(v)
     if v ~= v then return 'NaN' end
     return 'the number ' .. (finite(v) and string.format('%.17g', v) or (v > 0 and 'inf' or '-inf'))
   end
-  if type(v) == 'string' then return "the string '" .. require('kluabench.io.args').printable(v, 60) .. "'" end
+  if type(v) == 'string' then return "the string '" .. require('kluabench.util.args').printable(v, 60) .. "'" end
   if type(v) == 'boolean' then return tostring(v) end
   if is_tensor(v) then return 'a tensor' end
   return 'a ' .. type(v)
@@ -849,8 +849,8 @@ end
 -- A new file in the results folder ($KLUABENCH_RESULTS, default results/):
 -- NAME-<UTC time>SUFFIX.
 local function results_file(d, suffix)
-  local dir = require('kluabench.io.files').results_dir()
-  local ok, err = require('kluabench.io.files').mkdir_p(dir)
+  local dir = require('kluabench.util.files').results_dir()
+  local ok, err = require('kluabench.util.files').mkdir_p(dir)
   if not ok then fail(d.name, '%s', err) end
   return dir .. '/' .. d.name .. '-' .. require('kluabench.record.names').time_id(require('kluabench.record').now())
     .. suffix
@@ -894,7 +894,7 @@ end
 -- file the sweep reads, or --samples is the records file: appending there
 -- would overwrite or corrupt an input. target: where the bundles go.
 local function check_not_inputs(d, o, target)
-  local outputs = require 'kluabench.record.outputs'
+  local outputs = require 'kluabench.suite.outputs'
   local inputs = sweep_inputs(d)
   local beside = o.samples == nil and formats.FORMATS[o.format].samples ~= false
   local ok, why = outputs.check_output("option '--out'", target, inputs, not beside)
@@ -914,7 +914,7 @@ local function check_samples_file(d, o, target)
   local beside = target and target ~= '-' and formats.FORMATS[o.format].samples ~= false
   local samples = o.samples or (beside and require('kluabench.record.evidence').samples_path(target))
   if not samples or samples == '-' then return end
-  local why = require('kluabench.io.files').not_regular(samples)
+  local why = require('kluabench.util.files').not_regular(samples)
   if not why then return end
   if o.samples then usage_error(d.name, "option '--samples' %s %s", samples, why) end
   usage_error(d.name, "option '--out' %s: its samples file %s %s", target, samples, why)
@@ -938,7 +938,7 @@ local function write_results(d, o, bundles, path, samples, claim)
   local f = formats.FORMATS[o.format]
   local table_text = formats.view(o.format, bundles, { sessions = o.sessions, metrics = o.metrics })
   if f.records == 'results' then -- the table is the output; the bundles went to the results file
-    local ok, err = require('kluabench.io.files').write_stdout(table_text)
+    local ok, err = require('kluabench.util.files').write_stdout(table_text)
     if not ok then fail(d.name, 'cannot write %s', err) end
     io.stderr:write(string.format('%s: %d bundle%s appended to %s (backend %s)\n', d.name, #bundles,
       #bundles == 1 and '' or 's', path, core.backend()))
@@ -1037,7 +1037,7 @@ local function describe(d, ctx, p, provider, bare)
   local cached = ctx.described[key]
   if cached then return cached end
   local out = { operation = d.operation }
-  local liger = require 'kluabench.record.liger'
+  local liger = require 'kluabench.liger'
   if not d.operation and not (liger.KERNELS[d.name] and liger.binding_of(d.name, p.params, p.dtype)) then
     local t = ctx.tensors[p.id]
     if not t and not bare then
@@ -1122,11 +1122,11 @@ local function failure_bundle(d, ctx, p, provider, mode, run_index, status, mess
       .. (again == message and ' (one of them raised that error)' or (', which raised: ' .. again)) } })
 end
 
--- The session's auditor (kluabench.suite.audit), or nil with --audits 0.
+-- The session's auditor (kluabench.trust.audit), or nil with --audits 0.
 local function auditor(d, ctx, p, provider, mode, inputs, keep)
   if ctx.o.audits == 0 then return nil end
   local seeds = require 'kluabench.trust.seeds'
-  return require('kluabench.suite.audit').new {
+  return require('kluabench.trust.audit').new {
     inputs = inputs, keep = keep, key = seeds.derive(ctx.trust.key, p.id, provider, mode, ctx.sessions),
     refresh = function(key) return seeds.with_key(key, call_setup, d, p, provider) end,
     reference = d.reference and function(snap) return call_reference(d, p, provider, mode, snap) end,
@@ -1369,7 +1369,7 @@ function M.main(d, args)
   local target = path or o.out
   if o.history and not require('kluabench.history.db').is_postgres(o.history) then
     -- results appended to the database file would damage it
-    local outputs = require 'kluabench.record.outputs'
+    local outputs = require 'kluabench.suite.outputs'
     for _, out in ipairs { { '--out', target }, { '--samples', o.samples } } do
       local ok, err = outputs.check_output(out[1], out[2], { { o.history, 'the --history database' } })
       if not ok then usage_error(d.name, '%s', err) end
@@ -1381,7 +1381,7 @@ function M.main(d, args)
   -- error (exit 2, as issue 23 asks of every command); a file of the results
   -- folder that cannot be written is not the command line's fault (exit 1)
   local function check_writable(file, option)
-    local ok, err = require('kluabench.io.files').check_writable(file)
+    local ok, err = require('kluabench.util.files').check_writable(file)
     if ok then return end
     if file == o[option] then usage_error(d.name, 'cannot write --%s %s', option, err) end
     fail(d.name, 'cannot write %s (the results folder: KLUABENCH_RESULTS, default results/)', err)
@@ -1413,7 +1413,7 @@ function M.main(d, args)
   end
 
   local total = #points * #o.providers * #o.modes * o.runs
-  local okp, progress_mod = pcall(require, 'kluabench.report.progress')
+  local okp, progress_mod = pcall(require, 'kluabench.progress')
   -- to-be-closed: an error or a hard stop clears the progress line before
   -- the message is printed
   local progress <close> = okp and progress_mod.new { total = total } or nil
@@ -1427,12 +1427,12 @@ function M.main(d, args)
   -- signal stops at once.
   core.defer_interrupts(true)
   local key_before = core.trust.seed_key(key)
-  if total > 1 and not require('kluabench.report.progress').quiet_from_env() then
+  if total > 1 and not require('kluabench.progress').quiet_from_env() then
     local seconds = estimate_seconds(d, ctx, points)
     if seconds and seconds >= M.ESTIMATE_FROM_S and not core.interrupted() then
       io.stderr:write(string.format('%s: %d sessions, estimated %s (one call of each provider and mode timed at the '
         .. 'smallest point, scaled by bytes); fewer values, --provider or --mode make it shorter\n', d.name, total,
-        require('kluabench.report.progress').format_duration(seconds)))
+        require('kluabench.progress').format_duration(seconds)))
     end
   end
   local swept, stopped_by = pcall(sweep, d, ctx, points, emit)

@@ -7,10 +7,10 @@
 --   census     the thread, stream and L2 observations the audits use
 --   precision  the norm-wise error check against the declared dtype
 --
--- The harness's part is in the suite layer: kluabench.suite.audit (audited
+-- The harness's part is in the suite layer: kluabench.trust.audit (audited
 -- samples at random points of a session and after it: fresh inputs, outputs
 -- against the reference, inputs unchanged, guard bytes, busy threads,
--- foreign streams, persisting L2) and kluabench.suite.integrity (the timing
+-- foreign streams, persisting L2) and kluabench.trust.integrity (the timing
 -- and statistics functions as they were before the script ran).
 local M = {}
 

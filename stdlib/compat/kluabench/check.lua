@@ -1,2 +1,0 @@
--- Moved to kluabench.kernels.check; this name is kept for one release.
-return require 'kluabench.kernels.check'

@@ -1,0 +1,502 @@
+--- Tables for people: aligned terminal tables, markdown tables, and the
+-- results table of a list of bundles; Liger's CSV of bundles.
+local M = {}
+local args = require 'kluabench.util.argcheck'
+
+local inference = require 'kluabench.stats.inference'
+
+local function cell_text(col, row)
+  local v = row[col.key]
+  if col.format then
+    if type(col.format) == 'function' then v = col.format(v, row)
+    elseif v ~= nil then v = string.format(col.format, v) end
+  end
+  if v == nil then return '' end
+  return tostring(v)
+end
+
+local function ulen(s) return utf8.len(s) or #s end
+
+local function pad(s, w, right)
+  local fill = string.rep(' ', w - ulen(s))
+  return right and fill .. s or s .. fill
+end
+
+local function columns_and_cells(columns, rows)
+  local widths, cells = {}, {}
+  for c, col in ipairs(columns) do widths[c] = ulen(col.title or col.key) end
+  for r, row in ipairs(rows) do
+    cells[r] = {}
+    for c, col in ipairs(columns) do
+      local s = cell_text(col, row)
+      cells[r][c] = s
+      if ulen(s) > widths[c] then widths[c] = ulen(s) end
+    end
+  end
+  return widths, cells
+end
+
+--- An aligned plain-text table; columns: {key, title, align = "left"|"right", format}.
+--
+-- format is a printf pattern or a function(value, row).
+--
+-- Returns the text, ending in a newline.
+--
+-- @signature report.format_table(columns, rows) -> text
+-- @example
+--   io.write(report.format_table({{key = "name"}, {key = "ms", align = "right", format = "%.3f"}},
+--     {{name = "fused", ms = 0.1375}}))
+function M.format_table(columns, rows)
+  args.check('report.format_table', 1, columns, 'table', 'list of columns')
+  args.check('report.format_table', 2, rows, 'table', 'list of rows')
+  local widths, cells = columns_and_cells(columns, rows)
+  local out = {}
+  local head, rule = {}, {}
+  for c, col in ipairs(columns) do
+    head[c] = pad(col.title or col.key, widths[c], col.align == 'right')
+    rule[c] = string.rep('-', widths[c])
+  end
+  out[1] = table.concat(head, '  '):gsub('%s+$', '')
+  out[2] = table.concat(rule, '  ')
+  for r = 1, #rows do
+    local line = {}
+    for c, col in ipairs(columns) do line[c] = pad(cells[r][c], widths[c], col.align == 'right') end
+    out[#out + 1] = table.concat(line, '  '):gsub('%s+$', '')
+  end
+  return table.concat(out, '\n') .. '\n'
+end
+
+--- The same table as GitHub markdown, for pasting into pull requests.
+--
+-- @signature report.format_markdown(columns, rows) -> text
+-- @example
+--   io.write(report.format_markdown({{key = "name"}, {key = "ms"}}, {{name = "fused", ms = 0.14}}))
+function M.format_markdown(columns, rows)
+  args.check('report.format_markdown', 1, columns, 'table', 'list of columns')
+  args.check('report.format_markdown', 2, rows, 'table', 'list of rows')
+  local widths, cells = columns_and_cells(columns, rows)
+  local function esc(s) return (s:gsub('|', '\\|')) end
+  local out = {}
+  local head, rule = {}, {}
+  for c, col in ipairs(columns) do
+    head[c] = pad(esc(col.title or col.key), widths[c], false)
+    local w = math.max(widths[c], 3)
+    rule[c] = col.align == 'right' and string.rep('-', w - 1) .. ':' or string.rep('-', w)
+  end
+  out[1] = '| ' .. table.concat(head, ' | ') .. ' |'
+  out[2] = '| ' .. table.concat(rule, ' | ') .. ' |'
+  for r = 1, #rows do
+    local line = {}
+    for c, col in ipairs(columns) do line[c] = pad(esc(cells[r][c]), widths[c], col.align == 'right') end
+    out[#out + 1] = '| ' .. table.concat(line, ' | ') .. ' |'
+  end
+  return table.concat(out, '\n') .. '\n'
+end
+
+--- A number for a table cell with `decimals` places (default 2): e-notation from 1e9 up (a value
+-- that far out is a broken input; 300 digits of it would break the table), three significant
+-- digits where the places would show 0 (0.001, not 0.00), "n/a" for NaN and infinities, nil for
+-- what is not a number.
+--
+-- @signature report.cell_number(x [, decimals]) -> text | nil
+-- @example
+--   print(report.cell_number(1.5), report.cell_number(1e300), report.cell_number(0.001))
+function M.cell_number(x, decimals)
+  if type(x) ~= 'number' then return nil end
+  if x ~= x or x == math.huge or x == -math.huge then return 'n/a' end
+  decimals = decimals or 2
+  local a = math.abs(x)
+  if a >= 1e9 then return string.format('%.3e', x) end
+  if a > 0 and a < 0.5 * 10 ^ -decimals then return string.format('%.3g', x) end
+  return string.format('%.' .. decimals .. 'f', x)
+end
+
+local function us(ns) return type(ns) == 'number' and M.cell_number(ns / 1000, 2) or nil end
+local function number(places) return function(v) return M.cell_number(v, places) end end
+
+--- Columns of the results table that M.results_rows fills. A column marked
+-- `optional` is left out of the table when no row has a value for it.
+M.RESULT_COLUMNS = {
+  { key = 'kernel', title = 'kernel' },
+  { key = 'mode', title = 'mode' },
+  { key = 'provider', title = 'provider' },
+  { key = 'workload', title = 'workload' },
+  -- optional: a table of memory runs alone has no time
+  { key = 'median_ns', title = 'median us', align = 'right', format = us, optional = 'time' },
+  { key = 'p20_ns', title = 'p20 us', align = 'right', format = us, optional = 'time' },
+  { key = 'p80_ns', title = 'p80 us', align = 'right', format = us, optional = 'time' },
+  { key = 'gbps', title = 'GB/s', align = 'right', format = number(1), optional = 'time' },
+  { key = 'pct_copy', title = '% of copy', align = 'right', optional = true,
+    format = function(v) return M.cell_number(v, 1) or 'n/a' end },
+  { key = 'mem_mb', title = 'peak MB', align = 'right', optional = true, format = number(1) },
+  { key = 'energy_mj', title = 'mJ/call', align = 'right', optional = true,
+    format = function(v) return v == false and 'n/a' or M.cell_number(v, 3) end },
+  { key = 'power_w', title = 'W', align = 'right', optional = true,
+    format = function(v) return v == false and 'n/a' or M.cell_number(v, 0) end },
+  { key = 'sm_mhz', title = 'SM MHz', align = 'right', optional = true,
+    format = function(v) return v == false and 'n/a' or M.cell_number(v, 0) end },
+  { key = 'flag', title = 'check', optional = true },
+  { key = 'n', title = 'samples', align = 'right', optional = 'time' },
+  { key = 'sessions', title = 'sessions', align = 'right', optional = true },
+  { key = 'ci_pct', title = 'ci95 ±%', align = 'right', optional = true,
+    format = function(v, row) return (M.cell_number(v, 2) or 'n/a') .. (row.ci_flag and '*' or '') end },
+  { key = 'device', title = 'device' },
+  { key = 'protocol', title = 'protocol', optional = true },
+  { key = 'timer', title = 'backend/timer', optional = true },
+  { key = 'flags', title = 'flags', optional = true },
+}
+
+--- How far past the copy floor a median may be before the table flags it `<floor`: the copy ceiling's
+-- own spread (check.CEILING_SPREAD).
+M.CEILING_SPREAD = require('kluabench.kernels.check').CEILING_SPREAD
+
+--- The width the results table aims to fit (a sweep's rows, and its heading lines).
+M.WIDTH = 120
+
+--- Results with fewer samples than this are flagged `n<5` in the table.
+M.MIN_SAMPLES = 5
+
+--- What each flag of the results table's flags column means.
+M.FLAGS = {
+  ['n<5'] = 'fewer than 5 samples: the median and its interval mean little',
+  ['!conv'] = 'the stopping rule sought a noise target (rse_median) and ended without reaching it',
+  ['<floor'] = 'the median beats the roofline floor of its bytes and flops (the copy ceiling) by more than '
+    .. 'the ceiling\'s own spread: the measurement or the cost model is wrong',
+  ['ci=range'] = 'the ci95 (marked *) is the samples\' whole [min, max]: too few samples for the order '
+    .. 'statistics of the median, so the interval says little',
+  ['ci~1'] = 'the ci95 (marked *) is set by one outlier: without the sample farthest from the median it is '
+    .. 'less than half as wide',
+}
+
+-- "cuda/cuda_events": the point's backend and its protocol's timer.
+local function timer_text(p)
+  if not p.backend and not p.timer then return nil end
+  return tostring(p.backend or '?') .. '/' .. tostring(p.timer or '?')
+end
+
+-- The half-width of the 95 % interval of the median, relative to the median (%), and what limits
+-- it ("ci=range", "ci~1": inference.describe's ci_flag): as the measurement computed them (the
+-- point's ci_ms, ci_flag), or, for files written before records kept the flags, computed from
+-- the samples by the same function; nil with fewer than 2 samples.
+local function ci_percent(p)
+  local ci, flag, med = p.ci_ms, p.ci_flag, p.median_ns and p.median_ns / 1e6
+  if not ci then
+    local values = p.samples_ms
+    if type(values) ~= 'table' or #values < 2 then return nil end
+    local d = inference.describe(values)
+    ci, flag, med = d.ci95, d.ci_flag, d.median
+  end
+  if not med or med <= 0 then return nil end
+  return 100 * (ci[2] - ci[1]) / (2 * med), flag
+end
+
+-- True when the run's stopping rule aimed at a noise target (rse_median,
+-- alone or inside `any`) or was interrupted, and did not converge.
+local function not_converged(stop, rule)
+  if type(stop) ~= 'table' or stop.converged ~= false then return false end
+  if stop.rule == 'rse_median' or stop.rule == 'interrupted' then return true end
+  if type(rule) ~= 'table' then return false end
+  if rule.rule == 'rse_median' then return true end
+  for _, r in ipairs(type(rule.rules) == 'table' and rule.rules or {}) do
+    if type(r) == 'table' and r.rule == 'rse_median' then return true end
+  end
+  return false
+end
+
+-- The flags of a row (see M.FLAGS), space separated, or nil.
+local function flags_of(row, p)
+  local ex = type(p.evidence.execution) == 'table' and p.evidence.execution or {}
+  local f = {}
+  if row.n and row.n < M.MIN_SAMPLES then f[#f + 1] = 'n<' .. M.MIN_SAMPLES end
+  if not_converged(ex.stop, ex.stopping) then f[#f + 1] = '!conv' end
+  -- set by whoever checks the median against the copy floor; a percentage
+  -- of the floor above 100 says the same
+  if p.implausible or (type(p.pct_floor) == 'number' and p.pct_floor > 100 * (1 + M.CEILING_SPREAD)) then
+    f[#f + 1] = '<floor'
+  end
+  if row.ci_flag then f[#f + 1] = row.ci_flag end
+  return #f > 0 and table.concat(f, ' ') or nil
+end
+
+-- One row of a bundle, and its point. energy: fill the energy columns (false: "n/a").
+local function row_of(b, energy)
+  local p = require('kluabench.record.point').of(b)
+  local row = {
+    kernel = p.kernel, mode = p.mode, provider = p.provider, workload = p.id, device = p.device,
+    protocol = p.protocol, timer = timer_text(p), median_ns = p.median_ns,
+    gbps = p.gbps, pct_copy = p.pct_copy, n = p.n,
+    mem_mb = p.metric == 'memory' and p.memory_median or nil,
+  }
+  if energy and p.metric ~= 'memory' then
+    row.energy_mj = p.energy_j and p.energy_j * 1000 or false
+    row.power_w, row.sm_mhz = p.power_w or false, p.sm_mhz or false
+  end
+  row.p20_ns, row.p80_ns = p.p20_ns, p.p80_ns
+  row.ci_pct, row.ci_flag = ci_percent(p)
+  if p.status and p.status ~= 'passed' then
+    local reasons = type(p.evidence.reasons) == 'table' and p.evidence.reasons or {}
+    -- IMPLAUSIBLE: the copy-floor check alone; another finding says its status
+    local only_floor = p.implausible and #reasons <= 1
+    row.flag = p.status == 'suspected_reward_hack' and only_floor and 'IMPLAUSIBLE' or p.status
+    if type(reasons[1]) == 'string' then row.reason = reasons[1] end
+  end
+  if not row.gbps and p.bytes and row.median_ns and row.median_ns > 0 then row.gbps = p.bytes / row.median_ns end
+  row.flags = flags_of(row, p)
+  return row, p
+end
+
+-- The columns whose per-session values an aggregated row averages.
+local AVERAGED = { 'gbps', 'pct_copy', 'p20_ns', 'p80_ns', 'energy_mj', 'power_w', 'sm_mhz' }
+
+-- The one row of the sessions of a point (rows and points of each): the mean of the session
+-- medians (as compare takes it), p20/p80 of the pooled samples, the samples summed, the session
+-- count, and as ci95 the t interval of that mean over the sessions (their spread is the noise
+-- that counts from run to run); the flags of any session, the ci ones left out.
+local function aggregate(rows, points)
+  local R = #rows
+  local out = {}
+  for k, v in pairs(rows[1]) do out[k] = v end
+  local sum, logs, n, pooled, all_samples = 0, {}, 0, {}, true
+  local sums = {}
+  for i, row in ipairs(rows) do
+    sum = sum + row.median_ns
+    logs[i] = math.log(row.median_ns)
+    n = n + (row.n or 0)
+    local xs = points[i].samples_ms
+    if type(xs) == 'table' and #xs > 0 then table.move(xs, 1, #xs, #pooled + 1, pooled) else all_samples = false end
+    for _, f in ipairs(AVERAGED) do
+      if type(row[f]) == 'number' and sums[f] ~= false then sums[f] = (sums[f] or 0) + row[f] else sums[f] = false end
+    end
+  end
+  out.median_ns, out.n, out.sessions = sum / R, n, R
+  for _, f in ipairs(AVERAGED) do
+    if sums[f] then out[f] = sums[f] / R elseif rows[1][f] == false then out[f] = false else out[f] = nil end
+  end
+  if all_samples then
+    local q = require('kluabench.stats').quantiles(pooled, { 0.2, 0.8 })
+    out.p20_ns, out.p80_ns = q[1] * 1e6, q[2] * 1e6
+  end
+  local mean = 0
+  for _, l in ipairs(logs) do mean = mean + l / R end
+  local ss = 0
+  for _, l in ipairs(logs) do ss = ss + (l - mean) ^ 2 end
+  out.ci_pct = 100 * inference.t_quantile(0.975, R - 1) * math.sqrt(ss / (R - 1)) / math.sqrt(R)
+  out.ci_flag = nil
+  local seen, flags = {}, {}
+  if n < M.MIN_SAMPLES then flags[1], seen['n<' .. M.MIN_SAMPLES] = 'n<' .. M.MIN_SAMPLES, true end
+  for _, row in ipairs(rows) do
+    for f in (row.flags or ''):gmatch('%S+') do
+      if not seen[f] and not f:match('^ci') and not f:match('^n<') then seen[f] = true; flags[#flags + 1] = f end
+    end
+  end
+  out.flags = #flags > 0 and table.concat(flags, ' ') or nil
+  return out
+end
+
+--- One row per point for output.RESULT_COLUMNS (kernel, mode, provider, workload, median/p20/p80
+-- us, GB/s, % of copy, peak MB (a memory run), mJ/call, W and SM MHz (with opts.metrics.energy;
+-- "n/a" where the record has none), check (the run's status when it is not passed), samples,
+-- sessions, ci95 ±%
+-- (the 95 % interval of the median over the median, marked * when it says little), device,
+-- protocol, backend/timer, flags: n<5, !conv, <floor, ci=range, ci~1 as output.FLAGS explains; the
+-- optional columns are left out of the tables when no row has them).
+--
+-- The passed sessions of one point (a sweep with --runs N) make one row: the mean of their medians,
+-- the pooled p20/p80, the samples summed, the session count, and as ci95 the t interval of that mean
+-- over the sessions. opts.sessions = true gives one row per bundle instead (each session apart);
+-- opts.metrics = {energy = true} adds the energy columns.
+--
+-- @signature report.results_rows(bundles [, opts]) -> rows
+-- @example
+--   local x = kb.randn({4096}, "f32", 1)
+--   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
+--   local bundle = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
+--   local rows = report.results_rows({bundle})
+function M.results_rows(bundles, opts)
+  args.check('report.results_rows', 1, bundles, 'table', 'list of bundles')
+  args.check('report.results_rows', 2, opts, 'table|nil', 'options')
+  local rows, points = {}, {}
+  local energy = opts and type(opts.metrics) == 'table' and opts.metrics.energy
+  for i, b in ipairs(bundles) do rows[i], points[i] = row_of(b, energy) end
+  if opts and opts.sessions then return rows end
+  -- the passed sessions of one point, in the order their first one came
+  local groups, order = {}, {}
+  for i, row in ipairs(rows) do
+    local p = points[i]
+    local key
+    if not row.flag and p.session.count > 1 and type(row.median_ns) == 'number' and row.median_ns > 0 then
+      key = table.concat({ tostring(p.digests.workload or p.id), tostring(p.kernel), tostring(p.mode),
+        tostring(p.provider), tostring(p.device), tostring(p.protocol), tostring(p.digests.protocol) }, '|')
+    end
+    if key and groups[key] then
+      table.insert(groups[key].rows, row)
+      table.insert(groups[key].points, p)
+    else
+      local g = { rows = { row }, points = { p } }
+      if key then groups[key] = g end
+      order[#order + 1] = g
+    end
+  end
+  local out = {}
+  for _, g in ipairs(order) do
+    out[#out + 1] = #g.rows > 1 and aggregate(g.rows, g.points) or g.rows[1]
+  end
+  return out
+end
+
+-- M.RESULT_COLUMNS without the optional columns that no row fills.
+--- The columns that say what and how every row measured: when all rows agree on them, they go into a
+-- line above the table instead of repeating on each row, as do the words of the workload ids that
+-- every row shares (so that a sweep's table fits 120 columns).
+M.SHARED_COLUMNS = { kernel = true, device = true, protocol = true, timer = true }
+
+-- The value every row has for key, or nil when they differ or one lacks it.
+local function common_value(rows, key)
+  local v = rows[1] and rows[1][key]
+  if v == nil then return nil end
+  for _, row in ipairs(rows) do if row[key] ~= v then return nil end end
+  return v
+end
+
+-- The words ("-"-separated) of the workload ids that every row shares, said once above the table:
+-- with two rows or more whose ids have as many words, and some but not all the same, each row's
+-- workload cell keeps the words that vary and the heading gets the id with "*" for them
+-- ("hidden8192-kv_heads8-q_heads32-seq*-bf16" over cells "seq1024", "seq2048").
+local function shared_workload(rows)
+  if #rows < 2 then return nil end
+  local words, n = {}, nil
+  for i, row in ipairs(rows) do
+    if type(row.workload) ~= 'string' then return nil end
+    local w = {}
+    for word in (row.workload .. '-'):gmatch('([^-]*)-') do w[#w + 1] = word end
+    if n and #w ~= n then return nil end
+    n, words[i] = #w, w
+  end
+  local same, varying = {}, 0
+  for j = 1, n do
+    same[j] = true
+    for i = 2, #rows do
+      if words[i][j] ~= words[1][j] then same[j] = false break end
+    end
+    if not same[j] then varying = varying + 1 end
+  end
+  if varying == 0 or varying == n then return nil end
+  local pattern = {}
+  for j = 1, n do
+    -- the axis name the varying words start with ("seq" of seq1024, seq2048), then "*"
+    local prefix = not same[j] and words[1][j]:match('^([%a_]*)') or nil
+    for i = 2, #rows do
+      if prefix and words[i][j]:match('^([%a_]*)') ~= prefix then prefix = '' end
+    end
+    pattern[j] = same[j] and words[1][j] or ((prefix or '') .. '*')
+  end
+  for i, row in ipairs(rows) do
+    local cell = {}
+    for j = 1, n do if not same[j] then cell[#cell + 1] = words[i][j] end end
+    row.workload = table.concat(cell, '-')
+  end
+  return table.concat(pattern, '-')
+end
+
+local function result_columns(rows)
+  local cols, heading = {}, {}
+  local workload = shared_workload(rows)
+  local timed = false
+  for _, row in ipairs(rows) do timed = timed or row.mem_mb == nil end
+  for _, col in ipairs(M.RESULT_COLUMNS) do
+    if col.key == 'workload' and workload then heading[#heading + 1] = 'workload ' .. workload end
+    local used = not col.optional or (col.optional == 'time' and timed)
+    for _, row in ipairs(rows) do
+      if used then break end
+      used = row[col.key] ~= nil
+    end
+    local shared = M.SHARED_COLUMNS[col.key] and common_value(rows, col.key)
+    if shared then
+      heading[#heading + 1] = col.title .. ' ' .. tostring(shared)
+    elseif used then
+      cols[#cols + 1] = col
+    end
+  end
+  if #heading == 0 then return cols, nil end
+  -- one line, or as many as it takes to stay within M.WIDTH
+  local lines, line = {}, heading[1]
+  for i = 2, #heading do
+    if ulen(line) + 3 + ulen(heading[i]) > M.WIDTH then
+      lines[#lines + 1], line = line, heading[i]
+    else
+      line = line .. ' · ' .. heading[i]
+    end
+  end
+  lines[#lines + 1] = line
+  return cols, table.concat(lines, '\n')
+end
+
+-- Why each row whose check is not passed is not: one line per row, after the table.
+local function reasons_text(rows, bullet)
+  local out = {}
+  for _, row in ipairs(rows) do
+    if row.flag and row.reason then
+      local why = row.reason
+      if #why > 400 then why = why:sub(1, 397) .. '...' end
+      -- an audit's reason starts with its status already
+      if why:sub(1, #row.flag + 2) ~= row.flag .. ': ' then why = row.flag .. ': ' .. why end
+      out[#out + 1] = string.format('%s%s %s %s: %s\n', bullet, tostring(row.mode), tostring(row.provider),
+        tostring(row.workload), why)
+    end
+  end
+  return table.concat(out)
+end
+
+--- The aligned terminal table of a list of bundles; the device, protocol and backend/timer that
+-- every row shares (and the kernel, and the words of the workload ids that do not vary) are said
+-- once, in a line above it, and why a row's check is not passed (its first reason) in a line after it.
+--
+-- opts: as report.results_rows (sessions = true: one row per session).
+--
+-- @signature report.results_table(bundles [, opts]) -> text
+-- @example
+--   local x = kb.randn({4096}, "f32", 1)
+--   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
+--   local bundle = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
+--   io.write(report.results_table({bundle}))
+function M.results_table(bundles, opts)
+  args.check('report.results_table', 1, bundles, 'table', 'list of bundles')
+  local rows = M.results_rows(bundles, opts)
+  local cols, heading = result_columns(rows)
+  local why = reasons_text(rows, 'check: ')
+  return (heading and (heading .. '\n') or '') .. M.format_table(cols, rows) .. why
+end
+
+--- The markdown table of a list of bundles, with why a row's check is not passed in a list after it.
+--
+-- @signature report.results_markdown(bundles [, opts]) -> text
+-- @example
+--   local x = kb.randn({4096}, "f32", 1)
+--   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
+--   local bundle = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
+--   io.write(report.results_markdown({bundle}))
+function M.results_markdown(bundles, opts)
+  args.check('report.results_markdown', 1, bundles, 'table', 'list of bundles')
+  local rows = M.results_rows(bundles, opts)
+  local cols, heading = result_columns(rows)
+  local why = reasons_text(rows, '- ')
+  return (heading and (heading .. '\n\n') or '') .. M.format_markdown(cols, rows) .. (why ~= '' and ('\n' .. why) or '')
+end
+
+--- Liger-Kernel's benchmark CSV of a list of bundles, header included, and how many bundles it
+-- leaves out: runs whose status is not passed (a failed or unchecked run has no time, and Liger's
+-- CSV has no column to say why; the records keep them).
+--
+-- @signature report.liger_csv(bundles) -> text, left_out | nil, message
+-- @example
+--   local x = kb.randn({4096}, "f32", 1)
+--   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
+--   local bundle = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
+--   local text, left_out = assert(report.liger_csv({bundle}))
+--   io.write(text)
+function M.liger_csv(bundles)
+  args.check('report.liger_csv', 1, bundles, 'table', 'list of bundles')
+  return require('kluabench.liger').csv_of_bundles(bundles)
+end
+
+return M

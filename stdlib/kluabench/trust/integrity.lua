@@ -1,0 +1,142 @@
+--- kluabench.trust.integrity: the timing and statistics functions as they
+-- were before the user's script ran, and which of them a script replaced.
+--
+-- The host calls capture() before it runs a script (engine/main.c), so the
+-- references kept here are the engine's and the stdlib's own: the timing
+-- path (kluabench.measure.protocol_base's device(), the measure modes)
+-- takes its functions from upvalues bound when those modules loaded, which
+-- capture() makes happen first. verify() then says which watched function a
+-- script replaced (kb.event = ..., stats.median = ..., a method of the event
+-- or tensor metatables, a module swapped in package.loaded): the harness
+-- reports any as a policy_violation. What it cannot see: a script that uses
+-- the debug library (debug.setupvalue, debug.sethook) or a plugin's native
+-- code rewriting the process's memory (docs/TRUST.md).
+local M = {}
+
+local core = require 'kluabench.core'
+
+-- The Lua modules whose functions decide a time or a check, loaded (and so
+-- bound) at capture time.
+M.MODULES = {
+  'kluabench.stats', 'kluabench.stats.inference', 'kluabench.measure.protocol_base', 'kluabench.measure.do_bench',
+  'kluabench.measure', 'kluabench.measure.modes',
+  'kluabench.measure.session', 'kluabench.measure.sample', 'kluabench.measure.cold', 'kluabench.measure.hot',
+  'kluabench.measure.graph', 'kluabench.measure.device', 'kluabench.measure.options', 'kluabench.measure.protocol',
+  'kluabench.measure.stopping', 'kluabench.measure.rotation', 'kluabench.kernels.check', 'kluabench.trust.audit',
+  'kluabench.trust.census', 'kluabench.trust.precision', 'kluabench.trust.seeds',
+}
+
+-- The engine's functions that time, synchronise, make inputs or compare.
+M.CORE = {
+  'event', 'elapsed_ms', 'synchronize', 'flush_l2', 'clock_ns', 'time_ns', 'spin', 'graph', 'randn', 'empty',
+  'zeros', 'max_abs_diff', 'rel_l2', 'compare_elements', 'from_table',
+}
+M.CORE_TABLES = { 'trace', 'trust', 'process' }
+
+-- The classes whose methods time or move data (registry names).
+M.CLASSES = { 'kluabench.Event', 'kluabench.Tensor', 'kluabench.Graph', 'kluabench.PluginKernel', 'kluabench.Kernel' }
+
+local captured -- {entries = {{label, get, value}}, modules = {name = table}}
+
+local function functions_of(t, label, out, get_table)
+  for k, v in pairs(t) do
+    if type(k) == 'string' and type(v) == 'function' then
+      out[#out + 1] = { label = label .. '.' .. k, table_of = get_table, key = k, value = v }
+    end
+  end
+end
+
+local function class_methods(name)
+  local mt = debug.getregistry()[name]
+  if type(mt) ~= 'table' then return nil end
+  return mt
+end
+
+--- Takes the references: loads the watched modules and records every function they and the engine
+-- export, and the methods of the engine's classes. Idempotent: the first call's references stay.
+--
+-- Returns the number of functions watched.
+--
+-- @signature integrity.capture() -> n
+-- @example
+--   print(require("kluabench.trust.integrity").capture() > 0)
+function M.capture()
+  if captured then return #captured.entries end
+  local c = { entries = {}, modules = {} }
+  for _, name in ipairs(M.CORE) do
+    if type(core[name]) == 'function' then
+      c.entries[#c.entries + 1] = { label = 'kb.' .. name, table_of = function() return core end, key = name,
+        value = core[name] }
+    end
+  end
+  for _, name in ipairs(M.CORE_TABLES) do
+    local t = core[name]
+    if type(t) == 'table' then
+      c.modules['kb.' .. name] = t
+      functions_of(t, 'kb.' .. name, c.entries, function() return core[name] end)
+    end
+  end
+  for _, name in ipairs(M.CLASSES) do
+    local mt = class_methods(name)
+    if mt then
+      functions_of(mt, name, c.entries, function() return class_methods(name) end)
+      if type(mt.__index) == 'table' then
+        functions_of(mt.__index, name, c.entries, function()
+          local m = class_methods(name)
+          return m and m.__index
+        end)
+      end
+    end
+  end
+  for _, name in ipairs(M.MODULES) do
+    local ok, mod = pcall(require, name)
+    if ok and type(mod) == 'table' then
+      c.modules[name] = mod
+      functions_of(mod, name, c.entries, function() return package.loaded[name] end)
+    end
+  end
+  captured = c
+  return #c.entries
+end
+
+--- Whether capture() has run.
+--
+-- @signature integrity.captured() -> boolean
+-- @example
+--   print(require("kluabench.trust.integrity").captured())
+function M.captured() return captured ~= nil end
+
+--- The watched functions a script replaced or removed since capture(): a list of {what, message}
+-- (empty when none; also when capture() never ran, with captured() false).
+--
+-- @signature integrity.verify() -> findings
+-- @example
+--   for _, f in ipairs(require("kluabench.trust.integrity").verify()) do print(f.message) end
+function M.verify()
+  local out = {}
+  if not captured then return out end
+  for name, mod in pairs(captured.modules) do
+    local now = name:sub(1, 3) == 'kb.' and core[name:sub(4)] or package.loaded[name]
+    if now ~= mod then
+      out[#out + 1] = { what = name, message = string.format('%s was replaced by the script (the harness times '
+        .. 'with the original; a replaced timing or statistics module is not allowed)', name) }
+    end
+  end
+  for _, e in ipairs(captured.entries) do
+    local t = e.table_of()
+    local now = type(t) == 'table' and rawget(t, e.key) or nil
+    if now ~= e.value then
+      local where = ''
+      local info = type(now) == 'function' and debug.getinfo(now, 'S') or nil
+      if info and info.what ~= 'C' then
+        where = string.format(' with a function of %s:%d', info.short_src, info.linedefined)
+      end
+      out[#out + 1] = { what = e.label, message = string.format('%s was %s by the script%s', e.label,
+        now == nil and 'removed' or 'replaced', where) }
+    end
+  end
+  table.sort(out, function(a, b) return a.what < b.what end)
+  return out
+end
+
+return M

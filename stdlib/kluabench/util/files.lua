@@ -1,0 +1,432 @@
+--- Files: whole-file reads, atomic writes, JSON Lines appends, mkdir -p.
+local M = {}
+local args = require 'kluabench.util.argcheck'
+
+local json = require 'kluabench.util.json'
+
+-- (busted on a machine without the binary), where only fsync and the JCS
+-- markers are missing.
+local core_cache
+local function core()
+  if core_cache == nil then
+    local ok, c = pcall(require, 'kluabench.core')
+    core_cache = ok and type(c) == 'table' and c or false
+  end
+  return core_cache or nil
+end
+
+--- The largest file read_file reads (512 MiB): a huge file is refused by its
+-- size before any of it is read, not read into a process that grows until
+-- the system kills it.
+M.MAX_READ_BYTES = 512 * 1024 * 1024
+
+--- A whole regular file's bytes, at most max_bytes (default output.MAX_READ_BYTES, 512 MiB); never
+-- waits on a FIFO.
+--
+-- Returns the bytes, or nil and a one-line message naming path and the cause: "path: is a
+-- directory", "path: is a FIFO, not a regular file (...)", "path: is a character device, ...",
+-- "path: is larger than N bytes (it has M), the most kluabench reads here", "path: No such file
+-- or directory". Only regular files are read: a FIFO may have no writer (opening it would wait
+-- forever) and a device may never end (/dev/zero). The size is checked before any byte is read,
+-- and the read stops at max_bytes should the file grow meanwhile. The engine's kb.read_file does
+-- the reading (opened non-blocking, in one allocation).
+--
+-- @signature report.read_file(path [, max_bytes]) -> text | nil, message
+-- @example
+--   local text, err = report.read_file("results.jsonl")
+function M.read_file(path, max_bytes)
+  max_bytes = max_bytes or M.MAX_READ_BYTES
+  local c = core()
+  if c and c.read_file then return c.read_file(path, max_bytes) end
+  -- without the engine (busted on a machine without the binary): plain io
+  local f, err = io.open(path, 'rb')
+  if not f then return nil, err end
+  local text, rerr = f:read(max_bytes + 1)
+  f:close()
+  if rerr then return nil, path .. ': ' .. tostring(rerr) end
+  text = text or '' -- nil at the end of an empty file
+  if #text > max_bytes then
+    return nil, string.format('%s: is larger than %d bytes, the most kluabench reads here', path, max_bytes)
+  end
+  return text
+end
+
+--- report.read_file for text: UTF-16 and UTF-32 files are refused with a message that says so; a
+-- UTF-8 byte order mark is dropped.
+--
+-- Returns text, or nil and "path: reason".
+--
+-- @signature report.read_text(path [, max_bytes]) -> text | nil, message
+-- @example
+--   local text, err = report.read_text("all_benchmark_data.csv")
+function M.read_text(path, max_bytes)
+  args.check('report.read_text', 1, path, 'string', 'path')
+  args.check('report.read_text', 2, max_bytes, 'integer|nil', 'byte limit')
+  local text, err = M.read_file(path, max_bytes)
+  if not text then return nil, err end
+  local enc = json.encoding_problem(text)
+  if enc then return nil, path .. ': ' .. enc end
+  if text:sub(1, 3) == '\239\187\191' then text = text:sub(4) end
+  return text
+end
+
+--- The lines of a text: split at each "\n", one "\r" before it dropped; the piece after the last
+-- "\n" is a line too (empty when the text ends with one; a "\r" ending it dropped), as
+-- `(text .. "\n"):gmatch("(.-)\r?\n")`
+-- gives them, but with a plain search for each newline (that pattern costs about a hundred machine
+-- instructions a byte: most of the time of reading a large JSON Lines file).
+--
+-- @signature report.lines(text) -> {line, ...}
+-- @example
+--   print(#report.lines("a\r\nb\n")) --> 3
+function M.lines(text)
+  args.check('report.lines', 1, text, 'string', 'text')
+  local out, pos, n = {}, 1, #text
+  while pos <= n + 1 do
+    local nl = text:find('\n', pos, true)
+    local line = text:sub(pos, (nl or n + 1) - 1)
+    if line:byte(-1) == 13 then line = line:sub(1, -2) end
+    out[#out + 1] = line
+    if not nl then break end
+    pos = nl + 1
+  end
+  return out
+end
+
+local tmp_counter = 0
+
+-- Longest path and file name the system takes (Linux's PATH_MAX and
+-- NAME_MAX); a longer one is refused before anything is created.
+local NAME_MAX = 255
+local function path_max()
+  local c = core()
+  return c and c.PATH_MAX or 4096
+end
+
+--- Whether path and each of its names fit the system's limits (kb.PATH_MAX, 255 bytes a name).
+--
+-- Checks that path is short enough for the system: true, or nil and a message naming it.
+--
+-- @signature report.check_path_length(path) -> true | nil, message
+-- @example
+--   assert(report.check_path_length("results/today.jsonl"))
+function M.check_path_length(path)
+  args.check('report.check_path_length', 1, path, 'string', 'path')
+  local limit = path_max()
+  if #path >= limit then
+    return nil, string.format('%s...: the path is %d bytes long, the system takes at most %d',
+      path:sub(1, 60), #path, limit - 1)
+  end
+  for part in path:gmatch('[^/]+') do
+    if #part > NAME_MAX then
+      return nil, string.format('%s...: a name in the path is %d bytes long, the system takes at most %d',
+        path:sub(1, 60), #part, NAME_MAX)
+    end
+  end
+  return true
+end
+
+-- io.open's message names the file it opened; ours names the user's path.
+local function reason(err, name)
+  err = tostring(err)
+  if name and err:sub(1, #name + 2) == name .. ': ' then err = err:sub(#name + 3) end
+  return err
+end
+
+-- What path is: 'missing', 'file', 'directory', 'link', 'fifo', 'char',
+-- 'block', 'socket', 'other', with the stat table; nil when the engine
+-- cannot tell (busted without the binary: treated as a regular file).
+local function kind_of(path, follow)
+  local c = core()
+  if not (c and c.stat) then return nil end
+  local st, _, errno = c.stat(path, follow)
+  if not st then return errno == 2 and 'missing' or nil, nil end
+  return st.type, st
+end
+
+-- kb.stat's types as kb.read_file (engine/fs.c) names them in its messages.
+local KIND_WORDS = { fifo = 'a FIFO', char = 'a character device', block = 'a block device', socket = 'a socket',
+  other = 'an unknown kind of file' }
+
+--- Why a path that exists is not a regular file, worded as read_file words it: "is a directory", "is a
+-- FIFO, not a regular file (a device or a FIFO may never end)", "is a character device, ..."; nil for
+-- a regular file, a path that does not exist, or when the engine cannot tell. Links are followed. The
+-- path is stat'ed, never opened: opening a FIFO waits for a writer (or a reader).
+--
+-- @signature report.not_regular(path) -> reason | nil
+-- @example
+--   print(report.not_regular("/dev/null")) --> is a character device, not a regular file (a device or a FIFO may never end)
+function M.not_regular(path)
+  args.check('report.not_regular', 1, path, 'string', 'path')
+  local kind = kind_of(path, true)
+  if kind == nil or kind == 'missing' or kind == 'file' then return nil end
+  if kind == 'directory' then return 'is a directory' end
+  return string.format('is %s, not a regular file (a device or a FIFO may never end)', KIND_WORDS[kind] or kind)
+end
+
+--- Writes text to stdout and flushes, checking both: nil, "stdout: why" when stdout is full, closed
+-- or its reader went away.
+--
+-- @signature report.write_stdout(text) -> true | nil, message
+-- @example
+--   assert(report.write_stdout("one line\n"))
+function M.write_stdout(text)
+  args.check('report.write_stdout', 1, text, 'string', 'text')
+  local ok, err = io.stdout:write(text)
+  if ok then ok, err = io.stdout:flush() end
+  if not ok then return nil, 'stdout: ' .. reason(err) end
+  return true
+end
+
+-- Opens path in io.open's mode, writes text (in one write(2) when
+-- unbuffered), flushes and closes, checking each step: true, or nil and
+-- "path: why".
+local function write_to(path, mode, text, unbuffered)
+  local f, err = io.open(path, mode)
+  if not f then return nil, string.format('%s: %s', path, reason(err, path)) end
+  if unbuffered then f:setvbuf('no') end
+  local ok, werr = f:write(text)
+  if ok then ok, werr = f:flush() end
+  local closed, cerr = f:close()
+  if ok and not closed then ok, werr = nil, cerr end
+  if not ok then return nil, string.format('%s: %s', path, reason(werr, path)) end
+  return true
+end
+
+-- Writes text to what path names, in place (devices, FIFOs, a link whose
+-- target is missing): nothing to replace atomically there.
+local function write_in_place(path, text) return write_to(path, 'wb', text) end
+
+-- The steps of an atomic replacement of target (a regular file or none)
+-- through tmp. Raises nothing itself; returns true or nil, reason.
+local function write_replacing(target, tmp, text, mode)
+  local c = core()
+  local f, err = io.open(tmp, 'wb')
+  if not f then return nil, reason(err, tmp) end
+  local ok, werr = f:write(text)
+  if ok then ok, werr = f:flush() end
+  if ok and c and c.fsync then
+    -- kb.fsync returns nil, message when it fails (a raised error is caught too)
+    local called, synced, serr = pcall(c.fsync, tmp)
+    if not (called and synced) then ok, werr = nil, reason(called and serr or synced, tmp) end
+  end
+  local closed, cerr = f:close()
+  if ok and not closed then ok, werr = nil, reason(cerr, tmp) end
+  if ok and mode and c and c.chmod then ok, werr = c.chmod(tmp, mode) end
+  if ok then ok, werr = os.rename(tmp, target) end
+  if not ok then return nil, reason(werr, tmp) end
+  return true
+end
+
+--- Writes a file through a temporary file and a rename: readers see the old or the new file, never a
+-- part.
+--
+-- The replaced file's mode is kept; a symbolic link is written through to its target and stays a
+-- link; a device, a FIFO or "-" (stdout) is written in place, never replaced by a plain file.
+-- Messages name path, not the temporary file, which never stays (also after an interrupt).
+--
+-- Writes text to path atomically: a temporary file in the same directory is written, flushed,
+-- fsync'ed (when the engine offers kb.fsync) and closed, given the mode of the file it replaces,
+-- then renamed over path, and the directory is fsync'ed so that the rename itself is durable.
+--
+-- @signature report.write_atomic(path, text) -> true | nil, message
+-- @example
+--   local path = os.tmpname()
+--   assert(report.write_atomic(path, report.encode_pretty({kind = "example"})))
+--   os.remove(path)
+function M.write_atomic(path, text)
+  if type(path) ~= 'string' or path == '' then
+    error("bad argument #1 to 'write_atomic' (path expected)", 2)
+  end
+  if type(text) ~= 'string' then
+    error("bad argument #2 to 'write_atomic' (string expected, got " .. type(text) .. ')', 2)
+  end
+  if path == '-' then return M.write_stdout(text) end
+  local okl, lerr = M.check_path_length(path)
+  if not okl then return nil, lerr end
+  local target, kind, st = path, kind_of(path, false)
+  if kind == 'link' then
+    local c = core()
+    local real = c.realpath(path)
+    if not real then return write_in_place(path, text) end -- dangling: open() creates the target
+    target = real
+    kind, st = kind_of(real, true)
+  end
+  if kind == 'directory' then return nil, path .. ': is a directory' end
+  if kind and kind ~= 'missing' and kind ~= 'file' then return write_in_place(path, text) end
+  tmp_counter = tmp_counter + 1
+  local c = core()
+  local stamp = c and c.clock_ns and c.clock_ns() or os.time()
+  local tmp = string.format('%s.tmp-%s-%d', target, tostring(stamp), tmp_counter)
+  local called, ok, werr = pcall(write_replacing, target, tmp, text, st and st.mode)
+  if not (called and ok) then
+    os.remove(tmp)
+    -- an interrupt (raised here, or caught by the pcall around fsync): raised
+    -- again, now that the temporary file is gone
+    if not called then error(ok, 0) end
+    if c and c.interrupted and c.interrupted() then error('interrupted!', 0) end
+    return nil, string.format('%s: %s', path, tostring(werr))
+  end
+  if c and c.fsync then
+    -- the rename is durable once the directory is; some file systems refuse
+    -- fsync on a directory, and the file is in place by now either way
+    pcall(c.fsync, target:match('^(.*)/[^/]*$') or '.')
+  end
+  return true
+end
+
+--- True when path is a regular file that begins as a SQLite database does ("SQLite format 3\0": a
+-- history database, or another program's).
+--
+-- @signature report.is_sqlite(path) -> boolean
+-- @example
+--   local path = os.tmpname()
+--   print(report.is_sqlite(path)) --> false
+--   os.remove(path)
+function M.is_sqlite(path)
+  args.check('report.is_sqlite', 1, path, 'string', 'path')
+  if kind_of(path, true) ~= 'file' then return false end
+  local f = io.open(path, 'rb')
+  if not f then return false end
+  local head = f:read(16)
+  f:close()
+  return head == 'SQLite format 3\0'
+end
+
+--- Whether an output path can be written, checked before any work: "-" can; an existing file must be
+-- writable, not a directory and not a SQLite database (a history database is never written over); a
+-- new file needs an existing, writable directory (a probe file is made and removed). Nothing is
+-- truncated.
+--
+-- The message names path: "out/x.jsonl: cannot write: out does not exist". The harness calls it on
+-- --out before measuring.
+--
+-- Returns true, or nil and a message naming path.
+--
+-- @signature report.check_writable(path) -> true | nil, message
+-- @example
+--   local ok, err = report.check_writable("/nonexistent/run.jsonl")
+--   if not ok then io.stderr:write(err, "\n") end
+function M.check_writable(path)
+  if type(path) ~= 'string' or path == '' then
+    error("bad argument #1 to 'check_writable' (path expected)", 2)
+  end
+  if path == '-' then return true end
+  local okl, lerr = M.check_path_length(path)
+  if not okl then return nil, lerr end
+  local kind = kind_of(path, true)
+  if kind == 'directory' then return nil, path .. ': is a directory' end
+  if kind == 'fifo' or kind == 'socket' then return true end -- opening a FIFO waits for a reader
+  if kind and kind ~= 'missing' then
+    local f, err = io.open(path, 'ab')
+    if not f then return nil, string.format('%s: cannot write: %s', path, reason(err, path)) end
+    f:close()
+    if kind == 'file' and M.is_sqlite(path) then
+      return nil, string.format('%s: a SQLite database (a history database?): results and reports are never '
+        .. 'written over one; give another path', path)
+    end
+    return true
+  end
+  local dir = path:match('^(.*)/[^/]*$') or '.'
+  if dir == '' then dir = '/' end
+  local dkind = kind_of(dir, true)
+  if dkind and dkind ~= 'directory' then
+    return nil, string.format('%s: cannot write: %s %s', path, dir,
+      dkind == 'missing' and 'does not exist' or 'is not a directory')
+  end
+  tmp_counter = tmp_counter + 1
+  local probe = string.format('%s.probe-%d-%d', path, os.time(), tmp_counter)
+  local f, err = io.open(probe, 'wb')
+  if not f then return nil, string.format('%s: cannot write: %s', path, reason(err, probe)) end
+  f:close()
+  os.remove(probe)
+  return true
+end
+
+--- Appends value as one JSON line to path ("-" or nil: stdout) and flushes.
+--
+-- Each finished point is on disk at once, even if a later one crashes.
+--
+-- The line goes out in one unbuffered write(2) to a file opened for appending, so a process killed
+-- at any moment leaves whole lines only. Every write, flush and close is checked.
+--
+-- @signature report.append_jsonl(path, value) -> true | nil, message
+-- @example
+--   local path = os.tmpname()
+--   assert(report.append_jsonl(path, {n = 1}))
+--   os.remove(path)
+function M.append_jsonl(path, value)
+  args.check('report.append_jsonl', 1, path, 'string', 'path')
+  local line, err = json.encode_line(value)
+  if not line then return nil, err end
+  return M.append_line(path, line)
+end
+
+--- Appends one line of text (a newline is added) to path ("-" or nil: stdout), in one unbuffered
+-- write(2) to a file opened for appending, as append_jsonl does.
+--
+-- @signature report.append_line(path, line) -> true | nil, message
+-- @example
+--   local path = os.tmpname()
+--   assert(report.append_line(path, '{"a":1}'))
+--   os.remove(path)
+function M.append_line(path, line)
+  args.check('report.append_line', 1, path, 'string', 'path')
+  args.check('report.append_line', 2, line, 'string', 'line')
+  if type(line) ~= 'string' then
+    error("bad argument #2 to 'append_line' (string expected, got " .. type(line) .. ')', 2)
+  end
+  if path == nil or path == '-' then return M.write_stdout(line .. '\n') end
+  return write_to(path, 'a', line .. '\n', true)
+end
+
+--- The folder results go to by default: $KLUABENCH_RESULTS, else results/ (the harness's default
+-- results files, run-all's run folders, the history's default database).
+--
+-- @signature report.results_dir() -> path
+-- @example
+--   print(report.results_dir())
+function M.results_dir()
+  local dir = os.getenv('KLUABENCH_RESULTS')
+  if dir == nil or dir == '' then return 'results' end
+  return dir
+end
+
+--- Creates a directory and its parents when missing, without a shell (a name starting with "-" is a
+-- name); a path longer than the system takes is refused before anything is created.
+--
+-- Returns true or nil, message naming path.
+--
+-- @signature report.mkdir_p(path) -> true | nil, message
+-- @example
+--   local dir = os.tmpname()
+--   os.remove(dir)
+--   assert(report.mkdir_p(dir .. "/results/today"))
+--   os.execute("rm -r " .. dir)
+function M.mkdir_p(path)
+  args.check('report.mkdir_p', 1, path, 'string', 'path')
+  if path == nil or path == '' or path == '.' then return true end
+  local okl, lerr = M.check_path_length(path)
+  if not okl then return nil, lerr end
+  local c = core()
+  local prefix = path:sub(1, 1) == '/' and '/' or ''
+  for part in path:gmatch('[^/]+') do
+    prefix = prefix .. part
+    local kind = kind_of(prefix, true)
+    if kind == nil and not (c and c.mkdir) then
+      return nil, path .. ': cannot create directory (this build has no kb.mkdir)'
+    end
+    if kind == 'missing' then
+      local ok, err, errno = c.mkdir(prefix)
+      if not ok and errno ~= 17 then -- EEXIST: made by someone else meanwhile
+        return nil, string.format('%s: cannot create directory %s', path, reason(err))
+      end
+    elseif kind ~= 'directory' and part ~= '.' and part ~= '..' then
+      return nil, string.format('%s: cannot create directory: %s is not a directory', path, prefix)
+    end
+    prefix = prefix .. '/'
+  end
+  return true
+end
+
+return M
