@@ -201,7 +201,7 @@ static int usage_error(options *o, const char *fmt, const char *a, const char *b
 
 /* The engine's long option a mistyped one most likely meant ("--backnd" ->
  * "--backend"), or NULL. The rule of the stdlib's did-you-mean
- * (kluabench.util.suggest), so that the engine and the commands guess alike:
+ * (kluabench.util.args), so that the engine and the commands guess alike:
  * the name without dashes and without "=VALUE" is within a third of its
  * length in edits (at least 1, at most 3; no guess for one or two
  * characters) of an option's, or starts with one or is the start of one,

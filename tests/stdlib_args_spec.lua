@@ -21,7 +21,7 @@ local ANY_VALUE = {
   ['show.value'] = 'view', ['show.result'] = 'view', ['show.print'] = 'prints any values', ['names.format_value'] = 'view',
   ['report.encode_pretty'] = 'encoding (nil is JSON null)',
   ['report.encode_line'] = 'encoding (nil, message for what JSON cannot hold)',
-  ['report.csv_field'] = 'view', ['report.printable'] = 'view', ['report.cell_number'] = 'nil for what is not a number',
+  ['report.csv_field'] = 'view', ['printable'] = 'view', ['report.cell_number'] = 'nil for what is not a number',
   ['plot.xml_text'] = 'view', ['compare.percent'] = "'' for what is not a number",
   ['help.find_value'] = 'looks any value up', ['help'] = 'documents any value', ['help.help'] = 'documents any value', ['help.text'] = 'documents any value',
   ['env.cuda_version'] = 'a version as the driver gives it, number or text; nil otherwise',

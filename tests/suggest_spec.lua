@@ -1,9 +1,9 @@
--- Did-you-mean: kluabench.util.suggest, and the messages of a mistyped
+-- Did-you-mean: kluabench.util.args, and the messages of a mistyped
 -- command, option or benchmark axis that use it.
-local suggest = require 'kluabench.util.suggest'
+local suggest = require 'kluabench.util.args'
 local sub = require 'helpers.subprocess'
 
-describe('kluabench.util.suggest', function()
+describe('kluabench.util.args', function()
   it('finds the word one or two edits away, best first', function()
     assert.same({ 'seq' }, suggest.closest('seqs', { 'seq', 'hidden', 'q-heads', 'kv-heads' }))
     assert.same({ 'fused' }, suggest.closest('fsued', { 'fused', 'reference', 'copy' })) -- a swap is one edit

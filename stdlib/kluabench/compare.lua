@@ -40,7 +40,7 @@ local results = require 'kluabench.table'
 local reader = require 'kluabench.record.reader'
 
 local M = {}
-local args = require 'kluabench.util.argcheck'
+local args = require 'kluabench.util.args'
 
 M.DEFAULTS = { threshold = 0.05, noise = 0.01, confidence = 0.95, resamples = 2000, seed = 1,
   familywise = true }

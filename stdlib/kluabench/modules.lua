@@ -27,7 +27,7 @@ M.MODULES = {
   history_point = 'kluabench.history.point',
   suite = 'kluabench.suite', shard = 'kluabench.suite.shard', audit = 'kluabench.trust.audit',
   integrity = 'kluabench.trust.integrity', rope_benchmarks = 'kluabench.benchmarks.rope',
-  suggest = 'kluabench.util.suggest', show = 'kluabench.repl.show',
+  suggest = 'kluabench.util.args', show = 'kluabench.repl.show',
   commands = 'kluabench.commands', help = 'kluabench.apidoc.help', apidoc = 'kluabench.apidoc',
 }
 

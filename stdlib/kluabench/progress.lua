@@ -17,7 +17,7 @@
 --   end
 --   p:close()
 local M = {}
-local args = require 'kluabench.util.argcheck'
+local args = require 'kluabench.util.args'
 
 local Progress = {}
 Progress.__index = Progress

@@ -1,7 +1,7 @@
 --- Tables for people: aligned terminal tables, markdown tables, and the
 -- results table of a list of bundles; Liger's CSV of bundles.
 local M = {}
-local args = require 'kluabench.util.argcheck'
+local args = require 'kluabench.util.args'
 
 local inference = require 'kluabench.stats.inference'
 

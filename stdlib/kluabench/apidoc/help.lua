@@ -14,7 +14,7 @@
 local apidoc = require 'kluabench.apidoc'
 
 local M = {}
-local args = require 'kluabench.util.argcheck'
+local args = require 'kluabench.util.args'
 
 local WIDTH = 78
 

@@ -260,8 +260,8 @@ M.sections = {
   { id = 'html', title = 'kluabench.charts.html: the HTML report',
     intro = '`local html = require "kluabench.charts.html"`. One self-contained page: tables, inline SVG '
       .. 'charts (kluabench.charts.plot), trends with their steps marked.' },
-  { id = 'suggest', title = 'kluabench.util.suggest: did you mean',
-    intro = '`local suggest = require "kluabench.util.suggest"`. The valid word a mistyped one most likely '
+  { id = 'suggest', title = 'kluabench.util.args: did you mean',
+    intro = '`local suggest = require "kluabench.util.args"`. The valid word a mistyped one most likely '
       .. 'meant: unknown options of every command and benchmark script say it.' },
   { id = 'help', title = 'kluabench.apidoc.help: this documentation at the prompt',
     intro = 'The REPL installs `help` as a global; `?name` is `help("name")`.' },

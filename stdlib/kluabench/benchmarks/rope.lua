@@ -12,7 +12,7 @@
 -- launch, its yardstick) and copy (a device-to-device copy of q's and k's
 -- bytes). scripts/llama4_rope.lua and scripts/rope.lua run them.
 local M = {}
-local args = require 'kluabench.util.argcheck'
+local args = require 'kluabench.util.args'
 
 local kb = require 'kluabench.core'
 

@@ -10,7 +10,7 @@
 local plot = require 'kluabench.charts.plot'
 
 local M = {}
-local args = require 'kluabench.util.argcheck'
+local args = require 'kluabench.util.args'
 
 local function esc(s)
   s = plot.xml_text(s == nil and '' or s)

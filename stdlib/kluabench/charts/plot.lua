@@ -21,7 +21,7 @@ local liger = require 'kluabench.liger'
 local files = require 'kluabench.util.files'
 
 local M = {}
-local args = require 'kluabench.util.argcheck'
+local args = require 'kluabench.util.args'
 
 ---------------------------------------------------------------------------
 -- Reading results

@@ -77,6 +77,7 @@ file; 2 usage error (-o naming an input included).]]
 local function usage_error(fmt, ...) return require('kluabench.commands.helpers').usage_error('merge', fmt, ...) end
 
 local reader = require 'kluabench.record.reader'
+local printable = require('kluabench.util.args').printable
 local get = reader.get
 
 --- The point id of a bundle: its workload's case key ("seq2048-bf16"), or nil, why.
@@ -165,7 +166,7 @@ function M.gather(manifest, inputs, opts)
   local function problem(kind, fmt, ...)
     local args = table.pack(...)
     for k = 1, args.n do
-      if type(args[k]) == 'string' then args[k] = json.printable(args[k], 300) end
+      if type(args[k]) == 'string' then args[k] = printable(args[k], 300) end
     end
     res.problems[#res.problems + 1] = { kind = kind, message = string.format(fmt, table.unpack(args, 1, args.n)) }
   end
@@ -189,7 +190,7 @@ function M.gather(manifest, inputs, opts)
     if input.missing then
       if #s.points > 0 then problem('missing', '%s does not exist (shard %d/%d)', path, i, n) end
     elseif input.error then
-      problem('unreadable', '%s (shard %d/%d)', json.printable(input.error, 400), i, n)
+      problem('unreadable', '%s (shard %d/%d)', printable(input.error, 400), i, n)
     else
       items, bad = reader.items(input.text, path, { tolerant = true })
     end
@@ -225,8 +226,8 @@ function M.gather(manifest, inputs, opts)
         if math.type(si) ~= 'integer' or math.type(sn) ~= 'integer' or si < 1 or si > sn
             or sn > shards.MAX_SESSIONS then
           problem('unreadable', '%s: point %s, provider %s, mode %s: session %s of %s is not one of 1..N (N at most '
-            .. '%d) (not merged)', where, id, provider, mode, json.printable(tostring(si), 40),
-            json.printable(tostring(sn), 40), shards.MAX_SESSIONS)
+            .. '%d) (not merged)', where, id, provider, mode, printable(tostring(si), 40),
+            printable(tostring(sn), 40), shards.MAX_SESSIONS)
         elseif e and not (e.providers[provider] and e.modes[mode] and sn == e.sessions
             and math.type(si) == 'integer' and si >= 1 and si <= sn) then
           problem('unexpected', 'point %s, provider %s, mode %s, session %s/%s in %s: the manifest expects '
@@ -248,7 +249,7 @@ function M.gather(manifest, inputs, opts)
             local why = type(pt.evidence.reasons) == 'table' and pt.evidence.reasons[1] or nil
             problem('failed', 'point %s, provider %s, mode %s, session %d/%d in %s: %s%s (merged; its record says why)',
               id, provider, mode, si, sn, where, tostring(pt.status),
-              type(why) == 'string' and (': ' .. json.printable(why, 200)) or '')
+              type(why) == 'string' and (': ' .. printable(why, 200)) or '')
           elseif pt.status == 'suspected_reward_hack' then
             problem('implausible', 'point %s, provider %s, mode %s, session %d/%d in %s: faster than the copy floor '
               .. 'of its bytes (status suspected_reward_hack)', id, provider, mode, si, sn, where)
@@ -352,7 +353,7 @@ function M.gather(manifest, inputs, opts)
     for _, ek in ipairs(env_order) do
       local e = envs[ek]
       local hosts = sorted_keys(e.hosts)
-      lines[#lines + 1] = json.printable(string.format('  %s (%s): %d bundle%s from %s%s', ek:sub(1, 19), e.label,
+      lines[#lines + 1] = printable(string.format('  %s (%s): %d bundle%s from %s%s', ek:sub(1, 19), e.label,
         e.count, e.count == 1 and '' or 's', table.concat(sorted_keys(e.files), ', '),
         #hosts > 0 and (' on ' .. table.concat(hosts, ', ')) or ''), 600)
     end
@@ -456,7 +457,7 @@ function M.merge(dir, path, opts)
   local who = 'kluabench ' .. (opts.name or 'merge') .. ': '
   local res, err = M.collect(dir, opts)
   if not res then
-    io.stderr:write(who, json.printable(err, 600), '\n', who, 'nothing merged\n')
+    io.stderr:write(who, printable(err, 600), '\n', who, 'nothing merged\n')
     return 1
   end
   local failed = false

@@ -7,6 +7,7 @@ local files = require 'kluabench.util.files'
 local json = require 'kluabench.util.json'
 local outputs = require 'kluabench.suite.outputs'
 local names = require 'kluabench.record.names'
+local printable = require('kluabench.util.args').printable
 
 local M = {}
 
@@ -131,7 +132,7 @@ local function parse_points(text, what)
     local id, c = fields[1], tonumber(fields[2] or '')
     if not id or id == '' or not c then
       return nil, string.format("%s, line %d: expected ID<TAB>COST<TAB>DESCRIPTION, got '%s'", what, n,
-        json.printable(line, 200))
+        printable(line, 200))
     end
     local desc, raw = {}, {}
     for k = 3, #fields do
@@ -142,7 +143,7 @@ local function parse_points(text, what)
     if next(raw) then
       if not (raw.providers and raw.modes and raw.sessions) then
         return nil, string.format('%s, line %d: providers=, modes= and sessions= go together (got %s)', what, n,
-          json.printable(line, 200))
+          printable(line, 200))
       end
       local providers, perr = name_list(raw.providers, 'providers')
       local modes, merr = name_list(raw.modes, 'modes')
@@ -150,7 +151,7 @@ local function parse_points(text, what)
       if not providers or not modes then return nil, string.format('%s, line %d: %s', what, n, perr or merr) end
       if not sessions or sessions < 1 or sessions > M.MAX_SESSIONS then
         return nil, string.format("%s, line %d: sessions '%s': expected a whole number from 1 to %d", what, n,
-          json.printable(raw.sessions, 40), M.MAX_SESSIONS)
+          printable(raw.sessions, 40), M.MAX_SESSIONS)
       end
       p.expect = { providers = providers, modes = modes, sessions = sessions }
     end
@@ -309,7 +310,7 @@ end
 
 -- How a value of the manifest reads in a message: 3, "3" (a string), a table.
 local function shown(v)
-  if type(v) == 'string' then return string.format('"%s" (a string)', json.printable(v, 60)) end
+  if type(v) == 'string' then return string.format('"%s" (a string)', printable(v, 60)) end
   if type(v) == 'table' then return 'a JSON ' .. (is_list(v) and 'array' or 'object') end
   if v == nil then return 'missing' end
   return tostring(v)
@@ -337,7 +338,7 @@ local function check_names(v, what)
     if type(w) ~= 'string' or w == '' or w:find('[%c]') then
       return nil, string.format('%s[%d] must be a name, got %s', what, i, shown(w))
     end
-    if seen[w] then return nil, string.format("%s names '%s' twice", what, json.printable(w, 60)) end
+    if seen[w] then return nil, string.format("%s names '%s' twice", what, printable(w, 60)) end
     seen[w] = true
   end
   return true
@@ -382,7 +383,7 @@ function M.check_manifest(m, label)
   end
   local by_index, names, where = {}, { [M.MANIFEST] = 'the manifest', ['job.sbatch'] = 'the batch script' }, {}
   local function claim(name, what)
-    if names[name] then return bad("%s is '%s', which is %s too", what, json.printable(name, 80), names[name]) end
+    if names[name] then return bad("%s is '%s', which is %s too", what, printable(name, 80), names[name]) end
     names[name] = what
     return true
   end
@@ -417,16 +418,16 @@ function M.check_manifest(m, label)
         return bad('shard %d, point %d has no id (a non-empty string without control characters)', i, j)
       end
       if where[p.id] then
-        return bad('point %s is in shard %d and in shard %d (a point belongs to one shard)', json.printable(p.id, 80),
+        return bad('point %s is in shard %d and in shard %d (a point belongs to one shard)', printable(p.id, 80),
           where[p.id], i)
       end
       where[p.id] = i
       if p.cost ~= nil and (type(p.cost) ~= 'number' or not (p.cost >= 0 and p.cost < math.huge)) then
-        return bad('point %s: cost is %s, expected a finite number >= 0', json.printable(p.id, 80), shown(p.cost))
+        return bad('point %s: cost is %s, expected a finite number >= 0', printable(p.id, 80), shown(p.cost))
       end
       if p.expect ~= nil then
         local eok, ewhy = check_expect(p.expect)
-        if not eok then return bad('point %s: %s', json.printable(p.id, 80), ewhy) end
+        if not eok then return bad('point %s: %s', printable(p.id, 80), ewhy) end
         with_expect = with_expect + 1
       end
       total = total + 1

@@ -12,7 +12,7 @@
 local core = require 'kluabench.core'
 
 local M = {}
-local args = require 'kluabench.util.argcheck'
+local args = require 'kluabench.util.args'
 
 --- The SQLite busy timeout (ms): how long a writer waits for another process's transaction.
 M.BUSY_TIMEOUT_MS = 60000

@@ -32,7 +32,7 @@
 -- least half as much, the machine changed, not the code, and the step is
 -- reported as drift (not a regression).
 local M = {}
-local args = require 'kluabench.util.argcheck'
+local args = require 'kluabench.util.args'
 
 --- The defaults of history_detect.check (docs/HISTORY.md says how they were chosen).
 M.DEFAULTS = { window = 20, min_window = 5, lag = 3, z = 4, threshold = 0.02, noise = 0.0 }

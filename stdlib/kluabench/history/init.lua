@@ -11,7 +11,7 @@ local inference = require 'kluabench.stats.inference'
 local stats = require 'kluabench.stats'
 
 local M = {}
-local args = require 'kluabench.util.argcheck'
+local args = require 'kluabench.util.args'
 
 --- The default database when none is given: results/history.db (beside the results the scripts
 -- write; $KLUABENCH_RESULTS names another folder than results/, as it does for the scripts).

@@ -15,7 +15,7 @@ local view = require 'kluabench.record.point'
 local evidence = require 'kluabench.record.evidence'
 
 local M = {}
-local args = require 'kluabench.util.argcheck'
+local args = require 'kluabench.util.args'
 
 local get = reader.get
 

@@ -12,7 +12,7 @@
 -- (SQLite's INTEGER PRIMARY KEY, PostgreSQL's identity column): a step's sql
 -- is then a table of the text for each; docs/HISTORY.md describes the tables.
 local M = {}
-local args = require 'kluabench.util.argcheck'
+local args = require 'kluabench.util.args'
 
 -- The SQL of a step for each backend: {ID} is a key the database assigns.
 local function per_backend(sql)

@@ -7,7 +7,7 @@ local json = require 'kluabench.util.json'
 local inference = require 'kluabench.stats.inference'
 
 local M = {}
-local args = require 'kluabench.util.argcheck'
+local args = require 'kluabench.util.args'
 
 --- Bundles written per transaction by add_bundles: an interrupted add leaves whole batches, each
 -- of whole bundles.

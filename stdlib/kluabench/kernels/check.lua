@@ -25,7 +25,7 @@
 --   time(function() c.run(c.state) end)
 --   assert(c:recheck())         -- the last seed's output, after timing
 local M = {}
-local args = require 'kluabench.util.argcheck'
+local args = require 'kluabench.util.args'
 
 --- Tolerances by output dtype: |got - want| <= atol + rtol * |want|. bf16
 -- and f16 allow about one rounding of their own precision.

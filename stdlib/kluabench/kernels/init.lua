@@ -16,7 +16,7 @@
 -- which kluabench.record does. A script can add its own with M.register.
 -- docs/ADDING_A_KERNEL.md walks through a new family.
 local M = {}
-local args = require 'kluabench.util.argcheck'
+local args = require 'kluabench.util.args'
 
 --- Record kernel name -> {title, sources, cost, family} (record.KERNELS is
 -- this table).

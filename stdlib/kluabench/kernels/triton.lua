@@ -11,7 +11,7 @@
 local kb = require 'kluabench.core'
 
 local M = {}
-local args = require 'kluabench.util.argcheck'
+local args = require 'kluabench.util.args'
 
 -- The most bytes of metadata JSON read (Triton writes a few kilobytes);
 -- cubins and PTX are read up to kb.read_file's default bound (512 MiB).
@@ -30,7 +30,7 @@ end
 local function shown(v, expected)
   local text
   if type(v) == 'string' then
-    text = "'" .. require('kluabench.util.json').printable(v, 60) .. "'"
+    text = "'" .. require('kluabench.util.args').printable(v, 60) .. "'"
   elseif type(v) == 'number' and v ~= v then
     text = 'NaN'
   elseif math.type(v) == 'float' and v == math.floor(v) and math.abs(v) < 2 ^ 53 then

@@ -1,8 +1,33 @@
 --- CSV (RFC 4180): fields written as Python writes them, and a parser.
 local M = {}
-local args = require 'kluabench.util.argcheck'
+local args = require 'kluabench.util.args'
 
 local json = require 'kluabench.util.json'
+
+--- A float as Python's repr writes it ("256.0", "1e-05"), as Liger's CSV holds them; an integer
+-- plainly ("256").
+--
+-- @signature csv.format_pyfloat(x) -> text
+-- @example
+--   print(csv.format_pyfloat(256.0)) --> 256.0
+function M.format_pyfloat(x)
+  args.check('csv.format_pyfloat', 1, x, 'number', 'number')
+  if math.type(x) == 'integer' then return string.format('%d', x) end
+  if x ~= x then return 'nan' end
+  if x == math.huge then return 'inf' end
+  if x == -math.huge then return '-inf' end
+  if x == 0 then return (1 / x < 0) and '-0.0' or '0.0' end
+  local sign = x < 0 and '-' or ''
+  local digits, n = json.shortest_digits(math.abs(x))
+  local k, e = #digits, n - 1
+  if e >= -4 and e < 16 then
+    if n <= 0 then return sign .. '0.' .. string.rep('0', -n) .. digits end
+    if k <= n then return sign .. digits .. string.rep('0', n - k) .. '.0' end
+    return sign .. digits:sub(1, n) .. '.' .. digits:sub(n + 1)
+  end
+  return string.format('%s%s%se%s%02d', sign, digits:sub(1, 1), k > 1 and '.' .. digits:sub(2) or '',
+    e < 0 and '-' or '+', math.abs(e))
+end
 
 --- One CSV field: numbers as Python writes them, strings quoted when needed.
 --
@@ -14,7 +39,7 @@ local json = require 'kluabench.util.json'
 --   print(report.csv_field("a,b")) --> "a,b"
 function M.csv_field(v)
   if v == nil then return '' end
-  if type(v) == 'number' then return json.format_pyfloat(v) end
+  if type(v) == 'number' then return M.format_pyfloat(v) end
   local s = tostring(v)
   -- a leading byte order mark is quoted too: parse_csv drops an unquoted
   -- one at the start of the text, so the field would not read back

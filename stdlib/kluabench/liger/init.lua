@@ -22,7 +22,8 @@ local operation = require 'kluabench.record.operation'
 local env = require 'kluabench.record.env'
 
 local M = {}
-local args = require 'kluabench.util.argcheck'
+local args = require 'kluabench.util.args'
+local printable = require('kluabench.util.args').printable
 
 --- The header of Liger's CSV, in its order.
 M.HEADER = { 'kernel_name', 'kernel_provider', 'kernel_operation_mode', 'metric_name',
@@ -187,7 +188,7 @@ local function decimal(s)
   return tonumber(s)
 end
 
-local function quoted(s) return "'" .. output.printable(s, 60) .. "'" end
+local function quoted(s) return "'" .. printable(s, 60) .. "'" end
 
 local function number_field(row, col)
   local v = decimal(row[col])
@@ -730,7 +731,7 @@ local function config_string(params, dtype, x_key)
   local parts = {}
   for i, k in ipairs(keys) do
     local v = vals[k]
-    local s = type(v) == 'number' and output.format_pyfloat(v) or output.encode_line(v)
+    local s = type(v) == 'number' and require('kluabench.liger.csv').format_pyfloat(v) or output.encode_line(v)
     parts[i] = output.quote(k) .. ': ' .. s
   end
   return '{' .. table.concat(parts, ', ') .. '}'

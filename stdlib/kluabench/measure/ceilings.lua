@@ -26,7 +26,7 @@ local json = require 'kluabench.util.json'
 local files = require 'kluabench.util.files'
 
 local M = {}
-local args = require 'kluabench.util.argcheck'
+local args = require 'kluabench.util.args'
 
 M.FILE = 'ceilings.json'
 M.VERSION = 1

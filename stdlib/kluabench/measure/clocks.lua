@@ -20,7 +20,7 @@
 -- read right after a sample may already show the GPU relaxing: it is a
 -- lower bound of the clock the sample ran at, not an average.
 local M = {}
-local args = require 'kluabench.util.argcheck'
+local args = require 'kluabench.util.args'
 
 --- The throttle reasons that make a sample be dropped by default: the GPU
 -- lowered its clocks for power or temperature. Not in the list: gpu_idle

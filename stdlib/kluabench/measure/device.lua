@@ -11,7 +11,7 @@ local ENGINE = (function()
 end)()
 
 local M = {}
-local args = require 'kluabench.util.argcheck'
+local args = require 'kluabench.util.args'
 
 -- A stand-in for kb.graph on the cpu backend, where no capture exists: the
 -- "graph" calls the captured function again on every replay. Results on cpu

@@ -7,7 +7,7 @@ local base = require 'kluabench.measure.protocol_base'
 local inference = require 'kluabench.stats.inference'
 
 local M = {}
-local args = require 'kluabench.util.argcheck'
+local args = require 'kluabench.util.args'
 
 local floor, max = math.floor, math.max
 

@@ -28,7 +28,7 @@
 --
 -- Where there is no energy counter (the cpu backend, no NVML, a GPU older
 -- than Volta) the result is {available = false, reason}; records say so.
-local args = require 'kluabench.util.argcheck'
+local args = require 'kluabench.util.args'
 local M = {}
 
 M.DEFAULTS = { windows = 3, window_ms = 1000, batch_ms = 10, max_batch = 1000000, edge_timeout_ms = 2000 }

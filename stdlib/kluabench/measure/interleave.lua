@@ -21,7 +21,7 @@
 local prng = require 'kluabench.stats.prng'
 
 local M = {}
-local args = require 'kluabench.util.argcheck'
+local args = require 'kluabench.util.args'
 
 M.ORDERS = { roundrobin = true, shuffle = true }
 

@@ -12,7 +12,7 @@
 -- built-in kernels keep between calls is let go (kb.drop_scratch) and the
 -- garbage collector runs, so that only what the call holds or allocates
 -- counts, not buffers left by an earlier provider or tensors nobody holds.
-local args = require 'kluabench.util.argcheck'
+local args = require 'kluabench.util.args'
 local M = {}
 
 --- Iterations per figure (Liger's _test_memory: 10).

@@ -38,7 +38,7 @@ local ENGINE = (function()
 end)()
 
 local M = {}
-local args = require 'kluabench.util.argcheck'
+local args = require 'kluabench.util.args'
 
 --- The engine's primitives as a ctx table: event, elapsed_ms, synchronize, flush_l2, clock_ns,
 -- backend, timer.

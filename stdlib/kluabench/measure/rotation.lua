@@ -4,7 +4,7 @@
 local options = require 'kluabench.measure.options'
 
 local M = {}
-local args = require 'kluabench.util.argcheck'
+local args = require 'kluabench.util.args'
 
 local ceil, min = math.ceil, math.min
 

@@ -19,7 +19,7 @@
 local inference = require 'kluabench.stats.inference'
 
 local M = {}
-local args = require 'kluabench.util.argcheck'
+local args = require 'kluabench.util.args'
 
 local floor = math.floor
 

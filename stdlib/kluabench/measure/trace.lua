@@ -3,7 +3,7 @@
 local options = require 'kluabench.measure.options'
 
 local M = {}
-local args = require 'kluabench.util.argcheck'
+local args = require 'kluabench.util.args'
 
 local max, min = math.max, math.min
 local opt = options.get

@@ -10,7 +10,7 @@ local json = require 'kluabench.util.json'
 local names = require 'kluabench.record.names'
 local kernels = require 'kluabench.kernels'
 
-local args = require 'kluabench.util.argcheck'
+local args = require 'kluabench.util.args'
 local M = {}
 
 local function kb() return require 'kluabench.core' end

@@ -39,7 +39,7 @@
 local names = require 'kluabench.record.names'
 
 local M = {}
-local args = require 'kluabench.util.argcheck'
+local args = require 'kluabench.util.args'
 
 M.API_VERSION = 'kernelindex.dev/v1alpha1'
 

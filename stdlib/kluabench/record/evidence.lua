@@ -36,7 +36,7 @@ local json = require 'kluabench.util.json'
 local files = require 'kluabench.util.files'
 
 local M = {}
-local args = require 'kluabench.util.argcheck'
+local args = require 'kluabench.util.args'
 
 M.FORMAT = 'kluabench.samples/v1'
 

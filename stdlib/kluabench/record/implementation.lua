@@ -24,7 +24,7 @@ local operation = require 'kluabench.record.operation'
 local primitives = require 'kluabench.record.document'
 
 local M = {}
-local args = require 'kluabench.util.argcheck'
+local args = require 'kluabench.util.args'
 
 M.API_VERSION = 'kernelindex.dev/v1alpha1'
 

@@ -25,7 +25,8 @@ local schema = require 'kluabench.record.schema'
 local liger = require 'kluabench.liger'
 
 local M = {}
-local args = require 'kluabench.util.argcheck'
+local args = require 'kluabench.util.args'
+local printable = require('kluabench.util.args').printable
 
 M.API_VERSION = document.API_VERSION
 
@@ -637,7 +638,7 @@ local function harness_ref()
     if warned_repository ~= env then
       warned_repository = env
       io.stderr:write(string.format("kluabench: KLUABENCH_REPOSITORY '%s' is not an https URL: the records name "
-        .. 'no evidence.harness (the commit is still their kluabench_commit label)\n', json.printable(env, 200)))
+        .. 'no evidence.harness (the commit is still their kluabench_commit label)\n', printable(env, 200)))
     end
     return nil
   end

@@ -3,7 +3,7 @@
 -- (kluabench.record.point) use. A measurement is {metric, unit, statistic,
 -- value}, all tokens but the value (the schema's form).
 local M = {}
-local args = require 'kluabench.util.argcheck'
+local args = require 'kluabench.util.args'
 
 --- field -> {metric, unit, statistic, integer}: what a point's field is called in a record.
 M.FIELDS = {

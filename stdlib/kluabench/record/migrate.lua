@@ -14,7 +14,7 @@ local names = require 'kluabench.record.names'
 local view = require 'kluabench.record.view'
 
 local M = {}
-local args = require 'kluabench.util.argcheck'
+local args = require 'kluabench.util.args'
 
 local get = json.get
 

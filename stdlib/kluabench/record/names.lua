@@ -9,7 +9,7 @@
 -- Times are tables of UTC fields {year, month, day, hour, min, sec, ms}; no
 -- function here depends on the local time zone.
 local M = {}
-local args = require 'kluabench.util.argcheck'
+local args = require 'kluabench.util.args'
 
 --- Longest metadata.name (the example record cuts its name at 100).
 M.MAX_NAME = 100

@@ -19,7 +19,7 @@
 -- The figure in force when a record was made is written into it (evidence
 -- sessionNoise), for the reader; compare never reads it back: a later
 -- comparison uses the figure in force then.
-local args = require 'kluabench.util.argcheck'
+local args = require 'kluabench.util.args'
 local M = {}
 
 --- Sides with at least this many sessions show their own between-session spread, which decides.

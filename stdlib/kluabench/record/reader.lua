@@ -21,7 +21,7 @@ local evidence = require 'kluabench.record.evidence'
 local migrate = require 'kluabench.record.migrate'
 
 local M = {}
-local args = require 'kluabench.util.argcheck'
+local args = require 'kluabench.util.args'
 
 --- Units of run.spec.samples, in ms.
 M.UNIT_MS = { ns = 1e-6, us = 1e-3, ms = 1, s = 1e3 }

@@ -19,7 +19,7 @@ local json = require 'kluabench.util.json'
 local files = require 'kluabench.util.files'
 
 local M = {}
-local args = require 'kluabench.util.argcheck'
+local args = require 'kluabench.util.args'
 
 --- The kinds and their schema files.
 M.FILES = {

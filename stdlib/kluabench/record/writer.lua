@@ -9,7 +9,7 @@ local json = require 'kluabench.util.json'
 local schema = require 'kluabench.record.schema'
 
 local M = {}
-local args = require 'kluabench.util.argcheck'
+local args = require 'kluabench.util.args'
 
 -- Every document of a bundle valid, or an error naming the first problem:
 -- nothing invalid is written.

@@ -6,7 +6,7 @@
 -- samples, protocol, warnings), anything else as tostring shows it.
 -- Strings at the top level print as they are, as lua.c prints them.
 local M = {}
-local args = require 'kluabench.util.argcheck'
+local args = require 'kluabench.util.args'
 
 --- Limits of the table view: nesting depth, entries shown per table, entries
 -- shown in all (the rest is counted, not shown), bytes of a string, and the

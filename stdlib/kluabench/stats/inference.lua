@@ -11,7 +11,7 @@
 local prng = require 'kluabench.stats.prng'
 
 local M = {}
-local args = require 'kluabench.util.argcheck'
+local args = require 'kluabench.util.args'
 
 local sqrt, exp, log, abs, floor, ceil = math.sqrt, math.exp, math.log, math.abs, math.floor,
   math.ceil

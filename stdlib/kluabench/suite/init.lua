@@ -68,7 +68,7 @@
 -- values by name, as records spell them), `x` (the swept axis), `id` (the
 -- workload slug) and `shared` (what shared(point) returned).
 local M = {}
-local args = require 'kluabench.util.argcheck'
+local args = require 'kluabench.util.args'
 
 local core = require 'kluabench.core'
 local bench = require 'kluabench.measure.do_bench'
@@ -145,7 +145,7 @@ local function check_decl(d)
     end
     if not known[s.axis] then
       bad("sweeps[%d] ('%s') sweeps axis '%s', which is not one of axes%s (axes: %s)", i, s.name, tostring(s.axis),
-        type(s.axis) == 'string' and require('kluabench.util.suggest').hint(s.axis, declared_axes) or '',
+        type(s.axis) == 'string' and require('kluabench.util.args').hint(s.axis, declared_axes) or '',
         table.concat(declared_axes, ', '))
     end
     if type(s.values) ~= 'table' or #s.values == 0 then
@@ -324,7 +324,7 @@ local function choice(name, opt, value, list, offers_all)
   if value == 'all' and offers_all then return list end
   for _, v in ipairs(list) do if v == value then return { v } end end
   usage_error(name, "option '--%s' must be %s%s%s, got '%s'%s", opt, offers_all and '' or 'one of ', choices(list),
-    offers_all and ' or all' or '', value, require('kluabench.util.suggest').hint(value, list))
+    offers_all and ' or all' or '', value, require('kluabench.util.args').hint(value, list))
 end
 
 -- A comma list of choices (--mode forward,backward), in the order given,
@@ -383,7 +383,7 @@ local function parse(d, args)
       local names = {}
       for _, s in ipairs(d.sweeps or {}) do names[#names + 1] = s.name end
       usage_error(d.name, "option '--sweep' must be %s or all, got '%s'%s", choices(names), raw.sweep,
-        require('kluabench.util.suggest').hint(raw.sweep, names))
+        require('kluabench.util.args').hint(raw.sweep, names))
     end
   end
   o.sweep = raw.sweep
@@ -449,7 +449,7 @@ local function point_meta(d)
     __index = function(_, k)
       if known[k] or type(k) ~= 'string' then return nil end
       error(string.format("%s: a point has no field '%s'%s (its fields: %s)", d.name, k,
-        require('kluabench.util.suggest').hint(k, names), table.concat(names, ', ')), 2)
+        require('kluabench.util.args').hint(k, names), table.concat(names, ', ')), 2)
     end,
   }
 end

@@ -8,6 +8,7 @@
 -- directory).
 local evidence = require 'kluabench.record.evidence'
 local output = require 'kluabench.util.json'
+local printable = require('kluabench.util.args').printable
 
 local M = {}
 
@@ -55,7 +56,7 @@ function M.file_inputs(paths, without_samples)
   local inputs = {}
   for _, path in ipairs(paths) do
     if path ~= '-' then
-      local shown = output.printable(path, 200)
+      local shown = printable(path, 200)
       inputs[#inputs + 1] = { path, 'the input ' .. shown }
       if not without_samples then
         inputs[#inputs + 1] = { evidence.samples_path(path), 'the samples file of the input ' .. shown }
@@ -97,7 +98,7 @@ function M.check_output(option, out, inputs, alone, role)
     end
     if what then
       return nil, string.format('%s %s%s is %s: writing there would overwrite an input; give another path', option,
-        output.printable(out, 200), t.samples and (' (its samples file ' .. output.printable(samples, 200) .. ')') or '',
+        printable(out, 200), t.samples and (' (its samples file ' .. printable(samples, 200) .. ')') or '',
         what)
     end
   end

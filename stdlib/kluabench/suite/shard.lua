@@ -13,7 +13,7 @@
 -- by at most the largest point's cost (each point goes to the least loaded
 -- shard), so no shard carries more than total/N + max cost.
 local M = {}
-local args = require 'kluabench.util.argcheck'
+local args = require 'kluabench.util.args'
 
 --- The most shards a sweep is split into (4096). A larger count is refused: each shard is a process
 -- or a Slurm task (whose points a launcher lists first, one process per shard), and a count like

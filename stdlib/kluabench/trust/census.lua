@@ -3,7 +3,7 @@
 -- kernels on streams other than the engine's while it ran (work queued on a
 -- stream of the plugin's own), and the persisting-L2 state (an access-policy
 -- window that keeps a kernel's data in L2 through the harness's flush).
-local args = require 'kluabench.util.argcheck'
+local args = require 'kluabench.util.args'
 local M = {}
 
 local core = require 'kluabench.core'

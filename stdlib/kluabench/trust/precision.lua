@@ -5,7 +5,7 @@
 -- but its relative L2 error ||got - want|| / ||want|| is some 30,000 units of
 -- f32's rounding, where an honest f32 kernel stays within a few. The limit
 -- is `factor` units of the declared dtype's unit roundoff (default 8).
-local args = require 'kluabench.util.argcheck'
+local args = require 'kluabench.util.args'
 local M = {}
 
 local core = require 'kluabench.core'

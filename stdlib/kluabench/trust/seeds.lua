@@ -4,7 +4,7 @@
 -- returns answers stored for them is wrong on these). kb.trust.seed_key(key)
 -- mixes the key into every kb.randn seed; KLUABENCH_SEED_KEY=0x... replays a
 -- run's inputs.
-local args = require 'kluabench.util.argcheck'
+local args = require 'kluabench.util.args'
 local M = {}
 
 local core = require 'kluabench.core'

@@ -1,60 +1,138 @@
---- The command line of scripts and commands: options read by one parser,
--- the usage errors of a script, messages made safe to quote, and the stop
--- that an interrupt asks for. The base layer (it requires only io/json and
--- io/suggest), so that the harness (kluabench.suite), the history and the
--- commands share it without requiring the dispatcher (kluabench.commands, which
--- re-exports these functions under the names scripts know).
+--- Arguments: the checks every exported function makes, the command-line parser of scripts and
+-- commands, did-you-mean hints, and text made safe to quote in a message.
 local M = {}
 
---- The options of a script (`kluabench SCRIPT ARGS`): M.parse_args of
--- args by spec, where --help (-h) prints usage to stdout and exits 0, and an
--- unknown option or a positional argument prints "NAME: message" and usage
--- to stderr and exits 2. Returns opts and fail(fmt, ...), which reports the
--- script's own checks the same way.
-function M.script_options(name, usage, args, spec)
-  local function fail(fmt, ...)
-    io.stderr:write(name, ': ', M.printable(string.format(fmt, ...), 400), '\n', usage)
-    os.exit(2)
+local function is(v, kind)
+  if kind == 'integer' then return math.type(v) == 'integer' end
+  if kind == 'callable' then
+    if type(v) == 'function' then return true end
+    local mt = getmetatable(v)
+    return type(mt) == 'table' and type(mt.__call) == 'function'
   end
-  spec.help, spec.aliases = 'flag', spec.aliases or { h = 'help' }
-  local opts, rest = M.parse_args(args, spec)
-  if not opts then fail('%s', rest) end
-  if opts.help then io.stdout:write(usage) os.exit(0) end
-  if #rest > 0 then fail("unexpected argument '%s'", rest[1]) end
-  return opts, fail
+  return type(v) == kind
 end
 
---- Raises "interrupted!" when SIGINT or SIGTERM stopped the command but a
--- protected call on the way caught it (kb.interrupted() says so): commands
--- call it in their loops, so that they stop promptly. engine/main.c then
--- reports "kluabench CMD: interrupted by SIGINT" and exits 130 (143 for
--- SIGTERM); files being written are removed by util/files.lua.
-function M.stop_if_interrupted()
-  local ok, kb = pcall(require, 'kluabench.core')
-  if ok and type(kb) == 'table' and kb.interrupted() then error('interrupted!', 0) end
+-- Raises "bad argument #n to 'fname' (what expected, got <type>)" at the caller of the checked
+-- function unless v is of one of kinds ("string|nil", "integer", "callable"); returns v.
+function M.check(fname, n, v, kinds, what)
+  for kind in kinds:gmatch('[^|]+') do
+    if is(v, kind) then return v end
+  end
+  error(string.format("bad argument #%d to '%s' (%s expected, got %s)", n, fname,
+    what or (kinds:gsub('|', ' or ')), math.type(v) == 'float' and 'number' or type(v)), 3)
 end
 
---- s made safe to quote in a message (control characters and bytes that
--- are not UTF-8 as \xNN, long values cut): io.json.printable.
-function M.printable(s, max) return require('kluabench.util.json').printable(s, max) end
+--- s made safe to quote in a message: control characters, DEL and bytes that are not UTF-8 as
+-- \xNN, cut at max bytes (200) with "...".
+--
+-- @signature args.printable(s [, max]) -> text
+-- @example
+--   print(args.printable("a\27[31m")) --> a\x1B[31m
+function M.printable(s, max)
+  s = tostring(s)
+  max = max or 200
+  local cut = #s > max
+  if cut then s = s:sub(1, max) end
+  local out, i, n = {}, 1, #s
+  while i <= n do
+    local b = s:byte(i)
+    local len = b < 0x80 and 1 or b >= 0xF0 and 4 or b >= 0xE0 and 3 or b >= 0xC2 and 2 or 0
+    local ch = len > 0 and s:sub(i, i + len - 1) or nil
+    if ch and len > 1 and not (#ch == len and utf8.len(ch)) then ch = nil end
+    if b < 0x20 or b == 0x7F or ch == nil then
+      out[#out + 1] = string.format('\\x%02X', b)
+      i = i + 1
+    else
+      out[#out + 1] = ch
+      i = i + len
+    end
+  end
+  return table.concat(out) .. (cut and '...' or '')
+end
 
---- Reads options from args. spec maps an option name (without dashes) to
--- 'flag', 'value' or 'list' (a value that may be given several times:
--- opts[name] is the list of them); spec.aliases maps one-letter names to
--- option names ({o = 'output'}). Accepts --name, --name=value, --name value,
--- -o value; '--' ends the options, and so does the first positional argument
--- when spec.stop_at_positional is set (the rest, options or not, then are
--- positional: a command's own options before SCRIPT and the script's after).
--- Returns opts, positional args; or nil, message.
--- " (did you mean '--seq'?)" for an unknown option name, from the options spec names.
+-- The optimal string alignment distance of a and b: insertions, deletions, substitutions and swaps
+-- of neighbours ("fsued" is one edit from "fused").
+local function distance(a, b)
+  local n, m = #a, #b
+  local prev2, prev, cur = {}, {}, {}
+  for j = 0, m do prev[j] = j end
+  for i = 1, n do
+    cur = { [0] = i }
+    for j = 1, m do
+      local best = prev[j - 1] + (a:byte(i) == b:byte(j) and 0 or 1)
+      best = math.min(best, prev[j] + 1, cur[j - 1] + 1)
+      if i > 1 and j > 1 and a:byte(i) == b:byte(j - 1) and a:byte(i - 1) == b:byte(j) then
+        best = math.min(best, prev2[j - 2] + 1)
+      end
+      cur[j] = best
+    end
+    prev2, prev = prev, cur
+  end
+  return prev[m]
+end
+
+--- The candidates a mistyped word most likely meant, best first (at most 3): those within a third
+-- of its length in edits (1 to 3; none for a word of one or two characters), and those it starts
+-- with or that start with it, at least 3 characters shared.
+--
+-- @signature args.closest(word, candidates) -> list
+-- @example
+--   print(table.concat(args.closest("seqs", {"seq", "hidden", "q-heads"}), ", ")) --> seq
+function M.closest(word, candidates)
+  M.check('closest', 1, word, 'string', 'string')
+  M.check('closest', 2, candidates, 'table', 'list of strings')
+  local limit = #word <= 2 and 0 or math.max(1, math.min(3, #word // 3))
+  local scored, seen = {}, {}
+  for _, c in ipairs(candidates) do
+    if type(c) == 'string' and c ~= word and not seen[c] and #word <= 64 then
+      seen[c] = true
+      local d = distance(word, c)
+      if d > limit and math.min(#c, #word) >= 3 and (word:sub(1, #c) == c or c:sub(1, #word) == word) then
+        d = limit
+      end
+      if d <= limit then scored[#scored + 1] = { c, d } end
+    end
+  end
+  table.sort(scored, function(x, y) return x[2] < y[2] or (x[2] == y[2] and x[1] < y[1]) end)
+  local out = {}
+  for i = 1, math.min(3, #scored) do out[i] = scored[i][1] end
+  return out
+end
+
+--- " (did you mean 'x'?)" or " (did you mean 'x' or 'y'?)" for a message, prefix before each
+-- candidate ("--" for options); "" when nothing is close.
+--
+-- @signature args.hint(word, candidates [, prefix]) -> text
+-- @example
+--   print("unrecognized option '--seqs'" .. args.hint("seqs", {"seq", "hidden"}, "--"))
+function M.hint(word, candidates, prefix)
+  M.check('hint', 1, word, 'string', 'word')
+  M.check('hint', 2, candidates, 'table', 'list of strings')
+  M.check('hint', 3, prefix, 'string|nil', 'prefix')
+  local c = M.closest(word, candidates)
+  if #c == 0 then return '' end
+  for i, v in ipairs(c) do c[i] = "'" .. (prefix or '') .. v .. "'" end
+  local last = table.remove(c)
+  return ' (did you mean ' .. (#c > 0 and (table.concat(c, ', ') .. ' or ') or '') .. last .. '?)'
+end
+
 local function option_hint(name, spec)
   local names = {}
   for k, v in pairs(spec) do
     if type(k) == 'string' and (v == 'flag' or v == 'value' or v == 'list') then names[#names + 1] = k end
   end
-  return require('kluabench.util.suggest').hint(name, names, '--')
+  return M.hint(name, names, '--')
 end
 
+--- Reads options from args by spec: option name (no dashes) -> 'flag', 'value' or 'list' (a value
+-- given any number of times); spec.aliases maps one-letter names ({o = 'out'}). Takes --name,
+-- --name=value, --name value and -o value; '--' ends the options, and so does the first positional
+-- argument when spec.stop_at_positional is set. Returns opts, positional; or nil, message.
+--
+-- @signature args.parse_args(args, spec) -> opts, positional | nil, message
+-- @example
+--   local o, rest = args.parse_args({"--seq", "1024", "x"}, {seq = "value"})
+--   print(o.seq, rest[1]) --> 1024  x
 function M.parse_args(args, spec)
   local opts, rest = {}, {}
   local aliases = spec.aliases or {}
@@ -95,6 +173,39 @@ function M.parse_args(args, spec)
     i = i + 1
   end
   return opts, rest
+end
+
+--- The options of a script (`kluabench SCRIPT ARGS`): parse_args by spec; --help (-h) prints usage
+-- and exits 0; an unknown option or a positional argument prints "NAME: message" and usage to
+-- stderr and exits 2. Returns opts and fail(fmt, ...), which reports the script's own checks so.
+--
+-- @signature args.script_options(name, usage, args, spec) -> opts, fail
+-- @example
+--   local o = args.script_options("x.lua", "usage: x.lua [--n N]\n", {"--n", "3"}, {n = "value"})
+--   print(o.n) --> 3
+function M.script_options(name, usage, args, spec)
+  local function fail(fmt, ...)
+    io.stderr:write(name, ': ', M.printable(string.format(fmt, ...), 400), '\n', usage)
+    os.exit(2)
+  end
+  spec.help, spec.aliases = 'flag', spec.aliases or { h = 'help' }
+  local opts, rest = M.parse_args(args, spec)
+  if not opts then fail('%s', rest) end
+  if opts.help then io.stdout:write(usage) os.exit(0) end
+  if #rest > 0 then fail("unexpected argument '%s'", rest[1]) end
+  return opts, fail
+end
+
+--- Raises "interrupted!" when SIGINT or SIGTERM stopped the command but a protected call on the
+-- way caught it: commands call it in their loops to stop promptly (engine/main.c then exits 130 or
+-- 143).
+--
+-- @signature args.stop_if_interrupted()
+-- @example
+--   args.stop_if_interrupted()
+function M.stop_if_interrupted()
+  local ok, kb = pcall(require, 'kluabench.core')
+  if ok and type(kb) == 'table' and kb.interrupted() then error('interrupted!', 0) end
 end
 
 return M

@@ -1,6 +1,6 @@
 --- Files: whole-file reads, atomic writes, JSON Lines appends, mkdir -p.
 local M = {}
-local args = require 'kluabench.util.argcheck'
+local args = require 'kluabench.util.args'
 
 local json = require 'kluabench.util.json'
 

@@ -1,84 +1,25 @@
---- JSON: pretty output with a stable key order, JSON Lines, the number
--- formats records use, and a JSON reader for checking records back. The one
--- JSON writer of the stdlib: records, bundles and reports all go through it.
---
--- JSON values in Lua: objects are tables with string keys, arrays tables with
--- keys 1..n. The empty table is ambiguous: M.object{} and M.array{} mark it
--- (with kb.jcs.object / kb.jcs.array when the engine offers them, so that the
--- digest of a spec sees the same value that the file shows). An unmarked
--- empty table is written as {} (an object). JSON null reads as M.null().
-local M = {}
-local args = require 'kluabench.util.argcheck'
+--- JSON: lua-cjson reads it; this module writes records (pretty, or one line for JSON Lines) with a
+-- stable key order, and marks what Lua cannot tell apart: an empty table is written as {} unless
+-- json.array{} marks it (kb.jcs's markers, so that a digest sees what the file shows).
+local core = require 'kluabench.core'
+local args = require 'kluabench.util.args'
 
---- The deepest nesting of arrays and objects that the reader (M.decode) and
--- the writers accept: the engine's kb.jcs.MAX_DEPTH (JCS_MAX_DEPTH in
--- engine/jcs.c), the same as lua-cjson's default, so that whatever one side
--- reads the other reads too. A record is a few levels deep.
+local M = {}
+
+--- The deepest nesting of arrays and objects read or written: kb.jcs's and lua-cjson's limit.
 M.MAX_DEPTH = 1000
 
--- The engine is optional here: this module also runs under a plain Lua
--- (busted on a machine without the binary), where only fsync and the JCS
--- markers are missing.
-local core_cache
-local function core()
-  if core_cache == nil then
-    local ok, c = pcall(require, 'kluabench.core')
-    core_cache = ok and type(c) == 'table' and c or false
-  end
-  return core_cache or nil
-end
+local ARRAY_MT = getmetatable(core.jcs.array {})
+local NULL = core.jcs.null -- the NULL light userdata, as cjson.null
 
-local function jcs()
-  local c = core()
-  return c and type(c.jcs) == 'table' and c.jcs or nil
-end
-
-local OBJECT_MT = { __name = 'kluabench.json.object' }
-local ARRAY_MT = { __name = 'kluabench.json.array' }
-local NULL = setmetatable({}, { __name = 'kluabench.json.null', __tostring = function() return 'null' end })
-
--- Metatables the engine's markers put on an empty table, probed once.
-local marks
-local function engine_marks()
-  if marks == nil then
-    marks = { object = {}, array = {} }
-    local j = jcs()
-    if j then
-      if j.object then
-        local ok, t = pcall(j.object, {})
-        if ok and type(t) == 'table' and getmetatable(t) then marks.object[getmetatable(t)] = true end
-      end
-      if j.array then
-        local ok, t = pcall(j.array, {})
-        if ok and type(t) == 'table' and getmetatable(t) then marks.array[getmetatable(t)] = true end
-      end
-    end
-  end
-  return marks
-end
-
---- t[key][...] when every step is a table, else nil: a field of a decoded file, any of whose
--- fields may be missing or of another type.
+--- t[key][...] when every step is a table, else nil: a field of a decoded file that may be missing
+-- or of another type.
 --
--- @signature report.get(t, key, ...) -> value | nil
+-- @signature json.get(t, key, ...) -> value | nil
 -- @example
---   print(report.get({run = {spec = {status = "passed"}}}, "run", "spec", "status")) --> passed
+--   print(json.get({run = {spec = {status = "passed"}}}, "run", "spec", "status")) --> passed
 function M.get(t, ...)
-  local n = select('#', ...)
-  if n <= 3 then
-    -- the common paths without select() per step (every view of a bundle reads through here)
-    local a, b, c = ...
-    if n == 0 then return t end
-    if type(t) ~= 'table' then return nil end
-    t = t[a]
-    if n == 1 then return t end
-    if type(t) ~= 'table' then return nil end
-    t = t[b]
-    if n == 2 then return t end
-    if type(t) ~= 'table' then return nil end
-    return t[c]
-  end
-  for i = 1, n do
+  for i = 1, select('#', ...) do
     if type(t) ~= 'table' then return nil end
     t = t[select(i, ...)]
   end
@@ -87,63 +28,40 @@ end
 
 --- Marks t (default {}) to be written as a JSON object when empty.
 --
--- @signature report.object([t]) -> t
+-- @signature json.object([t]) -> t
 -- @example
---   local labels = report.object()
+--   local labels = json.object()
 function M.object(t)
-  args.check('report.object', 1, t, 'table|nil', 'table')
+  args.check('json.object', 1, t, 'table|nil', 'table')
   t = t or {}
-  if next(t) == nil then
-    local j = jcs()
-    if j and j.object then return j.object(t) end
-    return setmetatable(t, OBJECT_MT)
-  end
-  return t
+  return next(t) == nil and core.jcs.object(t) or t
 end
 
 --- Marks t (default {}) to be written as a JSON array when empty.
 --
--- @signature report.array([t]) -> t
+-- @signature json.array([t]) -> t
 -- @example
---   local samples = report.array()
+--   local samples = json.array()
 function M.array(t)
-  args.check('report.array', 1, t, 'table|nil', 'table')
+  args.check('json.array', 1, t, 'table|nil', 'table')
   t = t or {}
-  if next(t) == nil then
-    local j = jcs()
-    if j and j.array then return j.array(t) end
-    return setmetatable(t, ARRAY_MT)
-  end
-  return t
+  return next(t) == nil and core.jcs.array(t) or t
 end
 
---- The value JSON null decodes to.
+--- The value JSON null reads as and is written from.
 --
--- The value JSON null decodes to (the engine's kb.jcs.null when it has one).
---
--- @signature report.null() -> value
+-- @signature json.null() -> value
 -- @example
---   local v = report.decode('{"a": null}').a
---   if v == report.null() then print("null") end
-function M.null()
-  local j = jcs()
-  if j and j.null ~= nil then return j.null end
-  return NULL
-end
+--   print(json.decode('{"a": null}').a == json.null()) --> true
+function M.null() return NULL end
 
-local function is_null(v)
-  if v == NULL then return true end
-  local j = jcs()
-  return j ~= nil and j.null ~= nil and v == j.null
-end
-
--- 'object', 'array', or raises for a table that is neither.
-local function table_kind(t)
-  local mt = getmetatable(t)
-  if next(t) == nil then
-    if mt == ARRAY_MT or (mt and engine_marks().array[mt]) then return 'array' end
-    return 'object'
-  end
+--- How a table is written: "object" or "array"; raises for mixed keys or a list with holes.
+--
+-- @signature json.table_kind(t) -> "object" | "array"
+-- @example
+--   print(json.table_kind({1, 2})) --> array
+function M.table_kind(t)
+  if next(t) == nil then return getmetatable(t) == ARRAY_MT and 'array' or 'object' end
   local n = #t
   if n > 0 then
     local count = 0
@@ -157,26 +75,16 @@ local function table_kind(t)
     return 'array'
   end
   for k in pairs(t) do
-    if type(k) ~= 'string' then
-      error('cannot write a table with a ' .. type(k) .. ' key as JSON', 0)
-    end
+    if type(k) ~= 'string' then error('cannot write a table with a ' .. type(k) .. ' key as JSON', 0) end
   end
   return 'object'
 end
 
---- How a table is written as JSON; raises for mixed keys or a list with holes.
---
--- @signature report.table_kind(t) -> "object" | "array"
--- @example
---   print(report.table_kind({1, 2}))
-M.table_kind = function(t) return table_kind(t) end
-
 ---------------------------------------------------------------------------
--- Numbers
+-- Writing
 ---------------------------------------------------------------------------
 
--- Shortest decimal digits d1..dk and exponent n with |x| = 0.d1..dk * 10^n that
--- read back as x (x finite, nonzero, positive).
+-- Shortest decimal digits and exponent n with |x| = 0.d1..dk * 10^n that read back as x.
 local function shortest_digits(x)
   local s
   for prec = 0, 16 do
@@ -185,24 +93,27 @@ local function shortest_digits(x)
   end
   local int, frac, exp = s:match('^(%d)%.?(%d*)e([-+]%d+)$')
   local digits = (int .. frac):gsub('0+$', '')
-  if digits == '' then digits = '0' end
-  return digits, tonumber(exp) + 1
+  return digits == '' and '0' or digits, tonumber(exp) + 1
 end
-
---- A number as JSON: integers exactly, floats in the shortest round-trip form; raises for NaN and
--- infinities.
+--- The shortest decimal digits d1..dk and the exponent n with x = 0.d1..dk * 10^n that read back
+-- as x (x finite and > 0): what number writers build on.
 --
--- @signature report.format_number(x) -> text
+-- @signature json.shortest_digits(x) -> digits, n
 -- @example
---   print(report.format_number(0.1)) --> 0.1
+--   print(json.shortest_digits(0.1)) --> 1  0
+M.shortest_digits = shortest_digits
+
+--- A number as JSON: integers exactly, floats in the shortest form that reads back (as
+-- ECMAScript writes them); raises for NaN and infinities.
+--
+-- @signature json.format_number(x) -> text
+-- @example
+--   print(json.format_number(0.1)) --> 0.1
 function M.format_number(x)
-  args.check('report.format_number', 1, x, 'number', 'number')
+  args.check('json.format_number', 1, x, 'number', 'number')
   if math.type(x) == 'integer' then return string.format('%d', x) end
-  if x ~= x or x == math.huge or x == -math.huge then
-    error('cannot write ' .. tostring(x) .. ' as JSON', 0)
-  end
+  if x ~= x or x == math.huge or x == -math.huge then error('cannot write ' .. tostring(x) .. ' as JSON', 0) end
   if x == 0 then return '0' end
-  local sign = x < 0 and '-' or ''
   local digits, n = shortest_digits(math.abs(x))
   local k = #digits
   local body
@@ -214,106 +125,46 @@ function M.format_number(x)
     body = '0.' .. string.rep('0', -n) .. digits
   else
     local e = n - 1
-    body = digits:sub(1, 1) .. (k > 1 and '.' .. digits:sub(2) or '') .. 'e'
-      .. (e < 0 and '-' or '+') .. math.abs(e)
+    body = digits:sub(1, 1) .. (k > 1 and '.' .. digits:sub(2) or '') .. 'e' .. (e < 0 and '-' or '+') .. math.abs(e)
   end
-  return sign .. body
+  return (x < 0 and '-' or '') .. body
 end
 
---- A float as Python's repr writes it ("256.0", "1e-05"), as Liger's CSV holds them; an integer
--- plainly ("256").
---
--- @signature report.format_pyfloat(x) -> text
--- @example
---   print(report.format_pyfloat(256.0)) --> 256.0
-function M.format_pyfloat(x)
-  args.check('report.format_pyfloat', 1, x, 'number', 'number')
-  if math.type(x) == 'integer' then return string.format('%d', x) end
-  if x ~= x then return 'nan' end
-  if x == math.huge then return 'inf' end
-  if x == -math.huge then return '-inf' end
-  if x == 0 then return (1 / x < 0) and '-0.0' or '0.0' end
-  local sign = x < 0 and '-' or ''
-  local digits, n = shortest_digits(math.abs(x))
-  local k, e = #digits, n - 1
-  if e >= -4 and e < 16 then
-    if n <= 0 then return sign .. '0.' .. string.rep('0', -n) .. digits end
-    if k <= n then return sign .. digits .. string.rep('0', n - k) .. '.0' end
-    return sign .. digits:sub(1, n) .. '.' .. digits:sub(n + 1)
-  end
-  return string.format('%s%s%se%s%02d', sign, digits:sub(1, 1),
-    k > 1 and '.' .. digits:sub(2) or '', e < 0 and '-' or '+', math.abs(e))
-end
-
----------------------------------------------------------------------------
--- Writing JSON
----------------------------------------------------------------------------
-
---- The preferred order of keys: the example record's order, then ours.
--- Keys not listed come after the listed ones, sorted.
+--- The order of keys in files: the example record's, then ours; other keys after them, sorted.
 M.KEY_ORDER = {
-  -- bundle
   'run', 'protocol', 'environment', 'workload', 'implementation',
-  -- document
   'kind', 'spec', 'metadata', 'apiVersion',
-  -- run spec
   'status', 'timing', 'observedAt', 'measurements', 'sourceNative',
   'protocolDigest', 'workloadDigest', 'environmentDigest', 'implementationDigest',
-  'samples', 'execution', 'check',
-  'latencyNs', 'memoryMB', 'timer', 'primaryStatistic',
-  'median',
-  'unit', 'value', 'metric', 'statistic',
-  'provider', 'kernel', 'operation',
-  'source', 'metrics', 'benchmark', 'externalId',
-  -- metadata
-  'name', 'title', 'labels', 'annotations',
-  -- protocol spec
+  'samples', 'execution', 'check', 'latencyNs', 'memoryMB', 'timer', 'primaryStatistic', 'median',
+  'unit', 'value', 'metric', 'statistic', 'provider', 'kernel', 'operation',
+  'source', 'metrics', 'benchmark', 'externalId', 'name', 'title', 'labels', 'annotations',
   'harness', 'measurement', 'comparability', 'repository', 'version',
-  'method', 'warmupMs', 'repMs', 'quantiles', 'returnMode', 'estimateCalls', 'l2Flush',
-  'notes', 'family',
-  -- environment spec
-  'hardware', 'software', 'vendor', 'product', 'formFactor', 'architecture',
-  'smCount', 'cores', 'l2Bytes', 'memoryBytes',
-  'driver', 'release', 'cudaVersion', 'cudaRuntime', 'kluabench', 'lua', 'os',
-  -- workload and implementation specs
-  'parameters', 'dtype', 'bytes', 'flops',
-  'engine', 'sources', 'build', 'target', 'backend',
+  'method', 'warmupMs', 'repMs', 'quantiles', 'returnMode', 'estimateCalls', 'l2Flush', 'notes', 'family',
+  'hardware', 'software', 'vendor', 'product', 'formFactor', 'architecture', 'smCount', 'cores', 'l2Bytes',
+  'memoryBytes', 'driver', 'release', 'cudaVersion', 'cudaRuntime', 'kluabench', 'lua', 'os',
+  'parameters', 'dtype', 'bytes', 'flops', 'engine', 'sources', 'build', 'target', 'backend',
 }
-
 local RANK = {}
 for i, k in ipairs(M.KEY_ORDER) do RANK[k] = RANK[k] or i end
 
---- The keys of an object in output order: output.KEY_ORDER first, the rest sorted.
---
--- @signature report.ordered_keys(t) -> {keys}
--- @example
---   local x = kb.randn({4096}, "f32", 1)
---   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
---   local bundle = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
---   for _, k in ipairs(report.ordered_keys(bundle.run)) do print(k) end
-function M.ordered_keys(t)
-  args.check('report.ordered_keys', 1, t, 'table', 'table')
-  local keys = {}
-  for k in pairs(t) do keys[#keys + 1] = k end
-  table.sort(keys, function(a, b)
-    local ra, rb = RANK[a], RANK[b]
-    if ra and rb then return ra < rb end
-    if ra or rb then return ra ~= nil end
-    return a < b
-  end)
-  return keys
+local function key_before(a, b)
+  local ra, rb = RANK[a], RANK[b]
+  if ra and rb then return ra < rb end
+  if ra or rb then return ra ~= nil end
+  return a < b
 end
 
-local ESCAPES = { ['"'] = '\\"', ['\\'] = '\\\\', ['\b'] = '\\b', ['\f'] = '\\f', ['\n'] = '\\n',
-  ['\r'] = '\\r', ['\t'] = '\\t' }
+local ESCAPES = { ['"'] = '\\"', ['\\'] = '\\\\', ['\b'] = '\\b', ['\f'] = '\\f', ['\n'] = '\\n', ['\r'] = '\\r',
+  ['\t'] = '\\t' }
 
 --- A string as a JSON string literal.
 --
--- @signature report.quote(s) -> text
+-- @signature json.quote(s) -> text
 -- @example
---   print(report.quote('say "hi"'))
+--   print(json.quote('say "hi"'))
 function M.quote(s)
-  args.check('report.quote', 1, s, 'string', 'string')
+  args.check('json.quote', 1, s, 'string', 'string')
   return '"' .. s:gsub('[%c"\\]', function(c)
     return ESCAPES[c] or (c:byte() < 32 and string.format('\\u%04x', c:byte())) or c
   end) .. '"'
@@ -327,26 +178,23 @@ local function encode(v, out, indent, depth, seen)
     out[#out + 1] = M.format_number(v)
   elseif tv == 'boolean' then
     out[#out + 1] = tostring(v)
-  elseif is_null(v) then
+  elseif v == NULL then
     out[#out + 1] = 'null'
-  elseif tv == 'table' then
+  elseif tv ~= 'table' then
+    error('cannot write a ' .. tv .. ' as JSON', 0)
+  else
     if seen[v] then error('cannot write a table that contains itself as JSON', 0) end
     if depth >= M.MAX_DEPTH then error(string.format('JSON nesting deeper than %d levels', M.MAX_DEPTH), 0) end
     seen[v] = true
-    local kind = table_kind(v)
     local pad = indent and ('\n' .. string.rep(indent, depth + 1)) or ''
     local close = indent and ('\n' .. string.rep(indent, depth)) or ''
-    local sep = indent and ': ' or ':'
-    if kind == 'array' then
+    if M.table_kind(v) == 'array' then
       local n = #v
       if n == 0 then
         out[#out + 1] = '[]'
-      elseif indent and type(v[1]) ~= 'table' then
-        -- scalars: packed lines of at most ~100 columns
+      elseif indent and type(v[1]) ~= 'table' then -- scalars: packed lines of about 100 columns
         out[#out + 1] = '['
-        local width = 100 - #indent * (depth + 1)
-        local line = {}
-        local len = 0
+        local width, line, len = 100 - #indent * (depth + 1), {}, 0
         for i = 1, n do
           local item = {}
           encode(v[i], item, indent, depth + 1, seen)
@@ -355,8 +203,7 @@ local function encode(v, out, indent, depth, seen)
             out[#out + 1] = pad .. table.concat(line, ', ') .. ','
             line, len = {}, 0
           end
-          line[#line + 1] = s
-          len = len + #s + 2
+          line[#line + 1], len = s, len + #s + 2
         end
         out[#out + 1] = pad .. table.concat(line, ', ') .. close .. ']'
       else
@@ -369,13 +216,15 @@ local function encode(v, out, indent, depth, seen)
         out[#out + 1] = close .. ']'
       end
     else
-      local keys = M.ordered_keys(v)
+      local keys = {}
+      for k in pairs(v) do keys[#keys + 1] = k end
+      table.sort(keys, key_before)
       if #keys == 0 then
         out[#out + 1] = '{}'
       else
         out[#out + 1] = '{'
         for i, k in ipairs(keys) do
-          out[#out + 1] = pad .. M.quote(k) .. sep
+          out[#out + 1] = pad .. M.quote(k) .. (indent and ': ' or ':')
           encode(v[k], out, indent, depth + 1, seen)
           if i < #keys then out[#out + 1] = ',' end
         end
@@ -383,19 +232,15 @@ local function encode(v, out, indent, depth, seen)
       end
     end
     seen[v] = nil
-  else
-    error('cannot write a ' .. tv .. ' as JSON', 0)
   end
 end
 
---- Pretty JSON (2-space indent) with keys in the record order (output.KEY_ORDER), ending in a
--- newline.
+--- Pretty JSON (2-space indent, keys in json.KEY_ORDER) ending in a newline; nil and a message for
+-- a value JSON cannot carry.
 --
--- Returns the text, or nil and a message for a value JSON cannot carry.
---
--- @signature report.encode_pretty(v) -> text
+-- @signature json.encode_pretty(v) -> text | nil, message
 -- @example
---   io.write(report.encode_pretty({apiVersion = "kernelindex.dev/v1alpha1", kind = "BenchmarkRun", spec = {n = 1}}))
+--   io.write(json.encode_pretty({kind = "BenchmarkRun", spec = {n = 1}}))
 function M.encode_pretty(v)
   local out = {}
   local ok, err = pcall(encode, v, out, '  ', 0, {})
@@ -404,11 +249,11 @@ function M.encode_pretty(v)
   return table.concat(out)
 end
 
---- One-line JSON in the same key order, for JSON Lines.
+--- One-line JSON in the same key order, for JSON Lines; nil and a message as encode_pretty.
 --
--- @signature report.encode_line(v) -> text | nil, message
+-- @signature json.encode_line(v) -> text | nil, message
 -- @example
---   print(report.encode_line({a = 1}))
+--   print(json.encode_line({a = 1}))
 function M.encode_line(v)
   local out = {}
   local ok, err = pcall(encode, v, out, nil, 0, {})
@@ -417,16 +262,16 @@ function M.encode_line(v)
 end
 
 ---------------------------------------------------------------------------
--- Reading JSON: lua-cjson parses; this wraps it with what records need
+-- Reading: lua-cjson parses, this wraps it with what records need
 ---------------------------------------------------------------------------
 
 local cjson = require('cjson').new()
 cjson.decode_invalid_numbers(false) -- NaN, Infinity and hex are not JSON
 cjson.decode_max_depth(M.MAX_DEPTH)
 
--- cjson reads [] and {} alike, as an empty table, but a digest must see which one a document
--- holds. Before decoding, every empty array outside a string becomes [EMPTY]; after, such a table
--- is json.array{} again.
+-- cjson reads [] and {} alike, as an empty table, but a digest must see which a document holds:
+-- before decoding, each empty array outside a string becomes a one-element array of EMPTY, which
+-- comes back as json.array{}.
 local EMPTY = '\0kluabench:empty-array\0'
 local EMPTY_JSON = '["\\u0000kluabench:empty-array\\u0000"]'
 
@@ -436,7 +281,7 @@ local function mark_empty_arrays(text)
   while true do
     local j = text:find('["%[]', i)
     if not j then break end
-    if text:byte(j) == 34 then -- skip the string: to the first quote not escaped
+    if text:byte(j) == 34 then -- skip the string, to the first quote not escaped
       local k = j + 1
       while true do
         local q = text:find('["\\]', k)
@@ -446,9 +291,7 @@ local function mark_empty_arrays(text)
     else
       local after = text:match('^%[%s*%]()', j)
       if after then
-        out[#out + 1] = text:sub(from, j - 1)
-        out[#out + 1] = EMPTY_JSON
-        from = after
+        out[#out + 1], out[#out + 2], from = text:sub(from, j - 1), EMPTY_JSON, after
       end
       i = j + 1
     end
@@ -457,21 +300,16 @@ local function mark_empty_arrays(text)
   return table.concat(out)
 end
 
-local NULL_IN = cjson.null
 local MAX_EXACT = 2 ^ 53
 
--- Integral numbers read back as integers (cjson reads every number as a float), marked empty
--- arrays as json.array{}, cjson's null as M.null().
+-- cjson reads every number as a float: integral ones become integers again.
 local function normalize(v)
   local tv = type(v)
   if tv == 'number' then
     if v == math.floor(v) and v > -MAX_EXACT and v < MAX_EXACT then return math.tointeger(v) end
     return v
   end
-  if tv ~= 'table' then
-    if v == NULL_IN then return M.null() end
-    return v
-  end
+  if tv ~= 'table' then return v end
   if v[1] == EMPTY and v[2] == nil then return M.array {} end
   for k, x in pairs(v) do v[k] = normalize(x) end
   return v
@@ -486,12 +324,11 @@ end
 --- Says when text is UTF-16 or UTF-32 (with or without a byte order mark), which kluabench does not
 -- read; nil when it may be UTF-8.
 --
--- @signature report.encoding_problem(text) -> message | nil
+-- @signature json.encoding_problem(text) -> message | nil
 -- @example
---   print(report.encoding_problem("\255\254{\0"))
---   --> the text is UTF-16 (little-endian, with a byte order mark); kluabench reads UTF-8 (convert it, e.g. iconv -f UTF-16 -t UTF-8)
+--   print(json.encoding_problem("\255\254{\0"))
 function M.encoding_problem(text)
-  args.check('report.encoding_problem', 1, text, 'string', 'JSON text')
+  args.check('json.encoding_problem', 1, text, 'string', 'JSON text')
   local b1, b2, b3, b4 = text:byte(1, 4)
   local what
   if b1 == 0xFF and b2 == 0xFE and b3 == 0 and b4 == 0 then what = 'UTF-32 (little-endian, with a byte order mark)'
@@ -506,70 +343,36 @@ function M.encoding_problem(text)
     .. what:match('^(UTF%-%d+)') .. ' -t UTF-8)'
 end
 
---- s made safe to quote in a message: control characters, DEL and bytes that are not UTF-8 as \xNN,
--- cut at max bytes (200) with "...".
---
--- For every message that quotes input.
---
--- @signature report.printable(s [, max]) -> text
--- @example
---   print(report.printable("a\27[31m")) --> a\x1B[31m
-function M.printable(s, max)
-  s = tostring(s)
-  max = max or 200
-  local cut = #s > max
-  if cut then s = s:sub(1, max) end
-  local out, i, n = {}, 1, #s
-  while i <= n do
-    local b = s:byte(i)
-    local len = b < 0x80 and 1 or b >= 0xF0 and 4 or b >= 0xE0 and 3 or b >= 0xC2 and 2 or 0
-    local ch = len > 0 and s:sub(i, i + len - 1) or nil
-    if ch and len > 1 and not (#ch == len and utf8.len(ch)) then ch = nil end
-    if b < 0x20 or b == 0x7F or ch == nil then
-      out[#out + 1] = string.format('\\x%02X', b)
-      i = i + 1
-    else
-      out[#out + 1] = ch
-      i = i + len
-    end
-  end
-  return table.concat(out) .. (cut and '...' or '')
-end
-
---- Parses one JSON text (lua-cjson); errors say "line L, column C: why".
---
--- code is "trailing" when a complete value is followed by more text (how JSON Lines looks to a JSON
--- reader), "encoding" for UTF-16 or UTF-32 text. Integral numbers read as integers, [] as
--- json.array{} and null as json.null().
+--- Parses one JSON text with lua-cjson: integral numbers read as integers, [] as json.array{},
+-- null as json.null(). Errors say "line L, column C: why near '...'"; code is "trailing" when a
+-- complete value is followed by more text (JSON Lines read as JSON), "encoding" for UTF-16/32.
 --
 -- @signature json.decode(text) -> value | nil, message, code
 -- @example
---   local v, err = json.decode('{"a": [1, 2]}')
+--   local v = json.decode('{"a": [1, 2]}')
+--   print(v.a[2]) --> 2
 function M.decode(text)
-  if type(text) ~= 'string' then
-    error("bad argument #1 to 'decode' (string expected, got " .. type(text) .. ')', 2)
-  end
-  local skip = text:sub(1, 3) == '\239\187\191' and 3 or 0 -- UTF-8 byte order mark
+  args.check('decode', 1, text, 'string', 'string')
+  local skip = text:sub(1, 3) == '\239\187\191' and 3 or 0 -- a UTF-8 byte order mark
   local enc = M.encoding_problem(text)
   if enc then return nil, 'line 1, column 1: ' .. enc, 'encoding' end
   local body = skip > 0 and text:sub(skip + 1) or text
-  local ok, v = pcall(cjson.decode, mark_empty_arrays(body))
+  local marked = mark_empty_arrays(body)
+  local ok, v = pcall(cjson.decode, marked)
   if ok then return normalize(v) end
   local msg = tostring(v):gsub('^.-:%d+: ', '')
-  local at = math.tointeger(tonumber(msg:match('at character (%d+)')))
   local code = msg:find('Expected the end', 1, true) and 'trailing' or nil
+  local at = math.tointeger(tonumber(msg:match('at character (%d+)')))
   if not at then return nil, 'line 1, column 1: ' .. msg, code end
-  -- cjson counts characters of the marked text: find the same place in the text as given
-  local marked = mark_empty_arrays(body)
-  if marked ~= body then
-    local shift = select(2, marked:sub(1, at):gsub(EMPTY_JSON:gsub('%p', '%%%0'), '')) * (#EMPTY_JSON - 2)
-    at = at - shift
+  if marked ~= body then -- cjson counted in the marked text
+    local before = select(2, marked:sub(1, at):gsub(EMPTY_JSON:gsub('%p', '%%%0'), ''))
+    at = at - before * (#EMPTY_JSON - 2)
   end
   local line, col = line_col(text, at + skip)
   local near = text:sub(at + skip, at + skip + 15):match('^[^\n]*')
-  msg = msg:gsub(' at character %d+', '') .. (near ~= '' and (" near '" .. M.printable(near, 16) .. "'") or '')
-  msg = msg:gsub('^Found too many nested data structures %(%d+%)',
+  msg = msg:gsub(' at character %d+', ''):gsub('^Found too many nested data structures %(%d+%)',
     string.format('nesting deeper than %d levels', M.MAX_DEPTH))
+  if near ~= '' then msg = msg .. " near '" .. args.printable(near, 16) .. "'" end
   return nil, string.format('line %d, column %d: %s', line, col, msg), code
 end
 
