@@ -346,7 +346,7 @@ describe('the kluabench host', function()
 
     it('are the ones kluabench.cli.commands lists: main.c reads that list and names no command itself', function()
       local main_c = assert(slurp(package.searchpath('kluabench.cli', package.path)
-        :gsub('stdlib/kluabench/cli/init%.lua$', 'engine/main.c'))):gsub('/%*.-%*/', '')
+        :gsub('stdlib/kluabench/cli/init%.lua$', 'engine/host/main.c'))):gsub('/%*.-%*/', '')
       for _, c in ipairs(require 'kluabench.cli.commands') do
         -- (--help runs the help command, so main.c knows that one name)
         if c.name ~= 'help' then

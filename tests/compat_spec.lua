@@ -1,5 +1,5 @@
 -- The old names of moved modules (stdlib/compat/, searched after the stdlib:
--- engine/main.c's package.path) still load, for one release, and give the
+-- engine/host/main.c's package.path) still load, for one release, and give the
 -- very table the new name gives: each file there is one require of the new
 -- name, so the two can never drift apart.
 local sub = require 'helpers.subprocess'

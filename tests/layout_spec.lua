@@ -56,7 +56,7 @@ local function circles(files, graph)
 end
 
 describe('engine layout', function()
-  for _, pair in ipairs { { 'engine/repl.h', 'engine/repl.c' }, { 'engine/host.h', 'engine/host.c' } } do
+  for _, pair in ipairs { { 'engine/host/repl.h', 'engine/host/repl.c' }, { 'engine/host/host.h', 'engine/host/host.c' } } do
     it(pair[1] .. ' declares only what ' .. pair[2] .. ' defines', function()
       local names, c = declared(file(pair[1])), file(pair[2])
       assert.is_true(#names > 0)
@@ -67,24 +67,24 @@ describe('engine layout', function()
   end
 
   it('repl.c calls nothing of main.c', function()
-    local repl = file('engine/repl.c')
+    local repl = file('engine/host/repl.c')
     for _, name in ipairs { 'parse_args', 'open_host', 'pmain', 'set_paths', 'l_message' } do
       assert.is_nil(repl:find(name, 1, true), name)
     end
   end)
 
   it('timing.c knows neither tensors nor graphs (graph.c pins what a capture uses)', function()
-    local timing = file('engine/timing.c')
+    local timing = file('engine/core/timing.c')
     for _, word in ipairs { 'kb_tensor', 'kb_capture_note', 'Graph', 'graph_begin' } do
       assert.is_nil(timing:find(word, 1, true), word)
     end
-    assert.is_truthy(file('engine/graph.c'):find('\nvoid kb_capture_note%('))
+    assert.is_truthy(file('engine/core/graph.c'):find('\nvoid kb_capture_note%('))
   end)
 
   -- The functions each engine .c file defines for the others (not static)
   -- and the files each one calls them in: file -> {file = {names}}.
   local function calls()
-    local p = assert(io.popen('cd ' .. util.q(ROOT ~= '' and ROOT or '.') .. ' && ls engine/*.c'))
+    local p = assert(io.popen('cd ' .. util.q(ROOT ~= '' and ROOT or '.') .. " && find engine -name '*.c' | sort"))
     local files, text, def = {}, {}, {}
     for f in p:lines() do files[#files + 1] = f end
     p:close()
@@ -114,14 +114,14 @@ describe('engine layout', function()
     -- the helpers of every binding are out of tensor.c (errors.c, device.c) and kb.cuda's
     -- opener out of signature.c (usercode.c), so that graph.c and tensor.c, and module.c,
     -- nvrtc.c, plugin.c and signature.c, no longer call each other round in a circle
-    assert.is_truthy(graph['engine/graph.c']['engine/errors.c'])
-    assert.is_nil(graph['engine/graph.c']['engine/tensor.c'])
-    assert.is_truthy(graph['engine/tensor.c']['engine/graph.c'])
-    assert.is_nil(graph['engine/signature.c']['engine/module.c'])
-    assert.is_truthy(graph['engine/usercode.c']['engine/signature.c'])
+    assert.is_truthy(graph['engine/core/graph.c']['engine/core/errors.c'])
+    assert.is_nil(graph['engine/core/graph.c']['engine/core/tensor.c'])
+    assert.is_truthy(graph['engine/core/tensor.c']['engine/core/graph.c'])
+    assert.is_nil(graph['engine/usercode/signature.c']['engine/usercode/module.c'])
+    assert.is_truthy(graph['engine/usercode/usercode.c']['engine/usercode/signature.c'])
     -- the one left: the cpu backend records its kernels into kb.trace's buffer (trace.c), and
     -- kb.trace reads a device argument (device.c), which names the backends (backend.c)
-    assert.same({ 'engine/backend.c engine/backend_cpu.c engine/device.c engine/trace.c' }, circles(files, graph))
+    assert.same({ 'engine/backend/backend.c engine/backend/backend_cpu.c engine/core/device.c engine/core/trace.c' }, circles(files, graph))
   end)
 end)
 

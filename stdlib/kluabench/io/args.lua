@@ -26,7 +26,7 @@ end
 
 --- Raises "interrupted!" when SIGINT or SIGTERM stopped the command but a
 -- protected call on the way caught it (kb.interrupted() says so): commands
--- call it in their loops, so that they stop promptly. engine/main.c then
+-- call it in their loops, so that they stop promptly. engine/host/main.c then
 -- reports "kluabench CMD: interrupted by SIGINT" and exits 130 (143 for
 -- SIGTERM); files being written are removed by io/files.lua.
 function M.stop_if_interrupted()

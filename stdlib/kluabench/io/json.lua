@@ -12,7 +12,7 @@ local args = require 'kluabench.io.argcheck'
 
 --- The deepest nesting of arrays and objects that the reader (M.decode) and
 -- the writers accept: the engine's kb.jcs.MAX_DEPTH (JCS_MAX_DEPTH in
--- engine/jcs.c), the same as lua-cjson's default, so that whatever one side
+-- engine/core/jcs.c), the same as lua-cjson's default, so that whatever one side
 -- reads the other reads too. A record is a few levels deep.
 M.MAX_DEPTH = 1000
 

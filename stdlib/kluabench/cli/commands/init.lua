@@ -1,5 +1,5 @@
 --- The built-in commands of the kluabench executable, in the order `--help`
--- lists them: the one list of them. engine/main.c reads it before any other
+-- lists them: the one list of them. engine/host/main.c reads it before any other
 -- Lua runs (a first word that is one of these names is a command, anything
 -- else a script; `device = false` marks the commands that never touch a
 -- device, so that no backend is selected for them), and the dispatcher

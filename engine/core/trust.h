@@ -15,7 +15,7 @@
  * kb.trust.seed_key set, so that inputs cannot be predicted from the seeds a
  * script writes. */
 uint64_t kb_seed_keyed(uint64_t seed);
-/* The key itself (engine/seed_key.c): 0 is none. */
+/* The key itself (engine/core/seed_key.c): 0 is none. */
 uint64_t kb_seed_key_get(void);
 void kb_seed_key_set(uint64_t key);
 /* SplitMix64's output function (Steele, Lea, Flood 2014): the mix of the keys and of the guard pattern. */

@@ -1,11 +1,11 @@
-/* User kernels (docs/KERNELS.md): the pieces engine/nvrtc.c, module.c,
+/* User kernels (docs/KERNELS.md): the pieces engine/usercode/nvrtc.c, module.c,
  * signature.c and plugin.c share. usercode.c builds kb.cuda and kb.plugin
  * from their openers; luaopen_kluabench adds them through kb_open_usercode. */
 #ifndef KB_USERCODE_H
 #define KB_USERCODE_H
 
 #include <stddef.h>
-#include "kb.h"
+#include "../core/kb.h"
 
 #define KB_MODULE_MT "kluabench.Module"
 #define KB_KERNEL_MT "kluabench.Kernel"

@@ -1,6 +1,6 @@
 /* Internal interface between the binding files of the "kluabench" Lua module.
- * Each engine/X.c adds its functions to the module table with kb_open_X();
- * engine/kluabench.c assembles them. */
+ * Each binding file (engine/<role>/X.c) adds its functions to the module
+ * table with kb_open_X(); engine/core/kluabench.c assembles them. */
 #ifndef KB_KB_H
 #define KB_KB_H
 
@@ -8,7 +8,7 @@
 #include <string.h>
 #include <lua.h>
 #include <lauxlib.h>
-#include "backend.h"
+#include "../backend/backend.h"
 
 #define KB_VERSION "0.1.0"
 #define KB_TENSOR_MT "kluabench.Tensor"

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "backend.h"
-#include "usercode.h"
+#include "../usercode/usercode.h"
 
 static const kb_backend *g_default;
 

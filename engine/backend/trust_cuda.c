@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <cuda_runtime.h>
-#include "trust.h"
-#include "usercode.h"
+#include "../core/trust.h"
+#include "../usercode/usercode.h"
 
 volatile int kb_trust_plugin_cuda_ran;
 

@@ -2,12 +2,12 @@
  * one binding file per type or area. The host registers it as
  * package.preload["kluabench.core"]; stdlib/kluabench/init.lua wraps it. */
 #include "kb.h"
-#include "nvml.h"
-#include "signals.h"
+#include "../os/nvml.h"
+#include "../host/signals.h"
 #include "trust.h"
-#include "usercode.h"
+#include "../usercode/usercode.h"
 
-/* The built-in kernel families, one line each: engine/X.c binds
+/* The built-in kernel families, one line each: engine/core/X.c binds
  * kernels/X.h and defines kb_open_X. Adding a kernel adds its line here and
  * touches no other engine file (docs/ADDING_A_KERNEL.md). */
 #define KB_KERNEL_BINDINGS(X) X(rope)

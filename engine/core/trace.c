@@ -10,7 +10,7 @@
 #include <string.h>
 #include <time.h>
 #include "kb.h"
-#include "trace.h"
+#include "../backend/trace.h"
 
 #define KB_TRACE_MAX (1u << 20)
 

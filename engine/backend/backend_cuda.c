@@ -9,10 +9,10 @@
 #include <string.h>
 #include <cuda_runtime.h>
 #include "backend.h"
-#include "../kernels/tensor_ops.h"
+#include "../../kernels/tensor_ops.h"
 #include "trace.h"
-#include "trust.h"
-#include "usercode.h"
+#include "../core/trust.h"
+#include "../usercode/usercode.h"
 
 static char cu_err[512];
 
@@ -94,7 +94,7 @@ static const char *kernel_fail(const char *msg) {
 
 #define STREAM(b) ((cudaStream_t)(b)->stream)
 
-/* ---- calls made outside this file (engine/usercode.h) -------------------- */
+/* ---- calls made outside this file (engine/usercode/usercode.h) -------------------- */
 
 const char *kb_cuda_refuse(const char *what) {
   return g_sticky != cudaSuccess ? cuda_fail(what, g_sticky) : NULL;
