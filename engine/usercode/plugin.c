@@ -14,7 +14,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include "../core/trust.h"
+#include "../backend/cuda_context.h"
+#include "../backend/trust_cuda.h"
 #include "usercode.h"
 #include "../../include/kluabench_plugin.h"
 
