@@ -6,6 +6,7 @@
 -- stdlib's modules require downward only, by the layers of
 -- stdlib/kluabench/layers.lua, and never round in a circle.
 local util = require 'helpers.util'
+local circles = require('helpers.graph').circles
 
 local ROOT = package.searchpath('kluabench.kernels', package.path)
   :match('^(.-)/?stdlib/kluabench/kernels/init%.lua$')
@@ -15,43 +16,6 @@ local function file(path) return assert(util.slurp((ROOT ~= '' and ROOT .. '/' o
 local function declared(text)
   local out = {}
   for name in text:gmatch('\n[%w_ %*]-[%s%*]([%a_][%w_]*)%(') do out[#out + 1] = name end
-  return out
-end
-
--- The strongly connected components of more than one node of a graph
--- (node -> {node = ...}), each as its sorted names joined by spaces (Tarjan).
-local function circles(files, graph)
-  local index, low, on, stack, n, out = {}, {}, {}, {}, 0, {}
-  local function visit(v)
-    n = n + 1
-    index[v], low[v], on[v] = n, n, true
-    stack[#stack + 1] = v
-    local next_files = {}
-    for w in pairs(graph[v]) do next_files[#next_files + 1] = w end
-    table.sort(next_files)
-    for _, w in ipairs(next_files) do
-      if not index[w] then
-        visit(w)
-        low[v] = math.min(low[v], low[w])
-      elseif on[w] then
-        low[v] = math.min(low[v], index[w])
-      end
-    end
-    if low[v] == index[v] then
-      local c = {}
-      repeat
-        local w = table.remove(stack)
-        on[w] = nil
-        c[#c + 1] = w
-      until w == v
-      if #c > 1 then
-        table.sort(c)
-        out[#out + 1] = table.concat(c, ' ')
-      end
-    end
-  end
-  for _, f in ipairs(files) do if not index[f] then visit(f) end end
-  table.sort(out)
   return out
 end
 
