@@ -26,7 +26,7 @@ NVFLAGS ?= -O3 -std=c++17 -lineinfo -Xcompiler -Wall,-Wextra \
 # Everything but libc, libm, libstdc++ and libgcc is linked statically, so the
 # binary runs where Lua, cjson, OpenSSL, libedit, PCRE2 and SQLite are not
 # installed. -E exports the Lua API for C modules that busted loads at run
-# time. libpq (PostgreSQL) is opened at run time with dlopen (engine/pq.c),
+# time. libpq (PostgreSQL) is opened at run time with dlopen (engine/os/pq.c),
 # never linked.
 STATIC_LIBS := $(LIBDIR)/liblua5.4.a $(LIBDIR)/liblua5.4-cjson.a $(LIBDIR)/libcrypto.a $(LIBDIR)/libsqlite3.a \
                $(LIBDIR)/libedit.a $(LIBDIR)/libtinfo.a $(LIBDIR)/libbsd.a $(LIBDIR)/libmd.a \
@@ -34,11 +34,14 @@ STATIC_LIBS := $(LIBDIR)/liblua5.4.a $(LIBDIR)/liblua5.4-cjson.a $(LIBDIR)/libcr
 LDFLAGS += -Wl,-E $(SANITIZE)
 LDLIBS  += $(STATIC_LIBS) -lm -ldl -lpthread
 
-ENGINE_SRC := $(filter-out engine/backend_cuda.c engine/trace_cupti.c engine/trust_cuda.c,$(wildcard engine/*.c))
+# The engine's C, one folder per role (docs/ARCHITECTURE.md): host/, core/,
+# backend/, usercode/, os/. The CUDA-only files are compiled with CUDA=1 only.
+ENGINE_CUDA_SRC := engine/backend/backend_cuda.c engine/backend/trace_cupti.c engine/backend/trust_cuda.c
+ENGINE_SRC := $(filter-out $(ENGINE_CUDA_SRC),$(wildcard engine/*/*.c))
 KERNEL_SRC := $(wildcard kernels/*_cpu.c)
 CU_SRC     :=
 ifeq ($(CUDA),1)
-  ENGINE_SRC += engine/backend_cuda.c engine/trace_cupti.c engine/trust_cuda.c
+  ENGINE_SRC += $(ENGINE_CUDA_SRC)
   CU_SRC     := $(wildcard kernels/*.cu)
   CFLAGS     += -DKB_WITH_CUDA -I$(CUDA_HOME)/include
   LDLIBS     += -L$(CUDA_HOME)/lib64 -lcudart_static -lrt -lstdc++
@@ -76,7 +79,7 @@ $(GEN): FORCE
 	  echo; } > $@.tmp
 	@cmp -s $@.tmp $@ || mv $@.tmp $@; rm -f $@.tmp
 FORCE:
-$(BUILD)/obj/engine/device.o $(BUILD)/obj/engine/main.o: $(GEN)
+$(BUILD)/obj/engine/core/device.o $(BUILD)/obj/engine/host/main.o: $(GEN)
 
 $(BIN): $(OBJ)
 	$(call say,LINK,$@)$(CC) $(LDFLAGS) -o $@ $(OBJ) $(LDLIBS)
@@ -275,7 +278,7 @@ fuzz: deps
 
 $(BUILD)/obj/tests/fuzz/%.o: CFLAGS += -DKB_SOURCE_ROOT='"$(CURDIR)"'
 .PRECIOUS: $(BUILD)/obj/tests/fuzz/%.o
-$(BUILD)/fuzz_%: $(BUILD)/obj/tests/fuzz/fuzz_%.o $(filter-out %/engine/main.o %/engine/repl.o,$(OBJ))
+$(BUILD)/fuzz_%: $(BUILD)/obj/tests/fuzz/fuzz_%.o $(filter-out %/engine/host/main.o %/engine/host/repl.o,$(OBJ))
 	$(call say,LINK,$@)$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
 
 fuzz-run: fuzz

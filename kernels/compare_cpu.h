@@ -43,7 +43,7 @@ const char *kb_compare_max_abs_diff(const kb_compare_source *src, kb_dtype ta, k
 /* *out = ||a - b|| / ||b||; 0 when both are all zero, inf when only b is, NaN on NaN. */
 const char *kb_compare_rel_l2(const kb_compare_source *src, kb_dtype ta, kb_dtype tb, size_t n, double *out);
 
-/* The counts of kb.compare_elements (engine/compare_elements.c says what each means). worst is the
+/* The counts of kb.compare_elements (engine/core/compare_elements.c says what each means). worst is the
  * first element with the largest excess over atol + rtol * |want|, -1 when none exceeds it. a is
  * got, b is want. */
 typedef struct {

@@ -2,7 +2,7 @@
  * operations with broadcasting, reductions over one dimension and matrix
  * products. Each entry has a CUDA twin (tensor_math.cu; matmul through
  * cuBLAS, tensor_math_cublas.cu) and a CPU twin (tensor_math_cpu.c) with
- * the same contract; the binding (engine/tensor_math.c) checks shapes,
+ * the same contract; the binding (engine/core/tensor_math.c) checks shapes,
  * dtypes and devices before any of these run, so the kernels trust what
  * passes (inputs and outputs on the kernel's device, an output either equal
  * to an input at the same index or not overlapping it).

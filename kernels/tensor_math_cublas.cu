@@ -1,6 +1,6 @@
 // The CUDA twin of matmul (tensor_math.h): cublasGemmStridedBatchedEx on
 // the engine's stream. libcublas is opened with dlopen on the first matmul,
-// as engine/nvrtc.c opens NVRTC, so the static binary neither links nor
+// as engine/usercode/nvrtc.c opens NVRTC, so the static binary neither links nor
 // needs it; the header only gives the function types.
 //
 // Row-major C[m, n] = A[m, k] B[k, n] is column-major C^T = B^T A^T, so the

@@ -156,7 +156,7 @@ end)
 
 describe('kb.compare_elements and its kin on cuda tensors, a slice at a time #gpu', function()
   -- A cuda operand is copied to the host a slice of whole chunks at a time through the backend's
-  -- staging buffers (engine/tensor.c: 64 MB, so 16M f32 elements a slice); a cpu operand is read in
+  -- staging buffers (engine/core/tensor.c: 64 MB, so 16M f32 elements a slice); a cpu operand is read in
   -- place, all of it one slice. The chunks do not move with the slices, so every result must be
   -- the bits of the cpu copies' (40M elements: three slices of f32, or of a pair with an f32).
   local n = 40 * (1 << 20) + 4321

@@ -334,7 +334,7 @@ describe('the kluabench host', function()
       local r = run({ '-e', 'io.write(require("only_here"), " ", package.searchpath("kluabench.commands", package.path))' },
         { env = { KLUABENCH_PATH = dir } })
       assert.equal(0, r.code)
-      assert.matches('^override .*/stdlib/kluabench/cli/init%.lua$', r.out)
+      assert.matches('^override .*/stdlib/kluabench/commands/init%.lua$', r.out)
       r = run({ '-E', '-e', 'io.write(tostring(package.searchpath("only_here", package.path)))' },
         { env = { KLUABENCH_PATH = dir } })
       assert.equal('nil', r.out)
@@ -346,7 +346,7 @@ describe('the kluabench host', function()
 
     it('are the ones kluabench.commands.registry lists: main.c reads that list and names no command itself', function()
       local main_c = assert(slurp(package.searchpath('kluabench.commands', package.path)
-        :gsub('stdlib/kluabench/cli/init%.lua$', 'engine/main.c'))):gsub('/%*.-%*/', '')
+        :gsub('stdlib/kluabench/commands/init%.lua$', 'engine/host/main.c'))):gsub('/%*.-%*/', '')
       for _, c in ipairs(require 'kluabench.commands.registry') do
         -- (--help runs the help command, so main.c knows that one name)
         if c.name ~= 'help' then
@@ -355,12 +355,12 @@ describe('the kluabench host', function()
       end
       -- a list on KLUABENCH_PATH with one more command: the binary takes it as a command
       local d = tmpdir()
-      os.execute('mkdir -p ' .. q(d .. '/kluabench/cli/commands'))
-      spit(d .. '/kluabench/cli/commands/init.lua', "local list = dofile(" .. string.format('%q',
+      os.execute('mkdir -p ' .. q(d .. '/kluabench/commands'))
+      spit(d .. '/kluabench/commands/registry.lua', "local list = dofile(" .. string.format('%q',
         package.searchpath('kluabench.commands.registry', package.path)) .. ")\n"
         .. "list[#list + 1] = { name = 'greetings', module = 'greetings', summary = 'says hello', device = false }\n"
         .. "return list\n")
-      spit(d .. '/kluabench/cli/commands/greetings.lua', "return { USAGE = 'kluabench greetings', help = 'Says hello.',\n"
+      spit(d .. '/greetings.lua', "return { USAGE = 'kluabench greetings', help = 'Says hello.',\n"
         .. "  run = function(args) io.write('hello ', #args, '\\n') return 3 end }\n")
       local r = run({ 'greetings', 'a', 'b' }, { env = { KLUABENCH_PATH = d } })
       assert.same({ 'hello 2\n', '', 3 }, { r.out, r.err, r.code })
@@ -475,7 +475,7 @@ describe('the kluabench host', function()
       local r = run({ '-e', code })
       assert.equal(1, r.code)
       assert.equal("kluabench: command 'ghost' is not available in this build "
-        .. "(module kluabench.commands.registry.ghost not found)\n", r.err)
+        .. "(module ghost not found)\n", r.err)
       -- and through argv, for any built-in command this build lacks
       for _, c in ipairs(cli.COMMANDS) do
         if c.module and not package.searchpath('kluabench.commands.registry.' .. c.module, package.path) then

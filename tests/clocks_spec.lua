@@ -1,4 +1,4 @@
--- GPU clocks: kb.nvml (engine/nvml.c, against a fake libnvidia-ml.so.1
+-- GPU clocks: kb.nvml (engine/os/nvml.c, against a fake libnvidia-ml.so.1
 -- built from tests/helpers/fake_nvml.c) and the monitor that judges samples
 -- (clocks.lua, against a fake NVML table).
 local clocks = require 'kluabench.measure.clocks'

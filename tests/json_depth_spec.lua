@@ -1,5 +1,5 @@
 -- One JSON nesting cap for the whole program: the engine's kb.jcs
--- (JCS_MAX_DEPTH in engine/jcs.c) and the stdlib's reader and writer
+-- (JCS_MAX_DEPTH in engine/core/jcs.c) and the stdlib's reader and writer
 -- (util/json.lua, MAX_DEPTH) accept and refuse the same depths.
 local kb = require 'kluabench'
 local json = require 'kluabench.util.json'

@@ -25,7 +25,7 @@ local function kernel_words()
 end
 
 describe('the backend interface', function()
-  for _, path in ipairs { 'engine/backend.h', 'engine/backend.c', 'engine/backend_cpu.c', 'engine/backend_cuda.c' } do
+  for _, path in ipairs { 'engine/backend/backend.h', 'engine/backend/backend.c', 'engine/backend/backend_cpu.c', 'engine/backend/backend_cuda.c' } do
     it(path .. ' names no kernel', function()
       local text = file(path):lower()
       for word in pairs(kernel_words()) do

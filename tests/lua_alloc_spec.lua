@@ -1,4 +1,4 @@
--- The Lua state's pooled allocator (engine/lua_alloc.c): blocks of every size class and past it,
+-- The Lua state's pooled allocator (engine/host/lua_alloc.c): blocks of every size class and past it,
 -- grown, shrunk and freed in a random order, keep their contents. Run by the kluabench binary,
 -- whose states use the pool (under AddressSanitizer the pool is off and this checks the C
 -- library's blocks instead).

@@ -1,5 +1,5 @@
 -- Liger's memory metric (issue 26): the allocator's counts (kb.memory_stats,
--- engine/memstats.c), the probe (measure/memory.lua), the harness's --metric
+-- engine/core/memstats.c), the probe (measure/memory.lua), the harness's --metric
 -- memory and its records, import-liger keeping Liger's memory rows, and
 -- compare and plot lining the two up.
 local kb = require 'kluabench'

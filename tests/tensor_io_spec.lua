@@ -1,4 +1,4 @@
--- Tensors in .npy and safetensors files (engine/tensor_io.c): round trips
+-- Tensors in .npy and safetensors files (engine/core/tensor_io.c): round trips
 -- bit for bit on fresh random tensors, the committed files that NumPy and
 -- safetensors wrote (tests/data/tensor_io/README.md says how), files that
 -- lie about their sizes or are no files at all, and, where Python has numpy

@@ -1,4 +1,4 @@
--- Tensor arithmetic (engine/tensor_math.c, kernels/tensor_math*): every
+-- Tensor arithmetic (engine/core/tensor_math.c, kernels/tensor_math*): every
 -- operation on the cpu backend against a float64 reference computed here in
 -- Lua from the rounded inputs, with the dtype's tolerance, on fresh random
 -- inputs; broadcasting, in place, operators, shapes of every edge; every

@@ -209,7 +209,7 @@ describe('tensor on cuda #gpu', function()
   end)
 
   it('copies a tensor larger than a staging slice between devices, bit for bit, with and without a dtype change', function()
-    -- a cuda tensor reaches the host through the backend's 64 MB pinned buffer (engine/tensor.c):
+    -- a cuda tensor reaches the host through the backend's 64 MB pinned buffer (engine/core/tensor.c):
     -- 40M f32 elements are three slices and a tail
     local n = 40 * (1 << 20) + 333
     local c = kb.randn({ n }, 'f32', seed(), 'cpu')

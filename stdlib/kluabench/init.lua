@@ -44,7 +44,7 @@ mt.__index = function(t, name)
 end
 
 -- mt.fields: every name __index can load, for the REPL's completion
--- (engine/repl.c reads a metatable's `fields` raw, and reads a listed
+-- (engine/host/repl.c reads a metatable's `fields` raw, and reads a listed
 -- field that is not loaded yet through __index): the short names above and
 -- the modules found beside this file.
 local function loadable_names()

@@ -2,7 +2,7 @@
 // kernel that writes to an illegal address and waits for it, as a buggy
 // kernel would. tests/reliability_spec.lua (#gpu) builds it with nvcc,
 // require()s it inside a kluabench process and checks that the engine then
-// reports the sticky error and refuses to go on (engine/backend_cuda.c,
+// reports the sticky error and refuses to go on (engine/backend/backend_cuda.c,
 // g_sticky).
 //
 // It needs no Lua header: require() calls luaopen_cuda_fault(L), which

@@ -1,5 +1,5 @@
 /* A stand-in libnvidia-ml.so.1 for tests/nvml_spec.lua: the few entry points
- * engine/nvml.c resolves, answering from environment variables so that a
+ * engine/os/nvml.c resolves, answering from environment variables so that a
  * spec can play a GPU without one.
  *   FAKE_NVML_INIT    an NVML error code nvmlInit_v2 returns (default 0)
  *   FAKE_NVML_SM      SM clock in MHz (default 1980)

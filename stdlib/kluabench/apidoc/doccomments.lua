@@ -1,6 +1,6 @@
 --- The API reference, read from the comments beside the functions it
 -- documents: the `---` comments of the Lua modules and the `/***` comments of
--- the engine's C files (engine/*.c); help() and docs/API.md take them from
+-- the engine's C files (engine/<role>/*.c); help() and docs/API.md take them from
 -- here (apidoc/init.lua adds the sections and the commands).
 --
 -- A documented function has a comment block right above its definition:
@@ -156,7 +156,7 @@ function M.parse(text, prefix, file)
   return out
 end
 
---- The reference entries of one C source text (engine/*.c), in file order: its `/***` comment
+--- The reference entries of one C source text (engine/<role>/*.c), in file order: its `/***` comment
 -- blocks, each with @signature, @section and @example (file is for messages).
 function M.parse_c(text, file)
   local out = {}

@@ -1,6 +1,6 @@
 --- The API reference of kluabench: one entry per Lua function, method,
 -- property and command, gathered from the comments beside the functions (the
--- `---` comments of the Lua modules, the `/***` comments of engine/*.c:
+-- `---` comments of the Lua modules, the `/***` comments of engine/<role>/*.c:
 -- kluabench.apidoc.doccomments) with the sections and the commands defined here.
 -- `help()` in the REPL and docs/API.md (written by scripts/gen_api_doc.lua)
 -- both read this module, so they never disagree;
@@ -283,7 +283,7 @@ end
 
 -- Each kernel family names its own section (`doc.section` in its descriptor,
 -- stdlib/kluabench/kernels/<family>.lua; its functions' entries are the
--- `/***` comments of its binding, engine/<family>.c); the sections follow the
+-- `/***` comments of its binding, engine/core/<family>.c); the sections follow the
 -- tensor methods.
 do
   local at = #M.sections + 1
@@ -301,28 +301,33 @@ end
 
 ---------------------------------------------------------------------------
 -- The engine's C functions: their entries are the `/***` comments beside
--- them in engine/*.c (kluabench.apidoc.doccomments.parse_c), read from the
--- checkout this stdlib belongs to, in file order.
+-- them in engine/<role>/*.c (kluabench.apidoc.doccomments.parse_c), read from
+-- the checkout this stdlib belongs to, in file order.
 ---------------------------------------------------------------------------
 
 do
   local here = package.searchpath('kluabench.apidoc', package.path)
-  local root = here and here:match('^(.-)/?stdlib/kluabench/cli/apidoc%.lua$')
+  local root = here and here:match('^(.-)/?stdlib/kluabench/apidoc/init%.lua$')
   local host = package.loaded['kluabench.host']
   local dir = root and ((root ~= '' and root or '.') .. '/engine')
-  local names = {}
-  for _, name in ipairs(dir and host and host.listdir and host.listdir(dir) or {}) do
-    if name:match('%.c$') then names[#names + 1] = name end
+  local function list(d) return dir and host and host.listdir and host.listdir(d) or {} end
+  -- engine/<role>/<name>.c, ordered by name: which role folder holds a file
+  -- does not move its entries within a section
+  local files = {}
+  for _, role in ipairs(list(dir)) do
+    for _, name in ipairs(list(dir .. '/' .. role)) do
+      if name:match('%.c$') then files[#files + 1] = { name = name, path = role .. '/' .. name } end
+    end
   end
-  table.sort(names)
+  table.sort(files, function(a, b) return a.name < b.name or a.name == b.name and a.path < b.path end)
   local doccomments = require 'kluabench.apidoc.doccomments'
   local found = {}
-  for _, name in ipairs(names) do
-    local f = io.open(dir .. '/' .. name, 'rb')
+  for _, file in ipairs(files) do
+    local f = io.open(dir .. '/' .. file.path, 'rb')
     if f then
       local text = f:read('a')
       f:close()
-      for _, e in ipairs(doccomments.parse_c(text, 'engine/' .. name)) do found[#found + 1] = e end
+      for _, e in ipairs(doccomments.parse_c(text, 'engine/' .. file.path)) do found[#found + 1] = e end
     end
   end
   -- in the order of the sections, and of the files and lines within one

@@ -1,4 +1,4 @@
---- The dispatcher of the built-in commands, which engine/main.c calls:
+--- The dispatcher of the built-in commands, which engine/host/main.c calls:
 -- main(name, args) finds the command in kluabench.commands.registry (the one
 -- list), loads its module and runs it. The texts and helpers commands share
 -- are kluabench.commands.helpers; this module re-exports them, and the

@@ -2,7 +2,7 @@
 -- kernel, gathered from one descriptor file per kernel family.
 --
 -- The engine names its built-in families (kb.builtin_kernels(), one line in
--- engine/kluabench.c each); for a family "x" the registry loads
+-- engine/host/kluabench.c each); for a family "x" the registry loads
 -- kluabench.kernels.x (stdlib/kluabench/kernels/x.lua), which returns
 --   { binding = 'x',   -- the table of Lua functions, kb.x (default: the family)
 --     doc = { section = {id, title, intro}, entries = {...} },  -- as in apidoc/init.lua

@@ -1,4 +1,4 @@
---- The rotary position embedding family (kernels/rope.h, engine/rope.c as
+--- The rotary position embedding family (kernels/rope.h, engine/core/rope.c as
 -- kb.rope): its API reference, and its record title, sources and cost model.
 local DTYPE_BYTES = { bf16 = 2, f16 = 2, f32 = 4, f64 = 8 }
 
@@ -21,8 +21,8 @@ local IMPLEMENTATIONS = {
     cpu = { symbol = 'kb_rope_reference_cpu', path = 'kernels/rope_cpu.c' } },
   floor = { cuda = { symbol = 'kb_rope_floor_cuda', path = 'kernels/rope.cu' },
     cpu = { symbol = 'kb_rope_floor_cpu', path = 'kernels/rope_cpu.c' } },
-  copy = { cuda = { symbol = 'cudaMemcpyAsync', path = 'engine/backend_cuda.c', sources = { 'engine/backend_cuda.c' } },
-    cpu = { symbol = 'memcpy', path = 'engine/backend_cpu.c', sources = { 'engine/backend_cpu.c' } } },
+  copy = { cuda = { symbol = 'cudaMemcpyAsync', path = 'engine/backend/backend_cuda.c', sources = { 'engine/backend/backend_cuda.c' } },
+    cpu = { symbol = 'memcpy', path = 'engine/backend/backend_cpu.c', sources = { 'engine/backend/backend_cpu.c' } } },
 }
 
 -- The cost of RoPE over q [B, S, Hq, D] and k [B, S, Hk, D]: both read and
@@ -46,7 +46,7 @@ end
 return {
   binding = 'rope',
   -- The section of kb.rope in the API reference (help() and docs/API.md); its
-  -- entries are the /*** comments beside the functions in engine/rope.c.
+  -- entries are the /*** comments beside the functions in engine/core/rope.c.
   doc = {
     section = { id = 'rope', title = 'Rotary position embedding (kb.rope)',
       intro = 'The RoPE kernels, each on both backends (CUDA and the CPU reference). q is '

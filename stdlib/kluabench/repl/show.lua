@@ -1,4 +1,4 @@
---- How the REPL prints results (engine/repl.c requires this module on the
+--- How the REPL prints results (engine/host/repl.c requires this module on the
 -- first result it prints): a table as a bounded, nested view with sorted
 -- keys (lists as `[1, 2048, 32, 64]`, so a tensor's shape reads as one), a
 -- timing result (what kb.do_bench.do_bench, kb.measure.run and a protocol's

@@ -1,7 +1,7 @@
 --- kluabench.trust.integrity: the timing and statistics functions as they
 -- were before the user's script ran, and which of them a script replaced.
 --
--- The host calls capture() before it runs a script (engine/main.c), so the
+-- The host calls capture() before it runs a script (engine/host/main.c), so the
 -- references kept here are the engine's and the stdlib's own: the timing
 -- path (kluabench.measure.protocol_base's device(), the measure modes)
 -- takes its functions from upvalues bound when those modules loaded, which

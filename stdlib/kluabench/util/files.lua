@@ -144,7 +144,7 @@ local function kind_of(path, follow)
   return st.type, st
 end
 
--- kb.stat's types as kb.read_file (engine/fs.c) names them in its messages.
+-- kb.stat's types as kb.read_file (engine/os/fs.c) names them in its messages.
 local KIND_WORDS = { fifo = 'a FIFO', char = 'a character device', block = 'a block device', socket = 'a socket',
   other = 'an unknown kind of file' }
 

@@ -1,80 +1,16 @@
 /* kb.trace: the kernels (and memory copies) that ran on a device, each with
  * its start and end on the device's clock. On cuda the records come from
  * CUPTI (trace_cupti.c), on cpu from the host clock around each of the cpu
- * backend's kernels. Records accumulate here between kb.trace.start() and
- * kb.trace.collect() / stop(); the buffer is shared with CUPTI's thread,
- * hence the mutex. Policy (which records a measurement sums) lives in
+ * backend's kernels. Records accumulate in the backends' trace buffer
+ * (backend/trace_buffer.c) between kb.trace.start() and kb.trace.collect() /
+ * stop(). Policy (which records a measurement sums) lives in
  * stdlib/kluabench/measure/init.lua. */
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include "kb.h"
-#include "trace.h"
+#include "../backend/trace.h"
 
-#define KB_TRACE_MAX (1u << 20)
-
-volatile int kb_trace_cpu_on;
-
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static kb_trace_rec *recs;
-static size_t nrecs, caprecs;
-static uint64_t ndropped;
 static const kb_backend *tracing; /* the device being traced, or NULL */
-
-/* Kernel names repeat: keep one copy of each for the life of the process. */
-static char **names;
-static size_t nnames, capnames;
-
-static const char *intern(const char *s) {
-  for (size_t i = 0; i < nnames; i++)
-    if (strcmp(names[i], s) == 0) return names[i];
-  if (nnames == capnames) {
-    size_t cap = capnames ? 2 * capnames : 64;
-    char **n = realloc(names, cap * sizeof *n);
-    if (!n) return NULL;
-    names = n;
-    capnames = cap;
-  }
-  char *c = strdup(s);
-  if (c) names[nnames++] = c;
-  return c;
-}
-
-uint64_t kb_trace_now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-void kb_trace_add(const kb_trace_rec *r) {
-  pthread_mutex_lock(&mu);
-  if (nrecs == caprecs && caprecs < KB_TRACE_MAX) {
-    size_t cap = caprecs ? 2 * caprecs : 256;
-    kb_trace_rec *n = realloc(recs, cap * sizeof *n);
-    if (n) {
-      recs = n;
-      caprecs = cap;
-    }
-  }
-  const char *name = r->name ? intern(r->name) : NULL;
-  if (nrecs < caprecs && name) {
-    recs[nrecs] = *r;
-    recs[nrecs].name = name;
-    nrecs++;
-  } else {
-    ndropped++;
-  }
-  pthread_mutex_unlock(&mu);
-}
-
-void kb_trace_dropped(uint64_t n) {
-  pthread_mutex_lock(&mu);
-  ndropped += n;
-  pthread_mutex_unlock(&mu);
-}
-
-/* ---- Lua ----------------------------------------------------------------- */
 
 static void set_int(lua_State *L, const char *k, lua_Integer v) {
   lua_pushinteger(L, v);
@@ -95,27 +31,13 @@ static int by_start(const void *a, const void *b) {
   return x->start_ns < y->start_ns ? -1 : x->start_ns > y->start_ns;
 }
 
-/* Takes the records gathered so far (and the count of lost ones) out of the
- * shared buffer, which starts empty again; the caller frees them. */
-static kb_trace_rec *take_records(size_t *n, uint64_t *lost) {
-  pthread_mutex_lock(&mu);
-  kb_trace_rec *mine = recs;
-  *n = nrecs;
-  *lost = ndropped;
-  recs = NULL;
-  nrecs = caprecs = 0;
-  ndropped = 0;
-  pthread_mutex_unlock(&mu);
-  return mine;
-}
-
 /* Moves the records gathered so far into a Lua list, ordered by start time
  * (CUPTI delivers buffers in completion order). Pushes the list and the
  * number of records lost since the last call. */
 static void push_records(lua_State *L) {
   size_t n;
   uint64_t lost;
-  kb_trace_rec *mine = take_records(&n, &lost);
+  kb_trace_rec *mine = kb_trace_take(&n, &lost);
   if (n > 1) qsort(mine, n, sizeof *mine, by_start);
   lua_createtable(L, (int)n, 0);
   for (size_t i = 0; i < n; i++) {
@@ -192,7 +114,7 @@ static int l_start(lua_State *L) {
   tracing = dev;
   size_t n;
   uint64_t lost;
-  free(take_records(&n, &lost)); /* what an earlier trace left */
+  free(kb_trace_take(&n, &lost)); /* what an earlier trace left */
   return 0;
 }
 

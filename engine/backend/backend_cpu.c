@@ -9,7 +9,7 @@
 #include <unistd.h>
 #include <sys/utsname.h>
 #include "backend.h"
-#include "../kernels/tensor_ops.h"
+#include "../../kernels/tensor_ops.h"
 #include "trace.h"
 
 static char cpu_err[256];

@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <string.h>
 #include "backend.h"
-#include "usercode.h"
 
 static const kb_backend *g_default;
 
@@ -11,16 +10,6 @@ static const kb_backend *g_default;
 const kb_backend *kb_backend_cuda(int ordinal, const char **why) {
   *why = "this kluabench was built without CUDA (make CUDA=1 with nvcc on PATH)";
   return NULL;
-}
-
-/* Without CUDA no user kernel reaches a GPU: nothing can poison a context. */
-const char *kb_cuda_refuse(const char *what) { return NULL; }
-
-const char *kb_cuda_external_fail(const char *what, int code, const char *name, const char *text) {
-  static char msg[512];
-  snprintf(msg, sizeof msg, "%s: %s (%s)", what, name ? name : "error", text ? text : "no CUDA");
-  (void)code;
-  return msg;
 }
 #endif
 

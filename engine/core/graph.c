@@ -7,7 +7,6 @@
  * while the graph is live (tensor.c). Freeing the graph unpins them. */
 #include <string.h>
 #include "kb.h"
-#include "usercode.h"
 
 #define KB_GRAPH_MT "kluabench.Graph"
 

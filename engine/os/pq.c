@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kb.h"
+#include "../core/kb.h"
 
 #define PQ_MT "kluabench.PQ"
 

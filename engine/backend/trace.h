@@ -1,11 +1,13 @@
 /* Kernel tracing: what ran on the device and when, one record per kernel
  * or memory copy, with device timestamps. The CUDA backend fills it from
  * CUPTI's activity API (trace_cupti.c, loaded with dlopen); the cpu backend
- * times its own kernels with the host clock. kb.trace (trace.c) is the Lua
- * side: start, collect, stop. */
+ * times its own kernels with the host clock. Both append to one buffer
+ * (trace_buffer.c); kb.trace (core/trace.c) is the Lua side: start,
+ * collect, stop. */
 #ifndef KB_TRACE_H
 #define KB_TRACE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct {
@@ -27,6 +29,10 @@ void kb_trace_dropped(uint64_t n);
 extern volatile int kb_trace_cpu_on;
 /* Host monotonic clock, ns (the cpu backend's trace clock). */
 uint64_t kb_trace_now_ns(void);
+/* Takes the records gathered so far out of the buffer, which starts empty
+ * again: returns them (the caller frees them; NULL when none), their count
+ * in *n and in *lost the records dropped since the last take. */
+kb_trace_rec *kb_trace_take(size_t *n, uint64_t *lost);
 
 #ifdef KB_WITH_CUDA
 /* trace_cupti.c: load CUPTI (NULL when usable, else why not), switch the

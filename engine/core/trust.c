@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <sys/syscall.h>
 #include "trust.h"
+#include "../backend/trust_cuda.h"
 
 /* ---- the seed key --------------------------------------------------------- */
 

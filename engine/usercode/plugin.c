@@ -14,9 +14,10 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include "trust.h"
+#include "../backend/cuda_context.h"
+#include "../backend/trust_cuda.h"
 #include "usercode.h"
-#include "../include/kluabench_plugin.h"
+#include "../../include/kluabench_plugin.h"
 
 #define KB_PLUGIN_MAX_ARGS 32
 /* The err buffer an entry gets, and the room for its message escaped (each

@@ -6,8 +6,8 @@
  * kernels/check.lua. */
 #include <math.h>
 #include "kb.h"
-#include "../kernels/compare_cpu.h"
-#include "../kernels/tensor_ops.h"
+#include "../../kernels/compare_cpu.h"
+#include "../../kernels/tensor_ops.h"
 
 static void set_int(lua_State *L, const char *k, int64_t v) {
   lua_pushinteger(L, (lua_Integer)v);

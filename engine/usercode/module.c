@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include "../backend/cuda_context.h"
 #include "usercode.h"
 
 /* ---- the driver API, declared by hand ------------------------------------ */

@@ -1,11 +1,11 @@
-/* User kernels (docs/KERNELS.md): the pieces engine/nvrtc.c, module.c,
+/* User kernels (docs/KERNELS.md): the pieces engine/usercode/nvrtc.c, module.c,
  * signature.c and plugin.c share. usercode.c builds kb.cuda and kb.plugin
  * from their openers; luaopen_kluabench adds them through kb_open_usercode. */
 #ifndef KB_USERCODE_H
 #define KB_USERCODE_H
 
 #include <stddef.h>
-#include "kb.h"
+#include "../core/kb.h"
 
 #define KB_MODULE_MT "kluabench.Module"
 #define KB_KERNEL_MT "kluabench.Kernel"
@@ -67,33 +67,11 @@ void kb_push_module(lua_State *L, int img, int ptx, const char *format, int info
 void kb_note_code(lua_State *L, const char *kind, const char *sha256, const char *image_sha256,
                   const char *name, const char *path);
 
-
-/* ---- the CUDA context shared with the backend (backend_cuda.c) -------------
- * User kernels are launched through the driver API or by plugins, outside
- * backend_cuda.c; these keep its rule that an error which poisons the
- * context stops every later call. */
-
-/* NULL while the context is usable, else "<what>: <sticky error>; the CUDA
- * context is unusable, kluabench cannot continue". */
-const char *kb_cuda_refuse(const char *what);
-/* The message for a failed call made outside the runtime: "<what>: <name>
- * (<text>)"; marks the context unusable when code (a CUresult or
- * cudaError_t: the codes that poison a context are equal in both) is one of
- * those errors. name and text may be NULL. */
-const char *kb_cuda_external_fail(const char *what, int code, const char *name, const char *text);
-
-/* graph.c: while a CUDA graph is being captured, keeps the value at idx
- * alive as long as the graph (a module whose kernels the graph launches). */
-void kb_capture_keep(lua_State *L, int idx);
-/* graph.c: 1 while a CUDA graph is being captured. */
-int kb_capturing(void);
-
 void kb_open_usercode(lua_State *L);   /* usercode.c */
 void kb_open_signature(lua_State *L); /* signature.c: parse_signature into the kb.cuda table on top */
 void kb_open_nvrtc(lua_State *L);
 void kb_open_module(lua_State *L);
 void kb_open_plugin(lua_State *L);
 void kb_open_loaded_code(lua_State *L); /* loaded_code.c: kb.loaded_code into the kb table on top */
-void kb_open_compare_elements(lua_State *L);
 
 #endif

@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "kb.h"
-#include "../kernels/compare_cpu.h"
-#include "../kernels/parallel_cpu.h"
-#include "../kernels/tensor_ops.h"
+#include "../../kernels/compare_cpu.h"
+#include "../../kernels/parallel_cpu.h"
+#include "../../kernels/tensor_ops.h"
 #include "trust.h"
 
 static kb_tensor *to_tensor(lua_State *L, int arg) {

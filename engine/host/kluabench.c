@@ -1,13 +1,16 @@
 /* luaopen_kluabench: the C core of the "kluabench" module, assembled from
- * one binding file per type or area. The host registers it as
- * package.preload["kluabench.core"]; stdlib/kluabench/init.lua wraps it. */
-#include "kb.h"
-#include "nvml.h"
+ * one binding file per type or area, of every role folder (core/, os/,
+ * usercode/, and signals.c here). The host registers it as
+ * package.preload["kluabench.core"]; stdlib/kluabench/init.lua wraps it.
+ * It sits with the host, above every folder it assembles, so that the role
+ * folders call one way only: host/ > usercode/ > os/ > core/ > backend/. */
+#include "../core/kb.h"
+#include "../core/trust.h"
+#include "../os/nvml.h"
+#include "../usercode/usercode.h"
 #include "signals.h"
-#include "trust.h"
-#include "usercode.h"
 
-/* The built-in kernel families, one line each: engine/X.c binds
+/* The built-in kernel families, one line each: engine/core/X.c binds
  * kernels/X.h and defines kb_open_X. Adding a kernel adds its line here and
  * touches no other engine file (docs/ADDING_A_KERNEL.md). */
 #define KB_KERNEL_BINDINGS(X) X(rope)

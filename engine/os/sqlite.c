@@ -18,7 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "kb.h"
+#include "../core/kb.h"
 
 #define DB_MT "kluabench.SQLite"
 #define STMT_MT "kluabench.SQLiteStatement"

@@ -594,7 +594,7 @@ static const char *st_entry_of(lua_State *L, int idx, const char *key, st_entry 
   return NULL;
 }
 
-/* kb.jcs.decode marks what it made an object (engine/jcs.c). */
+/* kb.jcs.decode marks what it made an object (engine/core/jcs.c). */
 static int is_json_object(lua_State *L, int idx) {
   if (!lua_istable(L, idx) || !lua_getmetatable(L, idx)) return 0;
   luaL_getmetatable(L, "kluabench.jcs.object");

@@ -16,7 +16,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "kb.h"
+#include "../core/kb.h"
 
 static int fail(lua_State *L, const char *path, int e) {
   luaL_pushfail(L);

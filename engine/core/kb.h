@@ -1,6 +1,6 @@
 /* Internal interface between the binding files of the "kluabench" Lua module.
- * Each engine/X.c adds its functions to the module table with kb_open_X();
- * engine/kluabench.c assembles them. */
+ * Each binding file (engine/<role>/X.c) adds its functions to the module
+ * table with kb_open_X(); engine/host/kluabench.c assembles them. */
 #ifndef KB_KB_H
 #define KB_KB_H
 
@@ -8,7 +8,7 @@
 #include <string.h>
 #include <lua.h>
 #include <lauxlib.h>
-#include "backend.h"
+#include "../backend/backend.h"
 
 #define KB_VERSION "0.1.0"
 #define KB_TENSOR_MT "kluabench.Tensor"
@@ -62,6 +62,11 @@ const char *kb_shape_str(const kb_tensor *t, char *buf, size_t n);
 /* graph.c: while a CUDA graph is being captured, pins the tensor at idx
  * (new tensors made inside the capture live as long as the graph). */
 void kb_capture_note(lua_State *L, int idx);
+/* graph.c: while a CUDA graph is being captured, keeps the value at idx
+ * alive as long as the graph (a module whose kernels the graph launches). */
+void kb_capture_keep(lua_State *L, int idx);
+/* graph.c: 1 while a CUDA graph is being captured. */
+int kb_capturing(void);
 
 /* A built-in kernel's operations table for a device (kernels/X.h declares
  * X_cpu and X_cuda): KB_KERNEL_OPS(kb_rope_ops, dev) is &kb_rope_ops_cuda
@@ -170,6 +175,7 @@ const char *kb_alloc_collecting(lua_State *L, const kb_backend *dev, void **out,
  * binding keeps scratch tensors between calls, which kb.drop_scratch forgets. */
 void kb_scratch_table(lua_State *L, const char *key);
 void kb_open_memstats(lua_State *L);
+void kb_open_compare_elements(lua_State *L); /* compare_elements.c: kb.compare_elements */
 int luaopen_kluabench(lua_State *L);
 
 #endif

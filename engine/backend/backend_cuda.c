@@ -2,120 +2,37 @@
  * which every launch, copy and event is queued, and CUDA graphs. Every CUDA
  * call goes through CU(), which turns a failure into a message carrying the
  * call and the error name. Errors that poison the context (an illegal
- * address in a kernel, say) are remembered: every later call reports that
- * the process cannot continue, instead of printing numbers. */
+ * address in a kernel, say) are remembered (cuda_context.c): every later
+ * call reports that the process cannot continue, instead of printing
+ * numbers. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cuda_runtime.h>
 #include "backend.h"
-#include "../kernels/tensor_ops.h"
+#include "../../kernels/tensor_ops.h"
+#include "cuda_context.h"
 #include "trace.h"
-#include "trust.h"
-#include "usercode.h"
+#include "trust_cuda.h"
 
-static char cu_err[512];
-
-/* g_sticky: the first error that poisoned the CUDA context, else cudaSuccess.
- *
- * CUDA errors come in two kinds. Most concern one call (a cudaMalloc larger
- * than the free memory, an invalid argument): cudaGetLastError() clears them
- * and the next call works. cuda_fail clears them, which is why an
- * allocation larger than the device is a Lua error naming the size after
- * which the engine keeps working. A kernel that faults (illegal or
- * misaligned address, trap, device assert, ...) instead corrupts the
- * context: every later runtime call in the process returns that error,
- * nothing clears it, and only a new process recovers. Kernels run
- * asynchronously, so the fault usually surfaces in a later, unrelated call
- * (the next synchronising copy, event or launch check); is_sticky() goes by
- * the error code, not by the call that reported it.
- *
- * g_sticky is set by the first call that sees such an error and never
- * cleared. From then on CU() and KERNEL() refuse every call before making it,
- * with "<call>: <error name> (<text>); the CUDA context is unusable,
- * kluabench cannot continue". The Lua error ends a script (exit status 1)
- * unless the script catches it, and a caught one comes back on every later
- * device call, so no number is ever timed or printed from a broken context.
- * Releases (cu_release, from free() and __gc) ignore failures, as they must.
- * tests/reliability_spec.lua (#gpu) provokes a fault from a helper library
- * (tests/helpers/cuda_fault.cu) and checks this. */
-static cudaError_t g_sticky = cudaSuccess;
-
-#define KB_STICKY_TAIL "; the CUDA context is unusable, kluabench cannot continue"
-
-static int is_sticky(cudaError_t e) {
-  switch (e) {
-  case cudaErrorIllegalAddress:
-  case cudaErrorLaunchFailure:
-  case cudaErrorHardwareStackError:
-  case cudaErrorIllegalInstruction:
-  case cudaErrorMisalignedAddress:
-  case cudaErrorInvalidAddressSpace:
-  case cudaErrorInvalidPc:
-  case cudaErrorAssert:
-  case cudaErrorLaunchTimeout:
-  case cudaErrorECCUncorrectable:
-    return 1;
-  default:
-    return 0;
-  }
-}
-
-/* Format "what: cudaErrorX (text)"; clears a non-sticky error so that the
- * next call starts clean, and marks the context dead on a sticky one. */
-static const char *cuda_fail(const char *what, cudaError_t e) {
-  if (is_sticky(e) && g_sticky == cudaSuccess) g_sticky = e;
-  else if (!is_sticky(e)) (void)cudaGetLastError();
-  snprintf(cu_err, sizeof cu_err, "%s: %s (%s)%s", what, cudaGetErrorName(e),
-           cudaGetErrorString(e), g_sticky != cudaSuccess ? KB_STICKY_TAIL : "");
-  return cu_err;
-}
-
-/* A kernel wrapper's message: mark the context when the launch poisoned it,
- * and say so. */
-static const char *kernel_fail(const char *msg) {
-  if (msg) {
-    cudaError_t e = cudaPeekAtLastError();
-    if (is_sticky(e) && g_sticky == cudaSuccess) g_sticky = e;
-    if (g_sticky != cudaSuccess) {
-      snprintf(cu_err, sizeof cu_err, "%s%s", msg, KB_STICKY_TAIL);
-      return cu_err;
-    }
-  }
-  return msg;
-}
-
+/* Every runtime call, refused once the context is dead (cuda_context.h):
+ * a failure becomes "<what>: cudaErrorX (text)". */
 #define CU(call, what)                                                                         \
   do {                                                                                         \
-    if (g_sticky != cudaSuccess) return cuda_fail(what, g_sticky);                            \
+    const char *dead_ = kb_cuda_refuse(what);                                                  \
+    if (dead_) return dead_;                                                                   \
     cudaError_t e_ = (call);                                                                   \
-    if (e_ != cudaSuccess) return cuda_fail(what, e_);                                         \
+    if (e_ != cudaSuccess) return kb_cuda_fail(what, (int)e_);                                 \
   } while (0)
 
 #define STREAM(b) ((cudaStream_t)(b)->stream)
-
-/* ---- calls made outside this file (engine/usercode.h) -------------------- */
-
-const char *kb_cuda_refuse(const char *what) {
-  return g_sticky != cudaSuccess ? cuda_fail(what, g_sticky) : NULL;
-}
-
-/* The driver API's CUresult and the runtime's cudaError_t agree on the
- * codes is_sticky() lists (700, 702, 710, 714-719, 214). */
-const char *kb_cuda_external_fail(const char *what, int code, const char *name, const char *text) {
-  cudaError_t e = (cudaError_t)code;
-  if (is_sticky(e) && g_sticky == cudaSuccess) g_sticky = e;
-  snprintf(cu_err, sizeof cu_err, "%s: %s (%s)%s", what, name ? name : cudaGetErrorName(e),
-           text ? text : cudaGetErrorString(e), g_sticky != cudaSuccess ? KB_STICKY_TAIL : "");
-  return cu_err;
-}
 
 /* With the guard bytes (backend.h) on either side of what is returned. */
 static const char *cu_alloc(const kb_backend *b, void **out, size_t bytes) {
   char what[96];
   snprintf(what, sizeof what, "cudaMalloc(%zu bytes)", bytes);
   *out = NULL;
-  if (bytes > SIZE_MAX - 2 * KB_GUARD_BYTES) return cuda_fail(what, cudaErrorMemoryAllocation);
+  if (bytes > SIZE_MAX - 2 * KB_GUARD_BYTES) return kb_cuda_fail(what, (int)cudaErrorMemoryAllocation);
   void *base = NULL;
   CU(cudaMalloc(&base, bytes + 2 * KB_GUARD_BYTES), what);
   *out = (char *)base + KB_GUARD_BYTES;
@@ -189,8 +106,9 @@ static const char *cu_from_host(const kb_backend *b, void *dst, const void *src,
 
 #define KERNEL(expr)                                                                           \
   do {                                                                                         \
-    if (g_sticky != cudaSuccess) return cuda_fail("kernel launch", g_sticky);                 \
-    return kernel_fail(expr);                                                                  \
+    const char *dead_ = kb_cuda_refuse("kernel launch");                                       \
+    if (dead_) return dead_;                                                                   \
+    return kb_cuda_kernel_fail(expr);                                                          \
   } while (0)
 
 static const char *cu_fill(const kb_backend *b, void *p, kb_dtype t, size_t n, double x) {
@@ -211,8 +129,9 @@ static const char *cu_convert(const kb_backend *b, void *dst, kb_dtype dt, const
  * context is marked so. */
 static const char *cu_run_kernel(const kb_backend *b, const char *name, kb_kernel_fn fn,
                                  void *args) {
-  if (g_sticky != cudaSuccess) return cuda_fail(name, g_sticky);
-  return kernel_fail(fn(args));
+  const char *dead = kb_cuda_refuse(name);
+  if (dead) return dead;
+  return kb_cuda_kernel_fail(fn(args));
 }
 
 static const char *cu_event_create(const kb_backend *b, void **ev) {
@@ -279,7 +198,7 @@ static const char *cu_graph_end(const kb_backend *b, void **out) {
   CU(cudaStreamEndCapture(STREAM(b), &g), "cudaStreamEndCapture");
   cudaError_t e = cudaGraphInstantiate(&exec, g, 0);
   (void)cudaGraphDestroy(g);
-  if (e != cudaSuccess) return cuda_fail("cudaGraphInstantiate", e);
+  if (e != cudaSuccess) return kb_cuda_fail("cudaGraphInstantiate", (int)e);
   *out = exec;
   return NULL;
 }

@@ -11,7 +11,7 @@
 #include <pcre2.h>
 #include <string.h>
 
-#include "kb.h"
+#include "../core/kb.h"
 
 #define REGEX_CACHE 64
 #define REGEX_MAX_PATTERN 4096

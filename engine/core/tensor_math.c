@@ -21,7 +21,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "kb.h"
-#include "../kernels/tensor_math.h"
+#include "../../kernels/tensor_math.h"
 
 /* ---- checks ---------------------------------------------------------------- */
 

@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "kb.h"
+#include "../core/kb.h"
 
 extern char **environ;
 

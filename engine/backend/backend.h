@@ -9,18 +9,18 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "../kernels/dtype.h"
+#include "../../kernels/dtype.h"
 
 typedef struct kb_backend kb_backend;
 
 /* Guard bytes around every allocation: alloc returns a pointer with
  * KB_GUARD_BYTES of the allocation before it and KB_GUARD_BYTES after the
  * `bytes` asked for, so that kb.trust can arm them with a pattern and find a
- * kernel that wrote outside its tensor (engine/trust.c, docs/TRUST.md).
+ * kernel that wrote outside its tensor (engine/core/trust.c, docs/TRUST.md).
  * 256 keeps the pointer as aligned as cudaMalloc's and aligned_alloc(64)'s. */
 #define KB_GUARD_BYTES 256
 
-/* A kernel entry bound to its arguments (engine/X.c adapts an operations
+/* A kernel entry bound to its arguments (engine/core/X.c adapts an operations
  * table's typed entries to this): NULL on success or a message. */
 typedef const char *(*kb_kernel_fn)(void *args);
 

@@ -20,7 +20,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "kb.h"
-#include "../kernels/rope.h"
+#include "../../kernels/rope.h"
 
 #define ROPE_SCRATCH_KEY "kluabench.rope.scratch"
 #define ROPE_SINK_KEY "kluabench.rope.floor_sink"

@@ -1,12 +1,12 @@
-/* The CUDA side of kb.trust (trust.h): the whole device's synchronisation
+/* The CUDA side of kb.trust (trust_cuda.h): the whole device's synchronisation
  * and the persisting-L2 state that an access-policy window uses to keep a
  * kernel's data in L2 across the harness's flush. Compiled with CUDA=1 only.
  * Calls refuse once the context is dead, as every backend call does. */
 #include <stdio.h>
 #include <string.h>
 #include <cuda_runtime.h>
-#include "trust.h"
-#include "usercode.h"
+#include "cuda_context.h"
+#include "trust_cuda.h"
 
 volatile int kb_trust_plugin_cuda_ran;
 
