@@ -418,7 +418,7 @@ describe('the kluabench host', function()
     it("takes each command's usage and help from one place, its module", function()
       for _, c in ipairs(cli.COMMANDS) do
         if c.module then
-          local mod = require('kluabench.commands.registry.' .. c.module)
+          local mod = require(c.module)
           assert.is_string(mod.USAGE, c.name)
           assert.is_string(mod.help, c.name)
           assert.is_nil(c.usage, c.name .. ': a second usage line in cli.COMMANDS')
@@ -478,7 +478,7 @@ describe('the kluabench host', function()
         .. "(module ghost not found)\n", r.err)
       -- and through argv, for any built-in command this build lacks
       for _, c in ipairs(cli.COMMANDS) do
-        if c.module and not package.searchpath('kluabench.commands.registry.' .. c.module, package.path) then
+        if c.module and not package.searchpath(c.module, package.path) then
           r = run({ c.name })
           assert.equal(1, r.code)
           assert.matches("command '" .. c.name .. "' is not available in this build", r.err, 1, true)
