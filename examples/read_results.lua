@@ -11,6 +11,7 @@ local kb = require 'kluabench'
 local results = require 'kluabench.table'
 local record = require 'kluabench.record'
 local plot = require 'kluabench.charts.plot'
+local verify = require 'kluabench.record.verify'
 
 local path, chart = arg[1], arg[2]
 
@@ -42,7 +43,7 @@ print(string.format('%d bundles in %s', #bundles, path))
 -- 2. Check: recompute every digest and check every document against its schema (what
 -- `kluabench verify` does).
 for i, b in ipairs(bundles) do
-  local problems = record.check(b)
+  local problems = verify.check(b)
   if #problems > 0 then print(string.format('bundle %d: %d problem(s), the first: %s', i, #problems,
     problems[1].error or problems[1].field)) end
 end
@@ -55,7 +56,7 @@ io.write(results.results_table(bundles))
 local BASELINES = { 'reference', 'huggingface' }
 local by_point = {}
 for _, b in ipairs(bundles) do
-  local p = kb.point.of(b) -- what the bundle says about its point, wherever the schema keeps it
+  local p = kb.result.session(b) -- what the bundle says about its point, wherever the schema keeps it
   if p.median_ns then -- latency records (a memory record has measurements only)
     local key = p.mode .. ' ' .. p.id
     by_point[key] = by_point[key] or {}

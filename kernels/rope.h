@@ -12,7 +12,7 @@
  * Both twins evaluate re' = re*cos - im*sin, im' = re*sin + im*cos as two
  * products and one sum, each rounded (no fused multiply-add), so the CUDA and
  * CPU results, and the fused and reference paths, agree bit for bit.
- * The binding (engine/core/rope.c) checks shapes, dtypes and devices before any
+ * The binding (engine/rope.c) checks shapes, dtypes and devices before any
  * of these run: the kernels trust their arguments (head_dim even and > 0,
  * q/k/freqs on the kernel's device, outputs either equal to the inputs or
  * not overlapping them). */
@@ -48,7 +48,7 @@ typedef struct {
  * twin (rope.cu) queues its kernels on a->stream, the CPU twin
  * (rope_cpu.c) computes on the calling thread (and its worker threads).
  * Every entry returns NULL on success or a message naming the failed call.
- * engine/core/rope.c picks the table by the tensors' device and runs the entry
+ * engine/rope.c picks the table by the tensors' device and runs the entry
  * through the backend's run_kernel, which adds what that device does around
  * every kernel (tracing on cpu, the dead-context check on cuda). */
 typedef struct {

@@ -11,6 +11,7 @@ local files = require 'kluabench.util.files'
 local json = require 'kluabench.util.json'
 local reader = require 'kluabench.record.reader'
 local shards = require 'kluabench.dist.shards'
+local result = require 'kluabench.result'
 
 local q = sh.q
 
@@ -85,7 +86,7 @@ describe('merge expects every provider x mode x session the run asked for (issue
     launch_run(dir, 2, { '--seq', '128,256' })
     for i = 1, 2 do
       sh.rewrite(string.format('%s/shard-%d.jsonl', dir, i), function(b)
-        return require('kluabench.record.point').of(b).mode ~= 'backward' and b or nil
+        return result.session(b).mode ~= 'backward' and b or nil
       end)
     end
     local r = merge(dir, '-o', tmp .. '/m.jsonl')

@@ -196,10 +196,10 @@ describe('records carry the session noise and the ceiling they used (issue 13)',
     assert.same({ sd = 0.03, measuredAt = '2026-12-02T01:00:00Z', sessions = 4, scope = 'device' }, e.sessionNoise)
     assert.same({ gbps = 2000, converged = true, measuredAt = '2026-12-02T00:00:00Z' }, e.throughput.copyCeiling)
     -- the figures in force are measurements too
-    assert.equal(0.03, kb.point.of(here).noise_sd)
-    assert.equal(2000, kb.point.of(here).copy_gbps)
+    assert.equal(0.03, kb.result.session(here).noise_sd)
+    assert.equal(2000, kb.result.session(here).copy_gbps)
     assert.is_nil(kb.evidence.of(other).sessionNoise)
-    assert.is_nil(kb.point.of(other).noise_sd)
+    assert.is_nil(kb.result.session(other).noise_sd)
     os.execute('rm -rf ' .. dir)
   end)
 end)

@@ -299,7 +299,7 @@ describe('check.plausible', function()
     -- the run's status says so, with the reason in its evidence, and so does the table
     assert.equal('suspected_reward_hack', b.run.spec.status)
     assert.truthy(kb.evidence.of(b).reasons[1]:find('physically implausible', 1, true))
-    assert.truthy(kb.point.of(b).implausible)
+    assert.truthy(kb.result.session(b).implausible)
     assert.truthy(results.results_table({ b }):find('IMPLAUSIBLE', 1, true))
   end)
 end)

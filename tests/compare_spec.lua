@@ -43,6 +43,7 @@ end
 
 local util = require 'helpers.util'
 local json = require 'kluabench.util.json'
+local stats = require 'kluabench.stats'
 local ok_core, core = pcall(require, 'kluabench.core')
 local engine_it = (ok_core and core.executable) and it or pending
 
@@ -274,7 +275,7 @@ local function sessions(center, R, n, shift_sd, seed)
   local g = prng.new(seed)
   local out = {}
   for r = 1, R do
-    local c = center * math.exp(shift_sd * inference.normal_quantile(0.001 + 0.998 * g:uniform()))
+    local c = center * math.exp(shift_sd * stats.normal_quantile(0.001 + 0.998 * g:uniform()))
     local s = {}
     for i = 1, n do s[i] = c * (1 + 0.005 * g:uniform()) end
     out[r] = s
@@ -311,12 +312,12 @@ describe('compare accounts for run-to-run variation (issue 13)', function()
   end)
 
   it('Student\'s t quantiles', function()
-    assert.near(12.7062, inference.t_quantile(0.975, 1), 1e-4)
-    assert.near(4.3027, inference.t_quantile(0.975, 2), 1e-4)
-    assert.near(2.2281, inference.t_quantile(0.975, 10), 1e-4)
-    assert.near(4.6041, inference.t_quantile(0.995, 4), 1e-4)
-    assert.near(0.050970, inference.t_cdf(-2, 5), 1e-6)
-    assert.has_error(function() inference.t_cdf(1, 0) end)
+    assert.near(12.7062, stats.t_quantile(0.975, 1), 1e-4)
+    assert.near(4.3027, stats.t_quantile(0.975, 2), 1e-4)
+    assert.near(2.2281, stats.t_quantile(0.975, 10), 1e-4)
+    assert.near(4.6041, stats.t_quantile(0.995, 4), 1e-4)
+    assert.near(0.050970, stats.t_cdf(-2, 5), 1e-6)
+    assert.has_error(function() stats.t_cdf(1, 0) end)
   end)
 
   it('still finds a +8 % change through that noise, with three sessions a side', function()

@@ -109,7 +109,7 @@ describe('--metrics energy on the cpu backend', function()
     local e = kb.evidence.of(b).execution.energy
     assert.is_false(e.available)
     assert.matches('cpu backend', e.reason, 1, true)
-    assert.is_nil(kb.point.of(b).energy_j)
+    assert.is_nil(kb.result.session(b).energy_j)
     os.execute('rm -rf ' .. util.q(dir))
   end)
 
@@ -121,7 +121,7 @@ describe('--metrics energy on the cpu backend', function()
         used = { clocks = { smMhz = { median = 1980 } } },
         energy = { available = true, joules_per_call = { median = 0.2, min = 0.19, max = 0.21 },
           watts = { median = 400 } } } }
-    local p = kb.point.of(b)
+    local p = kb.result.session(b)
     assert.same({ 0.2, 0.19, 0.21, 400, 1980 }, { p.energy_j, p.energy_j_min, p.energy_j_max, p.power_w, p.sm_mhz })
     local found = {}
     for _, m in ipairs(b.run.spec.measurements) do found[m.metric .. '/' .. m.unit .. '/' .. m.statistic] = m.value end

@@ -8,6 +8,7 @@ local results = require 'kluabench.table'
 
 -- The example record (tests/data/kernelindex-record-example.json), byte for byte.
 local EXAMPLE = require('helpers.example_record')
+local verify = require 'kluabench.record.verify'
 
 local HEADER = 'kernel_name,kernel_provider,kernel_operation_mode,metric_name,metric_unit,x_name,x_label,'
   .. 'x_value,y_value_50,y_value_20,y_value_80,extra_benchmark_config_str,gpu_name,timestamp,liger_version\n'
@@ -149,7 +150,7 @@ describe("liger.row_to_bundle of the example's row", function()
   end)
 
   it("pins the example record's four digests, recomputed by kernelindex's recipe", function()
-    assert.are.same({}, record.check(bundle))
+    assert.are.same({}, verify.check(bundle))
     local want = {
       protocolDigest = 'sha256:080e6e66e4ec75a131aa0c9121c74b8e8eed64e7b6d621d567c6a28f79548be8',
       workloadDigest = 'sha256:98c5e76b9fa318ddeea51b56d90bc6fb39d72e404e2d01dbb467e67f57ff63e8',
@@ -212,7 +213,7 @@ describe('liger.row_to_bundle of other rows', function()
     assert.matches('memory', b.run.metadata.name)
     assert.is_string(b.run.metadata.labels.not_reproduced)
     assert.are.equal('torch_cuda_max_memory_allocated', b.protocol.spec.measurement.timer)
-    assert.are.same({}, record.check(b))
+    assert.are.same({}, verify.check(b))
   end)
 
   it('skips kernels it does not reproduce, with the reason', function()
@@ -241,7 +242,7 @@ describe('liger.row_to_bundle of other rows', function()
     assert.are.equal('NVIDIA H200', b.environment.spec.hardware.product)
     assert.are.equal('sm_90', b.environment.spec.hardware.architecture)
     assert.is_string(b.run.metadata.labels.not_reproduced)
-    assert.are.same({}, record.check(b))
+    assert.are.same({}, verify.check(b))
   end)
 
   it('imports a row whose p20 is above its p80 as it is, and import-liger warns, naming the line (issue 24)', function()
@@ -254,7 +255,7 @@ describe('liger.row_to_bundle of other rows', function()
     assert.is_nil(liger.row_warning(assert(liger.parse(HEADER .. EXAMPLE_ROW))[1]))
     assert.is_nil(liger.row_warning({ y_value_20 = '1', y_value_80 = '1' }))
     local b = assert(liger.row_to_bundle(row))
-    assert.are.same({}, record.check(b))
+    assert.are.same({}, verify.check(b))
     local sub = require 'helpers.subprocess'
     local dir = sub.tmpdir()
     -- another time, so that it is another run (a repeated externalId is skipped as a duplicate)

@@ -59,7 +59,7 @@ describe('code loaded by a benchmark script', function()
         PTX = dir .. '/' .. (ptx or 'k.ptx') } })
     assert(r.code == 0, r.err)
     local b = json.decode(r.out:match('[^\n]+'))
-    assert.same({}, kb.record.check(b))
+    assert.same({}, kb.verify.check(b))
     assert.equal('sha256:' .. kb.sha256_file(dir .. '/bench.lua'), b.implementation.spec.source.contentDigest)
     return b.implementation, kb.record.digest(b.implementation)
   end
@@ -92,6 +92,7 @@ describe('code loaded by a benchmark script', function()
     sub.spit(dir .. '/pin.lua', [[
 local kb = require 'kluabench'
 local d = require('kluabench.record.implementation').script { operation_digest = 'sha256:' .. string.rep('0', 64),
+local verify = require 'kluabench.record.verify'
   provider = 'mine', script = 'pinned.lua', kernel = 'scale', arch = 'sm_90', dtypes = { 'f32' } }
 print(kb.record.digest(d))
 ]])

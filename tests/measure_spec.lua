@@ -5,6 +5,7 @@
 -- real kernels.
 local measure = require 'kluabench.measure'
 local stopping = require 'kluabench.measure.stopping'
+local verify = require 'kluabench.record.verify'
 
 -- A fake device: events record a clock that only fn moves, every device
 -- call is logged in `trace`. backend 'cuda' so that the hold logic runs.
@@ -420,7 +421,7 @@ describe('measure: records', function()
     assert.is_number(e.medianCiMs.lo)
     assert.equal('kluabench_cold', b.protocol.spec.comparability.family)
     assert.matches('"method":"kluabench.measure.cold"', b.protocol.spec.comparability.notes, 1, true)
-    assert.same({}, record.check(b))
+    assert.same({}, verify.check(b))
   end)
 end)
 

@@ -109,7 +109,7 @@ describe('--metric memory in the harness', function()
     assert.equal(8, #bundles)
     local by = {}
     for _, b in ipairs(bundles) do
-      local p = kb.point.of(b)
+      local p = kb.result.session(b)
       assert.equal('memory', p.metric)
       assert.equal('mb', p.memory_unit)
       assert.is_nil(b.run.spec.timing)
@@ -163,7 +163,7 @@ describe('Liger\'s memory rows and ours, lined up', function()
     -- the speed run is byte for byte what the row gives without keeping memory rows
     local speed = assert(liger.row_to_bundle(rows[1]))
     assert.equal(kb.jcs.encode(speed.run), kb.jcs.encode(bundles[1].run))
-    local m = kb.point.of(bundles[2])
+    local m = kb.result.session(bundles[2])
     assert.equal('memory', m.metric)
     assert.equal(12.5, m.memory_median)
     assert.is_string(bundles[2].run.metadata.labels.not_reproduced)

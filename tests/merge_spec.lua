@@ -5,6 +5,7 @@
 local sh = require 'helpers.shards'
 local env = require 'kluabench.record.env'
 local record = require 'kluabench.record'
+local result = require 'kluabench.result'
 
 -- A finished run-all of the stand-in in dir (3 shards; args for the script).
 local function shards(dir, args, launcher_opts)
@@ -79,7 +80,7 @@ describe('kluabench merge', function()
   local function damage(run)
     local k = sh.shard_of(run, 'seq128-fp32')
     sh.rewrite(string.format('%s/shard-%d.jsonl', run, k), function(b)
-      local p = require('kluabench.record.point').of(b)
+      local p = result.session(b)
       if point(b) == 'seq128-fp32' and p.provider == 'b' and p.mode == 'backward' then
         return p.session.index == 1 and b or nil
       end

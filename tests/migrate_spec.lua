@@ -6,6 +6,7 @@
 local kb = require 'kluabench'
 local sub = require 'helpers.subprocess'
 local json = require 'kluabench.util.json'
+local verify = require 'kluabench.record.verify'
 
 local ROOT = sub.root()
 local OLD = ROOT .. '/tests/data/records_before_kernelindex.jsonl'
@@ -31,8 +32,8 @@ describe('the earlier record format', function()
     assert.equal(#old, #new)
     for i, b in ipairs(new) do
       local o = old[i].run.spec
-      assert.same({}, kb.record.check(b))
-      local p = kb.point.of(b)
+      assert.same({}, kb.verify.check(b))
+      local p = kb.result.session(b)
       assert.equal(o.timing.latencyNs.median, p.median_ns)
       assert.equal(#o.samples.values, #p.samples_ms)
       for j, ns in ipairs(o.samples.values) do assert.near(ns / 1e6, p.samples_ms[j], 1e-12) end
@@ -81,7 +82,7 @@ describe('the earlier record format', function()
     local cpu = new[2].implementation.spec
     assert.equal('make (cc -O1)', cpu.buildVariants[1].install.command)
     assert.same({ 'aarch64' }, cpu.support.hardwareArchitectures)
-    for _, b in ipairs(new) do assert.same({}, kb.record.check(b)) end
+    for _, b in ipairs(new) do assert.same({}, kb.verify.check(b)) end
     os.execute('rm -rf ' .. sub.q(dir))
   end)
 

@@ -6,6 +6,7 @@ local plot = require 'kluabench.charts.plot'
 local liger = require 'kluabench.liger'
 local json = require 'kluabench.util.json'
 local util = require 'helpers.util'
+local record = require 'kluabench.record'
 
 local ROOT = package.searchpath('kluabench.charts.plot', package.path):match('^(.-)/?stdlib/kluabench/charts/plot%.lua$')
 if ROOT == '' then ROOT = '.' end
@@ -300,7 +301,7 @@ local function tiny_bundle(provider, seq, ms, extra)
   local fields = { bytes = extra and extra.bytes or 1e6, gbps = extra and extra.gbps }
   local b = {
     run = { spec = { timing = { latencyNs = { median = math.floor(ms * 1e6) } },
-      measurements = kb.record.measurements.list(fields),
+      measurements = kb.record.record.measurement_list(fields),
       sourceNative = { source = 'kluabench', benchmark = 'k/forward',
         externalId = 'k/forward/' .. provider .. '/nvidia-h100/seq' .. seq .. '-bf16/2026-01-01-00-00-00-000',
         metrics = { ms_50 = ms, ms_20 = ms * 0.9, ms_80 = ms * 1.2 } } } },

@@ -6,6 +6,7 @@ local json = require 'kluabench.util.json'
 
 -- The example record (tests/data/kernelindex-record-example.json), byte for byte.
 local EXAMPLE = require('helpers.example_record')
+local verify = require 'kluabench.record.verify'
 
 -- A device whose clock moves only when fn or flush_l2 runs (see bench_spec).
 local function fake_device(fn_ms, flush_ms)
@@ -176,7 +177,7 @@ describe('record bundle shape', function()
       assert.is_nil(b[doc].metadata.name:find('[^a-z0-9._-]'))
       assert.are.same({}, schema.check(b[doc]))
     end
-    assert.are.same({}, record.check(b))
+    assert.are.same({}, verify.check(b))
   end)
 
   it('stores times as ISO-8601 UTC with milliseconds and ns as integers', function()
@@ -319,14 +320,14 @@ describe('digest recipe: "sha256:" .. hex(SHA-256(JCS({apiVersion, kind, spec}))
     local before = b.run.spec.workloadDigest
     b.workload.spec.axes.seq = 4096
     assert.are_not.equal(before, record.digest(b.workload))
-    local problems = record.check(b)
+    local problems = verify.check(b)
     assert.are.equal(1, #problems)
     assert.are.equal('workloadDigest', problems[1].field)
     assert.are.equal(before, problems[1].recorded)
     b.workload.spec.axes.seq = 2048
     b.operation.spec.family = 'rotary'
     local fields = {}
-    for _, p in ipairs(record.check(b)) do fields[#fields + 1] = p.field end
+    for _, p in ipairs(verify.check(b)) do fields[#fields + 1] = p.field end
     table.sort(fields)
     assert.are.same({ 'implementation.spec.operation.specDigest', 'workload.spec.operationSpecDigest' }, fields)
   end)
@@ -335,7 +336,7 @@ describe('digest recipe: "sha256:" .. hex(SHA-256(JCS({apiVersion, kind, spec}))
     local b = our_bundle()
     for _, text in ipairs { assert(json.encode_pretty(b)), assert(json.encode_line(b)) } do
       local back = assert(json.decode(text))
-      assert.are.same({}, record.check(back))
+      assert.are.same({}, verify.check(back))
     end
   end)
 end)

@@ -2,6 +2,7 @@
 -- noise of each point (the 95 % interval of the median), and flags for
 -- points with few samples, that did not converge, or that beat the copy floor.
 local results = require 'kluabench.table'
+local record = require 'kluabench.record'
 
 -- A bundle with what the table reads; o: samples (ns), stop, throughput
 -- (fields of kluabench.record.measurements), family (the protocol's
@@ -11,7 +12,7 @@ local function bundle(o)
   local b = {
     run = { spec = {
       timing = { latencyNs = { median = o.median or 1000 } },
-      measurements = require('kluabench.record.measurements').list(o.throughput or {}),
+      measurements = require('kluabench.record').measurement_list(o.throughput or {}),
       sourceNative = { source = 'kluabench', benchmark = 'k/' .. (o.mode or 'forward'),
         externalId = ('k/%s/%s/gpu/%s/t'):format(o.mode or 'forward', o.provider or 'p', o.id or 'n1-fp32') },
     }, metadata = { labels = { backend = o.label or 'label-backend' } } },
@@ -133,7 +134,7 @@ describe('results table', function()
       local xs = {}
       for k, v in ipairs(nine()) do xs[k] = v * scale end
       local b = bundle { samples = xs, median = 1050 * scale }
-      b.run.spec.measurements = require('kluabench.record.measurements').list { session = i, sessions = 3 }
+      b.run.spec.measurements = require('kluabench.record').measurement_list { session = i, sessions = 3 }
       return b
     end
     local bs = { session(1, 1.0), session(2, 1.02), session(3, 0.98) }
@@ -232,7 +233,7 @@ describe('results table of measured records', function()
     assert.is_number(rows[1].ci_pct)
     -- a count rule never converges: not flagged !conv; 3 samples: the interval is [min, max]
     assert.matches('^n<5 ci=range', rows[1].flags) -- and ci~1 when one of the 3 is far off
-    assert.is_false(kb.point.of(timeout).evidence.execution.stop.converged)
+    assert.is_false(kb.result.session(timeout).evidence.execution.stop.converged)
     assert.matches('!conv', rows[2].flags, 1, true)
   end)
 end)

@@ -5,6 +5,7 @@
 local kb = require 'kluabench'
 local sh = require 'helpers.shards'
 local run_all = require 'kluabench.dist.run_all'
+local result = require 'kluabench.result'
 
 local function run_all_args(dir, extra, script_args) return sh.launcher('run-all', dir, extra, nil, script_args) end
 
@@ -177,7 +178,7 @@ describe('kluabench run-all on the CUDA devices of this host #gpu', function()
     assert.same(sh.keys(tmp .. '/one.jsonl'), sh.keys(tmp .. '/run/all.jsonl'))
     assert.equal(16, #sh.bundles(tmp .. '/run/all.jsonl')) -- 4 points x 4 providers (fused, reference, floor, copy)
     for _, b in ipairs(sh.bundles(tmp .. '/run/all.jsonl')) do
-      assert.equal('cuda', require('kluabench.record.point').of(b).backend)
+      assert.equal('cuda', result.session(b).backend)
     end
     local m = sh.manifest(tmp .. '/run')
     assert.is_true(m.count >= 1)

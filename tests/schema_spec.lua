@@ -14,7 +14,7 @@ local sub = require 'helpers.subprocess'
 local json = require 'kluabench.util.json'
 
 local ROOT = sub.root()
-local SCHEMAS = ROOT .. '/stdlib/kluabench/record/schemas'
+local SCHEMAS = ROOT .. '/tests/fixtures/kernelindex-schemas'
 local PYTHON = '/usr/bin/python3' -- Debian's, where python3-jsonschema is installed
 
 local function have_jsonschema()

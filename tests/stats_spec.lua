@@ -138,7 +138,7 @@ describe('stats functions', function()
   end)
 end)
 
-describe('inference.describe (the statistics of a session, computed once)', function()
+describe('stats.describe (the statistics of a session, computed once)', function()
   local inference = require 'kluabench.stats.inference'
   local prng = require 'kluabench.stats.prng'
 
@@ -148,15 +148,15 @@ describe('inference.describe (the statistics of a session, computed once)', func
   local function old_ci(values)
     local n = #values
     local sorted = stats.sorted(values)
-    local _, med, lo, hi = inference.rse_median(sorted, { confidence = 0.95, sorted = true })
-    local l, u = inference.median_ci_ranks(n, 0.95)
+    local _, med, lo, hi = stats.rse_median(sorted, { confidence = 0.95, sorted = true })
+    local l, u = stats.median_ci_ranks(n, 0.95)
     local flags = {}
     if l <= 1 or u >= n then flags[#flags + 1] = 'ci=range' end
     if n >= 3 then
       local rest = {}
       local drop = (med - sorted[1] > sorted[n] - med) and 1 or n
       for i = 1, n do if i ~= drop then rest[#rest + 1] = sorted[i] end end
-      local _, _, lo2, hi2 = inference.rse_median(rest, { confidence = 0.95, sorted = true })
+      local _, _, lo2, hi2 = stats.rse_median(rest, { confidence = 0.95, sorted = true })
       if (hi2 - lo2) < 0.5 * (hi - lo) then flags[#flags + 1] = 'ci~1' end
     end
     return lo, hi, #flags > 0 and table.concat(flags, ' ') or nil
@@ -172,7 +172,7 @@ describe('inference.describe (the statistics of a session, computed once)', func
         xs[i] = 0.01 * math.exp(0.3 * (g:uniform() - 0.5)) * (g:uniform() < 0.05 and 5 or 1)
       end
       local qs = { 0.5, 0.2, 0.8, g:uniform() }
-      local d = inference.describe(xs, qs)
+      local d = stats.describe(xs, qs)
       local s = stats.summary(xs)
       for k, v in pairs(s) do assert.equal(v, d[k], k) end
       local want = stats.quantiles(xs, qs)
@@ -192,11 +192,11 @@ describe('inference.describe (the statistics of a session, computed once)', func
   end)
 
   it('says what is wrong with its arguments', function()
-    assert.has_error(function() inference.describe({}) end)
-    assert.has_error(function() inference.describe({ 1, 0 / 0 }) end)
-    assert.has_error(function() inference.describe({ 1, 2 }, 0.5) end,
+    assert.has_error(function() stats.describe({}) end)
+    assert.has_error(function() stats.describe({ 1, 0 / 0 }) end)
+    assert.has_error(function() stats.describe({ 1, 2 }, 0.5) end,
       "bad argument #2 to 'describe' (list of quantiles expected, got number)")
-    assert.has_error(function() inference.describe({ 1, 2 }, { 1.5 }) end,
+    assert.has_error(function() stats.describe({ 1, 2 }, { 1.5 }) end,
       "bad argument #2 to 'describe' (quantile in [0, 1] expected, got 1.5)")
   end)
 end)

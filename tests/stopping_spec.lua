@@ -2,6 +2,7 @@
 -- (inference.lua), with a fake clock and samples whose answers are known.
 local stopping = require 'kluabench.measure.stopping'
 local inference = require 'kluabench.stats.inference'
+local stats = require 'kluabench.stats'
 
 -- A state on a clock the test moves by hand (ns).
 local function fake_state()
@@ -19,22 +20,22 @@ end
 
 describe('inference', function()
   it('has the normal quantile and distribution', function()
-    assert.near(1.959964, inference.normal_quantile(0.975), 1e-6)
-    assert.near(-1.644854, inference.normal_quantile(0.05), 1e-6)
-    assert.near(2.326348, inference.normal_quantile(0.99), 1e-6)
-    assert.near(0.975, inference.normal_cdf(1.959964), 1e-6)
-    assert.near(0.5, inference.normal_cdf(0), 1e-7)
-    assert.has_error(function() inference.normal_quantile(1) end)
+    assert.near(1.959964, stats.normal_quantile(0.975), 1e-6)
+    assert.near(-1.644854, stats.normal_quantile(0.05), 1e-6)
+    assert.near(2.326348, stats.normal_quantile(0.99), 1e-6)
+    assert.near(0.975, stats.normal_cdf(1.959964), 1e-6)
+    assert.near(0.5, stats.normal_cdf(0), 1e-7)
+    assert.has_error(function() stats.normal_quantile(1) end)
   end)
 
   it('brackets the median of n = 100 by the order statistics 40 and 61', function()
     -- h = 1.96 * sqrt(100) / 2 = 9.8: ranks floor(50 - 9.8) = 40, ceil(51 + 9.8) = 61
-    local l, u = inference.median_ci_ranks(100, 0.95)
+    local l, u = stats.median_ci_ranks(100, 0.95)
     assert.equal(40, l)
     assert.equal(61, u)
     local xs = {}
     for i = 1, 100 do xs[i] = 101 - i end -- unsorted on purpose
-    local lo, hi = inference.median_ci(xs)
+    local lo, hi = stats.median_ci(xs)
     assert.equal(40, lo)
     assert.equal(61, hi)
   end)
@@ -43,15 +44,15 @@ describe('inference', function()
     local xs = {}
     for i = 1, 100 do xs[i] = i end
     -- se = (61 - 40) / (2 * 1.959964) = 5.35724; median 50.5
-    local rse, med = inference.rse_median(xs)
+    local rse, med = stats.rse_median(xs)
     assert.equal(50.5, med)
     assert.near(5.357241 / 50.5, rse, 1e-6)
-    assert.equal(math.huge, (inference.rse_median { 3 }))
-    assert.equal(0, (inference.rse_median { 2, 2, 2, 2 }))
+    assert.equal(math.huge, (stats.rse_median { 3 }))
+    assert.equal(0, (stats.rse_median { 2, 2, 2, 2 }))
   end)
 
   it('clamps the ranks for few samples (the interval widens to the range)', function()
-    local l, u = inference.median_ci_ranks(5, 0.95)
+    local l, u = stats.median_ci_ranks(5, 0.95)
     assert.equal(1, l)
     assert.equal(5, u)
   end)

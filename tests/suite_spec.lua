@@ -20,7 +20,7 @@ local function bundles(text)
   return out
 end
 
-local function point(b) return kb.point.of(b) end
+local function point(b) return kb.result.session(b) end
 
 -- A small declaration written to a file, so that it runs as a user's script
 -- does. `wrong` makes the 'bad' provider return a wrong result.
@@ -226,7 +226,7 @@ kb.suite.main { name = 'long', axes = { { name = 'n', default = 100, max = 10000
       local s = point(b).session
       assert.equal(3, s.count)
       order[i] = b.workload.spec.axes.n .. ':' .. s.index
-      assert.same({}, kb.record.check(b))
+      assert.same({}, kb.verify.check(b))
     end
     assert.same({ '16:1', '32:1', '16:2', '32:2', '16:3', '32:3' }, order)
   end)
@@ -247,7 +247,7 @@ kb.suite.main { name = 'long', axes = { { name = 'n', default = 100, max = 10000
     assert.equal('good', b.implementation.spec.callable.symbol)
     assert.equal('sha256:' .. kb.sha256_file(script), b.implementation.spec.source.contentDigest)
     assert.same({ index = 1, count = 1 }, p.session)
-    assert.same({}, kb.record.check(b))
+    assert.same({}, kb.verify.check(b))
   end)
 
   it("takes a provider's implementation from the provider, never from a built-in kernel of the same names", function()
@@ -288,6 +288,7 @@ kb.suite.main { name = 'long', axes = { { name = 'n', default = 100, max = 10000
     local plug = dir .. '/plug.lua'
     sub.spit(plug, [[
 local kb = require 'kluabench'
+local verify = require 'kluabench.record.verify'
 local pk = kb.plugin.load(os.getenv('LIB')):kernel('scale_add')
 kb.suite.main { name = 'scale_add', axes = { { name = 'n', default = 64 } }, dtypes = { 'f32' }, modes = { 'forward' },
   providers = { 'plugin', 'lua' },
@@ -305,7 +306,7 @@ kb.suite.main { name = 'scale_add', axes = { { name = 'n', default = 64 } }, dty
       assert.equal(0, r.code, r.err)
       local got = {}
       for _, b in ipairs(bundles(r.out)) do
-        assert.same({}, kb.record.check(b))
+        assert.same({}, kb.verify.check(b))
         got[point(b).provider] = b
       end
       return got
@@ -330,7 +331,7 @@ kb.suite.main { name = 'scale_add', axes = { { name = 'n', default = 64 } }, dty
       assert.equal(0, r.code, r.err)
       local got = bundles(r.out)
       assert.equal(2, #got)
-      for _, b in ipairs(got) do assert.same({}, kb.record.check(b)) end
+      for _, b in ipairs(got) do assert.same({}, kb.verify.check(b)) end
       return got[1].run.spec.evidence.harness, r.err
     end
     local h = harness('https://example.org/kluabench')

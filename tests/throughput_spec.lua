@@ -7,6 +7,7 @@ local kb = require 'kluabench'
 local record = kb.record
 local results = require 'kluabench.table'
 local sub = require 'helpers.subprocess'
+local verify = require 'kluabench.record.verify'
 
 local ROOT = sub.root()
 local COPY_GBPS = 12.5 -- the ceiling the test caches for the cpu device
@@ -23,7 +24,7 @@ local function rope_point(dir, cache, mode)
   local r = sub.run(args, { env = { KLUABENCH_CACHE = cache } })
   assert.equal(0, r.code, r.err)
   local b = assert(kb.reader.read(out))[1]
-  assert.same({}, record.check(b)) -- the throughput leaves the digests alone
+  assert.same({}, verify.check(b)) -- the throughput leaves the digests alone
   return b, r.out
 end
 
@@ -39,7 +40,7 @@ end
 -- The throughput a bundle must carry, recomputed from its own fields.
 local function expected(b, copy_gbps)
   local ms = b.run.spec.sourceNative.metrics.ms_50
-  local ws = kb.point.of(b)
+  local ws = kb.result.session(b)
   local gbps = ws.bytes / (ms * 1e6)
   local t = { gbps = gbps, tflops = ws.flops / (ms * 1e9) }
   if copy_gbps then
@@ -76,7 +77,7 @@ describe('llama4_rope records carry their throughput', function()
       -- read and written (2 x 10240 x 2 bytes) plus the f32 table [64,2,2]
       -- (1024 bytes) per pass; full is two passes
       local passes = mode == 'full' and 2 or 1
-      local p = kb.point.of(b)
+      local p = kb.result.session(b)
       assert.equal(passes * 41984, p.bytes)
       assert.equal(passes * 3 * 10240, p.flops)
       local t = p.evidence.throughput
@@ -94,7 +95,7 @@ describe('llama4_rope records carry their throughput', function()
 
   it('without a cached ceiling: GB/s, no percentage, a note that says how to get one', function()
     local b, table_text = rope_point(dir, dir .. '/empty', 'forward')
-    local t = kb.point.of(b).evidence.throughput
+    local t = kb.result.session(b).evidence.throughput
     assert_throughput(expected(b, nil), t)
     for _, k in ipairs { 'percentOfCopy', 'copyCeilingGbps', 'floorMs', 'boundBy', 'percentOfFloor' } do
       assert.is_nil(t[k], k)
@@ -125,7 +126,7 @@ describe('record.from_result throughput', function()
 
   engine_it('of another device: the rates without a ceiling, and why', function()
     local b = bundle()
-    local p = kb.point.of(b)
+    local p = kb.result.session(b)
     local t = p.evidence.throughput
     assert.near(p.bytes / 0.02e6, t.gbps, 1e-9)
     assert.near(t.gbps, p.gbps, 1e-9)
@@ -137,14 +138,14 @@ describe('record.from_result throughput', function()
 
   engine_it('takes bytes and flops from the caller, and a throughput given in execution', function()
     local b = bundle { bytes = 4e6, flops = 0 }
-    assert.equal(4e6, kb.point.of(b).bytes)
-    assert.near(200, kb.point.of(b).gbps, 1e-9) -- 4 MB in 0.02 ms
+    assert.equal(4e6, kb.result.session(b).bytes)
+    assert.near(200, kb.result.session(b).gbps, 1e-9) -- 4 MB in 0.02 ms
     b = bundle { execution = { throughput = { gbps = 1 } } }
-    assert.same({ gbps = 1 }, kb.point.of(b).evidence.throughput)
-    assert.equal(1, kb.point.of(b).gbps)
+    assert.same({ gbps = 1 }, kb.result.session(b).evidence.throughput)
+    assert.equal(1, kb.result.session(b).gbps)
     b = bundle { kernel = 'no_cost_model' }
-    assert.is_nil(kb.point.of(b).evidence.throughput)
-    assert.is_nil(kb.point.of(b).gbps)
+    assert.is_nil(kb.result.session(b).evidence.throughput)
+    assert.is_nil(kb.result.session(b).gbps)
     assert.has_error(function() bundle { bytes = 'many' } end,
       "bad argument #1 to 'from_result' (field 'bytes' must be a finite number >= 0, got many)")
   end)
@@ -155,7 +156,7 @@ describe('results table throughput columns', function()
     local f = { bytes = bytes }
     for k, v in pairs(fields or {}) do f[k] = v end
     return {
-      run = { spec = { timing = { latencyNs = { median = median_ns } }, measurements = kb.record.measurements.list(f),
+      run = { spec = { timing = { latencyNs = { median = median_ns } }, measurements = kb.record.record.measurement_list(f),
         sourceNative = { source = 'kluabench', benchmark = 'k/forward', externalId = 'k/forward/p/cpu/n1-fp32/t' } } },
     }
   end

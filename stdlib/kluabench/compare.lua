@@ -41,6 +41,7 @@ local reader = require 'kluabench.record.reader'
 
 local M = {}
 local args = require 'kluabench.util.args'
+local result = require 'kluabench.result'
 
 M.DEFAULTS = { threshold = 0.05, noise = 0.01, confidence = 0.95, resamples = 2000, seed = 1,
   familywise = true }
@@ -108,7 +109,7 @@ local function checked(bundles, lines, label)
   for i, b in ipairs(bundles) do
     local why = workload_digest_problem(b)
     if why then
-      local point, provider = reader.label_of(b)
+      local point, provider = result.label_of(b)
       return nil, string.format('%s:%d: point %s (%s): %s', label, lines[i] or 1, point, provider, why)
     end
   end
@@ -178,7 +179,7 @@ M.samples_of = reader.samples_of
 --   print(compare.median_of(bundle))
 function M.median_of(bundle)
   args.check('compare.median_of', 1, bundle, 'table', 'bundle')
-  local ns = require('kluabench.record.point').of(bundle).median_ns
+  local ns = result.session(bundle).median_ns
   return (type(ns) == 'number' and ns > 0 and ns < math.huge) and ns / 1e6 or nil
 end
 
@@ -197,8 +198,8 @@ function M.key_of(b, match)
   args.check('compare.key_of', 2, match, 'table|nil', 'provider renames')
   local wd = get(b, 'run', 'spec', 'workloadDigest')
   if type(wd) ~= 'string' then wd = '?' end
-  local label, provider = reader.label_of(b)
-  local p = require('kluabench.record.point').of(b)
+  local label, provider = result.label_of(b)
+  local p = result.session(b)
   local mode = p.mode or '?'
   local as = type(match) == 'table' and match[provider] or provider
   if as ~= provider then provider = as .. ' (' .. provider .. ')' end
@@ -319,7 +320,7 @@ function M.compare_sessions(base, new, opts)
   local m = opts.points or 1
   local pconf = 1 - (1 - conf) / m
   r.point_confidence = pconf
-  local stretch = inference.normal_quantile(0.5 + pconf / 2) / inference.normal_quantile(0.5 + conf / 2)
+  local stretch = stats.normal_quantile(0.5 + pconf / 2) / stats.normal_quantile(0.5 + conf / 2)
   h.lo = h.ratio * (h.lo / h.ratio) ^ stretch
   h.hi = h.ratio * (h.hi / h.ratio) ^ stretch
   local mw = inference.mann_whitney(pooled(new), pooled(base))
@@ -338,7 +339,7 @@ function M.compare_sessions(base, new, opts)
     -- the sessions decide: their spread is in the bootstrap; estimated from
     -- a few values, so the interval's log half-widths are stretched by
     -- Student's t with their degrees of freedom over the normal quantile
-    local k = inference.t_quantile(0.5 + pconf / 2, df) / inference.normal_quantile(0.5 + pconf / 2)
+    local k = stats.t_quantile(0.5 + pconf / 2, df) / stats.normal_quantile(0.5 + pconf / 2)
     h.lo, h.hi = h.ratio * (h.lo / h.ratio) ^ k, h.ratio * (h.hi / h.ratio) ^ k
     r.t_df = df
     r.between, r.between_source, r.between_scope = observed, 'the spread of the sessions', 'sessions'
@@ -388,7 +389,7 @@ end
 
 -- What the protocol reported about a bundle's session (its evidence entry).
 local function execution(b)
-  local e = require('kluabench.record.point').of(b).evidence.execution
+  local e = result.session(b).evidence.execution
   return type(e) == 'table' and e or {}
 end
 
@@ -497,14 +498,14 @@ local function fingerprint(b)
   local enc_ok, text = false, nil
   if ok and type(kb) == 'table' and kb.jcs then enc_ok, text = pcall(kb.jcs.encode, copy) end
   if not enc_ok then text = json.encode_line(copy) or '' end
-  local n = #(require('kluabench.record.point').of(b).samples_ms or {})
+  local n = #(result.session(b).samples_ms or {})
   return text .. '|' .. n
 end
 
 -- A session's {index, count} as the run's measurements and its evidence entry
 -- give them (either may be absent), and what is wrong with them, or nil.
 local function session_problem(b)
-  local p = require('kluabench.record.point').of(b)
+  local p = result.session(b)
   local s, e = p.session, p.evidence.session
   local i, n = s.index, s.count
   if math.type(i) ~= 'integer' or math.type(n) ~= 'integer' or i < 1 or n < 1 then
@@ -519,13 +520,13 @@ local function session_problem(b)
 end
 
 local function status_of(b)
-  local st = require('kluabench.record.point').of(b).status
+  local st = result.session(b).status
   return type(st) == 'string' and st or 'no status'
 end
 
 -- The first reason a failed run's evidence gives, shortened, or nil.
 local function reason_of(b)
-  local r = require('kluabench.record.point').of(b).evidence.reasons
+  local r = result.session(b).evidence.reasons
   if type(r) == 'table' and type(r[1]) == 'string' then
     local text = r[1]:gsub('%s+', ' ')
     return #text > 120 and (text:sub(1, 117) .. '...') or text
@@ -586,7 +587,7 @@ function M.sessions_of_side(bundles, opts)
     if why then
       out.problems[#out.problems + 1] = why
     else
-      local s = require('kluabench.record.point').of(b).session
+      local s = result.session(b).session
       counts[s.count] = (counts[s.count] or 0) + 1
       by_index[s.index] = (by_index[s.index] or 0) + 1
       if by_index[s.index] == 2 and not across then
@@ -641,7 +642,7 @@ end
 local function memory_of(bs)
   local sum, unit = 0, nil
   for _, b in ipairs(bs) do
-    local p = require('kluabench.record.point').of(b)
+    local p = result.session(b)
     if not finite(p.memory_median) then return nil end
     sum, unit = sum + p.memory_median, unit or p.memory_unit
   end
@@ -674,7 +675,7 @@ end
 -- scope, the larger of what the resolver gives for the two sides' devices
 -- (kernel and device from each side's first run).
 local function figure_of(resolve, b, n)
-  local pb, pn = require('kluabench.record.point').of(b), require('kluabench.record.point').of(n)
+  local pb, pn = result.session(b), result.session(n)
   return function(ms)
     local sd, source, df, scope = resolve(ms, pb.kernel, pb.device)
     if pn.device ~= pb.device or pn.kernel ~= pb.kernel then
@@ -860,7 +861,7 @@ function M.session_spread(bundles)
       for _, l in ipairs(logs) do ss = ss + (l - mean) ^ 2 end
       out[#out + 1] = { label = g.label, provider = g.provider, ms = math.exp(mean),
         sd = math.sqrt(ss / (#logs - 1)), df = #logs - 1,
-        kernel = require('kluabench.record.point').of(side.bundles[1]).kernel }
+        kernel = result.session(side.bundles[1]).kernel }
     end
   end
   return out

@@ -3,7 +3,8 @@
 local M = {}
 local args = require 'kluabench.util.args'
 
-local inference = require 'kluabench.stats.inference'
+local stats = require 'kluabench.stats'
+local result = require 'kluabench.result'
 
 local function cell_text(col, row)
   local v = row[col.key]
@@ -148,7 +149,7 @@ M.RESULT_COLUMNS = {
 
 --- How far past the copy floor a median may be before the table flags it `<floor`: the copy ceiling's
 -- own spread (check.CEILING_SPREAD).
-M.CEILING_SPREAD = require('kluabench.kernels.check').CEILING_SPREAD
+M.CEILING_SPREAD = require('kluabench.measure.ceilings').CEILING_SPREAD
 
 --- The width the results table aims to fit (a sweep's rows, and its heading lines).
 M.WIDTH = 120
@@ -175,7 +176,7 @@ local function timer_text(p)
 end
 
 -- The half-width of the 95 % interval of the median, relative to the median (%), and what limits
--- it ("ci=range", "ci~1": inference.describe's ci_flag): as the measurement computed them (the
+-- it ("ci=range", "ci~1": stats.describe's ci_flag): as the measurement computed them (the
 -- point's ci_ms, ci_flag), or, for files written before records kept the flags, computed from
 -- the samples by the same function; nil with fewer than 2 samples.
 local function ci_percent(p)
@@ -183,7 +184,7 @@ local function ci_percent(p)
   if not ci then
     local values = p.samples_ms
     if type(values) ~= 'table' or #values < 2 then return nil end
-    local d = inference.describe(values)
+    local d = stats.describe(values)
     ci, flag, med = d.ci95, d.ci_flag, d.median
   end
   if not med or med <= 0 then return nil end
@@ -220,7 +221,7 @@ end
 
 -- One row of a bundle, and its point. energy: fill the energy columns (false: "n/a").
 local function row_of(b, energy)
-  local p = require('kluabench.record.point').of(b)
+  local p = result.session(b)
   local row = {
     kernel = p.kernel, mode = p.mode, provider = p.provider, workload = p.id, device = p.device,
     protocol = p.protocol, timer = timer_text(p), median_ns = p.median_ns,
@@ -280,7 +281,7 @@ local function aggregate(rows, points)
   for _, l in ipairs(logs) do mean = mean + l / R end
   local ss = 0
   for _, l in ipairs(logs) do ss = ss + (l - mean) ^ 2 end
-  out.ci_pct = 100 * inference.t_quantile(0.975, R - 1) * math.sqrt(ss / (R - 1)) / math.sqrt(R)
+  out.ci_pct = 100 * stats.t_quantile(0.975, R - 1) * math.sqrt(ss / (R - 1)) / math.sqrt(R)
   out.ci_flag = nil
   local seen, flags = {}, {}
   if n < M.MIN_SAMPLES then flags[1], seen['n<' .. M.MIN_SAMPLES] = 'n<' .. M.MIN_SAMPLES, true end

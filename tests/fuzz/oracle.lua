@@ -14,6 +14,7 @@ local compare = require 'kluabench.compare'
 local verify = require 'kluabench.commands.verify'
 local reader = require 'kluabench.record.reader'
 local plot = require 'kluabench.charts.plot'
+local result = require 'kluabench.result'
 
 local M = {}
 
@@ -256,7 +257,7 @@ function M.merge(s)
   check(#res.bundles <= #items, '%d bundles merged from %d items', #res.bundles, #items)
   local keys = {}
   for _, b in ipairs(res.bundles) do
-    local pt = require('kluabench.record.point').of(b)
+    local pt = result.session(b)
     check(planned[pt.id], 'a bundle of point %s merged, not in the manifest', tostring(pt.id))
     local key = table.concat({ pt.id, tostring(pt.provider), tostring(pt.mode), pt.session.index, pt.session.count },
       '\0')
@@ -289,7 +290,7 @@ function M.csv(s)
     check(bundle ~= nil or (liger.SKIP[reason] ~= nil and type(berr) == 'string'),
       'row_to_bundle returned neither a bundle nor a reason and a message')
     if bundle then
-      local problems = record.check(bundle)
+      local problems = require('kluabench.record.verify').check(bundle)
       check(#problems == 0, 'the bundle of line %s does not verify: %s', tostring(row.line),
         tostring(problems[1] and (problems[1].error or problems[1].field)))
       local line, lerr = json.encode_line(bundle)

@@ -2,6 +2,7 @@
 -- script, running the binary, and the set of points a results file holds.
 local sub = require 'helpers.subprocess'
 local json = require 'kluabench.util.json'
+local result = require 'kluabench.result'
 
 local M = {}
 
@@ -33,7 +34,7 @@ end
 function M.keys(path)
   local out = {}
   for _, b in ipairs(M.bundles(path)) do
-    local p = require('kluabench.record.point').of(b)
+    local p = result.session(b)
     out[#out + 1] = string.format('%s %s %d/%d', b.run.spec.workloadDigest, p.provider, p.session.index,
       p.session.count)
   end

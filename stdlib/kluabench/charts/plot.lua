@@ -22,6 +22,7 @@ local files = require 'kluabench.util.files'
 
 local M = {}
 local args = require 'kluabench.util.args'
+local result = require 'kluabench.result'
 
 ---------------------------------------------------------------------------
 -- Reading results
@@ -42,7 +43,7 @@ function M.point_from_bundle(b)
   if type(b) ~= 'table' or type(b.run) ~= 'table' or type(b.run.spec) ~= 'table' then
     return nil, 'not a record bundle (no run.spec)'
   end
-  local v = require('kluabench.record.point').of(b)
+  local v = result.session(b)
   local metrics = type(b.run.spec.sourceNative) == 'table' and b.run.spec.sourceNative.metrics or {}
   local p = { kernel = v.kernel, mode = v.mode, provider = v.provider, dtype = v.dtype, params = {} }
   for k, x in pairs(v.params) do p.params[k] = x end

@@ -7,6 +7,8 @@ local record = require 'kluabench.record'
 local reader = require 'kluabench.record.reader'
 local evidence = require 'kluabench.record.evidence'
 local migrate = require 'kluabench.record.migrate'
+local verify = require 'kluabench.record.verify'
+local result = require 'kluabench.result'
 
 local M = {}
 
@@ -65,7 +67,7 @@ local function extremes_problems(b, entry)
   end
   local problems = {}
   for _, c in ipairs { { 'minimum', lo }, { 'maximum', hi }, { 'mean', sum / #samples } } do
-    local recorded = require('kluabench.record.point').duration_ns(l[c[1]])
+    local recorded = result.duration_ns(l[c[1]])
     if l[c[1]] ~= nil and (not recorded or math.abs(recorded - c[2]) > 1 + 1e-9 * math.abs(c[2])) then
       problems[#problems + 1] = { field = 'timing.latencyNs.' .. c[1], error = string.format(
         'the run records %s ns, its raw samples give %s ns', tostring(l[c[1]]), string.format('%.17g', record.round(c[2]))) }
@@ -82,7 +84,7 @@ function M.evidence_problems(b, path)
   if ref == nil then return {} end
   local entry, why = evidence.resolve(b, path)
   if not entry then return { { field = 'evidence.rawSamples', error = why } } end
-  local problems = record.consistency(b, entry)
+  local problems = verify.consistency(b, entry)
   for _, p in ipairs(extremes_problems(b, entry)) do problems[#problems + 1] = p end
   return problems
 end
@@ -124,7 +126,7 @@ function M.check_file(path, report)
       problems = { { field = 'bundle', error = 'a bundle of kluabench\'s earlier record format (kinds BenchmarkWorkload '
         .. 'and KernelImplementation, digests of JCS(spec)): rewrite it with kluabench migrate' } }
     else
-      problems = record.check(b)
+      problems = verify.check(b)
       for _, p in ipairs(M.evidence_problems(b, path)) do problems[#problems + 1] = p end
     end
     local hard = {}

@@ -16,7 +16,7 @@ slurm': the script, its arguments, the points of every shard and the
 providers, modes and sessions each point will have) and the shard files it
 names (DIR/shard-I.jsonl), and writes their bundles as one JSON Lines file:
 FILE with -o, else stdout. A bundle belongs to the point whose id is its
-workload's case key (the axes and dtype of its run: kluabench.record.point).
+workload's case key (the axes and dtype of its run: kluabench.result).
 The raw samples of the shards (their evidence entries,
 DIR/shard-I.samples.jsonl) go to FILE's samples file beside it
 (FILE.samples.jsonl); on stdout the runs name the shards' samples files.
@@ -78,11 +78,13 @@ local function usage_error(fmt, ...) return require('kluabench.commands.helpers'
 
 local reader = require 'kluabench.record.reader'
 local printable = require('kluabench.util.args').printable
+local verify = require 'kluabench.record.verify'
+local result = require 'kluabench.result'
 local get = reader.get
 
 --- The point id of a bundle: its workload's case key ("seq2048-bf16"), or nil, why.
 function M.point_of(b)
-  local ok, p = pcall(require('kluabench.record.point').of, b)
+  local ok, p = pcall(result.session, b)
   if not ok then return nil, 'not a record bundle: ' .. tostring(p) end
   if not p.id then return nil, 'no workload case key (run.spec.sourceNative.externalId)' end
   return p.id
@@ -100,7 +102,7 @@ end
 local function environment_label(b)
   local env = require 'kluabench.record.env'
   local name = type(b.environment) == 'table' and env.device_name(b.environment) or nil
-  local p = require('kluabench.record.point').of(b)
+  local p = result.session(b)
   local sw = get(b, 'environment', 'spec', 'software') or {}
   local parts = { name or 'unknown device' }
   if p.backend then parts[#parts + 1] = tostring(p.backend) end
@@ -127,7 +129,7 @@ M.MAX_LISTED = 20
 
 -- What is wrong with a bundle as verify sees it (digests, schema, raw samples): a message or nil.
 local function corruption(b, path)
-  local problems = record.check(b)
+  local problems = verify.check(b)
   local ref = get(b, 'run', 'spec', 'evidence', 'rawSamples')
   if ref ~= nil then
     local evidence = require 'kluabench.record.evidence'
@@ -135,7 +137,7 @@ local function corruption(b, path)
     if not entry then
       problems[#problems + 1] = { field = 'evidence.rawSamples', error = why }
     else
-      for _, p in ipairs(record.consistency(b, entry)) do problems[#problems + 1] = p end
+      for _, p in ipairs(verify.consistency(b, entry)) do problems[#problems + 1] = p end
     end
   end
   if #problems == 0 then return nil end
@@ -218,7 +220,7 @@ function M.gather(manifest, inputs, opts)
       elseif not expected[id] then
         problem('unexpected', 'point %s in %s is not in the manifest', id, where)
       else
-        local pt = require('kluabench.record.point').of(b)
+        local pt = result.session(b)
         local provider, mode = pt.provider or '?', pt.mode or '?'
         local si, sn = pt.session.index, pt.session.count
         local key = table.concat({ id, provider, mode, tostring(si), tostring(sn) }, '\0')

@@ -7,7 +7,6 @@ local schema = require 'kluabench.history.schema'
 local store = require 'kluabench.history.store'
 local detect = require 'kluabench.history.detect'
 local point = require 'kluabench.history.point'
-local inference = require 'kluabench.stats.inference'
 local stats = require 'kluabench.stats'
 
 local M = {}
@@ -186,7 +185,7 @@ local function summarize(runs)
   local t = { sessions = #runs, median_ms = stats.median(ms) }
   if #runs >= 2 then
     local m, sd = stats.mean(logs), stats.stdev(logs)
-    local q = inference.t_quantile(0.975, #runs - 1) * sd / math.sqrt(#runs)
+    local q = stats.t_quantile(0.975, #runs - 1) * sd / math.sqrt(#runs)
     t.lo_ms, t.hi_ms, t.interval = math.exp(m - q), math.exp(m + q), 'sessions (t, 95 %)'
   else
     t.lo_ms, t.hi_ms, t.interval = runs[1].lo_ms, runs[1].hi_ms, 'samples (order statistics, 95 %)'

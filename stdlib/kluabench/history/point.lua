@@ -11,11 +11,11 @@
 -- format) and kluabench.record.point (the view of a bundle every command
 -- reads), and the run's four digests.
 local reader = require 'kluabench.record.reader'
-local view = require 'kluabench.record.point'
 local evidence = require 'kluabench.record.evidence'
 
 local M = {}
 local args = require 'kluabench.util.args'
+local result = require 'kluabench.result'
 
 local get = reader.get
 
@@ -72,7 +72,7 @@ function M.of(b)
   end
   if not key.observed_at then return nil, 'the run has no time (run.spec.observedAt)' end
   if not v.samples_ms then return nil, v.samples_why or 'no raw samples in the record' end
-  local label, provider = view.label_of(b, v)
+  local label, provider = result.label_of(b, v)
   local documents = {}
   for _, role in ipairs(M.ROLES) do
     if type(b[role]) == 'table' then documents[role] = b[role] end
@@ -153,7 +153,7 @@ end
 function M.summary(b)
   local p, why = M.of(b)
   if not p then return nil, why end
-  local v = view.of(b)
+  local v = result.session(b)
   local stats = require 'kluabench.stats'
   local median = stats.median(p.samples)
   return {

@@ -4,10 +4,11 @@
 local core = require 'kluabench.core'
 local point = require 'kluabench.history.point'
 local json = require 'kluabench.util.json'
-local inference = require 'kluabench.stats.inference'
 
 local M = {}
 local args = require 'kluabench.util.args'
+local stats = require 'kluabench.stats'
+local result = require 'kluabench.result'
 
 --- Bundles written per transaction by add_bundles: an interrupted add leaves whole batches, each
 -- of whole bundles.
@@ -115,7 +116,7 @@ local function add_point(h, p, m, seen, added_at)
   local n = #p.samples
   local sorted = table.move(p.samples, 1, n, 1, {})
   table.sort(sorted)
-  local _, median, lo, hi = inference.rse_median(sorted, { sorted = true })
+  local _, median, lo, hi = stats.rse_median(sorted, { sorted = true })
   if n < 2 then lo, hi = nil, nil end
   local text = table.concat({ m.commit, k.environment, p.host, m.batch or '', tostring(k.session_index) }, '\n')
   local group = seen.groups[text]
@@ -169,7 +170,7 @@ function M.add_bundles(h, bundles, meta)
   local summary = { added = 0, present = 0, refused = {} }
   local points = {}
   for i, b in ipairs(bundles) do
-    local p, why = point.of(b)
+    local p, why = result.session(b)
     if p then points[#points + 1] = p else summary.refused[#summary.refused + 1] = { index = i, why = why } end
   end
   -- the document ids of committed batches; an attempt caches its own ids

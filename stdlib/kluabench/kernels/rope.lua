@@ -1,37 +1,33 @@
---- The rotary position embedding family (kernels/rope.h, engine/core/rope.c as
--- kb.rope): its API reference, and its record title, sources and cost model.
+--- The rotary position embedding family (kernels/rope.h, engine/core/rope.c as kb.rope): its API
+-- reference section, and what records say of it: title, sources, cost model, the code each
+-- provider runs, and kernelindex's own OperationSpec of Liger's benchmark, which our runs share.
 local DTYPE_BYTES = { bf16 = 2, f16 = 2, f32 = 4, f64 = 8 }
 
 -- The files hashed into the implementation document of every RoPE record.
 local SOURCES = { 'kernels/rope.h', 'kernels/rope.cu', 'kernels/rope_cpu.c', 'kernels/rope_freqs_cpu.c',
   'kernels/dtype.h' }
 
--- The dtypes the kernels take.
 local DTYPES = { 'bf16', 'f16', 'f32', 'f64' }
 
--- What each provider of the RoPE benchmarks runs, per backend: the entry
--- point (the operations table's function, the name kb.trace shows on the
--- cpu) and its file, for the provider's ImplementationRevision. copy is the
--- engine's device-to-device copy (t:copy_), no RoPE code.
+-- What each provider of the RoPE benchmarks runs, per backend: the entry point (the name kb.trace
+-- shows on the cpu) and its file. copy is the engine's device-to-device copy, no RoPE code.
 local IMPLEMENTATIONS = {
-  -- full runs forward and backward in one launch: its own entry point
   fused = { cuda = { symbol = 'kb_rope_fused_cuda', path = 'kernels/rope.cu', modes = { full = 'kb_rope_full_cuda' } },
     cpu = { symbol = 'kb_rope_fused_cpu', path = 'kernels/rope_cpu.c', modes = { full = 'kb_rope_full_cpu' } } },
   reference = { cuda = { symbol = 'kb_rope_reference_cuda', path = 'kernels/rope.cu' },
     cpu = { symbol = 'kb_rope_reference_cpu', path = 'kernels/rope_cpu.c' } },
   floor = { cuda = { symbol = 'kb_rope_floor_cuda', path = 'kernels/rope.cu' },
     cpu = { symbol = 'kb_rope_floor_cpu', path = 'kernels/rope_cpu.c' } },
-  copy = { cuda = { symbol = 'cudaMemcpyAsync', path = 'engine/backend/backend_cuda.c', sources = { 'engine/backend/backend_cuda.c' } },
+  copy = { cuda = { symbol = 'cudaMemcpyAsync', path = 'engine/backend/backend_cuda.c',
+    sources = { 'engine/backend/backend_cuda.c' } },
     cpu = { symbol = 'memcpy', path = 'engine/backend/backend_cpu.c', sources = { 'engine/backend/backend_cpu.c' } } },
 }
 
--- The cost of RoPE over q [B, S, Hq, D] and k [B, S, Hk, D]: both read and
--- written once, the f32 (cos, sin) table [S, D/2, 2] read once; 6 flops
--- per complex product (Llama 4's pairs and rotate-half's alike).
+-- q [B, S, Hq, D] and k [B, S, Hk, D] read and written once, the f32 (cos, sin) table [S, D/2, 2]
+-- read once; 6 flops per complex product. Parameters may come from files: no cost unless each is
+-- a positive whole number.
 local function cost(p, dtype, op)
   local elt = DTYPE_BYTES[dtype]
-  -- parameters come from files too (a Liger CSV): no cost unless each
-  -- is a positive whole number
   local function count(v) return type(v) == 'number' and v > 0 and math.tointeger(v) or nil end
   local hidden, seq, hq, hk = count(p.hidden), count(p.seq), count(p.q_heads), count(p.kv_heads)
   local batch = p.batch == nil and 1 or count(p.batch)
@@ -43,10 +39,42 @@ local function cost(p, dtype, op)
   return passes * (2 * n * elt + seq * d * 4), passes * 3 * n
 end
 
+-- Liger-Kernel's benchmark, as kernelindex's importer describes it (the commit it read).
+local LIGER = 'https://github.com/linkedin/Liger-Kernel'
+local LIGER_COMMIT = '2120862ba532c9449e72d603ba6324310ae756e7'
+local TOKENS = { bf16 = 'bf16', f16 = 'fp16', fp16 = 'fp16', f32 = 'fp32', fp32 = 'fp32', f64 = 'fp64', fp64 = 'fp64' }
+local AXES = { hidden = true, seq = true, q_heads = true, kv_heads = true }
+
+-- The workload's binding of a point: its four axes at batch 1, whole and positive, hidden a
+-- multiple of q_heads, and a float dtype; nil for any other point.
+local function bind(params, dtype)
+  for name, v in pairs(params) do
+    if not AXES[name] and not (name == 'batch' and v == 1) then return nil end
+  end
+  local function int(v) return type(v) == 'number' and v > 0 and v == math.floor(v) and math.tointeger(v) or nil end
+  local seq, hidden, hq, hk = int(params.seq), int(params.hidden), int(params.q_heads), int(params.kv_heads)
+  local token = TOKENS[dtype]
+  if not (seq and hidden and hq and hk and token) or hidden % hq ~= 0 then return nil end
+  return { axes = { seq = seq, hidden = hidden, q_heads = hq, kv_heads = hk }, dtype = token }
+end
+
+local function kernelindex(csv_name, slug, title, description, shape_q, shape_k)
+  return {
+    liger_name = csv_name,
+    bind = bind,
+    operation = {
+      name = slug, family = 'rope', title = title, description = description,
+      inputs = { { name = 'q', shape = shape_q, dtype = 'cfg' }, { name = 'k', shape = shape_k, dtype = 'cfg' } },
+      outputs = { { name = 'q_out', shape = shape_q, dtype = 'cfg' }, { name = 'k_out', shape = shape_k, dtype = 'cfg' } },
+      derived = { head_dim = 'hidden // q_heads' },
+      axis_order = { 'seq', 'hidden', 'q_heads', 'kv_heads' },
+      source_url = string.format('%s/blob/%s/benchmark/scripts/benchmark_%s.py', LIGER, LIGER_COMMIT, csv_name),
+    },
+  }
+end
+
 return {
   binding = 'rope',
-  -- The section of kb.rope in the API reference (help() and docs/API.md); its
-  -- entries are the /*** comments beside the functions in engine/core/rope.c.
   doc = {
     section = { id = 'rope', title = 'Rotary position embedding (kb.rope)',
       intro = 'The RoPE kernels, each on both backends (CUDA and the CPU reference). q is '
@@ -56,20 +84,19 @@ return {
   },
   kernels = {
     llama4_rope = {
-      title = 'Llama 4 rotary position embedding',
-      sources = SOURCES,
-      cost = cost,
-      dtypes = DTYPES,
+      title = 'Llama 4 rotary position embedding', sources = SOURCES, cost = cost, dtypes = DTYPES,
       implementations = IMPLEMENTATIONS,
+      kernelindex = kernelindex('llama4_rope', 'liger-llama4-rope', 'Llama 4 rotary position embedding',
+        'Llama-4-style rotary embedding applied to query and key tensors in batch×seq×heads×head_dim layout '
+          .. '(batch 1, complex-frequency formulation).',
+        { 1, 'seq', 'q_heads', 'head_dim' }, { 1, 'seq', 'kv_heads', 'head_dim' }),
     },
     rope = {
-      title = 'Rotary position embedding',
-      sources = SOURCES,
-      -- the same traffic as llama4_rope: rotate-half pairs (i, i + D/2)
-      -- instead of adjacent ones, the same (cos, sin) table
-      cost = cost,
-      dtypes = DTYPES,
+      title = 'Rotary position embedding', sources = SOURCES, cost = cost, dtypes = DTYPES,
       implementations = IMPLEMENTATIONS,
+      kernelindex = kernelindex('rope', 'liger-rope', 'Rotary position embedding',
+        'Rotary position embedding applied to query and key tensors (batch 1, Llama-style head layout).',
+        { 1, 'q_heads', 'seq', 'head_dim' }, { 1, 'kv_heads', 'seq', 'head_dim' }),
     },
   },
 }

@@ -17,6 +17,7 @@
 local names = require 'kluabench.record.names'
 local output = require 'kluabench.util.json'
 local csv = require 'kluabench.liger.csv'
+local kernels = require 'kluabench.kernels'
 local files = require 'kluabench.util.files'
 local operation = require 'kluabench.record.operation'
 local env = require 'kluabench.record.env'
@@ -24,6 +25,7 @@ local env = require 'kluabench.record.env'
 local M = {}
 local args = require 'kluabench.util.args'
 local printable = require('kluabench.util.args').printable
+local result = require 'kluabench.result'
 
 --- The header of Liger's CSV, in its order.
 M.HEADER = { 'kernel_name', 'kernel_provider', 'kernel_operation_mode', 'metric_name',
@@ -202,52 +204,29 @@ end
 -- What kernelindex's importer declares (kernels.ts, normalize.ts)
 ---------------------------------------------------------------------------
 
--- The binder of Liger's RoPE benchmark configs: {seq, hidden, q_heads,
--- kv_heads} from x (T = seq, H = hidden) and the config, or nil when the
--- config is not of that shape (kernels.ts).
-local function rope_binding(x, x_name, config)
-  local function int(v) return (math.type(v) == 'integer' or (type(v) == 'number' and v == math.floor(v)))
-    and v > 0 and math.tointeger(v) or nil end
-  local q_heads, kv_heads = int(config.num_q_heads), int(config.num_kv_heads)
-  local dtype = M.DTYPES[config.dtype]
-  if not q_heads or not kv_heads or not dtype then return nil end
-  local seq = x_name == 'T' and x or int(config.seq_len)
-  local hidden = x_name == 'H' and x or int(config.hidden_size)
-  if not seq or not hidden or hidden % q_heads ~= 0 then return nil end
-  return { axes = { seq = seq, hidden = hidden, q_heads = q_heads, kv_heads = kv_heads }, dtype = dtype }
-end
-
---- The torch dtypes of Liger's configs -> kernelindex's tokens (the importer's DTYPES).
 M.DTYPES = { ['torch.bfloat16'] = 'bf16', ['torch.float16'] = 'fp16', ['torch.float32'] = 'fp32' }
 
-local function rope_kernel(csv_name, slug, title, description, shape_q, shape_k)
-  return {
-    csv_name = csv_name, name = slug, family = 'rope', title = title, description = description,
-    inputs = { { name = 'q', shape = shape_q, dtype = 'cfg' }, { name = 'k', shape = shape_k, dtype = 'cfg' } },
-    outputs = { { name = 'q_out', shape = shape_q, dtype = 'cfg' }, { name = 'k_out', shape = shape_k, dtype = 'cfg' } },
-    derived = { head_dim = 'hidden // q_heads' },
-    axis_order = { 'seq', 'hidden', 'q_heads', 'kv_heads' },
-    bind = rope_binding,
-  }
+-- A CSV row's binding: its config and x as the parameters of kernelindex's workload.
+local function csv_binding(ki)
+  return function(x, x_name, config)
+    local dtype = M.DTYPES[config.dtype]
+    if not dtype then return nil end
+    return ki.bind({ q_heads = config.num_q_heads, kv_heads = config.num_kv_heads,
+      seq = x_name == 'T' and x or config.seq_len, hidden = x_name == 'H' and x or config.hidden_size }, dtype)
+  end
 end
 
---- The Liger kernels kluabench reproduces, as kernelindex's importer curates them: record kernel
--- name -> operation description (kluabench.record.operation) with csv_name and bind(x, x_name,
--- config) -> binding | nil. Both RoPE benchmarks of kluabench (scripts/llama4_rope.lua,
--- scripts/rope.lua) measure these workloads, so their runs land on kernelindex's.
-M.KERNELS = {
-  llama4_rope = rope_kernel('llama4_rope', 'liger-llama4-rope', 'Llama 4 rotary position embedding',
-    'Llama-4-style rotary embedding applied to query and key tensors in batch×seq×heads×head_dim layout '
-      .. '(batch 1, complex-frequency formulation).',
-    { 1, 'seq', 'q_heads', 'head_dim' }, { 1, 'seq', 'kv_heads', 'head_dim' }),
-  rope = rope_kernel('rope', 'liger-rope', 'Rotary position embedding',
-    'Rotary position embedding applied to query and key tensors (batch 1, Llama-style head layout).',
-    { 1, 'q_heads', 'seq', 'head_dim' }, { 1, 'kv_heads', 'seq', 'head_dim' }),
-}
+--- The Liger kernels kluabench reproduces, by our kernel name: the Liger benchmark's name
+-- (csv_name), title, kernelindex's operation description (op) and bind(x, x_name, config), from the
+-- kernel registry (kluabench.kernels' `kernelindex` entries).
+M.KERNELS = {}
+for name, k in pairs(kernels.KERNELS) do
+  if k.kernelindex then
+    M.KERNELS[name] = { csv_name = k.kernelindex.liger_name, title = k.kernelindex.operation.title,
+      op = k.kernelindex.operation, bind = csv_binding(k.kernelindex) }
+  end
+end
 
---- Kernels Liger-Kernel benchmarks that kluabench imports (`kluabench import-liger`) but does not
--- build: their titles, which this module adds to the kernel registry (kluabench.kernels) as the
--- family "liger" when it loads, so that records and tables of imported rows name them.
 M.IMPORTED_KERNELS = {
   qwen2vl_mrope = { title = 'Qwen2-VL multimodal rotary position embedding' },
   rms_norm = { title = 'RMS normalization' },
@@ -337,34 +316,34 @@ local function doc(kind, metadata, spec)
   for k, v in pairs(metadata.labels or {}) do metadata.labels[k] = names.clip(v, 200) end
   return { apiVersion = API, kind = kind, metadata = metadata, spec = spec }
 end
-local function digest(d) return require('kluabench.record.document').digest(d) end
+local function digest(d) return require('kluabench.record').digest(d) end
 
---- The OperationSpec of a reproduced Liger kernel (commit: the Liger commit its sourceRef cites,
--- default M.COMMIT).
+--- kernelindex's OperationSpec of a reproduced Liger kernel (its benchmark script at commit, default
+-- the one kernelindex's importer read).
 --
 -- @signature liger.operation_document(kernel [, commit]) -> document
 -- @example
---   print(record.digest(liger.operation_document("llama4_rope")))
+--   print(liger.operation_document("llama4_rope").metadata.name) --> liger-llama4-rope
 function M.operation_document(kernel, commit)
   local k = M.KERNELS[kernel]
   if not k then error("bad argument #1 to 'operation_document' (not a reproduced Liger kernel: " .. tostring(kernel) .. ')', 2) end
   local op = {}
-  for key, v in pairs(k) do op[key] = v end
-  op.source_url = string.format('%s/blob/%s/benchmark/scripts/benchmark_%s.py', M.REPOSITORY, commit or M.COMMIT,
-    k.csv_name)
+  for key, v in pairs(k.op) do op[key] = v end
+  if commit then
+    op.source_url = string.format('%s/blob/%s/benchmark/scripts/benchmark_%s.py', M.REPOSITORY, commit, k.csv_name)
+  end
   return operation.document(op)
 end
 
---- The WorkloadCase of a reproduced Liger kernel at a binding {axes, dtype (token)}.
+--- The WorkloadCase of a binding of a reproduced Liger kernel.
 --
 -- @signature liger.workload_document(kernel, binding [, operation_digest]) -> document
 -- @example
 --   local w = liger.workload_document("llama4_rope", {axes = {seq = 2048, hidden = 512, q_heads = 32, kv_heads = 8}, dtype = "bf16"})
---   print(record.digest(w))
 function M.workload_document(kernel, binding, operation_digest)
   local k = M.KERNELS[kernel]
   if not k then error("bad argument #1 to 'workload_document' (not a reproduced Liger kernel: " .. tostring(kernel) .. ')', 2) end
-  return operation.workload(k, operation_digest or digest(M.operation_document(kernel)), binding)
+  return operation.workload(k.op, operation_digest or digest(M.operation_document(kernel)), binding)
 end
 
 --- The SoftwareProject of a project slug of M.PROJECTS.
@@ -501,7 +480,7 @@ local function speed_run(row, k, binding, digests, values)
   local key = operation.case_key(binding)
   local external = table.concat({ k.csv_name, row.kernel_operation_mode, row.kernel_provider, names.kebab(row.gpu_name),
     key, names.kebab(row.timestamp) }, '/')
-  local ns = function(ms) return require('kluabench.record.document').round(ms * 1e6) end
+  local ns = function(ms) return require('kluabench.record').round(ms * 1e6) end
   return doc('BenchmarkRun', {
     name = names.kebab(string.format('liger-%s-%s-%s-%s-%s-%s', k.csv_name, row.kernel_operation_mode,
       row.kernel_provider, row.gpu_name, key, row.timestamp)),
@@ -674,35 +653,17 @@ function M.row_warning(row)
   return nil
 end
 
---- The binding of one of our points of a reproduced kernel: {axes = {seq, hidden, q_heads,
--- kv_heads}, dtype = token}, or nil when the parameters do not bind it (a parameter beyond those
--- four, other than batch = 1, makes another workload).
+--- The binding of our parameters and dtype on kernelindex's workload of a reproduced Liger kernel,
+-- or nil when the point is not one of it.
 --
 -- @signature liger.binding_of(kernel, params, dtype) -> binding | nil
 -- @example
---   print(liger.binding_of("rope", {hidden = 512, seq = 2048, q_heads = 32, kv_heads = 8}, "bf16").dtype)
+--   print(liger.binding_of("rope", {hidden = 512, seq = 2048, q_heads = 32, kv_heads = 8}, "bf16").dtype) --> bf16
 function M.binding_of(kernel, params, dtype)
   args.check('liger.binding_of', 1, kernel, 'string', 'kernel name')
   args.check('liger.binding_of', 2, params, 'table', 'table of parameters')
-  local k = M.KERNELS[kernel]
-  if not k or type(params) ~= 'table' then return nil end
-  -- Liger's workload has these four axes at batch 1, and nothing else
-  for name, v in pairs(params) do
-    local known = name == 'hidden' or name == 'seq' or name == 'q_heads' or name == 'kv_heads'
-    if not known and not (name == 'batch' and v == 1) then return nil end
-  end
-  local token = dtype and operation.dtype_token(dtype)
-  local torch
-  for t, tok in pairs(M.DTYPES) do if tok == token then torch = t end end
-  local b = k.bind(params.hidden, 'H', { num_q_heads = params.q_heads, num_kv_heads = params.kv_heads,
-    seq_len = params.seq, dtype = torch })
-  if b == nil and token then
-    -- fp64 is no dtype of Liger's configs; the workload is still this one
-    b = k.bind(params.hidden, 'H', { num_q_heads = params.q_heads, num_kv_heads = params.kv_heads,
-      seq_len = params.seq, dtype = 'torch.bfloat16' })
-    if b then b.dtype = token end
-  end
-  return b
+  local k = kernels.KERNELS[kernel]
+  return k and k.kernelindex and k.kernelindex.bind(params, dtype) or nil
 end
 
 ---------------------------------------------------------------------------
@@ -768,12 +729,7 @@ function M.bundle_to_row(bundle, opts)
   if type(bundle) ~= 'table' or type(bundle.run) ~= 'table' then
     error("bad argument #1 to 'liger.bundle_to_row' (bundle expected, got " .. type(bundle) .. ')', 2)
   end
-  -- the view without migration (record/view.lua): migrating needs this module
-  local view = require 'kluabench.record.view'
-  if view.is_old(bundle) then
-    return nil, "bundle is of kluabench's earlier record format: migrate it first (kluabench migrate, migrate.bundle)"
-  end
-  local p = view.of(bundle)
+  local p = result.session(bundle)
   if not p.kernel or not p.mode or not p.provider then
     return nil, 'bundle lacks the run\'s sourceNative benchmark and externalId'
   end
@@ -884,10 +840,9 @@ end
 --   io.write(text)
 function M.csv_of_bundles(bundles)
   args.check('liger.csv_of_bundles', 1, bundles, 'table', 'list of bundles')
-  local view = require 'kluabench.record.view'
   local rows, left_out = {}, 0
   for _, b in ipairs(bundles) do
-    if not view.is_old(b) and view.of(b).status ~= 'passed' then
+    if result.session(b).status ~= 'passed' then
       left_out = left_out + 1
     else
       local row, err = M.bundle_to_row(b)

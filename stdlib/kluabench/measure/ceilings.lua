@@ -35,6 +35,13 @@ M.VERSION = 1
 -- Arithmetic
 ---------------------------------------------------------------------------
 
+--- How much a copy ceiling itself moves between measurements, relative: the plausibility check's
+-- margin where the ceiling's own measured spread is smaller. The five copy ceilings measured on
+-- our H200s (4232, 4239, 4255, 4259 and 4274 GB/s, several machines, two sizes
+-- and two protocols) span 1.0 % of their median, while one measurement's samples spread by about
+-- 0.1 %: a single measurement understates how far its number could be off.
+M.CEILING_SPREAD = 0.01
+
 --- 10^9 bytes per second of moving bytes in ms.
 --
 -- @signature ceilings.gbps(bytes, ms) -> GB/s
@@ -389,7 +396,7 @@ end
 -- Hilferty's approximation): an sd estimated with df degrees of freedom
 -- times this is a one-sided 90 % upper confidence bound of the true sd.
 local function chi2_factor(df)
-  local z = require('kluabench.stats.inference').normal_quantile(0.10)
+  local z = require('kluabench.stats').normal_quantile(0.10)
   local c = 2 / (9 * df)
   local q = df * (1 - c + z * math.sqrt(c)) ^ 3
   if q <= 0 then return 10 end

@@ -4,10 +4,10 @@
 -- measure/protocol_base.lua; this module re-exports it under its old names (do_bench.protocol,
 -- do_bench.device, do_bench.check_options, ...), which docs/API.md documents.
 local base = require 'kluabench.measure.protocol_base'
-local inference = require 'kluabench.stats.inference'
 
 local M = {}
 local args = require 'kluabench.util.args'
+local stats = require 'kluabench.stats'
 
 local floor, max = math.floor, math.max
 
@@ -194,7 +194,7 @@ function M.do_bench(fn, opts)
 
   local result = {
     samples = samples,
-    summary = inference.describe(samples, quantiles or M.QUANTILES),
+    summary = stats.describe(samples, quantiles or M.QUANTILES),
     timer = dev.timer,
     backend = dev.backend,
     used = {
@@ -258,15 +258,15 @@ function M.measure(fn, opts, ctx)
 end
 
 --- The 95 % interval of the median as results keep it (used.median_ci_ms, in records' evidence
--- execution.medianCiMs): lo, hi, confidence, method, and flags (inference.describe's ci_flag, '' for
+-- execution.medianCiMs): lo, hi, confidence, method, and flags (stats.describe's ci_flag, '' for
 -- none); nil with fewer than 2 samples.
 --
 -- @signature do_bench.median_ci_of(summary) -> table | nil
 -- @example
---   local d = inference.describe({0.11, 0.1, 0.13, 0.12, 0.1})
+--   local d = stats.describe({0.11, 0.1, 0.13, 0.12, 0.1})
 --   print(do_bench.median_ci_of(d).flags) --> ci=range
 function M.median_ci_of(summary)
-  args.check('do_bench.median_ci_of', 1, summary, 'table', 'summary (inference.describe)')
+  args.check('do_bench.median_ci_of', 1, summary, 'table', 'summary (stats.describe)')
   if not summary.ci95 then return nil end
   return { lo = summary.ci95[1], hi = summary.ci95[2], confidence = 0.95, method = 'order statistics',
     flags = summary.ci_flag or '' }

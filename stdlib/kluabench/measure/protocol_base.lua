@@ -25,7 +25,6 @@
 -- pass a fake clock and check the arithmetic exactly; the default is the
 -- engine: kb.event(), ev:record(), kb.elapsed_ms(), kb.synchronize(),
 -- kb.flush_l2(), kb.clock_ns().
-local inference = require 'kluabench.stats.inference'
 
 -- The engine's timing functions, bound when this module loads: the host
 -- loads it before the user's script (kluabench.trust.integrity.capture), so
@@ -39,6 +38,7 @@ end)()
 
 local M = {}
 local args = require 'kluabench.util.args'
+local stats = require 'kluabench.stats'
 
 --- The engine's primitives as a ctx table: event, elapsed_ms, synchronize, flush_l2, clock_ns,
 -- backend, timer.
@@ -130,7 +130,7 @@ function Protocol:run(fn, ctx)
   r.backend = r.backend or ctx.backend
   -- the statistics, once: the modes and do_bench computed them; a protocol of its own may not have
   if type(r.summary) ~= 'table' or type(r.summary.at) ~= 'table' then
-    r.summary = inference.describe(r.samples, self.params.quantiles)
+    r.summary = stats.describe(r.samples, self.params.quantiles)
   end
   self.last = r
   return r

@@ -6,7 +6,6 @@
 -- taken while the GPU was throttled, and asks the stopping rule when to end.
 local bench = require 'kluabench.measure.do_bench'
 local stats = require 'kluabench.stats'
-local inference = require 'kluabench.stats.inference'
 local stopping = require 'kluabench.measure.stopping'
 local clocks = require 'kluabench.measure.clocks'
 local options = require 'kluabench.measure.options'
@@ -230,7 +229,7 @@ function Session:result()
   u.host_enqueue_ns = spread(self.enqueue_ns)
   -- the samples' statistics, once: records and tables read them from here (compare reads the
   -- records' samples)
-  local summary = inference.describe(samples, self.opts.quantiles or options.DEFAULTS.quantiles)
+  local summary = stats.describe(samples, self.opts.quantiles or options.DEFAULTS.quantiles)
   if u.event_pair_ms then u.median_minus_event_pair_ms = summary.median - u.event_pair_ms end
   local tr = self.trace
   if tr then

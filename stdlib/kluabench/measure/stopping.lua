@@ -16,10 +16,10 @@
 --       if st.n >= 10 and st:quantile(0.2) < self.params.ms then return true, 'fast enough' end
 --       return st.elapsed_ms >= 5000, 'gave up after 5 s'
 --     end }
-local inference = require 'kluabench.stats.inference'
 
 local M = {}
 local args = require 'kluabench.util.args'
+local stats = require 'kluabench.stats'
 
 local floor = math.floor
 
@@ -141,7 +141,7 @@ function State:median() return self:quantile(0.5) end
 --   print(st:rse_median())
 function State:rse_median(confidence)
   if self.n < 2 then return math.huge end
-  return (inference.rse_median(self.sorted, { sorted = true, confidence = confidence }))
+  return (stats.rse_median(self.sorted, { sorted = true, confidence = confidence }))
 end
 
 ---------------------------------------------------------------------------
@@ -281,7 +281,7 @@ end
 -- time or max_samples (then not converged). Defaults: stopping.RSE_DEFAULTS.
 --
 -- The standard error is that of the distribution-free confidence interval of the median
--- (inference.rse_median), cheap enough to evaluate after every sample; no bootstrap.
+-- (stats.rse_median), cheap enough to evaluate after every sample; no bootstrap.
 --
 -- @signature stopping.rse_median([opts]) -> Criterion
 -- @example

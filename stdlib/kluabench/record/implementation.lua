@@ -21,7 +21,6 @@
 local json = require 'kluabench.util.json'
 local names = require 'kluabench.record.names'
 local operation = require 'kluabench.record.operation'
-local primitives = require 'kluabench.record.document'
 
 local M = {}
 local args = require 'kluabench.util.args'
@@ -81,7 +80,7 @@ end
 --
 -- @signature implementation.builtin{operation_digest, provider, kernel, backend, symbol, path, ...} -> document
 -- @example
---   local op = require("kluabench.liger").operation_document("llama4_rope")
+--   local _, op = record.workload{kernel = "llama4_rope", dtype = "bf16", parameters = {hidden = 512, seq = 64, q_heads = 8, kv_heads = 8}}
 --   local d = implementation.builtin{operation_digest = record.digest(op), provider = "fused",
 --     kernel = "llama4_rope", backend = "cpu", symbol = "kb_rope_fused_cpu", path = "kernels/rope_cpu.c",
 --     language = "c", dtypes = {"bf16", "f32"}}
@@ -109,8 +108,7 @@ function M.builtin(o)
   local requirements = {}
   if cuda and type(build.nvcc) == 'string' and build.nvcc ~= '' then requirements.nvcc = build.nvcc:sub(1, 200) end
   if type(build.compiler) == 'string' and build.compiler ~= '' then requirements.cc = build.compiler:sub(1, 200) end
-  local sources = o.sources
-  if sources == nil then sources = primitives.kernel_sources(o.kernel) end
+  local sources = o.sources -- record.kernel_sources of the kernel: what the binary was built from
   local spec = {
     projectRevision = { version = version and tostring(version) or nil, treeDigest = tree_digest(sources) },
     operation = { specDigest = o.operation_digest },

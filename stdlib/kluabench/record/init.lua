@@ -1,61 +1,52 @@
---- kernelindex.dev/v1alpha1 records: one benchmark point is one bundle
---   { run = BenchmarkRun, protocol = BenchmarkProtocol,
---     environment = ExecutionEnvironment, workload = WorkloadCase,
---     implementation = ImplementationRevision, operation = OperationSpec,
---     project = SoftwareProject (where one is named) }
--- Every document is {apiVersion, kind, metadata, spec} and valid against the
--- public JSON Schema of its kind (kluabench.record.schema). The run carries
--- the digests of protocol, workload, environment and implementation; the
--- workload and the implementation carry the operation's. A digest is
--- "sha256:" .. hex(SHA-256(JCS({apiVersion, kind, spec}))), JCS being RFC 8785
--- (kernelindex's recipe: metadata never counts). What the schema has no field
--- for goes into the run's evidence entry (kluabench.record.evidence) and its
--- measurements[] (kluabench.record.measurements). docs/RECORDS.md describes
--- every field and where each figure went.
+--- kernelindex.dev/v1alpha1 records. One measured session of a point is one bundle
+--   { run = BenchmarkRun, protocol = BenchmarkProtocol, environment = ExecutionEnvironment,
+--     workload = WorkloadCase, implementation = ImplementationRevision, operation = OperationSpec }
+-- The run carries the digests of protocol, workload, environment and implementation; workload and
+-- implementation carry the operation's. A digest is "sha256:" .. hex(SHA-256(JCS({apiVersion, kind,
+-- spec}))): kernelindex's recipe, metadata never counts. Building a bundle is a function of the facts
+-- it is given: the harness decides status, throughput and noise and passes them in. What the schema
+-- has no field for goes into the run's evidence entry (kluabench.record.evidence). docs/RECORDS.md
+-- describes every field.
+local core = require 'kluabench.core'
+local args = require 'kluabench.util.args'
 local json = require 'kluabench.util.json'
-local document = require 'kluabench.record.document'
 local kernels = require 'kluabench.kernels'
 local names = require 'kluabench.record.names'
 local operation = require 'kluabench.record.operation'
 local implementation = require 'kluabench.record.implementation'
-local measurements = require 'kluabench.record.measurements'
 local evidence = require 'kluabench.record.evidence'
-local schema = require 'kluabench.record.schema'
--- Liger's workloads are kernelindex's; loading it also names Liger's kernels in the registry
-local liger = require 'kluabench.liger'
+local env = require 'kluabench.record.env'
+local stats = require 'kluabench.stats'
+local do_bench = require 'kluabench.measure.do_bench'
 
 local M = {}
-local args = require 'kluabench.util.args'
-local printable = require('kluabench.util.args').printable
 
-M.API_VERSION = document.API_VERSION
-
---- The derived figures of runs' measurements[] (kluabench.record.measurements).
-M.measurements = measurements
+M.API_VERSION = 'kernelindex.dev/v1alpha1'
 
 --- The documents of a bundle and their kinds, in the order they are written.
-M.MEMBERS = document.MEMBERS
+M.MEMBERS = {
+  { doc = 'run', kind = 'BenchmarkRun' },
+  { doc = 'protocol', kind = 'BenchmarkProtocol' },
+  { doc = 'environment', kind = 'ExecutionEnvironment' },
+  { doc = 'workload', kind = 'WorkloadCase' },
+  { doc = 'implementation', kind = 'ImplementationRevision' },
+  { doc = 'operation', kind = 'OperationSpec' },
+  { doc = 'project', kind = 'SoftwareProject', optional = true },
+}
 
 --- The four digested documents, in the order the run lists their digests.
-M.DIGESTS = document.DIGESTS
+M.DIGESTS = {
+  { doc = 'protocol', field = 'protocolDigest' },
+  { doc = 'workload', field = 'workloadDigest' },
+  { doc = 'environment', field = 'environmentDigest' },
+  { doc = 'implementation', field = 'implementationDigest' },
+}
 
 --- The links to the operation: the workload's and the implementation's digest of it.
-M.OPERATION_LINKS = document.OPERATION_LINKS
-
-local function kb() return require 'kluabench.core' end
-
---- What records know about kernels, by kernel name (the kernel registry, kluabench.kernels).
-M.KERNELS = kernels.KERNELS
-
---- A kernel's title for people ("Llama 4 rotary position embedding"); the name when none is known.
---
--- @signature record.kernel_title(kernel) -> text
--- @example
---   print(record.kernel_title("llama4_rope"))
-function M.kernel_title(kernel)
-  args.check('record.kernel_title', 1, kernel, 'string', 'kernel name')
-  return kernels.title(kernel)
-end
+M.OPERATION_LINKS = {
+  { doc = 'workload', path = { 'operationSpecDigest' }, field = 'workload.spec.operationSpecDigest' },
+  { doc = 'implementation', path = { 'operation', 'specDigest' }, field = 'implementation.spec.operation.specDigest' },
+}
 
 --- What a mode times, in words (for protocol notes and titles).
 M.MODE_TEXT = {
@@ -64,171 +55,79 @@ M.MODE_TEXT = {
   full = 'the forward pass followed by the backward pass',
 }
 
+--- What records know about kernels, by kernel name (the kernel registry, kluabench.kernels).
+M.KERNELS = kernels.KERNELS
+
+local function finite(v) return type(v) == 'number' and v == v and v > -math.huge and v < math.huge end
+
 ---------------------------------------------------------------------------
 -- Documents and digests
 ---------------------------------------------------------------------------
 
 --- A document {apiVersion = "kernelindex.dev/v1alpha1", kind, metadata, spec}.
 --
--- @signature record.document(kind, spec, metadata) -> document
--- @kind function
+-- @signature record.document(kind, spec [, metadata]) -> document
 -- @example
 --   local doc = record.document("SoftwareProject", {name = "mine"}, {name = "mine"})
-M.document = document.document
+function M.document(kind, spec, metadata)
+  args.check('record.document', 1, kind, 'string', 'kind string')
+  args.check('record.document', 2, spec, 'table', 'spec table')
+  return { kind = kind, spec = spec, metadata = metadata or json.object(), apiVersion = M.API_VERSION }
+end
 
 --- The digest of a document: "sha256:" .. hex(SHA-256(JCS({apiVersion, kind, spec}))).
 --
 -- @signature record.digest(doc) -> "sha256:<hex>"
--- @kind function
 -- @example
 --   print(record.digest(record.document("SoftwareProject", {name = "mine"}, {name = "mine"})))
-M.digest = document.digest
+function M.digest(doc)
+  if type(doc) ~= 'table' or type(doc.spec) ~= 'table' then
+    error("bad argument #1 to 'digest' (document with a spec table expected)", 2)
+  end
+  return 'sha256:' .. core.sha256(core.jcs.encode { apiVersion = doc.apiVersion, kind = doc.kind, spec = doc.spec })
+end
 
---- Computes the four digests of a bundle into run.spec (the operation links are set when the
--- workload and implementation are made).
+--- Computes the four digests of a bundle into run.spec.
 --
 -- @signature record.seal(bundle) -> bundle
--- @kind function
 -- @example
---   local x = kb.randn({4096}, "f32", 1)
---   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
---   local bundle = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
---   bundle.environment.spec.software.libraries.cuda = "12.8" -- an edit: environmentDigest is stale
---   print(#record.check(bundle)) --> 1
---   record.seal(bundle)
---   print(#record.check(bundle)) --> 0
-M.seal = document.seal
-
-local function get(t, path)
-  for _, k in ipairs(path) do
-    if type(t) ~= 'table' then return nil end
-    t = t[k]
-  end
-  return t
-end
-
-local function recompute(problems, field, doc, recorded, what)
-  if type(doc) ~= 'table' or type(doc.spec) ~= 'table' then
-    problems[#problems + 1] = { field = field, error = 'missing ' .. what .. ' document or its spec' }
-  elseif type(recorded) ~= 'string' then
-    problems[#problems + 1] = { field = field, error = field .. ' is missing' }
-  else
-    local ok, computed = pcall(M.digest, doc)
-    if not ok then
-      problems[#problems + 1] = { field = field, error = 'cannot hash ' .. what .. ': ' .. tostring(computed) }
-    elseif computed ~= recorded then
-      problems[#problems + 1] = { field = field, recorded = recorded, computed = computed }
-    end
-  end
-end
-
---- Recomputes every digest of a decoded bundle (the run's four, the workload's and the
--- implementation's digest of the operation) and checks every document against the schema and
--- field rules of its kind; an empty list when all is well.
---
--- A problem is {field = "protocolDigest", recorded, computed} (a mismatch) or {field, error = why}.
--- opts.schema = false skips the schema checks (digests only).
---
--- @signature record.check(bundle [, opts]) -> problems
--- @example
---   local x = kb.randn({4096}, "f32", 1)
---   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
---   local bundle = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
---   for _, p in ipairs(record.check(bundle)) do print(p.field, p.recorded, p.computed or p.error) end
-function M.check(bundle, opts)
-  local problems = {}
-  if type(bundle) ~= 'table' then return { { field = 'bundle', error = 'not a JSON object' } } end
-  local run = bundle.run
-  if type(run) ~= 'table' or type(run.spec) ~= 'table' then
-    return { { field = 'run', error = 'missing run document or run.spec' } }
-  end
+--   local b = {run = record.document("BenchmarkRun", {}), protocol = record.document("BenchmarkProtocol", {}),
+--     environment = record.document("ExecutionEnvironment", {}), workload = record.document("WorkloadCase", {}),
+--     implementation = record.document("ImplementationRevision", {})}
+--   print(record.seal(b).run.spec.protocolDigest)
+function M.seal(bundle)
+  args.check('record.seal', 1, bundle, 'table', 'bundle')
   for _, d in ipairs(M.DIGESTS) do
-    recompute(problems, d.field, bundle[d.doc], run.spec[d.field], d.doc)
+    local doc = bundle[d.doc]
+    if type(doc) ~= 'table' then error("bad argument #1 to 'seal' (bundle has no " .. d.doc .. ' document)', 2) end
+    bundle.run.spec[d.field] = M.digest(doc)
   end
-  for _, l in ipairs(M.OPERATION_LINKS) do
-    if type(bundle[l.doc]) == 'table' then
-      recompute(problems, l.field, bundle.operation, get(bundle[l.doc].spec, l.path), 'operation')
-    end
-  end
-  if not (opts and opts.schema == false) then
-    for _, m in ipairs(M.MEMBERS) do
-      local doc = bundle[m.doc]
-      if doc ~= nil or not m.optional then
-        if type(doc) == 'table' and doc.kind ~= m.kind then
-          problems[#problems + 1] = { field = m.doc, error = string.format('kind %s where %s belongs',
-            tostring(doc.kind), m.kind) }
-        elseif doc ~= nil then
-          for _, p in ipairs(schema.check(doc)) do
-            problems[#problems + 1] = { field = m.doc, error = p }
-          end
-        end
-      end
-    end
-  end
-  return problems
+  return bundle
 end
 
---- Whether the statistics a run records are those of its raw samples (its evidence entry): the
--- median, p20 and p80 (within 1 ns of rounding) and the sample count. A list of {field, error}.
---
--- @signature record.consistency(bundle, entry) -> problems
--- @example
---   local b = {run = {spec = {timing = {latencyNs = {median = 2000}}}}}
---   for _, p in ipairs(record.consistency(b, {unit = "ns", samples = {1000, 1000, 1000}})) do print(p.field, p.error) end
-function M.consistency(bundle, entry)
-  args.check('record.consistency', 1, bundle, 'table', 'bundle')
-  args.check('record.consistency', 2, entry, 'table|nil', 'evidence entry')
-  local problems = {}
-  local samples, why = evidence.samples_ms(entry)
-  local rs = type(bundle.run) == 'table' and bundle.run.spec or {}
-  if not samples then
-    if type(entry) == 'table' and type(entry.samples) == 'table' and #entry.samples > 0 then
-      problems[1] = { field = 'evidence.samples', error = why }
-    end
-    return problems
-  end
-  local stats = require 'kluabench.stats'
-  local function check(field, recorded, q)
-    if type(recorded) ~= 'number' then return end
-    local computed = M.round(stats.quantiles(samples, { q })[1] * 1e6)
-    if math.abs(computed - recorded) > 1 then
-      problems[#problems + 1] = { field = field, error = string.format('the run records %s ns, its raw samples give %s ns',
-        tostring(recorded), tostring(computed)) }
-    end
-  end
-  local timing = type(rs.timing) == 'table' and rs.timing or {}
-  check('timing.latencyNs.median', type(timing.latencyNs) == 'table' and timing.latencyNs.median or nil, 0.5)
-  local f = measurements.fields(rs.measurements)
-  check('measurements p20', f.p20_ns, 0.2)
-  check('measurements p80', f.p80_ns, 0.8)
-  if timing.samples ~= nil and timing.samples ~= #samples then
-    problems[#problems + 1] = { field = 'timing.samples', error = string.format('the run records %s samples, its '
-      .. 'evidence holds %d', tostring(timing.samples), #samples) }
-  end
-  return problems
-end
-
---- The current UTC time as fields (with milliseconds when the engine can tell them).
+--- The current UTC time as fields, with milliseconds.
 --
 -- @signature record.now() -> time fields
--- @kind function
 -- @example
 --   print(names.iso8601(record.now()))
-M.now = document.now
+function M.now() return names.utc(core.time_ns() / 1e9) end
 
 --- Rounds to the nearest integer, halves away from zero.
 --
 -- @signature record.round(x) -> integer
--- @kind function
 -- @example
 --   print(record.round(2.5)) --> 3
-M.round = document.round
+function M.round(x)
+  args.check('record.round', 1, x, 'number', 'number')
+  local r = x >= 0 and math.floor(x + 0.5) or -math.floor(-x + 0.5)
+  return math.tointeger(r) or r
+end
 
---- The statistic name of a quantile: 0.2 -> "p20", 0.999 -> "p99_9" (a token: no dots).
+--- The statistic name of a quantile: 0.2 -> "p20", 0.999 -> "p99_9".
 --
 -- @signature record.quantile_name(q) -> text
 -- @example
---   print(record.quantile_name(0.2))
+--   print(record.quantile_name(0.2)) --> p20
 function M.quantile_name(q)
   args.check('record.quantile_name', 1, q, 'number', 'quantile')
   return (('p' .. string.format('%g', q * 100)):gsub('%.', '_'))
@@ -245,19 +144,139 @@ function M.metric_name(q, unit)
   return (((unit or 'ms') .. '_' .. string.format('%g', q * 100)):gsub('%.', '_'))
 end
 
+--- A copy of a value with only what JSON can carry: no functions, userdata or non-finite numbers,
+-- only string and integer keys.
+--
+-- @signature record.json_safe(v) -> copy | nil
+-- @example
+--   print(kb.jcs.encode(record.json_safe({a = 1, f = print, x = 0 / 0})))
+function M.json_safe(v, depth)
+  depth = depth or 0
+  local t = type(v)
+  if t == 'string' or t == 'boolean' then return v end
+  if t == 'number' then return finite(v) and v or nil end
+  if t ~= 'table' or depth >= 16 then return nil end
+  local mt = getmetatable(v)
+  if mt then return (type(mt.__name) == 'string' and mt.__name:match('^kluabench%.jcs')) and v or nil end
+  local c = {}
+  for k, x in pairs(v) do
+    if type(k) == 'string' or math.type(k) == 'integer' then c[k] = M.json_safe(x, depth + 1) end
+  end
+  return pcall(json.table_kind, c) and c or nil
+end
+
+-- The checkout this stdlib belongs to, for kernel sources not built into the binary.
+local ROOT = debug.getinfo(1, 'S').source:match('^@(.*)/stdlib/kluabench/record/[^/]*$') or '.'
+
+--- SHA-256 of a kernel's source files ({path = "sha256:<hex>"}): what the binary was built from
+-- (kb.kernel_sources) for the files it lists, else the files of the checkout; nil when none is found.
+--
+-- @signature record.kernel_sources(kernel [, files]) -> {path = "sha256:<hex>"} | nil
+-- @example
+--   for path, d in pairs(record.kernel_sources("llama4_rope") or {}) do print(path, d) end
+function M.kernel_sources(kernel, files)
+  args.check('record.kernel_sources', 1, kernel, 'string', 'kernel name')
+  args.check('record.kernel_sources', 2, files, 'table|nil', 'list of files')
+  files = files or (M.KERNELS[kernel] and M.KERNELS[kernel].sources)
+  if not files then return nil end
+  local built, out = core.kernel_sources(), {}
+  for _, path in ipairs(files) do
+    local hex = built[path]
+    if hex then
+      out[path] = hex:match('^sha256:') and hex or ('sha256:' .. hex)
+    else
+      local ok, h = pcall(core.sha256_file, ROOT .. '/' .. path)
+      if ok and type(h) == 'string' then out[path] = 'sha256:' .. h end
+    end
+  end
+  return next(out) and out or nil
+end
+
+--- A kernel's title for people; the name when none is known.
+--
+-- @signature record.kernel_title(kernel) -> text
+-- @example
+--   print(record.kernel_title("llama4_rope"))
+function M.kernel_title(kernel)
+  args.check('record.kernel_title', 1, kernel, 'string', 'kernel name')
+  return kernels.title(kernel)
+end
+
+---------------------------------------------------------------------------
+-- Measurements: the derived figures of run.spec.measurements[], one field name each
+---------------------------------------------------------------------------
+
+--- field -> {metric, unit, statistic, integer}: what each figure of a run is called in the record.
+M.MEASUREMENTS = {
+  p20_ns = { metric = 'latency', unit = 'ns', statistic = 'p20', integer = true },
+  p80_ns = { metric = 'latency', unit = 'ns', statistic = 'p80', integer = true },
+  stdev_ns = { metric = 'latency', unit = 'ns', statistic = 'stdev', integer = true },
+  gbps = { metric = 'throughput', unit = 'gb_per_s', statistic = 'median' },
+  tflops = { metric = 'compute', unit = 'tflop_per_s', statistic = 'median' },
+  copy_gbps = { metric = 'copy_ceiling', unit = 'gb_per_s', statistic = 'median' },
+  pct_copy = { metric = 'copy_ceiling_share', unit = 'percent', statistic = 'median' },
+  floor_ns = { metric = 'roofline_floor', unit = 'ns', statistic = 'model', integer = true },
+  pct_floor = { metric = 'roofline_share', unit = 'percent', statistic = 'median' },
+  bytes = { metric = 'traffic', unit = 'byte', statistic = 'model', integer = true },
+  flops = { metric = 'work', unit = 'flop', statistic = 'model', integer = true },
+  session = { metric = 'session', unit = 'index', statistic = 'value', integer = true },
+  sessions = { metric = 'sessions', unit = 'count', statistic = 'value', integer = true },
+  noise_sd = { metric = 'session_noise', unit = 'log_sd', statistic = 'value' },
+  implausible = { metric = 'implausible', unit = 'flag', statistic = 'value', integer = true },
+  rel_l2 = { metric = 'rel_l2_error', unit = 'ratio', statistic = 'maximum' },
+  sm_mhz = { metric = 'sm_clock', unit = 'mhz', statistic = 'median' },
+  energy_j = { metric = 'energy', unit = 'j', statistic = 'median' },
+  energy_j_min = { metric = 'energy', unit = 'j', statistic = 'minimum' },
+  energy_j_max = { metric = 'energy', unit = 'j', statistic = 'maximum' },
+  power_w = { metric = 'power', unit = 'w', statistic = 'median' },
+}
+local ORDER = { 'p20_ns', 'p80_ns', 'stdev_ns', 'gbps', 'tflops', 'copy_gbps', 'pct_copy', 'floor_ns', 'pct_floor',
+  'bytes', 'flops', 'session', 'sessions', 'noise_sd', 'implausible', 'rel_l2', 'sm_mhz', 'energy_j', 'energy_j_min',
+  'energy_j_max', 'power_w' }
+local FIELD_OF = {}
+for field, m in pairs(M.MEASUREMENTS) do FIELD_OF[m.metric .. '|' .. m.unit .. '|' .. m.statistic] = field end
+
+--- The measurements[] list of a table of figures (field -> number; true counts as 1), then extra.
+--
+-- @signature record.measurement_list(fields [, extra]) -> list
+-- @example
+--   print(#record.measurement_list({gbps = 812.5, bytes = 2^20}))
+function M.measurement_list(fields, extra)
+  args.check('record.measurement_list', 1, fields, 'table', 'table of fields')
+  args.check('record.measurement_list', 2, extra, 'table|nil', 'list of measurements')
+  local out = {}
+  for _, f in ipairs(ORDER) do
+    local v = fields[f]
+    if v == true then v = 1 end
+    if finite(v) then
+      local m = M.MEASUREMENTS[f]
+      if m.integer then v = M.round(v) end
+      out[#out + 1] = { metric = m.metric, unit = m.unit, statistic = m.statistic, value = v }
+    end
+  end
+  for _, m in ipairs(extra or {}) do out[#out + 1] = m end
+  return out
+end
+
+--- The figures of a measurements[] list by field name, and the entries no field names.
+--
+-- @signature record.measurement_fields(list) -> fields, others
+-- @example
+--   print(record.measurement_fields({{metric = "throughput", unit = "gb_per_s", statistic = "median", value = 9}}).gbps)
+function M.measurement_fields(list)
+  local out, others = {}, {}
+  for _, m in ipairs(type(list) == 'table' and list or {}) do
+    if type(m) == 'table' then
+      local f = FIELD_OF[tostring(m.metric) .. '|' .. tostring(m.unit) .. '|' .. tostring(m.statistic)]
+      if f and finite(m.value) then out[f] = m.value else others[#others + 1] = m end
+    end
+  end
+  return out, others
+end
+
 ---------------------------------------------------------------------------
 -- Operation and workload
 ---------------------------------------------------------------------------
-
---- SHA-256 of a kernel's source files ({path = "sha256:<hex>"}): what the binary was built from
--- (kb.kernel_sources) for the files it lists, else the files under the repository (kb.sha256_file).
--- files: the paths (default: the kernel registry's sources of kernel). nil when none is found.
---
--- @signature record.kernel_sources(kernel [, files]) -> {path = "sha256:<hex>"} | nil
--- @kind function
--- @example
---   for path, d in pairs(record.kernel_sources("llama4_rope") or {}) do print(path, d) end
-M.kernel_sources = document.kernel_sources
 
 -- A name kernelindex accepts as a token: lowercase, [a-z0-9_], a letter first.
 local function token(s)
@@ -267,30 +286,25 @@ local function token(s)
 end
 
 --- The operation description kluabench makes when a benchmark declares none: every tensor its setup
--- made is an input and an output (the timed function works on them in place; which ones it writes
--- the harness cannot tell), each dimension an axis of its own ("q_d0"); without tensors, one opaque
--- input and output of the point's dtype.
+-- made is an input and an output (worked on in place), each dimension an axis of its own; without
+-- tensors, one opaque input and output of the point's dtype.
 --
 -- @signature record.describe_operation(kernel, dtype [, tensors]) -> description
 -- @example
 --   local d = record.describe_operation("copy", "f32", {src = kb.zeros({4}, "f32", "cpu")})
 --   print(d.inputs[1].name, d.inputs[1].shape[1])
 function M.describe_operation(kernel, dtype, tensors)
-  if type(kernel) ~= 'string' then
-    error("bad argument #1 to 'describe_operation' (kernel name expected, got " .. type(kernel) .. ')', 2)
-  end
+  args.check('describe_operation', 1, kernel, 'string', 'kernel name')
   local family = names.kebab(kernel)
   if family == '' then family = 'kernel' end
   local tok = dtype and operation.dtype_token(dtype) or 'opaque'
-  local inputs, shapes = {}, {}
-  local keys = {}
+  local inputs, shapes, keys = {}, {}, {}
   for name, t in pairs(tensors or {}) do
     if type(name) == 'string' and type(t) ~= 'function' then keys[#keys + 1] = name end
   end
   table.sort(keys)
   for _, name in ipairs(keys) do
-    local t = tensors[name]
-    local n = token(name)
+    local t, n = tensors[name], token(name)
     local shape = {}
     for i = 1, #t.shape do shape[i] = n .. '_d' .. (i - 1) end
     local td = operation.dtype_token(t.dtype)
@@ -310,9 +324,16 @@ function M.describe_operation(kernel, dtype, tensors)
   }
 end
 
---- The order of the words of a point's case key: nil (sorted by name, kernelindex's own caseKey)
--- for the Liger kernels kluabench shares with kernelindex (llama4_rope, rope: no operation of their
--- own and axes kernelindex binds), else o.axis_order (a benchmark's axes as it declares them).
+-- kernelindex's own workload of a kernel it shares with another tool (kluabench.kernels'
+-- `kernelindex` entry: Liger's llama4_rope and rope), when the point is one of it.
+local function shared(kernel, params, dtype)
+  local k = M.KERNELS[kernel]
+  local binding = k and k.kernelindex and k.kernelindex.bind(params or {}, dtype)
+  return binding and k.kernelindex, binding
+end
+
+--- The order of the words of a point's case key: nil (sorted by name, kernelindex's caseKey) for a
+-- workload kernelindex shares, else o.axis_order (the benchmark's axes as declared).
 --
 -- @signature record.case_order{kernel, parameters, dtype [, operation, axis_order]} -> list | nil
 -- @example
@@ -326,26 +347,28 @@ function M.case_order(o)
     error("bad argument #1 to 'case_order' (field 'axis_order' must be a list of axis names, got "
       .. type(o.axis_order) .. ')', 2)
   end
-  local liger = require 'kluabench.liger'
-  if o.operation == nil and liger.KERNELS[o.kernel] and liger.binding_of(o.kernel, o.parameters or {}, o.dtype) then
-    return nil
-  end
+  if o.operation == nil and shared(o.kernel, o.parameters, o.dtype) then return nil end
   return o.axis_order
 end
 
---- The WorkloadCase and OperationSpec of a point.
+--- Whether a point lands on a workload kernelindex shares with another tool (its own operation).
 --
--- o: kernel, parameters (integer axes, our names), dtype, and optionally operation (an operation
--- description, kluabench.record.operation; default: kernelindex's own for the Liger kernels
--- kluabench reproduces, else record.describe_operation(kernel, dtype, tensors)), tensors (name ->
--- tensor, for the default description), commit (the Liger commit an imported OperationSpec cites),
--- axis_order (the order of the case key's words in the workload's name, record.case_order).
+-- @signature record.is_shared(kernel, parameters, dtype) -> boolean
+-- @example
+--   print(record.is_shared("rope", {hidden = 512, seq = 2048, q_heads = 32, kv_heads = 8}, "bf16")) --> true
+function M.is_shared(kernel, parameters, dtype)
+  return shared(kernel, parameters, dtype) ~= nil
+end
+
+--- The WorkloadCase and OperationSpec of a point. o: kernel, parameters (integer axes), dtype, and
+-- optionally operation (a description, kluabench.record.operation; default kernelindex's own for a
+-- shared workload, else record.describe_operation of o.tensors) and axis_order.
 --
 -- @signature record.workload{kernel, parameters, dtype [, operation, tensors, axis_order]} -> workload, operation
 -- @example
---   local w, op = record.workload{kernel = "llama4_rope",
---     parameters = {hidden = 512, seq = 2048, q_heads = 32, kv_heads = 8}, dtype = "bf16"}
---   print(record.digest(w))
+--   local w, op = record.workload{kernel = "llama4_rope", dtype = "bf16",
+--     parameters = {hidden = 512, seq = 2048, q_heads = 32, kv_heads = 8}}
+--   print(w.metadata.name, op.metadata.name)
 function M.workload(o)
   if type(o) ~= 'table' or type(o.kernel) ~= 'string' then
     error("bad argument #1 to 'workload' (table with a kernel string expected)", 2)
@@ -360,46 +383,35 @@ function M.workload(o)
         .. 'workload axes are integers)', tostring(k), tostring(v)), 2)
     end
   end
-  local dtype = o.dtype and operation.dtype_token(o.dtype) or 'opaque'
-  if o.operation == nil and liger.KERNELS[o.kernel] then
-    local binding = liger.binding_of(o.kernel, params, o.dtype)
-    if binding then
-      local op = liger.operation_document(o.kernel, o.commit)
-      return liger.workload_document(o.kernel, binding, M.digest(op)), op
+  if o.operation == nil then
+    local ki, binding = shared(o.kernel, params, o.dtype)
+    if ki then
+      local op = operation.document(ki.operation)
+      return operation.workload(ki.operation, M.digest(op), binding), op
     end
   end
   local desc = o.operation or M.describe_operation(o.kernel, o.dtype, o.tensors)
   local op = operation.document(desc)
   local order
   for i, k in ipairs(M.case_order(o) or {}) do order = order or {}; order[i] = token(k) end
-  local binding = { axes = axes, dtype = dtype, tensors = desc.tensors, order = order }
+  local binding = { axes = axes, dtype = o.dtype and operation.dtype_token(o.dtype) or 'opaque', tensors = desc.tensors,
+    order = order }
   return operation.workload(desc, M.digest(op), binding), op
 end
 
----------------------------------------------------------------------------
--- Implementation
----------------------------------------------------------------------------
-
---- The ImplementationRevision of a provider of a built-in kernel, from the kernel registry
--- (kluabench.kernels: each kernel lists its providers' entry points per backend); nil when the
--- registry does not know the kernel and provider.
+--- The ImplementationRevision of a built-in provider of the kernel registry (kernel, provider,
+-- backend, operation_digest, mode), or nil when the registry has none.
 --
--- mode: the timed pass, where a mode runs another entry point (the registry's modes). build
--- (kb.build_info()'s fields) and arch (the CPU's): what the code was built with and for, when not
--- this binary's (a record of another build, migrated).
---
--- @signature record.builtin_implementation{kernel, provider, backend, operation_digest [, mode, dtypes, build, arch]} -> document | nil
+-- @signature record.builtin_implementation{kernel, provider, backend, operation_digest [, mode]} -> document | nil
 -- @example
---   local op = require("kluabench.liger").operation_document("llama4_rope")
---   local i = record.builtin_implementation{kernel = "llama4_rope", provider = "fused", backend = "cpu",
---     operation_digest = record.digest(op)}
---   print(i.spec.callable.symbol)
+--   local w, op = record.workload{kernel = "rope", dtype = "bf16", parameters = {hidden = 512, seq = 64, q_heads = 8, kv_heads = 8}}
+--   print(record.builtin_implementation{kernel = "rope", provider = "fused", backend = "cpu",
+--     operation_digest = record.digest(op)}.metadata.name)
 function M.builtin_implementation(o)
   local k = M.KERNELS[o.kernel]
   local entry = k and k.implementations and k.implementations[o.provider]
   entry = entry and entry[o.backend]
   if not entry then return nil end
-  -- a mode may run another entry point of the same code (full: one launch for both passes)
   local symbol = o.mode and entry.modes and entry.modes[o.mode] or entry.symbol
   return implementation.builtin { operation_digest = o.operation_digest, provider = o.provider, kernel = o.kernel,
     backend = o.backend, symbol = symbol, path = entry.path, language = entry.language,
@@ -407,31 +419,25 @@ function M.builtin_implementation(o)
     dtypes = o.dtypes or entry.dtypes or k.dtypes, build = o.build, arch = o.arch }
 end
 
---- The ImplementationRevision of a user kernel (kluabench.record.implementation's user): info is
--- k:info(), mod:info(), pk:info() or tk:info(), or a list of them.
+--- The ImplementationRevision of a user's kernel (implementation.user), with operation_digest
+-- computed from o.operation (or the shared workload's operation) when not given.
 --
--- It names the operation it implements: operation_digest, else the digest of operation (an
--- OperationSpec document), else kernelindex's OperationSpec of kernel when kernel is one of the
--- Liger kernels kluabench reproduces (llama4_rope, rope).
---
--- @signature record.user_implementation{provider, kernel, info [, operation_digest | operation, arch, dtypes]} -> document
+-- @signature record.user_implementation{provider, kernel, info, operation_digest | operation, ...} -> document
 -- @example
---   local i = record.user_implementation{provider = "mine", kernel = "llama4_rope",
---     info = {name = "rope", module = {format = "cubin", sha256 = "sha256:" .. string.rep("1", 64), arch = "sm_90"}}}
---   print(i.spec.source.contentDigest, i.spec.operation.specDigest)
+--   local k = kb.cuda.compile("extern \"C\" __global__ void scale(float *x) {}", {name = "scale"})
+--   print(record.user_implementation{provider = "mine", kernel = "llama4_rope", info = k:info()}.kind)
 function M.user_implementation(o)
-  if type(o) ~= 'table' then
-    error("bad argument #1 to 'user_implementation' (table expected, got " .. type(o) .. ')', 2)
-  end
+  args.check('user_implementation', 1, o, 'table', 'table')
   if o.operation_digest == nil then
     local op = o.operation
-      if op == nil and liger.KERNELS[o.kernel] then op = liger.operation_document(o.kernel) end
+    local k = M.KERNELS[o.kernel]
+    if op == nil and k and k.kernelindex then op = operation.document(k.kernelindex.operation) end
     if type(op) ~= 'table' then
       error("bad argument #1 to 'user_implementation' (field 'operation_digest' or 'operation' needed: the "
         .. 'OperationSpec the kernel implements)', 2)
     end
     local copy = {}
-    for k, v in pairs(o) do copy[k] = v end
+    for key, v in pairs(o) do copy[key] = v end
     copy.operation_digest = M.digest(op)
     o = copy
   end
@@ -439,12 +445,9 @@ function M.user_implementation(o)
 end
 
 ---------------------------------------------------------------------------
--- Run
+-- The run and the protocol
 ---------------------------------------------------------------------------
 
-local function finite(v) return type(v) == 'number' and v == v and v > -math.huge and v < math.huge end
-
--- The check record of a run as the schema's correctness, or nil.
 local function correctness_of(c)
   if type(c) ~= 'table' then return nil end
   local out = { comparator = type(c.comparator) == 'string' and c.comparator or 'max_abs_rel_l2' }
@@ -454,12 +457,12 @@ local function correctness_of(c)
   return out
 end
 
---- The run's name: unique per run (the point, the provider, the time to the millisecond and the
--- session), at most 200 characters (a longer one keeps a digest of the whole).
+--- A run's metadata.name from its parts (nil and '' skipped): a slug of at most 200 characters, a
+-- digest suffix when it must be cut, so that a cut name keeps the run's identity.
 --
--- @signature record.run_name(parts...) -> text
+-- @signature record.run_name(...) -> name
 -- @example
---   print(record.run_name("kluabench", "llama4_rope", "forward", "fused", "hidden512-seq2048-bf16"))
+--   print(record.run_name("kluabench", "rope", "forward", "fused"))
 function M.run_name(...)
   local parts = {}
   for i = 1, select('#', ...) do
@@ -468,24 +471,18 @@ function M.run_name(...)
   end
   local full = names.slug(table.concat(parts, '-'))
   if #full <= 200 then return full end
-  return (full:sub(1, 186):gsub('%-+$', '')) .. '-' .. kb().sha256(full):sub(1, 12)
+  return (full:sub(1, 186):gsub('%-+$', '')) .. '-' .. core.sha256(full):sub(1, 12)
 end
 
---- The BenchmarkRun document of a latency measurement (digests filled in by record.seal).
---
--- o: kernel, mode, provider, gpu (device name), case (the workload's case key), time (UTC fields),
--- status (default "passed"), median_ns, fields (kluabench.record.measurements fields: p20_ns,
--- p80_ns, gbps, ...), latency (more timing.latencyNs statistics: mean, minimum, maximum,
--- confidence95), samples (their count), metrics (sourceNative.metrics), correctness (a check
--- record), session {index, count}, labels, harness {repository, commit}, metric ("memory": a run of
--- the memory metric, named and sourced as Liger's memory rows are: benchmark "kernel/mode/memory"),
--- extra_measurements (measurements[] entries appended as they are).
+--- The BenchmarkRun document (without digests; record.seal adds them). o: kernel, mode, provider,
+-- gpu, case, time, and optionally status, median_ns, fields (measurement figures), latency,
+-- samples, metrics, correctness, session {index, count}, labels, harness, metric ("memory"),
+-- extra_measurements.
 --
 -- @signature record.run_document{kernel, mode, provider, gpu, case, time, ...} -> document
 -- @example
---   local run = record.run_document{kernel = "k", mode = "forward", provider = "p", gpu = "cpu",
---     case = "n1024-fp32", time = record.now(), median_ns = 1000000, fields = {p20_ns = 900000, p80_ns = 1100000}}
---   print(run.spec.timing.latencyNs.median)
+--   print(record.run_document{kernel = "k", mode = "forward", provider = "p", gpu = "cpu", case = "n8-fp32",
+--     time = record.now(), median_ns = 1000}.spec.timing.latencyNs.median)
 function M.run_document(o)
   for _, f in ipairs { 'kernel', 'mode', 'provider', 'gpu', 'case' } do
     if type(o[f]) ~= 'string' then
@@ -496,13 +493,12 @@ function M.run_document(o)
   local stamp = names.time_id(o.time) .. string.format('-%03d', o.time.ms or 0)
   local external = table.concat({ o.kernel, o.mode, o.provider, names.kebab(o.gpu), o.case, stamp }, '/')
   if (session.count or 1) > 1 then external = external .. string.format('/session-%d-of-%d', session.index, session.count) end
-  -- a memory run says so where Liger's imported memory rows do (kluabench.record.point reads it)
   local memory = o.metric == 'memory'
   if memory then external = external .. '/memory' end
   local spec = {
     status = o.status or 'passed',
     observedAt = names.iso8601(o.time),
-    measurements = measurements.list(o.fields or {}, o.extra_measurements),
+    measurements = M.measurement_list(o.fields or {}, o.extra_measurements),
     sourceNative = { source = 'kluabench', benchmark = o.kernel .. '/' .. o.mode .. (memory and '/memory' or ''),
       externalId = external, metrics = o.metrics and next(o.metrics) and o.metrics or nil },
     correctness = correctness_of(o.correctness),
@@ -526,37 +522,70 @@ function M.run_document(o)
   })
 end
 
----------------------------------------------------------------------------
--- Protocol
----------------------------------------------------------------------------
+local MEASUREMENT_FIELDS = { timer = true, synchronization = true, compileIncluded = true, setupIncluded = true,
+  warmupIterations = true, warmupDuration = true, measuredIterations = true, samples = true,
+  inputRegeneration = true, outlierPolicy = true, primaryStatistic = true }
+local SPEC_FIELDS = { harness = true, measurement = true, correctness = true, devicePolicy = true, comparability = true }
+local NOTES_MAX = 1000
 
---- The schema's BenchmarkProtocol spec of what a protocol's spec() returned: the schema's fields
--- kept; every other field (method, repetition times, stopping rules, ...) written into
--- comparability.notes as canonical JSON, so that it still tells protocols apart (the digest covers
--- the notes) and the document stays valid. warmupMs becomes measurement.warmupDuration in ns.
+-- Notes of at most NOTES_MAX characters (the schema's limit); a cut ends with the full text's digest.
+local function fit_notes(notes)
+  if utf8.len(notes) and utf8.len(notes) <= NOTES_MAX then return notes end
+  local tail = ' [sha256 of the full notes: ' .. core.sha256(notes):sub(1, 16) .. ']'
+  local cut = notes:sub(1, NOTES_MAX - #tail)
+  while not utf8.len(cut) do cut = cut:sub(1, -2) end
+  return cut .. tail
+end
+
+--- A BenchmarkProtocol spec of what a protocol's spec() returns: the fields the schema has stay,
+-- warmupMs becomes warmupDuration in ns, every other parameter goes into the comparability notes
+-- ("Parameters: {...}"), which the digest covers.
 --
 -- @signature record.protocol_spec(spec) -> spec
--- @kind function
 -- @example
---   local s = record.protocol_spec{harness = {name = "mine"}, measurement = {timer = "cuda_events",
---     primaryStatistic = "median", repMs = 100}}
---   print(s.comparability.notes)
-M.protocol_spec = document.protocol_spec
+--   print(record.protocol_spec({measurement = {timer = "cuda_events", repMs = 100}}).comparability.notes)
+function M.protocol_spec(spec)
+  args.check('protocol_spec', 1, spec, 'table', 'table')
+  local out, extra = {}, {}
+  for k, v in pairs(spec) do
+    if SPEC_FIELDS[k] then out[k] = v else extra[k] = v end
+  end
+  local m = {}
+  for k, v in pairs(type(spec.measurement) == 'table' and spec.measurement or {}) do
+    if MEASUREMENT_FIELDS[k] then
+      m[k] = v
+    elseif k == 'warmupMs' and finite(v) and v >= 0 then
+      m.warmupDuration = M.round(v * 1e6)
+    else
+      extra[k] = v
+    end
+  end
+  m.timer = m.timer or 'host_monotonic'
+  m.primaryStatistic = m.primaryStatistic or 'median'
+  out.measurement = m
+  out.harness = type(out.harness) == 'table' and out.harness or { name = 'kluabench' }
+  local c = type(out.comparability) == 'table' and out.comparability or {}
+  local notes = c.notes or ''
+  if next(extra) then
+    local ok, text = pcall(core.jcs.encode, extra)
+    if ok then notes = notes .. (notes ~= '' and ' ' or '') .. 'Parameters: ' .. text end
+  end
+  out.comparability = { family = c.family or 'kluabench', notes = notes ~= '' and fit_notes(notes) or nil }
+  return out
+end
 
---- The BenchmarkProtocol document of a protocol value for one timed pass; info: {mode, timed,
--- backend, timer}.
+--- The BenchmarkProtocol document of a protocol for a mode. info: mode, timed (words), backend, timer.
 --
 -- @signature record.protocol_document(protocol [, info]) -> document
 -- @example
---   local doc = record.protocol_document(kb.do_bench.do_bench_protocol(), {mode = "forward", backend = "cpu"})
---   print(doc.spec.comparability.family)
+--   print(record.protocol_document(kb.do_bench.do_bench_protocol(), {mode = "forward"}).metadata.name)
 function M.protocol_document(protocol, info)
-  args.check('record.protocol_document', 1, protocol, 'table', 'protocol (bench.protocol)')
+  args.check('record.protocol_document', 1, protocol, 'table', 'protocol (measure.protocol)')
   args.check('record.protocol_document', 2, info, 'table|nil', 'table of facts')
   info = info or {}
-  local timed = info.timed or M.MODE_TEXT[info.mode] or ('the ' .. tostring(info.mode) .. ' pass')
-  local spec = M.protocol_spec(protocol:spec { timed = timed, backend = info.backend, timer = info.timer })
   local mode = info.mode
+  local timed = info.timed or M.MODE_TEXT[mode] or ('the ' .. tostring(mode) .. ' pass')
+  local spec = M.protocol_spec(protocol:spec { timed = timed, backend = info.backend, timer = info.timer })
   return M.document('BenchmarkProtocol', spec, {
     name = names.dns_name('kluabench', protocol.name, mode, info.backend == 'cpu' and 'cpu' or nil),
     title = ('kluabench ' .. (protocol.title or protocol.name) .. (mode and (' · ' .. mode .. ' pass') or '')
@@ -565,122 +594,71 @@ function M.protocol_document(protocol, info)
 end
 
 ---------------------------------------------------------------------------
--- A bundle from a measurement
+-- A bundle from what was measured
 ---------------------------------------------------------------------------
 
--- What a protocol reports about a session, camel-cased, for the evidence.
+-- What the protocol reports of how it ran (result.used), camelCase, for the evidence.
 local function execution_of(result)
   local e = {}
   for k, v in pairs(result.used or {}) do
-    if type(v) ~= 'function' and k ~= 'quantiles' and k ~= 'return_mode' then
-      e[(k:gsub('_(%w)', string.upper))] = v
-    end
+    if type(v) ~= 'function' and k ~= 'quantiles' and k ~= 'return_mode' then e[(k:gsub('_(%w)', string.upper))] = v end
   end
   return e
 end
 
-local json_safe = document.json_safe
---- A copy of a value with only what JSON can carry: no functions, userdata or non-finite numbers, only
--- string and integer keys (what a protocol or hook hands records may hold anything).
+--- The throughput figures of a median as arithmetic of the workload's bytes and flops alone (no
+-- ceiling): {gbps, tflops}; nil without bytes and flops.
 --
--- @signature record.json_safe(v) -> copy | nil
+-- @signature record.throughput(bytes, flops, median_ms) -> {gbps, tflops} | nil
 -- @example
---   print(kb.jcs.encode(record.json_safe({a = 1, f = print, x = 0 / 0})))
-M.json_safe = json_safe
-
--- The throughput figures of a point (ceilings.throughput against the cached
--- copy ceiling of this process's device, when the bundle's environment is
--- this device), and whether the median is implausibly fast.
-local function throughput_of(bytes, flops, median_ms, environment)
-  if type(bytes) ~= 'number' and type(flops) ~= 'number' then return nil end
-  local ceilings = require 'kluabench.measure.ceilings'
-  local env = require 'kluabench.record.env'
-  local here = env.local_device_name()
-  if here ~= env.device_name(environment) then
-    local t = ceilings.throughput(bytes, flops, median_ms)
-    t.note = 'measured on ' .. tostring(env.device_name(environment)) .. ', not on this process\'s device ('
-      .. tostring(here or 'none') .. '): no cached copy ceiling applies'
-    return t
+--   print(record.throughput(2^30, nil, 1.0).gbps)
+function M.throughput(bytes, flops, median_ms)
+  if not (finite(median_ms) and median_ms > 0) or (type(bytes) ~= 'number' and type(flops) ~= 'number') then
+    return nil
   end
-  local t = ceilings.cached_throughput(bytes, flops, median_ms)
-  if type(bytes) == 'number' and t.copyCeilingGbps and median_ms and median_ms > 0 then
-    local ok, msg = require('kluabench.kernels.check').plausible(median_ms, bytes,
-      { copy_gbps = t.copyCeilingGbps, spread = t.copyCeiling and t.copyCeiling.spread })
-    if not ok then t.implausible, t.implausibleReason = true, msg end
-  end
-  return t
+  return { gbps = bytes and bytes / (median_ms * 1e6), tflops = flops and flops / (median_ms * 1e9) }
 end
 
--- The between-session figure in force for a record made here (record/noise.lua: the cache's, per
--- kernel where measured, else the default), which its evidence names; nil for a record of
--- another device.
-local function session_noise_of(median_ms, environment, kernel)
-  local env = require 'kluabench.record.env'
-  local here = env.local_device_name()
-  if here == nil or type(median_ms) ~= 'number' or here ~= env.device_name(environment) then return nil end
-  local ok, info = pcall(function() return kb().device_info() end)
-  if not ok then return nil end
-  return require('kluabench.record.noise').in_force(median_ms, kernel, info)
-end
-
--- The harness's commit for run.spec.evidence.harness: {repository, commit}
--- when the repository's https URL is known (kluabench.REPOSITORY,
--- KLUABENCH_REPOSITORY) and the build is of a clean commit; else nil. A
--- KLUABENCH_REPOSITORY that is no https URL (the schema's rule) is said
--- once on stderr and left out, rather than making every record invalid.
+-- The harness's commit for run.spec.evidence.harness: {repository, commit} when the repository's
+-- https URL is known (KLUABENCH_REPOSITORY) and the build is of a clean commit; else nil.
 local warned_repository
 local function harness_ref()
-  local k = kb()
-  local commit = tostring(k.git_commit or '')
-  local env = os.getenv('KLUABENCH_REPOSITORY')
-  local repo = env or require('kluabench.measure.protocol_base').REPOSITORY
-  if env and not require('kluabench.record.schema').is_https(env) then
-    if warned_repository ~= env then
-      warned_repository = env
+  local commit = tostring(core.git_commit or '')
+  local repo = os.getenv('KLUABENCH_REPOSITORY')
+  if repo and not (repo:match('^https://[^/%s?#]+') and not repo:find('%s')) then
+    if warned_repository ~= repo then
+      warned_repository = repo
       io.stderr:write(string.format("kluabench: KLUABENCH_REPOSITORY '%s' is not an https URL: the records name "
-        .. 'no evidence.harness (the commit is still their kluabench_commit label)\n', printable(env, 200)))
+        .. 'no evidence.harness (the commit is still their kluabench_commit label)\n', args.printable(repo, 200)))
     end
     return nil
   end
-  if type(repo) == 'string' and repo:match('^https://') and commit:match('^%x+$') and #commit == 40 then
-    return { repository = repo, commit = commit }
-  end
+  if repo and commit:match('^%x+$') and #commit == 40 then return { repository = repo, commit = commit } end
   return nil
 end
 
---- One sealed bundle from what a protocol measured, with its evidence entry attached (written
--- beside the records by the writers: kluabench.record.evidence).
+--- One sealed bundle of a measured session, its evidence entry attached (the writers put it beside
+-- the records: kluabench.record.evidence). Nothing here is decided: every figure and verdict is
+-- what the caller gives.
 --
--- Required: kernel, mode, provider (strings), result (what protocol:run returned). Optional:
--- parameters (integer axes, our names), dtype, protocol (default result.protocol), quantiles,
--- environment (default env.capture()), operation (an operation description), tensors (for the
--- default description), workload and operation documents (both, to use them as they are),
--- implementation (a document; default: the kernel registry's built-in one of kernel and provider,
--- else the benchmark script's), builtin (false: never the registry's, whatever the names; the
--- harness passes it unless a declaration's implementation hook says 'builtin'), timed (words), time, labels, annotations, check (the check record), status (a run
--- status of the schema's enum) and reasons (why, in words), execution (what the harness adds to
--- the evidence), bytes, flops, session {index, count}, keep_samples (false leaves the raw samples
--- out of the evidence), axis_order (the order of the case key's words in the run's externalId,
--- record.case_order).
+-- Required: kernel, mode, provider (strings), result (what protocol:run returned: samples and their
+-- summary). Optional: parameters, dtype, protocol (default result.protocol), environment (default
+-- env.capture()), operation, tensors, workload and operation_document (both, to use them as they
+-- are), implementation (default the registry's built-in one unless builtin = false, else the
+-- script's), timed, time, labels, annotations, check (the check record), status and reasons,
+-- execution (added to the evidence), bytes, flops, throughput (the harness's figures: gbps, tflops,
+-- percentOfCopy, copyCeilingGbps, percentOfFloor, floorMs, implausible; default
+-- record.throughput), noise (the between-session figure in force, for the evidence), session
+-- {index, count}, keep_samples (false: no raw samples), axis_order.
 --
--- When the workload has bytes or flops, the run's measurements get GB/s, % of the cached copy
--- ceiling and the roofline floor of the median; a median faster than the copy floor sets the
--- status suspected_reward_hack with the reason in the evidence (docs/RECORDS.md). The SM clock the
--- samples ran at (result.used.clocks) becomes the sm_clock measurement; result.energy (what
--- measure/energy.lua returned) the energy and power measurements, or, unavailable, its reason in the
--- evidence; result.memory (measure/memory.lua's peak) makes the run a memory run: the memory
--- measurements in MB (median, p20, p80), sourced "kernel/mode/memory" as Liger's memory rows are.
---
--- @signature record.from_result{kernel, mode, provider, parameters, dtype, result, ...} -> bundle
+-- @signature record.from_result{kernel, mode, provider, result, ...} -> bundle
 -- @example
 --   local x = kb.randn({4096}, "f32", 1)
---   local r = do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
+--   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
 --   local bundle = record.from_result{kernel = "add", mode = "forward", provider = "add_",
 --     parameters = {n = 4096}, dtype = "f32", result = r}
 function M.from_result(o)
-  if type(o) ~= 'table' then
-    error("bad argument #1 to 'from_result' (table expected, got " .. type(o) .. ')', 2)
-  end
+  args.check('from_result', 1, o, 'table', 'table')
   for _, f in ipairs { 'kernel', 'mode', 'provider' } do
     if type(o[f]) ~= 'string' then
       error(string.format("bad argument #1 to 'from_result' (field '%s' must be a string)", f), 2)
@@ -697,22 +675,15 @@ function M.from_result(o)
     end
   end
   local protocol = o.protocol or result.protocol
-  if not protocol then
-    error("bad argument #1 to 'from_result' (no protocol: give field 'protocol')", 2)
-  end
-  local stats = require 'kluabench.stats'
-  local env = require 'kluabench.record.env'
-  local k = kb()
-  local backend = result.backend or (k.backend and k.backend()) or 'cpu'
+  if not protocol then error("bad argument #1 to 'from_result' (no protocol: give field 'protocol')", 2) end
+  local backend = result.backend or core.backend()
   local environment = o.environment or env.capture()
-  local gpu = env.device_name(environment) or 'unknown'
   local params = o.parameters or {}
 
-  -- workload, operation, implementation
   local workload, op = o.workload, o.operation_document
   if not (workload and op) then
-    workload, op = M.workload { kernel = o.kernel, parameters = params, dtype = o.dtype,
-      operation = o.operation, tensors = o.tensors, axis_order = o.axis_order }
+    workload, op = M.workload { kernel = o.kernel, parameters = params, dtype = o.dtype, operation = o.operation,
+      tensors = o.tensors, axis_order = o.axis_order }
   end
   local case_order
   for i, k in ipairs(M.case_order { kernel = o.kernel, parameters = params, dtype = o.dtype, operation = o.operation,
@@ -721,7 +692,7 @@ function M.from_result(o)
     case_order[i] = token(k)
   end
   local od = M.digest(op)
-  local implementation = o.implementation
+  local impl = o.implementation
     or (o.builtin ~= false and M.builtin_implementation { kernel = o.kernel, provider = o.provider, backend = backend,
       operation_digest = od, mode = o.mode })
     or implementation.script { operation_digest = od, provider = o.provider, kernel = o.kernel,
@@ -733,23 +704,21 @@ function M.from_result(o)
     bytes, flops = bytes or b, flops or f
   end
 
-  -- statistics of the session's samples
+  -- the statistics the protocol computed (stats.describe), for the quantiles it recorded
   local samples = result.samples
-  local qs = o.quantiles or (protocol.params and protocol.params.quantiles) or require('kluabench.measure.do_bench').QUANTILES
   local fields, metrics, latency = {}, {}, {}
   local median_ms
   if #samples > 0 then
-    -- the statistics the measurement computed (inference.describe); computed here only for a result
-    -- that lacks them or the quantiles asked for (a protocol of its own)
+    local qs = (protocol.params and protocol.params.quantiles) or do_bench.QUANTILES
     local s = result.summary
     local has = type(s) == 'table' and type(s.at) == 'table'
     for _, q in ipairs(qs) do has = has and s.at[q] ~= nil end
-    if not has then s = require('kluabench.stats.inference').describe(samples, qs) end
+    -- a protocol's result holds its summary; only a result made by hand lacks one
+    if not has then s = stats.describe(samples, qs) end
     for _, q in ipairs(qs) do
       local v = s.at[q]
       metrics[M.metric_name(q)] = v
-      if q == 0.2 then fields.p20_ns = v * 1e6
-      elseif q == 0.8 then fields.p80_ns = v * 1e6 end
+      if q == 0.2 then fields.p20_ns = v * 1e6 elseif q == 0.8 then fields.p80_ns = v * 1e6 end
     end
     median_ms = s.median
     if finite(s.mean) then latency.mean = M.round(s.mean * 1e6) end
@@ -762,34 +731,23 @@ function M.from_result(o)
     end
   end
 
-  -- derived figures
-  local status, reasons = o.status or 'passed', {}
-  for _, r in ipairs(o.reasons or {}) do reasons[#reasons + 1] = r end
-  -- a throughput the caller measured itself replaces the computed one
-  local throughput = o.execution and o.execution.throughput
-  if throughput == nil and median_ms then throughput = throughput_of(bytes, flops, median_ms, environment) end
+  local throughput = o.throughput
+  if throughput == nil and median_ms then throughput = M.throughput(bytes, flops, median_ms) end
   if throughput then
     fields.gbps, fields.tflops, fields.pct_copy = throughput.gbps, throughput.tflops, throughput.percentOfCopy
     fields.copy_gbps, fields.pct_floor = throughput.copyCeilingGbps, throughput.percentOfFloor
     fields.floor_ns = throughput.floorMs and throughput.floorMs * 1e6
-    if throughput.implausible then
-      fields.implausible = 1
-      if status == 'passed' then status = 'suspected_reward_hack' end
-      reasons[#reasons + 1] = throughput.implausibleReason
-    end
+    fields.implausible = throughput.implausible and 1 or nil
   end
   fields.bytes, fields.flops = bytes, flops
   local session = o.session or { index = 1, count = 1 }
   fields.session, fields.sessions = session.index, session.count
-  local noise = median_ms and session_noise_of(median_ms, environment, o.kernel) or nil
-  -- the measurement is a figure measured on this device (history reads it); the default is said in
-  -- the evidence only
+  local noise = o.noise
+  -- a figure measured on this device is a measurement (history reads it); the default only evidence
   fields.noise_sd = noise and noise.scope ~= 'default' and noise.sd or nil
   if o.check and finite(o.check.relL2) then fields.rel_l2 = o.check.relL2 end
-  -- the SM clock the samples ran at (the clock monitor's median of its readings after each sample)
   local clocks = type(result.used) == 'table' and result.used.clocks or nil
   if type(clocks) == 'table' and type(clocks.smMhz) == 'table' then fields.sm_mhz = clocks.smMhz.median end
-  -- energy per call over NVML's windows (measure/energy.lua), when it was asked for and could be read
   local en = result.energy
   if type(en) == 'table' and en.available and type(en.joules_per_call) == 'table' then
     fields.energy_j, fields.energy_j_min = en.joules_per_call.median, en.joules_per_call.min
@@ -797,7 +755,7 @@ function M.from_result(o)
     fields.power_w = type(en.watts) == 'table' and en.watts.median or nil
     if type(en.sm_mhz) == 'table' and fields.sm_mhz == nil then fields.sm_mhz = en.sm_mhz.median end
   end
-  -- a memory run (measure/memory.lua): Liger's figures, MB at the median, p20 and p80, as its own run
+  -- a memory run (measure/memory.lua): Liger's figures in MB at the median, p20 and p80
   local mem, extra = result.memory, nil
   if type(mem) == 'table' then
     extra = {}
@@ -806,32 +764,25 @@ function M.from_result(o)
     end
   end
 
-  local time = o.time or M.now()
-  local labels = { kluabench_version = k.version, backend = backend, kluabench_commit = k.git_commit }
+  local labels = { kluabench_version = core.version, backend = backend, kluabench_commit = core.git_commit }
   for key, v in pairs(o.labels or {}) do labels[key] = v end
   local run = M.run_document {
-    kernel = o.kernel, mode = o.mode, provider = o.provider, gpu = gpu,
+    kernel = o.kernel, mode = o.mode, provider = o.provider, gpu = env.device_name(environment) or 'unknown',
     case = operation.case_key { axes = workload.spec.axes, dtype = o.dtype and operation.dtype_token(o.dtype) or 'opaque',
       order = case_order },
-    time = time, status = status, median_ns = median_ms and M.round(median_ms * 1e6), fields = fields,
-    latency = latency, samples = #samples > 0 and #samples or nil, metrics = metrics, correctness = o.check,
-    session = session, labels = labels, harness = harness_ref(), metric = mem and 'memory' or nil,
-    extra_measurements = extra,
+    time = o.time or M.now(), status = o.status or 'passed', median_ns = median_ms and M.round(median_ms * 1e6),
+    fields = fields, latency = latency, samples = #samples > 0 and #samples or nil, metrics = metrics,
+    correctness = o.check, session = session, labels = labels, harness = harness_ref(),
+    metric = mem and 'memory' or nil, extra_measurements = extra,
   }
   local bundle = {
     run = run,
-    protocol = M.protocol_document(protocol, { mode = o.mode, timed = o.timed, backend = backend,
-      timer = result.timer }),
-    environment = environment,
-    workload = workload,
-    implementation = implementation,
-    operation = op,
-    project = o.project,
+    protocol = M.protocol_document(protocol, { mode = o.mode, timed = o.timed, backend = backend, timer = result.timer }),
+    environment = environment, workload = workload, implementation = impl, operation = op, project = o.project,
   }
   M.seal(bundle)
 
   local execution = execution_of(result)
-  -- the stopping rule the protocol followed (what !conv in a table judges)
   local rule = protocol.params and protocol.params.stop
   if type(rule) == 'table' and type(rule.spec) == 'function' then
     local ok, spec = pcall(rule.spec, rule)
@@ -846,15 +797,14 @@ function M.from_result(o)
     unit = 'ns',
     samples = json.array {},
     session = session,
-    execution = json_safe(execution),
-    check = json_safe(o.check),
-    throughput = json_safe(throughput),
-    sessionNoise = json_safe(noise),
-    device = json_safe(env.device_facts(k.device_info and (backend == 'cpu' and k.device_info('cpu') or k.device_info())
-      or {}, backend)),
-    harness = { version = k.version and tostring(k.version), commit = k.git_commit },
-    annotations = json_safe(o.annotations),
-    reasons = #reasons > 0 and reasons or nil,
+    execution = M.json_safe(execution),
+    check = M.json_safe(o.check),
+    throughput = M.json_safe(throughput),
+    sessionNoise = M.json_safe(noise),
+    device = M.json_safe(env.device_facts(backend == 'cpu' and core.device_info('cpu') or core.device_info(), backend)),
+    harness = { version = core.version and tostring(core.version), commit = core.git_commit },
+    annotations = M.json_safe(o.annotations),
+    reasons = o.reasons and #o.reasons > 0 and o.reasons or nil,
   }
   if o.keep_samples ~= false then
     for i, ms in ipairs(samples) do entry.samples[i] = M.round(ms * 1e6) end

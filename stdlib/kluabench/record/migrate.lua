@@ -11,7 +11,21 @@
 -- (migrated_name: runs get today's unique names).
 local json = require 'kluabench.util.json'
 local names = require 'kluabench.record.names'
-local view = require 'kluabench.record.view'
+local get = require('kluabench.util.json').get
+
+local function is_old(b)
+  if type(b) ~= 'table' then return false end
+  if get(b, 'workload', 'kind') == 'BenchmarkWorkload' or get(b, 'implementation', 'kind') == 'KernelImplementation' then
+    return true
+  end
+  local rs = get(b, 'run', 'spec')
+  if type(rs) == 'table' and (rs.samples ~= nil or rs.execution ~= nil or rs.check ~= nil
+      or get(rs, 'sourceNative', 'samples_ms') ~= nil) then
+    return true
+  end
+  -- the earlier workload and implementation fields, kind or not
+  return get(b, 'workload', 'spec', 'parameters') ~= nil or get(b, 'implementation', 'spec', 'provider') ~= nil
+end
 
 local M = {}
 local args = require 'kluabench.util.args'
@@ -28,7 +42,7 @@ local function num(v) return type(v) == 'number' and v == v and v > -math.huge a
 -- @kind function
 -- @example
 --   print(migrate.is_old({workload = {kind = "BenchmarkWorkload"}})) --> true
-M.is_old = view.is_old
+M.is_old = is_old
 
 -- The old environment spec in the schema's fields, and its device facts.
 local function environment(old)

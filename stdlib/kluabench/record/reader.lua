@@ -158,16 +158,6 @@ function M.items(text, label, opts)
   return items, bad
 end
 
---- A label for people of a bundle's point ("llama4_rope forward hidden512-...-bf16") and its
--- provider (kluabench.record.point's label_of).
---
--- @signature reader.label_of(bundle) -> label, provider
--- @example
---   print(reader.label_of({run = {spec = {sourceNative = {benchmark = "k/forward", externalId = "k/forward/fused/gpu/n8-fp32/t"}}}}))
-function M.label_of(b)
-  return require('kluabench.record.point').label_of(b)
-end
-
 --- The raw samples of a bundle in ms, from its evidence entry (read with the bundle); nil and why
 -- when absent or not finite positive numbers.
 --

@@ -6,42 +6,12 @@
 local evidence = require 'kluabench.record.evidence'
 local files = require 'kluabench.util.files'
 local json = require 'kluabench.util.json'
-local schema = require 'kluabench.record.schema'
 
 local M = {}
 local args = require 'kluabench.util.args'
 
--- Every document of a bundle valid, or an error naming the first problem:
--- nothing invalid is written.
-local function validate(bundle)
-  for _, m in ipairs(require('kluabench.record.document').MEMBERS) do
-    local doc = bundle[m.doc]
-    if doc ~= nil then
-      local problems = schema.check(doc)
-      if #problems > 0 then
-        return nil, string.format('refusing to write an invalid %s (%s): %s', m.doc, tostring(doc.kind), problems[1])
-      end
-    end
-  end
-  return true
-end
-
---- Whether every document of a bundle is valid against its schema: true, or nil and a message naming
--- the first problem (what the writers check before writing).
---
--- @signature writer.check(bundle) -> true | nil, message
--- @example
---   print(writer.check({run = {kind = "BenchmarkRun"}}))
-function M.check(bundle)
-  if type(bundle) ~= 'table' then
-    error("bad argument #1 to 'writer.check' (bundle expected, got " .. type(bundle) .. ')', 2)
-  end
-  return validate(bundle)
-end
-
 --- Appends a bundle as one JSON line to path ("-": stdout), its evidence entry first to the samples
--- file beside it (samples: another samples file; required when path is stdout). Every document is
--- checked against its schema first: an invalid one is not written.
+-- file beside it (samples: another samples file; required when path is stdout).
 --
 -- @signature writer.append(path, bundle [, samples]) -> true | nil, message
 -- @example
@@ -57,9 +27,7 @@ function M.append(path, bundle, samples)
   if type(bundle) ~= 'table' or type(bundle.run) ~= 'table' then
     error("bad argument #2 to 'writer.append' (bundle expected, got " .. type(bundle) .. ')', 2)
   end
-  local ok, err = validate(bundle)
-  if not ok then return nil, err end
-  ok, err = evidence.write_for(bundle, path, samples)
+  local ok, err = evidence.write_for(bundle, path, samples)
   if not ok then return nil, err end
   return files.append_jsonl(path, bundle)
 end
@@ -112,7 +80,7 @@ local function sibling(path)
   local stem, ext = path:match('^(.*)(%.samples%.jsonl)$')
   if not stem then stem, ext = path:match('^(.-)(%.[^./]*)$') end
   if not stem or stem == '' or stem:sub(-1) == '/' then stem, ext = path, '' end
-  local base = stem .. '-' .. names.time_id(require('kluabench.record.document').now())
+  local base = stem .. '-' .. names.time_id(require('kluabench.record').now())
   local kb = require 'kluabench.core'
   for i = 1, 1000 do
     local candidate = base .. (i > 1 and ('-' .. i) or '') .. ext
@@ -207,10 +175,6 @@ end
 function M.write_pretty(path, bundles, samples, opts)
   args.check('writer.write_pretty', 1, path, 'string', 'file path')
   args.check('writer.write_pretty', 2, bundles, 'table', 'list of bundles')
-  for _, b in ipairs(bundles) do
-    local ok, err = validate(b)
-    if not ok then return nil, err end
-  end
   -- the check that nobody wrote the files since the claim and the writes, under one lock
   return M.locked(path, function()
     local note

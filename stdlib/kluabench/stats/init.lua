@@ -8,7 +8,32 @@
 -- with triton's to the last bit for the same samples.
 local M = {}
 
-local floor, ceil, sqrt = math.floor, math.ceil, math.sqrt
+local args = require 'kluabench.util.args'
+
+local floor, ceil, sqrt, exp, log, abs = math.floor, math.ceil, math.sqrt, math.exp, math.log, math.abs
+
+local function check_list(fname, xs, argn, min_n)
+  if type(xs) ~= 'table' then
+    error(string.format("bad argument #%d to '%s' (list of numbers expected, got %s)", argn, fname, type(xs)), 3)
+  end
+  local n = #xs
+  if n < (min_n or 1) then
+    error(string.format("bad argument #%d to '%s' (at least %d samples needed, got %d)", argn, fname, min_n or 1, n), 3)
+  end
+  for i = 1, n do
+    local x = xs[i]
+    if type(x) ~= 'number' or x ~= x then
+      error(string.format("bad argument #%d to '%s' (element %d is not a number)", argn, fname, i), 3)
+    end
+  end
+  return n
+end
+
+local function sorted_copy(xs, n)
+  local s = table.move(xs, 1, n, 1, {})
+  table.sort(s)
+  return s
+end
 
 -- Raises unless xs is a non-empty list of numbers (NaN is rejected too: a
 -- NaN sample makes every order statistic meaningless).
@@ -229,5 +254,262 @@ end
 -- @example
 --   print(stats.sorted_quantile({1, 2, 3, 4}, 4, 0.5)) --> 2.5
 M.sorted_quantile = sorted_quantile
+
+---------------------------------------------------------------------------
+-- The normal distribution
+---------------------------------------------------------------------------
+
+--- The complementary error function, by the Chebyshev fit of Numerical Recipes (section 6.2):
+-- fractional error below 1.2e-7 everywhere.
+--
+-- @signature stats.erfc(x) -> value
+-- @example
+--   print(stats.erfc(0)) --> 1.0
+local function erfc(x)
+  local z = abs(x)
+  local t = 1 / (1 + 0.5 * z)
+  local r = t * exp(-z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418
+    + t * (-0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587
+    + t * (-0.82215223 + t * 0.17087277)))))))))
+  return x >= 0 and r or 2 - r
+end
+M.erfc = erfc
+
+--- The standard normal distribution function.
+--
+-- Phi(x), the standard normal cumulative distribution (absolute error < 1e-7).
+--
+-- @signature stats.normal_cdf(x) -> p
+-- @example
+--   print(stats.normal_cdf(1.96)) --> 0.975
+function M.normal_cdf(x)
+  args.check('stats.normal_cdf', 1, x, 'number', 'number')
+  return 0.5 * erfc(-x / sqrt(2))
+end
+
+-- Acklam's rational approximation of the normal quantile (relative error
+-- below 1.2e-9 on (0, 1)).
+local A = { -3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02,
+  1.383577518672690e+02, -3.066479806614716e+01, 2.506628277459239e+00 }
+local B = { -5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02,
+  6.680131188771972e+01, -1.328068155288572e+01 }
+local C = { -7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00,
+  -2.549732539343734e+00, 4.374664141464968e+00, 2.938163982698783e+00 }
+local D = { 7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00,
+  3.754408661907416e+00 }
+
+local function tail(q)
+  return (((((C[1] * q + C[2]) * q + C[3]) * q + C[4]) * q + C[5]) * q + C[6])
+    / ((((D[1] * q + D[2]) * q + D[3]) * q + D[4]) * q + 1)
+end
+
+--- The p-quantile of the standard normal distribution.
+--
+-- @signature stats.normal_quantile(p) -> x
+-- @example
+--   print(stats.normal_quantile(0.975)) --> 1.959964
+function M.normal_quantile(p)
+  if type(p) ~= 'number' or not (p > 0 and p < 1) then
+    error("bad argument #1 to 'normal_quantile' (probability in (0, 1) expected, got "
+      .. tostring(p) .. ')', 2)
+  end
+  local plow = 0.02425
+  if p < plow then return tail(sqrt(-2 * log(p))) end
+  if p > 1 - plow then return -tail(sqrt(-2 * log(1 - p))) end
+  local q = p - 0.5
+  local r = q * q
+  return (((((A[1] * r + A[2]) * r + A[3]) * r + A[4]) * r + A[5]) * r + A[6]) * q
+    / (((((B[1] * r + B[2]) * r + B[3]) * r + B[4]) * r + B[5]) * r + 1)
+end
+
+--- Student's t distribution function for integer degrees of freedom (Abramowitz and Stegun
+-- 26.7.3-4).
+--
+-- @signature stats.t_cdf(t, df) -> p
+-- @example
+--   print(stats.t_cdf(-2, 5)) --> 0.05097
+function M.t_cdf(t, df)
+  args.check('stats.t_cdf', 1, t, 'number', 'number')
+  if math.type(df) ~= 'integer' or df < 1 then
+    error("bad argument #2 to 't_cdf' (positive integer degrees of freedom expected, got "
+      .. tostring(df) .. ')', 2)
+  end
+  local th = math.atan(abs(t) / sqrt(df))
+  local c2, sn, cs = math.cos(th) ^ 2, math.sin(th), math.cos(th)
+  local a
+  if df % 2 == 1 then
+    local sum, term = 0, 1
+    if df > 1 then
+      sum = 1
+      for k = 3, df - 2, 2 do
+        term = term * (k - 1) / k * c2
+        sum = sum + term
+      end
+      sum = sn * cs * sum
+    end
+    a = 2 / math.pi * (th + sum)
+  else
+    local sum, term = 1, 1
+    for k = 2, df - 2, 2 do
+      term = term * (k - 1) / k * c2
+      sum = sum + term
+    end
+    a = sn * sum
+  end
+  if a > 1 then a = 1 end
+  return t >= 0 and 0.5 + a / 2 or 0.5 - a / 2
+end
+
+--- The p-quantile (p >= 0.5) of Student's t with df degrees of freedom.
+--
+-- @signature stats.t_quantile(p, df) -> t
+-- @example
+--   print(stats.t_quantile(0.975, 2)) --> 4.3027
+function M.t_quantile(p, df)
+  if type(p) ~= 'number' or not (p >= 0.5 and p < 1) then
+    error("bad argument #1 to 't_quantile' (probability in [0.5, 1) expected, got " .. tostring(p) .. ')', 2)
+  end
+  local lo, hi = 0, 1
+  while M.t_cdf(hi, df) < p do hi = hi * 2 end
+  for _ = 1, 200 do
+    local mid = 0.5 * (lo + hi)
+    if M.t_cdf(mid, df) < p then lo = mid else hi = mid end
+    if hi - lo < 1e-12 * hi then break end
+  end
+  return 0.5 * (lo + hi)
+end
+
+local function z_of(confidence, fname)
+  if type(confidence) ~= 'number' or not (confidence > 0 and confidence < 1) then
+    error(string.format("bad argument to '%s' (confidence in (0, 1) expected, got %s)", fname,
+      tostring(confidence)), 3)
+  end
+  return M.normal_quantile(0.5 + confidence / 2)
+end
+
+---------------------------------------------------------------------------
+-- The median and its uncertainty
+---------------------------------------------------------------------------
+
+-- The median of sorted s (length n) with stats.lua's definition (linear
+-- interpolation: the mean of the two middle values when n is even).
+local function sorted_median(s, n)
+  local h = (n - 1) * 0.5
+  local lo = floor(h)
+  local t = h - lo
+  if t == 0 then return s[lo + 1] end
+  return (1 - t) * s[lo + 1] + t * s[lo + 2]
+end
+
+--- The ranks of the order statistics that bracket the median of n samples.
+--
+-- The ranks (1-based) of the order statistics that bracket the median of n samples with the given
+-- confidence, distribution-free: the number of samples below the true median is Binomial(n, 1/2),
+-- so with h = z * sqrt(n) / 2 the ranks floor(n/2 - h) and ceil(1 + n/2 + h) hold the median
+-- between them with probability ~confidence (normal approximation of the binomial). Ranks are
+-- clamped to [1, n], which only widens the interval.
+--
+-- @signature stats.median_ci_ranks(n [, confidence]) -> lo_rank, hi_rank
+-- @example
+--   print(stats.median_ci_ranks(100))
+function M.median_ci_ranks(n, confidence)
+  args.check('stats.median_ci_ranks', 1, n, 'integer', 'sample count')
+  args.check('stats.median_ci_ranks', 2, confidence, 'number|nil', 'confidence')
+  local z = z_of(confidence or 0.95, 'median_ci_ranks')
+  local h = z * sqrt(n) / 2
+  local l = floor(n / 2 - h)
+  local u = ceil(1 + n / 2 + h)
+  if l < 1 then l = 1 end
+  if u > n then u = n end
+  return l, u
+end
+
+--- The distribution-free confidence interval of the median (order statistics).
+--
+-- opts.sorted = true when xs is already sorted (skips the copy and sort).
+--
+-- @signature stats.median_ci(xs [, confidence [, opts]]) -> lo, hi
+-- @example
+--   print(stats.median_ci({5, 1, 4, 2, 3, 6, 7, 8, 9, 10}, 0.95))
+function M.median_ci(xs, confidence, opts)
+  local n = check_list('median_ci', xs, 1)
+  local s = (opts and opts.sorted) and xs or sorted_copy(xs, n)
+  local l, u = M.median_ci_ranks(n, confidence or 0.95)
+  return s[l], s[u]
+end
+
+--- The relative standard error of the median: the CI half-width over z, over the median.
+--
+-- This is the quantity the `rse_median` stopping rule drives below its target. Returns rse, median,
+-- lo, hi; rse is math.huge for n < 2 and for a zero median. opts.sorted as in median_ci;
+-- opts.confidence (0.95).
+--
+-- @signature stats.rse_median(xs [, opts]) -> rse, median, lo, hi
+-- @example
+--   print(stats.rse_median({1, 1.1, 0.9, 1.05, 0.95}))
+function M.rse_median(xs, opts)
+  local n = check_list('rse_median', xs, 1)
+  local confidence = opts and opts.confidence or 0.95
+  local s = (opts and opts.sorted) and xs or sorted_copy(xs, n)
+  local med = sorted_median(s, n)
+  if n < 2 then return math.huge, med, s[1], s[1] end
+  local z = z_of(confidence, 'rse_median')
+  local l, u = M.median_ci_ranks(n, confidence)
+  local se = (s[u] - s[l]) / (2 * z)
+  if med == 0 then return (se == 0) and 0 or math.huge, med, s[l], s[u] end
+  return se / abs(med), med, s[l], s[u]
+end
+
+--- Every statistic the harness reports of one session's samples, computed once.
+--
+-- stats.summary's fields (n, min, max, mean, stdev, rsd, median, p20, p80, q25, q75, iqr), and:
+-- quantiles (the values of qs, in their order; qs defaults to {0.5, 0.2, 0.8}), at (q -> value),
+-- ci95 = {lo, hi} (the distribution-free 95 % interval of the median, stats.median_ci; nil
+-- for n < 2) and ci_flag: "ci=range" when that interval is the samples' whole [min, max] (too
+-- few samples for its ranks), "ci~1" when one outlier sets it (without the sample farthest from
+-- the median it is less than half as wide), both, or nil. stats.summary is the same without the
+-- quantiles asked for and the interval. The measuring modes put it in their
+-- result as `summary`; records and tables read it from there, or from what records keep of it,
+-- and do not compute it again.
+--
+-- @signature stats.describe(xs [, qs]) -> table
+-- @example
+--   local d = stats.describe({0.11, 0.1, 0.13, 0.12, 0.1, 0.5})
+--   print(d.median, d.ci95[1], d.ci95[2], d.ci_flag) --> 0.115 0.1 0.5 ci=range ci~1
+function M.describe(xs, qs)
+  check_list('describe', xs, 1)
+  local d = M.summary(xs) -- its check also refuses NaN
+  local n = d.n
+  qs = qs or { 0.5, 0.2, 0.8 }
+  if type(qs) ~= 'table' then
+    error("bad argument #2 to 'describe' (list of quantiles expected, got " .. type(qs) .. ')', 2)
+  end
+  for _, q in ipairs(qs) do
+    if type(q) ~= 'number' or not (q >= 0 and q <= 1) then
+      error(string.format("bad argument #2 to 'describe' (quantile in [0, 1] expected, got %s)", tostring(q)), 2)
+    end
+  end
+  local s = sorted_copy(xs, n)
+  d.quantiles, d.at = {}, {}
+  for i, q in ipairs(qs) do
+    d.quantiles[i] = sorted_quantile(s, n, q)
+    d.at[q] = d.quantiles[i]
+  end
+  if n >= 2 then
+    local l, u = M.median_ci_ranks(n, 0.95)
+    local lo, hi = s[l], s[u]
+    d.ci95 = { lo, hi }
+    local flags = {}
+    if l <= 1 or u >= n then flags[#flags + 1] = 'ci=range' end
+    if n >= 3 then
+      -- the interval without the one sample farthest from the median (an end of the sorted list)
+      local first = (d.median - s[1] > s[n] - d.median) and 2 or 1
+      local l2, u2 = M.median_ci_ranks(n - 1, 0.95)
+      if (s[first + u2 - 1] - s[first + l2 - 1]) < 0.5 * (hi - lo) then flags[#flags + 1] = 'ci~1' end
+    end
+    d.ci_flag = #flags > 0 and table.concat(flags, ' ') or nil
+  end
+  return d
+end
 
 return M

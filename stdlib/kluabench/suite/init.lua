@@ -72,6 +72,8 @@ local args = require 'kluabench.util.args'
 
 local core = require 'kluabench.core'
 local bench = require 'kluabench.measure.do_bench'
+local record = require 'kluabench.record'
+local policy = require 'kluabench.suite.policy'
 local HARNESS_DO_BENCH = bench.HARNESS_DEFAULTS
 
 ---------------------------------------------------------------------------
@@ -1037,8 +1039,7 @@ local function describe(d, ctx, p, provider, bare)
   local cached = ctx.described[key]
   if cached then return cached end
   local out = { operation = d.operation }
-  local liger = require 'kluabench.liger'
-  if not d.operation and not (liger.KERNELS[d.name] and liger.binding_of(d.name, p.params, p.dtype)) then
+  if not d.operation and not record.is_shared(d.name, p.params, p.dtype) then
     local t = ctx.tensors[p.id]
     if not t and not bare then
       -- the default provider's inputs describe the point, whatever providers run
@@ -1053,7 +1054,6 @@ local function describe(d, ctx, p, provider, bare)
     end
     out.tensors = t
   end
-  local record = require 'kluabench.record'
   local workload, op = record.workload { kernel = d.name, parameters = p.params, dtype = p.dtype,
     operation = out.operation, tensors = out.tensors, axis_order = axis_names(d) }
   out.workload, out.operation_document = workload, op
@@ -1095,16 +1095,29 @@ local function bundle_of(d, ctx, p, provider, mode, run_index, o)
   execution.point = p.id
   execution.trust = o.trust
   local bytes, flops
-  if d.cost and not o.bare then bytes, flops = call_cost(d, p, mode, provider) end
+  if not o.bare then
+    if d.cost then bytes, flops = call_cost(d, p, mode, provider) else bytes, flops = cost_of(d, p, mode) end
+  end
   local desc = describe(d, ctx, p, provider, o.bare)
-  return require('kluabench.record').from_result {
+  local result = o.result or { samples = {}, used = {}, protocol = ctx.protocol }
+  -- what the harness decides of the session: throughput and plausibility, the noise figure, status
+  local median_ms = #result.samples > 0 and result.summary and result.summary.median or nil
+  local throughput = median_ms and policy.throughput(bytes, flops, median_ms, ctx.environment) or nil
+  local status, reasons = o.status, o.reasons
+  if throughput and throughput.implausible then
+    if status == nil or status == 'passed' then status = 'suspected_reward_hack' end
+    reasons = reasons or {}
+    reasons[#reasons + 1] = throughput.implausibleReason
+  end
+  return record.from_result {
     kernel = d.name, mode = mode, provider = provider, parameters = p.params, dtype = p.dtype,
-    result = o.result or { samples = {}, used = {}, protocol = ctx.protocol }, protocol = ctx.protocol,
+    result = result, protocol = ctx.protocol,
     environment = ctx.environment, timed = extra.timed, check = o.check, execution = execution,
-    annotations = extra.annotations, bytes = bytes, flops = flops,
+    annotations = extra.annotations, bytes = bytes, flops = flops, throughput = throughput,
+    noise = median_ms and policy.noise(median_ms, ctx.environment, d.name) or nil,
     workload = desc.workload, operation_document = desc.operation_document, implementation = desc.implementation,
     builtin = desc.builtin == true,
-    session = { index = run_index, count = ctx.o.runs }, status = o.status, reasons = o.reasons,
+    session = { index = run_index, count = ctx.o.runs }, status = status, reasons = reasons,
     axis_order = axis_names(d),
   }
 end

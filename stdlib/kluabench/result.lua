@@ -1,0 +1,283 @@
+--- The one result model: what a measured point is, read from record bundles. Every view (the
+-- table, plot, the HTML report, compare, merge, the history) reads bundles through this module and
+-- only formats what it gives, so two views of one file cannot disagree.
+--
+-- A session (result.session(bundle)) is one bundle, as the documents and the evidence entry say:
+--   kernel, mode, provider, metric ("latency" or "memory"), params, dtype, id (the case key),
+--   device, backend, timer, protocol (do_bench, cold, ...), digests, status, observed_at, labels,
+--   name, median_ns, n, the measurement figures (p20_ns, p80_ns, gbps, pct_copy, copy_gbps,
+--   floor_ns, pct_floor, bytes, flops, noise_sd, implausible, rel_l2, sm_mhz, energy_j, power_w,
+--   ...), memory_median/p20/p80/unit, samples_ms or samples_why, ci_ms and ci_flag (the interval of
+--   the median the measurement computed), session {index, count}, evidence.
+-- A point (result.points(bundles)) is every session of one workload, kernel, mode, provider,
+-- device and protocol: its sessions, the failed ones apart, and its aggregate over the passed
+-- ones: median_ns (the mean of the session medians), n, p20_ns/p80_ns (of the pooled samples),
+-- ci_pct (the 95 % interval's half-width relative to the median: of the samples for one session,
+-- Student's t over the log session medians for several), gbps and the other figures (means),
+-- flags.
+local args = require 'kluabench.util.args'
+local json = require 'kluabench.util.json'
+local stats = require 'kluabench.stats'
+local record = require 'kluabench.record'
+local env = require 'kluabench.record.env'
+local evidence = require 'kluabench.record.evidence'
+local operation = require 'kluabench.record.operation'
+
+local M = {}
+
+local get = json.get
+
+local function text(v) return (type(v) == 'string' or type(v) == 'number') and tostring(v) or nil end
+local function finite(v) return type(v) == 'number' and v == v and v > -math.huge and v < math.huge end
+
+local DURATION_NS = { ns = 1, us = 1e3, ['µs'] = 1e3, ms = 1e6, s = 1e9 }
+
+--- A latencyNs value in ns: a number, or a "<number> ns|us|ms|s" string as the schema allows.
+--
+-- @signature result.duration_ns(v) -> number | nil
+-- @example
+--   print(result.duration_ns("1.5 us")) --> 1500.0
+function M.duration_ns(v)
+  if type(v) == 'number' then return (v == v and v >= 0 and v < math.huge) and v or nil end
+  if type(v) ~= 'string' then return nil end
+  local num, unit = v:match('^(%d+%.?%d*)%s?(%S+)$')
+  local scale = unit and DURATION_NS[unit]
+  return scale and tonumber(num) * scale or nil
+end
+
+-- The short name of a protocol document: its family without the kluabench_ prefix; Liger's
+-- harness and ours of triton's algorithm are do_bench.
+local FAMILY = { triton_do_bench = 'do_bench', liger_kernel_bench = 'do_bench', liger_kernel_bench_memory = 'memory' }
+local function protocol_name(p)
+  local fam = get(p, 'spec', 'comparability', 'family')
+  if type(fam) ~= 'string' then return nil end
+  return FAMILY[fam] or fam:match('^kluabench_(.+)$') or fam
+end
+
+local function split(s, sep)
+  local out = {}
+  for part in ((text(s) or '') .. sep):gmatch('([^' .. sep .. ']*)' .. sep) do out[#out + 1] = part end
+  return out
+end
+
+--- One session of a bundle (see the module's comment); fields the bundle lacks are nil.
+--
+-- @signature result.session(bundle) -> session
+-- @example
+--   local x = kb.randn({4096}, "f32", 1)
+--   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
+--   local s = result.session(record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r})
+--   print(s.kernel, s.mode, s.provider, s.id, s.median_ns)
+function M.session(b)
+  args.check('result.session', 1, b, 'table', 'bundle')
+  local rs = get(b, 'run', 'spec') or {}
+  local sn = type(rs.sourceNative) == 'table' and rs.sourceNative or {}
+  local p = {}
+  local bench = split(sn.benchmark, '/')
+  p.kernel, p.mode = bench[1] ~= '' and bench[1] or nil, bench[2]
+  p.metric = bench[3] == 'memory' and 'memory' or 'latency'
+  local ext = split(sn.externalId, '/')
+  p.provider = ext[3] ~= '' and ext[3] or nil
+  p.id = ext[5] ~= '' and ext[5] or nil
+  local axes = get(b, 'workload', 'spec', 'axes')
+  p.params = {}
+  if type(axes) == 'table' then
+    for k, v in pairs(axes) do p.params[k] = v end
+  elseif p.id then -- no workload document: the case key spells the axes ("hidden512-seq2048-bf16")
+    local words = split(p.id, '-')
+    for i = 1, #words - 1 do
+      local k, v = words[i]:match('^([%a_]+)(%d+)$')
+      if k then p.params[k] = math.tointeger(tonumber(v)) end
+    end
+  end
+  local token = p.id and p.id:match('%-([%w_]+)$')
+  p.dtype = token and (operation.DTYPE_NAME[token] or token) or nil
+  if not p.id and next(p.params) then p.id = operation.case_key { axes = p.params, dtype = token or '?' } end
+  p.device = env.device_name(b.environment)
+  p.timer = get(b, 'protocol', 'spec', 'measurement', 'timer')
+  p.protocol = protocol_name(b.protocol)
+  p.digests = { protocol = rs.protocolDigest, workload = rs.workloadDigest, environment = rs.environmentDigest,
+    implementation = rs.implementationDigest, operation = get(b, 'workload', 'spec', 'operationSpecDigest') }
+  p.status = rs.status
+  p.observed_at = rs.observedAt
+  p.labels = get(b, 'run', 'metadata', 'labels') or {}
+  p.name = get(b, 'run', 'metadata', 'name')
+  p.median_ns = M.duration_ns(get(rs, 'timing', 'latencyNs', 'median'))
+  p.n = math.type(get(rs, 'timing', 'samples')) == 'integer' and rs.timing.samples or nil
+  local fields = record.measurement_fields(rs.measurements)
+  for k, v in pairs(fields) do p[k] = v end
+  if p.metric == 'memory' then
+    for _, m in ipairs(type(rs.measurements) == 'table' and rs.measurements or {}) do
+      if type(m) == 'table' and m.metric == 'memory' then
+        p['memory_' .. tostring(m.statistic)] = m.value
+        p.memory_unit = p.memory_unit or m.unit
+      end
+    end
+  end
+  p.implausible = fields.implausible == 1 or nil
+  local e = evidence.of(b)
+  p.evidence = type(e) == 'table' and e or {}
+  local samples, why = evidence.samples_ms(e)
+  if not e then why = evidence.failure(b) or why end
+  p.samples_ms, p.samples_why = samples, why
+  if samples and not p.n then p.n = #samples end
+  local ci = get(p.evidence, 'execution', 'medianCiMs')
+  if type(ci) == 'table' and type(ci.lo) == 'number' and type(ci.hi) == 'number' and type(ci.flags) == 'string' then
+    p.ci_ms = { ci.lo, ci.hi }
+    p.ci_flag = ci.flags ~= '' and ci.flags or nil
+  end
+  local stop = get(p.evidence, 'execution', 'stop')
+  if not p.n and type(stop) == 'table' and math.type(stop.samples) == 'integer' then p.n = stop.samples end
+  local se = type(p.evidence.session) == 'table' and p.evidence.session or {}
+  p.session = { index = math.tointeger(fields.session) or se.index or 1,
+    count = math.tointeger(fields.sessions) or se.count or 1 }
+  p.backend = text(p.labels.backend) or text(get(p.evidence, 'device', 'backend'))
+    or (p.timer == 'host_monotonic' and 'cpu' or (p.timer and 'cuda') or nil)
+  return p
+end
+
+--- A label for people of a bundle's point ("llama4_rope forward hidden512-...-bf16") and its
+-- provider; s: the bundle's session when the caller has it.
+--
+-- @signature result.label_of(bundle [, s]) -> label, provider
+-- @example
+--   print(result.label_of({run = {spec = {sourceNative = {benchmark = "k/forward", externalId = "k/forward/p/gpu/n8-fp32/t"}}}}))
+function M.label_of(b, s)
+  if not s then
+    local ok
+    ok, s = pcall(M.session, b)
+    if not ok then return '?', '?' end
+  end
+  local parts = { s.kernel or get(b, 'workload', 'metadata', 'name') or '?', s.mode, s.id }
+  return table.concat(parts, ' '), s.provider or '?'
+end
+
+--- A point's identity: what two sessions of one point share.
+--
+-- @signature result.key(session) -> text
+-- @example
+--   print(result.key({kernel = "k", mode = "forward", provider = "p", id = "n8-fp32", device = "cpu"}))
+function M.key(s)
+  return table.concat({ tostring(s.digests and s.digests.workload or s.id), tostring(s.kernel), tostring(s.mode),
+    tostring(s.provider), tostring(s.device), tostring(s.protocol), tostring(s.digests and s.digests.protocol),
+    s.metric == 'memory' and 'memory' or '' }, '|')
+end
+
+-- The figures a point averages over its sessions.
+local AVERAGED = { 'gbps', 'tflops', 'pct_copy', 'copy_gbps', 'pct_floor', 'floor_ns', 'energy_j', 'power_w', 'sm_mhz',
+  'rel_l2' }
+
+--- The half-width of the 95 % interval of a session's median, relative to it, in percent, and its
+-- flag (ci=range, ci~1): the measurement's own interval, else one of its samples.
+--
+-- @signature result.ci_percent(session) -> percent, flag | nil
+-- @example
+--   print(result.ci_percent({median_ns = 1e6, samples_ms = {1, 1.1, 0.9, 1, 1.05, 0.98}}))
+function M.ci_percent(s)
+  local ci, flag, med = s.ci_ms, s.ci_flag, s.median_ns and s.median_ns / 1e6
+  if not ci then
+    local values = s.samples_ms
+    if type(values) ~= 'table' or #values < 2 then return nil end
+    local d = stats.describe(values)
+    ci, flag, med = d.ci95, d.ci_flag, d.median
+  end
+  if not med or med <= 0 then return nil end
+  return 100 * (ci[2] - ci[1]) / (2 * med), flag
+end
+
+-- The aggregate of a point's passed sessions (a list with a positive median each, or a memory peak).
+local function aggregate(p, passed)
+  local R = #passed
+  if p.metric == 'memory' then
+    for _, f in ipairs { 'memory_median', 'memory_p20', 'memory_p80' } do
+      local total = 0
+      for _, s in ipairs(passed) do total = total + (s[f] or 0 / 0) end
+      p[f] = finite(total) and total / R or nil
+    end
+    p.memory_unit = passed[1].memory_unit
+    return
+  end
+  local sum, logs, n, pooled, all_samples = 0, {}, 0, {}, true
+  for i, s in ipairs(passed) do
+    sum = sum + s.median_ns
+    logs[i] = math.log(s.median_ns)
+    n = n + (s.n or 0)
+    local xs = s.samples_ms
+    if type(xs) == 'table' and #xs > 0 then table.move(xs, 1, #xs, #pooled + 1, pooled) else all_samples = false end
+  end
+  p.median_ns, p.n = sum / R, n
+  for _, f in ipairs(AVERAGED) do
+    local total = 0
+    for _, s in ipairs(passed) do
+      if not finite(s[f]) then total = nil break end
+      total = total + s[f]
+    end
+    p[f] = total and total / R or nil
+  end
+  if all_samples and #pooled > 0 then
+    local q = stats.quantiles(pooled, { 0.2, 0.8 })
+    p.p20_ns, p.p80_ns = q[1] * 1e6, q[2] * 1e6
+  elseif R == 1 then
+    p.p20_ns, p.p80_ns = passed[1].p20_ns, passed[1].p80_ns
+  end
+  if R == 1 then
+    p.ci_pct, p.ci_flag = M.ci_percent(passed[1])
+  else
+    local mean = 0
+    for _, l in ipairs(logs) do mean = mean + l / R end
+    local ss = 0
+    for _, l in ipairs(logs) do ss = ss + (l - mean) ^ 2 end
+    p.ci_pct = 100 * stats.t_quantile(0.975, R - 1) * math.sqrt(ss / (R - 1)) / math.sqrt(R)
+  end
+  if not p.gbps and p.bytes and p.median_ns > 0 then p.gbps = p.bytes / p.median_ns end
+end
+
+--- The measured points of a list of bundles, in the order their first session appears (see the
+-- module's comment). A point: the shared fields of its sessions (kernel, mode, provider, id,
+-- params, dtype, device, backend, timer, protocol, metric, digests, bytes, flops), sessions (every
+-- session, in order), passed and failed (the sessions whose status is passed with a positive
+-- median, and the others), status ("passed" when every session passed, else the first other
+-- status), implausible, and the aggregate of the passed sessions.
+--
+-- @signature result.points(bundles) -> list of points
+-- @example
+--   local x = kb.randn({4096}, "f32", 1)
+--   local P = kb.do_bench.do_bench_protocol{rep_ms = 5}
+--   local bs = {}
+--   for i = 1, 3 do bs[i] = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32",
+--     session = {index = i, count = 3}, result = P:run(function() x:add_(1) end)} end
+--   local p = result.points(bs)[1]
+--   print(#p.sessions, p.median_ns)
+function M.points(bundles)
+  args.check('result.points', 1, bundles, 'table', 'list of bundles')
+  local by, out = {}, {}
+  for _, b in ipairs(bundles) do
+    local s = M.session(b)
+    local key = M.key(s)
+    local p = by[key]
+    if not p then
+      p = { key = key, sessions = {}, passed = {}, failed = {} }
+      for _, f in ipairs { 'kernel', 'mode', 'provider', 'id', 'params', 'dtype', 'device', 'backend', 'timer',
+        'protocol', 'metric', 'digests', 'bytes', 'flops', 'copy_gbps' } do p[f] = s[f] end
+      by[key], out[#out + 1] = p, p
+    end
+    p.sessions[#p.sessions + 1] = s
+    local measured = s.metric == 'memory' and finite(s.memory_median) or (finite(s.median_ns) and s.median_ns > 0)
+    if s.status == 'passed' and measured then
+      p.passed[#p.passed + 1] = s
+    else
+      p.failed[#p.failed + 1] = s
+    end
+    if s.implausible then p.implausible = true end
+  end
+  for _, p in ipairs(out) do
+    p.status = 'passed'
+    for _, s in ipairs(p.sessions) do
+      if s.status ~= 'passed' then p.status = s.status or 'no status' break end
+    end
+    if #p.passed > 0 then aggregate(p, p.passed) end
+  end
+  return out
+end
+
+return M
