@@ -1,39 +1,34 @@
--- The cold mode: the L2 flushed before every sample (outside the timed
--- region), the stream held behind a spin while the start event, fn and the
--- end event are enqueued; one call per sample. Its warm-up also times an
--- empty event pair (what the events add to a sample), and with
--- kernel_trace = true each sample's kernels are traced.
-local sample = require 'kluabench.measure.sample'
-local options = require 'kluabench.measure.options'
-local device = require 'kluabench.measure.device'
-local trace = require 'kluabench.measure.trace'
+--- The cold protocol: one call per sample, the L2 flushed before each (outside the timed region),
+-- launch overhead kept out by a hold on the stream; docs/MEASUREMENT.md.
+local measure = require 'kluabench.measure'
+local session = require 'kluabench.measure.session'
 
-local M = {}
+local M = { name = 'cold' }
 
 local floor = math.floor
-local opt = options.get
+local opt = measure.option
 
--- cold: flush, hold, start, fn, end; one call per sample.
+-- cold: flush, hold, start, fn, end; one call per session.
 function M.setup(self, fn)
   local ctx = self.ctx
   local flush = ctx.flush_l2
-  local l2 = self.opts.l2_bytes or device.l2_bytes(ctx)
+  local l2 = self.opts.l2_bytes or measure.l2_bytes(ctx)
   local bytes = floor(opt(self.opts, 'flush_factor') * l2)
   local e0, e1 = ctx.event(), ctx.event()
   local flushed = flush(bytes)
-  local tr = trace.tracer(self)
+  local tr = session.tracer(self)
   self.used.flush_bytes = type(flushed) == 'number' and flushed or bytes
   self.used.l2_bytes = l2
   local function once()
     flush(bytes)
-    return sample.timed_once(ctx, e0, e1, fn)
+    return session.timed_once(ctx, e0, e1, fn)
   end
   self.warmup_fn = function()
-    local _, enq = sample.warm(self, once)
-    sample.set_hold(self, enq, 1)
+    local _, enq = session.warm(self, once)
+    session.set_hold(self, enq, 1)
     local pairs_n = opt(self.opts, 'event_pairs')
     if pairs_n > 0 then
-      self.used.event_pair_ms = sample.event_pair_ms(self, e0, e1, pairs_n)
+      self.used.event_pair_ms = session.event_pair_ms(self, e0, e1, pairs_n)
       self.used.event_pairs = pairs_n
     end
   end
@@ -45,7 +40,7 @@ function M.setup(self, fn)
   self.take = function()
     flush(bytes)
     if tr then tr.start() end
-    local ms, enq, overrun = sample.held_sample(self, e0, e1, body, 1)
+    local ms, enq, overrun = session.held_sample(self, e0, e1, body, 1)
     if tr then self.trace.last = tr.stop() end
     return ms, enq, overrun
   end
@@ -65,5 +60,11 @@ M.what = {
     .. 'kernel-only time)',
   hides = 'host launch overhead (reported apart as host enqueue time); warm-cache effects',
 }
+
+--- This protocol as a value (measure.protocol("cold", params) makes it).
+function M.make(params) return session.protocol(M, params) end
+
+--- One measurement of fn by this protocol (measure.run("cold", fn, opts, ctx)).
+function M.measure(fn, opts, ctx) return session.measure(M, fn, opts, ctx) end
 
 return M

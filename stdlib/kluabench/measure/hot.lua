@@ -1,13 +1,12 @@
--- The hot mode: no flush; a batch of back-to-back calls between two events,
--- the stream held behind a spin; one sample = batch time / batch. Caches
--- are warm: this is throughput on resident data.
-local sample = require 'kluabench.measure.sample'
-local options = require 'kluabench.measure.options'
+--- The hot protocol: a batch of back-to-back calls per sample, caches warm, launch overhead kept
+-- out by a hold on the stream; docs/MEASUREMENT.md.
+local measure = require 'kluabench.measure'
+local session = require 'kluabench.measure.session'
 
-local M = {}
+local M = { name = 'hot' }
 
 local ceil, max, min = math.ceil, math.max, math.min
-local opt = options.get
+local opt = measure.option
 
 -- hot: hold, start, batch x fn, end; no flush.
 function M.setup(self, fn)
@@ -15,10 +14,10 @@ function M.setup(self, fn)
   local e0, e1 = ctx.event(), ctx.event()
   local batch = 1
   local function body() for _ = 1, batch do fn() end end
-  local function once() return sample.timed_once(ctx, e0, e1, fn) end
+  local function once() return session.timed_once(ctx, e0, e1, fn) end
   self.warmup_fn = function()
-    local est_ms, enq = sample.warm(self, once)
-    local b = self.opts.batch or options.DEFAULTS.batch
+    local est_ms, enq = session.warm(self, once)
+    local b = self.opts.batch or measure.DEFAULTS.batch
     if b == 'auto' then
       b = (est_ms and est_ms > 0) and ceil(opt(self.opts, 'batch_ms') / est_ms) or 1
       b = max(1, min(b, opt(self.opts, 'batch_max')))
@@ -27,11 +26,11 @@ function M.setup(self, fn)
     end
     batch = b
     self.used.batch = b
-    sample.set_hold(self, enq, b)
+    session.set_hold(self, enq, b)
   end
-  self.take = function() return sample.held_sample(self, e0, e1, body, batch) end
+  self.take = function() return session.held_sample(self, e0, e1, body, batch) end
   -- an audit's sample is one held call: a batch would apply an in-place kernel `batch` times
-  self.audit_take = function() return sample.held_sample(self, e0, e1, fn, 1) end
+  self.audit_take = function() return session.held_sample(self, e0, e1, fn, 1) end
 end
 
 -- What the record says the mode measured and kept out.
@@ -44,5 +43,11 @@ M.what = {
   hides = 'cold-cache costs (inputs resident in L2 when they fit); per-call launch gaps '
     .. 'overlap with the previous call',
 }
+
+--- This protocol as a value (measure.protocol("hot", params) makes it).
+function M.make(params) return session.protocol(M, params) end
+
+--- One measurement of fn by this protocol (measure.run("hot", fn, opts, ctx)).
+function M.measure(fn, opts, ctx) return session.measure(M, fn, opts, ctx) end
 
 return M

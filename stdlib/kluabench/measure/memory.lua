@@ -12,14 +12,18 @@
 -- built-in kernels keep between calls is let go (kb.drop_scratch) and the
 -- garbage collector runs, so that only what the call holds or allocates
 -- counts, not buffers left by an earlier provider or tensors nobody holds.
+local core = require 'kluabench.core'
 local args = require 'kluabench.util.args'
+local stats = require 'kluabench.stats'
+local measure = require 'kluabench.measure'
+
 local M = {}
 
 --- Iterations per figure (Liger's _test_memory: 10).
 M.ITERATIONS = 10
 
 --- The quantiles recorded, as Liger's CSV has them: median, p20, p80.
-M.QUANTILES = require('kluabench.measure.do_bench').QUANTILES
+M.QUANTILES = measure.QUANTILES
 
 local MB = 1 << 20
 
@@ -49,7 +53,7 @@ function M.peak(fn, opts)
   if math.type(n) ~= 'integer' or n < 1 then
     error("bad argument #2 to 'peak' (opts.iterations must be a positive integer, got " .. tostring(n) .. ')', 2)
   end
-  local kb = opts.kb or require 'kluabench.core'
+  local kb = opts.kb or core
   local values, before
   values = {}
   for i = 1, n do
@@ -63,7 +67,7 @@ function M.peak(fn, opts)
     kb.synchronize()
     values[i] = kb.memory_stats().peak_bytes / MB
   end
-  local q = require('kluabench.stats').quantiles(values, M.QUANTILES)
+  local q = stats.quantiles(values, M.QUANTILES)
   return { median = q[1], p20 = q[2], p80 = q[3], values = values, iterations = n, before_mb = before / MB,
     device = kb.memory_stats().device }
 end
@@ -79,8 +83,7 @@ function M.protocol(opts)
   args.check('memory.protocol', 1, opts, 'table|nil', 'options')
   opts = opts or {}
   local n = opts.iterations or M.ITERATIONS
-  local bench = require 'kluabench.measure.do_bench'
-  return bench.protocol {
+  return measure.protocol {
     name = 'memory', title = 'peak memory', params = { iterations = n, quantiles = M.QUANTILES },
     run = function(self, fn)
       local m = M.peak(fn, { iterations = self.params.iterations })
@@ -89,7 +92,7 @@ function M.protocol(opts)
     end,
     spec = function(self, info)
       return {
-        harness = { name = 'kluabench', repository = bench.REPOSITORY },
+        harness = { name = 'kluabench' },
         measurement = { timer = 'kluabench_peak_allocated', primaryStatistic = 'median',
           iterations = self.params.iterations, quantiles = self.params.quantiles, unit = 'MB (2^20 bytes)' },
         comparability = {

@@ -71,6 +71,7 @@ local M = {}
 local args = require 'kluabench.util.args'
 
 local core = require 'kluabench.core'
+local measure = require 'kluabench.measure'
 local bench = require 'kluabench.measure.do_bench'
 local record = require 'kluabench.record'
 local policy = require 'kluabench.suite.policy'
@@ -98,7 +99,7 @@ end
 
 local HOOKS = { 'setup', 'run' }
 local OPTIONAL_HOOKS = { 'validate', 'shared', 'check', 'cost', 'record', 'implementation', 'reference' }
-local PROTOCOLS = require('kluabench.measure.modes').NAMES
+local PROTOCOLS = measure.MODES
 local formats = require 'kluabench.suite.formats'
 local FORMATS = formats.NAMES
 -- what is measured (Liger's metric_name), and what may be measured beside the time
@@ -762,7 +763,7 @@ local function session_seconds(protocol, o, call_s, backend)
     local rep = (p.rep_ms or bench.DO_BENCH_DEFAULTS.rep_ms) / 1e3
     s = 6 * call_s + math.max(call_s, warmup) + math.max((backend == 'cpu' and bench.CPU_MIN_REPEAT or 1) * call_s, rep)
   else
-    local defaults = require('kluabench.measure.options').DEFAULTS
+    local defaults = measure.DEFAULTS
     local rule = type(p.stop) == 'table' and p.stop or {}
     local q = type(rule.params) == 'table' and rule.params or {}
     local sampling
@@ -784,7 +785,7 @@ local function probe(d, o, points)
     local c = point_cost(d, p, o)
     if not c0 or c < c0 then p0, c0 = p, c end
   end
-  local dev = bench.device()
+  local dev = measure.device()
   local setup_s, call_s = {}, {}
   local shared, inputs
   local ok = pcall(function()
@@ -1171,7 +1172,7 @@ local function session(d, ctx, p, provider, mode, run_index, checked)
   local audit
   local ok, result = pcall(function()
     local fn = call_run(d, p, provider, mode, inputs)
-    local run_ctx = require('kluabench.measure.device').device()
+    local run_ctx = measure.device()
     -- the deadline is checked between samples (a call that never returns is not stopped)
     if ctx.o.metric == 'memory' then
       -- Liger's memory metric: the peak allocated around one call (measure/memory.lua), no time
@@ -1180,7 +1181,7 @@ local function session(d, ctx, p, provider, mode, run_index, checked)
     end
     if limit_ns then run_ctx.deadline_ns = t0 + limit_ns end
     audit = auditor(d, ctx, p, provider, mode, inputs, keep)
-    run_ctx.audit = audit
+    run_ctx.between = audit:hook()
     local r = ctx.protocol:run(fn, run_ctx)
     if ctx.o.metrics.energy then
       -- joules per call over NVML's windows, after the time (measure/energy.lua)

@@ -130,20 +130,41 @@ function Auditor:due(i)
   return false
 end
 
---- For a protocol that knows its sample count n beforehand (do_bench): the set of sample indices
--- before which an audit runs (`during` of them, uniform over 1..n).
+--- For a protocol that knows its sample count n beforehand (do_bench): the audits run before
+-- `during` samples drawn uniformly from 1..n instead of the doubling schedule.
 function Auditor:plan(n)
-  local plan, picked = {}, 0
-  local j = 0
+  local plan, picked, j = {}, 0, 0
   while picked < math.min(self.during, n) do
     j = j + 1
     local i = 1 + seeds.derive(self.key, 'plan', j) % n
     if not plan[i] then plan[i], picked = true, picked + 1 end
   end
-  self.schedule = {}
-  for i in pairs(plan) do self.before[#self.before + 1] = i end
-  table.sort(self.before)
+  self.schedule = plan
   return plan
+end
+
+--- The auditor as the timing loops' between-samples hook (measure's ctx.between): before sample i
+-- of n (n when the protocol knows it), an audit when one is due; after the last (i = nil), one
+-- more. True when it took samples.
+--
+-- @signature auditor:hook() -> function(i, n, take, ...)
+-- @example
+--   local t = kb.randn({256}, "f32", 1)
+--   local hook = audit.new{inputs = {x = t}, key = 1, refresh = function(key) return {x = kb.randn({256}, "f32", key)} end}:hook()
+--   print(hook(3, 10, function() return 0.1 end))
+function Auditor:hook()
+  local planned = false
+  return function(i, n, take, calls, sets, per)
+    if i ~= nil and n and not planned then
+      planned = true
+      self:plan(n)
+    end
+    if i == nil or self:due(i) then
+      self:run(take, calls, sets, per)
+      return true
+    end
+    return false
+  end
 end
 
 -- Records a finding; one of the same kind at several audits is one reason

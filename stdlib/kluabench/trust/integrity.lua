@@ -18,13 +18,15 @@ local core = require 'kluabench.core'
 -- The Lua modules whose functions decide a time or a check, loaded (and so
 -- bound) at capture time.
 M.MODULES = {
-  'kluabench.stats', 'kluabench.stats.inference', 'kluabench.measure.protocol_base', 'kluabench.measure.do_bench',
-  'kluabench.measure', 'kluabench.measure.modes',
-  'kluabench.measure.session', 'kluabench.measure.sample', 'kluabench.measure.cold', 'kluabench.measure.hot',
-  'kluabench.measure.graph', 'kluabench.measure.device', 'kluabench.measure.options', 'kluabench.measure.protocol',
-  'kluabench.measure.stopping', 'kluabench.measure.rotation', 'kluabench.kernels.check', 'kluabench.trust.audit',
-  'kluabench.trust.census', 'kluabench.trust.precision', 'kluabench.trust.seeds',
+  'kluabench.stats', 'kluabench.measure', 'kluabench.measure.do_bench', 'kluabench.kernels.check',
+  'kluabench.trust.audit', 'kluabench.trust.census', 'kluabench.trust.seeds',
 }
+
+--- The modules of the protocols loaded only when a run asks for one: once loaded, verify() checks
+-- that every function they hold was defined in their stdlib file (the script ran before they
+-- loaded and could have put another table in their place).
+M.LATE = { 'kluabench.measure.session', 'kluabench.measure.cold', 'kluabench.measure.hot',
+  'kluabench.measure.graph', 'kluabench.measure.stopping', 'kluabench.measure.clocks', 'kluabench.stats.inference' }
 
 -- The engine's functions that time, synchronise, make inputs or compare.
 M.CORE = {
@@ -99,6 +101,12 @@ function M.capture()
   return #c.entries
 end
 
+-- Whether fn was defined in the file of module name (a Lua function of the stdlib's file).
+local function defined_in(fn, file)
+  local info = debug.getinfo(fn, 'S')
+  return info.what == 'C' or info.source == '@' .. file
+end
+
 --- Whether capture() has run.
 --
 -- @signature integrity.captured() -> boolean
@@ -133,6 +141,19 @@ function M.verify()
       end
       out[#out + 1] = { what = e.label, message = string.format('%s was %s by the script%s', e.label,
         now == nil and 'removed' or 'replaced', where) }
+    end
+  end
+  for _, name in ipairs(M.LATE) do
+    local mod, file = package.loaded[name], package.searchpath(name, package.path)
+    if mod ~= nil and (type(mod) ~= 'table' or not file) then
+      out[#out + 1] = { what = name, message = name .. ' was replaced by the script (not the stdlib module)' }
+    elseif mod ~= nil then
+      for k, v in pairs(mod) do
+        if type(v) == 'function' and not defined_in(v, file) then
+          out[#out + 1] = { what = name .. '.' .. tostring(k), message = string.format('%s.%s was replaced by the '
+            .. 'script', name, tostring(k)) }
+        end
+      end
     end
   end
   table.sort(out, function(a, b) return a.what < b.what end)
