@@ -15,6 +15,7 @@ local M = {}
 local args = require 'kluabench.util.args'
 
 local kb = require 'kluabench.core'
+local kernels = require 'kluabench.kernels'
 
 local SEEDS = { q = 1, k = 2, dq = 3, dk = 4 }
 local THETA = 10000.0
@@ -278,7 +279,7 @@ function M.declaration(variant, o)
     -- complex product. GB/s, % of the cached copy ceiling and the roofline
     -- floor of the median go into the run's measurements (and its evidence).
     record = function(p, provider, mode)
-      local x = require('kluabench.liger').X_AXIS[p.x] or { p.x, p.x }
+      local x = kernels.kernel(variant).kernelindex.liger_x[p.x] or { p.x, p.x }
       return {
         -- the same words for every provider: the protocol says what is timed, not whose code
         timed = string.format(TIMED[mode], mode == 'backward' and api.bwd or api.fwd, api.bwd, api.full),

@@ -5,7 +5,7 @@
 -- which shard. docs/DISTRIBUTED.md describes the files.
 local files = require 'kluabench.util.files'
 local json = require 'kluabench.util.json'
-local outputs = require 'kluabench.suite.outputs'
+local outputs = require 'kluabench.record.writer'
 local names = require 'kluabench.record.names'
 local printable = require('kluabench.util.args').printable
 

@@ -58,9 +58,13 @@ local function bind(params, dtype)
   return { axes = { seq = seq, hidden = hidden, q_heads = hq, kv_heads = hk }, dtype = token }
 end
 
+-- The x axes of Liger's CSV rows: x_name and x_label by our axis.
+local LIGER_X = { hidden = { 'H', 'hidden size' }, seq = { 'T', 'sequence length' } }
+
 local function kernelindex(csv_name, slug, title, description, shape_q, shape_k)
   return {
     liger_name = csv_name,
+    liger_x = LIGER_X,
     bind = bind,
     operation = {
       name = slug, family = 'rope', title = title, description = description,

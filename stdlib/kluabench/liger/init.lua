@@ -55,7 +55,7 @@ M.TIMED = {
 M.LIGER_PARAM = { hidden = 'hidden_size', seq = 'seq_len', q_heads = 'num_q_heads',
   kv_heads = 'num_kv_heads' }
 --- Liger's x axis names and labels of our parameters.
-M.X_AXIS = { hidden = { 'H', 'hidden size' }, seq = { 'T', 'sequence length' } }
+M.X_AXIS = kernels.KERNELS.llama4_rope.kernelindex.liger_x
 M.TORCH_DTYPE = { bf16 = 'torch.bfloat16', f16 = 'torch.float16', f32 = 'torch.float32',
   f64 = 'torch.float64' }
 --- Our names of Liger's parameter spellings, its config keys and x axis names (hidden_size and H

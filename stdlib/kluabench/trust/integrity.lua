@@ -19,7 +19,7 @@ local core = require 'kluabench.core'
 -- bound) at capture time.
 M.MODULES = {
   'kluabench.stats', 'kluabench.measure', 'kluabench.measure.do_bench', 'kluabench.kernels.check',
-  'kluabench.trust.audit', 'kluabench.trust.census', 'kluabench.trust.seeds',
+  'kluabench.trust', 'kluabench.trust.seeds',
 }
 
 --- The modules of the protocols loaded only when a run asks for one: once loaded, verify() checks

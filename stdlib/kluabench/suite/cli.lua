@@ -1,0 +1,487 @@
+--- The harness's command line: the declaration checked, the options parsed and explained
+-- (--help), and the points of a sweep. Usage errors exit 2 (suite/init.lua's comment).
+local args = require 'kluabench.util.args'
+local measure = require 'kluabench.measure'
+local bench = require 'kluabench.measure.do_bench'
+local trust = require 'kluabench.trust'
+local record = require 'kluabench.record'
+local names = require 'kluabench.record.names'
+local operation = require 'kluabench.record.operation'
+local shard = require 'kluabench.suite.shard'
+
+local M = {}
+
+local HARNESS_DO_BENCH = bench.HARNESS_DEFAULTS
+---------------------------------------------------------------------------
+-- Failing
+---------------------------------------------------------------------------
+
+-- A usage error: the message on stderr (the option's bytes escaped, as
+-- every command's are), exit status 2.
+function M.usage_error(name, fmt, ...)
+  io.stderr:write(name, ': ', args.printable(string.format(fmt, ...), 400), ' (see --help)\n')
+  os.exit(2)
+end
+
+-- Errors raised with this marker are printed without a traceback.
+function M.fail(name, fmt, ...)
+  error(name .. ': ' .. string.format(fmt, ...), 0)
+end
+
+---------------------------------------------------------------------------
+-- The declaration
+---------------------------------------------------------------------------
+
+--- The hooks a declaration must have, and those it may have.
+M.HOOKS = { 'setup', 'run' }
+M.OPTIONAL_HOOKS = { 'validate', 'shared', 'check', 'cost', 'record', 'implementation', 'reference' }
+local PROTOCOLS = measure.MODES
+--- The output formats --format takes (suite/output.lua says what each writes).
+M.FORMATS = { 'table', 'markdown', 'jsonl', 'kernelindex', 'liger-csv' }
+local FORMATS = M.FORMATS
+-- what is measured (Liger's metric_name), and what may be measured beside the time
+local METRICS = { 'speed', 'memory' }
+local EXTRA_METRICS = { 'energy' }
+
+function M.option_name(axis) return (axis:gsub('_', '-')) end
+
+local function is_list_of_strings(t)
+  if type(t) ~= 'table' or #t == 0 then return false end
+  for _, v in ipairs(t) do if type(v) ~= 'string' then return false end end
+  return true
+end
+
+-- Raises (at the script's line) when the declaration is malformed.
+function M.check_decl(d)
+  local function bad(fmt, ...) error("bad argument #1 to 'suite.main' (" .. string.format(fmt, ...) .. ')', 4) end
+  if type(d) ~= 'table' then bad('declaration table expected, got %s', type(d)) end
+  if type(d.name) ~= 'string' or not d.name:match('^[%w_]+$') then bad("field 'name' must be a word") end
+  for _, h in ipairs(M.HOOKS) do
+    if type(d[h]) ~= 'function' then bad("field '%s' must be a function", h) end
+  end
+  for _, h in ipairs(M.OPTIONAL_HOOKS) do
+    if d[h] ~= nil and type(d[h]) ~= 'function' then bad("field '%s' must be a function", h) end
+  end
+  for _, f in ipairs { 'providers', 'modes', 'dtypes' } do
+    if not is_list_of_strings(d[f]) then bad("field '%s' must be a list of strings", f) end
+  end
+  if type(d.axes) ~= 'table' then bad("field 'axes' must be a list") end
+  local known = {}
+  for i, a in ipairs(d.axes) do
+    if type(a) ~= 'table' or type(a.name) ~= 'string' or not a.name:match('^[%a][%w_]*$') then
+      bad('axes[%d] needs a name (a word)', i)
+    end
+    if math.type(a.default) ~= 'integer' or a.default <= 0 then
+      bad("axes[%d] ('%s') needs a positive integer default", i, a.name)
+    end
+    known[a.name] = a
+  end
+  local sweep_names, declared_axes = {}, {}
+  for i, a in ipairs(d.axes) do declared_axes[i] = a.name end
+  if d.sweeps ~= nil and type(d.sweeps) ~= 'table' then bad("field 'sweeps' must be a list") end
+  for i, s in ipairs(d.sweeps or {}) do
+    if type(s) ~= 'table' or type(s.name) ~= 'string' or not s.name:match('^[%w_]+$') then
+      bad('sweeps[%d] needs a name (a word)', i)
+    end
+    if not known[s.axis] then
+      bad("sweeps[%d] ('%s') sweeps axis '%s', which is not one of axes%s (axes: %s)", i, s.name, tostring(s.axis),
+        type(s.axis) == 'string' and args.hint(s.axis, declared_axes) or '',
+        table.concat(declared_axes, ', '))
+    end
+    if type(s.values) ~= 'table' or #s.values == 0 then
+      bad("sweeps[%d] ('%s') needs a non-empty list of values", i, s.name)
+    end
+    -- a point's id names its sweep when two share a workload: names and values once each
+    if sweep_names[s.name] then bad("sweeps[%d] has the name '%s' of sweeps[%d]", i, s.name, sweep_names[s.name]) end
+    sweep_names[s.name] = i
+    local seen = {}
+    for j, v in ipairs(s.values) do
+      if math.type(v) ~= 'integer' or v <= 0 then
+        bad("sweeps[%d] ('%s') value %d must be a positive integer, got %s", i, s.name, j, tostring(v))
+      end
+      if seen[v] then bad("sweeps[%d] ('%s') lists %d twice", i, s.name, v) end
+      seen[v] = true
+    end
+  end
+  if d.precision ~= nil and d.precision ~= false and not (type(d.precision) == 'number' and d.precision > 0
+      and d.precision < math.huge) then
+    bad("field 'precision' must be a number > 0 (units of the dtype's unit roundoff) or false")
+  end
+  if d.tolerance ~= nil then
+    local t = d.tolerance
+    local function ok(v) return v == nil or (type(v) == 'number' and v >= 0 and v < math.huge) end
+    if type(t) ~= 'table' or not ok(t.atol) or not ok(t.rtol) then
+      bad("field 'tolerance' must be a table {atol, rtol} of finite numbers >= 0")
+    end
+  end
+  if d.operation ~= nil then
+    if type(d.operation) ~= 'table' then bad("field 'operation' must be an operation description table") end
+    local ok, err = pcall(operation.document, d.operation)
+    if not ok then bad("field 'operation': %s", tostring(err):gsub('^.-%(', '('):gsub('^%((.*)%)$', '%1')) end
+  end
+  return known
+end
+
+---------------------------------------------------------------------------
+-- The command line
+---------------------------------------------------------------------------
+
+function M.choices(list) return table.concat(list, ', ') end
+
+-- The --help text, made from the declaration.
+--- The --help text that suite.main prints for a declaration.
+--
+-- @signature suite.usage(decl) -> string
+-- @example
+--   print(suite.usage(require("kluabench.benchmarks.rope").declaration("rope")))
+function M.usage(d)
+  args.check('suite.usage', 1, d, 'table', 'declaration table')
+  local out = {}
+  local function add(fmt, ...) out[#out + 1] = string.format(fmt, ...) end
+  add('usage: kluabench %s [options]\n', arg and arg[0] or ('scripts/' .. d.name .. '.lua'))
+  if d.summary then add('%s\n', d.summary) end
+  add('Workload axes (each takes a comma list; the points are their product):')
+  for _, a in ipairs(d.axes) do
+    add('  --%-17s %s (default %s)', M.option_name(a.name) .. ' N,...', a.help or a.name, a.default)
+  end
+  if d.sweeps and #d.sweeps > 0 then
+    add('  --%-17s one of the sweeps below, or all (every one); an axis given', 'sweep S')
+    add('  %-19s explicitly replaces the sweep\'s values for it', '')
+    for _, s in ipairs(d.sweeps) do
+      local fixed = {}
+      for k, v in pairs(s.fixed or {}) do fixed[#fixed + 1] = M.option_name(k) .. ' ' .. v end
+      table.sort(fixed)
+      add('  %-19s %s: %s {%s}%s', '', s.name, M.option_name(s.axis), table.concat(s.values, ', '),
+        #fixed > 0 and (' at ' .. table.concat(fixed, ', ')) or '')
+    end
+  end
+  add('  --%-17s %s (default %s)', 'dtype D', M.choices(d.dtypes), d.dtype or d.dtypes[1])
+  add('  --%-17s %s or all, or a comma list (default %s; all in a sweep)', 'mode M,...', M.choices(d.modes),
+    d.mode or d.modes[1])
+  add('  --%-17s %s or all, or a comma list (default %s; all in a sweep)', 'provider P,...',
+    M.choices(d.providers), d.provider or d.providers[1])
+  if d.provider_help then add('%s', d.provider_help) end
+  add([[
+Measurement:
+  --protocol P        do_bench (default: triton's algorithm, as Liger times), or one of
+                      kluabench's modes (docs/MEASUREMENT.md): cold (L2 flushed, launch
+                      overhead kept out), hot (back-to-back, warm caches), graph (CUDA
+                      graph replay over rotated input sets that exceed the L2)
+  --rep-ms MS         do_bench repetition time (default %s)
+  --warmup-ms MS      do_bench warm-up time (default %s)
+  --runs N            measure every point in N independent sessions (fresh inputs,
+                      interleaved with the other points); records say which session;
+                      the table shows one row per point (the mean of the session
+                      medians, the session count, ci95 over the sessions)
+  --sessions          the table shows each session of a point on a row of its own
+  --metric M          speed (default: the time) or memory (Liger's memory metric:
+                      the peak device memory allocated around one call, MB, 10
+                      calls, median/p20/p80; a run of its own, no time)
+  --metrics energy    also the energy per call (NVML's counter over windows of
+                      1 s, 3 of them), the power and the SM clock, in the records
+                      and the table (GPU only: on cpu the records say why not)
+  --timeout S         the most seconds one session (point, provider, mode) may take:
+                      cold, hot and graph stop sampling at it, and a session (or a
+                      check) that ran past it is recorded with status timeout
+  --audits N          audited samples per session at random points while timing, one
+                      more after the last (default 2; 0: no audits, which the records
+                      say): fresh inputs, outputs, threads, streams (docs/TRUST.md)
+  --shard I/N         run only the I-th of N shares of the points (1 <= I <= N),
+                      balanced by estimated bytes; providers and modes stay together
+  --list-points       print the points (id, estimated bytes, description) and exit
+Output:
+  --format F          table (default): the table on stdout, the bundles appended
+                        as JSON Lines to --out (default results/%s-<time>.jsonl;
+                        $KLUABENCH_RESULTS names another folder than results/);
+                      markdown: the same with the table in markdown (for pull requests);
+                      jsonl: bundles as JSON Lines to --out or stdout;
+                      kernelindex: pretty JSON (one bundle, or an array) to --out or stdout;
+                      liger-csv: Liger's CSV (the runs that passed) to --out or stdout.
+                      With the last three the table goes to stderr.
+  --out PATH          where the bundles go (see --format); never the script or a
+                      file of its hooks (a usage error)
+  --samples PATH      where the raw samples go (the evidence file the records name);
+                      default: beside --out (x.jsonl -> x.samples.jsonl), or
+                      results/%s-<time>.samples.jsonl when the bundles go to stdout;
+                      a regular file or a new one (a FIFO, device or directory there
+                      is a usage error)
+  --history DB        also add the bundles to a history database (a SQLite file, made
+                      when missing, or postgresql://...; docs/HISTORY.md) under the git
+                      commit of the current directory; both are checked before timing
+  --help              this text
+
+Every provider's result is checked before it is timed; a wrong result is not
+timed: its bundles say incorrect_numerical, the other points still run, and
+the exit status is 1. Ctrl-C (SIGINT) or SIGTERM: the point being measured is finished and
+written, the table of the finished points is printed, and the exit status is
+130 (SIGINT) or 143 (SIGTERM); a second signal stops at once.]], d.rep_ms or HARNESS_DO_BENCH.rep_ms,
+    d.warmup_ms or HARNESS_DO_BENCH.warmup_ms, d.name, d.name)
+  if d.notes then add('\n%s', d.notes) end
+  return table.concat(out, '\n')
+end
+
+-- A positive integer (the whole string), or nil.
+local function positive_int(s)
+  local n = math.tointeger(tonumber(s))
+  if n and n > 0 and tostring(s):match('^%s*%d+%s*$') then return n end
+  return nil
+end
+
+-- A value given twice in a list option (--seq 16,16, --provider a,a) is
+-- measured once: a note says so on stderr, once per option.
+local function note_repeats(name, opt, repeats)
+  if #repeats == 0 then return end
+  io.stderr:write(name, ': ', args.printable(string.format("option '--%s' lists %s more than once: "
+    .. 'each is measured once', opt, table.concat(repeats, ', ')), 400), '\n')
+end
+
+-- The values of a comma list option, each a positive integer <= max, each
+-- once, in the order given.
+local function int_list(name, opt, s, max)
+  local out, seen, repeats = {}, {}, {}
+  for item in (s .. ','):gmatch('([^,]*),') do
+    local n = positive_int(item)
+    if not n then M.usage_error(name, "option '--%s' needs a positive integer, got '%s'", opt, item) end
+    if max and n > max then
+      M.usage_error(name, "option '--%s': %d is larger than the largest allowed, %d", opt, n, max)
+    end
+    if seen[n] then
+      if seen[n] == 1 then repeats[#repeats + 1] = tostring(n) end
+      seen[n] = seen[n] + 1
+    else
+      out[#out + 1], seen[n] = n, 1
+    end
+  end
+  note_repeats(name, opt, repeats)
+  return out
+end
+
+-- A choice option: {value} or the whole list for 'all'.
+-- One of list (as a one-element list), or all of it where `all` is offered
+-- (modes and providers: a sweep runs each; a dtype, a protocol and a format are
+-- one per run, so there `all` is no choice and is refused like any word).
+local function choice(name, opt, value, list, offers_all)
+  if value == 'all' and offers_all then return list end
+  for _, v in ipairs(list) do if v == value then return { v } end end
+  M.usage_error(name, "option '--%s' must be %s%s%s, got '%s'%s", opt, offers_all and '' or 'one of ', M.choices(list),
+    offers_all and ' or all' or '', value, args.hint(value, list))
+end
+
+-- A comma list of choices (--mode forward,backward), in the order given,
+-- each once; or all.
+local function choice_list(name, opt, value, list)
+  if value == 'all' then return list end
+  local out, seen, repeats = {}, {}, {}
+  for item in (value .. ','):gmatch('([^,]*),') do
+    if item == 'all' then M.usage_error(name, "option '--%s': all cannot be part of a list, got '%s'", opt, value) end
+    local v = choice(name, opt, item, list, true)[1]
+    if not seen[v] then
+      out[#out + 1], seen[v] = v, 1
+    else
+      if seen[v] == 1 then repeats[#repeats + 1] = v end
+      seen[v] = seen[v] + 1
+    end
+  end
+  note_repeats(name, opt, repeats)
+  return out
+end
+
+local function positive_number(name, opt, s, max)
+  local n = tonumber(s)
+  if not n or n ~= n or n <= 0 or n == math.huge then
+    M.usage_error(name, "option '--%s' needs a positive number, got '%s'", opt, s)
+  end
+  if max and n > max then M.usage_error(name, "option '--%s' must be at most %s, got '%s'", opt, max, s) end
+  return n
+end
+
+-- The options of a declaration: opts table (values converted and checked).
+function M.parse(d, argv)
+  local spec = { help = 'flag', ['list-points'] = 'flag', sweep = 'value', dtype = 'value', mode = 'value',
+    provider = 'value', protocol = 'value', format = 'value', out = 'value', samples = 'value', ['rep-ms'] = 'value',
+    ['warmup-ms'] = 'value', runs = 'value', shard = 'value', timeout = 'value', history = 'value',
+    sessions = 'flag', metric = 'value', metrics = 'value', audits = 'value', aliases = { h = 'help' } }
+  for _, a in ipairs(d.axes) do spec[M.option_name(a.name)] = 'value' end
+  local raw, rest = args.parse_args(argv, spec)
+  if not raw then M.usage_error(d.name, '%s', rest) end
+  if #rest > 0 then M.usage_error(d.name, "unexpected argument '%s'", rest[1]) end
+  if raw.help then return { help = true } end
+  for _, opt in ipairs { 'out', 'samples', 'history' } do
+    -- an empty path names no file: say so before anything is measured
+    if raw[opt] == '' then M.usage_error(d.name, "option '--%s' needs a path, got an empty string", opt) end
+  end
+  local o = { list_points = raw['list-points'], out = raw.out, samples = raw.samples, history = raw.history, axes = {},
+    sessions = raw.sessions }
+  for _, a in ipairs(d.axes) do
+    local v = raw[M.option_name(a.name)]
+    if v then o.axes[a.name] = int_list(d.name, M.option_name(a.name), v, a.max) end
+  end
+  if raw.sweep then
+    local found = raw.sweep == 'all'
+    for _, s in ipairs(d.sweeps or {}) do found = found or s.name == raw.sweep end
+    if not found then
+      local names = {}
+      for _, s in ipairs(d.sweeps or {}) do names[#names + 1] = s.name end
+      M.usage_error(d.name, "option '--sweep' must be %s or all, got '%s'%s", M.choices(names), raw.sweep,
+        args.hint(raw.sweep, names))
+    end
+  end
+  o.sweep = raw.sweep
+  o.dtype = raw.dtype or d.dtype or d.dtypes[1]
+  choice(d.name, 'dtype', o.dtype, d.dtypes)
+  o.modes = choice_list(d.name, 'mode', raw.mode or (o.sweep and 'all' or d.mode or d.modes[1]), d.modes)
+  o.providers = choice_list(d.name, 'provider', raw.provider or (o.sweep and 'all' or d.provider or d.providers[1]),
+    d.providers)
+  o.protocol = choice(d.name, 'protocol', raw.protocol or 'do_bench', PROTOCOLS)[1]
+  o.format = choice(d.name, 'format', raw.format or FORMATS[1], FORMATS)[1]
+  o.metric = choice(d.name, 'metric', raw.metric or 'speed', METRICS)[1]
+  o.metrics = {}
+  if raw.metrics then
+    for _, m in ipairs(choice_list(d.name, 'metrics', raw.metrics, EXTRA_METRICS)) do o.metrics[m] = true end
+    if o.metric == 'memory' then
+      M.usage_error(d.name, "option '--metrics %s' goes with the time (--metric speed), not with --metric memory",
+        raw.metrics)
+    end
+  end
+  -- a day of repetition per point is more than anyone means; the bound keeps
+  -- a typo from growing the sample buffer until the machine runs out
+  o.rep_ms = raw['rep-ms'] and positive_number(d.name, 'rep-ms', raw['rep-ms'], 86400e3) or d.rep_ms or HARNESS_DO_BENCH.rep_ms
+  o.warmup_ms = raw['warmup-ms'] and positive_number(d.name, 'warmup-ms', raw['warmup-ms'], 86400e3)
+    or d.warmup_ms or HARNESS_DO_BENCH.warmup_ms
+  -- a week of one session is more than anyone means
+  o.timeout = raw.timeout and positive_number(d.name, 'timeout', raw.timeout, 7 * 86400) or nil
+  o.audits = trust.DEFAULTS.during
+  if raw.audits then
+    o.audits = math.tointeger(tonumber(raw.audits))
+    if not o.audits or o.audits < 0 or o.audits > 100 or not raw.audits:match('^%s*%d+%s*$') then
+      M.usage_error(d.name, "option '--audits' needs a whole number from 0 to 100, got '%s'", raw.audits)
+    end
+  end
+  o.runs = 1
+  if raw.runs then
+    o.runs = positive_int(raw.runs)
+    if not o.runs or o.runs > 1000 then
+      M.usage_error(d.name, "option '--runs' needs a whole number from 1 to 1000, got '%s'", raw.runs)
+    end
+  end
+  if raw.shard then
+    local i, n = shard.parse(raw.shard)
+    if not i then M.usage_error(d.name, "option '--shard': %s", n) end
+    o.shard = { i, n }
+  end
+  return o
+end
+
+---------------------------------------------------------------------------
+-- Points
+---------------------------------------------------------------------------
+
+-- What a point has besides its axes; sweep and shared may be nil.
+local POINT_FIELDS = { 'params', 'dtype', 'x', 'id', 'sweep', 'shared' }
+
+-- Points read a field they do not have as an error naming those they have: a
+-- typo in a hook (p.row for p.rows) would otherwise be a silent nil.
+local function point_meta(d)
+  local known, names = {}, {}
+  for _, a in ipairs(d.axes) do known[a.name] = true; names[#names + 1] = a.name end
+  for _, f in ipairs(POINT_FIELDS) do known[f] = true; names[#names + 1] = f end
+  return {
+    __index = function(_, k)
+      if known[k] or type(k) ~= 'string' then return nil end
+      error(string.format("%s: a point has no field '%s'%s (its fields: %s)", d.name, k,
+        args.hint(k, names), table.concat(names, ', ')), 2)
+    end,
+  }
+end
+
+-- The axes' names as the declaration lists them.
+function M.axis_names(d)
+  local out = {}
+  for i, a in ipairs(d.axes) do out[i] = a.name end
+  return out
+end
+
+-- The order of a point's id words: the declaration's, except for kernelindex's own workloads
+-- (llama4_rope, rope), whose caseKey sorts the axes by name (record.case_order).
+local function id_order(d, params, dtype)
+  return record.case_order { kernel = d.name, parameters = params, dtype = dtype,
+    operation = d.operation, axis_order = M.axis_names(d) }
+end
+
+-- The cartesian product of the axes' value lists, in declaration order
+-- (the first axis varies slowest). x: the swept axis.
+local function product(d, values, x, dtype, out)
+  local meta = point_meta(d)
+  local function rec(i, acc)
+    if i > #d.axes then
+      local p = setmetatable({ params = {}, dtype = dtype, x = x }, meta)
+      for _, a in ipairs(d.axes) do p[a.name], p.params[a.name] = acc[a.name], acc[a.name] end
+      p.id = names.workload_slug(p.params, dtype, id_order(d, p.params, dtype))
+      out[#out + 1] = p
+      return
+    end
+    local a = d.axes[i]
+    for _, v in ipairs(values[a.name]) do
+      acc[a.name] = v
+      rec(i + 1, acc)
+    end
+  end
+  rec(1, {})
+end
+
+--- The points of a declaration for parsed options (opts.axes: lists by axis name; opts.sweep;
+-- opts.dtype).
+--
+-- With a sweep: its axis over its values (or the option's), the other axes at the sweep's fixed
+-- values or their defaults; without: the product of every axis's values, the first axis varying
+-- slowest. A workload that two sweeps share is measured in each; its ids are slug@axis.
+--
+-- @signature suite.points(decl, opts) -> list of points
+-- @example
+--   local d = require("kluabench.benchmarks.rope").declaration("llama4_rope")
+--   for _, p in ipairs(suite.points(d, {axes = {seq = {1024, 4096}}, dtype = "bf16"})) do print(p.id) end
+function M.points(d, o)
+  args.check('suite.points', 1, d, 'table', 'declaration table')
+  args.check('suite.points', 2, o, 'table', 'parsed options')
+  local out = {}
+  local first_multi
+  for _, a in ipairs(d.axes) do
+    if not first_multi and o.axes[a.name] and #o.axes[a.name] > 1 then first_multi = a.name end
+  end
+  if o.sweep then
+    for _, s in ipairs(d.sweeps) do
+      if o.sweep == 'all' or o.sweep == s.name then
+        local values = {}
+        for _, a in ipairs(d.axes) do
+          values[a.name] = o.axes[a.name] or { (s.fixed or {})[a.name] or a.default }
+        end
+        values[s.axis] = o.axes[s.axis] or s.values
+        local first = #out + 1
+        product(d, values, s.axis, o.dtype, out)
+        for i = first, #out do out[i].sweep = s.name end
+      end
+    end
+  else
+    local values = {}
+    for _, a in ipairs(d.axes) do values[a.name] = o.axes[a.name] or { a.default } end
+    product(d, values, first_multi or d.x or d.axes[1].name, o.dtype, out)
+  end
+  -- A workload two sweeps share (hidden 8192 at seq 2048 is in both of
+  -- RoPE's) is measured in each, as Liger does, so that every sweep is whole;
+  -- its ids then say which sweep each is: slug@axis.
+  local count = {}
+  for _, p in ipairs(out) do count[p.id] = (count[p.id] or 0) + 1 end
+  for _, p in ipairs(out) do
+    if count[p.id] > 1 then p.id = p.id .. '@' .. p.x end
+  end
+  -- two sweeps of one axis that share a workload: slug@sweep (ids are unique:
+  -- shards, merge and compare count points by them)
+  count = {}
+  for _, p in ipairs(out) do count[p.id] = (count[p.id] or 0) + 1 end
+  for _, p in ipairs(out) do
+    if count[p.id] > 1 and p.sweep then p.id = p.id:gsub('@[^@]*$', '') .. '@' .. p.sweep end
+  end
+  return out
+end
+
+return M
