@@ -3,7 +3,7 @@
 local kb = require 'kluabench'
 local liger, output, record = kb.liger, kb.output, kb.record
 
--- The example record (tests/data/kernelindex-record-example.json), byte for byte.
+-- The example record (tests/fixtures/kernelindex-record-example.json), byte for byte.
 local EXAMPLE = require('helpers.example_record')
 
 local HEADER = 'kernel_name,kernel_provider,kernel_operation_mode,metric_name,metric_unit,x_name,x_label,'
@@ -324,7 +324,7 @@ describe('Liger CSV round trip', function()
   end)
 
   it("refuses a bundle of kluabench's earlier format, which migrate turns into one it writes", function()
-    local f = assert(io.open(require('helpers.subprocess').root() .. '/tests/data/records_before_kernelindex.jsonl'))
+    local f = assert(io.open(require('helpers.subprocess').root() .. '/tests/fixtures/records_before_kernelindex.jsonl'))
     local old = require('kluabench.io.json').decode(f:read('l'))
     f:close()
     assert.is_true(require('kluabench.record.migrate').is_old(old))

@@ -9,7 +9,7 @@ local util = require 'helpers.util'
 
 local ROOT = package.searchpath('kluabench.report.plot', package.path):match('^(.-)/?stdlib/kluabench/report/plot%.lua$')
 if ROOT == '' then ROOT = '.' end
-local CSV = ROOT .. '/tests/data/plot/llama4_rope_liger.csv'
+local CSV = ROOT .. '/tests/fixtures/plot/llama4_rope_liger.csv'
 
 local slurp = util.slurp
 

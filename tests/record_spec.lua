@@ -1,9 +1,9 @@
--- Record bundles: the shape of tests/data/kernelindex-record-example.json,
+-- Record bundles: the shape of tests/fixtures/kernelindex-record-example.json,
 -- the digest recipe recomputed independently, key order, names.
 local kb = require 'kluabench'
 local record, output, env, bench, names = kb.record, kb.output, kb.env, kb.bench, kb.names
 
--- The example record (tests/data/kernelindex-record-example.json), byte for byte.
+-- The example record (tests/fixtures/kernelindex-record-example.json), byte for byte.
 local EXAMPLE = require('helpers.example_record')
 
 -- A device whose clock moves only when fn or flush_l2 runs (see bench_spec).

@@ -380,9 +380,10 @@ end
 
 --- How much a copy ceiling itself moves between measurements, relative: the plausibility check's
 -- margin where the ceiling's own measured spread is smaller. The five copy ceilings measured on
--- our H200s (evidence/: 4232, 4239, 4255, 4259 and 4274 GB/s, several machines, two sizes
--- and two protocols) span 1.0 % of their median, while one measurement's samples spread by about
--- 0.1 %: a single measurement understates how far its number could be off.
+-- our H200s (4232, 4239, 4255, 4259 and 4274 GB/s, several machines, two sizes and two protocols;
+-- raw outputs in `git show 7f5c7f0:evidence/`) span 1.0 % of their median, while one
+-- measurement's samples spread by about 0.1 %: a single measurement understates how far its
+-- number could be off.
 M.CEILING_SPREAD = 0.01
 
 --- False when bytes moved in median_ms exceed the copy ceiling (GB/s or {copy_gbps, spread}) by more

@@ -46,7 +46,7 @@ end
 -- calls as the warm-up (warmup_min calls and warmup_ms), not kept, and the hold left as it is. An
 -- audit at a large size leaves the device idle for seconds while the host compares outputs, and
 -- the samples taken right after one read 10 % slower at hidden 8192 / seq 16384 on the H200
--- (evidence/2026-12-03-final-h200): the device should be back where the warm-up left it.
+-- (`git show 7f5c7f0:evidence/2026-12-03-final-h200/`): the device should be back where the warm-up left it.
 function M.rewarm(self)
   local once = self.warm_once
   if not once then return end

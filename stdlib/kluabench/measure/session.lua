@@ -127,7 +127,7 @@ function Session:step()
   if audit and audit:due(self.st.n + 1) then
     -- the audit's time is not the session's: the stopping rule's time budget starts again after it
     -- (at large sizes an audit takes seconds, which left a 10 s session with 5 samples; H200,
-    -- evidence/2026-12-03-final-h200), and the session warms up again after it (sample.rewarm)
+    -- `git show 7f5c7f0:evidence/2026-12-03-final-h200/`), and the session warms up again after it (sample.rewarm)
     local t = self.st.clock_ns()
     audit:run(self.audit_take or self.take, self.audit_calls, self.sets, self.audit_per)
     sample.rewarm(self)
