@@ -99,7 +99,7 @@ PLUGIN_DIR  := $(BUILD)/plugins
 PLUGIN_HDR  := include/kluabench_plugin.h
 TEST_PLUGINS := $(foreach v,1 2 3 4 5 6,$(PLUGIN_DIR)/libbroken$(v).so)
 USERCODE    := $(if $(filter 1,$(CUDA)),$(foreach x,cubin ptx fatbin,$(BUILD)/usercode/test_kernels.$(x)))
-LAUNCH_C    := $(if $(filter 1,$(CUDA)),$(BUILD)/bench/launch_overhead_c)
+LAUNCH_C    := $(if $(filter 1,$(CUDA)),$(BUILD)/scripts/launch_overhead_c)
 # The exploit corpus (tests/exploits/, docs/TRUST.md): each plugin a .cu that
 # builds with its CUDA entry under nvcc (sm_90, the H200's, only) or as C with
 # its CPU twin only; the cubin_*.cu kernels as cubins (CUDA=1); nvrtc_*.cu are
@@ -125,8 +125,8 @@ $(EXPLOIT_DIR)/%.cubin: tests/exploits/cubin_%.cu
 	@mkdir -p $(EXPLOIT_DIR)
 	$(call say,NVCC,$@)$(NVCC) -cubin -arch=sm_90 -o $@ $<
 
-# bench/launch_overhead_user.lua's C baseline (links the driver's stub).
-$(BUILD)/bench/launch_overhead_c: bench/launch_overhead_c.c
+# scripts/launch_overhead_user.lua's C baseline (links the driver's stub).
+$(BUILD)/scripts/launch_overhead_c: scripts/launch_overhead_c.c
 	@mkdir -p $(dir $@)
 	$(call say,CC,$@)$(CC) -std=c11 -O2 -Wall -Wextra -D_GNU_SOURCE -I$(CUDA_HOME)/include -o $@ $< -L$(CUDA_HOME)/lib64/stubs -lcuda
 
@@ -145,7 +145,7 @@ $(PLUGIN_DIR)/libbroken%.so: tests/helpers/plugins.c $(PLUGIN_HDR)
 	@mkdir -p $(PLUGIN_DIR)
 	$(call say,PLUGIN,$@)$(CC) -std=c11 -fPIC -Wall -Wextra -Wno-unused-function -Iinclude -DPLUGIN_VARIANT=$* -shared -o $@ $<
 
-USERCODE_SRC := tests/data/usercode/test_kernels.cu
+USERCODE_SRC := tests/fixtures/usercode/test_kernels.cu
 $(BUILD)/usercode/test_kernels.cubin: $(USERCODE_SRC)
 	@mkdir -p $(dir $@)
 	$(call say,NVCC,$@)$(NVCC) -cubin -arch=sm_90 -o $@ $<

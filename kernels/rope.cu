@@ -15,7 +15,7 @@
  * contiguous lines (NV is the widest vector that divides the head and the
  * pointers' alignment; D = 2 or 6 fall back to narrower vectors).
  * The grid has one CTA per group of TPC tokens (no persistent loop: measured
- * faster on the H200, docs/perf-notes.md), TPC chosen to fill up to 256
+ * faster on the H200, docs/perf-notes.md at 7f5c7f0), TPC chosen to fill up to 256
  * threads while keeping at least two CTAs per SM for small problems. U is 8
  * (neox: 4 pairs) where the call is bound by bandwidth; where it is bound
  * by latency, the fewest units per thread that keep to about 640 threads per
@@ -26,7 +26,7 @@
  *
  * Flat kernel: 2-byte dtypes in 16-byte vectors short of the bandwidth-bound
  * sizes: units numbered flat over q and k, one a thread (kFlatThreads,
- * kFlatVpt; docs/perf-notes.md, "The flat kernel").
+ * kFlatVpt; docs/perf-notes.md at 7f5c7f0, "The flat kernel").
  *
  * Floor kernel (rope.h): the fused call's bytes moved by one flat copy in
  * one launch, the yardstick the fused kernels are measured against.
@@ -278,13 +278,13 @@ __global__ void __launch_bounds__(kThreads, MINB) rope_fused_kernel(const FusedG
 }
 
 /* ---- flat kernel --------------------------------------------------------------- */
-/* Calls short of the bandwidth-bound sizes (docs/perf-notes.md, "The flat kernel"; launch_fused_dir
+/* Calls short of the bandwidth-bound sizes (docs/perf-notes.md at 7f5c7f0, "The flat kernel"; launch_fused_dir
  * says which). Units (llama4: one 16-byte vector; neox: a vector and its partner D/2 on) are
  * numbered flat, q's then k's; a CTA of T threads takes T * VPT consecutive units, thread t units
  * t, t + T, ..., so a warp's accesses are contiguous runs. Every load of a thread is issued into
- * registers before the first use. Production runs VPT 1 (kFlatVpt); bench/rope_tune.cu times the
+ * registers before the first use. Production runs VPT 1 (kFlatVpt); bench/rope_tune.cu at 7f5c7f0 times the
  * others, all measured slower, and a variant staged in shared memory with cp.async, slower still
- * (docs/perf-notes.md). Each thread rotates what it loaded itself (no barrier). The math is the
+ * (docs/perf-notes.md at 7f5c7f0). Each thread rotates what it loaded itself (no barrier). The math is the
  * fused kernel's, so the bits are the CPU twin's. 16-byte vectors only; offsets in 32 bits (the
  * host launches it only when one tensor's bytes fit). */
 struct FlatGeom {
@@ -548,7 +548,7 @@ const char *launch_small(const FusedGeom &g, int sms, cudaStream_t stream) {
   return launch_fused_u<DT, NV, STYLE, U, DIR>(g, p, stream);
 }
 
-/* The flat plan (docs/perf-notes.md, "The flat kernel", its second and third rules): CTAs of
+/* The flat plan (docs/perf-notes.md at 7f5c7f0, "The flat kernel", its second and third rules): CTAs of
  * kFlatThreads threads, one unit a thread in registers, for 2-byte dtypes in 16-byte vectors (the
  * case measured). launch_fused_dir takes it for any such call of up to kFlatMaxPerSm units per SM
  * (both passes of `full` counted), where the fused plans ran 2-9 % slower than it on the H200. */
@@ -599,7 +599,7 @@ const char *try_flat(const FusedGeom &fg, cudaStream_t stream, bool *taken) {
 /* Units per thread. A bandwidth-bound call needs 8 vectors (neox: 4 pairs)
  * in flight per thread, the large kernels. A call small enough to be bound
  * by latency runs fastest with about kThreadsPerSm threads per SM (measured
- * on the H200 at hidden 512, docs/perf-notes.md): the fewest units per
+ * on the H200 at hidden 512, docs/perf-notes.md at 7f5c7f0): the fewest units per
  * thread that keep to that, in CTAs that fit one wave where they can. */
 constexpr long long kThreadsPerSm = 640;
 constexpr long long kFlatMaxPerSm = 32 * kThreadsPerSm;
@@ -703,7 +703,7 @@ template <int WB, int V> const char *launch_floor_v(const FloorGeom &g, cudaStre
 }
 
 /* Words per thread, by words per SM: one while the call is latency-bound,
- * more in flight once it is bandwidth-bound (docs/perf-notes.md). */
+ * more in flight once it is bandwidth-bound (docs/perf-notes.md at 7f5c7f0). */
 constexpr long long kFloorV1Work = 1LL << 40;
 template <int WB> const char *launch_floor(const FloorGeom &g, cudaStream_t st) {
   int sms;

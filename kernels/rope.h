@@ -75,7 +75,7 @@ typedef struct {
    * CUDA) and without arithmetic: q_out = q and k_out = k (and dq_out = dq,
    * dk_out = dk when dq is not NULL), with rows [0, seq) of freqs read once
    * per pass. It is the yardstick of the fused kernels: their bytes in one
-   * flat pass, launch latency included (docs/perf-notes.md says where a
+   * flat pass, launch latency included (docs/perf-notes.md at 7f5c7f0 says where a
    * kernel shaped otherwise moves them faster). `scratch` holds at least
    * KB_ROPE_FLOOR_SCRATCH bytes on the tensors' device; the kernel may write
    * there (so that the table reads cannot be optimised away), never reads. */

@@ -11,5 +11,5 @@ Times Llama 4 rotary position embedding (kb.rope.llama4_fwd / llama4_bwd) the
 way Liger-Kernel's llama4_rope benchmark does (bench.do_bench = the algorithm
 of triton.testing.do_bench) and writes one kernelindex bundle per point.
 With no options: hidden 512, seq 2048, backward, fused (the point of
-tests/data/kernelindex-record-example.json); prints the table and appends the
+tests/fixtures/kernelindex-record-example.json); prints the table and appends the
 bundle to results/llama4_rope-<UTC time>.jsonl.]] }))

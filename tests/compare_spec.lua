@@ -572,7 +572,7 @@ describe('the between-session noise figure (issue 13)', function()
   end)
 end)
 
-describe('compare on the GPU: A/A and A/B with bench/ab_spin.lua #gpu', function()
+describe('compare on the GPU: A/A and A/B with scripts/ab_spin.lua #gpu', function()
   -- hidden 8192 seq 16384: a kernel of ~100 us or more, where a spin of 10 %
   -- is far beyond the run-to-run noise; three sessions a side
   local ARGS = ' --hidden 8192 --seq 16384 --sessions 3 --protocol cold'
@@ -580,7 +580,7 @@ describe('compare on the GPU: A/A and A/B with bench/ab_spin.lua #gpu', function
   engine_it('finds a 10 % slow-down as SLOWER and a regression, and an A/A as no change', function()
     local dir = util.tmpdir()
     local function arm(name, extra)
-      local out, rc = kluabench('--quiet bench/ab_spin.lua' .. ARGS .. (extra or '') .. ' --out ' .. dir .. '/' .. name)
+      local out, rc = kluabench('--quiet scripts/ab_spin.lua' .. ARGS .. (extra or '') .. ' --out ' .. dir .. '/' .. name)
       assert.equal(0, rc, out)
     end
     arm('a.jsonl')

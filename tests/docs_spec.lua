@@ -1,14 +1,16 @@
 -- The documentation's own rules: every markdown table has a header row and a
 -- rule row (GitHub renders a table without them as plain text); the docs
 -- cite the example record at its path in the repository, and raw results in
--- evidence/ where they are; the README's package list names every Debian
--- package that `make deps` installs.
+-- docs/evidence/ where they are (small, each records file passing `kluabench
+-- verify`) or in a commit of the history (`git show 7f5c7f0:evidence/...`),
+-- never in the top-level lab folders that are gone; the README's package list
+-- names every Debian package that `make deps` installs.
 local sub = require 'helpers.subprocess'
 local util = require 'helpers.util'
 local ROOT = sub.root()
 
 local function markdown_files()
-  local p = assert(io.popen('cd ' .. util.q(ROOT) .. " && ls README.md docs/*.md evidence/*.md"))
+  local p = assert(io.popen('cd ' .. util.q(ROOT) .. " && ls README.md docs/*.md docs/evidence/README.md"))
   local out = {}
   for line in p:lines() do out[#out + 1] = line end
   p:close()
@@ -48,9 +50,9 @@ describe('docs', function()
   end)
 
   it('cite the example record where the repository has it', function()
-    assert.is_string(util.slurp(ROOT .. '/tests/data/kernelindex-record-example.json'))
+    assert.is_string(util.slurp(ROOT .. '/tests/fixtures/kernelindex-record-example.json'))
     local p = assert(io.popen('cd ' .. util.q(ROOT) .. ' && grep -rln "shared/reference" '
-      .. 'README.md docs stdlib tests scripts examples bench 2>/dev/null'))
+      .. 'README.md docs stdlib tests scripts examples 2>/dev/null'))
     local citing = {}
     for line in p:lines() do
       -- (schema_spec compares the vendored schemas with the reference copy when that is there)
@@ -60,39 +62,113 @@ describe('docs', function()
     assert.same({}, citing)
   end)
 
-  it('cite raw results in evidence/, where each cited path exists, and the README links it', function()
+  -- The files whose text may cite evidence or scripts: the docs, the scripts, the API's source.
+  local function citing_files()
+    local p = assert(io.popen('cd ' .. util.q(ROOT) .. ' && ls README.md docs/*.md docs/evidence/README.md '
+      .. 'scripts/*.sh scripts/*.lua stdlib/kluabench/cli/apidoc.lua'))
+    local out = {}
+    for name in p:lines() do out[#out + 1] = name end
+    p:close()
+    return out
+  end
+
+  local function exists(path)
+    local f = io.open(ROOT .. '/' .. path, 'rb')
+    if f then f:close() return true end
+    return os.execute('test -d ' .. util.q(ROOT .. '/' .. path)) == true
+  end
+
+  it('cite raw results in docs/evidence/, where each cited path exists, and the README links it', function()
     local missing, cited = {}, 0
-    local function exists(path)
-      local f = io.open(ROOT .. '/' .. path, 'rb')
-      if f then f:close() return true end
-      return os.execute('test -d ' .. util.q(ROOT .. '/' .. path)) == true
-    end
-    local p = assert(io.popen('cd ' .. util.q(ROOT) .. ' && ls README.md docs/*.md evidence/*.md bench/*.sh bench/*.lua '
-      .. 'stdlib/kluabench/apidoc/init.lua'))
-    for name in p:lines() do
-      local text = assert(util.slurp(ROOT .. '/' .. name))
+    for _, name in ipairs(citing_files()) do
       local n = 0
-      for line in (text .. '\n'):gmatch('([^\n]*)\n') do
+      for line in (assert(util.slurp(ROOT .. '/' .. name)) .. '\n'):gmatch('([^\n]*)\n') do
         n = n + 1
-        -- "evidence/RUN/FILE", also as a link (../evidence/...); a glob (-s2*) names its folder's prefix
-        for path in line:gmatch('%f[%w%./]%.?%.?/?(evidence/[%w%._%-/]*[%w_/%-])') do
-          path = path:gsub('%*.*$', '')
-          if path ~= 'evidence/' then
-            cited = cited + 1
-            if not exists(path) then missing[#missing + 1] = string.format('%s:%d: %s', name, n, path) end
-          end
-        end
-        -- (a line may say where they went: "bench/results/ ... evidence/")
-        if line:find('bench/results', 1, true) and not line:find('/shared/bench/results', 1, true)
-            and not line:find('evidence/', 1, true) then
-          missing[#missing + 1] = string.format('%s:%d: cites bench/results (now evidence/)', name, n)
+        for path in line:gmatch('%f[%w%./](docs/evidence/[%w%._%-/]*[%w_/%-])') do
+          cited = cited + 1
+          if not exists(path) then missing[#missing + 1] = string.format('%s:%d: %s', name, n, path) end
         end
       end
     end
-    p:close()
     assert.same({}, missing)
-    assert.is_true(cited > 40, cited .. ' citations')
-    assert.is_truthy(assert(util.slurp(ROOT .. '/README.md')):find('(evidence/)', 1, true), 'README links evidence/')
+    assert.is_true(cited >= 10, cited .. ' citations')
+    assert.is_truthy(assert(util.slurp(ROOT .. '/README.md')):find('(docs/evidence/)', 1, true),
+      'README links docs/evidence/')
+  end)
+
+  it('cite the lab folders that are gone (evidence/, bench/) only through a commit, one that has the path', function()
+    local bare, commits = {}, {}
+    for _, name in ipairs(citing_files()) do
+      local n = 0
+      for line in (assert(util.slurp(ROOT .. '/' .. name)) .. '\n'):gmatch('([^\n]*)\n') do
+        n = n + 1
+        -- a path under evidence/ or a file under bench/, with what stands before it
+        for before, path in line:gmatch('()%f[%w%./](%.?%.?/?evidence/[%w%._%-/*]*)') do
+          local prefix = line:sub(1, before - 1)
+          if not prefix:match('docs/$') and not prefix:match('%x%x%x%x%x%x%x%^?:$') then
+            bare[#bare + 1] = string.format('%s:%d: %s', name, n, path)
+          end
+        end
+        for before, path in line:gmatch('()%f[%w%./](bench/[%w_%-]+%.%a+)') do
+          local prefix = line:sub(1, before - 1)
+          if not prefix:match('%x%x%x%x%x%x%x%^?:$') and not prefix:match('/shared/$') then
+            bare[#bare + 1] = string.format('%s:%d: %s', name, n, path)
+          end
+        end
+        for rev, path in line:gmatch('(%x%x%x%x%x%x%x%^?):([%w%._%-/]*[%w_%-/])') do
+          if path ~= 'PATH' then -- (the placeholder of "git show 7f5c7f0:PATH")
+              commits[#commits + 1] = { rev = rev, path = path:gsub('/$', ''), where = string.format('%s:%d', name, n) }
+          end
+        end
+      end
+    end
+    assert.same({}, bare)
+    assert.is_true(#commits > 40, #commits .. ' commit citations')
+    -- each cited path is in its commit, where the history is here (a shallow clone may lack it)
+    local unknown = {}
+    for _, c in ipairs(commits) do
+      local _, has_rev = util.run('cd ' .. util.q(ROOT) .. ' && git cat-file -e ' .. util.q(c.rev .. '^{commit}')
+        .. ' 2>/dev/null')
+      if has_rev == 0 then
+        local _, code = util.run('cd ' .. util.q(ROOT) .. ' && git cat-file -e ' .. util.q(c.rev .. ':' .. c.path)
+          .. ' 2>/dev/null')
+        if code ~= 0 then unknown[#unknown + 1] = c.where .. ': ' .. c.rev .. ':' .. c.path end
+      end
+    end
+    assert.same({}, unknown)
+  end)
+
+  it('keep docs/evidence/ small, and every records file there passes kluabench verify', function()
+    local p = assert(io.popen('cd ' .. util.q(ROOT) .. ' && find docs/evidence -type f | sort'))
+    local records, bytes = {}, 0
+    for path in p:lines() do
+      local f = assert(io.open(ROOT .. '/' .. path, 'rb'))
+      bytes = bytes + f:seek('end')
+      f:close()
+      if (path:match('%.jsonl$') or path:match('%.json$') or path:match('%.ndjson$'))
+          and not path:match('%.samples%.jsonl$') then
+        records[#records + 1] = path
+      end
+    end
+    p:close()
+    assert.is_true(bytes < 1024 * 1024, bytes .. ' bytes under docs/evidence/')
+    assert.is_true(#records >= 1, 'no records file under docs/evidence/')
+    for _, path in ipairs(records) do
+      local r = sub.run({ 'verify', '--quiet', ROOT .. '/' .. path })
+      assert.equal(0, r.code, path .. ': ' .. (r.err or '') .. (r.out or ''))
+    end
+  end)
+
+  it('leave no lab folders at the top, and no test reads data outside tests/fixtures/', function()
+    assert.is_false(exists('bench'), 'bench/ is back')
+    assert.is_false(exists('evidence'), 'evidence/ is back')
+    assert.is_false(exists('tests/data'), 'tests/data/ is tests/fixtures/ now')
+    local p = assert(io.popen('cd ' .. util.q(ROOT) .. " && grep -rnE \"(^|[^[:alnum:]_.-])(evidence|bench)/[[:alnum:]_./-]+\\.(jsonl|json|csv|txt|log|md|lua|sh|py)\" "
+      .. "tests --include='*.lua' --include='*.sh' --include='*.py' | grep -v '7f5c7f0:' | grep -v 'docs/evidence/' | grep -v '/shared/bench/' | grep -v 'tests/docs_spec.lua'"))
+    local reads = {}
+    for line in p:lines() do reads[#reads + 1] = line end
+    p:close()
+    assert.same({}, reads)
   end)
 
   it("list in the README every package of the Makefile's DEPS", function()

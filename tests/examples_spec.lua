@@ -91,7 +91,7 @@ describe('examples', function()
     local json = require 'kluabench.util.json'
     local results, chart = os.tmpname(), os.tmpname() .. '.svg'
     local f = assert(io.open(results, 'w'))
-    for _, row in ipairs(assert(liger.read(ROOT .. '/tests/data/plot/llama4_rope_liger.csv'))) do
+    for _, row in ipairs(assert(liger.read(ROOT .. '/tests/fixtures/plot/llama4_rope_liger.csv'))) do
       if row.kernel_operation_mode == 'backward' and row.x_name == 'T' then
         f:write(assert(json.encode_line(assert(liger.row_to_bundle(row)))), '\n')
       end

@@ -242,7 +242,7 @@ describe('kluabench history (PostgreSQL)', function()
     assert.matches(uri .. ': the history database has schema version 42, newer than this kluabench knows', r.err, 1, true)
     local other = server.database('other')
     server.psql('other', 'CREATE TABLE orders (id integer)')
-    r = run({ 'history', 'add', sub.root() .. '/evidence/2026-12-02-s3-h200-aa/aa1-a.jsonl', '--db', other,
+    r = run({ 'history', 'add', data.SESSION, '--db', other,
       '--commit', sha(1) })
     assert.equal(1, r.code)
     assert.matches('not a kluabench history database (it has tables orders', r.err, 1, true)

@@ -571,18 +571,31 @@ describe('kluabench history (SQLite)', function()
   end)
 end)
 
-describe('bench/history_power.lua (the false-alarm rate and power of docs/HISTORY.md)', function()
-  it('reads the committed H200 A/A sessions and reports every point, run from any folder', function()
-    -- one trial per point (about 2 s): enough to show the script finds its inputs and runs to the end
-    local r = run({ sub.root() .. '/bench/history_power.lua', '--trials', '1' }, { cwd = sub.tmpdir() })
+describe('scripts/history_power.lua (the false-alarm rate and power of docs/HISTORY.md)', function()
+  it('reads real H200 sessions and reports every point, run from any folder', function()
+    -- one trial per point: enough to show the script reads its inputs and runs to the end
+    local r = run({ sub.root() .. '/scripts/history_power.lua', '--trials', '1', data.AA .. 'a.jsonl',
+      data.AA .. 'b.jsonl' }, { cwd = sub.tmpdir() })
     assert.equal(0, r.code, r.err)
-    assert.matches('(9 files, 8 points)', r.out, 1, true)
+    assert.matches('(2 files, 1 points)', r.out, 1, true)
     local rows = 0
     for _ in r.out:gmatch('\nllama4_rope forward [^\n]+') do rows = rows + 1 end
-    assert.equal(16, rows) -- 8 points, fused and reference
-    assert.matches('\nA/A: %d+ false alarms in 1600 checks', r.out)
+    assert.equal(2, rows) -- 1 point, fused and reference
+    assert.matches('\nA/A: %d+ false alarms in 200 checks', r.out)
     assert.matches('\n%+5%% step: found at its commit', r.out)
     assert.matches('\nmachine drift %(', r.out)
+  end)
+
+  it('says what it needs: FILE arguments, --help; exit status 2 on misuse', function()
+    local r = run({ sub.root() .. '/scripts/history_power.lua' })
+    assert.equal(2, r.code)
+    assert.matches('no FILE given', r.err, 1, true)
+    r = run({ sub.root() .. '/scripts/history_power.lua', '--help' })
+    assert.equal(0, r.code)
+    assert.matches('usage: kluabench scripts/history_power.lua', r.out, 1, true)
+    r = run({ sub.root() .. '/scripts/history_power.lua', sub.tmpdir() .. '/none.jsonl' })
+    assert.equal(2, r.code)
+    assert.matches('none.jsonl', r.err, 1, true)
   end)
 end)
 

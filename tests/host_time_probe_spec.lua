@@ -1,9 +1,9 @@
--- bench/host_time_probe.lua: the wall time of a script by function, on the cpu backend.
+-- scripts/host_time_probe.lua: the wall time of a script by function, on the cpu backend.
 local sub = require 'helpers.subprocess'
 
 local ROOT = sub.root()
 
-describe('bench/host_time_probe.lua', function()
+describe('scripts/host_time_probe.lua', function()
   local dir
   before_each(function() dir = sub.tmpdir() end)
   after_each(function() os.execute('rm -rf ' .. sub.q(dir)) end)
@@ -21,7 +21,7 @@ assert(arg[1] == 'x' and select('#', ...) == 2, 'the script gets its arguments')
 slow(2)
 quick()
 ]])
-    local r = sub.run({ '--backend', 'cpu', ROOT .. '/bench/host_time_probe.lua', '--top', '50', dir .. '/work.lua',
+    local r = sub.run({ '--backend', 'cpu', ROOT .. '/scripts/host_time_probe.lua', '--top', '50', dir .. '/work.lua',
       'x', 'y' })
     assert.equal(0, r.code, r.err)
     local slow_s, slow_calls = r.out:match('([%d.]+) s%s+(%d+) calls%s+%S*work%.lua:6 %(slow%)')
@@ -36,13 +36,13 @@ quick()
 
   it('says so when the script fails, and refuses bad usage', function()
     sub.spit(dir .. '/bad.lua', 'error("no such point")')
-    local r = sub.run({ '--backend', 'cpu', ROOT .. '/bench/host_time_probe.lua', dir .. '/bad.lua' })
+    local r = sub.run({ '--backend', 'cpu', ROOT .. '/scripts/host_time_probe.lua', dir .. '/bad.lua' })
     assert.equal(1, r.code)
     assert.matches('the script failed: .*no such point', r.err)
-    r = sub.run({ '--backend', 'cpu', ROOT .. '/bench/host_time_probe.lua', '--top', '0', dir .. '/bad.lua' })
+    r = sub.run({ '--backend', 'cpu', ROOT .. '/scripts/host_time_probe.lua', '--top', '0', dir .. '/bad.lua' })
     assert.equal(2, r.code)
     assert.matches("%-%-top must be an integer >= 1, got '0'", r.err)
-    r = sub.run({ '--backend', 'cpu', ROOT .. '/bench/host_time_probe.lua' })
+    r = sub.run({ '--backend', 'cpu', ROOT .. '/scripts/host_time_probe.lua' })
     assert.equal(2, r.code)
     assert.matches('usage:', r.err)
   end)

@@ -2,7 +2,7 @@
 local kb = require "kluabench"
 local jcs = kb.jcs
 
-local DATA = (debug.getinfo(1, "S").source:match("^@(.*)[/\\]") or ".") .. "/data/jcs/"
+local DATA = (debug.getinfo(1, "S").source:match("^@(.*)[/\\]") or ".") .. "/fixtures/jcs/"
 
 -- The double whose IEEE 754 bits are the 16 hex digits h.
 local function from_bits(h)

@@ -1,4 +1,4 @@
--- bench/launch_overhead_user.lua's two designs (docs/MEASUREMENT.md E4 and E4b), on the cpu
+-- scripts/launch_overhead_user.lua's two designs (docs/MEASUREMENT.md E4 and E4b), on the cpu
 -- backend with --dry-run: which batch runs when. The numbers of a dry run mean nothing; the
 -- order of the batches in its --out CSV is what E4b changes, so that is what is checked.
 local sub = require 'helpers.subprocess'
@@ -7,7 +7,7 @@ local PATHS = { c = true, reused = true, inline = true, pack = true }
 
 local function run(interleave, dir)
   local out = dir .. '/' .. interleave .. '.csv'
-  local r = sub.run({ sub.root() .. '/bench/launch_overhead_user.lua', '--dry-run', '--rounds', '5', '--batches', '3',
+  local r = sub.run({ sub.root() .. '/scripts/launch_overhead_user.lua', '--dry-run', '--rounds', '5', '--batches', '3',
     '--per', '4', '--seed', '7', '--interleave', interleave, '--out', out }, { env = { KLUABENCH_BACKEND = 'cpu' } })
   assert.equal(0, r.code, r.err)
   local rows = {}
@@ -19,7 +19,7 @@ local function run(interleave, dir)
   return rows, r.out
 end
 
-describe('bench/launch_overhead_user.lua --dry-run', function()
+describe('scripts/launch_overhead_user.lua --dry-run', function()
   local dir
   setup(function() dir = sub.tmpdir() end)
   teardown(function() os.execute('rm -rf ' .. sub.q(dir)) end)
@@ -67,7 +67,7 @@ describe('bench/launch_overhead_user.lua --dry-run', function()
 
   it('--direct adds a fifth path, reported and not judged, to every turn; the host line says where it ran', function()
     local out = dir .. '/direct.csv'
-    local r = sub.run({ sub.root() .. '/bench/launch_overhead_user.lua', '--dry-run', '--direct', '--rounds', '5',
+    local r = sub.run({ sub.root() .. '/scripts/launch_overhead_user.lua', '--dry-run', '--direct', '--rounds', '5',
       '--batches', '3', '--per', '4', '--seed', '7', '--interleave', 'batch', '--out', out },
       { env = { KLUABENCH_BACKEND = 'cpu' } })
     assert.equal(0, r.code, r.err)
@@ -94,7 +94,7 @@ describe('bench/launch_overhead_user.lua --dry-run', function()
   end)
 
   it('refuses an unknown design (exit 2)', function()
-    local r = sub.run({ sub.root() .. '/bench/launch_overhead_user.lua', '--dry-run', '--interleave', 'rounds' },
+    local r = sub.run({ sub.root() .. '/scripts/launch_overhead_user.lua', '--dry-run', '--interleave', 'rounds' },
       { env = { KLUABENCH_BACKEND = 'cpu' } })
     assert.equal(2, r.code)
     assert.matches("--interleave must be 'block' or 'batch', got 'rounds'", r.err, 1, true)

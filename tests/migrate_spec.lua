@@ -1,6 +1,6 @@
 -- Results files of kluabench's earlier record format (before it followed
 -- kernelindex's published schemas) still read: compare and plot read the
--- committed file tests/data/records_before_kernelindex.jsonl as they read
+-- committed file tests/fixtures/records_before_kernelindex.jsonl as they read
 -- today's, and `kluabench migrate` rewrites it in today's form, keeping
 -- every number.
 local kb = require 'kluabench'
@@ -9,7 +9,7 @@ local json = require 'kluabench.util.json'
 local verify = require 'kluabench.record.verify'
 
 local ROOT = sub.root()
-local OLD = ROOT .. '/tests/data/records_before_kernelindex.jsonl'
+local OLD = ROOT .. '/tests/fixtures/records_before_kernelindex.jsonl'
 
 -- The old file's own lines, decoded (no migration).
 local function old_lines()
@@ -113,8 +113,8 @@ describe('the earlier record format', function()
   end)
 
   it('names two sessions of one point apart (old names were cut at 100 characters, before their time)', function()
-    -- the H200 results of 2026-12-02: 7 points measured twice under one old name
-    local file = ROOT .. '/evidence/2026-12-02-h200/ours.jsonl'
+    -- H200 results of the earlier format: 2 points measured twice under one old name, and one once
+    local file = ROOT .. '/tests/fixtures/records/old_format_name_clashes.jsonl'
     local bundles = assert(kb.reader.read(file))
     local names, old_names, clashes = {}, {}, 0
     for _, b in ipairs(bundles) do
@@ -126,12 +126,12 @@ describe('the earlier record format', function()
         old_names[old] = true
       end
     end
-    assert.equal(49, #bundles)
-    assert.equal(7, clashes) -- the old names that two runs shared, kept as labels
+    assert.equal(5, #bundles)
+    assert.equal(2, clashes) -- the old names that two runs shared, kept as labels
     local r = sub.run { 'compare', file, file }
     assert.equal(0, r.code, r.err)
     assert.not_matches('appears twice', r.out)
-    assert.matches('42 point%(s%)', r.out)
+    assert.matches('3 point%(s%)', r.out)
   end)
 
   it("leaves the migrating process's own loaded code out of a script implementation (issue 19)", function()

@@ -1,15 +1,16 @@
 -- The GPU comparison's plumbing, on the CPU: scripts/peers/merge.py's tables
 -- for both RoPE kernels (our bundles from the cpu backend, the peers' CSV and
--- the ceiling from tests/data/peers), rope_peers.py's plan and option errors
--- (they need no torch), and bench/gpu_compare.sh's steps, budget and files
--- with a stub kluabench and a stub peers script. Needs python3 and bash; the
--- timing itself needs the GPU machine (bench/gpu_compare.sh runs it there).
+-- the ceiling from tests/fixtures/peers), rope_peers.py's plan and option errors
+-- (they need no torch), and scripts/gpu_compare.sh's steps, budget, files and
+-- signals with a stub kluabench, a stub peers script and a stub nvidia-smi.
+-- Needs python3 and bash; the timing itself needs the GPU machine
+-- (scripts/gpu_compare.sh runs it there).
 local sub = require 'helpers.subprocess'
 local util = require 'helpers.util'
 
 local ROOT = sub.root()
 local q = sub.q
-local DATA = ROOT .. '/tests/data/peers'
+local DATA = ROOT .. '/tests/fixtures/peers'
 local HAVE_PY = select(2, util.run('python3 -c "import sys; sys.exit(sys.version_info < (3, 8))" 2>/dev/null')) == 0
 
 -- Runs a shell command in the repository root; returns stdout+stderr and the exit code.
@@ -171,6 +172,9 @@ local STUB_KB = [[#!/bin/sh
 echo "kluabench $*" >> "$STUB_LOG"
 case "$1" in
   -v) echo "kluabench stub"; exit 0 ;;
+  scripts/ceilings.lua) if [ -n "${STUB_HANG:-}" ]; then echo $$ > "$STUB_HANG"; exec sleep 60; fi ;;
+esac
+case "$1" in
   compare) shift; exec "$REAL_KB" compare "$@" ;;
   scripts/ceilings.lua) echo "device: stub" >&2; cat "$STUB_DATA/ceiling.json"; exit 0 ;;
 esac
@@ -203,7 +207,16 @@ grep "^$kernel," "$STUB_DATA/peers.csv" >> "$out"
 exit 0
 ]]
 
-describe('bench/gpu_compare.sh with stubs', function()
+-- A stub nvidia-smi that lists one GPU, and one that finds none (as on a machine without a driver).
+local STUB_SMI = [[#!/bin/sh
+case "$1" in -L) echo "GPU 0: stub GPU (UUID: GPU-00000000-0000-0000-0000-000000000000)" ;; *) echo "stub nvidia-smi $*" ;; esac
+]]
+local STUB_NO_SMI = [[#!/bin/sh
+echo "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver." >&2
+exit 9
+]]
+
+describe('scripts/gpu_compare.sh with stubs', function()
   if not HAVE_PY then
     pending('python3 (3.8 or later) is not installed')
     return
@@ -212,25 +225,29 @@ describe('bench/gpu_compare.sh with stubs', function()
   local dir, env
   setup(function()
     dir = sub.tmpdir()
-    os.execute('mkdir -p ' .. q(dir .. '/base/build') .. ' ' .. q(dir .. '/base/scripts') .. ' ' .. q(dir .. '/out'))
+    os.execute('mkdir -p ' .. q(dir .. '/base/build') .. ' ' .. q(dir .. '/base/scripts') .. ' ' .. q(dir .. '/out')
+      .. ' ' .. q(dir .. '/gpu') .. ' ' .. q(dir .. '/nogpu'))
+    sub.spit(dir .. '/gpu/nvidia-smi', STUB_SMI)
+    sub.spit(dir .. '/nogpu/nvidia-smi', STUB_NO_SMI)
+    os.execute('chmod +x ' .. q(dir .. '/gpu/nvidia-smi') .. ' ' .. q(dir .. '/nogpu/nvidia-smi'))
     sub.spit(dir .. '/kluabench', STUB_KB)
     sub.spit(dir .. '/python3', STUB_PY)
     sub.spit(dir .. '/base/scripts/llama4_rope.lua', '-- the baseline\'s script (the stub ignores it)\n')
     os.execute('chmod +x ' .. q(dir .. '/kluabench') .. ' ' .. q(dir .. '/python3')
       .. ' && cp ' .. q(dir .. '/kluabench') .. ' ' .. q(dir .. '/base/build/kluabench'))
-    env = table.concat({ 'env', 'STUB_LOG=' .. q(dir .. '/calls.log'), 'STUB_DATA=' .. q(DATA),
+    env = table.concat({ 'env', 'PATH=' .. q(dir .. '/gpu') .. ':"$PATH"', 'STUB_LOG=' .. q(dir .. '/calls.log'), 'STUB_DATA=' .. q(DATA),
       'REAL_KB=' .. q(sub.bin()), 'STUB_L4=' .. q(our_bundles('llama4_rope.lua')),
       'STUB_ROPE=' .. q(our_bundles('rope.lua')), 'KLUABENCH=' .. q(dir .. '/kluabench'),
       'PYTHON=' .. q(dir .. '/python3'), 'BASELINE=' .. q(dir .. '/base'), 'OUT=' .. q(dir .. '/out') }, ' ')
   end)
 
   it('is valid bash', function()
-    local text, code = sh('bash -n bench/gpu_compare.sh')
+    local text, code = sh('bash -n scripts/gpu_compare.sh')
     assert.are.equal(0, code, text)
   end)
 
   it('runs every step in order, merges both kernels and names its seven files', function()
-    local text, code = sh(env .. ' bash bench/gpu_compare.sh')
+    local text, code = sh(env .. ' bash scripts/gpu_compare.sh')
     assert.are.equal(0, code, text)
     local calls = sub.slurp(dir .. '/calls.log')
     local order = {}
@@ -263,7 +280,7 @@ describe('bench/gpu_compare.sh with stubs', function()
 
   it('skips what its knobs say, and a step the budget leaves no time for, then fails', function()
     os.remove(dir .. '/calls.log')
-    local text, code = sh(env .. ' SKIP_BEFORE=1 SKIP_PEERS_ROPE=1 SKIP_GRAPH=1 bash bench/gpu_compare.sh')
+    local text, code = sh(env .. ' SKIP_BEFORE=1 SKIP_PEERS_ROPE=1 SKIP_GRAPH=1 bash scripts/gpu_compare.sh')
     assert.are.equal(0, code, text)
     local calls = sub.slurp(dir .. '/calls.log')
     assert.falsy(calls:find('/base/', 1, true), calls)
@@ -271,9 +288,46 @@ describe('bench/gpu_compare.sh with stubs', function()
     assert.truthy(text:find('before: baseline llama4    skipped:', 1, true), text)
     assert.falsy(io.open(dir .. '/out/before.jsonl'), 'a rerun must not keep the last run\'s files')
     -- a budget smaller than the reserve: nothing starts, the merge still runs, the run fails
-    text, code = sh(env .. ' BUDGET_S=10 bash bench/gpu_compare.sh')
+    text, code = sh(env .. ' BUDGET_S=10 bash scripts/gpu_compare.sh')
     assert.are.equal(1, code, text)
     assert.truthy(text:find('ours rope                  skipped: out of the 10 s budget', 1, true), text)
     assert.truthy(text:find('no table', 1, true) or text:find('merge: ', 1, true), text)
+  end)
+
+  it('refuses to run without a GPU: a clear message, exit status 2, nothing written', function()
+    os.remove(dir .. '/calls.log')
+    local text, code = sh(env:gsub(q(dir .. '/gpu'), q(dir .. '/nogpu'), 1) .. ' OUT=' .. q(dir .. '/none') .. ' bash scripts/gpu_compare.sh')
+    assert.are.equal(2, code, text)
+    assert.truthy(text:find('gpu_compare.sh: no GPU here (nvidia-smi -L lists none)', 1, true), text)
+    assert.falsy(io.open(dir .. '/calls.log'), 'nothing may run without a GPU')
+    assert.falsy(io.open(dir .. '/none/log.txt'), 'nothing may be written without a GPU')
+  end)
+
+  it('prints its header with --help', function()
+    local text, code = sh('bash scripts/gpu_compare.sh --help')
+    assert.are.equal(0, code, text)
+    assert.truthy(text:find('^Our RoPE sweeps beside Liger%-Kernel'), text)
+    assert.truthy(text:find('SKIP_PEERS_ROPE', 1, true), text)
+  end)
+
+  it('stops the step still running when it is interrupted (SIGTERM), and logs it', function()
+    local hang = dir .. '/hang.pid'
+    os.remove(hang)
+    -- the copy-ceiling step hangs (a stub that sleeps a minute); the script is sent SIGTERM once it runs
+    local text = sh(string.format('%s STUB_HANG=%s bash scripts/gpu_compare.sh >%s 2>&1 & p=$!; '
+      .. 'for i in $(seq 100); do [ -s %s ] && break; sleep 0.1; done; kill -TERM $p; wait $p; echo "status $?"; '
+      .. 'c=$(cat %s); sleep 0.3; if kill -0 "$c" 2>/dev/null; then echo "child $c alive"; kill "$c"; else echo "child gone"; fi',
+      env, q(hang), q(dir .. '/hang.log'), q(hang), q(hang)))
+    assert.truthy(text:find('status 143', 1, true), text)
+    assert.truthy(text:find('child gone', 1, true), text)
+    -- (tee writes the log's last lines once the script is gone)
+    local log
+    for _ = 1, 50 do
+      log = sub.slurp(dir .. '/out/log.txt') or ''
+      if log:find('stopped the running step', 1, true) then break end
+      os.execute('sleep 0.1')
+    end
+    assert.truthy(log:find('interrupted (SIGTERM)', 1, true), log)
+    assert.truthy(log:find('stopped the running step', 1, true), log)
   end)
 end)

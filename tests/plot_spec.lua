@@ -10,7 +10,7 @@ local record = require 'kluabench.record'
 
 local ROOT = package.searchpath('kluabench.charts.plot', package.path):match('^(.-)/?stdlib/kluabench/charts/plot%.lua$')
 if ROOT == '' then ROOT = '.' end
-local CSV = ROOT .. '/tests/data/plot/llama4_rope_liger.csv'
+local CSV = ROOT .. '/tests/fixtures/plot/llama4_rope_liger.csv'
 
 local slurp = util.slurp
 

@@ -1,10 +1,10 @@
--- Record bundles: the shape of tests/data/kernelindex-record-example.json,
+-- Record bundles: the shape of tests/fixtures/kernelindex-record-example.json,
 -- the digest recipe recomputed independently, key order, names.
 local kb = require 'kluabench'
 local record, env, bench, names = kb.record, kb.env, kb.do_bench, kb.names
 local json = require 'kluabench.util.json'
 
--- The example record (tests/data/kernelindex-record-example.json), byte for byte.
+-- The example record (tests/fixtures/kernelindex-record-example.json), byte for byte.
 local EXAMPLE = require('helpers.example_record')
 local verify = require 'kluabench.record.verify'
 

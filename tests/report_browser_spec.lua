@@ -67,7 +67,7 @@ describe('kluabench report in headless Chromium', function()
 
   it('a results file: tables with units, the charts plot draws, records with digests; no console message', function()
     if not browser then return pending('chromium is not installed (make deps installs it)') end
-    local f = sub.root() .. '/evidence/2026-12-02-s3-h200-aa/aa1-a.jsonl'
+    local f = data.SESSION
     local out = dir .. '/report.html'
     local r = run({ 'report', f, '-o', out })
     assert.equal(0, r.code, r.err)
@@ -83,13 +83,13 @@ describe('kluabench report in headless Chromium', function()
     assert.equal(total, drawn)
     local filled, tables = dom:match('data%-tables%-filled="(%d+)/(%d+)"')
     assert.equal(tables, filled)
-    -- the results table: 24 rows, drawn with a height
+    -- the results table: 3 rows (fused, reference, copy), drawn with a height
     local rows, height = dom:match('<table id="results%-table" data%-rendered%-rows="(%d+)" data%-rendered%-height="(%d+)"')
-    assert.equal('24', rows)
+    assert.equal('3', rows)
     assert.is_true(tonumber(height) > 100)
     assert.matches('median (us)', dom, 1, true)
-    assert.matches('id="run-24"', dom, 1, true)
-    -- the file is of the earlier record format: read as today's, its first point is on kernelindex's workload
+    assert.matches('id="run-3"', dom, 1, true)
+    -- an H200 point on kernelindex's own workload
     assert.matches('sha256:98c5e76b9fa318ddeea51b56d90bc6fb39d72e404e2d01dbb467e67f57ff63e8', dom, 1, true)
     for size, marks in dom:gmatch('data%-rendered%-size="(%d+x%d+)" data%-rendered%-marks="(%d+)"') do
       local w, h = size:match('(%d+)x(%d+)')

@@ -179,7 +179,7 @@ end
       '--seq', '16,32', '--hidden', '64', '--rep-ms', '2', '--warmup-ms', '1' }
     files[#files + 1] = dir .. '/run/all.jsonl'
     -- migrate of a results file of the earlier format
-    kluabench { 'migrate', ROOT .. '/tests/data/records_before_kernelindex.jsonl', '-o', dir .. '/migrated.jsonl' }
+    kluabench { 'migrate', ROOT .. '/tests/fixtures/records_before_kernelindex.jsonl', '-o', dir .. '/migrated.jsonl' }
     files[#files + 1] = dir .. '/migrated.jsonl'
     -- the submission of all of them
     local args = { 'submission' }

@@ -6,7 +6,7 @@ local sub = require 'helpers.subprocess'
 
 local ROOT = sub.root()
 local SOAK = ROOT .. '/scripts/soak.lua'
-local LEAKY = ROOT .. '/tests/data/soak/leaky_sweep.lua'
+local LEAKY = ROOT .. '/tests/fixtures/soak/leaky_sweep.lua'
 
 describe('scripts/soak.lua', function()
   it('repeats the real sweep and passes when memory stays flat', function()

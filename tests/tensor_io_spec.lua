@@ -1,6 +1,6 @@
 -- Tensors in .npy and safetensors files (engine/core/tensor_io.c): round trips
 -- bit for bit on fresh random tensors, the committed files that NumPy and
--- safetensors wrote (tests/data/tensor_io/README.md says how), files that
+-- safetensors wrote (tests/fixtures/tensor_io/README.md says how), files that
 -- lie about their sizes or are no files at all, and, where Python has numpy
 -- and safetensors, both directions against the real libraries.
 local kb = require 'kluabench'
@@ -9,7 +9,7 @@ local util = require 'helpers.util'
 local q, spit, slurp = util.q, util.spit, util.slurp
 local ROOT = package.searchpath('kluabench.init', package.path):match('^(.-)/?stdlib/kluabench/init%.lua$')
 if ROOT == '' then ROOT = '.' end
-local DATA = ROOT .. '/tests/data/tensor_io/'
+local DATA = ROOT .. '/tests/fixtures/tensor_io/'
 
 local function seed() return math.random(1, 2 ^ 31) end
 
@@ -60,7 +60,7 @@ describe('kb.save_npy and kb.load_npy', function()
     assert.truthy(slurp(path):find("'shape': (4,), }", 1, true))
   end)
 
-  it('reads the files numpy.save wrote (tests/data/tensor_io)', function()
+  it('reads the files numpy.save wrote (tests/fixtures/tensor_io)', function()
     local t = assert(kb.load_npy(DATA .. 'numpy_f32_2x3x2.npy'))
     assert.same({ 2, 3, 2 }, t.shape)
     assert.equal('f32', t.dtype)
@@ -191,7 +191,7 @@ describe('kb.save_safetensors and kb.load_safetensors', function()
     assert.same({}, (assert(kb.load_safetensors(path))))
   end)
 
-  it('reads the file safetensors wrote (tests/data/tensor_io)', function()
+  it('reads the file safetensors wrote (tests/fixtures/tensor_io)', function()
     local t, meta = assert(kb.load_safetensors(DATA .. 'safetensors_4_dtypes.safetensors'))
     assert.same({ made_by = 'safetensors 0.8.0 (numpy)' }, meta)
     assert.same({ 3, 4 }, t.w.shape)

@@ -1,6 +1,6 @@
 -- scripts/validate_ncu.lua report: the agreement rule of docs/MEASUREMENT.md
 -- on synthetic inputs with known answers (the measure and ncu halves need
--- the GPU machine: bench/h200_checks.sh runs them).
+-- the GPU machine: scripts/validate_ncu.sh runs them).
 local sub = require 'helpers.subprocess'
 
 local HEADER = '"ID","Kernel Name","Metric Name","Metric Unit","Metric Value"\n'

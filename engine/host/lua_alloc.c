@@ -3,7 +3,7 @@
  * Why: a call like kern:launch{grid = g, block = b, args = {...}} makes two
  * tables (four blocks of 48 to 128 bytes) that die at once; with the C
  * library's malloc and free they were a third of what such a launch spent
- * besides cuLaunchKernel (bench/launch_overhead_user.lua). Lua passes the
+ * besides cuLaunchKernel (scripts/launch_overhead_user.lua). Lua passes the
  * old size of every block it frees or resizes, so a block needs no header:
  * blocks up to KB_POOL_MAX bytes come from 64 KiB slabs, in classes of 16
  * bytes, and go back to their class's free list; larger ones are the C

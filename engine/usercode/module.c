@@ -625,7 +625,7 @@ static long long mono_ns(void) {
 /*** Launches the kernel n times from a C loop with the arguments of opts, packed once; the host ns it took.
  *
  * opts as kern:launch takes them, with the same checks. Nothing waits for the device. The floor
- * that kern:launch's host cost is measured against: bench/launch_overhead_user.lua alternates the
+ * that kern:launch's host cost is measured against: scripts/launch_overhead_user.lua alternates the
  * two in one process. Refused while a CUDA graph is being captured.
  *
  * @signature kern:launch_repeat(opts, n) -> ns
@@ -642,7 +642,7 @@ static long long mono_ns(void) {
  * its checks), then calls cuLaunchKernel n times from a C loop, and returns
  * the host nanoseconds the n calls took (nothing waits for the device). The
  * floor that kernel:launch's own host cost is measured against
- * (bench/launch_overhead_user.lua alternates the two in one process). */
+ * (scripts/launch_overhead_user.lua alternates the two in one process). */
 static int k_launch_repeat(lua_State *L) {
   kb_kernel *k = launch_self(L, KB_KERNEL_MT);
   lua_Integer n = luaL_checkinteger(L, 3);

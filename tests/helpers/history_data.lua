@@ -1,43 +1,45 @@
--- Record bundles for the history specs: real H200 bundles (the committed
--- A/A files, of kluabench's earlier record format, migrated to today's)
--- with their raw samples replaced by fresh draws of a known median, so that
--- a series over commits steps exactly where a test says.
+-- Record bundles for the history specs: real H200 bundles (two sessions of
+-- one A/A pair, tests/fixtures/records/h200_aa/, llama4_rope forward at
+-- hidden 512, seq 2048) with their raw samples replaced by fresh draws of a
+-- known median, so that a series over commits steps exactly where a test says.
 local json = require 'kluabench.util.json'
 local prng = require 'kluabench.stats.prng'
 local sub = require 'helpers.subprocess'
-local migrate = require 'kluabench.record.migrate'
 local evidence = require 'kluabench.record.evidence'
 local stats = require 'kluabench.stats'
 
 local M = {}
 
-M.AA = sub.root() .. '/evidence/2026-12-02-s3-h200-aa/'
+M.AA = sub.root() .. '/tests/fixtures/records/h200_aa/'
+M.SESSION = M.AA .. 'a.jsonl'
 
-local templates
--- The first fused and copy bundles of aa1-a.jsonl (hidden512 seq2048).
+local lines
+-- A fresh copy of a.jsonl's bundle of a provider ("fused", "reference" or "copy"), its
+-- evidence entry (a copy too) attached.
 local function template(provider)
-  if not templates then
-    templates = {}
-    local text = assert(sub.slurp(M.AA .. 'aa1-a.jsonl'))
-    for line in text:gmatch('[^\n]+') do
-      local b = assert(json.decode(line))
-      local p = b.implementation.spec.provider
-      local w = b.workload.spec.parameters.hidden
-      templates[p .. w] = templates[p .. w] or line
+  if not lines then
+    lines = {}
+    for line in assert(sub.slurp(M.SESSION)):gmatch('[^\n]+') do
+      local name = assert(json.decode(line)).run.metadata.name
+      lines[assert(name:match('^kluabench%-llama4%-rope%-forward%-(%a+)%-'), name)] = line
     end
   end
-  return migrate.bundle(assert(json.decode(templates[provider])))
+  local b = assert(json.decode(assert(lines[provider], provider)))
+  local entry = {}
+  for k, v in pairs(assert(evidence.resolve(b, M.SESSION))) do entry[k] = v end
+  evidence.attach(b, entry)
+  return b
 end
 
 --- Bundles of one session: for each provider ({"fused", "copy"} by default) a bundle whose
 -- samples (n, default 60) are drawn around median_ns[provider] with 1 % spread; observedAt made
--- unique by tag. hidden: 512 (default), 2048 or 8192 (other workloads, other digests).
+-- unique by tag.
 function M.session(tag, median_ns, opts)
   opts = opts or {}
   local rng = prng.new(opts.seed or 1)
   local out = {}
   for _, provider in ipairs(opts.providers or { 'fused', 'copy' }) do
-    local b = template(provider .. (opts.hidden or 512))
+    local b = template(provider)
     local vals = {}
     for i = 1, opts.n or 60 do
       vals[i] = math.floor(median_ns[provider] * (1 + 0.01 * (rng:uniform() * 2 - 1)) + 0.5)
@@ -69,14 +71,14 @@ end
 
 --- Makes a version-1 history database at spec (a SQLite path or a postgresql:// URI), as kluabench
 -- wrote it before schema version 2: the tables of schema step 1 and the rows of
--- tests/data/history/v1.sql (3 commits, 6 runs, 12 documents, 1 mark).
+-- tests/fixtures/history/v1.sql (3 commits, 6 runs, 12 documents, 1 mark).
 function M.v1_database(spec)
   local schema = require 'kluabench.history.schema'
   local steps = schema.STEPS
   schema.STEPS = { steps[1] }
   local ok, err = pcall(function()
     local h = assert(require('kluabench.history').open(spec, { create = true }))
-    h:transaction(function() h:exec(assert(sub.slurp(sub.root() .. '/tests/data/history/v1.sql'))) end)
+    h:transaction(function() h:exec(assert(sub.slurp(sub.root() .. '/tests/fixtures/history/v1.sql'))) end)
     h:close()
   end)
   schema.STEPS = steps

@@ -10,8 +10,8 @@ M.bin, M.q, M.slurp, M.spit, M.tmpdir = util.bin, util.q, util.slurp, util.spit,
 
 --- The source tree (where stdlib/ and scripts/ are).
 function M.root()
-  local p = package.searchpath('kluabench.report', package.path) or 'stdlib/kluabench/report/init.lua'
-  local r = p:match('^(.-)/?stdlib/kluabench/report/init%.lua$')
+  local p = package.searchpath('kluabench.suite', package.path) or 'stdlib/kluabench/suite/init.lua'
+  local r = p:match('^(.-)/?stdlib/kluabench/suite/init%.lua$')
   if r == nil or r == '' then r = os.getenv('PWD') or '.' end
   if r:sub(1, 1) ~= '/' then r = (os.getenv('PWD') or '.') .. '/' .. r end
   return r

@@ -378,7 +378,7 @@ local COMMAND_EXAMPLES = {
   slurm = 'kluabench slurm --gpus 16 --partition gpu --time 01:00:00 --dir /shared/sweep --submit '
     .. 'scripts/llama4_rope.lua --sweep all',
   merge = 'kluabench merge /shared/sweep -o all.jsonl',
-  migrate = 'kluabench migrate evidence/2026-12-02-s3-h200-aa/aa1-a.jsonl -o aa1-a.kernelindex.jsonl',
+  migrate = 'kluabench migrate results/old.jsonl -o results/old.kernelindex.jsonl',
   submission = 'kluabench submission results/run.jsonl records/liger.jsonl -o submission.json',
   history = 'kluabench history add results/run.jsonl --db results/history.db && kluabench history check',
   report = 'kluabench report results/run.jsonl -o report.html',

@@ -28,7 +28,8 @@ M.OWN_SESSIONS = 3
 --- The default figure: the largest between-session spread measured on our GPUs at each time scale
 -- (sd of log session median), interpolated in log(ms) between the scales, constant beyond them.
 --
--- Where each number comes from (all on NVIDIA H200s, committed under evidence/):
+-- Where each number comes from (all on NVIDIA H200s; the files are in the repository's history,
+-- `git show 7f5c7f0:evidence/2026-12-02-s3-h200-aa/`):
 --   7.2 us, 6.0 %: refactor/after.jsonl (2026-12-02-s3-h200-aa), do_bench, forward fused at hidden 512,
 --       3 sessions: sd 5.97 %, the largest of any point below 20 us (the same sweep's copy point: 5.50 %);
 --   50 us, 2.2 %: refactor/before.jsonl, do_bench, full reference at hidden 512, 3 sessions: sd 2.17 %,
