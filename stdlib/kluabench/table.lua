@@ -3,7 +3,6 @@
 local M = {}
 local args = require 'kluabench.util.args'
 
-local stats = require 'kluabench.stats'
 local result = require 'kluabench.result'
 
 local function cell_text(col, row)
@@ -175,24 +174,6 @@ local function timer_text(p)
   return tostring(p.backend or '?') .. '/' .. tostring(p.timer or '?')
 end
 
--- The half-width of the 95 % interval of the median, relative to the median (%), and what limits
--- it ("ci=range", "ci~1": stats.describe's ci_flag): as the measurement computed them (the
--- point's ci_ms, ci_flag), or, for files written before records kept the flags, computed from
--- the samples by the same function; nil with fewer than 2 samples.
-local function ci_percent(p)
-  local ci, flag, med = p.ci_ms, p.ci_flag, p.median_ns and p.median_ns / 1e6
-  if not ci then
-    local values = p.samples_ms
-    if type(values) ~= 'table' or #values < 2 then return nil end
-    local d = stats.describe(values)
-    ci, flag, med = d.ci95, d.ci_flag, d.median
-  end
-  if not med or med <= 0 then return nil end
-  return 100 * (ci[2] - ci[1]) / (2 * med), flag
-end
-
--- True when the run's stopping rule aimed at a noise target (rse_median,
--- alone or inside `any`) or was interrupted, and did not converge.
 local function not_converged(stop, rule)
   if type(stop) ~= 'table' or stop.converged ~= false then return false end
   if stop.rule == 'rse_median' or stop.rule == 'interrupted' then return true end
@@ -204,148 +185,84 @@ local function not_converged(stop, rule)
   return false
 end
 
--- The flags of a row (see M.FLAGS), space separated, or nil.
-local function flags_of(row, p)
-  local ex = type(p.evidence.execution) == 'table' and p.evidence.execution or {}
+-- The flags of one session (the table's flags column).
+local function session_flags(s, n, ci_flag)
+  local ex = type(s.evidence.execution) == 'table' and s.evidence.execution or {}
   local f = {}
-  if row.n and row.n < M.MIN_SAMPLES then f[#f + 1] = 'n<' .. M.MIN_SAMPLES end
+  if n and n < M.MIN_SAMPLES then f[#f + 1] = 'n<' .. M.MIN_SAMPLES end
   if not_converged(ex.stop, ex.stopping) then f[#f + 1] = '!conv' end
-  -- set by whoever checks the median against the copy floor; a percentage
-  -- of the floor above 100 says the same
-  if p.implausible or (type(p.pct_floor) == 'number' and p.pct_floor > 100 * (1 + M.CEILING_SPREAD)) then
+  if s.implausible or (type(s.pct_floor) == 'number' and s.pct_floor > 100 * (1 + M.CEILING_SPREAD)) then
     f[#f + 1] = '<floor'
   end
-  if row.ci_flag then f[#f + 1] = row.ci_flag end
-  return #f > 0 and table.concat(f, ' ') or nil
+  if ci_flag then f[#f + 1] = ci_flag end
+  return f
 end
 
--- One row of a bundle, and its point. energy: fill the energy columns (false: "n/a").
-local function row_of(b, energy)
-  local p = result.session(b)
+-- The row of a session or of a point (x: what result.session or result.points gave; agg: x is a
+-- point, its figures the aggregate of its passed sessions).
+local function row_of(x, energy, agg)
+  local memory = x.metric == 'memory'
   local row = {
-    kernel = p.kernel, mode = p.mode, provider = p.provider, workload = p.id, device = p.device,
-    protocol = p.protocol, timer = timer_text(p), median_ns = p.median_ns,
-    gbps = p.gbps, pct_copy = p.pct_copy, n = p.n,
-    mem_mb = p.metric == 'memory' and p.memory_median or nil,
+    kernel = x.kernel, mode = x.mode, provider = x.provider, workload = x.id, device = x.device,
+    protocol = x.protocol, timer = timer_text(x), median_ns = x.median_ns, gbps = x.gbps, pct_copy = x.pct_copy,
+    n = x.n, mem_mb = memory and x.memory_median or nil, p20_ns = x.p20_ns, p80_ns = x.p80_ns,
   }
-  if energy and p.metric ~= 'memory' then
-    row.energy_mj = p.energy_j and p.energy_j * 1000 or false
-    row.power_w, row.sm_mhz = p.power_w or false, p.sm_mhz or false
+  if energy and not memory then
+    row.energy_mj = x.energy_j and x.energy_j * 1000 or false
+    row.power_w, row.sm_mhz = x.power_w or false, x.sm_mhz or false
   end
-  row.p20_ns, row.p80_ns = p.p20_ns, p.p80_ns
-  row.ci_pct, row.ci_flag = ci_percent(p)
-  if p.status and p.status ~= 'passed' then
-    local reasons = type(p.evidence.reasons) == 'table' and p.evidence.reasons or {}
-    -- IMPLAUSIBLE: the copy-floor check alone; another finding says its status
-    local only_floor = p.implausible and #reasons <= 1
-    row.flag = p.status == 'suspected_reward_hack' and only_floor and 'IMPLAUSIBLE' or p.status
+  if not row.gbps and x.bytes and row.median_ns and row.median_ns > 0 then row.gbps = x.bytes / row.median_ns end
+  if agg then
+    row.ci_pct, row.ci_flag = x.ci_pct, x.ci_flag
+    if #x.passed > 1 then row.sessions = #x.passed end
+    local seen, flags = {}, {}
+    if row.n and row.n < M.MIN_SAMPLES then flags[1], seen['n<' .. M.MIN_SAMPLES] = 'n<' .. M.MIN_SAMPLES, true end
+    for _, s in ipairs(x.passed) do
+      for _, fl in ipairs(session_flags(s, nil, #x.passed == 1 and x.ci_flag or nil)) do
+        if not seen[fl] then seen[fl], flags[#flags + 1] = true, fl end
+      end
+    end
+    row.flags = #flags > 0 and table.concat(flags, ' ') or nil
+    return row
+  end
+  row.ci_pct, row.ci_flag = result.ci_percent(x)
+  if x.status and x.status ~= 'passed' then
+    local reasons = type(x.evidence.reasons) == 'table' and x.evidence.reasons or {}
+    row.flag = x.status == 'suspected_reward_hack' and x.implausible and #reasons <= 1 and 'IMPLAUSIBLE' or x.status
     if type(reasons[1]) == 'string' then row.reason = reasons[1] end
   end
-  if not row.gbps and p.bytes and row.median_ns and row.median_ns > 0 then row.gbps = p.bytes / row.median_ns end
-  row.flags = flags_of(row, p)
-  return row, p
+  local f = session_flags(x, row.n, row.ci_flag)
+  row.flags = #f > 0 and table.concat(f, ' ') or nil
+  return row
 end
 
--- The columns whose per-session values an aggregated row averages.
-local AVERAGED = { 'gbps', 'pct_copy', 'p20_ns', 'p80_ns', 'energy_mj', 'power_w', 'sm_mhz' }
-
--- The one row of the sessions of a point (rows and points of each): the mean of the session
--- medians (as compare takes it), p20/p80 of the pooled samples, the samples summed, the session
--- count, and as ci95 the t interval of that mean over the sessions (their spread is the noise
--- that counts from run to run); the flags of any session, the ci ones left out.
-local function aggregate(rows, points)
-  local R = #rows
-  local out = {}
-  for k, v in pairs(rows[1]) do out[k] = v end
-  local sum, logs, n, pooled, all_samples = 0, {}, 0, {}, true
-  local sums = {}
-  for i, row in ipairs(rows) do
-    sum = sum + row.median_ns
-    logs[i] = math.log(row.median_ns)
-    n = n + (row.n or 0)
-    local xs = points[i].samples_ms
-    if type(xs) == 'table' and #xs > 0 then table.move(xs, 1, #xs, #pooled + 1, pooled) else all_samples = false end
-    for _, f in ipairs(AVERAGED) do
-      if type(row[f]) == 'number' and sums[f] ~= false then sums[f] = (sums[f] or 0) + row[f] else sums[f] = false end
-    end
-  end
-  out.median_ns, out.n, out.sessions = sum / R, n, R
-  for _, f in ipairs(AVERAGED) do
-    if sums[f] then out[f] = sums[f] / R elseif rows[1][f] == false then out[f] = false else out[f] = nil end
-  end
-  if all_samples then
-    local q = require('kluabench.stats').quantiles(pooled, { 0.2, 0.8 })
-    out.p20_ns, out.p80_ns = q[1] * 1e6, q[2] * 1e6
-  end
-  local mean = 0
-  for _, l in ipairs(logs) do mean = mean + l / R end
-  local ss = 0
-  for _, l in ipairs(logs) do ss = ss + (l - mean) ^ 2 end
-  out.ci_pct = 100 * stats.t_quantile(0.975, R - 1) * math.sqrt(ss / (R - 1)) / math.sqrt(R)
-  out.ci_flag = nil
-  local seen, flags = {}, {}
-  if n < M.MIN_SAMPLES then flags[1], seen['n<' .. M.MIN_SAMPLES] = 'n<' .. M.MIN_SAMPLES, true end
-  for _, row in ipairs(rows) do
-    for f in (row.flags or ''):gmatch('%S+') do
-      if not seen[f] and not f:match('^ci') and not f:match('^n<') then seen[f] = true; flags[#flags + 1] = f end
-    end
-  end
-  out.flags = #flags > 0 and table.concat(flags, ' ') or nil
-  return out
-end
-
---- One row per point for output.RESULT_COLUMNS (kernel, mode, provider, workload, median/p20/p80
--- us, GB/s, % of copy, peak MB (a memory run), mJ/call, W and SM MHz (with opts.metrics.energy;
--- "n/a" where the record has none), check (the run's status when it is not passed), samples,
--- sessions, ci95 ±%
--- (the 95 % interval of the median over the median, marked * when it says little), device,
--- protocol, backend/timer, flags: n<5, !conv, <floor, ci=range, ci~1 as output.FLAGS explains; the
--- optional columns are left out of the tables when no row has them).
+--- The rows of the results table, as kluabench.result gives the points of bundles: one row per
+-- point (its aggregate over its passed sessions: the mean of their medians, their session count,
+-- ci95 over the sessions), and one row per session that did not pass; opts.sessions: one row per
+-- session. opts.metrics.energy adds the energy columns.
 --
--- The passed sessions of one point (a sweep with --runs N) make one row: the mean of their medians,
--- the pooled p20/p80, the samples summed, the session count, and as ci95 the t interval of that mean
--- over the sessions. opts.sessions = true gives one row per bundle instead (each session apart);
--- opts.metrics = {energy = true} adds the energy columns.
---
--- @signature report.results_rows(bundles [, opts]) -> rows
+-- @signature table.results_rows(bundles [, opts]) -> rows
 -- @example
 --   local x = kb.randn({4096}, "f32", 1)
 --   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
---   local bundle = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
---   local rows = report.results_rows({bundle})
+--   local rows = results.results_rows({record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}})
+--   print(rows[1].median_ns)
 function M.results_rows(bundles, opts)
-  args.check('report.results_rows', 1, bundles, 'table', 'list of bundles')
-  args.check('report.results_rows', 2, opts, 'table|nil', 'options')
-  local rows, points = {}, {}
+  args.check('table.results_rows', 1, bundles, 'table', 'list of bundles')
+  args.check('table.results_rows', 2, opts, 'table|nil', 'options')
   local energy = opts and type(opts.metrics) == 'table' and opts.metrics.energy
-  for i, b in ipairs(bundles) do rows[i], points[i] = row_of(b, energy) end
-  if opts and opts.sessions then return rows end
-  -- the passed sessions of one point, in the order their first one came
-  local groups, order = {}, {}
-  for i, row in ipairs(rows) do
-    local p = points[i]
-    local key
-    if not row.flag and p.session.count > 1 and type(row.median_ns) == 'number' and row.median_ns > 0 then
-      key = table.concat({ tostring(p.digests.workload or p.id), tostring(p.kernel), tostring(p.mode),
-        tostring(p.provider), tostring(p.device), tostring(p.protocol), tostring(p.digests.protocol) }, '|')
-    end
-    if key and groups[key] then
-      table.insert(groups[key].rows, row)
-      table.insert(groups[key].points, p)
+  local rows = {}
+  for _, p in ipairs(result.points(bundles)) do
+    if opts and opts.sessions then
+      for _, s in ipairs(p.sessions) do rows[#rows + 1] = row_of(s, energy) end
     else
-      local g = { rows = { row }, points = { p } }
-      if key then groups[key] = g end
-      order[#order + 1] = g
+      if #p.passed > 0 then rows[#rows + 1] = row_of(p, energy, true) end
+      for _, s in ipairs(p.failed) do rows[#rows + 1] = row_of(s, energy) end
     end
   end
-  local out = {}
-  for _, g in ipairs(order) do
-    out[#out + 1] = #g.rows > 1 and aggregate(g.rows, g.points) or g.rows[1]
-  end
-  return out
+  return rows
 end
 
--- M.RESULT_COLUMNS without the optional columns that no row fills.
 --- The columns that say what and how every row measured: when all rows agree on them, they go into a
 -- line above the table instead of repeating on each row, as do the words of the workload ids that
 -- every row shares (so that a sweep's table fits 120 columns).
@@ -482,22 +399,6 @@ function M.results_markdown(bundles, opts)
   local cols, heading = result_columns(rows)
   local why = reasons_text(rows, '- ')
   return (heading and (heading .. '\n\n') or '') .. M.format_markdown(cols, rows) .. (why ~= '' and ('\n' .. why) or '')
-end
-
---- Liger-Kernel's benchmark CSV of a list of bundles, header included, and how many bundles it
--- leaves out: runs whose status is not passed (a failed or unchecked run has no time, and Liger's
--- CSV has no column to say why; the records keep them).
---
--- @signature report.liger_csv(bundles) -> text, left_out | nil, message
--- @example
---   local x = kb.randn({4096}, "f32", 1)
---   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
---   local bundle = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
---   local text, left_out = assert(report.liger_csv({bundle}))
---   io.write(text)
-function M.liger_csv(bundles)
-  args.check('report.liger_csv', 1, bundles, 'table', 'list of bundles')
-  return require('kluabench.liger').csv_of_bundles(bundles)
 end
 
 return M
