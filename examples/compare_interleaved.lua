@@ -10,6 +10,7 @@ local measure = require 'kluabench.measure'
 local stopping = require 'kluabench.measure.stopping'
 local interleave = require 'kluabench.measure.interleave'
 local inference = require 'kluabench.stats.inference'
+local session = require 'kluabench.measure.session'
 
 local seq = tonumber(arg[1]) or 4096
 local samples = tonumber(arg[2]) or 30
@@ -22,8 +23,8 @@ local function provider(impl)
 end
 
 local out = interleave.run({
-  { name = 'fused', session = measure.session('cold', provider('fused'), { stop = stopping.count(samples) }) },
-  { name = 'reference', session = measure.session('cold', provider('reference'), { stop = stopping.count(samples) }) },
+  { name = 'fused', session = session.new('cold', provider('fused'), { stop = stopping.count(samples) }) },
+  { name = 'reference', session = session.new('cold', provider('reference'), { stop = stopping.count(samples) }) },
 }, { order = 'shuffle', seed = 7 })
 
 local fused, reference = out.results.fused, out.results.reference

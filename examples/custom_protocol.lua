@@ -8,8 +8,9 @@
 local kb = require 'kluabench'
 local do_bench, record = kb.do_bench, kb.record
 local results = require 'kluabench.table'
+local measure = require 'kluabench.measure'
 
-local best_of = do_bench.protocol {
+local best_of = measure.protocol {
   name = 'best-of-n',
   title = 'best of N calls, warm caches',
   params = { n = tonumber(arg[2]) or 50 },

@@ -9,6 +9,7 @@
 -- the host was still launching when the spin ended and the event times grew by 10-15 us.
 local kb = require 'kluabench'
 local measure = require 'kluabench.measure'
+local session = require 'kluabench.measure.session'
 local n = math.tointeger(tonumber(arg[1])) or 40
 local hidden = math.tointeger(tonumber(arg[2])) or 8192
 local seq = math.tointeger(tonumber(arg[3])) or 16384
@@ -35,7 +36,7 @@ local function loop(impl, how)
     if i > 3 then -- warm-up left out
       ev[#ev + 1] = kb.elapsed_ms(e0, e1) * 1e3
       if recs then
-        local _, sum = measure.trace_totals(recs)
+        local _, sum = session.trace_totals(recs)
         sums[#sums + 1] = sum * 1e3
       end
     end

@@ -119,7 +119,7 @@ local function measure_cmd(o)
       local f = call(impl)
       for rep = 1, 2 do
         tasks[#tasks + 1] = { name = impl .. '#' .. rep, impl = impl, rep = rep,
-          session = measure.session('cold', function() f(q, k, freqs) end, { stop = stop }) }
+          session = require('kluabench.measure.session').new('cold', function() f(q, k, freqs) end, { stop = stop }) }
       end
     end
     local il = interleave.run(tasks, { order = 'shuffle', seed = 20261202 })
@@ -170,7 +170,7 @@ local function graph_target(size, impl, calls)
   local sets = {}
   local q1, k1 = inputs(size, 1)
   sets[1] = { q = q1, k = k1 }
-  local n = measure.rotate_for(q1:nbytes() + k1:nbytes(), kb.device_info().l2_bytes)
+  local n = require('kluabench.measure.graph').rotate_for(q1:nbytes() + k1:nbytes(), kb.device_info().l2_bytes)
   for i = 2, n do
     local q, k = inputs(size, i)
     sets[i] = { q = q, k = k }

@@ -1,5 +1,6 @@
 -- do_bench's iteration arithmetic with a fake device clock, and protocols as values.
 local bench = require 'kluabench.measure.do_bench'
+local measure = require 'kluabench.measure'
 local stats = require 'kluabench.stats'
 
 -- A device whose clock (ms) moves only when fn or flush_l2 says so, and
@@ -48,10 +49,15 @@ describe('bench.do_bench (triton.testing.do_bench)', function()
     local dev = fake_device(0.25, 4096)
     local fn = fake_fn(dev, 0.25)
     local runs = 0
-    dev.audit = {
-      plan = function() return { [3] = true } end,
-      run = function(_, audited) runs = runs + 1; audited() end,
-    }
+    -- the between-samples hook: a sample of its own before repetition 3, and one after the last
+    dev.between = function(i, _, extra)
+      if i == 3 or i == nil then
+        runs = runs + 1
+        extra()
+        return true
+      end
+      return false
+    end
     local _, r = bench.do_bench(fn, { device = dev })
     assert.are.equal(2, runs) -- the planned one, and one after the last repetition
     -- calls: 1 first + 5 estimate + 50 warm-up + 200 timed + 2 audited + 50 warm-up after the planned audit
@@ -185,7 +191,7 @@ end)
 describe('bench.do_bench_protocol', function()
   it('is a protocol value that records every parameter it used', function()
     local p = bench.do_bench_protocol { rep_ms = 400 }
-    assert.is_true(bench.is_protocol(p))
+    assert.is_true(measure.is_protocol(p))
     assert.are.equal('do_bench', p.name)
     assert.are.same({ 0.5, 0.2, 0.8 }, p.params.quantiles)
     assert.are.equal(25, p.params.warmup_ms)
@@ -270,9 +276,9 @@ describe('do_bench on the cpu backend (issue 13)', function()
   end)
 end)
 
-describe('bench.protocol', function()
+describe('measure.protocol', function()
   it('makes a new protocol in a few lines', function()
-    local p = bench.protocol {
+    local p = measure.protocol {
       name = 'three-shots',
       params = { n = 3 },
       run = function(self, fn, ctx)
@@ -299,17 +305,17 @@ describe('bench.protocol', function()
   end)
 
   it('accepts a plain list of samples from run', function()
-    local p = bench.protocol { name = 'list', run = function() return { 1, 2, 3 } end }
+    local p = measure.protocol { name = 'list', run = function() return { 1, 2, 3 } end }
     local r = p:run(function() end, fake_device(0))
     assert.are.same({ 1, 2, 3 }, r.samples)
   end)
 
   it('rejects bad definitions and runs without samples', function()
-    assert.has_error(function() bench.protocol { run = function() end } end,
+    assert.has_error(function() measure.protocol { run = function() end } end,
       "bad argument #1 to 'protocol' (field 'name' must be a non-empty string)")
-    assert.has_error(function() bench.protocol { name = 'x' } end,
+    assert.has_error(function() measure.protocol { name = 'x' } end,
       "bad argument #1 to 'protocol' (field 'run' must be a function)")
-    local p = bench.protocol { name = 'empty', run = function() return { samples = {} } end }
+    local p = measure.protocol { name = 'empty', run = function() return { samples = {} } end }
     assert.has_error(function() p:run(function() end, fake_device(0)) end,
       "protocol 'empty': run produced no samples")
   end)

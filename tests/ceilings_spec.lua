@@ -181,12 +181,16 @@ describe('records carry the session noise and the ceiling they used (issue 13)',
     ceilings.cache_dir = function() return dir end
     finally(function() ceilings.cache_dir = cache_dir end)
     local record = require 'kluabench.record'
+    local policy = require 'kluabench.suite.policy'
+    -- what the harness decides (policy) and records (record.from_result)
     local function make(environment)
+      local params = { hidden = 512, seq = 256, q_heads = 32, kv_heads = 8 }
+      local bytes = kb.kernels.kernel('llama4_rope').cost(params, 'bf16', 'forward')
       return record.from_result {
-        kernel = 'llama4_rope', mode = 'forward', provider = 'fused',
-        parameters = { hidden = 512, seq = 256, q_heads = 32, kv_heads = 8 }, dtype = 'bf16',
+        kernel = 'llama4_rope', mode = 'forward', provider = 'fused', parameters = params, dtype = 'bf16',
         result = { samples = { 0.01, 0.011, 0.012 } }, protocol = kb.do_bench.do_bench_protocol {},
-        environment = environment,
+        environment = environment, throughput = policy.throughput(bytes, nil, 0.011, environment),
+        noise = policy.noise(0.011, environment, 'llama4_rope'),
       }
     end
     local here = make(kb.env.capture())

@@ -2,6 +2,7 @@
 -- after timing, and the flag on times faster than the copy ceiling (in the
 -- record and in results tables).
 local kb = require 'kluabench'
+local policy = require 'kluabench.suite.policy'
 local check = require 'kluabench.kernels.check'
 local results = require 'kluabench.table'
 
@@ -242,14 +243,14 @@ describe('check.new', function()
   end)
 end)
 
-describe('check.plausible', function()
+describe('policy.plausible', function()
   it('flags a rate above the copy ceiling', function()
-    local ok, msg, pct = check.plausible(0.1, 1e9, 3000)
+    local ok, msg, pct = policy.plausible(0.1, 1e9, 3000)
     assert.is_false(ok)
     assert.truthy(msg:find('physically implausible', 1, true))
     assert.truthy(pct > 300)
-    assert.is_true((check.plausible(1, 1e9, { copy_gbps = 3000 })))
-    local judged, why = check.plausible(1, 1e9, nil)
+    assert.is_true((policy.plausible(1, 1e9, { copy_gbps = 3000 })))
+    local judged, why = policy.plausible(1, 1e9, nil)
     assert.is_true(judged)
     assert.truthy(why:find('not judged', 1, true))
   end)
@@ -258,26 +259,27 @@ describe('check.plausible', function()
     .. 'of the ceiling is not flagged (issue 26)', function()
     -- the H200's copy at hidden 8192 seq 16384, full: 4294 GB/s against a ceiling of 4259 GB/s
     local bytes = 4294 * 0.32038 * 1e6 -- GB/s x ms x 1e6
-    local ok, msg, pct = check.plausible(0.32038, bytes, { copy_gbps = 4259 })
+    local ok, msg, pct = policy.plausible(0.32038, bytes, { copy_gbps = 4259 })
     assert.is_true(ok, msg)
     assert.near(100.8, pct, 0.1)
     assert.matches('within its spread of 1.0 %', msg, 1, true)
     -- 2 % past the ceiling is beyond a 1 % spread, and a measured spread of 3 % widens the margin
-    assert.is_false((check.plausible(1, 1.02e9, { copy_gbps = 1000 })))
-    assert.is_true((check.plausible(1, 1.02e9, { copy_gbps = 1000, spread = 0.03 })))
-    local no, why = check.plausible(1, 1.04e9, { copy_gbps = 1000, spread = 0.03 })
+    assert.is_false((policy.plausible(1, 1.02e9, { copy_gbps = 1000 })))
+    assert.is_true((policy.plausible(1, 1.02e9, { copy_gbps = 1000, spread = 0.03 })))
+    local no, why = policy.plausible(1, 1.04e9, { copy_gbps = 1000, spread = 0.03 })
     assert.is_false(no)
     assert.matches('beyond its own spread of 3.0 %', why, 1, true)
     -- a spread below the default does not narrow it
-    assert.is_true((check.plausible(1, 1.008e9, { copy_gbps = 1000, spread = 0.001 })))
+    assert.is_true((policy.plausible(1, 1.008e9, { copy_gbps = 1000, spread = 0.001 })))
     assert.matches("bad argument #3 to 'plausible' (the ceiling's spread must be a finite number in [0, 1), got NaN",
-      select(2, pcall(check.plausible, 1, 1e9, { copy_gbps = 1000, spread = 0 / 0 })), 1, true)
+      select(2, pcall(policy.plausible, 1, 1e9, { copy_gbps = 1000, spread = 0 / 0 })), 1, true)
   end)
 
-  it('marks the record and the results table', function()
+  it('judges the throughput the harness records: the record and the results table say so', function()
     local record = require 'kluabench.record'
     local results = require 'kluabench.table'
     local ceilings = require 'kluabench.measure.ceilings'
+    local env = require 'kluabench.record.env'
     local dir = os.tmpname()
     os.remove(dir)
     local path = dir .. '.json'
@@ -287,11 +289,15 @@ describe('check.plausible', function()
     ceilings.cached_throughput = function(b, f, ms) return real(b, f, ms, { path = path }) end
     local bench = require 'kluabench.measure.do_bench'
     local proto = bench.do_bench_protocol { rep_ms = 1, warmup_ms = 0 }
-    local b = record.from_result {
-      kernel = 'copy', mode = 'forward', provider = 'too_fast', bytes = 1e9,
-      result = { samples = { 0.01, 0.01, 0.01 }, protocol = proto },
-    }
+    local environment = env.capture()
+    local tp = policy.throughput(1e9, nil, 0.01, environment)
     ceilings.cached_throughput = real
+    -- what the harness does with the verdict (suite/run.lua): the status and the reason
+    local b = record.from_result {
+      kernel = 'copy', mode = 'forward', provider = 'too_fast', bytes = 1e9, environment = environment,
+      result = { samples = { 0.01, 0.01, 0.01 }, protocol = proto }, throughput = tp,
+      status = tp.implausible and 'suspected_reward_hack' or nil, reasons = { tp.implausibleReason },
+    }
     os.remove(path)
     local tp = kb.evidence.of(b).throughput
     assert.is_true(tp.implausible)

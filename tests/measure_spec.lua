@@ -6,6 +6,8 @@
 local measure = require 'kluabench.measure'
 local stopping = require 'kluabench.measure.stopping'
 local verify = require 'kluabench.record.verify'
+local graph = require 'kluabench.measure.graph'
+local session = require 'kluabench.measure.session'
 
 -- A fake device: events record a clock that only fn moves, every device
 -- call is logged in `trace`. backend 'cuda' so that the hold logic runs.
@@ -129,24 +131,30 @@ describe('measure: cold', function()
   end)
 end)
 
-describe('measure: the harness\'s audits in a session', function()
-  -- An audit (kluabench.trust.audit) that takes audit_ns of the host clock each time it runs, due
-  -- before the samples in `at`.
-  local function fake_audit(ctx, audit_ns, at)
-    local a = { runs = 0 }
-    function a:due(n) return at[n] == true end
-    function a:run() self.runs = self.runs + 1; ctx.advance(audit_ns) end
-    return a
+describe('measure: the between-samples hook in a session', function()
+  -- A hook (as the trust audit's) that takes audit_ns of the host clock each time it acts: before
+  -- the samples in `at` and after the last (i = nil).
+  local function fake_hook(ctx, audit_ns, at)
+    local h = { runs = 0 }
+    h.fn = function(i)
+      if i ~= nil and not at[i] then return false end
+      h.runs = h.runs + 1
+      if h.on_run then h.on_run() end
+      ctx.advance(audit_ns)
+      return true
+    end
+    return h
   end
 
   it('leaves the audits\' time out of the stopping rule\'s budget and says how long they took', function()
     -- 1 ms calls under a 50 ms budget; audits of no time against two of 40 ms each
     local function samples_with(audit_ns)
       local ctx = fake_ctx()
-      ctx.audit = fake_audit(ctx, audit_ns, { [2] = true, [5] = true })
+      local hook = fake_hook(ctx, audit_ns, { [2] = true, [5] = true })
+      ctx.between = hook.fn
       local r = measure.run('cold', timed_fn(ctx, { 1e6 }),
         { stop = stopping.rse_median { target = 1e-9, timeout_ms = 50, min_samples = 2 } }, ctx)
-      return #r.samples, r.used.audit_ms, ctx.audit.runs, r.used.rewarm_calls
+      return #r.samples, r.used.audit_ms, hook.runs, r.used.rewarm_calls
     end
     local n_quick, ms_quick, runs, rewarm = samples_with(1)
     local n_slow, ms_slow = samples_with(40e6) -- two audits of 40 ms: 80 ms, more than the budget
@@ -161,12 +169,12 @@ describe('measure: the harness\'s audits in a session', function()
 
   it('warms up again after an audit, before the next sample', function()
     local ctx = fake_ctx()
-    ctx.audit = fake_audit(ctx, 1, { [3] = true })
+    local hook = fake_hook(ctx, 1, { [3] = true })
+    ctx.between = hook.fn
     local calls = 0
     local inner = timed_fn(ctx, { 1e6 })
     local at_audit
-    local run = ctx.audit.run
-    function ctx.audit:run() at_audit = at_audit or calls; run(self) end
+    hook.on_run = function() at_audit = at_audit or calls end
     local r = measure.run('cold', function() calls = calls + 1; inner() end,
       { stop = stopping.count(5), warmup_ms = 4, warmup_min = 3 }, ctx)
     assert.equal(5, #r.samples)
@@ -204,20 +212,20 @@ end)
 describe('measure: graph rotation check', function()
   it('is a pure function of the bytes per set and the L2 size', function()
     -- between two uses of one set the others touch total - own >= 2 x L2
-    local ok, info = measure.rotation_check({ 100, 100, 100 }, 100)
+    local ok, info = graph.rotation_check({ 100, 100, 100 }, 100)
     assert.is_true(ok)
     assert.equal(200, info.between_bytes)
     assert.equal(200, info.required_bytes)
-    assert.is_false((measure.rotation_check({ 100, 100 }, 100)))
-    assert.is_false((measure.rotation_check({ 1e12 }, 100))) -- one set is always warm
-    assert.is_true((measure.rotation_check({ 100, 100 }, 100, 1)))
-    assert.equal(3, measure.rotate_for(100, 100))
-    assert.equal(8, measure.rotate_for(300 * 1024, 1 << 20))
+    assert.is_false((graph.rotation_check({ 100, 100 }, 100)))
+    assert.is_false((graph.rotation_check({ 1e12 }, 100))) -- one set is always warm
+    assert.is_true((graph.rotation_check({ 100, 100 }, 100, 1)))
+    assert.equal(3, graph.rotate_for(100, 100))
+    assert.equal(8, graph.rotate_for(300 * 1024, 1 << 20))
   end)
 
   it('counts a tensor shared by several sets for none of them', function()
     local f = tensor(1000)
-    local private, shared = measure.rotation_bytes { { tensor(10), f }, { tensor(20), f }, { q = tensor(30) } }
+    local private, shared = graph.rotation_bytes { { tensor(10), f }, { tensor(20), f }, { q = tensor(30) } }
     assert.same({ 10, 20, 30 }, private)
     assert.equal(1000, shared)
   end)
@@ -344,9 +352,9 @@ describe('measure: do_bench and errors', function()
     assert.equal(2000, stopping.default_for('cpu').params.timeout_ms)
     assert.equal(10000, stopping.default_for('cuda').params.timeout_ms)
     assert.equal(0.005, stopping.default_for('cpu').params.target)
-    assert.equal(2000, measure.session('cold', function() end, {}, fake_ctx { backend = 'cpu' }).rule.params.timeout_ms)
-    assert.equal(10000, measure.session('cold', function() end, {}, fake_ctx()).rule.params.timeout_ms)
-    assert.equal(500, measure.session('cold', function() end, { stop = stopping.rse_median { timeout_ms = 500 } },
+    assert.equal(2000, session.new('cold', function() end, {}, fake_ctx { backend = 'cpu' }).rule.params.timeout_ms)
+    assert.equal(10000, session.new('cold', function() end, {}, fake_ctx()).rule.params.timeout_ms)
+    assert.equal(500, session.new('cold', function() end, { stop = stopping.rse_median { timeout_ms = 500 } },
       fake_ctx { backend = 'cpu' }).rule.params.timeout_ms)
     assert.has_error(function() stopping.default_for(42) end,
       "bad argument #1 to 'default_for' (backend name expected, got number)")
@@ -354,10 +362,10 @@ describe('measure: do_bench and errors', function()
 
   it('rejects unknown modes and non-functions', function()
     assert.has_error(function() measure.run('lukewarm', function() end) end,
-      "bad argument #1 to 'run' (mode do_bench, cold, hot or graph expected, got lukewarm)")
+      "bad argument #1 to 'run' (protocol do_bench, cold, hot or graph expected, got lukewarm)")
     -- a session runs sample by sample: every mode but do_bench, named from measure/modes.lua
-    assert.has_error(function() measure.session('do_bench', function() end, {}, fake_ctx()) end,
-      "bad argument #1 to 'session' (mode cold, hot or graph expected, got do_bench)")
+    assert.has_error(function() session.new('do_bench', function() end, {}, fake_ctx()) end,
+      "bad argument #1 to 'session' (a sampling protocol (cold, hot or graph) expected, got do_bench)")
     assert.has_error(function() measure.run('cold', 42, {}, fake_ctx()) end,
       "bad argument #2 to 'run' (function expected, got number)")
   end)

@@ -301,7 +301,7 @@ local function tiny_bundle(provider, seq, ms, extra)
   local fields = { bytes = extra and extra.bytes or 1e6, gbps = extra and extra.gbps }
   local b = {
     run = { spec = { timing = { latencyNs = { median = math.floor(ms * 1e6) } },
-      measurements = kb.record.record.measurement_list(fields),
+      measurements = kb.record.measurement_list(fields),
       sourceNative = { source = 'kluabench', benchmark = 'k/forward',
         externalId = 'k/forward/' .. provider .. '/nvidia-h100/seq' .. seq .. '-bf16/2026-01-01-00-00-00-000',
         metrics = { ms_50 = ms, ms_20 = ms * 0.9, ms_80 = ms * 1.2 } } } },

@@ -11,6 +11,7 @@ local function bundle(o)
   local values = o.samples or { 1000, 1100, 900 }
   local b = {
     run = { spec = {
+      status = o.status or 'passed',
       timing = { latencyNs = { median = o.median or 1000 } },
       measurements = require('kluabench.record').measurement_list(o.throughput or {}),
       sourceNative = { source = 'kluabench', benchmark = 'k/' .. (o.mode or 'forward'),
@@ -44,8 +45,8 @@ end
 describe('results table', function()
   it('names the protocol, backend/timer, samples and the noise of the median per point', function()
     local rows = results.results_rows {
-      bundle { samples = nine(), median = 500, backend = 'cuda' },
-      bundle { samples = nine(), family = 'triton_do_bench', timer = 'host_monotonic' },
+      bundle { id = "n1-fp32", samples = nine(), median = 500, backend = 'cuda' },
+      bundle { id = "n2-fp32", samples = nine(), family = 'triton_do_bench', timer = 'host_monotonic' },
     }
     assert.equal('cold', rows[1].protocol)
     assert.equal('do_bench', rows[2].protocol)
@@ -58,17 +59,17 @@ describe('results table', function()
     assert.is_nil(rows[1].ci_flag)
     assert.equal('NVIDIA H100 80GB HBM3', rows[1].device)
     -- what every row shares is said once, above the table
-    local lines = header_and_rows(results.results_table { bundle { samples = nine(), backend = 'cuda' } })
+    local lines = header_and_rows(results.results_table { bundle { id = "n3-fp32", samples = nine(), backend = 'cuda' } })
     assert.equal('kernel k · device NVIDIA H100 80GB HBM3 · protocol cold · backend/timer cuda/cuda_events',
       lines.shared)
     assert.matches('samples  ci95 ±%%$', lines[1])
     assert.matches('20    52.38$', lines[3])
-    local md = results.results_markdown { bundle { samples = nine(), backend = 'cuda' } }
+    local md = results.results_markdown { bundle { id = "n4-fp32", samples = nine(), backend = 'cuda' } }
     assert.matches('^kernel k · device NVIDIA H100 80GB HBM3 · protocol cold · backend/timer cuda/cuda_events\n\n| mode',
       md)
     -- where rows differ, the column stays
-    lines = header_and_rows(results.results_table { bundle { samples = nine(), backend = 'cuda' },
-      bundle { samples = nine(), family = 'triton_do_bench', backend = 'cuda' } })
+    lines = header_and_rows(results.results_table { bundle { id = "n5-fp32", samples = nine(), backend = 'cuda' },
+      bundle { id = "n5-fp32", samples = nine(), family = 'triton_do_bench', backend = 'cuda' } })
     assert.equal('kernel k · device NVIDIA H100 80GB HBM3 · backend/timer cuda/cuda_events', lines.shared)
     assert.matches('samples  ci95 ±%%  protocol$', lines[1])
     assert.matches('20    52.38  cold$', lines[3])
@@ -76,7 +77,7 @@ describe('results table', function()
   end)
 
   it('keeps the existing columns first, in their order', function()
-    local head = header_and_rows(results.results_table { bundle { samples = nine() } })[1]
+    local head = header_and_rows(results.results_table { bundle { id = "n7-fp32", samples = nine() } })[1]
     local last = 0
     for _, title in ipairs { 'mode', 'provider', 'workload', 'median us', 'p20 us', 'p80 us',
       'GB/s', 'samples' } do
@@ -88,13 +89,13 @@ describe('results table', function()
 
   it('flags fewer than 5 samples, no convergence and a result faster than the floor', function()
     local rows = results.results_rows {
-      bundle { samples = { 1000, 1000, 1000, 1000 } },
-      bundle { samples = nine(), stop = { rule = 'rse_median', converged = false, reason = 'timeout' } },
+      bundle { id = "n8-fp32", samples = { 1000, 1000, 1000, 1000 } },
+      bundle { id = "n9-fp32", samples = nine(), stop = { rule = 'rse_median', converged = false, reason = 'timeout' } },
       bundle { samples = nine(), stop = { rule = 'count', converged = false },
         stopping = { rule = 'any', rules = { { rule = 'rse_median' }, { rule = 'count', n = 9 } } } },
-      bundle { samples = nine(), throughput = { gbps = 9, implausible = 1 } },
-      bundle { samples = nine(), throughput = { gbps = 9, pct_floor = 130 } },
-      bundle { samples = { 1 }, stop = { rule = 'interrupted', converged = false },
+      bundle { id = "n10-fp32", samples = nine(), throughput = { gbps = 9, implausible = 1 } },
+      bundle { id = "n11-fp32", samples = nine(), throughput = { gbps = 9, pct_floor = 130 } },
+      bundle { id = "n12-fp32", samples = { 1 }, stop = { rule = 'interrupted', converged = false },
         throughput = { implausible = 1 } },
     }
     assert.matches('^n<5 ci=range', rows[1].flags) -- and ci~1 when one of the 3 is far off
@@ -103,7 +104,7 @@ describe('results table', function()
     assert.equal('<floor', rows[4].flags)
     assert.equal('<floor', rows[5].flags)
     assert.equal('n<5 !conv <floor', rows[6].flags) -- one sample: no interval at all
-    local lines = header_and_rows(results.results_table { bundle { samples = { 5, 6 } }, bundle { samples = nine() } })
+    local lines = header_and_rows(results.results_table { bundle { id = "n13-fp32", samples = { 5, 6 } }, bundle { id = "n14-fp32", samples = nine() } })
     assert.matches('flags$', lines[1])
     assert.matches('9%.09%*  n<5 ci=range$', lines[3])
     assert.not_matches('n<5', lines[4], 1, true)
@@ -116,13 +117,13 @@ describe('results table', function()
     -- 20 samples and the same outlier: the order statistics keep it out
     local many = nine()
     many[20] = 5000000
-    local rows = results.results_rows { bundle { samples = one }, bundle { samples = { 208000, 210000, 212000, 214000 } },
-      bundle { samples = many } }
+    local rows = results.results_rows { bundle { id = "n15-fp32", samples = one }, bundle { id = "n16-fp32", samples = { 208000, 210000, 212000, 214000 } },
+      bundle { id = "n17-fp32", samples = many } }
     assert.equal('ci=range ci~1', rows[1].ci_flag)
     assert.is_true(rows[1].ci_pct > 900)
     assert.equal('ci=range', rows[2].ci_flag)
     assert.is_nil(rows[3].ci_flag)
-    local lines = header_and_rows(results.results_table { bundle { samples = one } })
+    local lines = header_and_rows(results.results_table { bundle { id = "n18-fp32", samples = one } })
     assert.matches('%d%*  ci=range ci~1$', lines[3])
     assert.is_string(results.FLAGS['ci~1'])
     assert.is_string(results.FLAGS['ci=range'])
@@ -133,7 +134,7 @@ describe('results table', function()
     local function session(i, scale)
       local xs = {}
       for k, v in ipairs(nine()) do xs[k] = v * scale end
-      local b = bundle { samples = xs, median = 1050 * scale }
+      local b = bundle { id = "n19-fp32", samples = xs, median = 1050 * scale }
       b.run.spec.measurements = require('kluabench.record').measurement_list { session = i, sessions = 3 }
       return b
     end
@@ -156,13 +157,13 @@ describe('results table', function()
 
   it('does not flag rules that never aim at convergence, and leaves the flags column out when no row has one', function()
     local rows = results.results_rows {
-      bundle { samples = nine(), stop = { rule = 'do_bench', converged = false } },
-      bundle { samples = nine(), stop = { rule = 'count', converged = false }, stopping = { rule = 'count', n = 9 } },
-      bundle { samples = nine(), stop = { rule = 'rse_median', converged = true },
+      bundle { id = "n20-fp32", samples = nine(), stop = { rule = 'do_bench', converged = false } },
+      bundle { id = "n21-fp32", samples = nine(), stop = { rule = 'count', converged = false }, stopping = { rule = 'count', n = 9 } },
+      bundle { id = "n22-fp32", samples = nine(), stop = { rule = 'rse_median', converged = true },
         throughput = { pct_floor = 99 } },
     }
     for i = 1, 3 do assert.is_nil(rows[i].flags, i) end
-    local text = results.results_table { bundle { samples = nine() } }
+    local text = results.results_table { bundle { id = "n23-fp32", samples = nine() } }
     assert.not_matches('flags', text, 1, true)
   end)
 
@@ -196,7 +197,7 @@ describe('results table', function()
   end)
 
   it('counts samples from the stopping outcome when the record kept none', function()
-    local b = bundle { stop = { rule = 'count', converged = false, samples = 3 } }
+    local b = bundle { id = "n24-fp32", stop = { rule = 'count', converged = false, samples = 3 } }
     require('kluabench.record.evidence').of(b).samples = {}
     local row = results.results_rows({ b })[1]
     assert.equal(3, row.n)

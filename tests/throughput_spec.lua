@@ -107,7 +107,7 @@ describe('llama4_rope records carry their throughput', function()
   end)
 end)
 
-describe('record.from_result throughput', function()
+describe('policy.throughput and record.from_result', function()
   local ok_engine = pcall(require, 'kluabench.core')
   local engine_it = ok_engine and it or pending
 
@@ -125,7 +125,11 @@ describe('record.from_result throughput', function()
   end
 
   engine_it('of another device: the rates without a ceiling, and why', function()
-    local b = bundle()
+    local environment = kb.env.capture { info = { name = 'NVIDIA H200', arch = 'sm_90' }, backend = 'cuda',
+      kb = kb, os = { kernel = 'Linux' }, driver_release = false }
+    local bytes = kb.kernels.kernel('llama4_rope').cost({ hidden = 2048, seq = 2048, q_heads = 32, kv_heads = 8 },
+      'bf16', 'forward')
+    local b = bundle { throughput = kb.policy.throughput(bytes, nil, 0.02, environment) }
     local p = kb.result.session(b)
     local t = p.evidence.throughput
     assert.near(p.bytes / 0.02e6, t.gbps, 1e-9)
@@ -140,7 +144,7 @@ describe('record.from_result throughput', function()
     local b = bundle { bytes = 4e6, flops = 0 }
     assert.equal(4e6, kb.result.session(b).bytes)
     assert.near(200, kb.result.session(b).gbps, 1e-9) -- 4 MB in 0.02 ms
-    b = bundle { execution = { throughput = { gbps = 1 } } }
+    b = bundle { throughput = { gbps = 1 } }
     assert.same({ gbps = 1 }, kb.result.session(b).evidence.throughput)
     assert.equal(1, kb.result.session(b).gbps)
     b = bundle { kernel = 'no_cost_model' }
@@ -152,12 +156,14 @@ describe('record.from_result throughput', function()
 end)
 
 describe('results table throughput columns', function()
+  local made = 0
   local function fake(median_ns, bytes, fields)
+    made = made + 1
     local f = { bytes = bytes }
     for k, v in pairs(fields or {}) do f[k] = v end
     return {
-      run = { spec = { timing = { latencyNs = { median = median_ns } }, measurements = kb.record.record.measurement_list(f),
-        sourceNative = { source = 'kluabench', benchmark = 'k/forward', externalId = 'k/forward/p/cpu/n1-fp32/t' } } },
+      run = { spec = { status = 'passed', timing = { latencyNs = { median = median_ns } }, measurements = kb.record.measurement_list(f),
+        sourceNative = { source = 'kluabench', benchmark = 'k/forward', externalId = 'k/forward/p/cpu/n' .. made .. '-fp32/t' } } },
     }
   end
 

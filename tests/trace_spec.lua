@@ -4,6 +4,7 @@
 -- clock around each cpu kernel); the #gpu ones read CUPTI's records.
 local kb = require 'kluabench'
 local measure = require 'kluabench.measure'
+local session = require 'kluabench.measure.session'
 
 local function llama4_inputs(device, dtype)
   local q = kb.randn({ 1, 64, 4, 16 }, dtype or 'f32', 11, device)
@@ -97,9 +98,9 @@ describe('kb.trace on the cpu backend', function()
   end)
 end)
 
-describe('measure.trace_totals', function()
+describe('session.trace_totals', function()
   it('sums durations and spans the first start to the last end, internal records left out', function()
-    local n, sum, span, names = measure.trace_totals {
+    local n, sum, span, names = session.trace_totals {
       { name = 'kb_hold_spin', start_ns = 0, end_ns = 20000, ns = 20000, internal = true },
       { name = 'a', start_ns = 21000, end_ns = 23000, ns = 2000, internal = false },
       { name = 'b', start_ns = 23500, end_ns = 24500, ns = 1000, internal = false },
@@ -108,7 +109,7 @@ describe('measure.trace_totals', function()
     assert.near(0.003, sum, 1e-12)
     assert.near(0.0035, span, 1e-12)
     assert.same({ 'a', 'b' }, names)
-    local n0, s0, p0 = measure.trace_totals {}
+    local n0, s0, p0 = session.trace_totals {}
     assert.same({ 0, 0, 0 }, { n0, s0, p0 })
   end)
 end)
@@ -232,7 +233,7 @@ describe('kb.trace on cuda (CUPTI) #gpu #cupti', function()
     kb.rope.llama4_fwd(q, k, f, { impl = 'reference' })
     kb.synchronize()
     local ref = kb.trace.collect()
-    local n = measure.trace_totals(ref)
+    local n = session.trace_totals(ref)
     assert.equal(6, n, table.concat(names_of(ref), ', '))
     local c = kb.empty(q.shape, 'bf16')
     c:copy_(q)

@@ -25,7 +25,7 @@ M.MODULES = {
   history = 'kluabench.history', history_db = 'kluabench.history.db', history_schema = 'kluabench.history.schema',
   history_store = 'kluabench.history.store', history_detect = 'kluabench.history.detect',
   history_point = 'kluabench.history.point',
-  suite = 'kluabench.suite', shard = 'kluabench.suite.shard', audit = 'kluabench.trust',
+  suite = 'kluabench.suite', shard = 'kluabench.suite.shard', policy = 'kluabench.suite.policy',
   integrity = 'kluabench.trust.integrity', rope_benchmarks = 'kluabench.benchmarks.rope',
   suggest = 'kluabench.util.args', show = 'kluabench.repl.show',
   commands = 'kluabench.commands', help = 'kluabench.apidoc.help', apidoc = 'kluabench.apidoc',

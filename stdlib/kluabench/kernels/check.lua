@@ -219,8 +219,8 @@ local function compare_all(outs, refs, opts)
         .. 'are poisoned with NaN, so an element the kernel never writes would match there; give a reference '
         .. 'without NaN', opts.seed_label, i, r.want_nan, r.n), 0)
     end
-    if good and opts.precision ~= false and precision.UNIT_ROUNDOFF[outs[i].dtype] then
-      local fine, rel, limit, msg = precision.normwise(outs[i], refs[i], outs[i].dtype,
+    if good and opts.precision ~= false and M.UNIT_ROUNDOFF[outs[i].dtype] then
+      local fine, rel, limit, msg = M.normwise(outs[i], refs[i], outs[i].dtype,
         { factor = opts.precision, name = o.name })
       r.rel_l2, r.normwise_limit = rel, limit
       if not fine then
@@ -406,8 +406,8 @@ M.DEFAULT_FACTOR = 8
 --   local x = kb.randn({64}, "f32", 1, "cpu")
 --   print(check.normwise(x:cast("bf16"):cast("f32"), x, "f32"))
 function M.normwise(got, want, dtype, opts)
-  args.check('precision.normwise', 1, got, 'userdata', 'tensor')
-  args.check('precision.normwise', 2, want, 'userdata', 'tensor')
+  args.check('M.normwise', 1, got, 'userdata', 'tensor')
+  args.check('M.normwise', 2, want, 'userdata', 'tensor')
   opts = opts or {}
   local u = M.UNIT_ROUNDOFF[dtype]
   if not u then error("bad argument #3 to 'normwise' (unknown dtype " .. tostring(dtype) .. ')', 2) end

@@ -5,8 +5,8 @@
 --
 --   local il = require 'kluabench.measure.interleave'
 --   local out = il.run({
---     { name = 'fused',     session = measure.session('cold', fused_fn) },
---     { name = 'reference', session = measure.session('cold', ref_fn) },
+--     { name = 'fused',     session = session.new('cold', fused_fn) },
+--     { name = 'reference', session = session.new('cold', ref_fn) },
 --   }, { order = 'shuffle', seed = 42 })
 --   out.results.fused.summary.median; out.seed; out.sequence
 --
@@ -17,7 +17,7 @@
 -- rule is done; a session that is done sits out the later rounds.
 --
 -- A session is anything with warmup(), step() -> done and result() (what
--- measure.session returns); tests pass small fakes.
+-- session.new returns); tests pass small fakes.
 local prng = require 'kluabench.stats.prng'
 
 local M = {}
