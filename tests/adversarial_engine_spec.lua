@@ -8,6 +8,7 @@
 -- under `timeout` (and, outside sanitizer builds, a memory limit), so that a
 -- regression fails the test instead of stalling the suite.
 local kb = require 'kluabench'
+local policy = require 'kluabench.suite.policy'
 local files = require 'kluabench.util.files'
 local check = require 'kluabench.kernels.check'
 local sub = require 'helpers.subprocess'
@@ -377,21 +378,21 @@ describe('kluabench.kernels.check cannot be switched off or fooled (issue 24, cl
     assert.equal(1, r.want_nan)
   end)
 
-  it('check.plausible refuses NaN times, byte counts and ceilings', function()
+  it('policy.plausible refuses NaN times, byte counts and ceilings', function()
     assert.matches("bad argument #1 to 'plausible' (median_ms must be a finite number > 0, got NaN",
-      err_of(check.plausible, 0 / 0, 1e9, 3000), 1, true)
-    assert.matches("bad argument #1 to 'plausible'", err_of(check.plausible, math.huge, 1e9, 3000), 1, true)
+      err_of(policy.plausible, 0 / 0, 1e9, 3000), 1, true)
+    assert.matches("bad argument #1 to 'plausible'", err_of(policy.plausible, math.huge, 1e9, 3000), 1, true)
     assert.matches("bad argument #2 to 'plausible' (bytes must be a finite number >= 0, got NaN",
-      err_of(check.plausible, 1, 0 / 0, 3000), 1, true)
+      err_of(policy.plausible, 1, 0 / 0, 3000), 1, true)
     assert.matches("bad argument #3 to 'plausible' (the copy ceiling must be a finite number > 0, got NaN",
-      err_of(check.plausible, 0.001, 1e12, 0 / 0), 1, true)
-    assert.matches("bad argument #3 to 'plausible'", err_of(check.plausible, 0.001, 1e12, { copy_gbps = 0 / 0 }),
+      err_of(policy.plausible, 0.001, 1e12, 0 / 0), 1, true)
+    assert.matches("bad argument #3 to 'plausible'", err_of(policy.plausible, 0.001, 1e12, { copy_gbps = 0 / 0 }),
       1, true)
     assert.matches("bad argument #4 to 'plausible' (opts.limit must be a finite number > 0",
-      err_of(check.plausible, 0.001, 1e12, 3000, { limit = 0 / 0 }), 1, true)
+      err_of(policy.plausible, 0.001, 1e12, 3000, { limit = 0 / 0 }), 1, true)
     -- what was judged before is judged the same
-    assert.is_false((check.plausible(0.001, 1e12, 3000)))
-    assert.is_true((check.plausible(1, 1e9, nil)))
+    assert.is_false((policy.plausible(0.001, 1e12, 3000)))
+    assert.is_true((policy.plausible(1, 1e9, nil)))
   end)
 end)
 

@@ -249,15 +249,15 @@ describe('options and inputs are bounded', function()
   it('bounds the samples of one measurement', function()
     local ok, err = pcall(bench.do_bench, function() end, { rep_ms = 100, device = fake() })
     assert.is_false(ok)
-    assert.matches('more than the 1000000 one measurement keeps (bench.MAX_SAMPLES): lower rep_ms', err, 1, true)
-    local saved = bench.MAX_SAMPLES
-    bench.MAX_SAMPLES = 30
+    assert.matches('more than the 1000000 one measurement keeps (measure.MAX_SAMPLES): lower rep_ms', err, 1, true)
+    local saved = measure.MAX_SAMPLES
+    measure.MAX_SAMPLES = 30
     local ok2, r = pcall(measure.run, 'hot', function() end, { stop = stopping.count(1000000000), batch = 1,
       hold = false, clocks = false, warmup_ms = 0 })
-    bench.MAX_SAMPLES = saved
+    measure.MAX_SAMPLES = saved
     assert.is_true(ok2, r)
     assert.equal(30, #r.samples)
-    assert.matches('sample limit (30, bench.MAX_SAMPLES) reached', r.stop.reason, 1, true)
+    assert.matches('sample limit (30, measure.MAX_SAMPLES) reached', r.stop.reason, 1, true)
   end)
 
   it('verify shows at most 100 error lines per file and counts the rest', function()

@@ -92,7 +92,6 @@ describe('code loaded by a benchmark script', function()
     sub.spit(dir .. '/pin.lua', [[
 local kb = require 'kluabench'
 local d = require('kluabench.record.implementation').script { operation_digest = 'sha256:' .. string.rep('0', 64),
-local verify = require 'kluabench.record.verify'
   provider = 'mine', script = 'pinned.lua', kernel = 'scale', arch = 'sm_90', dtypes = { 'f32' } }
 print(kb.record.digest(d))
 ]])

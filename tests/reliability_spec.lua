@@ -630,7 +630,7 @@ describe('an error inside a timed function', function()
       return n
     end
     local ok, err = pcall(bench.do_bench, boom, { warmup_ms = 1, rep_ms = 5, flush_bytes = 4096,
-      device = tracked(bench.device()) })
+      device = tracked(measure.device()) })
     assert.is_false(ok)
     assert.matches('boom in the timed function', err, 1, true)
     local n_bench = count()
@@ -760,7 +760,7 @@ describe('bad JSON and CSV files', function()
     sub.spit(dir .. '/odd_name.json', json.encode_line(b))
     r = sub.run({ 'verify', dir .. '/odd_name.json' })
     assert_clean_failure(r, dir .. '/odd_name.json', { [1] = true })
-    assert.matches('odd_name.json:1: run: $.metadata.name: string expected, got array', r.err, 1, true)
+    assert.matches('odd_name.json:1: run: metadata.name must be a string', r.err, 1, true)
   end)
 
   it('compare refuses every bad JSON file by name with exit status 2', function()

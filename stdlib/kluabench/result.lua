@@ -22,6 +22,7 @@ local record = require 'kluabench.record'
 local env = require 'kluabench.record.env'
 local evidence = require 'kluabench.record.evidence'
 local operation = require 'kluabench.record.operation'
+local reader = require 'kluabench.record.reader'
 
 local M = {}
 
@@ -71,14 +72,7 @@ end
 function M.session(b)
   args.check('result.session', 1, b, 'table', 'bundle')
   local rs = get(b, 'run', 'spec') or {}
-  local sn = type(rs.sourceNative) == 'table' and rs.sourceNative or {}
-  local p = {}
-  local bench = split(sn.benchmark, '/')
-  p.kernel, p.mode = bench[1] ~= '' and bench[1] or nil, bench[2]
-  p.metric = bench[3] == 'memory' and 'memory' or 'latency'
-  local ext = split(sn.externalId, '/')
-  p.provider = ext[3] ~= '' and ext[3] or nil
-  p.id = ext[5] ~= '' and ext[5] or nil
+  local p = reader.names_of(b)
   local axes = get(b, 'workload', 'spec', 'axes')
   p.params = {}
   if type(axes) == 'table' then
@@ -136,21 +130,12 @@ function M.session(b)
   return p
 end
 
---- A label for people of a bundle's point ("llama4_rope forward hidden512-...-bf16") and its
--- provider; s: the bundle's session when the caller has it.
+--- A label for people of a bundle's point and its provider (record.reader's).
 --
--- @signature result.label_of(bundle [, s]) -> label, provider
+-- @signature result.label_of(bundle) -> label, provider
 -- @example
 --   print(result.label_of({run = {spec = {sourceNative = {benchmark = "k/forward", externalId = "k/forward/p/gpu/n8-fp32/t"}}}}))
-function M.label_of(b, s)
-  if not s then
-    local ok
-    ok, s = pcall(M.session, b)
-    if not ok then return '?', '?' end
-  end
-  local parts = { s.kernel or get(b, 'workload', 'metadata', 'name') or '?', s.mode, s.id }
-  return table.concat(parts, ' '), s.provider or '?'
-end
+M.label_of = reader.label_of
 
 --- A point's identity: what two sessions of one point share.
 --

@@ -75,8 +75,8 @@ function M.jcs(s)
   local okv, items = pcall(verify.bundles_of_text, s, 'input.json')
   check(okv, 'verify.bundles_of_text raised: %s', tostring(items))
   for _, it in ipairs(items or {}) do
-    local okr, problems = pcall(record.check, it.bundle)
-    check(okr, 'record.check raised: %s', tostring(problems))
+    local okr, problems = pcall(require('kluabench.record.verify').check, it.bundle)
+    check(okr, 'verify.check raised: %s', tostring(problems))
   end
   local okp, bundles = pcall(compare.parse, s, 'input')
   check(okp, 'compare.parse raised: %s', tostring(bundles))

@@ -273,7 +273,7 @@ local function session(d, ctx, p, provider, mode, run_index, checked)
     end
     if limit_ns then run_ctx.deadline_ns = t0 + limit_ns end
     audit = auditor(d, ctx, p, provider, mode, inputs, keep)
-    run_ctx.between = audit:hook()
+    if audit then run_ctx.between = audit:hook() end
     local r = ctx.protocol:run(fn, run_ctx)
     if ctx.o.metrics.energy then
       -- joules per call over NVML's windows, after the time (measure/energy.lua)
