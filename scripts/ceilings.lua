@@ -8,6 +8,7 @@
 local kb = require 'kluabench'
 local ceilings = require 'kluabench.measure.ceilings'
 local json = require 'kluabench.util.json'
+local calibrate = require 'kluabench.measure.calibrate'
 
 local USAGE = 'usage: kluabench scripts/ceilings.lua [--force] [--mib N] [--json] [--cache PATH]\n'
 
@@ -33,7 +34,7 @@ end
 
 local info = kb.device_info()
 io.stderr:write(string.format('device: %s (%s)\n', info.name, kb.backend()))
-local entry, cached = ceilings.copy_ceiling(opts)
+local entry, cached = calibrate.copy_ceiling(opts)
 
 if opts.json then
   io.stdout:write(json.encode_pretty(entry), '\n')

@@ -11,7 +11,7 @@
 -- is 0.5 %. With --from, the sessions are record files of one sweep run
 -- several times (or run once with --runs N): every point found in two or
 -- more sessions counts. Either way the spread of log(session median) is
--- pooled per half-decade of time (ceilings.noise_figure) and stored beside
+-- pooled per half-decade of time (calibrate.noise_figure) and stored beside
 -- the copy ceiling in the cache ($KLUABENCH_CACHE/ceilings.json), with the
 -- date, the number of sessions and the method, for the whole device and per
 -- kernel (when the points name one). `kluabench compare` widens the interval
@@ -24,6 +24,7 @@ local ceilings = require 'kluabench.measure.ceilings'
 local compare = require 'kluabench.compare'
 local json = require 'kluabench.util.json'
 local cli = require 'kluabench.commands'
+local calibrate = require 'kluabench.measure.calibrate'
 
 local USAGE = 'usage: kluabench scripts/run_noise.lua [--sessions K] [--mode cold|hot|graph] '
   .. '[--kib LIST] [--from FILE]... [--cache PATH] [--json] [--dry-run]\n'
@@ -98,7 +99,7 @@ io.stderr:write(string.format('device: %s (%s)\n', info.name, kb.backend()))
 local bundles, source
 if opts.from then bundles, source = bundles_from_files() else bundles, source = measure_sessions() end
 local spread = compare.session_spread(bundles)
-local figure, why = ceilings.noise_figure(spread)
+local figure, why = calibrate.noise_figure(spread)
 if not figure then io.stderr:write('run_noise.lua: ', why, '\n') os.exit(1) end
 -- per kernel too, when the points name one: compare prefers a kernel's own figure (record/noise.lua)
 local by_kernel, kernels = {}, {}
@@ -110,7 +111,7 @@ for _, p in ipairs(spread) do
 end
 table.sort(kernels)
 for _, k in ipairs(kernels) do
-  local f = ceilings.noise_figure(by_kernel[k])
+  local f = calibrate.noise_figure(by_kernel[k])
   if f then
     figure.kernels = figure.kernels or {}
     figure.kernels[k] = f
@@ -136,7 +137,7 @@ else
   for _, k in ipairs(kernels) do if figure.kernels and figure.kernels[k] then show(figure.kernels[k], k) end end
 end
 if not opts['dry-run'] then
-  local ok, err = ceilings.store_noise(info, figure, opts.cache)
+  local ok, err = calibrate.store_noise(info, figure, opts.cache)
   if not ok then io.stderr:write('run_noise.lua: cannot store the figure: ', tostring(err), '\n') os.exit(1) end
   io.stderr:write('stored in ', opts.cache or ceilings.cache_path(), '\n')
 end

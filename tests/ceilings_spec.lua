@@ -2,6 +2,7 @@
 -- file, and on cuda the copy bandwidth itself.
 local ceilings = require 'kluabench.measure.ceilings'
 local json = require 'kluabench.util.json'
+local calibrate = require 'kluabench.measure.calibrate'
 
 describe('ceilings arithmetic', function()
   it('converts bytes and ms to GB/s and percentages', function()
@@ -39,8 +40,8 @@ describe('ceilings cache', function()
     local gpu = { backend = 'cuda', name = 'NVIDIA H200', memory_bytes = 1, l2_bytes = 62914560 }
     local other = { backend = 'cuda', name = 'NVIDIA H100', memory_bytes = 1, l2_bytes = 52428800 }
     assert.is_nil(ceilings.lookup(gpu, path))
-    assert.is_true(ceilings.store(gpu, { copy_gbps = 4100.5 }, path))
-    assert.is_true(ceilings.store(other, { copy_gbps = 3000 }, path))
+    assert.is_true(calibrate.store(gpu, { copy_gbps = 4100.5 }, path))
+    assert.is_true(calibrate.store(other, { copy_gbps = 3000 }, path))
     assert.equal(4100.5, ceilings.lookup(gpu, path).copy_gbps)
     assert.equal(3000, ceilings.lookup(other, path).copy_gbps)
     local ok, kb = pcall(require, 'kluabench.core')
@@ -48,7 +49,7 @@ describe('ceilings cache', function()
       local t = ceilings.cached_throughput(1e6, nil, 0.001, { path = path })
       assert.equal(1000, t.gbps)
       assert.matches('no cached copy ceiling', t.note)
-      assert.is_true(ceilings.store(kb.device_info(), { copy_gbps = 2000 }, path))
+      assert.is_true(calibrate.store(kb.device_info(), { copy_gbps = 2000 }, path))
       t = ceilings.cached_throughput(1e6, nil, 0.001, { path = path })
       assert.equal(50, t.percentOfCopy)
       assert.equal(2000, t.copyCeilingGbps)
@@ -100,23 +101,23 @@ describe('ceilings cache is validated (issue 13)', function()
     f:write('[1, 2]')
     f:close()
     assert.equal(1000, ceilings.cached_throughput(1e6, nil, 0.001, { path = path }).gbps)
-    local stored, why = ceilings.store(kb.device_info(), { copy_gbps = 2000 }, path)
+    local stored, why = calibrate.store(kb.device_info(), { copy_gbps = 2000 }, path)
     assert.is_nil(stored)
     assert.matches('not a JSON object', why, 1, true)
     os.remove(path)
     -- a good one says which ceiling it used
-    assert.is_true(ceilings.store(kb.device_info(), { copy_gbps = 2000, converged = true,
+    assert.is_true(calibrate.store(kb.device_info(), { copy_gbps = 2000, converged = true,
       measured_at = '2026-12-02T00:00:00Z' }, path))
     local t = ceilings.cached_throughput(1e6, nil, 0.001, { path = path })
     assert.same({ gbps = 2000, converged = true, measuredAt = '2026-12-02T00:00:00Z' }, t.copyCeiling)
     -- and its own spread, which the plausibility check allows beyond it (issue 26)
-    assert.is_true(ceilings.store(kb.device_info(), { copy_gbps = 2000, converged = true, spread = 0.03 }, path))
+    assert.is_true(calibrate.store(kb.device_info(), { copy_gbps = 2000, converged = true, spread = 0.03 }, path))
     assert.equal(0.03, ceilings.cached_throughput(1e6, nil, 0.001, { path = path }).copyCeiling.spread)
     os.remove(path)
   end)
 
   it('measures the copy ceiling with its spread (cpu)', function()
-    local e = ceilings.measure_copy { bytes = 1 << 20, stop = require('kluabench.measure.stopping').count(20) }
+    local e = calibrate.measure_copy { bytes = 1 << 20, stop = require('kluabench.measure.stopping').count(20) }
     assert.is_true(e.copy_gbps > 0)
     assert.is_true(type(e.spread) == 'number' and e.spread >= 0 and e.spread < 1, tostring(e.spread))
   end)
@@ -127,9 +128,9 @@ describe('ceilings cache is validated (issue 13)', function()
     local gpu = { backend = 'cuda', name = 'NVIDIA H200', memory_bytes = 1, l2_bytes = 62914560 }
     local fig = { measuredAt = '2026-12-02T00:00:00Z', sessions = 5,
       scales = { { ms = 0.01, sd = 0.02 }, { ms = 1, sd = 0.004 } } }
-    assert.is_true(ceilings.store(gpu, { copy_gbps = 4000 }, path))
-    assert.is_true(ceilings.store_noise(gpu, fig, path))
-    assert.is_true(ceilings.store(gpu, { copy_gbps = 4100 }, path)) -- a new ceiling keeps the figure
+    assert.is_true(calibrate.store(gpu, { copy_gbps = 4000 }, path))
+    assert.is_true(calibrate.store_noise(gpu, fig, path))
+    assert.is_true(calibrate.store(gpu, { copy_gbps = 4100 }, path)) -- a new ceiling keeps the figure
     local e = ceilings.lookup(gpu, path)
     assert.equal(4100, e.copy_gbps)
     local n = assert(ceilings.usable_noise(e))
@@ -144,12 +145,12 @@ describe('ceilings cache is validated (issue 13)', function()
   end)
 end)
 
-describe('ceilings.measure_copy', function()
+describe('calibrate.measure_copy', function()
   it('stamps the measurement as records stamp times (names.iso8601 of record.now)', function()
     local names, record = require 'kluabench.record.names', require 'kluabench.record'
     local stopping = require 'kluabench.measure.stopping'
     local before = names.iso8601(record.now())
-    local e = ceilings.measure_copy { bytes = 1 << 20, stop = stopping.count(3) }
+    local e = calibrate.measure_copy { bytes = 1 << 20, stop = stopping.count(3) }
     local after = names.iso8601(record.now())
     assert.matches('^%d%d%d%d%-%d%d%-%d%dT%d%d:%d%d:%d%d%.%d%d%dZ$', e.measured_at)
     assert.is_true(before <= e.measured_at and e.measured_at <= after, before .. ' ' .. e.measured_at .. ' ' .. after)
@@ -159,7 +160,7 @@ end)
 
 describe('ceilings on cuda #gpu', function()
   it('measures a copy bandwidth in the range of HBM', function()
-    local e = ceilings.measure_copy { bytes = 512 << 20 }
+    local e = calibrate.measure_copy { bytes = 512 << 20 }
     assert.is_true(e.copy_gbps > 500 and e.copy_gbps < 10000, e.copy_gbps)
     assert.equal(2 * (512 << 20), e.bytes_per_copy)
   end)
@@ -173,8 +174,8 @@ describe('records carry the session noise and the ceiling they used (issue 13)',
     local dir = require('helpers.util').tmpdir()
     local path = dir .. '/ceilings.json'
     local info = kb.device_info()
-    assert.is_true(ceilings.store(info, { copy_gbps = 2000, converged = true, measured_at = '2026-12-02T00:00:00Z' }, path))
-    assert.is_true(ceilings.store_noise(info, { measuredAt = '2026-12-02T01:00:00Z', sessions = 4,
+    assert.is_true(calibrate.store(info, { copy_gbps = 2000, converged = true, measured_at = '2026-12-02T00:00:00Z' }, path))
+    assert.is_true(calibrate.store_noise(info, { measuredAt = '2026-12-02T01:00:00Z', sessions = 4,
       scales = { { ms = 0.01, sd = 0.02, sdUpper = 0.03 } } }, path))
     -- the records read the cache at ceilings.cache_path(), which asks cache_dir
     local cache_dir = ceilings.cache_dir

@@ -5,6 +5,7 @@ local kb = require 'kluabench'
 local policy = require 'kluabench.suite.policy'
 local check = require 'kluabench.kernels.check'
 local results = require 'kluabench.table'
+local calibrate = require 'kluabench.measure.calibrate'
 
 local function cpu(values, dtype) return kb.from_table(values, nil, dtype or 'f32', 'cpu') end
 
@@ -284,7 +285,7 @@ describe('policy.plausible', function()
     os.remove(dir)
     local path = dir .. '.json'
     -- a cached ceiling for this device, far below what the "kernel" reaches
-    assert(ceilings.store(kb.device_info(), { copy_gbps = 1, device = 'test' }, path))
+    assert(calibrate.store(kb.device_info(), { copy_gbps = 1, device = 'test' }, path))
     local real = ceilings.cached_throughput
     ceilings.cached_throughput = function(b, f, ms) return real(b, f, ms, { path = path }) end
     local bench = require 'kluabench.measure.do_bench'

@@ -8,6 +8,7 @@ local record = kb.record
 local results = require 'kluabench.table'
 local sub = require 'helpers.subprocess'
 local verify = require 'kluabench.record.verify'
+local calibrate = require 'kluabench.measure.calibrate'
 
 local ROOT = sub.root()
 local COPY_GBPS = 12.5 -- the ceiling the test caches for the cpu device
@@ -32,7 +33,7 @@ end
 -- binary on the cpu backend, so the key is the one the script looks up.
 local function cache_ceiling(cache)
   local r = sub.run({ '--backend', 'cpu', '-e', string.format(
-    'local kb = require "kluabench"; assert(kb.ceilings.store(kb.device_info(), { copy_gbps = %.17g }))',
+    'local kb = require "kluabench"; assert(kb.calibrate.store(kb.device_info(), { copy_gbps = %.17g }))',
     COPY_GBPS) }, { env = { KLUABENCH_CACHE = cache } })
   assert.equal(0, r.code, r.err)
 end

@@ -22,7 +22,6 @@ local record = require 'kluabench.record'
 local env = require 'kluabench.record.env'
 local evidence = require 'kluabench.record.evidence'
 local operation = require 'kluabench.record.operation'
-local reader = require 'kluabench.record.reader'
 
 local M = {}
 
@@ -72,7 +71,7 @@ end
 function M.session(b)
   args.check('result.session', 1, b, 'table', 'bundle')
   local rs = get(b, 'run', 'spec') or {}
-  local p = reader.names_of(b)
+  local p = record.names_of(b)
   local axes = get(b, 'workload', 'spec', 'axes')
   p.params = {}
   if type(axes) == 'table' then
@@ -130,12 +129,12 @@ function M.session(b)
   return p
 end
 
---- A label for people of a bundle's point and its provider (record.reader's).
+--- A label for people of a bundle's point and its provider (kluabench.record's).
 --
 -- @signature result.label_of(bundle) -> label, provider
 -- @example
 --   print(result.label_of({run = {spec = {sourceNative = {benchmark = "k/forward", externalId = "k/forward/p/gpu/n8-fp32/t"}}}}))
-M.label_of = reader.label_of
+M.label_of = record.label_of
 
 --- A point's identity: what two sessions of one point share.
 --

@@ -594,6 +594,44 @@ function M.protocol_document(protocol, info)
 end
 
 ---------------------------------------------------------------------------
+-- What a run names
+---------------------------------------------------------------------------
+
+local function text(v) return (type(v) == 'string' or type(v) == 'number') and tostring(v) or nil end
+
+local function split(s, sep)
+  local out = {}
+  for part in ((text(s) or '') .. sep):gmatch('([^' .. sep .. ']*)' .. sep) do out[#out + 1] = part end
+  return out
+end
+
+--- What a run's sourceNative names: kernel and mode (benchmark "kernel/mode[/memory]"), metric
+-- ("latency" or "memory"), provider and the workload's case key (externalId
+-- "kernel/mode/provider/gpu/case/time"); nil for what it lacks.
+--
+-- @signature record.names_of(bundle) -> {kernel, mode, metric, provider, id}
+-- @example
+--   print(record.names_of({run = {spec = {sourceNative = {benchmark = "k/forward", externalId = "k/forward/p/gpu/n8-fp32/t"}}}}).id)
+function M.names_of(b)
+  local sn = json.get(b, 'run', 'spec', 'sourceNative')
+  sn = type(sn) == 'table' and sn or {}
+  local bench, ext = split(sn.benchmark, '/'), split(sn.externalId, '/')
+  return { kernel = bench[1] ~= '' and bench[1] or nil, mode = bench[2], metric = bench[3] == 'memory' and 'memory' or 'latency',
+    provider = ext[3] ~= '' and ext[3] or nil, id = ext[5] ~= '' and ext[5] or nil }
+end
+
+--- A label for people of a bundle's point ("llama4_rope forward hidden512-...-bf16") and its provider.
+--
+-- @signature record.label_of(bundle) -> label, provider
+-- @example
+--   print(record.label_of({run = {spec = {sourceNative = {benchmark = "k/forward", externalId = "k/forward/p/gpu/n8-fp32/t"}}}}))
+function M.label_of(b)
+  local n = M.names_of(b)
+  local parts = { n.kernel or json.get(b, 'workload', 'metadata', 'name') or '?', n.mode, n.id }
+  return table.concat(parts, ' '), n.provider or '?'
+end
+
+---------------------------------------------------------------------------
 -- A bundle from what was measured
 ---------------------------------------------------------------------------
 

@@ -20,6 +20,8 @@ local files = require 'kluabench.util.files'
 local evidence = require 'kluabench.record.evidence'
 local migrate = require 'kluabench.record.migrate'
 
+local record = require 'kluabench.record'
+
 local M = {}
 local args = require 'kluabench.util.args'
 
@@ -85,38 +87,6 @@ M.get = get
 
 local function text_of(v)
   return (type(v) == 'string' or type(v) == 'number') and tostring(v) or nil
-end
-
-local function split(s, sep)
-  local out = {}
-  for part in ((text_of(s) or '') .. sep):gmatch('([^' .. sep .. ']*)' .. sep) do out[#out + 1] = part end
-  return out
-end
-
---- What a run's sourceNative names: kernel and mode (benchmark "kernel/mode[/memory]"), metric
--- ("latency" or "memory"), provider and the workload's case key (externalId
--- "kernel/mode/provider/gpu/case/time"); nil for what it lacks.
---
--- @signature reader.names_of(bundle) -> {kernel, mode, metric, provider, id}
--- @example
---   print(reader.names_of({run = {spec = {sourceNative = {benchmark = "k/forward", externalId = "k/forward/p/gpu/n8-fp32/t"}}}}).id)
-function M.names_of(b)
-  local sn = get(b, 'run', 'spec', 'sourceNative')
-  sn = type(sn) == 'table' and sn or {}
-  local bench, ext = split(sn.benchmark, '/'), split(sn.externalId, '/')
-  return { kernel = bench[1] ~= '' and bench[1] or nil, mode = bench[2], metric = bench[3] == 'memory' and 'memory' or 'latency',
-    provider = ext[3] ~= '' and ext[3] or nil, id = ext[5] ~= '' and ext[5] or nil }
-end
-
---- A label for people of a bundle's point ("llama4_rope forward hidden512-...-bf16") and its provider.
---
--- @signature reader.label_of(bundle) -> label, provider
--- @example
---   print(reader.label_of({run = {spec = {sourceNative = {benchmark = "k/forward", externalId = "k/forward/p/gpu/n8-fp32/t"}}}}))
-function M.label_of(b)
-  local n = M.names_of(b)
-  local parts = { n.kernel or get(b, 'workload', 'metadata', 'name') or '?', n.mode, n.id }
-  return table.concat(parts, ' '), n.provider or '?'
 end
 
 --- True when v is a table with a run table.
@@ -264,7 +234,7 @@ function M.parse(text, label, opts)
     if opts and opts.comparable then
       local bad = not_comparable(b)
       if bad then
-        local point, provider = M.label_of(b)
+        local point, provider = record.label_of(b)
         return nil, string.format('%s:%d: point %s (%s): %s', label, it.line, point, provider, bad)
       end
     end

@@ -7,8 +7,7 @@ local trust = require 'kluabench.trust'
 local seeds = require 'kluabench.trust.seeds'
 local integrity = require 'kluabench.trust.integrity'
 local record = require 'kluabench.record'
-local cli = require 'kluabench.suite.cli'
-local hooks = require 'kluabench.suite.hooks'
+local declaration = require 'kluabench.suite.declaration'
 local policy = require 'kluabench.suite.policy'
 
 local M = {}
@@ -49,23 +48,23 @@ end
 local function probe(d, o, points)
   local p0, c0
   for _, p in ipairs(points) do
-    local c = hooks.point_cost(d, p, o)
+    local c = declaration.point_cost(d, p, o)
     if not c0 or c < c0 then p0, c0 = p, c end
   end
   local dev = measure.device()
   local setup_s, call_s = {}, {}
   local shared, inputs
   local ok = pcall(function()
-    shared = hooks.call_shared(d, p0)
+    shared = declaration.call_shared(d, p0)
     p0.shared = shared
     for _, provider in ipairs(o.providers) do
       local t0 = core.clock_ns()
-      inputs = hooks.call_setup(d, p0, provider)
+      inputs = declaration.call_setup(d, p0, provider)
       dev.synchronize()
       setup_s[provider] = (core.clock_ns() - t0) / 1e9
       call_s[provider] = {}
       for _, mode in ipairs(o.modes) do
-        local fn = hooks.call_run(d, p0, provider, mode, inputs)
+        local fn = declaration.call_run(d, p0, provider, mode, inputs)
         fn()
         local e0, e1 = dev.event(), dev.event()
         e0:record()
@@ -74,15 +73,15 @@ local function probe(d, o, points)
         dev.synchronize()
         call_s[provider][mode] = dev.elapsed_ms(e0, e1) / 1e3
       end
-      hooks.free_tensors(inputs, hooks.tensor_set(shared))
+      declaration.free_tensors(inputs, declaration.tensor_set(shared))
       inputs = nil
     end
   end)
-  if inputs then hooks.free_tensors(inputs, hooks.tensor_set(shared)) end
+  if inputs then declaration.free_tensors(inputs, declaration.tensor_set(shared)) end
   p0.shared = nil
   if shared then
-    hooks.free_tensors(shared, {})
-    if hooks.is_tensor(shared) then shared:free() end
+    declaration.free_tensors(shared, {})
+    if declaration.is_tensor(shared) then shared:free() end
   end
   if not ok then return nil end
   return p0, setup_s, call_s
@@ -98,12 +97,12 @@ function M.estimate_seconds(d, ctx, points)
   local function ratio(a, b) return (a and b and a > 0 and b > 0) and a / b or 1 end
   local total = 0
   for _, p in ipairs(points) do
-    local r_point = ratio(hooks.point_cost(d, p, o), hooks.point_cost(d, p0, o))
+    local r_point = ratio(declaration.point_cost(d, p, o), declaration.point_cost(d, p0, o))
     for _, provider in ipairs(o.providers) do
       local setup = setup_s[provider] * r_point
       total = total + setup -- the check's setup, once a point and provider
       for _, mode in ipairs(o.modes) do
-        local call = call_s[provider][mode] * ratio(hooks.cost_of(d, p, mode), hooks.cost_of(d, p0, mode))
+        local call = call_s[provider][mode] * ratio(declaration.cost_of(d, p, mode), declaration.cost_of(d, p0, mode))
         total = total + (d.check and 2 * call or 0) -- the check's calls (the reference is the check's own)
           + o.runs * (setup + session_seconds(ctx.protocol, o, call, backend))
       end
@@ -138,18 +137,18 @@ local function describe(d, ctx, p, provider, bare)
     if not t and not bare then
       -- the default provider's inputs describe the point, whatever providers run
       local default = d.provider or d.providers[1]
-      local inputs = hooks.call_setup(d, p, default)
+      local inputs = declaration.call_setup(d, p, default)
       t = {}
       for name, v in pairs(inputs) do
-        if hooks.is_tensor(v) then t[name] = { shape = v.shape, dtype = v.dtype } end
+        if declaration.is_tensor(v) then t[name] = { shape = v.shape, dtype = v.dtype } end
       end
-      hooks.free_tensors(inputs, hooks.tensor_set(p.shared))
+      declaration.free_tensors(inputs, declaration.tensor_set(p.shared))
       ctx.tensors[p.id] = t
     end
     out.tensors = t
   end
   local workload, op = record.workload { kernel = d.name, parameters = p.params, dtype = p.dtype,
-    operation = out.operation, tensors = out.tensors, axis_order = cli.axis_names(d) }
+    operation = out.operation, tensors = out.tensors, axis_order = declaration.axis_names(d) }
   out.workload, out.operation_document = workload, op
   local od = record.digest(op)
   local declared = not bare and d.implementation and d.implementation(p, provider) or nil
@@ -158,7 +157,7 @@ local function describe(d, ctx, p, provider, bare)
     -- script of the user's that bears a built-in kernel's and provider's names is not that code
     if not record.builtin_implementation { kernel = d.name, provider = provider, backend = core.backend(),
         operation_digest = od } then
-      hooks.bad_return(d, 'implementation', nil, declared, string.format("nil, an info() table, a list of them or an "
+      declaration.bad_return(d, 'implementation', nil, declared, string.format("nil, an info() table, a list of them or an "
         .. "ImplementationRevision document expected: 'builtin' names a provider of the kernel registry "
         .. '(kluabench.kernels), which has no provider %s of a kernel %s on the %s backend',
         provider, d.name, core.backend()), p, provider)
@@ -171,7 +170,7 @@ local function describe(d, ctx, p, provider, bare)
     out.implementation = record.user_implementation { provider = provider, kernel = d.name, info = declared,
       operation_digest = od, arch = hw.architecture, dtypes = { p.dtype } }
   elseif declared ~= nil then
-    hooks.bad_return(d, 'implementation', nil, declared, "nil, 'builtin', an info() table, a list of them or an "
+    declaration.bad_return(d, 'implementation', nil, declared, "nil, 'builtin', an info() table, a list of them or an "
       .. 'ImplementationRevision document', p, provider)
   end
   if not bare then ctx.described[key] = out end
@@ -183,14 +182,14 @@ end
 -- o.bare: without calling the record, cost, setup and implementation hooks
 -- (the bundle of a failure one of them caused).
 local function bundle_of(d, ctx, p, provider, mode, run_index, o)
-  local extra = (d.record and not o.bare) and hooks.call_record(d, p, provider, mode) or {}
+  local extra = (d.record and not o.bare) and declaration.call_record(d, p, provider, mode) or {}
   local execution = {}
   for key, v in pairs(extra.execution or {}) do execution[key] = v end
   execution.point = p.id
   execution.trust = o.trust
   local bytes, flops
   if not o.bare then
-    if d.cost then bytes, flops = hooks.call_cost(d, p, mode, provider) else bytes, flops = hooks.cost_of(d, p, mode) end
+    if d.cost then bytes, flops = declaration.call_cost(d, p, mode, provider) else bytes, flops = declaration.cost_of(d, p, mode) end
   end
   local desc = describe(d, ctx, p, provider, o.bare)
   local result = o.result or { samples = {}, used = {}, protocol = ctx.protocol }
@@ -212,7 +211,7 @@ local function bundle_of(d, ctx, p, provider, mode, run_index, o)
     workload = desc.workload, operation_document = desc.operation_document, implementation = desc.implementation,
     builtin = desc.builtin == true,
     session = { index = run_index, count = ctx.o.runs }, status = status, reasons = reasons,
-    axis_order = cli.axis_names(d),
+    axis_order = declaration.axis_names(d),
   }
 end
 
@@ -234,8 +233,8 @@ local function auditor(d, ctx, p, provider, mode, inputs, keep)
   if ctx.o.audits == 0 then return nil end
   return trust.new {
     inputs = inputs, keep = keep, key = seeds.derive(ctx.trust.key, p.id, provider, mode, ctx.sessions),
-    refresh = function(key) return seeds.with_key(key, hooks.call_setup, d, p, provider) end,
-    reference = d.reference and function(snap) return hooks.call_reference(d, p, provider, mode, snap) end,
+    refresh = function(key) return seeds.with_key(key, declaration.call_setup, d, p, provider) end,
+    reference = d.reference and function(snap) return declaration.call_reference(d, p, provider, mode, snap) end,
     dtype = p.dtype, factor = d.precision, atol = d.tolerance and d.tolerance.atol,
     rtol = d.tolerance and d.tolerance.rtol, during = ctx.o.audits, checked = d.check ~= nil,
     -- one call per sample: a fresh sample and a timed one measure the same thing
@@ -246,8 +245,8 @@ end
 
 -- One measured session of (point, provider, mode): the sealed bundle.
 local function session(d, ctx, p, provider, mode, run_index, checked)
-  local keep = hooks.tensor_set(p.shared)
-  local inputs = hooks.call_setup(d, p, provider)
+  local keep = declaration.tensor_set(p.shared)
+  local inputs = declaration.call_setup(d, p, provider)
   local sets = {}
   ctx.sessions = (ctx.sessions or 0) + 1
   if ctx.o.protocol == 'graph' then
@@ -255,7 +254,7 @@ local function session(d, ctx, p, provider, mode, run_index, checked)
     -- each set's values of its own (a key per set), so no two sets are alike
       ctx.protocol.params.make_set = function(i)
       if i == 1 then return inputs end
-      sets[#sets + 1] = seeds.with_key(seeds.derive(ctx.trust.key, 'set', i), hooks.call_setup, d, p, provider)
+      sets[#sets + 1] = seeds.with_key(seeds.derive(ctx.trust.key, 'set', i), declaration.call_setup, d, p, provider)
       return sets[#sets]
     end
   end
@@ -263,7 +262,7 @@ local function session(d, ctx, p, provider, mode, run_index, checked)
   local limit_ns = ctx.o.timeout and ctx.o.timeout * 1e9
   local audit
   local ok, result = pcall(function()
-    local fn = hooks.call_run(d, p, provider, mode, inputs)
+    local fn = declaration.call_run(d, p, provider, mode, inputs)
     local run_ctx = measure.device()
     -- the deadline is checked between samples (a call that never returns is not stopped)
     if ctx.o.metric == 'memory' then
@@ -281,8 +280,8 @@ local function session(d, ctx, p, provider, mode, run_index, checked)
     end
     return r
   end)
-  hooks.free_tensors(inputs, keep)
-  for _, s in ipairs(sets) do hooks.free_tensors(s, keep) end
+  declaration.free_tensors(inputs, keep)
+  for _, s in ipairs(sets) do declaration.free_tensors(s, keep) end
   if not ok then error(result, 0) end
   local o = { result = result, check = checked }
   if audit then
@@ -320,13 +319,13 @@ local function check_provider(d, p, provider, modes, timeout)
   local t0 = core.clock_ns()
   local inputs
   local ok, checked = pcall(function()
-    inputs = hooks.call_setup(d, p, provider)
-    return hooks.checked_record(d, d.check(p, provider, inputs, modes), p, provider)
+    inputs = declaration.call_setup(d, p, provider)
+    return declaration.checked_record(d, d.check(p, provider, inputs, modes), p, provider)
   end)
-  hooks.free_tensors(inputs, hooks.tensor_set(p.shared))
+  declaration.free_tensors(inputs, declaration.tensor_set(p.shared))
   if not ok then
     if core.interrupted() then error(checked, 0) end
-    return nil, hooks.failure_of(checked)
+    return nil, declaration.failure_of(checked)
   end
   local elapsed = (core.clock_ns() - t0) / 1e9
   if timeout and elapsed > timeout then
@@ -352,13 +351,13 @@ function M.sweep(d, ctx, points, emit)
       -- a shared hook that fails fails the point (every provider and mode of
       -- it, this session), not the sweep
       local shared_failure
-      local ok_shared, shared_v = pcall(hooks.call_shared, d, p)
+      local ok_shared, shared_v = pcall(declaration.call_shared, d, p)
       if ok_shared then
         p.shared = shared_v
       else
         if core.interrupted() then error(shared_v, 0) end
         p.shared = nil
-        local status, message = hooks.failure_of(shared_v)
+        local status, message = declaration.failure_of(shared_v)
         shared_failure = { status = status, message = message }
         io.stderr:write(string.format('%s: %s: point %s is not timed: %s\n', d.name, status, p.id, message))
         ctx.failures = ctx.failures + 1
@@ -388,7 +387,7 @@ function M.sweep(d, ctx, points, emit)
             local ok, b = pcall(session, d, ctx, p, provider, mode, run_index, c.record)
             if not ok then
               if core.interrupted() then error(b, 0) end
-              local status, message = hooks.failure_of(b)
+              local status, message = declaration.failure_of(b)
               io.stderr:write(string.format('%s: %s: %s %s at %s: %s\n', d.name, status, mode, provider, p.id, message))
               ctx.failures = ctx.failures + 1
               b = failure_bundle(d, ctx, p, provider, mode, run_index, status, message)
@@ -405,8 +404,8 @@ function M.sweep(d, ctx, points, emit)
       local shared = p.shared
       p.shared = nil
       if shared then
-        hooks.free_tensors(shared, {})
-        if hooks.is_tensor(shared) then shared:free() end
+        declaration.free_tensors(shared, {})
+        if declaration.is_tensor(shared) then shared:free() end
       end
       if stopped_by then return stopped_by end
     end
