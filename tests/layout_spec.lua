@@ -173,6 +173,52 @@ describe('stdlib layout', function()
     assert.same({}, found)
   end)
 
+  -- The line of a file's first function definition (its header ends there), or nil.
+  local function first_function(text)
+    local n = 0
+    for line in (text .. '\n'):gmatch('([^\n]*)\n') do
+      n = n + 1
+      if line:match('^%s*local%s+function%s') or line:match('^%s*function%s') or line:match('=%s*function%s*%(') then
+        return n
+      end
+    end
+    return nil
+  end
+
+  it('requires at the top of a file, before its first function, except where layers.LAZY says why', function()
+    local list, hidden, used = modules(), {}, {}
+    for _, m in ipairs(list) do
+      local first = first_function(m.text)
+      for _, r in ipairs((requires.scan(m.text))) do
+        if first and r.line > first then
+          if layers.LAZY[m.name] and layers.LAZY[m.name][r.name] then
+            used[m.name .. ' ' .. r.name] = true
+          else
+            hidden[#hidden + 1] = string.format('%s:%d: %s', m.path, r.line, r.name)
+          end
+        end
+      end
+    end
+    assert.same({}, hidden)
+    for name, targets in pairs(layers.LAZY) do
+      for target in pairs(targets) do assert.is_true(used[name .. ' ' .. target] or false, name .. ' ' .. target) end
+    end
+  end)
+
+  it('keeps the core from the optional subsystems: no core module requires one by name', function()
+    local list, bad = modules(), {}
+    for _, m in ipairs(list) do
+      local _, l = layers.layer_of(m.name)
+      if l and not l.optional then
+        for _, r in ipairs((requires.scan(m.text))) do
+          local _, k = layers.layer_of(r.name)
+          if k and k.optional then bad[#bad + 1] = string.format('%s:%d: %s', m.path, r.line, r.name) end
+        end
+      end
+    end
+    assert.same({}, bad)
+  end)
+
   it('requires a computed name only where layers.DYNAMIC says why', function()
     local list, bad, used = modules(), {}, {}
     for _, m in ipairs(list) do

@@ -1,48 +1,67 @@
---- The layers of the stdlib, lowest first: the one statement of who may require whom.
--- A module may require modules of its own layer and of the layers below it, never of a layer above
--- (data flows down, results flow up), and no module may reach itself through its requires, lazy
--- ones (inside functions) included. tests/layout_spec.lua reads every require of
--- stdlib/kluabench/ and fails on an upward one, on a circle, on a module in no layer and on a
--- require of a name computed at run time that DYNAMIC does not list; docs/ARCHITECTURE.md draws
--- this table. kluabench.core and kluabench.host (the engine, in C) are below every layer.
+--- The stdlib's layers, lowest first: the one statement of who may require whom. A module requires
+-- modules of its own layer and of the layers below, never above; the core's layers come first and
+-- the optional subsystems after them, so the core never requires an optional one (it names one by
+-- a computed require, listed in DYNAMIC, where a registry loads it on demand). Requires sit at the
+-- top of a file: LAZY lists the few that do not, and why. tests/layout_spec.lua checks all of it;
+-- docs/ARCHITECTURE.md draws this table.
 local M = {}
 
 --- The layers, lowest first: name, the modules (each a name and everything under it; exact: the
--- names alone), what they hold.
+-- name alone), optional (a subsystem the core never requires) and what they hold.
 M.LAYERS = {
-  { name = 'base', modules = { 'kluabench.io', 'kluabench.modules', 'kluabench.layers' },
-    what = 'JSON, CSV, files, the command line and argument checks (io/); the map of short names; this table' },
-  { name = 'stats', modules = { 'kluabench.stats' },
-    what = 'statistics of samples, inference, seeded choices' },
+  { name = 'base', modules = { 'kluabench.util', 'kluabench.modules', 'kluabench.layers' },
+    what = 'argument checks and the option parser, files, JSON (lua-cjson reads it)' },
+  { name = 'stats', modules = { 'kluabench.stats' }, what = 'statistics of samples, inference, seeded choices' },
   { name = 'measure', modules = { 'kluabench.measure' },
-    what = 'timing: protocols (one file per mode), sessions, stopping, clocks, interleaving, ceilings' },
-  { name = 'trust', modules = { 'kluabench.trust' },
-    what = "defences against a kernel that games the timer: the run's seed key, thread and stream census, precision" },
+    what = 'protocols as values and their registry (one file each), sessions, stopping, clocks, ceilings' },
+  { name = 'seeds', modules = { 'kluabench.trust.seeds' }, exact = true,
+    what = "the run's seed key, which kb.randn's seeds mix in" },
   { name = 'kernels', modules = { 'kluabench.kernels' },
-    what = "the kernel registry and each family's descriptor, Triton's compiled kernels, checks of outputs" },
+    what = "the kernel registry, each family's descriptor, Triton's compiled kernels, checks of outputs" },
+  { name = 'trust', modules = { 'kluabench.trust' },
+    what = 'the audit between samples and its census; the integrity of the timing functions' },
   { name = 'record', modules = { 'kluabench.record' },
-    what = 'kernelindex bundles: documents, environment, names, evidence, reading, writing, Liger interop' },
-  { name = 'report', modules = { 'kluabench.report' },
-    what = 'views of records: tables, plots, compare, HTML, progress' },
-  { name = 'history', modules = { 'kluabench.history' },
-    what = 'results over commits in a database' },
+    what = 'kernelindex bundles built from facts: documents, environment, names, evidence, reading, writing, verifying' },
+  { name = 'result', modules = { 'kluabench.result' }, what = 'the one result model: sessions and points of bundles' },
+  { name = 'views', modules = { 'kluabench.table', 'kluabench.progress', 'kluabench.compare' },
+    what = 'the results table, the progress line, run-aware comparison' },
   { name = 'suite', modules = { 'kluabench.suite', 'kluabench.benchmarks' },
-    what = 'the benchmark harness (its shards, audits and integrity), and the benchmarks declared on it' },
-  { name = 'cli', modules = { 'kluabench.commands', 'kluabench.repl' },
-    what = "the commands, their dispatcher, help and the API reference; the REPL's views" },
+    what = 'the harness (declaration, sweep, policy, shards) and the benchmarks declared on it' },
+  { name = 'commands', modules = { 'kluabench.commands' }, what = 'the dispatcher and the basic commands' },
+  { name = 'liger', optional = true, modules = { 'kluabench.liger' },
+    what = "Liger-Kernel's CSV: import-liger and the liger-csv format" },
+  { name = 'history', optional = true, modules = { 'kluabench.history' },
+    what = 'results over commits in SQLite or PostgreSQL' },
+  { name = 'dist', optional = true, modules = { 'kluabench.dist' },
+    what = 'distributed runs: run-all, slurm, merge' },
+  { name = 'charts', optional = true, modules = { 'kluabench.charts' }, what = 'SVG charts and the HTML report' },
+  { name = 'tools', optional = true, modules = { 'kluabench.apidoc', 'kluabench.repl' },
+    what = "the API reference and help(), the REPL's views" },
   { name = 'kluabench', modules = { 'kluabench' }, exact = true,
-    what = 'init.lua: the engine with every module above reachable as kb.<name>' },
+    what = 'init.lua: the engine with every module reachable as kb.<name>' },
 }
 
 --- Modules that require a name computed at run time, and why that stays inside the rules.
 M.DYNAMIC = {
   ['kluabench'] = 'kb.<name> loads the module that kluabench.modules maps the name to (the top layer)',
   ['kluabench.kernels'] = "loads kluabench.kernels.<family>, the descriptor of each of the engine's families",
-  ['kluabench.commands'] = 'loads kluabench.commands.registry.<module>, the command a user named',
+  ['kluabench.measure'] = 'the registry: loads kluabench.measure.<name>, the protocol a run names (measure.MODES)',
+  ['kluabench.measure.session'] = 'loads the sampling protocol a session names',
+  ['kluabench.suite'] = 'loads the optional subsystem a run asks for: the writer of --format liger-csv, '
+    .. 'the history of --history',
+  ['kluabench.commands'] = 'loads the module of the command a user named (commands/registry.lua)',
   ['kluabench.commands.helpers'] = "loads a command's module for its usage line and help",
+  ['kluabench.commands.list'] = "loads the API reference (the optional apidoc tools) for the kernels' one-line summaries",
   ['kluabench.apidoc.help'] = 'loads a documented module to find the value an entry names',
-  ['kluabench.trust.integrity'] = 'loads the timing and statistics modules it watches (its MODULES, all in '
-    .. 'the suite layer or below) before the user script runs, so that their upvalues are bound first',
+  ['kluabench.trust.integrity'] = 'loads the modules it watches (its MODULES) before the user script runs',
+}
+
+--- Requires that are not at the top of their file: module -> {required module = why}.
+M.LAZY = {
+  ['kluabench.suite.run'] = {
+    ['kluabench.measure.memory'] = 'only with --metric memory: the seed run does not load it',
+    ['kluabench.measure.energy'] = 'only with --metrics energy: the seed run does not load it',
+  },
 }
 
 --- The layer of a module: its index in M.LAYERS and the layer; nil for a module in no layer.

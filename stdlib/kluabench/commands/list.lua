@@ -43,9 +43,10 @@ function M.files(root, dir)
   return out
 end
 
--- name -> one-line summary, from the API reference when this build has it.
+-- name -> one-line summary, from the API reference (the optional apidoc tools) when this build has it.
+local APIDOC = 'kluabench.apidoc'
 local function summaries()
-  local ok, apidoc = pcall(require, 'kluabench.apidoc')
+  local ok, apidoc = pcall(require, APIDOC)
   local out = {}
   if ok and type(apidoc) == 'table' then
     for _, e in ipairs(apidoc.entries or {}) do out[e.name] = e.summary end

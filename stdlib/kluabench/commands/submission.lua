@@ -4,6 +4,8 @@ local cli = require 'kluabench.commands.helpers'
 local json = require 'kluabench.util.json'
 local files = require 'kluabench.util.files'
 
+local writer = require 'kluabench.record.writer'
+
 local M = {}
 
 M.USAGE = 'kluabench submission FILE... -o OUT [--project NAME]'
@@ -52,8 +54,7 @@ function M.main(args)
   if not opts.out then return usage_error('no -o OUT given (the submission document)') end
   local unreadable = cli.check_inputs('submission', files)
   if unreadable then return unreadable end
-  local shards = require 'kluabench.dist.shards'
-  local fresh, why_not = shards.check_output('-o', opts.out, shards.file_inputs(files), nil, true)
+  local fresh, why_not = writer.check_output('-o', opts.out, writer.file_inputs(files), true)
   if not fresh then return usage_error('%s', why_not) end
   local reader = require 'kluabench.record.reader'
   local bundles = {}
