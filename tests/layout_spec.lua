@@ -251,16 +251,86 @@ describe('stdlib layout', function()
     assert.same(want, rows)
   end)
 
+  -- Runs the seed's default run (scripts/llama4_rope.lua, no options) in a binary of its own with
+  -- `before` and `after` (Lua chunks) around it; what after writes to stdout.
+  -- (a script of its own, so that the binary starts it as it starts the seed's)
+  local function seed_run(before, after, args)
+    local sub = require 'helpers.subprocess'
+    local script = sub.root() .. '/scripts/llama4_rope.lua'
+    local words = {}
+    for i, a in ipairs(args or {}) do words[i] = string.format('%q', a) end
+    local dir = util.tmpdir()
+    util.spit(dir .. '/seed.lua', before .. string.format('\narg = { [0] = %q, %s }\ndofile(%q)\n', script,
+      table.concat(words, ', '), script) .. after)
+    local r = sub.run({ '--backend', 'cpu', '--quiet', dir .. '/seed.lua' })
+    os.execute('rm -rf ' .. util.q(dir))
+    assert(r.code == 0, r.err)
+    return r.out
+  end
+
+  it("keeps the seed's default run within 30 modules and 8,000 lines of Lua (docs/ARCHITECTURE.md)", function()
+    local out = seed_run('', [[
+      local n, lines, list = 0, 0, {}
+      for name in pairs(package.loaded) do
+        local path = (name == 'kluabench' or name:match('^kluabench%.')) and package.searchpath(name, package.path)
+        if path then
+          local c = 0
+          for _ in io.lines(path) do c = c + 1 end
+          n, lines = n + 1, lines + c
+          list[#list + 1] = string.format('%5d %s', c, name)
+        end
+      end
+      table.sort(list)
+      io.write('COUNT ', n, ' ', lines, '\n', table.concat(list, '\n'), '\n')]])
+    local n, lines = out:match('\nCOUNT (%d+) (%d+)\n')
+    assert.is_true(tonumber(n) <= 30, n .. ' modules:\n' .. out)
+    assert.is_true(tonumber(lines) <= 8000, lines .. ' lines:\n' .. out)
+  end)
+
+  it('has one timed sample cross only the Lua files docs/ARCHITECTURE.md lists for it, at most 15 files in all', function()
+    local doc = assert(util.slurp((ROOT ~= '' and ROOT .. '/' or '') .. 'docs/ARCHITECTURE.md'))
+    local part = assert(doc:match('\n## One timed sample\n(.-)\n## '), 'no section "One timed sample"')
+    local listed, n = {}, 0
+    for path in part:gmatch('\n%d+%. `([^`]+)`') do listed[path], n = true, n + 1 end
+    assert.is_true(n >= 5 and n <= 15, n .. ' files listed')
+    -- every Lua function called while the protocol measures (the audits off: their samples are not
+    -- timed ones), by file
+    local out = seed_run([[
+      local measure = require 'kluabench.measure'
+      local Protocol = getmetatable(measure.protocol { name = 'x', run = function() return { 1 } end }).__index
+      local run, seen = Protocol.run, {}
+      Protocol.run = function(self, fn, ctx)
+        debug.sethook(function()
+          local src = debug.getinfo(2, 'S').source
+          if src:sub(1, 1) == '@' then seen[src:sub(2)] = true end
+        end, 'c')
+        local r = table.pack(pcall(run, self, fn, ctx))
+        debug.sethook()
+        if not r[1] then error(r[2], 0) end
+        return table.unpack(r, 2, r.n)
+      end
+      _G.SEEN = seen]], [[
+      for path in pairs(SEEN) do io.write('SEEN ', path, '\n') end]], { '--audits', '0' })
+    local root = require('helpers.subprocess').root() .. '/'
+    local extra = {}
+    for path in out:gmatch('SEEN ([^\n]+)') do
+      local rel = path:sub(1, #root) == root and path:sub(#root + 1) or path
+      if rel:match('^stdlib/') and not listed[rel] then extra[#extra + 1] = rel end
+    end
+    table.sort(extra)
+    assert.same({}, extra)
+  end)
+
   it('would catch an upward require, a lazy one and a circle (the checks check)', function()
     local fake = {
-      { name = 'kluabench.io.x', text = "local r = require 'kluabench.record'\n" },
-      { name = 'kluabench.record', text = "local function f() return require('kluabench.io.x') end\n" },
+      { name = 'kluabench.util.x', text = "local r = require 'kluabench.record'\n" },
+      { name = 'kluabench.record', text = "local function f() return require('kluabench.util.x') end\n" },
     }
     local graph = require_graph(fake)
-    assert.equal(1, graph['kluabench.io.x']['kluabench.record'])
-    assert.equal(1, graph['kluabench.record']['kluabench.io.x']) -- lazy
-    assert.is_true(layers.layer_of('kluabench.record') > layers.layer_of('kluabench.io.x'))
-    assert.same({ 'kluabench.io.x kluabench.record' }, circles({ 'kluabench.io.x', 'kluabench.record' }, graph))
+    assert.equal(1, graph['kluabench.util.x']['kluabench.record'])
+    assert.equal(1, graph['kluabench.record']['kluabench.util.x']) -- lazy
+    assert.is_true(layers.layer_of('kluabench.record') > layers.layer_of('kluabench.util.x'))
+    assert.same({ 'kluabench.record kluabench.util.x' }, circles({ 'kluabench.util.x', 'kluabench.record' }, graph))
     local lit, computed = requires.scan("-- require 'kluabench.a'\nlocal s = \"require 'kluabench.b'\"\n"
       .. "local ok, c = pcall(require, 'kluabench.c')\nlocal d = require('kluabench.' .. name)\n")
     assert.same({ { name = 'kluabench.c', line = 3 } }, lit)
