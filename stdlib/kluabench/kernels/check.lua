@@ -175,6 +175,11 @@ local function check_spec(spec)
     error("bad argument #1 to 'new' (precision must be a number > 0 (units of the dtype's unit roundoff) or false, "
       .. 'got ' .. shown(p) .. ')', 3)
   end
+  local n = spec.reduction
+  if n ~= nil and not (math.type(n) == 'integer' and n >= 1) then
+    error("bad argument #1 to 'new' (reduction must be an integer >= 1 (the terms each output element sums), got "
+      .. shown(n) .. ')', 3)
+  end
   check_tolerances(spec, 'new', 1, 3)
 end
 
@@ -221,7 +226,7 @@ local function compare_all(outs, refs, opts)
     end
     if good and opts.precision ~= false and M.UNIT_ROUNDOFF[outs[i].dtype] then
       local fine, rel, limit, msg = M.normwise(outs[i], refs[i], outs[i].dtype,
-        { factor = opts.precision, name = o.name })
+        { factor = opts.precision, name = o.name, reduction = opts.reduction or M.reduction_length(outs[i], opts.inputs) })
       r.rel_l2, r.normwise_limit = rel, limit
       if not fine then
         good = false
@@ -258,13 +263,14 @@ Checker.__index = Checker
 -- state taken before the run, and called after it), seeds (default: SEED_COUNT seeds drawn at run
 -- time, in the report), atol / rtol (default by dtype; a finite number >= 0, else an error), poison
 -- (default true), precision (the norm-wise error allowed in units of the output dtype's unit
--- roundoff, default 8, whatever atol and rtol allow; false: off). Besides the outputs, verify()
+-- roundoff, default 8, whatever atol and rtol allow; false: off), reduction (the terms each output
+-- element sums, for the precision bound; default: read from the shapes, M.reduction_length). Besides the outputs, verify()
 -- checks that every other tensor of state is unchanged by the run and that no byte around an output
 -- was written. verify() raises when outputs or reference return no tensors, or when a reference
 -- holds NaN (an unwritten, poisoned element would match it): such a check would pass having
 -- checked nothing; likewise when an output or a reference has no elements.
 --
--- @signature check.new{inputs, run, outputs, reference [, seeds, atol, rtol, poison, precision]} -> checker
+-- @signature check.new{inputs, run, outputs, reference [, seeds, atol, rtol, poison, precision, reduction]} -> checker
 -- @example
 --   local c = check.new{inputs = function(seed) return {x = kb.randn({8}, "f32", seed, "cpu"), y = kb.empty({8}, "f32", "cpu")} end,
 --     run = function(s) s.y:copy_(s.x) end, outputs = function(s) return {s.y} end,
@@ -289,6 +295,14 @@ local function snapshot(state)
   local s = {}
   for k, v in pairs(state) do s[k] = is_tensor(v) and v:clone() or v end
   return s
+end
+
+-- The tensors of state that are no output: what the reduction length is read from.
+local function inputs_of(state, outs)
+  local is_out, list = {}, {}
+  for _, t in ipairs(outs) do is_out[t] = true end
+  for _, v in pairs(state) do if is_tensor(v) and not is_out[v] then list[#list + 1] = v end end
+  return list
 end
 
 -- What a run did besides its outputs: inputs changed, bytes around outputs written.
@@ -331,8 +345,8 @@ function Checker:verify()
     -- after the run, from the snapshot: a reference the kernel could copy does not exist yet
     local refs = tensors(self.reference(snap), 'reference', when)
     outs = tensors(self.outputs(state), 'outputs', when)
-    local ok, reports = compare_all(outs, refs,
-      { atol = self.atol, rtol = self.rtol, precision = self.precision, seed_label = tostring(seed) })
+    local ok, reports = compare_all(outs, refs, { atol = self.atol, rtol = self.rtol, precision = self.precision,
+      reduction = self.reduction, inputs = inputs_of(state, outs), seed_label = tostring(seed) })
     local bad = summary(reports)
     for _, problem in ipairs(side_effects(state, snap, outs)) do
       ok = false
@@ -356,8 +370,9 @@ end
 -- here). Returns ok, report {ok, outputs, message}.
 function Checker:recheck()
   if not self.state then error("recheck: call verify() first", 2) end
-  local ok, reports = compare_all(tensors(self.outputs(self.state), 'outputs', 'after timing'), self.refs,
-    { atol = self.atol, rtol = self.rtol, precision = self.precision })
+  local outs = tensors(self.outputs(self.state), 'outputs', 'after timing')
+  local ok, reports = compare_all(outs, self.refs, { atol = self.atol, rtol = self.rtol, precision = self.precision,
+    reduction = self.reduction, inputs = inputs_of(self.state, outs) })
   return ok, { ok = ok, outputs = reports,
     message = ok and 'still correct after timing' or ('after timing: ' .. table.concat(summary(reports), '; ')) }
 end
@@ -389,17 +404,39 @@ local rel_l2 = core.rel_l2 -- bound before the user's script (trust.integrity)
 --- The unit roundoff of each dtype: half the distance from 1 to the next number.
 M.UNIT_ROUNDOFF = { bf16 = 2 ^ -8, f16 = 2 ^ -11, f32 = 2 ^ -24, f64 = 2 ^ -53 }
 
---- Units of the unit roundoff an honest result may be off by, norm-wise. Eight covers an
--- element-wise kernel against a reference in its own or a higher precision and short sums; a
--- kernel that reduces over many terms may need more (give factor).
+--- Units of the unit roundoff an honest result may be off by, norm-wise, per source of error:
+-- the output's rounding, and a reduction's accumulation grown by the square root of its length
+-- (docs/TRUST.md, "The precision bound", derives it).
 M.DEFAULT_FACTOR = 8
+
+--- The length of the reduction behind an output as the shapes tell it: the larger of the
+-- output's last dimension and, over the inputs, their elements per output element (rounded up).
+-- A softmax, norm or scan of rows of n columns reads n; a row sum reads n from its input; an
+-- element-wise kernel reads its last dimension, which errs on the loose side.
+--
+-- @signature check.reduction_length(out [, inputs]) -> integer
+-- @example
+--   local x = kb.randn({4, 1024}, "f32", 1, "cpu")
+--   print(check.reduction_length(kb.empty({4}, "f32", "cpu"), {x})) --> 1024
+function M.reduction_length(out, inputs)
+  args.check('check.reduction_length', 1, out, 'userdata', 'tensor')
+  args.check('check.reduction_length', 2, inputs, 'table|nil', 'list of tensors')
+  local shape, numel = out.shape, out:numel()
+  local n = math.max(1, shape[#shape] or 1)
+  if numel > 0 then
+    for _, t in ipairs(inputs or {}) do n = math.max(n, (t:numel() + numel - 1) // numel) end
+  end
+  return n
+end
 
 --- The norm-wise relative error of got against want and whether it fits the precision of dtype.
 --
--- The unit roundoff is the larger of dtype's and got's own (a check is never stricter than the
--- output can hold). opts.factor: the allowed units (default DEFAULT_FACTOR; a finite number > 0);
--- opts.name: the output's name for the message. Returns ok, rel, limit, message. A want that is
--- all zero with a got that is not reads as rel = inf (not ok).
+-- limit = factor x max(u, sqrt(n) x u_acc): u is the unit roundoff of dtype, or got's own when
+-- larger (a check is never stricter than the output can hold); n the reduction length
+-- (opts.reduction, default 1); u_acc = min(u, u of f32), the accumulation precision the
+-- conventions give (bf16 and f16 kernels accumulate in f32). opts.factor: default DEFAULT_FACTOR,
+-- a finite number > 0; opts.name: the output's name for the message. Returns ok, rel, limit,
+-- message. A want that is all zero with a got that is not reads as rel = inf (not ok).
 --
 -- @signature check.normwise(got, want, dtype [, opts]) -> ok, rel, limit, message
 -- @example
@@ -415,19 +452,25 @@ function M.normwise(got, want, dtype, opts)
   if type(factor) ~= 'number' or factor ~= factor or factor <= 0 or factor == math.huge then
     error("bad argument #4 to 'normwise' (factor must be a finite number > 0, got " .. tostring(factor) .. ')', 2)
   end
+  local n = opts.reduction or 1
+  if math.type(n) ~= 'integer' or n < 1 then
+    error("bad argument #4 to 'normwise' (reduction must be an integer >= 1, got " .. tostring(n) .. ')', 2)
+  end
   local own = M.UNIT_ROUNDOFF[got.dtype] or u
   if own > u then u = own end
   local rel = rel_l2(got, want)
-  local limit = factor * u
+  local limit = factor * math.max(u, math.sqrt(n) * math.min(u, M.UNIT_ROUNDOFF.f32))
   local ok = rel <= limit -- NaN: not ok
   local name = opts.name or 'output'
+  local allowed = n > 1 and string.format('%.3g x (a reduction of %d terms)', limit / u, n)
+    or string.format('%g x', factor)
   local message
   if ok then
-    message = string.format('%s: norm-wise relative error %.3g, within %g x the unit roundoff of %s', name, rel, factor,
-      dtype)
+    message = string.format('%s: norm-wise relative error %.3g, within %s the unit roundoff of %s', name, rel,
+      allowed, dtype)
   else
     message = string.format('%s: norm-wise relative error %.3g is %.3g x the unit roundoff of %s (%.3g), more than '
-      .. 'the %g x allowed: computed in a lower precision than %s?', name, rel, rel / u, dtype, u, factor, dtype)
+      .. 'the %s allowed: computed in a lower precision than %s?', name, rel, rel / u, dtype, u, allowed, dtype)
   end
   return ok, rel, limit, message
 end

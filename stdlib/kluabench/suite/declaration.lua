@@ -111,6 +111,11 @@ function M.check_decl(d)
       and d.precision < math.huge) then
     bad("field 'precision' must be a number > 0 (units of the dtype's unit roundoff) or false")
   end
+  if d.reduction ~= nil and type(d.reduction) ~= 'function' and not (math.type(d.reduction) == 'integer'
+      and d.reduction >= 1) then
+    bad("field 'reduction' must be an integer >= 1 or a function(point) returning one (the terms each output "
+      .. 'element sums)')
+  end
   if d.tolerance ~= nil then
     local t = d.tolerance
     local function ok(v) return v == nil or (type(v) == 'number' and v >= 0 and v < math.huge) end
@@ -602,6 +607,18 @@ function M.call_run(d, p, provider, mode, inputs)
   local fn = d.run(p, provider, mode, inputs)
   if not callable(fn) then M.bad_return(d, 'run', nil, fn, 'the function to time', p, provider, mode) end
   return fn
+end
+
+-- The reduction length the declaration states for a point (nil: the audit reads it from the shapes).
+function M.reduction(d, p)
+  local n = d.reduction
+  if type(n) == 'function' then
+    n = n(p)
+    if not (math.type(n) == 'integer' and n >= 1) then
+      M.bad_return(d, 'reduction', nil, n, 'an integer >= 1 (the terms each output element sums)', p)
+    end
+  end
+  return n
 end
 
 -- reference(point, provider, mode, snapshot): a table of tensors by name.

@@ -45,6 +45,9 @@
 --                          other tensor of inputs is unchanged
 --   precision              the norm-wise error the audits allow, in units of
 --                          the dtype's unit roundoff (default 8), or false
+--   reduction              the terms each output element sums (an integer or
+--                          function(point)), which widens that bound by its
+--                          square root; default: read from the shapes
 --   tolerance              {atol, rtol}: the audits' element-wise tolerance
 --                          (default by dtype, kluabench.check.TOLERANCES)
 --

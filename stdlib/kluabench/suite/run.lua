@@ -235,7 +235,7 @@ local function auditor(d, ctx, p, provider, mode, inputs, keep)
     inputs = inputs, keep = keep, key = seeds.derive(ctx.trust.key, p.id, provider, mode, ctx.sessions),
     refresh = function(key) return seeds.with_key(key, declaration.call_setup, d, p, provider) end,
     reference = d.reference and function(snap) return declaration.call_reference(d, p, provider, mode, snap) end,
-    dtype = p.dtype, factor = d.precision, atol = d.tolerance and d.tolerance.atol,
+    dtype = p.dtype, factor = d.precision, reduction = declaration.reduction(d, p), atol = d.tolerance and d.tolerance.atol,
     rtol = d.tolerance and d.tolerance.rtol, during = ctx.o.audits, checked = d.check ~= nil,
     -- one call per sample: a fresh sample and a timed one measure the same thing
     fresh_timing = ctx.o.protocol == 'cold' or ctx.o.protocol == 'do_bench', backend = core.backend(),

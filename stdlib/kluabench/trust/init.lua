@@ -233,7 +233,8 @@ Auditor.__index = Auditor
 -- inputs made under seed key `key` (the harness calls the benchmark's setup), reference(snapshot)
 -- -> {name = tensor}: what each named tensor of the inputs holds after one call (nil: outputs are
 -- not checked), keep (tensors never freed: shared state), key (the run's seed key), dtype (the
--- declared dtype), factor (the norm-wise limit in units of its roundoff, false: off), atol, rtol,
+-- declared dtype), factor (the norm-wise limit in units of its roundoff, false: off), reduction (the
+-- terms each output element sums; default: read from the shapes, check.reduction_length), atol, rtol,
 -- during (audits while timing), fresh_timing (compare fresh samples with the median: one call per
 -- sample), checked (a check passed before timing: a wrong output is then a suspected hack), label
 -- (names the session in messages), backend, integrity_check (a function returning the findings of
@@ -473,7 +474,10 @@ function Auditor:verify_outputs(pre, post, calls)
         local dtype = self.dtype or got.dtype
         if check.UNIT_ROUNDOFF[dtype] then
           local factor = (self.factor or check.DEFAULT_FACTOR) * scale
-          local fine, _, _, msg = check.normwise(got, want, dtype, { factor = factor, name = label })
+          local inputs = {}
+          for _, k in ipairs(tensor_keys(post)) do if not named[k] then inputs[#inputs + 1] = post[k] end end
+          local fine, _, _, msg = check.normwise(got, want, dtype, { factor = factor, name = label,
+            reduction = self.reduction or check.reduction_length(got, inputs) })
           if not fine then self:finding('incorrect_numerical', 'precision ' .. tostring(name), msg) end
         end
       end
