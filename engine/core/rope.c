@@ -388,7 +388,8 @@ static void rope_launch(lua_State *L, const kb_backend *dev, int impl, const kb_
   if (impl == IMPL_REFERENCE)
     c.scratch = device_scratch(L, ROPE_SCRATCH_KEY, dev, kb_rope_reference_scratch_bytes(a));
   else if (impl == IMPL_FLOOR)
-    c.scratch = device_scratch(L, ROPE_SINK_KEY, dev, KB_ROPE_FLOOR_SCRATCH);
+    c.scratch = device_scratch(L, ROPE_SINK_KEY, dev,
+                               kb_on_cuda(dev) ? KB_ROPE_FLOOR_SCRATCH : kb_rope_floor_scratch_bytes_cpu(a));
   KB_TRY(L, dev->run_kernel(dev, names[kb_on_cuda(dev)][impl], runs[impl], &c));
 }
 
