@@ -9,6 +9,7 @@ local util = require 'helpers.util'
 local bundles = require 'helpers.bundles'
 local writer = require 'kluabench.record.writer'
 local result = require 'kluabench.result'
+local cold = require 'kluabench.measure.cold'
 
 local ROOT = package.searchpath('kluabench.charts.plot', package.path):match('^(.-)/?stdlib/kluabench/charts/plot%.lua$')
 if ROOT == '' then ROOT = '.' end
@@ -497,7 +498,7 @@ local function runs3_bundles(speeds, opts)
     end, { seq = seq, provider = opts.provider })
     table.move(list, 1, #list, #out + 1, out)
     if opts.cold then
-      out[#out + 1] = bundles.make { seq = seq, provider = opts.provider, protocol = require('kluabench.measure.cold').make {},
+      out[#out + 1] = bundles.make { seq = seq, provider = opts.provider, protocol = cold.make {},
         samples = { 9, 9.1, 9.2, 8.9, 9 } }
     end
   end
@@ -596,7 +597,8 @@ describe('plot of measured points (kluabench.result)', function()
 
   it('leaves out, with a note, a point no session of which passed; draws the passed sessions of the others', function()
     local list = runs3_bundles { 1, 2, 3 }
-    list[#list + 1] = bundles.make { seq = 4096, samples = { 1, 1, 1 }, status = 'failed', reasons = { 'check failed' } }
+    list[#list + 1] = bundles.make { seq = 4096, samples = { 1, 1, 1 }, status = 'failed',
+      reasons = { 'check failed' } }
     list[3] = bundles.make { seq = 1024, samples = { 50, 50, 50 }, session = { 3, 3 }, status = 'failed',
       reasons = { 'check failed' } }
     write_bundles(dir .. '/some_failed.jsonl', list)

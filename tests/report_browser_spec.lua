@@ -106,7 +106,8 @@ describe('kluabench report in headless Chromium', function()
     local filled, tables = dom:match('data%-tables%-filled="(%d+)/(%d+)"')
     assert.equal(tables, filled)
     -- the results table: 3 rows (fused, reference, copy), drawn with a height
-    local rows, height = dom:match('<table id="results%-table" data%-rendered%-rows="(%d+)" data%-rendered%-height="(%d+)"')
+    local rows, height = dom:match('<table id="results%-table" data%-rendered%-rows="(%d+)" '
+      .. 'data%-rendered%-height="(%d+)"')
     assert.equal('3', rows)
     assert.is_true(tonumber(height) > 100)
     assert.matches('median (us)', dom, 1, true)

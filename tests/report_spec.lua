@@ -13,7 +13,8 @@ local function count(s, pattern) return select(2, s:gsub(pattern, '')) end
 -- The summary row of point i and what is folded under it (the HTML up to the next point's row).
 local function point_html(html, i)
   local from = assert(html:find('<tr id="point-' .. i .. '"', 1, true), 'no row of point ' .. i)
-  local to = html:find('<tr id="point-' .. (i + 1) .. '"', from, true) or html:find('</tbody></table></div>\n', from, true)
+  local to = html:find('<tr id="point-' .. (i + 1) .. '"', from, true)
+    or html:find('</tbody></table></div>\n', from, true)
   local block = html:sub(from, to - 1)
   local row = block:match('^(<tr .-</tr>)')
   return row, block
@@ -71,7 +72,8 @@ describe('kluabench report (HTML)', function()
         -- three sessions of different speeds: the aggregate is none of theirs, not the last one's
         assert.equal('3', c[8])
         for _, s in ipairs(p.sessions) do assert.not_equal(us(s.median_ns), c[5]) end
-        assert.near((p.sessions[1].median_ns + p.sessions[2].median_ns + p.sessions[3].median_ns) / 3, p.median_ns, 1e-6)
+        local s = p.sessions
+        assert.near((s[1].median_ns + s[2].median_ns + s[3].median_ns) / 3, p.median_ns, 1e-6)
       end
     end
   end)
@@ -122,8 +124,9 @@ describe('kluabench report (HTML)', function()
         local tip = string.format('<title>llama4_rope %s %s\nprovider %s · protocol %s · %s · file runs3.jsonl\n'
           .. 'median %s us', p.mode, p.id, p.provider, p.protocol, p.device, string.format('%.7g', p.median_ns / 1e3))
         assert.matches(tip, html, 1, true)
-        assert.matches(string.format('%d session%s%s · %d samples</title>', #p.sessions, #p.sessions == 1 and '' or 's',
-          #p.failed > 0 and string.format(' (%d failed)', #p.failed) or '', p.n), html, 1, true)
+        assert.matches(string.format('%d session%s%s · %d samples</title>', #p.sessions,
+          #p.sessions == 1 and '' or 's', #p.failed > 0 and string.format(' (%d failed)', #p.failed) or '', p.n),
+          html, 1, true)
       end
     end
   end)

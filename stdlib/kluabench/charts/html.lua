@@ -161,9 +161,11 @@ local POINT_COLUMNS = {
   { key = 'provider', title = 'provider' }, { key = 'protocol', title = 'protocol', nw = true },
   { key = 'device', title = 'device' },
   { key = 'median', title = 'median (us)', num = true }, { key = 'p20', title = 'p20 (us)', num = true },
-  { key = 'p80', title = 'p80 (us)', num = true }, { key = 'memory', title = 'peak memory', num = true, optional = true },
+  { key = 'p80', title = 'p80 (us)', num = true },
+  { key = 'memory', title = 'peak memory', num = true, optional = true },
   { key = 'sessions', title = 'sessions', num = true }, { key = 'samples', title = 'samples', num = true },
-  { key = 'ci', title = 'ci95 ±%', num = true, class = 'ci' }, { key = 'gbps', title = 'GB/s', num = true, optional = true },
+  { key = 'ci', title = 'ci95 ±%', num = true, class = 'ci' },
+  { key = 'gbps', title = 'GB/s', num = true, optional = true },
   { key = 'copy', title = 'copy ceiling (GB/s)', num = true, optional = true },
   { key = 'status', title = 'status', nw = true }, { key = 'flags', title = 'flags', nw = true },
 }
@@ -180,8 +182,9 @@ local SESSION_COLUMNS = {
 }
 
 local CHECK_COLUMNS = {
-  { key = 'point', title = 'point', raw = true }, { key = 'provider', title = 'provider' }, { key = 'device', title = 'device' },
-  { key = 'status', title = 'status', nw = true }, { key = 'step', title = 'stepped at', nw = true },
+  { key = 'point', title = 'point', raw = true }, { key = 'provider', title = 'provider' },
+  { key = 'device', title = 'device' }, { key = 'status', title = 'status', nw = true },
+  { key = 'step', title = 'stepped at', nw = true },
   { key = 'change', title = 'change', num = true }, { key = 'interval', title = 'interval', num = true },
   { key = 'z', title = 'z', num = true }, { key = 'window', title = 'base/post commits', num = true },
   { key = 'note', title = 'note' },
@@ -349,7 +352,8 @@ function M.trend_chart(trend, steps, title)
     pts[i] = { x = i, y = t.median_ms * 1000, lo = t.lo_ms and t.lo_ms * 1000, hi = t.hi_ms and t.hi_ms * 1000,
       tip = tip }
     if steps and steps[t.commit.sha] then
-      marked[#marked + 1] = { x = i, y = t.median_ms * 1000, tip = tip .. '\nstepped here (' .. steps[t.commit.sha] .. ')' }
+      marked[#marked + 1] = { x = i, y = t.median_ms * 1000,
+        tip = tip .. '\nstepped here (' .. steps[t.commit.sha] .. ')' }
     end
   end
   local series = { { name = 'median', points = pts, color = 1 } }

@@ -93,7 +93,8 @@ function M.points_from_bundles(bundles)
     if p then
       points[#points + 1] = p
     else
-      left[#left + 1] = string.format('%s (%s, %s)', result.label_of({}, rp), tostring(rp.provider), tostring(rp.status))
+      left[#left + 1] = string.format('%s (%s, %s)', result.label_of({}, rp), tostring(rp.provider),
+        tostring(rp.status))
     end
   end
   if #left > 0 then
@@ -930,9 +931,10 @@ end
 
 --- A bar chart: a group of bars per category, one per series, with error bars, values and a legend.
 --
--- With a single category the bars are labelled with the series names too (where they fit). spec: series (points {x =
--- category index, y, lo, hi, tip}), categories (names), title, subtitle, xlabel, ylabel, logy,
--- width, height. A point's tip (text) becomes its bar's tooltip (an SVG <title>).
+-- With a single category the bars are labelled with the series names too (where they fit). spec:
+-- series (points {x = category index, y, lo, hi, tip}), categories (names), title, subtitle,
+-- xlabel, ylabel, logy, width, height. A point's tip (text) becomes its bar's tooltip (an SVG
+-- <title>).
 --
 -- @signature plot.bar_chart(spec) -> svg | nil, message
 -- @example
@@ -981,7 +983,8 @@ function M.bar_chart(spec)
       local cx = area.left + (p.x - 0.5) * slot + (si - (nser + 1) / 2) * bw
       local top = sy(p.y)
       c.add(string.format('<rect x="%s" y="%s" width="%s" height="%s" fill="%s" fill-opacity="0.85"%s',
-        num(cx - bw * 0.45), num(math.min(top, base)), num(bw * 0.9), num(math.abs(base - top)), color, tip(p, 'rect')))
+        num(cx - bw * 0.45), num(math.min(top, base)), num(bw * 0.9), num(math.abs(base - top)), color,
+        tip(p, 'rect')))
       error_bar(c, cx, p.lo and sy(p.lo), p.hi and sy(p.hi), '#333333')
       local label_y = math.min(top, p.hi and sy(p.hi) or top) - 6
       c.text(cx, label_y, M.format_tick(tonumber(string.format('%.3g', p.y))),
@@ -1064,7 +1067,8 @@ local function tip_number(v) return (string.format('%.7g', v)) end
 -- @signature plot.tooltip(point [, unit [, scale [, shown]]]) -> text
 -- @example
 --   print(plot.tooltip({kernel = "rope", mode = "forward", provider = "fused", protocol = "do_bench",
---     id = "seq2048-bf16", params = {}, unit = "ms", y50 = 3.21, y20 = 3.0, y80 = 3.5, sessions = 3, passed = 3, n = 180}))
+--     id = "seq2048-bf16", params = {}, unit = "ms", y50 = 3.21, y20 = 3.0, y80 = 3.5,
+--     sessions = 3, passed = 3, n = 180}))
 function M.tooltip(p, unit, scale, shown)
   args.check('plot.tooltip', 1, p, 'table', 'point')
   args.check('plot.tooltip', 2, unit, 'string|nil', 'unit')

@@ -92,7 +92,8 @@ local function add_bundles(report, bundles, label, run)
   for _, b in ipairs(bundles) do
     local s = result.session(b)
     add_document(report, 'environment', s.digests.environment, b.environment, function(doc)
-      local labels = type(doc.metadata) == 'table' and type(doc.metadata.labels) == 'table' and doc.metadata.labels or {}
+      local meta = type(doc.metadata) == 'table' and doc.metadata or {}
+      local labels = type(meta.labels) == 'table' and meta.labels or {}
       return tostring(s.device or 'unknown device') .. ' on ' .. (text(labels.host_name) or 'unknown host')
     end)
     add_document(report, 'protocol', s.digests.protocol, b.protocol, function(doc)
