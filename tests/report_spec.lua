@@ -5,6 +5,8 @@
 local sub = require 'helpers.subprocess'
 local data = require 'helpers.report_data'
 local result = require 'kluabench.result'
+local results_table = require 'kluabench.table'
+local plot = require 'kluabench.charts.plot'
 
 local run = sub.run
 
@@ -129,6 +131,31 @@ describe('kluabench report (HTML)', function()
           html, 1, true)
       end
     end
+  end)
+
+  it('shows the aggregate the results table and the plot tooltip show for the same --runs 3 file', function()
+    local rows = results_table.results_rows(list)
+    local pts = plot.points_from_bundles(list)
+    local checked = 0
+    for i, p in ipairs(result.points(list)) do
+      if #p.passed == 3 then
+        local c = cells((point_html(html, i)))
+        for _, row in ipairs(rows) do
+          if row.workload == p.id and row.provider == p.provider and row.mode == p.mode and row.protocol == p.protocol then
+            assert.equal(3, row.sessions)
+            assert.equal(us(row.median_ns), c[5])
+            checked = checked + 1
+          end
+        end
+        for _, cp in ipairs(pts) do
+          if cp.id == p.id and cp.provider == p.provider and cp.mode == p.mode and cp.protocol == p.protocol then
+            assert.matches('median ' .. string.format('%.7g', p.median_ns / 1e6) .. ' ms', plot.tooltip(cp), 1, true)
+            assert.equal(string.format('%.2f', cp.y50 * 1000), c[5])
+          end
+        end
+      end
+    end
+    assert.equal(7, checked) -- 6 forward points and the noisy backward one
   end)
 
   it('lists every session\'s record under an anchor with its digests, and the documents', function()
