@@ -129,12 +129,18 @@ function M.session(b)
   return p
 end
 
---- A label for people of a bundle's point and its provider (kluabench.record's).
+--- A label for people of a bundle's point and its provider (kluabench.record's), or of a session
+-- or point this module made (`of`: what it names wins over the bundle's).
 --
--- @signature result.label_of(bundle) -> label, provider
+-- @signature result.label_of(bundle [, of]) -> label, provider
 -- @example
 --   print(result.label_of({run = {spec = {sourceNative = {benchmark = "k/forward", externalId = "k/forward/p/gpu/n8-fp32/t"}}}}))
-M.label_of = record.label_of
+function M.label_of(b, of)
+  if not of then return record.label_of(b) end
+  local label, provider = record.label_of(b)
+  if of.kernel or of.id then label = table.concat({ of.kernel or '?', of.mode or '?', of.id or '?' }, ' ') end
+  return label, of.provider or provider
+end
 
 --- A point's identity: what two sessions of one point share.
 --
