@@ -25,6 +25,7 @@ local json = require 'kluabench.util.json'
 local stats = require 'kluabench.stats'
 local result = require 'kluabench.result'
 local noise = require 'kluabench.record.noise'
+local calibrate = require 'kluabench.measure.calibrate'
 local writer = require 'kluabench.record.writer'
 local evidence = require 'kluabench.record.evidence'
 local ok_core, core = pcall(require, 'kluabench.core')
@@ -412,7 +413,7 @@ describe('compare accounts for run-to-run variation (issue 13)', function()
     local path = dir .. '/ceilings.json'
     local fig = { scales = { { ms = 0.01, sd = 0.01, sdUpper = 0.02, df = 4 } }, measuredAt = '2026-12-03T00:00:00Z',
       kernels = { llama4_rope = { scales = { { ms = 0.01, sd = 0.03, sdUpper = 0.05, df = 2 } } } } }
-    assert(ceilings.store_noise({ backend = 'cuda', name = 'NVIDIA H200', memory_bytes = 1, l2_bytes = 2 }, fig, path))
+    assert(calibrate.store_noise({ backend = 'cuda', name = 'NVIDIA H200', memory_bytes = 1, l2_bytes = 2 }, fig, path))
     local resolve = noise.resolver { path = path }
     local sd, source, df, scope = resolve(0.01, 'llama4_rope', 'NVIDIA H200')
     assert.equal(0.05, sd)
@@ -530,14 +531,14 @@ describe('the between-session noise figure (issue 13)', function()
     assert.near(sd_a, sp[1].sd, 1e-12)
     assert.equal(2, sp[1].df)
     assert.near(0, sp[2].sd, 1e-12)
-    local fig = assert(ceilings.noise_figure(sp))
+    local fig = assert(calibrate.noise_figure(sp))
     assert.equal(1, #fig.scales) -- 2 and 2.2 ms share a half-decade
     assert.near(math.sqrt((2 * sd_a ^ 2) / 4), fig.scales[1].sd, 1e-12)
     assert.equal(2, fig.scales[1].points)
     -- 4 df: the 90 % upper bound is sqrt(4 / chi2_0.10(4) = 1.064) = 1.94 times the estimate
     assert.near(1.94, fig.scales[1].sdUpper / fig.scales[1].sd, 0.01)
     assert.equal(fig.scales[1].sdUpper, ceilings.noise_at(fig, 2))
-    assert.is_nil((ceilings.noise_figure {}))
+    assert.is_nil((calibrate.noise_figure {}))
   end)
 
   engine_it('scripts/run_noise.lua --from stores it in the cache, and compare then uses it', function()

@@ -97,7 +97,7 @@ function M.session(b)
   p.observed_at = rs.observedAt
   p.labels = get(b, 'run', 'metadata', 'labels') or {}
   p.name = get(b, 'run', 'metadata', 'name')
-  p.external_id = text(sn.externalId)
+  p.external_id = text(get(rs, 'sourceNative', 'externalId'))
   p.evidence_digest = text(get(rs, 'evidence', 'rawSamples', 'digest'))
   p.median_ns = M.duration_ns(get(rs, 'timing', 'latencyNs', 'median'))
   p.n = math.type(get(rs, 'timing', 'samples')) == 'integer' and rs.timing.samples or nil
