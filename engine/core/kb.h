@@ -149,6 +149,15 @@ void kb_refuse_nul(lua_State *L, int idx, const char *fn, int arg, const char *w
 /* text.c: luaL_checkstring of arg, refused as kb_refuse_nul says. */
 const char *kb_check_cstring(lua_State *L, int arg, const char *fn, const char *what);
 
+/* lua-cjson's static library (linked into every binary): returns a new
+ * cjson instance with a configuration of its own. The host preloads it as
+ * "cjson"; tensor_io.c reads safetensors headers with one. */
+int luaopen_cjson(lua_State *L);
+/* The deepest nesting of JSON arrays and objects read or written (jcs.c's
+ * encode, lua-cjson as configured here and by the stdlib's util/json.lua):
+ * kb.jcs.MAX_DEPTH. */
+#define KB_JSON_MAX_DEPTH 1000
+
 void kb_open_tensor(lua_State *L);
 void kb_open_tensor_math(lua_State *L); /* tensor_math.c: methods and operators */
 void kb_open_timing(lua_State *L);

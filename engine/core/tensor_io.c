@@ -594,13 +594,30 @@ static const char *st_entry_of(lua_State *L, int idx, const char *key, st_entry 
   return NULL;
 }
 
-/* kb.jcs.decode marks what it made an object (engine/core/jcs.c). */
+/* Whether the decoded value at idx is a JSON object: a table with string
+ * keys only (lua-cjson makes an array a table with keys 1..n). An empty
+ * array reads as an empty table too; the header itself is checked to open
+ * with '{' (header_is_object), and an empty array elsewhere has no field a
+ * tensor needs, so only an empty __metadata__ written as [] passes. */
 static int is_json_object(lua_State *L, int idx) {
-  if (!lua_istable(L, idx) || !lua_getmetatable(L, idx)) return 0;
-  luaL_getmetatable(L, "kluabench.jcs.object");
-  const int same = lua_rawequal(L, -1, -2);
-  lua_pop(L, 2);
-  return same;
+  if (!lua_istable(L, idx)) return 0;
+  idx = lua_absindex(L, idx);
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    lua_pop(L, 1);
+    if (lua_type(L, -1) != LUA_TSTRING) {
+      lua_pop(L, 1);
+      return 0;
+    }
+  }
+  return 1;
+}
+
+/* Whether the JSON text's first byte after whitespace opens an object. */
+static int header_is_object(const char *text, size_t n) {
+  size_t i = 0;
+  while (i < n && (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r')) i++;
+  return i < n && text[i] == '{';
 }
 
 /* The __metadata__ table at idx: string keys and values only. */
@@ -637,7 +654,7 @@ static int load_safetensors_from(lua_State *L, const char *path, const kb_backen
  *   print(t.w.shape[1])
  *   os.remove(path)
  */
-/* upvalue 1: kb.jcs.decode */
+/* upvalue 1: a lua-cjson decode function (kb_open_tensor_io) */
 static int l_load_safetensors(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
   const kb_backend *dev = kb_check_device(L, 2);
@@ -651,7 +668,7 @@ static int l_load_safetensors(lua_State *L) {
 
 /* The safetensors file open on fd (size bytes): pushes the tensors and the
  * metadata, or nil and a message. Runs in l_load_safetensors' frame (its
- * upvalue is kb.jcs.decode). */
+ * upvalue is lua-cjson's decode). */
 static int load_safetensors_from(lua_State *L, const char *path, const kb_backend *dev, int fd, uint64_t size) {
   char why[600];
   const char *err;
@@ -671,9 +688,11 @@ static int load_safetensors_from(lua_State *L, const char *path, const kb_backen
   if ((err = read_at(fd, text, hlen, 8, why, sizeof why))) return failf(L, path, "%s", err);
   lua_pushvalue(L, lua_upvalueindex(1));
   lua_pushlstring(L, text, hlen);
-  if (lua_pcall(L, 1, 1, 0) != LUA_OK) return failf(L, path, "safetensors header: %s", lua_tostring(L, -1));
+  if (lua_pcall(L, 1, 1, 0) != LUA_OK)
+    return failf(L, path, "safetensors header is not valid JSON (%s)", lua_tostring(L, -1));
   const int header = lua_gettop(L);
-  if (!is_json_object(L, header)) return failf(L, path, "safetensors header is not a JSON object");
+  if (!header_is_object(text, hlen) || !is_json_object(L, header))
+    return failf(L, path, "safetensors header is not a JSON object");
   /* entries: one per tensor, in a userdata array; names stay on the stack */
   size_t count = 0;
   lua_pushnil(L);
@@ -851,6 +870,23 @@ static int l_save_safetensors(lua_State *L) {
   return 1;
 }
 
+/* Pushes the decode function of a lua-cjson instance of its own (linked
+ * statically; engine/host/main.c preloads the module as "cjson"), set as
+ * the stdlib's json.decode sets its own: no NaN, Infinity or hex numbers,
+ * nesting capped at kb.jcs.MAX_DEPTH. */
+static void push_json_decoder(lua_State *L) {
+  lua_pushcfunction(L, luaopen_cjson);
+  lua_call(L, 0, 1);
+  lua_getfield(L, -1, "decode_invalid_numbers");
+  lua_pushboolean(L, 0);
+  lua_call(L, 1, 0);
+  lua_getfield(L, -1, "decode_max_depth");
+  lua_pushinteger(L, KB_JSON_MAX_DEPTH);
+  lua_call(L, 1, 0);
+  lua_getfield(L, -1, "decode");
+  lua_remove(L, -2);
+}
+
 void kb_open_tensor_io(lua_State *L) {
   luaL_newmetatable(L, FD_MT);
   lua_pushcfunction(L, fd_close);
@@ -862,10 +898,10 @@ void kb_open_tensor_io(lua_State *L) {
   lua_setfield(L, -2, "load_npy");
   lua_pushcfunction(L, l_save_npy);
   lua_setfield(L, -2, "save_npy");
-  lua_getfield(L, -1, "jcs"); /* kb_open_jcs ran before */
-  lua_getfield(L, -1, "decode");
+  push_json_decoder(L);
   lua_pushcclosure(L, l_load_safetensors, 1);
-  lua_setfield(L, -3, "load_safetensors");
+  lua_setfield(L, -2, "load_safetensors");
+  lua_getfield(L, -1, "jcs"); /* kb_open_jcs ran before */
   lua_getfield(L, -1, "encode");
   lua_pushcclosure(L, l_save_safetensors, 1);
   lua_setfield(L, -3, "save_safetensors");

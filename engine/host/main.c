@@ -31,9 +31,6 @@
 #include "repl.h"
 #include "signals.h"
 
-/* lua-cjson's static library; registered as package.preload["cjson"]. */
-int luaopen_cjson(lua_State *L);
-
 #define LUA_INIT_VAR "LUA_INIT"
 #define LUA_INIT_VERSIONED LUA_INIT_VAR "_" LUA_VERSION_MAJOR "_" LUA_VERSION_MINOR
 
