@@ -144,10 +144,16 @@ size_t kb_printable(char *out, size_t outlen, const char *in, size_t inlen);
 /* text.c: raises "bad argument #arg to 'fn' (what has a NUL byte at byte
  * N: ...)" when the string at stack index idx holds a NUL (C would see only
  * the part before it). arg is the number the message gives (a method's
- * arguments count from its self). */
-void kb_refuse_nul(lua_State *L, int idx, const char *fn, int arg, const char *what);
-/* text.c: luaL_checkstring of arg, refused as kb_refuse_nul says. */
+ * arguments count from its self); what is a lua_pushfstring format,
+ * formatted only when the string is refused. With fn NULL (a check that
+ * many functions share) the error is luaL_argerror's, which names the
+ * function called and counts a method's arguments itself. */
+void kb_refuse_nul(lua_State *L, int idx, const char *fn, int arg, const char *what, ...);
+/* text.c: luaL_checkstring of arg, refused as kb_refuse_nul says: the one
+ * way a binding takes a Lua string that becomes C text. */
 const char *kb_check_cstring(lua_State *L, int arg, const char *fn, const char *what);
+/* text.c: def when arg is none or nil, else kb_check_cstring. */
+const char *kb_opt_cstring(lua_State *L, int arg, const char *fn, const char *what, const char *def);
 
 /* lua-cjson's static library (linked into every binary): returns a new
  * cjson instance with a configuration of its own. The host preloads it as

@@ -30,7 +30,7 @@ kb_tensor *kb_check_tensor(lua_State *L, int arg) {
 
 kb_dtype kb_check_dtype(lua_State *L, int arg, int def) {
   if (def >= 0 && lua_isnoneornil(L, arg)) return (kb_dtype)def;
-  const char *s = luaL_checkstring(L, arg);
+  const char *s = kb_check_cstring(L, arg, NULL, "dtype");
   for (int i = 0; i < KB_NDTYPES; i++)
     if (strcmp(s, kb_dtype_name((kb_dtype)i)) == 0) return (kb_dtype)i;
   luaL_argerror(L, arg, lua_pushfstring(L, "unknown dtype '%s' (expected bf16, f16, f32 or f64)", s));
@@ -477,7 +477,7 @@ static int m_fill_(lua_State *L) {
 /* t:to(x): a new tensor on device x ("cpu", "cuda", "cuda:N") or of dtype x. */
 static int m_to(lua_State *L) {
   kb_tensor *t = kb_check_tensor(L, 1);
-  const char *what = luaL_checkstring(L, 2);
+  const char *what = kb_check_cstring(L, 2, NULL, "device or dtype");
   const kb_backend *dev = t->dev;
   kb_dtype dt = t->dtype;
   int is_dtype = 0;

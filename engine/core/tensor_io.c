@@ -386,7 +386,7 @@ static int load_npy_from(lua_State *L, const char *path, const kb_backend *dev, 
  *   os.remove(path)
  */
 static int l_load_npy(lua_State *L) {
-  const char *path = luaL_checkstring(L, 1);
+  const char *path = kb_check_cstring(L, 1, "load_npy", "path");
   const kb_backend *dev = kb_check_device(L, 2);
   lua_settop(L, 2);
   char why[400];
@@ -462,7 +462,7 @@ static int load_npy_from(lua_State *L, const char *path, const kb_backend *dev, 
  *   os.remove(path)
  */
 static int l_save_npy(lua_State *L) {
-  const char *path = luaL_checkstring(L, 1);
+  const char *path = kb_check_cstring(L, 1, "save_npy", "path");
   kb_tensor *t = kb_check_tensor(L, 2);
   if (t->dtype == KB_BF16)
     luaL_argerror(L, 2, ".npy has no bfloat16: save t:cast('f32'), or use kb.save_safetensors (BF16)");
@@ -656,7 +656,7 @@ static int load_safetensors_from(lua_State *L, const char *path, const kb_backen
  */
 /* upvalue 1: a lua-cjson decode function (kb_open_tensor_io) */
 static int l_load_safetensors(lua_State *L) {
-  const char *path = luaL_checkstring(L, 1);
+  const char *path = kb_check_cstring(L, 1, "load_safetensors", "path");
   const kb_backend *dev = kb_check_device(L, 2);
   lua_settop(L, 2);
   char why[600];
@@ -768,7 +768,7 @@ static int load_safetensors_from(lua_State *L, const char *path, const kb_backen
  */
 /* upvalue 1: kb.jcs.encode */
 static int l_save_safetensors(lua_State *L) {
-  const char *path = luaL_checkstring(L, 1);
+  const char *path = kb_check_cstring(L, 1, "save_safetensors", "path");
   luaL_checktype(L, 2, LUA_TTABLE);
   if (!lua_isnoneornil(L, 3)) luaL_checktype(L, 3, LUA_TTABLE);
   lua_settop(L, 3);

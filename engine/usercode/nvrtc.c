@@ -189,8 +189,7 @@ static void add_list(lua_State *L, int opts, const char *key, const char *prefix
   int t = lua_getfield(L, opts, key);
   if (t == LUA_TSTRING) { /* one value */
     int v = lua_gettop(L);
-    kb_refuse_nul(L, v, "compile", 2, lua_pushfstring(L, "opts.%s", key));
-    lua_pop(L, 1);
+    kb_refuse_nul(L, v, "compile", 2, "opts.%s", key);
     lua_pushfstring(L, "%s%s", prefix, lua_tostring(L, -1));
     lua_seti(L, out, luaL_len(L, out) + 1);
   } else if (t == LUA_TTABLE) {
@@ -200,8 +199,7 @@ static void add_list(lua_State *L, int opts, const char *key, const char *prefix
         luaL_error(L, "bad argument #2 to 'compile' (opts.%s[%d] must be a string, got %s)", key, (int)i,
                    luaL_typename(L, -1));
       int v = lua_gettop(L);
-      kb_refuse_nul(L, v, "compile", 2, lua_pushfstring(L, "opts.%s[%d]", key, (int)i));
-      lua_pop(L, 1);
+      kb_refuse_nul(L, v, "compile", 2, "opts.%s[%d]", key, (int)i);
       lua_pushfstring(L, "%s%s", prefix, lua_tostring(L, -1));
       lua_seti(L, out, luaL_len(L, out) + 1);
       lua_pop(L, 1);
@@ -260,8 +258,7 @@ static void add_defines(lua_State *L, int opts, int out) {
     lua_gettable(L, defs);
     if (lua_type(L, -1) == LUA_TSTRING) {
       int v = lua_gettop(L);
-      kb_refuse_nul(L, v, "compile", 2, lua_pushfstring(L, "opts.defines.%s", lua_tostring(L, -2)));
-      lua_pop(L, 1);
+      kb_refuse_nul(L, v, "compile", 2, "opts.defines.%s", lua_tostring(L, -2));
     }
     if (lua_toboolean(L, -1) && lua_type(L, -1) == LUA_TBOOLEAN)
       lua_pushfstring(L, "-D%s", lua_tostring(L, -2));
@@ -320,6 +317,7 @@ static void push_cache_dir(lua_State *L, int opts) {
   }
   lua_pop(L, 1);
   if (lua_getfield(L, opts, "cache_dir") == LUA_TSTRING) {
+    kb_refuse_nul(L, -1, "compile", 2, "opts.cache_dir");
     lua_pushfstring(L, "%s/nvrtc", lua_tostring(L, -1));
     lua_remove(L, -2);
     return;
@@ -650,8 +648,7 @@ static void push_headers(lua_State *L, int opts) {
     if (lua_gettable(L, h) != LUA_TSTRING)
       luaL_error(L, "bad argument #2 to 'compile' (opts.headers must map names to source strings)");
     int v = lua_gettop(L);
-    kb_refuse_nul(L, v, "compile", 2, lua_pushfstring(L, "opts.headers['%s']", lua_tostring(L, -2)));
-    lua_pop(L, 1);
+    kb_refuse_nul(L, v, "compile", 2, "opts.headers['%s']", lua_tostring(L, -2));
     lua_remove(L, -2);
     lua_seti(L, out, 2 * i);
   }
