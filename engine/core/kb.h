@@ -35,6 +35,12 @@ static inline size_t kb_tensor_nbytes(const kb_tensor *t) {
 /* The tensor at `arg`; raises "bad argument #arg to 'fn' (kluabench.Tensor
  * expected, got X)" or "(tensor has been freed)". */
 kb_tensor *kb_check_tensor(lua_State *L, int arg);
+/* tensor.c: the one shape check every tensor goes through (kb_push_tensor
+ * runs it; kb.empty, reshape and the other functions that read a shape run
+ * it first for a message about their argument): NULL when every dimension
+ * is >= 0 and the byte size of the non-zero dimensions is at most 2^62,
+ * else why not. */
+const char *kb_shape_problem(const int64_t *shape, int ndim, kb_dtype dtype);
 /* Pushes a new tensor userdata with uninitialised storage on `dev`. Raises a
  * Lua error naming the size when the allocation fails. */
 kb_tensor *kb_push_tensor(lua_State *L, const kb_backend *dev, kb_dtype dtype, int ndim,
