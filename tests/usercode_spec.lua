@@ -165,6 +165,32 @@ describe('kb.cuda.compile', function()
     assert.is_nil(io.open(cache .. '/nvrtc', 'r'))
   end)
 
+  needs_nvrtc('writes cache entries through exclusive temporaries, never through a planted link (issue 37)', function()
+    local outside = util.tmpdir()
+    finally(function() os.execute('rm -rf ' .. util.q(outside)) end)
+    local victim = outside .. '/victim'
+    util.spit(victim, 'precious')
+    local key = kb.cuda.compile(SRC, { cache_dir = cache }):info().cache_key
+    local nv = cache .. '/nvrtc/'
+    os.execute('rm -f ' .. util.q(nv) .. '*')
+    local pid = kb.process.getpid()
+    for _, ext in ipairs { 'ptx', 'cubin', 'names', 'log', 'sha256' } do
+      local final = nv .. key .. '.' .. ext
+      -- the old temporary name (PATH.<pid>.tmp) and guesses at the new one
+      for _, n in ipairs { final .. '.' .. pid .. '.tmp', final .. '.tmp-' .. pid, final .. '.tmp-000000000000' } do
+        assert(os.execute('ln -s ' .. util.q(victim) .. ' ' .. util.q(n)))
+      end
+    end
+    -- a link at an entry's own name is replaced, not written through
+    assert(os.execute('ln -s ' .. util.q(victim) .. ' ' .. util.q(nv .. key .. '.log')))
+    local m = kb.cuda.compile(SRC, { cache_dir = cache })
+    assert.equal('miss', m:info().cache)
+    assert.is_nil(m:info().cache_error)
+    assert.equal('precious', util.slurp(victim))
+    assert.equal('file', kb.stat(nv .. key .. '.log').type)
+    assert.equal('hit', kb.cuda.compile(SRC, { cache_dir = cache }):info().cache)
+  end)
+
   needs_nvrtc('uses $KLUABENCH_CACHE/nvrtc by default', function()
     local out = util.run(string.format('KLUABENCH_CACHE=%s %s -e %s', util.q(cache), util.q(util.bin()),
       util.q('local kb = require "kluabench"; print(kb.cuda.compile("extern \\"C\\" __global__ void k() {}"):info().cache)')))

@@ -4,8 +4,10 @@
 #ifndef KB_KB_H
 #define KB_KB_H
 
+#include <limits.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/types.h>
 #include <lua.h>
 #include <lauxlib.h>
 #include "../backend/backend.h"
@@ -141,6 +143,27 @@ const char *kb_sha256_hex_pieces(kb_sha256_next_fn next, void *ctx, char out[65]
  * the next call. */
 #define KB_READ_MAX ((size_t)512 * 1024 * 1024)
 const char *kb_read_file(lua_State *L, const char *path, size_t max);
+
+/* atomic_file.c: a file written whole or not at all, through a temporary
+ * beside the target that is created exclusively under a random name, then
+ * renamed over the target. With follow, a link at path is the user's: the
+ * file it names is the target (replaced, the link kept); without, the
+ * rename replaces whatever is at path, a link included.
+ * kb_atomic_open returns NULL or why not (an existing target that is not a
+ * regular file is refused); kb_atomic_finish (fsync first when sync) closes
+ * and renames, or removes the temporary when err or a failure there, and
+ * returns the first error. */
+typedef struct {
+  char target[PATH_MAX], tmp[PATH_MAX + 32];
+  int fd;
+} kb_atomic_file;
+const char *kb_atomic_open(kb_atomic_file *w, const char *path, int follow, char *why, size_t n);
+const char *kb_atomic_write(kb_atomic_file *w, const void *p, size_t n);
+const char *kb_atomic_finish(kb_atomic_file *w, const char *err, int sync);
+/* atomic_file.c: creates "<target>.tmp-<12 random hex digits>" with
+ * O_CREAT | O_EXCL | O_NOFOLLOW (mode as open takes it), drawing another
+ * name while one exists; the fd, or -1 with errno. tmp gets the name. */
+int kb_create_temp(char *tmp, size_t n, const char *target, mode_t mode);
 
 /* text.c: in[0..inlen) made safe to print into out (outlen bytes, always
  * NUL-terminated): control bytes and bytes that are not UTF-8 as \xNN, as

@@ -21,8 +21,9 @@
  * end; O_NONBLOCK keeps even the open from waiting), every length in a
  * header is checked against it, and a file whose sizes disagree with its
  * header is refused with a message naming the file. Writing goes through a
- * temporary file beside the target, fsynced and renamed over it, so a
- * reader never sees half a file. Failures of the file or its content
+ * temporary file beside the target, created exclusively under a random name
+ * (atomic_file.c), fsynced and renamed over it, so a reader never sees half
+ * a file and a link planted at a temporary's name is never followed. Failures of the file or its content
  * return nil and "path: what is wrong"; wrong argument types raise. */
 #include <errno.h>
 #include <fcntl.h>
@@ -150,61 +151,14 @@ static const char *read_tensor(lua_State *L, int fd, kb_tensor *t, uint64_t offs
   return err;
 }
 
-/* ---- writing through a temporary file -------------------------------------- */
-
-typedef struct {
-  char target[PATH_MAX], tmp[PATH_MAX + 32];
-  int fd;
-} writer;
-
-/* Opens a temporary file beside path (its link target, for a symbolic
- * link); NULL or why not. An existing target must be a regular file. */
-static const char *writer_open(writer *w, const char *path, char *why, size_t n) {
-  struct stat st;
-  w->fd = -1;
-  if (strlen(path) >= sizeof w->target) return "path too long";
-  snprintf(w->target, sizeof w->target, "%s", path);
-  if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
-    char real[PATH_MAX];
-    if (realpath(path, real)) snprintf(w->target, sizeof w->target, "%s", real);
-  }
-  if (stat(w->target, &st) == 0 && !S_ISREG(st.st_mode)) {
-    snprintf(why, n, "%s, not a regular file (refusing to replace it)", kind_name(st.st_mode));
-    return why;
-  }
-  snprintf(w->tmp, sizeof w->tmp, "%s.tmp-%ld", w->target, (long)getpid());
-  w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  return w->fd < 0 ? strerror(errno) : NULL;
-}
-
-static const char *writer_write(writer *w, const void *p, size_t n) {
-  size_t done = 0;
-  while (done < n) {
-    ssize_t r = write(w->fd, (const char *)p + done, n - done);
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) return strerror(errno);
-    done += (size_t)r;
-  }
-  return NULL;
-}
-
-/* fsync, close and rename over the target; on err (or a failure here)
- * removes the temporary file. Returns the first error. */
-static const char *writer_finish(writer *w, const char *err) {
-  if (!err && fsync(w->fd) != 0) err = strerror(errno);
-  if (close(w->fd) != 0 && !err) err = strerror(errno);
-  w->fd = -1;
-  if (!err && rename(w->tmp, w->target) != 0) err = strerror(errno);
-  if (err) unlink(w->tmp);
-  return err;
-}
+/* ---- writing: through a temporary file (atomic_file.c) ------------------------ */
 
 /* Writes each tensor's bytes (a host copy when on a device). */
-static const char *write_tensor(lua_State *L, writer *w, const kb_tensor *t) {
+static const char *write_tensor(lua_State *L, kb_atomic_file *w, const kb_tensor *t) {
   const size_t nb = kb_tensor_nbytes(t);
-  if (!kb_on_cuda(t->dev)) return writer_write(w, t->data, nb);
+  if (!kb_on_cuda(t->dev)) return kb_atomic_write(w, t->data, nb);
   void *h = kb_tensor_host_copy(L, t);
-  const char *err = writer_write(w, h, nb);
+  const char *err = kb_atomic_write(w, h, nb);
   lua_pop(L, 1);
   return err;
 }
@@ -483,13 +437,13 @@ static int l_save_npy(lua_State *L) {
   memcpy(header, "\x93NUMPY\x01\x00", 8);
   header[8] = (char)((total - 10) & 0xff);
   header[9] = (char)((total - 10) >> 8);
-  writer w;
+  kb_atomic_file w;
   char why[400];
-  const char *err = writer_open(&w, path, why, sizeof why);
+  const char *err = kb_atomic_open(&w, path, 1, why, sizeof why);
   if (err) return failf(L, path, "%s", err);
-  err = writer_write(&w, header, total);
+  err = kb_atomic_write(&w, header, total);
   if (!err) err = write_tensor(L, &w, t);
-  if ((err = writer_finish(&w, err))) return failf(L, path, "%s", err);
+  if ((err = kb_atomic_finish(&w, err, 1))) return failf(L, path, "%s", err);
   lua_pushboolean(L, 1);
   return 1;
 }
@@ -853,19 +807,19 @@ static int l_save_safetensors(lua_State *L) {
   const char *text = lua_tolstring(L, -1, &hlen);
   unsigned char len8[8];
   for (int i = 0; i < 8; i++) len8[i] = (unsigned char)((uint64_t)hlen >> (8 * i));
-  writer w;
+  kb_atomic_file w;
   char why[400];
-  const char *err = writer_open(&w, path, why, sizeof why);
+  const char *err = kb_atomic_open(&w, path, 1, why, sizeof why);
   if (err) return failf(L, path, "%s", err);
-  err = writer_write(&w, len8, 8);
-  if (!err) err = writer_write(&w, text, hlen);
+  err = kb_atomic_write(&w, len8, 8);
+  if (!err) err = kb_atomic_write(&w, text, hlen);
   for (lua_Integer i = 1; i <= count && !err; i++) {
     lua_rawgeti(L, names, i);
     lua_gettable(L, 2);
     err = write_tensor(L, &w, lua_touserdata(L, -1));
     lua_pop(L, 1);
   }
-  if ((err = writer_finish(&w, err))) return failf(L, path, "%s", err);
+  if ((err = kb_atomic_finish(&w, err, 1))) return failf(L, path, "%s", err);
   lua_pushboolean(L, 1);
   return 1;
 }

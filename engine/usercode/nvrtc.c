@@ -348,20 +348,17 @@ static const char *read_entry(lua_State *L, const char *dir, const char *key, co
   return kb_read_file(L, path, KB_READ_MAX);
 }
 
-/* Writes through a temporary file and rename, so a reader never sees half. */
-static int write_entry(const char *dir, const char *key, const char *ext, const char *p, size_t n) {
-  char path[1024], tmp[1100];
+/* Writes through a temporary file (created exclusively under a random name)
+ * and rename, so a reader never sees half and a link planted in the cache
+ * directory is never followed. NULL or why not. */
+static const char *write_entry(const char *dir, const char *key, const char *ext, const char *p, size_t n,
+                               char *why, size_t whylen) {
+  char path[1024];
   snprintf(path, sizeof path, "%s/%s.%s", dir, key, ext);
-  snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
-  FILE *f = fopen(tmp, "wb");
-  if (!f) return -1;
-  int ok = fwrite(p, 1, n, f) == n;
-  ok = (fclose(f) == 0) && ok;
-  if (!ok || rename(tmp, path) != 0) {
-    remove(tmp);
-    return -1;
-  }
-  return 0;
+  kb_atomic_file w;
+  const char *err = kb_atomic_open(&w, path, 0, why, whylen);
+  if (!err) err = kb_atomic_finish(&w, kb_atomic_write(&w, p, n), 0);
+  return err;
 }
 
 /* ---- the files under the include directories ------------------------------------ */
@@ -752,23 +749,24 @@ static const char *cache_write(lua_State *L, const char *dir, const char *key, i
   push_names_text(L, base + 2);
   const int at[NPARTS] = {base, base + 1, top + 1, base + 3};
   push_sums_text(L, key, at);
-  int bad = 0;
+  const char *bad = NULL;
+  char reason[400];
   /* the PTX after the others, the digests last: they mark the entry complete */
   static const int order[NPARTS] = {1, 2, 3, 0};
   for (int k = 0; k < NPARTS && !bad; k++) {
     int i = order[k];
     size_t n;
     const char *p = lua_isnil(L, at[i]) ? NULL : lua_tolstring(L, at[i], &n);
-    if (p) bad = write_entry(dir, key, PARTS[i], p, n);
+    if (p) bad = write_entry(dir, key, PARTS[i], p, n, reason, sizeof reason);
   }
   if (!bad) {
     size_t n;
     const char *p = lua_tolstring(L, -1, &n);
-    bad = write_entry(dir, key, "sha256", p, n);
+    bad = write_entry(dir, key, "sha256", p, n, reason, sizeof reason);
   }
   lua_settop(L, top);
   if (!bad) return NULL;
-  snprintf(why, sizeof why, "cannot write into %s: %s", dir, strerror(errno));
+  snprintf(why, sizeof why, "cannot write into %s: %s", dir, bad);
   return why;
 }
 
