@@ -62,6 +62,14 @@ describe('NUL bytes in paths: tensor files', function()
     assert.is_nil(kb.stat(s))
     assert(kb.save_safetensors(s, { t = t }))
     refused(err_of(kb.load_safetensors, s .. '\0zz'), 1, 'load_safetensors', 'path', #s + 1)
+    -- a tensor name is JSON text in the file (escaped): a NUL in it is kept, and "__metadata__\0x" is a name
+    local n = dir .. '/n.safetensors'
+    assert(kb.save_safetensors(n, { ['__metadata__\0x'] = t, ['a\0b'] = t }, { ['k\0'] = 'v\0w' }))
+    local back, meta = assert(kb.load_safetensors(n))
+    assert.same({ 0, 0 }, back['__metadata__\0x']:totable())
+    assert.same({ 0, 0 }, back['a\0b']:totable())
+    assert.same({ ['k\0'] = 'v\0w' }, meta)
+    os.remove(n)
     -- the entries a leftover temporary would have: none
     assert.same({ 'x.npy', 'x.safetensors' }, (function()
       local names = package.loaded['kluabench.host'].listdir(dir)

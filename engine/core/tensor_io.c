@@ -548,6 +548,14 @@ static const char *st_entry_of(lua_State *L, int idx, const char *key, st_entry 
   return NULL;
 }
 
+/* Whether the string at idx is "__metadata__" itself (compared with its
+ * length: "__metadata__\0x" is a tensor's name, not the metadata). */
+static int is_metadata_key(lua_State *L, int idx) {
+  size_t n;
+  const char *k = lua_tolstring(L, idx, &n);
+  return n == 12 && memcmp(k, "__metadata__", 12) == 0;
+}
+
 /* Whether the decoded value at idx is a JSON object: a table with string
  * keys only (lua-cjson makes an array a table with keys 1..n). An empty
  * array reads as an empty table too; the header itself is checked to open
@@ -659,7 +667,7 @@ static int load_safetensors_from(lua_State *L, const char *path, const kb_backen
   while (lua_next(L, header)) {
     if (lua_type(L, -2) != LUA_TSTRING) return failf(L, path, "safetensors header has a non-string key");
     const char *key = lua_tostring(L, -2);
-    if (strcmp(key, "__metadata__") == 0) {
+    if (is_metadata_key(L, -2)) {
       if ((err = st_check_metadata(L, lua_gettop(L), why, sizeof why))) return failf(L, path, "%s", err);
       meta = lua_gettop(L);
       lua_pushvalue(L, -2); /* the key again, for lua_next; the metadata stays */
@@ -734,7 +742,7 @@ static int l_save_safetensors(lua_State *L) {
   while (lua_next(L, 2)) {
     if (lua_type(L, -2) != LUA_TSTRING)
       luaL_argerror(L, 2, lua_pushfstring(L, "tensor names must be strings, got a %s key", luaL_typename(L, -2)));
-    if (strcmp(lua_tostring(L, -2), "__metadata__") == 0)
+    if (is_metadata_key(L, -2))
       luaL_argerror(L, 2, "'__metadata__' is not a tensor name (pass metadata as argument #3)");
     if (!luaL_testudata(L, -1, KB_TENSOR_MT))
       luaL_argerror(L, 2, lua_pushfstring(L, "tensors['%s'] is a %s, not a kluabench.Tensor", lua_tostring(L, -2),
