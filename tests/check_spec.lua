@@ -371,10 +371,10 @@ describe('policy.plausible', function()
     assert.is_true((policy.plausible(1, 1.02e9, { copy_gbps = 1000, spread = 0.03 })))
     local no, why = policy.plausible(1, 1.04e9, { copy_gbps = 1000, spread = 0.03 })
     assert.is_false(no)
-    assert.matches('beyond its own spread of 3.0 %', why, 1, true)
+    assert.matches('beyond its spread of 3.0 %', why, 1, true)
     -- a spread below the default does not narrow it
     assert.is_true((policy.plausible(1, 1.008e9, { copy_gbps = 1000, spread = 0.001 })))
-    assert.matches("bad argument #3 to 'plausible' (the ceiling's spread must be a finite number in [0, 1), got NaN",
+    assert.matches("bad argument #3 to 'plausible' (the bound's spread must be a finite number in [0, 1), got NaN",
       select(2, pcall(policy.plausible, 1, 1e9, { copy_gbps = 1000, spread = 0 / 0 })), 1, true)
   end)
 

@@ -33,7 +33,7 @@ end
 -- binary on the cpu backend, so the key is the one the script looks up.
 local function cache_ceiling(cache)
   local r = sub.run({ '--backend', 'cpu', '-e', string.format(
-    'local kb = require "kluabench"; assert(kb.calibrate.store(kb.device_info(), { copy_gbps = %.17g }))',
+    'local kb = require "kluabench"; assert(require("kluabench.measure.calibrate").store(kb.device_info(), { copy_gbps = %.17g }))',
     COPY_GBPS) }, { env = { KLUABENCH_CACHE = cache } })
   assert.equal(0, r.code, r.err)
 end

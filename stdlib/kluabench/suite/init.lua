@@ -289,10 +289,23 @@ function M.main(d, args)
   write_results(d, o, bundles, path, samples, claim)
   if history_meta and #bundles > 0 then add_to_history(d, o, bundles, history_meta, path or o.out) end
   if not swept then error(stopped_by, 0) end
-  if ctx.failures > 0 then
+  -- the exit status follows the bundles' status: any run not passed (a hook's failure, a finding, an implausible
+  -- rate, a timeout) fails the command
+  local not_passed, by_status, kinds = 0, {}, {}
+  for _, b in ipairs(bundles) do
+    local st = b.run.spec.status
+    if st ~= 'passed' then
+      not_passed = not_passed + 1
+      if not by_status[st] then kinds[#kinds + 1] = st end
+      by_status[st] = (by_status[st] or 0) + 1
+    end
+  end
+  if not_passed > 0 or ctx.failures > 0 then
+    local parts = {}
+    for _, st in ipairs(kinds) do parts[#parts + 1] = by_status[st] .. ' ' .. tostring(st) end
     io.stdout:flush()
-    io.stderr:write(string.format('%s: %d provider%s or session%s failed (their bundles say why); exit status 1\n',
-      d.name, ctx.failures, ctx.failures == 1 and '' or 's', ctx.failures == 1 and '' or 's'))
+    io.stderr:write(string.format('%s: %d of %d runs not passed (%s; their bundles say why); exit status 1\n',
+      d.name, not_passed, #bundles, #parts > 0 and table.concat(parts, ', ') or ctx.failures .. ' failures'))
     if not stopped_by then os.exit(1) end
   end
   if stopped_by then
