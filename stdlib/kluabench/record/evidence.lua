@@ -1,66 +1,28 @@
---- A run's evidence: its raw samples and what else one measured session left
--- that the schema has no field for, kept beside the records.
---
--- Every run kluabench measures has one evidence entry: a JSON object written
--- as one canonical (RFC 8785) line into a samples file beside the records
--- file (results/x.jsonl -> results/x.samples.jsonl), so that a sweep of
--- thousands of points makes two files, not thousands. The run names it in
--- run.spec.evidence.rawSamples = {uri = "x.samples.jsonl#L12", digest =
--- "sha256:<hex of exactly that line's bytes, without its newline>"}. The uri
--- is relative to the records file (an absolute file:// uri where the records
--- go to stdout); its fragment names the line. A reader takes the named line
--- and checks its digest; when the line moved (files concatenated or merged
--- by hand) the entry whose bytes have that digest is found anyway, since the
--- digest identifies it.
---
--- An entry (format "kluabench.samples/v1"):
---   run          the run's sourceNative.externalId (for people)
---   unit         "ns"
---   samples      the raw samples of the session, integers in ns
---   session      {index, count}: which of the point's sessions (--runs N)
---   execution    what the protocol used and derived (n_repeat, flush bytes,
---                clocks, stopping, seeds, ...), camel-cased
---   check        the correctness check in full (reference, tolerance, ...)
---   throughput   GB/s, % of the copy ceiling, the ceiling itself and where
---                it came from, the roofline floor, notes
---   sessionNoise the between-session noise figure in force
---   device       device facts the environment has no field for (backend,
---                SM count, L2 bytes, CPU cores)
---   harness      {version, commit} of kluabench
---   annotations  what a benchmark adds (Liger's x axis name and label, ...)
---   reasons      why the run's status is not "passed", in words
--- In memory, before it is written, a bundle's entry is held beside it
--- (evidence.attach / evidence.of); writers put it in the samples file and
--- set the uri (evidence.write_for).
+--- A run's evidence entry: its raw samples and what else the session left that the schema has no
+-- field for, one canonical (RFC 8785) line of the samples file beside the records file, named by the
+-- run's spec.evidence.rawSamples {uri, digest} (docs/RECORDS.md, Evidence). In memory an entry is held
+-- beside its bundle (attach, of) until a writer puts it in the samples file (write_for, write_file).
 local json = require 'kluabench.util.json'
 local files = require 'kluabench.util.files'
+local args = require 'kluabench.util.args'
 
 local M = {}
-local args = require 'kluabench.util.args'
 
 M.FORMAT = 'kluabench.samples/v1'
 
 local function core() return require 'kluabench.core' end
 
--- bundle -> entry, for bundles made or read in this process (weak keys:
--- a bundle nobody holds takes its entry with it); bundle -> why its evidence
--- could not be read (evidence.resolve). Kept in the registry, not in this
--- module, so that a second load of the module (busted's insulation unloads
--- and reloads modules between spec files) sees the same entries.
+-- bundle -> entry or failure, weak-keyed, in the registry: a module reloaded (busted) sees the same.
 local function side_table(name)
   local reg = debug.getregistry()
   local t = reg[name]
-  if t == nil then
-    t = setmetatable({}, { __mode = 'k' })
-    reg[name] = t
-  end
+  if t == nil then t = setmetatable({}, { __mode = 'k' }); reg[name] = t end
   return t
 end
 local entries = side_table('kluabench.record.evidence.entries')
 local failures = side_table('kluabench.record.evidence.failures')
 
 --- The canonical line of an entry and its digest "sha256:<hex>".
---
 -- @signature evidence.encode(entry) -> line, digest
 -- @example
 --   local line, d = evidence.encode({format = "kluabench.samples/v1", unit = "ns", samples = {1000, 1100}})
@@ -75,7 +37,6 @@ function M.encode(entry)
 end
 
 --- Attaches an evidence entry to an in-memory bundle (replacing any); returns the bundle.
---
 -- @signature evidence.attach(bundle, entry) -> bundle
 -- @example
 --   local b = evidence.attach({run = {spec = {}}}, {format = evidence.FORMAT, unit = "ns", samples = {1000}})
@@ -89,22 +50,18 @@ function M.attach(bundle, entry)
 end
 
 --- The evidence entry of a bundle made or read in this process, or nil.
---
 -- @signature evidence.of(bundle) -> entry | nil
 -- @example
 --   print(evidence.of({run = {spec = {}}})) --> nil
 function M.of(bundle) return entries[bundle] end
 
---- Why the evidence of a bundle read in this process could not be resolved (evidence.resolve), or
--- nil.
---
+--- Why the evidence of a bundle read in this process could not be resolved, or nil.
 -- @signature evidence.failure(bundle) -> message | nil
 -- @example
 --   print(evidence.failure({run = {spec = {}}})) --> nil
 function M.failure(bundle) return failures[bundle] end
 
 --- The samples file beside a records file: x.jsonl, x.json or x -> x.samples.jsonl.
---
 -- @signature evidence.samples_path(records_path) -> path
 -- @example
 --   print(evidence.samples_path("results/run.jsonl")) --> results/run.samples.jsonl
@@ -117,7 +74,6 @@ function M.samples_path(path)
 end
 
 --- True when a file name is that of a samples file (x.samples.jsonl).
---
 -- @signature evidence.is_samples_path(path) -> boolean
 -- @example
 --   print(evidence.is_samples_path("run.samples.jsonl")) --> true
@@ -131,9 +87,7 @@ local function basename(path) return path:match('([^/]+)$') or path end
 -- Lines already in each samples file this process appends to.
 local line_count = {}
 
--- A samples file is a regular file or none yet: its lines are counted (read) before an entry is
--- appended, and runs name an entry by its line. A FIFO would block the open for a writer forever, a
--- device never ends; nil and "PATH: is a FIFO, not a regular file (...)" for those and a directory.
+-- A samples file is a regular file or none yet: its lines are counted (a FIFO's open would block).
 local function regular_or_new(path)
   local why = files.not_regular(path)
   if why then return nil, path .. ': ' .. why end
@@ -166,12 +120,7 @@ local function absolute(path)
   return (real or os.getenv('PWD') or '.') .. '/' .. basename(path)
 end
 
---- Writes the evidence entry of a bundle into the samples file and sets run.spec.evidence.rawSamples
--- to its uri and digest. records_path: where the bundle goes ("-" or nil: stdout, then samples_path
--- is required and the uri is an absolute file:// uri). A bundle without an entry is left as it is.
---
--- Returns true, or nil and a message naming the samples file.
---
+--- Writes a bundle's evidence entry into the samples file and names it in run.spec.evidence.rawSamples.
 -- @signature evidence.write_for(bundle, records_path [, samples_path]) -> true | nil, message
 -- @example
 --   local x = kb.randn({4096}, "f32", 1)
@@ -197,22 +146,15 @@ function M.write_for(bundle, records_path, samples)
   local ok, err = files.append_line(samples, line)
   if not ok then return nil, err end
   line_count[samples] = n
-  local uri
-  if to_stdout or dirname(samples) ~= dirname(records_path) then
-    uri = 'file://' .. absolute(samples) .. '#L' .. n
-  else
-    uri = basename(samples) .. '#L' .. n
-  end
+  local uri = ((to_stdout or dirname(samples) ~= dirname(records_path)) and ('file://' .. absolute(samples))
+    or basename(samples)) .. '#L' .. n
   local spec = bundle.run.spec
   spec.evidence = spec.evidence or {}
   spec.evidence.rawSamples = { uri = uri, digest = digest }
   return true
 end
 
---- Writes the evidence entries of bundles as a fresh samples file (atomically, replacing one that
--- is there: for whole-file record formats, written anew each time) and sets each run's
--- evidence.rawSamples. Bundles without an entry are left as they are.
---
+--- Writes the evidence entries of bundles as a fresh samples file, atomically, and names each in its run.
 -- @signature evidence.write_file(bundles, records_path [, samples_path]) -> true | nil, message
 -- @example
 --   local x = kb.randn({4096}, "f32", 1)
@@ -254,15 +196,10 @@ function M.write_file(bundles, records_path, samples)
   return true
 end
 
----------------------------------------------------------------------------
--- Reading
----------------------------------------------------------------------------
-
--- Samples files read in this process: path -> {lines = {...}, by_digest = {digest = line number}}.
+-- Samples files read: path -> {lines, by_digest, hash(i), search(digest)}.
 local indexes = {}
 
 --- Forgets the samples files read so far (they are re-read at the next use).
---
 -- @signature evidence.forget()
 -- @example
 --   evidence.forget()
@@ -273,13 +210,8 @@ local function index_of(path)
   if ix then return ix end
   local text, err = files.read_text(path)
   if not text then return nil, err end
-  ix = { lines = {}, by_digest = {} }
-  local k = core()
-  local n = 0
-  for _, line in ipairs(files.lines(text)) do
-    n = n + 1
-    ix.lines[n] = line
-  end
+  ix = { lines = files.lines(text), by_digest = {} }
+  local k, n = core(), #ix.lines
   if ix.lines[n] == '' then ix.lines[n] = nil end
   ix.hash = function(i)
     local line = ix.lines[i]
@@ -295,15 +227,11 @@ local function index_of(path)
   return ix
 end
 
---- The samples file and line a rawSamples uri names, resolved against the records file's
--- directory: path, line (nil when the uri names no line), or nil and why (also for a uri that is
--- not a non-empty string: it comes from a record as read).
---
+--- The samples file and line a rawSamples uri names, relative to the records file; or nil and why.
 -- @signature evidence.locate(uri, records_path) -> path, line | nil, message
 -- @example
 --   print(evidence.locate("run.samples.jsonl#L3", "results/run.jsonl"))
 function M.locate(uri, records_path)
-  -- uri comes from a record as it was read: anything that is not a non-empty string is an answer
   args.check('evidence.locate', 2, records_path, 'string|nil', 'records file path')
   if type(uri) ~= 'string' or uri == '' then return nil, 'the evidence uri is empty' end
   local target, frag = uri:match('^([^#]*)#?(.*)$')
@@ -347,12 +275,7 @@ local function resolve(bundle, records_path)
   return entry
 end
 
---- The evidence entry a bundle's run names, read and checked against its digest: entry, or nil and
--- why (no evidence named, the file missing, no line with that digest, not an entry).
---
--- records_path is the file the bundle was read from (relative uris resolve against its directory).
--- The entry is also attached to the bundle (evidence.of).
---
+--- The evidence entry a bundle's run names, read, checked against its digest and attached; or nil, why.
 -- @signature evidence.resolve(bundle, records_path) -> entry | nil, message
 -- @example
 --   local x = kb.randn({4096}, "f32", 1)
@@ -377,9 +300,7 @@ end
 -- The factor from each unit of raw samples to ms.
 local TO_MS = { ns = 1e-6, us = 1e-3, ms = 1, s = 1e3 }
 
---- The raw samples of an entry in ms, or nil and why (none, an unknown unit, a value that is not a
--- finite positive number).
---
+--- The raw samples of an entry in ms, or nil and why (none, an unknown unit, a value not finite > 0).
 -- @signature evidence.samples_ms(entry) -> list | nil, message
 -- @example
 --   print(#evidence.samples_ms({unit = "ns", samples = {1000, 2000}}))
