@@ -700,13 +700,20 @@ function M.from_result(o)
       if finite(mem[q]) then extra[#extra + 1] = { metric = 'memory', unit = 'mb', statistic = q, value = mem[q] } end
     end
   end
+  -- a latency run whose median is not a positive time measured nothing: never a pass
+  local status, reasons = o.status or 'passed', o.reasons
+  if status == 'passed' and not mem and not (finite(median_ms) and median_ms > 0) then
+    status, reasons = 'runtime_error', { table.unpack(o.reasons or {}) }
+    reasons[#reasons + 1] = string.format('the protocol measured a median of %s ms over %d samples: no positive '
+      .. 'time, so nothing was measured', tostring(median_ms), #samples)
+  end
   local labels = { kluabench_version = core.version, backend = backend, kluabench_commit = core.git_commit }
   for key, v in pairs(o.labels or {}) do labels[key] = v end
   local run = M.run_document {
     kernel = o.kernel, mode = o.mode, provider = o.provider, gpu = env.device_name(environment) or 'unknown',
     case = operation.case_key { axes = workload.spec.axes, dtype = o.dtype and operation.dtype_token(o.dtype) or 'opaque',
       order = case_tokens(o) },
-    time = o.time or M.now(), status = o.status or 'passed', median_ns = median_ms and M.round(median_ms * 1e6),
+    time = o.time or M.now(), status = status, median_ns = median_ms and M.round(median_ms * 1e6),
     fields = fields, latency = latency, samples = #samples > 0 and #samples or nil, metrics = metrics,
     correctness = o.check, session = session, labels = labels, harness = harness_ref(),
     metric = mem and 'memory' or nil, extra_measurements = extra,
@@ -732,7 +739,7 @@ function M.from_result(o)
     throughput = M.json_safe(throughput), sessionNoise = M.json_safe(noise),
     device = M.json_safe(env.device_facts(backend == 'cpu' and core.device_info('cpu') or core.device_info(), backend)),
     harness = { version = core.version and tostring(core.version), commit = core.git_commit },
-    annotations = M.json_safe(o.annotations), reasons = o.reasons and #o.reasons > 0 and o.reasons or nil,
+    annotations = M.json_safe(o.annotations), reasons = reasons and #reasons > 0 and reasons or nil,
   }
   if o.keep_samples ~= false then for i, ms in ipairs(samples) do entry.samples[i] = M.round(ms * 1e6) end end
   evidence.attach(bundle, entry)
