@@ -420,18 +420,18 @@ function M.points(d, o)
     for _, a in ipairs(d.axes) do values[a.name] = o.axes[a.name] or { a.default } end
     product(d, values, first_multi or d.x or d.axes[1].name, o.dtype, out)
   end
-  -- a workload two sweeps share is measured in each, as Liger does: slug@axis
-  local count = {}
-  for _, p in ipairs(out) do count[p.id] = (count[p.id] or 0) + 1 end
+  -- a workload several sweeps share is measured once, in the first; p.sweeps names every sweep it is in
+  local seen, once = {}, {}
   for _, p in ipairs(out) do
-    if count[p.id] > 1 then p.id = p.id .. '@' .. p.x end
+    local first = seen[p.id]
+    if first then
+      first.sweeps[#first.sweeps + 1] = p.sweep
+    else
+      p.sweeps = { p.sweep }
+      seen[p.id], once[#once + 1] = p, p
+    end
   end
-  -- two sweeps of one axis that share a workload: slug@sweep (shards, merge, compare need unique ids)
-  count = {}
-  for _, p in ipairs(out) do count[p.id] = (count[p.id] or 0) + 1 end
-  for _, p in ipairs(out) do
-    if count[p.id] > 1 and p.sweep then p.id = p.id:gsub('@[^@]*$', '') .. '@' .. p.sweep end
-  end
+  out = once
   return out
 end
 
