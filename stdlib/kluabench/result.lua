@@ -4,8 +4,9 @@
 --
 -- A session (result.session(bundle)) is one bundle, as the documents and the evidence entry say:
 --   kernel, mode, provider, metric ("latency" or "memory"), params, dtype, id (the case key),
---   device, backend, timer, protocol (do_bench, cold, ...), digests, status, observed_at, labels,
---   name, median_ns, n, the measurement figures (p20_ns, p80_ns, gbps, pct_copy, copy_gbps,
+--   device, host, driver and harness_version (what the environment says of where it ran),
+--   backend, timer, protocol (do_bench, cold, ...), digests, status, observed_at, labels, name,
+--   median_ns, n, the measurement figures (p20_ns, p80_ns, gbps, pct_copy, copy_gbps,
 --   floor_ns, pct_floor, bytes, flops, noise_sd, implausible, rel_l2, sm_mhz, energy_j, power_w,
 --   ...), memory_median/p20/p80/unit, samples_ms or samples_why, ci_ms and ci_flag (the interval of
 --   the median the measurement computed), session {index, count}, evidence.
@@ -94,6 +95,9 @@ function M.session(b)
   p.dtype = token and (operation.DTYPE_NAME[token] or token) or nil
   if not p.id and next(p.params) then p.id = operation.case_key { axes = p.params, dtype = token or '?' } end
   p.device = env.device_name(b.environment)
+  p.host = text(get(b, 'environment', 'metadata', 'labels', 'host_name'))
+  p.driver = text(get(b, 'environment', 'spec', 'software', 'driver'))
+  p.harness_version = text(get(b, 'environment', 'spec', 'software', 'framework', 'version'))
   p.timer = get(b, 'protocol', 'spec', 'measurement', 'timer')
   p.protocol = protocol_name(b.protocol)
   p.digests = { protocol = rs.protocolDigest, workload = rs.workloadDigest, environment = rs.environmentDigest,
