@@ -9,7 +9,9 @@
 --   median_ns, n, the measurement figures (p20_ns, p80_ns, gbps, pct_copy, copy_gbps,
 --   floor_ns, pct_floor, bytes, flops, noise_sd, implausible, rel_l2, sm_mhz, energy_j, power_w,
 --   ...), memory_median/p20/p80/unit, samples_ms or samples_why, ci_ms and ci_flag (the interval of
---   the median the measurement computed), session {index, count}, evidence.
+--   the median the measurement computed), session {index, count}, evidence, and the names the run
+--   goes by besides its name: external_id (sourceNative.externalId) and evidence_digest (the digest
+--   of its evidence entry, run.spec.evidence.rawSamples).
 -- A point (result.points(bundles)) is every session of one workload, kernel, mode, provider,
 -- device and protocol: its sessions, the failed ones apart, and its aggregate over the passed
 -- ones: median_ns (the mean of the session medians), n, p20_ns/p80_ns (of the pooled samples),
@@ -106,6 +108,8 @@ function M.session(b)
   p.observed_at = rs.observedAt
   p.labels = get(b, 'run', 'metadata', 'labels') or {}
   p.name = get(b, 'run', 'metadata', 'name')
+  p.external_id = text(sn.externalId)
+  p.evidence_digest = text(get(rs, 'evidence', 'rawSamples', 'digest'))
   p.median_ns = M.duration_ns(get(rs, 'timing', 'latencyNs', 'median'))
   p.n = math.type(get(rs, 'timing', 'samples')) == 'integer' and rs.timing.samples or nil
   local fields = record.measurement_fields(rs.measurements)
