@@ -5,7 +5,9 @@
 -- A session (result.session(bundle)) is one bundle, as the documents and the evidence entry say:
 --   kernel, mode, provider, metric ("latency" or "memory"), params, dtype, id (the case key),
 --   device, host, driver and harness_version (what the environment says of where it ran),
---   backend, timer, protocol (do_bench, cold, ...), digests, status, observed_at, labels, name,
+--   source_metrics (the figures an imported run's source gave: sourceNative.metrics, e.g. Liger's
+--   ms_50/ms_20/ms_80 as its CSV wrote them), backend, timer, protocol (do_bench, cold, ...),
+--   digests, status, observed_at, labels, name,
 --   median_ns, n, the measurement figures (p20_ns, p80_ns, gbps, pct_copy, copy_gbps,
 --   floor_ns, pct_floor, bytes, flops, noise_sd, implausible, rel_l2, sm_mhz, energy_j, power_w,
 --   ...), memory_median/p20/p80/unit, samples_ms or samples_why, ci_ms and ci_flag (the interval of
@@ -123,6 +125,7 @@ function M.session(b)
     end
   end
   p.implausible = fields.implausible == 1 or nil
+  p.source_metrics = type(sn.metrics) == 'table' and sn.metrics or nil
   local e = evidence.of(b)
   p.evidence = type(e) == 'table' and e or {}
   local samples, why = evidence.samples_ms(e)
