@@ -215,9 +215,9 @@ describe('kluabench history (PostgreSQL)', function()
       local n = 0
       for _, cm in ipairs(commits) do
         for _, bundle in ipairs(history.store.bundles(h, cm.sha)) do
-          local p = assert(history.point.of(bundle))
-          local key = 'sha256:' .. kb.sha256(table.concat({ p.key.protocol, p.key.workload, p.key.environment,
-            p.key.implementation, p.key.observed_at, tostring(p.key.session_index), tostring(p.key.session_count) },
+          local k = assert(history.point.key(require('kluabench.result').session(bundle)))
+          local key = 'sha256:' .. kb.sha256(table.concat({ k.protocol, k.workload, k.environment,
+            k.implementation, k.observed_at, tostring(k.session_index), tostring(k.session_count) },
             '\n'))
           assert.equal(assert(before[key], key)[5], kb.jcs.encode(bundle.run))
           n = n + 1

@@ -1,7 +1,10 @@
 -- Liger-Kernel CSV: RFC 4180 parsing and writing, round trips, and the
 -- import of the example's row into the example record.
 local kb = require 'kluabench'
-local liger, output, record = kb.liger, kb.output, kb.record
+local liger, record = kb.liger, kb.record
+local csv = require 'kluabench.liger.csv'
+local json = require 'kluabench.util.json'
+local verify = require 'kluabench.record.verify'
 
 -- The example record (tests/fixtures/kernelindex-record-example.json), byte for byte.
 local EXAMPLE = require('helpers.example_record')
@@ -21,66 +24,66 @@ local UNKNOWN_ROW = 'my_kernel,mine,forward,speed,ms,N,"size, in ""elements""",1
   .. 'NVIDIA H200,2026-01-02 03:04:05,\n'
 
 local function without_digests(doc)
-  local copy = output.decode(assert(output.encode_line(doc)))
+  local copy = json.decode(assert(json.encode_line(doc)))
   if copy.spec then
     for _, d in ipairs(record.DIGESTS) do copy.spec[d.field] = nil end
   end
   return copy
 end
 
-describe('output.parse_csv (RFC 4180)', function()
+describe('csv.parse_csv (RFC 4180)', function()
   it('reads quoted fields with commas, "" escapes and line breaks', function()
-    local rows = assert(output.parse_csv('a,"b,c","say ""hi""","two\nlines",\r\nx,,"",z\n'))
+    local rows = assert(csv.parse_csv('a,"b,c","say ""hi""","two\nlines",\r\nx,,"",z\n'))
     assert.are.same({ { 'a', 'b,c', 'say "hi"', 'two\nlines', '' }, { 'x', '', '', 'z' } }, rows)
   end)
 
   it('tells the line where each record starts', function()
-    local _, lines = output.parse_csv('h\n"1\n2"\n3\n')
+    local _, lines = csv.parse_csv('h\n"1\n2"\n3\n')
     assert.are.same({ 1, 2, 4 }, lines)
   end)
 
   it('handles a missing final newline, CRLF and a byte order mark', function()
-    assert.are.same({ { 'a', 'b' }, { 'c', 'd' } }, output.parse_csv('\239\187\191a,b\r\nc,d'))
-    assert.are.same({}, output.parse_csv(''))
+    assert.are.same({ { 'a', 'b' }, { 'c', 'd' } }, csv.parse_csv('\239\187\191a,b\r\nc,d'))
+    assert.are.same({}, csv.parse_csv(''))
   end)
 
   it('refuses malformed quoting with the line', function()
-    local rows, err = output.parse_csv('a,b\nc,"d\n')
+    local rows, err = csv.parse_csv('a,b\nc,"d\n')
     assert.is_nil(rows)
     assert.are.equal('line 2: unterminated quoted field', err)
-    rows, err = output.parse_csv('a,b"c\n')
+    rows, err = csv.parse_csv('a,b"c\n')
     assert.is_nil(rows)
     assert.matches('^line 1: quote inside an unquoted field', err)
-    rows, err = output.parse_csv('"a"b\n')
+    rows, err = csv.parse_csv('"a"b\n')
     assert.is_nil(rows)
     assert.matches('^line 1: text after a closing quote', err)
   end)
 end)
 
-describe('output.csv_field', function()
+describe('csv.csv_field', function()
   it('quotes only what needs it and doubles quotes', function()
-    assert.are.equal('plain', output.csv_field('plain'))
-    assert.are.equal('"a,b"', output.csv_field('a,b'))
-    assert.are.equal('"say ""hi"""', output.csv_field('say "hi"'))
-    assert.are.equal('"x\ny"', output.csv_field('x\ny'))
-    assert.are.equal('" lead"', output.csv_field(' lead'))
-    assert.are.equal('', output.csv_field(nil))
+    assert.are.equal('plain', csv.csv_field('plain'))
+    assert.are.equal('"a,b"', csv.csv_field('a,b'))
+    assert.are.equal('"say ""hi"""', csv.csv_field('say "hi"'))
+    assert.are.equal('"x\ny"', csv.csv_field('x\ny'))
+    assert.are.equal('" lead"', csv.csv_field(' lead'))
+    assert.are.equal('', csv.csv_field(nil))
   end)
 
   it("writes numbers as Python's repr does", function()
-    assert.are.equal('0.13760000467300415', output.csv_field(0.13760000467300415))
-    assert.are.equal('512', output.csv_field(512))
-    assert.are.equal('256.0', output.csv_field(256.0))
-    assert.are.equal('1e-05', output.csv_field(1e-05))
-    assert.are.equal('0.0001', output.csv_field(1e-04))
-    assert.are.equal('1e+16', output.csv_field(1e16))
-    assert.are.equal('1234567890123456.0', output.csv_field(1234567890123456.0))
+    assert.are.equal('0.13760000467300415', csv.csv_field(0.13760000467300415))
+    assert.are.equal('512', csv.csv_field(512))
+    assert.are.equal('256.0', csv.csv_field(256.0))
+    assert.are.equal('1e-05', csv.csv_field(1e-05))
+    assert.are.equal('0.0001', csv.csv_field(1e-04))
+    assert.are.equal('1e+16', csv.csv_field(1e16))
+    assert.are.equal('1234567890123456.0', csv.csv_field(1234567890123456.0))
   end)
 
   it('round-trips any rows', function()
     local rows = { { 'a', 'b,c', 'q"uote', 'multi\nline', '' }, { ' x ', '"', ',', '\r\n', 'end' } }
-    local text = output.csv_line(rows[1]) .. output.csv_line(rows[2])
-    assert.are.same(rows, output.parse_csv(text))
+    local text = csv.csv_line(rows[1]) .. csv.csv_line(rows[2])
+    assert.are.same(rows, csv.parse_csv(text))
   end)
 end)
 
@@ -122,7 +125,7 @@ describe('liger.parse', function()
 end)
 
 describe("liger.row_to_bundle of the example's row", function()
-  local example = assert(output.decode(EXAMPLE))
+  local example = assert(json.decode(EXAMPLE))
   local bundle = assert(liger.row_to_bundle(assert(liger.parse(HEADER .. EXAMPLE_ROW))[1]))
 
   for _, doc in ipairs { 'run', 'protocol', 'environment' } do
@@ -134,8 +137,8 @@ describe("liger.row_to_bundle of the example's row", function()
   it("writes the run, protocol and environment in the example's key order", function()
     local want = {}
     for _, doc in ipairs { 'run', 'protocol', 'environment' } do
-      want[#want + 1] = output.encode_pretty(without_digests(example[doc]))
-      assert.are.equal(want[#want], output.encode_pretty(without_digests(bundle[doc])))
+      want[#want + 1] = json.encode_pretty(without_digests(example[doc]))
+      assert.are.equal(want[#want], json.encode_pretty(without_digests(bundle[doc])))
     end
   end)
 
@@ -146,7 +149,7 @@ describe("liger.row_to_bundle of the example's row", function()
   end)
 
   it("pins the example record's four digests, recomputed by kernelindex's recipe", function()
-    assert.are.same({}, record.check(bundle))
+    assert.are.same({}, verify.check(bundle))
     local want = {
       protocolDigest = 'sha256:080e6e66e4ec75a131aa0c9121c74b8e8eed64e7b6d621d567c6a28f79548be8',
       workloadDigest = 'sha256:98c5e76b9fa318ddeea51b56d90bc6fb39d72e404e2d01dbb467e67f57ff63e8',
@@ -209,7 +212,7 @@ describe('liger.row_to_bundle of other rows', function()
     assert.matches('memory', b.run.metadata.name)
     assert.is_string(b.run.metadata.labels.not_reproduced)
     assert.are.equal('torch_cuda_max_memory_allocated', b.protocol.spec.measurement.timer)
-    assert.are.same({}, record.check(b))
+    assert.are.same({}, verify.check(b))
   end)
 
   it('skips kernels it does not reproduce, with the reason', function()
@@ -238,7 +241,7 @@ describe('liger.row_to_bundle of other rows', function()
     assert.are.equal('NVIDIA H200', b.environment.spec.hardware.product)
     assert.are.equal('sm_90', b.environment.spec.hardware.architecture)
     assert.is_string(b.run.metadata.labels.not_reproduced)
-    assert.are.same({}, record.check(b))
+    assert.are.same({}, verify.check(b))
   end)
 
   it('imports a row whose p20 is above its p80 as it is, and import-liger warns, naming the line (issue 24)', function()
@@ -251,7 +254,7 @@ describe('liger.row_to_bundle of other rows', function()
     assert.is_nil(liger.row_warning(assert(liger.parse(HEADER .. EXAMPLE_ROW))[1]))
     assert.is_nil(liger.row_warning({ y_value_20 = '1', y_value_80 = '1' }))
     local b = assert(liger.row_to_bundle(row))
-    assert.are.same({}, record.check(b))
+    assert.are.same({}, verify.check(b))
     local sub = require 'helpers.subprocess'
     local dir = sub.tmpdir()
     -- another time, so that it is another run (a repeated externalId is skipped as a duplicate)
@@ -286,24 +289,24 @@ describe('Liger CSV round trip', function()
     local text = HEADER .. EXAMPLE_ROW .. T_ROW
     local bundles = {}
     for i, row in ipairs(assert(liger.parse(text))) do bundles[i] = assert(liger.row_to_bundle(row)) end
-    assert.are.equal(text, output.liger_csv(bundles))
+    assert.are.equal(text, (liger.csv_of_bundles(bundles)))
   end)
 
   it('bundles -> JSON Lines -> bundles -> CSV gives the same text', function()
     local text = HEADER .. EXAMPLE_ROW .. T_ROW
     local bundles = {}
     for i, row in ipairs(assert(liger.parse(text))) do
-      local line = assert(output.encode_line(assert(liger.row_to_bundle(row))))
-      bundles[i] = assert(output.decode(line))
+      local line = assert(json.encode_line(assert(liger.row_to_bundle(row))))
+      bundles[i] = assert(json.decode(line))
     end
-    assert.are.equal(text, output.liger_csv(bundles))
+    assert.are.equal(text, (liger.csv_of_bundles(bundles)))
   end)
 
   it("writes Liger's config string for bundles of ours", function()
     local b = record.from_result {
       kernel = 'llama4_rope', mode = 'forward', provider = 'fused',
       parameters = { hidden = 2048, seq = 2048, q_heads = 32, kv_heads = 8 }, dtype = 'bf16',
-      result = { samples = { 0.01, 0.02, 0.03 } }, protocol = kb.bench.do_bench_protocol {},
+      result = { samples = { 0.01, 0.02, 0.03 } }, protocol = kb.do_bench.do_bench_protocol {},
       environment = kb.env.capture { info = { name = 'NVIDIA H200', arch = 'sm_90' }, backend = 'cuda', kb = kb,
         os = { kernel = 'Linux' }, driver_release = false },
       time = kb.names.parse_time('2026-12-02 10:00:00'),
@@ -321,17 +324,5 @@ describe('Liger CSV round trip', function()
     assert.are.equal('sequence length', row.x_label)
     assert.are.equal('{"dtype": "torch.bfloat16", "hidden_size": 2048, "num_q_heads": 32, "num_kv_heads": 8}',
       row.extra_benchmark_config_str)
-  end)
-
-  it("refuses a bundle of kluabench's earlier format, which migrate turns into one it writes", function()
-    local f = assert(io.open(require('helpers.subprocess').root() .. '/tests/fixtures/records_before_kernelindex.jsonl'))
-    local old = require('kluabench.util.json').decode(f:read('l'))
-    f:close()
-    assert.is_true(require('kluabench.record.migrate').is_old(old))
-    local row, err = liger.bundle_to_row(old)
-    assert.is_nil(row)
-    assert.matches("earlier record format: migrate it first", err)
-    row = assert(liger.bundle_to_row(require('kluabench.record.migrate').bundle(old)))
-    assert.are.equal(old.workload.spec.kernel, row.kernel_name)
   end)
 end)

@@ -48,12 +48,56 @@ local function fail(fmt, ...)
   return 1
 end
 
+-- The fields of a table flattened to "a.b.c" = text, sorted (for the report's environment and
+-- protocol tables).
+local function flatten(t, prefix, out, depth)
+  out = out or {}
+  if type(t) ~= 'table' or depth > 6 then return out end
+  for k, v in pairs(t) do
+    local name = prefix and (prefix .. '.' .. tostring(k)) or tostring(k)
+    if type(v) == 'table' then
+      if #v > 0 and type(v[1]) ~= 'table' then
+        local parts = {}
+        for i = 1, math.min(#v, 16) do parts[i] = tostring(v[i]) end
+        out[#out + 1] = { name, table.concat(parts, ', ') .. (#v > 16 and ', ...' or '') }
+      else
+        flatten(v, name, out, depth + 1)
+      end
+    elseif type(v) ~= 'function' and type(v) ~= 'userdata' then
+      out[#out + 1] = { name, tostring(v) }
+    end
+  end
+  if depth == 0 then table.sort(out, function(a, b) return a[1] < b[1] end) end
+  return out
+end
+
+-- What the report shows of one bundle (its session, kluabench.result), or nil and why.
+local function summary(b)
+  local result = require 'kluabench.result'
+  local stats = require 'kluabench.stats'
+  local ok, s = pcall(result.session, b)
+  if not ok then return nil, 'not a record bundle: ' .. tostring(s) end
+  if not s.samples_ms then return nil, s.samples_why or 'no raw samples in the record' end
+  local label, provider = result.label_of(b, s)
+  local xs = s.samples_ms
+  return {
+    label = label, kernel = s.kernel, mode = s.mode, provider = provider, device = s.device or 'unknown device',
+    host = s.host or 'unknown host', backend = s.backend, median_ms = stats.median(xs),
+    p20_ms = s.p20_ns and s.p20_ns / 1e6 or stats.quantile(xs, 0.2),
+    p80_ms = s.p80_ns and s.p80_ns / 1e6 or stats.quantile(xs, 0.8),
+    samples = #xs, raw = xs, session = s.session, noise_sd = s.noise_sd, copy_gbps = s.copy_gbps, gbps = s.gbps,
+    protocol = type(b.protocol) == 'table' and type(b.protocol.metadata) == 'table' and b.protocol.metadata.name
+      or s.protocol, digests = s.digests, observed_at = s.observed_at,
+    environment = flatten(type(b.environment) == 'table' and b.environment.spec, nil, nil, 0),
+    protocol_fields = flatten(type(b.protocol) == 'table' and b.protocol.spec, nil, nil, 0),
+  }
+end
+
 -- The rows and chart points of bundles.
 local function add_bundles(report, bundles, label)
-  local point = require 'kluabench.history.point'
   local plot = require 'kluabench.charts.plot'
   for i, b in ipairs(bundles) do
-    local s, why = point.summary(b)
+    local s, why = summary(b)
     if not s then return nil, string.format('%s: bundle %d: %s', label, i, why) end
     report.rows[#report.rows + 1] = s
     local p = plot.point_from_bundle(b)

@@ -6,7 +6,6 @@ local files = require 'kluabench.util.files'
 local record = require 'kluabench.record'
 local reader = require 'kluabench.record.reader'
 local evidence = require 'kluabench.record.evidence'
-local migrate = require 'kluabench.record.migrate'
 local verify = require 'kluabench.record.verify'
 local result = require 'kluabench.result'
 
@@ -36,9 +35,8 @@ For every bundle one line goes to stdout:
   OK FILE:LINE NAME
   MISMATCH FILE:LINE DIGEST: recorded sha256:..., computed sha256:...
 LINE is where the bundle starts, NAME its run's metadata.name. Files that
-cannot be read or parsed, documents that break their schema, samples that do
-not match, and bundles of kluabench's earlier format (before the kernelindex
-schemas: rewrite them with 'kluabench migrate') are reported on stderr as
+cannot be read or parsed, documents that are not kernelindex documents of
+their kind, and samples that do not match are reported on stderr as
 "kluabench verify: FILE:LINE: why".
 
   -q, --quiet   print only MISMATCH lines and errors
@@ -121,14 +119,8 @@ function M.check_file(path, report)
     cli.stop_if_interrupted()
     counts.bundles = counts.bundles + 1
     local b = it.bundle
-    local problems
-    if migrate.is_old(b) then
-      problems = { { field = 'bundle', error = 'a bundle of kluabench\'s earlier record format (kinds BenchmarkWorkload '
-        .. 'and KernelImplementation, digests of JCS(spec)): rewrite it with kluabench migrate' } }
-    else
-      problems = verify.check(b)
-      for _, p in ipairs(M.evidence_problems(b, path)) do problems[#problems + 1] = p end
-    end
+    local problems = verify.check(b)
+    for _, p in ipairs(M.evidence_problems(b, path)) do problems[#problems + 1] = p end
     local hard = {}
     local mism = {}
     for _, p in ipairs(problems) do

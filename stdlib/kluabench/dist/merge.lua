@@ -3,7 +3,6 @@
 -- that every point of the manifest arrived exactly once.
 local files = require 'kluabench.util.files'
 local json = require 'kluabench.util.json'
-local record = require 'kluabench.record'
 local shards = require 'kluabench.dist.shards'
 
 local M = {}
@@ -90,26 +89,17 @@ function M.point_of(b)
   return p.id
 end
 
--- The environment a bundle comes from: the digest of its spec (host and
--- Slurm ids are in metadata, outside the spec).
-local function environment_of(b)
-  local e = b.environment
-  if type(e) ~= 'table' or type(e.spec) ~= 'table' then return 'none' end
-  local ok, d = pcall(record.digest, e)
-  return ok and d or 'unreadable'
+-- The environment a session comes from: its environment digest (of the spec: host and Slurm ids
+-- are in metadata, outside it), which the corruption check has recomputed.
+local function environment_of(s)
+  return s.digests.environment or 'none'
 end
 
-local function environment_label(b)
-  local env = require 'kluabench.record.env'
-  local name = type(b.environment) == 'table' and env.device_name(b.environment) or nil
-  local p = result.session(b)
-  local sw = get(b, 'environment', 'spec', 'software') or {}
-  local parts = { name or 'unknown device' }
-  if p.backend then parts[#parts + 1] = tostring(p.backend) end
-  if type(sw.driver) == 'string' then parts[#parts + 1] = 'driver ' .. sw.driver end
-  if type(sw.framework) == 'table' and sw.framework.version then
-    parts[#parts + 1] = 'kluabench ' .. tostring(sw.framework.version)
-  end
+local function environment_label(s)
+  local parts = { s.device or 'unknown device' }
+  if s.backend then parts[#parts + 1] = tostring(s.backend) end
+  if s.driver then parts[#parts + 1] = 'driver ' .. s.driver end
+  if s.harness_version then parts[#parts + 1] = 'kluabench ' .. s.harness_version end
   return table.concat(parts, ', ')
 end
 
@@ -203,12 +193,7 @@ function M.gather(manifest, inputs, opts)
       local b, where = it.bundle, string.format('%s:%d', s.file, it.line)
       local id, perr
       if reader.is_bundle(b) then
-        local migrate = require 'kluabench.record.migrate'
-        if migrate.is_old(b) then
-          local ok, nb = pcall(migrate.bundle, b)
-          if ok then b = nb else b, perr = nil, 'a bundle of the earlier format that cannot be migrated: ' .. tostring(nb) end
-        end
-        if b then id, perr = M.point_of(b) end
+        id, perr = M.point_of(b)
       else
         perr = 'not a JSON object with a run object'
       end
@@ -256,16 +241,15 @@ function M.gather(manifest, inputs, opts)
             problem('implausible', 'point %s, provider %s, mode %s, session %d/%d in %s: faster than the copy floor '
               .. 'of its bytes (status suspected_reward_hack)', id, provider, mode, si, sn, where)
           end
-          local ek = environment_of(b)
+          local ek = environment_of(pt)
           if not envs[ek] then
-            envs[ek] = { label = environment_label(b), count = 0, files = {}, hosts = {} }
+            envs[ek] = { label = environment_label(pt), count = 0, files = {}, hosts = {} }
             env_order[#env_order + 1] = ek
           end
           local env = envs[ek]
           env.count = env.count + 1
           env.files[s.file] = true
-          local host = get(b, 'environment', 'metadata', 'labels', 'host_name')
-          if type(host) == 'string' then env.hosts[host] = true end
+          if pt.host then env.hosts[pt.host] = true end
           res.bundles[#res.bundles + 1] = b
           res.origin[b] = path
         end

@@ -1,14 +1,15 @@
 --- Writing bundles into the history database and reading series back:
--- the SQL of `kluabench history`. Bundles are read only through
--- kluabench.history.point.
+-- the SQL of `kluabench history`. Bundles are read only through the result
+-- model (kluabench.result) and the history's adapter for what the database
+-- stores besides (kluabench.history.point).
 local core = require 'kluabench.core'
 local point = require 'kluabench.history.point'
 local json = require 'kluabench.util.json'
-
-local M = {}
 local args = require 'kluabench.util.args'
 local stats = require 'kluabench.stats'
 local result = require 'kluabench.result'
+
+local M = {}
 
 --- Bundles written per transaction by add_bundles: an interrupted add leaves whole batches, each
 -- of whole bundles.
@@ -97,7 +98,25 @@ local function samples_json(values)
   return '[' .. table.concat(values, ',') .. ']'
 end
 
--- Adds one point (point.of) in the open transaction; true when new.
+-- What the history stores of one bundle, or nil and why it cannot: the run's identity (key), its
+-- session (result.session), its documents and raw samples (kluabench.history.point).
+local function entry_of(b)
+  local ok, s = pcall(result.session, b)
+  if not ok then return nil, 'not a record bundle: ' .. tostring(s) end
+  local key, why = point.key(s)
+  if not key then return nil, why end
+  if not s.samples_ms then return nil, s.samples_why or 'no raw samples in the record' end
+  local label, provider = result.label_of(b, s)
+  local noise = s.noise_sd
+  return {
+    key = key, documents = point.documents(b), samples = s.samples_ms, raw = point.raw(s), label = label,
+    provider = provider, kernel = s.kernel or label:match('^(%S+)'), mode = s.mode,
+    device = s.device or 'unknown device', host = s.host or 'unknown host', backend = s.backend,
+    noise_sd = type(noise) == 'number' and noise >= 0 and noise < 1 and noise or nil, copy_gbps = s.copy_gbps,
+  }
+end
+
+-- Adds one bundle's entry (entry_of) in the open transaction; true when new.
 local function add_point(h, p, m, seen, added_at)
   local k = p.key
   local key = run_key(k)
@@ -143,14 +162,15 @@ local function put_commit(h, m)
     .. 'ON CONFLICT DO NOTHING', { n = 5, m.commit, m.branch, m.parents, m.committed_at, m.subject })
 end
 
---- Adds record bundles to an open, migrated history database: the harness's `--history DB` calls it
--- (history.add_bundles opens the database first).
+--- Adds record bundles to an open history database (at the current schema): the harness's
+-- `--history DB` calls it (history.add_bundles opens the database first).
 --
 -- meta: commit (required: the commit of the code under test), branch, parents (list or text),
 -- committed_at (ISO 8601), subject, source (the file), batch (what one measurement session shares:
 -- bundles of one sweep session with the same batch form one session group, whose copy provider is
 -- the sentinel of the others). A bundle already in the database (the same four digests, time and
--- session) is left as it is. Bundles go in transactions of store.BATCH, each whole or not at all.
+-- session) is left as it is; one that cannot be stored (no digests, no time, no raw samples) is
+-- refused. Bundles go in transactions of store.BATCH, each whole or not at all.
 -- Returns {added, present, refused = {{index, why}}}.
 --
 -- @signature history_store.add_bundles(h, bundles, meta) -> summary
@@ -170,7 +190,7 @@ function M.add_bundles(h, bundles, meta)
   local summary = { added = 0, present = 0, refused = {} }
   local points = {}
   for i, b in ipairs(bundles) do
-    local p, why = result.session(b)
+    local p, why = entry_of(b)
     if p then points[#points + 1] = p else summary.refused[#summary.refused + 1] = { index = i, why = why } end
   end
   -- the document ids of committed batches; an attempt caches its own ids
@@ -180,7 +200,7 @@ function M.add_bundles(h, bundles, meta)
   local committed, added_at = { tables = setmetatable({}, { __mode = 'k' }), shared = {} }, now()
   local groups = {} -- session group names: a hash of their text, no database id, kept across attempts
   for first = 1, #points, M.BATCH do
-    require('kluabench.util.args').stop_if_interrupted()
+    args.stop_if_interrupted()
     local seen
     local added, present = h:transaction(function()
       seen = { tables = setmetatable({}, { __mode = 'k', __index = committed.tables }),

@@ -4,6 +4,7 @@
 local fs = require 'kluabench.util.files'
 local liger = require 'kluabench.liger'
 local writer = require 'kluabench.record.writer'
+local result = require 'kluabench.result'
 
 local M = {}
 
@@ -121,7 +122,7 @@ function M.main(args)
         local bundle, why, berr = liger.row_to_bundle(row, { keep = opts.keep, memory = not opts['speed-only'],
           commit = commit and commit:lower() })
         if bundle then
-          local id = bundle.run.spec.sourceNative.externalId
+          local id = result.session(bundle).external_id
           if runs[id] then
             bundle, why = nil, 'duplicate_row'
           else
@@ -143,7 +144,7 @@ function M.main(args)
           if jsonl then
             ok, werr = writer.append(jsonl, bundle)
           else
-            local name = bundle.run.metadata.name
+            local name = result.session(bundle).name
             local n = (used[name] or 0) + 1
             used[name] = n
             ok, werr = writer.write_pretty(string.format('%s/%s%s.json', opts.out, name, n > 1 and ('-' .. n) or ''),

@@ -725,10 +725,9 @@ end
 --     dtype = "f32", result = r}
 --   local row = liger.bundle_to_row(bundle, {x = "n"})
 function M.bundle_to_row(bundle, opts)
+  args.check('liger.bundle_to_row', 1, bundle, 'table', 'bundle')
+  args.check('liger.bundle_to_row', 2, opts, 'table|nil', 'table of options')
   opts = opts or {}
-  if type(bundle) ~= 'table' or type(bundle.run) ~= 'table' then
-    error("bad argument #1 to 'liger.bundle_to_row' (bundle expected, got " .. type(bundle) .. ')', 2)
-  end
   local p = result.session(bundle)
   if not p.kernel or not p.mode or not p.provider then
     return nil, 'bundle lacks the run\'s sourceNative benchmark and externalId'
@@ -741,8 +740,7 @@ function M.bundle_to_row(bundle, opts)
   if not x_name then x_name = M.X_AXIS[x_key] and M.X_AXIS[x_key][1] or x_key end
   local x_label = ann.liger_x_label or (M.X_AXIS[x_key] and M.X_AXIS[x_key][2]) or x_key
   local metric, unit, y
-  local sn = type(bundle.run.spec) == 'table' and bundle.run.spec.sourceNative or nil
-  local metrics = type(sn) == 'table' and type(sn.metrics) == 'table' and sn.metrics or {}
+  local metrics = p.source_metrics or {}
   if p.metric == 'memory' then
     metric, unit = 'memory', (p.memory_unit == 'mb' and 'MB') or p.memory_unit or 'MB'
     y = { p.memory_median, p.memory_p20, p.memory_p80 }

@@ -244,8 +244,7 @@ end
 -- benchmark script (its SHA-256), the provider's name and the user code loaded in this process.
 --
 -- o: operation_digest, provider, script (path; default arg[0]), kernel, arch, dtypes, loaded_code
--- (false: leave out the code this process loaded, for a document of a run made elsewhere, as
--- migrate makes).
+-- (false: leave out the code this process loaded, for a document of a run made elsewhere).
 --
 -- Every module `kb.cuda.compile` or `kb.cuda.load` made (Triton's kernels too) and every plugin
 -- `kb.plugin.load` opened (`kb.loaded_code()`) is part of its identity: when there is any,
