@@ -124,29 +124,55 @@ describe('liger.parse', function()
   end)
 end)
 
+-- The run's whole name, as kernelindex's importer kebabs it before cutting it at 100 characters
+-- (which drops the time: its example record's name ends "...seq2048-b").
+local FULL_NAME = 'liger-llama4-rope-backward-huggingface-nvidia-h100-80gb-hbm3-hidden512-kv-heads8-q-heads32-'
+  .. 'seq2048-bf16-2025-08-07-21-42-05'
+
 describe("liger.row_to_bundle of the example's row", function()
   local example = assert(json.decode(EXAMPLE))
   local bundle = assert(liger.row_to_bundle(assert(liger.parse(HEADER .. EXAMPLE_ROW))[1]))
+  -- the example with our run name: kernelindex's importer cuts the name at 100 characters, which
+  -- drops the run's time; ours keeps the run's identity (issue 37). Names are metadata: no digest
+  -- changes.
+  local ours = json.decode(assert(json.encode_line(example)))
+  ours.run.metadata.name = bundle.run.metadata.name
+
+  it("names the run so that the name keeps its identity: cut to 100 with the whole name's digest", function()
+    assert.are.equal(FULL_NAME:sub(1, 100), example.run.metadata.name) -- kernelindex's: the time cut off
+    local tail = '-' .. kb.sha256(FULL_NAME):sub(1, 12)
+    assert.are.equal((FULL_NAME:sub(1, 100 - #tail):gsub('%-+$', '')) .. tail, bundle.run.metadata.name)
+    assert.is_true(#bundle.run.metadata.name <= 100)
+    -- another date of the same point: another name (kernelindex's cut gives both the same)
+    local later = assert(liger.row_to_bundle(assert(liger.parse(HEADER
+      .. EXAMPLE_ROW:gsub('2025%-08%-07 21:42:05', '2025-09-01 08:00:00')))[1]))
+    assert.are_not.equal(bundle.run.metadata.name, later.run.metadata.name)
+    -- a name that fits is kebab'd whole, as kernelindex's
+    assert.are.equal('liger-rope-forward-liger-nvidia-h100', liger.run_name('liger-rope-forward-liger-NVIDIA H100'))
+  end)
 
   for _, doc in ipairs { 'run', 'protocol', 'environment' } do
-    it('equals the example ' .. doc .. ' field for field (digests aside)', function()
-      assert.are.same(without_digests(example[doc]), without_digests(bundle[doc]))
+    it('equals the example ' .. doc .. ' field for field (digests aside; the run named as ours)', function()
+      assert.are.same(without_digests(ours[doc]), without_digests(bundle[doc]))
     end)
   end
 
   it("writes the run, protocol and environment in the example's key order", function()
     local want = {}
     for _, doc in ipairs { 'run', 'protocol', 'environment' } do
-      want[#want + 1] = json.encode_pretty(without_digests(example[doc]))
+      want[#want + 1] = json.encode_pretty(without_digests(ours[doc]))
       assert.are.equal(want[#want], json.encode_pretty(without_digests(bundle[doc])))
     end
   end)
 
-  it("equals the example record byte for byte after JCS, digests and metadata included", function()
-    for _, doc in ipairs { 'run', 'protocol', 'environment' } do
-      assert.are.equal(kb.jcs.encode(example[doc]), kb.jcs.encode(bundle[doc]))
-    end
-  end)
+  it("equals the example record byte for byte after JCS, digests and metadata included (the run's name aside)",
+    function()
+      for _, doc in ipairs { 'run', 'protocol', 'environment' } do
+        assert.are.equal(kb.jcs.encode(ours[doc]), kb.jcs.encode(bundle[doc]))
+      end
+      assert.are.equal(kb.jcs.encode(example.protocol), kb.jcs.encode(bundle.protocol))
+      assert.are.equal(kb.jcs.encode(example.environment), kb.jcs.encode(bundle.environment))
+    end)
 
   it("pins the example record's four digests, recomputed by kernelindex's recipe", function()
     assert.are.same({}, verify.check(bundle))
@@ -266,6 +292,46 @@ describe('liger.row_to_bundle of other rows', function()
     assert.matches('kluabench import-liger: ' .. dir .. '/in.csv:3: warning: y_value_20 (', r.err, 1, true)
     assert.is_nil(r.err:find('in.csv:2:', 1, true), r.err) -- the row in order is not named
     assert.matches('2 bundles written', r.err, 1, true)
+    os.execute('rm -rf ' .. sub.q(dir))
+  end)
+
+  it("import-liger --out: another date of the same point is a file of its own, and another run's file is never "
+    .. 'written over (issue 37)', function()
+    local sub = require 'helpers.subprocess'
+    local util = require 'helpers.util'
+    local dir = sub.tmpdir()
+    local out = dir .. '/out'
+    local later = EXAMPLE_ROW:gsub('2025%-08%-07 21:42:05', '2025-09-01 08:00:00', 1)
+    sub.spit(dir .. '/a.csv', HEADER .. EXAMPLE_ROW)
+    sub.spit(dir .. '/b.csv', HEADER .. later)
+    local function files()
+      local list = {}
+      for name in util.run('ls ' .. util.q(out)):gmatch('[^\n]+') do list[#list + 1] = name end
+      return list
+    end
+    local function run_of(name) return assert(json.decode(assert(sub.slurp(out .. '/' .. name)))).run end
+    for _, csv_file in ipairs { 'a.csv', 'b.csv', 'a.csv' } do -- the same run again replaces its own file
+      local r = sub.run { 'import-liger', dir .. '/' .. csv_file, '--out', out }
+      assert.are.equal(0, r.code, r.err)
+    end
+    local list = files()
+    assert.are.equal(2, #list, table.concat(list, ' '))
+    local a, b = run_of(list[1]), run_of(list[2])
+    assert.are_not.equal(a.spec.sourceNative.externalId, b.spec.sourceNative.externalId)
+    for _, name in ipairs(list) do
+      assert.are.equal(run_of(name).metadata.name .. '.json', name)
+      local r = sub.run { 'verify', out .. '/' .. name }
+      assert.are.equal(0, r.code, r.err)
+    end
+    -- a file of another run where a run's file would go: left as it is, the run goes beside it
+    local a_name = assert(liger.row_to_bundle(assert(liger.parse(HEADER .. EXAMPLE_ROW))[1])).run.metadata.name
+    local b_name = a_name == list[1]:sub(1, -6) and list[2] or list[1]
+    local other = assert(sub.slurp(out .. '/' .. b_name))
+    sub.spit(out .. '/' .. a_name .. '.json', other)
+    local r = sub.run { 'import-liger', dir .. '/a.csv', '--out', out }
+    assert.are.equal(0, r.code, r.err)
+    assert.are.equal(other, sub.slurp(out .. '/' .. a_name .. '.json'))
+    assert.are.equal(a_name, run_of(a_name .. '-2.json').metadata.name)
     os.execute('rm -rf ' .. sub.q(dir))
   end)
 

@@ -117,24 +117,10 @@ M.PASSED = { passed = true, suspected_reward_hack = true }
 --- Problems listed per kind on stderr; the rest are counted ("N more").
 M.MAX_LISTED = 20
 
--- What is wrong with a bundle as verify sees it (digests, schema, raw samples): a message or nil.
+-- What is wrong with a bundle as `kluabench verify` sees it (digests, documents, raw samples and
+-- the statistics the run records of them: verify.problems): a message, or nil.
 local function corruption(b, path)
-  local problems = verify.check(b)
-  local ref = get(b, 'run', 'spec', 'evidence', 'rawSamples')
-  if ref ~= nil then
-    local evidence = require 'kluabench.record.evidence'
-    local entry, why = evidence.resolve(b, path)
-    if not entry then
-      problems[#problems + 1] = { field = 'evidence.rawSamples', error = why }
-    else
-      for _, p in ipairs(verify.consistency(b, entry)) do problems[#problems + 1] = p end
-    end
-  end
-  if #problems == 0 then return nil end
-  local p = problems[1]
-  local first = p.error and (p.field .. ': ' .. tostring(p.error))
-    or string.format('%s: recorded %s, computed %s', p.field, tostring(p.recorded), tostring(p.computed))
-  return first .. (#problems > 1 and string.format(' (and %d more)', #problems - 1) or '')
+  return verify.describe(verify.problems(b, path))
 end
 
 -- The set of a list's values.
@@ -392,6 +378,8 @@ M.NOTES = NOTES
 
 --- Writes the merged bundles of res to path (nil or '-' = stdout), their evidence entries into the
 -- samples file beside it (on stdout, the runs name the shards' samples files by absolute uri).
+-- Everything is encoded first; then the samples file and path are replaced together, or neither
+-- is (files.write_atomic_all): a merge that fails leaves an earlier one's files as they were.
 -- Returns true or nil, message.
 function M.write(res, path)
   local evidence = require 'kluabench.record.evidence'
@@ -408,9 +396,10 @@ function M.write(res, path)
       end
     end
   end
+  local spath, stext, n
   if not to_stdout then
-    local ok, err = evidence.write_file(res.bundles, path)
-    if not ok then return nil, err end
+    spath, stext, n = evidence.file_of(res.bundles, path) -- names each run's entry there
+    if not spath then return nil, stext end
   end
   local lines = {}
   for _, b in ipairs(res.bundles) do
@@ -424,7 +413,11 @@ function M.write(res, path)
     io.stdout:flush()
     return true
   end
-  return files.write_atomic(path, textv)
+  if not stext then return files.write_atomic(path, textv) end
+  local ok, err = files.write_atomic_all { { spath, stext }, { path, textv } }
+  if not ok then return nil, err end
+  evidence.written(spath, n)
+  return true
 end
 
 -- The summary line's counts: "20 of 20 bundles, 5 of 5 points complete" (or "20 bundles, ..., inferred").

@@ -474,7 +474,24 @@ M.SKIP = {
     .. 'time: the externalId kernelindex\'s importer imports once)',
 }
 
--- The run of a speed row (the importer's runFromRow).
+--- A run's metadata.name from its parts: kernelindex's kebab case, whole when it fits in 100
+-- characters; when not, cut, with 12 hex digits of the SHA-256 of the whole kebab at its end. The
+-- name keeps what tells runs apart: kernelindex's importer cuts at 100, which drops the run's time
+-- (two runs of one point on two dates had one name, and import-liger --out one file).
+--
+-- @signature liger.run_name(text) -> name
+-- @example
+--   print(liger.run_name("liger-rope-forward-liger-NVIDIA H100 80GB HBM3")) --> liger-rope-forward-liger-nvidia-h100-80gb-hbm3
+--   print(#liger.run_name(string.rep("a-", 80) .. "2025-08-07 21:42:05")) --> 100
+function M.run_name(text)
+  args.check('liger.run_name', 1, text, 'string', 'name text')
+  local full = text:lower():gsub('[^a-z0-9]+', '-'):gsub('^%-+', ''):gsub('%-+$', '')
+  if #full <= names.MAX_NAME then return full end
+  local tail = '-' .. require('kluabench.core').sha256(full):sub(1, 12)
+  return (full:sub(1, names.MAX_NAME - #tail):gsub('%-+$', '')) .. tail
+end
+
+-- The run of a speed row (the importer's runFromRow; its name keeps the run's time, liger.run_name).
 local function speed_run(row, k, binding, digests, values)
   local ms50, ms20, ms80 = values[1], values[2], values[3]
   local key = operation.case_key(binding)
@@ -482,7 +499,7 @@ local function speed_run(row, k, binding, digests, values)
     key, names.kebab(row.timestamp) }, '/')
   local ns = function(ms) return require('kluabench.record').round(ms * 1e6) end
   return doc('BenchmarkRun', {
-    name = names.kebab(string.format('liger-%s-%s-%s-%s-%s-%s', k.csv_name, row.kernel_operation_mode,
+    name = M.run_name(string.format('liger-%s-%s-%s-%s-%s-%s', k.csv_name, row.kernel_operation_mode,
       row.kernel_provider, row.gpu_name, key, row.timestamp)),
     title = k.title .. ' · ' .. row.kernel_provider .. ' · ' .. row.kernel_operation_mode,
     labels = { liger_version = row.liger_version },
@@ -518,7 +535,7 @@ local function memory_run(row, k, binding, digests, values)
     ms[i] = { metric = 'memory', unit = unit, statistic = q, value = values[i] }
   end
   return doc('BenchmarkRun', {
-    name = names.kebab(string.format('liger-%s-memory-%s-%s-%s-%s-%s', k.csv_name, row.kernel_operation_mode,
+    name = M.run_name(string.format('liger-%s-memory-%s-%s-%s-%s-%s', k.csv_name, row.kernel_operation_mode,
       row.kernel_provider, row.gpu_name, key, row.timestamp)),
     title = k.title .. ' · ' .. row.kernel_provider .. ' · ' .. row.kernel_operation_mode .. ' · memory',
     labels = { liger_version = row.liger_version, not_reproduced = 'kernelindex imports speed rows only' },
