@@ -348,6 +348,81 @@ describe('liger.row_to_bundle of other rows', function()
   end)
 end)
 
+-- Liger-Kernel 0.8's harness spells the head counts as transformers' configs do
+-- (num_attention_heads, num_key_value_heads) and adds the batch, bsz (issue 38).
+describe("a CSV of Liger-Kernel 0.8.2's own harness", function()
+  local sub = require 'helpers.subprocess'
+  local FIXTURE = sub.root() .. '/tests/fixtures/liger/llama4_rope-0.8.2.csv'
+  local NEW_CONFIG = '"{""hidden_size"": 4096, ""num_attention_heads"": 32, ""num_key_value_heads"": 8, ""dtype"": '
+    .. '""torch.bfloat16"", ""bsz"": 1, ""seq_len"": 8192}"'
+  local OLD_CONFIG = '"{""dtype"": ""torch.bfloat16"", ""hidden_size"": 4096, ""num_q_heads"": 32, ""num_kv_heads"": 8}"'
+
+  it('imports every speed and memory row, on the workloads the same axes give in either spelling', function()
+    local rows = assert(liger.read(FIXTURE))
+    assert.are.equal(32, #rows)
+    local speed, memory = 0, 0
+    for _, row in ipairs(rows) do
+      local b, why, msg = liger.row_to_bundle(row, { memory = true }) -- as import-liger does
+      assert.is_table(b, tostring(why) .. ': ' .. tostring(msg))
+      assert.are.same({}, verify.check(b))
+      local x = math.tointeger(tonumber(row.x_value))
+      assert.are.same({ hidden = 4096, seq = x, q_heads = 32, kv_heads = 8 }, b.workload.spec.axes)
+      -- our own run of the point lands on the same workload
+      assert.are.equal(record.digest(record.workload { kernel = 'llama4_rope', dtype = 'bf16',
+        parameters = { hidden = 4096, seq = x, q_heads = 32, kv_heads = 8 } }), b.run.spec.workloadDigest)
+      if row.metric_name == 'speed' then speed = speed + 1 else memory = memory + 1 end
+    end
+    assert.are.same({ 24, 8 }, { speed, memory })
+    -- the same row in the 2025 spelling: the same documents, digests and all, but the run's
+    -- labels (the Liger version) and its time
+    local text = assert(sub.slurp(FIXTURE))
+    local line = text:match('\n(llama4_rope,liger,backward,speed[^\r\n]*)')
+    local old = line:gsub(NEW_CONFIG:gsub('%p', '%%%0'), OLD_CONFIG)
+    assert.are_not.equal(line, old)
+    local a = assert(liger.row_to_bundle(assert(liger.parse(HEADER .. line .. '\n'))[1]))
+    local b = assert(liger.row_to_bundle(assert(liger.parse(HEADER .. old .. '\n'))[1]))
+    for _, doc in ipairs { 'workload', 'implementation', 'protocol', 'environment', 'operation' } do
+      assert.are.equal(kb.jcs.encode(b[doc]), kb.jcs.encode(a[doc]), doc)
+    end
+    assert.are.equal(b.run.spec.workloadDigest, a.run.spec.workloadDigest)
+  end)
+
+  it('import-liger writes a bundle for each of its 32 rows, and verify passes them all', function()
+    local dir = sub.tmpdir()
+    local r = sub.run { 'import-liger', FIXTURE, '--jsonl', dir .. '/out.jsonl' }
+    assert.are.equal(0, r.code, r.err)
+    assert.are.equal('kluabench import-liger: 32 bundles written to ' .. dir .. '/out.jsonl\n', r.err)
+    r = sub.run { 'verify', dir .. '/out.jsonl' }
+    assert.are.equal(0, r.code, r.err)
+    assert.matches('32 bundles: 32 ok', r.err, 1, true)
+    os.execute('rm -rf ' .. sub.q(dir))
+  end)
+
+  it('skips, naming them, a batch other than 1, spellings that disagree, and a model-config sweep', function()
+    local line = assert(sub.slurp(FIXTURE)):match('\n(llama4_rope,liger,forward,speed[^\r\n]*)')
+    for _, case in ipairs {
+      -- kernelindex's RoPE workloads are of batch 1: a row of another batch lands on none of them
+      { line:gsub('""bsz"": 1', '""bsz"": 4'), 'does not bind the axes of llama4_rope' },
+      { line:gsub('""num_key_value_heads"": 8', '""num_key_value_heads"": 8, ""num_kv_heads"": 4'),
+        'does not bind the axes of llama4_rope' },
+      { line:gsub(',T,sequence length,1024,', ',model_config,model configuration,llama_3_8b,'),
+        "x 'model_config' = 'llama_3_8b' names a model of Liger's registry" },
+    } do
+      local b, why, msg = liger.row_to_bundle(assert(liger.parse(HEADER .. case[1] .. '\n'))[1])
+      assert.is_nil(b)
+      assert.are.equal('unknown_config', why)
+      assert.matches(case[2], msg, 1, true)
+    end
+    local dir = sub.tmpdir()
+    sub.spit(dir .. '/in.csv', HEADER .. line:gsub('""bsz"": 1', '""bsz"": 4') .. '\n' .. line .. '\n')
+    local r = sub.run { 'import-liger', dir .. '/in.csv', '--jsonl', dir .. '/out.jsonl' }
+    assert.are.equal(0, r.code, r.err)
+    assert.matches('in.csv:2: skipped: x \'T\' = \'1024\' with config', r.err, 1, true)
+    assert.matches('1 bundle written', r.err, 1, true)
+    os.execute('rm -rf ' .. sub.q(dir))
+  end)
+end)
+
 describe('Liger CSV round trip', function()
   local T_ROW = EXAMPLE_ROW:gsub(',H,hidden size,512,', ',T,sequence length,4096,')
     :gsub('""seq_len"": 2048', '""hidden_size"": 8192')

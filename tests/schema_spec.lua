@@ -2,7 +2,8 @@
 -- kind that every command emits (the harness with every protocol and the
 -- statuses passed, incorrect_numerical, timeout and runtime_error, a plugin
 -- kernel, a script's implementation covering the code it loaded, do_bench
--- and a user's protocol through record.from_result, import-liger, run-all
+-- and a user's protocol through record.from_result, import-liger (of the 2025
+-- CSV's spelling and of Liger-Kernel 0.8.2's own harness), run-all
 -- and merge, submission; all on the cpu backend), validated by an
 -- independent JSON Schema validator (python3-jsonschema, draft 2020-12,
 -- tests/helpers/validate_kernelindex.py) against the vendored public
@@ -174,6 +175,10 @@ end
       .. row('llama4_rope', 'liger', 'full', 'memory') .. row('llama4_rope', 'liger', 'forward', 'speed', 'NVIDIA H200'))
     kluabench { 'import-liger', dir .. '/liger.csv', '--keep', '--jsonl', dir .. '/liger.jsonl' }
     files[#files + 1] = dir .. '/liger.jsonl'
+    -- import-liger of a CSV Liger-Kernel 0.8.2's own harness wrote (its spelling of the heads, bsz)
+    kluabench { 'import-liger', ROOT .. '/tests/fixtures/liger/llama4_rope-0.8.2.csv', '--jsonl',
+      dir .. '/liger-0.8.2.jsonl' }
+    files[#files + 1] = dir .. '/liger-0.8.2.jsonl'
     -- run-all and its merge
     kluabench { '--backend', 'cpu', 'run-all', '--procs', '2', '--dir', dir .. '/run', ROOT .. '/scripts/rope.lua',
       '--seq', '16,32', '--hidden', '64', '--rep-ms', '2', '--warmup-ms', '1' }
@@ -197,6 +202,21 @@ end
       'ImplementationRevision', 'OperationSpec', 'SoftwareProject' } do
       assert.matches(kind .. ' %d+', out)
     end
+  end)
+
+  python_it("validate for every speed and memory row of a CSV of Liger-Kernel 0.8.2's own harness", function()
+    local rc, out = python_validate { dir .. '/liger-0.8.2.jsonl' }
+    assert.equal(0, rc, out)
+    -- 32 bundles of 6 documents and a SoftwareProject each
+    assert.matches('224 documents: 224 valid', out, 1, true)
+    assert.matches('BenchmarkRun 32', out, 1, true)
+    local runs, memory = 0, 0
+    for line in sub.slurp(dir .. '/liger-0.8.2.jsonl'):gmatch('[^\n]+') do
+      local b = assert(json.decode(line))
+      runs = runs + 1
+      if b.run.spec.sourceNative.benchmark:match('/memory$') then memory = memory + 1 end
+    end
+    assert.same({ 32, 8 }, { runs, memory })
   end)
 
   engine_it('hold the statuses, protocols and implementations they are meant to', function()

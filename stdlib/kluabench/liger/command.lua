@@ -51,8 +51,12 @@ labelled not_reproduced (their digests are kluabench's, not kernelindex's).
                        only; default the CSV's commit when the schemas were
                        copied, liger/init.lua's COMMIT)
 
-A row of a reproduced kernel whose config does not bind the kernel's axes
-(kernelindex's importer skips it as an unknown config) is named on stderr as
+Configs in either spelling import: the 2025 CSV's (num_q_heads, num_kv_heads)
+and that of Liger-Kernel 0.8's harness (num_attention_heads,
+num_key_value_heads, bsz). kernelindex's RoPE workloads are of batch 1: a row
+whose bsz is not 1 binds none of them. A row of a reproduced kernel whose
+config does not bind the kernel's axes (kernelindex's importer skips it as an
+unknown config; also a row of Liger's model-config sweep) is named on stderr as
 "kluabench import-liger: FILE:LINE: skipped: why" and counted. A row that
 cannot be converted (a value that is not a number, a time or UTF-8, a row of
 the wrong width) is reported as "kluabench import-liger: FILE:LINE: why" and

@@ -63,6 +63,9 @@ M.TORCH_DTYPE = { bf16 = 'torch.bfloat16', f16 = 'torch.float16', f32 = 'torch.f
 M.PARAM_ALIASES = {}
 for ours, liger_name in pairs(M.LIGER_PARAM) do M.PARAM_ALIASES[liger_name] = ours end
 for ours, axis in pairs(M.X_AXIS) do M.PARAM_ALIASES[axis[1]] = ours end
+-- the spellings of Liger-Kernel 0.8's benchmarks (transformers' config names, and the batch)
+M.PARAM_ALIASES.num_attention_heads, M.PARAM_ALIASES.num_key_value_heads = 'q_heads', 'kv_heads'
+M.PARAM_ALIASES.bsz = 'batch'
 
 --- Our name for a parameter of Liger's (`hidden_size` -> `hidden`, `T` -> `seq`); unknown names pass
 -- through.
@@ -206,12 +209,37 @@ end
 
 M.DTYPES = { ['torch.bfloat16'] = 'bf16', ['torch.float16'] = 'fp16', ['torch.float32'] = 'fp32' }
 
--- A CSV row's binding: its config and x as the parameters of kernelindex's workload.
+--- The two spellings of the head counts in extra_benchmark_config_str: Liger's benchmarks of 2025
+-- wrote num_q_heads and num_kv_heads; from Liger-Kernel 0.8 (its model-config sweeps) they write
+-- transformers' names, num_attention_heads and num_key_value_heads, and the sweep's batch, bsz.
+M.HEAD_SPELLINGS = { q_heads = { 'num_q_heads', 'num_attention_heads' },
+  kv_heads = { 'num_kv_heads', 'num_key_value_heads' } }
+
+-- A config's value of an axis under either spelling; false when both are there and differ.
+local function either(config, names_of)
+  local v
+  for _, name in ipairs(names_of) do
+    local w = config[name]
+    if w ~= nil then
+      if v ~= nil and v ~= w then return false end
+      v = w
+    end
+  end
+  return v
+end
+
+-- A CSV row's binding: its config and x as the parameters of kernelindex's workload. Either
+-- spelling of the head counts binds the same axes. bsz, where the config has it, is the batch:
+-- kernelindex's RoPE workloads are of batch 1 (tensors [1, seq, heads, head_dim]), so the kernel's
+-- binder takes a batch of 1 and no other (a row of another batch binds no workload: skipped as an
+-- unknown config, named, as kernelindex's importer skips what its binder refuses).
 local function csv_binding(ki)
   return function(x, x_name, config)
     local dtype = M.DTYPES[config.dtype]
     if not dtype then return nil end
-    return ki.bind({ q_heads = config.num_q_heads, kv_heads = config.num_kv_heads,
+    local q_heads, kv_heads = either(config, M.HEAD_SPELLINGS.q_heads), either(config, M.HEAD_SPELLINGS.kv_heads)
+    if q_heads == false or kv_heads == false then return nil end
+    return ki.bind({ q_heads = q_heads, kv_heads = kv_heads, batch = config.bsz,
       seq = x_name == 'T' and x or config.seq_len, hidden = x_name == 'H' and x or config.hidden_size }, dtype)
   end
 end
@@ -607,6 +635,12 @@ function M.row_to_bundle(row, opts)
   end
   local config, cerr = M.parse_config(row.extra_benchmark_config_str)
   if not config then return skip('unknown_config', '%s', cerr) end
+  -- Liger 0.8's model-config sweep: x is a model of Liger's registry (llama_3_8b), whose axes the
+  -- row does not hold
+  if row.x_name == 'model_config' then
+    return skip('unknown_config', "x 'model_config' = %s names a model of Liger's registry, not the axes of %s",
+      quoted(row.x_value), kernel)
+  end
   -- an x_value that is no number is a broken row (kernelindex's importer would skip it as an
   -- unknown config, or read "0x200" as 512): refused, named, like a y value that is no number
   local x = decimal(row.x_value)
