@@ -29,7 +29,8 @@ local ANY_VALUE = {
   ['ceilings.percent'] = 'nil when either is not a number (ceilings are optional)',
   ['schema.validate'] = 'validates any value (its schema, #2, is checked)',
   -- validators and readers of records as they were decoded (any JSON value): problems, or nil and why
-  ['record.check'] = 'validator', ['schema.check'] = 'validator', ['evidence.of'] = 'reader', ['evidence.failure'] = 'reader',
+  ['record.check'] = 'validator', ['verify.check'] = 'validator', ['verify.problems'] = 'validator',
+  ['schema.check'] = 'validator', ['evidence.of'] = 'reader', ['evidence.failure'] = 'reader',
   ['evidence.samples_ms'] = 'reader', ['evidence.locate'] = 'reader (the uri of a record as read)',
   ['reader.label_of'] = 'reader', ['reader.samples_of'] = 'reader', ['point.label_of'] = 'reader',
   ['plot.point_from_bundle'] = 'reader',
