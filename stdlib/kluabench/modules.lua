@@ -17,7 +17,7 @@ M.MODULES = {
   record = 'kluabench.record', env = 'kluabench.record.env', names = 'kluabench.record.names',
   liger = 'kluabench.liger', reader = 'kluabench.record.reader', result = 'kluabench.result', verify = 'kluabench.record.verify',
   evidence = 'kluabench.record.evidence', writer = 'kluabench.record.writer',
-  migrate = 'kluabench.record.migrate', operation = 'kluabench.record.operation',
+  operation = 'kluabench.record.operation',
   implementation = 'kluabench.record.implementation',
   noise = 'kluabench.record.noise',
   plot = 'kluabench.charts.plot', compare = 'kluabench.compare',

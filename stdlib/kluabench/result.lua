@@ -74,6 +74,9 @@ function M.session(b)
   p.dtype = token and (operation.DTYPE_NAME[token] or token) or nil
   if not p.id and next(p.params) then p.id = operation.case_key { axes = p.params, dtype = token or '?' } end
   p.device = env.device_name(b.environment)
+  p.host = text(get(b, 'environment', 'metadata', 'labels', 'host_name'))
+  p.driver = text(get(b, 'environment', 'spec', 'software', 'driver'))
+  p.harness_version = text(get(b, 'environment', 'spec', 'software', 'framework', 'version'))
   p.timer = get(b, 'protocol', 'spec', 'measurement', 'timer')
   p.protocol = protocol_name(b.protocol)
   p.digests = { protocol = rs.protocolDigest, workload = rs.workloadDigest, environment = rs.environmentDigest,
@@ -97,6 +100,8 @@ function M.session(b)
     end
   end
   p.implausible = fields.implausible == 1 or nil
+  local metrics = get(rs, 'sourceNative', 'metrics')
+  p.source_metrics = type(metrics) == 'table' and metrics or nil
   local e = evidence.of(b)
   p.evidence = type(e) == 'table' and e or {}
   local samples, why = evidence.samples_ms(e)

@@ -207,7 +207,7 @@ M.sections = {
       .. '"sha256:" .. hex(SHA-256(JCS({apiVersion, kind, spec}))). The raw samples are the run\'s evidence '
       .. '(kluabench.record.evidence), in a samples file beside the records; kluabench.record.point is the '
       .. 'view of a bundle every table and command reads; kluabench.record.operation, .implementation, '
-      .. '.measurements, .writer and .migrate are the parts. docs/RECORDS.md describes every field.' },
+      .. '.measurements and .writer are the parts. docs/RECORDS.md describes every field.' },
   { id = 'kernels', title = 'kluabench.kernels: the kernel registry',
     intro = '`local kernels = require "kluabench.kernels"`. What records and `kluabench list` '
       .. 'know about each kernel (title, source files, cost model), gathered from one descriptor '
@@ -254,9 +254,10 @@ M.sections = {
   { id = 'history_detect', title = 'kluabench.history.detect: steps along commits',
     intro = '`local history_detect = require "kluabench.history.detect"`. The regression test of `history check`: '
       .. 'a lookback z-score over the last commits as candidate steps, with a sentinel for machine drift.' },
-  { id = 'history_point', title = 'kluabench.history.point: what the history reads of a bundle',
-    intro = '`local history_point = require "kluabench.history.point"`. The one adapter between record bundles and '
-      .. 'the history (kluabench.record.reader underneath).' },
+  { id = 'history_point', title = 'kluabench.history.point: what the database stores of a bundle',
+    intro = '`local history_point = require "kluabench.history.point"`. What only the database needs beyond the '
+      .. 'result model (kluabench.result): a run\'s identity, its documents as written, its raw samples as '
+      .. 'stored, and the bundle rebuilt from a stored row.' },
   { id = 'html', title = 'kluabench.charts.html: the HTML report',
     intro = '`local html = require "kluabench.charts.html"`. One self-contained page: tables, inline SVG '
       .. 'charts (kluabench.charts.plot), trends with their steps marked.' },
@@ -378,7 +379,6 @@ local COMMAND_EXAMPLES = {
   slurm = 'kluabench slurm --gpus 16 --partition gpu --time 01:00:00 --dir /shared/sweep --submit '
     .. 'scripts/llama4_rope.lua --sweep all',
   merge = 'kluabench merge /shared/sweep -o all.jsonl',
-  migrate = 'kluabench migrate results/old.jsonl -o results/old.kernelindex.jsonl',
   submission = 'kluabench submission results/run.jsonl records/liger.jsonl -o submission.json',
   history = 'kluabench history add results/run.jsonl --db results/history.db && kluabench history check',
   report = 'kluabench report results/run.jsonl -o report.html',
@@ -423,7 +423,7 @@ do
   end
   -- the record format's parts are documented with kluabench.record
   local record_parts = { point = 'record', evidence = 'record', schema = 'record', writer = 'record',
-    migrate = 'record', operation = 'record', implementation = 'record', measurements = 'record',
+    operation = 'record', implementation = 'record', measurements = 'record',
     seeds = 'trust', integrity = 'trust', audit = 'trust', census = 'trust', precision = 'trust' }
   for _, e in ipairs(require('kluabench.apidoc.doccomments').collect(modules, M.sections, record_parts)) do
     M.entries[#M.entries + 1] = e

@@ -11,18 +11,17 @@ local M = {}
 M.USAGE = 'kluabench submission FILE... -o OUT [--project NAME]'
 
 M.help = [[
-Reads record bundles (results files of the harness, import-liger, merge or
-migrate; bundles of kluabench's earlier format are migrated as they are read)
+Reads record bundles (results files of the harness, import-liger or merge)
 and writes one kernelindex submission document (JSON, which kernelindex's
 YAML reader takes) in the layout of its submission path:
   {projects, operations, workloads, implementations: [{manifest, projectSlug}],
    runs: [{run, protocol, environment}]}
-Each document appears once; every manifest is checked against its schema
-first (nothing invalid is written), and a document whose metadata.name another
-document of its kind already bears is renamed NAME-<12 hex digits of its
-digest> (names are not digested: no digest changes); so is a project,
-operation or implementation whose slug (kernelindex's kebab of the name, 100
-characters) another one has.
+Each document appears once (CI checks the documents against kernelindex's
+schemas with an independent validator; kluabench does not as it writes), and
+a document whose metadata.name another document of its kind already bears is
+renamed NAME-<12 hex digits of its digest> (names are not digested: no digest
+changes); so is a project, operation or implementation whose slug
+(kernelindex's kebab of the name, 100 characters) another one has.
 
 Implementations of kluabench's built-in kernels belong to the project
 "kluabench"; imported ones to their upstream project (Liger-Kernel,

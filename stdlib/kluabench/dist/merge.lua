@@ -3,7 +3,6 @@
 -- that every point of the manifest arrived exactly once.
 local files = require 'kluabench.util.files'
 local json = require 'kluabench.util.json'
-local record = require 'kluabench.record'
 local shards = require 'kluabench.dist.shards'
 
 local M = {}
@@ -90,26 +89,17 @@ function M.point_of(b)
   return p.id
 end
 
--- The environment a bundle comes from: the digest of its spec (host and
--- Slurm ids are in metadata, outside the spec).
-local function environment_of(b)
-  local e = b.environment
-  if type(e) ~= 'table' or type(e.spec) ~= 'table' then return 'none' end
-  local ok, d = pcall(record.digest, e)
-  return ok and d or 'unreadable'
+-- The environment a session comes from: its environment digest (of the spec: host and Slurm ids
+-- are in metadata, outside it), which the corruption check has recomputed.
+local function environment_of(s)
+  return s.digests.environment or 'none'
 end
 
-local function environment_label(b)
-  local env = require 'kluabench.record.env'
-  local name = type(b.environment) == 'table' and env.device_name(b.environment) or nil
-  local p = result.session(b)
-  local sw = get(b, 'environment', 'spec', 'software') or {}
-  local parts = { name or 'unknown device' }
-  if p.backend then parts[#parts + 1] = tostring(p.backend) end
-  if type(sw.driver) == 'string' then parts[#parts + 1] = 'driver ' .. sw.driver end
-  if type(sw.framework) == 'table' and sw.framework.version then
-    parts[#parts + 1] = 'kluabench ' .. tostring(sw.framework.version)
-  end
+local function environment_label(s)
+  local parts = { s.device or 'unknown device' }
+  if s.backend then parts[#parts + 1] = tostring(s.backend) end
+  if s.driver then parts[#parts + 1] = 'driver ' .. s.driver end
+  if s.harness_version then parts[#parts + 1] = 'kluabench ' .. s.harness_version end
   return table.concat(parts, ', ')
 end
 
@@ -127,24 +117,10 @@ M.PASSED = { passed = true, suspected_reward_hack = true }
 --- Problems listed per kind on stderr; the rest are counted ("N more").
 M.MAX_LISTED = 20
 
--- What is wrong with a bundle as verify sees it (digests, schema, raw samples): a message or nil.
+-- What is wrong with a bundle as `kluabench verify` sees it (digests, documents, raw samples and
+-- the statistics the run records of them: verify.problems): a message, or nil.
 local function corruption(b, path)
-  local problems = verify.check(b)
-  local ref = get(b, 'run', 'spec', 'evidence', 'rawSamples')
-  if ref ~= nil then
-    local evidence = require 'kluabench.record.evidence'
-    local entry, why = evidence.resolve(b, path)
-    if not entry then
-      problems[#problems + 1] = { field = 'evidence.rawSamples', error = why }
-    else
-      for _, p in ipairs(verify.consistency(b, entry)) do problems[#problems + 1] = p end
-    end
-  end
-  if #problems == 0 then return nil end
-  local p = problems[1]
-  local first = p.error and (p.field .. ': ' .. tostring(p.error))
-    or string.format('%s: recorded %s, computed %s', p.field, tostring(p.recorded), tostring(p.computed))
-  return first .. (#problems > 1 and string.format(' (and %d more)', #problems - 1) or '')
+  return verify.describe(verify.problems(b, path))
 end
 
 -- The set of a list's values.
@@ -203,12 +179,7 @@ function M.gather(manifest, inputs, opts)
       local b, where = it.bundle, string.format('%s:%d', s.file, it.line)
       local id, perr
       if reader.is_bundle(b) then
-        local migrate = require 'kluabench.record.migrate'
-        if migrate.is_old(b) then
-          local ok, nb = pcall(migrate.bundle, b)
-          if ok then b = nb else b, perr = nil, 'a bundle of the earlier format that cannot be migrated: ' .. tostring(nb) end
-        end
-        if b then id, perr = M.point_of(b) end
+        id, perr = M.point_of(b)
       else
         perr = 'not a JSON object with a run object'
       end
@@ -256,16 +227,15 @@ function M.gather(manifest, inputs, opts)
             problem('implausible', 'point %s, provider %s, mode %s, session %d/%d in %s: faster than the copy floor '
               .. 'of its bytes (status suspected_reward_hack)', id, provider, mode, si, sn, where)
           end
-          local ek = environment_of(b)
+          local ek = environment_of(pt)
           if not envs[ek] then
-            envs[ek] = { label = environment_label(b), count = 0, files = {}, hosts = {} }
+            envs[ek] = { label = environment_label(pt), count = 0, files = {}, hosts = {} }
             env_order[#env_order + 1] = ek
           end
           local env = envs[ek]
           env.count = env.count + 1
           env.files[s.file] = true
-          local host = get(b, 'environment', 'metadata', 'labels', 'host_name')
-          if type(host) == 'string' then env.hosts[host] = true end
+          if pt.host then env.hosts[pt.host] = true end
           res.bundles[#res.bundles + 1] = b
           res.origin[b] = path
         end
@@ -408,6 +378,8 @@ M.NOTES = NOTES
 
 --- Writes the merged bundles of res to path (nil or '-' = stdout), their evidence entries into the
 -- samples file beside it (on stdout, the runs name the shards' samples files by absolute uri).
+-- Everything is encoded first; then the samples file and path are replaced together, or neither
+-- is (files.write_atomic_all): a merge that fails leaves an earlier one's files as they were.
 -- Returns true or nil, message.
 function M.write(res, path)
   local evidence = require 'kluabench.record.evidence'
@@ -424,9 +396,10 @@ function M.write(res, path)
       end
     end
   end
+  local spath, stext, n
   if not to_stdout then
-    local ok, err = evidence.write_file(res.bundles, path)
-    if not ok then return nil, err end
+    spath, stext, n = evidence.file_of(res.bundles, path) -- names each run's entry there
+    if not spath then return nil, stext end
   end
   local lines = {}
   for _, b in ipairs(res.bundles) do
@@ -440,7 +413,11 @@ function M.write(res, path)
     io.stdout:flush()
     return true
   end
-  return files.write_atomic(path, textv)
+  if not stext then return files.write_atomic(path, textv) end
+  local ok, err = files.write_atomic_all { { spath, stext }, { path, textv } }
+  if not ok then return nil, err end
+  evidence.written(spath, n)
+  return true
 end
 
 -- The summary line's counts: "20 of 20 bundles, 5 of 5 points complete" (or "20 bundles, ..., inferred").

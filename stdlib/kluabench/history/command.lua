@@ -26,6 +26,8 @@ the copy ceiling and between-session noise it was measured with.
       --git-dir DIR         the work tree to ask git (default: here)
       --branch B, --parents "P1 P2", --commit-time ISO, --subject TEXT
                             what git would say, where there is no git
+                            (--commit-time: 2026-11-01T12:00:00Z or with
+                            a UTC offset, +02:00; stored and compared in UTC)
   history list              the series (point x provider x device), with
       [--commits]           their runs and commits; --commits: the commits
   history trend             one series over commits: per commit the median
@@ -114,6 +116,21 @@ local function us(ms) return ms and string.format('%.2f', ms * 1000) or '' end
 
 local function json(v) return require('kluabench.util.json').encode_pretty(v) .. '\n' end
 
+-- Text from the database made safe for a terminal or a markdown viewer: control characters (an
+-- escape sequence a forged record carries) as \xNN, as the plain table and stderr write them.
+local function safe(v)
+  if type(v) ~= 'string' then return v end
+  return cli.printable(v, #v)
+end
+
+-- The rows of a table with every text made safe.
+local function safe_rows(rows)
+  for _, row in ipairs(rows) do
+    for k, v in pairs(row) do row[k] = safe(v) end
+  end
+  return rows
+end
+
 ---------------------------------------------------------------------------
 -- add
 ---------------------------------------------------------------------------
@@ -167,7 +184,7 @@ local function run_add(h, opts, files)
     end
   end
   io.stderr:write(string.format('kluabench history: %d bundle(s) added, %d already there, %d refused '
-    .. '(commit %s, %s)\n', total.added, total.present, total.refused, short(meta.commit), h.name))
+    .. '(commit %s, %s)\n', total.added, total.present, total.refused, safe(short(meta.commit)), safe(h.name)))
   return status
 end
 
@@ -189,8 +206,8 @@ local function run_list(h, opts, fmt)
     end
     local cols = { { key = 'sha', title = 'commit' }, { key = 'branch' }, { key = 'time' },
       { key = 'parents' }, { key = 'runs', align = 'right' }, { key = 'subject' } }
-    return write((fmt == 'markdown' and results.format_markdown or results.format_table)(cols, rows)
-      .. string.format('%d commit(s) in %s\n', #list, h.name))
+    return write((fmt == 'markdown' and results.format_markdown or results.format_table)(cols, safe_rows(rows))
+      .. string.format('%d commit(s) in %s\n', #list, safe(h.name)))
   end
   local list = store.series(h)
   if fmt == 'json' then return write(json(list)) end
@@ -202,9 +219,9 @@ local function run_list(h, opts, fmt)
   local cols = { { key = 'point' }, { key = 'provider' }, { key = 'device' }, { key = 'runs', align = 'right' },
     { key = 'commits', align = 'right' }, { key = 'last', title = 'last run' } }
   local c = store.counts(h)
-  return write((fmt == 'markdown' and results.format_markdown or results.format_table)(cols, rows)
+  return write((fmt == 'markdown' and results.format_markdown or results.format_table)(cols, safe_rows(rows))
     .. string.format('%d series, %d run(s), %d commit(s), %d document(s) in %s\n', #list, c.runs, c.commits,
-      c.documents, h.name))
+      c.documents, safe(h.name)))
 end
 
 -- The one series the filters name, or nil and a message.
@@ -215,7 +232,7 @@ local function one_series(h, opts)
   if #found == 0 then return nil, string.format('no series in %s matches (kluabench history list shows them)', h.name) end
   local names = {}
   for i = 1, math.min(#found, 8) do
-    names[i] = string.format('  %s (%s, %s)', found[i].point, found[i].provider, found[i].device)
+    names[i] = string.format('  %s (%s, %s)', safe(found[i].point), safe(found[i].provider), safe(found[i].device))
   end
   return nil, string.format('%d series match; narrow with --point, --provider, --device:\n%s%s', #found,
     table.concat(names, '\n'), #found > 8 and '\n  ...' or '')
@@ -248,8 +265,9 @@ local function run_trend(h, opts, fmt)
     { key = 'samples', align = 'right' }, { key = 'median', title = 'median us', align = 'right' },
     { key = 'interval', title = '95% interval us', align = 'right' },
     { key = 'change', title = 'vs first', align = 'right' } }
-  return write(string.format('%s (%s, %s), %d commit(s), oldest first\n', s.point, s.provider, s.device, #list)
-    .. (fmt == 'markdown' and results.format_markdown or results.format_table)(cols, rows))
+  return write(string.format('%s (%s, %s), %d commit(s), oldest first\n', safe(s.point), safe(s.provider),
+    safe(s.device), #list) .. (fmt == 'markdown' and results.format_markdown or results.format_table)(cols,
+    safe_rows(rows)))
 end
 
 ---------------------------------------------------------------------------
@@ -272,6 +290,12 @@ local function run_compare(h, opts, args, fmt)
   local result = require('kluabench.history').compare(h, a, b, o)
   if #result.points == 0 then
     return fail('no point of %s is in %s (points match by workload digest and provider)', short(a), short(b))
+  end
+  if fmt ~= 'json' then
+    -- what the stored records say, made safe before compare's table is made of it
+    for _, p in ipairs(result.points) do
+      for k, v in pairs(p) do p[k] = safe(v) end
+    end
   end
   local st = write(compare.format(result, fmt))
   if st ~= 0 then return st end
@@ -300,16 +324,17 @@ local function format_check(result, fmt)
       window = r.base_n and r.base_n > 0 and string.format('%d/%d', r.base_n, r.post_n) or '',
       note = require('kluabench.history').note(r) }
   end
-  local text = (fmt == 'markdown' and results.format_markdown or results.format_table)(CHECK_COLUMNS, rows)
+  local text = (fmt == 'markdown' and results.format_markdown or results.format_table)(CHECK_COLUMNS, safe_rows(rows))
   local lines = { (text:gsub('\n$', '')) }
   for _, r in ipairs(result.results) do
     if r.status == 'regression' then
       lines[#lines + 1] = string.format('REGRESSION: %s (%s, %s) stepped at commit %s: %s (z %.1f, %d commit(s) '
-        .. 'after the step, %d before)', r.point, r.provider, r.device, r.step, pct(r.ratio), r.z, r.post_n, r.base_n)
+        .. 'after the step, %d before)', safe(r.point), safe(r.provider), safe(r.device), safe(r.step), pct(r.ratio), r.z,
+        r.post_n, r.base_n)
     end
   end
   lines[#lines + 1] = string.format('%d series checked at %s: %d regression(s).', #result.results,
-    short(result.head), result.regressions)
+    safe(short(result.head)), result.regressions)
   return table.concat(lines, '\n') .. '\n'
 end
 
@@ -343,7 +368,7 @@ local function run_mark(h, opts, args)
   local sha = resolve(h, args[1])
   require('kluabench.history').store.mark(h, sha, opts.reason, opts.device)
   io.stderr:write(string.format('kluabench history: marked %s (%s): the baseline of check restarts there%s\n',
-    short(sha), opts.reason, opts.device and (' on ' .. opts.device) or ''))
+    safe(short(sha)), safe(opts.reason), opts.device and (' on ' .. safe(opts.device)) or ''))
   return 0
 end
 
@@ -399,6 +424,18 @@ function M.run(args)
     for _, f in ipairs(rest) do
       if f == '' then return usage_error('history add: an empty FILE name') end
     end
+    -- what is stored as the commit's identity: text without control characters (a revision goes to
+    -- git as an argument of its own, never through a shell)
+    for _, k in ipairs { 'commit', 'branch', 'parents' } do
+      local v = opts[k]
+      if v and (v == '' and k == 'commit' or v:find('%c')) then
+        return usage_error("history add: --%s '%s': empty or has control characters", k, v)
+      end
+    end
+    if opts['commit-time'] then
+      local utc, why = require('kluabench.history.store').utc_time(opts['commit-time'])
+      if not utc then return usage_error('history add: --commit-time %s', why) end
+    end
   end
   local history = require 'kluabench.history'
   local spec = opts.db or history.default_db()
@@ -410,7 +447,9 @@ function M.run(args)
       if not ok then return fail('%s', merr) end
     end
   end
-  local h, err = history.open(spec, { create = sub == 'add' })
+  -- the queries only read: a database this process may not write is read all the same
+  local query = sub == 'list' or sub == 'trend' or sub == 'compare' or sub == 'check'
+  local h, err = history.open(spec, { create = sub == 'add', query = query })
   if not h then return fail('%s', err) end
   local ok, res = pcall(function()
     if sub == 'add' or sub == 'compare' or sub == 'mark' then return RUN[sub](h, opts, rest, fmt) end

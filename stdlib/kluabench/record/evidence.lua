@@ -154,7 +154,53 @@ function M.write_for(bundle, records_path, samples)
   return true
 end
 
---- Writes the evidence entries of bundles as a fresh samples file, atomically, and names each in its run.
+--- The samples file of bundles' evidence entries, not yet written: its path and text (text nil
+-- when no bundle has an entry), every such run's evidence.rawSamples set to name its line there.
+-- Every entry is encoded (checked) before any run is changed. What write_file writes, for a writer
+-- that must replace the samples file and the records together (files.write_atomic_all).
+--
+-- @signature evidence.file_of(bundles, records_path [, samples_path]) -> path, text | nil, message
+-- @example
+--   local x = kb.randn({4096}, "f32", 1)
+--   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
+--   local b = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
+--   local path, text = evidence.file_of({b}, "results/run.json")
+--   print(path, #text)
+function M.file_of(bundles, records_path, samples)
+  args.check('evidence.file_of', 1, bundles, 'table', 'list of bundles')
+  args.check('evidence.file_of', 2, records_path, 'string|nil', 'records file path (nil or "-": stdout)')
+  local to_stdout = records_path == nil or records_path == '-'
+  if to_stdout and not samples then
+    return nil, 'records on stdout need a samples file (evidence.file_of\'s third argument)'
+  end
+  samples = samples or M.samples_path(records_path)
+  local lines, refs = {}, {}
+  for _, b in ipairs(bundles) do
+    local entry = entries[b]
+    if entry then
+      local ok, line, digest = pcall(M.encode, entry)
+      if not ok then return nil, 'an evidence entry cannot be written: ' .. tostring(line) end
+      lines[#lines + 1] = line
+      refs[#refs + 1] = { bundle = b, line = #lines, digest = digest }
+    end
+  end
+  if #lines == 0 then return samples, nil end
+  local ok, err = regular_or_new(samples)
+  if not ok then return nil, err end
+  local prefix = (to_stdout or dirname(samples) ~= dirname(records_path)) and ('file://' .. absolute(samples))
+    or basename(samples)
+  for _, r in ipairs(refs) do
+    local spec = r.bundle.run.spec
+    spec.evidence = spec.evidence or {}
+    spec.evidence.rawSamples = { uri = prefix .. '#L' .. r.line, digest = r.digest }
+  end
+  return samples, table.concat(lines, '\n') .. '\n', #lines
+end
+
+--- Writes the evidence entries of bundles as a fresh samples file (atomically, replacing one that
+-- is there: for whole-file record formats, written anew each time) and sets each run's
+-- evidence.rawSamples. Bundles without an entry are left as they are.
+--
 -- @signature evidence.write_file(bundles, records_path [, samples_path]) -> true | nil, message
 -- @example
 --   local x = kb.randn({4096}, "f32", 1)
@@ -166,35 +212,30 @@ end
 function M.write_file(bundles, records_path, samples)
   args.check('evidence.write_file', 1, bundles, 'table', 'list of bundles')
   args.check('evidence.write_file', 2, records_path, 'string|nil', 'records file path (nil or "-": stdout)')
-  local to_stdout = records_path == nil or records_path == '-'
-  if to_stdout and not samples then
-    return nil, 'records on stdout need a samples file (evidence.write_file\'s third argument)'
-  end
-  samples = samples or M.samples_path(records_path)
-  local lines, refs = {}, {}
-  for _, b in ipairs(bundles) do
-    local entry = entries[b]
-    if entry then
-      local line, digest = M.encode(entry)
-      lines[#lines + 1] = line
-      refs[#refs + 1] = { bundle = b, line = #lines, digest = digest }
-    end
-  end
-  if #lines == 0 then return true end
-  local ok, err = regular_or_new(samples)
+  local path, text, n = M.file_of(bundles, records_path, samples)
+  if not path then return nil, text end
+  if not text then return true end
+  local ok, err = files.write_atomic(path, text)
   if not ok then return nil, err end
-  ok, err = files.write_atomic(samples, table.concat(lines, '\n') .. '\n')
-  if not ok then return nil, err end
-  line_count[samples] = #lines
-  local prefix = (to_stdout or dirname(samples) ~= dirname(records_path)) and ('file://' .. absolute(samples))
-    or basename(samples)
-  for _, r in ipairs(refs) do
-    local spec = r.bundle.run.spec
-    spec.evidence = spec.evidence or {}
-    spec.evidence.rawSamples = { uri = prefix .. '#L' .. r.line, digest = r.digest }
-  end
+  line_count[path] = n
   return true
 end
+
+--- Notes that a samples file was written whole with n lines (by a writer that wrote it through
+-- evidence.file_of), so that appends after it number their lines on from there.
+--
+-- @signature evidence.written(samples_path, n)
+-- @example
+--   evidence.written("results/run.samples.jsonl", 3)
+function M.written(samples, n)
+  args.check('evidence.written', 1, samples, 'string', 'samples file path')
+  args.check('evidence.written', 2, n, 'integer', 'line count')
+  line_count[samples] = n
+end
+
+---------------------------------------------------------------------------
+-- Reading
+---------------------------------------------------------------------------
 
 -- Samples files read: path -> {lines, by_digest, hash(i), search(digest)}.
 local indexes = {}

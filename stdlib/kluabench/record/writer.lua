@@ -129,8 +129,14 @@ function M.locked(path, fn, ...)
   return fn(...)
 end
 
---- Writes bundles as one pretty JSON document atomically, their evidence first; with opts.claim a file
--- another process wrote since sends this one's to fresh names beside them (writer.destination).
+--- Writes bundles as one pretty JSON document (one bundle, or an array) to path atomically ("-":
+-- stdout), their evidence entries as a fresh samples file beside it: everything is encoded first,
+-- then both files are replaced, or neither (files.write_atomic_all). opts.claim (writer.claim,
+-- taken when the work started): when another process wrote either file since, this one's go to
+-- fresh names beside them (writer.destination) instead of over the other's.
+--
+-- Returns true, the path written and a note when it is not path; nil, message on failure.
+--
 -- @signature writer.write_pretty(path, bundles [, samples [, opts]]) -> true, path [, note] | nil, message
 -- @example
 --   local x = kb.randn({4096}, "f32", 1)
@@ -146,12 +152,23 @@ function M.write_pretty(path, bundles, samples, opts)
   return M.locked(path, function()
     local note
     if opts and opts.claim then path, samples, note = M.destination(opts.claim, path, samples) end
-    local ok, err = evidence.write_file(bundles, path, samples) -- names each run's entry
-    if not ok then return nil, err end
+    -- everything encoded (checked) first; then the samples file and the records replaced together,
+    -- or neither
+    local spath, stext, n = evidence.file_of(bundles, path, samples) -- names each run's entry
+    if not spath then return nil, stext end
     local text, err2 = json.encode_pretty(#bundles == 1 and bundles[1] or bundles)
     if not text then return nil, err2 end
-    local written, werr = files.write_atomic(path, text)
+    local written, werr
+    if not stext then
+      written, werr = files.write_atomic(path, text)
+    elseif path == '-' then
+      written, werr = files.write_atomic(spath, stext)
+      if written then written, werr = files.write_atomic(path, text) end
+    else
+      written, werr = files.write_atomic_all { { spath, stext }, { path, text } }
+    end
     if not written then return nil, werr end
+    if stext then evidence.written(spath, n) end
     return true, path, note
   end)
 end

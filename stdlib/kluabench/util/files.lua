@@ -158,8 +158,9 @@ end
 -- Devices, FIFOs, a link whose target is missing: nothing to replace atomically.
 local function write_in_place(path, text) return write_to(path, 'wb', text) end
 
--- The steps of an atomic replacement of target through tmp: true, or nil and a reason.
-local function write_replacing(target, tmp, text, mode)
+-- The first steps of an atomic replacement: text written, flushed, fsync'ed and closed in tmp,
+-- given mode. Raises nothing itself; returns true or nil, reason.
+local function write_temp(tmp, text, mode)
   local c = core()
   local f, err = io.open(tmp, 'wb')
   if not f then return nil, reason(err, tmp) end
@@ -173,6 +174,14 @@ local function write_replacing(target, tmp, text, mode)
   local closed, cerr = f:close()
   if ok and not closed then ok, werr = nil, reason(cerr, tmp) end
   if ok and mode and c and c.chmod then ok, werr = c.chmod(tmp, mode) end
+  if not ok then return nil, reason(werr, tmp) end
+  return true
+end
+
+-- The steps of an atomic replacement of target (a regular file or none)
+-- through tmp. Raises nothing itself; returns true or nil, reason.
+local function write_replacing(target, tmp, text, mode)
+  local ok, werr = write_temp(tmp, text, mode)
   if ok then ok, werr = os.rename(tmp, target) end
   if not ok then return nil, reason(werr, tmp) end
   return true
@@ -220,7 +229,81 @@ function M.write_atomic(path, text)
   return true
 end
 
---- True when path is a regular file that begins as a SQLite database does (a history database?).
+--- Writes several files so that every one is replaced or none is: each file's text goes to a
+-- temporary file beside it first (as write_atomic writes one), and only when all of them are
+-- written are they renamed over their paths, in the order given. A failure before the renames
+-- removes the temporary files and leaves every path as it was. list: {{path, text}, ...}; paths
+-- as write_atomic takes them (a link is written through to its target; a device or a FIFO is
+-- written in place, after the others are renamed; "-" is refused).
+--
+-- @signature report.write_atomic_all(list) -> true | nil, message
+-- @example
+--   local a, b = os.tmpname(), os.tmpname()
+--   assert(report.write_atomic_all({{a, "records\n"}, {b, "samples\n"}}))
+--   os.remove(a); os.remove(b)
+function M.write_atomic_all(list)
+  args.check('report.write_atomic_all', 1, list, 'table', 'list of {path, text}')
+  local plan, c = {}, core()
+  for i, item in ipairs(list) do
+    local path, text = type(item) == 'table' and item[1], type(item) == 'table' and item[2]
+    if type(path) ~= 'string' or path == '' or path == '-' or type(text) ~= 'string' then
+      error(string.format("bad argument #1 to 'write_atomic_all' (element %d: {path, text} expected, a path "
+        .. "other than '-')", i), 2)
+    end
+    local okl, lerr = M.check_path_length(path)
+    if not okl then return nil, lerr end
+    local target, kind, st = path, kind_of(path, false)
+    if kind == 'link' then
+      local real = c and c.realpath(path)
+      if real then target, kind, st = real, kind_of(real, true) else kind = 'in place' end
+    end
+    if kind == 'directory' then return nil, path .. ': is a directory' end
+    local in_place = kind and kind ~= 'missing' and kind ~= 'file'
+    tmp_counter = tmp_counter + 1
+    local stamp = c and c.clock_ns and c.clock_ns() or os.time()
+    plan[i] = { path = path, target = target, text = text, mode = st and st.mode, in_place = in_place,
+      tmp = not in_place and string.format('%s.tmp-%s-%d', target, tostring(stamp), tmp_counter) or nil }
+  end
+  local function remove_temps()
+    for _, p in ipairs(plan) do if p.tmp then os.remove(p.tmp) end end
+  end
+  for _, p in ipairs(plan) do
+    if p.tmp then
+      local called, ok, werr = pcall(write_temp, p.tmp, p.text, p.mode)
+      if not (called and ok) then
+        remove_temps()
+        if not called then error(ok, 0) end
+        if c and c.interrupted and c.interrupted() then error('interrupted!', 0) end
+        return nil, string.format('%s: %s', p.path, tostring(werr))
+      end
+    end
+  end
+  for k, p in ipairs(plan) do
+    if p.tmp then
+      local ok, err = os.rename(p.tmp, p.target)
+      if not ok then
+        for j = k, #plan do if plan[j].tmp then os.remove(plan[j].tmp) end end
+        return nil, string.format('%s: %s', p.path, reason(err, p.tmp))
+      end
+    end
+  end
+  for _, p in ipairs(plan) do
+    if p.in_place then
+      local ok, err = write_in_place(p.path, p.text)
+      if not ok then return nil, err end
+    end
+  end
+  if c and c.fsync then
+    for _, p in ipairs(plan) do
+      if p.tmp then pcall(c.fsync, p.target:match('^(.*)/[^/]*$') or '.') end
+    end
+  end
+  return true
+end
+
+--- True when path is a regular file that begins as a SQLite database does ("SQLite format 3\0": a
+-- history database, or another program's).
+--
 -- @signature report.is_sqlite(path) -> boolean
 -- @example
 --   local path = os.tmpname()
