@@ -26,6 +26,7 @@ local M = {}
 local args = require 'kluabench.util.args'
 local printable = require('kluabench.util.args').printable
 local result = require 'kluabench.result'
+local writer = require 'kluabench.record.writer'
 
 --- The header of Liger's CSV, in its order.
 M.HEADER = { 'kernel_name', 'kernel_provider', 'kernel_operation_mode', 'metric_name',
@@ -902,6 +903,45 @@ function M.csv_of_bundles(bundles)
   local text, err = M.to_csv(rows)
   if not text then return nil, err end
   return text, left_out
+end
+
+--- Writes bundles as Liger's CSV to out atomically (the harness's `--format liger-csv`): out, notes (the bundles
+-- left out, where the file went when another process wrote out since claim) | nil, message.
+-- @signature liger.write_csv(bundles, out [, samples, claim]) -> out, notes | nil, message
+-- @example
+--   local x = kb.randn({4096}, "f32", 1)
+--   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
+--   local b = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
+--   local path = os.tmpname()
+--   print(liger.write_csv({b}, path))
+--   os.remove(path)
+function M.write_csv(bundles, out, _, claim)
+  args.check('liger.write_csv', 1, bundles, 'table', 'list of bundles')
+  args.check('liger.write_csv', 2, out, 'string', "output path ('-': stdout)")
+  local text, left_out = M.csv_of_bundles(bundles)
+  if not text then return nil, left_out end
+  local notes = {}
+  if left_out > 0 then
+    notes[1] = string.format('%d bundle%s whose status is not passed %s not in the Liger CSV (it has no column to '
+      .. 'say why; --format jsonl keeps every bundle)', left_out, left_out == 1 and '' or 's',
+      left_out == 1 and 'is' or 'are')
+  end
+  if out == '-' then
+    local ok, err = files.write_stdout(text)
+    if not ok then return nil, err end
+    return out, notes
+  end
+  -- nobody wrote it between the claim and the write: checked and written under one lock
+  return writer.locked(out, function()
+    if claim then
+      local dest, _, why = writer.destination(claim, out)
+      out = dest
+      notes[#notes + 1] = why
+    end
+    local ok, err = files.write_atomic(out, text)
+    if not ok then return nil, tostring(err) end
+    return out, notes
+  end)
 end
 
 return M

@@ -18,6 +18,11 @@ local M = {}
 M.API_VERSION = 'kernelindex.dev/v1alpha1'
 
 --- The documents of a bundle and their kinds, in the order they are written.
+--- The statuses a run may have (the BenchmarkRun schema's enum): readers trust a status only from this list.
+M.STATUSES = { 'passed', 'incorrect_shape', 'incorrect_dtype', 'incorrect_numerical', 'compile_error', 'runtime_error',
+  'timeout', 'resource_exceeded', 'invalid_reference', 'policy_violation', 'suspected_reward_hack',
+  'incomplete_evidence', 'revoked' }
+
 M.MEMBERS = {
   { doc = 'run', kind = 'BenchmarkRun' }, { doc = 'protocol', kind = 'BenchmarkProtocol' },
   { doc = 'environment', kind = 'ExecutionEnvironment' }, { doc = 'workload', kind = 'WorkloadCase' },

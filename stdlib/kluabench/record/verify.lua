@@ -65,6 +65,12 @@ function M.check(bundle)
       end
     end
   end
+  local known = false
+  for _, st in ipairs(record.STATUSES) do known = known or run.spec.status == st end
+  if not known then
+    problems[#problems + 1] = { field = 'run', error = string.format('$.spec.status: must be one of %s, got %s',
+      table.concat(record.STATUSES, ', '), type(run.spec.status) == 'string' and json.quote(args.printable(run.spec.status, 80)) or tostring(run.spec.status)) }
+  end
   return problems
 end
 
