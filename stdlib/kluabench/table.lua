@@ -1,6 +1,7 @@
 --- Tables for people: aligned terminal and markdown tables, and the results table of a list of bundles.
 local args = require 'kluabench.util.args'
 local result = require 'kluabench.result'
+local ceilings = require 'kluabench.measure.ceilings'
 
 local M = {}
 
@@ -130,7 +131,7 @@ M.RESULT_COLUMNS = {
 }
 
 --- How far past the copy floor a median may be before the table flags `<floor` (check.CEILING_SPREAD).
-M.CEILING_SPREAD = require('kluabench.measure.ceilings').CEILING_SPREAD
+M.CEILING_SPREAD = ceilings.CEILING_SPREAD
 
 --- The width the results table aims to fit (a sweep's rows, and its heading lines).
 M.WIDTH = 120

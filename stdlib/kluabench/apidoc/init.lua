@@ -19,6 +19,15 @@
 --   section    the id of one of M.sections
 --   path       {module, key, ...} where the value is, when the name does not say
 --   preformatted  details are laid out already (commands' help texts)
+local measure_do_bench = require 'kluabench.measure.do_bench'
+local stopping = require 'kluabench.measure.stopping'
+local measure_mod = require 'kluabench.measure'
+local clocks = require 'kluabench.measure.clocks'
+local prng = require 'kluabench.stats.prng'
+local db = require 'kluabench.history.db'
+local kernels_mod = require 'kluabench.kernels'
+local doccomments = require 'kluabench.apidoc.doccomments'
+local cli = require 'kluabench.commands.helpers'
 local M = {}
 
 --- Name prefixes and the module each stands for: kb (the engine) and every short name of
@@ -45,24 +54,23 @@ M.objects = {
   pk = { metatable = 'kluabench.PluginKernel', title = 'PluginKernel' },
   p = { module = 'kluabench.progress', field = 'Progress', title = 'Progress' },
   protocol = { title = 'Protocol',
-    make = function() return require('kluabench.measure.do_bench').do_bench_protocol() end },
+    make = function() return measure_do_bench.do_bench_protocol() end },
   session = { title = 'Session (kluabench.measure)',
     make = function()
-      local stopping = require 'kluabench.measure.stopping'
-      return require('kluabench.measure').session('hot', function() end, { stop = stopping.count(1) })
+      return measure_mod.session('hot', function() end, { stop = stopping.count(1) })
     end },
   criterion = { title = 'Criterion (kluabench.measure.stopping)',
-    make = function() return require('kluabench.measure.stopping').count(1) end },
-  st = { title = 'State (kluabench.measure.stopping)', make = function() return require('kluabench.measure.stopping').state() end },
+    make = function() return stopping.count(1) end },
+  st = { title = 'State (kluabench.measure.stopping)', make = function() return stopping.state() end },
   mon = { title = 'Monitor (kluabench.measure.clocks)',
-    make = function() return require('kluabench.measure.clocks').monitor { nvml = {} } end },
-  rng = { title = 'Generator (kluabench.stats.prng)', make = function() return require('kluabench.stats.prng').new(1) end },
+    make = function() return clocks.monitor { nvml = {} } end },
+  rng = { title = 'Generator (kluabench.stats.prng)', make = function() return prng.new(1) end },
   sqlite = { metatable = 'kluabench.SQLite', title = 'SQLite database (kb.sqlite)' },
   stmt = { metatable = 'kluabench.SQLiteStatement', title = 'SQLite statement' },
   conn = { metatable = 'kluabench.PQ', title = 'PostgreSQL connection (kb.pq)' },
   lock = { metatable = 'kluabench.Lock', title = 'Lock (kb.try_lock)' },
   h = { title = 'History database handle (kluabench.history.db)',
-    make = function() return require('kluabench.history.db').open(':memory:', { create = true }) end },
+    make = function() return db.open(':memory:', { create = true }) end },
 }
 
 --- Sections in the order of docs/API.md.
@@ -291,7 +299,7 @@ do
   for i, s in ipairs(M.sections) do
     if s.id == 'tensor_methods' then at = i + 1 end
   end
-  for _, f in ipairs(require('kluabench.kernels').FAMILIES) do
+  for _, f in ipairs(kernels_mod.FAMILIES) do
     if f.doc then
       table.insert(M.sections, at, f.doc.section)
       at = at + 1
@@ -321,7 +329,6 @@ do
     end
   end
   table.sort(files, function(a, b) return a.name < b.name or a.name == b.name and a.path < b.path end)
-  local doccomments = require 'kluabench.apidoc.doccomments'
   local found = {}
   for _, file in ipairs(files) do
     local f = io.open(dir .. '/' .. file.path, 'rb')
@@ -385,8 +392,6 @@ local COMMAND_EXAMPLES = {
 }
 
 local function command_entries()
-  local ok, cli = pcall(require, 'kluabench.commands.helpers')
-  if not ok or type(cli) ~= 'table' or type(cli.COMMANDS) ~= 'table' then return {} end
   local list = {}
   for _, c in ipairs(cli.COMMANDS) do
     local text = c.help or ''
@@ -425,7 +430,7 @@ do
   local record_parts = { point = 'record', evidence = 'record', schema = 'record', writer = 'record',
     operation = 'record', implementation = 'record', measurements = 'record',
     seeds = 'trust', integrity = 'trust', audit = 'trust', census = 'trust', precision = 'trust' }
-  for _, e in ipairs(require('kluabench.apidoc.doccomments').collect(modules, M.sections, record_parts)) do
+  for _, e in ipairs(doccomments.collect(modules, M.sections, record_parts)) do
     M.entries[#M.entries + 1] = e
   end
 end

@@ -5,6 +5,8 @@ local json = require 'kluabench.util.json'
 local files = require 'kluabench.util.files'
 
 local writer = require 'kluabench.record.writer'
+local reader = require 'kluabench.record.reader'
+local record_submission = require 'kluabench.record.submission'
 
 local M = {}
 
@@ -55,7 +57,6 @@ function M.main(args)
   if unreadable then return unreadable end
   local fresh, why_not = writer.check_output('-o', opts.out, writer.file_inputs(files), true)
   if not fresh then return usage_error('%s', why_not) end
-  local reader = require 'kluabench.record.reader'
   local bundles = {}
   for _, path in ipairs(files) do
     cli.stop_if_interrupted()
@@ -66,13 +67,11 @@ function M.main(args)
     end
     table.move(bs, 1, #bs, #bundles + 1, bundles)
   end
-  local doc, n = require('kluabench.record.submission').of(bundles, { project = opts.project })
+  local doc, n = record_submission.of(bundles, { project = opts.project })
   if not doc then
     say('%s', n)
     return 1
   end
-  local files = require 'kluabench.util.files'
-  local json = require 'kluabench.util.json'
   local text, err = json.encode_pretty(doc)
   if not text then
     say('%s', err)

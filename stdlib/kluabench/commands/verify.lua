@@ -6,6 +6,7 @@ local files = require 'kluabench.util.files'
 local reader = require 'kluabench.record.reader'
 local evidence = require 'kluabench.record.evidence'
 local verify = require 'kluabench.record.verify'
+local helpers = require 'kluabench.commands.helpers'
 
 local M = {}
 
@@ -43,7 +44,7 @@ Exit status: 0 everything checks out, 1 a mismatch or an invalid file (too
 large, not JSON, no bundles), 2 usage error (a FILE that does not exist, is
 no regular file or cannot be opened too: then nothing is checked).]]
 
-local function usage_error(fmt, ...) return require('kluabench.commands.helpers').usage_error('verify', fmt, ...) end
+local function usage_error(fmt, ...) return helpers.usage_error('verify', fmt, ...) end
 
 --- The bundles of a file's text: a list of {bundle = value, line = N}, or
 -- nil, line, message (kluabench.record.reader's items).
@@ -76,7 +77,7 @@ function M.check_file(path, report)
     counts.error = 1
     return counts
   end
-  local cli = require 'kluabench.commands.helpers'
+  local cli = helpers
   for _, it in ipairs(items) do
     cli.stop_if_interrupted()
     counts.bundles = counts.bundles + 1
@@ -110,13 +111,13 @@ M.MAX_ERRORS_PER_FILE = 100
 
 --- Runs the command on the words after "verify"; returns the exit status.
 function M.main(args)
-  local opts, files = require('kluabench.commands.helpers').parse_args(args or {},
+  local opts, files = helpers.parse_args(args or {},
     { quiet = 'flag', help = 'flag', aliases = { q = 'quiet', h = 'help' } })
   if not opts then return usage_error('%s', files) end
-  if opts.help then return require('kluabench.commands.helpers').help('verify') end
+  if opts.help then return helpers.help('verify') end
   local quiet = opts.quiet
   if #files == 0 then return usage_error('no FILE given') end
-  local cli = require 'kluabench.commands.helpers'
+  local cli = helpers
   local unreadable = cli.check_inputs('verify', files)
   if unreadable then return unreadable end
 

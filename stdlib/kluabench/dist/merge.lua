@@ -4,6 +4,13 @@
 local files = require 'kluabench.util.files'
 local json = require 'kluabench.util.json'
 local shards = require 'kluabench.dist.shards'
+local helpers = require 'kluabench.commands.helpers'
+local reader = require 'kluabench.record.reader'
+local util_args = require 'kluabench.util.args'
+local verify = require 'kluabench.record.verify'
+local result = require 'kluabench.result'
+local core = require 'kluabench.core'
+local evidence = require 'kluabench.record.evidence'
 
 local M = {}
 
@@ -73,12 +80,9 @@ one environment; 1 a problem above (what arrived is still written, except
 for mixed environments and a bad manifest), a failed run, or an unreadable
 file; 2 usage error (-o naming an input included).]]
 
-local function usage_error(fmt, ...) return require('kluabench.commands.helpers').usage_error('merge', fmt, ...) end
+local function usage_error(fmt, ...) return helpers.usage_error('merge', fmt, ...) end
 
-local reader = require 'kluabench.record.reader'
-local printable = require('kluabench.util.args').printable
-local verify = require 'kluabench.record.verify'
-local result = require 'kluabench.result'
+local printable = util_args.printable
 local get = reader.get
 
 --- The point id of a bundle: its workload's case key ("seq2048-bf16"), or nil, why.
@@ -340,7 +344,7 @@ end
 -- A shard file's contents for gather: {path, text} | {path, missing = true} | {path, error = why}. Only a
 -- missing file is "missing"; a directory, a device, a FIFO or a file beyond the read limit is named as that.
 local function read_shard(path)
-  local _, _, errno = require('kluabench.core').stat(path, true)
+  local _, _, errno = core.stat(path, true)
   if errno == 2 then return { path = path, missing = true } end
   local text, err = files.read_file(path)
   if not text then return { path = path, error = err } end
@@ -382,7 +386,6 @@ M.NOTES = NOTES
 -- is (files.write_atomic_all): a merge that fails leaves an earlier one's files as they were.
 -- Returns true or nil, message.
 function M.write(res, path)
-  local evidence = require 'kluabench.record.evidence'
   local to_stdout = path == nil or path == '-'
   -- runs whose entries stay where they are (on stdout, or not readable now)
   -- name them by absolute uri, so that the uri holds wherever FILE goes
@@ -391,7 +394,7 @@ function M.write(res, path)
     if type(ref) == 'table' and res.origin[b] and (to_stdout or not evidence.of(b)) then
       local file, line = evidence.locate(ref.uri, res.origin[b])
       if file then
-        local real = require('kluabench.core').realpath(file) or file
+        local real = core.realpath(file) or file
         ref.uri = 'file://' .. real .. (line and ('#L' .. line) or '')
       end
     end
@@ -486,7 +489,7 @@ function M.check_output(dir, out, option)
   for i, s in ipairs(m and m.shards or {}) do
     local file = dir .. '/' .. s.file
     inputs[#inputs + 1] = { file, string.format("shard %d's results file", i) }
-    inputs[#inputs + 1] = { require('kluabench.record.evidence').samples_path(file),
+    inputs[#inputs + 1] = { evidence.samples_path(file),
       string.format("shard %d's samples file", i) }
     if s.log then inputs[#inputs + 1] = { dir .. '/' .. s.log, string.format("shard %d's log", i) } end
   end
@@ -494,7 +497,7 @@ function M.check_output(dir, out, option)
 end
 
 function M.main(args)
-  local opts, rest = require('kluabench.commands.helpers').parse_args(args or {},
+  local opts, rest = helpers.parse_args(args or {},
     { out = 'value', ['allow-mixed'] = 'flag', infer = 'flag', quiet = 'flag', aliases = { o = 'out', q = 'quiet' } })
   if not opts then return usage_error('%s', rest) end
   if #rest == 0 then return usage_error('no DIR given (the --dir of run-all or slurm)') end

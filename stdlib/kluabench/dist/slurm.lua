@@ -6,6 +6,10 @@ local files = require 'kluabench.util.files'
 local command = require 'kluabench.util.command'
 local printable = require('kluabench.util.args').printable
 local shards = require 'kluabench.dist.shards'
+local helpers = require 'kluabench.commands.helpers'
+local suite_shard = require 'kluabench.suite.shard'
+local k0 = require 'kluabench.core'
+local dist_merge = require 'kluabench.dist.merge'
 
 local M = {}
 
@@ -58,7 +62,7 @@ every point arrived); 1 the listing, writing, sbatch or the merge failed;
 2 usage error.]]
 
 local NAME = 'slurm'
-local function usage_error(fmt, ...) return require('kluabench.commands.helpers').usage_error(NAME, fmt, ...) end
+local function usage_error(fmt, ...) return helpers.usage_error(NAME, fmt, ...) end
 local function say(fmt, ...) io.stderr:write('kluabench slurm: ', printable(string.format(fmt, ...), 2000), '\n') end
 
 local SBATCH_VALUES = { 'partition', 'time', 'account', 'qos', 'constraint', 'mem', 'cpus-per-task', 'job-name' }
@@ -155,7 +159,7 @@ local function parse(args)
   if not opts.gpus then return nil, '--gpus N is required (the number of tasks, one GPU each)' end
   local n = opts.gpus:match('^%d+$') and math.tointeger(tonumber(opts.gpus))
   if not n or n < 1 then return nil, string.format("--gpus '%s': expected a whole number >= 1", opts.gpus) end
-  local max = require('kluabench.suite.shard').MAX_SHARDS
+  local max = suite_shard.MAX_SHARDS
   if n > max then return nil, string.format("--gpus '%s': expected a whole number from 1 to %d", opts.gpus, max) end
   if not opts.dir then return nil, '--dir DIR is required (a directory the compute nodes share)' end
   local k
@@ -198,11 +202,10 @@ function M.main(args)
   local dir = shards.absolute(opts.dir)
   if opts.out == '' then return usage_error('-o: an empty path (leave -o out for DIR/all.jsonl)') end
   local out = opts.out and shards.absolute(opts.out) or (dir .. '/all.jsonl')
-  local k0 = require 'kluabench.core'
   local ook, oerr = shards.check_output('-o', out, shards.launch_inputs(o.script,
     opts.exe and shards.absolute(opts.exe) or k0.executable()), dir)
   if not ook then return usage_error('%s', oerr) end
-  local k = require 'kluabench.core'
+  local k = k0
   local exe = opts.exe and shards.absolute(opts.exe) or k.executable()
   local host_args = shards.host_args()
   local base = o.script:match('([^/]+)$'):gsub('%.lua$', '')
@@ -257,7 +260,7 @@ function M.main(args)
     return 0
   end
   say('job %s finished%s; merging', id or partial, id and '' or ' with a failed task')
-  local status = require('kluabench.dist.merge').merge(dir, out,
+  local status = dist_merge.merge(dir, out,
     { allow_mixed = opts['allow-mixed'], infer = opts.infer, name = NAME })
   if not id then return 1 end
   return status

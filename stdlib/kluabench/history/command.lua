@@ -3,6 +3,14 @@
 -- mark. The work is kluabench.history's; this is the command line.
 local cli = require 'kluabench.commands.helpers'
 local results = require 'kluabench.table'
+local util_files = require 'kluabench.util.files'
+local util_json = require 'kluabench.util.json'
+local history = require 'kluabench.history'
+local point = require 'kluabench.history.point'
+local core = require 'kluabench.core'
+local compare = require 'kluabench.compare'
+local history_store = require 'kluabench.history.store'
+local history_db = require 'kluabench.history.db'
 
 local M = {}
 
@@ -93,7 +101,7 @@ local function fail(fmt, ...)
 end
 
 local function write(text)
-  local ok, err = require('kluabench.util.files').write_stdout(text)
+  local ok, err = util_files.write_stdout(text)
   if not ok then return fail('cannot write to %s', err) end
   return 0
 end
@@ -114,7 +122,7 @@ local function short(sha) return sha and sha:sub(1, 12) or '' end
 local function pct(r) return r and string.format('%+.1f%%', (r - 1) * 100) or '' end
 local function us(ms) return ms and string.format('%.2f', ms * 1000) or '' end
 
-local function json(v) return require('kluabench.util.json').encode_pretty(v) .. '\n' end
+local function json(v) return util_json.encode_pretty(v) .. '\n' end
 
 -- Text from the database made safe for a terminal or a markdown viewer: control characters (an
 -- escape sequence a forged record carries) as \xNN, as the plain table and stderr write them.
@@ -136,7 +144,6 @@ end
 ---------------------------------------------------------------------------
 
 local function commit_meta(opts)
-  local history = require 'kluabench.history'
   local meta
   if opts.commit and not opts['git-dir'] then
     meta = history.git_meta(opts.commit) -- a revision git knows here, else taken as given
@@ -157,8 +164,6 @@ local function commit_meta(opts)
 end
 
 local function run_add(h, opts, files)
-  local history = require 'kluabench.history'
-  local point = require 'kluabench.history.point'
   if #files == 0 then return usage_error('history add: no FILE given') end
   local meta, err = commit_meta(opts)
   if not meta then return fail('%s', err) end
@@ -173,8 +178,8 @@ local function run_add(h, opts, files)
       for k, v in pairs(meta) do m[k] = v end
       m.source = path
       -- one file is one batch: its sessions' copy runs are the sentinel of its other runs
-      local text = require('kluabench.util.files').read_file(path)
-      m.batch = 'file:sha256:' .. require('kluabench.core').sha256(text or path)
+      local text = util_files.read_file(path)
+      m.batch = 'file:sha256:' .. core.sha256(text or path)
       local s = assert(history.store.add_bundles(h, bundles, m))
       for _, r in ipairs(s.refused) do
         status = fail('%s: bundle %d: %s', path, r.index, r.why)
@@ -193,8 +198,7 @@ end
 ---------------------------------------------------------------------------
 
 local function run_list(h, opts, fmt)
-  local results = require 'kluabench.table'
-  local store = require('kluabench.history').store
+  local store = history.store
   if opts.commits then
     local list = store.commits(h)
     if fmt == 'json' then return write(json(list)) end
@@ -226,7 +230,6 @@ end
 
 -- The one series the filters name, or nil and a message.
 local function one_series(h, opts)
-  local history = require 'kluabench.history'
   local found = history.find_series(h, opts)
   if #found == 1 then return found[1] end
   if #found == 0 then return nil, string.format('no series in %s matches (kluabench history list shows them)', h.name) end
@@ -240,7 +243,7 @@ end
 
 local function resolve(h, rev)
   if not rev then return nil end
-  local store = require('kluabench.history').store
+  local store = history.store
   local sha, err = store.resolve_commit(h, rev)
   if not sha then error(err, 0) end
   return sha
@@ -252,7 +255,6 @@ local function run_trend(h, opts, fmt)
   end
   local s, err = one_series(h, opts)
   if not s then return fail('%s', err) end
-  local history = require 'kluabench.history'
   local list = history.trend(h, s.series, { head = resolve(h, opts.head) })
   if fmt == 'json' then return write(json({ series = s, commits = list })) end
   local rows = {}
@@ -276,7 +278,6 @@ end
 
 local function run_compare(h, opts, args, fmt)
   if #args ~= 2 then return usage_error('history compare: expected REV1 and REV2, got %d argument(s)', #args) end
-  local compare = require 'kluabench.compare'
   local o = {}
   for _, c in ipairs { { 'threshold', 0, 10 }, { 'noise', 0, 1 }, { 'confidence', 0.5, 0.999 },
     { 'resamples', 100, 1000000, true }, { 'seed', -2 ^ 53, 2 ^ 53, true }, { 'between', 0, 0.5 } } do
@@ -287,7 +288,7 @@ local function run_compare(h, opts, args, fmt)
   if opts['per-point'] then o.familywise = false end
   local a, b = resolve(h, args[1]), resolve(h, args[2])
   -- history.compare: a commit's runs from several adds (sweeps) are its sessions, pooled
-  local result = require('kluabench.history').compare(h, a, b, o)
+  local result = history.compare(h, a, b, o)
   if #result.points == 0 then
     return fail('no point of %s is in %s (points match by workload digest and provider)', short(a), short(b))
   end
@@ -322,7 +323,7 @@ local function format_check(result, fmt)
       interval = r.lo and (pct(r.lo) .. '..' .. pct(r.hi)) or '',
       z = r.z and string.format('%.1f', r.z) or '',
       window = r.base_n and r.base_n > 0 and string.format('%d/%d', r.base_n, r.post_n) or '',
-      note = require('kluabench.history').note(r) }
+      note = history.note(r) }
   end
   local text = (fmt == 'markdown' and results.format_markdown or results.format_table)(CHECK_COLUMNS, safe_rows(rows))
   local lines = { (text:gsub('\n$', '')) }
@@ -349,7 +350,6 @@ local function run_check(h, opts, fmt)
   end
   if opts.sentinel == 'none' then o.sentinel = false else o.sentinel = opts.sentinel end
   o.head = resolve(h, opts.head)
-  local history = require 'kluabench.history'
   if opts.point or opts.provider or opts.device or opts.kernel then
     o.series = {}
     for _, s in ipairs(history.find_series(h, opts)) do o.series[#o.series + 1] = s.series end
@@ -366,7 +366,7 @@ local function run_mark(h, opts, args)
   if #args ~= 1 then return usage_error('history mark: expected one REV, got %d argument(s)', #args) end
   if not opts.reason or opts.reason == '' then return usage_error('history mark: --reason TEXT is required') end
   local sha = resolve(h, args[1])
-  require('kluabench.history').store.mark(h, sha, opts.reason, opts.device)
+  history.store.mark(h, sha, opts.reason, opts.device)
   io.stderr:write(string.format('kluabench history: marked %s (%s): the baseline of check restarts there%s\n',
     safe(short(sha)), safe(opts.reason), opts.device and (' on ' .. safe(opts.device)) or ''))
   return 0
@@ -433,17 +433,16 @@ function M.run(args)
       end
     end
     if opts['commit-time'] then
-      local utc, why = require('kluabench.history.store').utc_time(opts['commit-time'])
+      local utc, why = history_store.utc_time(opts['commit-time'])
       if not utc then return usage_error('history add: --commit-time %s', why) end
     end
   end
-  local history = require 'kluabench.history'
   local spec = opts.db or history.default_db()
-  if sub == 'add' and not require('kluabench.history.db').is_postgres(spec) and spec:match('/') then
+  if sub == 'add' and not history_db.is_postgres(spec) and spec:match('/') then
     -- the folder of a new database file (results/ of a fresh checkout)
     local dir = spec:match('^(.*)/[^/]*$')
-    if dir ~= '' and not require('kluabench.core').stat(dir, true) then
-      local ok, merr = require('kluabench.util.files').mkdir_p(dir)
+    if dir ~= '' and not core.stat(dir, true) then
+      local ok, merr = util_files.mkdir_p(dir)
       if not ok then return fail('%s', merr) end
     end
   end

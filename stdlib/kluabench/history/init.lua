@@ -10,6 +10,8 @@ local point = require 'kluabench.history.point'
 local stats = require 'kluabench.stats'
 local args = require 'kluabench.util.args'
 local command = require 'kluabench.util.command'
+local files = require 'kluabench.util.files'
+local compare = require 'kluabench.compare'
 
 local M = {}
 
@@ -20,7 +22,7 @@ local M = {}
 -- @example
 --   print(history.default_db())
 function M.default_db()
-  return require('kluabench.util.files').results_dir() .. '/history.db'
+  return files.results_dir() .. '/history.db'
 end
 
 --- The provider whose runs are the sentinel of machine drift: the copy kernel, measured in the same
@@ -475,7 +477,6 @@ function M.compare(h, base_sha, new_sha, opts)
   args.check('history.compare', 2, base_sha, 'string', 'revision')
   args.check('history.compare', 3, new_sha, 'string', 'revision')
   args.check('history.compare', 4, opts, 'table|nil', 'table of options')
-  local compare = require 'kluabench.compare'
   local base, new = store.bundles(h, base_sha), store.bundles(h, new_sha)
   -- a commit's runs may come from several batches: their sessions are pooled
   local o = { across_sweeps = true }

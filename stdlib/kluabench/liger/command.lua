@@ -69,6 +69,8 @@ that does not exist, is no regular file or cannot be opened too: then nothing
 is written, not even --out's folder).]]
 
 local cli = require 'kluabench.commands.helpers'
+local json = require 'kluabench.util.json'
+local core = require 'kluabench.core'
 
 local function usage_error(fmt, ...) return cli.usage_error('import-liger', fmt, ...) end
 
@@ -88,8 +90,6 @@ local NAMED = { unknown_config = true }
 -- run's file is never written over; the same run's is replaced. A name that is not a regular file
 -- (a link, a directory) is passed over.
 local function out_path(dir, name, id, taken)
-  local json = require 'kluabench.util.json'
-  local core = require 'kluabench.core'
   for n = 1, 100000 do
     local path = string.format('%s/%s%s.json', dir, name, n > 1 and ('-' .. n) or '')
     if not taken[path] then
@@ -120,8 +120,7 @@ function M.main(args)
   local unreadable = cli.check_inputs('import-liger', files)
   if unreadable then return unreadable end
   if opts.out and opts.jsonl then return usage_error('give --out or --jsonl, not both') end
-  local shards = require 'kluabench.dist.shards'
-  local fresh, why_not = shards.check_output('--jsonl', opts.jsonl, shards.file_inputs(files, true))
+  local fresh, why_not = writer.check_output('--jsonl', opts.jsonl, writer.file_inputs(files, true))
   if not fresh then return usage_error('%s', why_not) end
   local commit = opts['liger-commit']
   if commit and not commit:match('^%x+$') then

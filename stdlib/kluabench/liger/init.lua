@@ -27,6 +27,8 @@ local args = require 'kluabench.util.args'
 local printable = require('kluabench.util.args').printable
 local result = require 'kluabench.result'
 local writer = require 'kluabench.record.writer'
+local record = require 'kluabench.record'
+local core = require 'kluabench.core'
 
 --- The header of Liger's CSV, in its order.
 M.HEADER = { 'kernel_name', 'kernel_provider', 'kernel_operation_mode', 'metric_name',
@@ -269,7 +271,7 @@ M.IMPORTED_KERNELS = {
   kl_div = { title = 'KL divergence' },
   jsd = { title = 'Jensen-Shannon divergence' },
 }
-require('kluabench.kernels').register('liger', { binding = false, kernels = M.IMPORTED_KERNELS })
+kernels.register('liger', { binding = false, kernels = M.IMPORTED_KERNELS })
 
 --- The Liger kernels kernelindex's importer curates and kluabench does not reproduce (their rows
 -- are skipped as 'not_reproduced'); every other kernel is one the importer skips too. The list is
@@ -345,7 +347,7 @@ local function doc(kind, metadata, spec)
   for k, v in pairs(metadata.labels or {}) do metadata.labels[k] = names.clip(v, 200) end
   return { apiVersion = API, kind = kind, metadata = metadata, spec = spec }
 end
-local function digest(d) return require('kluabench.record').digest(d) end
+local function digest(d) return record.digest(d) end
 
 --- kernelindex's OperationSpec of a reproduced Liger kernel (its benchmark script at commit, default
 -- the one kernelindex's importer read).
@@ -516,7 +518,7 @@ function M.run_name(text)
   args.check('liger.run_name', 1, text, 'string', 'name text')
   local full = text:lower():gsub('[^a-z0-9]+', '-'):gsub('^%-+', ''):gsub('%-+$', '')
   if #full <= names.MAX_NAME then return full end
-  local tail = '-' .. require('kluabench.core').sha256(full):sub(1, 12)
+  local tail = '-' .. core.sha256(full):sub(1, 12)
   return (full:sub(1, names.MAX_NAME - #tail):gsub('%-+$', '')) .. tail
 end
 
@@ -526,7 +528,7 @@ local function speed_run(row, k, binding, digests, values)
   local key = operation.case_key(binding)
   local external = table.concat({ k.csv_name, row.kernel_operation_mode, row.kernel_provider, names.kebab(row.gpu_name),
     key, names.kebab(row.timestamp) }, '/')
-  local ns = function(ms) return require('kluabench.record').round(ms * 1e6) end
+  local ns = function(ms) return record.round(ms * 1e6) end
   return doc('BenchmarkRun', {
     name = M.run_name(string.format('liger-%s-%s-%s-%s-%s-%s', k.csv_name, row.kernel_operation_mode,
       row.kernel_provider, row.gpu_name, key, row.timestamp)),
@@ -744,7 +746,7 @@ local function config_string(params, dtype, x_key)
   local parts = {}
   for i, k in ipairs(keys) do
     local v = vals[k]
-    local s = type(v) == 'number' and require('kluabench.liger.csv').format_pyfloat(v) or output.encode_line(v)
+    local s = type(v) == 'number' and csv.format_pyfloat(v) or output.encode_line(v)
     parts[i] = output.quote(k) .. ': ' .. s
   end
   return '{' .. table.concat(parts, ', ') .. '}'
@@ -872,7 +874,7 @@ function M.plot_point(row)
   p.params[x] = tonumber(row.x_value) or row.x_value
   if row.x_label and row.x_label ~= '' then p.x_labels = { [x] = row.x_label } end
   -- the CSV carries no cost: the kernel's cost model, as records get it
-  local k = require('kluabench.kernels').kernel(p.kernel)
+  local k = kernels.kernel(p.kernel)
   if k and k.cost then p.bytes, p.flops = k.cost(p.params, p.dtype, p.mode) end
   return p
 end

@@ -5,6 +5,8 @@
 -- (undigested: identical machines share one environment); other device facts go to the run's evidence.
 local names = require 'kluabench.record.names'
 local args = require 'kluabench.util.args'
+local core = require 'kluabench.core'
+local json = require 'kluabench.util.json'
 
 local M = {}
 
@@ -259,7 +261,7 @@ function M.capture(opts)
   args.check('env.capture', 1, opts, 'table|nil', 'table of options')
   opts = opts or {}
   local kb = opts.kb
-  if kb == nil and (opts.info == nil or opts.backend == nil) then kb = require 'kluabench.core' end
+  if kb == nil and (opts.info == nil or opts.backend == nil) then kb = core end
   local backend = opts.backend or (kb and kb.backend and kb.backend()) or 'cpu'
   local info = opts.info or kb.device_info()
   if type(info) ~= 'table' then
@@ -289,11 +291,8 @@ end
 function M.clocks_locked(info)
   args.check('env.clocks_locked', 1, info, 'table|nil', 'kb.nvml.info() table')
   if info == nil then
-    local ok, k = pcall(require, 'kluabench.core')
-    if not (ok and type(k) == 'table' and type(k.nvml) == 'table' and k.nvml.available and k.nvml.available()) then
-      return nil
-    end
-    local okq, i = pcall(k.nvml.info)
+    if not core.nvml.available() then return nil end
+    local okq, i = pcall(core.nvml.info)
     info = okq and i or nil
   end
   if type(info) ~= 'table' then return nil end
@@ -309,7 +308,7 @@ end
 -- @example
 --   print(env.device_name(env.capture()))
 function M.device_name(doc)
-  local get = require('kluabench.util.json').get
+  local get = json.get
   local hw = get(doc, 'spec', 'hardware')
   if type(hw) ~= 'table' or type(hw.product) ~= 'string' then return nil end
   return type(hw.formFactor) == 'string' and (hw.product .. ' ' .. hw.formFactor) or hw.product
@@ -320,9 +319,7 @@ end
 -- @example
 --   print(env.local_device_name())
 function M.local_device_name()
-  local ok, k = pcall(require, 'kluabench.core')
-  if not (ok and type(k) == 'table' and type(k.device_info) == 'function') then return nil end
-  return M.device_name { spec = { hardware = M.hardware(k.device_info(), k.backend and k.backend()) } }
+  return M.device_name { spec = { hardware = M.hardware(core.device_info(), core.backend()) } }
 end
 
 return M

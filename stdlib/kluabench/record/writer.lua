@@ -7,6 +7,7 @@ local files = require 'kluabench.util.files'
 local json = require 'kluabench.util.json'
 local names = require 'kluabench.record.names'
 local args = require 'kluabench.util.args'
+local record = require 'kluabench.record'
 local printable = args.printable
 
 local M = {}
@@ -68,7 +69,7 @@ local function sibling(path)
   local stem, ext = path:match('^(.*)(%.samples%.jsonl)$')
   if not stem then stem, ext = path:match('^(.-)(%.[^./]*)$') end
   if not stem or stem == '' or stem:sub(-1) == '/' then stem, ext = path, '' end
-  local base = stem .. '-' .. names.time_id(require('kluabench.record').now())
+  local base = stem .. '-' .. names.time_id(record.now())
   for i = 1, 1000 do
     local candidate = base .. (i > 1 and ('-' .. i) or '') .. ext
     if not core.stat(candidate) then return candidate end

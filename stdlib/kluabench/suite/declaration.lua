@@ -42,6 +42,10 @@ local function is_list_of_strings(t)
   return true
 end
 
+--- The harness options an optional subsystem offers: option -> the module the harness loads when it is given, with
+-- open(value) -> state before the sweep and add(name, value, bundles, state, source) after it.
+M.EXTENSIONS = { history = 'kluabench.history.harness' }
+
 -- Raises (at the script's line) when the declaration is malformed.
 function M.check_decl(d)
   local function bad(fmt, ...) error("bad argument #1 to 'suite.main' (" .. string.format(fmt, ...) .. ')', 4) end

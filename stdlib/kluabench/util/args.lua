@@ -1,5 +1,6 @@
 --- Arguments: the checks every exported function makes, the command-line parser of scripts and
 -- commands, did-you-mean hints, and text made safe to quote in a message.
+local core = require 'kluabench.core'
 local M = {}
 
 local function is(v, kind)
@@ -188,8 +189,7 @@ end
 -- @example
 --   args.stop_if_interrupted()
 function M.stop_if_interrupted()
-  local ok, kb = pcall(require, 'kluabench.core')
-  if ok and type(kb) == 'table' and kb.interrupted() then error('interrupted!', 0) end
+  if core.interrupted() then error('interrupted!', 0) end
 end
 
 return M
