@@ -25,6 +25,7 @@ local json = require 'kluabench.util.json'
 local stats = require 'kluabench.stats'
 local result = require 'kluabench.result'
 local noise = require 'kluabench.record.noise'
+local function ceilings_at(f, ms) return (require('kluabench.measure.ceilings').noise_at(f, ms)) end
 local calibrate = require 'kluabench.measure.calibrate'
 local writer = require 'kluabench.record.writer'
 local evidence = require 'kluabench.record.evidence'
@@ -42,7 +43,7 @@ end
 -- compare_sessions.
 local function default_of(device, backend)
   local f = noise.default_for(device, backend)
-  return function(ms) return noise.at(f, ms), f.source, nil, 'default' end
+  return function(ms) return ceilings_at(f, ms), f.source, nil, 'default' end
 end
 
 -- The label of a point of the fixtures: 'llama4_rope MODE hiddenH-kv_heads8-q_heads32-seqS-bf16'.
@@ -425,11 +426,11 @@ describe('compare accounts for run-to-run variation (issue 13)', function()
     -- a GPU the cache does not hold, and one never measured: the largest figure of any GPU
     sd, _, _, scope = resolve(0.01, 'rope', 'NVIDIA H100 80GB HBM3', 'cuda')
     assert.equal('default', scope)
-    assert.equal(noise.at(noise.UNMEASURED_GPU, 0.01), sd)
+    assert.equal(ceilings_at(noise.UNMEASURED_GPU, 0.01), sd)
     -- an H200 the cache does not hold (none, here): the H200's default
     sd, _, _, scope = (noise.resolver { path = dir .. '/none.json' })(0.01, 'rope', 'NVIDIA H200', 'cuda')
     assert.equal('default', scope)
-    assert.equal(noise.at(noise.DEFAULT, 0.01), sd)
+    assert.equal(ceilings_at(noise.DEFAULT, 0.01), sd)
     assert.equal(0.03, (noise.resolver { between = 0.03 })(0.01))
     os.execute('rm -rf ' .. dir)
   end)
@@ -653,23 +654,20 @@ describe('verdicts right on the machine they ran on (issue 36)', function()
     for _, ms in ipairs(SCALES) do
       -- a GPU never measured: the largest figure of any GPU at any scale, at every scale
       for _, gpu in ipairs(noise.GPUS) do
-        assert.is_true(noise.at(noise.UNMEASURED_GPU, ms) >= noise.at(gpu, ms), ms)
+        assert.is_true(ceilings_at(noise.UNMEASURED_GPU, ms) >= ceilings_at(gpu, ms), ms)
       end
-      assert.near(0.06, noise.at(noise.UNMEASURED_GPU, ms), 1e-12)
+      assert.near(0.06, ceilings_at(noise.UNMEASURED_GPU, ms), 1e-12)
       -- no backend: the largest of all; the cpu's at least the H200's (a shared CPU is no quieter)
-      assert.is_true(noise.at(noise.UNKNOWN, ms) >= noise.at(noise.CPU, ms))
-      assert.is_true(noise.at(noise.UNKNOWN, ms) >= noise.at(noise.UNMEASURED_GPU, ms))
-      assert.is_true(noise.at(noise.CPU, ms) > noise.at(noise.DEFAULT, ms), ms)
+      assert.is_true(ceilings_at(noise.UNKNOWN, ms) >= ceilings_at(noise.CPU, ms))
+      assert.is_true(ceilings_at(noise.UNKNOWN, ms) >= ceilings_at(noise.UNMEASURED_GPU, ms))
+      assert.is_true(ceilings_at(noise.CPU, ms) > ceilings_at(noise.DEFAULT, ms), ms)
     end
-    assert.is_true(noise.at(noise.UNMEASURED_GPU, 1) > noise.at(noise.DEFAULT, 1))
-    -- what a record says it was made under, without a cache: its own device's default
-    local cpu = noise.in_force(0.15, 'llama4_rope', { name = 'AMD EPYC', backend = 'cpu' }, NONE)
-    assert.same({ sd = noise.at(noise.CPU, 0.15), scope = 'default' }, cpu)
-    local h100 = noise.in_force(0.15, 'llama4_rope', { name = 'NVIDIA H100 80GB HBM3', backend = 'cuda' }, NONE)
-    assert.equal(noise.at(noise.UNMEASURED_GPU, 0.15), h100.sd)
+    assert.is_true(ceilings_at(noise.UNMEASURED_GPU, 1) > ceilings_at(noise.DEFAULT, 1))
+    -- a record made without a measured figure says none: compare applies the default of its device
+    assert.is_nil(require('kluabench.measure.ceilings').cached_noise(0.15, { kernel = 'llama4_rope', path = NONE }))
     -- compare_sessions, told no device: the largest of all
     local c = compare.compare_sessions({ samples(1, 0.002, 100, 1) }, { samples(1.3, 0.002, 100, 2) })
-    assert.equal(noise.at(noise.UNKNOWN, c.base_median), c.between)
+    assert.equal(ceilings_at(noise.UNKNOWN, c.base_median), c.between)
     assert.equal('UNSURE', c.verdict)
   end)
 
@@ -689,12 +687,12 @@ describe('verdicts right on the machine they ran on (issue 36)', function()
     assert.equal('UNSURE', p.verdict)
     assert.equal('default', p.between_scope)
     assert.matches('cpu backend', p.between_source, 1, true)
-    assert.near(noise.at(noise.CPU, p.base_median), p.between, 1e-12)
+    assert.near(ceilings_at(noise.CPU, p.base_median), p.between, 1e-12)
     assert.matches('the default figure of the cpu backend', compare.format(r), 1, true)
     -- the same numbers from an H200 (whose sessions are that tight): its own, small figure calls it
     local h = compare.compare(side('NVIDIA H200', 1, 1, 10), side('NVIDIA H200', 0.84, 3, 20), { cache = NONE })
     assert.equal('FASTER', h.points[1].verdict)
-    assert.near(noise.at(noise.DEFAULT, 1), h.points[1].between, 1e-3)
+    assert.near(ceilings_at(noise.DEFAULT, 1), h.points[1].between, 1e-3)
     -- and from a GPU never measured: the largest GPU figure (6 %), still a change of 16 % through it
     local u = compare.compare(side('NVIDIA H100 80GB HBM3', 1, 1, 10), side('NVIDIA H100 80GB HBM3', 0.84, 3, 20),
       { cache = NONE })
@@ -803,7 +801,7 @@ describe('verdicts right on the machine they ran on (issue 36)', function()
       -- the 1-session side is widened by the cpu's figure, or by the 3 sessions' spread where larger
       assert.is_true(p.between_scope == 'default' or p.between_scope == 'sessions', p.between_scope)
       if p.between_scope == 'default' then assert.matches('cpu backend', p.between_source, 1, true) end
-      assert.is_true(p.between >= noise.at(noise.CPU, p.base_median), p.between)
+      assert.is_true(p.between >= ceilings_at(noise.CPU, p.base_median), p.between)
     end
     local out, rc = kluabench('compare ' .. dir .. '/runs1.jsonl ' .. dir .. '/runs3.jsonl', env)
     assert.equal(0, rc, out)

@@ -36,7 +36,7 @@ local ANY_VALUE = {
   ['plot.point_from_bundle'] = 'reader',
   ['compare.bundles_of'] = 'reader', ['report.get'] = 'reader', ['env.device_name'] = 'reader',
   ['measurements.fields'] = 'reader', ['ceilings.usable_copy'] = 'reader (a cache entry as read)',
-  ['ceilings.usable_noise'] = 'reader (a cache entry as read)', ['noise.of_entry'] = 'reader (a cache entry as read)',
+  ['ceilings.usable_noise'] = 'reader (a cache entry as read)', ['ceilings.noise_of'] = 'reader (a cache entry as read)',
   -- parts of any type joined
   ['record.run_name'] = 'varargs',
 }

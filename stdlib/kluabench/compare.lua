@@ -46,6 +46,7 @@ local record = require 'kluabench.record'
 local reader = require 'kluabench.record.reader'
 local verify = require 'kluabench.record.verify'
 local noise = require 'kluabench.record.noise'
+local ceilings = require 'kluabench.measure.ceilings'
 local result = require 'kluabench.result'
 
 local M = {}
@@ -282,7 +283,7 @@ end
 local function between_at(between, ms)
   if type(between) == 'number' then return between, '--between', nil, 'between' end
   if type(between) == 'function' then return between(ms) end
-  return noise.at(noise.UNKNOWN, ms), noise.UNKNOWN.source, nil, 'default'
+  return (ceilings.noise_at(noise.UNKNOWN, ms)), noise.UNKNOWN.source, nil, 'default'
 end
 
 --- The smallest change an interval [lo, hi] around ratio could have called: the change whose

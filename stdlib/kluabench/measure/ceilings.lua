@@ -190,8 +190,9 @@ function M.usable_noise(entry)
   return n
 end
 
---- The between-session sd of log median at a point of median ms: the scales' sdUpper interpolated in log(ms).
--- @signature ceilings.noise_at(figure, ms) -> sd
+--- The between-session sd of log median at a point of median ms: each scale's sdUpper where it has one, else its sd,
+-- interpolated in log(ms) and constant beyond the ends; and the degrees of freedom of the nearest scale (or nil).
+-- @signature ceilings.noise_at(figure, ms) -> sd, df
 -- @example
 --   print(ceilings.noise_at({scales = {{ms = 0.01, sd = 0.02}, {ms = 1, sd = 0.004}}}, 0.1)) --> 0.012
 function M.noise_at(figure, ms)
@@ -200,19 +201,34 @@ function M.noise_at(figure, ms)
   local sc = {}
   for i, x in ipairs(figure.scales) do
     local up = x.sdUpper
-    sc[i] = { ms = x.ms, sd = (type(up) == 'number' and up >= x.sd and up < 1) and up or x.sd }
+    sc[i] = { ms = x.ms, sd = (type(up) == 'number' and up >= x.sd and up < 1) and up or x.sd,
+      df = math.type(x.df) == 'integer' and x.df or nil }
   end
   table.sort(sc, function(a, b) return a.ms < b.ms end)
-  if not finite_positive(ms) or ms <= sc[1].ms then return sc[1].sd end
-  if ms >= sc[#sc].ms then return sc[#sc].sd end
+  if not finite_positive(ms) or ms <= sc[1].ms then return sc[1].sd, sc[1].df end
+  if ms >= sc[#sc].ms then return sc[#sc].sd, sc[#sc].df end
   for i = 2, #sc do
     if ms <= sc[i].ms then
       local a, b = sc[i - 1], sc[i]
       local t = (math.log(ms) - math.log(a.ms)) / (math.log(b.ms) - math.log(a.ms))
-      return a.sd + t * (b.sd - a.sd)
+      return a.sd + t * (b.sd - a.sd), (t < 0.5 and a or b).df
     end
   end
-  return sc[#sc].sd
+  return sc[#sc].sd, sc[#sc].df
+end
+
+--- The measured figure of a cache entry for a kernel: the kernel's own (sessionNoise.kernels[kernel]) where
+-- scripts/run_noise.lua measured it, else the device's; with its scope ("kernel" | "device"); nil without one.
+-- @signature ceilings.noise_of(entry [, kernel]) -> figure, scope | nil
+-- @example
+--   print(ceilings.noise_of({sessionNoise = {scales = {{ms = 0.01, sd = 0.02}}}}, "llama4_rope"))
+function M.noise_of(entry, kernel)
+  local n = type(entry) == 'table' and entry.sessionNoise or nil
+  if type(n) ~= 'table' then return nil end
+  local k = kernel and type(n.kernels) == 'table' and n.kernels[kernel] or nil
+  if k and M.usable_noise { sessionNoise = k } then return k, 'kernel' end
+  if M.usable_noise(entry) then return n, 'device' end
+  return nil
 end
 
 --- How far a kernel may beat a copy measured at its level: an in-place or read-only kernel skips the write-allocate
@@ -353,19 +369,25 @@ function M.cached_throughput(bytes, flops, ms, opts)
   return t
 end
 
---- The cached between-session noise of the default device at a point of median ms.
--- @signature ceilings.cached_noise(ms [, opts]) -> {sd, measuredAt, sessions} | nil
+--- The between-session noise figure measured on this process's device (scripts/run_noise.lua), for kernel where
+-- measured, at a point of median ms: what a record made now says it was made under; nil where none was measured
+-- (compare then applies its defaults: kluabench.record.noise). opts: kernel, path (another cache file).
+-- @signature ceilings.cached_noise(ms [, opts]) -> {sd, df, scope, measuredAt, sessions} | nil
 -- @example
---   print(ceilings.cached_noise(0.01))
+--   print(ceilings.cached_noise(0.01, {kernel = "llama4_rope"}))
 function M.cached_noise(ms, opts)
   args.check('ceilings.cached_noise', 1, ms, 'number', 'milliseconds')
   args.check('ceilings.cached_noise', 2, opts, 'table|nil', 'table of options')
   opts = opts or {}
   local okl, e = pcall(M.lookup, core.device_info(), opts.path)
-  local fig = okl and M.usable_noise(e) or nil
+  local fig, scope = M.noise_of(okl and e or nil, opts.kernel)
   if not fig then return nil end
-  return { sd = M.noise_at(fig, ms), measuredAt = type(fig.measuredAt) == 'string' and fig.measuredAt or nil,
-    sessions = math.type(fig.sessions) == 'integer' and fig.sessions or nil }
+  local sd, df = M.noise_at(fig, ms)
+  local top = e.sessionNoise
+  local function text(v) return type(v) == 'string' and v or nil end
+  local function int(v) return math.type(v) == 'integer' and v or nil end
+  return { sd = sd, df = df, scope = scope, measuredAt = text(fig.measuredAt) or text(top.measuredAt),
+    sessions = int(fig.sessions) or int(top.sessions) }
 end
 
 return M

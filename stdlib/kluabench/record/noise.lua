@@ -96,37 +96,6 @@ M.CPU = {
     .. '2-core AMD EPYC at this time scale; record/noise.lua)',
 }
 
-local function finite_positive(x) return type(x) == 'number' and x > 0 and x < math.huge end
-
---- The sd of log median of a figure at a point of `ms`: each scale's upper bound (sdUpper) where it
--- has one, else its sd, interpolated in log(ms) and constant beyond the ends. Also the degrees of
--- freedom of the nearest scale (nil where the figure gives none).
---
--- @signature noise.at(figure, ms) -> sd, df
--- @section compare
--- @example
---   print(noise.at(noise.DEFAULT, 0.02))
-function M.at(figure, ms)
-  args.check('noise.at', 1, figure, 'table', 'noise figure')
-  args.check('noise.at', 2, ms, 'number', 'time in ms')
-  local sc = {}
-  for i, x in ipairs(figure.scales) do
-    local up = x.sdUpper
-    sc[i] = { ms = x.ms, sd = (type(up) == 'number' and up >= x.sd and up < 1) and up or x.sd,
-      df = math.type(x.df) == 'integer' and x.df or nil }
-  end
-  table.sort(sc, function(a, b) return a.ms < b.ms end)
-  if not finite_positive(ms) or ms <= sc[1].ms then return sc[1].sd, sc[1].df end
-  if ms >= sc[#sc].ms then return sc[#sc].sd, sc[#sc].df end
-  for i = 2, #sc do
-    if ms <= sc[i].ms then
-      local a, b = sc[i - 1], sc[i]
-      local t = (math.log(ms) - math.log(a.ms)) / (math.log(b.ms) - math.log(a.ms))
-      return a.sd + t * (b.sd - a.sd), (t < 0.5 and a or b).df
-    end
-  end
-  return sc[#sc].sd, sc[#sc].df
-end
 
 -- The largest sd a figure holds at any of its scales.
 local function largest_sd(figure)
@@ -147,7 +116,7 @@ local function largest(figures, flat, source)
   table.sort(scales, function(a, b) return a.ms < b.ms end)
   for _, x in ipairs(scales) do
     x.sd = 0
-    for _, f in ipairs(figures) do x.sd = math.max(x.sd, flat and largest_sd(f) or M.at(f, x.ms)) end
+    for _, f in ipairs(figures) do x.sd = math.max(x.sd, flat and largest_sd(f) or ceilings.noise_at(f, x.ms)) end
   end
   return { scales = scales, source = source }
 end
@@ -171,7 +140,7 @@ M.UNKNOWN = largest({ M.CPU, M.UNMEASURED_GPU }, false, 'the default figure of a
 -- @section compare
 -- @example
 --   print(noise.default_for("AMD EPYC", "cpu").source)
---   print(noise.at(noise.default_for("NVIDIA H100 80GB HBM3", "cuda"), 0.5))
+--   print(ceilings.noise_at(noise.default_for("NVIDIA H100 80GB HBM3", "cuda"), 0.5))
 function M.default_for(device, backend)
   args.check('noise.default_for', 1, device, 'string|nil', 'device name')
   args.check('noise.default_for', 2, backend, 'string|nil', 'backend name')
@@ -181,38 +150,6 @@ function M.default_for(device, backend)
     if f.device == device then return f end
   end
   return M.UNMEASURED_GPU
-end
-
--- A figure's scales are usable: a list of {ms > 0, sd in [0, 1)}.
-local function usable_scales(scales)
-  if type(scales) ~= 'table' or #scales == 0 then return false end
-  for _, s in ipairs(scales) do
-    if type(s) ~= 'table' or not finite_positive(s.ms) or type(s.sd) ~= 'number' or not (s.sd >= 0 and s.sd < 1) then
-      return false
-    end
-  end
-  return true
-end
-
---- The figure of a cache entry for a kernel: the kernel's own (entry.sessionNoise.kernels[kernel], what
--- run_noise.lua measured of that kernel) when it has one, else the device's; and which it is
--- ("kernel" or "device"). nil when the entry holds no usable figure.
---
--- @signature noise.of_entry(entry [, kernel]) -> figure, scope | nil
--- @section compare
--- @example
---   local figure = ceilings.noise_figure({{ms = 0.007, sd = 0.015, df = 3}, {ms = 0.008, sd = 0.02, df = 3}})
---   local entry = {copy_gbps = 3900, sessionNoise = figure} -- a device's entry of the ceilings cache
---   local fig, scope = noise.of_entry(entry, "llama4_rope")
---   print(scope) --> device
-function M.of_entry(entry, kernel)
-  args.check('noise.of_entry', 2, kernel, 'string|nil', 'kernel name')
-  local n = type(entry) == 'table' and entry.sessionNoise or nil
-  if type(n) ~= 'table' then return nil end
-  local k = kernel and type(n.kernels) == 'table' and n.kernels[kernel] or nil
-  if type(k) == 'table' and usable_scales(k.scales) then return k, 'kernel' end
-  if usable_scales(n.scales) then return n, 'device' end
-  return nil
 end
 
 --- The cache entries of a device by its name (any backend, memory or L2 in the key), the ones with a
@@ -235,36 +172,10 @@ function M.entries_named(name, path)
     local e = c.devices[key]
     local dev = key:match('^[^|]*|(.*)|[^|]*|[^|]*$')
     if type(e) == 'table' and (dev == name or e.device == name) then
-      table.insert(out, M.of_entry(e) and 1 or #out + 1, e)
+      table.insert(out, ceilings.noise_of(e) and 1 or #out + 1, e)
     end
   end
   return out
-end
-
---- The figure in force for a record made now on the device `info` (a kb.device_info() table): the
--- cache entry of that device, the kernel's scales where measured, else the default of its device and
--- backend (noise.default_for); what a record
--- carries to say which figure it was made under ({sd, scope = "kernel" | "device" | "default", df,
--- measuredAt, sessions}).
---
--- @signature noise.in_force(ms, kernel, info [, path]) -> {sd, scope, df, measuredAt, sessions}
--- @section compare
--- @example
---   print(noise.in_force(0.02, "llama4_rope", kb.device_info()).scope)
-function M.in_force(ms, kernel, info, path)
-  args.check('noise.in_force', 1, ms, 'number', 'time in ms')
-  local ok, entry = pcall(ceilings.lookup, info, path)
-  local fig, scope = M.of_entry(ok and entry or nil, kernel)
-  if not fig then
-    local i = type(info) == 'table' and info or {}
-    return { sd = M.at(M.default_for(type(i.name) == 'string' and i.name or nil,
-      type(i.backend) == 'string' and i.backend or nil), ms), scope = 'default' }
-  end
-  local sd, df = M.at(fig, ms)
-  local top = entry.sessionNoise
-  return { sd = sd, scope = scope, df = df,
-    measuredAt = type(fig.measuredAt) == 'string' and fig.measuredAt or (type(top.measuredAt) == 'string' and top.measuredAt or nil),
-    sessions = math.type(fig.sessions) == 'integer' and fig.sessions or (math.type(top.sessions) == 'integer' and top.sessions or nil) }
 end
 
 --- The figure in force for a point: function(ms, kernel, device, backend) -> sd, source, df, scope,
@@ -294,16 +205,16 @@ function M.resolver(opts)
       by_device[device] = entries
     end
     for _, e in ipairs(entries or {}) do
-      local fig, scope = M.of_entry(e, kernel)
+      local fig, scope = ceilings.noise_of(e, kernel)
       if fig then
-        local sd, df = M.at(fig, ms)
+        local sd, df = ceilings.noise_at(fig, ms)
         local when = type(fig.measuredAt) == 'string' and (', measured ' .. fig.measuredAt) or ''
         return sd, string.format('the cache\'s figure for %s%s%s', scope == 'kernel' and (tostring(kernel) .. ' on ') or '',
           device, when), df, scope
       end
     end
     local fig = M.default_for(type(device) == 'string' and device or nil, type(backend) == 'string' and backend or nil)
-    return M.at(fig, ms), fig.source, nil, 'default'
+    return (ceilings.noise_at(fig, ms)), fig.source, nil, 'default'
   end
 end
 

@@ -1,11 +1,9 @@
 --- Policy: what the harness decides about a measured session, apart from its facts: throughput against the cached
 -- copy ceiling, plausibility against the memory level its bytes fit in, the noise figure in force
 -- (record.from_result records them).
-local core = require 'kluabench.core'
 local args = require 'kluabench.util.args'
 local ceilings = require 'kluabench.measure.ceilings'
 local env = require 'kluabench.record.env'
-local noise = require 'kluabench.record.noise'
 
 local M = {}
 
@@ -97,17 +95,15 @@ function M.throughput(bytes, flops, median_ms, environment)
   return t
 end
 
---- The between-session noise figure in force for a session measured here (record/noise.lua); nil for a record of
--- another device.
+--- The between-session noise figure measured on this device (ceilings.cached_noise) for a session measured here; nil
+-- for a record of another device or where none was measured (compare applies its defaults then).
 -- @signature policy.noise(median_ms, environment, kernel) -> figure | nil
 -- @example
---   print(policy.noise(0.05, kb.env.capture(), "llama4_rope").sd)
+--   print(policy.noise(0.05, kb.env.capture(), "llama4_rope"))
 function M.noise(median_ms, environment, kernel)
   local here = env.local_device_name()
   if here == nil or type(median_ms) ~= 'number' or here ~= env.device_name(environment) then return nil end
-  local ok, info = pcall(core.device_info)
-  if not ok then return nil end
-  return noise.in_force(median_ms, kernel, info)
+  return ceilings.cached_noise(median_ms, { kernel = kernel })
 end
 
 return M
