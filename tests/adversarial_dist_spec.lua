@@ -178,7 +178,7 @@ describe('merge and run-all check the manifest (issue 24, class 2)', function()
   end)
 
   it('count must be a whole number from 1 to shard.MAX_SHARDS that matches the shards', function()
-    local max = require('kluabench.suite.shard').MAX_SHARDS
+    local max = require('kluabench.dist.split').MAX_SHARDS
     for _, case in ipairs {
       { -1, 'count is -1, expected a whole number from 1 to ' .. max },
       { 1e15, 'count is 1000000000000000, expected a whole number from 1 to ' .. max },

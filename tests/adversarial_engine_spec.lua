@@ -210,7 +210,7 @@ describe('shard, process and task counts are bounded (issue 24, class 6)', funct
   end
 
   it('--shard with a count beyond shard.MAX_SHARDS is a usage error naming --shard, at once', function()
-    local shard = require 'kluabench.suite.shard'
+    local shard = require 'kluabench.dist.split'
     local i, why = shard.parse('1/999999999')
     assert.is_nil(i)
     assert.equal(string.format("bad shard '1/999999999': the shard count N must be at most %d", shard.MAX_SHARDS), why)
@@ -250,7 +250,7 @@ describe('shard, process and task counts are bounded (issue 24, class 6)', funct
     local r = child(nil, 30, { 'slurm', '--gpus', '100000', '--dir', dir .. '/s', script(), points(3) })
     assert.equal(2, r.code, r.err)
     assert.matches("kluabench slurm: --gpus '100000': expected a whole number from 1 to "
-      .. require('kluabench.suite.shard').MAX_SHARDS, r.err, 1, true)
+      .. require('kluabench.dist.split').MAX_SHARDS, r.err, 1, true)
     assert.is_nil(sub.slurp(dir .. '/s/manifest.json'))
     assert.truthy(kb.clock_ns() - t0 < 20e9)
   end)

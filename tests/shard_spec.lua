@@ -1,7 +1,7 @@
--- Shards of a sweep (kluabench.suite.shard): every point in exactly one shard,
+-- Shards of a sweep (kluabench.dist.split): every point in exactly one shard,
 -- the same shards on every call and whatever the declaration order, costs
 -- balanced within the stated bound, bad specs rejected by name.
-local shard = require 'kluabench.suite.shard'
+local shard = require 'kluabench.dist.split'
 
 -- n points with uneven costs from a fixed formula (no randomness).
 local function points_of(n)

@@ -26,15 +26,17 @@ M.MODULES = {
   history = 'kluabench.history', history_db = 'kluabench.history.db', history_schema = 'kluabench.history.schema',
   history_store = 'kluabench.history.store', history_detect = 'kluabench.history.detect',
   history_point = 'kluabench.history.point',
-  suite = 'kluabench.suite', shard = 'kluabench.suite.shard', policy = 'kluabench.suite.policy',
+  suite = 'kluabench.suite', shard = 'kluabench.dist.split', policy = 'kluabench.suite.policy',
   integrity = 'kluabench.trust.integrity', rope_benchmarks = 'kluabench.benchmarks.rope',
   suggest = 'kluabench.util.args', show = 'kluabench.repl.show',
   commands = 'kluabench.commands', help = 'kluabench.apidoc.help', apidoc = 'kluabench.apidoc',
 }
 
 
---- Short names whose modules have no section in the API reference: the command line's machinery.
-M.UNDOCUMENTED = { commands = true, apidoc = true }
+--- Short names whose modules have no section in the API reference: the command line's machinery and the internals
+-- of records, the harness and the audits, whose functions a benchmark never calls (plain comments document them).
+M.UNDOCUMENTED = { commands = true, apidoc = true, names = true, env = true, operation = true, noise = true,
+  shard = true, policy = true, integrity = true, seeds = true, suggest = true }
 
 --- The module a short name loads, or nil.
 function M.module(name)

@@ -167,7 +167,7 @@ function M.merge(s)
   local shards = require 'kluabench.dist.shards'
   local merge = require 'kluabench.dist.merge'
   local evidence = require 'kluabench.record.evidence'
-  local shard = require 'kluabench.suite.shard'
+  local shard = require 'kluabench.dist.split'
   local mtext, rest = s:match('^(.-)%z(.*)$')
   local stext, samples
   if mtext then

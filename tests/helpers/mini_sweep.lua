@@ -14,7 +14,7 @@
 local kb = require 'kluabench'
 local names = require 'kluabench.record.names'
 local record = require 'kluabench.record'
-local shard = require 'kluabench.suite.shard'
+local shard = require 'kluabench.dist.split'
 
 local NAME = 'mini_sweep'
 

@@ -236,8 +236,8 @@ M.sections = {
   { id = 'plot', title = 'kluabench.charts.plot: SVG charts',
     intro = '`local plot = require "kluabench.charts.plot"`. Charts written by plain Lua: no plotting '
       .. 'library, the SVG opens in any browser. `kluabench plot` is the command-line face.' },
-  { id = 'shard', title = 'kluabench.suite.shard: shards of a sweep',
-    intro = '`local shard = require "kluabench.suite.shard"`. Which points of a sweep process I of N '
+  { id = 'shard', title = 'kluabench.dist.split: shards of a sweep',
+    intro = '`local shard = require "kluabench.dist.split"`. Which points of a sweep process I of N '
       .. 'measures (`--shard I/N`, `kluabench run-all`, `kluabench slurm`): a point is '
       .. '`{id = slug, cost = estimated bytes}` and stays whole; the split balances cost and '
       .. 'depends only on the ids and costs (docs/DISTRIBUTED.md).' },

@@ -1,11 +1,11 @@
 --- `kluabench run-all --devices 0,1,... SCRIPT [args]`: one process per GPU
 -- of this host, each measuring one shard of the script's points, and their
 -- results merged into one file. No scheduler: the shards are fixed before
--- the children start (kluabench.suite.shard), each child pinned to its device.
+-- the children start (kluabench.dist.split), each child pinned to its device.
 local files = require 'kluabench.util.files'
 local shards = require 'kluabench.dist.shards'
 local helpers = require 'kluabench.commands.helpers'
-local suite_shard = require 'kluabench.suite.shard'
+local suite_shard = require 'kluabench.dist.split'
 local core = require 'kluabench.core'
 local progress_mod = require 'kluabench.progress'
 local names = require 'kluabench.record.names'
@@ -40,7 +40,7 @@ checking that every point arrived once.
                    their timings disturb each other.
   --procs N        N children without device pinning (the cpu backend:
                    'kluabench --backend cpu run-all --procs 3 ...')
-                   At most 4096 children (kluabench.suite.shard.MAX_SHARDS), and
+                   At most 4096 children (kluabench.dist.split.MAX_SHARDS), and
                    never more than the script has points: N (or the list
                    of devices) is cut to the number of points.
   --dir DIR        where the shard files, logs and manifest go (default
@@ -70,7 +70,7 @@ local NAME = 'run-all'
 local function usage_error(fmt, ...) return helpers.usage_error(NAME, fmt, ...) end
 local function say(fmt, ...) io.stderr:write('kluabench run-all: ', string.format(fmt, ...), '\n') end
 
--- The most children (shards): kluabench.suite.shard's bound.
+-- The most children (shards): kluabench.dist.split's bound.
 local MAX = suite_shard.MAX_SHARDS
 
 local SPEC = { devices = 'value', procs = 'value', dir = 'value', out = 'value', ['allow-mixed'] = 'flag', infer = 'flag',

@@ -11,7 +11,7 @@ local util_args = require 'kluabench.util.args'
 local helpers = require 'kluabench.commands.helpers'
 local core = require 'kluabench.core'
 local record = require 'kluabench.record'
-local suite_shard = require 'kluabench.suite.shard'
+local suite_shard = require 'kluabench.dist.split'
 local evidence = require 'kluabench.record.evidence'
 local printable = require('kluabench.util.args').printable
 
@@ -242,7 +242,7 @@ function M.list_points(o)
     for _, p in ipairs(lists[i]) do
       if where[p.id] then
         return nil, string.format('%s lists point %s in shards %d and %d of %d: its --shard does not split '
-          .. 'the points (it must call kluabench.suite.shard.select)', o.script, p.id, where[p.id], i, n)
+          .. 'the points (it must call kluabench.dist.split.select)', o.script, p.id, where[p.id], i, n)
       end
       where[p.id] = i
     end

@@ -7,7 +7,7 @@ local command = require 'kluabench.util.command'
 local printable = require('kluabench.util.args').printable
 local shards = require 'kluabench.dist.shards'
 local helpers = require 'kluabench.commands.helpers'
-local suite_shard = require 'kluabench.suite.shard'
+local suite_shard = require 'kluabench.dist.split'
 local k0 = require 'kluabench.core'
 local dist_merge = require 'kluabench.dist.merge'
 
@@ -37,7 +37,7 @@ results and names any point that is missing, with the task that should have
 measured it.
 
   --gpus N              the number of tasks (shards), one GPU each (at most
-                        4096, kluabench.suite.shard.MAX_SHARDS)
+                        4096, kluabench.dist.split.MAX_SHARDS)
   --dir DIR             where the batch script, manifest, shard files and logs go
   --partition P, --time T, --account A, --qos Q, --constraint C, --mem M,
   --cpus-per-task C, --job-name NAME

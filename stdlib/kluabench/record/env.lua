@@ -1,4 +1,4 @@
---- The ExecutionEnvironment document; what cannot be known is left out, never invented. hardware: vendor,
+-- The ExecutionEnvironment document; what cannot be known is left out, never invented. hardware: vendor,
 -- product ("NVIDIA H100" of "NVIDIA H100 80GB HBM3", the CPU model on cpu), formFactor (the rest, if any),
 -- architecture, memoryBytes, count 1; software: operatingSystem, kernel, driver, cudaToolkit, compiler,
 -- framework, libraries {lua, cuda_driver}; settings.clocksLocked. Where the process ran is metadata.labels
@@ -25,10 +25,7 @@ local function vendor_of_word(w)
   return VENDORS[k]
 end
 
---- Splits a GPU name: "NVIDIA H100 80GB HBM3" -> "nvidia", "NVIDIA H100", "80GB HBM3".
--- @signature env.split_gpu_name(name) -> vendor, product, form_factor
--- @example
---   print(env.split_gpu_name("NVIDIA A100-SXM4-80GB"))
+-- Splits a GPU name: "NVIDIA H100 80GB HBM3" -> "nvidia", "NVIDIA H100", "80GB HBM3".
 function M.split_gpu_name(name)
   if type(name) ~= 'string' then
     error("bad argument #1 to 'split_gpu_name' (string expected, got " .. type(name) .. ')', 2)
@@ -70,10 +67,7 @@ local ARCH_BY_MODEL = {
   { '^MI3%d%d[XA]?$', 'gfx942' }, { '^MI2%d%dX?$', 'gfx90a' }, { '^MI100$', 'gfx908' },
 }
 
---- The architecture a GPU name implies, or nil when unknown.
--- @signature env.arch_of_gpu_name(name) -> "sm_90" | nil
--- @example
---   print(env.arch_of_gpu_name("NVIDIA H100 80GB HBM3"))
+-- The architecture a GPU name implies, or nil when unknown.
 function M.arch_of_gpu_name(name)
   args.check('env.arch_of_gpu_name', 1, name, 'string', 'GPU name')
   local _, product = M.split_gpu_name(name)
@@ -89,10 +83,7 @@ function M.arch_of_gpu_name(name)
   return nil
 end
 
---- "13.0" from CUDA's integer encoding 13000.
--- @signature env.cuda_version(v) -> text | nil
--- @example
---   print(env.cuda_version(12080)) --> 12.8
+-- "13.0" from CUDA's integer encoding 13000.
 function M.cuda_version(v)
   if type(v) == 'string' then return v ~= '' and v or nil end
   if type(v) ~= 'number' or v <= 0 then return nil end
@@ -108,19 +99,13 @@ local function read_first_line(path)
   return line
 end
 
---- The NVIDIA kernel driver release ("580.65.06"), from /proc/driver/nvidia/version.
--- @signature env.driver_release() -> text | nil
--- @example
---   print(env.driver_release())
+-- The NVIDIA kernel driver release ("580.65.06"), from /proc/driver/nvidia/version.
 function M.driver_release()
   local line = read_first_line('/proc/driver/nvidia/version')
   return line and line:match('Kernel Module%s+(%d+%.%d+[%.%d]*)') or nil
 end
 
---- The kernel ("Linux 6.1.0-18-amd64") and distribution, from /proc and /etc/os-release; unknown nil.
--- @signature env.os_info() -> {kernel, distribution}
--- @example
---   print(env.os_info().distribution)
+-- The kernel ("Linux 6.1.0-18-amd64") and distribution, from /proc and /etc/os-release; unknown nil.
 function M.os_info()
   local t = {}
   local ostype = read_first_line('/proc/sys/kernel/ostype')
@@ -147,10 +132,7 @@ end
 
 local function nonzero(v) return (type(v) == 'number' and v > 0) and v or nil end
 
---- The hardware table of a device_info table (the schema's fields only).
--- @signature env.hardware(info, backend) -> table
--- @example
---   local hw = env.hardware(kb.device_info(), kb.backend())
+-- The hardware table of a device_info table (the schema's fields only).
 function M.hardware(info, backend)
   args.check('env.hardware', 1, info, 'table', 'device info (kb.device_info())')
   args.check('env.hardware', 2, backend, 'string', 'backend name')
@@ -176,10 +158,7 @@ function M.hardware(info, backend)
   return hw
 end
 
---- Device facts the schema has no field for (backend, smCount, l2Bytes, cores), for the evidence.
--- @signature env.device_facts(info, backend) -> table
--- @example
---   print(env.device_facts(kb.device_info(), kb.backend()).backend)
+-- Device facts the schema has no field for (backend, smCount, l2Bytes, cores), for the evidence.
 function M.device_facts(info, backend)
   args.check('env.device_facts', 1, info, 'table', 'device info (kb.device_info())')
   args.check('env.device_facts', 2, backend, 'string', 'backend name')
@@ -187,10 +166,7 @@ function M.device_facts(info, backend)
     cores = nonzero(info.cores) }
 end
 
---- The software table (kb: the engine module; opts.driver_release, opts.os: for tests and replays).
--- @signature env.software(info, backend, kb [, opts]) -> table
--- @example
---   local sw = env.software(kb.device_info(), kb.backend(), kb)
+-- The software table (kb: the engine module; opts.driver_release, opts.os: for tests and replays).
 function M.software(info, backend, kb, opts)
   args.check('env.software', 1, info, 'table', 'device info (kb.device_info())')
   args.check('env.software', 2, backend, 'string', 'backend name')
@@ -214,10 +190,7 @@ function M.software(info, backend, kb, opts)
   return sw
 end
 
---- The device name without its vendor word: "H100 80GB HBM3".
--- @signature env.short_device_name(name) -> text
--- @example
---   print(env.short_device_name("NVIDIA H200"))
+-- The device name without its vendor word: "H100 80GB HBM3".
 function M.short_device_name(name)
   args.check('env.short_device_name', 1, name, 'string', 'device name')
   local first, rest = name:match('^(%S+)%s+(.+)$')
@@ -232,11 +205,7 @@ M.SLURM_VARS = {
   { 'SLURMD_NODENAME', 'slurm_node_name' },
 }
 
---- Where this process runs (host_name, the Slurm ids), for the undigested labels; nil when unknown.
--- @signature env.placement([getenv [, hostname]]) -> table | nil
--- @example
---   local where = env.placement()
---   print(where and where.host_name)
+-- Where this process runs (host_name, the Slurm ids), for the undigested labels; nil when unknown.
 function M.placement(getenv, hostname)
   args.check('env.placement', 1, getenv, 'callable|nil', 'getenv function')
   args.check('env.placement', 2, hostname, 'string|nil', 'host name')
@@ -252,11 +221,7 @@ function M.placement(getenv, hostname)
   return next(t) and t or nil
 end
 
---- The ExecutionEnvironment document of this process; opts (info, backend, kb, ...) for tests and replays.
--- @signature env.capture([opts]) -> document
--- @example
---   local doc = env.capture()
---   print(doc.spec.hardware.product, doc.spec.hardware.architecture)
+-- The ExecutionEnvironment document of this process; opts (info, backend, kb, ...) for tests and replays.
 function M.capture(opts)
   args.check('env.capture', 1, opts, 'table|nil', 'table of options')
   opts = opts or {}
@@ -284,10 +249,7 @@ function M.capture(opts)
   }
 end
 
---- True when NVML's application clocks differ from their defaults (someone set them); nil when unknown.
--- @signature env.clocks_locked([info]) -> true | nil
--- @example
---   print(env.clocks_locked())
+-- True when NVML's application clocks differ from their defaults (someone set them); nil when unknown.
 function M.clocks_locked(info)
   args.check('env.clocks_locked', 1, info, 'table|nil', 'kb.nvml.info() table')
   if info == nil then
@@ -303,10 +265,7 @@ function M.clocks_locked(info)
   return nil
 end
 
---- The full device name (product and form factor) of an environment document as read, or nil.
--- @signature env.device_name(doc) -> text | nil
--- @example
---   print(env.device_name(env.capture()))
+-- The full device name (product and form factor) of an environment document as read, or nil.
 function M.device_name(doc)
   local get = json.get
   local hw = get(doc, 'spec', 'hardware')
@@ -314,10 +273,7 @@ function M.device_name(doc)
   return type(hw.formFactor) == 'string' and (hw.product .. ' ' .. hw.formFactor) or hw.product
 end
 
---- The device_name of this process's default device, or nil without the engine.
--- @signature env.local_device_name()
--- @example
---   print(env.local_device_name())
+-- The device_name of this process's default device, or nil without the engine.
 function M.local_device_name()
   return M.device_name { spec = { hardware = M.hardware(core.device_info(), core.backend()) } }
 end

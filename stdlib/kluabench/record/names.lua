@@ -1,22 +1,22 @@
---- Names, slugs and timestamps of records (docs/RECORDS.md, Names and slugs). Times are tables of UTC
+-- Names, slugs and timestamps of records (docs/RECORDS.md, Names and slugs). Times are tables of UTC
 -- fields {year, month, day, hour, min, sec, ms}; nothing here depends on the local time zone.
 local args = require 'kluabench.util.args'
 
 local M = {}
 
---- Longest metadata.name (the example record cuts its name at 100).
+-- Longest metadata.name (the example record cuts its name at 100).
 M.MAX_NAME = 100
 
---- dtype spellings -> kluabench dtype names.
+-- dtype spellings -> kluabench dtype names.
 M.DTYPE_ALIASES = {
   ['torch.bfloat16'] = 'bf16', ['torch.float16'] = 'f16', ['torch.half'] = 'f16', ['torch.float32'] = 'f32',
   ['torch.float'] = 'f32', ['torch.float64'] = 'f64', ['torch.double'] = 'f64',
   bfloat16 = 'bf16', float16 = 'f16', float32 = 'f32', float64 = 'f64',
 }
 
---- kluabench dtype names -> kernelindex's tokens (the importer's bf16/fp16/fp32).
+-- kluabench dtype names -> kernelindex's tokens (the importer's bf16/fp16/fp32).
 M.DTYPE_TOKEN = { bf16 = 'bf16', f16 = 'fp16', f32 = 'fp32', f64 = 'fp64' }
---- kernelindex's tokens -> kluabench dtype names.
+-- kernelindex's tokens -> kluabench dtype names.
 M.DTYPE_NAME = { bf16 = 'bf16', fp16 = 'f16', fp32 = 'f32', fp64 = 'f64' }
 
 local function check_string(fname, argn, s)
@@ -25,38 +25,26 @@ local function check_string(fname, argn, s)
   end
 end
 
---- Our name of a dtype: torch.bfloat16 -> bf16.
--- @signature names.dtype_name(dtype) -> name
--- @example
---   print(names.dtype_name("torch.float16")) --> f16
+-- Our name of a dtype: torch.bfloat16 -> bf16.
 function M.dtype_name(dtype)
   args.check('names.dtype_name', 1, dtype, 'string', 'dtype')
   return M.DTYPE_ALIASES[dtype] or dtype
 end
 
---- Lowercase, every run of non-alphanumerics turned into one "-".
--- @signature names.slug(s) -> text
--- @example
---   print(names.slug("NVIDIA H100 80GB HBM3")) --> nvidia-h100-80gb-hbm3
+-- Lowercase, every run of non-alphanumerics turned into one "-".
 function M.slug(s)
   check_string('slug', 1, s)
   return (s:lower():gsub('[^%w]+', '-'):gsub('^%-+', ''):gsub('%-+$', ''))
 end
 
---- kernelindex's kebab case (its importers' names): names.slug's rule on a-z0-9, cut to 100 characters.
--- @signature names.kebab(s) -> text
--- @example
---   print(names.kebab("liger-llama4_rope-NVIDIA H100")) --> liger-llama4-rope-nvidia-h100
+-- kernelindex's kebab case (its importers' names): names.slug's rule on a-z0-9, cut to 100 characters.
 function M.kebab(s)
   check_string('kebab', 1, s)
   local k = s:lower():gsub('[^a-z0-9]+', '-'):gsub('^%-+', ''):gsub('%-+$', '')
   return k:sub(1, 100)
 end
 
---- The first n characters (UTF-8 code points, as the schemas count) of s, cut on a character boundary.
--- @signature names.clip(s, n) -> text
--- @example
---   print(names.clip("NVIDIA H200 ✓✓", 13)) --> NVIDIA H200 ✓
+-- The first n characters (UTF-8 code points, as the schemas count) of s, cut on a character boundary.
 function M.clip(s, n)
   check_string('clip', 1, s)
   if math.type(n) ~= 'integer' or n < 0 then
@@ -68,19 +56,13 @@ function M.clip(s, n)
   return s:sub(1, utf8.offset(s, n + 1) - 1)
 end
 
---- The GPU slug of a device name.
--- @signature names.gpu_slug(name) -> text
--- @example
---   print(names.gpu_slug(kb.device_info().name))
+-- The GPU slug of a device name.
 function M.gpu_slug(name)
   check_string('gpu_slug', 1, name)
   return M.slug(name)
 end
 
---- A value as slugs spell it: 512, not 512.0; other numbers in shortest round-trip form.
--- @signature names.format_value(v) -> text
--- @example
---   print(names.format_value(512.0)) --> 512
+-- A value as slugs spell it: 512, not 512.0; other numbers in shortest round-trip form.
 function M.format_value(v)
   if math.type(v) == 'integer' then return string.format('%d', v) end
   if type(v) == 'number' then
@@ -93,10 +75,7 @@ function M.format_value(v)
   return tostring(v)
 end
 
---- The names of params in `order` first, then the others sorted (tables left out): a slug's word order.
--- @signature names.axis_order(params [, order]) -> list
--- @example
---   print(table.concat(names.axis_order({seq = 2048, hidden = 512, heads = 8}, {"seq"}), ",")) --> seq,heads,hidden
+-- The names of params in `order` first, then the others sorted (tables left out): a slug's word order.
 function M.axis_order(params, order)
   if type(params) ~= 'table' then
     error("bad argument #1 to 'axis_order' (table of parameters expected, got " .. type(params) .. ')', 2)
@@ -122,11 +101,7 @@ function M.axis_order(params, order)
   return keys
 end
 
---- Parameters as name..value joined by "-" in names.axis_order, then the dtype's kernelindex token.
--- @signature names.workload_slug(params [, dtype [, order]]) -> text
--- @example
---   print(names.workload_slug({seq = 2048, hidden = 512}, "bf16")) --> hidden512-seq2048-bf16
---   print(names.workload_slug({rows = 256, cols = 1024}, "f32", {"rows", "cols"})) --> rows256-cols1024-fp32
+-- Parameters as name..value joined by "-" in names.axis_order, then the dtype's kernelindex token.
 function M.workload_slug(params, dtype, order)
   if type(params) ~= 'table' then
     error("bad argument #1 to 'workload_slug' (table of parameters expected, got " .. type(params) .. ')', 2)
@@ -151,10 +126,7 @@ function M.workload_slug(params, dtype, order)
   return table.concat(parts, '-')
 end
 
---- The parts joined by "-" as a DNS-safe metadata.name, at most names.MAX_NAME, never ending in "-".
--- @signature names.dns_name(...) -> text
--- @example
---   print(names.dns_name("kluabench", "llama4_rope", "forward"))
+-- The parts joined by "-" as a DNS-safe metadata.name, at most names.MAX_NAME, never ending in "-".
 function M.dns_name(...)
   local parts = {}
   for i = 1, select('#', ...) do
@@ -170,10 +142,7 @@ function M.dns_name(...)
   return (s:sub(1, M.MAX_NAME):gsub('%-+$', ''))
 end
 
---- UTC time fields of an epoch time in seconds (fractions as milliseconds).
--- @signature names.utc(epoch) -> table
--- @example
---   local t = names.utc(os.time())
+-- UTC time fields of an epoch time in seconds (fractions as milliseconds).
 function M.utc(epoch)
   if type(epoch) ~= 'number' then
     error("bad argument #1 to 'utc' (epoch seconds expected, got " .. type(epoch) .. ')', 2)
@@ -193,10 +162,7 @@ local function days_in_month(year, month)
   return (month == 4 or month == 6 or month == 9 or month == 11) and 30 or 31
 end
 
---- Parses "YYYY-MM-DD HH:MM:SS[.fff]" (Liger's, as UTC) or ISO-8601 with Z: fields, or nil and a message.
--- @signature names.parse_time(s) -> table | nil, message
--- @example
---   local t = names.parse_time("2025-08-07 21:42:05")
+-- Parses "YYYY-MM-DD HH:MM:SS[.fff]" (Liger's, as UTC) or ISO-8601 with Z: fields, or nil and a message.
 function M.parse_time(s)
   args.check('names.parse_time', 1, s, 'string', 'time text')
   local y, mo, d, h, mi, se, rest = s:match('^%s*(%d%d%d%d)%-(%d%d)%-(%d%d)[T ](%d%d):(%d%d):(%d%d)(.-)%s*$')
@@ -219,38 +185,25 @@ function M.parse_time(s)
   return t
 end
 
---- ISO-8601 UTC with milliseconds: "2025-08-07T21:42:05.000Z".
--- @signature names.iso8601(t) -> text
--- @example
---   print(names.iso8601(names.utc(0)))
+-- ISO-8601 UTC with milliseconds: "2025-08-07T21:42:05.000Z".
 function M.iso8601(t)
   args.check('names.iso8601', 1, t, 'table', 'time fields (names.utc)')
   return string.format('%04d-%02d-%02dT%02d:%02d:%02d.%03dZ', t.year, t.month, t.day, t.hour, t.min, t.sec, t.ms or 0)
 end
 
---- The time as it ends an externalId: "2025-08-07-21-42-05".
--- @signature names.time_id(t) -> text
--- @example
---   print(names.time_id(names.utc(0)))
+-- The time as it ends an externalId: "2025-08-07-21-42-05".
 function M.time_id(t)
   args.check('names.time_id', 1, t, 'table', 'time fields (names.utc)')
   return string.format('%04d-%02d-%02d-%02d-%02d-%02d', t.year, t.month, t.day, t.hour, t.min, t.sec)
 end
 
---- The time as Liger's CSV writes it: "2025-08-07 21:42:05".
--- @signature names.liger_time(t) -> text
--- @example
---   print(names.liger_time(names.utc(0)))
+-- The time as Liger's CSV writes it: "2025-08-07 21:42:05".
 function M.liger_time(t)
   args.check('names.liger_time', 1, t, 'table', 'time fields (names.utc)')
   return string.format('%04d-%02d-%02d %02d:%02d:%02d', t.year, t.month, t.day, t.hour, t.min, t.sec)
 end
 
---- The externalId kernel/mode/provider/gpu-slug/workload-slug/time, then /metric unless speed or latency.
--- @signature names.external_id{kernel, mode, provider, gpu, workload, time} -> text
--- @example
---   print(names.external_id{kernel = "llama4_rope", mode = "forward", provider = "fused",
---     gpu = "NVIDIA H200", workload = "hidden512-seq2048-bf16", time = names.utc(0)})
+-- The externalId kernel/mode/provider/gpu-slug/workload-slug/time, then /metric unless speed or latency.
 function M.external_id(o)
   for _, k in ipairs { 'kernel', 'mode', 'provider', 'gpu', 'workload' } do
     if type(o[k]) ~= 'string' then

@@ -1,4 +1,4 @@
---- The between-session noise figure that `kluabench compare` widens a side of
+-- The between-session noise figure that `kluabench compare` widens a side of
 -- few sessions by: which figure applies to a point, and the conservative
 -- defaults used when none was measured.
 --
@@ -31,10 +31,10 @@ local args = require 'kluabench.util.args'
 local ceilings = require 'kluabench.measure.ceilings'
 local M = {}
 
---- Sides with at least this many sessions show their own between-session spread, which decides.
+-- Sides with at least this many sessions show their own between-session spread, which decides.
 M.OWN_SESSIONS = 3
 
---- The H200's figure: the largest between-session spread measured on our H200s at each time scale
+-- The H200's figure: the largest between-session spread measured on our H200s at each time scale
 -- (sd of log session median), interpolated in log(ms) between the scales, constant beyond them.
 --
 -- Where each number comes from (all on NVIDIA H200s; the files are in the repository's history,
@@ -60,11 +60,11 @@ M.DEFAULT = {
     .. 'this time scale; record/noise.lua)',
 }
 
---- The GPUs whose between-session spread was measured, each a figure with the device's name as its
+-- The GPUs whose between-session spread was measured, each a figure with the device's name as its
 -- records give it (an exact match: an "NVIDIA H200 NVL" is another GPU).
 M.GPUS = { M.DEFAULT }
 
---- The cpu backend's figure, for records of any CPU: the between-session spread measured on the
+-- The cpu backend's figure, for records of any CPU: the between-session spread measured on the
 -- machine this repository is developed and tested on (a 2-core AMD EPYC virtual machine shared
 -- with other jobs), at each scale the largest 90 % upper confidence bound of four batches, rounded
 -- up; interpolated in log(ms) between the scales and constant beyond them, as every figure is.
@@ -121,26 +121,20 @@ local function largest(figures, flat, source)
   return { scales = scales, source = source }
 end
 
---- The figure for a GPU never measured: the largest sd any GPU's figure holds at any time scale, at
+-- The figure for a GPU never measured: the largest sd any GPU's figure holds at any time scale, at
 -- every scale (6 % today: the H200's at 7.2 us). A GPU of another kind may be noisier where the
 -- H200 was quiet, so the H200's small figures at larger scales are not lent to it.
 M.UNMEASURED_GPU = largest(M.GPUS, true, 'the default figure of a GPU never measured (the largest between-session '
   .. 'spread measured on any GPU at any time scale; record/noise.lua)')
 
---- The figure where the records name no backend: the largest of the cpu backend's and of a GPU
+-- The figure where the records name no backend: the largest of the cpu backend's and of a GPU
 -- never measured at each scale.
 M.UNKNOWN = largest({ M.CPU, M.UNMEASURED_GPU }, false, 'the default figure of a device of unknown kind (the '
   .. 'largest of the cpu backend\'s and of any GPU\'s at this time scale; record/noise.lua)')
 
---- The conservative default figure of a device (its name as records give it) and backend ("cpu",
+-- The conservative default figure of a device (its name as records give it) and backend ("cpu",
 -- "cuda", or nil where the records do not say): the cpu backend's for any CPU, a GPU's own where it
 -- was measured, else M.UNMEASURED_GPU; M.UNKNOWN without a backend.
---
--- @signature noise.default_for(device, backend) -> figure
--- @section compare
--- @example
---   print(noise.default_for("AMD EPYC", "cpu").source)
---   print(ceilings.noise_at(noise.default_for("NVIDIA H100 80GB HBM3", "cuda"), 0.5))
 function M.default_for(device, backend)
   args.check('noise.default_for', 1, device, 'string|nil', 'device name')
   args.check('noise.default_for', 2, backend, 'string|nil', 'backend name')
@@ -152,13 +146,8 @@ function M.default_for(device, backend)
   return M.UNMEASURED_GPU
 end
 
---- The cache entries of a device by its name (any backend, memory or L2 in the key), the ones with a
+-- The cache entries of a device by its name (any backend, memory or L2 in the key), the ones with a
 -- noise figure first.
---
--- @signature noise.entries_named(name [, path]) -> list of entries
--- @section compare
--- @example
---   local list = noise.entries_named("NVIDIA H200")
 function M.entries_named(name, path)
   args.check('noise.entries_named', 1, name, 'string', 'device name')
   args.check('noise.entries_named', 2, path, 'string|nil', 'cache path')
@@ -178,17 +167,10 @@ function M.entries_named(name, path)
   return out
 end
 
---- The figure in force for a point: function(ms, kernel, device, backend) -> sd, source, df, scope,
+-- The figure in force for a point: function(ms, kernel, device, backend) -> sd, source, df, scope,
 -- where source says where it came from in words and scope is "between" (--between), "kernel",
 -- "device" or "default" (the default of that device and backend: noise.default_for). opts: between
 -- (a number: the user's figure, exact), path (the cache file).
---
--- @signature noise.resolver([opts]) -> function(ms, kernel, device, backend) -> sd, source, df, scope
--- @section compare
--- @example
---   local figure = noise.resolver()
---   print(figure(0.02, "llama4_rope", "NVIDIA H200", "cuda"))
---   print(figure(0.02, "llama4_rope", "AMD EPYC", "cpu"))
 function M.resolver(opts)
   args.check('noise.resolver', 1, opts, 'table|nil', 'options')
   opts = opts or {}

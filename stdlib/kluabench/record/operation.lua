@@ -1,4 +1,4 @@
---- OperationSpec and WorkloadCase documents, built as kernelindex's Liger importer builds them, so that a
+-- OperationSpec and WorkloadCase documents, built as kernelindex's Liger importer builds them, so that a
 -- shared workload lands on its digest. An operation description (a declaration's `operation`): name, family,
 -- title, description, source_url, inputs and outputs ({name, shape = {1, "seq", ...}, dtype = "cfg" (the
 -- workload's) or a token}, or {name, scalar = dtype}), derived ({head_dim = "hidden // q_heads"}), axis_order,
@@ -10,14 +10,11 @@ local M = {}
 
 M.API_VERSION = 'kernelindex.dev/v1alpha1'
 
---- kluabench dtype names -> kernelindex's tokens, and back (names': workload slugs use them too).
+-- kluabench dtype names -> kernelindex's tokens, and back (names': workload slugs use them too).
 M.DTYPE_TOKEN = names.DTYPE_TOKEN
 M.DTYPE_NAME = names.DTYPE_NAME
 
---- The kernelindex dtype token of a dtype (kluabench's, torch's or already a token).
--- @signature operation.dtype_token(dtype) -> token
--- @example
---   print(operation.dtype_token("f16")) --> fp16
+-- The kernelindex dtype token of a dtype (kluabench's, torch's or already a token).
 function M.dtype_token(dtype)
   if type(dtype) ~= 'string' then
     error("bad argument #1 to 'dtype_token' (dtype string expected, got " .. type(dtype) .. ')', 2)
@@ -26,10 +23,7 @@ function M.dtype_token(dtype)
   return M.DTYPE_TOKEN[ours] or ours
 end
 
---- Evaluates a derived-axis expression (integers, axis names, + - * % //, parentheses) with the axes bound.
--- @signature operation.evaluate(expression, bindings) -> integer
--- @example
---   print(operation.evaluate("hidden // q_heads", {hidden = 512, q_heads = 32})) --> 16
+-- Evaluates a derived-axis expression (integers, axis names, + - * % //, parentheses) with the axes bound.
 function M.evaluate(expression, bindings)
   if type(expression) ~= 'string' then
     error("bad argument #1 to 'evaluate' (expression string expected, got " .. type(expression) .. ')', 2)
@@ -90,10 +84,7 @@ function M.evaluate(expression, bindings)
   return v
 end
 
---- The case key: name..value of the axes sorted by name (binding.order's first), joined by "-", dtype last.
--- @signature operation.case_key(binding) -> text
--- @example
---   print(operation.case_key{axes = {seq = 2048, hidden = 512}, dtype = "bf16"})
+-- The case key: name..value of the axes sorted by name (binding.order's first), joined by "-", dtype last.
 function M.case_key(binding)
   if type(binding) ~= 'table' or type(binding.axes) ~= 'table' then
     error("bad argument #1 to 'case_key' (binding {axes, dtype [, order]} expected, got " .. type(binding) .. ')', 2)
@@ -144,11 +135,7 @@ local function check_description(op, fname)
   end
 end
 
---- The OperationSpec document of an operation description.
--- @signature operation.document(op) -> document
--- @example
---   local doc = operation.document(require("kluabench.liger").KERNELS.llama4_rope)
---   print(doc.spec.family)
+-- The OperationSpec document of an operation description.
 function M.document(op)
   check_description(op, 'operation.document')
   local axes = {}
@@ -175,14 +162,7 @@ local function bound_axes(op, binding)
   return b
 end
 
---- The WorkloadCase document of one binding of an operation whose OperationSpec has operation_digest.
--- @signature operation.workload(op, operation_digest, binding) -> document
--- @example
---   local liger = require("kluabench.liger")
---   local op = liger.KERNELS.llama4_rope
---   local w = operation.workload(op, record.digest(operation.document(op)),
---     {axes = {seq = 2048, hidden = 512, q_heads = 32, kv_heads = 8}, dtype = "bf16"})
---   print(w.metadata.name)
+-- The WorkloadCase document of one binding of an operation whose OperationSpec has operation_digest.
 function M.workload(op, operation_digest, binding)
   check_description(op, 'operation.workload')
   if type(operation_digest) ~= 'string' or not operation_digest:match('^sha256:%x+$') then

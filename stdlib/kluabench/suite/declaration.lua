@@ -8,7 +8,6 @@ local trust = require 'kluabench.trust'
 local record = require 'kluabench.record'
 local names = require 'kluabench.record.names'
 local operation = require 'kluabench.record.operation'
-local shard = require 'kluabench.suite.shard'
 
 local M = {}
 
@@ -42,9 +41,19 @@ local function is_list_of_strings(t)
   return true
 end
 
---- The harness options an optional subsystem offers: option -> the module the harness loads when it is given, with
--- open(value) -> state before the sweep and add(name, value, bundles, state, source) after it.
-M.EXTENSIONS = { history = 'kluabench.history.harness' }
+--- The harness options an optional subsystem offers: option -> the module the harness loads when it is given (history:
+-- open(db) before the sweep, add(...) after it; shard: parse("I/N"), select(points, i, n)).
+M.EXTENSIONS = { history = 'kluabench.history.harness', shard = 'kluabench.dist.split' }
+
+-- The optional subsystem that offers an option, loaded by the name EXTENSIONS gives when the option is given: the
+-- core never names one in a require.
+function M.extension(d, option)
+  local modname = M.EXTENSIONS[option]
+  if not package.searchpath(modname, package.path) then
+    M.fail(d.name, '--%s: the subsystem that offers it (%s) is not in this installation', option, modname)
+  end
+  return require(modname)
+end
 
 -- Raises (at the script's line) when the declaration is malformed.
 function M.check_decl(d)
@@ -342,7 +351,7 @@ function M.parse(d, argv)
     end
   end
   if raw.shard then
-    local i, n = shard.parse(raw.shard)
+    local i, n = M.extension(d, 'shard').parse(raw.shard)
     if not i then M.usage_error(d.name, "option '--shard': %s", n) end
     o.shard = { i, n }
   end

@@ -13,7 +13,6 @@ local evidence = require 'kluabench.record.evidence'
 local results = require 'kluabench.table'
 local declaration = require 'kluabench.suite.declaration'
 local run = require 'kluabench.suite.run'
-local shard = require 'kluabench.suite.shard'
 
 local M = {}
 
@@ -133,15 +132,6 @@ local function write_results(d, o, bundles, path, samples, claim)
   if out ~= '-' then io.stderr:write(d.name, ': wrote ', out, '\n') end
 end
 
--- The optional subsystem that offers an option (declaration.EXTENSIONS), loaded by the name the table gives when the
--- option is given: the core never names one in a require.
-local function extension(d, option)
-  local modname = declaration.EXTENSIONS[option]
-  if not package.searchpath(modname, package.path) then
-    declaration.fail(d.name, '--%s: the subsystem that offers it (%s) is not in this installation', option, modname)
-  end
-  return require(modname)
-end
 
 --- The --help text that suite.main prints for a declaration.
 -- @signature suite.usage(decl) -> string
@@ -196,7 +186,7 @@ function M.main(d, args)
   if o.shard then
     local list = {}
     for i, p in ipairs(points) do list[i] = { id = p.id, cost = declaration.point_cost(d, p, o), point = p } end
-    local selected = shard.select(list, o.shard[1], o.shard[2])
+    local selected = declaration.extension(d, 'shard').select(list, o.shard[1], o.shard[2])
     points = {}
     for i, s in ipairs(selected) do points[i] = s.point end
   end
@@ -233,7 +223,7 @@ function M.main(d, args)
   local claim
   local f = M.FORMATS[o.format]
   if f.write and o.out and o.out ~= '-' then claim = writer.claim(o.out, f.samples ~= false and samples or false) end
-  local history = o.history and extension(d, 'history')
+  local history = o.history and declaration.extension(d, 'history')
   local history_meta
   if history then
     local ok, meta = pcall(history.open, o.history)

@@ -1,4 +1,4 @@
---- Policy: what the harness decides about a measured session, apart from its facts: throughput against the cached
+-- Policy: what the harness decides about a measured session, apart from its facts: throughput against the cached
 -- copy ceiling, plausibility against the memory level its bytes fit in, the noise figure in force
 -- (record.from_result records them).
 local args = require 'kluabench.util.args'
@@ -14,13 +14,10 @@ local function shown(v)
   return tostring(v)
 end
 
---- False when bytes moved in median_ms beat opts.limit % (default 100) of a bound (GB/s, or {gbps | copy_gbps,
+-- False when bytes moved in median_ms beat opts.limit % (default 100) of a bound (GB/s, or {gbps | copy_gbps,
 -- spread, name}: the fastest the level the bytes fit in allows, ceilings.levels) times 1 + spread (at least
 -- ceilings.CEILING_SPREAD): physically implausible. Without a bound: true, a message, nil. A NaN or infinite argument
 -- is an error, never a pass.
--- @signature policy.plausible(median_ms, bytes, bound [, opts]) -> ok, message, percent
--- @example
---   print(policy.plausible(0.1, 1e9, 3000))
 function M.plausible(median_ms, bytes, bound, opts)
   if not (finite(median_ms) and median_ms > 0) then
     error("bad argument #1 to 'plausible' (median_ms must be a finite number > 0, got " .. shown(median_ms) .. ')', 2)
@@ -60,14 +57,10 @@ function M.plausible(median_ms, bytes, bound, opts)
   return true, string.format('%.1f %% of %s (within its spread of %.1f %%)', pct, what, spread * 100), pct
 end
 
---- A session's throughput figures (ceilings.cached_throughput when it was measured on this device), judged against
+-- A session's throughput figures (ceilings.cached_throughput when it was measured on this device), judged against
 -- the fastest the level of the memory hierarchy its bytes fit in allows (`plausibility`: level, boundGbps, source,
 -- percent, or judged = false and why), with implausible and implausibleReason when beyond it; nil without bytes and
 -- flops.
--- @signature policy.throughput(bytes, flops, median_ms, environment) -> figures | nil
--- @example
---   local t = policy.throughput(2^30, nil, 1.0, kb.env.capture())
---   print(t.gbps, t.plausibility.level, t.plausibility.boundGbps)
 function M.throughput(bytes, flops, median_ms, environment)
   if type(bytes) ~= 'number' and type(flops) ~= 'number' then return nil end
   args.check('policy.throughput', 3, median_ms, 'number', 'median in ms')
@@ -95,11 +88,8 @@ function M.throughput(bytes, flops, median_ms, environment)
   return t
 end
 
---- The between-session noise figure measured on this device (ceilings.cached_noise) for a session measured here; nil
+-- The between-session noise figure measured on this device (ceilings.cached_noise) for a session measured here; nil
 -- for a record of another device or where none was measured (compare applies its defaults then).
--- @signature policy.noise(median_ms, environment, kernel) -> figure | nil
--- @example
---   print(policy.noise(0.05, kb.env.capture(), "llama4_rope"))
 function M.noise(median_ms, environment, kernel)
   local here = env.local_device_name()
   if here == nil or type(median_ms) ~= 'number' or here ~= env.device_name(environment) then return nil end

@@ -1,4 +1,4 @@
---- kluabench.trust.integrity: the timing and statistics functions as before the user's script (the host calls
+-- kluabench.trust.integrity: the timing and statistics functions as before the user's script (the host calls
 -- capture() first), and which a script replaced: a policy_violation. The debug library and native code evade it
 -- (docs/TRUST.md).
 local M = {}
@@ -11,7 +11,7 @@ M.MODULES = {
   'kluabench.trust', 'kluabench.trust.seeds',
 }
 
---- The modules loaded only when a run asks for them, after the script: verify() checks that every function they hold
+-- The modules loaded only when a run asks for them, after the script: verify() checks that every function they hold
 -- was defined in their stdlib file.
 M.LATE = { 'kluabench.measure.session', 'kluabench.measure.cold', 'kluabench.measure.hot',
   'kluabench.measure.graph', 'kluabench.measure.stopping', 'kluabench.measure.clocks', 'kluabench.stats.inference' }
@@ -42,11 +42,8 @@ local function class_methods(name)
   return mt
 end
 
---- Takes the references (idempotent): loads the watched modules and records every function they and the engine
+-- Takes the references (idempotent): loads the watched modules and records every function they and the engine
 -- export, and the methods of the engine's classes. Returns how many are watched.
--- @signature integrity.capture() -> n
--- @example
---   print(require("kluabench.trust.integrity").capture() > 0)
 function M.capture()
   if captured then return #captured.entries end
   local c = { entries = {}, modules = {} }
@@ -92,17 +89,11 @@ local function defined_in(fn, file)
   return info.what == 'C' or info.source == '@' .. file
 end
 
---- Whether capture() has run.
--- @signature integrity.captured() -> boolean
--- @example
---   print(require("kluabench.trust.integrity").captured())
+-- Whether capture() has run.
 function M.captured() return captured ~= nil end
 
---- The watched functions a script replaced or removed since capture(): a list of {what, message} (empty when none, or
+-- The watched functions a script replaced or removed since capture(): a list of {what, message} (empty when none, or
 -- when capture() never ran).
--- @signature integrity.verify() -> findings
--- @example
---   for _, f in ipairs(require("kluabench.trust.integrity").verify()) do print(f.message) end
 function M.verify()
   local out = {}
   if not captured then return out end

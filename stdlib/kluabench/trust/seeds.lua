@@ -1,4 +1,4 @@
---- kluabench.trust.seeds: the run's seed key, drawn at its start and recorded after, so that no kernel knows its inputs
+-- kluabench.trust.seeds: the run's seed key, drawn at its start and recorded after, so that no kernel knows its inputs
 -- in advance; kb.trust.seed_key(key) mixes it into every kb.randn seed; KLUABENCH_SEED_KEY=0x... replays a run.
 local args = require 'kluabench.util.args'
 local M = {}
@@ -24,19 +24,13 @@ local function urandom()
   return (string.unpack('<i8', s))
 end
 
---- The key as the records write it: "0x" and 16 hex digits.
--- @signature seeds.hex(key) -> text
--- @example
---   print(require("kluabench.trust.seeds").hex(255))
+-- The key as the records write it: "0x" and 16 hex digits.
 function M.hex(key)
   args.check('seeds.hex', 1, key, 'integer', 'seed key')
   return string.format('0x%016x', key)
 end
 
---- Parses a key as hex() writes it (or a decimal integer); nil and a message for anything else.
--- @signature seeds.parse(text) -> key | nil, message
--- @example
---   print(require("kluabench.trust.seeds").parse("0x00000000000000ff"))
+-- Parses a key as hex() writes it (or a decimal integer); nil and a message for anything else.
 function M.parse(text)
   args.check('seeds.parse', 1, text, 'string', 'seed key text')
   local s = tostring(text)
@@ -54,11 +48,8 @@ function M.parse(text)
   return v
 end
 
---- A fresh non-zero key and its source: $KLUABENCH_SEED_KEY when set (an error when malformed), else "drawn" from
+-- A fresh non-zero key and its source: $KLUABENCH_SEED_KEY when set (an error when malformed), else "drawn" from
 -- /dev/urandom (or the clock).
--- @signature seeds.draw() -> key, source
--- @example
---   local key = require("kluabench.trust.seeds").draw()
 function M.draw()
   local env = os.getenv('KLUABENCH_SEED_KEY')
   if env and env ~= '' then
@@ -72,11 +63,7 @@ function M.draw()
   return k, 'drawn'
 end
 
---- A key derived from key for one purpose: derive(key, "audit", 3) differs from derive(key, "set", 3).
--- @signature seeds.derive(key, ...) -> key
--- @example
---   local s = require("kluabench.trust.seeds")
---   print(s.hex(s.derive(1, "audit", 2)))
+-- A key derived from key for one purpose: derive(key, "audit", 3) differs from derive(key, "set", 3).
 function M.derive(key, ...)
   args.check('seeds.derive', 1, key, 'integer', 'seed key')
   local x = mix(key)
@@ -91,10 +78,7 @@ function M.derive(key, ...)
   return x ~= 0 and x or 1
 end
 
---- n seeds for check.new, each in [1, 2^31), drawn from key.
--- @signature seeds.list(n, key) -> {seeds}
--- @example
---   print(table.concat(require("kluabench.trust.seeds").list(3, 42), ", "))
+-- n seeds for check.new, each in [1, 2^31), drawn from key.
 function M.list(n, key)
   args.check('seeds.list', 1, n, 'integer', 'number of seeds')
   args.check('seeds.list', 2, key, 'integer', 'seed key')
@@ -103,11 +87,7 @@ function M.list(n, key)
   return out
 end
 
---- Calls fn(...) with kb.randn keyed by key, then restores the key (also on an error).
--- @signature seeds.with_key(key, fn, ...) -> what fn returns
--- @example
---   local s = require("kluabench.trust.seeds")
---   local x = s.with_key(7, kb.randn, {4}, "f32", 1)
+-- Calls fn(...) with kb.randn keyed by key, then restores the key (also on an error).
 function M.with_key(key, fn, ...)
   args.check('seeds.with_key', 1, key, 'integer', 'seed key')
   args.check('seeds.with_key', 2, fn, 'callable', 'function')

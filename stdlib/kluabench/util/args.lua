@@ -1,4 +1,4 @@
---- Arguments: the checks every exported function makes, the command-line parser of scripts and
+-- Arguments: the checks every exported function makes, the command-line parser of scripts and
 -- commands, did-you-mean hints, and text made safe to quote in a message.
 local core = require 'kluabench.core'
 local M = {}
@@ -23,10 +23,7 @@ function M.check(fname, n, v, kinds, what)
     what or (kinds:gsub('|', ' or ')), math.type(v) == 'float' and 'number' or type(v)), 3)
 end
 
---- s made safe to quote in a message: control characters, DEL and non-UTF-8 as \xNN, cut at max (200).
--- @signature args.printable(s [, max]) -> text
--- @example
---   print(args.printable("a\27[31m")) --> a\x1B[31m
+-- s made safe to quote in a message: control characters, DEL and non-UTF-8 as \xNN, cut at max (200).
 function M.printable(s, max)
   s = tostring(s)
   max = max or 200
@@ -69,10 +66,7 @@ local function distance(a, b)
   return prev[m]
 end
 
---- The candidates a mistyped word most likely meant, best first (at most 3): a few edits away, or a prefix.
--- @signature args.closest(word, candidates) -> list
--- @example
---   print(table.concat(args.closest("seqs", {"seq", "hidden", "q-heads"}), ", ")) --> seq
+-- The candidates a mistyped word most likely meant, best first (at most 3): a few edits away, or a prefix.
 function M.closest(word, candidates)
   M.check('closest', 1, word, 'string', 'string')
   M.check('closest', 2, candidates, 'table', 'list of strings')
@@ -94,10 +88,7 @@ function M.closest(word, candidates)
   return out
 end
 
---- " (did you mean 'x'?)" or " (did you mean 'x' or 'y'?)", prefix before each; "" when nothing is close.
--- @signature args.hint(word, candidates [, prefix]) -> text
--- @example
---   print("unrecognized option '--seqs'" .. args.hint("seqs", {"seq", "hidden"}, "--"))
+-- " (did you mean 'x'?)" or " (did you mean 'x' or 'y'?)", prefix before each; "" when nothing is close.
 function M.hint(word, candidates, prefix)
   M.check('hint', 1, word, 'string', 'word')
   M.check('hint', 2, candidates, 'table', 'list of strings')
@@ -117,12 +108,8 @@ local function option_hint(name, spec)
   return M.hint(name, names, '--')
 end
 
---- Reads options by spec (name -> 'flag', 'value' or 'list'; aliases {o = 'out'}): --name[=value], -o value;
+-- Reads options by spec (name -> 'flag', 'value' or 'list'; aliases {o = 'out'}): --name[=value], -o value;
 -- '--' (or, with stop_at_positional, the first positional) ends them. opts, positional; or nil, message.
--- @signature args.parse_args(args, spec) -> opts, positional | nil, message
--- @example
---   local o, rest = args.parse_args({"--seq", "1024", "x"}, {seq = "value"})
---   print(o.seq, rest[1]) --> 1024  x
 function M.parse_args(args, spec)
   local opts, rest = {}, {}
   local aliases = spec.aliases or {}
@@ -165,12 +152,8 @@ function M.parse_args(args, spec)
   return opts, rest
 end
 
---- A script's options: parse_args; --help prints usage (exit 0); a bad argument prints "NAME: message"
+-- A script's options: parse_args; --help prints usage (exit 0); a bad argument prints "NAME: message"
 -- and usage to stderr and exits 2, as the fail(fmt, ...) it returns does.
--- @signature args.script_options(name, usage, args, spec) -> opts, fail
--- @example
---   local o = args.script_options("x.lua", "usage: x.lua [--n N]\n", {"--n", "3"}, {n = "value"})
---   print(o.n) --> 3
 function M.script_options(name, usage, args, spec)
   local function fail(fmt, ...)
     io.stderr:write(name, ': ', M.printable(string.format(fmt, ...), 400), '\n', usage)
@@ -184,10 +167,7 @@ function M.script_options(name, usage, args, spec)
   return opts, fail
 end
 
---- Raises "interrupted!" when SIGINT or SIGTERM stopped the command but a protected call caught it.
--- @signature args.stop_if_interrupted()
--- @example
---   args.stop_if_interrupted()
+-- Raises "interrupted!" when SIGINT or SIGTERM stopped the command but a protected call caught it.
 function M.stop_if_interrupted()
   if core.interrupted() then error('interrupted!', 0) end
 end

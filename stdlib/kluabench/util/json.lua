@@ -1,4 +1,4 @@
---- JSON: lua-cjson reads it; this module writes records (pretty, or one line) in a stable key order,
+-- JSON: lua-cjson reads it; this module writes records (pretty, or one line) in a stable key order,
 -- and empty tables as {} unless json.array{} marks them (kb.jcs's markers, which digests see too).
 local core = require 'kluabench.core'
 local args = require 'kluabench.util.args'
@@ -6,16 +6,13 @@ local cjson = require('cjson').new()
 
 local M = {}
 
---- The deepest nesting of arrays and objects read or written: kb.jcs's and lua-cjson's limit.
+-- The deepest nesting of arrays and objects read or written: kb.jcs's and lua-cjson's limit.
 M.MAX_DEPTH = 1000
 
 local ARRAY_MT = getmetatable(core.jcs.array {})
 local NULL = core.jcs.null -- the NULL light userdata, as cjson.null
 
---- t[key][...] when every step is a table, else nil: a field of a decoded file.
--- @signature json.get(t, key, ...) -> value | nil
--- @example
---   print(json.get({run = {spec = {status = "passed"}}}, "run", "spec", "status")) --> passed
+-- t[key][...] when every step is a table, else nil: a field of a decoded file.
 function M.get(t, ...)
   for i = 1, select('#', ...) do
     if type(t) ~= 'table' then return nil end
@@ -24,36 +21,24 @@ function M.get(t, ...)
   return t
 end
 
---- Marks t (default {}) to be written as a JSON object when empty.
--- @signature json.object([t]) -> t
--- @example
---   local labels = json.object()
+-- Marks t (default {}) to be written as a JSON object when empty.
 function M.object(t)
   args.check('json.object', 1, t, 'table|nil', 'table')
   t = t or {}
   return next(t) == nil and core.jcs.object(t) or t
 end
 
---- Marks t (default {}) to be written as a JSON array when empty.
--- @signature json.array([t]) -> t
--- @example
---   local samples = json.array()
+-- Marks t (default {}) to be written as a JSON array when empty.
 function M.array(t)
   args.check('json.array', 1, t, 'table|nil', 'table')
   t = t or {}
   return next(t) == nil and core.jcs.array(t) or t
 end
 
---- The value JSON null reads as and is written from.
--- @signature json.null() -> value
--- @example
---   print(json.decode('{"a": null}').a == json.null()) --> true
+-- The value JSON null reads as and is written from.
 function M.null() return NULL end
 
---- How a table is written: "object" or "array"; raises for mixed keys or a list with holes.
--- @signature json.table_kind(t) -> "object" | "array"
--- @example
---   print(json.table_kind({1, 2})) --> array
+-- How a table is written: "object" or "array"; raises for mixed keys or a list with holes.
 function M.table_kind(t)
   if next(t) == nil then return getmetatable(t) == ARRAY_MT and 'array' or 'object' end
   local n = #t
@@ -84,16 +69,10 @@ local function shortest_digits(x)
   local digits = (int .. frac):gsub('0+$', '')
   return digits == '' and '0' or digits, tonumber(exp) + 1
 end
---- The shortest digits d1..dk and n with x = 0.d1..dk * 10^n that read back as x (x finite, > 0).
--- @signature json.shortest_digits(x) -> digits, n
--- @example
---   print(json.shortest_digits(0.1)) --> 1  0
+-- The shortest digits d1..dk and n with x = 0.d1..dk * 10^n that read back as x (x finite, > 0).
 M.shortest_digits = shortest_digits
 
---- A number as JSON: integers exactly, floats shortest as ECMAScript writes them; raises for NaN and inf.
--- @signature json.format_number(x) -> text
--- @example
---   print(json.format_number(0.1)) --> 0.1
+-- A number as JSON: integers exactly, floats shortest as ECMAScript writes them; raises for NaN and inf.
 function M.format_number(x)
   args.check('json.format_number', 1, x, 'number', 'number')
   if math.type(x) == 'integer' then return string.format('%d', x) end
@@ -115,7 +94,7 @@ function M.format_number(x)
   return (x < 0 and '-' or '') .. body
 end
 
---- The order of keys in files: the example record's, then ours; other keys after them, sorted.
+-- The order of keys in files: the example record's, then ours; other keys after them, sorted.
 M.KEY_ORDER = {
   'run', 'protocol', 'environment', 'workload', 'implementation', 'kind', 'spec', 'metadata', 'apiVersion', 'status',
   'timing', 'observedAt', 'measurements', 'sourceNative', 'protocolDigest', 'workloadDigest', 'environmentDigest',
@@ -140,10 +119,7 @@ end
 local ESCAPES = { ['"'] = '\\"', ['\\'] = '\\\\', ['\b'] = '\\b', ['\f'] = '\\f', ['\n'] = '\\n', ['\r'] = '\\r',
   ['\t'] = '\\t' }
 
---- A string as a JSON string literal.
--- @signature json.quote(s) -> text
--- @example
---   print(json.quote('say "hi"'))
+-- A string as a JSON string literal.
 function M.quote(s)
   args.check('json.quote', 1, s, 'string', 'string')
   return '"' .. s:gsub('[%c"\\]', function(c)
@@ -211,10 +187,7 @@ local function encode(v, out, indent, depth, seen)
   end
 end
 
---- Pretty JSON (2-space indent, keys in json.KEY_ORDER) ending in a newline; or nil and a message.
--- @signature json.encode_pretty(v) -> text | nil, message
--- @example
---   io.write(json.encode_pretty({kind = "BenchmarkRun", spec = {n = 1}}))
+-- Pretty JSON (2-space indent, keys in json.KEY_ORDER) ending in a newline; or nil and a message.
 function M.encode_pretty(v)
   local out = {}
   local ok, err = pcall(encode, v, out, '  ', 0, {})
@@ -223,10 +196,7 @@ function M.encode_pretty(v)
   return table.concat(out)
 end
 
---- One-line JSON in the same key order, for JSON Lines; nil and a message as encode_pretty.
--- @signature json.encode_line(v) -> text | nil, message
--- @example
---   print(json.encode_line({a = 1}))
+-- One-line JSON in the same key order, for JSON Lines; nil and a message as encode_pretty.
 function M.encode_line(v)
   local out = {}
   local ok, err = pcall(encode, v, out, nil, 0, {})
@@ -288,10 +258,7 @@ local function line_col(text, pos)
   return line, pos - last
 end
 
---- Says when text is UTF-16 or UTF-32 (with or without a byte order mark); nil when it may be UTF-8.
--- @signature json.encoding_problem(text) -> message | nil
--- @example
---   print(json.encoding_problem("\255\254{\0"))
+-- Says when text is UTF-16 or UTF-32 (with or without a byte order mark); nil when it may be UTF-8.
 function M.encoding_problem(text)
   args.check('json.encoding_problem', 1, text, 'string', 'JSON text')
   local b1, b2, b3, b4 = text:byte(1, 4)
@@ -308,13 +275,9 @@ function M.encoding_problem(text)
     .. what:match('^(UTF%-%d+)') .. ' -t UTF-8)'
 end
 
---- Parses one JSON text (integers, [] as json.array{}, null as json.null()): value, or nil, "line L,
+-- Parses one JSON text (integers, [] as json.array{}, null as json.null()): value, or nil, "line L,
 -- column C: why near '...'" and code ("trailing": more text after a value; "encoding": UTF-16/32). A NUL byte
 -- outside a \u0000 escape is refused.
--- @signature json.decode(text) -> value | nil, message, code
--- @example
---   local v = json.decode('{"a": [1, 2]}')
---   print(v.a[2]) --> 2
 function M.decode(text)
   args.check('decode', 1, text, 'string', 'string')
   local skip = text:sub(1, 3) == '\239\187\191' and 3 or 0 -- a UTF-8 byte order mark

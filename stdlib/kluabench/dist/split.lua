@@ -1,10 +1,11 @@
---- Shards of a sweep: which points one process of N measures (docs/DISTRIBUTED.md). A point {id, cost} is never
+-- The split of a sweep into shards: which points one process of N measures (the harness's --shard I/N, which the
+-- distributed runs' launchers give each process) (docs/DISTRIBUTED.md). A point {id, cost} is never
 -- split. Greedy longest-processing-time on the ids and costs alone, so every process and every run computes the same
 -- shards: no shard carries more than total/N + max cost.
 local M = {}
 local args = require 'kluabench.util.args'
 
---- The most shards a sweep is split into: each is a process, and the split keeps a figure per shard.
+-- The most shards a sweep is split into: each is a process, and the split keeps a figure per shard.
 M.MAX_SHARDS = 4096
 
 -- Raises "bad argument #argn to 'shard.fn' (why)" at the caller of the public function.
@@ -12,12 +13,7 @@ local function fail(fn, argn, fmt, ...)
   error(string.format("bad argument #%d to 'shard.%s' (" .. fmt .. ')', argn, fn, ...), 4)
 end
 
---- Reads "I/N" (1 <= I <= N <= shard.MAX_SHARDS); a bad spec gives nil and a message naming it.
--- @signature shard.parse(spec) -> i, n | nil, message
--- @example
---   local i, n = shard.parse("2/3")
---   assert(i == 2 and n == 3)
---   assert(shard.parse("4/3") == nil)
+-- Reads "I/N" (1 <= I <= N <= shard.MAX_SHARDS); a bad spec gives nil and a message naming it.
 function M.parse(s)
   args.check('shard.parse', 1, s, 'string|nil', 'shard text "I/N"')
   if type(s) ~= 'string' then
@@ -39,10 +35,7 @@ function M.parse(s)
   return i, n
 end
 
---- The spec of shard i of n, as --shard takes it.
--- @signature shard.format(i, n) -> "i/n"
--- @example
---   assert(shard.format(1, 4) == "1/4")
+-- The spec of shard i of n, as --shard takes it.
 function M.format(i, n)
   args.check('shard.format', 1, i, 'integer', 'shard index')
   args.check('shard.format', 2, n, 'integer', 'shard count')
@@ -107,35 +100,22 @@ local function plan(points, n)
   return shards, cost
 end
 
---- The shard number (1..n) of every point, a list parallel to points.
--- @signature shard.assign(points, n) -> {shard, ...}
--- @example
---   local where = shard.assign({{id = "a", cost = 2}, {id = "b", cost = 1}}, 2)
---   assert(where[1] == 1 and where[2] == 2)
+-- The shard number (1..n) of every point, a list parallel to points.
 function M.assign(points, n)
   check_points('assign', points)
   check_count('assign', 2, n)
   return assign(points, n)
 end
 
---- All n shards (lists of points in declaration order, possibly empty) and the total cost of each.
--- @signature shard.plan(points, n) -> shards, costs
--- @example
---   local shards, costs = shard.plan({{id = "a", cost = 2}, {id = "b", cost = 1}, {id = "c", cost = 1}}, 2)
---   assert(costs[1] == 2 and costs[2] == 2 and #shards[2] == 2)
+-- All n shards (lists of points in declaration order, possibly empty) and the total cost of each.
 function M.plan(points, n)
   check_points('plan', points)
   check_count('plan', 2, n)
   return plan(points, n)
 end
 
---- The points of shard i of n, in declaration order (possibly none); points: {id, cost >= 0}, ids unique. The same
+-- The points of shard i of n, in declaration order (possibly none); points: {id, cost >= 0}, ids unique. The same
 -- ids and costs give the same shards in every process, whatever their order.
--- @signature shard.select(points, i, n) -> points
--- @example
---   local pts = {{id = "seq1024", cost = 4e6}, {id = "seq2048", cost = 8e6}, {id = "seq4096", cost = 16e6}}
---   local mine = shard.select(pts, 1, 2)
---   assert(#mine == 1 and mine[1].id == "seq4096")
 function M.select(points, i, n)
   check_points('select', points)
   check_count('select', 3, n)
