@@ -65,7 +65,8 @@ local function compare_all(outs, refs, opts)
   if #outs ~= #refs then return false, { { message = string.format('%d outputs, %d references', #outs, #refs) } } end
   local ok, reports = true, {}
   for i = 1, #outs do
-    local o = { atol = opts.atol, rtol = opts.rtol, name = 'output ' .. i }
+    local n = opts.reduction or check.reduction_length(outs[i], opts.inputs)
+    local o = { atol = opts.atol, rtol = opts.rtol, name = 'output ' .. i, reduction = n }
     local good, r = check.compare(outs[i], refs[i], o)
     -- outputs are poisoned with NaN: an unwritten element would match a NaN reference
     if (r.want_nan or 0) > 0 and opts.seed_label then
@@ -75,7 +76,7 @@ local function compare_all(outs, refs, opts)
     end
     if good and opts.precision ~= false and check.UNIT_ROUNDOFF[outs[i].dtype] then
       local fine, rel, limit, msg = check.normwise(outs[i], refs[i], outs[i].dtype,
-        { factor = opts.precision, name = o.name, reduction = opts.reduction or check.reduction_length(outs[i], opts.inputs) })
+        { factor = opts.precision, name = o.name, reduction = n })
       r.rel_l2, r.normwise_limit = rel, limit
       if not fine then
         good = false

@@ -400,7 +400,11 @@ function Auditor:verify_outputs(pre, post, calls)
       local want = wants[name]
       local atol, rtol = check.tolerance(got.dtype, { atol = self.atol, rtol = self.rtol })
       local label = "output '" .. tostring(name) .. "'"
-      local good, r = check.compare(got, want, { atol = atol * scale, rtol = rtol * scale, name = label })
+      local inputs = {}
+      for _, k in ipairs(tensor_keys(post)) do if not named[k] then inputs[#inputs + 1] = post[k] end end
+      local n = self.reduction or check.reduction_length(got, inputs)
+      local good, r = check.compare(got, want, { atol = atol * scale, rtol = rtol * scale, name = label,
+        reduction = n })
       if not good then
         self:finding(self.checked and 'suspected_reward_hack' or 'incorrect_numerical', 'output ' .. tostring(name),
           string.format('%s on fresh inputs during timing%s', r.message, self.checked
@@ -410,10 +414,7 @@ function Auditor:verify_outputs(pre, post, calls)
         local dtype = self.dtype or got.dtype
         if check.UNIT_ROUNDOFF[dtype] then
           local factor = (self.factor or check.DEFAULT_FACTOR) * scale
-          local inputs = {}
-          for _, k in ipairs(tensor_keys(post)) do if not named[k] then inputs[#inputs + 1] = post[k] end end
-          local fine, _, _, msg = check.normwise(got, want, dtype, { factor = factor, name = label,
-            reduction = self.reduction or check.reduction_length(got, inputs) })
+          local fine, _, _, msg = check.normwise(got, want, dtype, { factor = factor, name = label, reduction = n })
           if not fine then self:finding('incorrect_numerical', 'precision ' .. tostring(name), msg) end
         end
       end
