@@ -75,14 +75,18 @@ typedef struct {
    * CUDA) and without arithmetic: q_out = q and k_out = k (and dq_out = dq,
    * dk_out = dk when dq is not NULL), with rows [0, seq) of freqs read once
    * per pass. It is the yardstick of the fused kernels: their bytes in one
-   * flat pass, launch latency included (docs/perf-notes.md at 7f5c7f0 says where a
-   * kernel shaped otherwise moves them faster). `scratch` holds at least
-   * KB_ROPE_FLOOR_SCRATCH bytes on the tensors' device; the kernel may write
-   * there (so that the table reads cannot be optimised away), never reads. */
+   * flat pass, launch latency included. `scratch` holds at least
+   * KB_ROPE_FLOOR_SCRATCH bytes on a GPU, kb_rope_floor_scratch_bytes_cpu on
+   * the CPU; the kernel may write there (so that the table reads cannot be
+   * optimised away), never reads. */
   const char *(*floor)(const kb_rope_args *a, void *scratch);
 } kb_rope_ops;
 
 #define KB_ROPE_FLOOR_SCRATCH 16
+
+/* Bytes of scratch the CPU floor needs: the sink and a shadow as large as
+ * the largest tensor, which an in-place pass copies into (rope_cpu.c). */
+size_t kb_rope_floor_scratch_bytes_cpu(const kb_rope_args *a);
 
 extern const kb_rope_ops kb_rope_ops_cpu;  /* rope_cpu.c */
 extern const kb_rope_ops kb_rope_ops_cuda; /* rope.cu; only in CUDA builds */

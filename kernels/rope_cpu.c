@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "parallel_cpu.h"
 #include "rope.h"
 
 /* Runs BODY for every i in [0, n): blocks of BLK with a constant inner trip
@@ -338,15 +339,46 @@ static uint64_t fold_words(const void *p, size_t n) {
   return acc;
 }
 
-/* One pass of the floor: the copies (nothing to do in place) and one read
- * of the table rows the pass uses, folded into the scratch word so that the
- * reads are not optimised away. */
+typedef struct {
+  char *dst;
+  const char *src;
+} floor_job;
+
+static void floor_blocks(void *ctx, size_t b0, size_t b1) {
+  const floor_job *j = ctx;
+  memcpy(j->dst + (b0 << 20), j->src + (b0 << 20), (b1 - b0) << 20);
+}
+
+/* n bytes from src to dst as a tensor copy moves them: over the cores in
+ * blocks of 1 MiB, the tail on the calling thread. */
+static void floor_copy(void *dst, const void *src, size_t n) {
+  floor_job j = {dst, src};
+  const size_t blocks = n >> 20;
+  kb_cpu_parallel_for(blocks, 8, floor_blocks, &j);
+  memcpy((char *)dst + (blocks << 20), (const char *)src + (blocks << 20), n - (blocks << 20));
+}
+
+/* The sink word, then the shadow at a cache line. */
+#define FLOOR_SHADOW 64
+
+size_t kb_rope_floor_scratch_bytes_cpu(const kb_rope_args *a) {
+  const size_t row = (size_t)a->head_dim * kb_dtype_size(a->dtype), tok = (size_t)(a->batch * a->seq);
+  const int heads = a->q_heads > a->k_heads ? a->q_heads : a->k_heads;
+  return FLOOR_SHADOW + tok * (size_t)heads * row;
+}
+
+/* One pass of the floor: q and k copied, and one read of the table rows the
+ * pass uses, folded into the sink word so that the reads are not optimised
+ * away. In place, each tensor is copied into the shadow: the pass then
+ * reads and writes as many bytes as a copy of them does, where skipping the
+ * copy would move none. */
 static void floor_pass(const kb_rope_args *a, const void *q, const void *k, void *qo, void *ko,
                        void *scratch) {
   const size_t es = kb_dtype_size(a->dtype), tok = (size_t)(a->batch * a->seq);
   const size_t dbytes = (size_t)a->head_dim * es;
-  if (qo != q) memcpy(qo, q, tok * (size_t)a->q_heads * dbytes);
-  if (ko != k) memcpy(ko, k, tok * (size_t)a->k_heads * dbytes);
+  char *shadow = (char *)scratch + FLOOR_SHADOW;
+  floor_copy(qo != q ? qo : shadow, q, tok * (size_t)a->q_heads * dbytes);
+  floor_copy(ko != k ? ko : shadow, k, tok * (size_t)a->k_heads * dbytes);
   const uint64_t acc = fold_words(a->freqs, (size_t)a->seq * (size_t)a->head_dim * sizeof(float));
   memcpy(scratch, &acc, sizeof acc);
 }

@@ -123,7 +123,7 @@ describe('compare counts each run once (issue 24, class 4)', function()
       run { samples = noisy(1.2, 0.01, 30, 12), session = { 2, 3 } },
       run { samples = noisy(1.2, 0.01, 30, 13), session = { 3, 3 }, status = 'timeout',
         reasons = { 'the session took 9 s, past --timeout 1 s' } } }
-    local p = compare.compare(base, new).points[1]
+    local p = compare.compare(base, new, { between = 0.01 }).points[1]
     assert.equal(3, p.base_sessions)
     assert.equal(2, p.new_sessions)
     assert.equal(1, p.new_failed)
@@ -189,10 +189,10 @@ describe('compare counts each run once (issue 24, class 4)', function()
   it('across_sweeps (a history database: every batch of a commit) pools sessions of several sweeps', function()
     local base = { run { samples = noisy(1, 0.01, 30, 1) }, run { samples = noisy(1, 0.01, 30, 2) } }
     local new = { run { samples = noisy(1.2, 0.01, 30, 3) }, run { samples = noisy(1.2, 0.01, 30, 4) } }
-    local strict = compare.compare(base, new).points[1]
+    local strict = compare.compare(base, new, { between = 0.01 }).points[1]
     assert.is_nil(strict.refused)
     assert.matches('appears in several runs', strict.hint, 1, true)
-    local pooled = compare.compare(base, new, { across_sweeps = true }).points[1]
+    local pooled = compare.compare(base, new, { across_sweeps = true, between = 0.01 }).points[1]
     assert.is_nil(pooled.refused)
     assert.equal(2, pooled.base_sessions)
     assert.equal('SLOWER', pooled.verdict)
@@ -203,7 +203,7 @@ describe('compare counts each run once (issue 24, class 4)', function()
     assert(history.add_bundles(h, { base[1] }, { commit = A, batch = 'one' }))
     assert(history.add_bundles(h, { base[2], base[1] }, { commit = A, batch = 'two' }))
     assert(history.add_bundles(h, new, { commit = B, batch = 'three' }))
-    local p = history.compare(h, A, B).points[1]
+    local p = history.compare(h, A, B, { between = 0.01 }).points[1]
     h:close()
     assert.equal(2, p.base_sessions)
     assert.equal('SLOWER', p.verdict)
@@ -284,8 +284,9 @@ describe('compare trusts no failed run, no stale digest, no odd number (issue 24
   end)
 
   it('five 1-ns samples a side: no "nan%", and the time shows as 0.001 us, not 0.00', function()
-    write(dir .. '/a.jsonl', { run { samples = noisy(1, 0.01, 5, 1), evidence_ns = { 1, 1, 1, 1, 1 } } })
-    write(dir .. '/b.jsonl', { run { samples = noisy(1, 0.01, 5, 2), evidence_ns = { 1, 1, 1, 1, 1 } } })
+    local ns = { 1e-6, 1e-6, 1e-6, 1e-6, 1e-6 } -- ms
+    write(dir .. '/a.jsonl', { run { samples = ns } })
+    write(dir .. '/b.jsonl', { run { samples = ns } })
     for _, extra in ipairs { {}, { '--between', '0.01' }, { '--format', 'markdown' } } do
       local args = { 'compare', dir .. '/a.jsonl', dir .. '/b.jsonl' }
       for _, x in ipairs(extra) do args[#args + 1] = x end
@@ -297,10 +298,18 @@ describe('compare trusts no failed run, no stale digest, no odd number (issue 24
   end)
 
   it('samples of 1e300 ns (and 1e308) print in e-notation, never as 300 digits; no nan% either', function()
-    write(dir .. '/small.jsonl', { run { samples = noisy(1, 0.01, 5, 1), evidence_ns = { 1, 1, 1, 1, 1 } } })
-    write(dir .. '/big.jsonl', { run { samples = noisy(1, 0.01, 5, 2), evidence_ns = { 1e300, 1e300, 1e300, 1e300, 1e300 } } })
-    write(dir .. '/huge.jsonl', { run { samples = noisy(1, 0.01, 5, 3), evidence_ns = { 1e308, 1e308, 1e308, 1e308, 1e308 } },
-      run { samples = noisy(1, 0.01, 5, 4), evidence_ns = { 1.7e308, 1.7e308, 1.7e308, 1.7e308, 1.7e308 }, session = { 2, 2 } } })
+    -- runs whose samples (in ms here) are 1 ns, 1e300 ns, 1e308 ns and 1.7e308 ns, as they record them
+    local function five(ms) return { ms, ms, ms, ms, ms } end
+    write(dir .. '/small.jsonl', { run { samples = five(1e-6) } })
+    write(dir .. '/big.jsonl', { run { samples = five(1e294) } })
+    write(dir .. '/huge.jsonl', { run { samples = five(1e302) }, run { samples = five(1.7e302), session = { 2, 2 } } })
+    for _, f in ipairs { 'small', 'big', 'huge' } do
+      for _, b in ipairs(read(dir .. '/' .. f .. '.jsonl')) do
+        local s = require('kluabench.result').session(b)
+        -- a run that agrees with its samples (to the rounding of ns)
+        assert.is_true(math.abs(s.samples_ms[1] * 1e6 - s.median_ns) <= 1 + 1e-9 * s.median_ns, f)
+      end
+    end
     for _, pair in ipairs { { 'small', 'big' }, { 'big', 'big' }, { 'small', 'huge' }, { 'huge', 'small' } } do
       for _, fmt in ipairs { 'table', 'markdown', 'json' } do
         local r = kluabench { 'compare', dir .. '/' .. pair[1] .. '.jsonl', dir .. '/' .. pair[2] .. '.jsonl',

@@ -333,17 +333,13 @@ describe('every command stops cleanly on SIGINT and SIGTERM', function()
 
   it('compare: the interrupt stops the command instead of making one point UNSURE', function()
     local prng = require 'kluabench.stats.prng'
+    local bundles = require 'helpers.bundles'
+    local writer = require 'kluabench.record.writer'
     local g = prng.new(1)
     for i = 1, 60 do -- about 20 s of bootstraps here: a compare that goes on still ends
       local values = {}
-      for k = 1, 300 do values[k] = 1000000 + math.floor(g:uniform() * 10000) end
-      assert(files.append_jsonl(dir .. '/r.jsonl', {
-        run = { spec = { workloadDigest = string.format('sha256:%064x', i), protocolDigest = 'sha256:' .. string.rep('0', 64),
-          samples = { metric = 'latency', unit = 'ns', values = values } } },
-        workload = { spec = { kernel = 'llama4_rope', operation = 'forward',
-          parameters = { hidden = i, seq = 2048 }, dtype = 'bf16' } },
-        implementation = { spec = { provider = 'fused' } },
-      }))
+      for k = 1, 300 do values[k] = 1 + g:uniform() * 0.01 end -- ms
+      assert(writer.append(dir .. '/r.jsonl', bundles.make { hidden = 64 * i, samples = values }))
     end
     local out, err, code = signalled(dir, { 'compare', 'r.jsonl', 'r.jsonl', '--resamples', '200000' }, 'INT', 1.5)
     assert_stopped(err, code, 'compare', 'INT')

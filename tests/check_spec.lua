@@ -244,6 +244,108 @@ describe('check.new', function()
   end)
 end)
 
+-- A row softmax as a plain C kernel computes it: every operation rounded to f32 (or to `acc`),
+-- the sum accumulated term by term; the reference in float64.
+-- rounds to p significant bits, ties to even (normal numbers: all a softmax of randn meets)
+local function rounder(p)
+  return function(v)
+    if v == 0 or v ~= v then return v end
+    local s = 2.0 ^ (math.floor(math.log(math.abs(v), 2)) - p + 1)
+    local q = v / s
+    local r = math.floor(q + 0.5)
+    if r - q == 0.5 and r % 2 == 1 then r = r - 1 end
+    return r * s
+  end
+end
+local F32 = rounder(24)
+local function softmax_rows(x, rows, n, r, out_r)
+  out_r = out_r or r
+  local out = {}
+  for i = 0, rows - 1 do
+    local m = -math.huge
+    for j = 1, n do m = math.max(m, x[i * n + j]) end
+    local e, sum = {}, 0
+    for j = 1, n do
+      e[j] = r(math.exp(r(x[i * n + j] - m)))
+      sum = r(sum + e[j])
+    end
+    for j = 1, n do out[i * n + j] = out_r(e[j] / sum) end
+  end
+  return out
+end
+
+local function softmax_spec(n, r, out_r)
+  local rows = 2
+  return {
+    seeds = { math.random(1, 1 << 30) }, -- fresh, one: a row of 8192 in Lua takes a while
+    inputs = function(seed)
+      return { x = kb.randn({ rows, n }, 'f32', seed, 'cpu'), out = kb.empty({ rows, n }, 'f32', 'cpu') }
+    end,
+    outputs = function(s) return { s.out } end,
+    run = function(s)
+      s.out:copy_(kb.from_table(softmax_rows(s.x:totable(), rows, n, r, out_r), { rows, n }, 'f32', 'cpu'))
+    end,
+    reference = function(s)
+      return { kb.from_table(softmax_rows(s.x:totable(), rows, n, function(v) return v end), { rows, n }, 'f64', 'cpu') }
+    end,
+  }
+end
+
+describe('the precision bound grows with the reduction length', function()
+  it('reads the length from the shapes: the last dimension, or input elements per output element', function()
+    local x = kb.empty({ 4, 1024 }, 'f32', 'cpu')
+    assert.equal(1024, check.reduction_length(kb.empty({ 4, 1024 }, 'f32', 'cpu'), { x }))
+    assert.equal(1024, check.reduction_length(kb.empty({ 4 }, 'f32', 'cpu'), { x }))
+    assert.equal(3, check.reduction_length(kb.empty({ 3 }, 'f32', 'cpu')))
+  end)
+
+  it('passes an honest f32 softmax at 1024 and 8192 columns, which a fixed 8 u bound accuses', function()
+    for _, n in ipairs { 1024, 8192 } do
+      local ok, r = check.run(softmax_spec(n, F32))
+      assert.is_true(ok, n .. ': ' .. r.message)
+      local o = r.seeds[1].outputs[1]
+      assert.near(8 * math.sqrt(n) * check.UNIT_ROUNDOFF.f32, o.normwise_limit, 1e-12)
+    end
+  end)
+
+  it('accuses nothing a fixed 8 u bound would have: seed 1 at 8192 columns errs by some 36 u', function()
+    local s = softmax_spec(8192, F32)
+    s.seeds = { 1 }
+    local ok, r = check.run(s)
+    assert.is_true(ok, r.message)
+    assert.is_true(r.seeds[1].outputs[1].rel_l2 > 30 * check.UNIT_ROUNDOFF.f32, r.seeds[1].outputs[1].rel_l2)
+  end)
+
+  it('still catches a softmax rounded to bf16 or f16 where f32 is declared, at 8192 columns', function()
+    for fmt, r in pairs { bf16 = rounder(8), f16 = rounder(11) } do
+      local s = softmax_spec(8192, F32, r)
+      s.atol, s.rtol = 0.1, 0.05 -- loose: only the norm-wise bound can tell
+      local ok, rep = check.run(s)
+      assert.is_false(ok, fmt)
+      assert.truthy(rep.message:find('computed in a lower precision than f32', 1, true), fmt .. ': ' .. rep.message)
+    end
+  end)
+
+  it('bounds a bf16 output by its own rounding, its accumulation by f32\'s', function()
+    local x = kb.randn({ 8192 }, 'f64', 1, 'cpu')
+    local _, _, limit = check.normwise(x:cast('bf16'), x, 'bf16', { reduction = 8192 })
+    assert.near(8 * 2 ^ -8, limit, 1e-15)
+    local _, _, f32 = check.normwise(x:cast('f32'), x, 'f32', { reduction = 100 })
+    assert.near(80 * 2 ^ -24, f32, 1e-18)
+  end)
+
+  it('takes a declared length, and refuses one that is no positive integer', function()
+    local s = softmax_spec(1024, F32)
+    s.reduction = 1
+    local _, r = check.run(s)
+    assert.near(8 * check.UNIT_ROUNDOFF.f32, r.seeds[1].outputs[1].normwise_limit, 1e-15)
+    s.reduction = 0
+    local fine, err = pcall(check.new, s)
+    assert.is_false(fine)
+    assert.truthy(err:find('reduction must be an integer >= 1', 1, true), err)
+  end)
+end)
+
 describe('policy.plausible', function()
   it('flags a rate above the copy ceiling', function()
     local ok, msg, pct = policy.plausible(0.1, 1e9, 3000)

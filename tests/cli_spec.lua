@@ -572,6 +572,30 @@ describe('the kluabench host', function()
       local j = require('cjson').decode(run({ 'list', '--format', 'json' }).out)
       assert.is_table(j.kernels)
     end)
+
+    it('list reads scripts with the bounded reader: a FIFO or a link to /dev/zero is listed, not read (issue 37)',
+      function()
+      -- list reads <root>/scripts/*.lua (root: the checkout the binary belongs to); list.files takes
+      -- the root, so a temporary scripts folder stands in for it. A FIFO used to hang the listing and
+      -- /dev/zero to be read until memory ran out: the child runs under a timeout and a memory cap.
+      local root = tmpdir()
+      finally(function() os.execute('rm -rf ' .. q(root)) end)
+      assert(os.execute('mkdir ' .. q(root .. '/scripts') .. ' ' .. q(root .. '/scripts/dir.lua')))
+      spit(root .. '/scripts/a.lua', '#!/usr/bin/env kluabench\n\n-- the first script\nprint(1)\n')
+      assert(os.execute('mkfifo ' .. q(root .. '/scripts/fifo.lua')))
+      assert(os.execute('ln -s /dev/zero ' .. q(root .. '/scripts/zero.lua')))
+      spit(root .. '/scripts/z.lua', '-- the last one\n')
+      local code = string.format([[
+        for _, f in ipairs(require('kluabench.commands.list').files(%q, 'scripts')) do
+          print(f.name .. '=' .. f.about)
+        end]], root)
+      -- (no memory cap under AddressSanitizer, which reserves terabytes of address space for its shadow)
+      local asan = (require('kluabench').build_info().cflags or ''):find('sanitize=address', 1, true)
+      local out = util.run(string.format('%stimeout -k 5 30 %s -e %s 2>&1', asan and '' or 'ulimit -v 4000000; ',
+        q(BIN), q(code)))
+      assert.equal('scripts/a.lua=the first script\nscripts/dir.lua=\nscripts/fifo.lua=\nscripts/z.lua=the last one\n'
+        .. 'scripts/zero.lua=\n', out)
+    end)
   end)
 
   describe('signals', function()

@@ -1,5 +1,6 @@
 -- Comparing runs (compare.lua, commands/compare.lua) on synthetic samples
 -- whose answer is known, and the statistics underneath (inference.lua).
+local kb = require 'kluabench'
 local compare = require 'kluabench.compare'
 local inference = require 'kluabench.stats.inference'
 local prng = require 'kluabench.stats.prng'
@@ -12,47 +13,42 @@ local function samples(center, noise, n, seed)
   return out
 end
 
--- A minimal bundle of kluabench's earlier record format (what results files
--- made before the kernelindex schemas hold), which the reader migrates. Each
--- is a run of its own (its own name, as every run has); o.session = {index,
--- count} says which session of a sweep it is.
-local made = 0
-local function bundle(o)
-  local values = {}
-  for i, ms in ipairs(o.samples or {}) do values[i] = math.floor(ms * 1e6 + 0.5) end
-  made = made + 1
-  local execution = o.execution
-  if o.session then
-    execution = execution or {}
-    execution.session = { index = o.session[1], count = o.session[2] }
-  end
-  return {
-    run = { metadata = { name = 'fixture-run-' .. made }, spec = {
-      observedAt = os.date('!%Y-%m-%dT%H:%M:%SZ', 1700000000 + made),
-      workloadDigest = o.digest or 'sha256:0a1',
-      protocolDigest = o.protocol or 'sha256:p1',
-      timing = { latencyNs = { median = o.median_ns or 1000 } },
-      samples = o.samples and { metric = 'latency', unit = 'ns', values = values } or nil,
-      execution = execution,
-    } },
-    workload = { spec = { kernel = 'llama4_rope', operation = 'forward',
-      parameters = { hidden = o.hidden or 512, seq = 2048 }, dtype = 'bf16' } },
-    implementation = { spec = { provider = o.provider or 'fused' } },
-  }
-end
+-- Record bundles of today's format (tests/helpers/bundles.lua): each a run of
+-- its own (its own name and time), o.session = {index, count} says which
+-- session of a sweep it is; a point is its workload (hidden, seq, ...), mode
+-- and provider; on this machine's cpu unless o.device names a GPU.
+local bundles = require 'helpers.bundles'
+local bundle = bundles.make
 
 local util = require 'helpers.util'
 local json = require 'kluabench.util.json'
 local stats = require 'kluabench.stats'
+local result = require 'kluabench.result'
+local noise = require 'kluabench.record.noise'
+local calibrate = require 'kluabench.measure.calibrate'
+local writer = require 'kluabench.record.writer'
+local evidence = require 'kluabench.record.evidence'
 local ok_core, core = pcall(require, 'kluabench.core')
 local engine_it = (ok_core and core.executable) and it or pending
 
--- Bundles to a JSON Lines file.
-local function write(path, bundles)
-  local json = require 'kluabench.util.json'
-  local f = assert(io.open(path, 'w'))
-  for _, b in ipairs(bundles) do f:write(json.encode_line(b), '\n') end
-  f:close()
+-- Bundles to a JSON Lines file, their raw samples to the samples file beside it (as the harness
+-- writes them).
+local function write(path, list)
+  for _, b in ipairs(list) do assert(writer.append(path, b)) end
+  evidence.forget() -- a file written again in this process is read afresh
+end
+
+-- A figure function of the default of a device and backend (noise.default_for), for
+-- compare_sessions.
+local function default_of(device, backend)
+  local f = noise.default_for(device, backend)
+  return function(ms) return noise.at(f, ms), f.source, nil, 'default' end
+end
+
+-- The label of a point of the fixtures: 'llama4_rope MODE hiddenH-kv_heads8-q_heads32-seqS-bf16'.
+local function label(hidden, seq, mode)
+  return string.format('llama4_rope %s hidden%d-kv_heads8-q_heads32-seq%d-bf16', mode or 'forward', hidden or 512,
+    seq or 2048)
 end
 
 -- `kluabench ARGS` (env: "NAME=value " prefixes); its output (stdout and
@@ -150,22 +146,15 @@ describe('compare verdicts', function()
 end)
 
 describe('compare bundles', function()
-  it('reads samples in ns and in sourceNative.samples_ms', function()
+  it('reads a run\'s raw samples (its evidence entry, in ns) in ms; without them, why', function()
     assert.same({ 0.001, 0.002 }, compare.samples_of(bundle { samples = { 0.001, 0.002 } }))
-    local b = bundle {}
-    b.run.spec.sourceNative = { samples_ms = { 0.5 } }
-    assert.same({ 0.5 }, compare.samples_of(b))
-    local none, why = compare.samples_of(bundle {})
+    local none, why = compare.samples_of(bundle { median_ms = 0.5 })
     assert.is_nil(none)
     assert.equal('no raw samples in the record', why)
   end)
 
   it('matches points by workload, mode and provider: two modes of one workload are two points', function()
-    local function moded(mode, ms, seed)
-      local b = bundle { samples = samples(ms, 0.01, 40, seed) }
-      b.workload.spec.operation = mode
-      return b
-    end
+    local function moded(mode, ms, seed) return bundle { mode = mode, samples = samples(ms, 0.01, 40, seed) } end
     local r = compare.compare({ moded('forward', 1, 1), moded('backward', 2, 2) },
       { moded('forward', 1, 3), moded('backward', 3, 4) }, { between = 0.001 })
     assert.equal(2, #r.points)
@@ -176,9 +165,7 @@ describe('compare bundles', function()
   end)
 
   it('parses JSON, JSON arrays and JSON Lines', function()
-    local b1, b2 = bundle { samples = { 1 } }, bundle { samples = { 2 }, provider = 'reference' }
-    b1.run.spec.samples.values = { 1, 2, 3, 4, 5 }
-    b2.run.spec.samples.values = { 1, 2, 3, 4, 5 }
+    local b1, b2 = bundle { samples = { 1, 2, 3, 4, 5 } }, bundle { samples = { 1, 2, 3, 4, 5 }, provider = 'reference' }
     assert.equal(1, #compare.parse(json.encode_pretty(b1)))
     assert.equal(2, #compare.parse(json.encode_pretty { b1, b2 }))
     assert.equal(2, #compare.parse(json.encode_line(b1) .. '\n' .. json.encode_line(b2) .. '\n'))
@@ -190,15 +177,15 @@ describe('compare bundles', function()
 
   it('matches points by workload digest and provider, pooling repeated runs', function()
     local base = {
-      bundle { digest = 'sha256:a', samples = samples(1, 0.01, 50, 1), session = { 1, 2 } },
-      bundle { digest = 'sha256:a', samples = samples(1, 0.01, 50, 2), session = { 2, 2 } },
-      bundle { digest = 'sha256:a', provider = 'reference', samples = samples(2, 0.01, 50, 3) },
-      bundle { digest = 'sha256:90e', hidden = 4096, samples = { 1 } },
+      bundle { samples = samples(1, 0.01, 50, 1), session = { 1, 2 } },
+      bundle { samples = samples(1, 0.01, 50, 2), session = { 2, 2 } },
+      bundle { provider = 'reference', samples = samples(2, 0.01, 50, 3) },
+      bundle { hidden = 4096, samples = { 1 } },
     }
     local new = {
-      bundle { digest = 'sha256:a', samples = samples(1.2, 0.01, 50, 4) },
-      bundle { digest = 'sha256:a', provider = 'reference', samples = samples(2, 0.01, 50, 5) },
-      bundle { digest = 'sha256:f5e5', samples = { 1 } },
+      bundle { samples = samples(1.2, 0.01, 50, 4) },
+      bundle { provider = 'reference', samples = samples(2, 0.01, 50, 5) },
+      bundle { seq = 1024, samples = { 1 } },
     }
     local r = compare.compare(base, new, { between = 0.002 })
     assert.equal(2, #r.points)
@@ -210,7 +197,7 @@ describe('compare bundles', function()
     assert.is_true(p1.regression)
     assert.equal('SAME', p2.verdict)
     assert.equal(1, r.regressions)
-    assert.same({ 'llama4_rope forward hidden4096-seq2048-bf16 (fused)' }, r.only_base)
+    assert.same({ label(4096) .. ' (fused)' }, r.only_base)
     assert.equal(1, #r.only_new)
     local text = compare.format(r)
     assert.matches('REGRESSION beyond 5%', text, 1, true)
@@ -221,7 +208,8 @@ describe('compare bundles', function()
   it('explains an UNSURE point in one line', function()
     local base = { bundle { samples = samples(1, 0.5, 8, 1),
       execution = { clocks = { stable = false, smMhz = { min = 1410, max = 1980 } } } } }
-    local new = { bundle { samples = samples(1.02, 0.5, 8, 2), protocol = 'sha256:p2' } }
+    -- the same point timed by another protocol (do_bench of another repetition time)
+    local new = { bundle { samples = samples(1.02, 0.5, 8, 2), protocol = kb.do_bench.do_bench_protocol { rep_ms = 7 } } }
     local p = compare.compare(base, new, { between = 0.01 }).points[1]
     assert.equal('UNSURE', p.verdict)
     assert.matches('^no evidence either way %(could detect >= %d+%.%d %%%): the interval ', p.hint)
@@ -231,7 +219,7 @@ describe('compare bundles', function()
   end)
 
   it('says UNSURE without raw samples, with the recorded medians', function()
-    local r = compare.compare({ bundle { median_ns = 1000 } }, { bundle { median_ns = 1500 } })
+    local r = compare.compare({ bundle { median_ms = 0.001 } }, { bundle { median_ms = 0.0015 } })
     assert.equal('UNSURE', r.points[1].verdict)
     assert.equal(1.5, r.points[1].ratio)
     assert.matches('no raw samples', r.points[1].hint)
@@ -341,24 +329,27 @@ describe('compare accounts for run-to-run variation (issue 13)', function()
 
   it('without any figure, the conservative default: +30 % between tight single sessions is SLOWER, 2 % '
     .. 'UNSURE, at every time scale (issue 26)', function()
+    local h200 = default_of('NVIDIA H200', 'cuda')
     for _, ms in ipairs { 0.006, 0.02, 0.05, 0.2, 1.5 } do
-      -- samples within +-0.4 % of their center, as the issue's two files were
+      -- samples within +-0.4 % of their center, as the issue's two files were (from an H200)
       local b, n = samples(ms, 0.008, 200, 1), samples(ms * 1.299, 0.008, 200, 2)
-      local c = compare.compare_sessions({ b }, { n })
+      local c = compare.compare_sessions({ b }, { n }, { between = h200 })
       assert.equal('SLOWER', c.verdict, 'at ' .. ms .. ' ms')
       assert.is_true(c.regression)
       assert.equal('default', c.between_scope)
       assert.matches('default figure', c.between_source, 1, true)
-      c = compare.compare_sessions({ b }, { samples(ms * 1.02, 0.008, 200, 3) })
+      c = compare.compare_sessions({ b }, { samples(ms * 1.02, 0.008, 200, 3) }, { between = h200 })
       assert.equal('UNSURE', c.verdict, 'at ' .. ms .. ' ms')
       assert.is_false(c.regression)
     end
   end)
 
   it('shows the smallest change a point could have called: about 19 % at 7 us, 7 % at 50 us and 3 % from '
-    .. '100 us with one session a side and the default figure', function()
+    .. '100 us with one session a side and the H200\'s default figure', function()
+    local h200 = default_of('NVIDIA H200', 'cuda')
     local function mdc(ms)
-      return compare.compare_sessions({ samples(ms, 0.002, 200, 1) }, { samples(ms, 0.002, 200, 2) }).detectable
+      return compare.compare_sessions({ samples(ms, 0.002, 200, 1) }, { samples(ms, 0.002, 200, 2) },
+        { between = h200 }).detectable
     end
     assert.near(0.19, mdc(0.0072), 0.01)
     assert.near(0.074, mdc(0.05), 0.005)
@@ -403,9 +394,12 @@ describe('compare accounts for run-to-run variation (issue 13)', function()
 
   it('never takes the figure a record was made under: later comparisons use the figure in force (issue 26)',
     function()
+    -- records of an H200, whose default figure is 0.7 % at 1 ms; each says it was made under 50 %
     local function rec(center, seed)
-      return bundle { samples = samples(center, 0.002, 100, seed), execution = { sessionNoise = { sd = 0.5 } } }
+      return bundle { device = 'NVIDIA H200', samples = samples(center, 0.002, 100, seed),
+        noise = { sd = 0.5, scope = 'device' } }
     end
+    assert.equal(0.5, result.session(rec(1, 1)).evidence.sessionNoise.sd)
     local r = compare.compare({ rec(1, 1) }, { rec(1.2, 2) })
     assert.equal('SLOWER', r.points[1].verdict)
     assert.equal('default', r.points[1].between_scope)
@@ -414,13 +408,12 @@ describe('compare accounts for run-to-run variation (issue 13)', function()
 
   it('looks the figure up in the cache by the records\' device, per kernel where measured, at its upper bound',
     function()
-    local noise = require 'kluabench.record.noise'
     local ceilings = require 'kluabench.measure.ceilings'
     local dir = util.tmpdir()
     local path = dir .. '/ceilings.json'
     local fig = { scales = { { ms = 0.01, sd = 0.01, sdUpper = 0.02, df = 4 } }, measuredAt = '2026-12-03T00:00:00Z',
       kernels = { llama4_rope = { scales = { { ms = 0.01, sd = 0.03, sdUpper = 0.05, df = 2 } } } } }
-    assert(ceilings.store_noise({ backend = 'cuda', name = 'NVIDIA H200', memory_bytes = 1, l2_bytes = 2 }, fig, path))
+    assert(calibrate.store_noise({ backend = 'cuda', name = 'NVIDIA H200', memory_bytes = 1, l2_bytes = 2 }, fig, path))
     local resolve = noise.resolver { path = path }
     local sd, source, df, scope = resolve(0.01, 'llama4_rope', 'NVIDIA H200')
     assert.equal(0.05, sd)
@@ -429,7 +422,12 @@ describe('compare accounts for run-to-run variation (issue 13)', function()
     assert.matches('llama4_rope on NVIDIA H200', source, 1, true)
     sd, _, df, scope = resolve(0.01, 'rope', 'NVIDIA H200')
     assert.same({ 0.02, 4, 'device' }, { sd, df, scope })
-    sd, _, _, scope = resolve(0.01, 'rope', 'NVIDIA H100 80GB HBM3')
+    -- a GPU the cache does not hold, and one never measured: the largest figure of any GPU
+    sd, _, _, scope = resolve(0.01, 'rope', 'NVIDIA H100 80GB HBM3', 'cuda')
+    assert.equal('default', scope)
+    assert.equal(noise.at(noise.UNMEASURED_GPU, 0.01), sd)
+    -- an H200 the cache does not hold (none, here): the H200's default
+    sd, _, _, scope = (noise.resolver { path = dir .. '/none.json' })(0.01, 'rope', 'NVIDIA H200', 'cuda')
     assert.equal('default', scope)
     assert.equal(noise.at(noise.DEFAULT, 0.01), sd)
     assert.equal(0.03, (noise.resolver { between = 0.03 })(0.01))
@@ -464,28 +462,40 @@ describe('compare needs evidence (issue 13)', function()
   end)
 
   it('refuses a sample that is not a finite positive number, naming the file, line and point', function()
-    for _, bad in ipairs { '-5', '0', '1e999' } do
-      local line = json.encode_line(bundle { samples = { 1, 1, 1, 1, 1 } }):gsub('"values":%[%d+', '"values":[' .. bad)
-      local ok, err = compare.parse(line .. '\n' .. line .. '\n', 'r.jsonl')
+    local dir = util.tmpdir()
+    for i, bad in ipairs { -5, 0, '1e999' } do
+      -- a samples file whose entry holds the bad sample, and whose digest the run names: the entry is
+      -- what the run says it measured, and it is not a time
+      local b = bundle { samples = { 1, 1, 1, 1, 1 } }
+      local entry = evidence.of(b)
+      entry.samples[1] = type(bad) == 'number' and bad or 7
+      local line = evidence.encode(entry)
+      if type(bad) == 'string' then line = line:gsub('"samples":%[7', '"samples":[' .. bad) end
+      local path = dir .. '/r' .. i .. '.jsonl'
+      util.spit((path:gsub('%.jsonl$', '.samples.jsonl')), line .. '\n')
+      b.run.spec.evidence = { rawSamples = { uri = 'r' .. i .. '.samples.jsonl#L1', digest = 'sha256:' .. kb.sha256(line) } }
+      util.spit(path, json.encode_line(b) .. '\n')
+      local ok, err = compare.read(path)
       assert.is_nil(ok)
-      assert.matches('^r%.jsonl:1: point llama4_rope forward hidden512%-seq2048%-bf16 %(fused%): sample 1 is not a '
-        .. 'finite positive number', err)
+      assert.matches('/r' .. i .. '%.jsonl:1: point llama4_rope forward hidden512%-kv_heads8%-q_heads32%-seq2048%-bf16 '
+        .. '%(fused%): sample 1 is not a finite positive number', err)
     end
+    os.execute('rm -rf ' .. dir)
   end)
 
   it('refuses a bundle without a workload digest instead of pooling it', function()
     local good = json.encode_line(bundle { samples = { 1, 1, 1, 1, 1 } })
-    local b = require('kluabench.record.migrate').bundle(bundle { samples = { 1, 1, 1, 1, 1 } })
+    local b = bundle { samples = { 1, 1, 1, 1, 1 } }
     b.run.spec.workloadDigest = nil
     local _, err = compare.parse(good .. '\n' .. json.encode_line(b) .. '\n', 'r.jsonl')
     assert.matches('^r%.jsonl:2: point .*no workload digest', err)
   end)
 
   it('--format json holds odd points: too few samples, no samples, a zero recorded median', function()
-    local r = compare.compare({ bundle { digest = 'sha256:1', samples = { 1 } }, bundle { digest = 'sha256:2', median_ns = 0 },
-      bundle { digest = 'sha256:3', samples = samples(1, 0.01, 50, 1) } },
-      { bundle { digest = 'sha256:1', samples = { 2 } }, bundle { digest = 'sha256:2', median_ns = 5 },
-        bundle { digest = 'sha256:3', samples = samples(1, 0.01, 50, 2) } })
+    local r = compare.compare({ bundle { hidden = 512, samples = { 1 } }, bundle { hidden = 1024, median_ms = 0 },
+      bundle { hidden = 2048, samples = samples(1, 0.01, 50, 1) } },
+      { bundle { hidden = 512, samples = { 2 } }, bundle { hidden = 1024, median_ms = 5e-6 },
+        bundle { hidden = 2048, samples = samples(1, 0.01, 50, 2) } })
     local text = compare.format(r, 'json')
     local v = assert(json.decode(text))
     assert.equal(3, #v.points)
@@ -510,10 +520,9 @@ end)
 describe('the between-session noise figure (issue 13)', function()
   it('session_spread and noise_figure: the sd of log session medians, pooled per half-decade', function()
     local ceilings = require 'kluabench.measure.ceilings'
-    local function b(digest, median) return bundle { digest = digest, samples = { median, median, median, median, median } } end
+    local function b(hidden, median) return bundle { hidden = hidden, samples = { median, median, median, median, median } } end
     -- point a at ~2 ms in sessions of 2.00, 2.04, 1.96; point b at 2.2 ms in all three; c once only
-    local bs = { b('sha256:a', 2.00), b('sha256:b', 2.2), b('sha256:c', 5),
-      b('sha256:a', 2.04), b('sha256:b', 2.2), b('sha256:a', 1.96), b('sha256:b', 2.2) }
+    local bs = { b(512, 2.00), b(1024, 2.2), b(2048, 5), b(512, 2.04), b(1024, 2.2), b(512, 1.96), b(1024, 2.2) }
     local sp = compare.session_spread(bs)
     assert.equal(2, #sp)
     local la = { math.log(2.00), math.log(2.04), math.log(1.96) }
@@ -522,25 +531,21 @@ describe('the between-session noise figure (issue 13)', function()
     assert.near(sd_a, sp[1].sd, 1e-12)
     assert.equal(2, sp[1].df)
     assert.near(0, sp[2].sd, 1e-12)
-    local fig = assert(ceilings.noise_figure(sp))
+    local fig = assert(calibrate.noise_figure(sp))
     assert.equal(1, #fig.scales) -- 2 and 2.2 ms share a half-decade
     assert.near(math.sqrt((2 * sd_a ^ 2) / 4), fig.scales[1].sd, 1e-12)
     assert.equal(2, fig.scales[1].points)
     -- 4 df: the 90 % upper bound is sqrt(4 / chi2_0.10(4) = 1.064) = 1.94 times the estimate
     assert.near(1.94, fig.scales[1].sdUpper / fig.scales[1].sd, 0.01)
     assert.equal(fig.scales[1].sdUpper, ceilings.noise_at(fig, 2))
-    assert.is_nil((ceilings.noise_figure {}))
+    assert.is_nil((calibrate.noise_figure {}))
   end)
 
   engine_it('scripts/run_noise.lua --from stores it in the cache, and compare then uses it', function()
     local dir = util.tmpdir()
-    local env = require('kluabench.record.env').capture()
     local function session(path, shift, seed)
       local bs = {}
-      for i, d in ipairs { 'sha256:a1', 'sha256:b2' } do
-        bs[i] = bundle { digest = d, hidden = 512 * i, samples = samples(shift * i, 0.002, 50, seed + i) }
-        bs[i].environment = env
-      end
+      for i = 1, 2 do bs[i] = bundle { hidden = 512 * i, samples = samples(shift * i, 0.002, 50, seed + i) } end
       write(path, bs)
     end
     session(dir .. '/s1.jsonl', 1.00, 10)
@@ -594,6 +599,259 @@ describe('compare on the GPU: A/A and A/B with scripts/ab_spin.lua #gpu', functi
     assert.equal(1, rc, out)
     assert.matches('SLOWER', out, 1, true)
     assert.matches('3/3', out, 1, true)
+    os.execute('rm -rf ' .. dir)
+  end)
+end)
+
+describe('compare reads bundles through the result model', function()
+  it('a side\'s time is result.points\' median_ns (the mean of the recorded session medians), and its sessions '
+    .. 'the point\'s', function()
+    -- samples whose recorded median (rounded from the ms values) is half a ns from the median of the
+    -- samples kept in whole ns: the two ways of reading a session differ, and compare reads it one way
+    local function sess(center, i, n)
+      local a, b = center + 0.0000006, center + 0.0000016
+      return bundle { samples = { a, b, a, b, a, b, a, b }, session = { i, n } }
+    end
+    local base = { sess(1, 1, 3), sess(1.000004, 2, 3), sess(0.999998, 3, 3) }
+    local new = { sess(1.000001, 1, 2), sess(1.000003, 2, 2) }
+    local pb, pn = result.points(base)[1], result.points(new)[1]
+    local p = compare.compare(base, new, { between = 0.01 }).points[1]
+    assert.equal(pb.median_ns / 1e6, p.base_median)
+    assert.equal(pn.median_ns / 1e6, p.new_median)
+    assert.equal(p.new_median / p.base_median, p.ratio)
+    assert.equal(#pb.passed, p.base_sessions)
+    assert.equal(#pn.passed, p.new_sessions)
+    assert.is_true(p.lo < p.ratio and p.ratio < p.hi)
+    -- the samples' own medians are not the recorded ones here
+    assert.are_not.equal(stats.median(compare.samples_of(base[1])) * 1e6, result.session(base[1]).median_ns)
+  end)
+
+  it('a run whose recorded median is not that of its raw samples contradicts itself: not compared', function()
+    local b = bundle { samples = samples(1.2, 0.01, 30, 4) }
+    evidence.of(b).samples = { 1, 1, 1, 1, 1 } -- ns: the entry holds other samples than the run summarised
+    local r = compare.compare({ bundle { samples = samples(1, 0.01, 30, 1) } }, { b }, { between = 0.01 })
+    local p = r.points[1]
+    assert.equal('UNSURE', p.verdict)
+    assert.is_true(p.refused)
+    assert.is_nil(p.lo)
+    assert.matches('not compared: NEW: run .* records a median of 1%d+ ns, its raw samples give 1 ns', p.hint)
+  end)
+end)
+
+describe('verdicts right on the machine they ran on (issue 36)', function()
+  local NONE = '/nonexistent/kluabench-compare-spec/ceilings.json' -- no cache: the defaults
+  local SCALES = { 0.002, 0.0072, 0.02, 0.05, 0.099, 0.3, 1, 1.35, 10 }
+
+  it('the default figure is the one of the records\' device and backend, never the H200\'s for a CPU or a GPU '
+    .. 'never measured', function()
+    assert.equal(noise.CPU, noise.default_for('AMD EPYC', 'cpu'))
+    assert.equal(noise.CPU, noise.default_for('Intel(R) Xeon(R)', 'cpu'))
+    assert.equal(noise.DEFAULT, noise.default_for('NVIDIA H200', 'cuda'))
+    assert.equal(noise.UNMEASURED_GPU, noise.default_for('NVIDIA H100 80GB HBM3', 'cuda'))
+    assert.equal(noise.UNMEASURED_GPU, noise.default_for('NVIDIA H200 NVL', 'cuda'))
+    assert.equal(noise.UNKNOWN, noise.default_for(nil, nil))
+    for _, ms in ipairs(SCALES) do
+      -- a GPU never measured: the largest figure of any GPU at any scale, at every scale
+      for _, gpu in ipairs(noise.GPUS) do
+        assert.is_true(noise.at(noise.UNMEASURED_GPU, ms) >= noise.at(gpu, ms), ms)
+      end
+      assert.near(0.06, noise.at(noise.UNMEASURED_GPU, ms), 1e-12)
+      -- no backend: the largest of all; the cpu's at least the H200's (a shared CPU is no quieter)
+      assert.is_true(noise.at(noise.UNKNOWN, ms) >= noise.at(noise.CPU, ms))
+      assert.is_true(noise.at(noise.UNKNOWN, ms) >= noise.at(noise.UNMEASURED_GPU, ms))
+      assert.is_true(noise.at(noise.CPU, ms) > noise.at(noise.DEFAULT, ms), ms)
+    end
+    assert.is_true(noise.at(noise.UNMEASURED_GPU, 1) > noise.at(noise.DEFAULT, 1))
+    -- what a record says it was made under, without a cache: its own device's default
+    local cpu = noise.in_force(0.15, 'llama4_rope', { name = 'AMD EPYC', backend = 'cpu' }, NONE)
+    assert.same({ sd = noise.at(noise.CPU, 0.15), scope = 'default' }, cpu)
+    local h100 = noise.in_force(0.15, 'llama4_rope', { name = 'NVIDIA H100 80GB HBM3', backend = 'cuda' }, NONE)
+    assert.equal(noise.at(noise.UNMEASURED_GPU, 0.15), h100.sd)
+    -- compare_sessions, told no device: the largest of all
+    local c = compare.compare_sessions({ samples(1, 0.002, 100, 1) }, { samples(1.3, 0.002, 100, 2) })
+    assert.equal(noise.at(noise.UNKNOWN, c.base_median), c.between)
+    assert.equal('UNSURE', c.verdict)
+  end)
+
+  it('a 1-session side of CPU runs is widened by the cpu backend\'s figure: 1 session against 3 of a 16 % '
+    .. 'shift between processes is UNSURE, not FASTER', function()
+    -- as issue 36 saw: the same code, one session at 1.0 ms, three at 0.84 ms, each tight
+    local function side(device, center, n, seed)
+      local out = {}
+      for i = 1, n do
+        out[i] = bundle { device = device, samples = samples(center * (1 + 0.004 * i), 0.004, 60, seed + i),
+          session = { i, n } }
+      end
+      return out
+    end
+    local r = compare.compare(side(nil, 1, 1, 10), side(nil, 0.84, 3, 20), { cache = NONE })
+    local p = r.points[1]
+    assert.equal('UNSURE', p.verdict)
+    assert.equal('default', p.between_scope)
+    assert.matches('cpu backend', p.between_source, 1, true)
+    assert.near(noise.at(noise.CPU, p.base_median), p.between, 1e-12)
+    assert.matches('the default figure of the cpu backend', compare.format(r), 1, true)
+    -- the same numbers from an H200 (whose sessions are that tight): its own, small figure calls it
+    local h = compare.compare(side('NVIDIA H200', 1, 1, 10), side('NVIDIA H200', 0.84, 3, 20), { cache = NONE })
+    assert.equal('FASTER', h.points[1].verdict)
+    assert.near(noise.at(noise.DEFAULT, 1), h.points[1].between, 1e-3)
+    -- and from a GPU never measured: the largest GPU figure (6 %), still a change of 16 % through it
+    local u = compare.compare(side('NVIDIA H100 80GB HBM3', 1, 1, 10), side('NVIDIA H100 80GB HBM3', 0.84, 3, 20),
+      { cache = NONE })
+    assert.matches('GPU never measured', u.points[1].between_source, 1, true)
+  end)
+
+  it('refuses points measured on different devices unless across_devices; then every row notes the pairing',
+    function()
+    local function on(device, hidden, center, seed)
+      return bundle { device = device, hidden = hidden, samples = samples(center, 0.01, 40, seed) }
+    end
+    local base = { on('NVIDIA H200', 512, 1, 1), on('NVIDIA H200', 1024, 2, 2) }
+    local new = { on(nil, 512, 1, 3), on(nil, 1024, 2.4, 4) }
+    local pairing = 'BASE on NVIDIA H200 (cuda), NEW on AMD EPYC (cpu)'
+    local r = compare.compare(base, new, { cache = NONE })
+    assert.equal(2, #r.points)
+    assert.equal(2, r.refused)
+    assert.equal(2, r.device_refused)
+    for _, p in ipairs(r.points) do
+      assert.equal('UNSURE', p.verdict)
+      assert.is_true(p.refused and p.device_refused)
+      assert.is_nil(p.ratio)
+      assert.is_false(p.regression)
+      assert.matches('not compared: measured on different devices (' .. pairing .. '); --across-devices compares '
+        .. 'them', p.hint, 1, true)
+    end
+    assert.matches('2 of them measured on different devices (--across-devices compares them)', compare.format(r), 1,
+      true)
+    local a = compare.compare(base, new, { between = 0.01, across_devices = true })
+    assert.equal(0, a.refused)
+    assert.equal(2, a.across_devices)
+    assert.equal('SLOWER', a.points[2].verdict)
+    for _, p in ipairs(a.points) do
+      assert.is_true(p.across_devices)
+      assert.matches('^across devices: ' .. pairing:gsub('%p', '%%%0'), p.hint)
+    end
+    for _, fmt in ipairs { 'table', 'markdown' } do
+      local text = compare.format(a, fmt)
+      local rows = 0
+      for line in text:gmatch('[^\n]+') do
+        if line:find('llama4_rope', 1, true) then
+          rows = rows + 1
+          assert.matches('across devices: ' .. pairing, line, 1, true)
+          assert.matches('NVIDIA H200 -> AMD EPYC', line, 1, true)
+        end
+      end
+      assert.equal(2, rows, text)
+      assert.matches('2 points compared across devices', text, 1, true)
+    end
+  end)
+
+  it('pairs each device with itself: files of two devices each are compared device by device', function()
+    local function on(device, center, seed)
+      return bundle { device = device, samples = samples(center, 0.01, 40, seed) }
+    end
+    local r = compare.compare({ on('NVIDIA H200', 1, 1), on(nil, 5, 2) }, { on(nil, 5, 3), on('NVIDIA H200', 1.3, 4) },
+      { cache = NONE })
+    assert.equal(2, #r.points)
+    assert.equal(0, r.refused)
+    local by = {}
+    for _, p in ipairs(r.points) do
+      assert.equal(p.base_device, p.new_device)
+      by[p.base_device] = p
+    end
+    assert.equal('SLOWER', by['NVIDIA H200'].verdict)
+    assert.near(1, by['AMD EPYC'].ratio, 0.02)
+    assert.matches('device', compare.format(r):match('^[^\n]+'), 1, true) -- a device column
+    -- a device on one side only: the point on it is only in that side
+    local o = compare.compare({ on('NVIDIA H200', 1, 1), on(nil, 5, 2) }, { on(nil, 5, 3) }, { cache = NONE })
+    assert.equal(1, #o.points)
+    assert.same({ label() .. ' (fused) on NVIDIA H200' }, o.only_base)
+    assert.is_nil(compare.format(o):match('^[^\n]+'):find('device', 1, true)) -- one device: no column
+  end)
+
+  engine_it('kluabench compare exits 2 for points only on different devices, and --across-devices compares them',
+    function()
+    local dir = util.tmpdir()
+    write(dir .. '/gpu.jsonl', { bundle { device = 'NVIDIA H200', samples = samples(1, 0.01, 40, 1) } })
+    write(dir .. '/cpu.jsonl', { bundle { samples = samples(1, 0.01, 40, 2) } })
+    local env = 'KLUABENCH_CACHE=' .. util.q(dir .. '/cache') .. ' '
+    local out, rc = kluabench('compare ' .. dir .. '/gpu.jsonl ' .. dir .. '/cpu.jsonl', env)
+    assert.equal(2, rc, out)
+    assert.matches('measured on different devices', out, 1, true)
+    assert.matches('--across-devices compares them', out, 1, true)
+    out, rc = kluabench('compare ' .. dir .. '/gpu.jsonl ' .. dir .. '/cpu.jsonl --across-devices', env)
+    assert.equal(0, rc, out)
+    assert.matches('across devices: BASE on NVIDIA H200 (cuda), NEW on AMD EPYC (cpu)', out, 1, true)
+    os.execute('rm -rf ' .. dir)
+  end)
+
+  engine_it('1 session against 3 of the same code on the cpu backend, measured for real, is neither FASTER nor '
+    .. 'SLOWER', function()
+    local dir = util.tmpdir()
+    local env = 'KLUABENCH_CACHE=' .. util.q(dir .. '/cache') .. ' '
+    for _, runs in ipairs { 1, 3 } do
+      local out, rc = kluabench('--backend cpu scripts/llama4_rope.lua --hidden 512 --seq 256 --rep-ms 20 --runs '
+        .. runs .. ' --format jsonl --out ' .. dir .. '/runs' .. runs .. '.jsonl', env)
+      assert.equal(0, rc, out)
+    end
+    local one, three = assert(compare.read(dir .. '/runs1.jsonl')), assert(compare.read(dir .. '/runs3.jsonl'))
+    for _, pair in ipairs { { one, three }, { three, one } } do
+      local r = compare.compare(pair[1], pair[2], { cache = dir .. '/cache/ceilings.json' })
+      assert.equal(1, #r.points)
+      local p = r.points[1]
+      assert.is_true(p.verdict == 'SAME' or p.verdict == 'UNSURE', p.verdict .. ': ' .. tostring(p.hint))
+      -- the 1-session side is widened by the cpu's figure, or by the 3 sessions' spread where larger
+      assert.is_true(p.between_scope == 'default' or p.between_scope == 'sessions', p.between_scope)
+      if p.between_scope == 'default' then assert.matches('cpu backend', p.between_source, 1, true) end
+      assert.is_true(p.between >= noise.at(noise.CPU, p.base_median), p.between)
+    end
+    local out, rc = kluabench('compare ' .. dir .. '/runs1.jsonl ' .. dir .. '/runs3.jsonl', env)
+    assert.equal(0, rc, out)
+    assert.is_nil(out:find('FASTER', 1, true), out)
+    assert.is_nil(out:find('SLOWER', 1, true), out)
+    os.execute('rm -rf ' .. dir)
+  end)
+end)
+
+describe('compare prints no control sequence from a record (issue 37)', function()
+  -- digest-valid records whose provider, device and a failed run's reason carry terminal escapes
+  local ESC = { '\27', '\7', '\8' }
+  local function records()
+    local p = 'fu\27[31mse\7'
+    local base = { bundle { provider = p, device = 'NVIDIA\27[2J H200', samples = samples(1, 0.01, 30, 1) },
+      bundle { provider = 'reference', samples = samples(1, 0.01, 30, 2) },
+      bundle { hidden = 1024, provider = 'only\27]0;title\7', samples = samples(1, 0.01, 30, 3) } }
+    local new = { bundle { provider = p, device = 'NVIDIA\27[2J H200', samples = samples(1.3, 0.01, 30, 4) },
+      bundle { provider = 'reference', status = 'runtime_error', reasons = { 'boom\27[2J\8\8' } } }
+    for _, b in ipairs(base) do assert.same({}, require('kluabench.record.verify').check(b)) end
+    return base, new
+  end
+
+  it('in the table and in markdown, escaped as \\xNN; JSON escapes them itself', function()
+    local base, new = records()
+    local r = compare.compare(base, new, { between = 0.01 })
+    for _, fmt in ipairs { 'table', 'markdown', 'json' } do
+      local text = compare.format(r, fmt)
+      for _, c in ipairs(ESC) do assert.is_nil(text:find(c, 1, true), fmt .. ': ' .. text) end
+      if fmt ~= 'json' then
+        assert.matches('fu\\x1B[31mse\\x07', text, 1, true)
+        assert.matches('boom\\x1B[2J\\x08\\x08', text, 1, true)
+        assert.matches('only\\x1B]0;title\\x07', text, 1, true)
+      end
+    end
+  end)
+
+  engine_it('kluabench compare --format markdown', function()
+    local dir = util.tmpdir()
+    local base, new = records()
+    write(dir .. '/base.jsonl', base)
+    write(dir .. '/new.jsonl', new)
+    for _, fmt in ipairs { 'markdown', 'table' } do
+      local out, rc = kluabench('compare ' .. dir .. '/base.jsonl ' .. dir .. '/new.jsonl --between 0.01 --format ' .. fmt)
+      assert.equal(1, rc, out)
+      for _, c in ipairs(ESC) do assert.is_nil(out:find(c, 1, true), fmt .. ': ' .. out) end
+      assert.matches('fu\\x1B[31mse\\x07', out, 1, true)
+    end
     os.execute('rm -rf ' .. dir)
   end)
 end)

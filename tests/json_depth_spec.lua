@@ -1,5 +1,6 @@
--- One JSON nesting cap for the whole program: the engine's kb.jcs
--- (JCS_MAX_DEPTH in engine/core/jcs.c) and the stdlib's reader and writer
+-- One JSON nesting cap for the whole program: the engine's kb.jcs.encode
+-- (KB_JSON_MAX_DEPTH in engine/core/kb.h), its safetensors header reader
+-- (lua-cjson, engine/core/tensor_io.c) and the stdlib's reader and writer
 -- (util/json.lua, MAX_DEPTH) accept and refuse the same depths.
 local kb = require 'kluabench'
 local json = require 'kluabench.util.json'
@@ -23,19 +24,33 @@ describe('JSON nesting cap', function()
     assert.equal(kb.jcs.MAX_DEPTH, json.MAX_DEPTH)
   end)
 
-  it('lets both readers accept MAX_DEPTH levels and refuse one more', function()
+  it('lets the reader accept MAX_DEPTH levels and refuse one more', function()
     local max = json.MAX_DEPTH
     for _, make in ipairs { arrays, objects } do
       local ok_text, deep_text = make(max), make(max + 1)
-      assert.is_true(pcall(kb.jcs.decode, ok_text))
-      assert.is_not_nil(json.decode(ok_text))
-      local ok, err = pcall(kb.jcs.decode, deep_text)
-      assert.is_false(ok)
-      assert.matches('nesting deeper than ' .. max .. ' levels', err, 1, true)
-      local v, lerr = json.decode(deep_text)
+      assert.equal(ok_text, kb.jcs.encode(assert(json.decode(ok_text))))
+      local v, err = json.decode(deep_text)
       assert.is_nil(v)
-      assert.matches('nesting deeper than ' .. max .. ' levels', lerr, 1, true)
+      assert.matches('nesting deeper than ' .. max .. ' levels', err, 1, true)
     end
+  end)
+
+  it("lets the safetensors header reader accept MAX_DEPTH levels and refuse one more", function()
+    local max = json.MAX_DEPTH
+    local path = os.tmpname()
+    finally(function() os.remove(path) end)
+    local function load(header)
+      local f = assert(io.open(path, 'wb'))
+      f:write(string.pack('<I8', #header), header)
+      f:close()
+      return select(2, kb.load_safetensors(path))
+    end
+    -- the header itself is one level: MAX_DEPTH - 1 more inside __metadata__ is as deep as it goes
+    local inner = string.rep('{"a":', max - 2) .. '{}' .. string.rep('}', max - 2)
+    assert.matches('__metadata__ must map strings to strings', load('{"__metadata__":' .. inner .. '}'), 1, true)
+    local deeper = '{"a":' .. inner .. '}'
+    assert.matches('not valid JSON (Found too many nested data structures (' .. (max + 1) .. ')',
+      load('{"__metadata__":' .. deeper .. '}'), 1, true)
   end)
 
   it('lets both writers write MAX_DEPTH levels and refuse one more', function()

@@ -179,15 +179,20 @@ describe('Liger\'s memory rows and ours, lined up', function()
     local r = sub.run { '--backend', 'cpu', ROOT .. '/scripts/llama4_rope.lua', '--metric', 'memory', '--mode', 'full',
       '--provider', 'fused,reference', '--hidden', '512', '--seq', '256', '--out', dir .. '/ours.jsonl' }
     assert.equal(0, r.code, r.err)
+    -- Liger's rows were measured on Liger's GPU, ours here: a comparison across devices, said so
     r = sub.run { 'compare', dir .. '/l.jsonl', dir .. '/ours.jsonl', '--match', 'liger=fused,huggingface=reference' }
+    assert.equal(2, r.code, r.out)
+    assert.matches('measured on different devices', r.out, 1, true)
+    r = sub.run { 'compare', dir .. '/l.jsonl', dir .. '/ours.jsonl', '--match', 'liger=fused,huggingface=reference',
+      '--across-devices' }
     assert.equal(0, r.code, r.err)
     assert.matches('peak memory (MB', r.out, 1, true)
-    assert.matches('fused %(liger%) +1/1 +12%.5 +[%d.]+ +%-[%d.]+%% +SMALLER', r.out)
-    assert.matches('reference %(huggingface%) +1/1 +20%.5 ', r.out)
+    assert.matches('fused %(liger%) +.- %-> .- +1/1 +12%.5 +[%d.]+ +%-[%d.]+%% +SMALLER +across devices: BASE on ', r.out)
+    assert.matches('reference %(huggingface%) +.- %-> .- +1/1 +20%.5 ', r.out)
     assert.matches('2 memory point%(s%)', r.out)
     local compare = require 'kluabench.compare'
     local res = compare.compare(assert(compare.read(dir .. '/l.jsonl')), assert(compare.read(dir .. '/ours.jsonl')),
-      { match = { liger = 'fused' } })
+      { match = { liger = 'fused' }, across_devices = true })
     assert.equal(1, #res.memory)
     assert.equal(12.5, res.memory[1].base_mb)
     assert.is_false(res.memory[1].regression)

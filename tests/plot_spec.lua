@@ -6,7 +6,10 @@ local plot = require 'kluabench.charts.plot'
 local liger = require 'kluabench.liger'
 local json = require 'kluabench.util.json'
 local util = require 'helpers.util'
-local record = require 'kluabench.record'
+local bundles = require 'helpers.bundles'
+local writer = require 'kluabench.record.writer'
+local result = require 'kluabench.result'
+local cold = require 'kluabench.measure.cold'
 
 local ROOT = package.searchpath('kluabench.charts.plot', package.path):match('^(.-)/?stdlib/kluabench/charts/plot%.lua$')
 if ROOT == '' then ROOT = '.' end
@@ -86,25 +89,52 @@ describe('plot data', function()
   end)
 
   it('reads the same points from record bundles, as JSON Lines and as a JSON array', function()
+    -- a bundle file's point is a measured point: the rows of one workload (hidden 8192 at seq 2048 is
+    -- in both of Liger's sweeps) are its sessions, its median their mean; every other point is its row
     local from_csv = assert(plot.read(CSV))
+    local rows_of, order = {}, {}
+    for _, p in ipairs(from_csv) do
+      local key = table.concat({ p.kernel, p.mode, p.provider, p.metric, p.id }, '|')
+      if not rows_of[key] then rows_of[key] = {}; order[#order + 1] = key end
+      table.insert(rows_of[key], p)
+    end
+    assert.equal(34, #order)
     local bundles = bundles_of_csv()
-    local jsonl, json = os.tmpname(), os.tmpname()
+    local jsonl, pretty = os.tmpname(), os.tmpname()
     local lines = {}
     for i, b in ipairs(bundles) do lines[i] = assert(json.encode_line(b)) end
     spit(jsonl, table.concat(lines, '\n') .. '\n')
-    spit(json, json.encode_pretty(bundles))
-    for _, path in ipairs { jsonl, json } do
+    spit(pretty, json.encode_pretty(bundles))
+    for _, path in ipairs { jsonl, pretty } do
       local pts = assert(plot.read(path))
-      assert.equal(#from_csv, #pts)
+      assert.equal(#order, #pts)
       for i, p in ipairs(pts) do
-        for _, f in ipairs { 'kernel', 'mode', 'provider', 'metric', 'unit', 'dtype', 'gpu', 'y50', 'y20', 'y80' } do
-          assert.equal(from_csv[i][f], p[f], string.format('point %d field %s', i, f))
+        local rows = rows_of[order[i]]
+        local what = string.format('point %d (%s)', i, order[i])
+        assert.is_table(rows, what)
+        for _, f in ipairs { 'kernel', 'mode', 'provider', 'protocol', 'metric', 'unit', 'dtype', 'gpu', 'id' } do
+          assert.equal(rows[1][f], p[f], what .. ' field ' .. f)
         end
-        assert.same(from_csv[i].params, p.params)
+        assert.same(rows[1].params, p.params)
+        assert.equal(#rows, p.sessions, what)
+        -- records keep times in whole ns: half a ns (in ms) apart at most
+        local tol = p.metric == 'speed' and 0.5e-6 or 1e-12
+        local mean = 0
+        for _, r in ipairs(rows) do mean = mean + r.y50 / #rows end
+        assert.near(mean, p.y50, tol, what)
+        if #rows == 1 or p.metric ~= 'speed' then
+          local m20, m80 = 0, 0
+          for _, r in ipairs(rows) do m20, m80 = m20 + r.y20 / #rows, m80 + r.y80 / #rows end
+          assert.near(m20, p.y20, tol, what)
+          assert.near(m80, p.y80, tol, what)
+        else
+          -- two sessions without raw samples: no pooled p20/p80 to draw
+          assert.is_nil(p.y20, what)
+        end
       end
     end
     os.remove(jsonl)
-    os.remove(json)
+    os.remove(pretty)
   end)
 
   it('reads a single bundle, falling back to the externalId for what the workload lacks', function()
@@ -204,13 +234,18 @@ describe('plot SVG', function()
     assert.truthy(err:find('log x axis needs positive values', 1, true))
   end)
 
-  it('draws bars for a single x value, labelled with the series names', function()
+  it('draws bars for a single x value, labelled with the series names, and a legend', function()
     local pts = plot.filter(assert(plot.read(CSV)), { plot.parse_filter('mode=backward'),
       plot.parse_filter('hidden=512'), plot.parse_filter('metric=speed') })
     local svg, info = plot.chart(pts, {})
     assert.truthy(svg, info)
     assert.equal('bar', info.kind)
-    assert.equal(2, count(svg, '<rect [^>]*fill%-opacity="0.85"'))
+    local bars = 0
+    for g in svg:gmatch('<g class="series".-</g>') do bars = bars + count(g, '<rect [^>]*fill%-opacity="0.85"') end
+    assert.equal(2, bars)
+    local legend = assert(svg:match('<g class="legend">(.-)</g>'))
+    assert.equal(2, count(legend, '<rect '))
+    assert.truthy(legend:find('>liger</text>', 1, true))
     assert.truthy(svg:find('>liger</text>', 1, true))
     assert.truthy(svg:find('>huggingface</text>', 1, true))
     assert.truthy(svg:find('hidden 512', 1, true)) -- the one x value is in the subtitle
@@ -295,26 +330,22 @@ describe('kluabench plot', function()
   end)
 end)
 
--- A record bundle for the overlay and throughput tests: one point of
--- provider `provider` at seq `seq` with median `ms` (p20/p80 at 0.9/1.2 x).
+-- A record bundle (tests/helpers/bundles.lua) for the overlay and throughput tests: one point of
+-- provider `provider` at seq `seq`, every sample `ms` (p20/p80 at 0.9/1.2 x with extra.spread), on
+-- an H100; extra: gbps (the record's own throughput), bytes, kernel.
 local function tiny_bundle(provider, seq, ms, extra)
-  local fields = { bytes = extra and extra.bytes or 1e6, gbps = extra and extra.gbps }
-  local b = {
-    run = { spec = { timing = { latencyNs = { median = math.floor(ms * 1e6) } },
-      measurements = kb.record.measurement_list(fields),
-      sourceNative = { source = 'kluabench', benchmark = 'k/forward',
-        externalId = 'k/forward/' .. provider .. '/nvidia-h100/seq' .. seq .. '-bf16/2026-01-01-00-00-00-000',
-        metrics = { ms_50 = ms, ms_20 = ms * 0.9, ms_80 = ms * 1.2 } } } },
-    workload = { spec = { axes = { seq = seq } } },
-    environment = { spec = { hardware = { product = 'NVIDIA H100' } } },
-  }
-  return b
+  extra = extra or {}
+  local samples = { ms, ms, ms }
+  if extra.spread then -- 11 samples: the 20th and 80th percentiles fall on ranks 2 and 8 exactly
+    samples = { ms * 0.9, ms * 0.9, ms * 0.9, ms, ms, ms, ms, ms, ms * 1.2, ms * 1.2, ms * 1.2 }
+  end
+  return bundles.make { kernel = extra.kernel, provider = provider, seq = seq, samples = samples,
+    device = 'NVIDIA H100', bytes = extra.bytes, throughput = extra.gbps and { gbps = extra.gbps } or false }
 end
 
-local function write_bundles(path, bundles)
-  local lines = {}
-  for i, b in ipairs(bundles) do lines[i] = json.encode_line(b) end
-  spit(path, table.concat(lines, '\n') .. '\n')
+local function write_bundles(path, list)
+  os.remove(path)
+  for _, b in ipairs(list) do assert(writer.append(path, b)) end
 end
 
 describe('plot overlays, throughput and safe text', function()
@@ -387,16 +418,21 @@ describe('plot overlays, throughput and safe text', function()
   end)
 
   it('draws throughput: the record\'s own at the median, else bytes over the median, bars at p80 and p20', function()
-    local own = tiny_bundle('fused', 1024, 0.002, { gbps = 123 })
-    local from_bytes = tiny_bundle('fused', 2048, 0.004, { bytes = 8e6 })
+    -- kernel k has no cost model: the bytes are the bundle's, and no flops
+    local own = tiny_bundle('fused', 1024, 0.002, { gbps = 123, kernel = 'k' })
+    local from_bytes = tiny_bundle('fused', 2048, 0.004, { bytes = 8e6, kernel = 'k', spread = true })
     local pts = { assert(plot.point_from_bundle(own)), assert(plot.point_from_bundle(from_bytes)) }
     local svg, info = plot.chart(pts, { x = 'seq', y = 'gbps' })
     assert.truthy(svg, info)
     local p1, p2 = info.data[1].points[1], info.data[1].points[2]
     assert.equal(123, p1.y)
     assert.near(8e6 / (0.004 * 1e6), p2.y, 1e-9)  -- 2000 GB/s
-    assert.near(p2.y / 1.2, p2.lo, 1e-9)          -- at the p80 time
-    assert.near(p2.y / 0.9, p2.hi, 1e-9)          -- at the p20 time
+    assert.near(0.004 * 1.2, pts[2].y80, 1e-12)
+    assert.near(p2.y * pts[2].y50 / pts[2].y80, p2.lo, 1e-9) -- at the p80 time
+    assert.near(p2.y * pts[2].y50 / pts[2].y20, p2.hi, 1e-9) -- at the p20 time
+    -- the tooltip names what was drawn: the throughput and the median it is of
+    assert.truthy(p2.tip:find('2000 GB/s at the median', 1, true), p2.tip)
+    assert.truthy(p2.tip:find('median 0.004 ms', 1, true), p2.tip)
     assert.truthy(info.ylabel:find('GB/s', 1, true))
     assert.truthy(svg:find('throughput (GB/s)', 1, true))
     _, info = plot.chart(pts, { x = 'seq', y = 'tflops' })
@@ -447,5 +483,152 @@ describe('plot overlays, throughput and safe text', function()
         assert.is_true(os.execute(string.format('rsvg-convert %s -o %s 2>/dev/null', quote(path), quote(png))))
       end
     end
+  end)
+end)
+
+-- Sessions of different speeds (a sweep with --runs 3): session i of each seq takes speeds[i] x
+-- seq/1024 ms, five samples around it; cold: a point of the cold protocol beside each.
+local function runs3_bundles(speeds, opts)
+  opts = opts or {}
+  local out = {}
+  for _, seq in ipairs { 1024, 2048 } do
+    local list = bundles.sessions(#speeds, function(i)
+      local m = speeds[i] * seq / 1024
+      return { m * 0.98, m * 0.99, m, m * 1.01, m * 1.02 }
+    end, { seq = seq, provider = opts.provider })
+    table.move(list, 1, #list, #out + 1, out)
+    if opts.cold then
+      out[#out + 1] = bundles.make { seq = seq, provider = opts.provider, protocol = cold.make {},
+        samples = { 9, 9.1, 9.2, 8.9, 9 } }
+    end
+  end
+  return out
+end
+
+-- The <title> of every mark (circle or rect) inside the series groups of an SVG, in order (a mark
+-- without one leaves a hole), and the number of marks.
+local function mark_titles(svg)
+  local titles, marks = {}, 0
+  for g in svg:gmatch('<g class="series".-\n</g>') do
+    local at = 1
+    while true do
+      local s, e, tag = g:find('<(%a+) [^>]->', at)
+      if not s then break end
+      at = e + 1
+      if tag == 'circle' or tag == 'rect' then
+        marks = marks + 1
+        if g:sub(e - 1, e) ~= '/>' then
+          local close = assert(g:find('</' .. tag .. '>', e, true))
+          titles[marks] = g:sub(e + 1, close - 1):match('^<title>(.-)</title>$')
+          at = close
+        end
+      end
+    end
+  end
+  return titles, marks
+end
+
+describe('plot of measured points (kluabench.result)', function()
+  local dir
+  before_each(function() dir = util.tmpdir() end)
+  after_each(function() os.execute('rm -rf ' .. quote(dir)) end)
+
+  it('draws one mark per point of a --runs 3 file: the mean of its session medians, not the last session', function()
+    local list = runs3_bundles { 1, 2, 6 }
+    write_bundles(dir .. '/runs3.jsonl', list)
+    local expected = result.points(list)
+    assert.equal(2, #expected)
+    local out = dir .. '/runs3.svg'
+    local code, _, err = kluabench { 'plot', dir .. '/runs3.jsonl', '-o', out }
+    assert.equal(0, code, err)
+    assert.truthy(err:find('(line chart, 1 line, 2 points)', 1, true), err)
+    assert.is_nil(err:find('repeat a line', 1, true), err)
+    local svg = assert(slurp(out))
+    local titles, marks = mark_titles(svg)
+    assert.equal(2, marks)
+    assert.equal(2, #titles)
+    for i, rp in ipairs(expected) do
+      local t = titles[i]
+      assert.near(3 * rp.params.seq / 1024 * 1e6, rp.median_ns, 1e-3) -- (1 + 2 + 6) / 3, not 6
+      assert.truthy(t:find(string.format('median %s ms (the mean of 3 session medians)', string.format('%.7g',
+        rp.median_ns / 1e6)), 1, true), t)
+      assert.truthy(t:find(string.format('p20 %s ms · p80 %s ms', string.format('%.7g', rp.p20_ns / 1e6),
+        string.format('%.7g', rp.p80_ns / 1e6)), 1, true), t)
+      assert.truthy(t:find('3 sessions · 15 samples', 1, true), t)
+      assert.truthy(t:find('llama4_rope forward ' .. rp.id, 1, true), t)
+      assert.truthy(t:find('provider fused · protocol do_bench', 1, true), t)
+    end
+    -- the drawn y is the aggregate too
+    local pts = assert(plot.read(dir .. '/runs3.jsonl'))
+    local _, info = plot.chart(pts, { x = 'seq' })
+    assert.near(3, info.data[1].points[1].y, 1e-9)
+    assert.near(6, info.data[1].points[2].y, 1e-9)
+    assert.equal(3, info.data[1].points[1].sessions)
+    assert.equal(0, info.duplicates)
+  end)
+
+  it('tells protocols apart: a line per protocol, dashed after the first, named in the legend and tooltips', function()
+    local list = runs3_bundles({ 1, 1.1, 0.9 }, { cold = true })
+    write_bundles(dir .. '/mixed.jsonl', list)
+    local pts = assert(plot.read(dir .. '/mixed.jsonl'))
+    assert.same({ 'do_bench', 'cold' }, plot.distinct(pts, 'protocol'))
+    local svg, info = plot.chart(pts, { x = 'seq' })
+    assert.truthy(svg, info)
+    assert.same({ 'protocol' }, info.split)
+    assert.same({ 'fused · protocol=do_bench', 'fused · protocol=cold' }, { info.data[1].name, info.data[2].name })
+    assert.equal(info.data[1].color, info.data[2].color)
+    assert.not_equal(info.data[1].dash, info.data[2].dash)
+    local legend = assert(svg:match('<g class="legend">(.-)</g>'))
+    assert.truthy(legend:find('>fused · protocol=cold</text>', 1, true))
+    assert.equal(1, count(legend, 'stroke%-dasharray'))
+    local titles = mark_titles(svg)
+    assert.equal(4, #titles)
+    assert.truthy(titles[3]:find('protocol cold', 1, true), titles[3])
+    assert.truthy(titles[3]:find('1 session · 5 samples', 1, true), titles[3])
+    -- --filter and --by know the field
+    assert.equal(2, #plot.filter(pts, { plot.parse_filter('protocol=cold') }))
+    local _, by = plot.chart(pts, { x = 'seq', by = { 'provider', 'protocol' } })
+    assert.same({}, by.split)
+    assert.equal('fused · cold', by.data[2].name)
+    -- one protocol: the subtitle names it
+    svg = assert(plot.chart(plot.filter(pts, { plot.parse_filter('protocol=cold') }), { x = 'seq' }))
+    assert.truthy(svg:find('protocol cold', 1, true))
+  end)
+
+  it('leaves out, with a note, a point no session of which passed; draws the passed sessions of the others', function()
+    local list = runs3_bundles { 1, 2, 3 }
+    list[#list + 1] = bundles.make { seq = 4096, samples = { 1, 1, 1 }, status = 'failed',
+      reasons = { 'check failed' } }
+    list[3] = bundles.make { seq = 1024, samples = { 50, 50, 50 }, session = { 3, 3 }, status = 'failed',
+      reasons = { 'check failed' } }
+    write_bundles(dir .. '/some_failed.jsonl', list)
+    local pts, notes = assert(plot.read(dir .. '/some_failed.jsonl'))
+    assert.equal(2, #pts)
+    assert.equal(1, #notes)
+    assert.truthy(notes[1]:find('1 point left out: no session passed', 1, true), notes[1])
+    assert.truthy(notes[1]:find('seq4096', 1, true), notes[1])
+    assert.near(1.5, pts[1].y50, 1e-9) -- sessions 1 and 2; the failed third is not averaged
+    local _, info = plot.chart(pts, { x = 'seq' })
+    assert.truthy(info.data[1].points[1].tip:find('3 sessions (1 failed) · 10 samples', 1, true),
+      info.data[1].points[1].tip)
+    local out = dir .. '/f.svg'
+    local code, _, err = kluabench { 'plot', dir .. '/some_failed.jsonl', '-o', out }
+    assert.equal(0, code, err)
+    assert.truthy(err:find('note: ' .. dir .. '/some_failed.jsonl: 1 point left out', 1, true), err)
+  end)
+
+  it('gives every mark of a Liger CSV chart its row in a tooltip', function()
+    local pts = plot.filter(assert(plot.read(CSV)), { plot.parse_filter('metric=speed'),
+      plot.parse_filter('mode=forward'), plot.parse_filter('hidden=8192') })
+    local svg, info = plot.chart(pts, { x = 'seq' })
+    assert.truthy(svg, info)
+    local titles, marks = mark_titles(svg)
+    assert.equal(info.points, marks)
+    assert.equal(marks, #titles)
+    assert.truthy(titles[1]:find('llama4_rope forward hidden8192-', 1, true), titles[1])
+    assert.truthy(titles[1]:find('provider liger · protocol do_bench · NVIDIA H100 80GB HBM3', 1, true), titles[1])
+    assert.truthy(titles[1]:find('one row of a Liger CSV: no session or sample count', 1, true), titles[1])
+    assert.truthy(titles[1]:find('median ' .. string.format('%.7g', info.data[1].points[1].y) .. ' ms', 1, true),
+      titles[1])
   end)
 end)

@@ -291,7 +291,7 @@ describe('digest recipe: "sha256:" .. hex(SHA-256(JCS({apiVersion, kind, spec}))
       -- our canonical text and the engine's agree ...
       assert.are.equal(text, kb.jcs.encode(body(l[1])))
       -- ... the file's JSON canonicalizes to it too ...
-      assert.are.equal(text, kb.jcs.canonicalize(assert(json.encode_pretty(body(l[1])))))
+      assert.are.equal(text, kb.jcs.encode(assert(json.decode(assert(json.encode_pretty(body(l[1])))))))
       -- ... and its SHA-256 is the digest recorded
       assert.are.equal('sha256:' .. kb.sha256(text), l[2])
       local other = sha256sum(text)

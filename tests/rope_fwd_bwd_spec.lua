@@ -84,6 +84,23 @@ describe('kb.rope full and floor on the cpu', function()
     end)
   end
 
+  it('moves its bytes in place on the cpu: the floor is no faster than a copy of them (GB/s within 1.25 x)', function()
+    local sub, util = require 'helpers.subprocess', require 'helpers.util'
+    local result = require 'kluabench.result'
+    local out = util.tmpdir() .. '/r.jsonl'
+    local r = sub.run({ sub.root() .. '/scripts/rope.lua', '--hidden', '512', '--seq', '1024,4096', '--mode', 'forward',
+      '--provider', 'floor,copy', '--format', 'jsonl', '--out', out, '--audits', '0' }, { env = { KLUABENCH_BACKEND = 'cpu' } })
+    assert.equal(0, r.code, r.err)
+    local gbps = {}
+    for _, pt in ipairs(result.points(assert(require('kluabench.record.reader').read(out)))) do
+      gbps[pt.provider .. ' ' .. pt.params.seq] = pt.gbps
+    end
+    for _, seq in ipairs { 1024, 4096 } do
+      local floor, copy = gbps['floor ' .. seq], gbps['copy ' .. seq]
+      assert.is_true(floor <= 1.25 * copy, string.format('seq %d: floor %.1f GB/s, copy %.1f GB/s', seq, floor, copy))
+    end
+  end)
+
   it('names the argument that is wrong', function()
     local q, k = kb.randn({ 1, 4, 3, 8 }, 'f32', 1), kb.randn({ 1, 4, 2, 8 }, 'f32', 2)
     local f = kb.rope.freqs(4, 8)

@@ -52,7 +52,7 @@ describe('stdlib rules', function()
     local plot = require 'kluabench.charts.plot'
     local environment = { spec = { hardware = { product = 'NVIDIA H100', formFactor = '80GB HBM3' } } }
     local b = {
-      run = { spec = { timing = { latencyNs = { median = 1000 } } } },
+      run = { spec = { status = 'passed', timing = { latencyNs = { median = 1000 } } } },
       environment = environment,
       workload = { spec = { kernel = 'k', operation = 'forward', parameters = { seq = 1 } } },
       implementation = { spec = { provider = 'p' } },

@@ -218,8 +218,10 @@ describe('kb.save_safetensors and kb.load_safetensors', function()
       { 'too short', 'abc' },
       { 'larger than the 100000000 bytes safetensors allows', string.pack('<I8', 200000000) .. '{}' },
       { 'header of 64 bytes runs past the end of the file', string.pack('<I8', 64) .. '{}' },
-      { 'safetensors header: kb.jcs.decode: invalid JSON', st('{"a":', '') },
+      { 'safetensors header is not valid JSON (Expected', st('{"a":', '') },
       { 'safetensors header is not a JSON object', st('[1,2]') },
+      { 'safetensors header is not a JSON object', st('[]') },
+      { 'safetensors header is not a JSON object', st('"text"') },
       { "tensor 'a' has dtype I64 (kluabench reads BF16, F16, F32 and F64)",
         st('{"a":{"dtype":"I64","shape":[1],"data_offsets":[0,8]}}', string.rep('\0', 8)) },
       { "tensor 'a': data_offsets [0, 4] hold 4 bytes, shape [2] F32 needs 8",
@@ -270,6 +272,49 @@ end)
 
 -- The real libraries, both ways, where Python has them (`pip install numpy
 -- safetensors`); skipped with the reason otherwise.
+describe('writing through a temporary file (issue 37)', function()
+  -- save_npy and save_safetensors used to write through PATH.tmp-<pid>, opened with O_CREAT|O_TRUNC:
+  -- a link planted at that name sent the bytes into whatever it pointed to. The temporary is now
+  -- created exclusively (O_EXCL, O_NOFOLLOW) under a random name.
+  local function plant(target, victim)
+    local pid = kb.process.getpid()
+    local names = { target .. '.tmp-' .. pid, target .. '.' .. pid .. '.tmp', target .. '.tmp', target .. '.tmp-0',
+      target .. '.tmp-000000000000', target .. '.tmp-ffffffffffff' }
+    for _, n in ipairs(names) do assert(os.execute('ln -s ' .. q(victim) .. ' ' .. q(n))) end
+    return names
+  end
+
+  for _, case in ipairs {
+    { 'save_npy', 'x.npy', function(p, t) return kb.save_npy(p, t) end, function(p) return kb.load_npy(p) end },
+    { 'save_safetensors', 'x.safetensors', function(p, t) return kb.save_safetensors(p, { t = t }) end,
+      function(p) return (kb.load_safetensors(p) or {}).t end },
+  } do
+    local fn, name, save, load = case[1], case[2], case[3], case[4]
+    it(fn .. ' never writes through a link planted at its old or a guessed temporary name', function()
+      local outside = util.tmpdir()
+      finally(function() os.execute('rm -rf ' .. q(outside)) end)
+      local victim, absent = outside .. '/victim', outside .. '/absent'
+      spit(victim, 'precious')
+      local target = dir .. '/' .. name
+      local links = plant(target, victim)
+      -- and dangling ones: following them would create the file they name
+      assert(os.execute('ln -s ' .. q(absent) .. ' ' .. q(target .. '.tmp-' .. kb.process.getpid() .. '0')))
+      for _ = 1, 2 do -- a new file, then one replaced
+        local t = kb.randn({ 3, 4 }, 'f32', seed(), 'cpu')
+        assert(save(target, t))
+        assert.same(t:totable(), assert(load(target)):totable())
+      end
+      assert.equal('precious', slurp(victim))
+      assert.is_nil(kb.stat(absent))
+      for _, l in ipairs(links) do assert.equal('link', kb.stat(l).type) end
+      -- nothing else was left beside the target
+      local listing = util.run('ls -A ' .. q(dir) .. ' | grep -v "^' .. name .. '" | wc -l')
+      assert.equal('0', listing:match('%d+'))
+      assert.equal(#links + 2, tonumber(util.run('ls -A ' .. q(dir) .. ' | wc -l'):match('%d+')))
+    end)
+  end
+end)
+
 describe('files exchanged with numpy and safetensors', function()
   local function python_has(modules)
     local _, code = util.run('python3 -c ' .. q('import ' .. modules) .. ' 2>/dev/null')

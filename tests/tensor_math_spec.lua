@@ -347,6 +347,54 @@ describe('tensor arithmetic on cpu against a float64 reference', function()
   end)
 end)
 
+describe('shapes whose zeros hide a product past 2^62 (issue 37)', function()
+  local sub = require 'helpers.subprocess'
+  local HUGE = { { 2 ^ 62 // 1, 4, 0 }, { 0, 2 ^ 40 // 1, 2 ^ 40 // 1 }, { 2 ^ 31 // 1, 0, 2 ^ 31 // 1, 2 ^ 31 // 1 } }
+
+  it('t:reshape refuses them as kb.empty does', function()
+    local e = kb.empty({ 0 }, 'f32', 'cpu')
+    for _, shape in ipairs(HUGE) do
+      local ok, err = pcall(function() return e:reshape(shape) end)
+      assert.is_false(ok)
+      assert.matches("bad argument #1 to 'reshape' (shape is too large (its size exceeds 2^62 bytes))", err, 1, true)
+      assert.is_false((pcall(kb.empty, shape, 'f32', 'cpu')))
+    end
+    assert.same({ 3, 0, 5 }, e:reshape({ 3, 0, 5 }).shape) -- a zero with a product that fits is fine
+  end)
+
+  it('an operation whose result would have such a shape raises instead of making it', function()
+    local a, b = kb.empty({ 2 ^ 40 // 1, 1, 0 }, 'f32', 'cpu'), kb.empty({ 1, 2 ^ 40 // 1, 0 }, 'f32', 'cpu')
+    local ok, err = pcall(function() return a + b end)
+    assert.is_false(ok)
+    assert.matches('cannot make a f32 tensor of shape [1099511627776, 1099511627776, 0]: shape is too large', err, 1, true)
+    local x, y = kb.empty({ 2 ^ 40 // 1, 0 }, 'f32', 'cpu'), kb.empty({ 0, 2 ^ 40 // 1 }, 'f32', 'cpu')
+    ok, err = pcall(x.matmul, x, y)
+    assert.is_false(ok)
+    assert.matches('shape is too large', err, 1, true)
+  end)
+
+  it('the matmul of what reshape made of an empty tensor does not crash', function()
+    -- used to segfault: reshape accepted {2^62, 4, 0} and matmul walked it
+    local r = sub.run({ '--backend', 'cpu', '-e', [[
+      local kb = require 'kluabench'
+      local ok, t = pcall(function() return kb.empty({ 0 }):reshape({ 2 ^ 62 // 1, 4, 0 }) end)
+      print(ok, ok and tostring(t:matmul(kb.empty({ 0, 4 }))) or t)]] }, { timeout = 60 })
+    assert.equal(0, r.code, r.err)
+    assert.matches('^false\t.-shape is too large', r.out)
+  end)
+
+  it('a reduction over an empty tensor returns at once, whatever its other dimensions', function()
+    -- used to walk 2^40 empty rows
+    local r = sub.run({ '--backend', 'cpu', '-e', [[
+      local kb = require 'kluabench'
+      local t = kb.empty({ 2 ^ 40 // 1, 4, 0 })
+      local s, m, x = t:sum(2), t:mean(2, true), t:max(2)
+      print(s.shape[1], s.shape[2], m.shape[2], x:numel(), t:sum(1):numel(), t:sum():item())]] }, { timeout = 60 })
+    assert.equal(0, r.code, r.err)
+    assert.equal('1099511627776\t0\t1\t0\t0\t0.0\n', r.out)
+  end)
+end)
+
 describe('tensor arithmetic on cuda against the cpu twins #gpu', function()
   if kb.backend() ~= 'cuda' then
     pending('needs the cuda backend')

@@ -120,6 +120,77 @@ describe('kb.cuda.compile', function()
     assert.equal('off', kb.cuda.compile(SRC, { cache = false }):info().cache)
   end)
 
+  needs_nvrtc('compiles again when a header read from an include directory changes (issue 37)', function()
+    local dir = util.tmpdir()
+    finally(function() os.execute('rm -rf ' .. util.q(dir)) end)
+    assert(kb.mkdir(dir .. '/sub'))
+    util.spit(dir .. '/value.cuh', '#define VALUE 123457\n')
+    util.spit(dir .. '/sub/more.cuh', '#define MORE 2222221\n')
+    local src = '#include "value.cuh"\n#include "sub/more.cuh"\n'
+      .. 'extern "C" __global__ void k(int *p) { p[0] = VALUE; p[1] = MORE; }\n'
+    for _, opts in ipairs { { include = { dir } }, { options = { '-I' .. dir } }, { options = { '--include-path=' .. dir } } } do
+      os.execute('rm -rf ' .. util.q(cache .. '/nvrtc'))
+      opts.cache_dir = cache
+      util.spit(dir .. '/value.cuh', '#define VALUE 123457\n')
+      util.spit(dir .. '/sub/more.cuh', '#define MORE 2222221\n')
+      local a = kb.cuda.compile(src, opts)
+      assert.equal('miss', a:info().cache)
+      assert.truthy(a:ptx():find('123457', 1, true))
+      assert.equal('hit', kb.cuda.compile(src, opts):info().cache) -- nothing changed
+      -- the header is edited: the next compile runs the new code, not the cached old one
+      util.spit(dir .. '/value.cuh', '#define VALUE 765431\n')
+      local b = kb.cuda.compile(src, opts)
+      assert.equal('miss', b:info().cache)
+      assert.truthy(b:ptx():find('765431', 1, true))
+      assert.falsy(b:ptx():find('123457', 1, true))
+      assert.are_not.equal(a:info().cache_key, b:info().cache_key)
+      -- and one in a subdirectory
+      util.spit(dir .. '/sub/more.cuh', '#define MORE 3333331\n')
+      local c = kb.cuda.compile(src, opts)
+      assert.equal('miss', c:info().cache)
+      assert.truthy(c:ptx():find('3333331', 1, true))
+      assert.equal('hit', kb.cuda.compile(src, opts):info().cache)
+    end
+  end)
+
+  needs_nvrtc('does not cache a compile whose include directories are too large to hash', function()
+    local dir = util.tmpdir()
+    finally(function() os.execute('rm -rf ' .. util.q(dir)) end)
+    util.spit(dir .. '/value.cuh', '#define VALUE 7\n')
+    for i = 1, 4096 do util.spit(dir .. '/f' .. i .. '.h', '') end
+    local m = kb.cuda.compile('#include "value.cuh"\nextern "C" __global__ void k(int *p) { *p = VALUE; }\n',
+      { include = { dir }, cache_dir = cache })
+    assert.equal('off', m:info().cache)
+    assert.truthy(m:info().cache_problem:find('the include directories hold more than 4096 files', 1, true))
+    assert.is_nil(io.open(cache .. '/nvrtc', 'r'))
+  end)
+
+  needs_nvrtc('writes cache entries through exclusive temporaries, never through a planted link (issue 37)', function()
+    local outside = util.tmpdir()
+    finally(function() os.execute('rm -rf ' .. util.q(outside)) end)
+    local victim = outside .. '/victim'
+    util.spit(victim, 'precious')
+    local key = kb.cuda.compile(SRC, { cache_dir = cache }):info().cache_key
+    local nv = cache .. '/nvrtc/'
+    os.execute('rm -f ' .. util.q(nv) .. '*')
+    local pid = kb.process.getpid()
+    for _, ext in ipairs { 'ptx', 'cubin', 'names', 'log', 'sha256' } do
+      local final = nv .. key .. '.' .. ext
+      -- the old temporary name (PATH.<pid>.tmp) and guesses at the new one
+      for _, n in ipairs { final .. '.' .. pid .. '.tmp', final .. '.tmp-' .. pid, final .. '.tmp-000000000000' } do
+        assert(os.execute('ln -s ' .. util.q(victim) .. ' ' .. util.q(n)))
+      end
+    end
+    -- a link at an entry's own name is replaced, not written through
+    assert(os.execute('ln -s ' .. util.q(victim) .. ' ' .. util.q(nv .. key .. '.log')))
+    local m = kb.cuda.compile(SRC, { cache_dir = cache })
+    assert.equal('miss', m:info().cache)
+    assert.is_nil(m:info().cache_error)
+    assert.equal('precious', util.slurp(victim))
+    assert.equal('file', kb.stat(nv .. key .. '.log').type)
+    assert.equal('hit', kb.cuda.compile(SRC, { cache_dir = cache }):info().cache)
+  end)
+
   needs_nvrtc('uses $KLUABENCH_CACHE/nvrtc by default', function()
     local out = util.run(string.format('KLUABENCH_CACHE=%s %s -e %s', util.q(cache), util.q(util.bin()),
       util.q('local kb = require "kluabench"; print(kb.cuda.compile("extern \\"C\\" __global__ void k() {}"):info().cache)')))

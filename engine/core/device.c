@@ -14,7 +14,7 @@
 
 const kb_backend *kb_check_device(lua_State *L, int arg) {
   if (lua_isnoneornil(L, arg)) return kb_default_backend();
-  const char *s = luaL_checkstring(L, arg);
+  const char *s = kb_check_cstring(L, arg, NULL, "device");
   if (strcmp(s, "cpu") == 0) return kb_backend_cpu();
   int ordinal = 0;
   char tail;

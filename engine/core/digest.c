@@ -149,7 +149,7 @@ static int file_fail(lua_State *L, const char *path, int err) {
  * read. The chunk buffer is a userdata so that nothing leaks on an error;
  * the file is closed before any error is raised. */
 static int l_sha256_file(lua_State *L) {
-  const char *path = luaL_checkstring(L, 1);
+  const char *path = kb_check_cstring(L, 1, "sha256_file", "path");
   unsigned char *buf = lua_newuserdatauv(L, KB_FILE_CHUNK, 0);
   char hex[65];
   int io_errno;

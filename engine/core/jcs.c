@@ -1,19 +1,21 @@
-/* kb.jcs: RFC 8785 JSON Canonicalization Scheme.
+/* kb.jcs: RFC 8785 JSON Canonicalization Scheme, the writing half.
  *
- * One strict RFC 8259 parser (decode) and one serializer (encode) that
- * writes the canonical form; canonicalize(s) is encode(decode(s)), so the
- * two can never disagree. Canonical form: no whitespace, object members
- * sorted by the UTF-16 code units of their keys, strings with the minimal
- * escapes, numbers as ECMAScript's Number.prototype.toString writes them.
+ * One serializer (encode) that writes the canonical form of a Lua value:
+ * no whitespace, object members sorted by the UTF-16 code units of their
+ * keys, strings with the minimal escapes, numbers as ECMAScript's
+ * Number.prototype.toString writes them. Reading JSON is lua-cjson's job
+ * (the stdlib's json.decode wraps it): the canonical form of a JSON text is
+ * kb.jcs.encode(json.decode(text)), so there is one decoder in the program
+ * and no second one to disagree with it.
  *
- * Decoded arrays and objects carry marker metatables (kb.jcs.array /
- * kb.jcs.object), so that an empty one encodes back as what it was; null
- * is the NULL light userdata, the same value as cjson.null.
+ * Marker metatables (kb.jcs.array / kb.jcs.object) say how an empty table
+ * encodes; json.decode marks the empty arrays it reads with kb.jcs.array,
+ * so that [] encodes back as []. null is the NULL light userdata, the same
+ * value as cjson.null.
  *
- * Neither direction calls back into Lua (raw table access only), and both
- * cap nesting at JCS_MAX_DEPTH so that the C recursion stays shallow. */
+ * encode never calls back into Lua (raw table access only) and caps nesting
+ * at JCS_MAX_DEPTH, so that the C recursion stays shallow. */
 #include <float.h>
-#include <locale.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -26,7 +28,7 @@
  * stop at the same depth); a record is a few levels deep. Lua sees it as
  * kb.jcs.MAX_DEPTH, and the stdlib's reader and writer (util/json.lua,
  * MAX_DEPTH) use the same value: tests/json_depth_spec.lua checks both. */
-#define JCS_MAX_DEPTH 1000
+#define JCS_MAX_DEPTH KB_JSON_MAX_DEPTH
 /* 2^53: every integer of at most this magnitude is exactly a double. */
 #define JCS_MAX_EXACT ((lua_Integer)1 << 53)
 
@@ -86,30 +88,6 @@ static size_t utf8_invalid_at(const char *s, size_t n) {
     i += len;
   }
   return n;
-}
-
-/* Writes cp (a scalar value, not a surrogate) as UTF-8; returns the length. */
-static int utf8_encode(uint32_t cp, char out[4]) {
-  if (cp < 0x80) {
-    out[0] = (char)cp;
-    return 1;
-  }
-  if (cp < 0x800) {
-    out[0] = (char)(0xC0 | (cp >> 6));
-    out[1] = (char)(0x80 | (cp & 0x3F));
-    return 2;
-  }
-  if (cp < 0x10000) {
-    out[0] = (char)(0xE0 | (cp >> 12));
-    out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    out[2] = (char)(0x80 | (cp & 0x3F));
-    return 3;
-  }
-  out[0] = (char)(0xF0 | (cp >> 18));
-  out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-  out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-  out[3] = (char)(0x80 | (cp & 0x3F));
-  return 4;
 }
 
 /* A number whose order is the UTF-16 order of cp: code points below the
@@ -328,328 +306,6 @@ static void add_snippet(luaL_Buffer *lb, const char *s, size_t n, size_t max) {
   }
   if (n > max) luaL_addstring(lb, "...");
   luaL_addchar(lb, '"');
-}
-
-/* --------------------------------------------------------------- parser */
-
-typedef struct {
-  lua_State *L;
-  const char *s; /* the text, NUL-terminated (a Lua string) */
-  size_t n, pos; /* length, current byte (0-based) */
-  const char *fn; /* "kb.jcs.decode" or "kb.jcs.canonicalize" */
-  int int64;      /* integers up to a Lua integer's range, not just 2^53 */
-  int mark_empty; /* mark only the empty arrays and objects */
-} parser;
-
-/* Raises "<fn>: invalid JSON at byte N: <message>", N 1-based as in Lua's
- * string functions (n + 1 means the end of the text). */
-static int parse_fail(parser *p, size_t at, const char *fmt, ...) {
-  char msg[200];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  lua_pushfstring(p->L, "%s: invalid JSON at byte %I: %s", p->fn, (lua_Integer)at + 1, msg);
-  return lua_error(p->L);
-}
-
-static int peek(const parser *p) {
-  return p->pos < p->n ? (unsigned char)p->s[p->pos] : -1;
-}
-
-static void skip_ws(parser *p) {
-  while (p->pos < p->n) {
-    char c = p->s[p->pos];
-    if (c != ' ' && c != '\t' && c != '\n' && c != '\r') break;
-    p->pos++;
-  }
-}
-
-/* "unexpected end of input" or "unexpected character 'x'" / "byte 0xNN",
- * followed by what was expected. */
-static int parse_unexpected(parser *p, const char *expected) {
-  int c = peek(p);
-  if (c < 0) return parse_fail(p, p->pos, "unexpected end of input, expected %s", expected);
-  if (c >= 0x21 && c < 0x7F)
-    return parse_fail(p, p->pos, "unexpected character '%c', expected %s", c, expected);
-  return parse_fail(p, p->pos, "unexpected byte 0x%02x, expected %s", c, expected);
-}
-
-/* The 4 hex digits of a \u escape at p->pos; raises unless there are 4. */
-static uint32_t parse_hex4(parser *p, size_t esc_at) {
-  uint32_t v = 0;
-  for (int i = 0; i < 4; i++) {
-    int c = peek(p);
-    int d = c >= '0' && c <= '9'   ? c - '0'
-            : c >= 'a' && c <= 'f' ? c - 'a' + 10
-            : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                   : -1;
-    if (d < 0) parse_fail(p, esc_at, "invalid \\u escape (expected 4 hex digits)");
-    v = v * 16 + (uint32_t)d;
-    p->pos++;
-  }
-  return v;
-}
-
-/* A \u escape (p->pos just after the 'u'), joining a surrogate pair;
- * returns the code point. Lone surrogates are errors: they are not
- * characters and have no UTF-8 form. */
-static uint32_t parse_unicode_escape(parser *p, size_t esc_at) {
-  uint32_t hi = parse_hex4(p, esc_at), lo;
-  if (hi >= 0xDC00 && hi <= 0xDFFF)
-    parse_fail(p, esc_at, "lone surrogate \\u%04x (low surrogate without a high one)", hi);
-  if (hi < 0xD800 || hi > 0xDBFF) return hi;
-  if (p->pos + 1 >= p->n || p->s[p->pos] != '\\' || p->s[p->pos + 1] != 'u')
-    parse_fail(p, esc_at, "lone surrogate \\u%04x (not followed by a low surrogate)", hi);
-  p->pos += 2;
-  lo = parse_hex4(p, p->pos - 2);
-  if (lo < 0xDC00 || lo > 0xDFFF)
-    parse_fail(p, esc_at, "lone surrogate \\u%04x (not followed by a low surrogate)", hi);
-  return 0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00);
-}
-
-/* One escape sequence (p->pos at the backslash) added to lb. */
-static void parse_escape(parser *p, luaL_Buffer *lb) {
-  size_t at = p->pos++;
-  int c = peek(p);
-  char u8[4];
-  p->pos++;
-  switch (c) {
-  case '"': case '\\': case '/': luaL_addchar(lb, (char)c); return;
-  case 'b': luaL_addchar(lb, '\b'); return;
-  case 'f': luaL_addchar(lb, '\f'); return;
-  case 'n': luaL_addchar(lb, '\n'); return;
-  case 'r': luaL_addchar(lb, '\r'); return;
-  case 't': luaL_addchar(lb, '\t'); return;
-  case 'u': luaL_addlstring(lb, u8, (size_t)utf8_encode(parse_unicode_escape(p, at), u8)); return;
-  case -1: parse_fail(p, at, "unterminated string"); return;
-  default:
-    if (c >= 0x21 && c < 0x7F) parse_fail(p, at, "invalid escape '\\%c'", c);
-    parse_fail(p, at, "invalid escape (backslash followed by byte 0x%02x)", c);
-  }
-}
-
-/* A string (p->pos at the opening quote): pushes its value. Raw control
- * characters and invalid UTF-8 are errors. */
-static void parse_string(parser *p) {
-  luaL_Buffer lb;
-  size_t start = p->pos++, run = p->pos;
-  luaL_buffinit(p->L, &lb);
-  for (;;) {
-    int c = peek(p);
-    if (c < 0) parse_fail(p, start, "unterminated string");
-    if (c == '"' || c == '\\') {
-      luaL_addlstring(&lb, p->s + run, p->pos - run);
-      if (c == '"') break;
-      parse_escape(p, &lb);
-      run = p->pos;
-    } else if (c < 0x20) {
-      parse_fail(p, p->pos, "control character U+%04X in string (must be escaped)", c);
-    } else if (c < 0x80) {
-      p->pos++;
-    } else {
-      uint32_t cp;
-      size_t len = utf8_decode((const unsigned char *)p->s + p->pos, p->n - p->pos, &cp);
-      if (len == 0) parse_fail(p, p->pos, "invalid UTF-8 (byte 0x%02x) in string", c);
-      p->pos += len;
-    }
-  }
-  p->pos++;
-  luaL_pushresult(&lb);
-}
-
-static size_t skip_digits(parser *p) {
-  size_t start = p->pos;
-  while (p->pos < p->n && p->s[p->pos] >= '0' && p->s[p->pos] <= '9') p->pos++;
-  return p->pos - start;
-}
-
-/* Converts the validated literal s[0..len) with strtod, whatever the C
- * locale's decimal point; overflow to infinity is an error. */
-static void push_double(parser *p, const char *s, size_t len, size_t at) {
-  char small[64], *copy = small, *dot;
-  double v;
-  if (len >= sizeof small) copy = lua_newuserdatauv(p->L, len + 1, 0);
-  memcpy(copy, s, len);
-  copy[len] = '\0';
-  if ((dot = strchr(copy, '.')) != NULL) *dot = lua_getlocaledecpoint();
-  v = strtod(copy, NULL);
-  if (copy != small) lua_pop(p->L, 1);
-  if (isinf(v)) parse_fail(p, at, "number out of range (overflows to infinity)");
-  lua_pushnumber(p->L, v);
-}
-
-/* The integer literal of ndigits digits ending at p->pos (after an
- * optional '-' at start) as a Lua integer when it fits one, as Lua's
- * tonumber reads it (-2^63 .. 2^63 - 1); 0 when it does not. */
-static int push_int64(parser *p, size_t start, size_t ndigits) {
-  int neg = p->s[start] == '-';
-  unsigned long long v = 0, limit = (unsigned long long)LUA_MAXINTEGER + (unsigned long long)neg;
-  if (ndigits > 19) return 0;
-  for (size_t i = p->pos - ndigits; i < p->pos; i++) {
-    unsigned d = (unsigned)(p->s[i] - '0');
-    if (v > (limit - d) / 10) return 0;
-    v = v * 10 + d;
-  }
-  lua_pushinteger(p->L, neg ? (lua_Integer)(0ull - v) : (lua_Integer)v);
-  return 1;
-}
-
-/* A number (p->pos at '-' or a digit): pushes a Lua integer when the
- * literal is an integer of magnitude <= 2^53 (with int64, any that fits a
- * Lua integer) without fraction or exponent, else the nearest double. */
-static void parse_number(parser *p) {
-  size_t start = p->pos, ndigits;
-  int integral = 1;
-  if (peek(p) == '-') p->pos++;
-  if (peek(p) == 'I') parse_fail(p, start, "Infinity is not valid JSON");
-  if (peek(p) == '0') {
-    p->pos++;
-    if (skip_digits(p) > 0) parse_fail(p, start, "leading zeros are not allowed");
-  } else if (skip_digits(p) == 0) {
-    parse_fail(p, p->pos, "expected a digit after '-'");
-  }
-  ndigits = p->pos - start - (p->s[start] == '-');
-  if (peek(p) == '.') {
-    p->pos++, integral = 0;
-    if (skip_digits(p) == 0) parse_fail(p, p->pos, "expected a digit after '.'");
-  }
-  if (peek(p) == 'e' || peek(p) == 'E') {
-    p->pos++, integral = 0;
-    if (peek(p) == '+' || peek(p) == '-') p->pos++;
-    if (skip_digits(p) == 0) parse_fail(p, p->pos, "expected a digit in the exponent");
-  }
-  if (integral && ndigits <= 16) {
-    lua_Integer v = 0;
-    for (size_t i = p->pos - ndigits; i < p->pos; i++) v = v * 10 + (p->s[i] - '0');
-    if (v <= JCS_MAX_EXACT) {
-      lua_pushinteger(p->L, p->s[start] == '-' ? -v : v);
-      return;
-    }
-  }
-  if (integral && p->int64 && push_int64(p, start, ndigits)) return;
-  push_double(p, p->s + start, p->pos - start, start);
-}
-
-/* true, false or null; NaN and Infinity get their own message. */
-static void parse_word(parser *p) {
-  static const struct {
-    const char *word;
-    int kind;
-  } words[] = {{"true", 1}, {"false", 0}, {"null", -1}};
-  for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
-    size_t len = strlen(words[i].word);
-    if (p->s[p->pos] != words[i].word[0]) continue;
-    if (p->n - p->pos < len || memcmp(p->s + p->pos, words[i].word, len) != 0)
-      parse_fail(p, p->pos, "invalid literal (expected '%s')", words[i].word);
-    p->pos += len;
-    if (words[i].kind < 0)
-      lua_pushlightuserdata(p->L, NULL); /* kb.jcs.null */
-    else
-      lua_pushboolean(p->L, words[i].kind);
-    return;
-  }
-  if (p->s[p->pos] == 'N') parse_fail(p, p->pos, "NaN is not valid JSON");
-  if (p->s[p->pos] == 'I') parse_fail(p, p->pos, "Infinity is not valid JSON");
-  parse_unexpected(p, "a JSON value");
-}
-
-static void parse_value(parser *p, int depth);
-
-/* An array (p->pos at '['): pushes a table with the array marker. */
-static void parse_array(parser *p, int depth) {
-  lua_Integer i = 0;
-  p->pos++;
-  lua_newtable(p->L);
-  skip_ws(p);
-  if (!p->mark_empty || peek(p) == ']') luaL_setmetatable(p->L, JCS_ARRAY_MT);
-  if (peek(p) == ']') {
-    p->pos++;
-    return;
-  }
-  for (;;) {
-    parse_value(p, depth + 1);
-    lua_rawseti(p->L, -2, ++i);
-    skip_ws(p);
-    if (peek(p) == ']') break;
-    if (peek(p) != ',') parse_unexpected(p, "',' or ']' after an array element");
-    p->pos++;
-  }
-  p->pos++;
-}
-
-/* An object (p->pos at '{'): pushes a table with the object marker.
- * Duplicate keys (after unescaping) are errors, as I-JSON requires. */
-static void parse_object(parser *p, int depth) {
-  lua_State *L = p->L;
-  p->pos++;
-  lua_newtable(L);
-  skip_ws(p);
-  if (!p->mark_empty || peek(p) == '}') luaL_setmetatable(L, JCS_OBJECT_MT);
-  if (peek(p) == '}') {
-    p->pos++;
-    return;
-  }
-  for (;;) {
-    size_t key_at = p->pos;
-    if (peek(p) != '"') parse_unexpected(p, "'\"' to begin an object key");
-    parse_string(p);
-    lua_pushvalue(L, -1);
-    if (lua_rawget(L, -3) != LUA_TNIL) {
-      size_t klen;
-      const char *k = lua_tolstring(L, -2, &klen);
-      luaL_Buffer lb;
-      luaL_buffinit(L, &lb);
-      add_snippet(&lb, k, klen, 60);
-      luaL_pushresult(&lb);
-      parse_fail(p, key_at, "duplicate object key %s", lua_tostring(L, -1));
-    }
-    lua_pop(L, 1);
-    skip_ws(p);
-    if (peek(p) != ':') parse_unexpected(p, "':' after an object key");
-    p->pos++;
-    parse_value(p, depth + 1);
-    lua_rawset(L, -3);
-    skip_ws(p);
-    if (peek(p) == '}') break;
-    if (peek(p) != ',') parse_unexpected(p, "',' or '}' after an object member");
-    p->pos++;
-    skip_ws(p);
-  }
-  p->pos++;
-}
-
-/* Any value, leading whitespace skipped: pushes it. depth counts the
- * containers around it. */
-static void parse_value(parser *p, int depth) {
-  int c;
-  skip_ws(p);
-  c = peek(p);
-  if ((c == '[' || c == '{') && depth >= JCS_MAX_DEPTH)
-    parse_fail(p, p->pos, "nesting deeper than %d levels", JCS_MAX_DEPTH);
-  luaL_checkstack(p->L, 4, "kb.jcs: JSON nested too deeply");
-  if (c == '[')
-    parse_array(p, depth);
-  else if (c == '{')
-    parse_object(p, depth);
-  else if (c == '"')
-    parse_string(p);
-  else if (c == '-' || (c >= '0' && c <= '9'))
-    parse_number(p);
-  else if (c < 0)
-    parse_unexpected(p, "a JSON value");
-  else
-    parse_word(p);
-}
-
-/* Parses the whole text at stack index idx and pushes its value. */
-static void parse_document(lua_State *L, int idx, const char *fn, int int64, int mark_empty) {
-  parser p = {L, NULL, 0, 0, fn, int64, mark_empty};
-  luaL_checktype(L, idx, LUA_TSTRING);
-  p.s = lua_tolstring(L, idx, &p.n);
-  parse_value(&p, 0);
-  skip_ws(&p);
-  if (p.pos < p.n) parse_fail(&p, p.pos, "unexpected data after the JSON value");
 }
 
 /* -------------------------------------------------------------- encoder */
@@ -948,73 +604,29 @@ static void encode_document(lua_State *L, int idx, const char *fn) {
 
 /* ---------------------------------------------------------- Lua binding */
 
-/*** The RFC 8785 canonical form of JSON text.
+/*** Canonical JSON (RFC 8785) of a Lua value.
  *
  * No whitespace, object members sorted by UTF-16 code units, minimal string escapes, numbers as
- * ECMAScript writes them (shortest round trip; `1e+21`, `1e-7`). Invalid JSON is an error.
+ * ECMAScript writes them (shortest round trip; `1e+21`, `1e-7`). A table whose keys are exactly
+ * 1..n is an array, one with string keys an object; mark the empty table with kb.jcs.array{} or
+ * kb.jcs.object{} (unmarked it is an object). Integers print exactly (beyond +-2^53 is an error);
+ * NaN, infinities, cycles, mixed keys and invalid UTF-8 are errors naming the path ($.spec.x[2]).
  *
- * @signature kb.jcs.canonicalize(json_text) -> text
- * @section digest
- * @example
- *   print(kb.jcs.canonicalize('{"b": 1.0, "a": [1e3]}')) --> {"a":[1000],"b":1}
- */
-/* kb.jcs.canonicalize(json_text) -> the RFC 8785 form of the text. */
-static int l_canonicalize(lua_State *L) {
-  parse_document(L, 1, "kb.jcs.canonicalize", 0, 0);
-  encode_document(L, -1, "kb.jcs.canonicalize");
-  return 1;
-}
-
-/*** Canonical JSON of a Lua value.
- *
- * A table whose keys are exactly 1..n is an array, one with string keys an object; mark the empty
- * table with kb.jcs.array{} or kb.jcs.object{} (unmarked it is an object). Integers print exactly
- * (beyond +-2^53 is an error); NaN, infinities, cycles, mixed keys and invalid UTF-8 are errors
- * naming the path ($.spec.x[2]).
+ * kb.jcs only writes JSON. The canonical form of a JSON text is
+ * `kb.jcs.encode(json.decode(text))`, where json is `kluabench.util.json` (lua-cjson reads the
+ * text, marks its empty arrays, and makes integral numbers integers).
  *
  * @signature kb.jcs.encode(value) -> text
  * @section digest
  * @example
  *   print(kb.jcs.encode({list = {3, 1}, none = kb.jcs.array{}})) --> {"list":[3,1],"none":[]}
+ *   local json = require("kluabench.util.json")
+ *   print(kb.jcs.encode(json.decode('{"b": 1.0, "a": [1e3]}'))) --> {"a":[1000],"b":1}
  */
 /* kb.jcs.encode(value) -> canonical JSON text of a Lua value. */
 static int l_encode(lua_State *L) {
   lua_settop(L, 1);
   encode_document(L, 1, "kb.jcs.encode");
-  return 1;
-}
-
-/* The boolean field name of the options table at idx (absent: false). */
-static int opt_flag(lua_State *L, int idx, const char *name) {
-  int v;
-  if (lua_isnoneornil(L, idx)) return 0;
-  lua_getfield(L, idx, name);
-  v = lua_toboolean(L, -1);
-  lua_pop(L, 1);
-  return v;
-}
-
-/*** Parses strict JSON (RFC 8259) into Lua values.
- *
- * Arrays and objects come back marked (kb.jcs.is_array tells them apart); null is kb.jcs.null.
- * Integers up to +-2^53 are Lua integers, other numbers doubles. opts.int64: every integer that
- * fits a Lua integer stays one (as Lua's tonumber reads it); opts.mark_empty: only empty arrays
- * and objects are marked. With both, a text reads as the stdlib's JSON reader (report.decode)
- * reads it, which uses this parser so.
- *
- * @signature kb.jcs.decode(json_text [, opts]) -> value
- * @section digest
- * @example
- *   local v = kb.jcs.decode('{"a": [1, 2]}')
- *   print(v.a[2], kb.jcs.is_array(v.a))
- */
-static int l_decode(lua_State *L) {
-  int int64, mark_empty;
-  if (!lua_isnoneornil(L, 2)) luaL_checktype(L, 2, LUA_TTABLE);
-  int64 = opt_flag(L, 2, "int64");
-  mark_empty = opt_flag(L, 2, "mark_empty");
-  lua_settop(L, 1);
-  parse_document(L, 1, "kb.jcs.decode", int64, mark_empty);
   return 1;
 }
 
@@ -1067,7 +679,8 @@ static int l_object(lua_State *L) {
  * @signature kb.jcs.is_array(v) -> boolean
  * @section digest
  * @example
- *   assert(kb.jcs.is_array(kb.jcs.decode("[]")))
+ *   assert(kb.jcs.is_array(kb.jcs.array{}))
+ *   assert(kb.jcs.is_array(require("kluabench.util.json").decode("[]")))
  */
 /* kb.jcs.is_array(v) -> true when v is a table with the array marker. */
 static int l_is_array(lua_State *L) {
@@ -1080,7 +693,7 @@ static int l_is_array(lua_State *L) {
   return 1;
 }
 
-/*** The value JSON null decodes to and encodes from (the NULL light userdata, like cjson.null).
+/*** The value JSON null reads as (json.decode) and encodes from (the NULL light userdata, cjson.null).
  *
  * @signature kb.jcs.null
  * @section digest
@@ -1088,8 +701,8 @@ static int l_is_array(lua_State *L) {
  * @example
  *   print(kb.jcs.encode({x = kb.jcs.null})) --> {"x":null}
  */
-/*** The deepest nesting of arrays and objects that kb.jcs reads and writes; the stdlib's JSON
- * reader and writer (output.decode, output.encode_line) use the same cap.
+/*** The deepest nesting of arrays and objects that kb.jcs.encode writes; the stdlib's JSON
+ * reader and writer (json.decode through lua-cjson, json.encode_line) use the same cap.
  *
  * @signature kb.jcs.MAX_DEPTH
  * @section digest
@@ -1100,9 +713,7 @@ static int l_is_array(lua_State *L) {
 /* Adds the table `jcs` to the module table on top of the stack. */
 void kb_open_jcs(lua_State *L) {
   static const luaL_Reg fns[] = {
-      {"canonicalize", l_canonicalize},
       {"encode", l_encode},
-      {"decode", l_decode},
       {"array", l_array},
       {"object", l_object},
       {"is_array", l_is_array},

@@ -4,8 +4,10 @@
 #ifndef KB_KB_H
 #define KB_KB_H
 
+#include <limits.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/types.h>
 #include <lua.h>
 #include <lauxlib.h>
 #include "../backend/backend.h"
@@ -35,6 +37,12 @@ static inline size_t kb_tensor_nbytes(const kb_tensor *t) {
 /* The tensor at `arg`; raises "bad argument #arg to 'fn' (kluabench.Tensor
  * expected, got X)" or "(tensor has been freed)". */
 kb_tensor *kb_check_tensor(lua_State *L, int arg);
+/* tensor.c: the one shape check every tensor goes through (kb_push_tensor
+ * runs it; kb.empty, reshape and the other functions that read a shape run
+ * it first for a message about their argument): NULL when every dimension
+ * is >= 0 and the byte size of the non-zero dimensions is at most 2^62,
+ * else why not. */
+const char *kb_shape_problem(const int64_t *shape, int ndim, kb_dtype dtype);
 /* Pushes a new tensor userdata with uninitialised storage on `dev`. Raises a
  * Lua error naming the size when the allocation fails. */
 kb_tensor *kb_push_tensor(lua_State *L, const kb_backend *dev, kb_dtype dtype, int ndim,
@@ -136,6 +144,27 @@ const char *kb_sha256_hex_pieces(kb_sha256_next_fn next, void *ctx, char out[65]
 #define KB_READ_MAX ((size_t)512 * 1024 * 1024)
 const char *kb_read_file(lua_State *L, const char *path, size_t max);
 
+/* atomic_file.c: a file written whole or not at all, through a temporary
+ * beside the target that is created exclusively under a random name, then
+ * renamed over the target. With follow, a link at path is the user's: the
+ * file it names is the target (replaced, the link kept); without, the
+ * rename replaces whatever is at path, a link included.
+ * kb_atomic_open returns NULL or why not (an existing target that is not a
+ * regular file is refused); kb_atomic_finish (fsync first when sync) closes
+ * and renames, or removes the temporary when err or a failure there, and
+ * returns the first error. */
+typedef struct {
+  char target[PATH_MAX], tmp[PATH_MAX + 32];
+  int fd;
+} kb_atomic_file;
+const char *kb_atomic_open(kb_atomic_file *w, const char *path, int follow, char *why, size_t n);
+const char *kb_atomic_write(kb_atomic_file *w, const void *p, size_t n);
+const char *kb_atomic_finish(kb_atomic_file *w, const char *err, int sync);
+/* atomic_file.c: creates "<target>.tmp-<12 random hex digits>" with
+ * O_CREAT | O_EXCL | O_NOFOLLOW (mode as open takes it), drawing another
+ * name while one exists; the fd, or -1 with errno. tmp gets the name. */
+int kb_create_temp(char *tmp, size_t n, const char *target, mode_t mode);
+
 /* text.c: in[0..inlen) made safe to print into out (outlen bytes, always
  * NUL-terminated): control bytes and bytes that are not UTF-8 as \xNN, as
  * the stdlib's cli.printable writes them; the text is cut where out is
@@ -144,10 +173,25 @@ size_t kb_printable(char *out, size_t outlen, const char *in, size_t inlen);
 /* text.c: raises "bad argument #arg to 'fn' (what has a NUL byte at byte
  * N: ...)" when the string at stack index idx holds a NUL (C would see only
  * the part before it). arg is the number the message gives (a method's
- * arguments count from its self). */
-void kb_refuse_nul(lua_State *L, int idx, const char *fn, int arg, const char *what);
-/* text.c: luaL_checkstring of arg, refused as kb_refuse_nul says. */
+ * arguments count from its self); what is a lua_pushfstring format,
+ * formatted only when the string is refused. With fn NULL (a check that
+ * many functions share) the error is luaL_argerror's, which names the
+ * function called and counts a method's arguments itself. */
+void kb_refuse_nul(lua_State *L, int idx, const char *fn, int arg, const char *what, ...);
+/* text.c: luaL_checkstring of arg, refused as kb_refuse_nul says: the one
+ * way a binding takes a Lua string that becomes C text. */
 const char *kb_check_cstring(lua_State *L, int arg, const char *fn, const char *what);
+/* text.c: def when arg is none or nil, else kb_check_cstring. */
+const char *kb_opt_cstring(lua_State *L, int arg, const char *fn, const char *what, const char *def);
+
+/* lua-cjson's static library (linked into every binary): returns a new
+ * cjson instance with a configuration of its own. The host preloads it as
+ * "cjson"; tensor_io.c reads safetensors headers with one. */
+int luaopen_cjson(lua_State *L);
+/* The deepest nesting of JSON arrays and objects read or written (jcs.c's
+ * encode, lua-cjson as configured here and by the stdlib's util/json.lua):
+ * kb.jcs.MAX_DEPTH. */
+#define KB_JSON_MAX_DEPTH 1000
 
 void kb_open_tensor(lua_State *L);
 void kb_open_tensor_math(lua_State *L); /* tensor_math.c: methods and operators */

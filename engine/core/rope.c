@@ -136,7 +136,7 @@ static int opt_scaling(lua_State *L, const char *fn, int arg, kb_rope_llama3_sca
     lua_pop(L, 1);
   }
   if (lua_getfield(L, t, "rope_type") != LUA_TNIL &&
-      !(lua_type(L, -1) == LUA_TSTRING && strcmp(lua_tostring(L, -1), "llama3") == 0))
+      !(lua_type(L, -1) == LUA_TSTRING && lua_rawlen(L, -1) == 6 && strcmp(lua_tostring(L, -1), "llama3") == 0))
     rope_argerror(L, fn, arg, "opts.scaling.rope_type must be 'llama3'");
   lua_pop(L, 1);
   sc->factor = opt_positive(L, fn, arg, t, "opts.scaling", "factor");
@@ -388,7 +388,8 @@ static void rope_launch(lua_State *L, const kb_backend *dev, int impl, const kb_
   if (impl == IMPL_REFERENCE)
     c.scratch = device_scratch(L, ROPE_SCRATCH_KEY, dev, kb_rope_reference_scratch_bytes(a));
   else if (impl == IMPL_FLOOR)
-    c.scratch = device_scratch(L, ROPE_SINK_KEY, dev, KB_ROPE_FLOOR_SCRATCH);
+    c.scratch = device_scratch(L, ROPE_SINK_KEY, dev,
+                               kb_on_cuda(dev) ? KB_ROPE_FLOOR_SCRATCH : kb_rope_floor_scratch_bytes_cpu(a));
   KB_TRY(L, dev->run_kernel(dev, names[kb_on_cuda(dev)][impl], runs[impl], &c));
 }
 
@@ -401,6 +402,7 @@ static int opt_impl(lua_State *L, const char *fn, int arg) {
   int impl = IMPL_FUSED;
   if (get_opt(L, arg, "impl") != LUA_TNIL) {
     const char *s = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+    if (s) kb_refuse_nul(L, -1, fn, arg, "opts.impl");
     if (s && strcmp(s, "reference") == 0) impl = IMPL_REFERENCE;
     else if (!s || strcmp(s, "fused") != 0)
       rope_argerror(L, fn, arg, "opts.impl must be 'fused' or 'reference', got %s%s%s",

@@ -30,7 +30,7 @@ kb_tensor *kb_check_tensor(lua_State *L, int arg) {
 
 kb_dtype kb_check_dtype(lua_State *L, int arg, int def) {
   if (def >= 0 && lua_isnoneornil(L, arg)) return (kb_dtype)def;
-  const char *s = luaL_checkstring(L, arg);
+  const char *s = kb_check_cstring(L, arg, NULL, "dtype");
   for (int i = 0; i < KB_NDTYPES; i++)
     if (strcmp(s, kb_dtype_name((kb_dtype)i)) == 0) return (kb_dtype)i;
   luaL_argerror(L, arg, lua_pushfstring(L, "unknown dtype '%s' (expected bf16, f16, f32 or f64)", s));
@@ -47,18 +47,30 @@ const char *kb_shape_str(const kb_tensor *t, char *buf, size_t n) {
   return buf;
 }
 
-/* Reads a shape table at `arg` into shape[], returns ndim. Every dimension
- * must be a non-negative integer, and the byte size of the non-zero
- * dimensions must fit in 2^62 whatever the order and whatever zeros the
- * shape holds, so that every partial product of the dimensions (numel as
- * kb_push_tensor computes it) fits in an int64_t. */
+/* Declared in kb.h: the one shape check. Bounding the byte size of the
+ * non-zero dimensions, whatever the order and whatever zeros the shape
+ * holds, keeps every partial product of the dimensions (numel, the outer
+ * and inner counts of a reduction, a batch count) inside an int64_t: a zero
+ * dimension must not hide {2^62, 4, 0}, whose 2^64 rows a kernel would
+ * still walk. */
+const char *kb_shape_problem(const int64_t *shape, int ndim, kb_dtype dtype) {
+  if (ndim < 0 || ndim > KB_MAX_DIMS) return "shape has more dimensions than the 8 supported";
+  int64_t bytes = (int64_t)kb_dtype_size(dtype);
+  for (int i = 0; i < ndim; i++) {
+    if (shape[i] < 0) return "shape has a negative dimension";
+    if (shape[i] > 0 && (__builtin_mul_overflow(bytes, shape[i], &bytes) || bytes > ((int64_t)1 << 62)))
+      return "shape is too large (its size exceeds 2^62 bytes)";
+  }
+  return NULL;
+}
+
+/* Reads a shape table at `arg` into shape[], returns ndim: non-negative
+ * integers that kb_shape_problem accepts. */
 static int check_shape(lua_State *L, int arg, int64_t *shape, kb_dtype dtype) {
   luaL_checktype(L, arg, LUA_TTABLE);
   lua_Integer n = luaL_len(L, arg);
   if (n > KB_MAX_DIMS)
     luaL_argerror(L, arg, lua_pushfstring(L, "shape has %d dimensions, at most %d are supported", (int)n, KB_MAX_DIMS));
-  int64_t bytes = (int64_t)kb_dtype_size(dtype);
-  int too_large = 0;
   for (lua_Integer i = 1; i <= n; i++) {
     lua_geti(L, arg, i);
     int ok;
@@ -68,17 +80,23 @@ static int check_shape(lua_State *L, int arg, int64_t *shape, kb_dtype dtype) {
                                             (int)i, ok ? lua_tostring(L, -1) : luaL_typename(L, -1)));
     lua_pop(L, 1);
     shape[i - 1] = d;
-    if (d > 0 && (too_large || __builtin_mul_overflow(bytes, (int64_t)d, &bytes) ||
-                  bytes > ((int64_t)1 << 62)))
-      too_large = 1;
   }
-  if (too_large) luaL_argerror(L, arg, "shape is too large (its size exceeds 2^62 bytes)");
+  const char *problem = kb_shape_problem(shape, (int)n, dtype);
+  if (problem) luaL_argerror(L, arg, problem);
   return (int)n;
 }
 
 kb_tensor *kb_push_tensor(lua_State *L, const kb_backend *dev, kb_dtype dtype, int ndim,
                           const int64_t *shape) {
   kb_check_not_finalizing(L, "a tensor");
+  const char *problem = kb_shape_problem(shape, ndim, dtype);
+  if (problem) { /* what an operation computed (a broadcast, a product): nothing is allocated */
+    kb_tensor shown = {.ndim = ndim < 0 || ndim > KB_MAX_DIMS ? 0 : ndim};
+    memcpy(shown.shape, shape, sizeof(int64_t) * (size_t)shown.ndim);
+    char sb[160];
+    luaL_error(L, "cannot make a %s tensor of shape %s: %s", kb_dtype_name(dtype), kb_shape_str(&shown, sb, sizeof sb),
+               problem);
+  }
   kb_tensor *t = (kb_tensor *)lua_newuserdatauv(L, sizeof *t, 0);
   memset(t, 0, sizeof *t);
   t->freed = 1; /* closed until storage exists */
@@ -477,7 +495,7 @@ static int m_fill_(lua_State *L) {
 /* t:to(x): a new tensor on device x ("cpu", "cuda", "cuda:N") or of dtype x. */
 static int m_to(lua_State *L) {
   kb_tensor *t = kb_check_tensor(L, 1);
-  const char *what = luaL_checkstring(L, 2);
+  const char *what = kb_check_cstring(L, 2, NULL, "device or dtype");
   const kb_backend *dev = t->dev;
   kb_dtype dt = t->dtype;
   int is_dtype = 0;

@@ -21,8 +21,9 @@
  * end; O_NONBLOCK keeps even the open from waiting), every length in a
  * header is checked against it, and a file whose sizes disagree with its
  * header is refused with a message naming the file. Writing goes through a
- * temporary file beside the target, fsynced and renamed over it, so a
- * reader never sees half a file. Failures of the file or its content
+ * temporary file beside the target, created exclusively under a random name
+ * (atomic_file.c), fsynced and renamed over it, so a reader never sees half
+ * a file and a link planted at a temporary's name is never followed. Failures of the file or its content
  * return nil and "path: what is wrong"; wrong argument types raise. */
 #include <errno.h>
 #include <fcntl.h>
@@ -150,61 +151,14 @@ static const char *read_tensor(lua_State *L, int fd, kb_tensor *t, uint64_t offs
   return err;
 }
 
-/* ---- writing through a temporary file -------------------------------------- */
-
-typedef struct {
-  char target[PATH_MAX], tmp[PATH_MAX + 32];
-  int fd;
-} writer;
-
-/* Opens a temporary file beside path (its link target, for a symbolic
- * link); NULL or why not. An existing target must be a regular file. */
-static const char *writer_open(writer *w, const char *path, char *why, size_t n) {
-  struct stat st;
-  w->fd = -1;
-  if (strlen(path) >= sizeof w->target) return "path too long";
-  snprintf(w->target, sizeof w->target, "%s", path);
-  if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
-    char real[PATH_MAX];
-    if (realpath(path, real)) snprintf(w->target, sizeof w->target, "%s", real);
-  }
-  if (stat(w->target, &st) == 0 && !S_ISREG(st.st_mode)) {
-    snprintf(why, n, "%s, not a regular file (refusing to replace it)", kind_name(st.st_mode));
-    return why;
-  }
-  snprintf(w->tmp, sizeof w->tmp, "%s.tmp-%ld", w->target, (long)getpid());
-  w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  return w->fd < 0 ? strerror(errno) : NULL;
-}
-
-static const char *writer_write(writer *w, const void *p, size_t n) {
-  size_t done = 0;
-  while (done < n) {
-    ssize_t r = write(w->fd, (const char *)p + done, n - done);
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) return strerror(errno);
-    done += (size_t)r;
-  }
-  return NULL;
-}
-
-/* fsync, close and rename over the target; on err (or a failure here)
- * removes the temporary file. Returns the first error. */
-static const char *writer_finish(writer *w, const char *err) {
-  if (!err && fsync(w->fd) != 0) err = strerror(errno);
-  if (close(w->fd) != 0 && !err) err = strerror(errno);
-  w->fd = -1;
-  if (!err && rename(w->tmp, w->target) != 0) err = strerror(errno);
-  if (err) unlink(w->tmp);
-  return err;
-}
+/* ---- writing: through a temporary file (atomic_file.c) ------------------------ */
 
 /* Writes each tensor's bytes (a host copy when on a device). */
-static const char *write_tensor(lua_State *L, writer *w, const kb_tensor *t) {
+static const char *write_tensor(lua_State *L, kb_atomic_file *w, const kb_tensor *t) {
   const size_t nb = kb_tensor_nbytes(t);
-  if (!kb_on_cuda(t->dev)) return writer_write(w, t->data, nb);
+  if (!kb_on_cuda(t->dev)) return kb_atomic_write(w, t->data, nb);
   void *h = kb_tensor_host_copy(L, t);
-  const char *err = writer_write(w, h, nb);
+  const char *err = kb_atomic_write(w, h, nb);
   lua_pop(L, 1);
   return err;
 }
@@ -386,7 +340,7 @@ static int load_npy_from(lua_State *L, const char *path, const kb_backend *dev, 
  *   os.remove(path)
  */
 static int l_load_npy(lua_State *L) {
-  const char *path = luaL_checkstring(L, 1);
+  const char *path = kb_check_cstring(L, 1, "load_npy", "path");
   const kb_backend *dev = kb_check_device(L, 2);
   lua_settop(L, 2);
   char why[400];
@@ -462,7 +416,7 @@ static int load_npy_from(lua_State *L, const char *path, const kb_backend *dev, 
  *   os.remove(path)
  */
 static int l_save_npy(lua_State *L) {
-  const char *path = luaL_checkstring(L, 1);
+  const char *path = kb_check_cstring(L, 1, "save_npy", "path");
   kb_tensor *t = kb_check_tensor(L, 2);
   if (t->dtype == KB_BF16)
     luaL_argerror(L, 2, ".npy has no bfloat16: save t:cast('f32'), or use kb.save_safetensors (BF16)");
@@ -483,13 +437,13 @@ static int l_save_npy(lua_State *L) {
   memcpy(header, "\x93NUMPY\x01\x00", 8);
   header[8] = (char)((total - 10) & 0xff);
   header[9] = (char)((total - 10) >> 8);
-  writer w;
+  kb_atomic_file w;
   char why[400];
-  const char *err = writer_open(&w, path, why, sizeof why);
+  const char *err = kb_atomic_open(&w, path, 1, why, sizeof why);
   if (err) return failf(L, path, "%s", err);
-  err = writer_write(&w, header, total);
+  err = kb_atomic_write(&w, header, total);
   if (!err) err = write_tensor(L, &w, t);
-  if ((err = writer_finish(&w, err))) return failf(L, path, "%s", err);
+  if ((err = kb_atomic_finish(&w, err, 1))) return failf(L, path, "%s", err);
   lua_pushboolean(L, 1);
   return 1;
 }
@@ -594,13 +548,38 @@ static const char *st_entry_of(lua_State *L, int idx, const char *key, st_entry 
   return NULL;
 }
 
-/* kb.jcs.decode marks what it made an object (engine/core/jcs.c). */
+/* Whether the string at idx is "__metadata__" itself (compared with its
+ * length: "__metadata__\0x" is a tensor's name, not the metadata). */
+static int is_metadata_key(lua_State *L, int idx) {
+  size_t n;
+  const char *k = lua_tolstring(L, idx, &n);
+  return n == 12 && memcmp(k, "__metadata__", 12) == 0;
+}
+
+/* Whether the decoded value at idx is a JSON object: a table with string
+ * keys only (lua-cjson makes an array a table with keys 1..n). An empty
+ * array reads as an empty table too; the header itself is checked to open
+ * with '{' (header_is_object), and an empty array elsewhere has no field a
+ * tensor needs, so only an empty __metadata__ written as [] passes. */
 static int is_json_object(lua_State *L, int idx) {
-  if (!lua_istable(L, idx) || !lua_getmetatable(L, idx)) return 0;
-  luaL_getmetatable(L, "kluabench.jcs.object");
-  const int same = lua_rawequal(L, -1, -2);
-  lua_pop(L, 2);
-  return same;
+  if (!lua_istable(L, idx)) return 0;
+  idx = lua_absindex(L, idx);
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    lua_pop(L, 1);
+    if (lua_type(L, -1) != LUA_TSTRING) {
+      lua_pop(L, 1);
+      return 0;
+    }
+  }
+  return 1;
+}
+
+/* Whether the JSON text's first byte after whitespace opens an object. */
+static int header_is_object(const char *text, size_t n) {
+  size_t i = 0;
+  while (i < n && (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r')) i++;
+  return i < n && text[i] == '{';
 }
 
 /* The __metadata__ table at idx: string keys and values only. */
@@ -637,9 +616,9 @@ static int load_safetensors_from(lua_State *L, const char *path, const kb_backen
  *   print(t.w.shape[1])
  *   os.remove(path)
  */
-/* upvalue 1: kb.jcs.decode */
+/* upvalue 1: a lua-cjson decode function (kb_open_tensor_io) */
 static int l_load_safetensors(lua_State *L) {
-  const char *path = luaL_checkstring(L, 1);
+  const char *path = kb_check_cstring(L, 1, "load_safetensors", "path");
   const kb_backend *dev = kb_check_device(L, 2);
   lua_settop(L, 2);
   char why[600];
@@ -651,7 +630,7 @@ static int l_load_safetensors(lua_State *L) {
 
 /* The safetensors file open on fd (size bytes): pushes the tensors and the
  * metadata, or nil and a message. Runs in l_load_safetensors' frame (its
- * upvalue is kb.jcs.decode). */
+ * upvalue is lua-cjson's decode). */
 static int load_safetensors_from(lua_State *L, const char *path, const kb_backend *dev, int fd, uint64_t size) {
   char why[600];
   const char *err;
@@ -671,9 +650,11 @@ static int load_safetensors_from(lua_State *L, const char *path, const kb_backen
   if ((err = read_at(fd, text, hlen, 8, why, sizeof why))) return failf(L, path, "%s", err);
   lua_pushvalue(L, lua_upvalueindex(1));
   lua_pushlstring(L, text, hlen);
-  if (lua_pcall(L, 1, 1, 0) != LUA_OK) return failf(L, path, "safetensors header: %s", lua_tostring(L, -1));
+  if (lua_pcall(L, 1, 1, 0) != LUA_OK)
+    return failf(L, path, "safetensors header is not valid JSON (%s)", lua_tostring(L, -1));
   const int header = lua_gettop(L);
-  if (!is_json_object(L, header)) return failf(L, path, "safetensors header is not a JSON object");
+  if (!header_is_object(text, hlen) || !is_json_object(L, header))
+    return failf(L, path, "safetensors header is not a JSON object");
   /* entries: one per tensor, in a userdata array; names stay on the stack */
   size_t count = 0;
   lua_pushnil(L);
@@ -686,7 +667,7 @@ static int load_safetensors_from(lua_State *L, const char *path, const kb_backen
   while (lua_next(L, header)) {
     if (lua_type(L, -2) != LUA_TSTRING) return failf(L, path, "safetensors header has a non-string key");
     const char *key = lua_tostring(L, -2);
-    if (strcmp(key, "__metadata__") == 0) {
+    if (is_metadata_key(L, -2)) {
       if ((err = st_check_metadata(L, lua_gettop(L), why, sizeof why))) return failf(L, path, "%s", err);
       meta = lua_gettop(L);
       lua_pushvalue(L, -2); /* the key again, for lua_next; the metadata stays */
@@ -749,7 +730,7 @@ static int load_safetensors_from(lua_State *L, const char *path, const kb_backen
  */
 /* upvalue 1: kb.jcs.encode */
 static int l_save_safetensors(lua_State *L) {
-  const char *path = luaL_checkstring(L, 1);
+  const char *path = kb_check_cstring(L, 1, "save_safetensors", "path");
   luaL_checktype(L, 2, LUA_TTABLE);
   if (!lua_isnoneornil(L, 3)) luaL_checktype(L, 3, LUA_TTABLE);
   lua_settop(L, 3);
@@ -761,7 +742,7 @@ static int l_save_safetensors(lua_State *L) {
   while (lua_next(L, 2)) {
     if (lua_type(L, -2) != LUA_TSTRING)
       luaL_argerror(L, 2, lua_pushfstring(L, "tensor names must be strings, got a %s key", luaL_typename(L, -2)));
-    if (strcmp(lua_tostring(L, -2), "__metadata__") == 0)
+    if (is_metadata_key(L, -2))
       luaL_argerror(L, 2, "'__metadata__' is not a tensor name (pass metadata as argument #3)");
     if (!luaL_testudata(L, -1, KB_TENSOR_MT))
       luaL_argerror(L, 2, lua_pushfstring(L, "tensors['%s'] is a %s, not a kluabench.Tensor", lua_tostring(L, -2),
@@ -834,21 +815,38 @@ static int l_save_safetensors(lua_State *L) {
   const char *text = lua_tolstring(L, -1, &hlen);
   unsigned char len8[8];
   for (int i = 0; i < 8; i++) len8[i] = (unsigned char)((uint64_t)hlen >> (8 * i));
-  writer w;
+  kb_atomic_file w;
   char why[400];
-  const char *err = writer_open(&w, path, why, sizeof why);
+  const char *err = kb_atomic_open(&w, path, 1, why, sizeof why);
   if (err) return failf(L, path, "%s", err);
-  err = writer_write(&w, len8, 8);
-  if (!err) err = writer_write(&w, text, hlen);
+  err = kb_atomic_write(&w, len8, 8);
+  if (!err) err = kb_atomic_write(&w, text, hlen);
   for (lua_Integer i = 1; i <= count && !err; i++) {
     lua_rawgeti(L, names, i);
     lua_gettable(L, 2);
     err = write_tensor(L, &w, lua_touserdata(L, -1));
     lua_pop(L, 1);
   }
-  if ((err = writer_finish(&w, err))) return failf(L, path, "%s", err);
+  if ((err = kb_atomic_finish(&w, err, 1))) return failf(L, path, "%s", err);
   lua_pushboolean(L, 1);
   return 1;
+}
+
+/* Pushes the decode function of a lua-cjson instance of its own (linked
+ * statically; engine/host/main.c preloads the module as "cjson"), set as
+ * the stdlib's json.decode sets its own: no NaN, Infinity or hex numbers,
+ * nesting capped at kb.jcs.MAX_DEPTH. */
+static void push_json_decoder(lua_State *L) {
+  lua_pushcfunction(L, luaopen_cjson);
+  lua_call(L, 0, 1);
+  lua_getfield(L, -1, "decode_invalid_numbers");
+  lua_pushboolean(L, 0);
+  lua_call(L, 1, 0);
+  lua_getfield(L, -1, "decode_max_depth");
+  lua_pushinteger(L, KB_JSON_MAX_DEPTH);
+  lua_call(L, 1, 0);
+  lua_getfield(L, -1, "decode");
+  lua_remove(L, -2);
 }
 
 void kb_open_tensor_io(lua_State *L) {
@@ -862,10 +860,10 @@ void kb_open_tensor_io(lua_State *L) {
   lua_setfield(L, -2, "load_npy");
   lua_pushcfunction(L, l_save_npy);
   lua_setfield(L, -2, "save_npy");
-  lua_getfield(L, -1, "jcs"); /* kb_open_jcs ran before */
-  lua_getfield(L, -1, "decode");
+  push_json_decoder(L);
   lua_pushcclosure(L, l_load_safetensors, 1);
-  lua_setfield(L, -3, "load_safetensors");
+  lua_setfield(L, -2, "load_safetensors");
+  lua_getfield(L, -1, "jcs"); /* kb_open_jcs ran before */
   lua_getfield(L, -1, "encode");
   lua_pushcclosure(L, l_save_safetensors, 1);
   lua_setfield(L, -3, "save_safetensors");

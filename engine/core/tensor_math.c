@@ -164,15 +164,17 @@ static int binary(lua_State *L, kb_math_binary_op op, int inplace, int operators
   a.dtype = x->dtype;
   a.a = x->data;
   a.b = y ? y->data : NULL;
-  a.numel = 1;
-  for (int i = 0; i < a.ndim; i++) a.numel *= a.shape[i];
   a.stream = x->dev->stream;
-  if (inplace) {
+  if (inplace) { /* the broadcast shape is x's */
     a.out = x->data;
+    a.numel = x->numel;
     lua_pushvalue(L, ta);
-  } else {
-    a.out = kb_push_tensor(L, x->dev, x->dtype, a.ndim, a.shape)->data;
+  } else { /* kb_push_tensor checks the broadcast shape before its count is taken */
+    kb_tensor *out = kb_push_tensor(L, x->dev, x->dtype, a.ndim, a.shape);
+    a.out = out->data;
+    a.numel = out->numel;
   }
+  if (a.numel == 0) return 1; /* nothing to compute */
   launch(L, x->dev, BINARY_NAMES, run_binary, &a);
   return 1;
 }
@@ -401,7 +403,11 @@ static int reduce(lua_State *L, kb_math_reduce_op op) {
   }
   if (op == KB_MATH_MAX && a.n == 0 && a.outer * a.inner > 0)
     luaL_argerror(L, all ? 1 : 2, all ? "max of an empty tensor" : lua_pushfstring(L, "max over dimension %d of size 0", d + 1));
-  a.out = kb_push_tensor(L, t->dev, t->dtype, nd, shape)->data;
+  kb_tensor *out = kb_push_tensor(L, t->dev, t->dtype, nd, shape);
+  a.out = out->data;
+  /* no output element: nothing to walk, however many rows of nothing the input has
+   * ({2^40, 4, 0}:sum(2) has 2^40 of them) */
+  if (out->numel == 0) return 1;
   launch(L, t->dev, names, run_reduce, &a);
   return 1;
 }
@@ -508,6 +514,7 @@ static int m_matmul(lua_State *L) {
   shape[lead->ndim - 1] = n;
   kb_tensor *out = kb_push_tensor(L, x->dev, x->dtype, lead->ndim, shape);
   a.out = out->data;
+  if (out->numel == 0) return 1; /* no output element: nothing to compute */
   if (k == 0) KB_TRY(L, out->dev->fill(out->dev, out->data, out->dtype, (size_t)out->numel, 0.0));
   else launch(L, x->dev, names, run_matmul, &a);
   return 1;
@@ -568,6 +575,9 @@ static int m_reshape(lua_State *L) {
     else if (__builtin_mul_overflow(known, (int64_t)d, &known)) known = -1;
   }
   if (infer >= 0 && known > 0 && t->numel % known == 0) shape[infer] = t->numel / known, known = t->numel;
+  /* before the count: a zero dimension must not hide a product past 2^62 (kb.empty refuses it too) */
+  const char *problem = kb_shape_problem(shape, (int)nd, t->dtype);
+  if (problem) luaL_argerror(L, 2, problem);
   if (known != t->numel) {
     char st[160];
     luaL_argerror(L, 2, lua_pushfstring(L, "shape does not hold the %I elements of %s", (lua_Integer)t->numel,

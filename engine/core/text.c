@@ -1,6 +1,11 @@
 /* Text from outside the engine, made safe for messages: bytes a plugin
  * wrote (escaped, as the stdlib's cli.printable escapes input), and Lua
- * strings that C would cut at their first NUL byte (refused). */
+ * strings that C would cut at their first NUL byte (refused). Every binding
+ * that hands a Lua string to the OS or a library as C text (a path, an
+ * argument vector, an environment, SQL text, a name looked up with strcmp)
+ * takes it through kb_check_cstring / kb_opt_cstring, or kb_refuse_nul for
+ * a string inside a table: "x.jsonl\0zz" must never become x.jsonl. */
+#include <stdarg.h>
 #include <stdio.h>
 #include "kb.h"
 
@@ -45,18 +50,32 @@ size_t kb_printable(char *out, size_t outlen, const char *in, size_t inlen) {
 }
 
 /* Declared in kb.h. */
-void kb_refuse_nul(lua_State *L, int idx, const char *fn, int arg, const char *what) {
+void kb_refuse_nul(lua_State *L, int idx, const char *fn, int arg, const char *what, ...) {
   size_t n;
   const char *s = lua_tolstring(L, idx, &n);
   const char *nul = s ? memchr(s, '\0', n) : NULL;
-  if (nul)
-    luaL_error(L, "bad argument #%d to '%s' (%s has a NUL byte at byte %I: C would read only the text before it)",
-               arg, fn, what, (lua_Integer)(nul - s) + 1);
+  if (!nul) return;
+  va_list ap;
+  va_start(ap, what);
+  const char *named = lua_pushvfstring(L, what, ap);
+  va_end(ap);
+  const lua_Integer at = (lua_Integer)(nul - s) + 1;
+  if (!fn) /* a check shared by many functions: Lua names the one called */
+    luaL_argerror(L, arg, lua_pushfstring(L, "%s has a NUL byte at byte %I: C would read only the text before it",
+                                          named, at));
+  luaL_error(L, "bad argument #%d to '%s' (%s has a NUL byte at byte %I: C would read only the text before it)",
+             arg, fn, named, at);
 }
 
 /* Declared in kb.h. */
 const char *kb_check_cstring(lua_State *L, int arg, const char *fn, const char *what) {
   const char *s = luaL_checkstring(L, arg);
-  kb_refuse_nul(L, arg, fn, arg, what);
+  kb_refuse_nul(L, arg, fn, arg, "%s", what);
   return s;
+}
+
+/* Declared in kb.h. */
+const char *kb_opt_cstring(lua_State *L, int arg, const char *fn, const char *what, const char *def) {
+  if (lua_isnoneornil(L, arg)) return def;
+  return kb_check_cstring(L, arg, fn, what);
 }

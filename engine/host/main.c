@@ -31,9 +31,6 @@
 #include "repl.h"
 #include "signals.h"
 
-/* lua-cjson's static library; registered as package.preload["cjson"]. */
-int luaopen_cjson(lua_State *L);
-
 #define LUA_INIT_VAR "LUA_INIT"
 #define LUA_INIT_VERSIONED LUA_INIT_VAR "_" LUA_VERSION_MAJOR "_" LUA_VERSION_MINOR
 
@@ -421,7 +418,7 @@ static void set_paths(lua_State *L, int noenv) {
 /* host.listdir(path) -> array of entry names (unsorted, without . and ..)
  * or nil, message */
 static int host_listdir(lua_State *L) {
-  const char *path = luaL_checkstring(L, 1);
+  const char *path = kb_check_cstring(L, 1, "listdir", "path");
   DIR *d = opendir(path);
   if (!d) {
     luaL_pushfail(L);

@@ -34,7 +34,7 @@ static int fail(lua_State *L, const char *path, int e) {
  */
 /* fsync(path): flush a file's (or directory's) data to the device. */
 static int l_fsync(lua_State *L) {
-  const char *path = luaL_checkstring(L, 1);
+  const char *path = kb_check_cstring(L, 1, "fsync", "path");
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0 || fsync(fd) != 0) {
     int e = errno;
@@ -72,7 +72,7 @@ static const char *type_name(mode_t m) {
  * "block"|"socket"|"other", mode = permission bits, size = bytes, dev, ino}, or nil,
  * "path: reason", errno. Links are not followed unless follow is true. */
 static int l_stat(lua_State *L) {
-  const char *path = luaL_checkstring(L, 1);
+  const char *path = kb_check_cstring(L, 1, "stat", "path");
   int follow = lua_toboolean(L, 2);
   struct stat st;
   if ((follow ? stat(path, &st) : lstat(path, &st)) != 0) {
@@ -106,7 +106,7 @@ static int l_stat(lua_State *L) {
 /* realpath(path) -> the absolute path with every link resolved, or nil,
  * "path: reason" (a dangling link among them). */
 static int l_realpath(lua_State *L) {
-  const char *path = luaL_checkstring(L, 1);
+  const char *path = kb_check_cstring(L, 1, "realpath", "path");
   char buf[PATH_MAX];
   if (!realpath(path, buf)) return fail(L, path, errno);
   lua_pushstring(L, buf);
@@ -123,7 +123,7 @@ static int l_realpath(lua_State *L) {
  */
 /* chmod(path, mode) -> true, or nil, "path: reason". */
 static int l_chmod(lua_State *L) {
-  const char *path = luaL_checkstring(L, 1);
+  const char *path = kb_check_cstring(L, 1, "chmod", "path");
   lua_Integer mode = luaL_checkinteger(L, 2);
   luaL_argcheck(L, mode >= 0 && mode <= 07777, 2, "permission bits 0 to 07777 expected");
   if (chmod(path, (mode_t)mode) != 0) return fail(L, path, errno);
@@ -145,7 +145,7 @@ static int l_chmod(lua_State *L) {
  * the caller decides whether an existing directory is fine). Mode 0777
  * less the umask, as mkdir(1). */
 static int l_mkdir(lua_State *L) {
-  const char *path = luaL_checkstring(L, 1);
+  const char *path = kb_check_cstring(L, 1, "mkdir", "path");
   if (mkdir(path, 0777) != 0) {
     int e = errno;
     fail(L, path, e);

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 #include <lauxlib.h>
+#include "../core/kb.h"
 #include "nvml.h"
 
 /* ---- the few NVML declarations we need ---------------------------------- */
@@ -177,7 +178,7 @@ static int get_device(lua_State *L, int arg, nvml_device *out, char *label, size
     call = "nvmlDeviceGetHandleByIndex_v2";
     r = nv.by_index((unsigned)i, out);
   } else {
-    const char *s = luaL_checkstring(L, arg);
+    const char *s = kb_check_cstring(L, arg, NULL, "device");
     snprintf(label, n, "%s", s);
     int is_uuid = strncmp(s, "GPU-", 4) == 0;
     call = is_uuid ? "nvmlDeviceGetHandleByUUID" : "nvmlDeviceGetHandleByPciBusId_v2";
@@ -200,6 +201,7 @@ static int get_device(lua_State *L, int arg, nvml_device *out, char *label, size
  * one is an error on every machine, not only where NVML is present. */
 static void check_device_arg(lua_State *L, int arg) {
   int t = lua_type(L, arg);
+  if (t == LUA_TSTRING) kb_check_cstring(L, arg, NULL, "device"); /* a UUID or PCI bus id is C text to NVML */
   if (t == LUA_TNONE || t == LUA_TNIL || t == LUA_TSTRING) return;
   if (t != LUA_TNUMBER) luaL_typeerror(L, arg, "device index, UUID or PCI bus id");
   if (luaL_checkinteger(L, arg) < 0) luaL_argerror(L, arg, "device index must be >= 0");

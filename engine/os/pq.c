@@ -185,8 +185,8 @@ static int l_available(lua_State *L) {
  * (a URI or key=value words, as libpq takes them; label names the database
  * in every message and should hold no password). */
 static int l_connect(lua_State *L) {
-  const char *info = luaL_checkstring(L, 1);
-  const char *label = luaL_optstring(L, 2, "postgresql");
+  const char *info = kb_check_cstring(L, 1, "connect", "conninfo");
+  const char *label = kb_opt_cstring(L, 2, "connect", "label", "postgresql");
   kb_pq *c = lua_newuserdatauv(L, sizeof *c, 0);
   c->conn = NULL;
   snprintf(c->label, sizeof c->label, "%s", label);
@@ -247,6 +247,7 @@ static void push_value(lua_State *L, PGresult *r, int row, int col) {
 static int conn_exec(lua_State *L) {
   kb_pq *c = check_conn(L, 1);
   const char *sql = luaL_checkstring(L, 2);
+  kb_refuse_nul(L, 2, "exec", 1, "SQL text"); /* libpq reads C text: it would run only what precedes it */
   PGresult *r;
   if (lua_isnoneornil(L, 3)) {
     r = pq.exec(c->conn, sql);
@@ -272,6 +273,8 @@ static int conn_exec(lua_State *L) {
         snprintf(buf, sizeof buf, "%.17g", (double)lua_tonumber(L, -1));
         values[i - 1] = lua_pushstring(L, buf);
       } else if (t == LUA_TSTRING) {
+        /* libpq takes text parameters as C strings: "GPU\0A" would be "GPU" */
+        kb_refuse_nul(L, -1, "exec", 2, "parameter %d", i);
         values[i - 1] = lua_tostring(L, -1);
       } else {
         return luaL_argerror(L, 3, lua_pushfstring(L, "parameter %d: nil, boolean, number or string expected, got %s",

@@ -42,7 +42,7 @@ static const char *signal_name(int sig) {
 /* A signal name at arg: "SIGTERM" or "TERM". Names only: a number is
  * refused, so that a stray integer can never become a signal that kills. */
 static int check_signal(lua_State *L, int arg) {
-  const char *s = luaL_checkstring(L, arg);
+  const char *s = kb_check_cstring(L, arg, "kill", "signal name");
   const char *bare = strncmp(s, "SIG", 3) == 0 ? s + 3 : s;
   for (int i = 0; SIGNALS[i].name; i++)
     if (strcmp(SIGNALS[i].name + 3, bare) == 0) return SIGNALS[i].sig;
@@ -137,6 +137,7 @@ static const char **check_argv(lua_State *L, int arg) {
   for (lua_Integer i = 1; i <= n; i++) {
     if (lua_geti(L, arg, i) != LUA_TSTRING)
       luaL_argerror(L, arg, lua_pushfstring(L, "element %d is %s, string expected", (int)i, luaL_typename(L, -1)));
+    kb_refuse_nul(L, -1, "spawn", arg, "argv[%d]", (int)i);
     argv[i - 1] = lua_tostring(L, -1);
     lua_pop(L, 1); /* the string stays alive in the table */
   }
@@ -165,8 +166,10 @@ static char **build_env(lua_State *L, int opts) {
     while (lua_next(L, -2)) {
       if (lua_type(L, -2) != LUA_TSTRING || strchr(lua_tostring(L, -2), '=') || !lua_tostring(L, -2)[0])
         luaL_argerror(L, 2, "opts.env: names must be non-empty strings without '='");
+      kb_refuse_nul(L, -2, "spawn", 2, "a name in opts.env");
       const char *name = lua_tostring(L, -2);
       if (lua_type(L, -1) == LUA_TSTRING) {
+        kb_refuse_nul(L, -1, "spawn", 2, "opts.env.%s", name);
         lua_pushvalue(L, -2);
         lua_pushfstring(L, "%s=%s", name, lua_tostring(L, -2));
       } else if (lua_type(L, -1) == LUA_TBOOLEAN && !lua_toboolean(L, -1)) {
@@ -198,8 +201,12 @@ static const char *opt_string(lua_State *L, int opts, const char *field) {
   if (!opts) return NULL;
   int t = lua_getfield(L, opts, field);
   const char *s = NULL;
-  if (t == LUA_TSTRING) s = lua_tostring(L, -1);
-  else if (t != LUA_TNIL) luaL_argerror(L, 2, lua_pushfstring(L, "opts.%s must be a string (a path)", field));
+  if (t == LUA_TSTRING) {
+    kb_refuse_nul(L, -1, "spawn", 2, "opts.%s", field);
+    s = lua_tostring(L, -1);
+  } else if (t != LUA_TNIL) {
+    luaL_argerror(L, 2, lua_pushfstring(L, "opts.%s must be a string (a path)", field));
+  }
   lua_pop(L, 1); /* the string stays alive in opts */
   return s;
 }

@@ -85,16 +85,15 @@ static int push_failure(lua_State *L, kb_sqlite *d, int rc) {
 /* kb.sqlite.open(path [, mode]) -> db | nil, message, code. mode: "rw"
  * (default: the file must exist), "rwc" (create it when absent), "ro". */
 static int l_open(lua_State *L) {
-  size_t n;
-  const char *path = luaL_checklstring(L, 1, &n);
-  const char *mode = luaL_optstring(L, 2, "rw");
+  const char *path = kb_check_cstring(L, 1, "open", "path");
+  const char *mode = kb_opt_cstring(L, 2, "open", "mode", "rw");
+  size_t n = strlen(path);
   int flags;
   if (strcmp(mode, "rw") == 0) flags = SQLITE_OPEN_READWRITE;
   else if (strcmp(mode, "rwc") == 0) flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
   else if (strcmp(mode, "ro") == 0) flags = SQLITE_OPEN_READONLY;
   else return luaL_argerror(L, 2, lua_pushfstring(L, "mode must be 'rw', 'rwc' or 'ro', got '%s'", mode));
-  if (n == 0 || n >= sizeof(((kb_sqlite *)0)->path) || strlen(path) != n)
-    return luaL_argerror(L, 1, "a path of 1 to 511 bytes without NUL expected");
+  if (n == 0 || n >= sizeof(((kb_sqlite *)0)->path)) return luaL_argerror(L, 1, "a path of 1 to 511 bytes expected");
   kb_sqlite *d = lua_newuserdatauv(L, sizeof *d, 0);
   d->db = NULL;
   snprintf(d->path, sizeof d->path, "%s", path);
@@ -142,6 +141,7 @@ static int l_version(lua_State *L) {
 static int db_exec(lua_State *L) {
   kb_sqlite *d = check_db(L, 1);
   const char *sql = luaL_checkstring(L, 2);
+  kb_refuse_nul(L, 2, "exec", 1, "SQL text"); /* SQLite would run only what precedes it */
   int rc = sqlite3_exec(d->db, sql, NULL, NULL, NULL);
   if (rc != SQLITE_OK) return push_failure(L, d, rc);
   lua_pushboolean(L, 1);
@@ -163,6 +163,7 @@ static int db_prepare(lua_State *L) {
   kb_sqlite *d = check_db(L, 1);
   size_t n;
   const char *sql = luaL_checklstring(L, 2, &n);
+  kb_refuse_nul(L, 2, "prepare", 1, "SQL text"); /* SQLite would stop reading there */
   kb_stmt *s = lua_newuserdatauv(L, sizeof *s, 1);
   s->stmt = NULL;
   s->owner = d;

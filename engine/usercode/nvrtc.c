@@ -9,12 +9,23 @@
  * The cache: $KLUABENCH_CACHE/nvrtc, else $XDG_CACHE_HOME/kluabench/nvrtc,
  * else ~/.cache/kluabench/nvrtc (the directory stdlib/kluabench/measure/ceilings.lua
  * keeps its cache in), one entry per SHA-256 of (NVRTC version, arch, options, name
- * expressions, headers, source): <key>.ptx, <key>.cubin, <key>.names,
+ * expressions, headers, the files under the include directories, source):
+ * <key>.ptx, <key>.cubin, <key>.names,
  * <key>.log, and <key>.sha256, the SHA-256 of each of them in sha256sum's
  * format. The digests are written last, so an entry without them is
  * incomplete and ignored; an entry whose files do not match them (truncated,
  * emptied, overwritten) is compiled again and written anew, and
- * m:info().cache says "rebuilt", with cache_problem saying why. */
+ * m:info().cache says "rebuilt", with cache_problem saying why.
+ *
+ * A header NVRTC reads from disk (#include through opts.include, -I or
+ * --include-path= in opts.options, or a --pre-include file) is part of what
+ * it compiles, so its content is part of the key: every regular file under
+ * each include directory is hashed on every compile (NVRTC cannot say which
+ * files it opened). Editing a header is then a miss, never a hit that runs
+ * the old code. Include directories holding more than INCLUDE_MAX_FILES
+ * files or INCLUDE_MAX_BYTES bytes are not hashed: that compile is not
+ * cached (cache "off", cache_problem says why). */
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
@@ -189,8 +200,7 @@ static void add_list(lua_State *L, int opts, const char *key, const char *prefix
   int t = lua_getfield(L, opts, key);
   if (t == LUA_TSTRING) { /* one value */
     int v = lua_gettop(L);
-    kb_refuse_nul(L, v, "compile", 2, lua_pushfstring(L, "opts.%s", key));
-    lua_pop(L, 1);
+    kb_refuse_nul(L, v, "compile", 2, "opts.%s", key);
     lua_pushfstring(L, "%s%s", prefix, lua_tostring(L, -1));
     lua_seti(L, out, luaL_len(L, out) + 1);
   } else if (t == LUA_TTABLE) {
@@ -200,8 +210,7 @@ static void add_list(lua_State *L, int opts, const char *key, const char *prefix
         luaL_error(L, "bad argument #2 to 'compile' (opts.%s[%d] must be a string, got %s)", key, (int)i,
                    luaL_typename(L, -1));
       int v = lua_gettop(L);
-      kb_refuse_nul(L, v, "compile", 2, lua_pushfstring(L, "opts.%s[%d]", key, (int)i));
-      lua_pop(L, 1);
+      kb_refuse_nul(L, v, "compile", 2, "opts.%s[%d]", key, (int)i);
       lua_pushfstring(L, "%s%s", prefix, lua_tostring(L, -1));
       lua_seti(L, out, luaL_len(L, out) + 1);
       lua_pop(L, 1);
@@ -260,8 +269,7 @@ static void add_defines(lua_State *L, int opts, int out) {
     lua_gettable(L, defs);
     if (lua_type(L, -1) == LUA_TSTRING) {
       int v = lua_gettop(L);
-      kb_refuse_nul(L, v, "compile", 2, lua_pushfstring(L, "opts.defines.%s", lua_tostring(L, -2)));
-      lua_pop(L, 1);
+      kb_refuse_nul(L, v, "compile", 2, "opts.defines.%s", lua_tostring(L, -2));
     }
     if (lua_toboolean(L, -1) && lua_type(L, -1) == LUA_TBOOLEAN)
       lua_pushfstring(L, "-D%s", lua_tostring(L, -2));
@@ -320,6 +328,7 @@ static void push_cache_dir(lua_State *L, int opts) {
   }
   lua_pop(L, 1);
   if (lua_getfield(L, opts, "cache_dir") == LUA_TSTRING) {
+    kb_refuse_nul(L, -1, "compile", 2, "opts.cache_dir");
     lua_pushfstring(L, "%s/nvrtc", lua_tostring(L, -1));
     lua_remove(L, -2);
     return;
@@ -339,20 +348,151 @@ static const char *read_entry(lua_State *L, const char *dir, const char *key, co
   return kb_read_file(L, path, KB_READ_MAX);
 }
 
-/* Writes through a temporary file and rename, so a reader never sees half. */
-static int write_entry(const char *dir, const char *key, const char *ext, const char *p, size_t n) {
-  char path[1024], tmp[1100];
+/* Writes through a temporary file (created exclusively under a random name)
+ * and rename, so a reader never sees half and a link planted in the cache
+ * directory is never followed. NULL or why not. */
+static const char *write_entry(const char *dir, const char *key, const char *ext, const char *p, size_t n,
+                               char *why, size_t whylen) {
+  char path[1024];
   snprintf(path, sizeof path, "%s/%s.%s", dir, key, ext);
-  snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
-  FILE *f = fopen(tmp, "wb");
-  if (!f) return -1;
-  int ok = fwrite(p, 1, n, f) == n;
-  ok = (fclose(f) == 0) && ok;
-  if (!ok || rename(tmp, path) != 0) {
-    remove(tmp);
-    return -1;
+  kb_atomic_file w;
+  const char *err = kb_atomic_open(&w, path, 0, why, whylen);
+  if (!err) err = kb_atomic_finish(&w, kb_atomic_write(&w, p, n), 0);
+  return err;
+}
+
+/* ---- the files under the include directories ------------------------------------ */
+
+/* Beyond these the include directories are not hashed and the compile is
+ * not cached: hashing them would cost more than compiling. */
+#define INCLUDE_MAX_FILES 4096
+#define INCLUDE_MAX_BYTES ((size_t)64 << 20)
+#define INCLUDE_MAX_DEPTH 16 /* directories below an include directory (links may loop) */
+
+typedef struct {
+  int list;             /* stack index of the table of "path\0sha256" lines */
+  size_t files, bytes;  /* hashed so far */
+  char why[400];        /* set when a bound was passed */
+} include_walk;
+
+/* Adds one line for path: its content's SHA-256, or why it cannot be read
+ * (NVRTC could not read it either, and the line changes when that does). */
+static void add_file_line(lua_State *L, include_walk *w, const char *path, size_t size) {
+  if (w->why[0]) return;
+  if (++w->files > INCLUDE_MAX_FILES || (w->bytes += size) > INCLUDE_MAX_BYTES) {
+    snprintf(w->why, sizeof w->why, "the include directories hold more than %d files or %zu MiB (at %.200s): not cached",
+             INCLUDE_MAX_FILES, INCLUDE_MAX_BYTES >> 20, path);
+    return;
   }
-  return 0;
+  char hex[65];
+  const char *err = kb_read_file(L, path, INCLUDE_MAX_BYTES);
+  if (err) {
+    lua_pushfstring(L, "%s%c%s", path, 0, err);
+  } else {
+    size_t n;
+    const char *p = lua_tolstring(L, -1, &n);
+    KB_TRY(L, kb_sha256_hex(p, n, hex));
+    lua_pop(L, 1);
+    lua_pushfstring(L, "%s%c%s", path, 0, hex);
+  }
+  lua_seti(L, w->list, luaL_len(L, w->list) + 1);
+}
+
+/* Every regular file under dir (links followed, directories whose name
+ * starts with '.' skipped, such as .git), depth directories deep at most. */
+static void hash_tree(lua_State *L, include_walk *w, const char *dir, int depth) {
+  DIR *d = opendir(dir);
+  if (!d) { /* a missing directory reads as missing: creating it changes the key */
+    lua_pushfstring(L, "%s%c%s", dir, 0, strerror(errno));
+    lua_seti(L, w->list, luaL_len(L, w->list) + 1);
+    return;
+  }
+  struct dirent *e;
+  char path[4096];
+  while (!w->why[0] && (e = readdir(d)) != NULL) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+    if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path) continue;
+    struct stat st;
+    if (stat(path, &st) != 0) continue; /* a dangling link: nothing NVRTC could read */
+    if (S_ISREG(st.st_mode)) {
+      add_file_line(L, w, path, (size_t)st.st_size);
+    } else if (S_ISDIR(st.st_mode) && e->d_name[0] != '.') {
+      if (depth >= INCLUDE_MAX_DEPTH)
+        snprintf(w->why, sizeof w->why, "the include directories nest deeper than %d levels (at %.200s): not cached",
+                 INCLUDE_MAX_DEPTH, path);
+      else
+        hash_tree(L, w, path, depth + 1);
+    }
+  }
+  closedir(d);
+}
+
+/* The value of the option at options[i] when it is `flag` (then options[i + 1]),
+ * `flag`value or `flag=`value; NULL otherwise. *skip is set when the value
+ * was the next element. */
+static const char *option_value(lua_State *L, int options, lua_Integer i, const char *flag, int joined,
+                                int *skip) {
+  size_t fl = strlen(flag);
+  lua_geti(L, options, i);
+  const char *s = lua_tostring(L, -1);
+  lua_pop(L, 1); /* the string stays alive in the table */
+  if (!s || strncmp(s, flag, fl) != 0) return NULL;
+  if (s[fl] == '\0') {
+    const char *v = lua_geti(L, options, i + 1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+    lua_pop(L, 1);
+    *skip = v != NULL;
+    return v;
+  }
+  if (s[fl] == '=') return s + fl + 1;
+  return joined ? s + fl : NULL;
+}
+
+/* Pushes the SHA-256 (hex) of the files NVRTC may read from disk: every
+ * file under the include directories named in the options at options
+ * (opts.include became -I<dir> there), and every pre-included file; "" when
+ * there are none. Pushes nil instead, and fills why, when they are too many
+ * to hash. */
+static void push_include_digest(lua_State *L, int options, char *why, size_t whylen) {
+  include_walk w = {0, 0, 0, ""};
+  lua_newtable(L);
+  w.list = lua_gettop(L);
+  for (lua_Integer i = 1, n = luaL_len(L, options); i <= n && !w.why[0]; i++) {
+    int skip = 0;
+    const char *dir = option_value(L, options, i, "-I", 1, &skip);
+    if (!dir) dir = option_value(L, options, i, "--include-path", 0, &skip);
+    const char *file = dir ? NULL : option_value(L, options, i, "-include", 0, &skip);
+    if (!dir && !file) file = option_value(L, options, i, "--pre-include", 0, &skip);
+    if (dir) hash_tree(L, &w, dir, 0);
+    struct stat st;
+    if (file && stat(file, &st) == 0 && S_ISREG(st.st_mode)) add_file_line(L, &w, file, (size_t)st.st_size);
+    i += skip;
+  }
+  if (w.why[0]) {
+    lua_pop(L, 1);
+    snprintf(why, whylen, "%s", w.why);
+    lua_pushnil(L);
+    return;
+  }
+  if (luaL_len(L, w.list) == 0) {
+    lua_pop(L, 1);
+    lua_pushliteral(L, "");
+    return;
+  }
+  /* readdir's order is the file system's: sorted, the key is stable */
+  lua_getglobal(L, "table");
+  lua_getfield(L, -1, "sort");
+  lua_pushvalue(L, w.list);
+  lua_call(L, 1, 0);
+  lua_getfield(L, -1, "concat");
+  lua_pushvalue(L, w.list);
+  lua_pushliteral(L, "\n");
+  lua_call(L, 2, 1);
+  size_t n;
+  const char *text = lua_tolstring(L, -1, &n);
+  char hex[65];
+  KB_TRY(L, kb_sha256_hex(text, n, hex));
+  lua_pop(L, 3); /* the text, table, the list */
+  lua_pushstring(L, hex);
 }
 
 /* ---- compiling --------------------------------------------------------------------- */
@@ -368,14 +508,15 @@ static void append_field(luaL_Buffer *b, const char *s, size_t n) {
 }
 
 /* Pushes the hex cache key of everything that decides NVRTC's output. */
-static void push_key(lua_State *L, int src, int name, int arch, int options, int names, int headers) {
+static void push_key(lua_State *L, int src, int name, int arch, int options, int names, int headers,
+                     int includes) {
   luaL_Buffer b;
   luaL_buffinit(L, &b);
   char ver[32];
-  snprintf(ver, sizeof ver, "kluabench-nvrtc-1 %d.%d", nv.major, nv.minor);
+  snprintf(ver, sizeof ver, "kluabench-nvrtc-2 %d.%d", nv.major, nv.minor);
   append_field(&b, ver, strlen(ver));
-  const int singles[] = {arch, name};
-  for (int s = 0; s < 2; s++) {
+  const int singles[] = {arch, name, includes};
+  for (int s = 0; s < 3; s++) {
     size_t n;
     const char *p = lua_tolstring(L, singles[s], &n);
     append_field(&b, p, n);
@@ -608,23 +749,24 @@ static const char *cache_write(lua_State *L, const char *dir, const char *key, i
   push_names_text(L, base + 2);
   const int at[NPARTS] = {base, base + 1, top + 1, base + 3};
   push_sums_text(L, key, at);
-  int bad = 0;
+  const char *bad = NULL;
+  char reason[400];
   /* the PTX after the others, the digests last: they mark the entry complete */
   static const int order[NPARTS] = {1, 2, 3, 0};
   for (int k = 0; k < NPARTS && !bad; k++) {
     int i = order[k];
     size_t n;
     const char *p = lua_isnil(L, at[i]) ? NULL : lua_tolstring(L, at[i], &n);
-    if (p) bad = write_entry(dir, key, PARTS[i], p, n);
+    if (p) bad = write_entry(dir, key, PARTS[i], p, n, reason, sizeof reason);
   }
   if (!bad) {
     size_t n;
     const char *p = lua_tolstring(L, -1, &n);
-    bad = write_entry(dir, key, "sha256", p, n);
+    bad = write_entry(dir, key, "sha256", p, n, reason, sizeof reason);
   }
   lua_settop(L, top);
   if (!bad) return NULL;
-  snprintf(why, sizeof why, "cannot write into %s: %s", dir, strerror(errno));
+  snprintf(why, sizeof why, "cannot write into %s: %s", dir, bad);
   return why;
 }
 
@@ -650,8 +792,7 @@ static void push_headers(lua_State *L, int opts) {
     if (lua_gettable(L, h) != LUA_TSTRING)
       luaL_error(L, "bad argument #2 to 'compile' (opts.headers must map names to source strings)");
     int v = lua_gettop(L);
-    kb_refuse_nul(L, v, "compile", 2, lua_pushfstring(L, "opts.headers['%s']", lua_tostring(L, -2)));
-    lua_pop(L, 1);
+    kb_refuse_nul(L, v, "compile", 2, "opts.headers['%s']", lua_tostring(L, -2));
     lua_remove(L, -2);
     lua_seti(L, out, 2 * i);
   }
@@ -665,7 +806,8 @@ static void push_headers(lua_State *L, int opts) {
  * source}), arch ("sm_90", "compute_90" for PTX only; default the device's, else sm_90), lineinfo
  * (boolean), options (passed through), cache (false: off), cache_dir. A compile error raises with
  * NVRTC's log and line numbers. Results are cached under $KLUABENCH_CACHE/nvrtc (else
- * ~/.cache/kluabench/nvrtc) by SHA-256 of source, options, arch and NVRTC version;
+ * ~/.cache/kluabench/nvrtc) by SHA-256 of source, options, arch, NVRTC version and the content of
+ * every file under the include directories (an edited header is compiled again);
  * module:info().cache says "hit", "miss" or "off".
  *
  * @signature kb.cuda.compile(source [, opts]) -> Module
@@ -687,7 +829,7 @@ static int l_compile(lua_State *L) {
   check_opt_keys(L, 2);
   const char *why = nvrtc_load();
   if (why) return luaL_error(L, "compile: %s", why);
-  /* 3 name, 4 arch, 5 options, 6 names, 7 headers, 8 cache dir, 9 key */
+  /* 3 name, 4 arch, 5 options, 6 names, 7 headers, 8 cache dir, 9 include digest, 10 key */
   if (lua_getfield(L, 2, "name") == LUA_TNIL) lua_pop(L, 1), lua_pushliteral(L, "kernel.cu");
   if (lua_type(L, 3) != LUA_TSTRING)
     return luaL_error(L, "bad argument #2 to 'compile' (opts.name must be a string, got %s)", luaL_typename(L, 3));
@@ -709,14 +851,19 @@ static int l_compile(lua_State *L) {
   add_list(L, 2, "names", "", 6);
   push_headers(L, 2);
   push_cache_dir(L, 2);
-  push_key(L, 1, 3, 4, 5, 6, 7);
+  char problem[600] = "";
+  push_include_digest(L, 5, problem, sizeof problem);
+  if (lua_isnil(L, 9)) { /* too much to hash: compiled, not cached */
+    lua_pushliteral(L, ""), lua_replace(L, 8);
+    lua_pushliteral(L, ""), lua_replace(L, 9);
+  }
+  push_key(L, 1, 3, 4, 5, 6, 7, 9);
   int want_cubin = strncmp(lua_tostring(L, 4), "sm_", 3) == 0;
   const char *dir = lua_tostring(L, 8);
   const char *cache = "off";
   const char *cache_error = NULL;
-  char problem[600] = "";
   int base = lua_gettop(L) + 1;
-  int found = *dir ? cache_read(L, dir, lua_tostring(L, 9), want_cubin, problem, sizeof problem) : 0;
+  int found = *dir ? cache_read(L, dir, lua_tostring(L, 10), want_cubin, problem, sizeof problem) : 0;
   if (found > 0) {
     cache = "hit";
   } else {
@@ -731,7 +878,7 @@ static int l_compile(lua_State *L) {
     run_nvrtc(L, 1, 3, argv, 6, 7);
     lua_remove(L, argv);
     cache = found < 0 ? "rebuilt" : "miss";
-    if (*dir) cache_error = cache_write(L, dir, lua_tostring(L, 9), base);
+    if (*dir) cache_error = cache_write(L, dir, lua_tostring(L, 10), base);
     if (!*dir) cache = "off";
   }
   /* info */
@@ -750,9 +897,9 @@ static int l_compile(lua_State *L) {
   lua_pushvalue(L, base + 2), lua_setfield(L, info, "names");
   lua_pushvalue(L, base + 3), lua_setfield(L, info, "log");
   lua_pushstring(L, cache), lua_setfield(L, info, "cache");
-  lua_pushvalue(L, 9), lua_setfield(L, info, "cache_key");
+  lua_pushvalue(L, 10), lua_setfield(L, info, "cache_key");
   if (cache_error) lua_pushstring(L, cache_error), lua_setfield(L, info, "cache_error");
-  if (found < 0) lua_pushstring(L, problem), lua_setfield(L, info, "cache_problem");
+  if (problem[0]) lua_pushstring(L, problem), lua_setfield(L, info, "cache_problem");
   int img = lua_isnil(L, base + 1) ? base : base + 1;
   kb_push_module(L, img, base, img == base ? "ptx" : "cubin", info);
   return 1;

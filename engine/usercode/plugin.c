@@ -160,6 +160,7 @@ static kb_plugin_ud *check_plugin_ud(lua_State *L, int arg) {
 static int p_kernel(lua_State *L) {
   kb_plugin_ud *u = check_plugin_ud(L, 1);
   const char *name = luaL_checkstring(L, 2);
+  kb_refuse_nul(L, 2, "kernel", 1, "kernel name");
   const kb_plugin_kernel *k = NULL;
   for (int i = 0; i < u->p->nkernels && !k; i++)
     if (strcmp(u->p->kernels[i].name, name) == 0) k = &u->p->kernels[i];

@@ -1,10 +1,19 @@
 --- Comparing two sets of results point by point: is NEW faster, slower, the
 -- same as BASE, or can the samples not tell?
 --
+-- compare reads bundles only through the result model (kluabench.result):
+-- result.session for each bundle, result.points for the sessions of one side
+-- of a point and their aggregate, so that its numbers are the ones every other
+-- view shows.
+--
 -- Points are matched by the run's workloadDigest, the mode (the timed pass)
--- and the provider (kluabench.record.point). Each bundle of a point is one measurement session (the harness's
--- --runs N gives N); a side's estimate is the mean of its sessions' medians.
--- For each match:
+-- and the provider, and paired by device: BASE's runs on a device with NEW's
+-- on the same device. A point measured on one device in BASE and on another in
+-- NEW is refused ("not compared") unless opts.across_devices
+-- (--across-devices) says so; then every such row notes the pairing. Each
+-- bundle of a point is one measurement session (the harness's --runs N gives
+-- N); a side's estimate is result.points' median_ns, the mean of its
+-- sessions' medians. For each match:
 --   - the ratio new / base of those estimates (> 1: NEW is slower),
 --   - its confidence interval from a hierarchical bootstrap: sessions
 --     resampled, then samples within them (inference.hierarchical_ratio),
@@ -14,8 +23,8 @@
 --     a side of fewer sessions cannot show it, and its interval is widened
 --     by a between-session figure at the point's time scale (--between, the
 --     cache's figure for the records' device and kernel that
---     scripts/run_noise.lua fills, else the conservative default of
---     record/noise.lua);
+--     scripts/run_noise.lua fills, else the conservative default of the
+--     records' device and backend, record/noise.lua);
 --   - the smallest change the interval could have called (detectable);
 --   - the Mann-Whitney U test's two-sided p-value on the pooled samples
 --     (reported, as a second opinion that does not depend on the median).
@@ -27,7 +36,18 @@
 --           or fewer than MIN_SAMPLES samples on a side.
 -- A regression is a SLOWER point whose ratio exceeds 1 + threshold (default
 -- 5 %); `kluabench compare` exits 1 when there is one.
+local args = require 'kluabench.util.args'
+local json = require 'kluabench.util.json'
+local stats = require 'kluabench.stats'
 local inference = require 'kluabench.stats.inference'
+local results = require 'kluabench.table'
+local record = require 'kluabench.record'
+local reader = require 'kluabench.record.reader'
+local verify = require 'kluabench.record.verify'
+local noise = require 'kluabench.record.noise'
+local result = require 'kluabench.result'
+
+local M = {}
 
 -- True once SIGINT or SIGTERM stopped the command (kb.interrupted): an error
 -- caught then is the interrupt itself.
@@ -35,13 +55,6 @@ local function interrupted()
   local ok, kb = pcall(require, 'kluabench.core')
   return ok and type(kb) == 'table' and kb.interrupted() == true
 end
-local json = require 'kluabench.util.json'
-local results = require 'kluabench.table'
-local reader = require 'kluabench.record.reader'
-
-local M = {}
-local args = require 'kluabench.util.args'
-local result = require 'kluabench.result'
 
 M.DEFAULTS = { threshold = 0.05, noise = 0.01, confidence = 0.95, resamples = 2000, seed = 1,
   familywise = true }
@@ -52,14 +65,15 @@ M.MIN_SAMPLES = 5
 
 --- Sides with at least this many sessions on both sides: their own between-session spread decides,
 -- and no stored figure enters (record/noise.lua).
-M.OWN_SESSIONS = require('kluabench.record.noise').OWN_SESSIONS
-
-local get = reader.get
+M.OWN_SESSIONS = noise.OWN_SESSIONS
 
 local function finite(x) return type(x) == 'number' and x == x and x > -math.huge and x < math.huge end
 
+-- Text from a record made safe for a terminal: control characters as \xNN (args.printable), never cut.
+local function printable(s) return s ~= nil and args.printable(s, #tostring(s)) or nil end
+
 ---------------------------------------------------------------------------
--- Reading bundles (kluabench.record.reader)
+-- Reading bundles (kluabench.record.reader; each seen through result.session)
 ---------------------------------------------------------------------------
 
 --- The bundles in a decoded value: a bundle, a list, or {bundles = [...]}.
@@ -85,40 +99,54 @@ function M.bundles_of(v)
   return nil, 'not a record bundle or a list of bundles'
 end
 
--- Why a bundle's recorded workloadDigest (what points are matched on) cannot be trusted: the
--- digest recomputed from its workload document differs, or there is no document to recompute it
--- from; nil when it holds.
-local function workload_digest_problem(b)
-  local recorded = get(b, 'run', 'spec', 'workloadDigest')
-  local doc = b.workload
-  if type(doc) ~= 'table' or type(doc.spec) ~= 'table' then
-    return 'no workload document to check run.spec.workloadDigest against (points are matched on it)'
+-- Why a bundle cannot be compared, or nil: no workload digest to match its point on, raw samples
+-- that are there but not finite positive numbers, or a workloadDigest that is not the digest of its
+-- workload document (recomputed by verify.check: points are matched on it). s: its session.
+local function comparable_problem(b, s)
+  local wd = s.digests.workload
+  if type(wd) ~= 'string' or not wd:match('^sha256:%x+$') then
+    return 'no workload digest (run.spec.workloadDigest): the point cannot be matched, '
+      .. 'so the bundle is refused rather than pooled with others'
   end
-  local ok, computed = pcall(require('kluabench.record').digest, doc)
-  if not ok then return 'cannot hash its workload document: ' .. tostring(computed) end
-  if computed ~= recorded then
-    return string.format('run.spec.workloadDigest %s is not the digest of its workload document (%s): the '
-      .. 'bundle was edited or damaged since it was written (kluabench verify says more)', tostring(recorded), computed)
+  -- a record without samples (an import) is compared by its median; one whose samples are there
+  -- but broken is refused
+  if not s.samples_ms and next(s.evidence) ~= nil and s.samples_why ~= 'no raw samples in the record' then
+    return s.samples_why
+  end
+  for _, p in ipairs(verify.check(b)) do
+    if p.field == 'workloadDigest' then
+      if p.computed then
+        return string.format('run.spec.workloadDigest %s is not the digest of its workload document (%s): the '
+          .. 'bundle was edited or damaged since it was written (kluabench verify says more)', tostring(p.recorded),
+          p.computed)
+      end
+      if tostring(p.error):match('^missing') then
+        return 'no workload document to check run.spec.workloadDigest against (points are matched on it)'
+      end
+      return 'cannot check run.spec.workloadDigest: ' .. tostring(p.error)
+    end
   end
   return nil
 end
 
--- The bundles reader.parse gave, each workloadDigest recomputed: bundles, or nil and
+-- The bundles reader.parse gave, each checked for comparing: bundles, or nil and
 -- "LABEL:LINE: point P (provider): why" for the first that does not hold.
 local function checked(bundles, lines, label)
   for i, b in ipairs(bundles) do
-    local why = workload_digest_problem(b)
+    local s = result.session(b)
+    local why = comparable_problem(b, s)
     if why then
-      local point, provider = result.label_of(b)
+      local point, provider = result.label_of(b, s)
       return nil, string.format('%s:%d: point %s (%s): %s', label, lines[i] or 1, point, provider, why)
     end
   end
   return bundles
 end
 
---- Bundles from JSON or JSON Lines text, checked for comparing (reader.parse with comparable =
--- true), each run's workloadDigest recomputed from its workload document (points are matched on
--- it: a bundle whose digest does not hold is refused, naming the line).
+--- Bundles from JSON or JSON Lines text (reader.parse), checked for comparing: each has a workload
+-- digest ("sha256:..."), which is that of its workload document (recomputed: points are matched on
+-- it), and raw samples, where it has them, that are finite positive numbers; the first bundle that
+-- does not is refused, naming the line and the point.
 --
 -- Returns a list, or nil, "LABEL:LINE: why".
 --
@@ -132,7 +160,7 @@ end
 function M.parse(text, label)
   args.check('compare.parse', 1, text, 'string', 'JSON Lines text')
   label = label or 'input'
-  local bundles, lines = reader.parse(text, label, { comparable = true })
+  local bundles, lines = reader.parse(text, label)
   if not bundles then return nil, lines end
   return checked(bundles, lines, label)
 end
@@ -151,12 +179,12 @@ end
 --   local bundles = assert(compare.read(dir .. "/results.jsonl"))
 --   os.execute("rm -r " .. dir)
 function M.read(path)
-  local bundles, lines = reader.read(path, { comparable = true })
+  local bundles, lines = reader.read(path)
   if not bundles then return nil, lines end
   return checked(bundles, lines, path)
 end
 
---- The raw samples of a bundle in ms (reader.samples_of).
+--- The raw samples of a bundle in ms (its session's samples_ms, result.session), or nil and why.
 --
 -- @signature compare.samples_of(bundle) -> ms list | nil, why
 -- @example
@@ -165,11 +193,14 @@ end
 --   local bundle = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
 --   local xs = compare.samples_of(bundle)
 --   print(#xs == #r.samples) --> true
-M.samples_of = reader.samples_of
+function M.samples_of(bundle)
+  args.check('compare.samples_of', 1, bundle, 'table', 'bundle')
+  local s = result.session(bundle)
+  if s.samples_ms then return s.samples_ms end
+  return nil, s.samples_why or 'no raw samples in the record'
+end
 
---- The recorded median in ms.
---
--- The recorded median in ms (run.spec.timing.latencyNs.median), or nil.
+--- The recorded median in ms (the session's median_ns, result.session), or nil.
 --
 -- @signature compare.median_of(bundle) -> ms | nil
 -- @example
@@ -183,9 +214,20 @@ function M.median_of(bundle)
   return (type(ns) == 'number' and ns > 0 and ns < math.huge) and ns / 1e6 or nil
 end
 
+-- key_of of a bundle's session.
+local function key_of_session(b, s, match)
+  local wd = s.digests.workload
+  if type(wd) ~= 'string' then wd = '?' end
+  local label, provider = result.label_of(b, s)
+  local as = type(match) == 'table' and match[provider] or provider
+  if as ~= provider then provider = as .. ' (' .. provider .. ')' end
+  return wd .. '|' .. (s.mode or '?') .. '|' .. as .. (s.metric == 'memory' and '|memory' or ''), label, provider
+end
+
 --- The matching key ("workloadDigest|mode|provider", and "|memory" for a memory run:
 -- kernelindex's workload holds no mode, the timed pass is the protocol's) and a label for people.
 -- match: a table of provider renames ({liger = "fused"}: that provider is matched as this one).
+-- Points of one key are then paired by device (compare.compare).
 --
 -- @signature compare.key_of(bundle [, match]) -> key, label, provider
 -- @example
@@ -196,14 +238,7 @@ end
 function M.key_of(b, match)
   args.check('compare.key_of', 1, b, 'table', 'bundle')
   args.check('compare.key_of', 2, match, 'table|nil', 'provider renames')
-  local wd = get(b, 'run', 'spec', 'workloadDigest')
-  if type(wd) ~= 'string' then wd = '?' end
-  local label, provider = result.label_of(b)
-  local p = result.session(b)
-  local mode = p.mode or '?'
-  local as = type(match) == 'table' and match[provider] or provider
-  if as ~= provider then provider = as .. ' (' .. provider .. ')' end
-  return wd .. '|' .. mode .. '|' .. as .. (p.metric == 'memory' and '|memory' or ''), label, provider
+  return key_of_session(b, result.session(b), match)
 end
 
 ---------------------------------------------------------------------------
@@ -242,13 +277,14 @@ local function pooled(sessions)
 end
 
 -- The between-session figure at a point of ms: opts.between is a number (the
--- user's, exact), a function(ms) -> sd, source, df, scope, or nil (the
--- conservative default, record/noise.lua).
+-- user's, exact), a function(ms) -> sd, source, df, scope, or nil: the
+-- conservative default of a device of unknown kind (record/noise.lua's
+-- UNKNOWN: compare_sessions is not told the device; compare.compare is, and
+-- passes the figure of the records' device and backend).
 local function between_at(between, ms)
   if type(between) == 'number' then return between, '--between', nil, 'between' end
   if type(between) == 'function' then return between(ms) end
-  local noise = require 'kluabench.record.noise'
-  return noise.at(noise.DEFAULT, ms), noise.DEFAULT.source, nil, 'default'
+  return noise.at(noise.UNKNOWN, ms), noise.UNKNOWN.source, nil, 'default'
 end
 
 --- The smallest change an interval [lo, hi] around ratio could have called: the change whose
@@ -277,11 +313,14 @@ end
 -- with fewer sessions gets the variance its sessions could not show, max(figure, the sessions'
 -- pooled spread)^2 minus its own spread^2, over its session count; the figure is opts.between (a
 -- number: exact; a function(ms) -> sd, source, df, scope) or, without one, record/noise.lua's
--- conservative default. opts: as compare.compare, and points (how many points the comparison holds,
--- for the family-wise confidence). Returns {ratio, lo, hi, detectable (the smallest change the
--- interval could call, compare.detectable), p, verdict, regression, base_median, new_median,
--- base_n, new_n, base_sessions, new_sessions, between, between_source, between_df, between_scope,
--- t_df, point_confidence, why, ...}.
+-- conservative default for a device of unknown kind (noise.UNKNOWN). opts: as compare.compare, and
+-- points (how many points the comparison holds, for the family-wise confidence), base_median and
+-- new_median (ms: each side's estimate where the caller has it, as compare.compare passes
+-- result.points' median_ns, the mean of the recorded session medians; the ratio is theirs and the
+-- bootstrap interval is moved to it, its width kept). Returns {ratio, lo, hi, detectable (the
+-- smallest change the interval could call, compare.detectable), p, verdict, regression,
+-- base_median, new_median, base_n, new_n, base_sessions, new_sessions, between, between_source,
+-- between_df, between_scope, t_df, point_confidence, why, ...}.
 --
 -- @signature compare.compare_sessions(base_sessions, new_sessions [, opts]) -> table
 -- @example
@@ -292,6 +331,10 @@ function M.compare_sessions(base, new, opts)
   args.check('compare.compare_sessions', 2, new, 'table', 'list of sessions')
   args.check('compare.compare_sessions', 3, opts, 'table|nil', 'table of options')
   opts = opts or {}
+  args.check('compare.compare_sessions', 3, opts.base_median, 'number|nil', 'opts.base_median')
+  args.check('compare.compare_sessions', 3, opts.new_median, 'number|nil', 'opts.new_median')
+  local given = finite(opts.base_median) and finite(opts.new_median) and opts.base_median > 0
+    and opts.new_median > 0
   local d = M.DEFAULTS
   local conf = opts.confidence or d.confidence
   local band = opts.noise or d.noise
@@ -299,8 +342,10 @@ function M.compare_sessions(base, new, opts)
   local r = { base_n = nb, new_n = nn, base_sessions = #base, new_sessions = #new, confidence = conf }
   if nb < M.MIN_SAMPLES or nn < M.MIN_SAMPLES then
     local sb, sn = pooled(base), pooled(new)
-    if nb > 0 and nn > 0 then
-      local stats = require 'kluabench.stats'
+    if given then
+      r.base_median, r.new_median = opts.base_median, opts.new_median
+      r.ratio = r.new_median / r.base_median
+    elseif nb > 0 and nn > 0 then
       r.base_median, r.new_median = stats.median(sb), stats.median(sn)
       r.ratio = r.new_median / r.base_median
     end
@@ -311,6 +356,15 @@ function M.compare_sessions(base, new, opts)
   end
   local h = inference.hierarchical_ratio(base, new, { resamples = opts.resamples or d.resamples,
     confidence = conf, seed = opts.seed or d.seed })
+  if given then
+    -- the estimates the caller has (the recorded session medians, within a ns of the samples'):
+    -- the interval is moved with the ratio, its relative width kept
+    local f = (opts.new_median / opts.base_median) / h.ratio
+    if finite(f) and f > 0 then
+      h.ratio, h.lo, h.hi = opts.new_median / opts.base_median, h.lo * f, h.hi * f
+      h.base_median, h.new_median = opts.base_median, opts.new_median
+    end
+  end
   for k, v in pairs(h) do r[k] = v end
   -- family-wise: with m points compared, each interval is at confidence
   -- 1 - (1 - conf) / m (Bonferroni), so that an A/A comparison of a whole
@@ -387,12 +441,6 @@ function M.compare_samples(base, new, opts)
   return M.compare_sessions({ base }, { new }, opts)
 end
 
--- What the protocol reported about a bundle's session (its evidence entry).
-local function execution(b)
-  local e = result.session(b).evidence.execution
-  return type(e) == 'table' and e or {}
-end
-
 --- A ratio as a change in percent: 1.042 -> "+4.2%"; e-notation from a change of 10^6 % ("+1.00e+302%"),
 -- "+inf%" beyond what a number holds, "" for what is not a number (NaN): never 300 digits or "nan".
 --
@@ -407,12 +455,17 @@ function M.percent(r)
   return string.format('%+.1f%%', x)
 end
 
--- One line on why a point is UNSURE (or what to mind about it).
-local function hint(p, base_bs, new_bs, noise)
+-- One line on why a point is UNSURE (or what to mind about it); base and new: the sessions of each
+-- side (result.session).
+local function hint(p, base, new, band)
   local parts = {}
-  local function clocks_note(bs, side)
-    for _, b in ipairs(bs) do
-      local c = execution(b).clocks
+  local function execution(s)
+    local e = s.evidence.execution
+    return type(e) == 'table' and e or {}
+  end
+  local function clocks_note(sessions, side)
+    for _, s in ipairs(sessions) do
+      local c = execution(s).clocks
       if type(c) == 'table' and c.stable == false then
         local sm = type(c.smMhz) == 'table' and c.smMhz or {}
         parts[#parts + 1] = string.format('clocks unstable in %s (SM %s-%s MHz)', side,
@@ -421,10 +474,10 @@ local function hint(p, base_bs, new_bs, noise)
       end
     end
   end
-  local function converge_note(bs, side)
-    for _, b in ipairs(bs) do
-      local s = execution(b).stop
-      if type(s) == 'table' and s.converged == false and s.rule == 'rse_median' then
+  local function converge_note(sessions, side)
+    for _, s in ipairs(sessions) do
+      local st = execution(s).stop
+      if type(st) == 'table' and st.converged == false and st.rule == 'rse_median' then
         parts[#parts + 1] = side .. ' did not converge'
         return
       end
@@ -435,17 +488,17 @@ local function hint(p, base_bs, new_bs, noise)
   elseif p.verdict == 'UNSURE' then
     parts[#parts + 1] = string.format('no evidence either way (could detect >= %.1f %%): the interval %s..%s '
       .. 'reaches past the +-%g%% noise band; more sessions narrow it (n = %d / %d, sessions %d / %d)',
-      (p.detectable or 0) * 100, M.percent(p.lo), M.percent(p.hi), noise * 100, p.base_n, p.new_n,
+      (p.detectable or 0) * 100, M.percent(p.lo), M.percent(p.hi), band * 100, p.base_n, p.new_n,
       p.base_sessions, p.new_sessions)
   end
-  clocks_note(base_bs, 'BASE')
-  clocks_note(new_bs, 'NEW')
+  clocks_note(base, 'BASE')
+  clocks_note(new, 'NEW')
   if p.verdict == 'UNSURE' then
-    converge_note(base_bs, 'BASE')
-    converge_note(new_bs, 'NEW')
+    converge_note(base, 'BASE')
+    converge_note(new, 'NEW')
   end
-  local pd = get(base_bs[1], 'run', 'spec', 'protocolDigest')
-  if pd and pd ~= get(new_bs[1], 'run', 'spec', 'protocolDigest') then parts[#parts + 1] = 'protocols differ' end
+  local pd = base[1] and base[1].digests.protocol
+  if pd and new[1] and pd ~= new[1].digests.protocol then parts[#parts + 1] = 'protocols differ' end
   return #parts > 0 and table.concat(parts, '; ') or nil
 end
 
@@ -453,15 +506,24 @@ end
 -- Two sets of bundles
 ---------------------------------------------------------------------------
 
+-- The bundles of a list by point (compare.key_of) and, within a point, by device: {key -> {key,
+-- label, provider, devices = {device -> list of bundles}, device_order}}, and the keys in order.
 local function group(bundles, match)
   local by, order = {}, {}
   for _, b in ipairs(bundles) do
-    local key, label, provider = M.key_of(b, match)
-    if not by[key] then
-      by[key] = { key = key, label = label, provider = provider, bundles = {} }
-      order[#order + 1] = key
+    local s = result.session(b)
+    local key, label, provider = key_of_session(b, s, match)
+    local g = by[key]
+    if not g then
+      g = { key = key, label = label, provider = provider, devices = {}, device_order = {} }
+      by[key], order[#order + 1] = g, key
     end
-    local list = by[key].bundles
+    local dev = s.device or '?'
+    if not g.devices[dev] then
+      g.devices[dev] = {}
+      g.device_order[#g.device_order + 1] = dev
+    end
+    local list = g.devices[dev]
     list[#list + 1] = b
   end
   return by, order
@@ -473,39 +535,34 @@ end
 ---------------------------------------------------------------------------
 
 -- The names a run goes by: two bundles that share one are the same run.
-local function run_ids(b)
+local function run_ids(s)
   local ids = {}
   local function add(kind, v) if type(v) == 'string' and v ~= '' then ids[#ids + 1] = kind .. ' ' .. v end end
-  add('run', get(b, 'run', 'metadata', 'name'))
-  add('externalId', get(b, 'run', 'spec', 'sourceNative', 'externalId'))
-  add('evidence', get(b, 'run', 'spec', 'evidence', 'rawSamples', 'digest'))
+  add('run', s.name)
+  add('externalId', s.external_id)
+  add('evidence', s.evidence_digest)
   return ids
 end
 
--- What a run says it measured: its spec without where its evidence lies (a
--- copy of the file elsewhere names the same entry by another uri), canonical.
-local function fingerprint(b)
-  local spec = get(b, 'run', 'spec')
-  if type(spec) ~= 'table' then return '' end
+-- What a run says it measured, canonical: its session without where its evidence lies (a copy of
+-- the file elsewhere names the same entry by another uri; the entry's digest stands for it) and
+-- without its metadata (name and labels).
+local function fingerprint(s)
   local copy = {}
-  for k, v in pairs(spec) do copy[k] = v end
-  if type(spec.evidence) == 'table' then
-    copy.evidence = {}
-    for k, v in pairs(spec.evidence) do copy.evidence[k] = v end
-    if type(spec.evidence.rawSamples) == 'table' then copy.evidence.rawSamples = spec.evidence.rawSamples.digest end
+  for k, v in pairs(s) do
+    if k ~= 'evidence' and k ~= 'samples_ms' and k ~= 'labels' and k ~= 'name' then copy[k] = v end
   end
+  copy.samples = #(s.samples_ms or {})
   local ok, kb = pcall(require, 'kluabench.core')
   local enc_ok, text = false, nil
   if ok and type(kb) == 'table' and kb.jcs then enc_ok, text = pcall(kb.jcs.encode, copy) end
   if not enc_ok then text = json.encode_line(copy) or '' end
-  local n = #(result.session(b).samples_ms or {})
-  return text .. '|' .. n
+  return text
 end
 
--- A session's {index, count} as the run's measurements and its evidence entry
--- give them (either may be absent), and what is wrong with them, or nil.
-local function session_problem(b)
-  local p = result.session(b)
+-- A session's {index, count} as the run's measurements and its evidence entry give them (either
+-- may be absent), and what is wrong with them, or nil.
+local function session_problem(p)
   local s, e = p.session, p.evidence.session
   local i, n = s.index, s.count
   if math.type(i) ~= 'integer' or math.type(n) ~= 'integer' or i < 1 or n < 1 then
@@ -519,14 +576,27 @@ local function session_problem(b)
   return nil
 end
 
-local function status_of(b)
-  local st = result.session(b).status
-  return type(st) == 'string' and st or 'no status'
+-- Whether the median a run records is that of its raw samples (within the 1 ns the writer's
+-- rounding allows, as verify checks it): compare takes the recorded medians as the sides'
+-- estimates (result.points) and the samples for their interval, so a run whose two disagree
+-- contradicts itself. nil, or what is wrong.
+local function median_problem(s)
+  if s.metric == 'memory' or not s.samples_ms or not finite(s.median_ns) then return nil end
+  local computed = record.round(stats.quantiles(s.samples_ms, { 0.5 })[1] * 1e6)
+  if math.abs(computed - s.median_ns) > 1 + 1e-9 * math.abs(computed) then
+    return string.format('%s records a median of %.17g ns, its raw samples give %.17g ns (kluabench verify says more)',
+      run_ids(s)[1] or 'a run', s.median_ns, computed)
+  end
+  return nil
+end
+
+local function status_of(s)
+  return type(s.status) == 'string' and s.status or 'no status'
 end
 
 -- The first reason a failed run's evidence gives, shortened, or nil.
-local function reason_of(b)
-  local r = result.session(b).evidence.reasons
+local function reason_of(s)
+  local r = s.evidence.reasons
   if type(r) == 'table' and type(r[1]) == 'string' then
     local text = r[1]:gsub('%s+', ' ')
     return #text > 120 and (text:sub(1, 117) .. '...') or text
@@ -538,7 +608,8 @@ end
 -- (bundles of the same run, by run name, externalId or evidence digest, with the same data are
 -- duplicates: counted once), runs whose status is passed (a failed run is never a time), and what
 -- contradicts itself (the same run with different data; a session index past its count; a run
--- and its evidence naming different sessions).
+-- and its evidence naming different sessions; a recorded median that is not that of the run's
+-- raw samples). Each bundle is read through result.session.
 --
 -- Different runs that share a session index, or count their sessions differently, are sessions of
 -- different sweeps in one file (results appended to one --out, files concatenated): each is a
@@ -563,12 +634,13 @@ function M.sessions_of_side(bundles, opts)
   local seen = {}
   local kept = {}
   for _, b in ipairs(bundles) do
-    local ids, fp = run_ids(b), fingerprint(b)
+    local s = result.session(b)
+    local ids, fp = run_ids(s), fingerprint(s)
     local dup, clash = false, nil
     for _, id in ipairs(ids) do
-      local s = seen[id]
-      if s then
-        if s == fp then dup = true else clash = clash or id end
+      local prev = seen[id]
+      if prev then
+        if prev == fp then dup = true else clash = clash or id end
       end
     end
     if clash then
@@ -578,27 +650,29 @@ function M.sessions_of_side(bundles, opts)
       out.duplicates = out.duplicates + 1
     else
       for _, id in ipairs(ids) do seen[id] = fp end
-      kept[#kept + 1] = b
+      kept[#kept + 1] = { b, s }
     end
   end
   local counts, by_index = {}, {}
-  for _, b in ipairs(kept) do
-    local why = session_problem(b)
+  for _, k in ipairs(kept) do
+    local b, s = k[1], k[2]
+    local why = session_problem(s)
     if why then
       out.problems[#out.problems + 1] = why
     else
-      local s = result.session(b).session
-      counts[s.count] = (counts[s.count] or 0) + 1
-      by_index[s.index] = (by_index[s.index] or 0) + 1
-      if by_index[s.index] == 2 and not across then
+      counts[s.session.count] = (counts[s.session.count] or 0) + 1
+      by_index[s.session.index] = (by_index[s.session.index] or 0) + 1
+      if by_index[s.session.index] == 2 and not across then
         out.notes[#out.notes + 1] = string.format('session %d of %d appears in several runs (several sweeps in '
-          .. 'one file): each run is counted as a session of its own', s.index, s.count)
+          .. 'one file): each run is counted as a session of its own', s.session.index, s.session.count)
       end
     end
-    if status_of(b) == 'passed' then
+    if status_of(s) == 'passed' then
+      local bad = median_problem(s)
+      if bad then out.problems[#out.problems + 1] = bad end
       out.bundles[#out.bundles + 1] = b
     else
-      out.failed[#out.failed + 1] = { status = status_of(b), reason = reason_of(b) }
+      out.failed[#out.failed + 1] = { status = status_of(s), reason = reason_of(s) }
     end
   end
   local list = {}
@@ -626,88 +700,215 @@ local function failed_text(failed)
   return table.concat(parts, ', ')
 end
 
--- The sessions (sample lists) of a point's bundles, or nil, why.
-local function sessions_of(bs)
+-- The sample lists of a point's passed sessions, or nil, why.
+local function samples_lists(sessions)
   local out = {}
-  for i, b in ipairs(bs) do
-    local s, why = M.samples_of(b)
-    if not s then return nil, why end
-    out[i] = s
+  for i, s in ipairs(sessions) do
+    if not s.samples_ms then return nil, s.samples_why or 'no raw samples in the record' end
+    out[i] = s.samples_ms
   end
   return out
 end
 
--- The peak memory of a side's runs in MB: the mean of their medians (each run a session), and
--- the unit they were recorded in; nil when a run has none.
-local function memory_of(bs)
-  local sum, unit = 0, nil
-  for _, b in ipairs(bs) do
-    local p = result.session(b)
-    if not finite(p.memory_median) then return nil end
-    sum, unit = sum + p.memory_median, unit or p.memory_unit
+-- The point (result.points) of a side's passed runs, or nil, why: one side of a point is one
+-- point of the result model, measured one way on one device.
+local function point_of_side(bundles)
+  local points = result.points(bundles)
+  if #points > 1 then
+    local ways = {}
+    for i, p in ipairs(points) do ways[i] = tostring(p.protocol) .. ' on ' .. tostring(p.device) end
+    return nil, string.format('its runs are %d points measured in different ways (%s): a point\'s sessions are '
+      .. 'measured one way', #points, table.concat(ways, ', '))
   end
-  return sum / #bs, unit
+  local p = points[1]
+  if p.metric ~= 'memory' and #p.failed > 0 then
+    return nil, string.format('%d passed run%s no positive median', #p.failed,
+      #p.failed == 1 and ' records' or 's record')
+  end
+  return p
 end
 
 -- Fills point with the comparison of two sides of memory runs (Liger's memory rows, --metric
--- memory): base_mb, new_mb, ratio and a verdict SAME (within the noise band), LARGER or SMALLER.
--- A peak of allocated bytes is counted, not sampled: there is no interval, and it is never a
--- regression of time.
-local function memory_point(point, base, new, band)
+-- memory): base_mb, new_mb (each side's mean peak over its runs, result.points), ratio and a
+-- verdict SAME (within the noise band), LARGER or SMALLER. A peak of allocated bytes is counted, not
+-- sampled: there is no interval, and it is never a regression of time.
+local function memory_point(point, pb, pn, band)
   point.metric, point.regression = 'memory', false
-  local mb, ub = memory_of(base)
-  local mn, un = memory_of(new)
+  local mb = #pb.failed == 0 and pb.memory_median or nil
+  local mn = #pn.failed == 0 and pn.memory_median or nil
   point.base_mb, point.new_mb = mb, mn
   if not (mb and mn) or mb <= 0 then
     point.verdict, point.hint = 'UNSURE', (mb and mn) and 'BASE has no memory to compare with'
       or ((mb and 'NEW' or 'BASE') .. ': a memory run without its median')
     return
   end
-  if ub and un and ub ~= un then
-    point.verdict, point.hint = 'UNSURE', string.format('units differ (%s and %s)', ub, un)
+  if pb.memory_unit and pn.memory_unit and pb.memory_unit ~= pn.memory_unit then
+    point.verdict, point.hint = 'UNSURE', string.format('units differ (%s and %s)', pb.memory_unit, pn.memory_unit)
     return
   end
   point.ratio = mn / mb
   point.verdict = math.abs(point.ratio - 1) <= band and 'SAME' or (point.ratio > 1 and 'LARGER' or 'SMALLER')
 end
 
--- The figure of a point for compare_sessions: function(ms) -> sd, source, df,
--- scope, the larger of what the resolver gives for the two sides' devices
--- (kernel and device from each side's first run).
-local function figure_of(resolve, b, n)
-  local pb, pn = result.session(b), result.session(n)
+-- The figure of a pair of points for compare_sessions: function(ms) -> sd, source, df, scope, the
+-- larger of what the resolver gives for each side's kernel, device and backend.
+local function figure_of(resolve, pb, pn)
   return function(ms)
-    local sd, source, df, scope = resolve(ms, pb.kernel, pb.device)
-    if pn.device ~= pb.device or pn.kernel ~= pb.kernel then
-      local sd2, source2, df2, scope2 = resolve(ms, pn.kernel, pn.device)
+    local sd, source, df, scope = resolve(ms, pb.kernel, pb.device, pb.backend)
+    if pn.device ~= pb.device or pn.kernel ~= pb.kernel or pn.backend ~= pb.backend then
+      local sd2, source2, df2, scope2 = resolve(ms, pn.kernel, pn.device, pn.backend)
       if sd2 > sd then sd, source, df, scope = sd2, source2, df2, scope2 end
     end
     return sd, source, df, scope
   end
 end
 
+-- A device as a note names it: "NVIDIA H200 (cuda)".
+local function device_text(device, backend)
+  return tostring(device) .. (backend and (' (' .. backend .. ')') or '')
+end
+
+-- The pairs of one point's devices: {base device, new device, across = true where they differ},
+-- and the devices of each side that no pair holds. The same device pairs with itself; the
+-- devices left on both sides pair with each other (compare refuses such a pair unless told).
+local function device_pairs(b, n)
+  local out, bfree, nfree = {}, {}, {}
+  for _, d in ipairs(b.device_order) do
+    if n.devices[d] then out[#out + 1] = { d, d } else bfree[#bfree + 1] = d end
+  end
+  for _, d in ipairs(n.device_order) do
+    if not b.devices[d] then nfree[#nfree + 1] = d end
+  end
+  if #bfree > 0 and #nfree > 0 then
+    for _, bd in ipairs(bfree) do
+      for _, nd in ipairs(nfree) do out[#out + 1] = { bd, nd, across = true } end
+    end
+    return out, {}, {}
+  end
+  return out, bfree, nfree
+end
+
+-- The comparison of one pair of sides (their bundles), as a row of compare's result.
+local function compare_pair(g, bundles_b, bundles_n, pair, o, opts, figure, points)
+  local sideb = M.sessions_of_side(bundles_b, { across_sweeps = opts.across_sweeps })
+  local siden = M.sessions_of_side(bundles_n, { across_sweeps = opts.across_sweeps })
+  local point = { label = g.label, provider = g.provider, base_runs = #sideb.bundles,
+    new_runs = #siden.bundles, base_duplicates = sideb.duplicates, new_duplicates = siden.duplicates,
+    base_failed = #sideb.failed, new_failed = #siden.failed, base_device = pair[1], new_device = pair[2],
+    across_devices = pair.across or nil }
+  -- what the reader must know whatever the verdict: runs counted once, runs left out
+  local notes = {}
+  for _, side in ipairs { { 'BASE', sideb }, { 'NEW', siden } } do
+    if side[2].duplicates > 0 then
+      notes[#notes + 1] = string.format('%s: %d duplicate bundle%s of the same run counted once', side[1],
+        side[2].duplicates, side[2].duplicates == 1 and '' or 's')
+    end
+    if #side[2].failed > 0 then
+      notes[#notes + 1] = string.format('%s: %s left out (a failed run is never compared as a time)', side[1],
+        failed_text(side[2].failed))
+    end
+    for _, note in ipairs(side[2].notes) do notes[#notes + 1] = side[1] .. ': ' .. note end
+  end
+  local refused, pts = {}, {}
+  for _, side in ipairs { { 'BASE', sideb }, { 'NEW', siden } } do
+    for _, why in ipairs(side[2].problems) do refused[#refused + 1] = side[1] .. ': ' .. why end
+    if #side[2].problems == 0 and #side[2].bundles == 0 then
+      refused[#refused + 1] = side[1] .. ': no passed run'
+    elseif #side[2].problems == 0 then
+      local p, why = point_of_side(side[2].bundles)
+      if p then pts[side[1]] = p else refused[#refused + 1] = side[1] .. ': ' .. why end
+    end
+  end
+  local pb, pn = pts.BASE, pts.NEW
+  local backend_b = pb and pb.backend
+  local backend_n = pn and pn.backend
+  if pair.across then
+    local text = string.format('BASE on %s, NEW on %s', device_text(pair[1], backend_b),
+      device_text(pair[2], backend_n))
+    if opts.across_devices then
+      table.insert(notes, 1, 'across devices: ' .. text)
+    else
+      point.device_refused = true
+      table.insert(refused, 1, 'measured on different devices (' .. text .. '); --across-devices compares them')
+    end
+  end
+  if #refused > 0 then
+    -- a side that contradicts itself, or has no time, gives no verdict; nor does a pair of devices
+    point.verdict, point.regression, point.refused = 'UNSURE', false, true
+    table.insert(notes, 1, 'not compared: ' .. table.concat(refused, '; '))
+  elseif g.key:match('|memory$') then
+    memory_point(point, pb, pn, o.noise)
+  else
+    point.base_sessions, point.new_sessions = #pb.passed, #pn.passed
+    local sb, why_b = samples_lists(pb.passed)
+    local sn, why_n = samples_lists(pn.passed)
+    if sb and sn then
+      local po = {}
+      for k, v in pairs(o) do po[k] = v end
+      po.points = o.familywise == false and 1 or points
+      po.between = figure_of(figure, pb, pn)
+      po.base_median, po.new_median = pb.median_ns / 1e6, pn.median_ns / 1e6
+      local ok, c = pcall(M.compare_sessions, sb, sn, po)
+      if not ok and interrupted() then error(c, 0) end -- Ctrl-C stops the command, not one point
+      if ok then
+        for k, v in pairs(c) do point[k] = v end
+        point.hint = hint(point, pb.passed, pn.passed, o.noise)
+      else
+        point.verdict, point.regression = 'UNSURE', false
+        point.hint = 'cannot compare: ' .. tostring(c):gsub('^.-: ', '')
+      end
+    else
+      point.verdict, point.regression = 'UNSURE', false
+      point.base_median, point.new_median = pb.median_ns / 1e6, pn.median_ns / 1e6
+      point.ratio = point.new_median / point.base_median
+      point.hint = (sb and 'NEW: ' .. why_n or 'BASE: ' .. why_b)
+        .. ' (re-run with raw samples kept to get a verdict)'
+    end
+  end
+  if #notes > 0 then
+    notes[#notes + 1] = point.hint
+    point.hint = table.concat(notes, '; ')
+  end
+  return point
+end
+
 --- Compares two lists of bundles point by point: verdict, ratio, interval, p-value, hint.
+--
+-- Points are matched by compare.key_of and paired by device (the environment's, result.session):
+-- the runs of a device in BASE with the runs of the same device in NEW. A point whose runs are on
+-- one device in BASE and another in NEW is not compared (UNSURE, refused, device_refused, and a
+-- note naming both) unless opts.across_devices; then it is, and every such row's note names the
+-- pairing ("across devices: BASE on ..., NEW on ..."). Each side of a pair is one point of the
+-- result model (result.points): its estimate is the point's median_ns, the mean of its sessions'
+-- medians, and its sessions are the point's passed ones; a side whose runs make several points
+-- (measured by different protocols) is not compared.
 --
 -- opts: threshold (0.05: a SLOWER point beyond it is a regression), noise (0.01), confidence,
 -- resamples, seed, familywise (true: each interval at 1 - (1 - confidence) / m for m points)
 -- (compare.DEFAULTS), between (the between-session sd of log median that widens sides of fewer than
--- 3 sessions: a number, taken as exact, or a function(ms, kernel, device) -> sd, source, df, scope;
--- default record/noise.lua's resolver: the cache's figure for the records' device, per kernel where
--- measured, else the conservative default; the figure a record was made under is never read back),
--- cache (the cache file to look figures up in), across_sweeps (a side's
--- bundles may come from several sweeps: see compare.sessions_of_side).
+-- 3 sessions: a number, taken as exact, or a function(ms, kernel, device, backend) -> sd, source,
+-- df, scope; default record/noise.lua's resolver: the cache's figure for the records' device, per
+-- kernel where measured, else the conservative default of the records' device and backend; the
+-- figure a record was made under is never read back), cache (the cache file to look figures up in),
+-- across_sweeps (a side's bundles may come from several sweeps: see compare.sessions_of_side),
+-- across_devices (compare a point measured on different devices in BASE and NEW).
 --
 -- Each side of a point is first sorted by compare.sessions_of_side: a run found twice with the
 -- same data counts once (a file concatenated with itself changes nothing), a run whose status is
 -- not passed is left out and said so, and a side that contradicts itself (the same run with
--- different data, a session index past its count or repeated, counts that differ) or has no passed
--- run gives UNSURE with `refused` set and no interval.
+-- different data, a session index past its count or repeated, counts that differ, a recorded median
+-- that is not that of its samples) or has no passed run gives UNSURE with `refused` set and no
+-- interval.
+--
+-- base and new: lists of bundles, or results files (read by compare.read; an error if one cannot be).
 --
 -- Returns {points = {{label, provider, verdict, ratio, lo, hi, p, base_median, new_median, base_n,
 -- new_n, base_sessions, new_sessions, between, regression, hint, base_runs, new_runs,
--- base_duplicates, new_duplicates, base_failed, new_failed, refused}}, only_base = {labels},
--- only_new = {labels}, regressions = n, counts = {VERDICT = n}, duplicates = n (bundles counted
--- once), with_failed = n (points with a failed run), refused = n (points not compared), opts}.
+-- base_duplicates, new_duplicates, base_failed, new_failed, base_device, new_device,
+-- across_devices, refused, device_refused}}, only_base = {labels}, only_new = {labels}, regressions
+-- = n, counts = {VERDICT = n}, duplicates = n (bundles counted once), with_failed = n (points with a
+-- failed run), refused = n (points not compared), device_refused = n (of them, for their devices),
+-- across_devices = n (points compared across devices), opts}.
 --
 -- @signature compare.compare(base, new [, opts]) -> result
 -- @example
@@ -723,111 +924,65 @@ function M.compare(base, new, opts)
   args.check('compare.compare', 2, new, 'table|string', 'list of bundles or results file')
   args.check('compare.compare', 3, opts, 'table|nil', 'table of options')
   opts = opts or {}
+  if type(base) == 'string' then base = assert(M.read(base)) end
+  if type(new) == 'string' then new = assert(M.read(new)) end
   local o = {}
   for k, v in pairs(M.DEFAULTS) do o[k] = opts[k] == nil and v or opts[k] end
   local figure = type(opts.between) == 'function' and opts.between
-    or require('kluabench.record.noise').resolver { between = opts.between, path = opts.cache }
+    or noise.resolver { between = opts.between, path = opts.cache }
   local bb, border = group(base, opts.match)
-  local nb = group(new)
-  local common = 0
-  for _, key in ipairs(border) do if nb[key] then common = common + 1 end end
+  local nb, norder = group(new)
   local out = { points = {}, memory = {}, memory_counts = {}, only_base = {}, only_new = {}, regressions = 0,
-    counts = {}, duplicates = 0,
-    with_failed = 0, refused = 0,
-    opts = { threshold = o.threshold, noise = o.noise, confidence = o.confidence,
-      resamples = o.resamples, seed = o.seed, familywise = o.familywise, points_compared = common,
-      between = type(opts.between) == 'number' and opts.between or nil } }
+    counts = {}, duplicates = 0, with_failed = 0, refused = 0, device_refused = 0, across_devices = 0 }
+  -- every pair first: the family-wise confidence counts the points compared
+  local work, common = {}, 0
+  local function on(g, dev, several) return g.label .. ' (' .. g.provider .. ')' .. (several and (' on ' .. dev) or '') end
   for _, key in ipairs(border) do
-    if interrupted() then error('interrupted!', 0) end -- caught on the way (reading): stop here
     local b, n = bb[key], nb[key]
     if not n then
-      out.only_base[#out.only_base + 1] = b.label .. ' (' .. b.provider .. ')'
+      out.only_base[#out.only_base + 1] = on(b)
     else
-      local sideb = M.sessions_of_side(b.bundles, { across_sweeps = opts.across_sweeps })
-      local siden = M.sessions_of_side(n.bundles, { across_sweeps = opts.across_sweeps })
-      local point = { label = b.label, provider = b.provider, base_runs = #sideb.bundles,
-        new_runs = #siden.bundles, base_duplicates = sideb.duplicates, new_duplicates = siden.duplicates,
-        base_failed = #sideb.failed, new_failed = #siden.failed }
-      out.duplicates = out.duplicates + sideb.duplicates + siden.duplicates
-      -- what the reader must know whatever the verdict: runs counted once, runs left out
-      local notes = {}
-      for _, side in ipairs { { 'BASE', sideb }, { 'NEW', siden } } do
-        if side[2].duplicates > 0 then
-          notes[#notes + 1] = string.format('%s: %d duplicate bundle%s of the same run counted once', side[1],
-            side[2].duplicates, side[2].duplicates == 1 and '' or 's')
-        end
-        if #side[2].failed > 0 then
-          notes[#notes + 1] = string.format('%s: %s left out (a failed run is never compared as a time)', side[1],
-            failed_text(side[2].failed))
-        end
-        for _, note in ipairs(side[2].notes) do notes[#notes + 1] = side[1] .. ': ' .. note end
+      local pairs_, bfree, nfree = device_pairs(b, n)
+      for _, pair in ipairs(pairs_) do
+        work[#work + 1] = { b, n, pair }
+        if not pair.across or opts.across_devices then common = common + 1 end
       end
-      if #sideb.failed > 0 or #siden.failed > 0 then out.with_failed = out.with_failed + 1 end
-      local refused = {}
-      for _, side in ipairs { { 'BASE', sideb }, { 'NEW', siden } } do
-        for _, why in ipairs(side[2].problems) do refused[#refused + 1] = side[1] .. ': ' .. why end
-        if #side[2].problems == 0 and #side[2].bundles == 0 then
-          refused[#refused + 1] = side[1] .. ': no passed run'
-        end
-      end
-      if #refused > 0 then
-        -- a side that contradicts itself, or has no time, gives no verdict
-        point.verdict, point.regression, point.refused = 'UNSURE', false, true
-        out.refused = out.refused + 1
-        table.insert(notes, 1, 'not compared: ' .. table.concat(refused, '; '))
-      elseif key:match('|memory$') then
-        memory_point(point, sideb.bundles, siden.bundles, o.noise)
-      else
-        local sb, why_b = sessions_of(sideb.bundles)
-        local sn, why_n = sessions_of(siden.bundles)
-        if sb and sn then
-          local po = {}
-          for k, v in pairs(o) do po[k] = v end
-          po.points = o.familywise == false and 1 or common
-          po.between = figure_of(figure, sideb.bundles[1], siden.bundles[1])
-          local ok, c = pcall(M.compare_sessions, sb, sn, po)
-          if not ok and interrupted() then error(c, 0) end -- Ctrl-C stops the command, not one point
-          if ok then
-            for k, v in pairs(c) do point[k] = v end
-            point.hint = hint(point, sideb.bundles, siden.bundles, o.noise)
-          else
-            point.verdict, point.regression = 'UNSURE', false
-            point.hint = 'cannot compare: ' .. tostring(c):gsub('^.-: ', '')
-          end
-        else
-          point.verdict = 'UNSURE'
-          local mb, mn = M.median_of(sideb.bundles[1]), M.median_of(siden.bundles[1])
-          if mb and mn then
-            point.ratio, point.base_median, point.new_median = mn / mb, mb, mn
-          end
-          point.hint = (sb and 'NEW: ' .. why_n or 'BASE: ' .. why_b)
-            .. ' (re-run with raw samples kept to get a verdict)'
-        end
-      end
-      if #notes > 0 then
-        notes[#notes + 1] = point.hint
-        point.hint = table.concat(notes, '; ')
-      end
-      if point.regression then out.regressions = out.regressions + 1 end
-      if point.metric == 'memory' then
-        out.memory_counts[point.verdict] = (out.memory_counts[point.verdict] or 0) + 1
-        out.memory[#out.memory + 1] = point
-      else
-        out.counts[point.verdict] = (out.counts[point.verdict] or 0) + 1
-        out.points[#out.points + 1] = point
-      end
+      for _, d in ipairs(bfree) do out.only_base[#out.only_base + 1] = on(b, d, true) end
+      for _, d in ipairs(nfree) do out.only_new[#out.only_new + 1] = on(n, d, true) end
     end
   end
-  for key, n in pairs(nb) do
-    if not bb[key] then out.only_new[#out.only_new + 1] = n.label .. ' (' .. n.provider .. ')' end
+  for _, key in ipairs(norder) do
+    if not bb[key] then out.only_new[#out.only_new + 1] = on(nb[key]) end
   end
   table.sort(out.only_new)
+  out.opts = { threshold = o.threshold, noise = o.noise, confidence = o.confidence,
+    resamples = o.resamples, seed = o.seed, familywise = o.familywise, points_compared = common,
+    between = type(opts.between) == 'number' and opts.between or nil, across_devices = opts.across_devices or nil }
+  for _, w in ipairs(work) do
+    if interrupted() then error('interrupted!', 0) end -- caught on the way (reading): stop here
+    local b, n, pair = w[1], w[2], w[3]
+    local point = compare_pair(b, b.devices[pair[1]], n.devices[pair[2]], pair, o, opts, figure, common)
+    out.duplicates = out.duplicates + point.base_duplicates + point.new_duplicates
+    if point.base_failed > 0 or point.new_failed > 0 then out.with_failed = out.with_failed + 1 end
+    if point.refused then out.refused = out.refused + 1 end
+    if point.device_refused then out.device_refused = out.device_refused + 1 end
+    if point.across_devices and not point.device_refused then out.across_devices = out.across_devices + 1 end
+    if point.regression then out.regressions = out.regressions + 1 end
+    if point.metric == 'memory' then
+      out.memory_counts[point.verdict] = (out.memory_counts[point.verdict] or 0) + 1
+      out.memory[#out.memory + 1] = point
+    else
+      out.counts[point.verdict] = (out.counts[point.verdict] or 0) + 1
+      out.points[#out.points + 1] = point
+    end
+  end
   return out
 end
 
---- The run-to-run spread of each point found in several sessions: {label, provider, kernel, ms, sd
--- (of log session medians), df}. Each run counts once, failed runs not at all, and a point where one run
--- appears with different data is left out.
+--- The run-to-run spread of each point found in several sessions: {label, provider, kernel, device,
+-- ms, sd (of log session medians), df}. Each run counts once, failed runs not at all, and a point
+-- where one run appears with different data is left out. The sessions are those of the point's
+-- result.points (their recorded medians).
 --
 -- For ceilings.noise_figure; scripts/run_noise.lua --from uses it.
 --
@@ -846,22 +1001,22 @@ function M.session_spread(bundles)
   local out = {}
   for _, key in ipairs(order) do
     local g = by[key]
-    -- each run once and passed runs only; sessions of several sweeps (run_noise --from s1 --from
-    -- s2) are what this pools, so repeated session indices are no contradiction here
-    local side = M.sessions_of_side(g.bundles, { across_sweeps = true })
-    local sessions = #side.problems == 0 and sessions_of(side.bundles) or nil
-    if sessions and #sessions >= 2 then
-      local logs, sum = {}, 0
-      local stats = require 'kluabench.stats'
-      for i, s in ipairs(sessions) do
-        logs[i] = math.log(stats.median(s))
-        sum = sum + logs[i]
+    for _, dev in ipairs(g.device_order) do
+      -- each run once and passed runs only; sessions of several sweeps (run_noise --from s1 --from
+      -- s2) are what this pools, so repeated session indices are no contradiction here
+      local side = M.sessions_of_side(g.devices[dev], { across_sweeps = true })
+      local p = #side.problems == 0 and #side.bundles > 0 and point_of_side(side.bundles) or nil
+      if p and p.metric ~= 'memory' and #p.passed >= 2 then
+        local logs, sum = {}, 0
+        for i, s in ipairs(p.passed) do
+          logs[i] = math.log(s.median_ns / 1e6)
+          sum = sum + logs[i]
+        end
+        local mean, ss = sum / #logs, 0
+        for _, l in ipairs(logs) do ss = ss + (l - mean) ^ 2 end
+        out[#out + 1] = { label = g.label, provider = g.provider, ms = math.exp(mean),
+          sd = math.sqrt(ss / (#logs - 1)), df = #logs - 1, kernel = p.kernel, device = p.device }
       end
-      local mean, ss = sum / #logs, 0
-      for _, l in ipairs(logs) do ss = ss + (l - mean) ^ 2 end
-      out[#out + 1] = { label = g.label, provider = g.provider, ms = math.exp(mean),
-        sd = math.sqrt(ss / (#logs - 1)), df = #logs - 1,
-        kernel = result.session(side.bundles[1]).kernel }
     end
   end
   return out
@@ -878,6 +1033,7 @@ local pct = M.percent
 local COLUMNS = {
   { key = 'label', title = 'point' },
   { key = 'provider', title = 'provider' },
+  { key = 'device', title = 'device' },
   { key = 'runs', title = 'runs', align = 'right' },
   { key = 'base_median', title = 'base us', align = 'right', format = us },
   { key = 'new_median', title = 'new us', align = 'right', format = us },
@@ -893,6 +1049,7 @@ local COLUMNS = {
 local MEMORY_COLUMNS = {
   { key = 'label', title = 'point' },
   { key = 'provider', title = 'provider' },
+  { key = 'device', title = 'device' },
   { key = 'runs', title = 'runs', align = 'right' },
   { key = 'base_mb', title = 'base MB', align = 'right', format = function(v) return results.cell_number(v, 1) end },
   { key = 'new_mb', title = 'new MB', align = 'right', format = function(v) return results.cell_number(v, 1) end },
@@ -912,7 +1069,38 @@ local function json_safe(v)
   return out
 end
 
---- The report as "table" (default), "markdown" or "json", ending with a summary line.
+-- The columns to show: the device column only where the points are not all of one device pair.
+local function shown(columns, points)
+  local first, several = nil, false
+  for _, p in ipairs(points) do
+    local pair = tostring(p.base_device) .. '\0' .. tostring(p.new_device)
+    first = first or pair
+    if pair ~= first or p.across_devices then several = true end
+  end
+  if several then return columns end
+  local out = {}
+  for _, c in ipairs(columns) do if c.key ~= 'device' then out[#out + 1] = c end end
+  return out
+end
+
+-- The device cell of a row: the device, or "BASE's -> NEW's" for a pair of two.
+local function device_cell(p)
+  if p.base_device == p.new_device then return p.base_device end
+  return tostring(p.base_device) .. ' -> ' .. tostring(p.new_device)
+end
+
+-- A row with every text a record supplied made printable (no control sequence reaches a terminal
+-- or a markdown viewer raw: args.printable, as stderr's messages are).
+local function safe_row(row)
+  for k, v in pairs(row) do
+    if type(v) == 'string' then row[k] = printable(v) end
+  end
+  return row
+end
+
+--- The report as "table" (default), "markdown" or "json", ending with a summary line. Every text
+-- that comes from a record (labels, providers, devices, reasons, figure sources) shows control
+-- characters as \xNN in the table and markdown (JSON escapes them itself).
 --
 -- @signature compare.format(result [, format]) -> text
 -- @example
@@ -935,16 +1123,17 @@ function M.format(result, fmt)
       note = string.format('REGRESSION beyond %g%%', result.opts.threshold * 100)
         .. (note and ('; ' .. note) or '')
     end
-    rows[i] = {
-      label = p.label, provider = p.provider,
+    rows[i] = safe_row {
+      label = p.label, provider = p.provider, device = device_cell(p),
       runs = string.format('%d/%d', p.base_sessions or p.base_runs, p.new_sessions or p.new_runs),
       base_median = p.base_median, new_median = p.new_median,
       ratio = p.ratio, p = p.p, verdict = p.verdict, note = note, detectable = p.detectable,
       interval = (finite(p.lo) and finite(p.hi)) and string.format('%s..%s', pct(p.lo), pct(p.hi)) or '',
     }
   end
-  local text = fmt == 'markdown' and results.format_markdown(COLUMNS, rows)
-    or results.format_table(COLUMNS, rows)
+  local columns = shown(COLUMNS, result.points)
+  local text = fmt == 'markdown' and results.format_markdown(columns, rows)
+    or results.format_table(columns, rows)
   local parts = {}
   for _, v in ipairs { 'FASTER', 'SAME', 'SLOWER', 'UNSURE' } do
     if result.counts[v] then parts[#parts + 1] = result.counts[v] .. ' ' .. v end
@@ -956,11 +1145,13 @@ function M.format(result, fmt)
   if #memory > 0 then
     local mrows = {}
     for i, p in ipairs(memory) do
-      mrows[i] = { label = p.label, provider = p.provider, runs = string.format('%d/%d', p.base_runs, p.new_runs),
+      mrows[i] = safe_row { label = p.label, provider = p.provider, device = device_cell(p),
+        runs = string.format('%d/%d', p.base_runs, p.new_runs),
         base_mb = p.base_mb, new_mb = p.new_mb, ratio = p.ratio, verdict = p.verdict, note = p.hint }
     end
-    local mtext = fmt == 'markdown' and results.format_markdown(MEMORY_COLUMNS, mrows)
-      or results.format_table(MEMORY_COLUMNS, mrows)
+    local mcolumns = shown(MEMORY_COLUMNS, memory)
+    local mtext = fmt == 'markdown' and results.format_markdown(mcolumns, mrows)
+      or results.format_table(mcolumns, mrows)
     local mparts = {}
     for _, v in ipairs { 'SMALLER', 'SAME', 'LARGER', 'UNSURE' } do
       if result.memory_counts[v] then mparts[#mparts + 1] = result.memory_counts[v] .. ' ' .. v end
@@ -1003,14 +1194,22 @@ function M.format(result, fmt)
     kept[#kept + 1] = string.format('%d point%s not compared (see the note)', result.refused,
       result.refused == 1 and '' or 's')
   end
+  if (result.device_refused or 0) > 0 then
+    kept[#kept + 1] = string.format('%d of them measured on different devices (--across-devices compares them)',
+      result.device_refused)
+  end
+  if (result.across_devices or 0) > 0 then
+    kept[#kept + 1] = string.format('%d point%s compared across devices (a ratio of two devices, not a '
+      .. 'change of the code)', result.across_devices, result.across_devices == 1 and '' or 's')
+  end
   if #kept > 0 then add(table.concat(kept, '; ') .. '.') end
   if #order > 0 then
     local parts2 = {}
-    for i, src in ipairs(order) do parts2[i] = string.format('%s (%d point(s))', src, sources[src]) end
+    for i, src in ipairs(order) do parts2[i] = string.format('%s (%d point(s))', printable(src), sources[src]) end
     add('between-session noise from: ' .. table.concat(parts2, ', ') .. '.')
   end
-  if #result.only_base > 0 then add('only in BASE: ' .. table.concat(result.only_base, ', ')) end
-  if #result.only_new > 0 then add('only in NEW: ' .. table.concat(result.only_new, ', ')) end
+  if #result.only_base > 0 then add('only in BASE: ' .. printable(table.concat(result.only_base, ', '))) end
+  if #result.only_new > 0 then add('only in NEW: ' .. printable(table.concat(result.only_new, ', '))) end
   return table.concat(lines, '\n') .. '\n'
 end
 

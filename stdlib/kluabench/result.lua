@@ -8,7 +8,9 @@
 --   name, median_ns, n, the measurement figures (p20_ns, p80_ns, gbps, pct_copy, copy_gbps,
 --   floor_ns, pct_floor, bytes, flops, noise_sd, implausible, rel_l2, sm_mhz, energy_j, power_w,
 --   ...), memory_median/p20/p80/unit, samples_ms or samples_why, ci_ms and ci_flag (the interval of
---   the median the measurement computed), session {index, count}, evidence.
+--   the median the measurement computed), session {index, count}, evidence, and the names the run
+--   goes by besides its name: external_id (sourceNative.externalId) and evidence_digest (the digest
+--   of its evidence entry, run.spec.evidence.rawSamples).
 -- A point (result.points(bundles)) is every session of one workload, kernel, mode, provider,
 -- device and protocol: its sessions, the failed ones apart, and its aggregate over the passed
 -- ones: median_ns (the mean of the session medians), n, p20_ns/p80_ns (of the pooled samples),
@@ -95,6 +97,8 @@ function M.session(b)
   p.observed_at = rs.observedAt
   p.labels = get(b, 'run', 'metadata', 'labels') or {}
   p.name = get(b, 'run', 'metadata', 'name')
+  p.external_id = text(get(rs, 'sourceNative', 'externalId'))
+  p.evidence_digest = text(get(rs, 'evidence', 'rawSamples', 'digest'))
   p.median_ns = M.duration_ns(get(rs, 'timing', 'latencyNs', 'median'))
   p.n = math.type(get(rs, 'timing', 'samples')) == 'integer' and rs.timing.samples or nil
   local fields = record.measurement_fields(rs.measurements)
@@ -129,12 +133,18 @@ function M.session(b)
   return p
 end
 
---- A label for people of a bundle's point and its provider (kluabench.record's).
+--- A label for people of a bundle's point and its provider (kluabench.record's), or of a session
+-- or point this module made (`of`: what it names wins over the bundle's).
 --
--- @signature result.label_of(bundle) -> label, provider
+-- @signature result.label_of(bundle [, of]) -> label, provider
 -- @example
 --   print(result.label_of({run = {spec = {sourceNative = {benchmark = "k/forward", externalId = "k/forward/p/gpu/n8-fp32/t"}}}}))
-M.label_of = record.label_of
+function M.label_of(b, of)
+  if not of then return record.label_of(b) end
+  local label, provider = record.label_of(b)
+  if of.kernel or of.id then label = table.concat({ of.kernel or '?', of.mode or '?', of.id or '?' }, ' ') end
+  return label, of.provider or provider
+end
 
 --- A point's identity: what two sessions of one point share.
 --

@@ -1,7 +1,8 @@
-/* libFuzzer target: arbitrary bytes as JSON text to kb.jcs.canonicalize,
- * kb.jcs.decode/encode and the stdlib's reader (output.decode), with the
- * round-trip checks of oracle.jcs (tests/fuzz/oracle.lua). Built and run by
- * `make fuzz` and `make fuzz-run`. */
+/* libFuzzer target: arbitrary bytes as JSON text to the stdlib's reader
+ * (json.decode, lua-cjson) and the canonical writer kb.jcs.encode, with the
+ * fixed-point checks of oracle.jcs (tests/fuzz/oracle.lua): decode never
+ * crashes or raises, and encode(decode(x)) reads back as itself. Built and
+ * run by `make fuzz` and `make fuzz-run`. */
 #include "fuzz_lua.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);

@@ -8,7 +8,9 @@
 --   knobs: kernel ('llama4_rope'), mode ('forward'), provider ('fused'), hidden (512), seq (2048),
 --   q_heads (32), kv_heads (8), dtype ('bf16'), session {index, count}, status, reasons, device
 --   (a product name: the environment says it, backend cuda), protocol ('do_bench', or a protocol
---   value), time (seconds since the epoch, default a new second per bundle), execution.
+--   value), time (seconds since the epoch, default a new second per bundle), execution, bytes,
+--   flops, throughput (record.from_result's: the harness's figures, false for none), noise (the
+--   between-session figure in force that the evidence names: {sd, scope, ...}).
 local kb = require 'kluabench'
 local record = require 'kluabench.record'
 local names = require 'kluabench.record.names'
@@ -48,7 +50,8 @@ function M.make(o)
     parameters = { hidden = o.hidden or 512, seq = o.seq or 2048, q_heads = o.q_heads or 32, kv_heads = o.kv_heads or 8 },
     dtype = o.dtype or 'bf16', result = result, protocol = protocol, environment = environment(o.device),
     session = o.session and { index = o.session[1], count = o.session[2] } or nil,
-    status = o.status, reasons = o.reasons, execution = o.execution, keep_samples = o.median_ms == nil,
+    status = o.status, reasons = o.reasons, execution = o.execution, noise = o.noise,
+    keep_samples = o.median_ms == nil, bytes = o.bytes, flops = o.flops, throughput = o.throughput,
     time = names.utc(1700000000 + (o.time or made)),
   }
   return b

@@ -1,16 +1,6 @@
---- Liger-Kernel's RoPE benchmarks as harness declarations (kluabench.suite):
--- `llama4_rope` (kb.rope.llama4_*, Llama 4's complex-pair rotation) and
--- `rope` (kb.rope.neox_*, the rotate-half rotation of Llama and Qwen).
--- Both time the same workload as Liger's benchmark_llama4_rope.py and
--- benchmark_rope.py: batch 1, q [1, seq, q_heads, hidden / q_heads], k [1,
--- seq, kv_heads, hidden / q_heads], bf16, rope theta 10000; the hidden sweep
--- {512, 2048, 8192} at seq 2048 and the sequence sweep {1024, ..., 16384} at
--- hidden 8192; modes forward, backward (given random upstream gradients for
--- q and k) and full; providers fused (one kernel for q and k; full is one
--- launch of the forward and the backward), reference (PyTorch eager's op
--- sequence), floor (kb.rope.floor: the fused call's bytes moved in one
--- launch, its yardstick) and copy (a device-to-device copy of q's and k's
--- bytes). scripts/llama4_rope.lua and scripts/rope.lua run them.
+--- Liger-Kernel's RoPE benchmarks as harness declarations (docs/SUITE.md#the-rope-benchmarks): `llama4_rope`
+-- (kb.rope.llama4_*) and `rope` (kb.rope.neox_*), the workloads, sweeps and modes of benchmark_llama4_rope.py and
+-- benchmark_rope.py; scripts/llama4_rope.lua and scripts/rope.lua.
 local M = {}
 local args = require 'kluabench.util.args'
 
@@ -20,9 +10,7 @@ local kernels = require 'kluabench.kernels'
 local SEEDS = { q = 1, k = 2, dq = 3, dk = 4 }
 local THETA = 10000.0
 
--- Largest |difference| and relative L2 error allowed against the cpu
--- reference: kluabench.kernels.check's tolerances for kernels that promise
--- their reference's result bit for bit (one rounding step of the dtype).
+-- Against the cpu reference: one rounding step of the dtype (the kernels promise its bits).
 local TOLERANCE = require('kluabench.kernels.check').ROUNDING_TOLERANCES
 
 local TIMED = {
@@ -37,10 +25,7 @@ local VARIANTS = {
   rope = { fwd = 'neox_fwd', bwd = 'neox_bwd', full = 'neox_fwd_bwd', reference = 'kb.rope neox' },
 }
 
--- copy: one device-to-device copy of q's and k's bytes (two for full). It
--- does not read the (cos, sin) table, which the workload's bytes count:
--- about 2.5 % of them in bf16 with 32 + 8 heads, so copy's GB/s reads that
--- much high.
+-- copy moves q's and k's bytes, not the (cos, sin) table the workload counts: GB/s about 2.5 % high in bf16.
 local function setup(p, provider)
   local d = p.hidden // p.q_heads
   if provider == 'copy' then
@@ -55,10 +40,10 @@ local function setup(p, provider)
   }
 end
 
--- got (any device) against want (cpu): max |diff| and rel_l2, or an error.
 -- t itself when it is on the cpu, else a cpu copy (free it when it is not t).
 local function on_cpu(t) return t.device == 'cpu' and t or t:to('cpu') end
 
+-- got (any device) against want (cpu): max |diff| and rel_l2, or a wrong result.
 local function compare(name, what, got, want, tol, provider, p)
   local got_cpu = on_cpu(got)
   local mad, rel = kb.max_abs_diff(got_cpu, want), kb.rel_l2(got_cpu, want)
@@ -78,11 +63,8 @@ local function free(...)
   end
 end
 
---- Liger-Kernel's RoPE benchmarks as harness declarations: "llama4_rope" (kb.rope.llama4_*) or
--- "rope" (kb.rope.neox_*); opts.summary replaces the --help summary.
---
--- scripts/llama4_rope.lua and scripts/rope.lua run them. The module is kluabench.benchmarks.rope.
---
+--- Liger-Kernel's RoPE benchmarks as harness declarations (kluabench.benchmarks.rope): "llama4_rope"
+-- (kb.rope.llama4_*) or "rope" (kb.rope.neox_*); opts.summary replaces the --help summary.
 -- @signature rope_benchmarks.declaration(variant [, opts]) -> decl
 -- @section suite
 -- @example
@@ -104,9 +86,7 @@ function M.declaration(variant, o)
     return device
   end
 
-  -- Runs the provider and the cpu reference on cpu copies of the same
-  -- inputs for every pass the modes time; raises on a difference beyond
-  -- TOLERANCE. Returns the check record for run.spec.check.
+  -- The provider against the cpu reference on the same inputs for every pass the modes time.
   local function check(p, provider, t, modes)
     if provider == 'copy' then
       t.dst:copy_(t.src)
@@ -132,8 +112,7 @@ function M.declaration(variant, o)
     local function pass(fn, a, b, names)
       -- on the cpu backend the inputs themselves (no copy: a copy of 268 MB took a second)
       local ca, cb = on_cpu(a), on_cpu(b)
-      -- the cpu twin's fused path: bit for bit its reference path (kernels/rope.h, tests/rope_spec.lua)
-      -- and many times faster, which at seq 16384 is most of a sweep's time
+      -- the cpu twin's fused path: bit for bit its reference path, and many times faster
       local got, want = { fn(a, b, f, { impl = provider }) }, { fn(ca, cb, cf) }
       for i = 1, 2 do
         local mad, rel = compare(variant, names[i], got[i], want[i], tol, provider, p)
@@ -146,8 +125,7 @@ function M.declaration(variant, o)
     if need.forward or need.full then pass(fwd, t.q, t.k, { 'forward q_out', 'forward k_out' }) end
     if need.backward or need.full then pass(bwd, t.dq, t.dk, { 'backward dq', 'backward dk' }) end
     if need.full and provider == 'fused' then
-      -- the one-launch full writes the bits of the fused forward and backward,
-      -- which pass() has just compared with the cpu reference
+      -- the one-launch full writes the bits of the fused forward and backward, checked above
       local got = { full(t.q, t.k, t.dq, t.dk, f) }
       local want = { fwd(t.q, t.k, f) }
       want[3], want[4] = bwd(t.dq, t.dk, f)
@@ -194,7 +172,6 @@ function M.declaration(variant, o)
     elseif mode == 'backward' then
       return function(set) set = set or t; bwd(set.dq, set.dk, f, opts) end
     elseif provider == 'fused' then
-      -- one launch: the forward of q and k and the backward of dq and dk
       return function(set) set = set or t; full(set.q, set.k, set.dq, set.dk, f, opts) end
     end
     return function(set)
@@ -204,10 +181,8 @@ function M.declaration(variant, o)
     end
   end
 
-  -- What one timed call leaves in the inputs (the harness's audits compare
-  -- it with the call's outputs, docs/TRUST.md): fused and reference are
-  -- each other's reference (bit for bit the same, kernels/rope.h), computed
-  -- out of place from the snapshot t; floor and copy move bytes unchanged.
+  -- What one timed call leaves in the inputs, for the audits: fused and reference are each other's (bit for bit the
+  -- same), out of place from the snapshot t; floor and copy move bytes unchanged.
   local OTHER = { fused = 'reference', reference = 'fused' }
   local function reference(p, provider, mode, t)
     if provider == 'copy' then
@@ -263,21 +238,15 @@ function M.declaration(variant, o)
         return string.format('seq %d x hidden %d is too large to allocate', p.seq, p.hidden)
       end
     end,
-    -- the (cos, sin) table every provider and mode of a point reads; shared
-    -- by the rotated graph sets, so it is no part of the rotation
+    -- the (cos, sin) table every provider and mode reads; no part of the graph mode's rotation
     shared = function(p) return kb.rope.freqs(p.seq, p.hidden // p.q_heads, { theta = THETA }) end,
     setup = setup,
     check = check,
     run = run,
-    -- every provider runs kluabench's own kernels: the registry's documents (kernels/rope.lua)
+    -- every provider runs kluabench's own kernels (kernels/rope.lua)
     implementation = function() return 'builtin' end,
     reference = reference,
-    -- The workload's bytes and flops are the kernel's cost model (record
-    -- KERNELS): the minimal traffic of the operation, whatever the provider
-    -- does — q and k (dq and dk) read and written once per pass plus the f32
-    -- (cos, sin) table read once per pass, two passes for full; 6 flops per
-    -- complex product. GB/s, % of the cached copy ceiling and the roofline
-    -- floor of the median go into the run's measurements (and its evidence).
+    -- bytes and flops: the kernel's cost model (kernels/rope.lua), whatever the provider does
     record = function(p, provider, mode)
       local x = kernels.kernel(variant).kernelindex.liger_x[p.x] or { p.x, p.x }
       return {

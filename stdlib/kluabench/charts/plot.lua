@@ -7,22 +7,28 @@
 --   local svg = assert(plot.chart(points, { x = 'seq', by = 'provider', logx = true }))
 --   io.open('chart.svg', 'w'):write(svg):close()
 --
--- Points come from record bundles (JSON, JSON Lines) and from Liger-Kernel's
--- benchmark CSV. A point is a flat table:
---   kernel, mode, provider, metric ("speed" or e.g. "memory"), unit ("ms",
---   "MB"), gpu, dtype, params = {hidden = 512, seq = 2048, ...},
---   y50, y20, y80 (the median and the p20/p80 quantiles, in unit),
+-- Points come from record bundles (JSON, JSON Lines), read through the one result model
+-- (kluabench.result.points: the sessions of one point make one chart point, its aggregate), and
+-- from Liger-Kernel's benchmark CSV (a row is a point). A chart point is a flat table:
+--   kernel, mode, provider, protocol (do_bench, cold, ...), metric ("speed" or e.g. "memory"),
+--   unit ("ms", "MB"), gpu, dtype, id (the workload's case key), params = {hidden = 512, ...},
+--   y50, y20, y80 (the point's median, the mean of its session medians, and the p20/p80 of its
+--   pooled samples, in unit), sessions, passed (session counts; nil for a CSV row), n (samples),
 --   x_labels = {param = "words"} (axis titles the source knows, e.g. Liger's),
 --   bytes, flops (the workload's cost of one call, when known),
 --   gbps, tflops (the record's own throughput at the median, when it has one),
 --   run (the name of the file the point came from: M.read's run name)
+-- Every mark of a chart carries its point in an SVG <title> (M.tooltip): what was drawn, readable
+-- by a person hovering and by a test.
 local names = require 'kluabench.record.names'
+local operation = require 'kluabench.record.operation'
+local reader = require 'kluabench.record.reader'
 local liger = require 'kluabench.liger'
 local files = require 'kluabench.util.files'
-
-local M = {}
 local args = require 'kluabench.util.args'
 local result = require 'kluabench.result'
+
+local M = {}
 
 ---------------------------------------------------------------------------
 -- Reading results
@@ -30,7 +36,75 @@ local result = require 'kluabench.result'
 
 local function ns_to_ms(v) return type(v) == 'number' and v / 1e6 or nil end
 
---- The point of one record bundle (kluabench.record.point's view, in the plot's fields).
+--- The chart point of a measured point (one of result.points), or nil and why when no session of
+-- it passed (nothing measured to draw).
+--
+-- Its y values are the point's aggregate: the mean of its session medians and the p20/p80 of its
+-- pooled samples (in ms), or the memory figures of a memory point (in its unit).
+--
+-- @signature plot.point_of(point) -> chart point | nil, message
+-- @example
+--   local x = kb.randn({4096}, "f32", 1)
+--   local P = kb.do_bench.do_bench_protocol{rep_ms = 5}
+--   local bs = {}
+--   for i = 1, 3 do bs[i] = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32",
+--     session = {index = i, count = 3}, result = P:run(function() x:add_(1) end)} end
+--   local p = plot.point_of(result.points(bs)[1])
+--   print(p.provider, p.y50, p.sessions) -- add_  (the mean of 3 medians)  3
+function M.point_of(rp)
+  args.check('plot.point_of', 1, rp, 'table', 'point (result.points)')
+  local p = { kernel = rp.kernel, mode = rp.mode, provider = rp.provider, protocol = rp.protocol, dtype = rp.dtype,
+    id = rp.id, gpu = rp.device, params = {}, sessions = #(rp.sessions or {}), passed = #(rp.passed or {}),
+    n = rp.n, bytes = rp.bytes, flops = rp.flops, gbps = rp.gbps, tflops = rp.tflops }
+  for k, v in pairs(rp.params or {}) do p.params[k] = v end
+  if rp.metric == 'memory' then
+    p.metric, p.unit = 'memory', rp.memory_unit == 'mb' and 'MB' or rp.memory_unit
+    p.y50, p.y20, p.y80 = rp.memory_median, rp.memory_p20, rp.memory_p80
+  else
+    p.metric, p.unit = 'speed', 'ms'
+    p.y50, p.y20, p.y80 = ns_to_ms(rp.median_ns), ns_to_ms(rp.p20_ns), ns_to_ms(rp.p80_ns)
+  end
+  if type(p.y50) ~= 'number' then
+    return nil, string.format('no session passed (status %s): nothing measured to draw', tostring(rp.status))
+  end
+  local first = rp.sessions and rp.sessions[1]
+  local ann = first and type(first.evidence) == 'table' and first.evidence.annotations
+  if type(ann) == 'table' and type(ann.liger_x_name) == 'string' and ann.liger_x_label then
+    p.x_labels = { [liger.param_name(ann.liger_x_name)] = ann.liger_x_label }
+  end
+  return p
+end
+
+--- The chart points of record bundles: one per measured point (result.points), its sessions
+-- aggregated; notes say which points were left out (no session passed).
+--
+-- @signature plot.points_from_bundles(bundles) -> points, notes
+-- @example
+--   local x = kb.randn({4096}, "f32", 1)
+--   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
+--   local bundle = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
+--   local points, notes = plot.points_from_bundles({bundle})
+--   print(#points, #notes) --> 1  0
+function M.points_from_bundles(bundles)
+  args.check('plot.points_from_bundles', 1, bundles, 'table', 'list of bundles')
+  local points, notes, left = {}, {}, {}
+  for _, rp in ipairs(result.points(bundles)) do
+    local p = M.point_of(rp)
+    if p then
+      points[#points + 1] = p
+    else
+      left[#left + 1] = string.format('%s (%s, %s)', result.label_of({}, rp), tostring(rp.provider),
+        tostring(rp.status))
+    end
+  end
+  if #left > 0 then
+    notes[1] = string.format('%d point%s left out: no session passed: %s', #left, #left == 1 and '' or 's',
+      table.concat(left, '; ', 1, math.min(#left, 5)) .. (#left > 5 and '; ...' or ''))
+  end
+  return points, notes
+end
+
+--- The chart point of one record bundle (a point of one session), or nil and a message.
 --
 -- @signature plot.point_from_bundle(bundle) -> point | nil, message
 -- @example
@@ -40,35 +114,15 @@ local function ns_to_ms(v) return type(v) == 'number' and v / 1e6 or nil end
 --   local p = plot.point_from_bundle(bundle)
 --   print(p.provider, p.y50, p.unit)
 function M.point_from_bundle(b)
-  if type(b) ~= 'table' or type(b.run) ~= 'table' or type(b.run.spec) ~= 'table' then
-    return nil, 'not a record bundle (no run.spec)'
-  end
-  local v = result.session(b)
-  local metrics = type(b.run.spec.sourceNative) == 'table' and b.run.spec.sourceNative.metrics or {}
-  local p = { kernel = v.kernel, mode = v.mode, provider = v.provider, dtype = v.dtype, params = {} }
-  for k, x in pairs(v.params) do p.params[k] = x end
-  if v.metric == 'memory' then
-    p.metric, p.unit = 'memory', v.memory_unit == 'mb' and 'MB' or v.memory_unit
-    p.y50, p.y20, p.y80 = v.memory_median, v.memory_p20, v.memory_p80
-  else
-    p.metric, p.unit = 'speed', 'ms'
-    p.y50 = metrics.ms_50 or ns_to_ms(v.median_ns)
-    p.y20 = metrics.ms_20 or ns_to_ms(v.p20_ns)
-    p.y80 = metrics.ms_80 or ns_to_ms(v.p80_ns)
-  end
-  if type(p.y50) ~= 'number' then return nil, 'run has no median' end
-  p.bytes, p.flops, p.gbps, p.tflops = v.bytes, v.flops, v.gbps, v.tflops
-  p.gpu = v.device
-  local ann = v.evidence.annotations
-  if type(ann) == 'table' and type(ann.liger_x_name) == 'string' and ann.liger_x_label then
-    p.x_labels = { [liger.param_name(ann.liger_x_name)] = ann.liger_x_label }
-  end
-  return p
+  if not reader.is_bundle(b) then return nil, 'not a record bundle (no run)' end
+  return M.point_of(result.points({ b })[1])
 end
 
 --- The point of one row of liger.parse.
 --
--- The point of one parsed Liger CSV row (see liger.parse), or nil and a message.
+-- The point of one parsed Liger CSV row (see liger.parse), or nil and a message. A row is a
+-- point: no sessions, no sample count; its protocol is the one result.lua names Liger's harness by
+-- (do_bench, or memory for a memory row), so that a CSV and its import-liger bundles plot alike.
 --
 -- @signature plot.point_from_liger_row(row) -> point | nil, message
 -- @example
@@ -80,7 +134,11 @@ end
 --   print(p.provider, p.params.hidden, p.y50) --> liger  512  0.05
 function M.point_from_liger_row(row)
   args.check('plot.point_from_liger_row', 1, row, 'table', 'Liger CSV row')
-  return liger.plot_point(row)
+  local p, err = liger.plot_point(row)
+  if not p then return nil, err end
+  p.protocol = p.protocol or (p.metric == 'memory' and 'memory' or 'do_bench')
+  if not p.id and next(p.params) then p.id = operation.case_key { axes = p.params, dtype = p.dtype or '?' } end
+  return p
 end
 
 local function is_liger_csv(text)
@@ -104,7 +162,7 @@ function M.run_names(paths)
   return out
 end
 
--- The points of one file, without their run name (see M.read).
+-- The points of one file, without their run name, and notes (see M.read).
 local function read_points(path)
   local text, err = files.read_text(path)
   if not text then return nil, err end
@@ -117,26 +175,30 @@ local function read_points(path)
       if not p then return nil, string.format('%s:%d: %s', path, row.line or 0, rerr) end
       points[#points + 1] = p
     end
-    return points
+    return points, {}
   end
-  local bundles, lines = require('kluabench.record.reader').parse(text, path)
+  local bundles, lines = reader.parse(text, path)
   if not bundles then return nil, lines end
   for i, b in ipairs(bundles) do
-    local p, berr = M.point_from_bundle(b)
-    if not p then return nil, string.format('%s:%d: %s', path, lines[i], berr) end
-    points[#points + 1] = p
+    local ok, why = pcall(result.session, b)
+    if not ok then return nil, string.format('%s:%d: %s', path, lines[i], tostring(why)) end
   end
-  return points
+  local notes
+  points, notes = M.points_from_bundles(bundles)
+  for i, n in ipairs(notes) do notes[i] = path .. ': ' .. n end
+  return points, notes
 end
 
 --- The points of a results file: record bundles (JSON, JSON Lines) or Liger CSV, told apart by
 -- content.
 --
--- A point is {kernel, mode, provider, metric, unit, gpu, dtype, run, params = {hidden = 512, ...},
--- y50, y20, y80, bytes, flops, gbps, tflops}; run is the given name, else the file's name without
--- its directory, so that several files overlay (--by provider,run).
+-- The points of bundles are the measured points of kluabench.result (the sessions of a --runs N
+-- sweep make one point, its aggregate); a CSV row is a point. See the module's comment for a
+-- point's fields; run is the given name, else the file's name without its directory, so that
+-- several files overlay (--by provider,run). notes: what was left out (points no session of which
+-- passed).
 --
--- @signature plot.read(path [, run]) -> points | nil, message
+-- @signature plot.read(path [, run]) -> points, notes | nil, message
 -- @example
 --   local x = kb.randn({4096}, "f32", 1)
 --   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
@@ -146,18 +208,18 @@ end
 --   local points = assert(plot.read(dir .. "/results.jsonl"))
 --   os.execute("rm -r " .. dir)
 function M.read(path, run)
-  local points, err = read_points(path)
-  if not points then return nil, err end
+  local points, notes = read_points(path)
+  if not points then return nil, notes end
   run = run or basename(path)
   for _, p in ipairs(points) do p.run = run end
-  return points
+  return points, notes
 end
 
 ---------------------------------------------------------------------------
 -- Fields, filters, groups
 ---------------------------------------------------------------------------
 
-local TOP_FIELDS = { kernel = true, mode = true, provider = true, metric = true, unit = true,
+local TOP_FIELDS = { kernel = true, mode = true, provider = true, protocol = true, metric = true, unit = true,
   gpu = true, dtype = true, run = true }
 local FIELD_ALIASES = { operation = 'mode', kernel_operation_mode = 'mode', kernel_provider = 'provider',
   kernel_name = 'kernel', impl = 'provider', gpu_name = 'gpu' }
@@ -618,6 +680,12 @@ end
 
 local function num(v) return (string.format('%.2f', v):gsub('%.?0+$', '')) end
 
+-- The end of a mark's element: its tooltip as an SVG <title> child when the point has one.
+local function tip(p, element)
+  if not p.tip then return '/>' end
+  return '><title>' .. esc(p.tip) .. '</title></' .. element .. '>'
+end
+
 -- Approximate width in pixels of text at a font size (sans-serif averages
 -- about 0.6 em per character).
 local function text_width(s, size)
@@ -768,7 +836,8 @@ end
 -- categories (names of x = 1..n).
 --
 -- A line chart as SVG text. spec: series = {{name = "fused", points = {{x = 1024, y = 0.1, lo =
--- 0.09, hi = 0.12}, ...}, color = i (optional: index into M.COLORS, default the series' index),
+-- 0.09, hi = 0.12, tip = "text"}, ...}, color = i (optional: index into M.COLORS, default the
+-- series' index; a point's tip becomes its mark's tooltip, an SVG <title>),
 -- dash = k (optional: 1 solid, 2.. dashed patterns)}, ...} title, subtitle, xlabel, ylabel, logx,
 -- logy, width (800), height (480), categories = {"a", "b"} when x values are names (x = 1..n then)
 -- Returns the SVG, or nil and a message (log axis over values <= 0).
@@ -851,7 +920,8 @@ function M.line_chart(spec)
       error_bar(c, sx(p.x), p.lo and sy(p.lo), p.hi and sy(p.hi), color)
     end
     for _, p in ipairs(s.points) do
-      c.add(string.format('<circle cx="%s" cy="%s" r="3.5" fill="%s"/>', num(sx(p.x)), num(sy(p.y)), color))
+      c.add(string.format('<circle cx="%s" cy="%s" r="3.5" fill="%s"%s', num(sx(p.x)), num(sy(p.y)), color,
+        tip(p, 'circle')))
     end
     c.add('</g>')
   end
@@ -859,11 +929,12 @@ function M.line_chart(spec)
   return c.finish()
 end
 
---- A bar chart: a group of bars per category, one per series, with error bars and values.
+--- A bar chart: a group of bars per category, one per series, with error bars, values and a legend.
 --
--- With a single category the bars are labelled with the series names and there is no legend. spec:
--- series (points {x = category index, y, lo, hi}), categories (names), title, subtitle, xlabel,
--- ylabel, logy, width, height.
+-- With a single category the bars are labelled with the series names too (where they fit). spec:
+-- series (points {x = category index, y, lo, hi, tip}), categories (names), title, subtitle,
+-- xlabel, ylabel, logy, width, height. A point's tip (text) becomes its bar's tooltip (an SVG
+-- <title>).
 --
 -- @signature plot.bar_chart(spec) -> svg | nil, message
 -- @example
@@ -879,7 +950,7 @@ function M.bar_chart(spec)
   local single = #cats == 1
   local w, h = spec.width or 800, spec.height or 480
   local area = { left = 78, top = spec.subtitle and 62 or 48, bottom = h - 58 }
-  area.right = single and (w - 24) or (w - legend_width(series) - 16)
+  area.right = w - legend_width(series) - 16
   local c = canvas(w, h, spec.title)
   draw_titles(c, spec, w)
 
@@ -899,6 +970,11 @@ function M.bar_chart(spec)
     end
   end
   draw_axes(c, area, xticks, yticks, spec)
+  -- one category: each bar is labelled with its series' name too, where every name fits under its bar
+  local label_bars = single
+  for _, s in ipairs(series) do
+    if text_width(s.name, 12) > bw then label_bars = false end
+  end
   local base = spec.logy and area.bottom or sy(math.max(0, yvals[1]))
   for si, s in ipairs(series) do
     local color = style(s, si)
@@ -906,19 +982,20 @@ function M.bar_chart(spec)
     for _, p in ipairs(s.points) do
       local cx = area.left + (p.x - 0.5) * slot + (si - (nser + 1) / 2) * bw
       local top = sy(p.y)
-      c.add(string.format('<rect x="%s" y="%s" width="%s" height="%s" fill="%s" fill-opacity="0.85"/>',
-        num(cx - bw * 0.45), num(math.min(top, base)), num(bw * 0.9), num(math.abs(base - top)), color))
+      c.add(string.format('<rect x="%s" y="%s" width="%s" height="%s" fill="%s" fill-opacity="0.85"%s',
+        num(cx - bw * 0.45), num(math.min(top, base)), num(bw * 0.9), num(math.abs(base - top)), color,
+        tip(p, 'rect')))
       error_bar(c, cx, p.lo and sy(p.lo), p.hi and sy(p.hi), '#333333')
       local label_y = math.min(top, p.hi and sy(p.hi) or top) - 6
       c.text(cx, label_y, M.format_tick(tonumber(string.format('%.3g', p.y))),
         'text-anchor="middle" font-size="11"')
-      if single then
+      if label_bars then
         c.text(cx, area.bottom + 19, s.name, 'text-anchor="middle"')
       end
     end
     c.add('</g>')
   end
-  if not single then draw_legend(c, series, area.right + 20, area.top + 8, true) end
+  draw_legend(c, series, area.right + 20, area.top + 8, true)
   return c.finish()
 end
 
@@ -931,36 +1008,98 @@ local TIME_UNITS = { s = 1e3, ms = 1, us = 1e-3, ['µs'] = 1e-3, ns = 1e-6 }
 -- Throughputs that --y can show: the record's own value at the median
 -- (own), else the workload's cost over the median time (cost / (ms * scale)).
 local RATES = {
-  gbps = { own = 'gbps', cost = 'bytes', scale = 1e6, label = 'throughput (GB/s)' },
-  tflops = { own = 'tflops', cost = 'flops', scale = 1e9, label = 'throughput (TFLOP/s)' },
+  gbps = { own = 'gbps', cost = 'bytes', scale = 1e6, label = 'throughput (GB/s)', unit = 'GB/s' },
+  tflops = { own = 'tflops', cost = 'flops', scale = 1e9, label = 'throughput (TFLOP/s)', unit = 'TFLOP/s' },
 }
 
 --- The values --y accepts: time units, throughputs, and MB (memory rows of
 -- Liger's CSV).
 M.Y_UNITS = { 'ms', 'us', 'ns', 's', 'gbps', 'tflops', 'MB' }
 
--- When the lines overlay runs (the run field is in the grouping), the lines
--- of one group in different runs share a colour and each run has its own
--- dash pattern, so that `--by provider,run` reads as providers by colour and
--- runs by line style.
+-- The fields whose values a line's dash pattern tells apart (the others its colour): the run (the
+-- file) and the protocol.
+local STYLE_FIELDS = { 'run', 'protocol' }
+
+-- When the lines overlay runs or protocols (run or protocol is in the grouping), the lines of one
+-- group in different runs or protocols share a colour and each run or protocol has its own dash
+-- pattern, so that `--by provider,run` reads as providers by colour and runs by line style, and a
+-- chart that mixes do_bench and cold runs draws the cold ones dashed.
 local function overlay_styles(series, x)
-  local runs = {}
-  for _, s in ipairs(series) do
-    local r = s.values and s.values.run
-    if r ~= nil and not runs[r] then runs[#runs + 1] = r; runs[r] = #runs end
+  local styles, order, of = {}, 0, {}
+  for i, s in ipairs(series) do
+    local parts = {}
+    for _, f in ipairs(STYLE_FIELDS) do
+      local v = s.values and s.values[f]
+      if v ~= nil then parts[#parts + 1] = f .. '=' .. value_text(v) end
+    end
+    local k = table.concat(parts, '\0')
+    if not styles[k] then order = order + 1; styles[k] = order end
+    of[i] = styles[k]
   end
-  if #runs < 2 then return end
+  if order < 2 then return end
+  local skip = { [x] = true }
+  for _, f in ipairs(STYLE_FIELDS) do skip[f] = true end
   local colors, n = {}, 0
-  for _, s in ipairs(series) do
+  for i, s in ipairs(series) do
     local parts = {}
     for f, v in pairs(s.values or {}) do
-      if f ~= 'run' and f ~= x then parts[#parts + 1] = f .. '=' .. value_text(v) end
+      if not skip[f] then parts[#parts + 1] = f .. '=' .. value_text(v) end
     end
     table.sort(parts)
     local key = table.concat(parts, '\0')
     if not colors[key] then n = n + 1; colors[key] = n end
-    s.color, s.dash = colors[key], runs[s.values.run]
+    s.color, s.dash = colors[key], of[i]
   end
+end
+
+-- A number for a tooltip: seven significant digits (a median in the thousands of us reads as the
+-- report's and the results table's, with two decimals).
+local function tip_number(v) return (string.format('%.7g', v)) end
+
+--- The tooltip of a chart point: the point (kernel, mode, workload id, provider, protocol, device,
+-- file), its aggregate (the median, the mean of its session medians when it has several, and its
+-- p20/p80) in unit (the chart's; a time unit, or the point's own), the value drawn when it is not
+-- the median (a throughput), and its session and sample counts.
+--
+-- scale: what a value of the point's unit is multiplied by to give unit (default 1); shown: the
+-- value drawn and its unit's name when the chart shows a throughput.
+--
+-- @signature plot.tooltip(point [, unit [, scale [, shown]]]) -> text
+-- @example
+--   print(plot.tooltip({kernel = "rope", mode = "forward", provider = "fused", protocol = "do_bench",
+--     id = "seq2048-bf16", params = {}, unit = "ms", y50 = 3.21, y20 = 3.0, y80 = 3.5,
+--     sessions = 3, passed = 3, n = 180}))
+function M.tooltip(p, unit, scale, shown)
+  args.check('plot.tooltip', 1, p, 'table', 'point')
+  args.check('plot.tooltip', 2, unit, 'string|nil', 'unit')
+  args.check('plot.tooltip', 3, scale, 'number|nil', 'scale')
+  args.check('plot.tooltip', 4, shown, 'table|nil', 'table {value, unit}')
+  unit, scale = unit or p.unit or 'ms', scale or 1
+  local id = p.id
+  if not id and next(p.params or {}) then id = operation.case_key { axes = p.params, dtype = p.dtype or '?' } end
+  local lines = { table.concat({ p.kernel or '?', p.mode, id }, ' ') }
+  local who = { 'provider ' .. tostring(p.provider or '?') }
+  if p.protocol then who[#who + 1] = 'protocol ' .. p.protocol end
+  if p.gpu then who[#who + 1] = p.gpu end
+  if p.run then who[#who + 1] = 'file ' .. p.run end
+  lines[#lines + 1] = table.concat(who, ' · ')
+  if shown then lines[#lines + 1] = string.format('%s %s at the median', tip_number(shown.value), shown.unit) end
+  local agg = string.format('median %s %s', tip_number(p.y50 * scale), unit)
+  if p.passed and p.passed > 1 then agg = agg .. string.format(' (the mean of %d session medians)', p.passed) end
+  if p.y20 and p.y80 then
+    agg = agg .. string.format(' · p20 %s %s · p80 %s %s', tip_number(p.y20 * scale), unit, tip_number(p.y80 * scale),
+      unit)
+  end
+  lines[#lines + 1] = agg
+  if p.sessions then
+    local failed = p.sessions - (p.passed or p.sessions)
+    lines[#lines + 1] = string.format('%d session%s%s · %s sample%s', p.sessions, p.sessions == 1 and '' or 's',
+      failed > 0 and string.format(' (%d failed)', failed) or '', p.n and tostring(p.n) or 'no count of',
+      p.n == 1 and '' or 's')
+  else
+    lines[#lines + 1] = 'one row of a Liger CSV: no session or sample count'
+  end
+  return table.concat(lines, '\n')
 end
 
 --- Keeps, for each other numeric parameter that varies, the value under which x varies most.
@@ -1048,10 +1187,12 @@ end
 -- an unknown field is a usage error), y ("ms", "us", "ns", "s", or the throughput "gbps" /
 -- "tflops": the record's own at the median, else the workload's bytes / flops over the median, bars
 -- at the p80 and p20 times), logx, logy, bar, title, width, height. Names that differ (mode,
--- kernel) split lines, and runs (files) where two would share a line and an x; lines of several
--- runs share a colour per group and differ by dash pattern. For other shape parameters that vary
--- the slice where x varies most is kept; info.notes says what was done, info.data holds the series
--- drawn. kind is "usage" when an option must change.
+-- kernel, protocol) split lines, and runs (files) where two would share a line and an x; lines of
+-- several runs or protocols share a colour per group and differ by dash pattern. For other shape
+-- parameters that vary the slice where x varies most is kept; info.notes says what was done,
+-- info.data holds the series drawn. Every mark carries its point's tooltip (plot.tooltip: the
+-- point, its aggregate, sessions and samples) as an SVG <title>. kind is "usage" when an option
+-- must change.
 --
 -- @signature plot.chart(points [, opts]) -> svg, info | nil, message, kind
 -- @example
@@ -1123,15 +1264,16 @@ function M.chart(points, opts)
   end
   -- y, lo, hi of a point: times scaled to `want`, or the rate at the median
   -- time with bars at the rates of the p80 and p20 times
+  -- and the mark's tooltip (the median in the chart's time unit, or in the point's own)
   local function values_of(p)
     if not rate then
-      return p.y50 * factor, p.y20 and p.y20 * factor, p.y80 and p.y80 * factor
+      return p.y50 * factor, p.y20 and p.y20 * factor, p.y80 and p.y80 * factor, M.tooltip(p, want, factor)
     end
     local ms = p.y50 * factor
     local r = p[rate.own] or (p[rate.cost] and ms > 0 and p[rate.cost] / (ms * rate.scale)) or nil
     if not r then return nil end
     local function at(y) return y and y > 0 and r * p.y50 / y or nil end
-    return r, at(p.y80), at(p.y20)
+    return r, at(p.y80), at(p.y20), M.tooltip(p, 'ms', factor, { value = r, unit = rate.unit })
   end
   local bar = opts.bar or #g.xs == 1
   local cat_index = {}
@@ -1148,9 +1290,10 @@ function M.chart(points, opts)
     local pts = {}
     for _, p in ipairs(s.points) do
       local xv = M.field(p, x)
-      local y, lo, hi = values_of(p)
+      local y, lo, hi, tip = values_of(p)
       if y then
-        pts[#pts + 1] = { x = categories and cat_index[xv] or xv, y = y, lo = lo, hi = hi }
+        pts[#pts + 1] = { x = categories and cat_index[xv] or xv, y = y, lo = lo, hi = hi, tip = tip,
+          sessions = p.sessions, n = p.n }
       else
         dropped = dropped + 1
       end
@@ -1186,6 +1329,8 @@ function M.chart(points, opts)
   end
   local dtype = common('dtype')
   if dtype then sub[#sub + 1] = dtype end
+  local protocol = common('protocol')
+  if protocol then sub[#sub + 1] = 'protocol ' .. protocol end
   if bar and #g.xs == 1 and x ~= 'provider' then
     table.insert(sub, 1, x .. ' ' .. value_text(g.xs[1]))
   end

@@ -1,6 +1,9 @@
 --- `kluabench plot RESULTS... -o chart.svg`: draw results as an SVG chart
 -- (the drawing is kluabench.charts.plot; this is the command line around it).
 local plot = require 'kluabench.charts.plot'
+local cli = require 'kluabench.commands.helpers'
+local files_mod = require 'kluabench.util.files'
+local shards = require 'kluabench.dist.shards'
 
 local M = {}
 
@@ -8,16 +11,25 @@ M.USAGE = 'kluabench plot RESULTS... [--x FIELD] [--by FIELD[,FIELD]] [--y UNIT]
 
 M.help = [[
 Draws benchmark results as an SVG chart: one line per group over the x
-field, the median with p20-p80 error bars, a title, axis labels and a
+field, a mark per point with p20-p80 error bars, a title, axis labels and a
 legend. When x has a single value (or with --bar) it draws bars instead.
 The SVG opens in any browser.
 
+A point of a record file is a measured point: its sessions (a sweep with
+--runs N) make one mark, its median the mean of their medians (as the
+results table and compare show it), its bars p20-p80 of their pooled
+samples; a point no session of which passed is left out, with a note.
+Every mark's tooltip (an SVG <title>) names its point (kernel, mode,
+workload, provider, protocol), its median, sessions and samples.
+
 RESULTS are record bundles (JSON or JSON Lines, as scripts write them and
-import-liger makes them) or Liger-Kernel benchmark CSV files. Several files
-overlay: each point's `run` field is its file's name (the path where two
-names are the same), so `--by provider,run` draws one line per provider and
-run, a colour per provider and a dash pattern per run. Without `run` in --by,
-files split lines only where their points would share a line and an x.
+import-liger makes them) or Liger-Kernel benchmark CSV files (a row is a
+point). Several files overlay: each point's `run` field is its file's name
+(the path where two names are the same), so `--by provider,run` draws one
+line per provider and run, a colour per provider and a dash pattern per run.
+Without `run` in --by, files split lines only where their points would share
+a line and an x. Protocols that differ (do_bench and cold) split lines the
+same way: a colour per provider, a dash pattern per protocol.
 
   -o, --output FILE   where to write the SVG ('-': stdout); required. One of
                       the RESULTS (or the samples file beside one) is refused,
@@ -38,7 +50,7 @@ files split lines only where their points would share a line and an x.
   --title TEXT        the title (default: kernel and mode)
   --width N, --height N  size in pixels (default 800 x 480)
 
-FIELDS: kernel, mode, provider, metric, gpu, dtype, run, and the shape parameters
+FIELDS: kernel, mode, provider, protocol, metric, gpu, dtype, run, and the shape parameters
 of the workload (hidden, seq, q_heads, kv_heads, ...; Liger's names such as
 seq_len or T work too). Fields that differ between points but are neither x
 nor --by split the lines, and a note on stderr says so.
@@ -54,7 +66,6 @@ Exit status: 0 written, 1 unsuitable data (a file too large or not results),
 2 usage error (a RESULTS file that does not exist, is no regular file or
 cannot be opened too).]]
 
-local cli = require 'kluabench.commands.helpers'
 
 local SPEC = { logx = 'flag', logy = 'flag', bar = 'flag', help = 'flag', x = 'value', by = 'value',
   y = 'value', filter = 'list', title = 'value', output = 'value', width = 'value', height = 'value',
@@ -96,7 +107,7 @@ end
 -- The SVG to path ('-': stdout), whole or not at all (io.files): a
 -- link is written through, a device in place, a replaced file keeps its mode.
 local function write_output(path, svg)
-  return require('kluabench.util.files').write_atomic(path, svg)
+  return files_mod.write_atomic(path, svg)
 end
 
 --- Runs the command; returns the exit status.
@@ -108,7 +119,6 @@ function M.run(args)
   if not opts.output then return usage_error('no output file: give -o chart.svg (or -o - for stdout)') end
   local unreadable = cli.check_inputs('plot', files)
   if unreadable then return unreadable end
-  local shards = require 'kluabench.dist.shards'
   local fresh, why_not = shards.check_output('-o', opts.output, shards.file_inputs(files), nil, true)
   if not fresh then return usage_error('%s', why_not) end
   if opts.y then
@@ -128,14 +138,16 @@ function M.run(args)
     for f in opts.by:gmatch('[^,]+') do by[#by + 1] = f end
   end
 
-  local points = {}
+  local points, read_notes = {}, {}
   local runs = plot.run_names(files)
   for i, path in ipairs(files) do
     cli.stop_if_interrupted()
-    local pts, err = plot.read(path, runs[i])
-    if not pts then return fail('%s', err) end
+    local pts, notes = plot.read(path, runs[i])
+    if not pts then return fail('%s', notes) end
     table.move(pts, 1, #pts, #points + 1, points)
+    table.move(notes, 1, #notes, #read_notes + 1, read_notes)
   end
+  for _, note in ipairs(read_notes) do io.stderr:write('kluabench plot: note: ', cli.printable(note, 400), '\n') end
   local total = #points
   points = plot.filter(points, opts.filters)
   if #points == 0 then

@@ -1,7 +1,17 @@
 --- `kluabench report RESULTS... -o report.html` and `kluabench report --db DB
 -- -o report.html`: one self-contained HTML file (kluabench.charts.html) of
--- result files or of a history query.
+-- result files or of a history query. Bundles are read through the one
+-- result model (kluabench.result.points): a point's sessions make one
+-- summary row and one chart mark, its aggregate.
 local cli = require 'kluabench.commands.helpers'
+local reader = require 'kluabench.record.reader'
+local result = require 'kluabench.result'
+local plot = require 'kluabench.charts.plot'
+local html = require 'kluabench.charts.html'
+local files_mod = require 'kluabench.util.files'
+local shards = require 'kluabench.dist.shards'
+local history = require 'kluabench.history'
+local history_db = require 'kluabench.history.db'
 
 local M = {}
 
@@ -9,10 +19,14 @@ M.USAGE = 'kluabench report [RESULTS...] [--db DB [--head REV] [--point TEXT] [-
 
 M.help = [[
 Writes one HTML file that opens from disk in any browser, with no network:
-  - the results: a table per run with units (median, p20, p80 in us), its
-    samples, session, the between-session noise and copy ceiling in force,
-    GB/s, device and protocol, each linked to its record;
-  - the charts 'kluabench plot' draws (inline SVG), one per kernel and mode;
+  - the results: one row per point with its aggregate (the median is the
+    mean of its session medians, as the results table and compare show it;
+    p20, p80 in us), its sessions and samples, the 95% interval of its
+    median (ci95), GB/s, copy ceiling, status and flags (noisy: ci95 wider
+    than 10%); its sessions folded under it, each linked to its record;
+  - the charts 'kluabench plot' draws (inline SVG), one per kernel and mode,
+    each with a legend, protocols that differ drawn as lines of their own,
+    and every mark's point, median, sessions and samples in its tooltip;
   - with --db: the regression check of 'kluabench history check' at the
     newest commit (or --head REV), and each series' trend over commits, the
     commit where it stepped marked;
@@ -48,22 +62,48 @@ local function fail(fmt, ...)
   return 1
 end
 
--- The rows and chart points of bundles.
-local function add_bundles(report, bundles, label)
-  local point = require 'kluabench.history.point'
-  local plot = require 'kluabench.charts.plot'
+local function text(v) return type(v) == 'string' and v ~= '' and v or nil end
+
+-- The document of a role a bundle holds, under the digest its run names it by: the report shows
+-- the distinct environment and protocol documents field by field.
+local function add_document(report, role, digest, doc, title_of)
+  if type(doc) ~= 'table' or not digest or report.seen_documents[digest] then return end
+  report.seen_documents[digest] = true
+  local list = report.documents[role]
+  list[#list + 1] = { title = title_of(doc) .. ' (' .. tostring(digest):sub(1, 19) .. ')', spec = doc.spec }
+end
+
+-- The points (result.points), chart points and documents of the bundles of one source (a file,
+-- or a commit of the history); run: its name in the charts (plot.run_names), default label.
+local function add_bundles(report, bundles, label, run)
   for i, b in ipairs(bundles) do
-    local s, why = point.summary(b)
-    if not s then return nil, string.format('%s: bundle %d: %s', label, i, why) end
-    report.rows[#report.rows + 1] = s
-    local p = plot.point_from_bundle(b)
-    if p then report.plot_points[#report.plot_points + 1] = p end
+    local ok, why = pcall(result.session, b)
+    if not ok then return nil, string.format('%s: bundle %d: %s', label, i, tostring(why)) end
+  end
+  for _, p in ipairs(result.points(bundles)) do
+    p.source = label
+    report.points[#report.points + 1] = p
+    local cp = plot.point_of(p)
+    if cp then
+      cp.run = run or label
+      report.plot_points[#report.plot_points + 1] = cp
+    end
+  end
+  for _, b in ipairs(bundles) do
+    local s = result.session(b)
+    add_document(report, 'environment', s.digests.environment, b.environment, function(doc)
+      local meta = type(doc.metadata) == 'table' and doc.metadata or {}
+      local labels = type(meta.labels) == 'table' and meta.labels or {}
+      return tostring(s.device or 'unknown device') .. ' on ' .. (text(labels.host_name) or 'unknown host')
+    end)
+    add_document(report, 'protocol', s.digests.protocol, b.protocol, function(doc)
+      return text(type(doc.metadata) == 'table' and doc.metadata.name) or tostring(s.protocol)
+    end)
   end
   return true
 end
 
 local function from_history(report, opts, max_trends)
-  local history = require 'kluabench.history'
   local h, err = history.open(opts.db, { readonly = true })
   if not h then return nil, err end
   local ok, res = pcall(function()
@@ -108,7 +148,7 @@ local function from_history(report, opts, max_trends)
         title = string.format('%s (%s, %s)', c.point, c.provider, c.device),
         trend = history.trend(h, c.series, { head = checks.head }) }
     end
-    if #report.rows == 0 and checks.head then
+    if #report.points == 0 and checks.head then
       local ok2, e2 = add_bundles(report, history.bundles(h, checks.head), h.name)
       if not ok2 then error(e2, 0) end
     end
@@ -138,26 +178,25 @@ function M.run(args)
       return usage_error("--max-trends must be a whole number from 0 to 10000, got '%s'", opts['max-trends'])
     end
   end
-  local shards = require 'kluabench.dist.shards'
   local inputs = shards.file_inputs(files)
-  if opts.db and not require('kluabench.history.db').is_postgres(opts.db) then
+  if opts.db and not history_db.is_postgres(opts.db) then
     inputs[#inputs + 1] = { opts.db, 'the history database (--db)' }
   end
   local fresh, why_not = shards.check_output('-o', opts.output, inputs, nil, true)
   if not fresh then return usage_error('%s', why_not) end
-  local files_mod = require 'kluabench.util.files'
   if opts.output ~= '-' then
     local ok, err = files_mod.check_writable(opts.output)
     if not ok then return fail('%s', err) end
   end
-  local report = { title = opts.title or 'kluabench report', sources = {}, rows = {}, plot_points = {}, trends = {},
+  local report = { title = opts.title or 'kluabench report', sources = {}, points = {}, plot_points = {}, trends = {},
+    documents = { environment = {}, protocol = {} }, seen_documents = {},
     generated = os.date('!%Y-%m-%dT%H:%M:%SZ') }
-  local point = require 'kluabench.history.point'
-  for _, path in ipairs(files) do
+  local runs = plot.run_names(files)
+  for i, path in ipairs(files) do
     cli.stop_if_interrupted()
-    local bundles, err = point.read(path)
+    local bundles, err = reader.read(path)
     if not bundles then return fail('%s', err) end
-    local ok, e = add_bundles(report, bundles, path)
+    local ok, e = add_bundles(report, bundles, path, runs[i])
     if not ok then return fail('%s', e) end
     report.sources[#report.sources + 1] = path
   end
@@ -165,12 +204,15 @@ function M.run(args)
     local ok, err = from_history(report, opts, max_trends)
     if not ok then return fail('%s', err) end
   end
-  local text = require('kluabench.charts.html').render(report)
-  local ok, err = files_mod.write_atomic(opts.output, text)
+  local text_out = html.render(report)
+  local ok, err = files_mod.write_atomic(opts.output, text_out)
   if not ok then return fail('cannot write %s', err) end
   if opts.output ~= '-' then
-    io.stderr:write(string.format('kluabench report: wrote %s (%d run(s), %d trend(s)%s)\n', opts.output, #report.rows,
-      #report.trends, report.checks and string.format(', %d regression(s)', report.checks.regressions) or ''))
+    local sessions = 0
+    for _, p in ipairs(report.points) do sessions = sessions + #p.sessions end
+    io.stderr:write(string.format('kluabench report: wrote %s (%d point(s), %d run(s), %d trend(s)%s)\n', opts.output,
+      #report.points, sessions, #report.trends,
+      report.checks and string.format(', %d regression(s)', report.checks.regressions) or ''))
   end
   return 0
 end

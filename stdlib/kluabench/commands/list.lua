@@ -1,6 +1,7 @@
 --- `kluabench list`: the benchmark scripts and examples that come with the
 -- binary (each with the first comment line of its file) and the kernels.
 local cli = require 'kluabench.commands.helpers'
+local files = require 'kluabench.util.files'
 local results = require 'kluabench.table'
 
 local M = {}
@@ -13,20 +14,21 @@ to) and the examples, each with the first comment line of its file, and the
 kernels: the functions of every kernel family in the registry.
   --format F    text (default), markdown or json]]
 
---- The first comment line of a Lua file ("" when it has none), after an
--- optional #! line and blank lines.
+--- The most bytes of a script read for its summary: a script is a few kilobytes.
+M.MAX_SCRIPT_BYTES = 4 * 1024 * 1024
+
+--- The first comment line of a Lua file ("" when it has none, or cannot be read), after an
+-- optional #! line and blank lines. Read with the bounded reader: only a regular file of at most
+-- MAX_SCRIPT_BYTES, so a FIFO never holds the listing and a link to /dev/zero is not read.
 function M.summary(path)
-  local f = io.open(path, 'r')
-  if not f then return '' end
-  local text = ''
-  for line in f:lines() do
+  local text = files.read_text(path, M.MAX_SCRIPT_BYTES)
+  if not text then return '' end
+  for _, line in ipairs(files.lines(text)) do
     if not line:match('^#!') and line:match('%S') then
-      text = line:match('^%s*%-%-+%[?=*%[?%s*(.-)%s*$') or ''
-      break
+      return line:match('^%s*%-%-+%[?=*%[?%s*(.-)%s*$') or ''
     end
   end
-  f:close()
-  return text
+  return ''
 end
 
 --- The *.lua files of root/dir, sorted: {name = "dir/x.lua", about = "..."}.

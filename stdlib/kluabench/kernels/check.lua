@@ -1,55 +1,24 @@
---- kluabench.kernels.check: is a kernel's output right, and is its time possible?
--- What KernelBench-style evaluations are gamed by, checked for: a kernel
--- that works for one input only or knows its inputs in advance (fresh random
--- inputs for several seeds drawn at run time), one that leaves outputs
--- unwritten and is saved by stale memory (outputs filled with NaN before
--- every checked run, so an unwritten element reads as NaN), one that copies
--- a reference computed before it (the reference is computed after the run,
--- from a snapshot of the inputs), one that writes its inputs (every tensor
--- that is no output must be unchanged) or past its outputs (guard bytes),
--- one that computes in a lower precision than its dtype (a norm-wise error
--- bound by dtype, whatever the element-wise tolerances), one that is right
--- before timing and wrong after (the output is checked again after the timed
--- runs), NaN or Inf where the reference has a number, and a time faster than
--- the device can even copy the bytes involved (M.plausible, which
--- record.from_result applies to every record). kluabench.suite audits timed
--- sessions on top of this (docs/TRUST.md).
---
---   local c = check.new {
---     inputs = function(seed) return { x = kb.randn({n}, 'f32', seed), out = kb.empty({n}) } end,
---     run = function(s) kernel:launch { grid = g, block = b, args = { s.out, s.x, n } } end,
---     outputs = function(s) return { s.out } end,
---     reference = function(s) return { reference_of(s.x) } end,
---   }
---   assert(c:verify())          -- three seeds drawn now: poison, run, compare
---   time(function() c.run(c.state) end)
---   assert(c:recheck())         -- the last seed's output, after timing
+--- kluabench.kernels.check: is a kernel's output right? Against the ways such checks are gamed: fresh random inputs
+-- for seeds drawn at run time, outputs poisoned with NaN before each run, the reference computed after the run from a
+-- snapshot of the inputs, inputs that must stay unchanged, guard bytes, a norm-wise precision bound by dtype, and a
+-- recheck after timing (docs/TRUST.md). check.new's example shows the use.
 local M = {}
 local args = require 'kluabench.util.args'
 
---- Tolerances by output dtype: |got - want| <= atol + rtol * |want|. bf16
--- and f16 allow about one rounding of their own precision.
+--- Tolerances by output dtype: |got - want| <= atol + rtol * |want| (bf16, f16: about one rounding).
 M.TOLERANCES = {
-  bf16 = { atol = 1e-2, rtol = 1.6e-2 },
-  f16 = { atol = 1e-3, rtol = 1e-3 },
-  f32 = { atol = 1e-5, rtol = 1e-5 },
-  f64 = { atol = 1e-10, rtol = 1e-10 },
+  bf16 = { atol = 1e-2, rtol = 1.6e-2 }, f16 = { atol = 1e-3, rtol = 1e-3 },
+  f32 = { atol = 1e-5, rtol = 1e-5 }, f64 = { atol = 1e-10, rtol = 1e-10 },
 }
 
---- Whole-output tolerances by dtype, for a kernel that promises its reference's result bit for bit
--- (the RoPE kernels, kernels/rope.h): the largest |difference| (max_abs) and relative L2 error
--- (rel_l2) of an output against the reference, room for one rounding step of the dtype, so that a
--- changed evaluation order passes and a wrong kernel does not. The RoPE benchmark checks with them.
+--- Whole-output tolerances (max_abs, rel_l2) by dtype for a kernel that promises its reference's result bit for bit
+-- (RoPE): one rounding step, so that a changed evaluation order passes.
 M.ROUNDING_TOLERANCES = {
-  bf16 = { max_abs = 2 ^ -4, rel_l2 = 1e-2 },
-  f16 = { max_abs = 2 ^ -7, rel_l2 = 2e-3 },
-  f32 = { max_abs = 1e-5, rel_l2 = 1e-6 },
-  f64 = { max_abs = 1e-12, rel_l2 = 1e-14 },
+  bf16 = { max_abs = 2 ^ -4, rel_l2 = 1e-2 }, f16 = { max_abs = 2 ^ -7, rel_l2 = 2e-3 },
+  f32 = { max_abs = 1e-5, rel_l2 = 1e-6 }, f64 = { max_abs = 1e-12, rel_l2 = 1e-14 },
 }
 
---- How many seeds verify() draws when the spec gives none. They are drawn at run time
--- (kluabench.trust.seeds; $KLUABENCH_SEED_KEY replays them) and reported, so that no kernel can
--- recognise its check's inputs.
+--- How many seeds verify() draws at run time when the spec gives none (kluabench.trust.seeds).
 M.SEED_COUNT = 3
 
 local seeds_of = require 'kluabench.trust.seeds'
@@ -69,8 +38,7 @@ end
 
 local function finite(v) return type(v) == 'number' and v == v and v > -math.huge and v < math.huge end
 
--- A tolerance that is given must be a finite number >= 0: NaN would pass every element (a check
--- switched off), a negative one fail every element. Raises "bad argument #argn to 'fn' (...)".
+-- A given tolerance must be a finite number >= 0: NaN would pass every element, a negative fail all.
 local function check_tolerances(opts, fn, argn, level)
   for _, name in ipairs { 'atol', 'rtol' } do
     local v = opts[name]
@@ -82,7 +50,6 @@ local function check_tolerances(opts, fn, argn, level)
 end
 
 --- The tolerance of a dtype (opts.atol, opts.rtol override; each a finite number >= 0).
---
 -- @signature check.tolerance(dtype [, opts]) -> atol, rtol
 -- @example
 --   print(check.tolerance("bf16"))
@@ -94,10 +61,7 @@ function M.tolerance(dtype, opts)
   return opts.atol or t.atol, opts.rtol or t.rtol
 end
 
---- Fills a tensor with NaN, so that elements a kernel does not write read as NaN.
---
--- Returns t.
---
+--- Fills a tensor with NaN, so that elements a kernel does not write read as NaN. Returns t.
 -- @signature check.poison(t) -> t
 -- @example
 --   local out = check.poison(kb.empty({4}, "f32"))
@@ -108,15 +72,9 @@ function M.poison(t)
   return t
 end
 
---- Compares with the reference: dtype-fit tolerance, unwritten (NaN) elements, NaN and Inf
--- mismatches.
---
--- Compares got with the reference want (tensors of one shape, on any devices). Returns ok, report:
--- {n, mismatches, unwritten (NaN where want is not), nan_mismatch (want NaN, got not),
--- inf_mismatch, want_nan (NaN in want: NaN in got matches them), max_abs (finite pairs), worst =
--- {index (0-based), got, want}, atol, rtol, message}. opts: atol, rtol (default by got's dtype; a
--- finite number >= 0, else an error), name (for the message).
---
+--- Compares got with the reference want (one shape, any devices) at got's dtype's tolerance (opts: atol, rtol, name).
+-- Report: n, mismatches, unwritten (NaN where want is not), nan_mismatch, inf_mismatch, want_nan, max_abs, worst
+-- {index, got, want}, atol, rtol, message.
 -- @signature check.compare(got, want [, opts]) -> ok, report
 -- @example
 --   local ref = kb.randn({256}, "f32", 1)
@@ -175,14 +133,16 @@ local function check_spec(spec)
     error("bad argument #1 to 'new' (precision must be a number > 0 (units of the dtype's unit roundoff) or false, "
       .. 'got ' .. shown(p) .. ')', 3)
   end
+  local n = spec.reduction
+  if n ~= nil and not (math.type(n) == 'integer' and n >= 1) then
+    error("bad argument #1 to 'new' (reduction must be an integer >= 1 (the terms each output element sums), got "
+      .. shown(n) .. ')', 3)
+  end
   check_tolerances(spec, 'new', 1, 3)
 end
 
--- What outputs(state) or reference(state) returned, checked: a non-empty
--- list of tensors, none of them without elements. An empty list, or outputs
--- and references of zero elements (kb.empty({0})), would make every check
--- pass ("correct on 3 seeds" having compared nothing); raises "verify: ..."
--- naming the hook and the output.
+-- What outputs(state) or reference(state) returned, checked: a non-empty list of tensors with elements (else every
+-- check would pass having compared nothing).
 local function tensors(list, hook, when)
   local where = hook .. '(state) ' .. when
   if type(list) ~= 'table' then error(string.format('verify: %s returned a %s, not a list of tensors', where,
@@ -205,15 +165,12 @@ end
 
 -- Compares each output with its reference; ok, list of reports.
 local function compare_all(outs, refs, opts)
-  if #outs ~= #refs then
-    return false, { { message = string.format('%d outputs, %d references', #outs, #refs) } }
-  end
+  if #outs ~= #refs then return false, { { message = string.format('%d outputs, %d references', #outs, #refs) } } end
   local ok, reports = true, {}
   for i = 1, #outs do
     local o = { atol = opts.atol, rtol = opts.rtol, name = 'output ' .. i }
     local good, r = M.compare(outs[i], refs[i], o)
-    -- outputs are poisoned with NaN: where the reference is NaN an unwritten
-    -- element matches, so such a reference checks nothing there
+    -- outputs are poisoned with NaN: an unwritten element would match a NaN reference
     if (r.want_nan or 0) > 0 and opts.seed_label then
       error(string.format('verify: reference(state) for seed %s, output %d holds %d NaN of %d elements: the outputs '
         .. 'are poisoned with NaN, so an element the kernel never writes would match there; give a reference '
@@ -221,7 +178,7 @@ local function compare_all(outs, refs, opts)
     end
     if good and opts.precision ~= false and M.UNIT_ROUNDOFF[outs[i].dtype] then
       local fine, rel, limit, msg = M.normwise(outs[i], refs[i], outs[i].dtype,
-        { factor = opts.precision, name = o.name })
+        { factor = opts.precision, name = o.name, reduction = opts.reduction or M.reduction_length(outs[i], opts.inputs) })
       r.rel_l2, r.normwise_limit = rel, limit
       if not fine then
         good = false
@@ -249,22 +206,11 @@ end
 local Checker = {}
 Checker.__index = Checker
 
---- A checker: checker:verify() runs the kernel per seed on fresh, poisoned outputs;
--- checker:recheck() checks the last outputs again after timing; checker.state is what to time.
---
--- spec: inputs(seed) -> state (fresh inputs and the output tensors), run(state) (the kernel under
--- test: writes the outputs), outputs(state) -> {tensors}, reference(state) -> {tensors, same order}
--- (a built-in kernel, a CPU twin, Lua on CPU tensors: anything trusted; it is given a snapshot of
--- state taken before the run, and called after it), seeds (default: SEED_COUNT seeds drawn at run
--- time, in the report), atol / rtol (default by dtype; a finite number >= 0, else an error), poison
--- (default true), precision (the norm-wise error allowed in units of the output dtype's unit
--- roundoff, default 8, whatever atol and rtol allow; false: off). Besides the outputs, verify()
--- checks that every other tensor of state is unchanged by the run and that no byte around an output
--- was written. verify() raises when outputs or reference return no tensors, or when a reference
--- holds NaN (an unwritten, poisoned element would match it): such a check would pass having
--- checked nothing; likewise when an output or a reference has no elements.
---
--- @signature check.new{inputs, run, outputs, reference [, seeds, atol, rtol, poison, precision]} -> checker
+--- A checker: verify() runs the kernel per seed on fresh, poisoned outputs; recheck() checks the last outputs again
+-- after timing; checker.state is what to time. spec: inputs(seed) -> state, run(state), outputs(state) -> {tensors},
+-- reference(snapshot) -> {tensors} (anything trusted), seeds, atol, rtol, poison (true), precision (the norm-wise
+-- bound's factor, default 8; false: off), reduction (terms per output element; default: read from the shapes).
+-- @signature check.new{inputs, run, outputs, reference [, seeds, atol, rtol, poison, precision, reduction]} -> checker
 -- @example
 --   local c = check.new{inputs = function(seed) return {x = kb.randn({8}, "f32", seed, "cpu"), y = kb.empty({8}, "f32", "cpu")} end,
 --     run = function(s) s.y:copy_(s.x) end, outputs = function(s) return {s.y} end,
@@ -291,6 +237,14 @@ local function snapshot(state)
   return s
 end
 
+-- The tensors of state that are no output: what the reduction length is read from.
+local function inputs_of(state, outs)
+  local is_out, list = {}, {}
+  for _, t in ipairs(outs) do is_out[t] = true end
+  for _, v in pairs(state) do if is_tensor(v) and not is_out[v] then list[#list + 1] = v end end
+  return list
+end
+
 -- What a run did besides its outputs: inputs changed, bytes around outputs written.
 local function side_effects(state, snap, outs)
   local problems, is_out = {}, {}
@@ -313,10 +267,8 @@ local function side_effects(state, snap, outs)
   return problems
 end
 
---- Runs the kernel once per seed on fresh inputs, its outputs poisoned
--- first, and compares them with the reference. Returns ok, report
--- {ok, seeds = {[i] = {seed, ok, outputs = {compare reports}}}, message}.
--- Keeps the last seed's state and reference copies for recheck().
+--- Runs the kernel per seed on fresh inputs, outputs poisoned, against the reference, inputs unchanged, guard bytes
+-- intact: ok, {ok, seeds = {{seed, ok, outputs}}, message}. Keeps the last state and reference for recheck().
 function Checker:verify()
   local report = { seeds = {} }
   local failures = {}
@@ -331,8 +283,8 @@ function Checker:verify()
     -- after the run, from the snapshot: a reference the kernel could copy does not exist yet
     local refs = tensors(self.reference(snap), 'reference', when)
     outs = tensors(self.outputs(state), 'outputs', when)
-    local ok, reports = compare_all(outs, refs,
-      { atol = self.atol, rtol = self.rtol, precision = self.precision, seed_label = tostring(seed) })
+    local ok, reports = compare_all(outs, refs, { atol = self.atol, rtol = self.rtol, precision = self.precision,
+      reduction = self.reduction, inputs = inputs_of(state, outs), seed_label = tostring(seed) })
     local bad = summary(reports)
     for _, problem in ipairs(side_effects(state, snap, outs)) do
       ok = false
@@ -351,21 +303,17 @@ function Checker:verify()
   return report.ok, report
 end
 
---- Compares the outputs of the last verified state with its reference
--- again (after timing: a kernel that is right once and wrong later fails
--- here). Returns ok, report {ok, outputs, message}.
+--- Compares the last verified outputs with their reference again, after timing: ok, {ok, outputs, message}.
 function Checker:recheck()
   if not self.state then error("recheck: call verify() first", 2) end
-  local ok, reports = compare_all(tensors(self.outputs(self.state), 'outputs', 'after timing'), self.refs,
-    { atol = self.atol, rtol = self.rtol, precision = self.precision })
+  local outs = tensors(self.outputs(self.state), 'outputs', 'after timing')
+  local ok, reports = compare_all(outs, self.refs, { atol = self.atol, rtol = self.rtol, precision = self.precision,
+    reduction = self.reduction, inputs = inputs_of(self.state, outs) })
   return ok, { ok = ok, outputs = reports,
     message = ok and 'still correct after timing' or ('after timing: ' .. table.concat(summary(reports), '; ')) }
 end
 
---- check.new(spec):verify().
---
--- M.new(spec) and its verify(): ok, report, checker.
---
+--- check.new(spec):verify(): ok, report, checker.
 -- @signature check.run(spec) -> ok, report, checker
 -- @example
 --   local ok, report = check.run{inputs = function(seed) return {x = kb.randn({8}, "f32", seed, "cpu")} end,
@@ -377,30 +325,42 @@ function M.run(spec)
   return ok, report, c
 end
 
----------------------------------------------------------------------------
--- Precision: the norm-wise check that catches a precision downgrade whatever element-wise
--- tolerances a script chose. An output computed in bf16 where f32 is declared is off by about 2^-9
--- relative on every element: loose element-wise tolerances pass it, but its relative L2 error is
--- some 30,000 units of f32's rounding, where an honest f32 kernel stays within a few.
----------------------------------------------------------------------------
+-- Precision: bf16 computed where f32 is declared passes loose element-wise tolerances, but its relative L2 error is
+-- some 30,000 units of f32's roundoff, where an honest kernel stays within a few.
 
 local rel_l2 = core.rel_l2 -- bound before the user's script (trust.integrity)
 
 --- The unit roundoff of each dtype: half the distance from 1 to the next number.
 M.UNIT_ROUNDOFF = { bf16 = 2 ^ -8, f16 = 2 ^ -11, f32 = 2 ^ -24, f64 = 2 ^ -53 }
 
---- Units of the unit roundoff an honest result may be off by, norm-wise. Eight covers an
--- element-wise kernel against a reference in its own or a higher precision and short sums; a
--- kernel that reduces over many terms may need more (give factor).
+--- Units of the unit roundoff an honest result may be off by, norm-wise, per source of error:
+-- the output's rounding, and a reduction's accumulation grown by the square root of its length
+-- (docs/TRUST.md, "The precision bound", derives it).
 M.DEFAULT_FACTOR = 8
 
---- The norm-wise relative error of got against want and whether it fits the precision of dtype.
+--- The length of the reduction behind an output as the shapes tell it: the larger of the
+-- output's last dimension and, over the inputs, their elements per output element (rounded up).
+-- A softmax, norm or scan of rows of n columns reads n; a row sum reads n from its input; an
+-- element-wise kernel reads its last dimension, which errs on the loose side.
 --
--- The unit roundoff is the larger of dtype's and got's own (a check is never stricter than the
--- output can hold). opts.factor: the allowed units (default DEFAULT_FACTOR; a finite number > 0);
--- opts.name: the output's name for the message. Returns ok, rel, limit, message. A want that is
--- all zero with a got that is not reads as rel = inf (not ok).
---
+-- @signature check.reduction_length(out [, inputs]) -> integer
+-- @example
+--   local x = kb.randn({4, 1024}, "f32", 1, "cpu")
+--   print(check.reduction_length(kb.empty({4}, "f32", "cpu"), {x})) --> 1024
+function M.reduction_length(out, inputs)
+  args.check('check.reduction_length', 1, out, 'userdata', 'tensor')
+  args.check('check.reduction_length', 2, inputs, 'table|nil', 'list of tensors')
+  local shape, numel = out.shape, out:numel()
+  local n = math.max(1, shape[#shape] or 1)
+  if numel > 0 then
+    for _, t in ipairs(inputs or {}) do n = math.max(n, (t:numel() + numel - 1) // numel) end
+  end
+  return n
+end
+
+--- The norm-wise relative error of got against want and whether it is within factor x max(u, sqrt(n) x u_acc):
+-- u the larger of dtype's and got's roundoff, u_acc = min(u, f32's), n = opts.reduction (default 1), factor =
+-- opts.factor (default DEFAULT_FACTOR); opts.name for the message.
 -- @signature check.normwise(got, want, dtype [, opts]) -> ok, rel, limit, message
 -- @example
 --   local x = kb.randn({64}, "f32", 1, "cpu")
@@ -415,19 +375,25 @@ function M.normwise(got, want, dtype, opts)
   if type(factor) ~= 'number' or factor ~= factor or factor <= 0 or factor == math.huge then
     error("bad argument #4 to 'normwise' (factor must be a finite number > 0, got " .. tostring(factor) .. ')', 2)
   end
+  local n = opts.reduction or 1
+  if math.type(n) ~= 'integer' or n < 1 then
+    error("bad argument #4 to 'normwise' (reduction must be an integer >= 1, got " .. tostring(n) .. ')', 2)
+  end
   local own = M.UNIT_ROUNDOFF[got.dtype] or u
   if own > u then u = own end
   local rel = rel_l2(got, want)
-  local limit = factor * u
+  local limit = factor * math.max(u, math.sqrt(n) * math.min(u, M.UNIT_ROUNDOFF.f32))
   local ok = rel <= limit -- NaN: not ok
   local name = opts.name or 'output'
+  local allowed = n > 1 and string.format('%.3g x (a reduction of %d terms)', limit / u, n)
+    or string.format('%g x', factor)
   local message
   if ok then
-    message = string.format('%s: norm-wise relative error %.3g, within %g x the unit roundoff of %s', name, rel, factor,
-      dtype)
+    message = string.format('%s: norm-wise relative error %.3g, within %s the unit roundoff of %s', name, rel,
+      allowed, dtype)
   else
     message = string.format('%s: norm-wise relative error %.3g is %.3g x the unit roundoff of %s (%.3g), more than '
-      .. 'the %g x allowed: computed in a lower precision than %s?', name, rel, rel / u, dtype, u, factor, dtype)
+      .. 'the %s allowed: computed in a lower precision than %s?', name, rel, rel / u, dtype, u, allowed, dtype)
   end
   return ok, rel, limit, message
 end

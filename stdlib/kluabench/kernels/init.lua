@@ -1,25 +1,10 @@
---- The kernel registry: what records and `kluabench list` know about each
--- kernel, gathered from one descriptor file per kernel family.
---
--- The engine names its built-in families (kb.builtin_kernels(), one line in
--- engine/host/kluabench.c each); for a family "x" the registry loads
--- kluabench.kernels.x (stdlib/kluabench/kernels/x.lua), which returns
---   { binding = 'x',   -- the table of Lua functions, kb.x (default: the family)
---     doc = { section = {id, title, intro}, entries = {...} },  -- as in apidoc/init.lua
---     kernels = {      -- record kernel name -> what records say about it
---       name = { title = 'for people',
---                sources = { 'kernels/x.h', ... },  -- for the implementation digest
---                cost = function(params, dtype, operation) return bytes, flops end },
---     } }
--- kluabench.liger adds the titles of kernels that Liger-Kernel
--- benchmarks and kluabench only imports (the family "liger") when it loads,
--- which kluabench.record does. A script can add its own with M.register.
--- docs/ADDING_A_KERNEL.md walks through a new family.
+--- The kernel registry: what records and `kluabench list` know of each kernel, from one descriptor per family the
+-- engine names (kb.builtin_kernels()): kluabench.kernels.<family> returns {binding, doc, kernels = {name = {title,
+-- sources, cost}}}. docs/ADDING_A_KERNEL.md walks through one.
 local M = {}
 local args = require 'kluabench.util.args'
 
---- Record kernel name -> {title, sources, cost, family} (record.KERNELS is
--- this table).
+--- Record kernel name -> {title, sources, cost, family} (record.KERNELS is this table).
 M.KERNELS = {}
 
 --- The registered families in order: {family, binding, kernels, doc}.
@@ -27,13 +12,8 @@ M.FAMILIES = {}
 
 local function core() return require 'kluabench.core' end
 
---- Adds a family's descriptor (what stdlib/kluabench/kernels/<family>.lua returns).
---
--- Each entry of kernels (record kernel name -> {title, sources, cost}) becomes known to records;
--- the functions of kb[binding] to `kluabench list`.
---
--- Returns d.
---
+--- Adds a family's descriptor: its kernels become known to records, the functions of kb[binding] to `kluabench list`.
+-- Returns its entry.
 -- @signature kernels.register(family, {binding = name | false, kernels = {...}})
 -- @example
 --   kernels.register("mine", {binding = false, kernels = {my_op = {title = "My op"}}})
@@ -55,11 +35,8 @@ function M.register(family, d)
   return entry
 end
 
---- What records know about a kernel: its title, source files and cost model.
---
--- cost(parameters, dtype, operation) returns the bytes moved and flops of one call, or nil when the
--- parameters do not say.
---
+--- What records know about a kernel: title, source files and cost(parameters, dtype, operation) -> bytes, flops of
+-- one call (nil when the parameters do not say).
 -- @signature kernels.kernel(name) -> {title, sources, cost, family} | nil
 -- @example
 --   print(kernels.kernel("llama4_rope").cost({hidden = 4096, seq = 2048, q_heads = 32, kv_heads = 8}, "bf16", "forward"))
@@ -69,7 +46,6 @@ function M.kernel(name)
 end
 
 --- A kernel's title for people; the name when none is known.
---
 -- @signature kernels.title(name) -> text
 -- @example
 --   print(kernels.title("llama4_rope"))
@@ -80,7 +56,6 @@ function M.title(name)
 end
 
 --- The Lua functions of every registered family with a binding, sorted by name.
---
 -- @signature kernels.functions(kb) -> {{name, family}, ...}
 -- @example
 --   for _, f in ipairs(kernels.functions(kb)) do print(f.name) end
@@ -99,11 +74,9 @@ function M.functions(kb)
   return out
 end
 
--- The engine's families (a family without a descriptor file still lists its
--- functions), then the imported ones.
+-- The engine's families (one without a descriptor file still lists its functions).
 local ok, k = pcall(core)
-local families = ok and type(k) == 'table' and type(k.builtin_kernels) == 'function'
-    and k.builtin_kernels() or {}
+local families = ok and type(k) == 'table' and type(k.builtin_kernels) == 'function' and k.builtin_kernels() or {}
 for _, family in ipairs(families) do
   local modname = 'kluabench.kernels.' .. family
   M.register(family, package.searchpath(modname, package.path) and require(modname) or {})

@@ -1,6 +1,5 @@
---- The rotary position embedding family (kernels/rope.h, engine/core/rope.c as kb.rope): its API
--- reference section, and what records say of it: title, sources, cost model, the code each
--- provider runs, and kernelindex's own OperationSpec of Liger's benchmark, which our runs share.
+--- The RoPE family (kernels/rope.h, kb.rope): its API section and what records say of it: title, sources, cost model,
+-- each provider's code, and kernelindex's OperationSpec of Liger's benchmark.
 local DTYPE_BYTES = { bf16 = 2, f16 = 2, f32 = 4, f64 = 8 }
 
 -- The files hashed into the implementation document of every RoPE record.
@@ -9,8 +8,7 @@ local SOURCES = { 'kernels/rope.h', 'kernels/rope.cu', 'kernels/rope_cpu.c', 'ke
 
 local DTYPES = { 'bf16', 'f16', 'f32', 'f64' }
 
--- What each provider of the RoPE benchmarks runs, per backend: the entry point (the name kb.trace
--- shows on the cpu) and its file. copy is the engine's device-to-device copy, no RoPE code.
+-- What each provider runs, per backend: the entry point and its file (copy: the engine's copy).
 local IMPLEMENTATIONS = {
   fused = { cuda = { symbol = 'kb_rope_fused_cuda', path = 'kernels/rope.cu', modes = { full = 'kb_rope_full_cuda' } },
     cpu = { symbol = 'kb_rope_fused_cpu', path = 'kernels/rope_cpu.c', modes = { full = 'kb_rope_full_cpu' } } },
@@ -23,9 +21,8 @@ local IMPLEMENTATIONS = {
     cpu = { symbol = 'memcpy', path = 'engine/backend/backend_cpu.c', sources = { 'engine/backend/backend_cpu.c' } } },
 }
 
--- q [B, S, Hq, D] and k [B, S, Hk, D] read and written once, the f32 (cos, sin) table [S, D/2, 2]
--- read once; 6 flops per complex product. Parameters may come from files: no cost unless each is
--- a positive whole number.
+-- q [B, S, Hq, D] and k [B, S, Hk, D] read and written once, the f32 (cos, sin) table [S, D/2, 2] read once; 6 flops
+-- per complex product. No cost unless each parameter is a positive integer.
 local function cost(p, dtype, op)
   local elt = DTYPE_BYTES[dtype]
   local function count(v) return type(v) == 'number' and v > 0 and math.tointeger(v) or nil end
@@ -45,8 +42,8 @@ local LIGER_COMMIT = '2120862ba532c9449e72d603ba6324310ae756e7'
 local TOKENS = { bf16 = 'bf16', f16 = 'fp16', fp16 = 'fp16', f32 = 'fp32', fp32 = 'fp32', f64 = 'fp64', fp64 = 'fp64' }
 local AXES = { hidden = true, seq = true, q_heads = true, kv_heads = true }
 
--- The workload's binding of a point: its four axes at batch 1, whole and positive, hidden a
--- multiple of q_heads, and a float dtype; nil for any other point.
+-- The workload's binding of a point: positive integer axes at batch 1, hidden a multiple of q_heads, a float dtype;
+-- else nil.
 local function bind(params, dtype)
   for name, v in pairs(params) do
     if not AXES[name] and not (name == 'batch' and v == 1) then return nil end
@@ -70,8 +67,7 @@ local function kernelindex(csv_name, slug, title, description, shape_q, shape_k)
       name = slug, family = 'rope', title = title, description = description,
       inputs = { { name = 'q', shape = shape_q, dtype = 'cfg' }, { name = 'k', shape = shape_k, dtype = 'cfg' } },
       outputs = { { name = 'q_out', shape = shape_q, dtype = 'cfg' }, { name = 'k_out', shape = shape_k, dtype = 'cfg' } },
-      derived = { head_dim = 'hidden // q_heads' },
-      axis_order = { 'seq', 'hidden', 'q_heads', 'kv_heads' },
+      derived = { head_dim = 'hidden // q_heads' }, axis_order = { 'seq', 'hidden', 'q_heads', 'kv_heads' },
       source_url = string.format('%s/blob/%s/benchmark/scripts/benchmark_%s.py', LIGER, LIGER_COMMIT, csv_name),
     },
   }

@@ -12,6 +12,7 @@ local kb = require 'kluabench.core'
 
 local M = {}
 local args = require 'kluabench.util.args'
+local json = require 'kluabench.util.json'
 
 -- The most bytes of metadata JSON read (Triton writes a few kilobytes);
 -- cubins and PTX are read up to kb.read_file's default bound (512 MiB).
@@ -88,9 +89,9 @@ local function metadata_of(path)
   local base = path:gsub('%.json$', ''):gsub('%.cubin$', '')
   local text, err = read(base .. '.json', M.MAX_METADATA_BYTES)
   if not text then error("read_metadata: cannot read " .. base .. ".json: " .. tostring(err), 0) end
-  local ok, meta = pcall(kb.jcs.decode, text)
-  if not ok then error("read_metadata: " .. base .. ".json is not JSON: " .. tostring(meta), 0) end
-  if type(meta) ~= 'table' or kb.jcs.is_array(meta) then
+  local meta, why = json.decode(text)
+  if meta == nil then error("read_metadata: " .. base .. ".json is not JSON: " .. tostring(why), 0) end
+  if type(meta) ~= 'table' or json.table_kind(meta) ~= 'object' then
     error("read_metadata: " .. base .. ".json is not a JSON object: not Triton metadata", 0)
   end
   for _, f in ipairs { 'name', 'num_warps' } do

@@ -11,6 +11,8 @@ local ceilings = require 'kluabench.measure.ceilings'
 
 local M = {}
 
+local function finite_positive(x) return type(x) == 'number' and x > 0 and x < math.huge end
+
 --- Stores an entry for a device in the cache file (atomic rewrite).
 --
 -- Returns true or nil, message.

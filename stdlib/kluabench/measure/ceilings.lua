@@ -1,27 +1,6 @@
---- Throughput ceilings and the arithmetic around them.
---
--- The one ceiling kluabench measures itself is the device-to-device copy
--- bandwidth: a large copy (several times the L2, so no byte comes from the
--- cache), timed in the `cold` mode, bytes counted as read + written, the
--- median of many samples. It is cached per device in a JSON file, so that
--- records can say "% of the measured copy ceiling" without measuring it
--- every run:
---   $KLUABENCH_CACHE/ceilings.json, else ~/.cache/kluabench/ceilings.json
--- (scripts/ceilings.lua measures and stores it.)
---
--- The same entry keeps the device's between-session noise figure
--- (`sessionNoise`, stored by scripts/run_noise.lua): how much the median of
--- one point moves from one measurement session to the next, as the
--- standard deviation of log(median) per time scale. `kluabench compare`
--- widens its intervals by it when a side has a single session.
---
--- Nothing read from the cache is trusted blindly: a copy ceiling is used
--- only when it is a finite positive number that converged, a noise figure
--- only when its numbers are finite and in range (usable_copy,
--- usable_noise); anything else is ignored with a note, never an error.
---
--- Helpers: gbps(bytes, ms); percent(x, ceiling); floor_ms(bytes, flops,
--- ceilings) = the roofline floor, max(bytes / bandwidth, flops / rate).
+--- Throughput ceilings and their arithmetic (gbps, percent, the roofline floor). The copy bandwidth
+-- (scripts/ceilings.lua) and between-session noise (scripts/run_noise.lua) are cached per device in
+-- cache_dir()/ceilings.json, used only when valid (usable_copy, usable_noise), else ignored with a note.
 local json = require 'kluabench.util.json'
 local files = require 'kluabench.util.files'
 
@@ -31,34 +10,22 @@ local args = require 'kluabench.util.args'
 M.FILE = 'ceilings.json'
 M.VERSION = 1
 
----------------------------------------------------------------------------
--- Arithmetic
----------------------------------------------------------------------------
-
---- How much a copy ceiling itself moves between measurements, relative: the plausibility check's
--- margin where the ceiling's own measured spread is smaller. The five copy ceilings measured on
--- our H200s (4232, 4239, 4255, 4259 and 4274 GB/s, several machines, two sizes
--- and two protocols) span 1.0 % of their median, while one measurement's samples spread by about
--- 0.1 %: a single measurement understates how far its number could be off.
+--- How much a copy ceiling moves between measurements, relative: the plausibility margin where the ceiling's own
+-- spread is smaller (five on H200s spanned 1 %; one measurement's samples, 0.1 %).
 M.CEILING_SPREAD = 0.01
 
 --- 10^9 bytes per second of moving bytes in ms.
---
 -- @signature ceilings.gbps(bytes, ms) -> GB/s
 -- @example
 --   print(ceilings.gbps(1e9, 1)) --> 1000.0
 function M.gbps(bytes, ms)
   args.check('ceilings.gbps', 1, bytes, 'number', 'bytes')
   args.check('ceilings.gbps', 2, ms, 'number', 'milliseconds')
-  if type(bytes) ~= 'number' or type(ms) ~= 'number' then
-    error("bad arguments to 'gbps' (bytes and ms numbers expected)", 2)
-  end
   if ms <= 0 then return nil end
   return bytes / (ms * 1e6)
 end
 
 --- TFLOP/s of flops in ms.
---
 -- @signature ceilings.tflops(flops, ms) -> TFLOP/s
 -- @example
 --   print(ceilings.tflops(1e12, 1000))
@@ -69,10 +36,7 @@ function M.tflops(flops, ms)
   return flops / (ms * 1e9)
 end
 
---- x as a percentage of ceiling.
---
--- x as a percentage of ceiling (nil when either is missing or ceiling <= 0).
---
+--- x as a percentage of ceiling (nil when either is missing or ceiling <= 0).
 -- @signature ceilings.percent(x, ceiling) -> number | nil
 -- @example
 --   print(ceilings.percent(3000, 4000)) --> 75.0
@@ -81,12 +45,8 @@ function M.percent(x, ceiling)
   return 100 * x / ceiling
 end
 
---- The roofline floor: max(bytes / ceil.copy_gbps, flops / ceil.tflops).
---
--- The roofline floor of a workload: the least time in which `bytes` can move at ceil.copy_gbps and
--- `flops` can run at ceil.tflops (either may be absent: that term is left out). Returns floor_ms,
--- bound ("memory" or "compute"), or nil when no term applies.
---
+--- The roofline floor: max(bytes / ceil.copy_gbps, flops / ceil.tflops) (an absent term left out) and the bound,
+-- "memory" or "compute"; nil when no term applies.
 -- @signature ceilings.floor_ms(bytes, flops, ceil) -> ms, "memory" | "compute"
 -- @example
 --   print(ceilings.floor_ms(1e9, nil, {copy_gbps = 4000}))
@@ -106,12 +66,8 @@ function M.floor_ms(bytes, flops, ceil)
   return nil
 end
 
---- What a record carries: {gbps, percentOfCopy, floorMs, boundBy, percentOfFloor}.
---
--- What a record carries about one point's throughput: {gbps, percentOfCopy, floorMs, boundBy,
--- percentOfFloor (floor / measured: 100 = at the roof)}. Any field that cannot be computed is
--- absent.
---
+--- What a record carries of a point's throughput: {gbps, percentOfCopy, floorMs, boundBy, percentOfFloor (100 = at
+-- the roof)}, each when it can be computed.
 -- @signature ceilings.throughput(bytes, flops, ms, ceil) -> table
 -- @example
 --   local t = ceilings.throughput(1e9, nil, 0.5, {copy_gbps = 4000})
@@ -135,12 +91,7 @@ function M.throughput(bytes, flops, ms, ceil)
   return t
 end
 
----------------------------------------------------------------------------
--- The cache file
----------------------------------------------------------------------------
-
 --- $KLUABENCH_CACHE, else $XDG_CACHE_HOME/kluabench, else ~/.cache/kluabench.
---
 -- @signature ceilings.cache_dir() -> path
 -- @example
 --   print(ceilings.cache_dir())
@@ -154,14 +105,12 @@ function M.cache_dir()
 end
 
 --- The cache file: cache_dir()/ceilings.json.
---
 -- @signature ceilings.cache_path() -> path
 -- @example
 --   print(ceilings.cache_path())
 function M.cache_path() return M.cache_dir() .. '/' .. M.FILE end
 
 --- The key of a device in the cache: backend, name, memory and L2 size.
---
 -- @signature ceilings.device_key(info) -> text
 -- @example
 --   print(ceilings.device_key(kb.device_info()))
@@ -172,7 +121,6 @@ function M.device_key(info)
 end
 
 --- The decoded cache {version, devices}; an empty one when the file is missing.
---
 -- @signature ceilings.load_cache([path]) -> cache | nil, message
 -- @example
 --   local c = ceilings.load_cache()
@@ -189,10 +137,7 @@ function M.load_cache(path)
   return v
 end
 
---- The cached ceilings of a device (a device_info table).
---
--- The entry is returned as stored: see usable_copy and usable_noise before using it.
---
+--- The cached entry of a device (a device_info table) as stored: see usable_copy and usable_noise.
 -- @signature ceilings.lookup(info [, path]) -> entry | nil
 -- @example
 --   local e = ceilings.lookup(kb.device_info())
@@ -208,13 +153,8 @@ local function finite_positive(x)
   return type(x) == 'number' and x > 0 and x < math.huge
 end
 
---- The copy ceiling of a cache entry when it may be used: a finite positive number that did not end
--- unconverged.
---
--- The copy ceiling of a cache entry in GB/s when it may be used, else nil and why: it must be a
--- finite positive number below 10^6 GB/s, and its measurement must not have ended unconverged
--- (converged == false).
---
+--- The copy ceiling of a cache entry in GB/s when it may be used (finite, positive, below 10^6, not unconverged),
+-- else nil and why.
 -- @signature ceilings.usable_copy(entry) -> gbps | nil, why
 -- @example
 --   print(ceilings.usable_copy({copy_gbps = 4000, converged = false}))
@@ -222,8 +162,7 @@ function M.usable_copy(entry)
   if type(entry) ~= 'table' then return nil, 'no cached copy ceiling' end
   local g = entry.copy_gbps
   if not finite_positive(g) or g >= 1e6 then
-    return nil, 'the cached copy ceiling is not a finite positive number of GB/s ('
-      .. tostring(g) .. ')'
+    return nil, 'the cached copy ceiling is not a finite positive number of GB/s (' .. tostring(g) .. ')'
   end
   if entry.converged == false then
     return nil, string.format('the cached copy ceiling (%.4g GB/s) did not converge', g)
@@ -231,12 +170,8 @@ function M.usable_copy(entry)
   return g
 end
 
---- The between-session noise figure of a cache entry (entry.sessionNoise) when its numbers are
--- valid.
---
--- The noise figure of a cache entry when it may be used, else nil and why:
--- entry.sessionNoise.scales must be a list of {ms > 0, sd in [0, 1)}.
---
+--- The between-session noise figure of a cache entry when it may be used (sessionNoise.scales a list of {ms > 0, sd
+-- in [0, 1)}), else nil and why.
 -- @signature ceilings.usable_noise(entry) -> figure | nil, why
 -- @example
 --   print(ceilings.usable_noise({sessionNoise = {scales = {{ms = 0.01, sd = 0.02}}}}))
@@ -254,9 +189,7 @@ function M.usable_noise(entry)
   return n
 end
 
---- The between-session sd of log median at a point of median ms: the scales' sdUpper interpolated in
--- log(ms).
---
+--- The between-session sd of log median at a point of median ms: the scales' sdUpper interpolated in log(ms).
 -- @signature ceilings.noise_at(figure, ms) -> sd
 -- @example
 --   print(ceilings.noise_at({scales = {{ms = 0.01, sd = 0.02}, {ms = 1, sd = 0.004}}}, 0.1)) --> 0.012
@@ -281,13 +214,8 @@ function M.noise_at(figure, ms)
   return sc[#sc].sd
 end
 
---- ceilings.throughput against the cached copy ceiling of the default device; never measures.
---
--- Without a cached ceiling, percentOfCopy and the floor are left out and `note` says how to get one
--- (kluabench scripts/ceilings.lua). opts.path: another cache file.
---
--- For record.from_result's `execution`: { throughput = ...
---
+--- ceilings.throughput against the cached copy ceiling of the default device (never measures); without one, `note`
+-- says how to get it. opts.path: another cache file.
 -- @signature ceilings.cached_throughput(bytes, flops, ms [, opts]) -> table
 -- @example
 --   local t = ceilings.cached_throughput(2 * 2^21, nil, 0.12) -- 2 MiB read and written in 0.12 ms
@@ -319,9 +247,7 @@ function M.cached_throughput(bytes, flops, ms, opts)
   return t
 end
 
---- The cached between-session noise of the default device at a point of median ms (records'
--- session_noise measurement and evidence sessionNoise).
---
+--- The cached between-session noise of the default device at a point of median ms.
 -- @signature ceilings.cached_noise(ms [, opts]) -> {sd, measuredAt, sessions} | nil
 -- @example
 --   print(ceilings.cached_noise(0.01))

@@ -1,5 +1,4 @@
---- kb.do_bench: triton.testing.do_bench's algorithm, as a function (do_bench.do_bench) and as a
--- protocol (do_bench.do_bench_protocol), the harness's default.
+--- kb.do_bench: triton.testing.do_bench's algorithm as a function and as a protocol (the harness's default).
 local measure = require 'kluabench.measure'
 local stats = require 'kluabench.stats'
 
@@ -10,8 +9,7 @@ local floor, max = math.floor, math.max
 --- triton.testing.do_bench flushes the L2 by zeroing a buffer of this size.
 M.TRITON_FLUSH_BYTES = 256000000
 
---- The quantiles the harness reports: the median, p20, p80, as Liger-Kernel's benchmarks ask
--- triton.testing.do_bench for them (the y_value_50/20/80 columns of its CSV).
+--- The quantiles the harness reports, as Liger asks do_bench for them (its CSV's y_value_50/20/80).
 M.QUANTILES = measure.QUANTILES
 
 --- Defaults of do_bench (triton's).
@@ -31,16 +29,11 @@ local function copy(t)
   return c
 end
 
---- triton.testing.do_bench: fn() once and a flush, synchronize; a 5-call estimate (the L2
--- flushed before each call inside the timed region, as triton has it); n_warmup = max(1,
--- floor(warmup_ms / estimate)) calls; n_repeat = max(min_repeat, floor(rep_ms / estimate))
--- repetitions, each: before_each(), flush, start event, fn(), end event; one synchronize.
--- min_repeat is 1, on the cpu backend do_bench.CPU_MIN_REPEAT. The flush writes flush_bytes:
--- triton's 256 MB on a GPU, twice the last-level cache on the cpu. opts: warmup_ms (25), rep_ms
--- (100), quantiles, return_mode ("mean"; min, max, median, all), before_each, device (a ctx),
--- flush_bytes. Returns what triton returns (the quantiles when given) and the result (samples,
--- summary, quantiles, used: every number the run derived).
---
+--- triton.testing.do_bench: a 5-call estimate (flushes inside, as triton has it), max(1, warmup / estimate) warm-up
+-- calls, max(min_repeat, rep / estimate) repetitions of before_each, flush, timed fn() (min_repeat: 1, CPU_MIN_REPEAT
+-- on the cpu, where the flush is twice the last-level cache). opts: warmup_ms, rep_ms, quantiles, return_mode,
+-- before_each, device, flush_bytes. Returns what triton returns and the result (samples, summary, quantiles, used:
+-- every number it derived).
 -- @signature do_bench.do_bench(fn [, opts]) -> value, result
 -- @example
 --   local q = kb.randn({1, 2048, 32, 16}, "bf16", 1)
@@ -81,8 +74,7 @@ function M.do_bench(fn, opts)
   local function flush() return dev.flush_l2(flush_req) end
 
   fn()
-  -- triton allocates its flush buffer here; the engine allocates its own on the first flush, which
-  -- so stays out of the estimate too
+  -- the first flush allocates the buffer (triton's is allocated here too): out of the estimate
   local flush_bytes = flush()
   if type(flush_bytes) ~= 'number' then flush_bytes = nil end
   dev.synchronize()
@@ -114,7 +106,7 @@ function M.do_bench(fn, opts)
 
   local starts, ends = {}, {}
   for i = 1, n_repeat do starts[i], ends[i] = dev.event(), dev.event() end
-  -- the between-samples hook (measure's module comment): a sample of its own, synchronized
+  -- the between-samples hook takes samples of its own, synchronized
   local between = dev.between
   local function extra()
     if before_each then before_each() end
@@ -166,7 +158,6 @@ function M.do_bench(fn, opts)
 end
 
 --- do_bench as a protocol's measurement: do_bench.do_bench's result, with the stop it made.
---
 -- @signature do_bench.measure(fn [, opts [, ctx]]) -> result
 -- @example
 --   local x = kb.randn({4096}, "f32", 1)
@@ -186,9 +177,7 @@ function M.measure(fn, opts, ctx)
   return r
 end
 
---- The interval of the median a summary holds, as the evidence records it: {lo, hi, confidence,
--- method, flags}; nil for fewer than 2 samples.
---
+--- The interval of the median a summary holds, as the evidence records it; nil for n < 2.
 -- @signature do_bench.median_ci_of(summary) -> {lo, hi, confidence, method, flags} | nil
 -- @example
 --   print(do_bench.median_ci_of(kb.stats.describe({1, 2, 3, 4, 5})).lo)
@@ -218,7 +207,6 @@ local function spread_text(qs)
 end
 
 --- do_bench as a protocol value: warmup_ms, rep_ms, quantiles and return_mode (triton's defaults).
---
 -- @signature do_bench.do_bench_protocol([params]) -> protocol
 -- @example
 --   local x = kb.randn({4096}, "f32", 1)
@@ -268,9 +256,7 @@ function M.do_bench_protocol(params)
   }
 end
 
---- The registry's constructor (measure.protocol("do_bench", params)): do_bench's own parameters
--- of params, as a protocol.
---
+--- The registry's constructor (measure.protocol("do_bench", params)): a protocol of do_bench's own params.
 -- @signature do_bench.make(params) -> protocol
 -- @example
 --   print(do_bench.make{rep_ms = 5, warmup_ms = 1}.params.rep_ms) --> 5

@@ -1,14 +1,6 @@
---- Timing: protocols as values, and the registry of the built-in ones.
---
--- A protocol has a name, parameters, run(self, fn, ctx) that measures fn and spec(self, info) that
--- says, for the record, how it measures. A run returns the raw samples (ms), their summary
--- (stats.describe, computed once here), what the protocol derived while running (`used`) and the
--- protocol itself. Every device primitive comes through ctx (measure.device()), so a test can pass
--- a fake clock. ctx.between, when set, is called between samples (see docs/ARCHITECTURE.md): the
--- trust audit plugs in there, and measure knows nothing of it.
---
--- The built-in protocols are files of this folder, one each, named in M.MODES: do_bench (triton's
--- algorithm), cold, hot and graph (docs/MEASUREMENT.md). A new one is a file and a line here.
+--- Timing: protocols as values (name, params, run(self, fn, ctx), spec(self, info)) and the registry of the built-in
+-- ones, a file each (docs/MEASUREMENT.md). Device primitives come through ctx, so a test can fake the clock;
+-- ctx.between is called between samples (the audits plug in there; docs/ARCHITECTURE.md).
 local core = require 'kluabench.core'
 local args = require 'kluabench.util.args'
 local stats = require 'kluabench.stats'
@@ -27,9 +19,7 @@ M.MAX_MS = 3600 * 1000
 --- The most samples one measurement keeps.
 M.MAX_SAMPLES = 1000000
 
--- The engine's timing functions, bound when this module loads: the host loads it before the
--- user's script (kluabench.trust.integrity), so a script that replaces kb.event changes nothing
--- the protocols get.
+-- The engine's timing functions, bound before the user's script runs (kluabench.trust.integrity).
 local ENGINE = { event = core.event, elapsed_ms = core.elapsed_ms, synchronize = core.synchronize,
   flush_l2 = core.flush_l2, clock_ns = core.clock_ns, backend = core.backend, spin = core.spin,
   device_info = core.device_info, interrupted = core.interrupted, nvml = core.nvml, trace = core.trace,
@@ -43,10 +33,8 @@ local function emulated_graph(fn)
     end }
 end
 
---- The engine's primitives as a ctx: event, elapsed_ms, synchronize, flush_l2, clock_ns, spin,
--- device_info, interrupted, nvml, tracer, graph (emulated on the cpu), backend and timer
--- ("cuda_events" or "host_monotonic").
---
+--- The engine's primitives as a ctx (event, elapsed_ms, synchronize, flush_l2, ..., graph (emulated on the cpu),
+-- backend and timer: "cuda_events" or "host_monotonic").
 -- @signature measure.device() -> ctx
 -- @example
 --   local ctx = measure.device()
@@ -62,9 +50,7 @@ function M.device()
   }
 end
 
---- A ctx with every primitive: the engine's when ctx is nil or the engine's own table without the
--- additions, else ctx as given (a test's fake).
---
+--- A ctx with every primitive: the engine's for nil or the engine's bare table, else ctx (a fake).
 -- @signature measure.complete(ctx) -> ctx
 -- @example
 --   print(measure.complete(nil).timer)
@@ -75,7 +61,6 @@ function M.complete(ctx)
 end
 
 --- The L2 size of ctx's device; raises when it reports none.
---
 -- @signature measure.l2_bytes(ctx) -> bytes
 -- @example
 --   print(measure.l2_bytes(measure.device()))
@@ -91,7 +76,6 @@ end
 local REQUIRED = { 'event', 'elapsed_ms', 'synchronize', 'flush_l2' }
 
 --- ctx, or an error when it lacks a primitive every protocol needs.
---
 -- @signature measure.check_ctx(fname, ctx) -> ctx
 -- @example
 --   measure.check_ctx("mine", measure.device())
@@ -106,10 +90,6 @@ function M.check_ctx(fname, ctx)
   end
   return ctx
 end
-
----------------------------------------------------------------------------
--- Options: the defaults of the sampling protocols and a rule for each option of every protocol
----------------------------------------------------------------------------
 
 --- Defaults of cold, hot and graph (do_bench has its own: do_bench.DEFAULTS).
 M.DEFAULTS = {
@@ -133,7 +113,6 @@ M.DEFAULTS = {
 }
 
 --- The value of option k in opts, else its default.
---
 -- @signature measure.option(opts, k) -> value
 -- @example
 --   print(measure.option({}, "warmup_ms")) --> 10
@@ -151,11 +130,8 @@ end
 --- The options do_bench takes, each a rule {kind, min, max, ...}.
 M.DO_BENCH_OPTIONS = {
   warmup_ms = { kind = 'number', min = 0, max = M.MAX_MS },
-  rep_ms = { kind = 'number', min = 0, above = true, max = M.MAX_MS },
-  quantiles = { kind = 'table' },
-  return_mode = { kind = 'string' },
-  before_each = { kind = 'function' },
-  device = { kind = 'table' },
+  rep_ms = { kind = 'number', min = 0, above = true, max = M.MAX_MS }, quantiles = { kind = 'table' },
+  return_mode = { kind = 'string' }, before_each = { kind = 'function' }, device = { kind = 'table' },
   flush_bytes = { kind = 'number', min = 0, max = 2 ^ 40, integer = true },
 }
 
@@ -224,9 +200,8 @@ local function check_value(name, v, rule)
     describe_value(v))
 end
 
---- Checks a table of options against rules (M.OPTIONS, M.DO_BENCH_OPTIONS or one's own): an error
--- naming the function, the argument, the option and what it must be.
---
+--- Checks a table of options against rules (M.OPTIONS, M.DO_BENCH_OPTIONS or one's own): an error naming the
+-- function, the argument, the option and what it must be.
 -- @signature measure.check_options(fname, argn, opts, rules) -> opts
 -- @example
 --   print(pcall(measure.check_options, "mine", 1, {warmup_ms = -1}, measure.OPTIONS))
@@ -250,20 +225,13 @@ function M.check_options(fname, argn, opts, rules)
   return opts
 end
 
----------------------------------------------------------------------------
--- Protocols as values
----------------------------------------------------------------------------
-
 local Protocol = {}
 Protocol.__index = Protocol
 Protocol.__name = 'kluabench.Protocol'
 
 function Protocol:__tostring() return string.format('protocol %s', self.name) end
 
---- Measures fn: the result {samples, summary, used, timer, backend, protocol, name, params}.
--- summary is stats.describe of the samples at the protocol's quantiles, computed here once when
--- the protocol's run did not; a run of no sample is an error.
---
+--- Measures fn: {samples, summary (stats.describe), used, timer, backend, protocol, name, params}; no sample: error.
 -- @signature protocol:run(fn [, ctx]) -> result
 -- @example
 --   local x = kb.randn({4096}, "f32", 1)
@@ -292,9 +260,7 @@ function Protocol:run(fn, ctx)
   return r
 end
 
---- What the protocol says of itself for a BenchmarkProtocol document (record.protocol_document).
--- info: timed (words), backend, timer.
---
+--- What the protocol says of itself for a BenchmarkProtocol document; info: timed, backend, timer.
 -- @signature protocol:spec([info]) -> spec
 -- @example
 --   print(kb.do_bench.do_bench_protocol():spec{backend = "cpu"}.measurement.method)
@@ -323,10 +289,8 @@ local function module_of(name, fname, argn)
     table.concat(M.MODES, ', ', 1, #M.MODES - 1) .. ' or ' .. M.MODES[#M.MODES], tostring(name)), 3)
 end
 
---- A protocol: a built-in one by name with its parameters (measure.protocol("cold", {warmup_ms =
--- 5})), or one of your own from {name, run(self, fn, ctx) -> {samples, ...}, spec(self, info),
--- params, title}.
---
+--- A protocol: a built-in one by name with its parameters, or one of your own from {name, run(self, fn, ctx) ->
+-- {samples, ...}, spec(self, info), params, title}.
 -- @signature measure.protocol(name [, params]) | measure.protocol{name, run [, spec, params, title]} -> protocol
 -- @example
 --   local p = measure.protocol{name = "ten-shots", params = {n = 10}, run = function(self, fn, ctx)
@@ -366,14 +330,12 @@ function M.protocol(def, params)
 end
 
 --- Whether v is a protocol (measure.protocol made it).
---
 -- @signature measure.is_protocol(v) -> boolean
 -- @example
 --   print(measure.is_protocol(kb.do_bench.do_bench_protocol())) --> true
 function M.is_protocol(v) return getmetatable(v) == Protocol end
 
 --- One measurement of fn by a built-in protocol, start to end: its result.
---
 -- @signature measure.run(name, fn [, opts [, ctx]]) -> result
 -- @example
 --   local x = kb.randn({4096}, "f32", 1)

@@ -361,7 +361,7 @@ end
 --   assert(writer.append(dir .. "/run.jsonl", record.from_result{kernel = "add", mode = "forward",
 --     provider = "add_", dtype = "f32", result = r}))
 --   local read = assert(io.open(dir .. "/run.jsonl")):read("l")
---   local e, why = evidence.resolve(kb.jcs.decode(read), dir .. "/run.jsonl")
+--   local e, why = evidence.resolve(require("kluabench.util.json").decode(read), dir .. "/run.jsonl")
 --   print(#e.samples, why)
 --   os.execute("rm -r " .. dir)
 function M.resolve(bundle, records_path)

@@ -1,11 +1,6 @@
---- Descriptive statistics of benchmark samples.
--- Every function takes a list of numbers and never modifies it. Quantiles use
--- linear interpolation between closest ranks (the definition of numpy's
--- default method, torch.quantile and triton.testing's `_quantile`):
--- with the sorted samples a[0..n-1] and h = q * (n - 1),
--- quantile(q) = (1 - t) * a[floor(h)] + t * a[ceil(h)], t = h - floor(h).
--- That exact expression is the one triton evaluates, so our numbers agree
--- with triton's to the last bit for the same samples.
+--- Descriptive statistics of benchmark samples; no function modifies its list. Quantiles are numpy's default,
+-- torch.quantile's and triton's: with sorted a[0..n-1] and h = q (n - 1), (1 - t) a[floor h] + t a[ceil h], t = h -
+-- floor h, the very expression triton evaluates, so that our numbers agree with triton's to the last bit.
 local M = {}
 
 local args = require 'kluabench.util.args'
@@ -35,18 +30,14 @@ local function sorted_copy(xs, n)
   return s
 end
 
--- Raises unless xs is a non-empty list of numbers (NaN is rejected too: a
--- NaN sample makes every order statistic meaningless).
+-- Raises unless xs is a non-empty list of numbers (not NaN: it makes every order statistic void).
 local function check_samples(fname, xs, argn)
   argn = argn or 1
   if type(xs) ~= 'table' then
-    error(string.format("bad argument #%d to '%s' (list of numbers expected, got %s)", argn,
-      fname, type(xs)), 3)
+    error(string.format("bad argument #%d to '%s' (list of numbers expected, got %s)", argn, fname, type(xs)), 3)
   end
   local n = #xs
-  if n == 0 then
-    error(string.format("bad argument #%d to '%s' (empty list of samples)", argn, fname), 3)
-  end
+  if n == 0 then error(string.format("bad argument #%d to '%s' (empty list of samples)", argn, fname), 3) end
   for i = 1, n do
     local x = xs[i]
     if type(x) ~= 'number' or x ~= x then
@@ -65,19 +56,13 @@ local function check_q(fname, q, argn)
 end
 
 --- A sorted copy of xs.
---
 -- @signature stats.sorted(xs) -> {numbers}
 -- @example
 --   print(table.concat(stats.sorted({0.12, 0.1, 0.11}), " ")) --> 0.1 0.11 0.12
 function M.sorted(xs)
-  local n = check_samples('sorted', xs)
-  local s = table.move(xs, 1, n, 1, {})
-  table.sort(s)
-  return s
+  return sorted_copy(xs, check_samples('sorted', xs))
 end
 
---- Quantile q of an already sorted list s of length n (no checks: for
--- callers that sort once and ask for many quantiles).
 local function sorted_quantile(s, n, q)
   local h = q * (n - 1)
   local lo, hi = floor(h), ceil(h)
@@ -85,24 +70,17 @@ local function sorted_quantile(s, n, q)
   return (1 - t) * s[lo + 1] + t * s[hi + 1]
 end
 
---- The q-quantile (0 <= q <= 1) by linear interpolation between closest ranks.
---
--- The definition of numpy's default, torch.quantile and triton.testing: with sorted a[0..n-1] and h
--- = q (n - 1), (1 - t) a[floor h] + t a[ceil h], t = h - floor h.
---
+--- The q-quantile (0 <= q <= 1) by linear interpolation between closest ranks (numpy's default).
 -- @signature stats.quantile(xs, q) -> number
 -- @example
 --   print(stats.quantile({4, 1, 3, 2}, 0.2)) --> 1.6
 function M.quantile(xs, q)
   local n = check_samples('quantile', xs)
   check_q('quantile', q, 2)
-  local s = table.move(xs, 1, n, 1, {})
-  table.sort(s)
-  return sorted_quantile(s, n, q)
+  return sorted_quantile(sorted_copy(xs, n), n, q)
 end
 
 --- Several quantiles at once (one sort), in the order of qs.
---
 -- @signature stats.quantiles(xs, qs) -> {numbers}
 -- @example
 --   local med, p20, p80 = table.unpack(stats.quantiles({0.11, 0.1, 0.13, 0.12, 0.1}, {0.5, 0.2, 0.8}))
@@ -112,27 +90,22 @@ function M.quantiles(xs, qs)
     error("bad argument #2 to 'quantiles' (list of quantiles expected, got " .. type(qs) .. ')', 2)
   end
   for i = 1, #qs do check_q('quantiles', qs[i], 2) end
-  local s = table.move(xs, 1, n, 1, {})
-  table.sort(s)
+  local s = sorted_copy(xs, n)
   local out = {}
   for i = 1, #qs do out[i] = sorted_quantile(s, n, qs[i]) end
   return out
 end
 
 --- The median (the mean of the two middle samples when n is even).
---
 -- @signature stats.median(xs) -> number
 -- @example
 --   print(stats.median({3, 1, 2, 10})) --> 2.5
 function M.median(xs)
   local n = check_samples('median', xs)
-  local s = table.move(xs, 1, n, 1, {})
-  table.sort(s)
-  return sorted_quantile(s, n, 0.5)
+  return sorted_quantile(sorted_copy(xs, n), n, 0.5)
 end
 
 --- The smallest sample.
---
 -- @signature stats.min(xs) -> number
 -- @example
 --   print(stats.min({3, 1, 2}))
@@ -144,7 +117,6 @@ function M.min(xs)
 end
 
 --- The largest sample.
---
 -- @signature stats.max(xs) -> number
 -- @example
 --   print(stats.max({3, 1, 2}))
@@ -155,8 +127,7 @@ function M.max(xs)
   return m
 end
 
--- Neumaier-compensated sum: the mean of many nearly equal timings stays
--- accurate to the last bits instead of drifting with n.
+-- Neumaier-compensated sum: the mean of many nearly equal timings does not drift with n.
 local function fsum(xs, n)
   local s, c = 0.0, 0.0
   for i = 1, n do
@@ -169,7 +140,6 @@ local function fsum(xs, n)
 end
 
 --- The arithmetic mean (compensated summation).
---
 -- @signature stats.mean(xs) -> number
 -- @example
 --   print(stats.mean({1, 2, 3})) --> 2.0
@@ -179,7 +149,6 @@ function M.mean(xs)
 end
 
 --- The sample variance (divisor n - 1); nil and a message for fewer than 2 samples.
---
 -- @signature stats.variance(xs) -> number | nil, message
 -- @example
 --   print(stats.variance({1, 2, 3, 4}))
@@ -192,22 +161,17 @@ function M.variance(xs)
   return fsum(d, n) / (n - 1)
 end
 
---- The sample standard deviation (divisor n - 1, as numpy ddof=1 and torch.std).
---
--- Returns nil, message for fewer than 2 samples.
---
+--- The sample standard deviation (divisor n - 1, as numpy ddof=1 and torch.std); nil and a message for n < 2.
 -- @signature stats.stdev(xs) -> number | nil, message
 -- @example
 --   print(stats.stdev({1, 2, 3, 4}))
 function M.stdev(xs)
   local n = check_samples('stdev', xs)
   if n < 2 then return nil, 'stdev needs at least 2 samples' end
-  local v = M.variance(xs)
-  return sqrt(v)
+  return sqrt((M.variance(xs)))
 end
 
 --- The interquartile range quantile(0.75) - quantile(0.25).
---
 -- @signature stats.iqr(xs) -> number
 -- @example
 --   print(stats.iqr({1, 2, 3, 4, 5}))
@@ -217,10 +181,7 @@ function M.iqr(xs)
   return q[2] - q[1]
 end
 
---- n, min, max, mean, stdev, median, p20, p80, q25, q75, iqr and rsd of the samples.
---
--- stdev and rsd (stdev / mean) are nil when they are undefined (n < 2).
---
+--- n, min, max, mean, stdev, median, p20, p80, q25, q75, iqr and rsd of the samples (stdev and rsd nil for n < 2).
 -- @signature stats.summary(xs) -> table
 -- @example
 --   local s = stats.summary({0.11, 0.1, 0.13, 0.12, 0.1}) -- a result's samples, in ms
@@ -231,37 +192,18 @@ function M.summary(xs)
   local mean = fsum(xs, n) / n
   local sd = n >= 2 and M.stdev(xs) or nil
   return {
-    n = n,
-    min = M.min(xs),
-    max = M.max(xs),
-    mean = mean,
-    stdev = sd,
-    median = q[1],
-    p20 = q[2],
-    p80 = q[3],
-    q25 = q[4],
-    q75 = q[5],
-    iqr = q[5] - q[4],
-    rsd = (sd and mean ~= 0) and sd / math.abs(mean) or nil,
+    n = n, min = M.min(xs), max = M.max(xs), mean = mean, stdev = sd, median = q[1], p20 = q[2], p80 = q[3],
+    q25 = q[4], q75 = q[5], iqr = q[5] - q[4], rsd = (sd and mean ~= 0) and sd / math.abs(mean) or nil,
   }
 end
 
---- stats.quantile on a list s of n samples that is already sorted (no checks, no copy).
---
--- For loops that sort once and ask for many quantiles (the bootstrap in kluabench.stats.inference).
---
+--- stats.quantile on sorted s of length n (no checks, no copy), for loops that sort once (stats.inference).
 -- @signature stats.sorted_quantile(s, n, q) -> number
 -- @example
 --   print(stats.sorted_quantile({1, 2, 3, 4}, 4, 0.5)) --> 2.5
 M.sorted_quantile = sorted_quantile
 
----------------------------------------------------------------------------
--- The normal distribution
----------------------------------------------------------------------------
-
---- The complementary error function, by the Chebyshev fit of Numerical Recipes (section 6.2):
--- fractional error below 1.2e-7 everywhere.
---
+--- The complementary error function (Numerical Recipes 6.2's Chebyshev fit: fractional error below 1.2e-7).
 -- @signature stats.erfc(x) -> value
 -- @example
 --   print(stats.erfc(0)) --> 1.0
@@ -275,10 +217,7 @@ local function erfc(x)
 end
 M.erfc = erfc
 
---- The standard normal distribution function.
---
--- Phi(x), the standard normal cumulative distribution (absolute error < 1e-7).
---
+--- The standard normal distribution function Phi(x) (absolute error < 1e-7).
 -- @signature stats.normal_cdf(x) -> p
 -- @example
 --   print(stats.normal_cdf(1.96)) --> 0.975
@@ -287,8 +226,7 @@ function M.normal_cdf(x)
   return 0.5 * erfc(-x / sqrt(2))
 end
 
--- Acklam's rational approximation of the normal quantile (relative error
--- below 1.2e-9 on (0, 1)).
+-- Acklam's rational approximation of the normal quantile (relative error below 1.2e-9).
 local A = { -3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02,
   1.383577518672690e+02, -3.066479806614716e+01, 2.506628277459239e+00 }
 local B = { -5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02,
@@ -304,14 +242,12 @@ local function tail(q)
 end
 
 --- The p-quantile of the standard normal distribution.
---
 -- @signature stats.normal_quantile(p) -> x
 -- @example
 --   print(stats.normal_quantile(0.975)) --> 1.959964
 function M.normal_quantile(p)
   if type(p) ~= 'number' or not (p > 0 and p < 1) then
-    error("bad argument #1 to 'normal_quantile' (probability in (0, 1) expected, got "
-      .. tostring(p) .. ')', 2)
+    error("bad argument #1 to 'normal_quantile' (probability in (0, 1) expected, got " .. tostring(p) .. ')', 2)
   end
   local plow = 0.02425
   if p < plow then return tail(sqrt(-2 * log(p))) end
@@ -322,17 +258,14 @@ function M.normal_quantile(p)
     / (((((B[1] * r + B[2]) * r + B[3]) * r + B[4]) * r + B[5]) * r + 1)
 end
 
---- Student's t distribution function for integer degrees of freedom (Abramowitz and Stegun
--- 26.7.3-4).
---
+--- Student's t distribution function for integer degrees of freedom (Abramowitz and Stegun 26.7.3-4).
 -- @signature stats.t_cdf(t, df) -> p
 -- @example
 --   print(stats.t_cdf(-2, 5)) --> 0.05097
 function M.t_cdf(t, df)
   args.check('stats.t_cdf', 1, t, 'number', 'number')
   if math.type(df) ~= 'integer' or df < 1 then
-    error("bad argument #2 to 't_cdf' (positive integer degrees of freedom expected, got "
-      .. tostring(df) .. ')', 2)
+    error("bad argument #2 to 't_cdf' (positive integer degrees of freedom expected, got " .. tostring(df) .. ')', 2)
   end
   local th = math.atan(abs(t) / sqrt(df))
   local c2, sn, cs = math.cos(th) ^ 2, math.sin(th), math.cos(th)
@@ -361,7 +294,6 @@ function M.t_cdf(t, df)
 end
 
 --- The p-quantile (p >= 0.5) of Student's t with df degrees of freedom.
---
 -- @signature stats.t_quantile(p, df) -> t
 -- @example
 --   print(stats.t_quantile(0.975, 2)) --> 4.3027
@@ -387,12 +319,7 @@ local function z_of(confidence, fname)
   return M.normal_quantile(0.5 + confidence / 2)
 end
 
----------------------------------------------------------------------------
--- The median and its uncertainty
----------------------------------------------------------------------------
-
--- The median of sorted s (length n) with stats.lua's definition (linear
--- interpolation: the mean of the two middle values when n is even).
+-- The median of sorted s (length n): the mean of the two middle values when n is even.
 local function sorted_median(s, n)
   local h = (n - 1) * 0.5
   local lo = floor(h)
@@ -401,14 +328,8 @@ local function sorted_median(s, n)
   return (1 - t) * s[lo + 1] + t * s[lo + 2]
 end
 
---- The ranks of the order statistics that bracket the median of n samples.
---
--- The ranks (1-based) of the order statistics that bracket the median of n samples with the given
--- confidence, distribution-free: the number of samples below the true median is Binomial(n, 1/2),
--- so with h = z * sqrt(n) / 2 the ranks floor(n/2 - h) and ceil(1 + n/2 + h) hold the median
--- between them with probability ~confidence (normal approximation of the binomial). Ranks are
--- clamped to [1, n], which only widens the interval.
---
+--- The ranks bracketing the median of n samples with the confidence, distribution-free: floor(n/2 - h) and
+-- ceil(1 + n/2 + h), h = z sqrt(n) / 2 (Binomial(n, 1/2) approximated as normal), clamped to [1, n].
 -- @signature stats.median_ci_ranks(n [, confidence]) -> lo_rank, hi_rank
 -- @example
 --   print(stats.median_ci_ranks(100))
@@ -424,10 +345,7 @@ function M.median_ci_ranks(n, confidence)
   return l, u
 end
 
---- The distribution-free confidence interval of the median (order statistics).
---
--- opts.sorted = true when xs is already sorted (skips the copy and sort).
---
+--- The distribution-free confidence interval of the median (order statistics); opts.sorted: xs is sorted already.
 -- @signature stats.median_ci(xs [, confidence [, opts]]) -> lo, hi
 -- @example
 --   print(stats.median_ci({5, 1, 4, 2, 3, 6, 7, 8, 9, 10}, 0.95))
@@ -438,12 +356,8 @@ function M.median_ci(xs, confidence, opts)
   return s[l], s[u]
 end
 
---- The relative standard error of the median: the CI half-width over z, over the median.
---
--- This is the quantity the `rse_median` stopping rule drives below its target. Returns rse, median,
--- lo, hi; rse is math.huge for n < 2 and for a zero median. opts.sorted as in median_ci;
--- opts.confidence (0.95).
---
+--- The relative standard error of the median (the CI half-width over z, over the median), what the rse_median
+-- stopping rule drives down; math.huge for n < 2 or a zero median. opts: sorted, confidence.
 -- @signature stats.rse_median(xs [, opts]) -> rse, median, lo, hi
 -- @example
 --   print(stats.rse_median({1, 1.1, 0.9, 1.05, 0.95}))
@@ -460,18 +374,9 @@ function M.rse_median(xs, opts)
   return se / abs(med), med, s[l], s[u]
 end
 
---- Every statistic the harness reports of one session's samples, computed once.
---
--- stats.summary's fields (n, min, max, mean, stdev, rsd, median, p20, p80, q25, q75, iqr), and:
--- quantiles (the values of qs, in their order; qs defaults to {0.5, 0.2, 0.8}), at (q -> value),
--- ci95 = {lo, hi} (the distribution-free 95 % interval of the median, stats.median_ci; nil
--- for n < 2) and ci_flag: "ci=range" when that interval is the samples' whole [min, max] (too
--- few samples for its ranks), "ci~1" when one outlier sets it (without the sample farthest from
--- the median it is less than half as wide), both, or nil. stats.summary is the same without the
--- quantiles asked for and the interval. The measuring modes put it in their
--- result as `summary`; records and tables read it from there, or from what records keep of it,
--- and do not compute it again.
---
+--- Every statistic the harness reports of a session's samples, computed once (results keep it as `summary`):
+-- stats.summary's, quantiles (of qs, default {0.5, 0.2, 0.8}), at (q -> value), ci95 = {lo, hi} (median_ci; n >= 2),
+-- ci_flag: "ci=range" (the interval is [min, max]), "ci~1" (one outlier more than doubles it), both or nil.
 -- @signature stats.describe(xs [, qs]) -> table
 -- @example
 --   local d = stats.describe({0.11, 0.1, 0.13, 0.12, 0.1, 0.5})
@@ -502,7 +407,7 @@ function M.describe(xs, qs)
     local flags = {}
     if l <= 1 or u >= n then flags[#flags + 1] = 'ci=range' end
     if n >= 3 then
-      -- the interval without the one sample farthest from the median (an end of the sorted list)
+      -- the interval without the sample farthest from the median (an end of the sorted list)
       local first = (d.median - s[1] > s[n] - d.median) and 2 or 1
       local l2, u2 = M.median_ci_ranks(n - 1, 0.95)
       if (s[first + u2 - 1] - s[first + l2 - 1]) < 0.5 * (hi - lo) then flags[#flags + 1] = 'ci~1' end

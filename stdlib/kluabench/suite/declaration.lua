@@ -1,7 +1,5 @@
---- The declaration of a benchmark as the harness reads it: its fields checked, the options it
--- makes (--help), the points of a sweep, and its hooks as the harness calls them (what each
--- returns is checked, and a wrong value is an error naming the hook, where the script defines it,
--- and the provider, mode and point). Usage errors exit 2.
+--- The declaration of a benchmark (docs/SUITE.md) as the harness reads it: its fields checked, the options it makes
+-- (--help), the points, and its hooks called with what each returns checked.
 local args = require 'kluabench.util.args'
 local measure = require 'kluabench.measure'
 local bench = require 'kluabench.measure.do_bench'
@@ -14,33 +12,22 @@ local shard = require 'kluabench.suite.shard'
 
 local M = {}
 
-
 local HARNESS_DO_BENCH = bench.HARNESS_DEFAULTS
----------------------------------------------------------------------------
--- Failing
----------------------------------------------------------------------------
 
--- A usage error: the message on stderr (the option's bytes escaped, as
--- every command's are), exit status 2.
+-- A usage error: the message on stderr (its bytes escaped), exit status 2.
 function M.usage_error(name, fmt, ...)
   io.stderr:write(name, ': ', args.printable(string.format(fmt, ...), 400), ' (see --help)\n')
   os.exit(2)
 end
 
 -- Errors raised with this marker are printed without a traceback.
-function M.fail(name, fmt, ...)
-  error(name .. ': ' .. string.format(fmt, ...), 0)
-end
-
----------------------------------------------------------------------------
--- The declaration
----------------------------------------------------------------------------
+function M.fail(name, fmt, ...) error(name .. ': ' .. string.format(fmt, ...), 0) end
 
 --- The hooks a declaration must have, and those it may have.
 M.HOOKS = { 'setup', 'run' }
 M.OPTIONAL_HOOKS = { 'validate', 'shared', 'check', 'cost', 'record', 'implementation', 'reference' }
 local PROTOCOLS = measure.MODES
---- The output formats --format takes (suite/output.lua says what each writes).
+--- The output formats --format takes (suite.FORMATS says what each writes).
 M.FORMATS = { 'table', 'markdown', 'jsonl', 'kernelindex', 'liger-csv' }
 local FORMATS = M.FORMATS
 -- what is measured (Liger's metric_name), and what may be measured beside the time
@@ -111,6 +98,11 @@ function M.check_decl(d)
       and d.precision < math.huge) then
     bad("field 'precision' must be a number > 0 (units of the dtype's unit roundoff) or false")
   end
+  if d.reduction ~= nil and type(d.reduction) ~= 'function' and not (math.type(d.reduction) == 'integer'
+      and d.reduction >= 1) then
+    bad("field 'reduction' must be an integer >= 1 or a function(point) returning one (the terms each output "
+      .. 'element sums)')
+  end
   if d.tolerance ~= nil then
     local t = d.tolerance
     local function ok(v) return v == nil or (type(v) == 'number' and v >= 0 and v < math.huge) end
@@ -126,18 +118,9 @@ function M.check_decl(d)
   return known
 end
 
----------------------------------------------------------------------------
--- The command line
----------------------------------------------------------------------------
-
 function M.choices(list) return table.concat(list, ', ') end
 
--- The --help text, made from the declaration.
---- The --help text that suite.main prints for a declaration.
---
--- @signature suite.usage(decl) -> string
--- @example
---   print(suite.usage(require("kluabench.benchmarks.rope").declaration("rope")))
+-- suite.usage: the --help text, made from the declaration.
 function M.usage(d)
   args.check('suite.usage', 1, d, 'table', 'declaration table')
   local out = {}
@@ -231,16 +214,20 @@ local function positive_int(s)
   return nil
 end
 
--- A value given twice in a list option (--seq 16,16, --provider a,a) is
--- measured once: a note says so on stderr, once per option.
+-- Adds v to out once; a value given twice is measured once, and noted once in repeats.
+local function add_once(v, out, seen, repeats)
+  if seen[v] == 1 then repeats[#repeats + 1] = tostring(v) end
+  if not seen[v] then out[#out + 1] = v end
+  seen[v] = (seen[v] or 0) + 1
+end
+
 local function note_repeats(name, opt, repeats)
   if #repeats == 0 then return end
   io.stderr:write(name, ': ', args.printable(string.format("option '--%s' lists %s more than once: "
     .. 'each is measured once', opt, table.concat(repeats, ', ')), 400), '\n')
 end
 
--- The values of a comma list option, each a positive integer <= max, each
--- once, in the order given.
+-- The values of a comma list option: positive integers <= max, each once, in the order given.
 local function int_list(name, opt, s, max)
   local out, seen, repeats = {}, {}, {}
   for item in (s .. ','):gmatch('([^,]*),') do
@@ -249,21 +236,13 @@ local function int_list(name, opt, s, max)
     if max and n > max then
       M.usage_error(name, "option '--%s': %d is larger than the largest allowed, %d", opt, n, max)
     end
-    if seen[n] then
-      if seen[n] == 1 then repeats[#repeats + 1] = tostring(n) end
-      seen[n] = seen[n] + 1
-    else
-      out[#out + 1], seen[n] = n, 1
-    end
+    add_once(n, out, seen, repeats)
   end
   note_repeats(name, opt, repeats)
   return out
 end
 
--- A choice option: {value} or the whole list for 'all'.
--- One of list (as a one-element list), or all of it where `all` is offered
--- (modes and providers: a sweep runs each; a dtype, a protocol and a format are
--- one per run, so there `all` is no choice and is refused like any word).
+-- {value} for one of list, or the whole list for 'all' where offers_all (modes and providers).
 local function choice(name, opt, value, list, offers_all)
   if value == 'all' and offers_all then return list end
   for _, v in ipairs(list) do if v == value then return { v } end end
@@ -271,20 +250,13 @@ local function choice(name, opt, value, list, offers_all)
     offers_all and ' or all' or '', value, args.hint(value, list))
 end
 
--- A comma list of choices (--mode forward,backward), in the order given,
--- each once; or all.
+-- A comma list of choices, in the order given, each once; or all.
 local function choice_list(name, opt, value, list)
   if value == 'all' then return list end
   local out, seen, repeats = {}, {}, {}
   for item in (value .. ','):gmatch('([^,]*),') do
     if item == 'all' then M.usage_error(name, "option '--%s': all cannot be part of a list, got '%s'", opt, value) end
-    local v = choice(name, opt, item, list, true)[1]
-    if not seen[v] then
-      out[#out + 1], seen[v] = v, 1
-    else
-      if seen[v] == 1 then repeats[#repeats + 1] = v end
-      seen[v] = seen[v] + 1
-    end
+    add_once(choice(name, opt, item, list, true)[1], out, seen, repeats)
   end
   note_repeats(name, opt, repeats)
   return out
@@ -299,7 +271,7 @@ local function positive_number(name, opt, s, max)
   return n
 end
 
--- The options of a declaration: opts table (values converted and checked).
+-- The options of a declaration, converted and checked.
 function M.parse(d, argv)
   local spec = { help = 'flag', ['list-points'] = 'flag', sweep = 'value', dtype = 'value', mode = 'value',
     provider = 'value', protocol = 'value', format = 'value', out = 'value', samples = 'value', ['rep-ms'] = 'value',
@@ -311,7 +283,6 @@ function M.parse(d, argv)
   if #rest > 0 then M.usage_error(d.name, "unexpected argument '%s'", rest[1]) end
   if raw.help then return { help = true } end
   for _, opt in ipairs { 'out', 'samples', 'history' } do
-    -- an empty path names no file: say so before anything is measured
     if raw[opt] == '' then M.usage_error(d.name, "option '--%s' needs a path, got an empty string", opt) end
   end
   local o = { list_points = raw['list-points'], out = raw.out, samples = raw.samples, history = raw.history, axes = {},
@@ -347,12 +318,10 @@ function M.parse(d, argv)
         raw.metrics)
     end
   end
-  -- a day of repetition per point is more than anyone means; the bound keeps
-  -- a typo from growing the sample buffer until the machine runs out
+  -- bounds (a day, a week) keep a typo from growing the sample buffer without end
   o.rep_ms = raw['rep-ms'] and positive_number(d.name, 'rep-ms', raw['rep-ms'], 86400e3) or d.rep_ms or HARNESS_DO_BENCH.rep_ms
   o.warmup_ms = raw['warmup-ms'] and positive_number(d.name, 'warmup-ms', raw['warmup-ms'], 86400e3)
     or d.warmup_ms or HARNESS_DO_BENCH.warmup_ms
-  -- a week of one session is more than anyone means
   o.timeout = raw.timeout and positive_number(d.name, 'timeout', raw.timeout, 7 * 86400) or nil
   o.audits = trust.DEFAULTS.during
   if raw.audits then
@@ -376,15 +345,10 @@ function M.parse(d, argv)
   return o
 end
 
----------------------------------------------------------------------------
--- Points
----------------------------------------------------------------------------
-
 -- What a point has besides its axes; sweep and shared may be nil.
 local POINT_FIELDS = { 'params', 'dtype', 'x', 'id', 'sweep', 'shared' }
 
--- Points read a field they do not have as an error naming those they have: a
--- typo in a hook (p.row for p.rows) would otherwise be a silent nil.
+-- A field a point does not have is an error naming those it has, not a silent nil.
 local function point_meta(d)
   local known, names = {}, {}
   for _, a in ipairs(d.axes) do known[a.name] = true; names[#names + 1] = a.name end
@@ -405,15 +369,13 @@ function M.axis_names(d)
   return out
 end
 
--- The order of a point's id words: the declaration's, except for kernelindex's own workloads
--- (llama4_rope, rope), whose caseKey sorts the axes by name (record.case_order).
+-- The order of a point's id words: the declaration's, except for kernelindex's own workloads (record.case_order).
 local function id_order(d, params, dtype)
   return record.case_order { kernel = d.name, parameters = params, dtype = dtype,
     operation = d.operation, axis_order = M.axis_names(d) }
 end
 
--- The cartesian product of the axes' value lists, in declaration order
--- (the first axis varies slowest). x: the swept axis.
+-- The product of the axes' value lists, the first axis slowest. x: the swept axis.
 local function product(d, values, x, dtype, out)
   local meta = point_meta(d)
   local function rec(i, acc)
@@ -433,17 +395,7 @@ local function product(d, values, x, dtype, out)
   rec(1, {})
 end
 
---- The points of a declaration for parsed options (opts.axes: lists by axis name; opts.sweep;
--- opts.dtype).
---
--- With a sweep: its axis over its values (or the option's), the other axes at the sweep's fixed
--- values or their defaults; without: the product of every axis's values, the first axis varying
--- slowest. A workload that two sweeps share is measured in each; its ids are slug@axis.
---
--- @signature suite.points(decl, opts) -> list of points
--- @example
---   local d = require("kluabench.benchmarks.rope").declaration("llama4_rope")
---   for _, p in ipairs(suite.points(d, {axes = {seq = {1024, 4096}}, dtype = "bf16"})) do print(p.id) end
+-- suite.points (opts.axes: lists by axis name; opts.sweep; opts.dtype).
 function M.points(d, o)
   args.check('suite.points', 1, d, 'table', 'declaration table')
   args.check('suite.points', 2, o, 'table', 'parsed options')
@@ -456,9 +408,7 @@ function M.points(d, o)
     for _, s in ipairs(d.sweeps) do
       if o.sweep == 'all' or o.sweep == s.name then
         local values = {}
-        for _, a in ipairs(d.axes) do
-          values[a.name] = o.axes[a.name] or { (s.fixed or {})[a.name] or a.default }
-        end
+        for _, a in ipairs(d.axes) do values[a.name] = o.axes[a.name] or { (s.fixed or {})[a.name] or a.default } end
         values[s.axis] = o.axes[s.axis] or s.values
         local first = #out + 1
         product(d, values, s.axis, o.dtype, out)
@@ -470,16 +420,13 @@ function M.points(d, o)
     for _, a in ipairs(d.axes) do values[a.name] = o.axes[a.name] or { a.default } end
     product(d, values, first_multi or d.x or d.axes[1].name, o.dtype, out)
   end
-  -- A workload two sweeps share (hidden 8192 at seq 2048 is in both of
-  -- RoPE's) is measured in each, as Liger does, so that every sweep is whole;
-  -- its ids then say which sweep each is: slug@axis.
+  -- a workload two sweeps share is measured in each, as Liger does: slug@axis
   local count = {}
   for _, p in ipairs(out) do count[p.id] = (count[p.id] or 0) + 1 end
   for _, p in ipairs(out) do
     if count[p.id] > 1 then p.id = p.id .. '@' .. p.x end
   end
-  -- two sweeps of one axis that share a workload: slug@sweep (ids are unique:
-  -- shards, merge and compare count points by them)
+  -- two sweeps of one axis that share a workload: slug@sweep (shards, merge, compare need unique ids)
   count = {}
   for _, p in ipairs(out) do count[p.id] = (count[p.id] or 0) + 1 end
   for _, p in ipairs(out) do
@@ -487,15 +434,6 @@ function M.points(d, o)
   end
   return out
 end
-
-
----------------------------------------------------------------------------
--- The hooks, as the harness calls them
----------------------------------------------------------------------------
-
----------------------------------------------------------------------------
--- Tensors the harness frees
----------------------------------------------------------------------------
 
 function M.is_tensor(v)
   local mt = getmetatable(v)
@@ -519,17 +457,13 @@ function M.tensor_set(t)
   return set
 end
 
----------------------------------------------------------------------------
--- Calling the hooks: what each returns is checked, and a wrong value is an
--- error naming the hook, where the script defines it, and the provider, mode
--- and point it was called for
----------------------------------------------------------------------------
+-- The hooks: a wrong value is an error naming the hook, where it is defined, the provider, mode and point.
 
 -- " (scale.lua:9)": where a hook function is defined, or ''.
 function M.defined_at(fn)
   local info = type(fn) == 'function' and debug.getinfo(fn, 'S') or nil
   if not info or info.what == 'C' or (info.linedefined or 0) <= 0 then return '' end
-  -- the script's path as it was given (short_src cuts a long one to 60 bytes)
+  -- the path as given (short_src cuts a long one to 60 bytes)
   local src = info.source:sub(1, 1) == '@' and info.source:sub(2) or info.short_src
   return string.format(' (%s:%d)', args.printable(src, 300), info.linedefined)
 end
@@ -604,6 +538,18 @@ function M.call_run(d, p, provider, mode, inputs)
   return fn
 end
 
+-- The reduction length the declaration states for a point (nil: the audit reads it from the shapes).
+function M.reduction(d, p)
+  local n = d.reduction
+  if type(n) == 'function' then
+    n = n(p)
+    if not (math.type(n) == 'integer' and n >= 1) then
+      M.bad_return(d, 'reduction', nil, n, 'an integer >= 1 (the terms each output element sums)', p)
+    end
+  end
+  return n
+end
+
 -- reference(point, provider, mode, snapshot): a table of tensors by name.
 function M.call_reference(d, p, provider, mode, snapshot)
   local v = d.reference(p, provider, mode, snapshot)
@@ -620,10 +566,8 @@ end
 -- The check record's figures that records carry: finite and >= 0.
 local CHECK_FIGURES = { 'maxAbsDiff', 'maxRelDiff', 'relL2', 'matchedRatio' }
 
--- The check record a check hook returned, checked: true (nothing to record)
--- or the table; raises for a wrong type or a figure that is not a finite
--- number >= 0 (the schema holds no NaN; a NaN difference measured nothing),
--- and says wrong for passed = false.
+-- The check hook's record, checked: true (nothing to record) or the table; a figure must be a finite number >= 0 (a
+-- NaN difference measured nothing); passed = false is a wrong result.
 function M.checked_record(d, v, p, provider)
   if v == nil or v == true then return true end
   if type(v) ~= 'table' then
@@ -646,8 +590,7 @@ function M.checked_record(d, v, p, provider)
   return v
 end
 
--- cost(point, mode): bytes and flops, each nil or a finite number >= 0
--- (provider: the one whose record needs them, for the message).
+-- cost(point, mode): bytes and flops, each nil or a finite number >= 0 (provider: for the message).
 function M.call_cost(d, p, mode, provider)
   local bytes, flops = d.cost(p, mode)
   for _, f in ipairs { { 'bytes', bytes }, { 'flops', flops } } do
@@ -674,8 +617,7 @@ function M.call_record(d, p, provider, mode)
   return v
 end
 
--- The workload's bytes and flops of one mode at a point: the declaration's
--- cost, else the kernel registry's cost model.
+-- The bytes and flops of one mode at a point: the declaration's cost, else the registry's model.
 function M.cost_of(d, p, mode)
   if d.cost then return M.call_cost(d, p, mode) end
   local k = kernels.kernel(d.name)
@@ -690,23 +632,12 @@ function M.point_cost(d, p, o)
   return bytes * #o.providers
 end
 
----------------------------------------------------------------------------
--- The estimate a long sweep shows before it starts
----------------------------------------------------------------------------
-
 local WRONG = {}
 WRONG.__index = WRONG
 WRONG.__tostring = function(e) return e.message end
 local WRONG_STATUSES = { incorrect_numerical = true, incorrect_shape = true, incorrect_dtype = true }
 
---- Raised by a benchmark's check when the provider's result is wrong: the provider is not timed and
--- its bundles get status (default "incorrect_numerical"; "incorrect_shape" or "incorrect_dtype"
--- where that is what is wrong; any other status is an error) with the message as the reason.
---
--- @signature suite.wrong_result(message [, status])
--- @example
---   local ok, e = pcall(suite.wrong_result, "q_out differs from the reference")
---   print(tostring(e))
+-- suite.wrong_result: raised by a check when the provider's result is wrong.
 function M.wrong_result(message, status)
   args.check('suite.wrong_result', 1, message, 'string', 'message')
   args.check('suite.wrong_result', 2, status, 'string|nil', 'run status')

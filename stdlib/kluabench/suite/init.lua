@@ -1,72 +1,6 @@
---- kluabench.suite: the benchmark harness. A script declares its benchmark
--- and calls suite.main(decl); the harness owns everything else: the command
--- line (with --help made from the declaration), the points, the check before
--- timing, the protocol, repeated sessions, shards, progress, Ctrl-C/SIGTERM,
--- every output format and the records. The declaration (see docs/SUITE.md):
---
---   name       the kernel's name in records and result file names
---   summary    what the benchmark times, for --help
---   axes       list of {name, default, help, max}: numeric workload
---              parameters; each is an option taking a comma list
---              (--seq 1024,4096), and the points are their product
---   sweeps     list of {name, axis, values, fixed}: --sweep NAME varies
---              `axis` over `values` with the other axes at `fixed` (or
---              their defaults); --sweep all runs every sweep
---   dtypes, dtype          the dtypes offered and the default
---   providers, provider    the implementations and the default (all in a sweep)
---   modes, mode            the operations and the default (all in a sweep)
---   validate(point)        a message when the point cannot be run
---   shared(point)          per-point state every provider uses (optional)
---   setup(point, provider) -> inputs, a table of tensors made fresh for
---                          each session (and for each rotated graph set)
---   run(point, provider, mode, inputs) -> fn: the timed function; it is
---                          called as fn() on `inputs`, or as fn(set) on a
---                          rotated input set in graph mode
---   check(point, provider, inputs, modes) -> the check record; raises when
---                          the provider's result is wrong (nothing is timed)
---   cost(point, mode)      -> bytes, flops (default: the kernel's cost model)
---   record(point, provider, mode) -> {timed, execution, annotations} for
---                          the record (its evidence entry)
---   implementation(point, provider) -> what the provider runs: a user
---                          kernel's info() table (k:info(), pk:info(),
---                          tk:info()), a list of them, an
---                          ImplementationRevision document, or 'builtin'
---                          (the kernel registry's built-in code of this
---                          kernel and provider); default: the script
---   operation              the OperationSpec's description
---                          (kluabench.record.operation); default: kernelindex's
---                          own for Liger's kernels, else the tensors setup makes
---   reference(point, provider, mode, inputs) -> {name = tensor}: what each
---                          named tensor of inputs holds after one call of the
---                          timed function, computed from inputs (a snapshot
---                          the harness took before the call; the hook may
---                          change it). The audits (docs/TRUST.md) compare the
---                          timed call's outputs with it, and check that every
---                          other tensor of inputs is unchanged
---   precision              the norm-wise error the audits allow, in units of
---                          the dtype's unit roundoff (default 8), or false
---   tolerance              {atol, rtol}: the audits' element-wise tolerance
---                          (default by dtype, kluabench.check.TOLERANCES)
---
--- What each hook returns is checked where it is called; a wrong value is an
--- error naming the hook, its script line, the provider, mode and point.
---
--- A check that finds a wrong result raises suite.wrong_result(message): the
--- provider is not timed, its bundles say incorrect_numerical (any other
--- error in a hook says runtime_error, and a session or check past --timeout
--- says timeout), the other points still run, and the exit status is 1.
---
--- Every session is audited (kluabench.trust, docs/TRUST.md): kb.randn's
--- seeds are keyed by a key drawn for the run, and at random samples and
--- after the last one the harness takes extra samples on fresh inputs that it
--- checks (outputs, inputs, guard bytes, threads, streams, persisting L2, the
--- timing functions). A finding gives the bundle the status
--- policy_violation, suspected_reward_hack or incorrect_numerical with the
--- reason, and the exit status is 1.
---
--- A point is a table with one field per axis, `dtype`, `params` (the axis
--- values by name, as records spell them), `x` (the swept axis), `id` (the
--- workload slug) and `shared` (what shared(point) returned).
+--- kluabench.suite: the benchmark harness. A script declares its benchmark and calls suite.main(decl); the harness
+-- owns the rest. docs/SUITE.md lists the declaration's fields and hooks, a point's fields and what the harness does
+-- (the audits: docs/TRUST.md).
 local core = require 'kluabench.core'
 local files = require 'kluabench.util.files'
 local seeds = require 'kluabench.trust.seeds'
@@ -83,15 +17,8 @@ local shard = require 'kluabench.suite.shard'
 
 local M = {}
 
----------------------------------------------------------------------------
--- Where the results go: --format, --out and --samples, checked before anything is measured
----------------------------------------------------------------------------
-
-
---- What each --format (declaration.FORMATS) does: records "results" (appended to the results folder as
--- they are made, the table on stdout) or "stdout" (JSON Lines to --out or stdout), view (the
--- table's kind), write (whole-file formats: the bundles written at the end; module names the
--- optional subsystem that writes it), samples = false (no samples file).
+--- Each --format: records "results" (appended to the results folder) or "stdout" (JSON Lines), view (the table's
+-- kind), write (a whole-file format, written at the end; module: the subsystem that has it), samples = false.
 M.FORMATS = {
   table = { records = 'results', view = 'table' },
   markdown = { records = 'results', view = 'markdown' },
@@ -108,7 +35,6 @@ M.FORMATS = {
 }
 for _, name in ipairs(declaration.FORMATS) do assert(M.FORMATS[name], 'suite: no format ' .. name) end
 
--- The writer of a format: its function, or that of the optional subsystem it names.
 local function format_writer(f)
   if type(f.write) == 'string' then return require(f.module)[f.write] end
   return f.write
@@ -118,8 +44,7 @@ local function results_file(d, suffix)
   local dir = files.results_dir()
   local ok, err = files.mkdir_p(dir)
   if not ok then declaration.fail(d.name, '%s', err) end
-  return dir .. '/' .. d.name .. '-' .. names.time_id(record.now())
-    .. suffix
+  return dir .. '/' .. d.name .. '-' .. names.time_id(record.now()) .. suffix
 end
 
 -- Where the bundles go as they are made: the JSON Lines path or nil.
@@ -133,9 +58,7 @@ local function jsonl_path(d, o)
   return nil
 end
 
--- The files a sweep reads that --out and --samples must not overwrite: the
--- script run (arg[0]), every file that defines one of the declaration's hooks
--- (a benchmark module the script requires) and the kluabench binary.
+-- The files a sweep reads that --out and --samples must not overwrite: the script, its hooks' files, the binary.
 local function sweep_inputs(d)
   local inputs, seen = {}, {}
   local function add(path, what)
@@ -156,9 +79,7 @@ local function sweep_inputs(d)
   return inputs
 end
 
--- A usage error when --out (or the samples file beside it) or --samples is a
--- file the sweep reads, or --samples is the records file: appending there
--- would overwrite or corrupt an input. target: where the bundles go.
+-- A usage error when --out (or its samples file) or --samples is an input, or --samples the records file (target).
 local function check_not_inputs(d, o, target)
   local inputs = sweep_inputs(d)
   local beside = o.samples == nil and M.FORMATS[o.format].samples ~= false
@@ -171,10 +92,7 @@ local function check_not_inputs(d, o, target)
   end
 end
 
--- A usage error, before anything is measured, when the samples file (--samples, or the one beside
--- --out) exists and is not a regular file: it is read before it is written (its lines are counted),
--- and opening a FIFO there waited for a writer forever, after the measuring for the whole-file
--- formats. Found by stat, never by opening it.
+-- A usage error when the samples file exists and is no regular file (a FIFO would block): by stat, never by open.
 local function check_samples_file(d, o, target)
   local beside = target and target ~= '-' and M.FORMATS[o.format].samples ~= false
   local samples = o.samples or (beside and evidence.samples_path(target))
@@ -185,8 +103,7 @@ local function check_samples_file(d, o, target)
   declaration.usage_error(d.name, "option '--out' %s: its samples file %s %s", target, samples, why)
 end
 
--- Where the raw samples go when the bundles go to stdout (else beside them,
--- unless --samples says otherwise).
+-- Where the raw samples go when the bundles go to stdout (else beside them, or --samples).
 local function samples_path(d, o, records)
   if o.samples then return o.samples end
   if records and records ~= '-' then return nil end
@@ -196,9 +113,7 @@ local function samples_path(d, o, records)
   return path
 end
 
--- The table of the finished points and, for the whole-file formats, the file
--- (claim: what the file held when the sweep started, writer.claim: another
--- process's file written since is not overwritten).
+-- The table of the finished points and, for the whole-file formats, the file (claim: writer.claim's).
 local function write_results(d, o, bundles, path, samples, claim)
   local f = M.FORMATS[o.format]
   local opts = { sessions = o.sessions, metrics = o.metrics }
@@ -218,9 +133,7 @@ local function write_results(d, o, bundles, path, samples, claim)
   if out ~= '-' then io.stderr:write(d.name, ': wrote ', out, '\n') end
 end
 
--- --history DB: the commit of the code under test (git, in the current
--- directory) and the database, both checked before anything is timed, so that
--- a sweep does not end in an error it could have had at its start.
+-- --history DB: the commit under test and the database, checked before anything is timed.
 local function open_history(d, o)
   local history = require 'kluabench.history'
   local meta = history.git_meta()
@@ -235,8 +148,7 @@ local function open_history(d, o)
   return meta
 end
 
--- Adds the finished points to the --history database (also after an error or
--- a signal: they are in the results file too).
+-- Adds the finished points to the --history database (also after an error or a signal).
 local function add_to_history(d, o, bundles, meta, source)
   local m = {}
   for k, v in pairs(meta) do m[k] = v end
@@ -252,35 +164,21 @@ local function add_to_history(d, o, bundles, meta, source)
     o.history, s.added, s.added == 1 and '' or 's', s.present, #s.refused, tostring(m.commit):sub(1, 12)))
 end
 
----------------------------------------------------------------------------
--- The loop
----------------------------------------------------------------------------
-
-
----------------------------------------------------------------------------
--- The harness
----------------------------------------------------------------------------
-
 --- The --help text that suite.main prints for a declaration.
---
 -- @signature suite.usage(decl) -> string
 -- @example
 --   print(suite.usage(require("kluabench.benchmarks.rope").declaration("rope")))
 M.usage = declaration.usage
 
---- The points of a declaration for parsed options: with a sweep, its axis over its values, the
--- other axes at the sweep's fixed values or their defaults; without, the product of every axis's
--- values.
---
+--- The points of a declaration for parsed options: a sweep's, else the product of the axes' values.
 -- @signature suite.points(decl, opts) -> list of points
 -- @example
 --   local d = require("kluabench.benchmarks.rope").declaration("llama4_rope")
 --   for _, p in ipairs(suite.points(d, {axes = {seq = {1024, 4096}}, dtype = "bf16"})) do print(p.id) end
 M.points = declaration.points
 
---- Raised by a benchmark's check when the provider's result is wrong: the provider is not timed and
--- its bundles say status (default incorrect_numerical; incorrect_shape or incorrect_dtype).
---
+--- Raised by a check when the provider's result is wrong: it is not timed and its bundles say status
+-- (incorrect_numerical, the default, incorrect_shape or incorrect_dtype).
 -- @signature suite.wrong_result(message [, status])
 -- @example
 --   local ok, e = pcall(suite.wrong_result, "q_out differs from the reference")
@@ -290,6 +188,20 @@ M.wrong_result = declaration.wrong_result
 --- A sweep estimated to take at least this many seconds says so before it starts.
 M.ESTIMATE_FROM_S = run.ESTIMATE_FROM_S
 
+--- Runs a declared benchmark (docs/SUITE.md) on the script's command line and returns its bundles. Exits 0 after
+-- --help and --list-points, 2 on a usage error, 1 after a failure (every bundle written), 130/143 on a signal.
+-- @signature suite.main(decl [, args]) -> bundles
+-- @example
+--   local out = os.tmpname() -- a script runs it with its own command line: kb.suite.main{...}
+--   kb.suite.main({
+--     name = "tensor_copy", axes = {{name = "mib", default = 64}},
+--     dtypes = {"f32"}, modes = {"forward"}, providers = {"copy_"},
+--     setup = function(p) local n = p.mib * 262144
+--       return {src = kb.randn({n}, "f32", 1), dst = kb.empty({n}, "f32")} end,
+--     run = function(p, provider, mode, t) return function(s) s = s or t; s.dst:copy_(s.src) end end,
+--     cost = function(p) return 2 * p.mib * 2^20, 0 end,
+--   }, {"--mib", "1", "--rep-ms", "5", "--format", "jsonl", "--out", out .. ".jsonl"})
+--   os.remove(out); os.remove(out .. ".jsonl"); os.remove(out .. ".samples.jsonl")
 function M.main(d, args)
   declaration.check_decl(d)
   local o = declaration.parse(d, args or arg or {})
@@ -310,8 +222,7 @@ function M.main(d, args)
     for i, s in ipairs(selected) do points[i] = s.point end
   end
   if o.list_points then
-    -- ID, COST, DESCRIPTION, then the bundles the point will have (every provider x mode x session),
-    -- which the launchers write into their manifest for merge to expect
+    -- then the bundles the point will have (launchers' manifests)
     local providers, modes = table.concat(o.providers, ','), table.concat(o.modes, ',')
     for _, p in ipairs(points) do
       io.stdout:write(string.format('%s\t%.0f\t%s x {%s} x {%s}, %s sweep\tproviders=%s\tmodes=%s\tsessions=%d\n',
@@ -319,11 +230,9 @@ function M.main(d, args)
     end
     os.exit(0)
   end
-
   local path = jsonl_path(d, o)
   local target = path or o.out
   if o.history and not (o.history:match('^postgresql://') or o.history:match('^postgres://')) then
-    -- results appended to the database file would damage it
     for _, out in ipairs { { '--out', target }, { '--samples', o.samples } } do
       local ok, err = writer.check_output(out[1], out[2], { { o.history, 'the --history database' } })
       if not ok then declaration.usage_error(d.name, '%s', err) end
@@ -331,9 +240,7 @@ function M.main(d, args)
   end
   check_not_inputs(d, o, target)
   check_samples_file(d, o, target)
-  -- a path given as --out or --samples that cannot be written is a usage
-  -- error (exit 2, as issue 23 asks of every command); a file of the results
-  -- folder that cannot be written is not the command line's fault (exit 1)
+  -- an unwritable --out or --samples is a usage error (2); an unwritable results folder is not (1)
   local function check_writable(file, option)
     local ok, err = files.check_writable(file)
     if ok then return end
@@ -341,16 +248,12 @@ function M.main(d, args)
     declaration.fail(d.name, 'cannot write %s (the results folder: KLUABENCH_RESULTS, default results/)', err)
   end
   if target then check_writable(target, 'out') end
-
   local samples = samples_path(d, o, path or o.out)
   if samples then check_writable(samples, 'samples') end
-  -- the whole-file formats replace --out at the end: what it holds now is
-  -- claimed, so that another process's file written meanwhile is kept
+  -- the whole-file formats replace --out at the end: claim what it holds now
   local claim
   local f = M.FORMATS[o.format]
-  if f.write and o.out and o.out ~= '-' then
-    claim = writer.claim(o.out, f.samples ~= false and samples or false)
-  end
+  if f.write and o.out and o.out ~= '-' then claim = writer.claim(o.out, f.samples ~= false and samples or false) end
   local history_meta = o.history and open_history(d, o)
   -- the run's seed key: kb.randn's values cannot be known before the run (records carry the key)
   local key = seeds.draw()
@@ -364,19 +267,11 @@ function M.main(d, args)
       if not ok then declaration.fail(d.name, '%s', tostring(err)) end
     end
   end
-
   local total = #points * #o.providers * #o.modes * o.runs
-  -- to-be-closed: an error or a hard stop clears the progress line before
-  -- the message is printed
+  -- to-be-closed: an error or a hard stop clears the progress line before its message
   local progress <close> = progress_mod.new { total = total }
   ctx.progress = progress
-
-  -- Ctrl-C and SIGTERM are deferred while the sweep runs: the point being
-  -- measured is finished and written (a do_bench point cannot be stopped
-  -- half-way; the cold, hot and graph protocols stop sampling early and
-  -- their record says so), then the sweep stops, prints the summary of the
-  -- finished points and exits with 130 (SIGINT) or 143 (SIGTERM). A second
-  -- signal stops at once.
+  -- signals are deferred: the point being measured is finished and written, then the sweep stops
   core.defer_interrupts(true)
   local key_before = core.trust.seed_key(key)
   if total > 1 and not progress_mod.quiet_from_env() then

@@ -1,6 +1,5 @@
---- Policy: what the harness decides about a measured session, apart from the facts it measured.
--- Throughput against this device's cached copy ceiling, whether a rate is physically plausible,
--- and the between-session noise figure in force; record.from_result records what is decided here.
+--- Policy: what the harness decides about a measured session, apart from its facts: throughput against the cached
+-- copy ceiling, plausibility, the noise figure in force (record.from_result records them).
 local core = require 'kluabench.core'
 local args = require 'kluabench.util.args'
 local ceilings = require 'kluabench.measure.ceilings'
@@ -16,23 +15,9 @@ local function shown(v)
   return tostring(v)
 end
 
-
---- False when bytes moved in median_ms exceed the copy ceiling (GB/s or {copy_gbps, spread}) by more
--- than the ceiling's own spread: physically implausible.
---
--- The harness applies it to every point with a cached ceiling (policy.throughput):
--- status suspected_reward_hack, the implausible measurement and the reason in the evidence; tables show
--- IMPLAUSIBLE in their check column. opts.limit: the percentage (default 100).
---
--- Returns ok, message, percent: ok is false when the rate exceeds opts.limit percent (default 100)
--- of the copy ceiling times (1 + spread), i.e. the kernel moved its declared bytes faster than the
--- device copies memory, by more than the ceiling's own noise. spread is the larger of the ceiling's
--- measured relative spread (ceiling.spread, when given) and ceilings.CEILING_SPREAD (1 %): a copy at
--- 100.8 % of the ceiling is within it, one at 102 % is not. Without a ceiling it cannot judge:
--- true, a message saying so, nil. A time, byte count, ceiling, spread or limit that is NaN,
--- infinite or out of range is an error (NaN compares false with every limit, which would read as
--- plausible).
---
+--- False when bytes moved in median_ms beat opts.limit % (default 100) of the copy ceiling (GB/s or {copy_gbps,
+-- spread}) times 1 + spread (at least ceilings.CEILING_SPREAD): physically implausible. Without a ceiling: true, a
+-- message, nil. A NaN or infinite argument is an error, never a pass.
 -- @signature policy.plausible(median_ms, bytes, ceiling [, opts]) -> ok, message, percent
 -- @example
 --   print(policy.plausible(0.1, 1e9, 3000))
@@ -45,7 +30,6 @@ function M.plausible(median_ms, bytes, ceiling, opts)
   end
   local copy = type(ceiling) == 'table' and ceiling.copy_gbps or ceiling
   if type(copy) == 'number' and not finite(copy) then
-    -- NaN would judge every rate plausible: an error, never a silent pass
     error("bad argument #3 to 'plausible' (the copy ceiling must be a finite number > 0, got " .. shown(copy) .. ')', 2)
   end
   if type(copy) ~= 'number' or copy <= 0 then
@@ -73,11 +57,8 @@ function M.plausible(median_ms, bytes, ceiling, opts)
   return true, string.format('%.1f %% of the copy ceiling (within its spread of %.1f %%)', pct, spread * 100), pct
 end
 
-
---- The throughput figures of a session (ceilings.throughput against the cached copy ceiling of this
--- process's device, when the record's environment is this device), with implausible = true and
--- implausibleReason when the median beats the copy ceiling; nil without bytes and flops.
---
+--- A session's throughput figures (against this device's cached copy ceiling when it was measured here), with
+-- implausible and implausibleReason when it beats the ceiling; nil without bytes, flops.
 -- @signature policy.throughput(bytes, flops, median_ms, environment) -> figures | nil
 -- @example
 --   local t = policy.throughput(2^30, nil, 1.0, kb.env.capture())
@@ -101,9 +82,8 @@ function M.throughput(bytes, flops, median_ms, environment)
   return t
 end
 
---- The between-session figure in force for a session measured here (record/noise.lua: the cache's,
--- per kernel where measured, else the default); nil for a record of another device.
---
+--- The between-session noise figure in force for a session measured here (record/noise.lua); nil for a record of
+-- another device.
 -- @signature policy.noise(median_ms, environment, kernel) -> figure | nil
 -- @example
 --   print(policy.noise(0.05, kb.env.capture(), "llama4_rope").sd)

@@ -1,5 +1,4 @@
---- The sweep: every (session, point, provider, mode) checked, measured, audited and recorded, and
--- the estimate a long sweep shows before it starts.
+--- The sweep: every (session, point, provider, mode) checked, measured, audited and recorded; the estimate before it.
 local core = require 'kluabench.core'
 local measure = require 'kluabench.measure'
 local bench = require 'kluabench.measure.do_bench'
@@ -17,10 +16,8 @@ local HARNESS_DO_BENCH = bench.HARNESS_DEFAULTS
 --- A sweep estimated to take at least this many seconds says so before it starts.
 M.ESTIMATE_FROM_S = 30
 
--- Seconds one session of the protocol takes when one call takes call_s: do_bench's first call,
--- 5-call estimate, warm-up and repetitions (at least CPU_MIN_REPEAT on the cpu); a stopping rule's
--- warm-up and samples: n for a count, else its timeout (a CPU seldom converges sooner; a GPU often
--- does, so there the figure is an upper bound); --timeout caps it.
+-- Seconds one session takes when one call takes call_s (do_bench's estimate, warm-up and repetitions; a rule's
+-- warm-up and n samples, else its timeout: an upper bound on a GPU), capped by --timeout.
 local function session_seconds(protocol, o, call_s, backend)
   local p = protocol.params or {}
   local s
@@ -42,9 +39,15 @@ local function session_seconds(protocol, o, call_s, backend)
   return s
 end
 
--- Times what a session of each provider and mode costs at the sweep's smallest point: its setup,
--- and one call of the timed function after a first one. Returns the point, {provider -> setup s}
--- and {provider -> {mode -> call s}}; nil when a hook fails (the sweep will say why).
+-- Frees what the shared hook returned.
+local function free_shared(shared)
+  if not shared then return end
+  declaration.free_tensors(shared, {})
+  if declaration.is_tensor(shared) then shared:free() end
+end
+
+-- Times the setup and one call (after a first) of each provider and mode at the smallest point: the point, {provider
+-- -> setup s}, {provider -> {mode -> call s}}; nil when a hook fails.
 local function probe(d, o, points)
   local p0, c0
   for _, p in ipairs(points) do
@@ -79,16 +82,12 @@ local function probe(d, o, points)
   end)
   if inputs then declaration.free_tensors(inputs, declaration.tensor_set(shared)) end
   p0.shared = nil
-  if shared then
-    declaration.free_tensors(shared, {})
-    if declaration.is_tensor(shared) then shared:free() end
-  end
+  free_shared(shared)
   if not ok then return nil end
   return p0, setup_s, call_s
 end
 
--- The sweep's estimated seconds: each session (its setup and protocol) and each check (a setup and
--- a few calls) at every point, from the probe of the smallest point scaled by each point's bytes.
+-- The sweep's estimated seconds: the probe of the smallest point scaled by each point's bytes.
 function M.estimate_seconds(d, ctx, points)
   local o = ctx.o
   local p0, setup_s, call_s = probe(d, o, points)
@@ -111,22 +110,15 @@ function M.estimate_seconds(d, ctx, points)
   return total
 end
 
----------------------------------------------------------------------------
--- Output
----------------------------------------------------------------------------
-
--- A new file in the results folder ($KLUABENCH_RESULTS, default results/):
--- NAME-<UTC time>SUFFIX.
+-- The run's protocol (--metric memory and --metrics energy load their modules only when asked for).
 function M.make_protocol(o)
-  -- --metric memory and --metrics energy load their modules only when asked for
   if o.metric == 'memory' then return require('kluabench.measure.memory').protocol() end
-  -- every mode through measure.protocol; do_bench's warm-up and repetitions are its own options
   local params = { quantiles = HARNESS_DO_BENCH.quantiles }
   if o.protocol == 'do_bench' then params.warmup_ms, params.rep_ms = o.warmup_ms, o.rep_ms end
   return measure.protocol(o.protocol, params)
 end
 
--- setup and implementation hooks again (what was described before is used).
+-- The workload, operation and implementation documents of (point, provider), made once.
 local function describe(d, ctx, p, provider, bare)
   local key = p.id .. '\0' .. provider
   local cached = ctx.described[key]
@@ -153,8 +145,7 @@ local function describe(d, ctx, p, provider, bare)
   local od = record.digest(op)
   local declared = not bare and d.implementation and d.implementation(p, provider) or nil
   if declared == 'builtin' then
-    -- the kernel registry's built-in code, only where the declaration says so: a provider of a
-    -- script of the user's that bears a built-in kernel's and provider's names is not that code
+    -- only where the declaration says so: a user's provider named like a built-in one is not it
     if not record.builtin_implementation { kernel = d.name, provider = provider, backend = core.backend(),
         operation_digest = od } then
       declaration.bad_return(d, 'implementation', nil, declared, string.format("nil, an info() table, a list of them or an "
@@ -177,10 +168,8 @@ local function describe(d, ctx, p, provider, bare)
   return out
 end
 
--- A bundle of (point, provider, mode): what was measured (result), or
--- nothing (status and reason say why).
--- o.bare: without calling the record, cost, setup and implementation hooks
--- (the bundle of a failure one of them caused).
+-- The bundle of (point, provider, mode): o.result, or none (o.status and o.reasons say why); o.bare: without the
+-- record, cost, setup and implementation hooks.
 local function bundle_of(d, ctx, p, provider, mode, run_index, o)
   local extra = (d.record and not o.bare) and declaration.call_record(d, p, provider, mode) or {}
   local execution = {}
@@ -193,7 +182,6 @@ local function bundle_of(d, ctx, p, provider, mode, run_index, o)
   end
   local desc = describe(d, ctx, p, provider, o.bare)
   local result = o.result or { samples = {}, used = {}, protocol = ctx.protocol }
-  -- what the harness decides of the session: throughput and plausibility, the noise figure, status
   local median_ms = #result.samples > 0 and result.summary and result.summary.median or nil
   local throughput = median_ms and policy.throughput(bytes, flops, median_ms, ctx.environment) or nil
   local status, reasons = o.status, o.reasons
@@ -215,9 +203,7 @@ local function bundle_of(d, ctx, p, provider, mode, run_index, o)
   }
 end
 
--- The bundle of a (point, provider, mode) that failed (status, message): the
--- record and cost hooks still describe it, unless one of them is what fails,
--- then it is made without them and says so.
+-- The bundle of a failed (point, provider, mode): made without the hooks, and saying so, when one of them fails too.
 local function failure_bundle(d, ctx, p, provider, mode, run_index, status, message)
   local ok, b = pcall(bundle_of, d, ctx, p, provider, mode, run_index, { status = status, reasons = { message } })
   if ok then return b end
@@ -228,14 +214,14 @@ local function failure_bundle(d, ctx, p, provider, mode, run_index, status, mess
       .. (again == message and ' (one of them raised that error)' or (', which raised: ' .. again)) } })
 end
 
--- The session's auditor (kluabench.trust.audit), or nil with --audits 0.
+-- The session's auditor, or nil with --audits 0.
 local function auditor(d, ctx, p, provider, mode, inputs, keep)
   if ctx.o.audits == 0 then return nil end
   return trust.new {
     inputs = inputs, keep = keep, key = seeds.derive(ctx.trust.key, p.id, provider, mode, ctx.sessions),
     refresh = function(key) return seeds.with_key(key, declaration.call_setup, d, p, provider) end,
     reference = d.reference and function(snap) return declaration.call_reference(d, p, provider, mode, snap) end,
-    dtype = p.dtype, factor = d.precision, atol = d.tolerance and d.tolerance.atol,
+    dtype = p.dtype, factor = d.precision, reduction = declaration.reduction(d, p), atol = d.tolerance and d.tolerance.atol,
     rtol = d.tolerance and d.tolerance.rtol, during = ctx.o.audits, checked = d.check ~= nil,
     -- one call per sample: a fresh sample and a timed one measure the same thing
     fresh_timing = ctx.o.protocol == 'cold' or ctx.o.protocol == 'do_bench', backend = core.backend(),
@@ -250,9 +236,8 @@ local function session(d, ctx, p, provider, mode, run_index, checked)
   local sets = {}
   ctx.sessions = (ctx.sessions or 0) + 1
   if ctx.o.protocol == 'graph' then
-    -- rotated input sets (set 1 is inputs): the rotation must exceed the L2;
-    -- each set's values of its own (a key per set), so no two sets are alike
-      ctx.protocol.params.make_set = function(i)
+    -- rotated input sets (set 1 is inputs), a seed key each, so that no two are alike
+    ctx.protocol.params.make_set = function(i)
       if i == 1 then return inputs end
       sets[#sets + 1] = seeds.with_key(seeds.derive(ctx.trust.key, 'set', i), declaration.call_setup, d, p, provider)
       return sets[#sets]
@@ -266,7 +251,7 @@ local function session(d, ctx, p, provider, mode, run_index, checked)
     local run_ctx = measure.device()
     -- the deadline is checked between samples (a call that never returns is not stopped)
     if ctx.o.metric == 'memory' then
-      -- Liger's memory metric: the peak allocated around one call (measure/memory.lua), no time
+      -- Liger's memory metric: the peak allocated around one call, no time
       return { samples = {}, used = {}, protocol = ctx.protocol,
         memory = require('kluabench.measure.memory').peak(fn) }
     end
@@ -275,7 +260,6 @@ local function session(d, ctx, p, provider, mode, run_index, checked)
     if audit then run_ctx.between = audit:hook() end
     local r = ctx.protocol:run(fn, run_ctx)
     if ctx.o.metrics.energy then
-      -- joules per call over NVML's windows, after the time (measure/energy.lua)
       r.energy = require('kluabench.measure.energy').measure(fn, { call_ms = r.summary and r.summary.median })
     end
     return r
@@ -286,7 +270,7 @@ local function session(d, ctx, p, provider, mode, run_index, checked)
   local o = { result = result, check = checked }
   if audit then
     local status, reasons, evidence = audit:verdict(result)
-    -- the run's key (what KLUABENCH_SEED_KEY takes to replay it); the session's are derived from it
+    -- the run's key (KLUABENCH_SEED_KEY replays it); the session's are derived from it
     evidence.seedKey = seeds.hex(ctx.trust.key)
     o.trust = evidence
     if status then
@@ -312,8 +296,7 @@ local function session(d, ctx, p, provider, mode, run_index, checked)
   return bundle_of(d, ctx, p, provider, mode, run_index, o)
 end
 
--- Checks provider at p on fresh inputs before anything is timed: the check
--- record, or nil and the failure's status and message.
+-- Checks provider at p on fresh inputs before timing: the check record, or nil, status, message.
 local function check_provider(d, p, provider, modes, timeout)
   if not d.check then return true end
   local t0 = core.clock_ns()
@@ -334,8 +317,7 @@ local function check_provider(d, p, provider, modes, timeout)
   return checked
 end
 
--- Runs every (session, point, provider, mode); stops between sessions once
--- a signal has come. Returns the signal's name, if any.
+-- Runs every (session, point, provider, mode), stopping between sessions after a signal: the signal's name or nil.
 function M.sweep(d, ctx, points, emit)
   local o, progress = ctx.o, ctx.progress
   local stopped_by
@@ -348,8 +330,7 @@ function M.sweep(d, ctx, points, emit)
   for run_index = 1, o.runs do
     for _, p in ipairs(points) do
       if interrupted() then return stopped_by end
-      -- a shared hook that fails fails the point (every provider and mode of
-      -- it, this session), not the sweep
+      -- a shared hook that fails fails the point (this session), not the sweep
       local shared_failure
       local ok_shared, shared_v = pcall(declaration.call_shared, d, p)
       if ok_shared then
@@ -403,10 +384,7 @@ function M.sweep(d, ctx, points, emit)
       end
       local shared = p.shared
       p.shared = nil
-      if shared then
-        declaration.free_tensors(shared, {})
-        if declaration.is_tensor(shared) then shared:free() end
-      end
+      free_shared(shared)
       if stopped_by then return stopped_by end
     end
   end
@@ -414,30 +392,4 @@ function M.sweep(d, ctx, points, emit)
   return stopped_by
 end
 
---- Runs a declared benchmark with the script's command line and returns its bundles.
---
--- decl: name, summary, axes {name, default, help, max}, sweeps {name, axis, values, fixed},
--- dtypes/dtype, providers/provider, modes/mode, and the hooks validate(point), shared(point),
--- setup(point, provider) -> inputs, run(point, provider, mode, inputs) -> fn, check(point,
--- provider, inputs, modes) -> check record, cost(point, mode) -> bytes, flops, record(point,
--- provider, mode) -> {timed, execution, annotations}. A point has one field per axis, dtype,
--- params, x (the swept axis), id and shared. Optional: operation (an operation description) and
--- implementation(point, provider) (what the provider runs: k:info() tables, an
--- ImplementationRevision or 'builtin'; without it, the script). Exits itself for --help and --list-points (0), on a usage error (2),
--- after a wrong result or a failed session (1: the other points still run, and their bundles and
--- the failed ones are written) and after SIGINT/SIGTERM (130/143). Every bundle's evidence
--- carries the session {index, count} and the point's id.
---
--- @signature suite.main(decl [, args]) -> bundles
--- @example
---   local out = os.tmpname() -- a script runs it with its own command line: kb.suite.main{...}
---   kb.suite.main({
---     name = "tensor_copy", axes = {{name = "mib", default = 64}},
---     dtypes = {"f32"}, modes = {"forward"}, providers = {"copy_"},
---     setup = function(p) local n = p.mib * 262144
---       return {src = kb.randn({n}, "f32", 1), dst = kb.empty({n}, "f32")} end,
---     run = function(p, provider, mode, t) return function(s) s = s or t; s.dst:copy_(s.src) end end,
---     cost = function(p) return 2 * p.mib * 2^20, 0 end,
---   }, {"--mib", "1", "--rep-ms", "5", "--format", "jsonl", "--out", out .. ".jsonl"})
---   os.remove(out); os.remove(out .. ".jsonl"); os.remove(out .. ".samples.jsonl")
 return M

@@ -1,36 +1,18 @@
---- Shards of a sweep: which points one process of N measures.
---
--- A point is { id = string, cost = number } (the harness's workload slug and
--- its estimated bytes over all its providers and modes); a point is never
--- split, so its providers and modes stay in one process. The split is
--- greedy longest-processing-time: points in order of cost, largest first
--- (ties by id, then by position), each to the shard with the least cost so
--- far (ties to the lowest shard number). It depends on nothing but the ids
--- and costs, so every process of a run, and every later run, computes the
--- same shards, whatever the order the points were declared in.
---
--- Balance: after the split, the most loaded shard exceeds the least loaded
--- by at most the largest point's cost (each point goes to the least loaded
--- shard), so no shard carries more than total/N + max cost.
+--- Shards of a sweep: which points one process of N measures (docs/DISTRIBUTED.md). A point {id, cost} is never
+-- split. Greedy longest-processing-time on the ids and costs alone, so every process and every run computes the same
+-- shards: no shard carries more than total/N + max cost.
 local M = {}
 local args = require 'kluabench.util.args'
 
---- The most shards a sweep is split into (4096). A larger count is refused: each shard is a process
--- or a Slurm task (whose points a launcher lists first, one process per shard), and a count like
--- 10^9 would make the split itself take minutes and gigabytes (it keeps a load figure per shard).
+--- The most shards a sweep is split into: each is a process, and the split keeps a figure per shard.
 M.MAX_SHARDS = 4096
 
-local assign, plan -- defined below, after the checks
-
--- Raises "bad argument #argn to 'shard.fn' (why)" at the caller of the
--- public function (level 3: fail <- check <- public function <- caller).
+-- Raises "bad argument #argn to 'shard.fn' (why)" at the caller of the public function.
 local function fail(fn, argn, fmt, ...)
   error(string.format("bad argument #%d to 'shard.%s' (" .. fmt .. ')', argn, fn, ...), 4)
 end
 
---- Reads "I/N" (1-based, 1 <= I <= N <= shard.MAX_SHARDS); a bad spec gives nil and a message naming
--- it.
---
+--- Reads "I/N" (1 <= I <= N <= shard.MAX_SHARDS); a bad spec gives nil and a message naming it.
 -- @signature shard.parse(spec) -> i, n | nil, message
 -- @example
 --   local i, n = shard.parse("2/3")
@@ -47,9 +29,7 @@ function M.parse(s)
   end
   local digits = n
   i, n = math.tointeger(tonumber(i)), math.tointeger(tonumber(n))
-  if n and n < 1 then
-    return nil, string.format("bad shard '%s': the shard count N must be at least 1", s)
-  end
+  if n and n < 1 then return nil, string.format("bad shard '%s': the shard count N must be at least 1", s) end
   if not n or n > M.MAX_SHARDS or #digits > 10 then
     return nil, string.format("bad shard '%s': the shard count N must be at most %d", s, M.MAX_SHARDS)
   end
@@ -60,7 +40,6 @@ function M.parse(s)
 end
 
 --- The spec of shard i of n, as --shard takes it.
---
 -- @signature shard.format(i, n) -> "i/n"
 -- @example
 --   assert(shard.format(1, 4) == "1/4")
@@ -92,20 +71,8 @@ local function check_count(fn, argn, n)
   if n > M.MAX_SHARDS then fail(fn, argn, 'shard count: at most %d (shard.MAX_SHARDS), got %d', M.MAX_SHARDS, n) end
 end
 
---- The shard number (1..n) of every point, a list parallel to points.
---
--- @signature shard.assign(points, n) -> {shard, ...}
--- @example
---   local where = shard.assign({{id = "a", cost = 2}, {id = "b", cost = 1}}, 2)
---   assert(where[1] == 1 and where[2] == 2)
-function M.assign(points, n)
-  check_points('assign', points)
-  check_count('assign', 2, n)
-  return assign(points, n)
-end
-
--- M.assign without the checks.
-assign = function(points, n)
+-- LPT: points by cost, largest first (ties by id, then position), each to the least loaded shard.
+local function assign(points, n)
   local order = {}
   for k = 1, #points do order[k] = k end
   table.sort(order, function(a, b)
@@ -128,22 +95,7 @@ assign = function(points, n)
   return where
 end
 
---- All n shards (lists of points in declaration order) and the total cost of each.
---
--- A shard is empty when there are fewer points than shards.
---
--- @signature shard.plan(points, n) -> shards, costs
--- @example
---   local shards, costs = shard.plan({{id = "a", cost = 2}, {id = "b", cost = 1}, {id = "c", cost = 1}}, 2)
---   assert(costs[1] == 2 and costs[2] == 2 and #shards[2] == 2)
-function M.plan(points, n)
-  check_points('plan', points)
-  check_count('plan', 2, n)
-  return plan(points, n)
-end
-
--- M.plan without the checks.
-plan = function(points, n)
+local function plan(points, n)
   local where = assign(points, n)
   local shards, cost = {}, {}
   for s = 1, n do shards[s], cost[s] = {}, 0 end
@@ -155,14 +107,30 @@ plan = function(points, n)
   return shards, cost
 end
 
---- The points of shard i of n, in declaration order (possibly none).
---
--- points is a list of `{id = string, cost = number >= 0}` with unique ids. Greedy
--- longest-processing-time: points by cost, largest first (ties by id), each to the shard with the
--- least cost so far (ties to the lowest number). The most and least loaded shards differ by at most
--- the largest cost. The same ids and costs give the same shards in every process and every run,
--- whatever their order.
---
+--- The shard number (1..n) of every point, a list parallel to points.
+-- @signature shard.assign(points, n) -> {shard, ...}
+-- @example
+--   local where = shard.assign({{id = "a", cost = 2}, {id = "b", cost = 1}}, 2)
+--   assert(where[1] == 1 and where[2] == 2)
+function M.assign(points, n)
+  check_points('assign', points)
+  check_count('assign', 2, n)
+  return assign(points, n)
+end
+
+--- All n shards (lists of points in declaration order, possibly empty) and the total cost of each.
+-- @signature shard.plan(points, n) -> shards, costs
+-- @example
+--   local shards, costs = shard.plan({{id = "a", cost = 2}, {id = "b", cost = 1}, {id = "c", cost = 1}}, 2)
+--   assert(costs[1] == 2 and costs[2] == 2 and #shards[2] == 2)
+function M.plan(points, n)
+  check_points('plan', points)
+  check_count('plan', 2, n)
+  return plan(points, n)
+end
+
+--- The points of shard i of n, in declaration order (possibly none); points: {id, cost >= 0}, ids unique. The same
+-- ids and costs give the same shards in every process, whatever their order.
 -- @signature shard.select(points, i, n) -> points
 -- @example
 --   local pts = {{id = "seq1024", cost = 4e6}, {id = "seq2048", cost = 8e6}, {id = "seq4096", cost = 16e6}}

@@ -1,25 +1,5 @@
---- kluabench.trust: audited samples, taken at random points of a
--- timed session and once after it (docs/TRUST.md). An audit is two extra
--- samples in the protocol's own shape whose times are not kept:
---
---   1. the inputs get fresh values (the setup made again under a derived
---      seed key, copied into the same buffers), a snapshot of them is taken,
---      the guard bytes around every tensor are armed, the persisting-L2 state
---      is reset; then a sample (the "fresh" sample: its time is kept apart
---      and compared with the timed samples' median at the end);
---   2. right after it returns: a thread census (a thread still busy is work
---      left running outside the timed window), a copy of what the timer saw,
---      a synchronisation of the whole device;
---   3. on cuda, a second sample traced with CUPTI: kernels on a stream other
---      than the engine's, and a persisting-L2 set-aside or window left set;
---   4. the guard bytes, the inputs that are no output (unchanged, bit for
---      bit), and the outputs against the reference computed from the
---      snapshot after the call (so that neither a stale nor a fresh reference
---      can be copied by the kernel), element-wise and norm-wise against the
---      declared dtype's precision; the timing functions not replaced.
---
--- Every finding is a status of kernelindex's run enum with its reason in
--- words: policy_violation, suspected_reward_hack or incorrect_numerical.
+--- kluabench.trust: audited samples at random points of a timed session and after it (docs/TRUST.md), and the census
+-- of what ran besides the timed call. A finding is a run status with its reason.
 local core = require 'kluabench.core'
 local args = require 'kluabench.util.args'
 local check = require 'kluabench.kernels.check'
@@ -35,13 +15,7 @@ local trace_start, trace_stop, trace_active, trace_available = core.trace.start,
   core.trace.active, core.trace.available
 local spin, compare_elements, sleep = core.spin, core.compare_elements, core.process.sleep
 
----------------------------------------------------------------------------
--- The census: what ran besides the timed call. Threads of the process still busy after it returned
--- (work handed to a plugin's thread), kernels on streams other than the engine's while it ran (work
--- queued on a stream of the plugin's own), and the persisting-L2 state (an access-policy window
--- that keeps a kernel's data in L2 through the harness's flush).
----------------------------------------------------------------------------
-
+-- The census: threads busy after the timed call returned, kernels on other streams, the persisting-L2 state.
 local census = {}
 M.census = census
 local threads, clock_ns = core.trust.threads, core.clock_ns
@@ -50,15 +24,7 @@ local threads, clock_ns = core.trust.threads, core.clock_ns
 census.WINDOW_MS = 3
 census.BUSY_SHARE = 0.25
 
-local function by_tid(list)
-  local t = {}
-  for _, x in ipairs(list or {}) do t[x.tid] = x end
-  return t
-end
-
---- Starts a thread census: the threads now (call it right after the timed call returns). A token
--- for census.busy, or nil and a message when the census cannot be taken (no /proc).
---
+--- Starts a thread census right after the timed call: a token for census.busy, or nil and a message (no /proc).
 -- @signature census.start() -> token | nil, message
 -- @example
 --   local token = require("kluabench.trust.census").start()
@@ -68,13 +34,8 @@ function census.start()
   return { before = a, me = me, t0 = clock_ns() }
 end
 
---- The threads of the process, other than the caller's, that ran for at least BUSY_SHARE x
--- WINDOW_MS ms between census.start() and now (at least WINDOW_MS ms after it: the rest is waited
--- out): {{tid, name, ran_ns, new}} (empty when none), or nil and a message.
---
--- Where the kernel has no schedstat a thread counts as busy when it is running (state R) at the
--- start and at the end of the window.
---
+--- The other threads that ran at least BUSY_SHARE of a window of WINDOW_MS ms since census.start() (the rest is
+-- waited out; without schedstat: running at both ends): {{tid, name, ran_ns, new}}.
 -- @signature census.busy(token [, window_ms]) -> list | nil, message
 -- @example
 --   local census = require("kluabench.trust.census")
@@ -88,7 +49,8 @@ function census.busy(token, window_ms)
   local elapsed_ns = clock_ns() - token.t0
   local b = threads()
   if not b then return nil, 'the thread census failed at the end of its window' end
-  local before, busy = by_tid(token.before), {}
+  local before, busy = {}, {}
+  for _, x in ipairs(token.before or {}) do before[x.tid] = x end
   for _, t in ipairs(b) do
     if t.tid ~= token.me then
       local was = before[t.tid]
@@ -107,7 +69,6 @@ function census.busy(token, window_ms)
 end
 
 --- The stream the engine's own marker kernel ran on (the first record flagged internal), or nil.
---
 -- @signature census.engine_stream(records) -> id | nil
 -- @example
 --   local id = require("kluabench.trust.census").engine_stream(kb.trace.stop())
@@ -119,9 +80,7 @@ function census.engine_stream(records)
   return nil
 end
 
---- The kernels and copies of a trace that ran on another stream than `stream`: {{name, stream,
--- count, ns}} by name and stream.
---
+--- The kernels and copies of a trace on another stream than `stream`: {{name, stream, count, ns}}.
 -- @signature census.foreign(records, stream) -> list
 -- @example
 --   local others = require("kluabench.trust.census").foreign({}, 13)
@@ -144,7 +103,6 @@ function census.foreign(records, stream)
 end
 
 --- The device time of a trace's work (kernels and copies, not kluabench's own spin), in ns.
---
 -- @signature census.work_ns(records) -> ns
 -- @example
 --   print(require("kluabench.trust.census").work_ns(kb.trace.stop()))
@@ -157,9 +115,7 @@ function census.work_ns(records)
   return ns
 end
 
---- What is wrong with the persisting-L2 state after a timed call, or nil: a set-aside or an
--- access-policy window on the engine's stream means a kernel asked for its data to stay in L2.
---
+--- What is wrong with the persisting-L2 state after a timed call (a set-aside, an access-policy window), or nil.
 -- @signature census.l2_finding([device]) -> message | nil
 -- @example
 --   print(require("kluabench.trust.census").l2_finding())
@@ -180,20 +136,14 @@ function census.l2_finding(device)
   return table.concat(parts, ' and ') .. ': the kernel keeps its data in L2 through the flush between samples'
 end
 
----------------------------------------------------------------------------
--- The audit
----------------------------------------------------------------------------
-
 M.DEFAULTS = {
   during = 2,      -- audits at random samples while timing (one more follows the last sample)
   fresh_ratio = 3, -- a timed median this many times faster than every fresh sample is suspect
-  -- a traced call's device work longer than this times its timed window plus the slack is work
-  -- done outside the window
+  -- device work beyond ratio x the timed window + slack was done outside the window
   outside_ratio = 1.5, outside_slack_ns = 20000,
 }
 
---- The statuses an audit gives, the first the most severe (the one a run with several findings
--- gets).
+--- The statuses an audit gives, the most severe first (a run with several findings gets it).
 M.STATUSES = { 'policy_violation', 'suspected_reward_hack', 'incorrect_numerical' }
 local RANK = {}
 for i, s in ipairs(M.STATUSES) do RANK[s] = i end
@@ -227,18 +177,11 @@ end
 local Auditor = {}
 Auditor.__index = Auditor
 
---- An auditor for one timed session.
---
--- spec: inputs (the table the timed function works on, set 1), refresh(key) -> a table of fresh
--- inputs made under seed key `key` (the harness calls the benchmark's setup), reference(snapshot)
--- -> {name = tensor}: what each named tensor of the inputs holds after one call (nil: outputs are
--- not checked), keep (tensors never freed: shared state), key (the run's seed key), dtype (the
--- declared dtype), factor (the norm-wise limit in units of its roundoff, false: off), atol, rtol,
--- during (audits while timing), fresh_timing (compare fresh samples with the median: one call per
--- sample), checked (a check passed before timing: a wrong output is then a suspected hack), label
--- (names the session in messages), backend, integrity_check (a function returning the findings of
--- kluabench.trust.integrity.verify, when its references were taken).
---
+--- An auditor for one timed session. spec: inputs (set 1), refresh(key) -> fresh inputs, reference(snapshot) -> {name
+-- = tensor} (nil: outputs unchecked), keep (never freed), key, dtype, factor (norm-wise, false: off), reduction
+-- (terms per output element; default check.reduction_length), atol, rtol,
+-- during, fresh_timing, checked (a wrong output is then a suspected hack), backend, integrity_check
+-- (integrity.verify).
 -- @signature audit.new(spec) -> auditor
 -- @example
 --   local t = kb.randn({256}, "f32", 1)
@@ -279,8 +222,7 @@ function Auditor:due(i)
   return false
 end
 
---- For a protocol that knows its sample count n beforehand (do_bench): the audits run before
--- `during` samples drawn uniformly from 1..n instead of the doubling schedule.
+--- For a protocol that knows its sample count n (do_bench): `during` audits at samples drawn from 1..n.
 function Auditor:plan(n)
   local plan, picked, j = {}, 0, 0
   while picked < math.min(self.during, n) do
@@ -292,10 +234,8 @@ function Auditor:plan(n)
   return plan
 end
 
---- The auditor as the timing loops' between-samples hook (measure's ctx.between): before sample i
--- of n (n when the protocol knows it), an audit when one is due; after the last (i = nil), one
--- more. True when it took samples.
---
+--- The auditor as measure's ctx.between: an audit before sample i of n when one is due, and one after the last (i =
+-- nil). True when it took samples.
 -- @signature auditor:hook() -> function(i, n, take, ...)
 -- @example
 --   local t = kb.randn({256}, "f32", 1)
@@ -316,8 +256,7 @@ function Auditor:hook()
   end
 end
 
--- Records a finding; one of the same kind at several audits is one reason
--- (the first audit's words, the audits listed).
+-- Records a finding; one kind at several audits is one reason (the first words, the audits listed).
 function Auditor:finding(status, kind, message)
   local f = self.by_message[kind]
   if f then
@@ -366,10 +305,8 @@ local function each_tensor(sets, fn)
   end
 end
 
--- The CUPTI-traced sample (cuda): foreign streams, work outside the timed
--- window (a kernel queued after the call returned runs after the end
--- event: the trace waits WINDOW_MS for it) and the persisting-L2 state.
--- per: the calls a take's time is divided by.
+-- The CUPTI-traced sample (cuda): foreign streams, work outside the timed window (the trace waits WINDOW_MS for a
+-- kernel queued after the call) and the persisting-L2 state. per: calls per take.
 function Auditor:watched(take, per)
   local ok, why = trace_available()
   if not ok then
@@ -473,7 +410,10 @@ function Auditor:verify_outputs(pre, post, calls)
         local dtype = self.dtype or got.dtype
         if check.UNIT_ROUNDOFF[dtype] then
           local factor = (self.factor or check.DEFAULT_FACTOR) * scale
-          local fine, _, _, msg = check.normwise(got, want, dtype, { factor = factor, name = label })
+          local inputs = {}
+          for _, k in ipairs(tensor_keys(post)) do if not named[k] then inputs[#inputs + 1] = post[k] end end
+          local fine, _, _, msg = check.normwise(got, want, dtype, { factor = factor, name = label,
+            reduction = self.reduction or check.reduction_length(got, inputs) })
           if not fine then self:finding('incorrect_numerical', 'precision ' .. tostring(name), msg) end
         end
       end
@@ -492,11 +432,8 @@ function Auditor:verify_outputs(pre, post, calls)
   free_all(wants)
 end
 
---- One audit: fresh inputs, a sample, the census, a traced sample (cuda), the checks.
---
--- take() takes one sample in the protocol's shape and returns its ms; calls: how many times one take
--- applies the timed function to set 1 (the reference is applied as often); sets: every input set the
--- take touches (default {inputs}); per: the calls take()'s time is divided by (default 1).
+--- One audit: fresh inputs, a sample, the census, a traced sample (cuda), the checks. take() -> ms; calls: times one
+-- take applies the function to set 1; sets: the sets it touches; per: calls per take.
 function Auditor:run(take, calls, sets, per)
   self.n = self.n + 1
   calls = calls or 1
@@ -543,8 +480,7 @@ function Auditor:run(take, calls, sets, per)
     local fine, msg = guard_check(t)
     if not fine then
       self:finding('policy_violation', 'guard ' .. tostring(k),
-        string.format("tensor '%s': %s: the kernel wrote outside its tensors",
-        tostring(k), msg))
+        string.format("tensor '%s': %s: the kernel wrote outside its tensors", tostring(k), msg))
     end
   end)
   local ok, err = pcall(self.verify_outputs, self, pre, post, calls)
@@ -553,8 +489,7 @@ function Auditor:run(take, calls, sets, per)
   if not ok then error(err, 0) end
 end
 
---- The audits' outcome for a protocol result: status (nil: nothing found), reasons (words) and the
--- evidence (what ran, what did not and why, the fresh samples, the seed key).
+--- The audits' outcome for a protocol result: status (nil: nothing found), reasons and evidence.
 function Auditor:verdict(result)
   self:integrity()
   local median = result and result.summary and result.summary.median
@@ -589,7 +524,7 @@ function Auditor:verdict(result)
   return status, reasons, {
     seedKey = seeds.hex(self.key), audits = self.n, checks = ran,
     notChecked = next(skipped) and skipped or nil, freshMs = #self.fresh_ms > 0 and self.fresh_ms or nil,
-    -- the kept samples (by index) that an audit ran just before; one more ran after the last
+    -- the samples an audit ran just before; one more ran after the last
     before = #self.before > 0 and self.before or nil,
     findings = #reasons > 0 and reasons or nil,
   }

@@ -1,30 +1,18 @@
---- kluabench.trust.integrity: the timing and statistics functions as they
--- were before the user's script ran, and which of them a script replaced.
---
--- The host calls capture() before it runs a script (engine/host/main.c), so the
--- references kept here are the engine's and the stdlib's own: the timing
--- path (kluabench.measure.protocol_base's device(), the measure modes)
--- takes its functions from upvalues bound when those modules loaded, which
--- capture() makes happen first. verify() then says which watched function a
--- script replaced (kb.event = ..., stats.median = ..., a method of the event
--- or tensor metatables, a module swapped in package.loaded): the harness
--- reports any as a policy_violation. What it cannot see: a script that uses
--- the debug library (debug.setupvalue, debug.sethook) or a plugin's native
--- code rewriting the process's memory (docs/TRUST.md).
+--- kluabench.trust.integrity: the timing and statistics functions as before the user's script (the host calls
+-- capture() first), and which a script replaced: a policy_violation. The debug library and native code evade it
+-- (docs/TRUST.md).
 local M = {}
 
 local core = require 'kluabench.core'
 
--- The Lua modules whose functions decide a time or a check, loaded (and so
--- bound) at capture time.
+-- The Lua modules whose functions decide a time or a check, loaded (and so bound) at capture time.
 M.MODULES = {
   'kluabench.stats', 'kluabench.measure', 'kluabench.measure.do_bench', 'kluabench.kernels.check',
   'kluabench.trust', 'kluabench.trust.seeds',
 }
 
---- The modules of the protocols loaded only when a run asks for one: once loaded, verify() checks
--- that every function they hold was defined in their stdlib file (the script ran before they
--- loaded and could have put another table in their place).
+--- The modules loaded only when a run asks for them, after the script: verify() checks that every function they hold
+-- was defined in their stdlib file.
 M.LATE = { 'kluabench.measure.session', 'kluabench.measure.cold', 'kluabench.measure.hot',
   'kluabench.measure.graph', 'kluabench.measure.stopping', 'kluabench.measure.clocks', 'kluabench.stats.inference' }
 
@@ -54,11 +42,8 @@ local function class_methods(name)
   return mt
 end
 
---- Takes the references: loads the watched modules and records every function they and the engine
--- export, and the methods of the engine's classes. Idempotent: the first call's references stay.
---
--- Returns the number of functions watched.
---
+--- Takes the references (idempotent): loads the watched modules and records every function they and the engine
+-- export, and the methods of the engine's classes. Returns how many are watched.
 -- @signature integrity.capture() -> n
 -- @example
 --   print(require("kluabench.trust.integrity").capture() > 0)
@@ -108,15 +93,13 @@ local function defined_in(fn, file)
 end
 
 --- Whether capture() has run.
---
 -- @signature integrity.captured() -> boolean
 -- @example
 --   print(require("kluabench.trust.integrity").captured())
 function M.captured() return captured ~= nil end
 
---- The watched functions a script replaced or removed since capture(): a list of {what, message}
--- (empty when none; also when capture() never ran, with captured() false).
---
+--- The watched functions a script replaced or removed since capture(): a list of {what, message} (empty when none, or
+-- when capture() never ran).
 -- @signature integrity.verify() -> findings
 -- @example
 --   for _, f in ipairs(require("kluabench.trust.integrity").verify()) do print(f.message) end

@@ -1,9 +1,5 @@
---- kluabench.trust.seeds: the run's seed key, drawn when the run starts and
--- written into its records afterwards, so that no kernel can know its inputs
--- in advance (a kernel that recognises the inputs of seeds 1, 2 and 3 and
--- returns answers stored for them is wrong on these). kb.trust.seed_key(key)
--- mixes the key into every kb.randn seed; KLUABENCH_SEED_KEY=0x... replays a
--- run's inputs.
+--- kluabench.trust.seeds: the run's seed key, drawn at its start and recorded after, so that no kernel knows its inputs
+-- in advance; kb.trust.seed_key(key) mixes it into every kb.randn seed; KLUABENCH_SEED_KEY=0x... replays a run.
 local args = require 'kluabench.util.args'
 local M = {}
 
@@ -29,7 +25,6 @@ local function urandom()
 end
 
 --- The key as the records write it: "0x" and 16 hex digits.
---
 -- @signature seeds.hex(key) -> text
 -- @example
 --   print(require("kluabench.trust.seeds").hex(255))
@@ -39,7 +34,6 @@ function M.hex(key)
 end
 
 --- Parses a key as hex() writes it (or a decimal integer); nil and a message for anything else.
---
 -- @signature seeds.parse(text) -> key | nil, message
 -- @example
 --   print(require("kluabench.trust.seeds").parse("0x00000000000000ff"))
@@ -60,12 +54,8 @@ function M.parse(text)
   return v
 end
 
---- A fresh non-zero key: $KLUABENCH_SEED_KEY when set (to replay a run), else drawn from
--- /dev/urandom (the clock where it is missing).
---
--- Returns the key and where it came from ("drawn" or "KLUABENCH_SEED_KEY"). A malformed
--- $KLUABENCH_SEED_KEY is an error naming it.
---
+--- A fresh non-zero key and its source: $KLUABENCH_SEED_KEY when set (an error when malformed), else "drawn" from
+-- /dev/urandom (or the clock).
 -- @signature seeds.draw() -> key, source
 -- @example
 --   local key = require("kluabench.trust.seeds").draw()
@@ -83,7 +73,6 @@ function M.draw()
 end
 
 --- A key derived from key for one purpose: derive(key, "audit", 3) differs from derive(key, "set", 3).
---
 -- @signature seeds.derive(key, ...) -> key
 -- @example
 --   local s = require("kluabench.trust.seeds")
@@ -103,7 +92,6 @@ function M.derive(key, ...)
 end
 
 --- n seeds for check.new, each in [1, 2^31), drawn from key.
---
 -- @signature seeds.list(n, key) -> {seeds}
 -- @example
 --   print(table.concat(require("kluabench.trust.seeds").list(3, 42), ", "))
@@ -115,8 +103,7 @@ function M.list(n, key)
   return out
 end
 
---- Calls fn(...) with kb.randn keyed by key, restoring the key before after (also on an error).
---
+--- Calls fn(...) with kb.randn keyed by key, then restores the key (also on an error).
 -- @signature seeds.with_key(key, fn, ...) -> what fn returns
 -- @example
 --   local s = require("kluabench.trust.seeds")

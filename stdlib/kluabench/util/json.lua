@@ -344,7 +344,8 @@ function M.encoding_problem(text)
 end
 
 --- Parses one JSON text with lua-cjson: integral numbers read as integers, [] as json.array{},
--- null as json.null(). Errors say "line L, column C: why near '...'"; code is "trailing" when a
+-- null as json.null(). A NUL byte outside a \u0000 escape is refused. Errors say
+-- "line L, column C: why near '...'"; code is "trailing" when a
 -- complete value is followed by more text (JSON Lines read as JSON), "encoding" for UTF-16/32.
 --
 -- @signature json.decode(text) -> value | nil, message, code
@@ -356,6 +357,11 @@ function M.decode(text)
   local skip = text:sub(1, 3) == '\239\187\191' and 3 or 0 -- a UTF-8 byte order mark
   local enc = M.encoding_problem(text)
   if enc then return nil, 'line 1, column 1: ' .. enc, 'encoding' end
+  local nul = text:find('\0', 1, true) -- lua-cjson would stop reading there and ignore the rest
+  if nul then
+    local line, col = line_col(text, nul)
+    return nil, string.format('line %d, column %d: a NUL byte (JSON text has none)', line, col)
+  end
   local body = skip > 0 and text:sub(skip + 1) or text
   local marked = mark_empty_arrays(body)
   local ok, v = pcall(cjson.decode, marked)
