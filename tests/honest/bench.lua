@@ -116,7 +116,7 @@ end
 
 -- A tensor of the dtype near `centre`: centre + scale * randn.
 local function near(shape, dtype, seed, centre, scale)
-  local f = kb.randn(shape, 'f32', seed) * scale + centre
+  local f = kb.randn(shape, 'f32', seed):mul_(scale):add_(centre)
   local t = f:cast(dtype)
   f:free()
   return t
