@@ -4,12 +4,12 @@
 --
 -- The kernel below rotates interleaved pairs (x[2i], x[2i+1]) of q and k
 -- (bf16, [1, SEQ, H, 128]) by the (cos, sin) table kb.rope.freqs makes, as
--- the built-in fused kernel does, one thread per pair. kb.check runs it on
+-- the built-in fused kernel does, one thread per pair. kb.checker runs it on
 -- three fresh seeds with its outputs poisoned first, then both are timed by
 -- kb.do_bench.do_bench and the user kernel is checked again. On the cpu backend
 -- the kernel is compiled only (NVRTC needs no GPU), and the example says so.
 local kb = require 'kluabench'
-local check = require 'kluabench.kernels.check'
+local checker = require 'kluabench.kernels.checker'
 local record = require 'kluabench.record'
 
 local SOURCE = [[
@@ -53,7 +53,7 @@ local function user_rope(x, out)
     args = { out, x, freqs, rows, seq, x.shape[3], half } }
 end
 
-local c = check.new {
+local c = checker.new {
   inputs = function(seed)
     local q = kb.randn({ 1, seq, Q_HEADS, DIM }, 'bf16', seed)
     local k = kb.randn({ 1, seq, KV_HEADS, DIM }, 'bf16', seed + 1000)

@@ -6,7 +6,7 @@
 -- only with CUDA=1). On cuda the CUDA entry is checked against the plugin's
 -- own CPU twin; on cpu the twin is checked against plain Lua.
 local kb = require 'kluabench'
-local check = require 'kluabench.kernels.check'
+local checker = require 'kluabench.kernels.checker'
 
 local n = math.tointeger(tonumber(arg and arg[1] or '')) or (1 << 20)
 local path = arg and arg[2] or (kb.executable():match('^(.*)/[^/]*$') .. '/plugins/libscale_add.so')
@@ -18,7 +18,7 @@ print(string.format('plugin %s %s (ABI %d): %s(%s), CUDA entry %s, CPU entry %s'
 
 local ALPHA = 1.5
 local cuda = kb.backend() == 'cuda'
-local c = check.new {
+local c = checker.new {
   inputs = function(seed)
     return { x = kb.randn({ n }, 'f32', seed), y = kb.randn({ n }, 'f32', seed + 1), out = kb.empty({ n }, 'f32') }
   end,

@@ -42,5 +42,9 @@ else
   io.stdout:write(string.format('copy ceiling: %.1f GB/s (%s; median %.4f ms for %.0f MiB read + '
     .. 'written, %d samples)\n', entry.copy_gbps, cached and 'cached' or 'measured now',
     entry.median_ms, entry.bytes_per_copy / 1048576, entry.samples))
+  for _, l in ipairs(ceilings.levels(info, entry)) do
+    io.stdout:write(string.format('%-14s %10s  at most %.1f GB/s (%s)\n', l.name,
+      l.bytes and string.format('%.4g MiB', l.bytes / 1048576) or '', l.gbps or 0 / 0, l.source or 'no bound'))
+  end
   io.stdout:write('cache: ', opts.path or ceilings.cache_path(), '\n')
 end

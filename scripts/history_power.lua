@@ -4,7 +4,7 @@
 --
 -- FILE: records files of one sweep measured several times on one device,
 -- each file one session (A/A pairs, noise sessions), read with the current
--- reader through kluabench.history.point; the method judged is
+-- reader (kluabench.history.point.read) and the result model; the method judged is
 -- kluabench.history.detect itself. docs/HISTORY.md reports a run on nine
 -- H200 sessions.
 --
@@ -26,6 +26,7 @@
 --          the code?
 -- The report goes to stdout. Exit status 2 on a usage error.
 local point = require 'kluabench.history.point'
+local result = require 'kluabench.result'
 local detect = require 'kluabench.history.detect'
 local prng = require 'kluabench.stats.prng'
 local stats = require 'kluabench.stats'
@@ -52,17 +53,19 @@ for _, name in ipairs(FILES) do
   if not bundles then usage_error(why) end
   local seen = {}
   for _, b in ipairs(bundles) do
-    local p = assert(point.of(b))
+    local s = result.session(b)
+    local label, provider = result.label_of(b, s)
+    if not s.samples_ms then usage_error(name .. ': ' .. label .. ' (' .. provider .. '): ' .. tostring(s.samples_why)) end
     -- a point measured twice in one file (hidden8192 seq2048) is two sessions
-    local key = p.label .. '#' .. (seen[p.label .. p.provider] or 0)
-    seen[p.label .. p.provider] = (seen[p.label .. p.provider] or 0) + 1
+    local key = label .. '#' .. (seen[label .. provider] or 0)
+    seen[label .. provider] = (seen[label .. provider] or 0) + 1
     if not sessions[key] then
       sessions[key] = {}
       order[#order + 1] = key
     end
-    sessions[key][p.provider] = sessions[key][p.provider] or {}
-    table.insert(sessions[key][p.provider], p.samples)
-    if p.noise_sd then noise[#noise + 1] = p.noise_sd end
+    sessions[key][provider] = sessions[key][provider] or {}
+    table.insert(sessions[key][provider], s.samples_ms)
+    if s.noise_sd then noise[#noise + 1] = s.noise_sd end
   end
 end
 local NOISE = stats.median(noise) -- the between-session noise the records carry

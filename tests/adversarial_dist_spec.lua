@@ -401,7 +401,7 @@ describe('no command writes over one of its inputs (issue 24, class 2)', functio
   end)
   after_each(function() os.execute('rm -rf ' .. q(tmp)) end)
 
-  it('plot, report, migrate, submission and import-liger refuse an output that is an input or its samples', function()
+  it('plot, report, submission and import-liger refuse an output that is an input or its samples', function()
     local before = { sha(rec), sha(samples), sha(csv) }
     for _, case in ipairs {
       { { 'plot', rec, '-o', rec }, 'kluabench plot: -o ' .. rec .. ' is the input ' .. rec },
@@ -409,9 +409,6 @@ describe('no command writes over one of its inputs (issue 24, class 2)', functio
       { { 'plot', rec, '-o', tmp .. '/hard.jsonl' }, 'is the samples file of the input ' .. rec },
       { { 'report', rec, '-o', tmp .. '/./r.jsonl' }, 'kluabench report: -o ' .. tmp .. '/./r.jsonl is the input ' },
       { { 'report', '--db', rec, '-o', rec }, 'is the history database (--db)' },
-      { { 'migrate', rec, '-o', rec }, 'kluabench migrate: -o ' .. rec .. ' is the input ' .. rec },
-      { { 'migrate', rec, '-o', samples }, 'is the samples file of the input ' .. rec },
-      { { 'migrate', rec, '-o', tmp .. '/r.json' }, '(its samples file ' .. samples .. ') is the samples file of' },
       { { 'submission', rec, '-o', tmp .. '/link.jsonl' }, 'kluabench submission: -o ' .. tmp .. '/link.jsonl is the' },
       { { 'submission', rec, '-o', samples }, 'is the samples file of the input ' .. rec },
       { { 'import-liger', csv, '--jsonl', csv }, 'kluabench import-liger: --jsonl ' .. csv .. ' is the input ' .. csv },
@@ -424,7 +421,7 @@ describe('no command writes over one of its inputs (issue 24, class 2)', functio
     assert.same(before, { sha(rec), sha(samples), sha(csv) })
     -- an output beside the inputs is written as before
     assert.equal(0, run({ 'plot', rec, '-o', tmp .. '/r.svg' }).code)
-    assert.equal(0, run({ 'migrate', rec, '-o', tmp .. '/m.jsonl' }).code)
+    assert.equal(0, run({ 'submission', rec, '-o', tmp .. '/s.json' }).code)
     assert.equal(0, run({ 'import-liger', csv, '--jsonl', tmp .. '/l.jsonl' }).code)
   end)
 end)

@@ -11,6 +11,7 @@ local kb = require 'kluabench'
 local policy = require 'kluabench.suite.policy'
 local files = require 'kluabench.util.files'
 local check = require 'kluabench.kernels.check'
+local checker = require 'kluabench.kernels.checker'
 local sub = require 'helpers.subprocess'
 
 local q = sub.q
@@ -316,9 +317,9 @@ describe('kluabench.kernels.check cannot be switched off or fooled (issue 24, cl
       { '1e-3', "string '1e-3'" } } do
       local bad, shown = c[1], c[2]
       assert.matches("bad argument #1 to 'new' (atol must be a finite number >= 0, got " .. shown,
-        err_of(check.new, spec { atol = bad }), 1, true)
+        err_of(checker.new, spec { atol = bad }), 1, true)
       assert.matches("bad argument #1 to 'new' (rtol must be a finite number >= 0, got " .. shown,
-        err_of(check.new, spec { rtol = bad }), 1, true)
+        err_of(checker.new, spec { rtol = bad }), 1, true)
       assert.matches("bad argument #3 to 'compare' (atol must be a finite number >= 0, got " .. shown,
         err_of(check.compare, cpu { 0 }, cpu { 1 }, { atol = bad }), 1, true)
       assert.matches("bad argument #2 to 'tolerance' (rtol must be a finite number >= 0, got " .. shown,
@@ -329,19 +330,19 @@ describe('kluabench.kernels.check cannot be switched off or fooled (issue 24, cl
     assert.matches("compare_elements' (rtol must be a finite number >= 0, got -1.0)",
       err_of(kb.compare_elements, cpu { 0 }, cpu { 1 }, 0, -1), 1, true)
     -- zero is a tolerance (exact comparison), and the kernel that writes zeros still fails
-    assert.is_false((check.run(spec { atol = 0, rtol = 0 })))
+    assert.is_false((checker.run(spec { atol = 0, rtol = 0 })))
   end)
 
   it('outputs or a reference that return no tensors are an error, never a pass', function()
     -- (the seeds are drawn at run time: the messages name them)
     assert.matches('verify: outputs%(state%) for seed %d+ returned no tensors',
-      err_of(check.run, spec { outputs = function() return {} end }))
+      err_of(checker.run, spec { outputs = function() return {} end }))
     assert.matches('verify: reference%(state%) for seed %d+ returned no tensors',
-      err_of(check.run, spec { reference = function() return {} end }))
+      err_of(checker.run, spec { reference = function() return {} end }))
     assert.matches('verify: outputs%(state%) for seed %d+ returned a string',
-      err_of(check.run, spec { outputs = function() return 'x' end }))
+      err_of(checker.run, spec { outputs = function() return 'x' end }))
     assert.matches('verify: reference%(state%) for seed %d+: element 1 is a number, not a kluabench.Tensor',
-      err_of(check.run, spec { reference = function() return { 1 } end }))
+      err_of(checker.run, spec { reference = function() return { 1 } end }))
   end)
 
   it('outputs and references of zero elements are an error, never a pass', function()
@@ -349,21 +350,21 @@ describe('kluabench.kernels.check cannot be switched off or fooled (issue 24, cl
     local empty = function() return kb.empty({ 0 }, 'f32', 'cpu') end
     local none = spec { inputs = function() return { out = empty() } end, reference = function() return { empty() } end }
     assert.matches('verify: outputs%(state%) for seed %d+: output 1 has no elements %(shape {0}%): a check that '
-      .. 'compares nothing cannot pass', err_of(check.run, none))
+      .. 'compares nothing cannot pass', err_of(checker.run, none))
     -- a second output of zero elements beside a compared one is named by its place
     local second = spec { run = function(st) st.out:copy_(st.x):mul_(2) end,
       outputs = function(st) return { st.out, empty() } end,
       reference = function(st) return { st.x:clone():mul_(2), kb.empty({ 0, 3 }, 'f32', 'cpu') } end }
     assert.matches('verify: outputs%(state%) for seed %d+: output 2 has no elements %(shape {0}%)',
-      err_of(check.run, second))
+      err_of(checker.run, second))
     second.outputs = function(st) return { st.out, kb.empty({ 2, 3 }, 'f32', 'cpu') } end
     assert.matches('verify: reference%(state%) for seed %d+: output 2 has no elements %(shape {0, 3}%)',
-      err_of(check.run, second))
+      err_of(checker.run, second))
   end)
 
   it('a reference holding NaN is an error: a poisoned output would match it unwritten', function()
     local nan_ref = function(st) return { kb.empty({ 16 }, 'f32', 'cpu'):fill_(0 / 0) } end
-    local err = err_of(check.run, spec { reference = nan_ref, run = function() end })
+    local err = err_of(checker.run, spec { reference = nan_ref, run = function() end })
     assert.matches('verify: reference%(state%) for seed %d+, output 1 holds 16 NaN of 16 elements', err)
     -- also one NaN among numbers
     local one_nan = function(st)
@@ -371,7 +372,7 @@ describe('kluabench.kernels.check cannot be switched off or fooled (issue 24, cl
       v[3] = 0 / 0
       return { cpu(v) }
     end
-    assert.matches('holds 1 NaN of 16 elements', err_of(check.run, spec { reference = one_nan }), 1, true)
+    assert.matches('holds 1 NaN of 16 elements', err_of(checker.run, spec { reference = one_nan }), 1, true)
     -- check.compare itself still matches NaN with NaN (a caller comparing NaN propagation)
     local ok, r = check.compare(cpu { 0 / 0, 1 }, cpu { 0 / 0, 1 })
     assert.is_true(ok)

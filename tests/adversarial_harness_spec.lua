@@ -618,12 +618,28 @@ describe('a value repeated in a list option is measured once, with a note (issue
     assert.matches("option '--mode' lists forward more than once", r.err, 1, true)
   end)
 
-  it('two sweeps of one axis that share a workload: ids name the sweep, so shards take each once', function()
+  it('two sweeps that share a workload: it is measured once, one session of one, and shards take it once', function()
     local r = toy(dir, { '--sweep', 'all', '--list-points' })
     assert.equal(0, r.code, r.err)
-    assert.same({ 'n16-fp32', 'n32-fp32@small', 'n32-fp32@large', 'n64-fp32' }, ids(r.out))
-    r = toy(dir, { '--sweep', 'all', '--shard', '1/2', '--list-points' })
+    assert.same({ 'n16-fp32', 'n32-fp32', 'n64-fp32' }, ids(r.out))
+    local out = dir .. '/all.jsonl'
+    r = toy(dir, { '--sweep', 'all', '--provider', 'good', '--mode', 'forward', '--format', 'jsonl', '--out', out })
     assert.equal(0, r.code, r.err)
+    local seen = {}
+    for _, line in ipairs(lines_of(out)) do
+      local id = line:match('"externalId":"[^"]-/(n%d+%-fp32)/')
+      assert.is_nil(seen[id], id .. ' measured twice')
+      seen[id] = true
+    end
+    assert.same({ ['n16-fp32'] = true, ['n32-fp32'] = true, ['n64-fp32'] = true }, seen)
+    local a = toy(dir, { '--sweep', 'all', '--shard', '1/2', '--list-points' })
+    local b = toy(dir, { '--sweep', 'all', '--shard', '2/2', '--list-points' })
+    assert.equal(0, a.code, a.err)
+    local both = {}
+    for _, id in ipairs(ids(a.out)) do both[#both + 1] = id end
+    for _, id in ipairs(ids(b.out)) do both[#both + 1] = id end
+    table.sort(both)
+    assert.same({ 'n16-fp32', 'n32-fp32', 'n64-fp32' }, both)
   end)
 
   it('a declaration whose sweep lists a value twice, or two sweeps of one name, is refused', function()

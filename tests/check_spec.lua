@@ -4,6 +4,7 @@
 local kb = require 'kluabench'
 local policy = require 'kluabench.suite.policy'
 local check = require 'kluabench.kernels.check'
+local checker = require 'kluabench.kernels.checker'
 local results = require 'kluabench.table'
 local calibrate = require 'kluabench.measure.calibrate'
 
@@ -196,9 +197,9 @@ describe('kb.compare_elements and its kin on cuda tensors, a slice at a time #gp
   end)
 end)
 
-describe('check.new', function()
+describe('checker.new', function()
   it('passes a correct kernel on three fresh seeds and after timing', function()
-    local c = check.new(spec('right'))
+    local c = checker.new(spec('right'))
     local ok, r = c:verify()
     assert.is_true(ok, r.message)
     assert.equal(3, #r.seeds)
@@ -208,13 +209,13 @@ describe('check.new', function()
   end)
 
   it('catches an element never written (the poison stays)', function()
-    local ok, r = check.run(spec('skips_last'))
+    local ok, r = checker.run(spec('skips_last'))
     assert.is_false(ok)
     assert.truthy(r.message:find('1 of 64 elements are NaN where the reference is a number', 1, true), r.message)
   end)
 
   it('catches a kernel right for the first seed only', function()
-    local ok, r = check.run(spec('seed_one_only'))
+    local ok, r = checker.run(spec('seed_one_only'))
     assert.is_false(ok)
     assert.is_true(r.seeds[1].ok)
     assert.is_false(r.seeds[2].ok)
@@ -223,14 +224,14 @@ describe('check.new', function()
   end)
 
   it('catches NaN and Inf in the output', function()
-    assert.is_false((check.run(spec('nan'))))
-    local ok, r = check.run(spec('inf'))
+    assert.is_false((checker.run(spec('nan'))))
+    local ok, r = checker.run(spec('inf'))
     assert.is_false(ok)
     assert.truthy(r.message:find('infinity', 1, true), r.message)
   end)
 
   it('catches an output that goes wrong after the check, at the recheck', function()
-    local ok, _, c = check.run(spec('drifts'))
+    local ok, _, c = checker.run(spec('drifts'))
     assert.is_true(ok)
     c.run(c.state)
     local good, r = c:recheck()
@@ -239,7 +240,7 @@ describe('check.new', function()
   end)
 
   it('rejects an incomplete spec', function()
-    local ok, err = pcall(check.new, { inputs = function() end })
+    local ok, err = pcall(checker.new, { inputs = function() end })
     assert.truthy(err:find("field 'run' must be a function", 1, true), err)
   end)
 end)
@@ -301,7 +302,7 @@ describe('the precision bound grows with the reduction length', function()
 
   it('passes an honest f32 softmax at 1024 and 8192 columns, which a fixed 8 u bound accuses', function()
     for _, n in ipairs { 1024, 8192 } do
-      local ok, r = check.run(softmax_spec(n, F32))
+      local ok, r = checker.run(softmax_spec(n, F32))
       assert.is_true(ok, n .. ': ' .. r.message)
       local o = r.seeds[1].outputs[1]
       assert.near(8 * math.sqrt(n) * check.UNIT_ROUNDOFF.f32, o.normwise_limit, 1e-12)
@@ -311,7 +312,7 @@ describe('the precision bound grows with the reduction length', function()
   it('accuses nothing a fixed 8 u bound would have: seed 1 at 8192 columns errs by some 36 u', function()
     local s = softmax_spec(8192, F32)
     s.seeds = { 1 }
-    local ok, r = check.run(s)
+    local ok, r = checker.run(s)
     assert.is_true(ok, r.message)
     assert.is_true(r.seeds[1].outputs[1].rel_l2 > 30 * check.UNIT_ROUNDOFF.f32, r.seeds[1].outputs[1].rel_l2)
   end)
@@ -320,7 +321,7 @@ describe('the precision bound grows with the reduction length', function()
     for fmt, r in pairs { bf16 = rounder(8), f16 = rounder(11) } do
       local s = softmax_spec(8192, F32, r)
       s.atol, s.rtol = 0.1, 0.05 -- loose: only the norm-wise bound can tell
-      local ok, rep = check.run(s)
+      local ok, rep = checker.run(s)
       assert.is_false(ok, fmt)
       assert.truthy(rep.message:find('computed in a lower precision than f32', 1, true), fmt .. ': ' .. rep.message)
     end
@@ -337,10 +338,10 @@ describe('the precision bound grows with the reduction length', function()
   it('takes a declared length, and refuses one that is no positive integer', function()
     local s = softmax_spec(1024, F32)
     s.reduction = 1
-    local _, r = check.run(s)
+    local _, r = checker.run(s)
     assert.near(8 * check.UNIT_ROUNDOFF.f32, r.seeds[1].outputs[1].normwise_limit, 1e-15)
     s.reduction = 0
-    local fine, err = pcall(check.new, s)
+    local fine, err = pcall(checker.new, s)
     assert.is_false(fine)
     assert.truthy(err:find('reduction must be an integer >= 1', 1, true), err)
   end)
@@ -371,10 +372,10 @@ describe('policy.plausible', function()
     assert.is_true((policy.plausible(1, 1.02e9, { copy_gbps = 1000, spread = 0.03 })))
     local no, why = policy.plausible(1, 1.04e9, { copy_gbps = 1000, spread = 0.03 })
     assert.is_false(no)
-    assert.matches('beyond its own spread of 3.0 %', why, 1, true)
+    assert.matches('beyond its spread of 3.0 %', why, 1, true)
     -- a spread below the default does not narrow it
     assert.is_true((policy.plausible(1, 1.008e9, { copy_gbps = 1000, spread = 0.001 })))
-    assert.matches("bad argument #3 to 'plausible' (the ceiling's spread must be a finite number in [0, 1), got NaN",
+    assert.matches("bad argument #3 to 'plausible' (the bound's spread must be a finite number in [0, 1), got NaN",
       select(2, pcall(policy.plausible, 1, 1e9, { copy_gbps = 1000, spread = 0 / 0 })), 1, true)
   end)
 

@@ -494,7 +494,7 @@ describe('the kluabench host', function()
       end
     end)
 
-    it('an input FILE that does not exist or is no regular file is a usage error for verify, plot, migrate, '
+    it('an input FILE that does not exist or is no regular file is a usage error for verify, plot, '
       .. 'compare, submission, report and import-liger, before anything is read or written', function()
       local bad = dir .. '/bad.jsonl' -- readable but no bundle: read first, it would be an error of its own
       spit(bad, 'not json\n')
@@ -506,8 +506,6 @@ describe('the kluabench host', function()
           .. 'never end)' },
         { { 'plot', bad, missing, '-o', dir .. '/c.svg' }, missing .. ': No such file or directory' },
         { { 'plot', dir, '-o', dir .. '/c.svg' }, dir .. ': is a directory' },
-        { { 'migrate', bad, missing, '-o', dir .. '/m.jsonl' }, missing .. ': No such file or directory' },
-        { { 'migrate', dir, '-o', dir .. '/m.jsonl' }, dir .. ': is a directory' },
         { { 'compare', missing, bad }, missing .. ': No such file or directory' },
         { { 'submission', bad, missing, '-o', dir .. '/s.json' }, missing .. ': No such file or directory' },
         { { 'report', bad, dir, '-o', dir .. '/r.html' }, dir .. ': is a directory' },

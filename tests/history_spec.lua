@@ -309,9 +309,9 @@ describe('kluabench history (SQLite)', function()
       local n = 0
       for _, cm in ipairs(commits) do
         for _, bundle in ipairs(history.store.bundles(h, cm.sha)) do
-          local p = assert(history.point.of(bundle))
-          local key = 'sha256:' .. kb.sha256(table.concat({ p.key.protocol, p.key.workload, p.key.environment,
-            p.key.implementation, p.key.observed_at, tostring(p.key.session_index), tostring(p.key.session_count) },
+          local k = assert(history.point.key(require('kluabench.result').session(bundle)))
+          local key = 'sha256:' .. kb.sha256(table.concat({ k.protocol, k.workload, k.environment,
+            k.implementation, k.observed_at, tostring(k.session_index), tostring(k.session_count) },
             '\n'))
           local b = assert(before[key], key)
           for j, role in ipairs(history.point.ROLES) do
@@ -326,8 +326,12 @@ describe('kluabench history (SQLite)', function()
       assert.same(commits, history.store.commits(h))
       assert.same(trend, history.trend(h, fused))
       assert.equal(1, #history.store.marks(h, 'NVIDIA H200', fused))
+      -- the rebuilt bundles kept their identity (each was found above by it); adding them again adds
+      -- nothing: version 1 holds records whose samples its test helper redrew without their
+      -- quantiles, which kluabench verify refuses, and so does add
       local again = history.store.add_bundles(h, history.store.bundles(h, commits[1].sha), { commit = commits[1].sha })
-      assert.same({ 0, 2 }, { again.added, again.present })
+      assert.same({ 0, 0, 2 }, { again.added, again.present, #again.refused })
+      assert.matches('refused as kluabench verify refuses it: measurements p20', again.refused[1].why, 1, true)
       h:close()
       r = run({ 'report', '--db', db, '-o', dir .. '/r.html' })
       assert.equal(0, r.code, r.err)
@@ -568,6 +572,195 @@ describe('kluabench history (SQLite)', function()
         assert.matches('usage: kluabench history', r.err, 1, true)
       end
     end)
+  end)
+end)
+
+-- Issue 37's classes in the history: no shell, no terminal escapes, no forgery kept, a read-only
+-- database read, commit times compared as instants.
+describe('kluabench history, adversarial (issue 37)', function()
+  local bundles = require 'helpers.bundles'
+  local util = require 'helpers.util'
+  local json = require 'kluabench.util.json'
+  local record = require 'kluabench.record'
+  local dir
+  before_each(function() dir = sub.tmpdir() end)
+  after_each(function() os.execute('rm -rf ' .. q(dir)) end)
+
+  local function git(repo, cmd, env)
+    local out, code = util.run(string.format('cd %s && %s git -c user.email=t@example.com -c user.name=t %s 2>&1',
+      q(repo), env or '', cmd))
+    assert(code == 0, 'git ' .. cmd .. ': ' .. out)
+    return out
+  end
+
+  it('no shell sees a revision: --commit with ; $() and ${IFS} runs nothing, with or without --git-dir', function()
+    local f = dir .. '/a.jsonl'
+    data.write(f, data.session(1, { fused = 6200, copy = 5000 }))
+    local repo = dir .. '/repo'
+    assert(os.execute('mkdir ' .. q(repo)))
+    git(repo, 'init -q')
+    git(repo, 'commit -q --allow-empty -m one')
+    for i, rev in ipairs { 'HEAD;touch${IFS}PWNED;', 'x$(touch PWNED)', "HEAD' ; touch PWNED ; '" } do
+      local r = run({ 'history', 'add', f, '--db', dir .. '/h' .. i .. '.db', '--commit', rev }, { cwd = repo })
+      assert.equal(0, r.code, r.err) -- not a revision git knows: taken as given, as text
+      r = run({ 'history', 'add', f, '--db', dir .. '/g' .. i .. '.db', '--commit', rev, '--git-dir', repo },
+        { cwd = dir })
+      assert.equal(1, r.code, r.err)
+      assert.matches('no git commit', r.err, 1, true)
+      assert.is_nil(kb.stat(repo .. '/PWNED'), rev)
+      assert.is_nil(kb.stat(dir .. '/PWNED'), rev)
+    end
+    local h = assert(history.open(dir .. '/h1.db'))
+    assert.equal('HEAD;touch${IFS}PWNED;', history.store.commits(h)[1].sha)
+    h:close()
+    -- a revision git knows, through the same argument vector
+    local head = git(repo, 'rev-parse HEAD'):match('%x+')
+    local r = run({ 'history', 'add', f, '--db', dir .. '/ok.db', '--commit', 'HEAD', '--git-dir', repo })
+    assert.equal(0, r.code, r.err)
+    h = assert(history.open(dir .. '/ok.db'))
+    assert.equal(head, history.store.commits(h)[1].sha)
+    h:close()
+    -- a control character in what is stored as the commit: a usage error
+    r = run({ 'history', 'add', f, '--db', dir .. '/c.db', '--commit', 'abc\ndef' })
+    assert.equal(2, r.code, r.err)
+    assert.matches("--commit 'abc\\x0Adef': empty or has control characters", r.err, 1, true)
+  end)
+
+  it('no io.popen or os.execute in the history, the distributed runs or Liger interop', function()
+    for _, folder in ipairs { 'history', 'dist', 'liger' } do
+      local listing = util.run('ls ' .. q(sub.root() .. '/stdlib/kluabench/' .. folder))
+      for name in listing:gmatch('[^\n]+%.lua') do
+        local text = assert(sub.slurp(sub.root() .. '/stdlib/kluabench/' .. folder .. '/' .. name))
+        for line in text:gmatch('[^\n]+') do
+          local code = line:gsub('%-%-.*$', '')
+          assert.is_nil(code:find('io%.popen') or code:find('os%.execute'), folder .. '/' .. name .. ': ' .. line)
+        end
+      end
+    end
+  end)
+
+  it('list, check and compare print a record\'s control characters escaped, as the plain table does', function()
+    local provider, device = 'fu\27[31msed', 'NVIDIA \27]0;pwned\7H200'
+    local f, db = dir .. '/a.jsonl', dir .. '/h.db'
+    data.write(f, { bundles.make { samples = { 0.0062, 0.0063, 0.0061, 0.0062 }, provider = provider, device = device } })
+    assert.equal(0, run({ 'verify', f }).code) -- a record that verifies
+    local r = run({ 'history', 'add', f, '--db', db, '--commit', sha(1) })
+    assert.equal(0, r.code, r.err)
+    data.write(dir .. '/b.jsonl', { bundles.make { samples = { 0.0064, 0.0065, 0.0063, 0.0064 }, provider = provider,
+      device = device } })
+    r = run({ 'history', 'add', dir .. '/b.jsonl', '--db', db, '--commit', sha(2), '--parents', sha(1) })
+    assert.equal(0, r.code, r.err)
+    for _, fmt in ipairs { 'table', 'markdown' } do
+      for _, args in ipairs { { 'list' }, { 'list', '--commits' }, { 'check' }, { 'compare', sha(1), sha(2) },
+        { 'trend', '--provider', provider } } do
+        local argv = { 'history' }
+        for _, a in ipairs(args) do argv[#argv + 1] = a end
+        for _, a in ipairs { '--db', db, '--format', fmt } do argv[#argv + 1] = a end
+        if args[1] == 'check' and fmt == 'markdown' then argv[#argv - 1], argv[#argv] = nil, nil end
+        r = run(argv)
+        assert.is_nil((r.out .. r.err):find('[\27\7]'), table.concat(argv, ' ') .. ': ' .. r.out .. r.err)
+        if args[1] ~= 'list' or args[2] ~= '--commits' then
+          assert.matches('fu\\x1B[31msed', r.out, 1, true)
+        end
+      end
+    end
+  end)
+
+  it('refuses what verify refuses: a forged environment (MISMATCH) and another apiVersion; the genuine run is '
+    .. 'added after', function()
+    local genuine = bundles.make { samples = { 0.0062, 0.0063, 0.0061 } }
+    local function copy(b) return json.decode(assert(json.encode_line(b))) end
+    local forged = copy(genuine)
+    forged.environment.spec.hardware = { vendor = 'nvidia', product = 'NVIDIA B200', architecture = 'sm_100' }
+    local other_api = copy(genuine)
+    other_api.protocol.apiVersion = 'kernelindex.dev/v2'
+    other_api.run.spec.protocolDigest = record.digest(other_api.protocol) -- its digest holds: the version does not
+    local db = dir .. '/h.db'
+    for _, case in ipairs { { forged, 'environmentDigest: recorded' }, { other_api, 'protocol: apiVersion kernelindex.dev/v2' } } do
+      require('kluabench.record.evidence').attach(case[1], require('kluabench.record.evidence').of(genuine))
+      local f = dir .. '/forged.jsonl'
+      data.write(f, { case[1] })
+      local v = run({ 'verify', f })
+      assert.equal(1, v.code, v.out)
+      local r = run({ 'history', 'add', f, '--db', db, '--commit', sha(1) })
+      assert.equal(1, r.code, r.err)
+      assert.matches('0 bundle(s) added, 0 already there, 1 refused', r.err, 1, true)
+      assert.matches('refused as kluabench verify refuses it: ' .. case[2], r.err, 1, true)
+    end
+    local f = dir .. '/genuine.jsonl'
+    data.write(f, { genuine })
+    local r = run({ 'history', 'add', f, '--db', db, '--commit', sha(1) })
+    assert.equal(0, r.code, r.err)
+    assert.matches('1 bundle(s) added, 0 already there, 0 refused', r.err, 1, true)
+    -- the library's door too (the harness's --history)
+    local h = assert(history.open(':memory:', { create = true }))
+    local s = history.store.add_bundles(h, { forged }, { commit = sha(1) })
+    assert.same({ 0, 0, 1 }, { s.added, s.present, #s.refused })
+    h:close()
+  end)
+
+  it('reads a database it may not write: list, trend, check, compare and report --db', function()
+    local db = dir .. '/ro/h.db'
+    assert(os.execute('mkdir ' .. q(dir .. '/ro')))
+    add_series(db, series_files(dir, 3))
+    assert.is_nil(kb.stat(db .. '-wal'))
+    -- the file and its folder read-only, for a user they stop (root is stopped by nothing: nobody then)
+    assert(os.execute('chmod 0444 ' .. q(db) .. ' && chmod 0555 ' .. q(dir .. '/ro') .. ' && chmod 0755 ' .. q(dir)))
+    local out = dir .. '/out'
+    assert(os.execute('mkdir ' .. q(out) .. ' && chmod 0777 ' .. q(out)))
+    local as = util.run('id -u'):match('%d+') == '0' and 'setpriv --reuid=65534 --regid=65534 --clear-groups ' or ''
+    for _, args in ipairs { { 'history', 'list' }, { 'history', 'list', '--commits' }, { 'history', 'check' },
+      { 'history', 'trend', '--provider', 'fused' }, { 'history', 'compare', sha(1), sha(3) },
+      { 'report', '-o', out .. '/r.html' } } do
+      local words = {}
+      for i, a in ipairs(args) do words[i] = q(a) end
+      local text, code = util.run(string.format('%s%s %s --db %s 2>&1', as, q(sub.bin()), table.concat(words, ' '),
+        q(db)))
+      assert.is_true(code == 0 or (args[2] == 'compare' and code == 1), table.concat(args, ' ') .. ': ' .. text)
+      assert.no.matches('readonly database', text, 1, true)
+    end
+    assert.matches('<html', assert(sub.slurp(out .. '/r.html')), 1, true)
+    os.execute('chmod 0755 ' .. q(dir .. '/ro'))
+  end)
+
+  it("compares commit times as instants: git's %cI carries the committer's UTC offset", function()
+    -- two unrelated commits (no parent links, so the newest by time is the head): A at 12:00 UTC,
+    -- B at 08:00 in UTC-7, 15:00 UTC, three hours after A; as text, B's time sorts first
+    local repo = dir .. '/repo'
+    assert(os.execute('mkdir ' .. q(repo)))
+    git(repo, 'init -q')
+    git(repo, 'commit -q --allow-empty -m A', "GIT_COMMITTER_DATE='2026-11-01T12:00:00+00:00'")
+    local a = git(repo, 'rev-parse HEAD'):match('%x+')
+    git(repo, 'checkout -q --orphan other')
+    git(repo, 'commit -q --allow-empty -m B', "GIT_COMMITTER_DATE='2026-11-01T08:00:00-07:00'")
+    local b = git(repo, 'rev-parse HEAD'):match('%x+')
+    local db = dir .. '/h.db'
+    for i, c in ipairs { a, b } do
+      local f = string.format('%s/c%d.jsonl', dir, i)
+      data.write(f, data.session(i, { fused = 6200, copy = 5000 }, { seed = i }))
+      local r = run({ 'history', 'add', f, '--db', db, '--commit', c, '--git-dir', repo })
+      assert.equal(0, r.code, r.err)
+    end
+    local r = run({ 'history', 'list', '--commits', '--db', db, '--format', 'json' })
+    local commits = assert(json.decode(r.out))
+    local at = {}
+    for _, c in ipairs(commits) do at[c.sha] = c.committed_at end
+    assert.same({ [a] = '2026-11-01T12:00:00Z', [b] = '2026-11-01T15:00:00Z' }, at)
+    r = run({ 'history', 'check', '--db', db })
+    assert.matches('series checked at ' .. b:sub(1, 12), r.out, 1, true)
+    -- the option: a time of the calendar with its zone, else a usage error
+    for _, bad in ipairs { 'yesterday', '2026-13-01T00:00:00Z', '2026-02-30T00:00:00Z', '2026-11-01T24:00:00Z',
+      '2026-11-01T12:00:00+25:00' } do
+      r = run({ 'history', 'add', dir .. '/c1.jsonl', '--db', db, '--commit', sha(9), '--commit-time', bad })
+      assert.equal(2, r.code, bad .. ': ' .. r.err)
+      assert.matches('--commit-time', r.err, 1, true)
+    end
+    r = run({ 'history', 'add', dir .. '/c1.jsonl', '--db', dir .. '/t.db', '--commit', sha(9), '--commit-time',
+      '2026-11-01T20:30:00+05:30' })
+    assert.equal(0, r.code, r.err)
+    local h = assert(history.open(dir .. '/t.db'))
+    assert.equal('2026-11-01T15:00:00Z', history.store.commits(h)[1].committed_at)
+    h:close()
   end)
 end)
 

@@ -178,7 +178,8 @@ describe('stdlib layout', function()
     local n = 0
     for line in (text .. '\n'):gmatch('([^\n]*)\n') do
       n = n + 1
-      if line:match('^%s*local%s+function%s') or line:match('^%s*function%s') or line:match('=%s*function%s*%(') then
+      if not line:match('^%s*%-%-') and (line:match('^%s*local%s+function%s') or line:match('^%s*function%s')
+          or line:match('=%s*function%s*%(')) then
         return n
       end
     end

@@ -1,7 +1,10 @@
 -- Liger-Kernel CSV: RFC 4180 parsing and writing, round trips, and the
 -- import of the example's row into the example record.
 local kb = require 'kluabench'
-local liger, output, record = kb.liger, kb.output, kb.record
+local liger, record = kb.liger, kb.record
+local csv = require 'kluabench.liger.csv'
+local json = require 'kluabench.util.json'
+local verify = require 'kluabench.record.verify'
 
 -- The example record (tests/fixtures/kernelindex-record-example.json), byte for byte.
 local EXAMPLE = require('helpers.example_record')
@@ -21,66 +24,66 @@ local UNKNOWN_ROW = 'my_kernel,mine,forward,speed,ms,N,"size, in ""elements""",1
   .. 'NVIDIA H200,2026-01-02 03:04:05,\n'
 
 local function without_digests(doc)
-  local copy = output.decode(assert(output.encode_line(doc)))
+  local copy = json.decode(assert(json.encode_line(doc)))
   if copy.spec then
     for _, d in ipairs(record.DIGESTS) do copy.spec[d.field] = nil end
   end
   return copy
 end
 
-describe('output.parse_csv (RFC 4180)', function()
+describe('csv.parse_csv (RFC 4180)', function()
   it('reads quoted fields with commas, "" escapes and line breaks', function()
-    local rows = assert(output.parse_csv('a,"b,c","say ""hi""","two\nlines",\r\nx,,"",z\n'))
+    local rows = assert(csv.parse_csv('a,"b,c","say ""hi""","two\nlines",\r\nx,,"",z\n'))
     assert.are.same({ { 'a', 'b,c', 'say "hi"', 'two\nlines', '' }, { 'x', '', '', 'z' } }, rows)
   end)
 
   it('tells the line where each record starts', function()
-    local _, lines = output.parse_csv('h\n"1\n2"\n3\n')
+    local _, lines = csv.parse_csv('h\n"1\n2"\n3\n')
     assert.are.same({ 1, 2, 4 }, lines)
   end)
 
   it('handles a missing final newline, CRLF and a byte order mark', function()
-    assert.are.same({ { 'a', 'b' }, { 'c', 'd' } }, output.parse_csv('\239\187\191a,b\r\nc,d'))
-    assert.are.same({}, output.parse_csv(''))
+    assert.are.same({ { 'a', 'b' }, { 'c', 'd' } }, csv.parse_csv('\239\187\191a,b\r\nc,d'))
+    assert.are.same({}, csv.parse_csv(''))
   end)
 
   it('refuses malformed quoting with the line', function()
-    local rows, err = output.parse_csv('a,b\nc,"d\n')
+    local rows, err = csv.parse_csv('a,b\nc,"d\n')
     assert.is_nil(rows)
     assert.are.equal('line 2: unterminated quoted field', err)
-    rows, err = output.parse_csv('a,b"c\n')
+    rows, err = csv.parse_csv('a,b"c\n')
     assert.is_nil(rows)
     assert.matches('^line 1: quote inside an unquoted field', err)
-    rows, err = output.parse_csv('"a"b\n')
+    rows, err = csv.parse_csv('"a"b\n')
     assert.is_nil(rows)
     assert.matches('^line 1: text after a closing quote', err)
   end)
 end)
 
-describe('output.csv_field', function()
+describe('csv.csv_field', function()
   it('quotes only what needs it and doubles quotes', function()
-    assert.are.equal('plain', output.csv_field('plain'))
-    assert.are.equal('"a,b"', output.csv_field('a,b'))
-    assert.are.equal('"say ""hi"""', output.csv_field('say "hi"'))
-    assert.are.equal('"x\ny"', output.csv_field('x\ny'))
-    assert.are.equal('" lead"', output.csv_field(' lead'))
-    assert.are.equal('', output.csv_field(nil))
+    assert.are.equal('plain', csv.csv_field('plain'))
+    assert.are.equal('"a,b"', csv.csv_field('a,b'))
+    assert.are.equal('"say ""hi"""', csv.csv_field('say "hi"'))
+    assert.are.equal('"x\ny"', csv.csv_field('x\ny'))
+    assert.are.equal('" lead"', csv.csv_field(' lead'))
+    assert.are.equal('', csv.csv_field(nil))
   end)
 
   it("writes numbers as Python's repr does", function()
-    assert.are.equal('0.13760000467300415', output.csv_field(0.13760000467300415))
-    assert.are.equal('512', output.csv_field(512))
-    assert.are.equal('256.0', output.csv_field(256.0))
-    assert.are.equal('1e-05', output.csv_field(1e-05))
-    assert.are.equal('0.0001', output.csv_field(1e-04))
-    assert.are.equal('1e+16', output.csv_field(1e16))
-    assert.are.equal('1234567890123456.0', output.csv_field(1234567890123456.0))
+    assert.are.equal('0.13760000467300415', csv.csv_field(0.13760000467300415))
+    assert.are.equal('512', csv.csv_field(512))
+    assert.are.equal('256.0', csv.csv_field(256.0))
+    assert.are.equal('1e-05', csv.csv_field(1e-05))
+    assert.are.equal('0.0001', csv.csv_field(1e-04))
+    assert.are.equal('1e+16', csv.csv_field(1e16))
+    assert.are.equal('1234567890123456.0', csv.csv_field(1234567890123456.0))
   end)
 
   it('round-trips any rows', function()
     local rows = { { 'a', 'b,c', 'q"uote', 'multi\nline', '' }, { ' x ', '"', ',', '\r\n', 'end' } }
-    local text = output.csv_line(rows[1]) .. output.csv_line(rows[2])
-    assert.are.same(rows, output.parse_csv(text))
+    local text = csv.csv_line(rows[1]) .. csv.csv_line(rows[2])
+    assert.are.same(rows, csv.parse_csv(text))
   end)
 end)
 
@@ -121,32 +124,58 @@ describe('liger.parse', function()
   end)
 end)
 
+-- The run's whole name, as kernelindex's importer kebabs it before cutting it at 100 characters
+-- (which drops the time: its example record's name ends "...seq2048-b").
+local FULL_NAME = 'liger-llama4-rope-backward-huggingface-nvidia-h100-80gb-hbm3-hidden512-kv-heads8-q-heads32-'
+  .. 'seq2048-bf16-2025-08-07-21-42-05'
+
 describe("liger.row_to_bundle of the example's row", function()
-  local example = assert(output.decode(EXAMPLE))
+  local example = assert(json.decode(EXAMPLE))
   local bundle = assert(liger.row_to_bundle(assert(liger.parse(HEADER .. EXAMPLE_ROW))[1]))
+  -- the example with our run name: kernelindex's importer cuts the name at 100 characters, which
+  -- drops the run's time; ours keeps the run's identity (issue 37). Names are metadata: no digest
+  -- changes.
+  local ours = json.decode(assert(json.encode_line(example)))
+  ours.run.metadata.name = bundle.run.metadata.name
+
+  it("names the run so that the name keeps its identity: cut to 100 with the whole name's digest", function()
+    assert.are.equal(FULL_NAME:sub(1, 100), example.run.metadata.name) -- kernelindex's: the time cut off
+    local tail = '-' .. kb.sha256(FULL_NAME):sub(1, 12)
+    assert.are.equal((FULL_NAME:sub(1, 100 - #tail):gsub('%-+$', '')) .. tail, bundle.run.metadata.name)
+    assert.is_true(#bundle.run.metadata.name <= 100)
+    -- another date of the same point: another name (kernelindex's cut gives both the same)
+    local later = assert(liger.row_to_bundle(assert(liger.parse(HEADER
+      .. EXAMPLE_ROW:gsub('2025%-08%-07 21:42:05', '2025-09-01 08:00:00')))[1]))
+    assert.are_not.equal(bundle.run.metadata.name, later.run.metadata.name)
+    -- a name that fits is kebab'd whole, as kernelindex's
+    assert.are.equal('liger-rope-forward-liger-nvidia-h100', liger.run_name('liger-rope-forward-liger-NVIDIA H100'))
+  end)
 
   for _, doc in ipairs { 'run', 'protocol', 'environment' } do
-    it('equals the example ' .. doc .. ' field for field (digests aside)', function()
-      assert.are.same(without_digests(example[doc]), without_digests(bundle[doc]))
+    it('equals the example ' .. doc .. ' field for field (digests aside; the run named as ours)', function()
+      assert.are.same(without_digests(ours[doc]), without_digests(bundle[doc]))
     end)
   end
 
   it("writes the run, protocol and environment in the example's key order", function()
     local want = {}
     for _, doc in ipairs { 'run', 'protocol', 'environment' } do
-      want[#want + 1] = output.encode_pretty(without_digests(example[doc]))
-      assert.are.equal(want[#want], output.encode_pretty(without_digests(bundle[doc])))
+      want[#want + 1] = json.encode_pretty(without_digests(ours[doc]))
+      assert.are.equal(want[#want], json.encode_pretty(without_digests(bundle[doc])))
     end
   end)
 
-  it("equals the example record byte for byte after JCS, digests and metadata included", function()
-    for _, doc in ipairs { 'run', 'protocol', 'environment' } do
-      assert.are.equal(kb.jcs.encode(example[doc]), kb.jcs.encode(bundle[doc]))
-    end
-  end)
+  it("equals the example record byte for byte after JCS, digests and metadata included (the run's name aside)",
+    function()
+      for _, doc in ipairs { 'run', 'protocol', 'environment' } do
+        assert.are.equal(kb.jcs.encode(ours[doc]), kb.jcs.encode(bundle[doc]))
+      end
+      assert.are.equal(kb.jcs.encode(example.protocol), kb.jcs.encode(bundle.protocol))
+      assert.are.equal(kb.jcs.encode(example.environment), kb.jcs.encode(bundle.environment))
+    end)
 
   it("pins the example record's four digests, recomputed by kernelindex's recipe", function()
-    assert.are.same({}, record.check(bundle))
+    assert.are.same({}, verify.check(bundle))
     local want = {
       protocolDigest = 'sha256:080e6e66e4ec75a131aa0c9121c74b8e8eed64e7b6d621d567c6a28f79548be8',
       workloadDigest = 'sha256:98c5e76b9fa318ddeea51b56d90bc6fb39d72e404e2d01dbb467e67f57ff63e8',
@@ -209,7 +238,7 @@ describe('liger.row_to_bundle of other rows', function()
     assert.matches('memory', b.run.metadata.name)
     assert.is_string(b.run.metadata.labels.not_reproduced)
     assert.are.equal('torch_cuda_max_memory_allocated', b.protocol.spec.measurement.timer)
-    assert.are.same({}, record.check(b))
+    assert.are.same({}, verify.check(b))
   end)
 
   it('skips kernels it does not reproduce, with the reason', function()
@@ -238,7 +267,7 @@ describe('liger.row_to_bundle of other rows', function()
     assert.are.equal('NVIDIA H200', b.environment.spec.hardware.product)
     assert.are.equal('sm_90', b.environment.spec.hardware.architecture)
     assert.is_string(b.run.metadata.labels.not_reproduced)
-    assert.are.same({}, record.check(b))
+    assert.are.same({}, verify.check(b))
   end)
 
   it('imports a row whose p20 is above its p80 as it is, and import-liger warns, naming the line (issue 24)', function()
@@ -251,7 +280,7 @@ describe('liger.row_to_bundle of other rows', function()
     assert.is_nil(liger.row_warning(assert(liger.parse(HEADER .. EXAMPLE_ROW))[1]))
     assert.is_nil(liger.row_warning({ y_value_20 = '1', y_value_80 = '1' }))
     local b = assert(liger.row_to_bundle(row))
-    assert.are.same({}, record.check(b))
+    assert.are.same({}, verify.check(b))
     local sub = require 'helpers.subprocess'
     local dir = sub.tmpdir()
     -- another time, so that it is another run (a repeated externalId is skipped as a duplicate)
@@ -263,6 +292,46 @@ describe('liger.row_to_bundle of other rows', function()
     assert.matches('kluabench import-liger: ' .. dir .. '/in.csv:3: warning: y_value_20 (', r.err, 1, true)
     assert.is_nil(r.err:find('in.csv:2:', 1, true), r.err) -- the row in order is not named
     assert.matches('2 bundles written', r.err, 1, true)
+    os.execute('rm -rf ' .. sub.q(dir))
+  end)
+
+  it("import-liger --out: another date of the same point is a file of its own, and another run's file is never "
+    .. 'written over (issue 37)', function()
+    local sub = require 'helpers.subprocess'
+    local util = require 'helpers.util'
+    local dir = sub.tmpdir()
+    local out = dir .. '/out'
+    local later = EXAMPLE_ROW:gsub('2025%-08%-07 21:42:05', '2025-09-01 08:00:00', 1)
+    sub.spit(dir .. '/a.csv', HEADER .. EXAMPLE_ROW)
+    sub.spit(dir .. '/b.csv', HEADER .. later)
+    local function files()
+      local list = {}
+      for name in util.run('ls ' .. util.q(out)):gmatch('[^\n]+') do list[#list + 1] = name end
+      return list
+    end
+    local function run_of(name) return assert(json.decode(assert(sub.slurp(out .. '/' .. name)))).run end
+    for _, csv_file in ipairs { 'a.csv', 'b.csv', 'a.csv' } do -- the same run again replaces its own file
+      local r = sub.run { 'import-liger', dir .. '/' .. csv_file, '--out', out }
+      assert.are.equal(0, r.code, r.err)
+    end
+    local list = files()
+    assert.are.equal(2, #list, table.concat(list, ' '))
+    local a, b = run_of(list[1]), run_of(list[2])
+    assert.are_not.equal(a.spec.sourceNative.externalId, b.spec.sourceNative.externalId)
+    for _, name in ipairs(list) do
+      assert.are.equal(run_of(name).metadata.name .. '.json', name)
+      local r = sub.run { 'verify', out .. '/' .. name }
+      assert.are.equal(0, r.code, r.err)
+    end
+    -- a file of another run where a run's file would go: left as it is, the run goes beside it
+    local a_name = assert(liger.row_to_bundle(assert(liger.parse(HEADER .. EXAMPLE_ROW))[1])).run.metadata.name
+    local b_name = a_name == list[1]:sub(1, -6) and list[2] or list[1]
+    local other = assert(sub.slurp(out .. '/' .. b_name))
+    sub.spit(out .. '/' .. a_name .. '.json', other)
+    local r = sub.run { 'import-liger', dir .. '/a.csv', '--out', out }
+    assert.are.equal(0, r.code, r.err)
+    assert.are.equal(other, sub.slurp(out .. '/' .. a_name .. '.json'))
+    assert.are.equal(a_name, run_of(a_name .. '-2.json').metadata.name)
     os.execute('rm -rf ' .. sub.q(dir))
   end)
 
@@ -279,6 +348,81 @@ describe('liger.row_to_bundle of other rows', function()
   end)
 end)
 
+-- Liger-Kernel 0.8's harness spells the head counts as transformers' configs do
+-- (num_attention_heads, num_key_value_heads) and adds the batch, bsz (issue 38).
+describe("a CSV of Liger-Kernel 0.8.2's own harness", function()
+  local sub = require 'helpers.subprocess'
+  local FIXTURE = sub.root() .. '/tests/fixtures/liger/llama4_rope-0.8.2.csv'
+  local NEW_CONFIG = '"{""hidden_size"": 4096, ""num_attention_heads"": 32, ""num_key_value_heads"": 8, ""dtype"": '
+    .. '""torch.bfloat16"", ""bsz"": 1, ""seq_len"": 8192}"'
+  local OLD_CONFIG = '"{""dtype"": ""torch.bfloat16"", ""hidden_size"": 4096, ""num_q_heads"": 32, ""num_kv_heads"": 8}"'
+
+  it('imports every speed and memory row, on the workloads the same axes give in either spelling', function()
+    local rows = assert(liger.read(FIXTURE))
+    assert.are.equal(32, #rows)
+    local speed, memory = 0, 0
+    for _, row in ipairs(rows) do
+      local b, why, msg = liger.row_to_bundle(row, { memory = true }) -- as import-liger does
+      assert.is_table(b, tostring(why) .. ': ' .. tostring(msg))
+      assert.are.same({}, verify.check(b))
+      local x = math.tointeger(tonumber(row.x_value))
+      assert.are.same({ hidden = 4096, seq = x, q_heads = 32, kv_heads = 8 }, b.workload.spec.axes)
+      -- our own run of the point lands on the same workload
+      assert.are.equal(record.digest(record.workload { kernel = 'llama4_rope', dtype = 'bf16',
+        parameters = { hidden = 4096, seq = x, q_heads = 32, kv_heads = 8 } }), b.run.spec.workloadDigest)
+      if row.metric_name == 'speed' then speed = speed + 1 else memory = memory + 1 end
+    end
+    assert.are.same({ 24, 8 }, { speed, memory })
+    -- the same row in the 2025 spelling: the same documents, digests and all, but the run's
+    -- labels (the Liger version) and its time
+    local text = assert(sub.slurp(FIXTURE))
+    local line = text:match('\n(llama4_rope,liger,backward,speed[^\r\n]*)')
+    local old = line:gsub(NEW_CONFIG:gsub('%p', '%%%0'), OLD_CONFIG)
+    assert.are_not.equal(line, old)
+    local a = assert(liger.row_to_bundle(assert(liger.parse(HEADER .. line .. '\n'))[1]))
+    local b = assert(liger.row_to_bundle(assert(liger.parse(HEADER .. old .. '\n'))[1]))
+    for _, doc in ipairs { 'workload', 'implementation', 'protocol', 'environment', 'operation' } do
+      assert.are.equal(kb.jcs.encode(b[doc]), kb.jcs.encode(a[doc]), doc)
+    end
+    assert.are.equal(b.run.spec.workloadDigest, a.run.spec.workloadDigest)
+  end)
+
+  it('import-liger writes a bundle for each of its 32 rows, and verify passes them all', function()
+    local dir = sub.tmpdir()
+    local r = sub.run { 'import-liger', FIXTURE, '--jsonl', dir .. '/out.jsonl' }
+    assert.are.equal(0, r.code, r.err)
+    assert.are.equal('kluabench import-liger: 32 bundles written to ' .. dir .. '/out.jsonl\n', r.err)
+    r = sub.run { 'verify', dir .. '/out.jsonl' }
+    assert.are.equal(0, r.code, r.err)
+    assert.matches('32 bundles: 32 ok', r.err, 1, true)
+    os.execute('rm -rf ' .. sub.q(dir))
+  end)
+
+  it('skips, naming them, a batch other than 1, spellings that disagree, and a model-config sweep', function()
+    local line = assert(sub.slurp(FIXTURE)):match('\n(llama4_rope,liger,forward,speed[^\r\n]*)')
+    for _, case in ipairs {
+      -- kernelindex's RoPE workloads are of batch 1: a row of another batch lands on none of them
+      { line:gsub('""bsz"": 1', '""bsz"": 4'), 'does not bind the axes of llama4_rope' },
+      { line:gsub('""num_key_value_heads"": 8', '""num_key_value_heads"": 8, ""num_kv_heads"": 4'),
+        'does not bind the axes of llama4_rope' },
+      { line:gsub(',T,sequence length,1024,', ',model_config,model configuration,llama_3_8b,'),
+        "x 'model_config' = 'llama_3_8b' names a model of Liger's registry" },
+    } do
+      local b, why, msg = liger.row_to_bundle(assert(liger.parse(HEADER .. case[1] .. '\n'))[1])
+      assert.is_nil(b)
+      assert.are.equal('unknown_config', why)
+      assert.matches(case[2], msg, 1, true)
+    end
+    local dir = sub.tmpdir()
+    sub.spit(dir .. '/in.csv', HEADER .. line:gsub('""bsz"": 1', '""bsz"": 4') .. '\n' .. line .. '\n')
+    local r = sub.run { 'import-liger', dir .. '/in.csv', '--jsonl', dir .. '/out.jsonl' }
+    assert.are.equal(0, r.code, r.err)
+    assert.matches('in.csv:2: skipped: x \'T\' = \'1024\' with config', r.err, 1, true)
+    assert.matches('1 bundle written', r.err, 1, true)
+    os.execute('rm -rf ' .. sub.q(dir))
+  end)
+end)
+
 describe('Liger CSV round trip', function()
   local T_ROW = EXAMPLE_ROW:gsub(',H,hidden size,512,', ',T,sequence length,4096,')
     :gsub('""seq_len"": 2048', '""hidden_size"": 8192')
@@ -286,24 +430,24 @@ describe('Liger CSV round trip', function()
     local text = HEADER .. EXAMPLE_ROW .. T_ROW
     local bundles = {}
     for i, row in ipairs(assert(liger.parse(text))) do bundles[i] = assert(liger.row_to_bundle(row)) end
-    assert.are.equal(text, output.liger_csv(bundles))
+    assert.are.equal(text, (liger.csv_of_bundles(bundles)))
   end)
 
   it('bundles -> JSON Lines -> bundles -> CSV gives the same text', function()
     local text = HEADER .. EXAMPLE_ROW .. T_ROW
     local bundles = {}
     for i, row in ipairs(assert(liger.parse(text))) do
-      local line = assert(output.encode_line(assert(liger.row_to_bundle(row))))
-      bundles[i] = assert(output.decode(line))
+      local line = assert(json.encode_line(assert(liger.row_to_bundle(row))))
+      bundles[i] = assert(json.decode(line))
     end
-    assert.are.equal(text, output.liger_csv(bundles))
+    assert.are.equal(text, (liger.csv_of_bundles(bundles)))
   end)
 
   it("writes Liger's config string for bundles of ours", function()
     local b = record.from_result {
       kernel = 'llama4_rope', mode = 'forward', provider = 'fused',
       parameters = { hidden = 2048, seq = 2048, q_heads = 32, kv_heads = 8 }, dtype = 'bf16',
-      result = { samples = { 0.01, 0.02, 0.03 } }, protocol = kb.bench.do_bench_protocol {},
+      result = { samples = { 0.01, 0.02, 0.03 } }, protocol = kb.do_bench.do_bench_protocol {},
       environment = kb.env.capture { info = { name = 'NVIDIA H200', arch = 'sm_90' }, backend = 'cuda', kb = kb,
         os = { kernel = 'Linux' }, driver_release = false },
       time = kb.names.parse_time('2026-12-02 10:00:00'),
@@ -321,17 +465,5 @@ describe('Liger CSV round trip', function()
     assert.are.equal('sequence length', row.x_label)
     assert.are.equal('{"dtype": "torch.bfloat16", "hidden_size": 2048, "num_q_heads": 32, "num_kv_heads": 8}',
       row.extra_benchmark_config_str)
-  end)
-
-  it("refuses a bundle of kluabench's earlier format, which migrate turns into one it writes", function()
-    local f = assert(io.open(require('helpers.subprocess').root() .. '/tests/fixtures/records_before_kernelindex.jsonl'))
-    local old = require('kluabench.util.json').decode(f:read('l'))
-    f:close()
-    assert.is_true(require('kluabench.record.migrate').is_old(old))
-    local row, err = liger.bundle_to_row(old)
-    assert.is_nil(row)
-    assert.matches("earlier record format: migrate it first", err)
-    row = assert(liger.bundle_to_row(require('kluabench.record.migrate').bundle(old)))
-    assert.are.equal(old.workload.spec.kernel, row.kernel_name)
   end)
 end)

@@ -191,6 +191,39 @@ describe('kluabench merge', function()
     r = sh.run({ 'merge', dir, dir })
     assert.equal(2, r.code)
   end)
+
+  it('replaces -o and its samples file together or neither: a write that fails leaves an earlier merge whole '
+    .. '(issue 37)', function()
+    local m = require 'kluabench.dist.merge'
+    local evidence = require 'kluabench.record.evidence'
+    local out = tmp .. '/all.jsonl'
+    local r = merge(dir, '-o', out)
+    assert.equal(0, r.code, r.err)
+    local before, before_samples = sh.slurp(out), sh.slurp(evidence.samples_path(out))
+    -- another merge into the same file (fewer bundles: other files), one of whose bundles cannot be
+    -- written: found only after the samples file would have been written
+    local res = assert(m.collect(dir))
+    for _ = 1, 5 do table.remove(res.bundles) end
+    res.bundles[#res.bundles + 1] = { run = { spec = { note = function() end } } }
+    local ok, err = m.write(res, out)
+    assert.is_nil(ok)
+    assert.matches('cannot write a function', err, 1, true)
+    assert.equal(before, sh.slurp(out))
+    assert.equal(before_samples, sh.slurp(evidence.samples_path(out)))
+    r = sh.run { 'verify', out }
+    assert.equal(0, r.code, r.err)
+    -- the same for a whole-file output (writer.write_pretty: the harness's --format kernelindex)
+    local writer = require 'kluabench.record.writer'
+    local pretty = tmp .. '/all.json'
+    local good = assert(m.collect(dir)).bundles
+    assert(writer.write_pretty(pretty, good))
+    before, before_samples = sh.slurp(pretty), sh.slurp(evidence.samples_path(pretty))
+    local bad = { good[1], { run = { spec = { note = function() end } } } }
+    ok, err = writer.write_pretty(pretty, bad)
+    assert.is_nil(ok)
+    assert.equal(before, sh.slurp(pretty))
+    assert.equal(before_samples, sh.slurp(evidence.samples_path(pretty)))
+  end)
 end)
 
 describe('where a process ran (env.placement)', function()

@@ -78,6 +78,57 @@ describe('kluabench slurm', function()
     assert.equal(2, r.code)
     assert.matches("the script option '--out' is set for each shard by the launcher", r.err, 1, true)
   end)
+
+  it('refuses a control character in anything it would write into the batch script (issue 37): exit 2, '
+    .. 'nothing made', function()
+    -- a newline in a path would end a comment or an #SBATCH line and start a command of its own
+    local odd = tmp .. '/a\n#SBATCH --wrap=id\ntouch PWNED\n.lua'
+    sh.spit(odd, sh.slurp(sh.mini()))
+    for _, case in ipairs {
+      { slurm_args(tmp .. '/j1', { '--gpus', '2' }, odd), "SCRIPT '" },
+      { slurm_args(tmp .. '/j2\nx', { '--gpus', '2' }), "--dir '" },
+      { slurm_args(tmp .. '/j3', { '--gpus', '2' }, nil, { '--note', 'a\rb' }), "the argument 'a\\x0Db'" },
+      { slurm_args(tmp .. '/j4', { '--gpus', '2', '--exe', tmp .. '/kb\tx' }), "--exe '" },
+    } do
+      local r = sh.run(case[1])
+      assert.equal(2, r.code, r.err)
+      assert.matches(case[2], r.err, 1, true)
+      assert.matches('has a control character: it cannot be written into a batch script', r.err, 1, true)
+    end
+    for _, d in ipairs { '/j1', '/j2\nx', '/j3', '/j4' } do assert.is_nil(kb.stat(tmp .. d)) end
+    assert.is_nil(kb.stat(tmp .. '/PWNED'))
+    -- the function that writes the script refuses them too
+    assert.has_error(function()
+      slurm.batch_script { n = 1, dir = '/d', exe = '/kb', host_args = {}, script = '/s\nid.lua', args = {}, sbatch = {},
+        gres = true, job_name = 'kb' }
+    end)
+  end)
+
+  it('submits with sbatch given its arguments as a vector, no shell between (issue 37)', function()
+    -- a stand-in sbatch that says what it was given
+    local bin = tmp .. '/bin'
+    assert(os.execute('mkdir ' .. sh.q(bin)))
+    local fake = assert(io.open(bin .. '/sbatch', 'wb'))
+    fake:write('#!/bin/sh\nfor a in "$@"; do printf \'%s\\n\' "$a"; done > "$SBATCH_ARGS"\necho 4242\n')
+    fake:close()
+    assert(os.execute('chmod +x ' .. sh.q(bin .. '/sbatch')))
+    local dir = tmp .. "/run $(touch PWNED) 'q'"
+    local r = sh.run(slurm_args(dir, { '--gpus', '2', '--submit' }), { cwd = tmp,
+      env = { PATH = bin .. ':' .. os.getenv('PATH'), SBATCH_ARGS = tmp .. '/args' } })
+    assert.equal(0, r.code, r.err)
+    assert.equal('4242\n', r.out)
+    assert.equal('--parsable\n' .. dir .. '/job.sbatch\n', sh.slurp(tmp .. '/args'))
+    assert.equal('4242', sh.manifest(dir).slurm.jobId)
+    assert.is_nil(kb.stat(tmp .. '/PWNED'))
+    -- a failing sbatch: its message, exit 1
+    fake = assert(io.open(bin .. '/sbatch', 'wb'))
+    fake:write('#!/bin/sh\necho "sbatch: error: Batch job submission failed" >&2\nexit 1\n')
+    fake:close()
+    r = sh.run(slurm_args(tmp .. '/run2', { '--gpus', '2', '--submit' }), { env = { PATH = bin .. ':' .. os.getenv('PATH') } })
+    assert.equal(1, r.code, r.err)
+    assert.matches('sbatch --parsable ' .. tmp .. '/run2/job.sbatch failed (exit 1): sbatch: error: Batch job submission failed',
+      r.err, 1, true)
+  end)
 end)
 
 -- Why the real cluster cannot run here, or nil.

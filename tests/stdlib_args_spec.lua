@@ -16,7 +16,7 @@ local help = require 'kluabench.apidoc.help'
 local ANY_VALUE = {
   -- predicates: true or false for anything
   ['do_bench.is_protocol'] = 'predicate', ['stopping.is_criterion'] = 'predicate', ['reader.is_bundle'] = 'predicate',
-  ['show.is_measurement'] = 'predicate', ['migrate.is_old'] = 'predicate', ['evidence.is_samples_path'] = 'predicate',
+  ['show.is_measurement'] = 'predicate', ['evidence.is_samples_path'] = 'predicate',
   -- views, encodings and look-ups of any value
   ['show.value'] = 'view', ['show.result'] = 'view', ['show.print'] = 'prints any values', ['names.format_value'] = 'view',
   ['report.encode_pretty'] = 'encoding (nil is JSON null)',
@@ -29,10 +29,11 @@ local ANY_VALUE = {
   ['ceilings.percent'] = 'nil when either is not a number (ceilings are optional)',
   ['schema.validate'] = 'validates any value (its schema, #2, is checked)',
   -- validators and readers of records as they were decoded (any JSON value): problems, or nil and why
-  ['record.check'] = 'validator', ['schema.check'] = 'validator', ['evidence.of'] = 'reader', ['evidence.failure'] = 'reader',
+  ['record.check'] = 'validator', ['verify.check'] = 'validator', ['verify.problems'] = 'validator',
+  ['schema.check'] = 'validator', ['evidence.of'] = 'reader', ['evidence.failure'] = 'reader',
   ['evidence.samples_ms'] = 'reader', ['evidence.locate'] = 'reader (the uri of a record as read)',
   ['reader.label_of'] = 'reader', ['reader.samples_of'] = 'reader', ['point.label_of'] = 'reader',
-  ['history_point.of'] = 'reader', ['history_point.summary'] = 'reader', ['plot.point_from_bundle'] = 'reader',
+  ['plot.point_from_bundle'] = 'reader',
   ['compare.bundles_of'] = 'reader', ['report.get'] = 'reader', ['env.device_name'] = 'reader',
   ['measurements.fields'] = 'reader', ['ceilings.usable_copy'] = 'reader (a cache entry as read)',
   ['ceilings.usable_noise'] = 'reader (a cache entry as read)', ['noise.of_entry'] = 'reader (a cache entry as read)',

@@ -8,6 +8,7 @@ local sub = require 'helpers.subprocess'
 local json = require 'kluabench.util.json'
 local submission = require 'kluabench.record.submission'
 local names = require 'kluabench.record.names'
+local schema = require 'helpers.schema'
 local liger, record = kb.liger, kb.record
 
 local HEADER = table.concat(liger.HEADER, ',') .. '\n'
@@ -113,7 +114,7 @@ describe('submission.of', function()
     end
     for _, list in ipairs { doc.operations, doc.projects } do
       for _, d in ipairs(list) do
-        assert.same({}, kb.schema.check(d))
+        if schema.available() then assert.same({}, schema.check(d)) end
         assert.is_true(#names.kebab(d.metadata.name) <= 100)
       end
     end
@@ -123,12 +124,16 @@ describe('submission.of', function()
     assert.matches('%-' .. record.digest(o2.operation):sub(8, 19) .. '$', renamed)
   end)
 
-  it('refuses an invalid document, naming it', function()
+  it('writes an invalid document as it is, and the independent validator names it', function()
+    -- documents are checked against kernelindex's schemas by CI's validator (python3-jsonschema),
+    -- not by kluabench as it writes
+    if not schema.available() then return pending('python3-jsonschema is not installed') end
     local a = imported('liger', 512)
     a.workload.metadata.name = 'Not A Name'
-    local doc, err = submission.of { a }
-    assert.is_nil(doc)
-    assert.matches('^WorkloadCase Not A Name: %$%.metadata%.name', err)
+    local doc = assert(submission.of { a })
+    local problems = schema.check(doc)
+    assert.equal(1, #problems, table.concat(problems, '\n'))
+    assert.matches('workloads[0] metadata/name', problems[1], 1, true)
   end)
 end)
 

@@ -33,7 +33,7 @@ end
 -- binary on the cpu backend, so the key is the one the script looks up.
 local function cache_ceiling(cache)
   local r = sub.run({ '--backend', 'cpu', '-e', string.format(
-    'local kb = require "kluabench"; assert(kb.calibrate.store(kb.device_info(), { copy_gbps = %.17g }))',
+    'local kb = require "kluabench"; assert(require("kluabench.measure.calibrate").store(kb.device_info(), { copy_gbps = %.17g }))',
     COPY_GBPS) }, { env = { KLUABENCH_CACHE = cache } })
   assert.equal(0, r.code, r.err)
 end
@@ -189,5 +189,74 @@ describe('results table throughput columns', function()
     assert.not_matches('% of copy', text, 1, true)
     assert.matches('GB/s', text, 1, true)
     assert.not_matches('n/a', text, 1, true)
+  end)
+end)
+
+describe('plausibility without a cache, at the level of the memory hierarchy a working set fits in', function()
+  local dir
+  before_each(function() dir = sub.tmpdir() end)
+  after_each(function() os.execute('rm -rf ' .. sub.q(dir)) end)
+
+  local function bundles_of(path)
+    local out = {}
+    for _, b in ipairs(assert(kb.reader.read(path))) do out[#out + 1] = kb.result.session(b) end
+    return out
+  end
+
+  it('flags a kernel that declares 1 TB per call and does nothing, with no cache at all; the command exits 1', function()
+    local script = dir .. '/liar.lua'
+    local f = assert(io.open(script, 'w'))
+    f:write([[
+local kb = require 'kluabench'
+kb.suite.main { name = 'liar', axes = { { name = 'n', default = 8 } }, dtypes = { 'f32' }, modes = { 'forward' },
+  providers = { 'nothing' }, setup = function(p) return { x = kb.zeros({ p.n }, 'f32') } end,
+  run = function() return function() end end, cost = function() return 1e12, 0 end }
+]])
+    f:close()
+    local out = dir .. '/liar.jsonl'
+    local r = sub.run({ '--backend', 'cpu', script, '--rep-ms', '5', '--format', 'jsonl', '--out', out },
+      { env = { KLUABENCH_CACHE = dir .. '/no-cache' } })
+    assert.equal(1, r.code, r.err)
+    assert.matches('1 of 1 runs not passed (1 suspected_reward_hack', r.err, 1, true)
+    local s = bundles_of(out)[1]
+    assert.equal('suspected_reward_hack', s.status)
+    local pl = s.evidence.throughput.plausibility
+    assert.is_true(pl.judged)
+    assert.equal('device memory', pl.level)
+    assert.truthy(pl.boundGbps > 0 and pl.boundGbps < 1e5, pl.boundGbps)
+    assert.matches('physically implausible', s.evidence.reasons[1], 1, true)
+    assert.truthy(s.implausible)
+  end)
+
+  it('judges a copy whose 5 MB fit in the last-level cache by that level, not by memory\'s copy ceiling', function()
+    -- a copy ceiling of memory far below what a cache-resident copy reaches, and the LLC's own copy bandwidth
+    local cache = dir .. '/cache'
+    local info = kb.device_info()
+    local levels = require('kluabench.measure.ceilings').levels(info)
+    local llc = levels[#levels - 1]
+    assert(calibrate.store(info, { copy_gbps = 1, levels = { { name = llc.name, copy_gbps = 100, threads = 1 } } },
+      cache .. '/ceilings.json'))
+    local out = dir .. '/copy.jsonl'
+    local r = sub.run({ '--backend', 'cpu', ROOT .. '/scripts/rope.lua', '--hidden', '512', '--seq', '4096',
+      '--provider', 'copy', '--mode', 'forward', '--rep-ms', '20', '--format', 'jsonl', '--out', out },
+      { env = { KLUABENCH_CACHE = cache } })
+    assert.equal(0, r.code, r.err)
+    local s = bundles_of(out)[1]
+    assert.equal('passed', s.status)
+    assert.truthy(s.pct_copy > 100, 'the copy beats memory\'s ceiling: ' .. tostring(s.pct_copy))
+    local pl = s.evidence.throughput.plausibility
+    assert.equal(llc.name, pl.level)
+    assert.equal('its measured copy bandwidth', pl.source)
+  end)
+
+  it('scripts/ceilings.lua measures the cpu: a converged copy ceiling and each cache level', function()
+    local cache = dir .. '/c.json'
+    local r = sub.run({ '--backend', 'cpu', ROOT .. '/scripts/ceilings.lua', '--mib', '32', '--cache', cache, '--json' })
+    assert.equal(0, r.code, r.err)
+    local e = assert(require('kluabench.util.json').decode(r.out))
+    assert.is_true(e.converged)
+    assert.truthy(e.copy_gbps > 0)
+    assert.truthy(#e.levels >= 1)
+    for _, l in ipairs(e.levels) do assert.truthy(l.copy_gbps > 0, l.name) end
   end)
 end)

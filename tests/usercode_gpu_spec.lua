@@ -210,10 +210,10 @@ describe('user kernels on cuda #gpu', function()
   end)
 
   it('checks a user kernel with kb.check and records it with its own digest', function()
-    local check = require 'kluabench.kernels.check'
+    local checker = require 'kluabench.kernels.checker'
     local record = require 'kluabench.record'
     local n = 4096
-    local c = check.new {
+    local c = checker.new {
       inputs = function(seed) return { x = kb.randn({ n }, 'f32', seed), y = kb.empty({ n }, 'f32') } end,
       run = function(s) launch_scale(s.y, s.x, 2, n) end,
       outputs = function(s) return { s.y } end,

@@ -198,7 +198,11 @@ describe('kluabench import-liger (the command)', function()
     local dir = tmp('imported')
     local out, code = sh(q(exe) .. ' import-liger ' .. q(csv) .. ' --out ' .. q(dir))
     assert.are.equal(0, code, out)
-    local name = 'liger-llama4-rope-backward-huggingface-nvidia-h100-80gb-hbm3-hidden512-kv-heads8-q-heads32-seq2048-b'
+    -- the run's name keeps its identity (its time): the kebab of its parts, cut with its digest
+    local full = 'liger-llama4-rope-backward-huggingface-nvidia-h100-80gb-hbm3-hidden512-kv-heads8-q-heads32-'
+      .. 'seq2048-bf16-2025-08-07-21-42-05'
+    local tail = '-' .. kb.sha256(full):sub(1, 12)
+    local name = full:sub(1, 100 - #tail) .. tail
     local file = dir .. '/' .. name .. '.json'
     local b = assert(json.decode(assert(files.read_file(file))))
     assert.are.equal(name, b.run.metadata.name)

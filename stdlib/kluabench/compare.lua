@@ -36,6 +36,7 @@
 --           or fewer than MIN_SAMPLES samples on a side.
 -- A regression is a SLOWER point whose ratio exceeds 1 + threshold (default
 -- 5 %); `kluabench compare` exits 1 when there is one.
+local core = require 'kluabench.core'
 local args = require 'kluabench.util.args'
 local json = require 'kluabench.util.json'
 local stats = require 'kluabench.stats'
@@ -51,10 +52,7 @@ local M = {}
 
 -- True once SIGINT or SIGTERM stopped the command (kb.interrupted): an error
 -- caught then is the interrupt itself.
-local function interrupted()
-  local ok, kb = pcall(require, 'kluabench.core')
-  return ok and type(kb) == 'table' and kb.interrupted() == true
-end
+local function interrupted() return core.interrupted() == true end
 
 M.DEFAULTS = { threshold = 0.05, noise = 0.01, confidence = 0.95, resamples = 2000, seed = 1,
   familywise = true }
@@ -553,9 +551,7 @@ local function fingerprint(s)
     if k ~= 'evidence' and k ~= 'samples_ms' and k ~= 'labels' and k ~= 'name' then copy[k] = v end
   end
   copy.samples = #(s.samples_ms or {})
-  local ok, kb = pcall(require, 'kluabench.core')
-  local enc_ok, text = false, nil
-  if ok and type(kb) == 'table' and kb.jcs then enc_ok, text = pcall(kb.jcs.encode, copy) end
+  local enc_ok, text = pcall(core.jcs.encode, copy)
   if not enc_ok then text = json.encode_line(copy) or '' end
   return text
 end

@@ -1,38 +1,16 @@
---- Progress of a sweep on stderr: the current point, points done / total,
--- elapsed time and an estimate of the time left (wall time per finished
--- point so far times the points left).
---
--- On a terminal one status line is redrawn in place ("\r" and clear-line);
--- elsewhere (a file, a pipe, CI logs) each finished point is one plain
--- line; with quiet (opts.quiet, `kluabench --quiet` or KLUABENCH_QUIET=1)
--- nothing is written. It never writes to stdout, so machine-readable
--- output there stays clean.
---
---   local progress = require 'kluabench.progress'
---   local p = progress.new { total = #points }
---   for _, pt in ipairs(points) do
---     p:start(pt.label)
---     local r = run(pt)
---     p:finish(pt.label, string.format('%.3f ms', r.median_ms))
---   end
---   p:close()
-local M = {}
+--- Progress of a sweep on stderr (never stdout, which stays machine-readable): on a terminal one
+-- status line redrawn in place, elsewhere one line per finished point, nothing when quiet (--quiet,
+-- KLUABENCH_QUIET=1). The time left is the wall time per finished point so far times the points left.
 local args = require 'kluabench.util.args'
+
+local M = {}
 
 local Progress = {}
 Progress.__index = Progress
 
 local CLEAR_LINE = '\r\27[2K'
 
----------------------------------------------------------------------------
--- Environment: terminal detection, quiet, clock, width
----------------------------------------------------------------------------
-
---- True when KLUABENCH_QUIET is set to anything but "" or "0".
---
--- True when the environment asks for silence: KLUABENCH_QUIET set to anything but "" or "0" (the
--- host sets it for `--quiet`).
---
+--- True when KLUABENCH_QUIET (the host sets it for --quiet) is set to anything but "" or "0".
 -- @signature progress.quiet_from_env() -> boolean
 -- @example
 --   if progress.quiet_from_env() then print("quiet") end
@@ -41,11 +19,7 @@ function M.quiet_from_env()
   return q ~= nil and q ~= '' and q ~= '0'
 end
 
---- Whether the stream (default io.stderr) is a terminal.
---
--- Tries the host's isatty (inside kluabench), then the `term` module that busted bundles, then a
--- TERM variable plus `test -t 2` (stderr only).
---
+--- Whether the stream (default io.stderr) is a terminal (the host's isatty).
 -- @signature progress.is_tty([stream]) -> boolean
 -- @example
 --   print(progress.is_tty(io.stderr))
@@ -53,26 +27,12 @@ function M.is_tty(stream)
   args.check('progress.is_tty', 1, stream, 'userdata|table|nil', 'file or stream')
   stream = stream or io.stderr
   local fd = (stream == io.stderr and 2) or (stream == io.stdout and 1) or nil
-  local host = package.loaded['kluabench.host']
+  local host = package.loaded['kluabench.host'] -- the binary's own; absent where the stdlib runs in plain Lua
   if fd and type(host) == 'table' and host.isatty then return host.isatty(fd) and true or false end
-  if io.type(stream) == 'file' then
-    local ok, term = pcall(require, 'term')
-    if ok and type(term) == 'table' and term.isatty then
-      local ok2, r = pcall(term.isatty, stream)
-      if ok2 then return r and true or false end
-    end
-  end
-  if fd ~= 2 then return false end
-  local t = os.getenv('TERM')
-  if not t or t == '' or t == 'dumb' then return false end
-  return os.execute('test -t 2') == true
+  return false
 end
 
---- A function returning seconds: kb.clock_ns / 1e9, or os.time outside kluabench.
---
--- The default clock: seconds as a float, from the engine's monotonic kb.clock_ns when it is loaded,
--- else os.time() (whole seconds).
---
+--- A function returning seconds: the engine's monotonic kb.clock_ns / 1e9, else os.time().
 -- @signature progress.default_clock() -> function
 -- @example
 --   local now = progress.default_clock()
@@ -86,18 +46,12 @@ function M.default_clock()
   return function() return os.time() end
 end
 
---- Terminal width in columns: $COLUMNS, else 80.
 local function term_width()
   local c = tonumber(os.getenv('COLUMNS') or '')
   return (c and c >= 20) and math.floor(c) or 80
 end
 
----------------------------------------------------------------------------
--- Formatting
----------------------------------------------------------------------------
-
 --- A duration for people: "0.4s", "2m05s", "1h02m".
---
 -- @signature progress.format_duration(seconds) -> text
 -- @example
 --   print(progress.format_duration(125)) --> 2m05s
@@ -110,7 +64,7 @@ function M.format_duration(s)
   return string.format('%dh%02dm', m // 60, m % 60)
 end
 
--- Cuts s to at most n characters (counting UTF-8 characters), ending in "…".
+-- s cut to at most n UTF-8 characters, ending in "…".
 local function cut(s, n)
   local len = utf8.len(s) or #s
   if len <= n then return s end
@@ -119,23 +73,7 @@ local function cut(s, n)
   return s:sub(1, stop - 1) .. '…'
 end
 
----------------------------------------------------------------------------
--- The progress object
----------------------------------------------------------------------------
-
---- A progress display for a sweep of total points.
---
--- quiet defaults to KLUABENCH_QUIET (set by --quiet); stream to io.stderr; tty to
--- progress.is_tty(stream); clock (seconds) to kb.clock_ns; width to $COLUMNS or 80; label prefixes
--- every line. On a terminal one status line is redrawn in place; elsewhere each finished point is
--- one line: "[3/16] seq=4096: 0.137 ms (0.8s; elapsed 2.4s, left ~10.4s)".
---
--- opts.total number of points (required, integer >= 0) opts.quiet write nothing (default:
--- M.quiet_from_env()) opts.stream where to write (default io.stderr; anything with :write) opts.tty
--- redraw in place (default: M.is_tty(stream)) opts.clock function returning seconds (default
--- M.default_clock()) opts.width line width on a terminal (default $COLUMNS or 80) opts.label a
--- prefix for every line, e.g. the script name.
---
+--- A progress display for a sweep of total points; quiet, stream, tty, clock and width have defaults.
 -- @signature progress.new{total [, quiet, stream, tty, clock, width, label]} -> Progress
 -- @example
 --   local p = progress.new{total = 3}
@@ -148,9 +86,7 @@ end
 --   p:close()
 function M.new(opts)
   opts = opts or {}
-  if type(opts) ~= 'table' then
-    error("bad argument #1 to 'new' (table expected, got " .. type(opts) .. ')', 2)
-  end
+  if type(opts) ~= 'table' then error("bad argument #1 to 'new' (table expected, got " .. type(opts) .. ')', 2) end
   local total = opts.total
   if math.type(total) ~= 'integer' and not (type(total) == 'number' and total == math.floor(total)) then
     error("bad argument #1 to 'new' (opts.total must be an integer, got " .. tostring(total) .. ')', 2)
@@ -162,26 +98,13 @@ function M.new(opts)
   local tty = opts.tty
   if tty == nil and not quiet then tty = M.is_tty(stream) end
   local clock = opts.clock or M.default_clock()
-  local self = setmetatable({
-    total = math.tointeger(total),
-    done = 0,
-    quiet = quiet and true or false,
-    tty = tty and true or false,
-    stream = stream,
-    clock = clock,
-    width = opts.width or term_width(),
-    prefix = opts.label,
-    t0 = clock(),
-    last_finish = nil, -- clock() when the last point finished
-    current = nil, -- label of the point being measured
-    started = nil, -- clock() at its start
-    closed = false,
-  }, Progress)
-  return self
+  -- also: last_finish (clock() when the last point finished), current (its label), started
+  return setmetatable({ total = math.tointeger(total), done = 0, quiet = quiet and true or false,
+    tty = tty and true or false, stream = stream, clock = clock, width = opts.width or term_width(),
+    prefix = opts.label, t0 = clock(), closed = false }, Progress)
 end
 
 --- Seconds since the display was made.
---
 -- @signature p:elapsed() -> seconds
 -- @section progress
 -- @example
@@ -190,9 +113,7 @@ end
 --   print(p:elapsed())
 function Progress:elapsed() return self.clock() - self.t0 end
 
---- Estimated seconds left: the wall time per finished point so far (between points included) times
--- the points left.
---
+--- Estimated seconds left: the wall time per finished point so far times the points left.
 -- @signature p:remaining() -> seconds | nil
 -- @section progress
 -- @example
@@ -209,16 +130,12 @@ function Progress:remaining()
   return math.max(0, est)
 end
 
--- "[ 3/16]" with the count right-aligned to the width of the total.
-local function counter(p, n)
-  local w = #tostring(p.total)
-  return string.format('[%' .. w .. 'd/%d]', n, p.total)
-end
+-- "[ 3/16]"
+local function counter(p, n) return string.format('[%' .. #tostring(p.total) .. 'd/%d]', n, p.total) end
 
 local function times(p)
   local left = p:remaining()
-  return 'elapsed ' .. M.format_duration(p:elapsed())
-    .. (left and (', left ~' .. M.format_duration(left)) or '')
+  return 'elapsed ' .. M.format_duration(p:elapsed()) .. (left and (', left ~' .. M.format_duration(left)) or '')
 end
 
 local function write(p, s)
@@ -232,12 +149,9 @@ local function draw(p, text)
   write(p, CLEAR_LINE .. cut(text, p.width - 1))
 end
 
-local function status(p)
-  return string.format('%s %s  (%s)', counter(p, p.done + 1), p.current, times(p))
-end
+local function status(p) return string.format('%s %s  (%s)', counter(p, p.done + 1), p.current, times(p)) end
 
 --- A point starts (on a terminal the status line shows it).
---
 -- @signature p:start(label)
 -- @section progress
 -- @example
@@ -252,7 +166,6 @@ function Progress:start(label)
 end
 
 --- Redraws the status line (at most every 0.25 s) so elapsed time moves during a long point.
---
 -- @signature p:tick()
 -- @section progress
 -- @example
@@ -268,10 +181,7 @@ function Progress:tick()
   draw(self, status(self))
 end
 
---- A point finished; summary is a short result such as "0.137 ms".
---
--- Off a terminal this writes one line: "[ 3/16] label: summary (0.8s; elapsed 2.4s, left ~10.4s)".
---
+--- A point finished; off a terminal one line: "[ 3/16] label: summary (0.8s; elapsed 2.4s, left ~10.4s)".
 -- @signature p:finish([label [, summary]])
 -- @section progress
 -- @example
@@ -297,10 +207,7 @@ function Progress:finish(label, summary)
   end
 end
 
---- Writes a message on a line of its own; on a terminal the status line is redrawn after it.
---
--- Quiet displays write nothing.
---
+--- Writes a message on a line of its own (none when quiet); a terminal's status line is redrawn after it.
 -- @signature p:log(text)
 -- @section progress
 -- @example
@@ -318,10 +225,6 @@ function Progress:log(text)
 end
 
 --- Ends the display with "done: N/TOTAL points in T"; safe twice, also `<close>`.
---
--- Ends the display: on a terminal the status line is replaced by a final "done N/TOTAL points in T"
--- line; off a terminal that line is written too when at least one point ran. Safe to call twice.
---
 -- @signature p:close()
 -- @section progress
 -- @example
@@ -330,8 +233,7 @@ function Progress:close()
   if self.closed then return end
   self.closed = true
   if self.quiet then return end
-  local text = string.format('done: %d/%d points in %s', self.done, self.total,
-    M.format_duration(self:elapsed()))
+  local text = string.format('done: %d/%d points in %s', self.done, self.total, M.format_duration(self:elapsed()))
   if self.prefix then text = self.prefix .. ': ' .. text end
   if self.tty then
     write(self, CLEAR_LINE .. text .. '\n')

@@ -1,22 +1,10 @@
---- The one result model: what a measured point is, read from record bundles. Every view (the
--- table, plot, the HTML report, compare, merge, the history) reads bundles through this module and
--- only formats what it gives, so two views of one file cannot disagree.
---
--- A session (result.session(bundle)) is one bundle, as the documents and the evidence entry say:
---   kernel, mode, provider, metric ("latency" or "memory"), params, dtype, id (the case key),
---   device, backend, timer, protocol (do_bench, cold, ...), digests, status, observed_at, labels,
---   name, median_ns, n, the measurement figures (p20_ns, p80_ns, gbps, pct_copy, copy_gbps,
---   floor_ns, pct_floor, bytes, flops, noise_sd, implausible, rel_l2, sm_mhz, energy_j, power_w,
---   ...), memory_median/p20/p80/unit, samples_ms or samples_why, ci_ms and ci_flag (the interval of
---   the median the measurement computed), session {index, count}, evidence, and the names the run
---   goes by besides its name: external_id (sourceNative.externalId) and evidence_digest (the digest
---   of its evidence entry, run.spec.evidence.rawSamples).
--- A point (result.points(bundles)) is every session of one workload, kernel, mode, provider,
--- device and protocol: its sessions, the failed ones apart, and its aggregate over the passed
--- ones: median_ns (the mean of the session medians), n, p20_ns/p80_ns (of the pooled samples),
--- ci_pct (the 95 % interval's half-width relative to the median: of the samples for one session,
--- Student's t over the log session medians for several), gbps and the other figures (means),
--- flags.
+--- The one result model: what a measured point is, read from bundles; every view reads bundles through
+-- it and only formats what it gives. A session (result.session: one bundle) has kernel, mode, provider,
+-- metric, params, dtype, id, device, backend, timer, protocol, digests, status, median_ns, n, the
+-- measurement figures, memory_*, samples_ms, ci_ms/ci_flag, session {index, count}, evidence, external_id,
+-- evidence_digest. A point
+-- (result.points) groups the sessions of one workload, kernel, mode, provider, device and protocol and
+-- aggregates the passed ones: median_ns (mean of medians), n, pooled p20/p80, ci_pct, means of figures.
 local args = require 'kluabench.util.args'
 local json = require 'kluabench.util.json'
 local stats = require 'kluabench.stats'
@@ -35,7 +23,6 @@ local function finite(v) return type(v) == 'number' and v == v and v > -math.hug
 local DURATION_NS = { ns = 1, us = 1e3, ['µs'] = 1e3, ms = 1e6, s = 1e9 }
 
 --- A latencyNs value in ns: a number, or a "<number> ns|us|ms|s" string as the schema allows.
---
 -- @signature result.duration_ns(v) -> number | nil
 -- @example
 --   print(result.duration_ns("1.5 us")) --> 1500.0
@@ -47,8 +34,7 @@ function M.duration_ns(v)
   return scale and tonumber(num) * scale or nil
 end
 
--- The short name of a protocol document: its family without the kluabench_ prefix; Liger's
--- harness and ours of triton's algorithm are do_bench.
+-- A protocol's short name: its family without kluabench_; Liger's harness and ours of triton's are do_bench.
 local FAMILY = { triton_do_bench = 'do_bench', liger_kernel_bench = 'do_bench', liger_kernel_bench_memory = 'memory' }
 local function protocol_name(p)
   local fam = get(p, 'spec', 'comparability', 'family')
@@ -63,7 +49,6 @@ local function split(s, sep)
 end
 
 --- One session of a bundle (see the module's comment); fields the bundle lacks are nil.
---
 -- @signature result.session(bundle) -> session
 -- @example
 --   local x = kb.randn({4096}, "f32", 1)
@@ -89,6 +74,9 @@ function M.session(b)
   p.dtype = token and (operation.DTYPE_NAME[token] or token) or nil
   if not p.id and next(p.params) then p.id = operation.case_key { axes = p.params, dtype = token or '?' } end
   p.device = env.device_name(b.environment)
+  p.host = text(get(b, 'environment', 'metadata', 'labels', 'host_name'))
+  p.driver = text(get(b, 'environment', 'spec', 'software', 'driver'))
+  p.harness_version = text(get(b, 'environment', 'spec', 'software', 'framework', 'version'))
   p.timer = get(b, 'protocol', 'spec', 'measurement', 'timer')
   p.protocol = protocol_name(b.protocol)
   p.digests = { protocol = rs.protocolDigest, workload = rs.workloadDigest, environment = rs.environmentDigest,
@@ -112,6 +100,8 @@ function M.session(b)
     end
   end
   p.implausible = fields.implausible == 1 or nil
+  local metrics = get(rs, 'sourceNative', 'metrics')
+  p.source_metrics = type(metrics) == 'table' and metrics or nil
   local e = evidence.of(b)
   p.evidence = type(e) == 'table' and e or {}
   local samples, why = evidence.samples_ms(e)
@@ -133,9 +123,8 @@ function M.session(b)
   return p
 end
 
---- A label for people of a bundle's point and its provider (kluabench.record's), or of a session
--- or point this module made (`of`: what it names wins over the bundle's).
---
+--- A label for people of a bundle's point and its provider (kluabench.record's), or of a session or point this
+-- module made (`of`: what it names wins).
 -- @signature result.label_of(bundle [, of]) -> label, provider
 -- @example
 --   print(result.label_of({run = {spec = {sourceNative = {benchmark = "k/forward", externalId = "k/forward/p/gpu/n8-fp32/t"}}}}))
@@ -147,7 +136,6 @@ function M.label_of(b, of)
 end
 
 --- A point's identity: what two sessions of one point share.
---
 -- @signature result.key(session) -> text
 -- @example
 --   print(result.key({kernel = "k", mode = "forward", provider = "p", id = "n8-fp32", device = "cpu"}))
@@ -161,9 +149,7 @@ end
 local AVERAGED = { 'gbps', 'tflops', 'pct_copy', 'copy_gbps', 'pct_floor', 'floor_ns', 'energy_j', 'power_w', 'sm_mhz',
   'rel_l2' }
 
---- The half-width of the 95 % interval of a session's median, relative to it, in percent, and its
--- flag (ci=range, ci~1): the measurement's own interval, else one of its samples.
---
+--- The 95 % interval's half-width of a session's median in percent of it, and its flag (ci=range, ci~1).
 -- @signature result.ci_percent(session) -> percent, flag | nil
 -- @example
 --   print(result.ci_percent({median_ns = 1e6, samples_ms = {1, 1.1, 0.9, 1, 1.05, 0.98}}))
@@ -226,13 +212,8 @@ local function aggregate(p, passed)
   if not p.gbps and p.bytes and p.median_ns > 0 then p.gbps = p.bytes / p.median_ns end
 end
 
---- The measured points of a list of bundles, in the order their first session appears (see the
--- module's comment). A point: the shared fields of its sessions (kernel, mode, provider, id,
--- params, dtype, device, backend, timer, protocol, metric, digests, bytes, flops), sessions (every
--- session, in order), passed and failed (the sessions whose status is passed with a positive
--- median, and the others), status ("passed" when every session passed, else the first other
--- status), implausible, and the aggregate of the passed sessions.
---
+--- The measured points of bundles, in order: shared fields, sessions, passed (and failed), status,
+-- implausible and the aggregate of the passed sessions.
 -- @signature result.points(bundles) -> list of points
 -- @example
 --   local x = kb.randn({4096}, "f32", 1)
@@ -257,11 +238,8 @@ function M.points(bundles)
     end
     p.sessions[#p.sessions + 1] = s
     local measured = s.metric == 'memory' and finite(s.memory_median) or (finite(s.median_ns) and s.median_ns > 0)
-    if s.status == 'passed' and measured then
-      p.passed[#p.passed + 1] = s
-    else
-      p.failed[#p.failed + 1] = s
-    end
+    local list = (s.status == 'passed' and measured) and p.passed or p.failed
+    list[#list + 1] = s
     if s.implausible then p.implausible = true end
   end
   for _, p in ipairs(out) do

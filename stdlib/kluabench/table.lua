@@ -1,9 +1,9 @@
---- Tables for people: aligned terminal tables, markdown tables, and the
--- results table of a list of bundles; Liger's CSV of bundles.
-local M = {}
+--- Tables for people: aligned terminal and markdown tables, and the results table of a list of bundles.
 local args = require 'kluabench.util.args'
-
 local result = require 'kluabench.result'
+local ceilings = require 'kluabench.measure.ceilings'
+
+local M = {}
 
 local function cell_text(col, row)
   local v = row[col.key]
@@ -11,8 +11,7 @@ local function cell_text(col, row)
     if type(col.format) == 'function' then v = col.format(v, row)
     elseif v ~= nil then v = string.format(col.format, v) end
   end
-  if v == nil then return '' end
-  return tostring(v)
+  return v == nil and '' or tostring(v)
 end
 
 local function ulen(s) return utf8.len(s) or #s end
@@ -36,12 +35,7 @@ local function columns_and_cells(columns, rows)
   return widths, cells
 end
 
---- An aligned plain-text table; columns: {key, title, align = "left"|"right", format}.
---
--- format is a printf pattern or a function(value, row).
---
--- Returns the text, ending in a newline.
---
+--- An aligned plain-text table; columns: {key, title, align = "right", format (printf or function(v, row))}.
 -- @signature report.format_table(columns, rows) -> text
 -- @example
 --   io.write(report.format_table({{key = "name"}, {key = "ms", align = "right", format = "%.3f"}},
@@ -50,8 +44,7 @@ function M.format_table(columns, rows)
   args.check('report.format_table', 1, columns, 'table', 'list of columns')
   args.check('report.format_table', 2, rows, 'table', 'list of rows')
   local widths, cells = columns_and_cells(columns, rows)
-  local out = {}
-  local head, rule = {}, {}
+  local out, head, rule = {}, {}, {}
   for c, col in ipairs(columns) do
     head[c] = pad(col.title or col.key, widths[c], col.align == 'right')
     rule[c] = string.rep('-', widths[c])
@@ -67,7 +60,6 @@ function M.format_table(columns, rows)
 end
 
 --- The same table as GitHub markdown, for pasting into pull requests.
---
 -- @signature report.format_markdown(columns, rows) -> text
 -- @example
 --   io.write(report.format_markdown({{key = "name"}, {key = "ms"}}, {{name = "fused", ms = 0.14}}))
@@ -76,8 +68,7 @@ function M.format_markdown(columns, rows)
   args.check('report.format_markdown', 2, rows, 'table', 'list of rows')
   local widths, cells = columns_and_cells(columns, rows)
   local function esc(s) return (s:gsub('|', '\\|')) end
-  local out = {}
-  local head, rule = {}, {}
+  local out, head, rule = {}, {}, {}
   for c, col in ipairs(columns) do
     head[c] = pad(esc(col.title or col.key), widths[c], false)
     local w = math.max(widths[c], 3)
@@ -93,11 +84,7 @@ function M.format_markdown(columns, rows)
   return table.concat(out, '\n') .. '\n'
 end
 
---- A number for a table cell with `decimals` places (default 2): e-notation from 1e9 up (a value
--- that far out is a broken input; 300 digits of it would break the table), three significant
--- digits where the places would show 0 (0.001, not 0.00), "n/a" for NaN and infinities, nil for
--- what is not a number.
---
+--- A number for a table cell with `decimals` places (default 2), e-notation from 1e9, "n/a" if not finite.
 -- @signature report.cell_number(x [, decimals]) -> text | nil
 -- @example
 --   print(report.cell_number(1.5), report.cell_number(1e300), report.cell_number(0.001))
@@ -114,12 +101,9 @@ end
 local function us(ns) return type(ns) == 'number' and M.cell_number(ns / 1000, 2) or nil end
 local function number(places) return function(v) return M.cell_number(v, places) end end
 
---- Columns of the results table that M.results_rows fills. A column marked
--- `optional` is left out of the table when no row has a value for it.
+--- Columns of the results table; an `optional` one is left out when no row has a value for it.
 M.RESULT_COLUMNS = {
-  { key = 'kernel', title = 'kernel' },
-  { key = 'mode', title = 'mode' },
-  { key = 'provider', title = 'provider' },
+  { key = 'kernel', title = 'kernel' }, { key = 'mode', title = 'mode' }, { key = 'provider', title = 'provider' },
   { key = 'workload', title = 'workload' },
   -- optional: a table of memory runs alone has no time
   { key = 'median_ns', title = 'median us', align = 'right', format = us, optional = 'time' },
@@ -146,9 +130,8 @@ M.RESULT_COLUMNS = {
   { key = 'flags', title = 'flags', optional = true },
 }
 
---- How far past the copy floor a median may be before the table flags it `<floor`: the copy ceiling's
--- own spread (check.CEILING_SPREAD).
-M.CEILING_SPREAD = require('kluabench.measure.ceilings').CEILING_SPREAD
+--- How far past the copy floor a median may be before the table flags `<floor` (check.CEILING_SPREAD).
+M.CEILING_SPREAD = ceilings.CEILING_SPREAD
 
 --- The width the results table aims to fit (a sweep's rows, and its heading lines).
 M.WIDTH = 120
@@ -198,8 +181,7 @@ local function session_flags(s, n, ci_flag)
   return f
 end
 
--- The row of a session or of a point (x: what result.session or result.points gave; agg: x is a
--- point, its figures the aggregate of its passed sessions).
+-- The row of a session, or of a point (agg: its figures the aggregate of its passed sessions).
 local function row_of(x, energy, agg)
   local memory = x.metric == 'memory'
   local row = {
@@ -236,11 +218,8 @@ local function row_of(x, energy, agg)
   return row
 end
 
---- The rows of the results table, as kluabench.result gives the points of bundles: one row per
--- point (its aggregate over its passed sessions: the mean of their medians, their session count,
--- ci95 over the sessions), and one row per session that did not pass; opts.sessions: one row per
--- session. opts.metrics.energy adds the energy columns.
---
+--- The rows of the results table: one per point and one per session that did not pass (opts.sessions:
+-- one per session; opts.metrics.energy: the energy columns).
 -- @signature table.results_rows(bundles [, opts]) -> rows
 -- @example
 --   local x = kb.randn({4096}, "f32", 1)
@@ -263,9 +242,7 @@ function M.results_rows(bundles, opts)
   return rows
 end
 
---- The columns that say what and how every row measured: when all rows agree on them, they go into a
--- line above the table instead of repeating on each row, as do the words of the workload ids that
--- every row shares (so that a sweep's table fits 120 columns).
+--- Columns said once above the table when every row agrees on them, so a sweep's table fits 120 columns.
 M.SHARED_COLUMNS = { kernel = true, device = true, protocol = true, timer = true }
 
 -- The value every row has for key, or nil when they differ or one lacks it.
@@ -276,10 +253,8 @@ local function common_value(rows, key)
   return v
 end
 
--- The words ("-"-separated) of the workload ids that every row shares, said once above the table:
--- with two rows or more whose ids have as many words, and some but not all the same, each row's
--- workload cell keeps the words that vary and the heading gets the id with "*" for them
--- ("hidden8192-kv_heads8-q_heads32-seq*-bf16" over cells "seq1024", "seq2048").
+-- The words of the workload ids every row shares, said once above the table with "*" for the words
+-- that vary ("hidden8192-kv_heads8-q_heads32-seq*-bf16" over "seq1024", "seq2048"), which the cells keep.
 local function shared_workload(rows)
   if #rows < 2 then return nil end
   local words, n = {}, nil
@@ -293,9 +268,7 @@ local function shared_workload(rows)
   local same, varying = {}, 0
   for j = 1, n do
     same[j] = true
-    for i = 2, #rows do
-      if words[i][j] ~= words[1][j] then same[j] = false break end
-    end
+    for i = 2, #rows do if words[i][j] ~= words[1][j] then same[j] = false break end end
     if not same[j] then varying = varying + 1 end
   end
   if varying == 0 or varying == n then return nil end
@@ -303,9 +276,7 @@ local function shared_workload(rows)
   for j = 1, n do
     -- the axis name the varying words start with ("seq" of seq1024, seq2048), then "*"
     local prefix = not same[j] and words[1][j]:match('^([%a_]*)') or nil
-    for i = 2, #rows do
-      if prefix and words[i][j]:match('^([%a_]*)') ~= prefix then prefix = '' end
-    end
+    for i = 2, #rows do if prefix and words[i][j]:match('^([%a_]*)') ~= prefix then prefix = '' end end
     pattern[j] = same[j] and words[1][j] or ((prefix or '') .. '*')
   end
   for i, row in ipairs(rows) do
@@ -317,9 +288,7 @@ local function shared_workload(rows)
 end
 
 local function result_columns(rows)
-  local cols, heading = {}, {}
-  local workload = shared_workload(rows)
-  local timed = false
+  local cols, heading, workload, timed = {}, {}, shared_workload(rows), false
   for _, row in ipairs(rows) do timed = timed or row.mem_mb == nil end
   for _, col in ipairs(M.RESULT_COLUMNS) do
     if col.key == 'workload' and workload then heading[#heading + 1] = 'workload ' .. workload end
@@ -329,21 +298,15 @@ local function result_columns(rows)
       used = row[col.key] ~= nil
     end
     local shared = M.SHARED_COLUMNS[col.key] and common_value(rows, col.key)
-    if shared then
-      heading[#heading + 1] = col.title .. ' ' .. tostring(shared)
-    elseif used then
-      cols[#cols + 1] = col
-    end
+    if shared then heading[#heading + 1] = col.title .. ' ' .. tostring(shared)
+    elseif used then cols[#cols + 1] = col end
   end
   if #heading == 0 then return cols, nil end
   -- one line, or as many as it takes to stay within M.WIDTH
   local lines, line = {}, heading[1]
   for i = 2, #heading do
-    if ulen(line) + 3 + ulen(heading[i]) > M.WIDTH then
-      lines[#lines + 1], line = line, heading[i]
-    else
-      line = line .. ' · ' .. heading[i]
-    end
+    if ulen(line) + 3 + ulen(heading[i]) > M.WIDTH then lines[#lines + 1], line = line, heading[i]
+    else line = line .. ' · ' .. heading[i] end
   end
   lines[#lines + 1] = line
   return cols, table.concat(lines, '\n')
@@ -365,12 +328,7 @@ local function reasons_text(rows, bullet)
   return table.concat(out)
 end
 
---- The aligned terminal table of a list of bundles; the device, protocol and backend/timer that
--- every row shares (and the kernel, and the words of the workload ids that do not vary) are said
--- once, in a line above it, and why a row's check is not passed (its first reason) in a line after it.
---
--- opts: as report.results_rows (sessions = true: one row per session).
---
+--- The aligned terminal table of bundles: what every row shares in a line above, failures' reasons after.
 -- @signature report.results_table(bundles [, opts]) -> text
 -- @example
 --   local x = kb.randn({4096}, "f32", 1)
@@ -386,7 +344,6 @@ function M.results_table(bundles, opts)
 end
 
 --- The markdown table of a list of bundles, with why a row's check is not passed in a list after it.
---
 -- @signature report.results_markdown(bundles [, opts]) -> text
 -- @example
 --   local x = kb.randn({4096}, "f32", 1)

@@ -1,72 +1,40 @@
--- Record bundles for the history specs: real H200 bundles (two sessions of
--- one A/A pair, tests/fixtures/records/h200_aa/, llama4_rope forward at
--- hidden 512, seq 2048) with their raw samples replaced by fresh draws of a
--- known median, so that a series over commits steps exactly where a test says.
-local json = require 'kluabench.util.json'
+-- Record bundles for the history specs: sessions of llama4_rope forward at hidden 512, seq 2048,
+-- bf16 on an H200, of today's format (tests/helpers/bundles.lua), their raw samples fresh draws of
+-- a known median, so that a series over commits steps exactly where a test says. M.AA: real H200
+-- records (tests/fixtures/records/h200_aa/) for the scripts that read measured sessions.
 local prng = require 'kluabench.stats.prng'
 local sub = require 'helpers.subprocess'
+local bundles = require 'helpers.bundles'
 local evidence = require 'kluabench.record.evidence'
-local stats = require 'kluabench.stats'
 
 local M = {}
 
 M.AA = sub.root() .. '/tests/fixtures/records/h200_aa/'
 M.SESSION = M.AA .. 'a.jsonl'
-
-local lines
--- A fresh copy of a.jsonl's bundle of a provider ("fused", "reference" or "copy"), its
--- evidence entry (a copy too) attached.
-local function template(provider)
-  if not lines then
-    lines = {}
-    for line in assert(sub.slurp(M.SESSION)):gmatch('[^\n]+') do
-      local name = assert(json.decode(line)).run.metadata.name
-      lines[assert(name:match('^kluabench%-llama4%-rope%-forward%-(%a+)%-'), name)] = line
-    end
-  end
-  local b = assert(json.decode(assert(lines[provider], provider)))
-  local entry = {}
-  for k, v in pairs(assert(evidence.resolve(b, M.SESSION))) do entry[k] = v end
-  evidence.attach(b, entry)
-  return b
-end
+M.DEVICE = 'NVIDIA H200'
 
 --- Bundles of one session: for each provider ({"fused", "copy"} by default) a bundle whose
--- samples (n, default 60) are drawn around median_ns[provider] with 1 % spread; observedAt made
--- unique by tag.
+-- samples (n, default 60) are drawn around median_ns[provider] with 1 % spread; its time (and so
+-- its identity) made unique by tag.
 function M.session(tag, median_ns, opts)
   opts = opts or {}
   local rng = prng.new(opts.seed or 1)
   local out = {}
   for _, provider in ipairs(opts.providers or { 'fused', 'copy' }) do
-    local b = template(provider)
-    local vals = {}
+    local ms = {}
     for i = 1, opts.n or 60 do
-      vals[i] = math.floor(median_ns[provider] * (1 + 0.01 * (rng:uniform() * 2 - 1)) + 0.5)
+      ms[i] = math.floor(median_ns[provider] * (1 + 0.01 * (rng:uniform() * 2 - 1)) + 0.5) / 1e6
     end
-    local e = evidence.of(b)
-    e.samples = vals
-    e.session = { index = 1, count = 1 }
-    b.run.spec.timing.samples = #vals
-    b.run.spec.timing.latencyNs.median = math.floor(stats.median(vals) + 0.5)
-    b.run.spec.observedAt = string.format('2026-12-03T00:%02d:%02d.%03dZ', (tag // 3600) % 60, (tag // 60) % 60, tag % 1000)
-    -- a run of its own, as today's records name each run with its time (the earlier format's names
-    -- carried none: two sessions of one point had one name)
-    b.run.metadata.name = b.run.metadata.name .. '-' .. tag
-    b.run.spec.sourceNative.externalId = b.run.spec.sourceNative.externalId .. '-' .. tag
-    for _, m in ipairs(b.run.spec.measurements) do
-      if m.metric == 'session' or m.metric == 'sessions' then m.value = 1 end
-    end
-    out[#out + 1] = b
+    out[#out + 1] = bundles.make { samples = ms, provider = provider, device = M.DEVICE, time = tag }
   end
   return out
 end
 
 --- Writes bundles as JSON Lines to path, their raw samples beside it (path's samples file).
-function M.write(path, bundles)
+function M.write(path, list)
   os.remove(path)
   os.remove(evidence.samples_path(path))
-  for _, b in ipairs(bundles) do assert(require('kluabench.record.writer').append(path, b)) end
+  for _, b in ipairs(list) do assert(require('kluabench.record.writer').append(path, b)) end
 end
 
 --- Makes a version-1 history database at spec (a SQLite path or a postgresql:// URI), as kluabench

@@ -35,7 +35,7 @@ function M.keys(path)
   local out = {}
   for _, b in ipairs(M.bundles(path)) do
     local p = result.session(b)
-    out[#out + 1] = string.format('%s %s %d/%d', b.run.spec.workloadDigest, p.provider, p.session.index,
+    out[#out + 1] = string.format('%s %s %d/%d', p.digests.workload, p.provider, p.session.index,
       p.session.count)
   end
   table.sort(out)

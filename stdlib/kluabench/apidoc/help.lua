@@ -15,6 +15,7 @@ local apidoc = require 'kluabench.apidoc'
 
 local M = {}
 local args = require 'kluabench.util.args'
+local commands = require 'kluabench.commands.helpers'
 
 local WIDTH = 78
 
@@ -125,7 +126,7 @@ end
 function M.command_module(entry)
   args.check('help.command_module', 1, entry, 'table', 'apidoc entry')
   local cmd = entry.name:match('^kluabench ([%w%-]+)')
-  local c = cmd and require('kluabench.commands.helpers').find(cmd)
+  local c = cmd and commands.find(cmd)
   return c and c.module and (c.module) or nil
 end
 

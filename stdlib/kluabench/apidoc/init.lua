@@ -19,6 +19,15 @@
 --   section    the id of one of M.sections
 --   path       {module, key, ...} where the value is, when the name does not say
 --   preformatted  details are laid out already (commands' help texts)
+local measure_do_bench = require 'kluabench.measure.do_bench'
+local stopping = require 'kluabench.measure.stopping'
+local measure_mod = require 'kluabench.measure'
+local clocks = require 'kluabench.measure.clocks'
+local prng = require 'kluabench.stats.prng'
+local db = require 'kluabench.history.db'
+local kernels_mod = require 'kluabench.kernels'
+local doccomments = require 'kluabench.apidoc.doccomments'
+local cli = require 'kluabench.commands.helpers'
 local M = {}
 
 --- Name prefixes and the module each stands for: kb (the engine) and every short name of
@@ -45,24 +54,23 @@ M.objects = {
   pk = { metatable = 'kluabench.PluginKernel', title = 'PluginKernel' },
   p = { module = 'kluabench.progress', field = 'Progress', title = 'Progress' },
   protocol = { title = 'Protocol',
-    make = function() return require('kluabench.measure.do_bench').do_bench_protocol() end },
+    make = function() return measure_do_bench.do_bench_protocol() end },
   session = { title = 'Session (kluabench.measure)',
     make = function()
-      local stopping = require 'kluabench.measure.stopping'
-      return require('kluabench.measure').session('hot', function() end, { stop = stopping.count(1) })
+      return measure_mod.session('hot', function() end, { stop = stopping.count(1) })
     end },
   criterion = { title = 'Criterion (kluabench.measure.stopping)',
-    make = function() return require('kluabench.measure.stopping').count(1) end },
-  st = { title = 'State (kluabench.measure.stopping)', make = function() return require('kluabench.measure.stopping').state() end },
+    make = function() return stopping.count(1) end },
+  st = { title = 'State (kluabench.measure.stopping)', make = function() return stopping.state() end },
   mon = { title = 'Monitor (kluabench.measure.clocks)',
-    make = function() return require('kluabench.measure.clocks').monitor { nvml = {} } end },
-  rng = { title = 'Generator (kluabench.stats.prng)', make = function() return require('kluabench.stats.prng').new(1) end },
+    make = function() return clocks.monitor { nvml = {} } end },
+  rng = { title = 'Generator (kluabench.stats.prng)', make = function() return prng.new(1) end },
   sqlite = { metatable = 'kluabench.SQLite', title = 'SQLite database (kb.sqlite)' },
   stmt = { metatable = 'kluabench.SQLiteStatement', title = 'SQLite statement' },
   conn = { metatable = 'kluabench.PQ', title = 'PostgreSQL connection (kb.pq)' },
   lock = { metatable = 'kluabench.Lock', title = 'Lock (kb.try_lock)' },
   h = { title = 'History database handle (kluabench.history.db)',
-    make = function() return require('kluabench.history.db').open(':memory:', { create = true }) end },
+    make = function() return db.open(':memory:', { create = true }) end },
 }
 
 --- Sections in the order of docs/API.md.
@@ -207,7 +215,7 @@ M.sections = {
       .. '"sha256:" .. hex(SHA-256(JCS({apiVersion, kind, spec}))). The raw samples are the run\'s evidence '
       .. '(kluabench.record.evidence), in a samples file beside the records; kluabench.record.point is the '
       .. 'view of a bundle every table and command reads; kluabench.record.operation, .implementation, '
-      .. '.measurements, .writer and .migrate are the parts. docs/RECORDS.md describes every field.' },
+      .. '.measurements and .writer are the parts. docs/RECORDS.md describes every field.' },
   { id = 'kernels', title = 'kluabench.kernels: the kernel registry',
     intro = '`local kernels = require "kluabench.kernels"`. What records and `kluabench list` '
       .. 'know about each kernel (title, source files, cost model), gathered from one descriptor '
@@ -254,9 +262,10 @@ M.sections = {
   { id = 'history_detect', title = 'kluabench.history.detect: steps along commits',
     intro = '`local history_detect = require "kluabench.history.detect"`. The regression test of `history check`: '
       .. 'a lookback z-score over the last commits as candidate steps, with a sentinel for machine drift.' },
-  { id = 'history_point', title = 'kluabench.history.point: what the history reads of a bundle',
-    intro = '`local history_point = require "kluabench.history.point"`. The one adapter between record bundles and '
-      .. 'the history (kluabench.record.reader underneath).' },
+  { id = 'history_point', title = 'kluabench.history.point: what the database stores of a bundle',
+    intro = '`local history_point = require "kluabench.history.point"`. What only the database needs beyond the '
+      .. 'result model (kluabench.result): a run\'s identity, its documents as written, its raw samples as '
+      .. 'stored, and the bundle rebuilt from a stored row.' },
   { id = 'html', title = 'kluabench.charts.html: the HTML report',
     intro = '`local html = require "kluabench.charts.html"`. One self-contained page: tables, inline SVG '
       .. 'charts (kluabench.charts.plot), trends with their steps marked.' },
@@ -290,7 +299,7 @@ do
   for i, s in ipairs(M.sections) do
     if s.id == 'tensor_methods' then at = i + 1 end
   end
-  for _, f in ipairs(require('kluabench.kernels').FAMILIES) do
+  for _, f in ipairs(kernels_mod.FAMILIES) do
     if f.doc then
       table.insert(M.sections, at, f.doc.section)
       at = at + 1
@@ -320,7 +329,6 @@ do
     end
   end
   table.sort(files, function(a, b) return a.name < b.name or a.name == b.name and a.path < b.path end)
-  local doccomments = require 'kluabench.apidoc.doccomments'
   local found = {}
   for _, file in ipairs(files) do
     local f = io.open(dir .. '/' .. file.path, 'rb')
@@ -378,15 +386,12 @@ local COMMAND_EXAMPLES = {
   slurm = 'kluabench slurm --gpus 16 --partition gpu --time 01:00:00 --dir /shared/sweep --submit '
     .. 'scripts/llama4_rope.lua --sweep all',
   merge = 'kluabench merge /shared/sweep -o all.jsonl',
-  migrate = 'kluabench migrate results/old.jsonl -o results/old.kernelindex.jsonl',
   submission = 'kluabench submission results/run.jsonl records/liger.jsonl -o submission.json',
   history = 'kluabench history add results/run.jsonl --db results/history.db && kluabench history check',
   report = 'kluabench report results/run.jsonl -o report.html',
 }
 
 local function command_entries()
-  local ok, cli = pcall(require, 'kluabench.commands.helpers')
-  if not ok or type(cli) ~= 'table' or type(cli.COMMANDS) ~= 'table' then return {} end
   local list = {}
   for _, c in ipairs(cli.COMMANDS) do
     local text = c.help or ''
@@ -423,9 +428,9 @@ do
   end
   -- the record format's parts are documented with kluabench.record
   local record_parts = { point = 'record', evidence = 'record', schema = 'record', writer = 'record',
-    migrate = 'record', operation = 'record', implementation = 'record', measurements = 'record',
+    operation = 'record', implementation = 'record', measurements = 'record',
     seeds = 'trust', integrity = 'trust', audit = 'trust', census = 'trust', precision = 'trust' }
-  for _, e in ipairs(require('kluabench.apidoc.doccomments').collect(modules, M.sections, record_parts)) do
+  for _, e in ipairs(doccomments.collect(modules, M.sections, record_parts)) do
     M.entries[#M.entries + 1] = e
   end
 end

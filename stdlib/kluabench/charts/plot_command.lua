@@ -1,9 +1,9 @@
 --- `kluabench plot RESULTS... -o chart.svg`: draw results as an SVG chart
 -- (the drawing is kluabench.charts.plot; this is the command line around it).
+local writer = require 'kluabench.record.writer'
 local plot = require 'kluabench.charts.plot'
 local cli = require 'kluabench.commands.helpers'
 local files_mod = require 'kluabench.util.files'
-local shards = require 'kluabench.dist.shards'
 
 local M = {}
 
@@ -119,7 +119,7 @@ function M.run(args)
   if not opts.output then return usage_error('no output file: give -o chart.svg (or -o - for stdout)') end
   local unreadable = cli.check_inputs('plot', files)
   if unreadable then return unreadable end
-  local fresh, why_not = shards.check_output('-o', opts.output, shards.file_inputs(files), nil, true)
+  local fresh, why_not = writer.check_output('-o', opts.output, writer.file_inputs(files), true)
   if not fresh then return usage_error('%s', why_not) end
   if opts.y then
     local known = false

@@ -3,13 +3,13 @@
 -- result files or of a history query. Bundles are read through the one
 -- result model (kluabench.result.points): a point's sessions make one
 -- summary row and one chart mark, its aggregate.
+local writer = require 'kluabench.record.writer'
 local cli = require 'kluabench.commands.helpers'
 local reader = require 'kluabench.record.reader'
 local result = require 'kluabench.result'
 local plot = require 'kluabench.charts.plot'
 local html = require 'kluabench.charts.html'
 local files_mod = require 'kluabench.util.files'
-local shards = require 'kluabench.dist.shards'
 local history = require 'kluabench.history'
 local history_db = require 'kluabench.history.db'
 
@@ -178,11 +178,11 @@ function M.run(args)
       return usage_error("--max-trends must be a whole number from 0 to 10000, got '%s'", opts['max-trends'])
     end
   end
-  local inputs = shards.file_inputs(files)
+  local inputs = writer.file_inputs(files)
   if opts.db and not history_db.is_postgres(opts.db) then
     inputs[#inputs + 1] = { opts.db, 'the history database (--db)' }
   end
-  local fresh, why_not = shards.check_output('-o', opts.output, inputs, nil, true)
+  local fresh, why_not = writer.check_output('-o', opts.output, inputs, true)
   if not fresh then return usage_error('%s', why_not) end
   if opts.output ~= '-' then
     local ok, err = files_mod.check_writable(opts.output)

@@ -3,6 +3,8 @@
 -- kluabench.compare.
 local compare = require 'kluabench.compare'
 local util_args = require 'kluabench.util.args'
+local helpers = require 'kluabench.commands.helpers'
+local util_files = require 'kluabench.util.files'
 
 local M = {}
 
@@ -93,7 +95,7 @@ M.USAGE = 'kluabench compare BASE NEW [--threshold T] [--noise N] [--between SD]
 -- Text for stderr with control characters as \xNN (file names and messages carry what records say).
 local function printable(s) return util_args.printable(s, 1000) end
 
-local function usage_error(fmt, ...) return require('kluabench.commands.helpers').usage_error('compare', fmt, ...) end
+local function usage_error(fmt, ...) return helpers.usage_error('compare', fmt, ...) end
 
 local SPEC = { threshold = 'value', noise = 'value', confidence = 'value', resamples = 'value',
   seed = 'value', between = 'value', format = 'value', ['per-point'] = 'flag', ['across-devices'] = 'flag',
@@ -101,7 +103,7 @@ local SPEC = { threshold = 'value', noise = 'value', confidence = 'value', resam
   aliases = { h = 'help' } }
 
 -- The options of args, or nil, message.
-local function parse(args) return require('kluabench.commands.helpers').parse_args(args, SPEC) end
+local function parse(args) return helpers.parse_args(args, SPEC) end
 
 local function number_opt(opts, name, lo, hi, integer)
   local v = opts[name]
@@ -119,7 +121,7 @@ end
 function M.run(args)
   local opts, rest = parse(args or {})
   if not opts then return usage_error('%s', rest) end
-  if opts.help then return require('kluabench.commands.helpers').help('compare') end
+  if opts.help then return helpers.help('compare') end
   if #rest ~= 2 then return usage_error('expected BASE and NEW files, got %d argument(s)', #rest) end
   local o = {}
   local checks = {
@@ -163,7 +165,7 @@ function M.run(args)
       .. 'workload digest and provider)\n', printable(rest[1]), printable(rest[2])))
     return 2
   end
-  local written, werr = require('kluabench.util.files').write_stdout(compare.format(result, fmt))
+  local written, werr = util_files.write_stdout(compare.format(result, fmt))
   if not written then
     io.stderr:write('kluabench compare: cannot write to ', printable(werr), '\n')
     return 2

@@ -2,6 +2,9 @@
 -- markdown table or one JSON object (--json).
 local cli = require 'kluabench.commands.helpers'
 local results = require 'kluabench.table'
+local record_env = require 'kluabench.record.env'
+local kb = require 'kluabench.core'
+local cjson = require 'cjson'
 
 local M = {}
 
@@ -29,7 +32,7 @@ end
 
 -- The ExecutionEnvironment document that records carry, and its digest.
 local function record_environment(kb)
-  local ok, doc = pcall(function() return require('kluabench.record.env').capture() end)
+  local ok, doc = pcall(function() return record_env.capture() end)
   if not ok or type(doc) ~= 'table' then return nil end
   local digest = type(kb.digest) == 'function' and call(kb.digest, doc.spec) or nil
   return doc, digest
@@ -41,7 +44,6 @@ end
 -- M.VARIABLES that are set), and record: the ExecutionEnvironment document
 -- that result records carry (kluabench.record.env.capture()) with its digest.
 function M.collect()
-  local kb = require 'kluabench.core'
   local host = package.loaded['kluabench.host'] or {}
   local vars = {}
   for _, name in ipairs(M.VARIABLES) do vars[name] = os.getenv(name) end
@@ -133,7 +135,7 @@ function M.run(args)
   local format = opts.json and 'json' or opts.format or 'text'
   local env = M.collect()
   if format == 'json' then
-    io.stdout:write(require('cjson').encode(env), '\n')
+    io.stdout:write(cjson.encode(env), '\n')
   elseif format == 'text' then
     io.stdout:write(results.format_table(COLUMNS, M.rows(env)))
   elseif format == 'markdown' then

@@ -5,6 +5,8 @@
 -- command-line functions of kluabench.util.args under the names commands use.
 -- A command requires this module, never the dispatcher that loads it.
 local cmdline = require 'kluabench.util.args'
+local core = require 'kluabench.core'
+local util_files = require 'kluabench.util.files'
 
 local M = {}
 
@@ -125,12 +127,12 @@ end
 -- in every command, not a failure found halfway; a FIFO is refused without
 -- opening it, which would wait for a writer.
 function M.unreadable(path)
-  local st, err = require('kluabench.core').stat(path, true)
+  local st, err = core.stat(path, true)
   if not st then
     err = tostring(err)
     return err:sub(1, #path + 2) == path .. ': ' and err:sub(#path + 3) or err
   end
-  if st.type ~= 'file' then return require('kluabench.util.files').not_regular(path) or ('is a ' .. st.type) end
+  if st.type ~= 'file' then return util_files.not_regular(path) or ('is a ' .. st.type) end
   local f, oerr = io.open(path, 'r')
   if not f then
     oerr = tostring(oerr)

@@ -3,6 +3,9 @@
 local cli = require 'kluabench.commands.helpers'
 local files = require 'kluabench.util.files'
 local results = require 'kluabench.table'
+local kernel_registry = require 'kluabench.kernels'
+local core = require 'kluabench.core'
+local cjson = require 'cjson'
 
 local M = {}
 
@@ -61,7 +64,7 @@ end
 -- about = its summary in the API reference, or ""}.
 function M.kernels(kb, registry)
   local out, about = {}, summaries()
-  for _, f in ipairs((registry or require 'kluabench.kernels').functions(kb)) do
+  for _, f in ipairs((registry or kernel_registry).functions(kb)) do
     out[#out + 1] = { name = f.name, about = about[f.name] or '' }
   end
   return out
@@ -73,7 +76,7 @@ function M.collect()
     root = host.root,
     scripts = M.files(host.root, 'scripts'),
     examples = M.files(host.root, 'examples'),
-    kernels = M.kernels((require 'kluabench.core')),
+    kernels = M.kernels((core)),
   }
 end
 
@@ -97,7 +100,6 @@ function M.run(args)
   end
   local l = M.collect()
   if format == 'json' then
-    local cjson = require 'cjson'
     local function arr(t) return #t > 0 and t or cjson.empty_array or t end
     io.stdout:write(cjson.encode({ root = l.root, scripts = arr(l.scripts), examples = arr(l.examples),
       kernels = arr(l.kernels) }), '\n')

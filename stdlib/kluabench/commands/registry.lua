@@ -27,8 +27,6 @@ return {
   { name = 'slurm', device = false, module = 'kluabench.dist.slurm', summary = 'write (and submit) a Slurm job array that runs a script in shards' },
   { name = 'merge', device = false, module = 'kluabench.dist.merge',
     summary = 'merge the shard files of run-all or slurm, checking every point arrived once' },
-  { name = 'migrate', device = false, module = 'kluabench.commands.migrate',
-    summary = "rewrite results files of kluabench's earlier record format in today's" },
   { name = 'submission', device = false, module = 'kluabench.commands.submission',
     summary = 'write a kernelindex submission document of results files' },
   { name = 'history', module = 'kluabench.history.command',

@@ -1,6 +1,7 @@
 --- `kluabench run SCRIPT [args...]`: runs SCRIPT exactly as
 -- `kluabench SCRIPT args...` does, for scripts whose name is also a command.
 local cli = require 'kluabench.commands.helpers'
+local integrity = require 'kluabench.trust.integrity'
 
 local M = {}
 
@@ -43,7 +44,7 @@ function M.run(args)
   end
   arg = script_arg(arg or {}, first)
   -- the harness's references to the timing functions, before the script can replace them
-  require('kluabench.trust.integrity').capture()
+  integrity.capture()
   chunk(table.unpack(args, first + 1, #args))
   return 0
 end

@@ -5,24 +5,25 @@ local json = require 'kluabench.util.json'
 local files = require 'kluabench.util.files'
 
 local writer = require 'kluabench.record.writer'
+local reader = require 'kluabench.record.reader'
+local record_submission = require 'kluabench.record.submission'
 
 local M = {}
 
 M.USAGE = 'kluabench submission FILE... -o OUT [--project NAME]'
 
 M.help = [[
-Reads record bundles (results files of the harness, import-liger, merge or
-migrate; bundles of kluabench's earlier format are migrated as they are read)
+Reads record bundles (results files of the harness, import-liger or merge)
 and writes one kernelindex submission document (JSON, which kernelindex's
 YAML reader takes) in the layout of its submission path:
   {projects, operations, workloads, implementations: [{manifest, projectSlug}],
    runs: [{run, protocol, environment}]}
-Each document appears once; every manifest is checked against its schema
-first (nothing invalid is written), and a document whose metadata.name another
-document of its kind already bears is renamed NAME-<12 hex digits of its
-digest> (names are not digested: no digest changes); so is a project,
-operation or implementation whose slug (kernelindex's kebab of the name, 100
-characters) another one has.
+Each document appears once (CI checks the documents against kernelindex's
+schemas with an independent validator; kluabench does not as it writes), and
+a document whose metadata.name another document of its kind already bears is
+renamed NAME-<12 hex digits of its digest> (names are not digested: no digest
+changes); so is a project, operation or implementation whose slug
+(kernelindex's kebab of the name, 100 characters) another one has.
 
 Implementations of kluabench's built-in kernels belong to the project
 "kluabench"; imported ones to their upstream project (Liger-Kernel,
@@ -56,7 +57,6 @@ function M.main(args)
   if unreadable then return unreadable end
   local fresh, why_not = writer.check_output('-o', opts.out, writer.file_inputs(files), true)
   if not fresh then return usage_error('%s', why_not) end
-  local reader = require 'kluabench.record.reader'
   local bundles = {}
   for _, path in ipairs(files) do
     cli.stop_if_interrupted()
@@ -67,13 +67,11 @@ function M.main(args)
     end
     table.move(bs, 1, #bs, #bundles + 1, bundles)
   end
-  local doc, n = require('kluabench.record.submission').of(bundles, { project = opts.project })
+  local doc, n = record_submission.of(bundles, { project = opts.project })
   if not doc then
     say('%s', n)
     return 1
   end
-  local files = require 'kluabench.util.files'
-  local json = require 'kluabench.util.json'
   local text, err = json.encode_pretty(doc)
   if not text then
     say('%s', err)

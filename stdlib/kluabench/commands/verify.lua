@@ -3,12 +3,10 @@
 -- kernelindex schema of its kind, and check the run's raw samples (its
 -- evidence entry) against their digest and the statistics the run records.
 local files = require 'kluabench.util.files'
-local record = require 'kluabench.record'
 local reader = require 'kluabench.record.reader'
 local evidence = require 'kluabench.record.evidence'
-local migrate = require 'kluabench.record.migrate'
 local verify = require 'kluabench.record.verify'
-local result = require 'kluabench.result'
+local helpers = require 'kluabench.commands.helpers'
 
 local M = {}
 
@@ -36,9 +34,8 @@ For every bundle one line goes to stdout:
   OK FILE:LINE NAME
   MISMATCH FILE:LINE DIGEST: recorded sha256:..., computed sha256:...
 LINE is where the bundle starts, NAME its run's metadata.name. Files that
-cannot be read or parsed, documents that break their schema, samples that do
-not match, and bundles of kluabench's earlier format (before the kernelindex
-schemas: rewrite them with 'kluabench migrate') are reported on stderr as
+cannot be read or parsed, documents that are not kernelindex documents of
+their kind, and samples that do not match are reported on stderr as
 "kluabench verify: FILE:LINE: why".
 
   -q, --quiet   print only MISMATCH lines and errors
@@ -47,47 +44,11 @@ Exit status: 0 everything checks out, 1 a mismatch or an invalid file (too
 large, not JSON, no bundles), 2 usage error (a FILE that does not exist, is
 no regular file or cannot be opened too: then nothing is checked).]]
 
-local function usage_error(fmt, ...) return require('kluabench.commands.helpers').usage_error('verify', fmt, ...) end
+local function usage_error(fmt, ...) return helpers.usage_error('verify', fmt, ...) end
 
 --- The bundles of a file's text: a list of {bundle = value, line = N}, or
 -- nil, line, message (kluabench.record.reader's items).
 M.bundles_of_text = reader.items
-
--- The latency statistics the run records besides the median (record.consistency checks the
--- median, p20, p80 and the count): the minimum, maximum and mean of the raw samples, which the
--- writer rounds to whole ns from the unrounded samples (so within 1 ns of the rounded ones').
-local function extremes_problems(b, entry)
-  local samples = evidence.samples_ms(entry)
-  local l = reader.get(b, 'run', 'spec', 'timing', 'latencyNs')
-  if not samples or type(l) ~= 'table' then return {} end
-  local lo, hi, sum = math.huge, -math.huge, 0
-  for _, ms in ipairs(samples) do
-    local ns = ms * 1e6
-    lo, hi, sum = math.min(lo, ns), math.max(hi, ns), sum + ns
-  end
-  local problems = {}
-  for _, c in ipairs { { 'minimum', lo }, { 'maximum', hi }, { 'mean', sum / #samples } } do
-    local recorded = result.duration_ns(l[c[1]])
-    if l[c[1]] ~= nil and (not recorded or math.abs(recorded - c[2]) > 1 + 1e-9 * math.abs(c[2])) then
-      problems[#problems + 1] = { field = 'timing.latencyNs.' .. c[1], error = string.format(
-        'the run records %s ns, its raw samples give %s ns', tostring(l[c[1]]), string.format('%.17g', record.round(c[2]))) }
-    end
-  end
-  return problems
-end
-
---- What is wrong with a bundle's raw samples: its evidence entry missing or not matching its digest,
--- or the statistics the run records (median, p20, p80, minimum, maximum, mean, sample count) not
--- those of the samples. A list of {field, error}.
-function M.evidence_problems(b, path)
-  local ref = reader.get(b, 'run', 'spec', 'evidence', 'rawSamples')
-  if ref == nil then return {} end
-  local entry, why = evidence.resolve(b, path)
-  if not entry then return { { field = 'evidence.rawSamples', error = why } } end
-  local problems = verify.consistency(b, entry)
-  for _, p in ipairs(extremes_problems(b, entry)) do problems[#problems + 1] = p end
-  return problems
-end
 
 --- Checks one file. Calls report(kind, path, line, detail) for every finding
 -- (kind "ok", "mismatch" or "error"). Returns counts {ok, mismatch, error}.
@@ -116,19 +77,12 @@ function M.check_file(path, report)
     counts.error = 1
     return counts
   end
-  local cli = require 'kluabench.commands.helpers'
+  local cli = helpers
   for _, it in ipairs(items) do
     cli.stop_if_interrupted()
     counts.bundles = counts.bundles + 1
     local b = it.bundle
-    local problems
-    if migrate.is_old(b) then
-      problems = { { field = 'bundle', error = 'a bundle of kluabench\'s earlier record format (kinds BenchmarkWorkload '
-        .. 'and KernelImplementation, digests of JCS(spec)): rewrite it with kluabench migrate' } }
-    else
-      problems = verify.check(b)
-      for _, p in ipairs(M.evidence_problems(b, path)) do problems[#problems + 1] = p end
-    end
+    local problems = verify.problems(b, path)
     local hard = {}
     local mism = {}
     for _, p in ipairs(problems) do
@@ -157,13 +111,13 @@ M.MAX_ERRORS_PER_FILE = 100
 
 --- Runs the command on the words after "verify"; returns the exit status.
 function M.main(args)
-  local opts, files = require('kluabench.commands.helpers').parse_args(args or {},
+  local opts, files = helpers.parse_args(args or {},
     { quiet = 'flag', help = 'flag', aliases = { q = 'quiet', h = 'help' } })
   if not opts then return usage_error('%s', files) end
-  if opts.help then return require('kluabench.commands.helpers').help('verify') end
+  if opts.help then return helpers.help('verify') end
   local quiet = opts.quiet
   if #files == 0 then return usage_error('no FILE given') end
-  local cli = require 'kluabench.commands.helpers'
+  local cli = helpers
   local unreadable = cli.check_inputs('verify', files)
   if unreadable then return unreadable end
 

@@ -3,8 +3,14 @@
 -- that every point of the manifest arrived exactly once.
 local files = require 'kluabench.util.files'
 local json = require 'kluabench.util.json'
-local record = require 'kluabench.record'
 local shards = require 'kluabench.dist.shards'
+local helpers = require 'kluabench.commands.helpers'
+local reader = require 'kluabench.record.reader'
+local util_args = require 'kluabench.util.args'
+local verify = require 'kluabench.record.verify'
+local result = require 'kluabench.result'
+local core = require 'kluabench.core'
+local evidence = require 'kluabench.record.evidence'
 
 local M = {}
 
@@ -74,12 +80,9 @@ one environment; 1 a problem above (what arrived is still written, except
 for mixed environments and a bad manifest), a failed run, or an unreadable
 file; 2 usage error (-o naming an input included).]]
 
-local function usage_error(fmt, ...) return require('kluabench.commands.helpers').usage_error('merge', fmt, ...) end
+local function usage_error(fmt, ...) return helpers.usage_error('merge', fmt, ...) end
 
-local reader = require 'kluabench.record.reader'
-local printable = require('kluabench.util.args').printable
-local verify = require 'kluabench.record.verify'
-local result = require 'kluabench.result'
+local printable = util_args.printable
 local get = reader.get
 
 --- The point id of a bundle: its workload's case key ("seq2048-bf16"), or nil, why.
@@ -90,26 +93,17 @@ function M.point_of(b)
   return p.id
 end
 
--- The environment a bundle comes from: the digest of its spec (host and
--- Slurm ids are in metadata, outside the spec).
-local function environment_of(b)
-  local e = b.environment
-  if type(e) ~= 'table' or type(e.spec) ~= 'table' then return 'none' end
-  local ok, d = pcall(record.digest, e)
-  return ok and d or 'unreadable'
+-- The environment a session comes from: its environment digest (of the spec: host and Slurm ids
+-- are in metadata, outside it), which the corruption check has recomputed.
+local function environment_of(s)
+  return s.digests.environment or 'none'
 end
 
-local function environment_label(b)
-  local env = require 'kluabench.record.env'
-  local name = type(b.environment) == 'table' and env.device_name(b.environment) or nil
-  local p = result.session(b)
-  local sw = get(b, 'environment', 'spec', 'software') or {}
-  local parts = { name or 'unknown device' }
-  if p.backend then parts[#parts + 1] = tostring(p.backend) end
-  if type(sw.driver) == 'string' then parts[#parts + 1] = 'driver ' .. sw.driver end
-  if type(sw.framework) == 'table' and sw.framework.version then
-    parts[#parts + 1] = 'kluabench ' .. tostring(sw.framework.version)
-  end
+local function environment_label(s)
+  local parts = { s.device or 'unknown device' }
+  if s.backend then parts[#parts + 1] = tostring(s.backend) end
+  if s.driver then parts[#parts + 1] = 'driver ' .. s.driver end
+  if s.harness_version then parts[#parts + 1] = 'kluabench ' .. s.harness_version end
   return table.concat(parts, ', ')
 end
 
@@ -127,24 +121,10 @@ M.PASSED = { passed = true, suspected_reward_hack = true }
 --- Problems listed per kind on stderr; the rest are counted ("N more").
 M.MAX_LISTED = 20
 
--- What is wrong with a bundle as verify sees it (digests, schema, raw samples): a message or nil.
+-- What is wrong with a bundle as `kluabench verify` sees it (digests, documents, raw samples and
+-- the statistics the run records of them: verify.problems): a message, or nil.
 local function corruption(b, path)
-  local problems = verify.check(b)
-  local ref = get(b, 'run', 'spec', 'evidence', 'rawSamples')
-  if ref ~= nil then
-    local evidence = require 'kluabench.record.evidence'
-    local entry, why = evidence.resolve(b, path)
-    if not entry then
-      problems[#problems + 1] = { field = 'evidence.rawSamples', error = why }
-    else
-      for _, p in ipairs(verify.consistency(b, entry)) do problems[#problems + 1] = p end
-    end
-  end
-  if #problems == 0 then return nil end
-  local p = problems[1]
-  local first = p.error and (p.field .. ': ' .. tostring(p.error))
-    or string.format('%s: recorded %s, computed %s', p.field, tostring(p.recorded), tostring(p.computed))
-  return first .. (#problems > 1 and string.format(' (and %d more)', #problems - 1) or '')
+  return verify.describe(verify.problems(b, path))
 end
 
 -- The set of a list's values.
@@ -203,12 +183,7 @@ function M.gather(manifest, inputs, opts)
       local b, where = it.bundle, string.format('%s:%d', s.file, it.line)
       local id, perr
       if reader.is_bundle(b) then
-        local migrate = require 'kluabench.record.migrate'
-        if migrate.is_old(b) then
-          local ok, nb = pcall(migrate.bundle, b)
-          if ok then b = nb else b, perr = nil, 'a bundle of the earlier format that cannot be migrated: ' .. tostring(nb) end
-        end
-        if b then id, perr = M.point_of(b) end
+        id, perr = M.point_of(b)
       else
         perr = 'not a JSON object with a run object'
       end
@@ -256,16 +231,15 @@ function M.gather(manifest, inputs, opts)
             problem('implausible', 'point %s, provider %s, mode %s, session %d/%d in %s: faster than the copy floor '
               .. 'of its bytes (status suspected_reward_hack)', id, provider, mode, si, sn, where)
           end
-          local ek = environment_of(b)
+          local ek = environment_of(pt)
           if not envs[ek] then
-            envs[ek] = { label = environment_label(b), count = 0, files = {}, hosts = {} }
+            envs[ek] = { label = environment_label(pt), count = 0, files = {}, hosts = {} }
             env_order[#env_order + 1] = ek
           end
           local env = envs[ek]
           env.count = env.count + 1
           env.files[s.file] = true
-          local host = get(b, 'environment', 'metadata', 'labels', 'host_name')
-          if type(host) == 'string' then env.hosts[host] = true end
+          if pt.host then env.hosts[pt.host] = true end
           res.bundles[#res.bundles + 1] = b
           res.origin[b] = path
         end
@@ -370,7 +344,7 @@ end
 -- A shard file's contents for gather: {path, text} | {path, missing = true} | {path, error = why}. Only a
 -- missing file is "missing"; a directory, a device, a FIFO or a file beyond the read limit is named as that.
 local function read_shard(path)
-  local _, _, errno = require('kluabench.core').stat(path, true)
+  local _, _, errno = core.stat(path, true)
   if errno == 2 then return { path = path, missing = true } end
   local text, err = files.read_file(path)
   if not text then return { path = path, error = err } end
@@ -408,9 +382,10 @@ M.NOTES = NOTES
 
 --- Writes the merged bundles of res to path (nil or '-' = stdout), their evidence entries into the
 -- samples file beside it (on stdout, the runs name the shards' samples files by absolute uri).
+-- Everything is encoded first; then the samples file and path are replaced together, or neither
+-- is (files.write_atomic_all): a merge that fails leaves an earlier one's files as they were.
 -- Returns true or nil, message.
 function M.write(res, path)
-  local evidence = require 'kluabench.record.evidence'
   local to_stdout = path == nil or path == '-'
   -- runs whose entries stay where they are (on stdout, or not readable now)
   -- name them by absolute uri, so that the uri holds wherever FILE goes
@@ -419,14 +394,15 @@ function M.write(res, path)
     if type(ref) == 'table' and res.origin[b] and (to_stdout or not evidence.of(b)) then
       local file, line = evidence.locate(ref.uri, res.origin[b])
       if file then
-        local real = require('kluabench.core').realpath(file) or file
+        local real = core.realpath(file) or file
         ref.uri = 'file://' .. real .. (line and ('#L' .. line) or '')
       end
     end
   end
+  local spath, stext, n
   if not to_stdout then
-    local ok, err = evidence.write_file(res.bundles, path)
-    if not ok then return nil, err end
+    spath, stext, n = evidence.file_of(res.bundles, path) -- names each run's entry there
+    if not spath then return nil, stext end
   end
   local lines = {}
   for _, b in ipairs(res.bundles) do
@@ -440,7 +416,11 @@ function M.write(res, path)
     io.stdout:flush()
     return true
   end
-  return files.write_atomic(path, textv)
+  if not stext then return files.write_atomic(path, textv) end
+  local ok, err = files.write_atomic_all { { spath, stext }, { path, textv } }
+  if not ok then return nil, err end
+  evidence.written(spath, n)
+  return true
 end
 
 -- The summary line's counts: "20 of 20 bundles, 5 of 5 points complete" (or "20 bundles, ..., inferred").
@@ -509,7 +489,7 @@ function M.check_output(dir, out, option)
   for i, s in ipairs(m and m.shards or {}) do
     local file = dir .. '/' .. s.file
     inputs[#inputs + 1] = { file, string.format("shard %d's results file", i) }
-    inputs[#inputs + 1] = { require('kluabench.record.evidence').samples_path(file),
+    inputs[#inputs + 1] = { evidence.samples_path(file),
       string.format("shard %d's samples file", i) }
     if s.log then inputs[#inputs + 1] = { dir .. '/' .. s.log, string.format("shard %d's log", i) } end
   end
@@ -517,7 +497,7 @@ function M.check_output(dir, out, option)
 end
 
 function M.main(args)
-  local opts, rest = require('kluabench.commands.helpers').parse_args(args or {},
+  local opts, rest = helpers.parse_args(args or {},
     { out = 'value', ['allow-mixed'] = 'flag', infer = 'flag', quiet = 'flag', aliases = { o = 'out', q = 'quiet' } })
   if not opts then return usage_error('%s', rest) end
   if #rest == 0 then return usage_error('no DIR given (the --dir of run-all or slurm)') end

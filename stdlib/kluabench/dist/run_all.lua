@@ -4,6 +4,13 @@
 -- the children start (kluabench.suite.shard), each child pinned to its device.
 local files = require 'kluabench.util.files'
 local shards = require 'kluabench.dist.shards'
+local helpers = require 'kluabench.commands.helpers'
+local suite_shard = require 'kluabench.suite.shard'
+local core = require 'kluabench.core'
+local progress_mod = require 'kluabench.progress'
+local names = require 'kluabench.record.names'
+local record = require 'kluabench.record'
+local dist_merge = require 'kluabench.dist.merge'
 
 local M = {}
 
@@ -60,11 +67,11 @@ failed or the merge found a problem; 2 usage error; 130/143 interrupted by
 SIGINT/SIGTERM.]]
 
 local NAME = 'run-all'
-local function usage_error(fmt, ...) return require('kluabench.commands.helpers').usage_error(NAME, fmt, ...) end
+local function usage_error(fmt, ...) return helpers.usage_error(NAME, fmt, ...) end
 local function say(fmt, ...) io.stderr:write('kluabench run-all: ', string.format(fmt, ...), '\n') end
 
 -- The most children (shards): kluabench.suite.shard's bound.
-local MAX = require('kluabench.suite.shard').MAX_SHARDS
+local MAX = suite_shard.MAX_SHARDS
 
 local SPEC = { devices = 'value', procs = 'value', dir = 'value', out = 'value', ['allow-mixed'] = 'flag', infer = 'flag',
   aliases = { o = 'out' } }
@@ -91,7 +98,7 @@ function M.devices(value, opts)
   if value == 'all' then
     local n = vis and #vis or nil
     if not n then
-      local nvml = require('kluabench.core').nvml
+      local nvml = core.nvml
       local ok, count = pcall(function() return nvml and nvml.available() and nvml.count() end)
       n = ok and math.tointeger(count) or nil
     end
@@ -144,7 +151,7 @@ local function child_argv(o, i, n)
 end
 
 local function start_children(o, n)
-  local process = require('kluabench.core').process
+  local process = core.process
   local children = {}
   for i = 1, n do
     local log = o.dir .. '/' .. string.format('shard-%d.log', i)
@@ -203,9 +210,9 @@ end
 -- Waits for every child, keeping the status line and passing signals on.
 -- Returns the signal that interrupted the run, or nil.
 local function supervise(children, quiet)
-  local k = require 'kluabench.core'
+  local k = core
   local process = k.process
-  local tty = not quiet and require('kluabench.progress').is_tty(io.stderr)
+  local tty = not quiet and progress_mod.is_tty(io.stderr)
   local start, last_print, last_line = k.clock_ns(), 0, nil
   local running = #children
   local forwarded
@@ -253,7 +260,7 @@ end
 
 -- A hard stop (second signal) or an error: the children are stopped too.
 local function stop_children(children)
-  local process = require('kluabench.core').process
+  local process = core.process
   for _, c in ipairs(children) do
     if not c.how then process.kill(c.pid, 'SIGTERM') end
   end
@@ -299,10 +306,10 @@ end
 function M.main(args)
   local o, err = parse(args or {})
   if not o then return usage_error('%s', err) end
-  local k = require 'kluabench.core'
+  local k = core
   local opts = o.opts
-  local dir = shards.absolute(opts.dir or (require('kluabench.util.files').results_dir() .. '/run-all-' .. require('kluabench.record.names').time_id(
-    require('kluabench.record').now())))
+  local dir = shards.absolute(opts.dir or (files.results_dir() .. '/run-all-' .. names.time_id(
+    record.now())))
   if opts.out == '' then return usage_error('-o: an empty path (leave -o out for DIR/all.jsonl)') end
   local out = opts.out and shards.absolute(opts.out) or (dir .. '/all.jsonl')
   local ook, oerr = shards.check_output('-o', out, shards.launch_inputs(o.script, k.executable()), dir)
@@ -385,7 +392,7 @@ function M.main(args)
       for _, line in ipairs(last_lines(c.log, 5)) do io.stderr:write('  | ', line, '\n') end
     end
   end
-  local status = require('kluabench.dist.merge').merge(dir, out,
+  local status = dist_merge.merge(dir, out,
     { allow_mixed = opts['allow-mixed'], infer = opts.infer, name = NAME, quiet = quiet })
   if signal then return signal == 'SIGTERM' and 143 or 130 end
   if #failed > 0 then return 1 end

@@ -7,6 +7,12 @@ local files = require 'kluabench.util.files'
 local json = require 'kluabench.util.json'
 local outputs = require 'kluabench.record.writer'
 local names = require 'kluabench.record.names'
+local util_args = require 'kluabench.util.args'
+local helpers = require 'kluabench.commands.helpers'
+local core = require 'kluabench.core'
+local record = require 'kluabench.record'
+local suite_shard = require 'kluabench.suite.shard'
+local evidence = require 'kluabench.record.evidence'
 local printable = require('kluabench.util.args').printable
 
 local M = {}
@@ -31,7 +37,7 @@ function M.split_args(args, spec)
   -- an unknown option lists the spec's names with pairs, which sees no __index
   local stopping = { stop_at_positional = true }
   for k, v in pairs(spec) do stopping[k] = v end
-  local opts, rest = require('kluabench.util.args').parse_args(args, stopping)
+  local opts, rest = util_args.parse_args(args, stopping)
   if not opts then return nil, rest end
   local script = rest[1]
   local script_args = table.move(rest, 2, #rest, 1, {})
@@ -76,7 +82,7 @@ end
 --- Whether SCRIPT can be read: true, or nil and "cannot read SCRIPT 'x': why" (cli.helpers.unreadable:
 -- only a regular file, a FIFO refused without opening it).
 function M.check_script(script)
-  local why = require('kluabench.commands.helpers').unreadable(script)
+  local why = helpers.unreadable(script)
   if why then return nil, string.format("cannot read SCRIPT '%s': %s", script, why) end
   return true
 end
@@ -84,7 +90,7 @@ end
 --- Waits for child pid: pid, "exit", code | pid, "signal", name; or nil,
 -- message (a wait cut short by a signal is resumed).
 function M.wait(pid)
-  local process = require('kluabench.core').process
+  local process = core.process
   while true do
     local got, how, code = process.wait(pid)
     if got or code ~= 'EINTR' then return got, how, code end
@@ -176,7 +182,7 @@ end
 -- Returns {points = all, shards = {list of points per shard}, n = the
 -- shards listed}; or nil, message.
 function M.list_points(o)
-  local process = require('kluabench.core').process
+  local process = core.process
   local lists, failure = {}, nil
   local n -- the shard count, known once the whole list is
   -- one listing process: spawned; finish() waits for it and reads its output
@@ -280,7 +286,7 @@ function M.manifest(o)
   end
   return {
     kind = M.MANIFEST_KIND, version = M.MANIFEST_VERSION, launcher = o.launcher,
-    created = names.iso8601(require('kluabench.record').now()),
+    created = names.iso8601(record.now()),
     executable = o.exe, hostArgs = next(o.host_args) and o.host_args or json.array(),
     script = o.script, args = next(o.args) and o.args or json.array(),
     count = #shards, points = #o.listing.points, shards = shards,
@@ -373,7 +379,7 @@ function M.check_manifest(m, label)
   if m.version ~= M.MANIFEST_VERSION then
     return bad('version %s, this kluabench reads version %d', shown(m.version), M.MANIFEST_VERSION)
   end
-  local max = require('kluabench.suite.shard').MAX_SHARDS
+  local max = suite_shard.MAX_SHARDS
   if math.type(m.count) ~= 'integer' or m.count < 1 or m.count > max then
     return bad('count is %s, expected a whole number from 1 to %d (the number of shards)', shown(m.count), max)
   end
@@ -400,7 +406,7 @@ function M.check_manifest(m, label)
     if not ok then return bad("shard %d's file %s: %s", i, shown(s.file), why) end
     ok, why = claim(s.file, string.format("shard %d's file", i))
     if not ok then return nil, why end
-    local samples = require('kluabench.record.evidence').samples_path(s.file)
+    local samples = evidence.samples_path(s.file)
     ok, why = claim(samples, string.format("shard %d's samples file", i))
     if not ok then return nil, why end
     if s.log ~= nil then
@@ -460,7 +466,7 @@ function M.read_manifest(dir)
   local path = dir .. '/' .. M.MANIFEST
   local text, err = files.read_file(path)
   if not text then
-    local _, _, errno = require('kluabench.core').stat(path, true)
+    local _, _, errno = core.stat(path, true)
     if errno == 2 then
       return nil, path .. ' not found: merge needs the point list that run-all and slurm write there'
     end
@@ -522,7 +528,7 @@ function M.prepare_dir(dir)
   local ok, err = files.mkdir_p(dir)
   if not ok then return nil, err end
   -- stat, not open: opening a FIFO there would wait for a writer
-  local stat = require('kluabench.core').stat
+  local stat = core.stat
   if stat(dir .. '/' .. M.MANIFEST, true) then
     return nil, string.format('%s already holds a run (%s); give another --dir or remove it', dir, M.MANIFEST)
   end

@@ -3,7 +3,13 @@
 -- Slurm schedules; kluabench only writes the batch script (and submits it
 -- with sbatch when asked) and the manifest that `kluabench merge` checks.
 local files = require 'kluabench.util.files'
+local command = require 'kluabench.util.command'
+local printable = require('kluabench.util.args').printable
 local shards = require 'kluabench.dist.shards'
+local helpers = require 'kluabench.commands.helpers'
+local suite_shard = require 'kluabench.suite.shard'
+local k0 = require 'kluabench.core'
+local dist_merge = require 'kluabench.dist.merge'
 
 local M = {}
 
@@ -23,6 +29,9 @@ with one GPU (--gres=gpu:1; Slurm sets CUDA_VISIBLE_DEVICES, so the task
 uses device 0) and its output in DIR/shard-I.log. A task that Slurm requeues
 starts its shard file afresh. DIR must be on a file system the compute nodes
 share; its path, SCRIPT's and the binary's are written as absolute paths.
+Nothing with a control character (a newline in a path, say) is written into
+the batch script: such a SCRIPT, argument, DIR, --exe or option is a usage
+error. sbatch runs with its arguments as a vector: no shell reads them.
 When the array is done, 'kluabench merge DIR -o all.jsonl' gathers the
 results and names any point that is missing, with the task that should have
 measured it.
@@ -53,8 +62,8 @@ every point arrived); 1 the listing, writing, sbatch or the merge failed;
 2 usage error.]]
 
 local NAME = 'slurm'
-local function usage_error(fmt, ...) return require('kluabench.commands.helpers').usage_error(NAME, fmt, ...) end
-local function say(fmt, ...) io.stderr:write('kluabench slurm: ', string.format(fmt, ...), '\n') end
+local function usage_error(fmt, ...) return helpers.usage_error(NAME, fmt, ...) end
+local function say(fmt, ...) io.stderr:write('kluabench slurm: ', printable(string.format(fmt, ...), 2000), '\n') end
 
 local SBATCH_VALUES = { 'partition', 'time', 'account', 'qos', 'constraint', 'mem', 'cpus-per-task', 'job-name' }
 
@@ -65,10 +74,38 @@ for _, k in ipairs(SBATCH_VALUES) do SPEC[k] = 'value' end
 
 local q = shards.shell_quote
 
+--- Why a value cannot go into a batch script, or nil: every text written into job.sbatch (the
+-- script's path and arguments, DIR, the binary, host options, the job name, #SBATCH options) must
+-- be free of control characters. A newline in a path would end a comment or an #SBATCH line and
+-- start a command of its own; quoting cannot help in a comment.
+--
+-- o: as batch_script's. Returns nil, or a message naming the value.
+function M.unwritable(o)
+  local function bad(what, v)
+    if type(v) == 'string' and v:find('%c') then
+      return string.format("%s '%s' has a control character: it cannot be written into a batch script", what,
+        printable(v, 200))
+    end
+  end
+  local why = bad('SCRIPT', o.script) or bad('--dir', o.dir) or bad('--exe', o.exe)
+    or bad('--job-name', o.job_name)
+  if why then return why end
+  for _, list in ipairs { { 'the argument', o.args }, { 'the host option', o.host_args },
+    { 'the sbatch option', o.sbatch } } do
+    for _, v in ipairs(list[2] or {}) do
+      why = bad(list[1], v)
+      if why then return why end
+    end
+  end
+  return nil
+end
+
 --- The batch script. o: n, dir, exe, host_args, script, args, sbatch
 -- (list of option strings such as "--partition=gpu"), gres (boolean),
--- max_parallel, job_name.
+-- max_parallel, job_name. Raises an error when a value has a control character (M.unwritable).
 function M.batch_script(o)
+  local why = M.unwritable(o)
+  if why then error('slurm.batch_script: ' .. why, 2) end
   local lines = {
     '#!/bin/bash',
     string.format('# Written by kluabench slurm: %d shards of %s.', o.n, o.script),
@@ -122,7 +159,7 @@ local function parse(args)
   if not opts.gpus then return nil, '--gpus N is required (the number of tasks, one GPU each)' end
   local n = opts.gpus:match('^%d+$') and math.tointeger(tonumber(opts.gpus))
   if not n or n < 1 then return nil, string.format("--gpus '%s': expected a whole number >= 1", opts.gpus) end
-  local max = require('kluabench.suite.shard').MAX_SHARDS
+  local max = suite_shard.MAX_SHARDS
   if n > max then return nil, string.format("--gpus '%s': expected a whole number from 1 to %d", opts.gpus, max) end
   if not opts.dir then return nil, '--dir DIR is required (a directory the compute nodes share)' end
   local k
@@ -140,17 +177,19 @@ local function parse(args)
   return { opts = opts, n = n, max_parallel = k, sbatch = sb, script = shards.absolute(script), args = script_args }
 end
 
--- Runs sbatch on the batch script; the job id, or nil, message.
-local function submit(path, wait)
-  local cmd = string.format('sbatch --parsable%s %s 2>&1', wait and ' --wait' or '', q(path))
-  local p = io.popen(cmd, 'r')
-  if not p then return nil, 'cannot run sbatch' end
-  local textv = p:read('a') or ''
-  local ok, how, code = p:close()
-  local id = textv:match('^%s*(%d+)')
-  if not ok then
-    return nil, string.format('%s failed (%s %s): %s', cmd:gsub(' 2>&1$', ''), tostring(how), tostring(code),
-      textv:gsub('%s+$', '')), id
+-- Runs sbatch on the batch script (an argument vector: no shell); the job id, or nil, message (and
+-- the job id when sbatch printed one, e.g. --wait with a failed task).
+local function submit(path, wait, dir)
+  local argv = { 'sbatch', '--parsable' }
+  if wait then argv[#argv + 1] = '--wait' end
+  argv[#argv + 1] = path
+  local r, err = command.capture(argv, { dir = dir })
+  local shown = table.concat(argv, ' ')
+  if not r then return nil, string.format('cannot run %s: %s', shown, err) end
+  local textv = (r.out .. r.err):gsub('%s+$', '')
+  local id = r.out:match('^%s*(%d+)')
+  if not (r.how == 'exit' and r.code == 0) then
+    return nil, string.format('%s failed (%s %s): %s', shown, tostring(r.how), tostring(r.code), textv), id
   end
   if not id then return nil, 'sbatch printed no job id: ' .. textv end
   return id
@@ -163,18 +202,24 @@ function M.main(args)
   local dir = shards.absolute(opts.dir)
   if opts.out == '' then return usage_error('-o: an empty path (leave -o out for DIR/all.jsonl)') end
   local out = opts.out and shards.absolute(opts.out) or (dir .. '/all.jsonl')
-  local k0 = require 'kluabench.core'
   local ook, oerr = shards.check_output('-o', out, shards.launch_inputs(o.script,
     opts.exe and shards.absolute(opts.exe) or k0.executable()), dir)
   if not ook then return usage_error('%s', oerr) end
+  local k = k0
+  local exe = opts.exe and shards.absolute(opts.exe) or k.executable()
+  local host_args = shards.host_args()
+  local base = o.script:match('([^/]+)$'):gsub('%.lua$', '')
+  local batch = { n = o.n, dir = dir, exe = exe, host_args = host_args, script = o.script, args = o.args,
+    sbatch = o.sbatch, gres = not (opts['no-gres'] or opts.cpu), max_parallel = o.max_parallel,
+    job_name = opts['job-name'] or ('kluabench-' .. base) }
+  -- nothing with a control character goes into the batch script: refused before anything is made
+  local unwritable = M.unwritable(batch)
+  if unwritable then return usage_error('%s', unwritable) end
   local ok, derr = shards.prepare_dir(dir)
   if not ok then
     say('%s', derr)
     return 1
   end
-  local k = require 'kluabench.core'
-  local exe = opts.exe and shards.absolute(opts.exe) or k.executable()
-  local host_args = shards.host_args()
   -- every task is listed, those without points too (the array has the size asked for)
   local listing, lerr = shards.list_points { exe = k.executable(), script = o.script, args = o.args, n = o.n, dir = dir,
     keep_empty = true }
@@ -187,14 +232,7 @@ function M.main(args)
   local m = shards.manifest { launcher = NAME, exe = exe, host_args = host_args, script = o.script, args = o.args,
     listing = listing, logs = logs }
   ok, derr = shards.write_manifest(dir, m)
-  if ok then
-    local base = o.script:match('([^/]+)$'):gsub('%.lua$', '')
-    ok, derr = files.write_atomic(dir .. '/job.sbatch', M.batch_script {
-      n = o.n, dir = dir, exe = exe, host_args = host_args, script = o.script, args = o.args, sbatch = o.sbatch,
-      gres = not (opts['no-gres'] or opts.cpu), max_parallel = o.max_parallel,
-      job_name = opts['job-name'] or ('kluabench-' .. base),
-    })
-  end
+  if ok then ok, derr = files.write_atomic(dir .. '/job.sbatch', M.batch_script(batch)) end
   if not ok then
     say('cannot write to %s: %s', dir, tostring(derr))
     return 1
@@ -206,7 +244,7 @@ function M.main(args)
     say('submit it with: sbatch %s   then: kluabench merge %s -o all.jsonl', q(job), q(dir))
     return 0
   end
-  local id, serr, partial = submit(job, opts.wait)
+  local id, serr, partial = submit(job, opts.wait, dir)
   if id or partial then
     m.slurm = { jobId = id or partial }
     shards.write_manifest(dir, m)
@@ -222,7 +260,7 @@ function M.main(args)
     return 0
   end
   say('job %s finished%s; merging', id or partial, id and '' or ' with a failed task')
-  local status = require('kluabench.dist.merge').merge(dir, out,
+  local status = dist_merge.merge(dir, out,
     { allow_mixed = opts['allow-mixed'], infer = opts.infer, name = NAME })
   if not id then return 1 end
   return status

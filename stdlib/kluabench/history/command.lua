@@ -3,6 +3,14 @@
 -- mark. The work is kluabench.history's; this is the command line.
 local cli = require 'kluabench.commands.helpers'
 local results = require 'kluabench.table'
+local util_files = require 'kluabench.util.files'
+local util_json = require 'kluabench.util.json'
+local history = require 'kluabench.history'
+local point = require 'kluabench.history.point'
+local core = require 'kluabench.core'
+local compare = require 'kluabench.compare'
+local history_store = require 'kluabench.history.store'
+local history_db = require 'kluabench.history.db'
 
 local M = {}
 
@@ -26,6 +34,8 @@ the copy ceiling and between-session noise it was measured with.
       --git-dir DIR         the work tree to ask git (default: here)
       --branch B, --parents "P1 P2", --commit-time ISO, --subject TEXT
                             what git would say, where there is no git
+                            (--commit-time: 2026-11-01T12:00:00Z or with
+                            a UTC offset, +02:00; stored and compared in UTC)
   history list              the series (point x provider x device), with
       [--commits]           their runs and commits; --commits: the commits
   history trend             one series over commits: per commit the median
@@ -91,7 +101,7 @@ local function fail(fmt, ...)
 end
 
 local function write(text)
-  local ok, err = require('kluabench.util.files').write_stdout(text)
+  local ok, err = util_files.write_stdout(text)
   if not ok then return fail('cannot write to %s', err) end
   return 0
 end
@@ -112,14 +122,28 @@ local function short(sha) return sha and sha:sub(1, 12) or '' end
 local function pct(r) return r and string.format('%+.1f%%', (r - 1) * 100) or '' end
 local function us(ms) return ms and string.format('%.2f', ms * 1000) or '' end
 
-local function json(v) return require('kluabench.util.json').encode_pretty(v) .. '\n' end
+local function json(v) return util_json.encode_pretty(v) .. '\n' end
+
+-- Text from the database made safe for a terminal or a markdown viewer: control characters (an
+-- escape sequence a forged record carries) as \xNN, as the plain table and stderr write them.
+local function safe(v)
+  if type(v) ~= 'string' then return v end
+  return cli.printable(v, #v)
+end
+
+-- The rows of a table with every text made safe.
+local function safe_rows(rows)
+  for _, row in ipairs(rows) do
+    for k, v in pairs(row) do row[k] = safe(v) end
+  end
+  return rows
+end
 
 ---------------------------------------------------------------------------
 -- add
 ---------------------------------------------------------------------------
 
 local function commit_meta(opts)
-  local history = require 'kluabench.history'
   local meta
   if opts.commit and not opts['git-dir'] then
     meta = history.git_meta(opts.commit) -- a revision git knows here, else taken as given
@@ -140,8 +164,6 @@ local function commit_meta(opts)
 end
 
 local function run_add(h, opts, files)
-  local history = require 'kluabench.history'
-  local point = require 'kluabench.history.point'
   if #files == 0 then return usage_error('history add: no FILE given') end
   local meta, err = commit_meta(opts)
   if not meta then return fail('%s', err) end
@@ -156,8 +178,8 @@ local function run_add(h, opts, files)
       for k, v in pairs(meta) do m[k] = v end
       m.source = path
       -- one file is one batch: its sessions' copy runs are the sentinel of its other runs
-      local text = require('kluabench.util.files').read_file(path)
-      m.batch = 'file:sha256:' .. require('kluabench.core').sha256(text or path)
+      local text = util_files.read_file(path)
+      m.batch = 'file:sha256:' .. core.sha256(text or path)
       local s = assert(history.store.add_bundles(h, bundles, m))
       for _, r in ipairs(s.refused) do
         status = fail('%s: bundle %d: %s', path, r.index, r.why)
@@ -167,7 +189,7 @@ local function run_add(h, opts, files)
     end
   end
   io.stderr:write(string.format('kluabench history: %d bundle(s) added, %d already there, %d refused '
-    .. '(commit %s, %s)\n', total.added, total.present, total.refused, short(meta.commit), h.name))
+    .. '(commit %s, %s)\n', total.added, total.present, total.refused, safe(short(meta.commit)), safe(h.name)))
   return status
 end
 
@@ -176,8 +198,7 @@ end
 ---------------------------------------------------------------------------
 
 local function run_list(h, opts, fmt)
-  local results = require 'kluabench.table'
-  local store = require('kluabench.history').store
+  local store = history.store
   if opts.commits then
     local list = store.commits(h)
     if fmt == 'json' then return write(json(list)) end
@@ -189,8 +210,8 @@ local function run_list(h, opts, fmt)
     end
     local cols = { { key = 'sha', title = 'commit' }, { key = 'branch' }, { key = 'time' },
       { key = 'parents' }, { key = 'runs', align = 'right' }, { key = 'subject' } }
-    return write((fmt == 'markdown' and results.format_markdown or results.format_table)(cols, rows)
-      .. string.format('%d commit(s) in %s\n', #list, h.name))
+    return write((fmt == 'markdown' and results.format_markdown or results.format_table)(cols, safe_rows(rows))
+      .. string.format('%d commit(s) in %s\n', #list, safe(h.name)))
   end
   local list = store.series(h)
   if fmt == 'json' then return write(json(list)) end
@@ -202,20 +223,19 @@ local function run_list(h, opts, fmt)
   local cols = { { key = 'point' }, { key = 'provider' }, { key = 'device' }, { key = 'runs', align = 'right' },
     { key = 'commits', align = 'right' }, { key = 'last', title = 'last run' } }
   local c = store.counts(h)
-  return write((fmt == 'markdown' and results.format_markdown or results.format_table)(cols, rows)
+  return write((fmt == 'markdown' and results.format_markdown or results.format_table)(cols, safe_rows(rows))
     .. string.format('%d series, %d run(s), %d commit(s), %d document(s) in %s\n', #list, c.runs, c.commits,
-      c.documents, h.name))
+      c.documents, safe(h.name)))
 end
 
 -- The one series the filters name, or nil and a message.
 local function one_series(h, opts)
-  local history = require 'kluabench.history'
   local found = history.find_series(h, opts)
   if #found == 1 then return found[1] end
   if #found == 0 then return nil, string.format('no series in %s matches (kluabench history list shows them)', h.name) end
   local names = {}
   for i = 1, math.min(#found, 8) do
-    names[i] = string.format('  %s (%s, %s)', found[i].point, found[i].provider, found[i].device)
+    names[i] = string.format('  %s (%s, %s)', safe(found[i].point), safe(found[i].provider), safe(found[i].device))
   end
   return nil, string.format('%d series match; narrow with --point, --provider, --device:\n%s%s', #found,
     table.concat(names, '\n'), #found > 8 and '\n  ...' or '')
@@ -223,7 +243,7 @@ end
 
 local function resolve(h, rev)
   if not rev then return nil end
-  local store = require('kluabench.history').store
+  local store = history.store
   local sha, err = store.resolve_commit(h, rev)
   if not sha then error(err, 0) end
   return sha
@@ -235,7 +255,6 @@ local function run_trend(h, opts, fmt)
   end
   local s, err = one_series(h, opts)
   if not s then return fail('%s', err) end
-  local history = require 'kluabench.history'
   local list = history.trend(h, s.series, { head = resolve(h, opts.head) })
   if fmt == 'json' then return write(json({ series = s, commits = list })) end
   local rows = {}
@@ -248,8 +267,9 @@ local function run_trend(h, opts, fmt)
     { key = 'samples', align = 'right' }, { key = 'median', title = 'median us', align = 'right' },
     { key = 'interval', title = '95% interval us', align = 'right' },
     { key = 'change', title = 'vs first', align = 'right' } }
-  return write(string.format('%s (%s, %s), %d commit(s), oldest first\n', s.point, s.provider, s.device, #list)
-    .. (fmt == 'markdown' and results.format_markdown or results.format_table)(cols, rows))
+  return write(string.format('%s (%s, %s), %d commit(s), oldest first\n', safe(s.point), safe(s.provider),
+    safe(s.device), #list) .. (fmt == 'markdown' and results.format_markdown or results.format_table)(cols,
+    safe_rows(rows)))
 end
 
 ---------------------------------------------------------------------------
@@ -258,7 +278,6 @@ end
 
 local function run_compare(h, opts, args, fmt)
   if #args ~= 2 then return usage_error('history compare: expected REV1 and REV2, got %d argument(s)', #args) end
-  local compare = require 'kluabench.compare'
   local o = {}
   for _, c in ipairs { { 'threshold', 0, 10 }, { 'noise', 0, 1 }, { 'confidence', 0.5, 0.999 },
     { 'resamples', 100, 1000000, true }, { 'seed', -2 ^ 53, 2 ^ 53, true }, { 'between', 0, 0.5 } } do
@@ -269,9 +288,15 @@ local function run_compare(h, opts, args, fmt)
   if opts['per-point'] then o.familywise = false end
   local a, b = resolve(h, args[1]), resolve(h, args[2])
   -- history.compare: a commit's runs from several adds (sweeps) are its sessions, pooled
-  local result = require('kluabench.history').compare(h, a, b, o)
+  local result = history.compare(h, a, b, o)
   if #result.points == 0 then
     return fail('no point of %s is in %s (points match by workload digest and provider)', short(a), short(b))
+  end
+  if fmt ~= 'json' then
+    -- what the stored records say, made safe before compare's table is made of it
+    for _, p in ipairs(result.points) do
+      for k, v in pairs(p) do p[k] = safe(v) end
+    end
   end
   local st = write(compare.format(result, fmt))
   if st ~= 0 then return st end
@@ -298,18 +323,19 @@ local function format_check(result, fmt)
       interval = r.lo and (pct(r.lo) .. '..' .. pct(r.hi)) or '',
       z = r.z and string.format('%.1f', r.z) or '',
       window = r.base_n and r.base_n > 0 and string.format('%d/%d', r.base_n, r.post_n) or '',
-      note = require('kluabench.history').note(r) }
+      note = history.note(r) }
   end
-  local text = (fmt == 'markdown' and results.format_markdown or results.format_table)(CHECK_COLUMNS, rows)
+  local text = (fmt == 'markdown' and results.format_markdown or results.format_table)(CHECK_COLUMNS, safe_rows(rows))
   local lines = { (text:gsub('\n$', '')) }
   for _, r in ipairs(result.results) do
     if r.status == 'regression' then
       lines[#lines + 1] = string.format('REGRESSION: %s (%s, %s) stepped at commit %s: %s (z %.1f, %d commit(s) '
-        .. 'after the step, %d before)', r.point, r.provider, r.device, r.step, pct(r.ratio), r.z, r.post_n, r.base_n)
+        .. 'after the step, %d before)', safe(r.point), safe(r.provider), safe(r.device), safe(r.step), pct(r.ratio), r.z,
+        r.post_n, r.base_n)
     end
   end
   lines[#lines + 1] = string.format('%d series checked at %s: %d regression(s).', #result.results,
-    short(result.head), result.regressions)
+    safe(short(result.head)), result.regressions)
   return table.concat(lines, '\n') .. '\n'
 end
 
@@ -324,7 +350,6 @@ local function run_check(h, opts, fmt)
   end
   if opts.sentinel == 'none' then o.sentinel = false else o.sentinel = opts.sentinel end
   o.head = resolve(h, opts.head)
-  local history = require 'kluabench.history'
   if opts.point or opts.provider or opts.device or opts.kernel then
     o.series = {}
     for _, s in ipairs(history.find_series(h, opts)) do o.series[#o.series + 1] = s.series end
@@ -341,9 +366,9 @@ local function run_mark(h, opts, args)
   if #args ~= 1 then return usage_error('history mark: expected one REV, got %d argument(s)', #args) end
   if not opts.reason or opts.reason == '' then return usage_error('history mark: --reason TEXT is required') end
   local sha = resolve(h, args[1])
-  require('kluabench.history').store.mark(h, sha, opts.reason, opts.device)
+  history.store.mark(h, sha, opts.reason, opts.device)
   io.stderr:write(string.format('kluabench history: marked %s (%s): the baseline of check restarts there%s\n',
-    short(sha), opts.reason, opts.device and (' on ' .. opts.device) or ''))
+    safe(short(sha)), safe(opts.reason), opts.device and (' on ' .. safe(opts.device)) or ''))
   return 0
 end
 
@@ -399,18 +424,31 @@ function M.run(args)
     for _, f in ipairs(rest) do
       if f == '' then return usage_error('history add: an empty FILE name') end
     end
+    -- what is stored as the commit's identity: text without control characters (a revision goes to
+    -- git as an argument of its own, never through a shell)
+    for _, k in ipairs { 'commit', 'branch', 'parents' } do
+      local v = opts[k]
+      if v and (v == '' and k == 'commit' or v:find('%c')) then
+        return usage_error("history add: --%s '%s': empty or has control characters", k, v)
+      end
+    end
+    if opts['commit-time'] then
+      local utc, why = history_store.utc_time(opts['commit-time'])
+      if not utc then return usage_error('history add: --commit-time %s', why) end
+    end
   end
-  local history = require 'kluabench.history'
   local spec = opts.db or history.default_db()
-  if sub == 'add' and not require('kluabench.history.db').is_postgres(spec) and spec:match('/') then
+  if sub == 'add' and not history_db.is_postgres(spec) and spec:match('/') then
     -- the folder of a new database file (results/ of a fresh checkout)
     local dir = spec:match('^(.*)/[^/]*$')
-    if dir ~= '' and not require('kluabench.core').stat(dir, true) then
-      local ok, merr = require('kluabench.util.files').mkdir_p(dir)
+    if dir ~= '' and not core.stat(dir, true) then
+      local ok, merr = util_files.mkdir_p(dir)
       if not ok then return fail('%s', merr) end
     end
   end
-  local h, err = history.open(spec, { create = sub == 'add' })
+  -- the queries only read: a database this process may not write is read all the same
+  local query = sub == 'list' or sub == 'trend' or sub == 'compare' or sub == 'check'
+  local h, err = history.open(spec, { create = sub == 'add', query = query })
   if not h then return fail('%s', err) end
   local ok, res = pcall(function()
     if sub == 'add' or sub == 'compare' or sub == 'mark' then return RUN[sub](h, opts, rest, fmt) end

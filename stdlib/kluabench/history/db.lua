@@ -225,10 +225,18 @@ local function set_wal(h, timeout_ms)
   end
 end
 
-local function open_sqlite(path, opts)
+-- The URI of a SQLite file read as it is, without the shared-memory file a database in WAL mode is
+-- read through (immutable=1): what a reader that may not write beside the file can open.
+local function immutable_uri(path)
+  local abs = core.realpath(path) or path
+  return 'file:' .. abs:gsub('[%%?#]', function(c) return string.format('%%%02X', c:byte()) end) .. '?immutable=1'
+end
+
+local function open_sqlite(path, opts, immutable)
   local ok, err = check_file(path, opts.create)
   if not ok then return nil, err end
-  local conn, msg = core.sqlite.open(path, opts.readonly and 'ro' or (opts.create and 'rwc' or 'rw'))
+  local conn, msg = core.sqlite.open(immutable and immutable_uri(path) or path,
+    opts.readonly and 'ro' or (opts.create and 'rwc' or 'rw'))
   if not conn then return nil, msg end
   conn:busy_timeout(opts.busy_timeout_ms or M.BUSY_TIMEOUT_MS)
   local h = setmetatable({ kind = 'sqlite', name = path, conn = conn, cache = {} }, Handle)
@@ -245,6 +253,12 @@ local function open_sqlite(path, opts)
   end)
   if not rok then
     h:close()
+    if opts.readonly and not immutable and tostring(rerr):find('readonly database', 1, true) then
+      -- a database in WAL mode is read through a shared-memory file beside it (-shm), which a reader
+      -- that may not write there (a read-only directory or file system) cannot make: read the file
+      -- as it is
+      return open_sqlite(path, opts, true)
+    end
     return nil, rerr
   end
   return h
@@ -273,7 +287,9 @@ end
 -- (postgresql://...).
 --
 -- opts.create: make the SQLite file when it is absent (`history add` does; the queries do not).
--- opts.readonly. A path that is not a regular file, a file that is not a SQLite database and
+-- opts.readonly: open for reading only (nothing is written, so a file or folder this process may
+-- not write is read all the same; a WAL database that cannot be read through its shared-memory
+-- file is read as it is). A path that is not a regular file, a file that is not a SQLite database and
 -- another program's SQLite database are refused, naming the file; a server that does not answer is
 -- an error naming the URI without its password. Returns a handle (h:query, h:run, h:exec,
 -- h:transaction, h:tables, h:close; h.kind "sqlite" or "postgresql", h.name) or nil, message.

@@ -8,9 +8,12 @@ local store = require 'kluabench.history.store'
 local detect = require 'kluabench.history.detect'
 local point = require 'kluabench.history.point'
 local stats = require 'kluabench.stats'
+local args = require 'kluabench.util.args'
+local command = require 'kluabench.util.command'
+local files = require 'kluabench.util.files'
+local compare = require 'kluabench.compare'
 
 local M = {}
-local args = require 'kluabench.util.args'
 
 --- The default database when none is given: results/history.db (beside the results the scripts
 -- write; $KLUABENCH_RESULTS names another folder than results/, as it does for the scripts).
@@ -19,7 +22,7 @@ local args = require 'kluabench.util.args'
 -- @example
 --   print(history.default_db())
 function M.default_db()
-  return require('kluabench.util.files').results_dir() .. '/history.db'
+  return files.results_dir() .. '/history.db'
 end
 
 --- The provider whose runs are the sentinel of machine drift: the copy kernel, measured in the same
@@ -30,9 +33,12 @@ M.SENTINEL = 'copy'
 --
 -- spec: a SQLite path (":memory:" too) or a postgresql:// URI. opts.create: make the SQLite file
 -- when absent (only `history add` and the harness do); without it an absent file, or a database
--- with no history in it, is an error naming it. A corrupt or foreign file, a newer schema and a
--- server that does not answer are errors naming the database. Returns a handle (see
--- kluabench.history.db) or nil, message.
+-- with no history in it, is an error naming it. opts.readonly: open for reading only (a database of
+-- an older schema is refused, naming it); opts.query: for reading, as readonly, except that a
+-- database of an older schema is brought up to date first (what the query commands do: a database
+-- this process may not write is still read). A corrupt or foreign file, a newer schema and a server
+-- that does not answer are errors naming the database. Returns a handle (see kluabench.history.db)
+-- or nil, message.
 --
 -- @signature history.open(spec [, opts]) -> handle | nil, message
 -- @example
@@ -41,6 +47,12 @@ M.SENTINEL = 'copy'
 --   h:close()
 function M.open(spec, opts)
   opts = opts or {}
+  if opts.query then
+    local h, err = M.open(spec, { readonly = true })
+    if h or not tostring(err):find("older than this kluabench's", 1, true) then return h, err end
+    h, err = M.open(spec, {}) -- brought up to date once, then read
+    return h, err
+  end
   local h, err = db.open(spec, opts)
   if not h then return nil, err end
   local ok, e = pcall(function()
@@ -58,15 +70,12 @@ function M.open(spec, opts)
   return h
 end
 
--- Runs `git ARGS` in dir; the first line of its output, or nil.
-local function git(dir, args)
-  local cmd = string.format("git -C '%s' %s 2>/dev/null", (dir or '.'):gsub("'", "'\\''"), args)
-  local p = io.popen(cmd, 'r')
-  if not p then return nil end
-  local out = p:read('a')
-  local ok = p:close()
-  if not ok then return nil end
-  return out
+-- Runs git with the arguments given (an argument vector: no shell sees them) in the work tree dir;
+-- its output, or nil when it fails or cannot run.
+local function git(dir, ...)
+  local r = command.capture({ 'git', '-C', dir or '.', ... })
+  if not r or r.how ~= 'exit' or r.code ~= 0 then return nil end
+  return r.out
 end
 
 --- The commit metadata of the code under test from git: {commit, branch, parents, committed_at,
@@ -82,20 +91,25 @@ function M.git_meta(rev, dir)
   args.check('history.git_meta', 1, rev, 'string|nil', 'revision')
   args.check('history.git_meta', 2, dir, 'string|nil', 'directory')
   rev = rev or 'HEAD'
-  if rev:match('^%-') or rev:match('[%s\'"]') then return nil, string.format("not a revision: '%s'", rev) end
-  local out = git(dir, "log -1 --format='%H%n%P%n%cI%n%s' " .. rev .. ' --')
+  -- a revision is an argument of its own (no shell), never an option
+  if rev == '' or rev:match('^%-') or rev:find('%c') then
+    return nil, string.format("not a revision: '%s'", args.printable(rev, 100))
+  end
+  local out = git(dir, 'log', '-1', '--format=%H%n%P%n%cI%n%s', rev, '--')
   if not out or out == '' then
     return nil, string.format("no git commit '%s' in %s (give --commit SHA with --parents and --commit-time, "
-      .. 'or run in the work tree of the code under test)', rev, dir or 'the current directory')
+      .. 'or run in the work tree of the code under test)', args.printable(rev, 100),
+      args.printable(dir or 'the current directory', 300))
   end
   local sha, parents, time, subject = out:match('^(%x+)\n([^\n]*)\n([^\n]*)\n([^\n]*)')
-  if not sha then return nil, "git log gave no commit for '" .. rev .. "'" end
-  local branch = git(dir, 'rev-parse --abbrev-ref HEAD')
+  if not sha then return nil, "git log gave no commit for '" .. args.printable(rev, 100) .. "'" end
+  local branch = git(dir, 'rev-parse', '--abbrev-ref', 'HEAD')
   branch = branch and branch:match('^(%S+)')
   local list = {}
   for p in parents:gmatch('%x+') do list[#list + 1] = p end
-  return { commit = sha, parents = list, committed_at = time ~= '' and time or nil, subject = subject,
-    branch = branch ~= 'HEAD' and branch or nil }
+  -- git's %cI carries the committer's own UTC offset: the instant in UTC, so that commits compare
+  return { commit = sha, parents = list, committed_at = time ~= '' and store.utc_time(time) or nil,
+    subject = subject, branch = branch ~= 'HEAD' and branch or nil }
 end
 
 --- Adds bundles to a history database: what the harness's `--history DB` calls after a sweep.
@@ -463,7 +477,6 @@ function M.compare(h, base_sha, new_sha, opts)
   args.check('history.compare', 2, base_sha, 'string', 'revision')
   args.check('history.compare', 3, new_sha, 'string', 'revision')
   args.check('history.compare', 4, opts, 'table|nil', 'table of options')
-  local compare = require 'kluabench.compare'
   local base, new = store.bundles(h, base_sha), store.bundles(h, new_sha)
   -- a commit's runs may come from several batches: their sessions are pooled
   local o = { across_sweeps = true }

@@ -13,6 +13,7 @@
 -- is then a table of the text for each; docs/HISTORY.md describes the tables.
 local M = {}
 local args = require 'kluabench.util.args'
+local db = require 'kluabench.history.db'
 
 -- The SQL of a step for each backend: {ID} is a key the database assigns.
 local function per_backend(sql)
@@ -263,7 +264,7 @@ function M.migrate(h)
     end
   end
   if h.kind == 'sqlite' then
-    h:exec(string.format('PRAGMA application_id = %d', require('kluabench.history.db').APPLICATION_ID))
+    h:exec(string.format('PRAGMA application_id = %d', db.APPLICATION_ID))
   end
   return before, latest
 end

@@ -1,14 +1,16 @@
 --- Writing bundles into the history database and reading series back:
--- the SQL of `kluabench history`. Bundles are read only through
--- kluabench.history.point.
+-- the SQL of `kluabench history`. Bundles are read only through the result
+-- model (kluabench.result) and the history's adapter for what the database
+-- stores besides (kluabench.history.point).
 local core = require 'kluabench.core'
 local point = require 'kluabench.history.point'
 local json = require 'kluabench.util.json'
-
-local M = {}
 local args = require 'kluabench.util.args'
 local stats = require 'kluabench.stats'
 local result = require 'kluabench.result'
+local verify = require 'kluabench.record.verify'
+
+local M = {}
 
 --- Bundles written per transaction by add_bundles: an interrupted add leaves whole batches, each
 -- of whole bundles.
@@ -38,16 +40,79 @@ function M.series_key(workload, mode, provider, device)
   return workload .. '|' .. tostring(mode or '?') .. '|' .. provider .. '|' .. device
 end
 
+-- Days from 1970-01-01 to a date of the proleptic Gregorian calendar (Howard Hinnant's
+-- days_from_civil): no os.time, which reads the local time zone.
+local function days_from_civil(y, m, d)
+  y = m <= 2 and y - 1 or y
+  local era = (y >= 0 and y or y - 399) // 400
+  local yoe = y - era * 400
+  local doy = (153 * (m + (m > 2 and -3 or 9)) + 2) // 5 + d - 1
+  local doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+  return era * 146097 + doe - 719468
+end
+
+local function days_in_month(y, m)
+  if m == 2 then return (y % 4 == 0 and (y % 100 ~= 0 or y % 400 == 0)) and 29 or 28 end
+  return (m == 4 or m == 6 or m == 9 or m == 11) and 30 or 31
+end
+
+--- A commit time (ISO 8601 / RFC 3339: "2026-11-01T05:00:00-07:00", "2026-11-01T12:00:00Z", a
+-- fraction of a second allowed; without a zone it is UTC) as the instant in UTC,
+-- "2026-11-01T12:00:00Z", and its seconds since 1970; nil and why for text that is not such a time
+-- (not a date of the calendar, a time of day beyond 23:59:59, an offset beyond 23:59). git's %cI
+-- carries the committer's own offset: times are compared as instants, never as text.
+--
+-- @signature history_store.utc_time(text) -> utc, seconds | nil, message
+-- @example
+--   print(history_store.utc_time("2026-11-01T05:00:00-07:00")) --> 2026-11-01T12:00:00Z  1793534400
+function M.utc_time(text)
+  args.check('history_store.utc_time', 1, text, 'string', 'time')
+  local y, mo, d, h, mi, se, frac, zone = text:match(
+    '^(%d%d%d%d)%-(%d%d)%-(%d%d)[Tt ](%d%d):(%d%d):(%d%d)(%.?%d*)(.*)$')
+  local bad = string.format("'%s' is not a time of the form 2026-11-01T12:00:00Z (or +HH:MM)",
+    args.printable(text, 60))
+  if not y then return nil, bad end
+  if frac == '.' then return nil, bad end
+  y, mo, d, h, mi, se = tonumber(y), tonumber(mo), tonumber(d), tonumber(h), tonumber(mi), tonumber(se)
+  local offset = 0
+  if zone ~= '' and zone ~= 'Z' and zone ~= 'z' then
+    local sign, oh, om = zone:match('^([+-])(%d%d):?(%d%d)$')
+    if not sign then return nil, bad end
+    oh, om = tonumber(oh), tonumber(om)
+    if oh > 23 or om > 59 then
+      return nil, string.format("'%s': the UTC offset is out of range", args.printable(text, 60))
+    end
+    offset = (sign == '-' and -1 or 1) * (oh * 3600 + om * 60)
+  end
+  if mo < 1 or mo > 12 or d < 1 or d > days_in_month(y, mo) or h > 23 or mi > 59 or se > 59 then
+    return nil, string.format("'%s' is not a date of the calendar or a time of day up to 23:59:59",
+      args.printable(text, 60))
+  end
+  local secs = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + se - offset
+  local t = os.date('!*t', secs)
+  local f = frac ~= '' and frac:sub(1, 10) or ''
+  return string.format('%04d-%02d-%02dT%02d:%02d:%02d%sZ', t.year, t.month, t.day, t.hour, t.min, t.sec, f),
+    secs + (f ~= '' and tonumber('0' .. f) or 0)
+end
+
 -- Checks the commit metadata of an add: commit (required), branch,
--- parents (a list or space-separated text), committed_at, subject, source, batch.
+-- parents (a list or space-separated text), committed_at (brought to UTC), subject, source, batch.
 local function check_meta(meta)
   if type(meta) ~= 'table' or type(meta.commit) ~= 'string' or meta.commit == '' then
     error("bad argument #3 to 'add_bundles' (meta.commit expected: the commit of the code under test)", 3)
   end
   local parents = meta.parents
   if type(parents) == 'table' then parents = table.concat(parents, ' ') end
+  local committed_at = meta.committed_at
+  if committed_at ~= nil then
+    local utc, why = type(committed_at) == 'string' and M.utc_time(committed_at)
+    if not utc then
+      error("bad argument #3 to 'add_bundles' (meta.committed_at: " .. (why or 'a time text expected') .. ')', 3)
+    end
+    committed_at = utc
+  end
   return {
-    commit = meta.commit, branch = meta.branch, parents = parents or '', committed_at = meta.committed_at,
+    commit = meta.commit, branch = meta.branch, parents = parents or '', committed_at = committed_at,
     subject = meta.subject, source = meta.source, batch = meta.batch,
   }
 end
@@ -97,7 +162,30 @@ local function samples_json(values)
   return '[' .. table.concat(values, ',') .. ']'
 end
 
--- Adds one point (point.of) in the open transaction; true when new.
+-- What the history stores of one bundle, or nil and why it cannot: the run's identity (key), its
+-- session (result.session), its documents and raw samples (kluabench.history.point).
+local function entry_of(b)
+  -- what `kluabench verify` refuses (a digest that does not match, a document of another kind or
+  -- apiVersion, raw samples that are not the run's) is refused here too: a forgery that took a
+  -- run's identity would make the genuine bundle "already there" later
+  local bad = verify.describe(verify.problems(b))
+  if bad then return nil, 'refused as kluabench verify refuses it: ' .. bad end
+  local ok, s = pcall(result.session, b)
+  if not ok then return nil, 'not a record bundle: ' .. tostring(s) end
+  local key, why = point.key(s)
+  if not key then return nil, why end
+  if not s.samples_ms then return nil, s.samples_why or 'no raw samples in the record' end
+  local label, provider = result.label_of(b, s)
+  local noise = s.noise_sd
+  return {
+    key = key, documents = point.documents(b), samples = s.samples_ms, raw = point.raw(s), label = label,
+    provider = provider, kernel = s.kernel or label:match('^(%S+)'), mode = s.mode,
+    device = s.device or 'unknown device', host = s.host or 'unknown host', backend = s.backend,
+    noise_sd = type(noise) == 'number' and noise >= 0 and noise < 1 and noise or nil, copy_gbps = s.copy_gbps,
+  }
+end
+
+-- Adds one bundle's entry (entry_of) in the open transaction; true when new.
 local function add_point(h, p, m, seen, added_at)
   local k = p.key
   local key = run_key(k)
@@ -143,14 +231,15 @@ local function put_commit(h, m)
     .. 'ON CONFLICT DO NOTHING', { n = 5, m.commit, m.branch, m.parents, m.committed_at, m.subject })
 end
 
---- Adds record bundles to an open, migrated history database: the harness's `--history DB` calls it
--- (history.add_bundles opens the database first).
+--- Adds record bundles to an open history database (at the current schema): the harness's
+-- `--history DB` calls it (history.add_bundles opens the database first).
 --
 -- meta: commit (required: the commit of the code under test), branch, parents (list or text),
 -- committed_at (ISO 8601), subject, source (the file), batch (what one measurement session shares:
 -- bundles of one sweep session with the same batch form one session group, whose copy provider is
 -- the sentinel of the others). A bundle already in the database (the same four digests, time and
--- session) is left as it is. Bundles go in transactions of store.BATCH, each whole or not at all.
+-- session) is left as it is; one that cannot be stored (no digests, no time, no raw samples) is
+-- refused. Bundles go in transactions of store.BATCH, each whole or not at all.
 -- Returns {added, present, refused = {{index, why}}}.
 --
 -- @signature history_store.add_bundles(h, bundles, meta) -> summary
@@ -170,7 +259,7 @@ function M.add_bundles(h, bundles, meta)
   local summary = { added = 0, present = 0, refused = {} }
   local points = {}
   for i, b in ipairs(bundles) do
-    local p, why = result.session(b)
+    local p, why = entry_of(b)
     if p then points[#points + 1] = p else summary.refused[#summary.refused + 1] = { index = i, why = why } end
   end
   -- the document ids of committed batches; an attempt caches its own ids
@@ -180,7 +269,7 @@ function M.add_bundles(h, bundles, meta)
   local committed, added_at = { tables = setmetatable({}, { __mode = 'k' }), shared = {} }, now()
   local groups = {} -- session group names: a hash of their text, no database id, kept across attempts
   for first = 1, #points, M.BATCH do
-    require('kluabench.util.args').stop_if_interrupted()
+    args.stop_if_interrupted()
     local seen
     local added, present = h:transaction(function()
       seen = { tables = setmetatable({}, { __mode = 'k', __index = committed.tables }),
@@ -281,12 +370,21 @@ function M.lineage(commits, head)
   for _, c in ipairs(commits) do
     for _, p in ipairs(c.parents or {}) do parent_of[p] = true end
   end
-  -- newest first: by commit time, then (commits of one second) by the time
-  -- their runs were observed
-  local sorted = {}
-  for _, c in ipairs(commits) do sorted[#sorted + 1] = c end
+  -- newest first: by commit time (the instant: a time with another UTC offset is no earlier or
+  -- later for its text), then (commits of one second) by the time their runs were observed
+  local sorted, instant = {}, {}
+  for _, c in ipairs(commits) do
+    sorted[#sorted + 1] = c
+    local _, secs = type(c.committed_at) == 'string' and M.utc_time(c.committed_at)
+    instant[c] = secs or nil
+  end
   table.sort(sorted, function(a, b)
-    if (a.committed_at or '') ~= (b.committed_at or '') then return (a.committed_at or '') > (b.committed_at or '') end
+    local ia, ib = instant[a], instant[b]
+    if ia and ib then
+      if ia ~= ib then return ia > ib end
+    elseif (a.committed_at or '') ~= (b.committed_at or '') then
+      return (a.committed_at or '') > (b.committed_at or '')
+    end
     if (a.last_observed or '') ~= (b.last_observed or '') then return (a.last_observed or '') > (b.last_observed or '') end
     return a.sha > b.sha
   end)

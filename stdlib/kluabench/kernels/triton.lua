@@ -31,7 +31,7 @@ end
 local function shown(v, expected)
   local text
   if type(v) == 'string' then
-    text = "'" .. require('kluabench.util.args').printable(v, 60) .. "'"
+    text = "'" .. args.printable(v, 60) .. "'"
   elseif type(v) == 'number' and v ~= v then
     text = 'NaN'
   elseif math.type(v) == 'float' and v == math.floor(v) and math.abs(v) < 2 ^ 53 then

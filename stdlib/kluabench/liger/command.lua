@@ -4,6 +4,7 @@
 local fs = require 'kluabench.util.files'
 local liger = require 'kluabench.liger'
 local writer = require 'kluabench.record.writer'
+local result = require 'kluabench.result'
 
 local M = {}
 
@@ -37,8 +38,10 @@ labelled not_reproduced (their digests are kluabench's, not kernelindex's).
 
   --out DIR            write one pretty JSON file per row into DIR (created when
                        missing), named after the run's metadata.name:
-                       DIR/NAME.json (NAME-2.json, ... for repeated names).
-                       Files are written atomically.
+                       DIR/NAME.json; a file there that holds another run is
+                       never written over (NAME-2.json, ... then), one of
+                       the same run is replaced. Files are written
+                       atomically.
   --jsonl FILE         append every bundle as one line to FILE ('-': stdout);
                        one of the CSV files is refused (a usage error)
   (neither)            JSON Lines on stdout
@@ -48,8 +51,12 @@ labelled not_reproduced (their digests are kluabench's, not kernelindex's).
                        only; default the CSV's commit when the schemas were
                        copied, liger/init.lua's COMMIT)
 
-A row of a reproduced kernel whose config does not bind the kernel's axes
-(kernelindex's importer skips it as an unknown config) is named on stderr as
+Configs in either spelling import: the 2025 CSV's (num_q_heads, num_kv_heads)
+and that of Liger-Kernel 0.8's harness (num_attention_heads,
+num_key_value_heads, bsz). kernelindex's RoPE workloads are of batch 1: a row
+whose bsz is not 1 binds none of them. A row of a reproduced kernel whose
+config does not bind the kernel's axes (kernelindex's importer skips it as an
+unknown config; also a row of Liger's model-config sweep) is named on stderr as
 "kluabench import-liger: FILE:LINE: skipped: why" and counted. A row that
 cannot be converted (a value that is not a number, a time or UTF-8, a row of
 the wrong width) is reported as "kluabench import-liger: FILE:LINE: why" and
@@ -62,6 +69,8 @@ that does not exist, is no regular file or cannot be opened too: then nothing
 is written, not even --out's folder).]]
 
 local cli = require 'kluabench.commands.helpers'
+local json = require 'kluabench.util.json'
+local core = require 'kluabench.core'
 
 local function usage_error(fmt, ...) return cli.usage_error('import-liger', fmt, ...) end
 
@@ -75,6 +84,25 @@ local BROKEN = { invalid = true }
 -- Skips kernelindex's importer makes too (exit status 0) whose rows are still
 -- named, since a row of a kernel we reproduce was meant to import.
 local NAMED = { unknown_config = true }
+
+-- The file of a run (its externalId: id) in dir, named after the run (name): DIR/NAME.json, or
+-- NAME-2.json, ... when that one holds another run or was written in this import (taken): another
+-- run's file is never written over; the same run's is replaced. A name that is not a regular file
+-- (a link, a directory) is passed over.
+local function out_path(dir, name, id, taken)
+  for n = 1, 100000 do
+    local path = string.format('%s/%s%s.json', dir, name, n > 1 and ('-' .. n) or '')
+    if not taken[path] then
+      local st, _, errno = core.stat(path, false)
+      if not st and errno == 2 then return path end
+      if st and st.type == 'file' then
+        local old = json.decode(fs.read_file(path) or '')
+        if type(old) == 'table' and result.session(old).external_id == id then return path end
+      end
+    end
+  end
+  return nil, string.format('%s: no free name for %s', dir, name)
+end
 
 -- Options: returns {out = DIR, jsonl = FILE, keep, ['speed-only'], help, ['liger-commit']}, list of CSV paths;
 -- or nil, msg.
@@ -92,8 +120,7 @@ function M.main(args)
   local unreadable = cli.check_inputs('import-liger', files)
   if unreadable then return unreadable end
   if opts.out and opts.jsonl then return usage_error('give --out or --jsonl, not both') end
-  local shards = require 'kluabench.dist.shards'
-  local fresh, why_not = shards.check_output('--jsonl', opts.jsonl, shards.file_inputs(files, true))
+  local fresh, why_not = writer.check_output('--jsonl', opts.jsonl, writer.file_inputs(files, true))
   if not fresh then return usage_error('%s', why_not) end
   local commit = opts['liger-commit']
   if commit and not commit:match('^%x+$') then
@@ -108,7 +135,7 @@ function M.main(args)
   end
   local jsonl = opts.jsonl or (not opts.out and '-') or nil
 
-  local status, imported, used, skipped = 0, 0, {}, {}
+  local status, imported, taken, skipped = 0, 0, {}, {}
   local runs = {} -- externalIds imported: kernelindex's importer imports a run once (its duplicateRows)
   for _, path in ipairs(files) do
     local rows, err = liger.read(path)
@@ -121,7 +148,7 @@ function M.main(args)
         local bundle, why, berr = liger.row_to_bundle(row, { keep = opts.keep, memory = not opts['speed-only'],
           commit = commit and commit:lower() })
         if bundle then
-          local id = bundle.run.spec.sourceNative.externalId
+          local id = result.session(bundle).external_id
           if runs[id] then
             bundle, why = nil, 'duplicate_row'
           else
@@ -143,11 +170,13 @@ function M.main(args)
           if jsonl then
             ok, werr = writer.append(jsonl, bundle)
           else
-            local name = bundle.run.metadata.name
-            local n = (used[name] or 0) + 1
-            used[name] = n
-            ok, werr = writer.write_pretty(string.format('%s/%s%s.json', opts.out, name, n > 1 and ('-' .. n) or ''),
-              { bundle })
+            local s = result.session(bundle)
+            local path
+            path, werr = out_path(opts.out, s.name, s.external_id, taken)
+            if path then
+              taken[path] = true
+              ok, werr = writer.write_pretty(path, { bundle })
+            end
           end
           if not ok then
             say('%s', werr)

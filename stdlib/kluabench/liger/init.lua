@@ -26,6 +26,9 @@ local M = {}
 local args = require 'kluabench.util.args'
 local printable = require('kluabench.util.args').printable
 local result = require 'kluabench.result'
+local writer = require 'kluabench.record.writer'
+local record = require 'kluabench.record'
+local core = require 'kluabench.core'
 
 --- The header of Liger's CSV, in its order.
 M.HEADER = { 'kernel_name', 'kernel_provider', 'kernel_operation_mode', 'metric_name',
@@ -63,6 +66,9 @@ M.TORCH_DTYPE = { bf16 = 'torch.bfloat16', f16 = 'torch.float16', f32 = 'torch.f
 M.PARAM_ALIASES = {}
 for ours, liger_name in pairs(M.LIGER_PARAM) do M.PARAM_ALIASES[liger_name] = ours end
 for ours, axis in pairs(M.X_AXIS) do M.PARAM_ALIASES[axis[1]] = ours end
+-- the spellings of Liger-Kernel 0.8's benchmarks (transformers' config names, and the batch)
+M.PARAM_ALIASES.num_attention_heads, M.PARAM_ALIASES.num_key_value_heads = 'q_heads', 'kv_heads'
+M.PARAM_ALIASES.bsz = 'batch'
 
 --- Our name for a parameter of Liger's (`hidden_size` -> `hidden`, `T` -> `seq`); unknown names pass
 -- through.
@@ -206,12 +212,37 @@ end
 
 M.DTYPES = { ['torch.bfloat16'] = 'bf16', ['torch.float16'] = 'fp16', ['torch.float32'] = 'fp32' }
 
--- A CSV row's binding: its config and x as the parameters of kernelindex's workload.
+--- The two spellings of the head counts in extra_benchmark_config_str: Liger's benchmarks of 2025
+-- wrote num_q_heads and num_kv_heads; from Liger-Kernel 0.8 (its model-config sweeps) they write
+-- transformers' names, num_attention_heads and num_key_value_heads, and the sweep's batch, bsz.
+M.HEAD_SPELLINGS = { q_heads = { 'num_q_heads', 'num_attention_heads' },
+  kv_heads = { 'num_kv_heads', 'num_key_value_heads' } }
+
+-- A config's value of an axis under either spelling; false when both are there and differ.
+local function either(config, names_of)
+  local v
+  for _, name in ipairs(names_of) do
+    local w = config[name]
+    if w ~= nil then
+      if v ~= nil and v ~= w then return false end
+      v = w
+    end
+  end
+  return v
+end
+
+-- A CSV row's binding: its config and x as the parameters of kernelindex's workload. Either
+-- spelling of the head counts binds the same axes. bsz, where the config has it, is the batch:
+-- kernelindex's RoPE workloads are of batch 1 (tensors [1, seq, heads, head_dim]), so the kernel's
+-- binder takes a batch of 1 and no other (a row of another batch binds no workload: skipped as an
+-- unknown config, named, as kernelindex's importer skips what its binder refuses).
 local function csv_binding(ki)
   return function(x, x_name, config)
     local dtype = M.DTYPES[config.dtype]
     if not dtype then return nil end
-    return ki.bind({ q_heads = config.num_q_heads, kv_heads = config.num_kv_heads,
+    local q_heads, kv_heads = either(config, M.HEAD_SPELLINGS.q_heads), either(config, M.HEAD_SPELLINGS.kv_heads)
+    if q_heads == false or kv_heads == false then return nil end
+    return ki.bind({ q_heads = q_heads, kv_heads = kv_heads, batch = config.bsz,
       seq = x_name == 'T' and x or config.seq_len, hidden = x_name == 'H' and x or config.hidden_size }, dtype)
   end
 end
@@ -240,7 +271,7 @@ M.IMPORTED_KERNELS = {
   kl_div = { title = 'KL divergence' },
   jsd = { title = 'Jensen-Shannon divergence' },
 }
-require('kluabench.kernels').register('liger', { binding = false, kernels = M.IMPORTED_KERNELS })
+kernels.register('liger', { binding = false, kernels = M.IMPORTED_KERNELS })
 
 --- The Liger kernels kernelindex's importer curates and kluabench does not reproduce (their rows
 -- are skipped as 'not_reproduced'); every other kernel is one the importer skips too. The list is
@@ -316,7 +347,7 @@ local function doc(kind, metadata, spec)
   for k, v in pairs(metadata.labels or {}) do metadata.labels[k] = names.clip(v, 200) end
   return { apiVersion = API, kind = kind, metadata = metadata, spec = spec }
 end
-local function digest(d) return require('kluabench.record').digest(d) end
+local function digest(d) return record.digest(d) end
 
 --- kernelindex's OperationSpec of a reproduced Liger kernel (its benchmark script at commit, default
 -- the one kernelindex's importer read).
@@ -474,15 +505,32 @@ M.SKIP = {
     .. 'time: the externalId kernelindex\'s importer imports once)',
 }
 
--- The run of a speed row (the importer's runFromRow).
+--- A run's metadata.name from its parts: kernelindex's kebab case, whole when it fits in 100
+-- characters; when not, cut, with 12 hex digits of the SHA-256 of the whole kebab at its end. The
+-- name keeps what tells runs apart: kernelindex's importer cuts at 100, which drops the run's time
+-- (two runs of one point on two dates had one name, and import-liger --out one file).
+--
+-- @signature liger.run_name(text) -> name
+-- @example
+--   print(liger.run_name("liger-rope-forward-liger-NVIDIA H100 80GB HBM3")) --> liger-rope-forward-liger-nvidia-h100-80gb-hbm3
+--   print(#liger.run_name(string.rep("a-", 80) .. "2025-08-07 21:42:05")) --> 100
+function M.run_name(text)
+  args.check('liger.run_name', 1, text, 'string', 'name text')
+  local full = text:lower():gsub('[^a-z0-9]+', '-'):gsub('^%-+', ''):gsub('%-+$', '')
+  if #full <= names.MAX_NAME then return full end
+  local tail = '-' .. core.sha256(full):sub(1, 12)
+  return (full:sub(1, names.MAX_NAME - #tail):gsub('%-+$', '')) .. tail
+end
+
+-- The run of a speed row (the importer's runFromRow; its name keeps the run's time, liger.run_name).
 local function speed_run(row, k, binding, digests, values)
   local ms50, ms20, ms80 = values[1], values[2], values[3]
   local key = operation.case_key(binding)
   local external = table.concat({ k.csv_name, row.kernel_operation_mode, row.kernel_provider, names.kebab(row.gpu_name),
     key, names.kebab(row.timestamp) }, '/')
-  local ns = function(ms) return require('kluabench.record').round(ms * 1e6) end
+  local ns = function(ms) return record.round(ms * 1e6) end
   return doc('BenchmarkRun', {
-    name = names.kebab(string.format('liger-%s-%s-%s-%s-%s-%s', k.csv_name, row.kernel_operation_mode,
+    name = M.run_name(string.format('liger-%s-%s-%s-%s-%s-%s', k.csv_name, row.kernel_operation_mode,
       row.kernel_provider, row.gpu_name, key, row.timestamp)),
     title = k.title .. ' · ' .. row.kernel_provider .. ' · ' .. row.kernel_operation_mode,
     labels = { liger_version = row.liger_version },
@@ -518,7 +566,7 @@ local function memory_run(row, k, binding, digests, values)
     ms[i] = { metric = 'memory', unit = unit, statistic = q, value = values[i] }
   end
   return doc('BenchmarkRun', {
-    name = names.kebab(string.format('liger-%s-memory-%s-%s-%s-%s-%s', k.csv_name, row.kernel_operation_mode,
+    name = M.run_name(string.format('liger-%s-memory-%s-%s-%s-%s-%s', k.csv_name, row.kernel_operation_mode,
       row.kernel_provider, row.gpu_name, key, row.timestamp)),
     title = k.title .. ' · ' .. row.kernel_provider .. ' · ' .. row.kernel_operation_mode .. ' · memory',
     labels = { liger_version = row.liger_version, not_reproduced = 'kernelindex imports speed rows only' },
@@ -590,6 +638,12 @@ function M.row_to_bundle(row, opts)
   end
   local config, cerr = M.parse_config(row.extra_benchmark_config_str)
   if not config then return skip('unknown_config', '%s', cerr) end
+  -- Liger 0.8's model-config sweep: x is a model of Liger's registry (llama_3_8b), whose axes the
+  -- row does not hold
+  if row.x_name == 'model_config' then
+    return skip('unknown_config', "x 'model_config' = %s names a model of Liger's registry, not the axes of %s",
+      quoted(row.x_value), kernel)
+  end
   -- an x_value that is no number is a broken row (kernelindex's importer would skip it as an
   -- unknown config, or read "0x200" as 512): refused, named, like a y value that is no number
   local x = decimal(row.x_value)
@@ -692,7 +746,7 @@ local function config_string(params, dtype, x_key)
   local parts = {}
   for i, k in ipairs(keys) do
     local v = vals[k]
-    local s = type(v) == 'number' and require('kluabench.liger.csv').format_pyfloat(v) or output.encode_line(v)
+    local s = type(v) == 'number' and csv.format_pyfloat(v) or output.encode_line(v)
     parts[i] = output.quote(k) .. ': ' .. s
   end
   return '{' .. table.concat(parts, ', ') .. '}'
@@ -725,10 +779,9 @@ end
 --     dtype = "f32", result = r}
 --   local row = liger.bundle_to_row(bundle, {x = "n"})
 function M.bundle_to_row(bundle, opts)
+  args.check('liger.bundle_to_row', 1, bundle, 'table', 'bundle')
+  args.check('liger.bundle_to_row', 2, opts, 'table|nil', 'table of options')
   opts = opts or {}
-  if type(bundle) ~= 'table' or type(bundle.run) ~= 'table' then
-    error("bad argument #1 to 'liger.bundle_to_row' (bundle expected, got " .. type(bundle) .. ')', 2)
-  end
   local p = result.session(bundle)
   if not p.kernel or not p.mode or not p.provider then
     return nil, 'bundle lacks the run\'s sourceNative benchmark and externalId'
@@ -741,8 +794,7 @@ function M.bundle_to_row(bundle, opts)
   if not x_name then x_name = M.X_AXIS[x_key] and M.X_AXIS[x_key][1] or x_key end
   local x_label = ann.liger_x_label or (M.X_AXIS[x_key] and M.X_AXIS[x_key][2]) or x_key
   local metric, unit, y
-  local sn = type(bundle.run.spec) == 'table' and bundle.run.spec.sourceNative or nil
-  local metrics = type(sn) == 'table' and type(sn.metrics) == 'table' and sn.metrics or {}
+  local metrics = p.source_metrics or {}
   if p.metric == 'memory' then
     metric, unit = 'memory', (p.memory_unit == 'mb' and 'MB') or p.memory_unit or 'MB'
     y = { p.memory_median, p.memory_p20, p.memory_p80 }
@@ -822,7 +874,7 @@ function M.plot_point(row)
   p.params[x] = tonumber(row.x_value) or row.x_value
   if row.x_label and row.x_label ~= '' then p.x_labels = { [x] = row.x_label } end
   -- the CSV carries no cost: the kernel's cost model, as records get it
-  local k = require('kluabench.kernels').kernel(p.kernel)
+  local k = kernels.kernel(p.kernel)
   if k and k.cost then p.bytes, p.flops = k.cost(p.params, p.dtype, p.mode) end
   return p
 end
@@ -853,6 +905,45 @@ function M.csv_of_bundles(bundles)
   local text, err = M.to_csv(rows)
   if not text then return nil, err end
   return text, left_out
+end
+
+--- Writes bundles as Liger's CSV to out atomically (the harness's `--format liger-csv`): out, notes (the bundles
+-- left out, where the file went when another process wrote out since claim) | nil, message.
+-- @signature liger.write_csv(bundles, out [, samples, claim]) -> out, notes | nil, message
+-- @example
+--   local x = kb.randn({4096}, "f32", 1)
+--   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
+--   local b = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
+--   local path = os.tmpname()
+--   print(liger.write_csv({b}, path))
+--   os.remove(path)
+function M.write_csv(bundles, out, _, claim)
+  args.check('liger.write_csv', 1, bundles, 'table', 'list of bundles')
+  args.check('liger.write_csv', 2, out, 'string', "output path ('-': stdout)")
+  local text, left_out = M.csv_of_bundles(bundles)
+  if not text then return nil, left_out end
+  local notes = {}
+  if left_out > 0 then
+    notes[1] = string.format('%d bundle%s whose status is not passed %s not in the Liger CSV (it has no column to '
+      .. 'say why; --format jsonl keeps every bundle)', left_out, left_out == 1 and '' or 's',
+      left_out == 1 and 'is' or 'are')
+  end
+  if out == '-' then
+    local ok, err = files.write_stdout(text)
+    if not ok then return nil, err end
+    return out, notes
+  end
+  -- nobody wrote it between the claim and the write: checked and written under one lock
+  return writer.locked(out, function()
+    if claim then
+      local dest, _, why = writer.destination(claim, out)
+      out = dest
+      notes[#notes + 1] = why
+    end
+    local ok, err = files.write_atomic(out, text)
+    if not ok then return nil, tostring(err) end
+    return out, notes
+  end)
 end
 
 return M

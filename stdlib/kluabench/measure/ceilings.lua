@@ -1,11 +1,12 @@
 --- Throughput ceilings and their arithmetic (gbps, percent, the roofline floor). The copy bandwidth
 -- (scripts/ceilings.lua) and between-session noise (scripts/run_noise.lua) are cached per device in
 -- cache_dir()/ceilings.json, used only when valid (usable_copy, usable_noise), else ignored with a note.
+local core = require 'kluabench.core'
 local json = require 'kluabench.util.json'
 local files = require 'kluabench.util.files'
+local args = require 'kluabench.util.args'
 
 local M = {}
-local args = require 'kluabench.util.args'
 
 M.FILE = 'ceilings.json'
 M.VERSION = 1
@@ -214,6 +215,110 @@ function M.noise_at(figure, ms)
   return sc[#sc].sd
 end
 
+--- How far a kernel may beat a copy measured at its level: an in-place or read-only kernel skips the write-allocate
+-- traffic a copy pays (an in-place pass over 5 MB ran 1.7 x a copy's GB/s on an EPYC's L3).
+M.MARGIN = 2
+--- Bytes a CPU core's load and store units move per clock at most (three 64-byte loads, two stores), and a clock no
+-- CPU sustains: the bound of a level nothing measured.
+M.CPU_BYTES_PER_CLOCK, M.CPU_MAX_GHZ = 320, 6.5
+--- Bytes an SM's L1 moves per clock at most (128 of loads, 128 of stores): the bound of what fits in a GPU's L2.
+M.SM_BYTES_PER_CLOCK = 256
+
+local function read_line(path)
+  local f = io.open(path, 'r')
+  if not f then return nil end
+  local line = f:read('l')
+  f:close()
+  return line
+end
+
+-- The data caches of cpu0 from sysfs, smallest first: {name, bytes (all of that level the cores hold: a private
+-- cache counts once per core)}; {} where sysfs does not say.
+local function cpu_caches(cores)
+  local out = {}
+  for i = 0, 9 do
+    local dir = '/sys/devices/system/cpu/cpu0/cache/index' .. i .. '/'
+    local level, kind, size = read_line(dir .. 'level'), read_line(dir .. 'type'), read_line(dir .. 'size')
+    if not level then break end
+    local n, unit = (size or ''):match('^(%d+)([KMG]?)$')
+    if kind ~= 'Instruction' and n then
+      local sharing = 0
+      for a, b in (read_line(dir .. 'shared_cpu_list') or '0'):gmatch('(%d+)%-?(%d*)') do
+        sharing = sharing + (b ~= '' and tonumber(b) - tonumber(a) + 1 or 1)
+      end
+      local bytes = tonumber(n) * ({ K = 1 << 10, M = 1 << 20, G = 1 << 30 })[unit ~= '' and unit or 'K']
+      out[#out + 1] = { name = 'L' .. level, bytes = bytes * math.max(1, cores // math.max(1, sharing)),
+        per_thread = bytes }
+    end
+  end
+  table.sort(out, function(a, b) return a.bytes < b.bytes end)
+  return out
+end
+
+--- The levels of a device's memory, smallest first, each {name, bytes (capacity; nil: device memory), gbps (the
+-- fastest any kernel can move bytes whose working set fits there), source, per_thread (a CPU cache's bytes per
+-- core)}. A level's copy bandwidth measured by scripts/ceilings.lua (entry.levels; device memory: the copy
+-- ceiling) gives MARGIN x it, times the cores a one-thread measurement left idle; otherwise a bound from the specs:
+-- cores x CPU_BYTES_PER_CLOCK x CPU_MAX_GHZ on a CPU, SMs x SM_BYTES_PER_CLOCK x the SM clock within a GPU's L2,
+-- the memory clock x 2 x the bus width for its memory. A level is never bounded below a larger one.
+-- @signature ceilings.levels(info [, entry]) -> {{name, bytes, gbps, source}, ...}
+-- @example
+--   for _, l in ipairs(ceilings.levels(kb.device_info())) do print(l.name, l.bytes, l.gbps, l.source) end
+function M.levels(info, entry)
+  args.check('ceilings.levels', 1, info, 'table', 'device info (kb.device_info())')
+  local measured = {}
+  for _, l in ipairs(type(entry) == 'table' and type(entry.levels) == 'table' and entry.levels or {}) do
+    if type(l) == 'table' and type(l.name) == 'string' and finite_positive(l.copy_gbps) then measured[l.name] = l end
+  end
+  local cores = math.max(1, math.tointeger(info.cores) or 1)
+  local levels, top, top_source
+  if info.backend == 'cuda' then
+    top = (info.sm_count or 0) * M.SM_BYTES_PER_CLOCK * (info.sm_clock_khz or 0) / 1e6
+    top_source = "the SMs' L1 bandwidth from the specs"
+    levels = { { name = 'L2', bytes = info.l2_bytes } }
+    local peak = (info.mem_clock_khz or 0) * 2 * (info.mem_bus_bits or 0) / 8 / 1e6
+    if peak > 0 then levels[2] = { name = 'device memory', gbps = peak, source = 'the memory clock and bus width' } end
+  else
+    top = cores * M.CPU_BYTES_PER_CLOCK * M.CPU_MAX_GHZ
+    top_source = "the cores' load and store width at the fastest clock any CPU runs"
+    levels = cpu_caches(cores)
+    if #levels == 0 and finite_positive(info.l2_bytes) then
+      levels = { { name = 'last-level cache', bytes = info.l2_bytes } }
+    end
+  end
+  if not (levels[#levels] and levels[#levels].name == 'device memory') then
+    levels[#levels + 1] = { name = 'device memory' }
+  end
+  local memory = levels[#levels]
+  local copy = M.usable_copy(entry)
+  if copy and not memory.gbps then memory.gbps, memory.source = M.MARGIN * copy, 'the measured copy ceiling' end
+  for i = #levels, 1, -1 do
+    local l, m = levels[i], measured[levels[i].name]
+    if m and l.bytes then
+      local idle = math.tointeger(m.threads) and math.max(1, cores // m.threads) or 1
+      l.gbps, l.source = M.MARGIN * m.copy_gbps * idle, 'its measured copy bandwidth'
+    end
+    if not l.gbps and top > 0 then l.gbps, l.source = top, top_source end
+    local below = levels[i + 1]
+    if below and below.gbps and not (l.gbps and l.gbps >= below.gbps) then l.gbps, l.source = below.gbps, below.source end
+  end
+  return levels
+end
+
+--- The level a working set of `bytes` moved (read + written) fits in: the first whose capacity holds half of them
+-- (each byte read and written once, in place: the smallest working set those bytes allow).
+-- @signature ceilings.level_for(levels, bytes) -> level
+-- @example
+--   print(ceilings.level_for(ceilings.levels(kb.device_info()), 2^20).name)
+function M.level_for(levels, bytes)
+  args.check('ceilings.level_for', 1, levels, 'table', 'list of levels (ceilings.levels)')
+  args.check('ceilings.level_for', 2, bytes, 'number', 'bytes')
+  for _, l in ipairs(levels) do
+    if not l.bytes or l.bytes >= bytes / 2 then return l end
+  end
+  return levels[#levels]
+end
+
 --- ceilings.throughput against the cached copy ceiling of the default device (never measures); without one, `note`
 -- says how to get it. opts.path: another cache file.
 -- @signature ceilings.cached_throughput(bytes, flops, ms [, opts]) -> table
@@ -226,12 +331,9 @@ function M.cached_throughput(bytes, flops, ms, opts)
   args.check('ceilings.cached_throughput', 3, ms, 'number', 'milliseconds')
   args.check('ceilings.cached_throughput', 4, opts, 'table|nil', 'table of options')
   opts = opts or {}
-  local ok, kb = pcall(require, 'kluabench.core')
-  local entry
-  if ok and type(kb) == 'table' and kb.device_info then
-    local okl, e = pcall(M.lookup, kb.device_info(), opts.path)
-    entry = okl and e or nil
-  end
+  local info = core.device_info()
+  local okl, e = pcall(M.lookup, info, opts.path)
+  local entry = okl and e or nil
   local gbps, why = M.usable_copy(entry)
   local t = M.throughput(bytes, flops, ms, gbps and { copy_gbps = gbps } or nil)
   if gbps then
@@ -244,6 +346,10 @@ function M.cached_throughput(bytes, flops, ms, opts)
   else
     t.note = 'no cached copy ceiling for this device: run kluabench scripts/ceilings.lua'
   end
+  if bytes then
+    local lv = M.level_for(M.levels(info, entry), bytes)
+    t.plausibility = { level = lv.name, capacityBytes = lv.bytes, boundGbps = lv.gbps, source = lv.source }
+  end
   return t
 end
 
@@ -255,9 +361,7 @@ function M.cached_noise(ms, opts)
   args.check('ceilings.cached_noise', 1, ms, 'number', 'milliseconds')
   args.check('ceilings.cached_noise', 2, opts, 'table|nil', 'table of options')
   opts = opts or {}
-  local ok, kb = pcall(require, 'kluabench.core')
-  if not (ok and type(kb) == 'table' and kb.device_info) then return nil end
-  local okl, e = pcall(M.lookup, kb.device_info(), opts.path)
+  local okl, e = pcall(M.lookup, core.device_info(), opts.path)
   local fig = okl and M.usable_noise(e) or nil
   if not fig then return nil end
   return { sd = M.noise_at(fig, ms), measuredAt = type(fig.measuredAt) == 'string' and fig.measuredAt or nil,

@@ -19,6 +19,7 @@
 -- and ended inside one sample is not seen; one that lasts is. The SM clock
 -- read right after a sample may already show the GPU relaxing: it is a
 -- lower bound of the clock the sample ran at, not an average.
+local core = require 'kluabench.core'
 local M = {}
 local args = require 'kluabench.util.args'
 
@@ -51,10 +52,6 @@ local function default_sleep(ms, clock_ns)
   while clock_ns() - t0 < ms * 1e6 do end
 end
 
-local function core()
-  local ok, kb = pcall(require, 'kluabench.core')
-  return ok and type(kb) == 'table' and kb or nil
-end
 
 --- The NVML device of a CUDA ordinal, through CUDA_VISIBLE_DEVICES (visible) when it is set.
 --
@@ -100,13 +97,12 @@ Monitor.__name = 'kluabench.ClockMonitor'
 function M.monitor(opts)
   args.check('clocks.monitor', 1, opts, 'table|nil', 'table of options')
   opts = opts or {}
-  local kb = core()
   local nvml = opts.nvml
-  if nvml == nil and kb then nvml = kb.nvml end
+  if nvml == nil then nvml = core.nvml end
   local m = setmetatable({
     nvml = nvml,
     device = opts.device,
-    clock_ns = opts.clock_ns or (kb and kb.clock_ns) or function() return math.floor(os.clock() * 1e9) end,
+    clock_ns = opts.clock_ns or core.clock_ns,
     readings = {},      -- per-sample quick readings
     before_s = nil, after_s = nil, info = nil,
     drops = 0, throttled_kept = 0, reasons_seen = {},
@@ -114,13 +110,13 @@ function M.monitor(opts)
   }, Monitor)
   for k, v in pairs(M.DEFAULTS) do m[k] = opts[k] == nil and v or opts[k] end
   m.sleep_ms = opts.sleep_ms or function(ms) default_sleep(ms, m.clock_ns) end
-  if m.device == nil and kb and kb.backend and kb.backend() == 'cuda' and kb.device_info then
-    local ok, info = pcall(kb.device_info)
+  if m.device == nil and core.backend() == 'cuda' then
+    local ok, info = pcall(core.device_info)
     m.device = M.nvml_device_for(ok and info.ordinal or 0, os.getenv('CUDA_VISIBLE_DEVICES'))
   end
   if not nvml then
     m.available, m.why = false, 'kb.nvml is not in this build'
-  elseif opts.backend == 'cpu' or (opts.backend == nil and kb and kb.backend and kb.backend() == 'cpu') then
+  elseif opts.backend == 'cpu' or (opts.backend == nil and core.backend() == 'cpu') then
     m.available, m.why = false, 'cpu backend: no GPU clocks to read'
   else
     local ok, why = nvml.available()

@@ -29,11 +29,12 @@
 -- Where there is no energy counter (the cpu backend, no NVML, a GPU older
 -- than Volta) the result is {available = false, reason}; records say so.
 local args = require 'kluabench.util.args'
+local core = require 'kluabench.core'
+local clocks = require 'kluabench.measure.clocks'
 local M = {}
 
 M.DEFAULTS = { windows = 3, window_ms = 1000, batch_ms = 10, max_batch = 1000000, edge_timeout_ms = 2000 }
 
-local function core() return require 'kluabench.core' end
 
 -- The quantile q of a sorted list (linear).
 local function quantile(sorted, q)
@@ -62,11 +63,11 @@ end
 function M.available(opts)
   args.check('energy.available', 1, opts, 'table|nil', 'options')
   opts = opts or {}
-  local backend = opts.backend or core().backend()
+  local backend = opts.backend or core.backend()
   if backend ~= 'cuda' then
     return false, 'the ' .. tostring(backend) .. ' backend has no energy counter (NVML reads GPUs only)'
   end
-  local nvml = opts.nvml or core().nvml
+  local nvml = opts.nvml or core.nvml
   local ok, why = nvml.available()
   if not ok then return false, tostring(why) end
   local mj, err = nvml.energy(opts.device)
@@ -103,9 +104,9 @@ function M.measure(fn, opts)
   end
   local ok, why = M.available(opts)
   if not ok then return { available = false, reason = why } end
-  local nvml = opts.nvml or core().nvml
-  local kb = opts.kb or core()
-  local drop = require('kluabench.measure.clocks').DROP_REASONS
+  local nvml = opts.nvml or core.nvml
+  local kb = opts.kb or core
+  local drop = clocks.DROP_REASONS
   local device = opts.device
   local call_ms = opts.call_ms
   if type(call_ms) ~= 'number' or call_ms <= 0 then

@@ -16,6 +16,7 @@
 --       if st.n >= 10 and st:quantile(0.2) < self.params.ms then return true, 'fast enough' end
 --       return st.elapsed_ms >= 5000, 'gave up after 5 s'
 --     end }
+local core = require 'kluabench.core'
 
 local M = {}
 local args = require 'kluabench.util.args'
@@ -43,11 +44,7 @@ State.__name = 'kluabench.StoppingState'
 --   print(st.n, st:median())
 function M.state(clock_ns)
   args.check('stopping.state', 1, clock_ns, 'callable|nil', 'clock function')
-  if clock_ns == nil then
-    local ok, kb = pcall(require, 'kluabench.core')
-    if ok and type(kb) == 'table' and kb.clock_ns then clock_ns = kb.clock_ns
-    else clock_ns = function() return floor(os.clock() * 1e9) end end
-  end
+  clock_ns = clock_ns or core.clock_ns
   return setmetatable({ n = 0, samples = {}, sorted = {}, sum_ms = 0, elapsed_ms = 0,
     clock_ns = clock_ns, t0 = nil }, State)
 end

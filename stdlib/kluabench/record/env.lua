@@ -1,45 +1,14 @@
---- The ExecutionEnvironment document: what hardware and software a run used,
--- in the fields of kernelindex's schema (execution-environment.v1alpha1).
---
--- spec.hardware (from kb.device_info()):
---   vendor        "nvidia", "amd", "intel", ... (lowercase)
---   product       the device name up to its model: "NVIDIA H100 80GB HBM3" ->
---                 "NVIDIA H100"; on the cpu backend the whole CPU model name
---   formFactor    the rest of the device name: "80GB HBM3", "SXM4-80GB", "NVL".
---                 Left out when the name has nothing after the model
---                 ("NVIDIA H200"), rather than written as "": a record states
---                 only what the device reported.
---   architecture  "sm_90" on cuda (from the device), "x86_64" etc. on cpu
---   memoryBytes   device memory (cuda), host memory (cpu)
---   count         1: one device per process
--- spec.software:
---   operatingSystem  "Ubuntu 24.04.1 LTS" (/etc/os-release)
---   kernel           "Linux 6.8.0-49-generic"
---   driver           "580.65.06" (/proc/driver/nvidia/version)
---   cudaToolkit      "13.0": the CUDA runtime linked into the binary
---   compiler         the C compiler the binary was built with
---   framework        {name = "kluabench", version}
---   libraries        {lua = "Lua 5.4", cuda_driver = "13.0" (the CUDA version
---                    the driver supports)}
--- spec.settings (cuda, from NVML): clocksLocked = true when the application
---   clocks differ from their defaults (someone set them); left out otherwise.
--- Fields that cannot be known are left out, never invented.
---
--- What the schema has no field for goes elsewhere (docs/RECORDS.md): the SM
--- count, L2 size, CPU cores and the backend are device facts of the run's
--- evidence (env.device_facts); where the process ran (host, Slurm job) is
--- the environment's metadata.labels (not digested: two identical machines
--- give the same environment digest, and the shards of one sweep on several
--- hosts merge as one environment):
---   host_name                the host's name (/proc/sys/kernel/hostname)
---   slurm_job_id, slurm_array_job_id, slurm_array_task_id, slurm_cluster_name,
---   slurm_node_name          from SLURM_JOB_ID, SLURM_ARRAY_JOB_ID,
---                            SLURM_ARRAY_TASK_ID, SLURM_CLUSTER_NAME and
---                            SLURMD_NODENAME when Slurm set them
+--- The ExecutionEnvironment document; what cannot be known is left out, never invented. hardware: vendor,
+-- product ("NVIDIA H100" of "NVIDIA H100 80GB HBM3", the CPU model on cpu), formFactor (the rest, if any),
+-- architecture, memoryBytes, count 1; software: operatingSystem, kernel, driver, cudaToolkit, compiler,
+-- framework, libraries {lua, cuda_driver}; settings.clocksLocked. Where the process ran is metadata.labels
+-- (undigested: identical machines share one environment); other device facts go to the run's evidence.
 local names = require 'kluabench.record.names'
+local args = require 'kluabench.util.args'
+local core = require 'kluabench.core'
+local json = require 'kluabench.util.json'
 
 local M = {}
-local args = require 'kluabench.util.args'
 
 M.API_VERSION = 'kernelindex.dev/v1alpha1'
 
@@ -57,7 +26,6 @@ local function vendor_of_word(w)
 end
 
 --- Splits a GPU name: "NVIDIA H100 80GB HBM3" -> "nvidia", "NVIDIA H100", "80GB HBM3".
---
 -- @signature env.split_gpu_name(name) -> vendor, product, form_factor
 -- @example
 --   print(env.split_gpu_name("NVIDIA A100-SXM4-80GB"))
@@ -70,10 +38,7 @@ function M.split_gpu_name(name)
   if #words == 0 then return nil, '', nil end
   local i, vendor = 1, vendor_of_word(words[1])
   local product = {}
-  if vendor then
-    product[1] = words[1]
-    i = 2
-  end
+  if vendor then product[1], i = words[1], 2 end
   while words[i] and FAMILY[words[i]:lower()] ~= nil do
     vendor = vendor or FAMILY[words[i]:lower()] or nil
     product[#product + 1] = words[i]
@@ -87,13 +52,12 @@ function M.split_gpu_name(name)
     i = i + 1
   end
   for j = i, #words do form[#form + 1] = words[j] end
-  -- bounded as the schema bounds hardware.product and hardware.formFactor
+  -- the schema's bounds of hardware.product and hardware.formFactor
   local ff = #form > 0 and names.clip(table.concat(form, ' '), 100) or nil
   return vendor, names.clip(table.concat(product, ' '), 200), ff
 end
 
--- Model token -> architecture, for names of devices we did not query (Liger
--- CSV rows). First match wins; patterns are anchored on the model token.
+-- Model token -> architecture, for names of devices not queried (Liger's CSV rows); first match wins.
 local ARCH_BY_MODEL = {
   { '^G?H%d+', 'sm_90' },      -- H100, H200, H800, H20, GH200
   { '^A100$', 'sm_80' }, { '^A800$', 'sm_80' }, { '^A30$', 'sm_80' },
@@ -107,32 +71,25 @@ local ARCH_BY_MODEL = {
 }
 
 --- The architecture a GPU name implies, or nil when unknown.
---
 -- @signature env.arch_of_gpu_name(name) -> "sm_90" | nil
 -- @example
 --   print(env.arch_of_gpu_name("NVIDIA H100 80GB HBM3"))
 function M.arch_of_gpu_name(name)
   args.check('env.arch_of_gpu_name', 1, name, 'string', 'GPU name')
   local _, product = M.split_gpu_name(name)
-  local model = product:match('(%S+)$') or ''
-  model = model:upper()
+  local model = (product:match('(%S+)$') or ''):upper()
   local lower = name:lower()
   if lower:find('%f[%a]ada%f[%A]') then return 'sm_89' end
   if lower:find('blackwell') then return 'sm_120' end
   if lower:find('rtx') then
     local series = tonumber(model:match('^(%d)%d%d%d?$') or '')
-    if series then
-      return ({ [2] = 'sm_75', [3] = 'sm_86', [4] = 'sm_89', [5] = 'sm_120' })[series]
-    end
+    if series then return ({ [2] = 'sm_75', [3] = 'sm_86', [4] = 'sm_89', [5] = 'sm_120' })[series] end
   end
-  for _, e in ipairs(ARCH_BY_MODEL) do
-    if model:match(e[1]) then return e[2] end
-  end
+  for _, e in ipairs(ARCH_BY_MODEL) do if model:match(e[1]) then return e[2] end end
   return nil
 end
 
 --- "13.0" from CUDA's integer encoding 13000.
---
 -- @signature env.cuda_version(v) -> text | nil
 -- @example
 --   print(env.cuda_version(12080)) --> 12.8
@@ -152,7 +109,6 @@ local function read_first_line(path)
 end
 
 --- The NVIDIA kernel driver release ("580.65.06"), from /proc/driver/nvidia/version.
---
 -- @signature env.driver_release() -> text | nil
 -- @example
 --   print(env.driver_release())
@@ -161,11 +117,7 @@ function M.driver_release()
   return line and line:match('Kernel Module%s+(%d+%.%d+[%.%d]*)') or nil
 end
 
---- The kernel and distribution, from /proc and /etc/os-release.
---
--- {kernel = "Linux 6.1.0-18-amd64", distribution = "Debian GNU/Linux 12 (bookworm)"}: read from
--- /proc and /etc/os-release (no subprocess); fields unknown stay nil.
---
+--- The kernel ("Linux 6.1.0-18-amd64") and distribution, from /proc and /etc/os-release; unknown nil.
 -- @signature env.os_info() -> {kernel, distribution}
 -- @example
 --   print(env.os_info().distribution)
@@ -196,7 +148,6 @@ end
 local function nonzero(v) return (type(v) == 'number' and v > 0) and v or nil end
 
 --- The hardware table of a device_info table (the schema's fields only).
---
 -- @signature env.hardware(info, backend) -> table
 -- @example
 --   local hw = env.hardware(kb.device_info(), kb.backend())
@@ -225,9 +176,7 @@ function M.hardware(info, backend)
   return hw
 end
 
---- Device facts the schema has no field for, for the run's evidence: backend, smCount, l2Bytes
--- (cuda), cores (cpu).
---
+--- Device facts the schema has no field for (backend, smCount, l2Bytes, cores), for the evidence.
 -- @signature env.device_facts(info, backend) -> table
 -- @example
 --   print(env.device_facts(kb.device_info(), kb.backend()).backend)
@@ -238,12 +187,7 @@ function M.device_facts(info, backend)
     cores = nonzero(info.cores) }
 end
 
---- The software table: OS, kernel, driver, CUDA toolkit, compiler, framework (kluabench) and
--- libraries, as the schema names them.
---
--- kb is the engine module (for its version and build). opts: driver_release, os ({kernel,
--- distribution}) for tests and replays.
---
+--- The software table (kb: the engine module; opts.driver_release, opts.os: for tests and replays).
 -- @signature env.software(info, backend, kb [, opts]) -> table
 -- @example
 --   local sw = env.software(kb.device_info(), kb.backend(), kb)
@@ -266,15 +210,11 @@ function M.software(info, backend, kb, opts)
   sw.libraries = libraries
   local os_ = opts.os
   if os_ == nil then os_ = M.os_info() end
-  if os_ then
-    sw.operatingSystem = os_.distribution
-    sw.kernel = os_.kernel
-  end
+  if os_ then sw.operatingSystem = os_.distribution; sw.kernel = os_.kernel end
   return sw
 end
 
 --- The device name without its vendor word: "H100 80GB HBM3".
---
 -- @signature env.short_device_name(name) -> text
 -- @example
 --   print(env.short_device_name("NVIDIA H200"))
@@ -285,24 +225,14 @@ function M.short_device_name(name)
   return name
 end
 
--- The Slurm variables recorded, and their names in the annotations.
+-- The Slurm variables recorded, and their names in the labels.
 M.SLURM_VARS = {
   { 'SLURM_JOB_ID', 'slurm_job_id' }, { 'SLURM_ARRAY_JOB_ID', 'slurm_array_job_id' },
   { 'SLURM_ARRAY_TASK_ID', 'slurm_array_task_id' }, { 'SLURM_CLUSTER_NAME', 'slurm_cluster_name' },
   { 'SLURMD_NODENAME', 'slurm_node_name' },
 }
 
---- Where this process runs: host_name, and slurm_job_id, slurm_array_job_id, slurm_array_task_id,
--- slurm_cluster_name, slurm_node_name when Slurm set them.
---
--- env.capture puts it in the environment's metadata.labels, outside the digested spec: two
--- identical hosts have one environment digest, and `kluabench merge` treats the shards of one sweep
--- on several nodes as one environment. getenv and hostname replace os.getenv and
--- /proc/sys/kernel/hostname (for tests).
---
--- Values unknown are left out; nil when nothing is known. Values are cut to 200 characters (the
--- schema's longest label).
---
+--- Where this process runs (host_name, the Slurm ids), for the undigested labels; nil when unknown.
 -- @signature env.placement([getenv [, hostname]]) -> table | nil
 -- @example
 --   local where = env.placement()
@@ -322,12 +252,7 @@ function M.placement(getenv, hostname)
   return next(t) and t or nil
 end
 
---- The ExecutionEnvironment document of this process: hardware (vendor, product, formFactor,
--- architecture, memoryBytes, count) and software, in the schema's fields.
---
--- opts (for tests and replays): info (a device_info table), backend, kb, os, driver_release,
--- placement (metadata.labels; default env.placement(), false for none).
---
+--- The ExecutionEnvironment document of this process; opts (info, backend, kb, ...) for tests and replays.
 -- @signature env.capture([opts]) -> document
 -- @example
 --   local doc = env.capture()
@@ -336,17 +261,14 @@ function M.capture(opts)
   args.check('env.capture', 1, opts, 'table|nil', 'table of options')
   opts = opts or {}
   local kb = opts.kb
-  if kb == nil and (opts.info == nil or opts.backend == nil) then kb = require 'kluabench.core' end
+  if kb == nil and (opts.info == nil or opts.backend == nil) then kb = core end
   local backend = opts.backend or (kb and kb.backend and kb.backend()) or 'cpu'
   local info = opts.info or kb.device_info()
   if type(info) ~= 'table' then
     error("bad argument to 'capture' (device_info must be a table, got " .. type(info) .. ')', 2)
   end
   local name = trim(tostring(info.name or (backend == 'cpu' and 'cpu' or 'unknown device')))
-  local spec = {
-    hardware = M.hardware(info, backend),
-    software = M.software(info, backend, kb, opts),
-  }
+  local spec = { hardware = M.hardware(info, backend), software = M.software(info, backend, kb, opts) }
   if backend == 'cuda' and opts.nvml ~= false then
     local locked = M.clocks_locked(opts.nvml_info)
     if locked then spec.settings = { clocksLocked = true } end
@@ -355,31 +277,22 @@ function M.capture(opts)
   local placement = opts.placement
   if placement == nil then placement = M.placement() end
   return {
-    kind = 'ExecutionEnvironment',
-    spec = spec,
-    metadata = {
-      name = names.dns_name('kluabench', backend == 'cpu' and 'cpu' or nil, names.gpu_slug(name)),
+    kind = 'ExecutionEnvironment', spec = spec, apiVersion = M.API_VERSION,
+    metadata = { name = names.dns_name('kluabench', backend == 'cpu' and 'cpu' or nil, names.gpu_slug(name)),
       title = ('kluabench host · ' .. short .. (backend == 'cpu' and ' (cpu backend)' or '')):sub(1, 200),
-      labels = placement or nil,
-    },
-    apiVersion = M.API_VERSION,
+      labels = placement or nil },
   }
 end
 
---- True when NVML reports application clocks that differ from their defaults (someone set them
--- with nvidia-smi -ac); nil when NVML cannot tell. info: a kb.nvml.info() table (default: queried).
---
+--- True when NVML's application clocks differ from their defaults (someone set them); nil when unknown.
 -- @signature env.clocks_locked([info]) -> true | nil
 -- @example
 --   print(env.clocks_locked())
 function M.clocks_locked(info)
   args.check('env.clocks_locked', 1, info, 'table|nil', 'kb.nvml.info() table')
   if info == nil then
-    local ok, k = pcall(require, 'kluabench.core')
-    if not (ok and type(k) == 'table' and type(k.nvml) == 'table' and k.nvml.available and k.nvml.available()) then
-      return nil
-    end
-    local okq, i = pcall(k.nvml.info)
+    if not core.nvml.available() then return nil end
+    local okq, i = pcall(core.nvml.info)
     info = okq and i or nil
   end
   if type(info) ~= 'table' then return nil end
@@ -390,29 +303,23 @@ function M.clocks_locked(info)
   return nil
 end
 
---- The full device name of an environment document: product and form factor; nil when the
--- document (as read from a record: any value) names no product.
---
+--- The full device name (product and form factor) of an environment document as read, or nil.
 -- @signature env.device_name(doc) -> text | nil
 -- @example
 --   print(env.device_name(env.capture()))
 function M.device_name(doc)
-  local get = require('kluabench.util.json').get
+  local get = json.get
   local hw = get(doc, 'spec', 'hardware')
   if type(hw) ~= 'table' or type(hw.product) ~= 'string' then return nil end
   return type(hw.formFactor) == 'string' and (hw.product .. ' ' .. hw.formFactor) or hw.product
 end
 
---- The device_name of this process's default device (what a bundle measured here would say), or nil
--- without the engine.
---
+--- The device_name of this process's default device, or nil without the engine.
 -- @signature env.local_device_name()
 -- @example
 --   print(env.local_device_name())
 function M.local_device_name()
-  local ok, k = pcall(require, 'kluabench.core')
-  if not (ok and type(k) == 'table' and type(k.device_info) == 'function') then return nil end
-  return M.device_name { spec = { hardware = M.hardware(k.device_info(), k.backend and k.backend()) } }
+  return M.device_name { spec = { hardware = M.hardware(core.device_info(), core.backend()) } }
 end
 
 return M

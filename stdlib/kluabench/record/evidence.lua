@@ -1,66 +1,28 @@
---- A run's evidence: its raw samples and what else one measured session left
--- that the schema has no field for, kept beside the records.
---
--- Every run kluabench measures has one evidence entry: a JSON object written
--- as one canonical (RFC 8785) line into a samples file beside the records
--- file (results/x.jsonl -> results/x.samples.jsonl), so that a sweep of
--- thousands of points makes two files, not thousands. The run names it in
--- run.spec.evidence.rawSamples = {uri = "x.samples.jsonl#L12", digest =
--- "sha256:<hex of exactly that line's bytes, without its newline>"}. The uri
--- is relative to the records file (an absolute file:// uri where the records
--- go to stdout); its fragment names the line. A reader takes the named line
--- and checks its digest; when the line moved (files concatenated or merged
--- by hand) the entry whose bytes have that digest is found anyway, since the
--- digest identifies it.
---
--- An entry (format "kluabench.samples/v1"):
---   run          the run's sourceNative.externalId (for people)
---   unit         "ns"
---   samples      the raw samples of the session, integers in ns
---   session      {index, count}: which of the point's sessions (--runs N)
---   execution    what the protocol used and derived (n_repeat, flush bytes,
---                clocks, stopping, seeds, ...), camel-cased
---   check        the correctness check in full (reference, tolerance, ...)
---   throughput   GB/s, % of the copy ceiling, the ceiling itself and where
---                it came from, the roofline floor, notes
---   sessionNoise the between-session noise figure in force
---   device       device facts the environment has no field for (backend,
---                SM count, L2 bytes, CPU cores)
---   harness      {version, commit} of kluabench
---   annotations  what a benchmark adds (Liger's x axis name and label, ...)
---   reasons      why the run's status is not "passed", in words
--- In memory, before it is written, a bundle's entry is held beside it
--- (evidence.attach / evidence.of); writers put it in the samples file and
--- set the uri (evidence.write_for).
+--- A run's evidence entry: its raw samples and what else the session left that the schema has no
+-- field for, one canonical (RFC 8785) line of the samples file beside the records file, named by the
+-- run's spec.evidence.rawSamples {uri, digest} (docs/RECORDS.md, Evidence). In memory an entry is held
+-- beside its bundle (attach, of) until a writer puts it in the samples file (write_for, write_file).
 local json = require 'kluabench.util.json'
 local files = require 'kluabench.util.files'
+local args = require 'kluabench.util.args'
 
 local M = {}
-local args = require 'kluabench.util.args'
 
 M.FORMAT = 'kluabench.samples/v1'
 
 local function core() return require 'kluabench.core' end
 
--- bundle -> entry, for bundles made or read in this process (weak keys:
--- a bundle nobody holds takes its entry with it); bundle -> why its evidence
--- could not be read (evidence.resolve). Kept in the registry, not in this
--- module, so that a second load of the module (busted's insulation unloads
--- and reloads modules between spec files) sees the same entries.
+-- bundle -> entry or failure, weak-keyed, in the registry: a module reloaded (busted) sees the same.
 local function side_table(name)
   local reg = debug.getregistry()
   local t = reg[name]
-  if t == nil then
-    t = setmetatable({}, { __mode = 'k' })
-    reg[name] = t
-  end
+  if t == nil then t = setmetatable({}, { __mode = 'k' }); reg[name] = t end
   return t
 end
 local entries = side_table('kluabench.record.evidence.entries')
 local failures = side_table('kluabench.record.evidence.failures')
 
 --- The canonical line of an entry and its digest "sha256:<hex>".
---
 -- @signature evidence.encode(entry) -> line, digest
 -- @example
 --   local line, d = evidence.encode({format = "kluabench.samples/v1", unit = "ns", samples = {1000, 1100}})
@@ -75,7 +37,6 @@ function M.encode(entry)
 end
 
 --- Attaches an evidence entry to an in-memory bundle (replacing any); returns the bundle.
---
 -- @signature evidence.attach(bundle, entry) -> bundle
 -- @example
 --   local b = evidence.attach({run = {spec = {}}}, {format = evidence.FORMAT, unit = "ns", samples = {1000}})
@@ -89,22 +50,18 @@ function M.attach(bundle, entry)
 end
 
 --- The evidence entry of a bundle made or read in this process, or nil.
---
 -- @signature evidence.of(bundle) -> entry | nil
 -- @example
 --   print(evidence.of({run = {spec = {}}})) --> nil
 function M.of(bundle) return entries[bundle] end
 
---- Why the evidence of a bundle read in this process could not be resolved (evidence.resolve), or
--- nil.
---
+--- Why the evidence of a bundle read in this process could not be resolved, or nil.
 -- @signature evidence.failure(bundle) -> message | nil
 -- @example
 --   print(evidence.failure({run = {spec = {}}})) --> nil
 function M.failure(bundle) return failures[bundle] end
 
 --- The samples file beside a records file: x.jsonl, x.json or x -> x.samples.jsonl.
---
 -- @signature evidence.samples_path(records_path) -> path
 -- @example
 --   print(evidence.samples_path("results/run.jsonl")) --> results/run.samples.jsonl
@@ -117,7 +74,6 @@ function M.samples_path(path)
 end
 
 --- True when a file name is that of a samples file (x.samples.jsonl).
---
 -- @signature evidence.is_samples_path(path) -> boolean
 -- @example
 --   print(evidence.is_samples_path("run.samples.jsonl")) --> true
@@ -131,9 +87,7 @@ local function basename(path) return path:match('([^/]+)$') or path end
 -- Lines already in each samples file this process appends to.
 local line_count = {}
 
--- A samples file is a regular file or none yet: its lines are counted (read) before an entry is
--- appended, and runs name an entry by its line. A FIFO would block the open for a writer forever, a
--- device never ends; nil and "PATH: is a FIFO, not a regular file (...)" for those and a directory.
+-- A samples file is a regular file or none yet: its lines are counted (a FIFO's open would block).
 local function regular_or_new(path)
   local why = files.not_regular(path)
   if why then return nil, path .. ': ' .. why end
@@ -166,12 +120,7 @@ local function absolute(path)
   return (real or os.getenv('PWD') or '.') .. '/' .. basename(path)
 end
 
---- Writes the evidence entry of a bundle into the samples file and sets run.spec.evidence.rawSamples
--- to its uri and digest. records_path: where the bundle goes ("-" or nil: stdout, then samples_path
--- is required and the uri is an absolute file:// uri). A bundle without an entry is left as it is.
---
--- Returns true, or nil and a message naming the samples file.
---
+--- Writes a bundle's evidence entry into the samples file and names it in run.spec.evidence.rawSamples.
 -- @signature evidence.write_for(bundle, records_path [, samples_path]) -> true | nil, message
 -- @example
 --   local x = kb.randn({4096}, "f32", 1)
@@ -197,16 +146,55 @@ function M.write_for(bundle, records_path, samples)
   local ok, err = files.append_line(samples, line)
   if not ok then return nil, err end
   line_count[samples] = n
-  local uri
-  if to_stdout or dirname(samples) ~= dirname(records_path) then
-    uri = 'file://' .. absolute(samples) .. '#L' .. n
-  else
-    uri = basename(samples) .. '#L' .. n
-  end
+  local uri = ((to_stdout or dirname(samples) ~= dirname(records_path)) and ('file://' .. absolute(samples))
+    or basename(samples)) .. '#L' .. n
   local spec = bundle.run.spec
   spec.evidence = spec.evidence or {}
   spec.evidence.rawSamples = { uri = uri, digest = digest }
   return true
+end
+
+--- The samples file of bundles' evidence entries, not yet written: its path and text (text nil
+-- when no bundle has an entry), every such run's evidence.rawSamples set to name its line there.
+-- Every entry is encoded (checked) before any run is changed. What write_file writes, for a writer
+-- that must replace the samples file and the records together (files.write_atomic_all).
+--
+-- @signature evidence.file_of(bundles, records_path [, samples_path]) -> path, text | nil, message
+-- @example
+--   local x = kb.randn({4096}, "f32", 1)
+--   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
+--   local b = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
+--   local path, text = evidence.file_of({b}, "results/run.json")
+--   print(path, #text)
+function M.file_of(bundles, records_path, samples)
+  args.check('evidence.file_of', 1, bundles, 'table', 'list of bundles')
+  args.check('evidence.file_of', 2, records_path, 'string|nil', 'records file path (nil or "-": stdout)')
+  local to_stdout = records_path == nil or records_path == '-'
+  if to_stdout and not samples then
+    return nil, 'records on stdout need a samples file (evidence.file_of\'s third argument)'
+  end
+  samples = samples or M.samples_path(records_path)
+  local lines, refs = {}, {}
+  for _, b in ipairs(bundles) do
+    local entry = entries[b]
+    if entry then
+      local ok, line, digest = pcall(M.encode, entry)
+      if not ok then return nil, 'an evidence entry cannot be written: ' .. tostring(line) end
+      lines[#lines + 1] = line
+      refs[#refs + 1] = { bundle = b, line = #lines, digest = digest }
+    end
+  end
+  if #lines == 0 then return samples, nil end
+  local ok, err = regular_or_new(samples)
+  if not ok then return nil, err end
+  local prefix = (to_stdout or dirname(samples) ~= dirname(records_path)) and ('file://' .. absolute(samples))
+    or basename(samples)
+  for _, r in ipairs(refs) do
+    local spec = r.bundle.run.spec
+    spec.evidence = spec.evidence or {}
+    spec.evidence.rawSamples = { uri = prefix .. '#L' .. r.line, digest = r.digest }
+  end
+  return samples, table.concat(lines, '\n') .. '\n', #lines
 end
 
 --- Writes the evidence entries of bundles as a fresh samples file (atomically, replacing one that
@@ -224,45 +212,35 @@ end
 function M.write_file(bundles, records_path, samples)
   args.check('evidence.write_file', 1, bundles, 'table', 'list of bundles')
   args.check('evidence.write_file', 2, records_path, 'string|nil', 'records file path (nil or "-": stdout)')
-  local to_stdout = records_path == nil or records_path == '-'
-  if to_stdout and not samples then
-    return nil, 'records on stdout need a samples file (evidence.write_file\'s third argument)'
-  end
-  samples = samples or M.samples_path(records_path)
-  local lines, refs = {}, {}
-  for _, b in ipairs(bundles) do
-    local entry = entries[b]
-    if entry then
-      local line, digest = M.encode(entry)
-      lines[#lines + 1] = line
-      refs[#refs + 1] = { bundle = b, line = #lines, digest = digest }
-    end
-  end
-  if #lines == 0 then return true end
-  local ok, err = regular_or_new(samples)
+  local path, text, n = M.file_of(bundles, records_path, samples)
+  if not path then return nil, text end
+  if not text then return true end
+  local ok, err = files.write_atomic(path, text)
   if not ok then return nil, err end
-  ok, err = files.write_atomic(samples, table.concat(lines, '\n') .. '\n')
-  if not ok then return nil, err end
-  line_count[samples] = #lines
-  local prefix = (to_stdout or dirname(samples) ~= dirname(records_path)) and ('file://' .. absolute(samples))
-    or basename(samples)
-  for _, r in ipairs(refs) do
-    local spec = r.bundle.run.spec
-    spec.evidence = spec.evidence or {}
-    spec.evidence.rawSamples = { uri = prefix .. '#L' .. r.line, digest = r.digest }
-  end
+  line_count[path] = n
   return true
+end
+
+--- Notes that a samples file was written whole with n lines (by a writer that wrote it through
+-- evidence.file_of), so that appends after it number their lines on from there.
+--
+-- @signature evidence.written(samples_path, n)
+-- @example
+--   evidence.written("results/run.samples.jsonl", 3)
+function M.written(samples, n)
+  args.check('evidence.written', 1, samples, 'string', 'samples file path')
+  args.check('evidence.written', 2, n, 'integer', 'line count')
+  line_count[samples] = n
 end
 
 ---------------------------------------------------------------------------
 -- Reading
 ---------------------------------------------------------------------------
 
--- Samples files read in this process: path -> {lines = {...}, by_digest = {digest = line number}}.
+-- Samples files read: path -> {lines, by_digest, hash(i), search(digest)}.
 local indexes = {}
 
 --- Forgets the samples files read so far (they are re-read at the next use).
---
 -- @signature evidence.forget()
 -- @example
 --   evidence.forget()
@@ -273,13 +251,8 @@ local function index_of(path)
   if ix then return ix end
   local text, err = files.read_text(path)
   if not text then return nil, err end
-  ix = { lines = {}, by_digest = {} }
-  local k = core()
-  local n = 0
-  for _, line in ipairs(files.lines(text)) do
-    n = n + 1
-    ix.lines[n] = line
-  end
+  ix = { lines = files.lines(text), by_digest = {} }
+  local k, n = core(), #ix.lines
   if ix.lines[n] == '' then ix.lines[n] = nil end
   ix.hash = function(i)
     local line = ix.lines[i]
@@ -295,15 +268,11 @@ local function index_of(path)
   return ix
 end
 
---- The samples file and line a rawSamples uri names, resolved against the records file's
--- directory: path, line (nil when the uri names no line), or nil and why (also for a uri that is
--- not a non-empty string: it comes from a record as read).
---
+--- The samples file and line a rawSamples uri names, relative to the records file; or nil and why.
 -- @signature evidence.locate(uri, records_path) -> path, line | nil, message
 -- @example
 --   print(evidence.locate("run.samples.jsonl#L3", "results/run.jsonl"))
 function M.locate(uri, records_path)
-  -- uri comes from a record as it was read: anything that is not a non-empty string is an answer
   args.check('evidence.locate', 2, records_path, 'string|nil', 'records file path')
   if type(uri) ~= 'string' or uri == '' then return nil, 'the evidence uri is empty' end
   local target, frag = uri:match('^([^#]*)#?(.*)$')
@@ -347,12 +316,7 @@ local function resolve(bundle, records_path)
   return entry
 end
 
---- The evidence entry a bundle's run names, read and checked against its digest: entry, or nil and
--- why (no evidence named, the file missing, no line with that digest, not an entry).
---
--- records_path is the file the bundle was read from (relative uris resolve against its directory).
--- The entry is also attached to the bundle (evidence.of).
---
+--- The evidence entry a bundle's run names, read, checked against its digest and attached; or nil, why.
 -- @signature evidence.resolve(bundle, records_path) -> entry | nil, message
 -- @example
 --   local x = kb.randn({4096}, "f32", 1)
@@ -377,9 +341,7 @@ end
 -- The factor from each unit of raw samples to ms.
 local TO_MS = { ns = 1e-6, us = 1e-3, ms = 1, s = 1e3 }
 
---- The raw samples of an entry in ms, or nil and why (none, an unknown unit, a value that is not a
--- finite positive number).
---
+--- The raw samples of an entry in ms, or nil and why (none, an unknown unit, a value not finite > 0).
 -- @signature evidence.samples_ms(entry) -> list | nil, message
 -- @example
 --   print(#evidence.samples_ms({unit = "ns", samples = {1000, 2000}}))

@@ -1,29 +1,12 @@
---- ImplementationRevision documents: what identifies the code a provider
--- runs, in kernelindex's fields (implementation-revision.v1alpha1).
---
--- Three kinds of code, three builders:
---   builtin{...}  a kernel built into kluabench (kernels/*.cu and its CPU
---                 twin): the SHA-256 of its source files as the revision's
---                 treeDigest, its entry point as callable.symbol, the build's
---                 compile options as a build variant, the targets as
---                 support.hardwareArchitectures
---   user{...}     a user kernel (NVRTC source, cubin/PTX/fatbin, Triton, a
---                 plugin), from its info() table: the SHA-256 of the source or
---                 binary as source.contentDigest, the NVRTC options and arch
---   script{...}   neither declared: the benchmark script itself (its SHA-256),
---                 the provider's name, so that two scripts or two providers
---                 never share a digest, and the user code the process loaded
---                 (kb.loaded_code), so that changing a kernel the script
---                 compiles or loads changes the digest
--- Every one names its OperationSpec by digest (operation.specDigest). Two
--- different kernels never share a revision: the source digest, the symbol,
--- the options or the arch differ.
+--- ImplementationRevision documents: what identifies the code a provider runs, for a built-in kernel
+-- (builtin), a user kernel (user) or neither (script). docs/RECORDS.md (Implementations) gives the fields;
+-- two different kernels never share one.
 local json = require 'kluabench.util.json'
 local names = require 'kluabench.record.names'
 local operation = require 'kluabench.record.operation'
+local args = require 'kluabench.util.args'
 
 local M = {}
-local args = require 'kluabench.util.args'
 
 M.API_VERSION = 'kernelindex.dev/v1alpha1'
 
@@ -46,10 +29,9 @@ local function check_digest(fname, d)
   end
 end
 
-local function document(name, title, spec, extra_meta)
-  local meta = { name = name, title = title and title:sub(1, 200) or nil }
-  for k, v in pairs(extra_meta or {}) do meta[k] = v end
-  return { apiVersion = M.API_VERSION, kind = 'ImplementationRevision', metadata = meta, spec = spec }
+local function document(name, title, spec)
+  return { apiVersion = M.API_VERSION, kind = 'ImplementationRevision', spec = spec,
+    metadata = { name = name, title = title and title:sub(1, 200) or nil } }
 end
 
 -- "sha256:<hex>" of a {path = "sha256:<hex>"} listing (JCS of it), or nil.
@@ -60,7 +42,6 @@ local function tree_digest(sources)
 end
 
 --- The dtypes of a declaration as kernelindex tokens, sorted (support.dtypes).
---
 -- @signature implementation.dtype_tokens(dtypes) -> list
 -- @example
 --   print(table.concat(implementation.dtype_tokens({"f32", "bf16"}), ","))
@@ -71,13 +52,7 @@ function M.dtype_tokens(dtypes)
   return sorted_unique(out)
 end
 
---- The ImplementationRevision of a built-in kernel.
---
--- o: operation_digest, provider, kernel (the record's kernel name), backend ("cuda" | "cpu"),
--- symbol (the entry point), path (its source file), language ("cuda" | "c"), sources ({path =
--- "sha256:<hex>"}: the files of the kernel, default record.kernel_sources(kernel)), dtypes
--- (kluabench names), build (kb.build_info()), version (kb.version).
---
+--- The ImplementationRevision of a built-in kernel (sources: {path = "sha256:<hex>"} of its files).
 -- @signature implementation.builtin{operation_digest, provider, kernel, backend, symbol, path, ...} -> document
 -- @example
 --   local _, op = record.workload{kernel = "llama4_rope", dtype = "bf16", parameters = {hidden = 512, seq = 64, q_heads = 8, kv_heads = 8}}
@@ -120,12 +95,10 @@ function M.builtin(o)
     licensing = { declared = 'MIT', concluded = 'MIT' },
   }
   return document(names.dns_name('kluabench', o.kernel, o.provider, o.backend),
-    require('kluabench.kernels').title(o.kernel) .. ' · ' .. o.provider .. ' (kluabench, ' .. o.backend .. ')',
-    spec)
+    require('kluabench.kernels').title(o.kernel) .. ' · ' .. o.provider .. ' (kluabench, ' .. o.backend .. ')', spec)
 end
 
--- One user kernel's identity: source {contentDigest, fileName}, callable,
--- build variant and arch, from its info() table.
+-- A user kernel's source, callable, build variant and arch, from its info() table.
 local function user_parts(info)
   local mod = info.module or info
   if info.plugin then
@@ -170,13 +143,8 @@ local function user_parts(info)
   return parts
 end
 
---- The ImplementationRevision of a user kernel (info: k:info(), mod:info(), pk:info() or
--- tk:info(), or a list of them when the provider launches several).
---
--- o: operation_digest, provider, info, kernel (the benchmark's kernel name), arch (the device's,
--- when the info has none), dtypes, licensing ({declared, concluded}), project (a repository
--- {repository = "https://...", commit, version}).
---
+--- The ImplementationRevision of a user kernel from its info (k:info(), mod:info(), pk:info(), tk:info(),
+-- or a list of them for a provider that launches several).
 -- @signature implementation.user{operation_digest, provider, info [, arch, dtypes, licensing]} -> document
 -- @example
 --   local i = implementation.user{operation_digest = "sha256:" .. string.rep("0", 64), provider = "mine",
@@ -206,18 +174,13 @@ function M.user(o)
   end
   local first = parts[1]
   local spec = {
-    projectRevision = o.project or json.object(),
-    operation = { specDigest = o.operation_digest },
+    projectRevision = o.project or json.object(), operation = { specDigest = o.operation_digest },
     callable = { language = first.callable.language, path = first.callable.path,
       symbol = table.concat(symbols, ','):sub(1, 200), interface = first.callable.interface },
     support = { hardwareArchitectures = sorted_unique(archs), dtypes = M.dtype_tokens(o.dtypes) },
     licensing = o.licensing or json.object(),
   }
-  if #parts == 1 then
-    spec.source = first.source
-  else
-    spec.projectRevision.treeDigest = tree_digest(listing)
-  end
+  if #parts == 1 then spec.source = first.source else spec.projectRevision.treeDigest = tree_digest(listing) end
   if #variants > 0 then
     for i, v in ipairs(variants) do v.name = i == 1 and v.name or (v.name .. '-' .. i) end
     spec.buildVariants = variants
@@ -226,9 +189,8 @@ function M.user(o)
     tostring(o.kernel or 'user kernel') .. ' · ' .. o.provider .. ' (user kernel)', spec)
 end
 
--- The user code this process loaded (kb.loaded_code) as a listing for tree_digest, or nil when there
--- is none. Only what identifies the content (kind and digests): a name or path is that of the first
--- load, and the same code loaded from elsewhere or in another order must give the same digest.
+-- The user code this process loaded as a tree_digest listing, or nil: kinds and digests only, so the
+-- same code loaded from elsewhere or in another order gives the same digest.
 local function loaded_code_listing(script_digest)
   local k = core()
   local loaded = k.loaded_code()
@@ -240,19 +202,8 @@ local function loaded_code_listing(script_digest)
   return { script = script_digest, code = json.array(code) }
 end
 
---- The ImplementationRevision of a provider whose code the declaration does not describe: the
--- benchmark script (its SHA-256), the provider's name and the user code loaded in this process.
---
--- o: operation_digest, provider, script (path; default arg[0]), kernel, arch, dtypes, loaded_code
--- (false: leave out the code this process loaded, for a document of a run made elsewhere, as
--- migrate makes).
---
--- Every module `kb.cuda.compile` or `kb.cuda.load` made (Triton's kernels too) and every plugin
--- `kb.plugin.load` opened (`kb.loaded_code()`) is part of its identity: when there is any,
--- spec.projectRevision.treeDigest is the SHA-256 of the script's digest and that code's kinds and
--- digests, sorted, so that a change in any of them changes the document's digest and the same code
--- loaded twice or in another order does not. Without any the document is the script's alone.
---
+--- The ImplementationRevision of a provider the declaration does not describe: the script, the provider's
+-- name and (unless loaded_code = false) the user code this process loaded.
 -- @signature implementation.script{operation_digest, provider [, script, kernel, arch, loaded_code]} -> document
 -- @example
 --   local i = implementation.script{operation_digest = "sha256:" .. string.rep("0", 64), provider = "copy_",
@@ -270,8 +221,7 @@ function M.script(o)
   local ok, hex = pcall(k.sha256_file, script)
   local digest = ok and type(hex) == 'string' and ('sha256:' .. hex) or nil
   local spec = {
-    projectRevision = json.object(),
-    operation = { specDigest = o.operation_digest },
+    projectRevision = json.object(), operation = { specDigest = o.operation_digest },
     callable = { language = 'lua', path = tostring(script):sub(-500), symbol = o.provider, interface = 'kluabench_suite' },
     support = { hardwareArchitectures = sorted_unique { o.arch }, dtypes = M.dtype_tokens(o.dtypes) },
     licensing = json.object(),
@@ -279,8 +229,7 @@ function M.script(o)
   if digest then spec.source = { contentDigest = digest, fileName = basename(script) } end
   if o.loaded_code ~= false then spec.projectRevision.treeDigest = tree_digest(loaded_code_listing(digest)) end
   return document(names.dns_name('script', basename(script), o.provider),
-    tostring(o.kernel or basename(script)) .. ' · ' .. o.provider .. ' (declared in ' .. basename(script) .. ')',
-    spec)
+    tostring(o.kernel or basename(script)) .. ' · ' .. o.provider .. ' (declared in ' .. basename(script) .. ')', spec)
 end
 
 return M

@@ -1,12 +1,6 @@
---- kernelindex.dev/v1alpha1 records. One measured session of a point is one bundle
---   { run = BenchmarkRun, protocol = BenchmarkProtocol, environment = ExecutionEnvironment,
---     workload = WorkloadCase, implementation = ImplementationRevision, operation = OperationSpec }
--- The run carries the digests of protocol, workload, environment and implementation; workload and
--- implementation carry the operation's. A digest is "sha256:" .. hex(SHA-256(JCS({apiVersion, kind,
--- spec}))): kernelindex's recipe, metadata never counts. Building a bundle is a function of the facts
--- it is given: the harness decides status, throughput and noise and passes them in. What the schema
--- has no field for goes into the run's evidence entry (kluabench.record.evidence). docs/RECORDS.md
--- describes every field.
+--- kernelindex.dev/v1alpha1 record bundles: one measured session of a point is one bundle {run, protocol,
+-- environment, workload, implementation, operation}, built only from the facts it is given (the harness
+-- decides status, throughput and noise). docs/RECORDS.md describes every field and the digest recipe.
 local core = require 'kluabench.core'
 local args = require 'kluabench.util.args'
 local json = require 'kluabench.util.json'
@@ -24,22 +18,22 @@ local M = {}
 M.API_VERSION = 'kernelindex.dev/v1alpha1'
 
 --- The documents of a bundle and their kinds, in the order they are written.
+--- The statuses a run may have (the BenchmarkRun schema's enum): readers trust a status only from this list.
+M.STATUSES = { 'passed', 'incorrect_shape', 'incorrect_dtype', 'incorrect_numerical', 'compile_error', 'runtime_error',
+  'timeout', 'resource_exceeded', 'invalid_reference', 'policy_violation', 'suspected_reward_hack',
+  'incomplete_evidence', 'revoked' }
+
 M.MEMBERS = {
-  { doc = 'run', kind = 'BenchmarkRun' },
-  { doc = 'protocol', kind = 'BenchmarkProtocol' },
-  { doc = 'environment', kind = 'ExecutionEnvironment' },
-  { doc = 'workload', kind = 'WorkloadCase' },
-  { doc = 'implementation', kind = 'ImplementationRevision' },
-  { doc = 'operation', kind = 'OperationSpec' },
+  { doc = 'run', kind = 'BenchmarkRun' }, { doc = 'protocol', kind = 'BenchmarkProtocol' },
+  { doc = 'environment', kind = 'ExecutionEnvironment' }, { doc = 'workload', kind = 'WorkloadCase' },
+  { doc = 'implementation', kind = 'ImplementationRevision' }, { doc = 'operation', kind = 'OperationSpec' },
   { doc = 'project', kind = 'SoftwareProject', optional = true },
 }
 
 --- The four digested documents, in the order the run lists their digests.
 M.DIGESTS = {
-  { doc = 'protocol', field = 'protocolDigest' },
-  { doc = 'workload', field = 'workloadDigest' },
-  { doc = 'environment', field = 'environmentDigest' },
-  { doc = 'implementation', field = 'implementationDigest' },
+  { doc = 'protocol', field = 'protocolDigest' }, { doc = 'workload', field = 'workloadDigest' },
+  { doc = 'environment', field = 'environmentDigest' }, { doc = 'implementation', field = 'implementationDigest' },
 }
 
 --- The links to the operation: the workload's and the implementation's digest of it.
@@ -49,23 +43,15 @@ M.OPERATION_LINKS = {
 }
 
 --- What a mode times, in words (for protocol notes and titles).
-M.MODE_TEXT = {
-  forward = 'the forward pass',
-  backward = 'the backward pass',
-  full = 'the forward pass followed by the backward pass',
-}
+M.MODE_TEXT = { forward = 'the forward pass', backward = 'the backward pass',
+  full = 'the forward pass followed by the backward pass' }
 
 --- What records know about kernels, by kernel name (the kernel registry, kluabench.kernels).
 M.KERNELS = kernels.KERNELS
 
 local function finite(v) return type(v) == 'number' and v == v and v > -math.huge and v < math.huge end
 
----------------------------------------------------------------------------
--- Documents and digests
----------------------------------------------------------------------------
-
 --- A document {apiVersion = "kernelindex.dev/v1alpha1", kind, metadata, spec}.
---
 -- @signature record.document(kind, spec [, metadata]) -> document
 -- @example
 --   local doc = record.document("SoftwareProject", {name = "mine"}, {name = "mine"})
@@ -76,7 +62,6 @@ function M.document(kind, spec, metadata)
 end
 
 --- The digest of a document: "sha256:" .. hex(SHA-256(JCS({apiVersion, kind, spec}))).
---
 -- @signature record.digest(doc) -> "sha256:<hex>"
 -- @example
 --   print(record.digest(record.document("SoftwareProject", {name = "mine"}, {name = "mine"})))
@@ -88,7 +73,6 @@ function M.digest(doc)
 end
 
 --- Computes the four digests of a bundle into run.spec.
---
 -- @signature record.seal(bundle) -> bundle
 -- @example
 --   local b = {run = record.document("BenchmarkRun", {}), protocol = record.document("BenchmarkProtocol", {}),
@@ -106,14 +90,12 @@ function M.seal(bundle)
 end
 
 --- The current UTC time as fields, with milliseconds.
---
 -- @signature record.now() -> time fields
 -- @example
 --   print(names.iso8601(record.now()))
 function M.now() return names.utc(core.time_ns() / 1e9) end
 
 --- Rounds to the nearest integer, halves away from zero.
---
 -- @signature record.round(x) -> integer
 -- @example
 --   print(record.round(2.5)) --> 3
@@ -124,7 +106,6 @@ function M.round(x)
 end
 
 --- The statistic name of a quantile: 0.2 -> "p20", 0.999 -> "p99_9".
---
 -- @signature record.quantile_name(q) -> text
 -- @example
 --   print(record.quantile_name(0.2)) --> p20
@@ -134,7 +115,6 @@ function M.quantile_name(q)
 end
 
 --- The sourceNative metric name of a quantile: 0.2 -> "ms_20".
---
 -- @signature record.metric_name(q [, unit]) -> text
 -- @example
 --   print(record.metric_name(0.5)) --> ms_50
@@ -144,9 +124,7 @@ function M.metric_name(q, unit)
   return (((unit or 'ms') .. '_' .. string.format('%g', q * 100)):gsub('%.', '_'))
 end
 
---- A copy of a value with only what JSON can carry: no functions, userdata or non-finite numbers,
--- only string and integer keys.
---
+--- A copy of a value with only what JSON carries (no functions, userdata, non-finite numbers, odd keys).
 -- @signature record.json_safe(v) -> copy | nil
 -- @example
 --   print(kb.jcs.encode(record.json_safe({a = 1, f = print, x = 0 / 0})))
@@ -168,9 +146,7 @@ end
 -- The checkout this stdlib belongs to, for kernel sources not built into the binary.
 local ROOT = debug.getinfo(1, 'S').source:match('^@(.*)/stdlib/kluabench/record/[^/]*$') or '.'
 
---- SHA-256 of a kernel's source files ({path = "sha256:<hex>"}): what the binary was built from
--- (kb.kernel_sources) for the files it lists, else the files of the checkout; nil when none is found.
---
+--- SHA-256 of a kernel's source files: the binary's (kb.kernel_sources), else the checkout's; nil if none.
 -- @signature record.kernel_sources(kernel [, files]) -> {path = "sha256:<hex>"} | nil
 -- @example
 --   for path, d in pairs(record.kernel_sources("llama4_rope") or {}) do print(path, d) end
@@ -193,7 +169,6 @@ function M.kernel_sources(kernel, files)
 end
 
 --- A kernel's title for people; the name when none is known.
---
 -- @signature record.kernel_title(kernel) -> text
 -- @example
 --   print(record.kernel_title("llama4_rope"))
@@ -201,10 +176,6 @@ function M.kernel_title(kernel)
   args.check('record.kernel_title', 1, kernel, 'string', 'kernel name')
   return kernels.title(kernel)
 end
-
----------------------------------------------------------------------------
--- Measurements: the derived figures of run.spec.measurements[], one field name each
----------------------------------------------------------------------------
 
 --- field -> {metric, unit, statistic, integer}: what each figure of a run is called in the record.
 M.MEASUREMENTS = {
@@ -237,7 +208,6 @@ local FIELD_OF = {}
 for field, m in pairs(M.MEASUREMENTS) do FIELD_OF[m.metric .. '|' .. m.unit .. '|' .. m.statistic] = field end
 
 --- The measurements[] list of a table of figures (field -> number; true counts as 1), then extra.
---
 -- @signature record.measurement_list(fields [, extra]) -> list
 -- @example
 --   print(#record.measurement_list({gbps = 812.5, bytes = 2^20}))
@@ -259,7 +229,6 @@ function M.measurement_list(fields, extra)
 end
 
 --- The figures of a measurements[] list by field name, and the entries no field names.
---
 -- @signature record.measurement_fields(list) -> fields, others
 -- @example
 --   print(record.measurement_fields({{metric = "throughput", unit = "gb_per_s", statistic = "median", value = 9}}).gbps)
@@ -274,10 +243,6 @@ function M.measurement_fields(list)
   return out, others
 end
 
----------------------------------------------------------------------------
--- Operation and workload
----------------------------------------------------------------------------
-
 -- A name kernelindex accepts as a token: lowercase, [a-z0-9_], a letter first.
 local function token(s)
   local t = tostring(s):lower():gsub('[^a-z0-9_]', '_')
@@ -285,10 +250,7 @@ local function token(s)
   return t
 end
 
---- The operation description kluabench makes when a benchmark declares none: every tensor its setup
--- made is an input and an output (worked on in place), each dimension an axis of its own; without
--- tensors, one opaque input and output of the point's dtype.
---
+--- The operation of a benchmark that declares none: its tensors, in place (else one opaque input).
 -- @signature record.describe_operation(kernel, dtype [, tensors]) -> description
 -- @example
 --   local d = record.describe_operation("copy", "f32", {src = kb.zeros({4}, "f32", "cpu")})
@@ -319,22 +281,18 @@ function M.describe_operation(kernel, dtype, tensors)
       .. 'the timed function (the benchmark declares no operation of its own).')
       or 'An operation the benchmark does not describe (it declares no operation and no tensors).',
     inputs = inputs, outputs = described and inputs or { { name = 'outputs', scalar = tok } },
-    mutation = described and 'in_place' or 'none',
-    tensors = described and shapes or nil,
+    mutation = described and 'in_place' or 'none', tensors = described and shapes or nil,
   }
 end
 
--- kernelindex's own workload of a kernel it shares with another tool (kluabench.kernels'
--- `kernelindex` entry: Liger's llama4_rope and rope), when the point is one of it.
+-- kernelindex's own workload (kernels' `kernelindex` entry) when the point is one it shares.
 local function shared(kernel, params, dtype)
   local k = M.KERNELS[kernel]
   local binding = k and k.kernelindex and k.kernelindex.bind(params or {}, dtype)
   return binding and k.kernelindex, binding
 end
 
---- The order of the words of a point's case key: nil (sorted by name, kernelindex's caseKey) for a
--- workload kernelindex shares, else o.axis_order (the benchmark's axes as declared).
---
+--- The order of a case key's words: nil (sorted, kernelindex's) for a shared workload, else o.axis_order.
 -- @signature record.case_order{kernel, parameters, dtype [, operation, axis_order]} -> list | nil
 -- @example
 --   print(record.case_order{kernel = "llama4_rope", dtype = "bf16", axis_order = {"seq", "hidden"},
@@ -352,18 +310,19 @@ function M.case_order(o)
 end
 
 --- Whether a point lands on a workload kernelindex shares with another tool (its own operation).
---
 -- @signature record.is_shared(kernel, parameters, dtype) -> boolean
 -- @example
 --   print(record.is_shared("rope", {hidden = 512, seq = 2048, q_heads = 32, kv_heads = 8}, "bf16")) --> true
-function M.is_shared(kernel, parameters, dtype)
-  return shared(kernel, parameters, dtype) ~= nil
+function M.is_shared(kernel, parameters, dtype) return shared(kernel, parameters, dtype) ~= nil end
+
+-- The case_order of o as tokens, or nil.
+local function case_tokens(o)
+  local order
+  for i, k in ipairs(M.case_order(o) or {}) do order = order or {}; order[i] = token(k) end
+  return order
 end
 
---- The WorkloadCase and OperationSpec of a point. o: kernel, parameters (integer axes), dtype, and
--- optionally operation (a description, kluabench.record.operation; default kernelindex's own for a
--- shared workload, else record.describe_operation of o.tensors) and axis_order.
---
+--- The WorkloadCase and OperationSpec of a point (default: kernelindex's own, else describe_operation).
 -- @signature record.workload{kernel, parameters, dtype [, operation, tensors, axis_order]} -> workload, operation
 -- @example
 --   local w, op = record.workload{kernel = "llama4_rope", dtype = "bf16",
@@ -392,16 +351,12 @@ function M.workload(o)
   end
   local desc = o.operation or M.describe_operation(o.kernel, o.dtype, o.tensors)
   local op = operation.document(desc)
-  local order
-  for i, k in ipairs(M.case_order(o) or {}) do order = order or {}; order[i] = token(k) end
   local binding = { axes = axes, dtype = o.dtype and operation.dtype_token(o.dtype) or 'opaque', tensors = desc.tensors,
-    order = order }
+    order = case_tokens(o) }
   return operation.workload(desc, M.digest(op), binding), op
 end
 
---- The ImplementationRevision of a built-in provider of the kernel registry (kernel, provider,
--- backend, operation_digest, mode), or nil when the registry has none.
---
+--- The ImplementationRevision of a built-in provider of the kernel registry, or nil when it has none.
 -- @signature record.builtin_implementation{kernel, provider, backend, operation_digest [, mode]} -> document | nil
 -- @example
 --   local w, op = record.workload{kernel = "rope", dtype = "bf16", parameters = {hidden = 512, seq = 64, q_heads = 8, kv_heads = 8}}
@@ -419,9 +374,7 @@ function M.builtin_implementation(o)
     dtypes = o.dtypes or entry.dtypes or k.dtypes, build = o.build, arch = o.arch }
 end
 
---- The ImplementationRevision of a user's kernel (implementation.user), with operation_digest
--- computed from o.operation (or the shared workload's operation) when not given.
---
+--- implementation.user, operation_digest computed from o.operation (or the shared one) when not given.
 -- @signature record.user_implementation{provider, kernel, info, operation_digest | operation, ...} -> document
 -- @example
 --   local k = kb.cuda.compile("extern \"C\" __global__ void scale(float *x) {}", {name = "scale"})
@@ -444,10 +397,6 @@ function M.user_implementation(o)
   return implementation.user(o)
 end
 
----------------------------------------------------------------------------
--- The run and the protocol
----------------------------------------------------------------------------
-
 local function correctness_of(c)
   if type(c) ~= 'table' then return nil end
   local out = { comparator = type(c.comparator) == 'string' and c.comparator or 'max_abs_rel_l2' }
@@ -457,9 +406,7 @@ local function correctness_of(c)
   return out
 end
 
---- A run's metadata.name from its parts (nil and '' skipped): a slug of at most 200 characters, a
--- digest suffix when it must be cut, so that a cut name keeps the run's identity.
---
+--- A run's metadata.name from its parts: a slug of at most 200 characters, cut with a digest suffix.
 -- @signature record.run_name(...) -> name
 -- @example
 --   print(record.run_name("kluabench", "rope", "forward", "fused"))
@@ -474,11 +421,8 @@ function M.run_name(...)
   return (full:sub(1, 186):gsub('%-+$', '')) .. '-' .. core.sha256(full):sub(1, 12)
 end
 
---- The BenchmarkRun document (without digests; record.seal adds them). o: kernel, mode, provider,
--- gpu, case, time, and optionally status, median_ns, fields (measurement figures), latency,
--- samples, metrics, correctness, session {index, count}, labels, harness, metric ("memory"),
--- extra_measurements.
---
+--- The BenchmarkRun document without digests (record.seal adds them); optional: status, median_ns,
+-- fields, latency, samples, metrics, correctness, session, labels, harness, metric, extra_measurements.
 -- @signature record.run_document{kernel, mode, provider, gpu, case, time, ...} -> document
 -- @example
 --   print(record.run_document{kernel = "k", mode = "forward", provider = "p", gpu = "cpu", case = "n8-fp32",
@@ -496,8 +440,7 @@ function M.run_document(o)
   local memory = o.metric == 'memory'
   if memory then external = external .. '/memory' end
   local spec = {
-    status = o.status or 'passed',
-    observedAt = names.iso8601(o.time),
+    status = o.status or 'passed', observedAt = names.iso8601(o.time),
     measurements = M.measurement_list(o.fields or {}, o.extra_measurements),
     sourceNative = { source = 'kluabench', benchmark = o.kernel .. '/' .. o.mode .. (memory and '/memory' or ''),
       externalId = external, metrics = o.metrics and next(o.metrics) and o.metrics or nil },
@@ -537,19 +480,15 @@ local function fit_notes(notes)
   return cut .. tail
 end
 
---- A BenchmarkProtocol spec of what a protocol's spec() returns: the fields the schema has stay,
--- warmupMs becomes warmupDuration in ns, every other parameter goes into the comparability notes
--- ("Parameters: {...}"), which the digest covers.
---
+--- A BenchmarkProtocol spec of a protocol's spec(): the schema's fields stay, warmupMs becomes
+-- warmupDuration (ns), every other parameter goes into the digested notes ("Parameters: {...}").
 -- @signature record.protocol_spec(spec) -> spec
 -- @example
 --   print(record.protocol_spec({measurement = {timer = "cuda_events", repMs = 100}}).comparability.notes)
 function M.protocol_spec(spec)
   args.check('protocol_spec', 1, spec, 'table', 'table')
   local out, extra = {}, {}
-  for k, v in pairs(spec) do
-    if SPEC_FIELDS[k] then out[k] = v else extra[k] = v end
-  end
+  for k, v in pairs(spec) do if SPEC_FIELDS[k] then out[k] = v else extra[k] = v end end
   local m = {}
   for k, v in pairs(type(spec.measurement) == 'table' and spec.measurement or {}) do
     if MEASUREMENT_FIELDS[k] then
@@ -575,7 +514,6 @@ function M.protocol_spec(spec)
 end
 
 --- The BenchmarkProtocol document of a protocol for a mode. info: mode, timed (words), backend, timer.
---
 -- @signature record.protocol_document(protocol [, info]) -> document
 -- @example
 --   print(record.protocol_document(kb.do_bench.do_bench_protocol(), {mode = "forward"}).metadata.name)
@@ -593,10 +531,6 @@ function M.protocol_document(protocol, info)
   })
 end
 
----------------------------------------------------------------------------
--- What a run names
----------------------------------------------------------------------------
-
 local function text(v) return (type(v) == 'string' or type(v) == 'number') and tostring(v) or nil end
 
 local function split(s, sep)
@@ -605,10 +539,7 @@ local function split(s, sep)
   return out
 end
 
---- What a run's sourceNative names: kernel and mode (benchmark "kernel/mode[/memory]"), metric
--- ("latency" or "memory"), provider and the workload's case key (externalId
--- "kernel/mode/provider/gpu/case/time"); nil for what it lacks.
---
+--- What a run's sourceNative names: kernel, mode, metric, provider, id (the case key); nil for what it lacks.
 -- @signature record.names_of(bundle) -> {kernel, mode, metric, provider, id}
 -- @example
 --   print(record.names_of({run = {spec = {sourceNative = {benchmark = "k/forward", externalId = "k/forward/p/gpu/n8-fp32/t"}}}}).id)
@@ -621,7 +552,6 @@ function M.names_of(b)
 end
 
 --- A label for people of a bundle's point ("llama4_rope forward hidden512-...-bf16") and its provider.
---
 -- @signature record.label_of(bundle) -> label, provider
 -- @example
 --   print(record.label_of({run = {spec = {sourceNative = {benchmark = "k/forward", externalId = "k/forward/p/gpu/n8-fp32/t"}}}}))
@@ -630,10 +560,6 @@ function M.label_of(b)
   local parts = { n.kernel or json.get(b, 'workload', 'metadata', 'name') or '?', n.mode, n.id }
   return table.concat(parts, ' '), n.provider or '?'
 end
-
----------------------------------------------------------------------------
--- A bundle from what was measured
----------------------------------------------------------------------------
 
 -- What the protocol reports of how it ran (result.used), camelCase, for the evidence.
 local function execution_of(result)
@@ -644,9 +570,7 @@ local function execution_of(result)
   return e
 end
 
---- The throughput figures of a median as arithmetic of the workload's bytes and flops alone (no
--- ceiling): {gbps, tflops}; nil without bytes and flops.
---
+--- {gbps, tflops} of a median from the workload's bytes and flops alone (no ceiling); nil without either.
 -- @signature record.throughput(bytes, flops, median_ms) -> {gbps, tflops} | nil
 -- @example
 --   print(record.throughput(2^30, nil, 1.0).gbps)
@@ -657,8 +581,7 @@ function M.throughput(bytes, flops, median_ms)
   return { gbps = bytes and bytes / (median_ms * 1e6), tflops = flops and flops / (median_ms * 1e9) }
 end
 
--- The harness's commit for run.spec.evidence.harness: {repository, commit} when the repository's
--- https URL is known (KLUABENCH_REPOSITORY) and the build is of a clean commit; else nil.
+-- {repository, commit} for evidence.harness: KLUABENCH_REPOSITORY is an https URL, the build a clean commit.
 local warned_repository
 local function harness_ref()
   local commit = tostring(core.git_commit or '')
@@ -675,20 +598,11 @@ local function harness_ref()
   return nil
 end
 
---- One sealed bundle of a measured session, its evidence entry attached (the writers put it beside
--- the records: kluabench.record.evidence). Nothing here is decided: every figure and verdict is
--- what the caller gives.
---
--- Required: kernel, mode, provider (strings), result (what protocol:run returned: samples and their
--- summary). Optional: parameters, dtype, protocol (default result.protocol), environment (default
--- env.capture()), operation, tensors, workload and operation_document (both, to use them as they
--- are), implementation (default the registry's built-in one unless builtin = false, else the
--- script's), timed, time, labels, annotations, check (the check record), status and reasons,
--- execution (added to the evidence), bytes, flops, throughput (the harness's figures: gbps, tflops,
--- percentOfCopy, copyCeilingGbps, percentOfFloor, floorMs, implausible; default
--- record.throughput), noise (the between-session figure in force, for the evidence), session
--- {index, count}, keep_samples (false: no raw samples), axis_order.
---
+--- One sealed bundle of a measured session, its evidence entry attached; every figure and verdict is
+-- the caller's. Required: kernel, mode, provider, result (protocol:run's). Optional: parameters, dtype,
+-- protocol, environment, operation, tensors, workload and operation_document (both: used as they are),
+-- implementation, builtin (false: not the registry's), timed, time, labels, annotations, check, status,
+-- reasons, execution, bytes, flops, throughput, noise, session {index, count}, keep_samples, axis_order.
 -- @signature record.from_result{kernel, mode, provider, result, ...} -> bundle
 -- @example
 --   local x = kb.randn({4096}, "f32", 1)
@@ -717,17 +631,10 @@ function M.from_result(o)
   local backend = result.backend or core.backend()
   local environment = o.environment or env.capture()
   local params = o.parameters or {}
-
   local workload, op = o.workload, o.operation_document
   if not (workload and op) then
     workload, op = M.workload { kernel = o.kernel, parameters = params, dtype = o.dtype, operation = o.operation,
       tensors = o.tensors, axis_order = o.axis_order }
-  end
-  local case_order
-  for i, k in ipairs(M.case_order { kernel = o.kernel, parameters = params, dtype = o.dtype, operation = o.operation,
-    axis_order = o.axis_order } or {}) do
-    case_order = case_order or {}
-    case_order[i] = token(k)
   end
   local od = M.digest(op)
   local impl = o.implementation
@@ -741,11 +648,9 @@ function M.from_result(o)
     local b, f = kdesc.cost(params, o.dtype and names.dtype_name(o.dtype), o.mode)
     bytes, flops = bytes or b, flops or f
   end
-
   -- the statistics the protocol computed (stats.describe), for the quantiles it recorded
   local samples = result.samples
-  local fields, metrics, latency = {}, {}, {}
-  local median_ms
+  local fields, metrics, latency, median_ms = {}, {}, {}, nil
   if #samples > 0 then
     local qs = (protocol.params and protocol.params.quantiles) or do_bench.QUANTILES
     local s = result.summary
@@ -768,7 +673,6 @@ function M.from_result(o)
       latency.confidence95 = { M.round(ci[1] * 1e6), M.round(ci[2] * 1e6) }
     end
   end
-
   local throughput = o.throughput
   if throughput == nil and median_ms then throughput = M.throughput(bytes, flops, median_ms) end
   if throughput then
@@ -801,14 +705,20 @@ function M.from_result(o)
       if finite(mem[q]) then extra[#extra + 1] = { metric = 'memory', unit = 'mb', statistic = q, value = mem[q] } end
     end
   end
-
+  -- a latency run whose median is not a positive time measured nothing: never a pass
+  local status, reasons = o.status or 'passed', o.reasons
+  if status == 'passed' and not mem and not (finite(median_ms) and median_ms > 0) then
+    status, reasons = 'runtime_error', { table.unpack(o.reasons or {}) }
+    reasons[#reasons + 1] = string.format('the protocol measured a median of %s ms over %d samples: no positive '
+      .. 'time, so nothing was measured', tostring(median_ms), #samples)
+  end
   local labels = { kluabench_version = core.version, backend = backend, kluabench_commit = core.git_commit }
   for key, v in pairs(o.labels or {}) do labels[key] = v end
   local run = M.run_document {
     kernel = o.kernel, mode = o.mode, provider = o.provider, gpu = env.device_name(environment) or 'unknown',
     case = operation.case_key { axes = workload.spec.axes, dtype = o.dtype and operation.dtype_token(o.dtype) or 'opaque',
-      order = case_order },
-    time = o.time or M.now(), status = o.status or 'passed', median_ns = median_ms and M.round(median_ms * 1e6),
+      order = case_tokens(o) },
+    time = o.time or M.now(), status = status, median_ns = median_ms and M.round(median_ms * 1e6),
     fields = fields, latency = latency, samples = #samples > 0 and #samples or nil, metrics = metrics,
     correctness = o.check, session = session, labels = labels, harness = harness_ref(),
     metric = mem and 'memory' or nil, extra_measurements = extra,
@@ -819,7 +729,6 @@ function M.from_result(o)
     environment = environment, workload = workload, implementation = impl, operation = op, project = o.project,
   }
   M.seal(bundle)
-
   local execution = execution_of(result)
   local rule = protocol.params and protocol.params.stop
   if type(rule) == 'table' and type(rule.spec) == 'function' then
@@ -830,23 +739,14 @@ function M.from_result(o)
   if en ~= nil then execution.energy = en end
   if mem ~= nil then execution.memory = mem end
   local entry = {
-    format = evidence.FORMAT,
-    run = run.spec.sourceNative.externalId,
-    unit = 'ns',
-    samples = json.array {},
-    session = session,
-    execution = M.json_safe(execution),
-    check = M.json_safe(o.check),
-    throughput = M.json_safe(throughput),
-    sessionNoise = M.json_safe(noise),
+    format = evidence.FORMAT, run = run.spec.sourceNative.externalId, unit = 'ns', samples = json.array {},
+    session = session, execution = M.json_safe(execution), check = M.json_safe(o.check),
+    throughput = M.json_safe(throughput), sessionNoise = M.json_safe(noise),
     device = M.json_safe(env.device_facts(backend == 'cpu' and core.device_info('cpu') or core.device_info(), backend)),
     harness = { version = core.version and tostring(core.version), commit = core.git_commit },
-    annotations = M.json_safe(o.annotations),
-    reasons = o.reasons and #o.reasons > 0 and o.reasons or nil,
+    annotations = M.json_safe(o.annotations), reasons = reasons and #reasons > 0 and reasons or nil,
   }
-  if o.keep_samples ~= false then
-    for i, ms in ipairs(samples) do entry.samples[i] = M.round(ms * 1e6) end
-  end
+  if o.keep_samples ~= false then for i, ms in ipairs(samples) do entry.samples[i] = M.round(ms * 1e6) end end
   evidence.attach(bundle, entry)
   return bundle
 end

@@ -1,32 +1,17 @@
---- Names, slugs and timestamps used in records.
--- gpu slug:      lowercased device name, runs of non-alphanumerics -> "-"
---                ("NVIDIA H100 80GB HBM3" -> "nvidia-h100-80gb-hbm3")
--- workload slug: shape parameters sorted by name as name .. value, joined by
---                "-", the dtype last ("hidden512-kv_heads8-q_heads32-seq2048-bf16")
--- externalId:    kernel/mode/provider/gpu-slug/workload-slug/YYYY-MM-DD-HH-MM-SS
--- DNS name:      lowercase, every run of characters other than [a-z0-9] -> "-",
---                no leading or trailing "-", at most 100 characters
--- Times are tables of UTC fields {year, month, day, hour, min, sec, ms}; no
--- function here depends on the local time zone.
-local M = {}
+--- Names, slugs and timestamps of records (docs/RECORDS.md, Names and slugs). Times are tables of UTC
+-- fields {year, month, day, hour, min, sec, ms}; nothing here depends on the local time zone.
 local args = require 'kluabench.util.args'
+
+local M = {}
 
 --- Longest metadata.name (the example record cuts its name at 100).
 M.MAX_NAME = 100
 
 --- dtype spellings -> kluabench dtype names.
 M.DTYPE_ALIASES = {
-  ['torch.bfloat16'] = 'bf16',
-  ['torch.float16'] = 'f16',
-  ['torch.half'] = 'f16',
-  ['torch.float32'] = 'f32',
-  ['torch.float'] = 'f32',
-  ['torch.float64'] = 'f64',
-  ['torch.double'] = 'f64',
-  bfloat16 = 'bf16',
-  float16 = 'f16',
-  float32 = 'f32',
-  float64 = 'f64',
+  ['torch.bfloat16'] = 'bf16', ['torch.float16'] = 'f16', ['torch.half'] = 'f16', ['torch.float32'] = 'f32',
+  ['torch.float'] = 'f32', ['torch.float64'] = 'f64', ['torch.double'] = 'f64',
+  bfloat16 = 'bf16', float16 = 'f16', float32 = 'f32', float64 = 'f64',
 }
 
 --- kluabench dtype names -> kernelindex's tokens (the importer's bf16/fp16/fp32).
@@ -36,13 +21,11 @@ M.DTYPE_NAME = { bf16 = 'bf16', fp16 = 'f16', fp32 = 'f32', fp64 = 'f64' }
 
 local function check_string(fname, argn, s)
   if type(s) ~= 'string' then
-    error(string.format("bad argument #%d to '%s' (string expected, got %s)", argn, fname,
-      type(s)), 3)
+    error(string.format("bad argument #%d to '%s' (string expected, got %s)", argn, fname, type(s)), 3)
   end
 end
 
 --- Our name of a dtype: torch.bfloat16 -> bf16.
---
 -- @signature names.dtype_name(dtype) -> name
 -- @example
 --   print(names.dtype_name("torch.float16")) --> f16
@@ -52,7 +35,6 @@ function M.dtype_name(dtype)
 end
 
 --- Lowercase, every run of non-alphanumerics turned into one "-".
---
 -- @signature names.slug(s) -> text
 -- @example
 --   print(names.slug("NVIDIA H100 80GB HBM3")) --> nvidia-h100-80gb-hbm3
@@ -61,10 +43,7 @@ function M.slug(s)
   return (s:lower():gsub('[^%w]+', '-'):gsub('^%-+', ''):gsub('%-+$', ''))
 end
 
---- kernelindex's kebab case, as its importers name documents: lowercase, every run of characters
--- other than a-z and 0-9 turned into one "-", leading and trailing "-" trimmed, then cut to 100
--- characters (the cut may leave a trailing "-", as kernelindex's does).
---
+--- kernelindex's kebab case (its importers' names): names.slug's rule on a-z0-9, cut to 100 characters.
 -- @signature names.kebab(s) -> text
 -- @example
 --   print(names.kebab("liger-llama4_rope-NVIDIA H100")) --> liger-llama4-rope-nvidia-h100
@@ -74,10 +53,7 @@ function M.kebab(s)
   return k:sub(1, 100)
 end
 
---- The first n characters of s, counted as the schemas' maxLength counts them (code points of
--- UTF-8), cut on a character boundary; s itself when it is short enough. Bytes that are not
--- UTF-8 are cut at n bytes (the schema check refuses them anyway).
---
+--- The first n characters (UTF-8 code points, as the schemas count) of s, cut on a character boundary.
 -- @signature names.clip(s, n) -> text
 -- @example
 --   print(names.clip("NVIDIA H200 ✓✓", 13)) --> NVIDIA H200 ✓
@@ -93,7 +69,6 @@ function M.clip(s, n)
 end
 
 --- The GPU slug of a device name.
---
 -- @signature names.gpu_slug(name) -> text
 -- @example
 --   print(names.gpu_slug(kb.device_info().name))
@@ -103,7 +78,6 @@ function M.gpu_slug(name)
 end
 
 --- A value as slugs spell it: 512, not 512.0; other numbers in shortest round-trip form.
---
 -- @signature names.format_value(v) -> text
 -- @example
 --   print(names.format_value(512.0)) --> 512
@@ -119,9 +93,7 @@ function M.format_value(v)
   return tostring(v)
 end
 
---- The names of params in `order` first (those it has), then the others sorted by name: the order
--- of the words of a workload slug and a case key. Names whose values are tables are left out.
---
+--- The names of params in `order` first, then the others sorted (tables left out): a slug's word order.
 -- @signature names.axis_order(params [, order]) -> list
 -- @example
 --   print(table.concat(names.axis_order({seq = 2048, hidden = 512, heads = 8}, {"seq"}), ",")) --> seq,heads,hidden
@@ -150,28 +122,21 @@ function M.axis_order(params, order)
   return keys
 end
 
---- Parameters as name..value joined by "-", the dtype's kernelindex token last: sorted by name (the
--- case key of kernelindex's importer: "hidden512-seq2048-bf16", "n1024-fp32"), or in `order` (a
--- benchmark's axes as it declares them: "rows256-cols1024-fp32"), names not in it sorted after.
---
--- The workload slug: values that are tables are left out (they cannot be spelled in a slug).
---
+--- Parameters as name..value joined by "-" in names.axis_order, then the dtype's kernelindex token.
 -- @signature names.workload_slug(params [, dtype [, order]]) -> text
 -- @example
 --   print(names.workload_slug({seq = 2048, hidden = 512}, "bf16")) --> hidden512-seq2048-bf16
 --   print(names.workload_slug({rows = 256, cols = 1024}, "f32", {"rows", "cols"})) --> rows256-cols1024-fp32
 function M.workload_slug(params, dtype, order)
   if type(params) ~= 'table' then
-    error("bad argument #1 to 'workload_slug' (table of parameters expected, got " .. type(params)
-      .. ')', 2)
+    error("bad argument #1 to 'workload_slug' (table of parameters expected, got " .. type(params) .. ')', 2)
   end
   if order ~= nil and type(order) ~= 'table' then
     error("bad argument #3 to 'workload_slug' (list of axis names expected, got " .. type(order) .. ')', 2)
   end
   for k in pairs(params) do
     if type(k) ~= 'string' then
-      error("bad argument #1 to 'workload_slug' (parameter names must be strings, got "
-        .. type(k) .. ')', 2)
+      error("bad argument #1 to 'workload_slug' (parameter names must be strings, got " .. type(k) .. ')', 2)
     end
   end
   local parts = {}
@@ -186,11 +151,7 @@ function M.workload_slug(params, dtype, order)
   return table.concat(parts, '-')
 end
 
---- The parts joined by "-", lowercase, DNS-safe, cut to 100 characters (metadata.name).
---
--- The DNS-style name of the parts joined by "-": lowercase, runs of non-alphanumerics -> "-", cut
--- to M.MAX_NAME characters and never ending in "-".
---
+--- The parts joined by "-" as a DNS-safe metadata.name, at most names.MAX_NAME, never ending in "-".
 -- @signature names.dns_name(...) -> text
 -- @example
 --   print(names.dns_name("kluabench", "llama4_rope", "forward"))
@@ -200,8 +161,7 @@ function M.dns_name(...)
     local p = select(i, ...)
     if p ~= nil and p ~= '' then
       if type(p) ~= 'string' and type(p) ~= 'number' then
-        error(string.format("bad argument #%d to 'dns_name' (string expected, got %s)", i,
-          type(p)), 2)
+        error(string.format("bad argument #%d to 'dns_name' (string expected, got %s)", i, type(p)), 2)
       end
       parts[#parts + 1] = tostring(p)
     end
@@ -211,7 +171,6 @@ function M.dns_name(...)
 end
 
 --- UTC time fields of an epoch time in seconds (fractions as milliseconds).
---
 -- @signature names.utc(epoch) -> table
 -- @example
 --   local t = names.utc(os.time())
@@ -223,8 +182,7 @@ function M.utc(epoch)
   local ms = math.floor((epoch - sec) * 1000 + 0.5)
   if ms >= 1000 then sec, ms = sec + 1, ms - 1000 end
   local t = os.date('!*t', sec)
-  return { year = t.year, month = t.month, day = t.day, hour = t.hour, min = t.min, sec = t.sec,
-    ms = ms }
+  return { year = t.year, month = t.month, day = t.day, hour = t.hour, min = t.min, sec = t.sec, ms = ms }
 end
 
 -- The days of a month of the Gregorian calendar.
@@ -235,16 +193,12 @@ local function days_in_month(year, month)
   return (month == 4 or month == 6 or month == 9 or month == 11) and 30 or 31
 end
 
---- Parses "YYYY-MM-DD HH:MM:SS[.fff]" (Liger's timestamp, as UTC) or ISO-8601 with Z.
---
--- Returns fields or nil, message.
---
+--- Parses "YYYY-MM-DD HH:MM:SS[.fff]" (Liger's, as UTC) or ISO-8601 with Z: fields, or nil and a message.
 -- @signature names.parse_time(s) -> table | nil, message
 -- @example
 --   local t = names.parse_time("2025-08-07 21:42:05")
 function M.parse_time(s)
   args.check('names.parse_time', 1, s, 'string', 'time text')
-  if type(s) ~= 'string' then return nil, 'timestamp must be a string' end
   local y, mo, d, h, mi, se, rest = s:match('^%s*(%d%d%d%d)%-(%d%d)%-(%d%d)[T ](%d%d):(%d%d):(%d%d)(.-)%s*$')
   if not y then return nil, string.format('unrecognised timestamp %q', s) end
   local ms = 0
@@ -254,10 +208,9 @@ function M.parse_time(s)
     ms = math.floor(tonumber('0.' .. frac) * 1000 + 0.5)
     if ms > 999 then ms = 999 end
   end
-  local t = { year = tonumber(y), month = tonumber(mo), day = tonumber(d), hour = tonumber(h),
-    min = tonumber(mi), sec = tonumber(se), ms = ms }
-  -- a day that the month has, and no leap second: records' times are RFC 3339 as kernelindex's
-  -- schemas spell them (a date of the calendar, seconds 00-59; found by tests/fuzz/fuzz_csv.c)
+  local t = { year = tonumber(y), month = tonumber(mo), day = tonumber(d), hour = tonumber(h), min = tonumber(mi),
+    sec = tonumber(se), ms = ms }
+  -- a day the month has, no leap second: RFC 3339 as kernelindex's schemas spell it (tests/fuzz/fuzz_csv.c)
   if t.month < 1 or t.month > 12 or t.day < 1 or t.day > days_in_month(t.year, t.month) or t.hour > 23
       or t.min > 59 or t.sec > 59 then
     return nil, string.format('timestamp %q is out of range (not a day of the calendar, or a time of '
@@ -267,44 +220,33 @@ function M.parse_time(s)
 end
 
 --- ISO-8601 UTC with milliseconds: "2025-08-07T21:42:05.000Z".
---
 -- @signature names.iso8601(t) -> text
 -- @example
 --   print(names.iso8601(names.utc(0)))
 function M.iso8601(t)
   args.check('names.iso8601', 1, t, 'table', 'time fields (names.utc)')
-  return string.format('%04d-%02d-%02dT%02d:%02d:%02d.%03dZ', t.year, t.month, t.day, t.hour,
-    t.min, t.sec, t.ms or 0)
+  return string.format('%04d-%02d-%02dT%02d:%02d:%02d.%03dZ', t.year, t.month, t.day, t.hour, t.min, t.sec, t.ms or 0)
 end
 
 --- The time as it ends an externalId: "2025-08-07-21-42-05".
---
 -- @signature names.time_id(t) -> text
 -- @example
 --   print(names.time_id(names.utc(0)))
 function M.time_id(t)
   args.check('names.time_id', 1, t, 'table', 'time fields (names.utc)')
-  return string.format('%04d-%02d-%02d-%02d-%02d-%02d', t.year, t.month, t.day, t.hour, t.min,
-    t.sec)
+  return string.format('%04d-%02d-%02d-%02d-%02d-%02d', t.year, t.month, t.day, t.hour, t.min, t.sec)
 end
 
 --- The time as Liger's CSV writes it: "2025-08-07 21:42:05".
---
 -- @signature names.liger_time(t) -> text
 -- @example
 --   print(names.liger_time(names.utc(0)))
 function M.liger_time(t)
   args.check('names.liger_time', 1, t, 'table', 'time fields (names.utc)')
-  return string.format('%04d-%02d-%02d %02d:%02d:%02d', t.year, t.month, t.day, t.hour, t.min,
-    t.sec)
+  return string.format('%04d-%02d-%02d %02d:%02d:%02d', t.year, t.month, t.day, t.hour, t.min, t.sec)
 end
 
---- The externalId kernel/mode/provider/gpu-slug/workload-slug/YYYY-MM-DD-HH-MM-SS.
---
--- externalId from {kernel, mode, provider, gpu (device name), workload (slug), time (fields),
--- metric (optional: appended as a last segment when it is not "speed"/"latency", so that memory
--- records of a point differ from its timings)}.
---
+--- The externalId kernel/mode/provider/gpu-slug/workload-slug/time, then /metric unless speed or latency.
 -- @signature names.external_id{kernel, mode, provider, gpu, workload, time} -> text
 -- @example
 --   print(names.external_id{kernel = "llama4_rope", mode = "forward", provider = "fused",
@@ -312,15 +254,13 @@ end
 function M.external_id(o)
   for _, k in ipairs { 'kernel', 'mode', 'provider', 'gpu', 'workload' } do
     if type(o[k]) ~= 'string' then
-      error(string.format("bad argument #1 to 'external_id' (field '%s' must be a string, got %s)",
-        k, type(o[k])), 2)
+      error(string.format("bad argument #1 to 'external_id' (field '%s' must be a string, got %s)", k, type(o[k])), 2)
     end
   end
   if type(o.time) ~= 'table' then
     error("bad argument #1 to 'external_id' (field 'time' must be a table of UTC fields)", 2)
   end
-  local id = table.concat({ o.kernel, o.mode, o.provider, M.gpu_slug(o.gpu), o.workload,
-    M.time_id(o.time) }, '/')
+  local id = table.concat({ o.kernel, o.mode, o.provider, M.gpu_slug(o.gpu), o.workload, M.time_id(o.time) }, '/')
   if o.metric and o.metric ~= 'speed' and o.metric ~= 'latency' then id = id .. '/' .. o.metric end
   return id
 end

@@ -28,6 +28,7 @@
 -- sessionNoise), for the reader; compare never reads it back: a later
 -- comparison uses the figure in force then.
 local args = require 'kluabench.util.args'
+local ceilings = require 'kluabench.measure.ceilings'
 local M = {}
 
 --- Sides with at least this many sessions show their own between-session spread, which decides.
@@ -224,7 +225,6 @@ end
 function M.entries_named(name, path)
   args.check('noise.entries_named', 1, name, 'string', 'device name')
   args.check('noise.entries_named', 2, path, 'string|nil', 'cache path')
-  local ceilings = require 'kluabench.measure.ceilings'
   local c = ceilings.load_cache(path)
   local out = {}
   if type(c) ~= 'table' or type(name) ~= 'string' then return out end
@@ -253,7 +253,6 @@ end
 --   print(noise.in_force(0.02, "llama4_rope", kb.device_info()).scope)
 function M.in_force(ms, kernel, info, path)
   args.check('noise.in_force', 1, ms, 'number', 'time in ms')
-  local ceilings = require 'kluabench.measure.ceilings'
   local ok, entry = pcall(ceilings.lookup, info, path)
   local fig, scope = M.of_entry(ok and entry or nil, kernel)
   if not fig then

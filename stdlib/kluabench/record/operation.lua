@@ -1,26 +1,8 @@
---- OperationSpec and WorkloadCase documents, built the way kernelindex's
--- Liger importer builds them (apps/web/src/server/import/liger/normalize.ts),
--- so that a workload kluabench shares with another tool lands on the same
--- digest.
---
--- An operation description (what a benchmark declaration's `operation`
--- field holds, and what kluabench.liger declares for Liger's
--- kernels):
---   name         the OperationSpec's metadata.name ("liger-llama4-rope")
---   family       "rope"
---   title, description, source_url   metadata (not digested)
---   inputs, outputs  lists of {name, shape = {1, "seq", "q_heads", "head_dim"},
---                dtype = "cfg" (the workload's float dtype) or a fixed token}
---                or {name, scalar = dtype}
---   derived      {head_dim = "hidden // q_heads"}: axes computed from others
---   axis_order   the order of the workload's axes in titles (optional)
---   mutation     "none" (default), "in_place" or "destination"
---   determinism  "unspecified" (default), "deterministic", "nondeterministic"
---   correctness  the WorkloadCase's correctness (default {comparator = "not_asserted"})
--- A binding (one point of it): {axes = {seq = 2048, hidden = 512, ...}, dtype = "bf16"}
--- with dtype a kernelindex token (bf16, fp16, fp32, fp64), and optionally tensors
--- ({name = {shape, dtype}}: the concrete tensors, for inputs whose dimensions are
--- no axes of the workload).
+--- OperationSpec and WorkloadCase documents, built as kernelindex's Liger importer builds them, so that a
+-- shared workload lands on its digest. An operation description (a declaration's `operation`): name, family,
+-- title, description, source_url, inputs and outputs ({name, shape = {1, "seq", ...}, dtype = "cfg" (the
+-- workload's) or a token}, or {name, scalar = dtype}), derived ({head_dim = "hidden // q_heads"}), axis_order,
+-- mutation, determinism, correctness. A binding: {axes, dtype (a kernelindex token) [, tensors]}.
 local json = require 'kluabench.util.json'
 local names = require 'kluabench.record.names'
 
@@ -28,13 +10,11 @@ local M = {}
 
 M.API_VERSION = 'kernelindex.dev/v1alpha1'
 
---- kluabench dtype names -> kernelindex's tokens, and back (the tables are
--- names.DTYPE_TOKEN and names.DTYPE_NAME: workload slugs use them too).
+--- kluabench dtype names -> kernelindex's tokens, and back (names': workload slugs use them too).
 M.DTYPE_TOKEN = names.DTYPE_TOKEN
 M.DTYPE_NAME = names.DTYPE_NAME
 
 --- The kernelindex dtype token of a dtype (kluabench's, torch's or already a token).
---
 -- @signature operation.dtype_token(dtype) -> token
 -- @example
 --   print(operation.dtype_token("f16")) --> fp16
@@ -46,9 +26,7 @@ function M.dtype_token(dtype)
   return M.DTYPE_TOKEN[ours] or ours
 end
 
---- Evaluates a derived-axis expression of kernelindex's tiny grammar (integers, axis names, + - *
--- %, // floor division, parentheses) with the axes bound.
---
+--- Evaluates a derived-axis expression (integers, axis names, + - * % //, parentheses) with the axes bound.
 -- @signature operation.evaluate(expression, bindings) -> integer
 -- @example
 --   print(operation.evaluate("hidden // q_heads", {hidden = 512, q_heads = 32})) --> 16
@@ -56,8 +34,7 @@ function M.evaluate(expression, bindings)
   if type(expression) ~= 'string' then
     error("bad argument #1 to 'evaluate' (expression string expected, got " .. type(expression) .. ')', 2)
   end
-  local tokens, pos = {}, 1
-  local i = 1
+  local tokens, pos, i = {}, 1, 1
   while i <= #expression do
     local c = expression:sub(i, i)
     if c:match('%s') then
@@ -113,11 +90,7 @@ function M.evaluate(expression, bindings)
   return v
 end
 
---- The workload's case key: the axes sorted by name as name..value joined by "-", then the dtype
--- ("hidden512-kv_heads8-q_heads32-seq2048-bf16"), as kernelindex's importer keys a case; with
--- binding.order (a list of axis names), those axes first in that order (a benchmark's declaration
--- order: "rows256-cols1024-fp32").
---
+--- The case key: name..value of the axes sorted by name (binding.order's first), joined by "-", dtype last.
 -- @signature operation.case_key(binding) -> text
 -- @example
 --   print(operation.case_key{axes = {seq = 2048, hidden = 512}, dtype = "bf16"})
@@ -128,15 +101,13 @@ function M.case_key(binding)
   if type(binding.dtype) ~= 'string' then
     error("bad argument #1 to 'case_key' (field 'dtype' must be a string, got " .. type(binding.dtype) .. ')', 2)
   end
-  local keys = names.axis_order(binding.axes, binding.order)
   local parts = {}
-  for i, k in ipairs(keys) do parts[i] = k .. names.format_value(binding.axes[k]) end
+  for i, k in ipairs(names.axis_order(binding.axes, binding.order)) do parts[i] = k .. names.format_value(binding.axes[k]) end
   parts[#parts + 1] = binding.dtype
   return table.concat(parts, '-')
 end
 
--- The symbolic axes the signature references, in declaration order (inputs,
--- then outputs), derived ones left out.
+-- The symbolic axes of the signature, inputs then outputs, derived ones left out.
 local function signature_axes(op)
   local seen, out = {}, {}
   for _, side in ipairs { op.inputs, op.outputs } do
@@ -159,8 +130,7 @@ end
 
 local function check_description(op, fname)
   if type(op) ~= 'table' then
-    error(string.format("bad argument #1 to '%s' (operation description table expected, got %s)", fname,
-      type(op)), 3)
+    error(string.format("bad argument #1 to '%s' (operation description table expected, got %s)", fname, type(op)), 3)
   end
   for _, f in ipairs { 'name', 'family' } do
     if type(op[f]) ~= 'string' or op[f] == '' then
@@ -175,7 +145,6 @@ local function check_description(op, fname)
 end
 
 --- The OperationSpec document of an operation description.
---
 -- @signature operation.document(op) -> document
 -- @example
 --   local doc = operation.document(require("kluabench.liger").KERNELS.llama4_rope)
@@ -189,10 +158,7 @@ function M.document(op)
   for i, e in ipairs(op.inputs) do inputs[i] = argument(e) end
   for i, e in ipairs(op.outputs) do outputs[i] = argument(e) end
   local spec = {
-    family = op.family,
-    axes = json.object(axes),
-    inputs = inputs,
-    outputs = outputs,
+    family = op.family, axes = json.object(axes), inputs = inputs, outputs = outputs,
     semantics = { mutation = op.mutation or 'none', determinism = op.determinism or 'unspecified',
       expression = op.expression },
   }
@@ -209,9 +175,7 @@ local function bound_axes(op, binding)
   return b
 end
 
---- The WorkloadCase document of one binding of an operation; operation_digest is the
--- OperationSpec's digest.
---
+--- The WorkloadCase document of one binding of an operation whose OperationSpec has operation_digest.
 -- @signature operation.workload(op, operation_digest, binding) -> document
 -- @example
 --   local liger = require("kluabench.liger")
@@ -252,18 +216,13 @@ function M.workload(op, operation_digest, binding)
   for k in pairs(binding.axes) do if not listed[k] then rest[#rest + 1] = k end end
   table.sort(rest)
   for _, k in ipairs(rest) do title_axes[#title_axes + 1] = k .. '=' .. names.format_value(binding.axes[k]) end
-  local spec = {
-    operationSpecDigest = operation_digest,
-    axes = json.object(binding.axes),
-    tensors = json.object(tensors),
-    scalars = binding.scalars,
-    correctness = op.correctness or { comparator = 'not_asserted' },
-  }
+  local spec = { operationSpecDigest = operation_digest, axes = json.object(binding.axes),
+    tensors = json.object(tensors), scalars = binding.scalars,
+    correctness = op.correctness or { comparator = 'not_asserted' } }
   return {
-    apiVersion = M.API_VERSION, kind = 'WorkloadCase',
+    apiVersion = M.API_VERSION, kind = 'WorkloadCase', spec = spec,
     metadata = { name = names.kebab(op.name .. '-' .. M.case_key(binding)),
       title = (op.title or op.name) .. ' · ' .. table.concat(title_axes, ', ') .. ' · ' .. binding.dtype },
-    spec = spec,
   }
 end
 

@@ -11,14 +11,12 @@
 --   opts.comparable = true            also what comparing needs: a workload
 --                                     digest ("sha256:..."), and raw samples
 --                                     that are finite positive numbers
--- parse and read also turn bundles of kluabench's earlier format into
--- today's (kluabench.record.migrate) and read each run's evidence entry (its
--- raw samples: kluabench.record.evidence) from the samples file beside the
--- records file; kluabench.record.point then gives the view of each.
+-- parse and read also read each run's evidence entry (its raw samples:
+-- kluabench.record.evidence) from the samples file beside the records file;
+-- kluabench.result then gives the view of each.
 local output = require 'kluabench.util.json'
 local files = require 'kluabench.util.files'
 local evidence = require 'kluabench.record.evidence'
-local migrate = require 'kluabench.record.migrate'
 
 local record = require 'kluabench.record'
 
@@ -170,7 +168,6 @@ end
 --   local bundle = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
 --   local xs, why = reader.samples_of(bundle)
 function M.samples_of(bundle)
-  if migrate.is_old(bundle) then bundle = migrate.bundle(bundle) end
   local e = evidence.of(bundle)
   if not e then return nil, evidence.failure(bundle) or 'no raw samples in the record' end
   return evidence.samples_ms(e)
@@ -221,16 +218,7 @@ function M.parse(text, label, opts)
       return nil, string.format('%s:%d: not a record bundle (a JSON object with a "run" object)',
         label, it.line)
     end
-    if migrate.is_old(b) then
-      local ok, nb = pcall(migrate.bundle, b)
-      if not ok then
-        return nil, string.format('%s:%d: a bundle of the earlier format that cannot be migrated: %s', label, it.line,
-          tostring(nb))
-      end
-      b = nb
-    else
-      evidence.resolve(b, label)
-    end
+    evidence.resolve(b, label)
     if opts and opts.comparable then
       local bad = not_comparable(b)
       if bad then

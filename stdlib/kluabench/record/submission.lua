@@ -17,6 +17,7 @@
 -- implementation's projectSlug is its project's slug.
 local json = require 'kluabench.util.json'
 local names = require 'kluabench.record.names'
+local record = require 'kluabench.record'
 
 local M = {}
 
@@ -66,7 +67,6 @@ function M.of(bundles, opts)
     error("bad argument #1 to 'submission.of' (list of bundles expected, got " .. type(bundles) .. ')', 2)
   end
   opts = opts or {}
-  local record = require 'kluabench.record'
   local doc = { projects = json.array(), operations = json.array(), workloads = json.array(),
     implementations = json.array(), runs = json.array() }
   local seen = {}        -- kind .. digest -> the document as it went in

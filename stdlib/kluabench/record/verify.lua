@@ -65,6 +65,12 @@ function M.check(bundle)
       end
     end
   end
+  local known = false
+  for _, st in ipairs(record.STATUSES) do known = known or run.spec.status == st end
+  if not known then
+    problems[#problems + 1] = { field = 'run', error = string.format('$.spec.status: must be one of %s, got %s',
+      table.concat(record.STATUSES, ', '), type(run.spec.status) == 'string' and json.quote(args.printable(run.spec.status, 80)) or tostring(run.spec.status)) }
+  end
   return problems
 end
 
@@ -105,6 +111,84 @@ function M.consistency(bundle, entry)
       .. 'evidence holds %d', tostring(timing.samples), #samples) }
   end
   return problems
+end
+
+-- A latencyNs value in ns: a number, or a "<number> ns|us|ms|s" string as the schema allows.
+local DURATION_NS = { ns = 1, us = 1e3, ['µs'] = 1e3, ms = 1e6, s = 1e9 }
+local function duration_ns(v)
+  if type(v) == 'number' then return (v == v and v >= 0 and v < math.huge) and v or nil end
+  if type(v) ~= 'string' then return nil end
+  local num, unit = v:match('^(%d+%.?%d*)%s?(%S+)$')
+  return unit and DURATION_NS[unit] and tonumber(num) * DURATION_NS[unit] or nil
+end
+
+-- The latency statistics a run records besides the median, p20, p80 and count: the minimum, maximum
+-- and mean of the raw samples, which the writer rounds to whole ns from the unrounded samples (so
+-- within 1 ns of the rounded ones').
+local function extremes(bundle, samples, problems)
+  local l = json.get(bundle, 'run', 'spec', 'timing', 'latencyNs')
+  if type(l) ~= 'table' then return end
+  local lo, hi, sum = math.huge, -math.huge, 0
+  for _, ms in ipairs(samples) do
+    local ns = ms * 1e6
+    lo, hi, sum = math.min(lo, ns), math.max(hi, ns), sum + ns
+  end
+  for _, c in ipairs { { 'minimum', lo }, { 'maximum', hi }, { 'mean', sum / #samples } } do
+    local recorded = duration_ns(l[c[1]])
+    if l[c[1]] ~= nil and (not recorded or math.abs(recorded - c[2]) > 1 + 1e-9 * math.abs(c[2])) then
+      problems[#problems + 1] = { field = 'timing.latencyNs.' .. c[1], error = string.format(
+        'the run records %s ns, its raw samples give %s ns', tostring(l[c[1]]),
+        string.format('%.17g', record.round(c[2]))) }
+    end
+  end
+end
+
+--- Everything `kluabench verify` finds wrong with a bundle: verify.check's problems, and those of
+-- its raw samples: the evidence entry its run names missing or not matching its digest (read from
+-- the samples file beside records_path, or the entry held beside a bundle made or read in this
+-- process), and the statistics the run records (median, p20, p80, minimum, maximum, mean, sample
+-- count) not those of its samples. An empty list when verify would say OK. What merge, the history
+-- and every reader that must refuse what verify refuses call.
+--
+-- @signature verify.problems(bundle [, records_path]) -> problems
+-- @example
+--   local x = kb.randn({4096}, "f32", 1)
+--   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
+--   local bundle = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
+--   print(#verify.problems(bundle)) --> 0
+function M.problems(bundle, records_path)
+  args.check('verify.problems', 2, records_path, 'string|nil', 'records file path')
+  local problems = M.check(bundle)
+  if type(bundle) ~= 'table' or type(bundle.run) ~= 'table' or type(bundle.run.spec) ~= 'table' then return problems end
+  local entry = evidence.of(bundle)
+  if not entry and json.get(bundle, 'run', 'spec', 'evidence', 'rawSamples') ~= nil then
+    local why
+    entry, why = evidence.resolve(bundle, records_path)
+    if not entry then
+      problems[#problems + 1] = { field = 'evidence.rawSamples', error = why }
+      return problems
+    end
+  end
+  if not entry then return problems end
+  for _, p in ipairs(M.consistency(bundle, entry)) do problems[#problems + 1] = p end
+  local samples = evidence.samples_ms(entry)
+  if samples then extremes(bundle, samples, problems) end
+  return problems
+end
+
+--- The first of a list of problems (verify.check's, verify.problems') in words, with how many more
+-- there are: "FIELD: why" or "FIELD: recorded X, computed Y"; nil for none.
+--
+-- @signature verify.describe(problems) -> text | nil
+-- @example
+--   print(verify.describe({{field = "workloadDigest", recorded = "sha256:ab", computed = "sha256:cd"}}))
+function M.describe(problems)
+  args.check('verify.describe', 1, problems, 'table', 'list of problems')
+  local p = problems[1]
+  if not p then return nil end
+  local first = p.error and (tostring(p.field) .. ': ' .. tostring(p.error))
+    or string.format('%s: recorded %s, computed %s', tostring(p.field), tostring(p.recorded), tostring(p.computed))
+  return first .. (#problems > 1 and string.format(' (and %d more)', #problems - 1) or '')
 end
 
 return M

@@ -1,21 +1,18 @@
---- Writing record files: bundles and, beside them, their evidence entries
--- (raw samples; kluabench.record.evidence). A bundle's entry is written to
--- the samples file first and its run then names it (uri and digest), so a
--- process stopped between the two leaves an unreferenced entry, never a run
--- that names an entry that is not there.
+--- Writing record files: bundles and, beside them, their evidence entries. An entry is written before
+-- the run that names it, so a process stopped between the two leaves an unreferenced entry, never a run
+-- naming an entry that is not there. Also the check that no output is written over an input.
 local core = require 'kluabench.core'
 local evidence = require 'kluabench.record.evidence'
 local files = require 'kluabench.util.files'
 local json = require 'kluabench.util.json'
-
-local printable = require('kluabench.util.args').printable
+local names = require 'kluabench.record.names'
+local args = require 'kluabench.util.args'
+local record = require 'kluabench.record'
+local printable = args.printable
 
 local M = {}
-local args = require 'kluabench.util.args'
 
---- Appends a bundle as one JSON line to path ("-": stdout), its evidence entry first to the samples
--- file beside it (samples: another samples file; required when path is stdout).
---
+--- Appends a bundle as one JSON line to path ("-": stdout), its evidence entry first to the samples file.
 -- @signature writer.append(path, bundle [, samples]) -> true | nil, message
 -- @example
 --   local x = kb.randn({4096}, "f32", 1)
@@ -35,30 +32,20 @@ function M.append(path, bundle, samples)
   return files.append_jsonl(path, bundle)
 end
 
----------------------------------------------------------------------------
--- Whole-file writes that another process may race: a claim taken when the
--- work starts, checked before the file is replaced
----------------------------------------------------------------------------
+-- Whole-file writes another process may race: a claim taken when the work starts, checked at the write.
 
--- What a file holds now: "missing", or "sha256:<hex>" of its bytes; nil for
--- what is not a regular file (stdout, a device, a FIFO: written in place,
--- nothing to claim).
+-- What a file holds now: "missing", "sha256:<hex>", or nil for what is not a regular file.
 local function state_of(path)
   if path == nil or path == '-' then return nil end
-  local kb = require 'kluabench.core'
-  local st, _, errno = kb.stat(path, true)
+  local st, _, errno = core.stat(path, true)
   if not st then return errno == 2 and 'missing' or nil end
   if st.type ~= 'file' then return nil end
   local text, err = files.read_file(path)
   if not text then return 'unreadable: ' .. tostring(err) end
-  return 'sha256:' .. kb.sha256(text)
+  return 'sha256:' .. core.sha256(text)
 end
 
---- What a whole-file write will replace holds now: the records file and its samples file (samples,
--- or the one beside path; false: none). write_pretty (opts.claim) and writer.destination compare it with what
--- they find when they write, so that a second process writing the same --out is noticed instead of
--- silently overwritten.
---
+--- What the files a whole-file write will replace hold now, for writer.destination to compare.
 -- @signature writer.claim(path [, samples]) -> claim
 -- @example
 --   local c = writer.claim("results/run.json") -- what run.json and run.samples.jsonl hold now
@@ -79,25 +66,19 @@ end
 
 -- A sibling of path that does not exist: x.json -> x-<UTC time>.json (then -2, -3, ...).
 local function sibling(path)
-  local names = require 'kluabench.record.names'
   local stem, ext = path:match('^(.*)(%.samples%.jsonl)$')
   if not stem then stem, ext = path:match('^(.-)(%.[^./]*)$') end
   if not stem or stem == '' or stem:sub(-1) == '/' then stem, ext = path, '' end
-  local base = stem .. '-' .. names.time_id(require('kluabench.record').now())
-  local kb = require 'kluabench.core'
+  local base = stem .. '-' .. names.time_id(record.now())
   for i = 1, 1000 do
     local candidate = base .. (i > 1 and ('-' .. i) or '') .. ext
-    if not kb.stat(candidate) then return candidate end
+    if not core.stat(candidate) then return candidate end
   end
   return base .. '-' .. tostring(os.clock()):gsub('%.', '') .. ext
 end
 
---- Where a whole-file write claimed earlier (writer.claim) goes: path and samples when neither file
--- changed since the claim; otherwise fresh names beside them (x.json -> x-<UTC time>.json, its
--- samples file beside it) and a note saying which file another process wrote meanwhile. Call it
--- and write under writer.locked(path, ...), as write_pretty does: the check alone cannot stop two
--- writers finishing at once from both finding the file unchanged.
---
+--- Where a claimed whole-file write goes: path and samples, or fresh names beside them and a note when
+-- another process wrote either since. Call it and write under writer.locked(path, ...).
 -- @signature writer.destination(claim, path [, samples]) -> path, samples, note | path, samples
 -- @example
 --   local p = "results/run.json"
@@ -109,10 +90,7 @@ function M.destination(claim, path, samples)
   end
   local changed
   for _, f in ipairs(claim.files) do
-    if state_of(f.path) ~= f.state then
-      changed = f.path
-      break
-    end
+    if state_of(f.path) ~= f.state then changed = f.path break end
   end
   if not changed then return path, samples end
   local new_path = sibling(path)
@@ -121,18 +99,11 @@ function M.destination(claim, path, samples)
     .. 'left as it is): this one\'s bundles go to %s instead', changed, new_path)
 end
 
--- How long a writer waits for the lock of another kluabench process on the output's directory. The
--- lock is held from a writer's last check to its rename (milliseconds), so a lock held this long
--- is a stuck process, and saying so beats waiting for ever.
+-- The lock is held from a writer's last check to its rename: one held this long is a stuck process.
 local LOCK_WAIT_MS = 30000
 
---- Calls fn(...) holding an exclusive lock (kb.try_lock) on the directory of path and returns what it
--- returns: the writers of a claimed whole-file output check (writer.destination) and write under it,
--- so two kluabench processes that finish at once cannot both find the file unchanged and write it.
--- It waits for another holder for up to 30 s (then nil, message). A directory that cannot be opened
--- (missing, or not readable) is written without the lock: the write then says what is wrong.
--- path "-" (stdout) takes no lock.
---
+--- Calls fn(...) holding an exclusive lock on the directory of path, waiting up to 30 s for another
+-- holder (then nil, message); a directory that cannot be opened is written without it, "-" takes none.
 -- @signature writer.locked(path, fn, ...) -> what fn returns | nil, message
 -- @example
 --   local dir = os.tmpname(); os.remove(dir); assert(kb.mkdir(dir))
@@ -142,26 +113,26 @@ function M.locked(path, fn, ...)
   args.check('writer.locked', 1, path, 'string', 'file path')
   args.check('writer.locked', 2, fn, 'function', 'function')
   if path == '-' then return fn(...) end
-  local kb = require 'kluabench.core'
   local dir = path:match('^(.*)/[^/]*$') or '.'
   if dir == '' then dir = '/' end
   local waited = 0
-  local lock, busy = kb.try_lock(dir)
+  local lock, busy = core.try_lock(dir)
   while lock == false and busy == 'busy' do
     if waited >= LOCK_WAIT_MS then
       return nil, string.format('%s: another kluabench process has held the lock on this directory for %d s '
         .. '(it writes an output here): nothing was written', dir, LOCK_WAIT_MS // 1000)
     end
-    kb.process.sleep(10)
+    core.process.sleep(10)
     waited = waited + 10
-    lock, busy = kb.try_lock(dir)
+    lock, busy = core.try_lock(dir)
   end
   local held <close> = lock or nil
   return fn(...)
 end
 
 --- Writes bundles as one pretty JSON document (one bundle, or an array) to path atomically ("-":
--- stdout), their evidence entries first, as a fresh samples file beside it. opts.claim (writer.claim,
+-- stdout), their evidence entries as a fresh samples file beside it: everything is encoded first,
+-- then both files are replaced, or neither (files.write_atomic_all). opts.claim (writer.claim,
 -- taken when the work started): when another process wrote either file since, this one's go to
 -- fresh names beside them (writer.destination) instead of over the other's.
 --
@@ -182,21 +153,28 @@ function M.write_pretty(path, bundles, samples, opts)
   return M.locked(path, function()
     local note
     if opts and opts.claim then path, samples, note = M.destination(opts.claim, path, samples) end
-    local ok, err = evidence.write_file(bundles, path, samples) -- names each run's entry
-    if not ok then return nil, err end
+    -- everything encoded (checked) first; then the samples file and the records replaced together,
+    -- or neither
+    local spath, stext, n = evidence.file_of(bundles, path, samples) -- names each run's entry
+    if not spath then return nil, stext end
     local text, err2 = json.encode_pretty(#bundles == 1 and bundles[1] or bundles)
     if not text then return nil, err2 end
-    local written, werr = files.write_atomic(path, text)
+    local written, werr
+    if not stext then
+      written, werr = files.write_atomic(path, text)
+    elseif path == '-' then
+      written, werr = files.write_atomic(spath, stext)
+      if written then written, werr = files.write_atomic(path, text) end
+    else
+      written, werr = files.write_atomic_all { { spath, stext }, { path, text } }
+    end
     if not written then return nil, werr end
+    if stext then evidence.written(spath, n) end
     return true, path, note
   end)
 end
 
----------------------------------------------------------------------------
--- No output written over an input: the check every command that writes makes before anything is
--- read or written. An output, and the samples file beside it, are compared with each input by real
--- path (the deepest existing ancestor for a path not there yet) and by device and inode.
----------------------------------------------------------------------------
+-- No output written over an input: every command that writes checks it before reading or writing.
 
 --- path made absolute against the working directory.
 function M.absolute(path)
@@ -213,8 +191,7 @@ local function parent_and_base(path)
   return parent == '' and '/' or parent, base
 end
 
---- path as one spelling for comparing: its realpath when it exists, else the realpath of its
--- deepest existing ancestor with the rest of path after it.
+--- path as one spelling: its realpath, else its deepest existing ancestor's with the rest after it.
 function M.canonical(path)
   path = M.absolute(path)
   local real = core.realpath(path)
@@ -230,9 +207,7 @@ function M.canonical(path)
   end
 end
 
---- The files a command reads, as inputs for M.check_output: each path as {path, "the input PATH"}
--- and, unless without_samples, the samples file beside it (evidence.samples_path) as {samples,
--- "the samples file of the input PATH"}: the raw samples its records name are part of it.
+--- The inputs {path, what} for M.check_output of the files a command reads, and their samples files.
 function M.file_inputs(paths, without_samples)
   local inputs = {}
   for _, path in ipairs(paths) do
@@ -247,12 +222,8 @@ function M.file_inputs(paths, without_samples)
   return inputs
 end
 
---- Whether an output file (and the samples file beside it) would overwrite an input: inputs is a list of
--- {path, what}; alone: the output has no samples file beside it (an SVG, an HTML page), so only out is
--- checked; role (optional): role(parent, name) -> what, for the files of a directory that count as
--- inputs by their names (a launcher's run directory, kluabench.dist.shards). Paths are compared as
--- M.canonical spells them, and by device and inode where both exist (hard links). Returns true, or
--- nil and "OPTION PATH is WHAT: ..." for a usage error.
+--- Whether out (and, unless alone, its samples file) would overwrite an input, by canonical path or
+-- device and inode: true, or nil and "OPTION PATH is WHAT: ..."; role(parent, name) names directory inputs.
 function M.check_output(option, out, inputs, alone, role)
   if out == nil or out == '-' then return true end
   local keyed = {}

@@ -9,6 +9,7 @@
 -- logical `>>`, which is exactly the arithmetic the algorithm is defined in.
 -- Statistical quality is ample for shuffles and bootstraps; it is not a
 -- cryptographic generator.
+local core = require 'kluabench.core'
 local M = {}
 
 local Gen = {}
@@ -101,8 +102,7 @@ end
 -- @example
 --   print(prng.fresh_seed())
 function M.fresh_seed()
-  local ok, kb = pcall(require, 'kluabench.core')
-  local t = (ok and type(kb) == 'table' and kb.clock_ns) and kb.clock_ns() or os.time()
+  local t = core.clock_ns()
   local g = M.new(math.tointeger(t) or os.time())
   return g:next() >> 11
 end

@@ -42,6 +42,10 @@ local function is_list_of_strings(t)
   return true
 end
 
+--- The harness options an optional subsystem offers: option -> the module the harness loads when it is given, with
+-- open(value) -> state before the sweep and add(name, value, bundles, state, source) after it.
+M.EXTENSIONS = { history = 'kluabench.history.harness' }
+
 -- Raises (at the script's line) when the declaration is malformed.
 function M.check_decl(d)
   local function bad(fmt, ...) error("bad argument #1 to 'suite.main' (" .. string.format(fmt, ...) .. ')', 4) end
@@ -420,18 +424,18 @@ function M.points(d, o)
     for _, a in ipairs(d.axes) do values[a.name] = o.axes[a.name] or { a.default } end
     product(d, values, first_multi or d.x or d.axes[1].name, o.dtype, out)
   end
-  -- a workload two sweeps share is measured in each, as Liger does: slug@axis
-  local count = {}
-  for _, p in ipairs(out) do count[p.id] = (count[p.id] or 0) + 1 end
+  -- a workload several sweeps share is measured once, in the first; p.sweeps names every sweep it is in
+  local seen, once = {}, {}
   for _, p in ipairs(out) do
-    if count[p.id] > 1 then p.id = p.id .. '@' .. p.x end
+    local first = seen[p.id]
+    if first then
+      first.sweeps[#first.sweeps + 1] = p.sweep
+    else
+      p.sweeps = { p.sweep }
+      seen[p.id], once[#once + 1] = p, p
+    end
   end
-  -- two sweeps of one axis that share a workload: slug@sweep (shards, merge, compare need unique ids)
-  count = {}
-  for _, p in ipairs(out) do count[p.id] = (count[p.id] or 0) + 1 end
-  for _, p in ipairs(out) do
-    if count[p.id] > 1 and p.sweep then p.id = p.id:gsub('@[^@]*$', '') .. '@' .. p.sweep end
-  end
+  out = once
   return out
 end
 

@@ -133,35 +133,14 @@ local function write_results(d, o, bundles, path, samples, claim)
   if out ~= '-' then io.stderr:write(d.name, ': wrote ', out, '\n') end
 end
 
--- --history DB: the commit under test and the database, checked before anything is timed.
-local function open_history(d, o)
-  local history = require 'kluabench.history'
-  local meta = history.git_meta()
-  if not meta then
-    declaration.fail(d.name, '--history %s: no git commit in the current directory to file the runs under (run in the work '
-      .. 'tree of the code under test, or write the results and add them with kluabench history add FILE --commit '
-      .. 'SHA)', o.history)
+-- The optional subsystem that offers an option (declaration.EXTENSIONS), loaded by the name the table gives when the
+-- option is given: the core never names one in a require.
+local function extension(d, option)
+  local modname = declaration.EXTENSIONS[option]
+  if not package.searchpath(modname, package.path) then
+    declaration.fail(d.name, '--%s: the subsystem that offers it (%s) is not in this installation', option, modname)
   end
-  local h, err = history.open(o.history, { create = true })
-  if not h then declaration.fail(d.name, '--history %s: %s', o.history, tostring(err)) end
-  h:close()
-  return meta
-end
-
--- Adds the finished points to the --history database (also after an error or a signal).
-local function add_to_history(d, o, bundles, meta, source)
-  local m = {}
-  for k, v in pairs(meta) do m[k] = v end
-  m.source = source ~= '-' and source or nil
-  m.batch = (source or 'stdout') .. '@' .. names.time_id(record.now())
-  local s, err = require('kluabench.history').add_bundles(o.history, bundles, m)
-  if not s then
-    io.stderr:write(string.format('%s: --history %s: %s (the bundles are in the results file; history add '
-      .. 'takes them later)\n', d.name, o.history, tostring(err)))
-    return
-  end
-  io.stderr:write(string.format('%s: history %s: %d run%s added, %d already there, %d refused (commit %s)\n', d.name,
-    o.history, s.added, s.added == 1 and '' or 's', s.present, #s.refused, tostring(m.commit):sub(1, 12)))
+  return require(modname)
 end
 
 --- The --help text that suite.main prints for a declaration.
@@ -254,7 +233,13 @@ function M.main(d, args)
   local claim
   local f = M.FORMATS[o.format]
   if f.write and o.out and o.out ~= '-' then claim = writer.claim(o.out, f.samples ~= false and samples or false) end
-  local history_meta = o.history and open_history(d, o)
+  local history = o.history and extension(d, 'history')
+  local history_meta
+  if history then
+    local ok, meta = pcall(history.open, o.history)
+    if not ok then declaration.fail(d.name, '%s', tostring(meta)) end
+    history_meta = meta
+  end
   -- the run's seed key: kb.randn's values cannot be known before the run (records carry the key)
   local key = seeds.draw()
   local ctx = { o = o, protocol = run.make_protocol(o), environment = env.capture(),
@@ -287,12 +272,25 @@ function M.main(d, args)
   if progress then progress:close() end
   -- the points finished before an error are written in every format too
   write_results(d, o, bundles, path, samples, claim)
-  if history_meta and #bundles > 0 then add_to_history(d, o, bundles, history_meta, path or o.out) end
+  if history_meta and #bundles > 0 then history.add(d.name, o.history, bundles, history_meta, path or o.out) end
   if not swept then error(stopped_by, 0) end
-  if ctx.failures > 0 then
+  -- the exit status follows the bundles' status: any run not passed (a hook's failure, a finding, an implausible
+  -- rate, a timeout) fails the command
+  local not_passed, by_status, kinds = 0, {}, {}
+  for _, b in ipairs(bundles) do
+    local st = b.run.spec.status
+    if st ~= 'passed' then
+      not_passed = not_passed + 1
+      if not by_status[st] then kinds[#kinds + 1] = st end
+      by_status[st] = (by_status[st] or 0) + 1
+    end
+  end
+  if not_passed > 0 or ctx.failures > 0 then
+    local parts = {}
+    for _, st in ipairs(kinds) do parts[#parts + 1] = by_status[st] .. ' ' .. tostring(st) end
     io.stdout:flush()
-    io.stderr:write(string.format('%s: %d provider%s or session%s failed (their bundles say why); exit status 1\n',
-      d.name, ctx.failures, ctx.failures == 1 and '' or 's', ctx.failures == 1 and '' or 's'))
+    io.stderr:write(string.format('%s: %d of %d runs not passed (%s; their bundles say why); exit status 1\n',
+      d.name, not_passed, #bundles, #parts > 0 and table.concat(parts, ', ') or ctx.failures .. ' failures'))
     if not stopped_by then os.exit(1) end
   end
   if stopped_by then

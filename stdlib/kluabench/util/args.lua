@@ -1,5 +1,6 @@
 --- Arguments: the checks every exported function makes, the command-line parser of scripts and
 -- commands, did-you-mean hints, and text made safe to quote in a message.
+local core = require 'kluabench.core'
 local M = {}
 
 local function is(v, kind)
@@ -22,9 +23,7 @@ function M.check(fname, n, v, kinds, what)
     what or (kinds:gsub('|', ' or ')), math.type(v) == 'float' and 'number' or type(v)), 3)
 end
 
---- s made safe to quote in a message: control characters, DEL and bytes that are not UTF-8 as
--- \xNN, cut at max bytes (200) with "...".
---
+--- s made safe to quote in a message: control characters, DEL and non-UTF-8 as \xNN, cut at max (200).
 -- @signature args.printable(s [, max]) -> text
 -- @example
 --   print(args.printable("a\27[31m")) --> a\x1B[31m
@@ -50,8 +49,7 @@ function M.printable(s, max)
   return table.concat(out) .. (cut and '...' or '')
 end
 
--- The optimal string alignment distance of a and b: insertions, deletions, substitutions and swaps
--- of neighbours ("fsued" is one edit from "fused").
+-- Optimal string alignment distance: edits and swaps of neighbours ("fsued" is one from "fused").
 local function distance(a, b)
   local n, m = #a, #b
   local prev2, prev, cur = {}, {}, {}
@@ -71,10 +69,7 @@ local function distance(a, b)
   return prev[m]
 end
 
---- The candidates a mistyped word most likely meant, best first (at most 3): those within a third
--- of its length in edits (1 to 3; none for a word of one or two characters), and those it starts
--- with or that start with it, at least 3 characters shared.
---
+--- The candidates a mistyped word most likely meant, best first (at most 3): a few edits away, or a prefix.
 -- @signature args.closest(word, candidates) -> list
 -- @example
 --   print(table.concat(args.closest("seqs", {"seq", "hidden", "q-heads"}), ", ")) --> seq
@@ -99,9 +94,7 @@ function M.closest(word, candidates)
   return out
 end
 
---- " (did you mean 'x'?)" or " (did you mean 'x' or 'y'?)" for a message, prefix before each
--- candidate ("--" for options); "" when nothing is close.
---
+--- " (did you mean 'x'?)" or " (did you mean 'x' or 'y'?)", prefix before each; "" when nothing is close.
 -- @signature args.hint(word, candidates [, prefix]) -> text
 -- @example
 --   print("unrecognized option '--seqs'" .. args.hint("seqs", {"seq", "hidden"}, "--"))
@@ -124,11 +117,8 @@ local function option_hint(name, spec)
   return M.hint(name, names, '--')
 end
 
---- Reads options from args by spec: option name (no dashes) -> 'flag', 'value' or 'list' (a value
--- given any number of times); spec.aliases maps one-letter names ({o = 'out'}). Takes --name,
--- --name=value, --name value and -o value; '--' ends the options, and so does the first positional
--- argument when spec.stop_at_positional is set. Returns opts, positional; or nil, message.
---
+--- Reads options by spec (name -> 'flag', 'value' or 'list'; aliases {o = 'out'}): --name[=value], -o value;
+-- '--' (or, with stop_at_positional, the first positional) ends them. opts, positional; or nil, message.
 -- @signature args.parse_args(args, spec) -> opts, positional | nil, message
 -- @example
 --   local o, rest = args.parse_args({"--seq", "1024", "x"}, {seq = "value"})
@@ -175,10 +165,8 @@ function M.parse_args(args, spec)
   return opts, rest
 end
 
---- The options of a script (`kluabench SCRIPT ARGS`): parse_args by spec; --help (-h) prints usage
--- and exits 0; an unknown option or a positional argument prints "NAME: message" and usage to
--- stderr and exits 2. Returns opts and fail(fmt, ...), which reports the script's own checks so.
---
+--- A script's options: parse_args; --help prints usage (exit 0); a bad argument prints "NAME: message"
+-- and usage to stderr and exits 2, as the fail(fmt, ...) it returns does.
 -- @signature args.script_options(name, usage, args, spec) -> opts, fail
 -- @example
 --   local o = args.script_options("x.lua", "usage: x.lua [--n N]\n", {"--n", "3"}, {n = "value"})
@@ -196,16 +184,12 @@ function M.script_options(name, usage, args, spec)
   return opts, fail
 end
 
---- Raises "interrupted!" when SIGINT or SIGTERM stopped the command but a protected call on the
--- way caught it: commands call it in their loops to stop promptly (engine/main.c then exits 130 or
--- 143).
---
+--- Raises "interrupted!" when SIGINT or SIGTERM stopped the command but a protected call caught it.
 -- @signature args.stop_if_interrupted()
 -- @example
 --   args.stop_if_interrupted()
 function M.stop_if_interrupted()
-  local ok, kb = pcall(require, 'kluabench.core')
-  if ok and type(kb) == 'table' and kb.interrupted() then error('interrupted!', 0) end
+  if core.interrupted() then error('interrupted!', 0) end
 end
 
 return M

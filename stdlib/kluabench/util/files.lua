@@ -1,11 +1,10 @@
 --- Files: whole-file reads, atomic writes, JSON Lines appends, mkdir -p.
-local M = {}
 local args = require 'kluabench.util.args'
-
 local json = require 'kluabench.util.json'
 
--- (busted on a machine without the binary), where only fsync and the JCS
--- markers are missing.
+local M = {}
+
+-- The engine, or false without it (busted without the binary: plain io, no fsync, no JCS markers).
 local core_cache
 local function core()
   if core_cache == nil then
@@ -15,22 +14,11 @@ local function core()
   return core_cache or nil
 end
 
---- The largest file read_file reads (512 MiB): a huge file is refused by its
--- size before any of it is read, not read into a process that grows until
--- the system kills it.
+--- The largest file read_file reads (512 MiB): refused by its size before any of it is read.
 M.MAX_READ_BYTES = 512 * 1024 * 1024
 
---- A whole regular file's bytes, at most max_bytes (default output.MAX_READ_BYTES, 512 MiB); never
--- waits on a FIFO.
---
--- Returns the bytes, or nil and a one-line message naming path and the cause: "path: is a
--- directory", "path: is a FIFO, not a regular file (...)", "path: is a character device, ...",
--- "path: is larger than N bytes (it has M), the most kluabench reads here", "path: No such file
--- or directory". Only regular files are read: a FIFO may have no writer (opening it would wait
--- forever) and a device may never end (/dev/zero). The size is checked before any byte is read,
--- and the read stops at max_bytes should the file grow meanwhile. The engine's kb.read_file does
--- the reading (opened non-blocking, in one allocation).
---
+--- A whole regular file's bytes, at most max_bytes (default files.MAX_READ_BYTES), or nil and "path: cause";
+-- a FIFO or device is never opened, and the size is checked before any byte is read.
 -- @signature report.read_file(path [, max_bytes]) -> text | nil, message
 -- @example
 --   local text, err = report.read_file("results.jsonl")
@@ -51,11 +39,7 @@ function M.read_file(path, max_bytes)
   return text
 end
 
---- report.read_file for text: UTF-16 and UTF-32 files are refused with a message that says so; a
--- UTF-8 byte order mark is dropped.
---
--- Returns text, or nil and "path: reason".
---
+--- report.read_file for text: UTF-16 and UTF-32 refused, a UTF-8 byte order mark dropped.
 -- @signature report.read_text(path [, max_bytes]) -> text | nil, message
 -- @example
 --   local text, err = report.read_text("all_benchmark_data.csv")
@@ -70,12 +54,7 @@ function M.read_text(path, max_bytes)
   return text
 end
 
---- The lines of a text: split at each "\n", one "\r" before it dropped; the piece after the last
--- "\n" is a line too (empty when the text ends with one; a "\r" ending it dropped), as
--- `(text .. "\n"):gmatch("(.-)\r?\n")`
--- gives them, but with a plain search for each newline (that pattern costs about a hundred machine
--- instructions a byte: most of the time of reading a large JSON Lines file).
---
+--- The lines of a text as `(text .. "\n"):gmatch("(.-)\r?\n")` gives them, at a fraction of its cost.
 -- @signature report.lines(text) -> {line, ...}
 -- @example
 --   print(#report.lines("a\r\nb\n")) --> 3
@@ -95,18 +74,11 @@ end
 
 local tmp_counter = 0
 
--- Longest path and file name the system takes (Linux's PATH_MAX and
--- NAME_MAX); a longer one is refused before anything is created.
+-- Linux's NAME_MAX (and PATH_MAX below): a longer path is refused before anything is created.
 local NAME_MAX = 255
-local function path_max()
-  local c = core()
-  return c and c.PATH_MAX or 4096
-end
+local function path_max() local c = core() return c and c.PATH_MAX or 4096 end
 
---- Whether path and each of its names fit the system's limits (kb.PATH_MAX, 255 bytes a name).
---
--- Checks that path is short enough for the system: true, or nil and a message naming it.
---
+--- Whether path and each of its names fit the system's limits: true, or nil and a message naming it.
 -- @signature report.check_path_length(path) -> true | nil, message
 -- @example
 --   assert(report.check_path_length("results/today.jsonl"))
@@ -133,9 +105,7 @@ local function reason(err, name)
   return err
 end
 
--- What path is: 'missing', 'file', 'directory', 'link', 'fifo', 'char',
--- 'block', 'socket', 'other', with the stat table; nil when the engine
--- cannot tell (busted without the binary: treated as a regular file).
+-- What path is (kb.stat's type, or 'missing') and its stat; nil when the engine cannot tell.
 local function kind_of(path, follow)
   local c = core()
   if not (c and c.stat) then return nil end
@@ -148,11 +118,7 @@ end
 local KIND_WORDS = { fifo = 'a FIFO', char = 'a character device', block = 'a block device', socket = 'a socket',
   other = 'an unknown kind of file' }
 
---- Why a path that exists is not a regular file, worded as read_file words it: "is a directory", "is a
--- FIFO, not a regular file (a device or a FIFO may never end)", "is a character device, ..."; nil for
--- a regular file, a path that does not exist, or when the engine cannot tell. Links are followed. The
--- path is stat'ed, never opened: opening a FIFO waits for a writer (or a reader).
---
+--- Why a path that exists is not a regular file, as read_file words it; nil otherwise. Never opened.
 -- @signature report.not_regular(path) -> reason | nil
 -- @example
 --   print(report.not_regular("/dev/null")) --> is a character device, not a regular file (a device or a FIFO may never end)
@@ -164,9 +130,7 @@ function M.not_regular(path)
   return string.format('is %s, not a regular file (a device or a FIFO may never end)', KIND_WORDS[kind] or kind)
 end
 
---- Writes text to stdout and flushes, checking both: nil, "stdout: why" when stdout is full, closed
--- or its reader went away.
---
+--- Writes text to stdout and flushes: nil, "stdout: why" when stdout is full, closed or gone.
 -- @signature report.write_stdout(text) -> true | nil, message
 -- @example
 --   assert(report.write_stdout("one line\n"))
@@ -178,9 +142,7 @@ function M.write_stdout(text)
   return true
 end
 
--- Opens path in io.open's mode, writes text (in one write(2) when
--- unbuffered), flushes and closes, checking each step: true, or nil and
--- "path: why".
+-- Opens path in mode, writes text (one write(2) unbuffered), flushes and closes: true or nil, "path: why".
 local function write_to(path, mode, text, unbuffered)
   local f, err = io.open(path, mode)
   if not f then return nil, string.format('%s: %s', path, reason(err, path)) end
@@ -193,13 +155,12 @@ local function write_to(path, mode, text, unbuffered)
   return true
 end
 
--- Writes text to what path names, in place (devices, FIFOs, a link whose
--- target is missing): nothing to replace atomically there.
+-- Devices, FIFOs, a link whose target is missing: nothing to replace atomically.
 local function write_in_place(path, text) return write_to(path, 'wb', text) end
 
--- The steps of an atomic replacement of target (a regular file or none)
--- through tmp. Raises nothing itself; returns true or nil, reason.
-local function write_replacing(target, tmp, text, mode)
+-- The first steps of an atomic replacement: text written, flushed, fsync'ed and closed in tmp,
+-- given mode. Raises nothing itself; returns true or nil, reason.
+local function write_temp(tmp, text, mode)
   local c = core()
   local f, err = io.open(tmp, 'wb')
   if not f then return nil, reason(err, tmp) end
@@ -213,34 +174,29 @@ local function write_replacing(target, tmp, text, mode)
   local closed, cerr = f:close()
   if ok and not closed then ok, werr = nil, reason(cerr, tmp) end
   if ok and mode and c and c.chmod then ok, werr = c.chmod(tmp, mode) end
+  if not ok then return nil, reason(werr, tmp) end
+  return true
+end
+
+-- The steps of an atomic replacement of target (a regular file or none)
+-- through tmp. Raises nothing itself; returns true or nil, reason.
+local function write_replacing(target, tmp, text, mode)
+  local ok, werr = write_temp(tmp, text, mode)
   if ok then ok, werr = os.rename(tmp, target) end
   if not ok then return nil, reason(werr, tmp) end
   return true
 end
 
---- Writes a file through a temporary file and a rename: readers see the old or the new file, never a
--- part.
---
--- The replaced file's mode is kept; a symbolic link is written through to its target and stays a
--- link; a device, a FIFO or "-" (stdout) is written in place, never replaced by a plain file.
--- Messages name path, not the temporary file, which never stays (also after an interrupt).
---
--- Writes text to path atomically: a temporary file in the same directory is written, flushed,
--- fsync'ed (when the engine offers kb.fsync) and closed, given the mode of the file it replaces,
--- then renamed over path, and the directory is fsync'ed so that the rename itself is durable.
---
+--- Writes text to path through a fsync'ed temporary file and a rename: readers see the old file or the new.
+-- A link is written through to its target; a device, a FIFO or "-" (stdout) in place.
 -- @signature report.write_atomic(path, text) -> true | nil, message
 -- @example
 --   local path = os.tmpname()
 --   assert(report.write_atomic(path, report.encode_pretty({kind = "example"})))
 --   os.remove(path)
 function M.write_atomic(path, text)
-  if type(path) ~= 'string' or path == '' then
-    error("bad argument #1 to 'write_atomic' (path expected)", 2)
-  end
-  if type(text) ~= 'string' then
-    error("bad argument #2 to 'write_atomic' (string expected, got " .. type(text) .. ')', 2)
-  end
+  if type(path) ~= 'string' or path == '' then error("bad argument #1 to 'write_atomic' (path expected)", 2) end
+  if type(text) ~= 'string' then error("bad argument #2 to 'write_atomic' (string expected, got " .. type(text) .. ')', 2) end
   if path == '-' then return M.write_stdout(text) end
   local okl, lerr = M.check_path_length(path)
   if not okl then return nil, lerr end
@@ -261,16 +217,86 @@ function M.write_atomic(path, text)
   local called, ok, werr = pcall(write_replacing, target, tmp, text, st and st.mode)
   if not (called and ok) then
     os.remove(tmp)
-    -- an interrupt (raised here, or caught by the pcall around fsync): raised
-    -- again, now that the temporary file is gone
+    -- an interrupt (raised here, or caught around fsync) is raised again, the temporary file gone
     if not called then error(ok, 0) end
     if c and c.interrupted and c.interrupted() then error('interrupted!', 0) end
     return nil, string.format('%s: %s', path, tostring(werr))
   end
   if c and c.fsync then
-    -- the rename is durable once the directory is; some file systems refuse
-    -- fsync on a directory, and the file is in place by now either way
+    -- the rename is durable once the directory is (some file systems refuse fsync on a directory)
     pcall(c.fsync, target:match('^(.*)/[^/]*$') or '.')
+  end
+  return true
+end
+
+--- Writes several files so that every one is replaced or none is: each file's text goes to a
+-- temporary file beside it first (as write_atomic writes one), and only when all of them are
+-- written are they renamed over their paths, in the order given. A failure before the renames
+-- removes the temporary files and leaves every path as it was. list: {{path, text}, ...}; paths
+-- as write_atomic takes them (a link is written through to its target; a device or a FIFO is
+-- written in place, after the others are renamed; "-" is refused).
+--
+-- @signature report.write_atomic_all(list) -> true | nil, message
+-- @example
+--   local a, b = os.tmpname(), os.tmpname()
+--   assert(report.write_atomic_all({{a, "records\n"}, {b, "samples\n"}}))
+--   os.remove(a); os.remove(b)
+function M.write_atomic_all(list)
+  args.check('report.write_atomic_all', 1, list, 'table', 'list of {path, text}')
+  local plan, c = {}, core()
+  for i, item in ipairs(list) do
+    local path, text = type(item) == 'table' and item[1], type(item) == 'table' and item[2]
+    if type(path) ~= 'string' or path == '' or path == '-' or type(text) ~= 'string' then
+      error(string.format("bad argument #1 to 'write_atomic_all' (element %d: {path, text} expected, a path "
+        .. "other than '-')", i), 2)
+    end
+    local okl, lerr = M.check_path_length(path)
+    if not okl then return nil, lerr end
+    local target, kind, st = path, kind_of(path, false)
+    if kind == 'link' then
+      local real = c and c.realpath(path)
+      if real then target, kind, st = real, kind_of(real, true) else kind = 'in place' end
+    end
+    if kind == 'directory' then return nil, path .. ': is a directory' end
+    local in_place = kind and kind ~= 'missing' and kind ~= 'file'
+    tmp_counter = tmp_counter + 1
+    local stamp = c and c.clock_ns and c.clock_ns() or os.time()
+    plan[i] = { path = path, target = target, text = text, mode = st and st.mode, in_place = in_place,
+      tmp = not in_place and string.format('%s.tmp-%s-%d', target, tostring(stamp), tmp_counter) or nil }
+  end
+  local function remove_temps()
+    for _, p in ipairs(plan) do if p.tmp then os.remove(p.tmp) end end
+  end
+  for _, p in ipairs(plan) do
+    if p.tmp then
+      local called, ok, werr = pcall(write_temp, p.tmp, p.text, p.mode)
+      if not (called and ok) then
+        remove_temps()
+        if not called then error(ok, 0) end
+        if c and c.interrupted and c.interrupted() then error('interrupted!', 0) end
+        return nil, string.format('%s: %s', p.path, tostring(werr))
+      end
+    end
+  end
+  for k, p in ipairs(plan) do
+    if p.tmp then
+      local ok, err = os.rename(p.tmp, p.target)
+      if not ok then
+        for j = k, #plan do if plan[j].tmp then os.remove(plan[j].tmp) end end
+        return nil, string.format('%s: %s', p.path, reason(err, p.tmp))
+      end
+    end
+  end
+  for _, p in ipairs(plan) do
+    if p.in_place then
+      local ok, err = write_in_place(p.path, p.text)
+      if not ok then return nil, err end
+    end
+  end
+  if c and c.fsync then
+    for _, p in ipairs(plan) do
+      if p.tmp then pcall(c.fsync, p.target:match('^(.*)/[^/]*$') or '.') end
+    end
   end
   return true
 end
@@ -293,24 +319,14 @@ function M.is_sqlite(path)
   return head == 'SQLite format 3\0'
 end
 
---- Whether an output path can be written, checked before any work: "-" can; an existing file must be
--- writable, not a directory and not a SQLite database (a history database is never written over); a
--- new file needs an existing, writable directory (a probe file is made and removed). Nothing is
--- truncated.
---
--- The message names path: "out/x.jsonl: cannot write: out does not exist". The harness calls it on
--- --out before measuring.
---
--- Returns true, or nil and a message naming path.
---
+--- Whether an output path can be written, before any work: a writable file that is no directory or SQLite
+-- database, or a new file in a writable directory (probed). Nothing is truncated.
 -- @signature report.check_writable(path) -> true | nil, message
 -- @example
 --   local ok, err = report.check_writable("/nonexistent/run.jsonl")
 --   if not ok then io.stderr:write(err, "\n") end
 function M.check_writable(path)
-  if type(path) ~= 'string' or path == '' then
-    error("bad argument #1 to 'check_writable' (path expected)", 2)
-  end
+  if type(path) ~= 'string' or path == '' then error("bad argument #1 to 'check_writable' (path expected)", 2) end
   if path == '-' then return true end
   local okl, lerr = M.check_path_length(path)
   if not okl then return nil, lerr end
@@ -343,13 +359,7 @@ function M.check_writable(path)
   return true
 end
 
---- Appends value as one JSON line to path ("-" or nil: stdout) and flushes.
---
--- Each finished point is on disk at once, even if a later one crashes.
---
--- The line goes out in one unbuffered write(2) to a file opened for appending, so a process killed
--- at any moment leaves whole lines only. Every write, flush and close is checked.
---
+--- Appends value as one JSON line to path ("-": stdout) in one write(2): a kill leaves whole lines only.
 -- @signature report.append_jsonl(path, value) -> true | nil, message
 -- @example
 --   local path = os.tmpname()
@@ -362,9 +372,7 @@ function M.append_jsonl(path, value)
   return M.append_line(path, line)
 end
 
---- Appends one line of text (a newline is added) to path ("-" or nil: stdout), in one unbuffered
--- write(2) to a file opened for appending, as append_jsonl does.
---
+--- Appends one line of text (a newline added) to path ("-": stdout), as append_jsonl does.
 -- @signature report.append_line(path, line) -> true | nil, message
 -- @example
 --   local path = os.tmpname()
@@ -373,30 +381,20 @@ end
 function M.append_line(path, line)
   args.check('report.append_line', 1, path, 'string', 'path')
   args.check('report.append_line', 2, line, 'string', 'line')
-  if type(line) ~= 'string' then
-    error("bad argument #2 to 'append_line' (string expected, got " .. type(line) .. ')', 2)
-  end
   if path == nil or path == '-' then return M.write_stdout(line .. '\n') end
   return write_to(path, 'a', line .. '\n', true)
 end
 
---- The folder results go to by default: $KLUABENCH_RESULTS, else results/ (the harness's default
--- results files, run-all's run folders, the history's default database).
---
+--- The folder results go to by default: $KLUABENCH_RESULTS, else results/.
 -- @signature report.results_dir() -> path
 -- @example
 --   print(report.results_dir())
 function M.results_dir()
   local dir = os.getenv('KLUABENCH_RESULTS')
-  if dir == nil or dir == '' then return 'results' end
-  return dir
+  return (dir == nil or dir == '') and 'results' or dir
 end
 
---- Creates a directory and its parents when missing, without a shell (a name starting with "-" is a
--- name); a path longer than the system takes is refused before anything is created.
---
--- Returns true or nil, message naming path.
---
+--- Creates a directory and its parents when missing, without a shell: true, or nil and a message.
 -- @signature report.mkdir_p(path) -> true | nil, message
 -- @example
 --   local dir = os.tmpname()

@@ -1,8 +1,8 @@
---- JSON: lua-cjson reads it; this module writes records (pretty, or one line for JSON Lines) with a
--- stable key order, and marks what Lua cannot tell apart: an empty table is written as {} unless
--- json.array{} marks it (kb.jcs's markers, so that a digest sees what the file shows).
+--- JSON: lua-cjson reads it; this module writes records (pretty, or one line) in a stable key order,
+-- and empty tables as {} unless json.array{} marks them (kb.jcs's markers, which digests see too).
 local core = require 'kluabench.core'
 local args = require 'kluabench.util.args'
+local cjson = require('cjson').new()
 
 local M = {}
 
@@ -12,9 +12,7 @@ M.MAX_DEPTH = 1000
 local ARRAY_MT = getmetatable(core.jcs.array {})
 local NULL = core.jcs.null -- the NULL light userdata, as cjson.null
 
---- t[key][...] when every step is a table, else nil: a field of a decoded file that may be missing
--- or of another type.
---
+--- t[key][...] when every step is a table, else nil: a field of a decoded file.
 -- @signature json.get(t, key, ...) -> value | nil
 -- @example
 --   print(json.get({run = {spec = {status = "passed"}}}, "run", "spec", "status")) --> passed
@@ -27,7 +25,6 @@ function M.get(t, ...)
 end
 
 --- Marks t (default {}) to be written as a JSON object when empty.
---
 -- @signature json.object([t]) -> t
 -- @example
 --   local labels = json.object()
@@ -38,7 +35,6 @@ function M.object(t)
 end
 
 --- Marks t (default {}) to be written as a JSON array when empty.
---
 -- @signature json.array([t]) -> t
 -- @example
 --   local samples = json.array()
@@ -49,14 +45,12 @@ function M.array(t)
 end
 
 --- The value JSON null reads as and is written from.
---
 -- @signature json.null() -> value
 -- @example
 --   print(json.decode('{"a": null}').a == json.null()) --> true
 function M.null() return NULL end
 
 --- How a table is written: "object" or "array"; raises for mixed keys or a list with holes.
---
 -- @signature json.table_kind(t) -> "object" | "array"
 -- @example
 --   print(json.table_kind({1, 2})) --> array
@@ -80,11 +74,6 @@ function M.table_kind(t)
   return 'object'
 end
 
----------------------------------------------------------------------------
--- Writing
----------------------------------------------------------------------------
-
--- Shortest decimal digits and exponent n with |x| = 0.d1..dk * 10^n that read back as x.
 local function shortest_digits(x)
   local s
   for prec = 0, 16 do
@@ -95,17 +84,13 @@ local function shortest_digits(x)
   local digits = (int .. frac):gsub('0+$', '')
   return digits == '' and '0' or digits, tonumber(exp) + 1
 end
---- The shortest decimal digits d1..dk and the exponent n with x = 0.d1..dk * 10^n that read back
--- as x (x finite and > 0): what number writers build on.
---
+--- The shortest digits d1..dk and n with x = 0.d1..dk * 10^n that read back as x (x finite, > 0).
 -- @signature json.shortest_digits(x) -> digits, n
 -- @example
 --   print(json.shortest_digits(0.1)) --> 1  0
 M.shortest_digits = shortest_digits
 
---- A number as JSON: integers exactly, floats in the shortest form that reads back (as
--- ECMAScript writes them); raises for NaN and infinities.
---
+--- A number as JSON: integers exactly, floats shortest as ECMAScript writes them; raises for NaN and inf.
 -- @signature json.format_number(x) -> text
 -- @example
 --   print(json.format_number(0.1)) --> 0.1
@@ -132,18 +117,15 @@ end
 
 --- The order of keys in files: the example record's, then ours; other keys after them, sorted.
 M.KEY_ORDER = {
-  'run', 'protocol', 'environment', 'workload', 'implementation',
-  'kind', 'spec', 'metadata', 'apiVersion',
-  'status', 'timing', 'observedAt', 'measurements', 'sourceNative',
-  'protocolDigest', 'workloadDigest', 'environmentDigest', 'implementationDigest',
-  'samples', 'execution', 'check', 'latencyNs', 'memoryMB', 'timer', 'primaryStatistic', 'median',
-  'unit', 'value', 'metric', 'statistic', 'provider', 'kernel', 'operation',
-  'source', 'metrics', 'benchmark', 'externalId', 'name', 'title', 'labels', 'annotations',
-  'harness', 'measurement', 'comparability', 'repository', 'version',
-  'method', 'warmupMs', 'repMs', 'quantiles', 'returnMode', 'estimateCalls', 'l2Flush', 'notes', 'family',
-  'hardware', 'software', 'vendor', 'product', 'formFactor', 'architecture', 'smCount', 'cores', 'l2Bytes',
-  'memoryBytes', 'driver', 'release', 'cudaVersion', 'cudaRuntime', 'kluabench', 'lua', 'os',
-  'parameters', 'dtype', 'bytes', 'flops', 'engine', 'sources', 'build', 'target', 'backend',
+  'run', 'protocol', 'environment', 'workload', 'implementation', 'kind', 'spec', 'metadata', 'apiVersion', 'status',
+  'timing', 'observedAt', 'measurements', 'sourceNative', 'protocolDigest', 'workloadDigest', 'environmentDigest',
+  'implementationDigest', 'samples', 'execution', 'check', 'latencyNs', 'memoryMB', 'timer', 'primaryStatistic',
+  'median', 'unit', 'value', 'metric', 'statistic', 'provider', 'kernel', 'operation', 'source', 'metrics',
+  'benchmark', 'externalId', 'name', 'title', 'labels', 'annotations', 'harness', 'measurement', 'comparability',
+  'repository', 'version', 'method', 'warmupMs', 'repMs', 'quantiles', 'returnMode', 'estimateCalls', 'l2Flush',
+  'notes', 'family', 'hardware', 'software', 'vendor', 'product', 'formFactor', 'architecture', 'smCount', 'cores',
+  'l2Bytes', 'memoryBytes', 'driver', 'release', 'cudaVersion', 'cudaRuntime', 'kluabench', 'lua', 'os', 'parameters',
+  'dtype', 'bytes', 'flops', 'engine', 'sources', 'build', 'target', 'backend',
 }
 local RANK = {}
 for i, k in ipairs(M.KEY_ORDER) do RANK[k] = RANK[k] or i end
@@ -159,7 +141,6 @@ local ESCAPES = { ['"'] = '\\"', ['\\'] = '\\\\', ['\b'] = '\\b', ['\f'] = '\\f'
   ['\t'] = '\\t' }
 
 --- A string as a JSON string literal.
---
 -- @signature json.quote(s) -> text
 -- @example
 --   print(json.quote('say "hi"'))
@@ -172,16 +153,11 @@ end
 
 local function encode(v, out, indent, depth, seen)
   local tv = type(v)
-  if tv == 'string' then
-    out[#out + 1] = M.quote(v)
-  elseif tv == 'number' then
-    out[#out + 1] = M.format_number(v)
-  elseif tv == 'boolean' then
-    out[#out + 1] = tostring(v)
-  elseif v == NULL then
-    out[#out + 1] = 'null'
-  elseif tv ~= 'table' then
-    error('cannot write a ' .. tv .. ' as JSON', 0)
+  if tv == 'string' then out[#out + 1] = M.quote(v)
+  elseif tv == 'number' then out[#out + 1] = M.format_number(v)
+  elseif tv == 'boolean' then out[#out + 1] = tostring(v)
+  elseif v == NULL then out[#out + 1] = 'null'
+  elseif tv ~= 'table' then error('cannot write a ' .. tv .. ' as JSON', 0)
   else
     if seen[v] then error('cannot write a table that contains itself as JSON', 0) end
     if depth >= M.MAX_DEPTH then error(string.format('JSON nesting deeper than %d levels', M.MAX_DEPTH), 0) end
@@ -235,9 +211,7 @@ local function encode(v, out, indent, depth, seen)
   end
 end
 
---- Pretty JSON (2-space indent, keys in json.KEY_ORDER) ending in a newline; nil and a message for
--- a value JSON cannot carry.
---
+--- Pretty JSON (2-space indent, keys in json.KEY_ORDER) ending in a newline; or nil and a message.
 -- @signature json.encode_pretty(v) -> text | nil, message
 -- @example
 --   io.write(json.encode_pretty({kind = "BenchmarkRun", spec = {n = 1}}))
@@ -250,7 +224,6 @@ function M.encode_pretty(v)
 end
 
 --- One-line JSON in the same key order, for JSON Lines; nil and a message as encode_pretty.
---
 -- @signature json.encode_line(v) -> text | nil, message
 -- @example
 --   print(json.encode_line({a = 1}))
@@ -261,17 +234,11 @@ function M.encode_line(v)
   return table.concat(out)
 end
 
----------------------------------------------------------------------------
--- Reading: lua-cjson parses, this wraps it with what records need
----------------------------------------------------------------------------
-
-local cjson = require('cjson').new()
 cjson.decode_invalid_numbers(false) -- NaN, Infinity and hex are not JSON
 cjson.decode_max_depth(M.MAX_DEPTH)
 
--- cjson reads [] and {} alike, as an empty table, but a digest must see which a document holds:
--- before decoding, each empty array outside a string becomes a one-element array of EMPTY, which
--- comes back as json.array{}.
+-- cjson reads [] and {} alike, but a digest must see which a document holds: before decoding, each
+-- empty array outside a string becomes a one-element array of EMPTY, which comes back as json.array{}.
 local EMPTY = '\0kluabench:empty-array\0'
 local EMPTY_JSON = '["\\u0000kluabench:empty-array\\u0000"]'
 
@@ -321,9 +288,7 @@ local function line_col(text, pos)
   return line, pos - last
 end
 
---- Says when text is UTF-16 or UTF-32 (with or without a byte order mark), which kluabench does not
--- read; nil when it may be UTF-8.
---
+--- Says when text is UTF-16 or UTF-32 (with or without a byte order mark); nil when it may be UTF-8.
 -- @signature json.encoding_problem(text) -> message | nil
 -- @example
 --   print(json.encoding_problem("\255\254{\0"))
@@ -343,11 +308,9 @@ function M.encoding_problem(text)
     .. what:match('^(UTF%-%d+)') .. ' -t UTF-8)'
 end
 
---- Parses one JSON text with lua-cjson: integral numbers read as integers, [] as json.array{},
--- null as json.null(). A NUL byte outside a \u0000 escape is refused. Errors say
--- "line L, column C: why near '...'"; code is "trailing" when a
--- complete value is followed by more text (JSON Lines read as JSON), "encoding" for UTF-16/32.
---
+--- Parses one JSON text (integers, [] as json.array{}, null as json.null()): value, or nil, "line L,
+-- column C: why near '...'" and code ("trailing": more text after a value; "encoding": UTF-16/32). A NUL byte
+-- outside a \u0000 escape is refused.
 -- @signature json.decode(text) -> value | nil, message, code
 -- @example
 --   local v = json.decode('{"a": [1, 2]}')
