@@ -109,7 +109,12 @@ EXPLOIT_SRC   := $(filter-out tests/exploits/nvrtc_%.cu tests/exploits/cubin_%.c
 EXPLOIT_SO    := $(patsubst tests/exploits/%.cu,$(EXPLOIT_DIR)/lib%.so,$(EXPLOIT_SRC))
 EXPLOIT_CUBIN := $(if $(filter 1,$(CUDA)),$(patsubst tests/exploits/cubin_%.cu,$(EXPLOIT_DIR)/%.cubin,$(wildcard tests/exploits/cubin_*.cu)))
 EXPLOIT_HDR   := tests/exploits/exploit.h tests/exploits/worker.h $(PLUGIN_HDR)
-plugins: $(PLUGIN_DIR)/libscale_add.so $(TEST_PLUGINS) $(USERCODE) $(LAUNCH_C) $(EXPLOIT_SO) $(EXPLOIT_CUBIN)
+# The honest corpus (tests/honest/, docs/TRUST.md): one plugin, built as the
+# exploit corpus's are (its CUDA entries run ops.cuh's kernels, which the
+# specs also compile with NVRTC at run time).
+HONEST_SO     := $(BUILD)/honest/libhonest_ops.so
+HONEST_DEP    := tests/honest/honest.cu tests/honest/ops.cuh $(PLUGIN_HDR)
+plugins: $(PLUGIN_DIR)/libscale_add.so $(TEST_PLUGINS) $(USERCODE) $(LAUNCH_C) $(EXPLOIT_SO) $(EXPLOIT_CUBIN) $(HONEST_SO)
 
 ifeq ($(CUDA),1)
 $(EXPLOIT_DIR)/lib%.so: tests/exploits/%.cu $(EXPLOIT_HDR)
@@ -120,6 +125,16 @@ else
 $(EXPLOIT_DIR)/lib%.so: tests/exploits/%.cu $(EXPLOIT_HDR)
 	@mkdir -p $(EXPLOIT_DIR)
 	$(call say,PLUGIN,$@)$(CC) -std=c11 -O2 -fPIC -Wall -Wextra -D_GNU_SOURCE -Iinclude -x c -shared -o $@ $< -lpthread
+endif
+ifeq ($(CUDA),1)
+$(HONEST_SO): $(HONEST_DEP)
+	@mkdir -p $(dir $@)
+	$(call say,PLUGIN,$@)$(NVCC) -O2 -std=c++17 -Xcompiler -fPIC,-Wall,-Wextra -gencode arch=compute_90,code=sm_90 \
+	  -Iinclude -shared -o $@ $<
+else
+$(HONEST_SO): $(HONEST_DEP)
+	@mkdir -p $(dir $@)
+	$(call say,PLUGIN,$@)$(CC) -std=c11 -O2 -fPIC -Wall -Wextra -D_GNU_SOURCE -Iinclude -x c -shared -o $@ $< -lm
 endif
 $(EXPLOIT_DIR)/%.cubin: tests/exploits/cubin_%.cu
 	@mkdir -p $(EXPLOIT_DIR)
