@@ -385,7 +385,7 @@ describe('kluabench.kernels.check cannot be switched off or fooled (issue 24, cl
     assert.matches("bad argument #1 to 'plausible'", err_of(policy.plausible, math.huge, 1e9, 3000), 1, true)
     assert.matches("bad argument #2 to 'plausible' (bytes must be a finite number >= 0, got NaN",
       err_of(policy.plausible, 1, 0 / 0, 3000), 1, true)
-    assert.matches("bad argument #3 to 'plausible' (the copy ceiling must be a finite number > 0, got NaN",
+    assert.matches("bad argument #3 to 'plausible' (the bound must be a finite number of GB/s > 0, got NaN",
       err_of(policy.plausible, 0.001, 1e12, 0 / 0), 1, true)
     assert.matches("bad argument #3 to 'plausible'", err_of(policy.plausible, 0.001, 1e12, { copy_gbps = 0 / 0 }),
       1, true)

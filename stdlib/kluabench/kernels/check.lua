@@ -77,8 +77,8 @@ end
 
 --- Compares got with the reference want (one shape, any devices) at got's dtype's tolerance (opts: atol, rtol, name).
 -- Report: n, mismatches, unwritten (NaN where want is not), nan_mismatch, inf_mismatch, want_nan, max_abs, worst
--- {index, got, want}, atol, rtol, message. opts.reduction (the terms each element sums) widens atol by
--- DEFAULT_FACTOR x sqrt(n) x the accumulation's roundoff x the reference's rms.
+-- {index, got, want}, atol, rtol, message. opts.reduction (the terms each element sums; default: the last
+-- dimension) widens atol by DEFAULT_FACTOR x sqrt(n) x the accumulation's roundoff x the reference's rms.
 -- @signature check.compare(got, want [, opts]) -> ok, report
 -- @example
 --   local ref = kb.randn({256}, "f32", 1)
@@ -99,11 +99,11 @@ function M.compare(got, want, opts)
       table.concat(gs, ', '), table.concat(ws, ', ')) }
   end
   local atol, rtol = M.tolerance(got.dtype, opts)
-  local n = opts.reduction
-  if n ~= nil and not (math.type(n) == 'integer' and n >= 1) then
+  local n = opts.reduction or math.max(1, gs[#gs] or 1) -- as reduction_length reads it without the inputs
+  if not (math.type(n) == 'integer' and n >= 1) then
     error("bad argument #3 to 'compare' (reduction must be an integer >= 1, got " .. M.shown(n) .. ')', 2)
   end
-  if n and n > 1 then
+  if n > 1 then
     -- a sum of n terms errs by about sqrt(n) roundoffs of the accumulation times the terms' scale, whatever the
     -- element's own size (an element of a matmul can be near zero): that much more absolute slack, scaled by the
     -- reference's rms (docs/TRUST.md, "The precision bound")
