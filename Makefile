@@ -13,6 +13,9 @@ LIBDIR  := /usr/lib/x86_64-linux-gnu
 LUAINC  := /usr/include/lua5.4
 GIT_COMMIT := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 GIT_DIRTY  := $(shell git diff --quiet HEAD 2>/dev/null || echo -dirty)
+# the repository records name for the built-in kernels (docs/RECORDS.md): only the characters a URL needs reach
+# the recipe's shell and the C string
+GIT_REMOTE := $(shell git config --get remote.origin.url 2>/dev/null | tr -cd 'A-Za-z0-9:/._@~+%=-')
 
 OPT      ?= -O2
 SANITIZE ?=
@@ -69,6 +72,7 @@ KERNEL_FILES := $(sort $(wildcard kernels/*.cu kernels/*.c kernels/*.h))
 $(GEN): FORCE
 	@mkdir -p $(dir $@)
 	@{ echo '#define KB_GIT_COMMIT "$(GIT_COMMIT)$(GIT_DIRTY)"'; \
+	  echo '#define KB_GIT_REMOTE "$(GIT_REMOTE)"'; \
 	  echo '#define KB_BUILD_CFLAGS "$(OPT) $(SANITIZE)"'; \
 	  echo '#define KB_BUILD_NVFLAGS "$(if $(filter 1,$(CUDA)),$(NVFLAGS))"'; \
 	  echo '#define KB_BUILD_CC "$(shell $(CC) --version | head -n1)"'; \

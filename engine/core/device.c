@@ -174,7 +174,7 @@ static int l_memory_info(lua_State *L) {
 }
 
 /*** How this binary was built: cuda (boolean), cflags, nvflags, compiler, nvcc, git_commit,
- * targets.
+ * git_remote (the origin of the work tree it was built in, "" if none), targets.
  *
  * @signature kb.build_info() -> table
  * @section device
@@ -195,6 +195,7 @@ static int l_build_info(lua_State *L) {
   SET_STR("compiler", KB_BUILD_CC);
   SET_STR("nvcc", KB_BUILD_NVCC);
   SET_STR("git_commit", KB_GIT_COMMIT);
+  SET_STR("git_remote", KB_GIT_REMOTE);
   SET_STR("targets", KB_BUILD_TARGETS);
   return 1;
 }

@@ -59,6 +59,10 @@ M.DYNAMIC = {
 
 --- Requires that are not at the top of their file: module -> {required module = why}.
 M.LAZY = {
+  ['kluabench.record.implementation'] = {
+    ['kluabench.util.command'] = "only for a user's code, to ask git its revision: the seed run's built-in providers "
+      .. 'carry their build\'s',
+  },
   ['kluabench.suite.run'] = {
     ['kluabench.measure.memory'] = 'only with --metric memory: the seed run does not load it',
     ['kluabench.measure.energy'] = 'only with --metrics energy: the seed run does not load it',

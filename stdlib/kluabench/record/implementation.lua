@@ -29,9 +29,51 @@ local function check_digest(fname, d)
   end
 end
 
-local function document(name, title, spec)
+local function document(name, title, spec, labels)
   return { apiVersion = M.API_VERSION, kind = 'ImplementationRevision', spec = spec,
-    metadata = { name = name, title = title and title:sub(1, 200) or nil } }
+    metadata = { name = name, title = title and title:sub(1, 200) or nil, labels = labels } }
+end
+
+-- A repository URL as a record may carry it: https, ssh, git or scp-like, without credentials; nil for a path or
+-- anything else (a local clone's origin names no place a reader can fetch).
+local function repository_url(s)
+  if type(s) ~= 'string' or #s > 2000 or s:find('[%c%s]') then return nil end
+  local scheme = s:match('^(%a[%w+.-]*)://')
+  if scheme then
+    if not ({ https = true, http = true, ssh = true, git = true })[scheme:lower()] then return nil end
+    return (s:gsub('^(%a[%w+.-]*://)[^/@]*@', '%1')) -- user:token@ never reaches a record
+  end
+  return s:match('^[%w._-]+@[%w.-]+:[%w._/~-]+$') and s or nil
+end
+M.repository_url = repository_url
+
+-- What git knows of the code in dir: {repository, commit, dirty}, {} outside a git work tree or without git. Loads
+-- util/command only here (layers.LAZY): a user's code needs it, the built-in providers carry their build's revision.
+local revisions = {}
+local function git_revision(dir)
+  if revisions[dir] then return revisions[dir] end
+  local command = require 'kluabench.util.command'
+  local function git(...)
+    local ok, r = pcall(command.capture, { 'git', '-C', dir, ... })
+    if not (ok and r and r.how == 'exit' and r.code == 0) then return nil end
+    return (r.out:gsub('%s+$', ''))
+  end
+  local rev, commit = {}, git('rev-parse', 'HEAD')
+  if commit and #commit == 40 and commit:match('^%x+$') then
+    rev.commit = commit:lower()
+    rev.repository = repository_url(git('config', '--get', 'remote.origin.url'))
+    rev.dirty = (git('status', '--porcelain', '--untracked-files=no') or '') ~= ''
+  end
+  revisions[dir] = rev
+  return rev
+end
+
+-- projectRevision gains the repository (source: the user's --source URL, else git's) and the commit, labels the
+-- dirty state: what kernelindex's Reproducible tier reads (docs/RECORDS.md).
+local function with_revision(spec, rev, source)
+  spec.projectRevision.repository = repository_url(source) or rev.repository
+  spec.projectRevision.commit = rev.commit
+  return rev.dirty and { git_dirty = 'true' } or nil
 end
 
 -- "sha256:<hex>" of a {path = "sha256:<hex>"} listing (JCS of it), or nil.
@@ -94,8 +136,14 @@ function M.builtin(o)
       requirements = next(requirements) and requirements or nil } },
     licensing = { declared = 'MIT', concluded = 'MIT' },
   }
+  -- kluabench's own revision, as the build recorded it ("<sha>" or "<sha>-dirty")
+  local sha, dirty = tostring(build.git_commit or ''):match('^(%x+)(.*)$')
+  local labels = with_revision(spec, { repository = repository_url(os.getenv('KLUABENCH_REPOSITORY'))
+      or repository_url(build.git_remote),
+    commit = sha and #sha == 40 and sha:lower() or nil, dirty = dirty == '-dirty' }, o.source)
   return document(names.dns_name('kluabench', o.kernel, o.provider, o.backend),
-    require('kluabench.kernels').title(o.kernel) .. ' · ' .. o.provider .. ' (kluabench, ' .. o.backend .. ')', spec)
+    require('kluabench.kernels').title(o.kernel) .. ' · ' .. o.provider .. ' (kluabench, ' .. o.backend .. ')', spec,
+    labels)
 end
 
 -- A user kernel's source, callable, build variant and arch, from its info() table.
@@ -185,8 +233,10 @@ function M.user(o)
     for i, v in ipairs(variants) do v.name = i == 1 and v.name or (v.name .. '-' .. i) end
     spec.buildVariants = variants
   end
+  local script = o.script or (arg and arg[0]) or '.'
+  local labels = with_revision(spec, git_revision(script:match('^(.*)/[^/]*$') or '.'), o.source)
   return document(names.dns_name('user', o.kernel, o.provider, (first.source.contentDigest:sub(8, 19))),
-    tostring(o.kernel or 'user kernel') .. ' · ' .. o.provider .. ' (user kernel)', spec)
+    tostring(o.kernel or 'user kernel') .. ' · ' .. o.provider .. ' (user kernel)', spec, labels)
 end
 
 -- The user code this process loaded as a tree_digest listing, or nil: kinds and digests only, so the
@@ -228,8 +278,10 @@ function M.script(o)
   }
   if digest then spec.source = { contentDigest = digest, fileName = basename(script) } end
   if o.loaded_code ~= false then spec.projectRevision.treeDigest = tree_digest(loaded_code_listing(digest)) end
+  local labels = with_revision(spec, git_revision(tostring(script):match('^(.*)/[^/]*$') or '.'), o.source)
   return document(names.dns_name('script', basename(script), o.provider),
-    tostring(o.kernel or basename(script)) .. ' · ' .. o.provider .. ' (declared in ' .. basename(script) .. ')', spec)
+    tostring(o.kernel or basename(script)) .. ' · ' .. o.provider .. ' (declared in ' .. basename(script) .. ')', spec,
+    labels)
 end
 
 return M

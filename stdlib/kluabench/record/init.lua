@@ -371,7 +371,7 @@ function M.builtin_implementation(o)
   return implementation.builtin { operation_digest = o.operation_digest, provider = o.provider, kernel = o.kernel,
     backend = o.backend, symbol = symbol, path = entry.path, language = entry.language,
     sources = M.kernel_sources(o.kernel, entry.sources or k.sources),
-    dtypes = o.dtypes or entry.dtypes or k.dtypes, build = o.build, arch = o.arch }
+    dtypes = o.dtypes or entry.dtypes or k.dtypes, build = o.build, arch = o.arch, source = o.source }
 end
 
 --- implementation.user, operation_digest computed from o.operation (or the shared one) when not given.
@@ -602,7 +602,8 @@ end
 -- the caller's. Required: kernel, mode, provider, result (protocol:run's). Optional: parameters, dtype,
 -- protocol, environment, operation, tensors, workload and operation_document (both: used as they are),
 -- implementation, builtin (false: not the registry's), timed, time, labels, annotations, check, status,
--- reasons, execution, bytes, flops, throughput, noise, session {index, count}, keep_samples, axis_order.
+-- reasons, execution, bytes, flops, throughput, noise, session {index, count}, keep_samples, axis_order, source (the
+-- code's repository URL where git does not say it: projectRevision.repository).
 -- @signature record.from_result{kernel, mode, provider, result, ...} -> bundle
 -- @example
 --   local x = kb.randn({4096}, "f32", 1)
@@ -639,9 +640,10 @@ function M.from_result(o)
   local od = M.digest(op)
   local impl = o.implementation
     or (o.builtin ~= false and M.builtin_implementation { kernel = o.kernel, provider = o.provider, backend = backend,
-      operation_digest = od, mode = o.mode })
+      operation_digest = od, mode = o.mode, source = o.source })
     or implementation.script { operation_digest = od, provider = o.provider, kernel = o.kernel,
-      arch = (environment.spec.hardware or {}).architecture, dtypes = o.dtype and { o.dtype } or nil }
+      arch = (environment.spec.hardware or {}).architecture, dtypes = o.dtype and { o.dtype } or nil,
+      source = o.source }
   local bytes, flops = o.bytes, o.flops
   local kdesc = M.KERNELS[o.kernel]
   if (bytes == nil or flops == nil) and kdesc and kdesc.cost then

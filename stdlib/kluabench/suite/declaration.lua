@@ -1,6 +1,7 @@
 --- The declaration of a benchmark (docs/SUITE.md) as the harness reads it: its fields checked, the options it makes
 -- (--help), the points, and its hooks called with what each returns checked.
 local args = require 'kluabench.util.args'
+local implementation = require 'kluabench.record.implementation'
 local measure = require 'kluabench.measure'
 local bench = require 'kluabench.measure.do_bench'
 local kernels = require 'kluabench.kernels'
@@ -208,6 +209,8 @@ Output:
   --history DB        also add the bundles to a history database (a SQLite file, made
                       when missing, or postgresql://...; docs/HISTORY.md) under the git
                       commit of the current directory; both are checked before timing
+  --source URL        the repository of the code under test, for the records where git
+                      does not name it (docs/RECORDS.md: what makes a record reproducible)
   --help              this text
 
 Every provider's result is checked before it is timed; a wrong result is not
@@ -289,7 +292,7 @@ function M.parse(d, argv)
   local spec = { help = 'flag', ['list-points'] = 'flag', sweep = 'value', dtype = 'value', mode = 'value',
     provider = 'value', protocol = 'value', format = 'value', out = 'value', samples = 'value', ['rep-ms'] = 'value',
     ['warmup-ms'] = 'value', runs = 'value', shard = 'value', timeout = 'value', history = 'value',
-    sessions = 'flag', metric = 'value', metrics = 'value', audits = 'value', aliases = { h = 'help' } }
+    source = 'value', sessions = 'flag', metric = 'value', metrics = 'value', audits = 'value', aliases = { h = 'help' } }
   for _, a in ipairs(d.axes) do spec[M.option_name(a.name)] = 'value' end
   local raw, rest = args.parse_args(argv, spec)
   if not raw then M.usage_error(d.name, '%s', rest) end
@@ -299,7 +302,11 @@ function M.parse(d, argv)
     if raw[opt] == '' then M.usage_error(d.name, "option '--%s' needs a path, got an empty string", opt) end
   end
   local o = { list_points = raw['list-points'], out = raw.out, samples = raw.samples, history = raw.history, axes = {},
-    sessions = raw.sessions }
+    sessions = raw.sessions, source = raw.source }
+  if o.source and not implementation.repository_url(o.source) then
+    M.usage_error(d.name, "option '--source' needs the code's repository as an https, ssh or git URL, got '%s'",
+      args.printable(o.source, 200))
+  end
   for _, a in ipairs(d.axes) do
     local v = raw[M.option_name(a.name)]
     if v then o.axes[a.name] = int_list(d.name, M.option_name(a.name), v, a.max) end

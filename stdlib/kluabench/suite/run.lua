@@ -159,7 +159,7 @@ local function describe(d, ctx, p, provider, bare)
   elseif type(declared) == 'table' then
     local hw = ctx.environment.spec.hardware or {}
     out.implementation = record.user_implementation { provider = provider, kernel = d.name, info = declared,
-      operation_digest = od, arch = hw.architecture, dtypes = { p.dtype } }
+      operation_digest = od, arch = hw.architecture, dtypes = { p.dtype }, source = ctx.o.source }
   elseif declared ~= nil then
     declaration.bad_return(d, 'implementation', nil, declared, "nil, 'builtin', an info() table, a list of them or an "
       .. 'ImplementationRevision document', p, provider)
@@ -199,7 +199,7 @@ local function bundle_of(d, ctx, p, provider, mode, run_index, o)
     workload = desc.workload, operation_document = desc.operation_document, implementation = desc.implementation,
     builtin = desc.builtin == true,
     session = { index = run_index, count = ctx.o.runs }, status = status, reasons = reasons,
-    axis_order = declaration.axis_names(d),
+    axis_order = declaration.axis_names(d), source = ctx.o.source,
   }
 end
 
