@@ -35,8 +35,7 @@ end
 --- A function returning seconds: the engine's monotonic kb.clock_ns / 1e9, else os.time().
 -- @signature progress.default_clock() -> function
 -- @example
---   local now = progress.default_clock()
---   print(now())
+--   print(progress.default_clock()())
 function M.default_clock()
   local core = package.loaded['kluabench.core'] or package.loaded['kluabench']
   if type(core) == 'table' and type(core.clock_ns) == 'function' then
@@ -76,14 +75,13 @@ end
 --- A progress display for a sweep of total points; quiet, stream, tty, clock and width have defaults.
 -- @signature progress.new{total [, quiet, stream, tty, clock, width, label]} -> Progress
 -- @example
---   local p = progress.new{total = 3}
+--   local p <close> = progress.new{total = 3}
 --   for _, n in ipairs({1024, 2048, 4096}) do
 --     p:start("n=" .. n)
 --     local x = kb.randn({n}, "f32", 1)
 --     local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
 --     p:finish(nil, string.format("%.3f ms", r.summary.median))
 --   end
---   p:close()
 function M.new(opts)
   opts = opts or {}
   if type(opts) ~= 'table' then error("bad argument #1 to 'new' (table expected, got " .. type(opts) .. ')', 2) end
@@ -94,8 +92,7 @@ function M.new(opts)
   if total < 0 then error("bad argument #1 to 'new' (opts.total must be >= 0)", 2) end
   local quiet = opts.quiet
   if quiet == nil then quiet = M.quiet_from_env() end
-  local stream = opts.stream or io.stderr
-  local tty = opts.tty
+  local stream, tty = opts.stream or io.stderr, opts.tty
   if tty == nil and not quiet then tty = M.is_tty(stream) end
   local clock = opts.clock or M.default_clock()
   -- also: last_finish (clock() when the last point finished), current (its label), started
@@ -108,9 +105,7 @@ end
 -- @signature p:elapsed() -> seconds
 -- @section progress
 -- @example
---   local p = progress.new{total = 16}
---   p:start("hidden=512 fused")
---   print(p:elapsed())
+--   print(progress.new{total = 16}:elapsed())
 function Progress:elapsed() return self.clock() - self.t0 end
 
 --- Estimated seconds left: the wall time per finished point so far times the points left.
@@ -118,16 +113,13 @@ function Progress:elapsed() return self.clock() - self.t0 end
 -- @section progress
 -- @example
 --   local p = progress.new{total = 16}
---   p:start("hidden=512 fused")
---   p:finish(nil, "0.137 ms")
---   print(p:remaining())
+--   p:start("hidden=512 fused"); p:finish(nil, "0.137 ms"); print(p:remaining())
 function Progress:remaining()
   if self.done == 0 then return nil end
   local left = self.total - self.done
   if left <= 0 then return 0 end
   local per_point = (self.last_finish - self.t0) / self.done
-  local est = per_point * left - math.min(per_point, self.clock() - self.last_finish)
-  return math.max(0, est)
+  return math.max(0, per_point * left - math.min(per_point, self.clock() - self.last_finish))
 end
 
 -- "[ 3/16]"
@@ -155,12 +147,10 @@ local function status(p) return string.format('%s %s  (%s)', counter(p, p.done +
 -- @signature p:start(label)
 -- @section progress
 -- @example
---   local p = progress.new{total = 16}
---   p:start("hidden=512 fused")
+--   progress.new{total = 16}:start("hidden=512 fused")
 function Progress:start(label)
   if self.closed then error('progress: start after close', 2) end
-  self.current = label and tostring(label) or ''
-  self.started = self.clock()
+  self.current, self.started = label and tostring(label) or '', self.clock()
   if self.quiet or not self.tty then return end
   draw(self, status(self))
 end
@@ -172,7 +162,6 @@ end
 --   local p = progress.new{total = 1}
 --   p:start("n=4096")
 --   for i = 1, 100 do kb.randn({4096}, "f32", i); p:tick() end
---   p:finish(nil, "100 samples")
 function Progress:tick()
   if self.quiet or not self.tty or self.closed or not self.current then return end
   local now = self.clock()
@@ -186,16 +175,13 @@ end
 -- @section progress
 -- @example
 --   local p = progress.new{total = 16}
---   p:start("hidden=512 fused")
---   p:finish(nil, "0.137 ms")
+--   p:start("hidden=512 fused"); p:finish(nil, "0.137 ms")
 function Progress:finish(label, summary)
   if self.closed then error('progress: finish after close', 2) end
   local now = self.clock()
   local took = self.started and (now - self.started) or 0
   label = label and tostring(label) or self.current or ''
-  self.last_finish = now
-  self.done = self.done + 1
-  self.current, self.started = nil, nil
+  self.last_finish, self.done, self.current, self.started = now, self.done + 1, nil, nil
   if self.quiet then return end
   local text = string.format('%s %s%s (%s; %s)', counter(self, self.done), label,
     summary and (': ' .. tostring(summary)) or '', M.format_duration(took), times(self))
@@ -211,8 +197,7 @@ end
 -- @signature p:log(text)
 -- @section progress
 -- @example
---   local p = progress.new{total = 16}
---   p:log("warning: clocks were not locked")
+--   progress.new{total = 16}:log("warning: clocks were not locked")
 function Progress:log(text)
   if self.quiet then return end
   text = tostring(text):gsub('\n+$', '')
@@ -243,7 +228,6 @@ function Progress:close()
 end
 
 Progress.__close = Progress.close
-
 M.Progress = Progress
 
 return M

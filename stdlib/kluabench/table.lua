@@ -222,15 +222,12 @@ end
 -- one per session; opts.metrics.energy: the energy columns).
 -- @signature table.results_rows(bundles [, opts]) -> rows
 -- @example
---   local x = kb.randn({4096}, "f32", 1)
---   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
---   local rows = results.results_rows({record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}})
---   print(rows[1].median_ns)
+--   local r = {samples = {0.11, 0.1, 0.12}, protocol = kb.do_bench.do_bench_protocol()}
+--   print(results.results_rows({record.from_result{kernel = "add", mode = "forward", provider = "p", result = r}})[1].n)
 function M.results_rows(bundles, opts)
   args.check('table.results_rows', 1, bundles, 'table', 'list of bundles')
   args.check('table.results_rows', 2, opts, 'table|nil', 'options')
-  local energy = opts and type(opts.metrics) == 'table' and opts.metrics.energy
-  local rows = {}
+  local energy, rows = opts and type(opts.metrics) == 'table' and opts.metrics.energy, {}
   for _, p in ipairs(result.points(bundles)) do
     if opts and opts.sessions then
       for _, s in ipairs(p.sessions) do rows[#rows + 1] = row_of(s, energy) end
@@ -331,10 +328,8 @@ end
 --- The aligned terminal table of bundles: what every row shares in a line above, failures' reasons after.
 -- @signature report.results_table(bundles [, opts]) -> text
 -- @example
---   local x = kb.randn({4096}, "f32", 1)
---   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
---   local bundle = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
---   io.write(report.results_table({bundle}))
+--   local r = {samples = {0.11, 0.1, 0.12}, protocol = kb.do_bench.do_bench_protocol()}
+--   io.write(report.results_table({record.from_result{kernel = "add", mode = "forward", provider = "p", result = r}}))
 function M.results_table(bundles, opts)
   args.check('report.results_table', 1, bundles, 'table', 'list of bundles')
   local rows = M.results_rows(bundles, opts)
@@ -346,10 +341,8 @@ end
 --- The markdown table of a list of bundles, with why a row's check is not passed in a list after it.
 -- @signature report.results_markdown(bundles [, opts]) -> text
 -- @example
---   local x = kb.randn({4096}, "f32", 1)
---   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
---   local bundle = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
---   io.write(report.results_markdown({bundle}))
+--   local r = {samples = {0.11, 0.1, 0.12}, protocol = kb.do_bench.do_bench_protocol()}
+--   io.write(report.results_markdown({record.from_result{kernel = "add", mode = "forward", provider = "p", result = r}}))
 function M.results_markdown(bundles, opts)
   args.check('report.results_markdown', 1, bundles, 'table', 'list of bundles')
   local rows = M.results_rows(bundles, opts)

@@ -1,6 +1,5 @@
 --- kluabench.kernels.check: how far an output may be from its reference: element-wise tolerances by dtype, the
 -- comparison, NaN poison, and the norm-wise precision bound that grows with the reduction length (docs/TRUST.md).
--- kluabench.kernels.checker runs a kernel against them as a user's check does; the audits (kluabench.trust) too.
 local core = require 'kluabench.core'
 local args = require 'kluabench.util.args'
 
@@ -20,7 +19,7 @@ M.ROUNDING_TOLERANCES = {
 }
 
 -- bound before the user's script (trust.integrity)
-local compare_elements = core.compare_elements
+local compare_elements, rel_l2 = core.compare_elements, core.rel_l2
 
 --- v as a message shows it: NaN and infinities by name, a string in quotes.
 -- @signature check.shown(v) -> text
@@ -67,17 +66,15 @@ end
 --- Fills a tensor with NaN, so that elements a kernel does not write read as NaN. Returns t.
 -- @signature check.poison(t) -> t
 -- @example
---   local out = check.poison(kb.empty({4}, "f32"))
---   print(out) -- NaN in every element until a kernel writes them
+--   print(check.poison(kb.empty({4}, "f32"))) -- NaN in every element until a kernel writes them
 function M.poison(t)
   args.check('check.poison', 1, t, 'userdata', 'tensor')
   t:fill_(0 / 0)
   return t
 end
 
---- Compares got with the reference want (one shape, any devices) at got's dtype's tolerance (opts: atol, rtol, name).
--- Report: n, mismatches, unwritten (NaN where want is not), nan_mismatch, inf_mismatch, want_nan, max_abs, worst
--- {index, got, want}, atol, rtol, message.
+--- Compares got with the reference want (one shape, any devices) at got's dtype's tolerance (opts: atol, rtol,
+-- name). Report: n, mismatches, unwritten, nan_mismatch, inf_mismatch, want_nan, max_abs, worst, atol, rtol, message.
 -- @signature check.compare(got, want [, opts]) -> ok, report
 -- @example
 --   local ref = kb.randn({256}, "f32", 1)
@@ -121,23 +118,15 @@ function M.compare(got, want, opts)
   return ok, r
 end
 
--- Precision: bf16 computed where f32 is declared passes loose element-wise tolerances, but its relative L2 error is
--- some 30,000 units of f32's roundoff, where an honest kernel stays within a few.
-local rel_l2 = core.rel_l2 -- bound before the user's script (trust.integrity)
-
 --- The unit roundoff of each dtype: half the distance from 1 to the next number.
 M.UNIT_ROUNDOFF = { bf16 = 2 ^ -8, f16 = 2 ^ -11, f32 = 2 ^ -24, f64 = 2 ^ -53 }
 
---- Units of the unit roundoff an honest result may be off by, norm-wise, per source of error:
--- the output's rounding, and a reduction's accumulation grown by the square root of its length
--- (docs/TRUST.md, "The precision bound", derives it).
+--- Units of the unit roundoff an honest result may be off by, norm-wise, per source of error (docs/TRUST.md, "The
+-- precision bound"): bf16 computed where f32 is declared is some 30,000 units off.
 M.DEFAULT_FACTOR = 8
 
---- The length of the reduction behind an output as the shapes tell it: the larger of the
--- output's last dimension and, over the inputs, their elements per output element (rounded up).
--- A softmax, norm or scan of rows of n columns reads n; a row sum reads n from its input; an
--- element-wise kernel reads its last dimension, which errs on the loose side.
---
+--- The length of the reduction behind an output as the shapes tell it: the larger of the output's last dimension
+-- and, over the inputs, their elements per output element (rounded up).
 -- @signature check.reduction_length(out [, inputs]) -> integer
 -- @example
 --   local x = kb.randn({4, 1024}, "f32", 1, "cpu")
@@ -153,9 +142,8 @@ function M.reduction_length(out, inputs)
   return n
 end
 
---- The norm-wise relative error of got against want and whether it is within factor x max(u, sqrt(n) x u_acc):
--- u the larger of dtype's and got's roundoff, u_acc = min(u, f32's), n = opts.reduction (default 1), factor =
--- opts.factor (default DEFAULT_FACTOR); opts.name for the message.
+--- The norm-wise relative error of got against want and whether it is within factor x max(u, sqrt(n) x u_acc) (u:
+-- dtype's or got's roundoff, u_acc: min(u, f32's)); opts: reduction (n, default 1), factor, name.
 -- @signature check.normwise(got, want, dtype [, opts]) -> ok, rel, limit, message
 -- @example
 --   local x = kb.randn({64}, "f32", 1, "cpu")

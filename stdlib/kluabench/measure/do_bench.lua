@@ -1,4 +1,5 @@
 --- kb.do_bench: triton.testing.do_bench's algorithm as a function and as a protocol (the harness's default).
+local args = require 'kluabench.util.args'
 local measure = require 'kluabench.measure'
 local stats = require 'kluabench.stats'
 
@@ -29,27 +30,19 @@ local function copy(t)
   return c
 end
 
---- triton.testing.do_bench: a 5-call estimate (flushes inside, as triton has it), max(1, warmup / estimate) warm-up
--- calls, max(min_repeat, rep / estimate) repetitions of before_each, flush, timed fn() (min_repeat: 1, CPU_MIN_REPEAT
--- on the cpu, where the flush is twice the last-level cache). opts: warmup_ms, rep_ms, quantiles, return_mode,
--- before_each, device, flush_bytes. Returns what triton returns and the result (samples, summary, quantiles, used:
--- every number it derived).
+--- triton.testing.do_bench (docs/MEASUREMENT.md); opts: warmup_ms, rep_ms, quantiles, return_mode, before_each,
+-- device, flush_bytes. What triton returns, and the result (samples, summary, quantiles, used: what it derived).
 -- @signature do_bench.do_bench(fn [, opts]) -> value, result
 -- @example
---   local q = kb.randn({1, 2048, 32, 16}, "bf16", 1)
---   local k = kb.randn({1, 2048, 8, 16}, "bf16", 2)
---   local f = kb.rope.freqs(2048, 16)
---   local ms = do_bench.do_bench(function() kb.rope.llama4_fwd(q, k, f) end,
---     {rep_ms = 400, quantiles = {0.5, 0.2, 0.8}})
+--   local x = kb.randn({4096}, "f32", 1)
+--   local ms = do_bench.do_bench(function() x:add_(1) end, {rep_ms = 100, quantiles = {0.5, 0.2, 0.8}})
 --   print(ms[1], ms[2], ms[3])
 function M.do_bench(fn, opts)
   if type(fn) ~= 'function' and not (getmetatable(fn) and getmetatable(fn).__call) then
     error("bad argument #1 to 'do_bench' (function expected, got " .. type(fn) .. ')', 2)
   end
   opts = opts or {}
-  if type(opts) ~= 'table' then
-    error("bad argument #2 to 'do_bench' (table of options expected, got " .. type(opts) .. ')', 2)
-  end
+  args.check('do_bench', 2, opts, 'table', 'table of options')
   measure.check_options('do_bench', 2, opts, measure.DO_BENCH_OPTIONS)
   local warmup_ms = opts.warmup_ms or M.DO_BENCH_DEFAULTS.warmup_ms
   local rep_ms = opts.rep_ms or M.DO_BENCH_DEFAULTS.rep_ms
@@ -182,9 +175,7 @@ end
 -- @example
 --   print(do_bench.median_ci_of(kb.stats.describe({1, 2, 3, 4, 5})).lo)
 function M.median_ci_of(summary)
-  if type(summary) ~= 'table' then
-    error("bad argument #1 to 'do_bench.median_ci_of' (summary (stats.describe) expected, got " .. type(summary) .. ')', 2)
-  end
+  args.check('do_bench.median_ci_of', 1, summary, 'table', 'summary (stats.describe)')
   if not summary.ci95 then return nil end
   return { lo = summary.ci95[1], hi = summary.ci95[2], confidence = 0.95, method = 'order statistics',
     flags = summary.ci_flag or '' }
@@ -212,9 +203,7 @@ end
 --   local x = kb.randn({4096}, "f32", 1)
 --   print(do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end).summary.median)
 function M.do_bench_protocol(params)
-  if params ~= nil and type(params) ~= 'table' then
-    error("bad argument #1 to 'do_bench_protocol' (table of parameters expected, got " .. type(params) .. ')', 2)
-  end
+  args.check('do_bench_protocol', 1, params, 'table|nil', 'table of parameters')
   measure.check_options('do_bench_protocol', 1, params or {}, measure.DO_BENCH_OPTIONS)
   params = copy(params)
   params.warmup_ms = params.warmup_ms or M.DO_BENCH_DEFAULTS.warmup_ms

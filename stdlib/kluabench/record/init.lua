@@ -17,12 +17,12 @@ local M = {}
 
 M.API_VERSION = 'kernelindex.dev/v1alpha1'
 
---- The documents of a bundle and their kinds, in the order they are written.
 --- The statuses a run may have (the BenchmarkRun schema's enum): readers trust a status only from this list.
 M.STATUSES = { 'passed', 'incorrect_shape', 'incorrect_dtype', 'incorrect_numerical', 'compile_error', 'runtime_error',
   'timeout', 'resource_exceeded', 'invalid_reference', 'policy_violation', 'suspected_reward_hack',
   'incomplete_evidence', 'revoked' }
 
+--- The documents of a bundle and their kinds, in the order they are written.
 M.MEMBERS = {
   { doc = 'run', kind = 'BenchmarkRun' }, { doc = 'protocol', kind = 'BenchmarkProtocol' },
   { doc = 'environment', kind = 'ExecutionEnvironment' }, { doc = 'workload', kind = 'WorkloadCase' },
@@ -92,7 +92,7 @@ end
 --- The current UTC time as fields, with milliseconds.
 -- @signature record.now() -> time fields
 -- @example
---   print(names.iso8601(record.now()))
+--   print(record.now().year)
 function M.now() return names.utc(core.time_ns() / 1e9) end
 
 --- Rounds to the nearest integer, halves away from zero.
@@ -253,8 +253,7 @@ end
 --- The operation of a benchmark that declares none: its tensors, in place (else one opaque input).
 -- @signature record.describe_operation(kernel, dtype [, tensors]) -> description
 -- @example
---   local d = record.describe_operation("copy", "f32", {src = kb.zeros({4}, "f32", "cpu")})
---   print(d.inputs[1].name, d.inputs[1].shape[1])
+--   print(record.describe_operation("copy", "f32", {src = kb.zeros({4}, "f32", "cpu")}).inputs[1].shape[1]) --> src_d0
 function M.describe_operation(kernel, dtype, tensors)
   args.check('describe_operation', 1, kernel, 'string', 'kernel name')
   local family = names.kebab(kernel)
@@ -332,8 +331,7 @@ function M.workload(o)
   if type(o) ~= 'table' or type(o.kernel) ~= 'string' then
     error("bad argument #1 to 'workload' (table with a kernel string expected)", 2)
   end
-  local params = o.parameters or {}
-  local axes = {}
+  local params, axes = o.parameters or {}, {}
   for k, v in pairs(params) do
     if math.type(v) == 'integer' or (type(v) == 'number' and v == math.floor(v) and math.abs(v) < 2 ^ 53) then
       axes[token(k)] = math.tointeger(v)
@@ -382,8 +380,7 @@ end
 function M.user_implementation(o)
   args.check('user_implementation', 1, o, 'table', 'table')
   if o.operation_digest == nil then
-    local op = o.operation
-    local k = M.KERNELS[o.kernel]
+    local op, k = o.operation, M.KERNELS[o.kernel]
     if op == nil and k and k.kernelindex then op = operation.document(k.kernelindex.operation) end
     if type(op) ~= 'table' then
       error("bad argument #1 to 'user_implementation' (field 'operation_digest' or 'operation' needed: the "
@@ -499,8 +496,7 @@ function M.protocol_spec(spec)
       extra[k] = v
     end
   end
-  m.timer = m.timer or 'host_monotonic'
-  m.primaryStatistic = m.primaryStatistic or 'median'
+  m.timer, m.primaryStatistic = m.timer or 'host_monotonic', m.primaryStatistic or 'median'
   out.measurement = m
   out.harness = type(out.harness) == 'table' and out.harness or { name = 'kluabench' }
   local c = type(out.comparability) == 'table' and out.comparability or {}
@@ -584,8 +580,7 @@ end
 -- {repository, commit} for evidence.harness: KLUABENCH_REPOSITORY is an https URL, the build a clean commit.
 local warned_repository
 local function harness_ref()
-  local commit = tostring(core.git_commit or '')
-  local repo = os.getenv('KLUABENCH_REPOSITORY')
+  local commit, repo = tostring(core.git_commit or ''), os.getenv('KLUABENCH_REPOSITORY')
   if repo and not (repo:match('^https://[^/%s?#]+') and not repo:find('%s')) then
     if warned_repository ~= repo then
       warned_repository = repo
@@ -598,17 +593,13 @@ local function harness_ref()
   return nil
 end
 
---- One sealed bundle of a measured session, its evidence entry attached; every figure and verdict is
--- the caller's. Required: kernel, mode, provider, result (protocol:run's). Optional: parameters, dtype,
--- protocol, environment, operation, tensors, workload and operation_document (both: used as they are),
--- implementation, builtin (false: not the registry's), timed, time, labels, annotations, check, status,
--- reasons, execution, bytes, flops, throughput, noise, session {index, count}, keep_samples, axis_order.
--- @signature record.from_result{kernel, mode, provider, result, ...} -> bundle
+--- One sealed bundle of a measured session (result: protocol:run's), its evidence entry attached; every figure and
+-- verdict is the caller's (docs/RECORDS.md). workload and operation_document, given both, are used as they are.
+-- @signature record.from_result{kernel, mode, provider, result [, parameters, dtype, protocol, environment, operation, tensors, workload, operation_document, implementation, builtin, timed, time, labels, annotations, check, status, reasons, execution, bytes, flops, throughput, noise, session, keep_samples, axis_order]} -> bundle
 -- @example
 --   local x = kb.randn({4096}, "f32", 1)
 --   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
---   local bundle = record.from_result{kernel = "add", mode = "forward", provider = "add_",
---     parameters = {n = 4096}, dtype = "f32", result = r}
+--   local bundle = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
 function M.from_result(o)
   args.check('from_result', 1, o, 'table', 'table')
   for _, f in ipairs { 'kernel', 'mode', 'provider' } do
@@ -629,8 +620,7 @@ function M.from_result(o)
   local protocol = o.protocol or result.protocol
   if not protocol then error("bad argument #1 to 'from_result' (no protocol: give field 'protocol')", 2) end
   local backend = result.backend or core.backend()
-  local environment = o.environment or env.capture()
-  local params = o.parameters or {}
+  local environment, params = o.environment or env.capture(), o.parameters or {}
   local workload, op = o.workload, o.operation_document
   if not (workload and op) then
     workload, op = M.workload { kernel = o.kernel, parameters = params, dtype = o.dtype, operation = o.operation,
@@ -642,15 +632,13 @@ function M.from_result(o)
       operation_digest = od, mode = o.mode })
     or implementation.script { operation_digest = od, provider = o.provider, kernel = o.kernel,
       arch = (environment.spec.hardware or {}).architecture, dtypes = o.dtype and { o.dtype } or nil }
-  local bytes, flops = o.bytes, o.flops
-  local kdesc = M.KERNELS[o.kernel]
+  local bytes, flops, kdesc = o.bytes, o.flops, M.KERNELS[o.kernel]
   if (bytes == nil or flops == nil) and kdesc and kdesc.cost then
     local b, f = kdesc.cost(params, o.dtype and names.dtype_name(o.dtype), o.mode)
     bytes, flops = bytes or b, flops or f
   end
   -- the statistics the protocol computed (stats.describe), for the quantiles it recorded
-  local samples = result.samples
-  local fields, metrics, latency, median_ms = {}, {}, {}, nil
+  local samples, fields, metrics, latency, median_ms = result.samples, {}, {}, {}, nil
   if #samples > 0 then
     local qs = (protocol.params and protocol.params.quantiles) or do_bench.QUANTILES
     local s = result.summary
@@ -723,8 +711,7 @@ function M.from_result(o)
     correctness = o.check, session = session, labels = labels, harness = harness_ref(),
     metric = mem and 'memory' or nil, extra_measurements = extra,
   }
-  local bundle = {
-    run = run,
+  local bundle = { run = run,
     protocol = M.protocol_document(protocol, { mode = o.mode, timed = o.timed, backend = backend, timer = result.timer }),
     environment = environment, workload = workload, implementation = impl, operation = op, project = o.project,
   }

@@ -7,42 +7,29 @@ local args = require 'kluabench.util.args'
 
 local floor, ceil, sqrt, exp, log, abs = math.floor, math.ceil, math.sqrt, math.exp, math.log, math.abs
 
-local function check_list(fname, xs, argn, min_n)
-  if type(xs) ~= 'table' then
-    error(string.format("bad argument #%d to '%s' (list of numbers expected, got %s)", argn, fname, type(xs)), 3)
-  end
-  local n = #xs
-  if n < (min_n or 1) then
-    error(string.format("bad argument #%d to '%s' (at least %d samples needed, got %d)", argn, fname, min_n or 1, n), 3)
-  end
-  for i = 1, n do
-    local x = xs[i]
-    if type(x) ~= 'number' or x ~= x then
-      error(string.format("bad argument #%d to '%s' (element %d is not a number)", argn, fname, i), 3)
-    end
-  end
-  return n
-end
-
 local function sorted_copy(xs, n)
   local s = table.move(xs, 1, n, 1, {})
   table.sort(s)
   return s
 end
 
--- Raises unless xs is a non-empty list of numbers (not NaN: it makes every order statistic void).
-local function check_samples(fname, xs, argn)
+-- Raises unless xs is a non-empty list of numbers (not NaN: it makes every order statistic void); the interval
+-- functions (interval = true) word the errors as they always have.
+local function check_samples(fname, xs, argn, interval)
   argn = argn or 1
   if type(xs) ~= 'table' then
     error(string.format("bad argument #%d to '%s' (list of numbers expected, got %s)", argn, fname, type(xs)), 3)
   end
   local n = #xs
-  if n == 0 then error(string.format("bad argument #%d to '%s' (empty list of samples)", argn, fname), 3) end
+  if n == 0 then
+    error(string.format("bad argument #%d to '%s' (%s)", argn, fname,
+      interval and 'at least 1 samples needed, got 0' or 'empty list of samples'), 3)
+  end
   for i = 1, n do
     local x = xs[i]
     if type(x) ~= 'number' or x ~= x then
-      error(string.format("bad argument #%d to '%s' (element %d is %s, number expected)", argn,
-        fname, i, x ~= x and 'NaN' or type(x)), 3)
+      error(string.format("bad argument #%d to '%s' (element %d %s)", argn, fname, i,
+        interval and 'is not a number' or ('is ' .. (x ~= x and 'NaN' or type(x)) .. ', number expected')), 3)
     end
   end
   return n
@@ -59,9 +46,7 @@ end
 -- @signature stats.sorted(xs) -> {numbers}
 -- @example
 --   print(table.concat(stats.sorted({0.12, 0.1, 0.11}), " ")) --> 0.1 0.11 0.12
-function M.sorted(xs)
-  return sorted_copy(xs, check_samples('sorted', xs))
-end
+function M.sorted(xs) return sorted_copy(xs, check_samples('sorted', xs)) end
 
 local function sorted_quantile(s, n, q)
   local h = q * (n - 1)
@@ -86,12 +71,9 @@ end
 --   local med, p20, p80 = table.unpack(stats.quantiles({0.11, 0.1, 0.13, 0.12, 0.1}, {0.5, 0.2, 0.8}))
 function M.quantiles(xs, qs)
   local n = check_samples('quantiles', xs)
-  if type(qs) ~= 'table' then
-    error("bad argument #2 to 'quantiles' (list of quantiles expected, got " .. type(qs) .. ')', 2)
-  end
+  args.check('quantiles', 2, qs, 'table', 'list of quantiles')
   for i = 1, #qs do check_q('quantiles', qs[i], 2) end
-  local s = sorted_copy(xs, n)
-  local out = {}
+  local s, out = sorted_copy(xs, n), {}
   for i = 1, #qs do out[i] = sorted_quantile(s, n, qs[i]) end
   return out
 end
@@ -110,8 +92,7 @@ end
 -- @example
 --   print(stats.min({3, 1, 2}))
 function M.min(xs)
-  local n = check_samples('min', xs)
-  local m = xs[1]
+  local n, m = check_samples('min', xs), xs[1]
   for i = 2, n do if xs[i] < m then m = xs[i] end end
   return m
 end
@@ -121,8 +102,7 @@ end
 -- @example
 --   print(stats.max({3, 1, 2}))
 function M.max(xs)
-  local n = check_samples('max', xs)
-  local m = xs[1]
+  local n, m = check_samples('max', xs), xs[1]
   for i = 2, n do if xs[i] > m then m = xs[i] end end
   return m
 end
@@ -155,8 +135,7 @@ end
 function M.variance(xs)
   local n = check_samples('variance', xs)
   if n < 2 then return nil, 'variance needs at least 2 samples' end
-  local m = fsum(xs, n) / n
-  local d = {}
+  local m, d = fsum(xs, n) / n, {}
   for i = 1, n do d[i] = (xs[i] - m) ^ 2 end
   return fsum(d, n) / (n - 1)
 end
@@ -189,8 +168,7 @@ end
 function M.summary(xs)
   local n = check_samples('summary', xs)
   local q = M.quantiles(xs, { 0.5, 0.2, 0.8, 0.25, 0.75 })
-  local mean = fsum(xs, n) / n
-  local sd = n >= 2 and M.stdev(xs) or nil
+  local mean, sd = fsum(xs, n) / n, n >= 2 and M.stdev(xs) or nil
   return {
     n = n, min = M.min(xs), max = M.max(xs), mean = mean, stdev = sd, median = q[1], p20 = q[2], p80 = q[3],
     q25 = q[4], q75 = q[5], iqr = q[5] - q[4], rsd = (sd and mean ~= 0) and sd / math.abs(mean) or nil,
@@ -274,19 +252,13 @@ function M.t_cdf(t, df)
     local sum, term = 0, 1
     if df > 1 then
       sum = 1
-      for k = 3, df - 2, 2 do
-        term = term * (k - 1) / k * c2
-        sum = sum + term
-      end
+      for k = 3, df - 2, 2 do term = term * (k - 1) / k * c2; sum = sum + term end
       sum = sn * cs * sum
     end
     a = 2 / math.pi * (th + sum)
   else
     local sum, term = 1, 1
-    for k = 2, df - 2, 2 do
-      term = term * (k - 1) / k * c2
-      sum = sum + term
-    end
+    for k = 2, df - 2, 2 do term = term * (k - 1) / k * c2; sum = sum + term end
     a = sn * sum
   end
   if a > 1 then a = 1 end
@@ -336,10 +308,8 @@ end
 function M.median_ci_ranks(n, confidence)
   args.check('stats.median_ci_ranks', 1, n, 'integer', 'sample count')
   args.check('stats.median_ci_ranks', 2, confidence, 'number|nil', 'confidence')
-  local z = z_of(confidence or 0.95, 'median_ci_ranks')
-  local h = z * sqrt(n) / 2
-  local l = floor(n / 2 - h)
-  local u = ceil(1 + n / 2 + h)
+  local h = z_of(confidence or 0.95, 'median_ci_ranks') * sqrt(n) / 2
+  local l, u = floor(n / 2 - h), ceil(1 + n / 2 + h)
   if l < 1 then l = 1 end
   if u > n then u = n end
   return l, u
@@ -350,7 +320,7 @@ end
 -- @example
 --   print(stats.median_ci({5, 1, 4, 2, 3, 6, 7, 8, 9, 10}, 0.95))
 function M.median_ci(xs, confidence, opts)
-  local n = check_list('median_ci', xs, 1)
+  local n = check_samples('median_ci', xs, 1, true)
   local s = (opts and opts.sorted) and xs or sorted_copy(xs, n)
   local l, u = M.median_ci_ranks(n, confidence or 0.95)
   return s[l], s[u]
@@ -362,7 +332,7 @@ end
 -- @example
 --   print(stats.rse_median({1, 1.1, 0.9, 1.05, 0.95}))
 function M.rse_median(xs, opts)
-  local n = check_list('rse_median', xs, 1)
+  local n = check_samples('rse_median', xs, 1, true)
   local confidence = opts and opts.confidence or 0.95
   local s = (opts and opts.sorted) and xs or sorted_copy(xs, n)
   local med = sorted_median(s, n)
@@ -382,24 +352,15 @@ end
 --   local d = stats.describe({0.11, 0.1, 0.13, 0.12, 0.1, 0.5})
 --   print(d.median, d.ci95[1], d.ci95[2], d.ci_flag) --> 0.115 0.1 0.5 ci=range ci~1
 function M.describe(xs, qs)
-  check_list('describe', xs, 1)
+  check_samples('describe', xs, 1, true)
   local d = M.summary(xs) -- its check also refuses NaN
   local n = d.n
   qs = qs or { 0.5, 0.2, 0.8 }
-  if type(qs) ~= 'table' then
-    error("bad argument #2 to 'describe' (list of quantiles expected, got " .. type(qs) .. ')', 2)
-  end
-  for _, q in ipairs(qs) do
-    if type(q) ~= 'number' or not (q >= 0 and q <= 1) then
-      error(string.format("bad argument #2 to 'describe' (quantile in [0, 1] expected, got %s)", tostring(q)), 2)
-    end
-  end
+  args.check('describe', 2, qs, 'table', 'list of quantiles')
+  for _, q in ipairs(qs) do check_q('describe', q, 2) end
   local s = sorted_copy(xs, n)
   d.quantiles, d.at = {}, {}
-  for i, q in ipairs(qs) do
-    d.quantiles[i] = sorted_quantile(s, n, q)
-    d.at[q] = d.quantiles[i]
-  end
+  for i, q in ipairs(qs) do d.quantiles[i] = sorted_quantile(s, n, q); d.at[q] = d.quantiles[i] end
   if n >= 2 then
     local l, u = M.median_ci_ranks(n, 0.95)
     local lo, hi = s[l], s[u]
