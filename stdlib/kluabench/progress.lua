@@ -1,6 +1,5 @@
---- Progress of a sweep on stderr (never stdout, which stays machine-readable): on a terminal one
--- status line redrawn in place, elsewhere one line per finished point, nothing when quiet (--quiet,
--- KLUABENCH_QUIET=1). The time left is the wall time per finished point so far times the points left.
+--- Progress of a sweep on stderr (never stdout, which stays machine-readable): on a terminal one status line redrawn
+-- in place, elsewhere one line per finished point, nothing when quiet (--quiet, KLUABENCH_QUIET=1).
 local args = require 'kluabench.util.args'
 
 local M = {}

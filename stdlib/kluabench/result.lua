@@ -1,7 +1,6 @@
---- The one result model (docs/ARCHITECTURE.md): a session is one bundle's fields (result.session), a point the
--- sessions of one workload, kernel, mode, provider, device and protocol with the aggregate of the passed ones
--- (result.points: median_ns the mean of their medians, n, pooled p20/p80, ci_pct, means of figures). Every view
--- reads bundles through it and only formats what it gives.
+--- The one result model (docs/ARCHITECTURE.md): a session is one bundle's fields, a point the sessions of one
+-- workload, kernel, mode, provider, device and protocol with the aggregate of the passed ones. Every view reads
+-- bundles through it and only formats what it gives.
 local args = require 'kluabench.util.args'
 local json = require 'kluabench.util.json'
 local stats = require 'kluabench.stats'
@@ -159,7 +158,8 @@ function M.ci_percent(s)
   return 100 * (ci[2] - ci[1]) / (2 * med), flag
 end
 
--- The aggregate of a point's passed sessions (a list with a positive median each, or a memory peak).
+-- The aggregate of a point's passed sessions (each with a positive median, or a memory peak): median_ns the mean of
+-- their medians, n, pooled p20/p80, ci_pct, the means of the figures.
 local function aggregate(p, passed)
   local R = #passed
   if p.metric == 'memory' then
@@ -197,16 +197,15 @@ local function aggregate(p, passed)
   if R == 1 then
     p.ci_pct, p.ci_flag = M.ci_percent(passed[1])
   else
-    local mean = 0
+    local mean, ss = 0, 0
     for _, l in ipairs(logs) do mean = mean + l / R end
-    local ss = 0
     for _, l in ipairs(logs) do ss = ss + (l - mean) ^ 2 end
     p.ci_pct = 100 * stats.t_quantile(0.975, R - 1) * math.sqrt(ss / (R - 1)) / math.sqrt(R)
   end
   if not p.gbps and p.bytes and p.median_ns > 0 then p.gbps = p.bytes / p.median_ns end
 end
 
---- The measured points of bundles in order: sessions, passed, failed, status, implausible, the passed ones' aggregate.
+--- The points of bundles in order: sessions, passed, failed, status, implausible and the passed ones' aggregate.
 -- @signature result.points(bundles) -> list of points
 -- @example
 --   local bs, P = {}, kb.do_bench.do_bench_protocol()

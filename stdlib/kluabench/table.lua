@@ -132,10 +132,8 @@ M.RESULT_COLUMNS = {
 
 --- How far past the copy floor a median may be before the table flags `<floor` (check.CEILING_SPREAD).
 M.CEILING_SPREAD = ceilings.CEILING_SPREAD
-
 --- The width the results table aims to fit (a sweep's rows, and its heading lines).
 M.WIDTH = 120
-
 --- Results with fewer samples than this are flagged `n<5` in the table.
 M.MIN_SAMPLES = 5
 
@@ -223,7 +221,8 @@ end
 -- @signature table.results_rows(bundles [, opts]) -> rows
 -- @example
 --   local r = {samples = {0.11, 0.1, 0.12}, protocol = kb.do_bench.do_bench_protocol()}
---   print(results.results_rows({record.from_result{kernel = "add", mode = "forward", provider = "p", result = r}})[1].n)
+--   local b = record.from_result{kernel = "k", mode = "forward", provider = "p", result = r}
+--   print(results.results_rows({b})[1].n)
 function M.results_rows(bundles, opts)
   args.check('table.results_rows', 1, bundles, 'table', 'list of bundles')
   args.check('table.results_rows', 2, opts, 'table|nil', 'options')
@@ -329,7 +328,7 @@ end
 -- @signature report.results_table(bundles [, opts]) -> text
 -- @example
 --   local r = {samples = {0.11, 0.1, 0.12}, protocol = kb.do_bench.do_bench_protocol()}
---   io.write(report.results_table({record.from_result{kernel = "add", mode = "forward", provider = "p", result = r}}))
+--   io.write(report.results_table({record.from_result{kernel = "k", mode = "forward", provider = "p", result = r}}))
 function M.results_table(bundles, opts)
   args.check('report.results_table', 1, bundles, 'table', 'list of bundles')
   local rows = M.results_rows(bundles, opts)
@@ -342,7 +341,8 @@ end
 -- @signature report.results_markdown(bundles [, opts]) -> text
 -- @example
 --   local r = {samples = {0.11, 0.1, 0.12}, protocol = kb.do_bench.do_bench_protocol()}
---   io.write(report.results_markdown({record.from_result{kernel = "add", mode = "forward", provider = "p", result = r}}))
+--   local b = record.from_result{kernel = "k", mode = "forward", provider = "p", result = r}
+--   io.write(report.results_markdown({b}))
 function M.results_markdown(bundles, opts)
   args.check('report.results_markdown', 1, bundles, 'table', 'list of bundles')
   local rows = M.results_rows(bundles, opts)

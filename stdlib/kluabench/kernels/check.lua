@@ -120,7 +120,6 @@ end
 
 --- The unit roundoff of each dtype: half the distance from 1 to the next number.
 M.UNIT_ROUNDOFF = { bf16 = 2 ^ -8, f16 = 2 ^ -11, f32 = 2 ^ -24, f64 = 2 ^ -53 }
-
 --- Units of the unit roundoff an honest result may be off by, norm-wise, per source of error (docs/TRUST.md, "The
 -- precision bound"): bf16 computed where f32 is declared is some 30,000 units off.
 M.DEFAULT_FACTOR = 8

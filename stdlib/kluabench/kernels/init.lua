@@ -1,12 +1,10 @@
---- The kernel registry: what records and `kluabench list` know of each kernel, from one descriptor per family the
--- engine names (kb.builtin_kernels()): kluabench.kernels.<family> returns {binding, doc, kernels = {name = {title,
--- sources, cost}}}. docs/ADDING_A_KERNEL.md walks through one.
+--- The kernel registry: what records and `kluabench list` know of each kernel, from the descriptor of each family the
+-- engine names (kluabench.kernels.<family>: {binding, doc, kernels}; docs/ADDING_A_KERNEL.md).
 local M = {}
 local args = require 'kluabench.util.args'
 
 --- Record kernel name -> {title, sources, cost, family} (record.KERNELS is this table).
 M.KERNELS = {}
-
 --- The registered families in order: {family, binding, kernels, doc}.
 M.FAMILIES = {}
 

@@ -9,16 +9,12 @@ local floor, max = math.floor, math.max
 
 --- triton.testing.do_bench flushes the L2 by zeroing a buffer of this size.
 M.TRITON_FLUSH_BYTES = 256000000
-
 --- The quantiles the harness reports, as Liger asks do_bench for them (its CSV's y_value_50/20/80).
 M.QUANTILES = measure.QUANTILES
-
 --- Defaults of do_bench (triton's).
 M.DO_BENCH_DEFAULTS = { warmup_ms = 25, rep_ms = 100, return_mode = 'mean' }
-
 --- The harness's do_bench: Liger's repetition time (rep 400 ms) and quantiles.
 M.HARNESS_DEFAULTS = { warmup_ms = M.DO_BENCH_DEFAULTS.warmup_ms, rep_ms = 400, quantiles = M.QUANTILES }
-
 --- The fewest repetitions on the cpu backend: triton's max(1, rep/estimate) can be 1 there.
 M.CPU_MIN_REPEAT = 5
 

@@ -1,6 +1,5 @@
---- Timing: protocols as values (name, params, run(self, fn, ctx), spec(self, info)) and the registry of the built-in
--- ones, a file each (docs/MEASUREMENT.md). Device primitives come through ctx, so a test can fake the clock;
--- ctx.between is called between samples (the audits plug in there; docs/ARCHITECTURE.md).
+--- Timing: protocols as values and the registry of the built-in ones, a file each (docs/MEASUREMENT.md). Device
+-- primitives come through ctx, so a test can fake the clock; the audits plug into ctx.between (docs/ARCHITECTURE.md).
 local core = require 'kluabench.core'
 local args = require 'kluabench.util.args'
 local stats = require 'kluabench.stats'
@@ -25,8 +24,7 @@ local function emulated_graph(fn)
     replay = function(self, n) for _ = 1, n or 1 do fn() end return self end }
 end
 
---- The engine's primitives as a ctx (event, elapsed_ms, synchronize, flush_l2, ..., graph (emulated on the cpu),
--- backend and timer: "cuda_events" or "host_monotonic").
+--- The engine's primitives as a ctx: event, elapsed_ms, synchronize, flush_l2, ..., graph, backend and timer.
 -- @signature measure.device() -> ctx
 -- @example
 --   print(measure.device().timer)

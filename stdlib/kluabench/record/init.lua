@@ -1,5 +1,4 @@
---- kernelindex.dev/v1alpha1 record bundles: one measured session of a point is one bundle {run, protocol,
--- environment, workload, implementation, operation}, built only from the facts it is given (the harness
+--- kernelindex.dev/v1alpha1 record bundles, one per measured session, built only from the facts given (the harness
 -- decides status, throughput and noise). docs/RECORDS.md describes every field and the digest recipe.
 local core = require 'kluabench.core'
 local args = require 'kluabench.util.args'
@@ -253,7 +252,7 @@ end
 --- The operation of a benchmark that declares none: its tensors, in place (else one opaque input).
 -- @signature record.describe_operation(kernel, dtype [, tensors]) -> description
 -- @example
---   print(record.describe_operation("copy", "f32", {src = kb.zeros({4}, "f32", "cpu")}).inputs[1].shape[1]) --> src_d0
+--   print(record.describe_operation("copy", "f32", {src = kb.zeros({4}, "f32", "cpu")}).inputs[1].shape[1])
 function M.describe_operation(kernel, dtype, tensors)
   args.check('describe_operation', 1, kernel, 'string', 'kernel name')
   local family = names.kebab(kernel)
@@ -594,8 +593,12 @@ local function harness_ref()
 end
 
 --- One sealed bundle of a measured session (result: protocol:run's), its evidence entry attached; every figure and
--- verdict is the caller's (docs/RECORDS.md). workload and operation_document, given both, are used as they are.
--- @signature record.from_result{kernel, mode, provider, result [, parameters, dtype, protocol, environment, operation, tensors, workload, operation_document, implementation, builtin, timed, time, labels, annotations, check, status, reasons, execution, bytes, flops, throughput, noise, session, keep_samples, axis_order]} -> bundle
+-- verdict is the caller's.
+--
+-- Optional: parameters, dtype, protocol, environment, operation, tensors, workload and operation_document (both: used
+-- as they are), implementation, builtin, timed, time, labels, annotations, check, status, reasons, execution, bytes,
+-- flops, throughput, noise, session {index, count}, keep_samples, axis_order.
+-- @signature record.from_result{kernel, mode, provider, result, ...} -> bundle
 -- @example
 --   local x = kb.randn({4096}, "f32", 1)
 --   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)

@@ -1,6 +1,5 @@
 --- Descriptive statistics of benchmark samples; no function modifies its list. Quantiles are numpy's default,
--- torch.quantile's and triton's: with sorted a[0..n-1] and h = q (n - 1), (1 - t) a[floor h] + t a[ceil h], t = h -
--- floor h, the very expression triton evaluates, so that our numbers agree with triton's to the last bit.
+-- (1 - t) a[floor h] + t a[ceil h], h = q (n - 1): the very expression triton evaluates, so ours agree to the bit.
 local M = {}
 
 local args = require 'kluabench.util.args'
@@ -344,9 +343,8 @@ function M.rse_median(xs, opts)
   return se / abs(med), med, s[l], s[u]
 end
 
---- Every statistic the harness reports of a session's samples, computed once (results keep it as `summary`):
--- stats.summary's, quantiles (of qs, default {0.5, 0.2, 0.8}), at (q -> value), ci95 = {lo, hi} (median_ci; n >= 2),
--- ci_flag: "ci=range" (the interval is [min, max]), "ci~1" (one outlier more than doubles it), both or nil.
+--- Every statistic the harness reports of a session's samples (a result's `summary`): stats.summary's, quantiles and
+-- at (q -> value) of qs (default {0.5, 0.2, 0.8}), ci95 = {lo, hi} (n >= 2), ci_flag ("ci=range", "ci~1" or both).
 -- @signature stats.describe(xs [, qs]) -> table
 -- @example
 --   local d = stats.describe({0.11, 0.1, 0.13, 0.12, 0.1, 0.5})

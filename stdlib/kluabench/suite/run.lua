@@ -180,8 +180,8 @@ local function bundle_of(d, ctx, p, provider, mode, run_index, o)
   end
   return record.from_result {
     kernel = d.name, mode = mode, provider = provider, parameters = p.params, dtype = p.dtype, result = result,
-    protocol = ctx.protocol, environment = ctx.environment, timed = extra.timed, check = o.check, execution = execution,
-    annotations = extra.annotations, bytes = bytes, flops = flops, throughput = throughput,
+    protocol = ctx.protocol, environment = ctx.environment, timed = extra.timed, check = o.check,
+    execution = execution, annotations = extra.annotations, bytes = bytes, flops = flops, throughput = throughput,
     noise = median_ms and policy.noise(median_ms, ctx.environment, d.name) or nil,
     workload = desc.workload, operation_document = desc.operation_document, implementation = desc.implementation,
     builtin = desc.builtin == true, session = { index = run_index, count = ctx.o.runs }, status = status,

@@ -86,8 +86,7 @@ function census.foreign(records, stream)
       local g = groups[key]
       if not g then
         g = { name = r.name, stream = r.stream, count = 0, ns = 0 }
-        groups[key] = g
-        out[#out + 1] = g
+        groups[key], out[#out + 1] = g, g
       end
       g.count, g.ns = g.count + 1, g.ns + (r.ns or 0)
     end

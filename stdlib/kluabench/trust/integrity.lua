@@ -1,6 +1,5 @@
--- kluabench.trust.integrity: the timing and statistics functions as before the user's script (the host calls
--- capture() first), and which a script replaced: a policy_violation. The debug library and native code evade it
--- (docs/TRUST.md).
+-- The timing and statistics functions as before the user's script (the host calls capture() first), and which a
+-- script replaced: a policy_violation. The debug library and native code evade it (docs/TRUST.md).
 local core = require 'kluabench.core'
 
 local M = {}
@@ -22,7 +21,6 @@ M.CORE = {
   'zeros', 'max_abs_diff', 'rel_l2', 'compare_elements', 'from_table',
 }
 M.CORE_TABLES = { 'trace', 'trust', 'process' }
-
 -- The classes whose methods time or move data (registry names).
 M.CLASSES = { 'kluabench.Event', 'kluabench.Tensor', 'kluabench.Graph', 'kluabench.PluginKernel', 'kluabench.Kernel' }
 
