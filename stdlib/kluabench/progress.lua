@@ -11,8 +11,7 @@ local CLEAR_LINE = '\r\27[2K'
 
 --- True when KLUABENCH_QUIET (the host sets it for --quiet) is set to anything but "" or "0".
 -- @signature progress.quiet_from_env() -> boolean
--- @example
---   if progress.quiet_from_env() then print("quiet") end
+-- @example if progress.quiet_from_env() then print("quiet") end
 function M.quiet_from_env()
   local q = os.getenv('KLUABENCH_QUIET')
   return q ~= nil and q ~= '' and q ~= '0'
@@ -20,8 +19,7 @@ end
 
 --- Whether the stream (default io.stderr) is a terminal (the host's isatty).
 -- @signature progress.is_tty([stream]) -> boolean
--- @example
---   print(progress.is_tty(io.stderr))
+-- @example print(progress.is_tty(io.stderr))
 function M.is_tty(stream)
   args.check('progress.is_tty', 1, stream, 'userdata|table|nil', 'file or stream')
   stream = stream or io.stderr
@@ -33,8 +31,7 @@ end
 
 --- A function returning seconds: the engine's monotonic kb.clock_ns / 1e9, else os.time().
 -- @signature progress.default_clock() -> function
--- @example
---   print(progress.default_clock()())
+-- @example print(progress.default_clock()())
 function M.default_clock()
   local core = package.loaded['kluabench.core'] or package.loaded['kluabench']
   if type(core) == 'table' and type(core.clock_ns) == 'function' then
@@ -51,8 +48,7 @@ end
 
 --- A duration for people: "0.4s", "2m05s", "1h02m".
 -- @signature progress.format_duration(seconds) -> text
--- @example
---   print(progress.format_duration(125)) --> 2m05s
+-- @example print(progress.format_duration(125)) --> 2m05s
 function M.format_duration(s)
   args.check('progress.format_duration', 1, s, 'number|nil', 'seconds')
   if s == nil or s ~= s or s < 0 then return '?' end
@@ -103,8 +99,7 @@ end
 --- Seconds since the display was made.
 -- @signature p:elapsed() -> seconds
 -- @section progress
--- @example
---   print(progress.new{total = 16}:elapsed())
+-- @example print(progress.new{total = 16}:elapsed())
 function Progress:elapsed() return self.clock() - self.t0 end
 
 --- Estimated seconds left: the wall time per finished point so far times the points left.
@@ -145,8 +140,7 @@ local function status(p) return string.format('%s %s  (%s)', counter(p, p.done +
 --- A point starts (on a terminal the status line shows it).
 -- @signature p:start(label)
 -- @section progress
--- @example
---   progress.new{total = 16}:start("hidden=512 fused")
+-- @example progress.new{total = 16}:start("hidden=512 fused")
 function Progress:start(label)
   if self.closed then error('progress: start after close', 2) end
   self.current, self.started = label and tostring(label) or '', self.clock()
@@ -184,19 +178,15 @@ function Progress:finish(label, summary)
   if self.quiet then return end
   local text = string.format('%s %s%s (%s; %s)', counter(self, self.done), label,
     summary and (': ' .. tostring(summary)) or '', M.format_duration(took), times(self))
-  if self.tty then
-    draw(self, text)
-  else
-    if self.prefix then text = self.prefix .. ': ' .. text end
-    write(self, text .. '\n')
-  end
+  if self.tty then draw(self, text) return end
+  if self.prefix then text = self.prefix .. ': ' .. text end
+  write(self, text .. '\n')
 end
 
 --- Writes a message on a line of its own (none when quiet); a terminal's status line is redrawn after it.
 -- @signature p:log(text)
 -- @section progress
--- @example
---   progress.new{total = 16}:log("warning: clocks were not locked")
+-- @example progress.new{total = 16}:log("warning: clocks were not locked")
 function Progress:log(text)
   if self.quiet then return end
   text = tostring(text):gsub('\n+$', '')
@@ -211,8 +201,7 @@ end
 --- Ends the display with "done: N/TOTAL points in T"; safe twice, also `<close>`.
 -- @signature p:close()
 -- @section progress
--- @example
---   local p <close> = progress.new{total = 3}
+-- @example local p <close> = progress.new{total = 3}
 function Progress:close()
   if self.closed then return end
   self.closed = true

@@ -20,8 +20,7 @@ local DURATION_NS = { ns = 1, us = 1e3, ['µs'] = 1e3, ms = 1e6, s = 1e9 }
 
 --- A latencyNs value in ns: a number, or a "<number> ns|us|ms|s" string as the schema allows.
 -- @signature result.duration_ns(v) -> number | nil
--- @example
---   print(result.duration_ns("1.5 us")) --> 1500.0
+-- @example print(result.duration_ns("1.5 us")) --> 1500.0
 function M.duration_ns(v)
   if type(v) == 'number' then return (v == v and v >= 0 and v < math.huge) and v or nil end
   if type(v) ~= 'string' then return nil end
@@ -130,8 +129,7 @@ end
 
 --- A point's identity: what two sessions of one point share.
 -- @signature result.key(session) -> text
--- @example
---   print(result.key({kernel = "k", mode = "forward", provider = "p", id = "n8-fp32", device = "cpu"}))
+-- @example print(result.key({kernel = "k", mode = "forward", provider = "p", id = "n8-fp32", device = "cpu"}))
 function M.key(s)
   return table.concat({ tostring(s.digests and s.digests.workload or s.id), tostring(s.kernel), tostring(s.mode),
     tostring(s.provider), tostring(s.device), tostring(s.protocol), tostring(s.digests and s.digests.protocol),
@@ -144,8 +142,7 @@ local AVERAGED = { 'gbps', 'tflops', 'pct_copy', 'copy_gbps', 'pct_floor', 'floo
 
 --- The 95 % interval's half-width of a session's median in percent of it, and its flag (ci=range, ci~1).
 -- @signature result.ci_percent(session) -> percent, flag | nil
--- @example
---   print(result.ci_percent({median_ns = 1e6, samples_ms = {1, 1.1, 0.9, 1, 1.05, 0.98}}))
+-- @example print(result.ci_percent({median_ns = 1e6, samples_ms = {1, 1.1, 0.9, 1, 1.05, 0.98}}))
 function M.ci_percent(s)
   local ci, flag, med = s.ci_ms, s.ci_flag, s.median_ns and s.median_ns / 1e6
   if not ci then

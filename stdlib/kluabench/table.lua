@@ -28,8 +28,7 @@ local function columns_and_cells(columns, rows)
     cells[r] = {}
     for c, col in ipairs(columns) do
       local s = cell_text(col, row)
-      cells[r][c] = s
-      if ulen(s) > widths[c] then widths[c] = ulen(s) end
+      cells[r][c], widths[c] = s, math.max(widths[c], ulen(s))
     end
   end
   return widths, cells
@@ -61,8 +60,7 @@ end
 
 --- The same table as GitHub markdown, for pasting into pull requests.
 -- @signature report.format_markdown(columns, rows) -> text
--- @example
---   io.write(report.format_markdown({{key = "name"}, {key = "ms"}}, {{name = "fused", ms = 0.14}}))
+-- @example io.write(report.format_markdown({{key = "name"}, {key = "ms"}}, {{name = "fused", ms = 0.14}}))
 function M.format_markdown(columns, rows)
   args.check('report.format_markdown', 1, columns, 'table', 'list of columns')
   args.check('report.format_markdown', 2, rows, 'table', 'list of rows')
@@ -86,8 +84,7 @@ end
 
 --- A number for a table cell with `decimals` places (default 2), e-notation from 1e9, "n/a" if not finite.
 -- @signature report.cell_number(x [, decimals]) -> text | nil
--- @example
---   print(report.cell_number(1.5), report.cell_number(1e300), report.cell_number(0.001))
+-- @example print(report.cell_number(1.5), report.cell_number(1e300), report.cell_number(0.001))
 function M.cell_number(x, decimals)
   if type(x) ~= 'number' then return nil end
   if x ~= x or x == math.huge or x == -math.huge then return 'n/a' end

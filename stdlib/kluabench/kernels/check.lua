@@ -23,8 +23,7 @@ local compare_elements, rel_l2 = core.compare_elements, core.rel_l2
 
 --- v as a message shows it: NaN and infinities by name, a string in quotes.
 -- @signature check.shown(v) -> text
--- @example
---   print(check.shown(0 / 0)) --> NaN
+-- @example print(check.shown(0 / 0)) --> NaN
 function M.shown(v)
   if type(v) == 'string' then return "string '" .. v:sub(1, 40) .. "'" end
   if type(v) ~= 'number' then return type(v) end
@@ -39,8 +38,7 @@ local function finite(v) return type(v) == 'number' and v == v and v > -math.hug
 --- Raises, as argument argn of fn, unless opts.atol and opts.rtol are absent or finite numbers >= 0 (NaN would pass
 -- every element, a negative fail all); level as error's.
 -- @signature check.check_tolerances(opts, fn, argn, level)
--- @example
---   print(pcall(check.check_tolerances, {atol = 0 / 0}, "compare", 3, 1))
+-- @example print(pcall(check.check_tolerances, {atol = 0 / 0}, "compare", 3, 1))
 function M.check_tolerances(opts, fn, argn, level)
   for _, name in ipairs { 'atol', 'rtol' } do
     local v = opts[name]
@@ -53,8 +51,7 @@ end
 
 --- The tolerance of a dtype (opts.atol, opts.rtol override; each a finite number >= 0).
 -- @signature check.tolerance(dtype [, opts]) -> atol, rtol
--- @example
---   print(check.tolerance("bf16"))
+-- @example print(check.tolerance("bf16"))
 function M.tolerance(dtype, opts)
   local t = M.TOLERANCES[dtype]
   if not t then error("bad argument #1 to 'tolerance' (unknown dtype " .. tostring(dtype) .. ')', 2) end
@@ -65,8 +62,7 @@ end
 
 --- Fills a tensor with NaN, so that elements a kernel does not write read as NaN. Returns t.
 -- @signature check.poison(t) -> t
--- @example
---   print(check.poison(kb.empty({4}, "f32"))) -- NaN in every element until a kernel writes them
+-- @example print(check.poison(kb.empty({4}, "f32"))) -- NaN in every element until a kernel writes them
 function M.poison(t)
   args.check('check.poison', 1, t, 'userdata', 'tensor')
   t:fill_(0 / 0)
@@ -161,8 +157,7 @@ function M.normwise(got, want, dtype, opts)
   if math.type(n) ~= 'integer' or n < 1 then
     error("bad argument #4 to 'normwise' (reduction must be an integer >= 1, got " .. tostring(n) .. ')', 2)
   end
-  local own = M.UNIT_ROUNDOFF[got.dtype] or u
-  if own > u then u = own end
+  u = math.max(u, M.UNIT_ROUNDOFF[got.dtype] or u)
   local rel = rel_l2(got, want)
   local limit = factor * math.max(u, math.sqrt(n) * math.min(u, M.UNIT_ROUNDOFF.f32))
   local ok = rel <= limit -- NaN: not ok

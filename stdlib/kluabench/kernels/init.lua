@@ -12,8 +12,7 @@ local function core() return require 'kluabench.core' end
 
 --- Adds a family's descriptor (its kernels to records, kb[binding]'s functions to `kluabench list`); its entry.
 -- @signature kernels.register(family, {binding = name | false, kernels = {...}})
--- @example
---   kernels.register("mine", {binding = false, kernels = {my_op = {title = "My op"}}})
+-- @example kernels.register("mine", {binding = false, kernels = {my_op = {title = "My op"}}})
 function M.register(family, d)
   if type(family) ~= 'string' or family == '' then
     error("bad argument #1 to 'register' (family name expected, got " .. type(family) .. ')', 2)
@@ -40,8 +39,7 @@ end
 
 --- A kernel's title for people; the name when none is known.
 -- @signature kernels.title(name) -> text
--- @example
---   print(kernels.title("llama4_rope"))
+-- @example print(kernels.title("llama4_rope"))
 function M.title(name)
   args.check('kernels.title', 1, name, 'string', 'kernel name')
   local k = M.KERNELS[name]
@@ -50,8 +48,7 @@ end
 
 --- The Lua functions of every registered family with a binding, sorted by name.
 -- @signature kernels.functions(kb) -> {{name, family}, ...}
--- @example
---   for _, f in ipairs(kernels.functions(kb)) do print(f.name) end
+-- @example for _, f in ipairs(kernels.functions(kb)) do print(f.name) end
 function M.functions(kb)
   args.check('kernels.functions', 1, kb, 'table', 'the kluabench module')
   local out = {}

@@ -14,8 +14,7 @@ M.CEILING_SPREAD = 0.01
 
 --- 10^9 bytes per second of moving bytes in ms.
 -- @signature ceilings.gbps(bytes, ms) -> GB/s
--- @example
---   print(ceilings.gbps(1e9, 1)) --> 1000.0
+-- @example print(ceilings.gbps(1e9, 1)) --> 1000.0
 function M.gbps(bytes, ms)
   args.check('ceilings.gbps', 1, bytes, 'number', 'bytes')
   args.check('ceilings.gbps', 2, ms, 'number', 'milliseconds')
@@ -25,8 +24,7 @@ end
 
 --- TFLOP/s of flops in ms.
 -- @signature ceilings.tflops(flops, ms) -> TFLOP/s
--- @example
---   print(ceilings.tflops(1e12, 1000))
+-- @example print(ceilings.tflops(1e12, 1000))
 function M.tflops(flops, ms)
   args.check('ceilings.tflops', 1, flops, 'number', 'flops')
   args.check('ceilings.tflops', 2, ms, 'number', 'milliseconds')
@@ -36,8 +34,7 @@ end
 
 --- x as a percentage of ceiling (nil when either is missing or ceiling <= 0).
 -- @signature ceilings.percent(x, ceiling) -> number | nil
--- @example
---   print(ceilings.percent(3000, 4000)) --> 75.0
+-- @example print(ceilings.percent(3000, 4000)) --> 75.0
 function M.percent(x, ceiling)
   if type(x) ~= 'number' or type(ceiling) ~= 'number' or ceiling <= 0 then return nil end
   return 100 * x / ceiling
@@ -45,8 +42,7 @@ end
 
 --- The roofline floor max(bytes / ceil.copy_gbps, flops / ceil.tflops) and its bound ("memory" | "compute"), or nil.
 -- @signature ceilings.floor_ms(bytes, flops, ceil) -> ms, "memory" | "compute"
--- @example
---   print(ceilings.floor_ms(1e9, nil, {copy_gbps = 4000}))
+-- @example print(ceilings.floor_ms(1e9, nil, {copy_gbps = 4000}))
 function M.floor_ms(bytes, flops, ceil)
   args.check('ceilings.floor_ms', 1, bytes, 'number|nil', 'bytes')
   args.check('ceilings.floor_ms', 2, flops, 'number|nil', 'flops')
@@ -62,8 +58,7 @@ end
 
 --- A point's throughput as a record carries it: {gbps, percentOfCopy, floorMs, boundBy, percentOfFloor}, as apply.
 -- @signature ceilings.throughput(bytes, flops, ms, ceil) -> table
--- @example
---   print(ceilings.throughput(1e9, nil, 0.5, {copy_gbps = 4000}).percentOfCopy) --> 50.0
+-- @example print(ceilings.throughput(1e9, nil, 0.5, {copy_gbps = 4000}).percentOfCopy) --> 50.0
 function M.throughput(bytes, flops, ms, ceil)
   args.check('ceilings.throughput', 1, bytes, 'number|nil', 'bytes')
   args.check('ceilings.throughput', 2, flops, 'number|nil', 'flops')
@@ -85,8 +80,7 @@ end
 
 --- $KLUABENCH_CACHE, else $XDG_CACHE_HOME/kluabench, else ~/.cache/kluabench.
 -- @signature ceilings.cache_dir() -> path
--- @example
---   print(ceilings.cache_dir())
+-- @example print(ceilings.cache_dir())
 function M.cache_dir()
   local d = os.getenv('KLUABENCH_CACHE')
   if d and d ~= '' then return d end
@@ -97,14 +91,12 @@ end
 
 --- The cache file: cache_dir()/ceilings.json.
 -- @signature ceilings.cache_path() -> path
--- @example
---   print(ceilings.cache_path())
+-- @example print(ceilings.cache_path())
 function M.cache_path() return M.cache_dir() .. '/' .. M.FILE end
 
 --- The key of a device in the cache: backend, name, memory and L2 size.
 -- @signature ceilings.device_key(info) -> text
--- @example
---   print(ceilings.device_key(kb.device_info()))
+-- @example print(ceilings.device_key(kb.device_info()))
 function M.device_key(info)
   args.check('ceilings.device_key', 1, info, 'table', 'device info (kb.device_info())')
   return string.format('%s|%s|%s|%s', tostring(info.backend or '?'), tostring(info.name or '?'),
@@ -113,8 +105,7 @@ end
 
 --- The decoded cache {version, devices}; an empty one when the file is missing.
 -- @signature ceilings.load_cache([path]) -> cache | nil, message
--- @example
---   local c = ceilings.load_cache()
+-- @example local c = ceilings.load_cache()
 function M.load_cache(path)
   args.check('ceilings.load_cache', 1, path, 'string|nil', 'cache file path')
   path = path or M.cache_path()
@@ -130,8 +121,7 @@ end
 
 --- The cached entry of a device (a device_info table) as stored: see usable_copy and usable_noise.
 -- @signature ceilings.lookup(info [, path]) -> entry | nil
--- @example
---   local e = ceilings.lookup(kb.device_info())
+-- @example local e = ceilings.lookup(kb.device_info())
 function M.lookup(info, path)
   args.check('ceilings.lookup', 1, info, 'table', 'device info (kb.device_info())')
   args.check('ceilings.lookup', 2, path, 'string|nil', 'cache file path')
@@ -144,8 +134,7 @@ local function finite_positive(x) return type(x) == 'number' and x > 0 and x < m
 
 --- The copy ceiling of a cache entry in GB/s if usable (finite, positive, below 10^6, converged), else nil and why.
 -- @signature ceilings.usable_copy(entry) -> gbps | nil, why
--- @example
---   print(ceilings.usable_copy({copy_gbps = 4000, converged = false}))
+-- @example print(ceilings.usable_copy({copy_gbps = 4000, converged = false}))
 function M.usable_copy(entry)
   if type(entry) ~= 'table' then return nil, 'no cached copy ceiling' end
   local g = entry.copy_gbps
@@ -160,8 +149,7 @@ end
 
 --- The noise figure of a cache entry if usable (sessionNoise.scales: {ms > 0, sd in [0, 1)}), else nil and why.
 -- @signature ceilings.usable_noise(entry) -> figure | nil, why
--- @example
---   print(ceilings.usable_noise({sessionNoise = {scales = {{ms = 0.01, sd = 0.02}}}}))
+-- @example print(ceilings.usable_noise({sessionNoise = {scales = {{ms = 0.01, sd = 0.02}}}}))
 function M.usable_noise(entry)
   local n = type(entry) == 'table' and entry.sessionNoise or nil
   if type(n) ~= 'table' or type(n.scales) ~= 'table' or #n.scales == 0 then
@@ -179,8 +167,7 @@ end
 --- The between-session sd of log median at a median of ms (each scale's sdUpper, else sd, interpolated in log(ms))
 -- and the degrees of freedom of the nearest scale (or nil).
 -- @signature ceilings.noise_at(figure, ms) -> sd, df
--- @example
---   print(ceilings.noise_at({scales = {{ms = 0.01, sd = 0.02}, {ms = 1, sd = 0.004}}}, 0.1)) --> 0.012
+-- @example print(ceilings.noise_at({scales = {{ms = 0.01, sd = 0.02}, {ms = 1, sd = 0.004}}}, 0.1)) --> 0.012
 function M.noise_at(figure, ms)
   args.check('ceilings.noise_at', 1, figure, 'table', 'noise figure')
   args.check('ceilings.noise_at', 2, ms, 'number', 'milliseconds')
@@ -205,8 +192,7 @@ end
 
 --- A cache entry's noise figure for a kernel (sessionNoise.kernels[kernel], else the device's) and its scope, or nil.
 -- @signature ceilings.noise_of(entry [, kernel]) -> figure, scope | nil
--- @example
---   print(ceilings.noise_of({sessionNoise = {scales = {{ms = 0.01, sd = 0.02}}}}, "llama4_rope"))
+-- @example print(ceilings.noise_of({sessionNoise = {scales = {{ms = 0.01, sd = 0.02}}}}, "llama4_rope"))
 function M.noise_of(entry, kernel)
   local n = type(entry) == 'table' and entry.sessionNoise or nil
   if type(n) ~= 'table' then return nil end
@@ -256,8 +242,7 @@ end
 --- The levels of a device's memory, smallest first, {name, bytes, gbps (the fastest any kernel moves a working set
 -- that fits there), source, per_thread}: measured or from the specs (docs/MEASUREMENT.md's table).
 -- @signature ceilings.levels(info [, entry]) -> {{name, bytes, gbps, source}, ...}
--- @example
---   for _, l in ipairs(ceilings.levels(kb.device_info())) do print(l.name, l.bytes, l.gbps, l.source) end
+-- @example for _, l in ipairs(ceilings.levels(kb.device_info())) do print(l.name, l.bytes, l.gbps, l.source) end
 function M.levels(info, entry)
   args.check('ceilings.levels', 1, info, 'table', 'device info (kb.device_info())')
   local measured = {}
@@ -300,8 +285,7 @@ end
 
 --- The level `bytes` moved (read + written) fit in: the first that holds half of them (an in-place working set).
 -- @signature ceilings.level_for(levels, bytes) -> level
--- @example
---   print(ceilings.level_for(ceilings.levels(kb.device_info()), 2^20).name)
+-- @example print(ceilings.level_for(ceilings.levels(kb.device_info()), 2^20).name)
 function M.level_for(levels, bytes)
   args.check('ceilings.level_for', 1, levels, 'table', 'list of levels (ceilings.levels)')
   args.check('ceilings.level_for', 2, bytes, 'number', 'bytes')
@@ -312,8 +296,7 @@ end
 --- ceilings.throughput against the default device's cached copy ceiling (else a `note` says how to get one; never
 -- measures). opts.path: another cache file.
 -- @signature ceilings.cached_throughput(bytes, flops, ms [, opts]) -> table
--- @example
---   print(ceilings.cached_throughput(2 * 2^21, nil, 0.12).gbps) -- 2 MiB read and written in 0.12 ms
+-- @example print(ceilings.cached_throughput(2 * 2^21, nil, 0.12).gbps) -- 2 MiB read and written in 0.12 ms
 function M.cached_throughput(bytes, flops, ms, opts)
   args.check('ceilings.cached_throughput', 1, bytes, 'number|nil', 'bytes')
   args.check('ceilings.cached_throughput', 2, flops, 'number|nil', 'flops')
@@ -345,8 +328,7 @@ end
 --- The between-session noise figure measured on this device (for opts.kernel where measured) at a median of ms;
 -- nil where none was (compare then applies its defaults). opts: kernel, path (another cache file).
 -- @signature ceilings.cached_noise(ms [, opts]) -> {sd, df, scope, measuredAt, sessions} | nil
--- @example
---   print(ceilings.cached_noise(0.01, {kernel = "llama4_rope"}))
+-- @example print(ceilings.cached_noise(0.01, {kernel = "llama4_rope"}))
 function M.cached_noise(ms, opts)
   args.check('ceilings.cached_noise', 1, ms, 'number', 'milliseconds')
   args.check('ceilings.cached_noise', 2, opts, 'table|nil', 'table of options')

@@ -61,13 +61,11 @@ function M.do_bench(fn, opts)
   local flush_req = opts.flush_bytes
   if flush_req == nil and dev.backend ~= 'cpu' then flush_req = M.TRITON_FLUSH_BYTES end
   local function flush() return dev.flush_l2(flush_req) end
-
   fn()
   -- the first flush allocates the buffer (triton's is allocated here too): out of the estimate
   local flush_bytes = flush()
   if type(flush_bytes) ~= 'number' then flush_bytes = nil end
   dev.synchronize()
-
   local s0, e0 = dev.event(), dev.event()
   s0:record()
   for _ = 1, 5 do
@@ -82,7 +80,6 @@ function M.do_bench(fn, opts)
     error(string.format('do_bench: estimated time per call is %s ms; the timer cannot resolve fn '
       .. '(give it more work)', tostring(estimate_ms)), 2)
   end
-
   local n_warmup = max(1, floor(warmup_ms / estimate_ms))
   local n_repeat_triton = max(1, floor(rep_ms / estimate_ms))
   local min_repeat = dev.backend == 'cpu' and M.CPU_MIN_REPEAT or 1
@@ -92,7 +89,6 @@ function M.do_bench(fn, opts)
       .. 'than the %d one measurement keeps (measure.MAX_SAMPLES): lower rep_ms', rep_ms, estimate_ms,
       rep_ms / estimate_ms, measure.MAX_SAMPLES), 2)
   end
-
   local starts, ends = {}, {}
   for i = 1, n_repeat do starts[i], ends[i] = dev.event(), dev.event() end
   -- the between-samples hook takes samples of its own, synchronized
@@ -120,7 +116,6 @@ function M.do_bench(fn, opts)
   end
   dev.synchronize()
   if between then between(nil, n_repeat, extra) end
-
   local samples = {}
   for i = 1, n_repeat do samples[i] = dev.elapsed_ms(starts[i], ends[i]) end
   local summary = stats.describe(samples, quantiles or M.QUANTILES)
@@ -168,8 +163,7 @@ end
 
 --- The interval of the median a summary holds, as the evidence records it; nil for n < 2.
 -- @signature do_bench.median_ci_of(summary) -> {lo, hi, confidence, method, flags} | nil
--- @example
---   print(do_bench.median_ci_of(kb.stats.describe({1, 2, 3, 4, 5})).lo)
+-- @example print(do_bench.median_ci_of(kb.stats.describe({1, 2, 3, 4, 5})).lo)
 function M.median_ci_of(summary)
   args.check('do_bench.median_ci_of', 1, summary, 'table', 'summary (stats.describe)')
   if not summary.ci95 then return nil end
@@ -212,11 +206,10 @@ function M.do_bench_protocol(params)
     spec = function(self, info)
       local p = self.params
       local timer = info.timer or ((info.backend or 'cpu') == 'cuda' and 'cuda_events' or 'host_monotonic')
-      local notes = string.format('Timed: %s, via kluabench bench.do_bench (the algorithm of '
-        .. 'triton.testing.do_bench: 5-call estimate, warm-up %g ms, repetitions %g ms, L2 flushed '
-        .. 'before every repetition outside the timed region) with quantiles %s (%s).',
-        info.timed or 'the benchmarked function', p.warmup_ms, p.rep_ms, quantile_text(p.quantiles),
-        spread_text(p.quantiles))
+      local notes = string.format('Timed: %s, via kluabench bench.do_bench (the algorithm of triton.testing.'
+        .. 'do_bench: 5-call estimate, warm-up %g ms, repetitions %g ms, L2 flushed before every repetition outside '
+        .. 'the timed region) with quantiles %s (%s).', info.timed or 'the benchmarked function', p.warmup_ms,
+        p.rep_ms, quantile_text(p.quantiles), spread_text(p.quantiles))
       local cpu = (info.backend or 'cpu') == 'cpu'
       if timer == 'host_monotonic' then
         notes = notes .. ' Run on the cpu backend: samples are host monotonic-clock times of CPU kernels, not GPU times.'
@@ -243,8 +236,7 @@ end
 
 --- The registry's constructor (measure.protocol("do_bench", params)): a protocol of do_bench's own params.
 -- @signature do_bench.make(params) -> protocol
--- @example
---   print(do_bench.make{rep_ms = 5, warmup_ms = 1}.params.rep_ms) --> 5
+-- @example print(do_bench.make{rep_ms = 5, warmup_ms = 1}.params.rep_ms) --> 5
 function M.make(params)
   local d = {}
   for k, v in pairs(params or {}) do if measure.DO_BENCH_OPTIONS[k] then d[k] = v end end

@@ -26,8 +26,7 @@ end
 
 --- The engine's primitives as a ctx: event, elapsed_ms, synchronize, flush_l2, ..., graph, backend and timer.
 -- @signature measure.device() -> ctx
--- @example
---   print(measure.device().timer)
+-- @example print(measure.device().timer)
 function M.device()
   local e = ENGINE
   local backend = e.backend()
@@ -41,8 +40,7 @@ end
 
 --- A ctx with every primitive: the engine's for nil or the engine's bare table, else ctx (a fake).
 -- @signature measure.complete(ctx) -> ctx
--- @example
---   print(measure.complete(nil).timer)
+-- @example print(measure.complete(nil).timer)
 function M.complete(ctx)
   args.check('measure.complete', 1, ctx, 'table|nil', 'device table')
   if ctx == nil or (ctx.event == core.event and ctx.device_info == nil) then return M.device() end
@@ -51,8 +49,7 @@ end
 
 --- The L2 size of ctx's device; raises when it reports none.
 -- @signature measure.l2_bytes(ctx) -> bytes
--- @example
---   print(measure.l2_bytes(measure.device()))
+-- @example print(measure.l2_bytes(measure.device()))
 function M.l2_bytes(ctx)
   local ok, info = pcall(ctx.device_info or function() return {} end)
   local l2 = ok and type(info) == 'table' and info.l2_bytes or nil
@@ -66,8 +63,7 @@ local REQUIRED = { 'event', 'elapsed_ms', 'synchronize', 'flush_l2' }
 
 --- ctx, or an error when it lacks a primitive every protocol needs.
 -- @signature measure.check_ctx(fname, ctx) -> ctx
--- @example
---   measure.check_ctx("mine", measure.device())
+-- @example measure.check_ctx("mine", measure.device())
 function M.check_ctx(fname, ctx)
   if type(ctx) ~= 'table' then
     error(string.format("bad argument to '%s' (device table expected, got %s)", fname, type(ctx)), 3)
@@ -103,8 +99,7 @@ M.DEFAULTS = {
 
 --- The value of option k in opts, else its default.
 -- @signature measure.option(opts, k) -> value
--- @example
---   print(measure.option({}, "warmup_ms")) --> 10
+-- @example print(measure.option({}, "warmup_ms")) --> 10
 function M.option(opts, k)
   local v = opts[k]
   if v == nil then return M.DEFAULTS[k] end
@@ -165,15 +160,13 @@ local function check_value(name, v, rule)
     and (rule.above and v > lo or not rule.above and v >= lo) and v <= hi
     and (not rule.integer or math.type(v) == 'integer' or v == math.floor(v))
   if ok then return nil end
-  return string.format('%s must be %s %s %g and at most %g%s, got %s', name,
-    rule.integer and 'a whole number' or 'a finite number', rule.above and 'above' or 'from', lo, hi, alts,
-    describe_value(v))
+  return string.format('%s must be %s %s %g and at most %g%s, got %s', name, rule.integer and 'a whole number'
+    or 'a finite number', rule.above and 'above' or 'from', lo, hi, alts, describe_value(v))
 end
 
 --- Checks a table of options against rules (M.OPTIONS, M.DO_BENCH_OPTIONS or one's own); errors name the option.
 -- @signature measure.check_options(fname, argn, opts, rules) -> opts
--- @example
---   print(pcall(measure.check_options, "mine", 1, {warmup_ms = -1}, measure.OPTIONS))
+-- @example print(pcall(measure.check_options, "mine", 1, {warmup_ms = -1}, measure.OPTIONS))
 function M.check_options(fname, argn, opts, rules)
   args.check('check_options', 1, fname, 'string', 'function name')
   args.check('check_options', 2, argn, 'integer', 'argument number')
@@ -228,8 +221,7 @@ end
 
 --- What the protocol says of itself for a BenchmarkProtocol document; info: timed, backend, timer.
 -- @signature protocol:spec([info]) -> spec
--- @example
---   print(kb.do_bench.do_bench_protocol():spec{backend = "cpu"}.measurement.method)
+-- @example print(kb.do_bench.do_bench_protocol():spec{backend = "cpu"}.measurement.method)
 function Protocol:spec(info) return self._spec(self, info or {}) end
 
 local function default_spec(self, info)
@@ -291,8 +283,7 @@ end
 
 --- Whether v is a protocol (measure.protocol made it).
 -- @signature measure.is_protocol(v) -> boolean
--- @example
---   print(measure.is_protocol(kb.do_bench.do_bench_protocol())) --> true
+-- @example print(measure.is_protocol(kb.do_bench.do_bench_protocol())) --> true
 function M.is_protocol(v) return getmetatable(v) == Protocol end
 
 --- One measurement of fn by a built-in protocol, start to end: its result.

@@ -25,8 +25,7 @@ function M.split_gpu_name(name)
   local words = {}
   for w in name:gmatch('%S+') do words[#words + 1] = w end
   if #words == 0 then return nil, '', nil end
-  local i, vendor = 1, vendor_of_word(words[1])
-  local product = {}
+  local i, vendor, product = 1, vendor_of_word(words[1]), {}
   if vendor then product[1], i = words[1], 2 end
   while words[i] and FAMILY[words[i]:lower()] ~= nil do
     vendor = vendor or FAMILY[words[i]:lower()] or nil

@@ -52,8 +52,7 @@ local function finite(v) return type(v) == 'number' and v == v and v > -math.hug
 
 --- A document {apiVersion = "kernelindex.dev/v1alpha1", kind, metadata, spec}.
 -- @signature record.document(kind, spec [, metadata]) -> document
--- @example
---   local doc = record.document("SoftwareProject", {name = "mine"}, {name = "mine"})
+-- @example local doc = record.document("SoftwareProject", {name = "mine"}, {name = "mine"})
 function M.document(kind, spec, metadata)
   args.check('record.document', 1, kind, 'string', 'kind string')
   args.check('record.document', 2, spec, 'table', 'spec table')
@@ -62,8 +61,7 @@ end
 
 --- The digest of a document: "sha256:" .. hex(SHA-256(JCS({apiVersion, kind, spec}))).
 -- @signature record.digest(doc) -> "sha256:<hex>"
--- @example
---   print(record.digest(record.document("SoftwareProject", {name = "mine"}, {name = "mine"})))
+-- @example print(record.digest(record.document("SoftwareProject", {name = "mine"}, {name = "mine"})))
 function M.digest(doc)
   if type(doc) ~= 'table' or type(doc.spec) ~= 'table' then
     error("bad argument #1 to 'digest' (document with a spec table expected)", 2)
@@ -90,14 +88,12 @@ end
 
 --- The current UTC time as fields, with milliseconds.
 -- @signature record.now() -> time fields
--- @example
---   print(record.now().year)
+-- @example print(record.now().year)
 function M.now() return names.utc(core.time_ns() / 1e9) end
 
 --- Rounds to the nearest integer, halves away from zero.
 -- @signature record.round(x) -> integer
--- @example
---   print(record.round(2.5)) --> 3
+-- @example print(record.round(2.5)) --> 3
 function M.round(x)
   args.check('record.round', 1, x, 'number', 'number')
   local r = x >= 0 and math.floor(x + 0.5) or -math.floor(-x + 0.5)
@@ -106,8 +102,7 @@ end
 
 --- The statistic name of a quantile: 0.2 -> "p20", 0.999 -> "p99_9".
 -- @signature record.quantile_name(q) -> text
--- @example
---   print(record.quantile_name(0.2)) --> p20
+-- @example print(record.quantile_name(0.2)) --> p20
 function M.quantile_name(q)
   args.check('record.quantile_name', 1, q, 'number', 'quantile')
   return (('p' .. string.format('%g', q * 100)):gsub('%.', '_'))
@@ -115,8 +110,7 @@ end
 
 --- The sourceNative metric name of a quantile: 0.2 -> "ms_20".
 -- @signature record.metric_name(q [, unit]) -> text
--- @example
---   print(record.metric_name(0.5)) --> ms_50
+-- @example print(record.metric_name(0.5)) --> ms_50
 function M.metric_name(q, unit)
   args.check('record.metric_name', 1, q, 'number', 'quantile')
   args.check('record.metric_name', 2, unit, 'string|nil', 'unit')
@@ -125,8 +119,7 @@ end
 
 --- A copy of a value with only what JSON carries (no functions, userdata, non-finite numbers, odd keys).
 -- @signature record.json_safe(v) -> copy | nil
--- @example
---   print(kb.jcs.encode(record.json_safe({a = 1, f = print, x = 0 / 0})))
+-- @example print(kb.jcs.encode(record.json_safe({a = 1, f = print, x = 0 / 0})))
 function M.json_safe(v, depth)
   depth = depth or 0
   local t = type(v)
@@ -147,8 +140,7 @@ local ROOT = debug.getinfo(1, 'S').source:match('^@(.*)/stdlib/kluabench/record/
 
 --- SHA-256 of a kernel's source files: the binary's (kb.kernel_sources), else the checkout's; nil if none.
 -- @signature record.kernel_sources(kernel [, files]) -> {path = "sha256:<hex>"} | nil
--- @example
---   for path, d in pairs(record.kernel_sources("llama4_rope") or {}) do print(path, d) end
+-- @example for path, d in pairs(record.kernel_sources("llama4_rope") or {}) do print(path, d) end
 function M.kernel_sources(kernel, files)
   args.check('record.kernel_sources', 1, kernel, 'string', 'kernel name')
   args.check('record.kernel_sources', 2, files, 'table|nil', 'list of files')
@@ -169,8 +161,7 @@ end
 
 --- A kernel's title for people; the name when none is known.
 -- @signature record.kernel_title(kernel) -> text
--- @example
---   print(record.kernel_title("llama4_rope"))
+-- @example print(record.kernel_title("llama4_rope"))
 function M.kernel_title(kernel)
   args.check('record.kernel_title', 1, kernel, 'string', 'kernel name')
   return kernels.title(kernel)
@@ -208,8 +199,7 @@ for field, m in pairs(M.MEASUREMENTS) do FIELD_OF[m.metric .. '|' .. m.unit .. '
 
 --- The measurements[] list of a table of figures (field -> number; true counts as 1), then extra.
 -- @signature record.measurement_list(fields [, extra]) -> list
--- @example
---   print(#record.measurement_list({gbps = 812.5, bytes = 2^20}))
+-- @example print(#record.measurement_list({gbps = 812.5, bytes = 2^20}))
 function M.measurement_list(fields, extra)
   args.check('record.measurement_list', 1, fields, 'table', 'table of fields')
   args.check('record.measurement_list', 2, extra, 'table|nil', 'list of measurements')
@@ -251,8 +241,7 @@ end
 
 --- The operation of a benchmark that declares none: its tensors, in place (else one opaque input).
 -- @signature record.describe_operation(kernel, dtype [, tensors]) -> description
--- @example
---   print(record.describe_operation("copy", "f32", {src = kb.zeros({4}, "f32", "cpu")}).inputs[1].shape[1])
+-- @example print(record.describe_operation("copy", "f32", {src = kb.zeros({4}, "f32", "cpu")}).inputs[1].shape[1])
 function M.describe_operation(kernel, dtype, tensors)
   args.check('describe_operation', 1, kernel, 'string', 'kernel name')
   local family = names.kebab(kernel)
@@ -309,8 +298,7 @@ end
 
 --- Whether a point lands on a workload kernelindex shares with another tool (its own operation).
 -- @signature record.is_shared(kernel, parameters, dtype) -> boolean
--- @example
---   print(record.is_shared("rope", {hidden = 512, seq = 2048, q_heads = 32, kv_heads = 8}, "bf16")) --> true
+-- @example print(record.is_shared("rope", {hidden = 512, seq = 2048, q_heads = 32, kv_heads = 8}, "bf16")) --> true
 function M.is_shared(kernel, parameters, dtype) return shared(kernel, parameters, dtype) ~= nil end
 
 -- The case_order of o as tokens, or nil.
@@ -404,8 +392,7 @@ end
 
 --- A run's metadata.name from its parts: a slug of at most 200 characters, cut with a digest suffix.
 -- @signature record.run_name(...) -> name
--- @example
---   print(record.run_name("kluabench", "rope", "forward", "fused"))
+-- @example print(record.run_name("kluabench", "rope", "forward", "fused"))
 function M.run_name(...)
   local parts = {}
   for i = 1, select('#', ...) do
@@ -479,8 +466,7 @@ end
 --- A BenchmarkProtocol spec of a protocol's spec(): the schema's fields stay, warmupMs becomes
 -- warmupDuration (ns), every other parameter goes into the digested notes ("Parameters: {...}").
 -- @signature record.protocol_spec(spec) -> spec
--- @example
---   print(record.protocol_spec({measurement = {timer = "cuda_events", repMs = 100}}).comparability.notes)
+-- @example print(record.protocol_spec({measurement = {timer = "cuda_events", repMs = 100}}).comparability.notes)
 function M.protocol_spec(spec)
   args.check('protocol_spec', 1, spec, 'table', 'table')
   local out, extra = {}, {}
@@ -510,8 +496,7 @@ end
 
 --- The BenchmarkProtocol document of a protocol for a mode. info: mode, timed (words), backend, timer.
 -- @signature record.protocol_document(protocol [, info]) -> document
--- @example
---   print(record.protocol_document(kb.do_bench.do_bench_protocol(), {mode = "forward"}).metadata.name)
+-- @example print(record.protocol_document(kb.do_bench.do_bench_protocol(), {mode = "forward"}).metadata.name)
 function M.protocol_document(protocol, info)
   args.check('record.protocol_document', 1, protocol, 'table', 'protocol (measure.protocol)')
   args.check('record.protocol_document', 2, info, 'table|nil', 'table of facts')
@@ -567,8 +552,7 @@ end
 
 --- {gbps, tflops} of a median from the workload's bytes and flops alone (no ceiling); nil without either.
 -- @signature record.throughput(bytes, flops, median_ms) -> {gbps, tflops} | nil
--- @example
---   print(record.throughput(2^30, nil, 1.0).gbps)
+-- @example print(record.throughput(2^30, nil, 1.0).gbps)
 function M.throughput(bytes, flops, median_ms)
   if not (finite(median_ms) and median_ms > 0) or (type(bytes) ~= 'number' and type(flops) ~= 'number') then
     return nil

@@ -43,8 +43,7 @@ end
 
 --- A sorted copy of xs.
 -- @signature stats.sorted(xs) -> {numbers}
--- @example
---   print(table.concat(stats.sorted({0.12, 0.1, 0.11}), " ")) --> 0.1 0.11 0.12
+-- @example print(table.concat(stats.sorted({0.12, 0.1, 0.11}), " ")) --> 0.1 0.11 0.12
 function M.sorted(xs) return sorted_copy(xs, check_samples('sorted', xs)) end
 
 local function sorted_quantile(s, n, q)
@@ -56,8 +55,7 @@ end
 
 --- The q-quantile (0 <= q <= 1) by linear interpolation between closest ranks (numpy's default).
 -- @signature stats.quantile(xs, q) -> number
--- @example
---   print(stats.quantile({4, 1, 3, 2}, 0.2)) --> 1.6
+-- @example print(stats.quantile({4, 1, 3, 2}, 0.2)) --> 1.6
 function M.quantile(xs, q)
   local n = check_samples('quantile', xs)
   check_q('quantile', q, 2)
@@ -66,8 +64,7 @@ end
 
 --- Several quantiles at once (one sort), in the order of qs.
 -- @signature stats.quantiles(xs, qs) -> {numbers}
--- @example
---   local med, p20, p80 = table.unpack(stats.quantiles({0.11, 0.1, 0.13, 0.12, 0.1}, {0.5, 0.2, 0.8}))
+-- @example local med, p20, p80 = table.unpack(stats.quantiles({0.11, 0.1, 0.13, 0.12, 0.1}, {0.5, 0.2, 0.8}))
 function M.quantiles(xs, qs)
   local n = check_samples('quantiles', xs)
   args.check('quantiles', 2, qs, 'table', 'list of quantiles')
@@ -79,8 +76,7 @@ end
 
 --- The median (the mean of the two middle samples when n is even).
 -- @signature stats.median(xs) -> number
--- @example
---   print(stats.median({3, 1, 2, 10})) --> 2.5
+-- @example print(stats.median({3, 1, 2, 10})) --> 2.5
 function M.median(xs)
   local n = check_samples('median', xs)
   return sorted_quantile(sorted_copy(xs, n), n, 0.5)
@@ -88,8 +84,7 @@ end
 
 --- The smallest sample.
 -- @signature stats.min(xs) -> number
--- @example
---   print(stats.min({3, 1, 2}))
+-- @example print(stats.min({3, 1, 2}))
 function M.min(xs)
   local n, m = check_samples('min', xs), xs[1]
   for i = 2, n do if xs[i] < m then m = xs[i] end end
@@ -98,8 +93,7 @@ end
 
 --- The largest sample.
 -- @signature stats.max(xs) -> number
--- @example
---   print(stats.max({3, 1, 2}))
+-- @example print(stats.max({3, 1, 2}))
 function M.max(xs)
   local n, m = check_samples('max', xs), xs[1]
   for i = 2, n do if xs[i] > m then m = xs[i] end end
@@ -120,8 +114,7 @@ end
 
 --- The arithmetic mean (compensated summation).
 -- @signature stats.mean(xs) -> number
--- @example
---   print(stats.mean({1, 2, 3})) --> 2.0
+-- @example print(stats.mean({1, 2, 3})) --> 2.0
 function M.mean(xs)
   local n = check_samples('mean', xs)
   return fsum(xs, n) / n
@@ -129,8 +122,7 @@ end
 
 --- The sample variance (divisor n - 1); nil and a message for fewer than 2 samples.
 -- @signature stats.variance(xs) -> number | nil, message
--- @example
---   print(stats.variance({1, 2, 3, 4}))
+-- @example print(stats.variance({1, 2, 3, 4}))
 function M.variance(xs)
   local n = check_samples('variance', xs)
   if n < 2 then return nil, 'variance needs at least 2 samples' end
@@ -141,8 +133,7 @@ end
 
 --- The sample standard deviation (divisor n - 1, as numpy ddof=1 and torch.std); nil and a message for n < 2.
 -- @signature stats.stdev(xs) -> number | nil, message
--- @example
---   print(stats.stdev({1, 2, 3, 4}))
+-- @example print(stats.stdev({1, 2, 3, 4}))
 function M.stdev(xs)
   local n = check_samples('stdev', xs)
   if n < 2 then return nil, 'stdev needs at least 2 samples' end
@@ -151,8 +142,7 @@ end
 
 --- The interquartile range quantile(0.75) - quantile(0.25).
 -- @signature stats.iqr(xs) -> number
--- @example
---   print(stats.iqr({1, 2, 3, 4, 5}))
+-- @example print(stats.iqr({1, 2, 3, 4, 5}))
 function M.iqr(xs)
   check_samples('iqr', xs)
   local q = M.quantiles(xs, { 0.25, 0.75 })
@@ -176,14 +166,12 @@ end
 
 --- stats.quantile on sorted s of length n (no checks, no copy), for loops that sort once (stats.inference).
 -- @signature stats.sorted_quantile(s, n, q) -> number
--- @example
---   print(stats.sorted_quantile({1, 2, 3, 4}, 4, 0.5)) --> 2.5
+-- @example print(stats.sorted_quantile({1, 2, 3, 4}, 4, 0.5)) --> 2.5
 M.sorted_quantile = sorted_quantile
 
 --- The complementary error function (Numerical Recipes 6.2's Chebyshev fit: fractional error below 1.2e-7).
 -- @signature stats.erfc(x) -> value
--- @example
---   print(stats.erfc(0)) --> 1.0
+-- @example print(stats.erfc(0)) --> 1.0
 local function erfc(x)
   local z = abs(x)
   local t = 1 / (1 + 0.5 * z)
@@ -196,8 +184,7 @@ M.erfc = erfc
 
 --- The standard normal distribution function Phi(x) (absolute error < 1e-7).
 -- @signature stats.normal_cdf(x) -> p
--- @example
---   print(stats.normal_cdf(1.96)) --> 0.975
+-- @example print(stats.normal_cdf(1.96)) --> 0.975
 function M.normal_cdf(x)
   args.check('stats.normal_cdf', 1, x, 'number', 'number')
   return 0.5 * erfc(-x / sqrt(2))
@@ -220,8 +207,7 @@ end
 
 --- The p-quantile of the standard normal distribution.
 -- @signature stats.normal_quantile(p) -> x
--- @example
---   print(stats.normal_quantile(0.975)) --> 1.959964
+-- @example print(stats.normal_quantile(0.975)) --> 1.959964
 function M.normal_quantile(p)
   if type(p) ~= 'number' or not (p > 0 and p < 1) then
     error("bad argument #1 to 'normal_quantile' (probability in (0, 1) expected, got " .. tostring(p) .. ')', 2)
@@ -237,8 +223,7 @@ end
 
 --- Student's t distribution function for integer degrees of freedom (Abramowitz and Stegun 26.7.3-4).
 -- @signature stats.t_cdf(t, df) -> p
--- @example
---   print(stats.t_cdf(-2, 5)) --> 0.05097
+-- @example print(stats.t_cdf(-2, 5)) --> 0.05097
 function M.t_cdf(t, df)
   args.check('stats.t_cdf', 1, t, 'number', 'number')
   if math.type(df) ~= 'integer' or df < 1 then
@@ -266,8 +251,7 @@ end
 
 --- The p-quantile (p >= 0.5) of Student's t with df degrees of freedom.
 -- @signature stats.t_quantile(p, df) -> t
--- @example
---   print(stats.t_quantile(0.975, 2)) --> 4.3027
+-- @example print(stats.t_quantile(0.975, 2)) --> 4.3027
 function M.t_quantile(p, df)
   if type(p) ~= 'number' or not (p >= 0.5 and p < 1) then
     error("bad argument #1 to 't_quantile' (probability in [0.5, 1) expected, got " .. tostring(p) .. ')', 2)
@@ -302,8 +286,7 @@ end
 --- The ranks bracketing the median of n samples with the confidence, distribution-free: floor(n/2 - h) and
 -- ceil(1 + n/2 + h), h = z sqrt(n) / 2 (Binomial(n, 1/2) approximated as normal), clamped to [1, n].
 -- @signature stats.median_ci_ranks(n [, confidence]) -> lo_rank, hi_rank
--- @example
---   print(stats.median_ci_ranks(100))
+-- @example print(stats.median_ci_ranks(100))
 function M.median_ci_ranks(n, confidence)
   args.check('stats.median_ci_ranks', 1, n, 'integer', 'sample count')
   args.check('stats.median_ci_ranks', 2, confidence, 'number|nil', 'confidence')
@@ -316,8 +299,7 @@ end
 
 --- The distribution-free confidence interval of the median (order statistics); opts.sorted: xs is sorted already.
 -- @signature stats.median_ci(xs [, confidence [, opts]]) -> lo, hi
--- @example
---   print(stats.median_ci({5, 1, 4, 2, 3, 6, 7, 8, 9, 10}, 0.95))
+-- @example print(stats.median_ci({5, 1, 4, 2, 3, 6, 7, 8, 9, 10}, 0.95))
 function M.median_ci(xs, confidence, opts)
   local n = check_samples('median_ci', xs, 1, true)
   local s = (opts and opts.sorted) and xs or sorted_copy(xs, n)
@@ -328,8 +310,7 @@ end
 --- The relative standard error of the median (the CI half-width over z, over the median), what the rse_median
 -- stopping rule drives down; math.huge for n < 2 or a zero median. opts: sorted, confidence.
 -- @signature stats.rse_median(xs [, opts]) -> rse, median, lo, hi
--- @example
---   print(stats.rse_median({1, 1.1, 0.9, 1.05, 0.95}))
+-- @example print(stats.rse_median({1, 1.1, 0.9, 1.05, 0.95}))
 function M.rse_median(xs, opts)
   local n = check_samples('rse_median', xs, 1, true)
   local confidence = opts and opts.confidence or 0.95

@@ -445,9 +445,7 @@ end
 function M.tensor_set(t)
   local set = {}
   if M.is_tensor(t) then set[t] = true end
-  if type(t) == 'table' then
-    for _, v in pairs(t) do if M.is_tensor(v) then set[v] = true end end
-  end
+  for _, v in pairs(type(t) == 'table' and t or {}) do if M.is_tensor(v) then set[v] = true end end
   return set
 end
 

@@ -137,10 +137,10 @@ local function describe(d, ctx, p, provider, bare)
     -- only where the declaration says so: a user's provider named like a built-in one is not it
     if not record.builtin_implementation { kernel = d.name, provider = provider, backend = core.backend(),
         operation_digest = od } then
-      declaration.bad_return(d, 'implementation', nil, declared, string.format("nil, an info() table, a list of them or an "
-        .. "ImplementationRevision document expected: 'builtin' names a provider of the kernel registry "
-        .. '(kluabench.kernels), which has no provider %s of a kernel %s on the %s backend',
-        provider, d.name, core.backend()), p, provider)
+      declaration.bad_return(d, 'implementation', nil, declared, string.format("nil, an info() table, a list of "
+        .. "them or an ImplementationRevision document expected: 'builtin' names a provider of the kernel registry "
+        .. '(kluabench.kernels), which has no provider %s of a kernel %s on the %s backend', provider, d.name,
+        core.backend()), p, provider)
     end
     out.builtin = true
   elseif type(declared) == 'table' and declared.kind == 'ImplementationRevision' then
@@ -267,11 +267,10 @@ local function session(d, ctx, p, provider, mode, run_index, checked)
   end
   local elapsed = (core.clock_ns() - t0) / 1e9
   local stop = type(result) == 'table' and type(result.used) == 'table' and result.used.stop or nil
-  if limit_ns and (elapsed > ctx.o.timeout or (type(stop) == 'table' and stop.rule == 'timeout'))
-      and not o.status then
-    o.status = 'timeout'
-    o.reasons = { string.format('the session took %.3f s, past --timeout %g s%s', elapsed, ctx.o.timeout,
-      type(stop) == 'table' and stop.rule == 'timeout' and ': sampling stopped at the deadline' or '') }
+  local stopped = type(stop) == 'table' and stop.rule == 'timeout'
+  if limit_ns and (elapsed > ctx.o.timeout or stopped) and not o.status then
+    o.status, o.reasons = 'timeout', { string.format('the session took %.3f s, past --timeout %g s%s', elapsed,
+      ctx.o.timeout, stopped and ': sampling stopped at the deadline' or '') }
     io.stderr:write(string.format('%s: timeout: %s %s at %s: %s\n', d.name, mode, provider, p.id, o.reasons[1]))
     ctx.failures = ctx.failures + 1
   end

@@ -24,8 +24,7 @@ census.WINDOW_MS, census.BUSY_SHARE = 3, 0.25
 
 --- Starts a thread census right after the timed call: a token for census.busy, or nil and a message (no /proc).
 -- @signature census.start() -> token | nil, message
--- @example
---   local token = trust.census.start()
+-- @example local token = trust.census.start()
 function census.start()
   local a, me = threads()
   if not a then return nil, me end
@@ -34,8 +33,7 @@ end
 
 --- The other threads that ran at least BUSY_SHARE of WINDOW_MS ms since census.start(): {{tid, name, ran_ns, new}}.
 -- @signature census.busy(token [, window_ms]) -> list | nil, message
--- @example
---   print(#trust.census.busy(trust.census.start()))
+-- @example print(#trust.census.busy(trust.census.start()))
 function census.busy(token, window_ms)
   args.check('census.busy', 1, token, 'table', 'token of census.start')
   args.check('census.busy', 2, window_ms, 'number|nil', 'window in ms')
@@ -65,8 +63,7 @@ end
 
 --- The stream the engine's own marker kernel ran on (the first record flagged internal), or nil.
 -- @signature census.engine_stream(records) -> id | nil
--- @example
---   print(trust.census.engine_stream({{internal = true, kind = "kernel", stream = 7}})) --> 7
+-- @example print(trust.census.engine_stream({{internal = true, kind = "kernel", stream = 7}})) --> 7
 function census.engine_stream(records)
   args.check('census.engine_stream', 1, records, 'table', 'list of kb.trace records')
   for _, r in ipairs(records) do if r.internal and r.kind == 'kernel' then return r.stream end end
@@ -75,8 +72,7 @@ end
 
 --- The kernels and copies of a trace on another stream than `stream`: {{name, stream, count, ns}}.
 -- @signature census.foreign(records, stream) -> list
--- @example
---   print(#trust.census.foreign({{name = "k", stream = 14, ns = 900}}, 13)) --> 1
+-- @example print(#trust.census.foreign({{name = "k", stream = 14, ns = 900}}, 13)) --> 1
 function census.foreign(records, stream)
   args.check('census.foreign', 1, records, 'table', 'list of kb.trace records')
   local groups, out = {}, {}
@@ -96,8 +92,7 @@ end
 
 --- The device time of a trace's work (kernels and copies, not kluabench's own spin), in ns.
 -- @signature census.work_ns(records) -> ns
--- @example
---   print(trust.census.work_ns({{name = "k", ns = 900}, {internal = true, ns = 50}})) --> 900
+-- @example print(trust.census.work_ns({{name = "k", ns = 900}, {internal = true, ns = 50}})) --> 900
 function census.work_ns(records)
   args.check('census.work_ns', 1, records, 'table', 'list of kb.trace records')
   local ns = 0
@@ -107,8 +102,7 @@ end
 
 --- What is wrong with the persisting-L2 state after a timed call (a set-aside, an access-policy window), or nil.
 -- @signature census.l2_finding([device]) -> message | nil
--- @example
---   print(trust.census.l2_finding())
+-- @example print(trust.census.l2_finding())
 function census.l2_finding(device)
   args.check('census.l2_finding', 1, device, 'string|nil', 'device')
   local s = l2_state(device)
@@ -195,8 +189,7 @@ end
 --- Whether an audit is due before the i-th kept sample of a session.
 function Auditor:due(i)
   if self.schedule[i] then
-    self.schedule[i] = nil
-    self.before[#self.before + 1] = i
+    self.schedule[i], self.before[#self.before + 1] = nil, i
     return true
   end
   return false
@@ -408,7 +401,6 @@ function Auditor:run(take, calls, sets, per)
   self:ran('guard bytes')
   local cuda = self.backend == 'cuda'
   if cuda then l2_reset() end
-
   local ms = take()
   local token, why = census.start()
   local post = {}
@@ -427,14 +419,12 @@ function Auditor:run(take, calls, sets, per)
   end
   device_synchronize()
   if type(ms) == 'number' then self.fresh_ms[#self.fresh_ms + 1] = ms end
-
   if cuda then
     self:watched(take, per)
   else
     self:skipped('streams', 'the cpu backend has no streams (the thread census covers its kernels)')
     self:skipped('persisting L2', 'the cpu backend has no persisting L2')
   end
-
   each_tensor(sets, function(t, k)
     local fine, msg = guard_check(t)
     if not fine then
@@ -456,10 +446,9 @@ function Auditor:verdict(result)
     local fastest = math.huge
     for _, ms in ipairs(self.fresh_ms) do fastest = math.min(fastest, ms) end
     if fastest > M.DEFAULTS.fresh_ratio * median then
-      self:finding('suspected_reward_hack', 'fresh timing',
-        string.format('the timed samples (median %.4g ms) are %.1f x faster '
-        .. 'than every sample on fresh inputs (fastest %.4g ms of %d): a result kept from an earlier call while the '
-        .. 'inputs did not change?', median, fastest / median, fastest, #self.fresh_ms))
+      self:finding('suspected_reward_hack', 'fresh timing', string.format('the timed samples (median %.4g ms) are '
+        .. '%.1f x faster than every sample on fresh inputs (fastest %.4g ms of %d): a result kept from an earlier '
+        .. 'call while the inputs did not change?', median, fastest / median, fastest, #self.fresh_ms))
     end
   elseif not self.fresh_timing then
     self:skipped('fresh timing', 'the protocol times several calls per sample (hot, graph)')

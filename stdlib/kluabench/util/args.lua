@@ -33,11 +33,9 @@ function M.printable(s, max)
     local ch = len > 0 and s:sub(i, i + len - 1) or nil
     if ch and len > 1 and not (#ch == len and utf8.len(ch)) then ch = nil end
     if b < 0x20 or b == 0x7F or ch == nil then
-      out[#out + 1] = string.format('\\x%02X', b)
-      i = i + 1
+      out[#out + 1], i = string.format('\\x%02X', b), i + 1
     else
-      out[#out + 1] = ch
-      i = i + len
+      out[#out + 1], i = ch, i + len
     end
   end
   return table.concat(out) .. (cut and '...' or '')
