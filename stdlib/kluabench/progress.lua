@@ -1,6 +1,5 @@
---- Progress of a sweep on stderr (never stdout, which stays machine-readable): on a terminal one
--- status line redrawn in place, elsewhere one line per finished point, nothing when quiet (--quiet,
--- KLUABENCH_QUIET=1). The time left is the wall time per finished point so far times the points left.
+--- Progress of a sweep on stderr (never stdout, which stays machine-readable): on a terminal one status line redrawn
+-- in place, elsewhere one line per finished point, nothing when quiet (--quiet, KLUABENCH_QUIET=1).
 local args = require 'kluabench.util.args'
 
 local M = {}
@@ -12,8 +11,7 @@ local CLEAR_LINE = '\r\27[2K'
 
 --- True when KLUABENCH_QUIET (the host sets it for --quiet) is set to anything but "" or "0".
 -- @signature progress.quiet_from_env() -> boolean
--- @example
---   if progress.quiet_from_env() then print("quiet") end
+-- @example if progress.quiet_from_env() then print("quiet") end
 function M.quiet_from_env()
   local q = os.getenv('KLUABENCH_QUIET')
   return q ~= nil and q ~= '' and q ~= '0'
@@ -21,8 +19,7 @@ end
 
 --- Whether the stream (default io.stderr) is a terminal (the host's isatty).
 -- @signature progress.is_tty([stream]) -> boolean
--- @example
---   print(progress.is_tty(io.stderr))
+-- @example print(progress.is_tty(io.stderr))
 function M.is_tty(stream)
   args.check('progress.is_tty', 1, stream, 'userdata|table|nil', 'file or stream')
   stream = stream or io.stderr
@@ -34,9 +31,7 @@ end
 
 --- A function returning seconds: the engine's monotonic kb.clock_ns / 1e9, else os.time().
 -- @signature progress.default_clock() -> function
--- @example
---   local now = progress.default_clock()
---   print(now())
+-- @example print(progress.default_clock()())
 function M.default_clock()
   local core = package.loaded['kluabench.core'] or package.loaded['kluabench']
   if type(core) == 'table' and type(core.clock_ns) == 'function' then
@@ -53,8 +48,7 @@ end
 
 --- A duration for people: "0.4s", "2m05s", "1h02m".
 -- @signature progress.format_duration(seconds) -> text
--- @example
---   print(progress.format_duration(125)) --> 2m05s
+-- @example print(progress.format_duration(125)) --> 2m05s
 function M.format_duration(s)
   args.check('progress.format_duration', 1, s, 'number|nil', 'seconds')
   if s == nil or s ~= s or s < 0 then return '?' end
@@ -76,14 +70,13 @@ end
 --- A progress display for a sweep of total points; quiet, stream, tty, clock and width have defaults.
 -- @signature progress.new{total [, quiet, stream, tty, clock, width, label]} -> Progress
 -- @example
---   local p = progress.new{total = 3}
+--   local p <close> = progress.new{total = 3}
 --   for _, n in ipairs({1024, 2048, 4096}) do
 --     p:start("n=" .. n)
 --     local x = kb.randn({n}, "f32", 1)
 --     local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
 --     p:finish(nil, string.format("%.3f ms", r.summary.median))
 --   end
---   p:close()
 function M.new(opts)
   opts = opts or {}
   if type(opts) ~= 'table' then error("bad argument #1 to 'new' (table expected, got " .. type(opts) .. ')', 2) end
@@ -94,8 +87,7 @@ function M.new(opts)
   if total < 0 then error("bad argument #1 to 'new' (opts.total must be >= 0)", 2) end
   local quiet = opts.quiet
   if quiet == nil then quiet = M.quiet_from_env() end
-  local stream = opts.stream or io.stderr
-  local tty = opts.tty
+  local stream, tty = opts.stream or io.stderr, opts.tty
   if tty == nil and not quiet then tty = M.is_tty(stream) end
   local clock = opts.clock or M.default_clock()
   -- also: last_finish (clock() when the last point finished), current (its label), started
@@ -107,10 +99,7 @@ end
 --- Seconds since the display was made.
 -- @signature p:elapsed() -> seconds
 -- @section progress
--- @example
---   local p = progress.new{total = 16}
---   p:start("hidden=512 fused")
---   print(p:elapsed())
+-- @example print(progress.new{total = 16}:elapsed())
 function Progress:elapsed() return self.clock() - self.t0 end
 
 --- Estimated seconds left: the wall time per finished point so far times the points left.
@@ -118,16 +107,13 @@ function Progress:elapsed() return self.clock() - self.t0 end
 -- @section progress
 -- @example
 --   local p = progress.new{total = 16}
---   p:start("hidden=512 fused")
---   p:finish(nil, "0.137 ms")
---   print(p:remaining())
+--   p:start("hidden=512 fused"); p:finish(nil, "0.137 ms"); print(p:remaining())
 function Progress:remaining()
   if self.done == 0 then return nil end
   local left = self.total - self.done
   if left <= 0 then return 0 end
   local per_point = (self.last_finish - self.t0) / self.done
-  local est = per_point * left - math.min(per_point, self.clock() - self.last_finish)
-  return math.max(0, est)
+  return math.max(0, per_point * left - math.min(per_point, self.clock() - self.last_finish))
 end
 
 -- "[ 3/16]"
@@ -154,13 +140,10 @@ local function status(p) return string.format('%s %s  (%s)', counter(p, p.done +
 --- A point starts (on a terminal the status line shows it).
 -- @signature p:start(label)
 -- @section progress
--- @example
---   local p = progress.new{total = 16}
---   p:start("hidden=512 fused")
+-- @example progress.new{total = 16}:start("hidden=512 fused")
 function Progress:start(label)
   if self.closed then error('progress: start after close', 2) end
-  self.current = label and tostring(label) or ''
-  self.started = self.clock()
+  self.current, self.started = label and tostring(label) or '', self.clock()
   if self.quiet or not self.tty then return end
   draw(self, status(self))
 end
@@ -172,7 +155,6 @@ end
 --   local p = progress.new{total = 1}
 --   p:start("n=4096")
 --   for i = 1, 100 do kb.randn({4096}, "f32", i); p:tick() end
---   p:finish(nil, "100 samples")
 function Progress:tick()
   if self.quiet or not self.tty or self.closed or not self.current then return end
   local now = self.clock()
@@ -186,33 +168,25 @@ end
 -- @section progress
 -- @example
 --   local p = progress.new{total = 16}
---   p:start("hidden=512 fused")
---   p:finish(nil, "0.137 ms")
+--   p:start("hidden=512 fused"); p:finish(nil, "0.137 ms")
 function Progress:finish(label, summary)
   if self.closed then error('progress: finish after close', 2) end
   local now = self.clock()
   local took = self.started and (now - self.started) or 0
   label = label and tostring(label) or self.current or ''
-  self.last_finish = now
-  self.done = self.done + 1
-  self.current, self.started = nil, nil
+  self.last_finish, self.done, self.current, self.started = now, self.done + 1, nil, nil
   if self.quiet then return end
   local text = string.format('%s %s%s (%s; %s)', counter(self, self.done), label,
     summary and (': ' .. tostring(summary)) or '', M.format_duration(took), times(self))
-  if self.tty then
-    draw(self, text)
-  else
-    if self.prefix then text = self.prefix .. ': ' .. text end
-    write(self, text .. '\n')
-  end
+  if self.tty then draw(self, text) return end
+  if self.prefix then text = self.prefix .. ': ' .. text end
+  write(self, text .. '\n')
 end
 
 --- Writes a message on a line of its own (none when quiet); a terminal's status line is redrawn after it.
 -- @signature p:log(text)
 -- @section progress
--- @example
---   local p = progress.new{total = 16}
---   p:log("warning: clocks were not locked")
+-- @example progress.new{total = 16}:log("warning: clocks were not locked")
 function Progress:log(text)
   if self.quiet then return end
   text = tostring(text):gsub('\n+$', '')
@@ -227,8 +201,7 @@ end
 --- Ends the display with "done: N/TOTAL points in T"; safe twice, also `<close>`.
 -- @signature p:close()
 -- @section progress
--- @example
---   local p <close> = progress.new{total = 3}
+-- @example local p <close> = progress.new{total = 3}
 function Progress:close()
   if self.closed then return end
   self.closed = true
@@ -243,7 +216,6 @@ function Progress:close()
 end
 
 Progress.__close = Progress.close
-
 M.Progress = Progress
 
 return M

@@ -1,10 +1,6 @@
---- The one result model: what a measured point is, read from bundles; every view reads bundles through
--- it and only formats what it gives. A session (result.session: one bundle) has kernel, mode, provider,
--- metric, params, dtype, id, device, backend, timer, protocol, digests, status, median_ns, n, the
--- measurement figures, memory_*, samples_ms, ci_ms/ci_flag, session {index, count}, evidence, external_id,
--- evidence_digest. A point
--- (result.points) groups the sessions of one workload, kernel, mode, provider, device and protocol and
--- aggregates the passed ones: median_ns (mean of medians), n, pooled p20/p80, ci_pct, means of figures.
+--- The one result model (docs/ARCHITECTURE.md): a session is one bundle's fields, a point the sessions of one
+-- workload, kernel, mode, provider, device and protocol with the aggregate of the passed ones. Every view reads
+-- bundles through it and only formats what it gives.
 local args = require 'kluabench.util.args'
 local json = require 'kluabench.util.json'
 local stats = require 'kluabench.stats'
@@ -24,8 +20,7 @@ local DURATION_NS = { ns = 1, us = 1e3, ['µs'] = 1e3, ms = 1e6, s = 1e9 }
 
 --- A latencyNs value in ns: a number, or a "<number> ns|us|ms|s" string as the schema allows.
 -- @signature result.duration_ns(v) -> number | nil
--- @example
---   print(result.duration_ns("1.5 us")) --> 1500.0
+-- @example print(result.duration_ns("1.5 us")) --> 1500.0
 function M.duration_ns(v)
   if type(v) == 'number' then return (v == v and v >= 0 and v < math.huge) and v or nil end
   if type(v) ~= 'string' then return nil end
@@ -48,17 +43,16 @@ local function split(s, sep)
   return out
 end
 
---- One session of a bundle (see the module's comment); fields the bundle lacks are nil.
+--- One session of a bundle: kernel, mode, provider, metric, params, dtype, id, device, backend, timer, protocol,
+-- digests, status, median_ns, n, figures, memory_*, samples_ms, ci_ms, ci_flag, session, evidence; nil if absent.
 -- @signature result.session(bundle) -> session
 -- @example
---   local x = kb.randn({4096}, "f32", 1)
---   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
---   local s = result.session(record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r})
+--   local r = {samples = {0.11, 0.1, 0.12}, protocol = kb.do_bench.do_bench_protocol()}
+--   local s = result.session(record.from_result{kernel = "add", mode = "forward", provider = "add_", result = r})
 --   print(s.kernel, s.mode, s.provider, s.id, s.median_ns)
 function M.session(b)
   args.check('result.session', 1, b, 'table', 'bundle')
-  local rs = get(b, 'run', 'spec') or {}
-  local p = record.names_of(b)
+  local rs, p = get(b, 'run', 'spec') or {}, record.names_of(b)
   local axes = get(b, 'workload', 'spec', 'axes')
   p.params = {}
   if type(axes) == 'table' then
@@ -81,8 +75,7 @@ function M.session(b)
   p.protocol = protocol_name(b.protocol)
   p.digests = { protocol = rs.protocolDigest, workload = rs.workloadDigest, environment = rs.environmentDigest,
     implementation = rs.implementationDigest, operation = get(b, 'workload', 'spec', 'operationSpecDigest') }
-  p.status = rs.status
-  p.observed_at = rs.observedAt
+  p.status, p.observed_at = rs.status, rs.observedAt
   p.labels = get(b, 'run', 'metadata', 'labels') or {}
   p.name = get(b, 'run', 'metadata', 'name')
   p.external_id = text(get(rs, 'sourceNative', 'externalId'))
@@ -110,8 +103,7 @@ function M.session(b)
   if samples and not p.n then p.n = #samples end
   local ci = get(p.evidence, 'execution', 'medianCiMs')
   if type(ci) == 'table' and type(ci.lo) == 'number' and type(ci.hi) == 'number' and type(ci.flags) == 'string' then
-    p.ci_ms = { ci.lo, ci.hi }
-    p.ci_flag = ci.flags ~= '' and ci.flags or nil
+    p.ci_ms, p.ci_flag = { ci.lo, ci.hi }, ci.flags ~= '' and ci.flags or nil
   end
   local stop = get(p.evidence, 'execution', 'stop')
   if not p.n and type(stop) == 'table' and math.type(stop.samples) == 'integer' then p.n = stop.samples end
@@ -137,8 +129,7 @@ end
 
 --- A point's identity: what two sessions of one point share.
 -- @signature result.key(session) -> text
--- @example
---   print(result.key({kernel = "k", mode = "forward", provider = "p", id = "n8-fp32", device = "cpu"}))
+-- @example print(result.key({kernel = "k", mode = "forward", provider = "p", id = "n8-fp32", device = "cpu"}))
 function M.key(s)
   return table.concat({ tostring(s.digests and s.digests.workload or s.id), tostring(s.kernel), tostring(s.mode),
     tostring(s.provider), tostring(s.device), tostring(s.protocol), tostring(s.digests and s.digests.protocol),
@@ -151,8 +142,7 @@ local AVERAGED = { 'gbps', 'tflops', 'pct_copy', 'copy_gbps', 'pct_floor', 'floo
 
 --- The 95 % interval's half-width of a session's median in percent of it, and its flag (ci=range, ci~1).
 -- @signature result.ci_percent(session) -> percent, flag | nil
--- @example
---   print(result.ci_percent({median_ns = 1e6, samples_ms = {1, 1.1, 0.9, 1, 1.05, 0.98}}))
+-- @example print(result.ci_percent({median_ns = 1e6, samples_ms = {1, 1.1, 0.9, 1, 1.05, 0.98}}))
 function M.ci_percent(s)
   local ci, flag, med = s.ci_ms, s.ci_flag, s.median_ns and s.median_ns / 1e6
   if not ci then
@@ -165,7 +155,8 @@ function M.ci_percent(s)
   return 100 * (ci[2] - ci[1]) / (2 * med), flag
 end
 
--- The aggregate of a point's passed sessions (a list with a positive median each, or a memory peak).
+-- The aggregate of a point's passed sessions (each with a positive median, or a memory peak): median_ns the mean of
+-- their medians, n, pooled p20/p80, ci_pct, the means of the figures.
 local function aggregate(p, passed)
   local R = #passed
   if p.metric == 'memory' then
@@ -203,26 +194,21 @@ local function aggregate(p, passed)
   if R == 1 then
     p.ci_pct, p.ci_flag = M.ci_percent(passed[1])
   else
-    local mean = 0
+    local mean, ss = 0, 0
     for _, l in ipairs(logs) do mean = mean + l / R end
-    local ss = 0
     for _, l in ipairs(logs) do ss = ss + (l - mean) ^ 2 end
     p.ci_pct = 100 * stats.t_quantile(0.975, R - 1) * math.sqrt(ss / (R - 1)) / math.sqrt(R)
   end
   if not p.gbps and p.bytes and p.median_ns > 0 then p.gbps = p.bytes / p.median_ns end
 end
 
---- The measured points of bundles, in order: shared fields, sessions, passed (and failed), status,
--- implausible and the aggregate of the passed sessions.
+--- The points of bundles in order: sessions, passed, failed, status, implausible and the passed ones' aggregate.
 -- @signature result.points(bundles) -> list of points
 -- @example
---   local x = kb.randn({4096}, "f32", 1)
---   local P = kb.do_bench.do_bench_protocol{rep_ms = 5}
---   local bs = {}
---   for i = 1, 3 do bs[i] = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32",
---     session = {index = i, count = 3}, result = P:run(function() x:add_(1) end)} end
---   local p = result.points(bs)[1]
---   print(#p.sessions, p.median_ns)
+--   local bs, P = {}, kb.do_bench.do_bench_protocol()
+--   for i = 1, 3 do bs[i] = record.from_result{kernel = "add", mode = "forward", provider = "add_",
+--     session = {index = i, count = 3}, result = {samples = {0.1 * i, 0.11 * i}, protocol = P}} end
+--   print(#result.points(bs)[1].sessions, result.points(bs)[1].median_ns) --> 3  210000.0
 function M.points(bundles)
   args.check('result.points', 1, bundles, 'table', 'list of bundles')
   local by, out = {}, {}
@@ -244,9 +230,7 @@ function M.points(bundles)
   end
   for _, p in ipairs(out) do
     p.status = 'passed'
-    for _, s in ipairs(p.sessions) do
-      if s.status ~= 'passed' then p.status = s.status or 'no status' break end
-    end
+    for _, s in ipairs(p.sessions) do if s.status ~= 'passed' then p.status = s.status or 'no status' break end end
     if #p.passed > 0 then aggregate(p, p.passed) end
   end
   return out

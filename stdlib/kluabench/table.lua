@@ -28,8 +28,7 @@ local function columns_and_cells(columns, rows)
     cells[r] = {}
     for c, col in ipairs(columns) do
       local s = cell_text(col, row)
-      cells[r][c] = s
-      if ulen(s) > widths[c] then widths[c] = ulen(s) end
+      cells[r][c], widths[c] = s, math.max(widths[c], ulen(s))
     end
   end
   return widths, cells
@@ -61,8 +60,7 @@ end
 
 --- The same table as GitHub markdown, for pasting into pull requests.
 -- @signature report.format_markdown(columns, rows) -> text
--- @example
---   io.write(report.format_markdown({{key = "name"}, {key = "ms"}}, {{name = "fused", ms = 0.14}}))
+-- @example io.write(report.format_markdown({{key = "name"}, {key = "ms"}}, {{name = "fused", ms = 0.14}}))
 function M.format_markdown(columns, rows)
   args.check('report.format_markdown', 1, columns, 'table', 'list of columns')
   args.check('report.format_markdown', 2, rows, 'table', 'list of rows')
@@ -86,8 +84,7 @@ end
 
 --- A number for a table cell with `decimals` places (default 2), e-notation from 1e9, "n/a" if not finite.
 -- @signature report.cell_number(x [, decimals]) -> text | nil
--- @example
---   print(report.cell_number(1.5), report.cell_number(1e300), report.cell_number(0.001))
+-- @example print(report.cell_number(1.5), report.cell_number(1e300), report.cell_number(0.001))
 function M.cell_number(x, decimals)
   if type(x) ~= 'number' then return nil end
   if x ~= x or x == math.huge or x == -math.huge then return 'n/a' end
@@ -132,10 +129,8 @@ M.RESULT_COLUMNS = {
 
 --- How far past the copy floor a median may be before the table flags `<floor` (check.CEILING_SPREAD).
 M.CEILING_SPREAD = ceilings.CEILING_SPREAD
-
 --- The width the results table aims to fit (a sweep's rows, and its heading lines).
 M.WIDTH = 120
-
 --- Results with fewer samples than this are flagged `n<5` in the table.
 M.MIN_SAMPLES = 5
 
@@ -222,15 +217,13 @@ end
 -- one per session; opts.metrics.energy: the energy columns).
 -- @signature table.results_rows(bundles [, opts]) -> rows
 -- @example
---   local x = kb.randn({4096}, "f32", 1)
---   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
---   local rows = results.results_rows({record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}})
---   print(rows[1].median_ns)
+--   local r = {samples = {0.11, 0.1, 0.12}, protocol = kb.do_bench.do_bench_protocol()}
+--   local b = record.from_result{kernel = "k", mode = "forward", provider = "p", result = r}
+--   print(results.results_rows({b})[1].n)
 function M.results_rows(bundles, opts)
   args.check('table.results_rows', 1, bundles, 'table', 'list of bundles')
   args.check('table.results_rows', 2, opts, 'table|nil', 'options')
-  local energy = opts and type(opts.metrics) == 'table' and opts.metrics.energy
-  local rows = {}
+  local energy, rows = opts and type(opts.metrics) == 'table' and opts.metrics.energy, {}
   for _, p in ipairs(result.points(bundles)) do
     if opts and opts.sessions then
       for _, s in ipairs(p.sessions) do rows[#rows + 1] = row_of(s, energy) end
@@ -331,10 +324,8 @@ end
 --- The aligned terminal table of bundles: what every row shares in a line above, failures' reasons after.
 -- @signature report.results_table(bundles [, opts]) -> text
 -- @example
---   local x = kb.randn({4096}, "f32", 1)
---   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
---   local bundle = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
---   io.write(report.results_table({bundle}))
+--   local r = {samples = {0.11, 0.1, 0.12}, protocol = kb.do_bench.do_bench_protocol()}
+--   io.write(report.results_table({record.from_result{kernel = "k", mode = "forward", provider = "p", result = r}}))
 function M.results_table(bundles, opts)
   args.check('report.results_table', 1, bundles, 'table', 'list of bundles')
   local rows = M.results_rows(bundles, opts)
@@ -346,10 +337,9 @@ end
 --- The markdown table of a list of bundles, with why a row's check is not passed in a list after it.
 -- @signature report.results_markdown(bundles [, opts]) -> text
 -- @example
---   local x = kb.randn({4096}, "f32", 1)
---   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
---   local bundle = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
---   io.write(report.results_markdown({bundle}))
+--   local r = {samples = {0.11, 0.1, 0.12}, protocol = kb.do_bench.do_bench_protocol()}
+--   local b = record.from_result{kernel = "k", mode = "forward", provider = "p", result = r}
+--   io.write(report.results_markdown({b}))
 function M.results_markdown(bundles, opts)
   args.check('report.results_markdown', 1, bundles, 'table', 'list of bundles')
   local rows = M.results_rows(bundles, opts)

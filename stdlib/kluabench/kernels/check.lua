@@ -1,6 +1,5 @@
 --- kluabench.kernels.check: how far an output may be from its reference: element-wise tolerances by dtype, the
 -- comparison, NaN poison, and the norm-wise precision bound that grows with the reduction length (docs/TRUST.md).
--- kluabench.kernels.checker runs a kernel against them as a user's check does; the audits (kluabench.trust) too.
 local core = require 'kluabench.core'
 local args = require 'kluabench.util.args'
 
@@ -20,12 +19,11 @@ M.ROUNDING_TOLERANCES = {
 }
 
 -- bound before the user's script (trust.integrity)
-local compare_elements = core.compare_elements
+local compare_elements, rel_l2 = core.compare_elements, core.rel_l2
 
 --- v as a message shows it: NaN and infinities by name, a string in quotes.
 -- @signature check.shown(v) -> text
--- @example
---   print(check.shown(0 / 0)) --> NaN
+-- @example print(check.shown(0 / 0)) --> NaN
 function M.shown(v)
   if type(v) == 'string' then return "string '" .. v:sub(1, 40) .. "'" end
   if type(v) ~= 'number' then return type(v) end
@@ -40,8 +38,7 @@ local function finite(v) return type(v) == 'number' and v == v and v > -math.hug
 --- Raises, as argument argn of fn, unless opts.atol and opts.rtol are absent or finite numbers >= 0 (NaN would pass
 -- every element, a negative fail all); level as error's.
 -- @signature check.check_tolerances(opts, fn, argn, level)
--- @example
---   print(pcall(check.check_tolerances, {atol = 0 / 0}, "compare", 3, 1))
+-- @example print(pcall(check.check_tolerances, {atol = 0 / 0}, "compare", 3, 1))
 function M.check_tolerances(opts, fn, argn, level)
   for _, name in ipairs { 'atol', 'rtol' } do
     local v = opts[name]
@@ -54,8 +51,7 @@ end
 
 --- The tolerance of a dtype (opts.atol, opts.rtol override; each a finite number >= 0).
 -- @signature check.tolerance(dtype [, opts]) -> atol, rtol
--- @example
---   print(check.tolerance("bf16"))
+-- @example print(check.tolerance("bf16"))
 function M.tolerance(dtype, opts)
   local t = M.TOLERANCES[dtype]
   if not t then error("bad argument #1 to 'tolerance' (unknown dtype " .. tostring(dtype) .. ')', 2) end
@@ -66,19 +62,16 @@ end
 
 --- Fills a tensor with NaN, so that elements a kernel does not write read as NaN. Returns t.
 -- @signature check.poison(t) -> t
--- @example
---   local out = check.poison(kb.empty({4}, "f32"))
---   print(out) -- NaN in every element until a kernel writes them
+-- @example print(check.poison(kb.empty({4}, "f32"))) -- NaN in every element until a kernel writes them
 function M.poison(t)
   args.check('check.poison', 1, t, 'userdata', 'tensor')
   t:fill_(0 / 0)
   return t
 end
 
---- Compares got with the reference want (one shape, any devices) at got's dtype's tolerance (opts: atol, rtol, name).
--- Report: n, mismatches, unwritten (NaN where want is not), nan_mismatch, inf_mismatch, want_nan, max_abs, worst
--- {index, got, want}, atol, rtol, message. opts.reduction (the terms each element sums; default: the last
--- dimension) widens atol by DEFAULT_FACTOR x sqrt(n) x the accumulation's roundoff x the reference's rms.
+--- Compares got with the reference want (one shape, any devices) at got's dtype's tolerance (opts: atol, rtol,
+-- name). Report: n, mismatches, unwritten, nan_mismatch, inf_mismatch, want_nan, max_abs, worst, atol, rtol, message.
+-- opts.reduction (terms each element sums; default the last dimension) widens atol by 8 x sqrt(n) x u_acc x rms(want).
 -- @signature check.compare(got, want [, opts]) -> ok, report
 -- @example
 --   local ref = kb.randn({256}, "f32", 1)
@@ -139,23 +132,14 @@ function M.compare(got, want, opts)
   return ok, r
 end
 
--- Precision: bf16 computed where f32 is declared passes loose element-wise tolerances, but its relative L2 error is
--- some 30,000 units of f32's roundoff, where an honest kernel stays within a few.
-local rel_l2 = core.rel_l2 -- bound before the user's script (trust.integrity)
-
 --- The unit roundoff of each dtype: half the distance from 1 to the next number.
 M.UNIT_ROUNDOFF = { bf16 = 2 ^ -8, f16 = 2 ^ -11, f32 = 2 ^ -24, f64 = 2 ^ -53 }
-
---- Units of the unit roundoff an honest result may be off by, norm-wise, per source of error:
--- the output's rounding, and a reduction's accumulation grown by the square root of its length
--- (docs/TRUST.md, "The precision bound", derives it).
+--- Units of the unit roundoff an honest result may be off by, norm-wise, per source of error (docs/TRUST.md, "The
+-- precision bound"): bf16 computed where f32 is declared is some 30,000 units off.
 M.DEFAULT_FACTOR = 8
 
---- The length of the reduction behind an output as the shapes tell it: the larger of the
--- output's last dimension and, over the inputs, their elements per output element (rounded up).
--- A softmax, norm or scan of rows of n columns reads n; a row sum reads n from its input; an
--- element-wise kernel reads its last dimension, which errs on the loose side.
---
+--- The length of the reduction behind an output as the shapes tell it: the larger of the output's last dimension
+-- and, over the inputs, their elements per output element (rounded up).
 -- @signature check.reduction_length(out [, inputs]) -> integer
 -- @example
 --   local x = kb.randn({4, 1024}, "f32", 1, "cpu")
@@ -171,9 +155,8 @@ function M.reduction_length(out, inputs)
   return n
 end
 
---- The norm-wise relative error of got against want and whether it is within factor x max(u, sqrt(n) x u_acc):
--- u the larger of dtype's and got's roundoff, u_acc = min(u, f32's), n = opts.reduction (default 1), factor =
--- opts.factor (default DEFAULT_FACTOR); opts.name for the message.
+--- The norm-wise relative error of got against want and whether it is within factor x max(u, sqrt(n) x u_acc) (u:
+-- dtype's or got's roundoff, u_acc: min(u, f32's)); opts: reduction (n, default 1), factor, name.
 -- @signature check.normwise(got, want, dtype [, opts]) -> ok, rel, limit, message
 -- @example
 --   local x = kb.randn({64}, "f32", 1, "cpu")
@@ -192,8 +175,7 @@ function M.normwise(got, want, dtype, opts)
   if math.type(n) ~= 'integer' or n < 1 then
     error("bad argument #4 to 'normwise' (reduction must be an integer >= 1, got " .. tostring(n) .. ')', 2)
   end
-  local own = M.UNIT_ROUNDOFF[got.dtype] or u
-  if own > u then u = own end
+  u = math.max(u, M.UNIT_ROUNDOFF[got.dtype] or u)
   local rel = rel_l2(got, want)
   local limit = factor * math.max(u, math.sqrt(n) * math.min(u, M.UNIT_ROUNDOFF.f32))
   local ok = rel <= limit -- NaN: not ok

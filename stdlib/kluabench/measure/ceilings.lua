@@ -1,6 +1,5 @@
---- Throughput ceilings and their arithmetic (gbps, percent, the roofline floor). The copy bandwidth
--- (scripts/ceilings.lua) and between-session noise (scripts/run_noise.lua) are cached per device in
--- cache_dir()/ceilings.json, used only when valid (usable_copy, usable_noise), else ignored with a note.
+--- Throughput ceilings and their arithmetic (gbps, percent, the roofline floor); the copy bandwidth and the
+-- between-session noise cached per device in cache_dir()/ceilings.json (docs/MEASUREMENT.md).
 local core = require 'kluabench.core'
 local json = require 'kluabench.util.json'
 local files = require 'kluabench.util.files'
@@ -8,17 +7,14 @@ local args = require 'kluabench.util.args'
 
 local M = {}
 
-M.FILE = 'ceilings.json'
-M.VERSION = 1
+M.FILE, M.VERSION = 'ceilings.json', 1
 
---- How much a copy ceiling moves between measurements, relative: the plausibility margin where the ceiling's own
--- spread is smaller (five on H200s spanned 1 %; one measurement's samples, 0.1 %).
+--- How much a copy ceiling moves between measurements, relative (five on H200s spanned 1 %).
 M.CEILING_SPREAD = 0.01
 
 --- 10^9 bytes per second of moving bytes in ms.
 -- @signature ceilings.gbps(bytes, ms) -> GB/s
--- @example
---   print(ceilings.gbps(1e9, 1)) --> 1000.0
+-- @example print(ceilings.gbps(1e9, 1)) --> 1000.0
 function M.gbps(bytes, ms)
   args.check('ceilings.gbps', 1, bytes, 'number', 'bytes')
   args.check('ceilings.gbps', 2, ms, 'number', 'milliseconds')
@@ -28,8 +24,7 @@ end
 
 --- TFLOP/s of flops in ms.
 -- @signature ceilings.tflops(flops, ms) -> TFLOP/s
--- @example
---   print(ceilings.tflops(1e12, 1000))
+-- @example print(ceilings.tflops(1e12, 1000))
 function M.tflops(flops, ms)
   args.check('ceilings.tflops', 1, flops, 'number', 'flops')
   args.check('ceilings.tflops', 2, ms, 'number', 'milliseconds')
@@ -39,18 +34,15 @@ end
 
 --- x as a percentage of ceiling (nil when either is missing or ceiling <= 0).
 -- @signature ceilings.percent(x, ceiling) -> number | nil
--- @example
---   print(ceilings.percent(3000, 4000)) --> 75.0
+-- @example print(ceilings.percent(3000, 4000)) --> 75.0
 function M.percent(x, ceiling)
   if type(x) ~= 'number' or type(ceiling) ~= 'number' or ceiling <= 0 then return nil end
   return 100 * x / ceiling
 end
 
---- The roofline floor: max(bytes / ceil.copy_gbps, flops / ceil.tflops) (an absent term left out) and the bound,
--- "memory" or "compute"; nil when no term applies.
+--- The roofline floor max(bytes / ceil.copy_gbps, flops / ceil.tflops) and its bound ("memory" | "compute"), or nil.
 -- @signature ceilings.floor_ms(bytes, flops, ceil) -> ms, "memory" | "compute"
--- @example
---   print(ceilings.floor_ms(1e9, nil, {copy_gbps = 4000}))
+-- @example print(ceilings.floor_ms(1e9, nil, {copy_gbps = 4000}))
 function M.floor_ms(bytes, flops, ceil)
   args.check('ceilings.floor_ms', 1, bytes, 'number|nil', 'bytes')
   args.check('ceilings.floor_ms', 2, flops, 'number|nil', 'flops')
@@ -58,21 +50,15 @@ function M.floor_ms(bytes, flops, ceil)
   ceil = ceil or {}
   local mem = (bytes and ceil.copy_gbps and ceil.copy_gbps > 0) and bytes / (ceil.copy_gbps * 1e6) or nil
   local comp = (flops and ceil.tflops and ceil.tflops > 0) and flops / (ceil.tflops * 1e9) or nil
-  if mem and comp then
-    if comp > mem then return comp, 'compute' end
-    return mem, 'memory'
-  end
+  if mem and comp and comp > mem then return comp, 'compute' end
   if mem then return mem, 'memory' end
   if comp then return comp, 'compute' end
   return nil
 end
 
---- What a record carries of a point's throughput: {gbps, percentOfCopy, floorMs, boundBy, percentOfFloor (100 = at
--- the roof)}, each when it can be computed.
+--- A point's throughput as a record carries it: {gbps, percentOfCopy, floorMs, boundBy, percentOfFloor}, as apply.
 -- @signature ceilings.throughput(bytes, flops, ms, ceil) -> table
--- @example
---   local t = ceilings.throughput(1e9, nil, 0.5, {copy_gbps = 4000})
---   print(t.gbps, t.percentOfCopy)
+-- @example print(ceilings.throughput(1e9, nil, 0.5, {copy_gbps = 4000}).percentOfCopy) --> 50.0
 function M.throughput(bytes, flops, ms, ceil)
   args.check('ceilings.throughput', 1, bytes, 'number|nil', 'bytes')
   args.check('ceilings.throughput', 2, flops, 'number|nil', 'flops')
@@ -94,27 +80,23 @@ end
 
 --- $KLUABENCH_CACHE, else $XDG_CACHE_HOME/kluabench, else ~/.cache/kluabench.
 -- @signature ceilings.cache_dir() -> path
--- @example
---   print(ceilings.cache_dir())
+-- @example print(ceilings.cache_dir())
 function M.cache_dir()
   local d = os.getenv('KLUABENCH_CACHE')
   if d and d ~= '' then return d end
   local xdg = os.getenv('XDG_CACHE_HOME')
   if xdg and xdg ~= '' then return xdg .. '/kluabench' end
-  local home = os.getenv('HOME') or '.'
-  return home .. '/.cache/kluabench'
+  return (os.getenv('HOME') or '.') .. '/.cache/kluabench'
 end
 
 --- The cache file: cache_dir()/ceilings.json.
 -- @signature ceilings.cache_path() -> path
--- @example
---   print(ceilings.cache_path())
+-- @example print(ceilings.cache_path())
 function M.cache_path() return M.cache_dir() .. '/' .. M.FILE end
 
 --- The key of a device in the cache: backend, name, memory and L2 size.
 -- @signature ceilings.device_key(info) -> text
--- @example
---   print(ceilings.device_key(kb.device_info()))
+-- @example print(ceilings.device_key(kb.device_info()))
 function M.device_key(info)
   args.check('ceilings.device_key', 1, info, 'table', 'device info (kb.device_info())')
   return string.format('%s|%s|%s|%s', tostring(info.backend or '?'), tostring(info.name or '?'),
@@ -123,8 +105,7 @@ end
 
 --- The decoded cache {version, devices}; an empty one when the file is missing.
 -- @signature ceilings.load_cache([path]) -> cache | nil, message
--- @example
---   local c = ceilings.load_cache()
+-- @example local c = ceilings.load_cache()
 function M.load_cache(path)
   args.check('ceilings.load_cache', 1, path, 'string|nil', 'cache file path')
   path = path or M.cache_path()
@@ -140,8 +121,7 @@ end
 
 --- The cached entry of a device (a device_info table) as stored: see usable_copy and usable_noise.
 -- @signature ceilings.lookup(info [, path]) -> entry | nil
--- @example
---   local e = ceilings.lookup(kb.device_info())
+-- @example local e = ceilings.lookup(kb.device_info())
 function M.lookup(info, path)
   args.check('ceilings.lookup', 1, info, 'table', 'device info (kb.device_info())')
   args.check('ceilings.lookup', 2, path, 'string|nil', 'cache file path')
@@ -150,15 +130,11 @@ function M.lookup(info, path)
   return type(e) == 'table' and e or nil
 end
 
-local function finite_positive(x)
-  return type(x) == 'number' and x > 0 and x < math.huge
-end
+local function finite_positive(x) return type(x) == 'number' and x > 0 and x < math.huge end
 
---- The copy ceiling of a cache entry in GB/s when it may be used (finite, positive, below 10^6, not unconverged),
--- else nil and why.
+--- The copy ceiling of a cache entry in GB/s if usable (finite, positive, below 10^6, converged), else nil and why.
 -- @signature ceilings.usable_copy(entry) -> gbps | nil, why
--- @example
---   print(ceilings.usable_copy({copy_gbps = 4000, converged = false}))
+-- @example print(ceilings.usable_copy({copy_gbps = 4000, converged = false}))
 function M.usable_copy(entry)
   if type(entry) ~= 'table' then return nil, 'no cached copy ceiling' end
   local g = entry.copy_gbps
@@ -171,11 +147,9 @@ function M.usable_copy(entry)
   return g
 end
 
---- The between-session noise figure of a cache entry when it may be used (sessionNoise.scales a list of {ms > 0, sd
--- in [0, 1)}), else nil and why.
+--- The noise figure of a cache entry if usable (sessionNoise.scales: {ms > 0, sd in [0, 1)}), else nil and why.
 -- @signature ceilings.usable_noise(entry) -> figure | nil, why
--- @example
---   print(ceilings.usable_noise({sessionNoise = {scales = {{ms = 0.01, sd = 0.02}}}}))
+-- @example print(ceilings.usable_noise({sessionNoise = {scales = {{ms = 0.01, sd = 0.02}}}}))
 function M.usable_noise(entry)
   local n = type(entry) == 'table' and entry.sessionNoise or nil
   if type(n) ~= 'table' or type(n.scales) ~= 'table' or #n.scales == 0 then
@@ -190,11 +164,10 @@ function M.usable_noise(entry)
   return n
 end
 
---- The between-session sd of log median at a point of median ms: each scale's sdUpper where it has one, else its sd,
--- interpolated in log(ms) and constant beyond the ends; and the degrees of freedom of the nearest scale (or nil).
+--- The between-session sd of log median at a median of ms (each scale's sdUpper, else sd, interpolated in log(ms))
+-- and the degrees of freedom of the nearest scale (or nil).
 -- @signature ceilings.noise_at(figure, ms) -> sd, df
--- @example
---   print(ceilings.noise_at({scales = {{ms = 0.01, sd = 0.02}, {ms = 1, sd = 0.004}}}, 0.1)) --> 0.012
+-- @example print(ceilings.noise_at({scales = {{ms = 0.01, sd = 0.02}, {ms = 1, sd = 0.004}}}, 0.1)) --> 0.012
 function M.noise_at(figure, ms)
   args.check('ceilings.noise_at', 1, figure, 'table', 'noise figure')
   args.check('ceilings.noise_at', 2, ms, 'number', 'milliseconds')
@@ -217,11 +190,9 @@ function M.noise_at(figure, ms)
   return sc[#sc].sd, sc[#sc].df
 end
 
---- The measured figure of a cache entry for a kernel: the kernel's own (sessionNoise.kernels[kernel]) where
--- scripts/run_noise.lua measured it, else the device's; with its scope ("kernel" | "device"); nil without one.
+--- A cache entry's noise figure for a kernel (sessionNoise.kernels[kernel], else the device's) and its scope, or nil.
 -- @signature ceilings.noise_of(entry [, kernel]) -> figure, scope | nil
--- @example
---   print(ceilings.noise_of({sessionNoise = {scales = {{ms = 0.01, sd = 0.02}}}}, "llama4_rope"))
+-- @example print(ceilings.noise_of({sessionNoise = {scales = {{ms = 0.01, sd = 0.02}}}}, "llama4_rope"))
 function M.noise_of(entry, kernel)
   local n = type(entry) == 'table' and entry.sessionNoise or nil
   if type(n) ~= 'table' then return nil end
@@ -231,13 +202,11 @@ function M.noise_of(entry, kernel)
   return nil
 end
 
---- How far a kernel may beat a copy measured at its level: an in-place or read-only kernel skips the write-allocate
--- traffic a copy pays (an in-place pass over 5 MB ran 1.7 x a copy's GB/s on an EPYC's L3).
+--- How far a kernel may beat a copy measured at its level (an in-place kernel skips a copy's write-allocate).
 M.MARGIN = 2
---- Bytes a CPU core's load and store units move per clock at most (three 64-byte loads, two stores), and a clock no
--- CPU sustains: the bound of a level nothing measured.
+--- Bytes a CPU core moves per clock at most (three 64-byte loads, two stores), and a clock no CPU sustains.
 M.CPU_BYTES_PER_CLOCK, M.CPU_MAX_GHZ = 320, 6.5
---- Bytes an SM's L1 moves per clock at most (128 of loads, 128 of stores): the bound of what fits in a GPU's L2.
+--- Bytes an SM's L1 moves per clock at most (128 of loads, 128 of stores).
 M.SM_BYTES_PER_CLOCK = 256
 
 local function read_line(path)
@@ -248,8 +217,7 @@ local function read_line(path)
   return line
 end
 
--- The data caches of cpu0 from sysfs, smallest first: {name, bytes (all of that level the cores hold: a private
--- cache counts once per core)}; {} where sysfs does not say.
+-- The data caches of cpu0 from sysfs, smallest first: {name, bytes (a private cache counts once per core)}.
 local function cpu_caches(cores)
   local out = {}
   for i = 0, 9 do
@@ -271,15 +239,10 @@ local function cpu_caches(cores)
   return out
 end
 
---- The levels of a device's memory, smallest first, each {name, bytes (capacity; nil: device memory), gbps (the
--- fastest any kernel can move bytes whose working set fits there), source, per_thread (a CPU cache's bytes per
--- core)}. A level's copy bandwidth measured by scripts/ceilings.lua (entry.levels; device memory: the copy
--- ceiling) gives MARGIN x it, times the cores a one-thread measurement left idle; otherwise a bound from the specs:
--- cores x CPU_BYTES_PER_CLOCK x CPU_MAX_GHZ on a CPU, SMs x SM_BYTES_PER_CLOCK x the SM clock within a GPU's L2,
--- the memory clock x 2 x the bus width for its memory. A level is never bounded below a larger one.
+--- The levels of a device's memory, smallest first, {name, bytes, gbps (the fastest any kernel moves a working set
+-- that fits there), source, per_thread}: measured or from the specs (docs/MEASUREMENT.md's table).
 -- @signature ceilings.levels(info [, entry]) -> {{name, bytes, gbps, source}, ...}
--- @example
---   for _, l in ipairs(ceilings.levels(kb.device_info())) do print(l.name, l.bytes, l.gbps, l.source) end
+-- @example for _, l in ipairs(ceilings.levels(kb.device_info())) do print(l.name, l.bytes, l.gbps, l.source) end
 function M.levels(info, entry)
   args.check('ceilings.levels', 1, info, 'table', 'device info (kb.device_info())')
   local measured = {}
@@ -305,8 +268,7 @@ function M.levels(info, entry)
   if not (levels[#levels] and levels[#levels].name == 'device memory') then
     levels[#levels + 1] = { name = 'device memory' }
   end
-  local memory = levels[#levels]
-  local copy = M.usable_copy(entry)
+  local memory, copy = levels[#levels], M.usable_copy(entry)
   if copy and not memory.gbps then memory.gbps, memory.source = M.MARGIN * copy, 'the measured copy ceiling' end
   for i = #levels, 1, -1 do
     local l, m = levels[i], measured[levels[i].name]
@@ -321,26 +283,20 @@ function M.levels(info, entry)
   return levels
 end
 
---- The level a working set of `bytes` moved (read + written) fits in: the first whose capacity holds half of them
--- (each byte read and written once, in place: the smallest working set those bytes allow).
+--- The level `bytes` moved (read + written) fit in: the first that holds half of them (an in-place working set).
 -- @signature ceilings.level_for(levels, bytes) -> level
--- @example
---   print(ceilings.level_for(ceilings.levels(kb.device_info()), 2^20).name)
+-- @example print(ceilings.level_for(ceilings.levels(kb.device_info()), 2^20).name)
 function M.level_for(levels, bytes)
   args.check('ceilings.level_for', 1, levels, 'table', 'list of levels (ceilings.levels)')
   args.check('ceilings.level_for', 2, bytes, 'number', 'bytes')
-  for _, l in ipairs(levels) do
-    if not l.bytes or l.bytes >= bytes / 2 then return l end
-  end
+  for _, l in ipairs(levels) do if not l.bytes or l.bytes >= bytes / 2 then return l end end
   return levels[#levels]
 end
 
---- ceilings.throughput against the cached copy ceiling of the default device (never measures); without one, `note`
--- says how to get it. opts.path: another cache file.
+--- ceilings.throughput against the default device's cached copy ceiling (else a `note` says how to get one; never
+-- measures). opts.path: another cache file.
 -- @signature ceilings.cached_throughput(bytes, flops, ms [, opts]) -> table
--- @example
---   local t = ceilings.cached_throughput(2 * 2^21, nil, 0.12) -- 2 MiB read and written in 0.12 ms
---   print(t.gbps, t.percentOfCopy or t.note)
+-- @example print(ceilings.cached_throughput(2 * 2^21, nil, 0.12).gbps) -- 2 MiB read and written in 0.12 ms
 function M.cached_throughput(bytes, flops, ms, opts)
   args.check('ceilings.cached_throughput', 1, bytes, 'number|nil', 'bytes')
   args.check('ceilings.cached_throughput', 2, flops, 'number|nil', 'flops')
@@ -369,12 +325,10 @@ function M.cached_throughput(bytes, flops, ms, opts)
   return t
 end
 
---- The between-session noise figure measured on this process's device (scripts/run_noise.lua), for kernel where
--- measured, at a point of median ms: what a record made now says it was made under; nil where none was measured
--- (compare then applies its defaults: kluabench.record.noise). opts: kernel, path (another cache file).
+--- The between-session noise figure measured on this device (for opts.kernel where measured) at a median of ms;
+-- nil where none was (compare then applies its defaults). opts: kernel, path (another cache file).
 -- @signature ceilings.cached_noise(ms [, opts]) -> {sd, df, scope, measuredAt, sessions} | nil
--- @example
---   print(ceilings.cached_noise(0.01, {kernel = "llama4_rope"}))
+-- @example print(ceilings.cached_noise(0.01, {kernel = "llama4_rope"}))
 function M.cached_noise(ms, opts)
   args.check('ceilings.cached_noise', 1, ms, 'number', 'milliseconds')
   args.check('ceilings.cached_noise', 2, opts, 'table|nil', 'table of options')

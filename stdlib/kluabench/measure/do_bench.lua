@@ -1,4 +1,5 @@
 --- kb.do_bench: triton.testing.do_bench's algorithm as a function and as a protocol (the harness's default).
+local args = require 'kluabench.util.args'
 local measure = require 'kluabench.measure'
 local stats = require 'kluabench.stats'
 
@@ -8,16 +9,12 @@ local floor, max = math.floor, math.max
 
 --- triton.testing.do_bench flushes the L2 by zeroing a buffer of this size.
 M.TRITON_FLUSH_BYTES = 256000000
-
 --- The quantiles the harness reports, as Liger asks do_bench for them (its CSV's y_value_50/20/80).
 M.QUANTILES = measure.QUANTILES
-
 --- Defaults of do_bench (triton's).
 M.DO_BENCH_DEFAULTS = { warmup_ms = 25, rep_ms = 100, return_mode = 'mean' }
-
 --- The harness's do_bench: Liger's repetition time (rep 400 ms) and quantiles.
 M.HARNESS_DEFAULTS = { warmup_ms = M.DO_BENCH_DEFAULTS.warmup_ms, rep_ms = 400, quantiles = M.QUANTILES }
-
 --- The fewest repetitions on the cpu backend: triton's max(1, rep/estimate) can be 1 there.
 M.CPU_MIN_REPEAT = 5
 
@@ -29,27 +26,19 @@ local function copy(t)
   return c
 end
 
---- triton.testing.do_bench: a 5-call estimate (flushes inside, as triton has it), max(1, warmup / estimate) warm-up
--- calls, max(min_repeat, rep / estimate) repetitions of before_each, flush, timed fn() (min_repeat: 1, CPU_MIN_REPEAT
--- on the cpu, where the flush is twice the last-level cache). opts: warmup_ms, rep_ms, quantiles, return_mode,
--- before_each, device, flush_bytes. Returns what triton returns and the result (samples, summary, quantiles, used:
--- every number it derived).
+--- triton.testing.do_bench (docs/MEASUREMENT.md); opts: warmup_ms, rep_ms, quantiles, return_mode, before_each,
+-- device, flush_bytes. What triton returns, and the result (samples, summary, quantiles, used: what it derived).
 -- @signature do_bench.do_bench(fn [, opts]) -> value, result
 -- @example
---   local q = kb.randn({1, 2048, 32, 16}, "bf16", 1)
---   local k = kb.randn({1, 2048, 8, 16}, "bf16", 2)
---   local f = kb.rope.freqs(2048, 16)
---   local ms = do_bench.do_bench(function() kb.rope.llama4_fwd(q, k, f) end,
---     {rep_ms = 400, quantiles = {0.5, 0.2, 0.8}})
+--   local x = kb.randn({4096}, "f32", 1)
+--   local ms = do_bench.do_bench(function() x:add_(1) end, {rep_ms = 100, quantiles = {0.5, 0.2, 0.8}})
 --   print(ms[1], ms[2], ms[3])
 function M.do_bench(fn, opts)
   if type(fn) ~= 'function' and not (getmetatable(fn) and getmetatable(fn).__call) then
     error("bad argument #1 to 'do_bench' (function expected, got " .. type(fn) .. ')', 2)
   end
   opts = opts or {}
-  if type(opts) ~= 'table' then
-    error("bad argument #2 to 'do_bench' (table of options expected, got " .. type(opts) .. ')', 2)
-  end
+  args.check('do_bench', 2, opts, 'table', 'table of options')
   measure.check_options('do_bench', 2, opts, measure.DO_BENCH_OPTIONS)
   local warmup_ms = opts.warmup_ms or M.DO_BENCH_DEFAULTS.warmup_ms
   local rep_ms = opts.rep_ms or M.DO_BENCH_DEFAULTS.rep_ms
@@ -72,13 +61,11 @@ function M.do_bench(fn, opts)
   local flush_req = opts.flush_bytes
   if flush_req == nil and dev.backend ~= 'cpu' then flush_req = M.TRITON_FLUSH_BYTES end
   local function flush() return dev.flush_l2(flush_req) end
-
   fn()
   -- the first flush allocates the buffer (triton's is allocated here too): out of the estimate
   local flush_bytes = flush()
   if type(flush_bytes) ~= 'number' then flush_bytes = nil end
   dev.synchronize()
-
   local s0, e0 = dev.event(), dev.event()
   s0:record()
   for _ = 1, 5 do
@@ -93,7 +80,6 @@ function M.do_bench(fn, opts)
     error(string.format('do_bench: estimated time per call is %s ms; the timer cannot resolve fn '
       .. '(give it more work)', tostring(estimate_ms)), 2)
   end
-
   local n_warmup = max(1, floor(warmup_ms / estimate_ms))
   local n_repeat_triton = max(1, floor(rep_ms / estimate_ms))
   local min_repeat = dev.backend == 'cpu' and M.CPU_MIN_REPEAT or 1
@@ -103,7 +89,6 @@ function M.do_bench(fn, opts)
       .. 'than the %d one measurement keeps (measure.MAX_SAMPLES): lower rep_ms', rep_ms, estimate_ms,
       rep_ms / estimate_ms, measure.MAX_SAMPLES), 2)
   end
-
   local starts, ends = {}, {}
   for i = 1, n_repeat do starts[i], ends[i] = dev.event(), dev.event() end
   -- the between-samples hook takes samples of its own, synchronized
@@ -131,7 +116,6 @@ function M.do_bench(fn, opts)
   end
   dev.synchronize()
   if between then between(nil, n_repeat, extra) end
-
   local samples = {}
   for i = 1, n_repeat do samples[i] = dev.elapsed_ms(starts[i], ends[i]) end
   local summary = stats.describe(samples, quantiles or M.QUANTILES)
@@ -179,12 +163,9 @@ end
 
 --- The interval of the median a summary holds, as the evidence records it; nil for n < 2.
 -- @signature do_bench.median_ci_of(summary) -> {lo, hi, confidence, method, flags} | nil
--- @example
---   print(do_bench.median_ci_of(kb.stats.describe({1, 2, 3, 4, 5})).lo)
+-- @example print(do_bench.median_ci_of(kb.stats.describe({1, 2, 3, 4, 5})).lo)
 function M.median_ci_of(summary)
-  if type(summary) ~= 'table' then
-    error("bad argument #1 to 'do_bench.median_ci_of' (summary (stats.describe) expected, got " .. type(summary) .. ')', 2)
-  end
+  args.check('do_bench.median_ci_of', 1, summary, 'table', 'summary (stats.describe)')
   if not summary.ci95 then return nil end
   return { lo = summary.ci95[1], hi = summary.ci95[2], confidence = 0.95, method = 'order statistics',
     flags = summary.ci_flag or '' }
@@ -212,9 +193,7 @@ end
 --   local x = kb.randn({4096}, "f32", 1)
 --   print(do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end).summary.median)
 function M.do_bench_protocol(params)
-  if params ~= nil and type(params) ~= 'table' then
-    error("bad argument #1 to 'do_bench_protocol' (table of parameters expected, got " .. type(params) .. ')', 2)
-  end
+  args.check('do_bench_protocol', 1, params, 'table|nil', 'table of parameters')
   measure.check_options('do_bench_protocol', 1, params or {}, measure.DO_BENCH_OPTIONS)
   params = copy(params)
   params.warmup_ms = params.warmup_ms or M.DO_BENCH_DEFAULTS.warmup_ms
@@ -227,11 +206,10 @@ function M.do_bench_protocol(params)
     spec = function(self, info)
       local p = self.params
       local timer = info.timer or ((info.backend or 'cpu') == 'cuda' and 'cuda_events' or 'host_monotonic')
-      local notes = string.format('Timed: %s, via kluabench bench.do_bench (the algorithm of '
-        .. 'triton.testing.do_bench: 5-call estimate, warm-up %g ms, repetitions %g ms, L2 flushed '
-        .. 'before every repetition outside the timed region) with quantiles %s (%s).',
-        info.timed or 'the benchmarked function', p.warmup_ms, p.rep_ms, quantile_text(p.quantiles),
-        spread_text(p.quantiles))
+      local notes = string.format('Timed: %s, via kluabench bench.do_bench (the algorithm of triton.testing.'
+        .. 'do_bench: 5-call estimate, warm-up %g ms, repetitions %g ms, L2 flushed before every repetition outside '
+        .. 'the timed region) with quantiles %s (%s).', info.timed or 'the benchmarked function', p.warmup_ms,
+        p.rep_ms, quantile_text(p.quantiles), spread_text(p.quantiles))
       local cpu = (info.backend or 'cpu') == 'cpu'
       if timer == 'host_monotonic' then
         notes = notes .. ' Run on the cpu backend: samples are host monotonic-clock times of CPU kernels, not GPU times.'
@@ -258,8 +236,7 @@ end
 
 --- The registry's constructor (measure.protocol("do_bench", params)): a protocol of do_bench's own params.
 -- @signature do_bench.make(params) -> protocol
--- @example
---   print(do_bench.make{rep_ms = 5, warmup_ms = 1}.params.rep_ms) --> 5
+-- @example print(do_bench.make{rep_ms = 5, warmup_ms = 1}.params.rep_ms) --> 5
 function M.make(params)
   local d = {}
   for k, v in pairs(params or {}) do if measure.DO_BENCH_OPTIONS[k] then d[k] = v end end

@@ -1,6 +1,5 @@
---- Timing: protocols as values (name, params, run(self, fn, ctx), spec(self, info)) and the registry of the built-in
--- ones, a file each (docs/MEASUREMENT.md). Device primitives come through ctx, so a test can fake the clock;
--- ctx.between is called between samples (the audits plug in there; docs/ARCHITECTURE.md).
+--- Timing: protocols as values and the registry of the built-in ones, a file each (docs/MEASUREMENT.md). Device
+-- primitives come through ctx, so a test can fake the clock; the audits plug into ctx.between (docs/ARCHITECTURE.md).
 local core = require 'kluabench.core'
 local args = require 'kluabench.util.args'
 local stats = require 'kluabench.stats'
@@ -9,15 +8,10 @@ local M = {}
 
 --- The built-in protocols, in the order --help lists them: each is kluabench.measure.<name>.
 M.MODES = { 'do_bench', 'cold', 'hot', 'graph' }
-
 --- The quantiles the harness records (Liger's: the median, p20 and p80).
 M.QUANTILES = { 0.5, 0.2, 0.8 }
-
---- The longest time (ms) any one option may ask for: an hour.
-M.MAX_MS = 3600 * 1000
-
---- The most samples one measurement keeps.
-M.MAX_SAMPLES = 1000000
+--- The longest time (ms) any one option may ask for (an hour), and the most samples one measurement keeps.
+M.MAX_MS, M.MAX_SAMPLES = 3600 * 1000, 1000000
 
 -- The engine's timing functions, bound before the user's script runs (kluabench.trust.integrity).
 local ENGINE = { event = core.event, elapsed_ms = core.elapsed_ms, synchronize = core.synchronize,
@@ -27,18 +21,12 @@ local ENGINE = { event = core.event, elapsed_ms = core.elapsed_ms, synchronize =
 
 local function emulated_graph(fn)
   return { emulated = true, free = function() end,
-    replay = function(self, n)
-      for _ = 1, n or 1 do fn() end
-      return self
-    end }
+    replay = function(self, n) for _ = 1, n or 1 do fn() end return self end }
 end
 
---- The engine's primitives as a ctx (event, elapsed_ms, synchronize, flush_l2, ..., graph (emulated on the cpu),
--- backend and timer: "cuda_events" or "host_monotonic").
+--- The engine's primitives as a ctx: event, elapsed_ms, synchronize, flush_l2, ..., graph, backend and timer.
 -- @signature measure.device() -> ctx
--- @example
---   local ctx = measure.device()
---   print(ctx.backend, ctx.timer)
+-- @example print(measure.device().timer)
 function M.device()
   local e = ENGINE
   local backend = e.backend()
@@ -52,8 +40,7 @@ end
 
 --- A ctx with every primitive: the engine's for nil or the engine's bare table, else ctx (a fake).
 -- @signature measure.complete(ctx) -> ctx
--- @example
---   print(measure.complete(nil).timer)
+-- @example print(measure.complete(nil).timer)
 function M.complete(ctx)
   args.check('measure.complete', 1, ctx, 'table|nil', 'device table')
   if ctx == nil or (ctx.event == core.event and ctx.device_info == nil) then return M.device() end
@@ -62,8 +49,7 @@ end
 
 --- The L2 size of ctx's device; raises when it reports none.
 -- @signature measure.l2_bytes(ctx) -> bytes
--- @example
---   print(measure.l2_bytes(measure.device()))
+-- @example print(measure.l2_bytes(measure.device()))
 function M.l2_bytes(ctx)
   local ok, info = pcall(ctx.device_info or function() return {} end)
   local l2 = ok and type(info) == 'table' and info.l2_bytes or nil
@@ -77,8 +63,7 @@ local REQUIRED = { 'event', 'elapsed_ms', 'synchronize', 'flush_l2' }
 
 --- ctx, or an error when it lacks a primitive every protocol needs.
 -- @signature measure.check_ctx(fname, ctx) -> ctx
--- @example
---   measure.check_ctx("mine", measure.device())
+-- @example measure.check_ctx("mine", measure.device())
 function M.check_ctx(fname, ctx)
   if type(ctx) ~= 'table' then
     error(string.format("bad argument to '%s' (device table expected, got %s)", fname, type(ctx)), 3)
@@ -114,8 +99,7 @@ M.DEFAULTS = {
 
 --- The value of option k in opts, else its default.
 -- @signature measure.option(opts, k) -> value
--- @example
---   print(measure.option({}, "warmup_ms")) --> 10
+-- @example print(measure.option({}, "warmup_ms")) --> 10
 function M.option(opts, k)
   local v = opts[k]
   if v == nil then return M.DEFAULTS[k] end
@@ -137,44 +121,25 @@ M.DO_BENCH_OPTIONS = {
 
 --- The options of cold, hot and graph, and do_bench's (but device).
 M.OPTIONS = {
-  warmup_ms = { kind = 'number', min = 0, max = M.MAX_MS },
-  warmup_min = count(1, 1e6),
+  warmup_ms = { kind = 'number', min = 0, max = M.MAX_MS }, warmup_min = count(1, 1e6),
   hold = { kind = 'number', min = 0, max = NS_MAX, one_of = { 'auto', false } },
-  hold_min_ns = { kind = 'number', min = 0, max = NS_MAX },
-  hold_max_ns = { kind = 'number', min = 0, max = NS_MAX },
-  flush_factor = { kind = 'number', min = 0, max = 1000 },
-  batch = count(1, 1e7, true),
-  batch_ms = { kind = 'number', min = 0, above = true, max = M.MAX_MS },
-  batch_max = count(1, 1e7),
-  rotate = count(1, 1e6, true),
-  margin = { kind = 'number', min = 1, max = 1000 },
-  launches = count(1, 1e6, true),
-  max_sets = count(1, 1e6),
-  quantiles = { kind = 'table' },
-  clocks = { kind = 'boolean' },
-  event_pairs = count(0, 1e6),
-  kernel_trace = { kind = 'boolean' },
+  hold_min_ns = { kind = 'number', min = 0, max = NS_MAX }, hold_max_ns = { kind = 'number', min = 0, max = NS_MAX },
+  flush_factor = { kind = 'number', min = 0, max = 1000 }, batch = count(1, 1e7, true),
+  batch_ms = { kind = 'number', min = 0, above = true, max = M.MAX_MS }, batch_max = count(1, 1e7),
+  rotate = count(1, 1e6, true), margin = { kind = 'number', min = 1, max = 1000 }, launches = count(1, 1e6, true),
+  max_sets = count(1, 1e6), quantiles = { kind = 'table' }, clocks = { kind = 'boolean' },
+  event_pairs = count(0, 1e6), kernel_trace = { kind = 'boolean' },
   stop = { kind = 'any' }, -- stopping.from checks it
-  l2_bytes = { kind = 'number', min = 0, above = true, max = 2 ^ 40 },
-  sets = { kind = 'table' },
-  make_set = { kind = 'function' },
-  set_bytes = { kind = 'number', min = 0, above = true, max = 2 ^ 50 },
-  allow_warm = { kind = 'boolean' },
-  name = { kind = 'string' },
+  l2_bytes = { kind = 'number', min = 0, above = true, max = 2 ^ 40 }, sets = { kind = 'table' },
+  make_set = { kind = 'function' }, set_bytes = { kind = 'number', min = 0, above = true, max = 2 ^ 50 },
+  allow_warm = { kind = 'boolean' }, name = { kind = 'string' },
   nvml_device = { kind = 'any' }, -- an index or a UUID: clocks.lua checks it
-  recovery_ms = { kind = 'number', min = 0, max = M.MAX_MS },
-  max_drops = count(0, 1e6),
-  drop_throttled = { kind = 'boolean' },
-  keep_graph = { kind = 'boolean' },
+  recovery_ms = { kind = 'number', min = 0, max = M.MAX_MS }, max_drops = count(0, 1e6),
+  drop_throttled = { kind = 'boolean' }, keep_graph = { kind = 'boolean' },
 }
-for k, rule in pairs(M.DO_BENCH_OPTIONS) do
-  if k ~= 'device' and M.OPTIONS[k] == nil then M.OPTIONS[k] = rule end
-end
+for k, rule in pairs(M.DO_BENCH_OPTIONS) do if k ~= 'device' and M.OPTIONS[k] == nil then M.OPTIONS[k] = rule end end
 
-local function describe_value(v)
-  if type(v) == 'string' then return string.format('%q', v) end
-  return tostring(v)
-end
+local function describe_value(v) return type(v) == 'string' and string.format('%q', v) or tostring(v) end
 
 local function check_value(name, v, rule)
   for _, x in ipairs(rule.one_of or {}) do if v == x then return nil end end
@@ -195,16 +160,13 @@ local function check_value(name, v, rule)
     and (rule.above and v > lo or not rule.above and v >= lo) and v <= hi
     and (not rule.integer or math.type(v) == 'integer' or v == math.floor(v))
   if ok then return nil end
-  return string.format('%s must be %s %s %g and at most %g%s, got %s', name,
-    rule.integer and 'a whole number' or 'a finite number', rule.above and 'above' or 'from', lo, hi, alts,
-    describe_value(v))
+  return string.format('%s must be %s %s %g and at most %g%s, got %s', name, rule.integer and 'a whole number'
+    or 'a finite number', rule.above and 'above' or 'from', lo, hi, alts, describe_value(v))
 end
 
---- Checks a table of options against rules (M.OPTIONS, M.DO_BENCH_OPTIONS or one's own): an error naming the
--- function, the argument, the option and what it must be.
+--- Checks a table of options against rules (M.OPTIONS, M.DO_BENCH_OPTIONS or one's own); errors name the option.
 -- @signature measure.check_options(fname, argn, opts, rules) -> opts
--- @example
---   print(pcall(measure.check_options, "mine", 1, {warmup_ms = -1}, measure.OPTIONS))
+-- @example print(pcall(measure.check_options, "mine", 1, {warmup_ms = -1}, measure.OPTIONS))
 function M.check_options(fname, argn, opts, rules)
   args.check('check_options', 1, fname, 'string', 'function name')
   args.check('check_options', 2, argn, 'integer', 'argument number')
@@ -226,8 +188,7 @@ function M.check_options(fname, argn, opts, rules)
 end
 
 local Protocol = {}
-Protocol.__index = Protocol
-Protocol.__name = 'kluabench.Protocol'
+Protocol.__index, Protocol.__name = Protocol, 'kluabench.Protocol'
 
 function Protocol:__tostring() return string.format('protocol %s', self.name) end
 
@@ -250,9 +211,7 @@ function Protocol:run(fn, ctx)
     error(string.format("protocol '%s': run produced no samples", self.name), 2)
   end
   r.protocol, r.name, r.params = self, self.name, self.params
-  r.used = r.used or {}
-  r.timer = r.timer or ctx.timer
-  r.backend = r.backend or ctx.backend
+  r.used, r.timer, r.backend = r.used or {}, r.timer or ctx.timer, r.backend or ctx.backend
   if type(r.summary) ~= 'table' or type(r.summary.at) ~= 'table' then
     r.summary = stats.describe(r.samples, self.params.quantiles)
   end
@@ -262,15 +221,12 @@ end
 
 --- What the protocol says of itself for a BenchmarkProtocol document; info: timed, backend, timer.
 -- @signature protocol:spec([info]) -> spec
--- @example
---   print(kb.do_bench.do_bench_protocol():spec{backend = "cpu"}.measurement.method)
+-- @example print(kb.do_bench.do_bench_protocol():spec{backend = "cpu"}.measurement.method)
 function Protocol:spec(info) return self._spec(self, info or {}) end
 
 local function default_spec(self, info)
   local params = {}
-  for k, v in pairs(self.params) do
-    if type(v) ~= 'function' then params[k] = v end
-  end
+  for k, v in pairs(self.params) do if type(v) ~= 'function' then params[k] = v end end
   return {
     harness = { name = 'kluabench' },
     measurement = {
@@ -282,9 +238,7 @@ end
 
 -- The module of a built-in protocol: the registry loads only the one a run asks for.
 local function module_of(name, fname, argn)
-  for _, m in ipairs(M.MODES) do
-    if m == name then return require('kluabench.measure.' .. name) end
-  end
+  for _, m in ipairs(M.MODES) do if m == name then return require('kluabench.measure.' .. name) end end
   error(string.format("bad argument #%d to '%s' (protocol %s expected, got %s)", argn, fname,
     table.concat(M.MODES, ', ', 1, #M.MODES - 1) .. ' or ' .. M.MODES[#M.MODES], tostring(name)), 3)
 end
@@ -306,9 +260,7 @@ end
 --   print(p:run(function() x:add_(1) end).summary.median)
 function M.protocol(def, params)
   if type(def) == 'string' then
-    if params ~= nil and type(params) ~= 'table' then
-      error("bad argument #2 to 'protocol' (table of parameters expected, got " .. type(params) .. ')', 2)
-    end
+    args.check('protocol', 2, params, 'table|nil', 'table of parameters')
     M.check_options('protocol', 2, params or {}, M.OPTIONS)
     return module_of(def, 'protocol', 1).make(params or {})
   end
@@ -331,8 +283,7 @@ end
 
 --- Whether v is a protocol (measure.protocol made it).
 -- @signature measure.is_protocol(v) -> boolean
--- @example
---   print(measure.is_protocol(kb.do_bench.do_bench_protocol())) --> true
+-- @example print(measure.is_protocol(kb.do_bench.do_bench_protocol())) --> true
 function M.is_protocol(v) return getmetatable(v) == Protocol end
 
 --- One measurement of fn by a built-in protocol, start to end: its result.
@@ -345,9 +296,7 @@ function M.run(name, fn, opts, ctx)
   if type(fn) ~= 'function' and not (getmetatable(fn) and getmetatable(fn).__call) then
     error(string.format("bad argument #2 to 'run' (function expected, got %s)", type(fn)), 2)
   end
-  if opts ~= nil and type(opts) ~= 'table' then
-    error("bad argument #3 to 'run' (table of options expected, got " .. type(opts) .. ')', 2)
-  end
+  args.check('run', 3, opts, 'table|nil', 'table of options')
   M.check_options('run', 3, opts or {}, M.OPTIONS)
   return m.measure(fn, opts or {}, M.complete(ctx))
 end

@@ -1,8 +1,5 @@
--- The ExecutionEnvironment document; what cannot be known is left out, never invented. hardware: vendor,
--- product ("NVIDIA H100" of "NVIDIA H100 80GB HBM3", the CPU model on cpu), formFactor (the rest, if any),
--- architecture, memoryBytes, count 1; software: operatingSystem, kernel, driver, cudaToolkit, compiler,
--- framework, libraries {lua, cuda_driver}; settings.clocksLocked. Where the process ran is metadata.labels
--- (undigested: identical machines share one environment); other device facts go to the run's evidence.
+-- The ExecutionEnvironment document (docs/RECORDS.md): what cannot be known is left out, never invented. Where the
+-- process ran is metadata.labels (undigested: identical machines share one environment).
 local names = require 'kluabench.record.names'
 local args = require 'kluabench.util.args'
 local core = require 'kluabench.core'
@@ -20,21 +17,15 @@ local FAMILY = { geforce = 'nvidia', rtx = 'nvidia', tesla = 'nvidia', quadro = 
 
 local function trim(s) return (s:gsub('^%s+', ''):gsub('%s+$', '')) end
 
-local function vendor_of_word(w)
-  local k = w:lower():gsub('%(r%)', ''):gsub('%(tm%)', ''):gsub('[^%w]', '')
-  return VENDORS[k]
-end
+local function vendor_of_word(w) return VENDORS[w:lower():gsub('%(r%)', ''):gsub('%(tm%)', ''):gsub('[^%w]', '')] end
 
 -- Splits a GPU name: "NVIDIA H100 80GB HBM3" -> "nvidia", "NVIDIA H100", "80GB HBM3".
 function M.split_gpu_name(name)
-  if type(name) ~= 'string' then
-    error("bad argument #1 to 'split_gpu_name' (string expected, got " .. type(name) .. ')', 2)
-  end
+  args.check('split_gpu_name', 1, name, 'string', 'string')
   local words = {}
   for w in name:gmatch('%S+') do words[#words + 1] = w end
   if #words == 0 then return nil, '', nil end
-  local i, vendor = 1, vendor_of_word(words[1])
-  local product = {}
+  local i, vendor, product = 1, vendor_of_word(words[1]), {}
   if vendor then product[1], i = words[1], 2 end
   while words[i] and FAMILY[words[i]:lower()] ~= nil do
     vendor = vendor or FAMILY[words[i]:lower()] or nil
@@ -67,12 +58,10 @@ local ARCH_BY_MODEL = {
   { '^MI3%d%d[XA]?$', 'gfx942' }, { '^MI2%d%dX?$', 'gfx90a' }, { '^MI100$', 'gfx908' },
 }
 
--- The architecture a GPU name implies, or nil when unknown.
 function M.arch_of_gpu_name(name)
   args.check('env.arch_of_gpu_name', 1, name, 'string', 'GPU name')
   local _, product = M.split_gpu_name(name)
-  local model = (product:match('(%S+)$') or ''):upper()
-  local lower = name:lower()
+  local model, lower = (product:match('(%S+)$') or ''):upper(), name:lower()
   if lower:find('%f[%a]ada%f[%A]') then return 'sm_89' end
   if lower:find('blackwell') then return 'sm_120' end
   if lower:find('rtx') then
@@ -107,8 +96,7 @@ end
 
 -- The kernel ("Linux 6.1.0-18-amd64") and distribution, from /proc and /etc/os-release; unknown nil.
 function M.os_info()
-  local t = {}
-  local ostype = read_first_line('/proc/sys/kernel/ostype')
+  local t, ostype = {}, read_first_line('/proc/sys/kernel/ostype')
   local release = read_first_line('/proc/sys/kernel/osrelease')
   if ostype and release then t.kernel = ostype .. ' ' .. release end
   local f = io.open('/etc/os-release', 'r')
@@ -136,13 +124,10 @@ local function nonzero(v) return (type(v) == 'number' and v > 0) and v or nil en
 function M.hardware(info, backend)
   args.check('env.hardware', 1, info, 'table', 'device info (kb.device_info())')
   args.check('env.hardware', 2, backend, 'string', 'backend name')
-  local hw = {}
-  local name = trim(tostring(info.name or ''))
+  local hw, name = {}, trim(tostring(info.name or ''))
   if backend == 'cuda' then
     local vendor, product, ff = M.split_gpu_name(name)
-    hw.vendor = vendor or 'nvidia'
-    hw.product = product ~= '' and product or nil
-    hw.formFactor = ff
+    hw.vendor, hw.product, hw.formFactor = vendor or 'nvidia', product ~= '' and product or nil, ff
     hw.architecture = (info.arch and info.arch ~= '') and info.arch or M.arch_of_gpu_name(name)
   else
     local first = name:match('^(%S+)')
@@ -153,8 +138,7 @@ function M.hardware(info, backend)
   -- the schema's tokens are lowercase words: "x86_64" is one, "x86-64" is not
   if hw.architecture then hw.architecture = hw.architecture:lower():gsub('[^%w_]', '_') end
   if hw.vendor == '' or (hw.vendor and not hw.vendor:match('^[a-z]')) then hw.vendor = nil end
-  hw.memoryBytes = nonzero(info.memory_bytes)
-  hw.count = 1
+  hw.memoryBytes, hw.count = nonzero(info.memory_bytes), 1
   return hw
 end
 
@@ -171,13 +155,11 @@ function M.software(info, backend, kb, opts)
   args.check('env.software', 1, info, 'table', 'device info (kb.device_info())')
   args.check('env.software', 2, backend, 'string', 'backend name')
   opts = opts or {}
-  local sw = {}
-  local libraries = { lua = _VERSION }
+  local sw, libraries = {}, { lua = _VERSION }
   if backend == 'cuda' then
     local release = opts.driver_release
     if release == nil then release = M.driver_release() end
-    sw.driver = release or nil
-    sw.cudaToolkit = M.cuda_version(info.runtime_version)
+    sw.driver, sw.cudaToolkit = release or nil, M.cuda_version(info.runtime_version)
     libraries.cuda_driver = M.cuda_version(info.driver_version)
   end
   local build = kb and type(kb.build_info) == 'function' and kb.build_info() or {}
@@ -210,8 +192,7 @@ function M.placement(getenv, hostname)
   args.check('env.placement', 1, getenv, 'callable|nil', 'getenv function')
   args.check('env.placement', 2, hostname, 'string|nil', 'host name')
   getenv = getenv or os.getenv
-  local t = {}
-  local host = hostname
+  local t, host = {}, hostname
   if host == nil then host = read_first_line('/proc/sys/kernel/hostname') or getenv('HOSTNAME') end
   if type(host) == 'string' and host ~= '' then t.host_name = host:sub(1, 200) end
   for _, v in ipairs(M.SLURM_VARS) do
@@ -235,8 +216,7 @@ function M.capture(opts)
   local name = trim(tostring(info.name or (backend == 'cpu' and 'cpu' or 'unknown device')))
   local spec = { hardware = M.hardware(info, backend), software = M.software(info, backend, kb, opts) }
   if backend == 'cuda' and opts.nvml ~= false then
-    local locked = M.clocks_locked(opts.nvml_info)
-    if locked then spec.settings = { clocksLocked = true } end
+    if M.clocks_locked(opts.nvml_info) then spec.settings = { clocksLocked = true } end
   end
   local short = backend == 'cuda' and M.short_device_name(name) or name
   local placement = opts.placement
@@ -267,8 +247,7 @@ end
 
 -- The full device name (product and form factor) of an environment document as read, or nil.
 function M.device_name(doc)
-  local get = json.get
-  local hw = get(doc, 'spec', 'hardware')
+  local hw = json.get(doc, 'spec', 'hardware')
   if type(hw) ~= 'table' or type(hw.product) ~= 'string' then return nil end
   return type(hw.formFactor) == 'string' and (hw.product .. ' ' .. hw.formFactor) or hw.product
 end

@@ -1,5 +1,4 @@
---- kernelindex.dev/v1alpha1 record bundles: one measured session of a point is one bundle {run, protocol,
--- environment, workload, implementation, operation}, built only from the facts it is given (the harness
+--- kernelindex.dev/v1alpha1 record bundles, one per measured session, built only from the facts given (the harness
 -- decides status, throughput and noise). docs/RECORDS.md describes every field and the digest recipe.
 local core = require 'kluabench.core'
 local args = require 'kluabench.util.args'
@@ -17,12 +16,12 @@ local M = {}
 
 M.API_VERSION = 'kernelindex.dev/v1alpha1'
 
---- The documents of a bundle and their kinds, in the order they are written.
 --- The statuses a run may have (the BenchmarkRun schema's enum): readers trust a status only from this list.
 M.STATUSES = { 'passed', 'incorrect_shape', 'incorrect_dtype', 'incorrect_numerical', 'compile_error', 'runtime_error',
   'timeout', 'resource_exceeded', 'invalid_reference', 'policy_violation', 'suspected_reward_hack',
   'incomplete_evidence', 'revoked' }
 
+--- The documents of a bundle and their kinds, in the order they are written.
 M.MEMBERS = {
   { doc = 'run', kind = 'BenchmarkRun' }, { doc = 'protocol', kind = 'BenchmarkProtocol' },
   { doc = 'environment', kind = 'ExecutionEnvironment' }, { doc = 'workload', kind = 'WorkloadCase' },
@@ -53,8 +52,7 @@ local function finite(v) return type(v) == 'number' and v == v and v > -math.hug
 
 --- A document {apiVersion = "kernelindex.dev/v1alpha1", kind, metadata, spec}.
 -- @signature record.document(kind, spec [, metadata]) -> document
--- @example
---   local doc = record.document("SoftwareProject", {name = "mine"}, {name = "mine"})
+-- @example local doc = record.document("SoftwareProject", {name = "mine"}, {name = "mine"})
 function M.document(kind, spec, metadata)
   args.check('record.document', 1, kind, 'string', 'kind string')
   args.check('record.document', 2, spec, 'table', 'spec table')
@@ -63,8 +61,7 @@ end
 
 --- The digest of a document: "sha256:" .. hex(SHA-256(JCS({apiVersion, kind, spec}))).
 -- @signature record.digest(doc) -> "sha256:<hex>"
--- @example
---   print(record.digest(record.document("SoftwareProject", {name = "mine"}, {name = "mine"})))
+-- @example print(record.digest(record.document("SoftwareProject", {name = "mine"}, {name = "mine"})))
 function M.digest(doc)
   if type(doc) ~= 'table' or type(doc.spec) ~= 'table' then
     error("bad argument #1 to 'digest' (document with a spec table expected)", 2)
@@ -91,14 +88,12 @@ end
 
 --- The current UTC time as fields, with milliseconds.
 -- @signature record.now() -> time fields
--- @example
---   print(names.iso8601(record.now()))
+-- @example print(record.now().year)
 function M.now() return names.utc(core.time_ns() / 1e9) end
 
 --- Rounds to the nearest integer, halves away from zero.
 -- @signature record.round(x) -> integer
--- @example
---   print(record.round(2.5)) --> 3
+-- @example print(record.round(2.5)) --> 3
 function M.round(x)
   args.check('record.round', 1, x, 'number', 'number')
   local r = x >= 0 and math.floor(x + 0.5) or -math.floor(-x + 0.5)
@@ -107,8 +102,7 @@ end
 
 --- The statistic name of a quantile: 0.2 -> "p20", 0.999 -> "p99_9".
 -- @signature record.quantile_name(q) -> text
--- @example
---   print(record.quantile_name(0.2)) --> p20
+-- @example print(record.quantile_name(0.2)) --> p20
 function M.quantile_name(q)
   args.check('record.quantile_name', 1, q, 'number', 'quantile')
   return (('p' .. string.format('%g', q * 100)):gsub('%.', '_'))
@@ -116,8 +110,7 @@ end
 
 --- The sourceNative metric name of a quantile: 0.2 -> "ms_20".
 -- @signature record.metric_name(q [, unit]) -> text
--- @example
---   print(record.metric_name(0.5)) --> ms_50
+-- @example print(record.metric_name(0.5)) --> ms_50
 function M.metric_name(q, unit)
   args.check('record.metric_name', 1, q, 'number', 'quantile')
   args.check('record.metric_name', 2, unit, 'string|nil', 'unit')
@@ -126,8 +119,7 @@ end
 
 --- A copy of a value with only what JSON carries (no functions, userdata, non-finite numbers, odd keys).
 -- @signature record.json_safe(v) -> copy | nil
--- @example
---   print(kb.jcs.encode(record.json_safe({a = 1, f = print, x = 0 / 0})))
+-- @example print(kb.jcs.encode(record.json_safe({a = 1, f = print, x = 0 / 0})))
 function M.json_safe(v, depth)
   depth = depth or 0
   local t = type(v)
@@ -148,8 +140,7 @@ local ROOT = debug.getinfo(1, 'S').source:match('^@(.*)/stdlib/kluabench/record/
 
 --- SHA-256 of a kernel's source files: the binary's (kb.kernel_sources), else the checkout's; nil if none.
 -- @signature record.kernel_sources(kernel [, files]) -> {path = "sha256:<hex>"} | nil
--- @example
---   for path, d in pairs(record.kernel_sources("llama4_rope") or {}) do print(path, d) end
+-- @example for path, d in pairs(record.kernel_sources("llama4_rope") or {}) do print(path, d) end
 function M.kernel_sources(kernel, files)
   args.check('record.kernel_sources', 1, kernel, 'string', 'kernel name')
   args.check('record.kernel_sources', 2, files, 'table|nil', 'list of files')
@@ -170,8 +161,7 @@ end
 
 --- A kernel's title for people; the name when none is known.
 -- @signature record.kernel_title(kernel) -> text
--- @example
---   print(record.kernel_title("llama4_rope"))
+-- @example print(record.kernel_title("llama4_rope"))
 function M.kernel_title(kernel)
   args.check('record.kernel_title', 1, kernel, 'string', 'kernel name')
   return kernels.title(kernel)
@@ -209,8 +199,7 @@ for field, m in pairs(M.MEASUREMENTS) do FIELD_OF[m.metric .. '|' .. m.unit .. '
 
 --- The measurements[] list of a table of figures (field -> number; true counts as 1), then extra.
 -- @signature record.measurement_list(fields [, extra]) -> list
--- @example
---   print(#record.measurement_list({gbps = 812.5, bytes = 2^20}))
+-- @example print(#record.measurement_list({gbps = 812.5, bytes = 2^20}))
 function M.measurement_list(fields, extra)
   args.check('record.measurement_list', 1, fields, 'table', 'table of fields')
   args.check('record.measurement_list', 2, extra, 'table|nil', 'list of measurements')
@@ -252,9 +241,7 @@ end
 
 --- The operation of a benchmark that declares none: its tensors, in place (else one opaque input).
 -- @signature record.describe_operation(kernel, dtype [, tensors]) -> description
--- @example
---   local d = record.describe_operation("copy", "f32", {src = kb.zeros({4}, "f32", "cpu")})
---   print(d.inputs[1].name, d.inputs[1].shape[1])
+-- @example print(record.describe_operation("copy", "f32", {src = kb.zeros({4}, "f32", "cpu")}).inputs[1].shape[1])
 function M.describe_operation(kernel, dtype, tensors)
   args.check('describe_operation', 1, kernel, 'string', 'kernel name')
   local family = names.kebab(kernel)
@@ -311,8 +298,7 @@ end
 
 --- Whether a point lands on a workload kernelindex shares with another tool (its own operation).
 -- @signature record.is_shared(kernel, parameters, dtype) -> boolean
--- @example
---   print(record.is_shared("rope", {hidden = 512, seq = 2048, q_heads = 32, kv_heads = 8}, "bf16")) --> true
+-- @example print(record.is_shared("rope", {hidden = 512, seq = 2048, q_heads = 32, kv_heads = 8}, "bf16")) --> true
 function M.is_shared(kernel, parameters, dtype) return shared(kernel, parameters, dtype) ~= nil end
 
 -- The case_order of o as tokens, or nil.
@@ -332,8 +318,7 @@ function M.workload(o)
   if type(o) ~= 'table' or type(o.kernel) ~= 'string' then
     error("bad argument #1 to 'workload' (table with a kernel string expected)", 2)
   end
-  local params = o.parameters or {}
-  local axes = {}
+  local params, axes = o.parameters or {}, {}
   for k, v in pairs(params) do
     if math.type(v) == 'integer' or (type(v) == 'number' and v == math.floor(v) and math.abs(v) < 2 ^ 53) then
       axes[token(k)] = math.tointeger(v)
@@ -382,8 +367,7 @@ end
 function M.user_implementation(o)
   args.check('user_implementation', 1, o, 'table', 'table')
   if o.operation_digest == nil then
-    local op = o.operation
-    local k = M.KERNELS[o.kernel]
+    local op, k = o.operation, M.KERNELS[o.kernel]
     if op == nil and k and k.kernelindex then op = operation.document(k.kernelindex.operation) end
     if type(op) ~= 'table' then
       error("bad argument #1 to 'user_implementation' (field 'operation_digest' or 'operation' needed: the "
@@ -408,8 +392,7 @@ end
 
 --- A run's metadata.name from its parts: a slug of at most 200 characters, cut with a digest suffix.
 -- @signature record.run_name(...) -> name
--- @example
---   print(record.run_name("kluabench", "rope", "forward", "fused"))
+-- @example print(record.run_name("kluabench", "rope", "forward", "fused"))
 function M.run_name(...)
   local parts = {}
   for i = 1, select('#', ...) do
@@ -483,8 +466,7 @@ end
 --- A BenchmarkProtocol spec of a protocol's spec(): the schema's fields stay, warmupMs becomes
 -- warmupDuration (ns), every other parameter goes into the digested notes ("Parameters: {...}").
 -- @signature record.protocol_spec(spec) -> spec
--- @example
---   print(record.protocol_spec({measurement = {timer = "cuda_events", repMs = 100}}).comparability.notes)
+-- @example print(record.protocol_spec({measurement = {timer = "cuda_events", repMs = 100}}).comparability.notes)
 function M.protocol_spec(spec)
   args.check('protocol_spec', 1, spec, 'table', 'table')
   local out, extra = {}, {}
@@ -499,8 +481,7 @@ function M.protocol_spec(spec)
       extra[k] = v
     end
   end
-  m.timer = m.timer or 'host_monotonic'
-  m.primaryStatistic = m.primaryStatistic or 'median'
+  m.timer, m.primaryStatistic = m.timer or 'host_monotonic', m.primaryStatistic or 'median'
   out.measurement = m
   out.harness = type(out.harness) == 'table' and out.harness or { name = 'kluabench' }
   local c = type(out.comparability) == 'table' and out.comparability or {}
@@ -515,8 +496,7 @@ end
 
 --- The BenchmarkProtocol document of a protocol for a mode. info: mode, timed (words), backend, timer.
 -- @signature record.protocol_document(protocol [, info]) -> document
--- @example
---   print(record.protocol_document(kb.do_bench.do_bench_protocol(), {mode = "forward"}).metadata.name)
+-- @example print(record.protocol_document(kb.do_bench.do_bench_protocol(), {mode = "forward"}).metadata.name)
 function M.protocol_document(protocol, info)
   args.check('record.protocol_document', 1, protocol, 'table', 'protocol (measure.protocol)')
   args.check('record.protocol_document', 2, info, 'table|nil', 'table of facts')
@@ -572,8 +552,7 @@ end
 
 --- {gbps, tflops} of a median from the workload's bytes and flops alone (no ceiling); nil without either.
 -- @signature record.throughput(bytes, flops, median_ms) -> {gbps, tflops} | nil
--- @example
---   print(record.throughput(2^30, nil, 1.0).gbps)
+-- @example print(record.throughput(2^30, nil, 1.0).gbps)
 function M.throughput(bytes, flops, median_ms)
   if not (finite(median_ms) and median_ms > 0) or (type(bytes) ~= 'number' and type(flops) ~= 'number') then
     return nil
@@ -584,8 +563,7 @@ end
 -- {repository, commit} for evidence.harness: KLUABENCH_REPOSITORY is an https URL, the build a clean commit.
 local warned_repository
 local function harness_ref()
-  local commit = tostring(core.git_commit or '')
-  local repo = os.getenv('KLUABENCH_REPOSITORY')
+  local commit, repo = tostring(core.git_commit or ''), os.getenv('KLUABENCH_REPOSITORY')
   if repo and not (repo:match('^https://[^/%s?#]+') and not repo:find('%s')) then
     if warned_repository ~= repo then
       warned_repository = repo
@@ -598,18 +576,18 @@ local function harness_ref()
   return nil
 end
 
---- One sealed bundle of a measured session, its evidence entry attached; every figure and verdict is
--- the caller's. Required: kernel, mode, provider, result (protocol:run's). Optional: parameters, dtype,
--- protocol, environment, operation, tensors, workload and operation_document (both: used as they are),
--- implementation, builtin (false: not the registry's), timed, time, labels, annotations, check, status,
--- reasons, execution, bytes, flops, throughput, noise, session {index, count}, keep_samples, axis_order, source (the
--- code's repository URL where git does not say it: projectRevision.repository).
+--- One sealed bundle of a measured session (result: protocol:run's), its evidence entry attached; every figure and
+-- verdict is the caller's.
+--
+-- Optional: parameters, dtype, protocol, environment, operation, tensors, workload and operation_document (both: used
+-- as they are), implementation, builtin, timed, time, labels, annotations, check, status, reasons, execution, bytes,
+-- flops, throughput, noise, session {index, count}, keep_samples, axis_order, source (the code's repository URL
+-- where git does not say it).
 -- @signature record.from_result{kernel, mode, provider, result, ...} -> bundle
 -- @example
 --   local x = kb.randn({4096}, "f32", 1)
 --   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
---   local bundle = record.from_result{kernel = "add", mode = "forward", provider = "add_",
---     parameters = {n = 4096}, dtype = "f32", result = r}
+--   local bundle = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
 function M.from_result(o)
   args.check('from_result', 1, o, 'table', 'table')
   for _, f in ipairs { 'kernel', 'mode', 'provider' } do
@@ -630,8 +608,7 @@ function M.from_result(o)
   local protocol = o.protocol or result.protocol
   if not protocol then error("bad argument #1 to 'from_result' (no protocol: give field 'protocol')", 2) end
   local backend = result.backend or core.backend()
-  local environment = o.environment or env.capture()
-  local params = o.parameters or {}
+  local environment, params = o.environment or env.capture(), o.parameters or {}
   local workload, op = o.workload, o.operation_document
   if not (workload and op) then
     workload, op = M.workload { kernel = o.kernel, parameters = params, dtype = o.dtype, operation = o.operation,
@@ -644,15 +621,13 @@ function M.from_result(o)
     or implementation.script { operation_digest = od, provider = o.provider, kernel = o.kernel,
       arch = (environment.spec.hardware or {}).architecture, dtypes = o.dtype and { o.dtype } or nil,
       source = o.source }
-  local bytes, flops = o.bytes, o.flops
-  local kdesc = M.KERNELS[o.kernel]
+  local bytes, flops, kdesc = o.bytes, o.flops, M.KERNELS[o.kernel]
   if (bytes == nil or flops == nil) and kdesc and kdesc.cost then
     local b, f = kdesc.cost(params, o.dtype and names.dtype_name(o.dtype), o.mode)
     bytes, flops = bytes or b, flops or f
   end
   -- the statistics the protocol computed (stats.describe), for the quantiles it recorded
-  local samples = result.samples
-  local fields, metrics, latency, median_ms = {}, {}, {}, nil
+  local samples, fields, metrics, latency, median_ms = result.samples, {}, {}, {}, nil
   if #samples > 0 then
     local qs = (protocol.params and protocol.params.quantiles) or do_bench.QUANTILES
     local s = result.summary
@@ -725,8 +700,7 @@ function M.from_result(o)
     correctness = o.check, session = session, labels = labels, harness = harness_ref(),
     metric = mem and 'memory' or nil, extra_measurements = extra,
   }
-  local bundle = {
-    run = run,
+  local bundle = { run = run,
     protocol = M.protocol_document(protocol, { mode = o.mode, timed = o.timed, backend = backend, timer = result.timer }),
     environment = environment, workload = workload, implementation = impl, operation = op, project = o.project,
   }

@@ -19,12 +19,6 @@ M.DTYPE_TOKEN = { bf16 = 'bf16', f16 = 'fp16', f32 = 'fp32', f64 = 'fp64' }
 -- kernelindex's tokens -> kluabench dtype names.
 M.DTYPE_NAME = { bf16 = 'bf16', fp16 = 'f16', fp32 = 'f32', fp64 = 'f64' }
 
-local function check_string(fname, argn, s)
-  if type(s) ~= 'string' then
-    error(string.format("bad argument #%d to '%s' (string expected, got %s)", argn, fname, type(s)), 3)
-  end
-end
-
 -- Our name of a dtype: torch.bfloat16 -> bf16.
 function M.dtype_name(dtype)
   args.check('names.dtype_name', 1, dtype, 'string', 'dtype')
@@ -33,20 +27,19 @@ end
 
 -- Lowercase, every run of non-alphanumerics turned into one "-".
 function M.slug(s)
-  check_string('slug', 1, s)
+  args.check('slug', 1, s, 'string', 'string')
   return (s:lower():gsub('[^%w]+', '-'):gsub('^%-+', ''):gsub('%-+$', ''))
 end
 
 -- kernelindex's kebab case (its importers' names): names.slug's rule on a-z0-9, cut to 100 characters.
 function M.kebab(s)
-  check_string('kebab', 1, s)
-  local k = s:lower():gsub('[^a-z0-9]+', '-'):gsub('^%-+', ''):gsub('%-+$', '')
-  return k:sub(1, 100)
+  args.check('kebab', 1, s, 'string', 'string')
+  return (s:lower():gsub('[^a-z0-9]+', '-'):gsub('^%-+', ''):gsub('%-+$', '')):sub(1, 100)
 end
 
 -- The first n characters (UTF-8 code points, as the schemas count) of s, cut on a character boundary.
 function M.clip(s, n)
-  check_string('clip', 1, s)
+  args.check('clip', 1, s, 'string', 'string')
   if math.type(n) ~= 'integer' or n < 0 then
     error("bad argument #2 to 'clip' (non-negative integer expected, got " .. tostring(n) .. ')', 2)
   end
@@ -56,9 +49,8 @@ function M.clip(s, n)
   return s:sub(1, utf8.offset(s, n + 1) - 1)
 end
 
--- The GPU slug of a device name.
 function M.gpu_slug(name)
-  check_string('gpu_slug', 1, name)
+  args.check('gpu_slug', 1, name, 'string', 'string')
   return M.slug(name)
 end
 
@@ -77,12 +69,8 @@ end
 
 -- The names of params in `order` first, then the others sorted (tables left out): a slug's word order.
 function M.axis_order(params, order)
-  if type(params) ~= 'table' then
-    error("bad argument #1 to 'axis_order' (table of parameters expected, got " .. type(params) .. ')', 2)
-  end
-  if order ~= nil and type(order) ~= 'table' then
-    error("bad argument #2 to 'axis_order' (list of axis names expected, got " .. type(order) .. ')', 2)
-  end
+  args.check('axis_order', 1, params, 'table', 'table of parameters')
+  args.check('axis_order', 2, order, 'table|nil', 'list of axis names')
   local keys, listed = {}, {}
   for _, k in ipairs(order or {}) do
     if type(k) == 'string' and params[k] ~= nil and type(params[k]) ~= 'table' and not listed[k] then
@@ -103,12 +91,8 @@ end
 
 -- Parameters as name..value joined by "-" in names.axis_order, then the dtype's kernelindex token.
 function M.workload_slug(params, dtype, order)
-  if type(params) ~= 'table' then
-    error("bad argument #1 to 'workload_slug' (table of parameters expected, got " .. type(params) .. ')', 2)
-  end
-  if order ~= nil and type(order) ~= 'table' then
-    error("bad argument #3 to 'workload_slug' (list of axis names expected, got " .. type(order) .. ')', 2)
-  end
+  args.check('workload_slug', 1, params, 'table', 'table of parameters')
+  args.check('workload_slug', 3, order, 'table|nil', 'list of axis names')
   for k in pairs(params) do
     if type(k) ~= 'string' then
       error("bad argument #1 to 'workload_slug' (parameter names must be strings, got " .. type(k) .. ')', 2)
@@ -117,9 +101,7 @@ function M.workload_slug(params, dtype, order)
   local parts = {}
   for i, k in ipairs(M.axis_order(params, order)) do parts[i] = k .. M.format_value(params[k]) end
   if dtype ~= nil then -- operation.dtype_token's token: "bf16", "fp16", ...
-    if type(dtype) ~= 'string' then
-      error("bad argument #2 to 'workload_slug' (dtype string expected, got " .. type(dtype) .. ')', 2)
-    end
+    args.check('workload_slug', 2, dtype, 'string', 'dtype string')
     local ours = M.dtype_name(dtype)
     parts[#parts + 1] = M.DTYPE_TOKEN[ours] or ours
   end
@@ -144,9 +126,7 @@ end
 
 -- UTC time fields of an epoch time in seconds (fractions as milliseconds).
 function M.utc(epoch)
-  if type(epoch) ~= 'number' then
-    error("bad argument #1 to 'utc' (epoch seconds expected, got " .. type(epoch) .. ')', 2)
-  end
+  args.check('utc', 1, epoch, 'number', 'epoch seconds')
   local sec = math.floor(epoch)
   local ms = math.floor((epoch - sec) * 1000 + 0.5)
   if ms >= 1000 then sec, ms = sec + 1, ms - 1000 end
@@ -154,11 +134,8 @@ function M.utc(epoch)
   return { year = t.year, month = t.month, day = t.day, hour = t.hour, min = t.min, sec = t.sec, ms = ms }
 end
 
--- The days of a month of the Gregorian calendar.
 local function days_in_month(year, month)
-  if month == 2 then
-    return (year % 4 == 0 and (year % 100 ~= 0 or year % 400 == 0)) and 29 or 28
-  end
+  if month == 2 then return (year % 4 == 0 and (year % 100 ~= 0 or year % 400 == 0)) and 29 or 28 end
   return (month == 4 or month == 6 or month == 9 or month == 11) and 30 or 31
 end
 

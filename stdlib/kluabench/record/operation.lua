@@ -3,6 +3,7 @@
 -- title, description, source_url, inputs and outputs ({name, shape = {1, "seq", ...}, dtype = "cfg" (the
 -- workload's) or a token}, or {name, scalar = dtype}), derived ({head_dim = "hidden // q_heads"}), axis_order,
 -- mutation, determinism, correctness. A binding: {axes, dtype (a kernelindex token) [, tensors]}.
+local args = require 'kluabench.util.args'
 local json = require 'kluabench.util.json'
 local names = require 'kluabench.record.names'
 
@@ -11,23 +12,18 @@ local M = {}
 M.API_VERSION = 'kernelindex.dev/v1alpha1'
 
 -- kluabench dtype names -> kernelindex's tokens, and back (names': workload slugs use them too).
-M.DTYPE_TOKEN = names.DTYPE_TOKEN
-M.DTYPE_NAME = names.DTYPE_NAME
+M.DTYPE_TOKEN, M.DTYPE_NAME = names.DTYPE_TOKEN, names.DTYPE_NAME
 
 -- The kernelindex dtype token of a dtype (kluabench's, torch's or already a token).
 function M.dtype_token(dtype)
-  if type(dtype) ~= 'string' then
-    error("bad argument #1 to 'dtype_token' (dtype string expected, got " .. type(dtype) .. ')', 2)
-  end
+  args.check('dtype_token', 1, dtype, 'string', 'dtype string')
   local ours = names.dtype_name(dtype)
   return M.DTYPE_TOKEN[ours] or ours
 end
 
 -- Evaluates a derived-axis expression (integers, axis names, + - * % //, parentheses) with the axes bound.
 function M.evaluate(expression, bindings)
-  if type(expression) ~= 'string' then
-    error("bad argument #1 to 'evaluate' (expression string expected, got " .. type(expression) .. ')', 2)
-  end
+  args.check('evaluate', 1, expression, 'string', 'expression string')
   local tokens, pos, i = {}, 1, 1
   while i <= #expression do
     local c = expression:sub(i, i)
@@ -171,8 +167,7 @@ function M.workload(op, operation_digest, binding)
   if type(binding) ~= 'table' or type(binding.axes) ~= 'table' or type(binding.dtype) ~= 'string' then
     error("bad argument #3 to 'operation.workload' (binding {axes, dtype} expected)", 2)
   end
-  local b = bound_axes(op, binding)
-  local tensors = {}
+  local b, tensors = bound_axes(op, binding), {}
   for _, e in ipairs(op.inputs) do
     local given = binding.tensors and binding.tensors[e.name]
     if given then
@@ -187,9 +182,8 @@ function M.workload(op, operation_digest, binding)
       tensors[e.name] = { shape = shape, dtype = e.dtype == 'cfg' and binding.dtype or e.dtype }
     end
   end
-  local order = op.axis_order or {}
   local listed, title_axes = {}, {}
-  for _, k in ipairs(order) do
+  for _, k in ipairs(op.axis_order or {}) do
     if binding.axes[k] ~= nil then listed[k], title_axes[#title_axes + 1] = true, k .. '=' .. binding.axes[k] end
   end
   local rest = {}

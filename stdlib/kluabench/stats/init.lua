@@ -1,28 +1,10 @@
 --- Descriptive statistics of benchmark samples; no function modifies its list. Quantiles are numpy's default,
--- torch.quantile's and triton's: with sorted a[0..n-1] and h = q (n - 1), (1 - t) a[floor h] + t a[ceil h], t = h -
--- floor h, the very expression triton evaluates, so that our numbers agree with triton's to the last bit.
+-- (1 - t) a[floor h] + t a[ceil h], h = q (n - 1): the very expression triton evaluates, so ours agree to the bit.
 local M = {}
 
 local args = require 'kluabench.util.args'
 
 local floor, ceil, sqrt, exp, log, abs = math.floor, math.ceil, math.sqrt, math.exp, math.log, math.abs
-
-local function check_list(fname, xs, argn, min_n)
-  if type(xs) ~= 'table' then
-    error(string.format("bad argument #%d to '%s' (list of numbers expected, got %s)", argn, fname, type(xs)), 3)
-  end
-  local n = #xs
-  if n < (min_n or 1) then
-    error(string.format("bad argument #%d to '%s' (at least %d samples needed, got %d)", argn, fname, min_n or 1, n), 3)
-  end
-  for i = 1, n do
-    local x = xs[i]
-    if type(x) ~= 'number' or x ~= x then
-      error(string.format("bad argument #%d to '%s' (element %d is not a number)", argn, fname, i), 3)
-    end
-  end
-  return n
-end
 
 local function sorted_copy(xs, n)
   local s = table.move(xs, 1, n, 1, {})
@@ -30,19 +12,23 @@ local function sorted_copy(xs, n)
   return s
 end
 
--- Raises unless xs is a non-empty list of numbers (not NaN: it makes every order statistic void).
-local function check_samples(fname, xs, argn)
+-- Raises unless xs is a non-empty list of numbers (not NaN: it makes every order statistic void); the interval
+-- functions (interval = true) word the errors as they always have.
+local function check_samples(fname, xs, argn, interval)
   argn = argn or 1
   if type(xs) ~= 'table' then
     error(string.format("bad argument #%d to '%s' (list of numbers expected, got %s)", argn, fname, type(xs)), 3)
   end
   local n = #xs
-  if n == 0 then error(string.format("bad argument #%d to '%s' (empty list of samples)", argn, fname), 3) end
+  if n == 0 then
+    error(string.format("bad argument #%d to '%s' (%s)", argn, fname,
+      interval and 'at least 1 samples needed, got 0' or 'empty list of samples'), 3)
+  end
   for i = 1, n do
     local x = xs[i]
     if type(x) ~= 'number' or x ~= x then
-      error(string.format("bad argument #%d to '%s' (element %d is %s, number expected)", argn,
-        fname, i, x ~= x and 'NaN' or type(x)), 3)
+      error(string.format("bad argument #%d to '%s' (element %d %s)", argn, fname, i,
+        interval and 'is not a number' or ('is ' .. (x ~= x and 'NaN' or type(x)) .. ', number expected')), 3)
     end
   end
   return n
@@ -57,11 +43,8 @@ end
 
 --- A sorted copy of xs.
 -- @signature stats.sorted(xs) -> {numbers}
--- @example
---   print(table.concat(stats.sorted({0.12, 0.1, 0.11}), " ")) --> 0.1 0.11 0.12
-function M.sorted(xs)
-  return sorted_copy(xs, check_samples('sorted', xs))
-end
+-- @example print(table.concat(stats.sorted({0.12, 0.1, 0.11}), " ")) --> 0.1 0.11 0.12
+function M.sorted(xs) return sorted_copy(xs, check_samples('sorted', xs)) end
 
 local function sorted_quantile(s, n, q)
   local h = q * (n - 1)
@@ -72,8 +55,7 @@ end
 
 --- The q-quantile (0 <= q <= 1) by linear interpolation between closest ranks (numpy's default).
 -- @signature stats.quantile(xs, q) -> number
--- @example
---   print(stats.quantile({4, 1, 3, 2}, 0.2)) --> 1.6
+-- @example print(stats.quantile({4, 1, 3, 2}, 0.2)) --> 1.6
 function M.quantile(xs, q)
   local n = check_samples('quantile', xs)
   check_q('quantile', q, 2)
@@ -82,24 +64,19 @@ end
 
 --- Several quantiles at once (one sort), in the order of qs.
 -- @signature stats.quantiles(xs, qs) -> {numbers}
--- @example
---   local med, p20, p80 = table.unpack(stats.quantiles({0.11, 0.1, 0.13, 0.12, 0.1}, {0.5, 0.2, 0.8}))
+-- @example local med, p20, p80 = table.unpack(stats.quantiles({0.11, 0.1, 0.13, 0.12, 0.1}, {0.5, 0.2, 0.8}))
 function M.quantiles(xs, qs)
   local n = check_samples('quantiles', xs)
-  if type(qs) ~= 'table' then
-    error("bad argument #2 to 'quantiles' (list of quantiles expected, got " .. type(qs) .. ')', 2)
-  end
+  args.check('quantiles', 2, qs, 'table', 'list of quantiles')
   for i = 1, #qs do check_q('quantiles', qs[i], 2) end
-  local s = sorted_copy(xs, n)
-  local out = {}
+  local s, out = sorted_copy(xs, n), {}
   for i = 1, #qs do out[i] = sorted_quantile(s, n, qs[i]) end
   return out
 end
 
 --- The median (the mean of the two middle samples when n is even).
 -- @signature stats.median(xs) -> number
--- @example
---   print(stats.median({3, 1, 2, 10})) --> 2.5
+-- @example print(stats.median({3, 1, 2, 10})) --> 2.5
 function M.median(xs)
   local n = check_samples('median', xs)
   return sorted_quantile(sorted_copy(xs, n), n, 0.5)
@@ -107,22 +84,18 @@ end
 
 --- The smallest sample.
 -- @signature stats.min(xs) -> number
--- @example
---   print(stats.min({3, 1, 2}))
+-- @example print(stats.min({3, 1, 2}))
 function M.min(xs)
-  local n = check_samples('min', xs)
-  local m = xs[1]
+  local n, m = check_samples('min', xs), xs[1]
   for i = 2, n do if xs[i] < m then m = xs[i] end end
   return m
 end
 
 --- The largest sample.
 -- @signature stats.max(xs) -> number
--- @example
---   print(stats.max({3, 1, 2}))
+-- @example print(stats.max({3, 1, 2}))
 function M.max(xs)
-  local n = check_samples('max', xs)
-  local m = xs[1]
+  local n, m = check_samples('max', xs), xs[1]
   for i = 2, n do if xs[i] > m then m = xs[i] end end
   return m
 end
@@ -141,8 +114,7 @@ end
 
 --- The arithmetic mean (compensated summation).
 -- @signature stats.mean(xs) -> number
--- @example
---   print(stats.mean({1, 2, 3})) --> 2.0
+-- @example print(stats.mean({1, 2, 3})) --> 2.0
 function M.mean(xs)
   local n = check_samples('mean', xs)
   return fsum(xs, n) / n
@@ -150,21 +122,18 @@ end
 
 --- The sample variance (divisor n - 1); nil and a message for fewer than 2 samples.
 -- @signature stats.variance(xs) -> number | nil, message
--- @example
---   print(stats.variance({1, 2, 3, 4}))
+-- @example print(stats.variance({1, 2, 3, 4}))
 function M.variance(xs)
   local n = check_samples('variance', xs)
   if n < 2 then return nil, 'variance needs at least 2 samples' end
-  local m = fsum(xs, n) / n
-  local d = {}
+  local m, d = fsum(xs, n) / n, {}
   for i = 1, n do d[i] = (xs[i] - m) ^ 2 end
   return fsum(d, n) / (n - 1)
 end
 
 --- The sample standard deviation (divisor n - 1, as numpy ddof=1 and torch.std); nil and a message for n < 2.
 -- @signature stats.stdev(xs) -> number | nil, message
--- @example
---   print(stats.stdev({1, 2, 3, 4}))
+-- @example print(stats.stdev({1, 2, 3, 4}))
 function M.stdev(xs)
   local n = check_samples('stdev', xs)
   if n < 2 then return nil, 'stdev needs at least 2 samples' end
@@ -173,8 +142,7 @@ end
 
 --- The interquartile range quantile(0.75) - quantile(0.25).
 -- @signature stats.iqr(xs) -> number
--- @example
---   print(stats.iqr({1, 2, 3, 4, 5}))
+-- @example print(stats.iqr({1, 2, 3, 4, 5}))
 function M.iqr(xs)
   check_samples('iqr', xs)
   local q = M.quantiles(xs, { 0.25, 0.75 })
@@ -189,8 +157,7 @@ end
 function M.summary(xs)
   local n = check_samples('summary', xs)
   local q = M.quantiles(xs, { 0.5, 0.2, 0.8, 0.25, 0.75 })
-  local mean = fsum(xs, n) / n
-  local sd = n >= 2 and M.stdev(xs) or nil
+  local mean, sd = fsum(xs, n) / n, n >= 2 and M.stdev(xs) or nil
   return {
     n = n, min = M.min(xs), max = M.max(xs), mean = mean, stdev = sd, median = q[1], p20 = q[2], p80 = q[3],
     q25 = q[4], q75 = q[5], iqr = q[5] - q[4], rsd = (sd and mean ~= 0) and sd / math.abs(mean) or nil,
@@ -199,14 +166,12 @@ end
 
 --- stats.quantile on sorted s of length n (no checks, no copy), for loops that sort once (stats.inference).
 -- @signature stats.sorted_quantile(s, n, q) -> number
--- @example
---   print(stats.sorted_quantile({1, 2, 3, 4}, 4, 0.5)) --> 2.5
+-- @example print(stats.sorted_quantile({1, 2, 3, 4}, 4, 0.5)) --> 2.5
 M.sorted_quantile = sorted_quantile
 
 --- The complementary error function (Numerical Recipes 6.2's Chebyshev fit: fractional error below 1.2e-7).
 -- @signature stats.erfc(x) -> value
--- @example
---   print(stats.erfc(0)) --> 1.0
+-- @example print(stats.erfc(0)) --> 1.0
 local function erfc(x)
   local z = abs(x)
   local t = 1 / (1 + 0.5 * z)
@@ -219,8 +184,7 @@ M.erfc = erfc
 
 --- The standard normal distribution function Phi(x) (absolute error < 1e-7).
 -- @signature stats.normal_cdf(x) -> p
--- @example
---   print(stats.normal_cdf(1.96)) --> 0.975
+-- @example print(stats.normal_cdf(1.96)) --> 0.975
 function M.normal_cdf(x)
   args.check('stats.normal_cdf', 1, x, 'number', 'number')
   return 0.5 * erfc(-x / sqrt(2))
@@ -243,8 +207,7 @@ end
 
 --- The p-quantile of the standard normal distribution.
 -- @signature stats.normal_quantile(p) -> x
--- @example
---   print(stats.normal_quantile(0.975)) --> 1.959964
+-- @example print(stats.normal_quantile(0.975)) --> 1.959964
 function M.normal_quantile(p)
   if type(p) ~= 'number' or not (p > 0 and p < 1) then
     error("bad argument #1 to 'normal_quantile' (probability in (0, 1) expected, got " .. tostring(p) .. ')', 2)
@@ -260,8 +223,7 @@ end
 
 --- Student's t distribution function for integer degrees of freedom (Abramowitz and Stegun 26.7.3-4).
 -- @signature stats.t_cdf(t, df) -> p
--- @example
---   print(stats.t_cdf(-2, 5)) --> 0.05097
+-- @example print(stats.t_cdf(-2, 5)) --> 0.05097
 function M.t_cdf(t, df)
   args.check('stats.t_cdf', 1, t, 'number', 'number')
   if math.type(df) ~= 'integer' or df < 1 then
@@ -274,19 +236,13 @@ function M.t_cdf(t, df)
     local sum, term = 0, 1
     if df > 1 then
       sum = 1
-      for k = 3, df - 2, 2 do
-        term = term * (k - 1) / k * c2
-        sum = sum + term
-      end
+      for k = 3, df - 2, 2 do term = term * (k - 1) / k * c2; sum = sum + term end
       sum = sn * cs * sum
     end
     a = 2 / math.pi * (th + sum)
   else
     local sum, term = 1, 1
-    for k = 2, df - 2, 2 do
-      term = term * (k - 1) / k * c2
-      sum = sum + term
-    end
+    for k = 2, df - 2, 2 do term = term * (k - 1) / k * c2; sum = sum + term end
     a = sn * sum
   end
   if a > 1 then a = 1 end
@@ -295,8 +251,7 @@ end
 
 --- The p-quantile (p >= 0.5) of Student's t with df degrees of freedom.
 -- @signature stats.t_quantile(p, df) -> t
--- @example
---   print(stats.t_quantile(0.975, 2)) --> 4.3027
+-- @example print(stats.t_quantile(0.975, 2)) --> 4.3027
 function M.t_quantile(p, df)
   if type(p) ~= 'number' or not (p >= 0.5 and p < 1) then
     error("bad argument #1 to 't_quantile' (probability in [0.5, 1) expected, got " .. tostring(p) .. ')', 2)
@@ -331,15 +286,12 @@ end
 --- The ranks bracketing the median of n samples with the confidence, distribution-free: floor(n/2 - h) and
 -- ceil(1 + n/2 + h), h = z sqrt(n) / 2 (Binomial(n, 1/2) approximated as normal), clamped to [1, n].
 -- @signature stats.median_ci_ranks(n [, confidence]) -> lo_rank, hi_rank
--- @example
---   print(stats.median_ci_ranks(100))
+-- @example print(stats.median_ci_ranks(100))
 function M.median_ci_ranks(n, confidence)
   args.check('stats.median_ci_ranks', 1, n, 'integer', 'sample count')
   args.check('stats.median_ci_ranks', 2, confidence, 'number|nil', 'confidence')
-  local z = z_of(confidence or 0.95, 'median_ci_ranks')
-  local h = z * sqrt(n) / 2
-  local l = floor(n / 2 - h)
-  local u = ceil(1 + n / 2 + h)
+  local h = z_of(confidence or 0.95, 'median_ci_ranks') * sqrt(n) / 2
+  local l, u = floor(n / 2 - h), ceil(1 + n / 2 + h)
   if l < 1 then l = 1 end
   if u > n then u = n end
   return l, u
@@ -347,10 +299,9 @@ end
 
 --- The distribution-free confidence interval of the median (order statistics); opts.sorted: xs is sorted already.
 -- @signature stats.median_ci(xs [, confidence [, opts]]) -> lo, hi
--- @example
---   print(stats.median_ci({5, 1, 4, 2, 3, 6, 7, 8, 9, 10}, 0.95))
+-- @example print(stats.median_ci({5, 1, 4, 2, 3, 6, 7, 8, 9, 10}, 0.95))
 function M.median_ci(xs, confidence, opts)
-  local n = check_list('median_ci', xs, 1)
+  local n = check_samples('median_ci', xs, 1, true)
   local s = (opts and opts.sorted) and xs or sorted_copy(xs, n)
   local l, u = M.median_ci_ranks(n, confidence or 0.95)
   return s[l], s[u]
@@ -359,10 +310,9 @@ end
 --- The relative standard error of the median (the CI half-width over z, over the median), what the rse_median
 -- stopping rule drives down; math.huge for n < 2 or a zero median. opts: sorted, confidence.
 -- @signature stats.rse_median(xs [, opts]) -> rse, median, lo, hi
--- @example
---   print(stats.rse_median({1, 1.1, 0.9, 1.05, 0.95}))
+-- @example print(stats.rse_median({1, 1.1, 0.9, 1.05, 0.95}))
 function M.rse_median(xs, opts)
-  local n = check_list('rse_median', xs, 1)
+  local n = check_samples('rse_median', xs, 1, true)
   local confidence = opts and opts.confidence or 0.95
   local s = (opts and opts.sorted) and xs or sorted_copy(xs, n)
   local med = sorted_median(s, n)
@@ -374,32 +324,22 @@ function M.rse_median(xs, opts)
   return se / abs(med), med, s[l], s[u]
 end
 
---- Every statistic the harness reports of a session's samples, computed once (results keep it as `summary`):
--- stats.summary's, quantiles (of qs, default {0.5, 0.2, 0.8}), at (q -> value), ci95 = {lo, hi} (median_ci; n >= 2),
--- ci_flag: "ci=range" (the interval is [min, max]), "ci~1" (one outlier more than doubles it), both or nil.
+--- Every statistic the harness reports of a session's samples (a result's `summary`): stats.summary's, quantiles and
+-- at (q -> value) of qs (default {0.5, 0.2, 0.8}), ci95 = {lo, hi} (n >= 2), ci_flag ("ci=range", "ci~1" or both).
 -- @signature stats.describe(xs [, qs]) -> table
 -- @example
 --   local d = stats.describe({0.11, 0.1, 0.13, 0.12, 0.1, 0.5})
 --   print(d.median, d.ci95[1], d.ci95[2], d.ci_flag) --> 0.115 0.1 0.5 ci=range ci~1
 function M.describe(xs, qs)
-  check_list('describe', xs, 1)
+  check_samples('describe', xs, 1, true)
   local d = M.summary(xs) -- its check also refuses NaN
   local n = d.n
   qs = qs or { 0.5, 0.2, 0.8 }
-  if type(qs) ~= 'table' then
-    error("bad argument #2 to 'describe' (list of quantiles expected, got " .. type(qs) .. ')', 2)
-  end
-  for _, q in ipairs(qs) do
-    if type(q) ~= 'number' or not (q >= 0 and q <= 1) then
-      error(string.format("bad argument #2 to 'describe' (quantile in [0, 1] expected, got %s)", tostring(q)), 2)
-    end
-  end
+  args.check('describe', 2, qs, 'table', 'list of quantiles')
+  for _, q in ipairs(qs) do check_q('describe', q, 2) end
   local s = sorted_copy(xs, n)
   d.quantiles, d.at = {}, {}
-  for i, q in ipairs(qs) do
-    d.quantiles[i] = sorted_quantile(s, n, q)
-    d.at[q] = d.quantiles[i]
-  end
+  for i, q in ipairs(qs) do d.quantiles[i] = sorted_quantile(s, n, q); d.at[q] = d.quantiles[i] end
   if n >= 2 then
     local l, u = M.median_ci_ranks(n, 0.95)
     local lo, hi = s[l], s[u]

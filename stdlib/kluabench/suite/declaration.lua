@@ -13,6 +13,8 @@ local operation = require 'kluabench.record.operation'
 local M = {}
 
 local HARNESS_DO_BENCH = bench.HARNESS_DEFAULTS
+-- what is measured (Liger's metric_name), and what may be measured beside the time
+local METRICS, EXTRA_METRICS = { 'speed', 'memory' }, { 'energy' }
 
 -- A usage error: the message on stderr (its bytes escaped), exit status 2.
 function M.usage_error(name, fmt, ...)
@@ -20,19 +22,14 @@ function M.usage_error(name, fmt, ...)
   os.exit(2)
 end
 
--- Errors raised with this marker are printed without a traceback.
+-- An error printed without a traceback.
 function M.fail(name, fmt, ...) error(name .. ': ' .. string.format(fmt, ...), 0) end
 
---- The hooks a declaration must have, and those it may have.
+-- The hooks a declaration must have, and those it may have.
 M.HOOKS = { 'setup', 'run' }
 M.OPTIONAL_HOOKS = { 'validate', 'shared', 'check', 'cost', 'record', 'implementation', 'reference' }
-local PROTOCOLS = measure.MODES
---- The output formats --format takes (suite.FORMATS says what each writes).
+-- The output formats --format takes (suite.FORMATS says what each writes).
 M.FORMATS = { 'table', 'markdown', 'jsonl', 'kernelindex', 'liger-csv' }
-local FORMATS = M.FORMATS
--- what is measured (Liger's metric_name), and what may be measured beside the time
-local METRICS = { 'speed', 'memory' }
-local EXTRA_METRICS = { 'energy' }
 
 function M.option_name(axis) return (axis:gsub('_', '-')) end
 
@@ -42,12 +39,11 @@ local function is_list_of_strings(t)
   return true
 end
 
---- The harness options an optional subsystem offers: option -> the module the harness loads when it is given (history:
--- open(db) before the sweep, add(...) after it; shard: parse("I/N"), select(points, i, n)).
+-- The harness options an optional subsystem offers: option -> the module loaded when it is given (history:
+-- open(db) before the sweep, add(...) after it; shard: parse("I/N"), select(points, i, n)). The core never
+-- names one in a require.
 M.EXTENSIONS = { history = 'kluabench.history.harness', shard = 'kluabench.dist.split' }
 
--- The optional subsystem that offers an option, loaded by the name EXTENSIONS gives when the option is given: the
--- core never names one in a require.
 function M.extension(d, option)
   local modname = M.EXTENSIONS[option]
   if not package.searchpath(modname, package.path) then
@@ -61,9 +57,7 @@ function M.check_decl(d)
   local function bad(fmt, ...) error("bad argument #1 to 'suite.main' (" .. string.format(fmt, ...) .. ')', 4) end
   if type(d) ~= 'table' then bad('declaration table expected, got %s', type(d)) end
   if type(d.name) ~= 'string' or not d.name:match('^[%w_]+$') then bad("field 'name' must be a word") end
-  for _, h in ipairs(M.HOOKS) do
-    if type(d[h]) ~= 'function' then bad("field '%s' must be a function", h) end
-  end
+  for _, h in ipairs(M.HOOKS) do if type(d[h]) ~= 'function' then bad("field '%s' must be a function", h) end end
   for _, h in ipairs(M.OPTIONAL_HOOKS) do
     if d[h] ~= nil and type(d[h]) ~= 'function' then bad("field '%s' must be a function", h) end
   end
@@ -71,7 +65,7 @@ function M.check_decl(d)
     if not is_list_of_strings(d[f]) then bad("field '%s' must be a list of strings", f) end
   end
   if type(d.axes) ~= 'table' then bad("field 'axes' must be a list") end
-  local known = {}
+  local known, declared_axes = {}, {}
   for i, a in ipairs(d.axes) do
     if type(a) ~= 'table' or type(a.name) ~= 'string' or not a.name:match('^[%a][%w_]*$') then
       bad('axes[%d] needs a name (a word)', i)
@@ -79,10 +73,9 @@ function M.check_decl(d)
     if math.type(a.default) ~= 'integer' or a.default <= 0 then
       bad("axes[%d] ('%s') needs a positive integer default", i, a.name)
     end
-    known[a.name] = a
+    known[a.name], declared_axes[i] = a, a.name
   end
-  local sweep_names, declared_axes = {}, {}
-  for i, a in ipairs(d.axes) do declared_axes[i] = a.name end
+  local sweep_names = {}
   if d.sweeps ~= nil and type(d.sweeps) ~= 'table' then bad("field 'sweeps' must be a list") end
   for i, s in ipairs(d.sweeps or {}) do
     if type(s) ~= 'table' or type(s.name) ~= 'string' or not s.name:match('^[%w_]+$') then
@@ -90,8 +83,7 @@ function M.check_decl(d)
     end
     if not known[s.axis] then
       bad("sweeps[%d] ('%s') sweeps axis '%s', which is not one of axes%s (axes: %s)", i, s.name, tostring(s.axis),
-        type(s.axis) == 'string' and args.hint(s.axis, declared_axes) or '',
-        table.concat(declared_axes, ', '))
+        type(s.axis) == 'string' and args.hint(s.axis, declared_axes) or '', table.concat(declared_axes, ', '))
     end
     if type(s.values) ~= 'table' or #s.values == 0 then
       bad("sweeps[%d] ('%s') needs a non-empty list of values", i, s.name)
@@ -287,7 +279,6 @@ local function positive_number(name, opt, s, max)
   return n
 end
 
--- The options of a declaration, converted and checked.
 function M.parse(d, argv)
   local spec = { help = 'flag', ['list-points'] = 'flag', sweep = 'value', dtype = 'value', mode = 'value',
     provider = 'value', protocol = 'value', format = 'value', out = 'value', samples = 'value', ['rep-ms'] = 'value',
@@ -321,14 +312,13 @@ function M.parse(d, argv)
         args.hint(raw.sweep, names))
     end
   end
-  o.sweep = raw.sweep
-  o.dtype = raw.dtype or d.dtype or d.dtypes[1]
+  o.sweep, o.dtype = raw.sweep, raw.dtype or d.dtype or d.dtypes[1]
   choice(d.name, 'dtype', o.dtype, d.dtypes)
   o.modes = choice_list(d.name, 'mode', raw.mode or (o.sweep and 'all' or d.mode or d.modes[1]), d.modes)
   o.providers = choice_list(d.name, 'provider', raw.provider or (o.sweep and 'all' or d.provider or d.providers[1]),
     d.providers)
-  o.protocol = choice(d.name, 'protocol', raw.protocol or 'do_bench', PROTOCOLS)[1]
-  o.format = choice(d.name, 'format', raw.format or FORMATS[1], FORMATS)[1]
+  o.protocol = choice(d.name, 'protocol', raw.protocol or 'do_bench', measure.MODES)[1]
+  o.format = choice(d.name, 'format', raw.format or M.FORMATS[1], M.FORMATS)[1]
   o.metric = choice(d.name, 'metric', raw.metric or 'speed', METRICS)[1]
   o.metrics = {}
   if raw.metrics then
@@ -382,7 +372,6 @@ local function point_meta(d)
   }
 end
 
--- The axes' names as the declaration lists them.
 function M.axis_names(d)
   local out = {}
   for i, a in ipairs(d.axes) do out[i] = a.name end
@@ -407,10 +396,7 @@ local function product(d, values, x, dtype, out)
       return
     end
     local a = d.axes[i]
-    for _, v in ipairs(values[a.name]) do
-      acc[a.name] = v
-      rec(i + 1, acc)
-    end
+    for _, v in ipairs(values[a.name]) do acc[a.name] = v; rec(i + 1, acc) end
   end
   rec(1, {})
 end
@@ -419,8 +405,7 @@ end
 function M.points(d, o)
   args.check('suite.points', 1, d, 'table', 'declaration table')
   args.check('suite.points', 2, o, 'table', 'parsed options')
-  local out = {}
-  local first_multi
+  local out, first_multi = {}, nil
   for _, a in ipairs(d.axes) do
     if not first_multi and o.axes[a.name] and #o.axes[a.name] > 1 then first_multi = a.name end
   end
@@ -451,8 +436,7 @@ function M.points(d, o)
       seen[p.id], once[#once + 1] = p, p
     end
   end
-  out = once
-  return out
+  return once
 end
 
 function M.is_tensor(v)
@@ -460,20 +444,15 @@ function M.is_tensor(v)
   return type(mt) == 'table' and mt.__name == 'kluabench.Tensor'
 end
 
--- Frees every tensor among the values of t that is not in keep.
 function M.free_tensors(t, keep)
   if type(t) ~= 'table' then return end
-  for _, v in pairs(t) do
-    if M.is_tensor(v) and not keep[v] then v:free() end
-  end
+  for _, v in pairs(t) do if M.is_tensor(v) and not keep[v] then v:free() end end
 end
 
 function M.tensor_set(t)
   local set = {}
   if M.is_tensor(t) then set[t] = true end
-  if type(t) == 'table' then
-    for _, v in pairs(t) do if M.is_tensor(v) then set[v] = true end end
-  end
+  for _, v in pairs(type(t) == 'table' and t or {}) do if M.is_tensor(v) then set[v] = true end end
   return set
 end
 

@@ -11,23 +11,19 @@ local policy = require 'kluabench.suite.policy'
 
 local M = {}
 
-local HARNESS_DO_BENCH = bench.HARNESS_DEFAULTS
-
---- A sweep estimated to take at least this many seconds says so before it starts.
+-- A sweep estimated to take at least this many seconds says so before it starts.
 M.ESTIMATE_FROM_S = 30
 
 -- Seconds one session takes when one call takes call_s (do_bench's estimate, warm-up and repetitions; a rule's
 -- warm-up and n samples, else its timeout: an upper bound on a GPU), capped by --timeout.
 local function session_seconds(protocol, o, call_s, backend)
-  local p = protocol.params or {}
-  local s
+  local p, s = protocol.params or {}, nil
   if protocol.name == 'do_bench' then
     local warmup = (p.warmup_ms or bench.DO_BENCH_DEFAULTS.warmup_ms) / 1e3
     local rep = (p.rep_ms or bench.DO_BENCH_DEFAULTS.rep_ms) / 1e3
     s = 6 * call_s + math.max(call_s, warmup) + math.max((backend == 'cpu' and bench.CPU_MIN_REPEAT or 1) * call_s, rep)
   else
-    local defaults = measure.DEFAULTS
-    local rule = type(p.stop) == 'table' and p.stop or {}
+    local defaults, rule = measure.DEFAULTS, type(p.stop) == 'table' and p.stop or {}
     local q = type(rule.params) == 'table' and rule.params or {}
     local sampling
     if rule.name == 'count' and math.type(q.n) == 'integer' then sampling = q.n * call_s
@@ -35,11 +31,9 @@ local function session_seconds(protocol, o, call_s, backend)
     else sampling = 20 * call_s end
     s = math.max((p.warmup_ms or defaults.warmup_ms) / 1e3, (p.warmup_min or defaults.warmup_min) * call_s) + sampling
   end
-  if o.timeout then s = math.min(s, o.timeout) end
-  return s
+  return o.timeout and math.min(s, o.timeout) or s
 end
 
--- Frees what the shared hook returned.
 local function free_shared(shared)
   if not shared then return end
   declaration.free_tensors(shared, {})
@@ -54,8 +48,7 @@ local function probe(d, o, points)
     local c = declaration.point_cost(d, p, o)
     if not c0 or c < c0 then p0, c0 = p, c end
   end
-  local dev = measure.device()
-  local setup_s, call_s = {}, {}
+  local dev, setup_s, call_s = measure.device(), {}, {}
   local shared, inputs
   local ok = pcall(function()
     shared = declaration.call_shared(d, p0)
@@ -70,9 +63,7 @@ local function probe(d, o, points)
         local fn = declaration.call_run(d, p0, provider, mode, inputs)
         fn()
         local e0, e1 = dev.event(), dev.event()
-        e0:record()
-        fn()
-        e1:record()
+        e0:record(); fn(); e1:record()
         dev.synchronize()
         call_s[provider][mode] = dev.elapsed_ms(e0, e1) / 1e3
       end
@@ -113,7 +104,7 @@ end
 -- The run's protocol (--metric memory and --metrics energy load their modules only when asked for).
 function M.make_protocol(o)
   if o.metric == 'memory' then return require('kluabench.measure.memory').protocol() end
-  local params = { quantiles = HARNESS_DO_BENCH.quantiles }
+  local params = { quantiles = bench.HARNESS_DEFAULTS.quantiles }
   if o.protocol == 'do_bench' then params.warmup_ms, params.rep_ms = o.warmup_ms, o.rep_ms end
   return measure.protocol(o.protocol, params)
 end
@@ -121,15 +112,13 @@ end
 -- The workload, operation and implementation documents of (point, provider), made once.
 local function describe(d, ctx, p, provider, bare)
   local key = p.id .. '\0' .. provider
-  local cached = ctx.described[key]
-  if cached then return cached end
+  if ctx.described[key] then return ctx.described[key] end
   local out = { operation = d.operation }
   if not d.operation and not record.is_shared(d.name, p.params, p.dtype) then
     local t = ctx.tensors[p.id]
     if not t and not bare then
       -- the default provider's inputs describe the point, whatever providers run
-      local default = d.provider or d.providers[1]
-      local inputs = declaration.call_setup(d, p, default)
+      local inputs = declaration.call_setup(d, p, d.provider or d.providers[1])
       t = {}
       for name, v in pairs(inputs) do
         if declaration.is_tensor(v) then t[name] = { shape = v.shape, dtype = v.dtype } end
@@ -148,10 +137,10 @@ local function describe(d, ctx, p, provider, bare)
     -- only where the declaration says so: a user's provider named like a built-in one is not it
     if not record.builtin_implementation { kernel = d.name, provider = provider, backend = core.backend(),
         operation_digest = od } then
-      declaration.bad_return(d, 'implementation', nil, declared, string.format("nil, an info() table, a list of them or an "
-        .. "ImplementationRevision document expected: 'builtin' names a provider of the kernel registry "
-        .. '(kluabench.kernels), which has no provider %s of a kernel %s on the %s backend',
-        provider, d.name, core.backend()), p, provider)
+      declaration.bad_return(d, 'implementation', nil, declared, string.format("nil, an info() table, a list of "
+        .. "them or an ImplementationRevision document expected: 'builtin' names a provider of the kernel registry "
+        .. '(kluabench.kernels), which has no provider %s of a kernel %s on the %s backend', provider, d.name,
+        core.backend()), p, provider)
     end
     out.builtin = true
   elseif type(declared) == 'table' and declared.kind == 'ImplementationRevision' then
@@ -174,8 +163,7 @@ local function bundle_of(d, ctx, p, provider, mode, run_index, o)
   local extra = (d.record and not o.bare) and declaration.call_record(d, p, provider, mode) or {}
   local execution = {}
   for key, v in pairs(extra.execution or {}) do execution[key] = v end
-  execution.point = p.id
-  execution.trust = o.trust
+  execution.point, execution.trust = p.id, o.trust
   local bytes, flops
   if not o.bare then
     if d.cost then bytes, flops = declaration.call_cost(d, p, mode, provider) else bytes, flops = declaration.cost_of(d, p, mode) end
@@ -191,15 +179,13 @@ local function bundle_of(d, ctx, p, provider, mode, run_index, o)
     reasons[#reasons + 1] = throughput.implausibleReason
   end
   return record.from_result {
-    kernel = d.name, mode = mode, provider = provider, parameters = p.params, dtype = p.dtype,
-    result = result, protocol = ctx.protocol,
-    environment = ctx.environment, timed = extra.timed, check = o.check, execution = execution,
-    annotations = extra.annotations, bytes = bytes, flops = flops, throughput = throughput,
+    kernel = d.name, mode = mode, provider = provider, parameters = p.params, dtype = p.dtype, result = result,
+    protocol = ctx.protocol, environment = ctx.environment, timed = extra.timed, check = o.check,
+    execution = execution, annotations = extra.annotations, bytes = bytes, flops = flops, throughput = throughput,
     noise = median_ms and policy.noise(median_ms, ctx.environment, d.name) or nil,
     workload = desc.workload, operation_document = desc.operation_document, implementation = desc.implementation,
-    builtin = desc.builtin == true,
-    session = { index = run_index, count = ctx.o.runs }, status = status, reasons = reasons,
-    axis_order = declaration.axis_names(d), source = ctx.o.source,
+    builtin = desc.builtin == true, session = { index = run_index, count = ctx.o.runs }, status = status,
+    reasons = reasons, axis_order = declaration.axis_names(d), source = ctx.o.source,
   }
 end
 
@@ -232,8 +218,7 @@ end
 -- One measured session of (point, provider, mode): the sealed bundle.
 local function session(d, ctx, p, provider, mode, run_index, checked)
   local keep = declaration.tensor_set(p.shared)
-  local inputs = declaration.call_setup(d, p, provider)
-  local sets = {}
+  local inputs, sets = declaration.call_setup(d, p, provider), {}
   ctx.sessions = (ctx.sessions or 0) + 1
   if ctx.o.protocol == 'graph' then
     -- rotated input sets (set 1 is inputs), a seed key each, so that no two are alike
@@ -243,9 +228,7 @@ local function session(d, ctx, p, provider, mode, run_index, checked)
       return sets[#sets]
     end
   end
-  local t0 = core.clock_ns()
-  local limit_ns = ctx.o.timeout and ctx.o.timeout * 1e9
-  local audit
+  local t0, limit_ns, audit = core.clock_ns(), ctx.o.timeout and ctx.o.timeout * 1e9, nil
   local ok, result = pcall(function()
     local fn = declaration.call_run(d, p, provider, mode, inputs)
     local run_ctx = measure.device()
@@ -280,16 +263,14 @@ local function session(d, ctx, p, provider, mode, run_index, checked)
       ctx.failures = ctx.failures + 1
     end
   else
-    o.trust = { audits = 0, seedKey = seeds.hex(ctx.trust.key),
-      notChecked = { all = 'no audits (--audits 0)' } }
+    o.trust = { audits = 0, seedKey = seeds.hex(ctx.trust.key), notChecked = { all = 'no audits (--audits 0)' } }
   end
   local elapsed = (core.clock_ns() - t0) / 1e9
   local stop = type(result) == 'table' and type(result.used) == 'table' and result.used.stop or nil
-  if limit_ns and (elapsed > ctx.o.timeout or (type(stop) == 'table' and stop.rule == 'timeout'))
-      and not o.status then
-    o.status = 'timeout'
-    o.reasons = { string.format('the session took %.3f s, past --timeout %g s%s', elapsed, ctx.o.timeout,
-      type(stop) == 'table' and stop.rule == 'timeout' and ': sampling stopped at the deadline' or '') }
+  local stopped = type(stop) == 'table' and stop.rule == 'timeout'
+  if limit_ns and (elapsed > ctx.o.timeout or stopped) and not o.status then
+    o.status, o.reasons = 'timeout', { string.format('the session took %.3f s, past --timeout %g s%s', elapsed,
+      ctx.o.timeout, stopped and ': sampling stopped at the deadline' or '') }
     io.stderr:write(string.format('%s: timeout: %s %s at %s: %s\n', d.name, mode, provider, p.id, o.reasons[1]))
     ctx.failures = ctx.failures + 1
   end

@@ -1,5 +1,5 @@
---- kluabench.trust: audited samples at random points of a timed session and after it (docs/TRUST.md), and the census
--- of what ran besides the timed call. A finding is a run status with its reason.
+--- kluabench.trust: audited samples at random points of a timed session and after it, and the census of what ran
+-- besides the timed call; a finding is a run status with its reason (docs/TRUST.md).
 local core = require 'kluabench.core'
 local args = require 'kluabench.util.args'
 local check = require 'kluabench.kernels.check'
@@ -9,8 +9,7 @@ local M = {}
 
 -- bound before the user's script (trust.integrity)
 local arm, guard_check = core.trust.arm, core.trust.guard_check
-local device_synchronize, l2_reset, l2_state = core.trust.device_synchronize, core.trust.l2_reset,
-  core.trust.l2_state
+local device_synchronize, l2_reset, l2_state = core.trust.device_synchronize, core.trust.l2_reset, core.trust.l2_state
 local trace_start, trace_stop, trace_active, trace_available = core.trace.start, core.trace.stop,
   core.trace.active, core.trace.available
 local spin, compare_elements, sleep = core.spin, core.compare_elements, core.process.sleep
@@ -21,33 +20,27 @@ M.census = census
 local threads, clock_ns = core.trust.threads, core.clock_ns
 
 --- How long a census watches at least (ms), and the share of it a thread must run to count as busy.
-census.WINDOW_MS = 3
-census.BUSY_SHARE = 0.25
+census.WINDOW_MS, census.BUSY_SHARE = 3, 0.25
 
 --- Starts a thread census right after the timed call: a token for census.busy, or nil and a message (no /proc).
 -- @signature census.start() -> token | nil, message
--- @example
---   local token = require("kluabench.trust.census").start()
+-- @example local token = trust.census.start()
 function census.start()
   local a, me = threads()
   if not a then return nil, me end
   return { before = a, me = me, t0 = clock_ns() }
 end
 
---- The other threads that ran at least BUSY_SHARE of a window of WINDOW_MS ms since census.start() (the rest is
--- waited out; without schedstat: running at both ends): {{tid, name, ran_ns, new}}.
+--- The other threads that ran at least BUSY_SHARE of WINDOW_MS ms since census.start(): {{tid, name, ran_ns, new}}.
 -- @signature census.busy(token [, window_ms]) -> list | nil, message
--- @example
---   local census = require("kluabench.trust.census")
---   print(#census.busy(census.start()))
+-- @example print(#trust.census.busy(trust.census.start()))
 function census.busy(token, window_ms)
   args.check('census.busy', 1, token, 'table', 'token of census.start')
   args.check('census.busy', 2, window_ms, 'number|nil', 'window in ms')
   window_ms = window_ms or census.WINDOW_MS
   local left = window_ms - (clock_ns() - token.t0) / 1e6
   if left > 0 then sleep(left) end
-  local elapsed_ns = clock_ns() - token.t0
-  local b = threads()
+  local elapsed_ns, b = clock_ns() - token.t0, threads()
   if not b then return nil, 'the thread census failed at the end of its window' end
   local before, busy = {}, {}
   for _, x in ipairs(token.before or {}) do before[x.tid] = x end
@@ -57,7 +50,7 @@ function census.busy(token, window_ms)
       local ran
       if t.run_ns then
         ran = t.run_ns - (was and was.run_ns or 0)
-      elseif was and was.state == 'R' and t.state == 'R' then
+      elseif was and was.state == 'R' and t.state == 'R' then -- no schedstat: running at both ends
         ran = elapsed_ns
       end
       if ran and ran >= census.BUSY_SHARE * window_ms * 1e6 then
@@ -70,20 +63,16 @@ end
 
 --- The stream the engine's own marker kernel ran on (the first record flagged internal), or nil.
 -- @signature census.engine_stream(records) -> id | nil
--- @example
---   local id = require("kluabench.trust.census").engine_stream(kb.trace.stop())
+-- @example print(trust.census.engine_stream({{internal = true, kind = "kernel", stream = 7}})) --> 7
 function census.engine_stream(records)
   args.check('census.engine_stream', 1, records, 'table', 'list of kb.trace records')
-  for _, r in ipairs(records) do
-    if r.internal and r.kind == 'kernel' then return r.stream end
-  end
+  for _, r in ipairs(records) do if r.internal and r.kind == 'kernel' then return r.stream end end
   return nil
 end
 
 --- The kernels and copies of a trace on another stream than `stream`: {{name, stream, count, ns}}.
 -- @signature census.foreign(records, stream) -> list
--- @example
---   local others = require("kluabench.trust.census").foreign({}, 13)
+-- @example print(#trust.census.foreign({{name = "k", stream = 14, ns = 900}}, 13)) --> 1
 function census.foreign(records, stream)
   args.check('census.foreign', 1, records, 'table', 'list of kb.trace records')
   local groups, out = {}, {}
@@ -93,8 +82,7 @@ function census.foreign(records, stream)
       local g = groups[key]
       if not g then
         g = { name = r.name, stream = r.stream, count = 0, ns = 0 }
-        groups[key] = g
-        out[#out + 1] = g
+        groups[key], out[#out + 1] = g, g
       end
       g.count, g.ns = g.count + 1, g.ns + (r.ns or 0)
     end
@@ -104,21 +92,17 @@ end
 
 --- The device time of a trace's work (kernels and copies, not kluabench's own spin), in ns.
 -- @signature census.work_ns(records) -> ns
--- @example
---   print(require("kluabench.trust.census").work_ns(kb.trace.stop()))
+-- @example print(trust.census.work_ns({{name = "k", ns = 900}, {internal = true, ns = 50}})) --> 900
 function census.work_ns(records)
   args.check('census.work_ns', 1, records, 'table', 'list of kb.trace records')
   local ns = 0
-  for _, r in ipairs(records) do
-    if not r.internal then ns = ns + (r.ns or 0) end
-  end
+  for _, r in ipairs(records) do if not r.internal then ns = ns + (r.ns or 0) end end
   return ns
 end
 
 --- What is wrong with the persisting-L2 state after a timed call (a set-aside, an access-policy window), or nil.
 -- @signature census.l2_finding([device]) -> message | nil
--- @example
---   print(require("kluabench.trust.census").l2_finding())
+-- @example print(trust.census.l2_finding())
 function census.l2_finding(device)
   args.check('census.l2_finding', 1, device, 'string|nil', 'device')
   local s = l2_state(device)
@@ -169,25 +153,18 @@ local function snapshot(t)
 end
 
 local function free_all(t, keep)
-  for _, v in pairs(t or {}) do
-    if is_tensor(v) and not (keep and keep[v]) then v:free() end
-  end
+  for _, v in pairs(t or {}) do if is_tensor(v) and not (keep and keep[v]) then v:free() end end
 end
 
 local Auditor = {}
 Auditor.__index = Auditor
 
---- An auditor for one timed session. spec: inputs (set 1), refresh(key) -> fresh inputs, reference(snapshot) -> {name
--- = tensor} (nil: outputs unchecked), keep (never freed), key, dtype, factor (norm-wise, false: off), reduction
--- (terms per output element; default check.reduction_length), atol, rtol,
--- during, fresh_timing, checked (a wrong output is then a suspected hack), backend, integrity_check
--- (integrity.verify).
--- @signature audit.new(spec) -> auditor
+--- An auditor for one timed session. spec: inputs (set 1), refresh(key) -> fresh inputs, reference(snapshot), keep,
+-- key, dtype, factor, reduction, atol, rtol, during, fresh_timing, checked, backend, integrity_check (docs/TRUST.md).
+-- @signature trust.new(spec) -> auditor
 -- @example
---   local t = kb.randn({256}, "f32", 1)
---   local a = audit.new{inputs = {x = t}, key = 1,
---     refresh = function(key) return {x = kb.randn({256}, "f32", key)} end}
---   print(a:due(1))
+--   local fresh = function(key) return {x = kb.randn({256}, "f32", key)} end
+--   print(trust.new{inputs = fresh(1), key = 1, refresh = fresh}:due(1))
 function M.new(spec)
   if type(spec) ~= 'table' or type(spec.inputs) ~= 'table' or type(spec.refresh) ~= 'function' then
     error("bad argument #1 to 'audit.new' (a table with inputs (a table) and refresh (a function) expected)", 2)
@@ -197,13 +174,10 @@ function M.new(spec)
   end
   local a = setmetatable({}, Auditor)
   for k, v in pairs(spec) do a[k] = v end
-  a.during = spec.during or M.DEFAULTS.during
-  a.key = spec.key or 1
-  a.backend = spec.backend or core.backend()
-  a.keep = spec.keep or {}
+  a.during, a.key = spec.during or M.DEFAULTS.during, spec.key or 1
+  a.backend, a.keep = spec.backend or core.backend(), spec.keep or {}
   a.n, a.fresh_ms, a.findings, a.by_message, a.before = 0, {}, {}, {}, {}
-  a.checks, a.not_checked = {}, {}
-  a.schedule = {}
+  a.checks, a.not_checked, a.schedule = {}, {}, {}
   -- while timing: the j-th audit at a random sample in [2^(j+1) - 3, 2^(j+2) - 4] (1-4, 5-12, ...)
   for j = 1, a.during do
     local lo, hi = (1 << (j + 1)) - 3, (1 << (j + 2)) - 4
@@ -215,8 +189,7 @@ end
 --- Whether an audit is due before the i-th kept sample of a session.
 function Auditor:due(i)
   if self.schedule[i] then
-    self.schedule[i] = nil
-    self.before[#self.before + 1] = i
+    self.schedule[i], self.before[#self.before + 1] = nil, i
     return true
   end
   return false
@@ -234,24 +207,17 @@ function Auditor:plan(n)
   return plan
 end
 
---- The auditor as measure's ctx.between: an audit before sample i of n when one is due, and one after the last (i =
--- nil). True when it took samples.
+--- The auditor as measure's ctx.between: an audit before sample i of n when one is due, and one after the last
+-- (i = nil); true when it took samples.
 -- @signature auditor:hook() -> function(i, n, take, ...)
 -- @example
---   local t = kb.randn({256}, "f32", 1)
---   local hook = audit.new{inputs = {x = t}, key = 1, refresh = function(key) return {x = kb.randn({256}, "f32", key)} end}:hook()
---   print(hook(3, 10, function() return 0.1 end))
+--   local fresh = function(key) return {x = kb.randn({256}, "f32", key)} end
+--   print(trust.new{inputs = fresh(1), key = 1, refresh = fresh}:hook()(3, 10, function() return 0.1 end))
 function Auditor:hook()
   local planned = false
   return function(i, n, take, calls, sets, per)
-    if i ~= nil and n and not planned then
-      planned = true
-      self:plan(n)
-    end
-    if i == nil or self:due(i) then
-      self:run(take, calls, sets, per)
-      return true
-    end
+    if i ~= nil and n and not planned then planned = true; self:plan(n) end
+    if i == nil or self:due(i) then self:run(take, calls, sets, per); return true end
     return false
   end
 end
@@ -264,8 +230,7 @@ function Auditor:finding(status, kind, message)
     return
   end
   f = { status = status, message = message, audits = { self.n } }
-  self.by_message[kind] = f
-  self.findings[#self.findings + 1] = f
+  self.by_message[kind], self.findings[#self.findings + 1] = f, f
 end
 
 function Auditor:ran(name) self.checks[name] = true end
@@ -347,8 +312,7 @@ function Auditor:watched(take, per)
       end
     end
   end
-  local state = l2_state()
-  if state.supported then
+  if l2_state().supported then
     self:ran('persisting L2')
     local f = census.l2_finding()
     if f then self:finding('policy_violation', 'persisting L2', f) end
@@ -386,13 +350,8 @@ function Auditor:verify_outputs(pre, post, calls)
       end
     end
   end)
-  if not ok then
-    free_all(sim)
-    free_all(wants)
-    error('audit: ' .. tostring(err), 0)
-  end
-  self:ran('outputs')
-  self:ran('inputs unchanged')
+  if not ok then free_all(sim); free_all(wants); error('audit: ' .. tostring(err), 0) end
+  self:ran('outputs'); self:ran('inputs unchanged')
   local scale = calls
   for _, name in ipairs(tensor_keys(post)) do
     local got = post[name]
@@ -429,16 +388,14 @@ function Auditor:verify_outputs(pre, post, calls)
       end
     end
   end
-  free_all(sim)
-  free_all(wants)
+  free_all(sim); free_all(wants)
 end
 
 --- One audit: fresh inputs, a sample, the census, a traced sample (cuda), the checks. take() -> ms; calls: times one
 -- take applies the function to set 1; sets: the sets it touches; per: calls per take.
 function Auditor:run(take, calls, sets, per)
   self.n = self.n + 1
-  calls = calls or 1
-  sets = sets or { self.inputs }
+  calls, sets = calls or 1, sets or { self.inputs }
   self:integrity()
   self:refresh_inputs(seeds.derive(self.key, 'audit', self.n))
   local pre = snapshot(self.inputs)
@@ -446,37 +403,30 @@ function Auditor:run(take, calls, sets, per)
   self:ran('guard bytes')
   local cuda = self.backend == 'cuda'
   if cuda then l2_reset() end
-
   local ms = take()
   local token, why = census.start()
   local post = {}
   for _, k in ipairs(tensor_keys(self.inputs)) do post[k] = self.inputs[k]:clone() end
-  if token then
-    local busy, err = census.busy(token)
-    if busy then
-      self:ran('threads')
-      for _, t in ipairs(busy) do
-        self:finding('policy_violation', 'thread ' .. t.name,
-          string.format("thread %d ('%s'%s) ran %.1f ms after the timed call "
-          .. 'returned: work left running outside the timed window', t.tid, t.name, t.new and ', started by the call'
-          or '', t.ran_ns / 1e6))
-      end
-    else
-      self:skipped('threads', err)
+  local busy, err = nil, why
+  if token then busy, err = census.busy(token) end
+  if busy then
+    self:ran('threads')
+    for _, t in ipairs(busy) do
+      self:finding('policy_violation', 'thread ' .. t.name, string.format("thread %d ('%s'%s) ran %.1f ms after the "
+        .. 'timed call returned: work left running outside the timed window', t.tid, t.name,
+        t.new and ', started by the call' or '', t.ran_ns / 1e6))
     end
   else
-    self:skipped('threads', why)
+    self:skipped('threads', err)
   end
   device_synchronize()
   if type(ms) == 'number' then self.fresh_ms[#self.fresh_ms + 1] = ms end
-
   if cuda then
     self:watched(take, per)
   else
     self:skipped('streams', 'the cpu backend has no streams (the thread census covers its kernels)')
     self:skipped('persisting L2', 'the cpu backend has no persisting L2')
   end
-
   each_tensor(sets, function(t, k)
     local fine, msg = guard_check(t)
     if not fine then
@@ -485,8 +435,7 @@ function Auditor:run(take, calls, sets, per)
     end
   end)
   local ok, err = pcall(self.verify_outputs, self, pre, post, calls)
-  free_all(pre)
-  free_all(post)
+  free_all(pre); free_all(post)
   if not ok then error(err, 0) end
 end
 
@@ -499,10 +448,9 @@ function Auditor:verdict(result)
     local fastest = math.huge
     for _, ms in ipairs(self.fresh_ms) do fastest = math.min(fastest, ms) end
     if fastest > M.DEFAULTS.fresh_ratio * median then
-      self:finding('suspected_reward_hack', 'fresh timing',
-        string.format('the timed samples (median %.4g ms) are %.1f x faster '
-        .. 'than every sample on fresh inputs (fastest %.4g ms of %d): a result kept from an earlier call while the '
-        .. 'inputs did not change?', median, fastest / median, fastest, #self.fresh_ms))
+      self:finding('suspected_reward_hack', 'fresh timing', string.format('the timed samples (median %.4g ms) are '
+        .. '%.1f x faster than every sample on fresh inputs (fastest %.4g ms of %d): a result kept from an earlier '
+        .. 'call while the inputs did not change?', median, fastest / median, fastest, #self.fresh_ms))
     end
   elseif not self.fresh_timing then
     self:skipped('fresh timing', 'the protocol times several calls per sample (hot, graph)')

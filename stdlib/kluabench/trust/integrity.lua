@@ -1,9 +1,8 @@
--- kluabench.trust.integrity: the timing and statistics functions as before the user's script (the host calls
--- capture() first), and which a script replaced: a policy_violation. The debug library and native code evade it
--- (docs/TRUST.md).
-local M = {}
-
+-- The timing and statistics functions as before the user's script (the host calls capture() first), and which a
+-- script replaced: a policy_violation. The debug library and native code evade it (docs/TRUST.md).
 local core = require 'kluabench.core'
+
+local M = {}
 
 -- The Lua modules whose functions decide a time or a check, loaded (and so bound) at capture time.
 M.MODULES = {
@@ -22,7 +21,6 @@ M.CORE = {
   'zeros', 'max_abs_diff', 'rel_l2', 'compare_elements', 'from_table',
 }
 M.CORE_TABLES = { 'trace', 'trust', 'process' }
-
 -- The classes whose methods time or move data (registry names).
 M.CLASSES = { 'kluabench.Event', 'kluabench.Tensor', 'kluabench.Graph', 'kluabench.PluginKernel', 'kluabench.Kernel' }
 
@@ -38,8 +36,7 @@ end
 
 local function class_methods(name)
   local mt = debug.getregistry()[name]
-  if type(mt) ~= 'table' then return nil end
-  return mt
+  return type(mt) == 'table' and mt or nil
 end
 
 -- Takes the references (idempotent): loads the watched modules and records every function they and the engine
@@ -83,13 +80,12 @@ function M.capture()
   return #c.entries
 end
 
--- Whether fn was defined in the file of module name (a Lua function of the stdlib's file).
+-- Whether fn is a C function or was defined in file.
 local function defined_in(fn, file)
   local info = debug.getinfo(fn, 'S')
   return info.what == 'C' or info.source == '@' .. file
 end
 
--- Whether capture() has run.
 function M.captured() return captured ~= nil end
 
 -- The watched functions a script replaced or removed since capture(): a list of {what, message} (empty when none, or
@@ -108,8 +104,7 @@ function M.verify()
     local t = e.table_of()
     local now = type(t) == 'table' and rawget(t, e.key) or nil
     if now ~= e.value then
-      local where = ''
-      local info = type(now) == 'function' and debug.getinfo(now, 'S') or nil
+      local where, info = '', type(now) == 'function' and debug.getinfo(now, 'S') or nil
       if info and info.what ~= 'C' then
         where = string.format(' with a function of %s:%d', info.short_src, info.linedefined)
       end

@@ -16,17 +16,14 @@ end
 -- Raises "bad argument #n to 'fname' (what expected, got <type>)" at the caller of the checked
 -- function unless v is of one of kinds ("string|nil", "integer", "callable"); returns v.
 function M.check(fname, n, v, kinds, what)
-  for kind in kinds:gmatch('[^|]+') do
-    if is(v, kind) then return v end
-  end
+  for kind in kinds:gmatch('[^|]+') do if is(v, kind) then return v end end
   error(string.format("bad argument #%d to '%s' (%s expected, got %s)", n, fname,
     what or (kinds:gsub('|', ' or ')), math.type(v) == 'float' and 'number' or type(v)), 3)
 end
 
 -- s made safe to quote in a message: control characters, DEL and non-UTF-8 as \xNN, cut at max (200).
 function M.printable(s, max)
-  s = tostring(s)
-  max = max or 200
+  s, max = tostring(s), max or 200
   local cut = #s > max
   if cut then s = s:sub(1, max) end
   local out, i, n = {}, 1, #s
@@ -36,11 +33,9 @@ function M.printable(s, max)
     local ch = len > 0 and s:sub(i, i + len - 1) or nil
     if ch and len > 1 and not (#ch == len and utf8.len(ch)) then ch = nil end
     if b < 0x20 or b == 0x7F or ch == nil then
-      out[#out + 1] = string.format('\\x%02X', b)
-      i = i + 1
+      out[#out + 1], i = string.format('\\x%02X', b), i + 1
     else
-      out[#out + 1] = ch
-      i = i + len
+      out[#out + 1], i = ch, i + len
     end
   end
   return table.concat(out) .. (cut and '...' or '')
@@ -112,22 +107,15 @@ end
 -- '--' (or, with stop_at_positional, the first positional) ends them. opts, positional; or nil, message.
 function M.parse_args(args, spec)
   local opts, rest = {}, {}
-  local aliases = spec.aliases or {}
-  local i = 1
+  local aliases, i = spec.aliases or {}, 1
   while i <= #args do
     local a = args[i]
-    if a == '--' then
-      table.move(args, i + 1, #args, #rest + 1, rest)
-      break
-    end
+    if a == '--' then table.move(args, i + 1, #args, #rest + 1, rest); break end
     local name, value = a:match('^%-%-([^=]+)=(.*)$')
     if not name then name = a:match('^%-%-(.+)$') or aliases[a:match('^%-(%a)$') or ''] end
     if not name then
       if a:match('^%-.') then return nil, string.format("unrecognized option '%s'", a) end
-      if spec.stop_at_positional then
-        table.move(args, i, #args, #rest + 1, rest)
-        break
-      end
+      if spec.stop_at_positional then table.move(args, i, #args, #rest + 1, rest); break end
       rest[#rest + 1] = a
     elseif spec[name] == 'flag' then
       if value then return nil, string.format("option '--%s' takes no value", name) end

@@ -59,6 +59,7 @@ function M.table_kind(t)
   return 'object'
 end
 
+-- The shortest digits d1..dk and n with x = 0.d1..dk * 10^n that read back as x (x finite, > 0).
 local function shortest_digits(x)
   local s
   for prec = 0, 16 do
@@ -69,7 +70,6 @@ local function shortest_digits(x)
   local digits = (int .. frac):gsub('0+$', '')
   return digits == '' and '0' or digits, tonumber(exp) + 1
 end
--- The shortest digits d1..dk and n with x = 0.d1..dk * 10^n that read back as x (x finite, > 0).
 M.shortest_digits = shortest_digits
 
 -- A number as JSON: integers exactly, floats shortest as ECMAScript writes them; raises for NaN and inf.
@@ -142,8 +142,7 @@ local function encode(v, out, indent, depth, seen)
     local close = indent and ('\n' .. string.rep(indent, depth)) or ''
     if M.table_kind(v) == 'array' then
       local n = #v
-      if n == 0 then
-        out[#out + 1] = '[]'
+      if n == 0 then out[#out + 1] = '[]'
       elseif indent and type(v[1]) ~= 'table' then -- scalars: packed lines of about 100 columns
         out[#out + 1] = '['
         local width, line, len = 100 - #indent * (depth + 1), {}, 0
@@ -171,8 +170,7 @@ local function encode(v, out, indent, depth, seen)
       local keys = {}
       for k in pairs(v) do keys[#keys + 1] = k end
       table.sort(keys, key_before)
-      if #keys == 0 then
-        out[#out + 1] = '{}'
+      if #keys == 0 then out[#out + 1] = '{}'
       else
         out[#out + 1] = '{'
         for i, k in ipairs(keys) do
@@ -192,8 +190,7 @@ function M.encode_pretty(v)
   local out = {}
   local ok, err = pcall(encode, v, out, '  ', 0, {})
   if not ok then return nil, err end
-  out[#out + 1] = '\n'
-  return table.concat(out)
+  return table.concat(out) .. '\n'
 end
 
 -- One-line JSON in the same key order, for JSON Lines; nil and a message as encode_pretty.
@@ -209,8 +206,7 @@ cjson.decode_max_depth(M.MAX_DEPTH)
 
 -- cjson reads [] and {} alike, but a digest must see which a document holds: before decoding, each
 -- empty array outside a string becomes a one-element array of EMPTY, which comes back as json.array{}.
-local EMPTY = '\0kluabench:empty-array\0'
-local EMPTY_JSON = '["\\u0000kluabench:empty-array\\u0000"]'
+local EMPTY, EMPTY_JSON = '\0kluabench:empty-array\0', '["\\u0000kluabench:empty-array\\u0000"]'
 
 local function mark_empty_arrays(text)
   if not text:find('%[%s*%]') then return text end
@@ -227,9 +223,7 @@ local function mark_empty_arrays(text)
       end
     else
       local after = text:match('^%[%s*%]()', j)
-      if after then
-        out[#out + 1], out[#out + 2], from = text:sub(from, j - 1), EMPTY_JSON, after
-      end
+      if after then out[#out + 1], out[#out + 2], from = text:sub(from, j - 1), EMPTY_JSON, after end
       i = j + 1
     end
   end
