@@ -53,7 +53,7 @@ function M.dtype_tokens(dtypes)
 end
 
 --- The ImplementationRevision of a built-in kernel (sources: {path = "sha256:<hex>"} of its files; layouts: the
--- tensor layouts it reads, in order, as support.layouts).
+-- tensor layouts it reads, as support.layouts: sorted, as kernelindex keeps its set-like lists).
 -- @signature implementation.builtin{operation_digest, provider, kernel, backend, symbol, path, ...} -> document
 -- @example
 --   local _, op = record.workload{kernel = "llama4_rope", dtype = "bf16", parameters = {hidden = 512, seq = 64, q_heads = 8, kv_heads = 8}}
@@ -94,7 +94,7 @@ function M.builtin(o)
     callable = { language = o.language or (cuda and 'cuda' or 'c'), path = o.path, symbol = o.symbol,
       interface = 'kluabench' },
     support = { hardwareArchitectures = sorted_unique(archs), dtypes = M.dtype_tokens(o.dtypes),
-      layouts = o.layouts and json.array(table.move(o.layouts, 1, #o.layouts, 1, {})) or nil },
+      layouts = o.layouts and sorted_unique(o.layouts) or nil },
     buildVariants = { { name = 'kluabench-make', install = { kind = 'source', command = command:sub(1, 1000) },
       requirements = next(requirements) and requirements or nil } },
     licensing = { declared = 'MIT', concluded = 'MIT' },
