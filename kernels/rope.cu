@@ -229,8 +229,8 @@ __global__ void __launch_bounds__(kThreads, MINB) rope_fused_kernel(const FusedG
                         : g.ntok <= 0xffffffffLL ? (long long)((unsigned)tok % (unsigned)g.seq)
                                                  : tok % g.seq;
     const float *frow = g.freqs + s * g.d;
-    /* neox: the token's cos and sin rows, whose first halves line up with q's */
-    const char *crow = (const char *)g.cos + s * hbytes, *srow = (const char *)g.sin + s * hbytes;
+    /* neox: the offset of the token's cos and sin rows, whose first halves line up with q's */
+    const long long trow = s * hbytes;
     /* the token's q heads and k heads; offsets within them fit 32 bits */
     const char *qb = (const char *)ps.q + tok * g.hq * hbytes;
     const char *kb = (const char *)ps.k + tok * g.hk * hbytes;
@@ -262,8 +262,17 @@ __global__ void __launch_bounds__(kThreads, MINB) rope_fused_kernel(const FusedG
         if constexpr (NEOX) {
           /* after the data loads, raw until used: no wait before them, and
            * (plain loads under the loop's stores) not hoisted above them */
-          cw = load_words<W>(crow + e0);
-          sw = load_words<W>(srow + e0);
+          cw = load_words<W>((const char *)g.cos + (trow + e0));
+          sw = load_words<W>((const char *)g.sin + (trow + e0));
+        }
+        A t[NEOX ? 2 * NV : 1]; /* neox: (cos, sin) pairs, widened once for the U heads */
+        if constexpr (NEOX) {
+#pragma unroll
+          for (int j = 0; j < NV; j++) {
+            const A sn = E::widen(V::get(sw, j));
+            t[2 * j] = E::widen(V::get(cw, j));
+            t[2 * j + 1] = bwd ? -sn : sn;
+          }
         }
 #pragma unroll
         for (int u = 0; u < U; u++) {
@@ -272,8 +281,7 @@ __global__ void __launch_bounds__(kThreads, MINB) rope_fused_kernel(const FusedG
 #pragma unroll
               for (int j = 0; j < NV; j++) {
                 A re = E::widen(V::get(lo[u], j)), im = E::widen(V::get(hi[u], j));
-                const A c = E::widen(V::get(cw, j)), sn = E::widen(V::get(sw, j));
-                rotate<A>(re, im, c, bwd ? -sn : sn);
+                rotate<A>(re, im, t[2 * j], t[2 * j + 1]);
                 V::set(lo[u], j, E::narrow(re));
                 V::set(hi[u], j, E::narrow(im));
               }
