@@ -8,10 +8,14 @@
  * rows are grouped into TPC tokens of R = ceil(H / U) rows each, and row r of
  * a token takes heads r, r + R, r + 2R, ... (U of them). So a thread's unit
  * position, hence its slice of the (cos, sin) row, is the same for every head
- * it touches: it loads that slice once per token, keeps it in registers, and
- * issues all U 16-byte loads of its heads before the first use (predicated,
- * no branches between them). Consecutive threads take consecutive vectors of
- * one head, then consecutive heads, so a warp reads and writes whole
+ * it touches, and it issues all U 16-byte loads of its heads before the first
+ * use (predicated, no branches between them). The table slice: llama4's f32
+ * pairs (NV floats) are loaded once per token and kept in registers; neox's
+ * cos and sin (the first half of the row, in the tensors' dtype, a vector
+ * each, at the same offset as the unit's first vector) are loaded after each
+ * group's data loads, so that nothing waits on them before the data is in
+ * flight, and widened once for the group. Consecutive threads take
+ * consecutive vectors of one head, then consecutive heads, so a warp reads and writes whole
  * contiguous lines (NV is the widest vector that divides the head and the
  * pointers' alignment; D = 2 or 6 fall back to narrower vectors).
  * The grid has one CTA per group of TPC tokens (no persistent loop: measured
@@ -26,10 +30,13 @@
  *
  * Flat kernel: 2-byte dtypes in 16-byte vectors short of the bandwidth-bound
  * sizes: units numbered flat over q and k, one a thread (kFlatThreads,
- * kFlatVpt; docs/perf-notes.md at 7f5c7f0, "The flat kernel").
+ * kFlatVpt; docs/perf-notes.md at 7f5c7f0, "The flat kernel"); neox loads
+ * its unit's cos and sin vectors (16 bytes each) right after its data.
  *
  * Floor kernel (rope.h): the fused call's bytes moved by one flat copy in
- * one launch, the yardstick the fused kernels are measured against.
+ * one launch, the yardstick the fused kernels are measured against: q and
+ * k copied, and the table bytes the fused kernels read (neox: half rows,
+ * a strided segment) read.
  *
  * Arithmetic: f32 (f64 for f64 tensors) with explicitly rounded products and
  * sums (__fmul_rn / __fadd_rn cannot be contracted into FMAs), so the result
