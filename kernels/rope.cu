@@ -377,9 +377,9 @@ __global__ void __launch_bounds__(kThreads) rope_flat_kernel(const FlatGeom g) {
       if constexpr (NEOX) {
         /* the first half of the table row lines up with the unit's first vector */
         const unsigned tok = n.head / (n.isq ? g.hq : g.hk), s = g.batched ? tok % g.seq : tok;
-        const unsigned t = s * hbytes + n.x * 16;
-        tab[v][0] = load_words<W>((const char *)g.cos + t);
-        tab[v][1] = load_words<W>((const char *)g.sin + t);
+        const unsigned toff = s * hbytes + n.x * 16;
+        tab[v][0] = load_words<W>((const char *)g.cos + toff);
+        tab[v][1] = load_words<W>((const char *)g.sin + toff);
       }
     }
   }
