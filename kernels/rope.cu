@@ -8,10 +8,14 @@
  * rows are grouped into TPC tokens of R = ceil(H / U) rows each, and row r of
  * a token takes heads r, r + R, r + 2R, ... (U of them). So a thread's unit
  * position, hence its slice of the (cos, sin) row, is the same for every head
- * it touches: it loads that slice once per token, keeps it in registers, and
- * issues all U 16-byte loads of its heads before the first use (predicated,
- * no branches between them). Consecutive threads take consecutive vectors of
- * one head, then consecutive heads, so a warp reads and writes whole
+ * it touches, and it issues all U 16-byte loads of its heads before the first
+ * use (predicated, no branches between them). The table slice: llama4's f32
+ * pairs (NV floats) are loaded once per token and kept in registers; neox's
+ * cos and sin (the first half of the row, in the tensors' dtype, a vector
+ * each, at the same offset as the unit's first vector) are loaded after each
+ * group's data loads, so that nothing waits on them before the data is in
+ * flight, and widened once for the group. Consecutive threads take
+ * consecutive vectors of one head, then consecutive heads, so a warp reads and writes whole
  * contiguous lines (NV is the widest vector that divides the head and the
  * pointers' alignment; D = 2 or 6 fall back to narrower vectors).
  * The grid has one CTA per group of TPC tokens (no persistent loop: measured
@@ -26,10 +30,13 @@
  *
  * Flat kernel: 2-byte dtypes in 16-byte vectors short of the bandwidth-bound
  * sizes: units numbered flat over q and k, one a thread (kFlatThreads,
- * kFlatVpt; docs/perf-notes.md at 7f5c7f0, "The flat kernel").
+ * kFlatVpt; docs/perf-notes.md at 7f5c7f0, "The flat kernel"); neox loads
+ * its unit's cos and sin vectors (16 bytes each) right after its data.
  *
  * Floor kernel (rope.h): the fused call's bytes moved by one flat copy in
- * one launch, the yardstick the fused kernels are measured against.
+ * one launch, the yardstick the fused kernels are measured against: q and
+ * k copied, and the table bytes the fused kernels read (neox: half rows,
+ * a strided segment) read.
  *
  * Arithmetic: f32 (f64 for f64 tensors) with explicitly rounded products and
  * sums (__fmul_rn / __fadd_rn cannot be contracted into FMAs), so the result
@@ -178,16 +185,24 @@ struct Pass {
   void *qo, *ko;
 };
 
+/* 128 bytes at most: a larger parameter block is read through a pointer
+ * inside the loops (measured in the PTX of CUDA 13's nvcc), which changed
+ * the llama4 kernels' code; so cos shares freqs' place. */
 struct FusedGeom {
   Pass pass[2]; /* blockIdx.y picks one: two for `full` (forward, backward) */
-  const float *freqs;
-  long long ntok, seq;
+  union {
+    const float *freqs; /* llama4 */
+    const void *cos;    /* neox: rows of D elements of the tensors' dtype, as sin */
+  };
+  long long ntok, seq;  /* seq: the table's period, token t takes row t % seq */
   int hq, hk, htot, d;
   int units;  /* units per head: D/NV (llama4), D/2/NV (neox) */
   int xs;     /* columns of the CTA: min(units, 256) */
   int rows;   /* rows per token, R */
   int tpc;    /* tokens per CTA step */
+  const void *sin; /* neox */
 };
+static_assert(sizeof(FusedGeom) <= 128, "FusedGeom: see its comment");
 
 /* DIR: kForward, kBackward (one pass), or kFull (blockIdx.y: pass 0 the
  * forward, pass 1 the backward). A one-pass kernel reads its pointers from
@@ -204,7 +219,7 @@ __global__ void __launch_bounds__(kThreads, MINB) rope_fused_kernel(const FusedG
   typedef Vec<R, NV> V;
   typedef typename V::type W;
   constexpr bool NEOX = STYLE == KB_ROPE_NEOX;
-  constexpr int NF = NEOX ? 2 * NV : NV; /* floats of freqs per unit */
+  constexpr int NF = NEOX ? 1 : NV; /* llama4: floats of freqs per unit */
 
   const bool second = DIR == kFull && blockIdx.y == 1, bwd = DIR == kBackward || second;
   /* chosen field by field: indexing the parameter array would copy it to
@@ -221,6 +236,8 @@ __global__ void __launch_bounds__(kThreads, MINB) rope_fused_kernel(const FusedG
                         : g.ntok <= 0xffffffffLL ? (long long)((unsigned)tok % (unsigned)g.seq)
                                                  : tok % g.seq;
     const float *frow = g.freqs + s * g.d;
+    /* neox: the offset of the token's cos and sin rows, whose first halves line up with q's */
+    const long long trow = s * hbytes;
     /* the token's q heads and k heads; offsets within them fit 32 bits */
     const char *qb = (const char *)ps.q + tok * g.hq * hbytes;
     const char *kb = (const char *)ps.k + tok * g.hk * hbytes;
@@ -228,12 +245,14 @@ __global__ void __launch_bounds__(kThreads, MINB) rope_fused_kernel(const FusedG
     char *kob = (char *)ps.ko + tok * g.hk * hbytes;
     for (int x = x0; x < g.units; x += g.xs) {
       float f[NF];
-      load_freqs<NF>(frow + x * NF, f);
+      if constexpr (!NEOX) {
+        load_freqs<NF>(frow + x * NF, f);
 #pragma unroll
-      for (int j = 1; j < NF; j += 2) f[j] = bwd ? -f[j] : f[j];
+        for (int j = 1; j < NF; j += 2) f[j] = bwd ? -f[j] : f[j];
+      }
       const unsigned e0 = (unsigned)x * NV * sizeof(R);
       for (int h0 = r; h0 < g.htot; h0 += U * g.rows) {
-        W lo[U], hi[U];
+        W lo[U], hi[U], cw, sw;
         unsigned off[U];
         bool isq[U];
 #pragma unroll
@@ -247,6 +266,21 @@ __global__ void __launch_bounds__(kThreads, MINB) rope_fused_kernel(const FusedG
             if constexpr (NEOX) hi[u] = load_words<W>(src + half_bytes);
           }
         }
+        if constexpr (NEOX) {
+          /* after the data loads, raw until used: no wait before them, and
+           * (plain loads under the loop's stores) not hoisted above them */
+          cw = load_words<W>((const char *)g.cos + (trow + e0));
+          sw = load_words<W>((const char *)g.sin + (trow + e0));
+        }
+        A t[NEOX ? 2 * NV : 1]; /* neox: (cos, sin) pairs, widened once for the U heads */
+        if constexpr (NEOX) {
+#pragma unroll
+          for (int j = 0; j < NV; j++) {
+            const A sn = E::widen(V::get(sw, j));
+            t[2 * j] = E::widen(V::get(cw, j));
+            t[2 * j + 1] = bwd ? -sn : sn;
+          }
+        }
 #pragma unroll
         for (int u = 0; u < U; u++) {
           if (h0 + u * g.rows < g.htot) {
@@ -254,7 +288,7 @@ __global__ void __launch_bounds__(kThreads, MINB) rope_fused_kernel(const FusedG
 #pragma unroll
               for (int j = 0; j < NV; j++) {
                 A re = E::widen(V::get(lo[u], j)), im = E::widen(V::get(hi[u], j));
-                rotate<A>(re, im, (A)f[2 * j], (A)f[2 * j + 1]);
+                rotate<A>(re, im, t[2 * j], t[2 * j + 1]);
                 V::set(lo[u], j, E::narrow(re));
                 V::set(hi[u], j, E::narrow(im));
               }
@@ -289,11 +323,12 @@ __global__ void __launch_bounds__(kThreads, MINB) rope_fused_kernel(const FusedG
  * host launches it only when one tensor's bytes fit). */
 struct FlatGeom {
   Pass pass[2];
-  const float *freqs;
+  const float *freqs;     /* llama4 */
   unsigned nq_u, total_u; /* q's units; q's and k's */
   unsigned uph;           /* units per head */
-  unsigned hq, hk, d, seq;
-  bool batched;           /* more tokens than positions: the position is token % seq */
+  unsigned hq, hk, d, seq; /* seq: the table's period */
+  bool batched;           /* more tokens than the period: the table row is token % seq */
+  const void *cos, *sin;  /* neox (last: the llama4 kernels' offsets as before) */
 };
 
 /* Unit u (< total_u): of q or of k, its head (counted over the tensor's tokens) and its place x
@@ -321,14 +356,14 @@ __global__ void __launch_bounds__(kThreads) rope_flat_kernel(const FlatGeom g) {
   static_assert(sizeof(W) == 16, "the flat kernel moves 16-byte vectors");
   constexpr bool NEOX = STYLE == KB_ROPE_NEOX;
   constexpr int NW = NEOX ? 2 : 1;        /* vectors per unit */
-  constexpr int NF = NEOX ? 2 * NV : NV;  /* floats of freqs per unit */
+  constexpr int NF = NV;                  /* llama4: floats of freqs per unit */
   const bool second = DIR == kFull && blockIdx.y == 1, bwd = DIR == kBackward || second;
   const Pass ps = {second ? g.pass[1].q : g.pass[0].q, second ? g.pass[1].k : g.pass[0].k,
                    second ? g.pass[1].qo : g.pass[0].qo, second ? g.pass[1].ko : g.pass[0].ko};
   const unsigned T = blockDim.x, t = threadIdx.x;
   const unsigned u0 = blockIdx.x * T * VPT + t;
   const unsigned hbytes = g.d * (unsigned)sizeof(R), half_bytes = hbytes / 2;
-  W reg[VPT][NW];
+  W reg[VPT][NW], tab[VPT][NEOX ? 2 : 1]; /* neox: the unit's cos and sin, raw */
   unsigned off[VPT]; /* byte offset of the unit's first vector in its tensor */
 #pragma unroll
   for (int v = 0; v < VPT; v++) {
@@ -339,6 +374,13 @@ __global__ void __launch_bounds__(kThreads) rope_flat_kernel(const FlatGeom g) {
       const char *src = (const char *)(n.isq ? ps.q : ps.k) + off[v];
 #pragma unroll
       for (int w = 0; w < NW; w++) reg[v][w] = load_words<W>(src + w * half_bytes);
+      if constexpr (NEOX) {
+        /* the first half of the table row lines up with the unit's first vector */
+        const unsigned tok = n.head / (n.isq ? g.hq : g.hk), s = g.batched ? tok % g.seq : tok;
+        const unsigned toff = s * hbytes + n.x * 16;
+        tab[v][0] = load_words<W>((const char *)g.cos + toff);
+        tab[v][1] = load_words<W>((const char *)g.sin + toff);
+      }
     }
   }
 #pragma unroll
@@ -347,21 +389,22 @@ __global__ void __launch_bounds__(kThreads) rope_flat_kernel(const FlatGeom g) {
     if (u < g.total_u) {
       const FlatUnit n = flat_unit(g, u);
       W lo = reg[v][0], hi;
-      if constexpr (NEOX) hi = reg[v][1];
-      const unsigned tok = n.head / (n.isq ? g.hq : g.hk), s = g.batched ? tok % g.seq : tok;
-      float f[NF];
-      load_freqs<NF>(g.freqs + (size_t)s * g.d + n.x * NF, f);
-#pragma unroll
-      for (int j = 1; j < NF; j += 2) f[j] = bwd ? -f[j] : f[j];
       if constexpr (NEOX) {
+        hi = reg[v][1];
 #pragma unroll
         for (int j = 0; j < NV; j++) {
           A re = E::widen(V::get(lo, j)), im = E::widen(V::get(hi, j));
-          rotate<A>(re, im, (A)f[2 * j], (A)f[2 * j + 1]);
+          const A c = E::widen(V::get(tab[v][0], j)), sn = E::widen(V::get(tab[v][1], j));
+          rotate<A>(re, im, c, bwd ? -sn : sn);
           V::set(lo, j, E::narrow(re));
           V::set(hi, j, E::narrow(im));
         }
       } else {
+        const unsigned tok = n.head / (n.isq ? g.hq : g.hk), s = g.batched ? tok % g.seq : tok;
+        float f[NF];
+        load_freqs<NF>(g.freqs + (size_t)s * g.d + n.x * NF, f);
+#pragma unroll
+        for (int j = 1; j < NF; j += 2) f[j] = bwd ? -f[j] : f[j];
 #pragma unroll
         for (int j = 0; j < NV / 2; j++) {
           A re = E::widen(V::get(lo, 2 * j)), im = E::widen(V::get(lo, 2 * j + 1));
@@ -379,7 +422,9 @@ __global__ void __launch_bounds__(kThreads) rope_flat_kernel(const FlatGeom g) {
 
 /* ---- floor kernel ------------------------------------------------------------ */
 /* The floor (rope.h): one launch over a list of byte segments, each copied
- * (dst set) or only read (dst NULL: the table), in words of WB bytes. Thread
+ * (dst set) or only read (dst NULL: the table), in words of WB bytes. A read
+ * segment may be strided (run > 0: runs of `run` words, `stride` words
+ * apart: the first halves of neox's cos and sin rows). Thread
  * i of T takes words i, i + T, ..., i + (V-1) T of the concatenated segments,
  * all V loads issued before the first store, so a warp's every access is
  * one contiguous run and a grid that covers the words makes one pass. The
@@ -387,13 +432,14 @@ __global__ void __launch_bounds__(kThreads) rope_flat_kernel(const FlatGeom g) {
  * constant is stored to the scratch word, which keeps the loads in the
  * program at the cost of one compare (such a store is rare and harmless: the
  * scratch is no output). */
-constexpr int kFloorSegs = 6;      /* q, k, freqs per pass, two passes */
+constexpr int kFloorSegs = 8; /* per pass q, k and the table (freqs, or cos and sin), two passes */
 constexpr unsigned kFloorMagic = 0x9e3779b9u;
 
 struct FloorGeom {
   const char *src[kFloorSegs];
   char *dst[kFloorSegs];
   unsigned long long end[kFloorSegs]; /* cumulative word counts */
+  unsigned long long run, stride;     /* of the read segments, in words; run 0: contiguous */
   int nseg;
   unsigned *sink;
 };
@@ -421,7 +467,9 @@ __global__ void __launch_bounds__(kThreads) rope_floor_kernel(const FloorGeom g)
     for (int j = 0; j < kFloorSegs - 1; j++) sg += j < g.nseg - 1 && i >= (I)g.end[j];
     seg[v] = sg;
     idx[v] = i - (sg ? (I)g.end[sg - 1] : 0);
-    if (i < total) w[v] = reinterpret_cast<const T *>(g.src[sg])[idx[v]];
+    I at = idx[v];
+    if (g.run && !g.dst[sg]) at = at / (I)g.run * (I)g.stride + at % (I)g.run;
+    if (i < total) w[v] = reinterpret_cast<const T *>(g.src[sg])[at];
   }
   unsigned acc = 0;
 #pragma unroll
@@ -577,6 +625,8 @@ const char *try_flat(const FusedGeom &fg, cudaStream_t stream, bool *taken) {
     g.pass[0] = fg.pass[0];
     g.pass[1] = fg.pass[1];
     g.freqs = fg.freqs;
+    g.cos = fg.cos; /* the same pointer: FusedGeom holds one of them */
+    g.sin = fg.sin;
     g.nq_u = (unsigned)nq_u;
     g.total_u = (unsigned)total_u;
     g.uph = (unsigned)uph;
@@ -635,18 +685,20 @@ const char *launch_fused(const FusedGeom &g, int dir, cudaStream_t stream) {
 }
 
 /* Widest vector (elements) that divides the unit and the alignment of every
- * pointer: llama4 needs whole pairs (NV even), neox a divisor of D/2. */
+ * pointer: llama4 needs whole pairs (NV even) and freqs aligned to its slice
+ * (NV floats, 16 bytes at most), neox a divisor of D/2 with cos and sin
+ * aligned as the data (their rows are D elements, a multiple of NV). */
 int pick_nv(const kb_rope_args *a, int npass, size_t es) {
   const int neox = a->style == KB_ROPE_NEOX;
   const long long span = neox ? a->head_dim / 2 : a->head_dim;
   uintptr_t addr = (uintptr_t)a->q | (uintptr_t)a->k | (uintptr_t)a->q_out | (uintptr_t)a->k_out;
   if (npass == 2)
     addr |= (uintptr_t)a->dq | (uintptr_t)a->dk | (uintptr_t)a->dq_out | (uintptr_t)a->dk_out;
+  if (neox) addr |= (uintptr_t)a->cos | (uintptr_t)a->sin;
   for (int nv = (int)(16 / es); nv >= 1; nv /= 2) {
     if (!neox && nv < 2) break;
-    const size_t nf_bytes = (size_t)(neox ? 2 * nv : nv) * 4;
-    const size_t falign = nf_bytes < 16 ? nf_bytes : 16;
-    if (span % nv == 0 && addr % (nv * es) == 0 && (uintptr_t)a->freqs % falign == 0) return nv;
+    const size_t falign = nv * 4 < 16 ? nv * 4 : 16;
+    if (span % nv == 0 && addr % (nv * es) == 0 && (neox || (uintptr_t)a->freqs % falign == 0)) return nv;
   }
   return 0;
 }
@@ -679,9 +731,9 @@ const char *dispatch_style(const kb_rope_args *a, const FusedGeom &g, int nv, in
 
 /* ---- host side of the floor kernel ----------------------------------------- */
 
-/* Widest word that divides every segment's address and size. */
-int floor_word(const FloorGeom &g, const unsigned long long *bytes) {
-  uintptr_t bits = 0;
+/* Widest word that divides every segment's address and size, and `extra`. */
+int floor_word(const FloorGeom &g, const unsigned long long *bytes, const unsigned long long (&extra)[2]) {
+  uintptr_t bits = extra[0] | extra[1];
   for (int i = 0; i < g.nseg; i++) bits |= (uintptr_t)g.src[i] | (uintptr_t)g.dst[i] | bytes[i];
   for (int wb = 16; wb >= 2; wb /= 2)
     if (bits % wb == 0) return wb;
@@ -718,14 +770,16 @@ template <int WB> const char *launch_floor(const FloorGeom &g, cudaStream_t st) 
 /* One thread per element (or complex pair); T is the compute type (float, or
  * double for f64 tensors); I the index type, 32-bit when the tensor allows, as
  * PyTorch's elementwise kernels index. `heads` and the geometry locate the
- * (cos, sin) of an element, as a broadcast of freqs[s, i] over batch and heads. */
+ * (cos, sin) of an element, as a broadcast over heads (and batch) of
+ * freqs[s, i] (llama4) or of cos[row, e] and sin[row, e] (neox). */
 
 struct RefGeom {
   long long n;    /* elements of the tensor */
-  long long seq;
+  long long seq;  /* llama4: the period of freqs' rows; neox: of cos's and sin's */
   int heads, d;
   float sign;     /* -1 for backward */
   const float *freqs;
+  const void *cos, *sin;
 };
 
 template <typename I> __device__ __forceinline__ const float *ref_freq(const RefGeom &g, I pair) {
@@ -758,14 +812,16 @@ template <typename T, typename I> __global__ void ref_cmul(T *out, const T *in, 
   }
 }
 
-/* neox: out = in * cos (which = 0) or in * sin (which = 1) */
-template <typename T, typename I>
+/* neox: out = in * cos (which = 0) or in * sin (which = 1), the table's
+ * whole row broadcast over heads as PyTorch broadcasts cos[:, :, None, :] */
+template <kb_dtype DT, typename T, typename I>
 __global__ void ref_mul_freq(T *out, const T *in, RefGeom g, int which) {
+  typedef typename Elem<DT>::raw R;
   KB_GRID_STRIDE(I, e, g.n) {
-    const I half = (I)(g.d / 2), row = e / (I)g.d;
-    const float *f = ref_freq<I>(g, row * half + (e - row * (I)g.d) % half);
-    const T v = which ? (T)(g.sign * f[1]) : (T)f[0];
-    out[e] = mul_rn(in[e], v);
+    const I row = e / (I)g.d, tok = row / (I)g.heads;
+    const R *tab = (const R *)(which ? g.sin : g.cos);
+    const T t = (T)Elem<DT>::widen(tab[(size_t)(tok % (I)g.seq) * g.d + (e - row * (I)g.d)]);
+    out[e] = mul_rn(in[e], which ? (T)g.sign * t : t);
   }
 }
 
@@ -802,26 +858,26 @@ unsigned ref_grid(long long n) {
   } while (0)
 
 /* neox on compute-type tensors: out = A*cos + cat(-A2, A1)*sin, temps in tmp */
-template <typename T, typename I>
+template <kb_dtype DT, typename T, typename I>
 const char *ref_neox(const char *what, T *out, const T *A, T *tmp, const RefGeom &g,
                      cudaStream_t st) {
   T *B = tmp, *C = B + g.n, *D = C + g.n / 2, *E = D + g.n;
-  KB_REF_LAUNCH("mul_freq", (ref_mul_freq<T, I>), g.n, B, A, g, 0);
+  KB_REF_LAUNCH("mul_freq", (ref_mul_freq<DT, T, I>), g.n, B, A, g, 0);
   KB_REF_LAUNCH("neg_half", (ref_neg_half<T, I>), g.n / 2, C, A, g);
   KB_REF_LAUNCH("cat", (ref_cat<T, I>), g.n, D, C, A, g);
-  KB_REF_LAUNCH("mul_freq", (ref_mul_freq<T, I>), g.n, E, D, g, 1);
+  KB_REF_LAUNCH("mul_freq", (ref_mul_freq<DT, T, I>), g.n, E, D, g, 1);
   KB_REF_LAUNCH("add", (ref_add<T, I>), g.n, out, B, E, g.n);
   return NULL;
 }
 
-template <typename T, typename I>
+template <kb_dtype DT, typename T, typename I>
 const char *ref_rotate(const char *what, int llama4, T *out, const T *in, T *tmp,
                        const RefGeom &g, cudaStream_t st) {
   if (llama4) {
     KB_REF_LAUNCH("cmul", (ref_cmul<T, I>), g.n / 2, out, in, g);
     return NULL;
   }
-  return ref_neox<T, I>(what, out, in, tmp, g, st);
+  return ref_neox<DT, T, I>(what, out, in, tmp, g, st);
 }
 
 /* One tensor (q or k) through the eager op sequence. */
@@ -829,20 +885,20 @@ template <kb_dtype DT, typename I>
 const char *ref_one(const kb_rope_args *a, int heads, const void *x, void *out, void *scratch) {
   typedef typename Elem<DT>::raw R;
   const int llama4 = a->style == KB_ROPE_LLAMA4;
-  const RefGeom g = {a->batch * a->seq * heads * a->head_dim, a->seq, heads, (int)a->head_dim,
-                     a->backward ? -1.0f : 1.0f, a->freqs};
+  const RefGeom g = {a->batch * a->seq * heads * a->head_dim, llama4 ? a->seq : a->cos_period,
+                     heads, (int)a->head_dim, a->backward ? -1.0f : 1.0f, a->freqs, a->cos, a->sin};
   if (g.n == 0) return NULL;
   cudaStream_t st = (cudaStream_t)a->stream;
   char what[96];
   snprintf(what, sizeof what, "rope_reference<%s,%s,%s>", kb_dtype_name(DT),
            style_name(a->style), a->backward ? "bwd" : "fwd");
   if constexpr (DT == KB_F32 || DT == KB_F64) {
-    return ref_rotate<R, I>(what, llama4, (R *)out, (const R *)x, (R *)scratch, g, st);
+    return ref_rotate<DT, R, I>(what, llama4, (R *)out, (const R *)x, (R *)scratch, g, st);
   } else {
     float *A = (float *)scratch, *T = A + g.n;
     float *F = llama4 ? T : T + 3 * g.n + g.n / 2;
     KB_REF_LAUNCH("upcast", (ref_upcast<DT, I>), g.n, A, (const R *)x, g.n);
-    const char *err = ref_rotate<float, I>(what, llama4, F, A, T, g, st);
+    const char *err = ref_rotate<DT, float, I>(what, llama4, F, A, T, g, st);
     if (err) return err;
     KB_REF_LAUNCH("downcast", (ref_downcast<DT, I>), g.n, (R *)out, F, g.n);
     return NULL;
@@ -871,13 +927,18 @@ static const char *fused_passes(const kb_rope_args *a, int npass) {
   g.pass[0] = Pass{a->q, a->k, a->q_out, a->k_out};
   if (npass == 2) g.pass[1] = Pass{a->dq, a->dk, a->dq_out, a->dk_out};
   const int dir = npass == 2 ? kFull : a->backward ? kBackward : kForward;
-  g.freqs = a->freqs;
-  g.ntok = ntok; g.seq = a->seq;
+  const int neox = a->style == KB_ROPE_NEOX;
+  if (neox) g.cos = a->cos;
+  else g.freqs = a->freqs;
+  g.sin = a->sin;
+  g.ntok = ntok; g.seq = neox ? a->cos_period : a->seq;
   g.hq = (int)a->q_heads; g.hk = (int)a->k_heads; g.htot = g.hq + g.hk; g.d = (int)a->head_dim;
   if ((a->q_heads + a->k_heads) * a->head_dim * (long long)kb_dtype_size(a->dtype) > 0xffffffffLL)
     return "rope_fused: a token's q and k rows exceed 4 GiB";
   const int nv = pick_nv(a, npass, kb_dtype_size(a->dtype));
-  if (nv == 0) return "rope_fused: q, k and outputs must be aligned to an element pair and freqs to 8 bytes";
+  if (nv == 0)
+    return neox ? "rope_fused: q, k, outputs, cos and sin must be aligned to an element"
+                : "rope_fused: q, k and outputs must be aligned to an element pair and freqs to 8 bytes";
   cudaStream_t s = (cudaStream_t)a->stream;
   switch (a->dtype) {
   case KB_BF16: return dispatch_style<KB_BF16>(a, g, nv, dir, s);
@@ -892,27 +953,36 @@ static const char *kb_rope_fused_cuda(const kb_rope_args *a) { return fused_pass
 
 static const char *kb_rope_full_cuda(const kb_rope_args *a) { return fused_passes(a, 2); }
 
-/* The floor's segments: per pass q, k (copied) and the table rows (read). */
+/* The floor's segments: per pass q, k (copied) and the table bytes the fused
+ * kernels read (read): llama4 rows [0, seq) of freqs; neox the first half of
+ * rows [0, cos_period) of cos and of sin, runs of half a row a row apart. */
 static const char *kb_rope_floor_cuda(const kb_rope_args *a, void *scratch) {
   const long long ntok = a->batch * a->seq;
   if (ntok == 0 || a->head_dim == 0) return NULL;
+  const int neox = a->style == KB_ROPE_NEOX, per = neox ? 4 : 3;
   const unsigned long long es = kb_dtype_size(a->dtype), row = (unsigned long long)a->head_dim * es;
-  const void *src[kFloorSegs] = {a->q, a->k, a->freqs, a->dq, a->dk, a->freqs};
-  void *dst[kFloorSegs] = {a->q_out, a->k_out, NULL, a->dq_out, a->dk_out, NULL};
-  const unsigned long long size[kFloorSegs] = {
-      ntok * a->q_heads * row, ntok * a->k_heads * row,
-      (unsigned long long)a->seq * a->head_dim * sizeof(float)};
+  const unsigned long long tab = neox ? (unsigned long long)a->cos_period * (row / 2)
+                                      : (unsigned long long)a->seq * a->head_dim * sizeof(float);
+  const void *src[4] = {NULL, NULL, neox ? a->cos : (const void *)a->freqs, a->sin};
+  const unsigned long long size[4] = {ntok * a->q_heads * row, ntok * a->k_heads * row, tab, tab};
   FloorGeom g = {};
   unsigned long long bytes[kFloorSegs];
-  const int nseg = a->dq ? 6 : 3;
+  const int nseg = a->dq ? 2 * per : per;
   for (int i = 0; i < nseg; i++) {
-    g.src[i] = (const char *)src[i];
-    g.dst[i] = (char *)dst[i];
-    bytes[i] = size[i % 3];
+    const int j = i % per, second = i >= per;
+    g.src[i] = (const char *)(j == 0 ? (second ? a->dq : a->q) : j == 1 ? (second ? a->dk : a->k) : src[j]);
+    g.dst[i] = (char *)(j == 0 ? (second ? a->dq_out : a->q_out) : j == 1 ? (second ? a->dk_out : a->k_out) : NULL);
+    bytes[i] = size[j];
   }
   g.nseg = nseg;
   g.sink = (unsigned *)scratch;
-  const int wb = floor_word(g, bytes);
+  /* the word must divide the runs and the stride too */
+  const unsigned long long runs[2] = {neox ? row / 2 : 0, neox ? row : 0};
+  const int wb = floor_word(g, bytes, runs);
+  if (neox && wb) {
+    g.run = row / 2 / wb;
+    g.stride = row / wb;
+  }
   unsigned long long words = 0;
   for (int i = 0; i < nseg; i++) g.end[i] = words += bytes[i] / (wb ? wb : 1);
   if (words == 0) return NULL;

@@ -2,13 +2,23 @@
  * a CUDA twin (rope.cu) and a CPU twin (rope_cpu.c) with the same contract;
  * the CPU one is the numerical reference for the CUDA one.
  *
- * Layout: x is [B, S, H, D] contiguous, freqs is f32 [S_f, D/2, 2] holding
- * (cos, sin) of position s and frequency i, S_f >= S. Arithmetic is f32 for
- * bf16/f16/f32 inputs (f64 for f64 inputs) and each output is rounded once
- * to the input dtype.
- *   llama4 (interleaved): pair (x[2i], x[2i+1]) is a complex number times
- *     (cos + i sin); backward multiplies by the conjugate (sin -> -sin).
- *   neox (rotate half): pair (x[i], x[i + D/2]), same rotation.
+ * Layout: x is [B, S, H, D] contiguous. The table of (cos, sin) depends on
+ * the style, each as its model hands it:
+ *   llama4 (interleaved): freqs is f32 [S_f, D/2, 2] holding (cos, sin) of
+ *     position s and frequency i, S_f >= S (Llama 4's complex64 freqs_cis).
+ *     Pair (x[2i], x[2i+1]) is a complex number times (cos + i sin);
+ *     backward multiplies by the conjugate (sin -> -sin).
+ *   neox (rotate half): cos and sin are each [rows, D] in the dtype of x,
+ *     as Hugging Face's LlamaRotaryEmbedding returns them (halves
+ *     duplicated: row = cat(c, c)). Pair (x[i], x[i + D/2]) rotated by
+ *     (cos[r, i], sin[r, i]), same rotation; the fused, full and floor paths
+ *     read only the first half of each row (the second is its copy), the
+ *     reference reads whole rows as PyTorch's broadcast does. Token t
+ *     (= b * S + s) takes row t % cos_period: cos_period = S for a table
+ *     the batch shares ([1, >= S, D]), B * S for a row per token ([B, S, D]).
+ * Arithmetic is f32 for bf16/f16/f32 inputs (f64 for f64 inputs; a neox
+ * table is widened exactly) and each output is rounded once to the input
+ * dtype.
  * Both twins evaluate re' = re*cos - im*sin, im' = re*sin + im*cos as two
  * products and one sum, each rounded (no fused multiply-add), so the CUDA and
  * CPU results, and the fused and reference paths, agree bit for bit.
@@ -36,7 +46,9 @@ typedef struct {
   int64_t batch, seq, q_heads, k_heads, head_dim;
   const void *q, *k; /* inputs */
   void *q_out, *k_out; /* may equal q, k (in place) */
-  const float *freqs; /* [>= seq, head_dim/2, 2] */
+  const float *freqs; /* llama4: [>= seq, head_dim/2, 2] */
+  const void *cos, *sin; /* neox: [rows, head_dim] in dtype, halves equal */
+  int64_t cos_period;    /* neox: token t takes row t % cos_period */
   void *stream;       /* cudaStream_t for the CUDA twin, unused on CPU */
   /* The second pass of `full` and of `floor`: the backward of (dq, dk) into
    * (dq_out, dk_out), shaped as q and k. dq NULL: one pass (floor only). */
@@ -73,8 +85,9 @@ typedef struct {
   const char *(*full)(const kb_rope_args *a);
   /* Floor: the fewest bytes a fused call moves, in one pass (one launch on
    * CUDA) and without arithmetic: q_out = q and k_out = k (and dq_out = dq,
-   * dk_out = dk when dq is not NULL), with rows [0, seq) of freqs read once
-   * per pass. It is the yardstick of the fused kernels: their bytes in one
+   * dk_out = dk when dq is not NULL), with the table bytes the fused call
+   * reads read once per pass: llama4 rows [0, seq) of freqs, neox the first
+   * half of rows [0, cos_period) of cos and of sin. It is the yardstick of the fused kernels: their bytes in one
    * flat pass, launch latency included. `scratch` holds at least
    * KB_ROPE_FLOOR_SCRATCH bytes on a GPU, kb_rope_floor_scratch_bytes_cpu on
    * the CPU; the kernel may write there (so that the table reads cannot be
@@ -113,6 +126,14 @@ void kb_rope_inv_freq_host(float *inv_freq, int64_t head_dim, double theta,
  * may be NULL (pos_s = s). out holds seq * head_dim floats. */
 void kb_rope_freqs_host(float *out, int64_t seq, int64_t head_dim, const float *inv_freq,
                         const double *positions);
+
+/* The neox table as Hugging Face's LlamaRotaryEmbedding.forward returns it:
+ * for each of `rows` positions (positions[r], or r when NULL) the f32 angles
+ * of kb_rope_freqs_host, emb = cat(angles, angles), cos and sin of emb in
+ * f32, then cast to dtype (round to nearest even). cos and sin each hold
+ * rows * head_dim elements of dtype. */
+void kb_rope_cos_sin_host(void *cos, void *sin, kb_dtype dtype, int64_t rows, int64_t head_dim,
+                          const float *inv_freq, const double *positions);
 
 #ifdef __cplusplus
 }

@@ -2,9 +2,11 @@
  * kernels, and a usable backend on its own.
  *
  * Fused path: tokens are split between worker threads; for each token the
- * (cos, sin) row is unpacked once into two planar f32 arrays (sin negated for
- * backward) and every head of q, then of k, is rotated with it. bf16/f16 rows
- * are widened into an f32 row buffer, rotated there and narrowed once.
+ * table row is unpacked once into two planar arrays of D/2 (cos, sin; sin
+ * negated for backward): llama4's f32 pairs as f32, neox's cos and sin (the
+ * first half of each row, in the input dtype) widened to f32, or kept f64
+ * for f64 inputs. Every head of q, then of k, is rotated with them. bf16/f16
+ * rows are widened into an f32 row buffer, rotated there and narrowed once.
  *
  * Bit-exactness with the CUDA twin rests on evaluating each output as two
  * rounded products and one rounded sum: this file must be compiled without
@@ -90,27 +92,33 @@ static void rot_llama4_f64(double *restrict y, const double *restrict x, const f
   KB_BLOCKED(half, 2, i, KB_ROT_LLAMA4(double, y, x, c, s, i));
 }
 
+/* neox in f64 reads an f64 table (cos and sin in the input dtype) */
 static void rot_halves_f64(double *restrict y1, double *restrict y2, const double *restrict x1,
-                           const double *restrict x2, const float *restrict c,
-                           const float *restrict s, int64_t half) {
+                           const double *restrict x2, const double *restrict c,
+                           const double *restrict s, int64_t half) {
   KB_BLOCKED(half, 4, i, KB_ROT_NEOX(double, y1, y2, x1, x2, c, s, i));
 }
 
-static void rot_neox_f64(double *y, const double *x, const float *c, const float *s,
+static void rot_neox_f64(double *y, const double *x, const double *c, const double *s,
                          int64_t half) {
   rot_halves_f64(y, y + half, x, x + half, c, s, half);
 }
 
 /* ---- the fused pass over a range of tokens ------------------------------ */
 
+/* Per worker: c and s (D/2 values each, f32 or f64: D doubles' room), then
+ * two row buffers of D doubles. */
+#define KB_ROPE_JOB_DOUBLES(d) (3 * (size_t)(d))
+
 typedef struct {
   const kb_rope_args *a;
   int64_t tok0, tok1;
-  float *buf; /* 2 * D floats (c, s) + 2 * D doubles' worth of row buffers */
+  double *buf; /* KB_ROPE_JOB_DOUBLES(D) */
 } fused_job;
 
-/* Rotates one head row from x into out, going through the row buffers. */
-static void fused_row(const kb_rope_args *a, const float *c, const float *s, float *rowbuf,
+/* Rotates one head row from x into out, going through the row buffers. c and
+ * s are f64 for neox in f64 (its table is f64), f32 otherwise. */
+static void fused_row(const kb_rope_args *a, const void *c, const void *s, float *rowbuf,
                       const void *x, void *out) {
   const int64_t d = a->head_dim, half = d / 2;
   const int neox = a->style == KB_ROPE_NEOX;
@@ -132,19 +140,52 @@ static void fused_row(const kb_rope_args *a, const float *c, const float *s, flo
   }
 }
 
+/* The table of token tok as two planar arrays of D/2: c[i] and s[i] (sin
+ * negated for backward), f64 for neox in f64, f32 otherwise. */
+static void unpack_table(const kb_rope_args *a, int64_t tok, void *c, void *s) {
+  const int64_t d = a->head_dim, half = d / 2;
+  if (a->style == KB_ROPE_LLAMA4) {
+    const float *f = a->freqs + (tok % a->seq) * d;
+    const float sign = a->backward ? -1.0f : 1.0f;
+    float *cf = c, *sf = s;
+    for (int64_t i = 0; i < half; i++) {
+      cf[i] = f[2 * i];
+      sf[i] = sign * f[2 * i + 1];
+    }
+    return;
+  }
+  const size_t row = (size_t)((tok % a->cos_period) * d);
+  if (a->dtype == KB_F64) {
+    const double *ct = (const double *)a->cos + row, *st = (const double *)a->sin + row;
+    double *cd = c, *sd = s;
+    for (int64_t i = 0; i < half; i++) {
+      cd[i] = ct[i];
+      sd[i] = a->backward ? -st[i] : st[i];
+    }
+    return;
+  }
+  float *cf = c, *sf = s;
+  if (a->dtype == KB_F32) {
+    memcpy(cf, (const float *)a->cos + row, (size_t)half * sizeof(float));
+    memcpy(sf, (const float *)a->sin + row, (size_t)half * sizeof(float));
+  } else {
+    widen_row(cf, (const uint16_t *)a->cos + row, a->dtype, half);
+    widen_row(sf, (const uint16_t *)a->sin + row, a->dtype, half);
+  }
+  if (a->backward)
+    for (int64_t i = 0; i < half; i++) sf[i] = -sf[i];
+}
+
 static void *fused_worker(void *arg) {
   fused_job *j = arg;
   const kb_rope_args *a = j->a;
   const int64_t d = a->head_dim, half = d / 2;
   const size_t es = kb_dtype_size(a->dtype);
-  const float sign = a->backward ? -1.0f : 1.0f;
-  float *c = j->buf, *s = c + half, *rowbuf = s + half;
+  const int wide = a->style == KB_ROPE_NEOX && a->dtype == KB_F64; /* an f64 table */
+  void *c = j->buf, *s = wide ? (void *)(j->buf + half) : (void *)((float *)j->buf + half);
+  float *rowbuf = (float *)(j->buf + d);
   for (int64_t tok = j->tok0; tok < j->tok1; tok++) {
-    const float *f = a->freqs + (tok % a->seq) * d;
-    for (int64_t i = 0; i < half; i++) {
-      c[i] = f[2 * i];
-      s[i] = sign * f[2 * i + 1];
-    }
+    unpack_table(a, tok, c, s);
     for (int64_t h = 0; h < a->q_heads; h++) {
       const size_t off = (size_t)((tok * a->q_heads + h) * d) * es;
       fused_row(a, c, s, rowbuf, (const char *)a->q + off, (char *)a->q_out + off);
@@ -177,9 +218,8 @@ static const char *kb_rope_fused_cpu(const kb_rope_args *a) {
   const size_t bytes = (size_t)(ntok * (a->q_heads + a->k_heads) * d) * kb_dtype_size(a->dtype) * 2;
   int nt = worker_count(bytes);
   if (nt > ntok) nt = (int)ntok;
-  /* per worker: c and s (D floats) and two row buffers of D doubles */
-  const size_t per = (size_t)d + 4 * (size_t)d;
-  float *bufs = malloc(sizeof(float) * per * (size_t)nt);
+  const size_t per = KB_ROPE_JOB_DOUBLES(d);
+  double *bufs = malloc(sizeof(double) * per * (size_t)nt);
   if (!bufs) return "rope_fused (cpu): out of memory for row buffers";
   fused_job jobs[KB_ROPE_MAX_THREADS];
   pthread_t tids[KB_ROPE_MAX_THREADS];
@@ -209,7 +249,7 @@ typedef struct {
   float sign;
 } ref_ctx;
 
-/* (cos, sin) for element-pair index p of a [B, S, H, D/2] pair grid. */
+/* llama4: (cos, sin) for element-pair index p of a [B, S, H, D/2] pair grid. */
 static inline const float *ref_freq(const ref_ctx *r, int64_t p) {
   const int64_t half = r->a->head_dim / 2;
   const int64_t tok = p / (r->heads * half), i = p % half;
@@ -235,15 +275,20 @@ static void ref_cmul_f64(const ref_ctx *r, double *out, const double *in) {
   }
 }
 
-/* neox ops. Element e of a [.., D] row has frequency e % (D/2); `which`
- * selects cos (0) or sin (1). */
+/* neox: cos (which = 0) or sin (1) for element e of a [B, S, H, D] tensor,
+ * broadcast over heads as PyTorch broadcasts cos[:, :, None, :]: the whole
+ * row of the token's position, both halves read. */
+static inline double ref_table(const ref_ctx *r, int64_t e, int which) {
+  const int64_t d = r->a->head_dim, tok = e / d / r->heads;
+  const size_t i = (size_t)((tok % r->a->cos_period) * d + e % d);
+  return kb_load_f64(which ? r->a->sin : r->a->cos, r->a->dtype, i);
+}
+
+/* neox ops: A * cos, -A[..., D/2:], cat, rotate_half(A) * sin, the sum. */
 #define REF_NEOX_OPS(T, SUF)                                                                   \
   static void ref_mul_freq_##SUF(const ref_ctx *r, T *out, const T *in, int which) {           \
-    const int64_t d = r->a->head_dim, half = d / 2;                                            \
     for (int64_t e = 0; e < r->n; e++) {                                                       \
-      const int64_t row = e / d, i = (e % d) % half;                                           \
-      const float *f = ref_freq(r, row * half + i);                                            \
-      const T v = which ? (T)(r->sign * f[1]) : (T)f[0];                                       \
+      const T v = (T)(which ? r->sign * ref_table(r, e, 1) : ref_table(r, e, 0));              \
       out[e] = in[e] * v;                                                                      \
     }                                                                                          \
   }                                                                                            \
@@ -329,12 +374,29 @@ static const char *kb_rope_full_cpu(const kb_rope_args *a) {
   return err ? err : kb_rope_fused_cpu(&b);
 }
 
-/* XOR of n bytes' 64-bit words (n a multiple of 8: the table is f32 pairs). */
+/* XOR of n bytes as 64-bit words, the last partial word zero-padded. */
 static uint64_t fold_words(const void *p, size_t n) {
   uint64_t acc = 0, w;
-  for (size_t i = 0; i + 8 <= n; i += 8) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
     memcpy(&w, (const char *)p + i, 8);
     acc ^= w;
+  }
+  w = 0;
+  memcpy(&w, (const char *)p + i, n - i);
+  return acc ^ w;
+}
+
+/* The table bytes the fused call reads, folded: llama4 rows [0, seq) of
+ * freqs; neox the first half of rows [0, cos_period) of cos and sin. */
+static uint64_t fold_table(const kb_rope_args *a) {
+  if (a->style == KB_ROPE_LLAMA4)
+    return fold_words(a->freqs, (size_t)a->seq * (size_t)a->head_dim * sizeof(float));
+  const size_t row = (size_t)a->head_dim * kb_dtype_size(a->dtype), half = row / 2;
+  uint64_t acc = 0;
+  for (int64_t r = 0; r < a->cos_period; r++) {
+    acc ^= fold_words((const char *)a->cos + (size_t)r * row, half);
+    acc ^= fold_words((const char *)a->sin + (size_t)r * row, half);
   }
   return acc;
 }
@@ -367,8 +429,8 @@ size_t kb_rope_floor_scratch_bytes_cpu(const kb_rope_args *a) {
   return FLOOR_SHADOW + tok * (size_t)heads * row;
 }
 
-/* One pass of the floor: q and k copied, and one read of the table rows the
- * pass uses, folded into the sink word so that the reads are not optimised
+/* One pass of the floor: q and k copied, and one read of the table bytes the
+ * pass uses (fold_table), folded into the sink word so that the reads are not optimised
  * away. In place, each tensor is copied into the shadow: the pass then
  * reads and writes as many bytes as a copy of them does, where skipping the
  * copy would move none. */
@@ -379,7 +441,7 @@ static void floor_pass(const kb_rope_args *a, const void *q, const void *k, void
   char *shadow = (char *)scratch + FLOOR_SHADOW;
   floor_copy(qo != q ? qo : shadow, q, tok * (size_t)a->q_heads * dbytes);
   floor_copy(ko != k ? ko : shadow, k, tok * (size_t)a->k_heads * dbytes);
-  const uint64_t acc = fold_words(a->freqs, (size_t)a->seq * (size_t)a->head_dim * sizeof(float));
+  const uint64_t acc = fold_table(a);
   memcpy(scratch, &acc, sizeof acc);
 }
 

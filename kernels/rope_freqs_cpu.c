@@ -1,6 +1,7 @@
-/* The RoPE frequency table, built on the host in f32 the way Hugging Face's
- * Llama4TextRotaryEmbedding (default rope type, optionally llama3 scaling)
- * builds it. Every intermediate that PyTorch keeps in an f32 tensor is an
+/* The RoPE tables, built on the host the way Hugging Face builds them (default
+ * rope type, optionally llama3 scaling): Llama4TextRotaryEmbedding's f32
+ * (cos, sin) pairs for llama4, LlamaRotaryEmbedding's cos and sin in the
+ * model's dtype for neox. Every intermediate that PyTorch keeps in an f32 tensor is an
  * f32 here, rounded after each operation; the transcendental functions
  * (pow, cos, sin) are evaluated in double from their f32 arguments and
  * rounded once, so the table is the correctly rounded one (PyTorch's own
@@ -61,6 +62,28 @@ void kb_rope_freqs_host(float *out, int64_t seq, int64_t head_dim, const float *
       const float angle = pos * inv_freq[i];
       row[2 * i] = (float)cos((double)angle);
       row[2 * i + 1] = (float)sin((double)angle);
+    }
+  }
+}
+
+/* HF's LlamaRotaryEmbedding.forward: freqs as above (one f32 product),
+ * emb = cat(freqs, freqs), cos = emb.cos(), sin = emb.sin() in f32 (times
+ * attention_scaling, 1.0 for the default and llama3 types: exact), then
+ * .to(x.dtype): bf16 and f16 round the f32 value to nearest even, f64 widens
+ * it exactly. */
+void kb_rope_cos_sin_host(void *cos_out, void *sin_out, kb_dtype dtype, int64_t rows,
+                          int64_t head_dim, const float *inv_freq, const double *positions) {
+  const int64_t half = head_dim / 2;
+  for (int64_t r = 0; r < rows; r++) {
+    const float pos = positions ? (float)positions[r] : (float)r;
+    for (int64_t i = 0; i < half; i++) {
+      const float angle = pos * inv_freq[i];
+      const double c = (float)cos((double)angle), s = (float)sin((double)angle);
+      const size_t lo = (size_t)(r * head_dim + i), hi = lo + (size_t)half;
+      kb_store_f64(cos_out, dtype, lo, c);
+      kb_store_f64(cos_out, dtype, hi, c);
+      kb_store_f64(sin_out, dtype, lo, s);
+      kb_store_f64(sin_out, dtype, hi, s);
     }
   }
 }

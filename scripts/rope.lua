@@ -3,9 +3,11 @@
 -- Liger's benchmark_rope.py: the same axes, sweeps, defaults and modes as
 -- llama4_rope (hidden {512, 2048, 8192} at seq 2048, seq {1024..16384} at
 -- hidden 8192, 32 query and 8 key/value heads, bf16), on Hugging Face's
--- apply_rotary_pos_emb; here on kb.rope.neox_fwd / neox_bwd. Records name the
--- kernel `rope`, as `kluabench import-liger` names Liger's rows, so both line
--- up by workload in `kluabench compare` and `plot`.
+-- apply_rotary_pos_emb; here on kb.rope.neox_fwd / neox_bwd, reading cos and
+-- sin in the point's dtype as HF's LlamaRotaryEmbedding hands them
+-- (kb.rope.cos_sin). Records name the kernel `rope`, as `kluabench
+-- import-liger` names Liger's rows, so both line up by workload in `kluabench
+-- compare` and `plot`.
 local rope = require 'kluabench.benchmarks.rope'
 
 require('kluabench.suite').main(rope.declaration('rope', { summary = [[

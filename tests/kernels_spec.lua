@@ -61,6 +61,33 @@ describe('kluabench.kernels', function()
     assert.are.equal(31457280, flops)
   end)
 
+  it("costs rope with the table it reads: the first halves of cos and sin in the dtype, llama4 its f32 pairs", function()
+    local p = { hidden = 4096, seq = 2048, q_heads = 32, kv_heads = 8 }
+    local n, d = 2048 * 40 * 128, 128
+    for dtype, elt in pairs { bf16 = 2, f16 = 2, f32 = 4, f64 = 8 } do
+      local rope_bytes, rope_flops = kernels.kernel('rope').cost(p, dtype, 'forward')
+      -- q and k read and written; cos [S, D/2] and sin [S, D/2] read in the dtype
+      assert.are.equal(2 * n * elt + 2 * 2048 * (d // 2) * elt, rope_bytes)
+      assert.are.equal(3 * n, rope_flops)
+      assert.are.equal(2 * rope_bytes, (kernels.kernel('rope').cost(p, dtype, 'full')))
+      -- llama4: the f32 (cos, sin) pairs [S, D/2, 2]
+      assert.are.equal(2 * n * elt + 2048 * d * 4, (kernels.kernel('llama4_rope').cost(p, dtype, 'forward')))
+    end
+    assert.is_nil(kernels.kernel('rope').cost(p, 'bf16', 'sideways'))
+  end)
+
+  it('names the table each RoPE kernel reads in its implementation document (support.layouts)', function()
+    local w, op = record.workload { kernel = 'rope', dtype = 'bf16',
+      parameters = { hidden = 512, seq = 64, q_heads = 8, kv_heads = 8 } }
+    assert.is_table(w)
+    local function layouts(kernel)
+      return record.builtin_implementation { kernel = kernel, provider = 'fused', backend = 'cpu',
+        operation_digest = record.digest(op) }.spec.support.layouts
+    end
+    assert.same({ "cos, sin [1|batch, seq, head_dim] in q's dtype", 'q, k [batch, seq, heads, head_dim]' }, layouts('rope'))
+    assert.same({ 'freqs [seq, head_dim/2, (cos, sin)] f32', 'q, k [batch, seq, heads, head_dim]' }, layouts('llama4_rope'))
+  end)
+
   it("puts a RoPE record on kernelindex's workload, whatever the cost model (batch 1 only)", function()
     -- the digest kernelindex's importer gives this case (computed from its rules, independently)
     local w = record.workload { kernel = 'llama4_rope', dtype = 'bf16',
@@ -82,9 +109,9 @@ describe('kluabench.kernels', function()
       assert.is_function(kb[binding][fn], f.name)
       if binding == 'rope' then rope[#rope + 1] = f.name end
     end
-    assert.same({ 'kb.rope.floor', 'kb.rope.floor_fwd_bwd', 'kb.rope.freqs', 'kb.rope.llama4_bwd',
-      'kb.rope.llama4_fwd', 'kb.rope.llama4_fwd_bwd', 'kb.rope.neox_bwd', 'kb.rope.neox_fwd',
-      'kb.rope.neox_fwd_bwd' }, rope)
+    assert.same({ 'kb.rope.cos_sin', 'kb.rope.floor', 'kb.rope.floor_fwd_bwd', 'kb.rope.freqs', 'kb.rope.llama4_bwd',
+      'kb.rope.llama4_fwd', 'kb.rope.llama4_fwd_bwd', 'kb.rope.neox_bwd', 'kb.rope.neox_floor',
+      'kb.rope.neox_floor_fwd_bwd', 'kb.rope.neox_fwd', 'kb.rope.neox_fwd_bwd' }, rope)
   end)
 
   it('refuses a descriptor that is not a table', function()

@@ -276,6 +276,21 @@ describe('record bundle shape', function()
     assert.are_not.equal(record.digest(b.implementation), record.digest(ref))
     assert.are_not.equal(record.digest(b.implementation), record.digest(cpu))
   end)
+
+  it("names the layouts a built-in kernel reads (support.layouts, in the digest, sorted), when it has any", function()
+    local implementation = require 'kluabench.record.implementation'
+    local base = { operation_digest = 'sha256:' .. string.rep('0', 64), provider = 'fused', kernel = 'rope',
+      backend = 'cpu', symbol = 'kb_rope_fused_cpu', path = 'kernels/rope_cpu.c' }
+    local plain = implementation.builtin(base)
+    assert.is_nil(plain.spec.support.layouts)
+    base.layouts = { 'q [z]', 'cos [a]' }
+    local named = implementation.builtin(base)
+    assert.same({ 'cos [a]', 'q [z]' }, named.spec.support.layouts)
+    assert.are_not.equal(record.digest(plain), record.digest(named))
+    base.layouts = 'q'
+    assert.has_error(function() implementation.builtin(base) end,
+      "bad argument #1 to 'implementation.builtin' (field 'layouts' must be a list of strings)")
+  end)
 end)
 
 describe('digest recipe: "sha256:" .. hex(SHA-256(JCS({apiVersion, kind, spec})))', function()

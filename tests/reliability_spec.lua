@@ -123,6 +123,24 @@ local function FLOOR_FULL()
   local q, k, f = ROPE()
   return q, k, q:clone(), k:clone(), f, { inplace = false }
 end
+-- the neox functions: cos and sin where llama4's take freqs
+local function NEOX()
+  local q, k = ROPE()
+  local c, sn = kb.rope.cos_sin(4, 8, 'f32', { device = 'cpu' })
+  return q, k, c, sn, { impl = 'reference' }
+end
+local function NEOX_FULL()
+  local q, k, c, sn = NEOX()
+  return q, k, q:clone(), k:clone(), c, sn, { impl = 'reference' }
+end
+local function NEOX_FLOOR()
+  local q, k, c, sn = NEOX()
+  return q, k, c, sn, { inplace = false }
+end
+local function NEOX_FLOOR_FULL()
+  local q, k, c, sn = NEOX()
+  return q, k, q:clone(), k:clone(), c, sn, { inplace = false }
+end
 local FILE = os.tmpname()
 -- tensor files: one to read of each kind, and where the valid calls write
 local NPY, SAFETENSORS, OUT = os.tmpname(), os.tmpname(), os.tmpname()
@@ -180,13 +198,17 @@ local API = {
   { 'kb.rope.freqs', { 'seq_len', 'head_dim', 'opts?' }, function() return 4, 8, { device = 'cpu' } end },
   { 'kb.rope.llama4_fwd', { 'tensor', 'tensor', 'tensor', 'opts?' }, ROPE },
   { 'kb.rope.llama4_bwd', { 'tensor', 'tensor', 'tensor', 'opts?' }, ROPE },
-  { 'kb.rope.neox_fwd', { 'tensor', 'tensor', 'tensor', 'opts?' }, ROPE },
-  { 'kb.rope.neox_bwd', { 'tensor', 'tensor', 'tensor', 'opts?' }, ROPE },
+  { 'kb.rope.cos_sin', { 'seq_len', 'head_dim', 'dtype', 'opts?' }, function() return 4, 8, 'bf16', { device = 'cpu' } end },
+  { 'kb.rope.neox_fwd', { 'tensor', 'tensor', 'tensor', 'tensor', 'opts?' }, NEOX },
+  { 'kb.rope.neox_bwd', { 'tensor', 'tensor', 'tensor', 'tensor', 'opts?' }, NEOX },
   { 'kb.regex.test', { 'tostring', 'tostring' }, function() return '^a', 'abc' end },
   { 'kb.rope.llama4_fwd_bwd', { 'tensor', 'tensor', 'tensor', 'tensor', 'tensor', 'opts?' }, ROPE_FULL },
-  { 'kb.rope.neox_fwd_bwd', { 'tensor', 'tensor', 'tensor', 'tensor', 'tensor', 'opts?' }, ROPE_FULL },
+  { 'kb.rope.neox_fwd_bwd', { 'tensor', 'tensor', 'tensor', 'tensor', 'tensor', 'tensor', 'opts?' }, NEOX_FULL },
   { 'kb.rope.floor', { 'tensor', 'tensor', 'tensor', 'opts?' }, FLOOR },
   { 'kb.rope.floor_fwd_bwd', { 'tensor', 'tensor', 'tensor', 'tensor', 'tensor', 'opts?' }, FLOOR_FULL },
+  { 'kb.rope.neox_floor', { 'tensor', 'tensor', 'tensor', 'tensor', 'opts?' }, NEOX_FLOOR },
+  { 'kb.rope.neox_floor_fwd_bwd', { 'tensor', 'tensor', 'tensor', 'tensor', 'tensor', 'tensor', 'opts?' },
+    NEOX_FLOOR_FULL },
   { 'kb.jcs.encode', { 'json' }, function() return { b = 1 } end },
   { 'kb.jcs.array', { 'table?' }, function() return {} end },
   { 'kb.jcs.object', { 'table?' }, function() return {} end },
@@ -533,13 +555,16 @@ describe('tensors', function()
 end)
 
 describe('tensors on two devices #gpu', function()
-  it('kb.rope refuses q, k and freqs on different devices; copies and comparisons go through the host', function()
+  it('kb.rope refuses q, k and the table on different devices; copies and comparisons go through the host', function()
     local q, k, f = ROPE()
+    local _, _, c, sn = NEOX()
     local kc, fc = k:to('cuda'), f:to('cuda')
     assert.has_error(function() kb.rope.llama4_fwd(q, kc, f) end,
       "bad argument #2 to 'llama4_fwd' (k is on " .. kc.device .. ", q is on cpu)")
-    assert.has_error(function() kb.rope.neox_bwd(q:to('cuda'), kc, f) end,
-      "bad argument #3 to 'neox_bwd' (freqs is on cpu, q is on " .. kc.device .. ")")
+    assert.has_error(function() kb.rope.llama4_bwd(q:to('cuda'), kc, f) end,
+      "bad argument #3 to 'llama4_bwd' (freqs is on cpu, q is on " .. kc.device .. ")")
+    assert.has_error(function() kb.rope.neox_bwd(q:to('cuda'), kc, c, sn) end,
+      "bad argument #3 to 'neox_bwd' (cos is on cpu, q is on " .. kc.device .. ")")
     assert.equal(0, kb.max_abs_diff(kc, k))
     assert.same(k:totable(), kb.zeros(k.shape, 'f32', 'cuda'):copy_(k):totable())
     local e0, e1 = kb.event('cpu'), kb.event('cuda')

@@ -1,8 +1,10 @@
--- kb.rope: the frequency table against values computed here step by step,
--- both RoPE conventions against a float64 reference computed in Lua from
--- t:totable(), the identities that tie the entry points together (bwd after
--- fwd, in place, fused and reference), every argument error, and (#gpu) the
--- CUDA kernels against the CPU path on the same inputs, bit for bit.
+-- kb.rope: both tables (llama4's f32 freqs, neox's cos and sin in the model's
+-- dtype) against values computed here step by step as Hugging Face computes
+-- them, both RoPE conventions against a float64 reference computed in Lua from
+-- t:totable() and the same table, the identities that tie the entry points
+-- together (bwd after fwd, in place, fused and reference), every argument
+-- error, and (#gpu) the CUDA kernels against the CPU path on the same inputs,
+-- bit for bit.
 local kb = require 'kluabench'
 
 local DTYPES = { 'bf16', 'f16', 'f32', 'f64' }
@@ -10,11 +12,55 @@ local DTYPES = { 'bf16', 'f16', 'f32', 'f64' }
 -- the magnitude of the rotated pair
 local TOL = { bf16 = 8e-3, f16 = 1e-3, f32 = 1e-6, f64 = 1e-12 }
 local ELEM_TOL = { bf16 = 2 ^ -7, f16 = 2 ^ -10, f32 = 2 ^ -22, f64 = 1e-14 }
+-- how far from unitary a (cos, sin) pair of the table may be: f32 for llama4
+-- (and for neox in f32 and f64, whose table holds f32 values), the dtype's
+-- rounding for neox in bf16 and f16
+local UNITARY = { bf16 = 2 ^ -7, f16 = 2 ^ -10, f32 = 2 ^ -22, f64 = 2 ^ -22 }
 
 local function seed() return math.random(1, 2 ^ 31) end
 local function f32(x) return (string.unpack('f', string.pack('f', x))) end
 
+-- x rounded to nearest even with `bits` fraction bits and `emin` the least
+-- normal exponent: the f32 -> bf16 (7, -126) and f32 -> f16 (10, -14) casts
+-- of values far from overflow.
+local function round_float(x, bits, emin)
+  if x == 0 then return x end
+  local a = math.abs(x)
+  local e = math.floor(math.log(a, 2))
+  if 2.0 ^ e > a then e = e - 1 elseif 2.0 ^ (e + 1) <= a then e = e + 1 end
+  local q = 2.0 ^ (math.max(e, emin) - bits)
+  local r = x / q
+  local n = math.floor(r)
+  if r - n > 0.5 or (r - n == 0.5 and n % 2 == 1) then n = n + 1 end
+  return n * q
+end
+-- an f32 value cast to dtype, as .to(dtype) does
+local CAST = {
+  bf16 = function(x) return round_float(x, 7, -126) end,
+  f16 = function(x) return round_float(x, 10, -14) end,
+  f32 = function(x) return x end, f64 = function(x) return x end,
+}
+
 local function fn_of(style, bwd) return kb.rope[style .. (bwd and '_bwd' or '_fwd')] end
+
+-- The table of a style, as an argument list: {freqs} (llama4, f32) or {cos,
+-- sin} (neox, in dtype), with `rows` positions.
+local function table_of(style, rows, d, dtype, device)
+  if style == 'llama4' then return { kb.rope.freqs(rows, d, { device = device }) } end
+  return { kb.rope.cos_sin(rows, d, dtype, { device = device }) }
+end
+
+-- kb.rope.<style>_<fwd|bwd>(q, k, <table>, opts)
+local function rot(style, bwd, q, k, tab, opts)
+  if #tab == 1 then return fn_of(style, bwd)(q, k, tab[1], opts) end
+  return fn_of(style, bwd)(q, k, tab[1], tab[2], opts)
+end
+
+local function to_cpu(tab)
+  local out = {}
+  for i, t in ipairs(tab) do out[i] = t:to('cpu') end
+  return out
+end
 
 -- A random case: B in 1..3, S from a list of sizes that are no multiple of
 -- any block size, Hq ~= Hk (Hq at most maxh, default 5), D from `dims`.
@@ -26,27 +72,47 @@ local function random_case(dims, seqs, maxh)
   }
 end
 
-local function inputs(c, dtype, device)
+-- q, k and the style's table (spare positions) of case c; style defaults to llama4
+local function inputs(c, dtype, device, style)
   local sq, sk = seed(), seed()
   local q = kb.randn({ c.b, c.s, c.hq, c.d }, dtype, sq, device)
   local k = kb.randn({ c.b, c.s, c.hk, c.d }, dtype, sk, device)
-  local f = kb.rope.freqs(c.s + math.random(0, 3), c.d, { device = device })
+  local tab = table_of(style or 'llama4', c.s + math.random(0, 3), c.d, dtype, device)
   local where = ('%s B=%d S=%d Hq=%d Hk=%d D=%d seeds %d %d'):format(dtype, c.b, c.s, c.hq, c.hk, c.d, sq, sk)
-  return q, k, f, where
+  return q, k, tab, where
 end
 
--- The float64 rotation of x (flat, 1-based, [B, S, H, D]) by freqs (flat
--- [S_f, D/2, 2]): what both kernels must compute, before rounding.
-local function rope_ref(style, bwd, x, shape, f)
+-- The (cos, sin) of token (b, s) and frequency i (0-based) from a table given
+-- as an argument list: llama4's freqs [S_f, D/2, 2]; neox's cos and sin [1,
+-- S_f, D] (row s) or [B, S, D] (row b * S + s), first half of the row (the
+-- second must equal it).
+local function table_reader(tab, S, D)
+  if #tab == 1 then
+    local f = tab[1]:totable()
+    return function(_, s, i) return f[s * D + 2 * i + 1], f[s * D + 2 * i + 2] end
+  end
+  local c, sn, per_token = tab[1]:totable(), tab[2]:totable(), tab[1].shape[1] > 1
+  return function(b, s, i)
+    local at = ((per_token and b * S or 0) + s) * D + i + 1
+    assert(c[at] == c[at + D // 2] and sn[at] == sn[at + D // 2], 'the halves of a table row differ')
+    return c[at], sn[at]
+  end
+end
+
+-- The float64 rotation of x (flat, 1-based, [B, S, H, D]) by the table (an
+-- argument list, table_reader): what both kernels must compute, before
+-- rounding.
+local function rope_ref(style, bwd, x, shape, tab)
   local B, S, H, D = shape[1], shape[2], shape[3], shape[4]
   local half, sign, out, mag = D // 2, bwd and -1 or 1, {}, {}
+  local at = table_reader(tab, S, D)
   for b = 0, B - 1 do
     for s = 0, S - 1 do
-      local fb = s * D
       for h = 0, H - 1 do
         local base = ((b * S + s) * H + h) * D
         for i = 0, half - 1 do
-          local c, sn = f[fb + 2 * i + 1], sign * f[fb + 2 * i + 2]
+          local c, sn = at(b, s, i)
+          sn = sign * sn
           local lo, hi
           if style == 'llama4' then lo, hi = base + 2 * i + 1, base + 2 * i + 2
           else lo, hi = base + i + 1, base + i + half + 1 end
@@ -202,6 +268,97 @@ describe('kb.rope.freqs', function()
   end)
 end)
 
+describe('kb.rope.cos_sin', function()
+  -- inv_freq, the angles and cos/sin in f32 as HF's LlamaRotaryEmbedding computes them (every
+  -- step rounded to f32, cos and sin correctly rounded), then .to(dtype): the expected table,
+  -- flat [rows, D]
+  local function hf_cos_sin(positions, d, theta, dtype)
+    local c, sn = {}, {}
+    for r, pos in ipairs(positions) do
+      for i = 0, d // 2 - 1 do
+        local inv = f32(1 / f32(f32(theta) ^ f32(f32(2 * i) / d)))
+        local angle = f32(f32(pos) * inv)
+        local cv, sv = CAST[dtype](f32(math.cos(angle))), CAST[dtype](f32(math.sin(angle)))
+        local lo, hi = (r - 1) * d + i + 1, (r - 1) * d + i + d // 2 + 1
+        c[lo], c[hi], sn[lo], sn[hi] = cv, cv, sv, sv
+      end
+    end
+    return c, sn
+  end
+
+  it("equals HF's LlamaRotaryEmbedding in every dtype: cat(angles, angles), cos and sin in f32, cast to the dtype", function()
+    local positions = {}
+    for p = 0, 299 do positions[#positions + 1] = p end
+    for _, dtype in ipairs(DTYPES) do
+      for _, case in ipairs { { d = 128, theta = 500000 }, { d = 16, theta = 10000 } } do
+        local c, sn = kb.rope.cos_sin(300, case.d, dtype, { theta = case.theta, device = 'cpu' })
+        assert.same({ 1, 300, case.d }, c.shape)
+        assert.same({ 1, 300, case.d }, sn.shape)
+        assert.equal(dtype, c.dtype)
+        assert.equal(dtype, sn.dtype)
+        local wc, ws = hf_cos_sin(positions, case.d, case.theta, dtype)
+        local gc, gs = c:totable(), sn:totable()
+        for j = 1, #wc do
+          if gc[j] ~= wc[j] or gs[j] ~= ws[j] then
+            error(('%s D=%d element %d: cos %.17g sin %.17g, expected %.17g %.17g'):format(dtype, case.d, j,
+              gc[j], gs[j], wc[j], ws[j]))
+          end
+        end
+      end
+    end
+    -- the rounding was exercised: bf16 values differ from the f32 table's
+    local b16, f = kb.rope.cos_sin(300, 128, 'bf16', { device = 'cpu' }), kb.rope.cos_sin(300, 128, 'f32', { device = 'cpu' })
+    assert.is_true(kb.max_abs_diff(b16:to('f32'), f) > 0)
+  end)
+
+  it('holds the f32 values of kb.rope.freqs, each twice in a row', function()
+    local c, sn = kb.rope.cos_sin(37, 24, 'f32', { theta = 500000, device = 'cpu' })
+    local f = kb.rope.freqs(37, 24, { theta = 500000, device = 'cpu' }):totable()
+    local ct, st = c:totable(), sn:totable()
+    for s = 0, 36 do
+      for i = 0, 11 do
+        for _, at in ipairs { s * 24 + i + 1, s * 24 + i + 13 } do
+          assert.equal(f[s * 24 + 2 * i + 1], ct[at])
+          assert.equal(f[s * 24 + 2 * i + 2], st[at])
+        end
+      end
+    end
+  end)
+
+  it('takes positions as a list, a tensor, or a tensor [batch, seq_len] for a row per token', function()
+    local pos = { 5, 0, 7, 2 }
+    local want_c, want_s = hf_cos_sin(pos, 16, 10000, 'bf16')
+    local c, sn = kb.rope.cos_sin(4, 16, 'bf16', { positions = pos, device = 'cpu' })
+    assert.same(want_c, c:totable())
+    assert.same(want_s, sn:totable())
+    local c2 = kb.rope.cos_sin(4, 16, 'bf16', { positions = kb.from_table(pos, { 4 }, 'f32', 'cpu'), device = 'cpu' })
+    assert.same(want_c, c2:totable())
+    local two = { 5, 0, 7, 2, 1, 2, 3, 4 }
+    local cb, sb = kb.rope.cos_sin(4, 16, 'f16', { positions = kb.from_table(two, { 2, 4 }, 'f64', 'cpu'), device = 'cpu' })
+    assert.same({ 2, 4, 16 }, cb.shape)
+    local wc, ws = hf_cos_sin(two, 16, 10000, 'f16')
+    assert.same(wc, cb:totable())
+    assert.same(ws, sb:totable())
+  end)
+
+  it('rejects bad arguments', function()
+    fails_with("bad argument #3 to 'cos_sin' (dtype must be 'bf16', 'f16', 'f32' or 'f64', got 'fp8')",
+      function() kb.rope.cos_sin(4, 8, 'fp8') end)
+    fails_with("bad argument #3 to 'cos_sin' (dtype must be 'bf16', 'f16', 'f32' or 'f64', got no value)",
+      function() kb.rope.cos_sin(4, 8) end)
+    fails_with("bad argument #2 to 'cos_sin' (head_dim must be a positive even integer, got 7)",
+      function() kb.rope.cos_sin(4, 7, 'bf16') end)
+    fails_with("bad argument #1 to 'cos_sin' (seq_len must be a non-negative integer, got -1)",
+      function() kb.rope.cos_sin(-1, 8, 'bf16') end)
+    fails_with("bad argument #4 to 'cos_sin' (unknown option 'thetta')",
+      function() kb.rope.cos_sin(4, 8, 'bf16', { thetta = 1 }) end)
+    fails_with("bad argument #5 to 'cos_sin' (expected at most 4 arguments)",
+      function() kb.rope.cos_sin(4, 8, 'bf16', {}, 1) end)
+    fails_with("opts.positions has 6 elements, seq_len is 4 (or [batch, seq_len])",
+      function() kb.rope.cos_sin(4, 8, 'bf16', { positions = kb.zeros({ 2, 3 }, 'f32', 'cpu') }) end)
+  end)
+end)
+
 describe('kb.rope on cpu', function()
   local cases = {}
   for _, dtype in ipairs(DTYPES) do
@@ -221,11 +378,10 @@ describe('kb.rope on cpu', function()
         function() return random_case({ 128, 256 }, { 37 }, 3) end }
       for j = 0, 1 do
         local c = kinds[(ci + j) % 3 + 1]()
-        local q, k, f, where = inputs(c, dtype, 'cpu')
-        local qo, ko = fn_of(style, bwd)(q, k, f)
-        local ft = f:totable()
+        local q, k, tab, where = inputs(c, dtype, 'cpu', style)
+        local qo, ko = rot(style, bwd, q, k, tab)
         for _, p in ipairs { { q, qo, 'q' }, { k, ko, 'k' } } do
-          local ref, mag = rope_ref(style, bwd, p[1]:totable(), p[1].shape, ft)
+          local ref, mag = rope_ref(style, bwd, p[1]:totable(), p[1].shape, tab)
           check_close(p[2], ref, mag, dtype, where .. ' ' .. name .. ' ' .. p[3])
           assert.same(p[1].shape, p[2].shape)
           assert.equal(dtype, p[2].dtype)
@@ -238,13 +394,15 @@ describe('kb.rope on cpu', function()
     for _, dtype in ipairs(DTYPES) do
       for _, style in ipairs { 'llama4', 'neox' } do
         local c = random_case({ 16, 64, 128, 256 }, { 37, 129 })
-        local q, k, f, where = inputs(c, dtype, 'cpu')
-        local qf, kf = fn_of(style, false)(q, k, f)
-        local qb, kb_ = fn_of(style, true)(qf, kf, f)
+        local q, k, tab, where = inputs(c, dtype, 'cpu', style)
+        local qf, kf = rot(style, false, q, k, tab)
+        local qb, kb_ = rot(style, true, qf, kf, tab)
         for _, p in ipairs { { q, qb }, { k, kb_ } } do
-          -- the f32 (cos, sin) are unitary only to about 2^-24, whatever the dtype
+          -- the (cos, sin) pairs are unitary only to the table's precision: f32 for llama4, the
+          -- dtype's for neox
+          local unitary = style == 'llama4' and 2 ^ -22 or UNITARY[dtype]
           local rel = kb.rel_l2(p[2], p[1])
-          assert(rel <= 2 * TOL[dtype] + 2 ^ -22, ('%s %s: bwd(fwd(x)) off by %.3g'):format(where, style, rel))
+          assert(rel <= 2 * TOL[dtype] + unitary, ('%s %s: bwd(fwd(x)) off by %.3g'):format(where, style, rel))
         end
       end
     end
@@ -255,10 +413,10 @@ describe('kb.rope on cpu', function()
       for _, style in ipairs { 'llama4', 'neox' } do
         for _, bwd in ipairs { false, true } do
           for _, impl in ipairs { 'fused', 'reference' } do
-            local q, k, f, where = inputs(random_case({ 16, 64, 128 }, { 37 }), dtype, 'cpu')
-            local qo, ko = fn_of(style, bwd)(q, k, f, { impl = impl })
+            local q, k, tab, where = inputs(random_case({ 16, 64, 128 }, { 37 }), dtype, 'cpu', style)
+            local qo, ko = rot(style, bwd, q, k, tab, { impl = impl })
             local q2, k2 = q:clone(), k:clone()
-            local r1, r2 = fn_of(style, bwd)(q2, k2, f, { impl = impl, inplace = true })
+            local r1, r2 = rot(style, bwd, q2, k2, tab, { impl = impl, inplace = true })
             assert.is_true(rawequal(r1, q2) and rawequal(r2, k2))
             same_bits(q2, qo, where .. ' in place q')
             same_bits(k2, ko, where .. ' in place k')
@@ -272,9 +430,9 @@ describe('kb.rope on cpu', function()
     for _, dtype in ipairs(DTYPES) do
       for _, style in ipairs { 'llama4', 'neox' } do
         for _, bwd in ipairs { false, true } do
-          local q, k, f, where = inputs(random_case({ 2, 6, 16, 64, 256 }, { 37, 129 }), dtype, 'cpu')
-          local qa, ka = fn_of(style, bwd)(q, k, f)
-          local qb, kb_ = fn_of(style, bwd)(q, k, f, { impl = 'reference' })
+          local q, k, tab, where = inputs(random_case({ 2, 6, 16, 64, 256 }, { 37, 129 }), dtype, 'cpu', style)
+          local qa, ka = rot(style, bwd, q, k, tab)
+          local qb, kb_ = rot(style, bwd, q, k, tab, { impl = 'reference' })
           same_bits(qa, qb, where .. ' fused/reference q')
           same_bits(ka, kb_, where .. ' fused/reference k')
         end
@@ -283,9 +441,9 @@ describe('kb.rope on cpu', function()
   end)
 
   it('llama4 and neox are different rotations', function()
-    local q, k, f = inputs({ b = 1, s = 37, hq = 3, hk = 2, d = 64 }, 'f32', 'cpu')
-    local ql = kb.rope.llama4_fwd(q, k, f)
-    local qn = kb.rope.neox_fwd(q, k, f)
+    local q, k, tab = inputs({ b = 1, s = 37, hq = 3, hk = 2, d = 64 }, 'f32', 'cpu')
+    local ql = kb.rope.llama4_fwd(q, k, tab[1])
+    local qn = kb.rope.neox_fwd(q, k, kb.rope.cos_sin(37, 64, 'f32', { device = 'cpu' }))
     assert.is_true(kb.max_abs_diff(ql, qn) > 0.1)
     -- position 0 is the identity for both
     local x, a, b = q:totable(), ql:totable(), qn:totable()
@@ -295,33 +453,92 @@ describe('kb.rope on cpu', function()
     end
   end)
 
-  it('handles head_dim 2, empty batches and a longer freqs table', function()
-    local q, k, f, where = inputs({ b = 2, s = 5, hq = 3, hk = 1, d = 2 }, 'f64', 'cpu')
+  it('handles head_dim 2, empty batches and a longer table', function()
     for _, style in ipairs { 'llama4', 'neox' } do
-      local qo = fn_of(style, false)(q, k, f)
-      local ref, mag = rope_ref(style, false, q:totable(), q.shape, f:totable())
+      local q, k, tab, where = inputs({ b = 2, s = 5, hq = 3, hk = 1, d = 2 }, 'f64', 'cpu', style)
+      local qo = rot(style, false, q, k, tab)
+      local ref, mag = rope_ref(style, false, q:totable(), q.shape, tab)
       check_close(qo, ref, mag, 'f64', where .. ' ' .. style)
     end
     local e = kb.empty({ 0, 4, 2, 8 }, 'bf16', 'cpu')
     local qo, ko = kb.rope.llama4_fwd(e, e, kb.rope.freqs(4, 8, { device = 'cpu' }))
     assert.same({ 0, 4, 2, 8 }, qo.shape)
     assert.equal(0, ko:numel())
+    local qn, kn = kb.rope.neox_fwd(e, e, kb.rope.cos_sin(4, 8, 'bf16', { device = 'cpu' }))
+    assert.same({ 0, 4, 2, 8 }, qn.shape)
+    assert.equal(0, kn:numel())
+  end)
+
+  it('neox: a table per token ([batch, seq, head_dim]) rotates each batch by its own rows', function()
+    for _, dtype in ipairs(DTYPES) do
+      local c = { b = 3, s = 37, hq = 3, hk = 2, d = 16 }
+      local q, k, _, where = inputs(c, dtype, 'cpu', 'neox')
+      -- batch b at positions 5b .. 5b + 36: each batch equals its own call with a shared table
+      local pos = {}
+      for b = 0, 2 do for s = 0, 36 do pos[#pos + 1] = 5 * b + s end end
+      local cos, sin = kb.rope.cos_sin(37, 16, dtype, { device = 'cpu',
+        positions = kb.from_table(pos, { 3, 37 }, 'f64', 'cpu') })
+      for _, bwd in ipairs { false, true } do
+        for _, impl in ipairs { 'fused', 'reference' } do
+          local qo, ko = rot('neox', bwd, q, k, { cos, sin }, { impl = impl })
+          local ref, mag = rope_ref('neox', bwd, q:totable(), q.shape, { cos, sin })
+          check_close(qo, ref, mag, dtype, where .. ' per token ' .. impl)
+          ref, mag = rope_ref('neox', bwd, k:totable(), k.shape, { cos, sin })
+          check_close(ko, ref, mag, dtype, where .. ' per token ' .. impl .. ' k')
+          local qs = qo:totable()
+          for b = 0, 2 do
+            local one = {}
+            for s = 0, 36 do one[#one + 1] = 5 * b + s end
+            local cb, sb = kb.rope.cos_sin(37, 16, dtype, { device = 'cpu', positions = one })
+            local qb = kb.from_table({ table.unpack(q:totable(), b * 37 * 48 + 1, (b + 1) * 37 * 48) }, { 1, 37, 3, 16 }, dtype, 'cpu')
+            local kb1 = kb.zeros({ 1, 37, 2, 16 }, dtype, 'cpu')
+            local want = rot('neox', bwd, qb, kb1, { cb, sb }, { impl = impl }):totable()
+            for j = 1, #want do
+              assert(want[j] == qs[b * 37 * 48 + j], ('%s batch %d element %d'):format(where, b, j))
+            end
+          end
+        end
+      end
+    end
+  end)
+
+  it('neox: the fused paths read the first half of each table row; reference reads whole rows', function()
+    local q, k, tab = inputs({ b = 1, s = 9, hq = 2, hk = 1, d = 8 }, 'f32', 'cpu', 'neox')
+    local good = { rot('neox', false, q, k, tab) }
+    -- the second halves of cos and sin replaced by zeros: a table HF would never hand
+    local halves = {}
+    for i, t in ipairs(tab) do
+      local v = t:totable()
+      for s = 0, t.shape[2] - 1 do for j = 5, 8 do v[s * 8 + j] = 0 end end
+      halves[i] = kb.from_table(v, t.shape, 'f32', 'cpu')
+    end
+    local fused = { rot('neox', false, q, k, halves) }
+    same_bits(fused[1], good[1], 'fused q')
+    same_bits(fused[2], good[2], 'fused k')
+    same_bits(kb.rope.neox_fwd_bwd(q, k, q, k, halves[1], halves[2]), good[1], 'full q')
+    local ref = rot('neox', false, q, k, halves, { impl = 'reference' })
+    assert.is_true(kb.max_abs_diff(ref, good[1]) > 0)
   end)
 
   describe('argument errors', function()
     local q = kb.randn({ 1, 8, 4, 16 }, 'bf16', 1, 'cpu')
     local k = kb.randn({ 1, 8, 2, 16 }, 'bf16', 2, 'cpu')
     local f = kb.rope.freqs(8, 16, { device = 'cpu' })
+    local c, sn = kb.rope.cos_sin(8, 16, 'bf16', { device = 'cpu' })
 
     it('names the function and the argument', function()
       fails_with("bad argument #3 to 'llama4_fwd' (freqs must be a kluabench.Tensor, got nil)",
         function() kb.rope.llama4_fwd(q, k) end)
       fails_with("bad argument #1 to 'neox_fwd' (q must be a kluabench.Tensor, got number)",
-        function() kb.rope.neox_fwd(1, k, f) end)
+        function() kb.rope.neox_fwd(1, k, c, sn) end)
       fails_with("bad argument #2 to 'llama4_bwd' (k must be a kluabench.Tensor, got table)",
         function() kb.rope.llama4_bwd(q, {}, f) end)
-      fails_with("bad argument #5 to 'neox_bwd' (expected at most 4 arguments)",
-        function() kb.rope.neox_bwd(q, k, f, {}, 1) end)
+      fails_with("bad argument #6 to 'neox_bwd' (expected at most 5 arguments)",
+        function() kb.rope.neox_bwd(q, k, c, sn, {}, 1) end)
+      fails_with("bad argument #5 to 'llama4_bwd' (expected at most 4 arguments)",
+        function() kb.rope.llama4_bwd(q, k, f, {}, 1) end)
+      fails_with("bad argument #4 to 'neox_fwd' (sin must be a kluabench.Tensor, got nil)",
+        function() kb.rope.neox_fwd(q, k, c) end)
       -- the name does not depend on how the function was reached
       local alias = kb.rope.llama4_fwd
       fails_with("bad argument #3 to 'llama4_fwd'", function() alias(q, k, 'x') end)
@@ -338,12 +555,12 @@ describe('kb.rope on cpu', function()
       fails_with("bad argument #2 to 'llama4_fwd' (k has shape [2, 8, 2, 16], q has shape [1, 8, 4, 16]: batch and seq must match)",
         function() kb.rope.llama4_fwd(q, kb.empty({ 2, 8, 2, 16 }, 'bf16', 'cpu'), f) end)
       fails_with("k has shape [1, 7, 2, 16], q has shape [1, 8, 4, 16]",
-        function() kb.rope.neox_fwd(q, kb.empty({ 1, 7, 2, 16 }, 'bf16', 'cpu'), f) end)
+        function() kb.rope.neox_fwd(q, kb.empty({ 1, 7, 2, 16 }, 'bf16', 'cpu'), c, sn) end)
       fails_with("bad argument #1 to 'llama4_fwd' (q has head_dim 15, RoPE needs a positive even head_dim)",
         function() kb.rope.llama4_fwd(kb.empty({ 1, 8, 4, 15 }, 'bf16', 'cpu'),
           kb.empty({ 1, 8, 2, 15 }, 'bf16', 'cpu'), f) end)
       fails_with("bad argument #2 to 'neox_fwd' (k has head_dim 32, q has head_dim 16)",
-        function() kb.rope.neox_fwd(q, kb.empty({ 1, 8, 2, 32 }, 'bf16', 'cpu'), f) end)
+        function() kb.rope.neox_fwd(q, kb.empty({ 1, 8, 2, 32 }, 'bf16', 'cpu'), c, sn) end)
     end)
 
     it('checks freqs', function()
@@ -351,10 +568,39 @@ describe('kb.rope on cpu', function()
         function() kb.rope.llama4_fwd(q, k, kb.rope.freqs(4, 16, { device = 'cpu' })) end)
       fails_with("bad argument #3 to 'llama4_fwd' (freqs must be f32, got bf16)",
         function() kb.rope.llama4_fwd(q, k, f:to('bf16')) end)
-      fails_with("bad argument #3 to 'neox_bwd' (freqs must be [seq, 8, 2] for head_dim 16, got shape [8, 16, 2])",
-        function() kb.rope.neox_bwd(q, k, kb.rope.freqs(8, 32, { device = 'cpu' })) end)
+      fails_with("bad argument #3 to 'llama4_bwd' (freqs must be [seq, 8, 2] for head_dim 16, got shape [8, 16, 2])",
+        function() kb.rope.llama4_bwd(q, k, kb.rope.freqs(8, 32, { device = 'cpu' })) end)
       fails_with("freqs must be [seq, 8, 2] for head_dim 16, got shape [8, 16]",
-        function() kb.rope.neox_bwd(q, k, kb.empty({ 8, 16 }, 'f32', 'cpu')) end)
+        function() kb.rope.llama4_bwd(q, k, kb.empty({ 8, 16 }, 'f32', 'cpu')) end)
+    end)
+
+    it('checks cos and sin', function()
+      local function cs(seq, d, dtype, o)
+        o = o or {}
+        o.device = 'cpu'
+        return kb.rope.cos_sin(seq, d, dtype or 'bf16', o)
+      end
+      fails_with("bad argument #3 to 'neox_fwd' (cos must be a kluabench.Tensor, got nil)",
+        function() kb.rope.neox_fwd(q, k) end)
+      fails_with("bad argument #3 to 'neox_fwd' (cos is f32, q is bf16: the table comes in q's dtype "
+        .. "(kb.rope.cos_sin(seq, head_dim, 'bf16')))", function() kb.rope.neox_fwd(q, k, cs(8, 16, 'f32')) end)
+      fails_with("bad argument #3 to 'neox_bwd' (cos must be [1 or batch, seq, head_dim], got shape [8, 16])",
+        function() kb.rope.neox_bwd(q, k, kb.empty({ 8, 16 }, 'bf16', 'cpu'), kb.empty({ 8, 16 }, 'bf16', 'cpu')) end)
+      fails_with("bad argument #3 to 'neox_fwd' (cos has head_dim 32, q has head_dim 16)",
+        function() kb.rope.neox_fwd(q, k, cs(8, 32)) end)
+      fails_with("bad argument #3 to 'neox_fwd' (cos has 4 positions, q has seq 8)",
+        function() kb.rope.neox_fwd(q, k, cs(4, 16)) end)
+      local two = kb.from_table({ 0, 1, 2, 3, 4, 5, 6, 7, 8, 0, 1, 2, 3, 4, 5, 6, 7, 8 }, { 2, 9 }, 'f32', 'cpu')
+      fails_with("bad argument #3 to 'neox_fwd' (cos has batch 2, q has batch 1: cos must have batch 1 or q's)",
+        function() kb.rope.neox_fwd(q, k, cs(9, 16, 'bf16', { positions = two })) end)
+      local q2, k2 = kb.randn({ 2, 8, 4, 16 }, 'bf16', 1, 'cpu'), kb.randn({ 2, 8, 2, 16 }, 'bf16', 2, 'cpu')
+      fails_with("bad argument #3 to 'neox_fwd' (cos has batch 2 and 9 positions: a table per batch must have q's seq (8))",
+        function() kb.rope.neox_fwd(q2, k2, cs(9, 16, 'bf16', { positions = two })) end)
+      fails_with("bad argument #4 to 'neox_fwd' (sin is bf16 [1, 9, 16], cos is bf16 [1, 8, 16]: they must match)",
+        function() kb.rope.neox_fwd(q, k, c, select(2, cs(9, 16))) end)
+      fails_with("bad argument #4 to 'neox_fwd' (sin is f16 [1, 8, 16], cos is bf16 [1, 8, 16]: they must match)",
+        function() kb.rope.neox_fwd(q, k, c, select(2, cs(8, 16, 'f16'))) end)
+      fails_with("bad argument #4 to 'neox_fwd' (sin must be", function() kb.rope.neox_fwd(q, k, c, 'x') end)
     end)
 
     it('checks dtypes, devices and freed tensors', function()
@@ -365,12 +611,19 @@ describe('kb.rope on cpu', function()
       fails_with("bad argument #2 to 'llama4_fwd' (k has been freed)", function() kb.rope.llama4_fwd(q, dead, f) end)
       local deadf = f:clone()
       deadf:free()
-      fails_with("bad argument #3 to 'neox_fwd' (freqs has been freed)", function() kb.rope.neox_fwd(q, k, deadf) end)
+      fails_with("bad argument #3 to 'llama4_fwd' (freqs has been freed)", function() kb.rope.llama4_fwd(q, k, deadf) end)
+      local deadc = c:clone()
+      deadc:free()
+      fails_with("bad argument #3 to 'neox_fwd' (cos has been freed)", function() kb.rope.neox_fwd(q, k, deadc, sn) end)
       if kb.backend() == 'cuda' then
         fails_with("bad argument #2 to 'llama4_fwd' (k is on cuda:0, q is on cpu)",
           function() kb.rope.llama4_fwd(q, k:to('cuda'), f) end)
         fails_with("bad argument #3 to 'llama4_fwd' (freqs is on cuda:0, q is on cpu)",
           function() kb.rope.llama4_fwd(q, k, f:to('cuda')) end)
+        fails_with("bad argument #3 to 'neox_fwd' (cos is on cuda:0, q is on cpu)",
+          function() kb.rope.neox_fwd(q, k, c:to('cuda'), sn) end)
+        fails_with("bad argument #4 to 'neox_fwd' (sin is on cuda:0, q is on cpu)",
+          function() kb.rope.neox_fwd(q, k, c, sn:to('cuda')) end)
       end
     end)
 
@@ -379,12 +632,14 @@ describe('kb.rope on cpu', function()
         function() kb.rope.llama4_fwd(q, k, f, { impl = 'triton' }) end)
       fails_with("opts.impl must be 'fused' or 'reference', got number",
         function() kb.rope.llama4_fwd(q, k, f, { impl = 1 }) end)
-      fails_with("bad argument #4 to 'neox_fwd' (opts.inplace must be a boolean, got string)",
-        function() kb.rope.neox_fwd(q, k, f, { inplace = 'yes' }) end)
-      fails_with("bad argument #4 to 'neox_fwd' (unknown option 'in_place')",
-        function() kb.rope.neox_fwd(q, k, f, { in_place = true }) end)
-      fails_with("bad argument #4 to 'neox_fwd' (opts must be a table, got string)",
-        function() kb.rope.neox_fwd(q, k, f, 'fused') end)
+      fails_with("bad argument #5 to 'neox_fwd' (opts.inplace must be a boolean, got string)",
+        function() kb.rope.neox_fwd(q, k, c, sn, { inplace = 'yes' }) end)
+      fails_with("bad argument #5 to 'neox_fwd' (unknown option 'in_place')",
+        function() kb.rope.neox_fwd(q, k, c, sn, { in_place = true }) end)
+      fails_with("bad argument #5 to 'neox_fwd' (opts must be a table, got string)",
+        function() kb.rope.neox_fwd(q, k, c, sn, 'fused') end)
+      fails_with("bad argument #4 to 'llama4_fwd' (opts must be a table, got string)",
+        function() kb.rope.llama4_fwd(q, k, f, 'fused') end)
       fails_with("bad argument #2 to 'llama4_fwd' (k is the same tensor as q: in place needs two tensors)",
         function() kb.rope.llama4_fwd(q, q, f, { inplace = true }) end)
     end)
@@ -414,10 +669,16 @@ describe('kb.rope on cuda against the cpu path #gpu', function()
     p:free()
   end
 
-  it('freqs equal the cpu table', function()
+  it('freqs and cos_sin equal the cpu tables', function()
     for _, d in ipairs { 2, 16, 128 } do
       same_bits(kb.rope.freqs(300, d, { device = 'cuda', theta = 500000 }):to('cpu'),
         kb.rope.freqs(300, d, { device = 'cpu', theta = 500000 }), 'freqs d=' .. d)
+      for _, dtype in ipairs(DTYPES) do
+        local c, sn = kb.rope.cos_sin(300, d, dtype, { device = 'cuda', theta = 500000 })
+        local cc, sc = kb.rope.cos_sin(300, d, dtype, { device = 'cpu', theta = 500000 })
+        same_bits(c:to('cpu'), cc, 'cos d=' .. d .. ' ' .. dtype)
+        same_bits(sn:to('cpu'), sc, 'sin d=' .. d .. ' ' .. dtype)
+      end
     end
   end)
 
@@ -426,18 +687,18 @@ describe('kb.rope on cuda against the cpu path #gpu', function()
       it(('%s %s: fused, reference and in place equal the cpu path'):format(style, dtype), function()
         for _, c in ipairs(SHAPES) do
           for _, bwd in ipairs { false, true } do
-            local q, k, f, where = inputs(c, dtype, 'cuda')
+            local q, k, tab, where = inputs(c, dtype, 'cuda', style)
             where = where .. ' ' .. style .. (bwd and ' bwd' or ' fwd')
-            local qc, kc, fc = q:to('cpu'), k:to('cpu'), f:to('cpu')
-            local qw, kw = fn_of(style, bwd)(qc, kc, fc)
+            local qc, kc = q:to('cpu'), k:to('cpu')
+            local qw, kw = rot(style, bwd, qc, kc, to_cpu(tab))
             for _, impl in ipairs { 'fused', 'reference' } do
               poison(q.shape, dtype)
               poison(k.shape, dtype)
-              local qo, ko = fn_of(style, bwd)(q, k, f, { impl = impl })
+              local qo, ko = rot(style, bwd, q, k, tab, { impl = impl })
               same_bits(qo:to('cpu'), qw, where .. ' ' .. impl .. ' q')
               same_bits(ko:to('cpu'), kw, where .. ' ' .. impl .. ' k')
               local q2, k2 = q:clone(), k:clone()
-              fn_of(style, bwd)(q2, k2, f, { impl = impl, inplace = true })
+              rot(style, bwd, q2, k2, tab, { impl = impl, inplace = true })
               same_bits(q2:to('cpu'), qw, where .. ' ' .. impl .. ' in place q')
               same_bits(k2:to('cpu'), kw, where .. ' ' .. impl .. ' in place k')
             end
@@ -449,11 +710,36 @@ describe('kb.rope on cuda against the cpu path #gpu', function()
 
   it('handles a hidden-8192 sweep shape (seq 4096) in bf16', function()
     local c = { b = 1, s = 4096, hq = 32, hk = 8, d = 256 }
-    local q, k, f, where = inputs(c, 'bf16', 'cuda')
-    poison(q.shape, 'bf16')
-    local qo, ko = kb.rope.llama4_bwd(q, k, f)
-    local qw, kw = kb.rope.llama4_bwd(q:to('cpu'), k:to('cpu'), f:to('cpu'))
-    same_bits(qo:to('cpu'), qw, where .. ' q')
-    same_bits(ko:to('cpu'), kw, where .. ' k')
+    for _, style in ipairs { 'llama4', 'neox' } do
+      local q, k, tab, where = inputs(c, 'bf16', 'cuda', style)
+      poison(q.shape, 'bf16')
+      local qo, ko = rot(style, true, q, k, tab)
+      local qw, kw = rot(style, true, q:to('cpu'), k:to('cpu'), to_cpu(tab))
+      same_bits(qo:to('cpu'), qw, where .. ' ' .. style .. ' q')
+      same_bits(ko:to('cpu'), kw, where .. ' ' .. style .. ' k')
+    end
+  end)
+
+  -- neox with a row per token (cos, sin [batch, seq, D]): every plan, batched, against the cpu
+  it('neox with a table per token equals the cpu path in every dtype', function()
+    for _, dtype in ipairs(DTYPES) do
+      for _, c in ipairs { { b = 3, s = 37, hq = 5, hk = 2, d = 12 }, { b = 2, s = 33, hq = 128, hk = 8, d = 64 },
+        { b = 2, s = 1024, hq = 32, hk = 8, d = 64 }, { b = 2, s = 257, hq = 32, hk = 8, d = 256 } } do
+        local pos = {}
+        for i = 1, c.b * c.s do pos[i] = (i * 7) % 5000 end
+        local cos, sin = kb.rope.cos_sin(c.s, c.d, dtype, { device = 'cuda',
+          positions = kb.from_table(pos, { c.b, c.s }, 'f64', 'cpu') })
+        local q, k, _, where = inputs(c, dtype, 'cuda', 'neox')
+        local cc, sc = cos:to('cpu'), sin:to('cpu')
+        for _, bwd in ipairs { false, true } do
+          local qw, kw = rot('neox', bwd, q:to('cpu'), k:to('cpu'), { cc, sc })
+          for _, impl in ipairs { 'fused', 'reference' } do
+            local qo, ko = rot('neox', bwd, q, k, { cos, sin }, { impl = impl })
+            same_bits(qo:to('cpu'), qw, where .. ' per token ' .. impl .. ' q')
+            same_bits(ko:to('cpu'), kw, where .. ' per token ' .. impl .. ' k')
+          end
+        end
+      end
+    end
   end)
 end)

@@ -19,13 +19,29 @@ local TIMED = {
   full = 'the forward pass followed by the backward pass (%s then %s, or %s in one launch, in place)',
 }
 
--- The variants: the kernel functions and what records call them.
+-- The variants: the kernel functions, the table they read as its model hands it (the point's shared state: llama4's
+-- f32 freqs_cis pairs; rope's cos and sin in the model's dtype, as Hugging Face's LlamaRotaryEmbedding returns them)
+-- and what records call them.
 local VARIANTS = {
-  llama4_rope = { fwd = 'llama4_fwd', bwd = 'llama4_bwd', full = 'llama4_fwd_bwd', reference = 'kb.rope llama4' },
-  rope = { fwd = 'neox_fwd', bwd = 'neox_bwd', full = 'neox_fwd_bwd', reference = 'kb.rope neox' },
+  llama4_rope = { fwd = 'llama4_fwd', bwd = 'llama4_bwd', full = 'llama4_fwd_bwd', floor = 'floor',
+    floor_full = 'floor_fwd_bwd', reference = 'kb.rope llama4', table = 'freqs [seq, head_dim/2, 2] f32 (kb.rope.freqs)',
+    shared = function(p) return kb.rope.freqs(p.seq, p.hidden // p.q_heads, { theta = THETA }) end },
+  rope = { fwd = 'neox_fwd', bwd = 'neox_bwd', full = 'neox_fwd_bwd', floor = 'neox_floor',
+    floor_full = 'neox_floor_fwd_bwd', reference = 'kb.rope neox',
+    table = "cos, sin [1, seq, head_dim] in the model's dtype (kb.rope.cos_sin)", cos_sin = true,
+    shared = function(p)
+      local cos, sin = kb.rope.cos_sin(p.seq, p.hidden // p.q_heads, p.dtype, { theta = THETA })
+      return { cos = cos, sin = sin }
+    end },
 }
 
--- copy moves q's and k's bytes, not the (cos, sin) table the workload counts: GB/s about 2.5 % high in bf16.
+-- The neox functions with the point's table {cos, sin} where the llama4 ones take freqs: fn(x, y, t, opts) ->
+-- kb.rope.neox_*(x, y, t.cos, t.sin, opts), and with two pairs of tensors.
+local function spread2(fn) return function(a, b, t, o) return fn(a, b, t.cos, t.sin, o) end end
+local function spread4(fn) return function(a, b, c, d, t, o) return fn(a, b, c, d, t.cos, t.sin, o) end end
+
+-- copy moves q's and k's bytes, not the table the workload counts: GB/s about 2.5 % high in bf16 (llama4_rope's f32
+-- table; 1.2 % for rope's).
 local function setup(p, provider)
   local d = p.hidden // p.q_heads
   if provider == 'copy' then
@@ -42,6 +58,18 @@ end
 
 -- t itself when it is on the cpu, else a cpu copy (free it when it is not t).
 local function on_cpu(t) return t.device == 'cpu' and t or t:to('cpu') end
+
+-- A point's table (a tensor, or {cos, sin}) on the cpu, and the function that frees what that copied.
+local function table_on_cpu(f)
+  if type(f) ~= 'table' then
+    local cf = on_cpu(f)
+    return cf, function() if cf ~= f then cf:free() end end
+  end
+  local cf = { cos = on_cpu(f.cos), sin = on_cpu(f.sin) }
+  return cf, function()
+    for _, n in ipairs { 'cos', 'sin' } do if cf[n] ~= f[n] then cf[n]:free() end end
+  end
+end
 
 -- got (any device) against want (cpu): max |diff| and rel_l2, or a wrong result.
 local function compare(name, what, got, want, tol, provider, p)
@@ -75,6 +103,10 @@ function M.declaration(variant, o)
   args.check('rope_benchmarks.declaration', 2, o, 'table|nil', 'table of options')
   local v = assert(VARIANTS[variant], 'unknown RoPE variant')
   local fwd, bwd, full = kb.rope[v.fwd], kb.rope[v.bwd], kb.rope[v.full]
+  local floor, floor_full = kb.rope[v.floor], kb.rope[v.floor_full]
+  if v.cos_sin then
+    fwd, bwd, full, floor, floor_full = spread2(fwd), spread2(bwd), spread4(full), spread2(floor), spread4(floor_full)
+  end
   local api = { fwd = 'kb.rope.' .. v.fwd, bwd = 'kb.rope.' .. v.bwd, full = 'kb.rope.' .. v.full }
   o = o or {}
   local device
@@ -97,7 +129,7 @@ function M.declaration(variant, o)
     end
     if provider == 'floor' then
       -- the floor's outputs are copies of its inputs, bit for bit
-      local got = { kb.rope.floor_fwd_bwd(t.q, t.k, t.dq, t.dk, p.shared) }
+      local got = { floor_full(t.q, t.k, t.dq, t.dk, p.shared) }
       for i, src in ipairs { t.q, t.k, t.dq, t.dk } do
         local mad = kb.max_abs_diff(got[i], src)
         if mad ~= 0 then require('kluabench.suite').wrong_result(variant .. ': WRONG RESULT: the floor of ' .. p.id .. ' differs by ' .. mad) end
@@ -107,7 +139,8 @@ function M.declaration(variant, o)
         tolerance = { maxAbsDiff = 0, relL2 = 0 } }
     end
     local tol = TOLERANCE[p.dtype]
-    local f, cf = p.shared, on_cpu(p.shared)
+    local f = p.shared
+    local cf, free_cf = table_on_cpu(f)
     local worst_abs, worst_rel = 0, 0
     local function pass(fn, a, b, names)
       -- on the cpu backend the inputs themselves (no copy: a copy of 268 MB took a second)
@@ -138,7 +171,7 @@ function M.declaration(variant, o)
       end
       free(got[1], got[2], got[3], got[4], want[1], want[2], want[3], want[4])
     end
-    if cf ~= f then cf:free() end
+    free_cf()
     return {
       reference = v.reference .. ' impl=fused on the cpu backend (bit for bit its impl=reference), same inputs',
       passed = true, maxAbsDiff = worst_abs, relL2 = worst_rel,
@@ -158,7 +191,7 @@ function M.declaration(variant, o)
     end
     local f = p.shared
     if provider == 'floor' then
-      local floor, floor_fwd_bwd, opts = kb.rope.floor, kb.rope.floor_fwd_bwd, { inplace = true }
+      local floor_fwd_bwd, opts = floor_full, { inplace = true }
       if mode == 'forward' then
         return function(set) set = set or t; floor(set.q, set.k, f, opts) end
       elseif mode == 'backward' then
@@ -238,8 +271,8 @@ function M.declaration(variant, o)
         return string.format('seq %d x hidden %d is too large to allocate', p.seq, p.hidden)
       end
     end,
-    -- the (cos, sin) table every provider and mode reads; no part of the graph mode's rotation
-    shared = function(p) return kb.rope.freqs(p.seq, p.hidden // p.q_heads, { theta = THETA }) end,
+    -- the table every provider and mode reads (VARIANTS); no part of the graph mode's rotation
+    shared = v.shared,
     setup = setup,
     check = check,
     run = run,
@@ -252,7 +285,8 @@ function M.declaration(variant, o)
       return {
         -- the same words for every provider: the protocol says what is timed, not whose code
         timed = string.format(TIMED[mode], mode == 'backward' and api.bwd or api.fwd, api.bwd, api.full),
-        execution = { seeds = SEEDS, ropeTheta = THETA, batch = 1, headDim = p.hidden // p.q_heads, inplace = true },
+        execution = { seeds = SEEDS, ropeTheta = THETA, batch = 1, headDim = p.hidden // p.q_heads, inplace = true,
+          ropeTable = v.table },
         annotations = { liger_x_name = x[1], liger_x_label = x[2],
           liger_gpu_name = gpu_name() },
       }

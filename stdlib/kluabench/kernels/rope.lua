@@ -21,20 +21,36 @@ local IMPLEMENTATIONS = {
     cpu = { symbol = 'memcpy', path = 'engine/backend/backend_cpu.c', sources = { 'engine/backend/backend_cpu.c' } } },
 }
 
--- q [B, S, Hq, D] and k [B, S, Hk, D] read and written once, the f32 (cos, sin) table [S, D/2, 2] read once; 6 flops
--- per complex product. No cost unless each parameter is a positive integer.
-local function cost(p, dtype, op)
-  local elt = DTYPE_BYTES[dtype]
-  local function count(v) return type(v) == 'number' and v > 0 and math.tointeger(v) or nil end
-  local hidden, seq, hq, hk = count(p.hidden), count(p.seq), count(p.q_heads), count(p.kv_heads)
-  local batch = p.batch == nil and 1 or count(p.batch)
-  if not (elt and hidden and seq and hq and hk and batch) or hidden % hq ~= 0 then return nil end
-  local d = hidden // hq
-  local n = batch * seq * (hq + hk) * d
-  local passes = ({ forward = 1, backward = 1, full = 2 })[op]
-  if not passes then return nil end
-  return passes * (2 * n * elt + seq * d * 4), passes * 3 * n
+-- q [B, S, Hq, D] and k [B, S, Hk, D] read and written once, and the table bytes the kernel reads once: `table_bytes(elt)`
+-- bytes per position and head_dim element; 6 flops per complex product. No cost unless each parameter is a positive
+-- integer.
+local function cost_model(table_bytes)
+  return function(p, dtype, op)
+    local elt = DTYPE_BYTES[dtype]
+    local function count(v) return type(v) == 'number' and v > 0 and math.tointeger(v) or nil end
+    local hidden, seq, hq, hk = count(p.hidden), count(p.seq), count(p.q_heads), count(p.kv_heads)
+    local batch = p.batch == nil and 1 or count(p.batch)
+    if not (elt and hidden and seq and hq and hk and batch) or hidden % hq ~= 0 then return nil end
+    local d = hidden // hq
+    local n = batch * seq * (hq + hk) * d
+    local passes = ({ forward = 1, backward = 1, full = 2 })[op]
+    if not passes then return nil end
+    return passes * (2 * n * elt + seq * d * table_bytes(elt)), passes * 3 * n
+  end
 end
+
+-- llama4: the f32 (cos, sin) pairs [S, D/2, 2], 4 bytes per position and element. rope (neox): the first half of each
+-- row of cos and of sin [1, S, D] in the model's dtype (the second half is its copy), elt bytes per position and
+-- element.
+local llama4_cost = cost_model(function() return 4 end)
+local neox_cost = cost_model(function(elt) return elt end)
+
+-- The layouts the kernels read, named in their implementation documents (support.layouts).
+local QK = 'q, k [batch, seq, heads, head_dim]'
+local LAYOUTS = {
+  llama4_rope = { QK, 'freqs [seq, head_dim/2, (cos, sin)] f32' },
+  rope = { QK, "cos, sin [1|batch, seq, head_dim] in q's dtype" },
+}
 
 -- Liger-Kernel's benchmark, as kernelindex's importer describes it (the commit it read).
 local LIGER = 'https://github.com/linkedin/Liger-Kernel'
@@ -78,22 +94,24 @@ return {
   doc = {
     section = { id = 'rope', title = 'Rotary position embedding (kb.rope)',
       intro = 'The RoPE kernels, each on both backends (CUDA and the CPU reference). q is '
-        .. '`[B, S, Hq, D]`, k is `[B, S, Hk, D]` (Hq and Hk may differ), freqs is the f32 '
-        .. '`[S, D/2, 2]` table of (cos, sin) from `kb.rope.freqs`. The math is done in f32 and '
-        .. 'rounded back to the input dtype.' },
+        .. '`[B, S, Hq, D]`, k is `[B, S, Hk, D]` (Hq and Hk may differ). Each style takes its table as its '
+        .. 'model hands it: Llama 4 (`llama4_*`) the f32 `[S, D/2, 2]` (cos, sin) pairs of `kb.rope.freqs` '
+        .. '(its complex64 `freqs_cis`); rotate-half (`neox_*`) `cos` and `sin`, each `[1, S, D]` in the '
+        .. "model's dtype, from `kb.rope.cos_sin` (what Hugging Face's `LlamaRotaryEmbedding` returns). "
+        .. 'The math is done in f32 (f64 for f64) and rounded once back to the input dtype.' },
   },
   kernels = {
     llama4_rope = {
-      title = 'Llama 4 rotary position embedding', sources = SOURCES, cost = cost, dtypes = DTYPES,
-      implementations = IMPLEMENTATIONS,
+      title = 'Llama 4 rotary position embedding', sources = SOURCES, cost = llama4_cost, dtypes = DTYPES,
+      implementations = IMPLEMENTATIONS, layouts = LAYOUTS.llama4_rope,
       kernelindex = kernelindex('llama4_rope', 'liger-llama4-rope', 'Llama 4 rotary position embedding',
         'Llama-4-style rotary embedding applied to query and key tensors in batch×seq×heads×head_dim layout '
           .. '(batch 1, complex-frequency formulation).',
         { 1, 'seq', 'q_heads', 'head_dim' }, { 1, 'seq', 'kv_heads', 'head_dim' }),
     },
     rope = {
-      title = 'Rotary position embedding', sources = SOURCES, cost = cost, dtypes = DTYPES,
-      implementations = IMPLEMENTATIONS,
+      title = 'Rotary position embedding', sources = SOURCES, cost = neox_cost, dtypes = DTYPES,
+      implementations = IMPLEMENTATIONS, layouts = LAYOUTS.rope,
       kernelindex = kernelindex('rope', 'liger-rope', 'Rotary position embedding',
         'Rotary position embedding applied to query and key tensors (batch 1, Llama-style head layout).',
         { 1, 'q_heads', 'seq', 'head_dim' }, { 1, 'kv_heads', 'seq', 'head_dim' }),

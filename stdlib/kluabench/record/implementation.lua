@@ -94,7 +94,8 @@ function M.dtype_tokens(dtypes)
   return sorted_unique(out)
 end
 
---- The ImplementationRevision of a built-in kernel (sources: {path = "sha256:<hex>"} of its files).
+--- The ImplementationRevision of a built-in kernel (sources: {path = "sha256:<hex>"} of its files; layouts: the
+-- tensor layouts it reads, as support.layouts: sorted, as kernelindex keeps its set-like lists).
 -- @signature implementation.builtin{operation_digest, provider, kernel, backend, symbol, path, ...} -> document
 -- @example
 --   local _, op = record.workload{kernel = "llama4_rope", dtype = "bf16", parameters = {hidden = 512, seq = 64, q_heads = 8, kv_heads = 8}}
@@ -109,6 +110,9 @@ function M.builtin(o)
     if type(o[f]) ~= 'string' or o[f] == '' then
       error(string.format("bad argument #1 to 'implementation.builtin' (field '%s' must be a string)", f), 2)
     end
+  end
+  if o.layouts ~= nil and type(o.layouts) ~= 'table' then
+    error("bad argument #1 to 'implementation.builtin' (field 'layouts' must be a list of strings)", 2)
   end
   local k = core()
   local build = o.build or (type(k.build_info) == 'function' and k.build_info()) or {}
@@ -131,7 +135,8 @@ function M.builtin(o)
     operation = { specDigest = o.operation_digest },
     callable = { language = o.language or (cuda and 'cuda' or 'c'), path = o.path, symbol = o.symbol,
       interface = 'kluabench' },
-    support = { hardwareArchitectures = sorted_unique(archs), dtypes = M.dtype_tokens(o.dtypes) },
+    support = { hardwareArchitectures = sorted_unique(archs), dtypes = M.dtype_tokens(o.dtypes),
+      layouts = o.layouts and sorted_unique(o.layouts) or nil },
     buildVariants = { { name = 'kluabench-make', install = { kind = 'source', command = command:sub(1, 1000) },
       requirements = next(requirements) and requirements or nil } },
     licensing = { declared = 'MIT', concluded = 'MIT' },

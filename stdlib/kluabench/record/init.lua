@@ -356,7 +356,8 @@ function M.builtin_implementation(o)
   return implementation.builtin { operation_digest = o.operation_digest, provider = o.provider, kernel = o.kernel,
     backend = o.backend, symbol = symbol, path = entry.path, language = entry.language,
     sources = M.kernel_sources(o.kernel, entry.sources or k.sources),
-    dtypes = o.dtypes or entry.dtypes or k.dtypes, build = o.build, arch = o.arch, source = o.source }
+    dtypes = o.dtypes or entry.dtypes or k.dtypes, layouts = entry.layouts or k.layouts, build = o.build,
+    arch = o.arch, source = o.source }
 end
 
 --- implementation.user, operation_digest computed from o.operation (or the shared one) when not given.
