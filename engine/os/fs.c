@@ -156,6 +156,99 @@ static int l_mkdir(lua_State *L) {
   return 1;
 }
 
+/* ---- temporaries and appends ---------------------------------------------- */
+
+/* write(2) of all n bytes, again after a short write or EINTR: 0, or the
+ * errno of the write that failed (the bytes before it are in the file). */
+static int write_all(int fd, const char *p, size_t n) {
+  size_t done = 0;
+  while (done < n) {
+    ssize_t r = write(fd, p + done, n - done);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return errno;
+    if (r == 0) return EIO;
+    done += (size_t)r;
+  }
+  return 0;
+}
+
+/*** Writes bytes into a new temporary file beside target, "TARGET.tmp-<12 random hex digits>",
+ * created exclusively (O_CREAT | O_EXCL | O_NOFOLLOW: a file or a link planted at the name is never
+ * opened, another name is drawn), then flushed to the device (fsync) and closed; its permission bits
+ * are mode when given, else 0666 less the umask. Returns the temporary's path for the caller to
+ * rename over the target (or remove): output.write_atomic, write_atomic_all and check_writable's
+ * probe make every temporary of the stdlib through it. On a failure the temporary is removed and
+ * the message names target: nil, "TARGET: why".
+ *
+ * @signature kb.write_temp(target, bytes [, mode]) -> temporary path | nil, message
+ * @section digest
+ * @example
+ *   local target = os.tmpname()
+ *   local tmp = assert(kb.write_temp(target, "new contents\n"))
+ *   assert(os.rename(tmp, target))
+ *   os.remove(target)
+ */
+static int l_write_temp(lua_State *L) {
+  const char *target = kb_check_cstring(L, 1, "write_temp", "target");
+  size_t n;
+  const char *bytes = luaL_checklstring(L, 2, &n);
+  lua_Integer mode = luaL_optinteger(L, 3, -1);
+  luaL_argcheck(L, mode >= -1 && mode <= 07777, 3, "permission bits 0 to 07777 expected");
+  char tmp[PATH_MAX + 32];
+  int fd = kb_create_temp(tmp, sizeof tmp, target, 0666);
+  if (fd < 0) return fail(L, target, errno);
+  int e = write_all(fd, bytes, n);
+  if (!e && mode >= 0 && fchmod(fd, (mode_t)mode) != 0) e = errno;
+  if (!e && fsync(fd) != 0) e = errno;
+  if (close(fd) != 0 && !e) e = errno;
+  if (e) {
+    unlink(tmp);
+    return fail(L, target, e);
+  }
+  lua_pushstring(L, tmp);
+  return 1;
+}
+
+/*** Appends bytes to path (created when missing, 0666 less the umask) whole or not at all: a write
+ * that fails part-way (a full disk, the file-size limit, a quota) is cut back to the size the file
+ * had before it, so a JSON Lines file never ends in half a line. Appenders in kluabench processes
+ * take an exclusive flock on the file around the append, so the cut never removes another one's
+ * line. A device or a FIFO is written as it is (nothing to cut). nil, "path: why" on failure.
+ *
+ * @signature kb.append_file(path, bytes) -> true | nil, message
+ * @section digest
+ * @example
+ *   local path = os.tmpname()
+ *   assert(kb.append_file(path, '{"n":1}\n'))
+ *   os.remove(path)
+ */
+static int l_append_file(lua_State *L) {
+  const char *path = kb_check_cstring(L, 1, "append_file", "path");
+  size_t n;
+  const char *bytes = luaL_checklstring(L, 2, &n);
+  int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
+  if (fd < 0) return fail(L, path, errno);
+  struct stat st;
+  off_t start = -1;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    /* under the lock, the end of the file is where this append begins */
+    while (flock(fd, LOCK_EX) != 0 && errno == EINTR) {}
+    start = lseek(fd, 0, SEEK_END);
+  }
+  int e = write_all(fd, bytes, n);
+  int te = 0;
+  if (e && start >= 0 && ftruncate(fd, start) != 0) te = errno;
+  close(fd); /* and the lock with it */
+  if (!e) {
+    lua_pushboolean(L, 1);
+    return 1;
+  }
+  luaL_pushfail(L);
+  if (te) lua_pushfstring(L, "%s: %s (and the part written could not be cut off: %s)", path, strerror(e), strerror(te));
+  else lua_pushfstring(L, "%s: %s", path, strerror(e));
+  return 2;
+}
+
 /* ---- reading a whole file -------------------------------------------------- */
 
 #define FD_MT "kluabench.fs.fd"
@@ -382,7 +475,8 @@ static int l_try_lock(lua_State *L) {
 static const luaL_Reg functions[] = {
     {"fsync", l_fsync}, {"stat", l_stat},   {"realpath", l_realpath},
     {"chmod", l_chmod}, {"mkdir", l_mkdir}, {"read_file", l_read_file},
-    {"try_lock", l_try_lock}, {NULL, NULL},
+    {"try_lock", l_try_lock}, {"write_temp", l_write_temp}, {"append_file", l_append_file},
+    {NULL, NULL},
 };
 
 /*** The longest path the system takes, in bytes with the final NUL (4096 on Linux); output.mkdir_p
