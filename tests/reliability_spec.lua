@@ -169,6 +169,7 @@ local API = {
   { 'kb.fsync', { 'tostring' }, function() return FILE end },
   { 'kb.stat', { 'tostring', 'any' }, function() return FILE, true end },
   { 'kb.realpath', { 'tostring' }, function() return FILE end },
+  { 'kb.readlink', { 'tostring' }, function() return FILE end },
   { 'kb.chmod', { 'tostring', 'ns' }, function() return FILE, 420 end },
   { 'kb.try_lock', { 'tostring' }, function() return FILE end },
   -- (a directory that exists: the valid call fails softly, creating nothing;

@@ -113,6 +113,24 @@ static int l_realpath(lua_State *L) {
   return 1;
 }
 
+/*** The text of a symbolic link (where it points, as written, not resolved): what a dangling link
+ * names, which kb.realpath cannot say. nil, message when path is no link.
+ *
+ * @signature kb.readlink(path) -> target | nil, message
+ * @section digest
+ * @example
+ *   print(kb.readlink("/proc/self/exe"))
+ */
+static int l_readlink(lua_State *L) {
+  const char *path = kb_check_cstring(L, 1, "readlink", "path");
+  char buf[PATH_MAX];
+  ssize_t n = readlink(path, buf, sizeof buf);
+  if (n < 0) return fail(L, path, errno);
+  if ((size_t)n >= sizeof buf) return fail(L, path, ENAMETOOLONG);
+  lua_pushlstring(L, buf, (size_t)n);
+  return 1;
+}
+
 /*** Sets the permission bits of a file (0 to 07777); output.write_atomic keeps a replaced file's
  * mode with it.
  *
@@ -473,7 +491,7 @@ static int l_try_lock(lua_State *L) {
  */
 
 static const luaL_Reg functions[] = {
-    {"fsync", l_fsync}, {"stat", l_stat},   {"realpath", l_realpath},
+    {"fsync", l_fsync}, {"stat", l_stat},   {"realpath", l_realpath}, {"readlink", l_readlink},
     {"chmod", l_chmod}, {"mkdir", l_mkdir}, {"read_file", l_read_file},
     {"try_lock", l_try_lock}, {"write_temp", l_write_temp}, {"append_file", l_append_file},
     {NULL, NULL},
