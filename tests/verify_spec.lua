@@ -251,6 +251,150 @@ describe('kluabench import-liger (the command)', function()
   end)
 end)
 
+describe('verify checks what a run claims against its documents and evidence (issue 37)', function()
+  local helpers = require 'helpers.bundles'
+  local writer = require 'kluabench.record.writer'
+  local n = 0
+
+  -- A bundle made by the harness's record builder, edited by edit(b) before it is written beside its
+  -- raw samples (the edits touch only undigested run fields: every digest still holds); verify's
+  -- MISMATCH lines and exit status.
+  local function forged(o, edit)
+    n = n + 1
+    local b = helpers.make(o)
+    edit(b, b.run.spec.sourceNative)
+    local path = tmp('claims-' .. n .. '.jsonl')
+    assert(writer.append(path, b))
+    local out, code = sh(string.format("'%s' verify '%s'", exe, path))
+    return out, code
+  end
+
+  local function set_measurement(b, metric, value)
+    for _, m in ipairs(b.run.spec.measurements) do if m.metric == metric then m.value = value end end
+  end
+
+  it('a genuine bundle of every built-in provider and mode, and of a script provider, is OK', function()
+    if not exe then return pending('kb.executable() is not available') end
+    for _, mode in ipairs { 'forward', 'backward', 'full' } do
+      for _, provider in ipairs { 'fused', 'reference', 'floor', 'copy' } do
+        local out, code = forged({ samples = { 1, 1.1, 1.2 }, mode = mode, provider = provider, session = { 2, 3 } },
+          function() end)
+        assert.equal(0, code, out)
+      end
+    end
+    local out, code = forged({ samples = { 1, 1.1 }, kernel = 'toy', provider = 'mine' }, function() end)
+    assert.equal(0, code, out)
+  end)
+
+  it('externalId says fused while the implementation document is the reference kernel', function()
+    if not exe then return pending('kb.executable() is not available') end
+    local out, code = forged({ samples = { 1, 1.1, 1.2 }, provider = 'reference' }, function(_, sn)
+      sn.externalId = sn.externalId:gsub('/reference/', '/fused/')
+    end)
+    assert.equal(1, code, out)
+    assert.matches('MISMATCH [^\n]*:1 run.spec.sourceNative.externalId %(provider%): recorded fused, computed reference '
+      .. "%(the implementation document's callable kb_rope_reference_cpu%)", out)
+    assert.matches('0 ok, 1 mismatched', out, 1, true)
+  end)
+
+  it('a script provider whose name is not the callable the implementation document names', function()
+    if not exe then return pending('kb.executable() is not available') end
+    local out, code = forged({ samples = { 1, 1.1 }, kernel = 'toy', provider = 'slow' }, function(b, sn)
+      sn.externalId = sn.externalId:gsub('/slow/', '/fast/')
+      b.run.metadata.title = b.run.metadata.title:gsub('slow', 'fast')
+    end)
+    assert.equal(1, code, out)
+    assert.matches("run.spec.sourceNative.externalId (provider): recorded fast, computed slow (the implementation "
+      .. "document's callable)", out, 1, true)
+  end)
+
+  it('session 3 of 2, in the measurements or in the externalId', function()
+    if not exe then return pending('kb.executable() is not available') end
+    local out, code = forged({ samples = { 1, 1.1 }, session = { 2, 2 } }, function(b, sn)
+      set_measurement(b, 'session', 3)
+      sn.externalId = sn.externalId:gsub('session%-2%-of%-2', 'session-3-of-2')
+    end)
+    assert.equal(1, code, out)
+    assert.matches('run.spec.measurements (session): recorded 3 of 2, computed a whole index from 1 to the count',
+      out, 1, true)
+    assert.matches('run.spec.sourceNative.externalId (session): recorded 3 of 2, computed a whole index', out, 1, true)
+  end)
+
+  it('the run says session 1 of 3, its externalId and its evidence session 2 of 3', function()
+    if not exe then return pending('kb.executable() is not available') end
+    local out, code = forged({ samples = { 1, 1.1 }, session = { 2, 3 } }, function(b)
+      set_measurement(b, 'session', 1)
+    end)
+    assert.equal(1, code, out)
+    assert.matches('run.spec.sourceNative.externalId (session): recorded 2 of 3, computed 1 of 3 '
+      .. '(run.spec.measurements)', out, 1, true)
+    assert.matches('run.spec.measurements (session): recorded 1 of 3, computed 2 of 3 (the evidence entry)', out, 1, true)
+  end)
+
+  it('the mode: benchmark and externalId say backward, the protocol document times the forward pass', function()
+    if not exe then return pending('kb.executable() is not available') end
+    local out, code = forged({ samples = { 1, 1.1 }, mode = 'forward', provider = 'reference' }, function(_, sn)
+      sn.benchmark = sn.benchmark:gsub('forward', 'backward')
+      sn.externalId = sn.externalId:gsub('/forward/', '/backward/')
+    end)
+    assert.equal(1, code, out)
+    assert.matches('run.spec.sourceNative.benchmark (mode): recorded backward, computed forward (the protocol '
+      .. 'document times the forward pass)', out, 1, true)
+    -- the benchmark and the externalId disagree with each other
+    out, code = forged({ samples = { 1, 1.1 } }, function(_, sn)
+      sn.externalId = sn.externalId:gsub('/forward/', '/full/')
+    end)
+    assert.equal(1, code, out)
+    assert.matches('run.spec.sourceNative.externalId (mode): recorded full, computed forward '
+      .. '(run.spec.sourceNative.benchmark)', out, 1, true)
+  end)
+
+  it('the backend label, the title, the case key and the evidence entry\'s run', function()
+    if not exe then return pending('kb.executable() is not available') end
+    local out, code = forged({ samples = { 1, 1.1 } }, function(b) b.run.metadata.labels.backend = 'cuda' end)
+    assert.equal(1, code, out)
+    assert.matches("run.metadata.labels.backend: recorded cuda, computed cpu (the implementation document's "
+      .. 'callable kb_rope_fused_cpu)', out, 1, true)
+    out, code = forged({ samples = { 1, 1.1 } }, function(b)
+      b.run.metadata.title = b.run.metadata.title:gsub(' · fused · ', ' · reference · ')
+    end)
+    assert.equal(1, code, out)
+    assert.matches('run.metadata.title: recorded [^\n]* · reference · forward, computed provider fused, mode forward', out)
+    out, code = forged({ samples = { 1, 1.1 }, hidden = 512 }, function(_, sn)
+      sn.externalId = sn.externalId:gsub('hidden512', 'hidden8192')
+    end)
+    assert.equal(1, code, out)
+    assert.matches('run.spec.sourceNative.externalId (case): recorded hidden8192-kv_heads8-q_heads32-seq2048-bf16, '
+      .. 'computed hidden = 512 (the workload document)', out, 1, true)
+    out, code = forged({ samples = { 1, 1.1 } }, function(_, sn)
+      sn.externalId = sn.externalId:gsub('%-000$', '-999')
+    end)
+    assert.equal(1, code, out)
+    assert.matches("run.spec.sourceNative.externalId: recorded [^\n]*%-999, computed [^\n]*%-000 %(the evidence entry's "
+      .. 'run%)', out)
+  end)
+
+  it('history add and report refuse such a bundle, as verify does', function()
+    if not exe then return pending('kb.executable() is not available') end
+    local b = helpers.make { samples = { 1, 1.1, 1.2 }, provider = 'reference' }
+    b.run.spec.sourceNative.externalId = b.run.spec.sourceNative.externalId:gsub('/reference/', '/fused/')
+    local path = tmp('claims-refused.jsonl')
+    assert(writer.append(path, b))
+    local db = tmp('claims.db')
+    local out, code = sh(string.format("'%s' history add '%s' --db '%s' --commit %s", exe, path, db,
+      string.rep('a', 40)))
+    assert.equal(1, code, out)
+    assert.matches('refused as kluabench verify refuses it: run.spec.sourceNative.externalId (provider): recorded '
+      .. 'fused, computed reference', out, 1, true)
+    out, code = sh(string.format("'%s' report '%s' -o '%s'", exe, path, tmp('claims.html')))
+    assert.equal(1, code, out)
+    assert.matches(path .. ':1: refused as kluabench verify refuses it: run.spec.sourceNative.externalId (provider)',
+      out, 1, true)
+    assert.is_nil(kb.stat(tmp('claims.html')))
+    -- merge: tests/adversarial_dist_spec.lua (a run that claims another provider is corrupt)
+  end)
+end)
+
 teardown(function()
   if tmpdir and tmpdir:match('^/tmp/') then os.execute("rm -rf '" .. tmpdir .. "'") end
 end)
