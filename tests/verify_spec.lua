@@ -395,6 +395,123 @@ describe('verify checks what a run claims against its documents and evidence (is
   end)
 end)
 
+describe('the index of a samples file is bounded, and running out of memory names the file (issue 37)', function()
+  local helpers = require 'helpers.bundles'
+  local writer = require 'kluabench.record.writer'
+  local evidence = require 'kluabench.record.evidence'
+  local SANITIZED = (kb.build_info().cflags or ''):find('sanitize', 1, true) ~= nil
+  local n = 0
+
+  -- A records file of one bundle whose samples file is `before` .. its entry's line .. `after`.
+  local function records(before, after)
+    n = n + 1
+    local path = tmp('bounded-' .. n .. '.jsonl')
+    assert(writer.append(path, helpers.make { samples = { 1, 1.1, 1.2 } }))
+    local sp = evidence.samples_path(path)
+    local f = assert(io.open(sp, 'rb'))
+    local entry = f:read('a')
+    f:close()
+    f = assert(io.open(sp, 'wb'))
+    f:write(before, entry, after or '')
+    f:close()
+    evidence.forget()
+    return path, sp
+  end
+
+  local function ulimited(kib, path)
+    return sh(string.format("ulimit -v %d; '%s' verify '%s'", kib, exe, path))
+  end
+
+  local it_limited = SANITIZED and pending or it
+  it_limited('40 MB of newlines before the entry: verified under ulimit -v 400 MB, in seconds', function()
+    if not exe then return pending('kb.executable() is not available') end
+    local path = records(string.rep('\n', 40 * 1024 * 1024))
+    local t0 = os.time()
+    local out, code = ulimited(400000, path)
+    assert.equal(0, code, out) -- the entry is found by its digest (its uri names line 1)
+    assert.matches('1 bundle: 1 ok', out, 1, true)
+    assert.is_true(os.time() - t0 < 30)
+    -- the same blank lines before the bundle in the records file
+    local text = assert(io.open(path)):read('a')
+    local big = tmp('bounded-records.jsonl')
+    local f = assert(io.open(big, 'wb'))
+    f:write(string.rep('\n', 40 * 1024 * 1024), text)
+    f:close()
+    assert(os.execute(string.format("cp '%s' '%s'", evidence.samples_path(path), evidence.samples_path(big))))
+    out, code = ulimited(400000, big)
+    assert.equal(0, code, out)
+    assert.matches(big .. ':' .. (40 * 1024 * 1024 + 1) .. ' ', out, 1, true)
+    -- too little memory even to read it: an error naming the samples file, not a bare "not enough memory"
+    out, code = ulimited(100000, path)
+    assert.equal(1, code, out)
+    assert.matches(evidence.samples_path(path) .. ': not enough memory', out, 1, true)
+    assert.not_matches('kluabench: not enough memory', out, 1, true)
+    os.remove(evidence.samples_path(big)); os.remove(big)
+    os.remove(evidence.samples_path(path)); os.remove(path)
+  end)
+
+  it('the entry is found past a million short lines, and the line it names is the right one', function()
+    local vlib = require 'kluabench.record.verify'
+    local reader = require 'kluabench.record.reader'
+    local odd = '{"format":"other"}'
+    local path, sp = records(string.rep('x\n', 1000003), odd .. '\n\n')
+    -- the uri names line 1, where the entry no longer is: found by its digest, past the million lines
+    local b = assert(reader.read(path))[1]
+    assert.same({}, vlib.problems(b, path))
+    -- a digest that a line that is no entry has: the message names that line, by digest or by uri
+    local json_lib = require 'kluabench.util.json'
+    for _, uri_line in ipairs { 1, 1000005 } do
+      local c = json_lib.decode((assert(io.open(path)):read('l')))
+      local raw = c.run.spec.evidence.rawSamples
+      raw.digest = 'sha256:' .. kb.sha256(odd)
+      raw.uri = raw.uri:gsub('#L%d+', '#L' .. uri_line)
+      evidence.forget()
+      local problems = vlib.problems(c, path)
+      assert.equal(1, #problems)
+      assert.equal('raw samples: ' .. sp .. ':1000005 is not a kluabench.samples/v1 entry', problems[1].error)
+    end
+    os.remove(sp); os.remove(path)
+  end)
+
+  it('more lines that could be entries than a samples file holds is an error naming the file', function()
+    local saved = evidence.MAX_ENTRIES
+    evidence.MAX_ENTRIES = 10
+    local path, sp = records(string.rep('{"x":1}\n', 20))
+    local out = {}
+    local counts = verify.check_file(path, function(kind, _, _, detail) out[#out + 1] = kind .. ' ' .. tostring(detail) end)
+    evidence.MAX_ENTRIES = saved
+    assert.equal(1, counts.error)
+    assert.matches(sp .. ': more than 10 lines that begin with "{"', table.concat(out, '\n'), 1, true)
+    os.remove(sp); os.remove(path)
+  end)
+
+  it('a memory error while indexing a samples file or reading a records file names the file', function()
+    local core = require 'kluabench.core'
+    local path, sp = records('\n')
+    local saved = core.sha256
+    -- out of memory hashing the lines of the samples file (the documents' digests are hashed as ever)
+    core.sha256 = function(text)
+      if text:find('kluabench.samples/v1', 1, true) then error('not enough memory', 0) end
+      return saved(text)
+    end
+    local out = {}
+    local ok, counts = pcall(verify.check_file, path, function(kind, _, _, detail) out[#out + 1] = kind .. ' '
+      .. tostring(detail) end)
+    core.sha256 = saved
+    assert.is_true(ok, tostring(counts))
+    assert.matches(sp .. ': not enough memory to index it', table.concat(out, '\n'), 1, true)
+    local output = require 'kluabench.util.json'
+    local decode = output.decode
+    output.decode = function() error('not enough memory', 0) end
+    local items, line, why = require('kluabench.record.reader').items('{"run":{}}\n{"run":{}}\n', 'x.jsonl')
+    output.decode = decode
+    assert.is_nil(items)
+    assert.equal(1, line)
+    assert.equal('not enough memory to read its 22 bytes', why)
+    os.remove(sp); os.remove(path)
+  end)
+end)
+
 teardown(function()
   if tmpdir and tmpdir:match('^/tmp/') then os.execute("rm -rf '" .. tmpdir .. "'") end
 end)
