@@ -182,6 +182,7 @@ local API = {
     refused_only = true },
   { 'kb.append_file', { 'tostring', 'tostring' }, function() return '/nonexistent-kluabench/x', 'x' end,
     refused_only = true },
+  { 'kb.remove_tree', { 'tostring' }, function() return '/nonexistent-kluabench/x' end, refused_only = true },
   { 'kb.defer_interrupts', { 'boolean' }, function() return false end },
   { 'kb.interrupted', {}, function() end },
   { 'kb.rope.freqs', { 'seq_len', 'head_dim', 'opts?' }, function() return 4, 8, { device = 'cpu' } end },

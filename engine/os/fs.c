@@ -8,6 +8,7 @@
  * style). */
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
@@ -267,6 +268,60 @@ static int l_append_file(lua_State *L) {
   return 2;
 }
 
+/* ---- removing a directory tree ------------------------------------------- */
+
+/* nftw's callback gets no context: the first error, for l_remove_tree. */
+static _Thread_local int tree_errno;
+static _Thread_local char tree_failed[PATH_MAX];
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+  (void)st;
+  (void)ftw;
+  /* FTW_DP: a directory whose entries are gone; FTW_DNR: one that could not be read */
+  int rc = (flag == FTW_DP || flag == FTW_DNR || flag == FTW_D) ? rmdir(path) : unlink(path);
+  if (rc != 0 && !tree_errno) {
+    tree_errno = errno;
+    snprintf(tree_failed, sizeof tree_failed, "%s", path);
+  }
+  return 0; /* go on: remove what can be removed */
+}
+
+/*** Removes a file, or a directory with everything in it, without a shell (what `rm -r` does):
+ * links are removed, never followed. A path that does not exist is fine (true). "/" is refused.
+ * nil, "path: why" for the first entry that could not be removed.
+ *
+ * @signature kb.remove_tree(path) -> true | nil, message
+ * @section digest
+ * @example
+ *   local dir = os.tmpname(); os.remove(dir); assert(kb.mkdir(dir))
+ *   assert(kb.mkdir(dir .. "/sub"))
+ *   assert(kb.remove_tree(dir))
+ */
+static int l_remove_tree(lua_State *L) {
+  const char *path = kb_check_cstring(L, 1, "remove_tree", "path");
+  luaL_argcheck(L, path[0] != '\0', 1, "a path expected, got an empty string");
+  char real[PATH_MAX];
+  if (realpath(path, real) && strcmp(real, "/") == 0) luaL_argerror(L, 1, "refusing to remove /");
+  struct stat st;
+  if (lstat(path, &st) != 0) {
+    if (errno == ENOENT) {
+      lua_pushboolean(L, 1);
+      return 1;
+    }
+    return fail(L, path, errno);
+  }
+  tree_errno = 0;
+  tree_failed[0] = '\0';
+  if (!S_ISDIR(st.st_mode)) {
+    if (unlink(path) != 0) return fail(L, path, errno);
+  } else if (nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0) {
+    return fail(L, path, errno);
+  }
+  if (tree_errno) return fail(L, tree_failed, tree_errno);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
 /* ---- reading a whole file -------------------------------------------------- */
 
 #define FD_MT "kluabench.fs.fd"
@@ -494,6 +549,7 @@ static const luaL_Reg functions[] = {
     {"fsync", l_fsync}, {"stat", l_stat},   {"realpath", l_realpath}, {"readlink", l_readlink},
     {"chmod", l_chmod}, {"mkdir", l_mkdir}, {"read_file", l_read_file},
     {"try_lock", l_try_lock}, {"write_temp", l_write_temp}, {"append_file", l_append_file},
+    {"remove_tree", l_remove_tree},
     {NULL, NULL},
 };
 
