@@ -128,7 +128,7 @@ end
 --   local b = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
 --   local dir = os.tmpname(); os.remove(dir); assert(kb.mkdir(dir))
 --   assert(evidence.write_for(b, dir .. "/run.jsonl")) -- the entry goes to dir/run.samples.jsonl
---   os.execute("rm -r " .. dir)
+--   kb.remove_tree(dir)
 function M.write_for(bundle, records_path, samples)
   args.check('evidence.write_for', 1, bundle, 'table', 'bundle')
   args.check('evidence.write_for', 2, records_path, 'string|nil', 'records file path (nil or "-": stdout)')
@@ -208,7 +208,7 @@ end
 --   local b = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
 --   local dir = os.tmpname(); os.remove(dir); assert(kb.mkdir(dir))
 --   assert(evidence.write_file({b}, dir .. "/run.json"))
---   os.execute("rm -r " .. dir)
+--   kb.remove_tree(dir)
 function M.write_file(bundles, records_path, samples)
   args.check('evidence.write_file', 1, bundles, 'table', 'list of bundles')
   args.check('evidence.write_file', 2, records_path, 'string|nil', 'records file path (nil or "-": stdout)')
@@ -426,7 +426,7 @@ end
 --   local read = assert(io.open(dir .. "/run.jsonl")):read("l")
 --   local e, why = evidence.resolve(require("kluabench.util.json").decode(read), dir .. "/run.jsonl")
 --   print(#e.samples, why)
---   os.execute("rm -r " .. dir)
+--   kb.remove_tree(dir)
 function M.resolve(bundle, records_path)
   args.check('evidence.resolve', 1, bundle, 'table', 'bundle')
   args.check('evidence.resolve', 2, records_path, 'string|nil', 'records file path')

@@ -264,7 +264,7 @@ end
 --   local dir = os.tmpname(); os.remove(dir); assert(kb.mkdir(dir))
 --   assert(writer.append(dir .. "/results.jsonl", bundle))
 --   local bundles, lines = assert(reader.read(dir .. "/results.jsonl", {comparable = true}))
---   os.execute("rm -r " .. dir)
+--   kb.remove_tree(dir)
 function M.read(path, opts)
   local text, err = files.read_file(path)
   if not text then return nil, err end

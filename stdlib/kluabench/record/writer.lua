@@ -19,7 +19,7 @@ local M = {}
 --   local bundle = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
 --   local dir = os.tmpname(); os.remove(dir); assert(kb.mkdir(dir))
 --   assert(writer.append(dir .. "/run.jsonl", bundle)) -- its samples go to dir/run.samples.jsonl
---   os.execute("rm -r " .. dir)
+--   kb.remove_tree(dir)
 function M.append(path, bundle, samples)
   args.check('writer.append', 1, path, 'string', 'file path')
   args.check('writer.append', 2, bundle, 'table', 'bundle')
@@ -107,7 +107,7 @@ local LOCK_WAIT_MS = 30000
 -- @example
 --   local dir = os.tmpname(); os.remove(dir); assert(kb.mkdir(dir))
 --   print(writer.locked(dir .. "/run.json", function() return kb.try_lock(dir) end)) --> false	busy
---   os.execute("rm -r " .. dir)
+--   kb.remove_tree(dir)
 function M.locked(path, fn, ...)
   args.check('writer.locked', 1, path, 'string', 'file path')
   args.check('writer.locked', 2, fn, 'function', 'function')
@@ -144,7 +144,7 @@ end
 --   local bundle = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
 --   local dir = os.tmpname(); os.remove(dir); assert(kb.mkdir(dir))
 --   assert(writer.write_pretty(dir .. "/run.json", {bundle})) -- and dir/run.samples.jsonl
---   os.execute("rm -r " .. dir)
+--   kb.remove_tree(dir)
 function M.write_pretty(path, bundles, samples, opts)
   args.check('writer.write_pretty', 1, path, 'string', 'file path')
   args.check('writer.write_pretty', 2, bundles, 'table', 'list of bundles')

@@ -389,7 +389,7 @@ end
 --   local dir = os.tmpname()
 --   os.remove(dir)
 --   assert(report.mkdir_p(dir .. "/results/today"))
---   os.execute("rm -r " .. dir)
+--   kb.remove_tree(dir)
 function M.mkdir_p(path)
   args.check('report.mkdir_p', 1, path, 'string', 'path')
   if path == nil or path == '' or path == '.' then return true end
