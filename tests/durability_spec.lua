@@ -120,23 +120,35 @@ describe('temporary files are created exclusively, never through a planted link 
   before_each(function() dir = sub.tmpdir() end)
   after_each(function() os.execute('rm -rf ' .. sub.q(dir)) end)
 
-  -- Links at every name the earlier writers would have used, all to one victim file.
-  local function plant(names)
+  -- Links at every name the earlier writers would have used and at guessed ones (all to one victim
+  -- file), and dangling links beside them (following one would create the file it names).
+  local function plant(names, targets)
     local victim = dir .. '/victim'
     sub.spit(victim, 'keep me')
+    for _, t in ipairs(targets) do
+      for _, guess in ipairs { '.tmp', '.tmp-0', '.tmp-000000000000', '.tmp-ffffffffffff', '.probe' } do
+        names[#names + 1] = t .. guess
+      end
+    end
     local words = {}
     for _, n in ipairs(names) do words[#words + 1] = sub.q(n) end
     assert(os.execute('for n in ' .. table.concat(words, ' ') .. '; do ln -s ' .. sub.q(victim) .. ' "$n"; done'))
-    return victim
+    for i, t in ipairs(targets) do
+      assert(os.execute(string.format('ln -s %s %s', sub.q(dir .. '/absent' .. i), sub.q(t .. '.tmp-1'))))
+    end
+    return victim, function()
+      for i = 1, #targets do assert.is_nil(kb.stat(dir .. '/absent' .. i)) end
+      for _, n in ipairs(names) do assert.equal('link', kb.stat(n).type) end
+    end
   end
 
-  it("check_writable's probe: links at OUT.probe-<seconds>-<n> are never opened", function()
+  it("check_writable's probe: links at OUT.probe-<seconds>-<n> and guessed names are never opened", function()
     local out, names = dir .. '/report.html', {}
     local now = os.time()
     for t = now - 1, now + 4 do
       for n = 1, 20 do names[#names + 1] = string.format('%s.probe-%d-%d', out, t, n) end
     end
-    local victim = plant(names)
+    local victim, untouched = plant(names, { out })
     -- a fresh process: the earlier counter would start from 1 there
     local r = run_script(dir, [[
       local files = require 'kluabench.util.files'
@@ -144,17 +156,18 @@ describe('temporary files are created exclusively, never through a planted link 
       print('writable')]], { out })
     assert.equal(0, r.code, r.err)
     assert.equal('keep me', sub.slurp(victim))
+    untouched()
     assert.is_nil(kb.stat(out)) -- nothing created at OUT itself
   end)
 
-  it('write_atomic and write_atomic_all: links at PATH.tmp-<stamp>-<n> are never opened, nor renamed over PATH',
+  it('write_atomic and write_atomic_all: links at PATH.tmp-<stamp>-<n> and guessed names are never opened, nor renamed over PATH',
     function()
       local a, b = dir .. '/run.json', dir .. '/run.samples.jsonl'
       local names = {}
       for _, target in ipairs { a, b } do
         for n = 1, 10 do names[#names + 1] = string.format('%s.tmp-42-%d', target, n) end
       end
-      local victim = plant(names)
+      local victim, untouched = plant(names, { a, b })
       -- the clock the earlier names were stamped with, made predictable
       local r = run_script(dir, [[
         local core = require 'kluabench.core'
@@ -164,6 +177,7 @@ describe('temporary files are created exclusively, never through a planted link 
         assert(files.write_atomic_all({ { arg[1], 'records two' }, { arg[2], 'samples two' } }))]], { a, b })
       assert.equal(0, r.code, r.err)
       assert.equal('keep me', sub.slurp(victim))
+      untouched()
       assert.equal('file', kb.stat(a).type)
       assert.equal('file', kb.stat(b).type)
       assert.equal('records two', sub.slurp(a))
