@@ -74,6 +74,27 @@ describe('files.write_atomic', function()
     assert.same({ 'result.json' }, listdir(dir))
   end)
 
+  it('an interrupt as kb.write_temp returns (Ctrl-C) is raised again and leaves no temporary file', function()
+    local path = dir .. '/result.json'
+    sub.spit(path, 'old')
+    -- the file exists, the path has not come back: the stop hook strikes as the C function returns
+    core.write_temp = function(...)
+      saved_temp(...)
+      error('interrupted!', 0)
+    end
+    for _, write in ipairs {
+      function() return files.write_atomic(path, 'new') end,
+      function() return files.write_atomic_all { { path, 'new' }, { dir .. '/other.json', 'other' } } end,
+      function() return files.check_writable(dir .. '/fresh.json') end,
+    } do
+      local ok, err = pcall(write)
+      assert.is_false(ok)
+      assert.equal('interrupted!', err)
+      assert.equal('old', sub.slurp(path))
+      assert.same({ 'result.json' }, listdir(dir))
+    end
+  end)
+
   it('returns nil and a message for a directory that does not exist', function()
     local ok, err = files.write_atomic(dir .. '/missing/result.json', 'x')
     assert.is_nil(ok)
@@ -184,7 +205,7 @@ describe('temporary files are created exclusively, never through a planted link 
       assert.equal('samples two', sub.slurp(b))
     end)
 
-  it('kb.write_temp: a fresh file under a random name beside the target, its mode as given', function()
+  it('kb.write_temp: a fresh file under a random name beside the target, its mode as given, named in created', function()
     local target = dir .. '/x.json'
     local t1 = assert(kb.write_temp(target, 'one', tonumber('600', 8)))
     local t2 = assert(kb.write_temp(target, 'two'))
@@ -193,7 +214,10 @@ describe('temporary files are created exclusively, never through a planted link 
     assert.equal('file', kb.stat(t1).type)
     assert.equal(tonumber('600', 8), kb.stat(t1).mode)
     assert.equal('two', sub.slurp(t2))
-    os.remove(t1); os.remove(t2)
+    local created = { 'earlier' }
+    local t3 = assert(kb.write_temp(target, 'three', nil, created))
+    assert.same({ 'earlier', t3 }, created) -- the path, the moment the file exists
+    os.remove(t1); os.remove(t2); os.remove(t3)
     local ok, err = kb.write_temp(dir .. '/missing/x.json', 'x')
     assert.is_nil(ok)
     assert.matches('missing/x.json: No such file or directory', err, 1, true)

@@ -178,7 +178,7 @@ local API = {
   { 'kb.mkdir', { 'tostring' }, function() return '/' end, refused_only = true },
   -- (in a directory that does not exist: the valid call fails softly; accepted values such as
   -- numbers would make files in the working directory, so only the refused ones are tried)
-  { 'kb.write_temp', { 'tostring', 'tostring', 'int?' }, function() return '/nonexistent-kluabench/x', '', 420 end,
+  { 'kb.write_temp', { 'tostring', 'tostring', 'int?', 'table?' }, function() return '/nonexistent-kluabench/x', '', 420, {} end,
     refused_only = true },
   { 'kb.append_file', { 'tostring', 'tostring' }, function() return '/nonexistent-kluabench/x', 'x' end,
     refused_only = true },

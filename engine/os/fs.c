@@ -191,15 +191,24 @@ static int write_all(int fd, const char *p, size_t n) {
   return 0;
 }
 
+/* list[#list + 1] = the C string at 2 (a light userdata); run under lua_pcall. */
+static int append_path(lua_State *L) {
+  lua_pushstring(L, (const char *)lua_touserdata(L, 2));
+  lua_rawseti(L, 1, (lua_Integer)lua_rawlen(L, 1) + 1);
+  return 0;
+}
+
 /*** Writes bytes into a new temporary file beside target, "TARGET.tmp-<12 random hex digits>",
  * created exclusively (O_CREAT | O_EXCL | O_NOFOLLOW: a file or a link planted at the name is never
  * opened, another name is drawn), then flushed to the device (fsync) and closed; its permission bits
  * are mode when given, else 0666 less the umask. Returns the temporary's path for the caller to
  * rename over the target (or remove): output.write_atomic, write_atomic_all and check_writable's
  * probe make every temporary of the stdlib through it. On a failure the temporary is removed and
- * the message names target: nil, "TARGET: why".
+ * the message names target: nil, "TARGET: why". created, a list, gets the path the moment the file
+ * exists, before any byte is written: a caller whose call an interrupt ends before the path comes
+ * back (Ctrl-C strikes as the function returns) still knows what to remove.
  *
- * @signature kb.write_temp(target, bytes [, mode]) -> temporary path | nil, message
+ * @signature kb.write_temp(target, bytes [, mode [, created]]) -> temporary path | nil, message
  * @section digest
  * @example
  *   local target = os.tmpname()
@@ -213,9 +222,21 @@ static int l_write_temp(lua_State *L) {
   const char *bytes = luaL_checklstring(L, 2, &n);
   lua_Integer mode = luaL_optinteger(L, 3, -1);
   luaL_argcheck(L, mode >= -1 && mode <= 07777, 3, "permission bits 0 to 07777 expected");
+  if (!lua_isnoneornil(L, 4)) luaL_checktype(L, 4, LUA_TTABLE);
   char tmp[PATH_MAX + 32];
   int fd = kb_create_temp(tmp, sizeof tmp, target, 0666);
   if (fd < 0) return fail(L, target, errno);
+  if (lua_istable(L, 4)) {
+    /* protected: a memory error there must not leave the file and its descriptor behind */
+    lua_pushcfunction(L, append_path);
+    lua_pushvalue(L, 4);
+    lua_pushlightuserdata(L, tmp);
+    if (lua_pcall(L, 2, 0, 0) != LUA_OK) {
+      close(fd);
+      unlink(tmp);
+      return lua_error(L);
+    }
+  }
   int e = write_all(fd, bytes, n);
   if (!e && mode >= 0 && fchmod(fd, (mode_t)mode) != 0) e = errno;
   if (!e && fsync(fd) != 0) e = errno;
