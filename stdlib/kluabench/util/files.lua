@@ -158,13 +158,22 @@ local function write_in_place(path, text) return write_to(path, 'wb', text) end
 
 -- The temporary of an atomic replacement of target: text written, fsync'ed and closed in a file
 -- beside it that kb.write_temp creates exclusively under a random name (never one a link can be
--- planted at), given mode. Raises nothing itself; returns its path or nil, reason.
-local function write_temp(target, text, mode)
+-- planted at), given mode. Raises nothing itself; returns its path or nil, reason. created gets the
+-- path the moment the file exists: an interrupt that ends the call before the path comes back
+-- leaves the caller what to remove (remove_created).
+local function write_temp(target, text, mode, created)
   local c = core()
   if not (c and c.write_temp) then return nil, 'this build has no kb.write_temp (temporary files)' end
-  local tmp, err = c.write_temp(target, text, mode)
+  local tmp, err = c.write_temp(target, text, mode, created)
   if not tmp then return nil, reason(err, target) end
   return tmp
+end
+
+-- Removes the temporaries kb.write_temp made (and that were not renamed since: renamed[path]).
+local function remove_created(created, renamed)
+  for _, t in ipairs(created) do
+    if not (renamed and renamed[t]) then os.remove(t) end
+  end
 end
 
 --- Writes text to path through a fsync'ed temporary file and a rename: readers see the old file or the new.
@@ -190,18 +199,17 @@ function M.write_atomic(path, text)
   end
   if kind == 'directory' then return nil, path .. ': is a directory' end
   if kind and kind ~= 'missing' and kind ~= 'file' then return write_in_place(path, text) end
-  local c, tmp = core(), nil
+  local c, created, done = core(), {}, false
   local called, ok, werr = pcall(function()
-    local t, err = write_temp(target, text, st and st.mode)
+    local t, err = write_temp(target, text, st and st.mode, created)
     if not t then return nil, err end
-    tmp = t
     local renamed, rerr = os.rename(t, target)
     if not renamed then return nil, reason(rerr, t) end
-    tmp = nil
+    done = true
     return true
   end)
   if not (called and ok) then
-    if tmp then os.remove(tmp) end
+    if not done then remove_created(created) end
     -- an interrupt (raised here) is raised again, the temporary file gone
     if not called then error(ok, 0) end
     if c and c.interrupted and c.interrupted() then error('interrupted!', 0) end
@@ -246,18 +254,16 @@ function M.write_atomic_all(list)
     local in_place = kind and kind ~= 'missing' and kind ~= 'file'
     plan[i] = { path = path, target = target, text = text, mode = st and st.mode, in_place = in_place }
   end
-  local function remove_temps()
-    for _, p in ipairs(plan) do if p.tmp then os.remove(p.tmp) end end
-  end
+  local created = {}
   for _, p in ipairs(plan) do
     if not p.in_place then
       local called, ok, werr = pcall(function()
-        local tmp, err = write_temp(p.target, p.text, p.mode)
+        local tmp, err = write_temp(p.target, p.text, p.mode, created)
         p.tmp = tmp
         return tmp ~= nil, err
       end)
       if not (called and ok) then
-        remove_temps()
+        remove_created(created)
         if not called then error(ok, 0) end
         if c and c.interrupted and c.interrupted() then error('interrupted!', 0) end
         return nil, string.format('%s: %s', p.path, tostring(werr))
@@ -336,10 +342,13 @@ function M.check_writable(path)
     return nil, string.format('%s: cannot write: %s %s', path, dir,
       dkind == 'missing' and 'does not exist' or 'is not a directory')
   end
-  -- the probe: an empty temporary beside path, created exclusively (never through a planted link)
-  local probe, err = write_temp(path, '')
+  -- the probe: an empty temporary beside path, created exclusively (never through a planted link),
+  -- removed whatever happens (an interrupt as it comes back included)
+  local created = {}
+  local called, probe, err = pcall(write_temp, path, '', nil, created)
+  remove_created(created)
+  if not called then error(probe, 0) end
   if not probe then return nil, string.format('%s: cannot write: %s', path, err) end
-  os.remove(probe)
   return true
 end
 
