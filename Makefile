@@ -277,14 +277,17 @@ valgrind: deps
 # `make fuzz`: libFuzzer targets (clang) in build-fuzz, the engine built with
 # ASan and UBSan: fuzz_jcs (kb.jcs and the stdlib JSON reader), fuzz_csv
 # (the Liger CSV importer), fuzz_records (the reader of record files, and
-# compare and plot on what it accepts) and fuzz_merge (merge's manifest check
-# and shard reader). `make fuzz-run FUZZ_SECONDS=60` runs
+# compare and plot on what it accepts), fuzz_merge (merge's manifest check
+# and shard reader), fuzz_samples (the record reader as verify runs it, with
+# the samples file beside: the samples index, verify.problems) and
+# fuzz_history (history add into an in-memory SQLite database).
+# `make fuzz-run FUZZ_SECONDS=60` runs
 # each for that long, all at once, from the seed corpora in tests/fuzz/corpus/; what
 # they find lands in build-fuzz/crashes/, to be kept as a regression input in
 # tests/fuzz/regressions/<target>/ (tests/fuzz_spec.lua replays those).
 FUZZ_BUILD   := build-fuzz
 FUZZ_CC      ?= clang
-FUZZ_TARGETS := jcs csv records merge
+FUZZ_TARGETS := jcs csv records merge samples history
 FUZZ_SECONDS ?= 60
 # -detect_leaks=0: the Lua heap frees on its own schedule, so nearly every
 # input looks like a leak to libFuzzer, whose leak scan per input made the

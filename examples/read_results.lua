@@ -32,7 +32,11 @@ end
 
 local made = not path or path == '-'
 if made then
-  path = os.tmpname() .. '.jsonl'
+  -- a directory of our own (made exclusively: kb.mkdir fails on a name that exists), the files in it
+  made = os.tmpname()
+  os.remove(made)
+  assert(kb.mkdir(made))
+  path = made .. '/results.jsonl'
   make_results(path)
 end
 
@@ -91,6 +95,5 @@ if chart then
   end
 end
 if made then
-  os.remove(path)
-  os.remove(kb.evidence.samples_path(path))
+  kb.remove_tree(made)
 end

@@ -36,7 +36,12 @@ if not sessions or sessions < 1 then fail("--sessions must be a positive integer
 local protocol_name = opts.protocol or 'cold'
 local samples_file
 if not opts.out then
-  samples_file = os.tmpname() .. '.samples.jsonl'
+  -- in a directory of its own, made exclusively (kb.mkdir fails on a name that exists): never a
+  -- predictable name beside a random one in /tmp
+  local dir = os.tmpname()
+  os.remove(dir)
+  assert(kb.mkdir(dir))
+  samples_file = dir .. '/run.samples.jsonl'
   io.stderr:write('ab_spin.lua: the raw samples of the bundles on stdout go to ', samples_file, '\n')
 end
 if protocol_name ~= 'cold' and protocol_name ~= 'hot' and protocol_name ~= 'do_bench' then

@@ -296,6 +296,37 @@ describe('merge and run-all check the manifest (issue 24, class 2)', function()
   end)
 end)
 
+describe('merge refuses a run that claims another provider or session than its documents (issue 37)', function()
+  local tmp, dir
+  before_each(function()
+    tmp = sh.tmpdir()
+    dir = tmp .. '/run'
+    launch_run(dir, 3)
+  end)
+  after_each(function() os.execute('rm -rf ' .. q(tmp)) end)
+
+  it('a provider renamed in the externalId, a session past its count: corrupt, named, not merged', function()
+    local k = sh.shard_of(dir, 'seq256-fp32')
+    sh.rewrite(string.format('%s/shard-%d.jsonl', dir, k), function(b, i)
+      local sn = b.run.spec.sourceNative
+      if i == 1 then
+        local provider = sn.externalId:match('^[^/]*/[^/]*/([^/]*)/')
+        sn.externalId = sn.externalId:gsub('^([^/]*/[^/]*/)[^/]*/', '%1' .. provider .. 'x/')
+      elseif i == 2 then
+        for _, m in ipairs(b.run.spec.measurements) do if m.metric == 'session' then m.value = 9 end end
+      end
+      return b
+    end)
+    local r = merge(dir, '-o', tmp .. '/m.jsonl')
+    assert.equal(1, r.code, r.err)
+    assert.matches(string.format('corrupt: shard%%-%d%%.jsonl:1: point [^:]+: run%%.spec%%.sourceNative%%.externalId '
+      .. '%%(provider%%): recorded %%S+x, computed', k), r.err)
+    assert.matches(string.format('corrupt: shard%%-%d%%.jsonl:2: point [^:]+: run%%.spec%%.measurements %%(session%%): '
+      .. 'recorded 9 of 1', k), r.err)
+    assert.matches('18 of 20 bundles', r.err, 1, true)
+  end)
+end)
+
 ---------------------------------------------------------------------------
 -- Class 3: one bad line never drops a shard
 ---------------------------------------------------------------------------

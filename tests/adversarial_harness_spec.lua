@@ -794,6 +794,49 @@ describe('the harness never writes over the files it runs (issue 24, class 2)', 
   end)
 end)
 
+describe('--samples that resolves to the records file is a usage error before measuring (issue 37)', function()
+  local dir
+  before_each(function()
+    dir = sub.tmpdir()
+    sub.spit(dir .. '/toy.lua', TOY)
+  end)
+  after_each(function() os.execute('rm -rf ' .. q(dir)) end)
+
+  it('a link to a --out not written yet, a chain of links, a relative link, --out a link to --samples, the samples file beside --out a link to it', function()
+    local out = dir .. '/run.jsonl'
+    assert(os.execute(string.format('ln -s %s %s && ln -s run.jsonl %s && ln -s %s %s', q(out), q(dir .. '/abs.jsonl'),
+      q(dir .. '/rel.jsonl'), q(dir .. '/rel.jsonl'), q(dir .. '/chain.jsonl'))))
+    for _, format in ipairs { 'jsonl', 'kernelindex' } do
+      for _, link in ipairs { 'abs.jsonl', 'rel.jsonl', 'chain.jsonl' } do
+        local r = toy(dir, { '--n', '16', '--format', format, '--out', out, '--samples', dir .. '/' .. link })
+        assert.equal(2, r.code, format .. ' ' .. link .. ': ' .. r.err)
+        assert.matches("toy: option '--samples' " .. dir .. '/' .. link .. ' is the records file: writing there would '
+          .. 'overwrite an input', r.err, 1, true)
+        assert.not_matches('measur', r.err) -- refused before measuring
+      end
+    end
+    -- --out a dangling link to the --samples file
+    local r = toy(dir, { '--n', '16', '--format', 'jsonl', '--out', dir .. '/abs.jsonl', '--samples', out })
+    assert.equal(2, r.code, r.err)
+    assert.matches("option '--samples' " .. out .. ' is the records file', r.err, 1, true)
+    assert.is_nil(kb.stat(out)) -- nothing written
+    -- the samples file beside --out a link to --out
+    assert(os.execute(string.format('ln -s run.jsonl %s', q(dir .. '/run.samples.jsonl'))))
+    r = toy(dir, { '--n', '16', '--format', 'jsonl', '--out', out })
+    assert.equal(2, r.code, r.err)
+    assert.matches("option '--out' " .. out .. ' (its samples file ' .. dir .. '/run.samples.jsonl) is the records file',
+      r.err, 1, true)
+    assert.is_nil(kb.stat(out))
+    os.remove(dir .. '/run.samples.jsonl')
+    -- a link to another file not written yet is fine
+    assert(os.execute(string.format('ln -s %s %s', q(dir .. '/elsewhere.samples.jsonl'), q(dir .. '/s.jsonl'))))
+    r = toy(dir, { '--n', '16', '--format', 'jsonl', '--out', out, '--samples', dir .. '/s.jsonl' })
+    assert.equal(0, r.code, r.err)
+    assert.equal(1, #lines_of(out))
+    assert.equal(1, #lines_of(dir .. '/elsewhere.samples.jsonl'))
+  end)
+end)
+
 describe('a second writer of one whole-file --out is noticed, not overwritten (issue 24, lesser)', function()
   local dir
   before_each(function()

@@ -15,7 +15,7 @@ local function files(dir)
   return out
 end
 
-for _, target in ipairs { 'jcs', 'csv', 'records', 'merge' } do
+for _, target in ipairs { 'jcs', 'csv', 'records', 'merge', 'samples', 'history' } do
   describe('fuzz target ' .. target, function()
     it('holds on its seed corpus', function()
       local seeds = files('tests/fuzz/corpus/' .. target)
@@ -76,6 +76,41 @@ describe('the fuzz oracle', function()
     merge.gather = saved
     assert.is_false(ok)
     assert.matches('^oracle: ', err)
+  end)
+
+  it('samples: the seeds resolve as a plain reading does, and an index that names a wrong line is caught', function()
+    local evidence = require 'kluabench.record.evidence'
+    local seed = sub.slurp(ROOT .. '/tests/fuzz/corpus/samples/entry_moved.bin')
+    assert.has_no_error(function() oracle.samples(seed) end)
+    local saved = evidence.resolve
+    evidence.resolve = function(b, path)
+      local entry, why = saved(b, path)
+      if not entry and why then why = why:gsub(':(%d+) is not a ', function(n) return ':' .. (n + 1) .. ' is not a ' end) end
+      return entry, why
+    end
+    local ok, err = pcall(oracle.samples, seed)
+    evidence.resolve = saved
+    assert.is_false(ok)
+    assert.matches('^oracle: line %d+ by ', err)
+  end)
+
+  it('history: a clean seed adds its bundles once; a store that adds what verify refuses is caught', function()
+    local history = require 'kluabench.history'
+    local sum = oracle.history(sub.slurp(ROOT .. '/tests/fuzz/corpus/history/valid.bin'))
+    assert.same({ 2, 0, 0 }, { sum.added, sum.present, #sum.refused })
+    local forged = sub.slurp(ROOT .. '/tests/fuzz/corpus/history/claims_provider.bin')
+    sum = oracle.history(forged)
+    assert.same({ 0, 0, 1 }, { sum.added, sum.present, #sum.refused })
+    local verify = require 'kluabench.record.verify'
+    local saved = verify.problems
+    verify.problems = function(b, path)
+      if path == nil then return {} end -- the store's check sees nothing wrong: it adds the forgery
+      return saved(b, path)
+    end
+    local ok, err = pcall(oracle.history, forged)
+    verify.problems = saved
+    assert.is_false(ok)
+    assert.matches('^oracle: bundle 1 was added, and verify refuses it', err)
   end)
 
   it('imports the rows of each regression input it can, and says why for the others', function()

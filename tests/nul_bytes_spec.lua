@@ -34,7 +34,7 @@ describe('NUL bytes in paths: fs', function()
     assert.equal(420, kb.stat(x).mode)
   end)
 
-  it('kb.mkdir, kb.stat, kb.realpath, kb.fsync, kb.read_file and kb.try_lock refuse a NUL', function()
+  it('kb.mkdir, kb.stat, kb.realpath, kb.readlink, kb.fsync, kb.read_file, kb.try_lock, kb.write_temp, kb.append_file and kb.remove_tree refuse a NUL', function()
     local x = dir .. '/x'
     refused(err_of(kb.mkdir, x .. '\0y'), 1, 'mkdir', 'path', #x + 1)
     assert.is_nil(kb.stat(x)) -- nothing was made
@@ -42,10 +42,16 @@ describe('NUL bytes in paths: fs', function()
     refused(err_of(kb.stat, x .. '\0y'), 1, 'stat', 'path', #x + 1)
     refused(err_of(kb.stat, x .. '\0y', true), 1, 'stat', 'path', #x + 1)
     refused(err_of(kb.realpath, x .. '\0y'), 1, 'realpath', 'path', #x + 1)
+    refused(err_of(kb.readlink, x .. '\0y'), 1, 'readlink', 'path', #x + 1)
     refused(err_of(kb.fsync, x .. '\0y'), 1, 'fsync', 'path', #x + 1)
     refused(err_of(kb.read_file, x .. '\0y'), 1, 'read_file', 'path', #x + 1)
     refused(err_of(kb.try_lock, dir .. '\0y'), 1, 'try_lock', 'dir', #dir + 1)
     refused(err_of(package.loaded['kluabench.host'].listdir, dir .. '\0y'), 1, 'listdir', 'path', #dir + 1)
+    refused(err_of(kb.write_temp, x .. '\0y', 'z'), 1, 'write_temp', 'target', #x + 1)
+    refused(err_of(kb.append_file, x .. '\0y', 'z'), 1, 'append_file', 'path', #x + 1)
+    refused(err_of(kb.remove_tree, x .. '\0y'), 1, 'remove_tree', 'path', #x + 1)
+    assert.equal('file', kb.stat(x).type) -- x itself not removed
+    assert.equal('data', util.slurp(x)) -- nothing appended
   end)
 end)
 

@@ -293,6 +293,24 @@ describe('record bundle shape', function()
   end)
 end)
 
+describe('a run that measured no time is never passed (issues 36, 37)', function()
+  local bundles = require 'helpers.bundles'
+  local evidence = require 'kluabench.record.evidence'
+
+  it('zero-length samples (a median of 0 ms) make a runtime_error with the reason, never passed', function()
+    for _, samples in ipairs { { 0, 0, 0 }, { 0 }, { 0, 0, 1e-9 } } do
+      local b = bundles.make { samples = samples }
+      assert.equal('runtime_error', b.run.spec.status, table.concat(samples, ','))
+      local reasons = evidence.of(b).reasons
+      assert.matches('no positive time, so nothing was measured', reasons[#reasons], 1, true)
+      assert.same({}, verify.check(b)) -- a record that verifies, saying what it is
+    end
+    -- a run that did measure a time stays passed; a status given by the caller is kept
+    assert.equal('passed', bundles.make({ samples = { 0.001, 0.002 } }).run.spec.status)
+    assert.equal('incorrect_numerical', bundles.make({ samples = { 0, 0 }, status = 'incorrect_numerical' }).run.spec.status)
+  end)
+end)
+
 describe('digest recipe: "sha256:" .. hex(SHA-256(JCS({apiVersion, kind, spec})))', function()
   it('is recomputed independently for all six digests', function()
     local b = our_bundle()

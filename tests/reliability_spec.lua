@@ -187,12 +187,20 @@ local API = {
   { 'kb.fsync', { 'tostring' }, function() return FILE end },
   { 'kb.stat', { 'tostring', 'any' }, function() return FILE, true end },
   { 'kb.realpath', { 'tostring' }, function() return FILE end },
+  { 'kb.readlink', { 'tostring' }, function() return FILE end },
   { 'kb.chmod', { 'tostring', 'ns' }, function() return FILE, 420 end },
   { 'kb.try_lock', { 'tostring' }, function() return FILE end },
   -- (a directory that exists: the valid call fails softly, creating nothing;
   -- the values it accepts, numbers among them, would make directories in the
   -- working directory, so only the refused ones are tried: `refused_only`)
   { 'kb.mkdir', { 'tostring' }, function() return '/' end, refused_only = true },
+  -- (in a directory that does not exist: the valid call fails softly; accepted values such as
+  -- numbers would make files in the working directory, so only the refused ones are tried)
+  { 'kb.write_temp', { 'tostring', 'tostring', 'int?', 'table?' }, function() return '/nonexistent-kluabench/x', '', 420, {} end,
+    refused_only = true },
+  { 'kb.append_file', { 'tostring', 'tostring' }, function() return '/nonexistent-kluabench/x', 'x' end,
+    refused_only = true },
+  { 'kb.remove_tree', { 'tostring' }, function() return '/nonexistent-kluabench/x' end, refused_only = true },
   { 'kb.defer_interrupts', { 'boolean' }, function() return false end },
   { 'kb.interrupted', {}, function() end },
   { 'kb.rope.freqs', { 'seq_len', 'head_dim', 'opts?' }, function() return 4, 8, { device = 'cpu' } end },

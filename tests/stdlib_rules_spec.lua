@@ -15,6 +15,31 @@ local function stdlib_files()
 end
 
 describe('stdlib rules', function()
+  -- No shell sees a string from outside (issue 37): commands run through kb.process.spawn with an
+  -- argument vector, files are removed with os.remove or kb.remove_tree. Every file under stdlib/,
+  -- scripts/ and examples/ is read, comments and @example code included (the API examples run).
+  -- The specs under tests/ may still call io.popen and os.execute, with constant commands or
+  -- arguments quoted by helpers.util.q, to set up and inspect what they test.
+  it('no io.popen or os.execute anywhere in stdlib/, scripts/ or examples/ (code, comments, examples)', function()
+    local p = assert(io.popen('find ' .. util.q(ROOT .. '/stdlib') .. ' ' .. util.q(ROOT .. '/scripts') .. ' '
+      .. util.q(ROOT .. '/examples') .. ' -type f | sort'))
+    local bad, n = {}, 0
+    for path in p:lines() do
+      n = n + 1
+      local text = assert(util.slurp(path))
+      local ln = 0
+      for line in (text .. '\n'):gmatch('([^\n]*)\n') do
+        ln = ln + 1
+        if line:find('popen', 1, true) or line:find('%f[%w_]os%s*[%.:]%s*execute') or line:find('%f[%w_]os%s*%[%s*[\'"]execute') then
+          bad[#bad + 1] = path:sub(#ROOT + 2) .. ':' .. ln .. ': ' .. line
+        end
+      end
+    end
+    p:close()
+    assert.is_true(n > 100, tostring(n))
+    assert.same({}, bad)
+  end)
+
   it('no submodule requires "kluabench" (only init.lua, which is that module)', function()
     local files, bad = stdlib_files(), {}
     assert.is_true(#files > 20)

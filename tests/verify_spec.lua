@@ -251,6 +251,267 @@ describe('kluabench import-liger (the command)', function()
   end)
 end)
 
+describe('verify checks what a run claims against its documents and evidence (issue 37)', function()
+  local helpers = require 'helpers.bundles'
+  local writer = require 'kluabench.record.writer'
+  local n = 0
+
+  -- A bundle made by the harness's record builder, edited by edit(b) before it is written beside its
+  -- raw samples (the edits touch only undigested run fields: every digest still holds); verify's
+  -- MISMATCH lines and exit status.
+  local function forged(o, edit)
+    n = n + 1
+    local b = helpers.make(o)
+    edit(b, b.run.spec.sourceNative)
+    local path = tmp('claims-' .. n .. '.jsonl')
+    assert(writer.append(path, b))
+    local out, code = sh(string.format("'%s' verify '%s'", exe, path))
+    return out, code
+  end
+
+  local function set_measurement(b, metric, value)
+    for _, m in ipairs(b.run.spec.measurements) do if m.metric == metric then m.value = value end end
+  end
+
+  it('a genuine bundle of every built-in provider and mode, and of a script provider, is OK', function()
+    if not exe then return pending('kb.executable() is not available') end
+    for _, mode in ipairs { 'forward', 'backward', 'full' } do
+      for _, provider in ipairs { 'fused', 'reference', 'floor', 'copy' } do
+        local out, code = forged({ samples = { 1, 1.1, 1.2 }, mode = mode, provider = provider, session = { 2, 3 } },
+          function() end)
+        assert.equal(0, code, out)
+      end
+    end
+    local out, code = forged({ samples = { 1, 1.1 }, kernel = 'toy', provider = 'mine' }, function() end)
+    assert.equal(0, code, out)
+  end)
+
+  it('externalId says fused while the implementation document is the reference kernel', function()
+    if not exe then return pending('kb.executable() is not available') end
+    local out, code = forged({ samples = { 1, 1.1, 1.2 }, provider = 'reference' }, function(_, sn)
+      sn.externalId = sn.externalId:gsub('/reference/', '/fused/')
+    end)
+    assert.equal(1, code, out)
+    assert.matches('MISMATCH [^\n]*:1 run.spec.sourceNative.externalId %(provider%): recorded fused, computed reference '
+      .. "%(the implementation document's callable kb_rope_reference_cpu%)", out)
+    assert.matches('0 ok, 1 mismatched', out, 1, true)
+  end)
+
+  it('a script provider whose name is not the callable the implementation document names', function()
+    if not exe then return pending('kb.executable() is not available') end
+    local out, code = forged({ samples = { 1, 1.1 }, kernel = 'toy', provider = 'slow' }, function(b, sn)
+      sn.externalId = sn.externalId:gsub('/slow/', '/fast/')
+      b.run.metadata.title = b.run.metadata.title:gsub('slow', 'fast')
+    end)
+    assert.equal(1, code, out)
+    assert.matches("run.spec.sourceNative.externalId (provider): recorded fast, computed slow (the implementation "
+      .. "document's callable)", out, 1, true)
+  end)
+
+  it('session 3 of 2, in the measurements or in the externalId', function()
+    if not exe then return pending('kb.executable() is not available') end
+    local out, code = forged({ samples = { 1, 1.1 }, session = { 2, 2 } }, function(b, sn)
+      set_measurement(b, 'session', 3)
+      sn.externalId = sn.externalId:gsub('session%-2%-of%-2', 'session-3-of-2')
+    end)
+    assert.equal(1, code, out)
+    assert.matches('run.spec.measurements (session): recorded 3 of 2, computed a whole index from 1 to the count',
+      out, 1, true)
+    assert.matches('run.spec.sourceNative.externalId (session): recorded 3 of 2, computed a whole index', out, 1, true)
+  end)
+
+  it('the run says session 1 of 3, its externalId and its evidence session 2 of 3', function()
+    if not exe then return pending('kb.executable() is not available') end
+    local out, code = forged({ samples = { 1, 1.1 }, session = { 2, 3 } }, function(b)
+      set_measurement(b, 'session', 1)
+    end)
+    assert.equal(1, code, out)
+    assert.matches('run.spec.sourceNative.externalId (session): recorded 2 of 3, computed 1 of 3 '
+      .. '(run.spec.measurements)', out, 1, true)
+    assert.matches('run.spec.measurements (session): recorded 1 of 3, computed 2 of 3 (the evidence entry)', out, 1, true)
+  end)
+
+  it('the mode: benchmark and externalId say backward, the protocol document times the forward pass', function()
+    if not exe then return pending('kb.executable() is not available') end
+    local out, code = forged({ samples = { 1, 1.1 }, mode = 'forward', provider = 'reference' }, function(_, sn)
+      sn.benchmark = sn.benchmark:gsub('forward', 'backward')
+      sn.externalId = sn.externalId:gsub('/forward/', '/backward/')
+    end)
+    assert.equal(1, code, out)
+    assert.matches('run.spec.sourceNative.benchmark (mode): recorded backward, computed forward (the protocol '
+      .. 'document times the forward pass)', out, 1, true)
+    -- the benchmark and the externalId disagree with each other
+    out, code = forged({ samples = { 1, 1.1 } }, function(_, sn)
+      sn.externalId = sn.externalId:gsub('/forward/', '/full/')
+    end)
+    assert.equal(1, code, out)
+    assert.matches('run.spec.sourceNative.externalId (mode): recorded full, computed forward '
+      .. '(run.spec.sourceNative.benchmark)', out, 1, true)
+  end)
+
+  it('the backend label, the title, the case key and the evidence entry\'s run', function()
+    if not exe then return pending('kb.executable() is not available') end
+    local out, code = forged({ samples = { 1, 1.1 } }, function(b) b.run.metadata.labels.backend = 'cuda' end)
+    assert.equal(1, code, out)
+    assert.matches("run.metadata.labels.backend: recorded cuda, computed cpu (the implementation document's "
+      .. 'callable kb_rope_fused_cpu)', out, 1, true)
+    out, code = forged({ samples = { 1, 1.1 } }, function(b)
+      b.run.metadata.title = b.run.metadata.title:gsub(' · fused · ', ' · reference · ')
+    end)
+    assert.equal(1, code, out)
+    assert.matches('run.metadata.title: recorded [^\n]* · reference · forward, computed provider fused, mode forward', out)
+    out, code = forged({ samples = { 1, 1.1 }, hidden = 512 }, function(_, sn)
+      sn.externalId = sn.externalId:gsub('hidden512', 'hidden8192')
+    end)
+    assert.equal(1, code, out)
+    assert.matches('run.spec.sourceNative.externalId (case): recorded hidden8192-kv_heads8-q_heads32-seq2048-bf16, '
+      .. 'computed hidden = 512 (the workload document)', out, 1, true)
+    out, code = forged({ samples = { 1, 1.1 } }, function(_, sn)
+      sn.externalId = sn.externalId:gsub('%-000$', '-999')
+    end)
+    assert.equal(1, code, out)
+    assert.matches("run.spec.sourceNative.externalId: recorded [^\n]*%-999, computed [^\n]*%-000 %(the evidence entry's "
+      .. 'run%)', out)
+  end)
+
+  it('history add and report refuse such a bundle, as verify does', function()
+    if not exe then return pending('kb.executable() is not available') end
+    local b = helpers.make { samples = { 1, 1.1, 1.2 }, provider = 'reference' }
+    b.run.spec.sourceNative.externalId = b.run.spec.sourceNative.externalId:gsub('/reference/', '/fused/')
+    local path = tmp('claims-refused.jsonl')
+    assert(writer.append(path, b))
+    local db = tmp('claims.db')
+    local out, code = sh(string.format("'%s' history add '%s' --db '%s' --commit %s", exe, path, db,
+      string.rep('a', 40)))
+    assert.equal(1, code, out)
+    assert.matches('refused as kluabench verify refuses it: run.spec.sourceNative.externalId (provider): recorded '
+      .. 'fused, computed reference', out, 1, true)
+    out, code = sh(string.format("'%s' report '%s' -o '%s'", exe, path, tmp('claims.html')))
+    assert.equal(1, code, out)
+    assert.matches(path .. ':1: refused as kluabench verify refuses it: run.spec.sourceNative.externalId (provider)',
+      out, 1, true)
+    assert.is_nil(kb.stat(tmp('claims.html')))
+    -- merge: tests/adversarial_dist_spec.lua (a run that claims another provider is corrupt)
+  end)
+end)
+
+describe('the index of a samples file is bounded, and running out of memory names the file (issue 37)', function()
+  local helpers = require 'helpers.bundles'
+  local writer = require 'kluabench.record.writer'
+  local evidence = require 'kluabench.record.evidence'
+  local SANITIZED = (kb.build_info().cflags or ''):find('sanitize', 1, true) ~= nil
+  local n = 0
+
+  -- A records file of one bundle whose samples file is `before` .. its entry's line .. `after`.
+  local function records(before, after)
+    n = n + 1
+    local path = tmp('bounded-' .. n .. '.jsonl')
+    assert(writer.append(path, helpers.make { samples = { 1, 1.1, 1.2 } }))
+    local sp = evidence.samples_path(path)
+    local f = assert(io.open(sp, 'rb'))
+    local entry = f:read('a')
+    f:close()
+    f = assert(io.open(sp, 'wb'))
+    f:write(before, entry, after or '')
+    f:close()
+    evidence.forget()
+    return path, sp
+  end
+
+  local function ulimited(kib, path)
+    return sh(string.format("ulimit -v %d; '%s' verify '%s'", kib, exe, path))
+  end
+
+  local it_limited = SANITIZED and pending or it
+  it_limited('40 MB of newlines before the entry: verified under ulimit -v 400 MB, in seconds', function()
+    if not exe then return pending('kb.executable() is not available') end
+    local path = records(string.rep('\n', 40 * 1024 * 1024))
+    local t0 = os.time()
+    local out, code = ulimited(400000, path)
+    assert.equal(0, code, out) -- the entry is found by its digest (its uri names line 1)
+    assert.matches('1 bundle: 1 ok', out, 1, true)
+    assert.is_true(os.time() - t0 < 30)
+    -- the same blank lines before the bundle in the records file
+    local text = assert(io.open(path)):read('a')
+    local big = tmp('bounded-records.jsonl')
+    local f = assert(io.open(big, 'wb'))
+    f:write(string.rep('\n', 40 * 1024 * 1024), text)
+    f:close()
+    assert(os.execute(string.format("cp '%s' '%s'", evidence.samples_path(path), evidence.samples_path(big))))
+    out, code = ulimited(400000, big)
+    assert.equal(0, code, out)
+    assert.matches(big .. ':' .. (40 * 1024 * 1024 + 1) .. ' ', out, 1, true)
+    -- too little memory even to read it: an error naming the samples file, not a bare "not enough memory"
+    out, code = ulimited(100000, path)
+    assert.equal(1, code, out)
+    assert.matches(evidence.samples_path(path) .. ': not enough memory', out, 1, true)
+    assert.not_matches('kluabench: not enough memory', out, 1, true)
+    os.remove(evidence.samples_path(big)); os.remove(big)
+    os.remove(evidence.samples_path(path)); os.remove(path)
+  end)
+
+  it('the entry is found past a million short lines, and the line it names is the right one', function()
+    local vlib = require 'kluabench.record.verify'
+    local reader = require 'kluabench.record.reader'
+    local odd = '{"format":"other"}'
+    local path, sp = records(string.rep('x\n', 1000003), odd .. '\n\n')
+    -- the uri names line 1, where the entry no longer is: found by its digest, past the million lines
+    local b = assert(reader.read(path))[1]
+    assert.same({}, vlib.problems(b, path))
+    -- a digest that a line that is no entry has: the message names that line, by digest or by uri
+    local json_lib = require 'kluabench.util.json'
+    for _, uri_line in ipairs { 1, 1000005 } do
+      local c = json_lib.decode((assert(io.open(path)):read('l')))
+      local raw = c.run.spec.evidence.rawSamples
+      raw.digest = 'sha256:' .. kb.sha256(odd)
+      raw.uri = raw.uri:gsub('#L%d+', '#L' .. uri_line)
+      evidence.forget()
+      local problems = vlib.problems(c, path)
+      assert.equal(1, #problems)
+      assert.equal('raw samples: ' .. sp .. ':1000005 is not a kluabench.samples/v1 entry', problems[1].error)
+    end
+    os.remove(sp); os.remove(path)
+  end)
+
+  it('more lines that could be entries than a samples file holds is an error naming the file', function()
+    local saved = evidence.MAX_ENTRIES
+    evidence.MAX_ENTRIES = 10
+    local path, sp = records(string.rep('{"x":1}\n', 20))
+    local out = {}
+    local counts = verify.check_file(path, function(kind, _, _, detail) out[#out + 1] = kind .. ' ' .. tostring(detail) end)
+    evidence.MAX_ENTRIES = saved
+    assert.equal(1, counts.error)
+    assert.matches(sp .. ': more than 10 lines that begin with "{"', table.concat(out, '\n'), 1, true)
+    os.remove(sp); os.remove(path)
+  end)
+
+  it('a memory error while indexing a samples file or reading a records file names the file', function()
+    local core = require 'kluabench.core'
+    local path, sp = records('\n')
+    local saved = core.sha256
+    -- out of memory hashing the lines of the samples file (the documents' digests are hashed as ever)
+    core.sha256 = function(text)
+      if text:find('kluabench.samples/v1', 1, true) then error('not enough memory', 0) end
+      return saved(text)
+    end
+    local out = {}
+    local ok, counts = pcall(verify.check_file, path, function(kind, _, _, detail) out[#out + 1] = kind .. ' '
+      .. tostring(detail) end)
+    core.sha256 = saved
+    assert.is_true(ok, tostring(counts))
+    assert.matches(sp .. ': not enough memory to index it', table.concat(out, '\n'), 1, true)
+    local output = require 'kluabench.util.json'
+    local decode = output.decode
+    output.decode = function() error('not enough memory', 0) end
+    local items, line, why = require('kluabench.record.reader').items('{"run":{}}\n{"run":{}}\n', 'x.jsonl')
+    output.decode = decode
+    assert.is_nil(items)
+    assert.equal(1, line)
+    assert.equal('not enough memory to read its 22 bytes', why)
+    os.remove(sp); os.remove(path)
+  end)
+end)
+
 teardown(function()
   if tmpdir and tmpdir:match('^/tmp/') then os.execute("rm -rf '" .. tmpdir .. "'") end
 end)

@@ -766,6 +766,10 @@ int main(int argc, char **argv) {
   /* a reader that goes away is a write error (EPIPE), reported and exit 1,
    * not a silent death by SIGPIPE */
   signal(SIGPIPE, SIG_IGN);
+  /* a write past the file-size limit (ulimit -f) is an error (EFBIG) that
+   * the writer handles (kb.append_file cuts the half line off), not a
+   * death by SIGXFSZ that leaves the half line behind */
+  signal(SIGXFSZ, SIG_IGN);
   find_exe(); /* before parse_args: the command list is found beside the binary */
   parse_args(&o, argc, argv);
   if (o.quiet) setenv("KLUABENCH_QUIET", "1", 1);

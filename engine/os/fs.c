@@ -8,6 +8,7 @@
  * style). */
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
@@ -113,6 +114,24 @@ static int l_realpath(lua_State *L) {
   return 1;
 }
 
+/*** The text of a symbolic link (where it points, as written, not resolved): what a dangling link
+ * names, which kb.realpath cannot say. nil, message when path is no link.
+ *
+ * @signature kb.readlink(path) -> target | nil, message
+ * @section digest
+ * @example
+ *   print(kb.readlink("/proc/self/exe"))
+ */
+static int l_readlink(lua_State *L) {
+  const char *path = kb_check_cstring(L, 1, "readlink", "path");
+  char buf[PATH_MAX];
+  ssize_t n = readlink(path, buf, sizeof buf);
+  if (n < 0) return fail(L, path, errno);
+  if ((size_t)n >= sizeof buf) return fail(L, path, ENAMETOOLONG);
+  lua_pushlstring(L, buf, (size_t)n);
+  return 1;
+}
+
 /*** Sets the permission bits of a file (0 to 07777); output.write_atomic keeps a replaced file's
  * mode with it.
  *
@@ -152,6 +171,174 @@ static int l_mkdir(lua_State *L) {
     lua_pushinteger(L, e);
     return 3;
   }
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* ---- temporaries and appends ---------------------------------------------- */
+
+/* write(2) of all n bytes, again after a short write or EINTR: 0, or the
+ * errno of the write that failed (the bytes before it are in the file). */
+static int write_all(int fd, const char *p, size_t n) {
+  size_t done = 0;
+  while (done < n) {
+    ssize_t r = write(fd, p + done, n - done);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return errno;
+    if (r == 0) return EIO;
+    done += (size_t)r;
+  }
+  return 0;
+}
+
+/* list[#list + 1] = the C string at 2 (a light userdata); run under lua_pcall. */
+static int append_path(lua_State *L) {
+  lua_pushstring(L, (const char *)lua_touserdata(L, 2));
+  lua_rawseti(L, 1, (lua_Integer)lua_rawlen(L, 1) + 1);
+  return 0;
+}
+
+/*** Writes bytes into a new temporary file beside target, "TARGET.tmp-<12 random hex digits>",
+ * created exclusively (O_CREAT | O_EXCL | O_NOFOLLOW: a file or a link planted at the name is never
+ * opened, another name is drawn), then flushed to the device (fsync) and closed; its permission bits
+ * are mode when given, else 0666 less the umask. Returns the temporary's path for the caller to
+ * rename over the target (or remove): output.write_atomic, write_atomic_all and check_writable's
+ * probe make every temporary of the stdlib through it. On a failure the temporary is removed and
+ * the message names target: nil, "TARGET: why". created, a list, gets the path the moment the file
+ * exists, before any byte is written: a caller whose call an interrupt ends before the path comes
+ * back (Ctrl-C strikes as the function returns) still knows what to remove.
+ *
+ * @signature kb.write_temp(target, bytes [, mode [, created]]) -> temporary path | nil, message
+ * @section digest
+ * @example
+ *   local target = os.tmpname()
+ *   local tmp = assert(kb.write_temp(target, "new contents\n"))
+ *   assert(os.rename(tmp, target))
+ *   os.remove(target)
+ */
+static int l_write_temp(lua_State *L) {
+  const char *target = kb_check_cstring(L, 1, "write_temp", "target");
+  size_t n;
+  const char *bytes = luaL_checklstring(L, 2, &n);
+  lua_Integer mode = luaL_optinteger(L, 3, -1);
+  luaL_argcheck(L, mode >= -1 && mode <= 07777, 3, "permission bits 0 to 07777 expected");
+  if (!lua_isnoneornil(L, 4)) luaL_checktype(L, 4, LUA_TTABLE);
+  char tmp[PATH_MAX + 32];
+  int fd = kb_create_temp(tmp, sizeof tmp, target, 0666);
+  if (fd < 0) return fail(L, target, errno);
+  if (lua_istable(L, 4)) {
+    /* protected: a memory error there must not leave the file and its descriptor behind */
+    lua_pushcfunction(L, append_path);
+    lua_pushvalue(L, 4);
+    lua_pushlightuserdata(L, tmp);
+    if (lua_pcall(L, 2, 0, 0) != LUA_OK) {
+      close(fd);
+      unlink(tmp);
+      return lua_error(L);
+    }
+  }
+  int e = write_all(fd, bytes, n);
+  if (!e && mode >= 0 && fchmod(fd, (mode_t)mode) != 0) e = errno;
+  if (!e && fsync(fd) != 0) e = errno;
+  if (close(fd) != 0 && !e) e = errno;
+  if (e) {
+    unlink(tmp);
+    return fail(L, target, e);
+  }
+  lua_pushstring(L, tmp);
+  return 1;
+}
+
+/*** Appends bytes to path (created when missing, 0666 less the umask) whole or not at all: a write
+ * that fails part-way (a full disk, the file-size limit, a quota) is cut back to the size the file
+ * had before it, so a JSON Lines file never ends in half a line. Appenders in kluabench processes
+ * take an exclusive flock on the file around the append, so the cut never removes another one's
+ * line. A device or a FIFO is written as it is (nothing to cut). nil, "path: why" on failure.
+ *
+ * @signature kb.append_file(path, bytes) -> true | nil, message
+ * @section digest
+ * @example
+ *   local path = os.tmpname()
+ *   assert(kb.append_file(path, '{"n":1}\n'))
+ *   os.remove(path)
+ */
+static int l_append_file(lua_State *L) {
+  const char *path = kb_check_cstring(L, 1, "append_file", "path");
+  size_t n;
+  const char *bytes = luaL_checklstring(L, 2, &n);
+  int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
+  if (fd < 0) return fail(L, path, errno);
+  struct stat st;
+  off_t start = -1;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    /* under the lock, the end of the file is where this append begins */
+    while (flock(fd, LOCK_EX) != 0 && errno == EINTR) {}
+    start = lseek(fd, 0, SEEK_END);
+  }
+  int e = write_all(fd, bytes, n);
+  int te = 0;
+  if (e && start >= 0 && ftruncate(fd, start) != 0) te = errno;
+  close(fd); /* and the lock with it */
+  if (!e) {
+    lua_pushboolean(L, 1);
+    return 1;
+  }
+  luaL_pushfail(L);
+  if (te) lua_pushfstring(L, "%s: %s (and the part written could not be cut off: %s)", path, strerror(e), strerror(te));
+  else lua_pushfstring(L, "%s: %s", path, strerror(e));
+  return 2;
+}
+
+/* ---- removing a directory tree ------------------------------------------- */
+
+/* nftw's callback gets no context: the first error, for l_remove_tree. */
+static _Thread_local int tree_errno;
+static _Thread_local char tree_failed[PATH_MAX];
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+  (void)st;
+  (void)ftw;
+  /* FTW_DP: a directory whose entries are gone; FTW_DNR: one that could not be read */
+  int rc = (flag == FTW_DP || flag == FTW_DNR || flag == FTW_D) ? rmdir(path) : unlink(path);
+  if (rc != 0 && !tree_errno) {
+    tree_errno = errno;
+    snprintf(tree_failed, sizeof tree_failed, "%s", path);
+  }
+  return 0; /* go on: remove what can be removed */
+}
+
+/*** Removes a file, or a directory with everything in it, without a shell (what `rm -r` does):
+ * links are removed, never followed. A path that does not exist is fine (true). "/" is refused.
+ * nil, "path: why" for the first entry that could not be removed.
+ *
+ * @signature kb.remove_tree(path) -> true | nil, message
+ * @section digest
+ * @example
+ *   local dir = os.tmpname(); os.remove(dir); assert(kb.mkdir(dir))
+ *   assert(kb.mkdir(dir .. "/sub"))
+ *   assert(kb.remove_tree(dir))
+ */
+static int l_remove_tree(lua_State *L) {
+  const char *path = kb_check_cstring(L, 1, "remove_tree", "path");
+  luaL_argcheck(L, path[0] != '\0', 1, "a path expected, got an empty string");
+  char real[PATH_MAX];
+  if (realpath(path, real) && strcmp(real, "/") == 0) luaL_argerror(L, 1, "refusing to remove /");
+  struct stat st;
+  if (lstat(path, &st) != 0) {
+    if (errno == ENOENT) {
+      lua_pushboolean(L, 1);
+      return 1;
+    }
+    return fail(L, path, errno);
+  }
+  tree_errno = 0;
+  tree_failed[0] = '\0';
+  if (!S_ISDIR(st.st_mode)) {
+    if (unlink(path) != 0) return fail(L, path, errno);
+  } else if (nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0) {
+    return fail(L, path, errno);
+  }
+  if (tree_errno) return fail(L, tree_failed, tree_errno);
   lua_pushboolean(L, 1);
   return 1;
 }
@@ -380,9 +567,11 @@ static int l_try_lock(lua_State *L) {
  */
 
 static const luaL_Reg functions[] = {
-    {"fsync", l_fsync}, {"stat", l_stat},   {"realpath", l_realpath},
+    {"fsync", l_fsync}, {"stat", l_stat},   {"realpath", l_realpath}, {"readlink", l_readlink},
     {"chmod", l_chmod}, {"mkdir", l_mkdir}, {"read_file", l_read_file},
-    {"try_lock", l_try_lock}, {NULL, NULL},
+    {"try_lock", l_try_lock}, {"write_temp", l_write_temp}, {"append_file", l_append_file},
+    {"remove_tree", l_remove_tree},
+    {NULL, NULL},
 };
 
 /*** The longest path the system takes, in bytes with the final NUL (4096 on Linux); output.mkdir_p

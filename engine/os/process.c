@@ -108,6 +108,7 @@ static void child_exec(const spawn_plan *p, int errfd) {
   sigaction(SIGINT, &dfl, NULL);
   sigaction(SIGTERM, &dfl, NULL);
   sigaction(SIGPIPE, &dfl, NULL);
+  sigaction(SIGXFSZ, &dfl, NULL); /* ignored by kluabench itself (main.c) */
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, NULL);

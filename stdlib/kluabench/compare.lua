@@ -176,7 +176,7 @@ end
 --   local dir = os.tmpname(); os.remove(dir); assert(kb.mkdir(dir))
 --   assert(writer.append(dir .. "/results.jsonl", bundle))
 --   local bundles = assert(compare.read(dir .. "/results.jsonl"))
---   os.execute("rm -r " .. dir)
+--   kb.remove_tree(dir)
 function M.read(path)
   local bundles, lines = reader.read(path)
   if not bundles then return nil, lines end

@@ -263,6 +263,165 @@ function M.merge(s)
   end
 end
 
+-- RECORDS \0 SAMPLES (without a NUL: the records alone, no samples file) as run.jsonl and
+-- run.samples.jsonl in this process's fuzz directory, every samples index forgotten; returns the
+-- paths and both texts.
+local function records_and_samples(s)
+  local evidence = require 'kluabench.record.evidence'
+  local rtext, stext = s:match('^(.-)%z(.*)$')
+  if not rtext then rtext = s end
+  local dir = fuzz_dir()
+  local path, sp = dir .. '/run.jsonl', dir .. '/run.samples.jsonl'
+  os.remove(sp)
+  local f = assert(io.open(path, 'wb'))
+  f:write(rtext)
+  f:close()
+  if stext then
+    f = assert(io.open(sp, 'wb'))
+    f:write(stext)
+    f:close()
+  end
+  evidence.forget()
+  return path, sp, rtext, stext
+end
+
+local function well_formed(problems, what)
+  check(type(problems) == 'table', '%s returned no list', what)
+  for _, p in ipairs(problems) do
+    check(type(p) == 'table' and type(p.field) == 'string' and (type(p.error) == 'string'
+      or (p.recorded ~= nil and p.computed ~= nil)), '%s returned a problem without a field and a why', what)
+  end
+end
+
+--- The record reader as `kluabench verify` runs it, with the samples file beside the records:
+--  * reader.read never raises; it returns bundles, or a message that names the file;
+--  * verify.problems of each bundle (digests, the run's claims, its evidence through the samples
+--    index) never raises, and every problem names a field and why; result.session never raises;
+--  * the samples index (evidence.resolve) agrees with a plain reading of the samples text: an entry
+--    named by its line (#L<n>) is found at that line when the line has the digest, and an entry
+--    named by digest alone at the first line beginning with "{" that has it; a line that is no
+--    entry is named by its number.
+function M.samples(s)
+  local evidence = require 'kluabench.record.evidence'
+  local vlib = require 'kluabench.record.verify'
+  local files = require 'kluabench.util.files'
+  local path, sp, _, stext = records_and_samples(s)
+  local okr, bundles, err = pcall(reader.read, path)
+  check(okr, 'reader.read raised: %s', tostring(bundles))
+  if not bundles then
+    check(type(err) == 'string' and err:sub(1, #path) == path, 'reader.read failed without naming the file: %s',
+      tostring(err))
+  else
+    for i, b in ipairs(bundles) do
+      local okp, problems = pcall(vlib.problems, b, path)
+      check(okp, 'verify.problems raised on bundle %d: %s', i, tostring(problems))
+      well_formed(problems, 'verify.problems')
+      local oks, sess = pcall(result.session, b)
+      check(oks, 'result.session raised on bundle %d: %s', i, tostring(sess))
+    end
+  end
+  if not stext then return end
+  -- the text as the index reads it (files.read_text: a UTF-8 byte order mark dropped; UTF-16 and
+  -- UTF-32 refused, and then every lookup says so)
+  local itext, ierr = files.read_text(sp)
+  if not itext then
+    local b = { run = { spec = { evidence = { rawSamples = { digest = 'sha256:' .. string.rep('0', 64),
+      uri = 'run.samples.jsonl#L1' } } } } }
+    local ok, entry, why = pcall(evidence.resolve, b, path)
+    check(ok and entry == nil and tostring(why):find(ierr, 1, true), 'a samples file read_text refuses (%s): %s',
+      ierr, tostring(why))
+    return
+  end
+  local lines = files.lines(itext)
+  if lines[#lines] == '' then lines[#lines] = nil end
+  local first = {}
+  for i, line in ipairs(lines) do
+    if line:sub(1, 1) == '{' then
+      local d = 'sha256:' .. kb.sha256(line)
+      first[d] = first[d] or i
+    end
+  end
+  local tried = 0
+  for i, line in ipairs(lines) do
+    if tried >= 12 then break end
+    tried = tried + 1
+    local d = 'sha256:' .. kb.sha256(line)
+    for _, by_line in ipairs { true, false } do
+      local b = { run = { spec = { evidence = { rawSamples = { digest = d,
+        uri = 'run.samples.jsonl' .. (by_line and ('#L' .. i) or '') } } } } }
+      local ok, entry, why = pcall(evidence.resolve, b, path)
+      check(ok, 'evidence.resolve raised: %s', tostring(entry))
+      local expected = by_line and i or first[d]
+      if entry then
+        check(expected ~= nil, 'evidence.resolve found line %d%s, which a plain reading does not', i,
+          by_line and '' or ' by digest')
+        check(type(entry) == 'table' and entry.format == evidence.FORMAT, 'evidence.resolve returned no entry')
+      elseif expected then
+        local at = tostring(why):match(':(%d+) is not a ')
+        check(tonumber(at) == expected, 'line %d %s: the index says %s, a plain reading line %d', i,
+          by_line and 'by line' or 'by digest', tostring(why), expected)
+      else
+        check(tostring(why):find('no entry of ', 1, true), 'line %d by digest: %s', i, tostring(why))
+      end
+    end
+  end
+end
+
+--- The history's add path (`kluabench history add FILE`, the harness's --history) on arbitrary
+-- bundle text, RECORDS \0 SAMPLES, into an in-memory SQLite database:
+--  * history_point.read (the reader `history add` uses) never raises: bundles, or a message naming
+--    the file;
+--  * store.add_bundles never raises: every bundle is added, already there, or refused with why;
+--    nothing verify refuses is added; the database holds one run per bundle added;
+--  * adding the same bundles again adds nothing and refuses the same ones;
+--  * the series and their runs read back without raising.
+-- Returns store.add_bundles' summary (for the spec).
+function M.history(s)
+  local hpoint = require 'kluabench.history.point'
+  local history = require 'kluabench.history'
+  local vlib = require 'kluabench.record.verify'
+  local path = records_and_samples(s)
+  local okr, bundles, err = pcall(hpoint.read, path)
+  check(okr, 'history_point.read raised: %s', tostring(bundles))
+  if not bundles then
+    check(type(err) == 'string' and err:sub(1, #path) == path, 'history_point.read failed without naming the '
+      .. 'file: %s', tostring(err))
+    return
+  end
+  local h = assert(history.open(':memory:', { create = true }))
+  local meta = { commit = string.rep('f', 40), source = path, batch = 'file:fuzz' }
+  local ok, sum = pcall(history.store.add_bundles, h, bundles, meta)
+  if not ok then h:close() end
+  check(ok, 'store.add_bundles raised: %s', tostring(sum))
+  local refused = {}
+  for _, r in ipairs(sum.refused) do
+    check(math.type(r.index) == 'integer' and type(r.why) == 'string', 'a refusal without an index and a why')
+    refused[r.index] = true
+  end
+  check(sum.added + sum.present + #sum.refused == #bundles, '%d added, %d there, %d refused of %d bundles', sum.added,
+    sum.present, #sum.refused, #bundles)
+  for i, b in ipairs(bundles) do
+    if not refused[i] then
+      local problems = vlib.problems(b, path)
+      check(#problems == 0, 'bundle %d was added, and verify refuses it: %s', i, tostring(vlib.describe(problems)))
+    end
+  end
+  local again = history.store.add_bundles(h, bundles, meta)
+  check(again.added == 0 and again.present == sum.added + sum.present and #again.refused == #sum.refused,
+    'adding again: %d added, %d there, %d refused (first: %d, %d, %d)', again.added, again.present, #again.refused,
+    sum.added, sum.present, #sum.refused)
+  local counts = history.store.counts(h)
+  check(counts.runs == sum.added, '%d runs stored for %d bundles added', counts.runs, sum.added)
+  local oks, series = pcall(history.store.series, h)
+  check(oks, 'store.series raised: %s', tostring(series))
+  for _, se in ipairs(series) do
+    local okn, runs = pcall(history.store.runs, h, se.series)
+    check(okn, 'store.runs raised: %s', tostring(runs))
+  end
+  h:close()
+  return sum
+end
+
 --- The Liger CSV importer on arbitrary text:
 --  * liger.parse and csv.parse_csv never raise: they return rows, or
 --    nil and a message;

@@ -31,7 +31,7 @@ function M.bundles()
     end
     -- the third session failed its check
     add { provider = 'fused', mode = 'backward', seq = 2048, session = { i, 3 }, samples = around(6.5 + i),
-      status = i == 3 and 'failed' or nil, reasons = i == 3 and { 'check failed: rel_l2 0.3' } or nil }
+      status = i == 3 and 'incorrect_numerical' or nil, reasons = i == 3 and { 'check failed: rel_l2 0.3' } or nil }
     -- noisy: session medians 1, 3, 9 ms
     add { provider = 'fused', mode = 'backward', seq = 4096, session = { i, 3 }, samples = around(3 ^ (i - 1)) }
   end
@@ -39,7 +39,7 @@ function M.bundles()
     add { provider = 'fused', seq = seq, protocol = cold.make {}, samples = around(5.1234 * seq / 1024) }
   end
   -- no session passed
-  add { provider = 'reference', mode = 'backward', seq = 2048, samples = around(20), status = 'failed',
+  add { provider = 'reference', mode = 'backward', seq = 2048, samples = around(20), status = 'incorrect_numerical',
     reasons = { 'check failed' } }
   return out
 end

@@ -206,7 +206,7 @@ end
 --   local dir = os.tmpname(); os.remove(dir); assert(kb.mkdir(dir))
 --   assert(writer.append(dir .. "/results.jsonl", bundle))
 --   local points = assert(plot.read(dir .. "/results.jsonl"))
---   os.execute("rm -r " .. dir)
+--   kb.remove_tree(dir)
 function M.read(path, run)
   local points, notes = read_points(path)
   if not points then return nil, notes end

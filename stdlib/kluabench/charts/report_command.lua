@@ -7,6 +7,7 @@ local writer = require 'kluabench.record.writer'
 local cli = require 'kluabench.commands.helpers'
 local reader = require 'kluabench.record.reader'
 local result = require 'kluabench.result'
+local verify = require 'kluabench.record.verify'
 local plot = require 'kluabench.charts.plot'
 local html = require 'kluabench.charts.html'
 local files_mod = require 'kluabench.util.files'
@@ -194,8 +195,14 @@ function M.run(args)
   local runs = plot.run_names(files)
   for i, path in ipairs(files) do
     cli.stop_if_interrupted()
-    local bundles, err = reader.read(path)
-    if not bundles then return fail('%s', err) end
+    local bundles, lines = reader.read(path)
+    if not bundles then return fail('%s', lines) end
+    -- what `kluabench verify` refuses (a digest that does not hold, raw samples not the run's, a run
+    -- that claims another provider, mode or session than its documents) is never rendered
+    for j, b in ipairs(bundles) do
+      local bad = verify.describe(verify.problems(b, path))
+      if bad then return fail('%s:%d: refused as kluabench verify refuses it: %s', path, lines[j], bad) end
+    end
     local ok, e = add_bundles(report, bundles, path, runs[i])
     if not ok then return fail('%s', e) end
     report.sources[#report.sources + 1] = path

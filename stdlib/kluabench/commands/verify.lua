@@ -24,7 +24,14 @@ Reads record bundles and, for each, checks:
   - the raw samples the run names (run.spec.evidence.rawSamples): the samples
     file beside FILE holds an entry with exactly that digest, and the median,
     p20, p80, minimum, maximum, mean and sample count the run records are
-    those of its samples (within the 1 ns the writer's rounding allows).
+    those of its samples (within the 1 ns the writer's rounding allows);
+  - what the run claims beside its digests: the kernel, mode, provider, case
+    and session of its sourceNative, its backend label, title and session
+    measurements agree with each other, with the documents the digests name
+    (the protocol's timed pass, the implementation's callable, the workload's
+    axes) and with its evidence entry (its run and session); a session is a
+    whole index from 1 to its count. A contradiction is a MISMATCH naming the
+    field, "recorded" being the claim and "computed" what the documents say.
 
 FILE is a JSON file holding one bundle or an array of bundles, or a JSON Lines
 file with one bundle per line (.jsonl and .ndjson files always are; other

@@ -175,10 +175,29 @@ local function entry_of(b)
   local key, why = point.key(s)
   if not key then return nil, why end
   if not s.samples_ms then return nil, s.samples_why or 'no raw samples in the record' end
+  if type(s.mode) ~= 'string' or s.mode == '' then
+    return nil, 'the run names no mode (run.spec.sourceNative.benchmark is KERNEL/MODE): a series needs one'
+  end
   local label, provider = result.label_of(b, s)
+  -- what the database is given must be storable: every document as canonical JSON (a key or a
+  -- string that is not UTF-8 in an undigested document passes verify, and would raise mid-batch),
+  -- every text column valid UTF-8 (PostgreSQL refuses anything else)
+  local documents = point.documents(b)
+  for _, role in ipairs(point.ROLES) do
+    if documents[role] ~= nil then
+      local okj, jerr = pcall(core.jcs.encode, documents[role])
+      if not okj then return nil, string.format('its %s document cannot be stored: %s', role, tostring(jerr)) end
+    end
+  end
+  for _, f in ipairs { { 'label', label }, { 'provider', provider }, { 'kernel', s.kernel }, { 'mode', s.mode },
+    { 'device', s.device }, { 'host', s.host }, { 'backend', s.backend } } do
+    if type(f[2]) == 'string' and not utf8.len(f[2]) then
+      return nil, string.format('its %s is not valid UTF-8 text', f[1])
+    end
+  end
   local noise = s.noise_sd
   return {
-    key = key, documents = point.documents(b), samples = s.samples_ms, raw = point.raw(s), label = label,
+    key = key, documents = documents, samples = s.samples_ms, raw = point.raw(s), label = label,
     provider = provider, kernel = s.kernel or label:match('^(%S+)'), mode = s.mode,
     device = s.device or 'unknown device', host = s.host or 'unknown host', backend = s.backend,
     noise_sd = type(noise) == 'number' and noise >= 0 and noise < 1 and noise or nil, copy_gbps = s.copy_gbps,

@@ -115,7 +115,7 @@ end
 --   f:write('{"name": "rope_kernel", "num_warps": 4, "shared": 0}'); f:close()
 --   local meta, cubin = triton.read_metadata(dir .. "/rope_kernel.json")
 --   print(meta.name, meta.num_warps) --> rope_kernel  4
---   os.execute("rm -r " .. dir)
+--   kb.remove_tree(dir)
 function M.read_metadata(path)
   if type(path) ~= 'string' then error("bad argument #1 to 'read_metadata' (path expected)", 2) end
   local ok, meta, cubin, ptx = pcall(metadata_of, path)

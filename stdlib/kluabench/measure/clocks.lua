@@ -46,7 +46,7 @@ M.DEFAULTS = {
 }
 
 local function default_sleep(ms, clock_ns)
-  -- Lua has no sleep; os.execute would fork. A busy wait on the host clock
+  -- Lua has no sleep, and a shell's sleep would fork. A busy wait on the host clock
   -- for at most a few hundred ms is harmless next to a GPU benchmark.
   local t0 = clock_ns()
   while clock_ns() - t0 < ms * 1e6 do end

@@ -107,14 +107,7 @@ function M.os_info()
     end
     f:close()
   end
-  if not next(t) then
-    local shell = io.popen and io.popen('uname -sr 2>/dev/null')
-    if shell then
-      local s = shell:read('l')
-      shell:close()
-      if s and s ~= '' then t.kernel = s end
-    end
-  end
+  -- (no shell fallback such as uname: where /proc says nothing, the kernel is unknown)
   return next(t) and t or nil
 end
 

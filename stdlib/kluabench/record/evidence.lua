@@ -128,7 +128,7 @@ end
 --   local b = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
 --   local dir = os.tmpname(); os.remove(dir); assert(kb.mkdir(dir))
 --   assert(evidence.write_for(b, dir .. "/run.jsonl")) -- the entry goes to dir/run.samples.jsonl
---   os.execute("rm -r " .. dir)
+--   kb.remove_tree(dir)
 function M.write_for(bundle, records_path, samples)
   args.check('evidence.write_for', 1, bundle, 'table', 'bundle')
   args.check('evidence.write_for', 2, records_path, 'string|nil', 'records file path (nil or "-": stdout)')
@@ -208,7 +208,7 @@ end
 --   local b = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
 --   local dir = os.tmpname(); os.remove(dir); assert(kb.mkdir(dir))
 --   assert(evidence.write_file({b}, dir .. "/run.json"))
---   os.execute("rm -r " .. dir)
+--   kb.remove_tree(dir)
 function M.write_file(bundles, records_path, samples)
   args.check('evidence.write_file', 1, bundles, 'table', 'list of bundles')
   args.check('evidence.write_file', 2, records_path, 'string|nil', 'records file path (nil or "-": stdout)')
@@ -237,7 +237,7 @@ end
 -- Reading
 ---------------------------------------------------------------------------
 
--- Samples files read: path -> {lines, by_digest, hash(i), search(digest)}.
+-- Samples files read: path -> {line(i), hash(i), search(digest)} (index_of).
 local indexes = {}
 
 --- Forgets the samples files read so far (they are re-read at the next use).
@@ -246,24 +246,117 @@ local indexes = {}
 --   evidence.forget()
 function M.forget() indexes = {} end
 
+--- The most lines of a samples file that can be entries (lines that begin with "{") that the search
+-- for an entry by its digest indexes: a file with more is refused, naming it, so that the index of
+-- one file stays bounded (about 150 bytes an entry) whatever the file holds.
+M.MAX_ENTRIES = 500000
+
+-- The index keeps where every STEP-th line begins (16 bytes per STEP lines), not the lines: a file of
+-- 40 MB of newlines costs its 40 MB and half a megabyte more, not a string per line.
+local STEP = 64
+local STEP_LINES = '^' .. ('[^\n]*\n'):rep(STEP) -- STEP lines from where it is anchored
+
+local function not_enough_memory(err) return err == 'not enough memory' end
+
+-- The index of a samples file's text: line(i) its line i as files.lines gives it (no "\r", the empty
+-- string after a last newline not a line), line_at(offset) the number of the line that begins there.
+local function build_index(path, text)
+  local k = core()
+  local at, pos, len = { 1 }, 1, #text
+  while true do
+    local _, e = text:find(STEP_LINES, pos)
+    if not e then break end
+    pos = e + 1
+    at[#at + 1] = pos
+  end
+  local count = (#at - 1) * STEP
+  while pos <= len do
+    local nl = text:find('\n', pos, true)
+    count = count + 1
+    pos = nl and nl + 1 or len + 1
+  end
+  local ix = { count = count }
+  local function start_of(i)
+    if math.type(i) ~= 'integer' or i < 1 or i > count then return nil end
+    local p = at[(i - 1) // STEP + 1]
+    for _ = 1, (i - 1) % STEP do p = text:find('\n', p, true) + 1 end
+    return p
+  end
+  local function line_from(p)
+    local nl = text:find('\n', p, true)
+    local line = text:sub(p, (nl or len + 1) - 1)
+    if line:byte(-1) == 13 then line = line:sub(1, -2) end
+    return line
+  end
+  ix.line = function(i)
+    local p = start_of(i)
+    return p and line_from(p) or nil
+  end
+  ix.hash = function(i)
+    local line = ix.line(i)
+    return line and ('sha256:' .. k.sha256(line)) or nil
+  end
+  -- the line number of the line beginning at offset p: the checkpoint before it, then the newlines
+  ix.line_at = function(p)
+    local lo, hi = 1, #at
+    while lo < hi do
+      local mid = (lo + hi + 1) // 2
+      if at[mid] <= p then lo = mid else hi = mid - 1 end
+    end
+    local n, q = (lo - 1) * STEP + 1, at[lo]
+    while q < p do q = text:find('\n', q, true) + 1; n = n + 1 end
+    return n
+  end
+  -- digest -> offset of the first line beginning with "{" that has it, made at the first search
+  local by_digest
+  ix.search = function(digest)
+    if not by_digest then
+      by_digest = {}
+      local n, p = 0, text:sub(1, 1) == '{' and 1 or nil
+      if not p then p = text:find('\n{', 1, true); p = p and p + 1 end
+      while p do
+        n = n + 1
+        if n > M.MAX_ENTRIES then
+          by_digest = nil
+          error({ message = string.format('%s: more than %d lines that begin with "{": more than a samples file '
+            .. 'holds, not indexed', path, M.MAX_ENTRIES) })
+        end
+        local d = 'sha256:' .. k.sha256(line_from(p))
+        by_digest[d] = by_digest[d] or p
+        p = text:find('\n{', p, true)
+        p = p and p + 1
+      end
+    end
+    local p = by_digest[digest]
+    return p and ix.line_at(p) or nil
+  end
+  return ix
+end
+
+-- Runs fn(...) and turns a memory error (or a refusal raised as {message}) into nil, message naming
+-- path: an index that does not fit under the memory limit is an error about that file, never a
+-- bare "not enough memory".
+local function guarded(path, size, fn, ...)
+  local ok, a, b = pcall(fn, ...)
+  if ok then return a, b end
+  if not_enough_memory(a) then
+    return nil, string.format('%s: not enough memory to index it (%d bytes)', path, size)
+  end
+  if type(a) == 'table' and a.message then return nil, a.message end
+  error(a, 0)
+end
+
 local function index_of(path)
   local ix = indexes[path]
   if ix then return ix end
   local text, err = files.read_text(path)
   if not text then return nil, err end
-  ix = { lines = files.lines(text), by_digest = {} }
-  local k, n = core(), #ix.lines
-  if ix.lines[n] == '' then ix.lines[n] = nil end
-  ix.hash = function(i)
-    local line = ix.lines[i]
-    return line and ('sha256:' .. k.sha256(line)) or nil
-  end
-  ix.search = function(digest)
-    if next(ix.by_digest) == nil then
-      for i = 1, #ix.lines do ix.by_digest[ix.hash(i)] = ix.by_digest[ix.hash(i)] or i end
-    end
-    return ix.by_digest[digest]
-  end
+  ix, err = guarded(path, #text, build_index, path, text)
+  if not ix then return nil, err end
+  -- each lookup may build the digest index: its memory errors name the file too
+  local search, hash = ix.search, ix.hash
+  ix.search = function(digest) return guarded(path, #text, search, digest) end
+  ix.hash = function(i) return guarded(path, #text, hash, i) end
   indexes[path] = ix
   return ix
 end
@@ -303,12 +396,18 @@ local function resolve(bundle, records_path)
   local ix, err = index_of(path)
   if not ix then return nil, 'raw samples: ' .. tostring(err) end
   local at = line
-  if not at or ix.hash(at) ~= ref.digest then at = ix.search(ref.digest) end
+  local h, serr = nil, nil
+  if at then h, serr = ix.hash(at) end
+  if serr then return nil, 'raw samples: ' .. serr end
+  if h ~= ref.digest then
+    at, serr = ix.search(ref.digest)
+    if serr then return nil, 'raw samples: ' .. serr end
+  end
   if not at then
     return nil, string.format('raw samples: no entry of %s has the digest %s (the samples file does not '
       .. 'match the record)', path, ref.digest)
   end
-  local entry, derr = json.decode(ix.lines[at])
+  local entry, derr = json.decode(ix.line(at))
   if type(entry) ~= 'table' or entry.format ~= M.FORMAT then
     return nil, string.format('raw samples: %s:%d is not a %s entry%s', path, at, M.FORMAT,
       derr and (' (' .. derr .. ')') or '')
@@ -327,7 +426,7 @@ end
 --   local read = assert(io.open(dir .. "/run.jsonl")):read("l")
 --   local e, why = evidence.resolve(require("kluabench.util.json").decode(read), dir .. "/run.jsonl")
 --   print(#e.samples, why)
---   os.execute("rm -r " .. dir)
+--   kb.remove_tree(dir)
 function M.resolve(bundle, records_path)
   args.check('evidence.resolve', 1, bundle, 'table', 'bundle')
   args.check('evidence.resolve', 2, records_path, 'string|nil', 'records file path')

@@ -538,7 +538,10 @@ end
 --   print(record.label_of({run = {spec = {sourceNative = {benchmark = "k/forward", externalId = "k/forward/p/gpu/n8-fp32/t"}}}}))
 function M.label_of(b)
   local n = M.names_of(b)
-  local parts = { n.kernel or json.get(b, 'workload', 'metadata', 'name') or '?', n.mode, n.id }
+  -- a benchmark without "/MODE" names no mode: the label has what there is (never a hole in the list)
+  local parts = { n.kernel or json.get(b, 'workload', 'metadata', 'name') or '?' }
+  if n.mode then parts[#parts + 1] = n.mode end
+  if n.id then parts[#parts + 1] = n.id end
   return table.concat(parts, ' '), n.provider or '?'
 end
 

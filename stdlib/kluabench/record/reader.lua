@@ -113,10 +113,23 @@ end
 --   print(#items, items[2].bundle)
 --   local kept, bad = reader.items('{"run": {}}\ngarbage{{{\n', "x.jsonl", {tolerant = true})
 --   print(#kept, bad[1].line, bad[1].message)
+local items_of
+
 function M.items(text, label, opts)
   args.check('reader.items', 1, text, 'string', 'JSON or JSON Lines text')
   args.check('reader.items', 2, label, 'string|nil', 'label')
   args.check('reader.items', 3, opts, 'table|nil', 'table of options')
+  -- a file whose values do not fit in the memory left is an error about that file (its line 1),
+  -- never a bare "not enough memory" raised through the caller
+  local ok, a, b, c = pcall(items_of, text, label, opts)
+  if ok then return a, b, c end
+  if a ~= 'not enough memory' then error(a, 0) end
+  local why = string.format('not enough memory to read its %d bytes', #text)
+  if opts and opts.tolerant then return {}, { { line = 1, message = why } } end
+  return nil, 1, why
+end
+
+function items_of(text, label, opts)
   local tolerant = opts and opts.tolerant
   local items, bad = {}, tolerant and {} or nil
   if not is_jsonl_name(label) then
@@ -139,21 +152,30 @@ function M.items(text, label, opts)
       return nil, line or 1, why
     end
   end
-  local n = 0
-  local last = tolerant and select(2, text:gsub('\n', '')) + 1 -- the line after the last newline
-  for _, line in ipairs(files.lines(text)) do
+  -- one line at a time, and a run of blank lines skipped at once: a file of a million blank lines
+  -- costs neither a table of a million strings nor a million steps
+  local pos, n, len = 1, 0, #text
+  while pos <= len do
+    local s = text:find('%S', pos)
+    if not s then break end
+    -- the line begins after the last newline before s (the blank lines end there)
+    local start = s
+    while start > pos and text:byte(start - 1) ~= 10 do start = start - 1 end
+    if start > pos then n = n + select(2, text:sub(pos, start - 1):gsub('\n', '')) end
+    local nl = text:find('\n', s, true)
+    local line = text:sub(start, (nl or len + 1) - 1)
+    if line:byte(-1) == 13 then line = line:sub(1, -2) end
     n = n + 1
-    if line:match('%S') then
-      local v, err = output.decode(line)
-      if v == nil then
-        local _, why = split_position(err)
-        if not tolerant then return nil, n, why end
-        if n == last then why = why .. ' (the last line, without a newline after it: cut short as it was written?)' end
-        bad[#bad + 1] = { line = n, message = why }
-      else
-        items[#items + 1] = { bundle = v, line = n }
-      end
+    local v, err = output.decode(line)
+    if v == nil then
+      local _, why = split_position(err)
+      if not tolerant then return nil, n, why end
+      if not nl then why = why .. ' (the last line, without a newline after it: cut short as it was written?)' end
+      bad[#bad + 1] = { line = n, message = why }
+    else
+      items[#items + 1] = { bundle = v, line = n }
     end
+    pos = nl and nl + 1 or len + 1
   end
   return items, bad
 end
@@ -242,7 +264,7 @@ end
 --   local dir = os.tmpname(); os.remove(dir); assert(kb.mkdir(dir))
 --   assert(writer.append(dir .. "/results.jsonl", bundle))
 --   local bundles, lines = assert(reader.read(dir .. "/results.jsonl", {comparable = true}))
---   os.execute("rm -r " .. dir)
+--   kb.remove_tree(dir)
 function M.read(path, opts)
   local text, err = files.read_file(path)
   if not text then return nil, err end

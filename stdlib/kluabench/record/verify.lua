@@ -25,10 +25,193 @@ local function recompute(problems, field, doc, recorded, what)
   end
 end
 
+---------------------------------------------------------------------------
+-- What a run claims beside its digests
+---------------------------------------------------------------------------
+-- The run document is not digested: its sourceNative (benchmark: kernel/mode, externalId:
+-- kernel/mode/provider/device/case/time[/session-I-of-N]), its labels and metadata, and its session
+-- measurements are claims that the views read (kluabench.result). Each is checked against what
+-- the digested documents and the evidence say, where they say it; a contradiction is a mismatch
+-- {field, recorded = the claim, computed = what the documents say}.
+
+local function text(v) return (type(v) == 'string' or math.type(v) == 'integer') and tostring(v) or nil end
+
+local function split(s, sep)
+  local out = {}
+  for part in ((text(s) or '') .. sep):gmatch('([^' .. sep .. ']*)' .. sep) do out[#out + 1] = part end
+  return out
+end
+
+local function mismatch(problems, field, recorded, computed)
+  problems[#problems + 1] = { field = field, recorded = recorded, computed = computed }
+end
+
+-- The timed pass a protocol document names in its digested spec ("the forward pass", "the backward
+-- pass", or both: the full pass), as the built-in protocols and Liger's write it; nil when it names
+-- none (a protocol of one's own), and then nothing is checked against it.
+local function protocol_mode(protocol)
+  local spec = type(protocol) == 'table' and protocol.spec
+  if type(spec) ~= 'table' then return nil end
+  local ok, canon = pcall(require('kluabench.core').jcs.encode, spec)
+  if not ok then return nil end
+  local fwd, bwd = canon:find('forward pass', 1, true) ~= nil, canon:find('backward pass', 1, true) ~= nil
+  if fwd and bwd then return 'full' elseif fwd then return 'forward' elseif bwd then return 'backward' end
+  return nil
+end
+
+-- symbol -> {provider, backend, mode} of the built-in implementations of kernel (the registry's).
+local function builtin_symbols(kernel)
+  local k = record.KERNELS[kernel]
+  if type(k) ~= 'table' or type(k.implementations) ~= 'table' then return nil end
+  local out = {}
+  for provider, backends in pairs(k.implementations) do
+    for backend, entry in pairs(backends) do
+      if type(entry) == 'table' then
+        if entry.symbol then out[entry.symbol] = { provider = provider, backend = backend } end
+        for mode, symbol in pairs(entry.modes or {}) do
+          out[symbol] = { provider = provider, backend = backend, mode = mode }
+        end
+      end
+    end
+  end
+  return out
+end
+
+-- The session a run's measurements claim ({index, count}), or nil when it has none.
+local function run_session(rs)
+  local f = record.measurement_fields(rs.measurements)
+  if f.session == nil and f.sessions == nil then return nil end
+  return { index = f.session, count = f.sessions }
+end
+
+local function session_text(s) return string.format('%s of %s', tostring(s.index), tostring(s.count)) end
+
+-- A session {index, count} that cannot be: an index or count that is not a whole number >= 1, or an
+-- index past the count.
+local function impossible(s)
+  local i, n = math.tointeger(s.index), math.tointeger(s.count)
+  return not (i and n and i >= 1 and n >= 1 and i <= n)
+end
+
+-- The claims of a run against the protocol, implementation and workload documents; a document whose
+-- digest does not hold (a problem already) is no witness, and is not read here.
+local function check_claims(bundle, problems)
+  local rs = bundle.run.spec
+  local broken = {}
+  for _, p in ipairs(problems) do
+    for _, d in ipairs(record.DIGESTS) do if p.field == d.field then broken[d.doc] = true end end
+  end
+  local function doc(name) return not broken[name] and bundle[name] or nil end
+  local sn = type(rs.sourceNative) == 'table' and rs.sourceNative or {}
+  local bench, ext = split(sn.benchmark, '/'), split(sn.externalId, '/')
+  local kernel, mode = bench[1] ~= '' and bench[1] or nil, bench[2]
+  local provider = ext[3] ~= '' and ext[3] or nil
+  -- benchmark and externalId name one kernel and mode (result reads the one, and the other's provider)
+  if kernel and ext[1] ~= '' and ext[1] ~= kernel then
+    mismatch(problems, 'run.spec.sourceNative.externalId (kernel)', ext[1], kernel .. ' (run.spec.sourceNative.benchmark)')
+  end
+  if mode and ext[2] and ext[2] ~= '' and ext[2] ~= mode then
+    mismatch(problems, 'run.spec.sourceNative.externalId (mode)', ext[2], mode .. ' (run.spec.sourceNative.benchmark)')
+  end
+  -- the timed pass: the protocol document names it
+  local pmode = protocol_mode(doc('protocol'))
+  if pmode and record.MODE_TEXT[mode] and mode ~= pmode then
+    mismatch(problems, 'run.spec.sourceNative.benchmark (mode)', mode, pmode .. ' (the protocol document times '
+      .. record.MODE_TEXT[pmode] .. ')')
+  end
+  -- the provider: the implementation document names its callable
+  local callable = json.get(doc('implementation'), 'spec', 'callable')
+  if provider and type(callable) == 'table' and type(callable.symbol) == 'string' then
+    local labels = json.get(bundle, 'run', 'metadata', 'labels')
+    if callable.interface == 'kluabench_suite' and callable.symbol ~= provider then
+      mismatch(problems, 'run.spec.sourceNative.externalId (provider)', provider, callable.symbol
+        .. ' (the implementation document\'s callable)')
+    elseif callable.interface == 'kluabench' then
+      local known = (builtin_symbols(kernel) or {})[callable.symbol]
+      if known and known.provider ~= provider then
+        mismatch(problems, 'run.spec.sourceNative.externalId (provider)', provider, known.provider
+          .. ' (the implementation document\'s callable ' .. callable.symbol .. ')')
+      end
+      if known and known.mode and mode and known.mode ~= mode then
+        mismatch(problems, 'run.spec.sourceNative.benchmark (mode)', mode, known.mode
+          .. ' (the implementation document\'s callable ' .. callable.symbol .. ')')
+      end
+      local backend = type(labels) == 'table' and labels.backend
+      if known and type(backend) == 'string' and backend ~= known.backend then
+        mismatch(problems, 'run.metadata.labels.backend', backend, known.backend
+          .. ' (the implementation document\'s callable ' .. callable.symbol .. ')')
+      end
+    end
+  end
+  -- the title kluabench writes: "Kernel · provider · mode[ · memory]"
+  local title = json.get(bundle, 'run', 'metadata', 'title')
+  if sn.source == 'kluabench' and type(title) == 'string' and provider and mode then
+    local parts = {}
+    for part in (title .. ' · '):gmatch('(.-) · ') do parts[#parts + 1] = part end
+    if (#parts == 3 or (#parts == 4 and parts[4] == 'memory')) and (parts[2] ~= provider or parts[3] ~= mode) then
+      mismatch(problems, 'run.metadata.title', title, 'provider ' .. provider .. ', mode ' .. mode
+        .. ' (run.spec.sourceNative)')
+    end
+  end
+  -- the case key spells the workload's axes ("hidden512-seq2048-bf16")
+  local axes = json.get(doc('workload'), 'spec', 'axes')
+  if ext[5] and ext[5] ~= '' and type(axes) == 'table' then
+    for word in (ext[5] .. '-'):gmatch('([^-]*)-') do
+      local name, value = word:match('^([%a_]+)(%d+)$')
+      if name and math.type(axes[name]) == 'integer' and tostring(axes[name]) ~= value then
+        mismatch(problems, 'run.spec.sourceNative.externalId (case)', ext[5], string.format('%s = %d (the workload '
+          .. 'document)', name, axes[name]))
+        break
+      end
+    end
+  end
+  -- the session: a possible one, and the same in the measurements and the externalId
+  local session = run_session(rs)
+  if session and impossible(session) then
+    mismatch(problems, 'run.spec.measurements (session)', session_text(session),
+      'a whole index from 1 to the count of sessions')
+  end
+  local ei, en = tostring(sn.externalId or ''):match('/session%-(%d+)%-of%-(%d+)')
+  if ei then
+    local claimed = { index = math.tointeger(tonumber(ei)), count = math.tointeger(tonumber(en)) }
+    if impossible(claimed) then
+      mismatch(problems, 'run.spec.sourceNative.externalId (session)', session_text(claimed),
+        'a whole index from 1 to the count of sessions')
+    elseif session and (session.index ~= claimed.index or session.count ~= claimed.count) then
+      mismatch(problems, 'run.spec.sourceNative.externalId (session)', session_text(claimed),
+        session_text(session) .. ' (run.spec.measurements)')
+    end
+  end
+end
+
+-- The claims of a run against its evidence entry (digested: rawSamples names its digest).
+local function check_evidence_claims(bundle, entry, problems)
+  if type(entry) ~= 'table' then return end
+  local rs = bundle.run.spec
+  local ext = json.get(rs, 'sourceNative', 'externalId')
+  if type(entry.run) == 'string' and type(ext) == 'string' and entry.run ~= ext then
+    mismatch(problems, 'run.spec.sourceNative.externalId', ext, entry.run .. ' (the evidence entry\'s run)')
+  end
+  local es = entry.session
+  if type(es) ~= 'table' then return end
+  if impossible(es) then
+    mismatch(problems, 'evidence.session', session_text(es), 'a whole index from 1 to the count of sessions')
+    return
+  end
+  local session = run_session(rs)
+  if session and (session.index ~= es.index or session.count ~= es.count) then
+    mismatch(problems, 'run.spec.measurements (session)', session_text(session), session_text(es)
+      .. ' (the evidence entry)')
+  end
+end
+
 --- Recomputes every digest of a decoded bundle (the run's four, the workload's and the
--- implementation's digest of the operation) and checks that every document is a kernelindex
--- document of its kind; an empty list when all is well. A problem is {field, recorded, computed}
--- (a mismatch) or {field, error}.
+-- implementation's digest of the operation), checks that every document is a kernelindex
+-- document of its kind, and that what the undigested run claims (the kernel, mode, provider,
+-- case and session of its sourceNative, its backend label, title and session measurements) does
+-- not contradict the documents the digests name (the protocol's timed pass, the implementation's
+-- callable, the workload's axes); an empty list when all is well. A problem is {field, recorded,
+-- computed} (a mismatch: recorded is what the run claims) or {field, error}.
 --
 -- @signature verify.check(bundle) -> problems
 -- @example
@@ -65,6 +248,7 @@ function M.check(bundle)
       end
     end
   end
+  check_claims(bundle, problems)
   local known = false
   for _, st in ipairs(record.STATUSES) do known = known or run.spec.status == st end
   if not known then
@@ -146,8 +330,8 @@ end
 --- Everything `kluabench verify` finds wrong with a bundle: verify.check's problems, and those of
 -- its raw samples: the evidence entry its run names missing or not matching its digest (read from
 -- the samples file beside records_path, or the entry held beside a bundle made or read in this
--- process), and the statistics the run records (median, p20, p80, minimum, maximum, mean, sample
--- count) not those of its samples. An empty list when verify would say OK. What merge, the history
+-- process), the run's externalId and session not those of the entry, and the statistics the run
+-- records (median, p20, p80, minimum, maximum, mean, sample count) not those of its samples. An empty list when verify would say OK. What merge, the history
 -- and every reader that must refuse what verify refuses call.
 --
 -- @signature verify.problems(bundle [, records_path]) -> problems
@@ -170,6 +354,7 @@ function M.problems(bundle, records_path)
     end
   end
   if not entry then return problems end
+  check_evidence_claims(bundle, entry, problems)
   for _, p in ipairs(M.consistency(bundle, entry)) do problems[#problems + 1] = p end
   local samples = evidence.samples_ms(entry)
   if samples then extremes(bundle, samples, problems) end

@@ -20,7 +20,7 @@ local M = {}
 --   local bundle = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
 --   local dir = os.tmpname(); os.remove(dir); assert(kb.mkdir(dir))
 --   assert(writer.append(dir .. "/run.jsonl", bundle)) -- its samples go to dir/run.samples.jsonl
---   os.execute("rm -r " .. dir)
+--   kb.remove_tree(dir)
 function M.append(path, bundle, samples)
   args.check('writer.append', 1, path, 'string', 'file path')
   args.check('writer.append', 2, bundle, 'table', 'bundle')
@@ -108,7 +108,7 @@ local LOCK_WAIT_MS = 30000
 -- @example
 --   local dir = os.tmpname(); os.remove(dir); assert(kb.mkdir(dir))
 --   print(writer.locked(dir .. "/run.json", function() return kb.try_lock(dir) end)) --> false	busy
---   os.execute("rm -r " .. dir)
+--   kb.remove_tree(dir)
 function M.locked(path, fn, ...)
   args.check('writer.locked', 1, path, 'string', 'file path')
   args.check('writer.locked', 2, fn, 'function', 'function')
@@ -145,7 +145,7 @@ end
 --   local bundle = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
 --   local dir = os.tmpname(); os.remove(dir); assert(kb.mkdir(dir))
 --   assert(writer.write_pretty(dir .. "/run.json", {bundle})) -- and dir/run.samples.jsonl
---   os.execute("rm -r " .. dir)
+--   kb.remove_tree(dir)
 function M.write_pretty(path, bundles, samples, opts)
   args.check('writer.write_pretty', 1, path, 'string', 'file path')
   args.check('writer.write_pretty', 2, bundles, 'table', 'list of bundles')
@@ -180,7 +180,7 @@ end
 function M.absolute(path)
   if path:sub(1, 1) == '/' then return path end
   local cwd = os.getenv('PWD')
-  if not cwd or cwd == '' then cwd = core.core.realpath('.') or '.' end
+  if not cwd or cwd == '' then cwd = core.realpath('.') or '.' end
   path = path:gsub('^%./', '')
   return cwd .. '/' .. path
 end
@@ -191,11 +191,24 @@ local function parent_and_base(path)
   return parent == '' and '/' or parent, base
 end
 
---- path as one spelling: its realpath, else its deepest existing ancestor's with the rest after it.
+-- Links followed before a path is taken as it stands (Linux's SYMLOOP_MAX).
+local MAX_LINKS = 40
+
+--- path as one spelling: its realpath; a dangling link followed to the path it names (a file not yet
+-- written: --samples linked to a --out that does not exist yet is that --out); else its deepest
+-- existing ancestor's realpath with the rest after it.
 function M.canonical(path)
   path = M.absolute(path)
   local real = core.realpath(path)
   if real then return real end
+  for _ = 1, MAX_LINKS do
+    local st = core.stat(path)
+    local to = st and st.type == 'link' and core.readlink(path)
+    if not to then break end
+    path = to:sub(1, 1) == '/' and to or (parent_and_base(path) .. '/' .. to)
+    real = core.realpath(path)
+    if real then return real end
+  end
   local rest, p = {}, path
   while true do
     local parent, base = parent_and_base(p)
@@ -234,6 +247,8 @@ function M.check_output(option, out, inputs, alone, role)
   for _, t in ipairs(targets) do
     local c = M.canonical(t.path)
     local what = keyed[c] and keyed[c][2]
+    -- the samples file beside out is out itself (a link to it, written or not)
+    if not what and t.samples and c == M.canonical(out) then what = 'the records file' end
     if not what and role then
       local parent, base = parent_and_base(c)
       what = role(parent, base)

@@ -72,8 +72,6 @@ function M.lines(text)
   return out
 end
 
-local tmp_counter = 0
-
 -- Linux's NAME_MAX (and PATH_MAX below): a longer path is refused before anything is created.
 local NAME_MAX = 255
 local function path_max() local c = core() return c and c.PATH_MAX or 4096 end
@@ -158,33 +156,24 @@ end
 -- Devices, FIFOs, a link whose target is missing: nothing to replace atomically.
 local function write_in_place(path, text) return write_to(path, 'wb', text) end
 
--- The first steps of an atomic replacement: text written, flushed, fsync'ed and closed in tmp,
--- given mode. Raises nothing itself; returns true or nil, reason.
-local function write_temp(tmp, text, mode)
+-- The temporary of an atomic replacement of target: text written, fsync'ed and closed in a file
+-- beside it that kb.write_temp creates exclusively under a random name (never one a link can be
+-- planted at), given mode. Raises nothing itself; returns its path or nil, reason. created gets the
+-- path the moment the file exists: an interrupt that ends the call before the path comes back
+-- leaves the caller what to remove (remove_created).
+local function write_temp(target, text, mode, created)
   local c = core()
-  local f, err = io.open(tmp, 'wb')
-  if not f then return nil, reason(err, tmp) end
-  local ok, werr = f:write(text)
-  if ok then ok, werr = f:flush() end
-  if ok and c and c.fsync then
-    -- kb.fsync returns nil, message when it fails (a raised error is caught too)
-    local called, synced, serr = pcall(c.fsync, tmp)
-    if not (called and synced) then ok, werr = nil, reason(called and serr or synced, tmp) end
-  end
-  local closed, cerr = f:close()
-  if ok and not closed then ok, werr = nil, reason(cerr, tmp) end
-  if ok and mode and c and c.chmod then ok, werr = c.chmod(tmp, mode) end
-  if not ok then return nil, reason(werr, tmp) end
-  return true
+  if not (c and c.write_temp) then return nil, 'this build has no kb.write_temp (temporary files)' end
+  local tmp, err = c.write_temp(target, text, mode, created)
+  if not tmp then return nil, reason(err, target) end
+  return tmp
 end
 
--- The steps of an atomic replacement of target (a regular file or none)
--- through tmp. Raises nothing itself; returns true or nil, reason.
-local function write_replacing(target, tmp, text, mode)
-  local ok, werr = write_temp(tmp, text, mode)
-  if ok then ok, werr = os.rename(tmp, target) end
-  if not ok then return nil, reason(werr, tmp) end
-  return true
+-- Removes the temporaries kb.write_temp made (and that were not renamed since: renamed[path]).
+local function remove_created(created, renamed)
+  for _, t in ipairs(created) do
+    if not (renamed and renamed[t]) then os.remove(t) end
+  end
 end
 
 --- Writes text to path through a fsync'ed temporary file and a rename: readers see the old file or the new.
@@ -210,14 +199,18 @@ function M.write_atomic(path, text)
   end
   if kind == 'directory' then return nil, path .. ': is a directory' end
   if kind and kind ~= 'missing' and kind ~= 'file' then return write_in_place(path, text) end
-  tmp_counter = tmp_counter + 1
-  local c = core()
-  local stamp = c and c.clock_ns and c.clock_ns() or os.time()
-  local tmp = string.format('%s.tmp-%s-%d', target, tostring(stamp), tmp_counter)
-  local called, ok, werr = pcall(write_replacing, target, tmp, text, st and st.mode)
+  local c, created, done = core(), {}, false
+  local called, ok, werr = pcall(function()
+    local t, err = write_temp(target, text, st and st.mode, created)
+    if not t then return nil, err end
+    local renamed, rerr = os.rename(t, target)
+    if not renamed then return nil, reason(rerr, t) end
+    done = true
+    return true
+  end)
   if not (called and ok) then
-    os.remove(tmp)
-    -- an interrupt (raised here, or caught around fsync) is raised again, the temporary file gone
+    if not done then remove_created(created) end
+    -- an interrupt (raised here) is raised again, the temporary file gone
     if not called then error(ok, 0) end
     if c and c.interrupted and c.interrupted() then error('interrupted!', 0) end
     return nil, string.format('%s: %s', path, tostring(werr))
@@ -259,19 +252,18 @@ function M.write_atomic_all(list)
     end
     if kind == 'directory' then return nil, path .. ': is a directory' end
     local in_place = kind and kind ~= 'missing' and kind ~= 'file'
-    tmp_counter = tmp_counter + 1
-    local stamp = c and c.clock_ns and c.clock_ns() or os.time()
-    plan[i] = { path = path, target = target, text = text, mode = st and st.mode, in_place = in_place,
-      tmp = not in_place and string.format('%s.tmp-%s-%d', target, tostring(stamp), tmp_counter) or nil }
+    plan[i] = { path = path, target = target, text = text, mode = st and st.mode, in_place = in_place }
   end
-  local function remove_temps()
-    for _, p in ipairs(plan) do if p.tmp then os.remove(p.tmp) end end
-  end
+  local created = {}
   for _, p in ipairs(plan) do
-    if p.tmp then
-      local called, ok, werr = pcall(write_temp, p.tmp, p.text, p.mode)
+    if not p.in_place then
+      local called, ok, werr = pcall(function()
+        local tmp, err = write_temp(p.target, p.text, p.mode, created)
+        p.tmp = tmp
+        return tmp ~= nil, err
+      end)
       if not (called and ok) then
-        remove_temps()
+        remove_created(created)
         if not called then error(ok, 0) end
         if c and c.interrupted and c.interrupted() then error('interrupted!', 0) end
         return nil, string.format('%s: %s', p.path, tostring(werr))
@@ -350,12 +342,13 @@ function M.check_writable(path)
     return nil, string.format('%s: cannot write: %s %s', path, dir,
       dkind == 'missing' and 'does not exist' or 'is not a directory')
   end
-  tmp_counter = tmp_counter + 1
-  local probe = string.format('%s.probe-%d-%d', path, os.time(), tmp_counter)
-  local f, err = io.open(probe, 'wb')
-  if not f then return nil, string.format('%s: cannot write: %s', path, reason(err, probe)) end
-  f:close()
-  os.remove(probe)
+  -- the probe: an empty temporary beside path, created exclusively (never through a planted link),
+  -- removed whatever happens (an interrupt as it comes back included)
+  local created = {}
+  local called, probe, err = pcall(write_temp, path, '', nil, created)
+  remove_created(created)
+  if not called then error(probe, 0) end
+  if not probe then return nil, string.format('%s: cannot write: %s', path, err) end
   return true
 end
 
@@ -382,7 +375,12 @@ function M.append_line(path, line)
   args.check('report.append_line', 1, path, 'string', 'path')
   args.check('report.append_line', 2, line, 'string', 'line')
   if path == nil or path == '-' then return M.write_stdout(line .. '\n') end
-  return write_to(path, 'a', line .. '\n', true)
+  local c = core()
+  if not (c and c.append_file) then return write_to(path, 'a', line .. '\n', true) end
+  -- whole or not at all: a failed append (full disk, file-size limit) is cut back off
+  local ok, err = c.append_file(path, line .. '\n')
+  if not ok then return nil, string.format('%s: %s', path, reason(err, path)) end
+  return true
 end
 
 --- The folder results go to by default: $KLUABENCH_RESULTS, else results/.
@@ -400,7 +398,7 @@ end
 --   local dir = os.tmpname()
 --   os.remove(dir)
 --   assert(report.mkdir_p(dir .. "/results/today"))
---   os.execute("rm -r " .. dir)
+--   kb.remove_tree(dir)
 function M.mkdir_p(path)
   args.check('report.mkdir_p', 1, path, 'string', 'path')
   if path == nil or path == '' or path == '.' then return true end
