@@ -9,6 +9,7 @@
 -- device or a directory is refused before measuring. Every test here failed before the
 -- fix it checks (the class's row says what it was).
 local kb = require 'kluabench'
+local whole_file = require 'kluabench.record.whole_file'
 local sub = require 'helpers.subprocess'
 local json = require 'kluabench.util.json'
 local results = require 'kluabench.table'
@@ -845,18 +846,18 @@ describe('a second writer of one whole-file --out is noticed, not overwritten (i
   end)
   after_each(function() os.execute('rm -rf ' .. q(dir)) end)
 
-  it('writer.claim and write_pretty: a file changed since the claim is kept, the bundles go beside it', function()
+  it('whole_file.claim and write_pretty: a file changed since the claim is kept, the bundles go beside it', function()
     local path = dir .. '/x.json'
     sub.spit(path, 'yesterday\n')
-    local claim = writer.claim(path)
+    local claim = whole_file.claim(path)
     -- unchanged since the claim: written in place
-    local ok, where, note = writer.write_pretty(path, { run { samples = noisy(1, 0.01, 5, 1) } }, nil, { claim = claim })
+    local ok, where, note = whole_file.write_pretty(path, { run { samples = noisy(1, 0.01, 5, 1) } }, nil, { claim = claim })
     assert.is_true(ok)
     assert.equal(path, where)
     assert.is_nil(note)
-    claim = writer.claim(path)
+    claim = whole_file.claim(path)
     sub.spit(path, 'the other process\n')
-    ok, where, note = writer.write_pretty(path, { run { samples = noisy(1, 0.01, 5, 2) } }, nil, { claim = claim })
+    ok, where, note = whole_file.write_pretty(path, { run { samples = noisy(1, 0.01, 5, 2) } }, nil, { claim = claim })
     assert.is_true(ok)
     assert.are_not.equal(path, where)
     assert.matches('^' .. dir:gsub('%p', '%%%0') .. '/x%-[%d%-]+%.json$', where)
@@ -865,9 +866,9 @@ describe('a second writer of one whole-file --out is noticed, not overwritten (i
     local v = kluabench { 'verify', where }
     assert.equal(0, v.code, v.err)
     -- the samples file beside it counts too
-    claim = writer.claim(path)
+    claim = whole_file.claim(path)
     sub.spit(dir .. '/x.samples.jsonl', '{}\n')
-    local _, _, note2 = writer.destination(claim, path)
+    local _, _, note2 = whole_file.destination(claim, path)
     assert.matches('x.samples.jsonl was written by another process', note2, 1, true)
   end)
 
@@ -878,7 +879,7 @@ describe('a second writer of one whole-file --out is noticed, not overwritten (i
     -- overwrote it: both said they wrote x.json, and one's bundles were gone.
     local path, ready = dir .. '/x.json', dir .. '/held'
     sub.spit(path, 'yesterday\n')
-    local claim = writer.claim(path)
+    local claim = whole_file.claim(path)
     local holder = string.format([[
       local core = require 'kluabench.core'
       local lock = assert(core.try_lock(%q))
@@ -892,7 +893,7 @@ describe('a second writer of one whole-file --out is noticed, not overwritten (i
     while not io.open(ready) and kb.clock_ns() < deadline do kb.process.sleep(10) end
     assert.is_truthy(io.open(ready), 'the holder did not start')
     local t0 = kb.clock_ns()
-    local ok, where, note = writer.write_pretty(path, { run { samples = noisy(1, 0.01, 5, 3) } }, nil, { claim = claim })
+    local ok, where, note = whole_file.write_pretty(path, { run { samples = noisy(1, 0.01, 5, 3) } }, nil, { claim = claim })
     local waited = (kb.clock_ns() - t0) / 1e9
     local _, how, code = kb.process.wait(pid)
     assert.same({ 'exit', 0 }, { how, code })
@@ -905,7 +906,7 @@ describe('a second writer of one whole-file --out is noticed, not overwritten (i
     assert.equal(0, v.code, v.err)
   end)
 
-  it('kb.try_lock: one holder at a time, released by unlock, <close> and collection; writer.locked waits', function()
+  it('kb.try_lock: one holder at a time, released by unlock, <close> and collection; whole_file.locked waits', function()
     local a = assert(kb.try_lock(dir))
     local b, why = kb.try_lock(dir)
     assert.equal(false, b)
@@ -926,10 +927,10 @@ describe('a second writer of one whole-file --out is noticed, not overwritten (i
     assert.is_nil(none)
     assert.equal(dir .. '/missing: No such file or directory', msg)
     assert.equal(2, errno)
-    -- writer.locked returns what fn returns, holds the lock meanwhile, and writes where it cannot lock
-    assert.same({ false, 'busy' }, { writer.locked(dir .. '/f.json', function() return kb.try_lock(dir) end) })
-    assert.same({ 1, 2 }, { writer.locked(dir .. '/missing/f.json', function() return 1, 2 end) })
-    assert.same({ 'out' }, { writer.locked('-', function() return 'out' end) })
+    -- whole_file.locked returns what fn returns, holds the lock meanwhile, and writes where it cannot lock
+    assert.same({ false, 'busy' }, { whole_file.locked(dir .. '/f.json', function() return kb.try_lock(dir) end) })
+    assert.same({ 1, 2 }, { whole_file.locked(dir .. '/missing/f.json', function() return 1, 2 end) })
+    assert.same({ 'out' }, { whole_file.locked('-', function() return 'out' end) })
     assert.is_truthy(kb.try_lock(dir)) -- released after fn
   end)
 

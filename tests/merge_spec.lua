@@ -3,6 +3,7 @@
 -- incomplete or unexpected; environments compared without the host and
 -- Slurm fields; and where a process ran, as records carry it.
 local sh = require 'helpers.shards'
+local whole_file = require 'kluabench.record.whole_file'
 local env = require 'kluabench.record.env'
 local record = require 'kluabench.record'
 local result = require 'kluabench.result'
@@ -212,14 +213,14 @@ describe('kluabench merge', function()
     assert.equal(before_samples, sh.slurp(evidence.samples_path(out)))
     r = sh.run { 'verify', out }
     assert.equal(0, r.code, r.err)
-    -- the same for a whole-file output (writer.write_pretty: the harness's --format kernelindex)
+    -- the same for a whole-file output (whole_file.write_pretty: the harness's --format kernelindex)
     local writer = require 'kluabench.record.writer'
     local pretty = tmp .. '/all.json'
     local good = assert(m.collect(dir)).bundles
-    assert(writer.write_pretty(pretty, good))
+    assert(whole_file.write_pretty(pretty, good))
     before, before_samples = sh.slurp(pretty), sh.slurp(evidence.samples_path(pretty))
     local bad = { good[1], { run = { spec = { note = function() end } } } }
-    ok, err = writer.write_pretty(pretty, bad)
+    ok, err = whole_file.write_pretty(pretty, bad)
     assert.is_nil(ok)
     assert.equal(before, sh.slurp(pretty))
     assert.equal(before_samples, sh.slurp(evidence.samples_path(pretty)))

@@ -47,7 +47,7 @@ M.DYNAMIC = {
   ['kluabench.kernels'] = "loads kluabench.kernels.<family>, the descriptor of each of the engine's families",
   ['kluabench.measure'] = 'the registry: loads kluabench.measure.<name>, the protocol a run names (measure.MODES)',
   ['kluabench.measure.session'] = 'loads the sampling protocol a session names',
-  ['kluabench.suite'] = 'loads the optional subsystem a run asks for: the writer of --format liger-csv',
+  ['kluabench.suite'] = 'loads the writer of the whole-file --format a run asks for (FORMATS: kernelindex, liger-csv)',
   ['kluabench.suite.declaration'] = 'loads the optional subsystem that offers an option a run gives (EXTENSIONS: '
     .. '--history, --shard)',
   ['kluabench.commands'] = 'loads the module of the command a user named (commands/registry.lua)',
@@ -59,6 +59,10 @@ M.DYNAMIC = {
 
 --- Requires that are not at the top of their file: module -> {required module = why}.
 M.LAZY = {
+  ['kluabench.suite'] = {
+    ['kluabench.record.whole_file'] = 'only for a whole-file --format (kernelindex, liger-csv): the seed run writes '
+      .. 'JSON Lines',
+  },
   ['kluabench.record.implementation'] = {
     ['kluabench.util.command'] = "only for a user's code, to ask git its revision: the seed run's built-in providers "
       .. 'carry their build\'s',

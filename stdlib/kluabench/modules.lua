@@ -18,6 +18,7 @@ M.MODULES = {
   record = 'kluabench.record', env = 'kluabench.record.env', names = 'kluabench.record.names',
   liger = 'kluabench.liger', reader = 'kluabench.record.reader', result = 'kluabench.result', verify = 'kluabench.record.verify',
   evidence = 'kluabench.record.evidence', writer = 'kluabench.record.writer',
+  whole_file = 'kluabench.record.whole_file',
   operation = 'kluabench.record.operation',
   implementation = 'kluabench.record.implementation',
   noise = 'kluabench.record.noise',
@@ -36,7 +37,8 @@ M.MODULES = {
 --- Short names whose modules have no section in the API reference: the command line's machinery and the internals
 -- of records, the harness and the audits, whose functions a benchmark never calls (plain comments document them).
 M.UNDOCUMENTED = { commands = true, apidoc = true, names = true, env = true, operation = true, noise = true,
-  shard = true, policy = true, integrity = true, seeds = true, suggest = true }
+  shard = true, policy = true, integrity = true, seeds = true, suggest = true, evidence = true,
+  implementation = true }
 
 --- The module a short name loads, or nil.
 function M.module(name)

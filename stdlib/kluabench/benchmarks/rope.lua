@@ -6,6 +6,8 @@ local args = require 'kluabench.util.args'
 
 local kb = require 'kluabench.core'
 local kernels = require 'kluabench.kernels'
+local suite = require 'kluabench.suite'
+local env = require 'kluabench.record.env'
 
 local SEEDS = { q = 1, k = 2, dq = 3, dk = 4 }
 local THETA = 10000.0
@@ -77,7 +79,7 @@ local function compare(name, what, got, want, tol, provider, p)
   local mad, rel = kb.max_abs_diff(got_cpu, want), kb.rel_l2(got_cpu, want)
   if got_cpu ~= got then got_cpu:free() end
   if not (mad <= tol.max_abs and rel <= tol.rel_l2) then
-    require('kluabench.suite').wrong_result(string.format('%s: WRONG RESULT: provider %s, %s of %s differs from '
+    suite.wrong_result(string.format('%s: WRONG RESULT: provider %s, %s of %s differs from '
       .. 'the cpu reference: max |diff| %.6g (allowed %.3g), rel_l2 %.6g (allowed %.3g); not timed',
       name, provider, what, p.id, mad, tol.max_abs, rel, tol.rel_l2))
   end
@@ -112,7 +114,6 @@ function M.declaration(variant, o)
   local device
   local function gpu_name()
     if not device then
-      local env = require 'kluabench.record.env'
       device = env.device_name(env.capture()) or kb.device_info().name
     end
     return device
@@ -123,7 +124,7 @@ function M.declaration(variant, o)
     if provider == 'copy' then
       t.dst:copy_(t.src)
       local mad = kb.max_abs_diff(t.dst, t.src)
-      if mad ~= 0 then require('kluabench.suite').wrong_result(variant .. ': WRONG RESULT: the copy of ' .. p.id .. ' differs by ' .. mad) end
+      if mad ~= 0 then suite.wrong_result(variant .. ': WRONG RESULT: the copy of ' .. p.id .. ' differs by ' .. mad) end
       return { reference = 'the source buffer', passed = true, maxAbsDiff = 0, relL2 = 0,
         tolerance = { maxAbsDiff = 0, relL2 = 0 } }
     end
@@ -132,7 +133,7 @@ function M.declaration(variant, o)
       local got = { floor_full(t.q, t.k, t.dq, t.dk, p.shared) }
       for i, src in ipairs { t.q, t.k, t.dq, t.dk } do
         local mad = kb.max_abs_diff(got[i], src)
-        if mad ~= 0 then require('kluabench.suite').wrong_result(variant .. ': WRONG RESULT: the floor of ' .. p.id .. ' differs by ' .. mad) end
+        if mad ~= 0 then suite.wrong_result(variant .. ': WRONG RESULT: the floor of ' .. p.id .. ' differs by ' .. mad) end
       end
       free(got[1], got[2], got[3], got[4])
       return { reference = 'the input tensors', passed = true, maxAbsDiff = 0, relL2 = 0,

@@ -4,6 +4,7 @@
 local fs = require 'kluabench.util.files'
 local liger = require 'kluabench.liger'
 local writer = require 'kluabench.record.writer'
+local whole_file = require 'kluabench.record.whole_file'
 local result = require 'kluabench.result'
 
 local M = {}
@@ -175,7 +176,7 @@ function M.main(args)
             path, werr = out_path(opts.out, s.name, s.external_id, taken)
             if path then
               taken[path] = true
-              ok, werr = writer.write_pretty(path, { bundle })
+              ok, werr = whole_file.write_pretty(path, { bundle })
             end
           end
           if not ok then

@@ -27,6 +27,7 @@ local args = require 'kluabench.util.args'
 local printable = require('kluabench.util.args').printable
 local result = require 'kluabench.result'
 local writer = require 'kluabench.record.writer'
+local whole_file = require 'kluabench.record.whole_file'
 local record = require 'kluabench.record'
 local core = require 'kluabench.core'
 
@@ -934,9 +935,9 @@ function M.write_csv(bundles, out, _, claim)
     return out, notes
   end
   -- nobody wrote it between the claim and the write: checked and written under one lock
-  return writer.locked(out, function()
+  return whole_file.locked(out, function()
     if claim then
-      local dest, _, why = writer.destination(claim, out)
+      local dest, _, why = whole_file.destination(claim, out)
       out = dest
       notes[#notes + 1] = why
     end

@@ -1,4 +1,4 @@
---- A run's evidence entry: its raw samples and what else the session left that the schema has no
+-- A run's evidence entry: its raw samples and what else the session left that the schema has no
 -- field for, one canonical (RFC 8785) line of the samples file beside the records file, named by the
 -- run's spec.evidence.rawSamples {uri, digest} (docs/RECORDS.md, Evidence). In memory an entry is held
 -- beside its bundle (attach, of) until a writer puts it in the samples file (write_for, write_file).
@@ -22,11 +22,7 @@ end
 local entries = side_table('kluabench.record.evidence.entries')
 local failures = side_table('kluabench.record.evidence.failures')
 
---- The canonical line of an entry and its digest "sha256:<hex>".
--- @signature evidence.encode(entry) -> line, digest
--- @example
---   local line, d = evidence.encode({format = "kluabench.samples/v1", unit = "ns", samples = {1000, 1100}})
---   print(line, d)
+-- The canonical line of an entry and its digest "sha256:<hex>".
 function M.encode(entry)
   if type(entry) ~= 'table' then
     error("bad argument #1 to 'evidence.encode' (entry table expected, got " .. type(entry) .. ')', 2)
@@ -36,11 +32,7 @@ function M.encode(entry)
   return line, 'sha256:' .. k.sha256(line)
 end
 
---- Attaches an evidence entry to an in-memory bundle (replacing any); returns the bundle.
--- @signature evidence.attach(bundle, entry) -> bundle
--- @example
---   local b = evidence.attach({run = {spec = {}}}, {format = evidence.FORMAT, unit = "ns", samples = {1000}})
---   print(#evidence.of(b).samples)
+-- Attaches an evidence entry to an in-memory bundle (replacing any); returns the bundle.
 function M.attach(bundle, entry)
   if type(bundle) ~= 'table' then
     error("bad argument #1 to 'evidence.attach' (bundle expected, got " .. type(bundle) .. ')', 2)
@@ -49,22 +41,13 @@ function M.attach(bundle, entry)
   return bundle
 end
 
---- The evidence entry of a bundle made or read in this process, or nil.
--- @signature evidence.of(bundle) -> entry | nil
--- @example
---   print(evidence.of({run = {spec = {}}})) --> nil
+-- The evidence entry of a bundle made or read in this process, or nil.
 function M.of(bundle) return entries[bundle] end
 
---- Why the evidence of a bundle read in this process could not be resolved, or nil.
--- @signature evidence.failure(bundle) -> message | nil
--- @example
---   print(evidence.failure({run = {spec = {}}})) --> nil
+-- Why the evidence of a bundle read in this process could not be resolved, or nil.
 function M.failure(bundle) return failures[bundle] end
 
---- The samples file beside a records file: x.jsonl, x.json or x -> x.samples.jsonl.
--- @signature evidence.samples_path(records_path) -> path
--- @example
---   print(evidence.samples_path("results/run.jsonl")) --> results/run.samples.jsonl
+-- The samples file beside a records file: x.jsonl, x.json or x -> x.samples.jsonl.
 function M.samples_path(path)
   if type(path) ~= 'string' or path == '' then
     error("bad argument #1 to 'samples_path' (records path expected)", 2)
@@ -73,10 +56,7 @@ function M.samples_path(path)
   return stem .. '.samples.jsonl'
 end
 
---- True when a file name is that of a samples file (x.samples.jsonl).
--- @signature evidence.is_samples_path(path) -> boolean
--- @example
---   print(evidence.is_samples_path("run.samples.jsonl")) --> true
+-- True when a file name is that of a samples file (x.samples.jsonl).
 function M.is_samples_path(path)
   return type(path) == 'string' and path:match('%.samples%.jsonl$') ~= nil
 end
@@ -120,15 +100,7 @@ local function absolute(path)
   return (real or os.getenv('PWD') or '.') .. '/' .. basename(path)
 end
 
---- Writes a bundle's evidence entry into the samples file and names it in run.spec.evidence.rawSamples.
--- @signature evidence.write_for(bundle, records_path [, samples_path]) -> true | nil, message
--- @example
---   local x = kb.randn({4096}, "f32", 1)
---   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
---   local b = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
---   local dir = os.tmpname(); os.remove(dir); assert(kb.mkdir(dir))
---   assert(evidence.write_for(b, dir .. "/run.jsonl")) -- the entry goes to dir/run.samples.jsonl
---   kb.remove_tree(dir)
+-- Writes a bundle's evidence entry into the samples file and names it in run.spec.evidence.rawSamples.
 function M.write_for(bundle, records_path, samples)
   args.check('evidence.write_for', 1, bundle, 'table', 'bundle')
   args.check('evidence.write_for', 2, records_path, 'string|nil', 'records file path (nil or "-": stdout)')
@@ -154,18 +126,10 @@ function M.write_for(bundle, records_path, samples)
   return true
 end
 
---- The samples file of bundles' evidence entries, not yet written: its path and text (text nil
+-- The samples file of bundles' evidence entries, not yet written: its path and text (text nil
 -- when no bundle has an entry), every such run's evidence.rawSamples set to name its line there.
 -- Every entry is encoded (checked) before any run is changed. What write_file writes, for a writer
 -- that must replace the samples file and the records together (files.write_atomic_all).
---
--- @signature evidence.file_of(bundles, records_path [, samples_path]) -> path, text | nil, message
--- @example
---   local x = kb.randn({4096}, "f32", 1)
---   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
---   local b = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
---   local path, text = evidence.file_of({b}, "results/run.json")
---   print(path, #text)
 function M.file_of(bundles, records_path, samples)
   args.check('evidence.file_of', 1, bundles, 'table', 'list of bundles')
   args.check('evidence.file_of', 2, records_path, 'string|nil', 'records file path (nil or "-": stdout)')
@@ -197,18 +161,9 @@ function M.file_of(bundles, records_path, samples)
   return samples, table.concat(lines, '\n') .. '\n', #lines
 end
 
---- Writes the evidence entries of bundles as a fresh samples file (atomically, replacing one that
+-- Writes the evidence entries of bundles as a fresh samples file (atomically, replacing one that
 -- is there: for whole-file record formats, written anew each time) and sets each run's
 -- evidence.rawSamples. Bundles without an entry are left as they are.
---
--- @signature evidence.write_file(bundles, records_path [, samples_path]) -> true | nil, message
--- @example
---   local x = kb.randn({4096}, "f32", 1)
---   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
---   local b = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
---   local dir = os.tmpname(); os.remove(dir); assert(kb.mkdir(dir))
---   assert(evidence.write_file({b}, dir .. "/run.json"))
---   kb.remove_tree(dir)
 function M.write_file(bundles, records_path, samples)
   args.check('evidence.write_file', 1, bundles, 'table', 'list of bundles')
   args.check('evidence.write_file', 2, records_path, 'string|nil', 'records file path (nil or "-": stdout)')
@@ -221,12 +176,8 @@ function M.write_file(bundles, records_path, samples)
   return true
 end
 
---- Notes that a samples file was written whole with n lines (by a writer that wrote it through
+-- Notes that a samples file was written whole with n lines (by a writer that wrote it through
 -- evidence.file_of), so that appends after it number their lines on from there.
---
--- @signature evidence.written(samples_path, n)
--- @example
---   evidence.written("results/run.samples.jsonl", 3)
 function M.written(samples, n)
   args.check('evidence.written', 1, samples, 'string', 'samples file path')
   args.check('evidence.written', 2, n, 'integer', 'line count')
@@ -240,13 +191,10 @@ end
 -- Samples files read: path -> {line(i), hash(i), search(digest)} (index_of).
 local indexes = {}
 
---- Forgets the samples files read so far (they are re-read at the next use).
--- @signature evidence.forget()
--- @example
---   evidence.forget()
+-- Forgets the samples files read so far (they are re-read at the next use).
 function M.forget() indexes = {} end
 
---- The most lines of a samples file that can be entries (lines that begin with "{") that the search
+-- The most lines of a samples file that can be entries (lines that begin with "{") that the search
 -- for an entry by its digest indexes: a file with more is refused, naming it, so that the index of
 -- one file stays bounded (about 150 bytes an entry) whatever the file holds.
 M.MAX_ENTRIES = 500000
@@ -361,10 +309,7 @@ local function index_of(path)
   return ix
 end
 
---- The samples file and line a rawSamples uri names, relative to the records file; or nil and why.
--- @signature evidence.locate(uri, records_path) -> path, line | nil, message
--- @example
---   print(evidence.locate("run.samples.jsonl#L3", "results/run.jsonl"))
+-- The samples file and line a rawSamples uri names, relative to the records file; or nil and why.
 function M.locate(uri, records_path)
   args.check('evidence.locate', 2, records_path, 'string|nil', 'records file path')
   if type(uri) ~= 'string' or uri == '' then return nil, 'the evidence uri is empty' end
@@ -415,18 +360,7 @@ local function resolve(bundle, records_path)
   return entry
 end
 
---- The evidence entry a bundle's run names, read, checked against its digest and attached; or nil, why.
--- @signature evidence.resolve(bundle, records_path) -> entry | nil, message
--- @example
---   local x = kb.randn({4096}, "f32", 1)
---   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
---   local dir = os.tmpname(); os.remove(dir); assert(kb.mkdir(dir))
---   assert(writer.append(dir .. "/run.jsonl", record.from_result{kernel = "add", mode = "forward",
---     provider = "add_", dtype = "f32", result = r}))
---   local read = assert(io.open(dir .. "/run.jsonl")):read("l")
---   local e, why = evidence.resolve(require("kluabench.util.json").decode(read), dir .. "/run.jsonl")
---   print(#e.samples, why)
---   kb.remove_tree(dir)
+-- The evidence entry a bundle's run names, read, checked against its digest and attached; or nil, why.
 function M.resolve(bundle, records_path)
   args.check('evidence.resolve', 1, bundle, 'table', 'bundle')
   args.check('evidence.resolve', 2, records_path, 'string|nil', 'records file path')
@@ -440,10 +374,7 @@ end
 -- The factor from each unit of raw samples to ms.
 local TO_MS = { ns = 1e-6, us = 1e-3, ms = 1, s = 1e3 }
 
---- The raw samples of an entry in ms, or nil and why (none, an unknown unit, a value not finite > 0).
--- @signature evidence.samples_ms(entry) -> list | nil, message
--- @example
---   print(#evidence.samples_ms({unit = "ns", samples = {1000, 2000}}))
+-- The raw samples of an entry in ms, or nil and why (none, an unknown unit, a value not finite > 0).
 function M.samples_ms(entry)
   if type(entry) ~= 'table' or type(entry.samples) ~= 'table' or #entry.samples == 0 then
     return nil, 'no raw samples in the record'

@@ -1,16 +1,17 @@
---- ImplementationRevision documents: what identifies the code a provider runs, for a built-in kernel
+-- ImplementationRevision documents: what identifies the code a provider runs, for a built-in kernel
 -- (builtin), a user kernel (user) or neither (script). docs/RECORDS.md (Implementations) gives the fields;
 -- two different kernels never share one.
 local json = require 'kluabench.util.json'
 local names = require 'kluabench.record.names'
 local operation = require 'kluabench.record.operation'
 local args = require 'kluabench.util.args'
+local core = require 'kluabench.core'
+local kernels = require 'kluabench.kernels'
 
 local M = {}
 
 M.API_VERSION = 'kernelindex.dev/v1alpha1'
 
-local function core() return require 'kluabench.core' end
 
 local function sorted_unique(list)
   local seen, out = {}, {}
@@ -79,14 +80,11 @@ end
 -- "sha256:<hex>" of a {path = "sha256:<hex>"} listing (JCS of it), or nil.
 local function tree_digest(sources)
   if not sources or next(sources) == nil then return nil end
-  local k = core()
+  local k = core
   return 'sha256:' .. k.sha256(k.jcs.encode(sources))
 end
 
---- The dtypes of a declaration as kernelindex tokens, sorted (support.dtypes).
--- @signature implementation.dtype_tokens(dtypes) -> list
--- @example
---   print(table.concat(implementation.dtype_tokens({"f32", "bf16"}), ","))
+-- The dtypes of a declaration as kernelindex tokens, sorted (support.dtypes).
 function M.dtype_tokens(dtypes)
   args.check('implementation.dtype_tokens', 1, dtypes, 'table|nil', 'list of dtypes')
   local out = {}
@@ -94,15 +92,8 @@ function M.dtype_tokens(dtypes)
   return sorted_unique(out)
 end
 
---- The ImplementationRevision of a built-in kernel (sources: {path = "sha256:<hex>"} of its files; layouts: the
+-- The ImplementationRevision of a built-in kernel (sources: {path = "sha256:<hex>"} of its files; layouts: the
 -- tensor layouts it reads, as support.layouts: sorted, as kernelindex keeps its set-like lists).
--- @signature implementation.builtin{operation_digest, provider, kernel, backend, symbol, path, ...} -> document
--- @example
---   local _, op = record.workload{kernel = "llama4_rope", dtype = "bf16", parameters = {hidden = 512, seq = 64, q_heads = 8, kv_heads = 8}}
---   local d = implementation.builtin{operation_digest = record.digest(op), provider = "fused",
---     kernel = "llama4_rope", backend = "cpu", symbol = "kb_rope_fused_cpu", path = "kernels/rope_cpu.c",
---     language = "c", dtypes = {"bf16", "f32"}}
---   print(d.spec.callable.symbol)
 function M.builtin(o)
   if type(o) ~= 'table' then error("bad argument #1 to 'implementation.builtin' (table expected)", 2) end
   check_digest('implementation.builtin', o.operation_digest)
@@ -114,7 +105,7 @@ function M.builtin(o)
   if o.layouts ~= nil and type(o.layouts) ~= 'table' then
     error("bad argument #1 to 'implementation.builtin' (field 'layouts' must be a list of strings)", 2)
   end
-  local k = core()
+  local k = core
   local build = o.build or (type(k.build_info) == 'function' and k.build_info()) or {}
   local version = o.version or k.version
   local cuda = o.backend == 'cuda'
@@ -147,7 +138,7 @@ function M.builtin(o)
       or repository_url(build.git_remote),
     commit = sha and #sha == 40 and sha:lower() or nil, dirty = dirty == '-dirty' }, o.source)
   return document(names.dns_name('kluabench', o.kernel, o.provider, o.backend),
-    require('kluabench.kernels').title(o.kernel) .. ' · ' .. o.provider .. ' (kluabench, ' .. o.backend .. ')', spec,
+    kernels.title(o.kernel) .. ' · ' .. o.provider .. ' (kluabench, ' .. o.backend .. ')', spec,
     labels)
 end
 
@@ -196,14 +187,8 @@ local function user_parts(info)
   return parts
 end
 
---- The ImplementationRevision of a user kernel from its info (k:info(), mod:info(), pk:info(), tk:info(),
+-- The ImplementationRevision of a user kernel from its info (k:info(), mod:info(), pk:info(), tk:info(),
 -- or a list of them for a provider that launches several).
--- @signature implementation.user{operation_digest, provider, info [, arch, dtypes, licensing]} -> document
--- @example
---   local i = implementation.user{operation_digest = "sha256:" .. string.rep("0", 64), provider = "mine",
---     kernel = "scale", info = {name = "scale", symbol = "scale", module = {format = "cubin",
---     sha256 = "sha256:" .. string.rep("1", 64), arch = "sm_90"}}}
---   print(i.spec.source.contentDigest)
 function M.user(o)
   if type(o) ~= 'table' or type(o.info) ~= 'table' then
     error("bad argument #1 to 'implementation.user' (table with an info table expected)", 2)
@@ -247,7 +232,7 @@ end
 -- The user code this process loaded as a tree_digest listing, or nil: kinds and digests only, so the
 -- same code loaded from elsewhere or in another order gives the same digest.
 local function loaded_code_listing(script_digest)
-  local k = core()
+  local k = core
   local loaded = k.loaded_code()
   if #loaded == 0 then return nil end
   local code = {}
@@ -257,13 +242,8 @@ local function loaded_code_listing(script_digest)
   return { script = script_digest, code = json.array(code) }
 end
 
---- The ImplementationRevision of a provider the declaration does not describe: the script, the provider's
+-- The ImplementationRevision of a provider the declaration does not describe: the script, the provider's
 -- name and (unless loaded_code = false) the user code this process loaded.
--- @signature implementation.script{operation_digest, provider [, script, kernel, arch, loaded_code]} -> document
--- @example
---   local i = implementation.script{operation_digest = "sha256:" .. string.rep("0", 64), provider = "copy_",
---     script = "examples/copy_benchmark.lua"}
---   print(i.spec.callable.symbol)
 function M.script(o)
   if type(o) ~= 'table' then error("bad argument #1 to 'implementation.script' (table expected)", 2) end
   check_digest('implementation.script', o.operation_digest)
@@ -272,7 +252,7 @@ function M.script(o)
       .. type(o.loaded_code) .. ')', 2)
   end
   local script = o.script or (arg and arg[0]) or 'stdin'
-  local k = core()
+  local k = core
   local ok, hex = pcall(k.sha256_file, script)
   local digest = ok and type(hex) == 'string' and ('sha256:' .. hex) or nil
   local spec = {

@@ -2,6 +2,7 @@
 -- recomputed, every document of the kind and format its place says, and the statistics the run
 -- records those of its raw samples. Validation against the public JSON Schemas is CI's
 -- (tests/helpers/validate_kernelindex.py runs python3-jsonschema on one document of every kind).
+local core = require 'kluabench.core'
 local args = require 'kluabench.util.args'
 local json = require 'kluabench.util.json'
 local stats = require 'kluabench.stats'
@@ -52,7 +53,7 @@ end
 local function protocol_mode(protocol)
   local spec = type(protocol) == 'table' and protocol.spec
   if type(spec) ~= 'table' then return nil end
-  local ok, canon = pcall(require('kluabench.core').jcs.encode, spec)
+  local ok, canon = pcall(core.jcs.encode, spec)
   if not ok then return nil end
   local fwd, bwd = canon:find('forward pass', 1, true) ~= nil, canon:find('backward pass', 1, true) ~= nil
   if fwd and bwd then return 'full' elseif fwd then return 'forward' elseif bwd then return 'backward' end

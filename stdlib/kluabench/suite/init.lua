@@ -22,14 +22,7 @@ M.FORMATS = {
   table = { records = 'results', view = 'table' },
   markdown = { records = 'results', view = 'markdown' },
   jsonl = { records = 'stdout', view = 'table' },
-  kernelindex = {
-    view = 'table',
-    write = function(bundles, out, samples, claim)
-      local ok, where, why = writer.write_pretty(out, bundles, samples, { claim = claim })
-      if not ok then return nil, tostring(where) end
-      return where, { why }
-    end,
-  },
+  kernelindex = { view = 'table', module = 'kluabench.record.whole_file', write = 'write_kernelindex' },
   ['liger-csv'] = { view = 'table', samples = false, module = 'kluabench.liger', write = 'write_csv' },
 }
 for _, name in ipairs(declaration.FORMATS) do assert(M.FORMATS[name], 'suite: no format ' .. name) end
@@ -222,7 +215,9 @@ function M.main(d, args)
   -- the whole-file formats replace --out at the end: claim what it holds now
   local claim
   local f = M.FORMATS[o.format]
-  if f.write and o.out and o.out ~= '-' then claim = writer.claim(o.out, f.samples ~= false and samples or false) end
+  if f.write and o.out and o.out ~= '-' then
+    claim = require('kluabench.record.whole_file').claim(o.out, f.samples ~= false and samples or false)
+  end
   local history = o.history and declaration.extension(d, 'history')
   local history_meta
   if history then

@@ -1,30 +1,19 @@
---- Files: whole-file reads, atomic writes, JSON Lines appends, mkdir -p.
+-- Files: whole-file reads, atomic writes, JSON Lines appends, mkdir -p.
+local core = require 'kluabench.core'
 local args = require 'kluabench.util.args'
 local json = require 'kluabench.util.json'
 
 local M = {}
 
--- The engine, or false without it (busted without the binary: plain io, no fsync, no JCS markers).
-local core_cache
-local function core()
-  if core_cache == nil then
-    local ok, c = pcall(require, 'kluabench.core')
-    core_cache = ok and type(c) == 'table' and c or false
-  end
-  return core_cache or nil
-end
 
---- The largest file read_file reads (512 MiB): refused by its size before any of it is read.
+-- The largest file read_file reads (512 MiB): refused by its size before any of it is read.
 M.MAX_READ_BYTES = 512 * 1024 * 1024
 
---- A whole regular file's bytes, at most max_bytes (default files.MAX_READ_BYTES), or nil and "path: cause";
+-- A whole regular file's bytes, at most max_bytes (default files.MAX_READ_BYTES), or nil and "path: cause";
 -- a FIFO or device is never opened, and the size is checked before any byte is read.
--- @signature report.read_file(path [, max_bytes]) -> text | nil, message
--- @example
---   local text, err = report.read_file("results.jsonl")
 function M.read_file(path, max_bytes)
   max_bytes = max_bytes or M.MAX_READ_BYTES
-  local c = core()
+  local c = core
   if c and c.read_file then return c.read_file(path, max_bytes) end
   -- without the engine (busted on a machine without the binary): plain io
   local f, err = io.open(path, 'rb')
@@ -39,10 +28,7 @@ function M.read_file(path, max_bytes)
   return text
 end
 
---- report.read_file for text: UTF-16 and UTF-32 refused, a UTF-8 byte order mark dropped.
--- @signature report.read_text(path [, max_bytes]) -> text | nil, message
--- @example
---   local text, err = report.read_text("all_benchmark_data.csv")
+-- report.read_file for text: UTF-16 and UTF-32 refused, a UTF-8 byte order mark dropped.
 function M.read_text(path, max_bytes)
   args.check('report.read_text', 1, path, 'string', 'path')
   args.check('report.read_text', 2, max_bytes, 'integer|nil', 'byte limit')
@@ -54,10 +40,7 @@ function M.read_text(path, max_bytes)
   return text
 end
 
---- The lines of a text as `(text .. "\n"):gmatch("(.-)\r?\n")` gives them, at a fraction of its cost.
--- @signature report.lines(text) -> {line, ...}
--- @example
---   print(#report.lines("a\r\nb\n")) --> 3
+-- The lines of a text as `(text .. "\n"):gmatch("(.-)\r?\n")` gives them, at a fraction of its cost.
 function M.lines(text)
   args.check('report.lines', 1, text, 'string', 'text')
   local out, pos, n = {}, 1, #text
@@ -74,12 +57,9 @@ end
 
 -- Linux's NAME_MAX (and PATH_MAX below): a longer path is refused before anything is created.
 local NAME_MAX = 255
-local function path_max() local c = core() return c and c.PATH_MAX or 4096 end
+local function path_max() return core.PATH_MAX or 4096 end
 
---- Whether path and each of its names fit the system's limits: true, or nil and a message naming it.
--- @signature report.check_path_length(path) -> true | nil, message
--- @example
---   assert(report.check_path_length("results/today.jsonl"))
+-- Whether path and each of its names fit the system's limits: true, or nil and a message naming it.
 function M.check_path_length(path)
   args.check('report.check_path_length', 1, path, 'string', 'path')
   local limit = path_max()
@@ -105,7 +85,7 @@ end
 
 -- What path is (kb.stat's type, or 'missing') and its stat; nil when the engine cannot tell.
 local function kind_of(path, follow)
-  local c = core()
+  local c = core
   if not (c and c.stat) then return nil end
   local st, _, errno = c.stat(path, follow)
   if not st then return errno == 2 and 'missing' or nil, nil end
@@ -116,10 +96,7 @@ end
 local KIND_WORDS = { fifo = 'a FIFO', char = 'a character device', block = 'a block device', socket = 'a socket',
   other = 'an unknown kind of file' }
 
---- Why a path that exists is not a regular file, as read_file words it; nil otherwise. Never opened.
--- @signature report.not_regular(path) -> reason | nil
--- @example
---   print(report.not_regular("/dev/null")) --> is a character device, not a regular file (a device or a FIFO may never end)
+-- Why a path that exists is not a regular file, as read_file words it; nil otherwise. Never opened.
 function M.not_regular(path)
   args.check('report.not_regular', 1, path, 'string', 'path')
   local kind = kind_of(path, true)
@@ -128,10 +105,7 @@ function M.not_regular(path)
   return string.format('is %s, not a regular file (a device or a FIFO may never end)', KIND_WORDS[kind] or kind)
 end
 
---- Writes text to stdout and flushes: nil, "stdout: why" when stdout is full, closed or gone.
--- @signature report.write_stdout(text) -> true | nil, message
--- @example
---   assert(report.write_stdout("one line\n"))
+-- Writes text to stdout and flushes: nil, "stdout: why" when stdout is full, closed or gone.
 function M.write_stdout(text)
   args.check('report.write_stdout', 1, text, 'string', 'text')
   local ok, err = io.stdout:write(text)
@@ -162,7 +136,7 @@ local function write_in_place(path, text) return write_to(path, 'wb', text) end
 -- path the moment the file exists: an interrupt that ends the call before the path comes back
 -- leaves the caller what to remove (remove_created).
 local function write_temp(target, text, mode, created)
-  local c = core()
+  local c = core
   if not (c and c.write_temp) then return nil, 'this build has no kb.write_temp (temporary files)' end
   local tmp, err = c.write_temp(target, text, mode, created)
   if not tmp then return nil, reason(err, target) end
@@ -176,13 +150,8 @@ local function remove_created(created, renamed)
   end
 end
 
---- Writes text to path through a fsync'ed temporary file and a rename: readers see the old file or the new.
+-- Writes text to path through a fsync'ed temporary file and a rename: readers see the old file or the new.
 -- A link is written through to its target; a device, a FIFO or "-" (stdout) in place.
--- @signature report.write_atomic(path, text) -> true | nil, message
--- @example
---   local path = os.tmpname()
---   assert(report.write_atomic(path, report.encode_pretty({kind = "example"})))
---   os.remove(path)
 function M.write_atomic(path, text)
   if type(path) ~= 'string' or path == '' then error("bad argument #1 to 'write_atomic' (path expected)", 2) end
   if type(text) ~= 'string' then error("bad argument #2 to 'write_atomic' (string expected, got " .. type(text) .. ')', 2) end
@@ -191,7 +160,7 @@ function M.write_atomic(path, text)
   if not okl then return nil, lerr end
   local target, kind, st = path, kind_of(path, false)
   if kind == 'link' then
-    local c = core()
+    local c = core
     local real = c.realpath(path)
     if not real then return write_in_place(path, text) end -- dangling: open() creates the target
     target = real
@@ -199,7 +168,7 @@ function M.write_atomic(path, text)
   end
   if kind == 'directory' then return nil, path .. ': is a directory' end
   if kind and kind ~= 'missing' and kind ~= 'file' then return write_in_place(path, text) end
-  local c, created, done = core(), {}, false
+  local c, created, done = core, {}, false
   local called, ok, werr = pcall(function()
     local t, err = write_temp(target, text, st and st.mode, created)
     if not t then return nil, err end
@@ -222,21 +191,15 @@ function M.write_atomic(path, text)
   return true
 end
 
---- Writes several files so that every one is replaced or none is: each file's text goes to a
+-- Writes several files so that every one is replaced or none is: each file's text goes to a
 -- temporary file beside it first (as write_atomic writes one), and only when all of them are
 -- written are they renamed over their paths, in the order given. A failure before the renames
 -- removes the temporary files and leaves every path as it was. list: {{path, text}, ...}; paths
 -- as write_atomic takes them (a link is written through to its target; a device or a FIFO is
 -- written in place, after the others are renamed; "-" is refused).
---
--- @signature report.write_atomic_all(list) -> true | nil, message
--- @example
---   local a, b = os.tmpname(), os.tmpname()
---   assert(report.write_atomic_all({{a, "records\n"}, {b, "samples\n"}}))
---   os.remove(a); os.remove(b)
 function M.write_atomic_all(list)
   args.check('report.write_atomic_all', 1, list, 'table', 'list of {path, text}')
-  local plan, c = {}, core()
+  local plan, c = {}, core
   for i, item in ipairs(list) do
     local path, text = type(item) == 'table' and item[1], type(item) == 'table' and item[2]
     if type(path) ~= 'string' or path == '' or path == '-' or type(text) ~= 'string' then
@@ -293,14 +256,8 @@ function M.write_atomic_all(list)
   return true
 end
 
---- True when path is a regular file that begins as a SQLite database does ("SQLite format 3\0": a
+-- True when path is a regular file that begins as a SQLite database does ("SQLite format 3\0": a
 -- history database, or another program's).
---
--- @signature report.is_sqlite(path) -> boolean
--- @example
---   local path = os.tmpname()
---   print(report.is_sqlite(path)) --> false
---   os.remove(path)
 function M.is_sqlite(path)
   args.check('report.is_sqlite', 1, path, 'string', 'path')
   if kind_of(path, true) ~= 'file' then return false end
@@ -311,12 +268,8 @@ function M.is_sqlite(path)
   return head == 'SQLite format 3\0'
 end
 
---- Whether an output path can be written, before any work: a writable file that is no directory or SQLite
+-- Whether an output path can be written, before any work: a writable file that is no directory or SQLite
 -- database, or a new file in a writable directory (probed). Nothing is truncated.
--- @signature report.check_writable(path) -> true | nil, message
--- @example
---   local ok, err = report.check_writable("/nonexistent/run.jsonl")
---   if not ok then io.stderr:write(err, "\n") end
 function M.check_writable(path)
   if type(path) ~= 'string' or path == '' then error("bad argument #1 to 'check_writable' (path expected)", 2) end
   if path == '-' then return true end
@@ -352,12 +305,7 @@ function M.check_writable(path)
   return true
 end
 
---- Appends value as one JSON line to path ("-": stdout) in one write(2): a kill leaves whole lines only.
--- @signature report.append_jsonl(path, value) -> true | nil, message
--- @example
---   local path = os.tmpname()
---   assert(report.append_jsonl(path, {n = 1}))
---   os.remove(path)
+-- Appends value as one JSON line to path ("-": stdout) in one write(2): a kill leaves whole lines only.
 function M.append_jsonl(path, value)
   args.check('report.append_jsonl', 1, path, 'string', 'path')
   local line, err = json.encode_line(value)
@@ -365,17 +313,12 @@ function M.append_jsonl(path, value)
   return M.append_line(path, line)
 end
 
---- Appends one line of text (a newline added) to path ("-": stdout), as append_jsonl does.
--- @signature report.append_line(path, line) -> true | nil, message
--- @example
---   local path = os.tmpname()
---   assert(report.append_line(path, '{"a":1}'))
---   os.remove(path)
+-- Appends one line of text (a newline added) to path ("-": stdout), as append_jsonl does.
 function M.append_line(path, line)
   args.check('report.append_line', 1, path, 'string', 'path')
   args.check('report.append_line', 2, line, 'string', 'line')
   if path == nil or path == '-' then return M.write_stdout(line .. '\n') end
-  local c = core()
+  local c = core
   if not (c and c.append_file) then return write_to(path, 'a', line .. '\n', true) end
   -- whole or not at all: a failed append (full disk, file-size limit) is cut back off
   local ok, err = c.append_file(path, line .. '\n')
@@ -383,28 +326,19 @@ function M.append_line(path, line)
   return true
 end
 
---- The folder results go to by default: $KLUABENCH_RESULTS, else results/.
--- @signature report.results_dir() -> path
--- @example
---   print(report.results_dir())
+-- The folder results go to by default: $KLUABENCH_RESULTS, else results/.
 function M.results_dir()
   local dir = os.getenv('KLUABENCH_RESULTS')
   return (dir == nil or dir == '') and 'results' or dir
 end
 
---- Creates a directory and its parents when missing, without a shell: true, or nil and a message.
--- @signature report.mkdir_p(path) -> true | nil, message
--- @example
---   local dir = os.tmpname()
---   os.remove(dir)
---   assert(report.mkdir_p(dir .. "/results/today"))
---   kb.remove_tree(dir)
+-- Creates a directory and its parents when missing, without a shell: true, or nil and a message.
 function M.mkdir_p(path)
   args.check('report.mkdir_p', 1, path, 'string', 'path')
   if path == nil or path == '' or path == '.' then return true end
   local okl, lerr = M.check_path_length(path)
   if not okl then return nil, lerr end
-  local c = core()
+  local c = core
   local prefix = path:sub(1, 1) == '/' and '/' or ''
   for part in path:gmatch('[^/]+') do
     prefix = prefix .. part
