@@ -261,8 +261,10 @@ describe('stdlib layout', function()
     local words = {}
     for i, a in ipairs(args or {}) do words[i] = string.format('%q', a) end
     local dir = util.tmpdir()
-    util.spit(dir .. '/seed.lua', before .. string.format('\narg = { [0] = %q, %s }\ndofile(%q)\n', script,
-      table.concat(words, ', '), script) .. after)
+    local out = dir .. '/out.jsonl'
+    for i, w in ipairs(words) do words[i] = w:gsub('@OUT@', out) end
+    util.spit(dir .. '/seed.lua', string.format('OUT = %q\n', out) .. before
+      .. string.format('\narg = { [0] = %q, %s }\ndofile(%q)\n', script, table.concat(words, ', '), script) .. after)
     local r = sub.run({ '--backend', 'cpu', '--quiet', dir .. '/seed.lua' })
     os.execute('rm -rf ' .. util.q(dir))
     assert(r.code == 0, r.err)
@@ -320,6 +322,54 @@ describe('stdlib layout', function()
     end
     table.sort(extra)
     assert.same({}, extra)
+  end)
+
+  -- The seams docs/ARCHITECTURE.md names, kept honest: a protocol is its file and its name in measure.MODES, a
+  -- statistic its quantile in measure.QUANTILES; the harness, the records, the result model and the table follow.
+  it('takes a new protocol from its module and its name in measure.MODES: the harness runs it, records name it',
+    function()
+      local out = seed_run([[
+        local measure = require 'kluabench.measure'
+        local session = require 'kluabench.measure.session'
+        -- a toy protocol: one call per sample, nothing flushed, the host's hold skipped
+        package.preload['kluabench.measure.toy'] = function()
+          local M = { name = 'toy' }
+          function M.setup(self, fn)
+            local e0, e1 = self.ctx.event(), self.ctx.event()
+            self.warmup_fn = function() session.warm(self, function() return session.timed_once(self.ctx, e0, e1, fn) end) end
+            self.take = function() return session.timed_once(self.ctx, e0, e1, fn) end
+          end
+          M.what = { title = 'toy protocol', method = 'tests/layout_spec.lua', sample = 'one call', l2Flush = 'none',
+            launchOverhead = 'in the sample', hides = 'nothing it knows of' }
+          function M.make(params) return session.protocol(M, params) end
+          function M.measure(fn, opts, ctx) return session.measure(M, fn, opts, ctx) end
+          return M
+        end
+        measure.MODES[#measure.MODES + 1] = 'toy']], [[
+        local b = require('kluabench.record.reader').read(OUT)[1]
+        local s = require('kluabench.result').session(b)
+        io.write('PROTOCOL ', s.protocol, ' ', s.status, ' ', tostring(s.n), '\n')]],
+        { '--protocol', 'toy', '--hidden', '64', '--seq', '16', '--format', 'jsonl', '--out', '@OUT@' })
+      local protocol, status, n = out:match('PROTOCOL (%S+) (%S+) (%d+)')
+      assert.equal('toy', protocol, out)
+      assert.equal('passed', status)
+      assert.is_true(tonumber(n) > 0)
+    end)
+
+  it('carries a new statistic from measure.QUANTILES alone: a p99 in the record, the point and the table', function()
+    local out = seed_run([[
+      local measure = require 'kluabench.measure'
+      measure.QUANTILES[#measure.QUANTILES + 1] = 0.99]], [[
+      local bundles = require('kluabench.record.reader').read(OUT)
+      local s = require('kluabench.result').session(bundles[1])
+      local p = require('kluabench.result').points(bundles)[1]
+      io.write('P99 ', tostring(s.p99_ns), ' ', tostring(p.p99_ns), ' ', tostring(s.p80_ns), '\n')
+      io.write(require('kluabench.table').results_table(bundles))]],
+      { '--hidden', '64', '--seq', '16', '--format', 'jsonl', '--out', '@OUT@' })
+    local sp99, pp99, p80 = out:match('P99 (%S+) (%S+) (%S+)')
+    assert.is_true(tonumber(sp99) >= tonumber(p80), out)
+    assert.is_true(math.abs(tonumber(sp99) - tonumber(pp99)) <= 1, out) -- the record rounds to whole ns
+    assert.matches('p99 us', out, 1, true)
   end)
 
   it('would catch an upward require, a lazy one and a circle (the checks check)', function()

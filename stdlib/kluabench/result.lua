@@ -5,6 +5,7 @@ local args = require 'kluabench.util.args'
 local json = require 'kluabench.util.json'
 local stats = require 'kluabench.stats'
 local record = require 'kluabench.record'
+local measure = require 'kluabench.measure'
 local env = require 'kluabench.record.env'
 local evidence = require 'kluabench.record.evidence'
 local operation = require 'kluabench.record.operation'
@@ -156,7 +157,7 @@ function M.ci_percent(s)
 end
 
 -- The aggregate of a point's passed sessions (each with a positive median, or a memory peak): median_ns the mean of
--- their medians, n, pooled p20/p80, ci_pct, the means of the figures.
+-- their medians, n, each recorded quantile of the pooled samples (p20_ns, p80_ns, ...), ci_pct, the means of the figures.
 local function aggregate(p, passed)
   local R = #passed
   if p.metric == 'memory' then
@@ -185,11 +186,21 @@ local function aggregate(p, passed)
     end
     p[f] = total and total / R or nil
   end
-  if all_samples and #pooled > 0 then
-    local q = stats.quantiles(pooled, { 0.2, 0.8 })
-    p.p20_ns, p.p80_ns = q[1] * 1e6, q[2] * 1e6
+  -- every quantile the sessions recorded (record.quantile_of): of the pooled samples, or the one session's
+  local fields, qs, seen = {}, {}, {}
+  local function add(f, q)
+    if not seen[f] then seen[f], fields[#fields + 1], qs[#qs + 1] = true, f, q end
+  end
+  for _, q in ipairs(measure.QUANTILES) do if q ~= 0.5 then add(record.quantile_name(q) .. '_ns', q) end end
+  for f in pairs(passed[1]) do
+    local q = record.quantile_of(f)
+    if q then add(f, q) end
+  end
+  if all_samples and #pooled > 0 and #qs > 0 then
+    local v = stats.quantiles(pooled, qs)
+    for i, f in ipairs(fields) do p[f] = v[i] * 1e6 end
   elseif R == 1 then
-    p.p20_ns, p.p80_ns = passed[1].p20_ns, passed[1].p80_ns
+    for _, f in ipairs(fields) do p[f] = passed[1][f] end
   end
   if R == 1 then
     p.ci_pct, p.ci_flag = M.ci_percent(passed[1])

@@ -1,6 +1,7 @@
 --- Tables for people: aligned terminal and markdown tables, and the results table of a list of bundles.
 local args = require 'kluabench.util.args'
 local result = require 'kluabench.result'
+local record = require 'kluabench.record'
 local ceilings = require 'kluabench.measure.ceilings'
 
 local M = {}
@@ -104,8 +105,7 @@ M.RESULT_COLUMNS = {
   { key = 'workload', title = 'workload' },
   -- optional: a table of memory runs alone has no time
   { key = 'median_ns', title = 'median us', align = 'right', format = us, optional = 'time' },
-  { key = 'p20_ns', title = 'p20 us', align = 'right', format = us, optional = 'time' },
-  { key = 'p80_ns', title = 'p80 us', align = 'right', format = us, optional = 'time' },
+  { quantiles = true }, -- a column per quantile the rows carry ("p20 us", "p80 us", ...: record.quantile_of)
   { key = 'gbps', title = 'GB/s', align = 'right', format = number(1), optional = 'time' },
   { key = 'pct_copy', title = '% of copy', align = 'right', optional = true,
     format = function(v) return M.cell_number(v, 1) or 'n/a' end },
@@ -182,8 +182,9 @@ local function row_of(x, energy, agg)
   local row = {
     kernel = x.kernel, mode = x.mode, provider = x.provider, workload = x.id, device = x.device,
     protocol = x.protocol, timer = timer_text(x), median_ns = x.median_ns, gbps = x.gbps, pct_copy = x.pct_copy,
-    n = x.n, mem_mb = memory and x.memory_median or nil, p20_ns = x.p20_ns, p80_ns = x.p80_ns,
+    n = x.n, mem_mb = memory and x.memory_median or nil,
   }
+  for f, v in pairs(x) do if record.quantile_of(f) then row[f] = v end end
   if energy and not memory then
     row.energy_mj = x.energy_j and x.energy_j * 1000 or false
     row.power_w, row.sm_mhz = x.power_w or false, x.sm_mhz or false
@@ -283,7 +284,22 @@ end
 local function result_columns(rows)
   local cols, heading, workload, timed = {}, {}, shared_workload(rows), false
   for _, row in ipairs(rows) do timed = timed or row.mem_mb == nil end
+  local list = {}
   for _, col in ipairs(M.RESULT_COLUMNS) do
+    if col.quantiles then
+      local fields, seen = {}, {}
+      for _, row in ipairs(rows) do
+        for f in pairs(row) do if not seen[f] and record.quantile_of(f) then seen[f], fields[#fields + 1] = true, f end end
+      end
+      table.sort(fields, function(a, b) return record.quantile_of(a) < record.quantile_of(b) end)
+      for _, f in ipairs(fields) do
+        list[#list + 1] = { key = f, title = f:sub(1, -4) .. ' us', align = 'right', format = us, optional = 'time' }
+      end
+    else
+      list[#list + 1] = col
+    end
+  end
+  for _, col in ipairs(list) do
     if col.key == 'workload' and workload then heading[#heading + 1] = 'workload ' .. workload end
     local used = not col.optional or (col.optional == 'time' and timed)
     for _, row in ipairs(rows) do

@@ -169,8 +169,6 @@ end
 
 --- field -> {metric, unit, statistic, integer}: what each figure of a run is called in the record.
 M.MEASUREMENTS = {
-  p20_ns = { metric = 'latency', unit = 'ns', statistic = 'p20', integer = true },
-  p80_ns = { metric = 'latency', unit = 'ns', statistic = 'p80', integer = true },
   stdev_ns = { metric = 'latency', unit = 'ns', statistic = 'stdev', integer = true },
   gbps = { metric = 'throughput', unit = 'gb_per_s', statistic = 'median' },
   tflops = { metric = 'compute', unit = 'tflop_per_s', statistic = 'median' },
@@ -191,11 +189,20 @@ M.MEASUREMENTS = {
   energy_j_max = { metric = 'energy', unit = 'j', statistic = 'maximum' },
   power_w = { metric = 'power', unit = 'w', statistic = 'median' },
 }
-local ORDER = { 'p20_ns', 'p80_ns', 'stdev_ns', 'gbps', 'tflops', 'copy_gbps', 'pct_copy', 'floor_ns', 'pct_floor',
+local ORDER = { 'stdev_ns', 'gbps', 'tflops', 'copy_gbps', 'pct_copy', 'floor_ns', 'pct_floor',
   'bytes', 'flops', 'session', 'sessions', 'noise_sd', 'implausible', 'rel_l2', 'sm_mhz', 'energy_j', 'energy_j_min',
   'energy_j_max', 'power_w' }
 local FIELD_OF = {}
 for field, m in pairs(M.MEASUREMENTS) do FIELD_OF[m.metric .. '|' .. m.unit .. '|' .. m.statistic] = field end
+
+--- The quantile a figure's field name holds ("p20_ns" -> 0.2, "p99_9_ns" -> 0.999), or nil: every quantile a
+-- protocol records (measure.QUANTILES) is a latency measurement of its own, a field of sessions and points.
+-- @signature record.quantile_of(field) -> q | nil
+-- @example print(record.quantile_of("p99_ns")) --> 0.99
+function M.quantile_of(field)
+  local int, frac = tostring(field):match('^p(%d%d?)_?(%d*)_ns$')
+  return int and tonumber('0.' .. string.format('%02d', tonumber(int)) .. frac) or nil
+end
 
 --- The measurements[] list of a table of figures (field -> number; true counts as 1), then extra.
 -- @signature record.measurement_list(fields [, extra]) -> list
@@ -203,7 +210,12 @@ for field, m in pairs(M.MEASUREMENTS) do FIELD_OF[m.metric .. '|' .. m.unit .. '
 function M.measurement_list(fields, extra)
   args.check('record.measurement_list', 1, fields, 'table', 'table of fields')
   args.check('record.measurement_list', 2, extra, 'table|nil', 'list of measurements')
-  local out = {}
+  local out, qs = {}, {}
+  for f, v in pairs(fields) do if M.quantile_of(f) and finite(v) then qs[#qs + 1] = f end end
+  table.sort(qs, function(a, b) return M.quantile_of(a) < M.quantile_of(b) end)
+  for _, f in ipairs(qs) do
+    out[#out + 1] = { metric = 'latency', unit = 'ns', statistic = f:sub(1, -4), value = M.round(fields[f]) }
+  end
   for _, f in ipairs(ORDER) do
     local v = fields[f]
     if v == true then v = 1 end
@@ -226,6 +238,9 @@ function M.measurement_fields(list)
   for _, m in ipairs(type(list) == 'table' and list or {}) do
     if type(m) == 'table' then
       local f = FIELD_OF[tostring(m.metric) .. '|' .. tostring(m.unit) .. '|' .. tostring(m.statistic)]
+      if not f and m.metric == 'latency' and m.unit == 'ns' and M.quantile_of(tostring(m.statistic) .. '_ns') then
+        f = m.statistic .. '_ns'
+      end
       if f and finite(m.value) then out[f] = m.value else others[#others + 1] = m end
     end
   end
@@ -642,7 +657,7 @@ function M.from_result(o)
     for _, q in ipairs(qs) do
       local v = s.at[q]
       metrics[M.metric_name(q)] = v
-      if q == 0.2 then fields.p20_ns = v * 1e6 elseif q == 0.8 then fields.p80_ns = v * 1e6 end
+      if q ~= 0.5 then fields[M.quantile_name(q) .. '_ns'] = v * 1e6 end
     end
     median_ms = s.median
     if finite(s.mean) then latency.mean = M.round(s.mean * 1e6) end
