@@ -409,11 +409,11 @@ static int m_fn(lua_State *L) {
   kb_check_cstring(L, 2, "fn", "function name");
   int as_object = 0;
   if (!lua_isnoneornil(L, 3)) {
-    luaL_checktype(L, 3, LUA_TTABLE);
+    if (!lua_istable(L, 3)) return luaL_error(L, "bad argument #2 to 'fn' (table of options expected, got %s)", luaL_typename(L, 3));
     lua_getfield(L, 3, "returns");
     const char *r = lua_tostring(L, -1);
     if (!lua_isnil(L, -1) && (!r || (strcmp(r, "values") != 0 && strcmp(r, "object") != 0)))
-      return luaL_argerror(L, 3, "opts.returns must be \"values\" or \"object\"");
+      return luaL_error(L, "bad argument #2 to 'fn' (opts.returns must be \"values\" or \"object\")");
     as_object = r && strcmp(r, "object") == 0;
     lua_pop(L, 1);
   }
@@ -446,6 +446,9 @@ typedef struct {
   int nlends;
   kb_py_lend *lends[MAX_LENDS];
   int lend_arg[MAX_LENDS]; /* the argument each lend is (1: the first after the function) */
+  int nown;
+  PyObject *own[MAX_LENDS]; /* tensors that came from Python, passed back as their objects (borrowed) */
+  int own_arg[MAX_LENDS];
   int kept;                /* the first argument Python kept a view of, or 0 */
 } call_ctx;
 
@@ -486,11 +489,14 @@ static PyObject *to_python(lua_State *L, call_ctx *c, int idx, int n) {
         if (t->freed) luaL_error(L, "bad argument #%d to 'call' (tensor has been freed)", n);
         kb_capture_note(L, idx); /* a call captured in a CUDA graph keeps it */
         PyObject *own = kb_py_tensor_object(t);
+        if (c->nlends + c->nown == MAX_LENDS)
+          luaL_error(L, "bad argument #%d to 'call' (at most %d tensors in one call)", n, MAX_LENDS);
         if (own) { /* Python's own: it goes back as the object it came from */
+          c->own_arg[c->nown] = n;
+          c->own[c->nown++] = own;
           kb_py.Py_IncRef(own);
           return own;
         }
-        if (c->nlends == MAX_LENDS) luaL_error(L, "bad argument #%d to 'call' (at most %d tensors in one call)", n, MAX_LENDS);
         PyObject *w = NULL;
         c->lend_arg[c->nlends] = n;
         c->lends[c->nlends++] = kb_py_lend_open(L, idx, &w);
@@ -531,6 +537,13 @@ static void push_result(lua_State *L, call_ctx *c, PyObject *r, int i, int base)
     case 4: push_str(L, v); return;
     default: break;
   }
+  PyObject *obj = kb_py.PyTuple_GetItem(r, 2);
+  for (int k = 0; k < c->nown; k++) {
+    if (c->own[k] == obj) { /* a tensor from Python given back: that tensor */
+      lua_pushvalue(L, base + c->own_arg[k]);
+      return;
+    }
+  }
   int exact;
   int j = kb_py_lend_find(v, c->lends, c->nlends, &exact);
   if (j >= 0 && exact) { /* it returned an argument (worked in place): that tensor itself */
@@ -544,7 +557,7 @@ static void push_result(lua_State *L, call_ctx *c, PyObject *r, int i, int base)
                c->lend_arg[j], i);
   }
   char why[600];
-  if (kb_py_take_dlpack(L, v, kb_py.PyTuple_GetItem(r, 2), why, sizeof why)) {
+  if (kb_py_take_dlpack(L, v, obj, why, sizeof why)) {
     push_fn_name(L, base);
     luaL_error(L, "kb.python: %s returned result %d that kluabench cannot take as a tensor: %s", lua_tostring(L, -1),
                i, why);
@@ -629,16 +642,20 @@ static void call_finish(lua_State *L, void *ctx, int failed) {
  */
 static int f_call(lua_State *L) {
   check_ref(L, 1, PYFN_MT);
+  char name[300];
+  push_fn_name(L, 1);
+  snprintf(name, sizeof name, "%s", lua_tostring(L, -1));
+  lua_pop(L, 1);
   int st = enter(L);
   call_ctx c;
   memset(&c, 0, sizeof c);
   int n = protected_call(L, st, call_inner, &c, call_finish);
   if (c.kept) {
     luaL_where(L, 1);
-    lua_pushfstring(L, "kb.python: a function kept a view of argument #%d (a kluabench tensor) after its call "
-                       "returned: a view of a lent tensor is valid only during the call (copy what you keep: "
-                       "x.clone(), numpy.array(x)); the tensor stays alive, and free() refuses it, until Python "
-                       "drops the view", c.kept);
+    lua_pushfstring(L, "kb.python: %s kept a view of argument #%d (a kluabench tensor) after its call returned: a "
+                       "view of a lent tensor is valid only during the call (copy what you keep: x.clone(), "
+                       "numpy.array(x)); the tensor stays alive, and free() refuses it, until Python drops the view",
+                    name, c.kept);
     lua_concat(L, 2);
     return lua_error(L);
   }

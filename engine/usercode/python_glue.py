@@ -181,20 +181,18 @@ def _results(result):
 
 
 def _result(x, i):
-    import numbers
+    t = type(x)
     if x is None:
         return (0, None)
-    if isinstance(x, bool):
+    if t is bool:
         return (1, x)
-    if isinstance(x, numbers.Integral) and not hasattr(x, '__dlpack__'):
-        if not -2 ** 63 <= int(x) < 2 ** 63:
-            raise _BadResult('result %d is an integer outside 64 bits (%d)' % (i, int(x)))
-        return (2, int(x))
-    if isinstance(x, numbers.Real) and not hasattr(x, '__dlpack__'):
-        return (3, float(x))
-    if isinstance(x, str):
+    if t is float:
+        return (3, x)
+    if t is int and -2 ** 63 <= x < 2 ** 63:
+        return (2, x)
+    if t is str:
         return (4, x)
-    if hasattr(type(x), '__dlpack__') and hasattr(type(x), '__dlpack_device__'):
+    if hasattr(t, '__dlpack__') and hasattr(t, '__dlpack_device__'):
         try:
             kind, index = (int(v) for v in x.__dlpack_device__())
             # the consumer's stream: torch queues a wait on it when its current stream is another
@@ -203,6 +201,13 @@ def _result(x, i):
             raise _BadResult('result %d (a %s) cannot be exported through DLPack: %s: %s'
                              % (i, _type_name(x), type(e).__name__, e)) from None
         return (5, cap, x)
+    import numbers
+    if isinstance(x, numbers.Integral):
+        if not -2 ** 63 <= int(x) < 2 ** 63:
+            raise _BadResult('result %d is an integer outside 64 bits (%d)' % (i, int(x)))
+        return (2, int(x))
+    if isinstance(x, numbers.Real):  # NumPy's scalars
+        return (3, float(x))
     raise _BadResult('result %d is a %s' % (i, _type_name(x)))
 
 

@@ -98,8 +98,36 @@ function M.builtin(o)
     require('kluabench.kernels').title(o.kernel) .. ' · ' .. o.provider .. ' (kluabench, ' .. o.backend .. ')', spec)
 end
 
+-- A requirements key of the schema (^[a-z][a-z0-9_]*$) for a package name: "liger-kernel" -> "liger_kernel".
+local function requirement_key(name)
+  local k = tostring(name):lower():gsub('[^a-z0-9_]', '_')
+  if not k:match('^[a-z]') then k = 'p_' .. k end
+  return k
+end
+
+-- A Python function's parts (kb.python: pyfn:info()): the module's file, the function (or info.symbol, a library
+-- function the provider calls) and, as requirements, Python's and the packages' versions.
+local function python_parts(info)
+  local py = info.python
+  local file = py.path and basename(py.path) or tostring(py.module or 'module')
+  local req = { python = tostring(py.version or 'unknown'):sub(1, 200) }
+  for name, version in pairs(type(py.packages) == 'table' and py.packages or {}) do
+    req[requirement_key(name)] = tostring(version):sub(1, 200)
+  end
+  return {
+    source = { contentDigest = py.sha256, fileName = file,
+      sizeBytes = math.type(py.bytes) == 'integer' and py.bytes > 0 and py.bytes or nil },
+    callable = { language = 'python', path = file,
+      symbol = tostring(info.symbol or ((py.module or info.module or '?') .. '.' .. tostring(info.name))):sub(1, 200),
+      interface = 'kluabench_python' },
+    build = { name = 'python', install = { kind = 'source', command = tostring(py.executable or 'python3'):sub(1, 1000) },
+      requirements = req },
+  }
+end
+
 -- A user kernel's source, callable, build variant and arch, from its info() table.
 local function user_parts(info)
+  if type(info.python) == 'table' then return python_parts(info) end
   local mod = info.module or info
   if info.plugin then
     local p = info.plugin
@@ -144,7 +172,9 @@ local function user_parts(info)
 end
 
 --- The ImplementationRevision of a user kernel from its info (k:info(), mod:info(), pk:info(), tk:info(),
--- or a list of them for a provider that launches several).
+-- a Python function's pyfn:info(), or a list of them for a provider that launches several). A Python function's
+-- source is its module's file, its symbol the function (or info.symbol), its requirements Python's and its
+-- packages' versions.
 -- @signature implementation.user{operation_digest, provider, info [, arch, dtypes, licensing]} -> document
 -- @example
 --   local i = implementation.user{operation_digest = "sha256:" .. string.rep("0", 64), provider = "mine",
@@ -185,8 +215,9 @@ function M.user(o)
     for i, v in ipairs(variants) do v.name = i == 1 and v.name or (v.name .. '-' .. i) end
     spec.buildVariants = variants
   end
+  local kind = first.callable.language == 'python' and ('Python, ' .. first.callable.symbol) or 'user kernel'
   return document(names.dns_name('user', o.kernel, o.provider, (first.source.contentDigest:sub(8, 19))),
-    tostring(o.kernel or 'user kernel') .. ' · ' .. o.provider .. ' (user kernel)', spec)
+    tostring(o.kernel or 'user kernel') .. ' · ' .. o.provider .. ' (' .. kind .. ')', spec)
 end
 
 -- The user code this process loaded as a tree_digest listing, or nil: kinds and digests only, so the
