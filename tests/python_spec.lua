@@ -332,6 +332,25 @@ print(kb.python.load('numpy'):info().name)
   end)
 end)
 
+describe('the RoPE benchmarks\' Python peers (stdlib/kluabench/benchmarks/rope_providers.py)', function()
+  check('load without torch and say which package a provider lacks', function()
+    local r = lua(string.format([[
+local m = kb.python.load(%q)
+print(m:fn('unavailable')('llama4_rope', 'liger'))
+print(m:fn('packages')('liger'))
+print(m:fn('packages')('huggingface'))
+]], ROOT .. '/stdlib/kluabench/benchmarks/rope_providers.py'))
+    assert(r.code == 0, r.err)
+    local lines = {}
+    for l in r.out:gmatch('[^\n]+') do lines[#lines + 1] = l end
+    -- torch is missing here (or, where Debian's python3-torch is installed, it sees no CUDA device)
+    assert.matches('^torch (.+)$', lines[1])
+    assert.truthy(lines[1]:find('is not installed for ' .. PYTHON, 1, true) or lines[1]:find('sees no CUDA device', 1, true))
+    assert.equal('torch\ttransformers\tliger_kernel\ttriton', lines[2])
+    assert.equal('torch\ttransformers', lines[3])
+  end)
+end)
+
 describe('kb.python where there is no Python', function()
   -- PATH without any python, KLUABENCH_PYTHON as given.
   local function hidden(code, python, args)
