@@ -632,7 +632,9 @@ static void call_finish(lua_State *L, void *ctx, int failed) {
  * one that is an argument comes back as that tensor. On the cuda backend the call runs with the
  * engine's stream as torch's current stream (set when torch is imported).
  *
- * @signature pyfn(...) -> results | pyfn:call(...) -> results
+ * `pyfn(...)` is the same call.
+ *
+ * @signature pyfn:call(...) -> results
  * @section usercode
  * @example
  *   if kb.python.available() then
