@@ -31,7 +31,8 @@
  * carry their info table as user value 1; a PyFunction its module as user value 2. */
 typedef struct {
   PyObject *obj;
-  int as_object; /* PyFunction: returns the result as a PyObject */
+  int as_object;  /* PyFunction: returns the result as a PyObject */
+  char name[160]; /* PyFunction: "module.function", for messages */
 } kb_pyref;
 
 /* ---- entering Python ----------------------------------------------------------------------------- */
@@ -114,6 +115,7 @@ static kb_pyref *push_ref(lua_State *L, const char *mt, PyObject *obj, int user_
   kb_pyref *r = (kb_pyref *)lua_newuserdatauv(L, sizeof *r, user_values);
   r->obj = NULL;
   r->as_object = 0;
+  r->name[0] = 0;
   luaL_setmetatable(L, mt);
   kb_py.Py_IncRef(obj);
   r->obj = obj;
@@ -381,6 +383,7 @@ static int fn_inner(lua_State *L) {
   lua_getiuservalue(L, 2, 1);
   lua_getfield(L, -1, "name");
   lua_remove(L, -2);
+  snprintf(f->name, sizeof f->name, "%s.%s", lua_tostring(L, -1) ? lua_tostring(L, -1) : "?", name);
   lua_setfield(L, -2, "module");
   lua_setiuservalue(L, -2, 1);
   lua_pushvalue(L, 2);
@@ -454,12 +457,7 @@ typedef struct {
 
 /* "module.function" of the PyFunction at idx, pushed. */
 static void push_fn_name(lua_State *L, int idx) {
-  lua_getiuservalue(L, idx, 1);
-  lua_getfield(L, -1, "module");
-  lua_getfield(L, -2, "name");
-  lua_pushfstring(L, "%s.%s", lua_tostring(L, -2), lua_tostring(L, -1));
-  lua_replace(L, -4);
-  lua_pop(L, 2);
+  lua_pushstring(L, ((kb_pyref *)lua_touserdata(L, idx))->name);
 }
 
 /* The Lua value at idx as a new Python reference; argument number n for messages. */
@@ -512,6 +510,7 @@ static PyObject *to_python(lua_State *L, call_ctx *c, int idx, int n) {
       if (!r) r = (kb_pyref *)luaL_testudata(L, idx, PYFN_MT);
       if (r) {
         if (!r->obj) luaL_error(L, "bad argument #%d to 'call' (Python object has been freed)", n);
+        kb_capture_keep(L, idx); /* what a captured call's device work belongs to lives as long as the graph */
         kb_py.Py_IncRef(r->obj);
         return r->obj;
       }
@@ -580,9 +579,15 @@ static int call_inner(lua_State *L) {
   kb_py.PyTuple_SetItem(call, 1, c->args);
   kb_py.PyTuple_SetItem(call, 2, kb_py.PyBool_FromLong(f->as_object));
   fflush(stdout); /* what Lua printed comes before what Python prints (unbuffered) */
-  push_fn_name(L, base);
-  c->res = glue_call(L, "call", call, lua_tostring(L, -1));
-  lua_pop(L, 1);
+  static PyObject *glue_fn;
+  if (!glue_fn) glue_fn = kb_py_glue("call");
+  c->res = glue_fn ? kb_py.PyObject_CallObject(glue_fn, call) : NULL;
+  kb_py.Py_DecRef(call);
+  if (!c->res) {
+    char msg[3000];
+    kb_py_take_error(msg, sizeof msg);
+    luaL_error(L, "%s: %s", f->name, msg);
+  }
   PyObject *value = kb_py.PyTuple_GetItem(c->res, 1);
   if (kb_py.PyLong_AsLongLong(kb_py.PyTuple_GetItem(c->res, 0)) == 0) {
     push_fn_name(L, base);
@@ -643,11 +648,9 @@ static void call_finish(lua_State *L, void *ctx, int failed) {
  *   end
  */
 static int f_call(lua_State *L) {
-  check_ref(L, 1, PYFN_MT);
-  char name[300];
-  push_fn_name(L, 1);
-  snprintf(name, sizeof name, "%s", lua_tostring(L, -1));
-  lua_pop(L, 1);
+  char name[sizeof((kb_pyref *)0)->name];
+  memcpy(name, check_ref(L, 1, PYFN_MT)->name, sizeof name);
+  kb_capture_keep(L, 1);
   int st = enter(L);
   call_ctx c;
   memset(&c, 0, sizeof c);

@@ -120,7 +120,7 @@ local function python_parts(info)
     callable = { language = 'python', path = file,
       symbol = tostring(info.symbol or ((py.module or info.module or '?') .. '.' .. tostring(info.name))):sub(1, 200),
       interface = 'kluabench_python' },
-    build = { name = 'python', install = { kind = 'source', command = tostring(py.executable or 'python3'):sub(1, 1000) },
+    build = { name = 'python', install = { kind = 'source' }, -- which interpreter ran is the environment's
       requirements = req },
   }
 end
