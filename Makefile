@@ -244,7 +244,7 @@ bench: deps
 # when one holds an error, even where a test did not look at the exit status.
 ASAN_BUILD := build-asan
 ASAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
-ASAN_ENV    = ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1:check_initialization_order=1:strict_string_checks=1:log_path=$(CURDIR)/$(ASAN_BUILD)/reports/asan \
+ASAN_ENV    = LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan_python.supp ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1:check_initialization_order=1:strict_string_checks=1:log_path=$(CURDIR)/$(ASAN_BUILD)/reports/asan \
               UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:log_path=$(CURDIR)/$(ASAN_BUILD)/reports/ubsan
 asan:
 	@$(MAKE) --no-print-directory BUILD=$(ASAN_BUILD) CUDA=0 OPT=-O1 SANITIZE='$(ASAN_FLAGS)' all
