@@ -61,9 +61,9 @@ static int enter(lua_State *L) {
   return st;
 }
 
-/* Runs inner(ctx, ...) with the arguments above `base` under lua_pcall, with the GIL held (st); then
- * finish(ctx) with the GIL still held, whatever happened; then gives the GIL back and re-raises,
- * with where the Lua caller is. Returns the results of inner. */
+/* Runs inner(ctx, <the values on the stack>) under lua_pcall, with the GIL held (st); then finish(ctx)
+ * with the GIL still held, whatever happened; then gives the GIL back and re-raises, with where the Lua
+ * caller is. Returns the results of inner, which are all the stack holds then. */
 typedef void (*finish_fn)(lua_State *L, void *ctx, int failed);
 static int protected_call(lua_State *L, int st, lua_CFunction inner, void *ctx, finish_fn finish) {
   int nargs = lua_gettop(L);
