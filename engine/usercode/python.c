@@ -278,12 +278,7 @@ static int load_inner(lua_State *L) {
   PyObject **r = (PyObject **)lua_touserdata(L, 1);
   size_t len;
   const char *spec = lua_tolstring(L, 2, &len);
-  int is_path = strchr(spec, '/') != NULL || (len > 3 && strcmp(spec + len - 3, ".py") == 0);
-  if (is_path) { /* a file that cannot be read says so, not Python's ImportError */
-    const char *why = kb_read_file(L, spec, KB_READ_MAX);
-    if (why) luaL_error(L, "kb.python.load: cannot read '%s': %s", spec, why);
-    lua_pop(L, 1);
-  }
+  int is_path = strchr(spec, '/') != NULL || (len > 3 && strcmp(spec + len - 3, ".py") == 0); /* read by l_load */
   PyObject *args = kb_py.PyTuple_New(2);
   if (args) {
     kb_py.PyTuple_SetItem(args, 0, bytes_of(spec, len));
@@ -354,8 +349,15 @@ static void release_result(lua_State *L, void *ctx, int failed) {
  *   end
  */
 static int l_load(lua_State *L) {
-  kb_check_cstring(L, 1, "load", "module path or name");
+  size_t len;
+  const char *spec = kb_check_cstring(L, 1, "load", "module path or name");
   lua_settop(L, 1);
+  len = lua_rawlen(L, 1);
+  if (strchr(spec, '/') != NULL || (len > 3 && strcmp(spec + len - 3, ".py") == 0)) {
+    const char *why = kb_read_file(L, spec, KB_READ_MAX); /* a file that cannot be read: no Python needed to say so */
+    if (why) return luaL_error(L, "kb.python.load: cannot read '%s': %s", spec, why);
+    lua_pop(L, 1);
+  }
   int st = enter(L);
   PyObject *r = NULL;
   return protected_call(L, st, load_inner, &r, release_result);
