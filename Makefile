@@ -28,13 +28,16 @@ NVFLAGS ?= -O3 -std=c++17 -lineinfo -Xcompiler -Wall,-Wextra \
 
 # Everything but libc, libm, libstdc++ and libgcc is linked statically, so the
 # binary runs where Lua, cjson, OpenSSL, libedit, PCRE2 and SQLite are not
-# installed. -E exports the Lua API for C modules that busted loads at run
-# time. libpq (PostgreSQL) is opened at run time with dlopen (engine/os/pq.c),
-# never linked.
+# installed. The binary exports the Lua API, and only it
+# (engine/host/exports.list), for C modules that busted loads at run time:
+# libraries opened later (libpython and its extension modules, torch) must
+# bind to their own OpenSSL, readline and SQLite, never to our static copies.
+# libpq (PostgreSQL) and libpython are opened at run time with dlopen
+# (engine/os/pq.c, engine/usercode/python_runtime.c), never linked.
 STATIC_LIBS := $(LIBDIR)/liblua5.4.a $(LIBDIR)/liblua5.4-cjson.a $(LIBDIR)/libcrypto.a $(LIBDIR)/libsqlite3.a \
                $(LIBDIR)/libedit.a $(LIBDIR)/libtinfo.a $(LIBDIR)/libbsd.a $(LIBDIR)/libmd.a \
                $(LIBDIR)/libpcre2-8.a
-LDFLAGS += -Wl,-E $(SANITIZE)
+LDFLAGS += -Wl,--dynamic-list=engine/host/exports.list $(SANITIZE)
 LDLIBS  += $(STATIC_LIBS) -lm -ldl -lpthread
 
 # The engine's C, one folder per role (docs/ARCHITECTURE.md): host/, core/,
@@ -85,7 +88,15 @@ $(GEN): FORCE
 FORCE:
 $(BUILD)/obj/engine/core/device.o $(BUILD)/obj/engine/host/main.o: $(GEN)
 
-$(BIN): $(OBJ)
+# kb.python's glue (engine/usercode/python_glue.py) compiled in as a C string.
+PY_GLUE := $(BUILD)/gen/python_glue.h
+$(PY_GLUE): engine/usercode/python_glue.py
+	@mkdir -p $(dir $@)
+	$(call say,GEN,$@){ echo '#define KB_PYTHON_GLUE \'; \
+	  sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/  "/' -e 's/$$/\\n" \\/' $<; echo '  ""'; } > $@.tmp && mv $@.tmp $@
+$(BUILD)/obj/engine/usercode/python_runtime.o: $(PY_GLUE)
+
+$(BIN): $(OBJ) engine/host/exports.list
 	$(call say,LINK,$@)$(CC) $(LDFLAGS) -o $@ $(OBJ) $(LDLIBS)
 
 $(BUILD)/obj/%.o: %.c
@@ -188,8 +199,12 @@ $(BUILD)/lua/.stamp:
 	  for m in $(BUNDLE_SO); do cp -RL $(LIBDIR)/lua/5.4/$$m $(BUILD)/lib/; done
 	@touch $@
 
+# python3-numpy and libpython3-dev: tests/python_spec.lua runs kb.python on /usr/bin/python3 with NumPy;
+# libpython3-dev is Debian's one package that depends on the default version's shared libpython (which
+# kb.python opens at run time); no Python header is used to build.
 DEPS := liblua5.4-dev lua5.4 lua-cjson-dev lua-busted libssl-dev libedit-dev libbsd-dev libncurses-dev tmux librsvg2-bin \
-        clang libclang-rt-dev valgrind libpcre2-dev python3-jsonschema libsqlite3-dev libpq5 postgresql chromium
+        clang libclang-rt-dev valgrind libpcre2-dev python3-jsonschema libsqlite3-dev libpq5 postgresql chromium \
+        python3-numpy libpython3-dev
 deps:
 	@missing=$$(for p in $(DEPS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
@@ -248,7 +263,7 @@ bench: deps
 # when one holds an error, even where a test did not look at the exit status.
 ASAN_BUILD := build-asan
 ASAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
-ASAN_ENV    = ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1:check_initialization_order=1:strict_string_checks=1:log_path=$(CURDIR)/$(ASAN_BUILD)/reports/asan \
+ASAN_ENV    = LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan_python.supp ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1:check_initialization_order=1:strict_string_checks=1:log_path=$(CURDIR)/$(ASAN_BUILD)/reports/asan \
               UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:log_path=$(CURDIR)/$(ASAN_BUILD)/reports/ubsan
 asan:
 	@$(MAKE) --no-print-directory BUILD=$(ASAN_BUILD) CUDA=0 OPT=-O1 SANITIZE='$(ASAN_FLAGS)' all

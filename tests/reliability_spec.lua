@@ -265,6 +265,10 @@ local API = {
   { 'kb.pq.version', {}, function() end },
   -- (a socket folder that does not exist: the valid call fails softly at once)
   { 'kb.pq.connect', { 'tostring', 'tostring?' }, function() return 'host=/nonexistent-kb port=1', 'label' end },
+  -- (where there is no Python, info and load raise why: never a crash)
+  { 'kb.python.available', {}, function() end },
+  { 'kb.python.info', {}, function() end },
+  { 'kb.python.load', { 'tostring' }, function() return 'json' end },
   { 't:numel', { 'tensor' }, function() return T() end },
   { 't:nbytes', { 'tensor' }, function() return T() end },
   { 't:totable', { 'tensor' }, function() return T() end },
@@ -453,7 +457,8 @@ describe('every engine function and method with wrong arguments', function()
     local failed = {}
     -- graphs need cuda (the valid arguments say 'cpu'); no graph object here
     local expected_to_fail = { ['kb.graph'] = true, ['g:replay'] = true, ['g:free'] = true,
-      ['kb.cuda.compile'] = not kb.cuda.nvrtc_version() } -- where NVRTC is not installed
+      ['kb.cuda.compile'] = not kb.cuda.nvrtc_version(), -- where NVRTC is not installed
+      ['kb.python.info'] = not kb.python.available(), ['kb.python.load'] = not kb.python.available() }
     for _, e in ipairs(API) do
       local args = table.pack(e[3]())
       local ok, err = call(lookup(e[1]), args, #e[2])

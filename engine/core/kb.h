@@ -23,6 +23,11 @@ typedef struct {
   int freed;  /* 1 until storage exists and again after free() */
   int pins;   /* CUDA graphs that captured this tensor; free() waits for 0 */
   int guarded; /* kb.trust.arm wrote the pattern into its guard bytes (until then they hold nothing) */
+  int views;  /* calls of kb.python that lent it and whose views Python may still hold; free() waits for 0 */
+  /* Storage another library owns (a tensor a Python function returned, through DLPack): released by
+   * owner_release(owner), never by the backend, and without guard bytes around it. NULL: our own. */
+  void (*owner_release)(void *owner);
+  void *owner;
   const kb_backend *dev;
   kb_dtype dtype;
   int ndim;
@@ -47,6 +52,14 @@ const char *kb_shape_problem(const int64_t *shape, int ndim, kb_dtype dtype);
  * Lua error naming the size when the allocation fails. */
 kb_tensor *kb_push_tensor(lua_State *L, const kb_backend *dev, kb_dtype dtype, int ndim,
                           const int64_t *shape);
+/* Pushes a tensor of that shape with no storage yet (it reads as freed), for storage another library
+ * owns (kb.python's tensors from Python); kb_tensor_adopt gives it. Raises on a bad shape. */
+kb_tensor *kb_push_foreign_tensor(lua_State *L, const kb_backend *dev, kb_dtype dtype, int ndim,
+                                  const int64_t *shape);
+/* Gives t, at the top of the stack, its storage: data (16-byte aligned; any pointer for an empty tensor),
+ * released by release(owner) exactly once, when t is freed or collected (never by the backend: no guard
+ * bytes lie around it). From the first line on, an error leaves t whole for the collector. */
+void kb_tensor_adopt(lua_State *L, kb_tensor *t, void *data, void (*release)(void *), void *owner);
 /* "bf16" | "f16" | "f32" | "f64" at `arg` (default `def` when absent and def >= 0). */
 kb_dtype kb_check_dtype(lua_State *L, int arg, int def);
 /* device.c: the device at `arg`: nil -> default backend, "cpu", "cuda", "cuda:N". */
@@ -215,6 +228,9 @@ void kb_release(const kb_backend *dev, void *p, size_t bytes);
 /* kb_alloc for a tensor made from Lua: a full collection first once dead tensors may hold as much
  * as the live ones, and again before one retry when the allocation fails */
 const char *kb_alloc_collecting(lua_State *L, const kb_backend *dev, void **out, size_t bytes);
+/* Bytes of storage another library owns that a new tensor holds (kb_push_foreign_tensor): not counted
+ * as ours, but outside the Lua heap too, so they bring the next full collection nearer as ours do */
+void kb_foreign_bytes(lua_State *L, size_t bytes);
 /* Pushes registry["kluabench.scratch"][key] (a table, made when missing): where a
  * binding keeps scratch tensors between calls, which kb.drop_scratch forgets. */
 void kb_scratch_table(lua_State *L, const char *key);

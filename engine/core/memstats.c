@@ -51,7 +51,8 @@ const char *kb_alloc(const kb_backend *dev, void **out, size_t bytes) {
 #define KB_GC_STEP_BYTES ((size_t)256 << 20)
 static size_t g_since_collect;
 
-const char *kb_alloc_collecting(lua_State *L, const kb_backend *dev, void **out, size_t bytes) {
+/* Counts bytes made since the last full collection, and collects when they are due. */
+static void collect_when_due(lua_State *L, size_t bytes) {
   size_t alive = 0;
   for (int i = 0; i < KB_MEM_SLOTS; i++) alive += g_mem[i].current;
   g_since_collect += bytes;
@@ -59,6 +60,12 @@ const char *kb_alloc_collecting(lua_State *L, const kb_backend *dev, void **out,
     g_since_collect = bytes;
     lua_gc(L, LUA_GCCOLLECT);
   }
+}
+
+void kb_foreign_bytes(lua_State *L, size_t bytes) { collect_when_due(L, bytes); }
+
+const char *kb_alloc_collecting(lua_State *L, const kb_backend *dev, void **out, size_t bytes) {
+  collect_when_due(L, bytes);
   const char *err = kb_alloc(dev, out, bytes);
   if (err) {
     g_since_collect = bytes;

@@ -122,6 +122,34 @@ kb_tensor *kb_push_tensor(lua_State *L, const kb_backend *dev, kb_dtype dtype, i
   return t;
 }
 
+kb_tensor *kb_push_foreign_tensor(lua_State *L, const kb_backend *dev, kb_dtype dtype, int ndim,
+                                  const int64_t *shape) {
+  const char *problem = kb_shape_problem(shape, ndim, dtype);
+  if (problem) luaL_error(L, "cannot take a %s tensor from another library: %s", kb_dtype_name(dtype), problem);
+  kb_tensor *t = (kb_tensor *)lua_newuserdatauv(L, sizeof *t, 0);
+  memset(t, 0, sizeof *t);
+  t->freed = 1; /* closed until kb_tensor_adopt */
+  luaL_setmetatable(L, KB_TENSOR_MT);
+  t->dev = dev;
+  t->dtype = dtype;
+  t->ndim = ndim;
+  t->numel = 1;
+  for (int i = 0; i < ndim; i++) {
+    t->shape[i] = shape[i];
+    t->numel *= shape[i];
+  }
+  return t;
+}
+
+void kb_tensor_adopt(lua_State *L, kb_tensor *t, void *data, void (*release)(void *), void *owner) {
+  t->data = data;
+  t->owner_release = release;
+  t->owner = owner;
+  t->freed = 0; /* from here the collector releases the owner, whatever raises below */
+  kb_foreign_bytes(L, kb_tensor_nbytes(t));
+  kb_capture_note(L, -1);
+}
+
 /* Bytes of each staging buffer (backend host_stage): a comparison's slice is as many whole chunks of
  * the wider dtype as fit (32 of bf16), a host copy's slice this many bytes. */
 #define KB_STAGE_BYTES ((size_t)64 << 20)
@@ -538,7 +566,19 @@ static int release(lua_State *L, const char *verb) {
   if (t->freed) return 0;
   if (t->pins > 0 && verb)
     return luaL_error(L, "%s: tensor is used by a CUDA graph; free the graph first", verb);
-  kb_release(t->dev, t->data, kb_tensor_nbytes(t));
+  if (t->views > 0 && verb)
+    return luaL_error(L, "%s: tensor is viewed by Python: a function kb.python called kept a view of it after "
+                         "its call (freed once Python drops the view)", verb);
+  if (t->views > 0) {
+    /* the collector, only as the state closes (a lent tensor is referenced until Python drops its
+     * views): the storage is left to the process's end, since Python may still read it */
+  } else if (t->owner_release) {
+    t->owner_release(t->owner);
+  } else {
+    kb_release(t->dev, t->data, kb_tensor_nbytes(t));
+  }
+  t->owner_release = NULL;
+  t->owner = NULL;
   t->data = NULL;
   t->freed = 1;
   return 0;

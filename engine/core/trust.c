@@ -146,7 +146,9 @@ static void init_pattern(void) {
 
 /*** Writes a pattern into the guard bytes before and after t (every allocation has them).
  *
- * kb.trust.guard_bytes on each side; the pattern is drawn once per process.
+ * kb.trust.guard_bytes on each side; the pattern is drawn once per process. A tensor whose storage
+ * another library owns (one a Python function returned, kb.python) has no guard bytes: nothing is
+ * written around it, and guard_check finds nothing to compare.
  *
  * @signature kb.trust.arm(t) -> t
  * @section trust
@@ -158,11 +160,12 @@ static void init_pattern(void) {
 static int l_arm(lua_State *L) {
   kb_tensor *t = kb_check_tensor(L, 1);
   init_pattern();
+  lua_settop(L, 1);
+  if (t->owner_release) return 1; /* bytes around it are the other library's */
   char *p = t->data;
   KB_TRY(L, t->dev->from_host(t->dev, p - KB_GUARD_BYTES, g_pattern, KB_GUARD_BYTES));
   KB_TRY(L, t->dev->from_host(t->dev, p + kb_tensor_nbytes(t), g_pattern, KB_GUARD_BYTES));
   t->guarded = 1;
-  lua_settop(L, 1);
   return 1;
 }
 
@@ -197,6 +200,10 @@ static int changed(const unsigned char *got, int after, int *first) {
 static int l_guard_check(lua_State *L) {
   kb_tensor *t = kb_check_tensor(L, 1);
   if (!g_pattern_ready) return luaL_error(L, "kb.trust.guard_check: no tensor was armed (call kb.trust.arm(t) first)");
+  if (t->owner_release) { /* no guard bytes: storage another library owns (kb.trust.arm wrote none) */
+    lua_pushboolean(L, 1);
+    return 1;
+  }
   /* the guard bytes of a tensor never armed were never written: nothing to compare */
   if (!t->guarded) return luaL_argerror(L, 1, "the tensor was never armed (call kb.trust.arm(t) first)");
   unsigned char before[KB_GUARD_BYTES], after[KB_GUARD_BYTES];

@@ -73,5 +73,6 @@ void kb_open_nvrtc(lua_State *L);
 void kb_open_module(lua_State *L);
 void kb_open_plugin(lua_State *L);
 void kb_open_loaded_code(lua_State *L); /* loaded_code.c: kb.loaded_code into the kb table on top */
+void kb_open_python(lua_State *L);      /* python.c: kb.python's functions into the table on top */
 
 #endif

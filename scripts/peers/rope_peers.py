@@ -69,7 +69,6 @@ point, 2 when something was skipped (the rows that were measured are still writt
 
 import argparse
 import csv
-import importlib
 import json
 import math
 import os
@@ -101,70 +100,13 @@ def say(*parts):
 
 # --------------------------------------------------------------------------- the kernels
 
-class Kernel:
-    """What differs between Liger's two RoPE benchmarks: where HF's function, its rotary
-    embedding and config live, the layout q and k are passed in, and Liger's entry points
-    (the first that imports is used; the autograd Function itself is the fallback)."""
-
-    def __init__(self, name, modeling, hf, embedding, config, embed_input, transposed, atol, liger):
-        self.name, self.modeling, self.hf_name = name, modeling, hf
-        self.embedding_name, self.config_path = embedding, config
-        self.embed_input, self.transposed, self.atol = embed_input, transposed, atol
-        self.liger_candidates = liger
-
-    def load(self):
-        """Imports HF's side; sets hf (the eager function), Embedding and Config."""
-        mod = importlib.import_module(self.modeling)
-        self.hf = getattr(mod, self.hf_name)
-        self.Embedding = getattr(mod, self.embedding_name)
-        cmod, cname = self.config_path.rsplit(".", 1)
-        self.Config = getattr(importlib.import_module(cmod), cname)
-        return self
-
-    @property
-    def hf_where(self):
-        return f"{self.modeling}.{self.hf_name}"
-
-    def load_liger(self):
-        errors = []
-        for module, attr, adapt in self.liger_candidates:
-            try:
-                obj = getattr(importlib.import_module(module), attr)
-                return (adapt(obj) if adapt else obj), f"{module}.{attr}"
-            except Exception as e:
-                errors.append(f"{module}.{attr}: {type(e).__name__}: {e}")
-        raise ImportError("; ".join(errors))
-
-    def layout(self, t):
-        """q or k (1, seq, heads, head_dim) as the kernel's callers pass it."""
-        return t.transpose(1, 2) if self.transposed else t
-
-
-KERNELS = {
-    "llama4_rope": Kernel(
-        "llama4_rope", "transformers.models.llama4.modeling_llama4", "apply_rotary_emb",
-        "Llama4TextRotaryEmbedding", "transformers.models.llama4.configuration_llama4.Llama4TextConfig",
-        embed_input="q", transposed=False,
-        # HF rounds an fp32 result to bf16 once; a peer may round differently by about one
-        # bf16 ulp (2**-8 relative). Anything beyond atol + RTOL |ref| is a wrong kernel.
-        atol=1e-2,
-        liger=[("liger_kernel.transformers.llama4_rope", "liger_llama4_text_rotary_pos_emb", None),
-               ("liger_kernel.ops.llama4_rope", "LigerLlama4RopeFunction",
-                lambda F: lambda q, k, f: F.apply(q, k, f))]),
-    "rope": Kernel(
-        "rope", "transformers.models.llama.modeling_llama", "apply_rotary_pos_emb",
-        "LlamaRotaryEmbedding", "transformers.models.llama.configuration_llama.LlamaConfig",
-        embed_input="k", transposed=True,
-        # HF eager rounds every bf16 op (q * cos, rotate_half(q) * sin, their sum), so where
-        # the sum cancels, a peer that rounds otherwise differs by ulps of the terms (|q| up to
-        # ~6: 2**-5 each), not of the result. 1e-1 is Liger's own bf16 tolerance for this
-        # comparison (test/transformers/test_rope.py); a wrong sign or pairing errs by ~|q|.
-        atol=1e-1,
-        # older LigerRopeFunction.apply returned (q, k, cos, sin)
-        liger=[("liger_kernel.transformers.rope", "liger_rotary_pos_emb", None),
-               ("liger_kernel.ops.rope", "LigerRopeFunction",
-                lambda F: lambda q, k, cos, sin: tuple(F.apply(q, k, cos, sin))[:2])]),
-}
+# Where Hugging Face's and Liger-Kernel's functions are, and how their inputs are laid out: the same as the
+# peers kluabench times itself (stdlib/kluabench/benchmarks/rope_providers.py, through kb.python), read from
+# there so that both call the same functions.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "stdlib", "kluabench",
+                                "benchmarks"))
+from rope_providers import KERNELS  # noqa: E402  (imports nothing beyond the standard library)
+from rope_providers import rotary_embedding as _rotary_embedding  # noqa: E402
 
 
 # --------------------------------------------------------------------------- sweep points
@@ -326,20 +268,7 @@ def build_providers(env, kernel, names):
 
 def rotary_embedding(env, kernel, pt):
     """HF's rotary embedding module for the point, built as Liger's benchmark builds it."""
-    cfg = kernel.Config(hidden_size=pt.hidden, num_attention_heads=Q_HEADS,
-                        num_key_value_heads=KV_HEADS, head_dim=pt.head_dim,
-                        max_position_embeddings=pt.seq)
-    if env.theta is not None:  # None: the config's default (500000 for Llama 4, 10000 for Llama)
-        rp = getattr(cfg, "rope_parameters", None)
-        if isinstance(rp, dict):
-            rp["rope_theta"] = env.theta  # transformers 5
-        else:
-            cfg.rope_theta = env.theta  # transformers 4
-    try:
-        emb = kernel.Embedding(config=cfg, device=env.device)
-    except TypeError:  # the device argument is deprecated in transformers 5.18
-        emb = kernel.Embedding(config=cfg)
-    return emb.to(env.device)
+    return _rotary_embedding(kernel, pt.hidden, pt.seq, Q_HEADS, KV_HEADS, env.theta, env.device)
 
 
 def make_inputs(env, kernel, pt, seed):

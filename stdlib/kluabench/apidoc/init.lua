@@ -52,6 +52,9 @@ M.objects = {
   pack = { metatable = 'kluabench.ArgPack', title = 'ArgPack (a launch\'s arguments, packed without a launch)' },
   plugin = { metatable = 'kluabench.Plugin', title = 'Plugin' },
   pk = { metatable = 'kluabench.PluginKernel', title = 'PluginKernel' },
+  pymod = { metatable = 'kluabench.PyModule', title = 'PyModule (kb.python)' },
+  pyfn = { metatable = 'kluabench.PyFunction', title = 'PyFunction (kb.python)' },
+  pyobj = { metatable = 'kluabench.PyObject', title = 'PyObject (kb.python)' },
   p = { module = 'kluabench.progress', field = 'Progress', title = 'Progress' },
   protocol = { title = 'Protocol',
     make = function() return measure_do_bench.do_bench_protocol() end },
@@ -108,11 +111,13 @@ M.sections = {
   { id = 'timing', title = 'Timing: events, clocks, L2 flush, graphs',
     intro = 'The primitives protocols are made of. On the cuda backend events are CUDA events '
       .. 'on the current stream; on cpu they record the host monotonic clock.' },
-  { id = 'usercode', title = 'User kernels (kb.cuda, kb.plugin)',
+  { id = 'usercode', title = 'User kernels (kb.cuda, kb.plugin, kb.python)',
     intro = 'Kernels you bring: CUDA source compiled at run time by NVRTC (`kb.cuda.compile`), '
-      .. 'modules built elsewhere (`kb.cuda.load`: cubin, PTX, fatbin), and C plugins with CPU twins '
-      .. '(`kb.plugin.load`). They launch on the engine\'s stream, so every measure mode, `kb.do_bench.do_bench` '
-      .. 'and `kb.graph` work on them unchanged. docs/KERNELS.md explains the three routes.' },
+      .. 'modules built elsewhere (`kb.cuda.load`: cubin, PTX, fatbin), C plugins with CPU twins '
+      .. '(`kb.plugin.load`), and Python functions (`kb.python.load`: NumPy, torch, any library; libpython '
+      .. 'opened at run time, tensors across through DLPack). They run on the engine\'s stream, so every measure '
+      .. 'mode, `kb.do_bench.do_bench` and `kb.graph` work on them unchanged. docs/KERNELS.md explains the '
+      .. 'four routes.' },
   { id = 'check', title = 'kluabench.kernels.check: correct outputs and possible times',
     intro = 'Fresh random inputs per seed (seeds drawn at run time), outputs poisoned with NaN before each '
       .. 'checked run, the reference computed after the run from a snapshot, inputs unchanged and guard bytes '

@@ -42,6 +42,25 @@ local VARIANTS = {
 local function spread2(fn) return function(a, b, t, o) return fn(a, b, t.cos, t.sin, o) end end
 local function spread4(fn) return function(a, b, c, d, t, o) return fn(a, b, c, d, t.cos, t.sin, o) end end
 
+-- The Python peers (docs/KERNELS.md, Python providers): Hugging Face's eager function, Liger-Kernel's and
+-- torch.compile of Hugging Face's, as Liger's benchmarks call them (rope_providers.py beside this file), run by
+-- kb.python on the engine's stream. GPU only: they time torch on the CUDA device.
+local PEERS = { huggingface = true, liger = true, torch_compile = true }
+
+-- The callable name of rope_providers.py (opts: kb.python's), made once; the module is loaded on first use.
+local peer_module, peer_fns = nil, {}
+local function peer(name, opts)
+  local key = name .. (opts and opts.returns or '')
+  if not peer_fns[key] then
+    if not peer_module then
+      local here = assert(package.searchpath('kluabench.benchmarks.rope', package.path))
+      peer_module = kb.python.load((here:gsub('rope%.lua$', 'rope_providers.py')))
+    end
+    peer_fns[key] = peer_module:fn(name, opts)
+  end
+  return peer_fns[key]
+end
+
 -- copy moves q's and k's bytes, not the table the workload counts: GB/s about 2.5 % high in bf16 (llama4_rope's f32
 -- table; 1.2 % for rope's).
 local function setup(p, provider)
@@ -119,8 +138,38 @@ function M.declaration(variant, o)
     return device
   end
 
+  -- A Python peer against the cpu reference on the same inputs: its forward outputs and gradients, computed on
+  -- copies of the inputs, for every pass the modes time.
+  local function check_peer(p, provider, t, modes)
+    local tol = TOLERANCE[p.dtype]
+    local got = { peer('outputs')(variant, provider, t.q, t.k, t.dq, t.dk, THETA) }
+    local cf = on_cpu(p.shared)
+    local worst_abs, worst_rel = 0, 0
+    local need = {}
+    for _, m in ipairs(modes) do need[m] = true end
+    local function pass(fn, a, b, first, names)
+      local ca, cb = on_cpu(a), on_cpu(b)
+      local want = { fn(ca, cb, cf) }
+      for i = 1, 2 do
+        local mad, rel = compare(variant, names[i], got[first + i - 1], want[i], tol, provider, p)
+        worst_abs, worst_rel = math.max(worst_abs, mad), math.max(worst_rel, rel)
+      end
+      free(want[1], want[2], ca ~= a and ca or nil, cb ~= b and cb or nil)
+    end
+    if need.forward or need.full then pass(fwd, t.q, t.k, 1, { 'forward q_out', 'forward k_out' }) end
+    if need.backward or need.full then pass(bwd, t.dq, t.dk, 3, { 'backward dq', 'backward dk' }) end
+    free(got[1], got[2], got[3], got[4], cf ~= p.shared and cf or nil)
+    return {
+      reference = v.reference .. ' impl=fused on the cpu backend, same inputs (the peer\'s on copies of them, its '
+        .. 'gradients by torch.autograd.grad)',
+      passed = true, maxAbsDiff = worst_abs, relL2 = worst_rel,
+      tolerance = { maxAbsDiff = tol.max_abs, relL2 = tol.rel_l2 },
+    }
+  end
+
   -- The provider against the cpu reference on the same inputs for every pass the modes time.
   local function check(p, provider, t, modes)
+    if PEERS[provider] then return check_peer(p, provider, t, modes) end
     if provider == 'copy' then
       t.dst:copy_(t.src)
       local mad = kb.max_abs_diff(t.dst, t.src)
@@ -182,6 +231,10 @@ function M.declaration(variant, o)
 
   -- The timed function: fn() works on t, fn(set) on a rotated input set.
   local function run(p, provider, mode, t)
+    if PEERS[provider] then -- the peer's own copies of the set's inputs, in its state; its results stay in Python
+      local step = peer('run_' .. mode)
+      return function(set) set = set or t; step(set.state) end
+    end
     if provider == 'copy' then
       local twice = mode == 'full'
       return function(set)
@@ -219,6 +272,9 @@ function M.declaration(variant, o)
   -- same), out of place from the snapshot t; floor and copy move bytes unchanged.
   local OTHER = { fused = 'reference', reference = 'fused' }
   local function reference(p, provider, mode, t)
+    -- a peer writes no tensor of the inputs: it works on its state's copies, and its results come back from
+    -- Python (the check compares them); every input must be as it was
+    if PEERS[provider] then return {} end
     if provider == 'copy' then
       return mode == 'full' and { dst = t.src:clone(), src = t.src:clone() } or { dst = t.src:clone() }
     end
@@ -250,13 +306,21 @@ function M.declaration(variant, o)
     },
     dtypes = { 'bf16', 'f16', 'f32', 'f64' },
     modes = { 'forward', 'backward', 'full' }, mode = 'backward',
-    providers = { 'fused', 'reference', 'floor', 'copy' }, provider = 'fused',
+    providers = { 'fused', 'reference', 'floor', 'copy', 'huggingface', 'liger', 'torch_compile' },
+    provider = 'fused',
     provider_help = '                      fused: one kernel for q and k (full: one launch of the forward\n'
       .. '                      and the backward); reference: PyTorch eager\'s op sequence;\n'
       .. '                      floor: one launch that moves the fused call\'s bytes (q and k\n'
       .. '                      copied, the (cos, sin) table read) and computes nothing, the\n'
       .. '                      yardstick of fused; copy: a device-to-device copy of q\'s and\n'
-      .. '                      k\'s bytes (twice for full), without the table',
+      .. '                      k\'s bytes (twice for full), without the table;\n'
+      .. '                      huggingface, liger, torch_compile: the Python peers, run by\n'
+      .. '                      kb.python on the engine\'s stream as Liger\'s benchmark calls\n'
+      .. '                      them: Hugging Face\'s eager function, Liger-Kernel\'s, and\n'
+      .. '                      torch.compile of Hugging Face\'s (GPU only; a peer whose\n'
+      .. '                      Python, torch, transformers or liger_kernel is missing is\n'
+      .. '                      skipped with a line saying so; KLUABENCH_PYTHON names the\n'
+      .. '                      interpreter, python3 on PATH by default)',
     notes = 'Timed functions run in place (inplace = true), so no allocation falls inside the\n'
       .. 'timed region; the traffic is the same as out of place. On the cpu backend the\n'
       .. 'times are CPU times and the records say so (timer host_monotonic). The table\n'
@@ -274,11 +338,37 @@ function M.declaration(variant, o)
     end,
     -- the table every provider and mode reads (VARIANTS); no part of the graph mode's rotation
     shared = v.shared,
-    setup = setup,
+    -- a peer's state (kb.python: copies of the inputs, the table, the forward's graph) rides with its inputs;
+    -- the harness frees it with them
+    setup = function(p, provider)
+      local t = setup(p, provider)
+      if PEERS[provider] then
+        t.state = peer('make', { returns = 'object' })(variant, provider, t.q, t.k, t.dq, t.dk, THETA)
+      end
+      return t
+    end,
     check = check,
     run = run,
-    -- every provider runs kluabench's own kernels (kernels/rope.lua)
-    implementation = function() return 'builtin' end,
+    -- a peer where its Python and libraries are (nil), else why not
+    available = function(provider)
+      if not PEERS[provider] then return nil end
+      if kb.backend() ~= 'cuda' then
+        return 'a Python peer times torch on a CUDA device; the ' .. kb.backend() .. ' backend is selected'
+      end
+      local ok, why = kb.python.available()
+      if not ok then return why end
+      local loaded, unavailable = pcall(function() return peer('unavailable')(variant, provider) end)
+      if not loaded then return tostring(unavailable) end
+      return unavailable
+    end,
+    -- kluabench's own providers run its kernels (kernels/rope.lua); a peer is the library function it calls, with
+    -- rope_providers.py's digest and the versions of Python, torch, transformers (liger_kernel, triton)
+    implementation = function(p, provider)
+      if not PEERS[provider] then return 'builtin' end
+      local info = peer('make', { returns = 'object' }):info({ peer('packages')(provider) })
+      info.symbol = peer('describe')(variant, provider)
+      return info
+    end,
     reference = reference,
     -- bytes and flops: the kernel's cost model (kernels/rope.lua), whatever the provider does
     record = function(p, provider, mode)
@@ -286,8 +376,8 @@ function M.declaration(variant, o)
       return {
         -- the same words for every provider: the protocol says what is timed, not whose code
         timed = string.format(TIMED[mode], mode == 'backward' and api.bwd or api.fwd, api.bwd, api.full),
-        execution = { seeds = SEEDS, ropeTheta = THETA, batch = 1, headDim = p.hidden // p.q_heads, inplace = true,
-          ropeTable = v.table },
+        execution = { seeds = SEEDS, ropeTheta = THETA, batch = 1, headDim = p.hidden // p.q_heads,
+          inplace = not PEERS[provider], ropeTable = v.table },
         annotations = { liger_x_name = x[1], liger_x_label = x[2],
           liger_gpu_name = gpu_name() },
       }

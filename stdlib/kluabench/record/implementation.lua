@@ -142,8 +142,36 @@ function M.builtin(o)
     labels)
 end
 
+-- A requirements key of the schema (^[a-z][a-z0-9_]*$) for a package name: "liger-kernel" -> "liger_kernel".
+local function requirement_key(name)
+  local k = tostring(name):lower():gsub('[^a-z0-9_]', '_')
+  if not k:match('^[a-z]') then k = 'p_' .. k end
+  return k
+end
+
+-- A Python function's parts (kb.python: pyfn:info()): the module's file, the function (or info.symbol, a library
+-- function the provider calls) and, as requirements, Python's and the packages' versions.
+local function python_parts(info)
+  local py = info.python
+  local file = py.path and basename(py.path) or tostring(py.module or 'module')
+  local req = { python = tostring(py.version or 'unknown'):sub(1, 200) }
+  for name, version in pairs(type(py.packages) == 'table' and py.packages or {}) do
+    req[requirement_key(name)] = tostring(version):sub(1, 200)
+  end
+  return {
+    source = { contentDigest = py.sha256, fileName = file,
+      sizeBytes = math.type(py.bytes) == 'integer' and py.bytes > 0 and py.bytes or nil },
+    callable = { language = 'python', path = file,
+      symbol = tostring(info.symbol or ((py.module or info.module or '?') .. '.' .. tostring(info.name))):sub(1, 200),
+      interface = 'kluabench_python' },
+    build = { name = 'python', install = { kind = 'source' }, -- which interpreter ran is the environment's
+      requirements = req },
+  }
+end
+
 -- A user kernel's source, callable, build variant and arch, from its info() table.
 local function user_parts(info)
+  if type(info.python) == 'table' then return python_parts(info) end
   local mod = info.module or info
   if info.plugin then
     local p = info.plugin
@@ -187,8 +215,9 @@ local function user_parts(info)
   return parts
 end
 
--- The ImplementationRevision of a user kernel from its info (k:info(), mod:info(), pk:info(), tk:info(),
--- or a list of them for a provider that launches several).
+-- The ImplementationRevision of a user kernel from its info (k:info(), mod:info(), pk:info(), tk:info(), a Python
+-- function's pyfn:info(), or a list of them for a provider that launches several). A Python function's source is its
+-- module's file, its symbol the function (or info.symbol), its requirements Python's and its packages' versions.
 function M.user(o)
   if type(o) ~= 'table' or type(o.info) ~= 'table' then
     error("bad argument #1 to 'implementation.user' (table with an info table expected)", 2)
@@ -225,8 +254,9 @@ function M.user(o)
   end
   local script = o.script or (arg and arg[0]) or '.'
   local labels = with_revision(spec, git_revision(script:match('^(.*)/[^/]*$') or '.'), o.source)
+  local kind = first.callable.language == 'python' and ('Python, ' .. first.callable.symbol) or 'user kernel'
   return document(names.dns_name('user', o.kernel, o.provider, (first.source.contentDigest:sub(8, 19))),
-    tostring(o.kernel or 'user kernel') .. ' · ' .. o.provider .. ' (user kernel)', spec, labels)
+    tostring(o.kernel or 'user kernel') .. ' · ' .. o.provider .. ' (' .. kind .. ')', spec, labels)
 end
 
 -- The user code this process loaded as a tree_digest listing, or nil: kinds and digests only, so the

@@ -27,7 +27,7 @@ function M.fail(name, fmt, ...) error(name .. ': ' .. string.format(fmt, ...), 0
 
 -- The hooks a declaration must have, and those it may have.
 M.HOOKS = { 'setup', 'run' }
-M.OPTIONAL_HOOKS = { 'validate', 'shared', 'check', 'cost', 'record', 'implementation', 'reference' }
+M.OPTIONAL_HOOKS = { 'validate', 'shared', 'check', 'cost', 'record', 'implementation', 'reference', 'available' }
 -- The output formats --format takes (suite.FORMATS says what each writes).
 M.FORMATS = { 'table', 'markdown', 'jsonl', 'kernelindex', 'liger-csv' }
 
@@ -279,6 +279,26 @@ local function positive_number(name, opt, s, max)
   return n
 end
 
+-- The providers of the list that can run here: the available hook (nil, or why a provider cannot run here, such as
+-- a library that is not installed) drops the others, each with a line on stderr; none left is an error.
+local function runnable(d, providers)
+  if not d.available then return providers end
+  local out = {}
+  for _, provider in ipairs(providers) do
+    local why = d.available(provider)
+    if why == nil or why == false then
+      out[#out + 1] = provider
+    elseif type(why) ~= 'string' then
+      M.bad_return(d, 'available', nil, why, 'nil, or a message saying why the provider cannot run here', nil, provider)
+    else
+      io.stderr:write(d.name, ': provider ', provider, ' skipped: ', args.printable(why, 600), '\n')
+    end
+  end
+  if #out == 0 then M.fail(d.name, 'no provider of %s can run here (each says why above)', table.concat(providers, ', ')) end
+  return out
+end
+
+-- The options of a declaration, converted and checked.
 function M.parse(d, argv)
   local spec = { help = 'flag', ['list-points'] = 'flag', sweep = 'value', dtype = 'value', mode = 'value',
     provider = 'value', protocol = 'value', format = 'value', out = 'value', samples = 'value', ['rep-ms'] = 'value',
@@ -315,8 +335,8 @@ function M.parse(d, argv)
   o.sweep, o.dtype = raw.sweep, raw.dtype or d.dtype or d.dtypes[1]
   choice(d.name, 'dtype', o.dtype, d.dtypes)
   o.modes = choice_list(d.name, 'mode', raw.mode or (o.sweep and 'all' or d.mode or d.modes[1]), d.modes)
-  o.providers = choice_list(d.name, 'provider', raw.provider or (o.sweep and 'all' or d.provider or d.providers[1]),
-    d.providers)
+  o.providers = runnable(d, choice_list(d.name, 'provider', raw.provider or (o.sweep and 'all' or d.provider
+    or d.providers[1]), d.providers))
   o.protocol = choice(d.name, 'protocol', raw.protocol or 'do_bench', measure.MODES)[1]
   o.format = choice(d.name, 'format', raw.format or M.FORMATS[1], M.FORMATS)[1]
   o.metric = choice(d.name, 'metric', raw.metric or 'speed', METRICS)[1]
@@ -444,15 +464,26 @@ function M.is_tensor(v)
   return type(mt) == 'table' and mt.__name == 'kluabench.Tensor'
 end
 
+-- A Python object kb.python holds (a provider's state in Python): the harness frees it with the inputs, as a tensor.
+local function is_python_object(v)
+  local mt = getmetatable(v)
+  return type(mt) == 'table' and mt.__name == 'kluabench.PyObject'
+end
+
+-- Frees every tensor (and Python object) among the values of t that is not in keep.
 function M.free_tensors(t, keep)
   if type(t) ~= 'table' then return end
-  for _, v in pairs(t) do if M.is_tensor(v) and not keep[v] then v:free() end end
+  for _, v in pairs(t) do
+    if (M.is_tensor(v) or is_python_object(v)) and not keep[v] then v:free() end
+  end
 end
 
 function M.tensor_set(t)
   local set = {}
-  if M.is_tensor(t) then set[t] = true end
-  for _, v in pairs(type(t) == 'table' and t or {}) do if M.is_tensor(v) then set[v] = true end end
+  if M.is_tensor(t) or is_python_object(t) then set[t] = true end
+  if type(t) == 'table' then
+    for _, v in pairs(t) do if M.is_tensor(v) or is_python_object(v) then set[v] = true end end
+  end
   return set
 end
 

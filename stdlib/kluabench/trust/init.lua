@@ -258,6 +258,10 @@ function Auditor:refresh_inputs(key)
   for k, v in pairs(self.keep) do keep[k] = v end
   for _, v in pairs(self.inputs) do if is_tensor(v) then keep[v] = true end end
   free_all(fresh, keep)
+  for k, v in pairs(fresh) do -- Python state the setup made (kb.python): only the tensors were used
+    local mt = getmetatable(v)
+    if type(mt) == 'table' and mt.__name == 'kluabench.PyObject' and v ~= self.inputs[k] then v:free() end
+  end
 end
 
 local function each_tensor(sets, fn)
