@@ -59,7 +59,11 @@ M.DYNAMIC = {
 
 --- Requires that are not at the top of their file: module -> {required module = why}.
 M.LAZY = {
+  ['kluabench.benchmarks.rope'] = {
+    ['kluabench.benchmarks.rope_peers'] = 'only for a Python peer provider: the seed run times the built-in kernels',
+  },
   ['kluabench.suite'] = {
+    ['kluabench.suite.usage'] = 'only for --help: the seed run prints none',
     ['kluabench.record.whole_file'] = 'only for a whole-file --format (kernelindex, liger-csv): the seed run writes '
       .. 'JSON Lines',
   },

@@ -47,19 +47,8 @@ local function spread4(fn) return function(a, b, c, d, t, o) return fn(a, b, c, 
 -- kb.python on the engine's stream. GPU only: they time torch on the CUDA device.
 local PEERS = { huggingface = true, liger = true, torch_compile = true }
 
--- The callable name of rope_providers.py (opts: kb.python's), made once; the module is loaded on first use.
-local peer_module, peer_fns = nil, {}
-local function peer(name, opts)
-  local key = name .. (opts and opts.returns or '')
-  if not peer_fns[key] then
-    if not peer_module then
-      local here = assert(package.searchpath('kluabench.benchmarks.rope', package.path))
-      peer_module = kb.python.load((here:gsub('rope%.lua$', 'rope_providers.py')))
-    end
-    peer_fns[key] = peer_module:fn(name, opts)
-  end
-  return peer_fns[key]
-end
+-- The peers' module, loaded for a peer provider only (layers.LAZY): the seed run times the built-in kernels.
+local function peers() return require 'kluabench.benchmarks.rope_peers' end
 
 -- copy moves q's and k's bytes, not the table the workload counts: GB/s about 2.5 % high in bf16 (llama4_rope's f32
 -- table; 1.2 % for rope's).
@@ -138,38 +127,12 @@ function M.declaration(variant, o)
     return device
   end
 
-  -- A Python peer against the cpu reference on the same inputs: its forward outputs and gradients, computed on
-  -- copies of the inputs, for every pass the modes time.
-  local function check_peer(p, provider, t, modes)
-    local tol = TOLERANCE[p.dtype]
-    local got = { peer('outputs')(variant, provider, t.q, t.k, t.dq, t.dk, THETA) }
-    local cf = on_cpu(p.shared)
-    local worst_abs, worst_rel = 0, 0
-    local need = {}
-    for _, m in ipairs(modes) do need[m] = true end
-    local function pass(fn, a, b, first, names)
-      local ca, cb = on_cpu(a), on_cpu(b)
-      local want = { fn(ca, cb, cf) }
-      for i = 1, 2 do
-        local mad, rel = compare(variant, names[i], got[first + i - 1], want[i], tol, provider, p)
-        worst_abs, worst_rel = math.max(worst_abs, mad), math.max(worst_rel, rel)
-      end
-      free(want[1], want[2], ca ~= a and ca or nil, cb ~= b and cb or nil)
-    end
-    if need.forward or need.full then pass(fwd, t.q, t.k, 1, { 'forward q_out', 'forward k_out' }) end
-    if need.backward or need.full then pass(bwd, t.dq, t.dk, 3, { 'backward dq', 'backward dk' }) end
-    free(got[1], got[2], got[3], got[4], cf ~= p.shared and cf or nil)
-    return {
-      reference = v.reference .. ' impl=fused on the cpu backend, same inputs (the peer\'s on copies of them, its '
-        .. 'gradients by torch.autograd.grad)',
-      passed = true, maxAbsDiff = worst_abs, relL2 = worst_rel,
-      tolerance = { maxAbsDiff = tol.max_abs, relL2 = tol.rel_l2 },
-    }
-  end
-
   -- The provider against the cpu reference on the same inputs for every pass the modes time.
   local function check(p, provider, t, modes)
-    if PEERS[provider] then return check_peer(p, provider, t, modes) end
+    if PEERS[provider] then
+      return peers().check({ variant = variant, tol = TOLERANCE[p.dtype], on_cpu = on_cpu, compare = compare, free = free,
+        fwd = fwd, bwd = bwd, reference = v.reference, theta = THETA }, p, provider, t, modes)
+    end
     if provider == 'copy' then
       t.dst:copy_(t.src)
       local mad = kb.max_abs_diff(t.dst, t.src)
@@ -232,7 +195,7 @@ function M.declaration(variant, o)
   -- The timed function: fn() works on t, fn(set) on a rotated input set.
   local function run(p, provider, mode, t)
     if PEERS[provider] then -- the peer's own copies of the set's inputs, in its state; its results stay in Python
-      local step = peer('run_' .. mode)
+      local step = peers().fn('run_' .. mode)
       return function(set) set = set or t; step(set.state) end
     end
     if provider == 'copy' then
@@ -343,31 +306,18 @@ function M.declaration(variant, o)
     setup = function(p, provider)
       local t = setup(p, provider)
       if PEERS[provider] then
-        t.state = peer('make', { returns = 'object' })(variant, provider, t.q, t.k, t.dq, t.dk, THETA)
+        t.state = peers().fn('make', { returns = 'object' })(variant, provider, t.q, t.k, t.dq, t.dk, THETA)
       end
       return t
     end,
     check = check,
     run = run,
     -- a peer where its Python and libraries are (nil), else why not
-    available = function(provider)
-      if not PEERS[provider] then return nil end
-      if kb.backend() ~= 'cuda' then
-        return 'a Python peer times torch on a CUDA device; the ' .. kb.backend() .. ' backend is selected'
-      end
-      local ok, why = kb.python.available()
-      if not ok then return why end
-      local loaded, unavailable = pcall(function() return peer('unavailable')(variant, provider) end)
-      if not loaded then return tostring(unavailable) end
-      return unavailable
-    end,
+    available = function(provider) return PEERS[provider] and peers().available(variant, provider) or nil end,
     -- kluabench's own providers run its kernels (kernels/rope.lua); a peer is the library function it calls, with
     -- rope_providers.py's digest and the versions of Python, torch, transformers (liger_kernel, triton)
     implementation = function(p, provider)
-      if not PEERS[provider] then return 'builtin' end
-      local info = peer('make', { returns = 'object' }):info({ peer('packages')(provider) })
-      info.symbol = peer('describe')(variant, provider)
-      return info
+      return PEERS[provider] and peers().implementation(variant, provider) or 'builtin'
     end,
     reference = reference,
     -- bytes and flops: the kernel's cost model (kernels/rope.lua), whatever the provider does

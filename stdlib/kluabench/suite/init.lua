@@ -130,7 +130,7 @@ end
 -- @signature suite.usage(decl) -> string
 -- @example
 --   print(suite.usage(require("kluabench.benchmarks.rope").declaration("rope")))
-M.usage = declaration.usage
+function M.usage(d) return require('kluabench.suite.usage').text(d) end
 
 --- The points of a declaration for parsed options: a sweep's, else the product of the axes' values.
 -- @signature suite.points(decl, opts) -> list of points
