@@ -425,22 +425,21 @@ static void floor_copy(void *dst, const void *src, size_t n) {
 
 size_t kb_rope_floor_scratch_bytes_cpu(const kb_rope_args *a) {
   const size_t row = (size_t)a->head_dim * kb_dtype_size(a->dtype), tok = (size_t)(a->batch * a->seq);
-  const int heads = a->q_heads > a->k_heads ? a->q_heads : a->k_heads;
-  return FLOOR_SHADOW + tok * (size_t)heads * row;
+  return FLOOR_SHADOW + tok * (size_t)(a->q_heads + a->k_heads) * row;
 }
 
 /* One pass of the floor: q and k copied, and one read of the table bytes the
  * pass uses (fold_table), folded into the sink word so that the reads are not optimised
- * away. In place, each tensor is copied into the shadow: the pass then
- * reads and writes as many bytes as a copy of them does, where skipping the
- * copy would move none. */
+ * away. In place, q and k are copied into the shadow, side by side: the pass
+ * then reads and writes the bytes a copy of them does, over as many distinct
+ * bytes, where skipping the copy would move none. */
 static void floor_pass(const kb_rope_args *a, const void *q, const void *k, void *qo, void *ko,
                        void *scratch) {
   const size_t es = kb_dtype_size(a->dtype), tok = (size_t)(a->batch * a->seq);
   const size_t dbytes = (size_t)a->head_dim * es;
   char *shadow = (char *)scratch + FLOOR_SHADOW;
   floor_copy(qo != q ? qo : shadow, q, tok * (size_t)a->q_heads * dbytes);
-  floor_copy(ko != k ? ko : shadow, k, tok * (size_t)a->k_heads * dbytes);
+  floor_copy(ko != k ? ko : shadow + tok * (size_t)a->q_heads * dbytes, k, tok * (size_t)a->k_heads * dbytes);
   const uint64_t acc = fold_table(a);
   memcpy(scratch, &acc, sizeof acc);
 }

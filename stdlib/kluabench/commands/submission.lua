@@ -2,7 +2,7 @@
 -- of the record bundles in results files.
 local cli = require 'kluabench.commands.helpers'
 local json = require 'kluabench.util.json'
-local files = require 'kluabench.util.files'
+local fs = require 'kluabench.util.files'
 
 local writer = require 'kluabench.record.writer'
 local reader = require 'kluabench.record.reader'
@@ -77,7 +77,7 @@ function M.main(args)
     say('%s', err)
     return 1
   end
-  local ok, werr = files.write_atomic(opts.out, text)
+  local ok, werr = fs.write_atomic(opts.out, text)
   if not ok then
     say('cannot write %s', tostring(werr))
     return 1
