@@ -148,7 +148,8 @@ function M.usage(d)
         #fixed > 0 and (' at ' .. table.concat(fixed, ', ')) or '')
     end
   end
-  add('  --%-17s %s (default %s)', 'dtype D', M.choices(d.dtypes), d.dtype or d.dtypes[1])
+  add('  --%-17s %s (default %s; f32 for fp32 and the like too)', 'dtype D', M.choices(M.dtype_tokens(d.dtypes)),
+    M.dtype_token(d.dtype or d.dtypes[1]))
   add('  --%-17s %s or all, or a comma list (default %s; all in a sweep)', 'mode M,...', M.choices(d.modes),
     d.mode or d.modes[1])
   add('  --%-17s %s or all, or a comma list (default %s; all in a sweep)', 'provider P,...',
@@ -191,7 +192,7 @@ Output:
                       kernelindex: pretty JSON (one bundle, or an array) to --out or stdout;
                       liger-csv: Liger's CSV (the runs that passed) to --out or stdout.
                       With the last three the table goes to stderr.
-  --out PATH          where the bundles go (see --format); never the script or a
+  -o, --out PATH      where the bundles go (see --format); never the script or a
                       file of its hooks (a usage error)
   --samples PATH      where the raw samples go (the evidence file the records name);
                       default: beside --out (x.jsonl -> x.samples.jsonl), or
@@ -203,7 +204,11 @@ Output:
                       commit of the current directory; both are checked before timing
   --source URL        the repository of the code under test, for the records where git
                       does not name it (docs/RECORDS.md: what makes a record reproducible)
-  --help              this text
+  -q, --quiet         no progress lines and no estimate on stderr (as the host's
+                      --quiet before the script name)
+  -h, --help          this text
+Options may come in any order; the host's --backend and --device go before the
+script name (kluabench --backend cpu SCRIPT ...).
 
 Every provider's result is checked before it is timed; a wrong result is not
 timed: its bundles say incorrect_numerical, the other points still run, and
@@ -213,6 +218,23 @@ written, the table of the finished points is printed, and the exit status is
     d.warmup_ms or HARNESS_DO_BENCH.warmup_ms, d.name, d.name)
   if d.notes then add('\n%s', d.notes) end
   return table.concat(out, '\n')
+end
+
+-- The spelling records print (fp32, fp16, bf16: names.DTYPE_TOKEN) of a dtype spelled any way (f32, float32).
+function M.dtype_token(dtype) return names.DTYPE_TOKEN[names.DTYPE_ALIASES[dtype] or dtype] or dtype end
+
+function M.dtype_tokens(list)
+  local out = {}
+  for i, v in ipairs(list) do out[i] = M.dtype_token(v) end
+  return out
+end
+
+-- The declaration's own spelling of the dtype typed (fp32 or f32 alike); a usage error with a hint when none.
+function M.dtype_choice(d, typed)
+  for _, v in ipairs(d.dtypes) do if v == typed or M.dtype_token(v) == M.dtype_token(typed) then return v end end
+  local tokens = M.dtype_tokens(d.dtypes)
+  M.usage_error(d.name, "option '--dtype' must be one of %s, got '%s'%s", M.choices(tokens), typed,
+    args.hint(typed, tokens))
 end
 
 -- A positive integer (the whole string), or nil.
@@ -283,17 +305,24 @@ function M.parse(d, argv)
   local spec = { help = 'flag', ['list-points'] = 'flag', sweep = 'value', dtype = 'value', mode = 'value',
     provider = 'value', protocol = 'value', format = 'value', out = 'value', samples = 'value', ['rep-ms'] = 'value',
     ['warmup-ms'] = 'value', runs = 'value', shard = 'value', timeout = 'value', history = 'value',
-    source = 'value', sessions = 'flag', metric = 'value', metrics = 'value', audits = 'value', aliases = { h = 'help' } }
+    source = 'value', sessions = 'flag', metric = 'value', metrics = 'value', audits = 'value', quiet = 'flag',
+    aliases = { h = 'help', o = 'out', q = 'quiet' } }
   for _, a in ipairs(d.axes) do spec[M.option_name(a.name)] = 'value' end
   local raw, rest = args.parse_args(argv, spec)
-  if not raw then M.usage_error(d.name, '%s', rest) end
+  if not raw then
+    local host = rest:match("^unrecognized option '(%-%-%a+)")
+    if host == '--backend' or host == '--device' then -- the host chose the device before the script ran
+      rest = rest .. string.format(" (a host option: give it before the script, 'kluabench %s X SCRIPT ...')", host)
+    end
+    M.usage_error(d.name, '%s', rest)
+  end
   if #rest > 0 then M.usage_error(d.name, "unexpected argument '%s'", rest[1]) end
   if raw.help then return { help = true } end
   for _, opt in ipairs { 'out', 'samples', 'history' } do
     if raw[opt] == '' then M.usage_error(d.name, "option '--%s' needs a path, got an empty string", opt) end
   end
   local o = { list_points = raw['list-points'], out = raw.out, samples = raw.samples, history = raw.history, axes = {},
-    sessions = raw.sessions, source = raw.source }
+    sessions = raw.sessions, source = raw.source, quiet = raw.quiet }
   if o.source and not implementation.repository_url(o.source) then
     M.usage_error(d.name, "option '--source' needs the code's repository as an https, ssh or git URL, got '%s'",
       args.printable(o.source, 200))
@@ -312,8 +341,7 @@ function M.parse(d, argv)
         args.hint(raw.sweep, names))
     end
   end
-  o.sweep, o.dtype = raw.sweep, raw.dtype or d.dtype or d.dtypes[1]
-  choice(d.name, 'dtype', o.dtype, d.dtypes)
+  o.sweep, o.dtype = raw.sweep, M.dtype_choice(d, raw.dtype or d.dtype or d.dtypes[1])
   o.modes = choice_list(d.name, 'mode', raw.mode or (o.sweep and 'all' or d.mode or d.modes[1]), d.modes)
   o.providers = choice_list(d.name, 'provider', raw.provider or (o.sweep and 'all' or d.provider or d.providers[1]),
     d.providers)
