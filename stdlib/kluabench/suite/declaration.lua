@@ -149,7 +149,7 @@ function M.usage(d)
     end
   end
   add('  --%-17s %s (default %s; f32 for fp32 and the like too)', 'dtype D', M.choices(M.dtype_tokens(d.dtypes)),
-    M.dtype_token(d.dtype or d.dtypes[1]))
+    M.dtype_tokens({ d.dtype or d.dtypes[1] })[1])
   add('  --%-17s %s or all, or a comma list (default %s; all in a sweep)', 'mode M,...', M.choices(d.modes),
     d.mode or d.modes[1])
   add('  --%-17s %s or all, or a comma list (default %s; all in a sweep)', 'provider P,...',
@@ -220,19 +220,17 @@ written, the table of the finished points is printed, and the exit status is
   return table.concat(out, '\n')
 end
 
--- The spelling records print (fp32, fp16, bf16: names.DTYPE_TOKEN) of a dtype spelled any way (f32, float32).
-function M.dtype_token(dtype) return names.DTYPE_TOKEN[names.DTYPE_ALIASES[dtype] or dtype] or dtype end
-
+-- The spelling records print (fp32, fp16, bf16: names.DTYPE_TOKEN) of each dtype of a list, spelled any way (f32).
 function M.dtype_tokens(list)
   local out = {}
-  for i, v in ipairs(list) do out[i] = M.dtype_token(v) end
+  for i, v in ipairs(list) do out[i] = names.DTYPE_TOKEN[names.DTYPE_ALIASES[v] or v] or v end
   return out
 end
 
 -- The declaration's own spelling of the dtype typed (fp32 or f32 alike); a usage error with a hint when none.
 function M.dtype_choice(d, typed)
-  for _, v in ipairs(d.dtypes) do if v == typed or M.dtype_token(v) == M.dtype_token(typed) then return v end end
-  local tokens = M.dtype_tokens(d.dtypes)
+  local tokens, want = M.dtype_tokens(d.dtypes), M.dtype_tokens({ typed })[1]
+  for i, v in ipairs(d.dtypes) do if v == typed or tokens[i] == want then return v end end
   M.usage_error(d.name, "option '--dtype' must be one of %s, got '%s'%s", M.choices(tokens), typed,
     args.hint(typed, tokens))
 end
