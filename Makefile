@@ -1,7 +1,8 @@
 # kluabench: `make` builds build/kluabench (with CUDA when nvcc is found;
-# CUDA=0 forces a CPU-only build), `make test` runs the busted suite,
-# `make bench` runs scripts/llama4_rope.lua. `make deps` installs the Debian
-# packages the build needs. BUILD=dir puts objects and the binary elsewhere.
+# CUDA=0 forces a CPU-only build) and what the tests load, `make test` runs
+# the busted suite, `make bench` builds the binary alone and runs
+# scripts/llama4_rope.lua. `make deps` installs the Debian packages the
+# build needs. BUILD=dir puts objects and the binary elsewhere.
 
 BUILD   ?= build
 CUDA    ?= $(if $(shell command -v nvcc 2>/dev/null),1,0)
@@ -250,8 +251,12 @@ test: deps
 test-gpu: all
 	$(BIN) tests/run.lua --tags=gpu
 
+# The benchmark needs the binary alone: the plugins, the exploit and honest
+# corpora, the cubins and busted are the tests' (make test builds them). It
+# builds on every core unless make was given -j (the first number in under a
+# minute on 2 cores from a clean clone).
 bench: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory $(if $(findstring -j,$(MAKEFLAGS)),,-j$(shell nproc)) $(BIN)
 	$(BIN) scripts/llama4_rope.lua
 
 # ---- Reliability (docs/RELIABILITY.md): sanitizers, valgrind, fuzzing, soak ----

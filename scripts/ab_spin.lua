@@ -34,6 +34,11 @@ if not slow or slow < 0 or slow > 1000 then fail("--slow must be a percentage in
 local sessions = math.tointeger(tonumber(opts.sessions or '1'))
 if not sessions or sessions < 1 then fail("--sessions must be a positive integer, got '%s'", opts.sessions) end
 local protocol_name = opts.protocol or 'cold'
+if kb.backend() ~= 'cuda' then -- meaningless on the cpu backend: refuse, as a usage error
+  io.stderr:write('ab_spin.lua: needs a GPU (the cuda backend; this is ', kb.backend(), '): it plants a GPU spin for the A/B test of compare; '
+    .. 'run it on a GPU machine\n')
+  os.exit(2)
+end
 local samples_file
 if not opts.out then
   -- in a directory of its own, made exclusively (kb.mkdir fails on a name that exists): never a

@@ -4,6 +4,11 @@
 -- queued behind a spin kernel (as the cold mode does), so that host enqueue time stays out.
 -- Usage: kluabench scripts/event_overhead.lua [samples]
 local kb = require 'kluabench'
+if kb.backend() ~= 'cuda' then -- meaningless on the cpu backend: refuse, as a usage error
+  io.stderr:write('event_overhead.lua: needs a GPU (the cuda backend; this is ', kb.backend(), '): it times CUDA events; '
+    .. 'run it on a GPU machine\n')
+  os.exit(2)
+end
 local n = math.tointeger(tonumber(arg and arg[1])) or 1000
 local e0, e1 = kb.event(), kb.event()
 local function median_us(between)

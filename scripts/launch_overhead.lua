@@ -6,8 +6,8 @@
 -- synchronizing between them; median and p20/p80 of the per-call cost).
 -- The GPU work of these calls is tiny, so what is measured is the host side:
 -- the Lua call, the binding's argument checks, and the CUDA launch. On the
--- cpu backend the kernels run inside the call, so their (tiny) work is
--- included. docs/MEASUREMENT.md records the numbers.
+-- cpu backend the kernels would run inside the call, so it refuses one (exit 2).
+-- docs/MEASUREMENT.md records the numbers.
 local kb = require 'kluabench'
 local stats = kb.stats
 
@@ -17,6 +17,11 @@ while i <= #arg do
   if arg[i] == '--calls' then calls = math.tointeger(tonumber(arg[i + 1])) or calls; i = i + 2
   elseif arg[i] == '--reps' then reps = math.tointeger(tonumber(arg[i + 1])) or reps; i = i + 2
   else io.stderr:write('usage: kluabench scripts/launch_overhead.lua [--calls N] [--reps R]\n'); os.exit(2) end
+end
+if kb.backend() ~= 'cuda' then -- meaningless on the cpu backend: refuse, as a usage error
+  io.stderr:write('launch_overhead.lua: needs a GPU (the cuda backend; this is ', kb.backend(), '): it times CUDA launches from Lua; '
+    .. 'run it on a GPU machine\n')
+  os.exit(2)
 end
 
 local clock = kb.clock_ns

@@ -10,6 +10,11 @@
 local kb = require 'kluabench'
 local measure = require 'kluabench.measure'
 local session = require 'kluabench.measure.session'
+if kb.backend() ~= 'cuda' then -- meaningless on the cpu backend: refuse, as a usage error
+  io.stderr:write('trace_overhead.lua: needs a GPU (the cuda backend; this is ', kb.backend(), '): it compares CUPTI kernel traces with CUDA events; '
+    .. 'run it on a GPU machine\n')
+  os.exit(2)
+end
 local n = math.tointeger(tonumber(arg[1])) or 40
 local hidden = math.tointeger(tonumber(arg[2])) or 8192
 local seq = math.tointeger(tonumber(arg[3])) or 16384

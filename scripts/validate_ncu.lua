@@ -349,6 +349,12 @@ end
 ---------------------------------------------------------------------------
 
 local cmd = arg[1]
+if (cmd == 'measure' or cmd == 'target') and kb.backend() ~= 'cuda' then
+  -- report reads files anywhere; measure and target time what Nsight Compute profiles: a usage error on the cpu
+  io.stderr:write('validate_ncu.lua: needs a GPU (the cuda backend; this is ', kb.backend(), '): ', cmd,
+    ' times kernels for Nsight Compute to check; run it on a GPU machine\n')
+  os.exit(2)
+end
 if cmd == 'measure' then measure_cmd(parse(arg))
 elseif cmd == 'target' then target_cmd(parse(arg))
 elseif cmd == 'report' then os.exit(report_cmd(parse(arg)) and 0 or 1)

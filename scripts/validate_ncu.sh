@@ -10,8 +10,13 @@
 # when a cold median disagrees with ncu.
 # Outputs go to $OUT (default /tmp/kluabench-validate): kluabench.jsonl, ncu.csv,
 # report.md, validate.log.
+# Exit status 2 without a GPU (nvidia-smi -L lists none).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+  echo "validate_ncu.sh: no GPU here (nvidia-smi -L lists none); it checks GPU timings against Nsight Compute, run it on a GPU machine" >&2
+  exit 2
+fi
 OUT=${OUT:-/tmp/kluabench-validate}
 mkdir -p "$OUT"
 LOG="$OUT/validate.log"

@@ -5,10 +5,15 @@
 --     the cache and the results folder temporary too, so that no example
 --     writes outside one); a block of REPL lines ("> ...") is fed to
 --     `kluabench -i`; "(gpu" in the first line: run only on the cuda backend;
---   * a sh block is not run (it builds, sweeps, submits), but every kluabench
---     invocation in it must name a command or a file of the checkout, and
---     every --option it gives must be one that the command or benchmark
---     script's --help lists;
+--   * a sh (bash, shell) block runs with `bash -e` on the cpu backend, under a
+--     time limit, in a temporary folder that links the checkout's top-level
+--     entries (so build/kluabench and scripts/x.lua resolve as from the root of
+--     a checkout, and what it writes stays in the folder), with `kluabench` on
+--     the PATH and $ROOT the checkout; a block that cannot run here says why
+--     in a comment line of its own, `# needs: gpu` (or slurm, server, make:
+--     CI runs the make targets itself), and is skipped; every kluabench
+--     invocation in a sh block must also name a command or a file of the
+--     checkout, with options that the command or script's --help lists;
 --   * a block of another language (c, cuda, python, yaml) must be marked a
 --     fragment; blocks without a language are output, layouts and JSON.
 local sub = require 'helpers.subprocess'
@@ -48,6 +53,7 @@ local function blocks()
 end
 
 local function where(b) return b.file .. ':' .. b.line end
+local SHELLS = { sh = true, bash = true, shell = true }
 local function first_line(b) return b.lines[1] or '' end
 local function fragment(b) return first_line(b):find('(fragment', 1, true) ~= nil end
 
@@ -167,7 +173,7 @@ describe('the code blocks of README.md and docs/*.md', function()
   it('of languages kluabench does not run are marked fragments', function()
     local bad = {}
     for _, b in ipairs(all) do
-      if b.lang ~= '' and b.lang ~= 'text' and b.lang ~= 'lua' and b.lang ~= 'sh' and not fragment(b) then
+      if b.lang ~= '' and b.lang ~= 'text' and b.lang ~= 'lua' and not SHELLS[b.lang] and not fragment(b) then
         bad[#bad + 1] = where(b) .. ' (' .. b.lang .. '): ' .. first_line(b)
       end
     end
@@ -206,7 +212,7 @@ describe('the code blocks of README.md and docs/*.md', function()
   it('in sh name kluabench commands and files that exist, with options their --help lists', function()
     local bad, seen = {}, 0
     for _, b in ipairs(all) do
-      if b.lang == 'sh' and not fragment(b) then
+      if SHELLS[b.lang] and not fragment(b) then
         for _, words in ipairs(invocations(b.text)) do
           seen = seen + 1
           local why = invocation_problem(words)
@@ -216,6 +222,83 @@ describe('the code blocks of README.md and docs/*.md', function()
     end
     assert.same({}, bad)
     assert.is_true(seen >= 20, 'kluabench invocations found: ' .. seen)
+  end)
+end)
+
+-- What a shell block says it needs, from its comment line "# needs: gpu" (words from NEEDS), or nil.
+local NEEDS = { gpu = true, slurm = true, server = true, make = true }
+local function needs(b)
+  for _, l in ipairs(b.lines) do
+    local what = l:match('^%s*#%s*needs:%s*(.-)%s*$')
+    if what then return what end
+  end
+  return nil
+end
+
+-- Seconds a shell block may take (a CPU finishes the docs' sizes in seconds; ASan and valgrind are slower).
+local SHELL_TIMEOUT = tonumber(os.getenv('KLUABENCH_DOC_TIMEOUT') or '') or 120
+
+-- Runs a shell block with bash -e in a fresh temporary folder that links the checkout's top-level entries:
+-- {code, out} (out: stdout and stderr).
+local function run_shell(b)
+  local dir = util.tmpdir()
+  local home = dir .. '/.doc-block'
+  os.execute('mkdir -p ' .. util.q(home .. '/bin'))
+  local p = assert(io.popen('ls -A ' .. util.q(ROOT)))
+  for name in p:lines() do
+    if name ~= 'results' then -- .git too: history add files runs under git HEAD of the current directory
+      os.execute('ln -s ' .. util.q(ROOT .. '/' .. name) .. ' ' .. util.q(dir .. '/' .. name))
+    end
+  end
+  p:close()
+  os.execute('ln -s ' .. util.q(util.bin()) .. ' ' .. util.q(home .. '/bin/kluabench'))
+  util.spit(home .. '/block.sh', b.text)
+  local env = { HOME = home, KLUABENCH_CACHE = home .. '/cache', KLUABENCH_RESULTS = dir .. '/results',
+    KLUABENCH_HISTORY = home .. '/repl_history', KLUABENCH_BACKEND = 'cpu', ROOT = ROOT,
+    PATH = home .. '/bin:' .. (os.getenv('PATH') or '/usr/bin:/bin') }
+  local words = { 'cd', util.q(dir), '&&', 'env', '-u', 'KLUABENCH_DEVICE', '-u', 'KLUABENCH_QUIET', '-u', 'LUA_INIT' }
+  for k, v in pairs(env) do words[#words + 1] = util.q(k .. '=' .. v) end
+  for _, w in ipairs { 'timeout', '-k', '5', tostring(SHELL_TIMEOUT), 'bash', '-e', util.q(home .. '/block.sh'),
+    '</dev/null', '2>&1' } do words[#words + 1] = w end
+  local out, code = util.run(table.concat(words, ' '))
+  os.execute('rm -rf ' .. util.q(dir))
+  return code, out
+end
+
+describe('the shell blocks of README.md and docs/*.md', function()
+  local all = blocks()
+
+  it('say what they need with words the runner knows', function()
+    local bad = {}
+    for _, b in ipairs(all) do
+      local what = SHELLS[b.lang] and needs(b)
+      if what then
+        for word in (what:match('^[^(]*') .. ','):gmatch('%s*([^,%s]*)%s*,') do
+          if not NEEDS[word] then bad[#bad + 1] = where(b) .. ": '" .. word .. "' in # needs: " .. what end
+        end
+      end
+    end
+    assert.same({}, bad)
+  end)
+
+  it('run with bash -e on the cpu backend in seconds, unless they say they need a GPU, Slurm, a server or make', function()
+    local bad, ran, skipped = {}, 0, {}
+    for _, b in ipairs(all) do
+      if SHELLS[b.lang] and not fragment(b) then
+        if needs(b) then
+          skipped[#skipped + 1] = where(b) .. ' (needs ' .. needs(b) .. ')'
+        else
+          local code, out = run_shell(b)
+          ran = ran + 1
+          if code ~= 0 then
+            bad[#bad + 1] = string.format('%s: exit %d%s:\n%s', where(b), code,
+              (code == 124 or code == 137) and (' (past ' .. SHELL_TIMEOUT .. ' s)') or '', out:sub(-1500))
+          end
+        end
+      end
+    end
+    assert.same({}, bad)
+    assert.is_true(ran >= 5, 'shell blocks run: ' .. ran .. '; skipped: ' .. table.concat(skipped, ', '))
   end)
 end)
 

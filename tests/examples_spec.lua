@@ -14,9 +14,9 @@ local ARGS = {
   ['custom_record.lua'] = { '64' },
   ['bandwidth.lua'] = { '64' },
   ['read_results.lua'] = {},
-  ['user_kernel_rope.lua'] = { '64' },
-  ['user_cubin.lua'] = {},
-  ['user_plugin.lua'] = { '1000' },
+  ['nvrtc_kernel.lua'] = { '--n', '4096', '--rep-ms', '5', '--format', 'jsonl' },
+  ['triton_kernel.lua'] = { '--n', '4096', '--rep-ms', '5', '--format', 'jsonl' },
+  ['user_plugin.lua'] = { '--n', '4096', '--rep-ms', '5', '--format', 'jsonl' },
   ['copy_benchmark.lua'] = { '--mib', '1', '--rep-ms', '5', '--format', 'jsonl' },
   ['vector_add_benchmark.lua'] = { '--mi', '1', '--rep-ms', '5', '--format', 'jsonl' },
 }
@@ -77,6 +77,73 @@ describe('examples', function()
       assert.truthy(out:match('%S'), name .. ' printed nothing')
     end)
   end
+
+  -- the three routes of a user kernel (docs/KERNELS.md), each in the harness
+  for _, case in ipairs {
+    { 'nvrtc_kernel.lua', 'saxpy: cpu backend: the kernel is compiled, not run; the reference is timed' },
+    { 'triton_kernel.lua', 'add_kernel: cpu backend: the kernel is read, not run; the reference is timed' },
+    { 'user_plugin.lua', 'scale_add: cpu backend: the CUDA entry is skipped; the CPU twin is timed' },
+  } do
+    it(case[1] .. ' runs its kernel in the harness as far as the cpu goes, and says what it skipped', function()
+      local code, out, err = run(case[1], ARGS[case[1]])
+      assert.equal(0, code, err)
+      assert.truthy(err:find(case[2], 1, true), err)
+      local bundle = assert(json.decode(out:match('^[^\n]+')))
+      assert.equal('passed', bundle.run.spec.status)
+      -- the harness checked the result before timing it, and audits each call against the reference hook
+      local text = slurp(ROOT .. '/examples/' .. case[1])
+      assert.truthy(text:find('\n  check = function', 1, true) and text:find('\n  reference = function', 1, true))
+    end)
+  end
+
+  it('nvrtc_kernel.lua times a CUDA kernel in the harness in at most 25 non-blank lines', function()
+    local n = 0
+    for line in slurp(ROOT .. '/examples/nvrtc_kernel.lua'):gmatch('[^\n]*') do
+      if line:match('%S') then n = n + 1 end
+    end
+    assert.is_true(n <= 25, n .. ' non-blank lines')
+  end)
+
+  it('triton_kernel.lua takes a kernel of Triton\'s cache with --kernel, and says which it read', function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    assert(kb.mkdir(dir))
+    local f = assert(io.open(dir .. '/add_kernel.cubin', 'wb'))
+    f:write(kb.cuda.compile('extern "C" __global__ void add_kernel(const float *x, const float *y, float *out, int n) {}',
+      { name = 'add_kernel.cu' }):cubin())
+    f:close()
+    f = assert(io.open(dir .. '/add_kernel.json', 'w'))
+    f:write('{"name": "add_kernel", "num_warps": 8, "shared": 64}')
+    f:close()
+    local code, _, err = run('triton_kernel.lua', { '--kernel', dir .. '/add_kernel.json', '--list-points' })
+    kb.remove_tree(dir)
+    assert.equal(0, code, err)
+    assert.truthy(err:find('add_kernel: add_kernel, num_warps 8 (256 threads a program), shared 64 B', 1, true), err)
+    assert.is_nil(err:find('stand-in', 1, true), err)
+  end)
+
+  it('nvrtc_kernel.lua catches a wrong kernel in its check: not timed, incorrect_numerical, exit 1', function()
+    -- the example as it is, with y:add_ (its cpu path) made wrong by a script that loads it
+    local wrapper, out = os.tmpname(), os.tmpname() .. '.jsonl'
+    local f = assert(io.open(wrapper, 'w'))
+    f:write([[
+local kb = require 'kluabench'
+local methods = getmetatable(kb.empty({ 1 })).methods
+local add_ = methods.add_
+methods.add_ = function(y, x) return add_(add_(y, x), x) end
+arg[0] = ]], string.format('%q', ROOT .. '/examples/nvrtc_kernel.lua'), '\n', 'dofile(arg[0])\n')
+    f:close()
+    local code, stdout, err = run_script(wrapper, { '--n', '4096', '--rep-ms', '5', '--format', 'jsonl', '--out', out })
+    local records = slurp(out)
+    os.remove(wrapper)
+    os.remove(out)
+    os.remove((out:gsub('%.jsonl$', '.samples.jsonl')))
+    os.remove(out:sub(1, -7))
+    assert.equal(1, code, err)
+    assert.truthy(err:find('incorrect_numerical: provider tensor_ops at n4096-fp32 is not timed: saxpy: ', 1, true), err)
+    assert.equal('incorrect_numerical', assert(json.decode(records:match('^[^\n]+'))).run.spec.status)
+    assert.equal('', stdout)
+  end)
 
   it('sweep_axes.lua writes its table to stdout and its progress to stderr', function()
     local code, out, err = run('sweep_axes.lua', { '32', '1' })

@@ -176,6 +176,11 @@ describe('help', function()
     end
     assert.truthy(help.text('jcs.encode'):find('^kb%.jcs%.encode'))
     assert.truthy(help.text('median()'):find('^stats%.median'))
+    -- a stdlib module as kb reaches it: kb.suite.main is suite.main
+    for _, q in ipairs { 'kb.suite.main', 'suite.main', 'kluabench.suite.main' } do
+      assert.truthy(help.text(q):find('^suite%.main%(decl'), q)
+    end
+    assert.truthy(help.text('kb.stats.median'):find('^stats%.median'))
   end)
 
   it('shows every entry a short name stands for', function()

@@ -310,8 +310,9 @@ describe('liger.row_to_bundle of other rows', function()
       return list
     end
     local function run_of(name) return assert(json.decode(assert(sub.slurp(out .. '/' .. name)))).run end
-    for _, csv_file in ipairs { 'a.csv', 'b.csv', 'a.csv' } do -- the same run again replaces its own file
-      local r = sub.run { 'import-liger', dir .. '/' .. csv_file, '--out', out }
+    for i, csv_file in ipairs { 'a.csv', 'b.csv', 'a.csv' } do -- the same run again replaces its own file
+      -- -o is --out, as everywhere an output is written
+      local r = sub.run { 'import-liger', dir .. '/' .. csv_file, i == 2 and '-o' or '--out', out }
       assert.are.equal(0, r.code, r.err)
     end
     local list = files()

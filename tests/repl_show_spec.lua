@@ -51,7 +51,7 @@ describe('kluabench.repl.show', function()
     assert.equal(table.concat({
       '<kluabench timing result: cold, timer cuda_events, backend cuda>',
       '  Median: 12 us',
-      '  IQR:    2 us (11 to 13)',
+      '  IQR:    2 us (11 to 13 us: the 25th to 75th percentile)',
       '  5 samples; stop: timeout after 2000 ms',
       '  WARNING: clocks not locked',
       '  WARNING: Interquartile range is 16.7% of the median: the samples are noisy '
@@ -67,6 +67,33 @@ describe('kluabench.repl.show', function()
     assert.matches('\n  fused forward\n', show.result(measurement({ 2e-6 }, { mode = 'hot', name = 'fused forward' })))
     assert.matches('Median: 2 ns', show.result(measurement({ 2e-6 }, { mode = 'hot' })))
     assert.matches('Median: 1.5 s', show.result(measurement({ 1500 }, { mode = 'hot' })))
+  end)
+
+  it("labels what do_bench returns beside its result by its statistic, in one view", function()
+    local function printed(...)
+      local out, write = {}, io.stdout.write
+      local stdout = setmetatable({ write = function(_, ...) for _, x in ipairs { ... } do out[#out + 1] = x end end,
+        flush = function() end }, { __index = io.stdout })
+      local saved = io.stdout
+      io.stdout = stdout
+      local ok, err = pcall(show.print, ...)
+      io.stdout = saved
+      assert(ok, err)
+      return table.concat(out)
+    end
+    local r = measurement({ 0.010, 0.011, 0.012, 0.013, 0.020 }, { used = { n_repeat = 5, return_mode = 'mean' } })
+    local text = printed(0.0132, r)
+    assert.matches('^<kluabench timing result: do_bench>\n  Mean:   13.2 us %(do_bench\'s return value, 0.0132 ms: '
+      .. 'return_mode "mean"%)\n  Median: 12 us\n', text)
+    -- the quantiles it was asked for, each named
+    r.used.quantiles, r.used.return_mode = { 0.5, 0.2 }, 'mean'
+    assert.matches('\n  Quantiles: p50 12 us, p20 10.8 us %(do_bench\'s return value, in ms%)\n', printed({ 0.012, 0.0108 }, r))
+    -- return_mode median: one Median line, the returned one
+    r.used.quantiles, r.used.return_mode = nil, 'median'
+    text = printed(0.012, r)
+    assert.equal(1, select(2, text:gsub('Median:', '')))
+    -- two plain values print on one line, as lua.c prints them
+    assert.equal('1\t2\n', printed(1, 2))
   end)
 
   it('prints strings as they are and numbers as Lua writes them; anything else through value', function()

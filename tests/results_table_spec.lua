@@ -33,6 +33,12 @@ local function nine() -- 100 .. 2000 ns (20 samples): median 1050, 95 % interval
   return t
 end
 
+local function quiet() -- 1001 .. 1020 ns: a ci95 of about ±0.5 %, never noisy
+  local t = {}
+  for i = 1, 20 do t[i] = 1000 + i end
+  return t
+end
+
 -- The non-empty lines of a table: header, rule, rows (and the line of what
 -- every row shares, when there is one, as `shared`).
 local function header_and_rows(text)
@@ -62,8 +68,8 @@ describe('results table', function()
     local lines = header_and_rows(results.results_table { bundle { id = "n3-fp32", samples = nine(), backend = 'cuda' } })
     assert.equal('kernel k · device NVIDIA H100 80GB HBM3 · protocol cold · backend/timer cuda/cuda_events',
       lines.shared)
-    assert.matches('samples  ci95 ±%%$', lines[1])
-    assert.matches('20    52.38$', lines[3])
+    assert.matches('samples  ci95 ±%%  flags$', lines[1])
+    assert.matches('20    52.38  noisy$', lines[3]) -- wider than ±10 %
     local md = results.results_markdown { bundle { id = "n4-fp32", samples = nine(), backend = 'cuda' } }
     assert.matches('^kernel k · device NVIDIA H100 80GB HBM3 · protocol cold · backend/timer cuda/cuda_events\n\n| mode',
       md)
@@ -71,9 +77,9 @@ describe('results table', function()
     lines = header_and_rows(results.results_table { bundle { id = "n5-fp32", samples = nine(), backend = 'cuda' },
       bundle { id = "n5-fp32", samples = nine(), family = 'triton_do_bench', backend = 'cuda' } })
     assert.equal('kernel k · device NVIDIA H100 80GB HBM3 · backend/timer cuda/cuda_events', lines.shared)
-    assert.matches('samples  ci95 ±%%  protocol$', lines[1])
-    assert.matches('20    52.38  cold$', lines[3])
-    assert.matches('20    52.38  do_bench$', lines[4])
+    assert.matches('samples  ci95 ±%%  protocol  flags$', lines[1])
+    assert.matches('20    52.38  cold      noisy$', lines[3])
+    assert.matches('20    52.38  do_bench  noisy$', lines[4])
   end)
 
   it('keeps the existing columns first, in their order', function()
@@ -90,11 +96,11 @@ describe('results table', function()
   it('flags fewer than 5 samples, no convergence and a result faster than the floor', function()
     local rows = results.results_rows {
       bundle { id = "n8-fp32", samples = { 1000, 1000, 1000, 1000 } },
-      bundle { id = "n9-fp32", samples = nine(), stop = { rule = 'rse_median', converged = false, reason = 'timeout' } },
-      bundle { samples = nine(), stop = { rule = 'count', converged = false },
+      bundle { id = "n9-fp32", samples = quiet(), stop = { rule = 'rse_median', converged = false, reason = 'timeout' } },
+      bundle { samples = quiet(), stop = { rule = 'count', converged = false },
         stopping = { rule = 'any', rules = { { rule = 'rse_median' }, { rule = 'count', n = 9 } } } },
-      bundle { id = "n10-fp32", samples = nine(), throughput = { gbps = 9, implausible = 1 } },
-      bundle { id = "n11-fp32", samples = nine(), throughput = { gbps = 9, pct_floor = 130 } },
+      bundle { id = "n10-fp32", samples = quiet(), throughput = { gbps = 9, implausible = 1 } },
+      bundle { id = "n11-fp32", samples = quiet(), throughput = { gbps = 9, pct_floor = 130 } },
       bundle { id = "n12-fp32", samples = { 1 }, stop = { rule = 'interrupted', converged = false },
         throughput = { implausible = 1 } },
     }
@@ -124,9 +130,35 @@ describe('results table', function()
     assert.equal('ci=range', rows[2].ci_flag)
     assert.is_nil(rows[3].ci_flag)
     local lines = header_and_rows(results.results_table { bundle { id = "n18-fp32", samples = one } })
-    assert.matches('%d%*  ci=range ci~1$', lines[3])
+    assert.matches('%d%*  ci=range ci~1 noisy$', lines[3])
     assert.is_string(results.FLAGS['ci~1'])
     assert.is_string(results.FLAGS['ci=range'])
+  end)
+
+  it('flags a ci95 wider than ±NOISY_CI_PCT % noisy: a point, a session row, a point over its sessions', function()
+    assert.equal(10, results.NOISY_CI_PCT)
+    assert.equal(results.NOISY_CI_PCT, require('kluabench.charts.html').NOISY_CI_PCT) -- one threshold, the report's too
+    assert.matches('10 %', results.FLAGS.noisy, 1, true)
+    local function spread(id, width, session, scale) -- 20 samples over 1000 +- width %: ci95 about width / 2 %
+      local xs = {}
+      for i = 1, 20 do xs[i] = (scale or 1) * 1000 * (1 + width / 100 * (i - 10.5) / 9.5) end
+      local b = bundle { id = id, samples = xs, median = (scale or 1) * 1000 }
+      if session then b.run.spec.measurements = require('kluabench.record').measurement_list(session) end
+      return b
+    end
+    local rows = results.results_rows { spread('a', 16), spread('b', 22) }
+    assert.is_true(rows[1].ci_pct < 10 and rows[2].ci_pct > 10, rows[1].ci_pct .. ' ' .. rows[2].ci_pct)
+    assert.is_nil(rows[1].flags)
+    assert.equal('noisy', rows[2].flags)
+    assert.matches('noisy$', header_and_rows(results.results_table { spread('b', 22) })[3])
+    -- two quiet sessions whose medians differ by 40 %: the point's ci95 over the sessions is noisy, each session is not
+    local both = { spread('c', 1, { session = 1, sessions = 2 }), spread('c', 1, { session = 2, sessions = 2 }, 1.4) }
+    rows = results.results_rows(both)
+    assert.equal(2, rows[1].sessions)
+    assert.equal('noisy', rows[1].flags)
+    rows = results.results_rows(both, { sessions = true })
+    assert.is_nil(rows[1].flags)
+    assert.is_nil(rows[2].flags)
   end)
 
   it('shows the sessions of a point (--runs N) as one row with their count, each session on request '
@@ -157,13 +189,13 @@ describe('results table', function()
 
   it('does not flag rules that never aim at convergence, and leaves the flags column out when no row has one', function()
     local rows = results.results_rows {
-      bundle { id = "n20-fp32", samples = nine(), stop = { rule = 'do_bench', converged = false } },
-      bundle { id = "n21-fp32", samples = nine(), stop = { rule = 'count', converged = false }, stopping = { rule = 'count', n = 9 } },
-      bundle { id = "n22-fp32", samples = nine(), stop = { rule = 'rse_median', converged = true },
+      bundle { id = "n20-fp32", samples = quiet(), stop = { rule = 'do_bench', converged = false } },
+      bundle { id = "n21-fp32", samples = quiet(), stop = { rule = 'count', converged = false }, stopping = { rule = 'count', n = 9 } },
+      bundle { id = "n22-fp32", samples = quiet(), stop = { rule = 'rse_median', converged = true },
         throughput = { pct_floor = 99 } },
     }
     for i = 1, 3 do assert.is_nil(rows[i].flags, i) end
-    local text = results.results_table { bundle { id = "n23-fp32", samples = nine() } }
+    local text = results.results_table { bundle { id = "n23-fp32", samples = quiet() } }
     assert.not_matches('flags', text, 1, true)
   end)
 

@@ -31,6 +31,21 @@ describe('kluabench.util.args', function()
     assert.equal(" (did you mean 'cops' or 'copy'?)", suggest.hint('cop', { 'copy', 'cops' }))
   end)
 
+  it("takes -o for a script's --out and -h for --help (script_options), anywhere on the line", function()
+    local opts = suggest.script_options('t.lua', 'usage\n', { '--n', '3', '-o', 'x.jsonl' }, { n = 'value', out = 'value' })
+    assert.equal('x.jsonl', opts.out)
+    assert.equal('3', opts.n)
+    -- a script without --out has no -o
+    local exit = os.exit
+    os.exit = function(code) error('exit ' .. code, 0) end ---@diagnostic disable-line
+    local stderr = io.stderr
+    io.stderr = { write = function() end } ---@diagnostic disable-line
+    local ok, err = pcall(suggest.script_options, 't.lua', 'usage\n', { '-o', 'x' }, { n = 'value' })
+    os.exit, io.stderr = exit, stderr
+    assert.is_false(ok)
+    assert.equal('exit 2', err)
+  end)
+
   it('checks its arguments', function()
     assert.has_error(function() suggest.closest(nil, {}) end, "bad argument #1 to 'closest' (string expected, got nil)")
     assert.has_error(function() suggest.closest('x', 'y') end,

@@ -109,7 +109,11 @@ describe('kluabench.suite', function()
       { { '--provider', 'godo' }, "must be good, bad or all, got 'godo' %(did you mean 'good'%?%)" },
       { { '--rep-m', '16' }, "unrecognized option '%-%-rep%-m' %(did you mean '%-%-rep%-ms'%?%)" },
       -- `all` only where it is offered: a run has one dtype, one protocol, one format
-      { { '--dtype', 'all' }, "option '%-%-dtype' must be one of f32, got 'all'" },
+      { { '--dtype', 'all' }, "option '%-%-dtype' must be one of fp32, got 'all'" },
+      -- dtypes print as records spell them (fp32), with a hint
+      { { '--dtype', 'fp33' }, "option '%-%-dtype' must be one of fp32, got 'fp33' %(did you mean 'fp32'%?%)" },
+      -- the host's options go before the script, and the message says so
+      { { '--backend', 'cpu' }, "unrecognized option '%-%-backend' %(a host option: give it before the script" },
       { { '--protocol', 'all' }, "option '%-%-protocol' must be one of do_bench, cold, hot, graph, got 'all'" },
       { { '--format', 'all' }, "option '%-%-format' must be one of table, markdown, jsonl, kernelindex, liger%-csv, got 'all'" },
       { { '--protocol', 'cld' }, "got 'cld' %(did you mean 'cold'%?%)" },
@@ -126,6 +130,24 @@ describe('kluabench.suite', function()
     local r = run(typo, { '--n', '16', '--format', 'jsonl', '--out', dir .. '/typo.jsonl' })
     assert.equal(1, r.code)
     assert.matches("typo.lua:%d+: scale: a point has no field 'dtyp' %(did you mean 'dtype'%?%) %(its fields: n, k, params, dtype,", r.err)
+  end)
+
+  it('takes -o as --out and -q as --quiet anywhere on the line, and a dtype spelled fp32 or f32', function()
+    local ids = {}
+    for i, dtype in ipairs { 'fp32', 'f32', 'float32' } do
+      local out = dir .. '/o' .. i .. '.jsonl'
+      local r = sub.run { '--backend', 'cpu', script, '-o', out, '--n', '16', '-q', '--rep-ms', '2', '--dtype', dtype }
+      assert.equal(0, r.code, r.err)
+      assert.not_matches('%[1/1%]', r.err) -- quiet: no progress line
+      local f = assert(io.open(out))
+      ids[i] = point(json.decode(f:read('l'))).id
+      f:close()
+    end
+    assert.same({ 'n16-k1-fp32', 'n16-k1-fp32', 'n16-k1-fp32' }, ids)
+    local r = run(script, { '--help' })
+    assert.matches('%-o, %-%-out PATH', r.out)
+    assert.matches('%-q, %-%-quiet', r.out)
+    assert.matches('%-%-dtype D%s+fp32 %(default fp32', r.out)
   end)
 
   it('generates --help from the declaration', function()
@@ -214,6 +236,12 @@ kb.suite.main { name = 'long', axes = { { name = 'n', default = 100, max = 10000
     assert.not_matches('estimated', r.err, 1, true)
     r = sub.run { '--backend', 'cpu', '--quiet', long, '--n', '100,200,400,800,1600' }
     assert.not_matches('estimated', r.err, 1, true)
+    -- --quiet (or -q) after the script name as before it
+    for _, q in ipairs { '--quiet', '-q' } do
+      r = sub.run { '--backend', 'cpu', long, '--n', '100,200,400,800,1600', q }
+      assert.equal(1, r.code, r.err)
+      assert.not_matches('estimated', r.err, 1, true)
+    end
   end)
 
   it('measures every point in --runs sessions, interleaved, and records the session', function()

@@ -167,11 +167,19 @@ describe('tensor', function()
     assert.matches('^sha256:', t:digest())
   end)
 
+  it('takes the records\' dtype spelling (fp32) as the API\'s (f32)', function()
+    assert.equal('f32', kb.empty({ 2 }, 'fp32').dtype)
+    assert.equal('f16', kb.randn({ 2 }, 'fp16', 1).dtype)
+    assert.equal(kb.randn({ 4 }, 'f64', 3):digest(), kb.randn({ 4 }, 'fp64', 3):digest())
+    assert.equal('f64', kb.zeros({ 2 }):to('fp64').dtype)
+  end)
+
   describe('errors', function()
     it('names the argument and what was expected', function()
       assert.has_error(function() kb.empty('x') end, "bad argument #1 to 'empty' (table expected, got string)")
       assert.has_error(function() kb.empty({ 2 }, 'f8') end,
-        "bad argument #2 to 'empty' (unknown dtype 'f8' (expected bf16, f16, f32 or f64))")
+        "bad argument #2 to 'empty' (unknown dtype 'f8' (expected bf16, f16, f32 or f64; fp16, fp32 and fp64 name "
+        .. 'the same))')
       assert.has_error(function() kb.empty({ 2, -1 }) end,
         "bad argument #1 to 'empty' (shape[2] must be a non-negative integer, got -1)")
       assert.has_error(function() kb.empty({ 2.5 }) end)

@@ -28,12 +28,22 @@ kb_tensor *kb_check_tensor(lua_State *L, int arg) {
   return t;
 }
 
+/* The dtype named s, or -1: the API's names (f32) and the records' (fp32)
+ * alike, so that a dtype copied from a workload id works. */
+static int dtype_of(const char *s) {
+  static const char *const records[KB_NDTYPES] = {"bf16", "fp16", "fp32", "fp64"};
+  for (int i = 0; i < KB_NDTYPES; i++)
+    if (strcmp(s, kb_dtype_name((kb_dtype)i)) == 0 || strcmp(s, records[i]) == 0) return i;
+  return -1;
+}
+
 kb_dtype kb_check_dtype(lua_State *L, int arg, int def) {
   if (def >= 0 && lua_isnoneornil(L, arg)) return (kb_dtype)def;
   const char *s = kb_check_cstring(L, arg, NULL, "dtype");
-  for (int i = 0; i < KB_NDTYPES; i++)
-    if (strcmp(s, kb_dtype_name((kb_dtype)i)) == 0) return (kb_dtype)i;
-  luaL_argerror(L, arg, lua_pushfstring(L, "unknown dtype '%s' (expected bf16, f16, f32 or f64)", s));
+  int i = dtype_of(s);
+  if (i >= 0) return (kb_dtype)i;
+  luaL_argerror(L, arg, lua_pushfstring(L, "unknown dtype '%s' (expected bf16, f16, f32 or f64; fp16, fp32 "
+                                           "and fp64 name the same)", s));
   return KB_F32;
 }
 
@@ -278,8 +288,9 @@ void kb_tensor_compare_source(lua_State *L, const kb_tensor *a, const kb_tensor 
 
 /*** A tensor with uninitialised contents.
  *
- * shape is a list of non-negative integers (at most 8 dimensions); dtype defaults to "f32", device
- * to the selected backend.
+ * shape is a list of non-negative integers (at most 8 dimensions); dtype is bf16, f16, f32 or f64
+ * (every constructor and t:to also take the records' spelling: fp16, fp32, fp64) and defaults to
+ * "f32", device to the selected backend.
  *
  * @signature kb.empty(shape [, dtype [, device]]) -> Tensor
  * @section tensors
@@ -525,11 +536,9 @@ static int m_to(lua_State *L) {
   kb_tensor *t = kb_check_tensor(L, 1);
   const char *what = kb_check_cstring(L, 2, NULL, "device or dtype");
   const kb_backend *dev = t->dev;
-  kb_dtype dt = t->dtype;
-  int is_dtype = 0;
-  for (int i = 0; i < KB_NDTYPES; i++)
-    if (strcmp(what, kb_dtype_name((kb_dtype)i)) == 0) dt = (kb_dtype)i, is_dtype = 1;
-  if (!is_dtype) dev = kb_check_device(L, 2);
+  int i = dtype_of(what);
+  kb_dtype dt = i >= 0 ? (kb_dtype)i : t->dtype;
+  if (i < 0) dev = kb_check_device(L, 2);
   kb_tensor *c = kb_push_tensor(L, dev, dt, t->ndim, t->shape);
   copy_into(L, c, t);
   return 1;

@@ -239,6 +239,10 @@ static const char *long_value(options *o, int *i, const char *name) {
   return o->argv[++*i];
 }
 
+/* What an unknown option of the engine most likely is: a benchmark script's
+ * (--rep-ms, -o) or a command's, given before the name instead of after it. */
+#define ELSEWHERE " (a script's or a command's own options go after its name: kluabench SCRIPT [options])"
+
 /* Long options; returns 0 on a usage error. */
 static int parse_long(options *o, int *i) {
   const char *a = o->argv[*i];
@@ -253,7 +257,7 @@ static int parse_long(options *o, int *i) {
   } else {
     const char *meant = meant_option(a);
     if (meant) return usage_error(o, "unrecognized option '%s' (did you mean '%s'?)", a, meant);
-    return usage_error(o, "unrecognized option '%s'", a, NULL);
+    return usage_error(o, "unrecognized option '%s'" ELSEWHERE, a, NULL);
   }
   return 1;
 }
@@ -283,7 +287,7 @@ static int parse_short(options *o, int *i) {
     if (a[1] == 'h') o->help = 1;
     return 1;
   }
-  return usage_error(o, "unrecognized option '%s'", a, NULL);
+  return usage_error(o, "unrecognized option '%s'" ELSEWHERE, a, NULL);
 }
 
 /* Fills o from argv. Options stop at the first non-option (the script or

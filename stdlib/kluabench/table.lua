@@ -98,6 +98,7 @@ end
 
 local function us(ns) return type(ns) == 'number' and M.cell_number(ns / 1000, 2) or nil end
 local function number(places) return function(v) return M.cell_number(v, places) end end
+local function or_na(places) return function(v) return v == false and 'n/a' or M.cell_number(v, places) end end
 
 --- Columns of the results table; an `optional` one is left out when no row has a value for it.
 M.RESULT_COLUMNS = {
@@ -110,12 +111,9 @@ M.RESULT_COLUMNS = {
   { key = 'pct_copy', title = '% of copy', align = 'right', optional = true,
     format = function(v) return M.cell_number(v, 1) or 'n/a' end },
   { key = 'mem_mb', title = 'peak MB', align = 'right', optional = true, format = number(1) },
-  { key = 'energy_mj', title = 'mJ/call', align = 'right', optional = true,
-    format = function(v) return v == false and 'n/a' or M.cell_number(v, 3) end },
-  { key = 'power_w', title = 'W', align = 'right', optional = true,
-    format = function(v) return v == false and 'n/a' or M.cell_number(v, 0) end },
-  { key = 'sm_mhz', title = 'SM MHz', align = 'right', optional = true,
-    format = function(v) return v == false and 'n/a' or M.cell_number(v, 0) end },
+  { key = 'energy_mj', title = 'mJ/call', align = 'right', optional = true, format = or_na(3) },
+  { key = 'power_w', title = 'W', align = 'right', optional = true, format = or_na(0) },
+  { key = 'sm_mhz', title = 'SM MHz', align = 'right', optional = true, format = or_na(0) },
   { key = 'flag', title = 'check', optional = true },
   { key = 'n', title = 'samples', align = 'right', optional = 'time' },
   { key = 'sessions', title = 'sessions', align = 'right', optional = true },
@@ -133,6 +131,8 @@ M.CEILING_SPREAD = ceilings.CEILING_SPREAD
 M.WIDTH = 120
 --- Results with fewer samples than this are flagged `n<5` in the table.
 M.MIN_SAMPLES = 5
+--- A row whose ci95 is wider than this (± percent of its median) is flagged `noisy` (the HTML report reads it too).
+M.NOISY_CI_PCT = 10
 
 --- What each flag of the results table's flags column means.
 M.FLAGS = {
@@ -144,6 +144,7 @@ M.FLAGS = {
     .. 'statistics of the median, so the interval says little',
   ['ci~1'] = 'the ci95 (marked *) is set by one outlier: without the sample farthest from the median it is '
     .. 'less than half as wide',
+  noisy = 'the ci95 is wider than ±' .. M.NOISY_CI_PCT .. ' % of the median: too much spread to trust the median',
 }
 
 -- "cuda/cuda_events": the point's backend and its protocol's timer.
@@ -155,16 +156,15 @@ end
 local function not_converged(stop, rule)
   if type(stop) ~= 'table' or stop.converged ~= false then return false end
   if stop.rule == 'rse_median' or stop.rule == 'interrupted' then return true end
-  if type(rule) ~= 'table' then return false end
-  if rule.rule == 'rse_median' then return true end
+  if type(rule) ~= 'table' or rule.rule == 'rse_median' then return type(rule) == 'table' end
   for _, r in ipairs(type(rule.rules) == 'table' and rule.rules or {}) do
     if type(r) == 'table' and r.rule == 'rse_median' then return true end
   end
   return false
 end
 
--- The flags of one session (the table's flags column).
-local function session_flags(s, n, ci_flag)
+-- The flags of one session (the table's flags column); ci_pct: its ci95 when it is a row of its own.
+local function session_flags(s, n, ci_flag, ci_pct)
   local ex = type(s.evidence.execution) == 'table' and s.evidence.execution or {}
   local f = {}
   if n and n < M.MIN_SAMPLES then f[#f + 1] = 'n<' .. M.MIN_SAMPLES end
@@ -172,7 +172,8 @@ local function session_flags(s, n, ci_flag)
   if s.implausible or (type(s.pct_floor) == 'number' and s.pct_floor > 100 * (1 + M.CEILING_SPREAD)) then
     f[#f + 1] = '<floor'
   end
-  if ci_flag then f[#f + 1] = ci_flag end
+  f[#f + 1] = ci_flag
+  if type(ci_pct) == 'number' and ci_pct > M.NOISY_CI_PCT then f[#f + 1] = 'noisy' end
   return f
 end
 
@@ -194,9 +195,8 @@ local function row_of(x, energy, agg)
     row.ci_pct, row.ci_flag = x.ci_pct, x.ci_flag
     if #x.passed > 1 then row.sessions = #x.passed end
     local seen, flags = {}, {}
-    if row.n and row.n < M.MIN_SAMPLES then flags[1], seen['n<' .. M.MIN_SAMPLES] = 'n<' .. M.MIN_SAMPLES, true end
-    for _, s in ipairs(x.passed) do
-      for _, fl in ipairs(session_flags(s, nil, #x.passed == 1 and x.ci_flag or nil)) do
+    for i, s in ipairs(x.passed) do -- the point's n and ci95 (over its sessions when several) go with its first
+      for _, fl in ipairs(session_flags(s, i == 1 and row.n, #x.passed == 1 and x.ci_flag or nil, i == 1 and x.ci_pct)) do
         if not seen[fl] then seen[fl], flags[#flags + 1] = true, fl end
       end
     end
@@ -209,7 +209,7 @@ local function row_of(x, energy, agg)
     row.flag = x.status == 'suspected_reward_hack' and x.implausible and #reasons <= 1 and 'IMPLAUSIBLE' or x.status
     if type(reasons[1]) == 'string' then row.reason = reasons[1] end
   end
-  local f = session_flags(x, row.n, row.ci_flag)
+  local f = session_flags(x, row.n, row.ci_flag, row.ci_pct)
   row.flags = #f > 0 and table.concat(f, ' ') or nil
   return row
 end

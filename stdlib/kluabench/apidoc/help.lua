@@ -186,6 +186,9 @@ local function spellings(q)
     out[#out + 1] = 'kb.' .. rest
     out[#out + 1] = rest
   end
+  -- a stdlib module as kb reaches it: "kb.suite.main" is "suite.main"
+  local field, member = q:match('^kb%.([%a_][%w_]*)(.*)$')
+  if field and field ~= 'kb' and apidoc.modules[field] then out[#out + 1] = field .. member end
   -- a stdlib module by its full name: "kluabench.charts.plot" is "plot"
   for prefix, modname in pairs(apidoc.modules) do
     if q == modname then out[#out + 1] = prefix

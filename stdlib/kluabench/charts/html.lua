@@ -28,13 +28,12 @@ end
 --   print(html.escape('<a href="x">')) --> &lt;a href=&quot;x&quot;&gt;
 M.escape = esc
 
---- A point whose ci95 is wider than this (± percent of its median) is flagged `noisy`.
-M.NOISY_CI_PCT = 10
+--- A point whose ci95 is wider than this (± percent of its median) is flagged `noisy`: the results table's
+-- threshold (kluabench.table.NOISY_CI_PCT), the one source of it.
+M.NOISY_CI_PCT = table_view.NOISY_CI_PCT
 
---- What each flag of the report's flags column means: the results table's (kluabench.table.FLAGS)
--- and `noisy`.
-M.FLAGS = { noisy = string.format('the ci95 is wider than ±%d %% of the median: the samples (or, over several '
-  .. 'sessions, the session medians) spread too much for the median to be trusted', M.NOISY_CI_PCT) }
+--- What each flag of the report's flags column means: the results table's (kluabench.table.FLAGS).
+M.FLAGS = {}
 for k, v in pairs(table_view.FLAGS) do M.FLAGS[k] = v end
 
 local function us(ms) return ms and string.format('%.2f', ms * 1000) or '' end

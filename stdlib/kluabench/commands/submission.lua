@@ -47,18 +47,18 @@ end
 
 --- Runs the command on the words after "submission"; returns the exit status.
 function M.main(args)
-  local opts, files = cli.parse_args(args or {}, { out = 'value', project = 'value', help = 'flag',
+  local opts, paths = cli.parse_args(args or {}, { out = 'value', project = 'value', help = 'flag',
     aliases = { o = 'out', h = 'help' } })
-  if not opts then return usage_error('%s', files) end
+  if not opts then return usage_error('%s', paths) end
   if opts.help then return cli.help('submission') end
-  if #files == 0 then return usage_error('no FILE given') end
+  if #paths == 0 then return usage_error('no FILE given') end
   if not opts.out then return usage_error('no -o OUT given (the submission document)') end
-  local unreadable = cli.check_inputs('submission', files)
+  local unreadable = cli.check_inputs('submission', paths)
   if unreadable then return unreadable end
-  local fresh, why_not = writer.check_output('-o', opts.out, writer.file_inputs(files), true)
+  local fresh, why_not = writer.check_output('-o', opts.out, writer.file_inputs(paths), true)
   if not fresh then return usage_error('%s', why_not) end
   local bundles = {}
-  for _, path in ipairs(files) do
+  for _, path in ipairs(paths) do
     cli.stop_if_interrupted()
     local bs, err = reader.read(path)
     if not bs then

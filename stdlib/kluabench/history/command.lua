@@ -100,6 +100,15 @@ local function fail(fmt, ...)
   return 1
 end
 
+-- fail's message, then a list, one item a line (each made safe on its own: a line break in one stays escaped).
+local function fail_list(message, items)
+  local lines = {}
+  for i, item in ipairs(items) do lines[i] = '  ' .. cli.printable(item, 600) .. '\n' end
+  fail('%s', message)
+  io.stderr:write(table.concat(lines))
+  return 1
+end
+
 local function write(text)
   local ok, err = util_files.write_stdout(text)
   if not ok then return fail('cannot write to %s', err) end
@@ -235,10 +244,10 @@ local function one_series(h, opts)
   if #found == 0 then return nil, string.format('no series in %s matches (kluabench history list shows them)', h.name) end
   local names = {}
   for i = 1, math.min(#found, 8) do
-    names[i] = string.format('  %s (%s, %s)', safe(found[i].point), safe(found[i].provider), safe(found[i].device))
+    names[i] = string.format('%s (%s, %s)', found[i].point, found[i].provider, found[i].device)
   end
-  return nil, string.format('%d series match; narrow with --point, --provider, --device:\n%s%s', #found,
-    table.concat(names, '\n'), #found > 8 and '\n  ...' or '')
+  if #found > 8 then names[#names + 1] = '...' end
+  return nil, string.format('%d series match; narrow with --point, --provider, --device:', #found), names
 end
 
 local function resolve(h, rev)
@@ -253,8 +262,8 @@ local function run_trend(h, opts, fmt)
   if not opts.point and not opts.provider and not opts.device then
     return usage_error('history trend: give --point (and --provider, --device) to name one series')
   end
-  local s, err = one_series(h, opts)
-  if not s then return fail('%s', err) end
+  local s, err, names = one_series(h, opts)
+  if not s then return names and fail_list(err, names) or fail('%s', err) end
   local list = history.trend(h, s.series, { head = resolve(h, opts.head) })
   if fmt == 'json' then return write(json({ series = s, commits = list })) end
   local rows = {}

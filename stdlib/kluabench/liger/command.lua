@@ -9,7 +9,7 @@ local result = require 'kluabench.result'
 
 local M = {}
 
-M.USAGE = 'kluabench import-liger CSV... [--out DIR | --jsonl FILE] [--speed-only] [--keep] [--liger-commit SHA]'
+M.USAGE = 'kluabench import-liger CSV... [-o/--out DIR | --jsonl FILE] [--speed-only] [--keep] [--liger-commit SHA]'
 
 M.help = [[
 Reads the CSV that Liger-Kernel's benchmark scripts write (header
@@ -37,7 +37,7 @@ run already imported (the same externalId, in any of the files). With --keep,
 rows of GPUs it does not know are kept as valid documents of our own,
 labelled not_reproduced (their digests are kluabench's, not kernelindex's).
 
-  --out DIR            write one pretty JSON file per row into DIR (created when
+  -o, --out DIR        write one pretty JSON file per row into DIR (created when
                        missing), named after the run's metadata.name:
                        DIR/NAME.json; a file there that holds another run is
                        never written over (NAME-2.json, ... then), one of
@@ -109,7 +109,7 @@ end
 -- or nil, msg.
 local function parse(args)
   return cli.parse_args(args, { out = 'value', jsonl = 'value', keep = 'flag', ['speed-only'] = 'flag',
-    ['liger-commit'] = 'value', help = 'flag', aliases = { h = 'help' } })
+    ['liger-commit'] = 'value', help = 'flag', aliases = { h = 'help', o = 'out' } })
 end
 
 --- Runs the command on the words after "import-liger"; returns the exit status.

@@ -175,19 +175,40 @@ local function protocol_of(r)
   return name or 'unknown protocol'
 end
 
+local RETURNED = { min = 'Min:   ', max = 'Max:   ', mean = 'Mean:  ', median = 'Median:' }
+
+-- The line of what do_bench returned beside its result (value: a number or a list, in ms), named by its statistic.
+local function returned_line(value, r)
+  local used = type(r.used) == 'table' and r.used or {}
+  if type(value) == 'number' then
+    return string.format('  %s %s (do_bench\'s return value, %.6g ms: return_mode "%s")',
+      RETURNED[used.return_mode] or 'Value: ', duration(value), value, tostring(used.return_mode))
+  end
+  if used.return_mode == 'all' and not used.quantiles then
+    return string.format('  Samples: do_bench\'s return value, all %d samples in ms (return_mode "all")', #value)
+  end
+  local parts = {}
+  for i, v in ipairs(value) do
+    local q = type(used.quantiles) == 'table' and used.quantiles[i]
+    parts[i] = (q and string.format('p%g ', 100 * q) or '') .. duration(v)
+  end
+  return '  Quantiles: ' .. table.concat(parts, ', ') .. " (do_bench's return value, in ms)"
+end
+
 --- A timing result as torch.utils.benchmark's Measurement shows one.
 --
 -- The median and interquartile range in a unit that suits them, the number of samples, the
 -- protocol (mode) and its stopping rule, the timer and backend, and each warning the result
--- carries; an IQR above 10 % of the median adds a warning, as torch's does.
+-- carries; an IQR above 10 % of the median adds a warning, as torch's does. returned: what
+-- do_bench returned beside the result (its value in ms: a number or a list), labelled.
 --
--- @signature show.measurement(r) -> string
+-- @signature show.measurement(r [, returned]) -> string
 -- @example
 --   local show = require 'kluabench.repl.show'
 --   local r = {samples = {0.011, 0.012, 0.013}, mode = "cold",
 --     summary = require("kluabench.stats").summary({0.011, 0.012, 0.013})}
 --   print(show.measurement(r))
-function M.measurement(r)
+function M.measurement(r, returned)
   if not M.is_measurement(r) then
     error("bad argument #1 to 'show.measurement' (timing result {samples, summary} expected, got " .. type(r) .. ')', 2)
   end
@@ -201,11 +222,15 @@ function M.measurement(r)
   lines[1] = string.format('<kluabench timing result: %s%s>', protocol,
     #where > 0 and (', ' .. table.concat(where, ', ')) or '')
   if r.name and tostring(r.name) ~= protocol then lines[#lines + 1] = '  ' .. tostring(r.name) end
-  lines[#lines + 1] = '  Median: ' .. median
+  if returned ~= nil then lines[#lines + 1] = returned_line(returned, r) end
+  if not (returned ~= nil and type(r.used) == 'table' and r.used.return_mode == 'median' and type(returned) == 'number') then
+    lines[#lines + 1] = '  Median: ' .. median
+  end
   local q25, q75 = s.q25, s.q75
   if type(q25) == 'number' and type(q75) == 'number' then
     local scale = ({ s = 1e-3, ms = 1, us = 1e3, ns = 1e6 })[unit]
-    lines[#lines + 1] = string.format('  IQR:    %s (%.4g to %.4g)', duration(q75 - q25, unit), q25 * scale, q75 * scale)
+    lines[#lines + 1] = string.format('  IQR:    %s (%.4g to %.4g %s: the 25th to 75th percentile)',
+      duration(q75 - q25, unit), q25 * scale, q75 * scale, unit)
   end
   local n = s.n or #r.samples
   local stop = type(r.stop) == 'table' and r.stop or (type(r.used) == 'table' and type(r.used.stop) == 'table' and r.used.stop)
@@ -240,8 +265,15 @@ function M.result(v)
   return M.value(v)
 end
 
+local function is_number_list(v)
+  if type(v) ~= 'table' or has_tostring(v) or #v == 0 then return false end
+  for _, x in ipairs(v) do if type(x) ~= 'number' then return false end end
+  return true
+end
+
 --- Prints the REPL's results: one line separated by tabs, as lua.c does, unless one of them takes
--- several lines (then one result after the other).
+-- several lines (then one result after the other). do_bench's pair (value, result) prints as one
+-- view, its value labelled by the statistic it is (Mean, Median, Quantiles: show.measurement).
 --
 -- @signature show.print(...)
 -- @example
@@ -249,6 +281,14 @@ end
 --   show.print(1, "two", {3})
 function M.print(...)
   local n = select('#', ...)
+  local first, second = ...
+  -- do_bench's (value, result): one labelled view, not a bare number above it
+  if n == 2 and M.is_measurement(second) and type(second.used) == 'table' and second.used.return_mode
+      and (type(first) == 'number' or is_number_list(first)) then
+    io.stdout:write(M.measurement(second, first), '\n')
+    io.stdout:flush()
+    return
+  end
   local parts, multiline = {}, false
   for i = 1, n do
     parts[i] = M.result((select(i, ...)))

@@ -126,6 +126,21 @@ end
 
 function M.choices(list) return table.concat(list, ', ') end
 
+-- The spelling records print (fp32, fp16, bf16: names.DTYPE_TOKEN) of each dtype of a list, spelled any way (f32).
+function M.dtype_tokens(list)
+  local out = {}
+  for i, v in ipairs(list) do out[i] = names.DTYPE_TOKEN[names.DTYPE_ALIASES[v] or v] or v end
+  return out
+end
+
+-- The declaration's own spelling of the dtype typed (fp32 or f32 alike); a usage error with a hint when none.
+function M.dtype_choice(d, typed)
+  local tokens, want = M.dtype_tokens(d.dtypes), M.dtype_tokens({ typed })[1]
+  for i, v in ipairs(d.dtypes) do if v == typed or tokens[i] == want then return v end end
+  M.usage_error(d.name, "option '--dtype' must be one of %s, got '%s'%s", M.choices(tokens), typed,
+    args.hint(typed, tokens))
+end
+
 -- A positive integer (the whole string), or nil.
 local function positive_int(s)
   local n = math.tointeger(tonumber(s))
@@ -214,17 +229,24 @@ function M.parse(d, argv)
   local spec = { help = 'flag', ['list-points'] = 'flag', sweep = 'value', dtype = 'value', mode = 'value',
     provider = 'value', protocol = 'value', format = 'value', out = 'value', samples = 'value', ['rep-ms'] = 'value',
     ['warmup-ms'] = 'value', runs = 'value', shard = 'value', timeout = 'value', history = 'value',
-    source = 'value', sessions = 'flag', metric = 'value', metrics = 'value', audits = 'value', aliases = { h = 'help' } }
+    source = 'value', sessions = 'flag', metric = 'value', metrics = 'value', audits = 'value', quiet = 'flag',
+    aliases = { h = 'help', o = 'out', q = 'quiet' } }
   for _, a in ipairs(d.axes) do spec[M.option_name(a.name)] = 'value' end
   local raw, rest = args.parse_args(argv, spec)
-  if not raw then M.usage_error(d.name, '%s', rest) end
+  if not raw then
+    local host = rest:match("^unrecognized option '(%-%-%a+)")
+    if host == '--backend' or host == '--device' then -- the host chose the device before the script ran
+      rest = rest .. string.format(" (a host option: give it before the script, 'kluabench %s X SCRIPT ...')", host)
+    end
+    M.usage_error(d.name, '%s', rest)
+  end
   if #rest > 0 then M.usage_error(d.name, "unexpected argument '%s'", rest[1]) end
   if raw.help then return { help = true } end
   for _, opt in ipairs { 'out', 'samples', 'history' } do
     if raw[opt] == '' then M.usage_error(d.name, "option '--%s' needs a path, got an empty string", opt) end
   end
   local o = { list_points = raw['list-points'], out = raw.out, samples = raw.samples, history = raw.history, axes = {},
-    sessions = raw.sessions, source = raw.source }
+    sessions = raw.sessions, source = raw.source, quiet = raw.quiet }
   if o.source and not implementation.repository_url(o.source) then
     M.usage_error(d.name, "option '--source' needs the code's repository as an https, ssh or git URL, got '%s'",
       args.printable(o.source, 200))
@@ -243,8 +265,7 @@ function M.parse(d, argv)
         args.hint(raw.sweep, names))
     end
   end
-  o.sweep, o.dtype = raw.sweep, raw.dtype or d.dtype or d.dtypes[1]
-  choice(d.name, 'dtype', o.dtype, d.dtypes)
+  o.sweep, o.dtype = raw.sweep, M.dtype_choice(d, raw.dtype or d.dtype or d.dtypes[1])
   o.modes = choice_list(d.name, 'mode', raw.mode or (o.sweep and 'all' or d.mode or d.modes[1]), d.modes)
   o.providers = runnable(d, choice_list(d.name, 'provider', raw.provider or (o.sweep and 'all' or d.provider
     or d.providers[1]), d.providers))

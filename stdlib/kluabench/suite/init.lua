@@ -239,12 +239,12 @@ function M.main(d, args)
   end
   local total = #points * #o.providers * #o.modes * o.runs
   -- to-be-closed: an error or a hard stop clears the progress line before its message
-  local progress <close> = progress_mod.new { total = total }
+  local progress <close> = progress_mod.new { total = total, quiet = o.quiet or nil }
   ctx.progress = progress
   -- signals are deferred: the point being measured is finished and written, then the sweep stops
   core.defer_interrupts(true)
   local key_before = core.trust.seed_key(key)
-  if total > 1 and not progress_mod.quiet_from_env() then
+  if total > 1 and not progress.quiet then
     local seconds = run.estimate_seconds(d, ctx, points)
     if seconds and seconds >= M.ESTIMATE_FROM_S and not core.interrupted() then
       io.stderr:write(string.format('%s: %d sessions, estimated %s (one call of each provider and mode timed at the '

@@ -27,7 +27,8 @@ function M.text(d)
         #fixed > 0 and (' at ' .. table.concat(fixed, ', ')) or '')
     end
   end
-  add('  --%-17s %s (default %s)', 'dtype D', declaration.choices(d.dtypes), d.dtype or d.dtypes[1])
+  add('  --%-17s %s (default %s; f32 for fp32 and the like too)', 'dtype D',
+    declaration.choices(declaration.dtype_tokens(d.dtypes)), declaration.dtype_tokens({ d.dtype or d.dtypes[1] })[1])
   add('  --%-17s %s or all, or a comma list (default %s; all in a sweep)', 'mode M,...', declaration.choices(d.modes),
     d.mode or d.modes[1])
   add('  --%-17s %s or all, or a comma list (default %s; all in a sweep)', 'provider P,...',
@@ -70,7 +71,7 @@ Output:
                       kernelindex: pretty JSON (one bundle, or an array) to --out or stdout;
                       liger-csv: Liger's CSV (the runs that passed) to --out or stdout.
                       With the last three the table goes to stderr.
-  --out PATH          where the bundles go (see --format); never the script or a
+  -o, --out PATH      where the bundles go (see --format); never the script or a
                       file of its hooks (a usage error)
   --samples PATH      where the raw samples go (the evidence file the records name);
                       default: beside --out (x.jsonl -> x.samples.jsonl), or
@@ -82,7 +83,11 @@ Output:
                       commit of the current directory; both are checked before timing
   --source URL        the repository of the code under test, for the records where git
                       does not name it (docs/RECORDS.md: what makes a record reproducible)
-  --help              this text
+  -q, --quiet         no progress lines and no estimate on stderr (as the host's
+                      --quiet before the script name)
+  -h, --help          this text
+Options may come in any order; the host's --backend and --device go before the
+script name (kluabench --backend cpu SCRIPT ...).
 
 Every provider's result is checked before it is timed; a wrong result is not
 timed: its bundles say incorrect_numerical, the other points still run, and

@@ -141,13 +141,14 @@ function M.parse_args(args, spec)
 end
 
 -- A script's options: parse_args; --help prints usage (exit 0); a bad argument prints "NAME: message"
--- and usage to stderr and exits 2, as the fail(fmt, ...) it returns does.
+-- and usage to stderr and exits 2, as the fail(fmt, ...) it returns does. -h is --help, and -o --out
+-- where the script has one (as every command that writes an output takes it).
 function M.script_options(name, usage, args, spec)
   local function fail(fmt, ...)
     io.stderr:write(name, ': ', M.printable(string.format(fmt, ...), 400), '\n', usage)
     os.exit(2)
   end
-  spec.help, spec.aliases = 'flag', spec.aliases or { h = 'help' }
+  spec.help, spec.aliases = 'flag', spec.aliases or { h = 'help', o = spec.out == 'value' and 'out' or nil }
   local opts, rest = M.parse_args(args, spec)
   if not opts then fail('%s', rest) end
   if opts.help then io.stdout:write(usage) os.exit(0) end
