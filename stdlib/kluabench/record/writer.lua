@@ -35,7 +35,10 @@ end
 -- No output written over an input: every command that writes checks it before reading or writing.
 
 --- path made absolute against the working directory.
+-- @signature writer.absolute(path) -> path
+-- @example print(writer.absolute("results/run.jsonl")) -- the working directory .. "/results/run.jsonl"
 function M.absolute(path)
+  args.check('writer.absolute', 1, path, 'string', 'path')
   if path:sub(1, 1) == '/' then return path end
   local cwd = os.getenv('PWD')
   if not cwd or cwd == '' then cwd = core.realpath('.') or '.' end
@@ -55,7 +58,10 @@ local MAX_LINKS = 40
 --- path as one spelling: its realpath; a dangling link followed to the path it names (a file not yet
 -- written: --samples linked to a --out that does not exist yet is that --out); else its deepest
 -- existing ancestor's realpath with the rest after it.
+-- @signature writer.canonical(path) -> path
+-- @example print(writer.canonical("/tmp/../tmp/no-such-dir/run.jsonl")) --> /tmp/no-such-dir/run.jsonl
 function M.canonical(path)
+  args.check('writer.canonical', 1, path, 'string', 'path')
   path = M.absolute(path)
   local real = core.realpath(path)
   if real then return real end
@@ -79,7 +85,10 @@ function M.canonical(path)
 end
 
 --- The inputs {path, what} for M.check_output of the files a command reads, and their samples files.
+-- @signature writer.file_inputs(paths [, without_samples]) -> inputs
+-- @example print(#writer.file_inputs({"a.jsonl", "-"})) --> 2
 function M.file_inputs(paths, without_samples)
+  args.check('writer.file_inputs', 1, paths, 'table', 'list of paths')
   local inputs = {}
   for _, path in ipairs(paths) do
     if path ~= '-' then
@@ -95,7 +104,10 @@ end
 
 --- Whether out (and, unless alone, its samples file) would overwrite an input, by canonical path or
 -- device and inode: true, or nil and "OPTION PATH is WHAT: ..."; role(parent, name) names directory inputs.
+-- @signature writer.check_output(option, out, inputs [, alone [, role]]) -> true | nil, message
+-- @example print(writer.check_output("-o", "a.jsonl", writer.file_inputs({"a.jsonl"}), true)) -- nil, "-o a.jsonl is ..."
 function M.check_output(option, out, inputs, alone, role)
+  args.check('writer.check_output', 1, option, 'string', 'option name')
   if out == nil or out == '-' then return true end
   local keyed = {}
   for _, input in ipairs(inputs) do keyed[M.canonical(input[1])] = keyed[M.canonical(input[1])] or input end
