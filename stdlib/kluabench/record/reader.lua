@@ -96,6 +96,8 @@ function M.is_bundle(v)
   return type(v) == 'table' and type(v.run) == 'table'
 end
 
+local items_of
+
 --- Every JSON value of a file with its line, unchecked: {{bundle, line}} (what verify judges one by
 -- one).
 --
@@ -113,8 +115,6 @@ end
 --   print(#items, items[2].bundle)
 --   local kept, bad = reader.items('{"run": {}}\ngarbage{{{\n', "x.jsonl", {tolerant = true})
 --   print(#kept, bad[1].line, bad[1].message)
-local items_of
-
 function M.items(text, label, opts)
   args.check('reader.items', 1, text, 'string', 'JSON or JSON Lines text')
   args.check('reader.items', 2, label, 'string|nil', 'label')
