@@ -365,7 +365,7 @@ describe('measure: do_bench and errors', function()
       "bad argument #1 to 'run' (protocol do_bench, cold, hot or graph expected, got lukewarm)")
     -- a session runs sample by sample: every mode but do_bench, named from measure/modes.lua
     assert.has_error(function() session.new('do_bench', function() end, {}, fake_ctx()) end,
-      "bad argument #1 to 'session' (a sampling protocol (cold, hot or graph) expected, got do_bench)")
+      "bad argument #1 to 'session.new' (a sampling protocol (cold, hot or graph) expected, got do_bench)")
     assert.has_error(function() measure.run('cold', 42, {}, fake_ctx()) end,
       "bad argument #2 to 'run' (function expected, got number)")
   end)

@@ -15,27 +15,23 @@ local help = require 'kluabench.apidoc.help'
 
 local ANY_VALUE = {
   -- predicates: true or false for anything
-  ['do_bench.is_protocol'] = 'predicate', ['stopping.is_criterion'] = 'predicate', ['reader.is_bundle'] = 'predicate',
-  ['show.is_measurement'] = 'predicate', ['evidence.is_samples_path'] = 'predicate',
+  ['stopping.is_criterion'] = 'predicate', ['reader.is_bundle'] = 'predicate', ['show.is_measurement'] = 'predicate',
+  ['record.is_shared'] = 'predicate', ['measure.is_protocol'] = 'predicate',
   -- views, encodings and look-ups of any value
-  ['show.value'] = 'view', ['show.result'] = 'view', ['show.print'] = 'prints any values', ['names.format_value'] = 'view',
-  ['report.encode_pretty'] = 'encoding (nil is JSON null)',
-  ['report.encode_line'] = 'encoding (nil, message for what JSON cannot hold)',
-  ['report.csv_field'] = 'view', ['printable'] = 'view', ['report.cell_number'] = 'nil for what is not a number',
+  ['show.value'] = 'view', ['show.result'] = 'view', ['show.print'] = 'prints any values', ['check.shown'] = 'view',
+  ['record.json_safe'] = 'encoding (nil for what JSON cannot carry)',
+  ['record.quantile_of'] = 'nil for what is not the field of a quantile',
   ['plot.xml_text'] = 'view', ['compare.percent'] = "'' for what is not a number",
   ['help.find_value'] = 'looks any value up', ['help'] = 'documents any value', ['help.help'] = 'documents any value', ['help.text'] = 'documents any value',
-  ['env.cuda_version'] = 'a version as the driver gives it, number or text; nil otherwise',
-  ['point.duration_ns'] = 'nil for what is not a duration',
+  ['result.duration_ns'] = 'nil for what is not a duration',
   ['ceilings.percent'] = 'nil when either is not a number (ceilings are optional)',
-  ['schema.validate'] = 'validates any value (its schema, #2, is checked)',
+  ['record.throughput'] = 'nil without a number of bytes or flops',
   -- validators and readers of records as they were decoded (any JSON value): problems, or nil and why
-  ['record.check'] = 'validator', ['verify.check'] = 'validator', ['verify.problems'] = 'validator',
-  ['schema.check'] = 'validator', ['evidence.of'] = 'reader', ['evidence.failure'] = 'reader',
-  ['evidence.samples_ms'] = 'reader', ['evidence.locate'] = 'reader (the uri of a record as read)',
-  ['reader.label_of'] = 'reader', ['reader.samples_of'] = 'reader', ['point.label_of'] = 'reader',
-  ['plot.point_from_bundle'] = 'reader',
-  ['compare.bundles_of'] = 'reader', ['report.get'] = 'reader', ['env.device_name'] = 'reader',
-  ['measurements.fields'] = 'reader', ['ceilings.usable_copy'] = 'reader (a cache entry as read)',
+  ['verify.check'] = 'validator', ['verify.problems'] = 'validator',
+  ['reader.samples_of'] = 'reader', ['result.label_of'] = 'reader', ['record.label_of'] = 'reader',
+  ['record.names_of'] = 'reader', ['plot.point_from_bundle'] = 'reader',
+  ['compare.bundles_of'] = 'reader',
+  ['record.measurement_fields'] = 'reader', ['ceilings.usable_copy'] = 'reader (a cache entry as read)',
   ['ceilings.usable_noise'] = 'reader (a cache entry as read)', ['ceilings.noise_of'] = 'reader (a cache entry as read)',
   -- parts of any type joined
   ['record.run_name'] = 'varargs',
@@ -44,8 +40,7 @@ local ANY_VALUE = {
 local NIL_FIRST = {
   ['ceilings.floor_ms'] = 'bytes nil where only flops are known', ['ceilings.throughput'] = 'the same',
   ['ceilings.cached_throughput'] = 'the same', ['progress.format_duration'] = 'nil gives "?"',
-  ['names.dns_name'] = 'no parts give ""', ['shard.parse'] = 'nil, message: a command line without the value',
-  ['clocks.locked_state'] = 'nil when NVML gave no info', ['implementation.dtype_tokens'] = 'no dtypes',
+  ['clocks.locked_state'] = 'nil when NVML gave no info',
 }
 
 -- name, the function, whether its first argument is optional

@@ -154,7 +154,7 @@ end
 --   local x = kb.randn({4096}, "f32", 1)
 --   local r = kb.do_bench.do_bench_protocol{rep_ms = 5}:run(function() x:add_(1) end)
 --   local bundle = record.from_result{kernel = "add", mode = "forward", provider = "add_", dtype = "f32", result = r}
---   local text = report.encode_line(bundle) .. "\n" -- a results file's JSON Lines
+--   local text = kb.jcs.encode(bundle) .. "\n" -- a results file's JSON Lines: one bundle a line
 --   local bundles = compare.parse(text, "results.jsonl")
 function M.parse(text, label)
   args.check('compare.parse', 1, text, 'string', 'JSON Lines text')

@@ -1,6 +1,6 @@
 --- The short names of the stdlib, the one map of them: kb.<name> loads the
 -- module (stdlib/kluabench/init.lua), help() and docs/API.md name a module's
--- functions by it (stats.median, report.encode_pretty; apidoc/init.lua), and
+-- functions by it (stats.median, record.from_result; apidoc/init.lua), and
 -- the REPL completes it. A module is named after its file, or its folder for
 -- an init.lua, unless that name is taken ("history_db" for history/db.lua).
 local M = {}

@@ -132,6 +132,7 @@ end
 -- @signature result.key(session) -> text
 -- @example print(result.key({kernel = "k", mode = "forward", provider = "p", id = "n8-fp32", device = "cpu"}))
 function M.key(s)
+  args.check('result.key', 1, s, 'table', 'session')
   return table.concat({ tostring(s.digests and s.digests.workload or s.id), tostring(s.kernel), tostring(s.mode),
     tostring(s.provider), tostring(s.device), tostring(s.protocol), tostring(s.digests and s.digests.protocol),
     s.metric == 'memory' and 'memory' or '' }, '|')
@@ -145,6 +146,7 @@ local AVERAGED = { 'gbps', 'tflops', 'pct_copy', 'copy_gbps', 'pct_floor', 'floo
 -- @signature result.ci_percent(session) -> percent, flag | nil
 -- @example print(result.ci_percent({median_ns = 1e6, samples_ms = {1, 1.1, 0.9, 1, 1.05, 0.98}}))
 function M.ci_percent(s)
+  args.check('result.ci_percent', 1, s, 'table', 'session')
   local ci, flag, med = s.ci_ms, s.ci_flag, s.median_ns and s.median_ns / 1e6
   if not ci then
     local values = s.samples_ms

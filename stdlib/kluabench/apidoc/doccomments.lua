@@ -189,8 +189,8 @@ function M.parse_c(text, file)
 end
 
 --- The entries of every module: modules maps a prefix to a module name, or
--- to a list of module names whose functions it gathers (kb.report is
--- io/json, files, csv and report/table). Each entry's section defaults to the
+-- to a list of module names whose functions it gathers (measure is
+-- measure/init.lua and measure/session.lua). Each entry's section defaults to the
 -- prefix of its name when sections has one by that id, else to `default`
 -- (a table prefix -> section id).
 function M.collect(modules, sections, default)

@@ -100,10 +100,13 @@ function M.resolve(entry)
   args.check('help.resolve', 1, entry, 'table', 'apidoc entry')
   local head, path, sep = split(entry.name)
   local v
+  local obj = apidoc.objects[head]
   if entry.path then
     v = load_module(entry.path[1])
     path = table.move(entry.path, 2, #entry.path, 1, {})
-  elseif sep == ':' or (sep == '.' and apidoc.objects[head]) then
+  elseif sep == '.' and obj and obj.functions and entry.kind ~= 'property' then
+    v = load_module(obj.functions) -- session.new: a function of the object's module
+  elseif sep == ':' or (sep == '.' and obj) then
     if entry.kind == 'property' then return nil end
     v = method_table(apidoc.objects[head] or {})
   elseif sep == '.' and apidoc.modules[head] then

@@ -21,7 +21,7 @@
 --   preformatted  details are laid out already (commands' help texts)
 local measure_do_bench = require 'kluabench.measure.do_bench'
 local stopping = require 'kluabench.measure.stopping'
-local measure_mod = require 'kluabench.measure'
+local measure_session = require 'kluabench.measure.session'
 local clocks = require 'kluabench.measure.clocks'
 local prng = require 'kluabench.stats.prng'
 local db = require 'kluabench.history.db'
@@ -42,7 +42,8 @@ end
 
 --- Receivers of methods, and where their methods are: a registry metatable
 -- (its `methods` or `__index` table), a module field, or the `__index` of
--- the metatable of an instance that `make` returns.
+-- the metatable of an instance that `make` returns. `functions` names the
+-- module that holds what is written `prefix.name` (session.new).
 M.objects = {
   t = { metatable = 'kluabench.Tensor', title = 'Tensor' },
   ev = { metatable = 'kluabench.Event', title = 'Event' },
@@ -58,10 +59,8 @@ M.objects = {
   p = { module = 'kluabench.progress', field = 'Progress', title = 'Progress' },
   protocol = { title = 'Protocol',
     make = function() return measure_do_bench.do_bench_protocol() end },
-  session = { title = 'Session (kluabench.measure)',
-    make = function()
-      return measure_mod.session('hot', function() end, { stop = stopping.count(1) })
-    end },
+  session = { title = 'Session (kluabench.measure.session)', functions = 'kluabench.measure.session',
+    make = function() return measure_session.new('hot', function() end, { stop = stopping.count(1) }) end },
   criterion = { title = 'Criterion (kluabench.measure.stopping)',
     make = function() return stopping.count(1) end },
   st = { title = 'State (kluabench.measure.stopping)', make = function() return stopping.state() end },
@@ -118,11 +117,16 @@ M.sections = {
       .. 'opened at run time, tensors across through DLPack). They run on the engine\'s stream, so every measure '
       .. 'mode, `kb.do_bench.do_bench` and `kb.graph` work on them unchanged. docs/KERNELS.md explains the '
       .. 'four routes.' },
-  { id = 'check', title = 'kluabench.kernels.check: correct outputs and possible times',
-    intro = 'Fresh random inputs per seed (seeds drawn at run time), outputs poisoned with NaN before each '
-      .. 'checked run, the reference computed after the run from a snapshot, inputs unchanged and guard bytes '
-      .. 'around outputs, NaN and Inf mismatches as errors, a norm-wise precision bound by dtype, a second '
-      .. 'check after timing, and a flag on times faster than the copy ceiling.' },
+  { id = 'check', title = 'kluabench.kernels.check: tolerances and comparisons of outputs',
+    intro = '`local check = require "kluabench.kernels.check"`. What a check compares with: tolerances by dtype, '
+      .. 'outputs poisoned with NaN, an element-wise comparison that counts NaN and Inf mismatches and elements '
+      .. 'never written as errors, and the norm-wise precision bound by dtype and reduction length (docs/TRUST.md).' },
+  { id = 'checker', title = 'kluabench.kernels.checker: is a kernel\'s output right',
+    intro = '`local checker = require "kluabench.kernels.checker"`. A check made against the ways checks are '
+      .. 'gamed: fresh random inputs per seed (seeds drawn at run time), outputs poisoned with NaN before each '
+      .. 'checked run, the reference computed after the run from a snapshot of the inputs, inputs unchanged and '
+      .. 'guard bytes around outputs, the norm-wise precision bound, and a second check after timing '
+      .. '(`c:verify()`, then `c:recheck()`).' },
   { id = 'triton', title = 'kluabench.kernels.triton: Triton\'s compiled kernels',
     intro = 'A cubin and metadata JSON from Triton\'s cache, launched as Triton\'s launcher does '
       .. '(block, shared memory, hidden scratch parameters), without Python.' },
@@ -131,8 +135,8 @@ M.sections = {
       .. 'keyed by a key drawn at run time, its own references to the timing functions, audited samples '
       .. 'at random points of every session (fresh inputs, outputs against the reference, inputs '
       .. 'unchanged, guard bytes, busy threads, foreign streams, persisting L2) and a norm-wise '
-      .. 'precision bound. kb.trust holds the engine\'s observations; the modules kluabench.trust.seeds, '
-      .. 'integrity, audit, census and precision the policy.' },
+      .. 'precision bound. kb.trust holds the engine\'s observations, kluabench.trust the policy: the audit '
+      .. '(`trust.new`) and the census of what ran besides the timed call (`trust.census`).' },
   { id = 'trace', title = 'Kernel traces (kb.trace)',
     intro = 'What ran on a device and when: one record per kernel or memory copy with its own '
       .. 'start and end. On cuda the records come from CUPTI\'s activity API (libcupti, loaded '
@@ -208,32 +212,34 @@ M.sections = {
     intro = '`local reader = require "kluabench.record.reader"`. The one reader of record files '
       .. '(JSON: a bundle, an array, {"bundles": [...]}; JSON Lines: one bundle a line) that '
       .. '`kluabench compare`, `verify` and `plot` use; errors say FILE:LINE: why.' },
+  { id = 'result', title = 'kluabench.result: sessions and points of bundles',
+    intro = '`local result = require "kluabench.result"`. The one result model: a session is what one bundle '
+      .. 'says (`result.session`), a point the sessions of one workload, kernel, mode, provider, device and '
+      .. 'protocol with the aggregate of the passed ones (`result.points`). Every table, chart, comparison and '
+      .. 'history view reads bundles through it (docs/ARCHITECTURE.md).' },
+  { id = 'verify', title = 'kluabench.record.verify: checking records',
+    intro = '`local verify = require "kluabench.record.verify"`. What `kluabench verify` checks of a bundle: '
+      .. 'every digest recomputed, every document of the kind and format its place says, and the statistics '
+      .. 'the run records those of its raw samples.' },
   { id = 'prng', title = 'kluabench.stats.prng: seeded random choices',
     intro = '`local prng = require "kluabench.stats.prng"`. SplitMix64: every random choice a protocol '
       .. 'makes (sample order, bootstrap) is reproducible from a recorded seed.' },
-  { id = 'report', title = 'kluabench.report: JSON, CSV and tables',
-    intro = '`local report = require "kluabench.report"`.' },
   { id = 'record', title = 'kluabench.record: kernelindex records',
     intro = '`local record = require "kluabench.record"`. One benchmark point is one bundle '
       .. '{run, protocol, environment, workload, implementation, operation} of kernelindex.dev/v1alpha1 '
-      .. 'documents, each valid against the public schema of its kind (kluabench.record.schema); a digest is '
-      .. '"sha256:" .. hex(SHA-256(JCS({apiVersion, kind, spec}))). The raw samples are the run\'s evidence '
-      .. '(kluabench.record.evidence), in a samples file beside the records; kluabench.record.point is the '
-      .. 'view of a bundle every table and command reads; kluabench.record.operation, .implementation, '
-      .. '.measurements and .writer are the parts. docs/RECORDS.md describes every field.' },
+      .. 'documents, built from the facts of a measurement by a pure function (`record.from_result`); a digest '
+      .. 'is "sha256:" .. hex(SHA-256(JCS({apiVersion, kind, spec}))). The raw samples are the run\'s evidence, '
+      .. 'in a samples file beside the records. kluabench.record.writer appends bundles to a file, '
+      .. 'kluabench.record.whole_file writes a whole one (`--format kernelindex`); kluabench.result reads them. '
+      .. 'docs/RECORDS.md describes every field.' },
   { id = 'kernels', title = 'kluabench.kernels: the kernel registry',
     intro = '`local kernels = require "kluabench.kernels"`. What records and `kluabench list` '
       .. 'know about each kernel (title, source files, cost model), gathered from one descriptor '
       .. 'per family, stdlib/kluabench/kernels/<family>.lua, for every family the engine names '
       .. '(`kb.builtin_kernels()`). docs/ADDING_A_KERNEL.md adds one.' },
-  { id = 'env', title = 'kluabench.record.env: the execution environment',
-    intro = '`local env = require "kluabench.record.env"`. The ExecutionEnvironment document: hardware '
-      .. 'and software a run used; what cannot be known is left out, never invented.' },
   { id = 'liger', title = 'kluabench.liger: Liger-Kernel\'s benchmark CSV',
     intro = '`local liger = require "kluabench.liger"`. Reading Liger\'s CSV, turning rows into '
       .. 'bundles (`kluabench import-liger`), and writing our results in its format.' },
-  { id = 'names', title = 'kluabench.record.names: slugs, names and times of records',
-    intro = '`local names = require "kluabench.record.names"`.' },
   { id = 'progress', title = 'kluabench.progress: progress of a sweep',
     intro = '`local progress = require "kluabench.progress"`. Writes to stderr only: a '
       .. 'status line redrawn in place on a terminal, one line per point elsewhere, nothing '
@@ -241,11 +247,6 @@ M.sections = {
   { id = 'plot', title = 'kluabench.charts.plot: SVG charts',
     intro = '`local plot = require "kluabench.charts.plot"`. Charts written by plain Lua: no plotting '
       .. 'library, the SVG opens in any browser. `kluabench plot` is the command-line face.' },
-  { id = 'shard', title = 'kluabench.dist.split: shards of a sweep',
-    intro = '`local shard = require "kluabench.dist.split"`. Which points of a sweep process I of N '
-      .. 'measures (`--shard I/N`, `kluabench run-all`, `kluabench slurm`): a point is '
-      .. '`{id = slug, cost = estimated bytes}` and stays whole; the split balances cost and '
-      .. 'depends only on the ids and costs (docs/DISTRIBUTED.md).' },
   { id = 'database', title = 'Databases: SQLite and PostgreSQL (kb.sqlite, kb.pq)',
     intro = 'What the history database is made of. SQLite is linked into the binary (public domain); '
       .. 'PostgreSQL\'s client library libpq is opened with dlopen on first use ($KLUABENCH_LIBPQ names it), '
@@ -274,9 +275,6 @@ M.sections = {
   { id = 'html', title = 'kluabench.charts.html: the HTML report',
     intro = '`local html = require "kluabench.charts.html"`. One self-contained page: tables, inline SVG '
       .. 'charts (kluabench.charts.plot), trends with their steps marked.' },
-  { id = 'suggest', title = 'kluabench.util.args: did you mean',
-    intro = '`local suggest = require "kluabench.util.args"`. The valid word a mistyped one most likely '
-      .. 'meant: unknown options of every command and benchmark script say it.' },
   { id = 'help', title = 'kluabench.apidoc.help: this documentation at the prompt',
     intro = 'The REPL installs `help` as a global; `?name` is `help("name")`.' },
   { id = 'commands', title = 'Commands',
@@ -418,23 +416,17 @@ end
 -- functions (kluabench.apidoc.doccomments), one copy, next to the code.
 ---------------------------------------------------------------------------
 
--- kb.report gathers the functions of four files, measure those of six, do_bench those of the
--- protocol base and its own.
+-- measure gathers the functions of its init.lua and of session.lua (session.new, the session object).
 local SOURCES = {
-  do_bench = { 'kluabench.measure.protocol_base', 'kluabench.measure.do_bench' },
-  report = { 'kluabench.util.json', 'kluabench.util.files', 'kluabench.liger.csv', 'kluabench.table' },
-  measure = { 'kluabench.measure.device', 'kluabench.measure.rotation', 'kluabench.measure.trace',
-    'kluabench.measure.session', 'kluabench.measure.run', 'kluabench.measure.protocol' },
+  measure = { 'kluabench.measure', 'kluabench.measure.session' },
 }
 do
   local modules = {}
   for prefix, modname in pairs(M.modules) do
     if prefix ~= 'kb' then modules[prefix] = SOURCES[prefix] or modname end
   end
-  -- the record format's parts are documented with kluabench.record
-  local record_parts = { point = 'record', evidence = 'record', schema = 'record', writer = 'record',
-    operation = 'record', implementation = 'record', measurements = 'record',
-    seeds = 'trust', integrity = 'trust', audit = 'trust', census = 'trust', precision = 'trust' }
+  -- the record files' writers are documented with kluabench.record
+  local record_parts = { writer = 'record', whole_file = 'record' }
   for _, e in ipairs(doccomments.collect(modules, M.sections, record_parts)) do
     M.entries[#M.entries + 1] = e
   end

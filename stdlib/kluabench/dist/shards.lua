@@ -69,7 +69,7 @@ function M.backend_choice()
   return b
 end
 
---- path made absolute against the working directory (kluabench.suite.outputs.absolute).
+--- path made absolute against the working directory (kluabench.record.writer.absolute).
 M.absolute = outputs.absolute
 
 --- s quoted for sh.
@@ -479,7 +479,7 @@ end
 -- Outputs that would overwrite an input
 ---------------------------------------------------------------------------
 
---- path as one spelling for comparing (kluabench.suite.outputs.canonical).
+--- path as one spelling for comparing (kluabench.record.writer.canonical).
 M.canonical = outputs.canonical
 
 --- What a name in a run's directory is ("the manifest", "shard 3's results file", ...), by the names
@@ -506,11 +506,11 @@ function M.launch_inputs(script, exe)
   return inputs
 end
 
---- The files a command reads, as inputs for check_output (kluabench.suite.outputs.file_inputs).
+--- The files a command reads, as inputs for check_output (kluabench.record.writer.file_inputs).
 M.file_inputs = outputs.file_inputs
 
 --- Whether an output file (and the samples file beside it) would overwrite an input
--- (kluabench.suite.outputs.check_output), dir (optional) being the run's directory, whose launcher
+-- (kluabench.record.writer.check_output), dir (optional) being the run's directory, whose launcher
 -- files (shards.role_in_dir) are inputs too. Returns true, or nil and "OPTION PATH is WHAT: ...".
 function M.check_output(option, out, inputs, dir, alone)
   local role

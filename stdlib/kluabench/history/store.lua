@@ -64,7 +64,7 @@ end
 --
 -- @signature history_store.utc_time(text) -> utc, seconds | nil, message
 -- @example
---   print(history_store.utc_time("2026-11-01T05:00:00-07:00")) --> 2026-11-01T12:00:00Z  1793534400
+--   print(history_store.utc_time("2026-11-01T05:00:00-07:00")) --> 2026-11-01T12:00:00Z	1793534400
 function M.utc_time(text)
   args.check('history_store.utc_time', 1, text, 'string', 'time')
   local y, mo, d, h, mi, se, frac, zone = text:match(

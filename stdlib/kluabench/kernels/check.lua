@@ -40,6 +40,7 @@ local function finite(v) return type(v) == 'number' and v == v and v > -math.hug
 -- @signature check.check_tolerances(opts, fn, argn, level)
 -- @example print(pcall(check.check_tolerances, {atol = 0 / 0}, "compare", 3, 1))
 function M.check_tolerances(opts, fn, argn, level)
+  args.check('check.check_tolerances', 1, opts, 'table', 'table of options')
   for _, name in ipairs { 'atol', 'rtol' } do
     local v = opts[name]
     if v ~= nil and not (finite(v) and v >= 0) then

@@ -167,7 +167,7 @@ end
 --- The between-session sd of log median at a median of ms (each scale's sdUpper, else sd, interpolated in log(ms))
 -- and the degrees of freedom of the nearest scale (or nil).
 -- @signature ceilings.noise_at(figure, ms) -> sd, df
--- @example print(ceilings.noise_at({scales = {{ms = 0.01, sd = 0.02}, {ms = 1, sd = 0.004}}}, 0.1)) --> 0.012
+-- @example print(ceilings.noise_at({scales = {{ms = 0.01, sd = 0.02, df = 4}, {ms = 1, sd = 0.004, df = 4}}}, 0.1)) --> 0.012	4
 function M.noise_at(figure, ms)
   args.check('ceilings.noise_at', 1, figure, 'table', 'noise figure')
   args.check('ceilings.noise_at', 2, ms, 'number', 'milliseconds')

@@ -235,9 +235,10 @@ function M.do_bench_protocol(params)
 end
 
 --- The registry's constructor (measure.protocol("do_bench", params)): a protocol of do_bench's own params.
--- @signature do_bench.make(params) -> protocol
+-- @signature do_bench.make([params]) -> protocol
 -- @example print(do_bench.make{rep_ms = 5, warmup_ms = 1}.params.rep_ms) --> 5
 function M.make(params)
+  args.check('do_bench.make', 1, params, 'table|nil', 'table of parameters')
   local d = {}
   for k, v in pairs(params or {}) do if measure.DO_BENCH_OPTIONS[k] then d[k] = v end end
   return M.do_bench_protocol(d)

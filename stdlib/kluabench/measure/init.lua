@@ -39,7 +39,7 @@ function M.device()
 end
 
 --- A ctx with every primitive: the engine's for nil or the engine's bare table, else ctx (a fake).
--- @signature measure.complete(ctx) -> ctx
+-- @signature measure.complete([ctx]) -> ctx
 -- @example print(measure.complete(nil).timer)
 function M.complete(ctx)
   args.check('measure.complete', 1, ctx, 'table|nil', 'device table')
@@ -51,6 +51,7 @@ end
 -- @signature measure.l2_bytes(ctx) -> bytes
 -- @example print(measure.l2_bytes(measure.device()))
 function M.l2_bytes(ctx)
+  args.check('measure.l2_bytes', 1, ctx, 'table', 'device table')
   local ok, info = pcall(ctx.device_info or function() return {} end)
   local l2 = ok and type(info) == 'table' and info.l2_bytes or nil
   if not (type(l2) == 'number' and l2 > 0) then
@@ -65,6 +66,7 @@ local REQUIRED = { 'event', 'elapsed_ms', 'synchronize', 'flush_l2' }
 -- @signature measure.check_ctx(fname, ctx) -> ctx
 -- @example measure.check_ctx("mine", measure.device())
 function M.check_ctx(fname, ctx)
+  args.check('measure.check_ctx', 1, fname, 'string', 'function name')
   if type(ctx) ~= 'table' then
     error(string.format("bad argument to '%s' (device table expected, got %s)", fname, type(ctx)), 3)
   end
@@ -101,6 +103,7 @@ M.DEFAULTS = {
 -- @signature measure.option(opts, k) -> value
 -- @example print(measure.option({}, "warmup_ms")) --> 10
 function M.option(opts, k)
+  args.check('measure.option', 1, opts, 'table', 'table of options')
   local v = opts[k]
   if v == nil then return M.DEFAULTS[k] end
   return v
@@ -290,7 +293,7 @@ function M.is_protocol(v) return getmetatable(v) == Protocol end
 -- @signature measure.run(name, fn [, opts [, ctx]]) -> result
 -- @example
 --   local x = kb.randn({4096}, "f32", 1)
---   print(measure.run("hot", function() x:add_(1) end, {stop = {name = "count", n = 20}}).summary.median)
+--   print(measure.run("hot", function() x:add_(1) end, {stop = stopping.count(20)}).summary.median)
 function M.run(name, fn, opts, ctx)
   local m = module_of(name, 'run', 1)
   if type(fn) ~= 'function' and not (getmetatable(fn) and getmetatable(fn).__call) then

@@ -98,7 +98,8 @@ end
 -- @signature interleave.run(tasks [, opts]) -> out
 -- @example
 --   local x = kb.randn({1 << 16}, "f32", 1)
---   local function session(fn) return measure.session("cold", fn, {stop = stopping.count(30)}) end
+--   local new = require("kluabench.measure.session").new
+--   local function session(fn) return new("cold", fn, {stop = stopping.count(30)}) end
 --   local out = interleave.run({
 --     {name = "add", session = session(function() x:add_(1) end)},
 --     {name = "mul", session = session(function() x:mul_(1) end)},

@@ -121,10 +121,6 @@ end
 
 --- The kernels of kb.trace records, internal ones left out: count, summed ms, first start to last
 -- end in ms, names.
---
--- @signature session.trace_totals(records) -> n, sum_ms, span_ms, names
--- @example
---   print(session.trace_totals({{name = "k", ns = 1000, start_ns = 0, end_ns = 1000}}))
 function M.trace_totals(records)
   if type(records) ~= 'table' then
     error("bad argument #1 to 'trace_totals' (list of trace records expected, got " .. type(records) .. ')', 2)
@@ -170,6 +166,7 @@ Session.__name = 'kluabench.MeasureSession'
 --
 -- @signature session.new(protocol, fn [, opts [, ctx]]) -> Session
 -- @example
+--   local session = require "kluabench.measure.session"
 --   local x = kb.randn({1 << 16}, "f32", 1)
 --   local s = session.new("cold", function() x:add_(1) end, {stop = kb.stopping.count(10)})
 --   s:warmup()
@@ -183,15 +180,15 @@ function M.new(mode, fn, opts, ctx)
     proto = ok and type(m) == 'table' and m.setup and m or nil
   end
   if not proto then
-    error(string.format("bad argument #1 to 'session' (a sampling protocol (cold, hot or graph) expected, got %s)",
+    error(string.format("bad argument #1 to 'session.new' (a sampling protocol (cold, hot or graph) expected, got %s)",
       tostring(mode)), 2)
   end
   if type(fn) ~= 'function' and not (getmetatable(fn) and getmetatable(fn).__call) then
-    error(string.format("bad argument #2 to 'session' (function expected, got %s)", type(fn)), 2)
+    error(string.format("bad argument #2 to 'session.new' (function expected, got %s)", type(fn)), 2)
   end
   opts = opts or {}
-  if type(opts) ~= 'table' then error("bad argument #3 to 'session' (table of options expected, got " .. type(opts) .. ')', 2) end
-  measure.check_options('session', 3, opts, measure.OPTIONS)
+  if type(opts) ~= 'table' then error("bad argument #3 to 'session.new' (table of options expected, got " .. type(opts) .. ')', 2) end
+  measure.check_options('session.new', 3, opts, measure.OPTIONS)
   ctx = ctx or measure.device()
   local rule = opts.stop ~= nil and stopping.from(opts.stop) or stopping.default_for(ctx.backend)
   local self = setmetatable({
@@ -213,6 +210,7 @@ end
 --
 -- @signature session:warmup()
 -- @example
+--   local session = require "kluabench.measure.session"
 --   local x = kb.randn({1 << 16}, "f32", 1)
 --   local s = session.new("hot", function() x:add_(1) end, {stop = kb.stopping.count(10)})
 --   s:warmup()
@@ -244,6 +242,7 @@ end
 --
 -- @signature session:step() -> done
 -- @example
+--   local session = require "kluabench.measure.session"
 --   local x = kb.randn({1 << 16}, "f32", 1)
 --   local s = session.new("hot", function() x:add_(1) end, {stop = kb.stopping.count(10)})
 --   s:warmup()
@@ -319,6 +318,7 @@ end
 --
 -- @signature session:result() -> result
 -- @example
+--   local session = require "kluabench.measure.session"
 --   local x = kb.randn({1 << 16}, "f32", 1)
 --   local s = session.new("hot", function() x:add_(1) end, {stop = kb.stopping.count(10)})
 --   s:warmup()
@@ -370,6 +370,7 @@ end
 --
 -- @signature session:close()
 -- @example
+--   local session = require "kluabench.measure.session"
 --   local x = kb.randn({1 << 16}, "f32", 1)
 --   session.new("hot", function() x:add_(1) end, {stop = kb.stopping.count(10)}):close()
 function Session:close()

@@ -378,7 +378,7 @@ end
 --- implementation.user, operation_digest computed from o.operation (or the shared one) when not given.
 -- @signature record.user_implementation{provider, kernel, info, operation_digest | operation, ...} -> document
 -- @example
---   local k = kb.cuda.compile("extern \"C\" __global__ void scale(float *x) {}", {name = "scale"})
+--   local k = kb.cuda.compile("extern \"C\" __global__ void scale(float *x) {}", {name = "scale", cache = false})
 --   print(record.user_implementation{provider = "mine", kernel = "llama4_rope", info = k:info()}.kind)
 function M.user_implementation(o)
   args.check('user_implementation', 1, o, 'table', 'table')

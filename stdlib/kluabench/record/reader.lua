@@ -83,10 +83,6 @@ end
 --   print(reader.get({run = {spec = 3}}, "run", "spec", "x")) --> nil
 M.get = get
 
-local function text_of(v)
-  return (type(v) == 'string' or type(v) == 'number') and tostring(v) or nil
-end
-
 --- True when v is a table with a run table.
 --
 -- @signature reader.is_bundle(v) -> boolean
@@ -95,6 +91,8 @@ end
 function M.is_bundle(v)
   return type(v) == 'table' and type(v.run) == 'table'
 end
+
+local items_of
 
 --- Every JSON value of a file with its line, unchecked: {{bundle, line}} (what verify judges one by
 -- one).
@@ -113,8 +111,6 @@ end
 --   print(#items, items[2].bundle)
 --   local kept, bad = reader.items('{"run": {}}\ngarbage{{{\n', "x.jsonl", {tolerant = true})
 --   print(#kept, bad[1].line, bad[1].message)
-local items_of
-
 function M.items(text, label, opts)
   args.check('reader.items', 1, text, 'string', 'JSON or JSON Lines text')
   args.check('reader.items', 2, label, 'string|nil', 'label')

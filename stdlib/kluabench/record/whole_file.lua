@@ -159,6 +159,7 @@ end
 --   print(whole_file.write_kernelindex({}, dir .. "/run.json")) --> a run of no bundle writes an empty array
 --   kb.remove_tree(dir)
 function M.write_kernelindex(bundles, out, samples, claim)
+  args.check('whole_file.write_kernelindex', 1, bundles, 'table', 'list of bundles')
   local ok, where, why = M.write_pretty(out, bundles, samples, { claim = claim })
   if not ok then return nil, tostring(where) end
   return where, { why }

@@ -6,7 +6,6 @@ local evidence = require 'kluabench.record.evidence'
 local files = require 'kluabench.util.files'
 local args = require 'kluabench.util.args'
 local record = require 'kluabench.record'
-local printable = args.printable
 
 local M = {}
 
@@ -22,9 +21,7 @@ local M = {}
 function M.append(path, bundle, samples)
   args.check('writer.append', 1, path, 'string', 'file path')
   args.check('writer.append', 2, bundle, 'table', 'bundle')
-  if type(bundle) ~= 'table' or type(bundle.run) ~= 'table' then
-    error("bad argument #2 to 'writer.append' (bundle expected, got " .. type(bundle) .. ')', 2)
-  end
+  if type(bundle.run) ~= 'table' then error("bad argument #2 to 'writer.append' (bundle without a run)", 2) end
   local ok, err = evidence.write_for(bundle, path, samples)
   if not ok then return nil, err end
   return files.append_jsonl(path, bundle)
@@ -35,7 +32,10 @@ end
 -- No output written over an input: every command that writes checks it before reading or writing.
 
 --- path made absolute against the working directory.
+-- @signature writer.absolute(path) -> path
+-- @example print(writer.absolute("results/run.jsonl")) -- the working directory .. "/results/run.jsonl"
 function M.absolute(path)
+  args.check('writer.absolute', 1, path, 'string', 'path')
   if path:sub(1, 1) == '/' then return path end
   local cwd = os.getenv('PWD')
   if not cwd or cwd == '' then cwd = core.realpath('.') or '.' end
@@ -55,7 +55,10 @@ local MAX_LINKS = 40
 --- path as one spelling: its realpath; a dangling link followed to the path it names (a file not yet
 -- written: --samples linked to a --out that does not exist yet is that --out); else its deepest
 -- existing ancestor's realpath with the rest after it.
+-- @signature writer.canonical(path) -> path
+-- @example print(writer.canonical("/tmp/../tmp/no-such-dir/run.jsonl")) --> /tmp/no-such-dir/run.jsonl
 function M.canonical(path)
+  args.check('writer.canonical', 1, path, 'string', 'path')
   path = M.absolute(path)
   local real = core.realpath(path)
   if real then return real end
@@ -79,11 +82,14 @@ function M.canonical(path)
 end
 
 --- The inputs {path, what} for M.check_output of the files a command reads, and their samples files.
+-- @signature writer.file_inputs(paths [, without_samples]) -> inputs
+-- @example print(#writer.file_inputs({"a.jsonl", "-"})) --> 2
 function M.file_inputs(paths, without_samples)
+  args.check('writer.file_inputs', 1, paths, 'table', 'list of paths')
   local inputs = {}
   for _, path in ipairs(paths) do
     if path ~= '-' then
-      local shown = printable(path, 200)
+      local shown = args.printable(path, 200)
       inputs[#inputs + 1] = { path, 'the input ' .. shown }
       if not without_samples then
         inputs[#inputs + 1] = { evidence.samples_path(path), 'the samples file of the input ' .. shown }
@@ -95,7 +101,10 @@ end
 
 --- Whether out (and, unless alone, its samples file) would overwrite an input, by canonical path or
 -- device and inode: true, or nil and "OPTION PATH is WHAT: ..."; role(parent, name) names directory inputs.
+-- @signature writer.check_output(option, out, inputs [, alone [, role]]) -> true | nil, message
+-- @example print(writer.check_output("-o", "a.jsonl", writer.file_inputs({"a.jsonl"}), true)) -- nil, "-o a.jsonl is ..."
 function M.check_output(option, out, inputs, alone, role)
+  args.check('writer.check_output', 1, option, 'string', 'option name')
   if out == nil or out == '-' then return true end
   local keyed = {}
   for _, input in ipairs(inputs) do keyed[M.canonical(input[1])] = keyed[M.canonical(input[1])] or input end
@@ -122,7 +131,7 @@ function M.check_output(option, out, inputs, alone, role)
     end
     if what then
       return nil, string.format('%s %s%s is %s: writing there would overwrite an input; give another path', option,
-        printable(out, 200), t.samples and (' (its samples file ' .. printable(samples, 200) .. ')') or '',
+        args.printable(out, 200), t.samples and (' (its samples file ' .. args.printable(samples, 200) .. ')') or '',
         what)
     end
   end

@@ -172,7 +172,8 @@ M.sorted_quantile = sorted_quantile
 --- The complementary error function (Numerical Recipes 6.2's Chebyshev fit: fractional error below 1.2e-7).
 -- @signature stats.erfc(x) -> value
 -- @example print(stats.erfc(0)) --> 1.0
-local function erfc(x)
+function M.erfc(x)
+  args.check('stats.erfc', 1, x, 'number', 'number')
   local z = abs(x)
   local t = 1 / (1 + 0.5 * z)
   local r = t * exp(-z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418
@@ -180,14 +181,13 @@ local function erfc(x)
     + t * (-0.82215223 + t * 0.17087277)))))))))
   return x >= 0 and r or 2 - r
 end
-M.erfc = erfc
 
 --- The standard normal distribution function Phi(x) (absolute error < 1e-7).
 -- @signature stats.normal_cdf(x) -> p
 -- @example print(stats.normal_cdf(1.96)) --> 0.975
 function M.normal_cdf(x)
   args.check('stats.normal_cdf', 1, x, 'number', 'number')
-  return 0.5 * erfc(-x / sqrt(2))
+  return 0.5 * M.erfc(-x / sqrt(2))
 end
 
 -- Acklam's rational approximation of the normal quantile (relative error below 1.2e-9).

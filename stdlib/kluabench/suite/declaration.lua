@@ -233,12 +233,10 @@ function M.parse(d, argv)
     aliases = { h = 'help', o = 'out', q = 'quiet' } }
   for _, a in ipairs(d.axes) do spec[M.option_name(a.name)] = 'value' end
   local raw, rest = args.parse_args(argv, spec)
-  if not raw then
+  if not raw then -- --backend and --device are the host's: it chose the device before the script ran
     local host = rest:match("^unrecognized option '(%-%-%a+)")
-    if host == '--backend' or host == '--device' then -- the host chose the device before the script ran
-      rest = rest .. string.format(" (a host option: give it before the script, 'kluabench %s X SCRIPT ...')", host)
-    end
-    M.usage_error(d.name, '%s', rest)
+    M.usage_error(d.name, '%s%s', rest, (host == '--backend' or host == '--device') and
+      string.format(" (a host option: give it before the script, 'kluabench %s X SCRIPT ...')", host) or '')
   end
   if #rest > 0 then M.usage_error(d.name, "unexpected argument '%s'", rest[1]) end
   if raw.help then return { help = true } end

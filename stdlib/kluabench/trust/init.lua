@@ -23,7 +23,7 @@ local threads, clock_ns = core.trust.threads, core.clock_ns
 census.WINDOW_MS, census.BUSY_SHARE = 3, 0.25
 
 --- Starts a thread census right after the timed call: a token for census.busy, or nil and a message (no /proc).
--- @signature census.start() -> token | nil, message
+-- @signature trust.census.start() -> token | nil, message
 -- @example local token = trust.census.start()
 function census.start()
   local a, me = threads()
@@ -32,7 +32,7 @@ function census.start()
 end
 
 --- The other threads that ran at least BUSY_SHARE of WINDOW_MS ms since census.start(): {{tid, name, ran_ns, new}}.
--- @signature census.busy(token [, window_ms]) -> list | nil, message
+-- @signature trust.census.busy(token [, window_ms]) -> list | nil, message
 -- @example print(#trust.census.busy(trust.census.start()))
 function census.busy(token, window_ms)
   args.check('census.busy', 1, token, 'table', 'token of census.start')
@@ -62,7 +62,7 @@ function census.busy(token, window_ms)
 end
 
 --- The stream the engine's own marker kernel ran on (the first record flagged internal), or nil.
--- @signature census.engine_stream(records) -> id | nil
+-- @signature trust.census.engine_stream(records) -> id | nil
 -- @example print(trust.census.engine_stream({{internal = true, kind = "kernel", stream = 7}})) --> 7
 function census.engine_stream(records)
   args.check('census.engine_stream', 1, records, 'table', 'list of kb.trace records')
@@ -71,7 +71,7 @@ function census.engine_stream(records)
 end
 
 --- The kernels and copies of a trace on another stream than `stream`: {{name, stream, count, ns}}.
--- @signature census.foreign(records, stream) -> list
+-- @signature trust.census.foreign(records, stream) -> list
 -- @example print(#trust.census.foreign({{name = "k", stream = 14, ns = 900}}, 13)) --> 1
 function census.foreign(records, stream)
   args.check('census.foreign', 1, records, 'table', 'list of kb.trace records')
@@ -91,7 +91,7 @@ function census.foreign(records, stream)
 end
 
 --- The device time of a trace's work (kernels and copies, not kluabench's own spin), in ns.
--- @signature census.work_ns(records) -> ns
+-- @signature trust.census.work_ns(records) -> ns
 -- @example print(trust.census.work_ns({{name = "k", ns = 900}, {internal = true, ns = 50}})) --> 900
 function census.work_ns(records)
   args.check('census.work_ns', 1, records, 'table', 'list of kb.trace records')
@@ -101,7 +101,7 @@ function census.work_ns(records)
 end
 
 --- What is wrong with the persisting-L2 state after a timed call (a set-aside, an access-policy window), or nil.
--- @signature census.l2_finding([device]) -> message | nil
+-- @signature trust.census.l2_finding([device]) -> message | nil
 -- @example print(trust.census.l2_finding())
 function census.l2_finding(device)
   args.check('census.l2_finding', 1, device, 'string|nil', 'device')
@@ -209,10 +209,6 @@ end
 
 --- The auditor as measure's ctx.between: an audit before sample i of n when one is due, and one after the last
 -- (i = nil); true when it took samples.
--- @signature auditor:hook() -> function(i, n, take, ...)
--- @example
---   local fresh = function(key) return {x = kb.randn({256}, "f32", key)} end
---   print(trust.new{inputs = fresh(1), key = 1, refresh = fresh}:hook()(3, 10, function() return 0.1 end))
 function Auditor:hook()
   local planned = false
   return function(i, n, take, calls, sets, per)
