@@ -25,15 +25,6 @@ local function z_of(confidence, fname)
   return stats.normal_quantile(0.5 + confidence / 2)
 end
 
--- The median of sorted s (length n), as stats.median defines it.
-local function sorted_median(s, n)
-  local h = (n - 1) * 0.5
-  local lo = floor(h)
-  local t = h - lo
-  if t == 0 then return s[lo + 1] end
-  return (1 - t) * s[lo + 1] + t * s[lo + 2]
-end
-
 local function check_list(fname, xs, argn, min_n)
   if type(xs) ~= 'table' then
     error(string.format("bad argument #%d to '%s' (list of numbers expected, got %s)", argn, fname,
@@ -140,7 +131,7 @@ local function prepare_session(xs, fname, argn)
   local h = (n - 1) * 0.5
   local r1, r2 = floor(h) + 1, ceil(h) + 1
   local F1 = M.order_statistic_cdf(n, r1)
-  return { s = s, n = n, median = sorted_median(s, n), F1 = F1,
+  return { s = s, n = n, median = stats.sorted_quantile(s, n, 0.5), F1 = F1,
     F2 = r2 ~= r1 and M.order_statistic_cdf(n, r2) or nil }
 end
 

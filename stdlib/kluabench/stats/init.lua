@@ -274,15 +274,6 @@ local function z_of(confidence, fname)
   return M.normal_quantile(0.5 + confidence / 2)
 end
 
--- The median of sorted s (length n): the mean of the two middle values when n is even.
-local function sorted_median(s, n)
-  local h = (n - 1) * 0.5
-  local lo = floor(h)
-  local t = h - lo
-  if t == 0 then return s[lo + 1] end
-  return (1 - t) * s[lo + 1] + t * s[lo + 2]
-end
-
 --- The ranks bracketing the median of n samples with the confidence, distribution-free: floor(n/2 - h) and
 -- ceil(1 + n/2 + h), h = z sqrt(n) / 2 (Binomial(n, 1/2) approximated as normal), clamped to [1, n].
 -- @signature stats.median_ci_ranks(n [, confidence]) -> lo_rank, hi_rank
@@ -315,7 +306,7 @@ function M.rse_median(xs, opts)
   local n = check_samples('rse_median', xs, 1, true)
   local confidence = opts and opts.confidence or 0.95
   local s = (opts and opts.sorted) and xs or sorted_copy(xs, n)
-  local med = sorted_median(s, n)
+  local med = sorted_quantile(s, n, 0.5)
   if n < 2 then return math.huge, med, s[1], s[1] end
   local z = z_of(confidence, 'rse_median')
   local l, u = M.median_ci_ranks(n, confidence)
