@@ -274,7 +274,7 @@ for line in io.lines(out_path) do
   local b = json.decode(line)
   if b then bundles[#bundles + 1] = b end
 end
-local rows = results.results_rows(bundles)
+local rows = results.results_rows(bundles, { sessions = true }) -- a row per round of each point
 local points, order = {}, {}
 for i, row in ipairs(rows) do
   local key = table.concat({ row.mode or '', row.provider or '', row.workload or '' }, ' ')
