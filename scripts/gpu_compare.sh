@@ -19,7 +19,7 @@
 #      (ours_llama4_rope.jsonl), once each in that order (no interleaving: a drift over the
 #      ~3 minutes between them reads as a change), then `kluabench compare` of the two
 #      (table in the log); without a baseline, only ours. Then the small point in a CUDA graph
-#      (target 3 of docs/PERFORMANCE.md), appended to ours_llama4_rope.jsonl after the compare.
+#      (its time with the launch gaps taken out), appended to ours_llama4_rope.jsonl after the compare.
 #   c. our rope sweep (ours_rope.jsonl)
 #   d. the peers: scripts/peers/rope_peers.py --kernel llama4_rope, then --kernel rope
 #      (--append; the ceiling copy only once), into peers.csv

@@ -493,7 +493,7 @@ def parse_args(argv):
                                 epilog=__doc__.split("\n\n", 1)[1])
     p.add_argument("--ours", action="append", default=[], help="kluabench results: CSV, JSON Lines or JSON")
     p.add_argument("--peers", action="append", default=[], help="rope_peers.py CSV")
-    p.add_argument("--ceiling", help="scripts/ceilings.lua --json output: the ceiling for the % columns")
+    p.add_argument("--ceiling", help="scripts/ceilings.lua --json output: the ceiling for the %% columns")
     p.add_argument("--kernel", default="", help="comma list of kernels to tabulate (default every one read)")
     p.add_argument("--out", help="markdown file (default stdout)")
     p.add_argument("--fused", default="fused", help="our fused provider's name (default fused)")
