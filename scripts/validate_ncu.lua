@@ -325,8 +325,8 @@ local function report_cmd(o)
           if not ok then why[#why + 1] = string.format('cold - pair vs ncu > %.2f us', tol * 1000) end
         end
         -- the graph mode beside ncu's time of the same graph (shown, not
-        -- judged: ncu's graph-level timing adds about 2 us a node at the
-        -- small size, docs/MEASUREMENT.md)
+        -- judged: ncu's whole-graph time exceeds its own per-kernel time at
+        -- the small size, docs/MEASUREMENT.md)
         local g_ncu = ncu_graph_per_launch(ncu[key .. ' graph'], gcalls, g and g.launches)
         local repeat_ok = c2 and c1.ci_lo_ms and c2.median_ms >= c1.ci_lo_ms and c2.median_ms <= c1.ci_hi_ms
         if #why > 0 then failed = failed + 1 end
