@@ -1,5 +1,5 @@
--- Issue 24, reliability's third round, in merge and run-all (docs/RELIABILITY.md, "Issue 24 (merge,
--- run-all)"): merge expects what the manifest says each point will have and never calls an
+-- Reliability in merge and run-all (docs/RELIABILITY.md, "Classes and their defences"):
+-- merge expects what the manifest says each point will have and never calls an
 -- incomplete set complete (class 1); the manifest is checked, and no command writes over its own
 -- inputs, nor merges a bundle whose digests fail (class 2); one bad line never drops a shard, and a
 -- shard that cannot be read is named with the true cause (class 3). The runs use the stand-in

@@ -1,6 +1,6 @@
 -- Issue 24, reliability's third round, the parts in the C engine, in
 -- kluabench.kernels.check, in file reading and in the commands that start processes
--- (docs/RELIABILITY.md, "Issue 24 (engine, check, files)"): bounded reads
+-- (docs/RELIABILITY.md, "Classes and their defences"): bounded reads
 -- that never wait on a FIFO, bounded shard and process counts, plugin
 -- messages bounded and escaped, a check that cannot be switched off, errors
 -- that say what was wrong, an NVRTC cache verified before use, and NUL bytes

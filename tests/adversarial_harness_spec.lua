@@ -1,5 +1,5 @@
 -- Issue 24, reliability's third round, the parts in the harness, compare and
--- verify (docs/RELIABILITY.md, "Issue 24 (harness, compare, verify)"):
+-- verify (docs/RELIABILITY.md, "Classes and their defences"):
 -- compare counts a session once and never a failed run; every output format
 -- keeps the points finished before a failure; repeated option values are
 -- measured once; a hook that returns the wrong thing is named with its script

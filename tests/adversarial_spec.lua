@@ -1,5 +1,5 @@
 -- Issue 14, reliability's second round: what an adversarial user tried, one
--- describe per class (docs/RELIABILITY.md, rows 26-33). Outputs never
+-- describe per class (docs/RELIABILITY.md, "Classes and their defences"). Outputs never
 -- replace what they must not, every write error is reported, every option
 -- and input is bounded, every command stops cleanly on a signal, bad Liger
 -- data is refused, and errors name the user's file and escape raw bytes.
