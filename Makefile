@@ -28,7 +28,7 @@ NVFLAGS ?= -O3 -std=c++17 -lineinfo -Xcompiler -Wall,-Wextra \
            -gencode arch=compute_90,code=compute_90
 
 # Everything but libc, libm, libstdc++ and libgcc is linked statically, so the
-# binary runs where Lua, cjson, OpenSSL, libedit, PCRE2 and SQLite are not
+# binary runs where Lua, cjson, OpenSSL, libedit and SQLite are not
 # installed. The binary exports the Lua API, and only it
 # (engine/host/exports.list), for C modules that busted loads at run time:
 # libraries opened later (libpython and its extension modules, torch) must
@@ -36,8 +36,7 @@ NVFLAGS ?= -O3 -std=c++17 -lineinfo -Xcompiler -Wall,-Wextra \
 # libpq (PostgreSQL) and libpython are opened at run time with dlopen
 # (engine/os/pq.c, engine/usercode/python_runtime.c), never linked.
 STATIC_LIBS := $(LIBDIR)/liblua5.4.a $(LIBDIR)/liblua5.4-cjson.a $(LIBDIR)/libcrypto.a $(LIBDIR)/libsqlite3.a \
-               $(LIBDIR)/libedit.a $(LIBDIR)/libtinfo.a $(LIBDIR)/libbsd.a $(LIBDIR)/libmd.a \
-               $(LIBDIR)/libpcre2-8.a
+               $(LIBDIR)/libedit.a $(LIBDIR)/libtinfo.a $(LIBDIR)/libbsd.a $(LIBDIR)/libmd.a
 LDFLAGS += -Wl,--dynamic-list=engine/host/exports.list $(SANITIZE)
 LDLIBS  += $(STATIC_LIBS) -lm -ldl -lpthread
 
@@ -204,7 +203,7 @@ $(BUILD)/lua/.stamp:
 # libpython3-dev is Debian's one package that depends on the default version's shared libpython (which
 # kb.python opens at run time); no Python header is used to build.
 DEPS := liblua5.4-dev lua5.4 lua-cjson-dev lua-busted libssl-dev libedit-dev libbsd-dev libncurses-dev tmux librsvg2-bin \
-        clang libclang-rt-dev valgrind libpcre2-dev python3-jsonschema libsqlite3-dev libpq5 postgresql chromium \
+        clang libclang-rt-dev valgrind python3-jsonschema libsqlite3-dev libpq5 postgresql chromium \
         python3-numpy libpython3-dev
 deps:
 	@missing=$$(for p in $(DEPS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \

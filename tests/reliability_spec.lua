@@ -209,7 +209,6 @@ local API = {
   { 'kb.rope.cos_sin', { 'seq_len', 'head_dim', 'dtype', 'opts?' }, function() return 4, 8, 'bf16', { device = 'cpu' } end },
   { 'kb.rope.neox_fwd', { 'tensor', 'tensor', 'tensor', 'tensor', 'opts?' }, NEOX },
   { 'kb.rope.neox_bwd', { 'tensor', 'tensor', 'tensor', 'tensor', 'opts?' }, NEOX },
-  { 'kb.regex.test', { 'tostring', 'tostring' }, function() return '^a', 'abc' end },
   { 'kb.rope.llama4_fwd_bwd', { 'tensor', 'tensor', 'tensor', 'tensor', 'tensor', 'opts?' }, ROPE_FULL },
   { 'kb.rope.neox_fwd_bwd', { 'tensor', 'tensor', 'tensor', 'tensor', 'tensor', 'tensor', 'opts?' }, NEOX_FULL },
   { 'kb.rope.floor', { 'tensor', 'tensor', 'tensor', 'opts?' }, FLOOR },

@@ -217,7 +217,6 @@ void kb_open_device(lua_State *L);
 void kb_open_fs(lua_State *L);
 void kb_open_trace(lua_State *L);
 void kb_open_process(lua_State *L);
-void kb_open_regex(lua_State *L);
 /* sqlite.c, pq.c: the history database's two backends (kb.sqlite, kb.pq) */
 void kb_open_sqlite(lua_State *L);
 void kb_open_pq(lua_State *L);

@@ -52,7 +52,6 @@ int luaopen_kluabench(lua_State *L) {
   lua_setfield(L, -2, "builtin_kernels");
   kb_open_digest(L);
   kb_open_jcs(L);
-  kb_open_regex(L);
   kb_open_tensor_io(L); /* after jcs: it keeps kb.jcs.encode and decode */
   kb_open_fs(L);
   kb_open_trace(L);
