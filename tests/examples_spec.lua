@@ -2,6 +2,7 @@
 -- one comment line saying what it shows, and keeps stdout for its output.
 local kb = require 'kluabench'
 local json = require 'kluabench.util.json'
+local result = require 'kluabench.result'
 
 local ROOT = package.searchpath('kluabench.init', package.path):match('^(.-)/?stdlib/kluabench/init%.lua$')
 if ROOT == '' then ROOT = '.' end
@@ -17,6 +18,7 @@ local ARGS = {
   ['nvrtc_kernel.lua'] = { '--n', '4096', '--rep-ms', '5', '--format', 'jsonl' },
   ['triton_kernel.lua'] = { '--n', '4096', '--rep-ms', '5', '--format', 'jsonl' },
   ['user_plugin.lua'] = { '--n', '4096', '--rep-ms', '5', '--format', 'jsonl' },
+  ['python_provider.lua'] = { '--n', '4096', '--rep-ms', '5', '--format', 'jsonl', '--provider', 'all' },
   ['copy_benchmark.lua'] = { '--mib', '1', '--rep-ms', '5', '--format', 'jsonl' },
   ['vector_add_benchmark.lua'] = { '--mi', '1', '--rep-ms', '5', '--format', 'jsonl' },
 }
@@ -41,10 +43,11 @@ end
 
 local function quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
 
--- Runs a script on the cpu backend: exit code, stdout, stderr.
-local function run_script(path, args)
+-- Runs a script on the cpu backend (env: NAME=value words before it): exit code, stdout, stderr.
+local function run_script(path, args, env)
   local out, err = os.tmpname(), os.tmpname()
   local words = { 'KLUABENCH_QUIET=', quote(kb.executable()), '--backend', 'cpu', quote(path) }
+  for i, e in ipairs(env or {}) do table.insert(words, i, e:match('^[%w_]+=') .. quote(e:match('=(.*)$'))) end
   for _, a in ipairs(args or {}) do words[#words + 1] = quote(a) end
   local cmd = table.concat(words, ' ') .. ' >' .. out .. ' 2>' .. err
   local ok, _, code = os.execute(cmd)
@@ -55,7 +58,7 @@ local function run_script(path, args)
 end
 
 -- Runs an example of examples/.
-local function run(name, args) return run_script(ROOT .. '/examples/' .. name, args) end
+local function run(name, args, env) return run_script(ROOT .. '/examples/' .. name, args, env) end
 
 describe('examples', function()
   local list = examples()
@@ -95,6 +98,33 @@ describe('examples', function()
       assert.truthy(text:find('\n  check = function', 1, true) and text:find('\n  reference = function', 1, true))
     end)
   end
+
+  -- Debian's python3 with python3-numpy (make deps installs both), as tests/python_spec.lua uses
+  local PYTHON = '/usr/bin/python3'
+  local has_numpy = os.execute(quote(PYTHON) .. ' -c "import numpy" >/dev/null 2>&1') == true
+  local numpy_it = has_numpy and it or pending
+  numpy_it('python_provider.lua times NumPy beside tensor ops, each checked, the .py file in its record', function()
+    local code, out, err = run('python_provider.lua', ARGS['python_provider.lua'], { 'KLUABENCH_PYTHON=' .. PYTHON })
+    assert.equal(0, code, err)
+    local by = {}
+    for line in out:gmatch('[^\n]+') do
+      local b = assert(json.decode(line))
+      by[result.session(b).provider] = b
+    end
+    assert.equal('passed', by.numpy.run.spec.status)
+    assert.equal('passed', by.tensor_ops.run.spec.status)
+    assert.equal('python_saxpy.py', by.numpy.implementation.spec.source.fileName)
+    assert.equal('python_saxpy.saxpy', by.numpy.implementation.spec.callable.symbol)
+  end)
+
+  it('python_provider.lua skips NumPy with one line where Python cannot load it, and times the rest', function()
+    local code, out, err = run('python_provider.lua', ARGS['python_provider.lua'],
+      { 'KLUABENCH_PYTHON=/nonexistent/python3' })
+    assert.equal(0, code, err)
+    assert.truthy(err:find('saxpy_py: provider numpy skipped: ', 1, true), err)
+    local _, rows = out:gsub('[^\n]+', '')
+    assert.equal(1, rows)
+  end)
 
   it('nvrtc_kernel.lua times a CUDA kernel in the harness in at most 25 non-blank lines', function()
     local n = 0
