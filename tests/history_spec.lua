@@ -702,7 +702,13 @@ describe('kluabench history, adversarial (issue 37)', function()
     h:close()
   end)
 
-  it('reads a database it may not write: list, trend, check, compare and report --db', function()
+  -- as root the commands run as nobody, who must be able to read the checkout (a clone in a folder
+  -- of mode 0700, as mktemp -d makes, is not)
+  local root_run = util.run('id -u'):match('%d+') == '0'
+  local readable = not root_run or select(2, util.run('setpriv --reuid=65534 --regid=65534 --clear-groups test -r '
+    .. q(sub.root() .. '/stdlib/kluabench/init.lua') .. ' 2>/dev/null')) == 0
+  local ro_it = readable and it or pending
+  ro_it('reads a database it may not write: list, trend, check, compare and report --db', function()
     local db = dir .. '/ro/h.db'
     assert(os.execute('mkdir ' .. q(dir .. '/ro')))
     add_series(db, series_files(dir, 3))

@@ -122,7 +122,11 @@ describe('kb.rope full and floor on the cpu', function()
     assert.equal(t.k, k)
   end)
 
-  it('moves its bytes in place on the cpu: the floor is no faster than a copy of them (GB/s within 1.25 x)', function()
+  -- a timing claim about optimised code: a sanitizer build (-O1, every loop of the copy instrumented, the
+  -- floor's memcpy not) times something else
+  local sanitized = (kb.build_info().cflags or ''):find('sanitize', 1, true) ~= nil
+  local timed_it = sanitized and pending or it
+  timed_it('moves its bytes in place on the cpu: the floor is no faster than a copy of them (GB/s within 1.25 x)', function()
     local sub, util = require 'helpers.subprocess', require 'helpers.util'
     local result = require 'kluabench.result'
     local out = util.tmpdir() .. '/r.jsonl'
