@@ -156,6 +156,9 @@ const char *kb_sha256_hex_pieces(kb_sha256_next_fn next, void *ctx, char out[65]
  * the next call. */
 #define KB_READ_MAX ((size_t)512 * 1024 * 1024)
 const char *kb_read_file(lua_State *L, const char *path, size_t max);
+/* fs.c: pushes "sha256:<hex>" of the file at path (read with kb_read_file, at most KB_READ_MAX bytes) and
+ * returns its size, or pushes nil and returns -1 when it cannot be read (a plugin's or a .py file's digest). */
+lua_Integer kb_push_file_sha256(lua_State *L, const char *path);
 
 /* atomic_file.c: a file written whole or not at all, through a temporary
  * beside the target that is created exclusively under a random name, then

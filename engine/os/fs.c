@@ -462,6 +462,21 @@ const char *kb_read_file(lua_State *L, const char *path, size_t max) {
   return why;
 }
 
+/* Declared in kb.h. */
+lua_Integer kb_push_file_sha256(lua_State *L, const char *path) {
+  if (!path || kb_read_file(L, path, KB_READ_MAX)) {
+    lua_pushnil(L);
+    return -1;
+  }
+  size_t len;
+  const char *s = lua_tolstring(L, -1, &len);
+  char hex[65];
+  KB_TRY(L, kb_sha256_hex(s, len, hex));
+  lua_pop(L, 1);
+  lua_pushfstring(L, "sha256:%s", hex);
+  return (lua_Integer)len;
+}
+
 /*** A whole regular file's bytes, at most max_bytes (default 512 MiB); never waits on a FIFO.
  *
  * The one bounded reader behind output.read_file, kb.cuda.load, the NVRTC cache and plugin

@@ -42,20 +42,6 @@ static const char *const PLUGIN_TYPES[] = {"tensor", "i64", "f64", NULL};
 
 /* ---- loading ---------------------------------------------------------------- */
 
-/* Pushes "sha256:<hex>" of the file at path, or nil. */
-static void push_file_digest(lua_State *L, const char *path) {
-  if (kb_read_file(L, path, KB_READ_MAX)) {
-    lua_pushnil(L);
-    return;
-  }
-  size_t len;
-  const char *s = lua_tolstring(L, -1, &len);
-  char hex[65];
-  KB_TRY(L, kb_sha256_hex(s, len, hex));
-  lua_pop(L, 1);
-  lua_pushfstring(L, "sha256:%s", hex);
-}
-
 static int parse_probe(lua_State *L) {
   const kb_param_type *types[KB_PLUGIN_MAX_ARGS];
   kb_parse_signature(L, "load", 1, lua_tostring(L, 1), types, KB_PLUGIN_MAX_ARGS, PLUGIN_TYPES);
@@ -132,7 +118,7 @@ static int l_load(lua_State *L) {
   lua_pushstring(L, p->version ? p->version : ""), lua_setfield(L, -2, "version");
   lua_pushinteger(L, p->abi_version), lua_setfield(L, -2, "abi_version");
   lua_pushstring(L, path), lua_setfield(L, -2, "path");
-  push_file_digest(L, path), lua_setfield(L, -2, "sha256");
+  kb_push_file_sha256(L, path), lua_setfield(L, -2, "sha256");
   /* a library whose file cannot be read back has no digest and is not noted (it was just opened:
    * only a file past KB_READ_MAX or one removed meanwhile) */
   lua_getfield(L, -1, "sha256");

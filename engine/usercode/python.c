@@ -224,22 +224,6 @@ static int l_info(lua_State *L) {
 
 /* ---- kb.python.load ------------------------------------------------------------------------------ */
 
-/* "sha256:<hex>" of the file at path and its size, pushed; nil and nil when it cannot be read. */
-static void push_file_digest(lua_State *L, const char *path) {
-  if (!path || kb_read_file(L, path, KB_READ_MAX)) {
-    lua_pushnil(L);
-    lua_pushnil(L);
-    return;
-  }
-  size_t len;
-  const char *s = lua_tolstring(L, -1, &len);
-  char hex[65];
-  KB_TRY(L, kb_sha256_hex(s, len, hex));
-  lua_pop(L, 1);
-  lua_pushfstring(L, "sha256:%s", hex);
-  lua_pushinteger(L, (lua_Integer)len);
-}
-
 /* The versions the glue reads for mod (names: a tuple of package names, or NULL for those its globals
  * use): pushes a table name -> version, then the text "python 3.X.Y\nname version\n..." they make. */
 static void push_versions(lua_State *L, PyObject *mod, PyObject *names) {
@@ -297,9 +281,9 @@ static int load_inner(lua_State *L) {
   push_str(L, kb_py.PyTuple_GetItem(*r, 2));
   lua_setfield(L, info, "path");
   lua_getfield(L, info, "path");
-  push_file_digest(L, lua_tostring(L, -1));
-  lua_setfield(L, info, "bytes");
+  lua_Integer bytes = kb_push_file_sha256(L, lua_tostring(L, -1)); /* nil when unreadable */
   lua_setfield(L, info, "sha256");
+  if (bytes >= 0) lua_pushinteger(L, bytes), lua_setfield(L, info, "bytes");
   lua_pop(L, 1);
   lua_pushstring(L, kb_py_runtime_info()->version);
   lua_setfield(L, info, "python");
